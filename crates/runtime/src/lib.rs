@@ -1,0 +1,2 @@
+//! The real-time side: clock, threads, UDP links between processes, TUN devices, and the client for
+//! external management planes (ibsim/OpenSM). Empty until the "Real IP" work lands.

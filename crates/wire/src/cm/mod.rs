@@ -1,0 +1,1 @@
+//! Communication Manager messages (IBA 1 §12.6).

@@ -1,0 +1,1 @@
+//! ICRC and VCRC (IBA 1 §7.8). Filled in by the transport work.

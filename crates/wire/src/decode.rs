@@ -1,0 +1,1 @@
+//! Layer-by-layer decoding of whole packets for `ipoib decode`.

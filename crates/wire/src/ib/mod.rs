@@ -1,0 +1,1 @@
+//! InfiniBand transport headers: LRH, GRH, BTH, DETH, RETH, AETH, ImmDt.

@@ -1,0 +1,1 @@
+//! IPoIB encapsulation, link-layer addresses, ARP, ND options, multicast GID mapping.

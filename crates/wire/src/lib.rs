@@ -1,0 +1,46 @@
+//! Byte formats of InfiniBand and of IP over InfiniBand, and nothing else: no IO, no clock, and no
+//! allocation on the hot path.
+//!
+//! Every format follows the smoltcp pattern (shared/STYLE.md):
+//! - a zero-copy view `Foo<T: AsRef<[u8]>>` with `new_unchecked`, `new_checked`, `check_len`, getters,
+//!   and setters when `T: AsMut<[u8]>`; once `check_len` has passed no getter panics;
+//! - a validated representation `FooRepr` with `parse`, `buffer_len` and `emit`; `emit` never panics on
+//!   a buffer of `buffer_len()` bytes, and unknown code points survive a parse/emit round trip;
+//! - a [`describe::Describe`] impl that lists every field by name, used by `ipoib decode`.
+//!
+//! Multi-byte fields are big-endian (network order) as InfiniBand sends them, except the ICRC and VCRC,
+//! which go on the wire least significant byte first (IBA 1 §7.8).
+
+#![forbid(unsafe_code)]
+#![deny(missing_debug_implementations)]
+
+pub mod describe;
+mod error;
+pub mod types;
+
+// InfiniBand transport.
+pub mod crc;
+pub mod ib;
+pub mod packet;
+
+// Management datagrams.
+pub mod mad;
+pub mod sa;
+
+// Communication Manager.
+pub mod cm;
+
+// IPoIB, IP and neighbour discovery.
+pub mod ipoib;
+
+// Private data of connections: IPoIB-CM, Annex A11, iWarp emulation.
+pub mod private_data;
+
+// Capture files.
+pub mod pcap;
+
+// Layer-by-layer decoding of whole packets (used by `ipoib decode`).
+pub mod decode;
+
+pub use error::{Error, Result};
+pub use types::{Gid, Guid};

@@ -1,0 +1,1 @@
+//! Management datagram common header and RMPP fields (IBA 1 §13.4).

@@ -1,0 +1,1 @@
+//! Whole InfiniBand packets: header chain parsing and a builder that fills ICRC and VCRC.

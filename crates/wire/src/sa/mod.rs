@@ -1,0 +1,1 @@
+//! Subnet administration: SA MAD header and attributes (IBA 1 §15.2).
