@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every test of the project. On a fresh Debian machine with Rust it first installs the independent
+# peers the tests check us against (tshark, ibsim-utils, opensm, infiniband-diags, iperf3), when missing
+# and when it can (as root, through apt-get). Tests that need a peer which could not be installed say so
+# and skip; everything else must pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v ibsim >/dev/null 2>&1 || need+=(ibsim-utils)
+command -v opensm >/dev/null 2>&1 || need+=(opensm)
+command -v saquery >/dev/null 2>&1 || need+=(infiniband-diags)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "== installing test peers: ${need[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        # tshark asks whether non-root users may capture; answer no without a prompt.
+        echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
+        apt-get update -qq || echo "warning: apt-get update failed"
+        apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+            echo "warning: could not install ${need[*]}; tests that need them will skip"
+    else
+        echo "warning: missing ${need[*]} and not root: tests that need them will skip"
+    fi
+fi
+
+export CARGO_TERM_COLOR=never
+echo "== build"
+cargo build --workspace --all-targets --locked 2>&1 | tail -n 3
+echo "== fuzz targets (build only)"
+cargo check --manifest-path fuzz/Cargo.toml --bins --locked 2>&1 | tail -n 2
+echo "== tests"
+cargo test --workspace --all-targets --locked
