@@ -1,7 +1,7 @@
 //! Communication Manager messages (IBA 1 §12.6): the 232-byte bodies that follow the 24-byte MAD
 //! common header of a CM MAD (management class 0x07).
 //!
-//! Offsets here are relative to the start of that body, as in the Byte[Bit] columns of IBA 1
+//! Offsets here are relative to the start of that body, as in the `Byte[Bit]` columns of IBA 1
 //! Tables 106-120 minus the 24-byte header. Every message fills the body exactly; its private data
 //! runs to byte 231, so a message view needs the whole body and nothing else (`check_len`).
 //!
