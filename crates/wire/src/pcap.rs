@@ -1,1 +1,0 @@
-//! Capture files: pcap with ERF records (link type 197) or link type 247.
