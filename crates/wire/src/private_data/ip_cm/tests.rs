@@ -351,3 +351,19 @@ proptest! {
             accept_mapped_ipv4: true, ..Default::default() }, &[IpAddr::V4(Ipv4Addr::LOCALHOST)]);
     }
 }
+
+#[test]
+fn rej_reasons() {
+    // Annex A11 oA11-1: Consumer Reject (28) carries the A11 ARI; CA11-8: a server without the
+    // service answers Invalid Service ID (8). REFERENCE.md: Linux uses the same reason codes.
+    assert_eq!(REJ_REASON_CONSUMER_REJECT, 28);
+    assert_eq!(REJ_REASON_INVALID_SERVICE_ID, 8);
+    // Annex A11 CA11-7: a service ID in the A11 range means this private-data format.
+    assert!(matches!(
+        crate::private_data::classify(0x0000_0000_0106_0cbc),
+        crate::private_data::ServiceKind::IpCm {
+            protocol: 6,
+            port: 3260
+        }
+    ));
+}
