@@ -1,1 +1,48 @@
-//! IPoIB encapsulation, link-layer addresses, ARP, ND options, multicast GID mapping.
+//! IPoIB encapsulation, link-layer addresses, ARP, ND options, multicast GID mapping, and the small IP
+//! and ICMP views an IPoIB interface and `ipoib decode` need.
+//!
+//! Sources: draft-ietf-ipoib-ip-over-infiniband-06 (IPoIB over UD, later RFC 4391), RFC 4755 §3.1 (flags
+//! of the link-layer address), draft-kashyap-ipoib-ipv6-01 (the legacy IPv6 profile, [`legacy`]), and
+//! the Linux behaviour recorded in shared/REFERENCE.md where the text leaves a choice (broadcast
+//! address, ND option padding, interface identifier).
+//!
+//! - [`encap`]: the 4-byte encapsulation header (§6).
+//! - [`hwaddr`]: the 20-byte link-layer address (§9.1.1, RFC 4755 §3.1), its text form, the broadcast
+//!   address.
+//! - [`arp`]: ARP/RARP with hardware type 32 (§9.2).
+//! - [`nd`]: ND messages and options, including the 24-byte link-layer address option (§9.3).
+//! - [`addr`]: IPv6 interface identifiers and link-local addresses (§8).
+//! - [`mcast`]: IPv4/IPv6 group ↔ MGID mapping and the broadcast GID (§4).
+//! - [`legacy`]: draft-kashyap-ipoib-ipv6-01's ND option and FF1y:3333:: mapping.
+//! - [`ip`], [`icmp`], [`checksum`]: IPv4/IPv6 headers, ICMP, the Internet checksum.
+//! - [`frame`]: a whole UD payload, [`IpoibFrame`], with a one-line summary.
+//!
+//! Nothing here allocates while parsing or emitting.
+
+pub mod addr;
+pub mod arp;
+pub mod checksum;
+pub mod encap;
+pub mod frame;
+pub mod hwaddr;
+pub mod icmp;
+pub mod ip;
+pub mod legacy;
+pub mod mcast;
+pub mod nd;
+
+pub use arp::{ArpOperation, ArpPacket, ArpRepr};
+pub use encap::{EncapHeader, EncapRepr, EtherType};
+pub use frame::{IpPayload, IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv6Datagram};
+pub use hwaddr::{HwAddr, HwAddrFlags, HwAddrView, HWADDR_LEN, MULTICAST_QPN};
+pub use icmp::{IcmpPacket, Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type};
+pub use ip::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
+pub use mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpVersion, IpoibMgid, Scope};
+pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRepr, PrefixInfo};
+
+/// The MTU every IPoIB implementation must support: a 2048-byte IPoIB-link MTU minus the 4-byte
+/// encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §7).
+pub const DEFAULT_MTU: usize = 2044;
+
+/// The Linux connected-mode MTU (shared/REFERENCE.md: 64 KiB - 16).
+pub const LINUX_CM_MTU: usize = 65520;
