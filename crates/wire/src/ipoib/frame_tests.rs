@@ -291,3 +291,33 @@ proptest! {
         f.describe(&mut Collect::default());
     }
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §6 table 1 (RARP 0x8035) with the §9.2 layout, RFC 903
+// operation 3.
+#[test]
+fn rarp_frame() {
+    let me = HwAddr::new(
+        HwAddrFlags::NONE,
+        0x48,
+        Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 1),
+    );
+    let rarp = ArpRepr {
+        operation: ArpOperation::RarpRequest,
+        sender_hw: me,
+        sender_ip: Ipv4Addr::UNSPECIFIED,
+        target_hw: me,
+        target_ip: Ipv4Addr::UNSPECIFIED,
+    };
+    let f = IpoibFrame::new(IpoibPayload::Rarp(rarp), EtherType::Rarp);
+    let mut b = vec![0u8; f.buffer_len()];
+    f.emit(&mut b).unwrap();
+    assert_eq!(b[..4], [0x80, 0x35, 0, 0]);
+    assert_eq!(b[10..12], [0, 3]);
+    assert_eq!(IpoibFrame::parse(&b).unwrap(), f);
+    assert!(f
+        .summary()
+        .starts_with("RARP reverse request who-is 00:00:00:48:fe:80"));
+    let mut c = Collect::default();
+    f.describe(&mut c);
+    assert_eq!(c.get("rarp.opcode"), Some("reverse request (0x3)"));
+}

@@ -303,6 +303,13 @@ mod tests {
         assert_eq!(u8::from(Scope::Other(0x3)), 3);
     }
 
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 4: link-local scope 0x2 is the RECOMMENDED default.
+    #[test]
+    fn default_scope_is_link_local() {
+        assert_eq!(Scope::default(), Scope::LinkLocal);
+        assert_eq!(u8::from(Scope::default()), 0x2);
+    }
+
     // draft-ietf-ipoib-ip-over-infiniband-06 §4: only the lower 28 bits of an IPv4 group are mapped.
     #[test]
     fn ipv4_low_28_bits() {
@@ -348,7 +355,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip_v6(v6 in any::<bool>(), scope in 0u8..16, pkey in any::<u16>(), id in any::<u128>()) {
+        fn round_trip(v6 in any::<bool>(), scope in 0u8..16, pkey in any::<u16>(), id in any::<u128>()) {
             let version = if v6 { IpVersion::V6 } else { IpVersion::V4 };
             let group_id = if v6 { id & ((1 << 80) - 1) } else { id & 0x0fff_ffff };
             let m = IpoibMgid { version, scope: Scope::from(scope), pkey, group_id };
