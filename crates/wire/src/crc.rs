@@ -32,7 +32,11 @@ const fn crc32_tables() -> [[u32; 256]; 16] {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ CRC32_POLY_REFLECTED } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ CRC32_POLY_REFLECTED
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[0][i] = c;
@@ -58,7 +62,11 @@ const fn crc16_tables() -> [[u16; 256]; 8] {
         let mut c = i as u16;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ CRC16_POLY_REFLECTED } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ CRC16_POLY_REFLECTED
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[0][i] = c;
@@ -261,7 +269,11 @@ mod tests {
         for &b in data {
             c ^= b as u16;
             for _ in 0..8 {
-                c = if c & 1 != 0 { (c >> 1) ^ 0xd008 } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0xd008
+                } else {
+                    c >> 1
+                };
             }
         }
         c ^ 0xffff
@@ -277,7 +289,11 @@ mod tests {
     fn crc32_matches_crc32fast() {
         let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 13) as u8).collect();
         for len in [0, 1, 7, 15, 16, 17, 31, 64, 100, 1023, 2044, 5000] {
-            assert_eq!(crc32(&data[..len]), crc32fast::hash(&data[..len]), "len {len}");
+            assert_eq!(
+                crc32(&data[..len]),
+                crc32fast::hash(&data[..len]),
+                "len {len}"
+            );
         }
         // Streaming in odd pieces gives the same answer.
         let mut c = Crc32::new();
@@ -303,8 +319,8 @@ mod tests {
     #[test]
     fn icrc_known_answer_real_rocev2_capture() {
         let ip = [
-            0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00, 0x11,
-            0x01, 0x0a, 0x00, 0x12, 0x01,
+            0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11, 0x91, 0x61, 0x0a, 0x00,
+            0x11, 0x01, 0x0a, 0x00, 0x12, 0x01,
         ];
         let udp = [0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00];
         let bth = [0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0, 0, 0, 0];

@@ -1,1 +1,89 @@
-//! InfiniBand transport headers: LRH, GRH, BTH, DETH, RETH, AETH, ImmDt.
+//! InfiniBand routing and transport headers (IBA 1 ch. 7 and 9): LRH, GRH, BTH and the extended
+//! transport headers (RDETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
+//!
+//! Each header has a zero-copy view (`Lrh<T>`, `Bth<T>`, ...) and a validated representation
+//! (`LrhRepr`, `BthRepr`, ...). All fields are big-endian. Which extended headers follow a BTH is
+//! decided by its opcode alone ([`Opcode::ext_headers`], IBA 1 §9.2); [`ExtHeaders`] parses
+//! and emits that chain. Whole packets (with pad, ICRC and VCRC) live in [`crate::packet`].
+
+/// Generates the length-checked part of a fixed-size header view: the struct, `LEN`,
+/// `new_unchecked`, `new_checked`, `check_len` and `into_inner`.
+macro_rules! fixed_view {
+    ($(#[$meta:meta])* $name:ident, $len:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $name<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// The header length in bytes.
+            pub const LEN: usize = $len;
+
+            /// Wraps `buffer` without checking its length; getters may then panic.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                Self { buffer }
+            }
+
+            /// Wraps `buffer` after checking that it is long enough for every getter.
+            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
+                let v = Self::new_unchecked(buffer);
+                v.check_len()?;
+                Ok(v)
+            }
+
+            /// `Err(Truncated)` when the buffer is shorter than the header.
+            pub fn check_len(&self) -> $crate::Result<()> {
+                if self.buffer.as_ref().len() < $len {
+                    Err($crate::Error::Truncated)
+                } else {
+                    Ok(())
+                }
+            }
+
+            /// The wrapped buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+}
+
+mod aeth;
+mod atomic;
+mod bth;
+mod deth;
+mod ext;
+mod grh;
+mod ieth;
+mod immdt;
+mod lrh;
+mod opcode;
+mod rdeth;
+mod reth;
+
+pub use aeth::{Aeth, AethRepr, NakCode, Syndrome};
+pub use atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
+pub use bth::{Bth, BthRepr};
+pub use deth::{Deth, DethRepr};
+pub use ext::{ExtHeaderSet, ExtHeaders};
+pub use grh::{Grh, GrhRepr};
+pub use ieth::{Ieth, IethRepr};
+pub use immdt::{ImmDt, ImmDtRepr};
+pub use lrh::{Lnh, Lrh, LrhRepr};
+pub use opcode::{Opcode, Operation, Position, Transport};
+pub use rdeth::{Rdeth, RdethRepr};
+pub use reth::{Reth, RethRepr};
+
+/// LRH helpers for the packet-length rule and LID ranges.
+pub mod lid {
+    pub use super::lrh::{
+        check_pkt_len, pkt_len_for, LID_MULTICAST_FIRST, LID_MULTICAST_LAST, LID_PERMISSIVE,
+        MAX_PKT_LEN_WORDS,
+    };
+}
+
+/// Length of the ICRC (IBA 1 §7.8.1).
+pub const ICRC_LEN: usize = 4;
+/// Length of the VCRC (IBA 1 §7.8.2).
+pub const VCRC_LEN: usize = 2;
