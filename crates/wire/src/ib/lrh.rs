@@ -27,7 +27,7 @@ pub const LID_PERMISSIVE: u16 = 0xffff;
 /// byte of the LRH to the last byte before the VCRC. `Malformed` when the length is not a whole
 /// number of words or does not fit in 11 bits.
 pub fn pkt_len_for(len_without_vcrc: usize) -> Result<u16> {
-    if len_without_vcrc % 4 != 0 || len_without_vcrc / 4 > MAX_PKT_LEN_WORDS as usize {
+    if len_without_vcrc & 3 != 0 || len_without_vcrc / 4 > MAX_PKT_LEN_WORDS as usize {
         return Err(Error::Malformed);
     }
     Ok((len_without_vcrc / 4) as u16)
