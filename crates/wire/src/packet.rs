@@ -48,7 +48,9 @@ pub struct Packet<'a> {
 }
 
 impl<'a> Packet<'a> {
-    /// Parses a whole packet, LRH first byte through VCRC, and checks both CRCs.
+    /// Parses a whole packet, LRH first byte through VCRC, and checks both CRCs. Packets with and
+    /// without a GRH are both accepted (draft-ietf-ipoib-ip-over-infiniband-06 §6.0: "The IPoIB
+    /// implementation MUST be able to handle packets received with or without the use of GRH").
     ///
     /// IBA 1 §7.7: the buffer must be exactly `4 * PktLen + 2` bytes. IBA 1 §8.3: GRH PayLen must
     /// count the bytes from the end of the GRH through the ICRC. IBA 1 §9.2: PadCnt may not exceed
@@ -400,6 +402,7 @@ mod tests {
     }
 
     /// IBA 1 §7.7, §9.2, §7.8: parse a local UD frame, pad removed, both CRCs verified.
+    /// draft-ietf-ipoib-ip-over-infiniband-06 §6.0: packets without a GRH are handled.
     #[test]
     fn parse_local_ud() {
         let p = Packet::parse(&UD_LOCAL).unwrap();
@@ -415,12 +418,14 @@ mod tests {
     }
 
     /// IBA 1 §8.3: GRH PayLen counts BTH through ICRC; §7.8.1 global masking.
+    /// draft-ietf-ipoib-ip-over-infiniband-06 §6.0: packets with a GRH are handled (and without:
+    /// `parse_local_ud`). draft-kashyap-ipoib-ipv6-01 Appendix B.3: multicast DestQP 0xFFFFFF.
     #[test]
     fn parse_global_ud() {
         let p = Packet::parse(&UD_GLOBAL).unwrap();
         let g = p.grh.unwrap();
         assert_eq!((g.paylen, g.nxthdr, g.hoplmt), (32, 0x1b, 0x40));
-        assert_eq!(p.bth.unwrap().dest_qp, 0xff_ffff);
+        assert_eq!(p.bth.unwrap().dest_qp, BthRepr::MULTICAST_QPN);
         assert_eq!(p.payload, PAYLOAD);
         assert!(p.crc_ok());
     }

@@ -156,6 +156,9 @@ pub struct BthRepr {
 impl BthRepr {
     /// The header length.
     pub const LEN: usize = 12;
+    /// The destination QP of every multicast packet (IBA 1 §9.2; draft-kashyap-ipoib-ipv6-01
+    /// Appendix B.3: "When multicasting the destination QP is always set to 0xFFFFFF").
+    pub const MULTICAST_QPN: u32 = 0x00ff_ffff;
 
     /// A BTH with the given opcode, partition key, destination QP and PSN; flags, pad and resv8a
     /// zero.

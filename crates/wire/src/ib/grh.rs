@@ -125,14 +125,17 @@ pub struct GrhRepr {
 impl GrhRepr {
     /// The header length.
     pub const LEN: usize = 40;
-    /// IPVer of a GRH (IBA 1 §8.3: the GRH is an IPv6 header).
+    /// IPVer of a GRH (IBA 1 §8.3: the GRH is an IPv6 header; draft-kashyap-ipoib-ipv6-01
+    /// Appendix B.2: "The version is always set to 6").
     pub const IP_VERSION: u8 = 6;
-    /// NxtHdr meaning "an IBA transport header (BTH) follows" (IBA 1 §8.3).
+    /// NxtHdr meaning "an IBA transport header (BTH) follows" (IBA 1 §8.3; draft-kashyap-ipoib-ipv6-01
+    /// Appendix B.2: "The next header field is always the BTH").
     pub const NXT_HDR_IBA: u8 = 0x1b;
 
     /// A GRH for an IBA packet from `sgid` to `dgid` with the given hop limit; traffic class and flow
     /// label zero, PayLen left for the packet builder.
     pub fn new(sgid: Gid, dgid: Gid, hoplmt: u8) -> GrhRepr {
+        // draft-kashyap-ipoib-ipv6-01 Appendix B.2: version 6, next header BTH.
         GrhRepr {
             ipver: Self::IP_VERSION,
             tclass: 0,
@@ -231,11 +234,13 @@ mod tests {
         }
     }
 
-    /// IBA 1 §8.3: field layout.
+    /// IBA 1 §8.3: field layout; draft-kashyap-ipoib-ipv6-01 Appendix B.2: version 6, NxtHdr BTH.
     #[test]
     fn deconstruct() {
         let v = Grh::new_checked(&BYTES[..]).unwrap();
         assert_eq!((v.ipver(), v.tclass(), v.flow_label()), (6, 0xa5, 0x12345));
+        let n = GrhRepr::new(Gid::ZERO, Gid::ZERO, 1);
+        assert_eq!((n.ipver, n.nxthdr), (6, 0x1b));
         assert_eq!((v.paylen(), v.nxthdr(), v.hoplmt()), (0x38, 0x1b, 0x40));
         assert_eq!(v.sgid(), repr().sgid);
         assert_eq!(v.dgid(), repr().dgid);
