@@ -1,8 +1,6 @@
 //! Code points of the common MAD header: management class, method and status (IBA 1 §13.4.2-§13.4.7).
 //! Every enum keeps values it does not name (`Unknown`), so a parse/emit round trip is lossless.
 
-use crate::mad::code_enum;
-
 code_enum! {
     /// Management class (IBA 1 §13.4.4, Table 109 in 1.3). Vendor-specific ranges are recognised by
     /// [`MgmtClass::is_vendor_specific`] and stay `Unknown(code)`.

@@ -11,7 +11,6 @@
 //! For traps 64-67 DataDetails holds 6 reserved bytes, then the GID (IBA 1 §14.2.5.1 Table 130;
 //! OpenSM `ntc_64_67`; wireshark's `parse_NoticeDataDetails`).
 
-use super::code_enum;
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be24, put16, put24, Gid};
 use crate::{Error, Result};

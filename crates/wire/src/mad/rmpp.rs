@@ -9,7 +9,6 @@
 //!
 //! A view here is built on the MAD's data area (offset 24 of the MAD), so its offsets start at 0.
 
-use super::code_enum;
 use super::RMPP_HEADER_LEN;
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be32, put32};

@@ -1,1 +1,24 @@
-//! Subnet administration: SA MAD header and attributes (IBA 1 §15.2).
+//! Subnet administration (IBA 1 §15.2): the SA MAD header after the common and RMPP headers, the
+//! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
+//! InformInfo come from [`crate::mad`]), tables of records, and [`SaMadRepr`], a whole SA MAD as one
+//! value with builders for the SA client and server.
+//!
+//! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
+//! `packet-infiniband.c` (the independent reader the tshark test uses).
+
+mod header;
+mod mcmember;
+mod path;
+mod rate;
+mod record;
+mod sa_mad;
+
+pub use crate::mad::{
+    ClassPortInfoRepr, InformInfoRepr, NoticeRepr, NoticeType, ProducerType, SaStatus,
+};
+pub use header::{SaHeaderRepr, SaMad, SA_DATA_LEN, SA_DATA_OFFSET, SA_HEADER_LEN};
+pub use mcmember::{mcr_mask, JoinState, McMemberRecord, McMemberRecordRepr};
+pub use path::{pr_mask, PathRecord, PathRecordRepr};
+pub use rate::{Mtu, Rate, Selector};
+pub use record::{attribute_offset_for, record_len, SaAttribute, SaRawData, SaRecords};
+pub use sa_mad::{emit_records, SaMadRepr};

@@ -1,0 +1,285 @@
+//! One SA attribute of any supported kind ([`SaAttribute`]) and the table of records of a
+//! SubnAdmGetTableResp ([`SaRecords`], an iterator that does not allocate). In a table every record
+//! occupies AttributeOffset × 8 bytes (IBA 1 §15.2.1.1, §15.2.5.x: the attribute padded to a
+//! multiple of 8 bytes).
+
+use super::header::SA_DATA_LEN;
+use super::mcmember::McMemberRecordRepr;
+use super::path::PathRecordRepr;
+use crate::describe::{Describe, Describer, Value};
+use crate::mad::attr::sa as attr;
+use crate::mad::{ClassPortInfoRepr, InformInfoRepr, NoticeRepr};
+use crate::{Error, Result};
+
+/// Bytes the SA carries for an attribute it does not decode (or a table), up to 200.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SaRawData {
+    len: u8,
+    bytes: [u8; SA_DATA_LEN],
+}
+
+impl SaRawData {
+    /// Copies up to 200 bytes of `data`.
+    pub fn new(data: &[u8]) -> SaRawData {
+        let n = data.len().min(SA_DATA_LEN);
+        let mut bytes = [0u8; SA_DATA_LEN];
+        bytes[..n].copy_from_slice(&data[..n]);
+        SaRawData {
+            len: n as u8,
+            bytes,
+        }
+    }
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl core::fmt::Debug for SaRawData {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "SaRawData({} bytes)", self.len)
+    }
+}
+
+/// The size of attribute `attribute_id` without padding, for the attributes this crate decodes.
+pub fn record_len(attribute_id: u16) -> Option<usize> {
+    match attribute_id {
+        attr::CLASS_PORT_INFO => Some(72),
+        attr::NOTICE => Some(80),
+        attr::INFORM_INFO => Some(36),
+        attr::MC_MEMBER_RECORD => Some(52),
+        attr::PATH_RECORD => Some(64),
+        _ => None,
+    }
+}
+
+/// AttributeOffset for a record of `len` bytes: its length in 8-byte words, rounded up (IBA 1
+/// §15.2.1.1; OpenSM `ib_get_attr_offset`).
+pub fn attribute_offset_for(len: usize) -> u16 {
+    len.div_ceil(8).min(usize::from(u16::MAX)) as u16
+}
+
+/// One SA attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaAttribute {
+    /// ClassPortInfo (IBA 1 §13.4.8.1).
+    ClassPortInfo(ClassPortInfoRepr),
+    /// Notice (IBA 1 §13.4.8.2).
+    Notice(NoticeRepr),
+    /// InformInfo (IBA 1 §13.4.8.3).
+    InformInfo(InformInfoRepr),
+    /// MCMemberRecord (IBA 1 §15.2.5.17).
+    McMemberRecord(McMemberRecordRepr),
+    /// PathRecord (IBA 1 §15.2.5.16).
+    PathRecord(PathRecordRepr),
+    /// An attribute this crate does not decode, or the records of a table, as sent.
+    Raw(SaRawData),
+}
+
+impl SaAttribute {
+    /// Decodes `data` as attribute `attribute_id`; an unknown attribute becomes `Raw`.
+    pub fn parse(attribute_id: u16, data: &[u8]) -> Result<SaAttribute> {
+        Ok(match attribute_id {
+            attr::CLASS_PORT_INFO => SaAttribute::ClassPortInfo(ClassPortInfoRepr::parse(data)?),
+            attr::NOTICE => SaAttribute::Notice(NoticeRepr::parse(data)?),
+            attr::INFORM_INFO => SaAttribute::InformInfo(InformInfoRepr::parse(data)?),
+            attr::MC_MEMBER_RECORD => SaAttribute::McMemberRecord(McMemberRecordRepr::parse(data)?),
+            attr::PATH_RECORD => SaAttribute::PathRecord(PathRecordRepr::parse(data)?),
+            _ => SaAttribute::Raw(SaRawData::new(data)),
+        })
+    }
+
+    /// The AttributeID of a decoded attribute (`None` for `Raw`).
+    pub fn attribute_id(&self) -> Option<u16> {
+        match self {
+            SaAttribute::ClassPortInfo(_) => Some(attr::CLASS_PORT_INFO),
+            SaAttribute::Notice(_) => Some(attr::NOTICE),
+            SaAttribute::InformInfo(_) => Some(attr::INFORM_INFO),
+            SaAttribute::McMemberRecord(_) => Some(attr::MC_MEMBER_RECORD),
+            SaAttribute::PathRecord(_) => Some(attr::PATH_RECORD),
+            SaAttribute::Raw(_) => None,
+        }
+    }
+
+    /// Bytes `emit` writes.
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            SaAttribute::ClassPortInfo(r) => r.buffer_len(),
+            SaAttribute::Notice(r) => r.buffer_len(),
+            SaAttribute::InformInfo(r) => r.buffer_len(),
+            SaAttribute::McMemberRecord(r) => r.buffer_len(),
+            SaAttribute::PathRecord(r) => r.buffer_len(),
+            SaAttribute::Raw(r) => r.as_bytes().len(),
+        }
+    }
+
+    /// Writes the attribute at the start of `buf`. Panics if `buf` is shorter than `buffer_len()`.
+    pub fn emit(&self, buf: &mut [u8]) {
+        match self {
+            SaAttribute::ClassPortInfo(r) => r.emit(buf),
+            SaAttribute::Notice(r) => r.emit(buf),
+            SaAttribute::InformInfo(r) => r.emit(buf),
+            SaAttribute::McMemberRecord(r) => r.emit(buf),
+            SaAttribute::PathRecord(r) => r.emit(buf),
+            SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
+        }
+    }
+
+    /// The snake_case group name `ipoib decode` shows the attribute under.
+    pub fn group_name(&self) -> &'static str {
+        match self {
+            SaAttribute::ClassPortInfo(_) => "class_port_info",
+            SaAttribute::Notice(_) => "notice",
+            SaAttribute::InformInfo(_) => "inform_info",
+            SaAttribute::McMemberRecord(_) => "mc_member_record",
+            SaAttribute::PathRecord(_) => "path_record",
+            SaAttribute::Raw(_) => "data",
+        }
+    }
+}
+
+impl Describe for SaAttribute {
+    fn describe(&self, d: &mut dyn Describer) {
+        match self {
+            SaAttribute::ClassPortInfo(r) => r.describe(d),
+            SaAttribute::Notice(r) => r.describe(d),
+            SaAttribute::InformInfo(r) => r.describe(d),
+            SaAttribute::McMemberRecord(r) => r.describe(d),
+            SaAttribute::PathRecord(r) => r.describe(d),
+            SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
+        }
+    }
+}
+
+/// The records of a SubnAdmGetTableResp: `data` cut into AttributeOffset × 8-byte slots, each
+/// decoded as `attribute_id`. Works on the 200 bytes of one MAD or on a reassembled RMPP payload.
+/// Yields `Err(Malformed)` once and stops if the stride is shorter than the attribute.
+#[derive(Debug, Clone)]
+pub struct SaRecords<'a> {
+    attribute_id: u16,
+    stride: usize,
+    data: &'a [u8],
+    failed: bool,
+}
+
+impl<'a> SaRecords<'a> {
+    /// Records of `attribute_id`, `attribute_offset` 8-byte words apart, in `data` (the SA data
+    /// after the SA header; a partial trailing slot is ignored).
+    pub fn new(attribute_id: u16, attribute_offset: u16, data: &'a [u8]) -> SaRecords<'a> {
+        SaRecords {
+            attribute_id,
+            stride: usize::from(attribute_offset) * 8,
+            data,
+            failed: false,
+        }
+    }
+
+    /// How many whole records `data` holds (0 if AttributeOffset is 0).
+    pub fn record_count(&self) -> usize {
+        if self.stride == 0 || self.failed {
+            0
+        } else {
+            self.data.len() / self.stride
+        }
+    }
+}
+
+impl Iterator for SaRecords<'_> {
+    type Item = Result<SaAttribute>;
+
+    fn next(&mut self) -> Option<Result<SaAttribute>> {
+        if self.failed || self.stride == 0 || self.data.len() < self.stride {
+            return None;
+        }
+        let (rec, rest) = self.data.split_at(self.stride);
+        self.data = rest;
+        match SaAttribute::parse(self.attribute_id, rec) {
+            Ok(a) => Some(Ok(a)),
+            Err(_) => {
+                // A stride shorter than the attribute: every slot would fail the same way.
+                self.failed = true;
+                Some(Err(Error::Malformed))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sa::mcmember::tests::{bcast_join, bcast_join_bytes};
+    use proptest::prelude::*;
+
+    // IBA 1 §15.2.1.1
+    #[test]
+    fn attribute_offsets() {
+        assert_eq!(attribute_offset_for(52), 7);
+        assert_eq!(attribute_offset_for(64), 8);
+        assert_eq!(attribute_offset_for(36), 5);
+        assert_eq!(attribute_offset_for(80), 10);
+        assert_eq!(attribute_offset_for(72), 9);
+        assert_eq!(record_len(attr::MC_MEMBER_RECORD), Some(52));
+    }
+
+    // IBA 1 §15.2.1.1: a table of MCMemberRecords 56 bytes apart.
+    #[test]
+    fn table_of_records() {
+        let mut data = [0u8; 200];
+        for i in 0..3 {
+            data[i * 56..i * 56 + 52].copy_from_slice(&bcast_join_bytes());
+            data[i * 56 + 36..i * 56 + 38].copy_from_slice(&[0xc0, i as u8 + 1]);
+        }
+        let recs = SaRecords::new(attr::MC_MEMBER_RECORD, 7, &data);
+        assert_eq!(recs.record_count(), 3);
+        let mlids: Vec<u16> = recs
+            .map(|r| match r.unwrap() {
+                SaAttribute::McMemberRecord(m) => m.mlid,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(mlids, [0xc001, 0xc002, 0xc003]);
+        // Fewer bytes: only whole slots count.
+        assert_eq!(
+            SaRecords::new(attr::MC_MEMBER_RECORD, 7, &data[..111]).record_count(),
+            1
+        );
+        // Stride 0 yields nothing; a stride shorter than the record is malformed, once.
+        assert_eq!(
+            SaRecords::new(attr::MC_MEMBER_RECORD, 0, &data).next(),
+            None
+        );
+        let mut short = SaRecords::new(attr::MC_MEMBER_RECORD, 6, &data);
+        assert_eq!(short.next(), Some(Err(Error::Malformed)));
+        assert_eq!(short.next(), None);
+    }
+
+    #[test]
+    fn unknown_attribute_is_raw() {
+        let a = SaAttribute::parse(attr::NODE_RECORD, &[1, 2, 3]).unwrap();
+        assert_eq!(a.attribute_id(), None);
+        match a {
+            SaAttribute::Raw(r) => assert_eq!(r.as_bytes(), &[1, 2, 3]),
+            other => panic!("{other:?}"),
+        }
+        let m = SaAttribute::McMemberRecord(bcast_join());
+        let mut out = [0u8; 52];
+        m.emit(&mut out);
+        assert_eq!(out, bcast_join_bytes());
+        assert_eq!(m.group_name(), "mc_member_record");
+    }
+
+    proptest! {
+        #[test]
+        fn records_never_panic(
+            id in any::<u16>(),
+            off in any::<u16>(),
+            data in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let known = [1u16, 2, 3, 0x35, 0x38];
+            let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
+            for r in SaRecords::new(id, off, &data) {
+                let _ = r;
+            }
+        }
+    }
+}
