@@ -47,13 +47,19 @@ pub struct Json {
 
 impl Default for Json {
     fn default() -> Self {
-        Json { out: String::from("{"), first: vec![true] }
+        Json {
+            out: String::from("{"),
+            first: vec![true],
+        }
     }
 }
 
 impl Json {
     fn key(&mut self, name: &str) {
-        let first = self.first.last_mut().expect("the root object is never left");
+        let first = self
+            .first
+            .last_mut()
+            .expect("the root object is never left");
         if !*first {
             self.out.push(',');
         }
@@ -156,6 +162,9 @@ mod tests {
         t.field("opcode", Value::Named(0x64, "UD SEND_ONLY"));
         t.leave();
         t.field("icrc_ok", Value::Bool(false));
-        assert_eq!(t.out, "bth\n    opcode: UD SEND_ONLY (0x64)\nicrc_ok: false\n");
+        assert_eq!(
+            t.out,
+            "bth\n    opcode: UD SEND_ONLY (0x64)\nicrc_ok: false\n"
+        );
     }
 }

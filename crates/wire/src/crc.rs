@@ -14,46 +14,14 @@
 //! - Both CRCs go on the wire least significant byte first (IBA 1 §7.8; Linux `rxe_icrc.c` stores
 //!   the ICRC as a little-endian u32).
 //!
-//! Both engines are table-driven (slicing-by-16 for the CRC-32, slicing-by-8 for the CRC-16), built at
-//! compile time, and never allocate. The ICRC masks a copy of the headers on the stack and then runs
+//! The CRC-32 engine is `crc32fast` (hardware carry-less multiply where available); the CRC-16 is our
+//! own slicing-by-8 table built at compile time. Neither allocates. The ICRC masks a copy of the headers on the stack and then runs
 //! over the payload in one pass, so it costs one CRC-32 over the same bytes plus a 60-byte copy.
 
 use crate::{Error, Result};
 
-/// Reflected form of the Ethernet CRC-32 polynomial 0x04C11DB7.
-const CRC32_POLY_REFLECTED: u32 = 0xedb8_8320;
 /// Reflected form of the VCRC polynomial 0x100B (IBA 1 §7.8.2).
 const CRC16_POLY_REFLECTED: u16 = 0xd008;
-
-const fn crc32_tables() -> [[u32; 256]; 16] {
-    let mut t = [[0u32; 256]; 16];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ CRC32_POLY_REFLECTED
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[0][i] = c;
-        i += 1;
-    }
-    let mut s = 1;
-    while s < 16 {
-        let mut i = 0;
-        while i < 256 {
-            let prev = t[s - 1][i];
-            t[s][i] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
-            i += 1;
-        }
-        s += 1;
-    }
-    t
-}
 
 const fn crc16_tables() -> [[u16; 256]; 8] {
     let mut t = [[0u16; 256]; 8];
@@ -85,37 +53,7 @@ const fn crc16_tables() -> [[u16; 256]; 8] {
     t
 }
 
-static CRC32_TABLES: [[u32; 256]; 16] = crc32_tables();
 static CRC16_TABLES: [[u16; 256]; 8] = crc16_tables();
-
-/// Advances a raw (uncomplemented) reflected CRC-32 register over `data`.
-fn crc32_update(mut crc: u32, data: &[u8]) -> u32 {
-    let t = &CRC32_TABLES;
-    let mut chunks = data.chunks_exact(16);
-    for c in &mut chunks {
-        let a = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) ^ crc;
-        crc = t[15][(a & 0xff) as usize]
-            ^ t[14][((a >> 8) & 0xff) as usize]
-            ^ t[13][((a >> 16) & 0xff) as usize]
-            ^ t[12][(a >> 24) as usize]
-            ^ t[11][c[4] as usize]
-            ^ t[10][c[5] as usize]
-            ^ t[9][c[6] as usize]
-            ^ t[8][c[7] as usize]
-            ^ t[7][c[8] as usize]
-            ^ t[6][c[9] as usize]
-            ^ t[5][c[10] as usize]
-            ^ t[4][c[11] as usize]
-            ^ t[3][c[12] as usize]
-            ^ t[2][c[13] as usize]
-            ^ t[1][c[14] as usize]
-            ^ t[0][c[15] as usize];
-    }
-    for &b in chunks.remainder() {
-        crc = (crc >> 8) ^ t[0][((crc ^ b as u32) & 0xff) as usize];
-    }
-    crc
-}
 
 /// Advances a raw (uncomplemented) reflected CRC-16 register over `data`.
 fn crc16_update(mut crc: u16, data: &[u8]) -> u16 {
@@ -139,39 +77,39 @@ fn crc16_update(mut crc: u16, data: &[u8]) -> u16 {
 }
 
 /// A streaming Ethernet CRC-32 (the ICRC's engine): `new`, any number of `update`, `finish`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// The engine is `crc32fast`, which picks a carry-less-multiply (PCLMULQDQ) folding path at run time
+/// where the CPU has one and a slicing table otherwise; the ICRC is the same CRC-32 over masked bytes,
+/// so it needs nothing more than feeding the masked headers and then the payload.
+#[derive(Debug, Clone, Default)]
 pub struct Crc32 {
-    state: u32,
-}
-
-impl Default for Crc32 {
-    fn default() -> Self {
-        Self::new()
-    }
+    hasher: crc32fast::Hasher,
 }
 
 impl Crc32 {
     /// A CRC with the initial value 0xFFFFFFFF loaded.
-    pub const fn new() -> Crc32 {
-        Crc32 { state: !0 }
+    pub fn new() -> Crc32 {
+        Crc32 {
+            hasher: crc32fast::Hasher::new(),
+        }
     }
     /// Feeds `data`.
     pub fn update(&mut self, data: &[u8]) {
-        self.state = crc32_update(self.state, data);
+        self.hasher.update(data);
     }
     /// The CRC of everything fed so far (final complement applied).
     pub fn finish(&self) -> u32 {
-        !self.state
+        self.hasher.clone().finalize()
     }
     /// The internal register (before the final complement).
     pub fn register(&self) -> u32 {
-        self.state
+        !self.finish()
     }
 }
 
 /// The Ethernet CRC-32 of `data` (check value 0xCBF43926 over "123456789").
 pub fn crc32(data: &[u8]) -> u32 {
-    !crc32_update(!0, data)
+    crc32fast::hash(data)
 }
 
 /// A streaming VCRC engine (CRC-16, polynomial 0x100B, reflected, IBA 1 §7.8.2).

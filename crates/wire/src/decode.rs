@@ -1,1 +1,282 @@
-//! Layer-by-layer decoding of whole packets for `ipoib decode`.
+//! Layer-by-layer decoding of whole packets, for `ipoib decode`: the packet's headers, its CRC
+//! verdicts, and its payload interpreted as far as this crate knows how: IPoIB frames (UD, and the
+//! first packet of an RC/UC message in connected mode), SA MADs with their records, CM messages with
+//! their private data read by service ID (IPoIB-CM, Annex A11 IP CM, iWarp emulation, Linux rdma_cm).
+//!
+//! A [`Decoder`] is stateful across a capture only for CM: a REP or REJ does not carry the service
+//! ID, so the decoder remembers the kind of service each REQ asked for, by communication ID (a
+//! bounded table), to read the answer's private data and a REJ's Annex A11 ARI.
+//!
+//! Every packet, good or bad, produces the top-level fields `summary`, `icrc_ok` and `vcrc_ok` (the
+//! last two only once the LRH and lengths could be read), and a malformed one an `error` field.
+
+use crate::cm::{CmMessage, RejReason};
+use crate::describe::{Describe, Describer, Value};
+use crate::ib::{LrhRepr, Opcode, Operation, Position};
+use crate::ipoib::IpoibFrame;
+use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+use crate::packet::Packet;
+use crate::private_data::{
+    classify_with_data, HelloReplyRepr, HelloRepr, IpCmReject, IpCmReqRepr, IpoibCmPrivateDataRepr,
+    ServiceKind,
+};
+use crate::sa::SaMadRepr;
+use crate::Error;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// How many REQs the decoder remembers to interpret later REP/REJ private data.
+const MAX_TRACKED_REQS: usize = 4096;
+
+/// Decodes packets one after the other; see the module docs.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// Service kind of each REQ seen, by the REQ's local communication ID.
+    services: BTreeMap<u32, ServiceKind>,
+}
+
+impl Decoder {
+    /// A decoder that has seen nothing yet.
+    pub fn new() -> Decoder {
+        Decoder::default()
+    }
+
+    /// Describes one packet (LRH first byte through VCRC) into `d`. Returns an error when the packet
+    /// is malformed; its fields up to the point of failure, a `summary` and an `error` field have
+    /// then been described. A CRC mismatch is not an error: it is a verdict (`icrc_ok`, `vcrc_ok`).
+    pub fn packet(&mut self, data: &[u8], d: &mut dyn Describer) -> Result<(), Error> {
+        let p = match Packet::parse(data) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Ok(lrh) = LrhRepr::parse_bytes(data) {
+                    lrh.describe_as("lrh", d);
+                }
+                d.field("summary", Value::Str(&format!("malformed packet: {e}")));
+                d.field("error", Value::Str(&packet_error(e, data)));
+                return Err(e);
+            }
+        };
+        // Headers first, then the interpreted payload, then the CRCs (wire order).
+        p.lrh.describe_as("lrh", d);
+        if let Some(g) = &p.grh {
+            g.describe_as("grh", d);
+        }
+        if let Some(b) = &p.bth {
+            b.describe_as("bth", d);
+        }
+        p.ext.describe(d);
+
+        let mut summary = String::new();
+        let _ = write!(summary, "{:#06x} > {:#06x}", p.lrh.slid, p.lrh.dlid);
+        let result = match p.bth {
+            None => {
+                summary.push_str(" raw packet");
+                d.field("raw_data", Value::Bytes(p.payload));
+                Ok(())
+            }
+            Some(bth) => {
+                let _ = write!(summary, " {} qp {:#x}", bth.opcode.name(), bth.dest_qp);
+                self.payload(&p, bth.opcode, bth.dest_qp, &mut summary, d)
+            }
+        };
+        if p.pad_count > 0 {
+            d.field("pad_count", Value::Uint(p.pad_count.into()));
+        }
+        if let Some(icrc) = p.icrc {
+            d.field("icrc", Value::Hex(icrc.into(), 8));
+        }
+        d.field("icrc_ok", Value::Bool(p.icrc_ok));
+        d.field("vcrc", Value::Hex(p.vcrc.into(), 4));
+        d.field("vcrc_ok", Value::Bool(p.vcrc_ok));
+        if !p.icrc_ok || !p.vcrc_ok {
+            summary.push_str(" [bad CRC]");
+        }
+        d.field("summary", Value::Str(&summary));
+        if let Err((e, what)) = result {
+            d.field("error", Value::Str(&format!("{what}: {e}")));
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Interprets the payload of a transport packet.
+    fn payload(
+        &mut self,
+        p: &Packet<'_>,
+        opcode: Opcode,
+        dest_qp: u32,
+        summary: &mut String,
+        d: &mut dyn Describer,
+    ) -> Result<(), (Error, &'static str)> {
+        if p.ext.deth.is_some() && (dest_qp == 0 || dest_qp == 1) {
+            return self.mad(p.payload, summary, d);
+        }
+        let starts_send = matches!(
+            opcode.operation(),
+            Operation::SendFirst
+                | Operation::SendOnly
+                | Operation::SendOnlyWithImmediate
+                | Operation::SendOnlyWithInvalidate
+        ) && matches!(opcode.position(), Some(Position::First | Position::Only));
+        if p.ext.deth.is_some() || starts_send {
+            // UD datagrams to other QPs carry IPoIB (draft-ietf-ipoib-ip-over-infiniband-06 §6); so does
+            // the first packet of each RC/UC send in connected mode (RFC 4755 §4).
+            return match IpoibFrame::parse(p.payload) {
+                Ok(f) => {
+                    f.describe(d);
+                    let _ = write!(summary, " IPoIB {}", f.summary());
+                    Ok(())
+                }
+                Err(e) => {
+                    d.field("payload", Value::Bytes(p.payload));
+                    Err((e, "IPoIB frame"))
+                }
+            };
+        }
+        if !p.payload.is_empty() {
+            d.field("payload", Value::Bytes(p.payload));
+            let _ = write!(summary, " {} bytes", p.payload.len());
+        }
+        Ok(())
+    }
+
+    /// Interprets a MAD on QP0 or QP1.
+    fn mad(
+        &mut self,
+        data: &[u8],
+        summary: &mut String,
+        d: &mut dyn Describer,
+    ) -> Result<(), (Error, &'static str)> {
+        let header = MadHeaderRepr::parse_bytes(data).map_err(|e| (e, "MAD header"))?;
+        if data.len() != MAD_LEN {
+            // QP0/QP1 carry exactly one 256-byte MAD (IBA 1 §13.4.1); show what there is anyway.
+            header.describe_as("mad", d);
+            return Err((Error::Malformed, "MAD length is not 256 bytes"));
+        }
+        let _ = write!(
+            summary,
+            " MAD {} {} {}",
+            header.mgmt_class.name(),
+            header.method.name(),
+            crate::mad::attr::name(header.mgmt_class, header.attribute_id)
+        );
+        if header.status.0 != 0 {
+            let _ = write!(summary, " status {:#06x}", header.status.0);
+        }
+        match header.mgmt_class {
+            MgmtClass::SubnAdm => {
+                let sa = SaMadRepr::parse(data).map_err(|e| (e, "SA MAD"))?;
+                sa.describe(d);
+                if sa.is_table() {
+                    let _ = write!(summary, " ({} records)", sa.records().record_count());
+                }
+                Ok(())
+            }
+            MgmtClass::ComMgt => {
+                header.describe_as("mad", d);
+                let body = &data[MAD_HEADER_LEN..];
+                match CmMessage::parse(header.attribute_id, body) {
+                    Ok(m) => {
+                        m.describe_as("cm", d);
+                        self.cm_private_data(&m, summary, d);
+                        Ok(())
+                    }
+                    Err(Error::Unsupported) => {
+                        d.field("data", Value::Bytes(body));
+                        Ok(())
+                    }
+                    Err(e) => Err((e, "CM message")),
+                }
+            }
+            _ => {
+                header.describe_as("mad", d);
+                d.field("data", Value::Bytes(&data[MAD_HEADER_LEN..]));
+                Ok(())
+            }
+        }
+    }
+
+    /// Interprets CM private data by the service the connection is for.
+    fn cm_private_data(&mut self, m: &CmMessage, summary: &mut String, d: &mut dyn Describer) {
+        let kind = match m {
+            CmMessage::Req(req) => {
+                let kind = classify_with_data(req.service_id, &req.private_data);
+                if self.services.len() >= MAX_TRACKED_REQS {
+                    self.services.pop_first();
+                }
+                self.services.insert(req.local_comm_id, kind);
+                kind.describe_as("service", d);
+                let _ = write!(
+                    summary,
+                    " service {:#018x} ({})",
+                    req.service_id,
+                    kind.name()
+                );
+                kind
+            }
+            CmMessage::SidrReq(req) => classify_with_data(req.service_id, &req.private_data),
+            other => match other.remote_comm_id().and_then(|id| self.services.get(&id)) {
+                Some(k) => *k,
+                None => return,
+            },
+        };
+        let pd = m.private_data();
+        match (m, kind) {
+            (CmMessage::Req(_) | CmMessage::Rep(_), ServiceKind::IpoibCm { .. }) => {
+                // RFC 4755 §3.3: REQ and REP carry the sender's UD QPN and receive MTU.
+                if let Ok(r) = IpoibCmPrivateDataRepr::parse(pd) {
+                    r.describe_as("ipoib_cm", d);
+                }
+            }
+            (
+                CmMessage::Req(_) | CmMessage::SidrReq(_),
+                ServiceKind::IpCm { .. } | ServiceKind::RdmaCm { .. },
+            ) => match IpCmReqRepr::parse(pd) {
+                // Annex A11 §A11.6: the IP addressing header at the start of REQ private data.
+                Ok(r) => r.describe_as("ip_cm", d),
+                Err(e) => d.field("ip_cm_error", Value::Str(&e.to_string())),
+            },
+            // Annex A11: a consumer reject (reason 28) may carry the IP CM ARI.
+            (CmMessage::Rej(rej), ServiceKind::IpCm { .. } | ServiceKind::RdmaCm { .. })
+                if rej.reason == RejReason::ConsumerDefined && rej.reject_info_length > 0 =>
+            {
+                if let Ok(ari) = IpCmReject::parse(rej.ari()) {
+                    ari.describe_as("ip_cm_ari", d);
+                }
+            }
+            (CmMessage::Req(_), ServiceKind::IwarpEmulation { .. }) => {
+                if let Ok(h) = HelloRepr::parse(pd) {
+                    h.describe_as("iwarp_hello", d);
+                }
+            }
+            (CmMessage::Rep(_), ServiceKind::IwarpEmulation { .. }) => {
+                if let Ok(h) = HelloReplyRepr::parse(pd) {
+                    h.describe_as("iwarp_hello_reply", d);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A person-readable reason for a packet that did not parse.
+fn packet_error(e: Error, data: &[u8]) -> String {
+    match LrhRepr::parse_bytes(data) {
+        Err(_) => format!(
+            "{e}: {} bytes is shorter than a Local Route Header",
+            data.len()
+        ),
+        Ok(lrh) => {
+            let expect = usize::from(lrh.pkt_len) * 4 + 2;
+            if expect != data.len() {
+                format!(
+                    "{e}: LRH PktLen {} says {expect} bytes with the VCRC, the packet has {}",
+                    lrh.pkt_len,
+                    data.len()
+                )
+            } else {
+                format!("{e}: headers do not fit the packet")
+            }
+        }
+    }
+}

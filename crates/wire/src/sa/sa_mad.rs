@@ -270,10 +270,15 @@ impl Describe for SaMadRepr {
             let recs = self.records();
             d.enter("records");
             d.field("count", Value::Uint(recs.record_count() as u64));
-            for r in recs {
+            // One group per record, numbered so that every key stays unique (JSON objects).
+            for (i, r) in recs.enumerate() {
                 match r {
-                    Ok(a) if a.attribute_id().is_some() => a.describe_as(a.group_name(), d),
-                    Ok(a) => a.describe_as("record", d),
+                    Ok(a) => {
+                        d.enter(&format!("record_{i}"));
+                        d.field("attribute", Value::Str(a.group_name()));
+                        a.describe(d);
+                        d.leave();
+                    }
                     Err(_) => d.field("error", Value::Str("record shorter than its attribute")),
                 }
             }

@@ -175,7 +175,11 @@ fn describe_table_and_notice() {
     let mut c = Collect::default();
     resp.describe(&mut c);
     assert_eq!(c.get("records.count"), Some("1"));
-    assert_eq!(c.get("records.mc_member_record.q_key"), Some("0x00000b1b"));
+    assert_eq!(
+        c.get("records.record_0.attribute"),
+        Some("mc_member_record")
+    );
+    assert_eq!(c.get("records.record_0.q_key"), Some("0x00000b1b"));
 
     let n = NoticeRepr::gid_trap(66, bcast_join().mgid, 1, bcast_join().port_gid);
     let report = SaMadRepr::request(Method::Report, 9, 0, SaAttribute::Notice(n));
