@@ -223,7 +223,7 @@ impl Decoder {
         let pd = m.private_data();
         match (m, kind) {
             (CmMessage::Req(_) | CmMessage::Rep(_), ServiceKind::IpoibCm { .. }) => {
-                // RFC 4755 §3.3: REQ and REP carry the sender's UD QPN and receive MTU.
+                // RFC 4755 §3.2: REQ and REP carry the sender's UD QPN and receive MTU.
                 if let Ok(r) = IpoibCmPrivateDataRepr::parse(pd) {
                     r.describe_as("ipoib_cm", d);
                 }

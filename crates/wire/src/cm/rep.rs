@@ -199,7 +199,7 @@ mod tests {
     use crate::cm::testutil::{body, describe};
     use crate::cm::BODY_LEN;
 
-    /// The REP answering the IPoIB-CM REQ of `req::tests` (RFC 4755 §3.3: private data carries the
+    /// The REP answering the IPoIB-CM REQ of `req::tests` (RFC 4755 §3.2: private data carries the
     /// passive side's UD QPN 0x52 and receive MTU 65524), with every bit field non-zero.
     fn bytes() -> [u8; BODY_LEN] {
         body(&[
