@@ -1,5 +1,12 @@
 //! Protocol agents with no IO, no threads and no clock: SA client and server, CM, the IPoIB interface,
-//! the IP CM service and iWarp emulation. Time comes in as a parameter, randomness from a seeded RNG.
+//! the IP CM service and iWarp emulation. Time comes in as a parameter ([`time::Instant`]),
+//! randomness from a seeded generator ([`rng::Rng`]); same seed, same packets.
 //!
-//! Empty until the agents land (issues "Emulated fabric" and "IPoIB over UD"); the layer exists now so
-//! that the dependency direction (wire <- proto <- fabric <- runtime <- cli) is fixed from the start.
+//! Agents follow quinn-proto's shape: inputs through `handle_*(now, ..)`, outputs from
+//! `poll_transmit()`, `poll_timeout()` and `poll_event()`.
+
+#![forbid(unsafe_code)]
+
+pub mod rng;
+pub mod subnet;
+pub mod time;

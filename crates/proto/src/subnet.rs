@@ -1,0 +1,196 @@
+//! The subnet as the subnet manager configured it, as plain data: every channel-adapter port with its
+//! LID, GID, MTU, rate and P_Keys, every switch with its linear forwarding table, and what each port
+//! is cabled to. The subnet manager (crates/fabric) builds it and hands it to the subnet administrator
+//! (`crate::sa`) as a value; the SA answers PathRecord queries by walking it (IBA 1 §15.2.5.16: the
+//! path's MTU and rate are the smallest along the route).
+
+use ipoib_wire::{Gid, Guid};
+
+/// What a port is cabled to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Peer {
+    /// Nothing (or the link is down).
+    #[default]
+    None,
+    /// A channel-adapter port: index into [`SubnetModel::ports`].
+    Ca(usize),
+    /// A switch port: index into [`SubnetModel::switches`] and the port number.
+    Switch(usize, u8),
+}
+
+/// A channel-adapter port (an HCA port, or the SM's own port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaPort {
+    /// Node GUID of the adapter.
+    pub node_guid: Guid,
+    /// Port GUID (the GID's interface ID).
+    pub port_guid: Guid,
+    /// Port number on the adapter (1-based).
+    pub port_num: u8,
+    /// Base LID (0 before the SM assigned one).
+    pub lid: u16,
+    /// LID mask control: the port answers LIDs `lid ..= lid + 2^lmc - 1`.
+    pub lmc: u8,
+    /// Active MTU code (IBA: 1 = 256 ... 5 = 4096).
+    pub mtu: u8,
+    /// Active rate code (IBA PathRecord rate encoding, e.g. 3 = 10 Gb/s).
+    pub rate: u8,
+    /// The P_Key table the SM wrote.
+    pub pkeys: Vec<u16>,
+    /// True once the port is Active.
+    pub active: bool,
+    /// Where its cable goes.
+    pub peer: Peer,
+    /// A name for logs (node description).
+    pub name: String,
+}
+
+/// A switch port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchPort {
+    /// Active MTU code.
+    pub mtu: u8,
+    /// Active rate code.
+    pub rate: u8,
+    /// Where its cable goes.
+    pub peer: Peer,
+}
+
+/// A switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchNode {
+    /// Node GUID.
+    pub guid: Guid,
+    /// LID of management port 0.
+    pub lid: u16,
+    /// Ports 1..=N at index 1..=N (index 0 is management port 0 and has no cable).
+    pub ports: Vec<SwitchPort>,
+    /// Linear forwarding table: output port per DLID (255 = drop).
+    pub lft: Vec<u8>,
+    /// A name for logs.
+    pub name: String,
+}
+
+/// The properties of the route from one LID to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathProps {
+    /// Smallest MTU code along the route.
+    pub mtu: u8,
+    /// Smallest rate code along the route.
+    pub rate: u8,
+    /// Links crossed.
+    pub hops: u8,
+}
+
+/// The whole subnet.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SubnetModel {
+    /// Subnet prefix of every port's GID (default FE80::/64).
+    pub subnet_prefix: u64,
+    /// LID of the master SM.
+    pub sm_lid: u16,
+    /// Channel-adapter ports.
+    pub ports: Vec<CaPort>,
+    /// Switches.
+    pub switches: Vec<SwitchNode>,
+}
+
+impl SubnetModel {
+    /// The port GID of a CA port.
+    pub fn gid(&self, port: &CaPort) -> Gid {
+        Gid::new(self.subnet_prefix, port.port_guid.0)
+    }
+
+    /// The CA port whose GID is `gid`.
+    pub fn port_by_gid(&self, gid: &Gid) -> Option<(usize, &CaPort)> {
+        if gid.subnet_prefix() != self.subnet_prefix {
+            return None;
+        }
+        self.ports.iter().enumerate().find(|(_, p)| p.port_guid.0 == gid.interface_id())
+    }
+
+    /// The CA port that answers `lid`.
+    pub fn port_by_lid(&self, lid: u16) -> Option<(usize, &CaPort)> {
+        self.ports.iter().enumerate().find(|(_, p)| {
+            p.lid != 0 && lid >= p.lid && u32::from(lid) < u32::from(p.lid) + (1u32 << p.lmc)
+        })
+    }
+
+    /// Walks the forwarding tables from the CA port answering `slid` to the one answering `dlid`.
+    /// `None` when there is no such route (unknown LID, a hole in a table, a loop, a down link).
+    pub fn path(&self, slid: u16, dlid: u16) -> Option<PathProps> {
+        let (src, sp) = self.port_by_lid(slid)?;
+        let (dst, _) = self.port_by_lid(dlid)?;
+        let mut props = PathProps { mtu: sp.mtu, rate: sp.rate, hops: 0 };
+        if src == dst {
+            return Some(props);
+        }
+        let mut at = sp.peer;
+        for _ in 0..64 {
+            props.hops += 1;
+            match at {
+                Peer::None => return None,
+                Peer::Ca(i) => {
+                    let p = &self.ports[i];
+                    props.mtu = props.mtu.min(p.mtu);
+                    props.rate = props.rate.min(p.rate);
+                    return (i == dst).then_some(props);
+                }
+                Peer::Switch(s, inport) => {
+                    let sw = self.switches.get(s)?;
+                    let inp = sw.ports.get(usize::from(inport))?;
+                    props.mtu = props.mtu.min(inp.mtu);
+                    props.rate = props.rate.min(inp.rate);
+                    let out = *sw.lft.get(usize::from(dlid))?;
+                    let op = sw.ports.get(usize::from(out)).filter(|_| out != 0)?;
+                    props.mtu = props.mtu.min(op.mtu);
+                    props.rate = props.rate.min(op.rate);
+                    at = op.peer;
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca(guid: u64, lid: u16, peer: Peer) -> CaPort {
+        CaPort {
+            node_guid: Guid(guid),
+            port_guid: Guid(guid),
+            port_num: 1,
+            lid,
+            lmc: 0,
+            mtu: 4,
+            rate: 3,
+            pkeys: vec![0xffff],
+            active: true,
+            peer,
+            name: format!("h{lid}"),
+        }
+    }
+
+    #[test]
+    fn path_through_one_switch_takes_the_smallest_mtu() {
+        let mut lft = vec![255u8; 8];
+        lft[2] = 1;
+        lft[3] = 2;
+        let mut ports = vec![SwitchPort::default(); 3];
+        ports[1] = SwitchPort { mtu: 4, rate: 3, peer: Peer::Ca(0) };
+        ports[2] = SwitchPort { mtu: 3, rate: 3, peer: Peer::Ca(1) };
+        let m = SubnetModel {
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            sm_lid: 1,
+            ports: vec![ca(0x10, 2, Peer::Switch(0, 1)), ca(0x11, 3, Peer::Switch(0, 2))],
+            switches: vec![SwitchNode { guid: Guid(1), lid: 1, ports, lft, name: "s".into() }],
+        };
+        assert_eq!(m.path(2, 3), Some(PathProps { mtu: 3, rate: 3, hops: 2 }));
+        assert_eq!(m.path(2, 2).map(|p| p.hops), Some(0));
+        assert_eq!(m.path(2, 7), None);
+        let g = m.gid(&m.ports[1]);
+        assert_eq!(m.port_by_gid(&g).map(|(i, _)| i), Some(1));
+    }
+}
