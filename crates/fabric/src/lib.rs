@@ -1,2 +1,18 @@
-//! The emulated InfiniBand hardware and subnet: HCAs, QPs, switches, subnet manager, topologies and a
-//! deterministic discrete-event simulator. Empty until the "Emulated fabric" issue lands.
+//! The emulated InfiniBand hardware and subnet: a deterministic discrete-event simulator ([`sim`]),
+//! links with latency, bandwidth and faults ([`link`]), capture to pcap ([`capture`]), and the
+//! devices that sit on it (HCAs, switches, the subnet manager).
+//!
+//! Invariants: virtual time only (no clock, no threads); every random choice comes from the
+//! simulator's seeded [`ipoib_proto::rng::Rng`]; events at the same instant run in the order they
+//! were scheduled. So the same seed gives the same packets, byte for byte.
+//!
+//! The unit everywhere is one whole InfiniBand packet, LRH through VCRC, as a `Vec<u8>`.
+
+#![forbid(unsafe_code)]
+
+pub mod capture;
+pub mod link;
+pub mod sim;
+
+pub use ipoib_proto::time::Instant;
+pub use sim::{Device, NodeId, PortRef, Simulator, Tx};

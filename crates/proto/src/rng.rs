@@ -19,7 +19,14 @@ impl Rng {
     /// A generator whose whole sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Rng {
         let mut x = seed;
-        Rng { s: [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)] }
+        Rng {
+            s: [
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+                splitmix64(&mut x),
+            ],
+        }
     }
 
     /// An independent generator for a sub-component, derived from this one's seed stream and `stream`

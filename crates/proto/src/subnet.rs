@@ -106,7 +106,10 @@ impl SubnetModel {
         if gid.subnet_prefix() != self.subnet_prefix {
             return None;
         }
-        self.ports.iter().enumerate().find(|(_, p)| p.port_guid.0 == gid.interface_id())
+        self.ports
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.port_guid.0 == gid.interface_id())
     }
 
     /// The CA port that answers `lid`.
@@ -121,7 +124,11 @@ impl SubnetModel {
     pub fn path(&self, slid: u16, dlid: u16) -> Option<PathProps> {
         let (src, sp) = self.port_by_lid(slid)?;
         let (dst, _) = self.port_by_lid(dlid)?;
-        let mut props = PathProps { mtu: sp.mtu, rate: sp.rate, hops: 0 };
+        let mut props = PathProps {
+            mtu: sp.mtu,
+            rate: sp.rate,
+            hops: 0,
+        };
         if src == dst {
             return Some(props);
         }
@@ -179,15 +186,39 @@ mod tests {
         lft[2] = 1;
         lft[3] = 2;
         let mut ports = vec![SwitchPort::default(); 3];
-        ports[1] = SwitchPort { mtu: 4, rate: 3, peer: Peer::Ca(0) };
-        ports[2] = SwitchPort { mtu: 3, rate: 3, peer: Peer::Ca(1) };
+        ports[1] = SwitchPort {
+            mtu: 4,
+            rate: 3,
+            peer: Peer::Ca(0),
+        };
+        ports[2] = SwitchPort {
+            mtu: 3,
+            rate: 3,
+            peer: Peer::Ca(1),
+        };
         let m = SubnetModel {
             subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
             sm_lid: 1,
-            ports: vec![ca(0x10, 2, Peer::Switch(0, 1)), ca(0x11, 3, Peer::Switch(0, 2))],
-            switches: vec![SwitchNode { guid: Guid(1), lid: 1, ports, lft, name: "s".into() }],
+            ports: vec![
+                ca(0x10, 2, Peer::Switch(0, 1)),
+                ca(0x11, 3, Peer::Switch(0, 2)),
+            ],
+            switches: vec![SwitchNode {
+                guid: Guid(1),
+                lid: 1,
+                ports,
+                lft,
+                name: "s".into(),
+            }],
         };
-        assert_eq!(m.path(2, 3), Some(PathProps { mtu: 3, rate: 3, hops: 2 }));
+        assert_eq!(
+            m.path(2, 3),
+            Some(PathProps {
+                mtu: 3,
+                rate: 3,
+                hops: 2
+            })
+        );
         assert_eq!(m.path(2, 2).map(|p| p.hops), Some(0));
         assert_eq!(m.path(2, 7), None);
         let g = m.gid(&m.ports[1]);

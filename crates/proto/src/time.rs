@@ -56,7 +56,12 @@ impl Sub<Instant> for Instant {
 impl core::fmt::Display for Instant {
     /// Seconds with nanosecond precision, e.g. `1.000250000s`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -70,6 +75,9 @@ mod tests {
         assert_eq!((t + Duration::from_nanos(500)).as_nanos(), 2_000);
         assert_eq!(t - Instant::from_nanos(2_000), Duration::ZERO);
         assert_eq!(Instant::NEVER + Duration::from_secs(1), Instant::NEVER);
-        assert_eq!(Instant::from_nanos(1_000_250_000).to_string(), "1.000250000s");
+        assert_eq!(
+            Instant::from_nanos(1_000_250_000).to_string(),
+            "1.000250000s"
+        );
     }
 }
