@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod mad_agent;
 pub mod rng;
 pub mod subnet;
 pub mod time;
