@@ -12,7 +12,9 @@
 
 pub mod capture;
 pub mod link;
+pub mod mgmt;
 pub mod sim;
 
 pub use ipoib_proto::time::Instant;
+pub use mgmt::{Config, PortConfig, PortState};
 pub use sim::{Device, NodeId, PortRef, Simulator, Tx};

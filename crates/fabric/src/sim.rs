@@ -9,6 +9,7 @@
 
 use crate::capture::Capture;
 use crate::link::{Fault, Link, LinkId, LinkParams};
+use crate::mgmt::{Config, CONFIG_DELAY};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
 use std::any::Any;
@@ -29,16 +30,25 @@ pub struct PortRef {
     pub port: u8,
 }
 
-/// Packets a device sends during one call.
+/// Packets a device sends (and configuration it writes) during one call.
 #[derive(Debug, Default)]
 pub struct Tx {
     out: Vec<(u8, Vec<u8>)>,
+    config: Vec<(NodeId, Config)>,
 }
 
 impl Tx {
     /// Sends `packet` (LRH..VCRC) out of `port`.
     pub fn send(&mut self, port: u8, packet: Vec<u8>) {
         self.out.push((port, packet));
+    }
+    /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::mgmt`]).
+    pub fn configure(&mut self, to: NodeId, config: Config) {
+        self.config.push((to, config));
+    }
+    /// Takes the configuration writes out (for devices driven outside a simulator).
+    pub fn drain_config(&mut self) -> std::vec::Drain<'_, (NodeId, Config)> {
+        self.config.drain(..)
     }
     /// Packets sent so far.
     pub fn len(&self) -> usize {
@@ -64,6 +74,8 @@ pub trait Device: Any {
     fn poll_timeout(&self) -> Option<Instant>;
     /// Called when one of the device's ports goes up or down.
     fn link_state(&mut self, _now: Instant, _port: u8, _up: bool, _tx: &mut Tx) {}
+    /// The subnet manager wrote configuration into this device ([`crate::mgmt`]).
+    fn configure(&mut self, _now: Instant, _config: Config, _tx: &mut Tx) {}
     /// For downcasting to the concrete device.
     fn as_any(&self) -> &dyn Any;
     /// For downcasting to the concrete device.
@@ -83,6 +95,10 @@ enum Event {
     LinkState {
         link: LinkId,
         up: bool,
+    },
+    Configure {
+        to: NodeId,
+        config: Config,
     },
 }
 
@@ -343,6 +359,10 @@ impl Simulator {
         for (port, packet) in tx.out.drain(..) {
             self.transmit(PortRef { node: from, port }, packet);
         }
+        let at = self.now + CONFIG_DELAY;
+        for (to, config) in std::mem::take(&mut tx.config) {
+            self.schedule(at, Event::Configure { to, config });
+        }
     }
 
     fn transmit(&mut self, from: PortRef, mut packet: Vec<u8>) {
@@ -426,6 +446,13 @@ impl Simulator {
                     None // superseded by a later poll_timeout
                 }
             }
+            Event::Configure { to, config } => match self.nodes.get_mut(to.0) {
+                Some(slot) => {
+                    slot.device.configure(self.now, config, &mut tx);
+                    Some(to)
+                }
+                None => None,
+            },
             Event::LinkState { link, up } => {
                 self.links[link.0].up = up;
                 let ends = self.links[link.0].ends;

@@ -41,7 +41,14 @@ pub struct MadAddr {
 impl MadAddr {
     /// QP1 of the port with `lid`, default P_Key, SL 0, no GRH.
     pub fn gsi(lid: u16) -> MadAddr {
-        MadAddr { lid, qpn: 1, qkey: GSI_QKEY, sl: 0, pkey: 0xffff, grh: None }
+        MadAddr {
+            lid,
+            qpn: 1,
+            qkey: GSI_QKEY,
+            sl: 0,
+            pkey: 0xffff,
+            grh: None,
+        }
     }
 }
 
@@ -61,4 +68,19 @@ pub struct MadOut {
     pub to: MadAddr,
     /// The MAD (256 bytes for QP0/QP1).
     pub mad: Vec<u8>,
+}
+
+/// A management agent on QP1 (SA client, SA server, later CM), driven quinn-proto style. The host
+/// hands it every MAD meant for it and sends what it queues. Requests reach the agent registered as
+/// the server of their management class; responses reach the agent that sent the request with that
+/// transaction ID.
+pub trait MadAgent {
+    /// A MAD arrived for this agent.
+    fn handle_mad(&mut self, now: crate::time::Instant, mad: MadIn);
+    /// The next MAD to send, if any.
+    fn poll_transmit(&mut self, now: crate::time::Instant) -> Option<MadOut>;
+    /// When `handle_timeout` is next needed.
+    fn poll_timeout(&self) -> Option<crate::time::Instant>;
+    /// Timers due (tolerates early or repeated calls).
+    fn handle_timeout(&mut self, now: crate::time::Instant);
 }

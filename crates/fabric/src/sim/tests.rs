@@ -172,3 +172,51 @@ fn stale_timers_are_ignored() {
     sim.run_until_idle(10);
     assert_eq!(sim.stats().packets, 0);
 }
+
+/// Records configuration writes.
+struct Configured(Vec<(Instant, Config)>);
+
+impl Device for Configured {
+    fn receive(&mut self, _now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {}
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn configure(&mut self, now: Instant, config: Config, _tx: &mut Tx) {
+        self.0.push((now, config));
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+#[test]
+fn configuration_arrives_in_order_after_the_delay() {
+    let mut sim = Simulator::new(4);
+    let sm = sim.add_node(Box::new(Sink(Vec::new())), 1);
+    let sw = sim.add_node(Box::new(Configured(Vec::new())), 4);
+    sim.with_node::<Sink, _>(sm, |_, _, tx| {
+        tx.configure(sw, Config::Lft(vec![255, 1, 2]));
+        tx.configure(
+            sw,
+            Config::Mft {
+                mlid: 0xc000,
+                ports: vec![1, 2],
+            },
+        );
+    });
+    sim.run_until_idle(10);
+    let got = &sim.node::<Configured>(sw).unwrap().0;
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        got[0],
+        (
+            Instant::ZERO + crate::mgmt::CONFIG_DELAY,
+            Config::Lft(vec![255, 1, 2])
+        )
+    );
+    assert!(matches!(got[1].1, Config::Mft { mlid: 0xc000, .. }));
+}

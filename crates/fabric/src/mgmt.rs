@@ -1,0 +1,66 @@
+//! Configuration the subnet manager writes into devices: port attributes (LID, SM LID, state, P_Keys,
+//! MTU), linear forwarding tables and multicast forwarding tables. In a real subnet these travel as
+//! SubnSet SMPs (PortInfo, P_KeyTable, LinearForwardingTable, MulticastForwardingTable, IBA 1 §14.2.5);
+//! here they travel as [`Config`] values through the simulator (`Tx::configure`), with the same
+//! meaning and in order, after [`CONFIG_DELAY`]. Subnet administration, by contrast, is ordinary MADs
+//! on QP1.
+
+use std::time::Duration;
+
+/// Time a configuration takes to reach its device (about one SMP round trip).
+pub const CONFIG_DELAY: Duration = Duration::from_micros(1);
+
+/// Port state (IBA 1 §7.2, PortInfo:PortState).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum PortState {
+    /// No physical link.
+    #[default]
+    Down,
+    /// Link up, not configured: only subnet management traffic.
+    Init,
+    /// Configured, waiting to be activated.
+    Armed,
+    /// Fully operational.
+    Active,
+}
+
+/// Port attributes set by the SM (PortInfo and P_KeyTable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortConfig {
+    /// Port number.
+    pub port: u8,
+    /// Base LID.
+    pub lid: u16,
+    /// LID mask control.
+    pub lmc: u8,
+    /// LID of the master SM (where SA requests go).
+    pub sm_lid: u16,
+    /// SL to reach the SM.
+    pub sm_sl: u8,
+    /// Subnet prefix of the port's GIDs.
+    pub subnet_prefix: u64,
+    /// New port state.
+    pub state: PortState,
+    /// Active MTU code (1 = 256 ... 5 = 4096).
+    pub mtu: u8,
+    /// Rate code (PathRecord encoding).
+    pub rate: u8,
+    /// P_Key table (index = P_Key index).
+    pub pkeys: Vec<u16>,
+}
+
+/// One configuration write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Config {
+    /// PortInfo + P_KeyTable of one port.
+    Port(PortConfig),
+    /// Linear forwarding table: output port per DLID, from LID 0 (255 = drop).
+    Lft(Vec<u8>),
+    /// Multicast forwarding table entry: the ports a packet to `mlid` leaves by (empty = none).
+    Mft {
+        /// Multicast LID (0xC000..=0xFFFE).
+        mlid: u16,
+        /// Output ports.
+        ports: Vec<u8>,
+    },
+}
