@@ -14,6 +14,7 @@ pub mod capture;
 pub mod link;
 pub mod mgmt;
 pub mod sim;
+pub mod verbs;
 
 pub use ipoib_proto::time::Instant;
 pub use mgmt::{Config, PortConfig, PortState};
