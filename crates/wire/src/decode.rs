@@ -13,12 +13,12 @@
 use crate::cm::{CmMessage, RejReason};
 use crate::describe::{Describe, Describer, Value};
 use crate::ib::{LrhRepr, Opcode, Operation, Position};
-use crate::ipoib::IpoibFrame;
+use crate::ipoib::{IpoibFrame, IpoibPayload};
 use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use crate::packet::Packet;
 use crate::private_data::{
-    classify_with_data, HelloReplyRepr, HelloRepr, IpCmReject, IpCmReqRepr, IpoibCmPrivateDataRepr,
-    ServiceKind,
+    classify_with_data, ip_cm, HelloReplyRepr, HelloRepr, IpCmReject, IpCmReqRepr,
+    IpoibCmPrivateDataRepr, ServiceKind,
 };
 use crate::sa::SaMadRepr;
 use crate::Error;
@@ -122,6 +122,25 @@ impl Decoder {
             // UD datagrams to other QPs carry IPoIB (draft-ietf-ipoib-ip-over-infiniband-06 §6); so does
             // the first packet of each RC/UC send in connected mode (RFC 4755 §4).
             return match IpoibFrame::parse(p.payload) {
+                Ok(IpoibFrame {
+                    header,
+                    payload:
+                        IpoibPayload::Invalid {
+                            error: Error::Truncated,
+                            data,
+                        },
+                }) if opcode.position() == Some(Position::First) => {
+                    // RFC 4755 §4: a connected-mode frame may span several packets; the first
+                    // carries the encapsulation header and only the start of the datagram.
+                    header.describe_as("ipoib", d);
+                    d.field("message_start", Value::Bytes(data));
+                    let _ = write!(
+                        summary,
+                        " IPoIB {} (first packet of a message)",
+                        header.ethertype.name()
+                    );
+                    Ok(())
+                }
                 Ok(f) => {
                     f.describe(d);
                     let _ = write!(summary, " IPoIB {}", f.summary());
@@ -231,8 +250,11 @@ impl Decoder {
             (
                 CmMessage::Req(_) | CmMessage::SidrReq(_),
                 ServiceKind::IpCm { .. } | ServiceKind::RdmaCm { .. },
-            ) => match IpCmReqRepr::parse(pd) {
+            ) => match IpCmReqRepr::parse(&pd[..pd.len().min(ip_cm::REQ_PRIVATE_DATA_LEN)]) {
                 // Annex A11 §A11.6: the IP addressing header at the start of REQ private data.
+                // Linux rdma_cm puts the same header at the start of the 216 bytes of SIDR_REQ
+                // private data (`cma_resolve_ib_udp`); the header and the consumer bytes a REQ
+                // could carry are read from it.
                 Ok(r) => r.describe_as("ip_cm", d),
                 Err(e) => d.field("ip_cm_error", Value::Str(&e.to_string())),
             },

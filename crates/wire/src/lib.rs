@@ -42,5 +42,8 @@ pub mod pcap;
 // Layer-by-layer decoding of whole packets (used by `ipoib decode`).
 pub mod decode;
 
+// Sample packets of every kind, for tests, benchmarks and demos.
+pub mod samples;
+
 pub use error::{Error, Result};
 pub use types::{Gid, Guid};
