@@ -2,7 +2,7 @@
 //! (draft-ietf-ipoib-ip-over-infiniband-06 §8, §8.1).
 //!
 //! The port GUID is an EUI-64 (§8), so the interface identifier is the GUID with the universal/local bit
-//! (bit 1 of the first octet, 0x02) inverted, as RFC 3513 appendix A ([AARCH]) says and §8 RECOMMENDS.
+//! (bit 1 of the first octet, 0x02) inverted, as RFC 3513 appendix A (\[AARCH\]) says and §8 RECOMMENDS.
 //! Linux (`addrconf_ifid_infiniband`) instead *sets* that bit, taking the 8 bytes from the GID in the
 //! link-layer address; both agree for every manufacturer GUID (U/L bit 0). [`linux_iid_from_guid`] gives
 //! the Linux form for interoperability checks.
@@ -21,7 +21,7 @@ pub const UL_BIT: u64 = 0x0200_0000_0000_0000;
 pub const LINK_LOCAL_PREFIX: u64 = 0xfe80_0000_0000_0000;
 
 /// The modified EUI-64 interface identifier of a port GUID: the U/L bit inverted
-/// (draft-ietf-ipoib-ip-over-infiniband-06 §8: RECOMMENDED, per [AARCH] appendix A).
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §8: RECOMMENDED, per \[AARCH\] appendix A).
 pub const fn iid_from_guid(guid: Guid) -> u64 {
     guid.0 ^ UL_BIT
 }
