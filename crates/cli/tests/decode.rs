@@ -1,0 +1,580 @@
+//! `ipoib decode` run as a program: captures built with the wire crate, decoded as text and as JSON
+//! lines, with malformed packets, bad CRCs, hex on standard input and unreadable inputs.
+
+use ipoib_wire::cm::{attr as cm_attr, CmMessage, MGMT_CLASS_CM};
+use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::ipoib::{
+    broadcast_mgid, ArpOperation, ArpRepr, EtherType, HwAddr, HwAddrFlags, IpoibFrame,
+    IpoibPayload, Scope,
+};
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+use ipoib_wire::packet::PacketRepr;
+use ipoib_wire::pcap::{LinkType, PcapWriter};
+use ipoib_wire::private_data::{IpCmReqRepr, IpPair, IpoibCmPrivateDataRepr};
+use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, SaMadRepr};
+use ipoib_wire::{crc, Gid};
+use serde_json::Value as Json;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const PKEY: u16 = 0xffff;
+const A_LID: u16 = 0x0002;
+const B_LID: u16 = 0x0003;
+const A_GUID: u64 = 0x0002_c903_0000_0001;
+const A_QPN: u32 = 0x48;
+const IPOIB_CM_SID: u64 = 0x1000_0000_0000_0049;
+const A11_SID: u64 = 0x0000_0000_0106_1389; // TCP port 5001
+
+fn lrh(dlid: u16, slid: u16) -> LrhRepr {
+    LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl: 0,
+        lnh: Lnh::IbaLocal,
+        dlid,
+        pkt_len: 0,
+        slid,
+    }
+}
+
+fn ud(dlid: u16, slid: u16, dest_qp: u32, q_key: u32, src_qp: u32, payload: &[u8]) -> Vec<u8> {
+    let p = PacketRepr::ud_send_only(
+        lrh(dlid, slid),
+        None,
+        BthRepr::new(Opcode::UD_SEND_ONLY, PKEY, dest_qp, 7),
+        DethRepr { q_key, src_qp },
+        payload,
+    );
+    let mut b = vec![0u8; p.buffer_len()];
+    p.emit(&mut b).unwrap();
+    b
+}
+
+fn a_gid() -> Gid {
+    Gid::new(Gid::DEFAULT_SUBNET_PREFIX, A_GUID)
+}
+
+/// 1: an IPoIB ARP request from A (broadcast, QP 0xFFFFFF, Q_Key 0x0B1B).
+fn arp_request() -> Vec<u8> {
+    let arp = ArpRepr {
+        operation: ArpOperation::Request,
+        sender_hw: HwAddr::new(HwAddrFlags::RC, A_QPN, a_gid()),
+        sender_ip: Ipv4Addr::new(10, 0, 0, 1),
+        target_hw: HwAddr::new(HwAddrFlags::NONE, 0, Gid::ZERO),
+        target_ip: Ipv4Addr::new(10, 0, 0, 2),
+    };
+    let f = IpoibFrame::new(IpoibPayload::Arp(arp), EtherType::Arp);
+    let mut b = vec![0u8; f.buffer_len()];
+    f.emit(&mut b).unwrap();
+    ud(0xc000, A_LID, 0x00ff_ffff, 0x0b1b, A_QPN, &b)
+}
+
+/// 2: SubnAdmSet(MCMemberRecord) joining the IPv4 broadcast group.
+fn sa_join() -> Vec<u8> {
+    let rec = McMemberRecordRepr {
+        mgid: broadcast_mgid(PKEY, Scope::LinkLocal),
+        port_gid: a_gid(),
+        q_key: 0x0b1b,
+        mtu: Mtu::Mtu2048,
+        p_key: PKEY,
+        join_state: JoinState(1),
+        ..McMemberRecordRepr::default()
+    };
+    let mad = SaMadRepr::mcmember_join(0x1234, rec, mcr_mask::JOIN);
+    ud(0x0001, A_LID, 1, DethRepr::GSI_Q_KEY, 1, &mad.to_bytes())
+}
+
+/// A CM MAD carrying `m`.
+fn cm_mad(m: &CmMessage) -> Vec<u8> {
+    let mut mad = [0u8; MAD_LEN];
+    MadHeaderRepr {
+        base_version: 1,
+        mgmt_class: MgmtClass::from(MGMT_CLASS_CM),
+        class_version: 2,
+        method: Method::Send,
+        status: MadStatus::SUCCESS,
+        class_specific: 0,
+        transaction_id: 0x77,
+        attribute_id: m.attribute_id(),
+        attribute_modifier: 0,
+    }
+    .emit(&mut mad);
+    m.emit(&mut mad[MAD_HEADER_LEN..]).unwrap();
+    ud(B_LID, A_LID, 1, DethRepr::GSI_Q_KEY, 1, &mad)
+}
+
+/// A REQ for `service_id` with `private_data` (the rest zero).
+fn req(comm_id: u32, service_id: u64, private_data: &[u8]) -> Vec<u8> {
+    let CmMessage::Req(mut r) = CmMessage::parse(cm_attr::REQ, &[0u8; 232]).unwrap() else {
+        unreachable!()
+    };
+    r.local_comm_id = comm_id;
+    r.service_id = service_id;
+    r.local_ca_guid = ipoib_wire::Guid(A_GUID);
+    r.local_qpn = 0x99;
+    r.partition_key = PKEY;
+    r.private_data[..private_data.len()].copy_from_slice(private_data);
+    cm_mad(&CmMessage::Req(r))
+}
+
+/// 3: an IPoIB-CM REQ (RFC 4755) from A's UD QPN 0x48 to the interface with UD QPN 0x49.
+fn ipoib_cm_req() -> Vec<u8> {
+    let mut pd = [0u8; 8];
+    IpoibCmPrivateDataRepr::linux(A_QPN).emit(&mut pd).unwrap();
+    req(0x1111, IPOIB_CM_SID, &pd)
+}
+
+/// 5: an Annex A11 REQ to TCP port 5001 from 10.0.0.1:40000 to 10.0.0.2.
+fn a11_req() -> Vec<u8> {
+    let h = IpCmReqRepr {
+        major_version: 0,
+        minor_version: 0,
+        source_port: 40000,
+        addrs: IpPair::V4 {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+        },
+        consumer_private_data: &[],
+    };
+    let mut pd = [0u8; 36];
+    h.emit(&mut pd).unwrap();
+    req(0x2222, A11_SID, &pd)
+}
+
+/// 4: a packet whose LRH PktLen does not match its length (one word cut off).
+fn truncated() -> Vec<u8> {
+    let mut p = arp_request();
+    p.truncate(p.len() - 4);
+    p
+}
+
+/// 6: the ARP request with its ICRC corrupted and the VCRC recomputed over the bad ICRC.
+fn bad_icrc() -> Vec<u8> {
+    let mut p = arp_request();
+    let n = p.len();
+    p[n - 6] ^= 0xff;
+    let v = crc::vcrc(&p[..n - 2]);
+    p[n - 2..].copy_from_slice(&v.to_le_bytes());
+    p
+}
+
+fn packets() -> Vec<Vec<u8>> {
+    vec![
+        arp_request(),
+        sa_join(),
+        ipoib_cm_req(),
+        truncated(),
+        a11_req(),
+        bad_icrc(),
+    ]
+}
+
+fn write_pcap(path: &Path, link: LinkType, packets: &[Vec<u8>]) {
+    let mut w = PcapWriter::new(Vec::new(), link).unwrap();
+    for (i, p) in packets.iter().enumerate() {
+        w.write_packet(1_700_000_000_000_000_000 + i as u64 * 1000, p)
+            .unwrap();
+    }
+    std::fs::write(path, w.into_inner().unwrap()).unwrap();
+}
+
+fn ipoib(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ipoib"));
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+fn capture(link: LinkType) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("capture.pcap");
+    write_pcap(&path, link, &packets());
+    let p = path.to_str().unwrap().to_string();
+    (dir, p)
+}
+
+/// Checks that no object in the JSON text `s` has the same key twice (serde_json would silently
+/// keep the last one). A small scanner: strings are read with their escapes, and a string is a key
+/// when it comes first in an object or right after a comma in one.
+fn assert_unique_keys(s: &str) {
+    // (is_object, keys seen, next string is a key)
+    let mut stack: Vec<(bool, BTreeSet<String>, bool)> = Vec::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' => stack.push((true, BTreeSet::new(), true)),
+            '[' => stack.push((false, BTreeSet::new(), false)),
+            '}' | ']' => {
+                stack.pop().expect("balanced");
+            }
+            ',' => {
+                if let Some((true, _, expect_key)) = stack.last_mut() {
+                    *expect_key = true;
+                }
+            }
+            '"' => {
+                let mut k = String::new();
+                loop {
+                    match chars.next().expect("closed string") {
+                        '"' => break,
+                        '\\' => {
+                            k.push('\\');
+                            k.push(chars.next().expect("escape"));
+                        }
+                        c => k.push(c),
+                    }
+                }
+                if let Some((true, keys, expect_key)) = stack.last_mut() {
+                    if *expect_key {
+                        assert!(keys.insert(k.clone()), "duplicate key {k:?} in {s}");
+                        *expect_key = false;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "unbalanced JSON: {s}");
+}
+
+/// The JSON lines of `out`, each checked to be one valid object with unique keys.
+fn json_lines(out: &[u8]) -> Vec<Json> {
+    text(out)
+        .lines()
+        .map(|l| {
+            assert_unique_keys(l);
+            let v: Json = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            assert!(v.is_object(), "{l}");
+            v
+        })
+        .collect()
+}
+
+/// The value at a dotted path (`"lrh.dlid"`).
+fn at<'a>(v: &'a Json, path: &str) -> &'a Json {
+    path.split('.').fold(v, |v, k| &v[k])
+}
+
+#[test]
+fn scanner_finds_duplicate_keys() {
+    assert_unique_keys(r#"{"a":{"a":1,"b":"a"},"b":[{"a":1},{"a":2}],"c":"\"a\""}"#);
+    let dup = std::panic::catch_unwind(|| assert_unique_keys(r#"{"a":1,"x":{"b":"c"},"a":2}"#));
+    assert!(dup.is_err());
+}
+
+// Text mode: a heading per packet, every layer as a group, both CRC verdicts, the malformed packet
+// with its reason and the packets after it decoded; exit status 1 (main.rs: some packet malformed).
+#[test]
+fn text_shows_layers_and_crc_verdicts() {
+    let (_dir, path) = capture(LinkType::Erf);
+    let o = ipoib(&["decode", &path], None);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("1 malformed packet"));
+    let out = text(&o.stdout);
+    let blocks: Vec<&str> = out.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
+    assert_eq!(blocks.len(), 6, "{out}");
+    for (i, b) in blocks.iter().enumerate() {
+        assert!(
+            b.starts_with(&format!(
+                "Packet {} at 1700000000.{:09} s: ",
+                i + 1,
+                i * 1000
+            )),
+            "{b}"
+        );
+    }
+    let has = |b: &str, lines: &[&str]| {
+        for l in lines {
+            assert!(b.lines().any(|x| x.trim() == *l), "no line {l:?} in\n{b}");
+        }
+    };
+    has(
+        blocks[0],
+        &[
+            "lrh",
+            "bth",
+            "deth",
+            "ipoib",
+            "arp",
+            "src_hw",
+            "dlid: 0xc000",
+            "icrc_ok: true",
+            "vcrc_ok: true",
+        ],
+    );
+    assert!(blocks[0]
+        .lines()
+        .next()
+        .unwrap()
+        .contains("ARP request who-has 10.0.0.2 tell 10.0.0.1"));
+    has(
+        blocks[1],
+        &[
+            "mad",
+            "rmpp",
+            "sa",
+            "mc_member_record",
+            "mgid: ff12:401b:ffff::ffff:ffff",
+        ],
+    );
+    has(
+        blocks[2],
+        &[
+            "cm",
+            "primary_path",
+            "service",
+            "kind: ipoib_cm",
+            "ipoib_cm",
+            "ud_qpn: 0x000048",
+        ],
+    );
+    has(blocks[3], &["lrh"]);
+    assert!(blocks[3]
+        .lines()
+        .next()
+        .unwrap()
+        .contains("malformed packet"));
+    assert!(blocks[3].contains("error: truncated packet: LRH PktLen 23 says 94 bytes"));
+    assert!(!blocks[3].contains("bth"));
+    has(
+        blocks[4],
+        &[
+            "service",
+            "kind: ip_cm",
+            "ip_cm",
+            "sip: 10.0.0.1",
+            "dip: 10.0.0.2",
+        ],
+    );
+    has(blocks[5], &["icrc_ok: false", "vcrc_ok: true"]);
+    assert!(blocks[5].lines().next().unwrap().ends_with("[bad CRC]"));
+    assert!(!blocks[5].contains("error"));
+}
+
+// JSON mode: exactly one object per packet, unique keys, numbers as numbers, identifiers as hex
+// strings, named code points with a `_name` sibling.
+#[test]
+fn json_one_object_per_packet() {
+    let (_dir, path) = capture(LinkType::Erf);
+    let o = ipoib(&["decode", "--json", &path], None);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let v = json_lines(&o.stdout);
+    assert_eq!(v.len(), 6);
+    for (i, p) in v.iter().enumerate() {
+        assert_eq!(p["packet"], i as u64 + 1);
+        assert_eq!(p["ts_ns"], 1_700_000_000_000_000_000u64 + i as u64 * 1000);
+        assert!(p["summary"].is_string());
+        if i != 3 {
+            assert!(
+                p["icrc_ok"].is_boolean() && p["vcrc_ok"].is_boolean(),
+                "{p}"
+            );
+            assert!(p.get("error").is_none(), "{p}");
+        }
+    }
+    // 1: IPoIB ARP on UD (draft-ietf-ipoib-ip-over-infiniband-06 §9.2: hardware type 32).
+    let p = &v[0];
+    assert_eq!(p["len"], 94);
+    assert_eq!(at(p, "lrh.dlid"), "0xc000");
+    assert_eq!(at(p, "lrh.slid"), "0x0002");
+    assert_eq!(at(p, "lrh.lnh"), 2);
+    assert_eq!(at(p, "bth.opcode"), 0x64);
+    assert_eq!(at(p, "bth.opcode_name"), "UD Send Only");
+    assert_eq!(at(p, "bth.destqp"), "0xffffff");
+    assert_eq!(at(p, "deth.q_key"), "0x00000b1b");
+    assert_eq!(at(p, "deth.srcqp"), "0x000048");
+    assert_eq!(at(p, "ipoib.type"), 0x0806);
+    assert_eq!(at(p, "arp.hw_type"), 32);
+    assert_eq!(at(p, "arp.hw_size"), 20);
+    assert_eq!(at(p, "arp.opcode_name"), "request");
+    assert_eq!(at(p, "arp.src_hw.qpn"), "0x000048");
+    assert_eq!(at(p, "arp.src_hw.rc"), true);
+    assert_eq!(at(p, "arp.src_hw.gid"), "fe80::2:c903:0:1");
+    assert_eq!(at(p, "arp.src_proto_ipv4"), "10.0.0.1");
+    assert_eq!(at(p, "arp.dst_proto_ipv4"), "10.0.0.2");
+    assert_eq!(p["icrc_ok"], true);
+    assert_eq!(p["vcrc_ok"], true);
+    // 2: SubnAdmSet(MCMemberRecord) to QP1 with the GSI Q_Key.
+    let p = &v[1];
+    assert_eq!(at(p, "bth.destqp"), "0x000001");
+    assert_eq!(at(p, "deth.q_key"), "0x80010000");
+    assert_eq!(at(p, "mad.mgmt_class"), 3);
+    assert_eq!(at(p, "mad.method_name"), "Set");
+    assert_eq!(at(p, "mad.attribute_id"), 0x38);
+    assert_eq!(at(p, "mad.transaction_id"), "0x0000000000001234");
+    assert_eq!(at(p, "mc_member_record.mgid"), "ff12:401b:ffff::ffff:ffff");
+    assert_eq!(at(p, "mc_member_record.port_gid"), "fe80::2:c903:0:1");
+    assert_eq!(at(p, "mc_member_record.q_key"), "0x00000b1b");
+    assert_eq!(at(p, "mc_member_record.mtu_name"), "2048");
+    assert_eq!(p["icrc_ok"], true);
+    // 3: CM REQ for IPoIB-CM (RFC 4755 §3.5 service ID, §6 private data).
+    let p = &v[2];
+    assert_eq!(at(p, "mad.mgmt_class"), 7);
+    assert_eq!(at(p, "cm.message_type_name"), "REQ");
+    assert_eq!(at(p, "cm.local_comm_id"), "0x00001111");
+    assert_eq!(at(p, "cm.service_id"), "0x1000000000000049");
+    assert_eq!(at(p, "service.kind"), "ipoib_cm");
+    assert_eq!(at(p, "service.qpn"), "0x000049");
+    assert_eq!(at(p, "ipoib_cm.ud_qpn"), "0x000048");
+    assert_eq!(at(p, "ipoib_cm.receive_mtu"), 65524);
+    // 4: malformed, with its own error and nothing past the LRH.
+    let p = &v[3];
+    assert_eq!(at(p, "lrh.pktlen"), 23);
+    assert!(
+        p["error"]
+            .as_str()
+            .unwrap()
+            .contains("LRH PktLen 23 says 94 bytes"),
+        "{p}"
+    );
+    assert!(p.get("bth").is_none() && p.get("icrc_ok").is_none());
+    // 5: CM REQ for the Annex A11 IP CM service (CA11-6 service ID, Table 1 private data).
+    let p = &v[4];
+    assert_eq!(at(p, "cm.service_id"), "0x0000000001061389");
+    assert_eq!(at(p, "service.kind"), "ip_cm");
+    assert_eq!(at(p, "service.protocol"), 6);
+    assert_eq!(at(p, "service.dport"), 5001);
+    assert_eq!(at(p, "ip_cm.majv"), 0);
+    assert_eq!(at(p, "ip_cm.ipv"), 4);
+    assert_eq!(at(p, "ip_cm.sport"), 40000);
+    assert_eq!(at(p, "ip_cm.sip"), "10.0.0.1");
+    assert_eq!(at(p, "ip_cm.dip"), "10.0.0.2");
+    // 6: a corrupted ICRC is a verdict, not an error.
+    let p = &v[5];
+    assert_eq!(p["icrc_ok"], false);
+    assert_eq!(p["vcrc_ok"], true);
+    assert_eq!(at(p, "arp.hw_type"), 32);
+}
+
+// Link type 247 (bare IB packets) decodes to the same JSON as ERF records (link type 197).
+#[test]
+fn link_type_247_decodes_like_erf() {
+    let (_d1, erf) = capture(LinkType::Erf);
+    let (_d2, ib) = capture(LinkType::Infiniband);
+    let a = ipoib(&["decode", "--json", &erf], None);
+    let b = ipoib(&["decode", "--json", &ib], None);
+    assert_eq!(b.status.code(), Some(1));
+    assert_eq!(text(&a.stdout), text(&b.stdout));
+    assert_eq!(json_lines(&b.stdout).len(), 6);
+}
+
+#[test]
+fn clean_capture_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ok.pcap");
+    write_pcap(
+        &path,
+        LinkType::Erf,
+        &[arp_request(), sa_join(), bad_icrc()],
+    );
+    let o = ipoib(&["decode", "--json", path.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(o.stderr.is_empty());
+    assert_eq!(json_lines(&o.stdout).len(), 3);
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+// `-`: one packet per line of hex; `#` comments, blank lines, spaces, colons and dashes ignored.
+#[test]
+fn hex_lines_on_stdin() {
+    let arp = arp_request();
+    let sa = sa_join();
+    let spaced: Vec<String> = sa.iter().map(|x| format!("{x:02x}")).collect();
+    let input = format!(
+        "# two packets from a test\n\n{}  # the ARP request\n   \n{}\n# done\n",
+        hex(&arp)
+            .as_bytes()
+            .chunks(8)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect::<Vec<_>>()
+            .join(":"),
+        spaced.join(" "),
+    );
+    let o = ipoib(&["decode", "--json", "-"], Some(&input));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json_lines(&o.stdout);
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["packet"], 1);
+    assert!(v[0].get("ts_ns").is_none());
+    assert_eq!(at(&v[0], "arp.hw_type"), 32);
+    assert_eq!(
+        at(&v[1], "mc_member_record.mgid"),
+        "ff12:401b:ffff::ffff:ffff"
+    );
+
+    let o = ipoib(&["decode", "-"], Some(&input));
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).starts_with("Packet 1: "));
+
+    // A line that is not hex is that packet's error; the next line is still decoded.
+    let input = format!("{}\nzz00\n{}\n", hex(&arp), hex(&sa));
+    let o = ipoib(&["decode", "--json", "-"], Some(&input));
+    assert_eq!(o.status.code(), Some(1));
+    let v = json_lines(&o.stdout);
+    assert_eq!(v.len(), 3);
+    assert!(
+        v[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2: not hex"),
+        "{}",
+        v[1]
+    );
+    assert_eq!(at(&v[2], "mad.attribute_id"), 0x38);
+}
+
+#[test]
+fn unreadable_inputs_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.pcap");
+    let o = ipoib(&["decode", missing.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("missing.pcap") && e.contains("No such file"),
+        "{e}"
+    );
+    assert!(o.stdout.is_empty());
+
+    let not_pcap = dir.path().join("notes.txt");
+    std::fs::write(&not_pcap, "these are notes, not a capture file\n").unwrap();
+    let o = ipoib(&["decode", "--json", not_pcap.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("notes.txt: not a capture this tool reads"),
+        "{e}"
+    );
+    assert!(o.stdout.is_empty());
+
+    // A capture cut in the middle of a record: the whole packets are printed, then the error.
+    let (_d, path) = capture(LinkType::Erf);
+    let mut data = std::fs::read(&path).unwrap();
+    data.truncate(data.len() - 10);
+    let cut = dir.path().join("cut.pcap");
+    std::fs::write(&cut, data).unwrap();
+    let o = ipoib(&["decode", "--json", cut.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(json_lines(&o.stdout).len(), 5);
+    assert!(
+        text(&o.stderr).contains("cut.pcap: stopped"),
+        "{}",
+        text(&o.stderr)
+    );
+}
