@@ -20,10 +20,27 @@ impl Text {
     }
 }
 
+/// Byte strings longer than this are shown as a length line and then rows of this many bytes, so
+/// that private data and payloads do not become one line hundreds of characters long.
+const BYTES_PER_ROW: usize = 32;
+
 impl Describer for Text {
     fn field(&mut self, name: &str, value: Value<'_>) {
         self.indent();
-        let _ = writeln!(self.out, "{name}: {}", render(&value));
+        match value {
+            Value::Bytes(b) if b.len() > BYTES_PER_ROW => {
+                let _ = writeln!(self.out, "{name}: {} bytes", b.len());
+                self.depth += 1;
+                for row in b.chunks(BYTES_PER_ROW) {
+                    self.indent();
+                    let _ = writeln!(self.out, "{}", render(&Value::Bytes(row)));
+                }
+                self.depth -= 1;
+            }
+            _ => {
+                let _ = writeln!(self.out, "{name}: {}", render(&value));
+            }
+        }
     }
     fn enter(&mut self, name: &str) {
         self.indent();
@@ -152,6 +169,24 @@ mod tests {
         assert_eq!(
             j.finish(),
             r#"{"index":1,"lrh":{"dlid":"0x0012","lnh":2,"lnh_name":"IBA local"},"note":"a \"quoted\"\nline","ok":true}"#
+        );
+    }
+
+    #[test]
+    fn text_wraps_long_bytes() {
+        let mut t = Text::default();
+        t.field("short", Value::Bytes(&[0xab; 32]));
+        t.enter("cm");
+        t.field("private_data", Value::Bytes(&[0x01; 40]));
+        t.leave();
+        let row = "ab".repeat(32);
+        assert_eq!(
+            t.out,
+            format!(
+                "short: {row}\ncm\n    private_data: 40 bytes\n        {}\n        {}\n",
+                "01".repeat(32),
+                "01".repeat(8)
+            )
         );
     }
 

@@ -360,6 +360,17 @@ fn text_shows_layers_and_crc_verdicts() {
         ],
     );
     has(blocks[5], &["icrc_ok: false", "vcrc_ok: true"]);
+    // Long byte strings (the 92 bytes of REQ private data) are cut into rows of 32 bytes.
+    has(
+        blocks[2],
+        &[
+            "private_data: 92 bytes",
+            "000000480000fff4000000000000000000000000000000000000000000000000",
+        ],
+    );
+    for l in out.lines().skip(1).filter(|l| !l.starts_with("Packet ")) {
+        assert!(l.len() <= 100, "line too long for a person: {l}");
+    }
     assert!(blocks[5].lines().next().unwrap().ends_with("[bad CRC]"));
     assert!(!blocks[5].contains("error"));
 }
