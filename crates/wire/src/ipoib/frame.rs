@@ -57,17 +57,25 @@ impl<'a> IpPayload<'a> {
         }
     }
 
-    fn describe(&self, d: &mut dyn Describer) {
+    /// `icmp_group` names the group of an invalid ICMP message (`icmp` or `icmpv6`): its `error`
+    /// stays inside that group, since a top-level `error` is how `ipoib decode` marks a malformed
+    /// packet.
+    fn describe(&self, icmp_group: &str, d: &mut dyn Describer) {
         match self {
             IpPayload::Icmpv4(r) => r.describe_as("icmp", d),
             IpPayload::Icmpv6(r) => r.describe_as("icmpv6", d),
             IpPayload::Raw(b) => d.field("data", Value::Bytes(b)),
-            IpPayload::Invalid { error, data } => {
-                d.field("error", Value::Str(error_name(*error)));
-                d.field("data", Value::Bytes(data));
-            }
+            IpPayload::Invalid { error, data } => describe_invalid(icmp_group, *error, data, d),
         }
     }
+}
+
+/// An invalid datagram or message as a group `name` holding `error` and `data`.
+fn describe_invalid(name: &str, error: Error, data: &[u8], d: &mut dyn Describer) {
+    d.enter(name);
+    d.field("error", Value::Str(error_name(error)));
+    d.field("data", Value::Bytes(data));
+    d.leave();
 }
 
 fn error_name(e: Error) -> &'static str {
@@ -157,7 +165,7 @@ impl Describe for Ipv4Datagram<'_> {
             d.field("options", Value::Bytes(self.options));
         }
         d.leave();
-        self.payload.describe(d);
+        self.payload.describe("icmp", d);
     }
 }
 
@@ -228,7 +236,7 @@ impl<'a> Ipv6Datagram<'a> {
 impl Describe for Ipv6Datagram<'_> {
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("ipv6", d);
-        self.payload.describe(d);
+        self.payload.describe("icmpv6", d);
     }
 }
 
@@ -341,7 +349,8 @@ impl<'a> IpoibFrame<'a> {
 
 impl Describe for IpoibFrame<'_> {
     /// Lists the `ipoib` group (encapsulation header), then one group per inner header: `arp` / `rarp`,
-    /// `ip` or `ipv6` followed by `icmp` / `icmpv6`, or `data` (and `error` for an invalid datagram).
+    /// `ip` or `ipv6` followed by `icmp` / `icmpv6`, or `data`. A datagram or ICMP message that did not
+    /// parse is the group it would have been (`arp`, `ip`, `icmp`, ...) holding `error` and `data`.
     /// Call it directly (not `describe_as`) so that these groups sit beside `lrh`, `bth`, `deth`.
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("ipoib", d);
@@ -352,8 +361,16 @@ impl Describe for IpoibFrame<'_> {
             IpoibPayload::Rarp(a) => a.describe_as("rarp", d),
             IpoibPayload::Unknown(b) => d.field("data", Value::Bytes(b)),
             IpoibPayload::Invalid { error, data } => {
-                d.field("error", Value::Str(error_name(*error)));
-                d.field("data", Value::Bytes(data));
+                // In the group the datagram would have had: a top-level `error` would tell
+                // `ipoib decode --json` readers that the IB packet itself is malformed.
+                let group = match self.header.ethertype {
+                    EtherType::Ipv4 => "ip",
+                    EtherType::Ipv6 => "ipv6",
+                    EtherType::Arp => "arp",
+                    EtherType::Rarp => "rarp",
+                    EtherType::Unknown(_) => "payload",
+                };
+                describe_invalid(group, *error, data, d);
             }
         }
     }

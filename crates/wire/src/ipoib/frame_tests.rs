@@ -94,6 +94,36 @@ fn bad_ip_checksum_is_invalid_not_error() {
     assert_eq!(IpoibFrame::parse(&PING[..3]), Err(Error::Truncated));
 }
 
+// Regression (found by the `decode` fuzz target): an invalid datagram or ICMP message is described
+// inside the group it would have been, never as a top-level `error`, which `ipoib decode` keeps for
+// malformed IB packets.
+#[test]
+fn invalid_payload_error_stays_in_its_group() {
+    let top_level = |c: &Collect| c.fields.iter().any(|(k, _)| k == "error" || k == "data");
+    // A bad IPv4 header checksum: the datagram is invalid.
+    let mut b = PING;
+    b[14] ^= 0xff;
+    let mut c = Collect::default();
+    IpoibFrame::parse(&b).unwrap().describe(&mut c);
+    assert!(!top_level(&c), "{:?}", c.fields);
+    assert_eq!(c.get("ip.error"), Some("checksum mismatch"));
+    assert_eq!(c.get("ip.data").map(str::len), Some(64));
+    // A bad ICMP checksum: the IPv4 header is shown, the ICMP message is invalid.
+    let mut b = PING;
+    b[35] ^= 0xff;
+    let mut c = Collect::default();
+    IpoibFrame::parse(&b).unwrap().describe(&mut c);
+    assert!(!top_level(&c), "{:?}", c.fields);
+    assert_eq!(c.get("ip.src"), Some("10.0.0.1"));
+    assert_eq!(c.get("icmp.error"), Some("checksum mismatch"));
+    // A truncated ARP packet.
+    let arp = [0x08, 0x06, 0, 0, 0x00, 0x20, 0x08, 0x00];
+    let mut c = Collect::default();
+    IpoibFrame::parse(&arp).unwrap().describe(&mut c);
+    assert!(!top_level(&c), "{:?}", c.fields);
+    assert_eq!(c.get("arp.error"), Some("truncated"));
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §6 (type 0x0806) and §9.2 (ARP, htype 32, hlen 20).
 #[test]
 fn arp_frame() {
