@@ -161,6 +161,14 @@ fn bad_icrc() -> Vec<u8> {
     p
 }
 
+/// An Ethernet ARP request (hardware type 1) sent over IPoIB: the IB packet is fine, its ARP is not
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §9.2 wants hardware type 32).
+fn ethernet_arp() -> Vec<u8> {
+    let mut b = vec![0x08, 0x06, 0, 0, 0x00, 0x01, 0x08, 0x00, 6, 4, 0x00, 0x01];
+    b.extend_from_slice(&[0u8; 48]); // as long as an IPoIB ARP, to get past the length check
+    ud(0xc000, A_LID, 0x00ff_ffff, 0x0b1b, A_QPN, &b)
+}
+
 fn packets() -> Vec<Vec<u8>> {
     vec![
         arp_request(),
@@ -482,6 +490,8 @@ fn link_type_247_decodes_like_erf() {
     assert_eq!(json_lines(&b.stdout).len(), 6);
 }
 
+// Bad CRCs and an IPoIB payload that does not parse are not malformed IB packets: exit status 0, and
+// the payload's error sits inside its group (`arp.error`), never as the top-level `error`.
 #[test]
 fn clean_capture_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
@@ -489,12 +499,19 @@ fn clean_capture_exits_zero() {
     write_pcap(
         &path,
         LinkType::Erf,
-        &[arp_request(), sa_join(), bad_icrc()],
+        &[arp_request(), sa_join(), bad_icrc(), ethernet_arp()],
     );
     let o = ipoib(&["decode", "--json", path.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(o.stderr.is_empty());
-    assert_eq!(json_lines(&o.stdout).len(), 3);
+    let v = json_lines(&o.stdout);
+    assert_eq!(v.len(), 4);
+    for p in &v {
+        assert!(p.get("error").is_none(), "{p}");
+    }
+    assert_eq!(at(&v[3], "ipoib.type"), 0x0806);
+    assert_eq!(at(&v[3], "arp.error"), "unsupported");
+    assert_eq!(v[3]["icrc_ok"], true);
 }
 
 fn hex(b: &[u8]) -> String {
