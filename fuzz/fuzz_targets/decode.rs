@@ -26,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
         let r = dec.packet(pkt, &mut c);
         c.finish();
         assert!(c.has_top("summary"), "no summary");
-        assert_eq!(c.has_top("error"), r.is_err(), "error field vs result {r:?}");
+        assert_eq!(
+            c.has_top("error"),
+            r.is_err(),
+            "error field vs result {r:?}"
+        );
         if ipoib_wire::packet::Packet::parse(pkt).is_ok() {
             assert!(c.has_top("icrc_ok") && c.has_top("vcrc_ok"));
         }
@@ -34,6 +38,10 @@ fuzz_target!(|data: &[u8]| {
         let mut col = Collect::default();
         let r2 = dec2.packet(pkt, &mut col);
         assert_eq!(r, r2, "two decoders fed the same packets disagree");
-        assert_eq!(col.fields.len(), c.fields, "the same packet described differently");
+        assert_eq!(
+            col.fields.len(),
+            c.fields,
+            "the same packet described differently"
+        );
     }
 });

@@ -89,7 +89,11 @@ fn ip_cm_req(data: &[u8]) {
         match verify_req_private_data(data, &policy, &[]) {
             Ok(v) => {
                 // Accepted: the header parses to the same thing, at a version the server serves.
-                assert_eq!(parsed.as_ref(), Ok(&v), "verify accepted what parse refused");
+                assert_eq!(
+                    parsed.as_ref(),
+                    Ok(&v),
+                    "verify accepted what parse refused"
+                );
                 assert_eq!(v.major_version, policy.major_version);
                 assert!(v.minor_version <= policy.minor_version);
             }

@@ -32,5 +32,8 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => failed = true,
         }
     }
-    assert!(failed || seen == n, "record_count {n}, iterator gave {seen}");
+    assert!(
+        failed || seen == n,
+        "record_count {n}, iterator gave {seen}"
+    );
 });
