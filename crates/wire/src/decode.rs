@@ -12,7 +12,7 @@
 
 use crate::cm::{CmMessage, RejReason};
 use crate::describe::{Describe, Describer, Value};
-use crate::ib::{LrhRepr, Opcode, Operation, Position};
+use crate::ib::{BthRepr, GrhRepr, Lnh, LrhRepr, Opcode, Operation, Position};
 use crate::ipoib::{IpoibFrame, IpoibPayload};
 use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use crate::packet::Packet;
@@ -51,8 +51,9 @@ impl Decoder {
                 if let Ok(lrh) = LrhRepr::parse_bytes(data) {
                     lrh.describe_as("lrh", d);
                 }
-                d.field("summary", Value::Str(&format!("malformed packet: {e}")));
-                d.field("error", Value::Str(&packet_error(e, data)));
+                let why = packet_error(e, data);
+                d.field("summary", Value::Str(&format!("malformed: {why}")));
+                d.field("error", Value::Str(&why));
                 return Err(e);
             }
         };
@@ -281,23 +282,64 @@ impl Decoder {
     }
 }
 
-/// A person-readable reason for a packet that did not parse.
+/// A person-readable reason for a packet that did not parse: which length rule it breaks.
 fn packet_error(e: Error, data: &[u8]) -> String {
-    match LrhRepr::parse_bytes(data) {
-        Err(_) => format!(
+    let Ok(lrh) = LrhRepr::parse_bytes(data) else {
+        return format!(
             "{e}: {} bytes is shorter than a Local Route Header",
             data.len()
-        ),
-        Ok(lrh) => {
-            let expect = usize::from(lrh.pkt_len) * 4 + 2;
-            if expect != data.len() {
+        );
+    };
+    let expect = usize::from(lrh.pkt_len) * 4 + 2;
+    if expect != data.len() {
+        return format!(
+            "{e}: LRH PktLen {} means {expect} bytes with the VCRC, the packet has {}",
+            lrh.pkt_len,
+            data.len()
+        );
+    }
+    if !lrh.lnh.is_iba() {
+        return format!("{e}: raw packet");
+    }
+    let mut off = 8;
+    // The ICRC and VCRC follow the payload (IBA 1 §7.8).
+    let body_end = data.len().saturating_sub(2);
+    if lrh.lnh == Lnh::IbaGlobal {
+        match GrhRepr::parse_bytes(&data[off.min(body_end)..body_end]) {
+            Err(_) => return format!("{e}: too short for the GRH its LNH announces"),
+            Ok(g) if g.nxthdr != GrhRepr::NXT_HDR_IBA => {
+                return format!(
+                    "{e}: GRH next header {:#04x} is not an IBA transport",
+                    g.nxthdr
+                )
+            }
+            Ok(g) => {
+                let have = body_end.saturating_sub(off + 40);
+                if usize::from(g.paylen) != have {
+                    return format!(
+                        "{e}: GRH PayLen {} but {have} bytes follow the GRH up to the ICRC",
+                        g.paylen
+                    );
+                }
+            }
+        }
+        off += 40;
+    }
+    match BthRepr::parse_bytes(&data[off.min(body_end)..body_end]) {
+        Err(_) => format!("{e}: too short for a BTH and ICRC"),
+        Ok(b) => {
+            let ext = b.opcode.ext_headers().map_or(0, |s| s.len());
+            let room = body_end.saturating_sub(off + 12 + 4 + ext);
+            if usize::from(b.pad_count) > room {
                 format!(
-                    "{e}: LRH PktLen {} says {expect} bytes with the VCRC, the packet has {}",
-                    lrh.pkt_len,
-                    data.len()
+                    "{e}: BTH PadCnt {} but only {room} payload bytes",
+                    b.pad_count
                 )
             } else {
-                format!("{e}: headers do not fit the packet")
+                format!(
+                    "{e}: too short for the extension headers of {}",
+                    b.opcode.name()
+                )
             }
         }
     }
