@@ -354,8 +354,8 @@ fn text_shows_layers_and_crc_verdicts() {
         .lines()
         .next()
         .unwrap()
-        .contains("malformed packet"));
-    assert!(blocks[3].contains("error: truncated packet: LRH PktLen 23 says 94 bytes"));
+        .contains("malformed: truncated packet"));
+    assert!(blocks[3].contains("error: truncated packet: LRH PktLen 23 means 94 bytes"));
     assert!(!blocks[3].contains("bth"));
     has(
         blocks[4],
@@ -456,7 +456,7 @@ fn json_one_object_per_packet() {
         p["error"]
             .as_str()
             .unwrap()
-            .contains("LRH PktLen 23 says 94 bytes"),
+            .contains("LRH PktLen 23 means 94 bytes"),
         "{p}"
     );
     assert!(p.get("bth").is_none() && p.get("icrc_ok").is_none());
