@@ -1,2 +1,4 @@
 //! The real-time side: clock, threads, UDP links between processes, TUN devices, and the client for
-//! external management planes (ibsim/OpenSM). Empty until the "Real IP" work lands.
+//! external management planes (ibsim/OpenSM).
+
+pub mod ibsim;

@@ -1,0 +1,17 @@
+//! A client for ibsim's client protocol (linux-rdma/ibsim, Debian package ibsim-utils): attach to
+//! a node of a simulated InfiniBand management plane and exchange MADs with whatever else is
+//! attached, in particular the real OpenSM running under `ibsim-run`. The differential test of our
+//! subnet administrator against OpenSM (crates/runtime/tests/opensm_diff.rs) is built on it.
+//!
+//! [`msg`] holds the byte layouts (`sim_ctl`, `sim_client_info`, `sim_request`, and the NodeInfo/
+//! PortInfo fields the client reads); [`IbsimClient`] the sockets. ibsim carries no data-plane
+//! traffic: only whole 256-byte MADs with LIDs and QPs (REFERENCE.md "Tools on Debian").
+//!
+//! Invariants: blocking calls are bounded by timeouts; a client disconnects when dropped; nothing
+//! here panics on what the server sends.
+
+mod client;
+pub mod msg;
+
+pub use client::{Endpoint, IbsimClient, SimMad, CTL_TIMEOUT};
+pub use msg::{NodeInfo, PortInfo};

@@ -1,0 +1,486 @@
+//! The byte layouts of ibsim's client protocol (linux-rdma/ibsim `include/ibsim.h`, as built into
+//! Debian's ibsim 0.10; REFERENCE.md "Tools on Debian").
+//!
+//! - `struct sim_ctl` (80 bytes): magic `0xdeadbeef`, client id, type, length as host-order `u32`s,
+//!   then 64 data bytes. Every control message is answered by one of the same size; an answer of
+//!   type `SIM_CTL_ERROR` means the server refused it.
+//! - `struct sim_client_info` (44 bytes, inside a CONNECT's data): id (the tag the client bound its
+//!   sockets with; the client id in the answer), qp, issm, nodeid (32 bytes, NUL padded).
+//! - `struct sim_request` (288 bytes): dlid and slid as `htons()` values widened to host `u32`s,
+//!   dqp and sqp as `htonl()`, status as `htonl()` (ibsim sets 110, ETIMEDOUT, when it returns a
+//!   MAD it could not deliver), 4 bytes of alignment padding, the MAD length as big-endian `u64`,
+//!   then the 256-byte MAD at offset 32.
+//!
+//! Invariant: encoders write exactly the C struct's bytes on this host (the server is a C program
+//! on the same machine, or one with the same byte order in UDP mode); decoders never panic on
+//! short or garbled input and answer `None` instead.
+
+/// `SIM_MAGIC`.
+pub const SIM_MAGIC: u32 = 0xdead_beef;
+/// `sizeof(struct sim_ctl)`.
+pub const SIM_CTL_LEN: usize = 80;
+/// `SIM_CTL_MAX_DATA`.
+pub const SIM_CTL_DATA_LEN: usize = 64;
+/// `sizeof(struct sim_request)`.
+pub const SIM_REQUEST_LEN: usize = 288;
+/// Offset of the MAD in a `sim_request`.
+pub const SIM_REQUEST_MAD_OFFSET: usize = 32;
+/// A MAD's length.
+pub const MAD_LEN: usize = 256;
+/// `IBSIM_MAX_CLIENTS`: OpenSM takes one slot.
+pub const MAX_CLIENTS: u32 = 10;
+/// `IBSIM_DEFAULT_SERVER_PORT` in ibsim 0.10 (UDP mode).
+pub const DEFAULT_SERVER_PORT: u16 = 8003;
+/// `SIM_BASENAME`, the default prefix of the abstract socket names.
+pub const DEFAULT_BASENAME: &str = "sim";
+/// The status ibsim puts in a `sim_request` it hands back undelivered (ETIMEDOUT).
+pub const STATUS_UNDELIVERED: u32 = 110;
+
+/// `enum SIM_CTL_TYPES`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtlType {
+    /// `SIM_CTL_ERROR`: the reply type of a refused request.
+    Error,
+    /// `SIM_CTL_CONNECT`.
+    Connect,
+    /// `SIM_CTL_DISCONNECT`.
+    Disconnect,
+    /// `SIM_CTL_GET_PORT`.
+    GetPort,
+    /// `SIM_CTL_GET_VENDOR`.
+    GetVendor,
+    /// `SIM_CTL_GET_GID`.
+    GetGid,
+    /// `SIM_CTL_GET_GUID`.
+    GetGuid,
+    /// `SIM_CTL_GET_NODEINFO`.
+    GetNodeInfo,
+    /// `SIM_CTL_GET_PORTINFO`.
+    GetPortInfo,
+    /// `SIM_CTL_SET_ISSM`.
+    SetIssm,
+    /// `SIM_CTL_GET_PKEYS`.
+    GetPkeys,
+    /// Any other value.
+    Unknown(u32),
+}
+
+impl From<CtlType> for u32 {
+    fn from(t: CtlType) -> u32 {
+        match t {
+            CtlType::Error => 0,
+            CtlType::Connect => 1,
+            CtlType::Disconnect => 2,
+            CtlType::GetPort => 3,
+            CtlType::GetVendor => 4,
+            CtlType::GetGid => 5,
+            CtlType::GetGuid => 6,
+            CtlType::GetNodeInfo => 7,
+            CtlType::GetPortInfo => 8,
+            CtlType::SetIssm => 9,
+            CtlType::GetPkeys => 10,
+            CtlType::Unknown(v) => v,
+        }
+    }
+}
+
+impl From<u32> for CtlType {
+    fn from(v: u32) -> CtlType {
+        match v {
+            0 => CtlType::Error,
+            1 => CtlType::Connect,
+            2 => CtlType::Disconnect,
+            3 => CtlType::GetPort,
+            4 => CtlType::GetVendor,
+            5 => CtlType::GetGid,
+            6 => CtlType::GetGuid,
+            7 => CtlType::GetNodeInfo,
+            8 => CtlType::GetPortInfo,
+            9 => CtlType::SetIssm,
+            10 => CtlType::GetPkeys,
+            v => CtlType::Unknown(v),
+        }
+    }
+}
+
+/// A `struct sim_ctl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimCtl {
+    /// Client id (ignored by the server in a CONNECT).
+    pub client_id: u32,
+    /// Message type.
+    pub ctl_type: CtlType,
+    /// Bytes of `data` in use (the server copies back as many).
+    pub len: u32,
+    /// Payload.
+    pub data: [u8; SIM_CTL_DATA_LEN],
+}
+
+impl SimCtl {
+    /// A request with `payload` (at most 64 bytes; longer is cut).
+    pub fn new(client_id: u32, ctl_type: CtlType, payload: &[u8]) -> SimCtl {
+        let mut data = [0u8; SIM_CTL_DATA_LEN];
+        let n = payload.len().min(SIM_CTL_DATA_LEN);
+        data[..n].copy_from_slice(&payload[..n]);
+        SimCtl {
+            client_id,
+            ctl_type,
+            len: n as u32,
+            data,
+        }
+    }
+
+    /// The 80 bytes.
+    pub fn to_bytes(&self) -> [u8; SIM_CTL_LEN] {
+        let mut b = [0u8; SIM_CTL_LEN];
+        b[0..4].copy_from_slice(&SIM_MAGIC.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.client_id.to_ne_bytes());
+        b[8..12].copy_from_slice(&u32::from(self.ctl_type).to_ne_bytes());
+        b[12..16].copy_from_slice(&self.len.to_ne_bytes());
+        b[16..].copy_from_slice(&self.data);
+        b
+    }
+
+    /// Parses an answer: `None` unless it is exactly 80 bytes with the magic.
+    pub fn parse(b: &[u8]) -> Option<SimCtl> {
+        if b.len() != SIM_CTL_LEN || ne32(b, 0) != SIM_MAGIC {
+            return None;
+        }
+        let mut data = [0u8; SIM_CTL_DATA_LEN];
+        data.copy_from_slice(&b[16..]);
+        Some(SimCtl {
+            client_id: ne32(b, 4),
+            ctl_type: CtlType::from(ne32(b, 8)),
+            len: ne32(b, 12),
+            data,
+        })
+    }
+}
+
+/// A `struct sim_client_info`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// In a CONNECT: the tag of the client's socket names (`<base>:in<id>`, or its UDP port). In
+    /// the answer: the client id (slot) the server gave.
+    pub id: u32,
+    /// The QP the client answers for: MADs whose DQP is above 1 go to the client with that QP.
+    pub qp: u32,
+    /// Nonzero: the client is the SM of its node (receives unsolicited QP0/QP1 requests).
+    pub issm: u32,
+    /// Node to attach to (an ibsim node id or description); empty = the default (first) port.
+    pub node_id: String,
+}
+
+/// `sizeof(struct sim_client_info)`.
+pub const CLIENT_INFO_LEN: usize = 44;
+
+impl ClientInfo {
+    /// The 44 bytes (node id cut to 31 bytes and NUL terminated, as ibsim's `strncpy`).
+    pub fn to_bytes(&self) -> [u8; CLIENT_INFO_LEN] {
+        let mut b = [0u8; CLIENT_INFO_LEN];
+        b[0..4].copy_from_slice(&self.id.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.qp.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.issm.to_ne_bytes());
+        let name = self.node_id.as_bytes();
+        let n = name.len().min(31);
+        b[12..12 + n].copy_from_slice(&name[..n]);
+        b
+    }
+
+    /// Parses the first 44 bytes of a control payload.
+    pub fn parse(b: &[u8]) -> Option<ClientInfo> {
+        if b.len() < CLIENT_INFO_LEN {
+            return None;
+        }
+        let name = &b[12..CLIENT_INFO_LEN];
+        let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        Some(ClientInfo {
+            id: ne32(b, 0),
+            qp: ne32(b, 4),
+            issm: ne32(b, 8),
+            node_id: String::from_utf8_lossy(&name[..end]).into_owned(),
+        })
+    }
+}
+
+/// A `struct sim_request`: one MAD with its LRH/BTH/DETH addressing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimRequest {
+    /// Destination LID (0xffff with a directed-route SMP).
+    pub dlid: u16,
+    /// Source LID (0: ibsim fills in the sender's port LID).
+    pub slid: u16,
+    /// Destination QP.
+    pub dqp: u32,
+    /// Source QP.
+    pub sqp: u32,
+    /// 0, or [`STATUS_UNDELIVERED`] when ibsim hands the MAD back undelivered.
+    pub status: u32,
+    /// The MAD.
+    pub mad: [u8; MAD_LEN],
+}
+
+impl SimRequest {
+    /// The 288 bytes.
+    pub fn to_bytes(&self) -> [u8; SIM_REQUEST_LEN] {
+        let mut b = [0u8; SIM_REQUEST_LEN];
+        b[0..4].copy_from_slice(&u32::from(self.dlid.to_be()).to_ne_bytes());
+        b[4..8].copy_from_slice(&u32::from(self.slid.to_be()).to_ne_bytes());
+        b[8..12].copy_from_slice(&self.dqp.to_be_bytes());
+        b[12..16].copy_from_slice(&self.sqp.to_be_bytes());
+        b[16..20].copy_from_slice(&self.status.to_be_bytes());
+        b[24..32].copy_from_slice(&(MAD_LEN as u64).to_be_bytes());
+        b[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&self.mad);
+        b
+    }
+
+    /// Parses a datagram: `None` unless it is exactly 288 bytes.
+    pub fn parse(b: &[u8]) -> Option<SimRequest> {
+        if b.len() != SIM_REQUEST_LEN {
+            return None;
+        }
+        // `ntohs((uint16_t)field)`: the low 16 bits of the host-order u32, in network order.
+        let lid = |off: usize| u16::from_be(ne32(b, off) as u16);
+        let mut mad = [0u8; MAD_LEN];
+        mad.copy_from_slice(&b[SIM_REQUEST_MAD_OFFSET..]);
+        Some(SimRequest {
+            dlid: lid(0),
+            slid: lid(4),
+            dqp: be32(b, 8),
+            sqp: be32(b, 12),
+            status: be32(b, 16),
+            mad,
+        })
+    }
+}
+
+/// The fields of a NodeInfo attribute this client reads (IBA 1 §14.2.5.3), as ibsim returns it for
+/// `SIM_CTL_GET_NODEINFO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// NodeType: 1 channel adapter, 2 switch, 3 router.
+    pub node_type: u8,
+    /// NumPorts.
+    pub num_ports: u8,
+    /// SystemImageGUID.
+    pub system_image_guid: u64,
+    /// NodeGUID.
+    pub node_guid: u64,
+    /// PortGUID. REFERENCE.md: ibsim's copy for a CA holds the node GUID here; the port GUID the
+    /// SM knows (and the GID of the port) is node GUID + port number.
+    pub port_guid: u64,
+    /// PartitionCap.
+    pub partition_cap: u16,
+    /// LocalPortNum.
+    pub local_port_num: u8,
+}
+
+impl NodeInfo {
+    /// Parses the first 40 bytes.
+    pub fn parse(b: &[u8]) -> Option<NodeInfo> {
+        if b.len() < 40 {
+            return None;
+        }
+        Some(NodeInfo {
+            node_type: b[2],
+            num_ports: b[3],
+            system_image_guid: be64(b, 4),
+            node_guid: be64(b, 12),
+            port_guid: be64(b, 20),
+            partition_cap: u16::from_be_bytes([b[28], b[29]]),
+            local_port_num: b[36],
+        })
+    }
+}
+
+/// The fields of a PortInfo attribute this client reads (IBA 1 §14.2.5.6), as ibsim returns it for
+/// `SIM_CTL_GET_PORTINFO` (the first 64 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortInfo {
+    /// GidPrefix.
+    pub gid_prefix: u64,
+    /// LID (0 until the SM assigned one).
+    pub lid: u16,
+    /// MasterSMLID.
+    pub master_sm_lid: u16,
+    /// CapabilityMask (bit 1 IsSM).
+    pub capability_mask: u32,
+    /// LocalPortNum.
+    pub local_port_num: u8,
+    /// PortState: 1 Down, 2 Init, 3 Armed, 4 Active.
+    pub port_state: u8,
+    /// LMC.
+    pub lmc: u8,
+    /// NeighborMTU (MTU code).
+    pub neighbor_mtu: u8,
+    /// MTUCap (MTU code).
+    pub mtu_cap: u8,
+}
+
+impl PortInfo {
+    /// PortState Active.
+    pub const ACTIVE: u8 = 4;
+
+    /// Parses the first 64 bytes.
+    pub fn parse(b: &[u8]) -> Option<PortInfo> {
+        if b.len() < 64 {
+            return None;
+        }
+        Some(PortInfo {
+            gid_prefix: be64(b, 8),
+            lid: u16::from_be_bytes([b[16], b[17]]),
+            master_sm_lid: u16::from_be_bytes([b[18], b[19]]),
+            capability_mask: be32(b, 20),
+            local_port_num: b[28],
+            port_state: b[32] & 0x0f,
+            lmc: b[34] & 0x07,
+            neighbor_mtu: b[36] >> 4,
+            mtu_cap: b[41] & 0x0f,
+        })
+    }
+
+    /// True once the SM brought the port up: Active with a LID and a master SM.
+    pub fn is_up(&self) -> bool {
+        self.port_state == PortInfo::ACTIVE && self.lid != 0 && self.master_sm_lid != 0
+    }
+}
+
+fn ne32(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn be32(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn be64(b: &[u8], off: usize) -> u64 {
+    let mut v = [0u8; 8];
+    v.copy_from_slice(&b[off..off + 8]);
+    u64::from_be_bytes(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctl_connect_layout() {
+        // include/ibsim.h: magic, clientid, type, len, data[64]; sim_client_info in data.
+        let info = ClientInfo {
+            id: 0x1234,
+            qp: 1,
+            issm: 0,
+            node_id: "Hca2".into(),
+        };
+        let ctl = SimCtl::new(0, CtlType::Connect, &info.to_bytes());
+        let b = ctl.to_bytes();
+        assert_eq!(b.len(), SIM_CTL_LEN);
+        assert_eq!(&b[0..4], &0xdead_beefu32.to_ne_bytes());
+        assert_eq!(&b[8..12], &1u32.to_ne_bytes());
+        assert_eq!(&b[12..16], &44u32.to_ne_bytes());
+        assert_eq!(&b[16..20], &0x1234u32.to_ne_bytes());
+        assert_eq!(&b[28..32], b"Hca2");
+        assert_eq!(b[32], 0);
+        let back = SimCtl::parse(&b).unwrap();
+        assert_eq!(back, ctl);
+        assert_eq!(ClientInfo::parse(&back.data).unwrap(), info);
+        assert_eq!(SimCtl::parse(&b[..79]), None);
+        let mut bad = b;
+        bad[0] ^= 1;
+        assert_eq!(SimCtl::parse(&bad), None);
+    }
+
+    #[test]
+    fn long_node_id_is_cut_and_terminated() {
+        let info = ClientInfo {
+            id: 1,
+            qp: 0,
+            issm: 1,
+            node_id: "x".repeat(40),
+        };
+        let b = info.to_bytes();
+        assert_eq!(b[12 + 31], 0);
+        assert_eq!(ClientInfo::parse(&b).unwrap().node_id.len(), 31);
+    }
+
+    #[test]
+    fn request_layout() {
+        // REFERENCE.md: dlid/slid htons in u32 fields, dqp/sqp htonl, status, 4 bytes padding,
+        // length as big-endian u64, MAD at 32.
+        let mut mad = [0u8; MAD_LEN];
+        mad[0] = 1;
+        mad[255] = 0xee;
+        let r = SimRequest {
+            dlid: 0x0102,
+            slid: 0,
+            dqp: 1,
+            sqp: 0x0a0b0c,
+            status: 0,
+            mad,
+        };
+        let b = r.to_bytes();
+        assert_eq!(b.len(), 288);
+        if cfg!(target_endian = "little") {
+            assert_eq!(&b[0..4], &[1, 2, 0, 0]);
+        }
+        assert_eq!(&b[8..12], &[0, 0, 0, 1]);
+        assert_eq!(&b[12..16], &[0, 0x0a, 0x0b, 0x0c]);
+        assert_eq!(&b[20..24], &[0; 4]);
+        assert_eq!(&b[24..32], &[0, 0, 0, 0, 0, 0, 1, 0]);
+        assert_eq!(b[32], 1);
+        assert_eq!(b[287], 0xee);
+        assert_eq!(SimRequest::parse(&b).unwrap(), r);
+        assert_eq!(SimRequest::parse(&b[..287]), None);
+    }
+
+    #[test]
+    fn undelivered_status() {
+        let mut b = SimRequest {
+            dlid: 5,
+            slid: 1,
+            dqp: 1,
+            sqp: 1,
+            status: 0,
+            mad: [0; MAD_LEN],
+        }
+        .to_bytes();
+        b[16..20].copy_from_slice(&110u32.to_be_bytes());
+        assert_eq!(SimRequest::parse(&b).unwrap().status, STATUS_UNDELIVERED);
+    }
+
+    #[test]
+    fn port_info_fields() {
+        // IBA 1 §14.2.5.6: LID at 16, MasterSMLID at 18, PortState low nibble of byte 32.
+        let mut b = [0u8; 64];
+        b[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+        b[16..18].copy_from_slice(&3u16.to_be_bytes());
+        b[18..20].copy_from_slice(&1u16.to_be_bytes());
+        b[28] = 1;
+        b[32] = 0x24;
+        b[36] = 0x50;
+        b[41] = 0x05;
+        let p = PortInfo::parse(&b).unwrap();
+        assert_eq!(p.gid_prefix, 0xfe80_0000_0000_0000);
+        assert_eq!((p.lid, p.master_sm_lid, p.port_state), (3, 1, 4));
+        assert_eq!((p.neighbor_mtu, p.mtu_cap, p.local_port_num), (5, 5, 1));
+        assert!(p.is_up());
+        b[32] = 0x22;
+        assert!(!PortInfo::parse(&b).unwrap().is_up());
+        assert_eq!(PortInfo::parse(&b[..63]), None);
+    }
+
+    #[test]
+    fn node_info_fields() {
+        // IBA 1 §14.2.5.3: NodeType 2, NumPorts 3, SystemImageGUID 4, NodeGUID 12, PortGUID 20.
+        let mut b = [0u8; 64];
+        b[2] = 1;
+        b[3] = 1;
+        b[12..20].copy_from_slice(&0x100002u64.to_be_bytes());
+        b[20..28].copy_from_slice(&0x100002u64.to_be_bytes());
+        b[36] = 1;
+        let n = NodeInfo::parse(&b).unwrap();
+        assert_eq!((n.node_type, n.num_ports, n.local_port_num), (1, 1, 1));
+        assert_eq!((n.node_guid, n.port_guid), (0x100002, 0x100002));
+        assert_eq!(NodeInfo::parse(&b[..39]), None);
+    }
+}

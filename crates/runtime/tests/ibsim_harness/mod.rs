@@ -1,0 +1,340 @@
+//! Test harness: ibsim with a small net file and the real OpenSM attached to it under `ibsim-run`,
+//! each with its own abstract-socket basename (`IBSIM_SOCKNAME`) and temporary directory (logs,
+//! OpenSM cache and dump files), killed when the [`Fabric`] is dropped. Every wait is bounded.
+//!
+//! Missing binaries make [`Fabric::start`] answer [`Setup::Skip`] (the test prints "SKIP: ..." and
+//! returns) unless `IPOIB_REQUIRE_OPENSM` is set; binaries that exist but fail to start are an
+//! `Err` carrying their logs, and the test fails.
+
+#![allow(dead_code)]
+
+pub mod mcr;
+pub mod sequence;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use ipoib_runtime::ibsim::{Endpoint, IbsimClient, NodeInfo, PortInfo};
+
+/// How long ibsim may take to listen.
+const IBSIM_START: Duration = Duration::from_secs(10);
+/// How long OpenSM may take to bring the subnet up.
+const SUBNET_UP: Duration = Duration::from_secs(30);
+
+/// One switch with three single-port HCAs. The first port in the file is ibsim's default port;
+/// OpenSM runs on Hca1 (`SIM_HOST`). ibsim 0.10 numbers node GUIDs per type in file order: Hca1
+/// 0x100000, Hca2 0x100002, Hca3 0x100004, Switch1 0x200000 (read back, not assumed).
+pub const NET_ONE_SWITCH: &str = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca2\"[1]
+[3]\t\"Hca3\"[1]
+
+Hca\t1 \"Hca1\"
+[1]\t\"Switch1\"[1]
+
+Hca\t1 \"Hca2\"
+[1]\t\"Switch1\"[2]
+
+Hca\t1 \"Hca3\"
+[1]\t\"Switch1\"[3]
+";
+
+/// Whether the harness could run.
+pub enum Setup {
+    /// Everything is up.
+    Ready(Box<Fabric>),
+    /// A binary is missing (the reason says which).
+    Skip(String),
+}
+
+/// A child process killed (and reaped) on drop. `ibsim-run` execs its command, so the child is
+/// OpenSM itself; each child leads its own process group so a terminal's signals miss it.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Proc {
+    fn spawn(name: &'static str, mut cmd: Command, dir: &Path) -> Result<Proc, String> {
+        use std::os::unix::process::CommandExt;
+        let stdout = dir.join(format!("{name}.stdout"));
+        let stderr = dir.join(format!("{name}.stderr"));
+        let out = fs::File::create(&stdout).map_err(|e| format!("{name} stdout: {e}"))?;
+        let err = fs::File::create(&stderr).map_err(|e| format!("{name} stderr: {e}"))?;
+        cmd.current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
+        Ok(Proc {
+            name,
+            child,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// `Err` with the exit status when the process is gone.
+    fn alive(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(st)) => Err(format!("{} exited early ({st})", self.name)),
+            Err(e) => Err(format!("{}: {e}", self.name)),
+        }
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for p in [&self.stdout, &self.stderr] {
+            s += &format!("--- {} ---\n{}\n", p.display(), tail(p, 60));
+        }
+        s
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// ibsim + OpenSM, up.
+pub struct Fabric {
+    // Field order is drop order: OpenSM goes before ibsim.
+    opensm: Proc,
+    ibsim: Proc,
+    dir: PathBuf,
+    endpoint: Endpoint,
+    /// The node OpenSM runs on.
+    pub sm_node: String,
+    /// LID of OpenSM's port (the SA's address), read from PortInfo.MasterSMLID.
+    pub sm_lid: u16,
+}
+
+/// A node as ibsim and OpenSM configured it.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeFacts {
+    /// NodeInfo as ibsim returns it.
+    pub node: NodeInfo,
+    /// PortInfo of the client's port.
+    pub port: PortInfo,
+    /// The port GUID OpenSM knows: node GUID + port number (REFERENCE.md).
+    pub port_guid: u64,
+}
+
+static NEXT_RUN: AtomicU32 = AtomicU32::new(0);
+
+impl Fabric {
+    /// Starts ibsim on `net` and OpenSM on `sm_node` with `partitions` (partitions.conf text;
+    /// `None`: OpenSM's default partition), then waits until `probe_node`'s port is Active with a
+    /// LID and a master SM.
+    pub fn start(
+        net: &str,
+        partitions: Option<&str>,
+        sm_node: &str,
+        probe_node: &str,
+    ) -> Result<Setup, String> {
+        let mut missing = Vec::new();
+        let ibsim_bin = find_exe("ibsim");
+        let run_bin = find_exe("ibsim-run");
+        let opensm_bin = find_exe("opensm");
+        for (name, found, pkg) in [
+            ("ibsim", &ibsim_bin, "ibsim-utils"),
+            ("ibsim-run", &run_bin, "ibsim-utils"),
+            ("opensm", &opensm_bin, "opensm"),
+        ] {
+            if found.is_none() {
+                missing.push(format!("{name} (Debian package {pkg})"));
+            }
+        }
+        if !missing.is_empty() {
+            let why = format!("not installed: {}", missing.join(", "));
+            if std::env::var_os("IPOIB_REQUIRE_OPENSM").is_some() {
+                return Err(format!("IPOIB_REQUIRE_OPENSM is set but {why}"));
+            }
+            return Ok(Setup::Skip(why));
+        }
+        let (ibsim_bin, run_bin, opensm_bin) = (
+            ibsim_bin.unwrap_or_default(),
+            run_bin.unwrap_or_default(),
+            opensm_bin.unwrap_or_default(),
+        );
+
+        let run = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("ipoib-opensm-{pid}-{run}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let basename = format!("ipoibt{pid}r{run}");
+        let endpoint = Endpoint::unix(&basename);
+        let write = |name: &str, text: &str| {
+            fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+        };
+        write("net", net)?;
+        write("opensm.conf", "")?;
+
+        let mut cmd = Command::new(&ibsim_bin);
+        cmd.args(["-s", "-n", "net"])
+            .env("IBSIM_SOCKNAME", &basename)
+            .env_remove("LD_PRELOAD")
+            .env_remove("IBSIM_SERVER_NAME");
+        let mut ibsim = Proc::spawn("ibsim", cmd, &dir)?;
+        let started = Instant::now();
+        loop {
+            ibsim
+                .alive()
+                .map_err(|e| format!("{e}\n{}", ibsim.logs()))?;
+            match IbsimClient::connect_to(&endpoint, Some(probe_node), 0, false) {
+                Ok(_) => break,
+                Err(e) if started.elapsed() > IBSIM_START => {
+                    return Err(format!(
+                        "ibsim did not take clients within {IBSIM_START:?}: {e}\n{}",
+                        ibsim.logs()
+                    ))
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+
+        let log = dir.join("opensm.log");
+        let mut cmd = Command::new(&run_bin);
+        cmd.arg(&opensm_bin)
+            .args(["-F", "opensm.conf", "-f"])
+            .arg(&log)
+            .args(["--dump_files_dir"])
+            .arg(&dir)
+            .arg("-d2");
+        if let Some(p) = partitions {
+            write("partitions.conf", p)?;
+            cmd.args(["-P", "partitions.conf"]);
+        }
+        cmd.env("IBSIM_SOCKNAME", &basename)
+            .env("SIM_HOST", sm_node)
+            .env("OSM_CACHE_DIR", &dir)
+            .env("OSM_TMP_DIR", &dir)
+            .env_remove("LD_PRELOAD")
+            .env_remove("IBSIM_SERVER_NAME");
+        let mut opensm = Proc::spawn("opensm", cmd, &dir)?;
+        let probe = IbsimClient::connect_to(&endpoint, Some(probe_node), 0, false)
+            .map_err(|e| format!("probe client on {probe_node}: {e}\n{}", ibsim.logs()))?;
+        let fail = |what: String, opensm: &Proc, ibsim: &Proc| {
+            format!(
+                "{what}\n{}{}--- {} ---\n{}\n",
+                opensm.logs(),
+                ibsim.logs(),
+                log.display(),
+                tail(&log, 80)
+            )
+        };
+        let sm_lid = loop {
+            if let Err(e) = opensm.alive().and_then(|_| ibsim.alive()) {
+                return Err(fail(e, &opensm, &ibsim));
+            }
+            let pi = probe
+                .port_info()
+                .map_err(|e| fail(format!("PortInfo of {probe_node}: {e}"), &opensm, &ibsim))?;
+            if pi.is_up() {
+                break pi.master_sm_lid;
+            }
+            if started.elapsed() > SUBNET_UP {
+                return Err(fail(
+                    format!("OpenSM did not bring {probe_node} up within {SUBNET_UP:?}: {pi:?}"),
+                    &opensm,
+                    &ibsim,
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        drop(probe);
+        Ok(Setup::Ready(Box::new(Fabric {
+            opensm,
+            ibsim,
+            dir,
+            endpoint,
+            sm_node: sm_node.to_string(),
+            sm_lid,
+        })))
+    }
+
+    /// A new client attached to `node` (QP 1, not an SM).
+    pub fn client(&self, node: &str) -> io::Result<IbsimClient> {
+        IbsimClient::connect_to(&self.endpoint, Some(node), 1, false)
+    }
+
+    /// NodeInfo and PortInfo of `node`, through a short-lived client.
+    pub fn facts(&self, node: &str) -> io::Result<NodeFacts> {
+        let c = self.client(node)?;
+        let node = c.node_info()?;
+        let port = c.port_info()?;
+        Ok(NodeFacts {
+            node,
+            port,
+            port_guid: node.node_guid + u64::from(port.local_port_num),
+        })
+    }
+
+    /// OpenSM's and ibsim's logs, for a failure message.
+    pub fn logs(&self) -> String {
+        format!(
+            "{}{}--- opensm.log ---\n{}\n",
+            self.opensm.logs(),
+            self.ibsim.logs(),
+            tail(&self.dir.join("opensm.log"), 80)
+        )
+    }
+
+    /// Fails (as `Err`) if OpenSM or ibsim died.
+    pub fn check_alive(&mut self) -> Result<(), String> {
+        let r = self.opensm.alive().and_then(|_| self.ibsim.alive());
+        r.map_err(|e| format!("{e}\n{}", self.logs()))
+    }
+
+    /// The directory holding the logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("ibsim/OpenSM logs kept in {}", self.dir.display());
+        } else {
+            // The processes die before the directory goes: kill them first.
+            let _ = self.opensm.child.kill();
+            let _ = self.opensm.child.wait();
+            let _ = self.ibsim.child.kill();
+            let _ = self.ibsim.child.wait();
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn find_exe(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn tail(p: &Path, lines: usize) -> String {
+    match fs::read_to_string(p) {
+        Ok(s) => {
+            let all: Vec<&str> = s.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("({e})"),
+    }
+}

@@ -1,0 +1,265 @@
+//! Differential test of the subnet administrator against the real OpenSM (issue 3, "Done when": the
+//! same sequence of MCMemberRecord requests, valid and invalid, gives the same statuses and group
+//! parameters from our SA and from OpenSM). OpenSM runs on ibsim (Debian packages opensm,
+//! ibsim-utils); the test skips, saying so, only when those are not installed.
+
+mod ibsim_harness;
+
+use std::time::Duration;
+
+use ibsim_harness::mcr::{self, Sa};
+use ibsim_harness::sequence;
+use ibsim_harness::{Fabric, Setup, NET_ONE_SWITCH};
+use ipoib_runtime::ibsim::IbsimClient;
+use ipoib_wire::Gid;
+
+/// The requesters: two HCAs that do not run the SM (OpenSM is on Hca1).
+const REQUESTERS: [&str; 2] = ["Hca2", "Hca3"];
+/// How long OpenSM may take to answer one SA request.
+const SA_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn start() -> Option<Box<Fabric>> {
+    match Fabric::start(NET_ONE_SWITCH, None, "Hca1", REQUESTERS[0]) {
+        Ok(Setup::Ready(f)) => Some(f),
+        Ok(Setup::Skip(why)) => {
+            eprintln!("SKIP: OpenSM differential test: {why}");
+            None
+        }
+        Err(e) => panic!("ibsim/OpenSM failed to start:\n{e}"),
+    }
+}
+
+/// OpenSM's SA reached through one ibsim client per requester.
+struct OpenSm {
+    clients: Vec<IbsimClient>,
+    gids: Vec<Gid>,
+    unknown: Gid,
+    sm_lid: u16,
+}
+
+impl OpenSm {
+    fn new(f: &Fabric) -> OpenSm {
+        let mut clients = Vec::new();
+        let mut gids = Vec::new();
+        let mut unknown = Gid::ZERO;
+        for node in REQUESTERS {
+            let facts = f
+                .facts(node)
+                .unwrap_or_else(|e| panic!("{node}: {e}\n{}", f.logs()));
+            gids.push(Gid::new(facts.port.gid_prefix, facts.port_guid));
+            unknown = Gid::new(facts.port.gid_prefix, facts.node.node_guid);
+            clients.push(
+                f.client(node)
+                    .unwrap_or_else(|e| panic!("{node}: {e}\n{}", f.logs())),
+            );
+        }
+        OpenSm {
+            clients,
+            gids,
+            unknown,
+            sm_lid: f.sm_lid,
+        }
+    }
+}
+
+impl Sa for OpenSm {
+    fn port_gid(&self, who: usize) -> Gid {
+        self.gids[who]
+    }
+
+    fn unknown_gid(&self) -> Gid {
+        self.unknown
+    }
+
+    fn request(&mut self, who: usize, mad: &[u8; 256]) -> Result<Vec<u8>, String> {
+        self.clients[who]
+            .request(self.sm_lid, 1, mad, SA_TIMEOUT)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The sequence against OpenSM alone: prints OpenSM's answers and checks the statuses
+/// REFERENCE.md states (join needs MGID+PortGID+JoinState, create also Q_Key/TClass/P_Key/
+/// FlowLabel/SL; only a full member creates; a join for another port is ERR_REQ_INVALID).
+#[test]
+fn opensm_answers_mcmember_sequence() {
+    let Some(mut fabric) = start() else { return };
+    let mut sa = OpenSm::new(&fabric);
+    let steps = sequence::sequence();
+    let outs = mcr::run(&mut sa, &steps).unwrap_or_else(|e| panic!("{e}\n{}", fabric.logs()));
+    eprintln!("OpenSM answers:\n{}", mcr::table(&steps, &outs));
+    fabric.check_alive().unwrap();
+    let got: Vec<String> = outs.iter().map(|o| mcr::status_name(o.status)).collect();
+    let mismatches: Vec<String> = steps
+        .iter()
+        .zip(got.iter().zip(OPENSM_STATUSES))
+        .enumerate()
+        .filter(|(_, (_, (g, e)))| g != e)
+        .map(|(i, (s, (g, e)))| format!("step {i} ({}): OpenSM said {g}, expected {e}", s.name))
+        .collect();
+    assert_eq!(
+        got.len(),
+        OPENSM_STATUSES.len(),
+        "sequence and expectations differ in length"
+    );
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+    // Group parameters OpenSM gives the default partition's broadcast group (REFERENCE.md:
+    // Q_Key 0x0b1b, MTU 2048, rate 10 Gb/s, SL 0, scope 2, P_Key 0xffff).
+    let bc = outs[0].rec.expect("broadcast group record");
+    assert_eq!(bc.mgid, sequence::broadcast());
+    assert_eq!(
+        (bc.q_key, bc.p_key, bc.sl, bc.scope),
+        (0x0b1b, 0xffff, 0, 2)
+    );
+    assert_eq!((u8::from(bc.mtu), u8::from(bc.rate)), (4, 3));
+    assert!((0xc000..=0xfffe).contains(&bc.mlid));
+    // A join answers with the requester's PortGID and its accumulated JoinState.
+    let j = outs[1].rec.expect("join record");
+    assert_eq!((j.port_gid, j.join_state.0), (sa.gids[0], 1));
+    assert_eq!(outs[4].rec.expect("non-member join").join_state.0, 3);
+    // The SA-assigned MGID has OpenSM's form ff12:a01b:<subnet prefix>::.
+    let assigned = outs[32].rec.expect("assigned MGID").mgid;
+    assert_eq!(&assigned.0[..4], &[0xff, 0x12, 0xa0, 0x1b]);
+}
+
+/// OpenSM 3.3.23's status for each step of [`mcr::sequence`] (observed on Debian 12 and
+/// explained by its log lines in the report of this test's commit).
+const OPENSM_STATUSES: [&str; 70] = [
+    // 0
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    "ReqInsufficientComponents",
+    "ReqInvalid",
+    "SUCCESS",
+    "SUCCESS",
+    // 10
+    "ReqInvalid",
+    "SUCCESS",
+    "ReqInvalid",
+    "SUCCESS",
+    "ReqInvalid",
+    "ReqInvalid",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    "ReqInvalid",
+    // 20
+    "SUCCESS",
+    "ReqInsufficientComponents",
+    "ReqInsufficientComponents",
+    "ReqInsufficientComponents",
+    "SUCCESS",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    // 30
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    "SUCCESS",
+    "SUCCESS",
+    "NoRecords",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    // 40
+    "ReqInvalid",
+    "SUCCESS",
+    "NoRecords",
+    "ReqInvalid",
+    "NoRecords",
+    "SUCCESS",
+    "NoRecords",
+    "ReqInvalid",
+    "SUCCESS",
+    "SUCCESS",
+    // 50
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    // 60
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInvalid",
+    "ReqInsufficientComponents",
+    "ReqInsufficientComponents",
+    "SUCCESS",
+    "SUCCESS",
+    "ReqInvalid",
+    "SUCCESS",
+    "SUCCESS",
+];
+
+/// The ibsim client against a live ibsim: NodeInfo/PortInfo as REFERENCE.md describes them, the
+/// 10-client limit (OpenSM holds one slot), Drop freeing a slot, and ibsim's TransactionID
+/// rewrite (top 16 bits = client id) on the way to OpenSM and back.
+#[test]
+fn ibsim_client_facts_and_slots() {
+    let Some(fabric) = start() else { return };
+    let f = fabric.facts("Hca2").unwrap();
+    assert_eq!(f.node.node_type, 1);
+    assert_eq!(
+        f.node.port_guid, f.node.node_guid,
+        "ibsim's NodeInfo.PortGUID is the node GUID"
+    );
+    assert_ne!(f.port.lid, 0);
+    assert!(f.port.is_up());
+    assert_eq!(f.port.master_sm_lid, fabric.sm_lid);
+    assert_eq!(f.port.gid_prefix, Gid::DEFAULT_SUBNET_PREFIX);
+
+    let mut held = Vec::new();
+    let refused = loop {
+        match fabric.client("Hca3") {
+            Ok(c) => held.push(c),
+            Err(e) => break e,
+        }
+        assert!(held.len() <= 10, "ibsim took more than 10 clients");
+    };
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(held.len(), 9, "OpenSM holds one of ibsim's 10 slots");
+    let freed = held.pop().unwrap().client_id();
+    let again = fabric
+        .client("Hca3")
+        .expect("a dropped client frees its slot");
+    assert_eq!(again.client_id(), freed);
+    drop(held);
+
+    let get = ipoib_wire::sa::SaMadRepr::class_port_info_get(0x0000_1234_5678_9abc).to_bytes();
+    let resp = again.request(fabric.sm_lid, 1, &get, SA_TIMEOUT).unwrap();
+    assert_eq!(resp[3], 0x81, "GetResp");
+    assert_eq!(&resp[10..16], &get[10..16]);
+    assert_eq!(
+        u16::from_be_bytes([resp[8], resp[9]]) as u32,
+        again.client_id()
+    );
+}
+
+/// Our SA against OpenSM, request for request.
+#[test]
+#[ignore = "proto::sa::SaServer (branch `sa`) is not on main yet; enable when it lands"]
+fn our_sa_matches_opensm() {
+    let Some(fabric) = start() else { return };
+    let mut opensm = OpenSm::new(&fabric);
+    let steps = sequence::sequence();
+    let theirs = mcr::run(&mut opensm, &steps).unwrap_or_else(|e| panic!("{e}\n{}", fabric.logs()));
+    // TODO(sa): build a SubnetModel from the fabric (GUIDs and LIDs read back through
+    // `fabric.facts`, default partition with the IPoIB broadcast group), feed the same steps to
+    // proto::sa::SaServer through its MadAgent interface, and assert
+    // `mcr::compare(&steps, &theirs, &ours)` is empty.
+    let _ = theirs;
+    panic!("our SA is not wired in yet: this test compares nothing");
+}
