@@ -120,6 +120,37 @@ fn opensm_answers_mcmember_sequence() {
     // The SA-assigned MGID has OpenSM's form ff12:a01b:<subnet prefix>::.
     let assigned = outs[32].rec.expect("assigned MGID").mgid;
     assert_eq!(&assigned.0[..4], &[0xff, 0x12, 0xa0, 0x1b]);
+
+    // The comparison the differential test uses: a run agrees with itself, MLIDs renumbered
+    // consistently still agree, and a changed status or field is reported.
+    assert_eq!(mcr::compare(&steps, &outs, &outs), Vec::<String>::new());
+    let mut renumbered = outs.clone();
+    for o in &mut renumbered {
+        if let Some(r) = &mut o.rec {
+            if r.mlid >= 0xc000 {
+                r.mlid += 0x100;
+            }
+        }
+    }
+    assert_eq!(
+        mcr::compare(&steps, &outs, &renumbered),
+        Vec::<String>::new()
+    );
+    let mut changed = outs.clone();
+    changed[5].status = ipoib_wire::mad::MadStatus(0);
+    if let Some(r) = &mut changed[20].rec {
+        r.q_key ^= 1;
+    }
+    if let Some(r) = &mut changed[1].rec {
+        r.mlid = 0xc0ff;
+    }
+    let diffs = mcr::compare(&steps, &outs, &changed);
+    // The MLID change shows at step 1 and again at step 2, where the group has its old MLID back.
+    let at: Vec<&str> = diffs
+        .iter()
+        .map(|d| d.split(' ').nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(at, ["1", "2", "5", "20"], "{diffs:#?}");
 }
 
 /// OpenSM 3.3.23's status for each step of [`mcr::sequence`] (observed on Debian 12 and

@@ -217,12 +217,12 @@ pub fn fmt_gid(g: &Gid) -> String {
     g.to_ipv6().to_string()
 }
 
-/// Differences between two runs of the same steps (empty when they agree). MLIDs: both in the
-/// multicast range 0xC000..=0xFFFE and one-to-one per MGID. MGIDs the SA assigned (zero in the
+/// Differences between two runs of the same steps (empty when they agree). MLIDs: equal, or both
+/// in the multicast range 0xC000..=0xFFFE, and a group's MLID changes on both sides or neither. MGIDs the SA assigned (zero in the
 /// request): both multicast and one-to-one. Both SAs must know the requesters by the same GUIDs.
 pub fn compare(steps: &[Step], a: &[Outcome], b: &[Outcome]) -> Vec<String> {
     let mut diffs = Vec::new();
-    let mut mlids: BTreeMap<u16, u16> = BTreeMap::new();
+    let mut mlids: BTreeMap<[u8; 16], (u16, u16)> = BTreeMap::new();
     let mut mgids: BTreeMap<[u8; 16], [u8; 16]> = BTreeMap::new();
     for (i, ((s, x), y)) in steps.iter().zip(a).zip(b).enumerate() {
         let d = |what: String| format!("step {i} ({}): {what}", s.name);
@@ -262,18 +262,23 @@ pub fn compare(steps: &[Step], a: &[Outcome], b: &[Outcome]) -> Vec<String> {
                 fmt_gid(&ry.mgid)
             )));
         }
+        // OpenSM reuses a freed MLID for the next new group and answers a Delete with MLID 0, so
+        // the mapping is per group (MGID), not per MLID value, and equal values always agree.
         let mc = |l: u16| (0xc000..=0xfffe).contains(&l);
-        if !mc(rx.mlid) || !mc(ry.mlid) {
+        if rx.mlid != ry.mlid && (!mc(rx.mlid) || !mc(ry.mlid)) {
             diffs.push(d(format!(
-                "MLID not multicast: {:#x} vs {:#x}",
+                "MLID {:#x} vs {:#x}, not both multicast",
                 rx.mlid, ry.mlid
             )));
-        } else if let Some(prev) = mlids.insert(rx.mlid, ry.mlid) {
-            if prev != ry.mlid {
-                diffs.push(d(format!(
-                    "MLID {:#x} mapped to {prev:#x} before, now {:#x}",
-                    rx.mlid, ry.mlid
-                )));
+        }
+        if mc(rx.mlid) {
+            if let Some((pa, pb)) = mlids.insert(rx.mgid.0, (rx.mlid, ry.mlid)) {
+                if (pa, pb) != (rx.mlid, ry.mlid) && (pa == rx.mlid) != (pb == ry.mlid) {
+                    diffs.push(d(format!(
+                        "group's MLID changed on one side only: {pa:#x}->{:#x} vs {pb:#x}->{:#x}",
+                        rx.mlid, ry.mlid
+                    )));
+                }
             }
         }
         let norm = |r: &McMemberRecordRepr| McMemberRecordRepr {
