@@ -11,6 +11,8 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod hca;
+pub mod host;
 pub mod link;
 pub mod mgmt;
 pub mod sim;
