@@ -344,7 +344,9 @@ impl Simulator {
 
     fn refresh_timer(&mut self, id: NodeId) {
         let slot = &mut self.nodes[id.0];
-        let want = slot.device.poll_timeout();
+        // A timer already in the past is due now; store the clamped instant, since that is the
+        // one the queued event carries (else the event is taken as superseded and never fires).
+        let want = slot.device.poll_timeout().map(|t| t.max(self.now));
         if want.is_some() && want != slot.timer {
             slot.timer = want;
             let at = want.unwrap_or(Instant::NEVER);

@@ -220,3 +220,36 @@ fn configuration_arrives_in_order_after_the_delay() {
     );
     assert!(matches!(got[1].1, Config::Mft { mlid: 0xc000, .. }));
 }
+
+/// A device whose timer is already in the past when asked (it last saw an earlier `now`).
+struct Late {
+    at: Option<Instant>,
+    fired: u32,
+}
+
+impl Device for Late {
+    fn receive(&mut self, _now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {}
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {
+        self.at = None;
+        self.fired += 1;
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.at
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+#[test]
+fn a_timer_in_the_past_fires_now() {
+    let mut sim = Simulator::new(5);
+    let n = sim.add_node(Box::new(Late { at: None, fired: 0 }), 1);
+    sim.run_until(Instant::from_nanos(1_000));
+    sim.with_node::<Late, _>(n, |d, _, _| d.at = Some(Instant::from_nanos(10)));
+    sim.run_until_idle(10);
+    assert_eq!(sim.node::<Late>(n).unwrap().fired, 1);
+}
