@@ -229,10 +229,9 @@ impl Hca {
         let kind = match init.qp_type {
             QpType::Ud => QpKind::Ud,
             QpType::Rc | QpType::Uc => {
-                let f = self
-                    .factory
-                    .as_mut()
-                    .ok_or(VerbsError::Unsupported("RC/UC without a connected-QP engine"))?;
+                let f = self.factory.as_mut().ok_or(VerbsError::Unsupported(
+                    "RC/UC without a connected-QP engine",
+                ))?;
                 self.connected.insert(qpn);
                 QpKind::Connected(f(init.qp_type, qpn))
             }
@@ -412,7 +411,9 @@ impl Hca {
             return Err(VerbsError::InvalidArgument("UD send without destination"));
         }
         if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
-            return Err(VerbsError::Unsupported("UD supports SEND only (IBA 1 §9.8)"));
+            return Err(VerbsError::Unsupported(
+                "UD supports SEND only (IBA 1 §9.8)",
+            ));
         }
         self.sendq.push_back((qpn, wr));
         Ok(())

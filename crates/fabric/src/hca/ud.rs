@@ -9,9 +9,7 @@ use super::{DropReason, Hca};
 use crate::sim::Tx;
 use crate::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::{
-    BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode,
-};
+use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::packet::{Packet, PacketRepr};
 
 /// Bytes of the GRH area at the start of every UD receive buffer (IBA 1 §11.4.1.2; verbs counts
@@ -285,8 +283,7 @@ impl Hca {
         let Some(bth) = pkt.bth else {
             return;
         };
-        if bth.opcode != Opcode::UD_SEND_ONLY && bth.opcode != Opcode::UD_SEND_ONLY_WITH_IMMEDIATE
-        {
+        if bth.opcode != Opcode::UD_SEND_ONLY && bth.opcode != Opcode::UD_SEND_ONLY_WITH_IMMEDIATE {
             self.counters.count(DropReason::BadOpcode);
             return;
         }
