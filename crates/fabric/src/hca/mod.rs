@@ -30,7 +30,7 @@ mod rx;
 mod ud;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
 pub use error::{CqId, DropReason, HcaCounters, VerbsError};
@@ -497,16 +497,10 @@ impl Hca {
     fn drive_connected(&mut self, now: Instant, tx: &mut Tx) {
         let qpns: Vec<Qpn> = self.connected.iter().copied().collect();
         for qpn in qpns {
-            loop {
-                let Some(qp) = self.qps.get_mut(&qpn) else {
-                    break;
-                };
-                let QpKind::Connected(e) = &mut qp.kind else {
-                    break;
-                };
-                let Some(p) = e.poll_transmit(now) else {
-                    break;
-                };
+            while let Some(p) = match self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
+                Some(QpKind::Connected(e)) => e.poll_transmit(now),
+                _ => None,
+            } {
                 self.connected_send(now, qpn, p, tx);
             }
             while let Some(qp) = self.qps.get_mut(&qpn) {

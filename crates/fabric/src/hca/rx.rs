@@ -93,9 +93,8 @@ impl Hca {
         } else {
             dest
         };
-        if dest == BthRepr::MULTICAST_QPN
-            || !self.qps.get(&handle).is_some_and(|q| q.port == port_num)
-        {
+        let bound_here = matches!(self.qps.get(&handle), Some(q) if q.port == port_num);
+        if dest == BthRepr::MULTICAST_QPN || !bound_here {
             return self.counters.count(DropReason::UnknownQp);
         }
         self.deliver(now, handle, &pkt, bits);

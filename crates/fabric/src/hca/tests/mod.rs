@@ -68,7 +68,29 @@ pub(crate) fn ud_qp(
     pkey_index: u16,
     recvs: u64,
 ) -> UdEnd {
-    sim.with_node::<Hca, _>(node, |h, _, _| {
+    sim.with_node::<Hca, _>(node, |h, _, _| make_ud_qp(h, qkey, pkey_index, recvs))
+        .unwrap()
+}
+
+/// [`ud_qp`] on the HCA of a host device (P_Key index 0, 8 receives).
+pub(crate) fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: u32) -> UdEnd {
+    sim.with_node::<T, _>(node, |d, _, _| make_ud_qp(d.hca_mut(), qkey, 0, 8))
+        .unwrap()
+}
+
+/// Devices that contain an HCA.
+pub(crate) trait HasHca {
+    fn hca_mut(&mut self) -> &mut Hca;
+}
+
+impl HasHca for crate::host::Host {
+    fn hca_mut(&mut self) -> &mut Hca {
+        crate::host::Host::hca_mut(self)
+    }
+}
+
+fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) -> UdEnd {
+    {
         let cq = h.create_cq();
         let qpn = h
             .create_qp(QpInit {
@@ -102,8 +124,7 @@ pub(crate) fn ud_qp(
             .unwrap();
         }
         UdEnd { qpn, cq }
-    })
-    .unwrap()
+    }
 }
 
 pub(crate) fn dest(dlid: u16, qpn: Qpn, qkey: u32) -> UdDest {
