@@ -306,3 +306,43 @@ fn app_owns_a_qp_and_reacts_to_completions() {
     let e = sim.node::<Host>(b).unwrap().app::<Echo>(echo).unwrap();
     assert_eq!(e.echoed, 6);
 }
+
+/// IBA 1 §13.5.1: QP1 sends with the P_Key the agent names (looked up in the table) and with a
+/// GRH when the address has one; the receiving side reports both in the MadIn address.
+#[test]
+fn mad_with_grh_and_partition_pkey() {
+    let (mut sim, a, b) = hosts(44);
+    configure::<Host>(&mut sim, a, port_config(1, vec![0xffff, 0x8005]));
+    configure::<Host>(&mut sim, b, port_config(2, vec![0xffff, 0x0005]));
+    sim.run_until_idle(100);
+    let gid_a = ipoib_wire::Gid::new(ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX, GUID_A + 1);
+    let gid_b = ipoib_wire::Gid::new(ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX, GUID_B + 1);
+    let srv = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            let s = h.add_agent(Server::default());
+            h.serve_class(MgmtClass::Perf, s);
+            s
+        })
+        .unwrap();
+    let c = sim
+        .with_node::<Host, _>(b, |h, _, _| {
+            let mut cl = Client::new(Instant::ZERO, 1, MgmtClass::Perf, Method::Get, 5);
+            cl.request.to.pkey = 0x0005;
+            cl.request.to.grh = Some(GrhAddr {
+                gid: gid_a,
+                flow_label: 0,
+                hop_limit: 1,
+                tclass: 0,
+            });
+            h.add_agent(cl)
+        })
+        .unwrap();
+    sim.run_until_idle(10_000);
+    let s = sim.node::<Host>(a).unwrap().agent::<Server>(srv).unwrap();
+    assert_eq!(s.got.len(), 1);
+    assert_eq!(s.got[0].from.pkey, 0x8005, "matched entry of the receiver");
+    assert_eq!(s.got[0].from.grh.map(|g| g.gid), Some(gid_b));
+    let cl = sim.node::<Host>(b).unwrap().agent::<Client>(c).unwrap();
+    assert_eq!(cl.got.len(), 1, "response came back in the partition");
+    assert_eq!(cl.got[0].1.from.pkey, 0x0005);
+}
