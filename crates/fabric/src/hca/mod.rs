@@ -2,7 +2,7 @@
 //! completion queues and multicast attachments behind a verbs-like API, speaking real IB packets
 //! (`ipoib_wire::packet`) on the simulator's links.
 //!
-//! - UD (and QP0/QP1) transport is here ([`ud`], [`rx`]): IBA 1 §9.8, §10.2.4-5, §10.5.2,
+//! - UD (and QP0/QP1) transport is here (modules `ud`, `rx`): IBA 1 §9.8, §10.2.4-5, §10.5.2,
 //!   §10.9.3.
 //! - RC/UC run in a pluggable engine ([`connected`]); the HCA does their link layer.
 //!
