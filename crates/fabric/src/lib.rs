@@ -16,6 +16,9 @@ pub mod host;
 pub mod link;
 pub mod mgmt;
 pub mod sim;
+pub mod sm;
+pub mod switch;
+pub mod topology;
 pub mod verbs;
 
 pub use ipoib_proto::time::Instant;
