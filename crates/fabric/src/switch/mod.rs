@@ -224,11 +224,7 @@ impl Switch {
         }
         let bth = BthRepr::parse_bytes(data.get(off..body_end)?).ok()?;
         off += BthRepr::LEN;
-        off += bth
-            .opcode
-            .ext_headers()
-            .unwrap_or(ExtHeaderSet::NONE)
-            .len();
+        off += bth.opcode.ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
         body_end
             .checked_sub(ICRC_LEN)?
             .checked_sub(off)?
@@ -409,4 +405,4 @@ impl Device for Switch {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -243,4 +243,4 @@ impl Topology {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
