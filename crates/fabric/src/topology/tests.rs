@@ -181,11 +181,13 @@ fn bad_net_files_give_line_numbers() {
 #[test]
 fn garbage_never_panics() {
     let mut rng = ipoib_proto::rng::Rng::new(7);
-    let alphabet = b"SwitchHcaCa[]\"#=+0x19 \t\n@wsmoduleinclude";
+    let alphabet: Vec<char> = "SwitchHcaCa[]\"#=+0x19 \t\n@wsmoduleinclude\u{e9}\u{20ac}\r"
+        .chars()
+        .collect();
     for _ in 0..2000 {
         let n = rng.below(120) as usize;
         let s: String = (0..n)
-            .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize] as char)
+            .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
             .collect();
         let _ = Topology::parse_net(&s);
     }
