@@ -67,12 +67,20 @@ pub struct HostCtx<'a> {
     pub agents: &'a mut Agents,
     /// CQs whose completions the host should hand to this application from now on.
     pub route_cqs: &'a mut Vec<crate::hca::CqId>,
+    /// Configuration writes to other devices (only the subnet manager's application uses it;
+    /// see [`crate::mgmt`]).
+    pub config: &'a mut Vec<(crate::sim::NodeId, crate::mgmt::Config)>,
 }
 
 impl HostCtx<'_> {
     /// Routes the completions of `cq` to the calling application.
     pub fn route_cq(&mut self, cq: crate::hca::CqId) {
         self.route_cqs.push(cq);
+    }
+
+    /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::mgmt`]).
+    pub fn configure(&mut self, to: crate::sim::NodeId, config: crate::mgmt::Config) {
+        self.config.push((to, config));
     }
 }
 

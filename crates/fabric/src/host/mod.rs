@@ -81,6 +81,8 @@ pub struct Host {
     dirty: bool,
     last_now: Instant,
     counters: HostCounters,
+    /// Configuration writes applications made, sent with the next packets.
+    config: Vec<(crate::sim::NodeId, Config)>,
 }
 
 impl Host {
@@ -100,6 +102,7 @@ impl Host {
             dirty: false,
             last_now: Instant::ZERO,
             counters: HostCounters::default(),
+            config: Vec::new(),
         };
         for _ in 0..GSI_RECV_DEPTH {
             h.post_gsi_recv();
@@ -193,6 +196,11 @@ impl Host {
             }
             progress |= self.run_agents(now);
             progress |= self.run_apps(now);
+            // Applications may have handed agents work (e.g. an SA request): let them send it now.
+            progress |= self.run_agents(now);
+            for (to, c) in self.config.drain(..) {
+                tx.configure(to, c);
+            }
             progress |= self.hca.flush(now, tx) > 0;
             if !progress {
                 break;
@@ -226,6 +234,7 @@ impl Host {
                         hca: &mut self.hca,
                         agents: &mut self.agents,
                         route_cqs: &mut Vec::new(),
+                        config: &mut self.config,
                     };
                     a.on_completion(now, &c, &mut ctx);
                     new_routes.extend(ctx.route_cqs.drain(..).map(|q| (q, app)));
@@ -238,6 +247,7 @@ impl Host {
                 hca: &mut self.hca,
                 agents: &mut self.agents,
                 route_cqs: &mut routes,
+                config: &mut self.config,
             };
             a.poll(now, &mut ctx);
             new_routes.extend(routes.into_iter().map(|q| (q, AppId(i))));
@@ -391,6 +401,7 @@ impl Host {
                 hca: &mut self.hca,
                 agents: &mut self.agents,
                 route_cqs: &mut routes,
+                config: &mut self.config,
             };
             a.on_port_change(now, &p, &mut ctx);
             for q in routes {
