@@ -1,0 +1,138 @@
+//! Wire-format benchmarks: whole-packet parse with both CRC checks, emit, the ICRC and VCRC next
+//! to plain `crc32fast`, IPoIB frame parsing and the layer-by-layer decoder.
+//!
+//! Run: `cargo bench -p ipoib-wire --bench wire` (add `-- --warm-up-time 1 --measurement-time 3`
+//! for a shorter run, or a filter such as `-- crc/`). docs/BENCHMARKS.md has the figures.
+
+mod common;
+
+use common::{JsonLike, Null, FULL_ECHO_DATA, SMALL_ECHO_DATA};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ipoib_wire::crc;
+use ipoib_wire::decode::Decoder;
+use ipoib_wire::ipoib::IpoibFrame;
+use ipoib_wire::packet::Packet;
+use std::hint::black_box;
+
+/// The four UD IPoIB ICMP frames: (name, IPoIB payload, whole packet).
+fn ud_frames() -> Vec<(&'static str, Vec<u8>, Vec<u8>)> {
+    let mut v = Vec::new();
+    for (size, data) in [("small", SMALL_ECHO_DATA), ("mtu2048", FULL_ECHO_DATA)] {
+        for (grh, global) in [("lrh", false), ("grh", true)] {
+            let payload = common::ping_payload(data);
+            let packet = common::ud_ping(data, global);
+            let name: &'static str = Box::leak(format!("{size}_{grh}").into_boxed_str());
+            v.push((name, payload, packet));
+        }
+    }
+    v
+}
+
+/// (a) `Packet::parse`: header chain, length checks, ICRC and VCRC verdicts.
+fn parse_check(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parse_check");
+    for (name, _, packet) in ud_frames() {
+        let p = Packet::parse(&packet).expect("bench packet parses");
+        assert!(p.crc_ok(), "bench packet has good CRCs");
+        g.throughput(Throughput::Bytes(packet.len() as u64));
+        g.bench_with_input(BenchmarkId::new(name, packet.len()), &packet, |b, pk| {
+            b.iter(|| {
+                let p = Packet::parse(black_box(pk)).unwrap();
+                black_box(p.crc_ok())
+            })
+        });
+    }
+    g.finish();
+}
+
+/// (b) `PacketRepr::emit` of the same frames: headers, pad, ICRC and VCRC into a ready buffer.
+fn emit(c: &mut Criterion) {
+    let mut g = c.benchmark_group("emit");
+    for (name, payload, packet) in ud_frames() {
+        let global = name.ends_with("grh");
+        let repr = common::ud_repr(&payload, global);
+        let mut buf = vec![0u8; repr.buffer_len()];
+        assert_eq!(repr.emit(&mut buf), Ok(packet.len()));
+        assert_eq!(buf, packet);
+        g.throughput(Throughput::Bytes(packet.len() as u64));
+        g.bench_function(BenchmarkId::new(name, packet.len()), |b| {
+            b.iter(|| black_box(&repr).emit(black_box(&mut buf)).unwrap())
+        });
+    }
+    g.finish();
+}
+
+/// A buffer of `len` bytes that starts like a local IBA packet (LNH 2), so the ICRC accepts it.
+fn crc_buffer(len: usize) -> Vec<u8> {
+    let mut b: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+    b[1] = 0x02;
+    b
+}
+
+/// (c) ICRC (masking + crc32fast), plain `crc32fast::hash` and the VCRC over the same bytes.
+fn crcs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("crc");
+    for (label, len) in [("64B", 64), ("2KiB", 2048), ("64KiB", 65536)] {
+        let data = crc_buffer(len);
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_with_input(BenchmarkId::new("icrc", label), &data, |b, d| {
+            b.iter(|| crc::icrc(black_box(d)).unwrap())
+        });
+        g.bench_with_input(BenchmarkId::new("crc32fast", label), &data, |b, d| {
+            b.iter(|| crc32fast::hash(black_box(d)))
+        });
+        g.bench_with_input(BenchmarkId::new("vcrc", label), &data, |b, d| {
+            b.iter(|| crc::vcrc(black_box(d)))
+        });
+    }
+    g.finish();
+}
+
+/// (d) `IpoibFrame::parse` of the UD payloads (IPv4 header and ICMP checksums verified).
+fn ipoib_frame(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ipoib_frame");
+    for (name, payload, _) in ud_frames().into_iter().filter(|f| f.0.ends_with("lrh")) {
+        let name = name.trim_end_matches("_lrh");
+        IpoibFrame::parse(&payload).expect("bench frame parses");
+        g.throughput(Throughput::Bytes(payload.len() as u64));
+        g.bench_with_input(BenchmarkId::new(name, payload.len()), &payload, |b, p| {
+            b.iter(|| IpoibFrame::parse(black_box(p)).unwrap())
+        });
+    }
+    g.finish();
+}
+
+/// (e) `Decoder::packet` over a mixed set of packets, with a describer that drops the fields and
+/// with one that renders JSON like `ipoib decode --json`. One iteration decodes the whole set.
+fn decode(c: &mut Criterion) {
+    let set = common::mixed();
+    let bytes: usize = set.iter().map(Vec::len).sum();
+    let mut g = c.benchmark_group("decode");
+    g.throughput(Throughput::Elements(set.len() as u64));
+    let mut dec = Decoder::new();
+    for p in &set {
+        dec.packet(p, &mut Null).expect("bench packet decodes");
+    }
+    g.bench_function(BenchmarkId::new("null", format!("{}pkts_{bytes}B", set.len())), |b| {
+        b.iter(|| {
+            for p in &set {
+                dec.packet(black_box(p), &mut Null).unwrap();
+            }
+        })
+    });
+    let mut j = JsonLike::default();
+    g.bench_function(BenchmarkId::new("json", format!("{}pkts_{bytes}B", set.len())), |b| {
+        b.iter(|| {
+            for p in &set {
+                j.begin();
+                dec.packet(black_box(p), &mut j).unwrap();
+                j.end();
+                black_box(j.out.len());
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse_check, emit, crcs, ipoib_frame, decode);
+criterion_main!(benches);
