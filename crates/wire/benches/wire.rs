@@ -113,24 +113,30 @@ fn decode(c: &mut Criterion) {
     for p in &set {
         dec.packet(p, &mut Null).expect("bench packet decodes");
     }
-    g.bench_function(BenchmarkId::new("null", format!("{}pkts_{bytes}B", set.len())), |b| {
-        b.iter(|| {
-            for p in &set {
-                dec.packet(black_box(p), &mut Null).unwrap();
-            }
-        })
-    });
+    g.bench_function(
+        BenchmarkId::new("null", format!("{}pkts_{bytes}B", set.len())),
+        |b| {
+            b.iter(|| {
+                for p in &set {
+                    dec.packet(black_box(p), &mut Null).unwrap();
+                }
+            })
+        },
+    );
     let mut j = JsonLike::default();
-    g.bench_function(BenchmarkId::new("json", format!("{}pkts_{bytes}B", set.len())), |b| {
-        b.iter(|| {
-            for p in &set {
-                j.begin();
-                dec.packet(black_box(p), &mut j).unwrap();
-                j.end();
-                black_box(j.out.len());
-            }
-        })
-    });
+    g.bench_function(
+        BenchmarkId::new("json", format!("{}pkts_{bytes}B", set.len())),
+        |b| {
+            b.iter(|| {
+                for p in &set {
+                    j.begin();
+                    dec.packet(black_box(p), &mut j).unwrap();
+                    j.end();
+                    black_box(j.out.len());
+                }
+            })
+        },
+    );
     g.finish();
 }
 
