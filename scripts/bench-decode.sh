@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Decode throughput: `ipoib decode --json` against tshark on the same capture.
 #
-#   scripts/bench-decode.sh [N] [RUNS]     (defaults: N=200000 packets, RUNS=3)
+#   scripts/bench-decode.sh [N] [RUNS] [SET]    (defaults: N=200000 packets, RUNS=3, SET=mixed)
 #
-# Builds the release `ipoib` binary and the `make_pcap` example, writes a capture of N packets (the
-# mixed set of crates/wire/benches/common: UD IPoIB ICMP small and 2048-byte MTU with and without
-# GRH, ARP broadcast, SA PathRecord query, RC ACK, connected-mode RC SEND; ERF type 21 records,
-# pcap link type 197), then times, best of RUNS:
+# Builds the release `ipoib` binary and the `make_pcap` example, writes a capture of N packets as
+# ERF type 21 records (pcap link type 197) from SET repeated:
+#   mixed   - traffic-like (crates/wire/benches/common): UD IPoIB ICMP small and 2048-byte MTU with
+#             and without GRH, ARP broadcast, SA PathRecord query, RC ACK, connected-mode RC SEND;
+#   samples - ipoib_wire::samples::all(): one packet of every kind, mostly SA and CM MADs;
+# then times, best of RUNS:
 #   - ipoib decode --json FILE > /dev/null          (every field of every layer, as JSON lines)
 #   - tshark -r FILE -T fields -e ... > /dev/null   (a set of LRH/GRH/BTH/DETH/CRC/IP/ICMP/ARP fields)
 # and prints packets/s of each and the ratio. Uses hyperfine when installed, `date +%s.%N` otherwise.
@@ -17,10 +19,11 @@ cd "$(dirname "$0")/.."
 
 n=${1:-200000}
 runs=${2:-3}
+set=${3:-mixed}
 tshark=${TSHARK:-tshark}
 dir=${BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$dir"
-pcap="$dir/decode-bench-$n.pcap"
+pcap="$dir/decode-bench-$set-$n.pcap"
 
 echo "== build (release)"
 cargo build --release -q -p ipoib-cli --bin ipoib
@@ -32,7 +35,7 @@ ipoib="$target/release/ipoib"
 make_pcap="$target/release/examples/make_pcap"
 
 echo "== capture"
-"$make_pcap" "$n" "$pcap"
+"$make_pcap" "$n" "$pcap" "$set"
 echo "$(du -h "$pcap" | cut -f1) $pcap"
 
 # Check first that both tools read the whole capture.
@@ -48,6 +51,7 @@ fields=(
     -e infiniband.deth.q_key -e infiniband.deth.srcqp
     -e infiniband.invariant.crc -e infiniband.variant.crc
     -e ip.src -e ip.dst -e ip.proto -e icmp.type -e icmp.seq -e arp.opcode
+    -e infiniband.mad.method -e infiniband.mad.attributeid -e infiniband.mad.transactionid
 )
 have_tshark=0
 if command -v "$tshark" >/dev/null 2>&1; then

@@ -124,31 +124,33 @@ fn ipoib_frame(c: &mut Criterion) {
     g.finish();
 }
 
-/// (e) `Decoder::packet` over a mixed set of packets, with a describer that drops the fields and
-/// with one that renders JSON like `ipoib decode --json`. One iteration decodes the whole set.
+/// (e) `Decoder::packet` over a set of packets, with a describer that drops the fields and with
+/// one that renders JSON like `ipoib decode --json`. One iteration decodes the whole set. Two
+/// sets: `ipoib_wire::samples::all()` (one packet of every kind: mostly SA and CM MADs) and the
+/// traffic-like mix of `common::mixed()` (mostly UD IPoIB data, half of it full 2048-byte MTU).
 fn decode(c: &mut Criterion) {
-    let set = common::mixed();
-    let bytes: usize = set.iter().map(Vec::len).sum();
+    let samples: Vec<Vec<u8>> = ipoib_wire::samples::all()
+        .into_iter()
+        .map(|s| s.bytes)
+        .collect();
     let mut g = c.benchmark_group("decode");
-    g.throughput(Throughput::Elements(set.len() as u64));
-    let mut dec = Decoder::new();
-    for p in &set {
-        dec.packet(p, &mut Null).expect("bench packet decodes");
-    }
-    g.bench_function(
-        BenchmarkId::new("null", format!("{}pkts_{bytes}B", set.len())),
-        |b| {
+    for (set_name, set) in [("samples", samples), ("mixed", common::mixed())] {
+        let bytes: usize = set.iter().map(Vec::len).sum();
+        let id = format!("{set_name}_{}pkts_{bytes}B", set.len());
+        g.throughput(Throughput::Elements(set.len() as u64));
+        let mut dec = Decoder::new();
+        for p in &set {
+            dec.packet(p, &mut Null).expect("bench packet decodes");
+        }
+        g.bench_function(BenchmarkId::new("null", &id), |b| {
             b.iter(|| {
                 for p in &set {
                     dec.packet(black_box(p), &mut Null).unwrap();
                 }
             })
-        },
-    );
-    let mut j = JsonLike::default();
-    g.bench_function(
-        BenchmarkId::new("json", format!("{}pkts_{bytes}B", set.len())),
-        |b| {
+        });
+        let mut j = JsonLike::default();
+        g.bench_function(BenchmarkId::new("json", &id), |b| {
             b.iter(|| {
                 for p in &set {
                     j.begin();
@@ -157,8 +159,8 @@ fn decode(c: &mut Criterion) {
                     black_box(j.out.len());
                 }
             })
-        },
-    );
+        });
+    }
     g.finish();
 }
 
