@@ -175,37 +175,61 @@ pub fn icrc(packet: &[u8]) -> Result<u32> {
     if packet.len() < LRH_LEN + BTH_LEN {
         return Err(Error::Truncated);
     }
-    let mut hdr = [0u8; LRH_LEN + GRH_LEN + BTH_LEN];
     let hdr_len = match packet[1] & 0x03 {
-        // IBA 1 §7.8.1: local packet, only LRH:VL is variant (plus BTH:resv8a below).
-        2 => {
-            hdr[..LRH_LEN + BTH_LEN].copy_from_slice(&packet[..LRH_LEN + BTH_LEN]);
-            hdr[0] |= 0xf0;
-            LRH_LEN + BTH_LEN
-        }
-        // IBA 1 §7.8.1: global packet, the whole LRH and GRH TClass, FlowLabel and HopLmt are variant.
-        3 => {
-            if packet.len() < LRH_LEN + GRH_LEN + BTH_LEN {
-                return Err(Error::Truncated);
-            }
-            hdr.copy_from_slice(&packet[..LRH_LEN + GRH_LEN + BTH_LEN]);
-            hdr[..LRH_LEN].fill(0xff);
-            let g = LRH_LEN;
-            // IPVer(4) TClass(8) FlowLabel(20): keep IPVer, ones for the other 28 bits.
-            hdr[g] |= 0x0f;
-            hdr[g + 1] = 0xff;
-            hdr[g + 2] = 0xff;
-            hdr[g + 3] = 0xff;
-            hdr[g + 7] = 0xff; // HopLmt
-            LRH_LEN + GRH_LEN + BTH_LEN
-        }
+        2 => LRH_LEN + BTH_LEN,
+        3 if packet.len() >= LRH_LEN + GRH_LEN + BTH_LEN => LRH_LEN + GRH_LEN + BTH_LEN,
+        3 => return Err(Error::Truncated),
         _ => return Err(Error::Unsupported),
     };
-    hdr[hdr_len - BTH_LEN + BTH_RESV8A] = 0xff;
-    let mut c = Crc32::new();
-    c.update(&hdr[..hdr_len]);
+    // Small packets (MADs, ACKs, short datagrams) are copied whole, masked and hashed in one call:
+    // one call costs less than two. Larger ones hash the masked header copy, then the rest in place.
+    // The stack buffer is sized to the packet (zeroing it is not free).
+    if packet.len() <= 64 {
+        return Ok(icrc_copy::<64>(packet, hdr_len));
+    }
+    if packet.len() <= SMALL_PACKET {
+        return Ok(icrc_copy::<SMALL_PACKET>(packet, hdr_len));
+    }
+    let mut hdr = [0u8; LRH_LEN + GRH_LEN + BTH_LEN];
+    let hdr = &mut hdr[..hdr_len];
+    hdr.copy_from_slice(&packet[..hdr_len]);
+    mask_variant(hdr, hdr_len);
+    let mut c = crc32fast::Hasher::new();
+    c.update(hdr);
     c.update(&packet[hdr_len..]);
-    Ok(c.finish())
+    Ok(c.finalize())
+}
+
+/// Packets up to this size take the one-call path of [`icrc`].
+const SMALL_PACKET: usize = 320;
+
+/// The ICRC of a packet of at most `N` bytes: copied whole, masked, hashed in one call.
+fn icrc_copy<const N: usize>(packet: &[u8], hdr_len: usize) -> u32 {
+    let mut buf = [0u8; N];
+    let buf = &mut buf[..packet.len()];
+    buf.copy_from_slice(packet);
+    mask_variant(buf, hdr_len);
+    crc32fast::hash(buf)
+}
+
+/// Replaces the variant fields of the headers at the start of `b` (LRH, [GRH], BTH: `hdr_len` bytes)
+/// by ones, IBA 1 §7.8.1.
+fn mask_variant(b: &mut [u8], hdr_len: usize) {
+    if hdr_len == LRH_LEN + BTH_LEN {
+        // Local packet: only LRH:VL is variant (plus BTH:resv8a below).
+        b[0] |= 0xf0;
+    } else {
+        // Global packet: the whole LRH and GRH TClass, FlowLabel and HopLmt are variant.
+        b[..LRH_LEN].fill(0xff);
+        let g = LRH_LEN;
+        // IPVer(4) TClass(8) FlowLabel(20): keep IPVer, ones for the other 28 bits.
+        b[g] |= 0x0f;
+        b[g + 1] = 0xff;
+        b[g + 2] = 0xff;
+        b[g + 3] = 0xff;
+        b[g + 7] = 0xff; // HopLmt
+    }
+    b[hdr_len - BTH_LEN + BTH_RESV8A] = 0xff;
 }
 
 #[cfg(test)]
