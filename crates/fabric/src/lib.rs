@@ -15,6 +15,7 @@ pub mod hca;
 pub mod host;
 pub mod link;
 pub mod mgmt;
+pub mod rc;
 pub mod sim;
 pub mod sm;
 pub mod switch;
