@@ -281,7 +281,7 @@ impl ConnectedQp {
             // IBA 1 §9.7.4.1.5: ask for an ACK at the end of each message and often enough
             // within a long one that the window keeps moving.
             let quarter = (window / 4).max(1);
-            bth.ack_req = rc && (last_of_wqe || (k + 1) % quarter == 0);
+            bth.ack_req = rc && (last_of_wqe || k % quarter == quarter - 1);
         }
         if last_of_wqe {
             r.cursor += 1;

@@ -49,6 +49,8 @@ enum RespOut {
         sent: u32,
         npkts: u32,
         msn: u32,
+        /// A re-execution of a duplicate request.
+        again: bool,
     },
 }
 
@@ -136,10 +138,12 @@ impl Responder {
         });
     }
 
-    fn reads_queued(&self) -> usize {
+    /// READ responses queued: new ones, or re-executions of duplicates. Only new ones use the
+    /// responder resources the requester counts against (max_dest_rd_atomic).
+    fn reads_queued(&self, again: bool) -> usize {
         self.out
             .iter()
-            .filter(|o| matches!(o, RespOut::Read { .. }))
+            .filter(|o| matches!(o, RespOut::Read { again: a, .. } if *a == again))
             .count()
     }
 
@@ -147,11 +151,13 @@ impl Responder {
     pub(super) fn next_output(&mut self, dest: u32, mtu: usize) -> Option<Outgoing> {
         match self.out.front_mut()? {
             RespOut::Ack { psn, syndrome, msn } => {
-                let mut ext = ExtHeaders::default();
-                ext.aeth = Some(AethRepr {
-                    syndrome: *syndrome,
-                    msn: *msn,
-                });
+                let ext = ExtHeaders {
+                    aeth: Some(AethRepr {
+                        syndrome: *syndrome,
+                        msn: *msn,
+                    }),
+                    ..ExtHeaders::default()
+                };
                 let bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, 0, dest, *psn);
                 self.out.pop_front();
                 Some(Outgoing {
@@ -166,6 +172,7 @@ impl Responder {
                 sent,
                 npkts,
                 msn,
+                ..
             } => {
                 let k = *sent;
                 let op = match (k == 0, k + 1 == *npkts) {
@@ -470,7 +477,7 @@ impl ConnectedQp {
                     return Exec::Fatal(NakCode::InvalidRequest);
                 };
                 if !matches!(self.resp.msg, InMsg::Idle)
-                    || self.resp.reads_queued() >= self.resp.max_dest_rd
+                    || self.resp.reads_queued(false) >= self.resp.max_dest_rd
                 {
                     return Exec::Fatal(NakCode::InvalidRequest);
                 }
@@ -487,6 +494,7 @@ impl ConnectedQp {
                     sent: 0,
                     npkts,
                     msn: self.resp.msn,
+                    again: false,
                 });
                 Exec::Done(npkts)
             }
@@ -502,7 +510,7 @@ impl ConnectedQp {
             self.counters.drop_malformed += 1;
             return;
         };
-        if self.resp.reads_queued() >= self.resp.max_dest_rd {
+        if self.resp.reads_queued(true) >= self.resp.max_dest_rd {
             return;
         }
         let len = u64::from(reth.dma_len);
@@ -518,6 +526,7 @@ impl ConnectedQp {
             sent: 0,
             npkts,
             msn: self.resp.msn,
+            again: true,
         });
     }
 

@@ -24,7 +24,7 @@ fn exactly_once(pair: &mut Pair, n: u64, depth: u64, mut size: impl FnMut(u64) -
     let mut steps = 0u64;
     while pair.comp_b.len() < n as usize || pair.comp_a.len() < n as usize {
         while posted < n && posted < pair.comp_a.len() as u64 + depth {
-            let op = if posted % 3 == 0 {
+            let op = if matches!(posted % 3, 0) {
                 SendOp::SendWithImm(posted as u32)
             } else {
                 SendOp::Send
@@ -49,7 +49,7 @@ fn exactly_once(pair: &mut Pair, n: u64, depth: u64, mut size: impl FnMut(u64) -
                 c.data == pool.message(i, sizes[checked]),
                 "message {i} intact"
             );
-            assert_eq!(c.imm, (i % 3 == 0).then_some(i as u32));
+            assert_eq!(c.imm, matches!(i % 3, 0).then_some(i as u32));
             c.data = Vec::new();
             checked += 1;
         }
@@ -90,26 +90,10 @@ fn faulty_pair(seed: u64) -> Pair {
     pair
 }
 
-/// Issue 3 "Done when": RC delivers messages of mixed sizes (1 B to 1 MiB) exactly once and in
-/// order under 10% drop plus reordering plus duplication (IBA 1 §9.7). 2,000 messages here; the
-/// full 10,000 run in `rc_10000_messages_exactly_once_under_faults`.
+/// Issue 3 "Done when": RC delivers 10,000 messages of mixed sizes (1 B to 1 MiB) exactly once and
+/// in order under 10% drop plus reordering plus duplication (IBA 1 §9.7). About 80 MB; under a
+/// second in a debug build (packets are not encoded to bytes here; the next test does that).
 #[test]
-fn rc_exactly_once_in_order_under_faults() {
-    let seed = 1;
-    let mut pair = faulty_pair(seed);
-    exactly_once(&mut pair, 2_000, 32, mixed_sizes(seed, 0.002));
-    let c = pair.a.counters();
-    assert!(
-        c.retransmissions > 0 && c.timeouts > 0 && c.seq_naks_received > 0,
-        "{c:?}"
-    );
-    assert!(pair.b.counters().duplicates > 0);
-}
-
-/// The issue's full figure: 10,000 messages, 1 B to 1 MiB, 10% drop, reorder, duplicate.
-/// Takes a few seconds in a debug build.
-#[test]
-#[ignore = "long: 10,000 messages up to 1 MiB"]
 fn rc_10000_messages_exactly_once_under_faults() {
     let seed = 10_000;
     let mut pair = faulty_pair(seed);
@@ -117,7 +101,26 @@ fn rc_10000_messages_exactly_once_under_faults() {
     pair.ba.encode = false;
     pair.ab.keep_log = false;
     pair.ba.keep_log = false;
+    let sizes: Vec<usize> = (0..10_000).map(mixed_sizes(seed, 0.01)).collect();
+    assert_eq!(sizes.iter().min(), Some(&1));
+    assert!(sizes.iter().filter(|&&s| s > 512 << 10).count() > 20);
     exactly_once(&mut pair, 10_000, 64, mixed_sizes(seed, 0.01));
+    let (a, b) = (pair.a.counters(), pair.b.counters());
+    assert!(
+        a.retransmissions > 0 && a.timeouts > 0 && a.seq_naks_received > 0,
+        "{a:?}"
+    );
+    assert!(b.duplicates > 0 && b.seq_naks_sent > 0, "{b:?}");
+}
+
+/// The same under faults with every packet built into bytes (LRH, BTH, ext headers, pad, ICRC,
+/// VCRC) and parsed back: what the engine emits is a valid IB packet.
+#[test]
+fn rc_exactly_once_packets_valid_on_the_wire() {
+    let seed = 1;
+    let mut pair = faulty_pair(seed);
+    exactly_once(&mut pair, 500, 32, mixed_sizes(seed, 0.004));
+    assert!(pair.a.counters().retransmissions > 0);
 }
 
 /// IBA 1 §9.7.2, §9.2: messages are cut into path-MTU packets, FIRST/MIDDLE/LAST/ONLY, one PSN
@@ -557,4 +560,121 @@ fn bad_packets_are_counted() {
     );
     assert_eq!(pair.b.state(), QpState::Rts);
     assert!(pair.b.poll_transmit(pair.now).is_none());
+}
+
+/// SEND, RDMA WRITE and RDMA READ interleaved under faults, for several seeds: every operation
+/// completes successfully and in order, and each READ sees exactly the WRITEs posted before it
+/// (IBA 1 §9.5: the responder executes requests in PSN order). A READ whose responses are lost is
+/// executed again by the responder (IBA 1 §9.7.5.2.3) and would then see WRITEs posted after it;
+/// verbs users fence against that, and so does this test: within a round of work requests no slot
+/// is written after it was read, and a round starts when the previous one completed.
+fn mixed_ops(seed: u64, n: u64) {
+    const SLOT: u64 = 3000;
+    let mut pair = Pair::new(
+        QpType::Rc,
+        seed,
+        2,
+        (seed as u32).wrapping_mul(0x9e37) & PSN_MASK,
+    );
+    pair.ab.faults(0.1, 0.03, 0.05);
+    pair.ba.faults(0.1, 0.03, 0.05);
+    pair.ab.encode = false;
+    pair.ba.encode = false;
+    pair.mem_b = vec![MemoryRegion::new(0x10_0000, 5, vec![0; 16 * SLOT as usize])];
+    let mut shadow = pair.mem_b[0].bytes.clone();
+    let pool = Pool::new(SLOT as usize);
+    let mut rng = Rng::new(seed);
+    let mut expect = Vec::new();
+    let mut recvs = 0;
+    let mut read_slots = Vec::new();
+    for i in 0..n {
+        if i % 25 == 24 {
+            pair.drive();
+            read_slots.clear();
+        }
+        let mut slot = rng.below(16);
+        let va = 0x10_0000 + slot * SLOT;
+        let len = 1 + rng.below(SLOT) as usize;
+        let at = (slot * SLOT) as usize;
+        let (op, data, want) = match rng.below(3) {
+            0 => {
+                pair.b.post_recv(recv(recvs, 4096)).unwrap();
+                recvs += 1;
+                (SendOp::Send, pool.message(i, len), Vec::new())
+            }
+            1 if read_slots.len() < 16 => {
+                while read_slots.contains(&slot) {
+                    slot = (slot + 1) % 16;
+                }
+                let (va, at) = (0x10_0000 + slot * SLOT, (slot * SLOT) as usize);
+                let d = pool.message(i, len);
+                shadow[at..at + len].copy_from_slice(&d);
+                let op = SendOp::RdmaWrite {
+                    remote_addr: va,
+                    rkey: 5,
+                };
+                (op, d, Vec::new())
+            }
+            _ => {
+                read_slots.push(slot);
+                let op = SendOp::RdmaRead {
+                    remote_addr: va,
+                    rkey: 5,
+                    len: len as u32,
+                };
+                (op, Vec::new(), shadow[at..at + len].to_vec())
+            }
+        };
+        expect.push(want);
+        pair.a.post_send(pair.now, send_wr(i, op, data)).unwrap();
+    }
+    pair.drive();
+    assert_eq!(pair.comp_a.len(), n as usize, "seed {seed}");
+    for (i, c) in pair.comp_a.iter().enumerate() {
+        assert_eq!(
+            (c.wr_id, c.status),
+            (i as u64, WcStatus::Success),
+            "seed {seed}"
+        );
+        assert!(
+            c.data == expect[i],
+            "seed {seed}: read {i} sees the writes before it"
+        );
+    }
+    assert_eq!(pair.comp_b.len() as u64, recvs, "seed {seed}");
+    assert!(pair.mem_b[0].bytes == shadow, "seed {seed}");
+}
+
+#[test]
+fn send_write_read_interleaved_under_faults() {
+    for seed in 1..4 {
+        mixed_ops(seed, 300);
+    }
+}
+
+/// Many more seeds of the above.
+#[test]
+#[ignore = "long: many seeds"]
+fn send_write_read_interleaved_many_seeds() {
+    for seed in 1..200 {
+        mixed_ops(seed, 400);
+    }
+}
+
+/// The exactly-once test for many seeds and window sizes.
+#[test]
+#[ignore = "long: many seeds"]
+fn rc_exactly_once_many_seeds() {
+    for seed in 100..140 {
+        let mut pair = faulty_pair(seed);
+        pair.ab.encode = false;
+        pair.ba.encode = false;
+        let window = [1, 2, 7, 128, 1000][seed as usize % 5];
+        let cfg = Config {
+            max_outstanding: window,
+            ..Config::default()
+        };
+        pair.a = ConnectedQp::with_config(QpType::Rc, 0x11, *pair.a.attr(), cfg).unwrap();
+        exactly_once(&mut pair, 1500, 16, mixed_sizes(seed, 0.005));
+    }
 }

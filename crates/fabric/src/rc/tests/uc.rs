@@ -13,7 +13,24 @@ fn recv(wr_id: u64, capacity: u32) -> RecvWr {
 /// some are missing; none is partial.
 #[test]
 fn uc_loses_only_whole_messages() {
-    let mut pair = Pair::new(QpType::Uc, 21, 1, 1000);
+    uc_whole_messages(21);
+}
+
+#[test]
+#[ignore = "long: many seeds"]
+fn uc_loses_only_whole_messages_many_seeds() {
+    for seed in 100..160 {
+        uc_whole_messages(seed);
+    }
+}
+
+fn uc_whole_messages(seed: u64) {
+    let mut pair = Pair::new(
+        QpType::Uc,
+        seed,
+        1,
+        (seed as u32 * 7919) & crate::rc::PSN_MASK,
+    );
     pair.ab.faults(0.10, 0.05, 0.05);
     let n = 1500u64;
     let size = |i: u64| 4 + (i as usize * 131) % 1500;
@@ -50,17 +67,19 @@ fn uc_loses_only_whole_messages() {
             c.data == pool.message(tag, size(tag)),
             "message {tag} complete and intact"
         );
-        assert!(
-            last.map_or(true, |l| tag > l),
-            "each at most once, in order"
-        );
+        assert!(last < Some(tag), "each at most once, in order");
         last = Some(tag);
     }
     let delivered = pair.comp_b.len() as u64;
     assert!(delivered < n, "some messages are lost");
     assert!(delivered > n / 2, "most arrive: {delivered}");
-    // Receive buffers are reused after a lost message: one per delivered message is consumed.
-    assert_eq!(pair.b.recv_queue_len() as u64, n - delivered);
+    // Receive buffers are reused after a lost message: one per delivered message is consumed (and
+    // one more may be held by a message whose tail was lost at the very end).
+    let left = pair.b.recv_queue_len() as u64;
+    assert!(
+        left == n - delivered || left + 1 == n - delivered,
+        "seed {seed}"
+    );
     assert!(pair.b.counters().messages_dropped > 0);
 }
 
