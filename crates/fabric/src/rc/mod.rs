@@ -31,12 +31,14 @@
 //! - Bad input never panics: it is dropped and counted in [`Counters`], or NAKed as IBA 1 §9.7.5
 //!   requires.
 
+mod engine;
 mod psn;
 mod requester;
 mod responder;
 #[cfg(test)]
 mod tests;
 
+pub use engine::{engine_factory, RcEngine};
 pub use psn::{add as psn_add, diff as psn_diff, PSN_MASK};
 
 use crate::verbs::{
@@ -186,6 +188,9 @@ pub struct Counters {
     pub fatal_naks_received: u64,
     /// UC: messages dropped because a packet was lost or no receive was posted.
     pub messages_dropped: u64,
+    /// Dropped: source LID is not the connection's peer (counted by the host, see
+    /// [`ConnectedQp::count_bad_source`]).
+    pub drop_source: u64,
     /// Dropped: destination QP is not this one.
     pub drop_wrong_qp: u64,
     /// Dropped: QP state does not accept packets.
@@ -251,15 +256,33 @@ impl ConnectedQp {
         Ok(qp)
     }
 
-    /// RTR -> RTS (IBA 1 §10.3.1).
-    pub fn ready_to_send(&mut self) -> Result<(), Error> {
+    /// RTR -> RTS (IBA 1 §10.3.1), optionally with the send-side attributes of the RTS
+    /// transition (`sq_psn`, `timeout`, `retry_count`, `rnr_retry`, `max_rd_atomic`). RTS -> RTS
+    /// keeps the send queue and takes no new attributes.
+    pub fn ready_to_send(&mut self, attr: Option<&ConnectedAttr>) -> Result<(), Error> {
         match self.state {
-            QpState::Rtr | QpState::Rts => {
+            QpState::Rtr => {
+                if let Some(a) = attr {
+                    self.attr.sq_psn = a.sq_psn;
+                    self.attr.timeout = a.timeout;
+                    self.attr.retry_count = a.retry_count;
+                    self.attr.rnr_retry = a.rnr_retry;
+                    self.attr.max_rd_atomic = a.max_rd_atomic;
+                    // Nothing can have been posted in RTR, so the requester starts afresh.
+                    self.req = Requester::new(&self.attr);
+                }
                 self.state = QpState::Rts;
                 Ok(())
             }
+            QpState::Rts => Ok(()),
             s => Err(Error::InvalidState(s)),
         }
+    }
+
+    /// Counts a packet the host dropped because its source is not this connection's peer
+    /// (IBA 1 §9.6.1.2: SLID must be the path's DLID).
+    pub fn count_bad_source(&mut self) {
+        self.counters.drop_source += 1;
     }
 
     /// Moves the QP to the error state: every outstanding work request completes with

@@ -524,7 +524,7 @@ fn post_errors() {
         Err(Error::InvalidState(QpState::Rtr))
     );
     rtr.post_recv(recv(0, 1)).unwrap();
-    rtr.ready_to_send().unwrap();
+    rtr.ready_to_send(None).unwrap();
     rtr.post_send(pair.now, send_wr(0, SendOp::Send, vec![]))
         .unwrap();
 }
