@@ -129,11 +129,11 @@ fn run_until_completions(sim: &mut Simulator, end: &End, n: usize) {
 /// (the receiving HCA's CRC checks drop corrupted packets; IBA 1 §9.7 does the rest).
 #[test]
 fn rc_between_hcas_exactly_once_under_faults() {
-    let n = 300;
+    let n = 200;
     let (mut p, a, b) = setup(31, QpType::Rc, n as u64);
     let pool = Pool::new(1 << 16);
     let msgs: Vec<Vec<u8>> = (0..n)
-        .map(|i| pool.message(i as u64, 1 + (i * 7919) % (40 << 10)))
+        .map(|i| pool.message(i as u64, 1 + (i * 7919) % (16 << 10)))
         .collect();
     post_all(&mut p.sim, &a, &msgs);
     run_until_completions(&mut p.sim, &b, n);
