@@ -1,7 +1,7 @@
 //! The hook for reliable and unreliable connected QPs (RC/UC): the HCA keeps the link and network
 //! layers (LRH, GRH, P_Key, CRCs, port state) and hands the transport part of each packet to a
 //! [`ConnectedEngine`], the standalone state machine of `crate::rc`. Install one with
-//! [`super::Hca::set_engine_factory`]; without it `create_qp` of RC/UC is refused.
+//! [`super::Hca::set_engine_factory`]; by default every HCA uses [`crate::rc::engine_factory`].
 //!
 //! Division of work:
 //! - receive: the HCA checks CRCs, DLID, port state, QP state (RTR or later), that the opcode's

@@ -4,7 +4,8 @@
 //!
 //! - UD (and QP0/QP1) transport is here (modules `ud`, `rx`): IBA 1 §9.8, §10.2.4-5, §10.5.2,
 //!   §10.9.3.
-//! - RC/UC run in a pluggable engine ([`connected`]); the HCA does their link layer.
+//! - RC/UC run in a pluggable engine ([`connected`]), by default [`crate::rc::RcEngine`]; the HCA
+//!   does their link layer.
 //!
 //! Sending: `post_send` queues the work request; the packets go out on the next
 //! [`Hca::flush`], which the [`Device`] calls run from `handle_timeout` (and at the end of
@@ -114,7 +115,7 @@ impl Hca {
             sendq: VecDeque::new(),
             mcast: BTreeMap::new(),
             mcast_loopback: false,
-            factory: None,
+            factory: Some(crate::rc::engine_factory()),
             connected: BTreeSet::new(),
             connected_dirty: false,
             last_now: Instant::ZERO,

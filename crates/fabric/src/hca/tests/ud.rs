@@ -276,7 +276,9 @@ fn rc_without_engine_is_refused() {
         privileged: false,
         sq_sig_all: false,
     });
-    assert!(matches!(r, Err(VerbsError::Unsupported(_))));
+    // RC is served by the default connected-QP engine (crate::rc); the QP starts in Reset.
+    let qpn = r.expect("RC QP");
+    assert_eq!(h.qp_info(qpn).unwrap().state, QpState::Reset);
     assert_eq!(
         h.port(1).unwrap().guid,
         Guid(2),
