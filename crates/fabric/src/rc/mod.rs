@@ -340,7 +340,10 @@ impl ConnectedQp {
             crate::verbs::SendOp::RdmaRead { len, .. } => len as usize,
             _ => wr.data.len(),
         };
-        if len > MAX_MESSAGE {
+        // IBA 1 §9.7.1.1: a READ of 2^23 or more response packets (2^31 bytes at a 256-byte MTU)
+        // could never be outstanding, so it is refused here rather than left waiting forever.
+        let read = matches!(wr.op, crate::verbs::SendOp::RdmaRead { .. });
+        if len > MAX_MESSAGE || (read && psn::packets(len, self.mtu) >= psn::PSN_HALF) {
             return Err(Error::TooLong(len));
         }
         if self.qp_type == QpType::Uc && matches!(wr.op, crate::verbs::SendOp::RdmaRead { .. }) {
