@@ -527,6 +527,16 @@ fn post_errors() {
     rtr.ready_to_send(None).unwrap();
     rtr.post_send(pair.now, send_wr(0, SendOp::Send, vec![]))
         .unwrap();
+    // IBA 1 §9.7.1.1: a READ needing 2^23 response PSNs can never be outstanding.
+    let huge = SendOp::RdmaRead {
+        remote_addr: 0,
+        rkey: 0,
+        len: 1 << 31,
+    };
+    assert_eq!(
+        rtr.post_send(pair.now, send_wr(1, huge, vec![])),
+        Err(Error::TooLong(1 << 31))
+    );
 }
 
 /// Bad input is dropped and counted, never acted on: wrong QP, wrong transport, stale ACK.
