@@ -8,6 +8,8 @@
 #![forbid(unsafe_code)]
 
 pub mod mad_agent;
+pub mod partitions;
 pub mod rng;
+pub mod sa;
 pub mod subnet;
 pub mod time;

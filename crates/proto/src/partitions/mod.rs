@@ -1,0 +1,346 @@
+//! Partitions as OpenSM configures them from `partitions.conf` (OpenSM `opensm(8)` "PARTITION
+//! CONFIGURATION", `osm_prtn_config.c`, `osm_prtn.c`): the parser ([`parse`]), the configuration
+//! used when no file is given ([`PartitionConfig::default_config`]), the P_Key table a port gets
+//! ([`PartitionConfig::pkey_table`]) and the multicast groups the SA pre-creates
+//! ([`PartitionConfig::precreated_groups`]).
+//!
+//! Invariants: parsing never panics, whatever the input (a proptest checks it); every error names
+//! its line and column; every partition in a parsed configuration has a distinct P_Key (definitions
+//! with the same P_Key are merged, as OpenSM merges them); the default partition 0x7fff always
+//! exists (OpenSM creates it unconditionally).
+
+mod parse;
+#[cfg(test)]
+mod tests;
+
+pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
+
+use ipoib_wire::{Gid, Guid};
+
+/// The default partition's P_Key (without the membership bit) (opensm(8): "The default partition
+/// has P_Key value 0x7fff").
+pub const DEFAULT_PKEY: u16 = 0x7fff;
+/// The full-membership bit of a P_Key (IBA 1 §10.9.1).
+pub const FULL_MEMBER_BIT: u16 = 0x8000;
+/// The Q_Key of IPoIB groups OpenSM pre-creates (OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`;
+/// REFERENCE.md).
+pub const IPOIB_QKEY: u32 = 0x0b1b;
+/// Default group MTU code, 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
+pub const DEFAULT_MTU: u8 = 4;
+/// Default group rate code, 3 = 10 Gb/s (opensm(8) `rate=`; OpenSM `OSM_DEFAULT_MGRP_RATE`).
+pub const DEFAULT_RATE: u8 = 3;
+/// Default scope, 2 = link local (opensm(8) `scope=`).
+pub const DEFAULT_SCOPE: u8 = 2;
+
+/// Who a port specifier in a partition's port list names (opensm(8) "keywords for PortGUID").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemberSpec {
+    /// `ALL`: every end port.
+    All,
+    /// `ALL_CAS`: every channel-adapter end port.
+    AllCas,
+    /// `ALL_SWITCHES`: every switch end port (management port 0).
+    AllSwitches,
+    /// `ALL_ROUTERS`: every router end port.
+    AllRouters,
+    /// `SELF`: the subnet manager's own port.
+    SelfPort,
+    /// One port by GUID.
+    Guid(Guid),
+}
+
+/// Membership of a port in a partition (opensm(8) `full|limited|both`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Membership {
+    /// Limited member: P_Key without the 0x8000 bit.
+    #[default]
+    Limited,
+    /// Full member: P_Key with the 0x8000 bit.
+    Full,
+    /// Both. OpenSM adds the limited P_Key as well only with `allow_both_pkeys`, which is off by
+    /// default; like OpenSM's default, this gives full membership.
+    Both,
+}
+
+/// The kind of node a port belongs to, for `ALL_CAS`, `ALL_SWITCHES`, `ALL_ROUTERS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PortKind {
+    /// Channel adapter.
+    Ca,
+    /// Switch (its management port 0).
+    Switch,
+    /// Router.
+    Router,
+}
+
+/// The multicast-group flags of a partition or an `mgid=` line (opensm(8) `mgroup_flag`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupFlags {
+    /// MTU code (`mtu=`), default 4 (2048).
+    pub mtu: u8,
+    /// Rate code (`rate=`), default 3 (10 Gb/s).
+    pub rate: u8,
+    /// Service level (`sl=`), default 0.
+    pub sl: u8,
+    /// Scopes (`scope=`, may repeat); empty means "keep the MGID's own scope nibble" (OpenSM
+    /// `__create_mgrp` with an empty scope mask).
+    pub scopes: Vec<u8>,
+    /// Q_Key (`Q_Key=`); 0 means the default (0x0b1b for IP groups, 0 otherwise).
+    pub q_key: u32,
+    /// Traffic class (`TClass=`).
+    pub tclass: u8,
+    /// Flow label (`FlowLabel=`).
+    pub flow_label: u32,
+}
+
+impl Default for GroupFlags {
+    fn default() -> Self {
+        GroupFlags {
+            mtu: DEFAULT_MTU,
+            rate: DEFAULT_RATE,
+            sl: 0,
+            scopes: Vec::new(),
+            q_key: 0,
+            tclass: 0,
+            flow_label: 0,
+        }
+    }
+}
+
+/// An `mgid=` line inside a partition (opensm(8) "MCast Group").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McGroupSpec {
+    /// The MGID as written (P_Key bits of IP groups filled in when the groups are made).
+    pub mgid: Gid,
+    /// Its flags (inherited from the partition, then overridden).
+    pub flags: GroupFlags,
+    /// Line of the definition (for messages).
+    pub line: usize,
+}
+
+/// One partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// Name (may be empty).
+    pub name: String,
+    /// P_Key, low 15 bits (opensm(8): "Only low 15 bits will be used").
+    pub pkey: u16,
+    /// `ipoib`: the IPoIB broadcast group is pre-created.
+    pub ipoib: bool,
+    /// `indx0`: the P_Key goes to index 0 of the P_Key table.
+    pub index0: bool,
+    /// Partition-level group flags (mtu, rate, sl, scope, Q_Key, TClass, FlowLabel).
+    pub flags: GroupFlags,
+    /// `defmember=`: membership of port specifiers without one.
+    pub default_member: Membership,
+    /// Port list, in file order.
+    pub members: Vec<(MemberSpec, Membership)>,
+    /// `mgid=` groups, in file order.
+    pub groups: Vec<McGroupSpec>,
+}
+
+impl Partition {
+    /// An empty partition with default flags.
+    pub fn new(name: &str, pkey: u16) -> Partition {
+        Partition {
+            name: name.to_string(),
+            pkey: pkey & !FULL_MEMBER_BIT,
+            ipoib: false,
+            index0: false,
+            flags: GroupFlags::default(),
+            default_member: Membership::Limited,
+            members: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The membership `port` has in this partition, if any (full wins over limited, as in OpenSM's
+    /// P_Key manager which checks the full-member table first).
+    pub fn membership_of(&self, port: &PortId) -> Option<Membership> {
+        let mut best: Option<Membership> = None;
+        for (spec, m) in &self.members {
+            let hit = match spec {
+                MemberSpec::All => true,
+                MemberSpec::AllCas => port.kind == PortKind::Ca,
+                MemberSpec::AllSwitches => port.kind == PortKind::Switch,
+                MemberSpec::AllRouters => port.kind == PortKind::Router,
+                MemberSpec::SelfPort => port.is_sm,
+                MemberSpec::Guid(g) => *g == port.guid,
+            };
+            if hit {
+                let full = matches!(m, Membership::Full | Membership::Both);
+                best = match (best, full) {
+                    (_, true) => Some(Membership::Full),
+                    (Some(Membership::Full), false) => Some(Membership::Full),
+                    _ => Some(Membership::Limited),
+                };
+            }
+        }
+        best
+    }
+}
+
+/// The identity of a port for P_Key resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortId {
+    /// Port GUID.
+    pub guid: Guid,
+    /// Node kind.
+    pub kind: PortKind,
+    /// True for the subnet manager's own port (`SELF`).
+    pub is_sm: bool,
+}
+
+/// A multicast group the SA creates at start and never deletes (OpenSM `osm_prtn_add_mcgroup`,
+/// "well known" groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrecreatedGroup {
+    /// MGID (scope nibble and, for IP groups, P_Key bits filled in).
+    pub mgid: Gid,
+    /// P_Key, full-member bit set.
+    pub pkey: u16,
+    /// Q_Key.
+    pub q_key: u32,
+    /// MTU code.
+    pub mtu: u8,
+    /// Rate code.
+    pub rate: u8,
+    /// Service level.
+    pub sl: u8,
+    /// Traffic class.
+    pub tclass: u8,
+    /// Flow label.
+    pub flow_label: u32,
+    /// Scope nibble.
+    pub scope: u8,
+}
+
+/// A parsed configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionConfig {
+    /// Partitions, in order of first definition; P_Keys distinct.
+    pub partitions: Vec<Partition>,
+    /// What OpenSM would log as `PARSE WARN` (ignored flags, skipped groups).
+    pub warnings: Vec<Warning>,
+}
+
+/// The IPoIB broadcast MGID template `ff12:401b::ffff:ffff` (OpenSM `osm_ipoib_broadcast_mgid`).
+fn ipoib_broadcast_template() -> Gid {
+    let mut g = [0u8; 16];
+    g[0] = 0xff;
+    g[1] = 0x12;
+    g[2] = 0x40;
+    g[3] = 0x1b;
+    g[12..16].copy_from_slice(&[0xff; 4]);
+    Gid(g)
+}
+
+fn is_ip_mgid(g: &Gid) -> bool {
+    matches!(u16::from_be_bytes([g.0[2], g.0[3]]), 0x401b | 0x601b)
+}
+
+impl PartitionConfig {
+    /// The configuration when no file is given (opensm(8): "In the case of no partition
+    /// configuration file ... `Default=0x7fff : ALL=full ;`", plus the IPoIB broadcast group of the
+    /// default partition, REFERENCE.md: "Without a config the default partition 0x7fff (0xffff
+    /// full) gets it").
+    pub fn default_config() -> PartitionConfig {
+        let mut p = Partition::new("Default", DEFAULT_PKEY);
+        p.ipoib = true;
+        p.members.push((MemberSpec::All, Membership::Full));
+        PartitionConfig {
+            partitions: vec![p],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The partition with P_Key `pkey` (membership bit ignored).
+    pub fn partition(&self, pkey: u16) -> Option<&Partition> {
+        let base = pkey & !FULL_MEMBER_BIT;
+        self.partitions.iter().find(|p| p.pkey == base)
+    }
+
+    /// The P_Key table the SM writes into `port`: one entry per partition the port belongs to, with
+    /// the 0x8000 bit for full members. `indx0` partitions first, then the default partition, then
+    /// the others in file order (OpenSM `osm_pkey_mgr.c` keeps the default P_Key at index 0 unless a
+    /// partition asks for `indx0`).
+    pub fn pkey_table(&self, port: &PortId) -> Vec<u16> {
+        let entry = |p: &Partition| {
+            p.membership_of(port).map(|m| match m {
+                Membership::Limited => p.pkey,
+                _ => p.pkey | FULL_MEMBER_BIT,
+            })
+        };
+        let mut out = Vec::new();
+        for p in self.partitions.iter().filter(|p| p.index0) {
+            out.extend(entry(p));
+        }
+        for p in self
+            .partitions
+            .iter()
+            .filter(|p| !p.index0 && p.pkey == DEFAULT_PKEY)
+        {
+            out.extend(entry(p));
+        }
+        for p in self
+            .partitions
+            .iter()
+            .filter(|p| !p.index0 && p.pkey != DEFAULT_PKEY)
+        {
+            out.extend(entry(p));
+        }
+        out
+    }
+
+    /// The groups the SA pre-creates: the IPoIB broadcast group `ff12:401b:<pkey|0x8000>::ffff:ffff`
+    /// of each `ipoib` partition (Q_Key 0x0b1b unless `Q_Key=` says otherwise) and each `mgid=` group,
+    /// once per scope when `scope=` is given (OpenSM `partition_create`, `mgroup_create`,
+    /// `__create_mgrp`). Duplicate MGIDs are made once.
+    pub fn precreated_groups(&self) -> Vec<PrecreatedGroup> {
+        let mut out: Vec<PrecreatedGroup> = Vec::new();
+        for p in &self.partitions {
+            let full_pkey = p.pkey | FULL_MEMBER_BIT;
+            let mut push = |mgid: Gid, f: &GroupFlags, default_qkey: u32| {
+                let q_key = if f.q_key != 0 { f.q_key } else { default_qkey };
+                let scopes: Vec<u8> = if f.scopes.is_empty() {
+                    vec![mgid.0[1] & 0x0f]
+                } else {
+                    f.scopes.clone()
+                };
+                for scope in scopes {
+                    let mut g = mgid;
+                    g.0[1] = (g.0[1] & 0xf0) | (scope & 0x0f);
+                    if out.iter().any(|o| o.mgid == g) {
+                        continue;
+                    }
+                    out.push(PrecreatedGroup {
+                        mgid: g,
+                        pkey: full_pkey,
+                        q_key,
+                        mtu: f.mtu,
+                        rate: f.rate,
+                        sl: f.sl,
+                        tclass: f.tclass,
+                        flow_label: f.flow_label,
+                        scope: scope & 0x0f,
+                    });
+                }
+            };
+            if p.ipoib {
+                let mut g = ipoib_broadcast_template();
+                g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
+                push(g, &p.flags, IPOIB_QKEY);
+            }
+            for spec in &p.groups {
+                let mut g = spec.mgid;
+                let mut default_qkey = 0;
+                if is_ip_mgid(&g) {
+                    g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
+                    default_qkey = IPOIB_QKEY;
+                }
+                push(g, &spec.flags, default_qkey);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,561 @@
+//! The `partitions.conf` parser. Grammar and leniency follow OpenSM's own parser
+//! (`osm_prtn_config.c`) rather than only its manual:
+//!
+//! - a definition is `Header : Body ;`; the header (`[Name][=PKey][,flag[=value]]...`) must be on
+//!   one line and end with `:`; the body is a list of port specifiers and `mgid=` lines separated
+//!   by `,` or line ends, and ends with `;`. `#` starts a comment to the end of the line.
+//! - flag, keyword and membership names match by prefix, in OpenSM's order (`mtu`, `rate`,
+//!   `scope`, `Q_Key`, `TClass`, `sl`, `FlowLabel`, then `ipoib`, `defmember`, `indx0`; `NONE`,
+//!   `ALL`, `ALL_CAS`, `ALL_SWITCHES`, `ALL_ROUTERS`, `SELF`; `full`, `both`, `limited`), so `limi`
+//!   means limited as in the manual's example.
+//! - what OpenSM skips with a `PARSE WARN` (unknown flags, flag values it rejects, IP groups whose
+//!   P_Key, rate or MTU disagree with the partition) becomes a [`Warning`]; what it rejects with a
+//!   `PARSE ERROR` (no `:` in a definition, a bad P_Key, a bad PortGUID, a bad MGID) is a
+//!   [`ParseError`] with line and column. A missing `;` at the end of the file is a warning.
+//! - without QoS (OpenSM's default), a partition-level `sl=` is overridden to 0 (OpenSM
+//!   `partition_create`); `mgid=` lines keep their own `sl=`.
+//! - numbers are C `strtoul(.., 0)` style: `0x` hex, leading `0` octal, else decimal.
+
+use super::{
+    GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig, DEFAULT_PKEY,
+    FULL_MEMBER_BIT,
+};
+use ipoib_wire::{Gid, Guid};
+use std::fmt;
+use std::net::Ipv6Addr;
+
+/// A fatal error, with the 1-based line and column (in characters) where it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Something OpenSM would skip with a `PARSE WARN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+    /// What was skipped.
+    pub message: String,
+}
+
+/// Parser options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ParseOptions {
+    /// OpenSM's `qos` option: when false (OpenSM's default) partition-level `sl=` is forced to 0.
+    pub qos: bool,
+}
+
+/// Parses a `partitions.conf` text with OpenSM's default options.
+pub fn parse(text: &str) -> Result<PartitionConfig, ParseError> {
+    parse_with(text, ParseOptions::default())
+}
+
+/// A piece of one line: the text and the byte offset where it starts in the line.
+#[derive(Clone, Copy)]
+struct Piece<'a> {
+    text: &'a str,
+    off: usize,
+}
+
+impl<'a> Piece<'a> {
+    fn trim(self) -> Piece<'a> {
+        let lead = self.text.len() - self.text.trim_start().len();
+        Piece {
+            text: self.text.trim(),
+            off: self.off + lead,
+        }
+    }
+    /// Splits at the first `c` (an ASCII character, so the split is on a char boundary).
+    fn split_once(self, c: char) -> Option<(Piece<'a>, Piece<'a>)> {
+        let i = self.text.find(c)?;
+        Some((
+            Piece {
+                text: &self.text[..i],
+                off: self.off,
+            },
+            Piece {
+                text: &self.text[i + 1..],
+                off: self.off + i + 1,
+            },
+        ))
+    }
+    fn split_all(self, c: char) -> Vec<Piece<'a>> {
+        let mut out = Vec::new();
+        let mut rest = self;
+        while let Some((a, b)) = rest.split_once(c) {
+            out.push(a);
+            rest = b;
+        }
+        out.push(rest);
+        out
+    }
+    /// `name[=value]`, both trimmed.
+    fn name_value(self) -> (Piece<'a>, Option<Piece<'a>>) {
+        match self.split_once('=') {
+            Some((n, v)) => (n.trim(), Some(v.trim())),
+            None => (self.trim(), None),
+        }
+    }
+}
+
+struct Parser<'a> {
+    lines: Vec<&'a str>,
+    opts: ParseOptions,
+    out: Vec<Partition>,
+    warnings: Vec<Warning>,
+    current: Option<Partition>,
+    /// Line of the current definition's header.
+    current_line: usize,
+    next_auto_pkey: u16,
+}
+
+/// Parses with explicit options.
+pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, ParseError> {
+    let mut p = Parser {
+        lines: text
+            .split('\n')
+            .map(|l| l.split('#').next().unwrap_or(""))
+            .collect(),
+        opts,
+        out: Vec::new(),
+        warnings: Vec::new(),
+        current: None,
+        current_line: 0,
+        next_auto_pkey: 1,
+    };
+    for ln in 0..p.lines.len() {
+        p.line(ln)?;
+    }
+    if let Some(part) = p.current.take() {
+        let line = p.current_line;
+        p.warn(
+            line,
+            0,
+            "definition not terminated by ';' at end of file".into(),
+        );
+        p.finish(part);
+    }
+    if !p.out.iter().any(|x| x.pkey == DEFAULT_PKEY) {
+        // opensm(8): "In the case of no rule for the Default partition:
+        // Default=0x7fff : ALL=limited, SELF=full ;"
+        let mut d = Partition::new("Default", DEFAULT_PKEY);
+        d.members.push((MemberSpec::All, Membership::Limited));
+        d.members.push((MemberSpec::SelfPort, Membership::Full));
+        p.out.insert(0, d);
+    } else if let Some(d) = p.out.iter_mut().find(|x| x.pkey == DEFAULT_PKEY) {
+        // opensm(8): "OpenSM's port will always have full membership in default partition."
+        d.members.push((MemberSpec::SelfPort, Membership::Full));
+    }
+    Ok(PartitionConfig {
+        partitions: p.out,
+        warnings: p.warnings,
+    })
+}
+
+/// C `strtoul(s, &end, 0)` requiring the whole string to be consumed.
+fn parse_num(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok();
+    }
+    if s.len() > 1 && s.starts_with('0') {
+        return u64::from_str_radix(&s[1..], 8).ok();
+    }
+    s.parse::<u64>().ok()
+}
+
+/// True if `name` is a non-empty prefix of `keyword` (OpenSM's `strncmp(name, kw, strlen(name))`).
+fn prefix_of(name: &str, keyword: &str) -> bool {
+    !name.is_empty() && keyword.starts_with(name)
+}
+
+impl<'a> Parser<'a> {
+    fn col(&self, line: usize, off: usize) -> usize {
+        let l = self.lines.get(line).copied().unwrap_or("");
+        l.get(..off.min(l.len())).map_or(off, |s| s.chars().count()) + 1
+    }
+    fn err(&self, line: usize, off: usize, message: String) -> ParseError {
+        ParseError {
+            line: line + 1,
+            column: self.col(line, off),
+            message,
+        }
+    }
+    fn warn(&mut self, line: usize, off: usize, message: String) {
+        let column = self.col(line, off);
+        self.warnings.push(Warning {
+            line: line + 1,
+            column,
+            message,
+        });
+    }
+
+    fn line(&mut self, ln: usize) -> Result<(), ParseError> {
+        let mut rest = Piece {
+            text: self.lines[ln],
+            off: 0,
+        };
+        loop {
+            rest = rest.trim();
+            if rest.text.is_empty() {
+                return Ok(());
+            }
+            let (segment, after, terminated) = match rest.split_once(';') {
+                Some((s, a)) => (s, Some(a), true),
+                None => (rest, None, false),
+            };
+            let body = if self.current.is_none() {
+                let Some((header, body)) = segment.split_once(':') else {
+                    return Err(self.err(
+                        ln,
+                        segment.off,
+                        "no partition definition found (expected 'Name[=PKey][,flags] :')".into(),
+                    ));
+                };
+                let part = self.header(ln, header)?;
+                self.current = Some(part);
+                self.current_line = ln;
+                body
+            } else {
+                segment
+            };
+            self.body(ln, body)?;
+            if terminated {
+                if let Some(part) = self.current.take() {
+                    self.finish(part);
+                }
+            }
+            match after {
+                Some(a) => rest = a,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn header(&mut self, ln: usize, header: Piece<'a>) -> Result<Partition, ParseError> {
+        let tokens = header.split_all(',');
+        let (name, mut id) = tokens[0].name_value();
+        let mut name_text = name.text;
+        if id.is_none() && name.text.starts_with(|c: char| c.is_ascii_digit()) {
+            id = Some(name);
+            name_text = "";
+        }
+        let pkey = match id {
+            Some(idp) => {
+                let v = parse_num(idp.text)
+                    .filter(|v| *v <= 0xffff)
+                    .ok_or_else(|| self.err(ln, idp.off, format!("bad P_Key '{}'", idp.text)))?;
+                let v = v as u16 & !FULL_MEMBER_BIT;
+                if v == 0 {
+                    return Err(self.err(ln, idp.off, "P_Key 0 is invalid".into()));
+                }
+                v
+            }
+            None => self.auto_pkey(),
+        };
+        let mut part = Partition::new(name_text, pkey);
+        part.flags.sl = 0;
+        let mut sl_set = None;
+        for tok in &tokens[1..] {
+            let (flag, val) = tok.name_value();
+            if flag.text.is_empty() {
+                return Err(self.err(ln, tok.off, "bad partition flags (empty flag)".into()));
+            }
+            if let Some(handled) = self.group_flag(ln, &mut part.flags, flag, val) {
+                if handled == "sl" {
+                    sl_set = Some(flag.off);
+                }
+                continue;
+            }
+            if prefix_of(flag.text, "ipoib") {
+                part.ipoib = true;
+            } else if prefix_of(flag.text, "defmember") {
+                match val.map(|v| v.text) {
+                    Some(v) if prefix_of(v, "limited") => part.default_member = Membership::Limited,
+                    Some(v) if prefix_of(v, "both") => part.default_member = Membership::Both,
+                    Some(v) if prefix_of(v, "full") => part.default_member = Membership::Full,
+                    _ => self.warn(
+                        ln,
+                        flag.off,
+                        "flag 'defmember' requires valid value (limited or full or both) - skipped"
+                            .into(),
+                    ),
+                }
+            } else if flag.text == "indx0" {
+                part.index0 = true;
+            } else {
+                self.warn(
+                    ln,
+                    flag.off,
+                    format!("unrecognized partition flag '{}' - ignored", flag.text),
+                );
+            }
+        }
+        if let Some(off) = sl_set {
+            if !self.opts.qos && part.flags.sl != 0 {
+                self.warn(
+                    ln,
+                    off,
+                    format!(
+                        "partition SL {} overridden to 0 as QoS is not enabled",
+                        part.flags.sl
+                    ),
+                );
+                part.flags.sl = 0;
+            }
+        }
+        Ok(part)
+    }
+
+    /// OpenSM `parse_group_flag`: returns the flag's name if it is a group flag (handled, perhaps
+    /// with a warning), `None` otherwise.
+    fn group_flag(
+        &mut self,
+        ln: usize,
+        f: &mut GroupFlags,
+        flag: Piece<'a>,
+        val: Option<Piece<'a>>,
+    ) -> Option<&'static str> {
+        let names = ["mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel"];
+        let name = *names.iter().find(|n| prefix_of(flag.text, n))?;
+        let num = val.and_then(|v| parse_num(v.text));
+        let ok = match (name, num) {
+            ("mtu", Some(v @ 1..=5)) => {
+                f.mtu = v as u8;
+                true
+            }
+            ("rate", Some(v @ 2..=22)) => {
+                f.rate = v as u8;
+                true
+            }
+            ("scope", Some(v @ 1..=15)) => {
+                if !f.scopes.contains(&(v as u8)) {
+                    f.scopes.push(v as u8);
+                }
+                true
+            }
+            ("Q_Key", Some(v @ 0..=0xffff_ffff)) => {
+                f.q_key = v as u32;
+                true
+            }
+            ("TClass", Some(v @ 0..=0xff)) => {
+                f.tclass = v as u8;
+                true
+            }
+            ("sl", Some(v @ 0..=15)) => {
+                f.sl = v as u8;
+                true
+            }
+            ("FlowLabel", Some(v @ 0..=0xf_ffff)) => {
+                f.flow_label = v as u32;
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            self.warn(
+                ln,
+                val.map_or(flag.off, |v| v.off),
+                format!("flag '{name}' requires valid value - skipped"),
+            );
+        }
+        Some(name)
+    }
+
+    fn body(&mut self, ln: usize, body: Piece<'a>) -> Result<(), ParseError> {
+        let mut rest = body;
+        loop {
+            let (item, next) = match rest.split_once(',') {
+                Some((a, b)) => (a, Some(b)),
+                None => (rest, None),
+            };
+            let (name, val) = item.name_value();
+            if name.text == "mgid" {
+                // An mgid line consumes the rest of the segment: `mgid=GID[,flag=val]...`.
+                let tail = Piece {
+                    text: &rest.text[item.text.len() - item.text.trim_start().len()..],
+                    off: rest.off + (item.text.len() - item.text.trim_start().len()),
+                };
+                return self.mgid_line(ln, tail);
+            }
+            self.port(ln, name, val)?;
+            match next {
+                Some(n) => rest = n,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn port(
+        &mut self,
+        ln: usize,
+        name: Piece<'a>,
+        flag: Option<Piece<'a>>,
+    ) -> Result<(), ParseError> {
+        let Some(part) = self.current.as_ref() else {
+            return Ok(());
+        };
+        if name.text.is_empty() || prefix_of(name.text, "NONE") {
+            return Ok(());
+        }
+        let membership = match flag {
+            None => part.default_member,
+            Some(f) if f.text.is_empty() || prefix_of(f.text, "full") => Membership::Full,
+            Some(f) if prefix_of(f.text, "both") => Membership::Both,
+            Some(f) if prefix_of(f.text, "limited") => Membership::Limited,
+            Some(f) => {
+                self.warn(
+                    ln,
+                    f.off,
+                    format!("unrecognized port flag '{}'. Assume 'limited'", f.text),
+                );
+                Membership::Limited
+            }
+        };
+        let spec = if prefix_of(name.text, "ALL") {
+            MemberSpec::All
+        } else if prefix_of(name.text, "ALL_CAS") {
+            MemberSpec::AllCas
+        } else if prefix_of(name.text, "ALL_SWITCHES") {
+            MemberSpec::AllSwitches
+        } else if prefix_of(name.text, "ALL_ROUTERS") {
+            MemberSpec::AllRouters
+        } else if prefix_of(name.text, "SELF") {
+            MemberSpec::SelfPort
+        } else {
+            match parse_num(name.text) {
+                Some(g) if g != 0 => MemberSpec::Guid(Guid(g)),
+                _ => return Err(self.err(ln, name.off, format!("bad PortGUID '{}'", name.text))),
+            }
+        };
+        if let Some(part) = self.current.as_mut() {
+            part.members.push((spec, membership));
+        }
+        Ok(())
+    }
+
+    fn mgid_line(&mut self, ln: usize, tail: Piece<'a>) -> Result<(), ParseError> {
+        let Some(part) = self.current.as_ref() else {
+            return Ok(());
+        };
+        let mut flags = part.flags.clone();
+        let (part_pkey, part_rate, part_mtu) = (part.pkey, part.flags.rate, part.flags.mtu);
+        let items = tail.split_all(',');
+        let (_, gid_text) = items[0].name_value();
+        let gid_text = gid_text.unwrap_or(items[0]);
+        let mgid = match gid_text.text.parse::<Ipv6Addr>() {
+            Ok(a) if a.octets()[0] == 0xff => Gid(a.octets()),
+            _ => {
+                return Err(self.err(
+                    ln,
+                    gid_text.off,
+                    format!("mgid \"{}\": gid is not multicast", gid_text.text),
+                ))
+            }
+        };
+        for it in &items[1..] {
+            let (flag, val) = it.name_value();
+            if flag.text.is_empty() {
+                continue;
+            }
+            if self.group_flag(ln, &mut flags, flag, val).is_none() {
+                self.warn(
+                    ln,
+                    flag.off,
+                    format!("unrecognized mgroup flag '{}' - ignored", flag.text),
+                );
+            }
+        }
+        // OpenSM `mgroup_create`: IP groups must carry the partition's P_Key (or 0) and the
+        // partition's rate and MTU.
+        if super::is_ip_mgid(&mgid) {
+            let mpkey = u16::from_be_bytes([mgid.0[4], mgid.0[5]]);
+            let bcast = {
+                let mut b = super::ipoib_broadcast_template();
+                b.0[4..6].copy_from_slice(&[0xff, 0xff]);
+                b == mgid
+            };
+            let problem = if !(bcast || mpkey == 0 || mpkey & !FULL_MEMBER_BIT == part_pkey) {
+                Some(format!(
+                    "IP MC group {} specified with invalid pkey 0x{mpkey:04x} for partition pkey 0x{part_pkey:04x}",
+                    gid_text.text
+                ))
+            } else if flags.rate != part_rate {
+                Some(format!(
+                    "IP MC group {} specified with invalid rate ({}) [partition broadcast group rate = {part_rate}]",
+                    gid_text.text, flags.rate
+                ))
+            } else if flags.mtu != part_mtu {
+                Some(format!(
+                    "IP MC group {} specified with invalid mtu ({}) [partition broadcast group mtu = {part_mtu}]",
+                    gid_text.text, flags.mtu
+                ))
+            } else {
+                None
+            };
+            if let Some(m) = problem {
+                self.warn(ln, gid_text.off, format!("{m} - group skipped"));
+                return Ok(());
+            }
+        }
+        if let Some(part) = self.current.as_mut() {
+            part.groups.push(McGroupSpec {
+                mgid,
+                flags,
+                line: ln + 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// OpenSM generates a P_Key for a definition without one; here the smallest unused one from 1.
+    fn auto_pkey(&mut self) -> u16 {
+        loop {
+            let k = self.next_auto_pkey;
+            self.next_auto_pkey = self.next_auto_pkey.wrapping_add(1).max(1) & 0x7fff;
+            let used = self.out.iter().any(|p| p.pkey == k)
+                || self.current.as_ref().is_some_and(|p| p.pkey == k);
+            if !used && k != DEFAULT_PKEY && k != 0 {
+                return k;
+            }
+        }
+    }
+
+    /// Adds a finished definition, merging it into an earlier one with the same P_Key (opensm(8):
+    /// "If PKey is repeated then those partition configurations will be merged and first
+    /// PartitionName will be used").
+    fn finish(&mut self, part: Partition) {
+        if let Some(old) = self.out.iter_mut().find(|p| p.pkey == part.pkey) {
+            if part.ipoib && !old.ipoib {
+                old.flags = part.flags.clone();
+            }
+            old.ipoib |= part.ipoib;
+            old.index0 |= part.index0;
+            old.members.extend(part.members);
+            old.groups.extend(part.groups);
+        } else {
+            self.out.push(part);
+        }
+    }
+}

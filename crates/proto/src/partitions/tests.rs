@@ -1,0 +1,240 @@
+use super::*;
+use proptest::prelude::*;
+
+fn ca(guid: u64) -> PortId {
+    PortId {
+        guid: Guid(guid),
+        kind: PortKind::Ca,
+        is_sm: false,
+    }
+}
+
+/// The examples of opensm(8) "PARTITION CONFIGURATION", as shipped in Debian's opensm 3.3 man page
+/// (all but the `defmember=limited :` line, which OpenSM's own parser rejects; see below).
+const MAN_EXAMPLES: &str = "\
+ Default=0x7fff : ALL, SELF=full ;
+ Default=0x7fff : ALL, ALL_SWITCHES=full, SELF=full ;
+
+ NewPartition , ipoib : 0x123456=full, 0x3456789034=limi, 0x2134af2306 ;
+
+ YetAnotherOne = 0x300 : SELF=full ;
+ YetAnotherOne = 0x300 : ALL=limited ;
+
+ ShareIO = 0x80 , defmember=full : 0x123451, 0x123452;
+ # 0x123453, 0x123454 will be limited
+ ShareIO = 0x80 : 0x123453, 0x123454, 0x123455=full;
+ ShareIO = 0x80 , defmember=full : 0x123459, 0x12345a;
+ ShareIO = 0x80 , defmember=full : 0x12345b, 0x12345c=limited, 0x12345d;
+
+ # multicast groups added to default
+ Default=0x7fff,ipoib:
+        mgid=ff12:401b::0707,sl=1 # random IPv4 group
+        mgid=ff12:601b::16    # MLDv2-capable routers
+        mgid=ff12:401b::16    # IGMP
+        mgid=ff12:601b::2     # All routers
+        mgid=ff12::1,sl=1,Q_Key=0xDEADBEEF,rate=3,mtu=2 # random group
+        ALL=full;
+";
+
+// opensm(8) examples; OpenSM osm_prtn_config.c
+#[test]
+fn opensm_manual_examples_parse() {
+    let c = parse(MAN_EXAMPLES).unwrap();
+    let d = c.partition(0x7fff).unwrap();
+    assert_eq!(d.name, "Default");
+    assert!(d.ipoib);
+    assert_eq!(d.groups.len(), 5);
+    assert_eq!(d.groups[0].flags.sl, 1);
+    assert_eq!(d.groups[4].flags.q_key, 0xdead_beef);
+    assert_eq!(d.groups[4].flags.mtu, 2);
+    // NewPartition got an automatic P_Key and the "limi" abbreviation means limited.
+    let np = c
+        .partitions
+        .iter()
+        .find(|p| p.name == "NewPartition")
+        .unwrap();
+    assert!(np.ipoib);
+    assert_eq!(
+        np.members,
+        vec![
+            (MemberSpec::Guid(Guid(0x123456)), Membership::Full),
+            (MemberSpec::Guid(Guid(0x3456789034)), Membership::Limited),
+            (MemberSpec::Guid(Guid(0x2134af2306)), Membership::Limited),
+        ]
+    );
+    // Repeated P_Keys merge, first name kept.
+    let y = c.partition(0x300).unwrap();
+    assert_eq!(y.name, "YetAnotherOne");
+    assert_eq!(y.members.len(), 2);
+    let s = c.partition(0x80).unwrap();
+    assert_eq!(s.members.len(), 10);
+    let m = |g: u64| s.membership_of(&ca(g));
+    assert_eq!(m(0x123451), Some(Membership::Full));
+    assert_eq!(m(0x123453), Some(Membership::Limited));
+    assert_eq!(m(0x123455), Some(Membership::Full));
+    assert_eq!(m(0x12345c), Some(Membership::Limited));
+    assert_eq!(m(0x12345d), Some(Membership::Full));
+    assert_eq!(m(0x999999), None);
+    // The IP group with a zero P_Key gets the partition's; ff12::1 (not IP) keeps its bytes.
+    let groups = c.precreated_groups();
+    assert!(groups.iter().any(|g| g.mgid
+        == "ff12:401b:ffff::707".parse::<Ipv6Addr>().unwrap().into()
+        && g.sl == 1
+        && g.q_key == IPOIB_QKEY));
+    let rnd = groups
+        .iter()
+        .find(|g| g.mgid == "ff12::1".parse::<Ipv6Addr>().unwrap().into())
+        .unwrap();
+    assert_eq!((rnd.q_key, rnd.mtu, rnd.rate), (0xdead_beef, 2, 3));
+}
+
+use std::net::Ipv6Addr;
+
+// OpenSM osm_prtn_config.c parse_part_conf: "defmember=limited" in the port list is taken as a
+// PortGUID named "defmember" and rejected with "bad PortGUID", so this manual line does not
+// parse in OpenSM either.
+#[test]
+fn manual_line_opensm_rejects_is_rejected_with_position() {
+    let e = parse("ShareIO = 0x80 : defmember=limited : 0x123456, 0x123457, 0x123458=full;\n")
+        .unwrap_err();
+    assert_eq!((e.line, e.column), (1, 18));
+    assert!(e.message.contains("bad PortGUID"), "{e}");
+}
+
+// opensm(8): default partition when no file / no Default rule; REFERENCE.md broadcast group
+#[test]
+fn default_configuration_and_broadcast_group() {
+    let c = PartitionConfig::default_config();
+    assert_eq!(c.pkey_table(&ca(0x42)), vec![0xffff]);
+    let g = c.precreated_groups();
+    assert_eq!(g.len(), 1);
+    assert_eq!(
+        g[0].mgid,
+        Gid::from("ff12:401b:ffff::ffff:ffff".parse::<Ipv6Addr>().unwrap())
+    );
+    assert_eq!(
+        (g[0].q_key, g[0].mtu, g[0].rate, g[0].sl, g[0].scope, g[0].pkey),
+        (0x0b1b, 4, 3, 0, 2, 0xffff)
+    );
+    // A file without a Default rule: ALL=limited, SELF=full.
+    let c = parse("P1=0x10,ipoib,mtu=5,rate=7,scope=5 : 0x42=full ;").unwrap();
+    assert_eq!(c.pkey_table(&ca(0x42)), vec![0x7fff, 0x8010]);
+    assert_eq!(c.pkey_table(&ca(0x43)), vec![0x7fff]);
+    let sm = PortId {
+        guid: Guid(1),
+        kind: PortKind::Ca,
+        is_sm: true,
+    };
+    assert_eq!(c.pkey_table(&sm), vec![0xffff]);
+    let g = c.precreated_groups();
+    assert_eq!(g.len(), 1);
+    assert_eq!(
+        g[0].mgid,
+        Gid::from("ff15:401b:8010::ffff:ffff".parse::<Ipv6Addr>().unwrap())
+    );
+    assert_eq!((g[0].mtu, g[0].rate, g[0].scope), (5, 7, 5));
+}
+
+// opensm(8): "Multiple scope settings are permitted ... will result in multiple MC groups"
+#[test]
+fn several_scopes_make_several_groups_and_indx0_goes_first() {
+    let c =
+        parse("A=0x11,ipoib,scope=2,scope=5,indx0 : ALL=full ;\nDefault=0x7fff:ALL=full;").unwrap();
+    let g = c.precreated_groups();
+    let mgids: Vec<String> = g.iter().map(|g| g.mgid.to_string()).collect();
+    assert_eq!(
+        mgids,
+        ["ff12:401b:8011::ffff:ffff", "ff15:401b:8011::ffff:ffff"]
+    );
+    assert_eq!(c.pkey_table(&ca(7)), vec![0x8011, 0xffff]);
+}
+
+// OpenSM partition_create: without QoS the partition SL is forced to 0
+#[test]
+fn partition_sl_needs_qos() {
+    let c = parse("A=0x11,ipoib,sl=3 : ALL ;").unwrap();
+    assert_eq!(c.partition(0x11).unwrap().flags.sl, 0);
+    assert!(c.warnings.iter().any(|w| w.message.contains("QoS")));
+    let c = parse_with("A=0x11,ipoib,sl=3 : ALL ;", ParseOptions { qos: true }).unwrap();
+    assert_eq!(c.partition(0x11).unwrap().flags.sl, 3);
+    assert_eq!(c.precreated_groups()[0].sl, 3);
+}
+
+// OpenSM osm_prtn_config.c PARSE ERROR cases
+#[test]
+fn errors_name_line_and_column() {
+    let e = parse("# comment\n  Foo\n").unwrap_err();
+    assert_eq!((e.line, e.column), (2, 3));
+    assert!(e.message.contains("no partition definition"));
+    let e = parse("A=0xzz : ALL ;").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 3));
+    let e = parse("A=1 : ALL,\n   0x12q ;").unwrap_err();
+    assert_eq!((e.line, e.column), (2, 4));
+    let e = parse("A=1 : mgid=fe80::1 ;").unwrap_err();
+    assert!(e.message.contains("not multicast"));
+    let e = parse("A=1,, : ALL;").unwrap_err();
+    assert!(e.message.contains("bad partition flags"));
+    assert_eq!(
+        e.to_string(),
+        "line 1, column 5: bad partition flags (empty flag)"
+    );
+}
+
+// OpenSM: unknown flags and rejected values are PARSE WARN, not errors
+#[test]
+fn warnings_for_what_opensm_skips() {
+    let c = parse("A=1,bogus,mtu=9 : ALL=maybe ; B=2 : ALL").unwrap();
+    let msgs: Vec<&str> = c.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(msgs.len(), 4, "{msgs:?}");
+    assert!(msgs[0].contains("bogus"));
+    assert!(msgs[1].contains("'mtu'"));
+    assert!(msgs[2].contains("maybe"));
+    assert!(msgs[3].contains("not terminated"));
+    assert_eq!(c.partition(1).unwrap().flags.mtu, DEFAULT_MTU);
+    assert_eq!(c.partition(2).unwrap().members.len(), 1);
+    // An IP group with the wrong P_Key is skipped with a warning (OpenSM ip_mgroup_pkey_ok).
+    let c = parse("A=0x5,ipoib : mgid=ff12:401b:8006::1\n ALL ;").unwrap();
+    assert!(c.partition(5).unwrap().groups.is_empty());
+    assert_eq!(c.warnings.len(), 1);
+}
+
+#[test]
+fn one_line_with_several_definitions() {
+    let c = parse("A=1:ALL;B=2:SELF=full;C=3:NONE;").unwrap();
+    assert_eq!(c.partitions.len(), 4);
+    assert!(c.partition(3).unwrap().members.is_empty());
+    assert_eq!(
+        c.partition(2).unwrap().members,
+        vec![(MemberSpec::SelfPort, Membership::Full)]
+    );
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics(s in "\\PC{0,200}") {
+        let _ = parse(&s);
+    }
+
+    #[test]
+    fn parse_never_panics_on_near_valid_text(
+        parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "A", "=", "0x7fff", ",", ":", ";", "ipoib", "mtu=4", "scope=", "\n", " ", "#x\n",
+                "ALL", "=full", "SELF", "mgid=ff12:401b::1", "mgid=", "0x", "é", "defmember=",
+                "ALL_CAS", "=limi", "Q_Key=0xffffffffff",
+            ]),
+            0..40,
+        )
+    ) {
+        let text: String = parts.concat();
+        if let Ok(c) = parse(&text) {
+            // Distinct P_Keys and a default partition, whatever the text.
+            let mut keys: Vec<u16> = c.partitions.iter().map(|p| p.pkey).collect();
+            let n = keys.len();
+            keys.sort_unstable();
+            keys.dedup();
+            prop_assert_eq!(keys.len(), n);
+            prop_assert!(c.partition(DEFAULT_PKEY).is_some());
+        }
+    }
+}
