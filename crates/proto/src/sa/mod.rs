@@ -1,1 +1,107 @@
-//! placeholder
+//! Subnet administration as protocol agents: [`SaServer`], the subnet administrator reached only
+//! through SA MADs on QP1 (IBA 1 §15), and [`SaClient`], the requester side hosts use. Both are
+//! [`crate::mad_agent::MadAgent`]s: MADs in through `handle_mad(now, ..)`, MADs out through
+//! `poll_transmit`, timers through `poll_timeout`/`handle_timeout`, results through
+//! `poll_event`. No IO, no clock, no threads; transaction IDs come from a seeded
+//! [`crate::rng::Rng`], and every map whose order can reach the wire is a `BTreeMap`.
+//!
+//! Behaviour follows OpenSM as deployed (REFERENCE.md; OpenSM `osm_sa_mcmember_record.c`,
+//! `osm_sa_path_record.c`, `osm_sa_informinfo.c`, `osm_sa.c`, `osm_prtn_config.c`) and Linux
+//! (`drivers/infiniband/core/mad_rmpp.c`, `sa_query.c`) where they read IBA 1 in a particular way.
+//!
+//! Multi-MAD tables (IBA 1 §13.6, RMPP): the server cuts a GetTableResp that does not fit one MAD
+//! into 200-byte DATA segments, each with the MAD, RMPP and SA headers repeated; PayloadLength is
+//! what Linux's `mad_rmpp.c` sender writes (first segment: data + 20 × segments; last segment:
+//! 20 + the bytes it carries; middle segments: 0), which is also what Linux's receiver reads
+//! (`get_mad_len` uses the last segment's). The sender starts with a window of one segment and
+//! sends up to each ACK's NewWindowLast; it resends from the last acknowledged segment on a timeout
+//! and gives up after a bounded number of tries. The receiver (client) acknowledges every in-order
+//! segment with NewWindowLast = segment + [`rmpp::RECEIVE_WINDOW`], re-acknowledges duplicates and
+//! drops out-of-order segments; ACKs carry the DATA's method with the R bit flipped, as Linux's
+//! `ack_recv` does, so they reach the server agent of the class.
+
+mod client;
+pub mod rmpp;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse};
+pub use server::{McastGroupInfo, SaServer, SaServerConfig, SaStats};
+
+use ipoib_wire::sa::JoinState;
+use ipoib_wire::Gid;
+
+/// What the SA tells the subnet manager (which builds multicast trees from it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaEvent {
+    /// A multicast group now exists (joined into existence or pre-created from partitions).
+    GroupCreated {
+        /// MGID.
+        mgid: Gid,
+        /// MLID.
+        mlid: u16,
+    },
+    /// The membership of a group changed; `members` is the whole new list in PortGID order.
+    McastGroup {
+        /// MGID.
+        mgid: Gid,
+        /// MLID.
+        mlid: u16,
+        /// Every member port and its JoinState.
+        members: Vec<(Gid, JoinState)>,
+    },
+    /// A group was deleted (its last FullMember left); its MLID is free again.
+    GroupDeleted {
+        /// MGID.
+        mgid: Gid,
+        /// MLID.
+        mlid: u16,
+    },
+}
+
+/// The first multicast LID (IBA 1 §4.1.2: 0xC000-0xFFFE are multicast LIDs; OpenSM allocates from
+/// `IB_LID_MCAST_START_HO` upward).
+pub const MLID_START: u16 = 0xc000;
+/// The last multicast LID (0xFFFF is the permissive LID).
+pub const MLID_END: u16 = 0xfffe;
+/// OpenSM's default subnet timeout (`subnet_timeout 18`, 4.096 µs × 2^18 ≈ 1.07 s), used as the
+/// PacketLifeTime of paths and groups and as the ClassPortInfo RespTimeValue.
+pub const DEFAULT_SUBNET_TIMEOUT: u8 = 18;
+
+/// Rate codes ordered by speed (IBA 1 Table 205 codes are not monotonic; OpenSM
+/// `ib_path_compare_rates` orders them through a table the same way).
+const RATE_ORDER: [u8; 21] = [
+    2, 5, 3, 11, 6, 15, 19, 4, 7, 20, 12, 8, 9, 16, 13, 10, 14, 17, 18, 21, 22,
+];
+
+fn rate_rank(code: u8) -> Option<usize> {
+    RATE_ORDER.iter().position(|&c| c == code)
+}
+
+/// Compares two rate codes by speed (unknown codes sort lowest), as OpenSM `ib_path_compare_rates`.
+pub(crate) fn compare_rates(a: u8, b: u8) -> core::cmp::Ordering {
+    rate_rank(a)
+        .map(|r| r as i64)
+        .unwrap_or(-1)
+        .cmp(&rate_rank(b).map(|r| r as i64).unwrap_or(-1))
+}
+
+/// The next slower rate code (OpenSM `ib_path_rate_get_prev`), 0 if none.
+pub(crate) fn rate_prev(code: u8) -> u8 {
+    rate_rank(code)
+        .and_then(|r| r.checked_sub(1))
+        .and_then(|r| RATE_ORDER.get(r).copied())
+        .unwrap_or(0)
+}
+
+/// A valid rate code (OpenSM `ib_rate_is_valid`).
+pub(crate) fn rate_is_valid(code: u8) -> bool {
+    rate_rank(code).is_some()
+}
+
+/// A valid MTU code 1..=5 (OpenSM `ib_mtu_is_valid`).
+pub(crate) fn mtu_is_valid(code: u8) -> bool {
+    (1..=5).contains(&code)
+}

@@ -1,0 +1,400 @@
+//! The SA client of a host (the role of Linux `sa_query.c` over `mad.c`/`mad_rmpp.c`): sends
+//! requests, matches responses by TransactionID, retries on timeout with backoff, reassembles
+//! multi-MAD GetTableResp transfers (acknowledging each segment), and answers SA Reports with
+//! ReportResp.
+//!
+//! TransactionIDs: the upper 32 bits are drawn once from the seeded generator (Linux puts the MAD
+//! agent's `hi_tid` there), the lower 32 bits count from a random start, so TIDs are unique for
+//! 2^32 requests and fixed by the seed. A retry resends the same TID (Linux `ib_mad` retries do).
+//!
+//! Timeouts: Linux callers choose them (IPoIB path queries 1000 ms, multicast joins 3000 ms, 3
+//! retries); the default here is 1 s, doubling per retry up to 8 s, 3 retries. The server's
+//! ClassPortInfo RespTimeValue (4.096 µs × 2^18 ≈ 1.07 s with OpenSM's defaults) is of the same
+//! order.
+//!
+//! Invariants: each [`RequestId`] produces exactly one `Response` event (success, status error,
+//! timeout or RMPP failure) unless cancelled; a response whose TID matches no pending request is
+//! dropped and counted.
+
+use super::rmpp::{ack_for, RecvAction, RmppReceiver};
+use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use crate::rng::Rng;
+use crate::time::Instant;
+use ipoib_wire::mad::{
+    MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN,
+};
+use ipoib_wire::sa::{SaAttribute, SaHeaderRepr, SaMadRepr, SaRecords};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+/// Timeouts and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SaClientConfig {
+    /// Time to wait for the first answer.
+    pub timeout: Duration,
+    /// Resends after the first send.
+    pub retries: u8,
+    /// Factor applied to the timeout after each resend.
+    pub backoff: u32,
+    /// Largest timeout.
+    pub max_timeout: Duration,
+}
+
+impl Default for SaClientConfig {
+    fn default() -> Self {
+        SaClientConfig {
+            timeout: Duration::from_millis(1000),
+            retries: 3,
+            backoff: 2,
+            max_timeout: Duration::from_secs(8),
+        }
+    }
+}
+
+/// Names a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaClientError {
+    /// No answer after every retry.
+    Timeout,
+    /// The SA answered with a non-zero status (the response MAD's header is in `header`).
+    Status(MadStatus),
+    /// A multi-MAD transfer was stopped, aborted or malformed.
+    Rmpp,
+    /// The request given was not a 256-byte SA MAD.
+    Malformed,
+}
+
+impl fmt::Display for SaClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaClientError::Timeout => write!(f, "SA request timed out"),
+            SaClientError::Status(s) => write!(f, "SA status {:#06x} ({})", s.0, s.name(MgmtClass::SubnAdm)),
+            SaClientError::Rmpp => write!(f, "RMPP transfer failed"),
+            SaClientError::Malformed => write!(f, "not an SA MAD"),
+        }
+    }
+}
+
+impl std::error::Error for SaClientError {}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaResponse {
+    /// Common header of the (first) response MAD.
+    pub header: MadHeaderRepr,
+    /// SA header of the (first) response MAD.
+    pub sa: SaHeaderRepr,
+    /// The attribute of a single-MAD response (GetResp, DeleteResp).
+    pub attribute: Option<SaAttribute>,
+    /// The records of a GetTableResp, however many MADs carried them.
+    pub records: Vec<SaAttribute>,
+    /// Who answered.
+    pub from: MadAddr,
+}
+
+/// What the client reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaClientEvent {
+    /// The outcome of a request.
+    Response {
+        /// Which request.
+        id: RequestId,
+        /// Its outcome.
+        result: Result<SaResponse, SaClientError>,
+    },
+    /// The SA sent a Report (a trap it forwards, e.g. 66/67); a ReportResp was already sent.
+    Report {
+        /// The notice.
+        notice: NoticeRepr,
+        /// From where.
+        from: MadAddr,
+    },
+}
+
+#[derive(Debug)]
+struct Pending {
+    id: RequestId,
+    to: MadAddr,
+    mad: [u8; MAD_LEN],
+    deadline: Instant,
+    timeout: Duration,
+    retries_left: u8,
+    rmpp: Option<RmppReceiver>,
+}
+
+/// The SA client agent.
+#[derive(Debug)]
+pub struct SaClient {
+    cfg: SaClientConfig,
+    tid_hi: u64,
+    tid_lo: u32,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    /// Recently completed multi-MAD transfers (TID, last segment), to re-acknowledge a resent
+    /// last segment whose ACK was lost.
+    done: VecDeque<(u64, u32)>,
+    out: VecDeque<MadOut>,
+    events: VecDeque<SaClientEvent>,
+    /// MADs dropped, by reason.
+    pub dropped: BTreeMap<&'static str, u64>,
+}
+
+impl SaClient {
+    /// A client drawing its TIDs from `rng`.
+    pub fn new(cfg: SaClientConfig, mut rng: Rng) -> SaClient {
+        SaClient {
+            cfg,
+            tid_hi: u64::from(rng.next_u32()) << 32,
+            tid_lo: rng.next_u32(),
+            next_id: 1,
+            pending: BTreeMap::new(),
+            done: VecDeque::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            dropped: BTreeMap::new(),
+        }
+    }
+
+    fn drop_mad(&mut self, reason: &'static str) {
+        *self.dropped.entry(reason).or_insert(0) += 1;
+    }
+
+    /// Sends `mad` (its TransactionID replaced) to `dest`.
+    pub fn request(&mut self, now: Instant, mut mad: SaMadRepr, dest: MadAddr) -> RequestId {
+        let tid = self.tid_hi | u64::from(self.tid_lo);
+        self.tid_lo = self.tid_lo.wrapping_add(1);
+        mad.header.transaction_id = tid;
+        let bytes = mad.to_bytes();
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        let to = MadAddr {
+            qkey: GSI_QKEY,
+            ..dest
+        };
+        self.pending.insert(
+            tid,
+            Pending {
+                id,
+                to,
+                mad: bytes,
+                deadline: now + self.cfg.timeout,
+                timeout: self.cfg.timeout,
+                retries_left: self.cfg.retries,
+                rmpp: None,
+            },
+        );
+        self.out.push_back(MadOut {
+            to,
+            mad: bytes.to_vec(),
+        });
+        id
+    }
+
+    /// Sends a request given as bytes (a whole SA MAD).
+    pub fn request_bytes(
+        &mut self,
+        now: Instant,
+        mad: &[u8],
+        dest: MadAddr,
+    ) -> Result<RequestId, SaClientError> {
+        let m = SaMadRepr::parse(mad).map_err(|_| SaClientError::Malformed)?;
+        Ok(self.request(now, m, dest))
+    }
+
+    /// Forgets a request; no event will come for it.
+    pub fn cancel(&mut self, id: RequestId) {
+        self.pending.retain(|_, p| p.id != id);
+    }
+
+    /// The TransactionID a pending request was sent with.
+    pub fn transaction_id(&self, id: RequestId) -> Option<u64> {
+        self.pending.iter().find(|(_, p)| p.id == id).map(|(t, _)| *t)
+    }
+
+    /// Requests still waiting.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<SaClientEvent> {
+        self.events.pop_front()
+    }
+
+    fn finish(&mut self, tid: u64, result: Result<SaResponse, SaClientError>) {
+        if let Some(p) = self.pending.remove(&tid) {
+            self.events.push_back(SaClientEvent::Response { id: p.id, result });
+        }
+    }
+
+    fn reply_to(from: &MadAddr) -> MadAddr {
+        MadAddr {
+            qkey: GSI_QKEY,
+            ..*from
+        }
+    }
+
+    fn on_report(&mut self, from: MadAddr, raw: &[u8]) {
+        let Ok(m) = SaMadRepr::parse(raw) else {
+            return self.drop_mad("bad Report");
+        };
+        let SaAttribute::Notice(n) = m.attribute else {
+            return self.drop_mad("Report without Notice");
+        };
+        // IBA 1 §13.4.11: a Report is acknowledged with ReportResp carrying the same TID.
+        let resp = m.response(MadStatus::SUCCESS, m.attribute);
+        self.out.push_back(MadOut {
+            to: Self::reply_to(&from),
+            mad: resp.to_bytes().to_vec(),
+        });
+        self.events
+            .push_back(SaClientEvent::Report { notice: n, from });
+    }
+
+    fn on_rmpp(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr, t: RmppType) {
+        let tid = h.transaction_id;
+        if !self.pending.contains_key(&tid) {
+            if let Some((_, last)) = self.done.iter().find(|(t, _)| *t == tid) {
+                if let Some(a) = ack_for(raw, *last, *last) {
+                    self.out.push_back(MadOut {
+                        to: Self::reply_to(&from),
+                        mad: a.to_vec(),
+                    });
+                }
+                return;
+            }
+            return self.drop_mad("RMPP segment for no request");
+        }
+        if t != RmppType::Data {
+            return self.finish(tid, Err(SaClientError::Rmpp));
+        }
+        if !h.status.is_success() {
+            return self.finish(tid, Err(SaClientError::Status(h.status)));
+        }
+        let timeout = self.cfg.timeout;
+        let Some(p) = self.pending.get_mut(&tid) else {
+            return;
+        };
+        let rx = p.rmpp.get_or_insert_with(RmppReceiver::default);
+        let action = rx.on_data(raw);
+        p.deadline = now + timeout;
+        match action {
+            RecvAction::Ack(a) | RecvAction::Reack(a) => self.out.push_back(MadOut {
+                to: Self::reply_to(&from),
+                mad: a.to_vec(),
+            }),
+            RecvAction::Abort => return self.finish(tid, Err(SaClientError::Rmpp)),
+        }
+        let Some(rx) = self.pending.get(&tid).and_then(|p| p.rmpp.as_ref()) else {
+            return;
+        };
+        if !rx.complete {
+            return;
+        }
+        let sa = rx.sa.unwrap_or_default();
+        let mut records = Vec::new();
+        for r in SaRecords::new(h.attribute_id, sa.attribute_offset, &rx.data) {
+            match r {
+                Ok(a) => records.push(a),
+                Err(_) => return self.finish(tid, Err(SaClientError::Rmpp)),
+            }
+        }
+        self.done.push_back((tid, rx.last));
+        if self.done.len() > 32 {
+            self.done.pop_front();
+        }
+        let resp = SaResponse {
+            header: h,
+            sa,
+            attribute: None,
+            records,
+            from,
+        };
+        self.finish(tid, Ok(resp));
+    }
+}
+
+impl MadAgent for SaClient {
+    fn handle_mad(&mut self, now: Instant, m: MadIn) {
+        let raw = m.mad.as_slice();
+        let Ok(h) = MadHeaderRepr::parse_bytes(raw) else {
+            return self.drop_mad("short MAD");
+        };
+        if raw.len() < MAD_LEN || h.mgmt_class != MgmtClass::SubnAdm {
+            return self.drop_mad("not an SA MAD");
+        }
+        if h.method == Method::Report {
+            return self.on_report(m.from, raw);
+        }
+        if !h.method.is_response() {
+            return self.drop_mad("request to a client");
+        }
+        let rmpp = ipoib_wire::mad::Rmpp::new_unchecked(&raw[24..36]);
+        let r = ipoib_wire::mad::RmppRepr::parse(&rmpp).ok();
+        if let Some(r) = r.filter(|r| r.is_active()) {
+            return self.on_rmpp(now, m.from, raw, h, r.rmpp_type);
+        }
+        if !self.pending.contains_key(&h.transaction_id) {
+            return self.drop_mad("response for no request");
+        }
+        if !h.status.is_success() {
+            return self.finish(h.transaction_id, Err(SaClientError::Status(h.status)));
+        }
+        let Ok(mad) = SaMadRepr::parse(raw) else {
+            return self.finish(h.transaction_id, Err(SaClientError::Malformed));
+        };
+        let (attribute, records) = if mad.is_table() {
+            (None, mad.records().filter_map(Result::ok).collect())
+        } else {
+            (Some(mad.attribute), Vec::new())
+        };
+        let resp = SaResponse {
+            header: h,
+            sa: mad.sa,
+            attribute,
+            records,
+            from: m.from,
+        };
+        self.finish(h.transaction_id, Ok(resp));
+    }
+
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in due {
+            let Some(p) = self.pending.get_mut(&tid) else {
+                continue;
+            };
+            if p.retries_left == 0 {
+                self.finish(tid, Err(SaClientError::Timeout));
+                continue;
+            }
+            p.retries_left -= 1;
+            p.rmpp = None;
+            p.timeout = (p.timeout * self.cfg.backoff).min(self.cfg.max_timeout);
+            p.deadline = now + p.timeout;
+            let m = MadOut {
+                to: p.to,
+                mad: p.mad.to_vec(),
+            };
+            self.out.push_back(m);
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! RMPP for SA tables (IBA 1 §13.6): cutting a GetTableResp payload into DATA segments
+//! ([`segment_table`]), the sending side's window and retransmission ([`RmppSender`]), the
+//! receiving side's reassembly ([`RmppReceiver`]) and ACKs ([`ack_for`]). See the module docs of
+//! `crate::sa` for the exact PayloadLength and ACK conventions (Linux `mad_rmpp.c`).
+//!
+//! Invariants: a sender never sends a segment beyond the receiver's NewWindowLast; segment numbers
+//! start at 1; a receiver only accepts segments in order and never grows beyond
+//! [`MAX_SEGMENTS`].
+
+use crate::mad_agent::MadAddr;
+use crate::time::Instant;
+use ipoib_wire::mad::{
+    MadHeaderRepr, Method, RmppFlags, RmppRepr, RmppStatus, RmppType, MAD_LEN,
+};
+use ipoib_wire::sa::{SaHeaderRepr, SaMadRepr, SA_DATA_LEN, SA_DATA_OFFSET, SA_HEADER_LEN};
+use std::time::Duration;
+
+/// The window a receiver grants beyond the segment it acknowledges.
+pub const RECEIVE_WINDOW: u32 = 32;
+/// "No time value" in RRespTime (IBA 1 §13.6.2.1; Linux `IB_MGMT_RMPP_NO_RESPTIME`).
+pub const NO_RESPTIME: u8 = 0x1f;
+/// The most segments a receiver reassembles (about 800 KB of records); more is refused.
+pub const MAX_SEGMENTS: u32 = 4096;
+
+/// Cuts `data` (the records, [`ipoib_wire::sa::emit_records`] layout) into the MADs of one
+/// GetTableResp: `header` and `sa` are repeated in each segment (IBA 1 §13.6.2), PayloadLength as
+/// Linux's sender writes it. One segment when the data fits 200 bytes.
+pub fn segment_table(header: MadHeaderRepr, sa: SaHeaderRepr, data: &[u8]) -> Vec<[u8; MAD_LEN]> {
+    let nseg = data.len().div_ceil(SA_DATA_LEN).max(1);
+    let mut out = Vec::with_capacity(nseg);
+    for i in 0..nseg {
+        let chunk = data.get(i * SA_DATA_LEN..((i + 1) * SA_DATA_LEN).min(data.len())).unwrap_or(&[]);
+        let first = i == 0;
+        let last = i + 1 == nseg;
+        let mut flags = RmppFlags::ACTIVE;
+        let mut paylen = 0u32;
+        if first {
+            flags |= RmppFlags::FIRST;
+            paylen = (data.len() + SA_HEADER_LEN * nseg) as u32;
+        }
+        if last {
+            flags |= RmppFlags::LAST;
+            paylen = (SA_HEADER_LEN + chunk.len()) as u32;
+        }
+        let repr = SaMadRepr {
+            header,
+            rmpp: RmppRepr {
+                version: RmppRepr::VERSION,
+                rmpp_type: RmppType::Data,
+                resp_time: NO_RESPTIME,
+                flags: RmppFlags(flags),
+                status: RmppStatus::Normal,
+                data1: (i + 1) as u32,
+                data2: paylen,
+            },
+            sa,
+            attribute: ipoib_wire::sa::SaAttribute::Raw(ipoib_wire::sa::SaRawData::new(chunk)),
+        };
+        out.push(repr.to_bytes());
+    }
+    out
+}
+
+/// The ACK a receiver sends for `data` (a DATA segment it got): the same headers with the R bit
+/// of the method flipped (Linux `ack_recv`/`format_ack`), RMPP type ACK, SegmentNumber `seg`,
+/// NewWindowLast `nwl`, the SA header and data zeroed.
+pub fn ack_for(data: &[u8], seg: u32, nwl: u32) -> Option<[u8; MAD_LEN]> {
+    control_for(data, RmppType::Ack, RmppStatus::Normal, seg, nwl)
+}
+
+/// An ABORT for the transfer `data` belongs to (IBA 1 §13.6.3.3).
+pub fn abort_for(data: &[u8], status: RmppStatus) -> Option<[u8; MAD_LEN]> {
+    control_for(data, RmppType::Abort, status, 0, 0)
+}
+
+fn control_for(
+    data: &[u8],
+    t: RmppType,
+    status: RmppStatus,
+    seg: u32,
+    nwl: u32,
+) -> Option<[u8; MAD_LEN]> {
+    let mut h = MadHeaderRepr::parse_bytes(data).ok()?;
+    h.method = Method::from(u8::from(h.method) ^ Method::RESPONSE_BIT);
+    let mut out = [0u8; MAD_LEN];
+    h.emit(&mut out);
+    let r = RmppRepr {
+        version: RmppRepr::VERSION,
+        rmpp_type: t,
+        resp_time: NO_RESPTIME,
+        flags: RmppFlags(RmppFlags::ACTIVE),
+        status,
+        data1: seg,
+        data2: nwl,
+    };
+    r.emit(&mut out[24..36]);
+    Some(out)
+}
+
+/// The sending side of one transfer.
+#[derive(Debug, Clone)]
+pub struct RmppSender {
+    /// Where the segments go.
+    pub to: MadAddr,
+    segments: Vec<[u8; MAD_LEN]>,
+    /// Highest segment acknowledged (0: none).
+    acked: u32,
+    /// NewWindowLast granted so far (starts at 1, IBA 1 §13.6.3.1).
+    window_last: u32,
+    /// Next segment to send.
+    next: u32,
+    deadline: Instant,
+    tries: u8,
+    timeout: Duration,
+    max_tries: u8,
+}
+
+/// What happened to a transfer after an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendState {
+    /// Still going.
+    Active,
+    /// Every segment acknowledged.
+    Done,
+    /// Gave up (too many timeouts, or the receiver stopped/aborted).
+    Failed,
+}
+
+impl RmppSender {
+    /// A transfer of `segments` to `to`.
+    pub fn new(
+        now: Instant,
+        to: MadAddr,
+        segments: Vec<[u8; MAD_LEN]>,
+        timeout: Duration,
+        max_tries: u8,
+    ) -> RmppSender {
+        RmppSender {
+            to,
+            segments,
+            acked: 0,
+            window_last: 1,
+            next: 1,
+            deadline: now + timeout,
+            tries: 0,
+            timeout,
+            max_tries,
+        }
+    }
+
+    fn total(&self) -> u32 {
+        self.segments.len() as u32
+    }
+
+    /// Segments that may be sent now (within the window), in order.
+    pub fn poll_segments(&mut self, now: Instant) -> Vec<[u8; MAD_LEN]> {
+        let mut out = Vec::new();
+        let last = self.window_last.min(self.total());
+        while self.next <= last {
+            if let Some(s) = self.segments.get(self.next as usize - 1) {
+                out.push(*s);
+            }
+            self.next += 1;
+        }
+        if !out.is_empty() {
+            self.deadline = now + self.timeout;
+        }
+        out
+    }
+
+    /// An ACK (SegmentNumber `seg`, NewWindowLast `nwl`) arrived.
+    pub fn on_ack(&mut self, now: Instant, seg: u32, nwl: u32) -> SendState {
+        if seg > self.total() || nwl < seg {
+            return SendState::Failed;
+        }
+        if seg > self.acked {
+            self.acked = seg;
+            self.tries = 0;
+            self.deadline = now + self.timeout;
+        }
+        self.window_last = self.window_last.max(nwl.min(self.total()));
+        self.next = self.next.max(self.acked + 1);
+        if self.acked == self.total() {
+            SendState::Done
+        } else {
+            SendState::Active
+        }
+    }
+
+    /// When the sender needs `on_timeout`.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Timer: resend from the first unacknowledged segment, or give up.
+    pub fn on_timeout(&mut self, now: Instant) -> SendState {
+        if now < self.deadline {
+            return SendState::Active;
+        }
+        self.tries += 1;
+        if self.tries >= self.max_tries {
+            return SendState::Failed;
+        }
+        self.next = self.acked + 1;
+        self.deadline = now + self.timeout;
+        SendState::Active
+    }
+}
+
+/// The receiving side of one transfer.
+#[derive(Debug, Clone, Default)]
+pub struct RmppReceiver {
+    /// Last segment received in order.
+    pub last: u32,
+    /// The SA header of the first segment.
+    pub sa: Option<SaHeaderRepr>,
+    /// The data so far.
+    pub data: Vec<u8>,
+    /// True once the last segment arrived.
+    pub complete: bool,
+}
+
+/// What a receiver does with a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecvAction {
+    /// Accepted; send this ACK. `complete` once the last segment is in.
+    Ack([u8; MAD_LEN]),
+    /// Duplicate or out of order: re-acknowledge what we have.
+    Reack([u8; MAD_LEN]),
+    /// Unusable (bad header, too long): abort the transfer.
+    Abort,
+}
+
+impl RmppReceiver {
+    /// Takes a DATA segment (whole MAD).
+    pub fn on_data(&mut self, mad: &[u8]) -> RecvAction {
+        let Ok(m) = SaMadRepr::parse(mad) else {
+            return RecvAction::Abort;
+        };
+        let seg = m.rmpp.segment_number();
+        if self.complete || seg <= self.last || seg != self.last + 1 {
+            return match ack_for(mad, self.last, self.last + RECEIVE_WINDOW) {
+                Some(a) if self.last > 0 => RecvAction::Reack(a),
+                _ => RecvAction::Abort,
+            };
+        }
+        if seg == 1 && !m.rmpp.flags.first() || seg > MAX_SEGMENTS {
+            return RecvAction::Abort;
+        }
+        let Some(area) = mad.get(SA_DATA_OFFSET..MAD_LEN) else {
+            return RecvAction::Abort;
+        };
+        if seg == 1 {
+            self.sa = Some(m.sa);
+        }
+        self.last = seg;
+        if m.rmpp.flags.last() {
+            // Linux `get_mad_len`: the last segment's PayloadLength counts the SA header plus its
+            // data; anything out of range means a full segment.
+            let n = (m.rmpp.payload_length() as usize)
+                .checked_sub(SA_HEADER_LEN)
+                .filter(|n| *n <= SA_DATA_LEN)
+                .unwrap_or(SA_DATA_LEN);
+            self.data.extend_from_slice(&area[..n]);
+            self.complete = true;
+        } else {
+            self.data.extend_from_slice(area);
+        }
+        let nwl = if self.complete {
+            seg
+        } else {
+            seg + RECEIVE_WINDOW
+        };
+        match ack_for(mad, seg, nwl) {
+            Some(a) => RecvAction::Ack(a),
+            None => RecvAction::Abort,
+        }
+    }
+}

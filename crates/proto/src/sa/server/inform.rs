@@ -1,0 +1,220 @@
+//! InformInfo subscriptions and Notice reports (IBA 1 §13.4.8.3, §13.4.11; OpenSM
+//! `osm_sa_informinfo.c`, `osm_inform.c`).
+//!
+//! Set(InformInfo): another method -> METHOD_ATTR_UNSUPPORTED; Subscribe above 1, a security trap
+//! (256-259) without an SM_Key, or unsubscribing what was never subscribed -> ERR_REQ_INVALID
+//! (OpenSM 430A, 430B, 4307). The report address is the Set's source address (OpenSM copies the
+//! MAD address, C13-32.1.2), its QP replacing the InformInfo QPN as OpenSM does.
+//!
+//! Reports: a generic notice matches a subscription when IsGeneric agrees and TrapNumber, Type and
+//! ProducerType are equal or "all" (0xFFFF, 0xFFFF, 0xFFFFFF), and the issuer is the subscribed
+//! GID or inside the LID range (OpenSM `match_notice_to_inf_rec`). Each is sent as
+//! SubnAdmReport(Notice) and resent every `report_timeout` until a ReportResp with its TID comes
+//! back, at most `report_tries` sends.
+
+use super::{Req, SaServer};
+use crate::mad_agent::{MadAddr, MadOut, GSI_QKEY};
+use crate::time::Instant;
+use ipoib_wire::mad::{
+    MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppRepr, SaStatus, BASE_VERSION,
+    MAD_LEN, SA_CLASS_VERSION,
+};
+use ipoib_wire::sa::{InformInfoRepr, SaAttribute, SaHeaderRepr, SaMadRepr};
+use ipoib_wire::Gid;
+use std::collections::BTreeMap;
+
+/// Byte of the Subscribe field inside the MAD (SA data at 56, InformInfo byte 23).
+const SUBSCRIBE_BYTE: usize = 56 + 23;
+
+#[derive(Debug, Clone)]
+pub(super) struct Subscription {
+    pub to: MadAddr,
+    pub info: InformInfoRepr,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct PendingReport {
+    to: MadAddr,
+    mad: [u8; MAD_LEN],
+    deadline: Instant,
+    sends: u8,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Informs {
+    pub subs: Vec<Subscription>,
+    pending: BTreeMap<u64, PendingReport>,
+    pub next_tid: u64,
+}
+
+impl Informs {
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+}
+
+fn same_subscription(a: &Subscription, b: &Subscription) -> bool {
+    let (x, y) = (&a.info, &b.info);
+    a.to.lid == b.to.lid
+        && x.qpn == y.qpn
+        && x.gid == y.gid
+        && x.lid_range_begin == y.lid_range_begin
+        && x.lid_range_end == y.lid_range_end
+        && x.is_generic == y.is_generic
+        && x.notice_type == y.notice_type
+        && x.trap_number_or_device_id == y.trap_number_or_device_id
+        && x.producer_type_or_vendor_id == y.producer_type_or_vendor_id
+}
+
+fn matches(info: &InformInfoRepr, n: &NoticeRepr) -> bool {
+    if info.is_generic != n.is_generic {
+        return false;
+    }
+    let all16 = InformInfoRepr::ALL_16;
+    if info.trap_number_or_device_id != all16
+        && info.trap_number_or_device_id != n.trap_number_or_device_id
+    {
+        return false;
+    }
+    if info.notice_type != all16 && info.notice_type != u16::from(u8::from(n.notice_type)) {
+        return false;
+    }
+    if info.producer_type_or_vendor_id != InformInfoRepr::ALL_24
+        && info.producer_type_or_vendor_id != n.producer_type_or_vendor_id
+    {
+        return false;
+    }
+    if info.gid != Gid::ZERO {
+        return info.gid == n.issuer_gid;
+    }
+    info.lid_range_begin == all16
+        || (n.issuer_lid >= info.lid_range_begin
+            && n.issuer_lid <= info.lid_range_end.max(info.lid_range_begin))
+}
+
+impl SaServer {
+    pub(super) fn inform_info(&mut self, req: &Req<'_>, r: InformInfoRepr) {
+        if req.mad.header.method != Method::Set {
+            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
+        }
+        if req.raw.get(SUBSCRIBE_BYTE).copied().unwrap_or(0) > 1 {
+            return self.respond_sa_error(req, SaStatus::ReqInvalid);
+        }
+        if req.mad.sa.sm_key == 0 && r.is_generic && (256..=259).contains(&r.trap_number_or_device_id)
+        {
+            return self.respond_sa_error(req, SaStatus::ReqInvalid);
+        }
+        let mut info = r;
+        if r.subscribe {
+            info.qpn = req.from.qpn;
+        }
+        let sub = Subscription {
+            to: MadAddr {
+                qkey: GSI_QKEY,
+                ..req.from
+            },
+            info,
+        };
+        let found = self
+            .informs
+            .subs
+            .iter()
+            .position(|s| same_subscription(s, &sub));
+        match (r.subscribe, found) {
+            (true, Some(i)) => self.informs.subs[i] = sub,
+            (true, None) => self.informs.subs.push(sub),
+            (false, Some(i)) => {
+                self.informs.subs.remove(i);
+            }
+            (false, None) => return self.respond_sa_error(req, SaStatus::ReqInvalid),
+        }
+        self.respond(req, SaAttribute::InformInfo(r));
+    }
+
+    /// Sends trap 66 or 67 for `mgid` to every matching subscriber (OpenSM `mgrp_send_notice`).
+    pub(super) fn send_mcast_trap(&mut self, now: Instant, trap: u16, mgid: Gid) {
+        let sm_lid = self.model().sm_lid;
+        let notice = NoticeRepr::gid_trap(trap, mgid, sm_lid, self.sm_gid());
+        let targets: Vec<MadAddr> = self
+            .informs
+            .subs
+            .iter()
+            .filter(|s| matches(&s.info, &notice))
+            .map(|s| s.to)
+            .collect();
+        for to in targets {
+            let tid = self.informs.next_tid;
+            self.informs.next_tid = self.informs.next_tid.wrapping_add(1);
+            let mad = SaMadRepr {
+                header: MadHeaderRepr {
+                    base_version: BASE_VERSION,
+                    mgmt_class: MgmtClass::SubnAdm,
+                    class_version: SA_CLASS_VERSION,
+                    method: Method::Report,
+                    status: MadStatus::SUCCESS,
+                    class_specific: 0,
+                    transaction_id: tid,
+                    attribute_id: ipoib_wire::mad::attr::sa::NOTICE,
+                    attribute_modifier: 0,
+                },
+                rmpp: RmppRepr::NONE,
+                sa: SaHeaderRepr::default(),
+                attribute: SaAttribute::Notice(notice),
+            }
+            .to_bytes();
+            self.informs.pending.insert(
+                tid,
+                PendingReport {
+                    to,
+                    mad,
+                    deadline: now + self.cfg().report_timeout,
+                    sends: 1,
+                },
+            );
+            self.stats_mut().reports_sent += 1;
+            self.push_out(MadOut {
+                to,
+                mad: mad.to_vec(),
+            });
+        }
+    }
+
+    pub(super) fn report_resp(&mut self, tid: u64) {
+        if self.informs.pending.remove(&tid).is_none() {
+            *self
+                .stats_mut()
+                .dropped
+                .entry("ReportResp for unknown report")
+                .or_insert(0) += 1;
+        }
+    }
+
+    pub(super) fn report_timeouts(&mut self, now: Instant) {
+        let due: Vec<u64> = self
+            .informs
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        let (timeout, tries) = (self.cfg().report_timeout, self.cfg().report_tries);
+        for tid in due {
+            let Some(p) = self.informs.pending.get_mut(&tid) else {
+                continue;
+            };
+            if p.sends >= tries {
+                self.informs.pending.remove(&tid);
+                self.stats_mut().reports_lost += 1;
+                continue;
+            }
+            p.sends += 1;
+            p.deadline = now + timeout;
+            let m = MadOut {
+                to: p.to,
+                mad: p.mad.to_vec(),
+            };
+            self.stats_mut().reports_sent += 1;
+            self.push_out(m);
+        }
+    }
+}

@@ -1,0 +1,634 @@
+//! MCMemberRecord: joins, leaves and queries (IBA 1 §15.2.5.17; OpenSM
+//! `osm_sa_mcmember_record.c`, `osm_multicast.c`). The checks run in OpenSM's order, so that a
+//! request with several faults gets the status OpenSM gives:
+//!
+//! Set (join): component mask lacks MGID|PortGID|JoinState -> ERR_REQ_INSUFFICIENT_COMPONENTS
+//! (1B18); invalid MTU or rate code given with its selector -> ERR_REQ_INVALID; PortGID with
+//! another subnet prefix -> ERR_REQ_INVALID_GID; PortGID not a known port -> ERR_REQ_INVALID;
+//! proxy join by a port sharing no P_Key with it -> ERR_REQ_INVALID; P_Key given and invalid ->
+//! ERR_REQ_INVALID; no such group and JoinState without FullMember -> ERR_REQ_INVALID (1B10); no
+//! such group and the create components (Q_Key, TClass, P_Key, FlowLabel, SL) missing ->
+//! ERR_REQ_INSUFFICIENT_COMPONENTS (1B11); no unique MGID left -> ERR_NO_RESOURCES (1B23);
+//! invalid requested MGID, or an IPoIB group without its broadcast group or disagreeing with it ->
+//! ERR_REQ_INVALID (1B22/1B1B/1B1C); parameters not realizable by the port -> ERR_REQ_INVALID
+//! (1B26); no MLID left -> ERR_NO_RESOURCES (1B19); joining an existing group with other
+//! Q_Key/P_Key/TClass/SL/FlowLabel/HopLimit -> ERR_REQ_INVALID (1B1A); MTU/rate selectors not
+//! met, port too slow or small, or JoinState 0 -> ERR_REQ_INVALID (1B12); port not in the group's
+//! partition -> ERR_REQ_INVALID (1B14); changing another port's membership without ProxyJoin ->
+//! ERR_REQ_INVALID (1B13).
+//!
+//! Delete (leave): component mask -> ERR_REQ_INSUFFICIENT_COMPONENTS (1B20); other prefix ->
+//! ERR_REQ_INVALID_GID; no such group, port not a member, JoinState bits not all held, or
+//! another requester without ProxyJoin -> ERR_REQ_INVALID (1B25).
+//!
+//! Membership: JoinStates of repeated joins are united; a group's first FullMember sends trap 66,
+//! losing its last FullMember sends trap 67, drops the remaining members and deletes the group
+//! unless it was pre-created from partitions.conf (OpenSM `osm_mgrp_cleanup`, `well_known`).
+
+use super::{Req, SaServer};
+use crate::partitions::PrecreatedGroup;
+use crate::sa::{compare_rates, mtu_is_valid, rate_is_valid, rate_prev, SaEvent, MLID_START};
+use crate::subnet::CaPort;
+use crate::time::Instant;
+use core::cmp::Ordering;
+use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
+use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, Rate, SaAttribute, Selector};
+use ipoib_wire::Gid;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One member port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Member {
+    pub join_state: JoinState,
+    /// The join came from another port (IBA 1 o15-0.1.2 ProxyJoin).
+    pub proxy: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Group {
+    /// The group's record (selectors "exactly"); PortGID/JoinState are the creator's.
+    pub rec: McMemberRecordRepr,
+    pub members: BTreeMap<Gid, Member>,
+    pub well_known: bool,
+}
+
+impl Group {
+    fn full_members(&self) -> usize {
+        self.members
+            .values()
+            .filter(|x| x.join_state.contains(JoinState::FULL_MEMBER))
+            .count()
+    }
+}
+
+/// A group as the SM and tests see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McastGroupInfo {
+    /// The group's MCMemberRecord (MGID, MLID, Q_Key, P_Key, MTU, rate, SL ...).
+    pub record: McMemberRecordRepr,
+    /// Members in PortGID order.
+    pub members: Vec<(Gid, JoinState)>,
+    /// Pre-created from partitions.conf (never deleted).
+    pub well_known: bool,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Groups {
+    pub by_mgid: BTreeMap<Gid, Group>,
+    pub mlids: BTreeSet<u16>,
+    /// OpenSM `build_new_mgid`'s `uniq_count`.
+    pub mgid_counter: u32,
+}
+
+impl Groups {
+    pub fn infos(&self) -> Vec<McastGroupInfo> {
+        self.by_mgid
+            .values()
+            .map(|g| McastGroupInfo {
+                record: g.rec,
+                members: g.members.iter().map(|(k, v)| (*k, v.join_state)).collect(),
+                well_known: g.well_known,
+            })
+            .collect()
+    }
+
+    /// OpenSM `get_new_mlid`: the requested MLID if valid and free, else the lowest free one.
+    fn new_mlid(&self, requested: u16, max: u16) -> Option<u16> {
+        if requested >= MLID_START && requested <= max && !self.mlids.contains(&requested) {
+            return Some(requested);
+        }
+        (MLID_START..=max).find(|l| !self.mlids.contains(l))
+    }
+}
+
+fn exactly(mut r: McMemberRecordRepr) -> McMemberRecordRepr {
+    r.mtu_selector = Selector::Exactly;
+    r.rate_selector = Selector::Exactly;
+    r.packet_life_time_selector = Selector::Exactly;
+    r
+}
+
+fn has_pkey(port: &CaPort, pkey: u16) -> bool {
+    port.pkeys.iter().any(|k| k & 0x7fff == pkey & 0x7fff)
+}
+
+/// Two ports share a P_Key unless every common one is limited at both ends (OpenSM
+/// `osm_physp_share_pkey` without `allow_both_pkeys`).
+pub(super) fn share_pkey(a: &CaPort, b: &CaPort) -> bool {
+    a.pkeys.iter().any(|ka| {
+        ka & 0x7fff != 0
+            && b
+                .pkeys
+                .iter()
+                .any(|kb| kb & 0x7fff == ka & 0x7fff && (ka | kb) & 0x8000 != 0)
+    })
+}
+
+/// OpenSM `validate_more_comp_fields`: the MTU and rate selectors against the group's values.
+/// Only the selector bit is looked at, as OpenSM does.
+fn selectors_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bool {
+    if mask & m::MTU_SELECTOR != 0 {
+        let (want, have) = (u8::from(r.mtu), u8::from(g.mtu));
+        let ok = match r.mtu_selector {
+            Selector::GreaterThan => have > want,
+            Selector::LessThan => have < want,
+            Selector::Exactly => have == want,
+            Selector::LargestAvailable => true,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    if mask & m::RATE_SELECTOR != 0 {
+        let c = compare_rates(u8::from(g.rate), u8::from(r.rate));
+        let ok = match r.rate_selector {
+            Selector::GreaterThan => c == Ordering::Greater,
+            Selector::LessThan => c == Ordering::Less,
+            Selector::Exactly => c == Ordering::Equal,
+            Selector::LargestAvailable => true,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// OpenSM `validate_other_comp_fields`.
+fn other_fields_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bool {
+    if mask & m::Q_KEY != 0 && r.q_key != g.q_key {
+        return false;
+    }
+    if mask & m::P_KEY != 0
+        && ((r.p_key | g.p_key) & 0x8000 == 0 || r.p_key & 0x7fff != g.p_key & 0x7fff)
+    {
+        return false;
+    }
+    if mask & m::TCLASS != 0 && r.tclass != g.tclass {
+        return false;
+    }
+    if mask & m::SL != 0 && r.sl != g.sl {
+        return false;
+    }
+    if mask & m::FLOW_LABEL != 0 && r.flow_label != g.flow_label {
+        return false;
+    }
+    if mask & m::HOP_LIMIT != 0 && r.hop_limit != g.hop_limit {
+        return false;
+    }
+    true
+}
+
+/// OpenSM `validate_requested_mgid` (IBA 1 o15-0.1.5).
+fn requested_mgid_ok(mgid: &Gid) -> bool {
+    let g = mgid.0;
+    if g[0] != 0xff {
+        return false;
+    }
+    let sig = u16::from_be_bytes([g[2], g[3]]);
+    if sig == 0x401b || sig == 0x601b {
+        return true;
+    }
+    if g[1] & 0xe0 != 0 {
+        return false;
+    }
+    !(sig == 0xa01b && g[1] & 0x0f == 2)
+}
+
+/// OpenSM `mgrp_request_is_realizable`: the group's MTU and rate from the request's selectors and
+/// the creating port's capabilities (without both the selector and the value, the port's own).
+fn realizable(r: &mut McMemberRecordRepr, mask: u64, port: &CaPort) -> bool {
+    let given = |sel: u64, val: u64, s: Selector| {
+        mask & sel != 0 && mask & val != 0 && s != Selector::LargestAvailable
+    };
+    let mtu = if !given(m::MTU_SELECTOR, m::MTU, r.mtu_selector) {
+        port.mtu
+    } else {
+        let want = u8::from(r.mtu);
+        match r.mtu_selector {
+            Selector::GreaterThan if want >= port.mtu => return false,
+            Selector::GreaterThan => port.mtu,
+            Selector::LessThan if want > port.mtu => port.mtu,
+            Selector::LessThan => want.wrapping_sub(1),
+            _ => want,
+        }
+    };
+    if !mtu_is_valid(mtu) {
+        return false;
+    }
+    let rate = if !given(m::RATE_SELECTOR, m::RATE, r.rate_selector) {
+        port.rate
+    } else {
+        let want = u8::from(r.rate);
+        match r.rate_selector {
+            Selector::GreaterThan if compare_rates(want, port.rate) != Ordering::Less => {
+                return false
+            }
+            Selector::GreaterThan => port.rate,
+            Selector::LessThan if compare_rates(want, port.rate) == Ordering::Greater => port.rate,
+            Selector::LessThan => rate_prev(want),
+            _ => want,
+        }
+    };
+    if !rate_is_valid(rate) {
+        return false;
+    }
+    r.mtu = Mtu::from(mtu);
+    r.rate = Rate::from(rate);
+    true
+}
+
+impl SaServer {
+    /// Creates a group from partitions.conf (OpenSM `osm_prtn_add_mcgroup`).
+    pub(super) fn precreate(&mut self, g: &PrecreatedGroup) {
+        if self.mc.by_mgid.contains_key(&g.mgid) {
+            return;
+        }
+        let Some(mlid) = self.mc.new_mlid(0, self.cfg().max_mlid) else {
+            return;
+        };
+        let rec = McMemberRecordRepr {
+            mgid: g.mgid,
+            q_key: g.q_key,
+            mlid,
+            mtu: Mtu::from(g.mtu),
+            tclass: g.tclass,
+            p_key: g.pkey,
+            rate: Rate::from(g.rate),
+            packet_life_time: self.cfg().subnet_timeout,
+            sl: g.sl,
+            flow_label: g.flow_label,
+            hop_limit: if g.scope == 2 { 0 } else { 0xff },
+            scope: g.scope,
+            join_state: JoinState::FULL_MEMBER,
+            ..McMemberRecordRepr::default()
+        };
+        self.mc.mlids.insert(mlid);
+        self.mc.by_mgid.insert(
+            g.mgid,
+            Group {
+                rec: exactly(rec),
+                members: BTreeMap::new(),
+                well_known: true,
+            },
+        );
+        self.push_event(SaEvent::GroupCreated { mgid: g.mgid, mlid });
+    }
+
+    pub(super) fn mcmember(&mut self, now: Instant, req: &Req<'_>, r: McMemberRecordRepr) {
+        let mask = req.mad.sa.component_mask;
+        let sel_valid = (mask & m::RATE_SELECTOR == 0
+            || mask & m::RATE == 0
+            || rate_is_valid(u8::from(r.rate)))
+            && (mask & m::MTU_SELECTOR == 0 || mask & m::MTU == 0 || mtu_is_valid(u8::from(r.mtu)));
+        match req.mad.header.method {
+            Method::Set | Method::Delete => {
+                if mask & m::JOIN != m::JOIN {
+                    return self.respond_sa_error(req, SaStatus::ReqInsufficientComponents);
+                }
+                if !sel_valid {
+                    return self.respond_sa_error(req, SaStatus::ReqInvalid);
+                }
+                let result = if req.mad.header.method == Method::Set {
+                    self.join(now, req, r)
+                } else {
+                    self.leave(now, req, r)
+                };
+                match result {
+                    Ok(rec) => self.respond(req, SaAttribute::McMemberRecord(exactly(rec))),
+                    Err(s) => self.respond_sa_error(req, s),
+                }
+            }
+            Method::Get | Method::GetTable => {
+                if !sel_valid {
+                    return self.respond_sa_error(req, SaStatus::ReqInvalid);
+                }
+                let recs = self.mc_query(req, &r);
+                self.respond_records(now, req, recs);
+            }
+            _ => self.respond_error(
+                req.raw,
+                &req.from,
+                ipoib_wire::mad::MadStatus::METHOD_ATTR_UNSUPPORTED,
+            ),
+        }
+    }
+
+    /// OpenSM `mcmr_rcv_join_mgrp`.
+    fn join(
+        &mut self,
+        now: Instant,
+        req: &Req<'_>,
+        r: McMemberRecordRepr,
+    ) -> Result<McMemberRecordRepr, SaStatus> {
+        let mask = req.mad.sa.component_mask;
+        if r.port_gid.subnet_prefix() != self.model().subnet_prefix {
+            return Err(SaStatus::ReqInvalidGid);
+        }
+        let (pidx, port) = self
+            .model()
+            .port_by_gid(&r.port_gid)
+            .map(|(i, p)| (i, p.clone()))
+            .ok_or(SaStatus::ReqInvalid)?;
+        let requester = self.port(req.port).cloned().ok_or(SaStatus::ReqInvalid)?;
+        let proxy = pidx != req.port;
+        if proxy && !share_pkey(&port, &requester) {
+            return Err(SaStatus::ReqInvalid);
+        }
+        if mask & m::P_KEY != 0 && r.p_key & 0x7fff == 0 {
+            return Err(SaStatus::ReqInvalid);
+        }
+        let join_state = JoinState(r.join_state.0 & 0x0f);
+        let existing = self.mc.by_mgid.get(&r.mgid).map(|g| g.rec);
+        let (grec, is_new) = match existing {
+            Some(g) => {
+                if self.cfg().join_validation && !other_fields_ok(&g, &r, mask) {
+                    return Err(SaStatus::ReqInvalid);
+                }
+                (g, false)
+            }
+            None => {
+                if !join_state.contains(JoinState::FULL_MEMBER) {
+                    return Err(SaStatus::ReqInvalid);
+                }
+                if mask & m::CREATE != m::CREATE {
+                    return Err(SaStatus::ReqInsufficientComponents);
+                }
+                (self.new_group_record(req, r, &port)?, true)
+            }
+        };
+        if !selectors_ok(&grec, &r, mask)
+            || port.mtu < u8::from(grec.mtu)
+            || compare_rates(port.rate, u8::from(grec.rate)) == Ordering::Less
+            || join_state.is_empty()
+        {
+            return Err(SaStatus::ReqInvalid);
+        }
+        if !has_pkey(&port, grec.p_key) {
+            return Err(SaStatus::ReqInvalid);
+        }
+        if !is_new {
+            let g = self.mc.by_mgid.get(&grec.mgid).ok_or(SaStatus::ReqInvalid)?;
+            if let Some(mem) = g.members.get(&r.port_gid) {
+                let ok = if mem.proxy {
+                    has_pkey(&requester, grec.p_key)
+                } else {
+                    !proxy
+                };
+                if !ok {
+                    return Err(SaStatus::ReqInvalid);
+                }
+            }
+        }
+        if is_new {
+            self.mc.mlids.insert(grec.mlid);
+            self.mc.by_mgid.insert(
+                grec.mgid,
+                Group {
+                    rec: grec,
+                    members: BTreeMap::new(),
+                    well_known: false,
+                },
+            );
+            self.push_event(SaEvent::GroupCreated {
+                mgid: grec.mgid,
+                mlid: grec.mlid,
+            });
+        }
+        let union = {
+            let g = self.mc.by_mgid.get_mut(&grec.mgid).ok_or(SaStatus::ReqInvalid)?;
+            let before = g.full_members();
+            let mem = g.members.entry(r.port_gid).or_insert(Member {
+                join_state: JoinState(0),
+                proxy,
+            });
+            mem.join_state = mem.join_state.union(join_state);
+            let union = mem.join_state;
+            let first_full = before == 0 && g.full_members() == 1;
+            (union, first_full)
+        };
+        if union.1 {
+            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_CREATED, grec.mgid);
+        }
+        self.membership_event(&grec.mgid);
+        let mut out = r;
+        out.mgid = grec.mgid;
+        out.q_key = grec.q_key;
+        out.mlid = grec.mlid;
+        out.tclass = grec.tclass;
+        out.p_key = grec.p_key;
+        out.sl = grec.sl;
+        out.flow_label = grec.flow_label;
+        out.hop_limit = grec.hop_limit;
+        out.mtu = grec.mtu;
+        out.rate = grec.rate;
+        out.packet_life_time = grec.packet_life_time;
+        out.join_state = union.0;
+        Ok(out)
+    }
+
+    /// OpenSM `mcmr_rcv_create_new_mgrp`: the record of a group about to be created.
+    fn new_group_record(
+        &mut self,
+        req: &Req<'_>,
+        r: McMemberRecordRepr,
+        port: &CaPort,
+    ) -> Result<McMemberRecordRepr, SaStatus> {
+        let mask = req.mad.sa.component_mask;
+        let mut rec = r;
+        if r.mgid == Gid::ZERO {
+            rec.mgid = self.build_new_mgid(mask, &r).ok_or(SaStatus::NoResources)?;
+        } else if self.cfg().ipoib_creation_validation {
+            if !requested_mgid_ok(&rec.mgid) {
+                return Err(SaStatus::ReqInvalid);
+            }
+            let g = rec.mgid.0;
+            let sig = u16::from_be_bytes([g[2], g[3]]);
+            if sig == 0x401b || sig == 0x601b {
+                let mut b = [0u8; 16];
+                b[0] = 0xff;
+                b[1] = 0x10 | (g[1] & 0x0f);
+                b[2..4].copy_from_slice(&[0x40, 0x1b]);
+                b[4..6].copy_from_slice(&g[4..6]);
+                b[12..16].copy_from_slice(&[0xff; 4]);
+                let bcast = Gid(b);
+                if sig != 0x401b || bcast != rec.mgid {
+                    let bg = self.mc.by_mgid.get(&bcast).ok_or(SaStatus::ReqInvalid)?;
+                    if !other_fields_ok(&bg.rec, &r, mask) {
+                        return Err(SaStatus::ReqInvalid);
+                    }
+                }
+            }
+        }
+        if !realizable(&mut rec, mask, port) {
+            return Err(SaStatus::ReqInvalid);
+        }
+        rec.mlid = self
+            .mc
+            .new_mlid(r.mlid, self.cfg().max_mlid)
+            .ok_or(SaStatus::NoResources)?;
+        rec.join_state = JoinState(r.join_state.0 & 0x0f);
+        Ok(exactly(rec))
+    }
+
+    /// OpenSM `build_new_mgid`: `ff1<scope>:a01b:<subnet prefix>` with a counter in bytes 10..14,
+    /// written in host order by OpenSM (`memcpy` of a `uint32_t`); x86's little-endian bytes are
+    /// reproduced here. Scope from the request if its component is given, else link-local.
+    fn build_new_mgid(&mut self, mask: u64, r: &McMemberRecordRepr) -> Option<Gid> {
+        let scope = if mask & m::SCOPE != 0 { r.scope & 0x0f } else { 2 };
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        g[1] = 0x10 | scope;
+        g[2] = 0xa0;
+        g[3] = 0x1b;
+        g[4..12].copy_from_slice(&self.model().subnet_prefix.to_be_bytes());
+        for _ in 0..1000 {
+            g[10..14].copy_from_slice(&self.mc.mgid_counter.to_le_bytes());
+            self.mc.mgid_counter = self.mc.mgid_counter.wrapping_add(1);
+            if !self.mc.by_mgid.contains_key(&Gid(g)) {
+                return Some(Gid(g));
+            }
+        }
+        None
+    }
+
+    /// OpenSM `mcmr_rcv_leave_mgrp` and `osm_mgrp_remove_port`.
+    fn leave(
+        &mut self,
+        now: Instant,
+        req: &Req<'_>,
+        r: McMemberRecordRepr,
+    ) -> Result<McMemberRecordRepr, SaStatus> {
+        if r.port_gid.subnet_prefix() != self.model().subnet_prefix {
+            return Err(SaStatus::ReqInvalidGid);
+        }
+        let requester = self.port(req.port).cloned().ok_or(SaStatus::ReqInvalid)?;
+        let requester_gid = self.model().gid(&requester);
+        let g = self.mc.by_mgid.get(&r.mgid).ok_or(SaStatus::ReqInvalid)?;
+        let mem = *g.members.get(&r.port_gid).ok_or(SaStatus::ReqInvalid)?;
+        let req_js = r.join_state.0 & 0x0f;
+        let held = mem.join_state.0 & 0x0f;
+        if req_js & held == 0 || (req_js | held) != held {
+            return Err(SaStatus::ReqInvalid);
+        }
+        let ok = if mem.proxy {
+            has_pkey(&requester, g.rec.p_key)
+        } else {
+            requester_gid == r.port_gid
+        };
+        if !ok {
+            return Err(SaStatus::ReqInvalid);
+        }
+        let mgid = r.mgid;
+        let remaining = JoinState(held & !req_js);
+        let (lost_last_full, mlid, well_known) = {
+            let g = self.mc.by_mgid.get_mut(&mgid).ok_or(SaStatus::ReqInvalid)?;
+            let before = g.full_members();
+            if remaining.is_empty() {
+                g.members.remove(&r.port_gid);
+            } else if let Some(x) = g.members.get_mut(&r.port_gid) {
+                x.join_state = remaining;
+            }
+            (before > 0 && g.full_members() == 0, g.rec.mlid, g.well_known)
+        };
+        if lost_last_full {
+            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
+            // OpenSM osm_mgrp_cleanup: without full members every port goes, and the group too
+            // unless it is well known.
+            if let Some(g) = self.mc.by_mgid.get_mut(&mgid) {
+                g.members.clear();
+            }
+            self.membership_event(&mgid);
+            if !well_known {
+                self.mc.by_mgid.remove(&mgid);
+                self.mc.mlids.remove(&mlid);
+                self.push_event(SaEvent::GroupDeleted { mgid, mlid });
+            }
+        } else {
+            self.membership_event(&mgid);
+        }
+        let mut out = r;
+        out.join_state = remaining;
+        Ok(out)
+    }
+
+    fn membership_event(&mut self, mgid: &Gid) {
+        if let Some(g) = self.mc.by_mgid.get(mgid) {
+            let e = SaEvent::McastGroup {
+                mgid: *mgid,
+                mlid: g.rec.mlid,
+                members: g.members.iter().map(|(k, v)| (*k, v.join_state)).collect(),
+            };
+            self.push_event(e);
+        }
+    }
+
+    /// OpenSM `mcmr_query_mgrp` / `mcmr_by_comp_mask`.
+    fn mc_query(&self, req: &Req<'_>, r: &McMemberRecordRepr) -> Vec<SaAttribute> {
+        let mask = req.mad.sa.component_mask;
+        let trusted = req.mad.sa.sm_key != 0;
+        let Some(requester) = self.port(req.port) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for g in self.mc.by_mgid.values() {
+            let gr = &g.rec;
+            if (mask & m::MGID != 0 && r.mgid != gr.mgid)
+                || (mask & m::MLID != 0 && r.mlid != gr.mlid)
+                || !has_pkey(requester, gr.p_key)
+                || (mask & m::Q_KEY != 0 && r.q_key != gr.q_key)
+                || (mask & m::P_KEY != 0 && r.p_key != gr.p_key)
+                || (mask & m::TCLASS != 0 && r.tclass != gr.tclass)
+                || (mask & m::SL != 0 && r.sl != gr.sl)
+                || (mask & m::FLOW_LABEL != 0 && r.flow_label != gr.flow_label)
+                || (mask & m::HOP_LIMIT != 0 && r.hop_limit != gr.hop_limit)
+                || (mask & m::PROXY_JOIN != 0 && r.proxy_join != gr.proxy_join)
+                || !selectors_ok(gr, r, mask)
+            {
+                continue;
+            }
+            let mut state_mask = 0u8;
+            if mask & m::SCOPE != 0 {
+                state_mask |= 0xf0;
+            }
+            if mask & m::JOIN_STATE != 0 {
+                state_mask |= 0x0f;
+            }
+            let want = (r.scope << 4) | (r.join_state.0 & 0x0f);
+            let record = |port_gid: Gid, js: JoinState, proxy: bool| {
+                let mut x = *gr;
+                x.port_gid = port_gid;
+                x.join_state = js;
+                x.proxy_join = proxy;
+                if !trusted {
+                    x.port_gid = Gid::ZERO;
+                    x.join_state = JoinState(0);
+                    x.proxy_join = false;
+                }
+                SaAttribute::McMemberRecord(x)
+            };
+            if mask & m::PORT_GID != 0 {
+                let Some(mem) = g.members.get(&r.port_gid) else {
+                    continue;
+                };
+                let have = (gr.scope << 4) | mem.join_state.0;
+                if state_mask & want == state_mask & have {
+                    out.push(record(r.port_gid, mem.join_state, mem.proxy));
+                }
+            } else if trusted {
+                for (pg, mem) in &g.members {
+                    let have = (gr.scope << 4) | mem.join_state.0;
+                    if state_mask & want == state_mask & have {
+                        out.push(record(*pg, mem.join_state, mem.proxy));
+                    }
+                }
+            } else {
+                let have = (gr.scope << 4) | gr.join_state.0;
+                if state_mask & want == state_mask & have {
+                    out.push(record(gr.port_gid, gr.join_state, gr.proxy_join));
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,474 @@
+//! The subnet administrator (IBA 1 §15), reached only through SA MADs. It answers from a
+//! [`SubnetModel`] (set by the SM with [`SaServer::set_subnet`]) and the partitions; it owns the
+//! multicast groups and tells the SM about them through [`SaServer::poll_event`].
+//!
+//! Invariants: every request from a known port gets exactly one response (or one RMPP transfer),
+//! with the status OpenSM gives; a request from a LID the model does not know is dropped and
+//! counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
+//! inputs and the seed.
+
+mod inform;
+mod mcast;
+mod path;
+
+use super::rmpp::{segment_table, RmppSender, SendState};
+use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT, MLID_END};
+use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use crate::partitions::PartitionConfig;
+use crate::rng::Rng;
+use crate::subnet::{CaPort, SubnetModel};
+use crate::time::Instant;
+use ipoib_wire::mad::attr::sa as attr;
+use ipoib_wire::mad::{
+    ClassPortInfoRepr, MadHeaderRepr, MadStatus, Method, MgmtClass, RmppRepr, RmppType, SaStatus,
+    BASE_VERSION, MAD_LEN, SA_CLASS_VERSION,
+};
+use ipoib_wire::sa::{
+    attribute_offset_for, emit_records, record_len, SaAttribute, SaHeaderRepr, SaMadRepr,
+};
+use ipoib_wire::Gid;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+pub use mcast::McastGroupInfo;
+
+/// Tunables, with OpenSM's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaServerConfig {
+    /// SM_Key (OpenSM `sm_key`/`sa_key`, default 1). A request carrying another non-zero SM_Key is
+    /// answered ERR_REQ_INVALID; one carrying this key is trusted (full MCMemberRecord queries).
+    pub sm_key: u64,
+    /// Subnet timeout code (OpenSM `subnet_timeout`, 18): PacketLifeTime of non-loopback paths.
+    pub subnet_timeout: u8,
+    /// Highest MLID to allocate (OpenSM limits it by the switches' MulticastFDBCap).
+    pub max_mlid: u16,
+    /// OpenSM `mcgroup_join_validation` (default TRUE): a join must match the group's Q_Key,
+    /// P_Key, TClass, SL, FlowLabel and HopLimit where the component mask gives them.
+    pub join_validation: bool,
+    /// OpenSM `ipoib_mcgroup_creation_validation` (default TRUE): an IPoIB group other than the
+    /// broadcast group may only be created when the broadcast group of its P_Key and scope exists,
+    /// with matching parameters.
+    pub ipoib_creation_validation: bool,
+    /// Time to wait for a ReportResp (OpenSM `transaction_timeout`, 200 ms).
+    pub report_timeout: Duration,
+    /// Sends of a Report before giving up (OpenSM `transaction_retries` 3, plus the first).
+    pub report_tries: u8,
+    /// Time to wait for an RMPP ACK before resending the window.
+    pub rmpp_timeout: Duration,
+    /// Tries of an RMPP window before the transfer is abandoned.
+    pub rmpp_tries: u8,
+    /// QoS enabled (OpenSM `qos`): without it paths and groups use SL 0 unless asked otherwise.
+    pub qos: bool,
+}
+
+impl Default for SaServerConfig {
+    fn default() -> Self {
+        SaServerConfig {
+            sm_key: 1,
+            subnet_timeout: DEFAULT_SUBNET_TIMEOUT,
+            max_mlid: MLID_END,
+            join_validation: true,
+            ipoib_creation_validation: true,
+            report_timeout: Duration::from_millis(200),
+            report_tries: 4,
+            rmpp_timeout: Duration::from_millis(200),
+            rmpp_tries: 5,
+            qos: false,
+        }
+    }
+}
+
+/// Counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SaStats {
+    /// Requests answered (errors included).
+    pub requests: u64,
+    /// MADs dropped, by reason.
+    pub dropped: BTreeMap<&'static str, u64>,
+    /// Reports sent (first sends and resends).
+    pub reports_sent: u64,
+    /// Reports given up on (no ReportResp).
+    pub reports_lost: u64,
+    /// RMPP transfers started / completed / failed.
+    pub rmpp_started: u64,
+    /// RMPP transfers completed.
+    pub rmpp_done: u64,
+    /// RMPP transfers abandoned.
+    pub rmpp_failed: u64,
+}
+
+/// The subnet administrator.
+#[derive(Debug)]
+pub struct SaServer {
+    cfg: SaServerConfig,
+    model: SubnetModel,
+    partitions: PartitionConfig,
+    rng: Rng,
+    mc: mcast::Groups,
+    informs: inform::Informs,
+    transfers: BTreeMap<(u16, u64), RmppSender>,
+    out: VecDeque<MadOut>,
+    events: VecDeque<SaEvent>,
+    stats: SaStats,
+}
+
+/// A request being handled: its parsed form, raw bytes and sender.
+pub(super) struct Req<'a> {
+    pub mad: SaMadRepr,
+    pub raw: &'a [u8],
+    pub from: MadAddr,
+    /// Index of the requesting port in the model.
+    pub port: usize,
+}
+
+impl SaServer {
+    /// An SA serving `model` with `partitions` (pre-creating their groups), randomness from `rng`.
+    pub fn new(
+        cfg: SaServerConfig,
+        model: SubnetModel,
+        partitions: PartitionConfig,
+        rng: Rng,
+    ) -> SaServer {
+        let mut s = SaServer {
+            cfg,
+            model,
+            partitions: PartitionConfig {
+                partitions: Vec::new(),
+                warnings: Vec::new(),
+            },
+            rng,
+            mc: mcast::Groups::default(),
+            informs: inform::Informs::default(),
+            transfers: BTreeMap::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: SaStats::default(),
+        };
+        s.informs.next_tid = s.rng.next_u32().into();
+        s.set_partitions(partitions);
+        s
+    }
+
+    /// Replaces the subnet model (after a sweep). Groups and subscriptions stay.
+    pub fn set_subnet(&mut self, model: SubnetModel) {
+        self.model = model;
+    }
+
+    /// The subnet model in use.
+    pub fn subnet(&self) -> &SubnetModel {
+        &self.model
+    }
+
+    /// Replaces the partitions and pre-creates their groups (existing groups stay).
+    pub fn set_partitions(&mut self, partitions: PartitionConfig) {
+        for g in partitions.precreated_groups() {
+            self.precreate(&g);
+        }
+        self.partitions = partitions;
+    }
+
+    /// The partitions in use.
+    pub fn partitions(&self) -> &PartitionConfig {
+        &self.partitions
+    }
+
+    /// The next event for the subnet manager.
+    pub fn poll_event(&mut self) -> Option<SaEvent> {
+        self.events.pop_front()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SaStats {
+        &self.stats
+    }
+
+    /// Every multicast group, in MGID order.
+    pub fn groups(&self) -> Vec<McastGroupInfo> {
+        self.mc.infos()
+    }
+
+    fn drop_mad(&mut self, reason: &'static str) {
+        *self.stats.dropped.entry(reason).or_insert(0) += 1;
+    }
+
+    pub(super) fn sm_gid(&self) -> Gid {
+        self.model
+            .port_by_lid(self.model.sm_lid)
+            .map(|(_, p)| self.model.gid(p))
+            .unwrap_or(Gid::ZERO)
+    }
+
+    pub(super) fn port(&self, i: usize) -> Option<&CaPort> {
+        self.model.ports.get(i)
+    }
+
+    fn reply_addr(from: &MadAddr) -> MadAddr {
+        MadAddr {
+            qkey: GSI_QKEY,
+            ..*from
+        }
+    }
+
+    /// Sends a single-MAD response.
+    pub(super) fn respond(&mut self, req: &Req<'_>, attribute: SaAttribute) {
+        let resp = req.mad.response(MadStatus::SUCCESS, attribute);
+        self.out.push_back(MadOut {
+            to: Self::reply_addr(&req.from),
+            mad: resp.to_bytes().to_vec(),
+        });
+    }
+
+    /// Sends an error response as OpenSM's `osm_sa_send_error` does: the request copied back with
+    /// the status set, the method turned into its response (Set -> GetResp, GetTable ->
+    /// GetTableResp with AttributeOffset 0), SM_Key zeroed.
+    pub(super) fn respond_error(&mut self, raw: &[u8], from: &MadAddr, status: MadStatus) {
+        let mut mad = [0u8; MAD_LEN];
+        let n = raw.len().min(MAD_LEN);
+        mad[..n].copy_from_slice(&raw[..n]);
+        if let Ok(h) = MadHeaderRepr::parse_bytes(&mad) {
+            let method = h.method.response().unwrap_or(Method::GetResp);
+            h.response(method, status).emit(&mut mad);
+            mad[36..44].fill(0);
+            if method == Method::GetTableResp {
+                mad[44..46].fill(0);
+            }
+        }
+        self.out.push_back(MadOut {
+            to: Self::reply_addr(from),
+            mad: mad.to_vec(),
+        });
+    }
+
+    pub(super) fn respond_sa_error(&mut self, req: &Req<'_>, s: SaStatus) {
+        let raw = req.raw;
+        self.respond_error(raw, &req.from, MadStatus::sa(s));
+    }
+
+    /// Answers a Get or GetTable with `records` as OpenSM's `osm_sa_respond`: Get with none is
+    /// ERR_NO_RECORDS, Get with several ERR_TOO_MANY_RECORDS; GetTable returns them all, over RMPP
+    /// when they do not fit one MAD.
+    pub(super) fn respond_records(&mut self, now: Instant, req: &Req<'_>, records: Vec<SaAttribute>) {
+        let id = req.mad.header.attribute_id;
+        if req.mad.header.method == Method::Get {
+            match records.len() {
+                0 => return self.respond_sa_error(req, SaStatus::NoRecords),
+                1 => return self.respond(req, records[0]),
+                _ => return self.respond_sa_error(req, SaStatus::TooManyRecords),
+            }
+        }
+        let Some(len) = record_len(id) else {
+            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
+        };
+        let stride = usize::from(attribute_offset_for(len)) * 8;
+        let mut data = vec![0u8; stride * records.len()];
+        if emit_records(id, &records, &mut data).is_err() {
+            self.drop_mad("record encoding");
+            return;
+        }
+        let header = req
+            .mad
+            .header
+            .response(Method::GetTableResp, MadStatus::SUCCESS);
+        let sa = SaHeaderRepr {
+            sm_key: 0,
+            attribute_offset: if records.is_empty() { 0 } else { (stride / 8) as u16 },
+            component_mask: req.mad.sa.component_mask,
+        };
+        let segments = segment_table(header, sa, &data);
+        let to = Self::reply_addr(&req.from);
+        if segments.len() == 1 {
+            self.out.push_back(MadOut {
+                to,
+                mad: segments[0].to_vec(),
+            });
+            return;
+        }
+        self.stats.rmpp_started += 1;
+        let mut tx = RmppSender::new(now, to, segments, self.cfg.rmpp_timeout, self.cfg.rmpp_tries);
+        for s in tx.poll_segments(now) {
+            self.out.push_back(MadOut { to, mad: s.to_vec() });
+        }
+        self.transfers
+            .insert((req.from.lid, req.mad.header.transaction_id), tx);
+    }
+
+    fn rmpp_control(&mut self, now: Instant, from: &MadAddr, h: &MadHeaderRepr, r: &RmppRepr) {
+        let key = (from.lid, h.transaction_id);
+        let Some(tx) = self.transfers.get_mut(&key) else {
+            self.drop_mad("RMPP control for unknown transfer");
+            return;
+        };
+        let state = match r.rmpp_type {
+            RmppType::Ack => tx.on_ack(now, r.segment_number(), r.new_window_last()),
+            _ => SendState::Failed,
+        };
+        match state {
+            SendState::Active => {
+                let to = tx.to;
+                for s in tx.poll_segments(now) {
+                    self.out.push_back(MadOut { to, mad: s.to_vec() });
+                }
+            }
+            SendState::Done => {
+                self.transfers.remove(&key);
+                self.stats.rmpp_done += 1;
+            }
+            SendState::Failed => {
+                self.transfers.remove(&key);
+                self.stats.rmpp_failed += 1;
+            }
+        }
+    }
+
+    fn class_port_info(&mut self, req: &Req<'_>) {
+        if req.mad.header.method != Method::Get {
+            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
+        }
+        // IBA 1 §13.4.8.1 CapabilityMask: IsTrapSupported (bit 0) and IsNoticeSupported (bit 1);
+        // SA-specific bit 9 IsUDMulticastSupported (OpenSM `OSM_CAP_IS_UD_MCAST_SUP`).
+        // RespTimeValue: the subnet timeout, as OpenSM `osm_sa_class_port_info.c`.
+        let cpi = ClassPortInfoRepr {
+            base_version: BASE_VERSION,
+            class_version: SA_CLASS_VERSION,
+            capability_mask: 0x0203,
+            resp_time_value: self.cfg.subnet_timeout,
+            ..ClassPortInfoRepr::default()
+        };
+        self.respond(req, SaAttribute::ClassPortInfo(cpi));
+    }
+
+    fn handle_request(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr) {
+        if h.base_version != BASE_VERSION || h.class_version != SA_CLASS_VERSION {
+            self.stats.requests += 1;
+            return self.respond_error(raw, &from, MadStatus::BAD_VERSION);
+        }
+        let Ok(mad) = SaMadRepr::parse(raw) else {
+            return self.drop_mad("unparsable SA MAD");
+        };
+        let Some((port, _)) = self.model.port_by_lid(from.lid) else {
+            // OpenSM: "Cannot find requester physical port" - no response.
+            return self.drop_mad("requester LID unknown");
+        };
+        self.stats.requests += 1;
+        if mad.sa.sm_key != 0 && mad.sa.sm_key != self.cfg.sm_key {
+            return self.respond_error(raw, &from, MadStatus::sa(SaStatus::ReqInvalid));
+        }
+        let req = Req {
+            mad,
+            raw,
+            from,
+            port,
+        };
+        let known_method = matches!(
+            h.method,
+            Method::Get | Method::Set | Method::GetTable | Method::Delete
+        );
+        if !known_method {
+            return self.respond_error(raw, &from, MadStatus::METHOD_UNSUPPORTED);
+        }
+        match (h.attribute_id, &req.mad.attribute) {
+            (attr::CLASS_PORT_INFO, _) => self.class_port_info(&req),
+            (attr::MC_MEMBER_RECORD, SaAttribute::McMemberRecord(r)) => {
+                let r = *r;
+                self.mcmember(now, &req, r)
+            }
+            (attr::PATH_RECORD, SaAttribute::PathRecord(r)) => {
+                let r = *r;
+                self.path_record(now, &req, r)
+            }
+            (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
+                let r = *r;
+                self.inform_info(&req, r)
+            }
+            _ => self.respond_error(raw, &from, MadStatus::METHOD_ATTR_UNSUPPORTED),
+        }
+    }
+
+    pub(super) fn push_event(&mut self, e: SaEvent) {
+        self.events.push_back(e);
+    }
+
+    pub(super) fn push_out(&mut self, m: MadOut) {
+        self.out.push_back(m);
+    }
+
+    pub(super) fn cfg(&self) -> &SaServerConfig {
+        &self.cfg
+    }
+
+    pub(super) fn model(&self) -> &SubnetModel {
+        &self.model
+    }
+
+    pub(super) fn stats_mut(&mut self) -> &mut SaStats {
+        &mut self.stats
+    }
+}
+
+impl MadAgent for SaServer {
+    fn handle_mad(&mut self, now: Instant, m: MadIn) {
+        let raw = m.mad.as_slice();
+        let Ok(h) = MadHeaderRepr::parse_bytes(raw) else {
+            return self.drop_mad("short MAD");
+        };
+        if raw.len() < MAD_LEN {
+            return self.drop_mad("short MAD");
+        }
+        if h.mgmt_class != MgmtClass::SubnAdm {
+            return self.drop_mad("not SubnAdm");
+        }
+        if h.method == Method::ReportResp {
+            return self.report_resp(h.transaction_id);
+        }
+        if h.method.is_response() {
+            return self.drop_mad("unexpected response");
+        }
+        let rmpp = ipoib_wire::mad::Rmpp::new_unchecked(&raw[24..36]);
+        if let Ok(r) = RmppRepr::parse(&rmpp) {
+            if r.is_active() && r.rmpp_type != RmppType::Data {
+                return self.rmpp_control(now, &m.from, &h, &r);
+            }
+        }
+        self.handle_request(now, m.from, raw, h);
+    }
+
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let t = self.transfers.values().map(|t| t.deadline()).min();
+        let r = self.informs.next_deadline();
+        match (t, r) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        let keys: Vec<(u16, u64)> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.deadline() <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            let Some(tx) = self.transfers.get_mut(&k) else {
+                continue;
+            };
+            match tx.on_timeout(now) {
+                SendState::Active => {
+                    let to = tx.to;
+                    for s in tx.poll_segments(now) {
+                        self.out.push_back(MadOut { to, mad: s.to_vec() });
+                    }
+                }
+                _ => {
+                    self.transfers.remove(&k);
+                    self.stats.rmpp_failed += 1;
+                }
+            }
+        }
+        self.report_timeouts(now);
+    }
+}
