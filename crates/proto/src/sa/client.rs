@@ -20,9 +20,7 @@ use super::rmpp::{ack_for, RecvAction, RmppReceiver};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
 use crate::rng::Rng;
 use crate::time::Instant;
-use ipoib_wire::mad::{
-    MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN,
-};
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN};
 use ipoib_wire::sa::{SaAttribute, SaHeaderRepr, SaMadRepr, SaRecords};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -73,7 +71,9 @@ impl fmt::Display for SaClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SaClientError::Timeout => write!(f, "SA request timed out"),
-            SaClientError::Status(s) => write!(f, "SA status {:#06x} ({})", s.0, s.name(MgmtClass::SubnAdm)),
+            SaClientError::Status(s) => {
+                write!(f, "SA status {:#06x} ({})", s.0, s.name(MgmtClass::SubnAdm))
+            }
             SaClientError::Rmpp => write!(f, "RMPP transfer failed"),
             SaClientError::Malformed => write!(f, "not an SA MAD"),
         }
@@ -98,6 +98,8 @@ pub struct SaResponse {
 }
 
 /// What the client reports.
+// Responses dominate; boxing them would cost an allocation per request for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SaClientEvent {
     /// The outcome of a request.
@@ -213,7 +215,10 @@ impl SaClient {
 
     /// The TransactionID a pending request was sent with.
     pub fn transaction_id(&self, id: RequestId) -> Option<u64> {
-        self.pending.iter().find(|(_, p)| p.id == id).map(|(t, _)| *t)
+        self.pending
+            .iter()
+            .find(|(_, p)| p.id == id)
+            .map(|(t, _)| *t)
     }
 
     /// Requests still waiting.
@@ -228,7 +233,8 @@ impl SaClient {
 
     fn finish(&mut self, tid: u64, result: Result<SaResponse, SaClientError>) {
         if let Some(p) = self.pending.remove(&tid) {
-            self.events.push_back(SaClientEvent::Response { id: p.id, result });
+            self.events
+                .push_back(SaClientEvent::Response { id: p.id, result });
         }
     }
 

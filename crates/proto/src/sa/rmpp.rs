@@ -9,9 +9,7 @@
 
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
-use ipoib_wire::mad::{
-    MadHeaderRepr, Method, RmppFlags, RmppRepr, RmppStatus, RmppType, MAD_LEN,
-};
+use ipoib_wire::mad::{MadHeaderRepr, Method, RmppFlags, RmppRepr, RmppStatus, RmppType, MAD_LEN};
 use ipoib_wire::sa::{SaHeaderRepr, SaMadRepr, SA_DATA_LEN, SA_DATA_OFFSET, SA_HEADER_LEN};
 use std::time::Duration;
 
@@ -29,7 +27,9 @@ pub fn segment_table(header: MadHeaderRepr, sa: SaHeaderRepr, data: &[u8]) -> Ve
     let nseg = data.len().div_ceil(SA_DATA_LEN).max(1);
     let mut out = Vec::with_capacity(nseg);
     for i in 0..nseg {
-        let chunk = data.get(i * SA_DATA_LEN..((i + 1) * SA_DATA_LEN).min(data.len())).unwrap_or(&[]);
+        let chunk = data
+            .get(i * SA_DATA_LEN..((i + 1) * SA_DATA_LEN).min(data.len()))
+            .unwrap_or(&[]);
         let first = i == 0;
         let last = i + 1 == nseg;
         let mut flags = RmppFlags::ACTIVE;

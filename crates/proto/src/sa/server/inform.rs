@@ -100,7 +100,9 @@ impl SaServer {
         if req.raw.get(SUBSCRIBE_BYTE).copied().unwrap_or(0) > 1 {
             return self.respond_sa_error(req, SaStatus::ReqInvalid);
         }
-        if req.mad.sa.sm_key == 0 && r.is_generic && (256..=259).contains(&r.trap_number_or_device_id)
+        if req.mad.sa.sm_key == 0
+            && r.is_generic
+            && (256..=259).contains(&r.trap_number_or_device_id)
         {
             return self.respond_sa_error(req, SaStatus::ReqInvalid);
         }

@@ -32,7 +32,9 @@ use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
-use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, Rate, SaAttribute, Selector};
+use ipoib_wire::sa::{
+    mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, Rate, SaAttribute, Selector,
+};
 use ipoib_wire::Gid;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -117,8 +119,7 @@ fn has_pkey(port: &CaPort, pkey: u16) -> bool {
 pub(super) fn share_pkey(a: &CaPort, b: &CaPort) -> bool {
     a.pkeys.iter().any(|ka| {
         ka & 0x7fff != 0
-            && b
-                .pkeys
+            && b.pkeys
                 .iter()
                 .any(|kb| kb & 0x7fff == ka & 0x7fff && (ka | kb) & 0x8000 != 0)
     })
@@ -368,7 +369,11 @@ impl SaServer {
             return Err(SaStatus::ReqInvalid);
         }
         if !is_new {
-            let g = self.mc.by_mgid.get(&grec.mgid).ok_or(SaStatus::ReqInvalid)?;
+            let g = self
+                .mc
+                .by_mgid
+                .get(&grec.mgid)
+                .ok_or(SaStatus::ReqInvalid)?;
             if let Some(mem) = g.members.get(&r.port_gid) {
                 let ok = if mem.proxy {
                     has_pkey(&requester, grec.p_key)
@@ -396,7 +401,11 @@ impl SaServer {
             });
         }
         let union = {
-            let g = self.mc.by_mgid.get_mut(&grec.mgid).ok_or(SaStatus::ReqInvalid)?;
+            let g = self
+                .mc
+                .by_mgid
+                .get_mut(&grec.mgid)
+                .ok_or(SaStatus::ReqInvalid)?;
             let before = g.full_members();
             let mem = g.members.entry(r.port_gid).or_insert(Member {
                 join_state: JoinState(0),
@@ -475,7 +484,11 @@ impl SaServer {
     /// written in host order by OpenSM (`memcpy` of a `uint32_t`); x86's little-endian bytes are
     /// reproduced here. Scope from the request if its component is given, else link-local.
     fn build_new_mgid(&mut self, mask: u64, r: &McMemberRecordRepr) -> Option<Gid> {
-        let scope = if mask & m::SCOPE != 0 { r.scope & 0x0f } else { 2 };
+        let scope = if mask & m::SCOPE != 0 {
+            r.scope & 0x0f
+        } else {
+            2
+        };
         let mut g = [0u8; 16];
         g[0] = 0xff;
         g[1] = 0x10 | scope;
@@ -529,7 +542,11 @@ impl SaServer {
             } else if let Some(x) = g.members.get_mut(&r.port_gid) {
                 x.join_state = remaining;
             }
-            (before > 0 && g.full_members() == 0, g.rec.mlid, g.well_known)
+            (
+                before > 0 && g.full_members() == 0,
+                g.rec.mlid,
+                g.well_known,
+            )
         };
         if lost_last_full {
             self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);

@@ -247,7 +247,12 @@ impl SaServer {
     /// Answers a Get or GetTable with `records` as OpenSM's `osm_sa_respond`: Get with none is
     /// ERR_NO_RECORDS, Get with several ERR_TOO_MANY_RECORDS; GetTable returns them all, over RMPP
     /// when they do not fit one MAD.
-    pub(super) fn respond_records(&mut self, now: Instant, req: &Req<'_>, records: Vec<SaAttribute>) {
+    pub(super) fn respond_records(
+        &mut self,
+        now: Instant,
+        req: &Req<'_>,
+        records: Vec<SaAttribute>,
+    ) {
         let id = req.mad.header.attribute_id;
         if req.mad.header.method == Method::Get {
             match records.len() {
@@ -271,7 +276,11 @@ impl SaServer {
             .response(Method::GetTableResp, MadStatus::SUCCESS);
         let sa = SaHeaderRepr {
             sm_key: 0,
-            attribute_offset: if records.is_empty() { 0 } else { (stride / 8) as u16 },
+            attribute_offset: if records.is_empty() {
+                0
+            } else {
+                (stride / 8) as u16
+            },
             component_mask: req.mad.sa.component_mask,
         };
         let segments = segment_table(header, sa, &data);
@@ -284,9 +293,18 @@ impl SaServer {
             return;
         }
         self.stats.rmpp_started += 1;
-        let mut tx = RmppSender::new(now, to, segments, self.cfg.rmpp_timeout, self.cfg.rmpp_tries);
+        let mut tx = RmppSender::new(
+            now,
+            to,
+            segments,
+            self.cfg.rmpp_timeout,
+            self.cfg.rmpp_tries,
+        );
         for s in tx.poll_segments(now) {
-            self.out.push_back(MadOut { to, mad: s.to_vec() });
+            self.out.push_back(MadOut {
+                to,
+                mad: s.to_vec(),
+            });
         }
         self.transfers
             .insert((req.from.lid, req.mad.header.transaction_id), tx);
@@ -306,7 +324,10 @@ impl SaServer {
             SendState::Active => {
                 let to = tx.to;
                 for s in tx.poll_segments(now) {
-                    self.out.push_back(MadOut { to, mad: s.to_vec() });
+                    self.out.push_back(MadOut {
+                        to,
+                        mad: s.to_vec(),
+                    });
                 }
             }
             SendState::Done => {
@@ -460,7 +481,10 @@ impl MadAgent for SaServer {
                 SendState::Active => {
                     let to = tx.to;
                     for s in tx.poll_segments(now) {
-                        self.out.push_back(MadOut { to, mad: s.to_vec() });
+                        self.out.push_back(MadOut {
+                            to,
+                            mad: s.to_vec(),
+                        });
                     }
                 }
                 _ => {

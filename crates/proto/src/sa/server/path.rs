@@ -49,8 +49,7 @@ fn select(have: u8, want: u8, sel: Selector) -> Option<u8> {
 fn common_pkey(a: &CaPort, b: &CaPort) -> Option<u16> {
     a.pkeys.iter().copied().find(|ka| {
         ka & 0x7fff != 0
-            && b
-                .pkeys
+            && b.pkeys
                 .iter()
                 .any(|kb| kb & 0x7fff == ka & 0x7fff && (ka | kb) & 0x8000 != 0)
     })
@@ -70,8 +69,12 @@ impl SaServer {
         if !matches!(req.mad.header.method, Method::Get | Method::GetTable) {
             return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
         }
-        if (mask & pm::RATE_SELECTOR != 0 && mask & pm::RATE != 0 && !rate_is_valid(u8::from(p.rate)))
-            || (mask & pm::MTU_SELECTOR != 0 && mask & pm::MTU != 0 && !mtu_is_valid(u8::from(p.mtu)))
+        if (mask & pm::RATE_SELECTOR != 0
+            && mask & pm::RATE != 0
+            && !rate_is_valid(u8::from(p.rate)))
+            || (mask & pm::MTU_SELECTOR != 0
+                && mask & pm::MTU != 0
+                && !mtu_is_valid(u8::from(p.mtu)))
         {
             return self.respond_sa_error(req, SaStatus::ReqInvalid);
         }
@@ -85,7 +88,11 @@ impl SaServer {
         }
     }
 
-    fn path_records(&self, req: &Req<'_>, p: &PathRecordRepr) -> Result<Vec<SaAttribute>, SaStatus> {
+    fn path_records(
+        &self,
+        req: &Req<'_>,
+        p: &PathRecordRepr,
+    ) -> Result<Vec<SaAttribute>, SaStatus> {
         let mask = req.mad.sa.component_mask;
         let model = self.model();
         if mask & pm::DGID != 0 && p.dgid.is_multicast() {
@@ -103,7 +110,11 @@ impl SaServer {
             if !prefix_ok(&p.sgid) {
                 return Ok(Vec::new());
             }
-            match model.ports.iter().position(|x| x.port_guid.0 == p.sgid.interface_id()) {
+            match model
+                .ports
+                .iter()
+                .position(|x| x.port_guid.0 == p.sgid.interface_id())
+            {
                 Some(i) => src_gid_port = Some(i),
                 None => return Ok(Vec::new()),
             }
@@ -118,7 +129,11 @@ impl SaServer {
             if !prefix_ok(&p.dgid) {
                 return Ok(Vec::new());
             }
-            match model.ports.iter().position(|x| x.port_guid.0 == p.dgid.interface_id()) {
+            match model
+                .ports
+                .iter()
+                .position(|x| x.port_guid.0 == p.dgid.interface_id())
+            {
                 Some(i) => dst_gid_port = Some(i),
                 None => return Ok(Vec::new()),
             }
@@ -169,7 +184,8 @@ impl SaServer {
         out: &mut Vec<SaAttribute>,
     ) {
         let mask = req.mad.sa.component_mask;
-        let (Some(rq), Some(sp), Some(dp)) = (self.port(req.port), self.port(s), self.port(d)) else {
+        let (Some(rq), Some(sp), Some(dp)) = (self.port(req.port), self.port(s), self.port(d))
+        else {
             return;
         };
         if !share_pkey(rq, sp) || !share_pkey(rq, dp) || !share_pkey(sp, dp) {
@@ -179,8 +195,16 @@ impl SaServer {
             let n = 1u32 << port.lmc.min(7);
             (port.lid, (u32::from(port.lid) + n - 1).min(0xbfff) as u16)
         };
-        let (dmin, dmax) = if mask & pm::DLID != 0 { (p.dlid, p.dlid) } else { range(dp) };
-        let (smin, smax) = if mask & pm::SLID != 0 { (p.slid, p.slid) } else { range(sp) };
+        let (dmin, dmax) = if mask & pm::DLID != 0 {
+            (p.dlid, p.dlid)
+        } else {
+            range(dp)
+        };
+        let (smin, smax) = if mask & pm::SLID != 0 {
+            (p.slid, p.slid)
+        } else {
+            range(sp)
+        };
         if smin == 0 || dmin == 0 {
             return;
         }
@@ -381,7 +405,11 @@ impl SaServer {
         r.sl = gr.sl;
         r.qos_class = 0;
         r.flow_label = gr.flow_label;
-        r.hop_limit = if gr.mgid.0[1] & 0x0f != 2 { 0xff } else { gr.hop_limit };
+        r.hop_limit = if gr.mgid.0[1] & 0x0f != 2 {
+            0xff
+        } else {
+            gr.hop_limit
+        };
         Some(SaAttribute::PathRecord(r))
     }
 }

@@ -1,0 +1,118 @@
+//! SaClient: TIDs, retries with backoff, timeouts, determinism.
+
+use super::*;
+
+// Linux ib_mad retries resend the same TID after the timeout.
+#[test]
+fn client_retries_when_the_first_request_is_dropped() {
+    let mut net = Net::default(2);
+    let mut dropped = 0;
+    net.filter = Box::new(move |from, _| {
+        if from == 2 && dropped == 0 {
+            dropped += 1;
+            return true;
+        }
+        false
+    });
+    let r = net.ask(2, SaMadRepr::class_port_info_get(0));
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        net.now,
+        Instant::from_nanos(1_000_000_000),
+        "answered after one timeout"
+    );
+    let sent: Vec<u64> = net
+        .log
+        .iter()
+        .filter(|(_, from, _)| *from == 2)
+        .map(|(_, _, m)| u64::from_be_bytes(m.mad[8..16].try_into().unwrap()))
+        .collect();
+    assert_eq!(sent.len(), 1, "only the retry got through");
+    let resp = net.log.iter().find(|(_, from, _)| *from == SA_LID).unwrap();
+    assert_eq!(
+        u64::from_be_bytes(resp.2.mad[8..16].try_into().unwrap()),
+        sent[0]
+    );
+}
+
+// SaClientConfig defaults: 1 s, doubling, 3 retries -> Timeout at 1 + 2 + 4 + 8 = 15 s.
+#[test]
+fn client_times_out_with_backoff() {
+    let mut net = Net::default(2);
+    net.filter = Box::new(|from, _| from == 2);
+    let r = net.ask(2, SaMadRepr::class_port_info_get(0));
+    assert_eq!(r, Err(SaClientError::Timeout));
+    assert_eq!(net.now, Instant::from_nanos(15_000_000_000));
+    assert_eq!(net.client(2).pending(), 0);
+}
+
+#[test]
+fn tids_are_unique_seeded_and_responses_match_by_tid() {
+    let mut a = SaClient::new(SaClientConfig::default(), Rng::new(5));
+    let mut b = SaClient::new(SaClientConfig::default(), Rng::new(5));
+    let mut c = SaClient::new(SaClientConfig::default(), Rng::new(6));
+    let now = Instant::ZERO;
+    let mut tids = Vec::new();
+    for _ in 0..50 {
+        let ia = a.request(now, SaMadRepr::class_port_info_get(0), MadAddr::gsi(1));
+        let ib = b.request(now, SaMadRepr::class_port_info_get(0), MadAddr::gsi(1));
+        let ic = c.request(now, SaMadRepr::class_port_info_get(0), MadAddr::gsi(1));
+        assert_eq!(a.transaction_id(ia), b.transaction_id(ib));
+        assert_ne!(a.transaction_id(ia), c.transaction_id(ic));
+        tids.push(a.transaction_id(ia).unwrap());
+    }
+    let mut u = tids.clone();
+    u.sort_unstable();
+    u.dedup();
+    assert_eq!(u.len(), 50);
+    // A response with an unknown TID is dropped; the right one completes the request.
+    let req = a.poll_transmit(now).unwrap();
+    let mut m = SaMadRepr::parse(&req.mad).unwrap();
+    let resp = m.response(MadStatus::SUCCESS, m.attribute);
+    m.header.transaction_id ^= 1 << 40;
+    let wrong = m.response(MadStatus::SUCCESS, m.attribute);
+    a.handle_mad(
+        now,
+        MadIn {
+            from: MadAddr::gsi(1),
+            mad: wrong.to_bytes().to_vec(),
+        },
+    );
+    assert!(a.poll_event().is_none());
+    a.handle_mad(
+        now,
+        MadIn {
+            from: MadAddr::gsi(1),
+            mad: resp.to_bytes().to_vec(),
+        },
+    );
+    assert!(matches!(
+        a.poll_event(),
+        Some(SaClientEvent::Response {
+            id: RequestId(1),
+            result: Ok(_)
+        })
+    ));
+    assert_eq!(a.dropped.get("response for no request"), Some(&1));
+}
+
+// STYLE.md: same seed, same packets.
+#[test]
+fn same_seed_same_mads() {
+    let run = || {
+        let mut net = Net::default(4);
+        for lid in 2..=5u16 {
+            let rec = join_rec(
+                mgid("ff12:601b:ffff::7"),
+                gid_of(lid),
+                JoinState::FULL_MEMBER,
+            );
+            let _ = net.ask(lid, join(rec, CREATE));
+        }
+        net.log
+            .iter()
+            .map(|(t, f, m)| (*t, *f, m.mad.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
