@@ -294,6 +294,7 @@ impl SaClient {
                 to: Self::reply_to(&from),
                 mad: a.to_vec(),
             }),
+            RecvAction::Ignore => return self.drop_mad("RMPP segment before the first"),
             RecvAction::Abort => return self.finish(tid, Err(SaClientError::Rmpp)),
         }
         let Some(rx) = self.pending.get(&tid).and_then(|p| p.rmpp.as_ref()) else {

@@ -19,6 +19,13 @@
 //! segment with NewWindowLast = segment + [`rmpp::RECEIVE_WINDOW`], re-acknowledges duplicates and
 //! drops out-of-order segments; ACKs carry the DATA's method with the R bit flipped, as Linux's
 //! `ack_recv` does, so they reach the server agent of the class.
+//!
+//! Routing the host must do (see `crate::mad_agent::MadAgent`): requests of class SubnAdm (R bit
+//! clear) go to the [`SaServer`] on the SM's port, and that includes RMPP ACK/STOP/ABORT MADs
+//! (method GetTable, R bit clear, RMPPFlags.Active); ReportResp (0x86) answers the server's
+//! Report, so it must reach the [`SaServer`] that sent it (by TID); Report (0x06, a request) must
+//! reach the host's [`SaClient`], which answers it. Every other response goes by TID to the
+//! [`SaClient`] that asked.
 
 mod client;
 pub mod rmpp;

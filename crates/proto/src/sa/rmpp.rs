@@ -227,6 +227,8 @@ pub enum RecvAction {
     Ack([u8; MAD_LEN]),
     /// Duplicate or out of order: re-acknowledge what we have.
     Reack([u8; MAD_LEN]),
+    /// A later segment before the first one: drop it silently (the sender's timer resends).
+    Ignore,
     /// Unusable (bad header, too long): abort the transfer.
     Abort,
 }
@@ -238,10 +240,18 @@ impl RmppReceiver {
             return RecvAction::Abort;
         };
         let seg = m.rmpp.segment_number();
-        if self.complete || seg <= self.last || seg != self.last + 1 {
-            return match ack_for(mad, self.last, self.last + RECEIVE_WINDOW) {
-                Some(a) if self.last > 0 => RecvAction::Reack(a),
-                _ => RecvAction::Abort,
+        if self.complete || seg != self.last + 1 {
+            if self.last == 0 {
+                return RecvAction::Ignore;
+            }
+            let nwl = if self.complete {
+                self.last
+            } else {
+                self.last + RECEIVE_WINDOW
+            };
+            return match ack_for(mad, self.last, nwl) {
+                Some(a) => RecvAction::Reack(a),
+                None => RecvAction::Abort,
             };
         }
         if seg == 1 && !m.rmpp.flags.first() || seg > MAX_SEGMENTS {
@@ -275,5 +285,73 @@ impl RmppReceiver {
             Some(a) => RecvAction::Ack(a),
             None => RecvAction::Abort,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipoib_wire::mad::{MadStatus, MgmtClass, BASE_VERSION, SA_CLASS_VERSION};
+
+    fn header() -> MadHeaderRepr {
+        MadHeaderRepr {
+            base_version: BASE_VERSION,
+            mgmt_class: MgmtClass::SubnAdm,
+            class_version: SA_CLASS_VERSION,
+            method: Method::GetTableResp,
+            status: MadStatus::SUCCESS,
+            class_specific: 0,
+            transaction_id: 9,
+            attribute_id: 0x35,
+            attribute_modifier: 0,
+        }
+    }
+
+    // IBA 1 §13.6.3: window, ACKs, reassembly; Linux mad_rmpp.c PayloadLength conventions.
+    #[test]
+    fn segments_window_and_reassembly() {
+        let data: Vec<u8> = (0..450u32).map(|i| i as u8).collect();
+        let segs = segment_table(header(), SaHeaderRepr::default(), &data);
+        assert_eq!(segs.len(), 3);
+        let now = Instant::ZERO;
+        let to = MadAddr::gsi(2);
+        let mut tx = RmppSender::new(now, to, segs.clone(), Duration::from_millis(200), 3);
+        let first = tx.poll_segments(now);
+        assert_eq!(first.len(), 1, "initial window is one segment");
+        let mut rx = RmppReceiver::default();
+        // Segment 2 before segment 1 is ignored, not fatal.
+        assert_eq!(rx.on_data(&segs[1]), RecvAction::Ignore);
+        let RecvAction::Ack(a) = rx.on_data(&first[0]) else {
+            panic!()
+        };
+        assert_eq!(a[3], 0x12, "ACK flips the R bit of GetTableResp");
+        let r = RmppRepr::parse(&ipoib_wire::mad::Rmpp::new_unchecked(&a[24..36])).unwrap();
+        assert_eq!(
+            (r.rmpp_type, r.data1, r.data2),
+            (RmppType::Ack, 1, 1 + RECEIVE_WINDOW)
+        );
+        assert_eq!(tx.on_ack(now, r.data1, r.data2), SendState::Active);
+        let rest = tx.poll_segments(now);
+        assert_eq!(rest.len(), 2);
+        assert!(matches!(rx.on_data(&rest[0]), RecvAction::Ack(_)));
+        // A duplicate is re-acknowledged.
+        assert!(matches!(rx.on_data(&rest[0]), RecvAction::Reack(_)));
+        let RecvAction::Ack(last) = rx.on_data(&rest[1]) else {
+            panic!()
+        };
+        assert!(rx.complete);
+        assert_eq!(rx.data, data);
+        let r = RmppRepr::parse(&ipoib_wire::mad::Rmpp::new_unchecked(&last[24..36])).unwrap();
+        assert_eq!(tx.on_ack(now, r.data1, r.data2), SendState::Done);
+        // Timeouts resend from the first unacknowledged segment, then give up.
+        let mut tx = RmppSender::new(now, to, segs, Duration::from_millis(200), 2);
+        tx.poll_segments(now);
+        let t1 = now + Duration::from_millis(200);
+        assert_eq!(tx.on_timeout(t1), SendState::Active);
+        assert_eq!(tx.poll_segments(t1).len(), 1);
+        assert_eq!(
+            tx.on_timeout(t1 + Duration::from_millis(200)),
+            SendState::Failed
+        );
     }
 }

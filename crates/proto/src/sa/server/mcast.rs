@@ -52,15 +52,8 @@ pub(super) struct Group {
     pub rec: McMemberRecordRepr,
     pub members: BTreeMap<Gid, Member>,
     pub well_known: bool,
-}
-
-impl Group {
-    fn full_members(&self) -> usize {
-        self.members
-            .values()
-            .filter(|x| x.join_state.contains(JoinState::FULL_MEMBER))
-            .count()
-    }
+    /// Members with the FullMember bit (OpenSM `mgrp->full_members`).
+    pub full: usize,
 }
 
 /// A group as the SM and tests see it.
@@ -83,6 +76,15 @@ pub(super) struct Groups {
 }
 
 impl Groups {
+    pub fn membership(&self, mgid: &Gid) -> Option<SaEvent> {
+        let g = self.by_mgid.get(mgid)?;
+        Some(SaEvent::McastGroup {
+            mgid: *mgid,
+            mlid: g.rec.mlid,
+            members: g.members.iter().map(|(k, v)| (*k, v.join_state)).collect(),
+        })
+    }
+
     pub fn infos(&self) -> Vec<McastGroupInfo> {
         self.by_mgid
             .values()
@@ -271,6 +273,7 @@ impl SaServer {
                 rec: exactly(rec),
                 members: BTreeMap::new(),
                 well_known: true,
+                full: 0,
             },
         );
         self.push_event(SaEvent::GroupCreated { mgid: g.mgid, mlid });
@@ -326,11 +329,10 @@ impl SaServer {
         if r.port_gid.subnet_prefix() != self.model().subnet_prefix {
             return Err(SaStatus::ReqInvalidGid);
         }
-        let (pidx, port) = self
-            .model()
-            .port_by_gid(&r.port_gid)
-            .map(|(i, p)| (i, p.clone()))
+        let pidx = self
+            .port_index_by_gid(&r.port_gid)
             .ok_or(SaStatus::ReqInvalid)?;
+        let port = self.port(pidx).cloned().ok_or(SaStatus::ReqInvalid)?;
         let requester = self.port(req.port).cloned().ok_or(SaStatus::ReqInvalid)?;
         let proxy = pidx != req.port;
         if proxy && !share_pkey(&port, &requester) {
@@ -393,6 +395,7 @@ impl SaServer {
                     rec: grec,
                     members: BTreeMap::new(),
                     well_known: false,
+                    full: 0,
                 },
             );
             self.push_event(SaEvent::GroupCreated {
@@ -406,20 +409,23 @@ impl SaServer {
                 .by_mgid
                 .get_mut(&grec.mgid)
                 .ok_or(SaStatus::ReqInvalid)?;
-            let before = g.full_members();
             let mem = g.members.entry(r.port_gid).or_insert(Member {
                 join_state: JoinState(0),
                 proxy,
             });
+            let was_full = mem.join_state.contains(JoinState::FULL_MEMBER);
             mem.join_state = mem.join_state.union(join_state);
             let union = mem.join_state;
-            let first_full = before == 0 && g.full_members() == 1;
-            (union, first_full)
+            let now_full = union.contains(JoinState::FULL_MEMBER);
+            if now_full && !was_full {
+                g.full += 1;
+            }
+            (union, now_full && !was_full && g.full == 1)
         };
         if union.1 {
             self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_CREATED, grec.mgid);
         }
-        self.membership_event(&grec.mgid);
+        self.mark_dirty(grec.mgid);
         let mut out = r;
         out.mgid = grec.mgid;
         out.q_key = grec.q_key;
@@ -536,17 +542,16 @@ impl SaServer {
         let remaining = JoinState(held & !req_js);
         let (lost_last_full, mlid, well_known) = {
             let g = self.mc.by_mgid.get_mut(&mgid).ok_or(SaStatus::ReqInvalid)?;
-            let before = g.full_members();
+            let lost_full = held & 1 != 0 && remaining.0 & 1 == 0;
+            if lost_full {
+                g.full = g.full.saturating_sub(1);
+            }
             if remaining.is_empty() {
                 g.members.remove(&r.port_gid);
             } else if let Some(x) = g.members.get_mut(&r.port_gid) {
                 x.join_state = remaining;
             }
-            (
-                before > 0 && g.full_members() == 0,
-                g.rec.mlid,
-                g.well_known,
-            )
+            (lost_full && g.full == 0, g.rec.mlid, g.well_known)
         };
         if lost_last_full {
             self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
@@ -555,29 +560,20 @@ impl SaServer {
             if let Some(g) = self.mc.by_mgid.get_mut(&mgid) {
                 g.members.clear();
             }
-            self.membership_event(&mgid);
             if !well_known {
+                self.flush_dirty(&mgid);
                 self.mc.by_mgid.remove(&mgid);
                 self.mc.mlids.remove(&mlid);
                 self.push_event(SaEvent::GroupDeleted { mgid, mlid });
+            } else {
+                self.mark_dirty(mgid);
             }
         } else {
-            self.membership_event(&mgid);
+            self.mark_dirty(mgid);
         }
         let mut out = r;
         out.join_state = remaining;
         Ok(out)
-    }
-
-    fn membership_event(&mut self, mgid: &Gid) {
-        if let Some(g) = self.mc.by_mgid.get(mgid) {
-            let e = SaEvent::McastGroup {
-                mgid: *mgid,
-                mlid: g.rec.mlid,
-                members: g.members.iter().map(|(k, v)| (*k, v.join_state)).collect(),
-            };
-            self.push_event(e);
-        }
     }
 
     /// OpenSM `mcmr_query_mgrp` / `mcmr_by_comp_mask`.

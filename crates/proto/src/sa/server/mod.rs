@@ -27,7 +27,7 @@ use ipoib_wire::sa::{
     attribute_offset_for, emit_records, record_len, SaAttribute, SaHeaderRepr, SaMadRepr,
 };
 use ipoib_wire::Gid;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 pub use mcast::McastGroupInfo;
@@ -102,6 +102,10 @@ pub struct SaStats {
 pub struct SaServer {
     cfg: SaServerConfig,
     model: SubnetModel,
+    /// Base LID -> port index (ports with LID 0 left out).
+    by_lid: BTreeMap<u16, usize>,
+    /// Port GUID -> port index.
+    by_guid: BTreeMap<u64, usize>,
     partitions: PartitionConfig,
     rng: Rng,
     mc: mcast::Groups,
@@ -109,6 +113,10 @@ pub struct SaServer {
     transfers: BTreeMap<(u16, u64), RmppSender>,
     out: VecDeque<MadOut>,
     events: VecDeque<SaEvent>,
+    /// Groups whose membership changed since their last `McastGroup` event: one event per group
+    /// however many joins came in between (10,000 hosts joining the broadcast group make one event
+    /// per poll, not 10,000 growing lists).
+    dirty: BTreeSet<Gid>,
     stats: SaStats,
 }
 
@@ -131,7 +139,9 @@ impl SaServer {
     ) -> SaServer {
         let mut s = SaServer {
             cfg,
-            model,
+            model: SubnetModel::default(),
+            by_lid: BTreeMap::new(),
+            by_guid: BTreeMap::new(),
             partitions: PartitionConfig {
                 partitions: Vec::new(),
                 warnings: Vec::new(),
@@ -142,16 +152,51 @@ impl SaServer {
             transfers: BTreeMap::new(),
             out: VecDeque::new(),
             events: VecDeque::new(),
+            dirty: BTreeSet::new(),
             stats: SaStats::default(),
         };
         s.informs.next_tid = s.rng.next_u32().into();
+        s.set_subnet(model);
         s.set_partitions(partitions);
         s
     }
 
     /// Replaces the subnet model (after a sweep). Groups and subscriptions stay.
     pub fn set_subnet(&mut self, model: SubnetModel) {
+        self.by_lid = model
+            .ports
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.lid != 0)
+            .map(|(i, p)| (p.lid, i))
+            .collect();
+        self.by_guid = model
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.port_guid.0, i))
+            .collect();
         self.model = model;
+    }
+
+    /// The port answering `lid` (base LID to base LID + 2^LMC - 1), in O(log n).
+    pub(super) fn port_index_by_lid(&self, lid: u16) -> Option<usize> {
+        let (_, &i) = self.by_lid.range(..=lid).next_back()?;
+        let p = self.model.ports.get(i)?;
+        (u32::from(lid) < u32::from(p.lid) + (1u32 << p.lmc.min(16))).then_some(i)
+    }
+
+    /// The port with this GUID.
+    pub(super) fn port_index_by_guid(&self, guid: u64) -> Option<usize> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    /// The port with this GID (subnet prefix checked).
+    pub(super) fn port_index_by_gid(&self, gid: &Gid) -> Option<usize> {
+        if gid.subnet_prefix() != self.model.subnet_prefix {
+            return None;
+        }
+        self.port_index_by_guid(gid.interface_id())
     }
 
     /// The subnet model in use.
@@ -172,9 +217,31 @@ impl SaServer {
         &self.partitions
     }
 
-    /// The next event for the subnet manager.
+    /// The next event for the subnet manager. Membership changes are coalesced: a group whose
+    /// members changed yields one `McastGroup` with the current list, after the queued
+    /// `GroupCreated`/`GroupDeleted` events.
     pub fn poll_event(&mut self) -> Option<SaEvent> {
-        self.events.pop_front()
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        while let Some(mgid) = self.dirty.pop_first() {
+            if let Some(e) = self.mc.membership(&mgid) {
+                return Some(e);
+            }
+        }
+        None
+    }
+
+    pub(super) fn mark_dirty(&mut self, mgid: Gid) {
+        self.dirty.insert(mgid);
+    }
+
+    /// Emits the pending membership of `mgid` now (before it is deleted).
+    pub(super) fn flush_dirty(&mut self, mgid: &Gid) {
+        self.dirty.remove(mgid);
+        if let Some(e) = self.mc.membership(mgid) {
+            self.events.push_back(e);
+        }
     }
 
     /// Counters.
@@ -192,9 +259,9 @@ impl SaServer {
     }
 
     pub(super) fn sm_gid(&self) -> Gid {
-        self.model
-            .port_by_lid(self.model.sm_lid)
-            .map(|(_, p)| self.model.gid(p))
+        self.port_index_by_lid(self.model.sm_lid)
+            .and_then(|i| self.model.ports.get(i))
+            .map(|p| self.model.gid(p))
             .unwrap_or(Gid::ZERO)
     }
 
@@ -366,7 +433,7 @@ impl SaServer {
         let Ok(mad) = SaMadRepr::parse(raw) else {
             return self.drop_mad("unparsable SA MAD");
         };
-        let Some((port, _)) = self.model.port_by_lid(from.lid) else {
+        let Some(port) = self.port_index_by_lid(from.lid) else {
             // OpenSM: "Cannot find requester physical port" - no response.
             return self.drop_mad("requester LID unknown");
         };

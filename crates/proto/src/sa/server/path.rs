@@ -120,8 +120,8 @@ impl SaServer {
             }
         }
         if mask & pm::SLID != 0 {
-            match model.port_by_lid(p.slid) {
-                Some((i, _)) => src_lid_port = Some(i),
+            match self.port_index_by_lid(p.slid) {
+                Some(i) => src_lid_port = Some(i),
                 None => return Ok(Vec::new()),
             }
         }
@@ -139,8 +139,8 @@ impl SaServer {
             }
         }
         if mask & pm::DLID != 0 {
-            match model.port_by_lid(p.dlid) {
-                Some((i, _)) => dst_lid_port = Some(i),
+            match self.port_index_by_lid(p.dlid) {
+                Some(i) => dst_lid_port = Some(i),
                 None => return Ok(Vec::new()),
             }
         }
@@ -370,9 +370,10 @@ impl SaServer {
         if (mask & pm::DLID != 0 && p.dlid != gr.mlid)
             || (mask & pm::SGID != 0 && !g.members.contains_key(&p.sgid))
             || (mask & pm::SLID != 0
-                && !model
-                    .port_by_lid(p.slid)
-                    .is_some_and(|(_, x)| g.members.contains_key(&model.gid(x))))
+                && !self
+                    .port_index_by_lid(p.slid)
+                    .and_then(|i| self.port(i))
+                    .is_some_and(|x| g.members.contains_key(&model.gid(x))))
             || (mask & pm::P_KEY != 0 && p.p_key != gr.p_key)
             || (mask & pm::SL != 0 && p.sl != gr.sl)
             || (mask & pm::NUMB_PATH != 0

@@ -699,3 +699,28 @@ proptest::proptest! {
         net.run_for(Duration::from_secs(1));
     }
 }
+
+// SaServer::poll_event: membership changes are coalesced per group (one list, not one per join).
+#[test]
+fn many_joins_coalesce_into_one_membership_event() {
+    let mut net = Net::default(200);
+    let now = net.now;
+    for lid in 2..=201u16 {
+        let m = join(
+            join_rec(bcast(), gid_of(lid), JoinState::FULL_MEMBER),
+            mcr_mask::JOIN,
+        );
+        net.client(lid).request(now, m, MadAddr::gsi(SA_LID));
+    }
+    net.run_for(Duration::from_secs(1));
+    let lists: Vec<usize> = net
+        .sa_events
+        .iter()
+        .filter_map(|e| match e {
+            SaEvent::McastGroup { members, .. } => Some(members.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lists, vec![200]);
+    assert_eq!(net.sa.groups()[0].members.len(), 200);
+}
