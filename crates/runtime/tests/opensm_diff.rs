@@ -8,6 +8,7 @@ mod ibsim_harness;
 use std::time::Duration;
 
 use ibsim_harness::mcr::{self, Sa};
+use ibsim_harness::ours::OurSa;
 use ibsim_harness::sequence;
 use ibsim_harness::{Fabric, Setup, NET_ONE_SWITCH};
 use ipoib_runtime::ibsim::IbsimClient;
@@ -15,6 +16,8 @@ use ipoib_wire::Gid;
 
 /// The requesters: two HCAs that do not run the SM (OpenSM is on Hca1).
 const REQUESTERS: [&str; 2] = ["Hca2", "Hca3"];
+/// Every HCA of [`NET_ONE_SWITCH`].
+const HCAS: [&str; 3] = ["Hca1", "Hca2", "Hca3"];
 /// How long OpenSM may take to answer one SA request.
 const SA_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -121,6 +124,20 @@ fn opensm_answers_mcmember_sequence() {
     let assigned = outs[32].rec.expect("assigned MGID").mgid;
     assert_eq!(&assigned.0[..4], &[0xff, 0x12, 0xa0, 0x1b]);
 
+    // Scope in responses is the group's: the partition's 2 for the broadcast group whatever the
+    // request says, the creator's Scope field (0 when absent) for created groups.
+    let scope = |i: usize| outs[i].rec.map(|r| r.scope);
+    assert_eq!([scope(1), scope(70), scope(71)], [Some(2); 3]);
+    assert_eq!(
+        [scope(20), scope(72), scope(74), scope(75)],
+        [Some(0), Some(8), Some(8), Some(8)]
+    );
+    // A leave that takes a group's last full member away removes the port: JoinState 0, not the
+    // SendOnlyNonMember bit it kept.
+    assert_eq!(outs[41].rec.map(|r| r.join_state.0), Some(0));
+    // SendOnlyFullMember creates a group, which goes when that member leaves.
+    assert_eq!(outs[77].rec.map(|r| r.join_state.0), Some(8));
+
     // The comparison the differential test uses: a run agrees with itself, MLIDs renumbered
     // consistently still agree, and a changed status or field is reported.
     assert_eq!(mcr::compare(&steps, &outs, &outs), Vec::<String>::new());
@@ -155,7 +172,7 @@ fn opensm_answers_mcmember_sequence() {
 
 /// OpenSM 3.3.23's status for each step of [`mcr::sequence`] (observed on Debian 12 and
 /// explained by its log lines in the report of this test's commit).
-const OPENSM_STATUSES: [&str; 70] = [
+const OPENSM_STATUSES: [&str; 82] = [
     // 0
     "SUCCESS",
     "SUCCESS",
@@ -233,6 +250,20 @@ const OPENSM_STATUSES: [&str; 70] = [
     "ReqInvalid",
     "SUCCESS",
     "SUCCESS",
+    // 70
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    "SUCCESS",
+    // 80
+    "SUCCESS",
+    "NoRecords",
 ];
 
 /// The ibsim client against a live ibsim: NodeInfo/PortInfo as REFERENCE.md describes them, the
@@ -279,18 +310,49 @@ fn ibsim_client_facts_and_slots() {
     );
 }
 
-/// Our SA against OpenSM, request for request.
+/// Our SA against OpenSM, request for request: statuses, methods and every record field
+/// ([`mcr::compare`]). Our SA serves a model of the same fabric read back from it
+/// ([`ours::OurSa`]: OpenSM's LIDs and LFT, ibsim's GUIDs, MTUs and rates).
 #[test]
-#[ignore = "proto::sa::SaServer (branch `sa`) is not on main yet; enable when it lands"]
 fn our_sa_matches_opensm() {
     let Some(fabric) = start() else { return };
     let mut opensm = OpenSm::new(&fabric);
     let steps = sequence::sequence();
     let theirs = mcr::run(&mut opensm, &steps).unwrap_or_else(|e| panic!("{e}\n{}", fabric.logs()));
-    // TODO(sa): build a SubnetModel from the fabric (GUIDs and LIDs read back through
-    // `fabric.facts`, default partition with the IPoIB broadcast group), feed the same steps to
-    // proto::sa::SaServer through its MadAgent interface, and assert
-    // `mcr::compare(&steps, &theirs, &ours)` is empty.
-    let _ = theirs;
-    panic!("our SA is not wired in yet: this test compares nothing");
+    let mut ours = OurSa::new(&fabric, &HCAS, &REQUESTERS, 1)
+        .unwrap_or_else(|e| panic!("model of the fabric: {e}\n{}", fabric.logs()));
+    // The model is the fabric OpenSM configured: the requesters' GIDs agree, the SM's LID is the
+    // SA's, and the LFT routes every HCA's LID to it.
+    for who in 0..REQUESTERS.len() {
+        assert_eq!(ours.port_gid(who), opensm.port_gid(who));
+    }
+    assert_eq!(ours.unknown_gid(), opensm.unknown_gid());
+    let model = ours.model();
+    assert_eq!(model.sm_lid, fabric.sm_lid);
+    for p in &model.ports {
+        assert_eq!(
+            (p.mtu, p.rate),
+            (4, 3),
+            "{}: ibsim's ports are 2048, 4x SDR",
+            p.name
+        );
+        for q in &model.ports {
+            assert!(
+                model.path(p.lid, q.lid).is_some(),
+                "{} -> {}",
+                p.name,
+                q.name
+            );
+        }
+    }
+    let mine = mcr::run(&mut ours, &steps).unwrap_or_else(|e| panic!("{e}"));
+    let diffs = mcr::compare(&steps, &theirs, &mine);
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}\nOpenSM:\n{}\nours:\n{}",
+        diffs.len(),
+        diffs.join("\n"),
+        mcr::table(&steps, &theirs),
+        mcr::table(&steps, &mine)
+    );
 }

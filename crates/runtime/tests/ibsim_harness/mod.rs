@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod mcr;
+pub mod ours;
 pub mod sequence;
 
 use std::fs;
@@ -282,6 +283,64 @@ impl Fabric {
             port,
             port_guid: node.node_guid + u64::from(port.local_port_num),
         })
+    }
+
+    /// A LID-routed SubnGet (IBA 1 §14.2.2, §14.2.5) of attribute `attr` with modifier `modifier`,
+    /// sent from `node`'s port to `dlid`. Returns the 64 bytes of SMP data. Lets the test read back
+    /// what OpenSM programmed (PortInfo, the switch's LinearForwardingTable) instead of assuming.
+    /// (Directed-route SMPs need SLID 0xFFFF in ibsim's `sim_request`, which `IbsimClient` does
+    /// not send; LID routing reaches every port once OpenSM has configured the subnet.)
+    pub fn smp_get(&self, node: &str, dlid: u16, attr: u16, modifier: u32) -> io::Result<[u8; 64]> {
+        static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+        let c = IbsimClient::connect_to(&self.endpoint, Some(node), 0, false)?;
+        let mut mad = [0u8; 256];
+        mad[0] = 1; // BaseVersion
+        mad[1] = 0x01; // SubnMgt, LID routed
+        mad[2] = 1; // ClassVersion
+        mad[3] = 0x01; // Get
+        let tid = 0x5300_0000 | u64::from(NEXT_TID.fetch_add(1, Ordering::Relaxed));
+        mad[8..16].copy_from_slice(&tid.to_be_bytes());
+        mad[16..18].copy_from_slice(&attr.to_be_bytes());
+        mad[20..24].copy_from_slice(&modifier.to_be_bytes());
+        let resp = c.request(dlid, 0, &mad, Duration::from_secs(3))?;
+        let status = u16::from_be_bytes([resp[4], resp[5]]);
+        if status != 0 || resp.len() < 128 {
+            return Err(io::Error::other(format!(
+                "SMP attr {attr:#x} mod {modifier} to LID {dlid}: status {status:#x}"
+            )));
+        }
+        let mut data = [0u8; 64];
+        data.copy_from_slice(&resp[64..128]);
+        Ok(data)
+    }
+
+    /// OpenSM's `guid2lid` cache file: (port GUID, base LID) of every port it assigned a LID,
+    /// waiting (bounded) until OpenSM has written it.
+    pub fn guid2lid(&self) -> Result<Vec<(u64, u16)>, String> {
+        let path = self.dir.join("guid2lid");
+        let started = Instant::now();
+        loop {
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            let rows: Vec<(u64, u16)> = text
+                .lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    let g = u64::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+                    let lid = u16::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+                    Some((g, lid))
+                })
+                .collect();
+            if !rows.is_empty() {
+                return Ok(rows);
+            }
+            if started.elapsed() > SUBNET_UP {
+                return Err(format!(
+                    "{} not written within {SUBNET_UP:?}",
+                    path.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// OpenSM's and ibsim's logs, for a failure message.

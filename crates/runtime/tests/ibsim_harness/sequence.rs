@@ -190,5 +190,21 @@ pub fn sequence() -> Vec<Step> {
         step("join non-ipoib group from 1, tclass 0x40", Set, 1, Fixed(plain(21)), Own, with(j, &|r| r.tclass = 0x40), m::JOIN | m::TCLASS),
         step("join non-ipoib group from 1", Set, 1, Fixed(plain(21)), Own, j, m::JOIN),
         step("create non-ipoib scope-5 mgid", Set, 0, Fixed(Gid([0xff, 0x15, 0x12, 0x34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 22])), Own, c, m::CREATE),
+        // 70: the Scope field of joins, creates and leaves (which scope a response carries).
+        step("join broadcast from 1, scope 5", Set, 1, Fixed(b), Own, with(j, &|r| r.scope = 5), m::JOIN | m::SCOPE),
+        step("join broadcast again from 1, scope 8", Set, 1, Fixed(b), Own, with(j, &|r| r.scope = 8), m::JOIN | m::SCOPE),
+        step("create non-ipoib group, scope 8", Set, 0, Fixed(plain(23)), Own, with(c, &|r| r.scope = 8), m::CREATE | m::SCOPE),
+        step("get it", Get, 0, Fixed(plain(23)), Own, q, m::MGID),
+        step("join it from 1, scope 0", Set, 1, Fixed(plain(23)), Own, j, m::JOIN),
+        // 75
+        step("leave it from 1, scope 5", Delete, 1, Fixed(plain(23)), Own, with(j, &|r| r.scope = 5), m::JOIN | m::SCOPE),
+        step("leave broadcast from 1", Delete, 1, Fixed(b), Own, j, m::JOIN),
+        // 77: SendOnlyFullMember (JoinState bit 3, IBA 1.3 o15-0.1.9).
+        step("send-only full member create g24", Set, 0, Fixed(group(24)), Own, create_rec(js(8)), m::CREATE),
+        step("get g24", Get, 0, Fixed(group(24)), Own, q, m::MGID),
+        step("send-only full member join g1 from 1", Set, 1, Fixed(group(19)), Own, join_rec(js(8)), m::JOIN),
+        // 80
+        step("leave g24 send-only full", Delete, 0, Fixed(group(24)), Own, join_rec(js(8)), m::JOIN),
+        step("get g24 after leave", Get, 0, Fixed(group(24)), Own, q, m::MGID),
     ]
 }

@@ -6,7 +6,8 @@
 //! (1B18); invalid MTU or rate code given with its selector -> ERR_REQ_INVALID; PortGID with
 //! another subnet prefix -> ERR_REQ_INVALID_GID; PortGID not a known port -> ERR_REQ_INVALID;
 //! proxy join by a port sharing no P_Key with it -> ERR_REQ_INVALID; P_Key given and invalid ->
-//! ERR_REQ_INVALID; no such group and JoinState without FullMember -> ERR_REQ_INVALID (1B10); no
+//! ERR_REQ_INVALID; no such group and JoinState with neither FullMember nor SendOnlyFullMember ->
+//! ERR_REQ_INVALID (1B10: OpenSM 3.3.23 "Join State != FullMember | SendOnlyFullMember"); no
 //! such group and the create components (Q_Key, TClass, P_Key, FlowLabel, SL) missing ->
 //! ERR_REQ_INSUFFICIENT_COMPONENTS (1B11); no unique MGID left -> ERR_NO_RESOURCES (1B23);
 //! invalid requested MGID, or an IPoIB group without its broadcast group or disagreeing with it ->
@@ -21,9 +22,19 @@
 //! ERR_REQ_INVALID_GID; no such group, port not a member, JoinState bits not all held, or
 //! another requester without ProxyJoin -> ERR_REQ_INVALID (1B25).
 //!
-//! Membership: JoinStates of repeated joins are united; a group's first FullMember sends trap 66,
-//! losing its last FullMember sends trap 67, drops the remaining members and deletes the group
-//! unless it was pre-created from partitions.conf (OpenSM `osm_mgrp_cleanup`, `well_known`).
+//! Membership: JoinStates of repeated joins are united. FullMember and SendOnlyFullMember (IBA 1.3
+//! JoinState bit 3) both count as "full" ([`FULL_LIKE`]): either creates a group, a group's first
+//! full member sends trap 66, and losing its last one sends trap 67, drops the remaining members
+//! and deletes the group unless it was pre-created from partitions.conf (OpenSM `osm_mgrp_cleanup`,
+//! `well_known`; measured against OpenSM 3.3.23 by `crates/runtime/tests/opensm_diff.rs`).
+//!
+//! Response records (measured, docs/OPENSM-NOTES.md): a join answers with the request's record
+//! carrying the group's Q_Key, MLID, TClass, P_Key, SL/FlowLabel/HopLimit, MTU, rate and
+//! PacketLifeTime, the port's accumulated JoinState and the *group's* Scope (OpenSM keeps the
+//! group's scope with each member; the request's Scope field is ignored). A leave answers with
+//! the request's record echoed, Scope again the group's, and the JoinState the port keeps (0 when
+//! the port is removed: OpenSM `osm_mgrp_remove_port` removes it unless what is left holds a full
+//! bit or the group keeps other full members).
 
 use super::{Req, SaServer};
 use crate::partitions::PrecreatedGroup;
@@ -103,6 +114,15 @@ impl Groups {
         }
         (MLID_START..=max).find(|l| !self.mlids.contains(l))
     }
+}
+
+/// JoinState bits that make a port a "full" member for group lifetime: FullMember and
+/// SendOnlyFullMember (OpenSM 3.3.23 creates a group on a SendOnlyFullMember join and deletes it
+/// when that member leaves; `opensm_diff` steps 77-81).
+pub(super) const FULL_LIKE: u8 = 0x1 | 0x8;
+
+fn is_full(js: u8) -> bool {
+    js & FULL_LIKE != 0
 }
 
 fn exactly(mut r: McMemberRecordRepr) -> McMemberRecordRepr {
@@ -351,7 +371,8 @@ impl SaServer {
                 (g, false)
             }
             None => {
-                if !join_state.contains(JoinState::FULL_MEMBER) {
+                // OpenSM ERR 1B10: only a (send-only) full member creates.
+                if !is_full(join_state.0) {
                     return Err(SaStatus::ReqInvalid);
                 }
                 if mask & m::CREATE != m::CREATE {
@@ -413,10 +434,10 @@ impl SaServer {
                 join_state: JoinState(0),
                 proxy,
             });
-            let was_full = mem.join_state.contains(JoinState::FULL_MEMBER);
+            let was_full = is_full(mem.join_state.0);
             mem.join_state = mem.join_state.union(join_state);
             let union = mem.join_state;
-            let now_full = union.contains(JoinState::FULL_MEMBER);
+            let now_full = is_full(union.0);
             if now_full && !was_full {
                 g.full += 1;
             }
@@ -438,6 +459,9 @@ impl SaServer {
         out.mtu = grec.mtu;
         out.rate = grec.rate;
         out.packet_life_time = grec.packet_life_time;
+        // OpenSM keeps the group's scope with the member and answers with it, whatever Scope
+        // the request carried (opensm_diff steps 1, 70, 71, 74).
+        out.scope = grec.scope;
         out.join_state = union.0;
         Ok(out)
     }
@@ -539,19 +563,31 @@ impl SaServer {
             return Err(SaStatus::ReqInvalid);
         }
         let mgid = r.mgid;
-        let remaining = JoinState(held & !req_js);
-        let (lost_last_full, mlid, well_known) = {
+        let left = held & !req_js;
+        let (lost_last_full, mlid, well_known, scope, kept) = {
             let g = self.mc.by_mgid.get_mut(&mgid).ok_or(SaStatus::ReqInvalid)?;
-            let lost_full = held & 1 != 0 && remaining.0 & 1 == 0;
+            // OpenSM osm_mgrp_remove_port: the port keeps what is left only if that holds a full
+            // bit or the group has full members besides this port; otherwise it goes, and the
+            // response's JoinState is 0 (opensm_diff step 41: JoinState 5, leave 1 -> 0).
+            let was_full = usize::from(is_full(held));
+            let keep = is_full(left) || (left != 0 && g.full > was_full);
+            let kept = if keep { JoinState(left) } else { JoinState(0) };
+            let lost_full = is_full(held) && !is_full(left);
             if lost_full {
                 g.full = g.full.saturating_sub(1);
             }
-            if remaining.is_empty() {
+            if kept.is_empty() {
                 g.members.remove(&r.port_gid);
             } else if let Some(x) = g.members.get_mut(&r.port_gid) {
-                x.join_state = remaining;
+                x.join_state = kept;
             }
-            (lost_full && g.full == 0, g.rec.mlid, g.well_known)
+            (
+                lost_full && g.full == 0,
+                g.rec.mlid,
+                g.well_known,
+                g.rec.scope,
+                kept,
+            )
         };
         if lost_last_full {
             self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
@@ -571,8 +607,11 @@ impl SaServer {
         } else {
             self.mark_dirty(mgid);
         }
+        // The request echoed with the group's scope and what the port keeps (OpenSM
+        // mcmr_rcv_leave_mgrp; opensm_diff steps 38, 41, 48, 49, 75).
         let mut out = r;
-        out.join_state = remaining;
+        out.scope = scope;
+        out.join_state = kept;
         Ok(out)
     }
 

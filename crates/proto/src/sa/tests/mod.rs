@@ -3,6 +3,7 @@
 
 mod client;
 mod mcast;
+mod opensm;
 mod path;
 
 use super::*;

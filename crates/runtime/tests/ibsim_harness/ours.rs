@@ -1,0 +1,257 @@
+//! Our SA (`ipoib_proto::sa::SaServer`) serving a model of the ibsim fabric as OpenSM configured it,
+//! behind the same [`Sa`] trait as OpenSM, so the differential test feeds both the same MADs.
+//!
+//! The model is read back from the running fabric, not assumed: node and port GUIDs, LIDs and LMC
+//! of the HCAs through ibsim's NodeInfo/PortInfo; the switch is the port in OpenSM's `guid2lid`
+//! cache that no HCA has, and its GUID, LID and the linear forwarding table OpenSM programmed come
+//! from LID-routed SubnGet SMPs (IBA 1 §14.2.5: NodeInfo 0x0011, SwitchInfo 0x0012, PortInfo
+//! 0x0015, LinearForwardingTable 0x0019); MTU and rate from each port's PortInfo (NeighborMTU,
+//! LinkWidthActive × LinkSpeedActive). Cabling follows the LFT (one switch: the port the LFT sends
+//! an HCA's LID to is the HCA's cable). The partitions are OpenSM's
+//! default (`PartitionConfig::default_config()`), as the harness gives OpenSM no partitions.conf.
+//! A request goes in as a `MadIn` from the requester's LID; the response is the `MadOut` addressed
+//! back to that LID with the request's TransactionID.
+
+use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn};
+use ipoib_proto::partitions::{PartitionConfig, PortId, PortKind};
+use ipoib_proto::rng::Rng;
+use ipoib_proto::sa::{SaServer, SaServerConfig};
+use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use ipoib_proto::time::Instant;
+use ipoib_wire::{Gid, Guid};
+use std::time::Duration;
+
+use super::mcr::Sa;
+use super::Fabric;
+
+const NODE_INFO: u16 = 0x0011;
+const SWITCH_INFO: u16 = 0x0012;
+const PORT_INFO: u16 = 0x0015;
+const LFT: u16 = 0x0019;
+
+/// Our SA plus who the requesters are.
+pub struct OurSa {
+    sa: SaServer,
+    /// LID of each requester.
+    lids: Vec<u16>,
+    gids: Vec<Gid>,
+    unknown: Gid,
+    now: Instant,
+}
+
+/// PathRecord rate code of a link (IBA 1 Table 205) from PortInfo LinkWidthActive and
+/// LinkSpeedActive (IBA 1 §14.2.5.6), `None` for combinations this test does not expect.
+fn rate_code(width: u8, speed: u8) -> Option<u8> {
+    let lanes: u32 = match width {
+        1 => 1,
+        2 => 4,
+        4 => 8,
+        8 => 12,
+        _ => return None,
+    };
+    let lane_mbps: u32 = match speed {
+        1 => 2500,
+        2 => 5000,
+        4 => 10000,
+        _ => return None,
+    };
+    Some(match lanes * lane_mbps {
+        2500 => 2,
+        5000 => 5,
+        10000 => 3,
+        20000 => 6,
+        30000 => 4,
+        40000 => 7,
+        60000 => 8,
+        80000 => 9,
+        120000 => 10,
+        _ => return None,
+    })
+}
+
+/// (LID, LMC, MTU code, rate code) from PortInfo data.
+fn port_props(pi: &[u8; 64]) -> Result<(u16, u8, u8, u8), String> {
+    let lid = u16::from_be_bytes([pi[16], pi[17]]);
+    let lmc = pi[34] & 0x07;
+    let width = pi[31];
+    let speed = pi[35] >> 4;
+    let mtu = pi[36] >> 4;
+    let rate = rate_code(width, speed)
+        .ok_or_else(|| format!("PortInfo: width {width:#x} speed {speed:#x} not expected"))?;
+    Ok((lid, lmc, mtu, rate))
+}
+
+impl OurSa {
+    /// Builds the model of `fabric` as seen from `hcas` (every HCA of the net, single-port, all on
+    /// the one switch; `sm_node` among them), requesters `requesters` (names from `hcas`).
+    pub fn new(
+        fabric: &Fabric,
+        hcas: &[&str],
+        requesters: &[&str],
+        seed: u64,
+    ) -> Result<OurSa, String> {
+        let e = |what: &str, err: std::io::Error| format!("{what}: {err}");
+        let mut ports = Vec::new();
+        let mut prefix = 0;
+        for &node in hcas {
+            let f = fabric.facts(node).map_err(|x| e(node, x))?;
+            // The CA's own PortInfo (an SMP to its own LID), for width and speed.
+            let pi = fabric
+                .smp_get(
+                    node,
+                    f.port.lid,
+                    PORT_INFO,
+                    u32::from(f.port.local_port_num),
+                )
+                .map_err(|x| e(node, x))?;
+            let (lid, lmc, mtu, rate) = port_props(&pi)?;
+            if lid != f.port.lid {
+                return Err(format!("{node}: SMP LID {lid} vs ibsim's {}", f.port.lid));
+            }
+            prefix = f.port.gid_prefix;
+            let port_guid = Guid(f.port_guid);
+            let pkeys = PartitionConfig::default_config().pkey_table(&PortId {
+                guid: port_guid,
+                kind: PortKind::Ca,
+                is_sm: node == fabric.sm_node,
+            });
+            ports.push(CaPort {
+                node_guid: Guid(f.node.node_guid),
+                port_guid,
+                port_num: f.port.local_port_num,
+                lid,
+                lmc,
+                mtu,
+                rate,
+                pkeys,
+                active: f.port.is_up(),
+                peer: Peer::None,
+                name: node.to_string(),
+            });
+        }
+        // The switch: the port OpenSM gave a LID that is no HCA's.
+        let first = hcas[0];
+        let g2l = fabric.guid2lid()?;
+        let &(_, sw_lid) = g2l
+            .iter()
+            .find(|(g, _)| ports.iter().all(|p| p.port_guid.0 != *g))
+            .ok_or_else(|| format!("no switch in OpenSM's guid2lid {g2l:x?}"))?;
+        let ni = fabric
+            .smp_get(first, sw_lid, NODE_INFO, 0)
+            .map_err(|x| e("switch NodeInfo", x))?;
+        if ni[2] != 2 {
+            return Err(format!("LID {sw_lid} is not a switch (type {})", ni[2]));
+        }
+        let nports = ni[3];
+        let sw_guid = u64::from_be_bytes(ni[12..20].try_into().unwrap_or_default());
+        let si = fabric
+            .smp_get(first, sw_lid, SWITCH_INFO, 0)
+            .map_err(|x| e("SwitchInfo", x))?;
+        let top = u16::from_be_bytes([si[6], si[7]]);
+        let mut lft = Vec::new();
+        for block in 0..=u32::from(top / 64) {
+            let b = fabric
+                .smp_get(first, sw_lid, LFT, block)
+                .map_err(|x| e("LinearForwardingTable", x))?;
+            lft.extend_from_slice(&b);
+        }
+        let mut sw_ports = vec![SwitchPort::default(); usize::from(nports) + 1];
+        for (i, p) in ports.iter_mut().enumerate() {
+            let out = *lft
+                .get(usize::from(p.lid))
+                .ok_or_else(|| format!("LFT (top {top}) lacks LID {}", p.lid))?;
+            let sp = sw_ports
+                .get_mut(usize::from(out))
+                .filter(|_| out != 0)
+                .ok_or_else(|| format!("LFT sends LID {} to port {out}", p.lid))?;
+            let pi = fabric
+                .smp_get(first, sw_lid, PORT_INFO, u32::from(out))
+                .map_err(|x| e("switch port PortInfo", x))?;
+            let (_, _, mtu, rate) = port_props(&pi)?;
+            *sp = SwitchPort {
+                mtu,
+                rate,
+                peer: Peer::Ca(i),
+            };
+            p.peer = Peer::Switch(0, out);
+        }
+        let model = SubnetModel {
+            subnet_prefix: prefix,
+            sm_lid: fabric.sm_lid,
+            ports,
+            switches: vec![SwitchNode {
+                guid: Guid(sw_guid),
+                lid: sw_lid,
+                ports: sw_ports,
+                lft,
+                name: "Switch1".into(),
+            }],
+        };
+        let find = |name: &str| {
+            model
+                .ports
+                .iter()
+                .find(|p| p.name == name)
+                .ok_or_else(|| format!("requester {name} is not among {hcas:?}"))
+        };
+        let mut lids = Vec::new();
+        let mut gids = Vec::new();
+        let mut unknown = Gid::ZERO;
+        for &r in requesters {
+            let p = find(r)?;
+            lids.push(p.lid);
+            gids.push(model.gid(p));
+            // As for OpenSM: ibsim's NodeInfo.PortGUID (the node GUID) is no port's GUID.
+            unknown = Gid::new(prefix, p.node_guid.0);
+        }
+        let sa = SaServer::new(
+            SaServerConfig::default(),
+            model,
+            PartitionConfig::default_config(),
+            Rng::new(seed),
+        );
+        Ok(OurSa {
+            sa,
+            lids,
+            gids,
+            unknown,
+            now: Instant::ZERO,
+        })
+    }
+
+    /// The model the SA serves.
+    pub fn model(&self) -> &SubnetModel {
+        self.sa.subnet()
+    }
+}
+
+impl Sa for OurSa {
+    fn port_gid(&self, who: usize) -> Gid {
+        self.gids[who]
+    }
+
+    fn unknown_gid(&self) -> Gid {
+        self.unknown
+    }
+
+    fn request(&mut self, who: usize, mad: &[u8; 256]) -> Result<Vec<u8>, String> {
+        let lid = self.lids[who];
+        self.now += Duration::from_millis(1);
+        self.sa.handle_mad(
+            self.now,
+            MadIn {
+                from: MadAddr::gsi(lid),
+                mad: mad.to_vec(),
+            },
+        );
+        let mut resp = None;
+        while let Some(out) = self.sa.poll_transmit(self.now) {
+            // Reports (traps 66/67) would go to subscribers; nobody subscribed here.
+            let is_resp = out.mad.len() >= 16 && out.mad[3] & 0x80 != 0;
+            if out.to.lid == lid && is_resp && out.mad[8..16] == mad[8..16] && resp.is_none() {
+                resp = Some(out.mad);
+            }
+        }
+        resp.ok_or_else(|| "our SA did not answer".to_string())
+    }
+}
