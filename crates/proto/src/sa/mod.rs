@@ -35,7 +35,9 @@ mod server;
 mod tests;
 
 pub use client::{RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse};
-pub use server::{McastGroupInfo, SaServer, SaServerConfig, SaStats};
+pub use server::{
+    resp_time_value, McastGroupInfo, SaServer, SaServerConfig, SaStats, CAP_MASK, CAP_MASK2,
+};
 
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::Gid;

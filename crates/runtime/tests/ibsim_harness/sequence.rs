@@ -206,5 +206,6 @@ pub fn sequence() -> Vec<Step> {
         // 80
         step("leave g24 send-only full", Delete, 0, Fixed(group(24)), Own, join_rec(js(8)), m::JOIN),
         step("get g24 after leave", Get, 0, Fixed(group(24)), Own, q, m::MGID),
+        step("create with zero mgid again", Set, 0, Fixed(Gid::ZERO), Own, c, m::CREATE),
     ]
 }

@@ -78,6 +78,26 @@ impl Default for SaServerConfig {
     }
 }
 
+/// ClassPortInfo.CapabilityMask: IsNoticeSupported (bit 1), IsUDMulticastSupported (bit 9)
+/// (OpenSM `OSM_CAP_IS_SUBN_GET_SET_NOTICE_SUP`, `OSM_CAP_IS_UD_MCAST_SUP`).
+pub const CAP_MASK: u16 = (1 << 1) | (1 << 9);
+/// ClassPortInfo.CapabilityMask2: IsSendOnlyFullMemberSupported (bit 12; OpenSM
+/// `OSM_CAP2_IS_SEND_ONLY_FULL_MEM_SUPPORTED`, Linux `IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT`).
+pub const CAP_MASK2: u32 = 1 << 12;
+
+/// ClassPortInfo.RespTimeValue as OpenSM computes it from its transaction timeout
+/// (osm_sa_class_port_info.c: the first entry of `msecs_to_rtv_table` not below the timeout, plus
+/// 8; 200 ms gives 16, i.e. 4.096 µs × 2^16 ≈ 268 ms).
+pub fn resp_time_value(transaction_timeout: Duration) -> u8 {
+    const MSECS_TO_RTV: [u128; 12] = [1, 2, 4, 8, 16, 33, 67, 134, 268, 536, 1073, 2147];
+    let ms = transaction_timeout.as_millis();
+    let i = MSECS_TO_RTV
+        .iter()
+        .position(|&t| ms <= t)
+        .unwrap_or(MSECS_TO_RTV.len() - 1);
+    i as u8 + 8
+}
+
 /// Counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SaStats {
@@ -412,14 +432,24 @@ impl SaServer {
         if req.mad.header.method != Method::Get {
             return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
         }
-        // IBA 1 §13.4.8.1 CapabilityMask: IsTrapSupported (bit 0) and IsNoticeSupported (bit 1);
-        // SA-specific bit 9 IsUDMulticastSupported (OpenSM `OSM_CAP_IS_UD_MCAST_SUP`).
-        // RespTimeValue: the subnet timeout, as OpenSM `osm_sa_class_port_info.c`.
+        // As OpenSM 3.3.23 answers (measured by `opensm_diff::our_class_port_info_matches_opensm`;
+        // OpenSM osm_sa_class_port_info.c), limited to what this SA implements:
+        // CapabilityMask (IBA 1 §13.4.8.1, Table 193) bit 1 IsNoticeSupported (Get/Set(Notice)
+        // through InformInfo and Reports; no Traps, so not bit 0) and bit 9 IsUDMulticastSupported;
+        // CapabilityMask2 bit 12 IsSendOnlyFullMemberSupported (Linux IPoIB joins send-only groups
+        // as SendOnlyFullMember only when it is set: `ib_sa_sendonly_fullmem_support`). OpenSM's
+        // other bits name records this SA does not serve (PortInfoRecord matching, MultiPath,
+        // ServiceRecords). RespTimeValue from the transaction timeout; redirect and trap Q_Keys
+        // are QP1's, RedirectQP 1, as OpenSM fills them.
         let cpi = ClassPortInfoRepr {
             base_version: BASE_VERSION,
             class_version: SA_CLASS_VERSION,
-            capability_mask: 0x0203,
-            resp_time_value: self.cfg.subnet_timeout,
+            capability_mask: CAP_MASK,
+            capability_mask2: CAP_MASK2,
+            resp_time_value: resp_time_value(self.cfg.report_timeout),
+            redirect_qp: 1,
+            redirect_q_key: GSI_QKEY,
+            trap_q_key: GSI_QKEY,
             ..ClassPortInfoRepr::default()
         };
         self.respond(req, SaAttribute::ClassPortInfo(cpi));

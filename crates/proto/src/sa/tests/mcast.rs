@@ -594,7 +594,7 @@ fn unsupported_requests_get_mad_statuses() {
     );
     let cpi = ask_raw(&mut net, &|_| ()).unwrap();
     assert!(
-        matches!(cpi.attribute, Some(SaAttribute::ClassPortInfo(c)) if c.resp_time_value == 18)
+        matches!(cpi.attribute, Some(SaAttribute::ClassPortInfo(c)) if c.resp_time_value == 16)
     );
     // PathRecord Set and InformInfo Get are not supported either.
     let pr = SaMadRepr::request(

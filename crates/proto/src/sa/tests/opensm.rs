@@ -152,3 +152,41 @@ fn send_only_full_member_creates_and_its_leave_deletes() {
         mlid: 0xc001
     }));
 }
+
+// opensm_diff `our_class_port_info_matches_opensm`. OpenSM 3.3.23 answers CapabilityMask 0x2602
+// and CapabilityMask2 0xb5e8 with RespTimeValue 16 (from its 200 ms transaction timeout); of those
+// bits we claim the ones this SA implements: IsNoticeSupported, IsUDMulticastSupported and
+// IsSendOnlyFullMemberSupported (which Linux IPoIB checks before joining as SendOnlyFullMember). No
+// IsTrapSupported: the SA sends Reports, not Traps (OpenSM osm_sa_class_port_info.c).
+#[test]
+fn class_port_info_claims_what_opensm_claims_and_we_implement() {
+    let mut net = Net::default(1);
+    let r = net
+        .ask(2, SaMadRepr::class_port_info_get(0))
+        .expect("ClassPortInfo");
+    let Some(SaAttribute::ClassPortInfo(c)) = r.attribute else {
+        panic!("{r:?}")
+    };
+    assert_eq!((c.capability_mask, c.capability_mask2), (0x0202, 0x1000));
+    assert_eq!(
+        c.capability_mask & !0x2602,
+        0,
+        "a bit OpenSM does not claim"
+    );
+    assert_eq!(
+        c.capability_mask2 & !0xb5e8,
+        0,
+        "a bit OpenSM does not claim"
+    );
+    assert_eq!(c.resp_time_value, 16);
+    assert_eq!(
+        (c.redirect_qp, c.redirect_q_key, c.trap_q_key),
+        (1, 0x8001_0000, 0x8001_0000)
+    );
+    // OpenSM's table: 200 ms -> 268 ms (index 8) -> 16; 1 ms -> 8; beyond 2147 ms -> 19.
+    let rtv = |ms| resp_time_value(Duration::from_millis(ms));
+    assert_eq!(
+        (rtv(200), rtv(1), rtv(268), rtv(269), rtv(10_000)),
+        (16, 8, 16, 17, 19)
+    );
+}
