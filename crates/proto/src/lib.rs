@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ipoib;
 pub mod mad_agent;
 pub mod partitions;
 pub mod rng;

@@ -1,0 +1,483 @@
+//! IPv6 over IPoIB: the link-local address from the port GUID (draft-ietf-ipoib-ip-over-infiniband-06
+//! §8, §8.1), stateless autoconfiguration from an advertised prefix (RFC 4862 §5.5.3), duplicate
+//! address detection (RFC 4862 §5.4), Neighbor Discovery with the IPoIB link-layer address option
+//! (§9.3; RFC 4861), and the RA MTU rule of §7 (an MTU above the link MTU is logged and ignored).
+//!
+//! With the legacy profile (draft-kashyap-ipoib-ipv6-01) the link-layer option is that draft's
+//! (§5.1: LID, flags, QPN, Q_Key, GUID) and multicast groups map to FF1y:3333:: (§4.1).
+//!
+//! Invariants: an address is used as a source only once DAD passed; the interface is a
+//! FullMember of all-nodes and of the solicited-node group of every address it holds
+//! (RFC 4861 §7.2.1, RFC 4862 §5.4.2) while the link is up, and DAD starts only once the
+//! solicited-node group is joined.
+
+use super::neighbour::Learn;
+use super::timer::RETRANS_TIMER;
+use super::tx::encap;
+use super::{DropReason, Interface, InterfaceEvent, Link, LogLevel};
+use crate::time::Instant;
+use ipoib_wire::ipoib::addr::iid_from_guid;
+use ipoib_wire::ipoib::legacy::{LegacyCapabilities, LegacyLlaOption, LegacyLlaRepr};
+use ipoib_wire::ipoib::nd::NdOptionIter;
+use ipoib_wire::ipoib::{
+    EtherType, HwAddr, HwAddrFlags, IpProtocol, Ipv6Packet, Ipv6Repr, NdMessage, NdOptionRepr,
+    NdOptionType, NdRepr,
+};
+use ipoib_wire::Gid;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv6Addr};
+
+/// DAD state of an address (RFC 4862 §5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddrState {
+    /// Being checked.
+    Tentative,
+    /// Usable.
+    Preferred,
+    /// Another node has it; not used.
+    Duplicate,
+}
+
+/// An IPv6 address of the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6Address {
+    /// The address.
+    pub addr: Ipv6Addr,
+    /// Its prefix length.
+    pub prefix_len: u8,
+    /// DAD state.
+    pub state: AddrState,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct V6State {
+    pub addrs: Vec<Ipv6Address>,
+    /// Running DADs and when each ends.
+    dad: BTreeMap<Ipv6Addr, Instant>,
+}
+
+impl V6State {
+    pub fn add(&mut self, addr: Ipv6Addr, prefix_len: u8) -> bool {
+        if self.addrs.iter().any(|a| a.addr == addr) {
+            return false;
+        }
+        self.addrs.push(Ipv6Address {
+            addr,
+            prefix_len,
+            state: AddrState::Tentative,
+        });
+        true
+    }
+    fn find(&self, addr: Ipv6Addr) -> Option<AddrState> {
+        self.addrs.iter().find(|a| a.addr == addr).map(|a| a.state)
+    }
+    fn set(&mut self, addr: Ipv6Addr, s: AddrState) {
+        for a in self.addrs.iter_mut().filter(|a| a.addr == addr) {
+            a.state = s;
+        }
+    }
+    /// Addresses whose DAD was running go back to tentative (the link went down mid-check).
+    pub fn stop_dad(&mut self) {
+        self.dad.clear();
+    }
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.dad.values().copied().min()
+    }
+    fn source(&self) -> Option<Ipv6Addr> {
+        let ok = |a: &&Ipv6Address| a.state == AddrState::Preferred;
+        let ll = |a: &&Ipv6Address| a.addr.segments()[0] & 0xffc0 == 0xfe80;
+        self.addrs
+            .iter()
+            .filter(ok)
+            .find(ll)
+            .or_else(|| self.addrs.iter().find(ok))
+            .map(|a| a.addr)
+    }
+}
+
+/// The solicited-node multicast address of `a`: ff02::1:ffXX:XXXX (RFC 4291 §2.7.1).
+pub(super) fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::new(
+        0xff02,
+        0,
+        0,
+        0,
+        0,
+        1,
+        0xff00 | u16::from(o[13]),
+        u16::from_be_bytes([o[14], o[15]]),
+    )
+}
+
+const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+/// NA flags (RFC 4861 §4.4).
+const NA_SOLICITED: u8 = 0x40;
+const NA_OVERRIDE: u8 = 0x20;
+
+impl Interface {
+    /// Adds an IPv6 address; it becomes usable once DAD passes ([`InterfaceEvent::AddressReady`]).
+    pub fn add_ipv6_address(&mut self, now: Instant, addr: Ipv6Addr, prefix_len: u8) {
+        if self.cfg.ipv6 && self.v6.add(addr, prefix_len) {
+            self.v6_sync_groups(now);
+        }
+    }
+
+    /// FullMember of all-nodes and of each address's solicited-node group; nothing else internal.
+    pub(super) fn v6_sync_groups(&mut self, now: Instant) {
+        if !self.cfg.ipv6 || self.link != Link::Up {
+            return;
+        }
+        let mut want: Vec<Ipv6Addr> = vec![ALL_NODES];
+        for a in &self.v6.addrs {
+            if a.state != AddrState::Duplicate {
+                want.push(solicited_node(a.addr));
+            }
+        }
+        let want: Vec<Gid> = want
+            .into_iter()
+            .filter_map(|g| self.group_mgid(IpAddr::V6(g)).ok())
+            .collect();
+        let bcast = self.bcast_mgid();
+        let stale: Vec<Gid> = self
+            .mc
+            .map
+            .iter()
+            .filter(|(m, g)| g.internal && **m != bcast && !want.contains(m))
+            .map(|(m, _)| *m)
+            .collect();
+        for m in stale {
+            self.mc_set_internal(now, m, false);
+        }
+        for m in want {
+            if !self.mc.map.get(&m).is_some_and(|g| g.internal) {
+                self.mc_set_internal(now, m, true);
+            }
+        }
+        self.dad_check(now);
+    }
+
+    /// Starts DAD for every tentative address whose solicited-node group is joined (RFC 4862
+    /// §5.4.2: join it before sending the NS).
+    pub(super) fn dad_check(&mut self, now: Instant) {
+        if !self.cfg.ipv6 || self.link != Link::Up {
+            return;
+        }
+        let ready: Vec<Ipv6Addr> = self
+            .v6
+            .addrs
+            .iter()
+            .filter(|a| a.state == AddrState::Tentative && !self.v6.dad.contains_key(&a.addr))
+            .map(|a| a.addr)
+            .filter(|a| {
+                self.group_mgid(IpAddr::V6(solicited_node(*a)))
+                    .ok()
+                    .and_then(|m| self.mc.map.get(&m))
+                    .is_some_and(|g| g.have.contains(ipoib_wire::sa::JoinState::FULL_MEMBER))
+            })
+            .collect();
+        for a in ready {
+            // RFC 4862 §5.4.2: NS from the unspecified address, to the solicited-node group, no
+            // source link-layer option; DupAddrDetectTransmits 1, RetransTimer 1 s.
+            self.v6.dad.insert(a, now + RETRANS_TIMER);
+            let ns = NdMessage::NeighborSolicit { target: a };
+            self.send_nd(
+                now,
+                Ipv6Addr::UNSPECIFIED,
+                solicited_node(a),
+                ns,
+                Vec::new(),
+                None,
+            );
+        }
+    }
+
+    pub(super) fn dad_timeouts(&mut self, now: Instant) {
+        let done: Vec<Ipv6Addr> = self
+            .v6
+            .dad
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(a, _)| *a)
+            .collect();
+        for a in done {
+            self.v6.dad.remove(&a);
+            self.v6.set(a, AddrState::Preferred);
+            self.events.push_back(InterfaceEvent::AddressReady(a));
+        }
+    }
+
+    fn dad_failed(&mut self, now: Instant, a: Ipv6Addr) {
+        self.v6.dad.remove(&a);
+        self.v6.set(a, AddrState::Duplicate);
+        self.log(
+            LogLevel::Warn,
+            format!("duplicate address detected: {a} is used by another node"),
+        );
+        self.events.push_back(InterfaceEvent::DadFailed(a));
+        self.v6_sync_groups(now);
+    }
+
+    /// The link-layer address option of §9.3 (type 1 source, 2 target; Length 3), or the legacy
+    /// draft-kashyap-ipoib-ipv6-01 §5.1 option.
+    fn lla_option(&self, target: bool) -> Vec<u8> {
+        let mut b = vec![0u8; 24];
+        if self.cfg.legacy_ipv6 {
+            let r = LegacyLlaRepr {
+                target,
+                lid: self.port.map(|p| p.lid).unwrap_or(0),
+                flags: LegacyCapabilities(0),
+                qpn: self.cfg.qpn,
+                qkey: self.params.map(|p| p.record.q_key).unwrap_or(0),
+                guid: self.cfg.port_guid,
+            };
+            r.emit(&mut LegacyLlaOption::new_unchecked(&mut b[..]));
+        } else {
+            let hw = self.hw_addr();
+            let o = if target {
+                NdOptionRepr::TargetLinkLayerAddr(hw)
+            } else {
+                NdOptionRepr::SourceLinkLayerAddr(hw)
+            };
+            // 24 bytes always fit the option.
+            let _ = o.emit(&mut b);
+        }
+        b
+    }
+
+    /// The link-layer address in a received option of type 1 (source) or 2 (target).
+    fn nd_lla(&self, nd: &NdRepr<'_>, target: bool) -> Option<HwAddr> {
+        if !self.cfg.legacy_ipv6 {
+            let a = if target {
+                nd.target_lla()
+            } else {
+                nd.source_lla()
+            }?;
+            // §9.1.1 a: reserved flag bits ignored on receive.
+            return Some(HwAddr::new(a.flags.sanitized(), a.qpn, a.gid));
+        }
+        let want = if target {
+            NdOptionType::TargetLinkLayerAddr
+        } else {
+            NdOptionType::SourceLinkLayerAddr
+        };
+        let prefix = self.gid().subnet_prefix();
+        NdOptionIter::new(nd.options)
+            .filter_map(Result::ok)
+            .filter(|o| o.option_type() == want)
+            .find_map(|o| {
+                let r = LegacyLlaRepr::parse(&LegacyLlaOption::new_checked(o.into_inner()).ok()?)
+                    .ok()?;
+                Some(HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix)))
+            })
+    }
+
+    /// Builds and sends an ND message (hop limit 255, RFC 4861 §7.1): to `hw` when given, else to
+    /// the multicast group of `dst`.
+    fn send_nd(
+        &mut self,
+        now: Instant,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        message: NdMessage,
+        options: Vec<u8>,
+        hw: Option<HwAddr>,
+    ) {
+        let nd = NdRepr {
+            message,
+            options: &options,
+        };
+        let n = nd.buffer_len();
+        let mut pkt = vec![0u8; 40 + n];
+        Ipv6Repr {
+            traffic_class: 0,
+            flow_label: 0,
+            payload_len: n as u16,
+            next_header: IpProtocol::Icmpv6,
+            hop_limit: 255,
+            src_addr: src,
+            dst_addr: dst,
+        }
+        .emit(&mut Ipv6Packet::new_unchecked(&mut pkt[..]));
+        if nd.emit(src, dst, &mut pkt[40..]).is_err() {
+            return self.drop1(DropReason::Malformed);
+        }
+        let f = encap(EtherType::Ipv6, &pkt);
+        match hw {
+            Some(hw) => self.send_unicast(now, hw, f),
+            None => match self.group_mgid(IpAddr::V6(dst)) {
+                Ok(m) => self.send_multicast(now, m, f, None),
+                Err(_) => self.drop1(DropReason::Malformed),
+            },
+        }
+    }
+
+    /// A neighbour solicitation for `target`: to its solicited-node group, or unicast to `probe`.
+    pub(super) fn send_ns(&mut self, now: Instant, target: Ipv6Addr, probe: Option<HwAddr>) {
+        let Some(src) = self.v6.source() else {
+            return self.drop1(DropReason::NoRoute);
+        };
+        let dst = if probe.is_some() {
+            target
+        } else {
+            solicited_node(target)
+        };
+        let o = self.lla_option(false);
+        self.send_nd(
+            now,
+            src,
+            dst,
+            NdMessage::NeighborSolicit { target },
+            o,
+            probe,
+        );
+    }
+
+    /// A received ND message (the whole IPv6 packet).
+    pub(super) fn on_nd(&mut self, now: Instant, packet: &[u8]) {
+        let Ok(p) = Ipv6Packet::new_checked(packet) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        let Ok(ip) = Ipv6Repr::parse(&p) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        // RFC 4861 §6.1, §7.1: hop limit 255, valid checksum, code 0, known option lengths.
+        if ip.hop_limit != 255 {
+            return self.drop1(DropReason::Malformed);
+        }
+        let Ok(nd) = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        match nd.message {
+            NdMessage::NeighborSolicit { target } => self.on_ns(now, ip.src_addr, target, &nd),
+            NdMessage::NeighborAdvert { flags, target } => self.on_na(now, flags, target, &nd),
+            NdMessage::RouterAdvert { .. } => self.on_ra(now, ip.src_addr, &nd),
+            NdMessage::RouterSolicit | NdMessage::Redirect { .. } => {}
+        }
+    }
+
+    fn on_ns(&mut self, now: Instant, src: Ipv6Addr, target: Ipv6Addr, nd: &NdRepr<'_>) {
+        let Some(state) = self.v6.find(target) else {
+            return;
+        };
+        match state {
+            // RFC 4862 §5.4.3: an NS for a tentative address from the unspecified address is another
+            // node's DAD for it: ours fails too.
+            AddrState::Tentative if src.is_unspecified() => self.dad_failed(now, target),
+            AddrState::Tentative | AddrState::Duplicate => {}
+            AddrState::Preferred if src.is_unspecified() => {
+                // RFC 4861 §7.2.4: answer a DAD probe to all-nodes, S clear.
+                let o = self.lla_option(true);
+                let na = NdMessage::NeighborAdvert {
+                    flags: NA_OVERRIDE,
+                    target,
+                };
+                self.send_nd(now, target, ALL_NODES, na, o, None);
+            }
+            AddrState::Preferred => {
+                let hw = match self.nd_lla(nd, false) {
+                    Some(hw) => {
+                        let l = self.neigh.learn(now, IpAddr::V6(src), hw, Learn::Create);
+                        self.after_learn(now, IpAddr::V6(src), hw, l);
+                        hw
+                    }
+                    None => match self.neigh.get(&IpAddr::V6(src)).and_then(|n| n.hw) {
+                        Some(hw) => hw,
+                        None => return,
+                    },
+                };
+                let o = self.lla_option(true);
+                let na = NdMessage::NeighborAdvert {
+                    flags: NA_SOLICITED | NA_OVERRIDE,
+                    target,
+                };
+                self.send_nd(now, target, src, na, o, Some(hw));
+            }
+        }
+    }
+
+    fn on_na(&mut self, now: Instant, flags: u8, target: Ipv6Addr, nd: &NdRepr<'_>) {
+        match self.v6.find(target) {
+            Some(AddrState::Tentative) => return self.dad_failed(now, target),
+            Some(_) => {
+                return self.log(
+                    LogLevel::Warn,
+                    format!("another node advertises our address {target}"),
+                )
+            }
+            None => {}
+        }
+        let Some(hw) = self.nd_lla(nd, true) else {
+            return;
+        };
+        let how = if flags & NA_SOLICITED != 0 {
+            Learn::Confirmed
+        } else {
+            Learn::UpdateOnly
+        };
+        let l = self.neigh.learn(now, IpAddr::V6(target), hw, how);
+        self.after_learn(now, IpAddr::V6(target), hw, l);
+    }
+
+    fn after_learn(&mut self, now: Instant, ip: IpAddr, hw: HwAddr, l: super::neighbour::Learned) {
+        if let Some(old) = l.changed_from {
+            self.log(
+                LogLevel::Warn,
+                format!("ND: neighbour {ip} changed link-layer address from {old} to {hw}"),
+            );
+        }
+        if l.refused {
+            self.drop1(DropReason::NeighbourTableFull);
+        }
+        for f in l.release {
+            self.send_unicast(now, hw, f);
+        }
+    }
+
+    fn on_ra(&mut self, now: Instant, src: Ipv6Addr, nd: &NdRepr<'_>) {
+        // RFC 4861 §6.1.2: a router advertisement comes from a link-local address.
+        if src.segments()[0] & 0xffc0 != 0xfe80 {
+            return self.drop1(DropReason::Malformed);
+        }
+        if let Some(hw) = self.nd_lla(nd, false) {
+            let l = self.neigh.learn(now, IpAddr::V6(src), hw, Learn::Create);
+            self.after_learn(now, IpAddr::V6(src), hw, l);
+        }
+        let mut new = Vec::new();
+        for o in nd.options().filter_map(Result::ok) {
+            match o {
+                NdOptionRepr::PrefixInformation(p)
+                    if p.autonomous
+                        && p.prefix_len == 64
+                        && p.valid_lifetime > 0
+                        && p.prefix.segments()[0] & 0xffc0 != 0xfe80 =>
+                {
+                    // RFC 4862 §5.5.3: prefix ‖ interface identifier (§8: from the GUID).
+                    let prefix = (u128::from(p.prefix) >> 64) << 64;
+                    let iid = u128::from(iid_from_guid(self.cfg.port_guid));
+                    new.push(Ipv6Addr::from(prefix | iid));
+                }
+                NdOptionRepr::Mtu(m) => {
+                    let link = self.cfg.mtu.unwrap_or(u32::MAX).min(self.mtu());
+                    if m > link {
+                        // §7: logged, otherwise ignored.
+                        self.log(
+                            LogLevel::Warn,
+                            format!("RA from {src}: MTU option {m} larger than the link MTU {link}, ignored"),
+                        );
+                    } else if m >= 1280 && m != self.ipv6_mtu() {
+                        self.ipv6_mtu = m;
+                        self.events.push_back(InterfaceEvent::Ipv6Mtu(m));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for a in new {
+            if self.v6.find(a).is_none() {
+                self.log(LogLevel::Info, format!("autoconfigured {a}/64 from {src}"));
+                self.add_ipv6_address(now, a, 64);
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The receive path: a UD receive completion → checks → ARP, ND, or an IP packet for the IP layer.
+//! References are to draft-ietf-ipoib-ip-over-infiniband-06.
+//!
+//! Checks, in order, each dropping with its own counted reason: link up; the P_Key of the
+//! partition (§9.1 e: UD peers communicate only inside one partition); the broadcast group's Q_Key
+//! (§9.1 d, §9.1.2 b); not our own multicast looped back (Linux `ipoib_ib_handle_rx_wc`: same
+//! source QPN and LID); a 4-byte encapsulation header (§6) naming IPv4, IPv6 or ARP. The HCA
+//! already enforces the P_Key and Q_Key; the agent checks what it is told again, so a frame from
+//! another partition or with a wrong Q_Key never reaches IP even with a lax HCA. Frames with and
+//! without a GRH are handled alike (§6: MUST handle both).
+
+use super::{DropReason, Interface, InterfaceEvent, Link, UdReceived};
+use crate::time::Instant;
+use ipoib_wire::ipoib::{
+    ArpPacket, ArpRepr, EncapHeader, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet,
+};
+
+impl Interface {
+    /// A UD receive completion for the interface's QP (the data is the encapsulation header and
+    /// the datagram, the GRH already taken off).
+    pub fn handle_datagram(&mut self, now: Instant, d: UdReceived) {
+        self.counters.rx_frames += 1;
+        let Some(p) = self.params.filter(|_| self.link == Link::Up) else {
+            return self.drop1(DropReason::NotUp);
+        };
+        if d.pkey & 0x7fff != self.cfg.pkey & 0x7fff {
+            return self.drop1(DropReason::PkeyMismatch);
+        }
+        if d.qkey != p.record.q_key {
+            return self.drop1(DropReason::QkeyMismatch);
+        }
+        let lid = self.port.map(|p| p.lid).unwrap_or(0);
+        if d.src_qpn == self.cfg.qpn && d.slid == lid {
+            return self.drop1(DropReason::Loopback);
+        }
+        let Ok(h) = EncapHeader::new_checked(&d.data[..]) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        let body = h.payload();
+        match h.ethertype() {
+            EtherType::Arp => match ArpRepr::parse(&ArpPacket::new_unchecked(body)) {
+                Ok(a) => self.on_arp(now, a),
+                Err(_) => self.drop1(DropReason::Malformed),
+            },
+            EtherType::Ipv4 => {
+                if Ipv4Packet::new_checked(body).is_err() {
+                    return self.drop1(DropReason::Malformed);
+                }
+                self.deliver(body.to_vec());
+            }
+            EtherType::Ipv6 => {
+                let Ok(ip) = Ipv6Packet::new_checked(body) else {
+                    return self.drop1(DropReason::Malformed);
+                };
+                let is_nd = ip.next_header() == IpProtocol::Icmpv6
+                    && ip
+                        .payload()
+                        .first()
+                        .is_some_and(|t| (133..=137).contains(t));
+                if is_nd {
+                    if self.cfg.ipv6 {
+                        self.on_nd(now, body);
+                    }
+                    return;
+                }
+                self.deliver(body.to_vec());
+            }
+            _ => self.drop1(DropReason::Unsupported),
+        }
+    }
+
+    fn deliver(&mut self, packet: Vec<u8>) {
+        self.counters.delivered += 1;
+        self.events.push_back(InterfaceEvent::Deliver(packet));
+    }
+}

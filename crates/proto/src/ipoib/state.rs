@@ -1,0 +1,236 @@
+//! The link's life: bring-up (draft-ietf-ipoib-ip-over-infiniband-06 §5: FullMember join of the
+//! broadcast group, its parameters become the link's, carrier only after the join), port events
+//! (REFERENCE.md "Linux IPoIB" and Linux `ipoib_event`/`__ipoib_ib_dev_flush`), and the SA answers
+//! and Reports that drive everything else.
+//!
+//! Port events, as Linux maps them:
+//! - SM change (and client reregister): light flush: paths marked invalid (asked again on next
+//!   use), every multicast group joined again at the new SA, trap subscriptions renewed; the
+//!   carrier stays up.
+//! - LID change, port down or up: normal flush: carrier down, groups detached, paths and
+//!   neighbours flushed (Linux flushes paths; the kernel flushes neighbours on carrier loss,
+//!   `neigh_carrier_down`), then the broadcast join again.
+//! - P_Key change: heavy flush: as normal; the link stays down while the P_Key is not in the
+//!   port's table (§5: a node joins a partition only when the SM gave its port the P_Key).
+
+use super::{DropReason, Interface, InterfaceEvent, Link, LinkParams, LogLevel, Pending, PortInfo};
+use crate::mad_agent::MadAddr;
+use crate::sa::SaClientEvent;
+use crate::time::Instant;
+use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
+use ipoib_wire::sa::{McMemberRecordRepr, SaAttribute, SaMadRepr};
+
+/// How much a port event resets (Linux `enum ipoib_flush_level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Flush {
+    Light,
+    Normal,
+    Heavy,
+}
+
+fn usable(p: &PortInfo) -> bool {
+    p.active && p.lid != 0 && p.pkey_index.is_some()
+}
+
+impl Interface {
+    /// The port changed (or is reported for the first time).
+    pub fn handle_port(&mut self, now: Instant, p: PortInfo) {
+        let old = self.port.replace(p);
+        let was = old.as_ref().is_some_and(usable);
+        match (old, was, usable(&p)) {
+            (_, _, false) => {
+                if self.link != Link::Down {
+                    let why = if p.active && p.pkey_index.is_none() {
+                        "P_Key not in the port's table"
+                    } else if p.active {
+                        "no LID"
+                    } else {
+                        "port down"
+                    };
+                    self.log(LogLevel::Info, format!("link down: {why}"));
+                    self.flush(now, Flush::Heavy);
+                    self.link = Link::Down;
+                }
+            }
+            (_, false, true) => self.start(now),
+            (Some(o), true, true) => {
+                let level = if o.pkey_index != p.pkey_index || o.subnet_prefix != p.subnet_prefix {
+                    Some(Flush::Heavy)
+                } else if o.lid != p.lid {
+                    Some(Flush::Normal)
+                } else if o.sm_lid != p.sm_lid || o.sm_sl != p.sm_sl {
+                    Some(Flush::Light)
+                } else {
+                    None
+                };
+                match level {
+                    Some(Flush::Light) => {
+                        self.log(LogLevel::Info, "SM changed: rejoining".into());
+                        self.flush(now, Flush::Light);
+                    }
+                    Some(l) => {
+                        self.log(LogLevel::Info, format!("port event ({l:?} flush)"));
+                        self.flush(now, l);
+                        self.link = Link::Down;
+                        self.start(now);
+                    }
+                    None => {}
+                }
+            }
+            (None, true, true) => {}
+        }
+    }
+
+    fn flush(&mut self, now: Instant, level: Flush) {
+        if level == Flush::Light {
+            self.paths.invalidate();
+            self.mc_reset();
+            self.subscribe(now);
+            self.mc_kick(now);
+            return;
+        }
+        if self.link == Link::Up {
+            self.events.push_back(InterfaceEvent::CarrierDown);
+        }
+        self.mc_reset();
+        let (lost, ids) = self.paths.flush();
+        for id in ids {
+            self.sa.cancel(id);
+            self.requests.remove(&id);
+        }
+        let lost_n = self.neigh.flush();
+        self.drop_count(DropReason::Flushed, lost + lost_n);
+        for id in std::mem::take(&mut self.requests).into_keys() {
+            self.sa.cancel(id);
+        }
+        self.params = None;
+        self.v6.stop_dad();
+    }
+
+    /// Bring-up (§5): every IPoIB interface MUST FullMember-join the broadcast group.
+    fn start(&mut self, now: Instant) {
+        self.link = Link::Joining;
+        let b = self.bcast_mgid();
+        self.mc_set_internal(now, b, true);
+        self.mc_kick(now);
+    }
+
+    /// Where SA requests go: QP1 of the master SM, at its SL.
+    pub(super) fn sa_dest(&self) -> MadAddr {
+        let p = self.port.unwrap_or_default();
+        MadAddr {
+            sl: p.sm_sl,
+            ..MadAddr::gsi(p.sm_lid)
+        }
+    }
+
+    /// The broadcast group answered (§5: the join returns the MTU, the Q_Key and the other
+    /// parameters, which the node associates with its interface; §7: link MTU = group MTU − 4).
+    pub(super) fn on_broadcast_joined(&mut self, _now: Instant, rec: McMemberRecordRepr) {
+        let group_mtu = rec.mtu.bytes().unwrap_or(2048);
+        let mut mtu = group_mtu.saturating_sub(4);
+        if let Some(m) = self.cfg.mtu {
+            mtu = mtu.min(m);
+        }
+        let qkey_changed = self.params.map(|p| p.record.q_key) != Some(rec.q_key);
+        self.params = Some(LinkParams { record: rec, mtu });
+        if qkey_changed {
+            // §9.1.2 b: the Q_Key of the broadcast group MUST be used for all IPoIB traffic.
+            self.events.push_back(InterfaceEvent::SetQkey(rec.q_key));
+        }
+    }
+
+    /// The broadcast group is joined: carrier up, then everything that needs the link.
+    pub(super) fn link_up(&mut self, now: Instant) {
+        self.link = Link::Up;
+        self.events.push_back(InterfaceEvent::CarrierUp);
+        self.log(
+            LogLevel::Info,
+            format!(
+                "carrier up: mtu {} qkey {:#x} mlid {:#x}",
+                self.mtu(),
+                self.params.map(|p| p.record.q_key).unwrap_or(0),
+                self.params.map(|p| p.record.mlid).unwrap_or(0)
+            ),
+        );
+        self.subscribe(now);
+        if self.cfg.router {
+            self.request_group_table(now);
+        }
+        self.v6_sync_groups(now);
+        self.gratuitous_arp(now);
+        self.mc_kick(now);
+    }
+
+    /// Subscribes to traps 66 and 67 (§11: senders MUST subscribe to the multicast group create
+    /// and delete traps). A wildcard subscription (any GID) also serves §12 C.
+    fn subscribe(&mut self, now: Instant) {
+        for trap in [
+            NoticeRepr::TRAP_MCAST_GROUP_CREATED,
+            NoticeRepr::TRAP_MCAST_GROUP_DELETED,
+        ] {
+            let mad = SaMadRepr::request(
+                Method::Set,
+                0,
+                0,
+                SaAttribute::InformInfo(InformInfoRepr::generic(true, trap, 1)),
+            );
+            let id = self.sa.request(now, mad, self.sa_dest());
+            self.requests.insert(id, Pending::Inform(trap));
+        }
+    }
+
+    /// §12 A: a list of every multicast group (SubnAdmGetTable(MCMemberRecord), no components).
+    fn request_group_table(&mut self, now: Instant) {
+        let mad = SaMadRepr::request(
+            Method::GetTable,
+            0,
+            0,
+            SaAttribute::McMemberRecord(McMemberRecordRepr::default()),
+        );
+        let id = self.sa.request(now, mad, self.sa_dest());
+        self.requests.insert(id, Pending::GroupTable);
+    }
+
+    /// Takes every answer and Report from the SA client.
+    pub(super) fn process_sa(&mut self, now: Instant) {
+        while let Some(ev) = self.sa.poll_event() {
+            match ev {
+                SaClientEvent::Response { id, result } => {
+                    let Some(p) = self.requests.remove(&id) else {
+                        continue;
+                    };
+                    match p {
+                        Pending::Join(mgid, js) => self.on_join_result(now, mgid, js, result),
+                        Pending::Leave(mgid) => {
+                            if let Err(e) = result {
+                                // §13: log every failed IB multicast operation.
+                                self.log(
+                                    LogLevel::Warn,
+                                    format!("multicast leave {} failed: {e}", mgid.to_ipv6()),
+                                );
+                            }
+                        }
+                        Pending::Path(gid) => self.on_path_result(now, gid, id, result),
+                        Pending::Inform(trap) => {
+                            if let Err(e) = result {
+                                self.log(
+                                    LogLevel::Warn,
+                                    format!("subscription to trap {trap} failed: {e}"),
+                                );
+                            }
+                        }
+                        Pending::GroupTable => self.on_group_table(now, result),
+                    }
+                }
+                SaClientEvent::Report { notice, .. } => {
+                    if let (Some(trap), Some(mgid)) = (notice.trap_number(), notice.trap_gid()) {
+                        if self.link != Link::Down && mgid.is_multicast() {
+                            self.on_group_trap(now, trap, mgid);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Timing constants of the interface and the one backoff rule it uses for SA joins.
+//!
+//! The interface has no timer wheel: every table (neighbours, paths, groups, tentative addresses)
+//! keeps its own deadlines, [`super::Interface::poll_timeout`] is their minimum (and the SA client's),
+//! and [`super::Interface::handle_timeout`] lets each table act on what is due. Every handler
+//! compares deadlines with `now`, so early or repeated calls do nothing.
+
+use std::time::Duration;
+
+/// First retry delay of a failed multicast join (REFERENCE.md "Linux IPoIB": join backoff 1 s
+/// doubling to 16 s; Linux `ipoib_multicast.c` `mcast->backoff`).
+pub const JOIN_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+/// Largest retry delay of a multicast join (Linux `IPOIB_MAX_BACKOFF_SECONDS` 16).
+pub const JOIN_BACKOFF_MAX: Duration = Duration::from_secs(16);
+
+/// RFC 4861 §10 REACHABLE_TIME (Linux `base_reachable_time` 30 s).
+pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
+/// RFC 4861 §10 RETRANS_TIMER, also the ARP retransmission interval (Linux `retrans_time` 1 s).
+pub const RETRANS_TIMER: Duration = Duration::from_secs(1);
+/// RFC 4861 §10 MAX_MULTICAST_SOLICIT / MAX_UNICAST_SOLICIT, Linux `mcast_solicit`/`ucast_solicit` 3.
+pub const MAX_SOLICIT: u8 = 3;
+/// How long an unused stale neighbour stays (Linux `gc_stale_time` 60 s).
+pub const GC_STALE_TIME: Duration = Duration::from_secs(60);
+/// How long a failed PathRecord query is remembered before the next packet asks again (Linux
+/// `ipoib_start_xmit` retries a path whose query failed after about a second: `path->query` is
+/// cleared and the next packet starts a new one).
+pub const PATH_FAILED_HOLD: Duration = Duration::from_secs(1);
+/// How long "this multicast group does not exist" is believed without a trap saying otherwise
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §11: cache group existence; traps 66/67 keep it fresh).
+pub const GROUP_ABSENT_HOLD: Duration = Duration::from_secs(60);
+
+/// A retry delay that starts at [`JOIN_BACKOFF_INITIAL`] and doubles up to [`JOIN_BACKOFF_MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            next: JOIN_BACKOFF_INITIAL,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay to wait now; the following one is doubled (capped).
+    pub fn step(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(JOIN_BACKOFF_MAX);
+        d
+    }
+
+    /// Back to the first delay (after a success).
+    pub fn reset(&mut self) {
+        self.next = JOIN_BACKOFF_INITIAL;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // REFERENCE.md "Linux IPoIB": join backoff 1 s doubling to 16 s.
+    #[test]
+    fn backoff_doubles_to_sixteen_seconds() {
+        let mut b = Backoff::default();
+        let secs: Vec<u64> = (0..7).map(|_| b.step().as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 16, 16]);
+        b.reset();
+        assert_eq!(b.step(), Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,237 @@
+//! The transmit path: an IP packet from above → next hop → neighbour (ARP/ND) → path (PathRecord)
+//! → UD datagram, or → multicast group (§11 rules, `mcast.rs`). References are to
+//! draft-ietf-ipoib-ip-over-infiniband-06.
+//!
+//! Every datagram starts with the 4-byte encapsulation header whose type names the protocol (§6:
+//! SHALL indicate the protocol per table 1), goes to the QPN of the neighbour's link-layer address
+//! (§9.1.1 b: all IP traffic to the interface MUST go to that QPN) with the broadcast group's Q_Key
+//! (§9.1.2 b).
+
+use super::neighbour::Lookup;
+use super::path::{path_query, PathInfo, PathLookup, QueuedFrame};
+use super::{DropReason, Interface, Link, LogLevel, Pending, UdTransmit};
+use crate::mad_agent::GrhAddr;
+use crate::sa::{RequestId, SaClientError, SaResponse};
+use crate::time::Instant;
+use ipoib_wire::ipoib::{EncapHeader, EncapRepr, EtherType, HwAddr, Ipv4Packet, Ipv6Packet};
+use ipoib_wire::sa::{SaAttribute, SaMadRepr};
+use ipoib_wire::Gid;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// The encapsulation header (§6, figure 3: type, reserved zero) followed by `payload`.
+pub(super) fn encap(t: EtherType, payload: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; 4 + payload.len()];
+    EncapRepr::new(t).emit(&mut EncapHeader::new_unchecked(&mut v[..]));
+    v[4..].copy_from_slice(payload);
+    v
+}
+
+impl Interface {
+    /// An IP packet (IPv4 or IPv6, told by its version) from the IP layer. It is sent, queued
+    /// behind address resolution, or dropped and counted; never an error to the caller (IP is a
+    /// datagram service).
+    pub fn send_ip(&mut self, now: Instant, packet: &[u8]) {
+        if self.link != Link::Up {
+            return self.drop1(DropReason::NotUp);
+        }
+        match packet.first().map(|b| b >> 4) {
+            Some(4) => self.send_ipv4(now, packet),
+            Some(6) => self.send_ipv6(now, packet),
+            _ => self.drop1(DropReason::Malformed),
+        }
+    }
+
+    fn send_ipv4(&mut self, now: Instant, packet: &[u8]) {
+        let Ok(p) = Ipv4Packet::new_checked(packet) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        if packet.len() > self.mtu() as usize {
+            return self.drop1(DropReason::TooBig);
+        }
+        let dst = p.dst_addr();
+        let frame = encap(EtherType::Ipv4, packet);
+        let v4 = self.cfg.ipv4;
+        if dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst) {
+            // §4: the limited broadcast address SHALL map to the broadcast GID; §5: the broadcast
+            // group serves net- and subnet-directed broadcasts too.
+            let b = self.bcast_mgid();
+            return self.send_multicast(now, b, frame, None);
+        }
+        if dst.is_multicast() {
+            let Ok(mgid) = self.group_mgid(IpAddr::V4(dst)) else {
+                return self.drop1(DropReason::Malformed);
+            };
+            let fb = self.fallback_for(IpAddr::V4(dst));
+            return self.send_multicast(now, mgid, frame, fb);
+        }
+        let next_hop = match v4 {
+            Some(c) if c.on_link(dst) => dst,
+            Some(Ipv4Config {
+                gateway: Some(g), ..
+            }) => g,
+            _ => return self.drop1(DropReason::NoRoute),
+        };
+        self.resolve_and_send(now, IpAddr::V4(next_hop), frame);
+    }
+
+    fn send_ipv6(&mut self, now: Instant, packet: &[u8]) {
+        let Ok(p) = Ipv6Packet::new_checked(packet) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        if !self.cfg.ipv6 {
+            return self.drop1(DropReason::NoRoute);
+        }
+        if packet.len() > self.ipv6_mtu() as usize {
+            return self.drop1(DropReason::TooBig);
+        }
+        let dst = p.dst_addr();
+        let frame = encap(EtherType::Ipv6, packet);
+        if dst.is_multicast() {
+            let Ok(mgid) = self.group_mgid(IpAddr::V6(dst)) else {
+                return self.drop1(DropReason::Malformed);
+            };
+            let fb = self.fallback_for(IpAddr::V6(dst));
+            return self.send_multicast(now, mgid, frame, fb);
+        }
+        // Every IPv6 destination is treated as on-link (no routing table here).
+        self.resolve_and_send(now, IpAddr::V6(dst), frame);
+    }
+
+    /// Neighbour stage: send, or queue (at most `queue_len`) and solicit.
+    pub(super) fn resolve_and_send(&mut self, now: Instant, ip: IpAddr, frame: Vec<u8>) {
+        match self.neigh.lookup(now, ip) {
+            Lookup::Send(hw) => self.send_unicast(now, hw, frame),
+            Lookup::SendAndProbe(hw) => {
+                self.send_unicast(now, hw, frame);
+                self.solicit(now, ip, Some(hw));
+            }
+            Lookup::Resolve { solicit } => {
+                if !self.neigh.enqueue(&ip, frame) {
+                    self.drop1(DropReason::NeighbourQueueFull);
+                }
+                if solicit {
+                    self.solicit(now, ip, None);
+                }
+            }
+            Lookup::TableFull => self.drop1(DropReason::NeighbourTableFull),
+        }
+    }
+
+    /// Sends an ARP request or a neighbour solicitation for `ip`: multicast to resolve, unicast
+    /// to `probe` to confirm.
+    pub(super) fn solicit(&mut self, now: Instant, ip: IpAddr, probe: Option<HwAddr>) {
+        match ip {
+            IpAddr::V4(a) => self.send_arp_request(now, a, probe),
+            IpAddr::V6(a) => self.send_ns(now, a, probe),
+        }
+    }
+
+    /// Neighbour timers: resend solicitations, drop what failed.
+    pub(super) fn neighbour_timeouts(&mut self, now: Instant) {
+        for d in self.neigh.handle_timeout(now) {
+            match d {
+                super::neighbour::Due::Solicit(ip) => self.solicit(now, ip, None),
+                super::neighbour::Due::Probe(ip, hw) => self.solicit(now, ip, Some(hw)),
+                super::neighbour::Due::Failed(_, n) => {
+                    self.drop_count(DropReason::ResolutionFailed, n)
+                }
+            }
+        }
+    }
+
+    /// Path stage: send on a known path, or queue behind its PathRecord query (one per new
+    /// destination GID; REFERENCE.md: at most 3 frames queued).
+    pub(super) fn send_unicast(&mut self, now: Instant, hw: HwAddr, frame: Vec<u8>) {
+        let gid = hw.gid;
+        match self.paths.lookup(now, gid) {
+            PathLookup::Use(info, refresh) => {
+                self.push_unicast(info, gid, hw.qpn, frame);
+                if refresh {
+                    self.start_path_query(now, gid);
+                }
+            }
+            PathLookup::Wait { start_query } => {
+                let q = QueuedFrame {
+                    qpn: hw.qpn,
+                    data: frame,
+                };
+                if !self.paths.enqueue(&gid, q) {
+                    self.drop1(DropReason::PathQueueFull);
+                }
+                if start_query {
+                    self.start_path_query(now, gid);
+                }
+            }
+            PathLookup::Failed => self.drop1(DropReason::PathFailed),
+            PathLookup::TableFull => self.drop1(DropReason::PathTableFull),
+        }
+    }
+
+    fn start_path_query(&mut self, now: Instant, gid: Gid) {
+        let tclass = self.params.map(|p| p.record.tclass).unwrap_or(0);
+        let (rec, mask) = path_query(self.gid(), gid, self.cfg.pkey | 0x8000, tclass);
+        let id = self
+            .sa
+            .request(now, SaMadRepr::path_get(0, rec, mask), self.sa_dest());
+        self.paths.set_query(&gid, id);
+        self.requests.insert(id, Pending::Path(gid));
+    }
+
+    pub(super) fn on_path_result(
+        &mut self,
+        now: Instant,
+        gid: Gid,
+        id: RequestId,
+        result: Result<SaResponse, SaClientError>,
+    ) {
+        let info = match &result {
+            Ok(r) => match (&r.attribute, r.records.first()) {
+                (Some(SaAttribute::PathRecord(p)), _)
+                | (None, Some(SaAttribute::PathRecord(p))) => Some(PathInfo::from_record(p)),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let Err(e) = &result {
+            self.log(
+                LogLevel::Warn,
+                format!("path record for {} failed: {e}", gid.to_ipv6()),
+            );
+        }
+        let Some((res, frames)) = self.paths.complete(now, &gid, id, info) else {
+            return;
+        };
+        match res {
+            Some(info) => {
+                for f in frames {
+                    self.push_unicast(info, gid, f.qpn, f.data);
+                }
+            }
+            None => self.drop_count(DropReason::PathFailed, frames.len()),
+        }
+    }
+
+    /// A unicast datagram on `info`'s path: GRH when the path needs it or configured (§6).
+    fn push_unicast(&mut self, info: PathInfo, dgid: Gid, qpn: u32, data: Vec<u8>) {
+        let Some(p) = self.params else {
+            return self.drop1(DropReason::NotUp);
+        };
+        let grh = (info.needs_grh() || self.cfg.unicast_grh).then_some(GrhAddr {
+            gid: dgid,
+            flow_label: info.flow_label,
+            hop_limit: info.hop_limit,
+            tclass: info.tclass,
+        });
+        self.out.push_back(UdTransmit {
+            dlid: info.dlid,
+            sl: info.sl,
+            grh,
+            remote_qpn: qpn & 0x00ff_ffff,
+            qkey: p.record.q_key,
+            rate: info.rate,
+            data,
+        });
+    }
+}
+
+use super::Ipv4Config;
