@@ -58,7 +58,7 @@ impl Interface {
     }
 
     /// A received ARP packet (already checked: hardware type 32, lengths 20 and 4, §9.2).
-    pub(super) fn on_arp(&mut self, now: Instant, a: ArpRepr) {
+    pub(super) fn on_arp(&mut self, now: Instant, a: ArpRepr, slid: u16) {
         let Some(v4) = self.cfg.ipv4 else {
             return;
         };
@@ -85,6 +85,7 @@ impl Interface {
             }
             return;
         }
+        self.note_source(sha.gid, slid);
         let for_us = a.target_ip == v4.addr;
         let how = match (request, for_us) {
             (false, true) => Learn::Confirmed,

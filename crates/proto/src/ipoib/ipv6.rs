@@ -334,7 +334,7 @@ impl Interface {
     }
 
     /// A received ND message (the whole IPv6 packet).
-    pub(super) fn on_nd(&mut self, now: Instant, packet: &[u8]) {
+    pub(super) fn on_nd(&mut self, now: Instant, packet: &[u8], slid: u16) {
         let Ok(p) = Ipv6Packet::new_checked(packet) else {
             return self.drop1(DropReason::Malformed);
         };
@@ -348,6 +348,13 @@ impl Interface {
         let Ok(nd) = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()) else {
             return self.drop1(DropReason::Malformed);
         };
+        let heard = match nd.message {
+            NdMessage::NeighborAdvert { .. } => self.nd_lla(&nd, true),
+            _ => self.nd_lla(&nd, false),
+        };
+        if let Some(hw) = heard {
+            self.note_source(hw.gid, slid);
+        }
         match nd.message {
             NdMessage::NeighborSolicit { target } => self.on_ns(now, ip.src_addr, target, &nd),
             NdMessage::NeighborAdvert { flags, target } => self.on_na(now, flags, target, &nd),

@@ -224,6 +224,17 @@ impl Paths {
         Some((result, p.queue.drain(..).collect()))
     }
 
+    /// Forgets the path to `gid` unless a query is in flight or frames wait on it.
+    pub fn forget(&mut self, gid: &Gid) {
+        if self
+            .map
+            .get(gid)
+            .is_some_and(|p| p.query.is_none() && p.queue.is_empty())
+        {
+            self.map.remove(gid);
+        }
+    }
+
     /// Marks every path invalid (LID change: Linux `ipoib_mark_paths_invalid`).
     pub fn invalidate(&mut self) {
         for p in self.map.values_mut() {

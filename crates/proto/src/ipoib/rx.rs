@@ -39,7 +39,7 @@ impl Interface {
         let body = h.payload();
         match h.ethertype() {
             EtherType::Arp => match ArpRepr::parse(&ArpPacket::new_unchecked(body)) {
-                Ok(a) => self.on_arp(now, a),
+                Ok(a) => self.on_arp(now, a, d.slid),
                 Err(_) => self.drop1(DropReason::Malformed),
             },
             EtherType::Ipv4 => {
@@ -59,13 +59,25 @@ impl Interface {
                         .is_some_and(|t| (133..=137).contains(t));
                 if is_nd {
                     if self.cfg.ipv6 {
-                        self.on_nd(now, body);
+                        self.on_nd(now, body, d.slid);
                     }
                     return;
                 }
                 self.deliver(body.to_vec());
             }
             _ => self.drop1(DropReason::Unsupported),
+        }
+    }
+
+    /// A neighbour at `gid` was just heard from `slid`. A cached path inside the subnet that names
+    /// another LID is stale (the peer's LID changed): forget it so that the answer waits for a
+    /// fresh PathRecord instead of going to the old LID. Linux waits for the SM's reregistration
+    /// instead; this is a local robustness choice.
+    pub(super) fn note_source(&mut self, gid: ipoib_wire::Gid, slid: u16) {
+        if let Some(p) = self.paths.get(&gid) {
+            if !p.needs_grh() && p.dlid != slid {
+                self.paths.forget(&gid);
+            }
         }
     }
 

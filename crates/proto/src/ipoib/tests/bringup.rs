@@ -1,0 +1,225 @@
+//! Bring-up and port events (draft-ietf-ipoib-ip-over-infiniband-06 §4.1, §5, §7, §9.1.2 b;
+//! REFERENCE.md "Linux IPoIB").
+
+use super::*;
+use ipoib_wire::mad::Method;
+use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
+
+fn joins(net: &Net, lid: u16) -> Vec<(Instant, McMemberRecordRepr)> {
+    net.mads
+        .iter()
+        .filter(|(_, f, _)| *f == lid)
+        .filter_map(|(t, _, m)| {
+            let r = SaMadRepr::parse(&m.mad).ok()?;
+            match (r.header.method, r.attribute) {
+                (Method::Set, SaAttribute::McMemberRecord(rec)) => Some((*t, rec)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §5: every interface MUST FullMember-join the broadcast
+// group (§4 fig. 2, §4.1 item 1: full-member P_Key, link-local scope); the join returns Q_Key and MTU
+// which the interface takes (§9.1.2 b); carrier only after the join; link MTU = 2048 - 4 (§7).
+#[test]
+fn bring_up_joins_broadcast_then_carrier() {
+    let mut net = Net::new(2);
+    net.port(2, |_| {});
+    assert!(!net.iface(2).carrier());
+    // Before the SA answers: a join is on its way and nothing else happened.
+    let first = net.iface(2).poll_mad(Instant::ZERO).expect("a join");
+    let m = SaMadRepr::parse(&first.mad).expect("SA MAD");
+    assert_eq!(m.header.method, Method::Set);
+    let SaAttribute::McMemberRecord(rec) = m.attribute else {
+        panic!("{:?}", m.attribute)
+    };
+    assert_eq!(rec.mgid, BCAST);
+    assert_eq!(rec.mgid.to_ipv6().to_string(), "ff12:401b:ffff::ffff:ffff");
+    assert_eq!(rec.join_state, JoinState::FULL_MEMBER);
+    assert_eq!(
+        rec.port_gid,
+        Gid::new(Gid::DEFAULT_SUBNET_PREFIX, guid(2).0)
+    );
+    assert_eq!(first.to.lid, SM_LID);
+    assert!(net.host(2).events.is_empty());
+    let mut net = Net::new(2);
+    net.up();
+    let h = net.host(2);
+    let order: Vec<&InterfaceEvent> = h
+        .events
+        .iter()
+        .filter(|e| !matches!(e, InterfaceEvent::Log(..)))
+        .take(3)
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            &InterfaceEvent::SetQkey(0x0b1b),
+            &InterfaceEvent::Attach {
+                mgid: BCAST,
+                mlid: 0xc000
+            },
+            &InterfaceEvent::CarrierUp
+        ]
+    );
+    assert!(h.iface.carrier());
+    assert_eq!(h.iface.mtu(), 2044);
+    let p = h.iface.link_params().expect("params");
+    assert_eq!(p.record.q_key, 0x0b1b);
+    assert_eq!(p.record.mlid, 0xc000);
+    // §9.1.1: the link-layer address is flags 0, the UD QPN, subnet prefix + port GUID.
+    assert_eq!(
+        h.iface.hw_addr().to_string(),
+        "00:00:00:4a:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:02"
+    );
+    // §9.1.2 b: every datagram carries the broadcast group's Q_Key.
+    assert!(net.wire.iter().all(|s| s.t.qkey == 0x0b1b));
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §7: link MTU = broadcast group MTU - 4, also for a group
+// of 1024; a configured smaller MTU wins.
+#[test]
+fn link_mtu_follows_group_mtu() {
+    let parts =
+        crate::partitions::parse("Default=0x7fff, ipoib, mtu=3 : ALL=full ;").expect("partitions");
+    let mut c = InterfaceConfig::new(guid(2), qpn(2));
+    c.ipv6 = false;
+    let mut c3 = InterfaceConfig::new(guid(3), qpn(3));
+    c3.mtu = Some(1000);
+    let mut net = Net::custom(vec![(2, c), (3, c3)], parts, &[]);
+    net.up();
+    assert_eq!(net.iface(2).mtu(), 1020);
+    assert_eq!(net.iface(3).mtu(), 1000);
+}
+
+// REFERENCE.md "Linux IPoIB": joins retried with backoff 1 s doubling to 16 s; carrier only once the
+// broadcast join succeeds.
+#[test]
+fn broadcast_join_retried_with_backoff() {
+    let mut net = Net::with(1, |_, c| {
+        c.sa.retries = 0;
+        c.sa.timeout = Duration::from_secs(1);
+    });
+    net.mad_filter = Box::new(|from, _| from != SM_LID);
+    net.port(2, |_| {});
+    net.run_for(Duration::from_secs(60));
+    assert!(!net.iface(2).carrier());
+    // Every send was dropped, so none is in the log: count the timeouts through the log events.
+    let fails = net
+        .host(2)
+        .logs()
+        .iter()
+        .filter(|l| l.contains("multicast join ff12:401b:ffff::ffff:ffff"))
+        .count();
+    // Tries at 0, 2, 5, 10, 19, 36, 53 (each times out after 1 s, then waits 1, 2, 4, 8, 16, 16).
+    assert_eq!(fails, 7);
+    net.mad_filter = Box::new(|_, _| false);
+    net.run_for(Duration::from_secs(17));
+    assert!(net.iface(2).carrier());
+    let starts: Vec<u64> = joins(&net, 2)
+        .iter()
+        .map(|(t, _)| t.as_nanos() / 1_000_000_000)
+        .collect();
+    assert_eq!(starts.first(), Some(&70), "{starts:?}");
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §5: the P_Key must be the port's before the link forms; no
+// join is attempted without it.
+#[test]
+fn no_pkey_no_link() {
+    let mut net = Net::new(1);
+    net.host(2).port.pkey_index = None;
+    net.up();
+    assert!(!net.iface(2).carrier());
+    assert!(net.mads_from(2).is_empty());
+    // The SM adds the P_Key: the link forms.
+    net.port(2, |p| p.pkey_index = Some(0));
+    net.run_for(Duration::from_secs(5));
+    assert!(net.iface(2).carrier());
+    // And removes it again: carrier down (REFERENCE.md: P_Key change is a heavy flush).
+    net.port(2, |p| p.pkey_index = None);
+    net.settle();
+    assert!(!net.iface(2).carrier());
+    assert!(net.host(2).events.contains(&InterfaceEvent::CarrierDown));
+    assert!(net.host(2).attached.is_empty());
+}
+
+// REFERENCE.md "Linux IPoIB" port events: LID change flushes paths and neighbours and rejoins with a
+// carrier bounce; SM change marks paths invalid and rejoins without one; traffic flows afterwards.
+#[test]
+fn port_events_refresh_and_flush() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    assert_eq!(net.iface(2).neighbours().len(), 1);
+    assert_eq!(net.iface(2).paths().len(), 1);
+
+    // SM change: light flush; the carrier stays up, paths are asked again on next use.
+    let before = net.host(2).events.len();
+    net.port(2, |p| p.sm_sl = 1);
+    net.run_for(Duration::from_secs(2));
+    let ev = net.host(2).events[before..].to_vec();
+    assert!(!ev.contains(&InterfaceEvent::CarrierDown));
+    assert!(ev.contains(&InterfaceEvent::Attach {
+        mgid: BCAST,
+        mlid: 0xc000
+    }));
+    assert_eq!(net.iface(2).neighbours().len(), 1);
+    let queries = |net: &Net| {
+        net.mads_from(2)
+            .iter()
+            .filter(|m| {
+                SaMadRepr::parse(&m.mad)
+                    .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
+            })
+            .count()
+    };
+    let q0 = queries(&net);
+    net.send(2, &ping4(v4(2), v4(3), true, 2));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(queries(&net), q0 + 1, "an invalidated path is asked again");
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 2)));
+
+    // LID change: normal flush: carrier down, detach, neighbours and paths gone, then up again.
+    let before = net.host(2).events.len();
+    net.port(2, |p| p.mtu = 2048);
+    assert_eq!(
+        net.host(2).events.len(),
+        before,
+        "no event without a change"
+    );
+    net.relid(2, 12);
+    net.settle();
+    assert!(net.iface(2).neighbours().is_empty());
+    assert!(net.iface(2).paths().is_empty());
+    net.run_for(Duration::from_secs(2));
+    let st = net.sa.stats().clone();
+    assert!(
+        net.iface(2).carrier(),
+        "{:?} {:?}",
+        &net.host(2).events[before..],
+        st
+    );
+    let ev = net.host(2).events[before..].to_vec();
+    let down = ev.iter().position(|e| *e == InterfaceEvent::CarrierDown);
+    let up = ev.iter().position(|e| *e == InterfaceEvent::CarrierUp);
+    assert!(down.is_some() && up > down, "{ev:?}");
+    net.send(2, &ping4(v4(2), v4(3), true, 3));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 3)));
+    // Host 3 learned the new LID through a new path query (its old path was to LID 2).
+    assert!(net.iface(3).paths().iter().any(|(_, p)| p.dlid == 12));
+
+    // Port down: carrier down and nothing sent until it is back.
+    net.port(2, |p| p.active = false);
+    net.settle();
+    assert!(!net.iface(2).carrier());
+    let sent = net.sent_by(12).len();
+    net.send(2, &ping4(v4(2), v4(3), true, 4));
+    net.settle();
+    assert_eq!(net.sent_by(12).len(), sent);
+    assert_eq!(net.iface(2).counters().dropped(DropReason::NotUp), 1);
+}

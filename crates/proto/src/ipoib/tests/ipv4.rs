@@ -1,0 +1,237 @@
+//! IPv4 over IPoIB: ARP (draft-ietf-ipoib-ip-over-infiniband-06 §9.2, §10, §9.1.1), unicast
+//! replies, the neighbour cache and its queue, paths (§9.1.2), ping both ways, GRH or not (§6).
+
+use super::*;
+use ipoib_wire::ipoib::arp::HTYPE_INFINIBAND;
+use ipoib_wire::ipoib::{ArpOperation, ArpPacket, ArpRepr, HwAddrFlags};
+use ipoib_wire::sa::{SaAttribute, SaMadRepr};
+
+fn arps(net: &Net, lid: u16) -> Vec<(UdTransmit, ArpRepr)> {
+    net.sent_by(lid)
+        .into_iter()
+        .filter(|s| ethertype(&s.t) == 0x0806)
+        .filter_map(|s| {
+            let a = ArpRepr::parse(&ArpPacket::new_unchecked(&s.t.data[4..])).ok()?;
+            Some((s.t.clone(), a))
+        })
+        .collect()
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §9.2, §10: ARP with hardware type 32 and 20-byte
+// addresses, requests over the broadcast group (§5), replies unicast to the requester's QPN
+// (§9.1.1 b); then a PathRecord per new destination GID (§9.1.2 a) and ICMP echo both ways.
+#[test]
+fn arp_resolution_and_ping_both_ways() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(3).delivered.iter().any(|p| is_echo(p, true, 1)));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    // Host 4 only saw the broadcast request.
+    assert!(!net.host(4).delivered.iter().any(|p| is_echo(p, true, 1)));
+
+    let req = arps(&net, 2)
+        .into_iter()
+        .find(|(_, a)| a.operation == ArpOperation::Request && a.target_ip == v4(3))
+        .expect("ARP request");
+    assert_eq!(req.0.dlid, 0xc000);
+    assert_eq!(req.0.remote_qpn, 0xff_ffff);
+    assert_eq!(req.0.grh.map(|g| g.gid), Some(BCAST));
+    let raw = &req.0.data[4..];
+    assert_eq!(u16::from_be_bytes([raw[0], raw[1]]), HTYPE_INFINIBAND);
+    assert_eq!(raw[4], 20, "hardware address length");
+    assert_eq!(req.1.sender_hw, net.iface(2).hw_addr());
+    let rep = arps(&net, 3)
+        .into_iter()
+        .find(|(_, a)| a.operation == ArpOperation::Reply)
+        .expect("ARP reply");
+    assert_eq!(rep.0.dlid, 2);
+    assert_eq!(rep.0.remote_qpn, qpn(2));
+    assert!(rep.0.grh.is_none(), "no GRH inside one subnet");
+    assert_eq!(rep.1.target_hw, net.iface(2).hw_addr());
+
+    // Reverse direction: host 3 learned host 2 from the request; no ARP needed.
+    let n = arps(&net, 3).len();
+    net.send(3, &ping4(v4(3), v4(2), true, 2));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(3).delivered.iter().any(|p| is_echo(p, false, 2)));
+    assert_eq!(arps(&net, 3).len(), n);
+
+    // One PathRecord query per destination GID, cached afterwards.
+    let pr = |net: &Net, lid| {
+        net.mads_from(lid)
+            .iter()
+            .filter(|m| {
+                SaMadRepr::parse(&m.mad)
+                    .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
+            })
+            .count()
+    };
+    assert_eq!(pr(&net, 2), 1);
+    net.send(2, &ping4(v4(2), v4(3), true, 3));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 3)));
+    assert_eq!(pr(&net, 2), 1);
+    let path = net.iface(2).paths()[0].1;
+    assert_eq!((path.dlid, path.mtu, path.rate), (3, 4, 7));
+}
+
+// Linux behaviour (inetdev/arp on carrier up): a gratuitous ARP to the broadcast group when the
+// link comes up; receivers update an existing entry only (RFC 826 merge).
+#[test]
+fn gratuitous_arp_on_up() {
+    let mut net = Net::new(2);
+    net.up();
+    let g = arps(&net, 2)
+        .into_iter()
+        .find(|(_, a)| a.sender_ip == v4(2) && a.target_ip == v4(2))
+        .expect("gratuitous ARP");
+    assert_eq!(g.0.dlid, 0xc000);
+    assert!(net.iface(3).neighbours().is_empty());
+}
+
+// REFERENCE.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
+#[test]
+fn queue_limit_of_three() {
+    let mut net = Net::new(2);
+    net.up();
+    for seq in 1..=5 {
+        net.send(2, &ping4(v4(2), v4(3), true, seq));
+    }
+    net.run_for(Duration::from_secs(1));
+    let got: Vec<u16> = (1..=5)
+        .filter(|s| net.host(3).delivered.iter().any(|p| is_echo(p, true, *s)))
+        .collect();
+    assert_eq!(got, vec![1, 2, 3]);
+    assert_eq!(
+        net.iface(2)
+            .counters()
+            .dropped(DropReason::NeighbourQueueFull),
+        2
+    );
+}
+
+// ARP resolution gives up after 3 tries (Linux mcast_solicit 3, retrans 1 s) and drops the queue.
+#[test]
+fn unanswered_arp_fails() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(99), true, 1));
+    net.run_for(Duration::from_secs(5));
+    let tries = arps(&net, 2)
+        .iter()
+        .filter(|(_, a)| a.target_ip == v4(99))
+        .count();
+    assert_eq!(tries, 3);
+    assert_eq!(
+        net.iface(2)
+            .counters()
+            .dropped(DropReason::ResolutionFailed),
+        1
+    );
+    assert!(net.iface(2).neighbours().is_empty());
+}
+
+fn fake_arp(op: ArpOperation, sender: Ipv4Addr, hw: HwAddr, target: Ipv4Addr) -> UdReceived {
+    let a = ArpRepr {
+        operation: op,
+        sender_hw: hw,
+        sender_ip: sender,
+        target_hw: HwAddr::default(),
+        target_ip: target,
+    };
+    let mut b = vec![0u8; 4 + a.buffer_len()];
+    b[0..2].copy_from_slice(&0x0806u16.to_be_bytes());
+    a.emit(&mut ArpPacket::new_unchecked(&mut b[4..]));
+    UdReceived {
+        src_qpn: hw.qpn,
+        slid: 50,
+        sl: 0,
+        grh: None,
+        pkey: 0xffff,
+        qkey: 0x0b1b,
+        data: b,
+    }
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §14 (a multicast network lets anyone claim an identity):
+// the neighbour table is bounded against floods, legitimate entries survive, traffic still flows.
+#[test]
+fn neighbour_table_bounded_against_flood() {
+    let mut net = Net::with(2, |_, c| c.max_neighbours = 8);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    for i in 0..200u16 {
+        let hw = HwAddr::new(
+            HwAddrFlags::NONE,
+            0x100 + u32::from(i),
+            Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0xdead_0000 + u64::from(i)),
+        );
+        let src = Ipv4Addr::new(10, 0, 1 + (i / 250) as u8, (i % 250) as u8 + 1);
+        let d = fake_arp(ArpOperation::Request, src, hw, v4(2));
+        let now = net.now;
+        net.iface(2).handle_datagram(now, d);
+        assert!(net.iface(2).neighbours().len() <= 8);
+    }
+    net.run_for(Duration::from_secs(3));
+    assert!(net.iface(2).neighbours().len() <= 8);
+    assert!(net
+        .iface(2)
+        .neighbours()
+        .iter()
+        .any(|n| n.ip == IpAddr::V4(v4(3))));
+    assert!(net.iface(2).paths().len() <= 1024);
+    net.send(2, &ping4(v4(2), v4(3), true, 2));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 2)));
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §14 and the issue: an ARP reply that changes a known
+// neighbour's address is logged.
+#[test]
+fn arp_reply_changing_address_is_logged() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let other = HwAddr::new(
+        HwAddrFlags::NONE,
+        0x999,
+        Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0xbad),
+    );
+    let now = net.now;
+    net.iface(2)
+        .handle_datagram(now, fake_arp(ArpOperation::Reply, v4(3), other, v4(2)));
+    net.settle();
+    let logs = net.host(2).logs();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("10.0.0.3 changed link-layer address")),
+        "{logs:?}"
+    );
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §6: the GRH is optional for unicast inside a subnet and a
+// receiver MUST handle frames with or without it.
+#[test]
+fn unicast_with_and_without_grh() {
+    let mut net = Net::with(2, |lid, c| c.unicast_grh = lid == 2);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    let from2: Vec<&Sent> = net
+        .sent_by(2)
+        .into_iter()
+        .filter(|s| s.t.dlid < 0xc000)
+        .collect();
+    let from3: Vec<&Sent> = net
+        .sent_by(3)
+        .into_iter()
+        .filter(|s| s.t.dlid < 0xc000)
+        .collect();
+    assert!(!from2.is_empty() && from2.iter().all(|s| s.t.grh.is_some()));
+    assert!(!from3.is_empty() && from3.iter().all(|s| s.t.grh.is_none()));
+}
