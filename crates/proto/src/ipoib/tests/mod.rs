@@ -10,7 +10,7 @@
 
 mod bringup;
 mod ipv4;
-// mod ipv6;
+mod ipv6;
 // mod legacy;
 // mod mcast;
 // mod security;
@@ -380,6 +380,8 @@ impl Net {
                 h.iface.handle_mad(now, mi);
             }
         }
+        // Attachments first: an HCA attaches before the datagrams queued after the Attach go out.
+        moved |= self.collect_events();
         let mut uds = Vec::new();
         for (i, h) in self.hosts.iter_mut().enumerate() {
             while let Some(t) = h.iface.poll_transmit(now) {
