@@ -12,7 +12,7 @@ mod bringup;
 mod ipv4;
 mod ipv6;
 // mod legacy;
-// mod mcast;
+mod mcast;
 // mod security;
 
 use super::*;
@@ -272,6 +272,18 @@ impl Net {
         f(&mut h.port);
         let p = h.port;
         h.iface.handle_port(now, p);
+    }
+
+    /// Host `lid`'s IP layer joins `group`.
+    pub fn join(&mut self, lid: u16, group: IpAddr) -> Result<(), InterfaceError> {
+        let now = self.now;
+        self.iface(lid).join_group(now, group)
+    }
+
+    /// Host `lid`'s IP layer leaves `group`.
+    pub fn leave(&mut self, lid: u16, group: IpAddr) -> Result<(), InterfaceError> {
+        let now = self.now;
+        self.iface(lid).leave_group(now, group)
     }
 
     /// Sends an IP packet from host `lid`'s IP layer.

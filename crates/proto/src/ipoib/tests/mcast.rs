@@ -1,0 +1,318 @@
+//! IP multicast over IPoIB: the MGID mapping (draft-ietf-ipoib-ip-over-infiniband-06 §4), joins
+//! and leaves and the send rules of §11, traps, router promiscuous mode (§12).
+
+use super::*;
+use crate::sa::McastGroupInfo;
+use ipoib_wire::ipoib::{ipv4_mgid, ipv6_mgid};
+use ipoib_wire::mad::Method;
+use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
+
+fn mgid4(a: &str) -> Gid {
+    ipv4_mgid(a.parse().unwrap(), 0xffff, Scope::LinkLocal)
+}
+
+/// MCMemberRecord requests host `lid` sent for `mgid`: (method, JoinState).
+fn mc_requests(net: &Net, lid: u16, mgid: Gid) -> Vec<(Method, JoinState)> {
+    net.mads_from(lid)
+        .iter()
+        .filter_map(|m| {
+            let r = SaMadRepr::parse(&m.mad).ok()?;
+            match r.attribute {
+                SaAttribute::McMemberRecord(rec) if rec.mgid == mgid => {
+                    Some((r.header.method, rec.join_state))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn sa_group(net: &Net, mgid: Gid) -> Option<McastGroupInfo> {
+    net.sa.groups().into_iter().find(|g| g.record.mgid == mgid)
+}
+
+fn got(net: &mut Net, lid: u16, dst: Ipv4Addr, tag: &[u8]) -> usize {
+    net.host(lid)
+        .delivered
+        .iter()
+        .filter(|p| {
+            Ipv4Packet::new_checked(&p[..]).is_ok_and(|ip| ip.dst_addr() == dst) && p.ends_with(tag)
+        })
+        .count()
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11: an IP join is a FullMember join of the MGID (§4),
+// creating the group with the broadcast group's P_Key, Q_Key, SL, MTU and HopLimit (MUST) and
+// the rest (SHOULD); a sender that is not a member joins SendOnlyNonMember first (§11 B), once
+// (the membership and MLID are cached); a member sends directly.
+#[test]
+fn ip_join_creates_group_and_send_only_sender_delivers() {
+    let mut net = Net::new(3);
+    net.up();
+    let g: Ipv4Addr = "224.1.2.3".parse().unwrap();
+    let m = mgid4("224.1.2.3");
+    assert_eq!(m.to_ipv6().to_string(), "ff12:401b:ffff::1:203");
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    let grp = sa_group(&net, m).expect("group created");
+    let b = net.iface(3).link_params().unwrap().record;
+    let r = grp.record;
+    assert_eq!(
+        (
+            r.q_key,
+            r.p_key,
+            r.sl,
+            r.mtu,
+            r.hop_limit,
+            r.tclass,
+            r.flow_label,
+            r.rate
+        ),
+        (
+            b.q_key,
+            b.p_key,
+            b.sl,
+            b.mtu,
+            b.hop_limit,
+            b.tclass,
+            b.flow_label,
+            b.rate
+        )
+    );
+    let gid3 = net.iface(3).gid();
+    assert_eq!(grp.members, vec![(gid3, JoinState::FULL_MEMBER)]);
+    assert!(net.host(3).attached.contains(&m));
+    assert_eq!(
+        mc_requests(&net, 3, m),
+        vec![(Method::Set, JoinState::FULL_MEMBER)]
+    );
+
+    net.send(2, &udp4(v4(2), g, b"one"));
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), g, b"two"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 3, g, b"one"), 1);
+    assert_eq!(got(&mut net, 3, g, b"two"), 1);
+    assert_eq!(got(&mut net, 4, g, b"one"), 0);
+    assert_eq!(
+        mc_requests(&net, 2, m),
+        vec![(Method::Set, JoinState::SEND_ONLY_NON_MEMBER)]
+    );
+    assert!(
+        !net.host(2).attached.contains(&m),
+        "send-only is not attached"
+    );
+    let sent: Vec<&Sent> = net
+        .sent_by(2)
+        .into_iter()
+        .filter(|s| s.t.grh.is_some_and(|g| g.gid == m))
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent
+        .iter()
+        .all(|s| s.t.dlid == r.mlid && s.t.remote_qpn == 0xff_ffff));
+
+    // A member sends without another join; its own copy looped back is dropped.
+    let loops = net.iface(3).counters().dropped(DropReason::Loopback);
+    net.send(3, &udp4(v4(3), g, b"three"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(mc_requests(&net, 3, m).len(), 1);
+    assert_eq!(got(&mut net, 3, g, b"three"), 0);
+    assert_eq!(
+        net.iface(3).counters().dropped(DropReason::Loopback),
+        loops + 1
+    );
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11 A: no such group and link-local scope: drop; the
+// group's absence is cached (no SA call per packet).
+#[test]
+fn absent_link_local_group_is_dropped_and_cached() {
+    let mut net = Net::new(2);
+    net.up();
+    let g: Ipv4Addr = "224.0.0.99".parse().unwrap();
+    net.send(2, &udp4(v4(2), g, b"x"));
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), g, b"y"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.iface(2).counters().dropped(DropReason::NoMcastGroup), 2);
+    assert_eq!(mc_requests(&net, 2, mgid4("224.0.0.99")).len(), 1);
+    // §13: the failed join was logged.
+    assert!(net
+        .host(2)
+        .logs()
+        .iter()
+        .any(|l| l.contains("ff12:401b:ffff::63") && l.contains("failed")));
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11 A: no such group, scope wider than link-local, no
+// all-routers group: no router on the link, drop.
+#[test]
+fn wide_scope_without_routers_is_dropped() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &udp4(v4(2), "239.9.9.9".parse().unwrap(), b"x"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.iface(2).counters().dropped(DropReason::NoMcastGroup), 1);
+    assert_eq!(mc_requests(&net, 2, mgid4("224.0.0.2")).len(), 1);
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11 A: no such group and a wider scope: the packet goes to
+// the all-routers group; §11 B: senders subscribe to traps 66/67 and send to the right group once
+// a listener appears.
+#[test]
+fn wide_scope_goes_to_all_routers_then_trap_reroutes() {
+    let mut net = Net::new(3);
+    net.up();
+    net.join(4, IpAddr::V4("224.0.0.2".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    let g: Ipv4Addr = "239.1.1.1".parse().unwrap();
+    net.send(2, &udp4(v4(2), g, b"early"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 4, g, b"early"), 1, "the router got it");
+    assert_eq!(got(&mut net, 3, g, b"early"), 0);
+    let ar = net
+        .sent_by(2)
+        .into_iter()
+        .filter(|s| s.t.grh.is_some_and(|x| x.gid == mgid4("224.0.0.2")))
+        .count();
+    assert_eq!(ar, 1);
+
+    // A listener appears: trap 66 reaches host 2, which drops its "absent" belief.
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), g, b"late"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(
+        got(&mut net, 3, g, b"late"),
+        1,
+        "re-routed to the new group"
+    );
+    assert_eq!(got(&mut net, 4, g, b"late"), 0);
+    assert_eq!(
+        mc_requests(&net, 2, mgid4("239.1.1.1")),
+        vec![
+            (Method::Set, JoinState::SEND_ONLY_NON_MEMBER),
+            (Method::Set, JoinState::SEND_ONLY_NON_MEMBER)
+        ]
+    );
+    // Both trap subscriptions were made at bring-up.
+    let informs = net
+        .mads_from(2)
+        .iter()
+        .filter(|m| {
+            SaMadRepr::parse(&m.mad)
+                .is_ok_and(|r| matches!(r.attribute, SaAttribute::InformInfo(i) if i.subscribe))
+        })
+        .count();
+    assert_eq!(informs, 2);
+
+    // The listener leaves: trap 67; the sender's send-only membership is gone with the group and the
+    // next packet goes to all routers again.
+    net.leave(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(sa_group(&net, mgid4("239.1.1.1")).is_none());
+    net.send(2, &udp4(v4(2), g, b"after"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 4, g, b"after"), 1);
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11: leaving SHOULD be a FullMember leave to the SA; the
+// last member's leave deletes the group; IP joins of one MGID are counted.
+#[test]
+fn leave_deletes_group_and_detaches() {
+    let mut net = Net::new(2);
+    net.up();
+    let g = IpAddr::V4("224.5.5.5".parse().unwrap());
+    let m = mgid4("224.5.5.5");
+    net.join(3, g).unwrap();
+    net.join(3, g).unwrap();
+    net.run_for(Duration::from_secs(1));
+    net.leave(3, g).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(sa_group(&net, m).is_some(), "one user left");
+    net.leave(3, g).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(sa_group(&net, m).is_none());
+    assert!(!net.host(3).attached.contains(&m));
+    assert!(net
+        .host(3)
+        .events
+        .iter()
+        .any(|e| matches!(e, InterfaceEvent::Detach { mgid, .. } if *mgid == m)));
+    assert_eq!(
+        mc_requests(&net, 3, m),
+        vec![
+            (Method::Set, JoinState::FULL_MEMBER),
+            (Method::Delete, JoinState::FULL_MEMBER)
+        ]
+    );
+    assert_eq!(
+        net.join(3, IpAddr::V4(v4(9))),
+        Err(InterfaceError::NotMulticast)
+    );
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §4: an IPv6 group maps its low 80 bits under the link's
+// scope (every MGID uses the broadcast GID's scope bits) and signature 0x601B.
+#[test]
+fn ipv6_group_mapping_and_delivery() {
+    let mut net = Net::new(2);
+    net.up();
+    let g: Ipv6Addr = "ff15::1234".parse().unwrap();
+    let m = ipv6_mgid(g, 0xffff, Scope::LinkLocal);
+    assert_eq!(m.to_ipv6().to_string(), "ff12:601b:ffff::1234");
+    net.join(3, IpAddr::V6(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(3).attached.contains(&m));
+    let src = ipoib_wire::ipoib::addr::link_local_from_guid(guid(2));
+    net.send(2, &ip6(src, g, IpProtocol::Udp, 8, b"v6 group"));
+    net.run_for(Duration::from_secs(1));
+    assert!(net
+        .host(3)
+        .delivered
+        .iter()
+        .any(|p| p.ends_with(b"v6 group")));
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §12: a router lists the groups and NonMember-joins every
+// IPoIB group of its partition (A, B), and joins groups created later through a wildcard
+// subscription (C); NonMember does not count for creation or deletion.
+#[test]
+fn router_promiscuous_mode() {
+    let mut net = Net::with(3, |lid, c| c.router = lid == 4);
+    let g1: Ipv4Addr = "239.2.2.1".parse().unwrap();
+    let g2: Ipv4Addr = "239.2.2.2".parse().unwrap();
+    net.port(2, |_| {});
+    net.port(3, |_| {});
+    net.run_for(Duration::from_secs(3));
+    net.join(3, IpAddr::V4(g1)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    net.port(4, |_| {});
+    net.run_for(Duration::from_secs(3));
+    let gid4 = net.iface(4).gid();
+    let has_non = |net: &Net, m: Gid| {
+        sa_group(net, m).is_some_and(|g| g.members.contains(&(gid4, JoinState::NON_MEMBER)))
+    };
+    assert!(has_non(&net, mgid4("239.2.2.1")));
+    assert!(net.host(4).attached.contains(&mgid4("239.2.2.1")));
+    // IPv6 groups of the link too (host 3's solicited-node group), not the broadcast group.
+    let sn3 = ipv6_mgid("ff02::1:ff00:3".parse().unwrap(), 0xffff, Scope::LinkLocal);
+    assert!(has_non(&net, sn3));
+    assert!(!has_non(&net, BCAST));
+
+    net.join(3, IpAddr::V4(g2)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(has_non(&net, mgid4("239.2.2.2")), "joined after trap 66");
+    net.send(2, &udp4(v4(2), g2, b"to g2"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 3, g2, b"to g2"), 1);
+    assert_eq!(got(&mut net, 4, g2, b"to g2"), 1);
+
+    // The last FullMember leaves: the group goes although the router is still a NonMember.
+    net.leave(3, IpAddr::V4(g2)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(sa_group(&net, mgid4("239.2.2.2")).is_none());
+    assert!(!net.host(4).attached.contains(&mgid4("239.2.2.2")));
+}
