@@ -11,9 +11,9 @@
 mod bringup;
 mod ipv4;
 mod ipv6;
-// mod legacy;
+mod legacy;
 mod mcast;
-// mod security;
+mod security;
 
 use super::*;
 use crate::mad_agent::{MadAddr, MadIn, MadOut};
@@ -128,10 +128,12 @@ impl Host {
 /// A UD datagram as it went on the wire.
 #[derive(Debug, Clone)]
 pub(super) struct Sent {
-    pub at: Instant,
     pub from: u16,
     pub t: UdTransmit,
 }
+
+/// Returns true to drop a MAD `(from LID, MAD)`.
+pub(super) type MadFilter = Box<dyn FnMut(u16, &MadOut) -> bool>;
 
 pub(super) struct Net {
     pub now: Instant,
@@ -141,7 +143,7 @@ pub(super) struct Net {
     /// Every MAD: (time, from LID, MAD).
     pub mads: Vec<(Instant, u16, MadOut)>,
     /// Returns true to drop a MAD `(from LID, MAD)`.
-    pub mad_filter: Box<dyn FnMut(u16, &MadOut) -> bool>,
+    pub mad_filter: MadFilter,
 }
 
 impl Net {
@@ -403,7 +405,6 @@ impl Net {
         for (i, t) in uds {
             moved = true;
             self.wire.push(Sent {
-                at: now,
                 from: self.hosts[i].port.lid,
                 t: t.clone(),
             });

@@ -1,0 +1,63 @@
+//! The legacy IPv6 profile of draft-kashyap-ipoib-ipv6-01, selectable per interface, off by default.
+
+use super::*;
+use ipoib_wire::ipoib::addr::link_local_from_guid;
+use ipoib_wire::ipoib::legacy::LEGACY_ALL_HOSTS_MGID;
+use ipoib_wire::ipoib::{NdMessage, NdRepr};
+
+// draft-kashyap-ipoib-ipv6-01 §5.1 (ND option: type, length 3, LID, flags, QPN, Q_Key, GUID) and
+// §4.1 (FF1y:3333:: mapping, all-hosts FF12:3333::1); ping over link-local between legacy hosts.
+#[test]
+fn legacy_profile_option_and_mapping() {
+    let mut net = Net::with(2, |_, c| {
+        c.legacy_ipv6 = true;
+        c.ipv4 = None;
+    });
+    net.up();
+    assert!(net.host(2).attached.contains(&LEGACY_ALL_HOSTS_MGID));
+    assert_eq!(
+        LEGACY_ALL_HOSTS_MGID.to_ipv6().to_string(),
+        "ff12:3333::1",
+        "draft-kashyap-ipoib-ipv6-01 §4.1"
+    );
+    let (a2, a3) = (link_local_from_guid(guid(2)), link_local_from_guid(guid(3)));
+    net.send(2, &ping6(a2, a3, true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+
+    let (t, opts) = net
+        .sent_by(2)
+        .into_iter()
+        .find_map(|s| {
+            let p = Ipv6Packet::new_checked(&s.t.data[4..]).ok()?;
+            let ip = Ipv6Repr::parse(&p).ok()?;
+            let nd = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()).ok()?;
+            matches!(nd.message, NdMessage::NeighborSolicit { target } if target == a3 && !ip.src_addr.is_unspecified())
+                .then(|| (s.t.clone(), nd.options.to_vec()))
+        })
+        .expect("NS");
+    assert_eq!(
+        t.grh.map(|g| g.gid.to_ipv6().to_string()),
+        Some("ff12:3333::1:ff00:3".into())
+    );
+    let mut want = vec![1u8, 3, 0x00, 0x02, 0x00];
+    want.extend_from_slice(&qpn(2).to_be_bytes()[1..]);
+    want.extend_from_slice(&0x0b1bu32.to_be_bytes());
+    want.extend_from_slice(&guid(2).0.to_be_bytes());
+    want.extend_from_slice(&[0; 4]);
+    assert_eq!(opts, want);
+}
+
+// The legacy profile is off by default: the §9.3 option and the 0x601B mapping.
+#[test]
+fn legacy_profile_off_by_default() {
+    assert!(!InterfaceConfig::new(guid(2), qpn(2)).legacy_ipv6);
+    let mut net = Net::new(1);
+    net.up();
+    assert!(!net.host(2).attached.contains(&LEGACY_ALL_HOSTS_MGID));
+    assert!(net
+        .host(2)
+        .attached
+        .iter()
+        .any(|m| m.to_ipv6().to_string() == "ff12:601b:ffff::1"));
+}
