@@ -119,24 +119,32 @@ impl Interface {
     /// Adds an IPv6 address; it becomes usable once DAD passes ([`InterfaceEvent::AddressReady`]).
     pub fn add_ipv6_address(&mut self, now: Instant, addr: Ipv6Addr, prefix_len: u8) {
         if self.cfg.ipv6 && self.v6.add(addr, prefix_len) {
-            self.v6_sync_groups(now);
+            self.sync_groups(now);
         }
     }
 
-    /// FullMember of all-nodes and of each address's solicited-node group; nothing else internal.
-    pub(super) fn v6_sync_groups(&mut self, now: Instant) {
-        if !self.cfg.ipv6 || self.link != Link::Up {
+    /// The interface's own FullMember groups: IPv4 all-hosts 224.0.0.1 when IPv4 is on (the Linux
+    /// stack joins it on every interface, RFC 1112 §4), IPv6 all-nodes and the solicited-node group
+    /// of every address (RFC 4861 §7.2.1, RFC 4862 §5.4.2). Groups no longer needed are left.
+    pub(super) fn sync_groups(&mut self, now: Instant) {
+        if self.link != Link::Up {
             return;
         }
-        let mut want: Vec<Ipv6Addr> = vec![ALL_NODES];
-        for a in &self.v6.addrs {
-            if a.state != AddrState::Duplicate {
-                want.push(solicited_node(a.addr));
+        let mut want: Vec<IpAddr> = Vec::new();
+        if self.cfg.ipv4.is_some() {
+            want.push(IpAddr::V4(std::net::Ipv4Addr::new(224, 0, 0, 1)));
+        }
+        if self.cfg.ipv6 {
+            want.push(IpAddr::V6(ALL_NODES));
+            for a in &self.v6.addrs {
+                if a.state != AddrState::Duplicate {
+                    want.push(IpAddr::V6(solicited_node(a.addr)));
+                }
             }
         }
         let want: Vec<Gid> = want
             .into_iter()
-            .filter_map(|g| self.group_mgid(IpAddr::V6(g)).ok())
+            .filter_map(|g| self.group_mgid(g).ok())
             .collect();
         let bcast = self.bcast_mgid();
         let stale: Vec<Gid> = self
@@ -215,7 +223,7 @@ impl Interface {
             format!("duplicate address detected: {a} is used by another node"),
         );
         self.events.push_back(InterfaceEvent::DadFailed(a));
-        self.v6_sync_groups(now);
+        self.sync_groups(now);
     }
 
     /// The link-layer address option of §9.3 (type 1 source, 2 target; Length 3), or the legacy

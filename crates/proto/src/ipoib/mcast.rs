@@ -18,7 +18,7 @@ use super::{DropReason, Interface, InterfaceError, InterfaceEvent, Link, LogLeve
 use crate::sa::{SaClientError, SaResponse};
 use crate::time::Instant;
 use ipoib_wire::ipoib::legacy::legacy_ipv6_mgid;
-use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, MULTICAST_QPN};
+use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope, MULTICAST_QPN};
 use ipoib_wire::mad::SaStatus;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr, Selector};
 use ipoib_wire::Gid;
@@ -121,7 +121,7 @@ impl Interface {
     /// The broadcast GID of the link: P_Key with the full-member bit, the configured scope (§4
     /// figure 2, §4.1 item 1).
     pub(super) fn bcast_mgid(&self) -> Gid {
-        broadcast_mgid(self.cfg.pkey, self.cfg.scope)
+        broadcast_mgid(self.cfg.pkey, self.scope)
     }
 
     /// The MGID of an IP multicast group (§4; the legacy profile maps IPv6 as
@@ -129,7 +129,7 @@ impl Interface {
     pub(super) fn group_mgid(&self, group: IpAddr) -> Result<Gid, InterfaceError> {
         match group {
             IpAddr::V4(a) if a.is_multicast() || a == Ipv4Addr::BROADCAST => {
-                Ok(ipv4_mgid(a, self.cfg.pkey, self.cfg.scope))
+                Ok(ipv4_mgid(a, self.cfg.pkey, self.scope))
             }
             IpAddr::V6(a) if a.is_multicast() => {
                 if !self.cfg.ipv6 {
@@ -138,7 +138,7 @@ impl Interface {
                 if self.cfg.legacy_ipv6 {
                     legacy_ipv6_mgid(a).ok_or(InterfaceError::NotMulticast)
                 } else {
-                    Ok(ipv6_mgid(a, self.cfg.pkey, self.cfg.scope))
+                    Ok(ipv6_mgid(a, self.cfg.pkey, self.scope))
                 }
             }
             _ => Err(InterfaceError::NotMulticast),
@@ -374,6 +374,12 @@ impl Interface {
                 self.dad_check(now);
             }
             Err(e) => {
+                if mgid == self.bcast_mgid()
+                    && self.cfg.scope_search
+                    && matches!(e, SaClientError::Status(_))
+                {
+                    return self.next_broadcast_scope(now, mgid);
+                }
                 // §13: log every failed IB multicast operation.
                 self.log(
                     LogLevel::Warn,
@@ -446,6 +452,38 @@ impl Interface {
         let g = self.mc.map.entry(mgid).or_default();
         g.send_only = true;
         g.queue.push_back(McFrame { data, fallback });
+        self.mc_kick(now);
+    }
+
+    /// §4.1: the broadcast group is not at this scope: try the next wider one (2, 5, 8, 0xE), and
+    /// after the widest start again from the configured scope after a backoff.
+    fn next_broadcast_scope(&mut self, now: Instant, old: Gid) {
+        const ORDER: [u8; 4] = [0x2, 0x5, 0x8, 0xe];
+        let cur = u8::from(self.scope);
+        let next = ORDER.iter().copied().find(|s| *s > cur);
+        self.mc.map.remove(&old);
+        let retry = match next {
+            Some(s) => {
+                self.scope = Scope::from(s);
+                None
+            }
+            None => {
+                self.scope = self.cfg.scope;
+                Some(now + self.scope_backoff.step())
+            }
+        };
+        self.log(
+            LogLevel::Info,
+            format!(
+                "no broadcast group {}: trying scope {:#x}",
+                old.to_ipv6(),
+                u8::from(self.scope)
+            ),
+        );
+        let b = self.bcast_mgid();
+        let g = self.mc.map.entry(b).or_default();
+        g.internal = true;
+        g.retry = retry;
         self.mc_kick(now);
     }
 

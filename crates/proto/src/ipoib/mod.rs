@@ -91,6 +91,9 @@ pub struct InterfaceConfig {
     pub pkey: u16,
     /// Scope bits of the broadcast GID and of every MGID (§4, §4.1: link-local RECOMMENDED).
     pub scope: Scope,
+    /// When the broadcast group does not exist at `scope`, try wider scopes (§4.1: "searching for
+    /// a broadcast-GID of ever greater scope by first starting with the local-scope").
+    pub scope_search: bool,
     /// IPv4, if enabled.
     pub ipv4: Option<Ipv4Config>,
     /// IPv6 enabled (link-local address from the GUID, ND, autoconfiguration).
@@ -125,6 +128,7 @@ impl InterfaceConfig {
             qpn,
             pkey: 0xffff,
             scope: Scope::LinkLocal,
+            scope_search: false,
             ipv4: None,
             ipv6: true,
             ipv6_static: Vec::new(),
@@ -373,6 +377,10 @@ pub struct Interface {
     sa: SaClient,
     port: Option<PortInfo>,
     link: Link,
+    /// The scope in use (the configured one, or wider after a search).
+    scope: Scope,
+    /// Backoff between rounds of the scope search.
+    scope_backoff: timer::Backoff,
     params: Option<LinkParams>,
     ipv6_mtu: u32,
     neigh: neighbour::Neighbours,
@@ -404,6 +412,8 @@ impl Interface {
             neigh: neighbour::Neighbours::new(cfg.max_neighbours, cfg.queue_len),
             paths: path::Paths::new(cfg.max_paths, cfg.queue_len),
             mc: mcast::Groups::default(),
+            scope: cfg.scope,
+            scope_backoff: timer::Backoff::default(),
             cfg,
             sa,
             port: None,
@@ -474,6 +484,11 @@ impl Interface {
     /// The path cache.
     pub fn paths(&self) -> Vec<(Gid, PathInfo)> {
         self.paths.snapshot()
+    }
+
+    /// The scope of the broadcast GID and every MGID in use.
+    pub fn scope(&self) -> Scope {
+        self.scope
     }
 
     /// The multicast groups and their memberships.

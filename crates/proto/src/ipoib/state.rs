@@ -127,6 +127,7 @@ impl Interface {
     /// The broadcast group answered (§5: the join returns the MTU, the Q_Key and the other
     /// parameters, which the node associates with its interface; §7: link MTU = group MTU − 4).
     pub(super) fn on_broadcast_joined(&mut self, _now: Instant, rec: McMemberRecordRepr) {
+        self.scope_backoff.reset();
         let group_mtu = rec.mtu.bytes().unwrap_or(2048);
         let mut mtu = group_mtu.saturating_sub(4);
         if let Some(m) = self.cfg.mtu {
@@ -157,7 +158,7 @@ impl Interface {
         if self.cfg.router {
             self.request_group_table(now);
         }
-        self.v6_sync_groups(now);
+        self.sync_groups(now);
         self.gratuitous_arp(now);
         self.mc_kick(now);
     }

@@ -223,3 +223,29 @@ fn port_events_refresh_and_flush() {
     assert_eq!(net.sent_by(12).len(), sent);
     assert_eq!(net.iface(2).counters().dropped(DropReason::NotUp), 1);
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 4: a node may search for a broadcast GID of ever
+// greater scope starting with link-local; §4: every MGID then uses the scope found. Off by default:
+// without the search the link does not form.
+#[test]
+fn broadcast_scope_search() {
+    let parts = crate::partitions::parse("Default=0x7fff, ipoib, scope=5 : ALL=full ;")
+        .expect("partitions");
+    let mk = |lid: u16, search: bool| {
+        let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
+        c.scope_search = search;
+        (lid, c)
+    };
+    let mut net = Net::custom(vec![mk(2, true), mk(3, false)], parts, &[]);
+    net.up();
+    assert!(net.iface(2).carrier());
+    assert_eq!(net.iface(2).scope(), Scope::SiteLocal);
+    let b = net.iface(2).link_params().unwrap().record.mgid;
+    assert_eq!(b.to_ipv6().to_string(), "ff15:401b:ffff::ffff:ffff");
+    assert!(net
+        .host(2)
+        .attached
+        .iter()
+        .any(|m| m.to_ipv6().to_string() == "ff15:601b:ffff::1"));
+    assert!(!net.iface(3).carrier());
+}
