@@ -37,6 +37,9 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert_eq!(rec.mgid, BCAST);
     assert_eq!(rec.mgid.to_ipv6().to_string(), "ff12:401b:ffff::ffff:ffff");
     assert_eq!(rec.join_state, JoinState::FULL_MEMBER);
+    // REFERENCE.md (Linux): the broadcast group must pre-exist; the join carries no creation
+    // components, so the interface never creates it (§5 leaves creation to the administrator).
+    assert_eq!(m.sa.component_mask, ipoib_wire::sa::mcr_mask::JOIN);
     assert_eq!(
         rec.port_gid,
         Gid::new(Gid::DEFAULT_SUBNET_PREFIX, guid(2).0)

@@ -316,3 +316,30 @@ fn router_promiscuous_mode() {
     assert!(sa_group(&net, mgid4("239.2.2.2")).is_none());
     assert!(!net.host(4).attached.contains(&mgid4("239.2.2.2")));
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §4: the limited broadcast address SHALL map to the
+// broadcast GID; §5: the broadcast group also carries subnet-directed broadcasts.
+#[test]
+fn broadcasts_use_the_broadcast_group() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &udp4(v4(2), Ipv4Addr::BROADCAST, b"all"));
+    net.send(2, &udp4(v4(2), "10.0.0.255".parse().unwrap(), b"subnet"));
+    net.run_for(Duration::from_secs(1));
+    for lid in [3, 4] {
+        assert_eq!(got(&mut net, lid, Ipv4Addr::BROADCAST, b"all"), 1);
+        assert_eq!(
+            got(&mut net, lid, "10.0.0.255".parse().unwrap(), b"subnet"),
+            1
+        );
+    }
+    let ip: Vec<&Sent> = net
+        .sent_by(2)
+        .into_iter()
+        .filter(|s| ethertype(&s.t) == 0x0800)
+        .collect();
+    assert_eq!(ip.len(), 2);
+    assert!(ip
+        .iter()
+        .all(|s| s.t.grh.is_some_and(|g| g.gid == BCAST) && s.t.dlid == 0xc000));
+}

@@ -110,11 +110,14 @@ fn other_partition_and_wrong_qkey_never_reach_ip() {
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 2, §14: a controlled Q_Key (high bit) set by
 // the administrator on the broadcast group; §9.1.2 b: the interface uses the group's Q_Key for all
-// its traffic and tells the HCA to set it on the QP.
+// its traffic and tells the HCA to set it on the QP. §4.1 item 4: the broadcast group's SL is used
+// for all multicast, with its TClass in the GRH.
 #[test]
 fn controlled_qkey_from_the_group() {
-    let parts = crate::partitions::parse("Default=0x7fff, ipoib, Q_Key=0x80010001 : ALL=full ;")
-        .expect("partitions");
+    let parts = crate::partitions::parse(
+        "Default=0x7fff, ipoib, Q_Key=0x80010001, TClass=0x20 : ALL=full ;",
+    )
+    .expect("partitions");
     let hosts = (2..4)
         .map(|lid| {
             let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
@@ -133,6 +136,14 @@ fn controlled_qkey_from_the_group() {
     net.run_for(Duration::from_secs(1));
     assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
     assert!(net.wire.iter().all(|s| s.t.qkey == 0x8001_0001));
+    let mc: Vec<&Sent> = net.wire.iter().filter(|s| s.t.dlid >= 0xc000).collect();
+    assert!(!mc.is_empty());
+    let rec = net.hosts[0].iface.link_params().unwrap().record;
+    assert_eq!(rec.tclass, 0x20);
+    assert!(mc.iter().all(|s| s.t.sl == rec.sl
+        && s.t.grh.is_some_and(|g| g.tclass == rec.tclass
+            && g.flow_label == rec.flow_label
+            && g.hop_limit == rec.hop_limit)));
     // IPv6 groups created by the hosts copied it (§11).
     assert!(net
         .sa
