@@ -2,7 +2,9 @@
 //!
 //! - Management agents ([`MadAgent`]) on QP1 of port 1, as the kernel MAD layer does it: the host
 //!   keeps receive buffers posted on QP1, routes every incoming request (R bit clear, IBA 1
-//!   §13.4.5) to the agent registered as server of its management class, and every response to
+//!   §13.4.5) to the agent registered for its class and method ([`Host::serve_method`], as a
+//!   Linux MAD agent registers a method mask), else to the server of its management class
+//!   ([`Host::serve_class`]), and every response to
 //!   the agent that sent the request with that transaction ID (IBA 1 §13.4.6.2). A request nobody
 //!   serves is answered as Linux `ib_mad.c` (`generate_unmatched_resp`) answers it: Get and Set
 //!   get a GetResp with status 0x000C "method/attribute unsupported"; other methods are dropped
@@ -72,6 +74,8 @@ pub struct Host {
     hca: Hca,
     agents: Agents,
     servers: BTreeMap<u8, AgentId>,
+    /// (class, method) registrations; they take precedence over `servers`.
+    method_servers: BTreeMap<(u8, u8), AgentId>,
     tids: BTreeMap<u64, AgentId>,
     tid_order: VecDeque<u64>,
     apps: Vec<Box<dyn App>>,
@@ -93,6 +97,7 @@ impl Host {
             hca,
             agents: Agents::default(),
             servers: BTreeMap::new(),
+            method_servers: BTreeMap::new(),
             tids: BTreeMap::new(),
             tid_order: VecDeque::new(),
             apps: Vec::new(),
@@ -137,6 +142,16 @@ impl Host {
     /// the same class replaces the earlier server).
     pub fn serve_class(&mut self, class: MgmtClass, agent: AgentId) {
         self.servers.insert(u8::from(class), agent);
+    }
+
+    /// Makes `agent` the receiver of requests of `class` with `method`, ahead of the class's
+    /// server. This is how an SA client receives the SA's Reports (method 0x06, a request) while
+    /// the SA server on the SM's host serves every other SubnAdm request (`ipoib_proto::sa`
+    /// module docs; Linux `ib_sa` registers a SubnAdm agent with the Report method in its
+    /// `ib_mad_reg_req` method mask, `sa_query.c`).
+    pub fn serve_method(&mut self, class: MgmtClass, method: Method, agent: AgentId) {
+        self.method_servers
+            .insert((u8::from(class), u8::from(method)), agent);
     }
 
     /// Agent `id` as its concrete type.
@@ -303,7 +318,12 @@ impl Host {
             }
             t
         } else {
-            let t = self.servers.get(&u8::from(hdr.mgmt_class)).copied();
+            let class = u8::from(hdr.mgmt_class);
+            let t = self
+                .method_servers
+                .get(&(class, u8::from(hdr.method)))
+                .or_else(|| self.servers.get(&class))
+                .copied();
             if t.is_none() {
                 self.unmatched(&hdr, from, &c.data);
             }

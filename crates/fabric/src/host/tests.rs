@@ -346,3 +346,44 @@ fn mad_with_grh_and_partition_pkey() {
     assert_eq!(cl.got.len(), 1, "response came back in the partition");
     assert_eq!(cl.got[0].1.from.pkey, 0x0005);
 }
+
+/// `ipoib_proto::sa` routing rules (Linux `sa_query.c` registers the Report method for its
+/// SubnAdm agent): a Report, although a request of class SubnAdm, goes to the agent registered
+/// for (SubnAdm, Report), not to the SubnAdm class server; other SubnAdm requests still reach the
+/// class server; the answer goes back by TID to the agent that sent the Report. Before the fix a
+/// Report on a host without a SubnAdm server was dropped as unmatched.
+#[test]
+fn report_reaches_the_method_receiver_not_the_class_server() {
+    let (mut sim, a, b) = hosts(45);
+    let t0 = Instant::from_nanos(10_000);
+    let (srv, rep) = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            let s = h.add_agent(Server::default());
+            h.serve_class(MgmtClass::SubnAdm, s);
+            let r = h.add_agent(Server::default());
+            h.serve_method(MgmtClass::SubnAdm, Method::Report, r);
+            (s, r)
+        })
+        .unwrap();
+    let (report, get) = sim
+        .with_node::<Host, _>(b, |h, _, _| {
+            let r = h.add_agent(Client::new(t0, 1, MgmtClass::SubnAdm, Method::Report, 66));
+            let g = h.add_agent(Client::new(t0, 1, MgmtClass::SubnAdm, Method::Get, 67));
+            (r, g)
+        })
+        .unwrap();
+    sim.run_until_idle(10_000);
+    let ha = sim.node::<Host>(a).unwrap();
+    let s = ha.agent::<Server>(srv).unwrap();
+    let r = ha.agent::<Server>(rep).unwrap();
+    assert_eq!(r.got.len(), 1, "the Report went to the method receiver");
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&r.got[0].mad).unwrap().method,
+        Method::Report
+    );
+    assert_eq!(s.got.len(), 1, "the Get went to the class server");
+    assert_eq!(ha.counters().unmatched_dropped, 0);
+    let hb = sim.node::<Host>(b).unwrap();
+    assert_eq!(hb.agent::<Client>(report).unwrap().got.len(), 1);
+    assert_eq!(hb.agent::<Client>(get).unwrap().got.len(), 1);
+}
