@@ -252,6 +252,14 @@ impl SaServer {
         None
     }
 
+    /// True when [`SaServer::poll_event`] has something, without building the event: lets the
+    /// subnet manager leave membership changes to coalesce until it recomputes its trees (a
+    /// `McastGroup` event carries the whole member list, so polling after every join of 10,000
+    /// would copy 50 million members).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty() || !self.dirty.is_empty()
+    }
+
     pub(super) fn mark_dirty(&mut self, mgid: Gid) {
         self.dirty.insert(mgid);
     }

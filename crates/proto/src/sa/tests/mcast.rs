@@ -724,3 +724,33 @@ fn many_joins_coalesce_into_one_membership_event() {
     assert_eq!(lists, vec![200]);
     assert_eq!(net.sa.groups()[0].members.len(), 200);
 }
+
+// SaServer::has_events: true while a created-group event or a membership change waits, false once
+// drained, without consuming anything.
+#[test]
+fn has_events_reports_pending_membership_without_draining() {
+    let mut net = Net::default(3);
+    assert!(
+        !net.sa.has_events(),
+        "Net drained the pre-created group's event"
+    );
+    let now = net.now;
+    let m = join(
+        join_rec(bcast(), gid_of(2), JoinState::FULL_MEMBER),
+        mcr_mask::JOIN,
+    );
+    net.sa.handle_mad(
+        now,
+        MadIn {
+            from: MadAddr::gsi(2),
+            mad: m.to_bytes().to_vec(),
+        },
+    );
+    assert!(net.sa.has_events());
+    assert!(net.sa.has_events(), "asking does not drain");
+    assert!(matches!(
+        net.sa.poll_event(),
+        Some(SaEvent::McastGroup { ref members, .. }) if members.len() == 1
+    ));
+    assert!(!net.sa.has_events());
+}
