@@ -18,6 +18,7 @@ pub mod mgmt;
 pub mod rc;
 pub mod sim;
 pub mod sm;
+pub mod subnet;
 pub mod switch;
 pub mod topology;
 pub mod verbs;

@@ -1,0 +1,201 @@
+//! The subnet manager as an application on its host: the [`SubnetManager`] brain driven by the
+//! host, next to the [`SaServer`] agent the host serves class SubnAdm with.
+//!
+//! - At start (its first poll, at time zero) it writes the whole bring-up ([`SubnetManager::bring_up`])
+//!   through [`HostCtx::configure`] and gives the SA the configured subnet
+//!   ([`SubnetManager::subnet_model`]).
+//! - It follows the SA's multicast events ([`SaEvent`]): for every group whose membership changed
+//!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
+//!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
+//!   entries that changed ([`mft_changes`]); a deleted group's entries are cleared.
+//! - Changes are coalesced: the first change arms a timer of [`SmApp::delay`], and when it fires
+//!   the events are drained at once, so a group that 10,000 ports join in a burst is recomputed a
+//!   handful of times, not 10,000 times. OpenSM does the same in spirit: the SA answers the join at
+//!   once and queues the group for the state manager, which reprograms the MFTs later
+//!   (`osm_sa_mcmember_record.c` -> `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`). So, as on a real
+//!   fabric, a member may get its join response before the switches forward the group's packets to
+//!   it.
+//!
+//! Invariants: the MFT entries written for a group are always those of the last tree computed for
+//! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
+
+use crate::host::{AgentId, App, HostCtx};
+use crate::sm::{mft_changes, MftWrites, SubnetManager};
+use crate::verbs::Completion;
+use ipoib_proto::sa::{SaEvent, SaServer};
+use ipoib_proto::time::Instant;
+use ipoib_wire::Gid;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Default coalescing delay for multicast tree updates.
+pub const MCAST_DELAY: Duration = Duration::from_micros(100);
+
+/// Counters of the SM application.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmStats {
+    /// Configuration writes of the bring-up.
+    pub bring_up_writes: u64,
+    /// SA events handled.
+    pub sa_events: u64,
+    /// Multicast trees computed.
+    pub trees: u64,
+    /// MFT entries written after bring-up.
+    pub mft_writes: u64,
+    /// Members the SM could not map to a LID (unknown port GUIDs).
+    pub unknown_members: u64,
+}
+
+/// The SM application. See the module docs.
+#[derive(Debug)]
+pub struct SmApp {
+    sm: SubnetManager,
+    sa: AgentId,
+    delay: Duration,
+    started: bool,
+    flush_at: Option<Instant>,
+    lid_of_guid: BTreeMap<u64, u16>,
+    /// Last tree written per MLID.
+    trees: BTreeMap<u16, MftWrites>,
+    /// Groups changed since the last flush: the member LIDs, or `None` when deleted.
+    pending: BTreeMap<u16, Option<Vec<u16>>>,
+    stats: SmStats,
+}
+
+impl SmApp {
+    /// The SM application around `sm`, whose SA is the host's agent `sa`, coalescing multicast
+    /// changes for `delay` (zero: at the next poll).
+    pub fn new(sm: SubnetManager, sa: AgentId, delay: Duration) -> SmApp {
+        let lid_of_guid = sm
+            .ca_ports()
+            .filter_map(|(lid, e)| {
+                let node = sm.topology().nodes().get(e.node)?;
+                Some((node.port_guid(e.port).0, lid))
+            })
+            .collect();
+        SmApp {
+            sm,
+            sa,
+            delay,
+            started: false,
+            flush_at: None,
+            lid_of_guid,
+            trees: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            stats: SmStats::default(),
+        }
+    }
+
+    /// The SM's computed state.
+    pub fn manager(&self) -> &SubnetManager {
+        &self.sm
+    }
+
+    /// The coalescing delay.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SmStats {
+        self.stats
+    }
+
+    /// The MFT entries last written for `mlid` (switch node, entry).
+    pub fn tree(&self, mlid: u16) -> Option<&MftWrites> {
+        self.trees.get(&mlid)
+    }
+
+    /// True when no multicast change waits to be written.
+    pub fn is_settled(&self) -> bool {
+        self.flush_at.is_none() && self.pending.is_empty()
+    }
+
+    fn member_lids(&mut self, members: &[(Gid, ipoib_wire::sa::JoinState)]) -> Vec<u16> {
+        let mut lids = Vec::with_capacity(members.len());
+        for (gid, _) in members {
+            match self.lid_of_guid.get(&gid.interface_id()) {
+                Some(&l) => lids.push(l),
+                None => self.stats.unknown_members += 1,
+            }
+        }
+        lids
+    }
+
+    fn flush(&mut self, ctx: &mut HostCtx<'_>) {
+        let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
+            return;
+        };
+        while let Some(e) = sa.poll_event() {
+            self.stats.sa_events += 1;
+            match e {
+                SaEvent::GroupCreated { .. } => {}
+                SaEvent::McastGroup { mlid, members, .. } => {
+                    let lids = self.member_lids(&members);
+                    self.pending.insert(mlid, Some(lids));
+                }
+                SaEvent::GroupDeleted { mlid, .. } => {
+                    self.pending.insert(mlid, None);
+                }
+            }
+        }
+        for (mlid, lids) in std::mem::take(&mut self.pending) {
+            let new = match lids {
+                Some(l) => {
+                    self.stats.trees += 1;
+                    self.sm.multicast_tree(mlid, &l)
+                }
+                None => Vec::new(),
+            };
+            let old = self.trees.remove(&mlid).unwrap_or_default();
+            for (to, c) in mft_changes(&old, &new) {
+                self.stats.mft_writes += 1;
+                ctx.configure(to, c);
+            }
+            if !new.is_empty() {
+                self.trees.insert(mlid, new);
+            }
+        }
+    }
+}
+
+impl App for SmApp {
+    fn on_completion(&mut self, _now: Instant, _c: &Completion, _ctx: &mut HostCtx<'_>) {}
+
+    fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        if !self.started {
+            self.started = true;
+            for (to, c) in self.sm.bring_up() {
+                self.stats.bring_up_writes += 1;
+                ctx.configure(to, c);
+            }
+            if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+                sa.set_subnet(self.sm.subnet_model());
+            }
+        }
+        let waiting = ctx
+            .agents
+            .get::<SaServer>(self.sa)
+            .is_some_and(SaServer::has_events);
+        if waiting && self.flush_at.is_none() {
+            self.flush_at = Some(now + self.delay);
+        }
+        if self.flush_at.is_some_and(|t| t <= now) {
+            self.flush_at = None;
+            self.flush(ctx);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.flush_at
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
