@@ -101,7 +101,11 @@ fn multicast_once(
         assert!(c.len() <= 1, "host {i} got {} copies", c.len());
         if let Some(c) = c.first() {
             assert_eq!(c.data, [tag; 64], "host {i}: payload");
-            assert_eq!(c.grh.map(|g| g.dgid), Some(mgid), "host {i}: GRH to the MGID");
+            assert_eq!(
+                c.grh.map(|g| g.dgid),
+                Some(mgid),
+                "host {i}: GRH to the MGID"
+            );
             got.insert(i);
         }
     }
@@ -158,11 +162,25 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     for &s in &subscribers {
         let r = reports(&mut net, s);
         assert_eq!(r.len(), 1, "host {s}: one Report");
-        assert_eq!(r[0].trap_number(), Some(NoticeRepr::TRAP_MCAST_GROUP_CREATED));
-        assert_eq!(r[0].trap_gid(), Some(mgid), "host {s}: Notice 66 names the group");
+        assert_eq!(
+            r[0].trap_number(),
+            Some(NoticeRepr::TRAP_MCAST_GROUP_CREATED)
+        );
+        assert_eq!(
+            r[0].trap_gid(),
+            Some(mgid),
+            "host {s}: Notice 66 names the group"
+        );
     }
-    assert!(reports(&mut net, 3).is_empty(), "no subscription, no Report");
-    assert_eq!(net.sa().stats().reports_lost, 0, "every Report acknowledged");
+    assert!(
+        reports(&mut net, 3).is_empty(),
+        "no subscription, no Report"
+    );
+    assert_eq!(
+        net.sa().stats().reports_lost,
+        0,
+        "every Report acknowledged"
+    );
 
     // Forwarding: every host has a QP; members attach theirs.
     let qps: Vec<_> = (0..n).map(|i| ud_qp(&mut net, i, QKEY, 0)).collect();
@@ -176,7 +194,11 @@ fn joins_leaves_traps_and_multicast_forwarding() {
             .unwrap();
     }
     let got = multicast_once(&mut net, 5, &qps, created.mlid, mgid, 1);
-    assert_eq!(got, BTreeSet::from([6, 21, 30]), "exactly the other members");
+    assert_eq!(
+        got,
+        BTreeSet::from([6, 21, 30]),
+        "exactly the other members"
+    );
     for i in (0..n).filter(|i| !group.contains(i)) {
         let c = net.host_device(i).hca().counters();
         assert_eq!(
@@ -194,7 +216,10 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     let got = multicast_once(&mut net, 5, &qps, created.mlid, mgid, 2);
     assert_eq!(got, BTreeSet::from([6, 21]), "the leaver no longer gets it");
     for &s in &subscribers {
-        assert!(reports(&mut net, s).is_empty(), "no trap 67 while full members remain");
+        assert!(
+            reports(&mut net, s).is_empty(),
+            "no trap 67 while full members remain"
+        );
     }
 
     // The rest leave: the last full member's leave deletes the group and sends trap 67.
@@ -206,12 +231,22 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     for &s in &subscribers {
         let r = reports(&mut net, s);
         assert_eq!(r.len(), 1, "host {s}: one Report");
-        assert_eq!(r[0].trap_number(), Some(NoticeRepr::TRAP_MCAST_GROUP_DELETED));
-        assert_eq!(r[0].trap_gid(), Some(mgid), "host {s}: Notice 67 names the group");
+        assert_eq!(
+            r[0].trap_number(),
+            Some(NoticeRepr::TRAP_MCAST_GROUP_DELETED)
+        );
+        assert_eq!(
+            r[0].trap_gid(),
+            Some(mgid),
+            "host {s}: Notice 67 names the group"
+        );
     }
     for (n, sw) in net.switches() {
         assert_eq!(sw.mft(created.mlid), None, "switch {n}: MFT entry cleared");
     }
     assert!(net.sm().tree(created.mlid).is_none());
-    assert!(net.sm().tree(b.mlid).is_some(), "broadcast group's tree stays");
+    assert!(
+        net.sm().tree(b.mlid).is_some(),
+        "broadcast group's tree stays"
+    );
 }

@@ -130,7 +130,10 @@ fn fat_tree_lids_and_all_paths_through_the_sa() {
     }
     assert_eq!(pairs, n * n);
     let sa = net.sa().stats();
-    assert_eq!(sa.rmpp_done, n as u64, "every table went over RMPP and finished");
+    assert_eq!(
+        sa.rmpp_done, n as u64,
+        "every table went over RMPP and finished"
+    );
     assert_eq!(sa.rmpp_failed, 0);
     // The queries really crossed the fabric as QP1 MADs.
     let mads_in = net.host_device(0).counters().mads_in;

@@ -74,6 +74,7 @@ pub fn ud_qp(net: &mut Subnet, i: usize, qkey: u32, pkey_index: u16) -> (Qpn, Cq
 
 /// Posts one UD SEND of `data` from host `i`'s `qpn` to `dlid`/`dqpn` with `qkey` (a GRH to
 /// `dgid` when given, as multicast needs).
+#[allow(clippy::too_many_arguments)]
 pub fn send_ud(
     net: &mut Subnet,
     i: usize,

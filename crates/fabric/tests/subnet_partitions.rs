@@ -1,0 +1,239 @@
+//! Issue 3, "Done when": "a host in another partition receives nothing". partitions.conf (OpenSM
+//! syntax) puts hosts 1-2 in partition A (0x8001) and hosts 3-4 in partition B (0x8002), both with
+//! the `ipoib` flag, the default partition limited for everyone but the SM. Each host joins only its
+//! own partition's broadcast group; the other partition's group is invisible to it in the SA
+//! (OpenSM `mcmr_query_mgrp` filters by the requester's P_Keys) and joining it is refused; a
+//! datagram sent to a host of the other partition is dropped by the receiver's P_Key check (IBA 1
+//! §10.9.3), or by the switch when partition enforcement is on (IBA 1 §10.9), while the same
+//! datagram to a host of the same partition arrives.
+
+mod common;
+
+use common::{at, received, send_ud, ud_qp, SeedGuard};
+use ipoib_fabric::hca::DropReason;
+use ipoib_fabric::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::switch::{self, Switch};
+use ipoib_fabric::topology::Topology;
+use ipoib_proto::partitions;
+use ipoib_proto::sa::SaClientError;
+use ipoib_wire::ib::BthRepr;
+use ipoib_wire::mad::{MadStatus, Method, SaStatus};
+use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::Gid;
+use std::time::Duration;
+
+/// Host i of a generated topology has node GUID 0x100000 + 2i and port GUID one more.
+const CONF: &str = "\
+Default=0x7fff : ALL=limited, SELF=full ;
+PartA=0x8001, ipoib : 0x100003=full, 0x100005=full ;
+PartB=0x8002, ipoib : 0x100007=full, 0x100009=full ;
+";
+const QKEY: u32 = 0x0b1b;
+
+fn bcast(pkey: u16) -> Gid {
+    ipoib_wire::ipoib::mcast::broadcast_mgid(pkey, ipoib_wire::ipoib::mcast::Scope::LinkLocal)
+}
+
+fn pkey_index(net: &Subnet, i: usize, pkey: u16) -> u16 {
+    net.host_device(i)
+        .hca()
+        .port(1)
+        .and_then(|p| p.find_pkey_index(pkey))
+        .unwrap_or_else(|| panic!("host {i} lacks P_Key {pkey:#x}"))
+}
+
+// IBA 1 §10.9, §10.9.3; opensm(8) PARTITION CONFIGURATION; OpenSM osm_sa_mcmember_record.c.
+#[test]
+fn other_partition_receives_nothing() {
+    let seed = 21;
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(Topology::single_switch(6).unwrap(), seed);
+    opts.partitions = Some(partitions::parse(CONF).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(at(10)));
+    let (a, b) = (bcast(0x8001), bcast(0x8002));
+    let joined = |net: &Subnet, i: usize| -> Vec<(Gid, u16)> {
+        net.joins(i)
+            .iter()
+            .map(|j| match j.status {
+                JoinStatus::Joined(r) => (j.mgid, r.mlid),
+                s => panic!("host {i}: {s:?}"),
+            })
+            .collect()
+    };
+    let (ga, gb) = (joined(&net, 1), joined(&net, 3));
+    assert_eq!(ga.iter().map(|x| x.0).collect::<Vec<_>>(), vec![a]);
+    assert_eq!(
+        joined(&net, 2).iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![a]
+    );
+    assert_eq!(gb.iter().map(|x| x.0).collect::<Vec<_>>(), vec![b]);
+    assert_ne!(ga[0].1, gb[0].1, "two groups, two MLIDs");
+    assert!(
+        net.joins(5).is_empty(),
+        "host 5 belongs to no IPoIB partition"
+    );
+    assert_eq!(
+        net.host_device(0).hca().port(1).unwrap().pkeys,
+        vec![0xffff, 0x8001, 0x8002],
+        "the SM port is a full member of everything"
+    );
+    assert_eq!(
+        net.host_device(1).hca().port(1).unwrap().pkeys,
+        vec![0x7fff, 0x8001]
+    );
+
+    // The other partition's broadcast group is invisible and cannot be joined.
+    let query = SaMadRepr::request(
+        Method::GetTable,
+        0,
+        0,
+        SaAttribute::McMemberRecord(McMemberRecordRepr::default()),
+    );
+    let r = net.sa_call(1, query, Duration::from_secs(5)).unwrap();
+    let seen: Vec<Gid> = r
+        .records
+        .iter()
+        .filter_map(|x| match x {
+            SaAttribute::McMemberRecord(m) => Some(m.mgid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seen, vec![a], "host 1 sees its own partition's group only");
+    let rec = McMemberRecordRepr {
+        mgid: b,
+        port_gid: net.gid(1),
+        join_state: JoinState::FULL_MEMBER,
+        ..McMemberRecordRepr::default()
+    };
+    let r = net.sa_call(
+        1,
+        SaMadRepr::mcmember_join(0, rec, mcr_mask::JOIN),
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        r.err(),
+        Some(SaClientError::Status(MadStatus::sa(SaStatus::ReqInvalid))),
+        "joining the other partition's group is refused"
+    );
+
+    // Unicast: host 1 (partition A) to host 2 (A) arrives, to host 3 (B) is dropped at host 3.
+    let qa = (1..=4)
+        .map(|i| {
+            let k = if i <= 2 { 0x8001 } else { 0x8002 };
+            let idx = pkey_index(&net, i, k);
+            ud_qp(&mut net, i, QKEY, idx)
+        })
+        .collect::<Vec<_>>();
+    let (lid2, lid3) = (net.lid(2), net.lid(3));
+    let before = net
+        .host_device(3)
+        .hca()
+        .counters()
+        .drops(DropReason::PkeyMismatch);
+    send_ud(
+        &mut net,
+        1,
+        qa[0].0,
+        lid2,
+        qa[1].0,
+        QKEY,
+        None,
+        b"same partition",
+    );
+    send_ud(
+        &mut net,
+        1,
+        qa[0].0,
+        lid3,
+        qa[2].0,
+        QKEY,
+        None,
+        b"other partition",
+    );
+    net.sim_mut().run_for(Duration::from_millis(1));
+    assert_eq!(
+        received(&mut net, 2, qa[1].1).len(),
+        1,
+        "same partition delivered"
+    );
+    assert!(
+        received(&mut net, 3, qa[2].1).is_empty(),
+        "other partition: nothing"
+    );
+    let after = net
+        .host_device(3)
+        .hca()
+        .counters()
+        .drops(DropReason::PkeyMismatch);
+    assert_eq!(after - before, 1, "dropped by host 3's P_Key check");
+
+    // Multicast to partition A's broadcast group reaches A's members only.
+    for (i, (mgid, mlid)) in [(1, ga[0]), (2, ga[0]), (3, gb[0]), (4, gb[0])] {
+        let node = net.host(i).node;
+        let q = qa[i - 1].0;
+        net.sim_mut()
+            .with_node::<ipoib_fabric::host::Host, _>(node, |h, _, _| {
+                h.hca_mut().attach_mcast(q, mgid, mlid)
+            })
+            .unwrap()
+            .unwrap();
+    }
+    net.sim_mut().run_for(Duration::from_millis(1));
+    send_ud(
+        &mut net,
+        1,
+        qa[0].0,
+        ga[0].1,
+        BthRepr::MULTICAST_QPN,
+        QKEY,
+        Some(a),
+        b"to A",
+    );
+    net.sim_mut().run_for(Duration::from_millis(1));
+    assert_eq!(received(&mut net, 2, qa[1].1).len(), 1, "A's member got it");
+    assert!(received(&mut net, 3, qa[2].1).is_empty());
+    assert!(received(&mut net, 4, qa[3].1).is_empty());
+
+    // With switch partition enforcement, the switch drops it before it reaches host 3.
+    let sw = net.built().nodes[6];
+    net.sim_mut()
+        .node_mut::<Switch>(sw)
+        .unwrap()
+        .set_partition_enforcement(true);
+    let host3_before = net.host_device(3).hca().counters().rx_packets;
+    send_ud(
+        &mut net,
+        1,
+        qa[0].0,
+        lid3,
+        qa[2].0,
+        QKEY,
+        None,
+        b"other partition",
+    );
+    send_ud(
+        &mut net,
+        1,
+        qa[0].0,
+        lid2,
+        qa[1].0,
+        QKEY,
+        None,
+        b"same partition",
+    );
+    net.sim_mut().run_for(Duration::from_millis(1));
+    let s = net.sim().node::<Switch>(sw).unwrap().stats();
+    assert_eq!(
+        s.dropped(switch::DropReason::Partition),
+        1,
+        "dropped at the switch"
+    );
+    assert_eq!(net.host_device(3).hca().counters().rx_packets, host3_before);
+    assert_eq!(
+        received(&mut net, 2, qa[1].1).len(),
+        1,
+        "same partition still delivered"
+    );
+    assert!(received(&mut net, 3, qa[2].1).is_empty());
+}
