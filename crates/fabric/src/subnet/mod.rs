@@ -398,7 +398,14 @@ impl Subnet {
             .expect("host 0 runs the SM")
     }
 
-    /// Runs until every host joined or virtual time reaches `deadline`; true when all joined.
+    /// True when the SM has written every multicast change the SA reported (the MFTs match the
+    /// groups' membership).
+    pub fn is_settled(&self) -> bool {
+        self.sm().is_settled() && !self.sa().has_events()
+    }
+
+    /// Runs until every host joined and the SM wrote the resulting multicast trees, or virtual
+    /// time reaches `deadline`; true when all joined (and the trees are written).
     pub fn run_until_joined(&mut self, deadline: Instant) -> bool {
         self.run_until_joined_with(deadline, |_| {})
     }
@@ -422,11 +429,11 @@ impl Subnet {
                 hosts: self.hosts.len(),
                 now: self.sim.now(),
             });
-            if waiting.is_empty() {
+            if waiting.is_empty() && self.is_settled() {
                 return true;
             }
             if self.sim.now() >= deadline {
-                return false;
+                return waiting.is_empty();
             }
             slice = if waiting.len() < before {
                 min_slice

@@ -1,0 +1,384 @@
+//! `ipoib sim`: brings up an emulated subnet of N hosts ([`ipoib_fabric::subnet::Subnet`]): the
+//! subnet manager configures every port and forwarding table, every host gets a LID and joins the
+//! IPoIB broadcast group of its partitions through real SA MADs, and the command reports the wall
+//! time, simulated time, packets, bytes, events, peak memory and the SA's group table.
+//!
+//! Exit status: 0 when every host joined before the simulated deadline, 1 when some did not (with
+//! the first few named), 2 for bad arguments or unreadable files.
+
+use crate::render::escape;
+use ipoib_fabric::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::topology::Topology;
+use ipoib_fabric::Instant;
+use ipoib_proto::partitions::{self, PartitionConfig};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::process::ExitCode;
+use std::time::{Duration, Instant as Wall};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Number of hosts (for the generated topologies; with a net file, if given, it must match the
+    /// file's channel adapters).
+    #[arg(long)]
+    hosts: Option<usize>,
+    /// `fat-tree` (two-level, any size), `single-switch` (up to 254 hosts), or an ibnetdiscover /
+    /// ibsim net file.
+    #[arg(long, default_value = "fat-tree")]
+    topology: String,
+    /// Seed of every random choice (same seed, same packets).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
+    #[arg(long)]
+    partitions: Option<String>,
+    /// Write every packet into this pcap (ERF records, link type 197; `ipoib decode` and tshark
+    /// read it).
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Simulated seconds every host has to join.
+    #[arg(long, default_value_t = 60)]
+    deadline: u64,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("ipoib sim: {msg}");
+    ExitCode::from(2)
+}
+
+fn load_topology(args: &Args) -> Result<Topology, String> {
+    let hosts = || match args.hosts {
+        None => Err("--hosts N is needed with a generated topology".to_string()),
+        Some(0) => Err("--hosts must be at least 1".to_string()),
+        Some(n) => Ok(n),
+    };
+    match args.topology.as_str() {
+        "fat-tree" => Topology::fat_tree(hosts()?).map_err(|e| e.to_string()),
+        "single-switch" => Topology::single_switch(hosts()?).map_err(|e| e.to_string()),
+        file => {
+            let t = Topology::load_net(file).map_err(|e| {
+                if e.file.is_some() {
+                    e.to_string()
+                } else {
+                    format!("{file}: {e}")
+                }
+            })?;
+            let cas = t.cas().count();
+            match args.hosts {
+                Some(n) if n != cas => Err(format!(
+                    "--hosts {n}, but {file} has {cas} channel adapters"
+                )),
+                _ if cas == 0 => Err(format!("{file}: no channel adapters")),
+                _ => Ok(t),
+            }
+        }
+    }
+}
+
+fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    partitions::parse(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+/// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
+fn peak_memory_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn human_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns >= 1_000_000_000 {
+        format!("{:.3} s", d.as_secs_f64())
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    }
+}
+
+/// A `\r` progress line on stderr, shown only on a terminal and only after the first second.
+struct Progress {
+    start: Wall,
+    last: Option<Wall>,
+    shown: bool,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(start: Wall) -> Progress {
+        Progress {
+            start,
+            last: None,
+            shown: false,
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn update(&mut self, joined: usize, hosts: usize, sim: Duration) {
+        if !self.enabled || self.start.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(Wall::now());
+        self.shown = true;
+        let width = 30;
+        let filled = (joined * width).checked_div(hosts).unwrap_or(width);
+        eprint!(
+            "\r[{}{}] {joined}/{hosts} hosts joined, {} simulated, {:.1} s",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            human_duration(sim),
+            self.start.elapsed().as_secs_f64()
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn finish(&self) {
+        if self.shown {
+            eprintln!();
+        }
+    }
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let start = Wall::now();
+    let topo = match load_topology(args) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let parts = match args.partitions.as_deref().map(load_partitions).transpose() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let mut opts = SubnetOptions::new(topo, args.seed);
+    opts.partitions = parts;
+    opts.capture = args.pcap.is_some();
+    let mut net = match Subnet::build(opts) {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
+    let deadline = Instant::ZERO + Duration::from_secs(args.deadline);
+    let mut progress = Progress::new(start);
+    let all = net.run_until_joined_with(deadline, |p| {
+        progress.update(p.joined, p.hosts, p.now - Instant::ZERO)
+    });
+    progress.finish();
+    let wall = start.elapsed();
+    if let Some(path) = &args.pcap {
+        if let Some(c) = net.sim_mut().take_capture() {
+            if let Err(e) = std::fs::write(path, c.into_bytes()) {
+                return fail(format!("{path}: {e}"));
+            }
+        }
+    }
+    let report = Report::gather(&net, wall);
+    if args.json {
+        println!("{}", report.json(args));
+    } else {
+        print!("{}", report.text(args));
+    }
+    if all {
+        return ExitCode::SUCCESS;
+    }
+    let missing: Vec<String> = (0..net.host_count())
+        .filter(|&i| !net.is_joined(i))
+        .take(5)
+        .map(|i| {
+            let node = &net.topology().nodes()[net.host(i).topo_node];
+            let p = net.host_device(i).hca().port(1);
+            format!(
+                "{} (LID {}, port {:?})",
+                node.name,
+                net.lid(i),
+                p.map(|p| p.state)
+            )
+        })
+        .collect();
+    eprintln!(
+        "ipoib sim: only {} of {} hosts joined the broadcast group within {} s of simulated time; \
+         not joined: {}{}",
+        report.joined,
+        report.hosts,
+        args.deadline,
+        missing.join(", "),
+        if report.hosts - report.joined > missing.len() {
+            ", ..."
+        } else {
+            ""
+        }
+    );
+    ExitCode::from(1)
+}
+
+/// One multicast group, as the SA holds it.
+struct GroupLine {
+    mgid: String,
+    mlid: u16,
+    pkey: u16,
+    qkey: u32,
+    mtu: u8,
+    members: usize,
+    well_known: bool,
+}
+
+/// The figures the command prints.
+struct Report {
+    hosts: usize,
+    joined: usize,
+    with_lid: usize,
+    wall: Duration,
+    /// When the last host joined (simulated).
+    last_join: Option<Duration>,
+    sim_now: Duration,
+    packets: u64,
+    bytes: u64,
+    events: u64,
+    peak_kib: Option<u64>,
+    sa_requests: u64,
+    groups: Vec<GroupLine>,
+}
+
+impl Report {
+    fn gather(net: &Subnet, wall: Duration) -> Report {
+        let stats = net.sim().stats();
+        let n = net.host_count();
+        let groups = net
+            .sa()
+            .groups()
+            .into_iter()
+            .map(|g| GroupLine {
+                mgid: g.record.mgid.to_string(),
+                mlid: g.record.mlid,
+                pkey: g.record.p_key,
+                qkey: g.record.q_key,
+                mtu: u8::from(g.record.mtu),
+                members: g.members.len(),
+                well_known: g.well_known,
+            })
+            .collect();
+        Report {
+            hosts: n,
+            joined: net.joined_count(),
+            with_lid: (0..n).filter(|&i| net.lid(i) != 0).count(),
+            wall,
+            last_join: (0..n)
+                .filter_map(|i| net.join_app(i).joined_at())
+                .max()
+                .map(|t| t - Instant::ZERO),
+            sim_now: net.sim().now() - Instant::ZERO,
+            packets: stats.packets,
+            bytes: stats.bytes,
+            events: stats.events,
+            peak_kib: peak_memory_kib(),
+            sa_requests: net.sa().stats().requests,
+            groups,
+        }
+    }
+
+    fn text(&self, args: &Args) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "subnet: {} hosts ({}), seed {}",
+            self.hosts, args.topology, args.seed
+        );
+        let _ = writeln!(
+            o,
+            "hosts with a LID: {}/{}; joined the broadcast group: {}/{}",
+            self.with_lid, self.hosts, self.joined, self.hosts
+        );
+        let _ = writeln!(o, "wall time: {}", human_duration(self.wall));
+        let _ = writeln!(
+            o,
+            "simulated time: {} (last join), {} (end of run)",
+            self.last_join.map_or("n/a".into(), human_duration),
+            human_duration(self.sim_now)
+        );
+        let _ = writeln!(
+            o,
+            "packets: {} ({} bytes); events: {}; SA requests answered: {}",
+            self.packets, self.bytes, self.events, self.sa_requests
+        );
+        let _ = writeln!(
+            o,
+            "peak memory: {}",
+            self.peak_kib
+                .map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+        );
+        let _ = writeln!(o, "SA multicast groups: {}", self.groups.len());
+        for g in &self.groups {
+            let _ = writeln!(
+                o,
+                "  {} MLID {:#06x} P_Key {:#06x} Q_Key {:#x} MTU {} members {}{}",
+                g.mgid,
+                g.mlid,
+                g.pkey,
+                g.qkey,
+                ipoib_fabric::hca::mtu_bytes(g.mtu),
+                g.members,
+                if g.well_known {
+                    " (partitions.conf)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if let Some(p) = &args.pcap {
+            let _ = writeln!(o, "capture: {p}");
+        }
+        o
+    }
+
+    fn json(&self, args: &Args) -> String {
+        let mut o = String::from("{");
+        let _ = write!(o, "\"hosts\":{},\"topology\":", self.hosts);
+        escape(&mut o, &args.topology);
+        let _ = write!(
+            o,
+            ",\"seed\":{},\"hosts_with_lid\":{},\"joined\":{},\"wall_ns\":{},\"sim_last_join_ns\":{},\
+             \"sim_end_ns\":{},\"packets\":{},\"bytes\":{},\"events\":{},\"sa_requests\":{},\
+             \"peak_memory_kib\":{},\"groups\":[",
+            args.seed,
+            self.with_lid,
+            self.joined,
+            self.wall.as_nanos(),
+            self.last_join
+                .map_or("null".into(), |d| d.as_nanos().to_string()),
+            self.sim_now.as_nanos(),
+            self.packets,
+            self.bytes,
+            self.events,
+            self.sa_requests,
+            self.peak_kib.map_or("null".into(), |k| k.to_string()),
+        );
+        for (i, g) in self.groups.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"mgid\":");
+            escape(&mut o, &g.mgid);
+            let _ = write!(
+                o,
+                ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
+                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.well_known
+            );
+        }
+        o.push(']');
+        if let Some(p) = &args.pcap {
+            o.push_str(",\"pcap\":");
+            escape(&mut o, p);
+        }
+        o.push('}');
+        o
+    }
+}

@@ -1,0 +1,157 @@
+//! `ipoib sim` run as a program: a 16-host fat tree comes up (every host has a LID and joined the
+//! broadcast group, packets were sent), its capture decodes with `ipoib decode`, and bad arguments
+//! get clear errors with exit status 2.
+
+use serde_json::Value as Json;
+use std::process::{Command, Output};
+
+fn ipoib(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(args)
+        .output()
+        .expect("run ipoib")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+// Issue 3: "`ipoib sim --hosts N` brings up a subnet of that size; every host gets a LID and joins
+// the broadcast group; it prints wall time, simulated time, packets and peak memory".
+#[test]
+fn sim_16_hosts_json_and_capture_decodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("sim.pcap");
+    let pcap = pcap.to_str().unwrap();
+    let o = ipoib(&["sim", "--hosts", "16", "--json", "--pcap", pcap]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(j["hosts"], 16);
+    assert_eq!(j["hosts_with_lid"], 16);
+    assert_eq!(j["joined"], 16);
+    let packets = j["packets"].as_u64().unwrap();
+    assert!(
+        packets >= 2 * 15,
+        "a join and its answer per host off the SM: {packets}"
+    );
+    assert!(j["bytes"].as_u64().unwrap() > packets * 100);
+    assert!(j["events"].as_u64().unwrap() > packets);
+    assert!(j["wall_ns"].as_u64().unwrap() > 0);
+    assert!(j["sim_last_join_ns"].as_u64().unwrap() > 0);
+    assert!(j["sa_requests"].as_u64().unwrap() >= 16);
+    if cfg!(target_os = "linux") {
+        assert!(j["peak_memory_kib"].as_u64().unwrap() > 0);
+    }
+    let groups = j["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["mgid"], "ff12:401b:ffff::ffff:ffff");
+    assert_eq!(groups[0]["members"], 16);
+    assert_eq!(groups[0]["qkey"], 0x0b1b);
+    // The capture holds every packet and `ipoib decode` reads all of them.
+    let d = ipoib(&["decode", "--json", pcap]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    let lines = String::from_utf8(d.stdout).unwrap();
+    assert_eq!(lines.lines().count() as u64, packets);
+    assert!(
+        lines.contains("MCMemberRecord"),
+        "the joins are in the capture"
+    );
+}
+
+#[test]
+fn sim_text_output_names_the_figures() {
+    let o = ipoib(&[
+        "sim",
+        "--hosts",
+        "4",
+        "--topology",
+        "single-switch",
+        "--seed",
+        "9",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8(o.stdout).unwrap();
+    for want in [
+        "joined the broadcast group: 4/4",
+        "wall time:",
+        "simulated time:",
+        "packets:",
+        "peak memory:",
+        "ff12:401b:ffff::ffff:ffff",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+}
+
+#[test]
+fn sim_bad_arguments_are_explained() {
+    let o = ipoib(&["sim", "--hosts", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--hosts must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ipoib(&["sim"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--hosts"), "{}", stderr(&o));
+    let o = ipoib(&["sim", "--hosts", "300", "--topology", "single-switch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("254"), "{}", stderr(&o));
+
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("bad.net");
+    std::fs::write(
+        &net,
+        "Switch 2 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[7]\n",
+    )
+    .unwrap();
+    let o = ipoib(&["sim", "--topology", net.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+    let o = ipoib(&["sim", "--topology", "/nonexistent/net"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/net"), "{}", stderr(&o));
+
+    let parts = dir.path().join("partitions.conf");
+    std::fs::write(
+        &parts,
+        "Default=0x7fff : ALL=full ;\nBroken=0xzz : ALL=full ;\n",
+    )
+    .unwrap();
+    let o = ipoib(&[
+        "sim",
+        "--hosts",
+        "4",
+        "--partitions",
+        parts.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 2, column 8"), "{}", stderr(&o));
+}
+
+// A subnet where nobody can join in time exits 1 and says who is missing.
+#[test]
+fn sim_reports_hosts_that_did_not_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("partitions.conf");
+    // A broadcast group at 120 Gb/s (rate code 10) that 40 Gb/s ports cannot join (OpenSM:
+    // ERR_REQ_INVALID when the port's rate is below the group's).
+    std::fs::write(&parts, "Default=0x7fff, ipoib, rate=10 : ALL=full ;\n").unwrap();
+    let o = ipoib(&[
+        "sim",
+        "--hosts",
+        "4",
+        "--deadline",
+        "2",
+        "--partitions",
+        parts.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only 0 of 4 hosts joined"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("h0"), "{}", stderr(&o));
+}
