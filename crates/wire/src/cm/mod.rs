@@ -48,51 +48,13 @@ pub const BODY_LEN: usize = 232;
 /// Management class of the Communication Manager (IBA 1 §13.4.4).
 pub const MGMT_CLASS_CM: u8 = 0x07;
 
-/// CM attribute IDs (IBA 1 §12.6; Linux `include/rdma/ib_cm.h` `CM_*_ATTR_ID`).
-pub mod attr {
-    /// ClassPortInfo (not a connection message; handled with the MAD class code).
-    pub const CLASS_PORT_INFO: u16 = 0x0001;
-    /// ConnectRequest.
-    pub const REQ: u16 = 0x0010;
-    /// MsgRcptAck.
-    pub const MRA: u16 = 0x0011;
-    /// ConnectReject.
-    pub const REJ: u16 = 0x0012;
-    /// ConnectReply.
-    pub const REP: u16 = 0x0013;
-    /// ReadyToUse.
-    pub const RTU: u16 = 0x0014;
-    /// DisconnectRequest.
-    pub const DREQ: u16 = 0x0015;
-    /// DisconnectReply.
-    pub const DREP: u16 = 0x0016;
-    /// ServiceIDResReq.
-    pub const SIDR_REQ: u16 = 0x0017;
-    /// ServiceIDResReqResp.
-    pub const SIDR_REP: u16 = 0x0018;
-    /// LoadAlternatePath.
-    pub const LAP: u16 = 0x0019;
-    /// AlternatePathResponse.
-    pub const APR: u16 = 0x001a;
-}
+/// CM attribute IDs (IBA 1 §12.6; Linux `include/rdma/ib_cm.h` `CM_*_ATTR_ID`); one list for the
+/// whole crate, kept with the other classes' IDs in [`crate::mad::attr::cm`].
+pub use crate::mad::attr::cm as attr;
 
 /// The short name of a CM attribute ID ("REQ", "REP", ...), or "Unknown".
 pub fn attr_name(attribute_id: u16) -> &'static str {
-    match attribute_id {
-        attr::CLASS_PORT_INFO => "ClassPortInfo",
-        attr::REQ => "REQ",
-        attr::MRA => "MRA",
-        attr::REJ => "REJ",
-        attr::REP => "REP",
-        attr::RTU => "RTU",
-        attr::DREQ => "DREQ",
-        attr::DREP => "DREP",
-        attr::SIDR_REQ => "SIDR_REQ",
-        attr::SIDR_REP => "SIDR_REP",
-        attr::LAP => "LAP",
-        attr::APR => "APR",
-        _ => "Unknown",
-    }
+    attr::name(attribute_id)
 }
 
 #[cfg(test)]
