@@ -15,8 +15,9 @@
 //!   the ICRC as a little-endian u32).
 //!
 //! The CRC-32 engine is `crc32fast` (hardware carry-less multiply where available); the CRC-16 is our
-//! own slicing-by-16 table built at compile time. Neither allocates. The ICRC masks a copy of the headers on the stack and then runs
-//! over the payload in one pass, so it costs one CRC-32 over the same bytes plus a 60-byte copy.
+//! own slicing-by-16 table built at compile time. Neither allocates. The ICRC costs one crc32fast
+//! call over the packet plus either a masked copy of a short packet or a few table lookups that
+//! account for the masked fields (see [`icrc`]).
 
 use crate::{Error, Result};
 
@@ -171,66 +172,133 @@ const BTH_LEN: usize = 12;
 ///
 /// Errors: `Truncated` when `packet` is shorter than its LRH, GRH and BTH; `Unsupported` for a raw
 /// packet (LNH 0 or 1), which carries no ICRC.
+///
+/// How: replacing the variant fields by ones XORs the packet with a delta `D = mask & !packet` that
+/// is zero past byte 15 (byte 52 with a GRH). A CRC register is linear in its initial value and in
+/// the data, and a byte `b` at offset `o` changes the final register exactly as `b * x^(-8o)`
+/// (modulo the polynomial) XORed into the initial register would. So the ICRC is one crc32fast
+/// call over the packet in place, from an initial register adjusted by a few table lookups
+/// ([`masked_initial_register`]): no copy, and crc32fast keeps its widest fold path for the whole
+/// packet (docs/BENCHMARKS.md has the figures).
+#[inline]
 pub fn icrc(packet: &[u8]) -> Result<u32> {
     if packet.len() < LRH_LEN + BTH_LEN {
         return Err(Error::Truncated);
     }
-    let hdr_len = match packet[1] & 0x03 {
-        2 => LRH_LEN + BTH_LEN,
-        3 if packet.len() >= LRH_LEN + GRH_LEN + BTH_LEN => LRH_LEN + GRH_LEN + BTH_LEN,
+    let global = match packet[1] & 0x03 {
+        2 => false,
+        3 if packet.len() >= LRH_LEN + GRH_LEN + BTH_LEN => true,
         3 => return Err(Error::Truncated),
         _ => return Err(Error::Unsupported),
     };
-    // Small packets (MADs, ACKs, short datagrams) are copied whole, masked and hashed in one call:
-    // one call costs less than two. Larger ones hash the masked header copy, then the rest in place.
-    // The stack buffer is sized to the packet (zeroing it is not free).
-    if packet.len() <= 64 {
-        return Ok(icrc_copy::<64>(packet, hdr_len));
-    }
-    if packet.len() <= SMALL_PACKET {
-        return Ok(icrc_copy::<SMALL_PACKET>(packet, hdr_len));
-    }
-    let mut hdr = [0u8; LRH_LEN + GRH_LEN + BTH_LEN];
-    let hdr = &mut hdr[..hdr_len];
-    hdr.copy_from_slice(&packet[..hdr_len]);
-    mask_variant(hdr, hdr_len);
-    let mut c = crc32fast::Hasher::new();
-    c.update(hdr);
-    c.update(&packet[hdr_len..]);
+    let register = masked_initial_register(packet, global);
+    // crc32fast's state is the complement of the register.
+    let mut c = crc32fast::Hasher::new_with_initial(!register);
+    c.update(packet);
     Ok(c.finalize())
 }
 
-/// Packets up to this size take the one-call path of [`icrc`].
-const SMALL_PACKET: usize = 320;
-
-/// The ICRC of a packet of at most `N` bytes: copied whole, masked, hashed in one call.
-fn icrc_copy<const N: usize>(packet: &[u8], hdr_len: usize) -> u32 {
-    let mut buf = [0u8; N];
-    let buf = &mut buf[..packet.len()];
-    buf.copy_from_slice(packet);
-    mask_variant(buf, hdr_len);
-    crc32fast::hash(buf)
-}
-
-/// Replaces the variant fields of the headers at the start of `b` (LRH, [GRH], BTH: `hdr_len` bytes)
-/// by ones, IBA 1 §7.8.1.
-fn mask_variant(b: &mut [u8], hdr_len: usize) {
-    if hdr_len == LRH_LEN + BTH_LEN {
-        // Local packet: only LRH:VL is variant (plus BTH:resv8a below).
-        b[0] |= 0xf0;
-    } else {
-        // Global packet: the whole LRH and GRH TClass, FlowLabel and HopLmt are variant.
-        b[..LRH_LEN].fill(0xff);
-        let g = LRH_LEN;
-        // IPVer(4) TClass(8) FlowLabel(20): keep IPVer, ones for the other 28 bits.
-        b[g] |= 0x0f;
-        b[g + 1] = 0xff;
-        b[g + 2] = 0xff;
-        b[g + 3] = 0xff;
-        b[g + 7] = 0xff; // HopLmt
+/// The initial CRC-32 register that makes a CRC over `packet` equal the CRC from 0xFFFFFFFF over
+/// `packet` with its variant fields replaced by ones (IBA 1 §7.8.1): 0xFFFFFFFF XOR the sum of
+/// `d * x^(-8o)` over the bytes `d` of the delta at offsets `o`. `packet` holds at least the headers
+/// the LNH (`global`) announces.
+#[inline]
+fn masked_initial_register(packet: &[u8], global: bool) -> u32 {
+    let word =
+        |o: usize| u32::from_le_bytes([packet[o], packet[o + 1], packet[o + 2], packet[o + 3]]);
+    if !global {
+        // LRH:VL (the high nibble of byte 0, offset 0: no factor) and BTH:resv8a.
+        let vl = u32::from(!packet[0] & 0xf0);
+        let resv8a = !packet[LRH_LEN + BTH_RESV8A];
+        return !0 ^ vl ^ BYTE_LOCAL_RESV8A[resv8a as usize];
     }
-    b[hdr_len - BTH_LEN + BTH_RESV8A] = 0xff;
+    // The whole LRH (bytes 0-7), GRH TClass and FlowLabel (the low nibble of byte 8, bytes 9-11),
+    // GRH HopLmt (byte 15) and BTH:resv8a (byte 52). Word 0 needs no factor; a word at offset o is
+    // a 32-bit value times x^(-8o).
+    let lrh_lo = !word(0);
+    let lrh_hi = mul(!word(4), &MUL_INV_4);
+    let tclass_flow = mul(!word(LRH_LEN) & 0xffff_ff0f, &MUL_INV_8);
+    let hop_lmt = BYTE_GLOBAL_HOP_LMT[usize::from(!packet[LRH_LEN + 7])];
+    let resv8a = BYTE_GLOBAL_RESV8A[usize::from(!packet[LRH_LEN + GRH_LEN + BTH_RESV8A])];
+    !0 ^ lrh_lo ^ lrh_hi ^ tclass_flow ^ hop_lmt ^ resv8a
 }
+
+/// The reflected CRC-32 polynomial (0x04C11DB7 bit-reversed).
+const CRC32_POLY_REFLECTED: u32 = 0xedb8_8320;
+
+/// `a * b` modulo the CRC-32 polynomial, both in the reflected form of the CRC register (bit 31 is
+/// the coefficient of x^0).
+const fn gf2_mul(a: u32, mut b: u32) -> u32 {
+    let mut p = 0u32;
+    let mut i = 0;
+    while i < 32 {
+        p ^= b & ((a >> (31 - i)) & 1).wrapping_neg();
+        b = (b >> 1) ^ ((b & 1).wrapping_neg() & CRC32_POLY_REFLECTED);
+        i += 1;
+    }
+    p
+}
+
+/// x^(-8 * bytes) modulo the polynomial (x is invertible: the polynomial's constant term is 1).
+/// Dividing by x: `a / x` when a's x^0 coefficient is 0, else `(a + P) / x`.
+const fn x_pow_minus_8n(bytes: usize) -> u32 {
+    let mut a = 0x8000_0000u32; // x^0
+    let mut i = 0;
+    while i < 8 * bytes {
+        a = if a & 0x8000_0000 != 0 {
+            ((a ^ CRC32_POLY_REFLECTED) << 1) | 1
+        } else {
+            a << 1
+        };
+        i += 1;
+    }
+    a
+}
+
+/// Multiplies a register by one constant: entry `[j][v]` is the product for nibble `j` holding `v`
+/// (each `[u32; 16]` is one cache line).
+type MulTable = [[u32; 16]; 8];
+
+const fn mul_table(x: u32) -> MulTable {
+    let mut t = [[0u32; 16]; 8];
+    let mut j = 0;
+    while j < 8 {
+        let mut v = 0;
+        while v < 16 {
+            t[j][v] = gf2_mul((v as u32) << (4 * j), x);
+            v += 1;
+        }
+        j += 1;
+    }
+    t
+}
+
+/// Products of a byte at offset `o` (the low byte of a register) with x^(-8o).
+const fn byte_table(o: usize) -> [u32; 256] {
+    let x = x_pow_minus_8n(o);
+    let mut t = [0u32; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = gf2_mul(b as u32, x);
+        b += 1;
+    }
+    t
+}
+
+/// `v * x` for the constant `x` of `t`.
+fn mul(v: u32, t: &MulTable) -> u32 {
+    let n = |j: usize| t[j][((v >> (4 * j)) & 0xf) as usize];
+    ((n(0) ^ n(1)) ^ (n(2) ^ n(3))) ^ ((n(4) ^ n(5)) ^ (n(6) ^ n(7)))
+}
+
+/// Word at offset 4 (LRH bytes 4-7) and at offset 8 (GRH bytes 0-3), built at compile time.
+static MUL_INV_4: MulTable = mul_table(x_pow_minus_8n(4));
+static MUL_INV_8: MulTable = mul_table(x_pow_minus_8n(LRH_LEN));
+/// BTH:resv8a of a local packet.
+static BYTE_LOCAL_RESV8A: [u32; 256] = byte_table(LRH_LEN + BTH_RESV8A);
+/// GRH:HopLmt and BTH:resv8a of a global packet.
+static BYTE_GLOBAL_HOP_LMT: [u32; 256] = byte_table(LRH_LEN + 7);
+static BYTE_GLOBAL_RESV8A: [u32; 256] = byte_table(LRH_LEN + GRH_LEN + BTH_RESV8A);
 
 #[cfg(test)]
 mod tests {
@@ -366,6 +434,90 @@ mod tests {
         assert_eq!(icrc(&q).unwrap(), base);
         q[14] ^= 1; // NxtHdr is invariant
         assert_ne!(icrc(&q).unwrap(), base);
+    }
+
+    /// The ICRC straight from IBA 1 §7.8.1: a masked copy of the whole packet, one CRC-32.
+    fn icrc_reference(packet: &[u8]) -> u32 {
+        let mut m = packet.to_vec();
+        if packet[1] & 3 == 2 {
+            m[0] |= 0xf0;
+            m[8 + 4] = 0xff;
+        } else {
+            m[..8].fill(0xff);
+            m[8] |= 0x0f;
+            m[9..12].fill(0xff);
+            m[15] = 0xff;
+            m[48 + 4] = 0xff;
+        }
+        crc32fast::hash(&m)
+    }
+
+    /// IBA 1 §7.8.1: `icrc` (one CRC over the packet from an adjusted initial register) equals the
+    /// masked-copy definition, for local and global packets, with the variant fields all zeros and
+    /// all ones, at every short length and at crc32fast's path boundaries and MTU sizes.
+    #[test]
+    fn icrc_paths_match_definition() {
+        let data: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let lens = (20..=300).chain([
+            1000, 2047, 2048, 2076, 2122, 4096, 4180, 8191, 65535, 65536, 70_000,
+        ]);
+        for len in lens {
+            for (lnh, first) in [(2u8, 0x00u8), (2, 0xff), (3, 0x00), (3, 0xff)] {
+                if lnh == 3 && len < 60 {
+                    continue;
+                }
+                let mut p = data[..len].to_vec();
+                p[1] = (p[1] & !3) | lnh;
+                // All-zero and all-one variant fields: the delta is full, then empty.
+                for i in [0usize, 8, 9, 10, 11, 12, 15, 52] {
+                    if i < len {
+                        p[i] = first;
+                    }
+                }
+                assert_eq!(
+                    icrc(&p),
+                    Ok(icrc_reference(&p)),
+                    "len {len} lnh {lnh} {first:#x}"
+                );
+            }
+        }
+    }
+
+    /// The tables multiply by x^(-8o): moving the product past `o` zero bytes gives back the value.
+    #[test]
+    fn inverse_powers_undo_zero_bytes() {
+        let zeros = [0u8; 64];
+        // Moves a raw register past `bytes` zeros (crc32fast's state is the complement).
+        let past = |reg: u32, bytes: usize| {
+            let mut h = crc32fast::Hasher::new_with_initial(!reg);
+            h.update(&zeros[..bytes]);
+            !h.finalize()
+        };
+        for v in [1u32, 0x80, 0xff, 0xdead_beef, 0xffff_ffff, 0x8000_0000] {
+            assert_eq!(past(mul(v, &MUL_INV_4), 4), v, "{v:#x}");
+            assert_eq!(past(mul(v, &MUL_INV_8), 8), v, "{v:#x}");
+        }
+        for b in [1usize, 0x5a, 0xff] {
+            assert_eq!(past(BYTE_LOCAL_RESV8A[b], 12), b as u32);
+            assert_eq!(past(BYTE_GLOBAL_HOP_LMT[b], 15), b as u32);
+            assert_eq!(past(BYTE_GLOBAL_RESV8A[b], 52), b as u32);
+        }
+        assert_eq!(x_pow_minus_8n(0), 0x8000_0000);
+        assert_eq!(gf2_mul(0x8000_0000, 0x1234_5678), 0x1234_5678);
+    }
+
+    proptest::proptest! {
+        /// IBA 1 §7.8.1: `icrc` equals the masked-copy definition on arbitrary packets.
+        #[test]
+        fn icrc_matches_definition(
+            mut p in proptest::collection::vec(proptest::prelude::any::<u8>(), 60..2200),
+            global in proptest::prelude::any::<bool>(),
+        ) {
+            p[1] = (p[1] & !3) | if global { 3 } else { 2 };
+            proptest::prop_assert_eq!(icrc(&p), Ok(icrc_reference(&p)));
+        }
     }
 
     #[test]
