@@ -5,7 +5,8 @@ use crate::render::{Json, Text};
 use ipoib_wire::decode::Decoder;
 use ipoib_wire::describe::{Describer, Value};
 use ipoib_wire::pcap::PcapReader;
-use std::io::{self, BufRead, Read, Write};
+use std::fmt::Write as _;
+use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -17,18 +18,22 @@ pub struct Args {
     json: bool,
 }
 
-/// One input packet: its number, time stamp and bytes, or why its line could not be read.
-struct Input {
+/// One input packet: its time stamp and bytes (borrowed from the capture or the parsed hex
+/// lines), or why its line could not be read.
+struct Input<'a> {
     ts_ns: Option<u64>,
-    bytes: Result<Vec<u8>, String>,
+    bytes: Result<&'a [u8], &'a str>,
 }
+
+/// Output is rendered into one string and written out when it reaches this size.
+const FLUSH_AT: usize = 1 << 20;
 
 pub fn run(args: &Args) -> ExitCode {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let result = if args.file == "-" {
         let stdin = io::stdin();
-        let mut packets = Vec::new();
+        let mut lines = Vec::new();
         for (n, line) in stdin.lock().lines().enumerate() {
             let line = match line {
                 Ok(l) => l,
@@ -41,14 +46,15 @@ pub fn run(args: &Args) -> ExitCode {
             if text.trim().is_empty() {
                 continue;
             }
-            packets.push(Input {
-                ts_ns: None,
-                bytes: parse_hex(text).map_err(|e| format!("line {}: {e}", n + 1)),
-            });
+            lines.push(parse_hex(text).map_err(|e| format!("line {}: {e}", n + 1)));
         }
-        decode_all(packets.into_iter(), args.json, &mut out)
+        let packets = lines.iter().map(|l| Input {
+            ts_ns: None,
+            bytes: l.as_deref().map_err(String::as_str),
+        });
+        decode_all(packets, args.json, &mut out)
     } else {
-        let data = match read_file(&args.file) {
+        let data = match std::fs::read(&args.file) {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("ipoib decode: {}: {e}", args.file);
@@ -69,7 +75,7 @@ pub fn run(args: &Args) -> ExitCode {
         let packets = reader.map_while(|r| match r {
             Ok(p) => Some(Input {
                 ts_ns: Some(p.ts_ns),
-                bytes: Ok(p.data.to_vec()),
+                bytes: Ok(p.data),
             }),
             Err(e) => {
                 fatal = Some(e);
@@ -99,65 +105,79 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-fn read_file(path: &str) -> io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
-    let mut data = Vec::new();
-    f.read_to_end(&mut data)?;
-    Ok(data)
-}
-
-/// Decodes every packet and writes it out; returns how many were malformed.
-fn decode_all(
-    packets: impl Iterator<Item = Input>,
+/// Decodes every packet and writes it out; returns how many were malformed. One renderer and one
+/// output string serve every packet, written out every [`FLUSH_AT`] bytes.
+fn decode_all<'a>(
+    packets: impl Iterator<Item = Input<'a>>,
     json: bool,
     out: &mut impl Write,
 ) -> io::Result<usize> {
     let mut decoder = Decoder::new();
     let mut bad = 0;
-    for (i, p) in packets.enumerate() {
-        let index = i as u64 + 1;
-        if json {
-            let mut j = Json::default();
-            j.field("packet", Value::Uint(index));
+    if json {
+        let mut j = Json::lines();
+        j.out.reserve(FLUSH_AT + FLUSH_AT / 4);
+        for (i, p) in packets.enumerate() {
+            j.open();
+            j.field("packet", Value::Uint(i as u64 + 1));
             if let Some(ts) = p.ts_ns {
                 j.field("ts_ns", Value::Uint(ts));
             }
             let ok = describe_one(&mut decoder, &p, &mut j);
             bad += usize::from(!ok);
-            out.write_all(j.finish().as_bytes())?;
-            out.write_all(b"\n")?;
-        } else {
-            let mut t = Text::default();
-            let (ok, summary) = {
-                let mut s = Summarise {
+            j.close();
+            j.out.push('\n');
+            if j.out.len() >= FLUSH_AT {
+                out.write_all(j.out.as_bytes())?;
+                j.out.clear();
+            }
+        }
+        out.write_all(j.out.as_bytes())?;
+    } else {
+        let mut t = Text::default();
+        let mut summary = String::new();
+        let mut page = String::with_capacity(FLUSH_AT + FLUSH_AT / 4);
+        for (i, p) in packets.enumerate() {
+            let index = i as u64 + 1;
+            t.clear();
+            summary.clear();
+            let ok = describe_one(
+                &mut decoder,
+                &p,
+                &mut Summarise {
                     inner: &mut t,
-                    summary: String::new(),
-                };
-                let ok = describe_one(&mut decoder, &p, &mut s);
-                (ok, s.summary)
-            };
+                    summary: &mut summary,
+                },
+            );
             bad += usize::from(!ok);
-            match p.ts_ns {
+            let _ = match p.ts_ns {
                 Some(ts) => writeln!(
-                    out,
+                    page,
                     "Packet {index} at {}.{:09} s: {summary}",
                     ts / 1_000_000_000,
                     ts % 1_000_000_000
-                )?,
-                None => writeln!(out, "Packet {index}: {summary}")?,
-            }
+                ),
+                None => writeln!(page, "Packet {index}: {summary}"),
+            };
             for line in t.out.lines() {
-                writeln!(out, "    {line}")?;
+                page.push_str("    ");
+                page.push_str(line);
+                page.push('\n');
             }
-            writeln!(out)?;
+            page.push('\n');
+            if page.len() >= FLUSH_AT {
+                out.write_all(page.as_bytes())?;
+                page.clear();
+            }
         }
+        out.write_all(page.as_bytes())?;
     }
     Ok(bad)
 }
 
 /// Describes one packet; false when it was malformed.
-fn describe_one(decoder: &mut Decoder, p: &Input, d: &mut dyn Describer) -> bool {
-    match &p.bytes {
+fn describe_one(decoder: &mut Decoder, p: &Input<'_>, d: &mut dyn Describer) -> bool {
+    match p.bytes {
         Ok(bytes) => {
             d.field("len", Value::Uint(bytes.len() as u64));
             decoder.packet(bytes, d).is_ok()
@@ -173,14 +193,15 @@ fn describe_one(decoder: &mut Decoder, p: &Input, d: &mut dyn Describer) -> bool
 /// Passes fields through to a text renderer but keeps the top-level `summary` for the heading line.
 struct Summarise<'a> {
     inner: &'a mut Text,
-    summary: String,
+    summary: &'a mut String,
 }
 
 impl Describer for Summarise<'_> {
     fn field(&mut self, name: &str, value: Value<'_>) {
         if name == "summary" {
             if let Value::Str(s) = value {
-                self.summary = s.to_string();
+                self.summary.clear();
+                self.summary.push_str(s);
                 return;
             }
         }

@@ -74,17 +74,144 @@ impl Collect {
 
 /// Renders a value the way `ipoib decode` shows it to a person.
 pub fn render(v: &Value<'_>) -> String {
+    let mut s = String::new();
+    render_into(&mut s, v);
+    s
+}
+
+/// Appends `v` to `out` exactly as [`render`] shows it, without allocating anything but `out`'s
+/// growth: decimal for `Uint`, `0x` and at least the given number of lower-case hex digits for
+/// `Hex`, `name (0x..)` for `Named`, two lower-case hex digits per byte for `Bytes`, GIDs and IPv6
+/// addresses as RFC 5952 text (as `std` prints an `Ipv6Addr`), GUIDs as `0x` and 16 digits.
+pub fn render_into(out: &mut String, v: &Value<'_>) {
     match *v {
-        Value::Uint(n) => n.to_string(),
-        Value::Hex(n, d) => format!("0x{:0width$x}", n, width = d as usize),
-        Value::Bool(b) => b.to_string(),
-        Value::Named(n, s) => format!("{s} ({n:#x})"),
-        Value::Str(s) => s.to_string(),
-        Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
-        Value::Gid(g) => g.to_string(),
-        Value::Guid(g) => g.to_string(),
-        Value::Ipv4(a) => a.to_string(),
-        Value::Ipv6(a) => a.to_string(),
+        Value::Uint(n) => push_uint(out, n),
+        Value::Hex(n, d) => push_hex(out, n, d.into()),
+        Value::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        Value::Named(n, s) => {
+            out.push_str(s);
+            out.push_str(" (");
+            push_hex(out, n, 1);
+            out.push(')');
+        }
+        Value::Str(s) => out.push_str(s),
+        Value::Bytes(b) => push_hex_bytes(out, b),
+        Value::Gid(g) => push_ipv6(out, g.to_ipv6()),
+        Value::Guid(g) => push_hex(out, g.0, 16),
+        Value::Ipv4(a) => push_ipv4(out, a),
+        Value::Ipv6(a) => push_ipv6(out, a),
+    }
+}
+
+/// Lower-case hexadecimal digits.
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends ASCII bytes (digits, punctuation) built on the stack.
+fn push_ascii(out: &mut String, ascii: &[u8]) {
+    // Only ever called with digits and punctuation this module wrote.
+    out.push_str(std::str::from_utf8(ascii).unwrap_or_default());
+}
+
+/// Appends `n` in decimal (as `n.to_string()`).
+pub fn push_uint(out: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    push_ascii(out, &buf[i..]);
+}
+
+/// Appends `0x` and `n` in lower-case hex with at least `min_digits` digits (as
+/// `format!("{:#0w$x}", n, w = min_digits + 2)`; one digit at least).
+pub fn push_hex(out: &mut String, n: u64, min_digits: usize) {
+    let digits = ((64 - n.leading_zeros() as usize + 3) / 4).max(1);
+    out.push_str("0x");
+    for _ in digits..min_digits {
+        out.push('0');
+    }
+    let mut buf = [0u8; 16];
+    for (i, b) in buf[16 - digits..].iter_mut().enumerate() {
+        *b = HEX_DIGITS[((n >> (4 * (digits - 1 - i))) & 0xf) as usize];
+    }
+    push_ascii(out, &buf[16 - digits..]);
+}
+
+/// Appends two lower-case hex digits per byte, no separators.
+pub fn push_hex_bytes(out: &mut String, bytes: &[u8]) {
+    out.reserve(2 * bytes.len());
+    let mut buf = [0u8; 128];
+    for chunk in bytes.chunks(64) {
+        for (pair, &b) in buf.chunks_exact_mut(2).zip(chunk) {
+            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+            pair[1] = HEX_DIGITS[usize::from(b & 0xf)];
+        }
+        push_ascii(out, &buf[..2 * chunk.len()]);
+    }
+}
+
+/// Appends a dotted-quad IPv4 address.
+pub fn push_ipv4(out: &mut String, a: Ipv4Addr) {
+    for (i, o) in a.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        push_uint(out, o.into());
+    }
+}
+
+/// Appends an IPv6 address as `std`'s `Display` writes it: RFC 5952 (lower case, no leading
+/// zeros, the first longest run of two or more zero groups as `::`), and `::ffff:a.b.c.d` for an
+/// IPv4-mapped address.
+pub fn push_ipv6(out: &mut String, a: Ipv6Addr) {
+    if let Some(v4) = a.to_ipv4_mapped() {
+        out.push_str("::ffff:");
+        push_ipv4(out, v4);
+        return;
+    }
+    let seg = a.segments();
+    // The first longest run of zero groups.
+    let (mut best_at, mut best_len, mut run_at, mut run_len) = (0, 0, 0, 0);
+    for (i, &g) in seg.iter().enumerate() {
+        if g == 0 {
+            if run_len == 0 {
+                run_at = i;
+            }
+            run_len += 1;
+            if run_len > best_len {
+                (best_at, best_len) = (run_at, run_len);
+            }
+        } else {
+            run_len = 0;
+        }
+    }
+    let group = |out: &mut String, g: u16| {
+        let digits = ((16 - g.leading_zeros() as usize + 3) / 4).max(1);
+        let mut buf = [0u8; 4];
+        for (i, b) in buf[..digits].iter_mut().enumerate() {
+            *b = HEX_DIGITS[usize::from((g >> (4 * (digits - 1 - i))) & 0xf)];
+        }
+        push_ascii(out, &buf[..digits]);
+    };
+    let groups = |out: &mut String, gs: &[u16]| {
+        for (i, &g) in gs.iter().enumerate() {
+            if i > 0 {
+                out.push(':');
+            }
+            group(out, g);
+        }
+    };
+    if best_len > 1 {
+        groups(out, &seg[..best_at]);
+        out.push_str("::");
+        groups(out, &seg[best_at + best_len..]);
+    } else {
+        groups(out, &seg);
     }
 }
 
@@ -102,5 +229,99 @@ impl Describer for Collect {
     }
     fn leave(&mut self) {
         self.path.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What `render` printed before `render_into`: `format!` and `Display` throughout.
+    fn render_fmt(v: &Value<'_>) -> String {
+        match *v {
+            Value::Uint(n) => n.to_string(),
+            Value::Hex(n, d) => format!("0x{:0width$x}", n, width = d as usize),
+            Value::Bool(b) => b.to_string(),
+            Value::Named(n, s) => format!("{s} ({n:#x})"),
+            Value::Str(s) => s.to_string(),
+            Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+            Value::Gid(g) => g.to_string(),
+            Value::Guid(g) => g.to_string(),
+            Value::Ipv4(a) => a.to_string(),
+            Value::Ipv6(a) => a.to_string(),
+        }
+    }
+
+    #[test]
+    fn render_edge_cases_match_format() {
+        let mut addrs: Vec<[u16; 8]> = vec![
+            [0; 8],
+            [0, 0, 0, 0, 0, 0, 0, 1],
+            [1, 0, 0, 0, 0, 0, 0, 0],
+            [0, 0, 0, 0, 0, 0, 0x0102, 0x0304],
+            [0, 0, 0, 0, 0, 0xffff, 0x0a00, 0x0001],
+            [0, 0, 0, 0, 0xffff, 0, 0x0a00, 0x0001],
+            [0xfe80, 0, 0, 0, 0x0002, 0xc903, 0, 0x1234],
+            [0xff12, 0x401b, 0xffff, 0, 0, 0, 0xffff, 0xffff],
+            [1, 0, 1, 0, 1, 0, 1, 0],
+            [1, 0, 0, 1, 0, 0, 1, 1],
+            [0, 0, 1, 0, 0, 1, 0, 0],
+            [0xabcd; 8],
+        ];
+        addrs.push([0x10, 0x100, 0x1000, 0xf, 0, 0xf0, 0xf00, 0xf000]);
+        for a in addrs {
+            let v = Ipv6Addr::from(a);
+            assert_eq!(render(&Value::Ipv6(v)), v.to_string());
+            let g = Gid(v.octets());
+            assert_eq!(render(&Value::Gid(g)), render_fmt(&Value::Gid(g)));
+        }
+        for v in [
+            Value::Uint(0),
+            Value::Uint(u64::MAX),
+            Value::Hex(0, 0),
+            Value::Hex(0, 1),
+            Value::Hex(0x12, 4),
+            Value::Hex(u64::MAX, 4),
+            Value::Hex(0xabc, 20),
+            Value::Named(0, "x"),
+            Value::Named(0x81, "GetResp"),
+            Value::Bytes(&[]),
+            Value::Bytes(&[0, 0x0f, 0xf0, 0xff]),
+            Value::Guid(Guid(0x0002_c903_0000_1234)),
+            Value::Guid(Guid(0)),
+            Value::Ipv4(Ipv4Addr::new(0, 10, 255, 100)),
+            Value::Str("a \"b\"\n"),
+            Value::Bool(false),
+        ] {
+            assert_eq!(render(&v), render_fmt(&v), "{v:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn render_matches_format(
+            n in any::<u64>(),
+            d in 0u8..24,
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            groups in proptest::collection::vec(prop_oneof![Just(0u16), Just(0xffff), any::<u16>()], 8),
+        ) {
+            let shift = n % 64;
+            for v in [
+                Value::Uint(n),
+                Value::Uint(n >> shift),
+                Value::Hex(n >> shift, d),
+                Value::Named(n >> shift, "name"),
+                Value::Bytes(&bytes),
+                Value::Guid(Guid(n >> shift)),
+                Value::Ipv4(Ipv4Addr::from((n >> 32) as u32)),
+            ] {
+                prop_assert_eq!(render(&v), render_fmt(&v));
+            }
+            let mut seg = [0u16; 8];
+            seg.copy_from_slice(&groups);
+            let a = Ipv6Addr::from(seg);
+            prop_assert_eq!(render(&Value::Ipv6(a)), a.to_string());
+        }
     }
 }
