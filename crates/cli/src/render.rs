@@ -145,6 +145,10 @@ pub fn escape(out: &mut String, s: &str) {
 /// that need no escape (all but `"`, `\` and the controls below 0x20) are copied whole.
 fn escape_open(out: &mut String, s: &str) {
     out.push('"');
+    if !needs_escape(s.as_bytes()) {
+        out.push_str(s);
+        return;
+    }
     let mut start = 0;
     for (i, &b) in s.as_bytes().iter().enumerate() {
         if b >= 0x20 && b != b'"' && b != b'\\' {
@@ -168,6 +172,27 @@ fn escape_open(out: &mut String, s: &str) {
         start = i + 1;
     }
     out.push_str(&s[start..]);
+}
+
+/// Whether any byte of `s` must be escaped in a JSON string (`"`, `\\`, below 0x20), eight bytes
+/// at a time: keys and names almost never need it.
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Some byte of `v` is below `n` (n <= 0x80); exact as a yes/no answer.
+    let has_less = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH != 0;
+    let has_byte = |v: u64, b: u8| has_less(v ^ (ONES * u64::from(b)), 1);
+    let mut words = s.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if has_less(v, 0x20) | has_byte(v, b'"') | has_byte(v, b'\\') {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 impl Describer for Json {

@@ -106,23 +106,54 @@ pub fn render_into(out: &mut String, v: &Value<'_>) {
 /// Lower-case hexadecimal digits.
 const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
+/// "00" to "ff": two digits sliced out by value, a `&str` without any UTF-8 check.
+const HEX_PAIRS: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\
+202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f\
+404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f\
+606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f\
+808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f\
+a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf\
+c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf\
+e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/// "00" to "99", likewise.
+const DEC_PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233\
+3435363738394041424344454647484950515253545556575859606162636465666768697071727374757677787980\
+81828384858687888990919293949596979899";
+
 /// Appends ASCII bytes (digits, punctuation) built on the stack.
 fn push_ascii(out: &mut String, ascii: &[u8]) {
-    // Only ever called with digits and punctuation this module wrote.
+    // Only ever called with digits this module wrote, so the check never fails.
     out.push_str(std::str::from_utf8(ascii).unwrap_or_default());
 }
 
 /// Appends `n` in decimal (as `n.to_string()`).
-pub fn push_uint(out: &mut String, mut n: u64) {
+pub fn push_uint(out: &mut String, n: u64) {
+    if n < 10 {
+        out.push(char::from(b'0' + n as u8));
+        return;
+    }
+    if n < 100 {
+        let i = 2 * n as usize;
+        out.push_str(&DEC_PAIRS[i..i + 2]);
+        return;
+    }
+    let mut n = n;
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = 2 * (n % 100) as usize;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DEC_PAIRS.as_bytes()[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = 2 * n as usize;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&DEC_PAIRS.as_bytes()[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     push_ascii(out, &buf[i..]);
 }
@@ -135,11 +166,17 @@ pub fn push_hex(out: &mut String, n: u64, min_digits: usize) {
     for _ in digits..min_digits {
         out.push('0');
     }
-    let mut buf = [0u8; 16];
-    for (i, b) in buf[16 - digits..].iter_mut().enumerate() {
-        *b = HEX_DIGITS[((n >> (4 * (digits - 1 - i))) & 0xf) as usize];
+    // An odd digit first, then pairs.
+    let mut left = digits;
+    if left % 2 == 1 {
+        left -= 1;
+        out.push(char::from(HEX_DIGITS[((n >> (4 * left)) & 0xf) as usize]));
     }
-    push_ascii(out, &buf[16 - digits..]);
+    while left > 0 {
+        left -= 2;
+        let i = 2 * ((n >> (4 * left)) & 0xff) as usize;
+        out.push_str(&HEX_PAIRS[i..i + 2]);
+    }
 }
 
 /// Appends two lower-case hex digits per byte, no separators.
@@ -295,6 +332,15 @@ mod tests {
             Value::Bool(false),
         ] {
             assert_eq!(render(&v), render_fmt(&v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn digit_tables_cover_every_value() {
+        assert_eq!((HEX_PAIRS.len(), DEC_PAIRS.len()), (512, 200));
+        for n in (0..100_000).chain([u64::MAX, u64::MAX / 7, 1 << 63]) {
+            assert_eq!(render(&Value::Uint(n)), n.to_string());
+            assert_eq!(render(&Value::Hex(n, 2)), format!("0x{n:02x}"));
         }
     }
 
