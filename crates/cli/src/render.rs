@@ -280,6 +280,12 @@ mod tests {
             "\u{1}x\u{1f}",
             "é\"ü\n",
             "\u{7f}",
+            // Specials in the 8-byte words and in the tail of the fast check.
+            "0123456789abcdef\\",
+            "0123456\u{1}89abcdef",
+            "01234567\"9abcdefgh",
+            "0123456789abcdefg",
+            "\u{7f}\u{80}\u{ff}!#[]~ 012345",
             all.as_str(),
         ] {
             let mut out = String::new();
