@@ -117,8 +117,7 @@ fn ipoib_frame(c: &mut Criterion) {
 }
 
 /// (e) `Decoder::packet` over a set of packets, with a describer that drops the fields and with
-/// one that renders JSON like `ipoib decode --json` (and the same with byte strings hex-encoded
-/// through a table, `json_fast_bytes`). One iteration decodes the whole set. Two
+/// one that renders JSON like `ipoib decode --json`. One iteration decodes the whole set. Two
 /// sets: `ipoib_wire::samples::all()` (one packet of every kind: mostly SA and CM MADs) and the
 /// traffic-like mix of `common::mixed()` (mostly UD IPoIB data, half of it full 2048-byte MTU).
 fn decode(c: &mut Criterion) {
@@ -142,20 +141,17 @@ fn decode(c: &mut Criterion) {
                 }
             })
         });
-        for (name, fast_bytes) in [("json", false), ("json_fast_bytes", true)] {
-            let mut j = JsonLike::default();
-            j.fast_bytes = fast_bytes;
-            g.bench_function(BenchmarkId::new(name, &id), |b| {
-                b.iter(|| {
-                    for p in &set {
-                        j.begin();
-                        dec.packet(black_box(p), &mut j).unwrap();
-                        j.end();
-                        black_box(j.out.len());
-                    }
-                })
-            });
-        }
+        let mut j = JsonLike::default();
+        g.bench_function(BenchmarkId::new("json", &id), |b| {
+            b.iter(|| {
+                for p in &set {
+                    j.begin();
+                    dec.packet(black_box(p), &mut j).unwrap();
+                    j.end();
+                    black_box(j.out.len());
+                }
+            })
+        });
     }
     g.finish();
 }

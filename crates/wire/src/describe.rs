@@ -161,7 +161,7 @@ pub fn push_uint(out: &mut String, n: u64) {
 /// Appends `0x` and `n` in lower-case hex with at least `min_digits` digits (as
 /// `format!("{:#0w$x}", n, w = min_digits + 2)`; one digit at least).
 pub fn push_hex(out: &mut String, n: u64, min_digits: usize) {
-    let digits = ((64 - n.leading_zeros() as usize + 3) / 4).max(1);
+    let digits = (64 - n.leading_zeros() as usize).div_ceil(4).max(1);
     out.push_str("0x");
     for _ in digits..min_digits {
         out.push('0');
@@ -228,7 +228,7 @@ pub fn push_ipv6(out: &mut String, a: Ipv6Addr) {
         }
     }
     let group = |out: &mut String, g: u16| {
-        let digits = ((16 - g.leading_zeros() as usize + 3) / 4).max(1);
+        let digits = (16 - g.leading_zeros() as usize).div_ceil(4).max(1);
         let mut buf = [0u8; 4];
         for (i, b) in buf[..digits].iter_mut().enumerate() {
             *b = HEX_DIGITS[usize::from((g >> (4 * (digits - 1 - i))) & 0xf)];

@@ -6,7 +6,7 @@
 //! Shared by two targets, each of which uses part of it.
 #![allow(dead_code)]
 
-use ipoib_wire::describe::{Describer, Value};
+use ipoib_wire::describe::{push_uint, render_into, Describer, Value};
 use ipoib_wire::ib::{
     AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr, Opcode, Syndrome,
 };
@@ -201,17 +201,14 @@ impl Describer for Null {
 }
 
 /// A describer that renders one JSON object per packet, the way `ipoib decode --json` does
-/// (nested groups, named codes as number plus `_name`, hex and addresses as strings), reusing its
-/// buffer between packets.
+/// (crates/cli/src/render.rs: nested groups, named codes as number plus `_name`, hex and addresses
+/// as strings, written straight into `out` with `describe::render_into`), reusing its buffer
+/// between packets.
 #[derive(Debug, Default)]
 pub struct JsonLike {
     /// The rendered object.
     pub out: String,
     first: Vec<bool>,
-    /// Render byte strings with a lookup table straight into `out` instead of through
-    /// `describe::render` (which formats each byte into its own String): measures what the
-    /// renderer could gain.
-    pub fast_bytes: bool,
 }
 
 impl JsonLike {
@@ -230,67 +227,65 @@ impl JsonLike {
         }
     }
 
-    fn key(&mut self, name: &str) {
+    fn key(&mut self, name: &str, suffix: &str) {
         if let Some(first) = self.first.last_mut() {
             if !*first {
                 self.out.push(',');
             }
             *first = false;
         }
-        self.string(name);
-        self.out.push(':');
+        self.string_open(name);
+        self.out.push_str(suffix);
+        self.out.push_str("\":");
     }
 
-    fn string(&mut self, s: &str) {
+    /// The opening quote and `s`, escaped; runs without specials are copied whole.
+    fn string_open(&mut self, s: &str) {
         self.out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => self.out.push_str("\\\""),
-                '\\' => self.out.push_str("\\\\"),
-                c if (c as u32) < 0x20 => {
-                    let _ = write!(self.out, "\\u{:04x}", c as u32);
-                }
-                c => self.out.push(c),
+        let mut start = 0;
+        for (i, &b) in s.as_bytes().iter().enumerate() {
+            if b >= 0x20 && b != b'"' && b != b'\\' {
+                continue;
             }
+            self.out.push_str(&s[start..i]);
+            match b {
+                b'"' => self.out.push_str("\\\""),
+                b'\\' => self.out.push_str("\\\\"),
+                _ => {
+                    let _ = write!(self.out, "\\u{:04x}", b);
+                }
+            }
+            start = i + 1;
         }
-        self.out.push('"');
+        self.out.push_str(&s[start..]);
     }
 }
 
 impl Describer for JsonLike {
     fn field(&mut self, name: &str, value: Value<'_>) {
-        self.key(name);
+        self.key(name, "");
         match value {
-            Value::Uint(n) => {
-                let _ = write!(self.out, "{n}");
-            }
-            Value::Bool(b) => {
-                let _ = write!(self.out, "{b}");
-            }
+            Value::Uint(n) => push_uint(&mut self.out, n),
+            Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
             Value::Named(n, s) => {
-                let _ = write!(self.out, "{n}");
-                self.key(&format!("{name}_name"));
-                self.string(s);
-            }
-            Value::Str(s) => self.string(s),
-            Value::Bytes(b) if self.fast_bytes => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                self.out.reserve(b.len() * 2 + 2);
+                push_uint(&mut self.out, n);
+                self.key(name, "_name");
+                self.string_open(s);
                 self.out.push('"');
-                for &x in b {
-                    self.out.push(HEX[usize::from(x >> 4)] as char);
-                    self.out.push(HEX[usize::from(x & 15)] as char);
-                }
+            }
+            Value::Str(s) => {
+                self.string_open(s);
                 self.out.push('"');
             }
             other => {
-                let s = ipoib_wire::describe::render(&other);
-                self.string(&s);
+                self.out.push('"');
+                render_into(&mut self.out, &other);
+                self.out.push('"');
             }
         }
     }
     fn enter(&mut self, name: &str) {
-        self.key(name);
+        self.key(name, "");
         self.out.push('{');
         self.first.push(true);
     }
