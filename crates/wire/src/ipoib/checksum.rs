@@ -10,11 +10,11 @@ const BLOCK: usize = 1 << 16;
 /// with zero, RFC 1071 §4.1). The result is at most 0xFFFF and is 0 only when the accumulator and
 /// every word are 0, like a sum folded word by word.
 ///
-/// Speed: RFC 1071 §2(A) and §2(B) (the sum may be formed in wider words, and in either byte order,
-/// as long as the carries are folded back in the end): little-endian 32-bit words are added into a
-/// `u64` (a loop the compiler vectorizes), the total is folded to 16 bits and its two bytes
-/// swapped, which gives the big-endian sum. Several times faster than adding 16-bit words one by
-/// one (docs/BENCHMARKS.md).
+/// Speed: RFC 1071 §2(B) byte order independence, §2(C) parallel summation and §2(D) deferred
+/// carries (the sum may be formed in either byte order, in wider words, with the carries folded
+/// back at the end): little-endian 32-bit words are added into a `u64` (a loop the compiler
+/// vectorizes), the total is folded to 16 bits and its two bytes swapped, which gives the
+/// big-endian sum. About 10x faster than adding 16-bit words one by one (docs/BENCHMARKS.md).
 pub fn sum(acc: u32, data: &[u8]) -> u32 {
     let mut total = 0u64;
     for block in data.chunks(BLOCK) {
