@@ -6,12 +6,15 @@
 //! [`msg`] holds the byte layouts (`sim_ctl`, `sim_client_info`, `sim_request`, and the NodeInfo/
 //! PortInfo fields the client reads); [`IbsimClient`] the sockets. ibsim carries no data-plane
 //! traffic: only whole 256-byte MADs with LIDs and QPs (REFERENCE.md "Tools on Debian").
+//! [`opensm`] starts ibsim and OpenSM as child processes for the differential test and the
+//! benchmark of OpenSM's SA.
 //!
 //! Invariants: blocking calls are bounded by timeouts; a client disconnects when dropped; nothing
 //! here panics on what the server sends.
 
 mod client;
 pub mod msg;
+pub mod opensm;
 
 pub use client::{Endpoint, IbsimClient, SimMad, CTL_TIMEOUT};
 pub use msg::{NodeInfo, PortInfo};
