@@ -326,27 +326,12 @@ impl Fabric {
     /// (Directed-route SMPs need SLID 0xFFFF in ibsim's `sim_request`, which `IbsimClient` does
     /// not send; LID routing reaches every port once OpenSM has configured the subnet.)
     pub fn smp_get(&self, node: &str, dlid: u16, attr: u16, modifier: u32) -> io::Result<[u8; 64]> {
-        static NEXT_TID: AtomicU32 = AtomicU32::new(1);
-        let c = IbsimClient::connect_to(&self.endpoint, Some(node), 0, false)?;
-        let mut mad = [0u8; 256];
-        mad[0] = 1; // BaseVersion
-        mad[1] = 0x01; // SubnMgt, LID routed
-        mad[2] = 1; // ClassVersion
-        mad[3] = 0x01; // Get
-        let tid = 0x5300_0000 | u64::from(NEXT_TID.fetch_add(1, Ordering::Relaxed));
-        mad[8..16].copy_from_slice(&tid.to_be_bytes());
-        mad[16..18].copy_from_slice(&attr.to_be_bytes());
-        mad[20..24].copy_from_slice(&modifier.to_be_bytes());
-        let resp = c.request(dlid, 0, &mad, Duration::from_secs(3))?;
-        let status = u16::from_be_bytes([resp[4], resp[5]]);
-        if status != 0 || resp.len() < 128 {
-            return Err(io::Error::other(format!(
-                "SMP attr {attr:#x} mod {modifier} to LID {dlid}: status {status:#x}"
-            )));
-        }
-        let mut data = [0u8; 64];
-        data.copy_from_slice(&resp[64..128]);
-        Ok(data)
+        smp_get_on(&self.smp_client(node)?, dlid, attr, modifier)
+    }
+
+    /// A new client attached to `node` on QP0 (not an SM), for [`smp_get_on`].
+    pub fn smp_client(&self, node: &str) -> io::Result<IbsimClient> {
+        IbsimClient::connect_to(&self.endpoint, Some(node), 0, false)
     }
 
     /// OpenSM's `guid2lid` cache file: (port GUID, base LID) of every port it assigned a LID,
@@ -390,7 +375,11 @@ impl Fabric {
     /// Waits (polling every 50 ms, until `deadline`) for a subnet dump that lists at least `cas`
     /// CA ports, all Active; returns those CA ports (OpenSM's own, `CA-SM`, included) sorted by
     /// port GUID. `Err` when the deadline passes or OpenSM or ibsim dies.
-    pub fn wait_ca_ports(&mut self, cas: usize, deadline: Instant) -> Result<Vec<DumpPort>, String> {
+    pub fn wait_ca_ports(
+        &mut self,
+        cas: usize,
+        deadline: Instant,
+    ) -> Result<Vec<DumpPort>, String> {
         loop {
             self.check_alive()?;
             let mut ports: Vec<DumpPort> = self
@@ -464,6 +453,34 @@ impl Drop for Fabric {
     }
 }
 
+/// [`Fabric::smp_get`] through an existing QP0 client ([`Fabric::smp_client`]), waiting at most
+/// 3 s for the answer.
+pub fn smp_get_on(c: &IbsimClient, dlid: u16, attr: u16, modifier: u32) -> io::Result<[u8; 64]> {
+    static NEXT_TID: AtomicU32 = AtomicU32::new(1);
+    let mut mad = [0u8; 256];
+    mad[0] = 1; // BaseVersion
+    mad[1] = 0x01; // SubnMgt, LID routed
+    mad[2] = 1; // ClassVersion
+    mad[3] = 0x01; // Get
+    let tid = 0x5300_0000 | u64::from(NEXT_TID.fetch_add(1, Ordering::Relaxed));
+    mad[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad[16..18].copy_from_slice(&attr.to_be_bytes());
+    mad[20..24].copy_from_slice(&modifier.to_be_bytes());
+    let resp = c.request(dlid, 0, &mad, Duration::from_secs(3))?;
+    let (Some(st), Some(data)) = (resp.get(4..6), resp.get(64..128)) else {
+        return Err(io::Error::other("short SMP response"));
+    };
+    let status = u16::from_be_bytes([st[0], st[1]]);
+    if status != 0 {
+        return Err(io::Error::other(format!(
+            "SMP attr {attr:#x} mod {modifier} to LID {dlid}: status {status:#x}"
+        )));
+    }
+    let mut out = [0u8; 64];
+    out.copy_from_slice(data);
+    Ok(out)
+}
+
 /// One link end as OpenSM's subnet dump (`opensm-subnet.lst`, `osm_dump.c` `dump_topology_node`)
 /// lists it first on a line: `{ CA Ports:01 SystemGUID:.. NodeGUID:.. PortGUID:0000000000100003
 /// VenID:.. DevID:.. Rev:.. {h1} LID:000C PN:01 } { <peer> } PHY=4x LOG=ACT SPD=2.5`.
@@ -481,6 +498,8 @@ pub struct DumpPort {
     pub port_num: u8,
     /// `LOG=ACT`: the link is Active.
     pub active: bool,
+    /// The kind of the node at the other end (`CA`, `CA-SM`, `SW`, ...).
+    pub peer_kind: String,
 }
 
 impl DumpPort {
@@ -509,6 +528,11 @@ impl DumpPort {
             _ => String::new(),
         };
         let active = tail.split_whitespace().any(|w| w == "LOG=ACT");
+        let peer_kind = tail
+            .strip_prefix(" } { ")
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or("")
+            .to_string();
         Some(DumpPort {
             kind,
             port_guid,
@@ -516,6 +540,7 @@ impl DumpPort {
             lid,
             port_num,
             active,
+            peer_kind,
         })
     }
 }
@@ -560,10 +585,13 @@ mod tests {
                 lid: 0xc,
                 port_num: 1,
                 active: true,
+                peer_kind: "SW".into(),
             }
         );
         assert!(p.is_ca());
-        let sm = ca.replace("{ CA Ports", "{ CA-SM Ports").replace("LOG=ACT", "LOG=INI");
+        let sm = ca
+            .replace("{ CA Ports", "{ CA-SM Ports")
+            .replace("LOG=ACT", "LOG=INI");
         let p = DumpPort::parse_line(&sm).expect("CA-SM line");
         assert!(p.is_ca() && !p.active);
         let sw = "{ SW Ports:2E SystemGUID:0000000000200000 NodeGUID:0000000000200000 \
@@ -572,7 +600,13 @@ mod tests {
         let p = DumpPort::parse_line(sw).expect("SW line");
         assert!(!p.is_ca());
         assert_eq!((p.port_guid, p.lid, p.port_num), (0x200000, 2, 2));
-        for bad in ["", "{ CA PortGUID:zz LID:1 PN:1 } x", "{ SW no close", "# comment"] {
+        assert_eq!(p.peer_kind, "CA");
+        for bad in [
+            "",
+            "{ CA PortGUID:zz LID:1 PN:1 } x",
+            "{ SW no close",
+            "# comment",
+        ] {
             assert_eq!(DumpPort::parse_line(bad), None, "{bad:?}");
         }
     }
