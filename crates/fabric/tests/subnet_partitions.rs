@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{at, received, send_ud, ud_qp, SeedGuard};
+use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_fabric::hca::DropReason;
 use ipoib_fabric::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_fabric::switch::{self, Switch};
@@ -45,7 +45,7 @@ fn pkey_index(net: &Subnet, i: usize, pkey: u16) -> u16 {
 // IBA 1 §10.9, §10.9.3; opensm(8) PARTITION CONFIGURATION; OpenSM osm_sa_mcmember_record.c.
 #[test]
 fn other_partition_receives_nothing() {
-    let seed = 21;
+    let seed = seed(21);
     let _g = SeedGuard(seed);
     let mut opts = SubnetOptions::new(Topology::single_switch(6).unwrap(), seed);
     opts.partitions = Some(partitions::parse(CONF).unwrap());

@@ -13,13 +13,25 @@ use ipoib_fabric::Instant;
 use ipoib_wire::Gid;
 use std::time::Duration;
 
-/// Prints the seed when the test panics (replay with the same seed).
+/// The seed a scenario runs with: `default`, or the value of `IPOIB_SEED` when set, so that a seed a
+/// failing run printed can be replayed (`IPOIB_SEED=42 cargo test -p ipoib-fabric --test subnet_mcast`).
+pub fn seed(default: u64) -> u64 {
+    std::env::var("IPOIB_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Prints the seed when the test panics (replay it with `IPOIB_SEED`, see [`seed`]).
 pub struct SeedGuard(pub u64);
 
 impl Drop for SeedGuard {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("failing seed: {}", self.0);
+            eprintln!(
+                "failing seed: {} (replay with IPOIB_SEED={})",
+                self.0, self.0
+            );
         }
     }
 }
