@@ -75,7 +75,7 @@ impl Describer for Text {
 /// after another into the same `out` with [`Json::open`] and [`Json::close`].
 #[derive(Debug)]
 pub struct Json {
-    /// The rendered object(s); call [`Json::finish`] or [`Json::close`] before reading it.
+    /// The rendered object(s); call [`Json::close`] (or `finish` in tests) before reading it.
     pub out: String,
     /// One entry per open object: whether it has no member yet.
     first: Vec<bool>,

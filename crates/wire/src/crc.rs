@@ -178,7 +178,7 @@ const BTH_LEN: usize = 12;
 /// the data, and a byte `b` at offset `o` changes the final register exactly as `b * x^(-8o)`
 /// (modulo the polynomial) XORed into the initial register would. So the ICRC is one crc32fast
 /// call over the packet in place, from an initial register adjusted by a few table lookups
-/// ([`masked_initial_register`]): no copy, and crc32fast keeps its widest fold path for the whole
+/// (`masked_initial_register`): no copy, and crc32fast keeps its widest fold path for the whole
 /// packet (docs/BENCHMARKS.md has the figures).
 #[inline]
 pub fn icrc(packet: &[u8]) -> Result<u32> {
