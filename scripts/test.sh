@@ -30,6 +30,10 @@ export CARGO_TERM_COLOR=never
 echo "== build"
 cargo build --workspace --all-targets --locked 2>&1 | tail -n 3
 echo "== fuzz targets (build only)"
-cargo check --manifest-path fuzz/Cargo.toml --bins --locked 2>&1 | tail -n 2
+cargo build --manifest-path fuzz/Cargo.toml --bins --locked 2>&1 | tail -n 2
+echo "== format, lints, docs"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -q -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 echo "== tests"
 cargo test --workspace --all-targets --locked
