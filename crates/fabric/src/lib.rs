@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod hca;
 pub mod host;
+pub mod ipoib;
 pub mod link;
 pub mod mgmt;
 pub mod rc;

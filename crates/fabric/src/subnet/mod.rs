@@ -14,6 +14,10 @@
 //!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
 //!   and pre-created groups.
 //!
+//! - With [`SubnetOptions::ipoib`], every host also runs an IPoIB interface
+//!   ([`crate::ipoib::IpoibApp`]; it receives the SA's Reports instead of the [`SaClient`]) and
+//!   the [`JoinApp`] joins nothing: the interface joins its broadcast group itself.
+//!
 //! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
 //! simulator's configuration channel ([`crate::mgmt`]).
 //!
@@ -21,9 +25,11 @@
 //! `h{i}`); every random choice follows from the seed (each CA's RNG is forked from the
 //! simulator's with its node index); nothing here iterates a hash map.
 
+mod ipoib;
 mod join;
 mod sm_node;
 
+pub use ipoib::{host_ipv4, IpoibOptions};
 pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY};
 
@@ -71,6 +77,9 @@ pub struct SubnetOptions {
     pub auto_join: bool,
     /// Record every packet into an ERF capture from time zero.
     pub capture: bool,
+    /// Run an IPoIB interface on every host ([`crate::ipoib::IpoibApp`], module `ipoib`); the
+    /// interfaces then make the broadcast joins and `auto_join` is ignored.
+    pub ipoib: Option<IpoibOptions>,
 }
 
 impl SubnetOptions {
@@ -88,6 +97,7 @@ impl SubnetOptions {
             mcast_delay: MCAST_DELAY,
             auto_join: true,
             capture: false,
+            ipoib: None,
         }
     }
 }
@@ -146,6 +156,8 @@ pub struct Subnet {
     sa: AgentId,
     sm_app: AppId,
     partitions: PartitionConfig,
+    /// Per host, its IPoIB interface (empty without IPoIB).
+    ipoib: Vec<crate::ipoib::IpoibHandle>,
 }
 
 /// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
@@ -241,7 +253,7 @@ impl Subnet {
         let partitions = opts
             .partitions
             .unwrap_or_else(PartitionConfig::default_config);
-        let groups = if opts.auto_join {
+        let groups = if opts.auto_join && opts.ipoib.is_none() {
             broadcast_groups(&partitions)
         } else {
             Vec::new()
@@ -288,7 +300,7 @@ impl Subnet {
                 (sa, app)
             })
             .ok_or(SubnetError::NoHost)?;
-        Ok(Subnet {
+        let mut net = Subnet {
             sim,
             topology: topo,
             built,
@@ -296,7 +308,12 @@ impl Subnet {
             sa,
             sm_app,
             partitions,
-        })
+            ipoib: Vec::new(),
+        };
+        if let Some(o) = opts.ipoib {
+            net.install_ipoib(o, client_cfg);
+        }
+        Ok(net)
     }
 
     /// The simulator.
@@ -374,9 +391,14 @@ impl Subnet {
         self.join_app(i).joins()
     }
 
-    /// True once host `i` is Active and joined every broadcast group of its partitions.
+    /// True once host `i` is Active and joined every broadcast group of its partitions; on a
+    /// subnet running IPoIB, once host `i`'s interface has carrier (it joined its partition's
+    /// broadcast group, draft-ietf-ipoib-ip-over-infiniband-06 §5).
     pub fn is_joined(&self, i: usize) -> bool {
-        self.join_app(i).is_joined()
+        match self.ipoib_app(i) {
+            Some(a) => a.carrier(),
+            None => self.join_app(i).is_joined(),
+        }
     }
 
     /// Hosts joined.

@@ -1,0 +1,145 @@
+//! What crosses the adapter, classified for people: per-direction counts of ARP and ND messages,
+//! IPv4 and IPv6 packets, unicast and multicast datagrams, and the address resolutions a host
+//! learned (an ARP reply, draft-ietf-ipoib-ip-over-infiniband-06 §9.2; a solicited Neighbor
+//! Advertisement with the IPoIB link-layer option, §9.3). Classification reads the 4-byte
+//! encapsulation header (§6) and one level below it; anything that does not parse is only counted
+//! by type. Nothing here changes what the interface does.
+
+use crate::Instant;
+use ipoib_wire::ipoib::{
+    ArpOperation, ArpPacket, ArpRepr, EncapHeader, EtherType, HwAddr, Icmpv6Repr, Icmpv6Type,
+    IpProtocol, Ipv6Packet, NdMessage, NdOptionRepr, NdRepr,
+};
+use std::net::IpAddr;
+
+/// Counts of one direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameStats {
+    /// Datagrams.
+    pub frames: u64,
+    /// Sent to or received from a multicast group.
+    pub multicast: u64,
+    /// ARP requests.
+    pub arp_requests: u64,
+    /// ARP replies.
+    pub arp_replies: u64,
+    /// Neighbor Solicitations (DAD included).
+    pub nd_solicits: u64,
+    /// Neighbor Advertisements.
+    pub nd_adverts: u64,
+    /// IPv4 packets.
+    pub ipv4: u64,
+    /// IPv6 packets (ND included).
+    pub ipv6: u64,
+}
+
+/// How an address was resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResolutionKind {
+    /// ARP reply (§9.2).
+    Arp,
+    /// Solicited Neighbor Advertisement (§9.3).
+    Nd,
+}
+
+/// An address resolution a host learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resolution {
+    /// When the answer arrived.
+    pub at: Instant,
+    /// ARP or ND.
+    pub kind: ResolutionKind,
+    /// The IP address resolved.
+    pub ip: IpAddr,
+    /// Its link-layer address.
+    pub hw: HwAddr,
+}
+
+/// What one datagram is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    ArpRequest,
+    ArpReply(Option<(IpAddr, HwAddr)>),
+    Ns,
+    Na(Option<(IpAddr, HwAddr)>),
+    Ipv4,
+    Ipv6,
+    Other,
+}
+
+/// Classifies an IPoIB payload (encapsulation header and datagram).
+pub(crate) fn classify(data: &[u8]) -> Kind {
+    let Ok(h) = EncapHeader::new_checked(data) else {
+        return Kind::Other;
+    };
+    let body = h.payload();
+    match h.ethertype() {
+        EtherType::Arp => match ArpRepr::parse(&ArpPacket::new_unchecked(body)) {
+            Ok(a) if a.operation == ArpOperation::Request => Kind::ArpRequest,
+            Ok(a) if a.operation == ArpOperation::Reply => {
+                Kind::ArpReply(Some((IpAddr::V4(a.sender_ip), a.sender_hw)))
+            }
+            _ => Kind::Other,
+        },
+        EtherType::Ipv4 => Kind::Ipv4,
+        EtherType::Ipv6 => classify_v6(body),
+        _ => Kind::Other,
+    }
+}
+
+fn classify_v6(body: &[u8]) -> Kind {
+    let Ok(ip) = Ipv6Packet::new_checked(body) else {
+        return Kind::Other;
+    };
+    if ip.next_header() != IpProtocol::Icmpv6 {
+        return Kind::Ipv6;
+    }
+    let Ok(m) = Icmpv6Repr::parse(ip.src_addr(), ip.dst_addr(), ip.payload()) else {
+        return Kind::Ipv6;
+    };
+    match m.msg_type {
+        Icmpv6Type::NeighborSolicit => Kind::Ns,
+        Icmpv6Type::NeighborAdvert => {
+            let Ok(nd) = NdRepr::parse_message(&m) else {
+                return Kind::Na(None);
+            };
+            let NdMessage::NeighborAdvert { flags, target } = nd.message else {
+                return Kind::Na(None);
+            };
+            // RFC 4861 §4.4: S (0x40) marks an answer to a solicitation; unsolicited ones are
+            // announcements, not resolutions.
+            let hw = nd.options().find_map(|o| match o {
+                Ok(NdOptionRepr::TargetLinkLayerAddr(hw)) => Some(hw),
+                _ => None,
+            });
+            Kind::Na(
+                hw.filter(|_| flags & 0x40 != 0)
+                    .map(|h| (IpAddr::V6(target), h)),
+            )
+        }
+        _ => Kind::Ipv6,
+    }
+}
+
+impl FrameStats {
+    /// Counts one datagram of kind `k`.
+    pub(crate) fn count(&mut self, k: Kind, multicast: bool) {
+        self.frames += 1;
+        self.multicast += u64::from(multicast);
+        match k {
+            Kind::ArpRequest => self.arp_requests += 1,
+            Kind::ArpReply(_) => self.arp_replies += 1,
+            Kind::Ns => {
+                self.nd_solicits += 1;
+                self.ipv6 += 1;
+            }
+            Kind::Na(_) => {
+                self.nd_adverts += 1;
+                self.ipv6 += 1;
+            }
+            Kind::Ipv4 => self.ipv4 += 1,
+            Kind::Ipv6 => self.ipv6 += 1,
+            Kind::Other => {}
+        }
+    }
+}
