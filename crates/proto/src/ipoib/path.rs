@@ -4,7 +4,8 @@
 //! determined by IB methods: the PathRecord rate), REFERENCE.md "Linux IPoIB" (path records keyed by
 //! DGID, at most 3 packets queued per unresolved path).
 //!
-//! Invariants: one query at a time per GID; at most `queue_max` frames wait per path; at most
+//! Invariants: one query at a time per GID; at most `queue_max` ARP frames and `queue_max` IP
+//! packets wait per path; at most
 //! `max_entries` paths (an entry with a query in flight or frames queued is never evicted); an
 //! invalidated path (LID change) keeps being used while it is asked again, as Linux
 //! `ipoib_mark_paths_invalid` does.
@@ -63,6 +64,13 @@ pub struct QueuedFrame {
     pub qpn: u32,
     /// Encapsulation header + datagram.
     pub data: Vec<u8>,
+}
+
+impl QueuedFrame {
+    /// True for ARP and RARP (encapsulation types 0x0806, 0x8035; draft-06 §6 table 1).
+    fn is_arp(&self) -> bool {
+        matches!(self.data.get(..2), Some([0x08, 0x06]) | Some([0x80, 0x35]))
+    }
 }
 
 #[derive(Debug)]
@@ -176,9 +184,16 @@ impl Paths {
     }
 
     /// Queues a frame on `gid`'s path; false (drop) when the queue is full or the path unknown.
+    ///
+    /// ARP frames and IP packets are bounded separately, `queue_max` each, as Linux keeps them in
+    /// two queues (`ipoib_main.c`: `unicast_arp_send` queues ARP/RARP on `path->queue`,
+    /// `neigh_add_path` queues IP packets on `neigh->queue`, `IPOIB_MAX_PATH_REC_QUEUE` each): an
+    /// ARP reply is never lost because IP packets to the same peer filled the queue while the
+    /// PathRecord query is in flight.
     pub fn enqueue(&mut self, gid: &Gid, frame: QueuedFrame) -> bool {
+        let arp = frame.is_arp();
         match self.map.get_mut(gid) {
-            Some(p) if p.queue.len() < self.queue_max => {
+            Some(p) if p.queue.iter().filter(|f| f.is_arp() == arp).count() < self.queue_max => {
                 p.queue.push_back(frame);
                 true
             }
@@ -327,6 +342,28 @@ mod tests {
         assert_eq!(p.lookup(now, g), PathLookup::Use(info(5), false));
         p.invalidate();
         assert_eq!(p.lookup(now, g), PathLookup::Use(info(5), true));
+    }
+
+    // Regression (integration on the emulated fabric: all hosts resolving each other at once):
+    // IP packets queued for a path must not crowd out an ARP reply to the same peer. Linux keeps
+    // them apart (`unicast_arp_send` → `path->queue`, `neigh_add_path` → `neigh->queue`, 3 each).
+    #[test]
+    fn arp_and_ip_queue_apart() {
+        let g = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 2);
+        let mut p = Paths::new(4, 3);
+        p.lookup(Instant::ZERO, g);
+        let frame = |t: [u8; 2]| QueuedFrame {
+            qpn: 1,
+            data: vec![t[0], t[1], 0, 0],
+        };
+        for _ in 0..3 {
+            assert!(p.enqueue(&g, frame([0x08, 0x00])), "IPv4");
+        }
+        assert!(!p.enqueue(&g, frame([0x86, 0xdd])), "a fourth IP packet is dropped");
+        for _ in 0..3 {
+            assert!(p.enqueue(&g, frame([0x08, 0x06])), "ARP still has room");
+        }
+        assert!(!p.enqueue(&g, frame([0x08, 0x06])), "a fourth ARP frame is dropped");
     }
 
     // A failed query is remembered for a while, then asked again.
