@@ -65,3 +65,23 @@ fn every_host_of_a_fat_tree_comes_up() {
         );
     }
 }
+
+// Regression: `run_until_joined` used to return while the SM's MFT writes were still on their way
+// (CONFIG_DELAY), so the first multicast after it (an ARP request) met a switch without an MFT
+// entry and was dropped. draft-ietf-ipoib-ip-over-infiniband-06 §5: the SM ensures a multicast
+// tree between members; "settled" now includes the writes' delivery.
+#[test]
+fn joined_means_the_trees_are_in_the_switches() {
+    for seed in [7, 8, 9] {
+        let _g = SeedGuard(seed);
+        let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
+        opts.ipoib = Some(IpoibOptions::default());
+        let mut net = Subnet::build(opts).unwrap();
+        assert!(net.run_until_joined(at(10)));
+        let mlid = net.interface(1).unwrap().link_params().unwrap().record.mlid;
+        for (_, sw) in net.switches() {
+            let ports = sw.mft(mlid).unwrap_or_default();
+            assert_eq!(ports.len(), 3, "seed {seed}: MFT of the broadcast group written");
+        }
+    }
+}

@@ -420,10 +420,14 @@ impl Subnet {
             .expect("host 0 runs the SM")
     }
 
-    /// True when the SM has written every multicast change the SA reported (the MFTs match the
-    /// groups' membership).
+    /// True when the SM has written every multicast change the SA reported and the writes have
+    /// reached the switches (the MFTs match the groups' membership).
     pub fn is_settled(&self) -> bool {
-        self.sm().is_settled() && !self.sa().has_events()
+        let landed = self
+            .sm()
+            .last_write_at()
+            .is_none_or(|t| self.sim.now() >= t + crate::mgmt::CONFIG_DELAY);
+        self.sm().is_settled() && !self.sa().has_events() && landed
     }
 
     /// Runs until every host joined and the SM wrote the resulting multicast trees, or virtual

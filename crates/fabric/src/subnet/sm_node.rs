@@ -60,6 +60,8 @@ pub struct SmApp {
     trees: BTreeMap<u16, MftWrites>,
     /// Groups changed since the last flush: the member LIDs, or `None` when deleted.
     pending: BTreeMap<u16, Option<Vec<u16>>>,
+    /// When the last configuration write was sent (it lands [`crate::mgmt::CONFIG_DELAY`] later).
+    last_write: Option<Instant>,
     stats: SmStats,
 }
 
@@ -82,6 +84,7 @@ impl SmApp {
             flush_at: None,
             lid_of_guid,
             trees: BTreeMap::new(),
+            last_write: None,
             pending: BTreeMap::new(),
             stats: SmStats::default(),
         }
@@ -107,9 +110,16 @@ impl SmApp {
         self.trees.get(&mlid)
     }
 
-    /// True when no multicast change waits to be written.
+    /// True when no multicast change waits to be written (writes may still be on their way:
+    /// see [`SmApp::last_write_at`]).
     pub fn is_settled(&self) -> bool {
         self.flush_at.is_none() && self.pending.is_empty()
+    }
+
+    /// When the SM last sent a configuration write; it reaches its device
+    /// [`crate::mgmt::CONFIG_DELAY`] later.
+    pub fn last_write_at(&self) -> Option<Instant> {
+        self.last_write
     }
 
     fn member_lids(&mut self, members: &[(Gid, ipoib_wire::sa::JoinState)]) -> Vec<u16> {
@@ -123,7 +133,7 @@ impl SmApp {
         lids
     }
 
-    fn flush(&mut self, ctx: &mut HostCtx<'_>) {
+    fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
         let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
             return;
         };
@@ -151,6 +161,7 @@ impl SmApp {
             let old = self.trees.remove(&mlid).unwrap_or_default();
             for (to, c) in mft_changes(&old, &new) {
                 self.stats.mft_writes += 1;
+                self.last_write = Some(now);
                 ctx.configure(to, c);
             }
             if !new.is_empty() {
@@ -168,6 +179,7 @@ impl App for SmApp {
             self.started = true;
             for (to, c) in self.sm.bring_up() {
                 self.stats.bring_up_writes += 1;
+                self.last_write = Some(now);
                 ctx.configure(to, c);
             }
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
@@ -183,7 +195,7 @@ impl App for SmApp {
         }
         if self.flush_at.is_some_and(|t| t <= now) {
             self.flush_at = None;
-            self.flush(ctx);
+            self.flush(now, ctx);
         }
     }
 
