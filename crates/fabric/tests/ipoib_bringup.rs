@@ -81,7 +81,11 @@ fn joined_means_the_trees_are_in_the_switches() {
         let mlid = net.interface(1).unwrap().link_params().unwrap().record.mlid;
         for (_, sw) in net.switches() {
             let ports = sw.mft(mlid).unwrap_or_default();
-            assert_eq!(ports.len(), 3, "seed {seed}: MFT of the broadcast group written");
+            assert_eq!(
+                ports.len(),
+                3,
+                "seed {seed}: MFT of the broadcast group written"
+            );
         }
     }
 }

@@ -25,10 +25,12 @@
 //! `h{i}`); every random choice follows from the seed (each CA's RNG is forked from the
 //! simulator's with its node index); nothing here iterates a hash map.
 
+mod events;
 mod ipoib;
 mod join;
 mod sm_node;
 
+pub use events::MoveLidError;
 pub use ipoib::{host_ipv4, IpoibOptions};
 pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY};

@@ -1,0 +1,115 @@
+//! Helpers of the IPoIB scenario tests (`ipoib_*.rs`): a subnet whose hosts run IPoIB, brought
+//! up; pings between pairs of hosts, run until answered.
+
+#![allow(dead_code)]
+
+use ipoib_fabric::ipoib::IpoibApp;
+use ipoib_fabric::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_fabric::topology::Topology;
+use ipoib_fabric::Instant;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Prints the seed when the test panics (replay with the same seed).
+pub struct SeedGuard(pub u64);
+
+impl Drop for SeedGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("failing seed: {}", self.0);
+        }
+    }
+}
+
+/// Options for `topo` with IPoIB on every host (10.0.0.0/8, IPv6 on), capture on.
+pub fn options(topo: Topology, seed: u64) -> SubnetOptions {
+    let mut o = SubnetOptions::new(topo, seed);
+    o.ipoib = Some(IpoibOptions::default());
+    o.capture = true;
+    o
+}
+
+/// Builds the subnet and runs until every interface has carrier (and, with `v6`, every
+/// link-local address passed DAD).
+pub fn up(opts: SubnetOptions, v6: bool) -> Subnet {
+    let mut net = Subnet::build(opts).unwrap();
+    let deadline = net.sim().now() + Duration::from_secs(10);
+    assert!(net.run_until_joined(deadline), "carrier on every host");
+    if v6 {
+        let deadline = net.sim().now() + Duration::from_secs(5);
+        assert!(net.run_until_ipv6_ready(deadline), "IPv6 link-local ready");
+    }
+    net
+}
+
+/// Host `i`'s adapter.
+pub fn app(net: &Subnet, i: usize) -> &IpoibApp {
+    net.ipoib_app(i).expect("IPoIB host")
+}
+
+/// Host `i`'s IPv4 address.
+pub fn v4(net: &Subnet, i: usize) -> IpAddr {
+    IpAddr::V4(app(net, i).ip().ipv4().expect("IPv4"))
+}
+
+/// Host `i`'s IPv6 link-local address.
+pub fn v6(net: &Subnet, i: usize) -> IpAddr {
+    IpAddr::V6(*app(net, i).ip().ipv6().first().expect("IPv6 ready"))
+}
+
+/// One ping sent by [`ping_pairs`]: (from, to, index in the sender's pings).
+pub type Sent = (usize, usize, usize);
+
+/// Host `a` pings `addr(b)` for each pair, all at the current time; then runs until every ping
+/// is answered or `within` passed. Returns the pings, answered or not.
+pub fn ping_pairs(
+    net: &mut Subnet,
+    pairs: &[(usize, usize)],
+    addr: fn(&Subnet, usize) -> IpAddr,
+    within: Duration,
+) -> Vec<Sent> {
+    let mut sent = Vec::new();
+    for &(a, b) in pairs {
+        let dst = addr(net, b);
+        let k = net
+            .with_ipoib(a, |app, now| app.ping(now, dst))
+            .expect("host")
+            .expect("ping sent");
+        sent.push((a, b, k));
+    }
+    let deadline = net.sim().now() + within;
+    let s = sent.clone();
+    net.run_until_with(deadline, |n| {
+        s.iter()
+            .all(|&(a, _, k)| app(n, a).ip().pings()[k].reply_at.is_some())
+    });
+    sent
+}
+
+/// The round-trip time of a ping sent by [`ping_pairs`].
+pub fn rtt(net: &Subnet, s: Sent) -> Option<Duration> {
+    app(net, s.0).ip().pings()[s.2].rtt()
+}
+
+/// Every ordered pair of distinct hosts among `0..n`.
+pub fn all_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+        .collect()
+}
+
+/// Simulated time `secs` seconds after zero.
+pub fn at(secs: u64) -> Instant {
+    Instant::ZERO + Duration::from_secs(secs)
+}
+
+/// Runs until every host of `hosts` is attached to `mgid` and the SM's trees are in the switches.
+pub fn run_until_attached(net: &mut Subnet, hosts: &[usize], mgid: ipoib_wire::Gid) -> bool {
+    let deadline = net.sim().now() + Duration::from_secs(5);
+    net.run_until_with(deadline, |n| {
+        n.is_settled()
+            && hosts
+                .iter()
+                .all(|&h| app(n, h).attached().iter().any(|(g, _)| *g == mgid))
+    })
+}
