@@ -1,0 +1,662 @@
+//! What `ipoib demo` found, and its two renderings: aligned text for people, one JSON document
+//! for machines. Nothing here runs the simulation.
+
+use super::{Args, GROUP_PORT};
+use crate::render::escape;
+use ipoib_fabric::ipoib::{FrameStats, ResolutionKind};
+use ipoib_wire::ipoib::HwAddr;
+use ipoib_wire::sa::{JoinState, McMemberRecordRepr};
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+/// Lines of a long list shown in text before "... N more".
+const SHOW: usize = 24;
+
+pub struct HostLine {
+    pub lid: u16,
+    pub qpn: u32,
+    pub gid: String,
+    pub hw: String,
+    pub ipv4: Option<(Ipv4Addr, u8)>,
+    pub ipv6: Option<Ipv6Addr>,
+    pub carrier: bool,
+}
+
+pub struct ResLine {
+    pub at: Duration,
+    pub host: usize,
+    pub kind: ResolutionKind,
+    pub ip: IpAddr,
+    pub hw: HwAddr,
+}
+
+pub struct PingLine {
+    pub from: usize,
+    pub to: usize,
+    pub addrs: Option<(IpAddr, IpAddr)>,
+    /// First ping of the pair: includes ARP/ND and the PathRecord query.
+    pub first: Option<Duration>,
+    /// Second ping: everything cached.
+    pub then: Option<Duration>,
+}
+
+pub struct McastReport {
+    pub group: Ipv4Addr,
+    pub mgid: String,
+    pub mlid: u16,
+    pub sender: usize,
+    pub members: Vec<usize>,
+    pub joined: bool,
+    pub sent: bool,
+    /// (host, datagrams received).
+    pub received: Vec<(usize, usize)>,
+    pub sender_state: Option<JoinState>,
+    pub payload: String,
+}
+
+impl McastReport {
+    /// Every member got exactly one copy and nobody else got any.
+    pub fn ok(&self) -> bool {
+        self.sent
+            && self.received.len() == self.members.len()
+            && self
+                .received
+                .iter()
+                .all(|(h, c)| *c == 1 && self.members.contains(h))
+    }
+}
+
+pub struct GroupLine {
+    pub mgid: String,
+    pub ip: String,
+    pub mlid: u16,
+    pub pkey: u16,
+    pub qkey: u32,
+    pub mtu: u32,
+    pub full: usize,
+    pub send_only: usize,
+    pub members: usize,
+    pub well_known: bool,
+}
+
+pub struct Report {
+    pub names: Vec<String>,
+    pub hosts: Vec<HostLine>,
+    pub carrier: usize,
+    pub carrier_at: Option<Duration>,
+    pub bcast: Option<(McMemberRecordRepr, u32)>,
+    pub sm_lid: u16,
+    pub resolutions: Vec<ResLine>,
+    pub totals: FrameStats,
+    pub paths: usize,
+    pub pairs_total: usize,
+    pub sampled: bool,
+    pub v4: Vec<PingLine>,
+    pub v6: Vec<PingLine>,
+    pub mcast: Option<McastReport>,
+    pub groups: Vec<GroupLine>,
+    pub failures: Vec<String>,
+    pub packets: u64,
+    pub packets_skipped: u64,
+    pub sim_end: Duration,
+    pub wall: Duration,
+}
+
+/// A duration for people: µs below a millisecond, ms below a second, else s.
+pub fn human(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if ns >= 1_000_000_000 {
+        format!("{:.3} s", d.as_secs_f64())
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.3} µs", ns as f64 / 1e3)
+    }
+}
+
+fn opt_human(d: Option<Duration>) -> String {
+    d.map_or_else(|| "no reply".into(), human)
+}
+
+/// Names of hosts, abbreviated after 8.
+fn host_list(names: &[String], hosts: &[usize]) -> String {
+    let mut v: Vec<&str> = hosts.iter().map(|&h| names[h].as_str()).collect();
+    if v.len() > 8 {
+        let last = v[v.len() - 1];
+        v.truncate(6);
+        v.push("...");
+        v.push(last);
+        return format!("{} ({} hosts)", v.join(", "), hosts.len());
+    }
+    if v.is_empty() {
+        return "nobody".into();
+    }
+    v.join(", ")
+}
+
+/// Left-aligned columns: every row has the same number of cells; two spaces between columns.
+fn table(o: &mut String, indent: &str, rows: &[Vec<String>]) {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = String::from(indent);
+        for (c, cell) in r.iter().enumerate() {
+            line.push_str(cell);
+            if c + 1 < cols {
+                let pad = widths[c] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+}
+
+fn stats(
+    list: &[PingLine],
+    f: fn(&PingLine) -> Option<Duration>,
+) -> Option<(Duration, Duration, Duration)> {
+    let v: Vec<Duration> = list.iter().filter_map(f).collect();
+    let min = *v.iter().min()?;
+    let max = *v.iter().max()?;
+    let avg = v.iter().sum::<Duration>() / v.len() as u32;
+    Some((min, avg, max))
+}
+
+impl Report {
+    fn answered(list: &[PingLine]) -> usize {
+        list.iter()
+            .filter(|p| p.first.is_some() && p.then.is_some())
+            .count()
+    }
+
+    pub fn text(&self, args: &Args) -> String {
+        let mut o = String::new();
+        let n = self.hosts.len();
+        let _ = writeln!(
+            o,
+            "ipoib demo: {n} host{} ({}), seed {}\n",
+            if n == 1 { "" } else { "s" },
+            args.topology,
+            args.seed
+        );
+        self.text_subnet(&mut o);
+        self.text_hosts(&mut o);
+        self.text_resolution(&mut o);
+        self.text_pings(&mut o, "IPv4", &self.v4);
+        self.text_pings(&mut o, "IPv6", &self.v6);
+        self.text_mcast(&mut o);
+        self.text_groups(&mut o);
+        let _ = writeln!(
+            o,
+            "Capture: {} packets written to {}. Open it with\n  wireshark {}\n  tshark -r {} -V",
+            self.packets, args.pcap, args.pcap, args.pcap
+        );
+        if self.packets_skipped > 0 {
+            let _ = writeln!(
+                o,
+                "  (only the first {} packets: {} later ones were not kept)",
+                self.packets, self.packets_skipped
+            );
+        }
+        o.push('\n');
+        if self.failures.is_empty() {
+            let m = self.mcast.as_ref().map_or(String::new(), |m| {
+                format!(
+                    "; multicast reached {}/{} members and nobody else",
+                    m.received.len(),
+                    m.members.len()
+                )
+            });
+            let _ = writeln!(
+                o,
+                "Result: OK ({}/{n} hosts up; {}/{} IPv4 and {}/{} IPv6 ping pairs answered{m})",
+                self.carrier,
+                Self::answered(&self.v4),
+                self.v4.len(),
+                Self::answered(&self.v6),
+                self.v6.len(),
+            );
+        } else {
+            let _ = writeln!(o, "Result: FAILED");
+            for f in &self.failures {
+                let _ = writeln!(o, "  - {f}");
+            }
+        }
+        let _ = writeln!(
+            o,
+            "Time: {} simulated, {} wall",
+            human(self.sim_end),
+            human(self.wall)
+        );
+        o
+    }
+
+    fn text_subnet(&self, o: &mut String) {
+        let n = self.hosts.len();
+        let _ = writeln!(o, "Subnet");
+        let _ = writeln!(
+            o,
+            "  The subnet manager and the SA run on {} (LID {}); SA traffic is real MADs on QP1.",
+            self.names.first().map_or("-", String::as_str),
+            self.sm_lid
+        );
+        if let Some((r, mtu)) = &self.bcast {
+            let _ = writeln!(
+                o,
+                "  Broadcast group {}: MLID {:#06x}, Q_Key {:#06x}, MTU {}, so the IPoIB MTU is {} (§5, §7).",
+                r.mgid,
+                r.mlid,
+                r.q_key,
+                r.mtu.bytes().unwrap_or(0),
+                mtu
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  Carrier on {}/{n} hosts after their broadcast join, the last at {} simulated.\n",
+            self.carrier,
+            self.carrier_at.map_or("-".into(), human)
+        );
+    }
+
+    fn text_hosts(&self, o: &mut String) {
+        let _ = writeln!(o, "Hosts");
+        let mut rows = vec![vec![
+            "host".to_string(),
+            "LID".into(),
+            "QPN".into(),
+            "IPv4".into(),
+            "IPv6 link-local".into(),
+            "GID".into(),
+            "carrier".into(),
+        ]];
+        let mut hw = Vec::new();
+        for (i, h) in self.hosts.iter().enumerate().take(SHOW) {
+            rows.push(vec![
+                self.names[i].clone(),
+                h.lid.to_string(),
+                format!("{:#08x}", h.qpn),
+                h.ipv4.map_or("-".into(), |(a, p)| format!("{a}/{p}")),
+                h.ipv6.map_or("-".into(), |a| a.to_string()),
+                h.gid.clone(),
+                if h.carrier { "up" } else { "DOWN" }.into(),
+            ]);
+            hw.push(vec![self.names[i].clone(), h.hw.clone()]);
+        }
+        table(o, "  ", &rows);
+        let _ = writeln!(
+            o,
+            "  Link-layer addresses (20 bytes: flags, UD QPN, GID; §9.1.1), as `ip link` shows them:"
+        );
+        table(o, "  ", &hw);
+        if self.hosts.len() > SHOW {
+            let _ = writeln!(o, "  ... and {} more hosts", self.hosts.len() - SHOW);
+        }
+        o.push('\n');
+    }
+
+    fn text_resolution(&self, o: &mut String) {
+        let _ = writeln!(
+            o,
+            "Address resolution (ARP §9.2, ND §9.3), as the first pings caused it"
+        );
+        let mut rows = vec![vec![
+            "time".to_string(),
+            "host".into(),
+            "learned".into(),
+            "is at QPN".into(),
+            "GID".into(),
+            "from".into(),
+        ]];
+        for r in self.resolutions.iter().take(SHOW) {
+            rows.push(vec![
+                format!("{:.6} s", r.at.as_secs_f64()),
+                self.names[r.host].clone(),
+                r.ip.to_string(),
+                format!("{:#08x}", r.hw.qpn),
+                r.hw.gid.to_string(),
+                match r.kind {
+                    ResolutionKind::Arp => "ARP reply",
+                    ResolutionKind::Nd => "neighbor advert",
+                }
+                .into(),
+            ]);
+        }
+        table(o, "  ", &rows);
+        if self.resolutions.len() > SHOW {
+            let _ = writeln!(o, "  ... and {} more", self.resolutions.len() - SHOW);
+        }
+        let t = &self.totals;
+        let _ = writeln!(
+            o,
+            "  Sent: {} ARP requests (one gratuitous per host at carrier up) and {} replies; \
+             {} neighbor solicitations (DAD included) and {} advertisements; {} PathRecords cached.\n",
+            t.arp_requests, t.arp_replies, t.nd_solicits, t.nd_adverts, self.paths
+        );
+    }
+
+    fn text_pings(&self, o: &mut String, fam: &str, list: &[PingLine]) {
+        let what = if self.sampled {
+            format!(
+                "{} of {} pairs (a sample: hosts spread evenly, each to the next host and to the one half-way round)",
+                list.len(),
+                self.pairs_total
+            )
+        } else {
+            format!("all {} pairs", list.len())
+        };
+        let _ = writeln!(o, "{fam} ping, {what}: {} answered", Self::answered(list));
+        let mut rows = vec![vec![
+            "from".to_string(),
+            "to".into(),
+            "source".into(),
+            "destination".into(),
+            "first RTT (with resolution)".into(),
+            "then".into(),
+        ]];
+        for p in list.iter().take(SHOW) {
+            let (s, d) = p.addrs.map_or(("-".into(), "-".into()), |(s, d)| {
+                (s.to_string(), d.to_string())
+            });
+            rows.push(vec![
+                self.names[p.from].clone(),
+                self.names[p.to].clone(),
+                s,
+                d,
+                opt_human(p.first),
+                opt_human(p.then),
+            ]);
+        }
+        table(o, "  ", &rows);
+        if list.len() > SHOW {
+            let _ = writeln!(o, "  ... and {} more pairs", list.len() - SHOW);
+        }
+        if let (Some(f), Some(t)) = (stats(list, |p| p.first), stats(list, |p| p.then)) {
+            let _ = writeln!(
+                o,
+                "  RTT min/avg/max: first {} / {} / {}, then {} / {} / {} (virtual time)",
+                human(f.0),
+                human(f.1),
+                human(f.2),
+                human(t.0),
+                human(t.1),
+                human(t.2)
+            );
+        }
+        o.push('\n');
+    }
+
+    fn text_mcast(&self, o: &mut String) {
+        let Some(m) = &self.mcast else {
+            let _ = writeln!(o, "Multicast: skipped (one host)\n");
+            return;
+        };
+        let _ = writeln!(
+            o,
+            "Multicast {} (MGID {}, MLID {:#06x}; §4, §11)",
+            m.group, m.mgid, m.mlid
+        );
+        let _ = writeln!(
+            o,
+            "  FullMember joins: {}{}",
+            host_list(&self.names, &m.members),
+            if m.joined { "" } else { " (not all answered)" }
+        );
+        let state = match m.sender_state {
+            Some(s) if s == JoinState::SEND_ONLY_NON_MEMBER => "joined SendOnlyNonMember, then",
+            Some(_) => "(a member)",
+            None => "(no membership)",
+        };
+        let _ = writeln!(
+            o,
+            "  {} is no member: it {state} sent \"{}\" to UDP port {GROUP_PORT}",
+            self.names[m.sender], m.payload
+        );
+        let who: Vec<usize> = m.received.iter().map(|r| r.0).collect();
+        let verdict = if m.ok() {
+            "each member once, nobody else".to_string()
+        } else {
+            let missing: Vec<usize> = m
+                .members
+                .iter()
+                .copied()
+                .filter(|h| !who.contains(h))
+                .collect();
+            format!("MISSING at {}", host_list(&self.names, &missing))
+        };
+        let _ = writeln!(
+            o,
+            "  Received by: {} ({verdict})\n",
+            host_list(&self.names, &who)
+        );
+    }
+
+    fn text_groups(&self, o: &mut String) {
+        let _ = writeln!(o, "SA multicast groups (what `saquery -m` lists)");
+        let mut rows = vec![vec![
+            "MGID".to_string(),
+            "IP group".into(),
+            "MLID".into(),
+            "P_Key".into(),
+            "Q_Key".into(),
+            "MTU".into(),
+            "members".into(),
+        ]];
+        for g in self.groups.iter().take(SHOW) {
+            let mut members = format!("{} ({} full", g.members, g.full);
+            if g.send_only > 0 {
+                let _ = write!(members, ", {} send-only", g.send_only);
+            }
+            members.push(')');
+            if g.well_known {
+                members.push_str(", partitions.conf");
+            }
+            rows.push(vec![
+                g.mgid.clone(),
+                g.ip.clone(),
+                format!("{:#06x}", g.mlid),
+                format!("{:#06x}", g.pkey),
+                format!("{:#06x}", g.qkey),
+                g.mtu.to_string(),
+                members,
+            ]);
+        }
+        table(o, "  ", &rows);
+        if self.groups.len() > SHOW {
+            let _ = writeln!(o, "  ... and {} more groups", self.groups.len() - SHOW);
+        }
+        o.push('\n');
+    }
+
+    pub fn json(&self, args: &Args) -> String {
+        let mut o = String::from("{");
+        let _ = write!(
+            o,
+            "\"ok\":{},\"hosts\":{},\"topology\":",
+            self.failures.is_empty(),
+            self.hosts.len()
+        );
+        escape(&mut o, &args.topology);
+        let _ = write!(
+            o,
+            ",\"seed\":{},\"carrier\":{},\"carrier_last_ns\":{},\"sm_lid\":{}",
+            args.seed,
+            self.carrier,
+            self.carrier_at
+                .map_or("null".into(), |d| d.as_nanos().to_string()),
+            self.sm_lid
+        );
+        if let Some((r, mtu)) = &self.bcast {
+            o.push_str(",\"broadcast\":{\"mgid\":");
+            escape(&mut o, &r.mgid.to_string());
+            let _ = write!(
+                o,
+                ",\"mlid\":{},\"qkey\":{},\"mtu\":{},\"ipoib_mtu\":{}}}",
+                r.mlid,
+                r.q_key,
+                r.mtu.bytes().unwrap_or(0),
+                mtu
+            );
+        }
+        o.push_str(",\"host_list\":[");
+        for (i, h) in self.hosts.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"name\":");
+            escape(&mut o, &self.names[i]);
+            let _ = write!(o, ",\"lid\":{},\"qpn\":{},\"gid\":", h.lid, h.qpn);
+            escape(&mut o, &h.gid);
+            o.push_str(",\"hwaddr\":");
+            escape(&mut o, &h.hw);
+            o.push_str(",\"ipv4\":");
+            match h.ipv4 {
+                Some((a, p)) => escape(&mut o, &format!("{a}/{p}")),
+                None => o.push_str("null"),
+            }
+            o.push_str(",\"ipv6\":");
+            match h.ipv6 {
+                Some(a) => escape(&mut o, &a.to_string()),
+                None => o.push_str("null"),
+            }
+            let _ = write!(o, ",\"carrier\":{}}}", h.carrier);
+        }
+        o.push_str("],\"resolutions\":[");
+        for (i, r) in self.resolutions.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            let _ = write!(o, "{{\"at_ns\":{},\"host\":", r.at.as_nanos());
+            escape(&mut o, &self.names[r.host]);
+            o.push_str(",\"kind\":");
+            escape(
+                &mut o,
+                if r.kind == ResolutionKind::Arp {
+                    "arp"
+                } else {
+                    "nd"
+                },
+            );
+            o.push_str(",\"ip\":");
+            escape(&mut o, &r.ip.to_string());
+            o.push_str(",\"hwaddr\":");
+            escape(&mut o, &r.hw.to_string());
+            o.push('}');
+        }
+        let t = &self.totals;
+        let _ = write!(
+            o,
+            "],\"sent\":{{\"arp_requests\":{},\"arp_replies\":{},\"nd_solicits\":{},\"nd_adverts\":{},\"path_records\":{}}}",
+            t.arp_requests, t.arp_replies, t.nd_solicits, t.nd_adverts, self.paths
+        );
+        let _ = write!(
+            o,
+            ",\"ping\":{{\"pairs_total\":{},\"sampled\":{},\"ipv4\":",
+            self.pairs_total, self.sampled
+        );
+        self.json_pings(&mut o, &self.v4);
+        o.push_str(",\"ipv6\":");
+        self.json_pings(&mut o, &self.v6);
+        o.push('}');
+        o.push_str(",\"multicast\":");
+        match &self.mcast {
+            None => o.push_str("null"),
+            Some(m) => self.json_mcast(&mut o, m),
+        }
+        o.push_str(",\"groups\":[");
+        for (i, g) in self.groups.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"mgid\":");
+            escape(&mut o, &g.mgid);
+            o.push_str(",\"ip_group\":");
+            escape(&mut o, &g.ip);
+            let _ = write!(
+                o,
+                ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"full\":{},\"send_only\":{},\"well_known\":{}}}",
+                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.full, g.send_only, g.well_known
+            );
+        }
+        o.push_str("],\"pcap\":");
+        escape(&mut o, &args.pcap);
+        let _ = write!(
+            o,
+            ",\"packets\":{},\"packets_not_kept\":{},\"sim_ns\":{},\"wall_ns\":{},\"failures\":[",
+            self.packets,
+            self.packets_skipped,
+            self.sim_end.as_nanos(),
+            self.wall.as_nanos()
+        );
+        for (i, f) in self.failures.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            escape(&mut o, f);
+        }
+        o.push_str("]}");
+        o
+    }
+
+    fn json_pings(&self, o: &mut String, list: &[PingLine]) {
+        let _ = write!(o, "{{\"answered\":{},\"pairs\":[", Self::answered(list));
+        for (i, p) in list.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"from\":");
+            escape(o, &self.names[p.from]);
+            o.push_str(",\"to\":");
+            escape(o, &self.names[p.to]);
+            let (s, d) = p.addrs.map_or((String::new(), String::new()), |(s, d)| {
+                (s.to_string(), d.to_string())
+            });
+            o.push_str(",\"src\":");
+            escape(o, &s);
+            o.push_str(",\"dst\":");
+            escape(o, &d);
+            let ns = |d: Option<Duration>| d.map_or("null".into(), |d| d.as_nanos().to_string());
+            let _ = write!(
+                o,
+                ",\"first_rtt_ns\":{},\"rtt_ns\":{}}}",
+                ns(p.first),
+                ns(p.then)
+            );
+        }
+        o.push_str("]}");
+    }
+
+    fn json_mcast(&self, o: &mut String, m: &McastReport) {
+        o.push_str("{\"group\":");
+        escape(o, &m.group.to_string());
+        o.push_str(",\"mgid\":");
+        escape(o, &m.mgid);
+        let _ = write!(o, ",\"mlid\":{},\"port\":{GROUP_PORT},\"sender\":", m.mlid);
+        escape(o, &self.names[m.sender]);
+        o.push_str(",\"sender_join_state\":");
+        match m.sender_state {
+            Some(s) => {
+                let _ = write!(o, "{}", s.0);
+            }
+            None => o.push_str("null"),
+        }
+        let names = |o: &mut String, v: &mut dyn Iterator<Item = usize>| {
+            o.push('[');
+            for (i, h) in v.enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                escape(o, &self.names[h]);
+            }
+            o.push(']');
+        };
+        o.push_str(",\"members\":");
+        names(o, &mut m.members.iter().copied());
+        o.push_str(",\"received_by\":");
+        names(o, &mut m.received.iter().map(|r| r.0));
+        let _ = write!(o, ",\"ok\":{}}}", m.ok());
+    }
+}
