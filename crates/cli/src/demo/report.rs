@@ -147,7 +147,7 @@ fn table(o: &mut String, indent: &str, rows: &[Vec<String>]) {
             line.push_str(cell);
             if c + 1 < cols {
                 let pad = widths[c] - cell.chars().count() + 2;
-                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(&" ".repeat(pad));
             }
         }
         let _ = writeln!(o, "{}", line.trim_end());

@@ -425,10 +425,10 @@ impl Subnet {
     /// True when the SM has written every multicast change the SA reported and the writes have
     /// reached the switches (the MFTs match the groups' membership).
     pub fn is_settled(&self) -> bool {
-        let landed = self
-            .sm()
-            .last_write_at()
-            .is_none_or(|t| self.sim.now() >= t + crate::mgmt::CONFIG_DELAY);
+        let landed = match self.sm().last_write_at() {
+            Some(t) => self.sim.now() >= t + crate::mgmt::CONFIG_DELAY,
+            None => true,
+        };
         self.sm().is_settled() && !self.sa().has_events() && landed
     }
 

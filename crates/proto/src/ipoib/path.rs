@@ -359,11 +359,17 @@ mod tests {
         for _ in 0..3 {
             assert!(p.enqueue(&g, frame([0x08, 0x00])), "IPv4");
         }
-        assert!(!p.enqueue(&g, frame([0x86, 0xdd])), "a fourth IP packet is dropped");
+        assert!(
+            !p.enqueue(&g, frame([0x86, 0xdd])),
+            "a fourth IP packet is dropped"
+        );
         for _ in 0..3 {
             assert!(p.enqueue(&g, frame([0x08, 0x06])), "ARP still has room");
         }
-        assert!(!p.enqueue(&g, frame([0x08, 0x06])), "a fourth ARP frame is dropped");
+        assert!(
+            !p.enqueue(&g, frame([0x08, 0x06])),
+            "a fourth ARP frame is dropped"
+        );
     }
 
     // A failed query is remembered for a while, then asked again.
