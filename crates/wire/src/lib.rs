@@ -14,6 +14,10 @@
 #![forbid(unsafe_code)]
 #![deny(missing_debug_implementations)]
 
+// The `fixed_view!` macro; first, so that every module below can use it.
+#[macro_use]
+mod view;
+
 pub mod describe;
 mod error;
 pub mod types;

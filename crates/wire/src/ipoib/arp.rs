@@ -80,36 +80,16 @@ impl ArpOperation {
     }
 }
 
-/// A read/write view of an ARP packet with IPoIB addresses.
-#[derive(Debug, Clone)]
-pub struct ArpPacket<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A read/write view of an ARP packet with IPoIB addresses.
+    #[derive(Debug, Clone)]
+    pub struct ArpPacket;
+    /// `Err(Truncated)` below 56 bytes (the address getters assume the IPoIB lengths, whatever
+    /// `hlen`/`plen` say; [`ArpRepr::parse`] checks those).
+    fn check_len(min = ARP_LEN);
 }
 
 impl<T: AsRef<[u8]>> ArpPacket<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> ArpPacket<T> {
-        ArpPacket { buffer }
-    }
-    /// Wraps a buffer of at least 56 bytes.
-    pub fn new_checked(buffer: T) -> Result<ArpPacket<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-    /// `Err(Truncated)` below 56 bytes (the address getters assume the IPoIB lengths, whatever
-    /// `hlen`/`plen` say; [`ArpRepr::parse`] checks those).
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < ARP_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// Hardware type.
     pub fn htype(&self) -> u16 {
         be16(self.buffer.as_ref(), field::HTYPE.start)

@@ -4,7 +4,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, put16};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     use core::ops::Range;
@@ -69,39 +69,15 @@ impl EtherType {
     }
 }
 
-/// A read/write view of an encapsulation header followed by its payload.
-#[derive(Debug, Clone)]
-pub struct EncapHeader<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A read/write view of an encapsulation header followed by its payload.
+    #[derive(Debug, Clone)]
+    pub struct EncapHeader;
+    /// `Err(Truncated)` if the buffer is shorter than the header.
+    fn check_len(min = HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> EncapHeader<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> EncapHeader<T> {
-        EncapHeader { buffer }
-    }
-
-    /// Wraps a buffer and checks that it holds at least the 4-byte header.
-    pub fn new_checked(buffer: T) -> Result<EncapHeader<T>> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
-
-    /// `Err(Truncated)` if the buffer is shorter than the header.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The type field (draft-ietf-ipoib-ip-over-infiniband-06 §6).
     pub fn ethertype(&self) -> EtherType {
         EtherType::from(be16(self.buffer.as_ref(), field::TYPE.start))
@@ -196,6 +172,7 @@ impl Describe for EncapRepr {
 mod tests {
     use super::*;
     use crate::describe::Collect;
+    use crate::Error;
     use proptest::prelude::*;
 
     // draft-ietf-ipoib-ip-over-infiniband-06 §6: type 0x0800, reserved zero, then the IPv4 header.

@@ -73,35 +73,15 @@ impl core::ops::BitOr for HwAddrFlags {
     }
 }
 
-/// A read/write view of a 20-byte link-layer address inside a larger buffer.
-#[derive(Debug, Clone)]
-pub struct HwAddrView<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A read/write view of a 20-byte link-layer address inside a larger buffer.
+    #[derive(Debug, Clone)]
+    pub struct HwAddrView;
+    /// `Err(Truncated)` below 20 bytes.
+    fn check_len(min = HWADDR_LEN);
 }
 
 impl<T: AsRef<[u8]>> HwAddrView<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> HwAddrView<T> {
-        HwAddrView { buffer }
-    }
-    /// Wraps a buffer of at least 20 bytes.
-    pub fn new_checked(buffer: T) -> Result<HwAddrView<T>> {
-        let v = Self::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` below 20 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HWADDR_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// The flags octet.
     pub fn flags(&self) -> HwAddrFlags {
         HwAddrFlags(self.buffer.as_ref()[field::FLAGS])

@@ -80,35 +80,15 @@ code_enum! {
     }
 }
 
-/// A read/write view of an ICMP message (v4 or v6: the first 8 bytes have the same shape).
-#[derive(Debug, Clone)]
-pub struct IcmpPacket<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A read/write view of an ICMP message (v4 or v6: the first 8 bytes have the same shape).
+    #[derive(Debug, Clone)]
+    pub struct IcmpPacket;
+    /// `Err(Truncated)` below 8 bytes.
+    fn check_len(min = field::BODY);
 }
 
 impl<T: AsRef<[u8]>> IcmpPacket<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> IcmpPacket<T> {
-        IcmpPacket { buffer }
-    }
-    /// Wraps a buffer of at least 8 bytes.
-    pub fn new_checked(buffer: T) -> Result<IcmpPacket<T>> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-    /// `Err(Truncated)` below 8 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::BODY {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// Raw message type.
     pub fn msg_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE]

@@ -60,35 +60,15 @@ impl LegacyCapabilities {
     }
 }
 
-/// A view of a legacy link-layer address option.
-#[derive(Debug, Clone)]
-pub struct LegacyLlaOption<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of a legacy link-layer address option.
+    #[derive(Debug, Clone)]
+    pub struct LegacyLlaOption;
+    /// `Err(Truncated)` below 24 bytes.
+    fn check_len(min = field::END);
 }
 
 impl<T: AsRef<[u8]>> LegacyLlaOption<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> LegacyLlaOption<T> {
-        LegacyLlaOption { buffer }
-    }
-    /// Wraps a buffer of at least 24 bytes.
-    pub fn new_checked(buffer: T) -> Result<LegacyLlaOption<T>> {
-        let o = Self::new_unchecked(buffer);
-        o.check_len()?;
-        Ok(o)
-    }
-    /// `Err(Truncated)` below 24 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::END {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// Option type (1 source, 2 target).
     pub fn option_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE]

@@ -18,7 +18,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be24, be32, put16, put24, put32, Gid};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     pub const BASE_VERSION: usize = 0;
@@ -41,41 +41,18 @@ mod field {
     pub const LEN: usize = 72;
 }
 
-/// A zero-copy view of ClassPortInfo.
-#[derive(Debug, Clone)]
-pub struct ClassPortInfo<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of ClassPortInfo.
+    #[derive(Debug, Clone)]
+    pub struct ClassPortInfo;
+    /// `Err(Truncated)` if shorter than 72 bytes.
+    fn check_len(min = field::LEN);
+    /// Size on the wire.
+    pub const LEN;
+    fn b;
 }
 
 impl<T: AsRef<[u8]>> ClassPortInfo<T> {
-    /// Size on the wire.
-    pub const LEN: usize = field::LEN;
-
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> ClassPortInfo<T> {
-        ClassPortInfo { buffer }
-    }
-    /// Wraps a buffer after [`ClassPortInfo::check_len`].
-    pub fn new_checked(buffer: T) -> Result<ClassPortInfo<T>> {
-        let v = ClassPortInfo::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` if shorter than 72 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-    fn b(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
     /// BaseVersion.
     pub fn base_version(&self) -> u8 {
         self.b()[field::BASE_VERSION]
@@ -388,6 +365,7 @@ mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::mad::strategy::arb_gid;
+    use crate::Error;
     use proptest::prelude::*;
 
     /// An SA ClassPortInfo as OpenSM answers it: base 1, class 2, capability mask 0x0602

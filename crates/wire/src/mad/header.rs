@@ -31,40 +31,16 @@ mod field {
     pub const DATA: Range<usize> = 24..256;
 }
 
-/// A zero-copy view of a MAD (IBA 1 §13.4.2).
-#[derive(Debug, Clone)]
-pub struct Mad<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of a MAD (IBA 1 §13.4.2).
+    #[derive(Debug, Clone)]
+    pub struct Mad;
+    /// `Err(Truncated)` unless the buffer holds a whole 256-byte MAD (IBA 1 §13.4.1: every MAD is
+    /// 256 bytes). Bytes beyond 256 are ignored.
+    fn check_len(min = MAD_LEN);
 }
 
 impl<T: AsRef<[u8]>> Mad<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Mad<T> {
-        Mad { buffer }
-    }
-
-    /// Wraps a buffer after [`Mad::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Mad<T>> {
-        let m = Mad::new_unchecked(buffer);
-        m.check_len()?;
-        Ok(m)
-    }
-
-    /// `Err(Truncated)` unless the buffer holds a whole 256-byte MAD (IBA 1 §13.4.1: every MAD is
-    /// 256 bytes). Bytes beyond 256 are ignored.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < MAD_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// BaseVersion (1 for every MAD of IBA 1).
     pub fn base_version(&self) -> u8 {
         self.buffer.as_ref()[field::BASE_VERSION]

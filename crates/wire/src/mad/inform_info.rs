@@ -13,7 +13,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be24, be32, put16, put24, put32, Gid};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     pub const GID: usize = 0;
@@ -30,38 +30,17 @@ mod field {
     pub const LEN: usize = 36;
 }
 
-/// A zero-copy view of InformInfo.
-#[derive(Debug, Clone)]
-pub struct InformInfo<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of InformInfo.
+    #[derive(Debug, Clone)]
+    pub struct InformInfo;
+    /// `Err(Truncated)` if shorter than 36 bytes.
+    fn check_len(min = field::LEN);
+    /// Size on the wire.
+    pub const LEN;
 }
 
 impl<T: AsRef<[u8]>> InformInfo<T> {
-    /// Size on the wire.
-    pub const LEN: usize = field::LEN;
-
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> InformInfo<T> {
-        InformInfo { buffer }
-    }
-    /// Wraps a buffer after [`InformInfo::check_len`].
-    pub fn new_checked(buffer: T) -> Result<InformInfo<T>> {
-        let v = InformInfo::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` if shorter than 36 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// GID of the port whose notices are wanted (zero: use the LID range).
     pub fn gid(&self) -> Gid {
         Gid::from_bytes(&self.buffer.as_ref()[field::GID..])
@@ -266,6 +245,7 @@ mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::mad::strategy::arb_gid;
+    use crate::Error;
     use proptest::prelude::*;
 
     /// Subscribe to trap 66 from everyone, notices to QP 1, RespTimeValue 19 (IBA 1 §13.4.8.3).

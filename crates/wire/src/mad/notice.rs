@@ -13,7 +13,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be24, put16, put24, Gid};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     use core::ops::Range;
@@ -61,38 +61,17 @@ code_enum! {
     }
 }
 
-/// A zero-copy view of a Notice.
-#[derive(Debug, Clone)]
-pub struct Notice<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of a Notice.
+    #[derive(Debug, Clone)]
+    pub struct Notice;
+    /// `Err(Truncated)` if shorter than 80 bytes.
+    fn check_len(min = field::LEN);
+    /// Size on the wire.
+    pub const LEN;
 }
 
 impl<T: AsRef<[u8]>> Notice<T> {
-    /// Size on the wire.
-    pub const LEN: usize = field::LEN;
-
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Notice<T> {
-        Notice { buffer }
-    }
-    /// Wraps a buffer after [`Notice::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Notice<T>> {
-        let v = Notice::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` if shorter than 80 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// IsGeneric.
     pub fn is_generic(&self) -> bool {
         self.buffer.as_ref()[field::GENERIC_TYPE] & 0x80 != 0
@@ -345,6 +324,7 @@ mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::mad::strategy::arb_gid;
+    use crate::Error;
     use proptest::prelude::*;
 
     const MGID: Gid = Gid([

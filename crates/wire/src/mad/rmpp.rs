@@ -12,7 +12,7 @@
 use super::RMPP_HEADER_LEN;
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be32, put32};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     pub const VERSION: usize = 0;
@@ -97,35 +97,15 @@ impl RmppFlags {
     }
 }
 
-/// A zero-copy view of the RMPP header; the buffer starts at the RMPP header (MAD offset 24).
-#[derive(Debug, Clone)]
-pub struct Rmpp<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of the RMPP header; the buffer starts at the RMPP header (MAD offset 24).
+    #[derive(Debug, Clone)]
+    pub struct Rmpp;
+    /// `Err(Truncated)` if shorter than 12 bytes.
+    fn check_len(min = RMPP_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> Rmpp<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Rmpp<T> {
-        Rmpp { buffer }
-    }
-    /// Wraps a buffer after [`Rmpp::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Rmpp<T>> {
-        let r = Rmpp::new_unchecked(buffer);
-        r.check_len()?;
-        Ok(r)
-    }
-    /// `Err(Truncated)` if shorter than 12 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < RMPP_HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// RMPPVersion (1 when active).
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[field::VERSION]
@@ -322,6 +302,7 @@ impl Describe for RmppRepr {
 mod tests {
     use super::*;
     use crate::mad::strategy::arb_rmpp;
+    use crate::Error;
     use proptest::prelude::*;
 
     /// DATA, first and last, segment 1, payload 20 + 56 bytes, RRespTime 18 (IBA 1 §13.6.2).

@@ -15,7 +15,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, put16};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Length of the ERF header.
 pub const ERF_HEADER_LEN: usize = 16;
@@ -102,35 +102,15 @@ pub fn erf_ts_to_ns(ts: u64) -> u64 {
     sec.wrapping_mul(1_000_000_000).wrapping_add(ns as u64)
 }
 
-/// A view of an ERF header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ErfHeader<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of an ERF header.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ErfHeader;
+    /// `Err(Truncated)` below 16 bytes.
+    fn check_len(min = ERF_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> ErfHeader<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        ErfHeader { buffer }
-    }
-    /// Wraps a buffer after [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
-    /// `Err(Truncated)` below 16 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < ERF_HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// The raw timestamp (little-endian on the wire).
     pub fn ts(&self) -> u64 {
         let mut a = [0u8; 8];

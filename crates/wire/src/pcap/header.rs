@@ -107,36 +107,16 @@ mod gfield {
     pub const LINKTYPE: usize = 20;
 }
 
-/// A view of a pcap global header. The byte order comes from the magic number; an unknown magic
-/// reads as little-endian (check [`GlobalHeader::format`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GlobalHeader<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of a pcap global header. The byte order comes from the magic number; an unknown magic
+    /// reads as little-endian (check [`GlobalHeader::format`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct GlobalHeader;
+    /// `Err(Truncated)` below 24 bytes.
+    fn check_len(min = GLOBAL_HEADER_LEN);
 }
 
 impl<T: AsRef<[u8]>> GlobalHeader<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        GlobalHeader { buffer }
-    }
-    /// Wraps a buffer after [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
-    /// `Err(Truncated)` below 24 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < GLOBAL_HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// The magic number as stored, read little-endian.
     pub fn raw_magic(&self) -> u32 {
         ByteOrder::Little.u32(self.buffer.as_ref(), gfield::MAGIC)

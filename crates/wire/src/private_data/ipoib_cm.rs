@@ -16,7 +16,7 @@
 
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be24, be32, put24, put32};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     use core::ops::Range;
@@ -46,40 +46,16 @@ pub fn connection_mtu(local_receive_mtu: u32, remote_receive_mtu: u32) -> u32 {
         .saturating_sub(ENCAP_LEN)
 }
 
-/// A view of IPoIB-CM private data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IpoibCmPrivateData<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of IPoIB-CM private data.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct IpoibCmPrivateData;
+    /// `Err(Truncated)` when shorter than 8 bytes. Longer buffers (a whole CM private-data field)
+    /// are fine: the bytes after the 8 are not interpreted.
+    fn check_len(min = LEN);
 }
 
 impl<T: AsRef<[u8]>> IpoibCmPrivateData<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        IpoibCmPrivateData { buffer }
-    }
-
-    /// Wraps a buffer after [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// `Err(Truncated)` when shorter than 8 bytes. Longer buffers (a whole CM private-data field)
-    /// are fine: the bytes after the 8 are not interpreted.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The reserved octet; "ignored on receive" (RFC 4755 §6).
     pub fn reserved(&self) -> u8 {
         self.buffer.as_ref()[field::RESERVED]
@@ -165,6 +141,7 @@ impl Describe for IpoibCmPrivateDataRepr {
 mod tests {
     use super::*;
     use crate::describe::Collect;
+    use crate::Error;
     use proptest::prelude::*;
 
     // RFC 4755 §6: what Linux sends for UD QPN 0x000048: be32 qpn, be32 mtu = 65524.

@@ -15,7 +15,7 @@
 use super::rate::{join_sel, split_sel, Mtu, Rate, Selector};
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be32, put16, put32, Gid};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     pub const MGID: usize = 0;
@@ -113,41 +113,18 @@ impl JoinState {
     }
 }
 
-/// A zero-copy view of an MCMemberRecord.
-#[derive(Debug, Clone)]
-pub struct McMemberRecord<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of an MCMemberRecord.
+    #[derive(Debug, Clone)]
+    pub struct McMemberRecord;
+    /// `Err(Truncated)` if shorter than 52 bytes.
+    fn check_len(min = field::LEN);
+    /// Size on the wire without table padding.
+    pub const LEN;
+    fn b;
 }
 
 impl<T: AsRef<[u8]>> McMemberRecord<T> {
-    /// Size on the wire without table padding.
-    pub const LEN: usize = field::LEN;
-
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> McMemberRecord<T> {
-        McMemberRecord { buffer }
-    }
-    /// Wraps a buffer after [`McMemberRecord::check_len`].
-    pub fn new_checked(buffer: T) -> Result<McMemberRecord<T>> {
-        let v = McMemberRecord::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` if shorter than 52 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-    fn b(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
     /// MGID.
     pub fn mgid(&self) -> Gid {
         Gid::from_bytes(&self.b()[field::MGID..])
@@ -446,6 +423,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::mad::strategy::arb_gid;
+    use crate::Error;
     use proptest::prelude::*;
 
     pub(crate) const BCAST_MGID: Gid = Gid([

@@ -17,7 +17,7 @@
 use super::rate::{join_sel, split_sel, Mtu, Rate, Selector};
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be32, be64, put16, put32, put64, Gid};
-use crate::{Error, Result};
+use crate::Result;
 
 mod field {
     use core::ops::Range;
@@ -86,41 +86,18 @@ pub mod pr_mask {
     pub const PREFERENCE: u64 = 1 << 22;
 }
 
-/// A zero-copy view of a PathRecord.
-#[derive(Debug, Clone)]
-pub struct PathRecord<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of a PathRecord.
+    #[derive(Debug, Clone)]
+    pub struct PathRecord;
+    /// `Err(Truncated)` if shorter than 64 bytes.
+    fn check_len(min = field::LEN);
+    /// Size on the wire.
+    pub const LEN;
+    fn b;
 }
 
 impl<T: AsRef<[u8]>> PathRecord<T> {
-    /// Size on the wire.
-    pub const LEN: usize = field::LEN;
-
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> PathRecord<T> {
-        PathRecord { buffer }
-    }
-    /// Wraps a buffer after [`PathRecord::check_len`].
-    pub fn new_checked(buffer: T) -> Result<PathRecord<T>> {
-        let v = PathRecord::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` if shorter than 64 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-    fn b(&self) -> &[u8] {
-        self.buffer.as_ref()
-    }
     /// ServiceID.
     pub fn service_id(&self) -> u64 {
         be64(self.b(), field::SERVICE_ID)
@@ -459,6 +436,7 @@ mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::mad::strategy::arb_gid;
+    use crate::Error;
     use proptest::prelude::*;
 
     const SGID: Gid = Gid::new(0xfe80_0000_0000_0000, 0x0002_c903_0000_0001);
