@@ -138,11 +138,15 @@ impl Syndrome {
     }
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of an AETH.
-    Aeth,
-    4
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Aeth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 4);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Aeth<T> {
     /// The raw syndrome byte.

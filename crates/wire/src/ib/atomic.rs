@@ -12,11 +12,15 @@ mod field {
     pub const CMP: usize = 20;
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of an AtomicETH.
-    AtomicEth,
-    28
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AtomicEth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 28);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> AtomicEth<T> {
     /// Virtual address of the 64-bit target.
@@ -113,11 +117,15 @@ impl Describe for AtomicEthRepr {
     }
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of an AtomicAckETH.
-    AtomicAckEth,
-    8
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AtomicAckEth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 8);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> AtomicAckEth<T> {
     /// The original remote data (value before the atomic operation).

@@ -17,11 +17,15 @@ mod field {
     pub const PSN: usize = 9;
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of a Base Transport Header.
-    Bth,
-    12
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Bth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 12);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Bth<T> {
     /// OpCode.

@@ -11,11 +11,15 @@ mod field {
     pub const SRC_QP: usize = 5;
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of a DETH.
-    Deth,
-    8
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Deth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 8);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Deth<T> {
     /// Queue key.

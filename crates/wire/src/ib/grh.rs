@@ -15,11 +15,15 @@ mod field {
     pub const DGID: Range<usize> = 24..40;
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of a Global Route Header.
-    Grh,
-    40
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Grh;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 40);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Grh<T> {
     fn word0(&self) -> u32 {

@@ -5,11 +5,15 @@ use crate::describe::{Describe, Describer, Value};
 use crate::types::{be32, put32};
 use crate::Result;
 
-fixed_view!(
+fixed_view! {
     /// A view of an IETH.
-    Ieth,
-    4
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Ieth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 4);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Ieth<T> {
     /// The R_Key to invalidate.

@@ -4,11 +4,15 @@ use crate::describe::{Describe, Describer, Value};
 use crate::types::{be32, put32};
 use crate::Result;
 
-fixed_view!(
+fixed_view! {
     /// A view of an ImmDt header.
-    ImmDt,
-    4
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ImmDt;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 4);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> ImmDt<T> {
     /// The immediate data, as a big-endian number (it is opaque to the transport).

@@ -96,11 +96,15 @@ impl Lnh {
     }
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of a Local Route Header.
-    Lrh,
-    8
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Lrh;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 8);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Lrh<T> {
     /// Virtual Lane (IBA 1 §7.7).

@@ -6,49 +6,6 @@
 //! decided by its opcode alone ([`Opcode::ext_headers`], IBA 1 §9.2); [`ExtHeaders`] parses
 //! and emits that chain. Whole packets (with pad, ICRC and VCRC) live in [`crate::packet`].
 
-/// Generates the length-checked part of a fixed-size header view: the struct, `LEN`,
-/// `new_unchecked`, `new_checked`, `check_len` and `into_inner`.
-macro_rules! fixed_view {
-    ($(#[$meta:meta])* $name:ident, $len:expr) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct $name<T: AsRef<[u8]>> {
-            buffer: T,
-        }
-
-        impl<T: AsRef<[u8]>> $name<T> {
-            /// The header length in bytes.
-            pub const LEN: usize = $len;
-
-            /// Wraps `buffer` without checking its length; getters may then panic.
-            pub const fn new_unchecked(buffer: T) -> Self {
-                Self { buffer }
-            }
-
-            /// Wraps `buffer` after checking that it is long enough for every getter.
-            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
-                let v = Self::new_unchecked(buffer);
-                v.check_len()?;
-                Ok(v)
-            }
-
-            /// `Err(Truncated)` when the buffer is shorter than the header.
-            pub fn check_len(&self) -> $crate::Result<()> {
-                if self.buffer.as_ref().len() < $len {
-                    Err($crate::Error::Truncated)
-                } else {
-                    Ok(())
-                }
-            }
-
-            /// The wrapped buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-        }
-    };
-}
-
 mod aeth;
 mod atomic;
 mod bth;

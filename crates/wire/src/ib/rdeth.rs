@@ -4,11 +4,15 @@ use crate::describe::{Describe, Describer, Value};
 use crate::types::{be24, put24};
 use crate::Result;
 
-fixed_view!(
+fixed_view! {
     /// A view of an RDETH.
-    Rdeth,
-    4
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Rdeth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 4);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Rdeth<T> {
     /// The reserved first byte.

@@ -10,11 +10,15 @@ mod field {
     pub const DMA_LEN: usize = 12;
 }
 
-fixed_view!(
+fixed_view! {
     /// A view of a RETH.
-    Reth,
-    16
-);
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Reth;
+    /// `Err(Truncated)` when the buffer is shorter than the header.
+    fn check_len(min = 16);
+    /// The header length in bytes.
+    pub const LEN;
+}
 
 impl<T: AsRef<[u8]>> Reth<T> {
     /// Virtual address.
