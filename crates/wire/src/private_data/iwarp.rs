@@ -129,44 +129,28 @@ impl FlowControl {
     }
 }
 
-/// A view of a Hello (CM REQ private data, iWarp mapping Figure 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hello<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of a Hello (CM REQ private data, iWarp mapping Figure 1).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Hello;
+    /// `Err(Truncated)` when shorter than the message; longer (a whole CM private-data
+    /// field) is fine.
+    fn check_len(min = HELLO_LEN);
 }
 
-/// A view of a HelloReply (CM REP private data, iWarp mapping "CM Reply private data structure").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HelloReply<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A view of a HelloReply (CM REP private data, iWarp mapping "CM Reply private data structure").
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct HelloReply;
+    /// `Err(Truncated)` when shorter than the message; longer (a whole CM private-data
+    /// field) is fine.
+    fn check_len(min = HELLO_REPLY_LEN);
 }
 
+/// The getters and setters Hello and HelloReply share (the views themselves are `fixed_view!`s).
 macro_rules! common_view {
     ($t:ident, $len:expr) => {
         impl<T: AsRef<[u8]>> $t<T> {
-            /// Wraps a buffer without checking its length.
-            pub const fn new_unchecked(buffer: T) -> Self {
-                $t { buffer }
-            }
-            /// Wraps a buffer after `check_len`.
-            pub fn new_checked(buffer: T) -> Result<Self> {
-                let p = Self::new_unchecked(buffer);
-                p.check_len()?;
-                Ok(p)
-            }
-            /// `Err(Truncated)` when shorter than the message; longer (a whole CM private-data
-            /// field) is fine.
-            pub fn check_len(&self) -> Result<()> {
-                if self.buffer.as_ref().len() < $len {
-                    Err(Error::Truncated)
-                } else {
-                    Ok(())
-                }
-            }
-            /// The buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
             /// MID.
             pub fn mid(&self) -> IwarpMid {
                 self.buffer.as_ref()[field::MID].into()
