@@ -3,7 +3,7 @@
 //! IBA 1 §12.6 gives each message as a table of `Byte[Bit]` offsets and widths, bit 0 being the most
 //! significant bit of the byte. Each view below is declared the same way: one line per field with its
 //! kind and position, from which `cm_view!` generates the struct, `new_unchecked`, `new_checked`,
-//! `check_len`, `into_inner`, the getters and the setters. Bit fields are given as a byte offset and a
+//! `check_len` and `into_inner` (through the crate's `fixed_view!`), the getters and the setters. Bit fields are given as a byte offset and a
 //! mask in that byte (`0xF8` = the top five bits), which reads the same as the spec's tables.
 
 /// The Rust type a field kind reads as.
@@ -135,40 +135,16 @@ macro_rules! cm_view {
         pub struct $view:ident;
         $( $(#[$m:meta])* $get:ident, $set:ident : $kind:ident [$($arg:expr),*]; )*
     ) => {
-        $(#[$vm])*
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub struct $view<T: AsRef<[u8]>> {
-            buffer: T,
+        fixed_view! {
+            $(#[$vm])*
+            #[derive(Debug, Clone, PartialEq, Eq)]
+            pub struct $view;
+            /// Fails with `Truncated` unless the buffer holds the whole 232-byte MAD data area
+            /// (IBA 1 §13.4.2); after that no getter panics. Bytes past 232 are ignored.
+            fn check_len(min = $crate::cm::BODY_LEN);
         }
 
         impl<T: AsRef<[u8]>> $view<T> {
-            /// Wraps a buffer without checking its length.
-            pub const fn new_unchecked(buffer: T) -> Self {
-                Self { buffer }
-            }
-
-            /// Wraps a buffer after [`Self::check_len`].
-            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
-                let v = Self::new_unchecked(buffer);
-                v.check_len()?;
-                Ok(v)
-            }
-
-            /// Fails with `Truncated` unless the buffer holds the whole 232-byte MAD data area
-            /// (IBA 1 §13.4.2); after that no getter panics. Bytes past 232 are ignored.
-            pub fn check_len(&self) -> $crate::Result<()> {
-                if self.buffer.as_ref().len() < $crate::cm::BODY_LEN {
-                    Err($crate::Error::Truncated)
-                } else {
-                    Ok(())
-                }
-            }
-
-            /// Gives the buffer back.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
             $(
                 $(#[$m])*
                 #[inline]
