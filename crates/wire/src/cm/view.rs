@@ -1,10 +1,11 @@
 //! The accessor macro every CM message view is built from.
 //!
-//! IBA 1 §12.6 gives each message as a table of `Byte[Bit]` offsets and widths, bit 0 being the most
-//! significant bit of the byte. Each view below is declared the same way: one line per field with its
-//! kind and position, from which `cm_view!` generates the struct, `new_unchecked`, `new_checked`,
-//! `check_len` and `into_inner` (through the crate's `fixed_view!`), the getters and the setters. Bit fields are given as a byte offset and a
-//! mask in that byte (`0xF8` = the top five bits), which reads the same as the spec's tables.
+//! IBA 1 §12.6 gives each message as a table of `Byte[Bit]` offsets and widths, bit 0 being the
+//! most significant bit of the byte. Each view below is declared the same way: one line per field
+//! with its kind and position, from which `cm_view!` generates the struct, `new_unchecked`,
+//! `new_checked`, `check_len` and `into_inner` (through the crate's `fixed_view!`), the getters and
+//! the setters. Bit fields are given as a byte offset and a mask in that byte (`0xF8` = the top
+//! five bits), which reads the same as the spec's tables.
 
 /// The Rust type a field kind reads as.
 macro_rules! cm_ty {

@@ -30,31 +30,15 @@ pub const SA_DATA_OFFSET: usize = 56;
 /// Size of the SA class header (SM_Key to ComponentMask) that RMPP counts in PayloadLength.
 pub const SA_HEADER_LEN: usize = 20;
 
-/// A zero-copy view of a whole SA MAD (256 bytes).
-#[derive(Debug, Clone)]
-pub struct SaMad<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_view! {
+    /// A zero-copy view of a whole SA MAD (256 bytes).
+    #[derive(Debug, Clone)]
+    pub struct SaMad;
+    /// `Err(Truncated)` unless the buffer holds 256 bytes.
+    fn check_len(min = MAD_LEN);
 }
 
 impl<T: AsRef<[u8]>> SaMad<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> SaMad<T> {
-        SaMad { buffer }
-    }
-    /// Wraps a buffer after [`SaMad::check_len`].
-    pub fn new_checked(buffer: T) -> Result<SaMad<T>> {
-        let v = SaMad::new_unchecked(buffer);
-        v.check_len()?;
-        Ok(v)
-    }
-    /// `Err(Truncated)` unless the buffer holds 256 bytes.
-    pub fn check_len(&self) -> Result<()> {
-        Mad::new_unchecked(self.buffer.as_ref()).check_len()
-    }
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// The common MAD header view.
     pub fn mad(&self) -> Mad<&[u8]> {
         Mad::new_unchecked(&self.buffer.as_ref()[..MAD_LEN])
