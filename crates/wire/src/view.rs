@@ -30,7 +30,7 @@
 //!   comment is the one given before `fn check_len`, so it can state the length and cite the spec;
 //! - `pub fn into_inner(self) -> T`;
 //! - with `pub const LEN;`, `pub const LEN: usize = min` (with the given doc);
-//! - with `fn b;` (any name), a private `fn b(&self) -> &[u8]` shorthand for `self.buffer.as_ref()`.
+//! - with `fn b;` (any name), a private `fn b(&self) -> &[u8]`, short for `self.buffer.as_ref()`.
 //!
 //! The `buffer` field stays private to the defining module, so getters and setters are written
 //! next to the macro call exactly as in a hand-written view.

@@ -139,7 +139,8 @@ fixed_view! {
 }
 
 fixed_view! {
-    /// A view of a HelloReply (CM REP private data, iWarp mapping "CM Reply private data structure").
+    /// A view of a HelloReply (CM REP private data, iWarp mapping "CM Reply private data
+    /// structure").
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct HelloReply;
     /// `Err(Truncated)` when shorter than the message; longer (a whole CM private-data
