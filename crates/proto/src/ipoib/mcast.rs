@@ -92,6 +92,10 @@ pub(super) struct Groups {
     pub map: BTreeMap<Gid, Group>,
     /// MGIDs the SA said do not exist, until when that is believed (§11: cache group existence).
     pub absent: BTreeMap<Gid, Instant>,
+    /// Absent groups that trap 66 announced, until when their absent entry would have lasted: the
+    /// sender keeps the trap subscription while it holds a send-only membership of one (or before
+    /// it sends again), so that trap 67 sends its packets back to all routers (`traps`, §11).
+    pub watched: BTreeMap<Gid, Instant>,
 }
 
 impl Groups {
@@ -108,7 +112,8 @@ impl Groups {
     }
     pub fn next_deadline(&self) -> Option<Instant> {
         let r = self.map.values().filter_map(|g| g.retry);
-        r.chain(self.absent.values().copied()).min()
+        let w = self.watched.values().copied().filter(|t| *t != Instant::NEVER);
+        r.chain(self.absent.values().copied()).chain(w).min()
     }
 }
 
@@ -270,6 +275,7 @@ impl Interface {
         for (mgid, js) in due {
             self.send_join(now, mgid, js);
         }
+        self.traps_sync(now);
     }
 
     /// SubnAdmSet(MCMemberRecord). The broadcast group is joined with MGID, PortGID and JoinState
@@ -534,7 +540,9 @@ impl Interface {
         match trap {
             66 => {
                 // A listener appeared: the next packet tries the real group instead of all routers.
-                self.mc.absent.remove(&mgid);
+                if let Some(t) = self.mc.absent.remove(&mgid) {
+                    self.mc.watched.insert(mgid, t);
+                }
                 if self.cfg.router && self.is_our_ipoib_mgid(&mgid) {
                     self.mc_add_non(now, mgid);
                 }
@@ -610,6 +618,7 @@ impl Interface {
         }
         self.mc.map.retain(|_, g| !g.want().is_empty());
         self.mc.absent.clear();
+        self.mc.watched.clear();
         for id in ids {
             self.sa.cancel(id);
             self.requests.remove(&id);

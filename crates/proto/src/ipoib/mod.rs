@@ -12,7 +12,8 @@
 //! [`Interface::handle_port`]; route SA Reports (traps) and responses to this agent.
 //!
 //! Layout (neqo's connection split): `state` (bring-up, port events, SA answers, traps), `mcast`
-//! (joins, leaves and the §11 send rules, router mode §12), `tx` (the transmit path: neighbour →
+//! (joins, leaves and the §11 send rules, router mode §12), `traps` (the trap 66/67 subscription,
+//! held only while needed, §11, §12 C), `tx` (the transmit path: neighbour →
 //! path → datagram), `ipv4` (ARP, §9.2), `ipv6` (ND, DAD, autoconfiguration, §8, §9.3),
 //! `neighbour` and `path` (the caches), `timer` (constants and backoff).
 //!
@@ -29,6 +30,7 @@ pub mod path;
 mod rx;
 mod state;
 pub mod timer;
+mod traps;
 mod tx;
 
 #[cfg(test)]
@@ -386,6 +388,8 @@ pub struct Interface {
     neigh: neighbour::Neighbours,
     paths: path::Paths,
     mc: mcast::Groups,
+    /// The subscription to traps 66/67 (`traps`).
+    traps: traps::TrapSub,
     v6: ipv6::V6State,
     requests: BTreeMap<RequestId, Pending>,
     out: VecDeque<UdTransmit>,
@@ -412,6 +416,7 @@ impl Interface {
             neigh: neighbour::Neighbours::new(cfg.max_neighbours, cfg.queue_len),
             paths: path::Paths::new(cfg.max_paths, cfg.queue_len),
             mc: mcast::Groups::default(),
+            traps: traps::TrapSub::default(),
             scope: cfg.scope,
             scope_backoff: timer::Backoff::default(),
             cfg,
@@ -532,6 +537,7 @@ impl Interface {
             self.neigh.next_deadline(),
             self.paths.next_deadline(),
             self.mc.next_deadline(),
+            self.traps.next_deadline(),
             self.v6.next_deadline(),
         ]
         .into_iter()
@@ -547,6 +553,7 @@ impl Interface {
         self.neighbour_timeouts(now);
         self.mcast_timeouts(now);
         self.dad_timeouts(now);
+        self.traps_sync(now);
     }
 
     fn drop_count(&mut self, r: DropReason, n: usize) {

@@ -5,7 +5,8 @@
 //!
 //! Port events, as Linux maps them:
 //! - SM change (and client reregister): light flush: paths marked invalid (asked again on next
-//!   use), every multicast group joined again at the new SA, trap subscriptions renewed; the
+//!   use), every multicast group joined again at the new SA, trap subscriptions renewed (if needed,
+//!   `traps`); the
 //!   carrier stays up.
 //! - LID change, port down or up: normal flush: carrier down, groups detached, paths and
 //!   neighbours flushed (Linux flushes paths; the kernel flushes neighbours on carrier loss,
@@ -17,7 +18,7 @@ use super::{DropReason, Interface, InterfaceEvent, Link, LinkParams, LogLevel, P
 use crate::mad_agent::MadAddr;
 use crate::sa::SaClientEvent;
 use crate::time::Instant;
-use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
+use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{McMemberRecordRepr, SaAttribute, SaMadRepr};
 
 /// How much a port event resets (Linux `enum ipoib_flush_level`).
@@ -85,7 +86,7 @@ impl Interface {
         if level == Flush::Light {
             self.paths.invalidate();
             self.mc_reset();
-            self.subscribe(now);
+            self.traps_renew(now);
             self.mc_kick(now);
             return;
         }
@@ -103,6 +104,7 @@ impl Interface {
         for id in std::mem::take(&mut self.requests).into_keys() {
             self.sa.cancel(id);
         }
+        self.traps_link_down();
         self.params = None;
         self.v6.stop_dad();
     }
@@ -154,31 +156,13 @@ impl Interface {
                 self.params.map(|p| p.record.mlid).unwrap_or(0)
             ),
         );
-        self.subscribe(now);
+        self.traps_sync(now);
         if self.cfg.router {
             self.request_group_table(now);
         }
         self.sync_groups(now);
         self.gratuitous_arp(now);
         self.mc_kick(now);
-    }
-
-    /// Subscribes to traps 66 and 67 (§11: senders MUST subscribe to the multicast group create
-    /// and delete traps). A wildcard subscription (any GID) also serves §12 C.
-    fn subscribe(&mut self, now: Instant) {
-        for trap in [
-            NoticeRepr::TRAP_MCAST_GROUP_CREATED,
-            NoticeRepr::TRAP_MCAST_GROUP_DELETED,
-        ] {
-            let mad = SaMadRepr::request(
-                Method::Set,
-                0,
-                0,
-                SaAttribute::InformInfo(InformInfoRepr::generic(true, trap, 1)),
-            );
-            let id = self.sa.request(now, mad, self.sa_dest());
-            self.requests.insert(id, Pending::Inform(trap));
-        }
     }
 
     /// §12 A: a list of every multicast group (SubnAdmGetTable(MCMemberRecord), no components).
@@ -214,12 +198,8 @@ impl Interface {
                         }
                         Pending::Path(gid) => self.on_path_result(now, gid, id, result),
                         Pending::Inform(trap) => {
-                            if let Err(e) = result {
-                                self.log(
-                                    LogLevel::Warn,
-                                    format!("subscription to trap {trap} failed: {e}"),
-                                );
-                            }
+                            let ok = result.map(|_| ()).map_err(|e| e.to_string());
+                            self.on_inform_result(now, trap, ok);
                         }
                         Pending::GroupTable => self.on_group_table(now, result),
                     }
@@ -233,5 +213,6 @@ impl Interface {
                 }
             }
         }
+        self.traps_sync(now);
     }
 }

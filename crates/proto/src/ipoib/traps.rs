@@ -1,0 +1,156 @@
+//! The subscription to the multicast group traps 66 (created) and 67 (deleted), held only while
+//! the interface needs it.
+//!
+//! draft-ietf-ipoib-ip-over-infiniband-06 §11: "Senders MUST subscribe to the multicast group
+//! create and delete traps in order to monitor the status of specific IB multicast groups. E.g.,
+//! multicast packets directed to the all-router multicast group due to a lack of listener on the
+//! local subnet must be forwarded to the right multicast group if the group is created later."
+//! §12 C: a router in promiscuous mode subscribes to every group creation.
+//!
+//! Our reading: a "sender" in the sense of §11 is an interface with an unresolved send to a group
+//! that does not exist — it holds an entry in its cache of absent groups (its SendOnlyNonMember
+//! join was refused, so its packets went to all routers or were dropped, and further packets are
+//! answered from the cache). Only such an interface has a group status to monitor: a sender to a
+//! group that exists is a SendOnlyNonMember of it and sends to its MLID. Subscribing every
+//! interface at bring-up, as a literal reading would, makes the SA send N Reports to N subscribers
+//! whenever N hosts create their groups (IPv6 solicited-node groups), each Report acknowledged:
+//! N² work on a subnet where nobody needs it. So the interface subscribes while:
+//! - it holds at least one "group absent" entry (the all-routers fallback or a cached drop), or
+//! - it holds a SendOnlyNonMember membership of a group it learned of from trap 66 after it had
+//!   been absent ("watched"; trap 67 sends the next packets back to all routers, §11's example
+//!   in the other direction), or a watched group it has not sent to again yet, until the absent
+//!   entry would have expired, or
+//! - it is a router in promiscuous mode (§12 C);
+//! and unsubscribes (InformInfo Subscribe = 0, IBA 1 §13.4.8.3) when none of these holds any more
+//! (absent entries expire after `GROUP_ABSENT_HOLD` or are resolved by trap 66 or an own join).
+//!
+//! A group created between the refused join and the SA's answer to the subscription is missed;
+//! its absent entry then expires after `GROUP_ABSENT_HOLD` and the next packet tries the group
+//! again (the same as a lost Report).
+//!
+//! Invariants: at most one subscription change (the Set for both traps) in flight; `on` is what the
+//! SA holds (or may hold) once no change is in flight; nothing is sent while the link is not up.
+
+use super::{Interface, Link, LogLevel, Pending};
+use crate::time::Instant;
+use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
+use ipoib_wire::sa::{SaAttribute, SaMadRepr};
+use std::time::Duration;
+
+/// How long after a refused subscription it is tried again.
+const SUBSCRIBE_RETRY: Duration = Duration::from_secs(1);
+
+/// The state of the interface's subscription to traps 66 and 67.
+#[derive(Debug, Default)]
+pub(super) struct TrapSub {
+    /// Subscribed (or asked to be): what the SA holds once `inflight` is 0.
+    pub on: bool,
+    /// Answers still awaited for the last change (one per trap).
+    pub inflight: u8,
+    /// A change in flight failed.
+    pub failed: bool,
+    /// No new subscription before this (after a refused one).
+    pub retry: Option<Instant>,
+}
+
+impl TrapSub {
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.retry
+    }
+}
+
+impl Interface {
+    /// Whether the interface needs traps 66/67 now (see the module docs for the reading of §11).
+    fn traps_needed(&mut self, now: Instant) -> bool {
+        if self.cfg.router {
+            return true;
+        }
+        self.mc.absent.retain(|_, t| *t > now);
+        let map = &self.mc.map;
+        self.mc.watched.retain(|m, t| {
+            if *t != Instant::NEVER && *t > now {
+                return true;
+            }
+            // Past the hold: kept (with no deadline) while its send-only membership is held.
+            let held = map.get(m).is_some_and(|g| g.send_only || !g.have.is_empty());
+            *t = Instant::NEVER;
+            held
+        });
+        !self.mc.absent.is_empty() || !self.mc.watched.is_empty()
+    }
+
+    /// Subscribes or unsubscribes when the need changed and no change is in flight.
+    pub(super) fn traps_sync(&mut self, now: Instant) {
+        if self.link != Link::Up || self.traps.inflight > 0 {
+            return;
+        }
+        if self.traps.retry.is_some_and(|t| t <= now) {
+            self.traps.retry = None;
+        }
+        let need = self.traps_needed(now);
+        if need == self.traps.on || (need && self.traps.retry.is_some()) {
+            return;
+        }
+        self.traps.on = need;
+        self.traps.failed = false;
+        self.traps.inflight = 2;
+        for trap in [
+            NoticeRepr::TRAP_MCAST_GROUP_CREATED,
+            NoticeRepr::TRAP_MCAST_GROUP_DELETED,
+        ] {
+            // A wildcard subscription (any GID) also serves §12 C.
+            let mad = SaMadRepr::request(
+                Method::Set,
+                0,
+                0,
+                SaAttribute::InformInfo(InformInfoRepr::generic(need, trap, 1)),
+            );
+            let id = self.sa.request(now, mad, self.sa_dest());
+            self.requests.insert(id, Pending::Inform(trap));
+        }
+        let what = if need { "subscribing to" } else { "unsubscribing from" };
+        self.log(LogLevel::Info, format!("{what} traps 66/67"));
+    }
+
+    /// The SA answered one half of a subscription change.
+    pub(super) fn on_inform_result(&mut self, now: Instant, trap: u16, ok: Result<(), String>) {
+        self.traps.inflight = self.traps.inflight.saturating_sub(1);
+        if let Err(e) = ok {
+            let what = if self.traps.on { "subscription to" } else { "unsubscription from" };
+            self.log(LogLevel::Warn, format!("{what} trap {trap} failed: {e}"));
+            self.traps.failed = true;
+        }
+        if self.traps.inflight > 0 {
+            return;
+        }
+        if self.traps.failed && self.traps.on {
+            // Not subscribed (at least not to both): ask again later.
+            self.traps.on = false;
+            self.traps.retry = Some(now + SUBSCRIBE_RETRY);
+        }
+        // A failed unsubscription (e.g. the SA no longer knew it): nothing more to undo.
+        self.traps.failed = false;
+        self.traps_sync(now);
+    }
+
+    /// The SA changed (light flush): it holds no subscription of ours; subscribe again if needed.
+    pub(super) fn traps_renew(&mut self, now: Instant) {
+        self.traps = super::traps::TrapSub::default();
+        self.traps_sync(now);
+    }
+
+    /// The link went down and its requests were cancelled: the SA may still hold a subscription,
+    /// which is undone (or kept) once the link is up again.
+    pub(super) fn traps_link_down(&mut self) {
+        let maybe_on = self.traps.on || self.traps.inflight > 0;
+        self.traps = super::traps::TrapSub {
+            on: maybe_on,
+            ..Default::default()
+        };
+    }
+
+    /// Subscribed to traps 66 and 67, and the SA has acknowledged it (no change in flight).
+    pub fn traps_subscribed(&self) -> bool {
+        self.traps.on && self.traps.inflight == 0
+    }
+}
