@@ -112,7 +112,11 @@ impl Groups {
     }
     pub fn next_deadline(&self) -> Option<Instant> {
         let r = self.map.values().filter_map(|g| g.retry);
-        let w = self.watched.values().copied().filter(|t| *t != Instant::NEVER);
+        let w = self
+            .watched
+            .values()
+            .copied()
+            .filter(|t| *t != Instant::NEVER);
         r.chain(self.absent.values().copied()).chain(w).min()
     }
 }

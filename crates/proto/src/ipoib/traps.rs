@@ -72,7 +72,9 @@ impl Interface {
                 return true;
             }
             // Past the hold: kept (with no deadline) while its send-only membership is held.
-            let held = map.get(m).is_some_and(|g| g.send_only || !g.have.is_empty());
+            let held = map
+                .get(m)
+                .is_some_and(|g| g.send_only || !g.have.is_empty());
             *t = Instant::NEVER;
             held
         });
@@ -108,7 +110,11 @@ impl Interface {
             let id = self.sa.request(now, mad, self.sa_dest());
             self.requests.insert(id, Pending::Inform(trap));
         }
-        let what = if need { "subscribing to" } else { "unsubscribing from" };
+        let what = if need {
+            "subscribing to"
+        } else {
+            "unsubscribing from"
+        };
         self.log(LogLevel::Info, format!("{what} traps 66/67"));
     }
 
@@ -116,7 +122,11 @@ impl Interface {
     pub(super) fn on_inform_result(&mut self, now: Instant, trap: u16, ok: Result<(), String>) {
         self.traps.inflight = self.traps.inflight.saturating_sub(1);
         if let Err(e) = ok {
-            let what = if self.traps.on { "subscription to" } else { "unsubscription from" };
+            let what = if self.traps.on {
+                "subscription to"
+            } else {
+                "unsubscription from"
+            };
             self.log(LogLevel::Warn, format!("{what} trap {trap} failed: {e}"));
             self.traps.failed = true;
         }

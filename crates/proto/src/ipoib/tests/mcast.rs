@@ -197,7 +197,7 @@ fn wide_scope_goes_to_all_routers_then_trap_reroutes() {
             (Method::Set, JoinState::SEND_ONLY_NON_MEMBER)
         ]
     );
-    // Both trap subscriptions were made at bring-up.
+    // Both trap subscriptions were made once, when the group was found missing (`ipoib::traps`).
     let informs = net
         .mads_from(2)
         .iter()

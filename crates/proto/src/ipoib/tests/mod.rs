@@ -14,6 +14,7 @@ mod ipv6;
 mod legacy;
 mod mcast;
 mod security;
+mod traps;
 
 use super::*;
 use crate::mad_agent::{MadAddr, MadIn, MadOut};

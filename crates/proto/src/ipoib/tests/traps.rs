@@ -1,0 +1,129 @@
+//! The trap 66/67 subscription of draft-ietf-ipoib-ip-over-infiniband-06 §11 (senders to a missing
+//! group) and §12 C (routers), held only while needed (`ipoib::traps`).
+
+use super::*;
+use ipoib_wire::ipoib::ipv4_mgid;
+use ipoib_wire::mad::Method;
+use ipoib_wire::sa::{SaAttribute, SaMadRepr};
+
+/// Set(InformInfo) requests host `lid` sent, as their Subscribe bits.
+fn informs(net: &Net, lid: u16) -> Vec<bool> {
+    net.mads_from(lid)
+        .iter()
+        .filter_map(|m| match SaMadRepr::parse(&m.mad).ok()?.attribute {
+            SaAttribute::InformInfo(i) => Some(i.subscribe),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many Reports host `lid` acknowledged (one ReportResp each).
+fn reports(net: &Net, lid: u16) -> usize {
+    net.mads_from(lid)
+        .iter()
+        .filter(|m| SaMadRepr::parse(&m.mad).is_ok_and(|r| r.header.method == Method::ReportResp))
+        .count()
+}
+
+fn got(net: &mut Net, lid: u16, tag: &[u8]) -> usize {
+    net.host(lid)
+        .delivered
+        .iter()
+        .filter(|p| p.ends_with(tag))
+        .count()
+}
+
+// §11 (our reading, `ipoib::traps`): bring-up, unicast and multicast to groups that exist make no
+// sender that needs the traps: no InformInfo, and no Report reaches the hosts although groups
+// (the IPv6 solicited-node groups, an IP group) are created.
+#[test]
+fn no_subscription_without_a_missing_group() {
+    let mut net = Net::new(3);
+    net.up();
+    let g: Ipv4Addr = "224.1.1.1".parse().unwrap();
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), g, b"to group"));
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(2));
+    assert_eq!(got(&mut net, 3, b"to group"), 1);
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    for lid in [2, 3, 4] {
+        assert_eq!(informs(&net, lid), Vec::<bool>::new(), "host {lid}");
+        assert!(!net.iface(lid).traps_subscribed());
+        assert_eq!(reports(&net, lid), 0, "host {lid}");
+    }
+}
+
+// §11: a send to a group that does not exist (here link-local: dropped, the absence cached) makes
+// the interface a sender that monitors the group: it subscribes to both traps, and once the SA
+// acknowledged, trap 66 re-routes the next packet to the new group.
+#[test]
+fn missing_group_subscribes_and_trap_66_reroutes() {
+    let mut net = Net::new(3);
+    net.up();
+    let g: Ipv4Addr = "224.0.0.99".parse().unwrap();
+    net.send(2, &udp4(v4(2), g, b"early"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.iface(2).counters().dropped(DropReason::NoMcastGroup), 1);
+    assert_eq!(informs(&net, 2), vec![true, true]);
+    assert!(net.iface(2).traps_subscribed(), "acknowledged");
+    assert!(!net.iface(3).traps_subscribed());
+
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reports(&net, 2), 1, "trap 66 for the new group");
+    assert_eq!(reports(&net, 4), 0, "not subscribed");
+    net.send(2, &udp4(v4(2), g, b"late"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 3, b"late"), 1, "re-routed to the new group");
+    // Still subscribed while it sends to the group it watched (trap 67 would matter).
+    assert!(net.iface(2).traps_subscribed());
+}
+
+// §11: the subscription ends (Subscribe = 0 for both traps) when the interface no longer holds a
+// missing group: its absent entry expired, or its own join created the group. Reports stop.
+#[test]
+fn unsubscribes_when_the_need_ends() {
+    let mut net = Net::new(3);
+    net.up();
+    // Expiry of the absent entry (GROUP_ABSENT_HOLD).
+    net.send(2, &udp4(v4(2), "224.0.0.98".parse().unwrap(), b"x"));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.iface(2).traps_subscribed());
+    net.run_for(timer::GROUP_ABSENT_HOLD);
+    assert_eq!(informs(&net, 2), vec![true, true, false, false]);
+    assert!(!net.iface(2).traps_subscribed());
+    net.join(3, IpAddr::V4("224.7.7.7".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reports(&net, 2), 0, "no Report after the unsubscription");
+
+    // Resolution by the interface's own join of the missing group.
+    let g: Ipv4Addr = "224.0.0.97".parse().unwrap();
+    net.send(3, &udp4(v4(3), g, b"y"));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.iface(3).traps_subscribed());
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(informs(&net, 3), vec![true, true, false, false]);
+    assert!(!net.iface(3).traps_subscribed());
+    assert!(net.host(3).logs().iter().all(|l| !l.contains("trap")));
+}
+
+// §12 C: a router in promiscuous mode subscribes to every group creation from bring-up on, other
+// interfaces do not.
+#[test]
+fn router_mode_subscribes() {
+    let mut net = Net::with(3, |lid, c| c.router = lid == 4);
+    net.up();
+    assert!(net.iface(4).traps_subscribed());
+    assert_eq!(informs(&net, 4), vec![true, true]);
+    assert!(!net.iface(2).traps_subscribed());
+    let m = ipv4_mgid("239.3.3.3".parse().unwrap(), 0xffff, Scope::LinkLocal);
+    net.join(3, IpAddr::V4("239.3.3.3".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(4).attached.contains(&m), "joined after trap 66");
+    assert_eq!(reports(&net, 2), 0);
+}
