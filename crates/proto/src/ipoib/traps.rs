@@ -20,8 +20,9 @@
 //!   been absent ("watched"; trap 67 sends the next packets back to all routers, §11's example
 //!   in the other direction), or a watched group it has not sent to again yet, until the absent
 //!   entry would have expired, or
-//! - it is a router in promiscuous mode (§12 C);
-//! and unsubscribes (InformInfo Subscribe = 0, IBA 1 §13.4.8.3) when none of these holds any more
+//! - it is a router in promiscuous mode (§12 C).
+//!
+//! It unsubscribes (InformInfo Subscribe = 0, IBA 1 §13.4.8.3) when none of these holds any more
 //! (absent entries expire after `GROUP_ABSENT_HOLD` or are resolved by trap 66 or an own join).
 //!
 //! A group created between the refused join and the SA's answer to the subscription is missed;
