@@ -66,31 +66,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn load_topology(args: &Args) -> Result<Topology, String> {
-    let n = args.hosts.unwrap_or(4);
-    if n == 0 {
-        return Err("--hosts must be at least 1".into());
-    }
-    match args.topology.as_str() {
-        "single-switch" => Topology::single_switch(n).map_err(|e| e.to_string()),
-        "fat-tree" => Topology::fat_tree(n).map_err(|e| e.to_string()),
-        file => {
-            let t = Topology::load_net(file).map_err(|e| {
-                if e.file.is_some() {
-                    e.to_string()
-                } else {
-                    format!("{file}: {e}")
-                }
-            })?;
-            let cas = t.cas().count();
-            match args.hosts {
-                Some(n) if n != cas => Err(format!(
-                    "--hosts {n}, but {file} has {cas} channel adapters"
-                )),
-                _ if cas == 0 => Err(format!("{file}: no channel adapters")),
-                _ => Ok(t),
-            }
-        }
-    }
+    crate::topology_arg::load(&args.topology, args.hosts, Some(4))
 }
 
 pub fn run(args: &Args) -> ExitCode {

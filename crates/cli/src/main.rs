@@ -4,6 +4,7 @@ mod decode;
 mod demo;
 mod render;
 mod sim;
+mod topology_arg;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -50,32 +50,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn load_topology(args: &Args) -> Result<Topology, String> {
-    let hosts = || match args.hosts {
-        None => Err("--hosts N is needed with a generated topology".to_string()),
-        Some(0) => Err("--hosts must be at least 1".to_string()),
-        Some(n) => Ok(n),
-    };
-    match args.topology.as_str() {
-        "fat-tree" => Topology::fat_tree(hosts()?).map_err(|e| e.to_string()),
-        "single-switch" => Topology::single_switch(hosts()?).map_err(|e| e.to_string()),
-        file => {
-            let t = Topology::load_net(file).map_err(|e| {
-                if e.file.is_some() {
-                    e.to_string()
-                } else {
-                    format!("{file}: {e}")
-                }
-            })?;
-            let cas = t.cas().count();
-            match args.hosts {
-                Some(n) if n != cas => Err(format!(
-                    "--hosts {n}, but {file} has {cas} channel adapters"
-                )),
-                _ if cas == 0 => Err(format!("{file}: no channel adapters")),
-                _ => Ok(t),
-            }
-        }
-    }
+    crate::topology_arg::load(&args.topology, args.hosts, None)
 }
 
 fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
@@ -196,12 +171,8 @@ pub fn run(args: &Args) -> ExitCode {
         .map(|i| {
             let node = &net.topology().nodes()[net.host(i).topo_node];
             let p = net.host_device(i).hca().port(1);
-            format!(
-                "{} (LID {}, port {:?})",
-                node.name,
-                net.lid(i),
-                p.map(|p| p.state)
-            )
+            let state = p.map_or("missing".to_string(), |p| format!("{:?}", p.state));
+            format!("{} (LID {}, port {state})", node.name, net.lid(i))
         })
         .collect();
     eprintln!(

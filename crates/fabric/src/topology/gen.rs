@@ -71,7 +71,7 @@ impl Topology {
     pub fn single_switch(hosts: usize) -> Result<Topology, TopoError> {
         if hosts == 0 || hosts > 254 {
             return Err(TopoError::BadSize(format!(
-                "a single switch holds 1..=254 hosts, not {hosts}"
+                "a single switch holds 1..=254 hosts, not {hosts} (use a fat tree for more)"
             )));
         }
         let mut t = Topology::new();

@@ -53,10 +53,13 @@ pub struct NetFileError {
 
 impl fmt::Display for NetFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.file {
-            write!(f, "{}:", p.display())?;
+        match (&self.file, self.line) {
+            // Line 0: the file as a whole (it could not be read, or lacks something).
+            (Some(p), 0) => write!(f, "{}: {}", p.display(), self.message),
+            (Some(p), n) => write!(f, "{}: line {n}: {}", p.display(), self.message),
+            (None, 0) => f.write_str(&self.message),
+            (None, n) => write!(f, "line {n}: {}", self.message),
         }
-        write!(f, "line {}: {}", self.line, self.message)
     }
 }
 
