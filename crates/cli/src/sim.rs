@@ -290,7 +290,7 @@ impl Report {
         for g in &self.groups {
             let _ = writeln!(
                 o,
-                "  {} MLID {:#06x} P_Key {:#06x} Q_Key {:#x} MTU {} members {}{}",
+                "  {} MLID {:#06x} P_Key {:#06x} Q_Key {:#06x} MTU {} members {}{}",
                 g.mgid,
                 g.mlid,
                 g.pkey,
@@ -341,7 +341,7 @@ impl Report {
             let _ = write!(
                 o,
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
-                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.well_known
+                g.mlid, g.pkey, g.qkey, ipoib_fabric::hca::mtu_bytes(g.mtu), g.members, g.well_known
             );
         }
         o.push(']');
