@@ -59,6 +59,12 @@ pub struct SaServerConfig {
     pub rmpp_tries: u8,
     /// QoS enabled (OpenSM `qos`): without it paths and groups use SL 0 unless asked otherwise.
     pub qos: bool,
+    /// Time the SA takes to process a request: what a request makes the SA send (response, RMPP
+    /// segments, Reports) leaves [`MadAgent::poll_transmit`] only `processing_delay` after the
+    /// request was received, in order. Requests are pipelined (each waits its own delay, not
+    /// the previous one's): OpenSM on ibsim answers about one join per 10 µs when many are in
+    /// flight (docs/BENCHMARKS.md). Zero (the default): at once.
+    pub processing_delay: Duration,
 }
 
 impl Default for SaServerConfig {
@@ -74,6 +80,7 @@ impl Default for SaServerConfig {
             rmpp_timeout: Duration::from_millis(200),
             rmpp_tries: 5,
             qos: false,
+            processing_delay: Duration::ZERO,
         }
     }
 }
@@ -131,7 +138,12 @@ pub struct SaServer {
     mc: mcast::Groups,
     informs: inform::Informs,
     transfers: BTreeMap<(u16, u64), RmppSender>,
-    out: VecDeque<MadOut>,
+    /// MADs to send with their release time, in send order (released head first, so a MAD never
+    /// overtakes an earlier one).
+    out: VecDeque<(Instant, MadOut)>,
+    /// Release time of what is queued now: the time of the request being handled plus
+    /// `processing_delay` inside `handle_mad`, the current time inside `handle_timeout`.
+    release_at: Instant,
     events: VecDeque<SaEvent>,
     /// Groups whose membership changed since their last `McastGroup` event: one event per group
     /// however many joins came in between (10,000 hosts joining the broadcast group make one event
@@ -171,6 +183,7 @@ impl SaServer {
             informs: inform::Informs::default(),
             transfers: BTreeMap::new(),
             out: VecDeque::new(),
+            release_at: Instant::ZERO,
             events: VecDeque::new(),
             dirty: BTreeSet::new(),
             stats: SaStats::default(),
@@ -307,7 +320,7 @@ impl SaServer {
     /// Sends a single-MAD response.
     pub(super) fn respond(&mut self, req: &Req<'_>, attribute: SaAttribute) {
         let resp = req.mad.response(MadStatus::SUCCESS, attribute);
-        self.out.push_back(MadOut {
+        self.push_out(MadOut {
             to: Self::reply_addr(&req.from),
             mad: resp.to_bytes().to_vec(),
         });
@@ -328,7 +341,7 @@ impl SaServer {
                 mad[44..46].fill(0);
             }
         }
-        self.out.push_back(MadOut {
+        self.push_out(MadOut {
             to: Self::reply_addr(from),
             mad: mad.to_vec(),
         });
@@ -381,7 +394,7 @@ impl SaServer {
         let segments = segment_table(header, sa, &data);
         let to = Self::reply_addr(&req.from);
         if segments.len() == 1 {
-            self.out.push_back(MadOut {
+            self.push_out(MadOut {
                 to,
                 mad: segments[0].to_vec(),
             });
@@ -396,7 +409,7 @@ impl SaServer {
             self.cfg.rmpp_tries,
         );
         for s in tx.poll_segments(now) {
-            self.out.push_back(MadOut {
+            self.push_out(MadOut {
                 to,
                 mad: s.to_vec(),
             });
@@ -419,7 +432,7 @@ impl SaServer {
             SendState::Active => {
                 let to = tx.to;
                 for s in tx.poll_segments(now) {
-                    self.out.push_back(MadOut {
+                    self.push_out(MadOut {
                         to,
                         mad: s.to_vec(),
                     });
@@ -514,8 +527,9 @@ impl SaServer {
         self.events.push_back(e);
     }
 
+    /// Queues `m` for release at the current release time (see `release_at`).
     pub(super) fn push_out(&mut self, m: MadOut) {
-        self.out.push_back(m);
+        self.out.push_back((self.release_at, m));
     }
 
     pub(super) fn cfg(&self) -> &SaServerConfig {
@@ -533,6 +547,7 @@ impl SaServer {
 
 impl MadAgent for SaServer {
     fn handle_mad(&mut self, now: Instant, m: MadIn) {
+        self.release_at = now.saturating_add(self.cfg.processing_delay);
         let raw = m.mad.as_slice();
         let Ok(h) = MadHeaderRepr::parse_bytes(raw) else {
             return self.drop_mad("short MAD");
@@ -558,20 +573,23 @@ impl MadAgent for SaServer {
         self.handle_request(now, m.from, raw, h);
     }
 
-    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
-        self.out.pop_front()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        let t = self.transfers.values().map(|t| t.deadline()).min();
-        let r = self.informs.next_deadline();
-        match (t, r) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        if self.out.front().is_some_and(|(t, _)| *t <= now) {
+            self.out.pop_front().map(|(_, m)| m)
+        } else {
+            None
         }
     }
 
+    fn poll_timeout(&self) -> Option<Instant> {
+        let t = self.transfers.values().map(|t| t.deadline());
+        let r = self.informs.next_deadline();
+        let o = self.out.front().map(|(t, _)| *t);
+        t.chain(r).chain(o).min()
+    }
+
     fn handle_timeout(&mut self, now: Instant) {
+        self.release_at = now;
         let keys: Vec<(u16, u64)> = self
             .transfers
             .iter()
@@ -586,7 +604,7 @@ impl MadAgent for SaServer {
                 SendState::Active => {
                     let to = tx.to;
                     for s in tx.poll_segments(now) {
-                        self.out.push_back(MadOut {
+                        self.push_out(MadOut {
                             to,
                             mad: s.to_vec(),
                         });

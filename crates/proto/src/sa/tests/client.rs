@@ -116,3 +116,59 @@ fn same_seed_same_mads() {
     };
     assert_eq!(run(), run());
 }
+
+/// `SaServerConfig::processing_delay`: a response leaves `poll_transmit` only once the delay since
+/// its request has passed, `poll_timeout` names that time, requests are pipelined and the order is
+/// kept (docs/BENCHMARKS.md: OpenSM answers about one join per 10 µs when pipelined).
+#[test]
+fn sa_processing_delay_holds_responses_in_order() {
+    let delay = Duration::from_micros(5);
+    let cfg = SaServerConfig {
+        processing_delay: delay,
+        ..SaServerConfig::default()
+    };
+    let mut sa = SaServer::new(
+        cfg,
+        default_model(2),
+        PartitionConfig::default_config(),
+        Rng::new(1),
+    );
+    let t0 = Instant::from_nanos(1_000);
+    let t1 = t0 + Duration::from_micros(1);
+    for (i, (t, lid)) in [(t0, 2u16), (t1, 3u16)].into_iter().enumerate() {
+        let mut m = SaMadRepr::class_port_info_get(0);
+        m.header.transaction_id = i as u64 + 10;
+        sa.handle_mad(
+            t,
+            MadIn {
+                from: MadAddr::gsi(lid),
+                mad: m.to_bytes().to_vec(),
+            },
+        );
+    }
+    assert!(sa.poll_transmit(t1).is_none());
+    assert_eq!(sa.poll_timeout(), Some(t0 + delay));
+    assert!(sa.poll_transmit(t0 + (delay - Duration::from_nanos(1))).is_none());
+    let a = sa.poll_transmit(t0 + delay).expect("first response");
+    assert_eq!(a.to.lid, 2);
+    assert!(sa.poll_transmit(t0 + delay).is_none());
+    assert_eq!(sa.poll_timeout(), Some(t1 + delay));
+    let b = sa.poll_transmit(t1 + delay).expect("second response");
+    assert_eq!(b.to.lid, 3);
+    assert_eq!(sa.poll_timeout(), None);
+    // With the default (zero) the response is there at once.
+    let mut sa = SaServer::new(
+        SaServerConfig::default(),
+        default_model(2),
+        PartitionConfig::default_config(),
+        Rng::new(1),
+    );
+    sa.handle_mad(
+        t0,
+        MadIn {
+            from: MadAddr::gsi(2),
+            mad: SaMadRepr::class_port_info_get(0).to_bytes().to_vec(),
+        },
+    );
+    assert!(sa.poll_transmit(t0).is_some());
+}
