@@ -33,7 +33,7 @@ mod sm_node;
 pub use events::MoveLidError;
 pub use ipoib::{host_ipv4, IpoibOptions};
 pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};
-pub use sm_node::{SmApp, SmStats, MCAST_DELAY};
+pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
 use crate::capture::Capture;
 use crate::hca::Hca;
@@ -69,7 +69,7 @@ pub struct SubnetOptions {
     pub link: LinkParams,
     /// Subnet-wide SM settings (its `partitions` field is replaced by [`partition_specs`]).
     pub sm: SmOptions,
-    /// SA tunables.
+    /// SA tunables (OpenSM's defaults, with `processing_delay` [`SA_PROCESSING_DELAY`]).
     pub sa: SaServerConfig,
     /// SA client timeouts and retries of every host.
     pub client: SaClientConfig,
@@ -94,7 +94,10 @@ impl SubnetOptions {
             partitions: None,
             link: LinkParams::default(),
             sm: SmOptions::default(),
-            sa: SaServerConfig::default(),
+            sa: SaServerConfig {
+                processing_delay: SA_PROCESSING_DELAY,
+                ..SaServerConfig::default()
+            },
             client: SaClientConfig::default(),
             mcast_delay: MCAST_DELAY,
             auto_join: true,

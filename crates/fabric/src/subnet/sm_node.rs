@@ -8,13 +8,19 @@
 //!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
 //!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
 //!   entries that changed ([`mft_changes`]); a deleted group's entries are cleared.
-//! - Changes are coalesced: the first change arms a timer of [`SmApp::delay`], and when it fires
-//!   the events are drained at once, so a group that 10,000 ports join in a burst is recomputed a
-//!   handful of times, not 10,000 times. OpenSM does the same in spirit: the SA answers the join at
-//!   once and queues the group for the state manager, which reprograms the MFTs later
-//!   (`osm_sa_mcmember_record.c` -> `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`). So, as on a real
-//!   fabric, a member may get its join response before the switches forward the group's packets to
-//!   it.
+//! - Changes are coalesced on both edges of a window of [`SmApp::delay`]: a change that comes
+//!   when no recomputation happened within the last `delay` is written at once (leading edge);
+//!   changes within `delay` of the last recomputation are drained together at the end of that
+//!   window (trailing edge). So a lone join (a SendOnlyNonMember join of a sender, a new member)
+//!   gets its MFT entries right away, while a group that 10,000 ports join in a burst is still
+//!   recomputed only about once per `delay`, not 10,000 times. OpenSM queues the group for its
+//!   state manager, which reprograms the MFTs soon after (`osm_sa_mcmember_record.c` ->
+//!   `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`).
+//! - Together with the SA's processing time ([`SA_PROCESSING_DELAY`], which the subnet gives its
+//!   SA) a lone join's MFT writes (sent at once, landing [`crate::mgmt::CONFIG_DELAY`] later)
+//!   reach the switches before the join response leaves the SA, so the first datagram a new
+//!   sender or member exchanges after its join is forwarded. In a burst a member may still get
+//!   its response before the trailing-edge write, as on a real fabric.
 //!
 //! Invariants: the MFT entries written for a group are always those of the last tree computed for
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
@@ -31,6 +37,15 @@ use std::time::Duration;
 
 /// Default coalescing delay for multicast tree updates.
 pub const MCAST_DELAY: Duration = Duration::from_micros(100);
+
+/// The SA processing time the subnet gives its [`SaServer`]
+/// (`SaServerConfig::processing_delay`): a response leaves the SA this long after its request
+/// came in. It must exceed [`crate::mgmt::CONFIG_DELAY`] plus the SM's leading-edge tree write
+/// (done in the same host step as the join), so that the MFT entries of a lone join are in the
+/// switches before the joiner can send: without it a SendOnlyNonMember sender's first datagram
+/// met a leaf switch with no MFT entry and was dropped. Real SAs take time too (OpenSM on ibsim:
+/// about 10 µs per join, pipelined; docs/BENCHMARKS.md).
+pub const SA_PROCESSING_DELAY: Duration = Duration::from_micros(5);
 
 /// Counters of the SM application.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,7 +69,10 @@ pub struct SmApp {
     sa: AgentId,
     delay: Duration,
     started: bool,
+    /// End of the current coalescing window, when changes wait for it.
     flush_at: Option<Instant>,
+    /// When the trees were last recomputed (start of the current window).
+    last_flush: Option<Instant>,
     lid_of_guid: BTreeMap<u64, u16>,
     /// Last tree written per MLID.
     trees: BTreeMap<u16, MftWrites>,
@@ -82,6 +100,7 @@ impl SmApp {
             delay,
             started: false,
             flush_at: None,
+            last_flush: None,
             lid_of_guid,
             trees: BTreeMap::new(),
             last_write: None,
@@ -191,10 +210,15 @@ impl App for SmApp {
             .get::<SaServer>(self.sa)
             .is_some_and(SaServer::has_events);
         if waiting && self.flush_at.is_none() {
-            self.flush_at = Some(now + self.delay);
+            // Leading edge when the last recomputation is a window ago, else the window's end.
+            self.flush_at = Some(match self.last_flush {
+                Some(t) => (t + self.delay).max(now),
+                None => now,
+            });
         }
         if self.flush_at.is_some_and(|t| t <= now) {
             self.flush_at = None;
+            self.last_flush = Some(now);
             self.flush(now, ctx);
         }
     }
