@@ -9,11 +9,13 @@
 //!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
 //!   entries that changed ([`mft_changes`]); a deleted group's entries are cleared.
 //! - Changes are coalesced on both edges of a window of [`SmApp::delay`]: a change that comes
-//!   when no recomputation happened within the last `delay` is written at once (leading edge);
-//!   changes within `delay` of the last recomputation are drained together at the end of that
-//!   window (trailing edge). So a lone join (a SendOnlyNonMember join of a sender, a new member)
+//!   outside a window is written at once (leading edge) and opens a window; changes inside the
+//!   window are drained together at its end (trailing edge, which opens no window: the next
+//!   change after it is again a leading edge). So a lone join (a SendOnlyNonMember join of a sender, a new member)
 //!   gets its MFT entries right away, while a group that 10,000 ports join in a burst is still
-//!   recomputed only about once per `delay`, not 10,000 times. OpenSM queues the group for its
+//!   recomputed only about once per `delay`, not 10,000 times. Groups of at most [`SMALL_GROUP`]
+//!   members (a solicited-node group and its senders, a small application group) are recomputed
+//!   at once even inside a window: only big groups wait. OpenSM queues the group for its
 //!   state manager, which reprograms the MFTs soon after (`osm_sa_mcmember_record.c` ->
 //!   `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`).
 //! - Together with the SA's processing time ([`SA_PROCESSING_DELAY`], which the subnet gives its
@@ -37,6 +39,10 @@ use std::time::Duration;
 
 /// Default coalescing delay for multicast tree updates.
 pub const MCAST_DELAY: Duration = Duration::from_micros(100);
+
+/// Groups of at most this many members are recomputed at once even inside a coalescing window
+/// (their tree costs about what the SA spends on the join); bigger ones wait for its end.
+pub const SMALL_GROUP: usize = 64;
 
 /// The SA processing time the subnet gives its [`SaServer`]
 /// (`SaServerConfig::processing_delay`): a response leaves the SA this long after its request
@@ -71,8 +77,8 @@ pub struct SmApp {
     started: bool,
     /// End of the current coalescing window, when changes wait for it.
     flush_at: Option<Instant>,
-    /// When the trees were last recomputed (start of the current window).
-    last_flush: Option<Instant>,
+    /// When the last leading-edge recomputation happened: the start of the current window.
+    window_start: Option<Instant>,
     lid_of_guid: BTreeMap<u64, u16>,
     /// Last tree written per MLID.
     trees: BTreeMap<u16, MftWrites>,
@@ -100,7 +106,7 @@ impl SmApp {
             delay,
             started: false,
             flush_at: None,
-            last_flush: None,
+            window_start: None,
             lid_of_guid,
             trees: BTreeMap::new(),
             last_write: None,
@@ -152,11 +158,20 @@ impl SmApp {
         lids
     }
 
-    fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+    /// Recomputes the changed groups: all of them, or with `small` only those of at most
+    /// [`SMALL_GROUP`] members.
+    fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>, small: bool) {
         let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
             return;
         };
-        while let Some(e) = sa.poll_event() {
+        let next = |sa: &mut SaServer| {
+            if small {
+                sa.poll_small_event(SMALL_GROUP)
+            } else {
+                sa.poll_event()
+            }
+        };
+        while let Some(e) = next(sa) {
             self.stats.sa_events += 1;
             match e {
                 SaEvent::GroupCreated { .. } => {}
@@ -210,16 +225,22 @@ impl App for SmApp {
             .get::<SaServer>(self.sa)
             .is_some_and(SaServer::has_events);
         if waiting && self.flush_at.is_none() {
-            // Leading edge when the last recomputation is a window ago, else the window's end.
-            self.flush_at = Some(match self.last_flush {
-                Some(t) => (t + self.delay).max(now),
-                None => now,
+            // Inside the window of the last leading-edge recomputation: at its end; else now,
+            // opening a new window.
+            self.flush_at = Some(match self.window_start {
+                Some(t) if now < t + self.delay => t + self.delay,
+                _ => {
+                    self.window_start = Some(now);
+                    now
+                }
             });
         }
         if self.flush_at.is_some_and(|t| t <= now) {
             self.flush_at = None;
-            self.last_flush = Some(now);
-            self.flush(now, ctx);
+            self.flush(now, ctx, false);
+        } else if waiting {
+            // Inside a window: small groups cost little, update them now.
+            self.flush(now, ctx, true);
         }
     }
 

@@ -265,6 +265,23 @@ impl SaServer {
         None
     }
 
+    /// Like [`SaServer::poll_event`], but leaves out membership changes of groups with more than
+    /// `max_members` members (they stay pending for `poll_event`): lets the subnet manager update
+    /// small groups at once while it coalesces the big ones.
+    pub fn poll_small_event(&mut self, max_members: usize) -> Option<SaEvent> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        let small = self.dirty.iter().copied().find(|g| {
+            self.mc
+                .by_mgid
+                .get(g)
+                .is_none_or(|x| x.members.len() <= max_members)
+        })?;
+        self.dirty.remove(&small);
+        self.mc.membership(&small).or_else(|| self.poll_small_event(max_members))
+    }
+
     /// True when [`SaServer::poll_event`] has something, without building the event: lets the
     /// subnet manager leave membership changes to coalesce until it recomputes its trees (a
     /// `McastGroup` event carries the whole member list, so polling after every join of 10,000
