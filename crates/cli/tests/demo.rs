@@ -375,3 +375,45 @@ fn tshark_reads_the_demo_pcap() {
         "{udp:?}"
     );
 }
+
+/// ibsim's `net.2sw2path4hca`: two switches, the multicast sender's switch holds no member.
+const TWO_SWITCHES: &str = r#"
+Switch 8 "Switch1"
+[1] "Hca1"[1]
+[2] "Hca3"[1]
+[3] "Switch2"[3]
+[5] "Switch2"[5]
+
+Switch 8 "Switch2"
+[1] "Hca2"[1]
+[2] "Hca4"[1]
+[3] "Switch1"[3]
+[5] "Switch1"[5]
+
+Hca 1 "Hca1"
+[1] "Switch1"[1]
+
+Hca 1 "Hca2"
+[1] "Switch2"[1]
+
+Hca 1 "Hca3"
+[1] "Switch1"[2]
+
+Hca 1 "Hca4"
+[1] "Switch2"[2]
+"#;
+
+// Issue 4, §11: the non-member sender's first datagram reaches the members on the other switch
+// (the SM writes a lone join's MFT entries before the SA's answer leaves), and no first IPv6
+// ping waits for a resent neighbour solicitation.
+#[test]
+fn two_switch_demo_delivers_the_first_multicast_datagram() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("2sw.net");
+    std::fs::write(&net, TWO_SWITCHES).unwrap();
+    let o = ipoib_in(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
+    let t = stdout(&o);
+    assert!(o.status.success(), "{t}\n{}", stderr(&o));
+    assert!(t.contains("Received by: Hca2, Hca4 (each member once"), "{t}");
+    assert!(!t.contains("1.000 s "), "a first ping waited for a resend: {t}");
+}
