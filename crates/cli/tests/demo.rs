@@ -414,6 +414,12 @@ fn two_switch_demo_delivers_the_first_multicast_datagram() {
     let o = ipoib_in(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
     let t = stdout(&o);
     assert!(o.status.success(), "{t}\n{}", stderr(&o));
-    assert!(t.contains("Received by: Hca2, Hca4 (each member once"), "{t}");
-    assert!(!t.contains("1.000 s "), "a first ping waited for a resend: {t}");
+    assert!(
+        t.contains("Received by: Hca2, Hca4 (each member once"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("1.000 s "),
+        "a first ping waited for a resend: {t}"
+    );
 }

@@ -64,8 +64,7 @@ fn first_datagram_of_a_non_member_on_another_switch_reaches_every_member() {
     assert!(run_until_attached(&mut net, &members, mgid));
     // Send right after the members' tree was written, as the demo does.
     net.with_ipoib(sender, |a, _| {
-        a.ip_mut()
-            .send_udp(4000, IpAddr::V4(GROUP), 5000, b"first")
+        a.ip_mut().send_udp(4000, IpAddr::V4(GROUP), 5000, b"first")
     })
     .unwrap()
     .unwrap();

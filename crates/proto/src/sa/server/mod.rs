@@ -279,7 +279,9 @@ impl SaServer {
                 .is_none_or(|x| x.members.len() <= max_members)
         })?;
         self.dirty.remove(&small);
-        self.mc.membership(&small).or_else(|| self.poll_small_event(max_members))
+        self.mc
+            .membership(&small)
+            .or_else(|| self.poll_small_event(max_members))
     }
 
     /// True when [`SaServer::poll_event`] has something, without building the event: lets the

@@ -148,7 +148,9 @@ fn sa_processing_delay_holds_responses_in_order() {
     }
     assert!(sa.poll_transmit(t1).is_none());
     assert_eq!(sa.poll_timeout(), Some(t0 + delay));
-    assert!(sa.poll_transmit(t0 + (delay - Duration::from_nanos(1))).is_none());
+    assert!(sa
+        .poll_transmit(t0 + (delay - Duration::from_nanos(1)))
+        .is_none());
     let a = sa.poll_transmit(t0 + delay).expect("first response");
     assert_eq!(a.to.lid, 2);
     assert!(sa.poll_transmit(t0 + delay).is_none());
