@@ -102,48 +102,28 @@ impl SaServer {
             g.subnet_prefix() == model.subnet_prefix
                 || g.subnet_prefix() == Gid::DEFAULT_SUBNET_PREFIX
         };
-        let mut src_gid_port = None;
-        let mut src_lid_port = None;
-        let mut dst_gid_port = None;
-        let mut dst_lid_port = None;
-        if mask & pm::SGID != 0 {
-            if !prefix_ok(&p.sgid) {
-                return Ok(Vec::new());
+        // Each end the mask names must be a known port, or there is no record (newer OpenSM
+        // `osm_pr_rcv_process`). GIDs are looked up in the port index, as LIDs are.
+        let by_gid = |g: &Gid| {
+            if prefix_ok(g) {
+                self.port_index_by_guid(g.interface_id())
+            } else {
+                None
             }
-            match model
-                .ports
-                .iter()
-                .position(|x| x.port_guid.0 == p.sgid.interface_id())
-            {
-                Some(i) => src_gid_port = Some(i),
-                None => return Ok(Vec::new()),
-            }
-        }
-        if mask & pm::SLID != 0 {
-            match self.port_index_by_lid(p.slid) {
-                Some(i) => src_lid_port = Some(i),
-                None => return Ok(Vec::new()),
-            }
-        }
-        if mask & pm::DGID != 0 {
-            if !prefix_ok(&p.dgid) {
-                return Ok(Vec::new());
-            }
-            match model
-                .ports
-                .iter()
-                .position(|x| x.port_guid.0 == p.dgid.interface_id())
-            {
-                Some(i) => dst_gid_port = Some(i),
-                None => return Ok(Vec::new()),
-            }
-        }
-        if mask & pm::DLID != 0 {
-            match self.port_index_by_lid(p.dlid) {
-                Some(i) => dst_lid_port = Some(i),
-                None => return Ok(Vec::new()),
-            }
-        }
+        };
+        let end = |bit: u64, find: Option<usize>| match (mask & bit != 0, find) {
+            (false, _) => Ok(None),
+            (true, Some(i)) => Ok(Some(i)),
+            (true, None) => Err(()),
+        };
+        let (Ok(src_gid_port), Ok(src_lid_port), Ok(dst_gid_port), Ok(dst_lid_port)) = (
+            end(pm::SGID, by_gid(&p.sgid)),
+            end(pm::SLID, self.port_index_by_lid(p.slid)),
+            end(pm::DGID, by_gid(&p.dgid)),
+            end(pm::DLID, self.port_index_by_lid(p.dlid)),
+        ) else {
+            return Ok(Vec::new());
+        };
         if matches!((src_gid_port, src_lid_port), (Some(a), Some(b)) if a != b)
             || matches!((dst_gid_port, dst_lid_port), (Some(a), Some(b)) if a != b)
         {
