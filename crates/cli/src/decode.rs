@@ -1,10 +1,10 @@
 //! `ipoib decode`: reads a capture (or hex lines) and prints each packet through the wire crate's
 //! layer-by-layer decoder, as text for people or JSON lines for machines.
 
-use crate::render::{Json, Text};
 use ipoib_wire::decode::Decoder;
 use ipoib_wire::describe::{Describer, Value};
 use ipoib_wire::pcap::PcapReader;
+use ipoib_wire::render::{Json, Text};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;

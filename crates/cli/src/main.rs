@@ -2,7 +2,6 @@
 
 mod decode;
 mod demo;
-mod render;
 mod sim;
 mod topology_arg;
 

@@ -6,11 +6,11 @@
 //! Exit status: 0 when every host joined before the simulated deadline, 1 when some did not (with
 //! the first few named), 2 for bad arguments or unreadable files.
 
-use crate::render::escape;
 use ipoib_fabric::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::topology::Topology;
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions::{self, PartitionConfig};
+use ipoib_wire::render::escape;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;

@@ -6,12 +6,13 @@
 
 mod common;
 
-use common::{JsonLike, Null, FULL_ECHO_DATA, SMALL_ECHO_DATA};
+use common::{Null, FULL_ECHO_DATA, SMALL_ECHO_DATA};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ipoib_wire::crc;
 use ipoib_wire::decode::Decoder;
 use ipoib_wire::ipoib::IpoibFrame;
 use ipoib_wire::packet::Packet;
+use ipoib_wire::render::Json;
 use std::hint::black_box;
 
 /// The four UD IPoIB ICMP frames: (name, IPoIB payload, whole packet).
@@ -141,13 +142,15 @@ fn decode(c: &mut Criterion) {
                 }
             })
         });
-        let mut j = JsonLike::default();
+        // The renderer `ipoib decode --json` uses, reusing its buffer between packets.
+        let mut j = Json::lines();
         g.bench_function(BenchmarkId::new("json", &id), |b| {
             b.iter(|| {
                 for p in &set {
-                    j.begin();
+                    j.out.clear();
+                    j.open();
                     dec.packet(black_box(p), &mut j).unwrap();
-                    j.end();
+                    j.close();
                     black_box(j.out.len());
                 }
             })

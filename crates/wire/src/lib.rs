@@ -43,8 +43,9 @@ pub mod private_data;
 // Capture files.
 pub mod pcap;
 
-// Layer-by-layer decoding of whole packets (used by `ipoib decode`).
+// Layer-by-layer decoding of whole packets (used by `ipoib decode`), and its text/JSON renderers.
 pub mod decode;
+pub mod render;
 
 // Sample packets of every kind, for tests, benchmarks and demos.
 pub mod samples;

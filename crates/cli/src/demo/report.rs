@@ -2,9 +2,9 @@
 //! for machines. Nothing here runs the simulation.
 
 use super::{Args, GROUP_PORT};
-use crate::render::escape;
 use ipoib_fabric::ipoib::{FrameStats, ResolutionKind};
 use ipoib_wire::ipoib::HwAddr;
+use ipoib_wire::render::escape;
 use ipoib_wire::sa::{JoinState, McMemberRecordRepr};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -6,7 +6,7 @@
 //! Shared by two targets, each of which uses part of it.
 #![allow(dead_code)]
 
-use ipoib_wire::describe::{push_uint, render_into, Describer, Value};
+use ipoib_wire::describe::{Describer, Value};
 use ipoib_wire::ib::{
     AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr, Opcode, Syndrome,
 };
@@ -17,7 +17,6 @@ use ipoib_wire::ipoib::{
 use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::sa::{PathRecordRepr, SaMadRepr};
 use ipoib_wire::Gid;
-use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
 /// IB MTU of the "full" frames: the payload after the transport headers is at most this.
@@ -198,101 +197,4 @@ impl Describer for Null {
     fn field(&mut self, _name: &str, _value: Value<'_>) {}
     fn enter(&mut self, _name: &str) {}
     fn leave(&mut self) {}
-}
-
-/// A describer that renders one JSON object per packet, the way `ipoib decode --json` does
-/// (crates/cli/src/render.rs: nested groups, named codes as number plus `_name`, hex and addresses
-/// as strings, written straight into `out` with `describe::render_into`), reusing its buffer
-/// between packets.
-#[derive(Debug, Default)]
-pub struct JsonLike {
-    /// The rendered object.
-    pub out: String,
-    first: Vec<bool>,
-}
-
-impl JsonLike {
-    /// Starts a new object, keeping the buffer's capacity.
-    pub fn begin(&mut self) {
-        self.out.clear();
-        self.out.push('{');
-        self.first.clear();
-        self.first.push(true);
-    }
-
-    /// Closes every open object.
-    pub fn end(&mut self) {
-        while self.first.pop().is_some() {
-            self.out.push('}');
-        }
-    }
-
-    fn key(&mut self, name: &str, suffix: &str) {
-        if let Some(first) = self.first.last_mut() {
-            if !*first {
-                self.out.push(',');
-            }
-            *first = false;
-        }
-        self.string_open(name);
-        self.out.push_str(suffix);
-        self.out.push_str("\":");
-    }
-
-    /// The opening quote and `s`, escaped; runs without specials are copied whole.
-    fn string_open(&mut self, s: &str) {
-        self.out.push('"');
-        let mut start = 0;
-        for (i, &b) in s.as_bytes().iter().enumerate() {
-            if b >= 0x20 && b != b'"' && b != b'\\' {
-                continue;
-            }
-            self.out.push_str(&s[start..i]);
-            match b {
-                b'"' => self.out.push_str("\\\""),
-                b'\\' => self.out.push_str("\\\\"),
-                _ => {
-                    let _ = write!(self.out, "\\u{:04x}", b);
-                }
-            }
-            start = i + 1;
-        }
-        self.out.push_str(&s[start..]);
-    }
-}
-
-impl Describer for JsonLike {
-    fn field(&mut self, name: &str, value: Value<'_>) {
-        self.key(name, "");
-        match value {
-            Value::Uint(n) => push_uint(&mut self.out, n),
-            Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
-            Value::Named(n, s) => {
-                push_uint(&mut self.out, n);
-                self.key(name, "_name");
-                self.string_open(s);
-                self.out.push('"');
-            }
-            Value::Str(s) => {
-                self.string_open(s);
-                self.out.push('"');
-            }
-            other => {
-                self.out.push('"');
-                render_into(&mut self.out, &other);
-                self.out.push('"');
-            }
-        }
-    }
-    fn enter(&mut self, name: &str) {
-        self.key(name, "");
-        self.out.push('{');
-        self.first.push(true);
-    }
-    fn leave(&mut self) {
-        if self.first.len() > 1 {
-            self.first.pop();
-            self.out.push('}');
-        }
-    }
 }

@@ -1,7 +1,7 @@
 //! Renderers for `ipoib decode`: an indented tree for people and one JSON object per line for machines.
 //! Both receive the fields of a packet through the wire crate's [`Describer`].
 
-use ipoib_wire::describe::{push_uint, render_into, Describer, Value};
+use crate::describe::{push_uint, render_into, Describer, Value};
 
 // Both renderers write straight into their `out` string with `describe::render_into` and the
 // `push_*` helpers: no `String` per field, no `format!`. Reuse one renderer across packets
@@ -75,7 +75,7 @@ impl Describer for Text {
 /// after another into the same `out` with [`Json::open`] and [`Json::close`].
 #[derive(Debug)]
 pub struct Json {
-    /// The rendered object(s); call [`Json::close`] (or `finish` in tests) before reading it.
+    /// The rendered object(s); call [`Json::close`] or [`Json::finish`] before reading it.
     pub out: String,
     /// One entry per open object: whether it has no member yet.
     first: Vec<bool>,
@@ -114,21 +114,22 @@ impl Json {
 
     /// Writes the separator and the quoted key `name` followed by `suffix`.
     fn key_with(&mut self, name: &str, suffix: &str) {
-        let first = self
-            .first
-            .last_mut()
-            .expect("fields are only described into an open object");
-        if !*first {
-            self.out.push(',');
+        if self.first.is_empty() {
+            // A field described before `open`: start the object rather than write invalid JSON.
+            self.open();
         }
-        *first = false;
+        if let Some(first) = self.first.last_mut() {
+            if !*first {
+                self.out.push(',');
+            }
+            *first = false;
+        }
         escape_open(&mut self.out, name);
         self.out.push_str(suffix);
         self.out.push_str("\":");
     }
 
     /// Closes every open object and returns the JSON text.
-    #[cfg(test)]
     pub fn finish(mut self) -> String {
         self.close();
         self.out
