@@ -1,5 +1,5 @@
 //! `ipoib demo`: the README's main command. It builds a small InfiniBand subnet in one process
-//! ([`ipoib_fabric::subnet::Subnet`] with IPoIB on every host), brings IPoIB up on every host
+//! ([`ipoib_fabric::node::subnet::Subnet`] with IPoIB on every host), brings IPoIB up on every host
 //! (draft-ietf-ipoib-ip-over-infiniband-06 §5: the broadcast join, carrier after it), and shows
 //! what a person wants to see: every host's LID, GID, link-layer address and IP addresses; the ARP
 //! and ND resolutions the first pings cause; IPv4 and IPv6 ping between all pairs (a bounded,
@@ -16,10 +16,10 @@
 
 mod report;
 
-use ipoib_fabric::capture::Capture;
-use ipoib_fabric::ipoib::Resolution;
-use ipoib_fabric::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::capture::Capture;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::ipoib::Resolution;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
@@ -215,7 +215,7 @@ fn scenario(net: &mut Subnet, args: &Args) -> Report {
     // the totals only.
     let mut seen = std::collections::BTreeSet::new();
     resolutions.retain(|r| seen.insert((r.host, r.ip)));
-    let mut totals = ipoib_fabric::ipoib::FrameStats::default();
+    let mut totals = ipoib_fabric::node::ipoib::FrameStats::default();
     let mut paths = 0;
     for i in 0..n {
         if let Some(a) = net.ipoib_app(i) {

@@ -1,4 +1,4 @@
-//! `ipoib sim`: brings up an emulated subnet of N hosts ([`ipoib_fabric::subnet::Subnet`]): the
+//! `ipoib sim`: brings up an emulated subnet of N hosts ([`ipoib_fabric::node::subnet::Subnet`]): the
 //! subnet manager configures every port and forwarding table, every host gets a LID and joins the
 //! IPoIB broadcast group of its partitions through real SA MADs, and the command reports the wall
 //! time, simulated time, packets, bytes, events, peak memory and the SA's group table.
@@ -6,8 +6,8 @@
 //! Exit status: 0 when every host joined before the simulated deadline, 1 when some did not (with
 //! the first few named), 2 for bad arguments or unreadable files.
 
-use ipoib_fabric::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions::{self, PartitionConfig};
 use ipoib_wire::render::escape;
@@ -295,7 +295,7 @@ impl Report {
                 g.mlid,
                 g.pkey,
                 g.qkey,
-                ipoib_fabric::hca::mtu_bytes(g.mtu),
+                ipoib_fabric::hw::hca::mtu_bytes(g.mtu),
                 g.members,
                 if g.well_known {
                     " (partitions.conf)"
@@ -341,7 +341,7 @@ impl Report {
             let _ = write!(
                 o,
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
-                g.mlid, g.pkey, g.qkey, ipoib_fabric::hca::mtu_bytes(g.mtu), g.members, g.well_known
+                g.mlid, g.pkey, g.qkey, ipoib_fabric::hw::hca::mtu_bytes(g.mtu), g.members, g.well_known
             );
         }
         o.push(']');

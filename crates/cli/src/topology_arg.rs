@@ -1,6 +1,6 @@
 //! The `--topology` and `--hosts` arguments shared by `ipoib sim` and `ipoib demo`.
 
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
 
 /// `topology` is `fat-tree`, `single-switch` or an ibnetdiscover/ibsim net file; `hosts` is the number
 /// of hosts of a generated topology (`default_hosts` when not given; an error when neither is), and

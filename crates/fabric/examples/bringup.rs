@@ -5,9 +5,9 @@
 //! `cargo run --release -p ipoib-fabric --example bringup -- [HOSTS] [fat-tree|single-switch|NETFILE]`
 //! (default 10000 hosts on a fat tree).
 
-use ipoib_fabric::link::LinkParams;
-use ipoib_fabric::sm::{SmOptions, SubnetManager};
-use ipoib_fabric::topology::{build, Topology};
+use ipoib_fabric::hw::link::LinkParams;
+use ipoib_fabric::hw::topology::{build, Topology};
+use ipoib_fabric::node::sm::{SmOptions, SubnetManager};
 use ipoib_fabric::{Config, Device, Instant, Simulator, Tx};
 use std::any::Any;
 use std::time::Instant as Wall;

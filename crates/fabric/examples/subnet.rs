@@ -1,11 +1,11 @@
 //! Whole-subnet bring-up with real SA traffic: builds a fat tree (or a single switch, or a net file)
-//! of N hosts with [`ipoib_fabric::subnet::Subnet`], runs until every host has a LID and joined
+//! of N hosts with [`ipoib_fabric::node::subnet::Subnet`], runs until every host has a LID and joined
 //! the IPoIB broadcast group, and prints the wall time, simulated time and counters.
 //!
 //! `cargo run --release -p ipoib-fabric --example subnet -- [HOSTS] [fat-tree|single-switch|NETFILE] [SEED]`
 
-use ipoib_fabric::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use std::time::{Duration, Instant as Wall};
 

@@ -1,6 +1,12 @@
-//! The emulated InfiniBand hardware and subnet: a deterministic discrete-event simulator ([`sim`]),
-//! links with latency, bandwidth and faults ([`link`]), capture to pcap ([`capture`]), and the
-//! devices that sit on it (HCAs, switches, the subnet manager).
+//! The emulated InfiniBand hardware and subnet, in two halves:
+//!
+//! - [`hw`], the emulated hardware: a deterministic discrete-event simulator ([`hw::sim`]), links with
+//!   latency, bandwidth and faults ([`hw::link`]), capture to pcap ([`hw::capture`]), HCAs, switches,
+//!   the RC/UC engine, verbs, the management interface and topologies;
+//! - [`node`], the host software that runs on that hardware: hosts, the subnet manager, IPoIB
+//!   interfaces and the assembled [`node::subnet::Subnet`].
+//!
+//! Dependencies run one way: `node` uses `hw`, `hw` never uses `node`.
 //!
 //! Invariants: virtual time only (no clock, no threads); every random choice comes from the
 //! simulator's seeded [`ipoib_proto::rng::Rng`]; events at the same instant run in the order they
@@ -10,20 +16,9 @@
 
 #![forbid(unsafe_code)]
 
-pub mod capture;
-pub mod hca;
-pub mod host;
-pub mod ipoib;
-pub mod link;
-pub mod mgmt;
-pub mod rc;
-pub mod sim;
-pub mod sm;
-pub mod subnet;
-pub mod switch;
-pub mod topology;
-pub mod verbs;
+pub mod hw;
+pub mod node;
 
+pub use hw::mgmt::{Config, PortConfig, PortState};
+pub use hw::sim::{Device, NodeId, PortRef, Simulator, Tx};
 pub use ipoib_proto::time::Instant;
-pub use mgmt::{Config, PortConfig, PortState};
-pub use sim::{Device, NodeId, PortRef, Simulator, Tx};

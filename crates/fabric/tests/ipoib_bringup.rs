@@ -6,9 +6,9 @@
 mod common;
 
 use common::{at, SeedGuard};
-use ipoib_fabric::subnet::{IpoibOptions, Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
-use ipoib_fabric::verbs::QpState;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::hw::verbs::QpState;
+use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §5 (FullMember join, carrier after it), §7 (MTU 2044),

@@ -4,7 +4,7 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
 use ipoib_util::*;
 use ipoib_wire::pcap::PcapReader;
 use std::net::{IpAddr, Ipv4Addr};

@@ -6,8 +6,8 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::hca::DropReason;
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::topology::Topology;
 use ipoib_util::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
 use ipoib_wire::sa::JoinState;
@@ -52,7 +52,7 @@ fn delivered_to_exactly_the_members_through_the_mfts() {
         (bcast.q_key, bcast.mtu, bcast.sl)
     );
     let mlid = g.record.mlid;
-    let not_attached = |net: &ipoib_fabric::subnet::Subnet, i: usize| {
+    let not_attached = |net: &ipoib_fabric::node::subnet::Subnet, i: usize| {
         net.host_device(i)
             .hca()
             .counters()

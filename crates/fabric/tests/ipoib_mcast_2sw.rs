@@ -7,7 +7,7 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
 use ipoib_util::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
 use std::net::{IpAddr, Ipv4Addr};
@@ -42,7 +42,7 @@ Hca 1 "b1"
 [1] "sw2"[2]
 "#;
 
-fn host(net: &ipoib_fabric::subnet::Subnet, name: &str) -> usize {
+fn host(net: &ipoib_fabric::node::subnet::Subnet, name: &str) -> usize {
     (0..net.host_count())
         .find(|&i| net.topology().nodes()[net.host(i).topo_node].name == name)
         .expect("host")

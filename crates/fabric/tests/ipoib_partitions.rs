@@ -8,8 +8,8 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::subnet::{IpoibOptions, Subnet};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{IpoibOptions, Subnet};
 use ipoib_proto::ipoib::{DropReason, InterfaceConfig};
 use ipoib_proto::partitions;
 use ipoib_util::*;

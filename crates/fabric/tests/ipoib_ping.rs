@@ -5,8 +5,8 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::ipoib::ResolutionKind;
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::ipoib::ResolutionKind;
 use ipoib_proto::ipoib::NeighbourState;
 use ipoib_util::*;
 use std::net::IpAddr;
@@ -15,9 +15,9 @@ use std::time::Duration;
 /// Every host's neighbour entry for every other host's `addr` is resolved to that host's
 /// link-layer address (§9.1.1: flags, UD QPN, port GID).
 fn assert_neighbours(
-    net: &ipoib_fabric::subnet::Subnet,
+    net: &ipoib_fabric::node::subnet::Subnet,
     n: usize,
-    addr: fn(&ipoib_fabric::subnet::Subnet, usize) -> IpAddr,
+    addr: fn(&ipoib_fabric::node::subnet::Subnet, usize) -> IpAddr,
 ) {
     for a in 0..n {
         let table = net.interface(a).unwrap().neighbours();

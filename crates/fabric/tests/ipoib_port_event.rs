@@ -7,12 +7,12 @@
 
 mod ipoib_util;
 
-use ipoib_fabric::sim::PortRef;
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::sim::PortRef;
+use ipoib_fabric::hw::topology::Topology;
 use ipoib_util::*;
 use std::time::Duration;
 
-fn all_answered(net: &ipoib_fabric::subnet::Subnet, sent: &[Sent], within: Duration) {
+fn all_answered(net: &ipoib_fabric::node::subnet::Subnet, sent: &[Sent], within: Duration) {
     for &s in sent {
         let r = rtt(net, s).unwrap_or_else(|| panic!("{} -> {} unanswered", s.0, s.1));
         assert!(r < within, "{} -> {}: {r:?}", s.0, s.1);

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{at, SeedGuard};
-use ipoib_fabric::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_wire::mad::Method;
 use ipoib_wire::pcap::PcapReader;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};

@@ -7,11 +7,11 @@
 mod common;
 
 use common::{at, SeedGuard};
-use ipoib_fabric::hca::DropReason;
-use ipoib_fabric::link::Fault;
-use ipoib_fabric::subnet::{JoinStatus, Subnet, SubnetOptions};
-use ipoib_fabric::switch::{self, Switch};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::link::Fault;
+use ipoib_fabric::hw::switch::{self, Switch};
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_fabric::PortRef;
 
 // IBA 1 §7.8.1 (ICRC), §7.8.2 (VCRC); issue 3 "corrupt bytes (the receiver's ICRC/VCRC check must

@@ -9,9 +9,9 @@
 mod common;
 
 use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
-use ipoib_fabric::hca::DropReason;
-use ipoib_fabric::subnet::{JoinStatus, Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::ib::BthRepr;
 use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
@@ -79,7 +79,7 @@ fn members(net: &Subnet, mgid: Gid) -> Option<BTreeSet<Gid>> {
 fn multicast_once(
     net: &mut Subnet,
     from: usize,
-    qps: &[(u32, ipoib_fabric::hca::CqId)],
+    qps: &[(u32, ipoib_fabric::hw::hca::CqId)],
     mlid: u16,
     mgid: Gid,
     tag: u8,
@@ -187,7 +187,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     for &i in &group {
         let node = net.host(i).node;
         net.sim_mut()
-            .with_node::<ipoib_fabric::host::Host, _>(node, |h, _, _| {
+            .with_node::<ipoib_fabric::node::host::Host, _>(node, |h, _, _| {
                 h.hca_mut().attach_mcast(qps[i].0, mgid, created.mlid)
             })
             .unwrap()

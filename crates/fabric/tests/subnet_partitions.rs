@@ -10,10 +10,10 @@
 mod common;
 
 use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
-use ipoib_fabric::hca::DropReason;
-use ipoib_fabric::subnet::{JoinStatus, Subnet, SubnetOptions};
-use ipoib_fabric::switch::{self, Switch};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::switch::{self, Switch};
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_proto::partitions;
 use ipoib_proto::sa::SaClientError;
 use ipoib_wire::ib::BthRepr;
@@ -173,7 +173,7 @@ fn other_partition_receives_nothing() {
         let node = net.host(i).node;
         let q = qa[i - 1].0;
         net.sim_mut()
-            .with_node::<ipoib_fabric::host::Host, _>(node, |h, _, _| {
+            .with_node::<ipoib_fabric::node::host::Host, _>(node, |h, _, _| {
                 h.hca_mut().attach_mcast(q, mgid, mlid)
             })
             .unwrap()

@@ -8,11 +8,11 @@
 mod common;
 
 use common::{at, seed, SeedGuard};
-use ipoib_fabric::host::Host;
-use ipoib_fabric::mgmt::PortState;
-use ipoib_fabric::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::switch::Switch;
-use ipoib_fabric::topology::{End, NodeKind, Topology};
+use ipoib_fabric::hw::mgmt::PortState;
+use ipoib_fabric::hw::switch::Switch;
+use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
+use ipoib_fabric::node::host::Host;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};

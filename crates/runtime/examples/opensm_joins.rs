@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use ipoib_fabric::topology::{NodeKind, Topology};
+use ipoib_fabric::hw::topology::{NodeKind, Topology};
 use ipoib_runtime::ibsim::opensm::{smp_get_on, Fabric, FabricConfig, Setup};
 use ipoib_runtime::ibsim::IbsimClient;
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};

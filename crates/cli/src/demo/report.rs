@@ -2,7 +2,7 @@
 //! for machines. Nothing here runs the simulation.
 
 use super::{Args, GROUP_PORT};
-use ipoib_fabric::ipoib::{FrameStats, ResolutionKind};
+use ipoib_fabric::node::ipoib::{FrameStats, ResolutionKind};
 use ipoib_wire::ipoib::HwAddr;
 use ipoib_wire::render::escape;
 use ipoib_wire::sa::{JoinState, McMemberRecordRepr};

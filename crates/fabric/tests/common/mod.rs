@@ -3,12 +3,12 @@
 
 #![allow(dead_code)]
 
-use ipoib_fabric::hca::{CqId, ModifyQp, QpInit};
-use ipoib_fabric::host::Host;
-use ipoib_fabric::subnet::Subnet;
-use ipoib_fabric::verbs::{
+use ipoib_fabric::hw::hca::{CqId, ModifyQp, QpInit};
+use ipoib_fabric::hw::verbs::{
     AddressHandle, Completion, GlobalRoute, QpType, Qpn, RecvWr, SendOp, SendWr, UdDest, WcOpcode,
 };
+use ipoib_fabric::node::host::Host;
+use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::Instant;
 use ipoib_wire::Gid;
 use std::time::Duration;

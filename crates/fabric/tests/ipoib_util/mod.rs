@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
-use ipoib_fabric::ipoib::IpoibApp;
-use ipoib_fabric::subnet::{IpoibOptions, Subnet, SubnetOptions};
-use ipoib_fabric::topology::Topology;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::ipoib::IpoibApp;
+use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use std::net::IpAddr;
 use std::time::Duration;

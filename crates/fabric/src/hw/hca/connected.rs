@@ -1,0 +1,73 @@
+//! The hook for reliable and unreliable connected QPs (RC/UC): the HCA keeps the link and network
+//! layers (LRH, GRH, P_Key, CRCs, port state) and hands the transport part of each packet to a
+//! [`ConnectedEngine`], the standalone state machine of `crate::hw::rc`. Install one with
+//! [`super::Hca::set_engine_factory`]; by default every HCA uses [`crate::hw::rc::engine_factory`].
+//!
+//! Division of work:
+//! - receive: the HCA checks CRCs, DLID, port state, QP state (RTR or later), that the opcode's
+//!   transport is the QP's, and the P_Key against the QP's P_Key index (IBA 1 §10.9.3); then
+//!   [`ConnectedEngine::handle_packet`] gets BTH, extended headers and payload (plus SLID/SL/GRH for
+//!   its own source checks).
+//! - transmit: [`ConnectedEngine::poll_transmit`] gives BTH (opcode, DestQP, PSN, flags),
+//!   extended headers and payload; the HCA sets the BTH P_Key from the QP's P_Key index, adds
+//!   the LRH (DLID/SL/path bits of the QP's path, VL 0) and the GRH when the path has one, and
+//!   computes the CRCs.
+//! - completions: [`ConnectedEngine::poll_completion`]; receive opcodes go to the receive CQ,
+//!   the others to the send CQ.
+
+use super::error::VerbsError;
+use crate::hw::verbs::{Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::{BthRepr, ExtHeaders, GrhRepr};
+
+/// The transport part of an RC/UC packet (BTH onwards, without ICRC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportPacket {
+    /// BTH (the HCA overwrites the P_Key when sending).
+    pub bth: BthRepr,
+    /// Extended transport headers (RETH, AETH, ImmDt, ...).
+    pub ext: ExtHeaders,
+    /// Payload without pad.
+    pub payload: Vec<u8>,
+}
+
+/// Where an incoming packet came from (for the engine's checks, IBA 1 §9.6.1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketSource {
+    /// LRH SLID.
+    pub slid: u16,
+    /// LRH SL.
+    pub sl: u8,
+    /// GRH, when present.
+    pub grh: Option<GrhRepr>,
+}
+
+/// A connected-QP transport engine (one per QP).
+pub trait ConnectedEngine {
+    /// The QP moves to `to`; `attr` for RTR/RTS.
+    fn modify(
+        &mut self,
+        now: Instant,
+        to: QpState,
+        attr: Option<&ConnectedAttr>,
+    ) -> Result<(), VerbsError>;
+    /// The state the engine is in (it may move itself to Error/SQE).
+    fn state(&self) -> QpState;
+    /// A send work request.
+    fn post_send(&mut self, now: Instant, wr: SendWr) -> Result<(), VerbsError>;
+    /// A receive work request.
+    fn post_recv(&mut self, wr: RecvWr) -> Result<(), VerbsError>;
+    /// A packet for this QP passed the HCA's checks.
+    fn handle_packet(&mut self, now: Instant, from: PacketSource, pkt: TransportPacket);
+    /// The next packet to send, if any.
+    fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket>;
+    /// The next completion, if any.
+    fn poll_completion(&mut self) -> Option<Completion>;
+    /// When `handle_timeout` is next needed.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Timers due (tolerates early or repeated calls).
+    fn handle_timeout(&mut self, now: Instant);
+}
+
+/// Makes the engine of a new RC/UC QP.
+pub type EngineFactory = Box<dyn FnMut(QpType, Qpn) -> Box<dyn ConnectedEngine>>;

@@ -1,0 +1,171 @@
+//! Errors of verbs calls ([`VerbsError`]) and the reasons the HCA drops packets ([`DropReason`],
+//! counted in [`HcaCounters`]). A bad call is refused with an error and changes nothing; a bad packet
+//! from the network is dropped and counted, never a panic.
+
+use crate::hw::verbs::{QpState, Qpn};
+use core::fmt;
+
+/// Identifies a completion queue of one HCA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CqId(pub u32);
+
+/// Why a verbs call was refused (the call had no effect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerbsError {
+    /// No QP with this number (or handle).
+    UnknownQp(Qpn),
+    /// No CQ with this id.
+    UnknownCq(CqId),
+    /// The HCA has no such port.
+    NoSuchPort(u8),
+    /// The operation is not allowed in the QP's current state (IBA 1 §10.3.1, e.g. post_send
+    /// outside RTS, post_recv in Reset).
+    WrongState {
+        /// The QP.
+        qpn: Qpn,
+        /// Its state.
+        state: QpState,
+    },
+    /// modify_qp asked for a transition the QP state diagram does not have (IBA 1 §10.3.1).
+    InvalidTransition {
+        /// Current state.
+        from: QpState,
+        /// Requested state.
+        to: QpState,
+    },
+    /// The P_Key index is outside the port's P_Key table.
+    BadPkeyIndex(u16),
+    /// The message is longer than the largest message the QP type allows (2^31 bytes, IBA 1
+    /// §9.4.1; UD: one packet, checked against the port MTU at send time).
+    MessageTooLong {
+        /// Bytes asked for.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The request is malformed for this QP (e.g. a UD send without a destination).
+    InvalidArgument(&'static str),
+    /// The HCA does not implement this (e.g. RC/UC without a connected-QP engine).
+    Unsupported(&'static str),
+    /// The 24-bit QPN space is exhausted.
+    NoQpnLeft,
+}
+
+impl fmt::Display for VerbsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerbsError::UnknownQp(q) => write!(f, "unknown QP {q:#x}"),
+            VerbsError::UnknownCq(c) => write!(f, "unknown CQ {}", c.0),
+            VerbsError::NoSuchPort(p) => write!(f, "no port {p}"),
+            VerbsError::WrongState { qpn, state } => {
+                write!(f, "QP {qpn:#x} is in state {state:?}")
+            }
+            VerbsError::InvalidTransition { from, to } => {
+                write!(f, "invalid QP transition {from:?} -> {to:?}")
+            }
+            VerbsError::BadPkeyIndex(i) => write!(f, "P_Key index {i} outside the table"),
+            VerbsError::MessageTooLong { len, max } => {
+                write!(f, "message of {len} bytes longer than {max}")
+            }
+            VerbsError::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            VerbsError::Unsupported(s) => write!(f, "unsupported: {s}"),
+            VerbsError::NoQpnLeft => f.write_str("no QP number left"),
+        }
+    }
+}
+
+impl std::error::Error for VerbsError {}
+
+macro_rules! drop_reasons {
+    ($($(#[$m:meta])* $name:ident,)*) => {
+        /// Why the HCA discarded a packet (received or about to be sent).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum DropReason { $($(#[$m])* $name,)* }
+
+        impl DropReason {
+            /// Every reason, in declaration order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$name,)*];
+        }
+    };
+}
+
+drop_reasons! {
+    /// Lengths or headers do not parse (IBA 1 §7.7, §9.2).
+    Malformed,
+    /// VCRC mismatch (IBA 1 §7.8.2).
+    BadVcrc,
+    /// ICRC mismatch (IBA 1 §7.8.1).
+    BadIcrc,
+    /// Raw packet (LNH 0/1): no raw QPs here.
+    Raw,
+    /// Arrived on a port number the HCA does not have.
+    NoSuchPort,
+    /// The port is Down, or not yet Armed/Active for a non-management packet (IBA 1 §7.2).
+    PortNotActive,
+    /// DLID is neither this port's LID range nor an attached multicast LID (IBA 1 §7.11.1).
+    BadDlid,
+    /// VL15 not to QP0, or QP0 not on VL15 (IBA 1 §7.6.3, §14.2.2.1).
+    BadVl,
+    /// Multicast DLID without a GRH (IBA 1 §10.5.2: multicast packets carry a GRH).
+    McastNoGrh,
+    /// Multicast DLID/DGID with no QP of this port attached (IBA 1 §10.5.2).
+    McastNotAttached,
+    /// Multicast packet whose BTH DestQP is not 0xFFFFFF (IBA 1 §9.2).
+    McastBadQpn,
+    /// No QP with the BTH DestQP on this port.
+    UnknownQp,
+    /// The QP cannot receive in its state (Reset/Init, IBA 1 §10.3.1).
+    QpNotReady,
+    /// Opcode of a transport the QP does not run, or an opcode UD does not have.
+    BadOpcode,
+    /// P_Key does not match (IBA 1 §10.9.3).
+    PkeyMismatch,
+    /// Q_Key does not match the QP's (IBA 1 §10.2.4).
+    QkeyMismatch,
+    /// A UD datagram found no posted receive (IBA 1 §9.8.3.2: silently dropped).
+    NoRecvPosted,
+    /// RC/UC packet for a QP with no connected-QP engine.
+    NoConnectedEngine,
+    /// A send while the port was not Active (the link layer discards it; the WR completes).
+    TxPortNotActive,
+}
+
+/// Counters of one HCA.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HcaCounters {
+    /// Packets put on a port (or looped back).
+    pub tx_packets: u64,
+    /// Packets arriving on a port (or looped back).
+    pub rx_packets: u64,
+    /// Datagrams placed into a receive buffer (one per QP copy for multicast).
+    pub rx_delivered: u64,
+    /// Configuration writes of a kind an HCA does not take (LFT, MFT).
+    pub config_ignored: u64,
+    drops: Vec<u64>,
+}
+
+impl HcaCounters {
+    /// Packets dropped for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops.get(reason as usize).copied().unwrap_or(0)
+    }
+    /// Every reason with a non-zero count, in declaration order.
+    pub fn nonzero_drops(&self) -> Vec<(DropReason, u64)> {
+        DropReason::ALL
+            .iter()
+            .map(|&r| (r, self.drops(r)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
+    /// All drops together.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    pub(crate) fn count(&mut self, reason: DropReason) {
+        let i = reason as usize;
+        if self.drops.len() <= i {
+            self.drops.resize(DropReason::ALL.len(), 0);
+        }
+        self.drops[i] += 1;
+    }
+}

@@ -1,0 +1,594 @@
+//! The emulated host channel adapter: ports configured by the subnet manager, queue pairs,
+//! completion queues and multicast attachments behind a verbs-like API, speaking real IB packets
+//! (`ipoib_wire::packet`) on the simulator's links.
+//!
+//! - UD (and QP0/QP1) transport is here (modules `ud`, `rx`): IBA 1 §9.8, §10.2.4-5, §10.5.2,
+//!   §10.9.3.
+//! - RC/UC run in a pluggable engine ([`connected`]), by default [`crate::hw::rc::RcEngine`]; the HCA
+//!   does their link layer.
+//!
+//! Sending: `post_send` queues the work request; the packets go out on the next
+//! [`Hca::flush`], which the [`Device`] calls run from `handle_timeout` (and at the end of
+//! `receive`). [`Device::poll_timeout`] returns the last `now` the HCA saw while work is queued, so
+//! a post made through `Simulator::with_node` leaves at that same virtual instant. A consumer
+//! that holds a [`Tx`] (the host device) calls `flush` itself.
+//!
+//! Multicast loopback: packets are never looped back to the sending port by the fabric (a switch
+//! does not send a packet out of its ingress port), and by default the HCA does not loop its own
+//! multicast sends back to other QPs of the same port either (Linux IPoIB creates its UD QP with
+//! `IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK` where supported and drops its own datagrams).
+//! [`Hca::set_mcast_loopback`] turns local copies to the *other* attached QPs on. Unicast to the
+//! port's own LID range is looped back internally (it never reaches the wire).
+//!
+//! Invariants: no panics on packet data; every discarded packet is counted by [`DropReason`];
+//! all tables are `BTreeMap`/`Vec`, so the order of packets and completions is deterministic.
+
+pub mod connected;
+pub mod error;
+pub mod port;
+pub mod qp;
+mod rx;
+mod ud;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
+pub use error::{CqId, DropReason, HcaCounters, VerbsError};
+pub use port::{mtu_bytes, pkey_matches, Port, DEFAULT_PKEY};
+pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit, GSI_QKEY};
+
+use crate::hw::mgmt::Config;
+use crate::hw::sim::{Device, Tx};
+use crate::hw::verbs::{Completion, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcStatus};
+use ipoib_proto::time::Instant;
+use ipoib_wire::{Gid, Guid};
+use qp::{transition_allowed, Qp, QpKind};
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// First QPN handed out by `create_qp` (then counting up, skipping numbers in use).
+pub const FIRST_QPN: Qpn = 0x48;
+/// Largest message of any QP (IBA 1 §9.4.1: 2^31 bytes).
+pub const MAX_MSG: usize = 1 << 31;
+
+/// Read-only view of a QP's attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpInfo {
+    /// Transport.
+    pub qp_type: QpType,
+    /// State.
+    pub state: QpState,
+    /// Port.
+    pub port: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Q_Key.
+    pub qkey: u32,
+    /// Receive WRs posted and not yet consumed.
+    pub recv_posted: usize,
+    /// Multicast groups attached.
+    pub mcast_groups: usize,
+}
+
+/// The emulated HCA. See the module docs.
+pub struct Hca {
+    node_guid: Guid,
+    ports: Vec<Port>,
+    qps: BTreeMap<Qpn, Qp>,
+    cqs: BTreeMap<CqId, VecDeque<Completion>>,
+    special_cqs: Vec<CqId>,
+    next_cq: u32,
+    next_qpn: Qpn,
+    sendq: VecDeque<(Qpn, SendWr)>,
+    mcast: BTreeMap<(u16, Gid), BTreeSet<Qpn>>,
+    mcast_loopback: bool,
+    factory: Option<EngineFactory>,
+    connected: BTreeSet<Qpn>,
+    connected_dirty: bool,
+    last_now: Instant,
+    counters: HcaCounters,
+}
+
+impl Hca {
+    /// An HCA with `nports` ports whose port GUIDs are `node_guid + port number`.
+    pub fn new(node_guid: Guid, nports: u8) -> Hca {
+        let guids = (1..=nports)
+            .map(|p| Guid(node_guid.0.wrapping_add(u64::from(p))))
+            .collect();
+        Hca::with_port_guids(node_guid, guids)
+    }
+
+    /// An HCA with one port per GUID given (port 1 first). Ports start Down with LID 0 and the
+    /// P_Key table `[0xFFFF]`; QP0 and QP1 of every port exist in RTS from the start (as the
+    /// kernel MAD layer leaves them), both completing into the port's special CQ; QP1 is
+    /// privileged with Q_Key 0x80010000 (IBA 1 §13.5.1).
+    pub fn with_port_guids(node_guid: Guid, port_guids: Vec<Guid>) -> Hca {
+        let mut hca = Hca {
+            node_guid,
+            ports: Vec::new(),
+            qps: BTreeMap::new(),
+            cqs: BTreeMap::new(),
+            special_cqs: Vec::new(),
+            next_cq: 0,
+            next_qpn: FIRST_QPN,
+            sendq: VecDeque::new(),
+            mcast: BTreeMap::new(),
+            mcast_loopback: false,
+            factory: Some(crate::hw::rc::engine_factory()),
+            connected: BTreeSet::new(),
+            connected_dirty: false,
+            last_now: Instant::ZERO,
+            counters: HcaCounters::default(),
+        };
+        for (i, g) in port_guids.into_iter().enumerate() {
+            let num = (i + 1) as u8;
+            hca.ports.push(Port::new(num, g));
+            let cq = hca.create_cq();
+            hca.special_cqs.push(cq);
+            for n in 0..2u8 {
+                let init = QpInit {
+                    qp_type: QpType::Ud,
+                    port: num,
+                    send_cq: cq,
+                    recv_cq: cq,
+                    privileged: true,
+                    sq_sig_all: false,
+                };
+                let h = special_qpn(num, u32::from(n));
+                let mut q = Qp::new(h, &init, Some(n), QpKind::Ud);
+                q.state = QpState::Rts;
+                q.qkey = if n == 1 { GSI_QKEY } else { 0 };
+                hca.qps.insert(h, q);
+            }
+        }
+        hca
+    }
+
+    /// Node GUID.
+    pub fn node_guid(&self) -> Guid {
+        self.node_guid
+    }
+
+    /// Number of ports.
+    pub fn port_count(&self) -> u8 {
+        self.ports.len() as u8
+    }
+
+    /// Port `num` (1-based).
+    pub fn port(&self, num: u8) -> Option<&Port> {
+        self.ports.get(usize::from(num).checked_sub(1)?)
+    }
+
+    pub(crate) fn port_mut(&mut self, num: u8) -> Option<&mut Port> {
+        self.ports.get_mut(usize::from(num).checked_sub(1)?)
+    }
+
+    /// Counters of packets and drops.
+    pub fn counters(&self) -> &HcaCounters {
+        &self.counters
+    }
+
+    /// Loop multicast sends back to the other QPs of the sending port attached to the group
+    /// (default off; see the module docs).
+    pub fn set_mcast_loopback(&mut self, on: bool) {
+        self.mcast_loopback = on;
+    }
+
+    /// Installs the maker of RC/UC engines ([`connected`]).
+    pub fn set_engine_factory(&mut self, f: EngineFactory) {
+        self.factory = Some(f);
+    }
+
+    /// The CQ that QP0 and QP1 of `port` complete into.
+    pub fn special_cq(&self, port: u8) -> Option<CqId> {
+        self.special_cqs
+            .get(usize::from(port).checked_sub(1)?)
+            .copied()
+    }
+
+    /// Handle of QP1 of `port` (see [`special_qpn`]).
+    pub fn gsi_qp(port: u8) -> Qpn {
+        special_qpn(port, 1)
+    }
+
+    /// A new completion queue (unbounded: the emulation has no CQ overrun).
+    pub fn create_cq(&mut self) -> CqId {
+        let id = CqId(self.next_cq);
+        self.next_cq += 1;
+        self.cqs.insert(id, VecDeque::new());
+        id
+    }
+
+    /// Up to `max` completions, oldest first.
+    pub fn poll_cq(&mut self, cq: CqId, max: usize) -> Vec<Completion> {
+        match self.cqs.get_mut(&cq) {
+            Some(q) => {
+                let n = q.len().min(max);
+                q.drain(..n).collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Completions waiting in `cq`.
+    pub fn cq_len(&self, cq: CqId) -> usize {
+        self.cqs.get(&cq).map_or(0, VecDeque::len)
+    }
+
+    /// Creates a QP in the Reset state. QPNs are handed out by a counter from [`FIRST_QPN`], so
+    /// they are the same in every run. RC/UC need an engine factory.
+    pub fn create_qp(&mut self, init: QpInit) -> Result<Qpn, VerbsError> {
+        self.port(init.port)
+            .ok_or(VerbsError::NoSuchPort(init.port))?;
+        for cq in [init.send_cq, init.recv_cq] {
+            if !self.cqs.contains_key(&cq) {
+                return Err(VerbsError::UnknownCq(cq));
+            }
+        }
+        let qpn = self.alloc_qpn()?;
+        let kind = match init.qp_type {
+            QpType::Ud => QpKind::Ud,
+            QpType::Rc | QpType::Uc => {
+                let f = self.factory.as_mut().ok_or(VerbsError::Unsupported(
+                    "RC/UC without a connected-QP engine",
+                ))?;
+                self.connected.insert(qpn);
+                QpKind::Connected(f(init.qp_type, qpn))
+            }
+        };
+        self.qps.insert(qpn, Qp::new(qpn, &init, None, kind));
+        Ok(qpn)
+    }
+
+    fn alloc_qpn(&mut self) -> Result<Qpn, VerbsError> {
+        for _ in 0..0x00ff_fffd {
+            let q = self.next_qpn;
+            self.next_qpn = if q >= 0x00ff_fffe { 2 } else { q + 1 };
+            if !self.qps.contains_key(&q) {
+                return Ok(q);
+            }
+        }
+        Err(VerbsError::NoQpnLeft)
+    }
+
+    /// Destroys a QP: its queued work and multicast attachments go without completions.
+    /// QP0/QP1 cannot be destroyed.
+    pub fn destroy_qp(&mut self, qpn: Qpn) -> Result<(), VerbsError> {
+        let qp = self.qps.get(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
+        if qp.special.is_some() {
+            return Err(VerbsError::Unsupported("destroying QP0/QP1"));
+        }
+        self.qps.remove(&qpn);
+        self.connected.remove(&qpn);
+        self.sendq.retain(|(q, _)| *q != qpn);
+        self.mcast.retain(|_, set| {
+            set.remove(&qpn);
+            !set.is_empty()
+        });
+        Ok(())
+    }
+
+    /// Attributes of a QP.
+    pub fn qp_info(&self, qpn: Qpn) -> Option<QpInfo> {
+        let q = self.qps.get(&qpn)?;
+        let state = match &q.kind {
+            QpKind::Connected(e) => e.state(),
+            QpKind::Ud => q.state,
+        };
+        Some(QpInfo {
+            qp_type: q.qp_type,
+            state,
+            port: q.port,
+            pkey_index: q.pkey_index,
+            qkey: q.qkey,
+            recv_posted: q.recv.len(),
+            mcast_groups: self.mcast.values().filter(|s| s.contains(&qpn)).count(),
+        })
+    }
+
+    /// Moves a QP through its state diagram (IBA 1 §10.3.1). QP0/QP1 only accept RTS (to recover
+    /// from SQE) and Error.
+    pub fn modify_qp(&mut self, qpn: Qpn, m: ModifyQp) -> Result<(), VerbsError> {
+        let now = self.last_now;
+        let nports = self.ports.len();
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
+        let from = match &qp.kind {
+            QpKind::Connected(e) => e.state(),
+            QpKind::Ud => qp.state,
+        };
+        let to = m.target();
+        if !transition_allowed(from, to)
+            || (qp.special.is_some() && !matches!(to, QpState::Rts | QpState::Err))
+        {
+            return Err(VerbsError::InvalidTransition { from, to });
+        }
+        if let ModifyQp::Init {
+            port, pkey_index, ..
+        } = m
+        {
+            if port == 0 || usize::from(port) > nports {
+                return Err(VerbsError::NoSuchPort(port));
+            }
+            if pkey_index >= port::PKEY_TABLE_SIZE {
+                return Err(VerbsError::BadPkeyIndex(pkey_index));
+            }
+        }
+        let attr = match m {
+            ModifyQp::Rtr(a) | ModifyQp::Rts(a) => a,
+            _ => None,
+        };
+        if let QpKind::Connected(e) = &mut qp.kind {
+            if matches!(to, QpState::Rtr) && attr.is_none() {
+                return Err(VerbsError::InvalidArgument("RC/UC RTR needs ConnectedAttr"));
+            }
+            e.modify(now, to, attr.as_ref())?;
+            self.connected_dirty = true;
+        }
+        match m {
+            ModifyQp::Init {
+                port,
+                pkey_index,
+                qkey,
+            } => {
+                qp.port = port;
+                qp.pkey_index = pkey_index;
+                qp.qkey = qkey;
+            }
+            ModifyQp::Rtr(Some(a)) | ModifyQp::Rts(Some(a)) => {
+                qp.pkey_index = a.pkey_index;
+                qp.connected = Some(a);
+            }
+            _ => {}
+        }
+        qp.state = to;
+        match to {
+            QpState::Reset => {
+                qp.recv.clear();
+                qp.next_psn = 0;
+                self.sendq.retain(|(q, _)| *q != qpn);
+            }
+            QpState::Err => self.flush_qp(qpn),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Completes every outstanding WR of `qpn` with WrFlushErr (IBA 1 §10.3.1 Error state).
+    fn flush_qp(&mut self, qpn: Qpn) {
+        let mut sends = Vec::new();
+        self.sendq.retain(|(q, wr)| {
+            if *q == qpn {
+                sends.push(wr.wr_id);
+            }
+            *q != qpn
+        });
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let (scq, rcq) = (qp.send_cq, qp.recv_cq);
+        let recvs: Vec<u64> = qp.recv.drain(..).map(|r| r.wr_id).collect();
+        for id in sends {
+            let c = ud::send_completion(id, WcStatus::WrFlushErr, qpn, 0);
+            self.push_completion(scq, c);
+        }
+        for id in recvs {
+            let mut c = ud::send_completion(id, WcStatus::WrFlushErr, qpn, 0);
+            c.opcode = crate::hw::verbs::WcOpcode::Recv;
+            self.push_completion(rcq, c);
+        }
+    }
+
+    pub(crate) fn push_completion(&mut self, cq: CqId, c: Completion) {
+        if let Some(q) = self.cqs.get_mut(&cq) {
+            q.push_back(c);
+        }
+    }
+
+    /// Posts a send. UD: the QP must be in RTS (SQD: queued until RTS), the WR a SEND or SEND
+    /// with immediate with a destination. Errors found when the packet is built (too long for
+    /// the MTU, controlled Q_Key, multicast without GRH) come back as error completions.
+    pub fn post_send(&mut self, qpn: Qpn, wr: SendWr) -> Result<(), VerbsError> {
+        let now = self.last_now;
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
+        if wr.data.len() > MAX_MSG {
+            return Err(VerbsError::MessageTooLong {
+                len: wr.data.len(),
+                max: MAX_MSG,
+            });
+        }
+        if let QpKind::Connected(e) = &mut qp.kind {
+            e.post_send(now, wr)?;
+            self.connected_dirty = true;
+            return Ok(());
+        }
+        if !matches!(qp.state, QpState::Rts | QpState::Sqd) {
+            return Err(VerbsError::WrongState {
+                qpn,
+                state: qp.state,
+            });
+        }
+        if wr.ud.is_none() {
+            return Err(VerbsError::InvalidArgument("UD send without destination"));
+        }
+        if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+            return Err(VerbsError::Unsupported(
+                "UD supports SEND only (IBA 1 §9.8)",
+            ));
+        }
+        self.sendq.push_back((qpn, wr));
+        Ok(())
+    }
+
+    /// Posts a receive buffer (any state but Reset, IBA 1 §10.8.3).
+    pub fn post_recv(&mut self, qpn: Qpn, wr: RecvWr) -> Result<(), VerbsError> {
+        let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
+        qp.check_post_recv()?;
+        if let QpKind::Connected(e) = &mut qp.kind {
+            e.post_recv(wr)?;
+            self.connected_dirty = true;
+            return Ok(());
+        }
+        qp.recv.push_back(wr);
+        Ok(())
+    }
+
+    /// Attaches a UD QP to a multicast group of its port (IBA 1 §10.5.2; ibv_attach_mcast).
+    /// Attaching twice is harmless.
+    pub fn attach_mcast(&mut self, qpn: Qpn, mgid: Gid, mlid: u16) -> Result<(), VerbsError> {
+        self.check_mcast(qpn, mgid, mlid)?;
+        self.mcast.entry((mlid, mgid)).or_default().insert(qpn);
+        Ok(())
+    }
+
+    /// Detaches a QP from a multicast group.
+    pub fn detach_mcast(&mut self, qpn: Qpn, mgid: Gid, mlid: u16) -> Result<(), VerbsError> {
+        self.check_mcast(qpn, mgid, mlid)?;
+        let key = (mlid, mgid);
+        let removed = self.mcast.get_mut(&key).is_some_and(|s| s.remove(&qpn));
+        if !removed {
+            return Err(VerbsError::InvalidArgument("QP not attached to this group"));
+        }
+        if self.mcast.get(&key).is_some_and(BTreeSet::is_empty) {
+            self.mcast.remove(&key);
+        }
+        Ok(())
+    }
+
+    fn check_mcast(&self, qpn: Qpn, mgid: Gid, mlid: u16) -> Result<(), VerbsError> {
+        let qp = self.qps.get(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
+        if qp.qp_type != QpType::Ud || qp.special.is_some() {
+            return Err(VerbsError::InvalidArgument(
+                "only UD QPs other than QP0/QP1 attach to multicast groups",
+            ));
+        }
+        if !mgid.is_multicast() || !port::is_multicast_lid(mlid) {
+            return Err(VerbsError::InvalidArgument("not a multicast GID/LID"));
+        }
+        Ok(())
+    }
+
+    /// Sends everything queued (UD work requests, RC/UC engine output) out of the ports through
+    /// `tx`; returns the packets sent.
+    pub fn flush(&mut self, now: Instant, tx: &mut Tx) -> usize {
+        self.last_now = self.last_now.max(now);
+        let before = self.counters.tx_packets;
+        let mut held = Vec::new();
+        while let Some((qpn, wr)) = self.sendq.pop_front() {
+            match self.qps.get(&qpn).map(|q| q.state) {
+                Some(QpState::Rts) => self.ud_send(now, qpn, wr, tx),
+                Some(QpState::Sqd) => held.push((qpn, wr)),
+                Some(_) => {
+                    let (cq, id) = (self.qps[&qpn].send_cq, wr.wr_id);
+                    let c = ud::send_completion(id, WcStatus::WrFlushErr, qpn, 0);
+                    self.push_completion(cq, c);
+                }
+                None => {}
+            }
+        }
+        self.sendq.extend(held);
+        if self.connected_dirty || !self.connected.is_empty() {
+            self.connected_dirty = false;
+            self.drive_connected(now, tx);
+        }
+        (self.counters.tx_packets - before) as usize
+    }
+
+    /// Moves RC/UC engine output onto the wire and engine completions into CQs.
+    fn drive_connected(&mut self, now: Instant, tx: &mut Tx) {
+        let qpns: Vec<Qpn> = self.connected.iter().copied().collect();
+        for qpn in qpns {
+            while let Some(p) = match self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
+                Some(QpKind::Connected(e)) => e.poll_transmit(now),
+                _ => None,
+            } {
+                self.connected_send(now, qpn, p, tx);
+            }
+            while let Some(qp) = self.qps.get_mut(&qpn) {
+                let QpKind::Connected(e) = &mut qp.kind else {
+                    break;
+                };
+                let Some(c) = e.poll_completion() else {
+                    break;
+                };
+                let cq = if matches!(
+                    c.opcode,
+                    crate::hw::verbs::WcOpcode::Recv | crate::hw::verbs::WcOpcode::RecvRdmaWithImm
+                ) {
+                    qp.recv_cq
+                } else {
+                    qp.send_cq
+                };
+                self.push_completion(cq, c);
+            }
+        }
+    }
+
+    fn engines_timeout(&self) -> Option<Instant> {
+        self.connected
+            .iter()
+            .filter_map(|q| match &self.qps.get(q)?.kind {
+                QpKind::Connected(e) => e.poll_timeout(),
+                QpKind::Ud => None,
+            })
+            .min()
+    }
+}
+
+impl Device for Hca {
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.last_now = self.last_now.max(now);
+        self.rx(now, port, &packet, None);
+        self.flush(now, tx);
+    }
+
+    fn handle_timeout(&mut self, now: Instant, tx: &mut Tx) {
+        self.last_now = self.last_now.max(now);
+        let due: Vec<Qpn> = self
+            .connected
+            .iter()
+            .copied()
+            .filter(|q| match self.qps.get(q).map(|q| &q.kind) {
+                Some(QpKind::Connected(e)) => e.poll_timeout().is_some_and(|t| t <= now),
+                _ => false,
+            })
+            .collect();
+        for q in due {
+            if let Some(QpKind::Connected(e)) = self.qps.get_mut(&q).map(|q| &mut q.kind) {
+                e.handle_timeout(now);
+            }
+        }
+        self.flush(now, tx);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let work = (!self.sendq.is_empty() || self.connected_dirty).then_some(self.last_now);
+        work.into_iter().chain(self.engines_timeout()).min()
+    }
+
+    fn link_state(&mut self, now: Instant, port: u8, up: bool, _tx: &mut Tx) {
+        self.last_now = self.last_now.max(now);
+        if let Some(p) = self.port_mut(port) {
+            p.set_phys(up);
+        }
+    }
+
+    fn configure(&mut self, now: Instant, config: Config, _tx: &mut Tx) {
+        self.last_now = self.last_now.max(now);
+        match config {
+            Config::Port(pc) => match self.port_mut(pc.port) {
+                Some(p) => p.apply(&pc),
+                None => self.counters.config_ignored += 1,
+            },
+            Config::Lft(_) | Config::Mft { .. } => self.counters.config_ignored += 1,
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

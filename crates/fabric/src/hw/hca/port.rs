@@ -1,0 +1,213 @@
+//! One HCA port as the subnet manager configured it: GUID, GID table, P_Key table, LID/LMC, SM LID,
+//! state, MTU and rate, plus the partition-key matching rule.
+//!
+//! Invariant: the GID table always has exactly one entry, index 0 = subnet prefix + port GUID
+//! (IBA 1 §4.1.1 "the default GID"); the P_Key table never has fewer than one entry.
+
+use crate::hw::mgmt::{PortConfig, PortState};
+use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::{Gid, Guid};
+
+/// The default P_Key, full member of the default partition (IBA 1 §10.9.1.2).
+pub const DEFAULT_PKEY: u16 = 0xffff;
+
+/// Entries the HCA's P_Key table can hold (PartitionCap, as ConnectX reports); a QP's P_Key index
+/// must be below it. Entries beyond what the SM wrote read as 0 (invalid, matches nothing).
+pub const PKEY_TABLE_SIZE: u16 = 128;
+
+/// Bytes of a path MTU code (IBA 1 §14.2.5.6 PortInfo:NeighborMTU: 1 = 256 ... 5 = 4096). Codes
+/// outside 1..=5 count as 256.
+pub fn mtu_bytes(code: u8) -> usize {
+    match code {
+        2..=5 => 128 << code,
+        _ => 256,
+    }
+}
+
+/// IBA 1 §10.9.3: a packet's P_Key matches a table entry when the low 15 bits are equal and not
+/// zero (0x0000 and 0x8000 are invalid and match nothing), and at least one of the two is a full
+/// member (bit 15 set): two limited members may not talk.
+pub fn pkey_matches(packet: u16, entry: u16) -> bool {
+    let key = packet & 0x7fff;
+    key != 0 && key == entry & 0x7fff && (packet | entry) & 0x8000 != 0
+}
+
+/// True for a multicast LID (IBA 1 §7.11.1: 0xC000..=0xFFFE).
+pub fn is_multicast_lid(lid: u16) -> bool {
+    (LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&lid)
+}
+
+/// A port's attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    /// Port number (1..).
+    pub num: u8,
+    /// Port GUID.
+    pub guid: Guid,
+    /// Subnet prefix of GID index 0.
+    pub subnet_prefix: u64,
+    /// Base LID (0 until the SM assigns one).
+    pub lid: u16,
+    /// LID mask control: the port answers to `lid ..= lid + 2^lmc - 1`.
+    pub lmc: u8,
+    /// Master SM LID.
+    pub sm_lid: u16,
+    /// SL to the SM.
+    pub sm_sl: u8,
+    /// Port state.
+    pub state: PortState,
+    /// Active MTU code.
+    pub mtu: u8,
+    /// Rate code.
+    pub rate: u8,
+    /// P_Key table.
+    pub pkeys: Vec<u16>,
+    /// False while the cable is down (then the state stays Down whatever the SM writes).
+    pub phys_up: bool,
+}
+
+impl Port {
+    /// A port before the SM saw it: Down, LID 0, default prefix and P_Key table `[0xFFFF]`, MTU
+    /// 256 (code 1), rate code 2 (2.5 Gb/s).
+    pub fn new(num: u8, guid: Guid) -> Port {
+        Port {
+            num,
+            guid,
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            lid: 0,
+            lmc: 0,
+            sm_lid: 0,
+            sm_sl: 0,
+            state: PortState::Down,
+            mtu: 1,
+            rate: 2,
+            pkeys: vec![DEFAULT_PKEY],
+            phys_up: true,
+        }
+    }
+
+    /// GID at `index` (only index 0 exists).
+    pub fn gid(&self, index: u8) -> Option<Gid> {
+        (index == 0).then(|| Gid::new(self.subnet_prefix, self.guid.0))
+    }
+
+    /// The port GID (index 0).
+    pub fn port_gid(&self) -> Gid {
+        Gid::new(self.subnet_prefix, self.guid.0)
+    }
+
+    /// The active MTU in bytes.
+    pub fn mtu_bytes(&self) -> usize {
+        mtu_bytes(self.mtu)
+    }
+
+    /// The path bits when `dlid` is in this port's LID range (IBA 1 §7.11.1, LMC).
+    pub fn path_bits(&self, dlid: u16) -> Option<u8> {
+        if self.lid == 0 || is_multicast_lid(dlid) || dlid == 0xffff {
+            return None;
+        }
+        let span = 1u32 << self.lmc.min(7);
+        let off = u32::from(dlid).checked_sub(u32::from(self.lid))?;
+        (off < span).then_some(off as u8)
+    }
+
+    /// The SLID for `path_bits` (masked by the LMC).
+    pub fn slid(&self, path_bits: u8) -> u16 {
+        let mask = ((1u16 << self.lmc.min(7)) - 1) as u8;
+        self.lid | u16::from(path_bits & mask)
+    }
+
+    /// The P_Key at `index`.
+    pub fn pkey(&self, index: u16) -> Option<u16> {
+        self.pkeys.get(usize::from(index)).copied()
+    }
+
+    /// The first table index whose entry matches `pkey` (IBA 1 §10.9.3), as QP1 checks.
+    pub fn match_any_pkey(&self, pkey: u16) -> Option<u16> {
+        self.pkeys
+            .iter()
+            .position(|&e| pkey_matches(pkey, e))
+            .map(|i| i as u16)
+    }
+
+    /// The index of `pkey` to send with: an exact entry first, else one with the same low 15
+    /// bits (ibv_find_pkey_index behaves the same way for full/limited variants).
+    pub fn find_pkey_index(&self, pkey: u16) -> Option<u16> {
+        let key = pkey & 0x7fff;
+        if key == 0 {
+            return None;
+        }
+        self.pkeys
+            .iter()
+            .position(|&e| e == pkey)
+            .or_else(|| self.pkeys.iter().position(|&e| e & 0x7fff == key))
+            .map(|i| i as u16)
+    }
+
+    /// Applies the SM's PortInfo/P_KeyTable write. The state is taken as written unless the
+    /// cable is down. An empty P_Key table is replaced by `[0]` (no valid key: matches nothing).
+    pub fn apply(&mut self, c: &PortConfig) {
+        self.lid = c.lid;
+        self.lmc = c.lmc.min(7);
+        self.sm_lid = c.sm_lid;
+        self.sm_sl = c.sm_sl;
+        self.subnet_prefix = c.subnet_prefix;
+        self.state = if self.phys_up {
+            c.state
+        } else {
+            PortState::Down
+        };
+        self.mtu = c.mtu;
+        self.rate = c.rate;
+        self.pkeys = if c.pkeys.is_empty() {
+            vec![0]
+        } else {
+            c.pkeys.clone()
+        };
+    }
+
+    /// The cable went up (Init: link up, waiting for the SM, IBA 1 §7.2) or down (Down).
+    pub fn set_phys(&mut self, up: bool) {
+        self.phys_up = up;
+        self.state = if up { PortState::Init } else { PortState::Down };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IBA 1 §10.9.3: low 15 bits equal, not zero, at least one full member.
+    #[test]
+    fn pkey_membership_rule() {
+        assert!(pkey_matches(0xffff, 0xffff));
+        assert!(pkey_matches(0x7fff, 0xffff), "limited to full");
+        assert!(pkey_matches(0xffff, 0x7fff), "full to limited");
+        assert!(!pkey_matches(0x7fff, 0x7fff), "limited to limited");
+        assert!(!pkey_matches(0x8001, 0x8002), "other partition");
+        assert!(!pkey_matches(0x8000, 0x8000), "invalid key");
+        assert!(!pkey_matches(0x0000, 0xffff), "invalid key");
+    }
+
+    #[test]
+    fn lid_range_and_mtu() {
+        let mut p = Port::new(1, Guid(0x10));
+        assert_eq!(p.path_bits(0), None, "LID 0 is nobody");
+        p.lid = 8;
+        p.lmc = 2;
+        assert_eq!(p.path_bits(8), Some(0));
+        assert_eq!(p.path_bits(11), Some(3));
+        assert_eq!(p.path_bits(12), None);
+        assert_eq!(p.path_bits(7), None);
+        assert_eq!(p.slid(5), 9);
+        assert_eq!(mtu_bytes(1), 256);
+        assert_eq!(mtu_bytes(5), 4096);
+        assert_eq!(p.gid(0), Some(Gid::new(0xfe80 << 48, 0x10)));
+        assert_eq!(p.gid(1), None);
+        p.pkeys = vec![0xffff, 0x8001, 0x0002];
+        assert_eq!(p.find_pkey_index(0x8002), Some(2));
+        assert_eq!(p.find_pkey_index(0x8001), Some(1));
+        assert_eq!(p.match_any_pkey(0x0002), None, "limited/limited");
+        assert_eq!(p.match_any_pkey(0x8002), Some(2));
+    }
+}

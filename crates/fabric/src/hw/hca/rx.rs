@@ -1,0 +1,158 @@
+//! The receive path common to every transport: parse, VCRC/ICRC, port state, VL, DLID (unicast
+//! range or attached multicast group), then the QP's transport (UD here, RC/UC to the engine).
+//! Every early return counts its [`DropReason`].
+
+use super::connected::{PacketSource, TransportPacket};
+use super::port::is_multicast_lid;
+use super::qp::{can_receive, special_qpn, QpKind};
+use super::{DropReason, Hca};
+use crate::hw::mgmt::PortState;
+use crate::hw::verbs::{QpType, Qpn};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::ib::{BthRepr, Transport};
+use ipoib_wire::packet::Packet;
+
+impl Hca {
+    /// Handles one packet arriving on `port_num`; `exclude` skips the sending QP of a looped-back
+    /// multicast.
+    pub(super) fn rx(&mut self, now: Instant, port_num: u8, bytes: &[u8], exclude: Option<Qpn>) {
+        self.counters.rx_packets += 1;
+        let Some(port) = self.port(port_num) else {
+            return self.counters.count(DropReason::NoSuchPort);
+        };
+        let pkt = match Packet::parse(bytes) {
+            Ok(p) => p,
+            Err(_) => return self.counters.count(DropReason::Malformed),
+        };
+        // IBA 1 §7.8: a packet with a bad VCRC or ICRC is discarded.
+        if !pkt.vcrc_ok {
+            return self.counters.count(DropReason::BadVcrc);
+        }
+        if !pkt.icrc_ok {
+            return self.counters.count(DropReason::BadIcrc);
+        }
+        let Some(bth) = pkt.bth else {
+            return self.counters.count(DropReason::Raw);
+        };
+        if port.state == PortState::Down {
+            return self.counters.count(DropReason::PortNotActive);
+        }
+        let dest = bth.dest_qp;
+        // IBA 1 §7.6.3: VL15 carries subnet management packets only, and those go to QP0.
+        if (pkt.lrh.vl == 15) != (dest == 0) {
+            return self.counters.count(DropReason::BadVl);
+        }
+        let dlid = pkt.lrh.dlid;
+        if dest == 0 {
+            // SMPs: any state but Down, permissive DLID allowed (IBA 1 §14.2.2).
+            let bits = if dlid == LID_PERMISSIVE {
+                Some(0)
+            } else {
+                port.path_bits(dlid)
+            };
+            let Some(bits) = bits else {
+                return self.counters.count(DropReason::BadDlid);
+            };
+            return self.deliver(now, special_qpn(port_num, 0), &pkt, bits);
+        }
+        // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets.
+        if !matches!(port.state, PortState::Armed | PortState::Active) {
+            return self.counters.count(DropReason::PortNotActive);
+        }
+        if is_multicast_lid(dlid) {
+            let Some(grh) = pkt.grh else {
+                return self.counters.count(DropReason::McastNoGrh);
+            };
+            if dest != BthRepr::MULTICAST_QPN {
+                return self.counters.count(DropReason::McastBadQpn);
+            }
+            // IBA 1 §10.5.2: every QP of this port attached to the group gets a copy.
+            let targets: Vec<Qpn> = self
+                .mcast
+                .get(&(dlid, grh.dgid))
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|q| Some(*q) != exclude)
+                .filter(|q| self.qps.get(q).is_some_and(|qp| qp.port == port_num))
+                .collect();
+            if targets.is_empty() {
+                return self.counters.count(DropReason::McastNotAttached);
+            }
+            for q in targets {
+                self.deliver(now, q, &pkt, 0);
+            }
+            return;
+        }
+        let Some(bits) = port.path_bits(dlid) else {
+            return self.counters.count(DropReason::BadDlid);
+        };
+        let handle = if dest == 1 {
+            special_qpn(port_num, 1)
+        } else {
+            dest
+        };
+        let bound_here = matches!(self.qps.get(&handle), Some(q) if q.port == port_num);
+        if dest == BthRepr::MULTICAST_QPN || !bound_here {
+            return self.counters.count(DropReason::UnknownQp);
+        }
+        self.deliver(now, handle, &pkt, bits);
+    }
+
+    /// Hands a packet that passed the link checks to QP `handle`'s transport.
+    fn deliver(&mut self, now: Instant, handle: Qpn, pkt: &Packet<'_>, bits: u8) {
+        let Some(qp) = self.qps.get_mut(&handle) else {
+            return self.counters.count(DropReason::UnknownQp);
+        };
+        let state = match &qp.kind {
+            QpKind::Connected(e) => e.state(),
+            QpKind::Ud => qp.state,
+        };
+        if !can_receive(state) {
+            return self.counters.count(DropReason::QpNotReady);
+        }
+        let Some(bth) = pkt.bth else {
+            return;
+        };
+        let want = match qp.qp_type {
+            QpType::Ud => Transport::Ud,
+            QpType::Rc => Transport::Rc,
+            QpType::Uc => Transport::Uc,
+        };
+        if bth.opcode.transport() != want {
+            return self.counters.count(DropReason::BadOpcode);
+        }
+        if matches!(qp.kind, QpKind::Ud) {
+            return self.ud_receive(handle, pkt, bits);
+        }
+        // RC/UC: P_Key against the QP's own index (IBA 1 §10.9.3), then the engine.
+        let entry = self
+            .ports
+            .get(usize::from(qp.port).wrapping_sub(1))
+            .and_then(|p| p.pkey(qp.pkey_index))
+            .unwrap_or(0);
+        if !super::pkey_matches(bth.p_key, entry) {
+            return self.counters.count(DropReason::PkeyMismatch);
+        }
+        let QpKind::Connected(engine) = &mut qp.kind else {
+            return self.counters.count(DropReason::NoConnectedEngine);
+        };
+        let from = PacketSource {
+            slid: pkt.lrh.slid,
+            sl: pkt.lrh.sl,
+            grh: pkt.grh,
+        };
+        engine.handle_packet(
+            now,
+            from,
+            TransportPacket {
+                bth,
+                ext: pkt.ext,
+                payload: pkt.payload.to_vec(),
+            },
+        );
+        self.counters.rx_delivered += 1;
+        self.connected_dirty = true;
+    }
+}

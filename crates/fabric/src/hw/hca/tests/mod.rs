@@ -1,0 +1,183 @@
+//! Scenario tests of the HCA: two HCAs cabled back to back, configured directly with
+//! `Config::Port` (no switch, no SM).
+
+mod connected;
+mod mcast;
+mod ud;
+
+use super::*;
+use crate::hw::link::{LinkId, LinkParams};
+use crate::hw::mgmt::{PortConfig, PortState};
+use crate::hw::sim::{NodeId, PortRef, Simulator};
+use crate::hw::verbs::{AddressHandle, GlobalRoute, UdDest};
+
+pub(crate) const GUID_A: u64 = 0x0002_c903_0000_1000;
+pub(crate) const GUID_B: u64 = 0x0002_c903_0000_2000;
+
+pub(crate) fn port_config(lid: u16, pkeys: Vec<u16>) -> PortConfig {
+    PortConfig {
+        port: 1,
+        lid,
+        lmc: 0,
+        sm_lid: 1,
+        sm_sl: 0,
+        subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+        state: PortState::Active,
+        mtu: 4,
+        rate: 3,
+        pkeys,
+    }
+}
+
+pub(crate) fn configure<T: Device>(sim: &mut Simulator, node: NodeId, pc: PortConfig) {
+    sim.with_node::<T, _>(node, |d, now, tx| d.configure(now, Config::Port(pc), tx));
+}
+
+pub(crate) struct Pair {
+    pub sim: Simulator,
+    pub a: NodeId,
+    pub b: NodeId,
+    pub link: LinkId,
+}
+
+/// Two single-port HCAs, LIDs 1 (a) and 2 (b), default partition, Active, MTU 2048.
+pub(crate) fn pair(seed: u64) -> Pair {
+    let mut sim = Simulator::new(seed);
+    let a = sim.add_node(Box::new(Hca::new(Guid(GUID_A), 1)), 1);
+    let b = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
+    let link = sim.connect(
+        PortRef { node: a, port: 1 },
+        PortRef { node: b, port: 1 },
+        LinkParams::default(),
+    );
+    configure::<Hca>(&mut sim, a, port_config(1, vec![0xffff]));
+    configure::<Hca>(&mut sim, b, port_config(2, vec![0xffff]));
+    Pair { sim, a, b, link }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UdEnd {
+    pub qpn: Qpn,
+    pub cq: CqId,
+}
+
+/// A UD QP in RTS with `recvs` receive buffers of 4096 + 40 bytes.
+pub(crate) fn ud_qp(
+    sim: &mut Simulator,
+    node: NodeId,
+    qkey: u32,
+    pkey_index: u16,
+    recvs: u64,
+) -> UdEnd {
+    sim.with_node::<Hca, _>(node, |h, _, _| make_ud_qp(h, qkey, pkey_index, recvs))
+        .unwrap()
+}
+
+/// [`ud_qp`] on the HCA of a host device (P_Key index 0, 8 receives).
+pub(crate) fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: u32) -> UdEnd {
+    sim.with_node::<T, _>(node, |d, _, _| make_ud_qp(d.hca_mut(), qkey, 0, 8))
+        .unwrap()
+}
+
+/// Devices that contain an HCA.
+pub(crate) trait HasHca {
+    fn hca_mut(&mut self) -> &mut Hca;
+}
+
+impl HasHca for crate::node::host::Host {
+    fn hca_mut(&mut self) -> &mut Hca {
+        crate::node::host::Host::hca_mut(self)
+    }
+}
+
+fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) -> UdEnd {
+    {
+        let cq = h.create_cq();
+        let qpn = h
+            .create_qp(QpInit {
+                qp_type: QpType::Ud,
+                port: 1,
+                send_cq: cq,
+                recv_cq: cq,
+                privileged: false,
+                sq_sig_all: false,
+            })
+            .unwrap();
+        h.modify_qp(
+            qpn,
+            ModifyQp::Init {
+                port: 1,
+                pkey_index,
+                qkey,
+            },
+        )
+        .unwrap();
+        h.modify_qp(qpn, ModifyQp::Rtr(None)).unwrap();
+        h.modify_qp(qpn, ModifyQp::Rts(None)).unwrap();
+        for i in 0..recvs {
+            h.post_recv(
+                qpn,
+                RecvWr {
+                    wr_id: 1000 + i,
+                    capacity: 4096 + 40,
+                },
+            )
+            .unwrap();
+        }
+        UdEnd { qpn, cq }
+    }
+}
+
+pub(crate) fn dest(dlid: u16, qpn: Qpn, qkey: u32) -> UdDest {
+    UdDest {
+        ah: AddressHandle {
+            dlid,
+            sl: 0,
+            src_path_bits: 0,
+            grh: None,
+            port: 1,
+        },
+        remote_qpn: qpn,
+        remote_qkey: qkey,
+        pkey_index: None,
+    }
+}
+
+pub(crate) fn with_grh(mut d: UdDest, dgid: Gid) -> UdDest {
+    d.ah.grh = Some(GlobalRoute {
+        dgid,
+        sgid_index: 0,
+        flow_label: 0,
+        hop_limit: 1,
+        tclass: 0,
+    });
+    d
+}
+
+pub(crate) fn wr(id: u64, data: &[u8], d: UdDest) -> SendWr {
+    SendWr {
+        wr_id: id,
+        op: SendOp::Send,
+        data: data.to_vec(),
+        ud: Some(d),
+        signaled: true,
+        solicited: false,
+    }
+}
+
+/// Posts `w` on `qpn` of `node` and runs the simulator until nothing is left to do.
+pub(crate) fn send(sim: &mut Simulator, node: NodeId, qpn: Qpn, w: SendWr) {
+    sim.with_node::<Hca, _>(node, |h, _, _| h.post_send(qpn, w))
+        .unwrap()
+        .unwrap();
+    sim.run_until_idle(10_000);
+}
+
+pub(crate) fn poll(sim: &mut Simulator, node: NodeId, cq: CqId) -> Vec<Completion> {
+    sim.with_node::<Hca, _>(node, |h, _, _| h.poll_cq(cq, usize::MAX))
+        .unwrap()
+}
+
+pub(crate) fn counters(sim: &Simulator, node: NodeId) -> HcaCounters {
+    sim.node::<Hca>(node).unwrap().counters().clone()
+}

@@ -1,0 +1,353 @@
+//! The UD transport: building a datagram from a send work request (IBA 1 §9.8, §10.2.4) and
+//! placing a received datagram into a posted receive buffer (IBA 1 §9.8.3, §10.9.3, §11.4.2).
+//! Also the link-layer framing of RC/UC engine output ([`super::connected`]).
+
+use super::connected::TransportPacket;
+use super::port::{is_multicast_lid, Port};
+use super::qp::wire_qpn;
+use super::{DropReason, Hca};
+use crate::hw::sim::Tx;
+use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::packet::{Packet, PacketRepr};
+
+/// Bytes of the GRH area at the start of every UD receive buffer (IBA 1 §11.4.1.2; verbs counts
+/// them in byte_len whether or not a GRH arrived).
+pub const GRH_AREA: u32 = 40;
+
+/// A completion for the send side (or a flushed receive, after changing the opcode).
+pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) -> Completion {
+    Completion {
+        wr_id,
+        status,
+        opcode: WcOpcode::Send,
+        qpn,
+        byte_len: len,
+        imm: None,
+        src_qp: 0,
+        slid: 0,
+        sl: 0,
+        dlid_path_bits: 0,
+        pkey_index: 0,
+        grh: None,
+        data: Vec::new(),
+    }
+}
+
+/// A packet ready for a port.
+struct Built {
+    port: u8,
+    bytes: Vec<u8>,
+    /// DLID is the sending port's own: loop back instead of using the wire.
+    local: bool,
+    mcast: bool,
+}
+
+fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
+    let sgid = port.gid(g.sgid_index).ok_or(WcStatus::LocQpOpErr)?;
+    let mut grh = GrhRepr::new(sgid, g.dgid, g.hop_limit);
+    grh.tclass = g.tclass;
+    grh.flow_label = g.flow_label & 0x000f_ffff;
+    Ok(grh)
+}
+
+fn emit(repr: &PacketRepr<'_>) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut buf).ok()?;
+    Some(buf)
+}
+
+impl Hca {
+    /// Builds and transmits one UD send; completes it (IBA 1 §10.8.3: signaled, or any error).
+    /// After an error the QP enters SQE and its remaining sends are flushed (IBA 1 §10.3.1).
+    pub(super) fn ud_send(&mut self, now: Instant, qpn: Qpn, wr: SendWr, tx: &mut Tx) {
+        let built = self.build_ud(qpn, &wr);
+        let status = match built {
+            Ok(Some(b)) => {
+                self.transmit(now, qpn, b, tx);
+                WcStatus::Success
+            }
+            Ok(None) => {
+                self.counters.count(DropReason::TxPortNotActive);
+                WcStatus::Success
+            }
+            Err(s) => s,
+        };
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let cq = qp.send_cq;
+        let signaled = wr.signaled || qp.sq_sig_all;
+        if status != WcStatus::Success {
+            qp.state = QpState::Sqe;
+        }
+        if signaled || status != WcStatus::Success {
+            let c = send_completion(wr.wr_id, status, qpn, wr.data.len() as u32);
+            self.push_completion(cq, c);
+        }
+        if status != WcStatus::Success {
+            let mut rest = Vec::new();
+            self.sendq.retain(|(q, w)| {
+                if *q == qpn {
+                    rest.push(w.wr_id);
+                }
+                *q != qpn
+            });
+            for id in rest {
+                let c = send_completion(id, WcStatus::WrFlushErr, qpn, 0);
+                self.push_completion(cq, c);
+            }
+        }
+    }
+
+    /// The datagram for `wr`, `Ok(None)` when the port may not send it now (IBA 1 §7.2: only
+    /// an Active port sends data packets; QP0 sends from Init on), or the completion error.
+    fn build_ud(&mut self, qpn: Qpn, wr: &SendWr) -> Result<Option<Built>, WcStatus> {
+        let qp = self.qps.get(&qpn).ok_or(WcStatus::LocQpOpErr)?;
+        let dest = wr.ud.ok_or(WcStatus::LocQpOpErr)?;
+        let port = self.port(qp.port).ok_or(WcStatus::LocQpOpErr)?;
+        let qp0 = qp.special == Some(0);
+        let may_send = match port.state {
+            crate::hw::mgmt::PortState::Active => true,
+            crate::hw::mgmt::PortState::Down => false,
+            _ => qp0,
+        };
+        if !may_send {
+            return Ok(None);
+        }
+        // IBA 1 §9.8.2: a UD message is a single packet no larger than the path MTU.
+        if wr.data.len() > port.mtu_bytes() {
+            return Err(WcStatus::LocLenErr);
+        }
+        let ah = dest.ah;
+        let mcast = is_multicast_lid(ah.dlid);
+        // IBA 1 §10.5.2 (and the issue): a multicast datagram carries a GRH.
+        if mcast && ah.grh.is_none() {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        // IBA 1 §10.2.4: a WR Q_Key with the high bit set means "the QP's own Q_Key"; only a
+        // privileged QP may send a controlled (high bit set) Q_Key.
+        let qkey = if dest.remote_qkey & 0x8000_0000 != 0 {
+            qp.qkey
+        } else {
+            dest.remote_qkey
+        };
+        if qkey & 0x8000_0000 != 0 && !qp.privileged {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        // IBA 1 §13.5.1: QP1 chooses the P_Key per datagram; other QPs use their own index.
+        let pkey_index = match qp.special {
+            Some(1) => dest.pkey_index.unwrap_or(qp.pkey_index),
+            _ => qp.pkey_index,
+        };
+        let pkey = match qp.special {
+            Some(0) => port.pkey(0).unwrap_or(super::DEFAULT_PKEY),
+            _ => port.pkey(pkey_index).unwrap_or(0),
+        };
+        if !qp0 && pkey & 0x7fff == 0 {
+            return Err(WcStatus::LocQpOpErr);
+        }
+        let grh = match &ah.grh {
+            Some(g) => Some(grh_for(port, g)?),
+            None => None,
+        };
+        let (opcode, immdt) = match wr.op {
+            SendOp::SendWithImm(data) => (
+                Opcode::UD_SEND_ONLY_WITH_IMMEDIATE,
+                Some(ImmDtRepr { data }),
+            ),
+            _ => (Opcode::UD_SEND_ONLY, None),
+        };
+        let lrh = LrhRepr {
+            // IBA 1 §7.6.3: SMPs (QP0) travel on VL15, everything else here on VL0.
+            vl: if qp0 { 15 } else { 0 },
+            lver: 0,
+            sl: ah.sl & 0xf,
+            lnh: Lnh::IbaLocal,
+            dlid: ah.dlid,
+            pkt_len: 0,
+            slid: port.slid(ah.src_path_bits),
+        };
+        let mut bth = BthRepr::new(opcode, pkey, dest.remote_qpn & 0x00ff_ffff, qp.next_psn);
+        bth.se = wr.solicited;
+        let ext = ExtHeaders {
+            deth: Some(DethRepr {
+                q_key: qkey,
+                src_qp: wire_qpn(qpn),
+            }),
+            immdt,
+            ..Default::default()
+        };
+        let repr = PacketRepr {
+            lrh,
+            grh,
+            bth: Some(bth),
+            ext,
+            payload: &wr.data,
+        };
+        let bytes = emit(&repr).ok_or(WcStatus::LocLenErr)?;
+        let local = !mcast && port.path_bits(ah.dlid).is_some();
+        let port_num = qp.port;
+        if let Some(q) = self.qps.get_mut(&qpn) {
+            q.next_psn = (q.next_psn + 1) & 0x00ff_ffff;
+        }
+        Ok(Some(Built {
+            port: port_num,
+            bytes,
+            local,
+            mcast,
+        }))
+    }
+
+    fn transmit(&mut self, now: Instant, qpn: Qpn, b: Built, tx: &mut Tx) {
+        self.counters.tx_packets += 1;
+        if b.local {
+            self.rx(now, b.port, &b.bytes, None);
+            return;
+        }
+        if b.mcast && self.mcast_loopback {
+            self.rx(now, b.port, &b.bytes, Some(qpn));
+        }
+        tx.send(b.port, b.bytes);
+    }
+
+    /// Frames an RC/UC engine packet: BTH P_Key from the QP's P_Key index, LRH and GRH from the
+    /// QP's path ([`super::connected`]).
+    pub(super) fn connected_send(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        p: TransportPacket,
+        tx: &mut Tx,
+    ) {
+        let Some(qp) = self.qps.get(&qpn) else {
+            return;
+        };
+        let (Some(attr), Some(port)) = (qp.connected, self.port(qp.port)) else {
+            self.counters.count(DropReason::TxPortNotActive);
+            return;
+        };
+        if port.state != crate::hw::mgmt::PortState::Active {
+            self.counters.count(DropReason::TxPortNotActive);
+            return;
+        }
+        let path = attr.path;
+        let grh = match &path.grh {
+            Some(g) => match grh_for(port, g) {
+                Ok(g) => Some(g),
+                Err(_) => {
+                    self.counters.count(DropReason::Malformed);
+                    return;
+                }
+            },
+            None => None,
+        };
+        let bth = BthRepr {
+            p_key: port.pkey(qp.pkey_index).unwrap_or(0),
+            ..p.bth
+        };
+        let repr = PacketRepr {
+            lrh: LrhRepr {
+                vl: 0,
+                lver: 0,
+                sl: path.sl & 0xf,
+                lnh: Lnh::IbaLocal,
+                dlid: path.dlid,
+                pkt_len: 0,
+                slid: port.slid(path.src_path_bits),
+            },
+            grh,
+            bth: Some(bth),
+            ext: p.ext,
+            payload: &p.payload,
+        };
+        let Some(bytes) = emit(&repr) else {
+            self.counters.count(DropReason::Malformed);
+            return;
+        };
+        let local = port.path_bits(path.dlid).is_some();
+        let b = Built {
+            port: qp.port,
+            bytes,
+            local,
+            mcast: false,
+        };
+        self.transmit(now, qpn, b, tx);
+    }
+
+    /// Places a UD datagram that passed the link checks into QP `handle` (IBA 1 §9.8.3):
+    /// P_Key (§10.9.3; QP1 accepts any entry of the table, QP0 does not check), Q_Key
+    /// (§10.2.4; QP0 does not check), then the next posted receive or a silent drop.
+    pub(super) fn ud_receive(&mut self, handle: Qpn, pkt: &Packet<'_>, path_bits: u8) {
+        let Some(bth) = pkt.bth else {
+            return;
+        };
+        if bth.opcode != Opcode::UD_SEND_ONLY && bth.opcode != Opcode::UD_SEND_ONLY_WITH_IMMEDIATE {
+            self.counters.count(DropReason::BadOpcode);
+            return;
+        }
+        let Some(deth) = pkt.ext.deth else {
+            self.counters.count(DropReason::Malformed);
+            return;
+        };
+        let Some(qp) = self.qps.get(&handle) else {
+            self.counters.count(DropReason::UnknownQp);
+            return;
+        };
+        let Some(port) = self.port(qp.port) else {
+            self.counters.count(DropReason::NoSuchPort);
+            return;
+        };
+        let pkey_index = match qp.special {
+            Some(0) => port.match_any_pkey(bth.p_key).unwrap_or(0),
+            Some(_) => match port.match_any_pkey(bth.p_key) {
+                Some(i) => i,
+                None => return self.counters.count(DropReason::PkeyMismatch),
+            },
+            None => {
+                let entry = port.pkey(qp.pkey_index).unwrap_or(0);
+                if !super::pkey_matches(bth.p_key, entry) {
+                    return self.counters.count(DropReason::PkeyMismatch);
+                }
+                qp.pkey_index
+            }
+        };
+        if qp.special != Some(0) && deth.q_key != qp.qkey {
+            return self.counters.count(DropReason::QkeyMismatch);
+        }
+        let Some(qp) = self.qps.get_mut(&handle) else {
+            return;
+        };
+        let Some(wr) = qp.recv.pop_front() else {
+            return self.counters.count(DropReason::NoRecvPosted);
+        };
+        let cq = qp.recv_cq;
+        let byte_len = GRH_AREA.saturating_add(pkt.payload.len() as u32);
+        // IBA 1 §11.4.2.1 / C10-?: a datagram larger than the buffer completes in error.
+        let ok = byte_len <= wr.capacity;
+        let c = Completion {
+            wr_id: wr.wr_id,
+            status: if ok {
+                WcStatus::Success
+            } else {
+                WcStatus::LocLenErr
+            },
+            opcode: WcOpcode::Recv,
+            qpn: handle,
+            byte_len,
+            imm: pkt.ext.immdt.map(|i| i.data),
+            src_qp: deth.src_qp,
+            slid: pkt.lrh.slid,
+            sl: pkt.lrh.sl,
+            dlid_path_bits: path_bits,
+            pkey_index,
+            grh: pkt.grh,
+            data: if ok { pkt.payload.to_vec() } else { Vec::new() },
+        };
+        if ok {
+            self.counters.rx_delivered += 1;
+        }
+        self.push_completion(cq, c);
+    }
+}

@@ -1,0 +1,12 @@
+//! The emulated InfiniBand hardware: what a vendor would sell. Nothing here knows about host
+//! software (`crate::node`).
+
+pub mod capture;
+pub mod hca;
+pub mod link;
+pub mod mgmt;
+pub mod rc;
+pub mod sim;
+pub mod switch;
+pub mod topology;
+pub mod verbs;

@@ -1,0 +1,531 @@
+//! The discrete-event simulator: virtual time that jumps from one event to the next, a seeded RNG,
+//! and a deterministic order (events at the same instant run in the order they were scheduled).
+//!
+//! Devices (HCAs, switches) implement [`Device`]: they receive packets on numbered ports, may send
+//! packets on their ports through a [`Tx`], and ask for a timer through [`Device::poll_timeout`]
+//! (quinn-proto's shape: the simulator calls [`Device::handle_timeout`] when it is due, and calling
+//! it early or twice must be harmless). Links between ports carry packets with latency, serialisation
+//! delay and faults ([`crate::hw::link`]); every packet put on a link can be captured ([`crate::hw::capture`]).
+
+use crate::hw::capture::Capture;
+use crate::hw::link::{Fault, Link, LinkId, LinkParams};
+use crate::hw::mgmt::{Config, CONFIG_DELAY};
+use ipoib_proto::rng::Rng;
+use ipoib_proto::time::Instant;
+use std::any::Any;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+/// Identifies a device inside one simulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub usize);
+
+/// A port of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortRef {
+    /// The device.
+    pub node: NodeId,
+    /// Its port number (HCA ports from 1; switch ports from 1, 0 being the management port).
+    pub port: u8,
+}
+
+/// Packets a device sends (and configuration it writes) during one call.
+#[derive(Debug, Default)]
+pub struct Tx {
+    out: Vec<(u8, Vec<u8>)>,
+    config: Vec<(NodeId, Config)>,
+}
+
+impl Tx {
+    /// Sends `packet` (LRH..VCRC) out of `port`.
+    pub fn send(&mut self, port: u8, packet: Vec<u8>) {
+        self.out.push((port, packet));
+    }
+    /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::hw::mgmt`]).
+    pub fn configure(&mut self, to: NodeId, config: Config) {
+        self.config.push((to, config));
+    }
+    /// Takes the configuration writes out (for devices driven outside a simulator).
+    pub fn drain_config(&mut self) -> std::vec::Drain<'_, (NodeId, Config)> {
+        self.config.drain(..)
+    }
+    /// Packets sent so far.
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+    /// True when nothing was sent.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+    /// Takes the packets out (for devices driven outside a simulator, e.g. in unit tests).
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (u8, Vec<u8>)> {
+        self.out.drain(..)
+    }
+}
+
+/// A device on the fabric.
+pub trait Device: Any {
+    /// A packet arrived on `port`.
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx);
+    /// The timer returned by `poll_timeout` is due (or the simulator is unsure: may be early).
+    fn handle_timeout(&mut self, now: Instant, tx: &mut Tx);
+    /// When the device next needs `handle_timeout`; `None` for never.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Called when one of the device's ports goes up or down.
+    fn link_state(&mut self, _now: Instant, _port: u8, _up: bool, _tx: &mut Tx) {}
+    /// The subnet manager wrote configuration into this device ([`crate::hw::mgmt`]).
+    fn configure(&mut self, _now: Instant, _config: Config, _tx: &mut Tx) {}
+    /// For downcasting to the concrete device.
+    fn as_any(&self) -> &dyn Any;
+    /// For downcasting to the concrete device.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+#[derive(Debug)]
+enum Event {
+    Deliver {
+        to: PortRef,
+        link: LinkId,
+        packet: Vec<u8>,
+    },
+    Timer {
+        node: NodeId,
+    },
+    LinkState {
+        link: LinkId,
+        up: bool,
+    },
+    Configure {
+        to: NodeId,
+        config: Config,
+    },
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: Instant,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Totals over the whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimStats {
+    /// Events processed.
+    pub events: u64,
+    /// Packets put on links.
+    pub packets: u64,
+    /// Bytes put on links.
+    pub bytes: u64,
+    /// Packets sent out of a port with no cable.
+    pub unconnected: u64,
+}
+
+struct NodeSlot {
+    device: Box<dyn Device>,
+    /// Link of each port (index = port number).
+    links: Vec<Option<(LinkId, usize)>>,
+    /// The timer the queue holds for this node, if any.
+    timer: Option<Instant>,
+}
+
+/// The simulator. See the module docs.
+pub struct Simulator {
+    now: Instant,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Scheduled>>,
+    nodes: Vec<NodeSlot>,
+    links: Vec<Link>,
+    rng: Rng,
+    seed: u64,
+    capture: Option<Capture>,
+    stats: SimStats,
+    tx: Tx,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("now", &self.now)
+            .field("seed", &self.seed)
+            .field("nodes", &self.nodes.len())
+            .field("links", &self.links.len())
+            .field("queued", &self.queue.len())
+            .finish()
+    }
+}
+
+impl Simulator {
+    /// An empty fabric at time zero whose random choices all follow from `seed`.
+    pub fn new(seed: u64) -> Simulator {
+        Simulator {
+            now: Instant::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            nodes: Vec::new(),
+            links: Vec::new(),
+            rng: Rng::new(seed),
+            seed,
+            capture: None,
+            stats: SimStats::default(),
+            tx: Tx::default(),
+        }
+    }
+
+    /// The seed this simulator was made with (print it when a test fails, to replay it).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> SimStats {
+        self.stats
+    }
+
+    /// A generator for a device, derived from the simulator's seed and `stream`.
+    pub fn fork_rng(&self, stream: u64) -> Rng {
+        self.rng.fork(stream)
+    }
+
+    /// Adds a device with `ports` ports (numbered 0..=ports) and returns its id.
+    pub fn add_node(&mut self, device: Box<dyn Device>, ports: u8) -> NodeId {
+        let id = NodeId(self.nodes.len());
+        self.nodes.push(NodeSlot {
+            device,
+            links: vec![None; usize::from(ports) + 1],
+            timer: None,
+        });
+        self.refresh_timer(id);
+        id
+    }
+
+    /// Number of devices.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The device `id` as its concrete type.
+    pub fn node<T: Device>(&self, id: NodeId) -> Option<&T> {
+        self.nodes.get(id.0)?.device.as_any().downcast_ref()
+    }
+
+    /// The device `id` as its concrete type, mutably. After changing it (e.g. posting work), call
+    /// [`Simulator::kick`] so that its new timer and packets are taken into account.
+    pub fn node_mut<T: Device>(&mut self, id: NodeId) -> Option<&mut T> {
+        self.nodes.get_mut(id.0)?.device.as_any_mut().downcast_mut()
+    }
+
+    /// Runs `f` on device `id` with a [`Tx`], sends what it sent and refreshes its timer. This is how
+    /// code outside the fabric (tests, the CLI) makes a device do something now.
+    pub fn with_node<T: Device, R>(
+        &mut self,
+        id: NodeId,
+        f: impl FnOnce(&mut T, Instant, &mut Tx) -> R,
+    ) -> Option<R> {
+        let now = self.now;
+        let mut tx = std::mem::take(&mut self.tx);
+        let r = {
+            let dev = self
+                .nodes
+                .get_mut(id.0)?
+                .device
+                .as_any_mut()
+                .downcast_mut::<T>()?;
+            f(dev, now, &mut tx)
+        };
+        self.flush(id, &mut tx);
+        self.tx = tx;
+        self.refresh_timer(id);
+        Some(r)
+    }
+
+    /// Re-reads device `id`'s timer (after it was changed through [`Simulator::node_mut`]).
+    pub fn kick(&mut self, id: NodeId) {
+        self.refresh_timer(id);
+    }
+
+    /// Cables `a` to `b`. Panics if either port does not exist or is already cabled: topologies are
+    /// built by code, and a wrong one is a bug, not input.
+    pub fn connect(&mut self, a: PortRef, b: PortRef, params: LinkParams) -> LinkId {
+        let id = LinkId(self.links.len());
+        for (side, end) in [a, b].into_iter().enumerate() {
+            let slot = self.nodes[end.node.0]
+                .links
+                .get_mut(usize::from(end.port))
+                .unwrap_or_else(|| panic!("{end:?}: no such port"));
+            assert!(slot.is_none(), "{end:?} is already cabled");
+            *slot = Some((id, side));
+        }
+        self.links.push(Link {
+            ends: [a, b],
+            params,
+            dirs: Default::default(),
+            up: true,
+        });
+        id
+    }
+
+    /// The link a port is cabled to.
+    pub fn link_of(&self, p: PortRef) -> Option<LinkId> {
+        self.nodes
+            .get(p.node.0)?
+            .links
+            .get(usize::from(p.port))?
+            .map(|(l, _)| l)
+    }
+
+    /// A link.
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.0]
+    }
+
+    /// All links.
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// Sets the fault pieces of the direction of `link` that carries packets sent by `from`, or of
+    /// both directions when `from` is `None`.
+    pub fn set_faults(&mut self, link: LinkId, from: Option<PortRef>, faults: Vec<Fault>) {
+        let l = &mut self.links[link.0];
+        for side in 0..2 {
+            if from.is_none() || from == Some(l.ends[side]) {
+                l.dirs[side].faults = faults.clone();
+            }
+        }
+    }
+
+    /// Takes `link` down or brings it up at time `at` (both ends are told).
+    pub fn schedule_link_state(&mut self, link: LinkId, at: Instant, up: bool) {
+        self.schedule(at, Event::LinkState { link, up });
+    }
+
+    /// Records every packet put on any link from now on.
+    pub fn set_capture(&mut self, capture: Capture) {
+        self.capture = Some(capture);
+    }
+
+    /// Stops capturing and returns the capture.
+    pub fn take_capture(&mut self) -> Option<Capture> {
+        self.capture.take()
+    }
+
+    fn schedule(&mut self, at: Instant, event: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse(Scheduled {
+            at: at.max(self.now),
+            seq: self.seq,
+            event,
+        }));
+    }
+
+    fn refresh_timer(&mut self, id: NodeId) {
+        let slot = &mut self.nodes[id.0];
+        // A timer already in the past is due now; store the clamped instant, since that is the
+        // one the queued event carries (else the event is taken as superseded and never fires).
+        let want = slot.device.poll_timeout().map(|t| t.max(self.now));
+        if want.is_some() && want != slot.timer {
+            slot.timer = want;
+            let at = want.unwrap_or(Instant::NEVER);
+            self.schedule(at, Event::Timer { node: id });
+        } else if want.is_none() {
+            slot.timer = None;
+        }
+    }
+
+    /// Puts what `from` sent onto its links.
+    fn flush(&mut self, from: NodeId, tx: &mut Tx) {
+        for (port, packet) in tx.out.drain(..) {
+            self.transmit(PortRef { node: from, port }, packet);
+        }
+        let at = self.now + CONFIG_DELAY;
+        for (to, config) in std::mem::take(&mut tx.config) {
+            self.schedule(at, Event::Configure { to, config });
+        }
+    }
+
+    fn transmit(&mut self, from: PortRef, mut packet: Vec<u8>) {
+        let Some(Some((lid, side))) = self.nodes[from.node.0]
+            .links
+            .get(usize::from(from.port))
+            .copied()
+        else {
+            self.stats.unconnected += 1;
+            return;
+        };
+        let now = self.now;
+        let link = &mut self.links[lid.0];
+        let dir = &mut link.dirs[side];
+        dir.stats.sent += 1;
+        dir.stats.bytes += packet.len() as u64;
+        if !link.up {
+            dir.stats.dropped_down += 1;
+            return;
+        }
+        let start = dir.busy_until.max(now);
+        let done = start + link.params.serialisation(packet.len());
+        dir.busy_until = done;
+        let to = link.ends[1 - side];
+        let latency = link.params.latency;
+        let verdict = dir.apply(&mut self.rng, &mut packet);
+        self.stats.packets += 1;
+        self.stats.bytes += packet.len() as u64;
+        if let Some(c) = &mut self.capture {
+            c.record(start, &packet);
+        }
+        let n = verdict.copies.len();
+        for (i, (extra, _)) in verdict.copies.into_iter().enumerate() {
+            let p = if i + 1 == n {
+                std::mem::take(&mut packet)
+            } else {
+                packet.clone()
+            };
+            self.schedule(
+                done + latency + extra,
+                Event::Deliver {
+                    to,
+                    link: lid,
+                    packet: p,
+                },
+            );
+        }
+    }
+
+    /// Processes the next event; false when there is none.
+    pub fn step(&mut self) -> bool {
+        let Some(Reverse(s)) = self.queue.pop() else {
+            return false;
+        };
+        self.now = self.now.max(s.at);
+        self.stats.events += 1;
+        let mut tx = std::mem::take(&mut self.tx);
+        let node = match s.event {
+            Event::Deliver { to, link, packet } => {
+                let l = &mut self.links[link.0];
+                if !l.up {
+                    let side = usize::from(l.ends[0] == to);
+                    l.dirs[side].stats.dropped_down += 1;
+                    self.tx = tx;
+                    return true;
+                }
+                let side = usize::from(l.ends[0] == to);
+                l.dirs[side].stats.delivered += 1;
+                self.nodes[to.node.0]
+                    .device
+                    .receive(self.now, to.port, packet, &mut tx);
+                Some(to.node)
+            }
+            Event::Timer { node } => {
+                let slot = &mut self.nodes[node.0];
+                if slot.timer == Some(s.at) {
+                    slot.timer = None;
+                    slot.device.handle_timeout(self.now, &mut tx);
+                    Some(node)
+                } else {
+                    None // superseded by a later poll_timeout
+                }
+            }
+            Event::Configure { to, config } => match self.nodes.get_mut(to.0) {
+                Some(slot) => {
+                    slot.device.configure(self.now, config, &mut tx);
+                    Some(to)
+                }
+                None => None,
+            },
+            Event::LinkState { link, up } => {
+                self.links[link.0].up = up;
+                let ends = self.links[link.0].ends;
+                for e in ends {
+                    self.nodes[e.node.0]
+                        .device
+                        .link_state(self.now, e.port, up, &mut tx);
+                    self.flush(e.node, &mut tx);
+                    self.refresh_timer(e.node);
+                }
+                None
+            }
+        };
+        if let Some(n) = node {
+            self.flush(n, &mut tx);
+            self.refresh_timer(n);
+        }
+        self.tx = tx;
+        true
+    }
+
+    /// Runs every event up to and including time `t`, then sets the clock to `t`.
+    pub fn run_until(&mut self, t: Instant) {
+        while self.queue.peek().is_some_and(|Reverse(s)| s.at <= t) {
+            self.step();
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Runs for `d` of virtual time.
+    pub fn run_for(&mut self, d: Duration) {
+        let t = self.now + d;
+        self.run_until(t);
+    }
+
+    /// Runs until `done(self)` holds or virtual time passes `deadline`; true when `done` held.
+    pub fn run_while_not(
+        &mut self,
+        deadline: Instant,
+        mut done: impl FnMut(&Simulator) -> bool,
+    ) -> bool {
+        loop {
+            if done(self) {
+                return true;
+            }
+            match self.queue.peek() {
+                Some(Reverse(s)) if s.at <= deadline => {
+                    self.step();
+                }
+                _ => {
+                    self.now = self.now.max(deadline);
+                    return done(self);
+                }
+            }
+        }
+    }
+
+    /// Runs until no event is left or `max_events` have run; returns the events run.
+    pub fn run_until_idle(&mut self, max_events: u64) -> u64 {
+        let mut n = 0;
+        while n < max_events && self.step() {
+            n += 1;
+        }
+        n
+    }
+
+    /// When the next event is due, if any.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse(s)| s.at)
+    }
+}
+
+#[cfg(test)]
+mod tests;

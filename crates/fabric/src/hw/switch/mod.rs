@@ -1,0 +1,408 @@
+//! An InfiniBand switch: ports 1..=N on the fabric plus management port 0 with its own LID, a
+//! linear forwarding table (LFT) and a multicast forwarding table (MFT), both written by the subnet
+//! manager through [`Device::configure`] ([`Config::Lft`], [`Config::Mft`]; they stand in for the
+//! LinearForwardingTable and MulticastForwardingTable attributes of IBA 1 §14.2.5).
+//!
+//! Forwarding (IBA 1 §18.2.4): the output port comes from the LRH DLID only. Unicast DLIDs index
+//! the LFT; an entry of 255 means "drop". Multicast DLIDs (0xC000..=0xFFFE, IBA 1 §4.1) select an
+//! MFT entry, and the packet is replicated to every port of the entry except the one it arrived
+//! on (IBA 1 §18.2.4.3). A packet for the switch's own LID goes to management port 0, where this
+//! model has no SMA (the SM writes [`Config`] instead of SMPs): it is counted and consumed.
+//!
+//! Checks, in order, each failure dropping the packet with a counted [`DropReason`]:
+//! 1. the LRH is readable and PktLen matches the buffer (IBA 1 §7.7) — `Malformed`;
+//! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`. The ICRC is
+//!    end to end (IBA 1 §7.8.1) and switches do not check it. This switch keeps the VL as it is,
+//!    so the packet leaves byte for byte as it came and no CRC is recomputed;
+//! 3. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`);
+//! 4. per output port: the port is up (`PortDown`), the payload fits the port's MTU (`Mtu`:
+//!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
+//!    excluded), and, when partition enforcement is on (off by default, as on most deployed
+//!    fabrics), the BTH P_Key matches the input and output ports' P_Key tables (IBA 1 §10.9;
+//!    QP0 traffic is exempt) — `Partition`.
+//!
+//! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
+//! links); forwarding is deterministic (MFT ports in ascending order).
+
+use crate::hw::mgmt::{Config, PortState};
+use crate::hw::sim::{Device, Tx};
+use ipoib_proto::time::Instant;
+use ipoib_wire::crc;
+use ipoib_wire::ib::lid::{check_pkt_len, LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::Guid;
+use std::any::Any;
+use std::collections::BTreeMap;
+
+/// The LFT value that means "drop" (IBA 1 §14.2.5, LinearForwardingTable).
+pub const LFT_DROP: u8 = 255;
+
+/// Why a switch dropped a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropReason {
+    /// LRH unreadable or PktLen disagrees with the buffer.
+    Malformed,
+    /// VCRC mismatch.
+    VcrcBad,
+    /// DLID beyond the LFT, DLID 0 or the permissive LID.
+    UnknownLid,
+    /// The LFT entry is 255, or names a port the switch does not have.
+    LftDrop,
+    /// Multicast DLID with no (or an empty) MFT entry.
+    NoMftEntry,
+    /// Payload larger than the output port's MTU.
+    Mtu,
+    /// The output port's link is down.
+    PortDown,
+    /// P_Key not in the input or output port's P_Key table (enforcement on only).
+    Partition,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 8] = [
+        DropReason::Malformed,
+        DropReason::VcrcBad,
+        DropReason::UnknownLid,
+        DropReason::LftDrop,
+        DropReason::NoMftEntry,
+        DropReason::Mtu,
+        DropReason::PortDown,
+        DropReason::Partition,
+    ];
+}
+
+/// Counters of one switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchStats {
+    /// Packets received on any port.
+    pub received: u64,
+    /// Packets sent out (a multicast packet counts once per copy).
+    pub forwarded: u64,
+    /// Packets addressed to the switch's own LID (consumed by management port 0).
+    pub to_management: u64,
+    /// Drops, indexed like [`DropReason::ALL`].
+    pub drops: [u64; 8],
+}
+
+impl SwitchStats {
+    /// Drops for one reason.
+    pub fn dropped(&self, r: DropReason) -> u64 {
+        self.drops[r as usize]
+    }
+    /// All drops.
+    pub fn dropped_total(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+}
+
+/// What the switch knows about one of its ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SwPort {
+    /// MTU code (1 = 256 ... 5 = 4096).
+    mtu: u8,
+    /// Link up (from [`Device::link_state`]).
+    up: bool,
+    /// State the SM wrote.
+    state: PortState,
+    /// P_Key table (partition enforcement).
+    pkeys: Vec<u16>,
+}
+
+/// Payload bytes an MTU code allows (IBA 1 §14.2.5.6: 1 = 256 ... 5 = 4096). Unknown codes count
+/// as 4096, the largest MTU.
+pub fn mtu_bytes(code: u8) -> usize {
+    match code {
+        1..=5 => 128 << code,
+        _ => 4096,
+    }
+}
+
+/// P_Key match rule (IBA 1 §10.9): the low 15 bits equal and at least one of the two a full
+/// member (bit 15 set). The invalid P_Key (0x0000/0x8000 base 0) never matches.
+pub fn pkey_match(a: u16, b: u16) -> bool {
+    a & 0x7fff == b & 0x7fff && a & 0x7fff != 0 && (a | b) & 0x8000 != 0
+}
+
+/// An InfiniBand switch. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Switch {
+    guid: Guid,
+    name: String,
+    lid: u16,
+    sm_lid: u16,
+    /// Ports 0..=N (index 0 is management port 0).
+    ports: Vec<SwPort>,
+    lft: Vec<u8>,
+    mft: BTreeMap<u16, Vec<u8>>,
+    enforce_partitions: bool,
+    stats: SwitchStats,
+}
+
+impl Switch {
+    /// A switch with ports 1..=`nports` (plus port 0), all up, MTU 4096, tables empty.
+    pub fn new(guid: Guid, nports: u8, name: impl Into<String>) -> Switch {
+        let port = SwPort {
+            mtu: 5,
+            up: true,
+            state: PortState::Down,
+            pkeys: vec![0xffff],
+        };
+        Switch {
+            guid,
+            name: name.into(),
+            lid: 0,
+            sm_lid: 0,
+            ports: vec![port; usize::from(nports) + 1],
+            lft: Vec::new(),
+            mft: BTreeMap::new(),
+            enforce_partitions: false,
+            stats: SwitchStats::default(),
+        }
+    }
+
+    /// Turns switch partition enforcement on or off (IBA 1 §10.9; off by default).
+    pub fn set_partition_enforcement(&mut self, on: bool) {
+        self.enforce_partitions = on;
+    }
+
+    /// Node GUID.
+    pub fn guid(&self) -> Guid {
+        self.guid
+    }
+    /// Name (node description).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// LID of management port 0 (0 until the SM set it).
+    pub fn lid(&self) -> u16 {
+        self.lid
+    }
+    /// LID of the master SM, as written by the SM.
+    pub fn sm_lid(&self) -> u16 {
+        self.sm_lid
+    }
+    /// Number of external ports.
+    pub fn nports(&self) -> u8 {
+        (self.ports.len() - 1) as u8
+    }
+    /// The linear forwarding table (index = DLID).
+    pub fn lft(&self) -> &[u8] {
+        &self.lft
+    }
+    /// The MFT entry of `mlid` (ports in ascending order), if any.
+    pub fn mft(&self, mlid: u16) -> Option<&[u8]> {
+        self.mft.get(&mlid).map(|v| v.as_slice())
+    }
+    /// MTU code of a port.
+    pub fn port_mtu(&self, port: u8) -> Option<u8> {
+        self.ports.get(usize::from(port)).map(|p| p.mtu)
+    }
+    /// State the SM wrote into a port.
+    pub fn port_state(&self, port: u8) -> Option<PortState> {
+        self.ports.get(usize::from(port)).map(|p| p.state)
+    }
+    /// Counters.
+    pub fn stats(&self) -> SwitchStats {
+        self.stats
+    }
+
+    fn drop(&mut self, r: DropReason) {
+        self.stats.drops[r as usize] += 1;
+    }
+
+    /// Payload length (after the transport headers, without pad and ICRC) of a packet whose LRH
+    /// and length were checked; `None` when the headers do not fit (IBA 1 §9.2).
+    fn payload_len(lrh: &LrhRepr, data: &[u8]) -> Option<usize> {
+        let body_end = data.len().checked_sub(VCRC_LEN)?;
+        if !lrh.lnh.is_iba() {
+            return body_end.checked_sub(LrhRepr::LEN);
+        }
+        let mut off = LrhRepr::LEN;
+        if lrh.lnh == Lnh::IbaGlobal {
+            off += GrhRepr::LEN;
+        }
+        let bth = BthRepr::parse_bytes(data.get(off..body_end)?).ok()?;
+        off += BthRepr::LEN;
+        off += bth.opcode.ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
+        body_end
+            .checked_sub(ICRC_LEN)?
+            .checked_sub(off)?
+            .checked_sub(usize::from(bth.pad_count))
+    }
+
+    /// BTH P_Key and destination QP of an IBA packet (`None` for raw packets).
+    fn pkey_and_qp(lrh: &LrhRepr, data: &[u8]) -> Option<(u16, u32)> {
+        if !lrh.lnh.is_iba() {
+            return None;
+        }
+        let off = LrhRepr::LEN
+            + if lrh.lnh == Lnh::IbaGlobal {
+                GrhRepr::LEN
+            } else {
+                0
+            };
+        let bth = BthRepr::parse_bytes(data.get(off..)?).ok()?;
+        Some((bth.p_key, bth.dest_qp))
+    }
+
+    fn pkey_ok(&self, port: u8, pkey: u16) -> bool {
+        self.ports
+            .get(usize::from(port))
+            .is_some_and(|p| p.pkeys.iter().any(|&k| pkey_match(k, pkey)))
+    }
+
+    /// Checks one output port and sends the copy there, or counts why not.
+    fn emit(
+        &mut self,
+        inport: u8,
+        out: u8,
+        payload: usize,
+        pkey: Option<u16>,
+        packet: Vec<u8>,
+        tx: &mut Tx,
+    ) {
+        let Some(p) = self.ports.get(usize::from(out)) else {
+            self.drop(DropReason::LftDrop);
+            return;
+        };
+        if !p.up {
+            self.drop(DropReason::PortDown);
+            return;
+        }
+        if payload > mtu_bytes(p.mtu) {
+            self.drop(DropReason::Mtu);
+            return;
+        }
+        if let Some(k) = pkey {
+            if !self.pkey_ok(inport, k) || !self.pkey_ok(out, k) {
+                self.drop(DropReason::Partition);
+                return;
+            }
+        }
+        self.stats.forwarded += 1;
+        tx.send(out, packet);
+    }
+}
+
+impl Device for Switch {
+    fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.stats.received += 1;
+        let Ok(lrh) = LrhRepr::parse_bytes(&packet) else {
+            self.drop(DropReason::Malformed);
+            return;
+        };
+        if check_pkt_len(lrh.pkt_len, packet.len()).is_err() {
+            self.drop(DropReason::Malformed);
+            return;
+        }
+        // check_pkt_len guarantees len = 4 * PktLen + 2 >= 2.
+        let body_end = packet.len() - VCRC_LEN;
+        let vcrc = u16::from_le_bytes([packet[body_end], packet[body_end + 1]]);
+        if crc::vcrc(&packet[..body_end]) != vcrc {
+            self.drop(DropReason::VcrcBad);
+            return;
+        }
+        let Some(payload) = Self::payload_len(&lrh, &packet) else {
+            self.drop(DropReason::Malformed);
+            return;
+        };
+        let pkey = if self.enforce_partitions {
+            match Self::pkey_and_qp(&lrh, &packet) {
+                Some((_, 0)) | None => None, // QP0 (SMPs) and raw packets are exempt
+                Some((k, _)) => Some(k),
+            }
+        } else {
+            None
+        };
+        let dlid = lrh.dlid;
+        if (LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&dlid) {
+            // IBA 1 §18.2.4.3: replicate to every MFT port but the arrival port.
+            let outs: Vec<u8> = match self.mft.get(&dlid) {
+                Some(ports) => ports
+                    .iter()
+                    .copied()
+                    .filter(|&p| p != port && p != 0)
+                    .collect(),
+                None => Vec::new(),
+            };
+            if outs.is_empty() {
+                self.drop(DropReason::NoMftEntry);
+                return;
+            }
+            let n = outs.len();
+            let mut packet = Some(packet);
+            for (i, out) in outs.into_iter().enumerate() {
+                let copy = if i + 1 == n {
+                    packet.take().unwrap_or_default()
+                } else {
+                    packet.clone().unwrap_or_default()
+                };
+                self.emit(port, out, payload, pkey, copy, tx);
+            }
+            return;
+        }
+        if dlid != 0 && dlid == self.lid {
+            self.stats.to_management += 1;
+            return;
+        }
+        if dlid == 0 || dlid > LID_MULTICAST_LAST {
+            self.drop(DropReason::UnknownLid);
+            return;
+        }
+        match self.lft.get(usize::from(dlid)).copied() {
+            None => self.drop(DropReason::UnknownLid),
+            Some(LFT_DROP) => self.drop(DropReason::LftDrop),
+            Some(0) => self.stats.to_management += 1,
+            Some(out) => self.emit(port, out, payload, pkey, packet, tx),
+        }
+    }
+
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn link_state(&mut self, _now: Instant, port: u8, up: bool, _tx: &mut Tx) {
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.up = up;
+        }
+    }
+
+    fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
+        match config {
+            Config::Port(pc) => {
+                if pc.port == 0 {
+                    self.lid = pc.lid;
+                    self.sm_lid = pc.sm_lid;
+                }
+                if let Some(p) = self.ports.get_mut(usize::from(pc.port)) {
+                    p.mtu = pc.mtu;
+                    p.state = pc.state;
+                    p.pkeys = pc.pkeys;
+                }
+            }
+            Config::Lft(lft) => self.lft = lft,
+            Config::Mft { mlid, mut ports } => {
+                ports.sort_unstable();
+                ports.dedup();
+                if ports.is_empty() {
+                    self.mft.remove(&mlid);
+                } else {
+                    self.mft.insert(mlid, ports);
+                }
+            }
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,214 @@
+use super::*;
+use crate::hw::mgmt::PortConfig;
+use ipoib_wire::ib::{DethRepr, Opcode};
+use ipoib_wire::packet::{fill_crcs, PacketRepr};
+
+/// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
+pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
+    let payload = vec![0xa5; len];
+    let lrh = LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl: 0,
+        lnh: Lnh::IbaLocal,
+        dlid,
+        pkt_len: 0,
+        slid,
+    };
+    let qpn = if dlid >= LID_MULTICAST_FIRST {
+        BthRepr::MULTICAST_QPN
+    } else {
+        2
+    };
+    let repr = PacketRepr::ud_send_only(
+        lrh,
+        None,
+        BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
+        DethRepr {
+            q_key: 0x0b1b,
+            src_qp: 2,
+        },
+        &payload,
+    );
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(&mut buf).expect("emit");
+    buf
+}
+
+fn port(port: u8, mtu: u8, pkeys: Vec<u16>) -> Config {
+    Config::Port(PortConfig {
+        port,
+        lid: if port == 0 { 9 } else { 0 },
+        lmc: 0,
+        sm_lid: 1,
+        sm_sl: 0,
+        subnet_prefix: ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX,
+        state: PortState::Active,
+        mtu,
+        rate: 3,
+        pkeys,
+    })
+}
+
+/// A 4-port switch, LID 9: LID 2 -> port 1, 3 -> port 2, 4 -> 255; MLID 0xC001 -> 1, 2, 3.
+fn switch() -> Switch {
+    let mut sw = Switch::new(Guid(0x20_0000), 4, "sw");
+    let mut tx = Tx::default();
+    let mut lft = vec![LFT_DROP; 10];
+    lft[2] = 1;
+    lft[3] = 2;
+    for (p, mtu) in [(0, 5), (1, 5), (2, 1), (3, 5), (4, 5)] {
+        sw.configure(Instant::ZERO, port(p, mtu, vec![0xffff]), &mut tx);
+    }
+    lft[9] = 0;
+    sw.configure(Instant::ZERO, Config::Lft(lft), &mut tx);
+    sw.configure(
+        Instant::ZERO,
+        Config::Mft {
+            mlid: 0xc001,
+            ports: vec![3, 1, 2],
+        },
+        &mut tx,
+    );
+    assert!(tx.is_empty());
+    sw
+}
+
+fn feed(sw: &mut Switch, inport: u8, p: Vec<u8>) -> Vec<(u8, Vec<u8>)> {
+    let mut tx = Tx::default();
+    sw.receive(Instant::ZERO, inport, p, &mut tx);
+    tx.drain().collect()
+}
+
+#[test]
+fn unicast_follows_the_lft_byte_for_byte() {
+    let mut sw = switch();
+    let p = ud(2, 3, 100, 0xffff);
+    let out = feed(&mut sw, 1, p.clone());
+    assert_eq!(out, vec![(2, p)]);
+    assert_eq!(sw.stats().forwarded, 1);
+    assert_eq!(sw.lid(), 9);
+    assert_eq!(sw.sm_lid(), 1);
+}
+
+#[test]
+fn unknown_lid_and_lft_255_are_dropped_and_counted() {
+    let mut sw = switch();
+    assert!(feed(&mut sw, 1, ud(2, 100, 8, 0xffff)).is_empty()); // beyond the LFT
+    assert!(feed(&mut sw, 1, ud(2, 0, 8, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 4, 8, 0xffff)).is_empty());
+    let s = sw.stats();
+    assert_eq!(s.dropped(DropReason::UnknownLid), 2);
+    assert_eq!(s.dropped(DropReason::LftDrop), 1);
+    assert_eq!(s.forwarded, 0);
+}
+
+#[test]
+fn own_lid_goes_to_management_port() {
+    let mut sw = switch();
+    assert!(feed(&mut sw, 1, ud(2, 9, 8, 0xffff)).is_empty());
+    assert_eq!(sw.stats().to_management, 1);
+    assert_eq!(sw.stats().dropped_total(), 0);
+}
+
+/// IBA 1 §18.2.4.3: a multicast packet leaves by every MFT port except its arrival port.
+#[test]
+fn multicast_replicates_to_every_member_port_but_the_arrival_port() {
+    let mut sw = switch();
+    let p = ud(2, 0xc001, 64, 0xffff);
+    let out = feed(&mut sw, 1, p.clone());
+    assert_eq!(out, vec![(2, p.clone()), (3, p.clone())]);
+    let out = feed(&mut sw, 4, p.clone());
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert!(feed(&mut sw, 1, ud(2, 0xc002, 64, 0xffff)).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::NoMftEntry), 1);
+    // An empty entry removes the group.
+    let mut tx = Tx::default();
+    sw.configure(
+        Instant::ZERO,
+        Config::Mft {
+            mlid: 0xc001,
+            ports: vec![],
+        },
+        &mut tx,
+    );
+    assert!(feed(&mut sw, 1, p).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::NoMftEntry), 2);
+}
+
+#[test]
+fn oversized_payload_is_dropped_at_the_output_mtu() {
+    let mut sw = switch();
+    // Port 2 has MTU code 1 = 256 bytes of payload.
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, 0xffff)).len(), 1);
+    assert!(feed(&mut sw, 1, ud(2, 3, 257, 0xffff)).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::Mtu), 1);
+    // The same size fits port 1 (4096).
+    assert_eq!(feed(&mut sw, 2, ud(3, 2, 257, 0xffff)).len(), 1);
+    // Multicast copies are checked per port: port 2 drops, 3 forwards.
+    let out = feed(&mut sw, 1, ud(2, 0xc001, 1000, 0xffff));
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![3]);
+    assert_eq!(sw.stats().dropped(DropReason::Mtu), 2);
+}
+
+/// IBA 1 §7.8: the VCRC is checked at every hop, the ICRC only end to end.
+#[test]
+fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
+    let mut sw = switch();
+    let mut p = ud(2, 3, 40, 0xffff);
+    let n = p.len();
+    p[n - 10] ^= 1; // a payload byte: both CRCs now wrong
+    assert!(feed(&mut sw, 1, p.clone()).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::VcrcBad), 1);
+    // Recompute the VCRC only: the ICRC stays wrong, the switch forwards.
+    let v = crc::vcrc(&p[..n - 2]);
+    p[n - 2..].copy_from_slice(&v.to_le_bytes());
+    assert_eq!(feed(&mut sw, 1, p).len(), 1);
+}
+
+#[test]
+fn malformed_packets_are_dropped_and_counted() {
+    let mut sw = switch();
+    let p = ud(2, 3, 40, 0xffff);
+    assert!(feed(&mut sw, 1, p[..5].to_vec()).is_empty());
+    assert!(feed(&mut sw, 1, p[..p.len() - 4].to_vec()).is_empty());
+    assert!(feed(&mut sw, 1, Vec::new()).is_empty());
+    // PktLen says 4 words: LRH + BTH do not fit, even with a correct VCRC.
+    let mut short = p[..18].to_vec();
+    short[4] = 0;
+    short[5] = 4;
+    let v = crc::vcrc(&short[..16]);
+    short[16..].copy_from_slice(&v.to_le_bytes());
+    assert!(fill_crcs(&mut short).is_err());
+    assert!(feed(&mut sw, 1, short).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::Malformed), 4);
+}
+
+#[test]
+fn down_output_port_drops() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    sw.link_state(Instant::ZERO, 2, false, &mut tx);
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::PortDown), 1);
+    sw.link_state(Instant::ZERO, 2, true, &mut tx);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
+}
+
+/// IBA 1 §10.9: with enforcement on, the P_Key must match both ports' tables; off by default.
+#[test]
+fn partition_enforcement_is_optional() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    sw.configure(Instant::ZERO, port(2, 5, vec![0x8001]), &mut tx);
+    sw.configure(Instant::ZERO, port(1, 5, vec![0x8001, 0xffff]), &mut tx);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
+    sw.set_partition_enforcement(true);
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
+    assert_eq!(sw.stats().dropped(DropReason::Partition), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x0001)).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x8001)).len(), 1);
+    assert!(pkey_match(0x8001, 0x0001));
+    assert!(!pkey_match(0x0001, 0x0001));
+    assert!(!pkey_match(0x8000, 0x8000));
+}

@@ -1,0 +1,246 @@
+//! Fabric topologies as plain data: nodes (channel adapters and switches, with GUIDs, names and
+//! port counts) and the cables between their ports, with an optional MTU and rate per cable.
+//!
+//! Where topologies come from: generators ([`Topology::single_switch`], [`Topology::fat_tree`],
+//! in `gen`), and the ibnetdiscover / ibsim net-file format ([`Topology::parse_net`],
+//! [`Topology::load_net`], in `netfile`). [`build`] instantiates one in a
+//! [`crate::hw::sim::Simulator`].
+//!
+//! Invariants: a port carries at most one cable and is within its node's port range (CA ports
+//! 1..=N, switch ports 1..=N; switch port 0 is the management port and never cabled); node order
+//! and link order are the order of creation, so everything derived from a topology is
+//! deterministic.
+
+mod build;
+mod gen;
+mod netfile;
+
+pub use build::{build, link_params, Built};
+pub use gen::FatTreeShape;
+pub use netfile::NetFileError;
+
+use ipoib_wire::Guid;
+use std::fmt;
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeKind {
+    /// A channel adapter (HCA): an end node, each port with its own LID.
+    Ca,
+    /// A switch: one LID on management port 0.
+    Switch,
+}
+
+/// One node of a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopoNode {
+    /// Channel adapter or switch.
+    pub kind: NodeKind,
+    /// Unique name (the net file's node id, e.g. `"Hca1"`, or `h12`, `leaf3` from a generator).
+    pub name: String,
+    /// Node description (defaults to the name).
+    pub desc: String,
+    /// Node GUID.
+    pub guid: Guid,
+    /// Number of ports (1..=254 for switches, not counting port 0).
+    pub ports: u8,
+}
+
+impl TopoNode {
+    /// Port GUID of `port`: for a CA the node GUID plus the port number, for a switch the node
+    /// GUID (its only port with a GUID is port 0). This is how ibsim numbers them (REFERENCE.md:
+    /// "the port GUID OpenSM knows is node GUID + port number").
+    pub fn port_guid(&self, port: u8) -> Guid {
+        match self.kind {
+            NodeKind::Ca => Guid(self.guid.0.wrapping_add(u64::from(port))),
+            NodeKind::Switch => self.guid,
+        }
+    }
+}
+
+/// One end of a cable: node index (into [`Topology::nodes`]) and port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct End {
+    /// Node index.
+    pub node: usize,
+    /// Port number.
+    pub port: u8,
+}
+
+/// A cable between two ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopoLink {
+    /// One end.
+    pub a: End,
+    /// The other end.
+    pub b: End,
+    /// MTU code of the link (1 = 256 ... 5 = 4096); `None` = the SM's default.
+    pub mtu: Option<u8>,
+    /// Rate code (PathRecord encoding, e.g. 3 = 10 Gb/s); `None` = the SM's default.
+    pub rate: Option<u8>,
+}
+
+/// Errors building a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopoError {
+    /// A port number outside the node's ports (or switch port 0).
+    NoSuchPort {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
+    /// A port already carries a cable.
+    PortInUse {
+        /// Node name.
+        node: String,
+        /// Port number.
+        port: u8,
+    },
+    /// A node index that does not exist.
+    NoSuchNode(usize),
+    /// A generator was asked for a size it cannot build.
+    BadSize(String),
+}
+
+impl fmt::Display for TopoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopoError::NoSuchPort { node, port } => write!(f, "{node} has no port {port}"),
+            TopoError::PortInUse { node, port } => {
+                write!(f, "{node} port {port} is already cabled")
+            }
+            TopoError::NoSuchNode(i) => write!(f, "no node #{i}"),
+            TopoError::BadSize(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for TopoError {}
+
+/// A whole topology. See the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    nodes: Vec<TopoNode>,
+    links: Vec<TopoLink>,
+    /// Per node, per port (index = port number): (peer end, link index).
+    peers: Vec<Vec<Option<(End, usize)>>>,
+}
+
+impl Topology {
+    /// An empty topology.
+    pub fn new() -> Topology {
+        Topology::default()
+    }
+
+    /// Adds a node; returns its index.
+    pub fn add_node(
+        &mut self,
+        kind: NodeKind,
+        name: impl Into<String>,
+        guid: Guid,
+        ports: u8,
+    ) -> usize {
+        let name = name.into();
+        self.nodes.push(TopoNode {
+            kind,
+            desc: name.clone(),
+            name,
+            guid,
+            ports,
+        });
+        self.peers.push(vec![None; usize::from(ports) + 1]);
+        self.nodes.len() - 1
+    }
+
+    /// Cables `a` to `b`; returns the link index.
+    pub fn connect(
+        &mut self,
+        a: End,
+        b: End,
+        mtu: Option<u8>,
+        rate: Option<u8>,
+    ) -> Result<usize, TopoError> {
+        for e in [a, b] {
+            let node = self
+                .nodes
+                .get(e.node)
+                .ok_or(TopoError::NoSuchNode(e.node))?;
+            if e.port == 0 || e.port > node.ports {
+                return Err(TopoError::NoSuchPort {
+                    node: node.name.clone(),
+                    port: e.port,
+                });
+            }
+            if self.peers[e.node][usize::from(e.port)].is_some() || (a == b) {
+                return Err(TopoError::PortInUse {
+                    node: node.name.clone(),
+                    port: e.port,
+                });
+            }
+        }
+        let id = self.links.len();
+        self.links.push(TopoLink { a, b, mtu, rate });
+        self.peers[a.node][usize::from(a.port)] = Some((b, id));
+        self.peers[b.node][usize::from(b.port)] = Some((a, id));
+        Ok(id)
+    }
+
+    /// All nodes, in creation order.
+    pub fn nodes(&self) -> &[TopoNode] {
+        &self.nodes
+    }
+
+    /// A node's description (the net file's `# "desc"`).
+    pub fn set_desc(&mut self, node: usize, desc: impl Into<String>) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.desc = desc.into();
+        }
+    }
+
+    /// All links, in creation order.
+    pub fn links(&self) -> &[TopoLink] {
+        &self.links
+    }
+
+    /// What `node`'s `port` is cabled to, and the link index.
+    pub fn peer(&self, node: usize, port: u8) -> Option<(End, usize)> {
+        *self.peers.get(node)?.get(usize::from(port))?
+    }
+
+    /// The index of the node called `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Indices of the channel adapters, in order.
+    pub fn cas(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::Ca)
+            .map(|(i, _)| i)
+    }
+
+    /// Indices of the switches, in order.
+    pub fn switches(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::Switch)
+            .map(|(i, _)| i)
+    }
+
+    /// The first cabled CA port in node order: where ibsim puts its default port when the first
+    /// node is a CA, and the usual choice for the SM's port.
+    pub fn first_ca_port(&self) -> Option<End> {
+        self.cas().find_map(|n| {
+            (1..=self.nodes[n].ports)
+                .find(|&p| self.peer(n, p).is_some())
+                .map(|port| End { node: n, port })
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,256 @@
+//! The vocabulary a consumer uses with an emulated HCA, shaped after the verbs interface (IBA 1 ch. 11,
+//! libibverbs): queue-pair types and states, work requests and work completions with their status
+//! values. The HCA ([`crate::hw::hca`]) and the connected-QP engine ([`crate::hw::rc`]) share these types.
+
+use ipoib_wire::Gid;
+use std::time::Duration;
+
+/// Queue pair number (24 bits).
+pub type Qpn = u32;
+
+/// Transport service of a QP (IBA 1 §9.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// Unreliable datagram (also QP0/QP1).
+    Ud,
+    /// Reliable connection.
+    Rc,
+    /// Unreliable connection.
+    Uc,
+}
+
+/// QP state (IBA 1 §10.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum QpState {
+    /// Just created.
+    #[default]
+    Reset,
+    /// Initialised: receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drained.
+    Sqd,
+    /// Send queue error: the send queue stopped after an error completion.
+    Sqe,
+    /// Error: every outstanding request completes with [`WcStatus::WrFlushErr`].
+    Err,
+}
+
+/// Global route to a destination (for a UD address handle or a connected QP's path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// Index of the source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// Flow label (20 bits).
+    pub flow_label: u32,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub tclass: u8,
+}
+
+/// Where a UD datagram goes, or the primary path of a connected QP (IBA 1 §11.2.2, ibv_ah_attr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AddressHandle {
+    /// Destination LID (a multicast LID for a multicast send).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Offset added to the port's base LID to make the SLID (LMC path bits).
+    pub src_path_bits: u8,
+    /// GRH to add; required for multicast (IBA 1 §10.5.2).
+    pub grh: Option<GlobalRoute>,
+    /// Port number to send from.
+    pub port: u8,
+}
+
+/// Operation of a send work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate data.
+    SendWithImm(u32),
+    /// RDMA WRITE to the remote address (RC/UC).
+    RdmaWrite {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate data (consumes a receive at the responder).
+    RdmaWriteWithImm {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: u32,
+    },
+    /// RDMA READ from the remote address into the local data buffer (RC only).
+    RdmaRead {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Bytes to read.
+        len: u32,
+    },
+}
+
+/// Destination of a UD send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdDest {
+    /// Address handle.
+    pub ah: AddressHandle,
+    /// Remote QPN (0xFFFFFF for multicast).
+    pub remote_qpn: Qpn,
+    /// Q_Key; a value with the high bit set means "use the QP's own Q_Key" (IBA 1 §10.2.4).
+    pub remote_qkey: u32,
+    /// P_Key index to send with (QP1 may choose per datagram; others use the QP's).
+    pub pkey_index: Option<u16>,
+}
+
+/// A send work request. The emulation carries the bytes in the request instead of a scatter list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub op: SendOp,
+    /// The message (for RDMA READ: ignored).
+    pub data: Vec<u8>,
+    /// UD only: where to.
+    pub ud: Option<UdDest>,
+    /// Ask for a completion even if the QP signals only on request.
+    pub signaled: bool,
+    /// Set the BTH solicited-event bit.
+    pub solicited: bool,
+}
+
+/// A receive work request: a buffer of `capacity` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecvWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Bytes the buffer holds (for UD including the 40-byte GRH area, as verbs does).
+    pub capacity: u32,
+}
+
+/// Completion status (IBA 1 §11.4.2.1, ibv_wc_status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcStatus {
+    /// Success.
+    Success,
+    /// Local length error (message larger than the receive buffer or the path allows).
+    LocLenErr,
+    /// Local QP operation error.
+    LocQpOpErr,
+    /// Local protection error.
+    LocProtErr,
+    /// Flushed because the QP went to the error state.
+    WrFlushErr,
+    /// Remote invalid request (NAK invalid request).
+    RemInvReqErr,
+    /// Remote access error (NAK remote access).
+    RemAccessErr,
+    /// Remote operational error.
+    RemOpErr,
+    /// Transport retry counter exceeded (no ACK after retry_count retries).
+    RetryExcErr,
+    /// RNR retry counter exceeded.
+    RnrRetryExcErr,
+    /// Bad response (unexpected opcode).
+    BadRespErr,
+    /// Remote aborted.
+    RemAbortErr,
+    /// Fatal error.
+    FatalErr,
+}
+
+/// What a completion completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcOpcode {
+    /// A send.
+    Send,
+    /// An RDMA write.
+    RdmaWrite,
+    /// An RDMA read.
+    RdmaRead,
+    /// A receive.
+    Recv,
+    /// A receive consumed by an RDMA write with immediate.
+    RecvRdmaWithImm,
+}
+
+/// A work completion (ibv_wc). Receive completions carry the received bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// From the work request.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// Operation.
+    pub opcode: WcOpcode,
+    /// The QP it belongs to.
+    pub qpn: Qpn,
+    /// Bytes transferred (receives of UD: including the 40 GRH bytes, as verbs).
+    pub byte_len: u32,
+    /// Immediate data, when present.
+    pub imm: Option<u32>,
+    /// Receive: source QP (UD).
+    pub src_qp: Qpn,
+    /// Receive: source LID.
+    pub slid: u16,
+    /// Receive: SL.
+    pub sl: u8,
+    /// Receive: DLID path bits.
+    pub dlid_path_bits: u8,
+    /// Receive: P_Key index the packet matched.
+    pub pkey_index: u16,
+    /// Receive (UD): the GRH when the packet had one.
+    pub grh: Option<ipoib_wire::ib::GrhRepr>,
+    /// Receive: the message (without GRH); for an RDMA READ completion: the data read.
+    pub data: Vec<u8>,
+}
+
+/// Connection parameters of an RC/UC QP (what modify_qp to RTR/RTS sets; ibv_qp_attr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnectedAttr {
+    /// Primary path.
+    pub path: AddressHandle,
+    /// Remote QPN.
+    pub dest_qpn: Qpn,
+    /// First PSN this QP expects to receive.
+    pub rq_psn: u32,
+    /// First PSN this QP sends.
+    pub sq_psn: u32,
+    /// Path MTU code (1 = 256 ... 5 = 4096).
+    pub path_mtu: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Transport retries before RetryExcErr (0..=7).
+    pub retry_count: u8,
+    /// RNR retries (0..=6; 7 = infinite).
+    pub rnr_retry: u8,
+    /// Local ACK timeout exponent: 4.096 µs × 2^timeout (IBA 1 §9.7.6.1.3); 0 = infinite.
+    pub timeout: u8,
+    /// RNR NAK timer code this QP advertises as responder (IBA 1 Table 45).
+    pub min_rnr_timer: u8,
+    /// Outstanding RDMA reads/atomics as requester.
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads/atomics accepted as responder.
+    pub max_dest_rd_atomic: u8,
+}
+
+impl ConnectedAttr {
+    /// The local ACK timeout as a duration (`None` for infinite).
+    pub fn ack_timeout(&self) -> Option<Duration> {
+        (self.timeout != 0).then(|| Duration::from_nanos(4096u64 << self.timeout.min(31)))
+    }
+}

@@ -1,0 +1,482 @@
+//! A host on the fabric: an [`Hca`] plus the software above it, as one simulator [`Device`].
+//!
+//! - Management agents ([`MadAgent`]) on QP1 of port 1, as the kernel MAD layer does it: the host
+//!   keeps receive buffers posted on QP1, routes every incoming request (R bit clear, IBA 1
+//!   §13.4.5) to the agent registered for its class and method ([`Host::serve_method`], as a
+//!   Linux MAD agent registers a method mask), else to the server of its management class
+//!   ([`Host::serve_class`]), and every response to
+//!   the agent that sent the request with that transaction ID (IBA 1 §13.4.6.2). A request nobody
+//!   serves is answered as Linux `ib_mad.c` (`generate_unmatched_resp`) answers it: Get and Set
+//!   get a GetResp with status 0x000C "method/attribute unsupported"; other methods are dropped
+//!   (counted). What agents queue goes out as QP1 datagrams to `to.lid`/`to.qpn`/`to.qkey`, with a
+//!   GRH when `to.grh` is set, and the P_Key index of `to.pkey` in port 1's table.
+//! - Applications ([`App`]) owning QPs and CQs; completions of the CQs routed to an application
+//!   are handed to it.
+//!
+//! Everything the host does in reaction to an event (a packet, a timer, a configuration write)
+//! happens in that same event: the host "pumps" agents, applications and the HCA until nothing
+//! moves (bounded), then packets leave through the simulator's [`Tx`].
+//!
+//! Invariants: routing tables are `BTreeMap`s; agents and applications are polled in
+//! registration order; so the same inputs give the same packets.
+
+mod app;
+
+#[cfg(test)]
+mod tests;
+
+pub use app::{AgentId, Agents, AnyAgent, App, AppId, HostCtx};
+
+use crate::hw::hca::{CqId, Hca};
+use crate::hw::mgmt::Config;
+use crate::hw::sim::{Device, Tx};
+use crate::hw::verbs::{
+    AddressHandle, Completion, GlobalRoute, RecvWr, SendOp, SendWr, UdDest, WcOpcode, WcStatus,
+};
+use ipoib_proto::mad_agent::{GrhAddr, MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use ipoib_proto::time::Instant;
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass};
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The port the management agents use.
+pub const MGMT_PORT: u8 = 1;
+/// Receive buffers kept posted on QP1 (256-byte MAD + 40-byte GRH area each).
+pub const GSI_RECV_DEPTH: usize = 32;
+/// Transaction IDs remembered for response routing (oldest forgotten first).
+pub const TID_MEMORY: usize = 4096;
+/// Rounds of one pump before it gives up (an application that always has work).
+const MAX_ROUNDS: usize = 64;
+
+/// Counters of the host's MAD dispatch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCounters {
+    /// MADs received on QP1 and handed to an agent.
+    pub mads_in: u64,
+    /// MADs sent on QP1.
+    pub mads_out: u64,
+    /// Requests nobody serves, answered with status 0x000C.
+    pub unmatched_answered: u64,
+    /// Requests nobody serves, dropped (not Get/Set).
+    pub unmatched_dropped: u64,
+    /// Responses whose TID no agent sent.
+    pub unknown_tid: u64,
+    /// Datagrams on QP1 too short for a MAD header.
+    pub bad_mad: u64,
+    /// MADs to send whose P_Key is not in the port's table.
+    pub no_pkey: u64,
+    /// QP1 sends refused or completed in error.
+    pub send_errors: u64,
+}
+
+/// The host device. See the module docs.
+pub struct Host {
+    hca: Hca,
+    agents: Agents,
+    servers: BTreeMap<u8, AgentId>,
+    /// (class, method) registrations; they take precedence over `servers`.
+    method_servers: BTreeMap<(u8, u8), AgentId>,
+    tids: BTreeMap<u64, AgentId>,
+    tid_order: VecDeque<u64>,
+    apps: Vec<Box<dyn App>>,
+    cq_routes: BTreeMap<CqId, AppId>,
+    gsi_cq: CqId,
+    next_wr: u64,
+    dirty: bool,
+    last_now: Instant,
+    counters: HostCounters,
+    /// Configuration writes applications made, sent with the next packets.
+    config: Vec<(crate::hw::sim::NodeId, Config)>,
+}
+
+impl Host {
+    /// A host around `hca`; posts the QP1 receive buffers of port 1.
+    pub fn new(hca: Hca) -> Host {
+        let gsi_cq = hca.special_cq(MGMT_PORT).unwrap_or(CqId(u32::MAX));
+        let mut h = Host {
+            hca,
+            agents: Agents::default(),
+            servers: BTreeMap::new(),
+            method_servers: BTreeMap::new(),
+            tids: BTreeMap::new(),
+            tid_order: VecDeque::new(),
+            apps: Vec::new(),
+            cq_routes: BTreeMap::new(),
+            gsi_cq,
+            next_wr: 0,
+            dirty: false,
+            last_now: Instant::ZERO,
+            counters: HostCounters::default(),
+            config: Vec::new(),
+        };
+        for _ in 0..GSI_RECV_DEPTH {
+            h.post_gsi_recv();
+        }
+        h
+    }
+
+    /// The HCA.
+    pub fn hca(&self) -> &Hca {
+        &self.hca
+    }
+
+    /// The HCA, mutably (the host runs its agents and applications on its next event).
+    pub fn hca_mut(&mut self) -> &mut Hca {
+        self.dirty = true;
+        &mut self.hca
+    }
+
+    /// Counters of MAD dispatch.
+    pub fn counters(&self) -> &HostCounters {
+        &self.counters
+    }
+
+    /// Adds a management agent (it receives nothing until it serves a class or sends a request).
+    pub fn add_agent<A: MadAgent + Any>(&mut self, agent: A) -> AgentId {
+        self.agents.list.push(Box::new(agent));
+        self.dirty = true;
+        AgentId(self.agents.list.len() - 1)
+    }
+
+    /// Makes `agent` the server of `class`: requests of that class go to it (a later call for
+    /// the same class replaces the earlier server).
+    pub fn serve_class(&mut self, class: MgmtClass, agent: AgentId) {
+        self.servers.insert(u8::from(class), agent);
+    }
+
+    /// Makes `agent` the receiver of requests of `class` with `method`, ahead of the class's
+    /// server. This is how an SA client receives the SA's Reports (method 0x06, a request) while
+    /// the SA server on the SM's host serves every other SubnAdm request (`ipoib_proto::sa`
+    /// module docs; Linux `ib_sa` registers a SubnAdm agent with the Report method in its
+    /// `ib_mad_reg_req` method mask, `sa_query.c`).
+    pub fn serve_method(&mut self, class: MgmtClass, method: Method, agent: AgentId) {
+        self.method_servers
+            .insert((u8::from(class), u8::from(method)), agent);
+    }
+
+    /// Agent `id` as its concrete type.
+    pub fn agent<T: 'static>(&self, id: AgentId) -> Option<&T> {
+        self.agents.get(id)
+    }
+
+    /// Agent `id` as its concrete type, mutably; the host polls it on its next event.
+    pub fn agent_mut<T: 'static>(&mut self, id: AgentId) -> Option<&mut T> {
+        self.dirty = true;
+        self.agents.get_mut(id)
+    }
+
+    /// Adds an application.
+    pub fn add_app<A: App>(&mut self, app: A) -> AppId {
+        self.apps.push(Box::new(app));
+        self.dirty = true;
+        AppId(self.apps.len() - 1)
+    }
+
+    /// Hands the completions of `cq` to `app`.
+    pub fn route_cq(&mut self, cq: CqId, app: AppId) {
+        self.cq_routes.insert(cq, app);
+    }
+
+    /// Application `id` as its concrete type.
+    pub fn app<T: 'static>(&self, id: AppId) -> Option<&T> {
+        self.apps.get(id.0)?.as_any().downcast_ref()
+    }
+
+    /// Application `id` as its concrete type, mutably; the host polls it on its next event.
+    pub fn app_mut<T: 'static>(&mut self, id: AppId) -> Option<&mut T> {
+        self.dirty = true;
+        self.apps.get_mut(id.0)?.as_any_mut().downcast_mut()
+    }
+
+    fn post_gsi_recv(&mut self) {
+        self.next_wr += 1;
+        let wr = RecvWr {
+            wr_id: self.next_wr,
+            capacity: 256 + 40,
+        };
+        // QP1 exists from the start and is never in Reset: this cannot fail.
+        let _ = self.hca.post_recv(Hca::gsi_qp(MGMT_PORT), wr);
+    }
+
+    /// Runs agents, applications and the HCA until nothing moves; sends through `tx`. Call it
+    /// after acting on the host from outside (`Simulator::with_node`) to make it act now.
+    pub fn drive(&mut self, now: Instant, tx: &mut Tx) {
+        self.last_now = self.last_now.max(now);
+        self.dirty = false;
+        for _ in 0..MAX_ROUNDS {
+            let mut progress = false;
+            for c in self.hca.poll_cq(self.gsi_cq, usize::MAX) {
+                progress = true;
+                self.on_gsi(now, c);
+            }
+            progress |= self.run_agents(now);
+            progress |= self.run_apps(now);
+            // Applications may have handed agents work (e.g. an SA request): let them send it now.
+            progress |= self.run_agents(now);
+            for (to, c) in self.config.drain(..) {
+                tx.configure(to, c);
+            }
+            progress |= self.hca.flush(now, tx) > 0;
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    fn run_agents(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        for i in 0..self.agents.list.len() {
+            if self.agents.list[i].poll_timeout().is_some_and(|t| t <= now) {
+                self.agents.list[i].handle_timeout(now);
+            }
+            while let Some(m) = self.agents.list[i].poll_transmit(now) {
+                progress = true;
+                self.send_mad(Some(AgentId(i)), m);
+            }
+        }
+        progress
+    }
+
+    fn run_apps(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        let routes: Vec<(CqId, AppId)> = self.cq_routes.iter().map(|(c, a)| (*c, *a)).collect();
+        let mut new_routes = Vec::new();
+        for (cq, app) in routes {
+            for c in self.hca.poll_cq(cq, usize::MAX) {
+                progress = true;
+                if let Some(a) = self.apps.get_mut(app.0) {
+                    let mut ctx = HostCtx {
+                        hca: &mut self.hca,
+                        agents: &mut self.agents,
+                        route_cqs: &mut Vec::new(),
+                        config: &mut self.config,
+                    };
+                    a.on_completion(now, &c, &mut ctx);
+                    new_routes.extend(ctx.route_cqs.drain(..).map(|q| (q, app)));
+                }
+            }
+        }
+        for (i, a) in self.apps.iter_mut().enumerate() {
+            let mut routes = Vec::new();
+            let mut ctx = HostCtx {
+                hca: &mut self.hca,
+                agents: &mut self.agents,
+                route_cqs: &mut routes,
+                config: &mut self.config,
+            };
+            a.poll(now, &mut ctx);
+            new_routes.extend(routes.into_iter().map(|q| (q, AppId(i))));
+        }
+        for (q, a) in new_routes {
+            self.cq_routes.insert(q, a);
+        }
+        progress
+    }
+
+    /// One QP1 completion: a received MAD to route, or a send error.
+    fn on_gsi(&mut self, now: Instant, c: Completion) {
+        if c.opcode != WcOpcode::Recv {
+            if c.status != WcStatus::Success {
+                self.counters.send_errors += 1;
+                // IBA 1 §10.3.1: SQE back to RTS so that later MADs go out.
+                let _ = self
+                    .hca
+                    .modify_qp(Hca::gsi_qp(MGMT_PORT), crate::hw::hca::ModifyQp::Rts(None));
+            }
+            return;
+        }
+        self.post_gsi_recv();
+        if c.status != WcStatus::Success {
+            return;
+        }
+        let Ok(hdr) = MadHeaderRepr::parse_bytes(&c.data) else {
+            self.counters.bad_mad += 1;
+            return;
+        };
+        let pkey = self
+            .hca
+            .port(MGMT_PORT)
+            .and_then(|p| p.pkey(c.pkey_index))
+            .unwrap_or(crate::hw::hca::DEFAULT_PKEY);
+        let from = MadAddr {
+            lid: c.slid,
+            qpn: c.src_qp,
+            qkey: GSI_QKEY,
+            sl: c.sl,
+            pkey,
+            grh: c.grh.map(|g| GrhAddr {
+                gid: g.sgid,
+                flow_label: g.flow_label,
+                hop_limit: g.hoplmt,
+                tclass: g.tclass,
+            }),
+        };
+        let target = if hdr.method.is_response() {
+            let t = self.tids.get(&hdr.transaction_id).copied();
+            if t.is_none() {
+                self.counters.unknown_tid += 1;
+            }
+            t
+        } else {
+            let class = u8::from(hdr.mgmt_class);
+            let t = self
+                .method_servers
+                .get(&(class, u8::from(hdr.method)))
+                .or_else(|| self.servers.get(&class))
+                .copied();
+            if t.is_none() {
+                self.unmatched(&hdr, from, &c.data);
+            }
+            t
+        };
+        if let Some(a) = target.and_then(|a| self.agents.list.get_mut(a.0)) {
+            self.counters.mads_in += 1;
+            a.handle_mad(now, MadIn { from, mad: c.data });
+        }
+    }
+
+    /// Linux `ib_mad.c` `generate_unmatched_resp`: Get/Set nobody serves are answered with
+    /// GetResp and status 0x000C (IBA 1 §13.4.7 Table 112: method/attribute combination not
+    /// supported); everything else is dropped.
+    fn unmatched(&mut self, hdr: &MadHeaderRepr, from: MadAddr, mad: &[u8]) {
+        if !matches!(hdr.method, Method::Get | Method::Set) {
+            self.counters.unmatched_dropped += 1;
+            return;
+        }
+        self.counters.unmatched_answered += 1;
+        let mut resp = mad.to_vec();
+        hdr.response(Method::GetResp, MadStatus::METHOD_ATTR_UNSUPPORTED)
+            .emit(&mut resp);
+        self.send_mad(
+            None,
+            MadOut {
+                to: from,
+                mad: resp,
+            },
+        );
+    }
+
+    /// Queues a MAD on QP1; requests remember their TID for the response.
+    fn send_mad(&mut self, agent: Option<AgentId>, m: MadOut) {
+        if let (Some(a), Ok(hdr)) = (agent, MadHeaderRepr::parse_bytes(&m.mad)) {
+            if !hdr.method.is_response() {
+                let tid = hdr.transaction_id;
+                if self.tids.insert(tid, a).is_none() {
+                    self.tid_order.push_back(tid);
+                    if self.tid_order.len() > TID_MEMORY {
+                        if let Some(old) = self.tid_order.pop_front() {
+                            self.tids.remove(&old);
+                        }
+                    }
+                }
+            }
+        }
+        let Some(pkey_index) = self
+            .hca
+            .port(MGMT_PORT)
+            .and_then(|p| p.find_pkey_index(m.to.pkey))
+        else {
+            self.counters.no_pkey += 1;
+            return;
+        };
+        self.next_wr += 1;
+        let wr = SendWr {
+            wr_id: self.next_wr,
+            op: SendOp::Send,
+            data: m.mad,
+            ud: Some(UdDest {
+                ah: AddressHandle {
+                    dlid: m.to.lid,
+                    sl: m.to.sl,
+                    src_path_bits: 0,
+                    grh: m.to.grh.map(|g| GlobalRoute {
+                        dgid: g.gid,
+                        sgid_index: 0,
+                        flow_label: g.flow_label,
+                        hop_limit: g.hop_limit,
+                        tclass: g.tclass,
+                    }),
+                    port: MGMT_PORT,
+                },
+                remote_qpn: m.to.qpn,
+                remote_qkey: m.to.qkey,
+                pkey_index: Some(pkey_index),
+            }),
+            signaled: false,
+            solicited: false,
+        };
+        match self.hca.post_send(Hca::gsi_qp(MGMT_PORT), wr) {
+            Ok(()) => self.counters.mads_out += 1,
+            Err(_) => self.counters.send_errors += 1,
+        }
+    }
+
+    fn port_changed(&mut self, now: Instant, port: u8) {
+        let Some(p) = self.hca.port(port).cloned() else {
+            return;
+        };
+        for (i, a) in self.apps.iter_mut().enumerate() {
+            let mut routes = Vec::new();
+            let mut ctx = HostCtx {
+                hca: &mut self.hca,
+                agents: &mut self.agents,
+                route_cqs: &mut routes,
+                config: &mut self.config,
+            };
+            a.on_port_change(now, &p, &mut ctx);
+            for q in routes {
+                self.cq_routes.insert(q, AppId(i));
+            }
+        }
+    }
+}
+
+impl Device for Host {
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.hca.receive(now, port, packet, tx);
+        self.drive(now, tx);
+    }
+
+    fn handle_timeout(&mut self, now: Instant, tx: &mut Tx) {
+        self.hca.handle_timeout(now, tx);
+        self.drive(now, tx);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let dirty = self.dirty.then_some(self.last_now);
+        let agents = self.agents.list.iter().filter_map(|a| a.poll_timeout());
+        let apps = self.apps.iter().filter_map(|a| a.poll_timeout());
+        dirty
+            .into_iter()
+            .chain(self.hca.poll_timeout())
+            .chain(agents)
+            .chain(apps)
+            .min()
+    }
+
+    fn link_state(&mut self, now: Instant, port: u8, up: bool, tx: &mut Tx) {
+        self.hca.link_state(now, port, up, tx);
+        self.port_changed(now, port);
+        self.drive(now, tx);
+    }
+
+    fn configure(&mut self, now: Instant, config: Config, tx: &mut Tx) {
+        let port = match &config {
+            Config::Port(pc) => Some(pc.port),
+            _ => None,
+        };
+        self.hca.configure(now, config, tx);
+        if let Some(p) = port {
+            self.port_changed(now, p);
+        }
+        self.drive(now, tx);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

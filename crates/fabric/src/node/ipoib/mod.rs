@@ -1,0 +1,21 @@
+//! IPoIB on the emulated fabric: the adapter that runs the pure IPoIB interface agent
+//! ([`ipoib_proto::ipoib::Interface`], draft-ietf-ipoib-ip-over-infiniband-06) on a host's HCA
+//! ([`IpoibApp`]), and a tiny IP endpoint above it for demos and tests ([`IpHost`]: echo, ping,
+//! UDP to and from multicast groups).
+//!
+//! Install one on a host with [`IpoibApp::install`]; a whole subnet whose hosts all run IPoIB comes
+//! from [`crate::node::subnet::SubnetOptions::ipoib`].
+//!
+//! Invariants: the adapter adds no behaviour of its own to the interface (it translates values to
+//! verbs and back); it is deterministic and never panics on network input.
+
+mod app;
+pub mod frames;
+pub mod ip;
+
+pub use app::{
+    AdapterCounters, IpoibApp, IpoibHandle, IPOIB_PORT, LOG_KEEP, RECV_BUF, RECV_DEPTH,
+    RESOLUTIONS_KEEP,
+};
+pub use frames::{FrameStats, Resolution, ResolutionKind};
+pub use ip::{IpCounters, IpError, IpHost, Ping, UdpReceived};

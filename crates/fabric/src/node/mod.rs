@@ -1,0 +1,7 @@
+//! Host software on the emulated hardware: hosts and their applications, the subnet manager, IPoIB
+//! interfaces, and [`subnet::Subnet`], which assembles a whole subnet from a topology.
+
+pub mod host;
+pub mod ipoib;
+pub mod sm;
+pub mod subnet;

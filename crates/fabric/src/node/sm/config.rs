@@ -1,0 +1,292 @@
+//! What the SM writes and publishes: the bring-up configuration (PortInfo/P_KeyTable per port,
+//! LFTs), multicast forwarding entries per group, and the [`SubnetModel`] for the SA.
+
+use super::route::TreeLink;
+use super::{Membership, MftWrites, PartitionMembers, PartitionSpec, SubnetManager};
+use crate::hw::mgmt::{Config, PortConfig, PortState};
+use crate::hw::topology::{End, NodeKind};
+use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use std::collections::BTreeMap;
+
+impl SubnetManager {
+    fn partitions(&self) -> std::borrow::Cow<'_, [PartitionSpec]> {
+        if self.opts.partitions.is_empty() {
+            std::borrow::Cow::Owned(vec![PartitionSpec::default_partition()])
+        } else {
+            std::borrow::Cow::Borrowed(&self.opts.partitions)
+        }
+    }
+
+    /// The P_Key table of a CA port: one entry per partition it belongs to, in partition order,
+    /// with bit 15 set for full membership (IBA 1 §10.9). The SM's port is a full member of all.
+    pub fn pkey_table(&self, port: End) -> Vec<u16> {
+        let Some(node) = self.topo.nodes().get(port.node) else {
+            return Vec::new();
+        };
+        let guid = node.port_guid(port.port);
+        let is_sm = port == self.sm_port;
+        self.partitions()
+            .iter()
+            .filter_map(|p| {
+                let m = match &p.members {
+                    PartitionMembers::All(m) => Some(*m),
+                    PartitionMembers::Ports(v) => {
+                        v.iter().find(|(g, _)| *g == guid).map(|&(_, m)| m)
+                    }
+                };
+                let m = if is_sm { Some(Membership::Full) } else { m }?;
+                Some(match m {
+                    Membership::Full => p.pkey | 0x8000,
+                    Membership::Limited => p.pkey & 0x7fff,
+                })
+            })
+            .collect()
+    }
+
+    /// MTU and rate codes of the cable on a port (the options' defaults where the cable sets none).
+    fn link_props(&self, e: End) -> (u8, u8) {
+        match self.topo.peer(e.node, e.port) {
+            Some((_, l)) => {
+                let l = &self.topo.links()[l];
+                (
+                    l.mtu.unwrap_or(self.opts.mtu),
+                    l.rate.unwrap_or(self.opts.rate),
+                )
+            }
+            None => (self.opts.mtu, self.opts.rate),
+        }
+    }
+
+    fn port_config(&self, port: u8, lid: u16, mtu: u8, rate: u8, pkeys: Vec<u16>) -> Config {
+        Config::Port(PortConfig {
+            port,
+            lid,
+            lmc: 0,
+            sm_lid: self.sm_lid(),
+            sm_sl: self.opts.sm_sl,
+            subnet_prefix: self.opts.subnet_prefix,
+            state: PortState::Active,
+            mtu,
+            rate,
+            pkeys,
+        })
+    }
+
+    /// Every configuration write that brings the subnet up, for `Tx::configure` at time zero:
+    /// first the switches (port 0 with the switch's LID, every cabled port with its MTU, rate and
+    /// P_Keys, then the LFT), then every CA port with a LID (LID, SM LID, subnet prefix, MTU,
+    /// rate, P_Key table, state Active). Delivered in order, so a CA sees Active only after the
+    /// forwarding tables are in place. Nodes the SM could not reach get nothing.
+    pub fn bring_up(&self) -> Vec<(crate::hw::sim::NodeId, Config)> {
+        let mut out = Vec::new();
+        let all_full: Vec<u16> = self.partitions().iter().map(|p| p.pkey | 0x8000).collect();
+        for (s, &n) in self.switches.iter().enumerate() {
+            let lid = self.lids[n][0];
+            if lid == 0 {
+                continue;
+            }
+            let id = self.nodes[n];
+            out.push((
+                id,
+                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![0xffff]),
+            ));
+            for p in 1..=self.topo.nodes()[n].ports {
+                let Some((peer, _)) = self.topo.peer(n, p) else {
+                    continue;
+                };
+                let (mtu, rate) = self.link_props(End { node: n, port: p });
+                let pkeys = match self.topo.nodes()[peer.node].kind {
+                    NodeKind::Ca => self.pkey_table(peer),
+                    NodeKind::Switch => all_full.clone(),
+                };
+                out.push((id, self.port_config(p, lid, mtu, rate, pkeys)));
+            }
+            out.push((id, Config::Lft(self.route.lfts[s].clone())));
+        }
+        for (lid, e) in self.ca_ports() {
+            let (mtu, rate) = self.link_props(e);
+            let pkeys = self.pkey_table(e);
+            out.push((
+                self.nodes[e.node],
+                self.port_config(e.port, lid, mtu, rate, pkeys),
+            ));
+        }
+        out
+    }
+
+    /// The MFT entries that make `mlid` reach exactly the CA ports with LIDs `members`: a tree
+    /// through the switches (see the module docs), one entry per switch in the tree with the
+    /// ports of its tree links and of its member CAs, in switch order. Unknown LIDs, switch LIDs
+    /// and members not behind a switch are ignored; an MLID outside 0xC000..=0xFFFE (IBA 1 §4.1)
+    /// gives nothing. To change a group, send the new entries and an empty entry
+    /// (`ports: vec![]`) to every switch of the old result that is not in the new one
+    /// ([`mft_changes`]).
+    pub fn multicast_tree(&self, mlid: u16, members: &[u16]) -> MftWrites {
+        if !(LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&mlid)
+            || self.route.roots.is_empty()
+        {
+            return Vec::new();
+        }
+        let r = usize::from(mlid - LID_MULTICAST_FIRST) % self.route.roots.len();
+        let tree: &[TreeLink] = &self.route.trees[r];
+        let root = self.route.roots[r];
+        let mut ports: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        for &lid in members {
+            let Some(e) = self.owner(lid) else { continue };
+            if self.sw_index[e.node].is_some() {
+                continue;
+            }
+            let Some((peer, _)) = self.topo.peer(e.node, e.port) else {
+                continue;
+            };
+            let Some(mut s) = self.sw_index[peer.node] else {
+                continue;
+            };
+            if s != root && tree[s].is_none() {
+                continue; // not connected to the root
+            }
+            let fresh = !ports.contains_key(&s);
+            ports.entry(s).or_default().push(peer.port);
+            if !fresh {
+                continue;
+            }
+            // Walk up to the root or to a switch already in the tree.
+            while let Some((parent, up, down)) = tree[s] {
+                ports.entry(s).or_default().push(up);
+                let joined = ports.contains_key(&parent);
+                ports.entry(parent).or_default().push(down);
+                if joined {
+                    break;
+                }
+                s = parent;
+            }
+        }
+        // Prune the top: a root with a single tree link and no member is not needed (all members
+        // behind one leaf use that leaf alone).
+        let mut top = root;
+        while let Some(entry) = ports.get(&top) {
+            let [only] = entry[..] else { break };
+            let child = ports.keys().copied().find(|&c| {
+                c != top && matches!(tree[c], Some((p, _, down)) if p == top && down == only)
+            });
+            let Some(c) = child else { break }; // `only` is a member port
+            ports.remove(&top);
+            if let (Some(e), Some((_, up, _))) = (ports.get_mut(&c), tree[c]) {
+                e.retain(|&p| p != up);
+            }
+            top = c;
+        }
+        ports
+            .into_iter()
+            .map(|(s, mut p)| {
+                p.sort_unstable();
+                p.dedup();
+                (self.nodes[self.switches[s]], Config::Mft { mlid, ports: p })
+            })
+            .collect()
+    }
+
+    /// The subnet as configured, for the SA: every CA port (cabled or not; LID 0 when the SM gave
+    /// it none) in node and port order, every switch with its ports and LFT.
+    pub fn subnet_model(&self) -> SubnetModel {
+        let nodes = self.topo.nodes();
+        let mut ca_index: BTreeMap<End, usize> = BTreeMap::new();
+        for n in self.topo.cas() {
+            for p in 1..=nodes[n].ports {
+                let i = ca_index.len();
+                ca_index.insert(End { node: n, port: p }, i);
+            }
+        }
+        let peer_of = |e: End| -> Peer {
+            match self.topo.peer(e.node, e.port) {
+                None => Peer::None,
+                Some((p, _)) => match self.sw_index[p.node] {
+                    Some(s) => Peer::Switch(s, p.port),
+                    None => ca_index.get(&p).map_or(Peer::None, |&i| Peer::Ca(i)),
+                },
+            }
+        };
+        let ports = ca_index
+            .keys()
+            .map(|&e| {
+                let node = &nodes[e.node];
+                let lid = self.lid(e.node, e.port).unwrap_or(0);
+                let (mtu, rate) = self.link_props(e);
+                CaPort {
+                    node_guid: node.guid,
+                    port_guid: node.port_guid(e.port),
+                    port_num: e.port,
+                    lid,
+                    lmc: 0,
+                    mtu,
+                    rate,
+                    pkeys: if lid != 0 {
+                        self.pkey_table(e)
+                    } else {
+                        Vec::new()
+                    },
+                    active: lid != 0,
+                    peer: peer_of(e),
+                    name: node.desc.clone(),
+                }
+            })
+            .collect();
+        let switches = self
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(s, &n)| {
+                let node = &nodes[n];
+                let ports = (0..=node.ports)
+                    .map(|p| {
+                        let e = End { node: n, port: p };
+                        let (mtu, rate) = self.link_props(e);
+                        SwitchPort {
+                            mtu,
+                            rate,
+                            peer: if p == 0 { Peer::None } else { peer_of(e) },
+                        }
+                    })
+                    .collect();
+                SwitchNode {
+                    guid: node.guid,
+                    lid: self.lids[n][0],
+                    ports,
+                    lft: self.route.lfts[s].clone(),
+                    name: node.desc.clone(),
+                }
+            })
+            .collect();
+        SubnetModel {
+            subnet_prefix: self.opts.subnet_prefix,
+            sm_lid: self.sm_lid(),
+            ports,
+            switches,
+        }
+    }
+}
+
+/// The writes that turn a group's MFT entries from `old` into `new` (both results of
+/// [`SubnetManager::multicast_tree`] for the same MLID): entries that changed, and empty entries
+/// for switches that left the tree.
+pub fn mft_changes(
+    old: &[(crate::hw::sim::NodeId, Config)],
+    new: &[(crate::hw::sim::NodeId, Config)],
+) -> MftWrites {
+    let mut out: MftWrites = new.iter().filter(|n| !old.contains(n)).cloned().collect();
+    for (id, c) in old {
+        if let Config::Mft { mlid, .. } = c {
+            if !new.iter().any(|(n, _)| n == id) {
+                out.push((
+                    *id,
+                    Config::Mft {
+                        mlid: *mlid,
+                        ports: Vec::new(),
+                    },
+                ));
+            }
+        }
+    }
+    out
+}

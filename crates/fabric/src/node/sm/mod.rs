@@ -1,0 +1,319 @@
+//! The subnet manager's brain: given a [`Topology`] and the CA port the SM runs on, it assigns
+//! LIDs, computes min-hop unicast routes for every switch, multicast trees, and the port
+//! configuration (LID, SM LID, subnet prefix, MTU, rate, P_Keys, state Active), as values. It has
+//! no simulator access: [`SubnetManager::bring_up`] returns the [`Config`] writes for the
+//! integrator to send with `Tx::configure` at time zero, [`SubnetManager::multicast_tree`] the
+//! MFT entries of one group, and [`SubnetManager::subnet_model`] the configured subnet for the SA.
+//!
+//! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
+//! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets
+//!   LID 1; each cabled CA port gets its own LID, each switch one LID (port 0); LMC 0. Nodes the
+//!   walk does not reach get none.
+//! - Unicast (IBA 1 §18.2.4.1 LFTs; OpenSM minhop): for every switch and destination LID, the
+//!   output port is one of the ports on a minimal-hop path. Equal-cost choices rotate over the
+//!   candidate ports, starting at an offset given by the destination switch, so that the
+//!   destinations behind one switch spread evenly over the uplinks (a fat tree balances like
+//!   OpenSM's minhop, which counts routes per port; this is the O(1) deterministic form).
+//! - Multicast: one spanning tree per group, rooted at a switch of minimal total distance to the
+//!   switches that have CAs (a spine in a fat tree; the MLID picks among equal roots, spreading
+//!   groups over spines), pruned to the members' switches. Loop-free by construction.
+//! - P_Keys: from a list of partitions ([`PartitionSpec`]); without one, the default partition
+//!   0x7FFF with every port a full member (P_Key 0xFFFF), as OpenSM does without partitions.conf.
+//!   The SM's own port is a full member of every partition, so that limited members can reach the
+//!   SA (IBA 1 §10.9: two limited members cannot talk).
+//!
+//! Invariants: deterministic (everything follows node, port and partition order; no hash maps);
+//! computed once at construction; no panics on any topology.
+
+mod config;
+mod route;
+
+pub use config::mft_changes;
+
+#[cfg(test)]
+mod tests;
+
+use crate::hw::mgmt::Config;
+use crate::hw::sim::NodeId;
+use crate::hw::topology::{End, NodeKind, Topology};
+use ipoib_wire::{Gid, Guid};
+use std::collections::VecDeque;
+use std::fmt;
+
+/// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
+pub const MAX_UNICAST_LID: u16 = 0xbfff;
+
+/// How a port belongs to a partition (IBA 1 §10.9: bit 15 of the P_Key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Membership {
+    /// Full member: may talk to every member.
+    Full,
+    /// Limited member: may talk to full members only.
+    Limited,
+}
+
+/// Which ports a partition has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionMembers {
+    /// Every CA port (partitions.conf `ALL`), with this membership.
+    All(Membership),
+    /// The CA ports with these port GUIDs.
+    Ports(Vec<(Guid, Membership)>),
+}
+
+/// One partition: a P_Key (the low 15 bits count; the membership bit comes from the member).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionSpec {
+    /// Partition key.
+    pub pkey: u16,
+    /// Members.
+    pub members: PartitionMembers,
+}
+
+impl PartitionSpec {
+    /// OpenSM's default partition: 0x7FFF, every port a full member.
+    pub fn default_partition() -> PartitionSpec {
+        PartitionSpec {
+            pkey: 0x7fff,
+            members: PartitionMembers::All(Membership::Full),
+        }
+    }
+}
+
+/// Subnet-wide settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmOptions {
+    /// Subnet prefix of every GID (IBA 1 §4.1.1; default FE80::/64).
+    pub subnet_prefix: u64,
+    /// MTU code of links that do not set one (default 5 = 4096).
+    pub mtu: u8,
+    /// Rate code of links that do not set one (default 7 = 40 Gb/s, QDR 4x, matching
+    /// [`crate::hw::link::LinkParams::default`]).
+    pub rate: u8,
+    /// SL to reach the SM.
+    pub sm_sl: u8,
+    /// Partitions; empty means the default partition only.
+    pub partitions: Vec<PartitionSpec>,
+}
+
+impl Default for SmOptions {
+    fn default() -> Self {
+        SmOptions {
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            mtu: 5,
+            rate: 7,
+            sm_sl: 0,
+            partitions: Vec::new(),
+        }
+    }
+}
+
+/// The SM cannot manage this subnet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmError {
+    /// `nodes` does not have one simulator node per topology node.
+    NodeCount {
+        /// Topology nodes.
+        topology: usize,
+        /// Simulator nodes given.
+        given: usize,
+    },
+    /// The SM port is not a cabled CA port.
+    BadSmPort(End),
+    /// More endpoints than unicast LIDs.
+    TooManyLids(usize),
+}
+
+impl fmt::Display for SmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SmError::NodeCount { topology, given } => write!(
+                f,
+                "{given} simulator nodes for a topology of {topology} nodes"
+            ),
+            SmError::BadSmPort(e) => {
+                write!(f, "node {} port {} is not a cabled CA port", e.node, e.port)
+            }
+            SmError::TooManyLids(n) => write!(f, "{n} endpoints need more than 49151 LIDs"),
+        }
+    }
+}
+
+impl std::error::Error for SmError {}
+
+/// The subnet manager's computed state. See the module docs.
+#[derive(Debug, Clone)]
+pub struct SubnetManager {
+    topo: Topology,
+    nodes: Vec<NodeId>,
+    sm_port: End,
+    opts: SmOptions,
+    /// Per topology node, per port number: the LID (switches: index 0 only). 0 = none.
+    lids: Vec<Vec<u16>>,
+    /// Owner of each LID (index = LID): a CA port, or a switch with port 0.
+    owners: Vec<Option<End>>,
+    /// Topology node index of each switch.
+    switches: Vec<usize>,
+    /// Switch index of each topology node.
+    sw_index: Vec<Option<usize>>,
+    /// The routing state: LFTs, distances, multicast roots.
+    route: route::Routing,
+}
+
+impl SubnetManager {
+    /// Computes LIDs, routes and multicast roots for `topo`, whose nodes live in the simulator as
+    /// `nodes` (same order, e.g. [`crate::hw::topology::Built::nodes`]), with the SM on `sm_port`.
+    pub fn new(
+        topo: Topology,
+        nodes: Vec<NodeId>,
+        sm_port: End,
+        opts: SmOptions,
+    ) -> Result<SubnetManager, SmError> {
+        if nodes.len() != topo.nodes().len() {
+            return Err(SmError::NodeCount {
+                topology: topo.nodes().len(),
+                given: nodes.len(),
+            });
+        }
+        let sm_ok = topo
+            .nodes()
+            .get(sm_port.node)
+            .is_some_and(|n| n.kind == NodeKind::Ca)
+            && topo.peer(sm_port.node, sm_port.port).is_some();
+        if !sm_ok {
+            return Err(SmError::BadSmPort(sm_port));
+        }
+        let (lids, owners) = assign_lids(&topo, sm_port)?;
+        let switches: Vec<usize> = topo.switches().collect();
+        let mut sw_index = vec![None; topo.nodes().len()];
+        for (i, &n) in switches.iter().enumerate() {
+            sw_index[n] = Some(i);
+        }
+        let route = route::Routing::compute(&topo, &switches, &sw_index, &lids, owners.len());
+        Ok(SubnetManager {
+            topo,
+            nodes,
+            sm_port,
+            opts,
+            lids,
+            owners,
+            switches,
+            sw_index,
+            route,
+        })
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    /// The settings.
+    pub fn options(&self) -> &SmOptions {
+        &self.opts
+    }
+
+    /// The SM's port.
+    pub fn sm_port(&self) -> End {
+        self.sm_port
+    }
+
+    /// The SM's LID (1).
+    pub fn sm_lid(&self) -> u16 {
+        self.lid(self.sm_port.node, self.sm_port.port).unwrap_or(0)
+    }
+
+    /// The simulator node of a topology node.
+    pub fn node_id(&self, node: usize) -> Option<NodeId> {
+        self.nodes.get(node).copied()
+    }
+
+    /// The LID of a CA port, or of a switch (any `port`; switches have one LID, on port 0).
+    pub fn lid(&self, node: usize, port: u8) -> Option<u16> {
+        let ports = self.lids.get(node)?;
+        let lid = if self.sw_index.get(node).copied().flatten().is_some() {
+            ports.first()
+        } else {
+            ports.get(usize::from(port))
+        };
+        lid.copied().filter(|&l| l != 0)
+    }
+
+    /// Who answers `lid`: a CA port, or a switch (port 0).
+    pub fn owner(&self, lid: u16) -> Option<End> {
+        self.owners.get(usize::from(lid)).copied().flatten()
+    }
+
+    /// Highest LID assigned.
+    pub fn max_lid(&self) -> u16 {
+        (self.owners.len().max(1) - 1) as u16
+    }
+
+    /// The LFT of the switch that is topology node `node`.
+    pub fn lft(&self, node: usize) -> Option<&[u8]> {
+        let s = self.sw_index.get(node).copied().flatten()?;
+        self.route.lfts.get(s).map(|v| v.as_slice())
+    }
+
+    /// Every CA port with a LID, in LID order: (LID, port).
+    pub fn ca_ports(&self) -> impl Iterator<Item = (u16, End)> + '_ {
+        self.owners
+            .iter()
+            .enumerate()
+            .filter_map(|(lid, o)| match o {
+                Some(e) if self.sw_index[e.node].is_none() => Some((lid as u16, *e)),
+                _ => None,
+            })
+    }
+}
+
+/// LIDs by a breadth-first walk from the SM's node (see the module docs).
+#[allow(clippy::type_complexity)]
+fn assign_lids(topo: &Topology, sm: End) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>), SmError> {
+    let nodes = topo.nodes();
+    let mut lids: Vec<Vec<u16>> = nodes
+        .iter()
+        .map(|n| vec![0; usize::from(n.ports) + 1])
+        .collect();
+    let mut owners: Vec<Option<End>> = vec![None]; // LID 0 is reserved
+    let mut seen = vec![false; nodes.len()];
+    let mut queue = VecDeque::from([sm.node]);
+    seen[sm.node] = true;
+    let give = |owners: &mut Vec<Option<End>>, e: End| -> Result<u16, SmError> {
+        let lid = owners.len();
+        if lid > usize::from(MAX_UNICAST_LID) {
+            return Err(SmError::TooManyLids(lid));
+        }
+        owners.push(Some(e));
+        Ok(lid as u16)
+    };
+    while let Some(n) = queue.pop_front() {
+        let node = &nodes[n];
+        match node.kind {
+            NodeKind::Switch => lids[n][0] = give(&mut owners, End { node: n, port: 0 })?,
+            NodeKind::Ca => {
+                let order = (n == sm.node)
+                    .then_some(sm.port)
+                    .into_iter()
+                    .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
+                for p in order {
+                    if topo.peer(n, p).is_some() {
+                        lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
+                    }
+                }
+            }
+        }
+        for p in 1..=node.ports {
+            if let Some((peer, _)) = topo.peer(n, p) {
+                if !seen[peer.node] {
+                    seen[peer.node] = true;
+                    queue.push_back(peer.node);
+                }
+            }
+        }
+    }
+    Ok((lids, owners))
+}
+
+/// The configuration writes of one multicast group, for [`crate::hw::sim::Tx::configure`].
+pub type MftWrites = Vec<(NodeId, Config)>;

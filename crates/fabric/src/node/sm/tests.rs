@@ -1,0 +1,422 @@
+use super::*;
+use crate::hw::link::LinkParams;
+use crate::hw::mgmt::{PortConfig, PortState};
+use crate::hw::sim::{Device, Simulator, Tx};
+use crate::hw::switch::tests::ud;
+use crate::hw::switch::{DropReason, Switch, LFT_DROP};
+use crate::hw::topology::{build, Built, TopoNode};
+use ipoib_proto::time::Instant;
+use std::any::Any;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// A stand-in channel adapter: records the configuration it gets and every packet it receives.
+#[derive(Debug, Default)]
+struct Host {
+    config: Vec<PortConfig>,
+    got: Vec<(u8, Vec<u8>)>,
+}
+
+impl Device for Host {
+    fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, _tx: &mut Tx) {
+        self.got.push((port, packet));
+    }
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
+        if let Config::Port(p) = config {
+            self.config.push(p);
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+fn host(_: &TopoNode, _: ipoib_proto::rng::Rng) -> Box<dyn Device> {
+    Box::new(Host::default())
+}
+
+/// Builds `topo` with stand-in hosts, computes the SM with its port on the first CA port, and
+/// delivers the bring-up configuration.
+fn up(topo: Topology) -> (Simulator, Built, SubnetManager) {
+    let mut sim = Simulator::new(1);
+    let built = build(&topo, &mut sim, LinkParams::default(), host);
+    let sm_port = topo.first_ca_port().unwrap();
+    let sm = SubnetManager::new(topo, built.nodes.clone(), sm_port, SmOptions::default()).unwrap();
+    let writes = sm.bring_up();
+    let from = built.nodes[sm_port.node];
+    sim.with_node::<Host, _>(from, |_, _, tx| {
+        for (id, c) in writes {
+            tx.configure(id, c);
+        }
+    });
+    sim.run_until_idle(u64::MAX);
+    (sim, built, sm)
+}
+
+/// Every CA port and switch has a unique LID; every switch's LFT routes every LID; SubnetModel
+/// paths exist between the sampled CA pairs with the minimal hop count `hops(a, b)`.
+fn check_subnet(sm: &SubnetManager, step: usize, hops: impl Fn(End, End) -> u8) {
+    let topo = sm.topology();
+    let mut lids = BTreeSet::new();
+    for n in 0..topo.nodes().len() {
+        let ports: Vec<u8> = match topo.nodes()[n].kind {
+            NodeKind::Switch => vec![0],
+            NodeKind::Ca => (1..=topo.nodes()[n].ports)
+                .filter(|&p| topo.peer(n, p).is_some())
+                .collect(),
+        };
+        for p in ports {
+            let lid = sm
+                .lid(n, p)
+                .expect("every cabled port and switch has a LID");
+            assert!(lids.insert(lid), "LID {lid} given twice");
+            assert_eq!(sm.owner(lid), Some(End { node: n, port: p }));
+        }
+    }
+    assert_eq!(sm.sm_lid(), 1);
+    let cas: Vec<(u16, End)> = sm.ca_ports().collect();
+    for s in topo.switches() {
+        let lft = sm.lft(s).unwrap();
+        for &lid in &lids {
+            assert_ne!(
+                lft[usize::from(lid)],
+                LFT_DROP,
+                "switch {s} has no route to {lid}"
+            );
+        }
+    }
+    let model = sm.subnet_model();
+    for (i, &(a, ea)) in cas.iter().enumerate().step_by(step) {
+        for &(b, eb) in cas.iter().skip(i % step).step_by(step) {
+            let p = model
+                .path(a, b)
+                .unwrap_or_else(|| panic!("no path {a} -> {b}"));
+            assert_eq!(p.hops, hops(ea, eb), "{a} -> {b}");
+        }
+    }
+}
+
+#[test]
+fn single_switch_with_8_hosts_comes_up() {
+    let (sim, built, sm) = up(Topology::single_switch(8).unwrap());
+    check_subnet(&sm, 1, |a, b| if a == b { 0 } else { 2 });
+    // Every host got its LID, the SM LID and Active through the simulator.
+    for h in 0..8 {
+        let c = &sim.node::<Host>(built.nodes[h]).unwrap().config;
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].lid, sm.lid(h, 1).unwrap());
+        assert_eq!(c[0].sm_lid, 1);
+        assert_eq!(c[0].state, PortState::Active);
+        assert_eq!(c[0].subnet_prefix, ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX);
+        assert_eq!(c[0].pkeys, vec![0xffff]);
+    }
+    let sw = sim.node::<Switch>(built.nodes[8]).unwrap();
+    assert_eq!(sw.lid(), sm.lid(8, 0).unwrap());
+    assert_eq!(sw.lft(), sm.lft(8).unwrap());
+    assert_eq!(sw.port_state(3), Some(PortState::Active));
+}
+
+/// Fat-tree hop count: 0 to itself, 2 on the same leaf, 4 across the spines.
+fn fat_hops(topo: &Topology) -> impl Fn(End, End) -> u8 + '_ {
+    move |a, b| {
+        if a == b {
+            0
+        } else if topo.peer(a.node, a.port).unwrap().0.node
+            == topo.peer(b.node, b.port).unwrap().0.node
+        {
+            2
+        } else {
+            4
+        }
+    }
+}
+
+#[test]
+fn fat_tree_64_routes_every_pair_minimally_and_balances() {
+    let topo = Topology::fat_tree(64).unwrap();
+    let mut sim = Simulator::new(1);
+    let built = build(&topo, &mut sim, LinkParams::default(), host);
+    let sm = SubnetManager::new(
+        topo.clone(),
+        built.nodes,
+        End { node: 0, port: 1 },
+        SmOptions::default(),
+    )
+    .unwrap();
+    check_subnet(&sm, 1, fat_hops(&topo));
+    // Deterministic: the same topology gives the same writes.
+    let again = SubnetManager::new(
+        topo.clone(),
+        (0..topo.nodes().len()).map(NodeId).collect(),
+        End { node: 0, port: 1 },
+        SmOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(again.bring_up(), sm.bring_up());
+    assert_eq!(again.subnet_model(), sm.subnet_model());
+    // Leaf 0's routes to the hosts of the other leaves spread evenly over its 18 uplinks.
+    let leaf0 = topo.find("leaf0").unwrap();
+    let lft = sm.lft(leaf0).unwrap();
+    let mut per_port = [0u32; 37];
+    for (lid, e) in sm.ca_ports() {
+        if topo.peer(e.node, e.port).unwrap().0.node != leaf0 {
+            per_port[usize::from(lft[usize::from(lid)])] += 1;
+        }
+    }
+    let up = &per_port[19..=36];
+    assert_eq!(up.iter().sum::<u32>(), 64 - 18);
+    assert!(
+        up.iter().max().unwrap() - up.iter().min().unwrap() <= 1,
+        "{up:?}"
+    );
+}
+
+#[test]
+fn fat_tree_648_comes_up() {
+    let topo = Topology::fat_tree(648).unwrap();
+    let mut sim = Simulator::new(1);
+    let built = build(&topo, &mut sim, LinkParams::default(), host);
+    let sm = SubnetManager::new(
+        topo.clone(),
+        built.nodes,
+        End { node: 0, port: 1 },
+        SmOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(sm.max_lid() as usize, 648 + 36 + 18);
+    check_subnet(&sm, 11, fat_hops(&topo));
+    assert_eq!(sm.bring_up().len(), 54 * (1 + 36 + 1) + 648);
+}
+
+#[test]
+fn unicast_and_multicast_cross_the_fat_tree() {
+    let (mut sim, built, sm) = up(Topology::fat_tree(64).unwrap());
+    let lid = |h: usize| sm.lid(h, 1).unwrap();
+    // Unicast host 0 -> host 63 (leaf 0 -> spine -> leaf 3).
+    let p = ud(lid(0), lid(63), 100, 0xffff);
+    sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, p.clone()));
+    sim.run_until_idle(1000);
+    assert_eq!(sim.node::<Host>(built.nodes[63]).unwrap().got, vec![(1, p)]);
+    // Multicast: members 1, 5, 20, 40, 63 (three leaves); host 5 sends.
+    let mlid = 0xc005;
+    let members = [1, 5, 20, 40, 63];
+    let member_lids: Vec<u16> = members.iter().map(|&h| lid(h)).collect();
+    let writes = sm.multicast_tree(mlid, &member_lids);
+    assert!(writes.len() >= 4, "three leaves and a spine: {writes:?}");
+    sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| {
+        for (id, c) in writes {
+            tx.configure(id, c);
+        }
+    });
+    sim.run_until_idle(10_000);
+    let m = ud(lid(5), mlid, 64, 0xffff);
+    sim.with_node::<Host, _>(built.nodes[5], |_, _, tx| tx.send(1, m.clone()));
+    sim.run_until_idle(10_000);
+    for h in 0..64 {
+        let got = &sim.node::<Host>(built.nodes[h]).unwrap().got;
+        let copies = got.iter().filter(|(_, p)| *p == m).count();
+        let want = usize::from(members.contains(&h) && h != 5);
+        assert_eq!(copies, want, "host {h}");
+    }
+    // Unknown LID: dropped and counted at host 0's leaf.
+    let leaf0 = built.nodes[sm.topology().find("leaf0").unwrap()];
+    let bad = ud(lid(0), sm.max_lid() + 5, 16, 0xffff);
+    sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, bad));
+    // Oversized: 5000 bytes of payload over 4096-MTU links.
+    let big = ud(lid(0), lid(63), 5000, 0xffff);
+    sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, big));
+    sim.run_until_idle(1000);
+    let st = sim.node::<Switch>(leaf0).unwrap().stats();
+    assert_eq!(st.dropped(DropReason::UnknownLid), 1);
+    assert_eq!(st.dropped(DropReason::Mtu), 1);
+    assert_eq!(sim.node::<Host>(built.nodes[63]).unwrap().got.len(), 2);
+}
+
+#[test]
+fn multicast_tree_is_loop_free_and_updates() {
+    let topo = Topology::fat_tree(100).unwrap();
+    let mut sim = Simulator::new(1);
+    let built = build(&topo, &mut sim, LinkParams::default(), host);
+    let sm = SubnetManager::new(
+        topo.clone(),
+        built.nodes.clone(),
+        End { node: 0, port: 1 },
+        SmOptions::default(),
+    )
+    .unwrap();
+    let lids: Vec<u16> = (0..100).map(|h| sm.lid(h, 1).unwrap()).collect();
+    let all = sm.multicast_tree(0xc000, &lids);
+    // Every leaf plus one spine (the root); edges = switches - 1 (a tree).
+    assert_eq!(all.len(), 6 + 1);
+    let spine_ids: BTreeSet<_> = topo
+        .switches()
+        .filter(|&s| topo.nodes()[s].name.starts_with("spine"))
+        .map(|s| built.nodes[s])
+        .collect();
+    let root: Vec<_> = all
+        .iter()
+        .filter(|(id, _)| spine_ids.contains(id))
+        .collect();
+    assert_eq!(root.len(), 1);
+    let inter_switch: usize = all
+        .iter()
+        .map(|(id, c)| match c {
+            Config::Mft { ports, .. } => {
+                let n = built.nodes.iter().position(|x| x == id).unwrap();
+                ports
+                    .iter()
+                    .filter(|&&p| {
+                        topo.nodes()[topo.peer(n, p).unwrap().0.node].kind == NodeKind::Switch
+                    })
+                    .count()
+            }
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(inter_switch, 2 * (all.len() - 1));
+    // Another MLID may take another spine.
+    let other = sm.multicast_tree(0xc001, &lids);
+    assert_ne!(all, other);
+    // Shrinking to one leaf: that leaf only; the rest get cleared.
+    let small = sm.multicast_tree(0xc000, &lids[..3]);
+    assert_eq!(small.len(), 1);
+    let ch = mft_changes(&all, &small);
+    assert_eq!(ch.len(), 7);
+    assert_eq!(
+        ch.iter()
+            .filter(|(_, c)| matches!(c, Config::Mft { ports, .. } if ports.is_empty()))
+            .count(),
+        6
+    );
+    assert!(sm.multicast_tree(0x1234, &lids).is_empty());
+}
+
+#[test]
+fn partitions_give_pkey_tables() {
+    let topo = Topology::single_switch(4).unwrap();
+    let g2 = topo.nodes()[2].port_guid(1);
+    let g3 = topo.nodes()[3].port_guid(1);
+    let opts = SmOptions {
+        partitions: vec![
+            PartitionSpec::default_partition(),
+            PartitionSpec {
+                pkey: 0x0012,
+                members: PartitionMembers::Ports(vec![
+                    (g2, Membership::Full),
+                    (g3, Membership::Limited),
+                ]),
+            },
+        ],
+        ..SmOptions::default()
+    };
+    let nodes = (0..5).map(NodeId).collect();
+    let sm = SubnetManager::new(topo, nodes, End { node: 0, port: 1 }, opts).unwrap();
+    assert_eq!(
+        sm.pkey_table(End { node: 0, port: 1 }),
+        vec![0xffff, 0x8012]
+    );
+    assert_eq!(sm.pkey_table(End { node: 1, port: 1 }), vec![0xffff]);
+    assert_eq!(
+        sm.pkey_table(End { node: 2, port: 1 }),
+        vec![0xffff, 0x8012]
+    );
+    assert_eq!(
+        sm.pkey_table(End { node: 3, port: 1 }),
+        vec![0xffff, 0x0012]
+    );
+    let model = sm.subnet_model();
+    assert_eq!(model.ports[3].pkeys, vec![0xffff, 0x0012]);
+}
+
+#[test]
+fn bad_sm_port_and_node_count_are_errors() {
+    let topo = Topology::single_switch(2).unwrap();
+    let nodes: Vec<NodeId> = (0..3).map(NodeId).collect();
+    assert!(matches!(
+        SubnetManager::new(
+            topo.clone(),
+            nodes.clone(),
+            End { node: 2, port: 1 },
+            SmOptions::default()
+        ),
+        Err(SmError::BadSmPort(_))
+    ));
+    assert!(SubnetManager::new(
+        topo.clone(),
+        nodes[..2].to_vec(),
+        End { node: 0, port: 1 },
+        SmOptions::default()
+    )
+    .is_err());
+    assert!(
+        SubnetManager::new(topo, nodes, End { node: 0, port: 1 }, SmOptions::default()).is_ok()
+    );
+}
+
+/// Each ibsim example (the embedded one everywhere, Debian's when installed) loads, builds, comes
+/// up, and carries a packet between the two HCAs furthest apart.
+#[test]
+fn ibsim_examples_load_build_and_come_up() {
+    let mut topos = vec![(
+        "embedded net.2sw2path4hca2port".to_string(),
+        Topology::parse_net(crate::hw::topology::tests::NET_2SW2PATH4HCA2PORT).unwrap(),
+    )];
+    let dir = std::path::Path::new("/usr/share/doc/ibsim-utils/net-examples");
+    if dir.is_dir() {
+        for n in [
+            "net",
+            "net.1",
+            "net.2sw2path",
+            "net.2sw2path4hca",
+            "net.2sw2path4hca2port",
+        ] {
+            topos.push((n.to_string(), Topology::load_net(dir.join(n)).unwrap()));
+        }
+    } else {
+        eprintln!("skipped the Debian files: {} missing", dir.display());
+    }
+    for (name, topo) in topos {
+        let (mut sim, built, sm) = up(topo);
+        check_subnet(&sm, 1, |a, b| {
+            // Minimal hops by a breadth-first walk over the topology (CAs do not forward).
+            let t = sm.topology();
+            if a == b {
+                return 0;
+            }
+            let mut seen = vec![false; t.nodes().len()];
+            let mut q =
+                std::collections::VecDeque::from([(t.peer(a.node, a.port).unwrap().0, 1u8)]);
+            while let Some((e, d)) = q.pop_front() {
+                if e == b {
+                    return d;
+                }
+                if t.nodes()[e.node].kind == NodeKind::Ca
+                    || std::mem::replace(&mut seen[e.node], true)
+                {
+                    continue;
+                }
+                for p in 1..=t.nodes()[e.node].ports {
+                    if let Some((n, _)) = t.peer(e.node, p) {
+                        q.push_back((n, d + 1));
+                    }
+                }
+            }
+            panic!("{name}: no path");
+        });
+        let cas: Vec<(u16, End)> = sm.ca_ports().collect();
+        let (a, ea) = cas[0];
+        let (b, eb) = *cas.last().unwrap();
+        let p = ud(a, b, 32, 0xffff);
+        sim.with_node::<Host, _>(built.nodes[ea.node], |_, _, tx| tx.send(ea.port, p.clone()));
+        sim.run_for(Duration::from_millis(1));
+        let got = &sim.node::<Host>(built.nodes[eb.node]).unwrap().got;
+        assert_eq!(got, &vec![(eb.port, p)], "{name}");
+    }
+}

@@ -1,0 +1,144 @@
+//! Port events the subnet manager causes after bring-up, for scenarios that exercise how hosts
+//! react (draft-ietf-ipoib-ip-over-infiniband-06 port events; REFERENCE.md "Linux IPoIB"):
+//!
+//! - [`Subnet::sweep_port`]: what OpenSM's sweep does when a port comes back after its link went
+//!   down (the switch's trap 128 triggers a sweep, `osm_state_mgr.c`): it writes the port's
+//!   configuration again, so the port goes from Init to Active with the LID it had.
+//! - [`Subnet::move_lid`]: the SM gives a port another LID (as after an SM restart with another
+//!   LID plan): the switches' LFTs route the new LID where the old one went and drop the old
+//!   one, the SA answers PathRecords with the new LID, then the port gets its new PortInfo.
+//!
+//! The writes travel as configuration from the SM's host, in order (LFTs before the port, as at
+//! bring-up). The SM's routing plan itself is not recomputed: multicast trees keep mapping members
+//! to ports by their original LIDs, which still name the same ports in that plan.
+
+use super::Subnet;
+use crate::hw::mgmt::{Config, PortConfig};
+use crate::hw::topology::NodeKind;
+use crate::node::host::Host;
+use crate::node::sm::MAX_UNICAST_LID;
+use ipoib_proto::sa::SaServer;
+use std::fmt;
+
+/// Why [`Subnet::move_lid`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveLidError {
+    /// No such host, or its port has no LID.
+    NoSuchPort,
+    /// The new LID is not a unicast LID or is in use.
+    LidInUse(u16),
+}
+
+impl fmt::Display for MoveLidError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MoveLidError::NoSuchPort => f.write_str("no such port with a LID"),
+            MoveLidError::LidInUse(l) => write!(f, "LID {l:#x} is not free"),
+        }
+    }
+}
+
+impl std::error::Error for MoveLidError {}
+
+impl Subnet {
+    /// The configuration the SM writes into host `i`'s port 1 at bring-up.
+    fn bring_up_port_config(&self, i: usize) -> Option<PortConfig> {
+        let node = self.hosts.get(i)?.node;
+        self.sm()
+            .manager()
+            .bring_up()
+            .into_iter()
+            .find_map(|(to, c)| match c {
+                Config::Port(pc) if to == node && pc.port == 1 => Some(pc),
+                _ => None,
+            })
+    }
+
+    /// Sends configuration writes from the SM's host.
+    fn sm_writes(&mut self, writes: Vec<(crate::hw::sim::NodeId, Config)>) {
+        let sm = self.hosts[0].node;
+        self.sim.with_node::<Host, _>(sm, |_, _, tx| {
+            for (to, c) in writes {
+                tx.configure(to, c);
+            }
+        });
+    }
+
+    /// Writes host `i`'s port configuration again (with its current LID), as OpenSM's sweep does
+    /// for a port whose link came back: the port becomes Active. False for no such host.
+    pub fn sweep_port(&mut self, i: usize) -> bool {
+        let Some(mut pc) = self.bring_up_port_config(i) else {
+            return false;
+        };
+        let lid = self.lid(i);
+        if lid != 0 {
+            pc.lid = lid;
+        }
+        let node = self.hosts[i].node;
+        self.sm_writes(vec![(node, Config::Port(pc))]);
+        true
+    }
+
+    /// Gives host `i`'s port 1 the LID `new_lid` (see the module docs).
+    pub fn move_lid(&mut self, i: usize, new_lid: u16) -> Result<(), MoveLidError> {
+        let old = self.lid(i);
+        let mut pc = self
+            .bring_up_port_config(i)
+            .ok_or(MoveLidError::NoSuchPort)?;
+        if old == 0 {
+            return Err(MoveLidError::NoSuchPort);
+        }
+        let mut model = self.sa().subnet().clone();
+        let free = (1..=MAX_UNICAST_LID).contains(&new_lid)
+            && model.ports.iter().all(|p| p.lid != new_lid)
+            && model.switches.iter().all(|s| s.lid != new_lid);
+        if !free {
+            return Err(MoveLidError::LidInUse(new_lid));
+        }
+        let moved = |lft: &mut Vec<u8>| {
+            let out = lft.get(usize::from(old)).copied().unwrap_or(255);
+            if lft.len() <= usize::from(new_lid) {
+                lft.resize(usize::from(new_lid) + 1, 255);
+            }
+            lft[usize::from(new_lid)] = out;
+            lft[usize::from(old)] = 255;
+        };
+        // The switches' tables as they are now, rerouted.
+        let mut writes = Vec::new();
+        for (n, node) in self.topology.nodes().iter().enumerate() {
+            if node.kind != NodeKind::Switch {
+                continue;
+            }
+            let id = self.built.nodes[n];
+            let Some(sw) = self.sim.node::<crate::hw::switch::Switch>(id) else {
+                continue;
+            };
+            let mut lft = sw.lft().to_vec();
+            moved(&mut lft);
+            writes.push((id, Config::Lft(lft)));
+            if let Some(s) = model.switches.iter_mut().find(|s| s.guid == node.guid) {
+                moved(&mut s.lft);
+            }
+        }
+        let guid = self
+            .host_device(i)
+            .hca()
+            .port(1)
+            .map(|p| p.guid)
+            .ok_or(MoveLidError::NoSuchPort)?;
+        if let Some(p) = model.ports.iter_mut().find(|p| p.port_guid == guid) {
+            p.lid = new_lid;
+        }
+        let sa = self.sa;
+        let sm = self.hosts[0].node;
+        self.sim.with_node::<Host, _>(sm, |h, _, _| {
+            if let Some(s) = h.agent_mut::<SaServer>(sa) {
+                s.set_subnet(model);
+            }
+        });
+        pc.lid = new_lid;
+        writes.push((self.hosts[i].node, Config::Port(pc)));
+        self.sm_writes(writes);
+        Ok(())
+    }
+}

@@ -1,0 +1,566 @@
+//! A whole emulated subnet in one call: [`Subnet::build`] instantiates a [`Topology`] in a
+//! [`Simulator`] with a [`Host`] on every channel adapter and a [`Switch`](crate::hw::switch::Switch)
+//! on every switch, and puts the subnet manager on the first CA port.
+//!
+//! - Every host runs an [`SaClient`] agent on QP1 (it also receives the SA's Reports,
+//!   [`Host::serve_method`]) and a [`JoinApp`] that joins its partitions' IPoIB broadcast groups
+//!   when its port becomes Active.
+//! - The SM's host (host 0, the first CA whose port 1 is cabled) runs, besides those, the
+//!   [`SaServer`] (served for class SubnAdm) and the [`SmApp`] holding the [`SubnetManager`]: at
+//!   time zero it configures every port and forwarding table, then programs multicast trees as
+//!   groups change. The SM host joins the broadcast group like every other host, as a node running
+//!   OpenSM and IPoIB does.
+//! - Partitions come from a [`PartitionConfig`] (OpenSM's default when none is given); the same
+//!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
+//!   and pre-created groups.
+//!
+//! - With [`SubnetOptions::ipoib`], every host also runs an IPoIB interface
+//!   ([`crate::node::ipoib::IpoibApp`]; it receives the SA's Reports instead of the [`SaClient`]) and
+//!   the [`JoinApp`] joins nothing: the interface joins its broadcast group itself.
+//!
+//! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
+//! simulator's configuration channel ([`crate::hw::mgmt`]).
+//!
+//! Invariants: hosts are numbered in topology node order (host `i` of a generated topology is node
+//! `h{i}`); every random choice follows from the seed (each CA's RNG is forked from the
+//! simulator's with its node index); nothing here iterates a hash map.
+
+mod events;
+mod ipoib;
+mod join;
+mod sm_node;
+
+pub use events::MoveLidError;
+pub use ipoib::{host_ipv4, IpoibOptions};
+pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};
+pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
+
+use crate::hw::capture::Capture;
+use crate::hw::hca::Hca;
+use crate::hw::link::LinkParams;
+use crate::hw::sim::{NodeId, Simulator};
+use crate::hw::topology::{build, Built, End, NodeKind, Topology};
+use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
+use crate::node::sm::{
+    Membership, PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager,
+};
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_proto::partitions::{self, MemberSpec, PartitionConfig, PortId, PortKind};
+use ipoib_proto::sa::{
+    RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse, SaServer,
+    SaServerConfig,
+};
+use ipoib_proto::time::Instant;
+use ipoib_wire::mad::{Method, MgmtClass};
+use ipoib_wire::sa::SaMadRepr;
+use ipoib_wire::Gid;
+use std::fmt;
+use std::time::Duration;
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct SubnetOptions {
+    /// The fabric.
+    pub topology: Topology,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// partitions.conf; `None` for OpenSM's default (partition 0x7fff, every port full, with the
+    /// IPoIB broadcast group).
+    pub partitions: Option<PartitionConfig>,
+    /// Cable parameters (the rate is adjusted per cable, [`crate::hw::topology::link_params`]).
+    pub link: LinkParams,
+    /// Subnet-wide SM settings (its `partitions` field is replaced by [`partition_specs`]).
+    pub sm: SmOptions,
+    /// SA tunables (OpenSM's defaults, with `processing_delay` [`SA_PROCESSING_DELAY`]).
+    pub sa: SaServerConfig,
+    /// SA client timeouts and retries of every host.
+    pub client: SaClientConfig,
+    /// The SM's multicast coalescing delay ([`SmApp`]).
+    pub mcast_delay: Duration,
+    /// Hosts join their broadcast groups when Active (a [`JoinApp`] on every host).
+    pub auto_join: bool,
+    /// Record every packet into an ERF capture from time zero.
+    pub capture: bool,
+    /// Run an IPoIB interface on every host ([`crate::node::ipoib::IpoibApp`], module `ipoib`); the
+    /// interfaces then make the broadcast joins and `auto_join` is ignored.
+    pub ipoib: Option<IpoibOptions>,
+}
+
+impl SubnetOptions {
+    /// Defaults for `topology` and `seed`: default partitions, default links, joins on, no
+    /// capture.
+    pub fn new(topology: Topology, seed: u64) -> SubnetOptions {
+        SubnetOptions {
+            topology,
+            seed,
+            partitions: None,
+            link: LinkParams::default(),
+            sm: SmOptions::default(),
+            sa: SaServerConfig {
+                processing_delay: SA_PROCESSING_DELAY,
+                ..SaServerConfig::default()
+            },
+            client: SaClientConfig::default(),
+            mcast_delay: MCAST_DELAY,
+            auto_join: true,
+            capture: false,
+            ipoib: None,
+        }
+    }
+}
+
+/// Why a subnet could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubnetError {
+    /// No channel adapter has port 1 cabled: nowhere to run the SM.
+    NoHost,
+    /// The subnet manager refused the topology.
+    Sm(SmError),
+}
+
+impl fmt::Display for SubnetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubnetError::NoHost => f.write_str("no channel adapter with port 1 cabled"),
+            SubnetError::Sm(e) => write!(f, "subnet manager: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SubnetError {}
+
+/// One host of the subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostHandle {
+    /// Its simulator node.
+    pub node: NodeId,
+    /// Its topology node index.
+    pub topo_node: usize,
+    /// Its [`SaClient`] agent.
+    pub client: AgentId,
+    /// Its [`JoinApp`] (present even with `auto_join` off, then with no groups).
+    pub app: AppId,
+}
+
+/// Progress of [`Subnet::run_until_joined_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JoinProgress {
+    /// Hosts joined.
+    pub joined: usize,
+    /// Hosts.
+    pub hosts: usize,
+    /// Simulated time.
+    pub now: Instant,
+}
+
+/// A built subnet. See the module docs.
+#[derive(Debug)]
+pub struct Subnet {
+    sim: Simulator,
+    topology: Topology,
+    built: Built,
+    hosts: Vec<HostHandle>,
+    sa: AgentId,
+    sm_app: AppId,
+    partitions: PartitionConfig,
+    /// Per host, its IPoIB interface (empty without IPoIB).
+    ipoib: Vec<crate::node::ipoib::IpoibHandle>,
+}
+
+/// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
+/// groups with the broadcast MGID form `ff1S:401b:<pkey>::ffff:ffff`.
+pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(u16, Gid)> {
+    cfg.precreated_groups()
+        .into_iter()
+        .filter(|g| {
+            let b = g.mgid.0;
+            b[0] == 0xff && b[2..4] == [0x40, 0x1b] && b[6..12] == [0; 6] && b[12..] == [0xff; 4]
+        })
+        .map(|g| (g.pkey, g.mgid))
+        .collect()
+}
+
+/// The SM's partition list for `cfg` on `topo`, in the P_Key table order OpenSM gives
+/// ([`PartitionConfig::pkey_table`]: `indx0` partitions, the default partition, the others).
+/// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
+/// others are resolved port by port with [`partitions::Partition::membership_of`]. `Both` counts
+/// as full (OpenSM without `allow_both_pkeys`). The SM port is a full member of every partition
+/// whatever the file says (the SM's rule, OpenSM's as well).
+pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> Vec<PartitionSpec> {
+    let conv = |m: partitions::Membership| match m {
+        partitions::Membership::Limited => Membership::Limited,
+        _ => Membership::Full,
+    };
+    let ordered = cfg
+        .partitions
+        .iter()
+        .filter(|p| p.index0)
+        .chain(
+            cfg.partitions
+                .iter()
+                .filter(|p| !p.index0 && p.pkey == partitions::DEFAULT_PKEY),
+        )
+        .chain(
+            cfg.partitions
+                .iter()
+                .filter(|p| !p.index0 && p.pkey != partitions::DEFAULT_PKEY),
+        );
+    let mut out = Vec::new();
+    for p in ordered {
+        let ca_specs: Vec<_> = p
+            .members
+            .iter()
+            .filter(|(s, _)| {
+                !matches!(
+                    s,
+                    MemberSpec::SelfPort | MemberSpec::AllSwitches | MemberSpec::AllRouters
+                )
+            })
+            .collect();
+        let members = match ca_specs[..] {
+            [(MemberSpec::All | MemberSpec::AllCas, m)] => PartitionMembers::All(conv(*m)),
+            _ => {
+                let mut v = Vec::new();
+                for n in topo.cas() {
+                    let node = &topo.nodes()[n];
+                    for port in 1..=node.ports {
+                        let id = PortId {
+                            guid: node.port_guid(port),
+                            kind: PortKind::Ca,
+                            is_sm: End { node: n, port } == sm_port,
+                        };
+                        if let Some(m) = p.membership_of(&id) {
+                            v.push((id.guid, conv(m)));
+                        }
+                    }
+                }
+                PartitionMembers::Ports(v)
+            }
+        };
+        out.push(PartitionSpec {
+            pkey: p.pkey,
+            members,
+        });
+    }
+    out
+}
+
+impl Subnet {
+    /// Builds the subnet (nothing runs yet: the SM starts at time zero on the first step).
+    pub fn build(opts: SubnetOptions) -> Result<Subnet, SubnetError> {
+        let topo = opts.topology;
+        let sm_node = topo
+            .cas()
+            .find(|&n| topo.peer(n, MGMT_PORT).is_some())
+            .ok_or(SubnetError::NoHost)?;
+        let sm_port = End {
+            node: sm_node,
+            port: MGMT_PORT,
+        };
+        let partitions = opts
+            .partitions
+            .unwrap_or_else(PartitionConfig::default_config);
+        let groups = if opts.auto_join && opts.ipoib.is_none() {
+            broadcast_groups(&partitions)
+        } else {
+            Vec::new()
+        };
+        let mut sim = Simulator::new(opts.seed);
+        if opts.capture {
+            sim.set_capture(Capture::new());
+        }
+        let client_cfg = opts.client;
+        let built = build(&topo, &mut sim, opts.link, |node, rng| {
+            let mut h = Host::new(Hca::new(node.guid, node.ports));
+            let client = h.add_agent(SaClient::new(client_cfg, rng.fork(1)));
+            h.serve_method(MgmtClass::SubnAdm, Method::Report, client);
+            h.add_app(JoinApp::new(client, groups.clone()));
+            Box::new(h)
+        });
+        // Every CA host got agent 0 (its SaClient) and app 0 (its JoinApp), in that order.
+        let hosts: Vec<HostHandle> = topo
+            .cas()
+            .filter(|&n| topo.peer(n, MGMT_PORT).is_some())
+            .map(|n| HostHandle {
+                node: built.nodes[n],
+                topo_node: n,
+                client: AgentId(0),
+                app: AppId(0),
+            })
+            .collect();
+        let mut sm_opts = opts.sm;
+        sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
+        let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
+            .map_err(SubnetError::Sm)?;
+        let sa_rng = sim.fork_rng(u64::MAX);
+        let sa_server = SaServer::new(
+            opts.sa,
+            ipoib_proto::subnet::SubnetModel::default(),
+            partitions.clone(),
+            sa_rng,
+        );
+        let (sa, sm_app) = sim
+            .with_node::<Host, _>(built.nodes[sm_node], |h, _, _| {
+                let sa = h.add_agent(sa_server);
+                h.serve_class(MgmtClass::SubnAdm, sa);
+                let app = h.add_app(SmApp::new(sm, sa, opts.mcast_delay));
+                (sa, app)
+            })
+            .ok_or(SubnetError::NoHost)?;
+        let mut net = Subnet {
+            sim,
+            topology: topo,
+            built,
+            hosts,
+            sa,
+            sm_app,
+            partitions,
+            ipoib: Vec::new(),
+        };
+        if let Some(o) = opts.ipoib {
+            net.install_ipoib(o, client_cfg);
+        }
+        Ok(net)
+    }
+
+    /// The simulator.
+    pub fn sim(&self) -> &Simulator {
+        &self.sim
+    }
+
+    /// The simulator, mutably (faults, captures, running).
+    pub fn sim_mut(&mut self) -> &mut Simulator {
+        &mut self.sim
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Simulator nodes and links of the topology's nodes and links.
+    pub fn built(&self) -> &Built {
+        &self.built
+    }
+
+    /// The partitions in force.
+    pub fn partitions(&self) -> &PartitionConfig {
+        &self.partitions
+    }
+
+    /// Number of hosts (CAs with port 1 cabled; host 0 runs the SM).
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Host `i`.
+    pub fn host(&self, i: usize) -> HostHandle {
+        self.hosts[i]
+    }
+
+    /// Host `i`'s device.
+    pub fn host_device(&self, i: usize) -> &Host {
+        self.sim
+            .node::<Host>(self.hosts[i].node)
+            .expect("a subnet host is a Host")
+    }
+
+    /// The index of the host that is topology node `topo_node`.
+    pub fn host_of_topo_node(&self, topo_node: usize) -> Option<usize> {
+        self.hosts.iter().position(|h| h.topo_node == topo_node)
+    }
+
+    /// Host `i`'s LID as its port holds it (0 before the SM configured it).
+    pub fn lid(&self, i: usize) -> u16 {
+        self.host_device(i)
+            .hca()
+            .port(MGMT_PORT)
+            .map_or(0, |p| p.lid)
+    }
+
+    /// Host `i`'s port GID.
+    pub fn gid(&self, i: usize) -> Gid {
+        self.host_device(i)
+            .hca()
+            .port(MGMT_PORT)
+            .map_or(Gid::ZERO, |p| p.port_gid())
+    }
+
+    /// Host `i`'s broadcast-join application.
+    pub fn join_app(&self, i: usize) -> &JoinApp {
+        self.host_device(i)
+            .app::<JoinApp>(self.hosts[i].app)
+            .expect("every host has a JoinApp")
+    }
+
+    /// Host `i`'s broadcast joins.
+    pub fn joins(&self, i: usize) -> &[BroadcastJoin] {
+        self.join_app(i).joins()
+    }
+
+    /// True once host `i` is Active and joined every broadcast group of its partitions; on a
+    /// subnet running IPoIB, once host `i`'s interface has carrier (it joined its partition's
+    /// broadcast group, draft-ietf-ipoib-ip-over-infiniband-06 §5).
+    pub fn is_joined(&self, i: usize) -> bool {
+        match self.ipoib_app(i) {
+            Some(a) => a.carrier(),
+            None => self.join_app(i).is_joined(),
+        }
+    }
+
+    /// Hosts joined.
+    pub fn joined_count(&self) -> usize {
+        (0..self.hosts.len()).filter(|&i| self.is_joined(i)).count()
+    }
+
+    /// The SA server.
+    pub fn sa(&self) -> &SaServer {
+        self.host_device(0)
+            .agent::<SaServer>(self.sa)
+            .expect("host 0 runs the SA")
+    }
+
+    /// The SM application.
+    pub fn sm(&self) -> &SmApp {
+        self.host_device(0)
+            .app::<SmApp>(self.sm_app)
+            .expect("host 0 runs the SM")
+    }
+
+    /// True when the SM has written every multicast change the SA reported and the writes have
+    /// reached the switches (the MFTs match the groups' membership).
+    pub fn is_settled(&self) -> bool {
+        let landed = match self.sm().last_write_at() {
+            Some(t) => self.sim.now() >= t + crate::hw::mgmt::CONFIG_DELAY,
+            None => true,
+        };
+        self.sm().is_settled() && !self.sa().has_events() && landed
+    }
+
+    /// Runs until every host joined and the SM wrote the resulting multicast trees, or virtual
+    /// time reaches `deadline`; true when all joined (and the trees are written).
+    pub fn run_until_joined(&mut self, deadline: Instant) -> bool {
+        self.run_until_joined_with(deadline, |_| {})
+    }
+
+    /// [`Subnet::run_until_joined`], calling `progress` between slices of simulated time (slices
+    /// start at 50 µs and double while nobody new joins, up to 50 ms; only the hosts not yet
+    /// joined are looked at, so checking stays cheap on big fabrics).
+    pub fn run_until_joined_with(
+        &mut self,
+        deadline: Instant,
+        mut progress: impl FnMut(JoinProgress),
+    ) -> bool {
+        let mut waiting: Vec<usize> = (0..self.hosts.len()).collect();
+        let min_slice = Duration::from_micros(50);
+        let mut slice = min_slice;
+        loop {
+            let before = waiting.len();
+            waiting.retain(|&i| !self.is_joined(i));
+            progress(JoinProgress {
+                joined: self.hosts.len() - waiting.len(),
+                hosts: self.hosts.len(),
+                now: self.sim.now(),
+            });
+            if waiting.is_empty() && self.is_settled() {
+                return true;
+            }
+            if self.sim.now() >= deadline {
+                return waiting.is_empty();
+            }
+            slice = if waiting.len() < before {
+                min_slice
+            } else {
+                (slice * 2).min(Duration::from_millis(50))
+            };
+            // Skip idle stretches: nothing can change before the next event.
+            let next = self.sim.next_event_at().unwrap_or(deadline);
+            let until = (next.max(self.sim.now()) + slice).min(deadline);
+            self.sim.run_until(until);
+        }
+    }
+
+    /// Sends `mad` from host `i` to the SA through its [`SaClient`]; the answer comes as an event
+    /// ([`Subnet::take_sa_events`]).
+    pub fn sa_request(&mut self, i: usize, mad: SaMadRepr) -> RequestId {
+        let h = self.hosts[i];
+        self.sim
+            .with_node::<Host, _>(h.node, |host, now, _| {
+                let to = host
+                    .app::<JoinApp>(h.app)
+                    .map(JoinApp::sa_addr)
+                    .filter(|a| a.lid != 0)
+                    .unwrap_or_else(|| {
+                        let p = host.hca().port(MGMT_PORT);
+                        MadAddr {
+                            pkey: p.and_then(|p| p.pkeys.first().copied()).unwrap_or(0xffff),
+                            sl: p.map_or(0, |p| p.sm_sl),
+                            ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
+                        }
+                    });
+                host.agent_mut::<SaClient>(h.client)
+                    .map(|c| c.request(now, mad, to))
+            })
+            .flatten()
+            .expect("every host has an SaClient")
+    }
+
+    /// Takes host `i`'s SA client events that its [`JoinApp`] did not consume (answers to
+    /// [`Subnet::sa_request`], Reports).
+    pub fn take_sa_events(&mut self, i: usize) -> Vec<SaClientEvent> {
+        let h = self.hosts[i];
+        self.sim
+            .with_node::<Host, _>(h.node, |host, _, _| {
+                host.app_mut::<JoinApp>(h.app).map(JoinApp::take_events)
+            })
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Sends `mad` from host `i` and runs until its answer (or `timeout` of virtual time); other
+    /// events of that host's client stay queued.
+    pub fn sa_call(
+        &mut self,
+        i: usize,
+        mad: SaMadRepr,
+        timeout: Duration,
+    ) -> Result<SaResponse, SaClientError> {
+        let id = self.sa_request(i, mad);
+        let h = self.hosts[i];
+        let deadline = self.sim.now() + timeout;
+        let answered = |sim: &Simulator| {
+            sim.node::<Host>(h.node)
+                .and_then(|x| x.app::<JoinApp>(h.app))
+                .is_some_and(|a| {
+                    a.events()
+                        .iter()
+                        .any(|e| matches!(e, SaClientEvent::Response { id: r, .. } if *r == id))
+                })
+        };
+        if !self.sim.run_while_not(deadline, answered) {
+            return Err(SaClientError::Timeout);
+        }
+        self.sim
+            .with_node::<Host, _>(h.node, |host, _, _| {
+                let app = host.app_mut::<JoinApp>(h.app)?;
+                let pos = app.inbox_position(id)?;
+                app.remove_event(pos)
+            })
+            .flatten()
+            .and_then(|e| match e {
+                SaClientEvent::Response { result, .. } => Some(result),
+                SaClientEvent::Report { .. } => None,
+            })
+            .unwrap_or(Err(SaClientError::Timeout))
+    }
+
+    /// Switch devices with their topology node index, in topology order.
+    pub fn switches(&self) -> impl Iterator<Item = (usize, &crate::hw::switch::Switch)> + '_ {
+        self.topology
+            .nodes()
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeKind::Switch)
+            .filter_map(|(i, _)| Some((i, self.sim.node(self.built.nodes[i])?)))
+    }
+}

@@ -1,0 +1,258 @@
+//! The subnet manager as an application on its host: the [`SubnetManager`] brain driven by the
+//! host, next to the [`SaServer`] agent the host serves class SubnAdm with.
+//!
+//! - At start (its first poll, at time zero) it writes the whole bring-up ([`SubnetManager::bring_up`])
+//!   through [`HostCtx::configure`] and gives the SA the configured subnet
+//!   ([`SubnetManager::subnet_model`]).
+//! - It follows the SA's multicast events ([`SaEvent`]): for every group whose membership changed
+//!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
+//!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
+//!   entries that changed ([`mft_changes`]); a deleted group's entries are cleared.
+//! - Changes are coalesced on both edges of a window of [`SmApp::delay`]: a change that comes
+//!   outside a window is written at once (leading edge) and opens a window; changes inside the
+//!   window are drained together at its end (trailing edge, which opens no window: the next
+//!   change after it is again a leading edge). So a lone join (a SendOnlyNonMember join of a sender, a new member)
+//!   gets its MFT entries right away, while a group that 10,000 ports join in a burst is still
+//!   recomputed only about once per `delay`, not 10,000 times. Groups of at most [`SMALL_GROUP`]
+//!   members (a solicited-node group and its senders, a small application group) are recomputed
+//!   at once even inside a window: only big groups wait. OpenSM queues the group for its
+//!   state manager, which reprograms the MFTs soon after (`osm_sa_mcmember_record.c` ->
+//!   `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`).
+//! - Together with the SA's processing time ([`SA_PROCESSING_DELAY`], which the subnet gives its
+//!   SA) a lone join's MFT writes (sent at once, landing [`crate::hw::mgmt::CONFIG_DELAY`] later)
+//!   reach the switches before the join response leaves the SA, so the first datagram a new
+//!   sender or member exchanges after its join is forwarded. In a burst a member may still get
+//!   its response before the trailing-edge write, as on a real fabric.
+//!
+//! Invariants: the MFT entries written for a group are always those of the last tree computed for
+//! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
+
+use crate::hw::verbs::Completion;
+use crate::node::host::{AgentId, App, HostCtx};
+use crate::node::sm::{mft_changes, MftWrites, SubnetManager};
+use ipoib_proto::sa::{SaEvent, SaServer};
+use ipoib_proto::time::Instant;
+use ipoib_wire::Gid;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Default coalescing delay for multicast tree updates.
+pub const MCAST_DELAY: Duration = Duration::from_micros(100);
+
+/// Groups of at most this many members are recomputed at once even inside a coalescing window
+/// (their tree costs about what the SA spends on the join); bigger ones wait for its end.
+pub const SMALL_GROUP: usize = 64;
+
+/// The SA processing time the subnet gives its [`SaServer`]
+/// (`SaServerConfig::processing_delay`): a response leaves the SA this long after its request
+/// came in. It must exceed [`crate::hw::mgmt::CONFIG_DELAY`] plus the SM's leading-edge tree write
+/// (done in the same host step as the join), so that the MFT entries of a lone join are in the
+/// switches before the joiner can send: without it a SendOnlyNonMember sender's first datagram
+/// met a leaf switch with no MFT entry and was dropped. Real SAs take time too (OpenSM on ibsim:
+/// about 10 µs per join, pipelined; docs/BENCHMARKS.md).
+pub const SA_PROCESSING_DELAY: Duration = Duration::from_micros(5);
+
+/// Counters of the SM application.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmStats {
+    /// Configuration writes of the bring-up.
+    pub bring_up_writes: u64,
+    /// SA events handled.
+    pub sa_events: u64,
+    /// Multicast trees computed.
+    pub trees: u64,
+    /// MFT entries written after bring-up.
+    pub mft_writes: u64,
+    /// Members the SM could not map to a LID (unknown port GUIDs).
+    pub unknown_members: u64,
+}
+
+/// The SM application. See the module docs.
+#[derive(Debug)]
+pub struct SmApp {
+    sm: SubnetManager,
+    sa: AgentId,
+    delay: Duration,
+    started: bool,
+    /// End of the current coalescing window, when changes wait for it.
+    flush_at: Option<Instant>,
+    /// When the last leading-edge recomputation happened: the start of the current window.
+    window_start: Option<Instant>,
+    lid_of_guid: BTreeMap<u64, u16>,
+    /// Last tree written per MLID.
+    trees: BTreeMap<u16, MftWrites>,
+    /// Groups changed since the last flush: the member LIDs, or `None` when deleted.
+    pending: BTreeMap<u16, Option<Vec<u16>>>,
+    /// When the last configuration write was sent (it lands [`crate::hw::mgmt::CONFIG_DELAY`] later).
+    last_write: Option<Instant>,
+    stats: SmStats,
+}
+
+impl SmApp {
+    /// The SM application around `sm`, whose SA is the host's agent `sa`, coalescing multicast
+    /// changes for `delay` (zero: at the next poll).
+    pub fn new(sm: SubnetManager, sa: AgentId, delay: Duration) -> SmApp {
+        let lid_of_guid = sm
+            .ca_ports()
+            .filter_map(|(lid, e)| {
+                let node = sm.topology().nodes().get(e.node)?;
+                Some((node.port_guid(e.port).0, lid))
+            })
+            .collect();
+        SmApp {
+            sm,
+            sa,
+            delay,
+            started: false,
+            flush_at: None,
+            window_start: None,
+            lid_of_guid,
+            trees: BTreeMap::new(),
+            last_write: None,
+            pending: BTreeMap::new(),
+            stats: SmStats::default(),
+        }
+    }
+
+    /// The SM's computed state.
+    pub fn manager(&self) -> &SubnetManager {
+        &self.sm
+    }
+
+    /// The coalescing delay.
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SmStats {
+        self.stats
+    }
+
+    /// The MFT entries last written for `mlid` (switch node, entry).
+    pub fn tree(&self, mlid: u16) -> Option<&MftWrites> {
+        self.trees.get(&mlid)
+    }
+
+    /// True when no multicast change waits to be written (writes may still be on their way:
+    /// see [`SmApp::last_write_at`]).
+    pub fn is_settled(&self) -> bool {
+        self.flush_at.is_none() && self.pending.is_empty()
+    }
+
+    /// When the SM last sent a configuration write; it reaches its device
+    /// [`crate::hw::mgmt::CONFIG_DELAY`] later.
+    pub fn last_write_at(&self) -> Option<Instant> {
+        self.last_write
+    }
+
+    fn member_lids(&mut self, members: &[(Gid, ipoib_wire::sa::JoinState)]) -> Vec<u16> {
+        let mut lids = Vec::with_capacity(members.len());
+        for (gid, _) in members {
+            match self.lid_of_guid.get(&gid.interface_id()) {
+                Some(&l) => lids.push(l),
+                None => self.stats.unknown_members += 1,
+            }
+        }
+        lids
+    }
+
+    /// Recomputes the changed groups: all of them, or with `small` only those of at most
+    /// [`SMALL_GROUP`] members.
+    fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>, small: bool) {
+        let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
+            return;
+        };
+        let next = |sa: &mut SaServer| {
+            if small {
+                sa.poll_small_event(SMALL_GROUP)
+            } else {
+                sa.poll_event()
+            }
+        };
+        while let Some(e) = next(sa) {
+            self.stats.sa_events += 1;
+            match e {
+                SaEvent::GroupCreated { .. } => {}
+                SaEvent::McastGroup { mlid, members, .. } => {
+                    let lids = self.member_lids(&members);
+                    self.pending.insert(mlid, Some(lids));
+                }
+                SaEvent::GroupDeleted { mlid, .. } => {
+                    self.pending.insert(mlid, None);
+                }
+            }
+        }
+        for (mlid, lids) in std::mem::take(&mut self.pending) {
+            let new = match lids {
+                Some(l) => {
+                    self.stats.trees += 1;
+                    self.sm.multicast_tree(mlid, &l)
+                }
+                None => Vec::new(),
+            };
+            let old = self.trees.remove(&mlid).unwrap_or_default();
+            for (to, c) in mft_changes(&old, &new) {
+                self.stats.mft_writes += 1;
+                self.last_write = Some(now);
+                ctx.configure(to, c);
+            }
+            if !new.is_empty() {
+                self.trees.insert(mlid, new);
+            }
+        }
+    }
+}
+
+impl App for SmApp {
+    fn on_completion(&mut self, _now: Instant, _c: &Completion, _ctx: &mut HostCtx<'_>) {}
+
+    fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        if !self.started {
+            self.started = true;
+            for (to, c) in self.sm.bring_up() {
+                self.stats.bring_up_writes += 1;
+                self.last_write = Some(now);
+                ctx.configure(to, c);
+            }
+            if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+                sa.set_subnet(self.sm.subnet_model());
+            }
+        }
+        let waiting = ctx
+            .agents
+            .get::<SaServer>(self.sa)
+            .is_some_and(SaServer::has_events);
+        if waiting && self.flush_at.is_none() {
+            // Inside the window of the last leading-edge recomputation: at its end; else now,
+            // opening a new window.
+            self.flush_at = Some(match self.window_start {
+                Some(t) if now < t + self.delay => t + self.delay,
+                _ => {
+                    self.window_start = Some(now);
+                    now
+                }
+            });
+        }
+        if self.flush_at.is_some_and(|t| t <= now) {
+            self.flush_at = None;
+            self.flush(now, ctx, false);
+        } else if waiting {
+            // Inside a window: small groups cost little, update them now.
+            self.flush(now, ctx, true);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.flush_at
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
