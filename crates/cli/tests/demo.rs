@@ -1,6 +1,6 @@
-//! `ipoib demo` run as a program (issue 4, "Done when": "`cargo run --release -- demo` on a fresh
-//! clone succeeds in under 2 seconds, and tshark reads its pcap with no malformed packet, ARP with
-//! hardware type 32 and 20-byte addresses, and matching ICMP echo pairs"): the default run and its
+//! `ipoib demo` run as a program (`cargo run --release -- demo` on a fresh clone
+//! succeeds, and tshark reads its pcap with no malformed packet, ARP with hardware type 32 and
+//! 20-byte addresses, and matching ICMP echo pairs): the default run and its
 //! JSON succeed with every figure in place, the same seed gives the same pcap, a subnet where some
 //! host cannot come up exits 1, bad arguments exit 2, and tshark checks the pcap (skipped, with a
 //! message, only when tshark is not installed).
@@ -135,7 +135,7 @@ fn json_has_every_figure() {
     assert!(dir.path().join("x.pcap").exists());
 }
 
-// Issue 4: "`--seed N` makes a run repeatable".
+// `--seed N` makes a run repeatable.
 #[test]
 fn same_seed_same_pcap_and_bigger_subnets_sample_pings() {
     let dir = tempfile::tempdir().unwrap();
@@ -203,7 +203,7 @@ Hca 1 "b1"
 [1] "sw1"[2]
 "#;
 
-// Issue 4: "a non-zero exit status if anything failed".
+// A non-zero exit status if anything failed.
 #[test]
 fn hosts_that_cannot_come_up_make_it_fail() {
     let dir = tempfile::tempdir().unwrap();
@@ -323,7 +323,7 @@ fn echo_pairs(tshark: &Path, pcap: &Path, v6: bool) -> usize {
     requests.len()
 }
 
-// Issue 4, "Done when": tshark reads the demo's pcap with no malformed packet, ARP with hardware
+// tshark reads the demo's pcap with no malformed packet, ARP with hardware
 // type 32 and 20-byte addresses (draft-ietf-ipoib-ip-over-infiniband-06 §9.2), and matching ICMP
 // echo pairs, IPv4 and ICMPv6.
 #[test]
@@ -403,7 +403,7 @@ Hca 1 "Hca4"
 [1] "Switch2"[2]
 "#;
 
-// Issue 4, §11: the non-member sender's first datagram reaches the members on the other switch
+// draft-ietf-ipoib-ip-over-infiniband-06 §11: the non-member sender's first datagram reaches the members on the other switch
 // (the SM writes a lone join's MFT entries before the SA's answer leaves), and no first IPv6
 // ping waits for a resent neighbour solicitation.
 #[test]

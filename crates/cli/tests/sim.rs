@@ -16,8 +16,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-// Issue 3: "`ipoib sim --hosts N` brings up a subnet of that size; every host gets a LID and joins
-// the broadcast group; it prints wall time, simulated time, packets and peak memory".
+// `ipoib sim --hosts N` brings up a subnet of that size; every host gets a LID and joins the
+// broadcast group; it prints wall time, simulated time, packets and peak memory.
 #[test]
 fn sim_16_hosts_json_and_capture_decodes() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB over UD on the emulated subnet: bring-up (draft-ietf-ipoib-ip-over-infiniband-06
+//! IPoIB over UD on the emulated subnet: bring-up (draft-ietf-ipoib-ip-over-infiniband-06
 //! §5). Every host of a fat tree joins the broadcast group through real SA MADs on QP1, takes the
 //! group's Q_Key and MTU, gets carrier only after the join, and its UD QP ends up in RTS with that
 //! Q_Key, attached to the group.

@@ -1,4 +1,4 @@
-//! Issue 4: "`--seed N` makes a run repeatable". A whole IPoIB conversation on a fat tree (bring-up,
+//! `--seed N` makes a run repeatable. A whole IPoIB conversation on a fat tree (bring-up,
 //! DAD, ARP, ND, PathRecords, IPv4 and IPv6 pings, a multicast join and a datagram to it) is
 //! captured; the same seed gives byte-identical captures, another seed other transaction IDs.
 
@@ -27,7 +27,7 @@ fn conversation(seed: u64) -> Vec<u8> {
     net.sim_mut().take_capture().unwrap().into_bytes()
 }
 
-// STYLE.md rule 2 (same seed, same packets, byte for byte).
+// Same seed, same packets, byte for byte (docs/ARCHITECTURE.md "Rules").
 #[test]
 fn same_seed_same_capture() {
     let _g = SeedGuard(3);

@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB over UD on the emulated subnet: IP multicast (draft-ietf-ipoib-ip-over-infiniband-06
+//! IPoIB over UD on the emulated subnet: IP multicast (draft-ietf-ipoib-ip-over-infiniband-06
 //! §11). Members FullMember-join the group's MGID (the first join creates it with the broadcast
 //! group's parameters); a sender that is not a member joins SendOnlyNonMember, then sends to the
 //! MLID; the SM's multicast tree (real MFTs in the leaves and spines of a fat tree) delivers exactly

@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB multicast across two switches (draft-ietf-ipoib-ip-over-infiniband-06 §11 B):
+//! IPoIB multicast across two switches (draft-ietf-ipoib-ip-over-infiniband-06 §11 B):
 //! a sender that shares no switch with any member joins SendOnlyNonMember and sends at once; the
 //! SM writes the MFT entries of a lone join at once (leading-edge coalescing, `SmApp`) and the SA
 //! answers only after its processing time (`SA_PROCESSING_DELAY`), so the sender's leaf switch

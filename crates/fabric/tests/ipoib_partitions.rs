@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB over UD on the emulated subnet: partitions (draft-ietf-ipoib-ip-over-infiniband-06
+//! IPoIB over UD on the emulated subnet: partitions (draft-ietf-ipoib-ip-over-infiniband-06
 //! §5 "an IPoIB subnet per partition", §9.1 e, §14 security). partitions.conf puts hosts 0-2 in
 //! partition A (0x8001) and hosts 3-4 in partition B (0x8002), each with its broadcast group; the
 //! default partition is limited for all but the SM. Each interface runs on its partition's P_Key:

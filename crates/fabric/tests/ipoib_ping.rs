@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB over UD on the emulated subnet: address resolution and ping between every pair
+//! IPoIB over UD on the emulated subnet: address resolution and ping between every pair
 //! of hosts of a fat tree, IPv4 (ARP, draft-ietf-ipoib-ip-over-infiniband-06 §9.2) and IPv6
 //! (link-local addresses §8, Neighbor Discovery with the IPoIB link-layer option §9.3), through
 //! the real SA (PathRecords, §9.1 g), switches and HCAs.

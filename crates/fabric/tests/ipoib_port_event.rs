@@ -1,4 +1,4 @@
-//! Issue 4, IPoIB over UD on the emulated subnet: port events (REFERENCE.md "Linux IPoIB" flush
+//! IPoIB over UD on the emulated subnet: port events (docs/DEPLOYED.md "Linux IPoIB" flush
 //! levels, draft-ietf-ipoib-ip-over-infiniband-06 §5). A host's cable goes down and up (the SM's
 //! sweep activates the port again), and the SM moves a host to another LID; in both cases the
 //! interface drops carrier, flushes, joins the broadcast group again, and pings between every pair

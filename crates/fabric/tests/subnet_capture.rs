@@ -1,4 +1,4 @@
-//! Issue 3, "Done when": "the same seed twice gives byte-identical captures". A whole bring-up of a
+//! The same seed twice gives byte-identical captures. A whole bring-up of a
 //! 24-host fat tree (every host's broadcast join as real SA MADs, the SA's answers, a PathRecord
 //! query; the SM's configuration writes are not packets) is captured as ERF pcap; the same seed
 //! gives the same bytes, another seed other bytes (transaction IDs come from the seeded RNG).
@@ -34,7 +34,7 @@ fn bring_up(seed: u64) -> Vec<u8> {
     net.sim_mut().take_capture().unwrap().into_bytes()
 }
 
-// STYLE.md rule 2 (same seed, same packets, byte for byte); issue 3 "Simulator".
+// Same seed, same packets, byte for byte (docs/ARCHITECTURE.md "Rules").
 #[test]
 fn same_seed_same_capture_other_seed_other_capture() {
     let _g = SeedGuard(5);

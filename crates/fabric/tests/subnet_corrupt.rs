@@ -1,4 +1,4 @@
-//! Issue 3, "Done when": "corrupted packets are never delivered". The SM host's cable in a 40-host
+//! Corrupted packets are never delivered. The SM host's cable in a 40-host
 //! fat tree flips a bit in 30% of the packets in each direction (`Fault::Corrupt`). The switch
 //! catches what the SM sends (VCRC, IBA 1 §7.8.2), the SM's HCA what it receives (VCRC/ICRC, IBA 1
 //! §7.8); every corrupted packet is accounted for by a CRC drop, none is delivered. The joins still
@@ -14,8 +14,8 @@ use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_fabric::PortRef;
 
-// IBA 1 §7.8.1 (ICRC), §7.8.2 (VCRC); issue 3 "corrupt bytes (the receiver's ICRC/VCRC check must
-// catch it and drop)".
+// IBA 1 §7.8.1 (ICRC), §7.8.2 (VCRC): the receiver's ICRC/VCRC check catches corrupted bytes and
+// drops the packet.
 #[test]
 fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
     for seed in [31, 32] {

@@ -1,4 +1,4 @@
-//! Issue 3, "Done when": "joins and leaves with correct membership, MLIDs and traps". On a 40-host
+//! Joins and leaves with correct membership, MLIDs and traps. On a 40-host
 //! fat tree (3 leaves, 18 spines): subscribers of traps 66/67 (InformInfo, IBA 1 §13.4.8.3) get
 //! Report(Notice 66) with the MGID when a new group gets its first full member and Notice 67 when
 //! it loses its last (IBA 1 o14-12.1.11/12; OpenSM `mgrp_send_notice`); the SA's membership and

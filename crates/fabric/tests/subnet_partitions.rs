@@ -1,4 +1,4 @@
-//! Issue 3, "Done when": "a host in another partition receives nothing". partitions.conf (OpenSM
+//! A host in another partition receives nothing. partitions.conf (OpenSM
 //! syntax) puts hosts 1-2 in partition A (0x8001) and hosts 3-4 in partition B (0x8002), both with
 //! the `ipoib` flag, the default partition limited for everyone but the SM. Each host joins only its
 //! own partition's broadcast group; the other partition's group is invisible to it in the SA

@@ -1,4 +1,4 @@
-//! Issue 3, "Done when": "LIDs assigned and paths resolvable between all hosts of a fat tree".
+//! LIDs assigned and paths resolvable between all hosts of a fat tree.
 //! A 64-host fat tree comes up with the SM on host 0; every host gets a distinct LID, and every
 //! host asks the SA, with real MADs on QP1 through its SaClient, for the paths from itself to every
 //! port (PathRecord GetTable by SGID, IBA 1 §15.2.5.16, answered over RMPP, IBA 1 §13.6). Each

@@ -1,5 +1,5 @@
 //! Benchmark: OpenSM's SA answering N FullMember joins of the IPoIB broadcast group, the SA work
-//! `ipoib sim --hosts N` does (issue 3: "beside OpenSM on ibsim doing the same joins").
+//! `ipoib sim --hosts N` does (the comparison docs/BENCHMARKS.md makes).
 //!
 //! ```sh
 //! cargo run --release -p ipoib-runtime --example opensm_joins -- \
@@ -47,7 +47,7 @@ use ipoib_wire::Gid;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Sends per request at most (the first and the retries).
 const MAX_SENDS: u32 = 4;
-/// The default partition's P_Key (REFERENCE.md: OpenSM's default partition, full membership).
+/// The default partition's P_Key (docs/DEPLOYED.md: OpenSM's default partition, full membership).
 const DEFAULT_PKEY: u16 = 0xffff;
 /// MulticastForwardingTable (IBA 1 §14.2.5).
 const MFT_ATTR: u16 = 0x001b;

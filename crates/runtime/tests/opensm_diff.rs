@@ -1,4 +1,4 @@
-//! Differential test of the subnet administrator against the real OpenSM (issue 3, "Done when": the
+//! Differential test of the subnet administrator against the real OpenSM (the
 //! same sequence of MCMemberRecord requests, valid and invalid, gives the same statuses and group
 //! parameters from our SA and from OpenSM). OpenSM runs on ibsim (Debian packages opensm,
 //! ibsim-utils); the test skips, saying so, only when those are not installed.
@@ -82,7 +82,7 @@ impl Sa for OpenSm {
 }
 
 /// The sequence against OpenSM alone: prints OpenSM's answers and checks the statuses
-/// REFERENCE.md states (join needs MGID+PortGID+JoinState, create also Q_Key/TClass/P_Key/
+/// docs/DEPLOYED.md states (join needs MGID+PortGID+JoinState, create also Q_Key/TClass/P_Key/
 /// FlowLabel/SL; only a full member creates; a join for another port is ERR_REQ_INVALID).
 #[test]
 fn opensm_answers_mcmember_sequence() {
@@ -106,7 +106,7 @@ fn opensm_answers_mcmember_sequence() {
         "sequence and expectations differ in length"
     );
     assert!(mismatches.is_empty(), "{mismatches:#?}");
-    // Group parameters OpenSM gives the default partition's broadcast group (REFERENCE.md:
+    // Group parameters OpenSM gives the default partition's broadcast group (docs/DEPLOYED.md:
     // Q_Key 0x0b1b, MTU 2048, rate 10 Gb/s, SL 0, scope 2, P_Key 0xffff).
     let bc = outs[0].rec.expect("broadcast group record");
     assert_eq!(bc.mgid, sequence::broadcast());
@@ -272,7 +272,7 @@ const OPENSM_STATUSES: [&str; 83] = [
     "SUCCESS",
 ];
 
-/// The ibsim client against a live ibsim: NodeInfo/PortInfo as REFERENCE.md describes them, the
+/// The ibsim client against a live ibsim: NodeInfo/PortInfo as docs/DEPLOYED.md describes them, the
 /// 10-client limit (OpenSM holds one slot), Drop freeing a slot, and ibsim's TransactionID
 /// rewrite (top 16 bits = client id) on the way to OpenSM and back.
 #[test]

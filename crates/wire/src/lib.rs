@@ -1,7 +1,7 @@
 //! Byte formats of InfiniBand and of IP over InfiniBand, and nothing else: no IO, no clock, and no
 //! allocation on the hot path.
 //!
-//! Every format follows the smoltcp pattern (shared/STYLE.md):
+//! Every format follows the smoltcp pattern (docs/ARCHITECTURE.md):
 //! - a zero-copy view `Foo<T: AsRef<[u8]>>` with `new_unchecked`, `new_checked`, `check_len`, getters,
 //!   and setters when `T: AsMut<[u8]>`; once `check_len` has passed no getter panics;
 //! - a validated representation `FooRepr` with `parse`, `buffer_len` and `emit`; `emit` never panics on

@@ -125,7 +125,7 @@ pub const B: Node = Node {
 
 /// The default partition (full member).
 pub const P_KEY: u16 = 0xffff;
-/// The Q_Key of the IPoIB broadcast group (REFERENCE.md: OpenSM's partitions.conf default).
+/// The Q_Key of the IPoIB broadcast group (docs/DEPLOYED.md: OpenSM's partitions.conf default).
 pub const IPOIB_Q_KEY: u32 = 0x0b1b;
 /// The well-known Q_Key of QP1 (IBA 1 §13.5.1 GSI).
 pub const GSI_Q_KEY: u32 = 0x8001_0000;

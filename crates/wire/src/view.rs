@@ -1,6 +1,6 @@
 //! `fixed_view!`, the boilerplate of a fixed-length zero-copy view.
 //!
-//! Most views in this crate (shared/STYLE.md, after smoltcp) begin with the same five items: the
+//! Most views in this crate (after smoltcp, docs/ARCHITECTURE.md) begin with the same five items: the
 //! struct wrapping a buffer, `new_unchecked`, `new_checked`, `check_len` and `into_inner`. For a
 //! format whose only length rule is "at least N bytes", `fixed_view!` writes them; the file then
 //! adds its getters and setters in its own `impl` blocks, as it would by hand.

@@ -73,7 +73,7 @@ fn check(d: &Dissection, field: &str, want: &Want) -> Result<(), String> {
     }
 }
 
-/// Literal values from the specifications and REFERENCE.md for chosen samples, independent of
+/// Literal values from the specifications and docs/DEPLOYED.md for chosen samples, independent of
 /// this crate's parsers.
 fn spot_checks() -> Vec<(&'static str, &'static str, Want)> {
     use Want::{Num, Text};
@@ -106,7 +106,7 @@ fn spot_checks() -> Vec<(&'static str, &'static str, Want)> {
         ("ud_nd_neighbor_advert", "icmpv6.opt.type", Num(2)),
         ("ud_nd_router_advert", "icmpv6.opt.mtu", Num(2044)),
         ("ud_icmpv6_echo_request", "icmpv6.type", Num(128)),
-        // IBA 1 §13.5.1: GSI Q_Key; §15.2.5.17 and REFERENCE.md: the broadcast join and group.
+        // IBA 1 §13.5.1: GSI Q_Key; §15.2.5.17 and docs/DEPLOYED.md: the broadcast join and group.
         (
             "sa_mcmember_set_join",
             "infiniband.deth.q_key",
@@ -186,7 +186,7 @@ fn spot_checks() -> Vec<(&'static str, &'static str, Want)> {
             "infiniband.mad.attributeid",
             Num(0x01),
         ),
-        // REFERENCE.md "Linux IPoIB"; RFC 4755 §3.3 private data {UD QPN, 65524}.
+        // docs/DEPLOYED.md "Linux IPoIB"; RFC 4755 §3.3 private data {UD QPN, 65524}.
         (
             "cm_req_ipoib_cm",
             "infiniband.cm.req.serviceid",

@@ -94,7 +94,7 @@ impl Interface {
         };
         let l = self.neigh.learn(now, IpAddr::V4(a.sender_ip), sha, how);
         if let Some(old) = l.changed_from {
-            // §14 / the issue: an ARP reply that changes a known neighbour's address is logged.
+            // draft-06 §14: an ARP reply that changes a known neighbour's address is logged.
             self.log(
                 LogLevel::Warn,
                 format!(

@@ -1,7 +1,7 @@
 //! Multicast groups of the interface: the mapping of IP groups to MGIDs (§4), FullMember joins and
 //! leaves for IP memberships, SendOnlyNonMember joins and the send rules of §11, NonMember joins of
 //! router promiscuous mode (§12), the cache of group existence and MLIDs, and the retry backoff of
-//! every join (REFERENCE.md: 1 s doubling to 16 s). All references are to
+//! every join (docs/DEPLOYED.md: 1 s doubling to 16 s). All references are to
 //! draft-ietf-ipoib-ip-over-infiniband-06.
 //!
 //! The broadcast group is a group like the others (an internal FullMember user), so the link's
@@ -283,7 +283,8 @@ impl Interface {
     }
 
     /// SubnAdmSet(MCMemberRecord). The broadcast group is joined with MGID, PortGID and JoinState
-    /// only (it must pre-exist, REFERENCE.md; Linux `ipoib_mcast_join` with `create` 0); every other
+    /// only (it must pre-exist, docs/DEPLOYED.md; Linux `ipoib_mcast_join` with `create` 0); every
+    /// other
     /// group carries the broadcast group's Q_Key, MTU, TClass, P_Key, rate, SL, FlowLabel and
     /// HopLimit so that a FullMember join can create it (§11: MUST use the broadcast group's P_Key,
     /// Q_Key, SL, MTU and HopLimit, SHOULD use the rest).

@@ -112,7 +112,7 @@ pub struct InterfaceConfig {
     pub mtu: Option<u32>,
     /// Send a GRH on unicast even when the path does not need one (§6: optional within a subnet).
     pub unicast_grh: bool,
-    /// Packets queued per unresolved neighbour, path or multicast group (REFERENCE.md: 3).
+    /// Packets queued per unresolved neighbour, path or multicast group (docs/DEPLOYED.md: 3).
     pub queue_len: usize,
     /// Bound of the neighbour table (flood protection).
     pub max_neighbours: usize,

@@ -5,10 +5,10 @@
 //!
 //! Invariants:
 //! - at most `max_entries` entries (flood protection, draft-ietf-ipoib-ip-over-infiniband-06 §14 and
-//!   the "bounded neighbour table"): a new entry evicts the least recently used STALE entry
+//!   a bounded table against floods): a new entry evicts the least recently used STALE entry
 //!   with nothing queued, and is refused when there is none;
-//! - at most `queue_max` packets wait on an unresolved entry (REFERENCE.md: Linux queues 3); more are
-//!   dropped and counted by the caller;
+//! - at most `queue_max` packets wait on an unresolved entry (docs/DEPLOYED.md: Linux queues 3);
+//!   more are dropped and counted by the caller;
 //! - an entry has a link-layer address in every state but INCOMPLETE;
 //! - iteration order is the `BTreeMap`'s (address order), never a hash order.
 
@@ -169,7 +169,8 @@ impl Neighbours {
             .collect()
     }
 
-    /// Forgets everything (port events, REFERENCE.md); returns how many queued packets were lost.
+    /// Forgets everything (port events, docs/DEPLOYED.md); returns how many queued packets were
+    /// lost.
     pub fn flush(&mut self) -> usize {
         let n = self.map.values().map(|e| e.queue.len()).sum();
         self.map.clear();
@@ -376,7 +377,7 @@ mod tests {
         )
     }
 
-    // REFERENCE.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
+    // docs/DEPLOYED.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
     #[test]
     fn three_packets_queue_then_drop() {
         let mut t = Neighbours::new(8, 3);

@@ -1,7 +1,8 @@
 //! The path cache: destination GID → what the SA's PathRecord says about reaching it (DLID, SL,
 //! rate, MTU, and the GRH fields when the path leaves the subnet). draft-ietf-ipoib-ip-over-infiniband-06
 //! §9.1.2 a (the LID from the SA, "one such method"), §9.1 g and §9.1.2 e (the path rate "must" be
-//! determined by IB methods: the PathRecord rate), REFERENCE.md "Linux IPoIB" (path records keyed by
+//! determined by IB methods: the PathRecord rate), docs/DEPLOYED.md "Linux IPoIB" (path records
+//! keyed by
 //! DGID, at most 3 packets queued per unresolved path).
 //!
 //! Invariants: one query at a time per GID; at most `queue_max` ARP frames and `queue_max` IP
@@ -315,7 +316,7 @@ mod tests {
         }
     }
 
-    // REFERENCE.md "Linux IPoIB": one query per DGID, 3 frames queued, cached afterwards.
+    // docs/DEPLOYED.md "Linux IPoIB": one query per DGID, 3 frames queued, cached afterwards.
     #[test]
     fn query_queue_and_cache() {
         let g = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 2);

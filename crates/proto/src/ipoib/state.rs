@@ -1,6 +1,7 @@
 //! The link's life: bring-up (draft-ietf-ipoib-ip-over-infiniband-06 §5: FullMember join of the
 //! broadcast group, its parameters become the link's, carrier only after the join), port events
-//! (REFERENCE.md "Linux IPoIB" and Linux `ipoib_event`/`__ipoib_ib_dev_flush`), and the SA answers
+//! (docs/DEPLOYED.md "Linux IPoIB" and Linux `ipoib_event`/`__ipoib_ib_dev_flush`), and the SA
+//! answers
 //! and Reports that drive everything else.
 //!
 //! Port events, as Linux maps them:

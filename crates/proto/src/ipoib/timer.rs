@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-/// First retry delay of a failed multicast join (REFERENCE.md "Linux IPoIB": join backoff 1 s
+/// First retry delay of a failed multicast join (docs/DEPLOYED.md "Linux IPoIB": join backoff 1 s
 /// doubling to 16 s; Linux `ipoib_multicast.c` `mcast->backoff`).
 pub const JOIN_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 /// Largest retry delay of a multicast join (Linux `IPOIB_MAX_BACKOFF_SECONDS` 16).
@@ -61,7 +61,7 @@ impl Backoff {
 mod tests {
     use super::*;
 
-    // REFERENCE.md "Linux IPoIB": join backoff 1 s doubling to 16 s.
+    // docs/DEPLOYED.md "Linux IPoIB": join backoff 1 s doubling to 16 s.
     #[test]
     fn backoff_doubles_to_sixteen_seconds() {
         let mut b = Backoff::default();

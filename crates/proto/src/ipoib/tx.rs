@@ -140,7 +140,7 @@ impl Interface {
     }
 
     /// Path stage: send on a known path, or queue behind its PathRecord query (one per new
-    /// destination GID; REFERENCE.md: at most 3 frames queued).
+    /// destination GID; docs/DEPLOYED.md: at most 3 frames queued).
     pub(super) fn send_unicast(&mut self, now: Instant, hw: HwAddr, frame: Vec<u8>) {
         let gid = hw.gid;
         match self.paths.lookup(now, gid) {

@@ -23,7 +23,7 @@ pub const DEFAULT_PKEY: u16 = 0x7fff;
 /// The full-membership bit of a P_Key (IBA 1 §10.9.1).
 pub const FULL_MEMBER_BIT: u16 = 0x8000;
 /// The Q_Key of IPoIB groups OpenSM pre-creates (OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`;
-/// REFERENCE.md).
+/// docs/DEPLOYED.md).
 pub const IPOIB_QKEY: u32 = 0x0b1b;
 /// Default group MTU code, 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
 pub const DEFAULT_MTU: u8 = 4;
@@ -242,7 +242,7 @@ fn is_ip_mgid(g: &Gid) -> bool {
 impl PartitionConfig {
     /// The configuration when no file is given (opensm(8): "In the case of no partition
     /// configuration file ... `Default=0x7fff : ALL=full ;`", plus the IPoIB broadcast group of the
-    /// default partition, REFERENCE.md: "Without a config the default partition 0x7fff (0xffff
+    /// default partition, docs/DEPLOYED.md: "Without a config the default partition 0x7fff (0xffff
     /// full) gets it").
     pub fn default_config() -> PartitionConfig {
         let mut p = Partition::new("Default", DEFAULT_PKEY);

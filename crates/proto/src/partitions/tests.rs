@@ -101,7 +101,7 @@ fn manual_line_opensm_rejects_is_rejected_with_position() {
     assert!(e.message.contains("bad PortGUID"), "{e}");
 }
 
-// opensm(8): default partition when no file / no Default rule; REFERENCE.md broadcast group
+// opensm(8): default partition when no file / no Default rule; docs/DEPLOYED.md broadcast group
 #[test]
 fn default_configuration_and_broadcast_group() {
     let c = PartitionConfig::default_config();

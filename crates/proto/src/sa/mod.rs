@@ -5,7 +5,7 @@
 //! `poll_event`. No IO, no clock, no threads; transaction IDs come from a seeded
 //! [`crate::rng::Rng`], and every map whose order can reach the wire is a `BTreeMap`.
 //!
-//! Behaviour follows OpenSM as deployed (REFERENCE.md; OpenSM `osm_sa_mcmember_record.c`,
+//! Behaviour follows OpenSM as deployed (docs/DEPLOYED.md; OpenSM `osm_sa_mcmember_record.c`,
 //! `osm_sa_path_record.c`, `osm_sa_informinfo.c`, `osm_sa.c`, `osm_prtn_config.c`) and Linux
 //! (`drivers/infiniband/core/mad_rmpp.c`, `sa_query.c`) where they read IBA 1 in a particular way.
 //!

@@ -24,7 +24,7 @@ pub const CTL_TIMEOUT: Duration = Duration::from_secs(3);
 pub enum Endpoint {
     /// Abstract Unix datagram sockets named `<basename>:ctl`, `<basename>:out<n>`; the client
     /// binds `<basename>:ctl<tag>` and `<basename>:in<tag>`. Each name ends in one NUL byte
-    /// (REFERENCE.md).
+    /// (docs/DEPLOYED.md).
     Unix {
         /// `IBSIM_SOCKNAME`, default `sim`.
         basename: String,

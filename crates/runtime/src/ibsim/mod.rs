@@ -5,7 +5,7 @@
 //!
 //! [`msg`] holds the byte layouts (`sim_ctl`, `sim_client_info`, `sim_request`, and the NodeInfo/
 //! PortInfo fields the client reads); [`IbsimClient`] the sockets. ibsim carries no data-plane
-//! traffic: only whole 256-byte MADs with LIDs and QPs (REFERENCE.md "Tools on Debian").
+//! traffic: only whole 256-byte MADs with LIDs and QPs (docs/DEPLOYED.md "ibsim").
 //! [`opensm`] starts ibsim and OpenSM as child processes for the differential test and the
 //! benchmark of OpenSM's SA.
 //!

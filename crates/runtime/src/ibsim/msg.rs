@@ -1,5 +1,5 @@
 //! The byte layouts of ibsim's client protocol (linux-rdma/ibsim `include/ibsim.h`, as built into
-//! Debian's ibsim 0.10; REFERENCE.md "Tools on Debian").
+//! Debian's ibsim 0.10; docs/DEPLOYED.md "ibsim").
 //!
 //! - `struct sim_ctl` (80 bytes): magic `0xdeadbeef`, client id, type, length as host-order `u32`s,
 //!   then 64 data bytes. Every control message is answered by one of the same size; an answer of
@@ -266,7 +266,8 @@ pub struct NodeInfo {
     pub system_image_guid: u64,
     /// NodeGUID.
     pub node_guid: u64,
-    /// PortGUID. REFERENCE.md: ibsim's copy for a CA holds the node GUID here; the port GUID the
+    /// PortGUID. docs/DEPLOYED.md: ibsim's copy for a CA holds the node GUID here; the port GUID
+    /// the
     /// SM knows (and the GID of the port) is node GUID + port number.
     pub port_guid: u64,
     /// PartitionCap.
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn request_layout() {
-        // REFERENCE.md: dlid/slid htons in u32 fields, dqp/sqp htonl, status, 4 bytes padding,
+        // docs/DEPLOYED.md: dlid/slid htons in u32 fields, dqp/sqp htonl, status, 4 bytes padding,
         // length as big-endian u64, MAD at 32.
         let mut mad = [0u8; MAD_LEN];
         mad[0] = 1;

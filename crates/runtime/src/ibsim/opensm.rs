@@ -145,7 +145,7 @@ pub struct NodeFacts {
     pub node: NodeInfo,
     /// PortInfo of the client's port.
     pub port: PortInfo,
-    /// The port GUID OpenSM knows: node GUID + port number (REFERENCE.md).
+    /// The port GUID OpenSM knows: node GUID + port number (docs/DEPLOYED.md).
     pub port_guid: u64,
 }
 

@@ -8,7 +8,7 @@ use ipoib_wire::Gid;
 
 use super::mcr::{MgidRef, Op, PortRef, Step};
 
-/// The default partition's IPoIB broadcast group (OpenSM creates it; REFERENCE.md).
+/// The default partition's IPoIB broadcast group (OpenSM creates it; docs/DEPLOYED.md).
 pub fn broadcast() -> Gid {
     broadcast_mgid(0xffff, Scope::LinkLocal)
 }
@@ -40,7 +40,8 @@ fn js(v: u8) -> JoinState {
     JoinState(v)
 }
 
-/// The fields a create needs (REFERENCE.md: Q_Key, TClass, P_Key, FlowLabel, SL), with the IPoIB
+/// The fields a create needs (docs/DEPLOYED.md: Q_Key, TClass, P_Key, FlowLabel, SL), with the
+/// IPoIB
 /// broadcast group's values.
 fn create_rec(join: JoinState) -> McMemberRecordRepr {
     McMemberRecordRepr {

@@ -108,7 +108,7 @@ mod tests {
     use crate::Error;
     use proptest::prelude::*;
 
-    // Q_Key 0x00000b1b (the IPoIB broadcast group's, per REFERENCE.md), SrcQP 0x000048.
+    // Q_Key 0x00000b1b (the IPoIB broadcast group's, per docs/DEPLOYED.md), SrcQP 0x000048.
     static BYTES: [u8; 8] = [0x00, 0x00, 0x0b, 0x1b, 0x00, 0x00, 0x00, 0x48];
 
     /// IBA 1 §9.3: field layout.

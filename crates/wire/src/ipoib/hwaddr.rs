@@ -323,7 +323,7 @@ mod tests {
         }
     }
 
-    // REFERENCE.md (Linux): `00 ff ff ff | ff 12 40 1b | pkey|0x8000 | 00 x6 | ff ff ff ff`.
+    // docs/DEPLOYED.md (Linux): `00 ff ff ff | ff 12 40 1b | pkey|0x8000 | 00 x6 | ff ff ff ff`.
     // draft-ietf-ipoib-ip-over-infiniband-06 §4 figure 2 and §4.1 item 1.
     #[test]
     fn broadcast_address() {

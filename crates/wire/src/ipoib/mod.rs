@@ -3,7 +3,7 @@
 //!
 //! Sources: draft-ietf-ipoib-ip-over-infiniband-06 (IPoIB over UD, later RFC 4391), RFC 4755 §3.1 (flags
 //! of the link-layer address), draft-kashyap-ipoib-ipv6-01 (the legacy IPv6 profile, [`legacy`]), and
-//! the Linux behaviour recorded in shared/REFERENCE.md where the text leaves a choice (broadcast
+//! the Linux behaviour recorded in docs/DEPLOYED.md where the text leaves a choice (broadcast
 //! address, ND option padding, interface identifier).
 //!
 //! - [`encap`]: the 4-byte encapsulation header (§6).
@@ -44,5 +44,5 @@ pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRe
 /// encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §7).
 pub const DEFAULT_MTU: usize = 2044;
 
-/// The Linux connected-mode MTU (shared/REFERENCE.md: 64 KiB - 16).
+/// The Linux connected-mode MTU (docs/DEPLOYED.md: 64 KiB - 16).
 pub const LINUX_CM_MTU: usize = 65520;

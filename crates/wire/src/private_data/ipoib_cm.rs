@@ -30,7 +30,7 @@ mod field {
 
 /// Length of the IPoIB-CM private data.
 pub const LEN: usize = 8;
-/// The receive MTU Linux advertises: 65520 + 4 (REFERENCE.md, Linux `IPOIB_CM_BUF_SIZE`).
+/// The receive MTU Linux advertises: 65520 + 4 (docs/DEPLOYED.md, Linux `IPOIB_CM_BUF_SIZE`).
 pub const LINUX_RECEIVE_MTU: u32 = 65524;
 /// Linux's connected-mode interface MTU, 64 KiB - 16.
 pub const LINUX_CM_MTU: u32 = 65520;

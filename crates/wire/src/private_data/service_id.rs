@@ -5,7 +5,8 @@
 //!
 //! | range | service | source |
 //! |---|---|---|
-//! | `0x10000000_00xxxxxx` | IPoIB-CM, QPN = UD QPN (as Linux emits) | RFC 4755 §3.5, REFERENCE.md |
+//! | `0x10000000_00xxxxxx` | IPoIB-CM, QPN = UD QPN (as Linux emits) | RFC 4755 §3.5,
+//! docs/DEPLOYED.md |
 //! | `0x01000000_00xxxxxx` | IPoIB-CM, the RFC figure read literally | RFC 4755 §3.5 |
 //! | `0x00000000_01PPpppp` | Annex A11 IP CM service, protocol PP, port pppp | Annex A11 §A11.5, CA11-6 |
 //! | `0x00000000_0002pppp` | iWarp emulation, port pppp | iWarp mapping "IB Service ID's used" |
@@ -276,7 +277,7 @@ mod tests {
 
     #[test]
     fn ipoib_cm_both_forms() {
-        // RFC 4755 §3.5; Linux IPOIB_CM_IETF_ID (REFERENCE.md).
+        // RFC 4755 §3.5; Linux IPOIB_CM_IETF_ID (docs/DEPLOYED.md).
         assert_eq!(ipoib_cm_service_id(0x48), 0x1000_0000_0000_0048);
         assert_eq!(ipoib_cm_service_id_rfc(0x48), 0x0100_0000_0000_0048);
         assert_eq!(ipoib_cm_service_id(0xff12_3456), 0x1000_0000_0012_3456);
@@ -323,7 +324,7 @@ mod tests {
 
     #[test]
     fn linux_port_spaces() {
-        // REFERENCE.md: service ID = (ps << 16) + port.
+        // docs/DEPLOYED.md: service ID = (ps << 16) + port.
         assert_eq!(
             rdma_cm_service_id(RdmaPortSpace::Tcp, 3260),
             ip_cm_service_id(6, 3260)

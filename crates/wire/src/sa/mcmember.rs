@@ -73,7 +73,8 @@ pub mod mcr_mask {
     /// ProxyJoin.
     pub const PROXY_JOIN: u64 = 1 << 17;
 
-    /// The components OpenSM requires of every join or leave (REFERENCE.md; osm_sa_mcmember_record.c):
+    /// The components OpenSM requires of every join or leave (docs/DEPLOYED.md;
+    /// osm_sa_mcmember_record.c):
     /// MGID, PortGID, JoinState.
     pub const JOIN: u64 = MGID | PORT_GID | JOIN_STATE;
     /// The components OpenSM requires to create a group: [`JOIN`] plus Q_Key, TClass, P_Key,

@@ -143,7 +143,7 @@ impl Rate {
 }
 
 /// A 2-bit selector qualifying an MTU, rate or packet lifetime (IBA 1 §15.2.5.16, §15.2.5.17;
-/// REFERENCE.md: OpenSM reads 0 greater than, 1 less than, 2 exactly, 3 largest available).
+/// docs/DEPLOYED.md: OpenSM reads 0 greater than, 1 less than, 2 exactly, 3 largest available).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Selector {
     /// Greater than the given value.

@@ -152,7 +152,7 @@ impl SaMadRepr {
     }
 
     /// SubnAdmSet(MCMemberRecord): join a multicast group, or create it (IBA 1 §15.2.5.17;
-    /// REFERENCE.md: OpenSM needs [`super::mcr_mask::JOIN`], and [`super::mcr_mask::CREATE`] to
+    /// docs/DEPLOYED.md: OpenSM needs [`super::mcr_mask::JOIN`], and [`super::mcr_mask::CREATE`] to
     /// create).
     pub fn mcmember_join(
         transaction_id: u64,

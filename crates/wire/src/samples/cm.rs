@@ -151,7 +151,8 @@ fn req(local_comm_id: u32, service_id: u64, qpn: u32, psn: u32, private_data: [u
     }
 }
 
-/// The IPoIB-CM REQ as Linux sends it (REFERENCE.md "Linux IPoIB"; RFC 4755 §3.3, §6): service ID
+/// The IPoIB-CM REQ as Linux sends it (docs/DEPLOYED.md "Linux IPoIB"; RFC 4755 §3.3, §6): service
+/// ID
 /// 0x1000000000000000 | B's UD QPN, private data {A's UD QPN, 65524}, responder resources 4, CM
 /// response timeouts 20, retry count 0, RNR retry 0, max CM retries 15, SRQ.
 fn ipoib_cm_req() -> ReqRepr {

@@ -86,7 +86,7 @@ fn join_record(mgid: crate::types::Gid, join_state: JoinState) -> McMemberRecord
 }
 
 /// SubnAdmSet(MCMemberRecord) joining the IPoIB broadcast group ff12:401b:ffff::ffff:ffff as a
-/// full member (draft-ietf-ipoib-ip-over-infiniband-06 §5; REFERENCE.md: OpenSM needs the JOIN
+/// full member (draft-ietf-ipoib-ip-over-infiniband-06 §5; docs/DEPLOYED.md: OpenSM needs the JOIN
 /// components).
 fn broadcast_join() -> SaMadRepr {
     let mgid = broadcast_mgid(P_KEY, Scope::LinkLocal);
@@ -97,7 +97,7 @@ fn broadcast_join() -> SaMadRepr {
     )
 }
 
-/// The broadcast group as OpenSM's partitions.conf creates it (REFERENCE.md: Q_Key 0x0b1b,
+/// The broadcast group as OpenSM's partitions.conf creates it (docs/DEPLOYED.md: Q_Key 0x0b1b,
 /// MTU 4 = 2048, rate 3 = 10 Gb/s, SL 0, scope 2), with A a full member.
 fn broadcast_group() -> McMemberRecordRepr {
     McMemberRecordRepr {

@@ -153,7 +153,7 @@ fn ipoib_samples_carry_their_payloads() {
     );
 }
 
-/// IBA 1 §15.2.5.17 and REFERENCE.md: the broadcast join (JOIN mask, FullMember) and its answer
+/// IBA 1 §15.2.5.17 and docs/DEPLOYED.md: the broadcast join (JOIN mask, FullMember) and its answer
 /// (Q_Key 0x0b1b, MTU 4, MLID 0xC000) on QP1 with the GSI Q_Key.
 #[test]
 fn sa_samples_carry_their_records() {
@@ -194,7 +194,7 @@ fn cm_of(name: &str) -> CmMessage {
     CmMessage::parse(h.attribute_id, &mad[MAD_HEADER_LEN..]).unwrap()
 }
 
-/// RFC 4755 §3.3 and REFERENCE.md (Linux IPoIB-CM REQ); Annex A11 CA11-1, CA11-5, CA11-9,
+/// RFC 4755 §3.3 and docs/DEPLOYED.md (Linux IPoIB-CM REQ); Annex A11 CA11-1, CA11-5, CA11-9,
 /// CA11-10: the CM samples carry the parameters and private data their names say.
 #[test]
 fn cm_samples_carry_their_parameters() {

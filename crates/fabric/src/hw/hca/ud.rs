@@ -122,7 +122,7 @@ impl Hca {
         }
         let ah = dest.ah;
         let mcast = is_multicast_lid(ah.dlid);
-        // IBA 1 §10.5.2 (and the issue): a multicast datagram carries a GRH.
+        // IBA 1 §10.5.2: a multicast datagram carries a GRH.
         if mcast && ah.grh.is_none() {
             return Err(WcStatus::LocQpOpErr);
         }

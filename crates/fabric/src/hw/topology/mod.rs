@@ -48,7 +48,8 @@ pub struct TopoNode {
 
 impl TopoNode {
     /// Port GUID of `port`: for a CA the node GUID plus the port number, for a switch the node
-    /// GUID (its only port with a GUID is port 0). This is how ibsim numbers them (REFERENCE.md:
+    /// GUID (its only port with a GUID is port 0). This is how ibsim numbers them
+    /// (docs/DEPLOYED.md:
     /// "the port GUID OpenSM knows is node GUID + port number").
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {

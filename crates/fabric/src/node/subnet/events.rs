@@ -1,5 +1,5 @@
 //! Port events the subnet manager causes after bring-up, for scenarios that exercise how hosts
-//! react (draft-ietf-ipoib-ip-over-infiniband-06 port events; REFERENCE.md "Linux IPoIB"):
+//! react (draft-ietf-ipoib-ip-over-infiniband-06 port events; docs/DEPLOYED.md "Linux IPoIB"):
 //!
 //! - [`Subnet::sweep_port`]: what OpenSM's sweep does when a port comes back after its link went
 //!   down (the switch's trap 128 triggers a sweep, `osm_state_mgr.c`): it writes the port's

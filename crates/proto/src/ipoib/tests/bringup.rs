@@ -1,5 +1,5 @@
 //! Bring-up and port events (draft-ietf-ipoib-ip-over-infiniband-06 §4.1, §5, §7, §9.1.2 b;
-//! REFERENCE.md "Linux IPoIB").
+//! docs/DEPLOYED.md "Linux IPoIB").
 
 use super::*;
 use ipoib_wire::mad::Method;
@@ -37,7 +37,7 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert_eq!(rec.mgid, BCAST);
     assert_eq!(rec.mgid.to_ipv6().to_string(), "ff12:401b:ffff::ffff:ffff");
     assert_eq!(rec.join_state, JoinState::FULL_MEMBER);
-    // REFERENCE.md (Linux): the broadcast group must pre-exist; the join carries no creation
+    // docs/DEPLOYED.md (Linux): the broadcast group must pre-exist; the join carries no creation
     // components, so the interface never creates it (§5 leaves creation to the administrator).
     assert_eq!(m.sa.component_mask, ipoib_wire::sa::mcr_mask::JOIN);
     assert_eq!(
@@ -96,7 +96,8 @@ fn link_mtu_follows_group_mtu() {
     assert_eq!(net.iface(3).mtu(), 1000);
 }
 
-// REFERENCE.md "Linux IPoIB": joins retried with backoff 1 s doubling to 16 s; carrier only once the
+// docs/DEPLOYED.md "Linux IPoIB": joins retried with backoff 1 s doubling to 16 s; carrier only
+// once the
 // broadcast join succeeds.
 #[test]
 fn broadcast_join_retried_with_backoff() {
@@ -140,7 +141,7 @@ fn no_pkey_no_link() {
     net.port(2, |p| p.pkey_index = Some(0));
     net.run_for(Duration::from_secs(5));
     assert!(net.iface(2).carrier());
-    // And removes it again: carrier down (REFERENCE.md: P_Key change is a heavy flush).
+    // And removes it again: carrier down (docs/DEPLOYED.md: P_Key change is a heavy flush).
     net.port(2, |p| p.pkey_index = None);
     net.settle();
     assert!(!net.iface(2).carrier());
@@ -148,7 +149,8 @@ fn no_pkey_no_link() {
     assert!(net.host(2).attached.is_empty());
 }
 
-// REFERENCE.md "Linux IPoIB" port events: LID change flushes paths and neighbours and rejoins with a
+// docs/DEPLOYED.md "Linux IPoIB" port events: LID change flushes paths and neighbours and rejoins
+// with a
 // carrier bounce; SM change marks paths invalid and rejoins without one; traffic flows afterwards.
 #[test]
 fn port_events_refresh_and_flush() {

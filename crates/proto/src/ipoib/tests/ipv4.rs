@@ -99,7 +99,7 @@ fn gratuitous_arp_on_up() {
     assert!(net.iface(3).neighbours().is_empty());
 }
 
-// REFERENCE.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
+// docs/DEPLOYED.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
 #[test]
 fn queue_limit_of_three() {
     let mut net = Net::new(2);
@@ -196,7 +196,7 @@ fn neighbour_table_bounded_against_flood() {
     assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 2)));
 }
 
-// draft-ietf-ipoib-ip-over-infiniband-06 §14 and the issue: an ARP reply that changes a known
+// draft-ietf-ipoib-ip-over-infiniband-06 §14: an ARP reply that changes a known
 // neighbour's address is logged.
 #[test]
 fn arp_reply_changing_address_is_logged() {

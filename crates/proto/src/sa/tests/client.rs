@@ -96,7 +96,7 @@ fn tids_are_unique_seeded_and_responses_match_by_tid() {
     assert_eq!(a.dropped.get("response for no request"), Some(&1));
 }
 
-// STYLE.md: same seed, same packets.
+// Same seed, same packets (docs/ARCHITECTURE.md "Rules").
 #[test]
 fn same_seed_same_mads() {
     let run = || {

@@ -1,4 +1,4 @@
-//! MCMemberRecord behaviour against OpenSM's (osm_sa_mcmember_record.c; REFERENCE.md).
+//! MCMemberRecord behaviour against OpenSM's (osm_sa_mcmember_record.c; docs/DEPLOYED.md).
 
 use super::*;
 use ipoib_wire::mad::{InformInfoRepr, Method, MgmtClass};
@@ -24,7 +24,8 @@ fn rec_of(r: Result<SaResponse, SaClientError>) -> McMemberRecordRepr {
     }
 }
 
-// REFERENCE.md: broadcast group pre-created; OpenSM osm_mgrp_add_port/remove_port: JoinState union,
+// docs/DEPLOYED.md: broadcast group pre-created; OpenSM osm_mgrp_add_port/remove_port: JoinState
+// union,
 // trap 66 on the first FullMember, trap 67 when the last one leaves; well-known groups stay.
 #[test]
 fn broadcast_join_leave_membership_and_traps() {
@@ -192,7 +193,7 @@ fn join_error_statuses_match_opensm() {
         ),
         status(ReqInvalidGid)
     );
-    // PortGID of no known port (REFERENCE.md: ibsim node GUID vs port GUID).
+    // PortGID of no known port (docs/DEPLOYED.md: ibsim node GUID vs port GUID).
     assert_eq!(
         net.ask(2, j(join_rec(g, gid_of(99), full), CREATE)),
         status(ReqInvalid)
@@ -371,7 +372,8 @@ fn leave_error_statuses_match_opensm() {
     assert!(net.sa.groups()[0].members.is_empty());
 }
 
-// OpenSM validate_more_comp_fields / mgrp_request_is_realizable: selectors (REFERENCE.md: 0 greater
+// OpenSM validate_more_comp_fields / mgrp_request_is_realizable: selectors (docs/DEPLOYED.md: 0
+// greater
 // than, 1 less than, 2 exactly, 3 largest available).
 #[test]
 fn mtu_and_rate_selectors() {
@@ -682,7 +684,7 @@ fn reports_are_retransmitted_until_acknowledged() {
 }
 
 proptest::proptest! {
-    // STYLE.md rule 5: bad MADs never panic the server or the client.
+    // Bad input never panics (docs/ARCHITECTURE.md "Rules"): bad MADs never panic the server or the client.
     #[test]
     fn garbage_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), class_sa in proptest::prelude::any::<bool>()) {
         let mut net = Net::default(2);

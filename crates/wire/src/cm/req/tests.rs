@@ -10,7 +10,7 @@ const GID_B: [u8; 16] = [
     0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x56, 0x78,
 ];
 
-/// A REQ as Linux IPoIB-CM sends it (REFERENCE.md "Linux IPoIB"; RFC 4755 §3.2 private data):
+/// A REQ as Linux IPoIB-CM sends it (docs/DEPLOYED.md "Linux IPoIB"; RFC 4755 §3.2 private data):
 /// service ID 0x1000000000000000 | UD QPN 0x48, RC, responder resources 4, both CM response
 /// timeouts 20, retry count 0, RNR retry 0, max CM retries 15, SRQ, path MTU 2048, private data
 /// {UD QPN 0x48, receive MTU 65524}.

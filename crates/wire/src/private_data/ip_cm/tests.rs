@@ -96,7 +96,7 @@ fn parse_v6_and_mapped() {
     assert_eq!(b[1], 0x60);
     assert_eq!(b[4..20], src.octets());
     assert_eq!(IpCmReqRepr::parse(&b), Ok(r));
-    // An IPv4-mapped IPv4 field is read too (REFERENCE.md: Linux uses zeros).
+    // An IPv4-mapped IPv4 field is read too (docs/DEPLOYED.md: Linux uses zeros).
     let mut m = linux_v4_bytes();
     m[14] = 0xff;
     m[15] = 0xff;
@@ -355,7 +355,7 @@ proptest! {
 #[test]
 fn rej_reasons() {
     // Annex A11 oA11-1: Consumer Reject (28) carries the A11 ARI; CA11-8: a server without the
-    // service answers Invalid Service ID (8). REFERENCE.md: Linux uses the same reason codes.
+    // service answers Invalid Service ID (8). docs/DEPLOYED.md: Linux uses the same reason codes.
     assert_eq!(REJ_REASON_CONSUMER_REJECT, 28);
     assert_eq!(REJ_REASON_INVALID_SERVICE_ID, 8);
     // Annex A11 CA11-7: a service ID in the A11 range means this private-data format.

@@ -311,7 +311,7 @@ fn capture_run(seed: u64) -> Vec<u8> {
     p.sim.take_capture().unwrap().into_bytes()
 }
 
-/// Issue "Done when": the same seed twice gives byte-identical captures.
+/// The same seed twice gives byte-identical captures.
 #[test]
 fn same_seed_same_capture() {
     let one = capture_run(21);

@@ -124,7 +124,7 @@ fn run_until_completions(sim: &mut Simulator, end: &End, n: usize) {
     assert!(done, "{n} completions by {deadline}");
 }
 
-/// Issue 3 "Done when", over the simulator: RC between two HCAs delivers messages of mixed sizes
+/// Over the simulator: RC between two HCAs delivers messages of mixed sizes
 /// exactly once and in order through a link with 10% drop, duplication, reordering and corruption
 /// (the receiving HCA's CRC checks drop corrupted packets; IBA 1 §9.7 does the rest).
 #[test]
@@ -169,7 +169,7 @@ fn rc_between_hcas_exactly_once_under_faults() {
     assert!(cb.drops(DropReason::BadIcrc) + cb.drops(DropReason::BadVcrc) > 0);
 }
 
-/// Issue 3 "Done when", over the simulator: UC loses only whole messages.
+/// Over the simulator: UC loses only whole messages.
 #[test]
 fn uc_between_hcas_loses_only_whole_messages() {
     let n = 400;

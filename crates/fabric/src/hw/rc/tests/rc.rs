@@ -90,7 +90,7 @@ fn faulty_pair(seed: u64) -> Pair {
     pair
 }
 
-/// Issue 3 "Done when": RC delivers 10,000 messages of mixed sizes (1 B to 1 MiB) exactly once and
+/// RC delivers 10,000 messages of mixed sizes (1 B to 1 MiB) exactly once and
 /// in order under 10% drop plus reordering plus duplication (IBA 1 §9.7). About 80 MB; under a
 /// second in a debug build (packets are not encoded to bytes here; the next test does that).
 #[test]

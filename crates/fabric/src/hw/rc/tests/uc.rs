@@ -8,7 +8,7 @@ fn recv(wr_id: u64, capacity: u32) -> RecvWr {
     RecvWr { wr_id, capacity }
 }
 
-/// Issue 3 "Done when": UC loses only whole messages. Under 10% drop plus duplication plus
+/// UC loses only whole messages. Under 10% drop plus duplication plus
 /// reordering every delivered message is complete and correct, each at most once and in order;
 /// some are missing; none is partial.
 #[test]
