@@ -23,7 +23,7 @@ use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
-use report::{GroupLine, HostLine, McastReport, PingLine, Report, ResLine};
+use report::{GroupLine, HostLine, McastReport, PingLine, PortLine, Report, ResLine};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant as Wall};
@@ -378,7 +378,21 @@ fn host_line(net: &Subnet, i: usize) -> HostLine {
     let iface = net.interface(i);
     let app = net.ipoib_app(i);
     let v4 = iface.and_then(|x| x.config().ipv4);
+    let h = net.host(i);
+    let hca = net.host_device(i).hca();
+    let ports = (1..=hca.port_count())
+        .filter_map(|p| hca.port(p))
+        .map(|p| PortLine {
+            num: p.num,
+            lid: p.lid,
+            gid: p.port_gid().to_string(),
+            state: format!("{:?}", p.state),
+            cabled: net.topology().peer(h.topo_node, p.num).is_some(),
+        })
+        .collect();
     HostLine {
+        port: h.port,
+        ports,
         lid: net.lid(i),
         qpn: app.map_or(0, |a| a.qpn()),
         gid: net.gid(i).to_string(),

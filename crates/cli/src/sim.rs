@@ -169,10 +169,17 @@ pub fn run(args: &Args) -> ExitCode {
         .filter(|&i| !net.is_joined(i))
         .take(5)
         .map(|i| {
-            let node = &net.topology().nodes()[net.host(i).topo_node];
-            let p = net.host_device(i).hca().port(1);
+            let h = net.host(i);
+            let node = &net.topology().nodes()[h.topo_node];
+            let p = net.host_port(i);
             let state = p.map_or("missing".to_string(), |p| format!("{:?}", p.state));
-            format!("{} (LID {}, port {state})", node.name, net.lid(i))
+            // A multi-port HCA names the port the host runs on.
+            let port = if node.ports > 1 {
+                format!(" {}", h.port)
+            } else {
+                String::new()
+            };
+            format!("{} (LID {}, port{port} {state})", node.name, net.lid(i))
         })
         .collect();
     eprintln!(
@@ -207,6 +214,12 @@ struct Report {
     hosts: usize,
     joined: usize,
     with_lid: usize,
+    /// Cabled CA ports (more than the hosts when HCAs cable several ports).
+    ca_ports: usize,
+    /// Cabled CA ports with a LID.
+    ca_ports_with_lid: usize,
+    /// Some CA cables more than one port, or another port than 1.
+    multi_port: bool,
     wall: Duration,
     /// When the last host joined (simulated).
     last_join: Option<Duration>,
@@ -237,10 +250,18 @@ impl Report {
                 well_known: g.well_known,
             })
             .collect();
+        let ports = net.cabled_ca_ports();
+        let topo = net.topology();
         Report {
             hosts: n,
             joined: net.joined_count(),
             with_lid: (0..n).filter(|&i| net.lid(i) != 0).count(),
+            ca_ports: ports.len(),
+            ca_ports_with_lid: ports.iter().filter(|p| p.2 != 0).count(),
+            multi_port: topo.cas().any(|c| {
+                let cabled: Vec<u8> = topo.cabled_ports(c).collect();
+                !cabled.is_empty() && cabled != [1]
+            }),
             wall,
             last_join: (0..n)
                 .filter_map(|i| net.join_app(i).joined_at())
@@ -268,6 +289,14 @@ impl Report {
             "hosts with a LID: {}/{}; joined the broadcast group: {}/{}",
             self.with_lid, self.hosts, self.joined, self.hosts
         );
+        if self.multi_port {
+            let _ = writeln!(
+                o,
+                "CA ports with a LID: {}/{} cabled (each port its own LID and GID; a host joins \
+                 on its first cabled port)",
+                self.ca_ports_with_lid, self.ca_ports
+            );
+        }
         let _ = writeln!(o, "wall time: {}", human_duration(self.wall));
         let _ = writeln!(
             o,
@@ -316,11 +345,14 @@ impl Report {
         escape(&mut o, &args.topology);
         let _ = write!(
             o,
-            ",\"seed\":{},\"hosts_with_lid\":{},\"joined\":{},\"wall_ns\":{},\"sim_last_join_ns\":{},\
+            ",\"seed\":{},\"hosts_with_lid\":{},\"ca_ports\":{},\"ca_ports_with_lid\":{},\
+             \"joined\":{},\"wall_ns\":{},\"sim_last_join_ns\":{},\
              \"sim_end_ns\":{},\"packets\":{},\"bytes\":{},\"events\":{},\"sa_requests\":{},\
              \"peak_memory_kib\":{},\"groups\":[",
             args.seed,
             self.with_lid,
+            self.ca_ports,
+            self.ca_ports_with_lid,
             self.joined,
             self.wall.as_nanos(),
             self.last_join

@@ -4,7 +4,9 @@ use ipoib_fabric::hw::topology::Topology;
 
 /// `topology` is `fat-tree`, `single-switch` or an ibnetdiscover/ibsim net file; `hosts` is the number
 /// of hosts of a generated topology (`default_hosts` when not given; an error when neither is), and
-/// must match the file's channel adapters when both are given.
+/// must match the file's hosts when both are given. A file's hosts are its channel adapters with a
+/// cabled port ([`Topology::host_ports`]), whichever port that is; a CA without any cable is no
+/// host, and the message says so when the counts differ.
 pub fn load(
     topology: &str,
     hosts: Option<usize>,
@@ -32,16 +34,56 @@ pub fn load(
                     format!("{file}: {e}")
                 }
             })?;
-            let cas = t.cas().count();
-            match hosts {
-                Some(n) if n != cas => Err(format!(
-                    "--hosts {n}, but {file} has {cas} channel adapters"
-                )),
-                _ if cas == 0 => Err(format!(
-                    "{file}: no channel adapters (is it an ibnetdiscover/ibsim net file?)"
-                )),
-                _ => Ok(t),
-            }
+            check_hosts(&t, file, hosts)?;
+            Ok(t)
         }
+    }
+}
+
+/// Names, abbreviated after 6.
+fn names(list: &[&str]) -> String {
+    if list.len() <= 6 {
+        return list.join(", ");
+    }
+    format!("{}, ... ({} in all)", list[..5].join(", "), list.len())
+}
+
+/// `--hosts`, when given with a net file, must be the number of the file's hosts.
+fn check_hosts(t: &Topology, file: &str, hosts: Option<usize>) -> Result<(), String> {
+    let host_nodes: Vec<usize> = t.host_ports().map(|e| e.node).collect();
+    let name = |n: usize| t.nodes()[n].name.as_str();
+    let uncabled: Vec<&str> = t
+        .cas()
+        .filter(|n| !host_nodes.contains(n))
+        .map(name)
+        .collect();
+    let cas = t.cas().count();
+    if host_nodes.is_empty() {
+        return Err(if cas == 0 {
+            format!("{file}: no channel adapters (is it an ibnetdiscover/ibsim net file?)")
+        } else {
+            format!("{file}: no channel adapter has a cabled port, so there is no host to run")
+        });
+    }
+    match hosts {
+        Some(n) if n != host_nodes.len() => {
+            let listed: Vec<&str> = host_nodes.iter().map(|&n| name(n)).collect();
+            let mut m = format!(
+                "--hosts {n}, but {file} has {} host{} (channel adapters with a cabled port: {}); \
+                 a net file runs all of them: leave --hosts out, or give --hosts {}",
+                listed.len(),
+                if listed.len() == 1 { "" } else { "s" },
+                names(&listed),
+                listed.len()
+            );
+            if !uncabled.is_empty() {
+                m += &format!(
+                    "; not hosts, no port cabled: {}",
+                    names(&uncabled)
+                );
+            }
+            Err(m)
+        }
+        _ => Ok(()),
     }
 }

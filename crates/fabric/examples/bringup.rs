@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let t_topo = t0.elapsed();
     let mut sim = Simulator::new(1);
-    let built = build(&topo, &mut sim, LinkParams::default(), |_, _| {
+    let built = build(&topo, &mut sim, LinkParams::default(), |_, _, _| {
         Box::new(Ca::default())
     });
     let t_build = t0.elapsed();

@@ -13,7 +13,22 @@ use std::time::Duration;
 /// Lines of a long list shown in text before "... N more".
 const SHOW: usize = 24;
 
+/// One port of a host's HCA as the SM left it.
+pub struct PortLine {
+    pub num: u8,
+    pub lid: u16,
+    pub gid: String,
+    /// `Down`, `Init`, `Armed` or `Active`.
+    pub state: String,
+    /// A cable is plugged in.
+    pub cabled: bool,
+}
+
 pub struct HostLine {
+    /// The HCA port IPoIB runs on (the first cabled one).
+    pub port: u8,
+    /// Every port of the HCA, in port order.
+    pub ports: Vec<PortLine>,
     pub lid: u16,
     pub qpn: u32,
     pub gid: String,
@@ -262,10 +277,21 @@ impl Report {
         );
     }
 
+    /// True when some host's HCA has more than one cabled port, or runs on another port than 1:
+    /// then the hosts table names the port IPoIB runs on and a table of every port follows. (HCAs
+    /// that cable port 1 only look as single-port ones do.)
+    fn multi_port(&self) -> bool {
+        self.hosts
+            .iter()
+            .any(|h| h.port != 1 || h.ports.iter().filter(|p| p.cabled).count() > 1)
+    }
+
     fn text_hosts(&self, o: &mut String) {
         let _ = writeln!(o, "Hosts");
+        let multi = self.multi_port();
         let mut rows = vec![vec![
             "host".to_string(),
+            "port".into(),
             "LID".into(),
             "QPN".into(),
             "IPv4".into(),
@@ -277,6 +303,7 @@ impl Report {
         for (i, h) in self.hosts.iter().enumerate().take(SHOW) {
             rows.push(vec![
                 self.names[i].clone(),
+                h.port.to_string(),
                 h.lid.to_string(),
                 format!("{:#08x}", h.qpn),
                 h.ipv4.map_or("-".into(), |(a, p)| format!("{a}/{p}")),
@@ -286,6 +313,12 @@ impl Report {
             ]);
             hw.push(vec![self.names[i].clone(), h.hw.clone()]);
         }
+        if !multi {
+            // Single-port HCAs: the port is 1 everywhere, not worth a column.
+            for r in &mut rows {
+                r.remove(1);
+            }
+        }
         table(o, "  ", &rows);
         let _ = writeln!(
             o,
@@ -294,6 +327,53 @@ impl Report {
         table(o, "  ", &hw);
         if self.hosts.len() > SHOW {
             let _ = writeln!(o, "  ... and {} more hosts", self.hosts.len() - SHOW);
+        }
+        o.push('\n');
+        if multi {
+            self.text_ports(o);
+        }
+    }
+
+    /// Every port of the hosts' HCAs: each cabled port is its own end node with its own LID and
+    /// GID (IBA 1 §4.1.1); IPoIB runs on the host's first cabled port only.
+    fn text_ports(&self, o: &mut String) {
+        let _ = writeln!(
+            o,
+            "HCA ports (each cabled port has its own LID and GID; IPoIB runs on the first cabled one)"
+        );
+        let mut rows = vec![vec![
+            "host".to_string(),
+            "port".into(),
+            "LID".into(),
+            "GID".into(),
+            "state".into(),
+            "IPoIB".into(),
+        ]];
+        let mut shown = 0;
+        for (i, h) in self.hosts.iter().enumerate() {
+            for p in &h.ports {
+                if shown == SHOW {
+                    break;
+                }
+                shown += 1;
+                rows.push(vec![
+                    self.names[i].clone(),
+                    p.num.to_string(),
+                    if p.lid == 0 { "-".into() } else { p.lid.to_string() },
+                    p.gid.clone(),
+                    if p.cabled {
+                        p.state.clone()
+                    } else {
+                        format!("{} (no cable)", p.state)
+                    },
+                    if p.num == h.port { "yes" } else { "-" }.into(),
+                ]);
+            }
+        }
+        table(o, "  ", &rows);
+        let total: usize = self.hosts.iter().map(|h| h.ports.len()).sum();
+        if total > shown {
+            let _ = writeln!(o, "  ... and {} more ports", total - shown);
         }
         o.push('\n');
     }
@@ -508,7 +588,11 @@ impl Report {
             }
             o.push_str("{\"name\":");
             escape(&mut o, &self.names[i]);
-            let _ = write!(o, ",\"lid\":{},\"qpn\":{},\"gid\":", h.lid, h.qpn);
+            let _ = write!(
+                o,
+                ",\"port\":{},\"lid\":{},\"qpn\":{},\"gid\":",
+                h.port, h.lid, h.qpn
+            );
             escape(&mut o, &h.gid);
             o.push_str(",\"hwaddr\":");
             escape(&mut o, &h.hw);
@@ -522,7 +606,23 @@ impl Report {
                 Some(a) => escape(&mut o, &a.to_string()),
                 None => o.push_str("null"),
             }
-            let _ = write!(o, ",\"carrier\":{}}}", h.carrier);
+            let _ = write!(o, ",\"carrier\":{},\"ports\":[", h.carrier);
+            for (k, p) in h.ports.iter().enumerate() {
+                if k > 0 {
+                    o.push(',');
+                }
+                let _ = write!(o, "{{\"port\":{},\"lid\":{},\"gid\":", p.num, p.lid);
+                escape(&mut o, &p.gid);
+                o.push_str(",\"state\":");
+                escape(&mut o, &p.state);
+                let _ = write!(
+                    o,
+                    ",\"cabled\":{},\"ipoib\":{}}}",
+                    p.cabled,
+                    p.num == h.port
+                );
+            }
+            o.push_str("]}");
         }
         o.push_str("],\"resolutions\":[");
         for (i, r) in self.resolutions.iter().enumerate() {

@@ -47,13 +47,13 @@ pub fn link_params(link: &TopoLink, base: LinkParams) -> LinkParams {
 }
 
 /// Adds every node of `topo` to `sim` (switches as [`Switch`], channel adapters made by
-/// `make_ca` with an RNG forked from the simulator's seed with the node index as stream) and
-/// cables them with `params` (the rate adjusted per [`link_params`]).
+/// `make_ca` from their node index and node, with an RNG forked from the simulator's seed with the
+/// node index as stream) and cables them with `params` (the rate adjusted per [`link_params`]).
 pub fn build(
     topo: &Topology,
     sim: &mut Simulator,
     params: LinkParams,
-    mut make_ca: impl FnMut(&TopoNode, Rng) -> Box<dyn Device>,
+    mut make_ca: impl FnMut(usize, &TopoNode, Rng) -> Box<dyn Device>,
 ) -> Built {
     let nodes: Vec<NodeId> = topo
         .nodes()
@@ -62,7 +62,7 @@ pub fn build(
         .map(|(i, n)| {
             let dev: Box<dyn Device> = match n.kind {
                 NodeKind::Switch => Box::new(Switch::new(n.guid, n.ports, n.name.clone())),
-                NodeKind::Ca => make_ca(n, sim.fork_rng(i as u64)),
+                NodeKind::Ca => make_ca(i, n, sim.fork_rng(i as u64)),
             };
             sim.add_node(dev, n.ports)
         })

@@ -47,10 +47,10 @@ pub struct TopoNode {
 }
 
 impl TopoNode {
-    /// Port GUID of `port`: for a CA the node GUID plus the port number, for a switch the node
-    /// GUID (its only port with a GUID is port 0). This is how ibsim numbers them
-    /// (docs/DEPLOYED.md:
-    /// "the port GUID OpenSM knows is node GUID + port number").
+    /// Port GUID of `port`: for a CA the node GUID plus the port number (every port its own GUID,
+    /// the node GUID shared, IBA 1 §4.1.1), for a switch the node GUID (its only port with a GUID
+    /// is port 0). This is how ibsim numbers them (docs/DEPLOYED.md, "ibsim"), so a net file's
+    /// ports get the GUIDs ibsim and OpenSM give them.
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {
             NodeKind::Ca => Guid(self.guid.0.wrapping_add(u64::from(port))),
@@ -232,12 +232,25 @@ impl Topology {
             .map(|(i, _)| i)
     }
 
+    /// The cabled ports of `node`, in port order (none for a node that does not exist).
+    pub fn cabled_ports(&self, node: usize) -> impl Iterator<Item = u8> + '_ {
+        let ports = self.nodes.get(node).map_or(0, |n| n.ports);
+        (1..=ports).filter(move |&p| self.peer(node, p).is_some())
+    }
+
     /// The first cabled CA port in node order: where ibsim puts its default port when the first
     /// node is a CA, and the usual choice for the SM's port.
     pub fn first_ca_port(&self) -> Option<End> {
-        self.cas().find_map(|n| {
-            (1..=self.nodes[n].ports)
-                .find(|&p| self.peer(n, p).is_some())
+        self.host_ports().next()
+    }
+
+    /// Every channel adapter with at least one cabled port, at its lowest-numbered cabled port,
+    /// in node order: the hosts a subnet runs (a CA with no cable cannot reach anything). A CA
+    /// cabled only on port 2 counts, on port 2.
+    pub fn host_ports(&self) -> impl Iterator<Item = End> + '_ {
+        self.cas().filter_map(|n| {
+            self.cabled_ports(n)
+                .next()
                 .map(|port| End { node: n, port })
         })
     }

@@ -1,7 +1,9 @@
 //! A host on the fabric: an [`Hca`] plus the software above it, as one simulator [`Device`].
 //!
-//! - Management agents ([`MadAgent`]) on QP1 of port 1, as the kernel MAD layer does it: the host
-//!   keeps receive buffers posted on QP1, routes every incoming request (R bit clear, IBA 1
+//! - Management agents ([`MadAgent`]) on QP1 of one port, the host's management port (port 1
+//!   unless [`Host::with_mgmt_port`] names another; on a multi-port HCA the subnet puts it on the
+//!   first cabled port), as the kernel MAD layer does it: the host keeps receive buffers posted on
+//!   QP1, routes every incoming request (R bit clear, IBA 1
 //!   §13.4.5) to the agent registered for its class and method ([`Host::serve_method`], as a
 //!   Linux MAD agent registers a method mask), else to the server of its management class
 //!   ([`Host::serve_class`]), and every response to
@@ -9,7 +11,7 @@
 //!   serves is answered as Linux `ib_mad.c` (`generate_unmatched_resp`) answers it: Get and Set
 //!   get a GetResp with status 0x000C "method/attribute unsupported"; other methods are dropped
 //!   (counted). What agents queue goes out as QP1 datagrams to `to.lid`/`to.qpn`/`to.qkey`, with a
-//!   GRH when `to.grh` is set, and the P_Key index of `to.pkey` in port 1's table.
+//!   GRH when `to.grh` is set, and the P_Key index of `to.pkey` in the management port's table.
 //! - Applications ([`App`]) owning QPs and CQs; completions of the CQs routed to an application
 //!   are handed to it.
 //!
@@ -39,7 +41,7 @@ use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass};
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 
-/// The port the management agents use.
+/// The port the management agents use unless [`Host::with_mgmt_port`] names another.
 pub const MGMT_PORT: u8 = 1;
 /// Receive buffers kept posted on QP1 (256-byte MAD + 40-byte GRH area each).
 pub const GSI_RECV_DEPTH: usize = 32;
@@ -72,6 +74,8 @@ pub struct HostCounters {
 /// The host device. See the module docs.
 pub struct Host {
     hca: Hca,
+    /// The port whose QP1 the agents use.
+    mgmt_port: u8,
     agents: Agents,
     servers: BTreeMap<u8, AgentId>,
     /// (class, method) registrations; they take precedence over `servers`.
@@ -90,11 +94,19 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host around `hca`; posts the QP1 receive buffers of port 1.
+    /// A host around `hca`; posts the QP1 receive buffers of port 1 ([`MGMT_PORT`]).
     pub fn new(hca: Hca) -> Host {
-        let gsi_cq = hca.special_cq(MGMT_PORT).unwrap_or(CqId(u32::MAX));
+        Host::with_mgmt_port(hca, MGMT_PORT)
+    }
+
+    /// A host around `hca` whose management agents use QP1 of `port` (its receive buffers are
+    /// posted there). A port the HCA does not have leaves the agents deaf and mute (every send
+    /// counted in [`HostCounters::no_pkey`]).
+    pub fn with_mgmt_port(hca: Hca, port: u8) -> Host {
+        let gsi_cq = hca.special_cq(port).unwrap_or(CqId(u32::MAX));
         let mut h = Host {
             hca,
+            mgmt_port: port,
             agents: Agents::default(),
             servers: BTreeMap::new(),
             method_servers: BTreeMap::new(),
@@ -118,6 +130,11 @@ impl Host {
     /// The HCA.
     pub fn hca(&self) -> &Hca {
         &self.hca
+    }
+
+    /// The port whose QP1 the management agents use.
+    pub fn mgmt_port(&self) -> u8 {
+        self.mgmt_port
     }
 
     /// The HCA, mutably (the host runs its agents and applications on its next event).
@@ -195,7 +212,7 @@ impl Host {
             capacity: 256 + 40,
         };
         // QP1 exists from the start and is never in Reset: this cannot fail.
-        let _ = self.hca.post_recv(Hca::gsi_qp(MGMT_PORT), wr);
+        let _ = self.hca.post_recv(Hca::gsi_qp(self.mgmt_port), wr);
     }
 
     /// Runs agents, applications and the HCA until nothing moves; sends through `tx`. Call it
@@ -281,7 +298,7 @@ impl Host {
                 // IBA 1 §10.3.1: SQE back to RTS so that later MADs go out.
                 let _ = self
                     .hca
-                    .modify_qp(Hca::gsi_qp(MGMT_PORT), crate::hw::hca::ModifyQp::Rts(None));
+                    .modify_qp(Hca::gsi_qp(self.mgmt_port), crate::hw::hca::ModifyQp::Rts(None));
             }
             return;
         }
@@ -295,7 +312,7 @@ impl Host {
         };
         let pkey = self
             .hca
-            .port(MGMT_PORT)
+            .port(self.mgmt_port)
             .and_then(|p| p.pkey(c.pkey_index))
             .unwrap_or(crate::hw::hca::DEFAULT_PKEY);
         let from = MadAddr {
@@ -373,7 +390,7 @@ impl Host {
         }
         let Some(pkey_index) = self
             .hca
-            .port(MGMT_PORT)
+            .port(self.mgmt_port)
             .and_then(|p| p.find_pkey_index(m.to.pkey))
         else {
             self.counters.no_pkey += 1;
@@ -396,7 +413,7 @@ impl Host {
                         hop_limit: g.hop_limit,
                         tclass: g.tclass,
                     }),
-                    port: MGMT_PORT,
+                    port: self.mgmt_port,
                 },
                 remote_qpn: m.to.qpn,
                 remote_qkey: m.to.qkey,
@@ -405,7 +422,7 @@ impl Host {
             signaled: false,
             solicited: false,
         };
-        match self.hca.post_send(Hca::gsi_qp(MGMT_PORT), wr) {
+        match self.hca.post_send(Hca::gsi_qp(self.mgmt_port), wr) {
             Ok(()) => self.counters.mads_out += 1,
             Err(_) => self.counters.send_errors += 1,
         }

@@ -5,7 +5,8 @@
 //! SA's responses by transaction ID and the SA's Reports (registered with
 //! [`Host::serve_method`]`(SubnAdm, Report, ..)`). The application owns the rest:
 //!
-//! - one CQ and one UD QP on port 1, created at install; the QP goes to Init at once (P_Key index
+//! - one CQ and one UD QP on the host's management port ([`Host::mgmt_port`]: port 1, or a
+//!   multi-port HCA's first cabled port), created at install; the QP goes to Init at once (P_Key index
 //!   of the interface's P_Key, receives posted), and to RTR and RTS when the interface names the
 //!   broadcast group's Q_Key ([`InterfaceEvent::SetQkey`], draft-ietf-ipoib-ip-over-infiniband-06
 //!   §9.1.2 b). A later change of Q_Key or P_Key index takes the QP through Reset and back, as
@@ -44,8 +45,6 @@ use std::any::Any;
 use std::collections::{BTreeSet, VecDeque};
 use std::net::IpAddr;
 
-/// The port the interface runs on.
-pub const IPOIB_PORT: u8 = 1;
 /// Receive buffers kept posted (Linux `ipoib_recvq_size` default).
 pub const RECV_DEPTH: usize = 256;
 /// Bytes of one receive buffer: the 40-byte GRH area and the largest IB MTU (4096), i.e. 40 + the
@@ -88,6 +87,8 @@ enum Command {
 /// The adapter. See the module docs.
 pub struct IpoibApp {
     agent: AgentId,
+    /// The HCA port the interface runs on.
+    port: u8,
     qpn: Qpn,
     cq: CqId,
     /// The interface's P_Key (for the P_Key index).
@@ -120,24 +121,26 @@ impl std::fmt::Debug for IpoibApp {
 }
 
 impl IpoibApp {
-    /// Installs an IPoIB interface on `host`'s port 1: creates the CQ and the UD QP, builds the
-    /// [`Interface`] from `cfg` (its `port_guid` and `qpn` are replaced by the port's GUID and the
-    /// new QP's number), registers it as a management agent that also receives SA Reports, and
-    /// adds the application. `rng` seeds the interface's SA transaction IDs.
+    /// Installs an IPoIB interface on `host`'s management port ([`Host::mgmt_port`], whose QP1
+    /// carries the interface's SA traffic): creates the CQ and the UD QP, builds the [`Interface`]
+    /// from `cfg` (its `port_guid` and `qpn` are replaced by the port's GUID and the new QP's
+    /// number), registers it as a management agent that also receives SA Reports, and adds the
+    /// application. `rng` seeds the interface's SA transaction IDs.
     pub fn install(
         host: &mut Host,
         mut cfg: InterfaceConfig,
         rng: Rng,
     ) -> Result<IpoibHandle, crate::hw::hca::VerbsError> {
+        let port = host.mgmt_port();
         let hca = host.hca_mut();
         let guid = hca
-            .port(IPOIB_PORT)
-            .ok_or(crate::hw::hca::VerbsError::NoSuchPort(IPOIB_PORT))?
+            .port(port)
+            .ok_or(crate::hw::hca::VerbsError::NoSuchPort(port))?
             .guid;
         let cq = hca.create_cq();
         let qpn = hca.create_qp(QpInit {
             qp_type: QpType::Ud,
-            port: IPOIB_PORT,
+            port,
             send_cq: cq,
             recv_cq: cq,
             // A kernel ULP: it may send with a controlled Q_Key (§14, IBA 1 §10.2.4).
@@ -151,6 +154,7 @@ impl IpoibApp {
         let iface = Interface::new(cfg, rng);
         let mut app = IpoibApp {
             agent: AgentId(usize::MAX),
+            port,
             qpn,
             cq,
             pkey,
@@ -169,7 +173,7 @@ impl IpoibApp {
             counters: AdapterCounters::default(),
         };
         app.pkey_index = hca
-            .port(IPOIB_PORT)
+            .port(port)
             .and_then(|p| p.find_pkey_index(pkey))
             .unwrap_or(0);
         app.setup_qp(hca);
@@ -184,6 +188,11 @@ impl IpoibApp {
     /// The interface's agent.
     pub fn agent(&self) -> AgentId {
         self.agent
+    }
+
+    /// The HCA port the interface runs on.
+    pub fn port(&self) -> u8 {
+        self.port
     }
 
     /// The UD QP.
@@ -305,7 +314,7 @@ impl IpoibApp {
         }
         if state == QpState::Reset || (state == QpState::Init && stale) {
             let init = ModifyQp::Init {
-                port: IPOIB_PORT,
+                port: self.port,
                 pkey_index: self.pkey_index,
                 qkey: want_qkey,
             };
@@ -378,7 +387,7 @@ impl IpoibApp {
                         hop_limit: g.hop_limit,
                         tclass: g.tclass,
                     }),
-                    port: IPOIB_PORT,
+                    port: self.port,
                 },
                 remote_qpn: t.remote_qpn,
                 remote_qkey: t.qkey,
@@ -443,7 +452,7 @@ impl IpoibApp {
         }
         let pkey = ctx
             .hca
-            .port(IPOIB_PORT)
+            .port(self.port)
             .and_then(|p| p.pkey(c.pkey_index))
             .unwrap_or(0);
         let qkey = ctx.hca.qp_info(self.qpn).map_or(0, |i| i.qkey);
@@ -564,7 +573,7 @@ impl App for IpoibApp {
     }
 
     fn on_port_change(&mut self, now: Instant, port: &Port, ctx: &mut HostCtx<'_>) {
-        if port.num != IPOIB_PORT {
+        if port.num != self.port {
             return;
         }
         let info = self.port_info(port);

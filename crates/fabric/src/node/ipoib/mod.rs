@@ -14,7 +14,7 @@ pub mod frames;
 pub mod ip;
 
 pub use app::{
-    AdapterCounters, IpoibApp, IpoibHandle, IPOIB_PORT, LOG_KEEP, RECV_BUF, RECV_DEPTH,
+    AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, RECV_BUF, RECV_DEPTH,
     RESOLUTIONS_KEEP,
 };
 pub use frames::{FrameStats, Resolution, ResolutionKind};

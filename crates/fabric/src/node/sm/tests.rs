@@ -38,7 +38,7 @@ impl Device for Host {
     }
 }
 
-fn host(_: &TopoNode, _: ipoib_proto::rng::Rng) -> Box<dyn Device> {
+fn host(_: usize, _: &TopoNode, _: ipoib_proto::rng::Rng) -> Box<dyn Device> {
     Box::new(Host::default())
 }
 

@@ -41,15 +41,15 @@ impl fmt::Display for MoveLidError {
 impl std::error::Error for MoveLidError {}
 
 impl Subnet {
-    /// The configuration the SM writes into host `i`'s port 1 at bring-up.
+    /// The configuration the SM writes into host `i`'s host port at bring-up.
     fn bring_up_port_config(&self, i: usize) -> Option<PortConfig> {
-        let node = self.hosts.get(i)?.node;
+        let (node, port) = self.hosts.get(i).map(|h| (h.node, h.port))?;
         self.sm()
             .manager()
             .bring_up()
             .into_iter()
             .find_map(|(to, c)| match c {
-                Config::Port(pc) if to == node && pc.port == 1 => Some(pc),
+                Config::Port(pc) if to == node && pc.port == port => Some(pc),
                 _ => None,
             })
     }
@@ -79,7 +79,7 @@ impl Subnet {
         true
     }
 
-    /// Gives host `i`'s port 1 the LID `new_lid` (see the module docs).
+    /// Gives host `i`'s host port the LID `new_lid` (see the module docs).
     pub fn move_lid(&mut self, i: usize, new_lid: u16) -> Result<(), MoveLidError> {
         let old = self.lid(i);
         let mut pc = self
@@ -121,9 +121,7 @@ impl Subnet {
             }
         }
         let guid = self
-            .host_device(i)
-            .hca()
-            .port(1)
+            .host_port(i)
             .map(|p| p.guid)
             .ok_or(MoveLidError::NoSuchPort)?;
         if let Some(p) = model.ports.iter_mut().find(|p| p.port_guid == guid) {

@@ -1,5 +1,5 @@
 //! The stand-in for a host's IPoIB interface until the real one exists (issue 4 replaces it): when
-//! port 1 becomes Active it joins the IPoIB broadcast group of each of its partitions that has one
+//! its port (port 1, or the one [`JoinApp::on_port`] names) becomes Active it joins the IPoIB broadcast group of each of its partitions that has one
 //! (MCMemberRecord Set, FullMember, through the host's [`SaClient`]) and records the group's MLID,
 //! Q_Key, MTU and rate.
 //!
@@ -89,6 +89,8 @@ pub struct BroadcastJoin {
 #[derive(Debug)]
 pub struct JoinApp {
     client: AgentId,
+    /// The port whose state it follows (the host's management port).
+    port: u8,
     /// Every broadcast group of the subnet's partitions: (P_Key with 0x8000, MGID).
     groups: Vec<(u16, Gid)>,
     joins: Vec<BroadcastJoin>,
@@ -106,6 +108,7 @@ impl JoinApp {
     pub fn new(client: AgentId, groups: Vec<(u16, Gid)>) -> JoinApp {
         JoinApp {
             client,
+            port: crate::node::host::MGMT_PORT,
             groups,
             joins: Vec::new(),
             active: false,
@@ -114,6 +117,12 @@ impl JoinApp {
             port_gid: Gid::ZERO,
             inbox: VecDeque::new(),
         }
+    }
+
+    /// The same, following port `port` instead of port 1 (the host's management port, whose QP1
+    /// the [`SaClient`] uses).
+    pub fn on_port(self, port: u8) -> JoinApp {
+        JoinApp { port, ..self }
     }
 
     /// The SA client agent this application uses.
@@ -280,7 +289,7 @@ impl App for JoinApp {
     }
 
     fn on_port_change(&mut self, now: Instant, port: &Port, ctx: &mut HostCtx<'_>) {
-        if port.num != crate::node::host::MGMT_PORT {
+        if port.num != self.port {
             return;
         }
         let active = port.state == PortState::Active && port.lid != 0;

@@ -2,10 +2,18 @@
 //! [`Simulator`] with a [`Host`] on every channel adapter and a [`Switch`](crate::hw::switch::Switch)
 //! on every switch, and puts the subnet manager on the first CA port.
 //!
+//! Multi-port HCAs: the SM treats every cabled CA port as its own end node (IBA 1 §4.1.1, §14.2.5:
+//! each port its own LID and port GUID, hence its own GID; the node GUID shared), so every cabled
+//! port is Active with its own LID and GID, the SA answers PathRecords to and from each, and the
+//! switches route to each. A host's software (its management agents on QP1, the SA client, the
+//! broadcast join, the IPoIB interface) runs on one port: its first cabled port (host port,
+//! [`HostHandle::port`], from [`Topology::host_ports`]); its other ports are configured and
+//! reachable but carry no IPoIB interface. A CA with no cabled port is no host.
+//!
 //! - Every host runs an [`SaClient`] agent on QP1 (it also receives the SA's Reports,
 //!   [`Host::serve_method`]) and a [`JoinApp`] that joins its partitions' IPoIB broadcast groups
 //!   when its port becomes Active.
-//! - The SM's host (host 0, the first CA whose port 1 is cabled) runs, besides those, the
+//! - The SM's host (host 0, the first CA with a cabled port, on that port) runs, besides those, the
 //!   [`SaServer`] (served for class SubnAdm) and the [`SmApp`] holding the [`SubnetManager`]: at
 //!   time zero it configures every port and forwarding table, then programs multicast trees as
 //!   groups change. The SM host joins the broadcast group like every other host, as a node running
@@ -53,7 +61,7 @@ use ipoib_proto::sa::{
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Guid};
 use std::fmt;
 use std::time::Duration;
 
@@ -112,7 +120,7 @@ impl SubnetOptions {
 /// Why a subnet could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubnetError {
-    /// No channel adapter has port 1 cabled: nowhere to run the SM.
+    /// No channel adapter has a cabled port: nowhere to run the SM.
     NoHost,
     /// The subnet manager refused the topology.
     Sm(SmError),
@@ -121,7 +129,7 @@ pub enum SubnetError {
 impl fmt::Display for SubnetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SubnetError::NoHost => f.write_str("no channel adapter with port 1 cabled"),
+            SubnetError::NoHost => f.write_str("no channel adapter with a cabled port"),
             SubnetError::Sm(e) => write!(f, "subnet manager: {e}"),
         }
     }
@@ -136,6 +144,8 @@ pub struct HostHandle {
     pub node: NodeId,
     /// Its topology node index.
     pub topo_node: usize,
+    /// The HCA port its software runs on (its first cabled port; see the module docs).
+    pub port: u8,
     /// Its [`SaClient`] agent.
     pub client: AgentId,
     /// Its [`JoinApp`] (present even with `auto_join` off, then with no groups).
@@ -249,14 +259,13 @@ impl Subnet {
     /// Builds the subnet (nothing runs yet: the SM starts at time zero on the first step).
     pub fn build(opts: SubnetOptions) -> Result<Subnet, SubnetError> {
         let topo = opts.topology;
-        let sm_node = topo
-            .cas()
-            .find(|&n| topo.peer(n, MGMT_PORT).is_some())
-            .ok_or(SubnetError::NoHost)?;
-        let sm_port = End {
-            node: sm_node,
-            port: MGMT_PORT,
-        };
+        // Per topology node, the host port of a CA that is a host.
+        let mut host_port: Vec<Option<u8>> = vec![None; topo.nodes().len()];
+        for e in topo.host_ports() {
+            host_port[e.node] = Some(e.port);
+        }
+        let sm_port = topo.first_ca_port().ok_or(SubnetError::NoHost)?;
+        let sm_node = sm_port.node;
         let partitions = opts
             .partitions
             .unwrap_or_else(PartitionConfig::default_config);
@@ -270,20 +279,25 @@ impl Subnet {
             sim.set_capture(Capture::new());
         }
         let client_cfg = opts.client;
-        let built = build(&topo, &mut sim, opts.link, |node, rng| {
-            let mut h = Host::new(Hca::new(node.guid, node.ports));
+        let built = build(&topo, &mut sim, opts.link, |i, node, rng| {
+            let port = host_port[i].unwrap_or(MGMT_PORT);
+            let hca = Hca::with_port_guids(
+                node.guid,
+                (1..=node.ports).map(|p| node.port_guid(p)).collect(),
+            );
+            let mut h = Host::with_mgmt_port(hca, port);
             let client = h.add_agent(SaClient::new(client_cfg, rng.fork(1)));
             h.serve_method(MgmtClass::SubnAdm, Method::Report, client);
-            h.add_app(JoinApp::new(client, groups.clone()));
+            h.add_app(JoinApp::new(client, groups.clone()).on_port(port));
             Box::new(h)
         });
         // Every CA host got agent 0 (its SaClient) and app 0 (its JoinApp), in that order.
         let hosts: Vec<HostHandle> = topo
-            .cas()
-            .filter(|&n| topo.peer(n, MGMT_PORT).is_some())
-            .map(|n| HostHandle {
-                node: built.nodes[n],
-                topo_node: n,
+            .host_ports()
+            .map(|e| HostHandle {
+                node: built.nodes[e.node],
+                topo_node: e.node,
+                port: e.port,
                 client: AgentId(0),
                 app: AppId(0),
             })
@@ -348,7 +362,7 @@ impl Subnet {
         &self.partitions
     }
 
-    /// Number of hosts (CAs with port 1 cabled; host 0 runs the SM).
+    /// Number of hosts (CAs with a cabled port; host 0 runs the SM).
     pub fn host_count(&self) -> usize {
         self.hosts.len()
     }
@@ -370,20 +384,34 @@ impl Subnet {
         self.hosts.iter().position(|h| h.topo_node == topo_node)
     }
 
-    /// Host `i`'s LID as its port holds it (0 before the SM configured it).
-    pub fn lid(&self, i: usize) -> u16 {
-        self.host_device(i)
-            .hca()
-            .port(MGMT_PORT)
-            .map_or(0, |p| p.lid)
+    /// Host `i`'s host port ([`HostHandle::port`]) as the HCA holds it.
+    pub fn host_port(&self, i: usize) -> Option<&crate::hw::hca::Port> {
+        self.host_device(i).hca().port(self.hosts[i].port)
     }
 
-    /// Host `i`'s port GID.
+    /// Host `i`'s LID (of its host port) as its port holds it (0 before the SM configured it).
+    pub fn lid(&self, i: usize) -> u16 {
+        self.host_port(i).map_or(0, |p| p.lid)
+    }
+
+    /// Host `i`'s port GID (of its host port).
     pub fn gid(&self, i: usize) -> Gid {
-        self.host_device(i)
-            .hca()
-            .port(MGMT_PORT)
-            .map_or(Gid::ZERO, |p| p.port_gid())
+        self.host_port(i).map_or(Gid::ZERO, |p| p.port_gid())
+    }
+
+    /// Every cabled CA port in node and port order, hosts' other ports included, with the port
+    /// GUID and the LID its HCA holds (0 while the SM has not configured it).
+    pub fn cabled_ca_ports(&self) -> Vec<(End, Guid, u16)> {
+        let mut out = Vec::new();
+        for n in self.topology.cas() {
+            let hca = self.sim.node::<Host>(self.built.nodes[n]).map(Host::hca);
+            for port in self.topology.cabled_ports(n) {
+                let p = hca.and_then(|h| h.port(port));
+                let guid = p.map_or(self.topology.nodes()[n].port_guid(port), |p| p.guid);
+                out.push((End { node: n, port }, guid, p.map_or(0, |p| p.lid)));
+            }
+        }
+        out
     }
 
     /// Host `i`'s broadcast-join application.
@@ -491,7 +519,7 @@ impl Subnet {
                     .map(JoinApp::sa_addr)
                     .filter(|a| a.lid != 0)
                     .unwrap_or_else(|| {
-                        let p = host.hca().port(MGMT_PORT);
+                        let p = host.hca().port(h.port);
                         MadAddr {
                             pkey: p.and_then(|p| p.pkeys.first().copied()).unwrap_or(0xffff),
                             sl: p.map_or(0, |p| p.sm_sl),
