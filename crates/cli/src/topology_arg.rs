@@ -77,10 +77,7 @@ fn check_hosts(t: &Topology, file: &str, hosts: Option<usize>) -> Result<(), Str
                 listed.len()
             );
             if !uncabled.is_empty() {
-                m += &format!(
-                    "; not hosts, no port cabled: {}",
-                    names(&uncabled)
-                );
+                m += &format!("; not hosts, no port cabled: {}", names(&uncabled));
             }
             Err(m)
         }

@@ -359,7 +359,11 @@ impl Report {
                 rows.push(vec![
                     self.names[i].clone(),
                     p.num.to_string(),
-                    if p.lid == 0 { "-".into() } else { p.lid.to_string() },
+                    if p.lid == 0 {
+                        "-".into()
+                    } else {
+                        p.lid.to_string()
+                    },
                     p.gid.clone(),
                     if p.cabled {
                         p.state.clone()

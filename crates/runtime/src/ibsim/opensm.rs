@@ -488,6 +488,8 @@ pub fn smp_get_on(c: &IbsimClient, dlid: u16, attr: u16, modifier: u32) -> io::R
 pub struct DumpPort {
     /// `CA`, `CA-SM` (the SM's own CA), `SW`, ...
     pub kind: String,
+    /// Node GUID (shared by the ports of one CA).
+    pub node_guid: u64,
     /// Port GUID.
     pub port_guid: u64,
     /// Node description (the net file's node name under ibsim).
@@ -520,6 +522,7 @@ impl DumpPort {
                 .find_map(|w| w.strip_prefix(name))
                 .map(str::to_string)
         };
+        let node_guid = u64::from_str_radix(&field("NodeGUID:")?, 16).ok()?;
         let port_guid = u64::from_str_radix(&field("PortGUID:")?, 16).ok()?;
         let lid = u16::from_str_radix(&field("LID:")?, 16).ok()?;
         let port_num = u8::from_str_radix(&field("PN:")?, 16).ok()?;
@@ -535,6 +538,7 @@ impl DumpPort {
             .to_string();
         Some(DumpPort {
             kind,
+            node_guid,
             port_guid,
             desc,
             lid,
@@ -580,6 +584,7 @@ mod tests {
             p,
             DumpPort {
                 kind: "CA".into(),
+                node_guid: 0x100002,
                 port_guid: 0x100003,
                 desc: "h1".into(),
                 lid: 0xc,

@@ -296,9 +296,10 @@ impl Host {
             if c.status != WcStatus::Success {
                 self.counters.send_errors += 1;
                 // IBA 1 §10.3.1: SQE back to RTS so that later MADs go out.
-                let _ = self
-                    .hca
-                    .modify_qp(Hca::gsi_qp(self.mgmt_port), crate::hw::hca::ModifyQp::Rts(None));
+                let _ = self.hca.modify_qp(
+                    Hca::gsi_qp(self.mgmt_port),
+                    crate::hw::hca::ModifyQp::Rts(None),
+                );
             }
             return;
         }

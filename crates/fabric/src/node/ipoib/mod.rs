@@ -14,8 +14,7 @@ pub mod frames;
 pub mod ip;
 
 pub use app::{
-    AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, RECV_BUF, RECV_DEPTH,
-    RESOLUTIONS_KEEP,
+    AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, RECV_BUF, RECV_DEPTH, RESOLUTIONS_KEEP,
 };
 pub use frames::{FrameStats, Resolution, ResolutionKind};
 pub use ip::{IpCounters, IpError, IpHost, Ping, UdpReceived};

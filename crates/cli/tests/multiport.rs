@@ -1,0 +1,230 @@
+//! `ipoib demo` and `ipoib sim` on net files with multi-port HCAs, run as a program: ibsim's own
+//! `net` example (Hca2 cabled only on its port 2) runs both hosts and `--hosts` must match them
+//! with a clear message; `net.2sw2path4hca2port` shows every cabled port with its own LID and GID;
+//! a host with its two ports on different switches is reachable. The net files are ibsim-utils'
+//! examples, copied here so the tests do not need the package.
+
+use serde_json::Value as Json;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// ibsim-utils' net-examples/net.
+const NET: &str = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch2\"[3]
+[4]\t\"Switch2\"[4]
+
+Switch 8 \"Switch2\"
+[3]\t\"Switch1\"[3]
+[4]\t\"Switch1\"[4]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+
+Hca\t2 \"Hca2\"
+[2]\t\"Switch1\"[2]
+";
+
+/// ibsim-utils' net-examples/net.2sw2path4hca2port.
+const NET_2PORT: &str = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca1\"[2]
+[3]\t\"Switch2\"[3]
+[5]\t\"Switch2\"[5]
+
+Switch 8 \"Switch2\"
+[1]\t\"Hca2\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch1\"[3]
+[5]\t\"Switch1\"[5]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+[2]\t\"Switch1\"[2]
+
+Hca\t2 \"Hca2\"
+[1]\t\"Switch2\"[1]
+[2]\t\"Switch2\"[2]
+";
+
+/// Dual's port 1 on S1, port 2 on S2; B on S1 runs the SM; C on S2; an uncabled CA.
+const DUAL_HOMED: &str = "\
+Switch 4 \"S1\"
+[1] \"Dual\"[1]
+[2] \"B\"[1]
+[3] \"S2\"[3]
+
+Switch 4 \"S2\"
+[1] \"Dual\"[2]
+[2] \"C\"[1]
+[3] \"S1\"[3]
+
+Hca 1 \"B\"
+[1] \"S1\"[2]
+
+Hca 2 \"Dual\"
+[1] \"S1\"[1]
+[2] \"S2\"[1]
+
+Hca 1 \"C\"
+[1] \"S2\"[2]
+
+Hca 1 \"Spare\"
+";
+
+fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run ipoib")
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn net_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+// Issue: ibsim's `net` ran "1 host"; `--hosts 1` failed with "has 2 channel adapters" while
+// `--hosts 2` was accepted and still ran one.
+#[test]
+fn net_example_runs_both_hosts_and_hosts_must_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = net_file(dir.path(), "net", NET);
+    for hosts in [None, Some("2")] {
+        let mut args = vec!["demo", "--topology", &net];
+        if let Some(h) = hosts {
+            args.extend(["--hosts", h]);
+        }
+        let o = ipoib_in(dir.path(), &args);
+        let t = out(&o);
+        assert!(o.status.success(), "{args:?}: {t}");
+        for want in [
+            "ipoib demo: 2 hosts",
+            // Hca2 runs on its port 2, the one cabled.
+            "Hca2  2     3    0x000048  10.0.0.2/8",
+            "HCA ports (each cabled port has its own LID and GID; IPoIB runs on the first cabled one)",
+            "Hca2  1     -    fe80::10:4  Down (no cable)  -",
+            "Hca2  2     3    fe80::10:5  Active           yes",
+            "IPv4 ping, all 2 pairs: 2 answered",
+            "Result: OK (2/2 hosts up",
+        ] {
+            assert!(t.contains(want), "{args:?}: missing {want:?} in:\n{t}");
+        }
+    }
+    for cmd in ["demo", "sim"] {
+        let o = ipoib_in(dir.path(), &[cmd, "--topology", &net, "--hosts", "1"]);
+        assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+        let want = "--hosts 1, but ";
+        let t = out(&o);
+        assert!(t.contains(want), "{t}");
+        assert!(
+            t.contains("has 2 hosts (channel adapters with a cabled port: Hca1, Hca2)"),
+            "{t}"
+        );
+        assert!(t.contains("leave --hosts out, or give --hosts 2"), "{t}");
+    }
+    let o = ipoib_in(dir.path(), &["sim", "--topology", &net]);
+    let t = out(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("subnet: 2 hosts"), "{t}");
+    assert!(
+        t.contains("hosts with a LID: 2/2; joined the broadcast group: 2/2"),
+        "{t}"
+    );
+    assert!(t.contains("CA ports with a LID: 2/2 cabled"), "{t}");
+}
+
+// IBA 1 §4.1.1: each CA port its own LID and port GUID (so its own GID), the node GUID shared.
+#[test]
+fn two_port_hcas_show_every_port_with_its_lid_and_gid() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = net_file(dir.path(), "net.2sw2path4hca2port", NET_2PORT);
+    let o = ipoib_in(dir.path(), &["demo", "--topology", &net]);
+    let t = out(&o);
+    assert!(o.status.success(), "{t}");
+    for want in [
+        "Hca1  1     1    fe80::10:1  Active  yes",
+        "Hca1  2     2    fe80::10:2  Active  -",
+        "Hca2  1     5    fe80::10:4  Active  yes",
+        "Hca2  2     6    fe80::10:5  Active  -",
+        "Result: OK (2/2 hosts up; 2/2 IPv4 and 2/2 IPv6 ping pairs answered",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in:\n{t}");
+    }
+    let o = ipoib_in(dir.path(), &["demo", "--topology", &net, "--json"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).expect("JSON");
+    let mut lids = BTreeSet::new();
+    let mut gids = BTreeSet::new();
+    for h in j["host_list"].as_array().unwrap() {
+        assert_eq!(h["port"], 1, "{h}");
+        let ports = h["ports"].as_array().unwrap();
+        assert_eq!(ports.len(), 2, "{h}");
+        for p in ports {
+            assert_eq!(
+                (&p["state"], &p["cabled"]),
+                (&Json::from("Active"), &Json::from(true))
+            );
+            assert_eq!(p["ipoib"], p["port"] == 1, "{p}");
+            lids.insert(p["lid"].as_u64().unwrap());
+            gids.insert(p["gid"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(lids.len(), 4, "{lids:?}");
+    assert!(!lids.contains(&0));
+    let want: BTreeSet<String> = ["fe80::10:1", "fe80::10:2", "fe80::10:4", "fe80::10:5"]
+        .map(String::from)
+        .into();
+    assert_eq!(gids, want, "port GUIDs as ibsim gives them");
+
+    let o = ipoib_in(dir.path(), &["sim", "--topology", &net, "--json"]);
+    assert!(o.status.success(), "{}", out(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(
+        (&j["hosts"], &j["joined"]),
+        (&Json::from(2), &Json::from(2))
+    );
+    assert_eq!(
+        (&j["ca_ports"], &j["ca_ports_with_lid"]),
+        (&Json::from(4), &Json::from(4))
+    );
+}
+
+#[test]
+fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = net_file(dir.path(), "dual.net", DUAL_HOMED);
+    let o = ipoib_in(dir.path(), &["demo", "--topology", &net]);
+    let t = out(&o);
+    assert!(o.status.success(), "{t}");
+    for want in [
+        "ipoib demo: 3 hosts",
+        "Dual  1     3    fe80::10:3  Active  yes",
+        "Dual  2     4    fe80::10:4  Active  -",
+        "IPv4 ping, all 6 pairs: 6 answered",
+        "Result: OK (3/3 hosts up",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in:\n{t}");
+    }
+    let o = ipoib_in(dir.path(), &["sim", "--topology", &net, "--hosts", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("; not hosts, no port cabled: Spare"),
+        "{}",
+        out(&o)
+    );
+}

@@ -1,0 +1,145 @@
+//! Multi-port HCAs against the real OpenSM on ibsim: on ibsim's own examples with two-port HCAs
+//! (`net`, where Hca2 is cabled only on its port 2, and `net.2sw2path4hca2port`, where every
+//! HCA cables both ports), our subnet manager gives a LID to exactly the CA ports OpenSM gives
+//! one to, with the same port GUIDs and node GUIDs (IBA 1 §4.1.1: each CA port its own LID and
+//! port GUID, the node GUID shared), every LID distinct, and the SM's port LID 1 in both. OpenSM
+//! numbers the other LIDs in its own order (`osm_lid_mgr.c`), so LID values beyond the SM's are
+//! not compared. Skips, saying so, only when ibsim or OpenSM is not installed.
+
+mod ibsim_harness;
+
+use ibsim_harness::{Fabric, Setup};
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// ibsim-utils' net-examples/net: Hca2 is cabled on its port 2 only.
+const NET: &str = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch2\"[3]
+[4]\t\"Switch2\"[4]
+
+Switch 8 \"Switch2\"
+[3]\t\"Switch1\"[3]
+[4]\t\"Switch1\"[4]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+
+Hca\t2 \"Hca2\"
+[2]\t\"Switch1\"[2]
+";
+
+/// ibsim-utils' net-examples/net.2sw2path4hca2port: two HCAs, each with both ports on one switch.
+const NET_2PORT: &str = "\
+Switch\t8 \"Switch1\"
+[1]\t\"Hca1\"[1]
+[2]\t\"Hca1\"[2]
+[3]\t\"Switch2\"[3]
+[5]\t\"Switch2\"[5]
+
+Switch 8 \"Switch2\"
+[1]\t\"Hca2\"[1]
+[2]\t\"Hca2\"[2]
+[3]\t\"Switch1\"[3]
+[5]\t\"Switch1\"[5]
+
+Hca\t2 \"Hca1\"
+[1]\t\"Switch1\"[1]
+[2]\t\"Switch1\"[2]
+
+Hca\t2 \"Hca2\"
+[1]\t\"Switch2\"[1]
+[2]\t\"Switch2\"[2]
+";
+
+/// (port GUID -> (node GUID, LID)) of every CA port with a LID, as our SM configured the HCAs.
+fn ours(net: &str) -> BTreeMap<u64, (u64, u16)> {
+    let topo = Topology::parse_net(net).expect("net file");
+    let mut subnet = Subnet::build(SubnetOptions::new(topo, 1)).expect("subnet");
+    assert!(
+        subnet.run_until_joined(Instant::ZERO + Duration::from_secs(10)),
+        "every host joined"
+    );
+    let mut out = BTreeMap::new();
+    for (end, guid, lid) in subnet.cabled_ca_ports() {
+        let node_guid = subnet.topology().nodes()[end.node].guid.0;
+        assert_ne!(lid, 0, "port {} of node {} has no LID", end.port, end.node);
+        assert!(out.insert(guid.0, (node_guid, lid)).is_none());
+    }
+    out
+}
+
+/// The same map from OpenSM's subnet dump, once it lists `cas` Active CA ports.
+fn opensm(net: &str, cas: usize) -> Option<BTreeMap<u64, (u64, u16)>> {
+    let mut fabric = match Fabric::start(net, None, "Hca1", "Hca1") {
+        Ok(Setup::Ready(f)) => f,
+        Ok(Setup::Skip(why)) => {
+            eprintln!("SKIP: OpenSM multi-port comparison: {why}");
+            return None;
+        }
+        Err(e) => panic!("ibsim/OpenSM failed to start:\n{e}"),
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let ports = fabric
+        .wait_ca_ports(cas, deadline)
+        .unwrap_or_else(|e| panic!("{e}\n{}", fabric.logs()));
+    Some(
+        ports
+            .into_iter()
+            .map(|p| (p.port_guid, (p.node_guid, p.lid)))
+            .collect(),
+    )
+}
+
+fn compare(name: &str, net: &str, want_guids: &[u64]) {
+    let ours = ours(net);
+    let want: BTreeSet<u64> = want_guids.iter().copied().collect();
+    assert_eq!(
+        ours.keys().copied().collect::<BTreeSet<_>>(),
+        want,
+        "{name}: our CA ports with a LID"
+    );
+    let lids: BTreeSet<u16> = ours.values().map(|v| v.1).collect();
+    assert_eq!(lids.len(), ours.len(), "{name}: distinct LIDs {ours:x?}");
+    let Some(theirs) = opensm(net, want.len()) else {
+        return;
+    };
+    eprintln!("{name}: ours (port GUID: node GUID, LID) {ours:x?}\nOpenSM {theirs:x?}");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "{name}: the CA ports with a LID"
+    );
+    for (g, (node, _)) in &theirs {
+        assert_eq!(ours[g].0, *node, "{name}: node GUID of port {g:#x}");
+    }
+    let sm_port = want_guids[0];
+    assert_eq!(
+        (ours[&sm_port].1, theirs[&sm_port].1),
+        (1, 1),
+        "{name}: the SM's port has LID 1"
+    );
+    let their_lids: BTreeSet<u16> = theirs.values().map(|v| v.1).collect();
+    assert_eq!(their_lids.len(), theirs.len(), "{name}: OpenSM's LIDs");
+}
+
+// IBA 1 §4.1.1 (a LID and a port GUID per CA port); ibsim sim_net.c (port GUID = node GUID + port).
+#[test]
+fn net_example_ports_match_opensm() {
+    // Hca1 0x100000 (ports 0x100001, 0x100002), Hca2 0x100003 (port 2: 0x100005).
+    compare("net", NET, &[0x10_0001, 0x10_0005]);
+}
+
+#[test]
+fn two_port_example_ports_match_opensm() {
+    compare(
+        "net.2sw2path4hca2port",
+        NET_2PORT,
+        &[0x10_0001, 0x10_0002, 0x10_0004, 0x10_0005],
+    );
+}
