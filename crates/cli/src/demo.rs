@@ -40,12 +40,13 @@ pub const MAX_CAPTURE_PACKETS: u64 = 1_000_000;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Number of hosts (default 4; with a net file, if given, it must match the file's channel
-    /// adapters).
+    /// Number of hosts (default 4; with a net file, if given, it must match the file's hosts: its
+    /// channel adapters with a cabled port).
     #[arg(long)]
     hosts: Option<usize>,
     /// `single-switch` (up to 254 hosts), `fat-tree` (two-level, any size), or an ibnetdiscover /
-    /// ibsim net file.
+    /// ibsim net file. Multi-port HCAs: every cabled port gets its own LID and GID; IPoIB runs on
+    /// a host's first cabled port (one interface per host), and the report lists every port.
     #[arg(long, default_value = "single-switch")]
     topology: String,
     /// Seed of every random choice (same seed, same packets).

@@ -228,3 +228,24 @@ fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
         out(&o)
     );
 }
+
+// The help says what happens with multi-port HCAs.
+#[test]
+fn help_explains_multi_port_hcas() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cmd, want) in [
+        ("demo", "IPoIB runs on a host's first cabled port"),
+        ("sim", "a host joins on its first cabled port"),
+    ] {
+        let o = ipoib_in(dir.path(), &[cmd, "--help"]);
+        // Wrapped or not, the words in order.
+        let t = out(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(o.status.success(), "{t}");
+        assert!(
+            t.contains("every cabled port gets its own LID and GID"),
+            "{t}"
+        );
+        assert!(t.contains(want), "{t}");
+        assert!(t.contains("channel adapters with a cabled port"), "{t}");
+    }
+}

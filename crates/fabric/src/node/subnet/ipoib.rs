@@ -1,7 +1,7 @@
 //! Subnets whose hosts run IPoIB: with [`SubnetOptions::ipoib`](super::SubnetOptions::ipoib) set,
 //! every host gets an [`IpoibApp`] with its [`Interface`] (draft-ietf-ipoib-ip-over-infiniband-06)
-//! on its host port (port 1, or a multi-port HCA's first cabled port: one interface per host, as
-//! Linux's `ib0` on a host that cables one port), and the stand-in [`super::JoinApp`] joins nothing (the interface makes the broadcast
+//! on its host port (port 1, or a multi-port HCA's first cabled port: one interface per host,
+//! where Linux would also make `ib1` for a second port), and the stand-in [`super::JoinApp`] joins nothing (the interface makes the broadcast
 //! join itself, §5). Host `i` gets IPv4 address `network + i + 1` (so `10.0.0.1`, `10.0.0.2`, ...
 //! past 254 hosts: `10.0.1.0`, ...; the default prefix /8 keeps every host on-link) and, with IPv6
 //! on, its link-local address from the port GUID (§8).
