@@ -331,3 +331,29 @@ fn connect_rejects_bad_ports() {
         )
         .is_err());
 }
+
+/// The hosts of a topology: CAs with a cabled port, at their first cabled port (ibsim's `net`
+/// example cables Hca2 on port 2 only); a CA without a cable is none.
+#[test]
+fn host_ports_are_the_first_cabled_ports() {
+    let t = Topology::parse_net(
+        "Switch 8 \"Switch1\"\n[1] \"Hca1\"[1]\n[2] \"Hca2\"[2]\n\n\
+         Hca 2 \"Hca1\"\n[1] \"Switch1\"[1]\n\n\
+         Hca 2 \"Hca2\"\n[2] \"Switch1\"[2]\n\n\
+         Hca 1 \"Spare\"\n",
+    )
+    .unwrap();
+    let (h1, h2) = (t.find("Hca1").unwrap(), t.find("Hca2").unwrap());
+    assert_eq!(
+        t.host_ports().collect::<Vec<_>>(),
+        [End { node: h1, port: 1 }, End { node: h2, port: 2 }]
+    );
+    assert_eq!(t.cabled_ports(h2).collect::<Vec<_>>(), [2]);
+    assert_eq!(t.cabled_ports(t.find("Spare").unwrap()).count(), 0);
+    assert_eq!(t.cabled_ports(99).count(), 0, "no such node");
+    assert_eq!(t.first_ca_port(), Some(End { node: h1, port: 1 }));
+    let two = Topology::parse_net(NET_2SW2PATH4HCA2PORT).unwrap();
+    let h = two.find("Hca2").unwrap();
+    assert_eq!(two.cabled_ports(h).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(two.host_ports().count(), 2);
+}
