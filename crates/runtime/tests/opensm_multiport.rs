@@ -128,7 +128,8 @@ fn compare(name: &str, net: &str, want_guids: &[u64]) {
     assert_eq!(their_lids.len(), theirs.len(), "{name}: OpenSM's LIDs");
 }
 
-// IBA 1 §4.1.1 (a LID and a port GUID per CA port); ibsim sim_net.c (port GUID = node GUID + port).
+// IBA 1 §4.1.1 (a LID and a port GUID per CA port); docs/DEPLOYED.md "ibsim" (port GUID = node
+// GUID + port number).
 #[test]
 fn net_example_ports_match_opensm() {
     // Hca1 0x100000 (ports 0x100001, 0x100002), Hca2 0x100003 (port 2: 0x100005).
