@@ -54,7 +54,7 @@ fn check_hosts(t: &Topology, file: &str, hosts: Option<usize>) -> Result<(), Str
     let name = |n: usize| t.nodes()[n].name.as_str();
     let uncabled: Vec<&str> = t
         .cas()
-        .filter(|n| !host_nodes.contains(n))
+        .filter(|&n| t.cabled_ports(n).next().is_none())
         .map(name)
         .collect();
     let cas = t.cas().count();
