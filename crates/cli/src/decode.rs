@@ -1,155 +1,146 @@
 //! `ipoib decode`: reads a capture (or hex lines) and prints each packet through the wire crate's
 //! layer-by-layer decoder, as text for people or JSON lines for machines.
 
+mod input;
+mod totals;
+
+use input::{Body, Item, Source};
 use ipoib_wire::decode::Decoder;
 use ipoib_wire::describe::{Describer, Value};
-use ipoib_wire::pcap::PcapReader;
 use ipoib_wire::render::{Json, Text};
 use std::fmt::Write as _;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Read, Write};
 use std::process::ExitCode;
+use totals::{Outcome, Totals, Watch};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A pcap file, or `-` for hex packets on standard input.
+    /// A capture file (pcap or pcapng), or `-` for standard input: a capture, or hex packets.
     file: String,
     /// One JSON object per packet, one per line.
     #[arg(long)]
     json: bool,
 }
 
-/// One input packet: its time stamp and bytes (borrowed from the capture or the parsed hex
-/// lines), or why its line could not be read.
-struct Input<'a> {
-    ts_ns: Option<u64>,
-    bytes: Result<&'a [u8], &'a str>,
-}
-
 /// Output is rendered into one string and written out when it reaches this size.
 const FLUSH_AT: usize = 1 << 20;
 
+/// Why decoding stopped before the end of the input.
+enum Stop {
+    /// Writing the output failed.
+    Output(io::Error),
+    /// The input could not be read further.
+    Input(String),
+}
+
 pub fn run(args: &Args) -> ExitCode {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let result = if args.file == "-" {
-        let stdin = io::stdin();
-        let mut lines = Vec::new();
-        for (n, line) in stdin.lock().lines().enumerate() {
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("ipoib decode: reading standard input: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let text = line.split('#').next().unwrap_or("");
-            if text.trim().is_empty() {
-                continue;
-            }
-            lines.push(parse_hex(text).map_err(|e| format!("line {}: {e}", n + 1)));
-        }
-        let packets = lines.iter().map(|l| Input {
-            ts_ns: None,
-            bytes: l.as_deref().map_err(String::as_str),
-        });
-        decode_all(packets, args.json, &mut out)
+    let stdin = args.file == "-";
+    let name = if stdin { "standard input" } else { &args.file };
+    let input: Box<dyn Read> = if stdin {
+        Box::new(io::stdin().lock())
     } else {
-        let data = match std::fs::read(&args.file) {
-            Ok(d) => d,
+        match std::fs::File::open(&args.file) {
+            Ok(f) => Box::new(f),
             Err(e) => {
-                eprintln!("ipoib decode: {}: {e}", args.file);
+                eprintln!("ipoib decode: {name}: {e}");
                 return ExitCode::from(2);
             }
-        };
-        let reader = match PcapReader::new(&data) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!(
-                    "ipoib decode: {}: not a capture this tool reads: {e}",
-                    args.file
-                );
-                return ExitCode::from(2);
-            }
-        };
-        let mut fatal = None;
-        let packets = reader.map_while(|r| match r {
-            Ok(p) => Some(Input {
-                ts_ns: Some(p.ts_ns),
-                bytes: Ok(p.data),
-            }),
-            Err(e) => {
-                fatal = Some(e);
-                None
-            }
-        });
-        let r = decode_all(packets, args.json, &mut out);
-        if let Some(e) = fatal {
-            let _ = out.flush();
-            eprintln!("ipoib decode: {}: stopped: {e}", args.file);
+        }
+    };
+    let mut source = match Source::open(input, stdin) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ipoib decode: {name}: {e}");
             return ExitCode::from(2);
         }
-        r
     };
-    match result.and_then(|bad| out.flush().map(|_| bad)) {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(bad) => {
-            eprintln!("ipoib decode: {bad} malformed packet(s)");
-            ExitCode::from(1)
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut totals = Totals::default();
+    let result = decode_all(&mut source, args.json, &mut out, &mut totals);
+    let result = match result {
+        Ok(()) => out.flush().map_err(Stop::Output),
+        Err(Stop::Input(e)) => {
+            let _ = out.flush();
+            Err(Stop::Input(e))
+        }
+        Err(e) => Err(e),
+    };
+    // The summary is the last line on standard error, after any error, whatever the outcome.
+    let summary = format!("ipoib decode: {totals}");
+    match result {
+        Ok(()) => {
+            eprintln!("{summary}");
+            if totals.all_good() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(Stop::Input(e)) => {
+            eprintln!("ipoib decode: {name}: stopped: {e}");
+            eprintln!("{summary}");
+            ExitCode::from(2)
         }
         // A closed pipe (`| head`) is a normal way to stop reading.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Stop::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Stop::Output(e)) => {
             eprintln!("ipoib decode: writing output: {e}");
             ExitCode::from(2)
         }
     }
 }
 
-/// Decodes every packet and writes it out; returns how many were malformed. One renderer and one
-/// output string serve every packet, written out every [`FLUSH_AT`] bytes.
-fn decode_all<'a>(
-    packets: impl Iterator<Item = Input<'a>>,
+/// Decodes every packet, writes it out and counts it into `totals`. One renderer and one output
+/// string serve every packet, written out every [`FLUSH_AT`] bytes; the input is read one packet at
+/// a time.
+fn decode_all(
+    source: &mut Source,
     json: bool,
     out: &mut impl Write,
-) -> io::Result<usize> {
+    totals: &mut Totals,
+) -> Result<(), Stop> {
     let mut decoder = Decoder::new();
-    let mut bad = 0;
-    if json {
-        let mut j = Json::lines();
-        j.out.reserve(FLUSH_AT + FLUSH_AT / 4);
-        for (i, p) in packets.enumerate() {
+    // JSON lines are rendered straight into the renderer's string, text into `page`.
+    let mut j = Json::lines();
+    j.out
+        .reserve(if json { FLUSH_AT + FLUSH_AT / 4 } else { 0 });
+    let mut t = Text::default();
+    let mut summary = String::new();
+    let mut page = String::with_capacity(if json { 0 } else { FLUSH_AT + FLUSH_AT / 4 });
+    let mut index = 0u64;
+    let stopped = loop {
+        let p = match source.next_item() {
+            None => break None,
+            Some(Ok(p)) => p,
+            Some(Err(e)) => break Some(e),
+        };
+        index += 1;
+        if json {
             j.open();
-            j.field("packet", Value::Uint(i as u64 + 1));
+            j.field("packet", Value::Uint(index));
             if let Some(ts) = p.ts_ns {
                 j.field("ts_ns", Value::Uint(ts));
             }
-            let ok = describe_one(&mut decoder, &p, &mut j);
-            bad += usize::from(!ok);
+            let mut w = Watch::new(&mut j);
+            w.verdicts.outcome = describe_one(&mut decoder, &p, &mut w);
+            totals.add(p.link_type, w.verdicts);
             j.close();
             j.out.push('\n');
             if j.out.len() >= FLUSH_AT {
-                out.write_all(j.out.as_bytes())?;
+                out.write_all(j.out.as_bytes()).map_err(Stop::Output)?;
                 j.out.clear();
             }
-        }
-        out.write_all(j.out.as_bytes())?;
-    } else {
-        let mut t = Text::default();
-        let mut summary = String::new();
-        let mut page = String::with_capacity(FLUSH_AT + FLUSH_AT / 4);
-        for (i, p) in packets.enumerate() {
-            let index = i as u64 + 1;
+        } else {
             t.clear();
             summary.clear();
-            let ok = describe_one(
-                &mut decoder,
-                &p,
-                &mut Summarise {
-                    inner: &mut t,
-                    summary: &mut summary,
-                },
-            );
-            bad += usize::from(!ok);
+            let mut s = Summarise {
+                inner: &mut t,
+                summary: &mut summary,
+            };
+            let mut w = Watch::new(&mut s);
+            w.verdicts.outcome = describe_one(&mut decoder, &p, &mut w);
+            totals.add(p.link_type, w.verdicts);
             let _ = match p.ts_ns {
                 Some(ts) => writeln!(
                     page,
@@ -166,26 +157,42 @@ fn decode_all<'a>(
             }
             page.push('\n');
             if page.len() >= FLUSH_AT {
-                out.write_all(page.as_bytes())?;
+                out.write_all(page.as_bytes()).map_err(Stop::Output)?;
                 page.clear();
             }
         }
-        out.write_all(page.as_bytes())?;
+    };
+    out.write_all(j.out.as_bytes()).map_err(Stop::Output)?;
+    out.write_all(page.as_bytes()).map_err(Stop::Output)?;
+    match stopped {
+        Some(e) => Err(Stop::Input(e)),
+        None => Ok(()),
     }
-    Ok(bad)
 }
 
-/// Describes one packet; false when it was malformed.
-fn describe_one(decoder: &mut Decoder, p: &Input<'_>, d: &mut dyn Describer) -> bool {
-    match p.bytes {
-        Ok(bytes) => {
+/// Describes one packet.
+fn describe_one(decoder: &mut Decoder, p: &Item<'_>, d: &mut dyn Describer) -> Outcome {
+    match p.body {
+        Body::Ib(bytes) => {
             d.field("len", Value::Uint(bytes.len() as u64));
-            decoder.packet(bytes, d).is_ok()
+            match decoder.packet(bytes, d) {
+                Ok(()) => Outcome::Decoded,
+                Err(_) => Outcome::Malformed,
+            }
         }
-        Err(e) => {
+        Body::Unreadable(e) => {
             d.field("summary", Value::Str("unreadable input"));
             d.field("error", Value::Str(e));
-            false
+            Outcome::Malformed
+        }
+        Body::OtherLink(link, len) => {
+            d.field("len", Value::Uint(len as u64));
+            d.field("link_type", Value::Uint(link.into()));
+            d.field(
+                "summary",
+                Value::Str(&format!("link type {link}, not InfiniBand: not decoded")),
+            );
+            Outcome::NotInfiniband
         }
     }
 }
@@ -212,42 +219,5 @@ impl Describer for Summarise<'_> {
     }
     fn leave(&mut self) {
         self.inner.leave()
-    }
-}
-
-/// Parses one line of hex: pairs of hex digits, with spaces, tabs, colons and dashes ignored.
-fn parse_hex(line: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<u8> = line
-        .bytes()
-        .filter(|c| !matches!(c, b' ' | b'\t' | b':' | b'-' | b'\r'))
-        .collect();
-    if digits.len() & 1 == 1 {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
-    }
-    digits
-        .chunks(2)
-        .map(|pair| {
-            let hi = (pair[0] as char).to_digit(16);
-            let lo = (pair[1] as char).to_digit(16);
-            match (hi, lo) {
-                (Some(h), Some(l)) => Ok((h * 16 + l) as u8),
-                _ => Err(format!("not hex: {:?}", String::from_utf8_lossy(pair))),
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_hex;
-
-    #[test]
-    fn hex_lines() {
-        assert_eq!(
-            parse_hex("f0 02:00-1a").unwrap(),
-            vec![0xf0, 0x02, 0x00, 0x1a]
-        );
-        assert!(parse_hex("f0 0").unwrap_err().contains("odd"));
-        assert!(parse_hex("zz").unwrap_err().contains("not hex"));
     }
 }

@@ -23,10 +23,18 @@ struct Cli {
 enum Command {
     /// Print InfiniBand packets layer by layer, with ICRC/VCRC verdicts.
     ///
-    /// FILE is a pcap (ERF records, link type 197, or raw InfiniBand, link type 247), or `-` for hex
-    /// packets on standard input, one per line (LRH to VCRC; spaces and colons are ignored, `#` starts
-    /// a comment). Exit status: 0 when every packet decoded, 1 when some packet was malformed (each gets
-    /// its own error and decoding goes on), 2 when the input could not be read at all.
+    /// FILE is a capture: pcap (either byte order, micro- or nanosecond time stamps) or pcapng (what
+    /// Wireshark and tshark save; every section and interface), of InfiniBand packets in ERF records
+    /// (link type 197) or bare (link type 247); packets of pcapng interfaces of other link types are
+    /// listed, not decoded. `-` reads standard input: a capture (told by its first bytes) or hex
+    /// packets, one per line (LRH to VCRC; spaces and colons are ignored, `#` starts a comment). The
+    /// input is read as it is decoded, in constant memory.
+    ///
+    /// The last line on standard error counts the packets (per link type), the malformed ones and
+    /// the bad ICRCs and VCRCs. Exit status: 0 when every packet decoded and passed both CRCs; 1 when
+    /// some packet was malformed, failed its ICRC or VCRC, or was not InfiniBand (each is shown with
+    /// its verdict and decoding goes on); 2 when the input could not be read, at all or past some
+    /// point.
     Decode(decode::Args),
     /// Bring up an emulated subnet: every host gets a LID and joins the IPoIB broadcast group.
     ///

@@ -89,7 +89,7 @@ impl Default for Capture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipoib_wire::pcap::PcapReader;
+    use ipoib_wire::pcap::CaptureReader;
 
     // The limit keeps the first packets and counts the rest (the IPoIB demo on 1,000 hosts sees
     // 16 million packets, mostly SA Reports).
@@ -101,9 +101,10 @@ mod tests {
         }
         assert_eq!((c.packets(), c.skipped()), (2, 3));
         let bytes = c.into_bytes();
-        let kept: Vec<u8> = PcapReader::new(&bytes)
+        let kept: Vec<u8> = CaptureReader::read_all(&bytes[..])
             .unwrap()
-            .map(|p| p.unwrap().data[0])
+            .iter()
+            .map(|p| p.data[0])
             .collect();
         assert_eq!(kept, vec![0, 1]);
     }

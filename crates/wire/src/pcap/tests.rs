@@ -158,15 +158,19 @@ fn write_then_read_erf() {
     assert_eq!(file[..24], GLOBAL_LE_NANO_ERF);
     // record header: incl_len = orig_len = 16 + 66
     assert_eq!(file[24 + 8..24 + 16], [82, 0, 0, 0, 82, 0, 0, 0]);
-    let pkts: Vec<_> = PcapReader::new(&file).unwrap().collect();
-    assert_eq!(pkts.len(), 2);
-    let p = pkts[0].unwrap();
-    assert_eq!(p.ts_ns, 1_700_000_000_123_456_789);
+    let mut r = CaptureReader::new(&file[..]).unwrap();
+    let p = r.next_packet().unwrap().unwrap();
+    assert_eq!(p.ts_ns, Some(1_700_000_000_123_456_789));
+    assert_eq!(p.link_type, LinkType::Erf);
     assert_eq!(p.data, &a[..]);
     assert_eq!(p.orig_len, 66);
     assert_eq!(p.erf.map(|e| e.rlen), Some(82));
-    assert_eq!(pkts[1].unwrap().data, &b[..]);
-    assert_eq!(pkts[1].unwrap().ts_ns, 1_700_000_001_000_000_001);
+    assert_eq!(p.offset, 24);
+    let p = r.next_packet().unwrap().unwrap();
+    assert_eq!(p.data, &b[..]);
+    assert_eq!(p.ts_ns, Some(1_700_000_001_000_000_001));
+    assert_eq!(p.offset, 24 + 16 + 82);
+    assert!(r.next_packet().is_none());
 }
 
 #[test]
@@ -176,13 +180,17 @@ fn write_then_read_raw_micro() {
         .unwrap();
     w.write_packet(5_000_001_999, &a).unwrap();
     let file = w.into_inner().unwrap();
-    let mut r = PcapReader::new(&file).unwrap();
-    assert_eq!(r.header().link_type, LinkType::Infiniband);
-    let p = r.next().unwrap().unwrap();
-    assert_eq!(p.ts_ns, 5_000_001_000);
+    let mut r = CaptureReader::new(&file[..]).unwrap();
+    let CaptureFormat::Pcap(h) = r.format() else {
+        panic!("{:?}", r.format())
+    };
+    assert_eq!(h.link_type, LinkType::Infiniband);
+    assert_eq!(h.resolution, TsResolution::Micro);
+    let p = r.next_packet().unwrap().unwrap();
+    assert_eq!(p.ts_ns, Some(5_000_001_000));
     assert_eq!(p.data, &a[..40]);
     assert_eq!(p.orig_len, 66);
-    assert!(r.next().is_none());
+    assert!(r.next_packet().is_none());
 }
 
 #[test]
@@ -215,66 +223,97 @@ fn reader_big_endian_and_padding() {
     f.extend_from_slice(&erf);
     f.extend_from_slice(&pkt);
     f.extend_from_slice(&[0; 6]);
-    let pkts: Vec<_> = PcapReader::new(&f).unwrap().collect();
+    let pkts = CaptureReader::read_all(&f[..]).unwrap();
     assert_eq!(pkts.len(), 1);
-    let p = pkts[0].unwrap();
-    assert_eq!(p.data, &pkt[..]);
-    assert_eq!(p.ts_ns, 3_000_000_000);
+    assert_eq!(pkts[0].data, pkt);
+    assert_eq!(pkts[0].ts_ns, Some(3_000_000_000));
+}
+
+/// The format error a reader of `data` stops with: at `new`, or at its first bad record.
+fn format_error(data: &[u8]) -> Option<PcapError> {
+    let mut r = match CaptureReader::new(data) {
+        Ok(r) => r,
+        Err(CaptureError::Format(e)) => return Some(e),
+        Err(e) => panic!("{e}"),
+    };
+    loop {
+        match r.next_packet()? {
+            Ok(_) => {}
+            Err(CaptureError::Format(e)) => {
+                assert!(r.next_packet().is_none(), "the reader ends after an error");
+                return Some(e);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 #[test]
 fn reader_errors() {
+    assert_eq!(format_error(&[0u8; 10]), Some(PcapError::BadMagic(0)));
     assert_eq!(
-        PcapReader::new(&[0u8; 10]).err(),
+        format_error(&[0xd4, 0xc3]),
         Some(PcapError::TruncatedHeader)
     );
-    // pcapng section header block
-    let mut ng = [0u8; 28];
-    ng[..4].copy_from_slice(&[0x0a, 0x0d, 0x0d, 0x0a]);
     assert_eq!(
-        PcapReader::new(&ng).err(),
-        Some(PcapError::BadMagic(0x0a0d_0d0a))
+        format_error(&GLOBAL_LE_NANO_ERF[..20]),
+        Some(PcapError::TruncatedHeader)
+    );
+    assert_eq!(
+        format_error(b"f0 02 00 1a\n"),
+        Some(PcapError::BadMagic(0x6630_2030))
     );
     let mut eth = GLOBAL_LE_NANO_ERF;
     eth[20] = 1;
-    assert_eq!(
-        PcapReader::new(&eth).err(),
-        Some(PcapError::UnsupportedLinkType(1))
-    );
+    assert_eq!(format_error(&eth), Some(PcapError::UnsupportedLinkType(1)));
     let mut v1 = GLOBAL_LE_NANO_ERF;
     v1[4] = 1;
-    assert_eq!(
-        PcapReader::new(&v1).err(),
-        Some(PcapError::UnsupportedVersion(1, 4))
-    );
+    assert_eq!(format_error(&v1), Some(PcapError::UnsupportedVersion(1, 4)));
+    // A header and nothing else: a capture of no packets.
+    assert_eq!(format_error(&GLOBAL_BE_MICRO_IB), None);
 
     let mut w = PcapWriter::new(Vec::new(), LinkType::Erf).unwrap();
     w.write_packet(0, &ud_packet(2)).unwrap();
     let file = w.into_inner().unwrap();
-    // cut inside the record data
-    let mut r = PcapReader::new(&file[..file.len() - 1]).unwrap();
+    // cut inside the record data, and inside the record header
     assert_eq!(
-        r.next(),
-        Some(Err(PcapError::TruncatedRecord { offset: 24 }))
+        format_error(&file[..file.len() - 1]),
+        Some(PcapError::TruncatedRecord { offset: 24 })
     );
-    assert_eq!(r.next(), None);
+    assert_eq!(
+        format_error(&file[..30]),
+        Some(PcapError::TruncatedRecord { offset: 24 })
+    );
     // an Ethernet ERF record
     let mut e = file.clone();
     e[24 + 16 + 8] = 2;
     assert_eq!(
-        PcapReader::new(&e).unwrap().next(),
-        Some(Err(PcapError::UnsupportedErfType {
+        format_error(&e),
+        Some(PcapError::UnsupportedErfType {
             offset: 24,
             erf_type: 2
-        }))
+        })
     );
     // rlen below the header
     let mut e = file.clone();
     e[24 + 16 + 10] = 0;
     e[24 + 16 + 11] = 8;
     assert_eq!(
-        PcapReader::new(&e).unwrap().next(),
-        Some(Err(PcapError::BadErfRecord { offset: 24 }))
+        format_error(&e),
+        Some(PcapError::BadErfRecord { offset: 24 })
+    );
+    // A record claiming 2 GiB: truncated in a short file, refused once the buffer reaches its
+    // limit in a long one, never allocated.
+    let mut e = file.clone();
+    e[24 + 8..24 + 12].copy_from_slice(&0x8000_0000u32.to_le_bytes());
+    assert_eq!(
+        format_error(&e),
+        Some(PcapError::TruncatedRecord { offset: 24 })
+    );
+    e.resize(MAX_RECORD + 1000, 0);
+    assert_eq!(
+        format_error(&e),
+        Some(PcapError::RecordTooLarge { offset: 24 })
     );
     assert_eq!(
         crate::Error::from(PcapError::TruncatedHeader),
@@ -297,11 +336,11 @@ proptest! {
             w.write_packet(*t, p).unwrap();
         }
         let file = w.into_inner().unwrap();
-        let got: Vec<_> = PcapReader::new(&file).unwrap().map(|r| r.unwrap()).collect();
+        let got = CaptureReader::read_all(&file[..]).unwrap();
         prop_assert_eq!(got.len(), pkts.len());
         for (g, (t, p)) in got.iter().zip(&pkts) {
-            prop_assert_eq!(g.ts_ns, *t);
-            prop_assert_eq!(g.data, &p[..]);
+            prop_assert_eq!(g.ts_ns, Some(*t));
+            prop_assert_eq!(&g.data, p);
         }
     }
 
@@ -312,12 +351,8 @@ proptest! {
         let _ = ErfHeaderRepr::parse(&data);
         let mut f = if erf { GLOBAL_LE_NANO_ERF.to_vec() } else { GLOBAL_BE_MICRO_IB.to_vec() };
         f.extend_from_slice(&data);
-        if let Ok(r) = PcapReader::new(&f) {
-            for _ in r {}
-        }
-        if let Ok(r) = PcapReader::new(&data) {
-            for _ in r {}
-        }
+        let _ = format_error(&f);
+        let _ = format_error(&data);
     }
 }
 
