@@ -490,8 +490,23 @@ fn link_type_247_decodes_like_erf() {
     assert_eq!(json_lines(&b.stdout).len(), 6);
 }
 
-// Bad CRCs and an IPoIB payload that does not parse are not malformed IB packets: exit status 0, and
-// the payload's error sits inside its group (`arp.error`), never as the top-level `error`.
+/// The ARP request with its VCRC corrupted.
+fn bad_vcrc() -> Vec<u8> {
+    let mut p = arp_request();
+    let n = p.len();
+    p[n - 1] ^= 0x01;
+    p
+}
+
+/// Standard error's last line: the summary.
+fn summary(o: &Output) -> String {
+    let e = text(&o.stderr);
+    e.lines().last().unwrap_or("").to_string()
+}
+
+// An IPoIB payload that does not parse is not a malformed IB packet: exit status 0 when every
+// packet decoded with good CRCs, the payload's error inside its group (`arp.error`), never as the
+// top-level `error`, and the summary line alone on standard error.
 #[test]
 fn clean_capture_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
@@ -499,19 +514,63 @@ fn clean_capture_exits_zero() {
     write_pcap(
         &path,
         LinkType::Erf,
-        &[arp_request(), sa_join(), bad_icrc(), ethernet_arp()],
+        &[arp_request(), sa_join(), ethernet_arp()],
     );
     let o = ipoib(&["decode", "--json", path.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(o.stderr.is_empty());
+    assert_eq!(
+        text(&o.stderr),
+        "ipoib decode: 3 packets (197 ERF: 3): 0 malformed packets, 0 bad ICRC, 0 bad VCRC\n"
+    );
     let v = json_lines(&o.stdout);
-    assert_eq!(v.len(), 4);
+    assert_eq!(v.len(), 3);
     for p in &v {
         assert!(p.get("error").is_none(), "{p}");
     }
-    assert_eq!(at(&v[3], "ipoib.type"), 0x0806);
-    assert_eq!(at(&v[3], "arp.error"), "unsupported");
-    assert_eq!(v[3]["icrc_ok"], true);
+    assert_eq!(at(&v[2], "ipoib.type"), 0x0806);
+    assert_eq!(at(&v[2], "arp.error"), "unsupported");
+    assert_eq!(v[2]["icrc_ok"], true);
+}
+
+// A bad CRC is a verdict, not a malformed packet: each packet is still decoded in full, and the run
+// ends with the totals on standard error and exit status 1 (main.rs).
+#[test]
+fn bad_crcs_exit_one_with_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crc.pcap");
+    write_pcap(
+        &path,
+        LinkType::Infiniband,
+        &[arp_request(), bad_icrc(), bad_vcrc(), sa_join(), bad_icrc()],
+    );
+    for json in [true, false] {
+        let mut args = vec!["decode", path.to_str().unwrap()];
+        if json {
+            args.insert(1, "--json");
+        }
+        let o = ipoib(&args, None);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        assert_eq!(
+            text(&o.stderr),
+            "ipoib decode: 5 packets (247 INFINIBAND: 5): 0 malformed packets, 2 bad ICRC, \
+             1 bad VCRC\n"
+        );
+        if json {
+            let v = json_lines(&o.stdout);
+            let verdicts: Vec<_> = v.iter().map(|p| (&p["icrc_ok"], &p["vcrc_ok"])).collect();
+            let (t, f) = (&Json::Bool(true), &Json::Bool(false));
+            assert_eq!(verdicts, [(t, t), (f, t), (t, f), (t, t), (f, t)]);
+            assert_eq!(at(&v[2], "arp.hw_type"), 32);
+        }
+    }
+    // One malformed packet, and the malformed one with a good VCRC counts once.
+    let (_d, path) = capture(LinkType::Erf);
+    let o = ipoib(&["decode", &path], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        summary(&o),
+        "ipoib decode: 6 packets (197 ERF: 6): 1 malformed packet, 1 bad ICRC, 0 bad VCRC"
+    );
 }
 
 fn hex(b: &[u8]) -> String {
@@ -604,5 +663,10 @@ fn unreadable_inputs_exit_two() {
         text(&o.stderr).contains("cut.pcap: stopped"),
         "{}",
         text(&o.stderr)
+    );
+    // The packets read before the input stopped are counted.
+    assert_eq!(
+        summary(&o),
+        "ipoib decode: 5 packets (197 ERF: 5): 1 malformed packet, 0 bad ICRC, 0 bad VCRC"
     );
 }
