@@ -184,8 +184,9 @@ fn block(out: &mut Vec<u8>, ty: u32, body: &[u8]) {
     out.extend_from_slice(&total.to_le_bytes());
 }
 
-/// pcapng by hand (pcapng §4.1-4.3): one section, an interface per `(link type, records)` with
-/// nanosecond time stamps (`if_tsresol` 9), and the records of all interfaces in time order.
+/// pcapng by hand (draft-ietf-opsawg-pcapng §4.1-4.3): one section, an interface per
+/// `(link type, records)` with nanosecond time stamps (`if_tsresol` 9), and the records of all
+/// interfaces in time order.
 fn pcapng(interfaces: &[(u16, Records<'_>)]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut shb = 0x1a2b_3c4du32.to_le_bytes().to_vec();
@@ -444,4 +445,26 @@ fn stdin_streams_before_the_input_ends() {
         "{}",
         text(&first)
     );
+}
+
+// The README's example summary line is what decoding the default demo's capture prints now.
+#[test]
+fn readme_summary_line_is_real() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(readme).unwrap();
+    let shown = readme
+        .lines()
+        .find(|l| l.starts_with("ipoib decode: "))
+        .expect("a summary line in the README");
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .arg("demo")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(demo.status.success(), "{}", text(&demo.stderr));
+    let pcap = dir.path().join("ipoib-demo.pcap");
+    let (code, _, err) = decode(&["decode", pcap.to_str().unwrap()], b"");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.lines().last(), Some(shown));
 }

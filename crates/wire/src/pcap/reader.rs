@@ -493,7 +493,8 @@ fn interpret(
             }))
         }
         PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
-            // pcapng §4.1: a reader refuses a section of a major version it does not know.
+            // draft-ietf-opsawg-pcapng §4.1: a reader refuses a section of a major version it does
+            // not know.
             if shb.major_version != 1 {
                 return Err(PcapError::UnsupportedVersion(
                     shb.major_version,
@@ -534,8 +535,9 @@ fn interpret(
             }))
         }
         PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-            // pcapng §4.4: a simple packet belongs to the section's first interface; its captured
-            // length is the original length cut to that interface's snap length.
+            // draft-ietf-opsawg-pcapng §4.4: a simple packet belongs to the section's first
+            // interface; its captured length is the original length cut to that interface's snap
+            // length.
             let i = interfaces.first().ok_or(PcapError::UnknownInterface {
                 offset,
                 interface: 0,
@@ -559,8 +561,9 @@ fn interpret(
     }
 }
 
-/// The units per second of a pcapng `if_tsresol` (pcapng §4.2): 10^-x s, or 2^-x s when bit 7 is
-/// set; `None` past what 64 bits hold. (`pcap-parser` 0.17 refuses every binary resolution.)
+/// The units per second of a pcapng `if_tsresol` (draft-ietf-opsawg-pcapng §4.2): 10^-x s, or
+/// 2^-x s when bit 7 is set; `None` past what 64 bits hold. (`pcap-parser` 0.17's own
+/// `ts_resolution` refuses every binary resolution.)
 fn units_per_s(tsresol: u8) -> Option<u64> {
     let x = u32::from(tsresol & 0x7f);
     if tsresol & 0x80 != 0 {
@@ -586,9 +589,9 @@ struct Unwrapped {
     erf: Option<ErfHeaderRepr>,
 }
 
-/// Where the IB packet lies inside a record of link type `link`: the record itself for 247 (and, untouched,
-/// for link types this module does not interpret), the payload of an ERF type 21 record for 197;
-/// `None` for an ERF padding record.
+/// Where the IB packet lies inside a record of link type `link`: the whole record for 247 (and,
+/// untouched, for link types this module does not interpret), the payload of an ERF type 21 record
+/// for 197; `None` for an ERF padding record.
 fn unwrap_record(link: LinkType, body: &[u8], offset: u64) -> Result<Option<Unwrapped>, PcapError> {
     if link != LinkType::Erf {
         return Ok(Some(Unwrapped {

@@ -9,8 +9,8 @@ use std::cell::Cell;
 use std::io::{self, Read};
 use std::rc::Rc;
 
-/// A pcapng file built block by block in one byte order (pcapng §3.1: every field of a section is
-/// in the byte order of its section header block).
+/// A pcapng file built block by block in one byte order (draft-ietf-opsawg-pcapng §3.1: every
+/// field of a section is in the byte order of its section header block).
 struct Ng {
     out: Vec<u8>,
     big: bool,
@@ -218,7 +218,8 @@ fn pcapng_simple_packets_and_snaplen() {
         .spb(&packet(6, 7));
     let got = CaptureReader::read_all(&ng.out[..]).unwrap();
     assert_eq!(got.len(), 2);
-    // pcapng §4.4: no time stamp; cut to the interface's snap length; the padding is not data.
+    // draft-ietf-opsawg-pcapng §4.4: no time stamp; cut to the interface's snap length; the
+    // padding is not data.
     assert_eq!(got[0].ts_ns, None);
     assert_eq!(got[0].data, packet(5, 20));
     assert_eq!(got[0].orig_len, 26);
@@ -500,7 +501,11 @@ proptest! {
     // Any bytes after a valid start, in either byte order: the reader ends (with an error or not)
     // and never panics.
     #[test]
-    fn pcapng_never_panics(tail in proptest::collection::vec(any::<u8>(), 0..400), big in any::<bool>(), cut in 0usize..600) {
+    fn pcapng_never_panics(
+        tail in proptest::collection::vec(any::<u8>(), 0..400),
+        big in any::<bool>(),
+        cut in 0usize..600,
+    ) {
         let mut ng = Ng::new(big);
         ng.shb().idb(197, 0, &[]).idb(247, 0, &[]);
         ng.out.extend_from_slice(&tail);
