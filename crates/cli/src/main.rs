@@ -4,6 +4,7 @@ mod decode;
 mod demo;
 mod sim;
 mod topology_arg;
+mod why;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -38,8 +39,10 @@ enum Command {
     Decode(decode::Args),
     /// Bring up an emulated subnet: every host gets a LID and joins the IPoIB broadcast group.
     ///
-    /// Prints wall and simulated time, packets, events, peak memory and the SA's groups. Exit
-    /// status: 0 when every host joined, 1 when some did not by the deadline, 2 on bad arguments.
+    /// Prints wall and simulated time, packets, events, peak memory and the SA's groups. A host
+    /// counts as joined when the SA's member records hold its port as a full member of an IPoIB
+    /// broadcast group; every host that is not is named with the reason. Exit status: 0 when every
+    /// host joined, 1 when some did not by the deadline, 2 on bad arguments.
     Sim(sim::Args),
     /// Run a small IPoIB subnet in one process and show it working.
     ///

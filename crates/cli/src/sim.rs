@@ -3,8 +3,11 @@
 //! IPoIB broadcast group of its partitions through real SA MADs, and the command reports the wall
 //! time, simulated time, packets, bytes, events, peak memory and the SA's group table.
 //!
-//! Exit status: 0 when every host joined before the simulated deadline, 1 when some did not (with
-//! the first few named), 2 for bad arguments or unreadable files.
+//! A host counts as joined when the SA's member records hold its port as a FullMember of an IPoIB
+//! broadcast group ([`Subnet::sa_joined`]), not when the host says so (a host with nothing to join
+//! would). Exit status: 0 when every host joined before the simulated deadline, 1 when some did
+//! not (the first few named, each with why: [`Subnet::join_problems`]), 2 for bad arguments or
+//! unreadable files.
 
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
@@ -31,6 +34,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
+    /// A file without any definition (empty, or comments only) means that default, as OpenSM
+    /// does; what OpenSM would warn about is printed as a warning with its line and column.
     #[arg(long)]
     partitions: Option<String>,
     /// Write every packet into this pcap (ERF records, link type 197; `ipoib decode` and tshark
@@ -54,9 +59,15 @@ fn load_topology(args: &Args) -> Result<Topology, String> {
     crate::topology_arg::load(&args.topology, args.hosts, None)
 }
 
+/// Reads and parses `path`, printing its warnings (what OpenSM would log as `PARSE WARN`, and
+/// the like) on standard error.
 fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    partitions::parse(&text).map_err(|e| format!("{path}: {e}"))
+    let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
+    for w in &cfg.warnings {
+        eprintln!("ipoib sim: {path}: warning: {w}");
+    }
+    Ok(cfg)
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -157,45 +168,36 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     }
-    let report = Report::gather(&net, wall);
+    // A join counts when the SA's member records hold it, not when the host says so.
+    let in_sa = net.sa_joined();
+    let missing: Vec<usize> = (0..net.host_count())
+        .filter(|&i| !(net.is_joined(i) && in_sa[i]))
+        .collect();
+    let report = Report::gather(&net, wall, &missing);
     if args.json {
         println!("{}", report.json(args));
     } else {
         print!("{}", report.text(args));
     }
-    if all {
+    if all && missing.is_empty() {
         return ExitCode::SUCCESS;
     }
-    let missing: Vec<String> = (0..net.host_count())
-        .filter(|&i| !net.is_joined(i))
-        .take(5)
-        .map(|i| {
-            let h = net.host(i);
-            let node = &net.topology().nodes()[h.topo_node];
-            let p = net.host_port(i);
-            let state = p.map_or("missing".to_string(), |p| format!("{:?}", p.state));
-            // A multi-port HCA names the port the host runs on.
-            let port = if node.ports > 1 {
-                format!(" {}", h.port)
-            } else {
-                String::new()
-            };
-            format!("{} (LID {}, port{port} {state})", node.name, net.lid(i))
-        })
-        .collect();
+    if missing.is_empty() {
+        eprintln!(
+            "ipoib sim: every host joined, but the subnet manager had not written the multicast \
+             trees within {} s of simulated time",
+            args.deadline
+        );
+        return ExitCode::from(1);
+    }
     eprintln!(
-        "ipoib sim: only {} of {} hosts joined the broadcast group within {} s of simulated time; \
-         not joined: {}{}",
-        report.joined,
-        report.hosts,
-        args.deadline,
-        missing.join(", "),
-        if report.hosts - report.joined > missing.len() {
-            ", ..."
-        } else {
-            ""
-        }
+        "ipoib sim: only {} of {} hosts joined the broadcast group within {} s of simulated time \
+         (as the SA's member records say); not joined:",
+        report.joined, report.hosts, args.deadline,
     );
+    for line in &report.not_joined {
+        eprintln!("  {line}");
+    }
     ExitCode::from(1)
 }
 
@@ -231,10 +233,14 @@ struct Report {
     peak_kib: Option<u64>,
     sa_requests: u64,
     groups: Vec<GroupLine>,
+    /// The first hosts not joined, each with why ([`crate::why::host_lines`]).
+    not_joined: Vec<String>,
 }
 
 impl Report {
-    fn gather(net: &Subnet, wall: Duration) -> Report {
+    /// The figures of `net` after a run of `wall`; `missing` are the hosts the SA does not hold
+    /// as joined.
+    fn gather(net: &Subnet, wall: Duration, missing: &[usize]) -> Report {
         let stats = net.sim().stats();
         let n = net.host_count();
         let groups = net
@@ -255,7 +261,7 @@ impl Report {
         let topo = net.topology();
         Report {
             hosts: n,
-            joined: net.joined_count(),
+            joined: n - missing.len(),
             with_lid: (0..n).filter(|&i| net.lid(i) != 0).count(),
             ca_ports: ports.len(),
             ca_ports_with_lid: ports.iter().filter(|p| p.2 != 0).count(),
@@ -265,6 +271,7 @@ impl Report {
             }),
             wall,
             last_join: (0..n)
+                .filter(|i| missing.binary_search(i).is_err())
                 .filter_map(|i| net.join_app(i).joined_at())
                 .max()
                 .map(|t| t - Instant::ZERO),
@@ -275,6 +282,7 @@ impl Report {
             peak_kib: peak_memory_kib(),
             sa_requests: net.sa().stats().requests,
             groups,
+            not_joined: crate::why::host_lines(net, missing),
         }
     }
 
@@ -287,7 +295,7 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "hosts with a LID: {}/{}; joined the broadcast group: {}/{}",
+            "hosts with a LID: {}/{}; joined the broadcast group: {}/{} (the SA's member records)",
             self.with_lid, self.hosts, self.joined, self.hosts
         );
         if self.multi_port {
@@ -376,6 +384,13 @@ impl Report {
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
                 g.mlid, g.pkey, g.qkey, ipoib_fabric::hw::hca::mtu_bytes(g.mtu), g.members, g.well_known
             );
+        }
+        o.push_str("],\"not_joined\":[");
+        for (i, line) in self.not_joined.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            escape(&mut o, line);
         }
         o.push(']');
         if let Some(p) = &args.pcap {

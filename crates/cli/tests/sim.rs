@@ -155,3 +155,58 @@ fn sim_reports_hosts_that_did_not_join() {
     );
     assert!(stderr(&o).contains("h0"), "{}", stderr(&o));
 }
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+// OpenSM 3.3.23: a partitions.conf without a definition is "in error; retrying with default
+// config" (docs/OPENSM-NOTES.md). It used to say "joined the broadcast group: 8/8" with no group
+// in the SA; now the default configuration is used, said so, and the joins are real.
+#[test]
+fn sim_empty_partitions_file_means_the_default_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    for text in ["", "# nothing but a comment\n\n"] {
+        let parts = write(&dir, "e.conf", text);
+        let o = ipoib(&["sim", "--hosts", "8", "--partitions", &parts, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("warning: no partition definition"),
+            "{}",
+            stderr(&o)
+        );
+        let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["joined"], 8);
+        let groups = j["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{j}");
+        assert_eq!(groups[0]["mgid"], "ff12:401b:ffff::ffff:ffff");
+        assert_eq!(groups[0]["members"], 8);
+    }
+}
+
+// A success is what the SA's member records say: partitions without the `ipoib` flag leave the
+// SA without a broadcast group, so nobody joined, whatever the hosts think, and the reason is
+// given.
+#[test]
+fn sim_without_a_broadcast_group_fails_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = write(&dir, "p.conf", "Default=0x7fff : ALL=full ;\n");
+    let o = ipoib(&["sim", "--hosts", "8", "--partitions", &parts, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["joined"], 0);
+    assert_eq!(j["groups"].as_array().unwrap().len(), 0);
+    assert!(j["not_joined"][0]
+        .as_str()
+        .unwrap()
+        .contains("no IPoIB broadcast group"));
+    let e = stderr(&o);
+    assert!(e.contains("only 0 of 8 hosts joined"), "{e}");
+    assert!(
+        e.contains("h0 (LID 1): the SA has no IPoIB broadcast group for its P_Keys (0xffff)"),
+        "{e}"
+    );
+    assert!(e.contains("... and 3 more"), "{e}");
+}

@@ -13,7 +13,7 @@ use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_fabric::hw::hca::DropReason;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{JoinProblem, JoinStatus, Subnet, SubnetOptions};
 use ipoib_proto::partitions;
 use ipoib_proto::sa::SaClientError;
 use ipoib_wire::ib::BthRepr;
@@ -236,4 +236,33 @@ fn other_partition_receives_nothing() {
         "same partition still delivered"
     );
     assert!(received(&mut net, 3, qa[2].1).is_empty());
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §5: an interface is up once it joined its partition's
+// broadcast group, which the SA records. Host 5 belongs to no IPoIB partition: it has nothing to
+// join, which its own view cannot tell from success; the SA's member records can.
+#[test]
+fn joins_are_checked_against_the_sa_member_records() {
+    let seed = seed(22);
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(Topology::single_switch(6).unwrap(), seed);
+    opts.partitions = Some(partitions::parse(CONF).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    net.run_until_joined(at(10));
+    assert_eq!(
+        net.sa_broadcast_groups(),
+        vec![bcast(0x8001), bcast(0x8002)]
+    );
+    assert_eq!(net.sa_joined(), vec![true, true, true, true, true, false]);
+    for i in 0..5 {
+        assert_eq!(net.join_problems(i), vec![], "host {i}");
+    }
+    assert!(net.is_joined(5), "the host's own view");
+    assert_eq!(
+        net.join_problems(5),
+        vec![JoinProblem::NoBroadcastGroup {
+            pkeys: vec![0x7fff]
+        }]
+    );
+    assert!(net.join_problems(5)[0].to_string().contains("`ipoib` flag"));
 }

@@ -12,6 +12,11 @@
 //!   P_Key, rate or MTU disagree with the partition) becomes a [`Warning`]; what it rejects with a
 //!   `PARSE ERROR` (no `:` in a definition, a bad P_Key, a bad PortGUID, a bad MGID) is a
 //!   [`ParseError`] with line and column. A missing `;` at the end of the file is a warning.
+//!   (OpenSM 3.3.23 itself logs a PARSE ERROR and falls back to its default configuration; we
+//!   refuse the file instead, so that a typo is not silently replaced by another partitioning.)
+//! - a file without any definition (empty, or comments only) gives OpenSM's default
+//!   configuration ([`PartitionConfig::default_config`]) with a warning, as OpenSM 3.3.23 does
+//!   ("Partition configuration in error; retrying with default config").
 //! - without QoS (OpenSM's default), a partition-level `sl=` is overridden to 0 (OpenSM
 //!   `partition_create`); `mgid=` lines keep their own `sl=`.
 //! - numbers are C `strtoul(.., 0)` style: `0x` hex, leading `0` octal, else decimal.
@@ -47,10 +52,24 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Something OpenSM would skip with a `PARSE WARN`.
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return f.write_str(&self.message);
+        }
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+/// Something OpenSM would skip with a `PARSE WARN`, or another departure from what the file
+/// seems to ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    /// Line, from 1.
+    /// Line, from 1; 0 when the warning is about the file as a whole.
     pub line: usize,
     /// Column, from 1.
     pub column: usize,
@@ -154,6 +173,21 @@ pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, Par
             "definition not terminated by ';' at end of file".into(),
         );
         p.finish(part);
+    }
+    if p.out.is_empty() {
+        // OpenSM 3.3.23 `osm_prtn_config_parse_file` fails on a file without a definition (empty
+        // or comments only); `osm_prtn_make_partitions` then logs "Partition configuration in
+        // error; retrying with default config" and uses the configuration of no file at all
+        // (docs/OPENSM-NOTES.md "partitions.conf").
+        let mut c = PartitionConfig::default_config();
+        c.warnings.push(Warning {
+            line: 0,
+            column: 0,
+            message: "no partition definition in the file; as OpenSM does, using the default \
+                      configuration instead (Default=0x7fff, ipoib : ALL=full ;)"
+                .into(),
+        });
+        return Ok(c);
     }
     if !p.out.iter().any(|x| x.pkey == DEFAULT_PKEY) {
         // opensm(8): "In the case of no rule for the Default partition:

@@ -238,3 +238,22 @@ proptest! {
         }
     }
 }
+
+// OpenSM 3.3.23 osm_prtn_make_partitions: a partitions.conf without a definition is "in error" and
+// the default configuration (every port full, IPoIB broadcast group) is used instead
+// (docs/OPENSM-NOTES.md "partitions.conf").
+#[test]
+fn empty_or_comment_only_file_means_opensm_default_with_a_warning() {
+    for text in ["", "\n\n", "# only a comment\n   # another\n"] {
+        let c = parse(text).unwrap();
+        assert_eq!(c.partitions, PartitionConfig::default_config().partitions);
+        assert_eq!(c.precreated_groups().len(), 1, "the broadcast group");
+        assert_eq!(c.warnings.len(), 1);
+        assert_eq!(c.warnings[0].line, 0);
+        assert!(
+            c.warnings[0].to_string().contains("default configuration"),
+            "{}",
+            c.warnings[0]
+        );
+    }
+}

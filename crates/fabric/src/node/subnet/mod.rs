@@ -33,11 +33,13 @@
 //! `h{i}`); every random choice follows from the seed (each CA's RNG is forked from the
 //! simulator's with its node index); nothing here iterates a hash map.
 
+mod check;
 mod events;
 mod ipoib;
 mod join;
 mod sm_node;
 
+pub use check::JoinProblem;
 pub use events::MoveLidError;
 pub use ipoib::{host_ipv4, IpoibOptions};
 pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};

@@ -24,7 +24,7 @@ use ipoib_wire::mad::{
     BASE_VERSION, MAD_LEN, SA_CLASS_VERSION,
 };
 use ipoib_wire::sa::{
-    attribute_offset_for, emit_records, record_len, SaAttribute, SaHeaderRepr, SaMadRepr,
+    attribute_offset_for, emit_records, record_len, JoinState, SaAttribute, SaHeaderRepr, SaMadRepr,
 };
 use ipoib_wire::Gid;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -312,6 +312,20 @@ impl SaServer {
     /// Every multicast group, in MGID order.
     pub fn groups(&self) -> Vec<McastGroupInfo> {
         self.mc.infos()
+    }
+
+    /// The MGID of every multicast group, in MGID order (no member list is copied, unlike
+    /// [`SaServer::groups`]).
+    pub fn group_mgids(&self) -> impl Iterator<Item = &Gid> + '_ {
+        self.mc.by_mgid.keys()
+    }
+
+    /// The JoinState the SA records for the port `port_gid` in the group `mgid`; `None` when
+    /// there is no such group or the port is not a member. This is the SA's own member record,
+    /// what a join's success must be checked against.
+    pub fn member_join_state(&self, mgid: &Gid, port_gid: &Gid) -> Option<JoinState> {
+        let m = self.mc.by_mgid.get(mgid)?.members.get(port_gid)?;
+        Some(m.join_state)
     }
 
     fn drop_mad(&mut self, reason: &'static str) {

@@ -65,6 +65,15 @@ fn broadcast_join_leave_membership_and_traps() {
         g.members,
         vec![(gid_of(2), full), (gid_of(3), JoinState(3))]
     );
+    // The same member records, one port at a time (what `ipoib sim` checks joins against).
+    assert_eq!(net.sa.member_join_state(&bcast(), &gid_of(2)), Some(full));
+    assert_eq!(
+        net.sa.member_join_state(&bcast(), &gid_of(3)),
+        Some(JoinState(3))
+    );
+    assert_eq!(net.sa.member_join_state(&bcast(), &gid_of(4)), None);
+    assert_eq!(net.sa.member_join_state(&gid_of(2), &gid_of(2)), None);
+    assert_eq!(net.sa.group_mgids().collect::<Vec<_>>(), vec![&bcast()]);
     // Leaving the full bit of port 3 keeps its NonMember bit.
     let r = rec_of(net.ask(3, leave(join_rec(bcast(), gid_of(3), full), mcr_mask::JOIN)));
     assert_eq!(r.join_state, JoinState::NON_MEMBER);

@@ -1,0 +1,43 @@
+//! Why a host did not come up, in one line per host, for `ipoib sim` and `ipoib demo`
+//! ([`ipoib_fabric::node::subnet::Subnet::join_problems`]).
+
+use ipoib_fabric::node::subnet::Subnet;
+
+/// Hosts named at most in a failure message; the rest are counted.
+pub const MAX_NAMED: usize = 5;
+
+/// `name (LID l): reason; reason` for host `i`.
+pub fn host_line(net: &Subnet, i: usize) -> String {
+    let h = net.host(i);
+    let node = &net.topology().nodes()[h.topo_node];
+    // A multi-port HCA names the port the host runs on.
+    let port = if node.ports > 1 {
+        format!(" port {}", h.port)
+    } else {
+        String::new()
+    };
+    let reasons: Vec<String> = net
+        .join_problems(i)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let reasons = if reasons.is_empty() {
+        "no reason found".to_string()
+    } else {
+        reasons.join("; ")
+    };
+    format!("{}{port} (LID {}): {reasons}", node.name, net.lid(i))
+}
+
+/// The lines of the first [`MAX_NAMED`] of `hosts`, then `... and N more` when there are more.
+pub fn host_lines(net: &Subnet, hosts: &[usize]) -> Vec<String> {
+    let mut v: Vec<String> = hosts
+        .iter()
+        .take(MAX_NAMED)
+        .map(|&i| host_line(net, i))
+        .collect();
+    if hosts.len() > MAX_NAMED {
+        v.push(format!("... and {} more", hosts.len() - MAX_NAMED));
+    }
+    v
+}

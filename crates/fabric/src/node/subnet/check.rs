@@ -1,0 +1,128 @@
+//! Checking the hosts' broadcast joins against the SA, and saying why a host is not joined.
+//!
+//! A host's own view ([`Subnet::is_joined`]) is not proof: a host with nothing to join counts
+//! itself joined. Success is what the SA's member records say ([`Subnet::sa_joined`]): the host's
+//! port GID is a FullMember of an IPoIB broadcast group (`ff1S:401b:<P_Key>::ffff:ffff`,
+//! draft-ietf-ipoib-ip-over-infiniband-06 §5). When it is not, [`Subnet::join_problems`] names
+//! what stands in the way, from the SM's, the port's and the SA's state.
+//!
+//! Invariant: everything here only reads; the cost is one pass over the SA's MGIDs plus a map
+//! lookup per host and broadcast group.
+
+use super::Subnet;
+use crate::hw::mgmt::PortState;
+use ipoib_wire::ipoib::mcast::IpoibMgid;
+use ipoib_wire::sa::JoinState;
+use ipoib_wire::Gid;
+use std::fmt;
+
+/// Why a host is not (verifiably) joined to an IPoIB broadcast group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinProblem {
+    /// The SM did not configure the port: it is not Active with a LID.
+    PortNotActive {
+        /// The port's state.
+        state: PortState,
+        /// Its LID (0: none).
+        lid: u16,
+    },
+    /// The SA holds no IPoIB broadcast group for any P_Key of the port's table: nothing to join
+    /// (OpenSM pre-creates the group only for partitions with the `ipoib` flag, opensm(8)).
+    NoBroadcastGroup {
+        /// The port's P_Keys.
+        pkeys: Vec<u16>,
+    },
+    /// The host counts itself joined, but the SA does not list its port as a FullMember of any
+    /// broadcast group.
+    NotInSa,
+    /// Nothing above: the join is still under way (no answer yet, or an error answer that the
+    /// host retries).
+    NotYet,
+}
+
+impl fmt::Display for JoinProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JoinProblem::PortNotActive { state, lid } => {
+                write!(
+                    f,
+                    "port {state:?} with LID {lid}: the SM did not configure it"
+                )
+            }
+            JoinProblem::NoBroadcastGroup { pkeys } => {
+                let keys: Vec<String> = pkeys.iter().map(|k| format!("{k:#06x}")).collect();
+                write!(
+                    f,
+                    "the SA has no IPoIB broadcast group for its P_Keys ({}): none of its \
+                     partitions has the `ipoib` flag",
+                    keys.join(", ")
+                )
+            }
+            JoinProblem::NotInSa => f.write_str(
+                "the host counts itself joined but the SA does not list its port as a full \
+                 member of any broadcast group",
+            ),
+            JoinProblem::NotYet => {
+                f.write_str("its join is still under way (unanswered or answered with an error)")
+            }
+        }
+    }
+}
+
+fn is_broadcast(mgid: &Gid) -> bool {
+    IpoibMgid::parse(mgid).is_ok_and(|m| m.is_broadcast())
+}
+
+impl Subnet {
+    /// The IPoIB broadcast groups the SA holds now, in MGID order.
+    pub fn sa_broadcast_groups(&self) -> Vec<Gid> {
+        self.sa()
+            .group_mgids()
+            .filter(|g| is_broadcast(g))
+            .copied()
+            .collect()
+    }
+
+    /// Per host: true when the SA's member records list the host's port GID as a FullMember of
+    /// an IPoIB broadcast group. This, not the host's own view, is what a reported join must be.
+    pub fn sa_joined(&self) -> Vec<bool> {
+        let groups = self.sa_broadcast_groups();
+        (0..self.host_count())
+            .map(|i| self.sa_full_member(i, &groups))
+            .collect()
+    }
+
+    /// True when the SA lists host `i`'s port as a FullMember of one of `groups`.
+    fn sa_full_member(&self, i: usize, groups: &[Gid]) -> bool {
+        let gid = self.gid(i);
+        let sa = self.sa();
+        groups.iter().any(|g| {
+            sa.member_join_state(g, &gid)
+                .is_some_and(|js| js.0 & JoinState::FULL_MEMBER.0 != 0)
+        })
+    }
+
+    /// Why host `i` is not joined, as far as the SM, its port and the SA tell; empty when both
+    /// the host and the SA say it is.
+    pub fn join_problems(&self, i: usize) -> Vec<JoinProblem> {
+        let port = self.host_port(i);
+        let (state, lid) = port.map_or((PortState::Down, 0), |p| (p.state, p.lid));
+        if state != PortState::Active || lid == 0 {
+            return vec![JoinProblem::PortNotActive { state, lid }];
+        }
+        let pkeys: Vec<u16> = port.map(|p| p.pkeys.clone()).unwrap_or_default();
+        let groups = self.sa_broadcast_groups();
+        let usable = groups.iter().any(|g| {
+            let key = u16::from_be_bytes([g.0[4], g.0[5]]) & 0x7fff;
+            pkeys.iter().any(|k| k & 0x7fff == key && key != 0)
+        });
+        if !usable {
+            return vec![JoinProblem::NoBroadcastGroup { pkeys }];
+        }
+        match (self.is_joined(i), self.sa_full_member(i, &groups)) {
+            (true, true) => Vec::new(),
+            (true, false) => vec![JoinProblem::NotInSa],
+            (false, _) => vec![JoinProblem::NotYet],
+        }
+    }
+}
