@@ -35,7 +35,9 @@ pub struct Args {
     seed: u64,
     /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
     /// A file without any definition (empty, or comments only) means that default, as OpenSM
-    /// does; what OpenSM would warn about is printed as a warning with its line and column.
+    /// does; what OpenSM would warn about is printed as a warning with its line and column, an
+    /// `mtu=` or `rate=` that is no MTU or rate code is refused. A port's P_Key table holds 128
+    /// partitions; hosts that belong to more are named in a warning.
     #[arg(long)]
     partitions: Option<String>,
     /// Write every packet into this pcap (ERF records, link type 197; `ipoib decode` and tshark
@@ -154,6 +156,9 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    if let Some(w) = crate::why::pkey_tables_full(&net) {
+        eprintln!("ipoib sim: warning: {w}");
+    }
     let deadline = Instant::ZERO + Duration::from_secs(args.deadline);
     let mut progress = Progress::new(start);
     let all = net.run_until_joined_with(deadline, |p| {

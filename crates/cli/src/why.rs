@@ -41,3 +41,33 @@ pub fn host_lines(net: &Subnet, hosts: &[usize]) -> Vec<String> {
     }
     v
 }
+
+/// A warning when some ports belong to more partitions than their P_Key table holds: how many,
+/// the table's size, and the first few ports with the P_Keys left out.
+pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
+    let full = net.pkey_tables_full();
+    full.first()?;
+    let cap = ipoib_fabric::hw::hca::PKEY_TABLE_SIZE;
+    let named: Vec<String> = full
+        .iter()
+        .take(MAX_NAMED)
+        .map(|(i, out)| {
+            let node = &net.topology().nodes()[net.host(*i).topo_node];
+            format!(
+                "{} ({} left out, {:#06x} first)",
+                node.name,
+                out.len(),
+                out[0] & 0x7fff
+            )
+        })
+        .collect();
+    Some(format!(
+        "{} host port(s) belong to more partitions than their P_Key table holds ({cap} entries, \
+         the HCA's PartitionCap); the subnet manager left the rest out, as OpenSM does (ERR 0512 \
+         \"Pkey table is full\"), so those partitions and their broadcast groups are not usable \
+         there: {}{}",
+        full.len(),
+        named.join(", "),
+        if full.len() > MAX_NAMED { ", ..." } else { "" }
+    ))
+}

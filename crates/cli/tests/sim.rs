@@ -210,3 +210,91 @@ fn sim_without_a_broadcast_group_fails_and_says_why() {
     );
     assert!(e.contains("... and 3 more"), "{e}");
 }
+
+// OpenSM 3.3.23 on ibsim (docs/OPENSM-NOTES.md "partitions.conf"): sl=99, scope=99 and an unknown
+// membership are PARSE WARNs; a repeated P_Key merges, a repeated name makes a second partition.
+// All used to pass without a word; each is now a warning with its line and column.
+#[test]
+fn sim_partitions_warnings_name_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = write(
+        &dir,
+        "w.conf",
+        "Default=0x7fff, ipoib, rate=3, sl=99, scope=99 : ALL=sideways ;\n\
+         A=0x10, ipoib : ALL=full ;\n  B=0x10 : ALL=full ;\nA=0x20 : ALL=full ;\n",
+    );
+    let o = ipoib(&["sim", "--hosts", "4", "--partitions", &parts]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    for want in [
+        "w.conf: warning: line 1, column 35: flag 'sl' requires valid value - skipped",
+        "w.conf: warning: line 1, column 45: flag 'scope' requires valid value - skipped",
+        "w.conf: warning: line 1, column 54: unrecognized port flag 'sideways'",
+        "w.conf: warning: line 3, column 3: P_Key 0x0010 of 'B' is already partition 'A' (line 2)",
+        "w.conf: warning: line 4, column 1: partition name 'A' is already P_Key 0x0010 (line 2)",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in\n{e}");
+    }
+}
+
+// OpenSM takes mtu=99 and rate=77 silently and then creates no group, or the largest the ports
+// allow: refused here, with the position.
+#[test]
+fn sim_partitions_mtu_and_rate_out_of_range_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        (
+            "Default=0x7fff, ipoib, mtu=99 : ALL=full ;\n",
+            "line 1, column 28: mtu=99: not an MTU code",
+        ),
+        (
+            "A=0x10, ipoib : ALL=full ;\nDefault=0x7fff, ipoib, rate=77 : ALL=full ;\n",
+            "line 2, column 29: rate=77: not a rate code",
+        ),
+    ] {
+        let parts = write(&dir, "m.conf", text);
+        let o = ipoib(&["sim", "--hosts", "4", "--partitions", &parts]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+    }
+}
+
+// 600 partitions: the SM's own host never joined and the only word was "not joined: h0 (LID 1,
+// port Active)". A port's P_Key table holds 128 entries (the HCA's PartitionCap); OpenSM leaves
+// the rest out (ERR 0512), and so does our SM now, saying so. Every host then joins the groups of
+// the partitions its table holds.
+#[test]
+fn sim_600_partitions_hit_the_pkey_table_size_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("Default=0x7fff, ipoib : ALL=full ;\n");
+    for k in 1..=600 {
+        text += &format!("P{k}={k:#x}, ipoib : ALL=full ;\n");
+    }
+    let parts = write(&dir, "p600.conf", &text);
+    let o = ipoib(&["sim", "--hosts", "4", "--partitions", &parts, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(
+            "4 host port(s) belong to more partitions than their P_Key table holds (128 entries"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("h0 (473 left out, 0x0080 first)"), "{e}");
+    let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["joined"], 4);
+    let members = |mgid: &str| {
+        j["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["mgid"] == mgid)
+            .map(|g| g["members"].as_u64().unwrap())
+    };
+    assert_eq!(
+        members("ff12:401b:807f::ffff:ffff"),
+        Some(4),
+        "in the tables"
+    );
+    assert_eq!(members("ff12:401b:8080::ffff:ffff"), Some(0), "left out");
+}

@@ -9,7 +9,10 @@
 //!   `ALL`, `ALL_CAS`, `ALL_SWITCHES`, `ALL_ROUTERS`, `SELF`; `full`, `both`, `limited`), so `limi`
 //!   means limited as in the manual's example.
 //! - what OpenSM skips with a `PARSE WARN` (unknown flags, flag values it rejects, IP groups whose
-//!   P_Key, rate or MTU disagree with the partition) becomes a [`Warning`]; what it rejects with a
+//!   P_Key, rate or MTU disagree with the partition) becomes a [`Warning`], and so do a P_Key
+//!   repeated under another name (merged) and a name repeated with another P_Key (two
+//!   partitions), which OpenSM passes over; an `mtu=`/`rate=` value that is no MTU or rate code is
+//!   an error (OpenSM takes it, then makes no group or the largest one); what it rejects with a
 //!   `PARSE ERROR` (no `:` in a definition, a bad P_Key, a bad PortGUID, a bad MGID) is a
 //!   [`ParseError`] with line and column. A missing `;` at the end of the file is a warning.
 //!   (OpenSM 3.3.23 itself logs a PARSE ERROR and falls back to its default configuration; we
@@ -145,6 +148,10 @@ struct Parser<'a> {
     current: Option<Partition>,
     /// Line of the current definition's header.
     current_line: usize,
+    /// Byte offset of the current header's name in its line.
+    current_off: usize,
+    /// Line (from 1) of the first definition of each partition in `out`.
+    out_lines: Vec<usize>,
     next_auto_pkey: u16,
 }
 
@@ -160,6 +167,8 @@ pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, Par
         warnings: Vec::new(),
         current: None,
         current_line: 0,
+        current_off: 0,
+        out_lines: Vec::new(),
         next_auto_pkey: 1,
     };
     for ln in 0..p.lines.len() {
@@ -270,6 +279,7 @@ impl<'a> Parser<'a> {
                 let part = self.header(ln, header)?;
                 self.current = Some(part);
                 self.current_line = ln;
+                self.current_off = header.trim().off;
                 body
             } else {
                 segment
@@ -306,7 +316,13 @@ impl<'a> Parser<'a> {
                 }
                 v
             }
-            None => self.auto_pkey(),
+            // OpenSM `osm_prtn_make_new`: a definition without a P_Key adds to the partition of
+            // that name (the default partition is named "Default"), else gets a new P_Key.
+            None => match self.out.iter().find(|p| p.name == name_text) {
+                Some(p) if !name_text.is_empty() => p.pkey,
+                _ if name_text == "Default" => DEFAULT_PKEY,
+                _ => self.auto_pkey(),
+            },
         };
         let mut part = Partition::new(name_text, pkey);
         part.flags.sl = 0;
@@ -316,7 +332,7 @@ impl<'a> Parser<'a> {
             if flag.text.is_empty() {
                 return Err(self.err(ln, tok.off, "bad partition flags (empty flag)".into()));
             }
-            if let Some(handled) = self.group_flag(ln, &mut part.flags, flag, val) {
+            if let Some(handled) = self.group_flag(ln, &mut part.flags, flag, val)? {
                 if handled == "sl" {
                     sl_set = Some(flag.off);
                 }
@@ -364,16 +380,49 @@ impl<'a> Parser<'a> {
 
     /// OpenSM `parse_group_flag`: returns the flag's name if it is a group flag (handled, perhaps
     /// with a warning), `None` otherwise.
+    ///
+    /// An `mtu=` or `rate=` value that is not an MTU code (1..=5) or a rate code (2..=22) is an
+    /// error: OpenSM 3.3.23 takes any number here without a word, then fails to create the
+    /// partition's groups ("Calculated MTU 6 is out of range", ERR 1B26, "Failed to create MC
+    /// group"), or for values of 64 and more silently gets the largest MTU or rate the ports allow
+    /// (the high bits land in the record's selector); docs/OPENSM-NOTES.md. The other values
+    /// OpenSM rejects with a `PARSE WARN` (and skips) are warnings here too.
     fn group_flag(
         &mut self,
         ln: usize,
         f: &mut GroupFlags,
         flag: Piece<'a>,
         val: Option<Piece<'a>>,
-    ) -> Option<&'static str> {
+    ) -> Result<Option<&'static str>, ParseError> {
         let names = ["mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel"];
-        let name = *names.iter().find(|n| prefix_of(flag.text, n))?;
+        let Some(name) = names.iter().copied().find(|n| prefix_of(flag.text, n)) else {
+            return Ok(None);
+        };
         let num = val.and_then(|v| parse_num(v.text));
+        if let (Some(v), "mtu" | "rate") = (val.filter(|v| !v.text.is_empty()), name) {
+            let (range, what) = if name == "mtu" {
+                (
+                    1..=5,
+                    "an MTU code: 1=256, 2=512, 3=1024, 4=2048, 5=4096 bytes",
+                )
+            } else {
+                (
+                    2..=22,
+                    "a rate code (IBA 1 PathRecord Rate): 2=2.5 ... 22=600 Gb/s",
+                )
+            };
+            if !num.is_some_and(|n| range.contains(&n)) {
+                return Err(self.err(
+                    ln,
+                    v.off,
+                    format!(
+                        "{name}={}: not {what}; OpenSM would create no group (or, from 64 on, \
+                         take the largest the ports allow)",
+                        v.text
+                    ),
+                ));
+            }
+        }
         let ok = match (name, num) {
             ("mtu", Some(v @ 1..=5)) => {
                 f.mtu = v as u8;
@@ -414,7 +463,7 @@ impl<'a> Parser<'a> {
                 format!("flag '{name}' requires valid value - skipped"),
             );
         }
-        Some(name)
+        Ok(Some(name))
     }
 
     fn body(&mut self, ln: usize, body: Piece<'a>) -> Result<(), ParseError> {
@@ -513,7 +562,7 @@ impl<'a> Parser<'a> {
             if flag.text.is_empty() {
                 continue;
             }
-            if self.group_flag(ln, &mut flags, flag, val).is_none() {
+            if self.group_flag(ln, &mut flags, flag, val)?.is_none() {
                 self.warn(
                     ln,
                     flag.off,
@@ -578,9 +627,27 @@ impl<'a> Parser<'a> {
 
     /// Adds a finished definition, merging it into an earlier one with the same P_Key (opensm(8):
     /// "If PKey is repeated then those partition configurations will be merged and first
-    /// PartitionName will be used").
+    /// PartitionName will be used"). A repeated P_Key under another name, and a name repeated
+    /// with another P_Key, are warnings: OpenSM merges the first (logging "Duplicated partition
+    /// definition" at its verbose level only) and keeps two partitions of one name for the
+    /// second, without a word (docs/OPENSM-NOTES.md).
     fn finish(&mut self, part: Partition) {
-        if let Some(old) = self.out.iter_mut().find(|p| p.pkey == part.pkey) {
+        let (ln, off) = (self.current_line, self.current_off);
+        if let Some(i) = self.out.iter().position(|p| p.pkey == part.pkey) {
+            let first_line = self.out_lines.get(i).copied().unwrap_or(0);
+            let old_name = self.out[i].name.clone();
+            if !part.name.is_empty() && part.name != old_name {
+                self.warn(
+                    ln,
+                    off,
+                    format!(
+                        "P_Key {:#06x} of '{}' is already partition '{old_name}' (line \
+                         {first_line}): merged into it under the first name, as OpenSM does",
+                        part.pkey, part.name
+                    ),
+                );
+            }
+            let old = &mut self.out[i];
             if part.ipoib && !old.ipoib {
                 old.flags = part.flags.clone();
             }
@@ -589,7 +656,26 @@ impl<'a> Parser<'a> {
             old.members.extend(part.members);
             old.groups.extend(part.groups);
         } else {
+            let same_name = self
+                .out
+                .iter()
+                .position(|p| !part.name.is_empty() && p.name == part.name);
+            if let Some(i) = same_name {
+                let first_line = self.out_lines.get(i).copied().unwrap_or(0);
+                let old_pkey = self.out[i].pkey;
+                self.warn(
+                    ln,
+                    off,
+                    format!(
+                        "partition name '{}' is already P_Key {old_pkey:#06x} (line {first_line}); \
+                         this is another partition, P_Key {:#06x}, of the same name (OpenSM \
+                         keeps both)",
+                        part.name, part.pkey
+                    ),
+                );
+            }
             self.out.push(part);
+            self.out_lines.push(ln + 1);
         }
     }
 }

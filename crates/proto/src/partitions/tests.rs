@@ -183,7 +183,7 @@ fn errors_name_line_and_column() {
 // OpenSM: unknown flags and rejected values are PARSE WARN, not errors
 #[test]
 fn warnings_for_what_opensm_skips() {
-    let c = parse("A=1,bogus,mtu=9 : ALL=maybe ; B=2 : ALL").unwrap();
+    let c = parse("A=1,bogus,mtu : ALL=maybe ; B=2 : ALL").unwrap();
     let msgs: Vec<&str> = c.warnings.iter().map(|w| w.message.as_str()).collect();
     assert_eq!(msgs.len(), 4, "{msgs:?}");
     assert!(msgs[0].contains("bogus"));
@@ -256,4 +256,97 @@ fn empty_or_comment_only_file_means_opensm_default_with_a_warning() {
             c.warnings[0]
         );
     }
+}
+
+// OpenSM 3.3.23 takes `mtu=99`/`rate=77` without a word, then creates no group or the largest the
+// ports allow (docs/OPENSM-NOTES.md "partitions.conf"): refused here, with line and column.
+#[test]
+fn mtu_and_rate_out_of_range_are_errors() {
+    for (text, col, what) in [
+        (
+            "Default=0x7fff, ipoib, mtu=99 : ALL=full ;",
+            28,
+            "mtu=99: not an MTU code",
+        ),
+        ("Default=0x7fff, ipoib, mtu=6 : ALL=full ;", 28, "mtu=6"),
+        ("Default=0x7fff, ipoib, mtu=0 : ALL=full ;", 28, "mtu=0"),
+        (
+            "A=1, ipoib,\trate=77 : ALL ;",
+            18,
+            "rate=77: not a rate code",
+        ),
+        ("A=1, rate=1 : ALL ;", 11, "rate=1"),
+        ("A=1, rate=big : ALL ;", 11, "rate=big"),
+    ] {
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.line, e.column), (1, col), "{text}: {e}");
+        assert!(e.message.contains(what), "{text}: {e}");
+    }
+    let e = parse("A=1, ipoib : ALL,\n  mgid=ff12::1, mtu=7 ;").unwrap_err();
+    assert_eq!((e.line, e.column), (2, 21), "{e}");
+    // Valid values, and a flag without a value (OpenSM: PARSE WARN, skipped).
+    let c = parse("A=1, ipoib, mtu=5, rate=22 : ALL ;").unwrap();
+    assert_eq!(
+        (
+            c.partition(1).unwrap().flags.mtu,
+            c.partition(1).unwrap().flags.rate
+        ),
+        (5, 22)
+    );
+    assert!(c.warnings.is_empty());
+    let c = parse("A=1, rate : ALL ;").unwrap();
+    assert_eq!(c.warnings.len(), 1);
+    assert!(c.warnings[0]
+        .message
+        .contains("'rate' requires valid value"));
+}
+
+// OpenSM parse_group_flag, partition_add_port: PARSE WARN for sl/scope out of range and an
+// unknown membership, each skipped (measured on ibsim, docs/OPENSM-NOTES.md).
+#[test]
+fn sl_scope_and_membership_out_of_range_are_warnings_with_positions() {
+    let c = parse("Default=0x7fff, ipoib, rate=3, sl=99, scope=99 : ALL=sideways ;").unwrap();
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "line 1, column 35: flag 'sl' requires valid value - skipped",
+            "line 1, column 45: flag 'scope' requires valid value - skipped",
+            "line 1, column 54: unrecognized port flag 'sideways'. Assume 'limited'",
+        ]
+    );
+    let d = c.partition(0x7fff).unwrap();
+    assert!(d.flags.scopes.is_empty());
+    assert_eq!(d.membership_of(&ca(5)), Some(Membership::Limited));
+}
+
+// opensm(8): repeated P_Keys merge under the first name; OpenSM osm_prtn_make_new: a name
+// repeated with another P_Key is another partition, and a name without a P_Key adds to the
+// partition of that name. The first two are warnings here.
+#[test]
+fn duplicate_pkeys_and_names_are_warned_about() {
+    let c = parse("A=0x10, ipoib : ALL=full ;\n  B=0x10 : 0x42=full ;\nA=0x20 : ALL ;\n").unwrap();
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].starts_with("line 2, column 3: P_Key 0x0010 of 'B' is already partition 'A' (line 1)"),
+        "{w:?}"
+    );
+    assert!(
+        w[1].starts_with("line 3, column 1: partition name 'A' is already P_Key 0x0010 (line 1)"),
+        "{w:?}"
+    );
+    assert_eq!(c.partition(0x10).unwrap().name, "A");
+    assert_eq!(c.partition(0x10).unwrap().members.len(), 2);
+    assert_eq!(c.partition(0x20).unwrap().name, "A");
+    // The manual's idiom (one name, one P_Key, several lines) is no warning; a name alone adds
+    // to the partition of that name.
+    let c = parse("S=0x80 : 0x1 ;\nS=0x80 : 0x2 ;\nS : 0x3 ;\nDefault : ALL=full ;\n").unwrap();
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(c.partition(0x80).unwrap().members.len(), 3);
+    assert_eq!(c.partitions.len(), 2, "{:?}", c.partitions);
+    assert_eq!(
+        c.partition(0x7fff).unwrap().membership_of(&ca(9)),
+        Some(Membership::Full)
+    );
 }

@@ -35,7 +35,7 @@ pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
 pub use error::{CqId, DropReason, HcaCounters, VerbsError};
-pub use port::{mtu_bytes, pkey_matches, Port, DEFAULT_PKEY};
+pub use port::{mtu_bytes, pkey_matches, Port, DEFAULT_PKEY, PKEY_TABLE_SIZE};
 pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit, GSI_QKEY};
 
 use crate::hw::mgmt::Config;

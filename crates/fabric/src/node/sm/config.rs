@@ -3,6 +3,7 @@
 
 use super::route::TreeLink;
 use super::{Membership, MftWrites, PartitionMembers, PartitionSpec, SubnetManager};
+use crate::hw::hca::PKEY_TABLE_SIZE;
 use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::topology::{End, NodeKind};
 use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
@@ -19,8 +20,27 @@ impl SubnetManager {
     }
 
     /// The P_Key table of a CA port: one entry per partition it belongs to, in partition order,
-    /// with bit 15 set for full membership (IBA 1 §10.9). The SM's port is a full member of all.
+    /// with bit 15 set for full membership (IBA 1 §10.9), at most [`PKEY_TABLE_SIZE`] entries
+    /// (the HCA's PartitionCap, IBA 1 §14.2.5.5 NodeInfo). The SM's port is a full member of all.
+    /// Partitions beyond the table's size are left out, as OpenSM does ("ERR 0512: Failed to set
+    /// PKey 0x... because Pkey table is full", docs/OPENSM-NOTES.md); [`Self::pkeys_left_out`]
+    /// names them.
     pub fn pkey_table(&self, port: End) -> Vec<u16> {
+        let mut t = self.member_pkeys(port);
+        t.truncate(usize::from(PKEY_TABLE_SIZE));
+        t
+    }
+
+    /// The P_Keys of the partitions `port` belongs to that its P_Key table has no room for
+    /// (empty when all fit).
+    pub fn pkeys_left_out(&self, port: End) -> Vec<u16> {
+        let all = self.member_pkeys(port);
+        all.get(usize::from(PKEY_TABLE_SIZE)..)
+            .map_or_else(Vec::new, <[u16]>::to_vec)
+    }
+
+    /// Every P_Key of the partitions `port` belongs to, table or not.
+    fn member_pkeys(&self, port: End) -> Vec<u16> {
         let Some(node) = self.topo.nodes().get(port.node) else {
             return Vec::new();
         };

@@ -20,7 +20,9 @@
 //! - P_Keys: from a list of partitions ([`PartitionSpec`]); without one, the default partition
 //!   0x7FFF with every port a full member (P_Key 0xFFFF), as OpenSM does without partitions.conf.
 //!   The SM's own port is a full member of every partition, so that limited members can reach the
-//!   SA (IBA 1 §10.9: two limited members cannot talk).
+//!   SA (IBA 1 §10.9: two limited members cannot talk). A port's table holds at most
+//!   [`crate::hw::hca::PKEY_TABLE_SIZE`] P_Keys; the partitions beyond are left out, as OpenSM
+//!   leaves them ([`SubnetManager::pkeys_left_out`]).
 //!
 //! Invariants: deterministic (everything follows node, port and partition order; no hash maps);
 //! computed once at construction; no panics on any topology.

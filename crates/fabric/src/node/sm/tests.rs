@@ -335,6 +335,40 @@ fn partitions_give_pkey_tables() {
     assert_eq!(model.ports[3].pkeys, vec![0xffff, 0x0012]);
 }
 
+// OpenSM pkey_mgr_update_port: "ERR 0512: Failed to set PKey ... because Pkey table is full"
+// (measured on ibsim, docs/OPENSM-NOTES.md): a port gets at most PartitionCap P_Keys.
+#[test]
+fn pkey_tables_stop_at_the_partition_cap() {
+    let topo = Topology::single_switch(2).unwrap();
+    let g1 = topo.nodes()[1].port_guid(1);
+    let mut partitions = vec![PartitionSpec::default_partition()];
+    partitions.extend((1..=200u16).map(|k| PartitionSpec {
+        pkey: k,
+        members: PartitionMembers::Ports(vec![(g1, Membership::Full)]),
+    }));
+    let opts = SmOptions {
+        partitions,
+        ..SmOptions::default()
+    };
+    let nodes = (0..3).map(NodeId).collect();
+    let sm = SubnetManager::new(topo, nodes, End { node: 0, port: 1 }, opts).unwrap();
+    let cap = usize::from(crate::hw::hca::PKEY_TABLE_SIZE);
+    for node in [0, 1] {
+        let e = End { node, port: 1 };
+        let t = sm.pkey_table(e);
+        assert_eq!(t.len(), cap);
+        assert_eq!(t[0], 0xffff, "the default partition first");
+        assert_eq!(t[cap - 1], 0x8000 | (cap as u16 - 1));
+        let out = sm.pkeys_left_out(e);
+        assert_eq!(out.len(), 201 - cap);
+        assert_eq!(out[0], 0x8000 | cap as u16);
+    }
+    let e = End { node: 2, port: 1 };
+    assert_eq!(sm.pkey_table(e), vec![0xffff]);
+    assert!(sm.pkeys_left_out(e).is_empty());
+    assert_eq!(sm.subnet_model().ports[1].pkeys.len(), cap);
+}
+
 #[test]
 fn bad_sm_port_and_node_count_are_errors() {
     let topo = Topology::single_switch(2).unwrap();

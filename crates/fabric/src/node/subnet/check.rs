@@ -10,7 +10,9 @@
 //! lookup per host and broadcast group.
 
 use super::Subnet;
+use crate::hw::hca::DropReason;
 use crate::hw::mgmt::PortState;
+use crate::hw::topology::End;
 use ipoib_wire::ipoib::mcast::IpoibMgid;
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::Gid;
@@ -38,6 +40,9 @@ pub enum JoinProblem {
     /// Nothing above: the join is still under way (no answer yet, or an error answer that the
     /// host retries).
     NotYet,
+    /// Packets the host's HCA discarded, by reason (e.g. MADs arriving with no receive buffer
+    /// posted on QP1, IBA 1 §9.8.3.2: lost requests or answers the host has to wait out).
+    Drops(Vec<(DropReason, u64)>),
 }
 
 impl fmt::Display for JoinProblem {
@@ -64,6 +69,18 @@ impl fmt::Display for JoinProblem {
             ),
             JoinProblem::NotYet => {
                 f.write_str("its join is still under way (unanswered or answered with an error)")
+            }
+            JoinProblem::Drops(d) => {
+                let parts: Vec<String> = d
+                    .iter()
+                    .map(|(r, n)| match r {
+                        DropReason::NoRecvPosted => {
+                            format!("{n} with no receive buffer posted (NoRecvPosted)")
+                        }
+                        r => format!("{n} {r:?}"),
+                    })
+                    .collect();
+                write!(f, "its HCA discarded packets: {}", parts.join(", "))
             }
         }
     }
@@ -102,6 +119,25 @@ impl Subnet {
         })
     }
 
+    /// Hosts whose port belongs to more partitions than its P_Key table holds
+    /// ([`crate::hw::hca::PKEY_TABLE_SIZE`] entries): each with the P_Keys the SM left out of the
+    /// table (OpenSM: "ERR 0512 ... Pkey table is full"). Such a host cannot use those
+    /// partitions, their broadcast groups included.
+    pub fn pkey_tables_full(&self) -> Vec<(usize, Vec<u16>)> {
+        let sm = self.sm().manager();
+        (0..self.host_count())
+            .filter_map(|i| {
+                let h = self.host(i);
+                let port = End {
+                    node: h.topo_node,
+                    port: h.port,
+                };
+                let out = sm.pkeys_left_out(port);
+                (!out.is_empty()).then_some((i, out))
+            })
+            .collect()
+    }
+
     /// Why host `i` is not joined, as far as the SM, its port and the SA tell; empty when both
     /// the host and the SA say it is.
     pub fn join_problems(&self, i: usize) -> Vec<JoinProblem> {
@@ -119,10 +155,15 @@ impl Subnet {
         if !usable {
             return vec![JoinProblem::NoBroadcastGroup { pkeys }];
         }
-        match (self.is_joined(i), self.sa_full_member(i, &groups)) {
-            (true, true) => Vec::new(),
+        let mut v = match (self.is_joined(i), self.sa_full_member(i, &groups)) {
+            (true, true) => return Vec::new(),
             (true, false) => vec![JoinProblem::NotInSa],
             (false, _) => vec![JoinProblem::NotYet],
+        };
+        let drops = self.host_device(i).hca().counters().nonzero_drops();
+        if !drops.is_empty() {
+            v.push(JoinProblem::Drops(drops));
         }
+        v
     }
 }
