@@ -143,6 +143,11 @@ fn scenario(net: &mut Subnet, args: &Args) -> Report {
     let carrier = net.carrier_count();
     if !up {
         failures.push(format!("only {carrier} of {n} hosts got carrier"));
+        let down: Vec<usize> = (0..n)
+            .filter(|&i| !net.ipoib_app(i).is_some_and(|a| a.carrier()))
+            .collect();
+        failures.extend(crate::why::host_lines(net, &down));
+        failures.extend(crate::why::unreached(net));
     }
     let carrier_at = (0..n)
         .filter_map(|i| net.ipoib_app(i).and_then(|a| a.carrier_up_at()))

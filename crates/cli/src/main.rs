@@ -51,7 +51,8 @@ enum Command {
     /// resolutions, IPv4 and IPv6 ping between all pairs (a sample on big subnets) with round-trip
     /// times in virtual time, a multicast join and delivery, and the SA's group table. The whole
     /// conversation is written to a pcap for Wireshark. Exit status: 0 when everything worked, 1
-    /// when something failed, 2 on bad arguments.
+    /// when something failed (each failure listed; a host without carrier with the reason, e.g.
+    /// too many hops from the subnet manager), 2 on bad arguments.
     Demo(demo::Args),
 }
 

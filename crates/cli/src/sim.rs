@@ -156,7 +156,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
-    if let Some(w) = crate::why::pkey_tables_full(&net) {
+    for w in [
+        crate::why::unreached(&net),
+        crate::why::pkey_tables_full(&net),
+    ]
+    .into_iter()
+    .flatten()
+    {
         eprintln!("ipoib sim: warning: {w}");
     }
     let deadline = Instant::ZERO + Duration::from_secs(args.deadline);

@@ -71,3 +71,25 @@ pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
         if full.len() > MAX_NAMED { ", ..." } else { "" }
     ))
 }
+
+/// A warning when the subnet manager cannot reach some nodes (more than
+/// [`ipoib_fabric::node::sm::MAX_DR_HOPS`] cables from its port): how many, and the first few with
+/// their hop counts.
+pub fn unreached(net: &Subnet) -> Option<String> {
+    let far = net.unreached_nodes();
+    far.first()?;
+    let named: Vec<String> = far
+        .iter()
+        .take(MAX_NAMED)
+        .map(|&(n, h)| format!("{} ({h} hops)", net.topology().nodes()[n].name))
+        .collect();
+    Some(format!(
+        "the subnet manager cannot reach {} node(s): they are more than {} hops from its port, a \
+         directed route's limit (IBA 1 §14.2.2; OpenSM: \"DR path with hop count 64 couldn't be \
+         extended\"), so they get no LID: {}{}",
+        far.len(),
+        ipoib_fabric::node::sm::MAX_DR_HOPS,
+        named.join(", "),
+        if far.len() > MAX_NAMED { ", ..." } else { "" }
+    ))
+}

@@ -78,7 +78,7 @@ pub struct PathProps {
     pub mtu: u8,
     /// Smallest rate code along the route.
     pub rate: u8,
-    /// Links crossed.
+    /// Links crossed (255 for 255 and more).
     pub hops: u8,
 }
 
@@ -121,6 +121,8 @@ impl SubnetModel {
 
     /// Walks the forwarding tables from the CA port answering `slid` to the one answering `dlid`.
     /// `None` when there is no such route (unknown LID, a hole in a table, a loop, a down link).
+    /// LID-routed packets have no hop limit (IBA 1 §7.7: the LRH has no hop count; only the GRH's
+    /// HopLimit, for routers, has one), so neither has the walk: a route may cross every switch.
     pub fn path(&self, slid: u16, dlid: u16) -> Option<PathProps> {
         let (src, sp) = self.port_by_lid(slid)?;
         let (dst, _) = self.port_by_lid(dlid)?;
@@ -133,8 +135,9 @@ impl SubnetModel {
             return Some(props);
         }
         let mut at = sp.peer;
-        for _ in 0..64 {
-            props.hops += 1;
+        // A loop-free route crosses every switch at most once.
+        for _ in 0..=self.switches.len() {
+            props.hops = props.hops.saturating_add(1);
             match at {
                 Peer::None => return None,
                 Peer::Ca(i) => {
@@ -223,5 +226,66 @@ mod tests {
         assert_eq!(m.path(2, 7), None);
         let g = m.gid(&m.ports[1]);
         assert_eq!(m.port_by_gid(&g).map(|(i, _)| i), Some(1));
+    }
+
+    /// A line of `n` switches, CA 0 (LID 1) on the first, CA 1 (LID 2) on the last; switch `s`
+    /// has LID 3 + s, port 1 to its CA, 2 to the previous switch, 3 to the next.
+    fn chain(n: usize) -> SubnetModel {
+        let lids = 3 + n;
+        let switches = (0..n)
+            .map(|s| {
+                let mut ports = vec![SwitchPort::default(); 4];
+                if s == 0 {
+                    ports[1].peer = Peer::Ca(0);
+                }
+                if s == n - 1 {
+                    ports[1].peer = Peer::Ca(1);
+                }
+                if s > 0 {
+                    ports[2].peer = Peer::Switch(s - 1, 3);
+                }
+                if s + 1 < n {
+                    ports[3].peer = Peer::Switch(s + 1, 2);
+                }
+                for p in &mut ports {
+                    (p.mtu, p.rate) = (4, 3);
+                }
+                let mut lft = vec![255u8; lids];
+                lft[1] = if s == 0 { 1 } else { 2 };
+                lft[2] = if s == n - 1 { 1 } else { 3 };
+                SwitchNode {
+                    guid: Guid(0x100 + s as u64),
+                    lid: 3 + s as u16,
+                    ports,
+                    lft,
+                    name: format!("s{s}"),
+                }
+            })
+            .collect();
+        SubnetModel {
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            sm_lid: 1,
+            ports: vec![
+                ca(0x10, 1, Peer::Switch(0, 1)),
+                ca(0x11, 2, Peer::Switch(n - 1, 1)),
+            ],
+            switches,
+        }
+    }
+
+    // IBA 1 §7.7: the LRH carries no hop count, so a LID route may be as long as the fabric; the
+    // walk used to stop at 64 links, and the SA answered no PathRecord beyond.
+    #[test]
+    fn long_routes_are_found() {
+        for n in [2, 63, 64, 100, 300] {
+            let m = chain(n);
+            let want = u8::try_from(n + 1).unwrap_or(255);
+            assert_eq!(m.path(1, 2).map(|p| p.hops), Some(want), "{n} switches");
+            assert_eq!(m.path(2, 1).map(|p| p.hops), Some(want), "{n} switches");
+        }
+        // A loop still ends the walk.
+        let mut m = chain(3);
+        m.switches[2].lft[2] = 2;
+        assert_eq!(m.path(1, 2), None);
     }
 }

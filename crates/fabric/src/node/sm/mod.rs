@@ -8,7 +8,10 @@
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets
 //!   LID 1; each cabled CA port gets its own LID, each switch one LID (port 0); LMC 0. Nodes the
-//!   walk does not reach get none.
+//!   walk does not reach get none, and neither do nodes more than [`MAX_DR_HOPS`] hops from the
+//!   SM's port: an SM discovers and configures the subnet with directed-route SMPs, whose path
+//!   has at most 63 hops (OpenSM: "ERR 0F08: DR path with hop count 64 couldn't be extended").
+//!   [`SubnetManager::unreached`] lists them.
 //! - Unicast (IBA 1 §18.2.4.1 LFTs; OpenSM minhop): for every switch and destination LID, the
 //!   output port is one of the ports on a minimal-hop path. Equal-cost choices rotate over the
 //!   candidate ports, starting at an offset given by the destination switch, so that the
@@ -44,6 +47,13 @@ use std::fmt;
 
 /// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
 pub const MAX_UNICAST_LID: u16 = 0xbfff;
+
+/// The most hops a directed route has: a directed-route SMP's InitialPath and ReturnPath hold 64
+/// port numbers of which entry 0 is unused (IBA 1 §14.2.2, SMP fields HopPointer/HopCount), so
+/// the SM reaches nodes up to 63 cables away from its port and no further. Measured: OpenSM 3.3.23
+/// on ibsim configures the far host of a chain of 62 switches (63 hops) but not of 63 switches
+/// (docs/OPENSM-NOTES.md "Directed routes").
+pub const MAX_DR_HOPS: u32 = 63;
 
 /// How a port belongs to a partition (IBA 1 §10.9: bit 15 of the P_Key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -152,6 +162,9 @@ pub struct SubnetManager {
     opts: SmOptions,
     /// Per topology node, per port number: the LID (switches: index 0 only). 0 = none.
     lids: Vec<Vec<u16>>,
+    /// Per topology node: cables between it and the SM's node on a shortest path (`None`: no
+    /// path at all). Nodes beyond [`MAX_DR_HOPS`] have no LID.
+    hops: Vec<Option<u32>>,
     /// Owner of each LID (index = LID): a CA port, or a switch with port 0.
     owners: Vec<Option<End>>,
     /// Topology node index of each switch.
@@ -185,7 +198,7 @@ impl SubnetManager {
         if !sm_ok {
             return Err(SmError::BadSmPort(sm_port));
         }
-        let (lids, owners) = assign_lids(&topo, sm_port)?;
+        let (lids, owners, hops) = assign_lids(&topo, sm_port)?;
         let switches: Vec<usize> = topo.switches().collect();
         let mut sw_index = vec![None; topo.nodes().len()];
         for (i, &n) in switches.iter().enumerate() {
@@ -198,6 +211,7 @@ impl SubnetManager {
             sm_port,
             opts,
             lids,
+            hops,
             owners,
             switches,
             sw_index,
@@ -241,6 +255,22 @@ impl SubnetManager {
         lid.copied().filter(|&l| l != 0)
     }
 
+    /// Cables between topology node `node` and the SM's node on a shortest path; `None` when no
+    /// cable path joins them.
+    pub fn hops_from_sm(&self, node: usize) -> Option<u32> {
+        self.hops.get(node).copied().flatten()
+    }
+
+    /// Nodes cabled to the subnet but more than [`MAX_DR_HOPS`] hops from the SM's port: the SM
+    /// cannot reach them, so they get no LID and no configuration. (node, hops), in node order.
+    pub fn unreached(&self) -> Vec<(usize, u32)> {
+        self.hops
+            .iter()
+            .enumerate()
+            .filter_map(|(n, h)| h.filter(|&h| h > MAX_DR_HOPS).map(|h| (n, h)))
+            .collect()
+    }
+
     /// Who answers `lid`: a CA port, or a switch (port 0).
     pub fn owner(&self, lid: u16) -> Option<End> {
         self.owners.get(usize::from(lid)).copied().flatten()
@@ -269,18 +299,22 @@ impl SubnetManager {
     }
 }
 
-/// LIDs by a breadth-first walk from the SM's node (see the module docs).
+/// LIDs by a breadth-first walk from the SM's node (see the module docs), and every node's hop
+/// count from it.
 #[allow(clippy::type_complexity)]
-fn assign_lids(topo: &Topology, sm: End) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>), SmError> {
+fn assign_lids(
+    topo: &Topology,
+    sm: End,
+) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>, Vec<Option<u32>>), SmError> {
     let nodes = topo.nodes();
     let mut lids: Vec<Vec<u16>> = nodes
         .iter()
         .map(|n| vec![0; usize::from(n.ports) + 1])
         .collect();
     let mut owners: Vec<Option<End>> = vec![None]; // LID 0 is reserved
-    let mut seen = vec![false; nodes.len()];
+    let mut hops: Vec<Option<u32>> = vec![None; nodes.len()];
     let mut queue = VecDeque::from([sm.node]);
-    seen[sm.node] = true;
+    hops[sm.node] = Some(0);
     let give = |owners: &mut Vec<Option<End>>, e: End| -> Result<u16, SmError> {
         let lid = owners.len();
         if lid > usize::from(MAX_UNICAST_LID) {
@@ -291,30 +325,35 @@ fn assign_lids(topo: &Topology, sm: End) -> Result<(Vec<Vec<u16>>, Vec<Option<En
     };
     while let Some(n) = queue.pop_front() {
         let node = &nodes[n];
-        match node.kind {
-            NodeKind::Switch => lids[n][0] = give(&mut owners, End { node: n, port: 0 })?,
-            NodeKind::Ca => {
-                let order = (n == sm.node)
-                    .then_some(sm.port)
-                    .into_iter()
-                    .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
-                for p in order {
-                    if topo.peer(n, p).is_some() {
-                        lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
+        let d = hops[n].unwrap_or(0);
+        // Breadth first: every node within reach comes before the first one beyond it, so the
+        // LIDs of the reachable nodes do not depend on what lies beyond.
+        if d <= MAX_DR_HOPS {
+            match node.kind {
+                NodeKind::Switch => lids[n][0] = give(&mut owners, End { node: n, port: 0 })?,
+                NodeKind::Ca => {
+                    let order = (n == sm.node)
+                        .then_some(sm.port)
+                        .into_iter()
+                        .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
+                    for p in order {
+                        if topo.peer(n, p).is_some() {
+                            lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
+                        }
                     }
                 }
             }
         }
         for p in 1..=node.ports {
             if let Some((peer, _)) = topo.peer(n, p) {
-                if !seen[peer.node] {
-                    seen[peer.node] = true;
+                if hops[peer.node].is_none() {
+                    hops[peer.node] = Some(d + 1);
                     queue.push_back(peer.node);
                 }
             }
         }
     }
-    Ok((lids, owners))
+    Ok((lids, owners, hops))
 }
 
 /// The configuration writes of one multicast group, for [`crate::hw::sim::Tx::configure`].

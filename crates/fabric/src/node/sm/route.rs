@@ -37,13 +37,16 @@ impl Routing {
         let mut adj = vec![Vec::new(); w];
         let mut attached = vec![Vec::new(); w];
         for (s, &node) in switches.iter().enumerate() {
+            if lids[node][0] == 0 {
+                continue; // not reached by the SM: unconfigured, it forwards nothing
+            }
             for p in 1..=topo.nodes()[node].ports {
                 let Some((peer, _)) = topo.peer(node, p) else {
                     continue;
                 };
                 match topo.nodes()[peer.node].kind {
                     NodeKind::Switch => {
-                        if let Some(n) = sw_index[peer.node] {
+                        if let Some(n) = sw_index[peer.node].filter(|_| lids[peer.node][0] != 0) {
                             adj[s].push((p, n, peer.port));
                         }
                     }

@@ -369,6 +369,71 @@ fn pkey_tables_stop_at_the_partition_cap() {
     assert_eq!(sm.subnet_model().ports[1].pkeys.len(), cap);
 }
 
+/// `n` 4-port switches in a line (`S0`..), host `H0` on the first and `H1` on the last; hosts are
+/// nodes 0 and 1, so the SM runs on `H0`.
+fn chain(n: usize) -> Topology {
+    let mut t = Topology::new();
+    let h0 = t.add_node(NodeKind::Ca, "H0", Guid(0x10_0000), 1);
+    let h1 = t.add_node(NodeKind::Ca, "H1", Guid(0x10_0002), 1);
+    let sw: Vec<usize> = (0..n)
+        .map(|i| {
+            t.add_node(
+                NodeKind::Switch,
+                format!("S{i}"),
+                Guid(0x20_0000 + i as u64),
+                4,
+            )
+        })
+        .collect();
+    let e = |node, port| End { node, port };
+    t.connect(e(h0, 1), e(sw[0], 1), None, None).unwrap();
+    t.connect(e(h1, 1), e(sw[n - 1], 1), None, None).unwrap();
+    for w in sw.windows(2) {
+        t.connect(e(w[0], 3), e(w[1], 2), None, None).unwrap();
+    }
+    t
+}
+
+// IBA 1 §14.2.2: a directed route has at most 63 hops; OpenSM 3.3.23 on ibsim configures the far
+// host of a 62-switch chain (63 hops) and not of a 63-switch one (docs/OPENSM-NOTES.md).
+#[test]
+fn nodes_beyond_63_hops_are_not_reached() {
+    let (sim, built, sm) = up(chain(62));
+    assert!(sm.unreached().is_empty());
+    assert_eq!(sm.hops_from_sm(1), Some(MAX_DR_HOPS));
+    assert!(sm.lid(1, 1).is_some());
+    assert_eq!(
+        sim.node::<Host>(built.nodes[1]).unwrap().config.len(),
+        1,
+        "H1 configured"
+    );
+    let model = sm.subnet_model();
+    let (a, b) = (sm.lid(0, 1).unwrap(), sm.lid(1, 1).unwrap());
+    assert_eq!(model.path(a, b).map(|p| p.hops), Some(63));
+
+    let (sim, built, sm) = up(chain(64));
+    let s63 = 2 + 63;
+    assert_eq!(sm.unreached(), vec![(1, 65), (s63, 64)]);
+    assert_eq!(sm.lid(1, 1), None);
+    assert_eq!(sm.lid(s63, 0), None);
+    assert!(
+        sm.lid(s63 - 1, 0).is_some(),
+        "S62, 63 hops away, is reached"
+    );
+    assert!(sim.node::<Host>(built.nodes[1]).unwrap().config.is_empty());
+    assert!(
+        sim.node::<Switch>(built.nodes[s63])
+            .unwrap()
+            .lft()
+            .iter()
+            .all(|&p| p == LFT_DROP),
+        "S63 is never programmed"
+    );
+    // The reached switches route among the reached LIDs only, and nothing through S63.
+    let s62 = sm.lft(s63 - 1).unwrap();
+    assert!(s62.iter().all(|&p| p != 3), "{s62:?}");
+}
+
 #[test]
 fn bad_sm_port_and_node_count_are_errors() {
     let topo = Topology::single_switch(2).unwrap();

@@ -13,6 +13,7 @@ use super::Subnet;
 use crate::hw::hca::DropReason;
 use crate::hw::mgmt::PortState;
 use crate::hw::topology::End;
+use crate::node::sm::MAX_DR_HOPS;
 use ipoib_wire::ipoib::mcast::IpoibMgid;
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::Gid;
@@ -21,6 +22,12 @@ use std::fmt;
 /// Why a host is not (verifiably) joined to an IPoIB broadcast group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JoinProblem {
+    /// The SM cannot reach the host: more than [`MAX_DR_HOPS`] cables from the SM's port
+    /// (`Some(hops)`), or no cable path at all (`None`). It gets no LID.
+    Unreachable {
+        /// Cables between the SM's port and the host on a shortest path.
+        hops: Option<u32>,
+    },
     /// The SM did not configure the port: it is not Active with a LID.
     PortNotActive {
         /// The port's state.
@@ -48,6 +55,14 @@ pub enum JoinProblem {
 impl fmt::Display for JoinProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            JoinProblem::Unreachable { hops: Some(h) } => write!(
+                f,
+                "{h} hops from the SM's port, and the subnet manager reaches {MAX_DR_HOPS} at \
+                 most (a directed route's limit, IBA 1 §14.2.2): it got no LID"
+            ),
+            JoinProblem::Unreachable { hops: None } => {
+                f.write_str("no cable path to the SM's port: it got no LID")
+            }
             JoinProblem::PortNotActive { state, lid } => {
                 write!(
                     f,
@@ -138,9 +153,20 @@ impl Subnet {
             .collect()
     }
 
+    /// Nodes (switches and CAs) the SM cannot reach, with their hop count from its port: more than
+    /// [`MAX_DR_HOPS`] cables away, they get no LID ([`crate::node::sm::SubnetManager::unreached`]).
+    pub fn unreached_nodes(&self) -> Vec<(usize, u32)> {
+        self.sm().manager().unreached()
+    }
+
     /// Why host `i` is not joined, as far as the SM, its port and the SA tell; empty when both
     /// the host and the SA say it is.
     pub fn join_problems(&self, i: usize) -> Vec<JoinProblem> {
+        let hops = self.sm().manager().hops_from_sm(self.host(i).topo_node);
+        let reached = matches!(hops, Some(h) if h <= MAX_DR_HOPS);
+        if !reached {
+            return vec![JoinProblem::Unreachable { hops }];
+        }
         let port = self.host_port(i);
         let (state, lid) = port.map_or((PortState::Down, 0), |p| (p.state, p.lid));
         if state != PortState::Active || lid == 0 {
