@@ -44,9 +44,10 @@ pub struct Args {
     /// channel adapters with a cabled port).
     #[arg(long)]
     hosts: Option<usize>,
-    /// `single-switch` (up to 254 hosts), `fat-tree` (two-level, any size), or an ibnetdiscover /
-    /// ibsim net file. Multi-port HCAs: every cabled port gets its own LID and GID; IPoIB runs on
-    /// a host's first cabled port (one interface per host), and the report lists every port.
+    /// `single-switch` (up to 254 hosts), `fat-tree` (two-level, up to 32,258 hosts), or an
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
+    /// GID; IPoIB runs on a host's first cabled port (one interface per host), and the report
+    /// lists every port.
     #[arg(long, default_value = "single-switch")]
     topology: String,
     /// Seed of every random choice (same seed, same packets).

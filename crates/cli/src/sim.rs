@@ -21,13 +21,14 @@ use std::time::{Duration, Instant as Wall};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Number of hosts (for the generated topologies; with a net file, if given, it must match the
-    /// file's hosts: its channel adapters with a cabled port).
+    /// Number of hosts: required with `fat-tree` (the default) and `single-switch`; with a net
+    /// file optional, and if given it must match the file's hosts: its channel adapters with a
+    /// cabled port.
     #[arg(long)]
     hosts: Option<usize>,
-    /// `fat-tree` (two-level, any size), `single-switch` (up to 254 hosts), or an ibnetdiscover /
-    /// ibsim net file. Multi-port HCAs: every cabled port gets its own LID and GID; a host joins
-    /// on its first cabled port.
+    /// `fat-tree` (two-level, up to 32,258 hosts), `single-switch` (up to 254 hosts), or an
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
+    /// GID; a host joins on its first cabled port.
     #[arg(long, default_value = "fat-tree")]
     topology: String,
     /// Seed of every random choice (same seed, same packets).

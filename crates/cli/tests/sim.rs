@@ -298,3 +298,37 @@ fn sim_600_partitions_hit_the_pkey_table_size_and_say_so() {
     );
     assert_eq!(members("ff12:401b:8080::ffff:ffff"), Some(0), "left out");
 }
+
+// The help said "two-level, any size" while the fat tree stops at 32,258 hosts, and did not say
+// that --hosts is required; a port count too big for an integer read as "missing port count".
+#[test]
+fn sim_help_and_limits_say_what_the_program_does() {
+    let o = ipoib(&["sim", "--help"]);
+    assert!(o.status.success());
+    let h = String::from_utf8(o.stdout).unwrap();
+    assert!(!h.contains("any size"), "{h}");
+    assert!(h.contains("two-level, up to 32,258 hosts"), "{h}");
+    assert!(h.contains("required with `fat-tree` (the default)"), "{h}");
+
+    let o = ipoib(&["sim", "--hosts", "32259"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a two-level fat tree holds 1 to 32258 hosts"),
+        "{}",
+        stderr(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let net = write(
+        &dir,
+        "big.net",
+        "# a switch with too many ports\nSwitch 99999999999 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[1]\n",
+    );
+    let o = ipoib(&["sim", "--topology", &net]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 2: port count 99999999999 out of range: 1..=254"),
+        "{}",
+        stderr(&o)
+    );
+}

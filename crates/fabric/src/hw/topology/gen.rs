@@ -47,7 +47,9 @@ impl FatTreeShape {
     pub fn for_hosts(hosts: usize) -> Result<FatTreeShape, TopoError> {
         if hosts == 0 || hosts > Self::MAX_HOSTS {
             return Err(TopoError::BadSize(format!(
-                "a fat tree needs 1..={} hosts, not {hosts}",
+                "a two-level fat tree holds 1 to {} hosts (254 leaves of 127 hosts on 254-port \
+                 switches, the most a switch can number), not {hosts}; give a net file for \
+                 another fabric",
                 Self::MAX_HOSTS
             )));
         }

@@ -319,12 +319,14 @@ impl Parser {
             .skip_while(|c| !c.is_ascii_digit())
             .take_while(|c| c.is_ascii_digit())
             .collect();
-        let ports: u32 = digits
-            .parse()
-            .map_err(|_| "missing port count".to_string())?;
-        if !(1..=254).contains(&ports) {
-            return Err(format!("bad port count {ports}: 1..=254"));
+        if digits.is_empty() {
+            return Err("missing port count".to_string());
         }
+        // Any number of digits: one too big for an integer is out of range like 255.
+        let ports = digits.parse::<u32>().ok().filter(|p| (1..=254).contains(p));
+        let Some(ports) = ports else {
+            return Err(format!("port count {digits} out of range: 1..=254"));
+        };
         let (id, after) = quoted(rest).ok_or("missing quoted node id")?;
         if id.is_empty() || id.contains('@') {
             return Err(format!("bad node id \"{id}\""));

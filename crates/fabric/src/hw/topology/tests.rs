@@ -150,10 +150,18 @@ fn bad_net_files_give_line_numbers() {
     assert!(m.contains("can't find remote node"), "{m}");
     let (l, _) = err_line("\n\nSwitch 8 \"S\"\n[9]\t\"H\"[1]\n");
     assert_eq!(l, 4);
-    let (l, _) = err_line("Switch \"S\"\n");
+    let (l, m) = err_line("Switch \"S\"\n");
     assert_eq!(l, 1);
-    let (l, _) = err_line("Hca 0 \"H\"\n");
+    assert_eq!(m, "missing port count");
+    let (l, m) = err_line("Hca 0 \"H\"\n");
     assert_eq!(l, 1);
+    assert_eq!(m, "port count 0 out of range: 1..=254");
+    // A count too big for any integer is out of range too, not "missing".
+    let (l, m) = err_line("\nSwitch 99999999999 \"S\"\n");
+    assert_eq!(l, 2);
+    assert_eq!(m, "port count 99999999999 out of range: 1..=254");
+    let (_, m) = err_line("Switch 255 \"S\"\n");
+    assert_eq!(m, "port count 255 out of range: 1..=254");
     let (l, m) = err_line("Hca 1 \"H\"\n\nCa 2 \"H\"\n");
     assert_eq!(l, 3);
     assert!(m.contains("already exists"), "{m}");
@@ -258,7 +266,12 @@ fn fat_tree_shapes() {
         );
     }
     assert!(FatTreeShape::for_hosts(0).is_err());
-    assert!(FatTreeShape::for_hosts(FatTreeShape::MAX_HOSTS + 1).is_err());
+    let e = FatTreeShape::for_hosts(FatTreeShape::MAX_HOSTS + 1).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("a two-level fat tree holds 1 to 32258 hosts (254 leaves of 127 hosts"),
+        "{e}"
+    );
 }
 
 #[test]
