@@ -1,6 +1,7 @@
 //! A whole IPoIB UD payload (the bytes after the DETH, draft-ietf-ipoib-ip-over-infiniband-06 §6
 //! figure 4): the 4-byte encapsulation header and the datagram it announces, classified one level down
-//! (ARP fields; IP header fields and the ICMP/ND message) for `ipoib decode` and for the interface.
+//! (ARP fields; IP header fields and the ICMP/ND message or UDP datagram) for `ipoib decode` and for
+//! the interface.
 //!
 //! Parsing is lenient below the encapsulation header: a datagram that does not parse is kept as
 //! [`IpoibPayload::Invalid`] with the error, so a decoder can still show the header and the bytes.
@@ -11,10 +12,11 @@ use super::icmp::{Icmpv4Repr, Icmpv6Repr};
 use super::ip::{
     IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, IPV4_HEADER_LEN, IPV6_HEADER_LEN,
 };
+use super::udp::UdpRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::{Error, Result};
 use core::fmt;
-use std::net::Ipv6Addr;
+use std::net::IpAddr;
 
 /// What an IP datagram carries, as far as this crate interprets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +25,11 @@ pub enum IpPayload<'a> {
     Icmpv4(Icmpv4Repr<'a>),
     /// An ICMPv6 message (checksum verified; ND messages are taken apart by `describe`).
     Icmpv6(Icmpv6Repr<'a>),
-    /// Any other protocol, a non-first fragment, or an IPv6 extension header: the bytes.
+    /// A UDP datagram (RFC 768; checksum verified, Length equal to the IP payload length).
+    Udp(UdpRepr<'a>),
+    /// Any other protocol, a fragment, or an IPv6 extension header: the bytes.
     Raw(&'a [u8]),
-    /// An ICMP message that did not parse, and why.
+    /// An ICMP message or UDP datagram that did not parse, and why.
     Invalid {
         /// Why it did not parse.
         error: Error,
@@ -39,16 +43,32 @@ impl<'a> IpPayload<'a> {
         match self {
             IpPayload::Icmpv4(r) => r.buffer_len(),
             IpPayload::Icmpv6(r) => r.buffer_len(),
+            IpPayload::Udp(r) => r.buffer_len(),
             IpPayload::Raw(d) | IpPayload::Invalid { data: d, .. } => d.len(),
         }
     }
 
-    fn emit(&self, src_dst: Option<(Ipv6Addr, Ipv6Addr)>, buf: &mut [u8]) -> Result<()> {
-        match (self, src_dst) {
-            (IpPayload::Icmpv4(r), _) => r.emit(buf),
-            (IpPayload::Icmpv6(r), Some((s, d))) => r.emit(s, d, buf),
-            (IpPayload::Icmpv6(_), None) => Err(Error::Unsupported),
-            (IpPayload::Raw(d) | IpPayload::Invalid { data: d, .. }, _) => {
+    /// Parses a UDP datagram that is the whole IP payload `body`: a Length field other than the
+    /// payload length makes it `Invalid` (`Malformed`), so that a parsed datagram emits the bytes
+    /// it was parsed from.
+    fn udp(src: IpAddr, dst: IpAddr, body: &'a [u8]) -> IpPayload<'a> {
+        let invalid = |error| IpPayload::Invalid { error, data: body };
+        match UdpRepr::parse(src, dst, body) {
+            Ok(r) if r.buffer_len() == body.len() => IpPayload::Udp(r),
+            Ok(_) => invalid(Error::Malformed),
+            Err(error) => invalid(error),
+        }
+    }
+
+    /// Writes the payload of a datagram from `src` to `dst` (whose addresses the ICMPv6 and UDP
+    /// checksums cover).
+    fn emit(&self, src: IpAddr, dst: IpAddr, buf: &mut [u8]) -> Result<()> {
+        match (self, src, dst) {
+            (IpPayload::Icmpv4(r), _, _) => r.emit(buf),
+            (IpPayload::Icmpv6(r), IpAddr::V6(s), IpAddr::V6(d)) => r.emit(s, d, buf),
+            (IpPayload::Icmpv6(_), _, _) => Err(Error::Unsupported),
+            (IpPayload::Udp(r), _, _) => r.emit(src, dst, buf),
+            (IpPayload::Raw(d) | IpPayload::Invalid { data: d, .. }, _, _) => {
                 buf.get_mut(..d.len())
                     .ok_or(Error::Truncated)?
                     .copy_from_slice(d);
@@ -57,15 +77,22 @@ impl<'a> IpPayload<'a> {
         }
     }
 
-    /// `icmp_group` names the group of an invalid ICMP message (`icmp` or `icmpv6`): its `error`
-    /// stays inside that group, since a top-level `error` is how `ipoib decode` marks a malformed
-    /// packet.
-    fn describe(&self, icmp_group: &str, d: &mut dyn Describer) {
+    /// `icmp_group` names the group of an invalid ICMP message (`icmp` or `icmpv6`), `protocol`
+    /// tells it from an invalid UDP datagram (group `udp`): its `error` stays inside that group,
+    /// since a top-level `error` is how `ipoib decode` marks a malformed packet.
+    fn describe(&self, icmp_group: &str, protocol: IpProtocol, d: &mut dyn Describer) {
         match self {
             IpPayload::Icmpv4(r) => r.describe_as("icmp", d),
             IpPayload::Icmpv6(r) => r.describe_as("icmpv6", d),
+            IpPayload::Udp(r) => r.describe_as("udp", d),
             IpPayload::Raw(b) => d.field("data", Value::Bytes(b)),
-            IpPayload::Invalid { error, data } => describe_invalid(icmp_group, *error, data, d),
+            IpPayload::Invalid { error, data } => {
+                let group = match protocol {
+                    IpProtocol::Udp => "udp",
+                    _ => icmp_group,
+                };
+                describe_invalid(group, *error, data, d)
+            }
         }
     }
 }
@@ -99,8 +126,8 @@ pub struct Ipv4Datagram<'a> {
 }
 
 impl<'a> Ipv4Datagram<'a> {
-    /// Parses an IPv4 datagram; bytes past the total length (link padding) are ignored. ICMP is
-    /// interpreted only in unfragmented datagrams.
+    /// Parses an IPv4 datagram; bytes past the total length (link padding) are ignored. ICMP and
+    /// UDP are interpreted only in unfragmented datagrams.
     pub fn parse(data: &'a [u8]) -> Result<Ipv4Datagram<'a>> {
         let p = Ipv4Packet::new_checked(data)?;
         let header = Ipv4Repr::parse(&p)?;
@@ -114,6 +141,9 @@ impl<'a> Ipv4Datagram<'a> {
                 Ok(r) => IpPayload::Icmpv4(r),
                 Err(error) => IpPayload::Invalid { error, data: body },
             },
+            IpProtocol::Udp if whole => {
+                IpPayload::udp(header.src_addr.into(), header.dst_addr.into(), body)
+            }
             _ => IpPayload::Raw(body),
         };
         Ok(Ipv4Datagram {
@@ -128,7 +158,7 @@ impl<'a> Ipv4Datagram<'a> {
         IPV4_HEADER_LEN + self.options.len() + self.payload.bytes_len()
     }
 
-    /// Writes the datagram (header checksum and ICMP checksum computed). `Err(Malformed)` if the options
+    /// Writes the datagram (header, ICMP and UDP checksums computed). `Err(Malformed)` if the options
     /// are not a multiple of 4 bytes or longer than 40, or the datagram longer than 65535 bytes.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let n = self.buffer_len();
@@ -145,7 +175,11 @@ impl<'a> Ipv4Datagram<'a> {
         p.set_total_len(n as u16);
         b[IPV4_HEADER_LEN..hl].copy_from_slice(self.options);
         Ipv4Packet::new_unchecked(&mut b[..hl]).fill_checksum();
-        self.payload.emit(None, &mut b[hl..])
+        self.payload.emit(
+            self.header.src_addr.into(),
+            self.header.dst_addr.into(),
+            &mut b[hl..],
+        )
     }
 }
 
@@ -165,7 +199,7 @@ impl Describe for Ipv4Datagram<'_> {
             d.field("options", Value::Bytes(self.options));
         }
         d.leave();
-        self.payload.describe("icmp", d);
+        self.payload.describe("icmp", self.header.protocol, d);
     }
 }
 
@@ -192,8 +226,8 @@ impl Ipv4Datagram<'_> {
 pub struct Ipv6Datagram<'a> {
     /// The header.
     pub header: Ipv6Repr,
-    /// The payload (extension headers are not walked: anything but ICMPv6 right after the header is
-    /// `Raw`).
+    /// The payload (extension headers are not walked: anything but ICMPv6 or UDP right after the
+    /// header is `Raw`).
     pub payload: IpPayload<'a>,
 }
 
@@ -208,6 +242,7 @@ impl<'a> Ipv6Datagram<'a> {
                 Ok(r) => IpPayload::Icmpv6(r),
                 Err(error) => IpPayload::Invalid { error, data: body },
             },
+            IpProtocol::Udp => IpPayload::udp(header.src_addr.into(), header.dst_addr.into(), body),
             _ => IpPayload::Raw(body),
         };
         Ok(Ipv6Datagram { header, payload })
@@ -218,7 +253,7 @@ impl<'a> Ipv6Datagram<'a> {
         IPV6_HEADER_LEN + self.payload.bytes_len()
     }
 
-    /// Writes the datagram (payload length and ICMPv6 checksum computed).
+    /// Writes the datagram (payload length and ICMPv6 or UDP checksum computed).
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let n = self.buffer_len();
         if n - IPV6_HEADER_LEN > u16::MAX as usize {
@@ -228,15 +263,18 @@ impl<'a> Ipv6Datagram<'a> {
         let mut h = self.header;
         h.payload_len = (n - IPV6_HEADER_LEN) as u16;
         h.emit(&mut Ipv6Packet::new_unchecked(&mut b[..]));
-        self.payload
-            .emit(Some((h.src_addr, h.dst_addr)), &mut b[IPV6_HEADER_LEN..])
+        self.payload.emit(
+            h.src_addr.into(),
+            h.dst_addr.into(),
+            &mut b[IPV6_HEADER_LEN..],
+        )
     }
 }
 
 impl Describe for Ipv6Datagram<'_> {
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("ipv6", d);
-        self.payload.describe("icmpv6", d);
+        self.payload.describe("icmpv6", self.header.next_header, d);
     }
 }
 
@@ -349,8 +387,9 @@ impl<'a> IpoibFrame<'a> {
 
 impl Describe for IpoibFrame<'_> {
     /// Lists the `ipoib` group (encapsulation header), then one group per inner header: `arp` / `rarp`,
-    /// `ip` or `ipv6` followed by `icmp` / `icmpv6`, or `data`. A datagram or ICMP message that did not
-    /// parse is the group it would have been (`arp`, `ip`, `icmp`, ...) holding `error` and `data`.
+    /// `ip` or `ipv6` followed by `icmp` / `icmpv6` / `udp`, or `data`. A datagram or message that did
+    /// not parse is the group it would have been (`arp`, `ip`, `icmp`, `udp`, ...) holding `error` and
+    /// `data`.
     /// Call it directly (not `describe_as`) so that these groups sit beside `lrh`, `bth`, `deth`.
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("ipoib", d);
@@ -380,6 +419,7 @@ fn fmt_ip_payload(p: &IpPayload<'_>, proto: IpProtocol, f: &mut fmt::Formatter<'
     match p {
         IpPayload::Icmpv4(r) => write!(f, " {r}"),
         IpPayload::Icmpv6(r) => write!(f, " {r}"),
+        IpPayload::Udp(r) => write!(f, " {r}"),
         IpPayload::Raw(b) => write!(f, " {} length {}", proto.name(), b.len()),
         IpPayload::Invalid { error, .. } => write!(f, " {} ({error})", proto.name()),
     }

@@ -4,9 +4,10 @@ use crate::ipoib::arp::ArpOperation;
 use crate::ipoib::hwaddr::{HwAddr, HwAddrFlags};
 use crate::ipoib::icmp::Icmpv6Type;
 use crate::ipoib::nd::{NdMessage, NdOptionRepr, NdRepr};
+use crate::ipoib::udp::UdpRepr;
 use crate::types::Gid;
 use proptest::prelude::*;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §6: type 0x0800, reserved 0, then an IPv4 ICMP echo request
 // 10.0.0.1 > 10.0.0.2 id 1 seq 1 with data "abcd" (checksums computed independently).
@@ -269,7 +270,137 @@ fn ipv4_with_options_round_trip() {
     );
 }
 
+/// An IPv4 UDP datagram 10.0.0.1:40001 > 10.0.0.2:5001 carrying `data`.
+fn udp4(data: &[u8]) -> IpoibFrame<'_> {
+    let mut d = match ping().payload {
+        IpoibPayload::Ipv4(d) => d,
+        _ => unreachable!(),
+    };
+    d.header.protocol = IpProtocol::Udp;
+    d.header.payload_len = 8 + data.len() as u16;
+    d.payload = IpPayload::Udp(UdpRepr {
+        src_port: 40001,
+        dst_port: 5001,
+        payload: data,
+    });
+    IpoibFrame::new(IpoibPayload::Ipv4(d), EtherType::Ipv4)
+}
+
+// RFC 768 in IPv4 and IPv6 (RFC 8200 §8.1): ports and length described and summarised, the
+// checksum computed on emit and verified on parse.
+#[test]
+fn udp_frames() {
+    let f = udp4(b"hello");
+    let mut b = vec![0u8; f.buffer_len()];
+    f.emit(&mut b).unwrap();
+    let back = IpoibFrame::parse(&b).unwrap();
+    assert_eq!(back, f);
+    assert_eq!(
+        back.summary(),
+        "IPv4 10.0.0.1 > 10.0.0.2 UDP 40001 > 5001 length 13"
+    );
+    let mut c = Collect::default();
+    back.describe(&mut c);
+    assert_eq!(c.get("ip.proto"), Some("UDP (0x11)"));
+    assert_eq!(c.get("udp.src_port"), Some("40001"));
+    assert_eq!(c.get("udp.dst_port"), Some("5001"));
+    assert_eq!(c.get("udp.length"), Some("13"));
+    assert_eq!(c.get("udp.data"), Some("68656c6c6f"));
+    // A bad UDP checksum: the IPv4 header is shown, the datagram is invalid in group `udp`.
+    let mut bad = b.clone();
+    let n = bad.len() - 1;
+    bad[n] ^= 1;
+    let mut c = Collect::default();
+    let f = IpoibFrame::parse(&bad).unwrap();
+    f.describe(&mut c);
+    assert_eq!(c.get("udp.error"), Some("checksum mismatch"));
+    assert_eq!(
+        f.summary(),
+        "IPv4 10.0.0.1 > 10.0.0.2 UDP (checksum mismatch)"
+    );
+    // A valid datagram with a byte after it inside the IP payload (Length shorter than the
+    // payload): malformed, not silently cut.
+    let f = udp4(b"hell");
+    let mut short = vec![0u8; f.buffer_len()];
+    f.emit(&mut short).unwrap();
+    short.push(b'o');
+    short[4 + 3] += 1; // IPv4 total length
+    Ipv4Packet::new_unchecked(&mut short[4..24]).fill_checksum();
+    let f = IpoibFrame::parse(&short).unwrap();
+    assert!(matches!(
+        f.payload,
+        IpoibPayload::Ipv4(Ipv4Datagram {
+            payload: IpPayload::Invalid {
+                error: Error::Malformed,
+                ..
+            },
+            ..
+        })
+    ));
+    // A fragment is not interpreted.
+    let mut frag = b.clone();
+    frag[4 + 6] |= 0x20;
+    Ipv4Packet::new_unchecked(&mut frag[4..24]).fill_checksum();
+    let f = IpoibFrame::parse(&frag).unwrap();
+    assert!(matches!(
+        f.payload,
+        IpoibPayload::Ipv4(Ipv4Datagram {
+            payload: IpPayload::Raw(_),
+            ..
+        })
+    ));
+    // IPv6: the checksum covers the IPv6 pseudo-header.
+    let f = IpoibFrame::new(
+        IpoibPayload::Ipv6(Ipv6Datagram {
+            header: Ipv6Repr {
+                traffic_class: 0,
+                flow_label: 0,
+                payload_len: 0,
+                next_header: IpProtocol::Udp,
+                hop_limit: 1,
+                src_addr: "fe80::1".parse().unwrap(),
+                dst_addr: "ff02::1".parse().unwrap(),
+            },
+            payload: IpPayload::Udp(UdpRepr {
+                src_port: 7,
+                dst_port: 9,
+                payload: b"x",
+            }),
+        }),
+        EtherType::Ipv6,
+    );
+    let mut b = vec![0u8; f.buffer_len()];
+    f.emit(&mut b).unwrap();
+    let back = IpoibFrame::parse(&b).unwrap();
+    assert!(matches!(
+        back.payload,
+        IpoibPayload::Ipv6(Ipv6Datagram {
+            payload: IpPayload::Udp(UdpRepr {
+                src_port: 7,
+                dst_port: 9,
+                ..
+            }),
+            ..
+        })
+    ));
+    assert_eq!(back.summary(), "IPv6 fe80::1 > ff02::1 UDP 7 > 9 length 9");
+    let other: Ipv6Addr = "fe80::2".parse().unwrap();
+    b[4 + 8..4 + 24].copy_from_slice(&other.octets());
+    let f = IpoibFrame::parse(&b).unwrap();
+    let mut c = Collect::default();
+    f.describe(&mut c);
+    assert_eq!(c.get("udp.error"), Some("checksum mismatch"));
+}
+
 proptest! {
+    #[test]
+    fn round_trip_udp(data in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let f = udp4(&data);
+        let mut b = vec![0u8; f.buffer_len()];
+        f.emit(&mut b).unwrap();
+        prop_assert_eq!(IpoibFrame::parse(&b).unwrap(), f);
+    }
+
     #[test]
     fn round_trip_ipv4(ident in any::<u16>(), ttl in any::<u8>(), id in any::<u16>(), seq in any::<u16>(),
                        data in proptest::collection::vec(any::<u8>(), 0..64)) {

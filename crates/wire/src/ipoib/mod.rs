@@ -1,5 +1,5 @@
-//! IPoIB encapsulation, link-layer addresses, ARP, ND options, multicast GID mapping, and the small IP
-//! and ICMP views an IPoIB interface and `ipoib decode` need.
+//! IPoIB encapsulation, link-layer addresses, ARP, ND options, multicast GID mapping, and the small IP,
+//! ICMP and UDP views an IPoIB interface and `ipoib decode` need.
 //!
 //! Sources: draft-ietf-ipoib-ip-over-infiniband-06 (IPoIB over UD, later RFC 4391), RFC 4755 §3.1 (flags
 //! of the link-layer address), draft-kashyap-ipoib-ipv6-01 (the legacy IPv6 profile, [`legacy`]), and
@@ -14,7 +14,7 @@
 //! - [`addr`]: IPv6 interface identifiers and link-local addresses (§8).
 //! - [`mcast`]: IPv4/IPv6 group ↔ MGID mapping and the broadcast GID (§4).
 //! - [`legacy`]: draft-kashyap-ipoib-ipv6-01's ND option and FF1y:3333:: mapping.
-//! - [`ip`], [`icmp`], [`checksum`]: IPv4/IPv6 headers, ICMP, the Internet checksum.
+//! - [`ip`], [`icmp`], [`udp`], [`checksum`]: IPv4/IPv6 headers, ICMP, UDP, the Internet checksum.
 //! - [`frame`]: a whole UD payload, [`IpoibFrame`], with a one-line summary.
 //!
 //! Nothing here allocates while parsing or emitting.
@@ -30,6 +30,7 @@ pub mod ip;
 pub mod legacy;
 pub mod mcast;
 pub mod nd;
+pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use encap::{EncapHeader, EncapRepr, EtherType};
@@ -39,6 +40,7 @@ pub use icmp::{IcmpPacket, Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type};
 pub use ip::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
 pub use mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpVersion, IpoibMgid, Scope};
 pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRepr, PrefixInfo};
+pub use udp::{UdpPacket, UdpRepr, UDP_HEADER_LEN};
 
 /// The MTU every IPoIB implementation must support: a 2048-byte IPoIB-link MTU minus the 4-byte
 /// encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §7).

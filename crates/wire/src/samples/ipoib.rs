@@ -2,12 +2,11 @@
 //! echo (draft-ietf-ipoib-ip-over-infiniband-06 §6-§9).
 
 use super::{pattern, ud, Node, Sample, UdDest, A, B, BROADCAST_MLID, P_KEY};
-use crate::ipoib::checksum;
 use crate::ipoib::mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, Scope};
 use crate::ipoib::{
     ArpOperation, ArpRepr, EtherType, HwAddr, HwAddrFlags, Icmpv4Repr, Icmpv6Repr, Icmpv6Type,
     IpPayload, IpProtocol, IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv4Repr, Ipv6Datagram,
-    Ipv6Repr, NdMessage, NdOptionRepr, NdRepr, PrefixInfo,
+    Ipv6Repr, NdMessage, NdOptionRepr, NdRepr, PrefixInfo, UdpRepr,
 };
 use crate::types::Gid;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -95,25 +94,19 @@ fn echo(src: &Node, dst: &Node, request: bool, global: bool) -> Vec<u8> {
 }
 
 /// UDP 10.0.0.1:40001 -> 224.1.2.3:5001 to the mapped MGID (draft-ietf-ipoib-ip-over-infiniband-06
-/// §4), TTL 1, UDP checksum computed.
+/// §4), TTL 1, UDP checksum computed (RFC 768).
 fn mcast_udp() -> Vec<u8> {
-    let data = b"ipoib sample multicast datagram!";
-    let len = (8 + data.len()) as u16;
-    let mut udp = Vec::with_capacity(len as usize);
-    udp.extend_from_slice(&40001u16.to_be_bytes());
-    udp.extend_from_slice(&5001u16.to_be_bytes());
-    udp.extend_from_slice(&len.to_be_bytes());
-    udp.extend_from_slice(&[0, 0]);
-    udp.extend_from_slice(data);
-    let acc = checksum::pseudo_header_v4(A.ipv4, MCAST_GROUP, 17, len);
-    let c = checksum::finish(checksum::sum(acc, &udp));
-    udp[6..8].copy_from_slice(&c.to_be_bytes());
+    let udp = UdpRepr {
+        src_port: 40001,
+        dst_port: 5001,
+        payload: b"ipoib sample multicast datagram!",
+    };
     let mut header = ipv4_header(A.ipv4, MCAST_GROUP, IpProtocol::Udp, 0x0100);
     header.ttl = 1;
     let f = frame(IpoibPayload::Ipv4(Ipv4Datagram {
         header,
         options: &[],
-        payload: IpPayload::Raw(&udp),
+        payload: IpPayload::Udp(udp),
     }));
     let mgid = ipv4_mgid(MCAST_GROUP, P_KEY, Scope::LinkLocal);
     ud(&A, A.ud_qpn, UdDest::multicast(mgid, MCAST_MLID), 3, &f)

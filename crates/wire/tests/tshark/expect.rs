@@ -189,10 +189,10 @@ fn ipv4(d: &Ipv4Datagram<'_>, e: &mut Expect) {
                 e.num("icmp.seq", seq);
             }
         }
-        (IpPayload::Raw(u), IpProtocol::Udp) => {
-            e.num("udp.srcport", u16::from_be_bytes([u[0], u[1]]));
-            e.num("udp.dstport", u16::from_be_bytes([u[2], u[3]]));
-            e.num("udp.length", u16::from_be_bytes([u[4], u[5]]));
+        (IpPayload::Udp(u), IpProtocol::Udp) => {
+            e.num("udp.srcport", u.src_port);
+            e.num("udp.dstport", u.dst_port);
+            e.num("udp.length", u.buffer_len() as u64);
             e.num("udp.checksum.status", 1u8);
         }
         other => panic!("unexpected IPv4 payload {other:?}"),

@@ -4,7 +4,7 @@
 //! group it joined), and sends UDP. It is no IP stack: no fragmentation, no options, no routing.
 //!
 //! Packets are built and checked with the wire crate's helpers (`Ipv4Repr`, `Ipv6Repr`,
-//! `Icmpv4Repr`, `Icmpv6Repr`, `checksum`): RFC 792 (ICMP echo), RFC 4443 §4.1-4.2 (ICMPv6 echo),
+//! `Icmpv4Repr`, `Icmpv6Repr`, `UdpRepr`): RFC 792 (ICMP echo), RFC 4443 §4.1-4.2 (ICMPv6 echo),
 //! RFC 768 (UDP; the checksum is always sent, RFC 8200 §8.1 makes it mandatory over IPv6).
 //!
 //! Invariants: pure (time is a parameter, no IO); bad packets are counted, never panic; pings are
@@ -12,8 +12,8 @@
 
 use crate::Instant;
 use ipoib_wire::ipoib::{
-    checksum, Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
-    Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr,
+    Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
+    Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr, UdpRepr, UDP_HEADER_LEN,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -22,8 +22,6 @@ use std::time::Duration;
 
 /// Bytes of ICMP echo data, as `ping` sends by default (56).
 pub const PING_DATA_LEN: usize = 56;
-/// UDP header length (RFC 768).
-pub const UDP_HEADER_LEN: usize = 8;
 /// Hop limit / TTL of unicast packets (Linux default 64).
 pub const UNICAST_HOPS: u8 = 64;
 /// Hop limit / TTL of multicast packets (Linux default 1: the link only).
@@ -303,14 +301,9 @@ impl IpHost {
             IpPayload::Icmpv4(i) if i.msg_type == Icmpv4Type::EchoReply => {
                 self.on_reply(now, IpAddr::V4(src), i.echo_ident_seq())
             }
-            IpPayload::Raw(body) if d.header.protocol == IpProtocol::Udp => {
-                let ok = udp_checksum_ok(
-                    checksum::pseudo_header_v4(src, dst, 17, body.len() as u16),
-                    body,
-                    true,
-                );
-                self.on_udp(now, IpAddr::V4(src), IpAddr::V4(dst), body, ok);
-            }
+            IpPayload::Udp(u) => self.on_udp(now, IpAddr::V4(src), IpAddr::V4(dst), &u),
+            // A fragment: no reassembly here, so its UDP checksum cannot be verified.
+            IpPayload::Raw(_) if d.header.protocol == IpProtocol::Udp => self.counters.bad += 1,
             IpPayload::Invalid { .. } => self.counters.bad += 1,
             _ => self.counters.ignored += 1,
         }
@@ -338,14 +331,7 @@ impl IpHost {
             IpPayload::Icmpv6(i) if i.msg_type == Icmpv6Type::EchoReply => {
                 self.on_reply(now, IpAddr::V6(src), i.echo_ident_seq())
             }
-            IpPayload::Raw(body) if d.header.next_header == IpProtocol::Udp => {
-                let ok = udp_checksum_ok(
-                    checksum::pseudo_header_v6(src, dst, 17, body.len() as u32),
-                    body,
-                    false,
-                );
-                self.on_udp(now, IpAddr::V6(src), IpAddr::V6(dst), body, ok);
-            }
+            IpPayload::Udp(u) => self.on_udp(now, IpAddr::V6(src), IpAddr::V6(dst), &u),
             IpPayload::Invalid { .. } => self.counters.bad += 1,
             _ => self.counters.ignored += 1,
         }
@@ -366,16 +352,8 @@ impl IpHost {
         }
     }
 
-    fn on_udp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, body: &[u8], ok: bool) {
-        if !ok || body.len() < UDP_HEADER_LEN {
-            self.counters.bad += 1;
-            return;
-        }
-        let len = usize::from(u16::from_be_bytes([body[4], body[5]]));
-        if len < UDP_HEADER_LEN || len > body.len() {
-            self.counters.bad += 1;
-            return;
-        }
+    /// A UDP datagram whose checksum and length the wire parser verified (RFC 768).
+    fn on_udp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, u: &UdpRepr<'_>) {
         if !(self.is_local(dst) || self.groups.contains(&dst)) {
             self.counters.ignored += 1;
             return;
@@ -383,9 +361,9 @@ impl IpHost {
         self.counters.udp_received += 1;
         self.udp.push(UdpReceived {
             at: now,
-            src: (src, u16::from_be_bytes([body[0], body[1]])),
-            dst: (dst, u16::from_be_bytes([body[2], body[3]])),
-            payload: body[UDP_HEADER_LEN..len].to_vec(),
+            src: (src, u.src_port),
+            dst: (dst, u.dst_port),
+            payload: u.payload.to_vec(),
         });
     }
 }
@@ -475,7 +453,8 @@ fn ipv6_header(src: Ipv6Addr, dst: Ipv6Addr, next: IpProtocol, hops: u8, len: us
     .emit(&mut Ipv6Packet::new_unchecked(b));
 }
 
-/// A UDP datagram in IPv4 or IPv6 (RFC 768), checksum filled; `None` when the families differ.
+/// A UDP datagram in IPv4 or IPv6 (RFC 768), checksum filled; `None` when the families differ or
+/// the datagram does not fit one IP packet.
 pub fn udp_packet(
     src: IpAddr,
     src_port: u16,
@@ -485,16 +464,14 @@ pub fn udp_packet(
     hops: u8,
     ip_ident: u16,
 ) -> Option<Vec<u8>> {
-    let ulen = UDP_HEADER_LEN + payload.len();
-    let mut udp = vec![0u8; ulen];
-    udp[0..2].copy_from_slice(&src_port.to_be_bytes());
-    udp[2..4].copy_from_slice(&dst_port.to_be_bytes());
-    udp[4..6].copy_from_slice(&(ulen as u16).to_be_bytes());
-    udp[UDP_HEADER_LEN..].copy_from_slice(payload);
-    match (src, dst) {
+    let udp = UdpRepr {
+        src_port,
+        dst_port,
+        payload,
+    };
+    let ulen = udp.buffer_len();
+    let (hl, mut b) = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let acc = checksum::pseudo_header_v4(s, d, 17, ulen as u16);
-            set_udp_checksum(&mut udp, acc);
             let mut b = vec![0u8; 20 + ulen];
             Ipv4Repr {
                 tos: 0,
@@ -506,40 +483,20 @@ pub fn udp_packet(
                 protocol: IpProtocol::Udp,
                 src_addr: s,
                 dst_addr: d,
-                payload_len: ulen as u16,
+                payload_len: u16::try_from(ulen).ok()?,
             }
             .emit(&mut Ipv4Packet::new_unchecked(&mut b[..]));
-            b[20..].copy_from_slice(&udp);
-            Some(b)
+            (20, b)
         }
         (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let acc = checksum::pseudo_header_v6(s, d, 17, ulen as u32);
-            set_udp_checksum(&mut udp, acc);
             let mut b = vec![0u8; 40 + ulen];
             ipv6_header(s, d, IpProtocol::Udp, hops, ulen, &mut b);
-            b[40..].copy_from_slice(&udp);
-            Some(b)
+            (40, b)
         }
-        _ => None,
-    }
-}
-
-/// RFC 768: a computed checksum of zero is sent as all ones (zero means "none" in IPv4).
-fn set_udp_checksum(udp: &mut [u8], pseudo: u32) {
-    let c = checksum::finish(checksum::sum(pseudo, udp));
-    let c = if c == 0 { 0xffff } else { c };
-    udp[6..8].copy_from_slice(&c.to_be_bytes());
-}
-
-/// RFC 768: over IPv4 a zero checksum means "not computed"; otherwise the sum must verify.
-fn udp_checksum_ok(pseudo: u32, udp: &[u8], v4: bool) -> bool {
-    if udp.len() < UDP_HEADER_LEN {
-        return false;
-    }
-    if v4 && udp[6..8] == [0, 0] {
-        return true;
-    }
-    checksum::finish(checksum::sum(pseudo, udp)) == 0
+        _ => return None,
+    };
+    udp.emit(src, dst, &mut b[hl..]).ok()?;
+    Some(b)
 }
 
 #[cfg(test)]
