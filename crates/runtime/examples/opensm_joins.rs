@@ -39,8 +39,10 @@ use ipoib_fabric::hw::topology::{NodeKind, Topology};
 use ipoib_runtime::ibsim::opensm::{smp_get_on, Fabric, FabricConfig, Setup};
 use ipoib_runtime::ibsim::IbsimClient;
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::mad::attr::smp::MULTICAST_FORWARDING_TABLE;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, MgmtClass};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::smp::{mft_modifier, MftBlockRepr};
 use ipoib_wire::Gid;
 
 /// How long one request may stay unanswered before it is sent again.
@@ -49,8 +51,6 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_SENDS: u32 = 4;
 /// The default partition's P_Key (docs/DEPLOYED.md: OpenSM's default partition, full membership).
 const DEFAULT_PKEY: u16 = 0xffff;
-/// MulticastForwardingTable (IBA 1 §14.2.5).
-const MFT_ATTR: u16 = 0x001b;
 /// TIDs are `TID_BASE + index` in the low 48 bits.
 const TID_BASE: u64 = 0x4a_0000_0000;
 
@@ -239,8 +239,8 @@ fn run(args: &Args, deadline: Instant, report: &mut Report) -> Result<bool, Stri
 }
 
 /// Polls every leaf switch's MulticastForwardingTable entry for the group's MLID (LID-routed
-/// SubnGet, IBA 1 §14.2.5.9: modifier bits 31-28 the 16-port position, bits 8-0 the 32-entry
-/// block) until each has the bits of all its CA-facing ports, i.e. OpenSM has programmed the
+/// SubnGet, IBA 1 §14.2.5.12: modifier bits 31-28 the 16-port position, bits 8-0 the 32-entry
+/// block; `ipoib_wire::smp::mft_modifier`) until each has the bits of all its CA-facing ports, i.e. OpenSM has programmed the
 /// tree every member needs. OpenSM answers a join before it routes the group (`osm_sm_mcgrp_join`
 /// only schedules the update), so this is the point `ipoib sim` counts as joined. A leaf found
 /// complete is not read again; `report.mfts` is from the first join sent to the round of reads
@@ -249,9 +249,9 @@ fn mfts(fabric: &Fabric, deadline: Instant, report: &mut Report) -> Result<(), S
     let (Some(first), [mlid]) = (report.first, report.mlids.as_slice()) else {
         return Err(format!("no single MLID to check: {:x?}", report.mlids));
     };
-    let Some(index) = mlid.checked_sub(0xc000).map(usize::from) else {
+    if mft_modifier(*mlid, 0).is_none() {
         return Err(format!("MLID {mlid:#x} is not multicast"));
-    };
+    }
     // Leaf LID -> its ports cabled to a CA.
     let mut leaves: BTreeMap<u16, Vec<u8>> = BTreeMap::new();
     for p in fabric.subnet_dump() {
@@ -262,7 +262,6 @@ fn mfts(fabric: &Fabric, deadline: Instant, report: &mut Report) -> Result<(), S
     let smp = fabric
         .smp_client("h1")
         .map_err(|e| format!("QP0 client on h1: {e}"))?;
-    let modifier = |position: u8| (u32::from(position) << 28) | (index / 32) as u32;
     let mut previous_round: Option<Instant> = None;
     while !leaves.is_empty() {
         let round = Instant::now();
@@ -277,9 +276,14 @@ fn mfts(fabric: &Fabric, deadline: Instant, report: &mut Report) -> Result<(), S
             let mut complete = true;
             let max_position = ports.iter().max().copied().unwrap_or(0) / 16;
             for position in 0..=max_position {
-                let data = smp_get_on(&smp, lid, MFT_ATTR, modifier(position))
+                let (m, entry) = mft_modifier(*mlid, position).ok_or_else(|| {
+                    format!("MLID {mlid:#x}: no MFT entry at position {position}")
+                })?;
+                let data = smp_get_on(&smp, lid, MULTICAST_FORWARDING_TABLE, m)
                     .map_err(|e| format!("MFT of LID {lid}: {e}"))?;
-                let mask = u16::from_be_bytes([data[(index % 32) * 2], data[(index % 32) * 2 + 1]]);
+                let mask = MftBlockRepr::parse(&data)
+                    .map_err(|e| format!("MFT of LID {lid}: {e}"))?
+                    .port_masks[entry];
                 complete &= ports
                     .iter()
                     .filter(|&&p| p / 16 == position)

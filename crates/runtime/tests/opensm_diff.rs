@@ -50,7 +50,7 @@ impl OpenSm {
                 .facts(node)
                 .unwrap_or_else(|e| panic!("{node}: {e}\n{}", f.logs()));
             gids.push(Gid::new(facts.port.gid_prefix, facts.port_guid));
-            unknown = Gid::new(facts.port.gid_prefix, facts.node.node_guid);
+            unknown = Gid::new(facts.port.gid_prefix, facts.node.node_guid.0);
             clients.push(
                 f.client(node)
                     .unwrap_or_else(|e| panic!("{node}: {e}\n{}", f.logs())),
@@ -279,7 +279,7 @@ const OPENSM_STATUSES: [&str; 83] = [
 fn ibsim_client_facts_and_slots() {
     let Some(fabric) = start() else { return };
     let f = fabric.facts("Hca2").unwrap();
-    assert_eq!(f.node.node_type, 1);
+    assert_eq!(u8::from(f.node.node_type), 1);
     assert_eq!(
         f.node.port_guid, f.node.node_guid,
         "ibsim's NodeInfo.PortGUID is the node GUID"

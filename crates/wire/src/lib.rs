@@ -30,6 +30,7 @@ pub mod packet;
 // Management datagrams.
 pub mod mad;
 pub mod sa;
+pub mod smp;
 
 // Communication Manager.
 pub mod cm;

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::msg::{
-    ClientInfo, CtlType, NodeInfo, PortInfo, SimCtl, SimRequest, DEFAULT_BASENAME,
-    DEFAULT_SERVER_PORT, MAD_LEN, SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
+    ClientInfo, CtlType, SimCtl, SimRequest, DEFAULT_BASENAME, DEFAULT_SERVER_PORT, MAD_LEN,
+    SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
 };
+use ipoib_wire::smp::{NodeInfoRepr, PortInfoRepr};
 
 /// How long a control exchange may take before the server counts as gone.
 pub const CTL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -212,15 +213,15 @@ impl IbsimClient {
     }
 
     /// PortInfo of the attached port (`SIM_CTL_GET_PORTINFO` with port 0).
-    pub fn port_info(&self) -> io::Result<PortInfo> {
+    pub fn port_info(&self) -> io::Result<PortInfoRepr> {
         let b = self.ctl_exchange(CtlType::GetPortInfo, &[0u8; 64])?;
-        PortInfo::parse(&b).ok_or_else(|| bad_answer("GET_PORTINFO"))
+        PortInfoRepr::parse(&b).map_err(|_| bad_answer("GET_PORTINFO"))
     }
 
     /// NodeInfo of the attached node (`SIM_CTL_GET_NODEINFO`).
-    pub fn node_info(&self) -> io::Result<NodeInfo> {
+    pub fn node_info(&self) -> io::Result<NodeInfoRepr> {
         let b = self.ctl_exchange(CtlType::GetNodeInfo, &[0u8; 64])?;
-        NodeInfo::parse(&b).ok_or_else(|| bad_answer("GET_NODEINFO"))
+        NodeInfoRepr::parse(&b).map_err(|_| bad_answer("GET_NODEINFO"))
     }
 
     /// Sends one 256-byte MAD to `dlid`/`dqp` from this client's port and QP. SLID 0 lets ibsim

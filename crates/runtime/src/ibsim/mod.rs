@@ -3,8 +3,9 @@
 //! attached, in particular the real OpenSM running under `ibsim-run`. The differential test of our
 //! subnet administrator against OpenSM (crates/runtime/tests/opensm_diff.rs) is built on it.
 //!
-//! [`msg`] holds the byte layouts (`sim_ctl`, `sim_client_info`, `sim_request`, and the NodeInfo/
-//! PortInfo fields the client reads); [`IbsimClient`] the sockets. ibsim carries no data-plane
+//! [`msg`] holds the byte layouts of ibsim's own messages (`sim_ctl`, `sim_client_info`,
+//! `sim_request`); the NodeInfo and PortInfo attributes they carry are read with
+//! `ipoib_wire::smp`. [`IbsimClient`] holds the sockets. ibsim carries no data-plane
 //! traffic: only whole 256-byte MADs with LIDs and QPs (docs/DEPLOYED.md "ibsim").
 //! [`opensm`] starts ibsim and OpenSM as child processes for the differential test and the
 //! benchmark of OpenSM's SA.
@@ -17,4 +18,3 @@ pub mod msg;
 pub mod opensm;
 
 pub use client::{Endpoint, IbsimClient, SimMad, CTL_TIMEOUT};
-pub use msg::{NodeInfo, PortInfo};

@@ -11,6 +11,9 @@
 //!   MAD it could not deliver), 4 bytes of alignment padding, the MAD length as big-endian `u64`,
 //!   then the 256-byte MAD at offset 32.
 //!
+//! The answers to `SIM_CTL_GET_NODEINFO` and `SIM_CTL_GET_PORTINFO` carry the NodeInfo and PortInfo
+//! attributes in MAD byte order; the client reads them with `ipoib_wire::smp`.
+//!
 //! Invariant: encoders write exactly the C struct's bytes on this host (the server is a C program
 //! on the same machine, or one with the same byte order in UDP mode); decoders never panic on
 //! short or garbled input and answer `None` instead.
@@ -254,110 +257,12 @@ impl SimRequest {
     }
 }
 
-/// The fields of a NodeInfo attribute this client reads (IBA 1 §14.2.5.3), as ibsim returns it for
-/// `SIM_CTL_GET_NODEINFO`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NodeInfo {
-    /// NodeType: 1 channel adapter, 2 switch, 3 router.
-    pub node_type: u8,
-    /// NumPorts.
-    pub num_ports: u8,
-    /// SystemImageGUID.
-    pub system_image_guid: u64,
-    /// NodeGUID.
-    pub node_guid: u64,
-    /// PortGUID. docs/DEPLOYED.md: ibsim's copy for a CA holds the node GUID here; the port GUID
-    /// the
-    /// SM knows (and the GID of the port) is node GUID + port number.
-    pub port_guid: u64,
-    /// PartitionCap.
-    pub partition_cap: u16,
-    /// LocalPortNum.
-    pub local_port_num: u8,
-}
-
-impl NodeInfo {
-    /// Parses the first 40 bytes.
-    pub fn parse(b: &[u8]) -> Option<NodeInfo> {
-        if b.len() < 40 {
-            return None;
-        }
-        Some(NodeInfo {
-            node_type: b[2],
-            num_ports: b[3],
-            system_image_guid: be64(b, 4),
-            node_guid: be64(b, 12),
-            port_guid: be64(b, 20),
-            partition_cap: u16::from_be_bytes([b[28], b[29]]),
-            local_port_num: b[36],
-        })
-    }
-}
-
-/// The fields of a PortInfo attribute this client reads (IBA 1 §14.2.5.6), as ibsim returns it for
-/// `SIM_CTL_GET_PORTINFO` (the first 64 bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortInfo {
-    /// GidPrefix.
-    pub gid_prefix: u64,
-    /// LID (0 until the SM assigned one).
-    pub lid: u16,
-    /// MasterSMLID.
-    pub master_sm_lid: u16,
-    /// CapabilityMask (bit 1 IsSM).
-    pub capability_mask: u32,
-    /// LocalPortNum.
-    pub local_port_num: u8,
-    /// PortState: 1 Down, 2 Init, 3 Armed, 4 Active.
-    pub port_state: u8,
-    /// LMC.
-    pub lmc: u8,
-    /// NeighborMTU (MTU code).
-    pub neighbor_mtu: u8,
-    /// MTUCap (MTU code).
-    pub mtu_cap: u8,
-}
-
-impl PortInfo {
-    /// PortState Active.
-    pub const ACTIVE: u8 = 4;
-
-    /// Parses the first 64 bytes.
-    pub fn parse(b: &[u8]) -> Option<PortInfo> {
-        if b.len() < 64 {
-            return None;
-        }
-        Some(PortInfo {
-            gid_prefix: be64(b, 8),
-            lid: u16::from_be_bytes([b[16], b[17]]),
-            master_sm_lid: u16::from_be_bytes([b[18], b[19]]),
-            capability_mask: be32(b, 20),
-            local_port_num: b[28],
-            port_state: b[32] & 0x0f,
-            lmc: b[34] & 0x07,
-            neighbor_mtu: b[36] >> 4,
-            mtu_cap: b[41] & 0x0f,
-        })
-    }
-
-    /// True once the SM brought the port up: Active with a LID and a master SM.
-    pub fn is_up(&self) -> bool {
-        self.port_state == PortInfo::ACTIVE && self.lid != 0 && self.master_sm_lid != 0
-    }
-}
-
 fn ne32(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
 }
 
 fn be32(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-
-fn be64(b: &[u8], off: usize) -> u64 {
-    let mut v = [0u8; 8];
-    v.copy_from_slice(&b[off..off + 8]);
-    u64::from_be_bytes(v)
 }
 
 #[cfg(test)]
@@ -447,41 +352,5 @@ mod tests {
         .to_bytes();
         b[16..20].copy_from_slice(&110u32.to_be_bytes());
         assert_eq!(SimRequest::parse(&b).unwrap().status, STATUS_UNDELIVERED);
-    }
-
-    #[test]
-    fn port_info_fields() {
-        // IBA 1 §14.2.5.6: LID at 16, MasterSMLID at 18, PortState low nibble of byte 32.
-        let mut b = [0u8; 64];
-        b[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
-        b[16..18].copy_from_slice(&3u16.to_be_bytes());
-        b[18..20].copy_from_slice(&1u16.to_be_bytes());
-        b[28] = 1;
-        b[32] = 0x24;
-        b[36] = 0x50;
-        b[41] = 0x05;
-        let p = PortInfo::parse(&b).unwrap();
-        assert_eq!(p.gid_prefix, 0xfe80_0000_0000_0000);
-        assert_eq!((p.lid, p.master_sm_lid, p.port_state), (3, 1, 4));
-        assert_eq!((p.neighbor_mtu, p.mtu_cap, p.local_port_num), (5, 5, 1));
-        assert!(p.is_up());
-        b[32] = 0x22;
-        assert!(!PortInfo::parse(&b).unwrap().is_up());
-        assert_eq!(PortInfo::parse(&b[..63]), None);
-    }
-
-    #[test]
-    fn node_info_fields() {
-        // IBA 1 §14.2.5.3: NodeType 2, NumPorts 3, SystemImageGUID 4, NodeGUID 12, PortGUID 20.
-        let mut b = [0u8; 64];
-        b[2] = 1;
-        b[3] = 1;
-        b[12..20].copy_from_slice(&0x100002u64.to_be_bytes());
-        b[20..28].copy_from_slice(&0x100002u64.to_be_bytes());
-        b[36] = 1;
-        let n = NodeInfo::parse(&b).unwrap();
-        assert_eq!((n.node_type, n.num_ports, n.local_port_num), (1, 1, 1));
-        assert_eq!((n.node_guid, n.port_guid), (0x100002, 0x100002));
-        assert_eq!(NodeInfo::parse(&b[..39]), None);
     }
 }

@@ -17,7 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Endpoint, IbsimClient, NodeInfo, PortInfo};
+use super::{Endpoint, IbsimClient};
+use ipoib_wire::smp::{NodeInfoRepr, PortInfoRepr, SmpMad, SmpMadRepr, SMP_DATA_LEN};
 
 /// How long ibsim may take to listen.
 pub const IBSIM_START: Duration = Duration::from_secs(10);
@@ -142,10 +143,11 @@ pub struct Fabric {
 #[derive(Debug, Clone, Copy)]
 pub struct NodeFacts {
     /// NodeInfo as ibsim returns it.
-    pub node: NodeInfo,
+    pub node: NodeInfoRepr,
     /// PortInfo of the client's port.
-    pub port: PortInfo,
-    /// The port GUID OpenSM knows: node GUID + port number (docs/DEPLOYED.md).
+    pub port: PortInfoRepr,
+    /// The port GUID OpenSM knows: node GUID + port number (docs/DEPLOYED.md: ibsim's NodeInfo of a
+    /// CA holds the node GUID as PortGUID).
     pub port_guid: u64,
 }
 
@@ -316,7 +318,7 @@ impl Fabric {
         Ok(NodeFacts {
             node,
             port,
-            port_guid: node.node_guid + u64::from(port.local_port_num),
+            port_guid: node.node_guid.0 + u64::from(port.local_port_num),
         })
     }
 
@@ -455,29 +457,27 @@ impl Drop for Fabric {
 
 /// [`Fabric::smp_get`] through an existing QP0 client ([`Fabric::smp_client`]), waiting at most
 /// 3 s for the answer.
-pub fn smp_get_on(c: &IbsimClient, dlid: u16, attr: u16, modifier: u32) -> io::Result<[u8; 64]> {
+pub fn smp_get_on(
+    c: &IbsimClient,
+    dlid: u16,
+    attr: u16,
+    modifier: u32,
+) -> io::Result<[u8; SMP_DATA_LEN]> {
     static NEXT_TID: AtomicU32 = AtomicU32::new(1);
-    let mut mad = [0u8; 256];
-    mad[0] = 1; // BaseVersion
-    mad[1] = 0x01; // SubnMgt, LID routed
-    mad[2] = 1; // ClassVersion
-    mad[3] = 0x01; // Get
     let tid = 0x5300_0000 | u64::from(NEXT_TID.fetch_add(1, Ordering::Relaxed));
-    mad[8..16].copy_from_slice(&tid.to_be_bytes());
-    mad[16..18].copy_from_slice(&attr.to_be_bytes());
-    mad[20..24].copy_from_slice(&modifier.to_be_bytes());
-    let resp = c.request(dlid, 0, &mad, Duration::from_secs(3))?;
-    let (Some(st), Some(data)) = (resp.get(4..6), resp.get(64..128)) else {
+    let get = SmpMadRepr::lid_routed_get(tid, attr, modifier);
+    let resp = c.request(dlid, 0, &get.to_bytes(), Duration::from_secs(3))?;
+    let Ok(m) = SmpMad::new_checked(&resp[..]) else {
         return Err(io::Error::other("short SMP response"));
     };
-    let status = u16::from_be_bytes([st[0], st[1]]);
+    let status = m.mad().status().0;
     if status != 0 {
         return Err(io::Error::other(format!(
             "SMP attr {attr:#x} mod {modifier} to LID {dlid}: status {status:#x}"
         )));
     }
-    let mut out = [0u8; 64];
-    out.copy_from_slice(data);
+    let mut out = [0u8; SMP_DATA_LEN];
+    out.copy_from_slice(m.smp_data());
     Ok(out)
 }
 

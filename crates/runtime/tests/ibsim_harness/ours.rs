@@ -18,16 +18,15 @@ use ipoib_proto::rng::Rng;
 use ipoib_proto::sa::{SaServer, SaServerConfig};
 use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
 use ipoib_proto::time::Instant;
+use ipoib_wire::mad::attr::smp::{
+    LINEAR_FORWARDING_TABLE as LFT, NODE_INFO, PORT_INFO, SWITCH_INFO,
+};
+use ipoib_wire::smp::{LftBlockRepr, NodeInfoRepr, NodeType, PortInfoRepr, SwitchInfoRepr};
 use ipoib_wire::{Gid, Guid};
 use std::time::Duration;
 
 use super::mcr::Sa;
 use super::Fabric;
-
-const NODE_INFO: u16 = 0x0011;
-const SWITCH_INFO: u16 = 0x0012;
-const PORT_INFO: u16 = 0x0015;
-const LFT: u16 = 0x0019;
 
 /// Our SA plus who the requesters are.
 pub struct OurSa {
@@ -71,14 +70,11 @@ fn rate_code(width: u8, speed: u8) -> Option<u8> {
 
 /// (LID, LMC, MTU code, rate code) from PortInfo data.
 fn port_props(pi: &[u8; 64]) -> Result<(u16, u8, u8, u8), String> {
-    let lid = u16::from_be_bytes([pi[16], pi[17]]);
-    let lmc = pi[34] & 0x07;
-    let width = pi[31];
-    let speed = pi[35] >> 4;
-    let mtu = pi[36] >> 4;
+    let p = PortInfoRepr::parse(pi).map_err(|e| format!("PortInfo: {e}"))?;
+    let (width, speed) = (p.link_width_active, p.link_speed_active);
     let rate = rate_code(width, speed)
         .ok_or_else(|| format!("PortInfo: width {width:#x} speed {speed:#x} not expected"))?;
-    Ok((lid, lmc, mtu, rate))
+    Ok((p.lid, p.lmc, u8::from(p.neighbor_mtu), rate))
 }
 
 impl OurSa {
@@ -116,7 +112,7 @@ impl OurSa {
                 is_sm: node == fabric.sm_node,
             });
             ports.push(CaPort {
-                node_guid: Guid(f.node.node_guid),
+                node_guid: f.node.node_guid,
                 port_guid,
                 port_num: f.port.local_port_num,
                 lid,
@@ -139,21 +135,28 @@ impl OurSa {
         let ni = fabric
             .smp_get(first, sw_lid, NODE_INFO, 0)
             .map_err(|x| e("switch NodeInfo", x))?;
-        if ni[2] != 2 {
-            return Err(format!("LID {sw_lid} is not a switch (type {})", ni[2]));
+        let ni = NodeInfoRepr::parse(&ni).map_err(|x| format!("switch NodeInfo: {x}"))?;
+        if ni.node_type != NodeType::Switch {
+            return Err(format!(
+                "LID {sw_lid} is not a switch (type {})",
+                u8::from(ni.node_type)
+            ));
         }
-        let nports = ni[3];
-        let sw_guid = u64::from_be_bytes(ni[12..20].try_into().unwrap_or_default());
+        let nports = ni.num_ports;
+        let sw_guid = ni.node_guid;
         let si = fabric
             .smp_get(first, sw_lid, SWITCH_INFO, 0)
             .map_err(|x| e("SwitchInfo", x))?;
-        let top = u16::from_be_bytes([si[6], si[7]]);
+        let top = SwitchInfoRepr::parse(&si)
+            .map_err(|x| format!("SwitchInfo: {x}"))?
+            .linear_fdb_top;
         let mut lft = Vec::new();
         for block in 0..=u32::from(top / 64) {
             let b = fabric
                 .smp_get(first, sw_lid, LFT, block)
                 .map_err(|x| e("LinearForwardingTable", x))?;
-            lft.extend_from_slice(&b);
+            let b = LftBlockRepr::parse(&b).map_err(|x| format!("LinearForwardingTable: {x}"))?;
+            lft.extend_from_slice(&b.ports);
         }
         let mut sw_ports = vec![SwitchPort::default(); usize::from(nports) + 1];
         for (i, p) in ports.iter_mut().enumerate() {
@@ -180,7 +183,7 @@ impl OurSa {
             sm_lid: fabric.sm_lid,
             ports,
             switches: vec![SwitchNode {
-                guid: Guid(sw_guid),
+                guid: sw_guid,
                 lid: sw_lid,
                 ports: sw_ports,
                 lft,

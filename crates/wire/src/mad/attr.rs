@@ -1,5 +1,6 @@
 //! Attribute identifiers of the classes this project speaks (IBA 1 §13.4.8 common attributes,
-//! §15.2.5 Table 190 SA attributes, §12.6 Table 98 CM messages), and their names for `ipoib decode`.
+//! §14.2.5 SMP attributes, §15.2.5 Table 190 SA attributes, §12.6 Table 98 CM messages),
+//! and their names for `ipoib decode`.
 
 use super::codes::MgmtClass;
 
@@ -9,6 +10,69 @@ pub const CLASS_PORT_INFO: u16 = 0x0001;
 pub const NOTICE: u16 = 0x0002;
 /// InformInfo (IBA 1 §13.4.8.3).
 pub const INFORM_INFO: u16 = 0x0003;
+
+/// Subnet management attributes, carried by SMPs on QP0 (IBA 1 §14.2.5; OpenSM
+/// `IB_MAD_ATTR_*`).
+pub mod smp {
+    /// ClassPortInfo.
+    pub const CLASS_PORT_INFO: u16 = 0x0001;
+    /// Notice.
+    pub const NOTICE: u16 = 0x0002;
+    /// InformInfo.
+    pub const INFORM_INFO: u16 = 0x0003;
+    /// NodeDescription (IBA 1 §14.2.5.2).
+    pub const NODE_DESCRIPTION: u16 = 0x0010;
+    /// NodeInfo (IBA 1 §14.2.5.3).
+    pub const NODE_INFO: u16 = 0x0011;
+    /// SwitchInfo (IBA 1 §14.2.5.4).
+    pub const SWITCH_INFO: u16 = 0x0012;
+    /// GUIDInfo (IBA 1 §14.2.5.5).
+    pub const GUID_INFO: u16 = 0x0014;
+    /// PortInfo (IBA 1 §14.2.5.6).
+    pub const PORT_INFO: u16 = 0x0015;
+    /// P_KeyTable (IBA 1 §14.2.5.7).
+    pub const P_KEY_TABLE: u16 = 0x0016;
+    /// SLtoVLMappingTable (IBA 1 §14.2.5.8).
+    pub const SL_TO_VL_MAPPING_TABLE: u16 = 0x0017;
+    /// VLArbitrationTable (IBA 1 §14.2.5.9).
+    pub const VL_ARBITRATION_TABLE: u16 = 0x0018;
+    /// LinearForwardingTable (IBA 1 §14.2.5.10).
+    pub const LINEAR_FORWARDING_TABLE: u16 = 0x0019;
+    /// RandomForwardingTable (IBA 1 §14.2.5.11).
+    pub const RANDOM_FORWARDING_TABLE: u16 = 0x001a;
+    /// MulticastForwardingTable (IBA 1 §14.2.5.12).
+    pub const MULTICAST_FORWARDING_TABLE: u16 = 0x001b;
+    /// SMInfo (IBA 1 §14.2.5.13).
+    pub const SM_INFO: u16 = 0x0020;
+    /// VendorDiag (IBA 1 §14.2.5.14).
+    pub const VENDOR_DIAG: u16 = 0x0030;
+    /// LedInfo (IBA 1 §14.2.5.15).
+    pub const LED_INFO: u16 = 0x0031;
+
+    /// The attribute's name ("Unknown" if not listed).
+    pub fn name(id: u16) -> &'static str {
+        match id {
+            CLASS_PORT_INFO => "ClassPortInfo",
+            NOTICE => "Notice",
+            INFORM_INFO => "InformInfo",
+            NODE_DESCRIPTION => "NodeDescription",
+            NODE_INFO => "NodeInfo",
+            SWITCH_INFO => "SwitchInfo",
+            GUID_INFO => "GUIDInfo",
+            PORT_INFO => "PortInfo",
+            P_KEY_TABLE => "P_KeyTable",
+            SL_TO_VL_MAPPING_TABLE => "SLtoVLMappingTable",
+            VL_ARBITRATION_TABLE => "VLArbitrationTable",
+            LINEAR_FORWARDING_TABLE => "LinearForwardingTable",
+            RANDOM_FORWARDING_TABLE => "RandomForwardingTable",
+            MULTICAST_FORWARDING_TABLE => "MulticastForwardingTable",
+            SM_INFO => "SMInfo",
+            VENDOR_DIAG => "VendorDiag",
+            LED_INFO => "LedInfo",
+            _ => "Unknown",
+        }
+    }
+}
 
 /// Subnet administration attributes (IBA 1 §15.2.5 Table 190; OpenSM `IB_MAD_ATTR_*`).
 pub mod sa {
@@ -137,6 +201,7 @@ pub mod cm {
 /// The name of attribute `id` in management class `class` ("Unknown" if not known).
 pub fn name(class: MgmtClass, id: u16) -> &'static str {
     match class {
+        MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute => smp::name(id),
         MgmtClass::SubnAdm => sa::name(id),
         MgmtClass::ComMgt => cm::name(id),
         _ => match id {
@@ -152,9 +217,12 @@ pub fn name(class: MgmtClass, id: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    // IBA 1 §15.2.5, IBA 1 §12.6
+    // IBA 1 §14.2.5, IBA 1 §15.2.5, IBA 1 §12.6
     #[test]
     fn names_by_class() {
+        assert_eq!(name(MgmtClass::SubnLid, 0x0011), "NodeInfo");
+        assert_eq!(name(MgmtClass::SubnDirectedRoute, 0x0015), "PortInfo");
+        assert_eq!(name(MgmtClass::SubnLid, 0x001b), "MulticastForwardingTable");
         assert_eq!(name(MgmtClass::SubnAdm, 0x0035), "PathRecord");
         assert_eq!(name(MgmtClass::SubnAdm, 0x0038), "MCMemberRecord");
         assert_eq!(name(MgmtClass::ComMgt, 0x0010), "REQ");

@@ -1,0 +1,930 @@
+//! PortInfo (IBA 1 §14.2.5.6), the 64 bytes of SMP data (1.3 layout):
+//!
+//! ```text
+//! 0  M_Key(64)
+//! 8  GidPrefix(64)
+//! 16 LID(16)                     | MasterSMLID(16)
+//! 20 CapabilityMask(32)
+//! 24 DiagCode(16)                | M_KeyLeasePeriod(16)
+//! 28 LocalPortNum | LinkWidthEnabled | LinkWidthSupported | LinkWidthActive
+//! 32 LinkSpeedSupported(4) PortState(4) | PortPhysicalState(4) LinkDownDefaultState(4)
+//!    | M_KeyProtectBits(2) Reserved(3) LMC(3) | LinkSpeedActive(4) LinkSpeedEnabled(4)
+//! 36 NeighborMTU(4) MasterSMSL(4) | VLCap(4) InitType(4) | VLHighLimit | VLArbitrationHighCap
+//! 40 VLArbitrationLowCap | InitTypeReply(4) MTUCap(4) | VLStallCount(3) HOQLife(5)
+//!    | OperationalVLs(4) PartitionEnforcementInbound(1) PartitionEnforcementOutbound(1)
+//!      FilterRawInbound(1) FilterRawOutbound(1)
+//! 44 M_KeyViolations(16)         | P_KeyViolations(16)
+//! 48 Q_KeyViolations(16)         | GUIDCap | ClientReregister(1)
+//!    MulticastPKeyTrapSuppressionEnabled(1) Reserved(1) SubnetTimeOut(5)
+//! 52 Reserved(3) RespTimeValue(5) | LocalPhyErrors(4) OverrunErrors(4) | MaxCreditHint(16)
+//! 56 Reserved(8) LinkRoundTripLatency(24)
+//! 60 CapabilityMask2(16)         | LinkSpeedExtActive(4) LinkSpeedExtSupported(4)
+//!    | Reserved(3) LinkSpeedExtEnabled(5)
+//! ```
+//!
+//! Layout checked against OpenSM `ib_port_info_t` and wireshark's `parse_PortInfo` (which stops at
+//! LinkRoundTripLatency). MTUs use the encoding of [`Mtu`]; widths and speeds are bit masks, kept as
+//! sent.
+
+use crate::describe::{Describe, Describer, Value};
+use crate::mad::code_enum;
+use crate::sa::Mtu;
+use crate::types::{be16, be24, be32, be64, put16, put24, put32, put64};
+use crate::Result;
+
+mod field {
+    pub const M_KEY: usize = 0;
+    pub const GID_PREFIX: usize = 8;
+    pub const LID: usize = 16;
+    pub const MASTER_SM_LID: usize = 18;
+    pub const CAPABILITY_MASK: usize = 20;
+    pub const DIAG_CODE: usize = 24;
+    pub const M_KEY_LEASE_PERIOD: usize = 26;
+    pub const LOCAL_PORT_NUM: usize = 28;
+    pub const LINK_WIDTH_ENABLED: usize = 29;
+    pub const LINK_WIDTH_SUPPORTED: usize = 30;
+    pub const LINK_WIDTH_ACTIVE: usize = 31;
+    /// LinkSpeedSupported(4) | PortState(4).
+    pub const SPEED_SUPPORTED_STATE: usize = 32;
+    /// PortPhysicalState(4) | LinkDownDefaultState(4).
+    pub const PHYS_STATE: usize = 33;
+    /// M_KeyProtectBits(2) | Reserved(3) | LMC(3).
+    pub const PROTECT_LMC: usize = 34;
+    /// LinkSpeedActive(4) | LinkSpeedEnabled(4).
+    pub const SPEED_ACTIVE_ENABLED: usize = 35;
+    /// NeighborMTU(4) | MasterSMSL(4).
+    pub const NEIGHBOR_MTU_SM_SL: usize = 36;
+    /// VLCap(4) | InitType(4).
+    pub const VL_CAP_INIT_TYPE: usize = 37;
+    pub const VL_HIGH_LIMIT: usize = 38;
+    pub const VL_ARB_HIGH_CAP: usize = 39;
+    pub const VL_ARB_LOW_CAP: usize = 40;
+    /// InitTypeReply(4) | MTUCap(4).
+    pub const INIT_TYPE_REPLY_MTU_CAP: usize = 41;
+    /// VLStallCount(3) | HOQLife(5).
+    pub const STALL_HOQ: usize = 42;
+    /// OperationalVLs(4) | four enforcement and filter bits.
+    pub const OP_VLS_ENFORCEMENT: usize = 43;
+    pub const M_KEY_VIOLATIONS: usize = 44;
+    pub const P_KEY_VIOLATIONS: usize = 46;
+    pub const Q_KEY_VIOLATIONS: usize = 48;
+    pub const GUID_CAP: usize = 50;
+    /// ClientReregister(1) | MulticastPKeyTrapSuppressionEnabled(1) | Reserved(1) |
+    /// SubnetTimeOut(5).
+    pub const REREG_TIMEOUT: usize = 51;
+    /// Reserved(3) | RespTimeValue(5).
+    pub const RESP_TIME_VALUE: usize = 52;
+    /// LocalPhyErrors(4) | OverrunErrors(4).
+    pub const ERROR_THRESHOLDS: usize = 53;
+    pub const MAX_CREDIT_HINT: usize = 54;
+    /// Reserved(8) | LinkRoundTripLatency(24).
+    pub const RESERVED_LATENCY: usize = 56;
+    pub const LINK_ROUND_TRIP_LATENCY: usize = 57;
+    pub const CAPABILITY_MASK2: usize = 60;
+    /// LinkSpeedExtActive(4) | LinkSpeedExtSupported(4).
+    pub const SPEED_EXT: usize = 62;
+    /// Reserved(3) | LinkSpeedExtEnabled(5).
+    pub const SPEED_EXT_ENABLED: usize = 63;
+    pub const LEN: usize = 64;
+}
+
+/// CapabilityMask bits (IBA 1 §14.2.5.6; OpenSM `IB_PORT_CAP_*`, wireshark's names).
+pub mod cap_mask {
+    /// IsSM: an SM runs behind this port.
+    pub const IS_SM: u32 = 1 << 1;
+    /// IsNoticeSupported.
+    pub const IS_NOTICE_SUPPORTED: u32 = 1 << 2;
+    /// IsTrapSupported.
+    pub const IS_TRAP_SUPPORTED: u32 = 1 << 3;
+    /// IsOptionalIPDSupported.
+    pub const IS_OPTIONAL_IPD_SUPPORTED: u32 = 1 << 4;
+    /// IsAutomaticMigrationSupported.
+    pub const IS_AUTOMATIC_MIGRATION_SUPPORTED: u32 = 1 << 5;
+    /// IsSLMappingSupported.
+    pub const IS_SL_MAPPING_SUPPORTED: u32 = 1 << 6;
+    /// IsM_KeyNVRAM.
+    pub const IS_M_KEY_NVRAM: u32 = 1 << 7;
+    /// IsP_KeyNVRAM.
+    pub const IS_P_KEY_NVRAM: u32 = 1 << 8;
+    /// IsLEDInfoSupported.
+    pub const IS_LED_INFO_SUPPORTED: u32 = 1 << 9;
+    /// IsSMdisabled.
+    pub const IS_SM_DISABLED: u32 = 1 << 10;
+    /// IsSystemImageGUIDSupported.
+    pub const IS_SYSTEM_IMAGE_GUID_SUPPORTED: u32 = 1 << 11;
+    /// IsP_KeySwitchExternalPortTrapSupported.
+    pub const IS_P_KEY_SWITCH_EXTERNAL_PORT_TRAP_SUPPORTED: u32 = 1 << 12;
+    /// IsCommunicationManagementSupported.
+    pub const IS_COMMUNICATION_MANAGEMENT_SUPPORTED: u32 = 1 << 16;
+    /// IsSNMPTunnelingSupported.
+    pub const IS_SNMP_TUNNELING_SUPPORTED: u32 = 1 << 17;
+    /// IsReinitSupported.
+    pub const IS_REINIT_SUPPORTED: u32 = 1 << 18;
+    /// IsDeviceManagementSupported.
+    pub const IS_DEVICE_MANAGEMENT_SUPPORTED: u32 = 1 << 19;
+    /// IsVendorClassSupported.
+    pub const IS_VENDOR_CLASS_SUPPORTED: u32 = 1 << 20;
+    /// IsDRNoticeSupported.
+    pub const IS_DR_NOTICE_SUPPORTED: u32 = 1 << 21;
+    /// IsCapabilityMaskNoticeSupported.
+    pub const IS_CAPABILITY_MASK_NOTICE_SUPPORTED: u32 = 1 << 22;
+    /// IsBootManagementSupported.
+    pub const IS_BOOT_MANAGEMENT_SUPPORTED: u32 = 1 << 23;
+    /// IsLinkRoundTripLatencySupported.
+    pub const IS_LINK_ROUND_TRIP_LATENCY_SUPPORTED: u32 = 1 << 24;
+    /// IsClientReregistrationSupported.
+    pub const IS_CLIENT_REREGISTRATION_SUPPORTED: u32 = 1 << 25;
+    /// IsOtherLocalChangesNoticeSupported.
+    pub const IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED: u32 = 1 << 26;
+    /// IsLinkSpeedWidthPairsTableSupported.
+    pub const IS_LINK_SPEED_WIDTH_PAIRS_TABLE_SUPPORTED: u32 = 1 << 27;
+}
+
+code_enum! {
+    /// PortState (IBA 1 §14.2.5.6, §7.2). Unknown values are kept.
+    pub enum PortState(u8) {
+        /// No state change (in a SubnSet; never in a response).
+        NoStateChange = 0 => "NoStateChange",
+        /// Down (includes failed links).
+        Down = 1 => "Down",
+        /// Initialize.
+        Init = 2 => "Init",
+        /// Armed.
+        Armed = 3 => "Armed",
+        /// Active.
+        Active = 4 => "Active",
+    }
+}
+
+code_enum! {
+    /// PortPhysicalState (IBA 1 §14.2.5.6, §5.6.2). Unknown values are kept.
+    pub enum PortPhysState(u8) {
+        /// No state change (in a SubnSet).
+        NoStateChange = 0 => "NoStateChange",
+        /// Sleep.
+        Sleep = 1 => "Sleep",
+        /// Polling.
+        Polling = 2 => "Polling",
+        /// Disabled.
+        Disabled = 3 => "Disabled",
+        /// PortConfigurationTraining.
+        PortConfigurationTraining = 4 => "PortConfigurationTraining",
+        /// LinkUp.
+        LinkUp = 5 => "LinkUp",
+        /// LinkErrorRecovery.
+        LinkErrorRecovery = 6 => "LinkErrorRecovery",
+        /// PhyTest.
+        PhyTest = 7 => "PhyTest",
+    }
+}
+
+fixed_view! {
+    /// A zero-copy view of a PortInfo attribute.
+    #[derive(Debug, Clone)]
+    pub struct PortInfo;
+    /// `Err(Truncated)` if shorter than 64 bytes.
+    fn check_len(min = field::LEN);
+    /// Size of the attribute.
+    pub const LEN;
+    fn b;
+}
+
+/// The high nibble of `b`.
+fn hi(b: u8) -> u8 {
+    b >> 4
+}
+
+/// The low nibble of `b`.
+fn lo(b: u8) -> u8 {
+    b & 0x0f
+}
+
+/// `h` and `l` (4 bits each) as one byte.
+fn nibbles(h: u8, l: u8) -> u8 {
+    (h << 4) | (l & 0x0f)
+}
+
+impl<T: AsRef<[u8]>> PortInfo<T> {
+    fn byte(&self, at: usize) -> u8 {
+        self.b()[at]
+    }
+    /// M_Key.
+    pub fn m_key(&self) -> u64 {
+        be64(self.b(), field::M_KEY)
+    }
+    /// GidPrefix: the subnet prefix of the port's GIDs.
+    pub fn gid_prefix(&self) -> u64 {
+        be64(self.b(), field::GID_PREFIX)
+    }
+    /// LID: the base LID (0 until the SM assigns one).
+    pub fn lid(&self) -> u16 {
+        be16(self.b(), field::LID)
+    }
+    /// MasterSMLID: where SA requests go.
+    pub fn master_sm_lid(&self) -> u16 {
+        be16(self.b(), field::MASTER_SM_LID)
+    }
+    /// CapabilityMask (bits in [`cap_mask`]).
+    pub fn capability_mask(&self) -> u32 {
+        be32(self.b(), field::CAPABILITY_MASK)
+    }
+    /// DiagCode.
+    pub fn diag_code(&self) -> u16 {
+        be16(self.b(), field::DIAG_CODE)
+    }
+    /// M_KeyLeasePeriod (seconds).
+    pub fn m_key_lease_period(&self) -> u16 {
+        be16(self.b(), field::M_KEY_LEASE_PERIOD)
+    }
+    /// LocalPortNum: the port the SMP was received on.
+    pub fn local_port_num(&self) -> u8 {
+        self.byte(field::LOCAL_PORT_NUM)
+    }
+    /// LinkWidthEnabled (bit mask: 1 1x, 2 4x, 4 8x, 8 12x).
+    pub fn link_width_enabled(&self) -> u8 {
+        self.byte(field::LINK_WIDTH_ENABLED)
+    }
+    /// LinkWidthSupported (bit mask).
+    pub fn link_width_supported(&self) -> u8 {
+        self.byte(field::LINK_WIDTH_SUPPORTED)
+    }
+    /// LinkWidthActive (one bit).
+    pub fn link_width_active(&self) -> u8 {
+        self.byte(field::LINK_WIDTH_ACTIVE)
+    }
+    /// LinkSpeedSupported (4 bits, mask: 1 2.5, 2 5, 4 10 Gb/s per lane).
+    pub fn link_speed_supported(&self) -> u8 {
+        hi(self.byte(field::SPEED_SUPPORTED_STATE))
+    }
+    /// PortState.
+    pub fn port_state(&self) -> PortState {
+        PortState::from(lo(self.byte(field::SPEED_SUPPORTED_STATE)))
+    }
+    /// PortPhysicalState.
+    pub fn port_phys_state(&self) -> PortPhysState {
+        PortPhysState::from(hi(self.byte(field::PHYS_STATE)))
+    }
+    /// LinkDownDefaultState (4 bits).
+    pub fn link_down_default_state(&self) -> u8 {
+        lo(self.byte(field::PHYS_STATE))
+    }
+    /// M_KeyProtectBits (2 bits).
+    pub fn m_key_protect_bits(&self) -> u8 {
+        self.byte(field::PROTECT_LMC) >> 6
+    }
+    /// LMC (3 bits): 2^LMC LIDs from the base LID.
+    pub fn lmc(&self) -> u8 {
+        self.byte(field::PROTECT_LMC) & 0x07
+    }
+    /// LinkSpeedActive (4 bits).
+    pub fn link_speed_active(&self) -> u8 {
+        hi(self.byte(field::SPEED_ACTIVE_ENABLED))
+    }
+    /// LinkSpeedEnabled (4 bits).
+    pub fn link_speed_enabled(&self) -> u8 {
+        lo(self.byte(field::SPEED_ACTIVE_ENABLED))
+    }
+    /// NeighborMTU: the active MTU of the link.
+    pub fn neighbor_mtu(&self) -> Mtu {
+        Mtu::from(hi(self.byte(field::NEIGHBOR_MTU_SM_SL)))
+    }
+    /// MasterSMSL (4 bits): the SL to the master SM.
+    pub fn master_sm_sl(&self) -> u8 {
+        lo(self.byte(field::NEIGHBOR_MTU_SM_SL))
+    }
+    /// VLCap (4 bits).
+    pub fn vl_cap(&self) -> u8 {
+        hi(self.byte(field::VL_CAP_INIT_TYPE))
+    }
+    /// InitType (4 bits).
+    pub fn init_type(&self) -> u8 {
+        lo(self.byte(field::VL_CAP_INIT_TYPE))
+    }
+    /// VLHighLimit.
+    pub fn vl_high_limit(&self) -> u8 {
+        self.byte(field::VL_HIGH_LIMIT)
+    }
+    /// VLArbitrationHighCap.
+    pub fn vl_arbitration_high_cap(&self) -> u8 {
+        self.byte(field::VL_ARB_HIGH_CAP)
+    }
+    /// VLArbitrationLowCap.
+    pub fn vl_arbitration_low_cap(&self) -> u8 {
+        self.byte(field::VL_ARB_LOW_CAP)
+    }
+    /// InitTypeReply (4 bits).
+    pub fn init_type_reply(&self) -> u8 {
+        hi(self.byte(field::INIT_TYPE_REPLY_MTU_CAP))
+    }
+    /// MTUCap: the largest MTU the port supports.
+    pub fn mtu_cap(&self) -> Mtu {
+        Mtu::from(lo(self.byte(field::INIT_TYPE_REPLY_MTU_CAP)))
+    }
+    /// VLStallCount (3 bits).
+    pub fn vl_stall_count(&self) -> u8 {
+        self.byte(field::STALL_HOQ) >> 5
+    }
+    /// HOQLife (5 bits).
+    pub fn hoq_life(&self) -> u8 {
+        self.byte(field::STALL_HOQ) & 0x1f
+    }
+    /// OperationalVLs (4 bits).
+    pub fn operational_vls(&self) -> u8 {
+        hi(self.byte(field::OP_VLS_ENFORCEMENT))
+    }
+    /// PartitionEnforcementInbound.
+    pub fn partition_enforcement_inbound(&self) -> bool {
+        self.byte(field::OP_VLS_ENFORCEMENT) & 0x08 != 0
+    }
+    /// PartitionEnforcementOutbound.
+    pub fn partition_enforcement_outbound(&self) -> bool {
+        self.byte(field::OP_VLS_ENFORCEMENT) & 0x04 != 0
+    }
+    /// FilterRawInbound.
+    pub fn filter_raw_inbound(&self) -> bool {
+        self.byte(field::OP_VLS_ENFORCEMENT) & 0x02 != 0
+    }
+    /// FilterRawOutbound.
+    pub fn filter_raw_outbound(&self) -> bool {
+        self.byte(field::OP_VLS_ENFORCEMENT) & 0x01 != 0
+    }
+    /// M_KeyViolations.
+    pub fn m_key_violations(&self) -> u16 {
+        be16(self.b(), field::M_KEY_VIOLATIONS)
+    }
+    /// P_KeyViolations.
+    pub fn p_key_violations(&self) -> u16 {
+        be16(self.b(), field::P_KEY_VIOLATIONS)
+    }
+    /// Q_KeyViolations.
+    pub fn q_key_violations(&self) -> u16 {
+        be16(self.b(), field::Q_KEY_VIOLATIONS)
+    }
+    /// GUIDCap: GUIDs of the port.
+    pub fn guid_cap(&self) -> u8 {
+        self.byte(field::GUID_CAP)
+    }
+    /// ClientReregister: the SM asks the port's clients to register again.
+    pub fn client_reregister(&self) -> bool {
+        self.byte(field::REREG_TIMEOUT) & 0x80 != 0
+    }
+    /// MulticastPKeyTrapSuppressionEnabled.
+    pub fn multicast_pkey_trap_suppression_enabled(&self) -> bool {
+        self.byte(field::REREG_TIMEOUT) & 0x40 != 0
+    }
+    /// SubnetTimeOut (5 bits).
+    pub fn subnet_timeout(&self) -> u8 {
+        self.byte(field::REREG_TIMEOUT) & 0x1f
+    }
+    /// RespTimeValue (5 bits).
+    pub fn resp_time_value(&self) -> u8 {
+        self.byte(field::RESP_TIME_VALUE) & 0x1f
+    }
+    /// LocalPhyErrors (4 bits).
+    pub fn local_phy_errors(&self) -> u8 {
+        hi(self.byte(field::ERROR_THRESHOLDS))
+    }
+    /// OverrunErrors (4 bits).
+    pub fn overrun_errors(&self) -> u8 {
+        lo(self.byte(field::ERROR_THRESHOLDS))
+    }
+    /// MaxCreditHint.
+    pub fn max_credit_hint(&self) -> u16 {
+        be16(self.b(), field::MAX_CREDIT_HINT)
+    }
+    /// LinkRoundTripLatency (24 bits).
+    pub fn link_round_trip_latency(&self) -> u32 {
+        be24(self.b(), field::LINK_ROUND_TRIP_LATENCY)
+    }
+    /// CapabilityMask2.
+    pub fn capability_mask2(&self) -> u16 {
+        be16(self.b(), field::CAPABILITY_MASK2)
+    }
+    /// LinkSpeedExtActive (4 bits).
+    pub fn link_speed_ext_active(&self) -> u8 {
+        hi(self.byte(field::SPEED_EXT))
+    }
+    /// LinkSpeedExtSupported (4 bits).
+    pub fn link_speed_ext_supported(&self) -> u8 {
+        lo(self.byte(field::SPEED_EXT))
+    }
+    /// LinkSpeedExtEnabled (5 bits).
+    pub fn link_speed_ext_enabled(&self) -> u8 {
+        self.byte(field::SPEED_EXT_ENABLED) & 0x1f
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> PortInfo<T> {
+    fn m(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+    /// Sets M_Key.
+    pub fn set_m_key(&mut self, v: u64) {
+        put64(self.m(), field::M_KEY, v);
+    }
+    /// Sets GidPrefix.
+    pub fn set_gid_prefix(&mut self, v: u64) {
+        put64(self.m(), field::GID_PREFIX, v);
+    }
+    /// Sets LID.
+    pub fn set_lid(&mut self, v: u16) {
+        put16(self.m(), field::LID, v);
+    }
+    /// Sets MasterSMLID.
+    pub fn set_master_sm_lid(&mut self, v: u16) {
+        put16(self.m(), field::MASTER_SM_LID, v);
+    }
+    /// Sets CapabilityMask.
+    pub fn set_capability_mask(&mut self, v: u32) {
+        put32(self.m(), field::CAPABILITY_MASK, v);
+    }
+    /// Sets DiagCode.
+    pub fn set_diag_code(&mut self, v: u16) {
+        put16(self.m(), field::DIAG_CODE, v);
+    }
+    /// Sets M_KeyLeasePeriod.
+    pub fn set_m_key_lease_period(&mut self, v: u16) {
+        put16(self.m(), field::M_KEY_LEASE_PERIOD, v);
+    }
+    /// Sets LocalPortNum.
+    pub fn set_local_port_num(&mut self, v: u8) {
+        self.m()[field::LOCAL_PORT_NUM] = v;
+    }
+    /// Sets LinkWidthEnabled, LinkWidthSupported and LinkWidthActive.
+    pub fn set_link_width(&mut self, enabled: u8, supported: u8, active: u8) {
+        self.m()[field::LINK_WIDTH_ENABLED] = enabled;
+        self.m()[field::LINK_WIDTH_SUPPORTED] = supported;
+        self.m()[field::LINK_WIDTH_ACTIVE] = active;
+    }
+    /// Sets LinkSpeedSupported (4 bits) and PortState.
+    pub fn set_speed_supported_and_state(&mut self, supported: u8, state: PortState) {
+        self.m()[field::SPEED_SUPPORTED_STATE] = nibbles(supported, state.into());
+    }
+    /// Sets PortPhysicalState and LinkDownDefaultState (4 bits).
+    pub fn set_phys_state(&mut self, phys: PortPhysState, link_down_default: u8) {
+        self.m()[field::PHYS_STATE] = nibbles(phys.into(), link_down_default);
+    }
+    /// Sets M_KeyProtectBits (2 bits) and LMC (3 bits), the reserved bits between them zero.
+    pub fn set_protect_bits_and_lmc(&mut self, protect: u8, lmc: u8) {
+        self.m()[field::PROTECT_LMC] = (protect << 6) | (lmc & 0x07);
+    }
+    /// Sets LinkSpeedActive and LinkSpeedEnabled (4 bits each).
+    pub fn set_speed_active_enabled(&mut self, active: u8, enabled: u8) {
+        self.m()[field::SPEED_ACTIVE_ENABLED] = nibbles(active, enabled);
+    }
+    /// Sets NeighborMTU and MasterSMSL (4 bits).
+    pub fn set_neighbor_mtu_and_sm_sl(&mut self, mtu: Mtu, sm_sl: u8) {
+        self.m()[field::NEIGHBOR_MTU_SM_SL] = nibbles(mtu.into(), sm_sl);
+    }
+    /// Sets VLCap and InitType (4 bits each).
+    pub fn set_vl_cap_and_init_type(&mut self, vl_cap: u8, init_type: u8) {
+        self.m()[field::VL_CAP_INIT_TYPE] = nibbles(vl_cap, init_type);
+    }
+    /// Sets VLHighLimit, VLArbitrationHighCap and VLArbitrationLowCap.
+    pub fn set_vl_arbitration(&mut self, high_limit: u8, high_cap: u8, low_cap: u8) {
+        self.m()[field::VL_HIGH_LIMIT] = high_limit;
+        self.m()[field::VL_ARB_HIGH_CAP] = high_cap;
+        self.m()[field::VL_ARB_LOW_CAP] = low_cap;
+    }
+    /// Sets InitTypeReply (4 bits) and MTUCap.
+    pub fn set_init_type_reply_and_mtu_cap(&mut self, reply: u8, mtu_cap: Mtu) {
+        self.m()[field::INIT_TYPE_REPLY_MTU_CAP] = nibbles(reply, mtu_cap.into());
+    }
+    /// Sets VLStallCount (3 bits) and HOQLife (5 bits).
+    pub fn set_stall_count_and_hoq_life(&mut self, stall: u8, hoq: u8) {
+        self.m()[field::STALL_HOQ] = (stall << 5) | (hoq & 0x1f);
+    }
+    /// Sets OperationalVLs (4 bits) and the partition enforcement and raw filter bits.
+    pub fn set_operational_vls_and_enforcement(
+        &mut self,
+        op_vls: u8,
+        [pe_in, pe_out, raw_in, raw_out]: [bool; 4],
+    ) {
+        let bits = u8::from(pe_in) << 3 | u8::from(pe_out) << 2 | u8::from(raw_in) << 1;
+        self.m()[field::OP_VLS_ENFORCEMENT] = (op_vls << 4) | bits | u8::from(raw_out);
+    }
+    /// Sets M_KeyViolations, P_KeyViolations and Q_KeyViolations.
+    pub fn set_violations(&mut self, m_key: u16, p_key: u16, q_key: u16) {
+        put16(self.m(), field::M_KEY_VIOLATIONS, m_key);
+        put16(self.m(), field::P_KEY_VIOLATIONS, p_key);
+        put16(self.m(), field::Q_KEY_VIOLATIONS, q_key);
+    }
+    /// Sets GUIDCap.
+    pub fn set_guid_cap(&mut self, v: u8) {
+        self.m()[field::GUID_CAP] = v;
+    }
+    /// Sets ClientReregister, MulticastPKeyTrapSuppressionEnabled and SubnetTimeOut (5 bits),
+    /// the reserved bit zero.
+    pub fn set_reregister_and_subnet_timeout(
+        &mut self,
+        client_reregister: bool,
+        trap_suppression: bool,
+        timeout: u8,
+    ) {
+        let flags = u8::from(client_reregister) << 7 | u8::from(trap_suppression) << 6;
+        self.m()[field::REREG_TIMEOUT] = flags | (timeout & 0x1f);
+    }
+    /// Sets RespTimeValue (5 bits), the reserved bits zero.
+    pub fn set_resp_time_value(&mut self, v: u8) {
+        self.m()[field::RESP_TIME_VALUE] = v & 0x1f;
+    }
+    /// Sets LocalPhyErrors and OverrunErrors (4 bits each).
+    pub fn set_error_thresholds(&mut self, local_phy: u8, overrun: u8) {
+        self.m()[field::ERROR_THRESHOLDS] = nibbles(local_phy, overrun);
+    }
+    /// Sets MaxCreditHint.
+    pub fn set_max_credit_hint(&mut self, v: u16) {
+        put16(self.m(), field::MAX_CREDIT_HINT, v);
+    }
+    /// Sets LinkRoundTripLatency (24 bits), the reserved byte before it zero.
+    pub fn set_link_round_trip_latency(&mut self, v: u32) {
+        self.m()[field::RESERVED_LATENCY] = 0;
+        put24(self.m(), field::LINK_ROUND_TRIP_LATENCY, v);
+    }
+    /// Sets CapabilityMask2.
+    pub fn set_capability_mask2(&mut self, v: u16) {
+        put16(self.m(), field::CAPABILITY_MASK2, v);
+    }
+    /// Sets LinkSpeedExtActive, LinkSpeedExtSupported (4 bits each) and LinkSpeedExtEnabled
+    /// (5 bits), the reserved bits zero.
+    pub fn set_link_speed_ext(&mut self, active: u8, supported: u8, enabled: u8) {
+        self.m()[field::SPEED_EXT] = nibbles(active, supported);
+        self.m()[field::SPEED_EXT_ENABLED] = enabled & 0x1f;
+    }
+}
+
+/// A PortInfo, every field (IBA 1 §14.2.5.6). Bit fields narrower than their type are masked on
+/// emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PortInfoRepr {
+    /// M_Key.
+    pub m_key: u64,
+    /// GidPrefix.
+    pub gid_prefix: u64,
+    /// LID.
+    pub lid: u16,
+    /// MasterSMLID.
+    pub master_sm_lid: u16,
+    /// CapabilityMask (bits in [`cap_mask`]).
+    pub capability_mask: u32,
+    /// DiagCode.
+    pub diag_code: u16,
+    /// M_KeyLeasePeriod.
+    pub m_key_lease_period: u16,
+    /// LocalPortNum.
+    pub local_port_num: u8,
+    /// LinkWidthEnabled.
+    pub link_width_enabled: u8,
+    /// LinkWidthSupported.
+    pub link_width_supported: u8,
+    /// LinkWidthActive.
+    pub link_width_active: u8,
+    /// LinkSpeedSupported (4 bits).
+    pub link_speed_supported: u8,
+    /// PortState (4 bits).
+    pub port_state: PortState,
+    /// PortPhysicalState (4 bits).
+    pub port_phys_state: PortPhysState,
+    /// LinkDownDefaultState (4 bits).
+    pub link_down_default_state: u8,
+    /// M_KeyProtectBits (2 bits).
+    pub m_key_protect_bits: u8,
+    /// LMC (3 bits).
+    pub lmc: u8,
+    /// LinkSpeedActive (4 bits).
+    pub link_speed_active: u8,
+    /// LinkSpeedEnabled (4 bits).
+    pub link_speed_enabled: u8,
+    /// NeighborMTU (4 bits).
+    pub neighbor_mtu: Mtu,
+    /// MasterSMSL (4 bits).
+    pub master_sm_sl: u8,
+    /// VLCap (4 bits).
+    pub vl_cap: u8,
+    /// InitType (4 bits).
+    pub init_type: u8,
+    /// VLHighLimit.
+    pub vl_high_limit: u8,
+    /// VLArbitrationHighCap.
+    pub vl_arbitration_high_cap: u8,
+    /// VLArbitrationLowCap.
+    pub vl_arbitration_low_cap: u8,
+    /// InitTypeReply (4 bits).
+    pub init_type_reply: u8,
+    /// MTUCap (4 bits).
+    pub mtu_cap: Mtu,
+    /// VLStallCount (3 bits).
+    pub vl_stall_count: u8,
+    /// HOQLife (5 bits).
+    pub hoq_life: u8,
+    /// OperationalVLs (4 bits).
+    pub operational_vls: u8,
+    /// PartitionEnforcementInbound.
+    pub partition_enforcement_inbound: bool,
+    /// PartitionEnforcementOutbound.
+    pub partition_enforcement_outbound: bool,
+    /// FilterRawInbound.
+    pub filter_raw_inbound: bool,
+    /// FilterRawOutbound.
+    pub filter_raw_outbound: bool,
+    /// M_KeyViolations.
+    pub m_key_violations: u16,
+    /// P_KeyViolations.
+    pub p_key_violations: u16,
+    /// Q_KeyViolations.
+    pub q_key_violations: u16,
+    /// GUIDCap.
+    pub guid_cap: u8,
+    /// ClientReregister.
+    pub client_reregister: bool,
+    /// MulticastPKeyTrapSuppressionEnabled.
+    pub multicast_pkey_trap_suppression_enabled: bool,
+    /// SubnetTimeOut (5 bits).
+    pub subnet_timeout: u8,
+    /// RespTimeValue (5 bits).
+    pub resp_time_value: u8,
+    /// LocalPhyErrors (4 bits).
+    pub local_phy_errors: u8,
+    /// OverrunErrors (4 bits).
+    pub overrun_errors: u8,
+    /// MaxCreditHint.
+    pub max_credit_hint: u16,
+    /// LinkRoundTripLatency (24 bits).
+    pub link_round_trip_latency: u32,
+    /// CapabilityMask2.
+    pub capability_mask2: u16,
+    /// LinkSpeedExtActive (4 bits).
+    pub link_speed_ext_active: u8,
+    /// LinkSpeedExtSupported (4 bits).
+    pub link_speed_ext_supported: u8,
+    /// LinkSpeedExtEnabled (5 bits).
+    pub link_speed_ext_enabled: u8,
+}
+
+impl Default for PortInfoRepr {
+    /// Every field zero (MTUs as code 0, states "no state change").
+    fn default() -> Self {
+        PortInfoRepr::from_view(&PortInfo::new_unchecked([0u8; field::LEN]))
+    }
+}
+
+impl PortInfoRepr {
+    /// Reads every field from the first 64 bytes of `data`.
+    pub fn parse(data: &[u8]) -> Result<PortInfoRepr> {
+        Ok(PortInfoRepr::from_view(&PortInfo::new_checked(data)?))
+    }
+
+    /// Every field of a view of at least 64 bytes.
+    fn from_view<T: AsRef<[u8]>>(v: &PortInfo<T>) -> PortInfoRepr {
+        PortInfoRepr {
+            m_key: v.m_key(),
+            gid_prefix: v.gid_prefix(),
+            lid: v.lid(),
+            master_sm_lid: v.master_sm_lid(),
+            capability_mask: v.capability_mask(),
+            diag_code: v.diag_code(),
+            m_key_lease_period: v.m_key_lease_period(),
+            local_port_num: v.local_port_num(),
+            link_width_enabled: v.link_width_enabled(),
+            link_width_supported: v.link_width_supported(),
+            link_width_active: v.link_width_active(),
+            link_speed_supported: v.link_speed_supported(),
+            port_state: v.port_state(),
+            port_phys_state: v.port_phys_state(),
+            link_down_default_state: v.link_down_default_state(),
+            m_key_protect_bits: v.m_key_protect_bits(),
+            lmc: v.lmc(),
+            link_speed_active: v.link_speed_active(),
+            link_speed_enabled: v.link_speed_enabled(),
+            neighbor_mtu: v.neighbor_mtu(),
+            master_sm_sl: v.master_sm_sl(),
+            vl_cap: v.vl_cap(),
+            init_type: v.init_type(),
+            vl_high_limit: v.vl_high_limit(),
+            vl_arbitration_high_cap: v.vl_arbitration_high_cap(),
+            vl_arbitration_low_cap: v.vl_arbitration_low_cap(),
+            init_type_reply: v.init_type_reply(),
+            mtu_cap: v.mtu_cap(),
+            vl_stall_count: v.vl_stall_count(),
+            hoq_life: v.hoq_life(),
+            operational_vls: v.operational_vls(),
+            partition_enforcement_inbound: v.partition_enforcement_inbound(),
+            partition_enforcement_outbound: v.partition_enforcement_outbound(),
+            filter_raw_inbound: v.filter_raw_inbound(),
+            filter_raw_outbound: v.filter_raw_outbound(),
+            m_key_violations: v.m_key_violations(),
+            p_key_violations: v.p_key_violations(),
+            q_key_violations: v.q_key_violations(),
+            guid_cap: v.guid_cap(),
+            client_reregister: v.client_reregister(),
+            multicast_pkey_trap_suppression_enabled: v.multicast_pkey_trap_suppression_enabled(),
+            subnet_timeout: v.subnet_timeout(),
+            resp_time_value: v.resp_time_value(),
+            local_phy_errors: v.local_phy_errors(),
+            overrun_errors: v.overrun_errors(),
+            max_credit_hint: v.max_credit_hint(),
+            link_round_trip_latency: v.link_round_trip_latency(),
+            capability_mask2: v.capability_mask2(),
+            link_speed_ext_active: v.link_speed_ext_active(),
+            link_speed_ext_supported: v.link_speed_ext_supported(),
+            link_speed_ext_enabled: v.link_speed_ext_enabled(),
+        }
+    }
+
+    /// 64 bytes.
+    pub const fn buffer_len(&self) -> usize {
+        field::LEN
+    }
+
+    /// True once the SM brought the port up: PortState Active, a LID and a master SM LID.
+    pub fn is_up(&self) -> bool {
+        self.port_state == PortState::Active && self.lid != 0 && self.master_sm_lid != 0
+    }
+
+    /// Writes the 64 bytes (fields masked to their widths, reserved bits zero). Panics if `buf`
+    /// is shorter.
+    pub fn emit(&self, buf: &mut [u8]) {
+        let mut v = PortInfo::new_unchecked(&mut buf[..field::LEN]);
+        v.set_m_key(self.m_key);
+        v.set_gid_prefix(self.gid_prefix);
+        v.set_lid(self.lid);
+        v.set_master_sm_lid(self.master_sm_lid);
+        v.set_capability_mask(self.capability_mask);
+        v.set_diag_code(self.diag_code);
+        v.set_m_key_lease_period(self.m_key_lease_period);
+        v.set_local_port_num(self.local_port_num);
+        v.set_link_width(
+            self.link_width_enabled,
+            self.link_width_supported,
+            self.link_width_active,
+        );
+        v.set_speed_supported_and_state(self.link_speed_supported, self.port_state);
+        v.set_phys_state(self.port_phys_state, self.link_down_default_state);
+        v.set_protect_bits_and_lmc(self.m_key_protect_bits, self.lmc);
+        v.set_speed_active_enabled(self.link_speed_active, self.link_speed_enabled);
+        v.set_neighbor_mtu_and_sm_sl(self.neighbor_mtu, self.master_sm_sl);
+        v.set_vl_cap_and_init_type(self.vl_cap, self.init_type);
+        v.set_vl_arbitration(
+            self.vl_high_limit,
+            self.vl_arbitration_high_cap,
+            self.vl_arbitration_low_cap,
+        );
+        v.set_init_type_reply_and_mtu_cap(self.init_type_reply, self.mtu_cap);
+        v.set_stall_count_and_hoq_life(self.vl_stall_count, self.hoq_life);
+        v.set_operational_vls_and_enforcement(
+            self.operational_vls,
+            [
+                self.partition_enforcement_inbound,
+                self.partition_enforcement_outbound,
+                self.filter_raw_inbound,
+                self.filter_raw_outbound,
+            ],
+        );
+        v.set_violations(
+            self.m_key_violations,
+            self.p_key_violations,
+            self.q_key_violations,
+        );
+        v.set_guid_cap(self.guid_cap);
+        v.set_reregister_and_subnet_timeout(
+            self.client_reregister,
+            self.multicast_pkey_trap_suppression_enabled,
+            self.subnet_timeout,
+        );
+        v.set_resp_time_value(self.resp_time_value);
+        v.set_error_thresholds(self.local_phy_errors, self.overrun_errors);
+        v.set_max_credit_hint(self.max_credit_hint);
+        v.set_link_round_trip_latency(self.link_round_trip_latency);
+        v.set_capability_mask2(self.capability_mask2);
+        v.set_link_speed_ext(
+            self.link_speed_ext_active,
+            self.link_speed_ext_supported,
+            self.link_speed_ext_enabled,
+        );
+    }
+}
+
+impl Describe for PortInfoRepr {
+    fn describe(&self, d: &mut dyn Describer) {
+        let u = |v: u8| Value::Uint(v.into());
+        let flag = Value::Bool;
+        d.field("m_key", Value::Hex(self.m_key, 16));
+        d.field("gid_prefix", Value::Hex(self.gid_prefix, 16));
+        d.field("lid", Value::Hex(self.lid.into(), 4));
+        d.field("master_sm_lid", Value::Hex(self.master_sm_lid.into(), 4));
+        d.field(
+            "capability_mask",
+            Value::Hex(self.capability_mask.into(), 8),
+        );
+        d.field("diag_code", Value::Hex(self.diag_code.into(), 4));
+        d.field(
+            "m_key_lease_period",
+            Value::Uint(self.m_key_lease_period.into()),
+        );
+        d.field("local_port_num", u(self.local_port_num));
+        d.field(
+            "link_width_enabled",
+            Value::Hex(self.link_width_enabled.into(), 2),
+        );
+        d.field(
+            "link_width_supported",
+            Value::Hex(self.link_width_supported.into(), 2),
+        );
+        d.field(
+            "link_width_active",
+            Value::Hex(self.link_width_active.into(), 2),
+        );
+        d.field(
+            "link_speed_supported",
+            Value::Hex(self.link_speed_supported.into(), 1),
+        );
+        d.field(
+            "port_state",
+            Value::Named(u8::from(self.port_state).into(), self.port_state.name()),
+        );
+        d.field(
+            "port_phys_state",
+            Value::Named(
+                u8::from(self.port_phys_state).into(),
+                self.port_phys_state.name(),
+            ),
+        );
+        d.field("link_down_default_state", u(self.link_down_default_state));
+        d.field("m_key_protect_bits", u(self.m_key_protect_bits));
+        d.field("lmc", u(self.lmc));
+        d.field(
+            "link_speed_active",
+            Value::Hex(self.link_speed_active.into(), 1),
+        );
+        d.field(
+            "link_speed_enabled",
+            Value::Hex(self.link_speed_enabled.into(), 1),
+        );
+        d.field(
+            "neighbor_mtu",
+            Value::Named(u8::from(self.neighbor_mtu).into(), self.neighbor_mtu.name()),
+        );
+        d.field("master_sm_sl", u(self.master_sm_sl));
+        d.field("vl_cap", u(self.vl_cap));
+        d.field("init_type", u(self.init_type));
+        d.field("vl_high_limit", u(self.vl_high_limit));
+        d.field("vl_arbitration_high_cap", u(self.vl_arbitration_high_cap));
+        d.field("vl_arbitration_low_cap", u(self.vl_arbitration_low_cap));
+        d.field("init_type_reply", u(self.init_type_reply));
+        d.field(
+            "mtu_cap",
+            Value::Named(u8::from(self.mtu_cap).into(), self.mtu_cap.name()),
+        );
+        d.field("vl_stall_count", u(self.vl_stall_count));
+        d.field("hoq_life", u(self.hoq_life));
+        d.field("operational_vls", u(self.operational_vls));
+        d.field(
+            "partition_enforcement_inbound",
+            flag(self.partition_enforcement_inbound),
+        );
+        d.field(
+            "partition_enforcement_outbound",
+            flag(self.partition_enforcement_outbound),
+        );
+        d.field("filter_raw_inbound", flag(self.filter_raw_inbound));
+        d.field("filter_raw_outbound", flag(self.filter_raw_outbound));
+        d.field(
+            "m_key_violations",
+            Value::Uint(self.m_key_violations.into()),
+        );
+        d.field(
+            "p_key_violations",
+            Value::Uint(self.p_key_violations.into()),
+        );
+        d.field(
+            "q_key_violations",
+            Value::Uint(self.q_key_violations.into()),
+        );
+        d.field("guid_cap", u(self.guid_cap));
+        d.field("client_reregister", flag(self.client_reregister));
+        d.field(
+            "multicast_pkey_trap_suppression_enabled",
+            flag(self.multicast_pkey_trap_suppression_enabled),
+        );
+        d.field("subnet_timeout", u(self.subnet_timeout));
+        d.field("resp_time_value", u(self.resp_time_value));
+        d.field("local_phy_errors", u(self.local_phy_errors));
+        d.field("overrun_errors", u(self.overrun_errors));
+        d.field("max_credit_hint", Value::Uint(self.max_credit_hint.into()));
+        d.field(
+            "link_round_trip_latency",
+            Value::Uint(self.link_round_trip_latency.into()),
+        );
+        d.field(
+            "capability_mask2",
+            Value::Hex(self.capability_mask2.into(), 4),
+        );
+        d.field("link_speed_ext_active", u(self.link_speed_ext_active));
+        d.field("link_speed_ext_supported", u(self.link_speed_ext_supported));
+        d.field("link_speed_ext_enabled", u(self.link_speed_ext_enabled));
+    }
+}
+
+#[cfg(test)]
+#[path = "port_info_tests.rs"]
+pub(crate) mod tests;
