@@ -1,7 +1,8 @@
 //! Layer-by-layer decoding of whole packets, for `ipoib decode`: the packet's headers, its CRC
 //! verdicts, and its payload interpreted as far as this crate knows how: IPoIB frames (UD, and the
-//! first packet of an RC/UC message in connected mode), SA MADs with their records, CM messages with
-//! their private data read by service ID (IPoIB-CM, Annex A11 IP CM, iWarp emulation, Linux rdma_cm).
+//! first packet of an RC/UC message in connected mode), SMPs with their attributes (NodeInfo,
+//! SwitchInfo, PortInfo, forwarding tables), SA MADs with their records, CM messages with their
+//! private data read by service ID (IPoIB-CM, Annex A11 IP CM, iWarp emulation, Linux rdma_cm).
 //!
 //! A [`Decoder`] is stateful across a capture only for CM: a REP or REJ does not carry the service
 //! ID, so the decoder remembers the kind of service each REQ asked for, by communication ID (a
@@ -21,6 +22,7 @@ use crate::private_data::{
     IpoibCmPrivateDataRepr, ServiceKind,
 };
 use crate::sa::SaMadRepr;
+use crate::smp::{SmpAttribute, SmpMadRepr};
 use crate::Error;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -195,11 +197,32 @@ impl Decoder {
         ] {
             summary.push_str(part);
         }
-        if header.status.0 != 0 {
+        let status = header.status.without_direction(header.mgmt_class);
+        if status.0 != 0 {
             summary.push_str(" status ");
-            push_hex(summary, header.status.0.into(), 4);
+            push_hex(summary, status.0.into(), 4);
         }
         match header.mgmt_class {
+            MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute => {
+                let smp = SmpMadRepr::parse(data).map_err(|e| (e, "SMP"))?;
+                smp.describe(d);
+                match &smp.attribute {
+                    SmpAttribute::NodeInfo(n) => {
+                        summary.push(' ');
+                        summary.push_str(n.node_type.name());
+                        summary.push_str(" guid ");
+                        push_hex(summary, n.node_guid.0, 16);
+                    }
+                    SmpAttribute::PortInfo(p) => {
+                        summary.push_str(" lid ");
+                        push_hex(summary, p.lid.into(), 4);
+                        summary.push(' ');
+                        summary.push_str(p.port_state.name());
+                    }
+                    _ => {}
+                }
+                Ok(())
+            }
             MgmtClass::SubnAdm => {
                 let sa = SaMadRepr::parse(data).map_err(|e| (e, "SA MAD"))?;
                 sa.describe(d);

@@ -4,7 +4,7 @@
 //!
 //! The packets form one small, consistent story on a three-port fabric (see [`SM`], [`A`], [`B`]):
 //! IPoIB over UD (ICMP, multicast UDP, ARP, neighbour discovery), the SA MADs of a multicast join,
-//! a path query and trap subscriptions, the CM MADs of IPoIB-CM, Annex A11 and iWarp-emulation
+//! a path query and trap subscriptions, the SMPs that read NodeInfo and PortInfo, the CM MADs of IPoIB-CM, Annex A11 and iWarp-emulation
 //! connections, and RC/UC traffic on them. A [`crate::decode::Decoder`] fed [`all`] in order
 //! therefore sees each CM REQ before the answers that refer to it.
 //!
@@ -23,6 +23,7 @@ mod ipoib;
 mod malformed;
 mod rc;
 mod sa;
+mod smp;
 
 /// One sample packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,7 @@ impl Sample {
 pub fn all() -> Vec<Sample> {
     let mut v = ipoib::samples();
     v.extend(sa::samples());
+    v.extend(smp::samples());
     v.extend(cm::samples());
     v.extend(rc::samples());
     v

@@ -3,9 +3,9 @@
 //!
 //! `tshark_reads_every_sample_as_meant` compares, packet by packet and field by field, what
 //! tshark shows with what this crate meant (the LRH, GRH, BTH and extended headers, the ICRC and
-//! VCRC positions, the IPoIB frame down to ARP/IP/ICMP/UDP/ND, the SA MAD with its record, the CM
-//! message with its Annex A11 header), plus literal values from the specs that do not depend on
-//! this crate's parsers. `tshark_finds_nothing_malformed` asks tshark for malformed packets and
+//! VCRC positions, the IPoIB frame down to ARP/IP/ICMP/UDP/ND, the SMP with its NodeInfo or
+//! PortInfo, the SA MAD with its record, the CM message with its Annex A11 header), plus literal
+//! values from the specs that do not depend on this crate's parsers. `tshark_finds_nothing_malformed` asks tshark for malformed packets and
 //! expert errors. Both skip, with a message, only when tshark is not installed.
 //!
 //! Known tshark 4.0 quirks, not compared (each read in wireshark's `packet-infiniband.c`):
@@ -18,6 +18,9 @@
 //!   GetTableResp is dissected;
 //! - MCMemberRecord MADs have no ICRC/VCRC shown (`parse_RID` advances the offset past MGID and
 //!   PortGID, then `parse_SUBA_Attribute` adds the whole 200 bytes: the offset ends beyond the MAD);
+//! - PortInfo is dissected up to LinkRoundTripLatency (no CapabilityMask2, LinkSpeedExt fields or
+//!   MulticastPKeyTrapSuppressionEnabled), GidPrefix is named `portinfo.guid`, and a directed-route
+//!   SMP's `smpdirected.d` does not show the D bit (the bit is compared inside `smpstatus`);
 //! - only CM REQ, REP, RTU, REJ, DREQ and DREP bodies are dissected (MRA, LAP, APR and SIDR show
 //!   their MAD header only);
 //! - each RC SEND packet's payload goes to the EtherType heuristic on its own (`parse_PAYLOAD`,
@@ -185,6 +188,48 @@ fn spot_checks() -> Vec<(&'static str, &'static str, Want)> {
             "sa_classportinfo_get",
             "infiniband.mad.attributeid",
             Num(0x01),
+        ),
+        // IBA 1 §14.2.1: SMPs on VL15, QP0, class 0x01 LID routed and 0x81 directed route;
+        // §14.2.5.3 NodeInfo (type 1 CA, 2 switch), §14.2.5.6 PortInfo (state 4 Active).
+        ("smp_nodeinfo_get", "infiniband.lrh.vl", Num(15)),
+        ("smp_nodeinfo_get", "infiniband.bth.destqp", Num(0)),
+        ("smp_nodeinfo_get", "infiniband.mad.mgmtclass", Num(0x01)),
+        ("smp_nodeinfo_get", "infiniband.mad.attributeid", Num(0x11)),
+        (
+            "smp_nodeinfo_getresp",
+            "infiniband.nodeinfo.nodetype",
+            Num(1),
+        ),
+        (
+            "smp_portinfo_getresp",
+            "infiniband.mad.attributeid",
+            Num(0x15),
+        ),
+        ("smp_portinfo_getresp", "infiniband.portinfo.lid", Num(2)),
+        (
+            "smp_portinfo_getresp",
+            "infiniband.portinfo.mastersmlid",
+            Num(1),
+        ),
+        (
+            "smp_portinfo_getresp",
+            "infiniband.portinfo.portstate",
+            Num(4),
+        ),
+        (
+            "smp_dr_nodeinfo_getresp",
+            "infiniband.mad.mgmtclass",
+            Num(0x81),
+        ),
+        (
+            "smp_dr_nodeinfo_getresp",
+            "infiniband.smpdirected.hopcount",
+            Num(1),
+        ),
+        (
+            "smp_dr_nodeinfo_getresp",
+            "infiniband.nodeinfo.nodetype",
+            Num(2),
         ),
         // docs/DEPLOYED.md "Linux IPoIB"; RFC 4755 §3.3 private data {UD QPN, 65524}.
         (

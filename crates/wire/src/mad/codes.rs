@@ -166,6 +166,8 @@ impl MadStatus {
     pub const METHOD_ATTR_UNSUPPORTED: MadStatus = MadStatus(0x000c);
     /// Invalid attribute or attribute-modifier value (code 7).
     pub const INVALID_ATTR_VALUE: MadStatus = MadStatus(0x001c);
+    /// The direction bit D of a directed-route SMP, bit 15 of its Status field (IBA 1 §14.2.1.2).
+    pub const DIRECTION: MadStatus = MadStatus(0x8000);
 
     /// A status carrying an SA class-specific code in bits 8-15 (IBA 1 §15.2.1.1).
     pub fn sa(code: SaStatus) -> MadStatus {
@@ -196,18 +198,28 @@ impl MadStatus {
         SaStatus::from(self.class_specific())
     }
 
+    /// The status of a MAD of `class`: bit 15 of a directed-route SMP's Status field is the
+    /// direction bit D, not status (IBA 1 §14.2.1.2), and is cleared; other classes keep every bit.
+    pub fn without_direction(self, class: MgmtClass) -> MadStatus {
+        match class {
+            MgmtClass::SubnDirectedRoute => MadStatus(self.0 & !Self::DIRECTION.0),
+            _ => self,
+        }
+    }
+
     /// A short name for display: the SA code when `class` is SubnAdm and bits 8-15 are set,
-    /// otherwise the common code, busy or redirect.
+    /// otherwise the common code, busy or redirect (a directed-route SMP's D bit ignored).
     pub fn name(self, class: MgmtClass) -> &'static str {
-        if self.0 == 0 {
+        let s = self.without_direction(class);
+        if s.0 == 0 {
             "Success"
-        } else if class == MgmtClass::SubnAdm && self.class_specific() != 0 {
-            self.sa_status().name()
-        } else if self.code() != StatusCode::Ok {
-            self.code().name()
-        } else if self.busy() {
+        } else if class == MgmtClass::SubnAdm && s.class_specific() != 0 {
+            s.sa_status().name()
+        } else if s.code() != StatusCode::Ok {
+            s.code().name()
+        } else if s.busy() {
             "Busy"
-        } else if self.redirect() {
+        } else if s.redirect() {
             "Redirect"
         } else {
             "ClassSpecific"
@@ -277,5 +289,19 @@ mod tests {
             "MethodUnsupported"
         );
         assert_eq!(MadStatus(0).name(MgmtClass::SubnAdm), "Success");
+    }
+
+    // IBA 1 §14.2.1.2: bit 15 of a directed-route SMP's Status is the direction bit D.
+    #[test]
+    fn directed_route_status() {
+        let dr = MgmtClass::SubnDirectedRoute;
+        assert_eq!(MadStatus(0x8000).without_direction(dr), MadStatus::SUCCESS);
+        assert_eq!(MadStatus(0x8000).name(dr), "Success");
+        assert_eq!(MadStatus(0x801c).name(dr), "InvalidAttrValue");
+        assert_eq!(
+            MadStatus(0x8000).without_direction(MgmtClass::SubnLid),
+            MadStatus(0x8000)
+        );
+        assert_eq!(MadStatus(0x8000).name(MgmtClass::SubnLid), "ClassSpecific");
     }
 }

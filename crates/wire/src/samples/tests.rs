@@ -42,7 +42,7 @@ fn mad_of(name: &str) -> Vec<u8> {
 #[test]
 fn every_sample_parses_with_good_crcs() {
     let list = all();
-    assert_eq!(list.len(), 47);
+    assert_eq!(list.len(), 51);
     for s in &list {
         let p = Packet::parse(&s.bytes).unwrap_or_else(|e| panic!("{}: {e:?}", s.name));
         assert!(p.icrc_ok && p.vcrc_ok, "{}: bad CRC", s.name);
@@ -186,6 +186,51 @@ fn sa_samples_carry_their_records() {
         };
         assert_eq!(n.trap_number(), Some(trap));
     }
+}
+
+/// IBA 1 §14.2.1, §14.2.5.3, §14.2.5.6: the SMP samples travel on VL15 to QP0 and the decoder
+/// names their attributes field by field.
+#[test]
+fn smp_samples_carry_their_attributes() {
+    let list = all();
+    let decoded = decode_all(&list);
+    let get = |name: &str| &decoded[list.iter().position(|s| s.name == name).unwrap()].1;
+    for name in [
+        "smp_nodeinfo_get",
+        "smp_nodeinfo_getresp",
+        "smp_portinfo_getresp",
+        "smp_dr_nodeinfo_getresp",
+    ] {
+        let b = sample(name).bytes;
+        let p = Packet::parse(&b).unwrap();
+        assert_eq!(p.lrh.vl, 15, "{name}");
+        assert_eq!(p.bth.unwrap().dest_qp, 0, "{name}");
+    }
+    let c = get("smp_nodeinfo_get");
+    assert_eq!(c.get("mad.attribute_id"), Some("NodeInfo (0x11)"));
+    assert_eq!(c.get("smp_data.bytes").map(str::len), Some(128));
+    let c = get("smp_nodeinfo_getresp");
+    assert_eq!(c.get("node_info.node_type"), Some("Channel Adapter (0x1)"));
+    assert_eq!(c.get("node_info.node_guid"), Some("0x0002c90300000002"));
+    assert_eq!(
+        c.get("summary"),
+        Some("0x0002 > 0x0001 UD Send Only qp 0x0 MAD SubnLid GetResp NodeInfo Channel Adapter guid 0x0002c90300000002")
+    );
+    let c = get("smp_portinfo_getresp");
+    assert_eq!(c.get("port_info.lid"), Some("0x0002"));
+    assert_eq!(c.get("port_info.master_sm_lid"), Some("0x0001"));
+    assert_eq!(c.get("port_info.port_state"), Some("Active (0x4)"));
+    assert_eq!(c.get("port_info.neighbor_mtu"), Some("2048 (0x4)"));
+    assert!(c
+        .get("summary")
+        .unwrap()
+        .ends_with("PortInfo lid 0x0002 Active"));
+    let c = get("smp_dr_nodeinfo_getresp");
+    assert_eq!(c.get("smp.direction"), Some("true"));
+    assert_eq!(c.get("smp.hop_count"), Some("1"));
+    assert_eq!(c.get("mad.status"), Some("Success (0x8000)"));
+    assert_eq!(c.get("node_info.node_type"), Some("Switch (0x2)"));
+    assert!(!c.get("summary").unwrap().contains("status"));
 }
 
 fn cm_of(name: &str) -> CmMessage {

@@ -45,7 +45,7 @@ pub const SMP_PATH_LEN: usize = 64;
 /// ClassVersion of the subnet management classes (IBA 1 §14.2.1).
 pub const SMP_CLASS_VERSION: u8 = 1;
 /// The direction bit D of a directed-route SMP's status: set in responses (IBA 1 §14.2.2).
-pub const DIRECTION_BIT: u16 = 0x8000;
+pub const DIRECTION_BIT: u16 = MadStatus::DIRECTION.0;
 
 fixed_view! {
     /// A zero-copy view of an SMP in either form.
@@ -378,10 +378,7 @@ impl SmpMadRepr {
 
     /// The status without the directed-route D bit.
     pub fn status(&self) -> MadStatus {
-        match self.route {
-            SmpRoute::Lid => self.header.status,
-            SmpRoute::Directed(_) => MadStatus(self.header.status.0 & !DIRECTION_BIT),
-        }
+        self.header.status.without_direction(self.header.mgmt_class)
     }
 
     /// Directed route: the D bit (`None` when LID routed).

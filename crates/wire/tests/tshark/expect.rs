@@ -12,6 +12,7 @@ use ipoib_wire::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::private_data::{classify, IpCmReqRepr, IpPair, ServiceKind};
 use ipoib_wire::sa::{McMemberRecordRepr, PathRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::smp::{NodeInfoRepr, PortInfoRepr, SmpAttribute, SmpMadRepr, SmpRoute};
 use ipoib_wire::types::Gid;
 
 /// An expected field value.
@@ -293,6 +294,10 @@ fn mad(data: &[u8], e: &mut Expect) -> bool {
     e.num("infiniband.mad.attributeid", h.attribute_id);
     e.num("infiniband.mad.attributemodifier", h.attribute_modifier);
     match h.mgmt_class {
+        MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute => {
+            smp(&SmpMadRepr::parse(data).expect("SMP"), e);
+            true
+        }
         MgmtClass::SubnAdm => sa(&SaMadRepr::parse(data).expect("SA MAD"), e),
         MgmtClass::ComMgt => {
             let m = CmMessage::parse(h.attribute_id, &data[MAD_HEADER_LEN..]).expect("CM");
@@ -301,6 +306,135 @@ fn mad(data: &[u8], e: &mut Expect) -> bool {
         }
         other => panic!("unexpected class {other:?}"),
     }
+}
+
+/// The SMP fields after the common header (IBA 1 §14.2.1) and the attribute. tshark 4.0 shows
+/// the M_Key of both forms as `smplid.mkey`; its `smpdirected.d` does not read the D bit (it is
+/// part of `smpstatus`), so it is not compared. The data of a SubnGet carries no attribute value:
+/// only responses are compared field by field.
+fn smp(m: &SmpMadRepr, e: &mut Expect) {
+    e.num("infiniband.smplid.mkey", m.m_key);
+    match &m.route {
+        SmpRoute::Lid => e.absent("infiniband.smpdirected.hopcount"),
+        SmpRoute::Directed(r) => {
+            e.num("infiniband.smpdirected.smpstatus", m.header.status.0);
+            e.num(
+                "infiniband.smpdirected.hoppointer",
+                m.hop_pointer().expect("DR"),
+            );
+            e.num(
+                "infiniband.smpdirected.hopcount",
+                m.hop_count().expect("DR"),
+            );
+            e.num("infiniband.smpdirected.drslid", r.dr_slid);
+            e.num("infiniband.smpdirected.drdlid", r.dr_dlid);
+            e.bytes("infiniband.smpdirected.initialpath", &r.initial_path);
+            e.bytes("infiniband.smpdirected.returnpath", &r.return_path);
+        }
+    }
+    match &m.attribute {
+        SmpAttribute::NodeInfo(n) => node_info(n, e),
+        SmpAttribute::PortInfo(p) => port_info(p, e),
+        SmpAttribute::Raw(_) => {}
+        other => panic!("unexpected SMP attribute {other:?}"),
+    }
+}
+
+/// NodeInfo (IBA 1 §14.2.5.3), every field.
+fn node_info(n: &NodeInfoRepr, e: &mut Expect) {
+    e.num("infiniband.nodeinfo.baseversion", n.base_version);
+    e.num("infiniband.nodeinfo.classversion", n.class_version);
+    e.num("infiniband.nodeinfo.nodetype", u8::from(n.node_type));
+    e.num("infiniband.nodeinfo.numports", n.num_ports);
+    e.num("infiniband.nodeinfo.systemimageguid", n.system_image_guid.0);
+    e.num("infiniband.nodeinfo.nodeguid", n.node_guid.0);
+    e.num("infiniband.nodeinfo.portguid", n.port_guid.0);
+    e.num("infiniband.nodeinfo.partitioncap", n.partition_cap);
+    e.num("infiniband.nodeinfo.deviceid", n.device_id);
+    e.num("infiniband.nodeinfo.revision", n.revision);
+    e.num("infiniband.nodeinfo.localportnum", n.local_port_num);
+    e.num("infiniband.nodeinfo.vendorid", n.vendor_id);
+}
+
+/// PortInfo (IBA 1 §14.2.5.6): every field tshark 4.0 knows (it stops at LinkRoundTripLatency,
+/// has no MulticastPKeyTrapSuppressionEnabled, and names GidPrefix `portinfo.guid`).
+fn port_info(p: &PortInfoRepr, e: &mut Expect) {
+    e.num("infiniband.portinfo.m_key", p.m_key);
+    e.num("infiniband.portinfo.guid", p.gid_prefix);
+    e.num("infiniband.portinfo.lid", p.lid);
+    e.num("infiniband.portinfo.mastersmlid", p.master_sm_lid);
+    e.num("infiniband.portinfo.capabilitymask", p.capability_mask);
+    e.num("infiniband.portinfo.diagcode", p.diag_code);
+    e.num("infiniband.portinfo.m_keyleaseperiod", p.m_key_lease_period);
+    e.num("infiniband.portinfo.localportnum", p.local_port_num);
+    e.num("infiniband.portinfo.linkwidthenabled", p.link_width_enabled);
+    e.num(
+        "infiniband.portinfo.linkwidthsupported",
+        p.link_width_supported,
+    );
+    e.num("infiniband.portinfo.linkwidthactive", p.link_width_active);
+    e.num(
+        "infiniband.portinfo.linkspeedsupported",
+        p.link_speed_supported,
+    );
+    e.num("infiniband.portinfo.portstate", u8::from(p.port_state));
+    e.num(
+        "infiniband.portinfo.portphysicalstate",
+        u8::from(p.port_phys_state),
+    );
+    e.num(
+        "infiniband.portinfo.linkdowndefaultstate",
+        p.link_down_default_state,
+    );
+    e.num("infiniband.portinfo.m_keyprotectbits", p.m_key_protect_bits);
+    e.num("infiniband.portinfo.lmc", p.lmc);
+    e.num("infiniband.portinfo.linkspeedactive", p.link_speed_active);
+    e.num("infiniband.portinfo.linkspeedenabled", p.link_speed_enabled);
+    e.num("infiniband.portinfo.neighbormtu", u8::from(p.neighbor_mtu));
+    e.num("infiniband.portinfo.mastersmsl", p.master_sm_sl);
+    e.num("infiniband.portinfo.vlcap", p.vl_cap);
+    e.num("infiniband.portinfo.inittype", p.init_type);
+    e.num("infiniband.portinfo.vlhighlimit", p.vl_high_limit);
+    e.num(
+        "infiniband.portinfo.vlarbitrationhighcap",
+        p.vl_arbitration_high_cap,
+    );
+    e.num(
+        "infiniband.portinfo.vlarbitrationlowcap",
+        p.vl_arbitration_low_cap,
+    );
+    e.num("infiniband.portinfo.inittypereply", p.init_type_reply);
+    e.num("infiniband.portinfo.mtucap", u8::from(p.mtu_cap));
+    e.num("infiniband.portinfo.vlstallcount", p.vl_stall_count);
+    e.num("infiniband.portinfo.hoqlife", p.hoq_life);
+    e.num("infiniband.portinfo.operationalvls", p.operational_vls);
+    e.num(
+        "infiniband.portinfo.partitionenforcementinbound",
+        p.partition_enforcement_inbound,
+    );
+    e.num(
+        "infiniband.portinfo.partitionenforcementoutbound",
+        p.partition_enforcement_outbound,
+    );
+    e.num("infiniband.portinfo.filterrawinbound", p.filter_raw_inbound);
+    e.num(
+        "infiniband.portinfo.filterrawoutbound",
+        p.filter_raw_outbound,
+    );
+    e.num("infiniband.portinfo.m_keyviolations", p.m_key_violations);
+    e.num("infiniband.portinfo.p_keyviolations", p.p_key_violations);
+    e.num("infiniband.portinfo.q_keyviolations", p.q_key_violations);
+    e.num("infiniband.portinfo.guidcap", p.guid_cap);
+    e.num("infiniband.portinfo.clientreregister", p.client_reregister);
+    e.num("infiniband.portinfo.subnettimeout", p.subnet_timeout);
+    e.num("infiniband.portinfo.resptimevalue", p.resp_time_value);
+    e.num("infiniband.portinfo.localphyerrors", p.local_phy_errors);
+    e.num("infiniband.portinfo.overrunerrors", p.overrun_errors);
+    e.num("infiniband.portinfo.maxcredithint", p.max_credit_hint);
+    e.num(
+        "infiniband.portinfo.linkroundtriplatency",
+        p.link_round_trip_latency,
+    );
 }
 
 /// RMPP and SA headers and the attribute (IBA 1 §13.6.2, §15.2.1). Returns false for
