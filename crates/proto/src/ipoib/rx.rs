@@ -12,7 +12,7 @@
 use super::{DropReason, Interface, InterfaceEvent, Link, UdReceived};
 use crate::time::Instant;
 use ipoib_wire::ipoib::{
-    ArpPacket, ArpRepr, EncapHeader, EtherType, IpProtocol, Ipv4Packet, Ipv6Packet,
+    ArpPacket, ArpRepr, EncapHeader, EtherType, Icmpv6Type, IpProtocol, Ipv4Packet, Ipv6Packet,
 };
 
 impl Interface {
@@ -52,11 +52,12 @@ impl Interface {
                 let Ok(ip) = Ipv6Packet::new_checked(body) else {
                     return self.drop1(DropReason::Malformed);
                 };
+                // RFC 4861 §4: the ICMPv6 type, the first byte of the message, says ND.
                 let is_nd = ip.next_header() == IpProtocol::Icmpv6
                     && ip
                         .payload()
                         .first()
-                        .is_some_and(|t| (133..=137).contains(t));
+                        .is_some_and(|&t| Icmpv6Type::from(t).is_nd());
                 if is_nd {
                     if self.cfg.ipv6 {
                         self.on_nd(now, body, d.slid);

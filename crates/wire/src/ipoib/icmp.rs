@@ -80,6 +80,21 @@ code_enum! {
     }
 }
 
+impl Icmpv6Type {
+    /// True for the five Neighbor Discovery messages of RFC 4861 §4: router solicitation and
+    /// advertisement, neighbor solicitation and advertisement, redirect (types 133-137).
+    pub fn is_nd(self) -> bool {
+        matches!(
+            self,
+            Icmpv6Type::RouterSolicit
+                | Icmpv6Type::RouterAdvert
+                | Icmpv6Type::NeighborSolicit
+                | Icmpv6Type::NeighborAdvert
+                | Icmpv6Type::Redirect
+        )
+    }
+}
+
 fixed_view! {
     /// A read/write view of an ICMP message (v4 or v6: the first 8 bytes have the same shape).
     #[derive(Debug, Clone)]
@@ -321,9 +336,9 @@ impl<'a> Icmpv6Repr<'a> {
         }
     }
 
-    /// True for the five ND messages of RFC 4861 (types 133-137).
+    /// True for the five ND messages of RFC 4861 (types 133-137, [`Icmpv6Type::is_nd`]).
     pub fn is_nd(&self) -> bool {
-        (133..=137).contains(&u8::from(self.msg_type))
+        self.msg_type.is_nd()
     }
 }
 
@@ -423,6 +438,14 @@ mod tests {
         let other: Ipv6Addr = "fe80::3".parse().unwrap();
         assert_eq!(Icmpv6Repr::parse(src, other, &b), Err(Error::Checksum));
         assert_eq!(r.to_string(), "ICMPv6 echo request id 7 seq 3");
+    }
+
+    // RFC 4861 §4: types 133-137 are ND, and only those.
+    #[test]
+    fn nd_types() {
+        for t in 0..=255u8 {
+            assert_eq!(Icmpv6Type::from(t).is_nd(), (133..=137).contains(&t), "{t}");
+        }
     }
 
     proptest! {
