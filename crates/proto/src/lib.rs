@@ -1,5 +1,5 @@
 //! Protocol agents with no IO, no threads and no clock: SA client and server, CM, the IPoIB interface,
-//! the IP CM service and iWarp emulation. Time comes in as a parameter ([`time::Instant`]),
+//! the IP CM service and iWarp emulation, and a tiny IP endpoint above the interface ([`ip_host`]). Time comes in as a parameter ([`time::Instant`]),
 //! randomness from a seeded generator ([`rng::Rng`]); same seed, same packets.
 //!
 //! Agents follow quinn-proto's shape: inputs through `handle_*(now, ..)`, outputs from
@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ip_host;
 pub mod ipoib;
 pub mod mad_agent;
 pub mod partitions;

@@ -26,7 +26,6 @@
 //! later event; logs and resolution records are bounded.
 
 use super::frames::{self, FrameStats, Kind, Resolution, ResolutionKind};
-use super::ip::{IpError, IpHost};
 use crate::hw::hca::{CqId, Hca, ModifyQp, Port, QpInit};
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::{
@@ -35,6 +34,7 @@ use crate::hw::verbs::{
 };
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
 use crate::Instant;
+use ipoib_proto::ip_host::{IpError, IpHost};
 use ipoib_proto::ipoib::{
     Interface, InterfaceConfig, InterfaceEvent, LogLevel, PortInfo, RecvGrh, UdReceived, UdTransmit,
 };

@@ -1,7 +1,7 @@
 //! IPoIB on the emulated fabric: the adapter that runs the pure IPoIB interface agent
 //! ([`ipoib_proto::ipoib::Interface`], draft-ietf-ipoib-ip-over-infiniband-06) on a host's HCA
-//! ([`IpoibApp`]), and a tiny IP endpoint above it for demos and tests ([`IpHost`]: echo, ping,
-//! UDP to and from multicast groups).
+//! ([`IpoibApp`]), with the pure IP endpoint [`ipoib_proto::ip_host::IpHost`] above it for demos
+//! and tests (echo, ping, UDP to and from multicast groups).
 //!
 //! Install one on a host with [`IpoibApp::install`]; a whole subnet whose hosts all run IPoIB comes
 //! from [`crate::node::subnet::SubnetOptions::ipoib`].
@@ -11,10 +11,8 @@
 
 mod app;
 pub mod frames;
-pub mod ip;
 
 pub use app::{
     AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, RECV_BUF, RECV_DEPTH, RESOLUTIONS_KEEP,
 };
 pub use frames::{FrameStats, Resolution, ResolutionKind};
-pub use ip::{IpCounters, IpError, IpHost, Ping, UdpReceived};

@@ -1,7 +1,9 @@
-//! A tiny IP endpoint above an IPoIB interface, for demos and tests: it answers ICMP and ICMPv6
-//! echo requests addressed to it, sends pings and records their replies with virtual-time
-//! round-trip times, records the UDP datagrams it receives (unicast to it, or to an IP multicast
-//! group it joined), and sends UDP. It is no IP stack: no fragmentation, no options, no routing.
+//! A tiny IP endpoint above an IPoIB interface ([`crate::ipoib::Interface`]), for demos and tests:
+//! it answers ICMP and ICMPv6 echo requests addressed to it, sends pings and records their replies
+//! with round-trip times, records the UDP datagrams it receives (unicast to it, or to an IP
+//! multicast group it joined), and sends UDP. It is no IP stack: no fragmentation, no options, no
+//! routing. The caller hands it the packets the interface delivers ([`IpHost::handle_packet`]) and
+//! sends what [`IpHost::poll_packet`] returns.
 //!
 //! Packets are built and checked with the wire crate's helpers (`Ipv4Repr`, `Ipv6Repr`,
 //! `Icmpv4Repr`, `Icmpv6Repr`, `UdpRepr`): RFC 792 (ICMP echo), RFC 4443 §4.1-4.2 (ICMPv6 echo),
@@ -10,7 +12,7 @@
 //! Invariants: pure (time is a parameter, no IO); bad packets are counted, never panic; pings are
 //! matched by (peer, identifier, sequence); everything is kept in insertion order or `BTreeMap`s.
 
-use crate::Instant;
+use crate::time::Instant;
 use ipoib_wire::ipoib::{
     Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
     Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr, UdpRepr, UDP_HEADER_LEN,
