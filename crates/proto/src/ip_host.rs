@@ -466,11 +466,7 @@ pub fn udp_packet(
     hops: u8,
     ip_ident: u16,
 ) -> Option<Vec<u8>> {
-    let udp = UdpRepr {
-        src_port,
-        dst_port,
-        payload,
-    };
+    let udp = UdpRepr::new(src_port, dst_port, payload);
     let ulen = udp.buffer_len();
     let (hl, mut b) = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {

@@ -79,12 +79,23 @@ impl<'a> IpPayload<'a> {
 
     /// `icmp_group` names the group of an invalid ICMP message (`icmp` or `icmpv6`), `protocol`
     /// tells it from an invalid UDP datagram (group `udp`): its `error` stays inside that group,
-    /// since a top-level `error` is how `ipoib decode` marks a malformed packet.
-    fn describe(&self, icmp_group: &str, protocol: IpProtocol, d: &mut dyn Describer) {
+    /// since a top-level `error` is how `ipoib decode` marks a malformed packet. `src` and `dst`
+    /// are the datagram's addresses, which the UDP checksum covers.
+    fn describe(
+        &self,
+        icmp_group: &str,
+        protocol: IpProtocol,
+        (src, dst): (IpAddr, IpAddr),
+        d: &mut dyn Describer,
+    ) {
         match self {
             IpPayload::Icmpv4(r) => r.describe_as("icmp", d),
             IpPayload::Icmpv6(r) => r.describe_as("icmpv6", d),
-            IpPayload::Udp(r) => r.describe_as("udp", d),
+            IpPayload::Udp(r) => {
+                d.enter("udp");
+                r.describe_between(src, dst, d);
+                d.leave();
+            }
             IpPayload::Raw(b) => d.field("data", Value::Bytes(b)),
             IpPayload::Invalid { error, data } => {
                 let group = match protocol {
@@ -199,7 +210,9 @@ impl Describe for Ipv4Datagram<'_> {
             d.field("options", Value::Bytes(self.options));
         }
         d.leave();
-        self.payload.describe("icmp", self.header.protocol, d);
+        let addrs = (self.header.src_addr.into(), self.header.dst_addr.into());
+        self.payload
+            .describe("icmp", self.header.protocol, addrs, d);
     }
 }
 
@@ -274,7 +287,9 @@ impl<'a> Ipv6Datagram<'a> {
 impl Describe for Ipv6Datagram<'_> {
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("ipv6", d);
-        self.payload.describe("icmpv6", self.header.next_header, d);
+        let addrs = (self.header.src_addr.into(), self.header.dst_addr.into());
+        self.payload
+            .describe("icmpv6", self.header.next_header, addrs, d);
     }
 }
 

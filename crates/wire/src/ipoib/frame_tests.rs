@@ -278,11 +278,7 @@ fn udp4(data: &[u8]) -> IpoibFrame<'_> {
     };
     d.header.protocol = IpProtocol::Udp;
     d.header.payload_len = 8 + data.len() as u16;
-    d.payload = IpPayload::Udp(UdpRepr {
-        src_port: 40001,
-        dst_port: 5001,
-        payload: data,
-    });
+    d.payload = IpPayload::Udp(UdpRepr::new(40001, 5001, data));
     IpoibFrame::new(IpoibPayload::Ipv4(d), EtherType::Ipv4)
 }
 
@@ -305,6 +301,10 @@ fn udp_frames() {
     assert_eq!(c.get("udp.src_port"), Some("40001"));
     assert_eq!(c.get("udp.dst_port"), Some("5001"));
     assert_eq!(c.get("udp.length"), Some("13"));
+    assert_eq!(
+        c.get("udp.checksum"),
+        Some(format!("{:#06x}", u16::from_be_bytes([b[30], b[31]])).as_str())
+    );
     assert_eq!(c.get("udp.data"), Some("68656c6c6f"));
     // A bad UDP checksum: the IPv4 header is shown, the datagram is invalid in group `udp`.
     let mut bad = b.clone();
@@ -361,11 +361,7 @@ fn udp_frames() {
                 src_addr: "fe80::1".parse().unwrap(),
                 dst_addr: "ff02::1".parse().unwrap(),
             },
-            payload: IpPayload::Udp(UdpRepr {
-                src_port: 7,
-                dst_port: 9,
-                payload: b"x",
-            }),
+            payload: IpPayload::Udp(UdpRepr::new(7, 9, b"x")),
         }),
         EtherType::Ipv6,
     );

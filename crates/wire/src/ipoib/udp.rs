@@ -44,6 +44,15 @@ fn pseudo_header(src: IpAddr, dst: IpAddr, len: usize) -> Result<u32> {
     }
 }
 
+/// The checksum field for a one's-complement sum: RFC 768 sends a computed zero as all ones, since
+/// zero means "no checksum".
+fn finish(sum: u32) -> u16 {
+    match checksum::finish(sum) {
+        0 => 0xffff,
+        c => c,
+    }
+}
+
 /// A read/write view of a UDP datagram.
 #[derive(Debug, Clone)]
 pub struct UdpPacket<T: AsRef<[u8]>> {
@@ -164,25 +173,38 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
         let len = usize::from(self.len());
         let acc = pseudo_header(src, dst, len)?;
         self.set_checksum(0);
-        let c = checksum::finish(checksum::sum(acc, &self.buffer.as_ref()[..len]));
-        self.set_checksum(if c == 0 { 0xffff } else { c });
+        let c = finish(checksum::sum(acc, &self.buffer.as_ref()[..len]));
+        self.set_checksum(c);
         Ok(())
     }
 }
 
 /// A UDP datagram with its data borrowed. The checksum is verified by `parse` and computed by
-/// `emit`, so it is not a field.
+/// `emit`; only whether there is one is a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpRepr<'a> {
     /// Source port.
     pub src_port: u16,
     /// Destination port.
     pub dst_port: u16,
+    /// False for an IPv4 datagram sent without a checksum (the field zero, RFC 768); over IPv6 a
+    /// checksum is mandatory (RFC 8200 §8.1).
+    pub has_checksum: bool,
     /// The data.
     pub payload: &'a [u8],
 }
 
 impl<'a> UdpRepr<'a> {
+    /// A datagram with a checksum, as every sender here makes them.
+    pub fn new(src_port: u16, dst_port: u16, payload: &'a [u8]) -> UdpRepr<'a> {
+        UdpRepr {
+            src_port,
+            dst_port,
+            has_checksum: true,
+            payload,
+        }
+    }
+
     /// Parses a datagram sent from `src` to `dst`, up to its Length field (bytes past it are
     /// ignored); `Err(Checksum)` if the checksum does not verify.
     pub fn parse(src: IpAddr, dst: IpAddr, data: &'a [u8]) -> Result<UdpRepr<'a>> {
@@ -193,6 +215,7 @@ impl<'a> UdpRepr<'a> {
         Ok(UdpRepr {
             src_port: p.src_port(),
             dst_port: p.dst_port(),
+            has_checksum: p.checksum() != 0,
             payload: &data[field::PAYLOAD..usize::from(p.len())],
         })
     }
@@ -202,9 +225,10 @@ impl<'a> UdpRepr<'a> {
         field::PAYLOAD + self.payload.len()
     }
 
-    /// Writes the datagram and its checksum for `src` → `dst` into the first `buffer_len()` bytes
-    /// of `buf`. `Err(Truncated)` if `buf` is shorter; `Err(Malformed)` if the datagram is longer
-    /// than 65535 bytes or the addresses are of two families.
+    /// Writes the datagram and its checksum for `src` → `dst` (zero without one) into the first
+    /// `buffer_len()` bytes of `buf`. `Err(Truncated)` if `buf` is shorter; `Err(Malformed)` if
+    /// the datagram is longer than 65535 bytes, the addresses are of two families, or an IPv6
+    /// datagram has no checksum.
     pub fn emit(&self, src: IpAddr, dst: IpAddr, buf: &mut [u8]) -> Result<()> {
         let n = self.buffer_len();
         let len = u16::try_from(n).map_err(|_| Error::Malformed)?;
@@ -214,16 +238,60 @@ impl<'a> UdpRepr<'a> {
         p.set_dst_port(self.dst_port);
         p.set_len(len);
         p.payload_mut().copy_from_slice(self.payload);
-        p.fill_checksum(src, dst)
+        match (self.has_checksum, src, dst) {
+            (true, _, _) => p.fill_checksum(src, dst),
+            (false, IpAddr::V4(_), IpAddr::V4(_)) => {
+                p.set_checksum(0);
+                Ok(())
+            }
+            (false, _, _) => Err(Error::Malformed),
+        }
+    }
+
+    /// The value `emit` writes in the checksum field for `src` → `dst` (0 without a checksum);
+    /// `Err` as `emit`.
+    pub fn checksum(&self, src: IpAddr, dst: IpAddr) -> Result<u16> {
+        if !self.has_checksum {
+            return match (src, dst) {
+                (IpAddr::V4(_), IpAddr::V4(_)) => Ok(0),
+                _ => Err(Error::Malformed),
+            };
+        }
+        let len = u16::try_from(self.buffer_len()).map_err(|_| Error::Malformed)?;
+        let acc = pseudo_header(src, dst, self.buffer_len())?;
+        let mut header = [0u8; field::PAYLOAD];
+        let mut h = UdpPacket::new_unchecked(&mut header[..]);
+        h.set_src_port(self.src_port);
+        h.set_dst_port(self.dst_port);
+        h.set_len(len);
+        Ok(finish(checksum::sum(
+            checksum::sum(acc, &header),
+            self.payload,
+        )))
+    }
+
+    /// The fields in wire order, with the checksum `emit` writes for `src` → `dst` (the one
+    /// `parse` verified); `ipoib decode` shows a datagram this way.
+    pub fn describe_between(&self, src: IpAddr, dst: IpAddr, d: &mut dyn Describer) {
+        self.describe_fields(self.checksum(src, dst).ok(), d);
+    }
+
+    fn describe_fields(&self, checksum: Option<u16>, d: &mut dyn Describer) {
+        d.field("src_port", Value::Uint(self.src_port.into()));
+        d.field("dst_port", Value::Uint(self.dst_port.into()));
+        d.field("length", Value::Uint(self.buffer_len() as u64));
+        match checksum {
+            Some(c) => d.field("checksum", Value::Hex(c.into(), 4)),
+            None => d.field("has_checksum", Value::Bool(self.has_checksum)),
+        }
+        d.field("data", Value::Bytes(self.payload));
     }
 }
 
 impl Describe for UdpRepr<'_> {
+    /// Without the addresses the checksum covers, only whether there is one.
     fn describe(&self, d: &mut dyn Describer) {
-        d.field("src_port", Value::Uint(self.src_port.into()));
-        d.field("dst_port", Value::Uint(self.dst_port.into()));
-        d.field("length", Value::Uint(self.buffer_len() as u64));
-        d.field("data", Value::Bytes(self.payload));
+        self.describe_fields(None, d);
     }
 }
 
@@ -289,14 +357,8 @@ mod tests {
     #[test]
     fn parse_and_emit() {
         let r = UdpRepr::parse(SRC4, DST4, &DGRAM).unwrap();
-        assert_eq!(
-            r,
-            UdpRepr {
-                src_port: 40001,
-                dst_port: 5001,
-                payload: b"hi"
-            }
-        );
+        assert_eq!(r, UdpRepr::new(40001, 5001, b"hi"));
+        assert_eq!(r.checksum(SRC4, DST4), Ok(0xfba0));
         let mut b = [0u8; 10];
         r.emit(SRC4, DST4, &mut b).unwrap();
         assert_eq!(b, DGRAM);
@@ -324,37 +386,47 @@ mod tests {
         assert_eq!(UdpRepr::parse(SRC4, DST4, &bad), Err(Error::Checksum));
         assert_eq!(r.to_string(), "UDP 40001 > 5001 length 10");
         let mut c = Collect::default();
-        r.describe(&mut c);
+        r.describe_between(SRC4, DST4, &mut c);
         assert_eq!(c.get("src_port"), Some("40001"));
         assert_eq!(c.get("dst_port"), Some("5001"));
         assert_eq!(c.get("length"), Some("10"));
+        assert_eq!(c.get("checksum"), Some("0xfba0"));
         assert_eq!(c.get("data"), Some("6869"));
+        let mut c = Collect::default();
+        r.describe(&mut c);
+        assert_eq!(c.get("has_checksum"), Some("true"));
     }
 
-    /// RFC 768: a zero checksum over IPv4 means "not computed"; RFC 8200 §8.1: over IPv6 it is
-    /// mandatory, so zero does not verify.
+    /// RFC 768: a zero checksum over IPv4 means "not computed", and is kept; RFC 8200 §8.1: over
+    /// IPv6 it is mandatory, so zero does not verify and cannot be sent.
     #[test]
     fn zero_checksum() {
         let mut b = DGRAM;
         b[6] = 0;
         b[7] = 0;
-        assert!(UdpRepr::parse(SRC4, DST4, &b).is_ok());
+        let r = UdpRepr::parse(SRC4, DST4, &b).unwrap();
+        assert!(!r.has_checksum);
+        assert_eq!(r.checksum(SRC4, DST4), Ok(0));
+        let mut out = [0xffu8; 10];
+        r.emit(SRC4, DST4, &mut out).unwrap();
+        assert_eq!(out, b);
         let (s6, d6): (Ipv6Addr, Ipv6Addr) =
             ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
         assert_eq!(
             UdpRepr::parse(s6.into(), d6.into(), &b),
             Err(Error::Checksum)
         );
+        assert_eq!(
+            r.emit(s6.into(), d6.into(), &mut out),
+            Err(Error::Malformed)
+        );
+        assert_eq!(r.checksum(s6.into(), d6.into()), Err(Error::Malformed));
     }
 
     /// RFC 768: a sum of zero is sent as all ones, which verifies as well.
     #[test]
     fn computed_zero_is_sent_as_ones() {
-        let r = UdpRepr {
-            src_port: 1,
-            dst_port: 2,
-            payload: &[0, 0],
-        };
+        let r = UdpRepr::new(1, 2, &[0, 0]);
         let mut b = [0u8; 10];
         r.emit(SRC4, DST4, &mut b).unwrap();
         // Data equal to the checksum of the zero-data datagram: the sum then folds to 0xFFFF,
@@ -367,18 +439,20 @@ mod tests {
         };
         r.emit(SRC4, DST4, &mut b).unwrap();
         assert_eq!(be16(&b, 6), 0xffff);
+        assert_eq!(r.checksum(SRC4, DST4), Ok(0xffff));
         assert_eq!(UdpRepr::parse(SRC4, DST4, &b).unwrap(), r);
     }
 
     proptest! {
         #[test]
-        fn round_trip_v4(sp: u16, dp: u16, s: u32, d: u32,
+        fn round_trip_v4(sp: u16, dp: u16, s: u32, d: u32, has_checksum: bool,
                          payload in proptest::collection::vec(any::<u8>(), 0..64)) {
             let (src, dst) = (IpAddr::V4(s.into()), IpAddr::V4(d.into()));
-            let r = UdpRepr { src_port: sp, dst_port: dp, payload: &payload };
+            let r = UdpRepr { src_port: sp, dst_port: dp, has_checksum, payload: &payload };
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(src, dst, &mut b).unwrap();
-            prop_assert_ne!(be16(&b, 6), 0);
+            prop_assert_eq!(be16(&b, 6) != 0, has_checksum);
+            prop_assert_eq!(r.checksum(src, dst).unwrap(), be16(&b, 6));
             prop_assert_eq!(UdpRepr::parse(src, dst, &b).unwrap(), r);
         }
 
@@ -386,9 +460,10 @@ mod tests {
         fn round_trip_v6(sp: u16, dp: u16, s: u128,
                          payload in proptest::collection::vec(any::<u8>(), 0..64)) {
             let (src, dst) = (IpAddr::V6(s.into()), IpAddr::V6((!s).into()));
-            let r = UdpRepr { src_port: sp, dst_port: dp, payload: &payload };
+            let r = UdpRepr::new(sp, dp, &payload);
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(src, dst, &mut b).unwrap();
+            prop_assert_eq!(r.checksum(src, dst).unwrap(), be16(&b, 6));
             prop_assert_eq!(UdpRepr::parse(src, dst, &b).unwrap(), r);
         }
 
@@ -398,6 +473,7 @@ mod tests {
                 if let Ok(r) = UdpRepr::parse(s, d, &data) {
                     let _ = r.to_string();
                     r.describe(&mut Collect::default());
+                    r.describe_between(s, d, &mut Collect::default());
                 }
             }
             if let Ok(p) = UdpPacket::new_checked(&data[..]) {

@@ -96,11 +96,7 @@ fn echo(src: &Node, dst: &Node, request: bool, global: bool) -> Vec<u8> {
 /// UDP 10.0.0.1:40001 -> 224.1.2.3:5001 to the mapped MGID (draft-ietf-ipoib-ip-over-infiniband-06
 /// §4), TTL 1, UDP checksum computed (RFC 768).
 fn mcast_udp() -> Vec<u8> {
-    let udp = UdpRepr {
-        src_port: 40001,
-        dst_port: 5001,
-        payload: b"ipoib sample multicast datagram!",
-    };
+    let udp = UdpRepr::new(40001, 5001, b"ipoib sample multicast datagram!");
     let mut header = ipv4_header(A.ipv4, MCAST_GROUP, IpProtocol::Udp, 0x0100);
     header.ttl = 1;
     let f = frame(IpoibPayload::Ipv4(Ipv4Datagram {

@@ -194,6 +194,11 @@ fn ipv4(d: &Ipv4Datagram<'_>, e: &mut Expect) {
             e.num("udp.srcport", u.src_port);
             e.num("udp.dstport", u.dst_port);
             e.num("udp.length", u.buffer_len() as u64);
+            let (src, dst) = (h.src_addr.into(), h.dst_addr.into());
+            e.num(
+                "udp.checksum",
+                u.checksum(src, dst).expect("IPv4 addresses"),
+            );
             e.num("udp.checksum.status", 1u8);
         }
         other => panic!("unexpected IPv4 payload {other:?}"),
