@@ -1,5 +1,5 @@
 use super::*;
-use crate::describe::Collect;
+use crate::describe::{Collect, Describe};
 use crate::Error;
 use proptest::prelude::*;
 
