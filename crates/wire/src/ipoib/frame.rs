@@ -479,5 +479,4 @@ impl fmt::Display for IpoibFrame<'_> {
 }
 
 #[cfg(test)]
-#[path = "frame_tests.rs"]
 mod tests;

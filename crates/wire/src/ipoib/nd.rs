@@ -633,5 +633,4 @@ impl Describe for NdRepr<'_> {
 }
 
 #[cfg(test)]
-#[path = "nd_tests.rs"]
 mod tests;

@@ -27,9 +27,7 @@
 //!   no reassembly), so the first packet of a multi-packet IPoIB-CM frame shows an IPv4 datagram
 //!   longer than the packet: an expert error for that one frame, which is allowed below.
 
-#[path = "tshark/capture.rs"]
 mod capture;
-#[path = "tshark/expect.rs"]
 mod expect;
 
 use capture::{Dissection, TempCapture, Tshark};
