@@ -14,9 +14,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_debug_implementations)]
 
-// The `fixed_view!` macro; first, so that every module below can use it.
+// The `fixed_view!` and `code_enum!` macros; first, so that every module below can use them.
 #[macro_use]
 mod view;
+#[macro_use]
+mod code_enum;
 
 pub mod describe;
 mod error;

@@ -39,70 +39,33 @@ pub const DEFAULT_BASENAME: &str = "sim";
 /// The status ibsim puts in a `sim_request` it hands back undelivered (ETIMEDOUT).
 pub const STATUS_UNDELIVERED: u32 = 110;
 
-/// `enum SIM_CTL_TYPES`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CtlType {
-    /// `SIM_CTL_ERROR`: the reply type of a refused request.
-    Error,
-    /// `SIM_CTL_CONNECT`.
-    Connect,
-    /// `SIM_CTL_DISCONNECT`.
-    Disconnect,
-    /// `SIM_CTL_GET_PORT`.
-    GetPort,
-    /// `SIM_CTL_GET_VENDOR`.
-    GetVendor,
-    /// `SIM_CTL_GET_GID`.
-    GetGid,
-    /// `SIM_CTL_GET_GUID`.
-    GetGuid,
-    /// `SIM_CTL_GET_NODEINFO`.
-    GetNodeInfo,
-    /// `SIM_CTL_GET_PORTINFO`.
-    GetPortInfo,
-    /// `SIM_CTL_SET_ISSM`.
-    SetIssm,
-    /// `SIM_CTL_GET_PKEYS`.
-    GetPkeys,
-    /// Any other value.
-    Unknown(u32),
-}
-
-impl From<CtlType> for u32 {
-    fn from(t: CtlType) -> u32 {
-        match t {
-            CtlType::Error => 0,
-            CtlType::Connect => 1,
-            CtlType::Disconnect => 2,
-            CtlType::GetPort => 3,
-            CtlType::GetVendor => 4,
-            CtlType::GetGid => 5,
-            CtlType::GetGuid => 6,
-            CtlType::GetNodeInfo => 7,
-            CtlType::GetPortInfo => 8,
-            CtlType::SetIssm => 9,
-            CtlType::GetPkeys => 10,
-            CtlType::Unknown(v) => v,
-        }
-    }
-}
-
-impl From<u32> for CtlType {
-    fn from(v: u32) -> CtlType {
-        match v {
-            0 => CtlType::Error,
-            1 => CtlType::Connect,
-            2 => CtlType::Disconnect,
-            3 => CtlType::GetPort,
-            4 => CtlType::GetVendor,
-            5 => CtlType::GetGid,
-            6 => CtlType::GetGuid,
-            7 => CtlType::GetNodeInfo,
-            8 => CtlType::GetPortInfo,
-            9 => CtlType::SetIssm,
-            10 => CtlType::GetPkeys,
-            v => CtlType::Unknown(v),
-        }
+ipoib_wire::code_enum! {
+    /// `enum SIM_CTL_TYPES`.
+    pub enum CtlType(u32) {
+        /// `SIM_CTL_ERROR`: the reply type of a refused request.
+        Error = 0,
+        /// `SIM_CTL_CONNECT`.
+        Connect = 1,
+        /// `SIM_CTL_DISCONNECT`.
+        Disconnect = 2,
+        /// `SIM_CTL_GET_PORT`.
+        GetPort = 3,
+        /// `SIM_CTL_GET_VENDOR`.
+        GetVendor = 4,
+        /// `SIM_CTL_GET_GID`.
+        GetGid = 5,
+        /// `SIM_CTL_GET_GUID`.
+        GetGuid = 6,
+        /// `SIM_CTL_GET_NODEINFO`.
+        GetNodeInfo = 7,
+        /// `SIM_CTL_GET_PORTINFO`.
+        GetPortInfo = 8,
+        /// `SIM_CTL_SET_ISSM`.
+        SetIssm = 9,
+        /// `SIM_CTL_GET_PKEYS`.
+        GetPkeys = 10,
+        /// Any other value.
+        Unknown(_),
     }
 }
 

@@ -1,98 +1,32 @@
 //! Code points shared by several CM messages.
 
-/// Which message an MRA acknowledges or a REJ rejects: the 2-bit "Message MRAed" (IBA 1 §12.6,
-/// Table 107) and "Message REJected" (IBA 1 §12.6, Table 108) fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RespondedTo {
-    /// 0: the REQ.
-    Req,
-    /// 1: the REP.
-    Rep,
-    /// 2: another message (a LAP for an MRA; for a REJ, none of REQ/REP, e.g. a REJ sent because of
-    /// a timeout or a stale connection; Linux `CM_MSG_RESPONSE_OTHER`).
-    Other,
-    /// 3 (reserved) or any value that does not fit in two bits.
-    Unknown(u8),
-}
-
-impl From<u8> for RespondedTo {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => RespondedTo::Req,
-            1 => RespondedTo::Rep,
-            2 => RespondedTo::Other,
-            v => RespondedTo::Unknown(v),
-        }
+code_enum! {
+    /// Which message an MRA acknowledges or a REJ rejects: the 2-bit "Message MRAed" (IBA 1 §12.6,
+    /// Table 107) and "Message REJected" (IBA 1 §12.6, Table 108) fields.
+    pub enum RespondedTo(u8) {
+        /// 0: the REQ.
+        Req = 0 => "REQ",
+        /// 1: the REP.
+        Rep = 1 => "REP",
+        /// 2: another message (a LAP for an MRA; for a REJ, none of REQ/REP, e.g. a REJ sent because of
+        /// a timeout or a stale connection; Linux `CM_MSG_RESPONSE_OTHER`).
+        Other = 2 => "Other",
+        /// 3 (reserved) or any value that does not fit in two bits.
+        Unknown(_) => "Unknown",
     }
 }
 
-impl From<RespondedTo> for u8 {
-    fn from(v: RespondedTo) -> u8 {
-        match v {
-            RespondedTo::Req => 0,
-            RespondedTo::Rep => 1,
-            RespondedTo::Other => 2,
-            RespondedTo::Unknown(v) => v,
-        }
-    }
-}
-
-impl RespondedTo {
-    /// Display name.
-    pub fn name(self) -> &'static str {
-        match self {
-            RespondedTo::Req => "REQ",
-            RespondedTo::Rep => "REP",
-            RespondedTo::Other => "Other",
-            RespondedTo::Unknown(_) => "Unknown",
-        }
-    }
-}
-
-/// The 2-bit Transport Service Type of a REQ (IBA 1 §12.6, Table 106).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TransportServiceType {
-    /// 0: Reliable Connection.
-    Rc,
-    /// 1: Unreliable Connection.
-    Uc,
-    /// 2: Reliable Datagram.
-    Rd,
-    /// 3 (reserved in the base spec; see the Extended Transport Type field).
-    Unknown(u8),
-}
-
-impl From<u8> for TransportServiceType {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => TransportServiceType::Rc,
-            1 => TransportServiceType::Uc,
-            2 => TransportServiceType::Rd,
-            v => TransportServiceType::Unknown(v),
-        }
-    }
-}
-
-impl From<TransportServiceType> for u8 {
-    fn from(v: TransportServiceType) -> u8 {
-        match v {
-            TransportServiceType::Rc => 0,
-            TransportServiceType::Uc => 1,
-            TransportServiceType::Rd => 2,
-            TransportServiceType::Unknown(v) => v,
-        }
-    }
-}
-
-impl TransportServiceType {
-    /// Display name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TransportServiceType::Rc => "RC",
-            TransportServiceType::Uc => "UC",
-            TransportServiceType::Rd => "RD",
-            TransportServiceType::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// The 2-bit Transport Service Type of a REQ (IBA 1 §12.6, Table 106).
+    pub enum TransportServiceType(u8) {
+        /// 0: Reliable Connection.
+        Rc = 0 => "RC",
+        /// 1: Unreliable Connection.
+        Uc = 1 => "UC",
+        /// 2: Reliable Datagram.
+        Rd = 2 => "RD",
+        /// 3 (reserved in the base spec; see the Extended Transport Type field).
+        Unknown(_) => "Unknown",
     }
 }
 

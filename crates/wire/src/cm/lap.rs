@@ -151,87 +151,40 @@ cm_view! {
     private_data, set_private_data: bytes[84, APR_PRIVATE_DATA_LEN];
 }
 
-/// The AP Status of an APR (IBA 1 §12.6, Table 116). Variant names follow Linux
-/// `enum ib_cm_apr_status` (`include/rdma/ib_cm.h`); unknown codes are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ApStatus {
-    /// 0: the alternate path was loaded.
-    Success,
-    /// 1
-    InvalidCommId,
-    /// 2: LAP not supported.
-    Unsupported,
-    /// 3: rejected by the consumer.
-    Reject,
-    /// 4: redirect; Additional Information carries a ClassPortInfo.
-    Redirect,
-    /// 5: the proposed path is the current path.
-    IsCurrent,
-    /// 6
-    InvalidQpnEecn,
-    /// 7
-    InvalidLid,
-    /// 8
-    InvalidGid,
-    /// 9
-    InvalidFlowLabel,
-    /// 10
-    InvalidTclass,
-    /// 11
-    InvalidHopLimit,
-    /// 12
-    InvalidPacketRate,
-    /// 13
-    InvalidSl,
-    /// Any other code, kept as is.
-    Unknown(u8),
-}
-
-const AP_STATUSES: [(u8, ApStatus, &str); 14] = [
-    (0, ApStatus::Success, "success"),
-    (1, ApStatus::InvalidCommId, "invalid comm ID"),
-    (2, ApStatus::Unsupported, "unsupported"),
-    (3, ApStatus::Reject, "reject"),
-    (4, ApStatus::Redirect, "redirect"),
-    (5, ApStatus::IsCurrent, "is current"),
-    (6, ApStatus::InvalidQpnEecn, "invalid QPN/EECN"),
-    (7, ApStatus::InvalidLid, "invalid LID"),
-    (8, ApStatus::InvalidGid, "invalid GID"),
-    (9, ApStatus::InvalidFlowLabel, "invalid flow label"),
-    (10, ApStatus::InvalidTclass, "invalid traffic class"),
-    (11, ApStatus::InvalidHopLimit, "invalid hop limit"),
-    (12, ApStatus::InvalidPacketRate, "invalid packet rate"),
-    (13, ApStatus::InvalidSl, "invalid SL"),
-];
-
-impl From<u8> for ApStatus {
-    fn from(v: u8) -> Self {
-        AP_STATUSES
-            .iter()
-            .find(|(c, _, _)| *c == v)
-            .map_or(ApStatus::Unknown(v), |(_, s, _)| *s)
-    }
-}
-
-impl From<ApStatus> for u8 {
-    fn from(s: ApStatus) -> u8 {
-        match s {
-            ApStatus::Unknown(v) => v,
-            s => AP_STATUSES
-                .iter()
-                .find(|(_, x, _)| *x == s)
-                .map_or(0, |(c, _, _)| *c),
-        }
-    }
-}
-
-impl ApStatus {
-    /// Display name ("unknown" for codes outside the table).
-    pub fn name(self) -> &'static str {
-        AP_STATUSES
-            .iter()
-            .find(|(_, x, _)| *x == self)
-            .map_or("unknown", |(_, _, n)| n)
+code_enum! {
+    /// The AP Status of an APR (IBA 1 §12.6, Table 116). Variant names follow Linux
+    /// `enum ib_cm_apr_status` (`include/rdma/ib_cm.h`); unknown codes are kept.
+    pub enum ApStatus(u8) {
+        /// 0: the alternate path was loaded.
+        Success = 0 => "success",
+        /// 1
+        InvalidCommId = 1 => "invalid comm ID",
+        /// 2: LAP not supported.
+        Unsupported = 2 => "unsupported",
+        /// 3: rejected by the consumer.
+        Reject = 3 => "reject",
+        /// 4: redirect; Additional Information carries a ClassPortInfo.
+        Redirect = 4 => "redirect",
+        /// 5: the proposed path is the current path.
+        IsCurrent = 5 => "is current",
+        /// 6
+        InvalidQpnEecn = 6 => "invalid QPN/EECN",
+        /// 7
+        InvalidLid = 7 => "invalid LID",
+        /// 8
+        InvalidGid = 8 => "invalid GID",
+        /// 9
+        InvalidFlowLabel = 9 => "invalid flow label",
+        /// 10
+        InvalidTclass = 10 => "invalid traffic class",
+        /// 11
+        InvalidHopLimit = 11 => "invalid hop limit",
+        /// 12
+        InvalidPacketRate = 12 => "invalid packet rate",
+        /// 13
+        InvalidSl = 13 => "invalid SL",
+        /// Any other code, kept as is.
+        Unknown(_) => "unknown",
     }
 }
 

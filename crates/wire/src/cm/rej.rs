@@ -28,171 +28,87 @@ cm_view! {
     private_data, set_private_data: bytes[84, PRIVATE_DATA_LEN];
 }
 
-/// The Reason of a REJ (IBA 1 §12.6, Table 108 and the reason table after it). Variant names
-/// follow Linux `enum ib_cm_rej_reason` (`include/rdma/ib_cm.h`); [`RejReason::name`] gives Linux's
-/// `ibcm_reject_msg()` text. Unknown codes are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejReason {
-    /// 1
-    NoQp,
-    /// 2
-    NoEec,
-    /// 3
-    NoResources,
-    /// 4: the REQ/REP timed out; the ARI carries the sender's CA GUID.
-    Timeout,
-    /// 5
-    Unsupported,
-    /// 6
-    InvalidCommId,
-    /// 7
-    InvalidCommInstance,
-    /// 8: no listener for the service ID (Annex A11 CA11-8 uses it).
-    InvalidServiceId,
-    /// 9
-    InvalidTransportType,
-    /// 10
-    StaleConn,
-    /// 11
-    RdcNotExist,
-    /// 12: primary remote port GID rejected.
-    InvalidGid,
-    /// 13: primary remote port LID rejected.
-    InvalidLid,
-    /// 14
-    InvalidSl,
-    /// 15
-    InvalidTrafficClass,
-    /// 16
-    InvalidHopLimit,
-    /// 17
-    InvalidPacketRate,
-    /// 18
-    InvalidAltGid,
-    /// 19
-    InvalidAltLid,
-    /// 20
-    InvalidAltSl,
-    /// 21
-    InvalidAltTrafficClass,
-    /// 22
-    InvalidAltHopLimit,
-    /// 23
-    InvalidAltPacketRate,
-    /// 24: port and CM redirection; the ARI carries a ClassPortInfo.
-    PortCmRedirect,
-    /// 25: port redirection.
-    PortRedirect,
-    /// 26: invalid path MTU.
-    InvalidMtu,
-    /// 27: insufficient responder resources.
-    InsufficientRespResources,
-    /// 28: consumer reject; the ARI belongs to the consumer (Annex A11 §A11.7 partitions it).
-    ConsumerDefined,
-    /// 29: RNR retry count rejected.
-    InvalidRnrRetry,
-    /// 30
-    DuplicateLocalCommId,
-    /// 31: unsupported class version.
-    InvalidClassVersion,
-    /// 32: invalid primary flow label.
-    InvalidFlowLabel,
-    /// 33: invalid alternate flow label.
-    InvalidAltFlowLabel,
-    /// 35: vendor option not supported (IBA comment 9434, enhanced connection establishment).
-    VendorOptionNotSupported,
-    /// Any other code, kept as is.
-    Unknown(u16),
-}
-
-/// Code/variant/name table; the single source for both conversions and the names.
-const REASONS: [(u16, RejReason, &str); 34] = [
-    (1, RejReason::NoQp, "no QP"),
-    (2, RejReason::NoEec, "no EEC"),
-    (3, RejReason::NoResources, "no resources"),
-    (4, RejReason::Timeout, "timeout"),
-    (5, RejReason::Unsupported, "unsupported"),
-    (6, RejReason::InvalidCommId, "invalid comm ID"),
-    (7, RejReason::InvalidCommInstance, "invalid comm instance"),
-    (8, RejReason::InvalidServiceId, "invalid service ID"),
-    (9, RejReason::InvalidTransportType, "invalid transport type"),
-    (10, RejReason::StaleConn, "stale conn"),
-    (11, RejReason::RdcNotExist, "RDC not exist"),
-    (12, RejReason::InvalidGid, "invalid GID"),
-    (13, RejReason::InvalidLid, "invalid LID"),
-    (14, RejReason::InvalidSl, "invalid SL"),
-    (15, RejReason::InvalidTrafficClass, "invalid traffic class"),
-    (16, RejReason::InvalidHopLimit, "invalid hop limit"),
-    (17, RejReason::InvalidPacketRate, "invalid packet rate"),
-    (18, RejReason::InvalidAltGid, "invalid alt GID"),
-    (19, RejReason::InvalidAltLid, "invalid alt LID"),
-    (20, RejReason::InvalidAltSl, "invalid alt SL"),
-    (
-        21,
-        RejReason::InvalidAltTrafficClass,
-        "invalid alt traffic class",
-    ),
-    (22, RejReason::InvalidAltHopLimit, "invalid alt hop limit"),
-    (
-        23,
-        RejReason::InvalidAltPacketRate,
-        "invalid alt packet rate",
-    ),
-    (24, RejReason::PortCmRedirect, "port CM redirect"),
-    (25, RejReason::PortRedirect, "port redirect"),
-    (26, RejReason::InvalidMtu, "invalid MTU"),
-    (
-        27,
-        RejReason::InsufficientRespResources,
-        "insufficient resp resources",
-    ),
-    (28, RejReason::ConsumerDefined, "consumer defined"),
-    (29, RejReason::InvalidRnrRetry, "invalid RNR retry"),
-    (
-        30,
-        RejReason::DuplicateLocalCommId,
-        "duplicate local comm ID",
-    ),
-    (31, RejReason::InvalidClassVersion, "invalid class version"),
-    (32, RejReason::InvalidFlowLabel, "invalid flow label"),
-    (33, RejReason::InvalidAltFlowLabel, "invalid alt flow label"),
-    (
-        35,
-        RejReason::VendorOptionNotSupported,
-        "vendor option is not supported",
-    ),
-];
-
-impl From<u16> for RejReason {
-    fn from(v: u16) -> Self {
-        REASONS
-            .iter()
-            .find(|(c, _, _)| *c == v)
-            .map_or(RejReason::Unknown(v), |(_, r, _)| *r)
+code_enum! {
+    /// The Reason of a REJ (IBA 1 §12.6, Table 108 and the reason table after it). Variant names
+    /// follow Linux `enum ib_cm_rej_reason` (`include/rdma/ib_cm.h`); [`RejReason::name`] gives Linux's
+    /// `ibcm_reject_msg()` text. Unknown codes are kept.
+    pub enum RejReason(u16) {
+        /// 1
+        NoQp = 1 => "no QP",
+        /// 2
+        NoEec = 2 => "no EEC",
+        /// 3
+        NoResources = 3 => "no resources",
+        /// 4: the REQ/REP timed out; the ARI carries the sender's CA GUID.
+        Timeout = 4 => "timeout",
+        /// 5
+        Unsupported = 5 => "unsupported",
+        /// 6
+        InvalidCommId = 6 => "invalid comm ID",
+        /// 7
+        InvalidCommInstance = 7 => "invalid comm instance",
+        /// 8: no listener for the service ID (Annex A11 CA11-8 uses it).
+        InvalidServiceId = 8 => "invalid service ID",
+        /// 9
+        InvalidTransportType = 9 => "invalid transport type",
+        /// 10
+        StaleConn = 10 => "stale conn",
+        /// 11
+        RdcNotExist = 11 => "RDC not exist",
+        /// 12: primary remote port GID rejected.
+        InvalidGid = 12 => "invalid GID",
+        /// 13: primary remote port LID rejected.
+        InvalidLid = 13 => "invalid LID",
+        /// 14
+        InvalidSl = 14 => "invalid SL",
+        /// 15
+        InvalidTrafficClass = 15 => "invalid traffic class",
+        /// 16
+        InvalidHopLimit = 16 => "invalid hop limit",
+        /// 17
+        InvalidPacketRate = 17 => "invalid packet rate",
+        /// 18
+        InvalidAltGid = 18 => "invalid alt GID",
+        /// 19
+        InvalidAltLid = 19 => "invalid alt LID",
+        /// 20
+        InvalidAltSl = 20 => "invalid alt SL",
+        /// 21
+        InvalidAltTrafficClass = 21 => "invalid alt traffic class",
+        /// 22
+        InvalidAltHopLimit = 22 => "invalid alt hop limit",
+        /// 23
+        InvalidAltPacketRate = 23 => "invalid alt packet rate",
+        /// 24: port and CM redirection; the ARI carries a ClassPortInfo.
+        PortCmRedirect = 24 => "port CM redirect",
+        /// 25: port redirection.
+        PortRedirect = 25 => "port redirect",
+        /// 26: invalid path MTU.
+        InvalidMtu = 26 => "invalid MTU",
+        /// 27: insufficient responder resources.
+        InsufficientRespResources = 27 => "insufficient resp resources",
+        /// 28: consumer reject; the ARI belongs to the consumer (Annex A11 §A11.7 partitions it).
+        ConsumerDefined = 28 => "consumer defined",
+        /// 29: RNR retry count rejected.
+        InvalidRnrRetry = 29 => "invalid RNR retry",
+        /// 30
+        DuplicateLocalCommId = 30 => "duplicate local comm ID",
+        /// 31: unsupported class version.
+        InvalidClassVersion = 31 => "invalid class version",
+        /// 32: invalid primary flow label.
+        InvalidFlowLabel = 32 => "invalid flow label",
+        /// 33: invalid alternate flow label.
+        InvalidAltFlowLabel = 33 => "invalid alt flow label",
+        /// 35: vendor option not supported (IBA comment 9434, enhanced connection establishment).
+        VendorOptionNotSupported = 35 => "vendor option is not supported",
+        /// Any other code, kept as is.
+        Unknown(_) => "unrecognized reason",
     }
 }
 
-impl From<RejReason> for u16 {
-    fn from(r: RejReason) -> u16 {
-        match r {
-            RejReason::Unknown(v) => v,
-            r => REASONS
-                .iter()
-                .find(|(_, x, _)| *x == r)
-                .map_or(0, |(c, _, _)| *c),
-        }
-    }
-}
-
-impl RejReason {
-    /// Linux's text for the reason (`ibcm_reject_msg()`), "unrecognized reason" otherwise.
-    pub fn name(self) -> &'static str {
-        REASONS
-            .iter()
-            .find(|(_, x, _)| *x == self)
-            .map_or("unrecognized reason", |(_, _, n)| n)
-    }
-}
+/// The named reasons, for the tests that walk them all.
+#[cfg(test)]
+const REASONS: [(u16, RejReason, &str); 34] = RejReason::KNOWN;
 
 /// A parsed REJ (IBA 1 §12.6, Table 108).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -116,63 +116,24 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SidrRepMsg<T> {
     }
 }
 
-/// The Status of a SIDR_REP (IBA 1 §12.6, Table 120). Variant names follow Linux
-/// `enum ib_cm_sidr_status`; unknown codes are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SidrStatus {
-    /// 0: QPN and Q_Key are valid.
-    Success,
-    /// 1: service ID not supported.
-    Unsupported,
-    /// 2: rejected by the service provider.
-    Reject,
-    /// 3: no QP available.
-    NoQp,
-    /// 4: redirect; ClassPortInfo is valid.
-    Redirect,
-    /// 5: class version not supported.
-    UnsupportedVersion,
-    /// Any other code, kept as is.
-    Unknown(u8),
-}
-
-const SIDR_STATUSES: [(u8, SidrStatus, &str); 6] = [
-    (0, SidrStatus::Success, "success"),
-    (1, SidrStatus::Unsupported, "unsupported"),
-    (2, SidrStatus::Reject, "reject"),
-    (3, SidrStatus::NoQp, "no QP"),
-    (4, SidrStatus::Redirect, "redirect"),
-    (5, SidrStatus::UnsupportedVersion, "unsupported version"),
-];
-
-impl From<u8> for SidrStatus {
-    fn from(v: u8) -> Self {
-        SIDR_STATUSES
-            .iter()
-            .find(|(c, _, _)| *c == v)
-            .map_or(SidrStatus::Unknown(v), |(_, s, _)| *s)
-    }
-}
-
-impl From<SidrStatus> for u8 {
-    fn from(s: SidrStatus) -> u8 {
-        match s {
-            SidrStatus::Unknown(v) => v,
-            s => SIDR_STATUSES
-                .iter()
-                .find(|(_, x, _)| *x == s)
-                .map_or(0, |(c, _, _)| *c),
-        }
-    }
-}
-
-impl SidrStatus {
-    /// Display name ("unknown" for codes outside the table).
-    pub fn name(self) -> &'static str {
-        SIDR_STATUSES
-            .iter()
-            .find(|(_, x, _)| *x == self)
-            .map_or("unknown", |(_, _, n)| n)
+code_enum! {
+    /// The Status of a SIDR_REP (IBA 1 §12.6, Table 120). Variant names follow Linux
+    /// `enum ib_cm_sidr_status`; unknown codes are kept.
+    pub enum SidrStatus(u8) {
+        /// 0: QPN and Q_Key are valid.
+        Success = 0 => "success",
+        /// 1: service ID not supported.
+        Unsupported = 1 => "unsupported",
+        /// 2: rejected by the service provider.
+        Reject = 2 => "reject",
+        /// 3: no QP available.
+        NoQp = 3 => "no QP",
+        /// 4: redirect; ClassPortInfo is valid.
+        Redirect = 4 => "redirect",
+        /// 5: class version not supported.
+        UnsupportedVersion = 5 => "unsupported version",
+        /// Any other code, kept as is.
+        Unknown(_) => "unknown",
     }
 }
 

@@ -5,60 +5,21 @@ use crate::describe::{Describe, Describer, Value};
 use crate::types::{be24, put24};
 use crate::Result;
 
-/// NAK codes, syndrome bits 4-0 when bits 6-5 are 11 (IBA 1 §9.3 AETH).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NakCode {
-    /// 0: PSN sequence error.
-    PsnSequenceError,
-    /// 1: invalid request.
-    InvalidRequest,
-    /// 2: remote access error.
-    RemoteAccessError,
-    /// 3: remote operational error.
-    RemoteOperationalError,
-    /// 4: invalid RD request.
-    InvalidRdRequest,
-    /// 5-31: reserved.
-    Unknown(u8),
-}
-
-impl From<u8> for NakCode {
-    fn from(v: u8) -> NakCode {
-        match v & 0x1f {
-            0 => NakCode::PsnSequenceError,
-            1 => NakCode::InvalidRequest,
-            2 => NakCode::RemoteAccessError,
-            3 => NakCode::RemoteOperationalError,
-            4 => NakCode::InvalidRdRequest,
-            v => NakCode::Unknown(v),
-        }
-    }
-}
-
-impl From<NakCode> for u8 {
-    fn from(v: NakCode) -> u8 {
-        match v {
-            NakCode::PsnSequenceError => 0,
-            NakCode::InvalidRequest => 1,
-            NakCode::RemoteAccessError => 2,
-            NakCode::RemoteOperationalError => 3,
-            NakCode::InvalidRdRequest => 4,
-            NakCode::Unknown(v) => v & 0x1f,
-        }
-    }
-}
-
-impl NakCode {
-    /// A short name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NakCode::PsnSequenceError => "PSN Sequence Error",
-            NakCode::InvalidRequest => "Invalid Request",
-            NakCode::RemoteAccessError => "Remote Access Error",
-            NakCode::RemoteOperationalError => "Remote Operational Error",
-            NakCode::InvalidRdRequest => "Invalid RD Request",
-            NakCode::Unknown(_) => "Reserved",
-        }
+code_enum! {
+    /// NAK codes, syndrome bits 4-0 when bits 6-5 are 11 (IBA 1 §9.3 AETH).
+    pub enum NakCode(u8 & 0x1f) {
+        /// 0: PSN sequence error.
+        PsnSequenceError = 0 => "PSN Sequence Error",
+        /// 1: invalid request.
+        InvalidRequest = 1 => "Invalid Request",
+        /// 2: remote access error.
+        RemoteAccessError = 2 => "Remote Access Error",
+        /// 3: remote operational error.
+        RemoteOperationalError = 3 => "Remote Operational Error",
+        /// 4: invalid RD request.
+        InvalidRdRequest = 4 => "Invalid RD Request",
+        /// 5-31: reserved.
+        Unknown(_) => "Reserved",
     }
 }
 

@@ -48,102 +48,37 @@ impl Transport {
     }
 }
 
-/// The operation: opcode bits 4-0 for the RC, UC, RD and UD services (IBA 1 §9.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum Operation {
-    SendFirst,
-    SendMiddle,
-    SendLast,
-    SendLastWithImmediate,
-    SendOnly,
-    SendOnlyWithImmediate,
-    RdmaWriteFirst,
-    RdmaWriteMiddle,
-    RdmaWriteLast,
-    RdmaWriteLastWithImmediate,
-    RdmaWriteOnly,
-    RdmaWriteOnlyWithImmediate,
-    RdmaReadRequest,
-    RdmaReadResponseFirst,
-    RdmaReadResponseMiddle,
-    RdmaReadResponseLast,
-    RdmaReadResponseOnly,
-    Acknowledge,
-    AtomicAcknowledge,
-    CompareSwap,
-    FetchAdd,
-    /// 0x15: RESYNC, RD only.
-    Resync,
-    SendLastWithInvalidate,
-    SendOnlyWithInvalidate,
-    /// Any other 5-bit value.
-    Unknown(u8),
-}
-
-impl From<u8> for Operation {
-    fn from(v: u8) -> Operation {
-        use Operation::*;
-        match v & 0x1f {
-            0x00 => SendFirst,
-            0x01 => SendMiddle,
-            0x02 => SendLast,
-            0x03 => SendLastWithImmediate,
-            0x04 => SendOnly,
-            0x05 => SendOnlyWithImmediate,
-            0x06 => RdmaWriteFirst,
-            0x07 => RdmaWriteMiddle,
-            0x08 => RdmaWriteLast,
-            0x09 => RdmaWriteLastWithImmediate,
-            0x0a => RdmaWriteOnly,
-            0x0b => RdmaWriteOnlyWithImmediate,
-            0x0c => RdmaReadRequest,
-            0x0d => RdmaReadResponseFirst,
-            0x0e => RdmaReadResponseMiddle,
-            0x0f => RdmaReadResponseLast,
-            0x10 => RdmaReadResponseOnly,
-            0x11 => Acknowledge,
-            0x12 => AtomicAcknowledge,
-            0x13 => CompareSwap,
-            0x14 => FetchAdd,
-            0x15 => Resync,
-            0x16 => SendLastWithInvalidate,
-            0x17 => SendOnlyWithInvalidate,
-            v => Unknown(v),
-        }
-    }
-}
-
-impl From<Operation> for u8 {
-    fn from(v: Operation) -> u8 {
-        use Operation::*;
-        match v {
-            SendFirst => 0x00,
-            SendMiddle => 0x01,
-            SendLast => 0x02,
-            SendLastWithImmediate => 0x03,
-            SendOnly => 0x04,
-            SendOnlyWithImmediate => 0x05,
-            RdmaWriteFirst => 0x06,
-            RdmaWriteMiddle => 0x07,
-            RdmaWriteLast => 0x08,
-            RdmaWriteLastWithImmediate => 0x09,
-            RdmaWriteOnly => 0x0a,
-            RdmaWriteOnlyWithImmediate => 0x0b,
-            RdmaReadRequest => 0x0c,
-            RdmaReadResponseFirst => 0x0d,
-            RdmaReadResponseMiddle => 0x0e,
-            RdmaReadResponseLast => 0x0f,
-            RdmaReadResponseOnly => 0x10,
-            Acknowledge => 0x11,
-            AtomicAcknowledge => 0x12,
-            CompareSwap => 0x13,
-            FetchAdd => 0x14,
-            Resync => 0x15,
-            SendLastWithInvalidate => 0x16,
-            SendOnlyWithInvalidate => 0x17,
-            Unknown(v) => v & 0x1f,
-        }
+code_enum! {
+    /// The operation: opcode bits 4-0 for the RC, UC, RD and UD services (IBA 1 §9.2).
+    #[allow(missing_docs)]
+    pub enum Operation(u8 & 0x1f) {
+        SendFirst = 0x00,
+        SendMiddle = 0x01,
+        SendLast = 0x02,
+        SendLastWithImmediate = 0x03,
+        SendOnly = 0x04,
+        SendOnlyWithImmediate = 0x05,
+        RdmaWriteFirst = 0x06,
+        RdmaWriteMiddle = 0x07,
+        RdmaWriteLast = 0x08,
+        RdmaWriteLastWithImmediate = 0x09,
+        RdmaWriteOnly = 0x0a,
+        RdmaWriteOnlyWithImmediate = 0x0b,
+        RdmaReadRequest = 0x0c,
+        RdmaReadResponseFirst = 0x0d,
+        RdmaReadResponseMiddle = 0x0e,
+        RdmaReadResponseLast = 0x0f,
+        RdmaReadResponseOnly = 0x10,
+        Acknowledge = 0x11,
+        AtomicAcknowledge = 0x12,
+        CompareSwap = 0x13,
+        FetchAdd = 0x14,
+        /// 0x15: RESYNC, RD only.
+        Resync = 0x15,
+        SendLastWithInvalidate = 0x16,
+        SendOnlyWithInvalidate = 0x17,
+        /// Any other 5-bit value.
+        Unknown(_),
     }
 }
 

@@ -28,55 +28,19 @@ pub const HTYPE_INFINIBAND: u16 = 32;
 /// ARP protocol type of IPv4.
 pub const PTYPE_IPV4: u16 = 0x0800;
 
-/// The ARP operation (RFC 826, RFC 903 for RARP). Unknown values are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArpOperation {
-    /// 1.
-    Request,
-    /// 2.
-    Reply,
-    /// 3 (RARP).
-    RarpRequest,
-    /// 4 (RARP).
-    RarpReply,
-    /// Any other value.
-    Unknown(u16),
-}
-
-impl From<u16> for ArpOperation {
-    fn from(v: u16) -> Self {
-        match v {
-            1 => ArpOperation::Request,
-            2 => ArpOperation::Reply,
-            3 => ArpOperation::RarpRequest,
-            4 => ArpOperation::RarpReply,
-            v => ArpOperation::Unknown(v),
-        }
-    }
-}
-
-impl From<ArpOperation> for u16 {
-    fn from(o: ArpOperation) -> u16 {
-        match o {
-            ArpOperation::Request => 1,
-            ArpOperation::Reply => 2,
-            ArpOperation::RarpRequest => 3,
-            ArpOperation::RarpReply => 4,
-            ArpOperation::Unknown(v) => v,
-        }
-    }
-}
-
-impl ArpOperation {
-    /// The name tshark uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            ArpOperation::Request => "request",
-            ArpOperation::Reply => "reply",
-            ArpOperation::RarpRequest => "reverse request",
-            ArpOperation::RarpReply => "reverse reply",
-            ArpOperation::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// The ARP operation (RFC 826, RFC 903 for RARP). Unknown values are kept.
+    pub enum ArpOperation(u16) {
+        /// 1.
+        Request = 1 => "request",
+        /// 2.
+        Reply = 2 => "reply",
+        /// 3 (RARP).
+        RarpRequest = 3 => "reverse request",
+        /// 4 (RARP).
+        RarpReply = 4 => "reverse reply",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

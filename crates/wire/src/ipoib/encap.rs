@@ -16,56 +16,21 @@ mod field {
 /// Length of the encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §6).
 pub const HEADER_LEN: usize = field::PAYLOAD;
 
-/// The encapsulated protocol (draft-ietf-ipoib-ip-over-infiniband-06 §6, table 1: the type field
-/// SHALL indicate the protocol with its IANA EtherType). Other EtherTypes are kept as `Unknown`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EtherType {
-    /// 0x0800.
-    Ipv4,
-    /// 0x0806.
-    Arp,
-    /// 0x8035.
-    Rarp,
-    /// 0x86DD.
-    Ipv6,
-    /// Any other value, kept as received.
-    Unknown(u16),
-}
-
-impl From<u16> for EtherType {
-    fn from(v: u16) -> Self {
-        match v {
-            0x0800 => EtherType::Ipv4,
-            0x0806 => EtherType::Arp,
-            0x8035 => EtherType::Rarp,
-            0x86dd => EtherType::Ipv6,
-            v => EtherType::Unknown(v),
-        }
-    }
-}
-
-impl From<EtherType> for u16 {
-    fn from(t: EtherType) -> u16 {
-        match t {
-            EtherType::Ipv4 => 0x0800,
-            EtherType::Arp => 0x0806,
-            EtherType::Rarp => 0x8035,
-            EtherType::Ipv6 => 0x86dd,
-            EtherType::Unknown(v) => v,
-        }
-    }
-}
-
-impl EtherType {
-    /// The protocol's name as table 1 spells it ("Unknown" otherwise).
-    pub fn name(self) -> &'static str {
-        match self {
-            EtherType::Ipv4 => "IPv4",
-            EtherType::Arp => "ARP",
-            EtherType::Rarp => "RARP",
-            EtherType::Ipv6 => "IPv6",
-            EtherType::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// The encapsulated protocol (draft-ietf-ipoib-ip-over-infiniband-06 §6, table 1: the type field
+    /// SHALL indicate the protocol with its IANA EtherType). Other EtherTypes are kept as `Unknown`.
+    #[derive(PartialOrd, Ord)]
+    pub enum EtherType(u16) {
+        /// 0x0800.
+        Ipv4 = 0x0800 => "IPv4",
+        /// 0x0806.
+        Arp = 0x0806 => "ARP",
+        /// 0x8035.
+        Rarp = 0x8035 => "RARP",
+        /// 0x86DD.
+        Ipv6 = 0x86dd => "IPv6",
+        /// Any other value, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

@@ -19,64 +19,61 @@ mod field {
 /// Length of the fixed ICMP header (type, code, checksum, rest of header).
 pub const ICMP_HEADER_LEN: usize = field::BODY;
 
-macro_rules! code_enum {
-    ($(#[$m:meta])* $name:ident { $($var:ident = $val:expr, $text:expr;)* }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $(#[doc = $text] $var,)*
-            /// Any other value.
-            Unknown(u8),
-        }
-        impl From<u8> for $name {
-            fn from(v: u8) -> Self {
-                match v { $($val => $name::$var,)* v => $name::Unknown(v) }
-            }
-        }
-        impl From<$name> for u8 {
-            fn from(t: $name) -> u8 {
-                match t { $($name::$var => $val,)* $name::Unknown(v) => v }
-            }
-        }
-        impl $name {
-            /// The message's name.
-            pub fn name(self) -> &'static str {
-                match self { $($name::$var => $text,)* $name::Unknown(_) => "Unknown" }
-            }
-        }
-    };
-}
-
 code_enum! {
     /// ICMPv4 message type (RFC 792). Unknown values are kept.
-    Icmpv4Type {
-        EchoReply = 0, "echo reply";
-        DestUnreachable = 3, "destination unreachable";
-        Redirect = 5, "redirect";
-        EchoRequest = 8, "echo request";
-        TimeExceeded = 11, "time exceeded";
-        ParamProblem = 12, "parameter problem";
+    pub enum Icmpv4Type(u8) {
+        /// 0: echo reply.
+        EchoReply = 0 => "echo reply",
+        /// 3: destination unreachable.
+        DestUnreachable = 3 => "destination unreachable",
+        /// 5: redirect.
+        Redirect = 5 => "redirect",
+        /// 8: echo request.
+        EchoRequest = 8 => "echo request",
+        /// 11: time exceeded.
+        TimeExceeded = 11 => "time exceeded",
+        /// 12: parameter problem.
+        ParamProblem = 12 => "parameter problem",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 
 code_enum! {
     /// ICMPv6 message type (RFC 4443, RFC 4861, RFC 2710, RFC 3810). Unknown values are kept.
-    Icmpv6Type {
-        DestUnreachable = 1, "destination unreachable";
-        PacketTooBig = 2, "packet too big";
-        TimeExceeded = 3, "time exceeded";
-        ParamProblem = 4, "parameter problem";
-        EchoRequest = 128, "echo request";
-        EchoReply = 129, "echo reply";
-        MldQuery = 130, "multicast listener query";
-        MldReport = 131, "multicast listener report";
-        MldDone = 132, "multicast listener done";
-        RouterSolicit = 133, "router solicitation";
-        RouterAdvert = 134, "router advertisement";
-        NeighborSolicit = 135, "neighbor solicitation";
-        NeighborAdvert = 136, "neighbor advertisement";
-        Redirect = 137, "redirect";
-        MldV2Report = 143, "multicast listener report v2";
+    pub enum Icmpv6Type(u8) {
+        /// 1: destination unreachable.
+        DestUnreachable = 1 => "destination unreachable",
+        /// 2: packet too big.
+        PacketTooBig = 2 => "packet too big",
+        /// 3: time exceeded.
+        TimeExceeded = 3 => "time exceeded",
+        /// 4: parameter problem.
+        ParamProblem = 4 => "parameter problem",
+        /// 128: echo request.
+        EchoRequest = 128 => "echo request",
+        /// 129: echo reply.
+        EchoReply = 129 => "echo reply",
+        /// 130: multicast listener query.
+        MldQuery = 130 => "multicast listener query",
+        /// 131: multicast listener report.
+        MldReport = 131 => "multicast listener report",
+        /// 132: multicast listener done.
+        MldDone = 132 => "multicast listener done",
+        /// 133: router solicitation.
+        RouterSolicit = 133 => "router solicitation",
+        /// 134: router advertisement.
+        RouterAdvert = 134 => "router advertisement",
+        /// 135: neighbor solicitation.
+        NeighborSolicit = 135 => "neighbor solicitation",
+        /// 136: neighbor advertisement.
+        NeighborAdvert = 136 => "neighbor advertisement",
+        /// 137: redirect.
+        Redirect = 137 => "redirect",
+        /// 143: multicast listener report v2.
+        MldV2Report = 143 => "multicast listener report v2",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

@@ -8,70 +8,25 @@ use crate::types::{be16, be32, put16, put32};
 use crate::{Error, Result};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-/// An IP protocol / next-header number (IANA). Unknown values are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IpProtocol {
-    /// 0: IPv6 hop-by-hop options.
-    HopByHop,
-    /// 1.
-    Icmp,
-    /// 2.
-    Igmp,
-    /// 6.
-    Tcp,
-    /// 17.
-    Udp,
-    /// 58.
-    Icmpv6,
-    /// 59: no next header.
-    NoNextHeader,
-    /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for IpProtocol {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => IpProtocol::HopByHop,
-            1 => IpProtocol::Icmp,
-            2 => IpProtocol::Igmp,
-            6 => IpProtocol::Tcp,
-            17 => IpProtocol::Udp,
-            58 => IpProtocol::Icmpv6,
-            59 => IpProtocol::NoNextHeader,
-            v => IpProtocol::Unknown(v),
-        }
-    }
-}
-
-impl From<IpProtocol> for u8 {
-    fn from(p: IpProtocol) -> u8 {
-        match p {
-            IpProtocol::HopByHop => 0,
-            IpProtocol::Icmp => 1,
-            IpProtocol::Igmp => 2,
-            IpProtocol::Tcp => 6,
-            IpProtocol::Udp => 17,
-            IpProtocol::Icmpv6 => 58,
-            IpProtocol::NoNextHeader => 59,
-            IpProtocol::Unknown(v) => v,
-        }
-    }
-}
-
-impl IpProtocol {
-    /// The protocol's usual name.
-    pub fn name(self) -> &'static str {
-        match self {
-            IpProtocol::HopByHop => "IPv6 hop-by-hop",
-            IpProtocol::Icmp => "ICMP",
-            IpProtocol::Igmp => "IGMP",
-            IpProtocol::Tcp => "TCP",
-            IpProtocol::Udp => "UDP",
-            IpProtocol::Icmpv6 => "ICMPv6",
-            IpProtocol::NoNextHeader => "no next header",
-            IpProtocol::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// An IP protocol / next-header number (IANA). Unknown values are kept.
+    pub enum IpProtocol(u8) {
+        /// 0: IPv6 hop-by-hop options.
+        HopByHop = 0 => "IPv6 hop-by-hop",
+        /// 1.
+        Icmp = 1 => "ICMP",
+        /// 2.
+        Igmp = 2 => "IGMP",
+        /// 6.
+        Tcp = 6 => "TCP",
+        /// 17.
+        Udp = 17 => "UDP",
+        /// 58.
+        Icmpv6 = 58 => "ICMPv6",
+        /// 59: no next header.
+        NoNextHeader = 59 => "no next header",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

@@ -25,58 +25,22 @@ pub const FULL_MEMBER: u16 = 0x8000;
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §4: MUST set T-flag to 1).
 pub const FLAGS_TRANSIENT: u8 = 0x1;
 
-/// The scope nibble of a multicast GID (the IPv6 `scop` values, RFC 3513 §2.7). Other values are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub enum Scope {
-    /// 0x2: confined to one IB subnet; the RECOMMENDED default (draft-ietf-ipoib-ip-over-infiniband-06
-    /// §4.1 item 4).
-    #[default]
-    LinkLocal,
-    /// 0x5.
-    SiteLocal,
-    /// 0x8.
-    OrgLocal,
-    /// 0xE.
-    Global,
-    /// Any other nibble value (only the low 4 bits are used).
-    Other(u8),
-}
-
-impl From<u8> for Scope {
-    /// Uses the low 4 bits of `v`.
-    fn from(v: u8) -> Scope {
-        match v & 0x0f {
-            0x2 => Scope::LinkLocal,
-            0x5 => Scope::SiteLocal,
-            0x8 => Scope::OrgLocal,
-            0xe => Scope::Global,
-            v => Scope::Other(v),
-        }
-    }
-}
-
-impl From<Scope> for u8 {
-    fn from(s: Scope) -> u8 {
-        match s {
-            Scope::LinkLocal => 0x2,
-            Scope::SiteLocal => 0x5,
-            Scope::OrgLocal => 0x8,
-            Scope::Global => 0xe,
-            Scope::Other(v) => v & 0x0f,
-        }
-    }
-}
-
-impl Scope {
-    /// A short name for `ipoib decode`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::LinkLocal => "link-local",
-            Scope::SiteLocal => "site-local",
-            Scope::OrgLocal => "organization-local",
-            Scope::Global => "global",
-            Scope::Other(_) => "Other",
-        }
+code_enum! {
+    /// The scope nibble of a multicast GID (the IPv6 `scop` values, RFC 3513 §2.7). Other values are kept.
+    #[derive(PartialOrd, Ord, Default)]
+    pub enum Scope(u8 & 0x0f) {
+        /// 0x2: confined to one IB subnet; the RECOMMENDED default (draft-ietf-ipoib-ip-over-infiniband-06
+        /// §4.1 item 4).
+        #[default]
+        LinkLocal = 0x2 => "link-local",
+        /// 0x5.
+        SiteLocal = 0x5 => "site-local",
+        /// 0x8.
+        OrgLocal = 0x8 => "organization-local",
+        /// 0xE.
+        Global = 0xe => "global",
+        /// Any other nibble value (only the low 4 bits are used).
+        Other(_) => "Other",
     }
 }
 

@@ -20,60 +20,21 @@ pub const LLA_OPTION_LEN: usize = 24;
 /// Offset of the link-layer address inside the option (after type, length and 2 zero bytes, as Linux).
 pub const LLA_OFFSET: usize = 4;
 
-/// ND option type (RFC 4861 §4.6). Unknown values are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NdOptionType {
-    /// 1 (draft-ietf-ipoib-ip-over-infiniband-06 §9.3).
-    SourceLinkLayerAddr,
-    /// 2 (draft-ietf-ipoib-ip-over-infiniband-06 §9.3).
-    TargetLinkLayerAddr,
-    /// 3.
-    PrefixInformation,
-    /// 4.
-    RedirectedHeader,
-    /// 5.
-    Mtu,
-    /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for NdOptionType {
-    fn from(v: u8) -> Self {
-        match v {
-            1 => NdOptionType::SourceLinkLayerAddr,
-            2 => NdOptionType::TargetLinkLayerAddr,
-            3 => NdOptionType::PrefixInformation,
-            4 => NdOptionType::RedirectedHeader,
-            5 => NdOptionType::Mtu,
-            v => NdOptionType::Unknown(v),
-        }
-    }
-}
-
-impl From<NdOptionType> for u8 {
-    fn from(t: NdOptionType) -> u8 {
-        match t {
-            NdOptionType::SourceLinkLayerAddr => 1,
-            NdOptionType::TargetLinkLayerAddr => 2,
-            NdOptionType::PrefixInformation => 3,
-            NdOptionType::RedirectedHeader => 4,
-            NdOptionType::Mtu => 5,
-            NdOptionType::Unknown(v) => v,
-        }
-    }
-}
-
-impl NdOptionType {
-    /// The option's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            NdOptionType::SourceLinkLayerAddr => "source link-layer address",
-            NdOptionType::TargetLinkLayerAddr => "target link-layer address",
-            NdOptionType::PrefixInformation => "prefix information",
-            NdOptionType::RedirectedHeader => "redirected header",
-            NdOptionType::Mtu => "MTU",
-            NdOptionType::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// ND option type (RFC 4861 §4.6). Unknown values are kept.
+    pub enum NdOptionType(u8) {
+        /// 1 (draft-ietf-ipoib-ip-over-infiniband-06 §9.3).
+        SourceLinkLayerAddr = 1 => "source link-layer address",
+        /// 2 (draft-ietf-ipoib-ip-over-infiniband-06 §9.3).
+        TargetLinkLayerAddr = 2 => "target link-layer address",
+        /// 3.
+        PrefixInformation = 3 => "prefix information",
+        /// 4.
+        RedirectedHeader = 4 => "redirected header",
+        /// 5.
+        Mtu = 5 => "MTU",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

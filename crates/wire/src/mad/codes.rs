@@ -27,6 +27,8 @@ code_enum! {
         Cc = 0x21 => "CC",
         /// Subnet management, directed route.
         SubnDirectedRoute = 0x81 => "SubnDirectedRoute",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -76,6 +78,8 @@ code_enum! {
         GetMultiResp = 0x94 => "GetMultiResp",
         /// SubnAdmDeleteResp().
         DeleteResp = 0x95 => "DeleteResp",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -118,6 +122,8 @@ code_enum! {
         MethodAttrUnsupported = 3 => "MethodAttrUnsupported",
         /// One or more fields of the attribute or modifier hold invalid values.
         InvalidAttrValue = 7 => "InvalidAttrValue",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -143,6 +149,8 @@ code_enum! {
         ReqDenied = 7 => "ERR_REQ_DENIED",
         /// ERR_REQ_PRIORITY_SUGGESTED (IBA 1.2.1 QoS).
         PrioritySuggested = 8 => "ERR_REQ_PRIORITY_SUGGESTED",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

@@ -10,48 +10,6 @@
 //! The CM message bodies live in `crate::cm`; they read the 232-byte data area through
 //! [`Mad::data`].
 
-/// Declares a `u8`/`u16` code-point enum with an `Unknown(value)` variant, the two `From`
-/// conversions and a `name()`.
-macro_rules! code_enum {
-    ($(#[$m:meta])* pub enum $name:ident($ty:ty) {
-        $($(#[$vm:meta])* $var:ident = $val:literal => $s:literal,)*
-    }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vm])* $var,)*
-            /// A value this crate has no name for, kept as received.
-            Unknown($ty),
-        }
-        impl From<$ty> for $name {
-            fn from(v: $ty) -> Self {
-                match v {
-                    $($val => $name::$var,)*
-                    other => $name::Unknown(other),
-                }
-            }
-        }
-        impl From<$name> for $ty {
-            fn from(v: $name) -> $ty {
-                match v {
-                    $($name::$var => $val,)*
-                    $name::Unknown(other) => other,
-                }
-            }
-        }
-        impl $name {
-            /// The code point's name as the specification spells it ("Unknown" if unnamed).
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$var => $s,)*
-                    $name::Unknown(_) => "Unknown",
-                }
-            }
-        }
-    };
-}
-pub(crate) use code_enum;
-
 pub mod attr;
 mod class_port_info;
 mod codes;

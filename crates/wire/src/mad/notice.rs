@@ -44,6 +44,8 @@ code_enum! {
         Info = 4 => "Info",
         /// Empty notice (no notice queued).
         Empty = 0x7f => "Empty",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -58,6 +60,8 @@ code_enum! {
         Router = 3 => "Router",
         /// Class manager (the SM/SA).
         ClassManager = 4 => "ClassManager",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

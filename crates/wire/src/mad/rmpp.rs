@@ -36,6 +36,8 @@ code_enum! {
         Stop = 3 => "STOP",
         /// ABORT.
         Abort = 4 => "ABORT",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -66,6 +68,8 @@ code_enum! {
         TooManyRetries = 126 => "TooManyRetries",
         /// Unspecified error.
         Unspecified = 127 => "Unspecified",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

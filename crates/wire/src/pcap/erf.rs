@@ -38,50 +38,17 @@ pub const FLAG_RXE: u8 = 0x10;
 /// ERF flag: DS error.
 pub const FLAG_DSE: u8 = 0x20;
 
-/// ERF record type (7 bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErfType {
-    /// 21: an InfiniBand packet, LRH to VCRC.
-    Infiniband,
-    /// 25: an InfiniBand link packet.
-    InfinibandLink,
-    /// 48: padding, no packet.
-    Pad,
-    /// Anything else.
-    Unknown(u8),
-}
-
-impl From<u8> for ErfType {
-    fn from(v: u8) -> Self {
-        match v & 0x7f {
-            21 => ErfType::Infiniband,
-            25 => ErfType::InfinibandLink,
-            48 => ErfType::Pad,
-            x => ErfType::Unknown(x),
-        }
-    }
-}
-
-impl From<ErfType> for u8 {
-    fn from(v: ErfType) -> u8 {
-        match v {
-            ErfType::Infiniband => 21,
-            ErfType::InfinibandLink => 25,
-            ErfType::Pad => 48,
-            ErfType::Unknown(x) => x & 0x7f,
-        }
-    }
-}
-
-impl ErfType {
-    /// The name wireshark shows.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ErfType::Infiniband => "INFINIBAND",
-            ErfType::InfinibandLink => "INFINIBAND_LINK",
-            ErfType::Pad => "PAD",
-            ErfType::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// ERF record type (7 bits).
+    pub enum ErfType(u8 & 0x7f) {
+        /// 21: an InfiniBand packet, LRH to VCRC.
+        Infiniband = 21 => "INFINIBAND",
+        /// 25: an InfiniBand link packet.
+        InfinibandLink = 25 => "INFINIBAND_LINK",
+        /// 48: padding, no packet.
+        Pad = 48 => "PAD",
+        /// Anything else.
+        Unknown(_) => "Unknown",
     }
 }
 

@@ -36,45 +36,15 @@ pub use writer::PcapWriter;
 
 use core::fmt;
 
-/// The link type of a pcap file (tcpdump.org LINKTYPE_* values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LinkType {
-    /// 197, LINKTYPE_ERF: each record is an ERF record; type 21 carries an IB packet.
-    Erf,
-    /// 247, LINKTYPE_INFINIBAND: each record is a raw IB packet, LRH to VCRC.
-    Infiniband,
-    /// Anything else.
-    Unknown(u32),
-}
-
-impl From<u32> for LinkType {
-    fn from(v: u32) -> Self {
-        match v {
-            197 => LinkType::Erf,
-            247 => LinkType::Infiniband,
-            x => LinkType::Unknown(x),
-        }
-    }
-}
-
-impl From<LinkType> for u32 {
-    fn from(v: LinkType) -> u32 {
-        match v {
-            LinkType::Erf => 197,
-            LinkType::Infiniband => 247,
-            LinkType::Unknown(x) => x,
-        }
-    }
-}
-
-impl LinkType {
-    /// The LINKTYPE_ name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LinkType::Erf => "ERF",
-            LinkType::Infiniband => "INFINIBAND",
-            LinkType::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// The link type of a pcap file (tcpdump.org LINKTYPE_* values).
+    pub enum LinkType(u32) {
+        /// 197, LINKTYPE_ERF: each record is an ERF record; type 21 carries an IB packet.
+        Erf = 197 => "ERF",
+        /// 247, LINKTYPE_INFINIBAND: each record is a raw IB packet, LRH to VCRC.
+        Infiniband = 247 => "INFINIBAND",
+        /// Anything else.
+        Unknown(_) => "Unknown",
     }
 }
 

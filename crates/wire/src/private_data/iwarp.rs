@@ -46,86 +46,28 @@ pub const HELLO_LEN: usize = 64;
 /// Length of a HelloReply.
 pub const HELLO_REPLY_LEN: usize = 24;
 
-/// Message identifier (iWarp mapping: "MID ... 0 – Hello message, 1 – Reply message, other values
-/// are reserved").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IwarpMid {
-    /// 0: Hello (in the CM REQ).
-    Hello,
-    /// 1: HelloReply (in the CM REP).
-    HelloReply,
-    /// Reserved values.
-    Unknown(u8),
-}
-
-impl From<u8> for IwarpMid {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => IwarpMid::Hello,
-            1 => IwarpMid::HelloReply,
-            x => IwarpMid::Unknown(x),
-        }
+code_enum! {
+    /// Message identifier (iWarp mapping: "MID ... 0 – Hello message, 1 – Reply message, other values
+    /// are reserved").
+    pub enum IwarpMid(u8) {
+        /// 0: Hello (in the CM REQ).
+        Hello = 0 => "Hello",
+        /// 1: HelloReply (in the CM REP).
+        HelloReply = 1 => "HelloReply",
+        /// Reserved values.
+        Unknown(_) => "Unknown",
     }
 }
 
-impl From<IwarpMid> for u8 {
-    fn from(v: IwarpMid) -> u8 {
-        match v {
-            IwarpMid::Hello => 0,
-            IwarpMid::HelloReply => 1,
-            IwarpMid::Unknown(x) => x,
-        }
-    }
-}
-
-impl IwarpMid {
-    fn name(&self) -> &'static str {
-        match self {
-            IwarpMid::Hello => "Hello",
-            IwarpMid::HelloReply => "HelloReply",
-            IwarpMid::Unknown(_) => "Unknown",
-        }
-    }
-}
-
-/// FlowC, "Flow Control and verb owner", 4 bits (iWarp mapping).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FlowControl {
-    /// 0: the transport owns flow control and may put a 16-byte header in each RC Send, as SDP.
-    Transport,
-    /// 1: the ULP owns flow control and the whole Send buffer (e.g. iSER).
-    Ulp,
-    /// Reserved values (4 bits).
-    Unknown(u8),
-}
-
-impl From<u8> for FlowControl {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => FlowControl::Transport,
-            1 => FlowControl::Ulp,
-            x => FlowControl::Unknown(x),
-        }
-    }
-}
-
-impl From<FlowControl> for u8 {
-    fn from(v: FlowControl) -> u8 {
-        match v {
-            FlowControl::Transport => 0,
-            FlowControl::Ulp => 1,
-            FlowControl::Unknown(x) => x,
-        }
-    }
-}
-
-impl FlowControl {
-    fn name(&self) -> &'static str {
-        match self {
-            FlowControl::Transport => "Transport",
-            FlowControl::Ulp => "Ulp",
-            FlowControl::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// FlowC, "Flow Control and verb owner", 4 bits (iWarp mapping).
+    pub enum FlowControl(u8) {
+        /// 0: the transport owns flow control and may put a 16-byte header in each RC Send, as SDP.
+        Transport = 0 => "Transport",
+        /// 1: the ULP owns flow control and the whole Send buffer (e.g. iSER).
+        Ulp = 1 => "Ulp",
+        /// Reserved values (4 bits).
+        Unknown(_) => "Unknown",
     }
 }
 

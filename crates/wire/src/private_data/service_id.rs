@@ -101,60 +101,21 @@ pub fn iwarp_service_id(port: u16) -> u64 {
     IWARP_SID_PREFIX + u64::from(port)
 }
 
-/// A Linux rdma_cm port space (`enum rdma_ucm_port_space`); the service ID is `(ps << 16) + port`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RdmaPortSpace {
-    /// `RDMA_PS_SDP` 0x0001.
-    Sdp,
-    /// `RDMA_PS_IPOIB` 0x0002 (overlaps the iWarp-emulation prefix).
-    Ipoib,
-    /// `RDMA_PS_TCP` 0x0106 (= Annex A11 with protocol 6).
-    Tcp,
-    /// `RDMA_PS_UDP` 0x0111 (= Annex A11 with protocol 17).
-    Udp,
-    /// `RDMA_PS_IB` 0x013F (= Annex A11 with protocol 63).
-    Ib,
-    /// Any other value.
-    Unknown(u16),
-}
-
-impl From<u16> for RdmaPortSpace {
-    fn from(v: u16) -> Self {
-        match v {
-            0x0001 => RdmaPortSpace::Sdp,
-            0x0002 => RdmaPortSpace::Ipoib,
-            0x0106 => RdmaPortSpace::Tcp,
-            0x0111 => RdmaPortSpace::Udp,
-            0x013f => RdmaPortSpace::Ib,
-            x => RdmaPortSpace::Unknown(x),
-        }
-    }
-}
-
-impl From<RdmaPortSpace> for u16 {
-    fn from(v: RdmaPortSpace) -> u16 {
-        match v {
-            RdmaPortSpace::Sdp => 0x0001,
-            RdmaPortSpace::Ipoib => 0x0002,
-            RdmaPortSpace::Tcp => 0x0106,
-            RdmaPortSpace::Udp => 0x0111,
-            RdmaPortSpace::Ib => 0x013f,
-            RdmaPortSpace::Unknown(x) => x,
-        }
-    }
-}
-
-impl RdmaPortSpace {
-    /// The name Linux gives it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            RdmaPortSpace::Sdp => "SDP",
-            RdmaPortSpace::Ipoib => "IPOIB",
-            RdmaPortSpace::Tcp => "TCP",
-            RdmaPortSpace::Udp => "UDP",
-            RdmaPortSpace::Ib => "IB",
-            RdmaPortSpace::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// A Linux rdma_cm port space (`enum rdma_ucm_port_space`); the service ID is `(ps << 16) + port`.
+    pub enum RdmaPortSpace(u16) {
+        /// `RDMA_PS_SDP` 0x0001.
+        Sdp = 0x0001 => "SDP",
+        /// `RDMA_PS_IPOIB` 0x0002 (overlaps the iWarp-emulation prefix).
+        Ipoib = 0x0002 => "IPOIB",
+        /// `RDMA_PS_TCP` 0x0106 (= Annex A11 with protocol 6).
+        Tcp = 0x0106 => "TCP",
+        /// `RDMA_PS_UDP` 0x0111 (= Annex A11 with protocol 17).
+        Udp = 0x0111 => "UDP",
+        /// `RDMA_PS_IB` 0x013F (= Annex A11 with protocol 63).
+        Ib = 0x013f => "IB",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

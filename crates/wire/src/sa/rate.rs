@@ -1,8 +1,6 @@
 //! The encoded MTU, rate and selector fields shared by MCMemberRecord and PathRecord (IBA 1
 //! §15.2.5.16 Table 205 and §15.2.5.17 Table 206 in 1.3; PortInfo encodings of §14.2.5.6).
 
-use crate::mad::code_enum;
-
 code_enum! {
     /// Encoded path MTU (IBA 1 §14.2.5.6 NeighborMTU encoding; 6 bits in SA records).
     pub enum Mtu(u8) {
@@ -16,6 +14,8 @@ code_enum! {
         Mtu2048 = 4 => "2048",
         /// 4096 bytes.
         Mtu4096 = 5 => "4096",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -91,6 +91,8 @@ code_enum! {
         Gbps400 = 21 => "400 Gb/s",
         /// 600 Gb/s.
         Gbps600 = 22 => "600 Gb/s",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

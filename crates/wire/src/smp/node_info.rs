@@ -13,7 +13,6 @@
 //! Layout checked against OpenSM `ib_node_info_t` and wireshark's `parse_NodeInfo`.
 
 use crate::describe::{Describe, Describer, Value};
-use crate::mad::code_enum;
 use crate::types::{be16, be24, be32, put16, put24, put32, Guid};
 use crate::Result;
 
@@ -42,6 +41,8 @@ code_enum! {
         Switch = 2 => "Switch",
         /// Router.
         Router = 3 => "Router",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 

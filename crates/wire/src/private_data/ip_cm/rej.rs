@@ -28,34 +28,15 @@ mod field {
     pub const SUGGESTED: usize = 4;
 }
 
-/// Who rejected (Annex A11 Table 3, byte 0 of the ARI).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RejectionLayer {
-    /// 0x00: the RDMA IP CM service provider.
-    IpCmService,
-    /// 0x01: the RDMA-aware ULP; bytes 1-71 are the ULP's.
-    RdmaAwareUlp,
-    /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for RejectionLayer {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => RejectionLayer::IpCmService,
-            1 => RejectionLayer::RdmaAwareUlp,
-            x => RejectionLayer::Unknown(x),
-        }
-    }
-}
-
-impl From<RejectionLayer> for u8 {
-    fn from(v: RejectionLayer) -> u8 {
-        match v {
-            RejectionLayer::IpCmService => 0,
-            RejectionLayer::RdmaAwareUlp => 1,
-            RejectionLayer::Unknown(x) => x,
-        }
+code_enum! {
+    /// Who rejected (Annex A11 Table 3, byte 0 of the ARI).
+    pub enum RejectionLayer(u8) {
+        /// 0x00: the RDMA IP CM service provider.
+        IpCmService = 0 => "RdmaIpCmService",
+        /// 0x01: the RDMA-aware ULP; bytes 1-71 are the ULP's.
+        RdmaAwareUlp = 1 => "RdmaAwareUlp",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -64,80 +45,27 @@ impl RejectionLayer {
     pub fn of(ari: &[u8]) -> Option<RejectionLayer> {
         ari.first().map(|&b| b.into())
     }
-    /// Name for display.
-    pub fn name(&self) -> &'static str {
-        match self {
-            RejectionLayer::IpCmService => "RdmaIpCmService",
-            RejectionLayer::RdmaAwareUlp => "RdmaAwareUlp",
-            RejectionLayer::Unknown(_) => "Unknown",
-        }
-    }
 }
 
-/// The RDMA IP CM service layer ARI code (Annex A11 Table 5, byte 1 of the ARI, CA11-10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IpCmAriCode {
-    /// 0x00 Unspecified (also for security or other reasons; no suggested value).
-    Unspecified,
-    /// 0x01 Major Version not supported.
-    MajorVersion,
-    /// 0x02 Minor Version not supported.
-    MinorVersion,
-    /// 0x03 IP version not supported.
-    Ipv,
-    /// 0x04 Source IP Address inconsistent with the IP version.
-    SourceIpAddress,
-    /// 0x05 Destination IP Address inconsistent with the IP version.
-    DestinationIpAddress,
-    /// 0x06 Destination IP Address does not match the server's.
-    UnknownIpAddress,
-    /// Any other value.
-    Unknown(u8),
-}
-
-impl From<u8> for IpCmAriCode {
-    fn from(v: u8) -> Self {
-        match v {
-            0 => IpCmAriCode::Unspecified,
-            1 => IpCmAriCode::MajorVersion,
-            2 => IpCmAriCode::MinorVersion,
-            3 => IpCmAriCode::Ipv,
-            4 => IpCmAriCode::SourceIpAddress,
-            5 => IpCmAriCode::DestinationIpAddress,
-            6 => IpCmAriCode::UnknownIpAddress,
-            x => IpCmAriCode::Unknown(x),
-        }
-    }
-}
-
-impl From<IpCmAriCode> for u8 {
-    fn from(v: IpCmAriCode) -> u8 {
-        match v {
-            IpCmAriCode::Unspecified => 0,
-            IpCmAriCode::MajorVersion => 1,
-            IpCmAriCode::MinorVersion => 2,
-            IpCmAriCode::Ipv => 3,
-            IpCmAriCode::SourceIpAddress => 4,
-            IpCmAriCode::DestinationIpAddress => 5,
-            IpCmAriCode::UnknownIpAddress => 6,
-            IpCmAriCode::Unknown(x) => x,
-        }
-    }
-}
-
-impl IpCmAriCode {
-    /// The name of Table 5.
-    pub fn name(&self) -> &'static str {
-        match self {
-            IpCmAriCode::Unspecified => "Unspecified",
-            IpCmAriCode::MajorVersion => "MajorVersion",
-            IpCmAriCode::MinorVersion => "MinorVersion",
-            IpCmAriCode::Ipv => "IPV",
-            IpCmAriCode::SourceIpAddress => "SourceIpAddress",
-            IpCmAriCode::DestinationIpAddress => "DestinationIpAddress",
-            IpCmAriCode::UnknownIpAddress => "UnknownIpAddress",
-            IpCmAriCode::Unknown(_) => "Unknown",
-        }
+code_enum! {
+    /// The RDMA IP CM service layer ARI code (Annex A11 Table 5, byte 1 of the ARI, CA11-10).
+    pub enum IpCmAriCode(u8) {
+        /// 0x00 Unspecified (also for security or other reasons; no suggested value).
+        Unspecified = 0 => "Unspecified",
+        /// 0x01 Major Version not supported.
+        MajorVersion = 1 => "MajorVersion",
+        /// 0x02 Minor Version not supported.
+        MinorVersion = 2 => "MinorVersion",
+        /// 0x03 IP version not supported.
+        Ipv = 3 => "IPV",
+        /// 0x04 Source IP Address inconsistent with the IP version.
+        SourceIpAddress = 4 => "SourceIpAddress",
+        /// 0x05 Destination IP Address inconsistent with the IP version.
+        DestinationIpAddress = 5 => "DestinationIpAddress",
+        /// 0x06 Destination IP Address does not match the server's.
+        UnknownIpAddress = 6 => "UnknownIpAddress",
+        /// Any other value.
+        Unknown(_) => "Unknown",
     }
 }
 

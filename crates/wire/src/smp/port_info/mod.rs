@@ -26,7 +26,6 @@
 //! LinkRoundTripLatency). MTUs use the encoding of [`Mtu`]; widths and speeds are bit masks, kept as
 //! sent.
 
-use crate::mad::code_enum;
 use crate::sa::Mtu;
 use crate::types::{be16, be24, be32, be64, put16, put24, put32, put64};
 
@@ -151,6 +150,8 @@ code_enum! {
         Armed = 3 => "Armed",
         /// Active.
         Active = 4 => "Active",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
@@ -173,6 +174,8 @@ code_enum! {
         LinkErrorRecovery = 6 => "LinkErrorRecovery",
         /// PhyTest.
         PhyTest = 7 => "PhyTest",
+        /// A value this crate has no name for, kept as received.
+        Unknown(_) => "Unknown",
     }
 }
 
