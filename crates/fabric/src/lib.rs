@@ -19,6 +19,9 @@
 pub mod hw;
 pub mod node;
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
 pub use hw::mgmt::{Config, PortConfig, PortState};
 pub use hw::sim::{Device, NodeId, PortRef, Simulator, Tx};
 pub use ipoib_proto::time::Instant;

@@ -3,19 +3,17 @@
 //! group's Q_Key and MTU, gets carrier only after the join, and its UD QP ends up in RTS with that
 //! Q_Key, attached to the group.
 
-mod common;
-
-use common::{at, SeedGuard};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::hw::verbs::QpState;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, seed, seeds, SeedGuard};
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §5 (FullMember join, carrier after it), §7 (MTU 2044),
 // §9.1.2 b (the group's Q_Key on the QP), §9.1.1 (link-layer address).
 #[test]
 fn every_host_of_a_fat_tree_comes_up() {
-    let seed = 41;
+    let seed = seed(41);
     let _g = SeedGuard(seed);
     let mut opts = SubnetOptions::new(Topology::fat_tree(24).unwrap(), seed);
     opts.ipoib = Some(IpoibOptions::default());
@@ -72,7 +70,7 @@ fn every_host_of_a_fat_tree_comes_up() {
 // tree between members; "settled" now includes the writes' delivery.
 #[test]
 fn joined_means_the_trees_are_in_the_switches() {
-    for seed in [7, 8, 9] {
+    for seed in seeds([7, 8, 9]) {
         let _g = SeedGuard(seed);
         let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
         opts.ipoib = Some(IpoibOptions::default());

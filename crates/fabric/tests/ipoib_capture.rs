@@ -2,10 +2,8 @@
 //! DAD, ARP, ND, PathRecords, IPv4 and IPv6 pings, a multicast join and a datagram to it) is
 //! captured; the same seed gives byte-identical captures, another seed other transaction IDs.
 
-mod ipoib_util;
-
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_util::*;
+use ipoib_fabric::testing::*;
 use ipoib_wire::pcap::CaptureReader;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;

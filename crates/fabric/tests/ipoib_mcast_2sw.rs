@@ -5,10 +5,8 @@
 //! already forwards the FIRST datagram to every member (ibsim `net.2sw2path4hca`: it used to be
 //! dropped for want of an MFT entry).
 
-mod ipoib_util;
-
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_util::*;
+use ipoib_fabric::testing::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -51,7 +49,7 @@ fn host(net: &ipoib_fabric::node::subnet::Subnet, name: &str) -> usize {
 // §11 B (send-only join, then send), IBA 1 §14.2.5 (SM programs the MFTs of the group's tree).
 #[test]
 fn first_datagram_of_a_non_member_on_another_switch_reaches_every_member() {
-    let seed = 3;
+    let seed = seed(3);
     let _g = SeedGuard(seed);
     let topo = Topology::parse_net(TWO_SWITCHES).unwrap();
     let mut net = up(options(topo, seed), false);

@@ -6,13 +6,11 @@
 //! other (their ARP requests go to another broadcast group), and no frame of one partition reaches
 //! the other's IP layer.
 
-mod ipoib_util;
-
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet};
+use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{DropReason, InterfaceConfig};
 use ipoib_proto::partitions;
-use ipoib_util::*;
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
 use std::time::Duration;
 
@@ -31,7 +29,7 @@ fn pkey_of(i: usize, c: &mut InterfaceConfig) {
 // talk only inside one partition), §14; IBA 1 §10.9.3.
 #[test]
 fn two_partitions_cannot_ping_across() {
-    let seed = 31;
+    let seed = seed(31);
     let _g = SeedGuard(seed);
     let mut opts = options(Topology::single_switch(5).unwrap(), seed);
     opts.partitions = Some(partitions::parse(CONF).unwrap());

@@ -3,12 +3,10 @@
 //! (link-local addresses §8, Neighbor Discovery with the IPoIB link-layer option §9.3), through
 //! the real SA (PathRecords, §9.1 g), switches and HCAs.
 
-mod ipoib_util;
-
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::ipoib::ResolutionKind;
+use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::NeighbourState;
-use ipoib_util::*;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -46,7 +44,7 @@ fn assert_neighbours(
 // destination GID), §2 (IP over UD).
 #[test]
 fn ipv4_arp_then_ping_all_pairs() {
-    let seed = 7;
+    let seed = seed(7);
     let _g = SeedGuard(seed);
     let n = 12;
     let mut net = up(options(Topology::fat_tree(n).unwrap(), seed), false);
@@ -97,7 +95,7 @@ fn ipv4_arp_then_ping_all_pairs() {
 // (NS/NA with the IPoIB link-layer address option), §2.
 #[test]
 fn ipv6_link_local_nd_then_ping_all_pairs() {
-    let seed = 8;
+    let seed = seed(8);
     let _g = SeedGuard(seed);
     let n = 10;
     let mut net = up(options(Topology::fat_tree(n).unwrap(), seed), true);

@@ -5,11 +5,9 @@
 //! work again promptly: peers learn the new LID from the host's gratuitous ARP instead of waiting
 //! for their neighbour entries to age.
 
-mod ipoib_util;
-
 use ipoib_fabric::hw::sim::PortRef;
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_util::*;
+use ipoib_fabric::testing::*;
 use std::time::Duration;
 
 fn all_answered(net: &ipoib_fabric::node::subnet::Subnet, sent: &[Sent], within: Duration) {
@@ -23,7 +21,7 @@ fn all_answered(net: &ipoib_fabric::node::subnet::Subnet, sent: &[Sent], within:
 // broadcast join again (§5), gratuitous ARP at carrier up (RFC 5227 §3 announcement).
 #[test]
 fn link_down_and_up_then_pings_recover() {
-    let seed = 51;
+    let seed = seed(51);
     let _g = SeedGuard(seed);
     let n = 5;
     let mut net = up(options(Topology::single_switch(n).unwrap(), seed), false);
@@ -73,7 +71,7 @@ fn link_down_and_up_then_pings_recover() {
 // host again (its gratuitous ARP), re-asking the SA for the path (proto `rx.rs` `note_source`).
 #[test]
 fn lid_moved_by_the_sm_then_pings_recover() {
-    let seed = 52;
+    let seed = seed(52);
     let _g = SeedGuard(seed);
     let n = 20;
     let mut net = up(options(Topology::fat_tree(n).unwrap(), seed), false);

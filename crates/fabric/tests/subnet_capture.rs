@@ -3,11 +3,9 @@
 //! query; the SM's configuration writes are not packets) is captured as ERF pcap; the same seed
 //! gives the same bytes, another seed other bytes (transaction IDs come from the seeded RNG).
 
-mod common;
-
-use common::{at, SeedGuard};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, SeedGuard};
 use ipoib_wire::mad::Method;
 use ipoib_wire::pcap::CaptureReader;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};

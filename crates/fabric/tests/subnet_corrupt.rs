@@ -4,21 +4,19 @@
 //! §7.8); every corrupted packet is accounted for by a CRC drop, none is delivered. The joins still
 //! complete, through the SA clients' retries, and every host got the same, right answer.
 
-mod common;
-
-use common::{at, SeedGuard};
 use ipoib_fabric::hw::hca::DropReason;
 use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, seeds, SeedGuard};
 use ipoib_fabric::PortRef;
 
 // IBA 1 §7.8.1 (ICRC), §7.8.2 (VCRC): the receiver's ICRC/VCRC check catches corrupted bytes and
 // drops the packet.
 #[test]
 fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
-    for seed in [31, 32] {
+    for seed in seeds([31, 32]) {
         let _g = SeedGuard(seed);
         let n = 40;
         let mut net =

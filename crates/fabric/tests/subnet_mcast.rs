@@ -6,12 +6,10 @@
 //! UD datagram a member sends to the MLID reaches exactly the other members, and after a leave no
 //! longer reaches the leaver even though its QP is still attached (IBA 1 §18.2.4.3).
 
-mod common;
-
-use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_fabric::hw::hca::DropReason;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::ib::BthRepr;
 use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};

@@ -7,13 +7,11 @@
 //! §10.9.3), or by the switch when partition enforcement is on (IBA 1 §10.9), while the same
 //! datagram to a host of the same partition arrives.
 
-mod common;
-
-use common::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_fabric::hw::hca::DropReason;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinProblem, JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_proto::partitions;
 use ipoib_proto::sa::SaClientError;
 use ipoib_wire::ib::BthRepr;

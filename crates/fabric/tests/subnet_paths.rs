@@ -5,14 +5,12 @@
 //! record must name the right LIDs, MTU and rate, and its route (walked through the switches' real
 //! LFTs) must have the fat tree's hop count: 2 links within a leaf, 4 across the spines.
 
-mod common;
-
-use common::{at, seed, SeedGuard};
 use ipoib_fabric::hw::mgmt::PortState;
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::testing::{at, seed, SeedGuard};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};

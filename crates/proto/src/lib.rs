@@ -15,3 +15,6 @@ pub mod rng;
 pub mod sa;
 pub mod subnet;
 pub mod time;
+
+#[cfg(test)]
+mod testing;

@@ -1,10 +1,10 @@
-//! Scenario tests of the IPoIB interface, with no simulator: a few [`Interface`]s, an in-test SA
-//! ([`SaServer`] over a small hand-built [`SubnetModel`]), and an in-test "UD fabric" that moves
-//! each [`UdTransmit`] to the interface whose LID and QPN match, or to every interface attached
-//! to the MGID (attachments tracked from `Attach`/`Detach` events), with a virtual clock that only
-//! jumps to the next timeout (quinn-proto's `Pair::drive`). The fabric is deliberately lax: it
-//! does not filter P_Keys or Q_Keys, so the interface's own checks are what the tests see, and it
-//! loops multicast back to the sender as an HCA does.
+//! Scenario tests of the IPoIB interface, with no simulator: a few [`Interface`]s and an in-test SA
+//! ([`SaServer`] over a small hand-built [`SubnetModel`]) on the harness of `crate::testing`, plus
+//! an in-test "UD fabric" that moves each [`UdTransmit`] to the interface whose LID and QPN match,
+//! or to every interface attached to the MGID (attachments tracked from `Attach`/`Detach` events),
+//! with a virtual clock that only jumps to the next timeout (quinn-proto's `Pair::drive`). The
+//! fabric is deliberately lax: it does not filter P_Keys or Q_Keys, so the interface's own checks
+//! are what the tests see, and it loops multicast back to the sender as an HCA does.
 //!
 //! Each host has a tiny IP layer: it records delivered packets and answers ICMP echo requests.
 
@@ -17,11 +17,12 @@ mod security;
 mod traps;
 
 use super::*;
-use crate::mad_agent::{MadAddr, MadIn, MadOut};
+use crate::mad_agent::{MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
 use crate::sa::{SaServer, SaServerConfig};
-use crate::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use crate::subnet::{CaPort, Peer, SubnetModel};
+use crate::testing::{self, star, Endpoint};
 use ipoib_wire::ipoib::{
     Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
     Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr,
@@ -29,7 +30,7 @@ use ipoib_wire::ipoib::{
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-pub(super) const SM_LID: u16 = 1;
+pub(super) use crate::testing::{Sent, SM_LID};
 pub(super) const BCAST: Gid = Gid([
     0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
 ]);
@@ -68,28 +69,7 @@ fn model(hosts: &[(u16, u16, Vec<u16>)]) -> SubnetModel {
     for (i, (name, lid, pk)) in hosts.iter().enumerate() {
         ports.push(ca(*name, *lid, pk, (i + 2) as u8));
     }
-    let mut sw = vec![SwitchPort::default(); ports.len() + 1];
-    let mut lft = vec![255u8; 256];
-    for (i, p) in ports.iter().enumerate() {
-        sw[i + 1] = SwitchPort {
-            mtu: 5,
-            rate: 7,
-            peer: Peer::Ca(i),
-        };
-        lft[usize::from(p.lid)] = (i + 1) as u8;
-    }
-    SubnetModel {
-        subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
-        sm_lid: SM_LID,
-        ports,
-        switches: vec![SwitchNode {
-            guid: Guid(0xaaaa),
-            lid: 200,
-            ports: sw,
-            lft,
-            name: "sw".into(),
-        }],
-    }
+    star(ports)
 }
 
 pub(super) struct Host {
@@ -126,28 +106,32 @@ impl Host {
     }
 }
 
-/// A UD datagram as it went on the wire.
-#[derive(Debug, Clone)]
-pub(super) struct Sent {
-    pub from: u16,
-    pub t: UdTransmit,
+impl MadAgent for Host {
+    fn handle_mad(&mut self, now: Instant, mad: MadIn) {
+        self.iface.handle_mad(now, mad);
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        self.iface.poll_mad(now)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.iface.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.iface.handle_timeout(now);
+    }
 }
 
-/// Returns true to drop a MAD `(from LID, MAD)`.
-pub(super) type MadFilter = Box<dyn FnMut(u16, &MadOut) -> bool>;
-
-pub(super) struct Net {
-    pub now: Instant,
-    pub sa: SaServer,
-    pub hosts: Vec<Host>,
-    pub wire: Vec<Sent>,
-    /// Every MAD: (time, from LID, MAD).
-    pub mads: Vec<(Instant, u16, MadOut)>,
-    /// Returns true to drop a MAD `(from LID, MAD)`.
-    pub mad_filter: MadFilter,
+impl Endpoint for Host {
+    /// Routing uses the port's LID, which [`Net::relid`] can change.
+    fn lid(&self) -> u16 {
+        self.port.lid
+    }
 }
 
-impl Net {
+/// The SA and the IPoIB hosts.
+pub(super) type Net = testing::Net<Host>;
+
+impl testing::Net<Host> {
     /// Hosts with LIDs 2.. in the default partition, IPv4 10.0.0.<lid>/24, IPv6 on.
     pub fn new(n: u16) -> Net {
         Net::with(n, |_, _| {})
@@ -221,14 +205,7 @@ impl Net {
                 }
             })
             .collect();
-        Net {
-            now: Instant::ZERO,
-            sa,
-            hosts,
-            wire: Vec::new(),
-            mads: Vec::new(),
-            mad_filter: Box::new(|_, _| false),
-        }
+        Net::with_hosts(sa, hosts)
     }
 
     pub fn idx(&self, lid: u16) -> usize {
@@ -369,31 +346,9 @@ impl Net {
     fn step(&mut self) -> bool {
         let now = self.now;
         let mut moved = self.collect_events();
-        let mut mads: Vec<(u16, MadOut)> = Vec::new();
-        while let Some(m) = self.sa.poll_transmit(now) {
-            mads.push((SM_LID, m));
-        }
-        while self.sa.poll_event().is_some() {}
-        for h in self.hosts.iter_mut() {
-            while let Some(m) = h.iface.poll_mad(now) {
-                mads.push((h.port.lid, m));
-            }
-        }
-        for (from, m) in mads {
-            moved = true;
-            if (self.mad_filter)(from, &m) {
-                continue;
-            }
-            self.mads.push((now, from, m.clone()));
-            let mi = MadIn {
-                from: MadAddr { lid: from, ..m.to },
-                mad: m.mad,
-            };
-            if m.to.lid == SM_LID {
-                self.sa.handle_mad(now, mi);
-            } else if let Some(h) = self.hosts.iter_mut().find(|h| h.port.lid == m.to.lid) {
-                h.iface.handle_mad(now, mi);
-            }
+        moved |= self.exchange();
+        while let Some(e) = self.sa.poll_event() {
+            self.sa_events.push(e);
         }
         // Attachments first: an HCA attaches before the datagrams queued after the Attach go out.
         moved |= self.collect_events();
@@ -414,36 +369,10 @@ impl Net {
         moved | self.collect_events()
     }
 
-    fn next_timeout(&self) -> Option<Instant> {
-        let sa = crate::mad_agent::MadAgent::poll_timeout(&self.sa);
-        self.hosts
-            .iter()
-            .filter_map(|h| h.iface.poll_timeout())
-            .chain(sa)
-            .min()
-    }
-
     /// Runs until idle or until `d` of virtual time passed; the clock ends at `now + d`.
     pub fn run_for(&mut self, d: Duration) {
         let end = self.now + d;
-        let mut guard = 0;
-        loop {
-            while self.step() {
-                guard += 1;
-                assert!(guard < 100_000, "no progress");
-            }
-            match self.next_timeout() {
-                Some(t) if t <= end => {
-                    self.now = self.now.max(t);
-                    let now = self.now;
-                    crate::mad_agent::MadAgent::handle_timeout(&mut self.sa, now);
-                    for h in self.hosts.iter_mut() {
-                        h.iface.handle_timeout(now);
-                    }
-                }
-                _ => break,
-            }
-        }
+        self.drive(d, Net::step);
         self.now = end;
     }
 
@@ -459,7 +388,7 @@ impl Net {
 
     /// The SA's MADs from `lid` (requests), as (method, attribute ID, SA data).
     pub fn mads_from(&self, lid: u16) -> Vec<&MadOut> {
-        self.mads
+        self.log
             .iter()
             .filter(|(_, f, _)| *f == lid)
             .map(|(_, _, m)| m)

@@ -1,5 +1,6 @@
-//! A tiny harness: one [`SaServer`], several [`SaClient`]s, a virtual clock, and MADs moved from
-//! `poll_transmit` to `handle_mad` by destination LID (no simulator). A filter can drop MADs.
+//! The SA's scenario tests: one [`SaServer`] and several [`SaClient`]s on the harness of
+//! `crate::testing` (a virtual clock, MADs moved from `poll_transmit` to `handle_mad` by
+//! destination LID, no simulator). A filter can drop MADs.
 
 mod client;
 mod mcast;
@@ -10,15 +11,15 @@ use super::*;
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
-use crate::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use crate::subnet::{CaPort, Peer, SubnetModel, SwitchPort};
+use crate::testing::{self, Endpoint};
 use crate::time::Instant;
 use ipoib_wire::mad::{MadStatus, SaStatus};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, Rate, SaMadRepr, Selector};
 use ipoib_wire::{Gid, Guid};
 use std::time::Duration;
 
-pub(super) const SA_LID: u16 = 1;
-pub(super) const SWITCH_LID: u16 = 200;
+pub(super) use crate::testing::{star, SM_LID as SA_LID};
 
 /// A CA port for the model: LID, GUID 0x1000 + LID, P_Keys.
 pub(super) fn ca(lid: u16, pkeys: &[u16], mtu: u8, rate: u8, sw_port: u8) -> CaPort {
@@ -37,32 +38,6 @@ pub(super) fn ca(lid: u16, pkeys: &[u16], mtu: u8, rate: u8, sw_port: u8) -> CaP
     }
 }
 
-/// One switch; CA `i` on switch port `i + 1`. The SM is the first port (LID 1).
-pub(super) fn star(ports: Vec<CaPort>) -> SubnetModel {
-    let mut sw = vec![SwitchPort::default(); ports.len() + 1];
-    let mut lft = vec![255u8; 256];
-    for (i, p) in ports.iter().enumerate() {
-        sw[i + 1] = SwitchPort {
-            mtu: 5,
-            rate: 7,
-            peer: Peer::Ca(i),
-        };
-        lft[usize::from(p.lid)] = (i + 1) as u8;
-    }
-    SubnetModel {
-        subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
-        sm_lid: SA_LID,
-        ports,
-        switches: vec![SwitchNode {
-            guid: Guid(0xaaaa),
-            lid: SWITCH_LID,
-            ports: sw,
-            lft,
-            name: "sw".into(),
-        }],
-    }
-}
-
 /// The SM's port plus `n` hosts (LIDs 2..) in the default partition, MTU 4, rate 7 (40 Gb/s).
 pub(super) fn default_model(n: u16) -> SubnetModel {
     let mut ports = vec![ca(SA_LID, &[0xffff], 4, 7, 1)];
@@ -76,43 +51,51 @@ pub(super) fn gid_of(lid: u16) -> Gid {
     Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0x1000 + u64::from(lid))
 }
 
-/// Returns true to drop the MAD `(from LID, MAD)`.
-pub(super) type Filter = Box<dyn FnMut(u16, &MadOut) -> bool>;
-
-pub(super) struct Net {
-    pub now: Instant,
-    pub sa: SaServer,
-    pub clients: Vec<(u16, SaClient)>,
-    pub filter: Filter,
-    /// Every MAD delivered: (time, from LID, MAD).
-    pub log: Vec<(Instant, u16, MadOut)>,
-    pub sa_events: Vec<SaEvent>,
-    pub client_events: Vec<Vec<SaClientEvent>>,
+/// An SA client on the port with `lid`, and the events it reported.
+pub(super) struct SaHost {
+    pub lid: u16,
+    pub client: SaClient,
+    pub events: Vec<SaClientEvent>,
 }
 
-impl Net {
+impl MadAgent for SaHost {
+    fn handle_mad(&mut self, now: Instant, mad: MadIn) {
+        self.client.handle_mad(now, mad);
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        self.client.poll_transmit(now)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.client.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.client.handle_timeout(now);
+    }
+}
+
+impl Endpoint for SaHost {
+    fn lid(&self) -> u16 {
+        self.lid
+    }
+}
+
+/// The SA and a client on every port of the model (the SA's port too).
+pub(super) type Net = testing::Net<SaHost>;
+
+impl testing::Net<SaHost> {
     pub fn new(model: SubnetModel, parts: PartitionConfig, cfg: SaServerConfig, seed: u64) -> Net {
         let rng = Rng::new(seed);
         let lids: Vec<u16> = model.ports.iter().map(|p| p.lid).collect();
         let sa = SaServer::new(cfg, model, parts, rng.fork(0));
         let clients = lids
             .iter()
-            .map(|&l| {
-                (
-                    l,
-                    SaClient::new(SaClientConfig::default(), rng.fork(u64::from(l))),
-                )
+            .map(|&l| SaHost {
+                lid: l,
+                client: SaClient::new(SaClientConfig::default(), rng.fork(u64::from(l))),
+                events: Vec::new(),
             })
             .collect();
-        let mut n = Net {
-            now: Instant::ZERO,
-            sa,
-            clients,
-            filter: Box::new(|_, _| false),
-            log: Vec::new(),
-            sa_events: Vec::new(),
-            client_events: vec![Vec::new(); lids.len()],
-        };
+        let mut n = Net::with_hosts(sa, clients);
         n.collect_events();
         n
     }
@@ -127,24 +110,24 @@ impl Net {
     }
 
     fn idx(&self, lid: u16) -> usize {
-        self.clients
+        self.hosts
             .iter()
-            .position(|(l, _)| *l == lid)
+            .position(|h| h.lid == lid)
             .expect("client LID")
     }
 
     pub fn client(&mut self, lid: u16) -> &mut SaClient {
         let i = self.idx(lid);
-        &mut self.clients[i].1
+        &mut self.hosts[i].client
     }
 
     fn collect_events(&mut self) {
         while let Some(e) = self.sa.poll_event() {
             self.sa_events.push(e);
         }
-        for (i, (_, c)) in self.clients.iter_mut().enumerate() {
-            while let Some(e) = c.poll_event() {
-                self.client_events[i].push(e);
+        for h in self.hosts.iter_mut() {
+            while let Some(e) = h.client.poll_event() {
+                h.events.push(e);
             }
         }
     }
@@ -152,74 +135,17 @@ impl Net {
     /// Moves MADs until none is left; returns whether any moved.
     fn pump(&mut self) -> bool {
         let mut moved = false;
-        loop {
-            let mut batch: Vec<(u16, MadOut)> = Vec::new();
-            while let Some(m) = self.sa.poll_transmit(self.now) {
-                batch.push((SA_LID, m));
-            }
-            for (lid, c) in self.clients.iter_mut() {
-                while let Some(m) = c.poll_transmit(self.now) {
-                    batch.push((*lid, m));
-                }
-            }
-            if batch.is_empty() {
-                break;
-            }
-            for (from, m) in batch {
-                moved = true;
-                if (self.filter)(from, &m) {
-                    continue;
-                }
-                self.log.push((self.now, from, m.clone()));
-                let mi = MadIn {
-                    from: MadAddr { lid: from, ..m.to },
-                    mad: m.mad,
-                };
-                // The SA's own port hosts both the server and a client: requests and RMPP ACKs
-                // (R bit clear) go to the server, responses and Reports to the client.
-                // ReportResp answers the server's Report, so it goes to the server too.
-                let method = mi.mad.get(3).copied().unwrap_or(0);
-                let is_req = (method & 0x80 == 0 && method != 0x06) || method == 0x86;
-                if m.to.lid == SA_LID && is_req {
-                    self.sa.handle_mad(self.now, mi);
-                } else if let Some(i) = self.clients.iter().position(|(l, _)| *l == m.to.lid) {
-                    self.clients[i].1.handle_mad(self.now, mi);
-                }
-            }
+        while self.exchange() {
+            moved = true;
             self.collect_events();
         }
         self.collect_events();
         moved
     }
 
-    fn next_timeout(&self) -> Option<Instant> {
-        let mut t = self.sa.poll_timeout();
-        for (_, c) in &self.clients {
-            t = match (t, c.poll_timeout()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        t
-    }
-
     /// Runs until nothing is pending or `d` of virtual time has passed.
     pub fn run_for(&mut self, d: Duration) {
-        let end = self.now + d;
-        loop {
-            self.pump();
-            match self.next_timeout() {
-                Some(t) if t <= end => {
-                    self.now = self.now.max(t);
-                    self.sa.handle_timeout(self.now);
-                    for (_, c) in self.clients.iter_mut() {
-                        c.handle_timeout(self.now);
-                    }
-                }
-                _ => break,
-            }
-        }
-        self.now = self.now.max(end.min(self.now));
+        self.drive(d, Net::pump);
     }
 
     /// Sends `mad` from the client at `lid` to the SA and runs until its outcome.
@@ -228,23 +154,21 @@ impl Net {
         let id = self.client(lid).request(now, mad, MadAddr::gsi(SA_LID));
         self.run_for(Duration::from_secs(60));
         let i = self.idx(lid);
-        let pos = self.client_events[i]
+        let pos = self.hosts[i]
+            .events
             .iter()
             .position(|e| matches!(e, SaClientEvent::Response { id: x, .. } if *x == id))
             .expect("no outcome for request");
-        match self.client_events[i].remove(pos) {
+        match self.hosts[i].events.remove(pos) {
             SaClientEvent::Response { result, .. } => result,
             SaClientEvent::Report { .. } => unreachable!(),
         }
     }
 
     pub fn reports(&self, lid: u16) -> Vec<(u16, Gid)> {
-        let i = self
-            .clients
-            .iter()
-            .position(|(l, _)| *l == lid)
-            .unwrap_or(0);
-        self.client_events[i]
+        let i = self.hosts.iter().position(|h| h.lid == lid).unwrap_or(0);
+        self.hosts[i]
+            .events
             .iter()
             .filter_map(|e| match e {
                 SaClientEvent::Report { notice, .. } => Some((

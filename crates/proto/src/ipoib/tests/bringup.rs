@@ -6,7 +6,7 @@ use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
 
 fn joins(net: &Net, lid: u16) -> Vec<(Instant, McMemberRecordRepr)> {
-    net.mads
+    net.log
         .iter()
         .filter(|(_, f, _)| *f == lid)
         .filter_map(|(t, _, m)| {
@@ -105,7 +105,7 @@ fn broadcast_join_retried_with_backoff() {
         c.sa.retries = 0;
         c.sa.timeout = Duration::from_secs(1);
     });
-    net.mad_filter = Box::new(|from, _| from != SM_LID);
+    net.filter = Box::new(|from, _| from != SM_LID);
     net.port(2, |_| {});
     net.run_for(Duration::from_secs(60));
     assert!(!net.iface(2).carrier());
@@ -118,7 +118,7 @@ fn broadcast_join_retried_with_backoff() {
         .count();
     // Tries at 0, 2, 5, 10, 19, 36, 53 (each times out after 1 s, then waits 1, 2, 4, 8, 16, 16).
     assert_eq!(fails, 7);
-    net.mad_filter = Box::new(|_, _| false);
+    net.filter = Box::new(|_, _| false);
     net.run_for(Duration::from_secs(17));
     assert!(net.iface(2).carrier());
     let starts: Vec<u64> = joins(&net, 2)

@@ -258,7 +258,7 @@ fn deterministic_given_the_seed() {
             .iter()
             .map(|s| (s.from, s.t.data.clone(), s.t.dlid))
             .collect();
-        let mads: Vec<Vec<u8>> = net.mads.iter().map(|(_, _, m)| m.mad.clone()).collect();
+        let mads: Vec<Vec<u8>> = net.log.iter().map(|(_, _, m)| m.mad.clone()).collect();
         (wire, mads)
     };
     let (a, b) = (run(), run());

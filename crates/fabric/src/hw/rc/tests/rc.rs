@@ -3,6 +3,7 @@
 use super::{send_wr, Pair, Pool};
 use crate::hw::rc::{psn_diff, Config, ConnectedQp, Error, MemoryRegion, PSN_MASK};
 use crate::hw::verbs::{QpState, QpType, RecvWr, SendOp, WcOpcode, WcStatus};
+use crate::testing::{seeds, SeedGuard};
 use ipoib_proto::rng::Rng;
 use ipoib_wire::ib::{Operation, Syndrome};
 
@@ -579,6 +580,7 @@ fn bad_packets_are_counted() {
 /// verbs users fence against that, and so does this test: within a round of work requests no slot
 /// is written after it was read, and a round starts when the previous one completed.
 fn mixed_ops(seed: u64, n: u64) {
+    let _g = SeedGuard(seed);
     const SLOT: u64 = 3000;
     let mut pair = Pair::new(
         QpType::Rc,
@@ -657,7 +659,7 @@ fn mixed_ops(seed: u64, n: u64) {
 
 #[test]
 fn send_write_read_interleaved_under_faults() {
-    for seed in 1..4 {
+    for seed in seeds(1..4) {
         mixed_ops(seed, 300);
     }
 }
@@ -666,7 +668,7 @@ fn send_write_read_interleaved_under_faults() {
 #[test]
 #[ignore = "long: many seeds"]
 fn send_write_read_interleaved_many_seeds() {
-    for seed in 1..200 {
+    for seed in seeds(1..200) {
         mixed_ops(seed, 400);
     }
 }
@@ -675,7 +677,8 @@ fn send_write_read_interleaved_many_seeds() {
 #[test]
 #[ignore = "long: many seeds"]
 fn rc_exactly_once_many_seeds() {
-    for seed in 100..140 {
+    for seed in seeds(100..140) {
+        let _g = SeedGuard(seed);
         let mut pair = faulty_pair(seed);
         pair.ab.encode = false;
         pair.ba.encode = false;

@@ -2,6 +2,7 @@
 
 use super::{send_wr, Pair, Pool};
 use crate::hw::verbs::{QpType, RecvWr, SendOp, WcStatus};
+use crate::testing::{seeds, SeedGuard};
 use ipoib_wire::ib::Operation;
 
 fn recv(wr_id: u64, capacity: u32) -> RecvWr {
@@ -19,12 +20,13 @@ fn uc_loses_only_whole_messages() {
 #[test]
 #[ignore = "long: many seeds"]
 fn uc_loses_only_whole_messages_many_seeds() {
-    for seed in 100..160 {
+    for seed in seeds(100..160) {
         uc_whole_messages(seed);
     }
 }
 
 fn uc_whole_messages(seed: u64) {
+    let _g = SeedGuard(seed);
     let mut pair = Pair::new(
         QpType::Uc,
         seed,

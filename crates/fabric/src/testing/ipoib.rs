@@ -1,25 +1,10 @@
-//! Helpers of the IPoIB scenario tests (`ipoib_*.rs`): a subnet whose hosts run IPoIB, brought
-//! up; pings between pairs of hosts, run until answered.
+//! A subnet whose hosts run IPoIB, brought up; pings between pairs of hosts, run until answered.
 
-#![allow(dead_code)]
-
-use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::ipoib::IpoibApp;
-use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
-use ipoib_fabric::Instant;
+use crate::hw::topology::Topology;
+use crate::node::ipoib::IpoibApp;
+use crate::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
 use std::net::IpAddr;
 use std::time::Duration;
-
-/// Prints the seed when the test panics (replay with the same seed).
-pub struct SeedGuard(pub u64);
-
-impl Drop for SeedGuard {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("failing seed: {}", self.0);
-        }
-    }
-}
 
 /// Options for `topo` with IPoIB on every host (10.0.0.0/8, IPv6 on), capture on.
 pub fn options(topo: Topology, seed: u64) -> SubnetOptions {
@@ -96,11 +81,6 @@ pub fn all_pairs(n: usize) -> Vec<(usize, usize)> {
     (0..n)
         .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
         .collect()
-}
-
-/// Simulated time `secs` seconds after zero.
-pub fn at(secs: u64) -> Instant {
-    Instant::ZERO + Duration::from_secs(secs)
 }
 
 /// Runs until every host of `hosts` is attached to `mgid` and the SM's trees are in the switches.

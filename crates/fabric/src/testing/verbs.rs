@@ -1,45 +1,13 @@
-//! Helpers shared by the subnet scenario tests: a guard that prints the seed of a failing test,
-//! and verbs shortcuts for a UD QP on a subnet host.
+//! UD verbs shortcuts on a subnet host: a QP in RTS with receives posted, a SEND, the receive
+//! completions.
 
-#![allow(dead_code)]
-
-use ipoib_fabric::hw::hca::{CqId, ModifyQp, QpInit};
-use ipoib_fabric::hw::verbs::{
+use crate::hw::hca::{CqId, ModifyQp, QpInit};
+use crate::hw::verbs::{
     AddressHandle, Completion, GlobalRoute, QpType, Qpn, RecvWr, SendOp, SendWr, UdDest, WcOpcode,
 };
-use ipoib_fabric::node::host::Host;
-use ipoib_fabric::node::subnet::Subnet;
-use ipoib_fabric::Instant;
+use crate::node::host::Host;
+use crate::node::subnet::Subnet;
 use ipoib_wire::Gid;
-use std::time::Duration;
-
-/// The seed a scenario runs with: `default`, or the value of `IPOIB_SEED` when set, so that a seed a
-/// failing run printed can be replayed (`IPOIB_SEED=42 cargo test -p ipoib-fabric --test subnet_mcast`).
-pub fn seed(default: u64) -> u64 {
-    std::env::var("IPOIB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Prints the seed when the test panics (replay it with `IPOIB_SEED`, see [`seed`]).
-pub struct SeedGuard(pub u64);
-
-impl Drop for SeedGuard {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "failing seed: {} (replay with IPOIB_SEED={})",
-                self.0, self.0
-            );
-        }
-    }
-}
-
-/// Simulated time `secs` seconds after zero.
-pub fn at(secs: u64) -> Instant {
-    Instant::ZERO + Duration::from_secs(secs)
-}
 
 /// A UD QP on host `i`'s port 1 in RTS with `qkey` and P_Key index `pkey_index`, 16 receives posted.
 pub fn ud_qp(net: &mut Subnet, i: usize, qkey: u32, pkey_index: u16) -> (Qpn, CqId) {
