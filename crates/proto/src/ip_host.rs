@@ -18,7 +18,6 @@ use ipoib_wire::ipoib::{
     Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr, UdpRepr, UDP_HEADER_LEN,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
@@ -84,25 +83,16 @@ pub struct IpCounters {
 }
 
 /// Why a packet could not be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum IpError {
     /// No address of the destination's family to send from (IPv4 not configured, or the IPv6
     /// link-local address is still tentative).
+    #[error("no source address of that family")]
     NoSourceAddress,
     /// The payload does not fit one IP packet.
+    #[error("payload too long")]
     TooLong,
 }
-
-impl fmt::Display for IpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IpError::NoSourceAddress => f.write_str("no source address of that family"),
-            IpError::TooLong => f.write_str("payload too long"),
-        }
-    }
-}
-
-impl std::error::Error for IpError {}
 
 /// The endpoint. See the module docs.
 #[derive(Debug, Clone)]

@@ -44,7 +44,6 @@ use ipoib_wire::ipoib::{HwAddr, HwAddrFlags, Scope};
 use ipoib_wire::sa::McMemberRecordRepr;
 use ipoib_wire::{Gid, Guid};
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 pub use ipv6::{AddrState, Ipv6Address};
@@ -323,24 +322,15 @@ impl Counters {
 }
 
 /// A command that cannot be carried out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InterfaceError {
     /// The address is not an IP multicast address.
+    #[error("not a multicast address")]
     NotMulticast,
     /// The address family is not enabled on the interface.
+    #[error("address family not enabled")]
     FamilyDisabled,
 }
-
-impl fmt::Display for InterfaceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InterfaceError::NotMulticast => write!(f, "not a multicast address"),
-            InterfaceError::FamilyDisabled => write!(f, "address family not enabled"),
-        }
-    }
-}
-
-impl std::error::Error for InterfaceError {}
 
 /// The parameters of the broadcast group, which every other group and all traffic copy (§5, §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

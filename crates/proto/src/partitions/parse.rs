@@ -33,7 +33,8 @@ use std::fmt;
 use std::net::Ipv6Addr;
 
 /// A fatal error, with the 1-based line and column (in characters) where it was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
 pub struct ParseError {
     /// Line, from 1.
     pub line: usize,
@@ -42,18 +43,6 @@ pub struct ParseError {
     /// What is wrong.
     pub message: String,
 }
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}, column {}: {}",
-            self.line, self.column, self.message
-        )
-    }
-}
-
-impl std::error::Error for ParseError {}
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -23,7 +23,6 @@ use crate::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN};
 use ipoib_wire::sa::{SaAttribute, SaHeaderRepr, SaMadRepr, SaRecords};
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::time::Duration;
 
 /// Timeouts and retries.
@@ -55,32 +54,21 @@ impl Default for SaClientConfig {
 pub struct RequestId(pub u64);
 
 /// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SaClientError {
     /// No answer after every retry.
+    #[error("SA request timed out")]
     Timeout,
     /// The SA answered with a non-zero status (the response MAD's header is in `header`).
+    #[error("SA status {:#06x} ({})", .0 .0, .0.name(MgmtClass::SubnAdm))]
     Status(MadStatus),
     /// A multi-MAD transfer was stopped, aborted or malformed.
+    #[error("RMPP transfer failed")]
     Rmpp,
     /// The request given was not a 256-byte SA MAD.
+    #[error("not an SA MAD")]
     Malformed,
 }
-
-impl fmt::Display for SaClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SaClientError::Timeout => write!(f, "SA request timed out"),
-            SaClientError::Status(s) => {
-                write!(f, "SA status {:#06x} ({})", s.0, s.name(MgmtClass::SubnAdm))
-            }
-            SaClientError::Rmpp => write!(f, "RMPP transfer failed"),
-            SaClientError::Malformed => write!(f, "not an SA MAD"),
-        }
-    }
-}
-
-impl std::error::Error for SaClientError {}
 
 /// A successful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,23 +3,26 @@
 //! from the network is dropped and counted, never a panic.
 
 use crate::hw::verbs::{QpState, Qpn};
-use core::fmt;
 
 /// Identifies a completion queue of one HCA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CqId(pub u32);
 
 /// Why a verbs call was refused (the call had no effect).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum VerbsError {
     /// No QP with this number (or handle).
+    #[error("unknown QP {0:#x}")]
     UnknownQp(Qpn),
     /// No CQ with this id.
+    #[error("unknown CQ {}", .0 .0)]
     UnknownCq(CqId),
     /// The HCA has no such port.
+    #[error("no port {0}")]
     NoSuchPort(u8),
     /// The operation is not allowed in the QP's current state (IBA 1 §10.3.1, e.g. post_send
     /// outside RTS, post_recv in Reset).
+    #[error("QP {qpn:#x} is in state {state:?}")]
     WrongState {
         /// The QP.
         qpn: Qpn,
@@ -27,6 +30,7 @@ pub enum VerbsError {
         state: QpState,
     },
     /// modify_qp asked for a transition the QP state diagram does not have (IBA 1 §10.3.1).
+    #[error("invalid QP transition {from:?} -> {to:?}")]
     InvalidTransition {
         /// Current state.
         from: QpState,
@@ -34,9 +38,11 @@ pub enum VerbsError {
         to: QpState,
     },
     /// The P_Key index is outside the port's P_Key table.
+    #[error("P_Key index {0} outside the table")]
     BadPkeyIndex(u16),
     /// The message is longer than the largest message the QP type allows (2^31 bytes, IBA 1
     /// §9.4.1; UD: one packet, checked against the port MTU at send time).
+    #[error("message of {len} bytes longer than {max}")]
     MessageTooLong {
         /// Bytes asked for.
         len: usize,
@@ -44,37 +50,15 @@ pub enum VerbsError {
         max: usize,
     },
     /// The request is malformed for this QP (e.g. a UD send without a destination).
+    #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
     /// The HCA does not implement this (e.g. RC/UC without a connected-QP engine).
+    #[error("unsupported: {0}")]
     Unsupported(&'static str),
     /// The 24-bit QPN space is exhausted.
+    #[error("no QP number left")]
     NoQpnLeft,
 }
-
-impl fmt::Display for VerbsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            VerbsError::UnknownQp(q) => write!(f, "unknown QP {q:#x}"),
-            VerbsError::UnknownCq(c) => write!(f, "unknown CQ {}", c.0),
-            VerbsError::NoSuchPort(p) => write!(f, "no port {p}"),
-            VerbsError::WrongState { qpn, state } => {
-                write!(f, "QP {qpn:#x} is in state {state:?}")
-            }
-            VerbsError::InvalidTransition { from, to } => {
-                write!(f, "invalid QP transition {from:?} -> {to:?}")
-            }
-            VerbsError::BadPkeyIndex(i) => write!(f, "P_Key index {i} outside the table"),
-            VerbsError::MessageTooLong { len, max } => {
-                write!(f, "message of {len} bytes longer than {max}")
-            }
-            VerbsError::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
-            VerbsError::Unsupported(s) => write!(f, "unsupported: {s}"),
-            VerbsError::NoQpnLeft => f.write_str("no QP number left"),
-        }
-    }
-}
-
-impl std::error::Error for VerbsError {}
 
 macro_rules! drop_reasons {
     ($($(#[$m:meta])* $name:ident,)*) => {

@@ -54,33 +54,24 @@ use std::collections::VecDeque;
 pub const MAX_MESSAGE: usize = 1 << 31;
 
 /// Why a command was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The QP is not in a state that allows the command.
+    #[error("queue pair in state {0:?}")]
     InvalidState(QpState),
     /// The operation does not exist on this transport (RDMA READ on UC).
+    #[error("operation not supported on this transport")]
     UnsupportedOp,
     /// The message is longer than 2^31 bytes.
+    #[error("message of {0} bytes exceeds 2^31")]
     TooLong(usize),
     /// The work queue is full.
+    #[error("work queue full")]
     QueueFull,
     /// The attributes are invalid (the path MTU code).
+    #[error("invalid attribute: {0}")]
     InvalidAttr(&'static str),
 }
-
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Error::InvalidState(s) => write!(f, "queue pair in state {s:?}"),
-            Error::UnsupportedOp => write!(f, "operation not supported on this transport"),
-            Error::TooLong(n) => write!(f, "message of {n} bytes exceeds 2^31"),
-            Error::QueueFull => write!(f, "work queue full"),
-            Error::InvalidAttr(what) => write!(f, "invalid attribute: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// A packet to send: the transport headers and payload. The HCA fills the BTH P_Key and PadCnt and
 /// wraps it in LRH (and GRH when the path has one), ICRC and VCRC.

@@ -20,7 +20,6 @@ pub use gen::FatTreeShape;
 pub use netfile::NetFileError;
 
 use ipoib_wire::Guid;
-use std::fmt;
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,9 +81,10 @@ pub struct TopoLink {
 }
 
 /// Errors building a topology.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopoError {
     /// A port number outside the node's ports (or switch port 0).
+    #[error("{node} has no port {port}")]
     NoSuchPort {
         /// Node name.
         node: String,
@@ -92,6 +92,7 @@ pub enum TopoError {
         port: u8,
     },
     /// A port already carries a cable.
+    #[error("{node} port {port} is already cabled")]
     PortInUse {
         /// Node name.
         node: String,
@@ -99,25 +100,12 @@ pub enum TopoError {
         port: u8,
     },
     /// A node index that does not exist.
+    #[error("no node #{0}")]
     NoSuchNode(usize),
     /// A generator was asked for a size it cannot build.
+    #[error("{0}")]
     BadSize(String),
 }
-
-impl fmt::Display for TopoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TopoError::NoSuchPort { node, port } => write!(f, "{node} has no port {port}"),
-            TopoError::PortInUse { node, port } => {
-                write!(f, "{node} port {port} is already cabled")
-            }
-            TopoError::NoSuchNode(i) => write!(f, "no node #{i}"),
-            TopoError::BadSize(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for TopoError {}
 
 /// A whole topology. See the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

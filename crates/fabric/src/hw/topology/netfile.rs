@@ -34,14 +34,14 @@ use super::gen::{CA_GUID_BASE, SWITCH_GUID_BASE};
 use super::{End, NodeKind, Topology};
 use ipoib_wire::Guid;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// ibsim's include depth limit (MAX_INCLUDE).
 const MAX_INCLUDE: usize = 9;
 
 /// A net file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", location(.file, *.line))]
 pub struct NetFileError {
     /// The file, when read from disk.
     pub file: Option<PathBuf>,
@@ -51,19 +51,16 @@ pub struct NetFileError {
     pub message: String,
 }
 
-impl fmt::Display for NetFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, self.line) {
-            // Line 0: the file as a whole (it could not be read, or lacks something).
-            (Some(p), 0) => write!(f, "{}: {}", p.display(), self.message),
-            (Some(p), n) => write!(f, "{}: line {n}: {}", p.display(), self.message),
-            (None, 0) => f.write_str(&self.message),
-            (None, n) => write!(f, "line {n}: {}", self.message),
-        }
+/// What [`NetFileError`]'s message starts with: the file and line, each when known (line 0: the
+/// file as a whole, which could not be read or lacks something).
+fn location(file: &Option<PathBuf>, line: usize) -> String {
+    match (file, line) {
+        (Some(p), 0) => format!("{}: ", p.display()),
+        (Some(p), n) => format!("{}: line {n}: ", p.display()),
+        (None, 0) => String::new(),
+        (None, n) => format!("line {n}: "),
     }
 }
-
-impl std::error::Error for NetFileError {}
 
 /// One port line, resolved after every node is known.
 #[derive(Debug, Clone)]

@@ -43,7 +43,6 @@ use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_wire::{Gid, Guid};
 use std::collections::VecDeque;
-use std::fmt;
 
 /// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
 pub const MAX_UNICAST_LID: u16 = 0xbfff;
@@ -121,9 +120,10 @@ impl Default for SmOptions {
 }
 
 /// The SM cannot manage this subnet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SmError {
     /// `nodes` does not have one simulator node per topology node.
+    #[error("{given} simulator nodes for a topology of {topology} nodes")]
     NodeCount {
         /// Topology nodes.
         topology: usize,
@@ -131,27 +131,12 @@ pub enum SmError {
         given: usize,
     },
     /// The SM port is not a cabled CA port.
+    #[error("node {} port {} is not a cabled CA port", .0.node, .0.port)]
     BadSmPort(End),
     /// More endpoints than unicast LIDs.
+    #[error("{0} endpoints need more than 49151 LIDs")]
     TooManyLids(usize),
 }
-
-impl fmt::Display for SmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SmError::NodeCount { topology, given } => write!(
-                f,
-                "{given} simulator nodes for a topology of {topology} nodes"
-            ),
-            SmError::BadSmPort(e) => {
-                write!(f, "node {} port {} is not a cabled CA port", e.node, e.port)
-            }
-            SmError::TooManyLids(n) => write!(f, "{n} endpoints need more than 49151 LIDs"),
-        }
-    }
-}
-
-impl std::error::Error for SmError {}
 
 /// The subnet manager's computed state. See the module docs.
 #[derive(Debug, Clone)]

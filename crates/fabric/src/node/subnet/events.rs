@@ -18,27 +18,17 @@ use crate::hw::topology::NodeKind;
 use crate::node::host::Host;
 use crate::node::sm::MAX_UNICAST_LID;
 use ipoib_proto::sa::SaServer;
-use std::fmt;
 
 /// Why [`Subnet::move_lid`] refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum MoveLidError {
     /// No such host, or its port has no LID.
+    #[error("no such port with a LID")]
     NoSuchPort,
     /// The new LID is not a unicast LID or is in use.
+    #[error("LID {0:#x} is not free")]
     LidInUse(u16),
 }
-
-impl fmt::Display for MoveLidError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MoveLidError::NoSuchPort => f.write_str("no such port with a LID"),
-            MoveLidError::LidInUse(l) => write!(f, "LID {l:#x} is not free"),
-        }
-    }
-}
-
-impl std::error::Error for MoveLidError {}
 
 impl Subnet {
     /// The configuration the SM writes into host `i`'s host port at bring-up.

@@ -64,7 +64,6 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
 use ipoib_wire::{Gid, Guid};
-use std::fmt;
 use std::time::Duration;
 
 /// What to build.
@@ -120,24 +119,15 @@ impl SubnetOptions {
 }
 
 /// Why a subnet could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubnetError {
     /// No channel adapter has a cabled port: nowhere to run the SM.
+    #[error("no channel adapter with a cabled port")]
     NoHost,
     /// The subnet manager refused the topology.
+    #[error("subnet manager: {0}")]
     Sm(SmError),
 }
-
-impl fmt::Display for SubnetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SubnetError::NoHost => f.write_str("no channel adapter with a cabled port"),
-            SubnetError::Sm(e) => write!(f, "subnet manager: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for SubnetError {}
 
 /// One host of the subnet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
