@@ -209,7 +209,7 @@ fn run(args: &Args, deadline: Instant, report: &mut Report) -> Result<bool, Stri
         subnet_up: left,
         ..FabricConfig::new(&net, "h0", "h1")
     };
-    let mut fabric = match Fabric::start_with(&cfg)? {
+    let mut fabric = match Fabric::start_with(&cfg).map_err(|e| e.to_string())? {
         Setup::Ready(f) => f,
         Setup::Skip(why) => {
             report.error = Some(why);
@@ -234,7 +234,7 @@ fn run(args: &Args, deadline: Instant, report: &mut Report) -> Result<bool, Stri
     let result = joins(&client, fabric.sm_lid, &gids, args.window, deadline, report);
     let result = result.and_then(|()| mfts(&fabric, deadline, report));
     report.opensm_rss_kib = fabric.opensm_rss_kib();
-    let alive = fabric.check_alive();
+    let alive = fabric.check_alive().map_err(|e| e.to_string());
     result.and(alive).map(|()| true)
 }
 

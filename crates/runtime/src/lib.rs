@@ -1,4 +1,13 @@
-//! The real-time side: clock, threads, UDP links between processes, TUN devices, and the client for
-//! external management planes (ibsim/OpenSM).
+//! The side of the project that talks to real processes, today only ibsim and OpenSM:
+//!
+//! - [`ibsim`]: a client for ibsim's client protocol (attach to a node of a simulated management
+//!   plane and exchange MADs with whatever else is attached), and, in [`ibsim::opensm`], a harness
+//!   that starts ibsim and the real OpenSM as child processes. The differential test of our SA
+//!   against OpenSM (`tests/opensm_diff.rs`) and the benchmark of OpenSM's SA
+//!   (`examples/opensm_joins.rs`) are built on them.
+//!
+//! It blocks on sockets, spawns processes and reads the wall clock (for timeouts); wire, proto and
+//! fabric below it do none of these. There is no clock-driven runtime for the protocol agents, no
+//! UDP link between processes and no TUN device yet.
 
 pub mod ibsim;

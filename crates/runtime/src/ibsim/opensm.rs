@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 use super::{Endpoint, IbsimClient};
 use ipoib_wire::smp::{NodeInfoRepr, PortInfoRepr, SmpMad, SmpMadRepr, SMP_DATA_LEN};
 
+mod error;
+pub use error::{Died, Guid2LidError, ProcessGone, StartError, WaitPortsError};
+
 /// How long ibsim may take to listen.
 pub const IBSIM_START: Duration = Duration::from_secs(10);
 /// How long OpenSM may take to bring a small subnet up ([`Fabric::start`]).
@@ -78,12 +81,18 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(name: &'static str, mut cmd: Command, dir: &Path) -> Result<Proc, String> {
+    fn spawn(name: &'static str, mut cmd: Command, dir: &Path) -> Result<Proc, StartError> {
         use std::os::unix::process::CommandExt;
         let stdout = dir.join(format!("{name}.stdout"));
         let stderr = dir.join(format!("{name}.stderr"));
-        let out = fs::File::create(&stdout).map_err(|e| format!("{name} stdout: {e}"))?;
-        let err = fs::File::create(&stderr).map_err(|e| format!("{name} stderr: {e}"))?;
+        let file = |p: &Path, what: &str| {
+            fs::File::create(p).map_err(|source| StartError::File {
+                what: format!("{name} {what}"),
+                source,
+            })
+        };
+        let out = file(&stdout, "stdout")?;
+        let err = file(&stderr, "stderr")?;
         cmd.current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)
@@ -91,7 +100,7 @@ impl Proc {
             .process_group(0);
         let child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start {name}: {e}"))?;
+            .map_err(|source| StartError::Spawn { name, source })?;
         Ok(Proc {
             name,
             child,
@@ -101,11 +110,12 @@ impl Proc {
     }
 
     /// `Err` with the exit status when the process is gone.
-    fn alive(&mut self) -> Result<(), String> {
+    fn alive(&mut self) -> Result<(), ProcessGone> {
+        let name = self.name;
         match self.child.try_wait() {
             Ok(None) => Ok(()),
-            Ok(Some(st)) => Err(format!("{} exited early ({st})", self.name)),
-            Err(e) => Err(format!("{}: {e}", self.name)),
+            Ok(Some(status)) => Err(ProcessGone::Exited { name, status }),
+            Err(source) => Err(ProcessGone::Wait { name, source }),
         }
     }
 
@@ -162,7 +172,7 @@ impl Fabric {
         partitions: Option<&str>,
         sm_node: &str,
         probe_node: &str,
-    ) -> Result<Setup, String> {
+    ) -> Result<Setup, StartError> {
         Fabric::start_with(&FabricConfig {
             partitions,
             opensm_args: vec!["-d2".into()],
@@ -171,7 +181,7 @@ impl Fabric {
     }
 
     /// Starts what `cfg` describes; see [`Fabric::start`].
-    pub fn start_with(cfg: &FabricConfig<'_>) -> Result<Setup, String> {
+    pub fn start_with(cfg: &FabricConfig<'_>) -> Result<Setup, StartError> {
         let FabricConfig {
             net,
             partitions,
@@ -194,11 +204,11 @@ impl Fabric {
             }
         }
         if !missing.is_empty() {
-            let why = format!("not installed: {}", missing.join(", "));
+            let missing = missing.join(", ");
             if std::env::var_os("IPOIB_REQUIRE_OPENSM").is_some() {
-                return Err(format!("IPOIB_REQUIRE_OPENSM is set but {why}"));
+                return Err(StartError::Required(missing));
             }
-            return Ok(Setup::Skip(why));
+            return Ok(Setup::Skip(format!("not installed: {missing}")));
         }
         let (ibsim_bin, run_bin, opensm_bin) = (
             ibsim_bin.unwrap_or_default(),
@@ -210,11 +220,17 @@ impl Fabric {
         let pid = std::process::id();
         let dir = std::env::temp_dir().join(format!("ipoib-opensm-{pid}-{run}"));
         let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        fs::create_dir_all(&dir).map_err(|source| StartError::File {
+            what: dir.display().to_string(),
+            source,
+        })?;
         let basename = format!("ipoibt{pid}r{run}");
         let endpoint = Endpoint::unix(&basename);
         let write = |name: &str, text: &str| {
-            fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))
+            fs::write(dir.join(name), text).map_err(|source| StartError::File {
+                what: name.to_string(),
+                source,
+            })
         };
         write("net", net)?;
         write("opensm.conf", "")?;
@@ -229,16 +245,17 @@ impl Fabric {
         let mut ibsim = Proc::spawn("ibsim", cmd, &dir)?;
         let started = Instant::now();
         loop {
-            ibsim
-                .alive()
-                .map_err(|e| format!("{e}\n{}", ibsim.logs()))?;
+            ibsim.alive().map_err(|gone| Died {
+                gone,
+                logs: ibsim.logs(),
+            })?;
             match IbsimClient::connect_to(&endpoint, Some(probe_node), 0, false) {
                 Ok(_) => break,
-                Err(e) if started.elapsed() > IBSIM_START => {
-                    return Err(format!(
-                        "ibsim did not take clients within {IBSIM_START:?}: {e}\n{}",
-                        ibsim.logs()
-                    ))
+                Err(source) if started.elapsed() > IBSIM_START => {
+                    return Err(StartError::IbsimTimeout {
+                        source,
+                        logs: ibsim.logs(),
+                    })
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
             }
@@ -263,11 +280,17 @@ impl Fabric {
             .env_remove("LD_PRELOAD")
             .env_remove("IBSIM_SERVER_NAME");
         let mut opensm = Proc::spawn("opensm", cmd, &dir)?;
-        let probe = IbsimClient::connect_to(&endpoint, Some(probe_node), 0, false)
-            .map_err(|e| format!("probe client on {probe_node}: {e}\n{}", ibsim.logs()))?;
-        let fail = |what: String, opensm: &Proc, ibsim: &Proc| {
+        let probe =
+            IbsimClient::connect_to(&endpoint, Some(probe_node), 0, false).map_err(|source| {
+                StartError::Probe {
+                    node: probe_node.to_string(),
+                    source,
+                    logs: ibsim.logs(),
+                }
+            })?;
+        let logs = |opensm: &Proc, ibsim: &Proc| {
             format!(
-                "{what}\n{}{}--- {} ---\n{}\n",
+                "{}{}--- {} ---\n{}\n",
                 opensm.logs(),
                 ibsim.logs(),
                 log.display(),
@@ -275,21 +298,27 @@ impl Fabric {
             )
         };
         let sm_lid = loop {
-            if let Err(e) = opensm.alive().and_then(|_| ibsim.alive()) {
-                return Err(fail(e, &opensm, &ibsim));
+            if let Err(gone) = opensm.alive().and_then(|_| ibsim.alive()) {
+                let logs = logs(&opensm, &ibsim);
+                return Err(Died { gone, logs }.into());
             }
             let pi = probe
                 .port_info()
-                .map_err(|e| fail(format!("PortInfo of {probe_node}: {e}"), &opensm, &ibsim))?;
+                .map_err(|source| StartError::ProbePortInfo {
+                    node: probe_node.to_string(),
+                    source,
+                    logs: logs(&opensm, &ibsim),
+                })?;
             if pi.is_up() {
                 break pi.master_sm_lid;
             }
             if started.elapsed() > subnet_up {
-                return Err(fail(
-                    format!("OpenSM did not bring {probe_node} up within {subnet_up:?}: {pi:?}"),
-                    &opensm,
-                    &ibsim,
-                ));
+                return Err(StartError::SubnetTimeout {
+                    node: probe_node.to_string(),
+                    after: subnet_up,
+                    port: Box::new(pi),
+                    logs: logs(&opensm, &ibsim),
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         };
@@ -338,7 +367,7 @@ impl Fabric {
 
     /// OpenSM's `guid2lid` cache file: (port GUID, base LID) of every port it assigned a LID,
     /// waiting (bounded) until OpenSM has written it.
-    pub fn guid2lid(&self) -> Result<Vec<(u64, u16)>, String> {
+    pub fn guid2lid(&self) -> Result<Vec<(u64, u16)>, Guid2LidError> {
         let path = self.dir.join("guid2lid");
         let started = Instant::now();
         loop {
@@ -356,11 +385,10 @@ impl Fabric {
                 return Ok(rows);
             }
             if started.elapsed() > self.subnet_up {
-                return Err(format!(
-                    "{} not written within {:?}",
-                    path.display(),
-                    self.subnet_up
-                ));
+                return Err(Guid2LidError {
+                    path,
+                    after: self.subnet_up,
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -381,7 +409,7 @@ impl Fabric {
         &mut self,
         cas: usize,
         deadline: Instant,
-    ) -> Result<Vec<DumpPort>, String> {
+    ) -> Result<Vec<DumpPort>, WaitPortsError> {
         loop {
             self.check_alive()?;
             let mut ports: Vec<DumpPort> = self
@@ -395,12 +423,11 @@ impl Fabric {
                 return Ok(ports);
             }
             if Instant::now() >= deadline {
-                let active = ports.iter().filter(|p| p.active).count();
-                return Err(format!(
-                    "OpenSM's subnet dump lists {} CA ports ({active} Active), not {cas} Active, \
-                     before the deadline",
-                    ports.len()
-                ));
+                return Err(WaitPortsError::Deadline {
+                    listed: ports.len(),
+                    active: ports.iter().filter(|p| p.active).count(),
+                    wanted: cas,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -429,9 +456,12 @@ impl Fabric {
     }
 
     /// Fails (as `Err`) if OpenSM or ibsim died.
-    pub fn check_alive(&mut self) -> Result<(), String> {
+    pub fn check_alive(&mut self) -> Result<(), Died> {
         let r = self.opensm.alive().and_then(|_| self.ibsim.alive());
-        r.map_err(|e| format!("{e}\n{}", self.logs()))
+        r.map_err(|gone| Died {
+            gone,
+            logs: self.logs(),
+        })
     }
 
     /// The directory holding the logs.

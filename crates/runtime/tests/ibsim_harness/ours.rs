@@ -127,7 +127,7 @@ impl OurSa {
         }
         // The switch: the port OpenSM gave a LID that is no HCA's.
         let first = hcas[0];
-        let g2l = fabric.guid2lid()?;
+        let g2l = fabric.guid2lid().map_err(|e| e.to_string())?;
         let &(_, sw_lid) = g2l
             .iter()
             .find(|(g, _)| ports.iter().all(|p| p.port_guid.0 != *g))
