@@ -1,7 +1,8 @@
 //! The hook for reliable and unreliable connected QPs (RC/UC): the HCA keeps the link and network
 //! layers (LRH, GRH, P_Key, CRCs, port state) and hands the transport part of each packet to a
-//! [`ConnectedEngine`], the standalone state machine of `crate::hw::rc`. Install one with
-//! [`super::Hca::set_engine_factory`]; by default every HCA uses [`crate::hw::rc::engine_factory`].
+//! [`ConnectedEngine`], such as the standalone state machine of `crate::hw::rc`. Whoever builds the
+//! HCA installs one with [`super::Hca::with_engine`] or [`super::Hca::set_engine_factory`] (the
+//! subnet installs [`crate::hw::rc::engine_factory`]); an HCA without one refuses RC/UC QPs.
 //!
 //! Division of work:
 //! - receive: the HCA checks CRCs, DLID, port state, QP state (RTR or later), that the opcode's

@@ -4,8 +4,9 @@
 //!
 //! - UD (and QP0/QP1) transport is here (modules `ud`, `rx`): IBA 1 §9.8, §10.2.4-5, §10.5.2,
 //!   §10.9.3.
-//! - RC/UC run in a pluggable engine ([`connected`]), by default [`crate::hw::rc::RcEngine`]; the HCA
-//!   does their link layer.
+//! - RC/UC run in a pluggable engine ([`connected`]) that whoever builds the HCA installs
+//!   ([`Hca::with_engine`]; the subnet installs `crate::hw::rc`'s); the HCA does their link layer.
+//!   Without an engine, RC/UC QPs are refused.
 //!
 //! Sending: `post_send` queues the work request; the packets go out on the next
 //! [`Hca::flush`], which the [`Device`] calls run from `handle_timeout` (and at the end of
@@ -115,7 +116,7 @@ impl Hca {
             sendq: VecDeque::new(),
             mcast: BTreeMap::new(),
             mcast_loopback: false,
-            factory: Some(crate::hw::rc::engine_factory()),
+            factory: None,
             connected: BTreeSet::new(),
             connected_dirty: false,
             last_now: Instant::ZERO,
@@ -178,6 +179,12 @@ impl Hca {
     /// Installs the maker of RC/UC engines ([`connected`]).
     pub fn set_engine_factory(&mut self, f: EngineFactory) {
         self.factory = Some(f);
+    }
+
+    /// This HCA with `f` making its RC/UC engines ([`Hca::set_engine_factory`]).
+    pub fn with_engine(mut self, f: EngineFactory) -> Hca {
+        self.set_engine_factory(f);
+        self
     }
 
     /// The CQ that QP0 and QP1 of `port` complete into.

@@ -8,6 +8,7 @@ mod ud;
 use super::*;
 use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::mgmt::{PortConfig, PortState};
+use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::hw::verbs::{AddressHandle, GlobalRoute, UdDest};
 
@@ -40,11 +41,13 @@ pub(crate) struct Pair {
     pub link: LinkId,
 }
 
-/// Two single-port HCAs, LIDs 1 (a) and 2 (b), default partition, Active, MTU 2048.
+/// Two single-port HCAs with the RC engine, LIDs 1 (a) and 2 (b), default partition, Active,
+/// MTU 2048.
 pub(crate) fn pair(seed: u64) -> Pair {
     let mut sim = Simulator::new(seed);
-    let a = sim.add_node(Box::new(Hca::new(Guid(GUID_A), 1)), 1);
-    let b = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
+    let hca = |guid| Box::new(Hca::new(Guid(guid), 1).with_engine(engine_factory()));
+    let a = sim.add_node(hca(GUID_A), 1);
+    let b = sim.add_node(hca(GUID_B), 1);
     let link = sim.connect(
         PortRef { node: a, port: 1 },
         PortRef { node: b, port: 1 },
@@ -73,24 +76,8 @@ pub(crate) fn ud_qp(
         .unwrap()
 }
 
-/// [`ud_qp`] on the HCA of a host device (P_Key index 0, 8 receives).
-pub(crate) fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: u32) -> UdEnd {
-    sim.with_node::<T, _>(node, |d, _, _| make_ud_qp(d.hca_mut(), qkey, 0, 8))
-        .unwrap()
-}
-
-/// Devices that contain an HCA.
-pub(crate) trait HasHca {
-    fn hca_mut(&mut self) -> &mut Hca;
-}
-
-impl HasHca for crate::node::host::Host {
-    fn hca_mut(&mut self) -> &mut Hca {
-        crate::node::host::Host::hca_mut(self)
-    }
-}
-
-fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) -> UdEnd {
+/// A UD QP in RTS on `h`'s port 1 with `recvs` receive buffers of 4096 + 40 bytes.
+pub(crate) fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) -> UdEnd {
     {
         let cq = h.create_cq();
         let qpn = h

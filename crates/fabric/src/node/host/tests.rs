@@ -2,10 +2,11 @@
 //! application owning a UD QP.
 
 use super::*;
-use crate::hw::hca::tests::{configure, port_config, GUID_A, GUID_B};
+use crate::hw::hca::tests::{configure, make_ud_qp, port_config, UdEnd, GUID_A, GUID_B};
 use crate::hw::hca::{ModifyQp, QpInit};
 use crate::hw::link::LinkParams;
-use crate::hw::sim::{NodeId, PortRef, Simulator};
+use crate::hw::rc::engine_factory;
+use crate::hw::sim::{Device, NodeId, PortRef, Simulator};
 use crate::hw::verbs::{QpType, Qpn};
 use ipoib_wire::Guid;
 use std::time::Duration;
@@ -96,10 +97,33 @@ impl MadAgent for Client {
     }
 }
 
+/// A UD QP on the HCA of a host device (P_Key index 0, 8 receives).
+fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: u32) -> UdEnd {
+    sim.with_node::<T, _>(node, |d, _, _| make_ud_qp(d.hca_mut(), qkey, 0, 8))
+        .unwrap()
+}
+
+/// Devices that contain an HCA.
+trait HasHca {
+    fn hca_mut(&mut self) -> &mut Hca;
+}
+
+impl HasHca for Host {
+    fn hca_mut(&mut self) -> &mut Hca {
+        Host::hca_mut(self)
+    }
+}
+
+/// Two hosts, each with a one-port HCA with the RC engine.
 fn hosts(seed: u64) -> (Simulator, NodeId, NodeId) {
     let mut sim = Simulator::new(seed);
-    let a = sim.add_node(Box::new(Host::new(Hca::new(Guid(GUID_A), 1))), 1);
-    let b = sim.add_node(Box::new(Host::new(Hca::new(Guid(GUID_B), 1))), 1);
+    let host = |guid| {
+        Box::new(Host::new(
+            Hca::new(Guid(guid), 1).with_engine(engine_factory()),
+        ))
+    };
+    let a = sim.add_node(host(GUID_A), 1);
+    let b = sim.add_node(host(GUID_B), 1);
     sim.connect(
         PortRef { node: a, port: 1 },
         PortRef { node: b, port: 1 },
@@ -283,7 +307,7 @@ fn app_owns_a_qp_and_reacts_to_completions() {
     sim.run_until_idle(1000);
     let echo_qpn = sim.node::<Host>(b).unwrap().app::<Echo>(echo).unwrap().qpn;
     let echo_qpn = echo_qpn.expect("QP created from poll");
-    let mine = crate::hw::hca::tests::ud_qp_on::<Host>(&mut sim, a, 0x77);
+    let mine = ud_qp_on::<Host>(&mut sim, a, 0x77);
     for i in 0..6u8 {
         sim.with_node::<Host, _>(a, |h, now, tx| {
             let d = crate::hw::hca::tests::dest(2, echo_qpn, 0x77);

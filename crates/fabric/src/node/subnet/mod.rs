@@ -48,6 +48,7 @@ pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;
 use crate::hw::link::LinkParams;
+use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
@@ -276,7 +277,8 @@ impl Subnet {
             let hca = Hca::with_port_guids(
                 node.guid,
                 (1..=node.ports).map(|p| node.port_guid(p)).collect(),
-            );
+            )
+            .with_engine(engine_factory());
             let mut h = Host::with_mgmt_port(hca, port);
             let client = h.add_agent(SaClient::new(client_cfg, rng.fork(1)));
             h.serve_method(MgmtClass::SubnAdm, Method::Report, client);

@@ -266,7 +266,7 @@ fn port_and_qp_states_gate_reception() {
 /// RC/UC need the connected-QP engine; without one create_qp refuses.
 #[test]
 fn rc_without_engine_is_refused() {
-    let mut h = Hca::new(Guid(1), 1);
+    let mut h = Hca::new(Guid(1), 1).with_engine(crate::hw::rc::engine_factory());
     let cq = h.create_cq();
     let r = h.create_qp(QpInit {
         qp_type: QpType::Rc,
@@ -285,6 +285,30 @@ fn rc_without_engine_is_refused() {
         "port GUID = node GUID + 1"
     );
     assert_eq!(h.port(1).unwrap().state, PortState::Down);
+}
+
+/// An HCA built without an engine refuses RC and UC QPs (the engine is installed by whoever
+/// builds the HCA, not chosen by it).
+#[test]
+fn rc_and_uc_are_refused_without_an_engine() {
+    let mut h = Hca::new(Guid(1), 1);
+    let cq = h.create_cq();
+    for qp_type in [QpType::Rc, QpType::Uc] {
+        let r = h.create_qp(QpInit {
+            qp_type,
+            port: 1,
+            send_cq: cq,
+            recv_cq: cq,
+            privileged: false,
+            sq_sig_all: false,
+        });
+        assert_eq!(
+            r,
+            Err(VerbsError::Unsupported(
+                "RC/UC without a connected-QP engine"
+            ))
+        );
+    }
 }
 
 fn capture_run(seed: u64) -> Vec<u8> {
