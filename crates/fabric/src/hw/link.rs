@@ -1,6 +1,7 @@
 //! Links: a full-duplex cable between two ports with a latency, a bandwidth (each packet occupies the
 //! sender's side for its serialisation time), and a chain of faults per direction.
 
+use crate::hw::ids::PortRef;
 use ipoib_proto::rng::Rng;
 use std::time::Duration;
 
@@ -160,7 +161,7 @@ impl Direction {
 #[derive(Debug, Clone)]
 pub struct Link {
     /// The two ends.
-    pub ends: [crate::hw::sim::PortRef; 2],
+    pub ends: [PortRef; 2],
     /// Physical parameters.
     pub params: LinkParams,
     /// `dirs[0]` carries packets sent by `ends[0]`, `dirs[1]` those sent by `ends[1]`.

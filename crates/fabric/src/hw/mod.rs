@@ -3,6 +3,7 @@
 
 pub mod capture;
 pub mod hca;
+pub mod ids;
 pub mod link;
 pub mod mgmt;
 pub mod rc;

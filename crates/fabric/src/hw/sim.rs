@@ -8,6 +8,7 @@
 //! delay and faults ([`crate::hw::link`]); every packet put on a link can be captured ([`crate::hw::capture`]).
 
 use crate::hw::capture::Capture;
+pub use crate::hw::ids::{NodeId, PortRef};
 use crate::hw::link::{Fault, Link, LinkId, LinkParams};
 use crate::hw::mgmt::{Config, CONFIG_DELAY};
 use ipoib_proto::rng::Rng;
@@ -16,19 +17,6 @@ use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
-
-/// Identifies a device inside one simulator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(pub usize);
-
-/// A port of a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PortRef {
-    /// The device.
-    pub node: NodeId,
-    /// Its port number (HCA ports from 1; switch ports from 1, 0 being the management port).
-    pub port: u8,
-}
 
 /// Packets a device sends (and configuration it writes) during one call.
 #[derive(Debug, Default)]
