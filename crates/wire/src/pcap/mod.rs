@@ -167,6 +167,4 @@ impl From<PcapError> for crate::Error {
 }
 
 #[cfg(test)]
-mod reader_tests;
-#[cfg(test)]
 mod tests;

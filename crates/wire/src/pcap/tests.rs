@@ -1,3 +1,5 @@
+mod reader;
+
 use super::*;
 use crate::describe::{Collect, Describe};
 use proptest::prelude::*;
