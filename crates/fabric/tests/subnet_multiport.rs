@@ -3,10 +3,6 @@
 //! for by the SA's PathRecords (IBA 1 §15.2.5.16) and routed to by the switches; a host's
 //! software (SA client, IPoIB) runs on its first cabled port, whichever number that is.
 
-mod common;
-mod ipoib_util;
-
-use common::{received, send_ud};
 use ipoib_fabric::hw::hca::{CqId, ModifyQp, QpInit};
 use ipoib_fabric::hw::mgmt::PortState;
 use ipoib_fabric::hw::switch::Switch;
@@ -14,8 +10,10 @@ use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
 use ipoib_fabric::hw::verbs::{QpType, Qpn, RecvWr};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::{
+    all_pairs, options, ping_pairs, received, rtt, seed, send_ud, up, v4, SeedGuard,
+};
 use ipoib_proto::sa::SaClientEvent;
-use ipoib_util::{all_pairs, options, ping_pairs, rtt, up, v4, SeedGuard};
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};
 use ipoib_wire::{Gid, Guid};
@@ -164,7 +162,7 @@ fn paths_from(net: &mut Subnet, i: usize) -> Vec<PathRecordRepr> {
 // ibsim's own example: a CA cabled on port 2 only is a host, on port 2 (it used to be dropped).
 #[test]
 fn ca_cabled_on_port_2_only_is_a_host_on_port_2() {
-    let seed = 5;
+    let seed = seed(5);
     let _g = SeedGuard(seed);
     let topo = Topology::parse_net(NET).unwrap();
     let mut net = up(options(topo, seed), false);
@@ -186,7 +184,7 @@ fn ca_cabled_on_port_2_only_is_a_host_on_port_2() {
 // answers a PathRecord to each (IBA 1 §15.2.5.16); the LFTs deliver to each.
 #[test]
 fn dual_homed_host_has_two_end_nodes_and_is_reachable() {
-    let seed = 11;
+    let seed = seed(11);
     let _g = SeedGuard(seed);
     let topo = Topology::parse_net(DUAL_HOMED).unwrap();
     let mut net = up(options(topo, seed), false);
