@@ -435,5 +435,4 @@ impl Describe for SmpMadRepr {
 }
 
 #[cfg(test)]
-#[path = "smp_mad_tests.rs"]
 mod tests;
