@@ -78,10 +78,52 @@ pub struct McastGroupInfo {
     pub well_known: bool,
 }
 
+/// The MLIDs in use, with the lowest free one at or above [`MLID_START`] kept at hand: every
+/// MLID in `MLID_START..low` is in use and `low` is not, so the next allocation does not scan the
+/// groups already made (a subnet of N hosts makes about N solicited-node groups, RFC 4291 §2.7.1).
+#[derive(Debug)]
+pub(super) struct MlidPool {
+    used: BTreeSet<u16>,
+    low: u32,
+}
+
+impl Default for MlidPool {
+    fn default() -> MlidPool {
+        MlidPool {
+            used: BTreeSet::new(),
+            low: u32::from(MLID_START),
+        }
+    }
+}
+
+impl MlidPool {
+    pub fn contains(&self, mlid: u16) -> bool {
+        self.used.contains(&mlid)
+    }
+
+    pub fn insert(&mut self, mlid: u16) {
+        self.used.insert(mlid);
+        while u16::try_from(self.low).is_ok_and(|l| self.used.contains(&l)) {
+            self.low += 1;
+        }
+    }
+
+    pub fn remove(&mut self, mlid: u16) {
+        if self.used.remove(&mlid) && mlid >= MLID_START {
+            self.low = self.low.min(u32::from(mlid));
+        }
+    }
+
+    /// The lowest free MLID in `MLID_START..=max`.
+    pub fn lowest_free(&self, max: u16) -> Option<u16> {
+        u16::try_from(self.low).ok().filter(|&l| l <= max)
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Groups {
     pub by_mgid: BTreeMap<Gid, Group>,
-    pub mlids: BTreeSet<u16>,
+    pub mlids: MlidPool,
     /// OpenSM `build_new_mgid`'s `uniq_count`.
     pub mgid_counter: u32,
 }
@@ -109,10 +151,10 @@ impl Groups {
 
     /// OpenSM `get_new_mlid`: the requested MLID if valid and free, else the lowest free one.
     fn new_mlid(&self, requested: u16, max: u16) -> Option<u16> {
-        if requested >= MLID_START && requested <= max && !self.mlids.contains(&requested) {
+        if requested >= MLID_START && requested <= max && !self.mlids.contains(requested) {
             return Some(requested);
         }
-        (MLID_START..=max).find(|l| !self.mlids.contains(l))
+        self.mlids.lowest_free(max)
     }
 }
 
@@ -599,7 +641,7 @@ impl SaServer {
             if !well_known {
                 self.flush_dirty(&mgid);
                 self.mc.by_mgid.remove(&mgid);
-                self.mc.mlids.remove(&mlid);
+                self.mc.mlids.remove(mlid);
                 self.push_event(SaEvent::GroupDeleted { mgid, mlid });
             } else {
                 self.mark_dirty(mgid);
@@ -682,5 +724,57 @@ impl SaServer {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Groups, MlidPool};
+    use crate::sa::MLID_START;
+
+    // OpenSM get_new_mlid: the requested MLID when valid and free, else the lowest free one;
+    // with the cursor, holes left by deleted groups are found again and a full range is None.
+    #[test]
+    fn lowest_free_mlid_with_holes_and_a_full_range() {
+        let mut g = Groups::default();
+        let max = MLID_START + 9;
+        for i in 0..10 {
+            let l = g.new_mlid(0, max).unwrap();
+            assert_eq!(l, MLID_START + i);
+            g.mlids.insert(l);
+        }
+        assert_eq!(g.new_mlid(0, max), None, "range full");
+        g.mlids.remove(MLID_START + 7);
+        g.mlids.remove(MLID_START + 3);
+        assert_eq!(g.new_mlid(0, max), Some(MLID_START + 3));
+        assert_eq!(g.new_mlid(MLID_START + 7, max), Some(MLID_START + 7));
+        g.mlids.insert(MLID_START + 3);
+        assert_eq!(g.new_mlid(0, max), Some(MLID_START + 7));
+        // Taken out of order (a requested MLID), then the gap below it filled.
+        g.mlids.insert(MLID_START + 7);
+        assert_eq!(g.new_mlid(0, max), None);
+        assert_eq!(
+            g.new_mlid(MLID_START + 5, max),
+            None,
+            "requested but in use"
+        );
+        // MLIDs below the multicast range (never allocated here) do not move the cursor.
+        let mut p = MlidPool::default();
+        p.insert(5);
+        p.remove(5);
+        assert_eq!(p.lowest_free(0xffff), Some(MLID_START));
+        p.insert(MLID_START + 1);
+        assert_eq!(p.lowest_free(0xffff), Some(MLID_START));
+        p.insert(MLID_START);
+        assert_eq!(p.lowest_free(0xffff), Some(MLID_START + 2));
+        assert_eq!(p.lowest_free(MLID_START + 1), None);
+        // The top of the MLID space.
+        let mut p = MlidPool::default();
+        for l in MLID_START..=0xffff {
+            p.insert(l);
+        }
+        assert_eq!(p.lowest_free(0xffff), None);
+        p.remove(0xffff);
+        assert_eq!(p.lowest_free(0xffff), Some(0xffff));
     }
 }
