@@ -13,10 +13,11 @@ use crate::hw::link::{Fault, Link, LinkId, LinkParams};
 use crate::hw::mgmt::{Config, CONFIG_DELAY};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
+use queue::Queue;
 use std::any::Any;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::Duration;
+
+mod queue;
 
 /// Packets a device sends (and configuration it writes) during one call.
 #[derive(Debug, Default)]
@@ -90,30 +91,6 @@ enum Event {
     },
 }
 
-#[derive(Debug)]
-struct Scheduled {
-    at: Instant,
-    seq: u64,
-    event: Event,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 /// Totals over the whole run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SimStats {
@@ -138,8 +115,7 @@ struct NodeSlot {
 /// The simulator. See the module docs.
 pub struct Simulator {
     now: Instant,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Scheduled>>,
+    queue: Queue<Event>,
     nodes: Vec<NodeSlot>,
     links: Vec<Link>,
     rng: Rng,
@@ -166,8 +142,7 @@ impl Simulator {
     pub fn new(seed: u64) -> Simulator {
         Simulator {
             now: Instant::ZERO,
-            seq: 0,
-            queue: BinaryHeap::new(),
+            queue: Queue::default(),
             nodes: Vec::new(),
             links: Vec::new(),
             rng: Rng::new(seed),
@@ -322,12 +297,7 @@ impl Simulator {
     }
 
     fn schedule(&mut self, at: Instant, event: Event) {
-        self.seq += 1;
-        self.queue.push(Reverse(Scheduled {
-            at: at.max(self.now),
-            seq: self.seq,
-            event,
-        }));
+        self.queue.push(at.max(self.now), event);
     }
 
     fn refresh_timer(&mut self, id: NodeId) {
@@ -404,13 +374,13 @@ impl Simulator {
 
     /// Processes the next event; false when there is none.
     pub fn step(&mut self) -> bool {
-        let Some(Reverse(s)) = self.queue.pop() else {
+        let Some((at, event)) = self.queue.pop() else {
             return false;
         };
-        self.now = self.now.max(s.at);
+        self.now = self.now.max(at);
         self.stats.events += 1;
         let mut tx = std::mem::take(&mut self.tx);
-        let node = match s.event {
+        let node = match event {
             Event::Deliver { to, link, packet } => {
                 let l = &mut self.links[link.0];
                 if !l.up {
@@ -428,7 +398,7 @@ impl Simulator {
             }
             Event::Timer { node } => {
                 let slot = &mut self.nodes[node.0];
-                if slot.timer == Some(s.at) {
+                if slot.timer == Some(at) {
                     slot.timer = None;
                     slot.device.handle_timeout(self.now, &mut tx);
                     Some(node)
@@ -466,7 +436,7 @@ impl Simulator {
 
     /// Runs every event up to and including time `t`, then sets the clock to `t`.
     pub fn run_until(&mut self, t: Instant) {
-        while self.queue.peek().is_some_and(|Reverse(s)| s.at <= t) {
+        while self.queue.peek_at().is_some_and(|at| at <= t) {
             self.step();
         }
         self.now = self.now.max(t);
@@ -488,8 +458,8 @@ impl Simulator {
             if done(self) {
                 return true;
             }
-            match self.queue.peek() {
-                Some(Reverse(s)) if s.at <= deadline => {
+            match self.queue.peek_at() {
+                Some(at) if at <= deadline => {
                     self.step();
                 }
                 _ => {
@@ -511,7 +481,7 @@ impl Simulator {
 
     /// When the next event is due, if any.
     pub fn next_event_at(&self) -> Option<Instant> {
-        self.queue.peek().map(|Reverse(s)| s.at)
+        self.queue.peek_at()
     }
 }
 
