@@ -2,7 +2,8 @@
 //! hardware type 32 and 20-byte hardware addresses (§9.1.1), requests to the broadcast group (§5:
 //! the broadcast group provides the link-layer broadcast ARP needs), replies unicast to the
 //! requester's QPN (§9.1.1 b: ARP replies are directed to the same QPN), a gratuitous ARP when the
-//! link comes up (Linux `arp_netdev_event`/`inetdev_event` on NETDEV_UP and carrier changes).
+//! link comes up (Linux `inetdev_event` on NETDEV_UP with `arp_notify` set;
+//! [`super::InterfaceConfig::arp_notify`]).
 //!
 //! The cache follows RFC 826's merge rule: a sender already in the table is updated by any ARP;
 //! a new sender is added only when the ARP is addressed to us. A reply that changes a known
@@ -50,8 +51,12 @@ impl Interface {
         }
     }
 
-    /// A gratuitous ARP (sender and target our address) to the broadcast group.
+    /// A gratuitous ARP (sender and target our address) to the broadcast group, when
+    /// [`super::InterfaceConfig::arp_notify`] asks for it.
     pub(super) fn gratuitous_arp(&mut self, now: Instant) {
+        if !self.cfg.arp_notify {
+            return;
+        }
         if let Some(v4) = self.cfg.ipv4 {
             self.send_arp_request(now, v4.addr, None);
         }

@@ -119,6 +119,13 @@ pub struct InterfaceConfig {
     pub max_paths: usize,
     /// SA request timeouts and retries.
     pub sa: SaClientConfig,
+    /// Announce the IPv4 address with a gratuitous ARP each time the link comes up, as Linux does
+    /// with `net.ipv4.conf.<dev>.arp_notify` set (its documentation,
+    /// `Documentation/networking/ip-sysctl.rst`: "0 - (default): do nothing; 1 - Generate
+    /// gratuitous arp requests when device is brought up"). On by default here: peers update an
+    /// entry of a host whose LID moved from it. Each announcement reaches every member of the
+    /// broadcast group, so N hosts coming up send N broadcasts to N hosts.
+    pub arp_notify: bool,
 }
 
 impl InterfaceConfig {
@@ -142,6 +149,7 @@ impl InterfaceConfig {
             max_neighbours: 1024,
             max_paths: 1024,
             sa: SaClientConfig::default(),
+            arp_notify: true,
         }
     }
 }

@@ -99,6 +99,26 @@ fn gratuitous_arp_on_up() {
     assert!(net.iface(3).neighbours().is_empty());
 }
 
+// Linux `arp_notify` (Documentation/networking/ip-sysctl.rst): off, the link comes up without
+// announcing the address, and ARP still resolves on demand.
+#[test]
+fn no_gratuitous_arp_without_arp_notify() {
+    let mut net = Net::with(2, |_, c| c.arp_notify = false);
+    net.up();
+    assert!(arps(&net, 2).is_empty(), "{:?}", arps(&net, 2));
+    assert!(net.iface(2).carrier());
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(3).delivered.iter().any(|p| is_echo(p, true, 1)));
+    let requests: Vec<ArpRepr> = arps(&net, 2)
+        .into_iter()
+        .map(|a| a.1)
+        .filter(|a| a.operation == ArpOperation::Request)
+        .collect();
+    assert_eq!(requests.len(), 1, "one request, for the ping: {requests:?}");
+    assert_eq!(requests[0].target_ip, v4(3));
+}
+
 // docs/DEPLOYED.md "Linux IPoIB": at most 3 packets queued per unresolved neighbour.
 #[test]
 fn queue_limit_of_three() {
