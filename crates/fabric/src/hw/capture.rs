@@ -74,7 +74,19 @@ impl Capture {
         self.packets
     }
 
-    /// The pcap file.
+    /// Bytes written since the start or the last [`Capture::take_bytes`].
+    pub fn pending_len(&self) -> usize {
+        self.writer.get_ref().len()
+    }
+
+    /// Takes the bytes written since the start or the last call: appended one after the other,
+    /// the pieces make the same file as [`Capture::into_bytes`], so a long run can write its
+    /// capture out as it goes instead of holding it in memory.
+    pub fn take_bytes(&mut self) -> Vec<u8> {
+        std::mem::take(self.writer.get_mut())
+    }
+
+    /// The pcap file (what [`Capture::take_bytes`] has not taken).
     pub fn into_bytes(self) -> Vec<u8> {
         self.writer.into_inner().unwrap_or_default()
     }
@@ -107,5 +119,26 @@ mod tests {
             .map(|p| p.data[0])
             .collect();
         assert_eq!(kept, vec![0, 1]);
+    }
+
+    // Taken piece by piece, the capture is the same file as taken whole.
+    #[test]
+    fn pieces_make_the_same_file() {
+        let mut whole = Capture::new();
+        let mut pieces = Capture::new();
+        let mut file = Vec::new();
+        for i in 0..10u8 {
+            let at = Instant::from_nanos(u64::from(i) * 1000);
+            whole.record(at, &[i; 40]);
+            pieces.record(at, &[i; 40]);
+            if i % 3 == 0 {
+                assert!(pieces.pending_len() > 0);
+                file.extend(pieces.take_bytes());
+                assert_eq!(pieces.pending_len(), 0);
+            }
+        }
+        file.extend(pieces.into_bytes());
+        assert_eq!(file, whole.into_bytes());
+        assert_eq!(PcapReader::new(&file).unwrap().count(), 10);
     }
 }

@@ -291,6 +291,11 @@ impl Simulator {
         self.capture = Some(capture);
     }
 
+    /// The capture, if any (e.g. to write out what it holds so far, [`Capture::take_bytes`]).
+    pub fn capture_mut(&mut self) -> Option<&mut Capture> {
+        self.capture.as_mut()
+    }
+
     /// Stops capturing and returns the capture.
     pub fn take_capture(&mut self) -> Option<Capture> {
         self.capture.take()

@@ -112,6 +112,11 @@ impl<W: Write> PcapWriter<W> {
         &self.out
     }
 
+    /// The output, mutably (e.g. to take what a `Vec` output holds so far and write it out).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Flushes and returns the output.
     pub fn into_inner(mut self) -> io::Result<W> {
         self.out.flush()?;
