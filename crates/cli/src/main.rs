@@ -2,6 +2,7 @@
 
 mod decode;
 mod demo;
+mod interrupt;
 mod sim;
 mod topology_arg;
 mod why;
@@ -54,6 +55,13 @@ enum Command {
     /// when something failed (each failure listed; a host without carrier with the reason, e.g.
     /// too many hops from the subnet manager), 2 on bad arguments.
     Demo(demo::Args),
+}
+
+/// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
+fn peak_memory_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn main() -> ExitCode {

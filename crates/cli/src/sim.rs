@@ -73,13 +73,6 @@ fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
     Ok(cfg)
 }
 
-/// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
-fn peak_memory_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn human_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns >= 1_000_000_000 {
@@ -291,7 +284,7 @@ impl Report {
             packets: stats.packets,
             bytes: stats.bytes,
             events: stats.events,
-            peak_kib: peak_memory_kib(),
+            peak_kib: crate::peak_memory_kib(),
             sa_requests: net.sa().stats().requests,
             groups,
             not_joined: crate::why::host_lines(net, missing),

@@ -1,7 +1,8 @@
 //! What `ipoib demo` found, and its two renderings: aligned text for people, one JSON document
 //! for machines. Nothing here runs the simulation.
 
-use super::{Args, GROUP_PORT};
+use super::drive::Interrupted;
+use super::{Args, BROADCAST_BUDGET, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, ResolutionKind};
 use ipoib_wire::ipoib::HwAddr;
 use ipoib_wire::render::escape;
@@ -46,16 +47,42 @@ pub struct ResLine {
     pub hw: HwAddr,
 }
 
+/// The round-trip time of one ping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rtt {
+    Reply(Duration),
+    NoReply,
+    /// The run was interrupted before this ping was sent.
+    NotRun,
+}
+
+impl Rtt {
+    fn get(self) -> Option<Duration> {
+        match self {
+            Rtt::Reply(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
 pub struct PingLine {
     pub from: usize,
     pub to: usize,
     pub addrs: Option<(IpAddr, IpAddr)>,
     /// First ping of the pair: includes ARP/ND and the PathRecord query.
-    pub first: Option<Duration>,
+    pub first: Rtt,
     /// Second ping: everything cached.
-    pub then: Option<Duration>,
+    pub then: Rtt,
 }
 
+impl PingLine {
+    /// Both pings of the pair were answered.
+    pub fn answered(&self) -> bool {
+        self.first.get().is_some() && self.then.get().is_some()
+    }
+}
+
+#[derive(Clone)]
 pub struct McastReport {
     pub group: Ipv4Addr,
     pub mgid: String,
@@ -100,6 +127,8 @@ pub struct Report {
     pub hosts: Vec<HostLine>,
     pub carrier: usize,
     pub carrier_at: Option<Duration>,
+    /// The hosts sent a gratuitous ARP at carrier up.
+    pub announced: bool,
     pub bcast: Option<(McMemberRecordRepr, u32)>,
     pub sm_lid: u16,
     pub resolutions: Vec<ResLine>,
@@ -107,15 +136,20 @@ pub struct Report {
     pub paths: usize,
     pub pairs_total: usize,
     pub sampled: bool,
-    pub v4: Vec<PingLine>,
-    pub v6: Vec<PingLine>,
+    /// `None`: not run (interrupted before).
+    pub v4: Option<Vec<PingLine>>,
+    pub v6: Option<Vec<PingLine>>,
     pub mcast: Option<McastReport>,
     pub groups: Vec<GroupLine>,
     pub failures: Vec<String>,
+    /// A signal stopped the run: what is shown is what was known then.
+    pub stopped: Option<Interrupted>,
     pub packets: u64,
     pub packets_skipped: u64,
     pub sim_end: Duration,
     pub wall: Duration,
+    /// Peak resident memory of the process.
+    pub peak_kib: Option<u64>,
 }
 
 /// A duration for people: µs below a millisecond, ms below a second, else s.
@@ -130,8 +164,12 @@ pub fn human(d: Duration) -> String {
     }
 }
 
-fn opt_human(d: Option<Duration>) -> String {
-    d.map_or_else(|| "no reply".into(), human)
+fn rtt_text(r: Rtt) -> String {
+    match r {
+        Rtt::Reply(d) => human(d),
+        Rtt::NoReply => "no reply".into(),
+        Rtt::NotRun => "-".into(),
+    }
 }
 
 /// Names of hosts, abbreviated after 8.
@@ -169,11 +207,8 @@ fn table(o: &mut String, indent: &str, rows: &[Vec<String>]) {
     }
 }
 
-fn stats(
-    list: &[PingLine],
-    f: fn(&PingLine) -> Option<Duration>,
-) -> Option<(Duration, Duration, Duration)> {
-    let v: Vec<Duration> = list.iter().filter_map(f).collect();
+fn stats(list: &[PingLine], f: fn(&PingLine) -> Rtt) -> Option<(Duration, Duration, Duration)> {
+    let v: Vec<Duration> = list.iter().filter_map(|p| f(p).get()).collect();
     let min = *v.iter().min()?;
     let max = *v.iter().max()?;
     let avg = v.iter().sum::<Duration>() / v.len() as u32;
@@ -182,9 +217,7 @@ fn stats(
 
 impl Report {
     fn answered(list: &[PingLine]) -> usize {
-        list.iter()
-            .filter(|p| p.first.is_some() && p.then.is_some())
-            .count()
+        list.iter().filter(|p| p.answered()).count()
     }
 
     pub fn text(&self, args: &Args) -> String {
@@ -200,8 +233,8 @@ impl Report {
         self.text_subnet(&mut o);
         self.text_hosts(&mut o);
         self.text_resolution(&mut o);
-        self.text_pings(&mut o, "IPv4", &self.v4);
-        self.text_pings(&mut o, "IPv6", &self.v6);
+        self.text_pings(&mut o, "IPv4", self.v4.as_deref());
+        self.text_pings(&mut o, "IPv6", self.v6.as_deref());
         self.text_mcast(&mut o);
         self.text_groups(&mut o);
         let _ = writeln!(
@@ -217,7 +250,18 @@ impl Report {
             );
         }
         o.push('\n');
-        if self.failures.is_empty() {
+        if let Some(s) = self.stopped {
+            let _ = writeln!(
+                o,
+                "Result: INTERRUPTED by {} during {}: a partial report, of what was known then",
+                s.signal.name(),
+                s.phase.describe()
+            );
+            for f in &self.failures {
+                let _ = writeln!(o, "  - {f}");
+            }
+        } else if self.failures.is_empty() {
+            let (v4, v6) = (self.v4.as_deref(), self.v6.as_deref());
             let m = self.mcast.as_ref().map_or(String::new(), |m| {
                 format!(
                     "; multicast reached {}/{} members and nobody else",
@@ -229,10 +273,10 @@ impl Report {
                 o,
                 "Result: OK ({}/{n} hosts up; {}/{} IPv4 and {}/{} IPv6 ping pairs answered{m})",
                 self.carrier,
-                Self::answered(&self.v4),
-                self.v4.len(),
-                Self::answered(&self.v6),
-                self.v6.len(),
+                v4.map_or(0, Self::answered),
+                v4.map_or(0, <[_]>::len),
+                v6.map_or(0, Self::answered),
+                v6.map_or(0, <[_]>::len),
             );
         } else {
             let _ = writeln!(o, "Result: FAILED");
@@ -242,9 +286,11 @@ impl Report {
         }
         let _ = writeln!(
             o,
-            "Time: {} simulated, {} wall",
+            "Time: {} simulated, {} wall; peak memory {}",
             human(self.sim_end),
-            human(self.wall)
+            human(self.wall),
+            self.peak_kib
+                .map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
         );
         o
     }
@@ -414,15 +460,28 @@ impl Report {
             let _ = writeln!(o, "  ... and {} more", self.resolutions.len() - SHOW);
         }
         let t = &self.totals;
+        let gratuitous = if self.announced {
+            "one gratuitous per host at carrier up".to_string()
+        } else {
+            format!(
+                "no gratuitous ARP at carrier up: on more than {} hosts these announcements, \
+                 each to every host, would cost the square of the hosts",
+                (BROADCAST_BUDGET as f64).sqrt() as usize
+            )
+        };
         let _ = writeln!(
             o,
-            "  Sent: {} ARP requests (one gratuitous per host at carrier up) and {} replies; \
+            "  Sent: {} ARP requests ({gratuitous}) and {} replies; \
              {} neighbor solicitations (DAD included) and {} advertisements; {} PathRecords cached.\n",
             t.arp_requests, t.arp_replies, t.nd_solicits, t.nd_adverts, self.paths
         );
     }
 
-    fn text_pings(&self, o: &mut String, fam: &str, list: &[PingLine]) {
+    fn text_pings(&self, o: &mut String, fam: &str, list: Option<&[PingLine]>) {
+        let Some(list) = list else {
+            let _ = writeln!(o, "{fam} ping: not run (interrupted before it)\n");
+            return;
+        };
         let what = if self.sampled {
             format!(
                 "{} of {} pairs (a sample: hosts spread evenly, each to the next host and to the one half-way round)",
@@ -450,8 +509,8 @@ impl Report {
                 self.names[p.to].clone(),
                 s,
                 d,
-                opt_human(p.first),
-                opt_human(p.then),
+                rtt_text(p.first),
+                rtt_text(p.then),
             ]);
         }
         table(o, "  ", &rows);
@@ -475,7 +534,12 @@ impl Report {
 
     fn text_mcast(&self, o: &mut String) {
         let Some(m) = &self.mcast else {
-            let _ = writeln!(o, "Multicast: skipped (one host)\n");
+            let why = if self.stopped.is_some() {
+                "not run (interrupted before it)"
+            } else {
+                "skipped (one host)"
+            };
+            let _ = writeln!(o, "Multicast: {why}\n");
             return;
         };
         let _ = writeln!(
@@ -560,7 +624,7 @@ impl Report {
         let _ = write!(
             o,
             "\"ok\":{},\"hosts\":{},\"topology\":",
-            self.failures.is_empty(),
+            self.failures.is_empty() && self.stopped.is_none(),
             self.hosts.len()
         );
         escape(&mut o, &args.topology);
@@ -653,17 +717,17 @@ impl Report {
         let t = &self.totals;
         let _ = write!(
             o,
-            "],\"sent\":{{\"arp_requests\":{},\"arp_replies\":{},\"nd_solicits\":{},\"nd_adverts\":{},\"path_records\":{}}}",
-            t.arp_requests, t.arp_replies, t.nd_solicits, t.nd_adverts, self.paths
+            "],\"sent\":{{\"arp_requests\":{},\"arp_replies\":{},\"nd_solicits\":{},\"nd_adverts\":{},\"path_records\":{},\"gratuitous_arp\":{}}}",
+            t.arp_requests, t.arp_replies, t.nd_solicits, t.nd_adverts, self.paths, self.announced
         );
         let _ = write!(
             o,
             ",\"ping\":{{\"pairs_total\":{},\"sampled\":{},\"ipv4\":",
             self.pairs_total, self.sampled
         );
-        self.json_pings(&mut o, &self.v4);
+        self.json_pings(&mut o, self.v4.as_deref());
         o.push_str(",\"ipv6\":");
-        self.json_pings(&mut o, &self.v6);
+        self.json_pings(&mut o, self.v6.as_deref());
         o.push('}');
         o.push_str(",\"multicast\":");
         match &self.mcast {
@@ -689,12 +753,24 @@ impl Report {
         escape(&mut o, &args.pcap);
         let _ = write!(
             o,
-            ",\"packets\":{},\"packets_not_kept\":{},\"sim_ns\":{},\"wall_ns\":{},\"failures\":[",
+            ",\"packets\":{},\"packets_not_kept\":{},\"sim_ns\":{},\"wall_ns\":{},\"peak_memory_kib\":{},\"interrupted\":",
             self.packets,
             self.packets_skipped,
             self.sim_end.as_nanos(),
-            self.wall.as_nanos()
+            self.wall.as_nanos(),
+            self.peak_kib.map_or("null".into(), |k| k.to_string()),
         );
+        match self.stopped {
+            None => o.push_str("null"),
+            Some(s) => {
+                o.push_str("{\"signal\":");
+                escape(&mut o, s.signal.name());
+                o.push_str(",\"phase\":");
+                escape(&mut o, s.phase.name());
+                o.push('}');
+            }
+        }
+        o.push_str(",\"failures\":[");
         for (i, f) in self.failures.iter().enumerate() {
             if i > 0 {
                 o.push(',');
@@ -705,7 +781,11 @@ impl Report {
         o
     }
 
-    fn json_pings(&self, o: &mut String, list: &[PingLine]) {
+    fn json_pings(&self, o: &mut String, list: Option<&[PingLine]>) {
+        let Some(list) = list else {
+            o.push_str("null");
+            return;
+        };
         let _ = write!(o, "{{\"answered\":{},\"pairs\":[", Self::answered(list));
         for (i, p) in list.iter().enumerate() {
             if i > 0 {
@@ -722,7 +802,7 @@ impl Report {
             escape(o, &s);
             o.push_str(",\"dst\":");
             escape(o, &d);
-            let ns = |d: Option<Duration>| d.map_or("null".into(), |d| d.as_nanos().to_string());
+            let ns = |r: Rtt| r.get().map_or("null".into(), |d| d.as_nanos().to_string());
             let _ = write!(
                 o,
                 ",\"first_rtt_ns\":{},\"rtt_ns\":{}}}",

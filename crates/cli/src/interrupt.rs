@@ -1,0 +1,78 @@
+//! Ctrl-C and termination requests for long runs. The first SIGINT or SIGTERM only records which
+//! signal came; the run looks at it between simulation steps, stops, and reports what it found.
+//! A second one ends the process at once with status 128 + the signal number (the shell's
+//! convention), in case stopping takes too long.
+//!
+//! The simulation below (`ipoib_fabric`, `ipoib_proto`) knows nothing of signals: the command line
+//! drives it step by step and asks [`Interrupt::signal`] in between.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A termination signal that arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signal(i32);
+
+impl Signal {
+    /// SIGINT (Ctrl-C).
+    pub const INT: Signal = Signal(signal_hook::consts::SIGINT);
+    /// SIGTERM (`kill`).
+    pub const TERM: Signal = Signal(signal_hook::consts::SIGTERM);
+
+    /// "SIGINT", "SIGTERM".
+    pub fn name(self) -> &'static str {
+        if self == Signal::INT {
+            "SIGINT"
+        } else if self == Signal::TERM {
+            "SIGTERM"
+        } else {
+            "a signal"
+        }
+    }
+
+    /// The exit status of a program stopped by this signal: 128 + its number (130 for SIGINT).
+    pub fn exit_code(self) -> u8 {
+        u8::try_from(128 + self.0).unwrap_or(1)
+    }
+}
+
+/// Watches SIGINT and SIGTERM from [`Interrupt::install`] on.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    signal: Arc<AtomicUsize>,
+}
+
+impl Interrupt {
+    /// Installs the handlers. Where they cannot be installed the run is simply not
+    /// interruptible with a report (the signal then ends it as usual); the error says why.
+    pub fn install() -> (Interrupt, Option<std::io::Error>) {
+        let signal = Arc::new(AtomicUsize::new(0));
+        let armed = Arc::new(AtomicBool::new(false));
+        let mut error = None;
+        for s in [Signal::INT, Signal::TERM] {
+            // Order matters: the exit runs first and only when armed, i.e. on the second signal.
+            let r = signal_hook::flag::register_conditional_shutdown(
+                s.0,
+                i32::from(s.exit_code()),
+                Arc::clone(&armed),
+            )
+            .and_then(|_| signal_hook::flag::register(s.0, Arc::clone(&armed)))
+            .and_then(|_| {
+                let n = usize::try_from(s.0).unwrap_or(0);
+                signal_hook::flag::register_usize(s.0, Arc::clone(&signal), n)
+            });
+            if let Err(e) = r {
+                error.get_or_insert(e);
+            }
+        }
+        (Interrupt { signal }, error)
+    }
+
+    /// The signal that came, if one did.
+    pub fn signal(&self) -> Option<Signal> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(Signal(i32::try_from(n).unwrap_or(i32::MAX))),
+        }
+    }
+}
