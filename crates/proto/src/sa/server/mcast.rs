@@ -544,10 +544,11 @@ impl SaServer {
         if !realizable(&mut rec, mask, port) {
             return Err(SaStatus::ReqInvalid);
         }
-        rec.mlid = self
-            .mc
-            .new_mlid(r.mlid, self.cfg().max_mlid)
-            .ok_or(SaStatus::NoResources)?;
+        let Some(mlid) = self.mc.new_mlid(r.mlid, self.cfg().max_mlid) else {
+            self.stats_mut().no_mlid += 1;
+            return Err(SaStatus::NoResources);
+        };
+        rec.mlid = mlid;
         rec.join_state = JoinState(r.join_state.0 & 0x0f);
         Ok(exactly(rec))
     }

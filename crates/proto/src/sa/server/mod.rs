@@ -122,6 +122,9 @@ pub struct SaStats {
     pub rmpp_done: u64,
     /// RMPP transfers abandoned.
     pub rmpp_failed: u64,
+    /// Group creations refused with ERR_NO_RESOURCES because every MLID up to
+    /// [`SaServerConfig::max_mlid`] was in use (OpenSM `get_new_mlid` failing).
+    pub no_mlid: u64,
 }
 
 /// The subnet administrator.

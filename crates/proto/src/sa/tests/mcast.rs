@@ -291,6 +291,11 @@ fn join_error_statuses_match_opensm() {
         ),
         status(NoResources)
     );
+    assert_eq!(
+        net.sa.stats().no_mlid,
+        1,
+        "counted, so the user can be told"
+    );
     // 1B13: port 2 is a member by its own join; port 3 may not change it (no ProxyJoin).
     assert_eq!(
         net.ask(
