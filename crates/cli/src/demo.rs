@@ -167,3 +167,47 @@ pub fn ping_pairs(n: usize) -> (Vec<(usize, usize)>, bool) {
     }
     (v, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{announces, ping_pairs, BROADCAST_BUDGET, MAX_PAIRS};
+
+    // The first ping of a pair broadcasts an ARP request to every host: beyond 1,000 hosts the
+    // sample shrinks so that pairs x hosts stays within the budget (it was 256 pairs at any
+    // size, 2.6 million ARP deliveries on 10,000 hosts), and small subnets keep theirs.
+    #[test]
+    fn ping_sample_keeps_the_broadcasts_within_the_budget() {
+        assert_eq!(
+            ping_pairs(4),
+            (
+                (0..4)
+                    .flat_map(|a| (0..4).filter(move |&b| b != a).map(move |b| (a, b)))
+                    .collect(),
+                false
+            )
+        );
+        for n in [17, 100, 1000] {
+            let (p, sampled) = ping_pairs(n);
+            assert!(sampled);
+            assert_eq!(p.len(), MAX_PAIRS.min(2 * n), "{n} hosts");
+        }
+        for n in [1001, 3000, 10_000, 32_258, 1_000_000] {
+            let (p, sampled) = ping_pairs(n);
+            assert!(sampled && !p.is_empty(), "{n} hosts");
+            assert!(
+                p.len() * n <= BROADCAST_BUDGET.max(2 * n),
+                "{n} hosts: {} pairs",
+                p.len()
+            );
+            assert!(p.iter().all(|&(a, b)| a != b && a < n && b < n));
+        }
+        assert_eq!(ping_pairs(10_000).0.len(), 24);
+    }
+
+    // The gratuitous ARP at carrier up costs hosts² deliveries: sent up to 505 hosts only.
+    #[test]
+    fn gratuitous_arp_only_while_its_square_fits() {
+        assert!(announces(4) && announces(100) && announces(505));
+        assert!(!announces(506) && !announces(10_000) && !announces(usize::MAX));
+    }
+}

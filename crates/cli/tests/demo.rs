@@ -129,6 +129,12 @@ fn json_has_every_figure() {
         (b["members"].as_u64(), b["well_known"].as_bool()),
         (Some(4), Some(true))
     );
+    assert_eq!(
+        j["sent"]["gratuitous_arp"], true,
+        "4 hosts announce themselves"
+    );
+    assert_eq!(j["interrupted"], Json::Null);
+    assert!(j["peak_memory_kib"].as_u64().is_some_and(|k| k > 0));
     assert!(j["packets"].as_u64().unwrap() > 100);
     assert_eq!(j["packets_not_kept"], 0);
     assert_eq!(j["failures"].as_array().unwrap().len(), 0);

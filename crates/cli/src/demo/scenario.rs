@@ -8,6 +8,7 @@ use super::{ping_pairs, GROUP, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, Resolution};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::Instant;
+use ipoib_proto::sa::{MLID_END, MLID_START};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
 use std::net::IpAddr;
@@ -293,6 +294,15 @@ pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Repo
         if !m.ok() {
             failures.push("the multicast datagram did not reach exactly the members".into());
         }
+    }
+    let no_mlid = net.sa().stats().no_mlid;
+    if no_mlid > 0 {
+        failures.push(format!(
+            "the SA refused {no_mlid} group joins for lack of a multicast LID: all {} \
+             (0x{MLID_START:04x}-0x{MLID_END:04x}) are in use, and every IPv6 host makes a \
+             group of its own, its solicited-node group (RFC 4291 §2.7.1)",
+            MLID_END - MLID_START + 1
+        ));
     }
     let mut totals = FrameStats::default();
     let mut paths = 0;
