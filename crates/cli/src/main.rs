@@ -51,9 +51,11 @@ enum Command {
     /// every host, and shows each host's LID, GID, link-layer and IP addresses, the ARP and ND
     /// resolutions, IPv4 and IPv6 ping between all pairs (a sample on big subnets) with round-trip
     /// times in virtual time, a multicast join and delivery, and the SA's group table. The whole
-    /// conversation is written to a pcap for Wireshark. Exit status: 0 when everything worked, 1
-    /// when something failed (each failure listed; a host without carrier with the reason, e.g.
-    /// too many hops from the subnet manager), 2 on bad arguments.
+    /// conversation is written to a pcap for Wireshark, as the run goes. On a terminal a progress
+    /// line shows once the run takes a second. Ctrl-C (SIGINT) or SIGTERM stops the run with the
+    /// report of what it found so far. Exit status: 0 when everything worked, 1 when something
+    /// failed (each failure listed; a host without carrier with the reason, e.g. too many hops
+    /// from the subnet manager), 2 on bad arguments, 130 (SIGINT) or 143 (SIGTERM) when stopped.
     Demo(demo::Args),
 }
 

@@ -2,7 +2,7 @@
 //! hardware type 32 and 20-byte hardware addresses (§9.1.1), requests to the broadcast group (§5:
 //! the broadcast group provides the link-layer broadcast ARP needs), replies unicast to the
 //! requester's QPN (§9.1.1 b: ARP replies are directed to the same QPN), a gratuitous ARP when the
-//! link comes up (Linux `inetdev_event` on NETDEV_UP with `arp_notify` set;
+//! link comes up (Linux with `arp_notify` set, docs/DEPLOYED.md "Linux IPoIB";
 //! [`super::InterfaceConfig::arp_notify`]).
 //!
 //! The cache follows RFC 826's merge rule: a sender already in the table is updated by any ARP;

@@ -120,11 +120,10 @@ pub struct InterfaceConfig {
     /// SA request timeouts and retries.
     pub sa: SaClientConfig,
     /// Announce the IPv4 address with a gratuitous ARP each time the link comes up, as Linux does
-    /// with `net.ipv4.conf.<dev>.arp_notify` set (its documentation,
-    /// `Documentation/networking/ip-sysctl.rst`: "0 - (default): do nothing; 1 - Generate
-    /// gratuitous arp requests when device is brought up"). On by default here: peers update an
-    /// entry of a host whose LID moved from it. Each announcement reaches every member of the
-    /// broadcast group, so N hosts coming up send N broadcasts to N hosts.
+    /// with `net.ipv4.conf.<dev>.arp_notify` set, which its default leaves off (docs/DEPLOYED.md
+    /// "Linux IPoIB"). On by default here: peers update the entry of a host whose LID moved from
+    /// it. Each announcement reaches every member of the broadcast group, so N hosts coming up
+    /// send N broadcasts to N hosts.
     pub arp_notify: bool,
 }
 

@@ -99,8 +99,8 @@ fn gratuitous_arp_on_up() {
     assert!(net.iface(3).neighbours().is_empty());
 }
 
-// Linux `arp_notify` (Documentation/networking/ip-sysctl.rst): off, the link comes up without
-// announcing the address, and ARP still resolves on demand.
+// docs/DEPLOYED.md "Linux IPoIB", `arp_notify`: off, the link comes up without announcing the
+// address, and ARP still resolves on demand.
 #[test]
 fn no_gratuitous_arp_without_arp_notify() {
     let mut net = Net::with(2, |_, c| c.arp_notify = false);
