@@ -212,7 +212,8 @@ struct GroupLine {
     mlid: u16,
     pkey: u16,
     qkey: u32,
-    mtu: u8,
+    /// MTU in bytes (0 for an undefined code, which the SA never gives a group).
+    mtu: u32,
     members: usize,
     well_known: bool,
 }
@@ -257,7 +258,7 @@ impl Report {
                 mlid: g.record.mlid,
                 pkey: g.record.p_key,
                 qkey: g.record.q_key,
-                mtu: u8::from(g.record.mtu),
+                mtu: g.record.mtu.bytes().unwrap_or(0),
                 members: g.members.len(),
                 well_known: g.well_known,
             })
@@ -338,7 +339,7 @@ impl Report {
                 g.mlid,
                 g.pkey,
                 g.qkey,
-                ipoib_fabric::hw::hca::mtu_bytes(g.mtu),
+                g.mtu,
                 g.members,
                 if g.well_known {
                     " (partitions.conf)"
@@ -387,7 +388,7 @@ impl Report {
             let _ = write!(
                 o,
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
-                g.mlid, g.pkey, g.qkey, ipoib_fabric::hw::hca::mtu_bytes(g.mtu), g.members, g.well_known
+                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.well_known
             );
         }
         o.push_str("],\"not_joined\":[");

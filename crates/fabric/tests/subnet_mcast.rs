@@ -14,7 +14,7 @@ use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::ib::BthRepr;
 use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Mtu};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -130,7 +130,11 @@ fn joins_leaves_traps_and_multicast_forwarding() {
         let JoinStatus::Joined(r) = j[0].status else {
             panic!("host {i} not joined")
         };
-        assert_eq!((r.mlid, r.q_key, r.mtu), (b.mlid, 0x0b1b, 4), "host {i}");
+        assert_eq!(
+            (r.mlid, r.q_key, r.mtu),
+            (b.mlid, 0x0b1b, Mtu::Mtu2048),
+            "host {i}"
+        );
     }
     assert_eq!(members(&net, bcast.mgid).map(|m| m.len()), Some(n));
 

@@ -4,7 +4,7 @@
 //! (`crate::sa`) as a value; the SA answers PathRecord queries by walking it (IBA 1 §15.2.5.16: the
 //! path's MTU and rate are the smallest along the route).
 
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 
 /// What a port is cabled to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,10 +31,10 @@ pub struct CaPort {
     pub lid: u16,
     /// LID mask control: the port answers LIDs `lid ..= lid + 2^lmc - 1`.
     pub lmc: u8,
-    /// Active MTU code (IBA: 1 = 256 ... 5 = 4096).
-    pub mtu: u8,
-    /// Active rate code (IBA PathRecord rate encoding, e.g. 3 = 10 Gb/s).
-    pub rate: u8,
+    /// Active MTU.
+    pub mtu: Mtu,
+    /// Active rate.
+    pub rate: Rate,
     /// The P_Key table the SM wrote.
     pub pkeys: Vec<u16>,
     /// True once the port is Active.
@@ -48,10 +48,10 @@ pub struct CaPort {
 /// A switch port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SwitchPort {
-    /// Active MTU code.
-    pub mtu: u8,
-    /// Active rate code.
-    pub rate: u8,
+    /// Active MTU.
+    pub mtu: Mtu,
+    /// Active rate.
+    pub rate: Rate,
     /// Where its cable goes.
     pub peer: Peer,
 }
@@ -74,10 +74,10 @@ pub struct SwitchNode {
 /// The properties of the route from one LID to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathProps {
-    /// Smallest MTU code along the route.
-    pub mtu: u8,
-    /// Smallest rate code along the route.
-    pub rate: u8,
+    /// Smallest MTU along the route.
+    pub mtu: Mtu,
+    /// Smallest rate code along the route (the smaller code, not always the slower rate).
+    pub rate: Rate,
     /// Links crossed (255 for 255 and more).
     pub hops: u8,
 }
@@ -143,23 +143,34 @@ impl SubnetModel {
                 Peer::Ca(i) => {
                     let p = &self.ports[i];
                     props.mtu = props.mtu.min(p.mtu);
-                    props.rate = props.rate.min(p.rate);
+                    props.rate = min_rate_code(props.rate, p.rate);
                     return (i == dst).then_some(props);
                 }
                 Peer::Switch(s, inport) => {
                     let sw = self.switches.get(s)?;
                     let inp = sw.ports.get(usize::from(inport))?;
                     props.mtu = props.mtu.min(inp.mtu);
-                    props.rate = props.rate.min(inp.rate);
+                    props.rate = min_rate_code(props.rate, inp.rate);
                     let out = *sw.lft.get(usize::from(dlid))?;
                     let op = sw.ports.get(usize::from(out)).filter(|_| out != 0)?;
                     props.mtu = props.mtu.min(op.mtu);
-                    props.rate = props.rate.min(op.rate);
+                    props.rate = min_rate_code(props.rate, op.rate);
                     at = op.peer;
                 }
             }
         }
         None
+    }
+}
+
+/// The rate with the smaller code: how this model combines rates along a route. The smaller code
+/// is not always the slower rate (code 5, 5 Gb/s, is slower than code 3, 10 Gb/s); OpenSM combines
+/// them by speed, as [`Rate::cmp_speed`] orders them.
+fn min_rate_code(a: Rate, b: Rate) -> Rate {
+    if u8::from(b) < u8::from(a) {
+        b
+    } else {
+        a
     }
 }
 
@@ -174,8 +185,8 @@ mod tests {
             port_num: 1,
             lid,
             lmc: 0,
-            mtu: 4,
-            rate: 3,
+            mtu: Mtu::Mtu2048,
+            rate: Rate::Gbps10,
             pkeys: vec![0xffff],
             active: true,
             peer,
@@ -190,13 +201,13 @@ mod tests {
         lft[3] = 2;
         let mut ports = vec![SwitchPort::default(); 3];
         ports[1] = SwitchPort {
-            mtu: 4,
-            rate: 3,
+            mtu: Mtu::Mtu2048,
+            rate: Rate::Gbps10,
             peer: Peer::Ca(0),
         };
         ports[2] = SwitchPort {
-            mtu: 3,
-            rate: 3,
+            mtu: Mtu::Mtu1024,
+            rate: Rate::Gbps10,
             peer: Peer::Ca(1),
         };
         let m = SubnetModel {
@@ -217,8 +228,8 @@ mod tests {
         assert_eq!(
             m.path(2, 3),
             Some(PathProps {
-                mtu: 3,
-                rate: 3,
+                mtu: Mtu::Mtu1024,
+                rate: Rate::Gbps10,
                 hops: 2
             })
         );
@@ -248,7 +259,7 @@ mod tests {
                     ports[3].peer = Peer::Switch(s + 1, 2);
                 }
                 for p in &mut ports {
-                    (p.mtu, p.rate) = (4, 3);
+                    (p.mtu, p.rate) = (Mtu::Mtu2048, Rate::Gbps10);
                 }
                 let mut lft = vec![255u8; lids];
                 lft[1] = if s == 0 { 1 } else { 2 };

@@ -13,7 +13,7 @@ use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::sa::{SaEvent, SaServer};
 use crate::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
 use crate::time::Instant;
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::time::Duration;
 
 /// The SM's (and SA's) LID.
@@ -21,15 +21,15 @@ pub(crate) const SM_LID: u16 = 1;
 /// The switch's LID.
 pub(crate) const SWITCH_LID: u16 = 200;
 
-/// One switch (GUID 0xaaaa, MTU code 5, rate code 7 on every port); CA `i` on switch port `i + 1`.
+/// One switch (GUID 0xaaaa, MTU 4096, rate 40 Gb/s on every port); CA `i` on switch port `i + 1`.
 /// The SM's port is expected first.
 pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
     let mut sw = vec![SwitchPort::default(); ports.len() + 1];
     let mut lft = vec![255u8; 256];
     for (i, p) in ports.iter().enumerate() {
         sw[i + 1] = SwitchPort {
-            mtu: 5,
-            rate: 7,
+            mtu: Mtu::Mtu4096,
+            rate: Rate::Gbps40,
             peer: Peer::Ca(i),
         };
         lft[usize::from(p.lid)] = (i + 1) as u8;

@@ -12,7 +12,7 @@ use ibsim_harness::ours::OurSa;
 use ibsim_harness::sequence;
 use ibsim_harness::{Fabric, Setup, NET_ONE_SWITCH};
 use ipoib_runtime::ibsim::IbsimClient;
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Mtu, Rate};
 
 /// The requesters: two HCAs that do not run the SM (OpenSM is on Hca1).
 const REQUESTERS: [&str; 2] = ["Hca2", "Hca3"];
@@ -377,7 +377,7 @@ fn our_sa_matches_opensm() {
     for p in &model.ports {
         assert_eq!(
             (p.mtu, p.rate),
-            (4, 3),
+            (Mtu::Mtu2048, Rate::Gbps10),
             "{}: ibsim's ports are 2048, 4x SDR",
             p.name
         );

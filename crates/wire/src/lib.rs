@@ -54,4 +54,5 @@ pub mod render;
 pub mod samples;
 
 pub use error::{Error, Result};
+pub use sa::{Mtu, Rate};
 pub use types::{Gid, Guid};

@@ -5,6 +5,7 @@
 //! meaning and in order, after [`CONFIG_DELAY`]. Subnet administration, by contrast, is ordinary MADs
 //! on QP1.
 
+use ipoib_wire::{Mtu, Rate};
 use std::time::Duration;
 
 /// Time a configuration takes to reach its device (about one SMP round trip).
@@ -41,10 +42,10 @@ pub struct PortConfig {
     pub subnet_prefix: u64,
     /// New port state.
     pub state: PortState,
-    /// Active MTU code (1 = 256 ... 5 = 4096).
-    pub mtu: u8,
-    /// Rate code (PathRecord encoding).
-    pub rate: u8,
+    /// Active MTU (a defined code: devices refuse a write with an undefined one).
+    pub mtu: Mtu,
+    /// Rate.
+    pub rate: Rate,
     /// P_Key table (index = P_Key index).
     pub pkeys: Vec<u16>,
 }

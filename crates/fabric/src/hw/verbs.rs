@@ -2,7 +2,7 @@
 //! libibverbs): queue-pair types and states, work requests and work completions with their status
 //! values. The HCA ([`crate::hw::hca`]) and the connected-QP engine ([`crate::hw::rc`]) share these types.
 
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Mtu};
 use std::time::Duration;
 
 /// Queue pair number (24 bits).
@@ -230,8 +230,8 @@ pub struct ConnectedAttr {
     pub rq_psn: u32,
     /// First PSN this QP sends.
     pub sq_psn: u32,
-    /// Path MTU code (1 = 256 ... 5 = 4096).
-    pub path_mtu: u8,
+    /// Path MTU (an undefined code is refused as an invalid attribute).
+    pub path_mtu: Mtu,
     /// P_Key index.
     pub pkey_index: u16,
     /// Transport retries before RetryExcErr (0..=7).

@@ -352,12 +352,24 @@ impl Interface {
             },
             Err(e) => Err(*e),
         };
+        let bcast = mgid == self.bcast_mgid();
+        // §5: the broadcast group's MTU becomes the link's. An answer whose MTU code is undefined
+        // cannot give one: it is refused here, where the record enters, like a record missing.
+        let rec = match rec {
+            Ok(m) if bcast => m
+                .mtu
+                .bytes()
+                .map(|b| (m, Some(b)))
+                .ok_or(SaClientError::Malformed),
+            Ok(m) => Ok((m, None)),
+            Err(e) => Err(e),
+        };
         let Some(g) = self.mc.map.get_mut(&mgid) else {
             return;
         };
         g.query = None;
         match rec {
-            Ok(rec) => {
+            Ok((rec, group_mtu)) => {
                 g.have = g.have.union(js);
                 g.mlid = rec.mlid;
                 g.backoff.reset();
@@ -365,9 +377,8 @@ impl Interface {
                 let attach = !g.attached && Group::receives(g.have);
                 g.attached |= attach;
                 let frames: Vec<McFrame> = g.queue.drain(..).collect();
-                let bcast = mgid == self.bcast_mgid();
-                if bcast {
-                    self.on_broadcast_joined(now, rec);
+                if let Some(group_mtu) = group_mtu {
+                    self.on_broadcast_joined(now, rec, group_mtu);
                 }
                 if attach {
                     self.events.push_back(InterfaceEvent::Attach {
@@ -385,10 +396,7 @@ impl Interface {
                 self.dad_check(now);
             }
             Err(e) => {
-                if mgid == self.bcast_mgid()
-                    && self.cfg.scope_search
-                    && matches!(e, SaClientError::Status(_))
-                {
+                if bcast && self.cfg.scope_search && matches!(e, SaClientError::Status(_)) {
                     return self.next_broadcast_scope(now, mgid);
                 }
                 // §13: log every failed IB multicast operation.
@@ -523,7 +531,7 @@ impl Interface {
             }),
             remote_qpn: MULTICAST_QPN,
             qkey: b.q_key,
-            rate: b.rate.into(),
+            rate: b.rate,
             data,
         });
     }

@@ -42,7 +42,7 @@ use crate::sa::{RequestId, SaClient, SaClientConfig};
 use crate::time::Instant;
 use ipoib_wire::ipoib::{HwAddr, HwAddrFlags, Scope};
 use ipoib_wire::sa::McMemberRecordRepr;
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -168,8 +168,8 @@ pub struct PortInfo {
     pub active: bool,
     /// Index of the interface's P_Key in the port's table (`None`: not a member of the partition).
     pub pkey_index: Option<u16>,
-    /// Active MTU in bytes.
-    pub mtu: u32,
+    /// Active MTU.
+    pub mtu: Mtu,
 }
 
 /// The GRH of a received datagram.
@@ -219,8 +219,8 @@ pub struct UdTransmit {
     pub remote_qpn: u32,
     /// Q_Key (the broadcast group's, §9.1.2 b).
     pub qkey: u32,
-    /// Static rate code of the path or group (§9.1 g).
-    pub rate: u8,
+    /// Static rate of the path or group (§9.1 g).
+    pub rate: Rate,
     /// The 4-byte encapsulation header and the datagram (§6).
     pub data: Vec<u8>,
 }

@@ -14,7 +14,7 @@
 use crate::sa::RequestId;
 use crate::time::Instant;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Mtu, Rate};
 use std::collections::{BTreeMap, VecDeque};
 
 /// What a path record gives the transmit path.
@@ -24,10 +24,10 @@ pub struct PathInfo {
     pub dlid: u16,
     /// Service level.
     pub sl: u8,
-    /// Static rate code (PathRecord Rate).
-    pub rate: u8,
-    /// MTU code.
-    pub mtu: u8,
+    /// Static rate (PathRecord Rate).
+    pub rate: Rate,
+    /// Path MTU.
+    pub mtu: Mtu,
     /// HopLimit; above 0 the path needs a GRH (Linux `ib_init_ah_attr_from_path`).
     pub hop_limit: u8,
     /// Traffic class for the GRH.
@@ -42,8 +42,8 @@ impl PathInfo {
         PathInfo {
             dlid: r.dlid,
             sl: r.sl,
-            rate: r.rate.into(),
-            mtu: r.mtu.into(),
+            rate: r.rate,
+            mtu: r.mtu,
             hop_limit: r.hop_limit,
             tclass: r.tclass,
             flow_label: r.flow_label,
@@ -308,8 +308,8 @@ mod tests {
         PathInfo {
             dlid,
             sl: 0,
-            rate: 7,
-            mtu: 4,
+            rate: Rate::Gbps40,
+            mtu: Mtu::Mtu2048,
             hop_limit: 0,
             tclass: 0,
             flow_label: 0,

@@ -129,9 +129,14 @@ impl Interface {
 
     /// The broadcast group answered (§5: the join returns the MTU, the Q_Key and the other
     /// parameters, which the node associates with its interface; §7: link MTU = group MTU − 4).
-    pub(super) fn on_broadcast_joined(&mut self, _now: Instant, rec: McMemberRecordRepr) {
+    /// `group_mtu` is the record's MTU in bytes.
+    pub(super) fn on_broadcast_joined(
+        &mut self,
+        _now: Instant,
+        rec: McMemberRecordRepr,
+        group_mtu: u32,
+    ) {
         self.scope_backoff.reset();
-        let group_mtu = rec.mtu.bytes().unwrap_or(2048);
         let mut mtu = group_mtu.saturating_sub(4);
         if let Some(m) = self.cfg.mtu {
             mtu = mtu.min(m);

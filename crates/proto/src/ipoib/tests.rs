@@ -27,6 +27,7 @@ use ipoib_wire::ipoib::{
     Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
     Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr,
 };
+use ipoib_wire::{Mtu, Rate};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -54,8 +55,8 @@ fn ca(name: u16, lid: u16, pkeys: &[u16], sw_port: u8) -> CaPort {
         port_num: 1,
         lid,
         lmc: 0,
-        mtu: 4,
-        rate: 7,
+        mtu: Mtu::Mtu2048,
+        rate: Rate::Gbps40,
         pkeys: pkeys.to_vec(),
         active: true,
         peer: Peer::Switch(0, sw_port),
@@ -195,7 +196,7 @@ impl testing::Net<Host> {
                         subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
                         active: true,
                         pkey_index,
-                        mtu: 4096,
+                        mtu: Mtu::Mtu4096,
                     },
                     events: Vec::new(),
                     delivered: Vec::new(),

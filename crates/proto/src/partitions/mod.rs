@@ -15,7 +15,7 @@ mod tests;
 
 pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
 
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 
 /// The default partition's P_Key (without the membership bit) (opensm(8): "The default partition
 /// has P_Key value 0x7fff").
@@ -25,10 +25,10 @@ pub const FULL_MEMBER_BIT: u16 = 0x8000;
 /// The Q_Key of IPoIB groups OpenSM pre-creates (OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`;
 /// docs/DEPLOYED.md).
 pub const IPOIB_QKEY: u32 = 0x0b1b;
-/// Default group MTU code, 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
-pub const DEFAULT_MTU: u8 = 4;
-/// Default group rate code, 3 = 10 Gb/s (opensm(8) `rate=`; OpenSM `OSM_DEFAULT_MGRP_RATE`).
-pub const DEFAULT_RATE: u8 = 3;
+/// Default group MTU, code 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
+pub const DEFAULT_MTU: Mtu = Mtu::Mtu2048;
+/// Default group rate, code 3 = 10 Gb/s (opensm(8) `rate=`; OpenSM `OSM_DEFAULT_MGRP_RATE`).
+pub const DEFAULT_RATE: Rate = Rate::Gbps10;
 /// Default scope, 2 = link local (opensm(8) `scope=`).
 pub const DEFAULT_SCOPE: u8 = 2;
 
@@ -76,10 +76,10 @@ pub enum PortKind {
 /// The multicast-group flags of a partition or an `mgid=` line (opensm(8) `mgroup_flag`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupFlags {
-    /// MTU code (`mtu=`), default 4 (2048).
-    pub mtu: u8,
-    /// Rate code (`rate=`), default 3 (10 Gb/s).
-    pub rate: u8,
+    /// MTU (`mtu=`, a defined code 1..=5), default 2048.
+    pub mtu: Mtu,
+    /// Rate (`rate=`, a defined code 2..=22), default 10 Gb/s.
+    pub rate: Rate,
     /// Service level (`sl=`), default 0.
     pub sl: u8,
     /// Scopes (`scope=`, may repeat); empty means "keep the MGID's own scope nibble" (OpenSM
@@ -201,10 +201,10 @@ pub struct PrecreatedGroup {
     pub pkey: u16,
     /// Q_Key.
     pub q_key: u32,
-    /// MTU code.
-    pub mtu: u8,
-    /// Rate code.
-    pub rate: u8,
+    /// MTU.
+    pub mtu: Mtu,
+    /// Rate.
+    pub rate: Rate,
     /// Service level.
     pub sl: u8,
     /// Traffic class.

@@ -28,7 +28,7 @@ use super::{
     GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig, DEFAULT_PKEY,
     FULL_MEMBER_BIT,
 };
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::fmt;
 use std::net::Ipv6Addr;
 
@@ -414,11 +414,11 @@ impl<'a> Parser<'a> {
         }
         let ok = match (name, num) {
             ("mtu", Some(v @ 1..=5)) => {
-                f.mtu = v as u8;
+                f.mtu = Mtu::from(v as u8);
                 true
             }
             ("rate", Some(v @ 2..=22)) => {
-                f.rate = v as u8;
+                f.rate = Rate::from(v as u8);
                 true
             }
             ("scope", Some(v @ 1..=15)) => {
@@ -575,13 +575,13 @@ impl<'a> Parser<'a> {
                 ))
             } else if flags.rate != part_rate {
                 Some(format!(
-                    "IP MC group {} specified with invalid rate ({}) [partition broadcast group rate = {part_rate}]",
-                    gid_text.text, flags.rate
+                    "IP MC group {} specified with invalid rate ({}) [partition broadcast group rate = {}]",
+                    gid_text.text, u8::from(flags.rate), u8::from(part_rate)
                 ))
             } else if flags.mtu != part_mtu {
                 Some(format!(
-                    "IP MC group {} specified with invalid mtu ({}) [partition broadcast group mtu = {part_mtu}]",
-                    gid_text.text, flags.mtu
+                    "IP MC group {} specified with invalid mtu ({}) [partition broadcast group mtu = {}]",
+                    gid_text.text, u8::from(flags.mtu), u8::from(part_mtu)
                 ))
             } else {
                 None

@@ -1,4 +1,5 @@
 use super::*;
+use ipoib_wire::{Mtu, Rate};
 use proptest::prelude::*;
 
 fn ca(guid: u64) -> PortId {
@@ -46,7 +47,7 @@ fn opensm_manual_examples_parse() {
     assert_eq!(d.groups.len(), 5);
     assert_eq!(d.groups[0].flags.sl, 1);
     assert_eq!(d.groups[4].flags.q_key, 0xdead_beef);
-    assert_eq!(d.groups[4].flags.mtu, 2);
+    assert_eq!(d.groups[4].flags.mtu, Mtu::Mtu512);
     // NewPartition got an automatic P_Key and the "limi" abbreviation means limited.
     let np = c
         .partitions
@@ -85,7 +86,10 @@ fn opensm_manual_examples_parse() {
         .iter()
         .find(|g| g.mgid == "ff12::1".parse::<Ipv6Addr>().unwrap().into())
         .unwrap();
-    assert_eq!((rnd.q_key, rnd.mtu, rnd.rate), (0xdead_beef, 2, 3));
+    assert_eq!(
+        (rnd.q_key, rnd.mtu, rnd.rate),
+        (0xdead_beef, Mtu::Mtu512, Rate::Gbps10)
+    );
 }
 
 use std::net::Ipv6Addr;
@@ -114,7 +118,7 @@ fn default_configuration_and_broadcast_group() {
     );
     assert_eq!(
         (g[0].q_key, g[0].mtu, g[0].rate, g[0].sl, g[0].scope, g[0].pkey),
-        (0x0b1b, 4, 3, 0, 2, 0xffff)
+        (0x0b1b, Mtu::Mtu2048, Rate::Gbps10, 0, 2, 0xffff)
     );
     // A file without a Default rule: ALL=limited, SELF=full.
     let c = parse("P1=0x10,ipoib,mtu=5,rate=7,scope=5 : 0x42=full ;").unwrap();
@@ -132,7 +136,10 @@ fn default_configuration_and_broadcast_group() {
         g[0].mgid,
         Gid::from("ff15:401b:8010::ffff:ffff".parse::<Ipv6Addr>().unwrap())
     );
-    assert_eq!((g[0].mtu, g[0].rate, g[0].scope), (5, 7, 5));
+    assert_eq!(
+        (g[0].mtu, g[0].rate, g[0].scope),
+        (Mtu::Mtu4096, Rate::Gbps40, 5)
+    );
 }
 
 // opensm(8): "Multiple scope settings are permitted ... will result in multiple MC groups"
@@ -291,7 +298,7 @@ fn mtu_and_rate_out_of_range_are_errors() {
             c.partition(1).unwrap().flags.mtu,
             c.partition(1).unwrap().flags.rate
         ),
-        (5, 22)
+        (Mtu::Mtu4096, Rate::Gbps600)
     );
     assert!(c.warnings.is_empty());
     let c = parse("A=1, rate : ALL ;").unwrap();

@@ -78,39 +78,3 @@ pub const MLID_END: u16 = 0xfffe;
 /// OpenSM's default subnet timeout (`subnet_timeout 18`, 4.096 µs × 2^18 ≈ 1.07 s), used as the
 /// PacketLifeTime of paths and groups and as the ClassPortInfo RespTimeValue.
 pub const DEFAULT_SUBNET_TIMEOUT: u8 = 18;
-
-/// Rate codes ordered by speed (IBA 1 Table 205 codes are not monotonic; OpenSM
-/// `ib_path_compare_rates` orders them through a table the same way).
-const RATE_ORDER: [u8; 21] = [
-    2, 5, 3, 11, 6, 15, 19, 4, 7, 20, 12, 8, 9, 16, 13, 10, 14, 17, 18, 21, 22,
-];
-
-fn rate_rank(code: u8) -> Option<usize> {
-    RATE_ORDER.iter().position(|&c| c == code)
-}
-
-/// Compares two rate codes by speed (unknown codes sort lowest), as OpenSM `ib_path_compare_rates`.
-pub(crate) fn compare_rates(a: u8, b: u8) -> core::cmp::Ordering {
-    rate_rank(a)
-        .map(|r| r as i64)
-        .unwrap_or(-1)
-        .cmp(&rate_rank(b).map(|r| r as i64).unwrap_or(-1))
-}
-
-/// The next slower rate code (OpenSM `ib_path_rate_get_prev`), 0 if none.
-pub(crate) fn rate_prev(code: u8) -> u8 {
-    rate_rank(code)
-        .and_then(|r| r.checked_sub(1))
-        .and_then(|r| RATE_ORDER.get(r).copied())
-        .unwrap_or(0)
-}
-
-/// A valid rate code (OpenSM `ib_rate_is_valid`).
-pub(crate) fn rate_is_valid(code: u8) -> bool {
-    rate_rank(code).is_some()
-}
-
-/// A valid MTU code 1..=5 (OpenSM `ib_mtu_is_valid`).
-pub(crate) fn mtu_is_valid(code: u8) -> bool {
-    (1..=5).contains(&code)
-}

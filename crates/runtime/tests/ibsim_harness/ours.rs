@@ -22,7 +22,7 @@ use ipoib_wire::mad::attr::smp::{
     LINEAR_FORWARDING_TABLE as LFT, NODE_INFO, PORT_INFO, SWITCH_INFO,
 };
 use ipoib_wire::smp::{LftBlockRepr, NodeInfoRepr, NodeType, PortInfoRepr, SwitchInfoRepr};
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::time::Duration;
 
 use super::mcr::Sa;
@@ -38,9 +38,9 @@ pub struct OurSa {
     now: Instant,
 }
 
-/// PathRecord rate code of a link (IBA 1 Table 205) from PortInfo LinkWidthActive and
-/// LinkSpeedActive (IBA 1 §14.2.5.6), `None` for combinations this test does not expect.
-fn rate_code(width: u8, speed: u8) -> Option<u8> {
+/// Rate of a link from PortInfo LinkWidthActive and LinkSpeedActive (IBA 1 §14.2.5.6), `None`
+/// for combinations this test does not expect.
+fn link_rate(width: u8, speed: u8) -> Option<Rate> {
     let lanes: u32 = match width {
         1 => 1,
         2 => 4,
@@ -54,27 +54,16 @@ fn rate_code(width: u8, speed: u8) -> Option<u8> {
         4 => 10000,
         _ => return None,
     };
-    Some(match lanes * lane_mbps {
-        2500 => 2,
-        5000 => 5,
-        10000 => 3,
-        20000 => 6,
-        30000 => 4,
-        40000 => 7,
-        60000 => 8,
-        80000 => 9,
-        120000 => 10,
-        _ => return None,
-    })
+    Rate::from_mbps(lanes * lane_mbps)
 }
 
-/// (LID, LMC, MTU code, rate code) from PortInfo data.
-fn port_props(pi: &[u8; 64]) -> Result<(u16, u8, u8, u8), String> {
+/// (LID, LMC, MTU, rate) from PortInfo data.
+fn port_props(pi: &[u8; 64]) -> Result<(u16, u8, Mtu, Rate), String> {
     let p = PortInfoRepr::parse(pi).map_err(|e| format!("PortInfo: {e}"))?;
     let (width, speed) = (p.link_width_active, p.link_speed_active);
-    let rate = rate_code(width, speed)
+    let rate = link_rate(width, speed)
         .ok_or_else(|| format!("PortInfo: width {width:#x} speed {speed:#x} not expected"))?;
-    Ok((p.lid, p.lmc, u8::from(p.neighbor_mtu), rate))
+    Ok((p.lid, p.lmc, p.neighbor_mtu, rate))
 }
 
 impl OurSa {

@@ -30,19 +30,6 @@ code_enum! {
     }
 }
 
-/// The name of a 4-bit IBA MTU code as PortInfo and PathRecord use it
-/// (IBA 1 §14.2.5.6, §15.2.5.16): 1 = 256 ... 5 = 4096 bytes.
-pub fn mtu_name(code: u8) -> &'static str {
-    match code {
-        1 => "256",
-        2 => "512",
-        3 => "1024",
-        4 => "2048",
-        5 => "4096",
-        _ => "Unknown",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +42,6 @@ mod tests {
         }
         assert_eq!(RespondedTo::from(2), RespondedTo::Other);
         assert_eq!(TransportServiceType::from(0).name(), "RC");
-        assert_eq!(mtu_name(4), "2048");
+        assert_eq!(crate::sa::Mtu::from(4).name(), "2048");
     }
 }

@@ -30,7 +30,7 @@ mod req;
 mod rtu;
 mod sidr;
 
-pub use common::{mtu_name, RespondedTo, TransportServiceType};
+pub use common::{RespondedTo, TransportServiceType};
 pub use lap::{ApStatus, AprMsg, AprRepr, LapMsg, LapRepr};
 pub use message::CmMessage;
 pub use mra::{MraMsg, MraRepr};

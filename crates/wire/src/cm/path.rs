@@ -7,6 +7,7 @@
 //! timeout(5)`. Both start with the local and remote port LIDs and GIDs.
 
 use crate::describe::{Describe, Describer, Value};
+use crate::sa::Rate;
 use crate::types::{be16, be32, put16, put32, Gid};
 
 /// One path of a connection, as the active side describes it (IBA 1 §12.6 Tables 106 and 115).
@@ -22,8 +23,8 @@ pub struct CmPath {
     pub remote_port_gid: Gid,
     /// 20-bit flow label for the GRH.
     pub flow_label: u32,
-    /// 6-bit static rate code (IBA 1 §15.2.5.16 rate encoding).
-    pub packet_rate: u8,
+    /// Static rate (6-bit code, IBA 1 §15.2.5.16 rate encoding).
+    pub packet_rate: Rate,
     /// Traffic class for the GRH.
     pub traffic_class: u8,
     /// Hop limit for the GRH.
@@ -46,7 +47,7 @@ impl CmPath {
             local_port_gid: Gid::from_bytes(&b[off + 4..]),
             remote_port_gid: Gid::from_bytes(&b[off + 20..]),
             flow_label: be32(b, off + 36) >> 12,
-            packet_rate: b[off + 39] & 0x3f,
+            packet_rate: Rate::from(b[off + 39] & 0x3f),
             traffic_class: b[off + 40],
             hop_limit: b[off + 41],
             sl: b[off + 42] >> 4,
@@ -63,7 +64,7 @@ impl CmPath {
         b[off + 4..off + 20].copy_from_slice(&self.local_port_gid.0);
         b[off + 20..off + 36].copy_from_slice(&self.remote_port_gid.0);
         put32(b, off + 36, (self.flow_label & 0x000f_ffff) << 12);
-        b[off + 39] = self.packet_rate & 0x3f;
+        b[off + 39] = u8::from(self.packet_rate) & 0x3f;
         b[off + 40] = self.traffic_class;
         b[off + 41] = self.hop_limit;
         b[off + 42] = (self.sl << 4) | if self.subnet_local { 0x08 } else { 0 };
@@ -80,7 +81,7 @@ impl CmPath {
             flow_label: be32(b, off + 36) >> 12,
             traffic_class: b[off + 39],
             hop_limit: b[off + 40],
-            packet_rate: b[off + 41] & 0x3f,
+            packet_rate: Rate::from(b[off + 41] & 0x3f),
             sl: b[off + 42] >> 4,
             subnet_local: b[off + 42] & 0x08 != 0,
             local_ack_timeout: b[off + 43] >> 3,
@@ -99,7 +100,7 @@ impl CmPath {
             ((self.flow_label & 0x000f_ffff) << 12) | self.traffic_class as u32,
         );
         b[off + 40] = self.hop_limit;
-        b[off + 41] = self.packet_rate & 0x3f;
+        b[off + 41] = u8::from(self.packet_rate) & 0x3f;
         b[off + 42] = (self.sl << 4) | if self.subnet_local { 0x08 } else { 0 };
         b[off + 43] = self.local_ack_timeout << 3;
     }
@@ -109,7 +110,10 @@ impl CmPath {
         self.describe_head(d);
         d.field("traffic_class", Value::Uint(self.traffic_class.into()));
         d.field("hop_limit", Value::Uint(self.hop_limit.into()));
-        d.field("packet_rate", Value::Uint(self.packet_rate.into()));
+        d.field(
+            "packet_rate",
+            Value::Uint(u8::from(self.packet_rate).into()),
+        );
         self.describe_tail(d);
     }
 
@@ -136,7 +140,7 @@ impl CmPath {
     /// Masks every field to its wire width (what a parse after an emit gives back).
     pub fn masked(mut self) -> CmPath {
         self.flow_label &= 0x000f_ffff;
-        self.packet_rate &= 0x3f;
+        self.packet_rate = Rate::from(u8::from(self.packet_rate) & 0x3f);
         self.sl &= 0x0f;
         self.local_ack_timeout &= 0x1f;
         self
@@ -147,7 +151,10 @@ impl CmPath {
 impl Describe for CmPath {
     fn describe(&self, d: &mut dyn Describer) {
         self.describe_head(d);
-        d.field("packet_rate", Value::Uint(self.packet_rate.into()));
+        d.field(
+            "packet_rate",
+            Value::Uint(u8::from(self.packet_rate).into()),
+        );
         d.field("traffic_class", Value::Uint(self.traffic_class.into()));
         d.field("hop_limit", Value::Uint(self.hop_limit.into()));
         self.describe_tail(d);
@@ -178,7 +185,7 @@ mod tests {
                     local_port_gid: Gid(lg),
                     remote_port_gid: Gid(rg),
                     flow_label: fl,
-                    packet_rate: pr,
+                    packet_rate: Rate::from(pr),
                     traffic_class: tc,
                     hop_limit: hl,
                     sl,
@@ -195,7 +202,7 @@ mod tests {
             local_port_gid: Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0x0002_c903_0000_1234),
             remote_port_gid: Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0x0002_c903_0000_5678),
             flow_label: 0x12345,
-            packet_rate: 0x2a,
+            packet_rate: Rate::from(0x2a),
             traffic_class: 0x5c,
             hop_limit: 0x40,
             sl: 0xb,

@@ -1,8 +1,9 @@
 //! REQ, ConnectRequest (attribute 0x0010; IBA 1 §12.6, Table 106).
 
-use super::common::{mtu_name, TransportServiceType};
+use super::common::TransportServiceType;
 use super::path::CmPath;
 use crate::describe::{Describe, Describer, Value};
+use crate::sa::Mtu;
 use crate::types::Guid;
 use crate::Result;
 
@@ -175,8 +176,8 @@ pub struct ReqRepr {
     pub retry_count: u8,
     /// Partition Key.
     pub partition_key: u16,
-    /// Path Packet Payload MTU (4-bit MTU code, see [`mtu_name`]).
-    pub path_packet_payload_mtu: u8,
+    /// Path Packet Payload MTU (4-bit code).
+    pub path_packet_payload_mtu: Mtu,
     /// RDC Exists.
     pub rdc_exists: bool,
     /// RNR Retry Count (3 bits).
@@ -221,7 +222,7 @@ impl ReqRepr {
             local_cm_response_timeout: msg.local_cm_response_timeout(),
             retry_count: msg.retry_count(),
             partition_key: msg.partition_key(),
-            path_packet_payload_mtu: msg.path_packet_payload_mtu(),
+            path_packet_payload_mtu: Mtu::from(msg.path_packet_payload_mtu()),
             rdc_exists: msg.rdc_exists(),
             rnr_retry_count: msg.rnr_retry_count(),
             max_cm_retries: msg.max_cm_retries(),
@@ -266,7 +267,7 @@ impl ReqRepr {
         msg.set_local_cm_response_timeout(self.local_cm_response_timeout);
         msg.set_retry_count(self.retry_count);
         msg.set_partition_key(self.partition_key);
-        msg.set_path_packet_payload_mtu(self.path_packet_payload_mtu);
+        msg.set_path_packet_payload_mtu(u8::from(self.path_packet_payload_mtu));
         msg.set_rdc_exists(self.rdc_exists);
         msg.set_rnr_retry_count(self.rnr_retry_count);
         msg.set_max_cm_retries(self.max_cm_retries);
@@ -317,7 +318,7 @@ impl Describe for ReqRepr {
         let mtu = self.path_packet_payload_mtu;
         d.field(
             "path_packet_payload_mtu",
-            Value::Named(mtu.into(), mtu_name(mtu)),
+            Value::Named(u8::from(mtu).into(), mtu.name()),
         );
         d.field("rdc_exists", Value::Bool(self.rdc_exists));
         d.field("rnr_retry_count", Value::Uint(self.rnr_retry_count.into()));

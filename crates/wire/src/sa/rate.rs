@@ -1,5 +1,12 @@
 //! The encoded MTU, rate and selector fields shared by MCMemberRecord and PathRecord (IBA 1
 //! §15.2.5.16 Table 205 and §15.2.5.17 Table 206 in 1.3; PortInfo encodings of §14.2.5.6).
+//!
+//! [`Mtu`] and [`Rate`] are the one vocabulary every crate uses for these codes (port attributes,
+//! subnet model, partitions.conf, SA records, verbs). [`Mtu::bytes`] is the one conversion from an
+//! MTU code to bytes; it refuses an undefined code, which is therefore refused where a code enters
+//! (a parsed record or configuration), never replaced by a default further in.
+
+use core::cmp::Ordering;
 
 code_enum! {
     /// Encoded path MTU (IBA 1 §14.2.5.6 NeighborMTU encoding; 6 bits in SA records).
@@ -20,7 +27,7 @@ code_enum! {
 }
 
 impl Mtu {
-    /// The MTU in bytes, if the code is defined.
+    /// The MTU in bytes, if the code is defined: the one conversion from code to bytes.
     pub fn bytes(self) -> Option<u32> {
         match self {
             Mtu::Mtu256 => Some(256),
@@ -42,6 +49,32 @@ impl Mtu {
             4096 => Some(Mtu::Mtu4096),
             _ => None,
         }
+    }
+
+    /// True for a defined code, 1..=5 (OpenSM `ib_mtu_is_valid`).
+    pub fn is_valid(self) -> bool {
+        self.bytes().is_some()
+    }
+}
+
+/// Code 0, undefined, as a zeroed record field reads.
+impl Default for Mtu {
+    fn default() -> Mtu {
+        Mtu::Unknown(0)
+    }
+}
+
+/// MTUs order by code, which for the defined codes is the order of their sizes (the smallest MTU
+/// along a path is the path's, IBA 1 §15.2.5.16).
+impl Ord for Mtu {
+    fn cmp(&self, other: &Mtu) -> Ordering {
+        u8::from(*self).cmp(&u8::from(*other))
+    }
+}
+
+impl PartialOrd for Mtu {
+    fn partial_cmp(&self, other: &Mtu) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -96,6 +129,13 @@ code_enum! {
     }
 }
 
+/// Code 0, undefined, as a zeroed record field reads.
+impl Default for Rate {
+    fn default() -> Rate {
+        Rate::Unknown(0)
+    }
+}
+
 impl Rate {
     /// The rate in Mb/s, if the code is defined.
     pub fn mbps(self) -> Option<u32> {
@@ -133,6 +173,28 @@ impl Rate {
     /// The code of a rate of exactly `mbps` Mb/s.
     pub fn from_mbps(mbps: u32) -> Option<Rate> {
         (2u8..=22).map(Rate::from).find(|r| r.mbps() == Some(mbps))
+    }
+
+    /// True for a defined code, 2..=22 (OpenSM `ib_rate_is_valid`).
+    pub fn is_valid(self) -> bool {
+        self.mbps().is_some()
+    }
+
+    /// Compares two rates by speed; undefined codes sort below every defined one (OpenSM
+    /// `ib_path_compare_rates`). The codes themselves are not in speed order (Table 205 added
+    /// faster links over time), so rates are never compared by code.
+    pub fn cmp_speed(self, other: Rate) -> Ordering {
+        self.mbps().cmp(&other.mbps())
+    }
+
+    /// The next slower defined rate (OpenSM `ib_path_rate_get_prev`); `None` for the slowest
+    /// rate and for an undefined code.
+    pub fn slower(self) -> Option<Rate> {
+        let mbps = self.mbps()?;
+        (2u8..=22)
+            .map(Rate::from)
+            .filter(|r| r.mbps().is_some_and(|m| m < mbps))
+            .max_by(|a, b| a.cmp_speed(*b))
     }
 
     /// The code of a rate of `gbps` Gb/s (2.5, 10, 40 ...), matched to the nearest Mb/s.
@@ -231,6 +293,36 @@ mod tests {
         for v in 0..64u8 {
             assert_eq!(u8::from(Rate::from(v)), v);
         }
+    }
+
+    // IBA 1 §15.2.5.16: the order of OpenSM's `ib_path_compare_rates` table, slowest first.
+    #[test]
+    fn rates_order_by_speed_not_code() {
+        const BY_SPEED: [u8; 21] = [
+            2, 5, 3, 11, 6, 15, 19, 4, 7, 20, 12, 8, 9, 16, 13, 10, 14, 17, 18, 21, 22,
+        ];
+        let rank = |c: u8| {
+            BY_SPEED
+                .iter()
+                .position(|&x| x == c)
+                .map_or(-1, |r| r as i64)
+        };
+        for a in 0..64u8 {
+            for b in 0..64u8 {
+                assert_eq!(
+                    Rate::from(a).cmp_speed(Rate::from(b)),
+                    rank(a).cmp(&rank(b))
+                );
+            }
+            let prev = usize::try_from(rank(a) - 1)
+                .ok()
+                .map(|r| Rate::from(BY_SPEED[r]));
+            assert_eq!(Rate::from(a).slower(), prev, "code {a}");
+            assert_eq!(Rate::from(a).is_valid(), rank(a) >= 0);
+        }
+        assert!(Mtu::Mtu256 < Mtu::Mtu4096);
+        assert!(Mtu::Unknown(0) < Mtu::Mtu256 && Mtu::Mtu4096 < Mtu::Unknown(6));
+        assert!(Mtu::Mtu2048.is_valid() && !Mtu::Unknown(0).is_valid());
     }
 
     // IBA 1 §15.2.5.17

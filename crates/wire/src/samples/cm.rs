@@ -17,6 +17,7 @@ use crate::private_data::{
     FlowControl, HelloReplyRepr, HelloRepr, IpCmAriCode, IpCmReject, IpCmReqRepr,
     IpoibCmPrivateDataRepr, SuggestedValue,
 };
+use crate::sa::{Mtu, Rate};
 use crate::types::Guid;
 use std::net::Ipv6Addr;
 
@@ -108,7 +109,7 @@ fn path() -> CmPath {
         local_port_gid: A.gid(),
         remote_port_gid: B.gid(),
         flow_label: 0,
-        packet_rate: 3,
+        packet_rate: Rate::Gbps10,
         traffic_class: 0,
         hop_limit: 0,
         sl: 0,
@@ -138,7 +139,7 @@ fn req(local_comm_id: u32, service_id: u64, qpn: u32, psn: u32, private_data: [u
         local_cm_response_timeout: 20,
         retry_count: 7,
         partition_key: P_KEY,
-        path_packet_payload_mtu: 4,
+        path_packet_payload_mtu: Mtu::Mtu2048,
         rdc_exists: false,
         rnr_retry_count: 7,
         max_cm_retries: 15,

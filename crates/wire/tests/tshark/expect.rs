@@ -606,7 +606,10 @@ fn cm(m: &CmMessage, e: &mut Expect) {
             );
             e.num("infiniband.cm.req.retrcount", r.retry_count);
             e.num("infiniband.cm.req.pkey", r.partition_key);
-            e.num("infiniband.cm.req.pppmtu", r.path_packet_payload_mtu);
+            e.num(
+                "infiniband.cm.req.pppmtu",
+                u8::from(r.path_packet_payload_mtu),
+            );
             e.num("infiniband.cm.req.rdcexist", r.rdc_exists);
             e.num("infiniband.cm.req.rnrretrcount", r.rnr_retry_count);
             e.num("infiniband.cm.req.maxcmretr", r.max_cm_retries);

@@ -123,7 +123,8 @@ pub struct HcaCounters {
     pub rx_packets: u64,
     /// Datagrams placed into a receive buffer (one per QP copy for multicast).
     pub rx_delivered: u64,
-    /// Configuration writes of a kind an HCA does not take (LFT, MFT).
+    /// Configuration writes not applied: of a kind an HCA does not take (LFT, MFT), for a port it
+    /// does not have, or with an undefined MTU code.
     pub config_ignored: u64,
     drops: Vec<u64>,
 }

@@ -36,7 +36,7 @@ pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
 pub use error::{CqId, DropReason, HcaCounters, VerbsError};
-pub use port::{mtu_bytes, pkey_matches, Port, DEFAULT_PKEY, PKEY_TABLE_SIZE};
+pub use port::{pkey_matches, Port, DEFAULT_PKEY, PKEY_TABLE_SIZE};
 pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit, GSI_QKEY};
 
 use crate::hw::mgmt::Config;
@@ -583,10 +583,11 @@ impl Device for Hca {
     fn configure(&mut self, now: Instant, config: Config, _tx: &mut Tx) {
         self.last_now = self.last_now.max(now);
         match config {
-            Config::Port(pc) => match self.port_mut(pc.port) {
-                Some(p) => p.apply(&pc),
-                None => self.counters.config_ignored += 1,
-            },
+            Config::Port(pc) => {
+                if !self.port_mut(pc.port).is_some_and(|p| p.apply(&pc)) {
+                    self.counters.config_ignored += 1;
+                }
+            }
             Config::Lft(_) | Config::Mft { .. } => self.counters.config_ignored += 1,
         }
     }

@@ -2,11 +2,12 @@
 //! state, MTU and rate, plus the partition-key matching rule.
 //!
 //! Invariant: the GID table always has exactly one entry, index 0 = subnet prefix + port GUID
-//! (IBA 1 §4.1.1 "the default GID"); the P_Key table never has fewer than one entry.
+//! (IBA 1 §4.1.1 "the default GID"); the P_Key table never has fewer than one entry; the MTU is a
+//! defined code ([`Port::apply`] refuses a write with an undefined one).
 
 use crate::hw::mgmt::{PortConfig, PortState};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 
 /// The default P_Key, full member of the default partition (IBA 1 §10.9.1.2).
 pub const DEFAULT_PKEY: u16 = 0xffff;
@@ -14,15 +15,6 @@ pub const DEFAULT_PKEY: u16 = 0xffff;
 /// Entries the HCA's P_Key table can hold (PartitionCap, as ConnectX reports); a QP's P_Key index
 /// must be below it. Entries beyond what the SM wrote read as 0 (invalid, matches nothing).
 pub const PKEY_TABLE_SIZE: u16 = 128;
-
-/// Bytes of a path MTU code (IBA 1 §14.2.5.6 PortInfo:NeighborMTU: 1 = 256 ... 5 = 4096). Codes
-/// outside 1..=5 count as 256.
-pub fn mtu_bytes(code: u8) -> usize {
-    match code {
-        2..=5 => 128 << code,
-        _ => 256,
-    }
-}
 
 /// IBA 1 §10.9.3: a packet's P_Key matches a table entry when the low 15 bits are equal and not
 /// zero (0x0000 and 0x8000 are invalid and match nothing), and at least one of the two is a full
@@ -56,10 +48,10 @@ pub struct Port {
     pub sm_sl: u8,
     /// Port state.
     pub state: PortState,
-    /// Active MTU code.
-    pub mtu: u8,
-    /// Rate code.
-    pub rate: u8,
+    /// Active MTU.
+    pub mtu: Mtu,
+    /// Rate.
+    pub rate: Rate,
     /// P_Key table.
     pub pkeys: Vec<u16>,
     /// False while the cable is down (then the state stays Down whatever the SM writes).
@@ -68,7 +60,7 @@ pub struct Port {
 
 impl Port {
     /// A port before the SM saw it: Down, LID 0, default prefix and P_Key table `[0xFFFF]`, MTU
-    /// 256 (code 1), rate code 2 (2.5 Gb/s).
+    /// 256, rate 2.5 Gb/s.
     pub fn new(num: u8, guid: Guid) -> Port {
         Port {
             num,
@@ -79,8 +71,8 @@ impl Port {
             sm_lid: 0,
             sm_sl: 0,
             state: PortState::Down,
-            mtu: 1,
-            rate: 2,
+            mtu: Mtu::Mtu256,
+            rate: Rate::Gbps2_5,
             pkeys: vec![DEFAULT_PKEY],
             phys_up: true,
         }
@@ -94,11 +86,6 @@ impl Port {
     /// The port GID (index 0).
     pub fn port_gid(&self) -> Gid {
         Gid::new(self.subnet_prefix, self.guid.0)
-    }
-
-    /// The active MTU in bytes.
-    pub fn mtu_bytes(&self) -> usize {
-        mtu_bytes(self.mtu)
     }
 
     /// The path bits when `dlid` is in this port's LID range (IBA 1 §7.11.1, LMC).
@@ -146,7 +133,12 @@ impl Port {
 
     /// Applies the SM's PortInfo/P_KeyTable write. The state is taken as written unless the
     /// cable is down. An empty P_Key table is replaced by `[0]` (no valid key: matches nothing).
-    pub fn apply(&mut self, c: &PortConfig) {
+    /// A write with an undefined MTU code is refused whole (no port runs at it): `false`, and the
+    /// port stays as it was.
+    pub fn apply(&mut self, c: &PortConfig) -> bool {
+        if !c.mtu.is_valid() {
+            return false;
+        }
         self.lid = c.lid;
         self.lmc = c.lmc.min(7);
         self.sm_lid = c.sm_lid;
@@ -164,6 +156,7 @@ impl Port {
         } else {
             c.pkeys.clone()
         };
+        true
     }
 
     /// The cable went up (Init: link up, waiting for the SM, IBA 1 §7.2) or down (Down).
@@ -200,8 +193,25 @@ mod tests {
         assert_eq!(p.path_bits(12), None);
         assert_eq!(p.path_bits(7), None);
         assert_eq!(p.slid(5), 9);
-        assert_eq!(mtu_bytes(1), 256);
-        assert_eq!(mtu_bytes(5), 4096);
+        assert_eq!(p.mtu.bytes(), Some(256));
+        let mut c = PortConfig {
+            port: 1,
+            lid: 8,
+            lmc: 2,
+            sm_lid: 1,
+            sm_sl: 0,
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            state: PortState::Active,
+            mtu: Mtu::Mtu4096,
+            rate: Rate::Gbps10,
+            pkeys: vec![DEFAULT_PKEY],
+        };
+        assert!(p.apply(&c));
+        assert_eq!(p.mtu.bytes(), Some(4096));
+        c.mtu = Mtu::Unknown(6);
+        c.lid = 9;
+        assert!(!p.apply(&c), "an undefined MTU code is refused");
+        assert_eq!((p.mtu, p.lid), (Mtu::Mtu4096, 8));
         assert_eq!(p.gid(0), Some(Gid::new(0xfe80 << 48, 0x10)));
         assert_eq!(p.gid(1), None);
         p.pkeys = vec![0xffff, 0x8001, 0x0002];

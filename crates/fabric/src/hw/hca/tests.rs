@@ -11,6 +11,7 @@ use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::hw::verbs::{AddressHandle, GlobalRoute, UdDest};
+use ipoib_wire::{Mtu, Rate};
 
 pub(crate) const GUID_A: u64 = 0x0002_c903_0000_1000;
 pub(crate) const GUID_B: u64 = 0x0002_c903_0000_2000;
@@ -24,8 +25,8 @@ pub(crate) fn port_config(lid: u16, pkeys: Vec<u16>) -> PortConfig {
         sm_sl: 0,
         subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
         state: PortState::Active,
-        mtu: 4,
-        rate: 3,
+        mtu: Mtu::Mtu2048,
+        rate: Rate::Gbps10,
         pkeys,
     }
 }

@@ -116,8 +116,13 @@ impl Hca {
         if !may_send {
             return Ok(None);
         }
-        // IBA 1 §9.8.2: a UD message is a single packet no larger than the path MTU.
-        if wr.data.len() > port.mtu_bytes() {
+        // IBA 1 §9.8.2: a UD message is a single packet no larger than the path MTU (always a
+        // defined code: `Port::apply` refuses an undefined one).
+        let fits = port
+            .mtu
+            .bytes()
+            .is_some_and(|m| wr.data.len() <= m as usize);
+        if !fits {
             return Err(WcStatus::LocLenErr);
         }
         let ah = dest.ah;

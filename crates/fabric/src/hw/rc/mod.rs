@@ -223,7 +223,10 @@ impl ConnectedQp {
         if qp_type == QpType::Ud {
             return Err(Error::UnsupportedOp);
         }
-        let mtu = psn::mtu_bytes(attr.path_mtu).ok_or(Error::InvalidAttr("path_mtu"))?;
+        let mtu = attr
+            .path_mtu
+            .bytes()
+            .ok_or(Error::InvalidAttr("path_mtu"))? as usize;
         let mut config = config;
         config.max_outstanding = config.max_outstanding.clamp(1, psn::PSN_HALF - 1);
         Ok(ConnectedQp {

@@ -23,18 +23,6 @@ pub fn diff(a: u32, b: u32) -> i32 {
     ((a.wrapping_sub(b) << 8) as i32) >> 8
 }
 
-/// Bytes of a path MTU code (IBA 1 §9.4 / PortInfo NeighborMTU: 1 = 256 ... 5 = 4096).
-pub fn mtu_bytes(code: u8) -> Option<usize> {
-    match code {
-        1 => Some(256),
-        2 => Some(512),
-        3 => Some(1024),
-        4 => Some(2048),
-        5 => Some(4096),
-        _ => None,
-    }
-}
-
 /// Packets a message of `len` bytes takes at `mtu` bytes per packet: a zero-byte message still
 /// takes one (IBA 1 §9.7.2: SEND Only with an empty payload).
 pub fn packets(len: usize, mtu: usize) -> u32 {
@@ -66,8 +54,5 @@ mod tests {
         assert_eq!(packets(256, 256), 1);
         assert_eq!(packets(257, 256), 2);
         assert_eq!(packets(1 << 31, 256), 1 << 23);
-        assert_eq!(mtu_bytes(5), Some(4096));
-        assert_eq!(mtu_bytes(0), None);
-        assert_eq!(mtu_bytes(6), None);
     }
 }

@@ -14,6 +14,7 @@ use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{BthRepr, Lnh, LrhRepr};
 use ipoib_wire::packet::{Packet, PacketRepr};
+use ipoib_wire::Mtu;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -157,7 +158,7 @@ pub(super) fn attr(dest: u32, psn_out: u32, psn_in: u32, mtu: u8) -> ConnectedAt
         dest_qpn: dest,
         rq_psn: psn_in,
         sq_psn: psn_out,
-        path_mtu: mtu,
+        path_mtu: Mtu::from(mtu),
         pkey_index: 0,
         retry_count: 7,
         rnr_retry: 7,

@@ -30,7 +30,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Mtu};
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -99,23 +99,14 @@ impl SwitchStats {
 /// What the switch knows about one of its ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct SwPort {
-    /// MTU code (1 = 256 ... 5 = 4096).
-    mtu: u8,
+    /// MTU (a defined code: `configure` refuses a write with an undefined one).
+    mtu: Mtu,
     /// Link up (from [`Device::link_state`]).
     up: bool,
     /// State the SM wrote.
     state: PortState,
     /// P_Key table (partition enforcement).
     pkeys: Vec<u16>,
-}
-
-/// Payload bytes an MTU code allows (IBA 1 §14.2.5.6: 1 = 256 ... 5 = 4096). Unknown codes count
-/// as 4096, the largest MTU.
-pub fn mtu_bytes(code: u8) -> usize {
-    match code {
-        1..=5 => 128 << code,
-        _ => 4096,
-    }
 }
 
 /// P_Key match rule (IBA 1 §10.9): the low 15 bits equal and at least one of the two a full
@@ -143,7 +134,7 @@ impl Switch {
     /// A switch with ports 1..=`nports` (plus port 0), all up, MTU 4096, tables empty.
     pub fn new(guid: Guid, nports: u8, name: impl Into<String>) -> Switch {
         let port = SwPort {
-            mtu: 5,
+            mtu: Mtu::Mtu4096,
             up: true,
             state: PortState::Down,
             pkeys: vec![0xffff],
@@ -194,8 +185,8 @@ impl Switch {
     pub fn mft(&self, mlid: u16) -> Option<&[u8]> {
         self.mft.get(&mlid).map(|v| v.as_slice())
     }
-    /// MTU code of a port.
-    pub fn port_mtu(&self, port: u8) -> Option<u8> {
+    /// MTU of a port.
+    pub fn port_mtu(&self, port: u8) -> Option<Mtu> {
         self.ports.get(usize::from(port)).map(|p| p.mtu)
     }
     /// State the SM wrote into a port.
@@ -270,7 +261,9 @@ impl Switch {
             self.drop(DropReason::PortDown);
             return;
         }
-        if payload > mtu_bytes(p.mtu) {
+        // Always a defined code: `configure` refuses an undefined one.
+        let fits = p.mtu.bytes().is_some_and(|m| payload <= m as usize);
+        if !fits {
             self.drop(DropReason::Mtu);
             return;
         }
@@ -372,6 +365,8 @@ impl Device for Switch {
 
     fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
         match config {
+            // A write with an undefined MTU code is refused whole (no port runs at it).
+            Config::Port(pc) if !pc.mtu.is_valid() => {}
             Config::Port(pc) => {
                 if pc.port == 0 {
                     self.lid = pc.lid;

@@ -2,6 +2,7 @@ use super::*;
 use crate::hw::mgmt::PortConfig;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, PacketRepr};
+use ipoib_wire::{Mtu, Rate};
 
 /// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
 pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
@@ -44,8 +45,8 @@ fn port(port: u8, mtu: u8, pkeys: Vec<u16>) -> Config {
         sm_sl: 0,
         subnet_prefix: ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX,
         state: PortState::Active,
-        mtu,
-        rate: 3,
+        mtu: Mtu::from(mtu),
+        rate: Rate::Gbps10,
         pkeys,
     })
 }

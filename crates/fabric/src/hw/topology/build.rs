@@ -7,6 +7,7 @@ use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::sim::{Device, NodeId, PortRef, Simulator};
 use crate::hw::switch::Switch;
 use ipoib_proto::rng::Rng;
+use ipoib_wire::Rate;
 
 /// What [`build`] made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,32 +18,15 @@ pub struct Built {
     pub links: Vec<LinkId>,
 }
 
-/// Link parameters for a cable: `base`, with the data rate of the cable's rate code when it has
-/// one (IBA PathRecord rate encoding, taken as the signalling rate).
+/// Link parameters for a cable: `base`, with the data rate of the cable's rate when it has one
+/// (taken as the signalling rate).
 pub fn link_params(link: &TopoLink, base: LinkParams) -> LinkParams {
-    let gbps_tenths: u64 = match link.rate {
-        Some(2) => 25,
-        Some(3) => 100,
-        Some(4) => 300,
-        Some(5) => 50,
-        Some(6) => 200,
-        Some(7) => 400,
-        Some(8) => 600,
-        Some(9) => 800,
-        Some(10) => 1200,
-        Some(11) => 140,
-        Some(12) => 560,
-        Some(13) => 1120,
-        Some(14) => 1680,
-        Some(15) => 250,
-        Some(16) => 1000,
-        Some(17) => 2000,
-        Some(18) => 3000,
-        _ => return base,
-    };
-    LinkParams {
-        bits_per_second: gbps_tenths * 100_000_000,
-        ..base
+    match link.rate.and_then(Rate::mbps) {
+        Some(mbps) => LinkParams {
+            bits_per_second: u64::from(mbps) * 1_000_000,
+            ..base
+        },
+        None => base,
     }
 }
 

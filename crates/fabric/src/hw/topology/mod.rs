@@ -19,7 +19,7 @@ pub use build::{build, link_params, Built};
 pub use gen::FatTreeShape;
 pub use netfile::NetFileError;
 
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Mtu, Rate};
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,10 +74,10 @@ pub struct TopoLink {
     pub a: End,
     /// The other end.
     pub b: End,
-    /// MTU code of the link (1 = 256 ... 5 = 4096); `None` = the SM's default.
-    pub mtu: Option<u8>,
-    /// Rate code (PathRecord encoding, e.g. 3 = 10 Gb/s); `None` = the SM's default.
-    pub rate: Option<u8>,
+    /// MTU of the link (a defined code); `None` = the SM's default.
+    pub mtu: Option<Mtu>,
+    /// Rate of the link (a defined code); `None` = the SM's default.
+    pub rate: Option<Rate>,
 }
 
 /// Errors building a topology.
@@ -105,6 +105,9 @@ pub enum TopoError {
     /// A generator was asked for a size it cannot build.
     #[error("{0}")]
     BadSize(String),
+    /// A cable's MTU or rate code is undefined.
+    #[error("{0}")]
+    BadLinkCode(String),
 }
 
 /// A whole topology. See the module docs.
@@ -142,14 +145,26 @@ impl Topology {
         self.nodes.len() - 1
     }
 
-    /// Cables `a` to `b`; returns the link index.
+    /// Cables `a` to `b`; returns the link index. A given MTU or rate must be a defined code.
     pub fn connect(
         &mut self,
         a: End,
         b: End,
-        mtu: Option<u8>,
-        rate: Option<u8>,
+        mtu: Option<Mtu>,
+        rate: Option<Rate>,
     ) -> Result<usize, TopoError> {
+        if let Some(m) = mtu.filter(|m| !m.is_valid()) {
+            return Err(TopoError::BadLinkCode(format!(
+                "undefined MTU code {}",
+                u8::from(m)
+            )));
+        }
+        if let Some(r) = rate.filter(|r| !r.is_valid()) {
+            return Err(TopoError::BadLinkCode(format!(
+                "undefined rate code {}",
+                u8::from(r)
+            )));
+        }
         for e in [a, b] {
             let node = self
                 .nodes

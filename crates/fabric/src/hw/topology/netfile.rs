@@ -32,7 +32,7 @@
 
 use super::gen::{CA_GUID_BASE, SWITCH_GUID_BASE};
 use super::{End, NodeKind, Topology};
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Rate};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -120,9 +120,9 @@ fn quoted(s: &str) -> Option<(&str, &str)> {
     Some((&s[start..start + len], &s[start + len + 1..]))
 }
 
-/// Active rate code of a link from the two ends' enabled width and speed masks (IBA PathRecord
-/// rate encoding; ibsim `get_active_linkwidth`/`get_active_linkspeed`: the highest common bit).
-fn rate_code(w: u8, s: u8) -> Option<u8> {
+/// Active rate of a link from the two ends' enabled width and speed masks (ibsim
+/// `get_active_linkwidth`/`get_active_linkspeed`: the highest common bit).
+fn link_rate(w: u8, s: u8) -> Option<Rate> {
     let lanes: u32 = [(8, 12), (4, 8), (2, 4), (1, 1)]
         .into_iter()
         .find(|(bit, _)| w & bit != 0)?
@@ -131,17 +131,7 @@ fn rate_code(w: u8, s: u8) -> Option<u8> {
         .into_iter()
         .find(|(bit, _)| s & bit != 0)?
         .1;
-    Some(match lanes * tenths {
-        25 => 2,
-        50 => 5,
-        100 => 3,
-        200 => 6,
-        300 => 4,
-        400 => 7,
-        600 => 8,
-        800 => 9,
-        _ => 10,
-    })
+    Rate::from_mbps(lanes * tenths * 100)
 }
 
 impl Parser {
@@ -456,7 +446,7 @@ impl Parser {
                     )));
                 };
                 let rate =
-                    rate_code(pl.width & back.width, pl.speed & back.speed).ok_or_else(|| {
+                    link_rate(pl.width & back.width, pl.speed & back.speed).ok_or_else(|| {
                         err(format!(
                             "no common link width/speed with \"{}\" port {}",
                             rn.name, pl.remote_port

@@ -1,4 +1,5 @@
 use super::*;
+use ipoib_wire::Rate;
 use std::path::Path;
 
 /// Debian's ibsim-utils net-examples/net.2sw2path4hca2port, verbatim.
@@ -87,7 +88,7 @@ fn embedded_ibsim_example_loads_with_ibsim_guids() {
     assert_eq!(t.peer(h2, 2).map(|p| p.0), Some(End { node: s2, port: 2 }));
     assert_eq!(t.peer(s1, 4), None);
     // ibsim's default 4x SDR: 10 Gb/s, rate code 3.
-    assert!(t.links().iter().all(|l| l.rate == Some(3)));
+    assert!(t.links().iter().all(|l| l.rate == Some(Rate::Gbps10)));
     assert_eq!(t.first_ca_port(), Some(End { node: h1, port: 1 }));
 }
 
@@ -105,7 +106,7 @@ fn ibnetdiscover_output_loads() {
     assert_eq!(t.links().len(), 2);
     // w=1 (1x) and w=3 (1x or 4x): the link runs 1x SDR = 2.5 Gb/s, rate code 2.
     let (_, l) = t.peer(h2, 1).unwrap();
-    assert_eq!(t.links()[l].rate, Some(2));
+    assert_eq!(t.links()[l].rate, Some(Rate::Gbps2_5));
 }
 
 const DEBIAN_EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";

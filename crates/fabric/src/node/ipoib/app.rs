@@ -355,7 +355,7 @@ impl IpoibApp {
             subnet_prefix: p.subnet_prefix,
             active: p.state == PortState::Active,
             pkey_index: p.find_pkey_index(self.pkey),
-            mtu: p.mtu_bytes() as u32,
+            mtu: p.mtu,
         }
     }
 

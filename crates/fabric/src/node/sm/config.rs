@@ -8,6 +8,7 @@ use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::topology::{End, NodeKind};
 use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::{Mtu, Rate};
 use std::collections::BTreeMap;
 
 impl SubnetManager {
@@ -64,8 +65,8 @@ impl SubnetManager {
             .collect()
     }
 
-    /// MTU and rate codes of the cable on a port (the options' defaults where the cable sets none).
-    fn link_props(&self, e: End) -> (u8, u8) {
+    /// MTU and rate of the cable on a port (the options' defaults where the cable sets none).
+    fn link_props(&self, e: End) -> (Mtu, Rate) {
         match self.topo.peer(e.node, e.port) {
             Some((_, l)) => {
                 let l = &self.topo.links()[l];
@@ -78,7 +79,7 @@ impl SubnetManager {
         }
     }
 
-    fn port_config(&self, port: u8, lid: u16, mtu: u8, rate: u8, pkeys: Vec<u16>) -> Config {
+    fn port_config(&self, port: u8, lid: u16, mtu: Mtu, rate: Rate, pkeys: Vec<u16>) -> Config {
         Config::Port(PortConfig {
             port,
             lid,

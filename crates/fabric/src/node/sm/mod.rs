@@ -41,7 +41,7 @@ mod tests;
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::collections::VecDeque;
 
 /// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
@@ -96,11 +96,11 @@ impl PartitionSpec {
 pub struct SmOptions {
     /// Subnet prefix of every GID (IBA 1 §4.1.1; default FE80::/64).
     pub subnet_prefix: u64,
-    /// MTU code of links that do not set one (default 5 = 4096).
-    pub mtu: u8,
-    /// Rate code of links that do not set one (default 7 = 40 Gb/s, QDR 4x, matching
+    /// MTU of links that do not set one (default 4096).
+    pub mtu: Mtu,
+    /// Rate of links that do not set one (default 40 Gb/s, QDR 4x, matching
     /// [`crate::hw::link::LinkParams::default`]).
-    pub rate: u8,
+    pub rate: Rate,
     /// SL to reach the SM.
     pub sm_sl: u8,
     /// Partitions; empty means the default partition only.
@@ -111,8 +111,8 @@ impl Default for SmOptions {
     fn default() -> Self {
         SmOptions {
             subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
-            mtu: 5,
-            rate: 7,
+            mtu: Mtu::Mtu4096,
+            rate: Rate::Gbps40,
             sm_sl: 0,
             partitions: Vec::new(),
         }

@@ -27,7 +27,7 @@ use ipoib_proto::mad_agent::{MadAddr, GSI_QKEY};
 use ipoib_proto::sa::{RequestId, SaClient, SaClientError, SaClientEvent};
 use ipoib_proto::time::Instant;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Mtu, Rate};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -44,10 +44,10 @@ pub struct JoinResult {
     pub mlid: u16,
     /// The group's Q_Key.
     pub q_key: u32,
-    /// MTU code.
-    pub mtu: u8,
-    /// Rate code.
-    pub rate: u8,
+    /// The group's MTU.
+    pub mtu: Mtu,
+    /// The group's rate.
+    pub rate: Rate,
     /// Service level.
     pub sl: u8,
     /// The JoinState the port now holds.
@@ -226,8 +226,8 @@ impl JoinApp {
             Ok(rec) => JoinStatus::Joined(JoinResult {
                 mlid: rec.mlid,
                 q_key: rec.q_key,
-                mtu: u8::from(rec.mtu),
-                rate: u8::from(rec.rate),
+                mtu: rec.mtu,
+                rate: rec.rate,
                 sl: rec.sl,
                 join_state: rec.join_state,
                 at: now,

@@ -190,7 +190,7 @@ fn port_events_refresh_and_flush() {
 
     // LID change: normal flush: carrier down, detach, neighbours and paths gone, then up again.
     let before = net.host(2).events.len();
-    net.port(2, |p| p.mtu = 2048);
+    net.port(2, |p| p.mtu = ipoib_wire::Mtu::Mtu2048);
     assert_eq!(
         net.host(2).events.len(),
         before,

@@ -74,7 +74,10 @@ fn arp_resolution_and_ping_both_ways() {
     assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 3)));
     assert_eq!(pr(&net, 2), 1);
     let path = net.iface(2).paths()[0].1;
-    assert_eq!((path.dlid, path.mtu, path.rate), (3, 4, 7));
+    assert_eq!(
+        (path.dlid, path.mtu, path.rate),
+        (3, Mtu::Mtu2048, Rate::Gbps40)
+    );
     // §9.1 g, §9.1.2 e: the unicast datagrams carry the path's rate to the HCA (static rate).
     let unicast: Vec<_> = net
         .sent_by(2)
@@ -82,7 +85,10 @@ fn arp_resolution_and_ping_both_ways() {
         .filter(|s| s.t.dlid == 3)
         .collect();
     assert!(!unicast.is_empty());
-    assert!(unicast.iter().all(|s| s.t.rate == 7), "rate not the path's");
+    assert!(
+        unicast.iter().all(|s| s.t.rate == Rate::Gbps40),
+        "rate not the path's"
+    );
 }
 
 // Linux behaviour (inetdev/arp on carrier up): a gratuitous ARP to the broadcast group when the

@@ -38,14 +38,12 @@
 
 use super::{Req, SaServer};
 use crate::partitions::PrecreatedGroup;
-use crate::sa::{compare_rates, mtu_is_valid, rate_is_valid, rate_prev, SaEvent, MLID_START};
+use crate::sa::{SaEvent, MLID_START};
 use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
-use ipoib_wire::sa::{
-    mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, Rate, SaAttribute, Selector,
-};
+use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
 use ipoib_wire::Gid;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -193,7 +191,7 @@ pub(super) fn share_pkey(a: &CaPort, b: &CaPort) -> bool {
 /// Only the selector bit is looked at, as OpenSM does.
 fn selectors_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bool {
     if mask & m::MTU_SELECTOR != 0 {
-        let (want, have) = (u8::from(r.mtu), u8::from(g.mtu));
+        let (want, have) = (r.mtu, g.mtu);
         let ok = match r.mtu_selector {
             Selector::GreaterThan => have > want,
             Selector::LessThan => have < want,
@@ -205,7 +203,7 @@ fn selectors_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bo
         }
     }
     if mask & m::RATE_SELECTOR != 0 {
-        let c = compare_rates(u8::from(g.rate), u8::from(r.rate));
+        let c = g.rate.cmp_speed(r.rate);
         let ok = match r.rate_selector {
             Selector::GreaterThan => c == Ordering::Greater,
             Selector::LessThan => c == Ordering::Less,
@@ -269,37 +267,40 @@ fn realizable(r: &mut McMemberRecordRepr, mask: u64, port: &CaPort) -> bool {
     let mtu = if !given(m::MTU_SELECTOR, m::MTU, r.mtu_selector) {
         port.mtu
     } else {
-        let want = u8::from(r.mtu);
+        let want = r.mtu;
         match r.mtu_selector {
             Selector::GreaterThan if want >= port.mtu => return false,
             Selector::GreaterThan => port.mtu,
             Selector::LessThan if want > port.mtu => port.mtu,
-            Selector::LessThan => want.wrapping_sub(1),
+            // The next smaller code (OpenSM subtracts 1 from the code; from 0 it wraps to an
+            // undefined code, refused below).
+            Selector::LessThan => Mtu::from(u8::from(want).wrapping_sub(1)),
             _ => want,
         }
     };
-    if !mtu_is_valid(mtu) {
+    if !mtu.is_valid() {
         return false;
     }
     let rate = if !given(m::RATE_SELECTOR, m::RATE, r.rate_selector) {
         port.rate
     } else {
-        let want = u8::from(r.rate);
+        let want = r.rate;
         match r.rate_selector {
-            Selector::GreaterThan if compare_rates(want, port.rate) != Ordering::Less => {
-                return false
-            }
+            Selector::GreaterThan if want.cmp_speed(port.rate) != Ordering::Less => return false,
             Selector::GreaterThan => port.rate,
-            Selector::LessThan if compare_rates(want, port.rate) == Ordering::Greater => port.rate,
-            Selector::LessThan => rate_prev(want),
+            Selector::LessThan if want.cmp_speed(port.rate) == Ordering::Greater => port.rate,
+            Selector::LessThan => match want.slower() {
+                Some(slower) => slower,
+                None => return false,
+            },
             _ => want,
         }
     };
-    if !rate_is_valid(rate) {
+    if !rate.is_valid() {
         return false;
     }
-    r.mtu = Mtu::from(mtu);
-    r.rate = Rate::from(rate);
+    r.mtu = mtu;
+    r.rate = rate;
     true
 }
 
@@ -316,10 +317,10 @@ impl SaServer {
             mgid: g.mgid,
             q_key: g.q_key,
             mlid,
-            mtu: Mtu::from(g.mtu),
+            mtu: g.mtu,
             tclass: g.tclass,
             p_key: g.pkey,
-            rate: Rate::from(g.rate),
+            rate: g.rate,
             packet_life_time: self.cfg().subnet_timeout,
             sl: g.sl,
             flow_label: g.flow_label,
@@ -343,10 +344,8 @@ impl SaServer {
 
     pub(super) fn mcmember(&mut self, now: Instant, req: &Req<'_>, r: McMemberRecordRepr) {
         let mask = req.mad.sa.component_mask;
-        let sel_valid = (mask & m::RATE_SELECTOR == 0
-            || mask & m::RATE == 0
-            || rate_is_valid(u8::from(r.rate)))
-            && (mask & m::MTU_SELECTOR == 0 || mask & m::MTU == 0 || mtu_is_valid(u8::from(r.mtu)));
+        let sel_valid = (mask & m::RATE_SELECTOR == 0 || mask & m::RATE == 0 || r.rate.is_valid())
+            && (mask & m::MTU_SELECTOR == 0 || mask & m::MTU == 0 || r.mtu.is_valid());
         match req.mad.header.method {
             Method::Set | Method::Delete => {
                 if mask & m::JOIN != m::JOIN {
@@ -424,8 +423,8 @@ impl SaServer {
             }
         };
         if !selectors_ok(&grec, &r, mask)
-            || port.mtu < u8::from(grec.mtu)
-            || compare_rates(port.rate, u8::from(grec.rate)) == Ordering::Less
+            || port.mtu < grec.mtu
+            || port.rate.cmp_speed(grec.rate) == Ordering::Less
             || join_state.is_empty()
         {
             return Err(SaStatus::ReqInvalid);

@@ -16,7 +16,6 @@
 
 use super::mcast::share_pkey;
 use super::{Req, SaServer};
-use crate::sa::{compare_rates, mtu_is_valid, rate_is_valid, rate_prev};
 use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
@@ -25,8 +24,8 @@ use ipoib_wire::sa::{pr_mask as pm, Mtu, PathRecordRepr, Rate, SaAttribute, Sele
 use ipoib_wire::Gid;
 
 struct Parms {
-    mtu: u8,
-    rate: u8,
+    mtu: Mtu,
+    rate: Rate,
     pkt_life: u8,
     pkey: u16,
     sl: u8,
@@ -69,12 +68,8 @@ impl SaServer {
         if !matches!(req.mad.header.method, Method::Get | Method::GetTable) {
             return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
         }
-        if (mask & pm::RATE_SELECTOR != 0
-            && mask & pm::RATE != 0
-            && !rate_is_valid(u8::from(p.rate)))
-            || (mask & pm::MTU_SELECTOR != 0
-                && mask & pm::MTU != 0
-                && !mtu_is_valid(u8::from(p.mtu)))
+        if (mask & pm::RATE_SELECTOR != 0 && mask & pm::RATE != 0 && !p.rate.is_valid())
+            || (mask & pm::MTU_SELECTOR != 0 && mask & pm::MTU != 0 && !p.mtu.is_valid())
         {
             return self.respond_sa_error(req, SaStatus::ReqInvalid);
         }
@@ -267,9 +262,9 @@ impl SaServer {
             p_key: parms.pkey,
             sl: parms.sl,
             mtu_selector: Selector::Exactly,
-            mtu: Mtu::from(parms.mtu),
+            mtu: parms.mtu,
             rate_selector: Selector::Exactly,
-            rate: Rate::from(parms.rate),
+            rate: parms.rate,
             packet_life_time_selector: Selector::Exactly,
             packet_life_time: parms.pkt_life,
             preference,
@@ -296,16 +291,15 @@ impl SaServer {
         let mut rate = props.rate;
         let mut pkt_life = if s == d { 0 } else { self.cfg().subnet_timeout };
         if mask & pm::MTU_SELECTOR != 0 && mask & pm::MTU != 0 {
-            mtu = select(mtu, u8::from(p.mtu), p.mtu_selector)?;
+            // The selector works on codes (OpenSM `pr_rcv_get_path_parms`).
+            mtu = Mtu::from(select(u8::from(mtu), u8::from(p.mtu), p.mtu_selector)?);
         }
         if mask & pm::RATE_SELECTOR != 0 && mask & pm::RATE != 0 {
-            let want = u8::from(p.rate);
-            let c = compare_rates(rate, want);
+            let want = p.rate;
+            let c = rate.cmp_speed(want);
             rate = match p.rate_selector {
                 Selector::GreaterThan => (c == Ordering::Greater).then_some(rate)?,
-                Selector::LessThan if c != Ordering::Less => {
-                    Some(rate_prev(want)).filter(|r| *r != 0)?
-                }
+                Selector::LessThan if c != Ordering::Less => want.slower()?,
                 Selector::LessThan => rate,
                 Selector::Exactly => (c == Ordering::Equal).then_some(want)?,
                 Selector::LargestAvailable => rate,

@@ -156,13 +156,13 @@ fn join_error_statuses_match_opensm() {
     model.ports.push(ca(6, &[0xffff], 2, 7, 6));
     let mut sw = model.switches[0].clone();
     sw.ports.push(SwitchPort {
-        mtu: 5,
-        rate: 7,
+        mtu: Mtu::Mtu4096,
+        rate: Rate::Gbps40,
         peer: Peer::Ca(4),
     });
     sw.ports.push(SwitchPort {
-        mtu: 5,
-        rate: 7,
+        mtu: Mtu::Mtu4096,
+        rate: Rate::Gbps40,
         peer: Peer::Ca(5),
     });
     sw.lft[5] = 5;

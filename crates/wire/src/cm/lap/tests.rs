@@ -1,6 +1,7 @@
 use super::*;
 use crate::cm::testutil::{body, describe};
 use crate::cm::BODY_LEN;
+use crate::sa::Rate;
 use crate::types::Gid;
 
 const GID_A: [u8; 16] = [
@@ -37,7 +38,7 @@ fn lap_repr() -> LapRepr {
             local_port_gid: Gid(GID_A),
             remote_port_gid: Gid(GID_B),
             flow_label: 0xabcde,
-            packet_rate: 0x2a,
+            packet_rate: Rate::from(0x2a),
             traffic_class: 0x12,
             hop_limit: 0x40,
             sl: 3,

@@ -1,6 +1,7 @@
 use super::*;
 use crate::cm::testutil::{body, describe};
 use crate::cm::BODY_LEN;
+use crate::sa::{Mtu, Rate};
 use crate::types::Gid;
 
 const GID_A: [u8; 16] = [
@@ -53,7 +54,7 @@ fn ipoib_cm_repr() -> ReqRepr {
         local_cm_response_timeout: 20,
         retry_count: 0,
         partition_key: 0xffff,
-        path_packet_payload_mtu: 4,
+        path_packet_payload_mtu: Mtu::Mtu2048,
         rdc_exists: false,
         rnr_retry_count: 0,
         max_cm_retries: 15,
@@ -65,7 +66,7 @@ fn ipoib_cm_repr() -> ReqRepr {
             local_port_gid: Gid(GID_A),
             remote_port_gid: Gid(GID_B),
             flow_label: 0,
-            packet_rate: 3,
+            packet_rate: Rate::Gbps10,
             traffic_class: 0,
             hop_limit: 0,
             sl: 0,

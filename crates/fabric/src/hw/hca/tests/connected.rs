@@ -4,6 +4,7 @@
 use super::*;
 use crate::hw::verbs::{ConnectedAttr, WcOpcode};
 use ipoib_wire::ib::{BthRepr, Opcode};
+use ipoib_wire::Mtu;
 
 #[derive(Default)]
 struct MockUc {
@@ -94,7 +95,7 @@ fn uc_qp(sim: &mut Simulator, node: NodeId, dlid: u16, pkey_index: u16) -> UdEnd
         dest_qpn: FIRST_QPN,
         rq_psn: 0,
         sq_psn: 0,
-        path_mtu: 4,
+        path_mtu: Mtu::Mtu2048,
         pkey_index,
         retry_count: 7,
         rnr_retry: 7,

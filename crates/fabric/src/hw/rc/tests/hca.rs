@@ -11,6 +11,7 @@ use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::verbs::{
     AddressHandle, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
 };
+use ipoib_wire::Mtu;
 use std::time::Duration;
 
 struct End {
@@ -50,7 +51,7 @@ fn connect(sim: &mut Simulator, end: &End, peer: Qpn, dlid: u16, recvs: u64) {
         dest_qpn: peer,
         rq_psn: 0x00ff_ff00,
         sq_psn: 0x00ff_ff00,
-        path_mtu: 4,
+        path_mtu: Mtu::Mtu2048,
         pkey_index: 0,
         retry_count: 7,
         rnr_retry: 7,

@@ -6,6 +6,7 @@ use crate::hw::verbs::{QpState, QpType, RecvWr, SendOp, WcOpcode, WcStatus};
 use crate::testing::{seeds, SeedGuard};
 use ipoib_proto::rng::Rng;
 use ipoib_wire::ib::{Operation, Syndrome};
+use ipoib_wire::Mtu;
 
 fn recv(wr_id: u64, capacity: u32) -> RecvWr {
     RecvWr { wr_id, capacity }
@@ -513,12 +514,12 @@ fn post_errors() {
         Err(Error::UnsupportedOp)
     );
     let mut attr = *a.attr();
-    attr.path_mtu = 9;
+    attr.path_mtu = Mtu::from(9);
     assert!(matches!(
         ConnectedQp::new(QpType::Rc, 1, attr),
         Err(Error::InvalidAttr(_))
     ));
-    attr.path_mtu = 1;
+    attr.path_mtu = Mtu::Mtu256;
     let mut rtr = ConnectedQp::new_rtr(QpType::Rc, 1, attr).unwrap();
     assert_eq!(
         rtr.post_send(pair.now, send_wr(0, SendOp::Send, vec![])),
