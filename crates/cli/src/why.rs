@@ -2,6 +2,7 @@
 //! ([`ipoib_fabric::node::subnet::Subnet::join_problems`]).
 
 use ipoib_fabric::node::subnet::Subnet;
+use ipoib_wire::PKey;
 
 /// Hosts named at most in a failure message; the rest are counted.
 pub const MAX_NAMED: usize = 5;
@@ -57,7 +58,7 @@ pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
                 "{} ({} left out, {:#06x} first)",
                 node.name,
                 out.len(),
-                out[0] & 0x7fff
+                PKey(out[0]).base()
             )
         })
         .collect();

@@ -12,7 +12,7 @@ use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::pcap::{LinkType, PcapWriter};
 use ipoib_wire::private_data::{IpCmReqRepr, IpPair, IpoibCmPrivateDataRepr};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, SaMadRepr};
-use ipoib_wire::{crc, Gid};
+use ipoib_wire::{crc, Gid, QKey};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -84,7 +84,7 @@ fn sa_join() -> Vec<u8> {
         ..McMemberRecordRepr::default()
     };
     let mad = SaMadRepr::mcmember_join(0x1234, rec, mcr_mask::JOIN);
-    ud(0x0001, A_LID, 1, DethRepr::GSI_Q_KEY, 1, &mad.to_bytes())
+    ud(0x0001, A_LID, 1, QKey::GSI.0, 1, &mad.to_bytes())
 }
 
 /// A CM MAD carrying `m`.
@@ -103,7 +103,7 @@ fn cm_mad(m: &CmMessage) -> Vec<u8> {
     }
     .emit(&mut mad);
     m.emit(&mut mad[MAD_HEADER_LEN..]).unwrap();
-    ud(B_LID, A_LID, 1, DethRepr::GSI_Q_KEY, 1, &mad)
+    ud(B_LID, A_LID, 1, QKey::GSI.0, 1, &mad)
 }
 
 /// A REQ for `service_id` with `private_data` (the rest zero).

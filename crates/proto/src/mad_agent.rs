@@ -3,10 +3,7 @@
 //! [`MadOut`] into a QP1 (or QP0) datagram and a received datagram into a [`MadIn`]; agents never see
 //! packets or queue pairs.
 
-use ipoib_wire::Gid;
-
-/// The well-known Q_Key of QP1, the General Services Interface (IBA 1 §13.5.1).
-pub const GSI_QKEY: u32 = 0x8001_0000;
+use ipoib_wire::{Gid, QKey};
 
 /// The global routing part of an address (present when the datagram has, or needs, a GRH).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,7 +25,7 @@ pub struct MadAddr {
     pub lid: u16,
     /// The remote QP (usually 1; 0 for SMPs).
     pub qpn: u32,
-    /// Q_Key to send with (QP1: [`GSI_QKEY`]).
+    /// Q_Key to send with (QP1: [`QKey::GSI`]).
     pub qkey: u32,
     /// Service level.
     pub sl: u8,
@@ -44,7 +41,7 @@ impl MadAddr {
         MadAddr {
             lid,
             qpn: 1,
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             sl: 0,
             pkey: 0xffff,
             grh: None,

@@ -43,14 +43,12 @@ use ipoib_wire::mad::attr::smp::MULTICAST_FORWARDING_TABLE;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, MgmtClass};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
 use ipoib_wire::smp::{mft_modifier, MftBlockRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey};
 
 /// How long one request may stay unanswered before it is sent again.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Sends per request at most (the first and the retries).
 const MAX_SENDS: u32 = 4;
-/// The default partition's P_Key (docs/DEPLOYED.md: OpenSM's default partition, full membership).
-const DEFAULT_PKEY: u16 = 0xffff;
 /// TIDs are `TID_BASE + index` in the low 48 bits.
 const TID_BASE: u64 = 0x4a_0000_0000;
 
@@ -316,12 +314,12 @@ fn joins(
     deadline: Instant,
     report: &mut Report,
 ) -> Result<(), String> {
-    let mgid = broadcast_mgid(DEFAULT_PKEY, Scope::LinkLocal);
+    let mgid = broadcast_mgid(PKey::DEFAULT.0, Scope::LinkLocal);
     let request = |i: usize| {
         let rec = McMemberRecordRepr {
             mgid,
             port_gid: gids[i],
-            p_key: DEFAULT_PKEY,
+            p_key: PKey::DEFAULT.0,
             join_state: JoinState::FULL_MEMBER,
             ..McMemberRecordRepr::default()
         };

@@ -22,6 +22,7 @@ mod code_enum;
 
 pub mod describe;
 mod error;
+pub mod keys;
 pub mod types;
 
 // InfiniBand transport.
@@ -54,5 +55,6 @@ pub mod render;
 pub mod samples;
 
 pub use error::{Error, Result};
+pub use keys::{PKey, QKey};
 pub use sa::{Mtu, Rate};
 pub use types::{Gid, Guid};

@@ -14,6 +14,7 @@
 //! Sample names are stable snake_case identifiers, unique within each list.
 
 use crate::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr};
+use crate::keys::QKey;
 use crate::packet::PacketRepr;
 use crate::types::{Gid, Guid};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -127,10 +128,6 @@ pub const B: Node = Node {
 
 /// The default partition (full member).
 pub const P_KEY: u16 = 0xffff;
-/// The Q_Key of the IPoIB broadcast group (docs/DEPLOYED.md: OpenSM's partitions.conf default).
-pub const IPOIB_Q_KEY: u32 = 0x0b1b;
-/// The well-known Q_Key of QP1 (IBA 1 §13.5.1 GSI).
-pub const GSI_Q_KEY: u32 = 0x8001_0000;
 /// The MLID the SA gives the broadcast group in the samples.
 pub const BROADCAST_MLID: u16 = 0xc000;
 
@@ -176,7 +173,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: n.ud_qpn,
-            q_key: IPOIB_Q_KEY,
+            q_key: QKey::IPOIB_BROADCAST.0,
         }
     }
 
@@ -194,7 +191,7 @@ impl UdDest {
             dlid: mlid,
             dgid: Some(mgid),
             qpn: BthRepr::MULTICAST_QPN,
-            q_key: IPOIB_Q_KEY,
+            q_key: QKey::IPOIB_BROADCAST.0,
         }
     }
 
@@ -204,7 +201,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: 1,
-            q_key: GSI_Q_KEY,
+            q_key: QKey::GSI.0,
         }
     }
 }

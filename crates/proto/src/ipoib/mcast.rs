@@ -21,7 +21,7 @@ use ipoib_wire::ipoib::legacy::legacy_ipv6_mgid;
 use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope, MULTICAST_QPN};
 use ipoib_wire::mad::SaStatus;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr, Selector};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -217,7 +217,7 @@ impl Interface {
     /// True if `mgid` is an IPoIB MGID of this link's partition (§12 B: a signature of IPv4 or IPv6).
     pub(super) fn is_our_ipoib_mgid(&self, mgid: &Gid) -> bool {
         IpoibMgid::parse(mgid)
-            .map(|m| m.pkey | 0x8000 == self.cfg.pkey | 0x8000 && !m.is_broadcast())
+            .map(|m| PKey(m.pkey).same_partition(PKey(self.cfg.pkey)) && !m.is_broadcast())
             .unwrap_or(false)
     }
 
@@ -293,7 +293,7 @@ impl Interface {
             mgid,
             port_gid: self.gid(),
             join_state: js,
-            p_key: self.cfg.pkey | 0x8000,
+            p_key: PKey(self.cfg.pkey).full().0,
             ..Default::default()
         };
         let mut mask = mcr_mask::JOIN;

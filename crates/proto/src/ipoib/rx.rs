@@ -14,6 +14,7 @@ use crate::time::Instant;
 use ipoib_wire::ipoib::{
     ArpPacket, ArpRepr, EncapHeader, EtherType, Icmpv6Type, IpProtocol, Ipv4Packet, Ipv6Packet,
 };
+use ipoib_wire::PKey;
 
 impl Interface {
     /// A UD receive completion for the interface's QP (the data is the encapsulation header and
@@ -23,7 +24,7 @@ impl Interface {
         let Some(p) = self.params.filter(|_| self.link == Link::Up) else {
             return self.drop1(DropReason::NotUp);
         };
-        if d.pkey & 0x7fff != self.cfg.pkey & 0x7fff {
+        if !PKey(d.pkey).same_partition(PKey(self.cfg.pkey)) {
             return self.drop1(DropReason::PkeyMismatch);
         }
         if d.qkey != p.record.q_key {

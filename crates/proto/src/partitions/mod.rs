@@ -15,16 +15,8 @@ mod tests;
 
 pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
 
-use ipoib_wire::{Gid, Guid, Mtu, Rate};
+use ipoib_wire::{Gid, Guid, Mtu, PKey, QKey, Rate};
 
-/// The default partition's P_Key (without the membership bit) (opensm(8): "The default partition
-/// has P_Key value 0x7fff").
-pub const DEFAULT_PKEY: u16 = 0x7fff;
-/// The full-membership bit of a P_Key (IBA 1 §10.9.1).
-pub const FULL_MEMBER_BIT: u16 = 0x8000;
-/// The Q_Key of IPoIB groups OpenSM pre-creates (OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`;
-/// docs/DEPLOYED.md).
-pub const IPOIB_QKEY: u32 = 0x0b1b;
 /// Default group MTU, code 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
 pub const DEFAULT_MTU: Mtu = Mtu::Mtu2048;
 /// Default group rate, code 3 = 10 Gb/s (opensm(8) `rate=`; OpenSM `OSM_DEFAULT_MGRP_RATE`).
@@ -144,7 +136,7 @@ impl Partition {
     pub fn new(name: &str, pkey: u16) -> Partition {
         Partition {
             name: name.to_string(),
-            pkey: pkey & !FULL_MEMBER_BIT,
+            pkey: PKey(pkey).base(),
             ipoib: false,
             index0: false,
             flags: GroupFlags::default(),
@@ -245,7 +237,7 @@ impl PartitionConfig {
     /// default partition, docs/DEPLOYED.md: "Without a config the default partition 0x7fff (0xffff
     /// full) gets it").
     pub fn default_config() -> PartitionConfig {
-        let mut p = Partition::new("Default", DEFAULT_PKEY);
+        let mut p = Partition::new("Default", PKey::DEFAULT.base());
         p.ipoib = true;
         p.members.push((MemberSpec::All, Membership::Full));
         PartitionConfig {
@@ -256,7 +248,7 @@ impl PartitionConfig {
 
     /// The partition with P_Key `pkey` (membership bit ignored).
     pub fn partition(&self, pkey: u16) -> Option<&Partition> {
-        let base = pkey & !FULL_MEMBER_BIT;
+        let base = PKey(pkey).base();
         self.partitions.iter().find(|p| p.pkey == base)
     }
 
@@ -268,7 +260,7 @@ impl PartitionConfig {
         let entry = |p: &Partition| {
             p.membership_of(port).map(|m| match m {
                 Membership::Limited => p.pkey,
-                _ => p.pkey | FULL_MEMBER_BIT,
+                _ => PKey(p.pkey).full().0,
             })
         };
         let mut out = Vec::new();
@@ -278,14 +270,14 @@ impl PartitionConfig {
         for p in self
             .partitions
             .iter()
-            .filter(|p| !p.index0 && p.pkey == DEFAULT_PKEY)
+            .filter(|p| !p.index0 && p.pkey == PKey::DEFAULT.base())
         {
             out.extend(entry(p));
         }
         for p in self
             .partitions
             .iter()
-            .filter(|p| !p.index0 && p.pkey != DEFAULT_PKEY)
+            .filter(|p| !p.index0 && p.pkey != PKey::DEFAULT.base())
         {
             out.extend(entry(p));
         }
@@ -299,7 +291,7 @@ impl PartitionConfig {
     pub fn precreated_groups(&self) -> Vec<PrecreatedGroup> {
         let mut out: Vec<PrecreatedGroup> = Vec::new();
         for p in &self.partitions {
-            let full_pkey = p.pkey | FULL_MEMBER_BIT;
+            let full_pkey = PKey(p.pkey).full().0;
             let mut push = |mgid: Gid, f: &GroupFlags, default_qkey: u32| {
                 let q_key = if f.q_key != 0 { f.q_key } else { default_qkey };
                 let scopes: Vec<u8> = if f.scopes.is_empty() {
@@ -329,14 +321,14 @@ impl PartitionConfig {
             if p.ipoib {
                 let mut g = ipoib_broadcast_template();
                 g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
-                push(g, &p.flags, IPOIB_QKEY);
+                push(g, &p.flags, QKey::IPOIB_BROADCAST.0);
             }
             for spec in &p.groups {
                 let mut g = spec.mgid;
                 let mut default_qkey = 0;
                 if is_ip_mgid(&g) {
                     g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
-                    default_qkey = IPOIB_QKEY;
+                    default_qkey = QKey::IPOIB_BROADCAST.0;
                 }
                 push(g, &spec.flags, default_qkey);
             }

@@ -24,11 +24,8 @@
 //!   `partition_create`); `mgid=` lines keep their own `sl=`.
 //! - numbers are C `strtoul(.., 0)` style: `0x` hex, leading `0` octal, else decimal.
 
-use super::{
-    GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig, DEFAULT_PKEY,
-    FULL_MEMBER_BIT,
-};
-use ipoib_wire::{Gid, Guid, Mtu, Rate};
+use super::{GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig};
+use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::fmt;
 use std::net::Ipv6Addr;
 
@@ -187,14 +184,14 @@ pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, Par
         });
         return Ok(c);
     }
-    if !p.out.iter().any(|x| x.pkey == DEFAULT_PKEY) {
+    if !p.out.iter().any(|x| x.pkey == PKey::DEFAULT.base()) {
         // opensm(8): "In the case of no rule for the Default partition:
         // Default=0x7fff : ALL=limited, SELF=full ;"
-        let mut d = Partition::new("Default", DEFAULT_PKEY);
+        let mut d = Partition::new("Default", PKey::DEFAULT.base());
         d.members.push((MemberSpec::All, Membership::Limited));
         d.members.push((MemberSpec::SelfPort, Membership::Full));
         p.out.insert(0, d);
-    } else if let Some(d) = p.out.iter_mut().find(|x| x.pkey == DEFAULT_PKEY) {
+    } else if let Some(d) = p.out.iter_mut().find(|x| x.pkey == PKey::DEFAULT.base()) {
         // opensm(8): "OpenSM's port will always have full membership in default partition."
         d.members.push((MemberSpec::SelfPort, Membership::Full));
     }
@@ -299,7 +296,7 @@ impl<'a> Parser<'a> {
                 let v = parse_num(idp.text)
                     .filter(|v| *v <= 0xffff)
                     .ok_or_else(|| self.err(ln, idp.off, format!("bad P_Key '{}'", idp.text)))?;
-                let v = v as u16 & !FULL_MEMBER_BIT;
+                let v = PKey(v as u16).base();
                 if v == 0 {
                     return Err(self.err(ln, idp.off, "P_Key 0 is invalid".into()));
                 }
@@ -309,7 +306,7 @@ impl<'a> Parser<'a> {
             // that name (the default partition is named "Default"), else gets a new P_Key.
             None => match self.out.iter().find(|p| p.name == name_text) {
                 Some(p) if !name_text.is_empty() => p.pkey,
-                _ if name_text == "Default" => DEFAULT_PKEY,
+                _ if name_text == "Default" => PKey::DEFAULT.base(),
                 _ => self.auto_pkey(),
             },
         };
@@ -568,7 +565,7 @@ impl<'a> Parser<'a> {
                 b.0[4..6].copy_from_slice(&[0xff, 0xff]);
                 b == mgid
             };
-            let problem = if !(bcast || mpkey == 0 || mpkey & !FULL_MEMBER_BIT == part_pkey) {
+            let problem = if !(bcast || mpkey == 0 || PKey(mpkey).base() == part_pkey) {
                 Some(format!(
                     "IP MC group {} specified with invalid pkey 0x{mpkey:04x} for partition pkey 0x{part_pkey:04x}",
                     gid_text.text
@@ -605,10 +602,10 @@ impl<'a> Parser<'a> {
     fn auto_pkey(&mut self) -> u16 {
         loop {
             let k = self.next_auto_pkey;
-            self.next_auto_pkey = self.next_auto_pkey.wrapping_add(1).max(1) & 0x7fff;
+            self.next_auto_pkey = self.next_auto_pkey.wrapping_add(1).max(1) & PKey::BASE_MASK;
             let used = self.out.iter().any(|p| p.pkey == k)
                 || self.current.as_ref().is_some_and(|p| p.pkey == k);
-            if !used && k != DEFAULT_PKEY && k != 0 {
+            if !used && k != PKey::DEFAULT.base() && k != 0 {
                 return k;
             }
         }

@@ -1,5 +1,5 @@
 use super::*;
-use ipoib_wire::{Mtu, Rate};
+use ipoib_wire::{Mtu, PKey, QKey, Rate};
 use proptest::prelude::*;
 
 fn ca(guid: u64) -> PortId {
@@ -81,7 +81,7 @@ fn opensm_manual_examples_parse() {
     assert!(groups.iter().any(|g| g.mgid
         == "ff12:401b:ffff::707".parse::<Ipv6Addr>().unwrap().into()
         && g.sl == 1
-        && g.q_key == IPOIB_QKEY));
+        && g.q_key == QKey::IPOIB_BROADCAST.0));
     let rnd = groups
         .iter()
         .find(|g| g.mgid == "ff12::1".parse::<Ipv6Addr>().unwrap().into())
@@ -241,7 +241,7 @@ proptest! {
             keys.sort_unstable();
             keys.dedup();
             prop_assert_eq!(keys.len(), n);
-            prop_assert!(c.partition(DEFAULT_PKEY).is_some());
+            prop_assert!(c.partition(PKey::DEFAULT.base()).is_some());
         }
     }
 }

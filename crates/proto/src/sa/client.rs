@@ -17,11 +17,12 @@
 //! dropped and counted.
 
 use super::rmpp::{ack_for, RecvAction, RmppReceiver};
-use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::rng::Rng;
 use crate::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN};
 use ipoib_wire::sa::{SaAttribute, SaHeaderRepr, SaMadRepr, SaRecords};
+use ipoib_wire::QKey;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -163,7 +164,7 @@ impl SaClient {
         let id = RequestId(self.next_id);
         self.next_id += 1;
         let to = MadAddr {
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             ..dest
         };
         self.pending.insert(
@@ -228,7 +229,7 @@ impl SaClient {
 
     fn reply_to(from: &MadAddr) -> MadAddr {
         MadAddr {
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             ..*from
         }
     }

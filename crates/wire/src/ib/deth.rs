@@ -2,6 +2,7 @@
 //! Follows the BTH of every UD packet and of RD requests.
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::QKey;
 use crate::types::{be24, be32, put24, put32};
 use crate::Result;
 
@@ -60,8 +61,6 @@ pub struct DethRepr {
 impl DethRepr {
     /// The header length.
     pub const LEN: usize = 8;
-    /// The well-known Q_Key of the General Services QP1 (Linux `IB_QP1_QKEY`).
-    pub const GSI_Q_KEY: u32 = 0x8001_0000;
 
     /// Reads the header from a view.
     pub fn parse<T: AsRef<[u8]>>(v: &Deth<T>) -> Result<DethRepr> {
@@ -88,9 +87,9 @@ impl DethRepr {
     pub fn emit_bytes(&self, buf: &mut [u8]) {
         self.emit(&mut Deth::new_unchecked(buf));
     }
-    /// True for a controlled Q_Key (most significant bit set; IBA 1 ch. 10 Q_Key rules).
+    /// True for a controlled Q_Key (see [`QKey::is_controlled`]).
     pub fn is_controlled_q_key(&self) -> bool {
-        self.q_key & 0x8000_0000 != 0
+        QKey(self.q_key).is_controlled()
     }
 }
 

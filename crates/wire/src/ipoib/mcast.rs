@@ -11,6 +11,7 @@
 //! broadcast address). The P_Key is always written with the full-membership bit set (§4.1 item 1).
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::PKey;
 use crate::types::Gid;
 use crate::{Error, Result};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -19,8 +20,6 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub const IPV4_SIGNATURE: u16 = 0x401b;
 /// The IPoIB signature of IPv6 MGIDs (draft-ietf-ipoib-ip-over-infiniband-06 §4: MUST be 0x601B).
 pub const IPV6_SIGNATURE: u16 = 0x601b;
-/// The full-membership bit of a P_Key (draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 1).
-pub const FULL_MEMBER: u16 = 0x8000;
 /// The flags nibble of every IPoIB MGID: T = 1, a transient group
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §4: MUST set T-flag to 1).
 pub const FLAGS_TRANSIENT: u8 = 0x1;
@@ -58,7 +57,8 @@ fn head(signature: u16, pkey: u16, scope: Scope) -> [u8; 16] {
     g[0] = 0xff;
     g[1] = (FLAGS_TRANSIENT << 4) | u8::from(scope);
     g[2..4].copy_from_slice(&signature.to_be_bytes());
-    g[4..6].copy_from_slice(&(pkey | FULL_MEMBER).to_be_bytes());
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 1: the P_Key, full-membership bit set.
+    g[4..6].copy_from_slice(&PKey(pkey).full().0.to_be_bytes());
     g
 }
 
@@ -331,7 +331,7 @@ mod tests {
             let group = Ipv6Addr::from(a);
             let m = IpoibMgid::parse(&ipv6_mgid(group, pkey, Scope::LinkLocal)).unwrap();
             prop_assert!(m.matches_ipv6(group));
-            prop_assert_eq!(m.pkey, pkey | FULL_MEMBER);
+            prop_assert_eq!(m.pkey, PKey(pkey).full().0);
         }
 
         #[test]

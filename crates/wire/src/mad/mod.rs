@@ -39,8 +39,6 @@ pub const BASE_VERSION: u8 = 1;
 pub const SA_CLASS_VERSION: u8 = 2;
 /// ClassVersion of the CM class used by Linux (IBA 1.2+ §12.6).
 pub const CM_CLASS_VERSION: u8 = 2;
-/// The well-known Q_Key of QP1, the general service interface (IBA 1 §13.5.1).
-pub const QP1_QKEY: u32 = 0x8001_0000;
 
 /// Proptest strategies for the MAD Reprs, shared with the SA tests.
 #[cfg(test)]

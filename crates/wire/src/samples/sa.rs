@@ -2,8 +2,9 @@
 //! a path query and answer, a table of groups, a trap subscription, traps 66 and 67, ClassPortInfo.
 
 use super::ipoib::MCAST_GROUP;
-use super::{gsi, Sample, A, B, BROADCAST_MLID, IPOIB_Q_KEY, P_KEY, SM};
+use super::{gsi, Sample, A, B, BROADCAST_MLID, P_KEY, SM};
 use crate::ipoib::mcast::{broadcast_mgid, ipv4_mgid, Scope};
+use crate::keys::QKey;
 use crate::mad::{InformInfoRepr, MadStatus, Method, NoticeRepr};
 use crate::sa::{
     mcr_mask, pr_mask, JoinState, McMemberRecordRepr, Mtu, PathRecordRepr, Rate, SaAttribute,
@@ -103,7 +104,7 @@ fn broadcast_group() -> McMemberRecordRepr {
     McMemberRecordRepr {
         mgid: broadcast_mgid(P_KEY, Scope::LinkLocal),
         port_gid: A.gid(),
-        q_key: IPOIB_Q_KEY,
+        q_key: QKey::IPOIB_BROADCAST.0,
         mlid: BROADCAST_MLID,
         mtu_selector: Selector::Exactly,
         mtu: Mtu::Mtu2048,

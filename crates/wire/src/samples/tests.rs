@@ -174,7 +174,7 @@ fn sa_samples_carry_their_records() {
     assert_eq!(table.records().record_count(), 2);
     let b = sample("sa_path_get").bytes;
     let p = Packet::parse(&b).unwrap();
-    assert_eq!(p.ext.deth.unwrap().q_key, GSI_Q_KEY);
+    assert_eq!(p.ext.deth.unwrap().q_key, QKey::GSI.0);
     assert_eq!((p.bth.unwrap().dest_qp, p.ext.deth.unwrap().src_qp), (1, 1));
     for (name, trap) in [
         ("sa_notice_report_trap66", 66),

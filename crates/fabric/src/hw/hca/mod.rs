@@ -36,14 +36,14 @@ pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
 pub use error::{CqId, DropReason, HcaCounters, VerbsError};
-pub use port::{pkey_matches, Port, DEFAULT_PKEY, PKEY_TABLE_SIZE};
-pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit, GSI_QKEY};
+pub use port::{Port, PKEY_TABLE_SIZE};
+pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit};
 
 use crate::hw::mgmt::Config;
 use crate::hw::sim::{Device, Tx};
 use crate::hw::verbs::{Completion, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcStatus};
 use ipoib_proto::time::Instant;
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, QKey};
 use qp::{transition_allowed, Qp, QpKind};
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -139,7 +139,7 @@ impl Hca {
                 let h = special_qpn(num, u32::from(n));
                 let mut q = Qp::new(h, &init, Some(n), QpKind::Ud);
                 q.state = QpState::Rts;
-                q.qkey = if n == 1 { GSI_QKEY } else { 0 };
+                q.qkey = if n == 1 { QKey::GSI.0 } else { 0 };
                 hca.qps.insert(h, q);
             }
         }

@@ -7,22 +7,11 @@
 
 use crate::hw::mgmt::{PortConfig, PortState};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
-use ipoib_wire::{Gid, Guid, Mtu, Rate};
-
-/// The default P_Key, full member of the default partition (IBA 1 §10.9.1.2).
-pub const DEFAULT_PKEY: u16 = 0xffff;
+use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 
 /// Entries the HCA's P_Key table can hold (PartitionCap, as ConnectX reports); a QP's P_Key index
 /// must be below it. Entries beyond what the SM wrote read as 0 (invalid, matches nothing).
 pub const PKEY_TABLE_SIZE: u16 = 128;
-
-/// IBA 1 §10.9.3: a packet's P_Key matches a table entry when the low 15 bits are equal and not
-/// zero (0x0000 and 0x8000 are invalid and match nothing), and at least one of the two is a full
-/// member (bit 15 set): two limited members may not talk.
-pub fn pkey_matches(packet: u16, entry: u16) -> bool {
-    let key = packet & 0x7fff;
-    key != 0 && key == entry & 0x7fff && (packet | entry) & 0x8000 != 0
-}
 
 /// True for a multicast LID (IBA 1 §7.11.1: 0xC000..=0xFFFE).
 pub fn is_multicast_lid(lid: u16) -> bool {
@@ -73,7 +62,7 @@ impl Port {
             state: PortState::Down,
             mtu: Mtu::Mtu256,
             rate: Rate::Gbps2_5,
-            pkeys: vec![DEFAULT_PKEY],
+            pkeys: vec![PKey::DEFAULT.0],
             phys_up: true,
         }
     }
@@ -113,21 +102,21 @@ impl Port {
     pub fn match_any_pkey(&self, pkey: u16) -> Option<u16> {
         self.pkeys
             .iter()
-            .position(|&e| pkey_matches(pkey, e))
+            .position(|&e| PKey(pkey).matches(PKey(e)))
             .map(|i| i as u16)
     }
 
-    /// The index of `pkey` to send with: an exact entry first, else one with the same low 15
-    /// bits (ibv_find_pkey_index behaves the same way for full/limited variants).
+    /// The index of `pkey` to send with: an exact entry first, else one of the same partition
+    /// (ibv_find_pkey_index behaves the same way for full/limited variants).
     pub fn find_pkey_index(&self, pkey: u16) -> Option<u16> {
-        let key = pkey & 0x7fff;
-        if key == 0 {
+        let key = PKey(pkey);
+        if !key.is_valid() {
             return None;
         }
         self.pkeys
             .iter()
             .position(|&e| e == pkey)
-            .or_else(|| self.pkeys.iter().position(|&e| e & 0x7fff == key))
+            .or_else(|| self.pkeys.iter().position(|&e| PKey(e).same_partition(key)))
             .map(|i| i as u16)
     }
 
@@ -170,18 +159,6 @@ impl Port {
 mod tests {
     use super::*;
 
-    /// IBA 1 §10.9.3: low 15 bits equal, not zero, at least one full member.
-    #[test]
-    fn pkey_membership_rule() {
-        assert!(pkey_matches(0xffff, 0xffff));
-        assert!(pkey_matches(0x7fff, 0xffff), "limited to full");
-        assert!(pkey_matches(0xffff, 0x7fff), "full to limited");
-        assert!(!pkey_matches(0x7fff, 0x7fff), "limited to limited");
-        assert!(!pkey_matches(0x8001, 0x8002), "other partition");
-        assert!(!pkey_matches(0x8000, 0x8000), "invalid key");
-        assert!(!pkey_matches(0x0000, 0xffff), "invalid key");
-    }
-
     #[test]
     fn lid_range_and_mtu() {
         let mut p = Port::new(1, Guid(0x10));
@@ -204,7 +181,7 @@ mod tests {
             state: PortState::Active,
             mtu: Mtu::Mtu4096,
             rate: Rate::Gbps10,
-            pkeys: vec![DEFAULT_PKEY],
+            pkeys: vec![PKey::DEFAULT.0],
         };
         assert!(p.apply(&c));
         assert_eq!(p.mtu.bytes(), Some(4096));

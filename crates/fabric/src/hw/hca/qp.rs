@@ -10,9 +10,6 @@ use super::error::{CqId, VerbsError};
 use crate::hw::verbs::{ConnectedAttr, QpState, QpType, Qpn, RecvWr};
 use std::collections::VecDeque;
 
-/// The well-known Q_Key of QP1 (IBA 1 §13.5.1).
-pub const GSI_QKEY: u32 = ipoib_proto::mad_agent::GSI_QKEY;
-
 /// Handle of QP0 (`n` = 0) or QP1 (`n` = 1) of `port`: the port number above the 24 QPN bits, so
 /// that the special QPs of different ports are told apart. The wire QPN is `handle & 0xFFFFFF`.
 pub const fn special_qpn(port: u8, n: u32) -> Qpn {

@@ -12,6 +12,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
 use ipoib_wire::ib::{BthRepr, Transport};
 use ipoib_wire::packet::Packet;
+use ipoib_wire::PKey;
 
 impl Hca {
     /// Handles one packet arriving on `port_num`; `exclude` skips the sending QP of a looped-back
@@ -132,7 +133,7 @@ impl Hca {
             .get(usize::from(qp.port).wrapping_sub(1))
             .and_then(|p| p.pkey(qp.pkey_index))
             .unwrap_or(0);
-        if !super::pkey_matches(bth.p_key, entry) {
+        if !PKey(bth.p_key).matches(PKey(entry)) {
             return self.counters.count(DropReason::PkeyMismatch);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {

@@ -11,6 +11,7 @@ use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, Wc
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::packet::{Packet, PacketRepr};
+use ipoib_wire::{PKey, QKey};
 
 /// Bytes of the GRH area at the start of every UD receive buffer (IBA 1 §11.4.1.2; verbs counts
 /// them in byte_len whether or not a GRH arrived).
@@ -133,12 +134,12 @@ impl Hca {
         }
         // IBA 1 §10.2.4: a WR Q_Key with the high bit set means "the QP's own Q_Key"; only a
         // privileged QP may send a controlled (high bit set) Q_Key.
-        let qkey = if dest.remote_qkey & 0x8000_0000 != 0 {
+        let qkey = if QKey(dest.remote_qkey).is_controlled() {
             qp.qkey
         } else {
             dest.remote_qkey
         };
-        if qkey & 0x8000_0000 != 0 && !qp.privileged {
+        if QKey(qkey).is_controlled() && !qp.privileged {
             return Err(WcStatus::LocQpOpErr);
         }
         // IBA 1 §13.5.1: QP1 chooses the P_Key per datagram; other QPs use their own index.
@@ -147,10 +148,10 @@ impl Hca {
             _ => qp.pkey_index,
         };
         let pkey = match qp.special {
-            Some(0) => port.pkey(0).unwrap_or(super::DEFAULT_PKEY),
+            Some(0) => port.pkey(0).unwrap_or(PKey::DEFAULT.0),
             _ => port.pkey(pkey_index).unwrap_or(0),
         };
-        if !qp0 && pkey & 0x7fff == 0 {
+        if !qp0 && !PKey(pkey).is_valid() {
             return Err(WcStatus::LocQpOpErr);
         }
         let grh = match &ah.grh {
@@ -312,7 +313,7 @@ impl Hca {
             },
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(0);
-                if !super::pkey_matches(bth.p_key, entry) {
+                if !PKey(bth.p_key).matches(PKey(entry)) {
                     return self.counters.count(DropReason::PkeyMismatch);
                 }
                 qp.pkey_index

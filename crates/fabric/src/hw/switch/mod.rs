@@ -30,7 +30,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
-use ipoib_wire::{Guid, Mtu};
+use ipoib_wire::{Guid, Mtu, PKey};
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -109,12 +109,6 @@ struct SwPort {
     pkeys: Vec<u16>,
 }
 
-/// P_Key match rule (IBA 1 §10.9): the low 15 bits equal and at least one of the two a full
-/// member (bit 15 set). The invalid P_Key (0x0000/0x8000 base 0) never matches.
-pub fn pkey_match(a: u16, b: u16) -> bool {
-    a & 0x7fff == b & 0x7fff && a & 0x7fff != 0 && (a | b) & 0x8000 != 0
-}
-
 /// An InfiniBand switch. See the module docs.
 #[derive(Debug, Clone)]
 pub struct Switch {
@@ -137,7 +131,7 @@ impl Switch {
             mtu: Mtu::Mtu4096,
             up: true,
             state: PortState::Down,
-            pkeys: vec![0xffff],
+            pkeys: vec![PKey::DEFAULT.0],
         };
         Switch {
             guid,
@@ -240,7 +234,7 @@ impl Switch {
     fn pkey_ok(&self, port: u8, pkey: u16) -> bool {
         self.ports
             .get(usize::from(port))
-            .is_some_and(|p| p.pkeys.iter().any(|&k| pkey_match(k, pkey)))
+            .is_some_and(|p| p.pkeys.iter().any(|&k| PKey(k).matches(PKey(pkey))))
     }
 
     /// Checks one output port and sends the copy there, or counts why not.

@@ -2,7 +2,7 @@ use super::*;
 use crate::hw::mgmt::PortConfig;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, PacketRepr};
-use ipoib_wire::{Mtu, Rate};
+use ipoib_wire::{Mtu, PKey, Rate};
 
 /// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
 pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
@@ -209,6 +209,7 @@ fn partition_enforcement_is_optional() {
     assert_eq!(sw.stats().dropped(DropReason::Partition), 1);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x0001)).len(), 1);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x8001)).len(), 1);
+    let pkey_match = |a: u16, b: u16| PKey(a).matches(PKey(b));
     assert!(pkey_match(0x8001, 0x0001));
     assert!(!pkey_match(0x0001, 0x0001));
     assert!(!pkey_match(0x8000, 0x8000));

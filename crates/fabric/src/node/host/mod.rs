@@ -35,9 +35,10 @@ use crate::hw::sim::{Device, Tx};
 use crate::hw::verbs::{
     AddressHandle, Completion, GlobalRoute, RecvWr, SendOp, SendWr, UdDest, WcOpcode, WcStatus,
 };
-use ipoib_proto::mad_agent::{GrhAddr, MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use ipoib_proto::mad_agent::{GrhAddr, MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass};
+use ipoib_wire::{PKey, QKey};
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -315,11 +316,11 @@ impl Host {
             .hca
             .port(self.mgmt_port)
             .and_then(|p| p.pkey(c.pkey_index))
-            .unwrap_or(crate::hw::hca::DEFAULT_PKEY);
+            .unwrap_or(PKey::DEFAULT.0);
         let from = MadAddr {
             lid: c.slid,
             qpn: c.src_qp,
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             sl: c.sl,
             pkey,
             grh: c.grh.map(|g| GrhAddr {

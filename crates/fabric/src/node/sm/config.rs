@@ -8,7 +8,7 @@ use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::topology::{End, NodeKind};
 use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
-use ipoib_wire::{Mtu, Rate};
+use ipoib_wire::{Mtu, PKey, Rate};
 use std::collections::BTreeMap;
 
 impl SubnetManager {
@@ -58,8 +58,8 @@ impl SubnetManager {
                 };
                 let m = if is_sm { Some(Membership::Full) } else { m }?;
                 Some(match m {
-                    Membership::Full => p.pkey | 0x8000,
-                    Membership::Limited => p.pkey & 0x7fff,
+                    Membership::Full => PKey(p.pkey).full().0,
+                    Membership::Limited => PKey(p.pkey).limited().0,
                 })
             })
             .collect()
@@ -101,7 +101,11 @@ impl SubnetManager {
     /// forwarding tables are in place. Nodes the SM could not reach get nothing.
     pub fn bring_up(&self) -> Vec<(crate::hw::sim::NodeId, Config)> {
         let mut out = Vec::new();
-        let all_full: Vec<u16> = self.partitions().iter().map(|p| p.pkey | 0x8000).collect();
+        let all_full: Vec<u16> = self
+            .partitions()
+            .iter()
+            .map(|p| PKey(p.pkey).full().0)
+            .collect();
         for (s, &n) in self.switches.iter().enumerate() {
             let lid = self.lids[n][0];
             if lid == 0 {
@@ -110,7 +114,7 @@ impl SubnetManager {
             let id = self.nodes[n];
             out.push((
                 id,
-                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![0xffff]),
+                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![PKey::DEFAULT.0]),
             ));
             for p in 1..=self.topo.nodes()[n].ports {
                 let Some((peer, _)) = self.topo.peer(n, p) else {

@@ -41,7 +41,7 @@ mod tests;
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
-use ipoib_wire::{Gid, Guid, Mtu, Rate};
+use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::collections::VecDeque;
 
 /// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
@@ -85,7 +85,7 @@ impl PartitionSpec {
     /// OpenSM's default partition: 0x7FFF, every port a full member.
     pub fn default_partition() -> PartitionSpec {
         PartitionSpec {
-            pkey: 0x7fff,
+            pkey: PKey::DEFAULT.base(),
             members: PartitionMembers::All(Membership::Full),
         }
     }

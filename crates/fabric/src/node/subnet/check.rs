@@ -16,7 +16,7 @@ use crate::hw::topology::End;
 use crate::node::sm::MAX_DR_HOPS;
 use ipoib_wire::ipoib::mcast::IpoibMgid;
 use ipoib_wire::sa::JoinState;
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey};
 use std::fmt;
 
 /// Why a host is not (verifiably) joined to an IPoIB broadcast group.
@@ -175,8 +175,8 @@ impl Subnet {
         let pkeys: Vec<u16> = port.map(|p| p.pkeys.clone()).unwrap_or_default();
         let groups = self.sa_broadcast_groups();
         let usable = groups.iter().any(|g| {
-            let key = u16::from_be_bytes([g.0[4], g.0[5]]) & 0x7fff;
-            pkeys.iter().any(|k| k & 0x7fff == key && key != 0)
+            let key = PKey(u16::from_be_bytes([g.0[4], g.0[5]]));
+            key.is_valid() && pkeys.iter().any(|&k| PKey(k).same_partition(key))
         });
         if !usable {
             return vec![JoinProblem::NoBroadcastGroup { pkeys }];

@@ -23,11 +23,11 @@ use crate::hw::hca::Port;
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::Completion;
 use crate::node::host::{AgentId, App, HostCtx};
-use ipoib_proto::mad_agent::{MadAddr, GSI_QKEY};
+use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::sa::{RequestId, SaClient, SaClientError, SaClientEvent};
 use ipoib_proto::time::Instant;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
-use ipoib_wire::{Gid, Mtu, Rate};
+use ipoib_wire::{Gid, Mtu, PKey, QKey, Rate};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -313,15 +313,15 @@ impl App for JoinApp {
         self.sa = MadAddr {
             lid: port.sm_lid,
             qpn: 1,
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             sl: port.sm_sl,
-            pkey: port.pkeys.first().copied().unwrap_or(0xffff),
+            pkey: port.pkeys.first().copied().unwrap_or(PKey::DEFAULT.0),
             grh: None,
         };
         self.joins = self
             .groups
             .iter()
-            .filter(|(k, _)| port.pkeys.iter().any(|p| p & 0x7fff == k & 0x7fff))
+            .filter(|&&(k, _)| port.pkeys.iter().any(|&p| PKey(p).same_partition(PKey(k))))
             .map(|&(pkey, mgid)| BroadcastJoin {
                 pkey,
                 mgid,

@@ -64,7 +64,7 @@ use ipoib_proto::sa::{
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, PKey};
 use std::time::Duration;
 
 /// What to build.
@@ -201,12 +201,12 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
         .chain(
             cfg.partitions
                 .iter()
-                .filter(|p| !p.index0 && p.pkey == partitions::DEFAULT_PKEY),
+                .filter(|p| !p.index0 && p.pkey == PKey::DEFAULT.base()),
         )
         .chain(
             cfg.partitions
                 .iter()
-                .filter(|p| !p.index0 && p.pkey != partitions::DEFAULT_PKEY),
+                .filter(|p| !p.index0 && p.pkey != PKey::DEFAULT.base()),
         );
     let mut out = Vec::new();
     for p in ordered {
@@ -515,7 +515,9 @@ impl Subnet {
                     .unwrap_or_else(|| {
                         let p = host.hca().port(h.port);
                         MadAddr {
-                            pkey: p.and_then(|p| p.pkeys.first().copied()).unwrap_or(0xffff),
+                            pkey: p
+                                .and_then(|p| p.pkeys.first().copied())
+                                .unwrap_or(PKey::DEFAULT.0),
                             sl: p.map_or(0, |p| p.sm_sl),
                             ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
                         }

@@ -13,14 +13,14 @@
 //! back, at most `report_tries` sends.
 
 use super::{Req, SaServer};
-use crate::mad_agent::{MadAddr, MadOut, GSI_QKEY};
+use crate::mad_agent::{MadAddr, MadOut};
 use crate::time::Instant;
 use ipoib_wire::mad::{
     MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppRepr, SaStatus, BASE_VERSION,
     MAD_LEN, SA_CLASS_VERSION,
 };
 use ipoib_wire::sa::{InformInfoRepr, SaAttribute, SaHeaderRepr, SaMadRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, QKey};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Byte of the Subscribe field inside the MAD (SA data at 56, InformInfo byte 23).
@@ -138,7 +138,7 @@ impl SaServer {
         }
         let sub = Subscription {
             to: MadAddr {
-                qkey: GSI_QKEY,
+                qkey: QKey::GSI.0,
                 ..req.from
             },
             info,

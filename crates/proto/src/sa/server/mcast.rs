@@ -44,7 +44,7 @@ use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One member port.
@@ -172,19 +172,19 @@ fn exactly(mut r: McMemberRecordRepr) -> McMemberRecordRepr {
     r
 }
 
+/// The port's table has the partition of `pkey`, whatever the membership.
 fn has_pkey(port: &CaPort, pkey: u16) -> bool {
-    port.pkeys.iter().any(|k| k & 0x7fff == pkey & 0x7fff)
+    port.pkeys
+        .iter()
+        .any(|&k| PKey(k).same_partition(PKey(pkey)))
 }
 
 /// Two ports share a P_Key unless every common one is limited at both ends (OpenSM
-/// `osm_physp_share_pkey` without `allow_both_pkeys`).
+/// `osm_physp_share_pkey` without `allow_both_pkeys`): some pair of entries matches.
 pub(super) fn share_pkey(a: &CaPort, b: &CaPort) -> bool {
-    a.pkeys.iter().any(|ka| {
-        ka & 0x7fff != 0
-            && b.pkeys
-                .iter()
-                .any(|kb| kb & 0x7fff == ka & 0x7fff && (ka | kb) & 0x8000 != 0)
-    })
+    a.pkeys
+        .iter()
+        .any(|&ka| b.pkeys.iter().any(|&kb| PKey(ka).matches(PKey(kb))))
 }
 
 /// OpenSM `validate_more_comp_fields`: the MTU and rate selectors against the group's values.
@@ -222,9 +222,9 @@ fn other_fields_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) ->
     if mask & m::Q_KEY != 0 && r.q_key != g.q_key {
         return false;
     }
-    if mask & m::P_KEY != 0
-        && ((r.p_key | g.p_key) & 0x8000 == 0 || r.p_key & 0x7fff != g.p_key & 0x7fff)
-    {
+    // The request's P_Key is valid here (`join` refuses base 0 first), so this is the matching
+    // rule: same partition, not both limited.
+    if mask & m::P_KEY != 0 && !PKey(r.p_key).matches(PKey(g.p_key)) {
         return false;
     }
     if mask & m::TCLASS != 0 && r.tclass != g.tclass {
@@ -399,7 +399,7 @@ impl SaServer {
         if proxy && !share_pkey(&port, &requester) {
             return Err(SaStatus::ReqInvalid);
         }
-        if mask & m::P_KEY != 0 && r.p_key & 0x7fff == 0 {
+        if mask & m::P_KEY != 0 && !PKey(r.p_key).is_valid() {
             return Err(SaStatus::ReqInvalid);
         }
         let join_state = JoinState(r.join_state.0 & 0x0f);

@@ -13,7 +13,7 @@ mod path;
 
 use super::rmpp::{segment_table, RmppSender, SendState};
 use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT, MLID_END};
-use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, GSI_QKEY};
+use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
 use crate::subnet::{CaPort, SubnetModel};
@@ -26,7 +26,7 @@ use ipoib_wire::mad::{
 use ipoib_wire::sa::{
     attribute_offset_for, emit_records, record_len, JoinState, SaAttribute, SaHeaderRepr, SaMadRepr,
 };
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, QKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -348,7 +348,7 @@ impl SaServer {
 
     fn reply_addr(from: &MadAddr) -> MadAddr {
         MadAddr {
-            qkey: GSI_QKEY,
+            qkey: QKey::GSI.0,
             ..*from
         }
     }
@@ -505,8 +505,8 @@ impl SaServer {
             capability_mask2: CAP_MASK2,
             resp_time_value: resp_time_value(self.cfg.report_timeout),
             redirect_qp: 1,
-            redirect_q_key: GSI_QKEY,
-            trap_q_key: GSI_QKEY,
+            redirect_q_key: QKey::GSI.0,
+            trap_q_key: QKey::GSI.0,
             ..ClassPortInfoRepr::default()
         };
         self.respond(req, SaAttribute::ClassPortInfo(cpi));

@@ -21,7 +21,7 @@ use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{pr_mask as pm, Mtu, PathRecordRepr, Rate, SaAttribute, Selector};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey};
 
 struct Parms {
     mtu: Mtu,
@@ -46,18 +46,23 @@ fn select(have: u8, want: u8, sel: Selector) -> Option<u8> {
 /// The first P_Key of `a`'s table that `b` also has, not limited at both ends (OpenSM
 /// `osm_physp_find_common_pkey`).
 fn common_pkey(a: &CaPort, b: &CaPort) -> Option<u16> {
-    a.pkeys.iter().copied().find(|ka| {
-        ka & 0x7fff != 0
-            && b.pkeys
-                .iter()
-                .any(|kb| kb & 0x7fff == ka & 0x7fff && (ka | kb) & 0x8000 != 0)
-    })
+    a.pkeys
+        .iter()
+        .copied()
+        .find(|&ka| b.pkeys.iter().any(|&kb| PKey(ka).matches(PKey(kb))))
 }
 
+/// Both ports have partition `k`, and their (first) entries for it match (OpenSM
+/// `osm_physp_share_this_pkey`).
 fn share_this_pkey(a: &CaPort, b: &CaPort, k: u16) -> bool {
-    let find = |p: &CaPort| p.pkeys.iter().copied().find(|x| x & 0x7fff == k & 0x7fff);
+    let find = |p: &CaPort| {
+        p.pkeys
+            .iter()
+            .copied()
+            .find(|&x| PKey(x).same_partition(PKey(k)))
+    };
     match (find(a), find(b)) {
-        (Some(x), Some(y)) => k & 0x7fff != 0 && (x | y) & 0x8000 != 0,
+        (Some(x), Some(y)) => PKey(x).matches(PKey(y)),
         _ => false,
     }
 }
