@@ -8,7 +8,7 @@ use super::{ping_pairs, GROUP, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, Resolution};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::Instant;
-use ipoib_proto::sa::{MLID_END, MLID_START};
+use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
 use std::net::IpAddr;
@@ -299,9 +299,9 @@ pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Repo
     if no_mlid > 0 {
         failures.push(format!(
             "the SA refused {no_mlid} group joins for lack of a multicast LID: all {} \
-             (0x{MLID_START:04x}-0x{MLID_END:04x}) are in use, and every IPv6 host makes a \
-             group of its own, its solicited-node group (RFC 4291 §2.7.1)",
-            MLID_END - MLID_START + 1
+             (0x{LID_MULTICAST_FIRST:04x}-0x{LID_MULTICAST_LAST:04x}) are in use, and every IPv6 \
+             host makes a group of its own, its solicited-node group (RFC 4291 §2.7.1)",
+            LID_MULTICAST_LAST - LID_MULTICAST_FIRST + 1
         ));
     }
     let mut totals = FrameStats::default();

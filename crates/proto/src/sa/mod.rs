@@ -70,11 +70,6 @@ pub enum SaEvent {
     },
 }
 
-/// The first multicast LID (IBA 1 §4.1.2: 0xC000-0xFFFE are multicast LIDs; OpenSM allocates from
-/// `IB_LID_MCAST_START_HO` upward).
-pub const MLID_START: u16 = 0xc000;
-/// The last multicast LID (0xFFFF is the permissive LID).
-pub const MLID_END: u16 = 0xfffe;
 /// OpenSM's default subnet timeout (`subnet_timeout 18`, 4.096 µs × 2^18 ≈ 1.07 s), used as the
 /// PacketLifeTime of paths and groups and as the ClassPortInfo RespTimeValue.
 pub const DEFAULT_SUBNET_TIMEOUT: u8 = 18;

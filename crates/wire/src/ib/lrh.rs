@@ -15,12 +15,6 @@ mod field {
 
 /// Largest PktLen: the field is 11 bits wide (IBA 1 §7.7).
 pub const MAX_PKT_LEN_WORDS: u16 = 0x7ff;
-/// First multicast LID (IBA 1 §4.1: 0xC000-0xFFFE are multicast).
-pub const LID_MULTICAST_FIRST: u16 = 0xc000;
-/// Last multicast LID.
-pub const LID_MULTICAST_LAST: u16 = 0xfffe;
-/// The permissive LID (IBA 1 §4.1).
-pub const LID_PERMISSIVE: u16 = 0xffff;
 
 /// The PktLen for a packet of `len_without_vcrc` bytes (LRH first byte through the ICRC, or through
 /// the last payload byte of a raw packet). IBA 1 §7.7: PktLen counts 4-byte words from the first

@@ -14,6 +14,7 @@ mod ext;
 mod grh;
 mod ieth;
 mod immdt;
+pub mod lid;
 mod lrh;
 mod opcode;
 mod rdeth;
@@ -31,14 +32,6 @@ pub use lrh::{Lnh, Lrh, LrhRepr};
 pub use opcode::{Opcode, Operation, Position, Transport};
 pub use rdeth::{Rdeth, RdethRepr};
 pub use reth::{Reth, RethRepr};
-
-/// LRH helpers for the packet-length rule and LID ranges.
-pub mod lid {
-    pub use super::lrh::{
-        check_pkt_len, pkt_len_for, LID_MULTICAST_FIRST, LID_MULTICAST_LAST, LID_PERMISSIVE,
-        MAX_PKT_LEN_WORDS,
-    };
-}
 
 /// Length of the ICRC (IBA 1 §7.8.1).
 pub const ICRC_LEN: usize = 4;

@@ -43,6 +43,7 @@ use crate::hw::mgmt::Config;
 use crate::hw::sim::{Device, Tx};
 use crate::hw::verbs::{Completion, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcStatus};
 use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::{Gid, Guid, QKey};
 use qp::{transition_allowed, Qp, QpKind};
 use std::any::Any;
@@ -469,7 +470,7 @@ impl Hca {
                 "only UD QPs other than QP0/QP1 attach to multicast groups",
             ));
         }
-        if !mgid.is_multicast() || !port::is_multicast_lid(mlid) {
+        if !mgid.is_multicast() || !is_multicast_lid(mlid) {
             return Err(VerbsError::InvalidArgument("not a multicast GID/LID"));
         }
         Ok(())

@@ -6,17 +6,12 @@
 //! defined code ([`Port::apply`] refuses a write with an undefined one).
 
 use crate::hw::mgmt::{PortConfig, PortState};
-use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 
 /// Entries the HCA's P_Key table can hold (PartitionCap, as ConnectX reports); a QP's P_Key index
 /// must be below it. Entries beyond what the SM wrote read as 0 (invalid, matches nothing).
 pub const PKEY_TABLE_SIZE: u16 = 128;
-
-/// True for a multicast LID (IBA 1 §7.11.1: 0xC000..=0xFFFE).
-pub fn is_multicast_lid(lid: u16) -> bool {
-    (LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&lid)
-}
 
 /// A port's attributes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +74,7 @@ impl Port {
 
     /// The path bits when `dlid` is in this port's LID range (IBA 1 §7.11.1, LMC).
     pub fn path_bits(&self, dlid: u16) -> Option<u8> {
-        if self.lid == 0 || is_multicast_lid(dlid) || dlid == 0xffff {
+        if self.lid == 0 || is_multicast_lid(dlid) || dlid == LID_PERMISSIVE {
             return None;
         }
         let span = 1u32 << self.lmc.min(7);

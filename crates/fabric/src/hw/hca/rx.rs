@@ -3,13 +3,12 @@
 //! Every early return counts its [`DropReason`].
 
 use super::connected::{PacketSource, TransportPacket};
-use super::port::is_multicast_lid;
 use super::qp::{can_receive, special_qpn, QpKind};
 use super::{DropReason, Hca};
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::{QpType, Qpn};
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
 use ipoib_wire::ib::{BthRepr, Transport};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::PKey;

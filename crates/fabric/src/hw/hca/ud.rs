@@ -3,12 +3,13 @@
 //! Also the link-layer framing of RC/UC engine output ([`super::connected`]).
 
 use super::connected::TransportPacket;
-use super::port::{is_multicast_lid, Port};
+use super::port::Port;
 use super::qp::wire_qpn;
 use super::{DropReason, Hca};
 use crate::hw::sim::Tx;
 use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::{PKey, QKey};

@@ -28,7 +28,7 @@ use crate::hw::mgmt::{Config, PortState};
 use crate::hw::sim::{Device, Tx};
 use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
-use ipoib_wire::ib::lid::{check_pkt_len, LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::{Guid, Mtu, PKey};
 use std::any::Any;
@@ -303,7 +303,7 @@ impl Device for Switch {
             None
         };
         let dlid = lrh.dlid;
-        if (LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&dlid) {
+        if is_multicast_lid(dlid) {
             // IBA 1 §18.2.4.3: replicate to every MFT port but the arrival port.
             let outs: Vec<u8> = match self.mft.get(&dlid) {
                 Some(ports) => ports
@@ -333,7 +333,7 @@ impl Device for Switch {
             self.stats.to_management += 1;
             return;
         }
-        if dlid == 0 || dlid > LID_MULTICAST_LAST {
+        if !is_unicast_lid(dlid) {
             self.drop(DropReason::UnknownLid);
             return;
         }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::hw::mgmt::PortConfig;
+use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, PacketRepr};
 use ipoib_wire::{Mtu, PKey, Rate};

@@ -7,7 +7,7 @@ use crate::hw::hca::PKEY_TABLE_SIZE;
 use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::topology::{End, NodeKind};
 use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
-use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
+use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST};
 use ipoib_wire::{Mtu, PKey, Rate};
 use std::collections::BTreeMap;
 
@@ -148,9 +148,7 @@ impl SubnetManager {
     /// (`ports: vec![]`) to every switch of the old result that is not in the new one
     /// ([`mft_changes`]).
     pub fn multicast_tree(&self, mlid: u16, members: &[u16]) -> MftWrites {
-        if !(LID_MULTICAST_FIRST..=LID_MULTICAST_LAST).contains(&mlid)
-            || self.route.roots.is_empty()
-        {
+        if !is_multicast_lid(mlid) || self.route.roots.is_empty() {
             return Vec::new();
         }
         let r = usize::from(mlid - LID_MULTICAST_FIRST) % self.route.roots.len();

@@ -41,11 +41,9 @@ mod tests;
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
+use ipoib_wire::ib::lid::LID_UNICAST_LAST;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::collections::VecDeque;
-
-/// Largest unicast LID (IBA 1 §4.1: 0x0001-0xBFFF).
-pub const MAX_UNICAST_LID: u16 = 0xbfff;
 
 /// The most hops a directed route has: a directed-route SMP's InitialPath and ReturnPath hold 64
 /// port numbers of which entry 0 is unused (IBA 1 §14.2.2, SMP fields HopPointer/HopCount), so
@@ -302,7 +300,7 @@ fn assign_lids(
     hops[sm.node] = Some(0);
     let give = |owners: &mut Vec<Option<End>>, e: End| -> Result<u16, SmError> {
         let lid = owners.len();
-        if lid > usize::from(MAX_UNICAST_LID) {
+        if lid > usize::from(LID_UNICAST_LAST) {
             return Err(SmError::TooManyLids(lid));
         }
         owners.push(Some(e));

@@ -16,8 +16,8 @@ use super::Subnet;
 use crate::hw::mgmt::{Config, PortConfig};
 use crate::hw::topology::NodeKind;
 use crate::node::host::Host;
-use crate::node::sm::MAX_UNICAST_LID;
 use ipoib_proto::sa::SaServer;
+use ipoib_wire::ib::lid::is_unicast_lid;
 
 /// Why [`Subnet::move_lid`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -79,7 +79,7 @@ impl Subnet {
             return Err(MoveLidError::NoSuchPort);
         }
         let mut model = self.sa().subnet().clone();
-        let free = (1..=MAX_UNICAST_LID).contains(&new_lid)
+        let free = is_unicast_lid(new_lid)
             && model.ports.iter().all(|p| p.lid != new_lid)
             && model.switches.iter().all(|s| s.lid != new_lid);
         if !free {

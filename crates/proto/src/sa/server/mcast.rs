@@ -38,10 +38,11 @@
 
 use super::{Req, SaServer};
 use crate::partitions::PrecreatedGroup;
-use crate::sa::{SaEvent, MLID_START};
+use crate::sa::SaEvent;
 use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
+use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -76,9 +77,10 @@ pub struct McastGroupInfo {
     pub well_known: bool,
 }
 
-/// The MLIDs in use, with the lowest free one at or above [`MLID_START`] kept at hand: every
-/// MLID in `MLID_START..low` is in use and `low` is not, so the next allocation does not scan the
-/// groups already made (a subnet of N hosts makes about N solicited-node groups, RFC 4291 §2.7.1).
+/// The MLIDs in use, with the lowest free one at or above [`LID_MULTICAST_FIRST`] (where OpenSM
+/// starts, `IB_LID_MCAST_START_HO`) kept at hand: every MLID in `LID_MULTICAST_FIRST..low` is in
+/// use and `low` is not, so the next allocation does not scan the groups already made (a subnet
+/// of N hosts makes about N solicited-node groups, RFC 4291 §2.7.1).
 #[derive(Debug)]
 pub(super) struct MlidPool {
     used: BTreeSet<u16>,
@@ -89,7 +91,7 @@ impl Default for MlidPool {
     fn default() -> MlidPool {
         MlidPool {
             used: BTreeSet::new(),
-            low: u32::from(MLID_START),
+            low: u32::from(LID_MULTICAST_FIRST),
         }
     }
 }
@@ -107,12 +109,12 @@ impl MlidPool {
     }
 
     pub fn remove(&mut self, mlid: u16) {
-        if self.used.remove(&mlid) && mlid >= MLID_START {
+        if self.used.remove(&mlid) && mlid >= LID_MULTICAST_FIRST {
             self.low = self.low.min(u32::from(mlid));
         }
     }
 
-    /// The lowest free MLID in `MLID_START..=max`.
+    /// The lowest free MLID in `LID_MULTICAST_FIRST..=max`.
     pub fn lowest_free(&self, max: u16) -> Option<u16> {
         u16::try_from(self.low).ok().filter(|&l| l <= max)
     }
@@ -149,7 +151,7 @@ impl Groups {
 
     /// OpenSM `get_new_mlid`: the requested MLID if valid and free, else the lowest free one.
     fn new_mlid(&self, requested: u16, max: u16) -> Option<u16> {
-        if requested >= MLID_START && requested <= max && !self.mlids.contains(requested) {
+        if requested >= LID_MULTICAST_FIRST && requested <= max && !self.mlids.contains(requested) {
             return Some(requested);
         }
         self.mlids.lowest_free(max)
@@ -730,31 +732,34 @@ impl SaServer {
 #[cfg(test)]
 mod tests {
     use super::{Groups, MlidPool};
-    use crate::sa::MLID_START;
+    use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 
     // OpenSM get_new_mlid: the requested MLID when valid and free, else the lowest free one;
     // with the cursor, holes left by deleted groups are found again and a full range is None.
     #[test]
     fn lowest_free_mlid_with_holes_and_a_full_range() {
         let mut g = Groups::default();
-        let max = MLID_START + 9;
+        let max = LID_MULTICAST_FIRST + 9;
         for i in 0..10 {
             let l = g.new_mlid(0, max).unwrap();
-            assert_eq!(l, MLID_START + i);
+            assert_eq!(l, LID_MULTICAST_FIRST + i);
             g.mlids.insert(l);
         }
         assert_eq!(g.new_mlid(0, max), None, "range full");
-        g.mlids.remove(MLID_START + 7);
-        g.mlids.remove(MLID_START + 3);
-        assert_eq!(g.new_mlid(0, max), Some(MLID_START + 3));
-        assert_eq!(g.new_mlid(MLID_START + 7, max), Some(MLID_START + 7));
-        g.mlids.insert(MLID_START + 3);
-        assert_eq!(g.new_mlid(0, max), Some(MLID_START + 7));
+        g.mlids.remove(LID_MULTICAST_FIRST + 7);
+        g.mlids.remove(LID_MULTICAST_FIRST + 3);
+        assert_eq!(g.new_mlid(0, max), Some(LID_MULTICAST_FIRST + 3));
+        assert_eq!(
+            g.new_mlid(LID_MULTICAST_FIRST + 7, max),
+            Some(LID_MULTICAST_FIRST + 7)
+        );
+        g.mlids.insert(LID_MULTICAST_FIRST + 3);
+        assert_eq!(g.new_mlid(0, max), Some(LID_MULTICAST_FIRST + 7));
         // Taken out of order (a requested MLID), then the gap below it filled.
-        g.mlids.insert(MLID_START + 7);
+        g.mlids.insert(LID_MULTICAST_FIRST + 7);
         assert_eq!(g.new_mlid(0, max), None);
         assert_eq!(
-            g.new_mlid(MLID_START + 5, max),
+            g.new_mlid(LID_MULTICAST_FIRST + 5, max),
             None,
             "requested but in use"
         );
@@ -762,15 +767,15 @@ mod tests {
         let mut p = MlidPool::default();
         p.insert(5);
         p.remove(5);
-        assert_eq!(p.lowest_free(0xffff), Some(MLID_START));
-        p.insert(MLID_START + 1);
-        assert_eq!(p.lowest_free(0xffff), Some(MLID_START));
-        p.insert(MLID_START);
-        assert_eq!(p.lowest_free(0xffff), Some(MLID_START + 2));
-        assert_eq!(p.lowest_free(MLID_START + 1), None);
+        assert_eq!(p.lowest_free(0xffff), Some(LID_MULTICAST_FIRST));
+        p.insert(LID_MULTICAST_FIRST + 1);
+        assert_eq!(p.lowest_free(0xffff), Some(LID_MULTICAST_FIRST));
+        p.insert(LID_MULTICAST_FIRST);
+        assert_eq!(p.lowest_free(0xffff), Some(LID_MULTICAST_FIRST + 2));
+        assert_eq!(p.lowest_free(LID_MULTICAST_FIRST + 1), None);
         // The top of the MLID space.
         let mut p = MlidPool::default();
-        for l in MLID_START..=0xffff {
+        for l in LID_MULTICAST_FIRST..=0xffff {
             p.insert(l);
         }
         assert_eq!(p.lowest_free(0xffff), None);

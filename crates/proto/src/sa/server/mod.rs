@@ -12,12 +12,13 @@ mod mcast;
 mod path;
 
 use super::rmpp::{segment_table, RmppSender, SendState};
-use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT, MLID_END};
+use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
 use crate::subnet::{CaPort, SubnetModel};
 use crate::time::Instant;
+use ipoib_wire::ib::lid::LID_MULTICAST_LAST;
 use ipoib_wire::mad::attr::sa as attr;
 use ipoib_wire::mad::{
     ClassPortInfoRepr, MadHeaderRepr, MadStatus, Method, MgmtClass, RmppRepr, RmppType, SaStatus,
@@ -72,7 +73,7 @@ impl Default for SaServerConfig {
         SaServerConfig {
             sm_key: 1,
             subnet_timeout: DEFAULT_SUBNET_TIMEOUT,
-            max_mlid: MLID_END,
+            max_mlid: LID_MULTICAST_LAST,
             join_validation: true,
             ipoib_creation_validation: true,
             report_timeout: Duration::from_millis(200),

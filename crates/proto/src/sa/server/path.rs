@@ -19,6 +19,7 @@ use super::{Req, SaServer};
 use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
+use ipoib_wire::ib::lid::LID_UNICAST_LAST;
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{pr_mask as pm, Mtu, PathRecordRepr, Rate, SaAttribute, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -173,7 +174,8 @@ impl SaServer {
         }
         let range = |port: &CaPort| {
             let n = 1u32 << port.lmc.min(7);
-            (port.lid, (u32::from(port.lid) + n - 1).min(0xbfff) as u16)
+            let last = u32::from(port.lid) + n - 1;
+            (port.lid, last.min(u32::from(LID_UNICAST_LAST)) as u16)
         };
         let (dmin, dmax) = if mask & pm::DLID != 0 {
             (p.dlid, p.dlid)
