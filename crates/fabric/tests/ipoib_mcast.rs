@@ -4,7 +4,7 @@
 //! MLID; the SM's multicast tree (real MFTs in the leaves and spines of a fat tree) delivers exactly
 //! one copy to each member and none to anybody else.
 
-use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::testing::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
@@ -54,7 +54,7 @@ fn delivered_to_exactly_the_members_through_the_mfts() {
         net.host_device(i)
             .hca()
             .counters()
-            .drops(DropReason::McastNotAttached)
+            .drops(HcaDropReason::McastNotAttached)
     };
     let before: Vec<u64> = (0..n).map(|i| not_attached(&net, i)).collect();
     net.with_ipoib(sender, |a, _| {

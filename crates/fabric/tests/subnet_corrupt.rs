@@ -4,7 +4,7 @@
 //! §7.8); every corrupted packet is accounted for by a CRC drop, none is delivered. The joins still
 //! complete, through the SA clients' retries, and every host got the same, right answer.
 
-use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
@@ -42,15 +42,15 @@ fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
         );
         // Into the SM: its HCA dropped every corrupted packet on a CRC (or length) check.
         let c = net.host_device(0).hca().counters();
-        let crc_drops = c.drops(DropReason::BadVcrc)
-            + c.drops(DropReason::BadIcrc)
-            + c.drops(DropReason::Malformed);
+        let crc_drops = c.drops(HcaDropReason::BadVcrc)
+            + c.drops(HcaDropReason::BadIcrc)
+            + c.drops(HcaDropReason::Malformed);
         assert_eq!(crc_drops, into.corrupted, "seed {seed}: SM HCA");
         // Out of the SM: the leaf switch dropped every corrupted packet.
         let leaf = l.ends[1 - from_sm].node;
         let s = net.sim().node::<Switch>(leaf).unwrap().stats();
-        let sw_drops =
-            s.dropped(switch::DropReason::VcrcBad) + s.dropped(switch::DropReason::Malformed);
+        let sw_drops = s.dropped(switch::SwitchDropReason::VcrcBad)
+            + s.dropped(switch::SwitchDropReason::Malformed);
         assert_eq!(sw_drops, out.corrupted, "seed {seed}: leaf switch");
         // No other HCA saw a bad packet, and nothing bad reached an agent.
         for i in 1..n {

@@ -6,7 +6,7 @@
 //! UD datagram a member sends to the MLID reaches exactly the other members, and after a leave no
 //! longer reaches the leaver even though its QP is still attached (IBA 1 §18.2.4.3).
 
-use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, received, seed, send_ud, ud_qp, SeedGuard};
@@ -204,7 +204,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     for i in (0..n).filter(|i| !group.contains(i)) {
         let c = net.host_device(i).hca().counters();
         assert_eq!(
-            c.drops(DropReason::McastNotAttached),
+            c.drops(HcaDropReason::McastNotAttached),
             0,
             "host {i}: the switches sent it nothing"
         );

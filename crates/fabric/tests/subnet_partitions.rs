@@ -7,7 +7,7 @@
 //! §10.9.3), or by the switch when partition enforcement is on (IBA 1 §10.9), while the same
 //! datagram to a host of the same partition arrives.
 
-use ipoib_fabric::hw::hca::DropReason;
+use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{JoinProblem, JoinStatus, Subnet, SubnetOptions};
@@ -128,7 +128,7 @@ fn other_partition_receives_nothing() {
         .host_device(3)
         .hca()
         .counters()
-        .drops(DropReason::PkeyMismatch);
+        .drops(HcaDropReason::PkeyMismatch);
     send_ud(
         &mut net,
         1,
@@ -163,7 +163,7 @@ fn other_partition_receives_nothing() {
         .host_device(3)
         .hca()
         .counters()
-        .drops(DropReason::PkeyMismatch);
+        .drops(HcaDropReason::PkeyMismatch);
     assert_eq!(after - before, 1, "dropped by host 3's P_Key check");
 
     // Multicast to partition A's broadcast group reaches A's members only.
@@ -223,7 +223,7 @@ fn other_partition_receives_nothing() {
     net.sim_mut().run_for(Duration::from_millis(1));
     let s = net.sim().node::<Switch>(sw).unwrap().stats();
     assert_eq!(
-        s.dropped(switch::DropReason::Partition),
+        s.dropped(switch::SwitchDropReason::Partition),
         1,
         "dropped at the switch"
     );

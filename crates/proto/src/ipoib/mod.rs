@@ -341,7 +341,7 @@ pub enum InterfaceError {
 
 /// The parameters of the broadcast group, which every other group and all traffic copy (§5, §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinkParams {
+pub struct BroadcastParams {
     /// The broadcast group's record as the SA returned it.
     pub record: McMemberRecordRepr,
     /// Link MTU: the group's MTU minus the 4-byte header (§7), or smaller if configured.
@@ -380,7 +380,7 @@ pub struct Interface {
     scope: Scope,
     /// Backoff between rounds of the scope search.
     scope_backoff: timer::Backoff,
-    params: Option<LinkParams>,
+    params: Option<BroadcastParams>,
     ipv6_mtu: u32,
     neigh: neighbour::Neighbours,
     paths: path::Paths,
@@ -469,7 +469,7 @@ impl Interface {
     }
 
     /// The broadcast group's parameters, once joined.
-    pub fn link_params(&self) -> Option<LinkParams> {
+    pub fn link_params(&self) -> Option<BroadcastParams> {
         self.params
     }
 

@@ -15,7 +15,9 @@
 //! - P_Key change: heavy flush: as normal; the link stays down while the P_Key is not in the
 //!   port's table (§5: a node joins a partition only when the SM gave its port the P_Key).
 
-use super::{DropReason, Interface, InterfaceEvent, Link, LinkParams, LogLevel, Pending, PortInfo};
+use super::{
+    BroadcastParams, DropReason, Interface, InterfaceEvent, Link, LogLevel, Pending, PortInfo,
+};
 use crate::mad_agent::MadAddr;
 use crate::sa::SaClientEvent;
 use crate::time::Instant;
@@ -142,7 +144,7 @@ impl Interface {
             mtu = mtu.min(m);
         }
         let qkey_changed = self.params.map(|p| p.record.q_key) != Some(rec.q_key);
-        self.params = Some(LinkParams { record: rec, mtu });
+        self.params = Some(BroadcastParams { record: rec, mtu });
         if qkey_changed {
             // §9.1.2 b: the Q_Key of the broadcast group MUST be used for all IPoIB traffic.
             self.events.push_back(InterfaceEvent::SetQkey(rec.q_key));

@@ -54,6 +54,17 @@ pub enum Membership {
     Both,
 }
 
+impl Membership {
+    /// The P_Key table entry of a member of partition `base`: with the full-member bit for `Full`
+    /// and `Both`, without it for `Limited`.
+    pub fn pkey(self, base: u16) -> u16 {
+        match self {
+            Membership::Limited => PKey(base).limited().0,
+            Membership::Full | Membership::Both => PKey(base).full().0,
+        }
+    }
+}
+
 /// The kind of node a port belongs to, for `ALL_CAS`, `ALL_SWITCHES`, `ALL_ROUTERS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PortKind {
@@ -257,12 +268,7 @@ impl PartitionConfig {
     /// the others in file order (OpenSM `osm_pkey_mgr.c` keeps the default P_Key at index 0 unless a
     /// partition asks for `indx0`).
     pub fn pkey_table(&self, port: &PortId) -> Vec<u16> {
-        let entry = |p: &Partition| {
-            p.membership_of(port).map(|m| match m {
-                Membership::Limited => p.pkey,
-                _ => PKey(p.pkey).full().0,
-            })
-        };
+        let entry = |p: &Partition| p.membership_of(port).map(|m| m.pkey(p.pkey));
         let mut out = Vec::new();
         for p in self.partitions.iter().filter(|p| p.index0) {
             out.extend(entry(p));

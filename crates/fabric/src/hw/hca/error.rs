@@ -1,4 +1,4 @@
-//! Errors of verbs calls ([`VerbsError`]) and the reasons the HCA drops packets ([`DropReason`],
+//! Errors of verbs calls ([`VerbsError`]) and the reasons the HCA drops packets ([`HcaDropReason`],
 //! counted in [`HcaCounters`]). A bad call is refused with an error and changes nothing; a bad packet
 //! from the network is dropped and counted, never a panic.
 
@@ -64,11 +64,11 @@ macro_rules! drop_reasons {
     ($($(#[$m:meta])* $name:ident,)*) => {
         /// Why the HCA discarded a packet (received or about to be sent).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum DropReason { $($(#[$m])* $name,)* }
+        pub enum HcaDropReason { $($(#[$m])* $name,)* }
 
-        impl DropReason {
+        impl HcaDropReason {
             /// Every reason, in declaration order.
-            pub const ALL: &'static [DropReason] = &[$(DropReason::$name,)*];
+            pub const ALL: &'static [HcaDropReason] = &[$(HcaDropReason::$name,)*];
         }
     };
 }
@@ -131,12 +131,12 @@ pub struct HcaCounters {
 
 impl HcaCounters {
     /// Packets dropped for `reason`.
-    pub fn drops(&self, reason: DropReason) -> u64 {
+    pub fn drops(&self, reason: HcaDropReason) -> u64 {
         self.drops.get(reason as usize).copied().unwrap_or(0)
     }
     /// Every reason with a non-zero count, in declaration order.
-    pub fn nonzero_drops(&self) -> Vec<(DropReason, u64)> {
-        DropReason::ALL
+    pub fn nonzero_drops(&self) -> Vec<(HcaDropReason, u64)> {
+        HcaDropReason::ALL
             .iter()
             .map(|&r| (r, self.drops(r)))
             .filter(|&(_, n)| n > 0)
@@ -146,10 +146,10 @@ impl HcaCounters {
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().sum()
     }
-    pub(crate) fn count(&mut self, reason: DropReason) {
+    pub(crate) fn count(&mut self, reason: HcaDropReason) {
         let i = reason as usize;
         if self.drops.len() <= i {
-            self.drops.resize(DropReason::ALL.len(), 0);
+            self.drops.resize(HcaDropReason::ALL.len(), 0);
         }
         self.drops[i] += 1;
     }

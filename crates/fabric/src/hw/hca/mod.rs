@@ -21,7 +21,7 @@
 //! [`Hca::set_mcast_loopback`] turns local copies to the *other* attached QPs on. Unicast to the
 //! port's own LID range is looped back internally (it never reaches the wire).
 //!
-//! Invariants: no panics on packet data; every discarded packet is counted by [`DropReason`];
+//! Invariants: no panics on packet data; every discarded packet is counted by [`HcaDropReason`];
 //! all tables are `BTreeMap`/`Vec`, so the order of packets and completions is deterministic.
 
 pub mod connected;
@@ -35,7 +35,7 @@ mod ud;
 pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
-pub use error::{CqId, DropReason, HcaCounters, VerbsError};
+pub use error::{CqId, HcaCounters, HcaDropReason, VerbsError};
 pub use port::{Port, PKEY_TABLE_SIZE};
 pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit};
 

@@ -1,10 +1,10 @@
 //! The receive path common to every transport: parse, VCRC/ICRC, port state, VL, DLID (unicast
 //! range or attached multicast group), then the QP's transport (UD here, RC/UC to the engine).
-//! Every early return counts its [`DropReason`].
+//! Every early return counts its [`HcaDropReason`].
 
 use super::connected::{PacketSource, TransportPacket};
 use super::qp::{can_receive, special_qpn, QpKind};
-use super::{DropReason, Hca};
+use super::{Hca, HcaDropReason};
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::{QpType, Qpn};
 use ipoib_proto::time::Instant;
@@ -19,29 +19,29 @@ impl Hca {
     pub(super) fn rx(&mut self, now: Instant, port_num: u8, bytes: &[u8], exclude: Option<Qpn>) {
         self.counters.rx_packets += 1;
         let Some(port) = self.port(port_num) else {
-            return self.counters.count(DropReason::NoSuchPort);
+            return self.counters.count(HcaDropReason::NoSuchPort);
         };
         let pkt = match Packet::parse(bytes) {
             Ok(p) => p,
-            Err(_) => return self.counters.count(DropReason::Malformed),
+            Err(_) => return self.counters.count(HcaDropReason::Malformed),
         };
         // IBA 1 §7.8: a packet with a bad VCRC or ICRC is discarded.
         if !pkt.vcrc_ok {
-            return self.counters.count(DropReason::BadVcrc);
+            return self.counters.count(HcaDropReason::BadVcrc);
         }
         if !pkt.icrc_ok {
-            return self.counters.count(DropReason::BadIcrc);
+            return self.counters.count(HcaDropReason::BadIcrc);
         }
         let Some(bth) = pkt.bth else {
-            return self.counters.count(DropReason::Raw);
+            return self.counters.count(HcaDropReason::Raw);
         };
         if port.state == PortState::Down {
-            return self.counters.count(DropReason::PortNotActive);
+            return self.counters.count(HcaDropReason::PortNotActive);
         }
         let dest = bth.dest_qp;
         // IBA 1 §7.6.3: VL15 carries subnet management packets only, and those go to QP0.
         if (pkt.lrh.vl == 15) != (dest == 0) {
-            return self.counters.count(DropReason::BadVl);
+            return self.counters.count(HcaDropReason::BadVl);
         }
         let dlid = pkt.lrh.dlid;
         if dest == 0 {
@@ -52,20 +52,20 @@ impl Hca {
                 port.path_bits(dlid)
             };
             let Some(bits) = bits else {
-                return self.counters.count(DropReason::BadDlid);
+                return self.counters.count(HcaDropReason::BadDlid);
             };
             return self.deliver(now, special_qpn(port_num, 0), &pkt, bits);
         }
         // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets.
         if !matches!(port.state, PortState::Armed | PortState::Active) {
-            return self.counters.count(DropReason::PortNotActive);
+            return self.counters.count(HcaDropReason::PortNotActive);
         }
         if is_multicast_lid(dlid) {
             let Some(grh) = pkt.grh else {
-                return self.counters.count(DropReason::McastNoGrh);
+                return self.counters.count(HcaDropReason::McastNoGrh);
             };
             if dest != BthRepr::MULTICAST_QPN {
-                return self.counters.count(DropReason::McastBadQpn);
+                return self.counters.count(HcaDropReason::McastBadQpn);
             }
             // IBA 1 §10.5.2: every QP of this port attached to the group gets a copy.
             let targets: Vec<Qpn> = self
@@ -78,7 +78,7 @@ impl Hca {
                 .filter(|q| self.qps.get(q).is_some_and(|qp| qp.port == port_num))
                 .collect();
             if targets.is_empty() {
-                return self.counters.count(DropReason::McastNotAttached);
+                return self.counters.count(HcaDropReason::McastNotAttached);
             }
             for q in targets {
                 self.deliver(now, q, &pkt, 0);
@@ -86,7 +86,7 @@ impl Hca {
             return;
         }
         let Some(bits) = port.path_bits(dlid) else {
-            return self.counters.count(DropReason::BadDlid);
+            return self.counters.count(HcaDropReason::BadDlid);
         };
         let handle = if dest == 1 {
             special_qpn(port_num, 1)
@@ -95,7 +95,7 @@ impl Hca {
         };
         let bound_here = matches!(self.qps.get(&handle), Some(q) if q.port == port_num);
         if dest == BthRepr::MULTICAST_QPN || !bound_here {
-            return self.counters.count(DropReason::UnknownQp);
+            return self.counters.count(HcaDropReason::UnknownQp);
         }
         self.deliver(now, handle, &pkt, bits);
     }
@@ -103,14 +103,14 @@ impl Hca {
     /// Hands a packet that passed the link checks to QP `handle`'s transport.
     fn deliver(&mut self, now: Instant, handle: Qpn, pkt: &Packet<'_>, bits: u8) {
         let Some(qp) = self.qps.get_mut(&handle) else {
-            return self.counters.count(DropReason::UnknownQp);
+            return self.counters.count(HcaDropReason::UnknownQp);
         };
         let state = match &qp.kind {
             QpKind::Connected(e) => e.state(),
             QpKind::Ud => qp.state,
         };
         if !can_receive(state) {
-            return self.counters.count(DropReason::QpNotReady);
+            return self.counters.count(HcaDropReason::QpNotReady);
         }
         let Some(bth) = pkt.bth else {
             return;
@@ -121,7 +121,7 @@ impl Hca {
             QpType::Uc => Transport::Uc,
         };
         if bth.opcode.transport() != want {
-            return self.counters.count(DropReason::BadOpcode);
+            return self.counters.count(HcaDropReason::BadOpcode);
         }
         if matches!(qp.kind, QpKind::Ud) {
             return self.ud_receive(handle, pkt, bits);
@@ -133,10 +133,10 @@ impl Hca {
             .and_then(|p| p.pkey(qp.pkey_index))
             .unwrap_or(0);
         if !PKey(bth.p_key).matches(PKey(entry)) {
-            return self.counters.count(DropReason::PkeyMismatch);
+            return self.counters.count(HcaDropReason::PkeyMismatch);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {
-            return self.counters.count(DropReason::NoConnectedEngine);
+            return self.counters.count(HcaDropReason::NoConnectedEngine);
         };
         let from = PacketSource {
             slid: pkt.lrh.slid,

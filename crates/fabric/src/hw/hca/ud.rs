@@ -5,7 +5,7 @@
 use super::connected::TransportPacket;
 use super::port::Port;
 use super::qp::wire_qpn;
-use super::{DropReason, Hca};
+use super::{Hca, HcaDropReason};
 use crate::hw::sim::Tx;
 use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
@@ -71,7 +71,7 @@ impl Hca {
                 WcStatus::Success
             }
             Ok(None) => {
-                self.counters.count(DropReason::TxPortNotActive);
+                self.counters.count(HcaDropReason::TxPortNotActive);
                 WcStatus::Success
             }
             Err(s) => s,
@@ -232,11 +232,11 @@ impl Hca {
             return;
         };
         let (Some(attr), Some(port)) = (qp.connected, self.port(qp.port)) else {
-            self.counters.count(DropReason::TxPortNotActive);
+            self.counters.count(HcaDropReason::TxPortNotActive);
             return;
         };
         if port.state != crate::hw::mgmt::PortState::Active {
-            self.counters.count(DropReason::TxPortNotActive);
+            self.counters.count(HcaDropReason::TxPortNotActive);
             return;
         }
         let path = attr.path;
@@ -244,7 +244,7 @@ impl Hca {
             Some(g) => match grh_for(port, g) {
                 Ok(g) => Some(g),
                 Err(_) => {
-                    self.counters.count(DropReason::Malformed);
+                    self.counters.count(HcaDropReason::Malformed);
                     return;
                 }
             },
@@ -270,7 +270,7 @@ impl Hca {
             payload: &p.payload,
         };
         let Some(bytes) = emit(&repr) else {
-            self.counters.count(DropReason::Malformed);
+            self.counters.count(HcaDropReason::Malformed);
             return;
         };
         let local = port.path_bits(path.dlid).is_some();
@@ -291,43 +291,43 @@ impl Hca {
             return;
         };
         if bth.opcode != Opcode::UD_SEND_ONLY && bth.opcode != Opcode::UD_SEND_ONLY_WITH_IMMEDIATE {
-            self.counters.count(DropReason::BadOpcode);
+            self.counters.count(HcaDropReason::BadOpcode);
             return;
         }
         let Some(deth) = pkt.ext.deth else {
-            self.counters.count(DropReason::Malformed);
+            self.counters.count(HcaDropReason::Malformed);
             return;
         };
         let Some(qp) = self.qps.get(&handle) else {
-            self.counters.count(DropReason::UnknownQp);
+            self.counters.count(HcaDropReason::UnknownQp);
             return;
         };
         let Some(port) = self.port(qp.port) else {
-            self.counters.count(DropReason::NoSuchPort);
+            self.counters.count(HcaDropReason::NoSuchPort);
             return;
         };
         let pkey_index = match qp.special {
             Some(0) => port.match_any_pkey(bth.p_key).unwrap_or(0),
             Some(_) => match port.match_any_pkey(bth.p_key) {
                 Some(i) => i,
-                None => return self.counters.count(DropReason::PkeyMismatch),
+                None => return self.counters.count(HcaDropReason::PkeyMismatch),
             },
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(0);
                 if !PKey(bth.p_key).matches(PKey(entry)) {
-                    return self.counters.count(DropReason::PkeyMismatch);
+                    return self.counters.count(HcaDropReason::PkeyMismatch);
                 }
                 qp.pkey_index
             }
         };
         if qp.special != Some(0) && deth.q_key != qp.qkey {
-            return self.counters.count(DropReason::QkeyMismatch);
+            return self.counters.count(HcaDropReason::QkeyMismatch);
         }
         let Some(qp) = self.qps.get_mut(&handle) else {
             return;
         };
         let Some(wr) = qp.recv.pop_front() else {
-            return self.counters.count(DropReason::NoRecvPosted);
+            return self.counters.count(HcaDropReason::NoRecvPosted);
         };
         let cq = qp.recv_cq;
         let byte_len = GRH_AREA.saturating_add(pkt.payload.len() as u32);

@@ -9,7 +9,7 @@
 //! on (IBA 1 §18.2.4.3). A packet for the switch's own LID goes to management port 0, where this
 //! model has no SMA (the SM writes [`Config`] instead of SMPs): it is counted and consumed.
 //!
-//! Checks, in order, each failure dropping the packet with a counted [`DropReason`]:
+//! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
 //! 1. the LRH is readable and PktLen matches the buffer (IBA 1 §7.7) — `Malformed`;
 //! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`. The ICRC is
 //!    end to end (IBA 1 §7.8.1) and switches do not check it. This switch keeps the VL as it is,
@@ -39,7 +39,7 @@ pub const LFT_DROP: u8 = 255;
 
 /// Why a switch dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DropReason {
+pub enum SwitchDropReason {
     /// LRH unreadable or PktLen disagrees with the buffer.
     Malformed,
     /// VCRC mismatch.
@@ -58,17 +58,17 @@ pub enum DropReason {
     Partition,
 }
 
-impl DropReason {
+impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 8] = [
-        DropReason::Malformed,
-        DropReason::VcrcBad,
-        DropReason::UnknownLid,
-        DropReason::LftDrop,
-        DropReason::NoMftEntry,
-        DropReason::Mtu,
-        DropReason::PortDown,
-        DropReason::Partition,
+    pub const ALL: [SwitchDropReason; 8] = [
+        SwitchDropReason::Malformed,
+        SwitchDropReason::VcrcBad,
+        SwitchDropReason::UnknownLid,
+        SwitchDropReason::LftDrop,
+        SwitchDropReason::NoMftEntry,
+        SwitchDropReason::Mtu,
+        SwitchDropReason::PortDown,
+        SwitchDropReason::Partition,
     ];
 }
 
@@ -81,13 +81,13 @@ pub struct SwitchStats {
     pub forwarded: u64,
     /// Packets addressed to the switch's own LID (consumed by management port 0).
     pub to_management: u64,
-    /// Drops, indexed like [`DropReason::ALL`].
+    /// Drops, indexed like [`SwitchDropReason::ALL`].
     pub drops: [u64; 8],
 }
 
 impl SwitchStats {
     /// Drops for one reason.
-    pub fn dropped(&self, r: DropReason) -> u64 {
+    pub fn dropped(&self, r: SwitchDropReason) -> u64 {
         self.drops[r as usize]
     }
     /// All drops.
@@ -192,7 +192,7 @@ impl Switch {
         self.stats
     }
 
-    fn drop(&mut self, r: DropReason) {
+    fn drop(&mut self, r: SwitchDropReason) {
         self.stats.drops[r as usize] += 1;
     }
 
@@ -248,22 +248,22 @@ impl Switch {
         tx: &mut Tx,
     ) {
         let Some(p) = self.ports.get(usize::from(out)) else {
-            self.drop(DropReason::LftDrop);
+            self.drop(SwitchDropReason::LftDrop);
             return;
         };
         if !p.up {
-            self.drop(DropReason::PortDown);
+            self.drop(SwitchDropReason::PortDown);
             return;
         }
         // Always a defined code: `configure` refuses an undefined one.
         let fits = p.mtu.bytes().is_some_and(|m| payload <= m as usize);
         if !fits {
-            self.drop(DropReason::Mtu);
+            self.drop(SwitchDropReason::Mtu);
             return;
         }
         if let Some(k) = pkey {
             if !self.pkey_ok(inport, k) || !self.pkey_ok(out, k) {
-                self.drop(DropReason::Partition);
+                self.drop(SwitchDropReason::Partition);
                 return;
             }
         }
@@ -276,22 +276,22 @@ impl Device for Switch {
     fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         self.stats.received += 1;
         let Ok(lrh) = LrhRepr::parse_bytes(&packet) else {
-            self.drop(DropReason::Malformed);
+            self.drop(SwitchDropReason::Malformed);
             return;
         };
         if check_pkt_len(lrh.pkt_len, packet.len()).is_err() {
-            self.drop(DropReason::Malformed);
+            self.drop(SwitchDropReason::Malformed);
             return;
         }
         // check_pkt_len guarantees len = 4 * PktLen + 2 >= 2.
         let body_end = packet.len() - VCRC_LEN;
         let vcrc = u16::from_le_bytes([packet[body_end], packet[body_end + 1]]);
         if crc::vcrc(&packet[..body_end]) != vcrc {
-            self.drop(DropReason::VcrcBad);
+            self.drop(SwitchDropReason::VcrcBad);
             return;
         }
         let Some(payload) = Self::payload_len(&lrh, &packet) else {
-            self.drop(DropReason::Malformed);
+            self.drop(SwitchDropReason::Malformed);
             return;
         };
         let pkey = if self.enforce_partitions {
@@ -314,7 +314,7 @@ impl Device for Switch {
                 None => Vec::new(),
             };
             if outs.is_empty() {
-                self.drop(DropReason::NoMftEntry);
+                self.drop(SwitchDropReason::NoMftEntry);
                 return;
             }
             let n = outs.len();
@@ -334,12 +334,12 @@ impl Device for Switch {
             return;
         }
         if !is_unicast_lid(dlid) {
-            self.drop(DropReason::UnknownLid);
+            self.drop(SwitchDropReason::UnknownLid);
             return;
         }
         match self.lft.get(usize::from(dlid)).copied() {
-            None => self.drop(DropReason::UnknownLid),
-            Some(LFT_DROP) => self.drop(DropReason::LftDrop),
+            None => self.drop(SwitchDropReason::UnknownLid),
+            Some(LFT_DROP) => self.drop(SwitchDropReason::LftDrop),
             Some(0) => self.stats.to_management += 1,
             Some(out) => self.emit(port, out, payload, pkey, packet, tx),
         }

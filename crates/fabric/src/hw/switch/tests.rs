@@ -100,8 +100,8 @@ fn unknown_lid_and_lft_255_are_dropped_and_counted() {
     assert!(feed(&mut sw, 1, ud(2, 0, 8, 0xffff)).is_empty());
     assert!(feed(&mut sw, 1, ud(2, 4, 8, 0xffff)).is_empty());
     let s = sw.stats();
-    assert_eq!(s.dropped(DropReason::UnknownLid), 2);
-    assert_eq!(s.dropped(DropReason::LftDrop), 1);
+    assert_eq!(s.dropped(SwitchDropReason::UnknownLid), 2);
+    assert_eq!(s.dropped(SwitchDropReason::LftDrop), 1);
     assert_eq!(s.forwarded, 0);
 }
 
@@ -123,7 +123,7 @@ fn multicast_replicates_to_every_member_port_but_the_arrival_port() {
     let out = feed(&mut sw, 4, p.clone());
     assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 2, 3]);
     assert!(feed(&mut sw, 1, ud(2, 0xc002, 64, 0xffff)).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::NoMftEntry), 1);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::NoMftEntry), 1);
     // An empty entry removes the group.
     let mut tx = Tx::default();
     sw.configure(
@@ -135,7 +135,7 @@ fn multicast_replicates_to_every_member_port_but_the_arrival_port() {
         &mut tx,
     );
     assert!(feed(&mut sw, 1, p).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::NoMftEntry), 2);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::NoMftEntry), 2);
 }
 
 #[test]
@@ -144,13 +144,13 @@ fn oversized_payload_is_dropped_at_the_output_mtu() {
     // Port 2 has MTU code 1 = 256 bytes of payload.
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, 0xffff)).len(), 1);
     assert!(feed(&mut sw, 1, ud(2, 3, 257, 0xffff)).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::Mtu), 1);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Mtu), 1);
     // The same size fits port 1 (4096).
     assert_eq!(feed(&mut sw, 2, ud(3, 2, 257, 0xffff)).len(), 1);
     // Multicast copies are checked per port: port 2 drops, 3 forwards.
     let out = feed(&mut sw, 1, ud(2, 0xc001, 1000, 0xffff));
     assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![3]);
-    assert_eq!(sw.stats().dropped(DropReason::Mtu), 2);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Mtu), 2);
 }
 
 /// IBA 1 §7.8: the VCRC is checked at every hop, the ICRC only end to end.
@@ -161,7 +161,7 @@ fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
     let n = p.len();
     p[n - 10] ^= 1; // a payload byte: both CRCs now wrong
     assert!(feed(&mut sw, 1, p.clone()).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::VcrcBad), 1);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::VcrcBad), 1);
     // Recompute the VCRC only: the ICRC stays wrong, the switch forwards.
     let v = crc::vcrc(&p[..n - 2]);
     p[n - 2..].copy_from_slice(&v.to_le_bytes());
@@ -183,7 +183,7 @@ fn malformed_packets_are_dropped_and_counted() {
     short[16..].copy_from_slice(&v.to_le_bytes());
     assert!(fill_crcs(&mut short).is_err());
     assert!(feed(&mut sw, 1, short).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::Malformed), 4);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Malformed), 4);
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn down_output_port_drops() {
     let mut tx = Tx::default();
     sw.link_state(Instant::ZERO, 2, false, &mut tx);
     assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::PortDown), 1);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::PortDown), 1);
     sw.link_state(Instant::ZERO, 2, true, &mut tx);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
 }
@@ -207,7 +207,7 @@ fn partition_enforcement_is_optional() {
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
     sw.set_partition_enforcement(true);
     assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
-    assert_eq!(sw.stats().dropped(DropReason::Partition), 1);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Partition), 1);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x0001)).len(), 1);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x8001)).len(), 1);
     let pkey_match = |a: u16, b: u16| PKey(a).matches(PKey(b));

@@ -57,10 +57,7 @@ impl SubnetManager {
                     }
                 };
                 let m = if is_sm { Some(Membership::Full) } else { m }?;
-                Some(match m {
-                    Membership::Full => PKey(p.pkey).full().0,
-                    Membership::Limited => PKey(p.pkey).limited().0,
-                })
+                Some(m.pkey(p.pkey))
             })
             .collect()
     }

@@ -41,6 +41,7 @@ mod tests;
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
+use ipoib_proto::partitions::Membership;
 use ipoib_wire::ib::lid::LID_UNICAST_LAST;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::collections::VecDeque;
@@ -51,15 +52,6 @@ use std::collections::VecDeque;
 /// on ibsim configures the far host of a chain of 62 switches (63 hops) but not of 63 switches
 /// (docs/OPENSM-NOTES.md "Directed routes").
 pub const MAX_DR_HOPS: u32 = 63;
-
-/// How a port belongs to a partition (IBA 1 §10.9: bit 15 of the P_Key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Membership {
-    /// Full member: may talk to every member.
-    Full,
-    /// Limited member: may talk to full members only.
-    Limited,
-}
 
 /// Which ports a partition has.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@ use crate::hw::link::LinkParams;
 use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::sim::{Device, Simulator, Tx};
 use crate::hw::switch::tests::ud;
-use crate::hw::switch::{DropReason, Switch, LFT_DROP};
+use crate::hw::switch::{Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::topology::{build, Built, TopoNode};
 use ipoib_proto::time::Instant;
 use std::any::Any;
@@ -234,8 +234,8 @@ fn unicast_and_multicast_cross_the_fat_tree() {
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, big));
     sim.run_until_idle(1000);
     let st = sim.node::<Switch>(leaf0).unwrap().stats();
-    assert_eq!(st.dropped(DropReason::UnknownLid), 1);
-    assert_eq!(st.dropped(DropReason::Mtu), 1);
+    assert_eq!(st.dropped(SwitchDropReason::UnknownLid), 1);
+    assert_eq!(st.dropped(SwitchDropReason::Mtu), 1);
     assert_eq!(sim.node::<Host>(built.nodes[63]).unwrap().got.len(), 2);
 }
 

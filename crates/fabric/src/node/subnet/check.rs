@@ -10,7 +10,7 @@
 //! lookup per host and broadcast group.
 
 use super::Subnet;
-use crate::hw::hca::DropReason;
+use crate::hw::hca::HcaDropReason;
 use crate::hw::mgmt::PortState;
 use crate::hw::topology::End;
 use crate::node::sm::MAX_DR_HOPS;
@@ -49,7 +49,7 @@ pub enum JoinProblem {
     NotYet,
     /// Packets the host's HCA discarded, by reason (e.g. MADs arriving with no receive buffer
     /// posted on QP1, IBA 1 §9.8.3.2: lost requests or answers the host has to wait out).
-    Drops(Vec<(DropReason, u64)>),
+    Drops(Vec<(HcaDropReason, u64)>),
 }
 
 impl fmt::Display for JoinProblem {
@@ -89,7 +89,7 @@ impl fmt::Display for JoinProblem {
                 let parts: Vec<String> = d
                     .iter()
                     .map(|(r, n)| match r {
-                        DropReason::NoRecvPosted => {
+                        HcaDropReason::NoRecvPosted => {
                             format!("{n} with no receive buffer posted (NoRecvPosted)")
                         }
                         r => format!("{n} {r:?}"),

@@ -52,11 +52,9 @@ use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
-use crate::node::sm::{
-    Membership, PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager,
-};
+use crate::node::sm::{PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_proto::partitions::{self, MemberSpec, PartitionConfig, PortId, PortKind};
+use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
 use ipoib_proto::sa::{
     RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse, SaServer,
     SaServerConfig,
@@ -186,14 +184,10 @@ pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(u16, Gid)> {
 /// The SM's partition list for `cfg` on `topo`, in the P_Key table order OpenSM gives
 /// ([`PartitionConfig::pkey_table`]: `indx0` partitions, the default partition, the others).
 /// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
-/// others are resolved port by port with [`partitions::Partition::membership_of`]. `Both` counts
-/// as full (OpenSM without `allow_both_pkeys`). The SM port is a full member of every partition
+/// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`].
+/// `Both` counts as full ([`ipoib_proto::partitions::Membership::pkey`]). The SM port is a full member of every partition
 /// whatever the file says (the SM's rule, OpenSM's as well).
 pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> Vec<PartitionSpec> {
-    let conv = |m: partitions::Membership| match m {
-        partitions::Membership::Limited => Membership::Limited,
-        _ => Membership::Full,
-    };
     let ordered = cfg
         .partitions
         .iter()
@@ -221,7 +215,7 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
             })
             .collect();
         let members = match ca_specs[..] {
-            [(MemberSpec::All | MemberSpec::AllCas, m)] => PartitionMembers::All(conv(*m)),
+            [(MemberSpec::All | MemberSpec::AllCas, m)] => PartitionMembers::All(*m),
             _ => {
                 let mut v = Vec::new();
                 for n in topo.cas() {
@@ -233,7 +227,7 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
                             is_sm: End { node: n, port } == sm_port,
                         };
                         if let Some(m) = p.membership_of(&id) {
-                            v.push((id.guid, conv(m)));
+                            v.push((id.guid, m));
                         }
                     }
                 }

@@ -158,5 +158,5 @@ fn connected_engine_hook_frames_and_checks() {
     });
     send(&mut p.sim, p.a, a.qpn, w);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
-    assert_eq!(counters(&p.sim, p.b).drops(DropReason::PkeyMismatch), 1);
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PkeyMismatch), 1);
 }

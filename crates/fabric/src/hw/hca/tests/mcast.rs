@@ -101,8 +101,8 @@ fn multicast_packet_without_grh_or_group_is_dropped() {
     });
     p.sim.run_until_idle(100);
     let c = counters(&p.sim, p.b);
-    assert_eq!(c.drops(DropReason::McastNoGrh), 1);
-    assert_eq!(c.drops(DropReason::McastNotAttached), 1);
+    assert_eq!(c.drops(HcaDropReason::McastNoGrh), 1);
+    assert_eq!(c.drops(HcaDropReason::McastNotAttached), 1);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
 }
 

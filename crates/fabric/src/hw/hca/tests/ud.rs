@@ -57,7 +57,7 @@ fn qkey_mismatch_is_dropped_and_counted() {
     let b = ud_qp(&mut p.sim, p.b, 0x2222, 0, 4);
     send(&mut p.sim, p.a, a.qpn, wr(1, b"x", dest(2, b.qpn, 0x1111)));
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
-    assert_eq!(counters(&p.sim, p.b).drops(DropReason::QkeyMismatch), 1);
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QkeyMismatch), 1);
     // The right Q_Key goes through.
     send(&mut p.sim, p.a, a.qpn, wr(2, b"y", dest(2, b.qpn, 0x2222)));
     assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1);
@@ -120,7 +120,7 @@ fn pkey_case(seed: u64, from: u16, to: u16) -> (bool, u64) {
     if let Some(c) = got.first() {
         assert_eq!(c.pkey_index, 1);
     }
-    let drops = counters(&p.sim, p.b).drops(DropReason::PkeyMismatch);
+    let drops = counters(&p.sim, p.b).drops(HcaDropReason::PkeyMismatch);
     (!got.is_empty(), drops)
 }
 
@@ -163,7 +163,7 @@ fn corrupted_packets_are_never_delivered() {
     assert_eq!(c.rx_packets, 40);
     assert_eq!(c.rx_delivered, 0);
     assert_eq!(c.total_drops(), 40, "{:?}", c.nonzero_drops());
-    assert!(c.drops(DropReason::BadIcrc) + c.drops(DropReason::BadVcrc) > 30);
+    assert!(c.drops(HcaDropReason::BadIcrc) + c.drops(HcaDropReason::BadVcrc) > 30);
 }
 
 /// IBA 1 §9.8.3.2: a UD datagram with no receive posted is silently dropped (counted); a
@@ -174,7 +174,7 @@ fn no_receive_posted_and_short_buffer() {
     let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
     let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 0);
     send(&mut p.sim, p.a, a.qpn, wr(1, b"lost", dest(2, b.qpn, 0x1)));
-    assert_eq!(counters(&p.sim, p.b).drops(DropReason::NoRecvPosted), 1);
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::NoRecvPosted), 1);
     p.sim
         .with_node::<Hca, _>(p.b, |h, _, _| {
             h.post_recv(
@@ -221,7 +221,7 @@ fn port_and_qp_states_gate_reception() {
     configure::<Hca>(&mut p.sim, p.b, pc);
     p.sim.run_until_idle(100);
     send(&mut p.sim, p.a, a.qpn, wr(1, b"x", dest(2, b.qpn, 0x1)));
-    assert_eq!(counters(&p.sim, p.b).drops(DropReason::PortNotActive), 1);
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PortNotActive), 1);
     configure::<Hca>(&mut p.sim, p.b, port_config(2, vec![0xffff]));
     p.sim.run_until_idle(100);
     let r = p.sim.with_node::<Hca, _>(p.b, |h, _, _| {
@@ -254,13 +254,13 @@ fn port_and_qp_states_gate_reception() {
         })
     );
     send(&mut p.sim, p.a, a.qpn, wr(2, b"y", dest(2, b.qpn, 0x1)));
-    assert_eq!(counters(&p.sim, p.b).drops(DropReason::QpNotReady), 1);
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QpNotReady), 1);
     // Wrong DLID and unknown QP.
     send(&mut p.sim, p.a, a.qpn, wr(3, b"z", dest(3, b.qpn, 0x1)));
     send(&mut p.sim, p.a, a.qpn, wr(4, b"z", dest(2, 0x999, 0x1)));
     let c = counters(&p.sim, p.b);
-    assert_eq!(c.drops(DropReason::BadDlid), 1);
-    assert_eq!(c.drops(DropReason::UnknownQp), 1);
+    assert_eq!(c.drops(HcaDropReason::BadDlid), 1);
+    assert_eq!(c.drops(HcaDropReason::UnknownQp), 1);
 }
 
 /// RC/UC need the connected-QP engine; without one create_qp refuses.

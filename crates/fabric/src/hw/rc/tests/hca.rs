@@ -4,7 +4,7 @@
 
 use super::Pool;
 use crate::hw::hca::tests::{pair, Pair as HcaPair};
-use crate::hw::hca::{CqId, DropReason, Hca, ModifyQp, QpInit};
+use crate::hw::hca::{CqId, Hca, HcaDropReason, ModifyQp, QpInit};
 use crate::hw::link::Fault;
 use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
@@ -167,7 +167,7 @@ fn rc_between_hcas_exactly_once_under_faults() {
         "no duplicates"
     );
     let cb = p.sim.node::<Hca>(b.node).unwrap().counters().clone();
-    assert!(cb.drops(DropReason::BadIcrc) + cb.drops(DropReason::BadVcrc) > 0);
+    assert!(cb.drops(HcaDropReason::BadIcrc) + cb.drops(HcaDropReason::BadVcrc) > 0);
 }
 
 /// Over the simulator: UC loses only whole messages.
