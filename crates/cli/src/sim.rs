@@ -256,8 +256,8 @@ impl Report {
             .map(|g| GroupLine {
                 mgid: g.record.mgid.to_string(),
                 mlid: g.record.mlid,
-                pkey: g.record.p_key,
-                qkey: g.record.q_key,
+                pkey: g.record.pkey,
+                qkey: g.record.qkey,
                 mtu: g.record.mtu.bytes().unwrap_or(0),
                 members: g.members.len(),
                 well_known: g.well_known,

@@ -40,12 +40,12 @@ fn lrh(dlid: u16, slid: u16) -> LrhRepr {
     }
 }
 
-fn ud(dlid: u16, slid: u16, dest_qp: u32, q_key: u32, src_qp: u32, payload: &[u8]) -> Vec<u8> {
+fn ud(dlid: u16, slid: u16, dest_qp: u32, qkey: u32, src_qp: u32, payload: &[u8]) -> Vec<u8> {
     let p = PacketRepr::ud_send_only(
         lrh(dlid, slid),
         None,
         BthRepr::new(Opcode::UD_SEND_ONLY, PKEY, dest_qp, 7),
-        DethRepr { q_key, src_qp },
+        DethRepr { qkey, src_qp },
         payload,
     );
     let mut b = vec![0u8; p.buffer_len()];
@@ -77,9 +77,9 @@ fn sa_join() -> Vec<u8> {
     let rec = McMemberRecordRepr {
         mgid: broadcast_mgid(PKEY, Scope::LinkLocal),
         port_gid: a_gid(),
-        q_key: 0x0b1b,
+        qkey: 0x0b1b,
         mtu: Mtu::Mtu2048,
-        p_key: PKEY,
+        pkey: PKEY,
         join_state: JoinState(1),
         ..McMemberRecordRepr::default()
     };

@@ -32,7 +32,7 @@ fn every_host_of_a_fat_tree_comes_up() {
         let iface = net.interface(i).unwrap();
         let app = net.ipoib_app(i).unwrap();
         let p = iface.link_params().expect("joined");
-        assert_eq!(p.record.q_key, 0x0b1b, "§9.1.2 b: OpenSM's default Q_Key");
+        assert_eq!(p.record.qkey, 0x0b1b, "§9.1.2 b: OpenSM's default Q_Key");
         assert_eq!(iface.mtu(), 2044, "§7: group MTU 2048 - 4");
         assert_eq!(
             iface.gid(),

@@ -46,8 +46,8 @@ fn delivered_to_exactly_the_members_through_the_mfts() {
         .expect("§11 A: the join created the group");
     assert_eq!(g.members.len(), members.len());
     assert_eq!(
-        (g.record.q_key, g.record.mtu, g.record.sl),
-        (bcast.q_key, bcast.mtu, bcast.sl)
+        (g.record.qkey, g.record.mtu, g.record.sl),
+        (bcast.qkey, bcast.mtu, bcast.sl)
     );
     let mlid = g.record.mlid;
     let not_attached = |net: &ipoib_fabric::node::subnet::Subnet, i: usize| {

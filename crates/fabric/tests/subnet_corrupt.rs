@@ -80,7 +80,7 @@ fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
                 panic!("host {i}: {:?}", j.status)
             };
             assert_eq!(
-                (r.mlid, r.q_key, r.mtu, r.rate),
+                (r.mlid, r.qkey, r.mtu, r.rate),
                 (first.mlid, 0x0b1b, Mtu::Mtu2048, Rate::Gbps10),
                 "host {i}"
             );

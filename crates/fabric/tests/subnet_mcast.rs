@@ -39,8 +39,8 @@ fn join(net: &mut Subnet, i: usize, mgid: Gid, create: bool) -> McMemberRecordRe
     };
     let mut mask = mcr_mask::JOIN;
     if create {
-        rec.q_key = QKEY;
-        rec.p_key = 0xffff;
+        rec.qkey = QKEY;
+        rec.pkey = 0xffff;
         mask |= mcr_mask::CREATE;
     }
     let m = SaMadRepr::mcmember_join(0, rec, mask);
@@ -131,7 +131,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
             panic!("host {i} not joined")
         };
         assert_eq!(
-            (r.mlid, r.q_key, r.mtu),
+            (r.mlid, r.qkey, r.mtu),
             (b.mlid, 0x0b1b, Mtu::Mtu2048),
             "host {i}"
         );
@@ -156,7 +156,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     let group = [5usize, 6, 21, 30];
     for &i in &group[1..] {
         let r = join(&mut net, i, mgid, false);
-        assert_eq!((r.mlid, r.q_key), (created.mlid, QKEY), "host {i}");
+        assert_eq!((r.mlid, r.qkey), (created.mlid, QKEY), "host {i}");
     }
     let want: BTreeSet<Gid> = group.iter().map(|&i| net.gid(i)).collect();
     assert_eq!(members(&net, mgid), Some(want));

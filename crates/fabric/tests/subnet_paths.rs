@@ -108,7 +108,7 @@ fn fat_tree_lids_and_all_paths_through_the_sa() {
             assert_eq!(p.dlid, net.lid(j), "host {i} -> {j}: DLID");
             assert_eq!(u8::from(p.mtu), 5, "4096-byte MTU on every link");
             assert_eq!(u8::from(p.rate), 7, "40 Gb/s on every link");
-            assert_eq!(p.p_key, 0xffff, "default partition");
+            assert_eq!(p.pkey, 0xffff, "default partition");
             assert!(p.reversible);
             let want = if i == j {
                 0

@@ -319,7 +319,7 @@ fn joins(
         let rec = McMemberRecordRepr {
             mgid,
             port_gid: gids[i],
-            p_key: PKey::DEFAULT.0,
+            pkey: PKey::DEFAULT.0,
             join_state: JoinState::FULL_MEMBER,
             ..McMemberRecordRepr::default()
         };

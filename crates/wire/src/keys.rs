@@ -3,7 +3,7 @@
 //! these rules are written; the HCA, the switch, the SA and the IPoIB interface all use it.
 //!
 //! Header fields and records keep their keys as plain `u16`/`u32` (what the wire carries); these
-//! types are how the rules are asked: `PKey(bth.p_key).matches(PKey(entry))`.
+//! types are how the rules are asked: `PKey(bth.pkey).matches(PKey(entry))`.
 
 use core::fmt;
 

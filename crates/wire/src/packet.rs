@@ -381,7 +381,7 @@ mod tests {
 
     fn deth() -> DethRepr {
         DethRepr {
-            q_key: 0x0b1b,
+            qkey: 0x0b1b,
             src_qp: 0x49,
         }
     }
@@ -556,7 +556,7 @@ mod tests {
         let mut r = local_repr();
         r.ext.reth = Some(RethRepr {
             va: 0,
-            r_key: 0,
+            rkey: 0,
             dma_len: 0,
         });
         assert_eq!(r.emit(&mut b), Err(Error::Malformed));
@@ -646,17 +646,17 @@ mod tests {
                 ee_context: w(0) >> 8,
             }),
             deth: pick(ExtHeaderSet::DETH).then(|| DethRepr {
-                q_key: w(4),
+                qkey: w(4),
                 src_qp: w(8) >> 8,
             }),
             reth: pick(ExtHeaderSet::RETH).then(|| RethRepr {
                 va: q(0),
-                r_key: w(8),
+                rkey: w(8),
                 dma_len: w(12),
             }),
             atomic_eth: pick(ExtHeaderSet::ATOMIC_ETH).then(|| AtomicEthRepr {
                 va: q(0),
-                r_key: w(8),
+                rkey: w(8),
                 swap_add: q(12),
                 compare: q(20),
             }),
@@ -667,7 +667,7 @@ mod tests {
             atomic_ack_eth: pick(ExtHeaderSet::ATOMIC_ACK_ETH)
                 .then(|| AtomicAckEthRepr { orig_rem_dt: q(16) }),
             immdt: pick(ExtHeaderSet::IMMDT).then(|| ImmDtRepr { data: w(24) }),
-            ieth: pick(ExtHeaderSet::IETH).then(|| IethRepr { r_key: w(28) }),
+            ieth: pick(ExtHeaderSet::IETH).then(|| IethRepr { rkey: w(28) }),
         };
         let grh = global.then(|| GrhRepr {
             tclass: seed[0],

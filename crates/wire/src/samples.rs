@@ -163,7 +163,7 @@ struct UdDest {
     dlid: u16,
     dgid: Option<Gid>,
     qpn: u32,
-    q_key: u32,
+    qkey: u32,
 }
 
 impl UdDest {
@@ -173,7 +173,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: n.ud_qpn,
-            q_key: QKey::IPOIB_BROADCAST.0,
+            qkey: QKey::IPOIB_BROADCAST.0,
         }
     }
 
@@ -191,7 +191,7 @@ impl UdDest {
             dlid: mlid,
             dgid: Some(mgid),
             qpn: BthRepr::MULTICAST_QPN,
-            q_key: QKey::IPOIB_BROADCAST.0,
+            qkey: QKey::IPOIB_BROADCAST.0,
         }
     }
 
@@ -201,7 +201,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: 1,
-            q_key: QKey::GSI.0,
+            qkey: QKey::GSI.0,
         }
     }
 }
@@ -210,7 +210,7 @@ impl UdDest {
 fn ud(src: &Node, src_qp: u32, to: UdDest, psn: u32, payload: &[u8]) -> Vec<u8> {
     let bth = BthRepr::new(crate::ib::Opcode::UD_SEND_ONLY, P_KEY, to.qpn, psn);
     let deth = DethRepr {
-        q_key: to.q_key,
+        qkey: to.qkey,
         src_qp,
     };
     let g = to.dgid.map(|d| grh(src, d));

@@ -311,7 +311,7 @@ impl Report {
                 "  Broadcast group {}: MLID {:#06x}, Q_Key {:#06x}, MTU {}, so the IPoIB MTU is {} (§5, §7).",
                 r.mgid,
                 r.mlid,
-                r.q_key,
+                r.qkey,
                 r.mtu.bytes().unwrap_or(0),
                 mtu
             );

@@ -236,7 +236,7 @@ impl Interface {
                 lid: self.port.map(|p| p.lid).unwrap_or(0),
                 flags: LegacyCapabilities(0),
                 qpn: self.cfg.qpn,
-                qkey: self.params.map(|p| p.record.q_key).unwrap_or(0),
+                qkey: self.params.map(|p| p.record.qkey).unwrap_or(0),
                 guid: self.cfg.port_guid,
             };
             r.emit(&mut LegacyLlaOption::new_unchecked(&mut b[..]));

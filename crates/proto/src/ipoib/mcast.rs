@@ -293,17 +293,17 @@ impl Interface {
             mgid,
             port_gid: self.gid(),
             join_state: js,
-            p_key: PKey(self.cfg.pkey).full().0,
+            pkey: PKey(self.cfg.pkey).full().0,
             ..Default::default()
         };
         let mut mask = mcr_mask::JOIN;
         if let (Some(p), false) = (self.params, mgid == self.bcast_mgid()) {
             let b = p.record;
-            rec.q_key = b.q_key;
+            rec.qkey = b.qkey;
             rec.mtu_selector = Selector::Exactly;
             rec.mtu = b.mtu;
             rec.tclass = b.tclass;
-            rec.p_key = b.p_key;
+            rec.pkey = b.pkey;
             rec.rate_selector = Selector::Exactly;
             rec.rate = b.rate;
             rec.sl = b.sl;
@@ -530,7 +530,7 @@ impl Interface {
                 tclass: b.tclass,
             }),
             remote_qpn: MULTICAST_QPN,
-            qkey: b.q_key,
+            qkey: b.qkey,
             rate: b.rate,
             data,
         });

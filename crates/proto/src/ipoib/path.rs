@@ -291,7 +291,7 @@ pub fn path_query(sgid: Gid, dgid: Gid, pkey: u16, tclass: u8) -> (PathRecordRep
         sgid,
         numb_path: 1,
         reversible: true,
-        p_key: pkey,
+        pkey,
         tclass,
         ..Default::default()
     };

@@ -27,7 +27,7 @@ impl Interface {
         if !PKey(d.pkey).same_partition(PKey(self.cfg.pkey)) {
             return self.drop1(DropReason::PkeyMismatch);
         }
-        if d.qkey != p.record.q_key {
+        if d.qkey != p.record.qkey {
             return self.drop1(DropReason::QkeyMismatch);
         }
         let lid = self.port.map(|p| p.lid).unwrap_or(0);

@@ -143,11 +143,11 @@ impl Interface {
         if let Some(m) = self.cfg.mtu {
             mtu = mtu.min(m);
         }
-        let qkey_changed = self.params.map(|p| p.record.q_key) != Some(rec.q_key);
+        let qkey_changed = self.params.map(|p| p.record.qkey) != Some(rec.qkey);
         self.params = Some(BroadcastParams { record: rec, mtu });
         if qkey_changed {
             // §9.1.2 b: the Q_Key of the broadcast group MUST be used for all IPoIB traffic.
-            self.events.push_back(InterfaceEvent::SetQkey(rec.q_key));
+            self.events.push_back(InterfaceEvent::SetQkey(rec.qkey));
         }
     }
 
@@ -160,7 +160,7 @@ impl Interface {
             format!(
                 "carrier up: mtu {} qkey {:#x} mlid {:#x}",
                 self.mtu(),
-                self.params.map(|p| p.record.q_key).unwrap_or(0),
+                self.params.map(|p| p.record.qkey).unwrap_or(0),
                 self.params.map(|p| p.record.mlid).unwrap_or(0)
             ),
         );

@@ -227,7 +227,7 @@ impl Interface {
             sl: info.sl,
             grh,
             remote_qpn: qpn & 0x00ff_ffff,
-            qkey: p.record.q_key,
+            qkey: p.record.qkey,
             rate: info.rate,
             data,
         });

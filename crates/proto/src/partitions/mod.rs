@@ -89,7 +89,7 @@ pub struct GroupFlags {
     /// `__create_mgrp` with an empty scope mask).
     pub scopes: Vec<u8>,
     /// Q_Key (`Q_Key=`); 0 means the default (0x0b1b for IP groups, 0 otherwise).
-    pub q_key: u32,
+    pub qkey: u32,
     /// Traffic class (`TClass=`).
     pub tclass: u8,
     /// Flow label (`FlowLabel=`).
@@ -103,7 +103,7 @@ impl Default for GroupFlags {
             rate: DEFAULT_RATE,
             sl: 0,
             scopes: Vec::new(),
-            q_key: 0,
+            qkey: 0,
             tclass: 0,
             flow_label: 0,
         }
@@ -203,7 +203,7 @@ pub struct PrecreatedGroup {
     /// P_Key, full-member bit set.
     pub pkey: u16,
     /// Q_Key.
-    pub q_key: u32,
+    pub qkey: u32,
     /// MTU.
     pub mtu: Mtu,
     /// Rate.
@@ -299,7 +299,7 @@ impl PartitionConfig {
         for p in &self.partitions {
             let full_pkey = PKey(p.pkey).full().0;
             let mut push = |mgid: Gid, f: &GroupFlags, default_qkey: u32| {
-                let q_key = if f.q_key != 0 { f.q_key } else { default_qkey };
+                let qkey = if f.qkey != 0 { f.qkey } else { default_qkey };
                 let scopes: Vec<u8> = if f.scopes.is_empty() {
                     vec![mgid.0[1] & 0x0f]
                 } else {
@@ -314,7 +314,7 @@ impl PartitionConfig {
                     out.push(PrecreatedGroup {
                         mgid: g,
                         pkey: full_pkey,
-                        q_key,
+                        qkey,
                         mtu: f.mtu,
                         rate: f.rate,
                         sl: f.sl,

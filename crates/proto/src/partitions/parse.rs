@@ -425,7 +425,7 @@ impl<'a> Parser<'a> {
                 true
             }
             ("Q_Key", Some(v @ 0..=0xffff_ffff)) => {
-                f.q_key = v as u32;
+                f.qkey = v as u32;
                 true
             }
             ("TClass", Some(v @ 0..=0xff)) => {

@@ -46,7 +46,7 @@ fn opensm_manual_examples_parse() {
     assert!(d.ipoib);
     assert_eq!(d.groups.len(), 5);
     assert_eq!(d.groups[0].flags.sl, 1);
-    assert_eq!(d.groups[4].flags.q_key, 0xdead_beef);
+    assert_eq!(d.groups[4].flags.qkey, 0xdead_beef);
     assert_eq!(d.groups[4].flags.mtu, Mtu::Mtu512);
     // NewPartition got an automatic P_Key and the "limi" abbreviation means limited.
     let np = c
@@ -81,13 +81,13 @@ fn opensm_manual_examples_parse() {
     assert!(groups.iter().any(|g| g.mgid
         == "ff12:401b:ffff::707".parse::<Ipv6Addr>().unwrap().into()
         && g.sl == 1
-        && g.q_key == QKey::IPOIB_BROADCAST.0));
+        && g.qkey == QKey::IPOIB_BROADCAST.0));
     let rnd = groups
         .iter()
         .find(|g| g.mgid == "ff12::1".parse::<Ipv6Addr>().unwrap().into())
         .unwrap();
     assert_eq!(
-        (rnd.q_key, rnd.mtu, rnd.rate),
+        (rnd.qkey, rnd.mtu, rnd.rate),
         (0xdead_beef, Mtu::Mtu512, Rate::Gbps10)
     );
 }
@@ -117,7 +117,7 @@ fn default_configuration_and_broadcast_group() {
         Gid::from("ff12:401b:ffff::ffff:ffff".parse::<Ipv6Addr>().unwrap())
     );
     assert_eq!(
-        (g[0].q_key, g[0].mtu, g[0].rate, g[0].sl, g[0].scope, g[0].pkey),
+        (g[0].qkey, g[0].mtu, g[0].rate, g[0].sl, g[0].scope, g[0].pkey),
         (0x0b1b, Mtu::Mtu2048, Rate::Gbps10, 0, 2, 0xffff)
     );
     // A file without a Default rule: ALL=limited, SELF=full.

@@ -190,8 +190,8 @@ pub(super) fn join_rec(mgid: Gid, port: Gid, js: JoinState) -> McMemberRecordRep
     McMemberRecordRepr {
         mgid,
         port_gid: port,
-        q_key: 0x0b1b,
-        p_key: 0xffff,
+        qkey: 0x0b1b,
+        pkey: 0xffff,
         tclass: 0,
         sl: 0,
         flow_label: 0,

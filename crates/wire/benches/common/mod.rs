@@ -93,7 +93,7 @@ pub fn ud_repr(payload: &[u8], global: bool) -> PacketRepr<'_> {
     };
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, qp, 1);
     let deth = DethRepr {
-        q_key: 0x0b1b,
+        qkey: 0x0b1b,
         src_qp: 0x49,
     };
     PacketRepr::ud_send_only(lrh(dlid, 1), grh, bth, deth, payload)
@@ -132,14 +132,14 @@ fn sa_path_query() -> Vec<u8> {
         sgid: gid(1),
         numb_path: 1,
         reversible: true,
-        p_key: 0xffff,
+        pkey: 0xffff,
         ..PathRecordRepr::default()
     };
     // DGID, SGID, Reversible, NumbPath, P_Key (IBA 1 §15.2.5.16 component mask bits 2, 3, 11-13).
     let mad = SaMadRepr::path_get(0x1234_5678, rec, 0b11_1000_0000_1100).to_bytes();
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, 1, 7);
     let deth = DethRepr {
-        q_key: 0x8001_0000,
+        qkey: 0x8001_0000,
         src_qp: 1,
     };
     emit(&PacketRepr::ud_send_only(lrh(1, 3), None, bth, deth, &mad))

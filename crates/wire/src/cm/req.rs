@@ -30,7 +30,7 @@ cm_view! {
     /// Local CA GUID (byte 16).
     local_ca_guid, set_local_ca_guid: guid[16];
     /// Local Q_Key (byte 28).
-    local_q_key, set_local_q_key: u32[28];
+    local_qkey, set_local_qkey: u32[28];
     /// Local QPN, 24 bits (byte 32).
     local_qpn, set_local_qpn: u24[32];
     /// Responder Resources (byte 35).
@@ -151,7 +151,7 @@ pub struct ReqRepr {
     /// Local CA GUID.
     pub local_ca_guid: Guid,
     /// Local Q_Key.
-    pub local_q_key: u32,
+    pub local_qkey: u32,
     /// Local QPN (24 bits).
     pub local_qpn: u32,
     /// Responder Resources.
@@ -209,7 +209,7 @@ impl ReqRepr {
             vendor_id: msg.vendor_id(),
             service_id: msg.service_id(),
             local_ca_guid: msg.local_ca_guid(),
-            local_q_key: msg.local_q_key(),
+            local_qkey: msg.local_qkey(),
             local_qpn: msg.local_qpn(),
             responder_resources: msg.responder_resources(),
             local_eecn: msg.local_eecn(),
@@ -254,7 +254,7 @@ impl ReqRepr {
         msg.set_vendor_id(self.vendor_id);
         msg.set_service_id(self.service_id);
         msg.set_local_ca_guid(self.local_ca_guid);
-        msg.set_local_q_key(self.local_q_key);
+        msg.set_local_qkey(self.local_qkey);
         msg.set_local_qpn(self.local_qpn);
         msg.set_responder_resources(self.responder_resources);
         msg.set_local_eecn(self.local_eecn);
@@ -286,7 +286,7 @@ impl Describe for ReqRepr {
         d.field("vendor_id", Value::Hex(self.vendor_id.into(), 6));
         d.field("service_id", Value::Hex(self.service_id, 16));
         d.field("local_ca_guid", Value::Guid(self.local_ca_guid));
-        d.field("local_q_key", Value::Hex(self.local_q_key.into(), 8));
+        d.field("local_q_key", Value::Hex(self.local_qkey.into(), 8));
         d.field("local_qpn", Value::Hex(self.local_qpn.into(), 6));
         d.field(
             "responder_resources",

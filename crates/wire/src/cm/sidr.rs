@@ -93,7 +93,7 @@ cm_view! {
     /// Service ID (byte 12).
     service_id, set_service_id: u64[12];
     /// Q_Key (byte 20).
-    q_key, set_q_key: u32[20];
+    qkey, set_qkey: u32[20];
     /// ClassPortInfo, the additional information of a redirect, 72 bytes (byte 24).
     class_port_info, set_class_port_info: bytes[24, CLASS_PORT_INFO_LEN];
     /// Private Data, 136 bytes (byte 96).
@@ -153,7 +153,7 @@ pub struct SidrRepRepr {
     /// Service ID resolved.
     pub service_id: u64,
     /// Q_Key of the service.
-    pub q_key: u32,
+    pub qkey: u32,
     /// ClassPortInfo (meaningful on redirect), all 72 bytes.
     pub class_port_info: [u8; CLASS_PORT_INFO_LEN],
     /// Private Data, whole.
@@ -175,7 +175,7 @@ impl SidrRepRepr {
             vendor_id: msg.vendor_id(),
             qpn: msg.qpn(),
             service_id: msg.service_id(),
-            q_key: msg.q_key(),
+            qkey: msg.qkey(),
             class_port_info,
             private_data,
         })
@@ -195,7 +195,7 @@ impl SidrRepRepr {
         msg.set_vendor_id(self.vendor_id);
         msg.set_qpn(self.qpn);
         msg.set_service_id(self.service_id);
-        msg.set_q_key(self.q_key);
+        msg.set_qkey(self.qkey);
         msg.set_class_port_info(&self.class_port_info);
         msg.set_private_data(&self.private_data);
     }
@@ -213,7 +213,7 @@ impl Describe for SidrRepRepr {
         d.field("vendor_id", Value::Hex(self.vendor_id.into(), 6));
         d.field("qpn", Value::Hex(self.qpn.into(), 6));
         d.field("service_id", Value::Hex(self.service_id, 16));
-        d.field("q_key", Value::Hex(self.q_key.into(), 8));
+        d.field("q_key", Value::Hex(self.qkey.into(), 8));
         d.field("class_port_info", Value::Bytes(&self.class_port_info));
         d.field("private_data", Value::Bytes(&self.private_data));
     }
@@ -283,7 +283,7 @@ mod tests {
             vendor_id: 0xab_cdef,
             qpn: 0x48,
             service_id: 0x0106_1388,
-            q_key: 0x8001_0000,
+            qkey: 0x8001_0000,
             class_port_info,
             private_data,
         }
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(m.vendor_id(), 0xab_cdef);
         assert_eq!(m.qpn(), 0x48);
         assert_eq!(m.service_id(), 0x0106_1388);
-        assert_eq!(m.q_key(), 0x8001_0000);
+        assert_eq!(m.qkey(), 0x8001_0000);
         assert_eq!(m.class_port_info()[0], 1);
         assert_eq!(m.private_data()[0], 2);
 
@@ -311,7 +311,7 @@ mod tests {
         m.set_vendor_id(0xab_cdef);
         m.set_qpn(0x48);
         m.set_service_id(0x0106_1388);
-        m.set_q_key(0x8001_0000);
+        m.set_qkey(0x8001_0000);
         m.set_class_port_info(&[1]);
         m.set_private_data(&[2]);
         assert_eq!(out, b);

@@ -28,7 +28,7 @@ impl<T: AsRef<[u8]>> AtomicEth<T> {
         be64(self.buffer.as_ref(), field::VA)
     }
     /// Remote key.
-    pub fn r_key(&self) -> u32 {
+    pub fn rkey(&self) -> u32 {
         be32(self.buffer.as_ref(), field::R_KEY)
     }
     /// Swap data (COMPARE SWAP) or add data (FETCH ADD).
@@ -47,7 +47,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicEth<T> {
         put64(self.buffer.as_mut(), field::VA, v);
     }
     /// Sets the remote key.
-    pub fn set_r_key(&mut self, v: u32) {
+    pub fn set_rkey(&mut self, v: u32) {
         put32(self.buffer.as_mut(), field::R_KEY, v);
     }
     /// Sets the swap/add data.
@@ -66,7 +66,7 @@ pub struct AtomicEthRepr {
     /// Virtual address.
     pub va: u64,
     /// Remote key.
-    pub r_key: u32,
+    pub rkey: u32,
     /// Swap or add data.
     pub swap_add: u64,
     /// Compare data.
@@ -82,7 +82,7 @@ impl AtomicEthRepr {
         v.check_len()?;
         Ok(AtomicEthRepr {
             va: v.va(),
-            r_key: v.r_key(),
+            rkey: v.rkey(),
             swap_add: v.swap_add(),
             compare: v.compare(),
         })
@@ -98,7 +98,7 @@ impl AtomicEthRepr {
     /// Writes the header into a view of at least [`AtomicEthRepr::LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, v: &mut AtomicEth<T>) {
         v.set_va(self.va);
-        v.set_r_key(self.r_key);
+        v.set_rkey(self.rkey);
         v.set_swap_add(self.swap_add);
         v.set_compare(self.compare);
     }
@@ -111,7 +111,7 @@ impl AtomicEthRepr {
 impl Describe for AtomicEthRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("va", Value::Hex(self.va, 16));
-        d.field("r_key", Value::Hex(self.r_key as u64, 8));
+        d.field("r_key", Value::Hex(self.rkey as u64, 8));
         d.field("swapdt", Value::Hex(self.swap_add, 16));
         d.field("cmpdt", Value::Hex(self.compare, 16));
     }
@@ -201,7 +201,7 @@ mod tests {
     fn atomic() -> AtomicEthRepr {
         AtomicEthRepr {
             va: 0x1000_0008,
-            r_key: 0xaabb_ccdd,
+            rkey: 0xaabb_ccdd,
             swap_add: 1,
             compare: u64::MAX - 1,
         }
@@ -212,14 +212,14 @@ mod tests {
     fn fixed_bytes() {
         let v = AtomicEth::new_checked(&ATOMIC[..]).unwrap();
         assert_eq!(
-            (v.va(), v.r_key(), v.swap_add(), v.compare()),
+            (v.va(), v.rkey(), v.swap_add(), v.compare()),
             (0x1000_0008, 0xaabb_ccdd, 1, u64::MAX - 1)
         );
         assert_eq!(AtomicEthRepr::parse_bytes(&ATOMIC).unwrap(), atomic());
         let mut b = [0u8; 28];
         let mut v = AtomicEth::new_unchecked(&mut b[..]);
         v.set_va(0x1000_0008);
-        v.set_r_key(0xaabb_ccdd);
+        v.set_rkey(0xaabb_ccdd);
         v.set_swap_add(1);
         v.set_compare(u64::MAX - 1);
         assert_eq!(b, ATOMIC);
@@ -255,8 +255,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(va: u64, r_key: u32, swap_add: u64, compare: u64, orig: u64) {
-            let r = AtomicEthRepr { va, r_key, swap_add, compare };
+        fn round_trip(va: u64, rkey: u32, swap_add: u64, compare: u64, orig: u64) {
+            let r = AtomicEthRepr { va, rkey, swap_add, compare };
             let mut b = [0u8; 28];
             r.emit_bytes(&mut b);
             prop_assert_eq!(AtomicEthRepr::parse_bytes(&b).unwrap(), r);

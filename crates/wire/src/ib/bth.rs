@@ -49,7 +49,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         self.buffer.as_ref()[field::FLAGS] & 0x0f
     }
     /// Partition key.
-    pub fn p_key(&self) -> u16 {
+    pub fn pkey(&self) -> u16 {
         be16(self.buffer.as_ref(), field::P_KEY)
     }
     /// Byte 4, resv8a: variant, masked out of the ICRC (IBA 1 §7.8.1). Congestion control
@@ -111,7 +111,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Bth<T> {
         *b = (*b & 0xf0) | (v & 0x0f);
     }
     /// Sets the partition key.
-    pub fn set_p_key(&mut self, v: u16) {
+    pub fn set_pkey(&mut self, v: u16) {
         put16(self.buffer.as_mut(), field::P_KEY, v);
     }
     /// Sets resv8a.
@@ -146,7 +146,7 @@ pub struct BthRepr {
     /// Transport header version (0).
     pub tver: u8,
     /// Partition key.
-    pub p_key: u16,
+    pub pkey: u16,
     /// resv8a (FECN/BECN under Annex A10); variant, not covered by the ICRC.
     pub resv8a: u8,
     /// Destination QP (24 bits).
@@ -166,14 +166,14 @@ impl BthRepr {
 
     /// A BTH with the given opcode, partition key, destination QP and PSN; flags, pad and resv8a
     /// zero.
-    pub fn new(opcode: Opcode, p_key: u16, dest_qp: u32, psn: u32) -> BthRepr {
+    pub fn new(opcode: Opcode, pkey: u16, dest_qp: u32, psn: u32) -> BthRepr {
         BthRepr {
             opcode,
             se: false,
             m: false,
             pad_count: 0,
             tver: 0,
-            p_key,
+            pkey,
             resv8a: 0,
             dest_qp,
             ack_req: false,
@@ -190,7 +190,7 @@ impl BthRepr {
             m: v.m(),
             pad_count: v.pad_count(),
             tver: v.tver(),
-            p_key: v.p_key(),
+            pkey: v.pkey(),
             resv8a: v.resv8a(),
             dest_qp: v.dest_qp(),
             ack_req: v.ack_req(),
@@ -216,7 +216,7 @@ impl BthRepr {
         v.set_m(self.m);
         v.set_pad_count(self.pad_count);
         v.set_tver(self.tver);
-        v.set_p_key(self.p_key);
+        v.set_pkey(self.pkey);
         v.set_resv8a(self.resv8a);
         v.set_dest_qp(self.dest_qp);
         v.set_ack_req(self.ack_req);
@@ -239,7 +239,7 @@ impl Describe for BthRepr {
         d.field("m", Value::Bool(self.m));
         d.field("padcnt", Value::Uint(self.pad_count as u64));
         d.field("tver", Value::Uint(self.tver as u64));
-        d.field("p_key", Value::Hex(self.p_key as u64, 4));
+        d.field("p_key", Value::Hex(self.pkey as u64, 4));
         if self.resv8a != 0 {
             d.field("resv8a", Value::Hex(self.resv8a as u64, 2));
         }
@@ -283,7 +283,7 @@ mod tests {
             (false, false, 2, 0)
         );
         assert_eq!(
-            (v.p_key(), v.dest_qp(), v.ack_req(), v.psn()),
+            (v.pkey(), v.dest_qp(), v.ack_req(), v.psn()),
             (0xffff, 0x48, false, 0x123)
         );
         let v = Bth::new_checked(&BYTES2[..]).unwrap();
@@ -304,7 +304,7 @@ mod tests {
         v.set_m(true);
         v.set_pad_count(3);
         v.set_tver(0);
-        v.set_p_key(0x8001);
+        v.set_pkey(0x8001);
         v.set_resv8a(0x80);
         v.set_dest_qp(0xabcdef);
         v.set_ack_req(true);
@@ -332,9 +332,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(op: u8, se: bool, m: bool, pad in 0..4u8, tver in 0..16u8, p_key: u16,
+        fn round_trip(op: u8, se: bool, m: bool, pad in 0..4u8, tver in 0..16u8, pkey: u16,
                       resv8a: u8, qp in 0..0x100_0000u32, a: bool, psn in 0..0x100_0000u32) {
-            let r = BthRepr { opcode: Opcode(op), se, m, pad_count: pad, tver, p_key, resv8a,
+            let r = BthRepr { opcode: Opcode(op), se, m, pad_count: pad, tver, pkey, resv8a,
                               dest_qp: qp, ack_req: a, psn };
             let mut b = [0u8; 12];
             r.emit_bytes(&mut b);

@@ -24,7 +24,7 @@ fixed_view! {
 
 impl<T: AsRef<[u8]>> Deth<T> {
     /// Queue key.
-    pub fn q_key(&self) -> u32 {
+    pub fn qkey(&self) -> u32 {
         be32(self.buffer.as_ref(), field::Q_KEY)
     }
     /// The reserved byte.
@@ -39,7 +39,7 @@ impl<T: AsRef<[u8]>> Deth<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Deth<T> {
     /// Sets the queue key.
-    pub fn set_q_key(&mut self, v: u32) {
+    pub fn set_qkey(&mut self, v: u32) {
         put32(self.buffer.as_mut(), field::Q_KEY, v);
     }
     /// Sets the source QP (low 24 bits) and clears the reserved byte.
@@ -53,7 +53,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Deth<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DethRepr {
     /// Queue key.
-    pub q_key: u32,
+    pub qkey: u32,
     /// Source QP (24 bits).
     pub src_qp: u32,
 }
@@ -66,7 +66,7 @@ impl DethRepr {
     pub fn parse<T: AsRef<[u8]>>(v: &Deth<T>) -> Result<DethRepr> {
         v.check_len()?;
         Ok(DethRepr {
-            q_key: v.q_key(),
+            qkey: v.qkey(),
             src_qp: v.src_qp(),
         })
     }
@@ -80,7 +80,7 @@ impl DethRepr {
     }
     /// Writes the header into a view of at least [`DethRepr::LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, v: &mut Deth<T>) {
-        v.set_q_key(self.q_key);
+        v.set_qkey(self.qkey);
         v.set_src_qp(self.src_qp);
     }
     /// Writes the header at the start of `buf`.
@@ -88,14 +88,14 @@ impl DethRepr {
         self.emit(&mut Deth::new_unchecked(buf));
     }
     /// True for a controlled Q_Key (see [`QKey::is_controlled`]).
-    pub fn is_controlled_q_key(&self) -> bool {
-        QKey(self.q_key).is_controlled()
+    pub fn is_controlled_qkey(&self) -> bool {
+        QKey(self.qkey).is_controlled()
     }
 }
 
 impl Describe for DethRepr {
     fn describe(&self, d: &mut dyn Describer) {
-        d.field("q_key", Value::Hex(self.q_key as u64, 8));
+        d.field("q_key", Value::Hex(self.qkey as u64, 8));
         d.field("srcqp", Value::Hex(self.src_qp as u64, 6));
     }
 }
@@ -114,10 +114,10 @@ mod tests {
     #[test]
     fn deconstruct_construct() {
         let v = Deth::new_checked(&BYTES[..]).unwrap();
-        assert_eq!((v.q_key(), v.reserved(), v.src_qp()), (0x0b1b, 0, 0x48));
+        assert_eq!((v.qkey(), v.reserved(), v.src_qp()), (0x0b1b, 0, 0x48));
         let mut b = [0xffu8; 8];
         let mut v = Deth::new_unchecked(&mut b[..]);
-        v.set_q_key(0x0b1b);
+        v.set_qkey(0x0b1b);
         v.set_src_qp(0x48);
         assert_eq!(b, BYTES);
     }
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn parse_and_emit() {
         let r = DethRepr {
-            q_key: 0x0b1b,
+            qkey: 0x0b1b,
             src_qp: 0x48,
         };
         assert_eq!(DethRepr::parse_bytes(&BYTES).unwrap(), r);
@@ -133,7 +133,7 @@ mod tests {
         r.emit_bytes(&mut b);
         assert_eq!(b, BYTES);
         assert_eq!(DethRepr::parse_bytes(&BYTES[..7]), Err(Error::Truncated));
-        assert!(!r.is_controlled_q_key());
+        assert!(!r.is_controlled_qkey());
         let mut c = Collect::default();
         r.describe_as("deth", &mut c);
         assert_eq!(c.get("deth.q_key"), Some("0x00000b1b"));
@@ -142,8 +142,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(q_key: u32, src_qp in 0..0x100_0000u32) {
-            let r = DethRepr { q_key, src_qp };
+        fn round_trip(qkey: u32, src_qp in 0..0x100_0000u32) {
+            let r = DethRepr { qkey, src_qp };
             let mut b = [0u8; 8];
             r.emit_bytes(&mut b);
             prop_assert_eq!(DethRepr::parse_bytes(&b).unwrap(), r);

@@ -17,14 +17,14 @@ fixed_view! {
 
 impl<T: AsRef<[u8]>> Ieth<T> {
     /// The R_Key to invalidate.
-    pub fn r_key(&self) -> u32 {
+    pub fn rkey(&self) -> u32 {
         be32(self.buffer.as_ref(), 0)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ieth<T> {
     /// Sets the R_Key.
-    pub fn set_r_key(&mut self, v: u32) {
+    pub fn set_rkey(&mut self, v: u32) {
         put32(self.buffer.as_mut(), 0, v);
     }
 }
@@ -33,7 +33,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ieth<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IethRepr {
     /// The R_Key to invalidate.
-    pub r_key: u32,
+    pub rkey: u32,
 }
 
 impl IethRepr {
@@ -43,7 +43,7 @@ impl IethRepr {
     /// Reads the header from a view.
     pub fn parse<T: AsRef<[u8]>>(v: &Ieth<T>) -> Result<IethRepr> {
         v.check_len()?;
-        Ok(IethRepr { r_key: v.r_key() })
+        Ok(IethRepr { rkey: v.rkey() })
     }
     /// Reads the header from the start of `data`.
     pub fn parse_bytes(data: &[u8]) -> Result<IethRepr> {
@@ -55,7 +55,7 @@ impl IethRepr {
     }
     /// Writes the header into a view of at least [`IethRepr::LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, v: &mut Ieth<T>) {
-        v.set_r_key(self.r_key);
+        v.set_rkey(self.rkey);
     }
     /// Writes the header at the start of `buf`.
     pub fn emit_bytes(&self, buf: &mut [u8]) {
@@ -65,7 +65,7 @@ impl IethRepr {
 
 impl Describe for IethRepr {
     fn describe(&self, d: &mut dyn Describer) {
-        d.field("r_key", Value::Hex(self.r_key as u64, 8));
+        d.field("r_key", Value::Hex(self.rkey as u64, 8));
     }
 }
 
@@ -80,11 +80,11 @@ mod tests {
     /// IBA 1 §9.3: IETH is one 32-bit R_Key.
     #[test]
     fn fixed_bytes() {
-        assert_eq!(Ieth::new_checked(&BYTES[..]).unwrap().r_key(), 0x1207);
-        let r = IethRepr { r_key: 0x1207 };
+        assert_eq!(Ieth::new_checked(&BYTES[..]).unwrap().rkey(), 0x1207);
+        let r = IethRepr { rkey: 0x1207 };
         assert_eq!(IethRepr::parse_bytes(&BYTES).unwrap(), r);
         let mut b = [0u8; 4];
-        Ieth::new_unchecked(&mut b[..]).set_r_key(0x1207);
+        Ieth::new_unchecked(&mut b[..]).set_rkey(0x1207);
         assert_eq!(b, BYTES);
         let mut b = [0u8; 4];
         r.emit_bytes(&mut b);
@@ -94,8 +94,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(r_key: u32) {
-            let r = IethRepr { r_key };
+        fn round_trip(rkey: u32) {
+            let r = IethRepr { rkey };
             let mut b = [0u8; 4];
             r.emit_bytes(&mut b);
             prop_assert_eq!(IethRepr::parse_bytes(&b).unwrap(), r);

@@ -26,7 +26,7 @@ impl<T: AsRef<[u8]>> Reth<T> {
         be64(self.buffer.as_ref(), field::VA)
     }
     /// Remote key.
-    pub fn r_key(&self) -> u32 {
+    pub fn rkey(&self) -> u32 {
         be32(self.buffer.as_ref(), field::R_KEY)
     }
     /// DMA length in bytes.
@@ -41,7 +41,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Reth<T> {
         put64(self.buffer.as_mut(), field::VA, v);
     }
     /// Sets the remote key.
-    pub fn set_r_key(&mut self, v: u32) {
+    pub fn set_rkey(&mut self, v: u32) {
         put32(self.buffer.as_mut(), field::R_KEY, v);
     }
     /// Sets the DMA length.
@@ -56,7 +56,7 @@ pub struct RethRepr {
     /// Virtual address.
     pub va: u64,
     /// Remote key.
-    pub r_key: u32,
+    pub rkey: u32,
     /// DMA length.
     pub dma_len: u32,
 }
@@ -70,7 +70,7 @@ impl RethRepr {
         v.check_len()?;
         Ok(RethRepr {
             va: v.va(),
-            r_key: v.r_key(),
+            rkey: v.rkey(),
             dma_len: v.dma_len(),
         })
     }
@@ -85,7 +85,7 @@ impl RethRepr {
     /// Writes the header into a view of at least [`RethRepr::LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, v: &mut Reth<T>) {
         v.set_va(self.va);
-        v.set_r_key(self.r_key);
+        v.set_rkey(self.rkey);
         v.set_dma_len(self.dma_len);
     }
     /// Writes the header at the start of `buf`.
@@ -97,7 +97,7 @@ impl RethRepr {
 impl Describe for RethRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("va", Value::Hex(self.va, 16));
-        d.field("r_key", Value::Hex(self.r_key as u64, 8));
+        d.field("r_key", Value::Hex(self.rkey as u64, 8));
         d.field("dmalen", Value::Uint(self.dma_len as u64));
     }
 }
@@ -118,7 +118,7 @@ mod tests {
     fn repr() -> RethRepr {
         RethRepr {
             va: 0x7f12_3456_7800,
-            r_key: 0x0001_0203,
+            rkey: 0x0001_0203,
             dma_len: 65536,
         }
     }
@@ -128,13 +128,13 @@ mod tests {
     fn deconstruct_construct() {
         let v = Reth::new_checked(&BYTES[..]).unwrap();
         assert_eq!(
-            (v.va(), v.r_key(), v.dma_len()),
+            (v.va(), v.rkey(), v.dma_len()),
             (0x7f12_3456_7800, 0x0001_0203, 65536)
         );
         let mut b = [0u8; 16];
         let mut v = Reth::new_unchecked(&mut b[..]);
         v.set_va(0x7f12_3456_7800);
-        v.set_r_key(0x0001_0203);
+        v.set_rkey(0x0001_0203);
         v.set_dma_len(65536);
         assert_eq!(b, BYTES);
     }
@@ -153,8 +153,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn round_trip(va: u64, r_key: u32, dma_len: u32) {
-            let r = RethRepr { va, r_key, dma_len };
+        fn round_trip(va: u64, rkey: u32, dma_len: u32) {
+            let r = RethRepr { va, rkey, dma_len };
             let mut b = [0u8; 16];
             r.emit_bytes(&mut b);
             prop_assert_eq!(RethRepr::parse_bytes(&b).unwrap(), r);

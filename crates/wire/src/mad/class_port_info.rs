@@ -86,7 +86,7 @@ impl<T: AsRef<[u8]>> ClassPortInfo<T> {
         be16(self.b(), field::REDIRECT_LID)
     }
     /// RedirectP_Key.
-    pub fn redirect_p_key(&self) -> u16 {
+    pub fn redirect_pkey(&self) -> u16 {
         be16(self.b(), field::REDIRECT_P_KEY)
     }
     /// RedirectQP (24 bits).
@@ -94,7 +94,7 @@ impl<T: AsRef<[u8]>> ClassPortInfo<T> {
         be24(self.b(), field::REDIRECT_QP)
     }
     /// RedirectQ_Key.
-    pub fn redirect_q_key(&self) -> u32 {
+    pub fn redirect_qkey(&self) -> u32 {
         be32(self.b(), field::REDIRECT_Q_KEY)
     }
     /// TrapGID.
@@ -110,7 +110,7 @@ impl<T: AsRef<[u8]>> ClassPortInfo<T> {
         be16(self.b(), field::TRAP_LID)
     }
     /// TrapP_Key.
-    pub fn trap_p_key(&self) -> u16 {
+    pub fn trap_pkey(&self) -> u16 {
         be16(self.b(), field::TRAP_P_KEY)
     }
     /// TrapHL.
@@ -122,7 +122,7 @@ impl<T: AsRef<[u8]>> ClassPortInfo<T> {
         be24(self.b(), field::TRAP_QP)
     }
     /// TrapQ_Key.
-    pub fn trap_q_key(&self) -> u32 {
+    pub fn trap_qkey(&self) -> u32 {
         be32(self.b(), field::TRAP_Q_KEY)
     }
 }
@@ -176,7 +176,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ClassPortInfo<T> {
         put16(self.m(), field::REDIRECT_LID, v);
     }
     /// Sets RedirectP_Key.
-    pub fn set_redirect_p_key(&mut self, v: u16) {
+    pub fn set_redirect_pkey(&mut self, v: u16) {
         put16(self.m(), field::REDIRECT_P_KEY, v);
     }
     /// Sets RedirectQP (and zeroes the reserved byte before it).
@@ -185,7 +185,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ClassPortInfo<T> {
         put24(self.m(), field::REDIRECT_QP, v);
     }
     /// Sets RedirectQ_Key.
-    pub fn set_redirect_q_key(&mut self, v: u32) {
+    pub fn set_redirect_qkey(&mut self, v: u32) {
         put32(self.m(), field::REDIRECT_Q_KEY, v);
     }
     /// Sets TrapGID.
@@ -201,7 +201,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ClassPortInfo<T> {
         put16(self.m(), field::TRAP_LID, v);
     }
     /// Sets TrapP_Key.
-    pub fn set_trap_p_key(&mut self, v: u16) {
+    pub fn set_trap_pkey(&mut self, v: u16) {
         put16(self.m(), field::TRAP_P_KEY, v);
     }
     /// Sets TrapHL.
@@ -213,7 +213,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ClassPortInfo<T> {
         put24(self.m(), field::TRAP_QP, v);
     }
     /// Sets TrapQ_Key.
-    pub fn set_trap_q_key(&mut self, v: u32) {
+    pub fn set_trap_qkey(&mut self, v: u32) {
         put32(self.m(), field::TRAP_Q_KEY, v);
     }
 }
@@ -242,11 +242,11 @@ pub struct ClassPortInfoRepr {
     /// RedirectLID.
     pub redirect_lid: u16,
     /// RedirectP_Key.
-    pub redirect_p_key: u16,
+    pub redirect_pkey: u16,
     /// RedirectQP (24 bits).
     pub redirect_qp: u32,
     /// RedirectQ_Key.
-    pub redirect_q_key: u32,
+    pub redirect_qkey: u32,
     /// TrapGID.
     pub trap_gid: Gid,
     /// TrapTC.
@@ -258,13 +258,13 @@ pub struct ClassPortInfoRepr {
     /// TrapLID.
     pub trap_lid: u16,
     /// TrapP_Key.
-    pub trap_p_key: u16,
+    pub trap_pkey: u16,
     /// TrapHL.
     pub trap_hl: u8,
     /// TrapQP (24 bits).
     pub trap_qp: u32,
     /// TrapQ_Key.
-    pub trap_q_key: u32,
+    pub trap_qkey: u32,
 }
 
 impl ClassPortInfoRepr {
@@ -284,18 +284,18 @@ impl ClassPortInfoRepr {
             redirect_sl,
             redirect_fl,
             redirect_lid: v.redirect_lid(),
-            redirect_p_key: v.redirect_p_key(),
+            redirect_pkey: v.redirect_pkey(),
             redirect_qp: v.redirect_qp(),
-            redirect_q_key: v.redirect_q_key(),
+            redirect_qkey: v.redirect_qkey(),
             trap_gid: v.trap_gid(),
             trap_tc,
             trap_sl,
             trap_fl,
             trap_lid: v.trap_lid(),
-            trap_p_key: v.trap_p_key(),
+            trap_pkey: v.trap_pkey(),
             trap_hl: v.trap_hl(),
             trap_qp: v.trap_qp(),
-            trap_q_key: v.trap_q_key(),
+            trap_qkey: v.trap_qkey(),
         })
     }
 
@@ -314,16 +314,16 @@ impl ClassPortInfoRepr {
         v.set_redirect_gid(self.redirect_gid);
         v.set_redirect_tc_sl_fl(self.redirect_tc, self.redirect_sl, self.redirect_fl);
         v.set_redirect_lid(self.redirect_lid);
-        v.set_redirect_p_key(self.redirect_p_key);
+        v.set_redirect_pkey(self.redirect_pkey);
         v.set_redirect_qp(self.redirect_qp);
-        v.set_redirect_q_key(self.redirect_q_key);
+        v.set_redirect_qkey(self.redirect_qkey);
         v.set_trap_gid(self.trap_gid);
         v.set_trap_tc_sl_fl(self.trap_tc, self.trap_sl, self.trap_fl);
         v.set_trap_lid(self.trap_lid);
-        v.set_trap_p_key(self.trap_p_key);
+        v.set_trap_pkey(self.trap_pkey);
         v.set_trap_hl(self.trap_hl);
         v.set_trap_qp(self.trap_qp);
-        v.set_trap_q_key(self.trap_q_key);
+        v.set_trap_qkey(self.trap_qkey);
     }
 }
 
@@ -345,18 +345,18 @@ impl Describe for ClassPortInfoRepr {
         d.field("redirect_sl", Value::Uint(self.redirect_sl.into()));
         d.field("redirect_fl", Value::Hex(self.redirect_fl.into(), 5));
         d.field("redirect_lid", Value::Hex(self.redirect_lid.into(), 4));
-        d.field("redirect_p_key", Value::Hex(self.redirect_p_key.into(), 4));
+        d.field("redirect_p_key", Value::Hex(self.redirect_pkey.into(), 4));
         d.field("redirect_qp", Value::Hex(self.redirect_qp.into(), 6));
-        d.field("redirect_q_key", Value::Hex(self.redirect_q_key.into(), 8));
+        d.field("redirect_q_key", Value::Hex(self.redirect_qkey.into(), 8));
         d.field("trap_gid", Value::Gid(self.trap_gid));
         d.field("trap_tc", Value::Uint(self.trap_tc.into()));
         d.field("trap_sl", Value::Uint(self.trap_sl.into()));
         d.field("trap_fl", Value::Hex(self.trap_fl.into(), 5));
         d.field("trap_lid", Value::Hex(self.trap_lid.into(), 4));
-        d.field("trap_p_key", Value::Hex(self.trap_p_key.into(), 4));
+        d.field("trap_p_key", Value::Hex(self.trap_pkey.into(), 4));
         d.field("trap_hl", Value::Uint(self.trap_hl.into()));
         d.field("trap_qp", Value::Hex(self.trap_qp.into(), 6));
-        d.field("trap_q_key", Value::Hex(self.trap_q_key.into(), 8));
+        d.field("trap_q_key", Value::Hex(self.trap_qkey.into(), 8));
     }
 }
 
@@ -405,18 +405,18 @@ mod tests {
             redirect_sl: 3,
             redirect_fl: 0x12345,
             redirect_lid: 4,
-            redirect_p_key: 0xffff,
+            redirect_pkey: 0xffff,
             redirect_qp: 1,
-            redirect_q_key: 0x8001_0000,
+            redirect_qkey: 0x8001_0000,
             trap_gid: Gid::new(0xfe80_0000_0000_0000, 1),
             trap_tc: 0,
             trap_sl: 0,
             trap_fl: 0,
             trap_lid: 1,
-            trap_p_key: 0xffff,
+            trap_pkey: 0xffff,
             trap_hl: 0x40,
             trap_qp: 1,
-            trap_q_key: 0x8001_0000,
+            trap_qkey: 0x8001_0000,
         }
     }
 
@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(v.trap_gid(), Gid::new(0xfe80_0000_0000_0000, 1));
         assert_eq!(v.trap_hl(), 0x40);
         assert_eq!(v.trap_qp(), 1);
-        assert_eq!(v.trap_q_key(), 0x8001_0000);
+        assert_eq!(v.trap_qkey(), 0x8001_0000);
     }
 
     // IBA 1 §13.4.8.1
@@ -476,18 +476,18 @@ mod tests {
                     redirect_sl: r.1,
                     redirect_fl: r.2,
                     redirect_lid: r.3[0],
-                    redirect_p_key: r.3[1],
+                    redirect_pkey: r.3[1],
                     redirect_qp: rqp,
-                    redirect_q_key: rqk,
+                    redirect_qkey: rqk,
                     trap_gid: tg,
                     trap_tc: t.0,
                     trap_sl: t.1,
                     trap_fl: t.2,
                     trap_lid: t.3[0],
-                    trap_p_key: t.3[1],
+                    trap_pkey: t.3[1],
                     trap_hl: hl,
                     trap_qp: tqp,
-                    trap_q_key: tqk,
+                    trap_qkey: tqk,
                 },
             )
     }

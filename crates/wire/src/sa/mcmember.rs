@@ -135,7 +135,7 @@ impl<T: AsRef<[u8]>> McMemberRecord<T> {
         Gid::from_bytes(&self.b()[field::PORT_GID..])
     }
     /// Q_Key.
-    pub fn q_key(&self) -> u32 {
+    pub fn qkey(&self) -> u32 {
         be32(self.b(), field::Q_KEY)
     }
     /// MLID.
@@ -155,7 +155,7 @@ impl<T: AsRef<[u8]>> McMemberRecord<T> {
         self.b()[field::TCLASS]
     }
     /// P_Key.
-    pub fn p_key(&self) -> u16 {
+    pub fn pkey(&self) -> u16 {
         be16(self.b(), field::P_KEY)
     }
     /// RateSelector.
@@ -213,7 +213,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> McMemberRecord<T> {
         self.m()[field::PORT_GID..field::PORT_GID + 16].copy_from_slice(g.as_bytes());
     }
     /// Sets Q_Key.
-    pub fn set_q_key(&mut self, v: u32) {
+    pub fn set_qkey(&mut self, v: u32) {
         put32(self.m(), field::Q_KEY, v);
     }
     /// Sets MLID.
@@ -229,7 +229,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> McMemberRecord<T> {
         self.m()[field::TCLASS] = v;
     }
     /// Sets P_Key.
-    pub fn set_p_key(&mut self, v: u16) {
+    pub fn set_pkey(&mut self, v: u16) {
         put16(self.m(), field::P_KEY, v);
     }
     /// Sets RateSelector and Rate.
@@ -265,7 +265,7 @@ pub struct McMemberRecordRepr {
     /// PortGID of the joining port.
     pub port_gid: Gid,
     /// Q_Key.
-    pub q_key: u32,
+    pub qkey: u32,
     /// MLID.
     pub mlid: u16,
     /// MTUSelector.
@@ -275,7 +275,7 @@ pub struct McMemberRecordRepr {
     /// TClass.
     pub tclass: u8,
     /// P_Key.
-    pub p_key: u16,
+    pub pkey: u16,
     /// RateSelector.
     pub rate_selector: Selector,
     /// Rate.
@@ -303,12 +303,12 @@ impl Default for McMemberRecordRepr {
         McMemberRecordRepr {
             mgid: Gid::ZERO,
             port_gid: Gid::ZERO,
-            q_key: 0,
+            qkey: 0,
             mlid: 0,
             mtu_selector: Selector::GreaterThan,
             mtu: Mtu::Unknown(0),
             tclass: 0,
-            p_key: 0,
+            pkey: 0,
             rate_selector: Selector::GreaterThan,
             rate: Rate::Unknown(0),
             packet_life_time_selector: Selector::GreaterThan,
@@ -330,12 +330,12 @@ impl McMemberRecordRepr {
         Ok(McMemberRecordRepr {
             mgid: v.mgid(),
             port_gid: v.port_gid(),
-            q_key: v.q_key(),
+            qkey: v.qkey(),
             mlid: v.mlid(),
             mtu_selector: v.mtu_selector(),
             mtu: v.mtu(),
             tclass: v.tclass(),
-            p_key: v.p_key(),
+            pkey: v.pkey(),
             rate_selector: v.rate_selector(),
             rate: v.rate(),
             packet_life_time_selector: v.packet_life_time_selector(),
@@ -359,11 +359,11 @@ impl McMemberRecordRepr {
         let mut v = McMemberRecord::new_unchecked(&mut buf[..field::LEN]);
         v.set_mgid(self.mgid);
         v.set_port_gid(self.port_gid);
-        v.set_q_key(self.q_key);
+        v.set_qkey(self.qkey);
         v.set_mlid(self.mlid);
         v.set_mtu(self.mtu_selector, self.mtu);
         v.set_tclass(self.tclass);
-        v.set_p_key(self.p_key);
+        v.set_pkey(self.pkey);
         v.set_rate(self.rate_selector, self.rate);
         v.set_packet_life_time(self.packet_life_time_selector, self.packet_life_time);
         v.set_sl_flow_hop(self.sl, self.flow_label, self.hop_limit);
@@ -376,7 +376,7 @@ impl Describe for McMemberRecordRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("mgid", Value::Gid(self.mgid));
         d.field("port_gid", Value::Gid(self.port_gid));
-        d.field("q_key", Value::Hex(self.q_key.into(), 8));
+        d.field("q_key", Value::Hex(self.qkey.into(), 8));
         d.field("mlid", Value::Hex(self.mlid.into(), 4));
         d.field(
             "mtu_selector",
@@ -387,7 +387,7 @@ impl Describe for McMemberRecordRepr {
             Value::Named(u8::from(self.mtu).into(), self.mtu.name()),
         );
         d.field("tclass", Value::Uint(self.tclass.into()));
-        d.field("p_key", Value::Hex(self.p_key.into(), 4));
+        d.field("p_key", Value::Hex(self.pkey.into(), 4));
         d.field(
             "rate_selector",
             Value::Named(
@@ -452,10 +452,10 @@ pub(crate) mod tests {
         McMemberRecordRepr {
             mgid: BCAST_MGID,
             port_gid: PORT_GID,
-            q_key: 0x0b1b,
+            qkey: 0x0b1b,
             mtu_selector: Selector::Exactly,
             mtu: Mtu::Mtu2048,
-            p_key: 0xffff,
+            pkey: 0xffff,
             rate_selector: Selector::Exactly,
             rate: Rate::Gbps10,
             scope: 2,
@@ -472,11 +472,11 @@ pub(crate) mod tests {
         assert_eq!(v.mgid(), BCAST_MGID);
         assert_eq!(v.mgid().to_string(), "ff12:401b:ffff::ffff:ffff");
         assert_eq!(v.port_gid(), PORT_GID);
-        assert_eq!(v.q_key(), 0x0b1b);
+        assert_eq!(v.qkey(), 0x0b1b);
         assert_eq!(v.mlid(), 0);
         assert_eq!(v.mtu_selector(), Selector::Exactly);
         assert_eq!(v.mtu(), Mtu::Mtu2048);
-        assert_eq!(v.p_key(), 0xffff);
+        assert_eq!(v.pkey(), 0xffff);
         assert_eq!(v.rate(), Rate::Gbps10);
         assert_eq!(v.scope(), 2);
         assert_eq!(v.join_state(), JoinState::FULL_MEMBER);
@@ -490,11 +490,11 @@ pub(crate) mod tests {
         let mut v = McMemberRecord::new_unchecked(&mut b[..]);
         v.set_mgid(BCAST_MGID);
         v.set_port_gid(PORT_GID);
-        v.set_q_key(0x0b1b);
+        v.set_qkey(0x0b1b);
         v.set_mlid(0);
         v.set_mtu(Selector::Exactly, Mtu::Mtu2048);
         v.set_tclass(0);
-        v.set_p_key(0xffff);
+        v.set_pkey(0xffff);
         v.set_rate(Selector::Exactly, Rate::Gbps10);
         v.set_packet_life_time(Selector::GreaterThan, 0);
         v.set_sl_flow_hop(0, 0, 0);
@@ -576,12 +576,12 @@ pub(crate) mod tests {
                     McMemberRecordRepr {
                         mgid: mg,
                         port_gid: pg,
-                        q_key: qk,
+                        qkey: qk,
                         mlid: ml,
                         mtu_selector: ms.into(),
                         mtu: m.into(),
                         tclass: tc,
-                        p_key: pk,
+                        pkey: pk,
                         rate_selector: rs.into(),
                         rate: r.into(),
                         packet_life_time_selector: ls.into(),

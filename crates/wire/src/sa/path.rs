@@ -143,7 +143,7 @@ impl<T: AsRef<[u8]>> PathRecord<T> {
         self.b()[field::REVERSIBLE_NUMB_PATH] & 0x7f
     }
     /// P_Key.
-    pub fn p_key(&self) -> u16 {
+    pub fn pkey(&self) -> u16 {
         be16(self.b(), field::P_KEY)
     }
     /// QoSClass (12 bits).
@@ -222,7 +222,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PathRecord<T> {
         self.m()[field::REVERSIBLE_NUMB_PATH] = (u8::from(reversible) << 7) | (numb_path & 0x7f);
     }
     /// Sets P_Key.
-    pub fn set_p_key(&mut self, v: u16) {
+    pub fn set_pkey(&mut self, v: u16) {
         put16(self.m(), field::P_KEY, v);
     }
     /// Sets QoSClass (12 bits) and SL (4 bits).
@@ -278,7 +278,7 @@ pub struct PathRecordRepr {
     /// NumbPath (7 bits): in a query, the most paths to return.
     pub numb_path: u8,
     /// P_Key.
-    pub p_key: u16,
+    pub pkey: u16,
     /// QoSClass (12 bits).
     pub qos_class: u16,
     /// SL (4 bits).
@@ -313,7 +313,7 @@ impl Default for PathRecordRepr {
             tclass: 0,
             reversible: false,
             numb_path: 0,
-            p_key: 0,
+            pkey: 0,
             qos_class: 0,
             sl: 0,
             mtu_selector: Selector::GreaterThan,
@@ -343,7 +343,7 @@ impl PathRecordRepr {
             tclass: v.tclass(),
             reversible: v.reversible(),
             numb_path: v.numb_path(),
-            p_key: v.p_key(),
+            pkey: v.pkey(),
             qos_class: v.qos_class(),
             sl: v.sl(),
             mtu_selector: v.mtu_selector(),
@@ -372,7 +372,7 @@ impl PathRecordRepr {
         v.set_raw_flow_hop(self.raw_traffic, self.flow_label, self.hop_limit);
         v.set_tclass(self.tclass);
         v.set_reversible_numb_path(self.reversible, self.numb_path);
-        v.set_p_key(self.p_key);
+        v.set_pkey(self.pkey);
         v.set_qos_class_sl(self.qos_class, self.sl);
         v.set_mtu(self.mtu_selector, self.mtu);
         v.set_rate(self.rate_selector, self.rate);
@@ -394,7 +394,7 @@ impl Describe for PathRecordRepr {
         d.field("tclass", Value::Uint(self.tclass.into()));
         d.field("reversible", Value::Bool(self.reversible));
         d.field("numb_path", Value::Uint(self.numb_path.into()));
-        d.field("p_key", Value::Hex(self.p_key.into(), 4));
+        d.field("p_key", Value::Hex(self.pkey.into(), 4));
         d.field("qos_class", Value::Hex(self.qos_class.into(), 3));
         d.field("sl", Value::Uint(self.sl.into()));
         d.field(
@@ -471,7 +471,7 @@ mod tests {
             tclass: 0,
             reversible: true,
             numb_path: 1,
-            p_key: 0xffff,
+            pkey: 0xffff,
             qos_class: 0x123,
             sl: 3,
             mtu_selector: Selector::Exactly,
@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(v.hop_limit(), 5);
         assert!(v.reversible());
         assert_eq!(v.numb_path(), 1);
-        assert_eq!(v.p_key(), 0xffff);
+        assert_eq!(v.pkey(), 0xffff);
         assert_eq!(v.qos_class(), 0x123);
         assert_eq!(v.sl(), 3);
         assert_eq!(v.mtu(), Mtu::Mtu2048);
@@ -522,7 +522,7 @@ mod tests {
         v.set_raw_flow_hop(true, 0x1234, 5);
         v.set_tclass(0);
         v.set_reversible_numb_path(true, 1);
-        v.set_p_key(0xffff);
+        v.set_pkey(0xffff);
         v.set_qos_class_sl(0x123, 3);
         v.set_mtu(Selector::Exactly, Mtu::Mtu2048);
         v.set_rate(Selector::Exactly, Rate::Gbps10);
@@ -599,7 +599,7 @@ mod tests {
                         tclass: tc,
                         reversible: rev,
                         numb_path: np,
-                        p_key: pk,
+                        pkey: pk,
                         qos_class: qc,
                         sl,
                         mtu_selector: ms.into(),

@@ -126,7 +126,7 @@ fn req(local_comm_id: u32, service_id: u64, qpn: u32, psn: u32, private_data: [u
         vendor_id: 0,
         service_id,
         local_ca_guid: Guid(A.guid),
-        local_q_key: 0,
+        local_qkey: 0,
         local_qpn: qpn,
         responder_resources: 4,
         local_eecn: 0,
@@ -183,7 +183,7 @@ fn rep(local: u32, remote: u32, qpn: u32, psn: u32, srq: bool, private_data: [u8
     RepRepr {
         local_comm_id: local,
         remote_comm_id: remote,
-        local_q_key: 0,
+        local_qkey: 0,
         local_qpn: qpn,
         local_ee_context_number: 0,
         starting_psn: psn,
@@ -315,7 +315,7 @@ fn sidr_rep() -> SidrRepRepr {
         vendor_id: 0,
         qpn: 0x52,
         service_id: ip_cm_service_id(17, SIDR_UDP_PORT),
-        q_key: RDMA_UDP_QKEY,
+        qkey: RDMA_UDP_QKEY,
         class_port_info: pd(&[]),
         private_data: pd(&[]),
     }

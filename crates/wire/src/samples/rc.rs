@@ -87,7 +87,7 @@ fn reth(va: u64, dma_len: u32) -> ExtHeaders {
     ExtHeaders {
         reth: Some(RethRepr {
             va,
-            r_key: 0x1234_abcd,
+            rkey: 0x1234_abcd,
             dma_len,
         }),
         ..ExtHeaders::default()

@@ -104,12 +104,12 @@ fn broadcast_group() -> McMemberRecordRepr {
     McMemberRecordRepr {
         mgid: broadcast_mgid(P_KEY, Scope::LinkLocal),
         port_gid: A.gid(),
-        q_key: QKey::IPOIB_BROADCAST.0,
+        qkey: QKey::IPOIB_BROADCAST.0,
         mlid: BROADCAST_MLID,
         mtu_selector: Selector::Exactly,
         mtu: Mtu::Mtu2048,
         tclass: 0,
-        p_key: P_KEY,
+        pkey: P_KEY,
         rate_selector: Selector::Exactly,
         rate: Rate::Gbps10,
         packet_life_time_selector: Selector::Exactly,
@@ -160,7 +160,7 @@ fn path_get() -> SaMadRepr {
         sgid: A.gid(),
         numb_path: 1,
         reversible: true,
-        p_key: P_KEY,
+        pkey: P_KEY,
         ..PathRecordRepr::default()
     };
     let mask = pr_mask::DGID
@@ -186,7 +186,7 @@ fn path_a_to_b() -> PathRecordRepr {
         tclass: 0,
         reversible: true,
         numb_path: 1,
-        p_key: P_KEY,
+        pkey: P_KEY,
         qos_class: 0,
         sl: 0,
         mtu_selector: Selector::Exactly,

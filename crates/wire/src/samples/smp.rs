@@ -76,10 +76,7 @@ fn smp_packet(slid: u16, dlid: u16, psn: u32, smp: &SmpMadRepr) -> Vec<u8> {
         slid,
     };
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, P_KEY, 0, psn);
-    let deth = DethRepr {
-        q_key: 0,
-        src_qp: 0,
-    };
+    let deth = DethRepr { qkey: 0, src_qp: 0 };
     emit(&PacketRepr::ud_send_only(
         lrh,
         None,
@@ -121,7 +118,7 @@ fn a_port_info() -> PortInfoRepr {
             | cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED
             | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED
             | cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED,
-        m_key_lease_period: 15,
+        mkey_lease_period: 15,
         local_port_num: 1,
         link_width_enabled: 3,
         link_width_supported: 3,

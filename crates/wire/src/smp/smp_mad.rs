@@ -82,7 +82,7 @@ impl<T: AsRef<[u8]>> SmpMad<T> {
         self.b()[field::HOP_COUNT]
     }
     /// M_Key.
-    pub fn m_key(&self) -> u64 {
+    pub fn mkey(&self) -> u64 {
         be64(self.b(), field::M_KEY)
     }
     /// Directed route: DrSLID.
@@ -112,7 +112,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SmpMad<T> {
         self.buffer.as_mut()
     }
     /// Sets M_Key.
-    pub fn set_m_key(&mut self, v: u64) {
+    pub fn set_mkey(&mut self, v: u64) {
         put64(self.m(), field::M_KEY, v);
     }
     /// Directed route: sets DrSLID and DrDLID and zeroes the reserved bytes after them.
@@ -266,7 +266,7 @@ pub struct SmpMadRepr {
     /// holds the D bit and ClassSpecific the HopPointer and HopCount.
     pub header: MadHeaderRepr,
     /// M_Key.
-    pub m_key: u64,
+    pub mkey: u64,
     /// The route, by class.
     pub route: SmpRoute,
     /// The attribute: decoded for every method but Get, whose data carries no attribute value.
@@ -301,7 +301,7 @@ impl SmpMadRepr {
         };
         Ok(SmpMadRepr {
             header,
-            m_key: m.m_key(),
+            mkey: m.mkey(),
             route,
             attribute,
         })
@@ -318,7 +318,7 @@ impl SmpMadRepr {
         let buf = &mut buf[..MAD_LEN];
         self.header.emit(buf);
         let mut m = SmpMad::new_unchecked(buf);
-        m.set_m_key(self.m_key);
+        m.set_mkey(self.mkey);
         match &self.route {
             SmpRoute::Lid => m.clear_lid_reserved(),
             SmpRoute::Directed(r) => {
@@ -356,7 +356,7 @@ impl SmpMadRepr {
                 attribute_id,
                 attribute_modifier,
             },
-            m_key: 0,
+            mkey: 0,
             route: SmpRoute::Lid,
             attribute: SmpAttribute::Raw([0; SMP_DATA_LEN]),
         }
@@ -410,7 +410,7 @@ impl Describe for SmpMadRepr {
     fn describe(&self, d: &mut dyn Describer) {
         self.header.describe_as("mad", d);
         d.enter("smp");
-        d.field("m_key", Value::Hex(self.m_key, 16));
+        d.field("m_key", Value::Hex(self.mkey, 16));
         if let SmpRoute::Directed(r) = &self.route {
             d.field("direction", Value::Bool(self.direction() == Some(true)));
             d.field("status", Value::Hex(self.status().0.into(), 4));

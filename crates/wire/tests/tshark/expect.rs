@@ -118,13 +118,13 @@ fn headers(p: &Packet<'_>, e: &mut Expect) {
     e.num("infiniband.bth.m", b.m);
     e.num("infiniband.bth.padcnt", b.pad_count);
     e.num("infiniband.bth.tver", b.tver);
-    e.num("infiniband.bth.p_key", b.p_key);
+    e.num("infiniband.bth.p_key", b.pkey);
     e.num("infiniband.bth.destqp", b.dest_qp);
     e.num("infiniband.bth.a", b.ack_req);
     e.num("infiniband.bth.psn", b.psn);
     match &p.ext.deth {
         Some(d) => {
-            e.num("infiniband.deth.q_key", d.q_key);
+            e.num("infiniband.deth.q_key", d.qkey);
             e.num("infiniband.deth.srcqp", d.src_qp);
         }
         None => e.absent("infiniband.deth.q_key"),
@@ -132,7 +132,7 @@ fn headers(p: &Packet<'_>, e: &mut Expect) {
     match &p.ext.reth {
         Some(r) => {
             e.num("infiniband.reth.va", r.va);
-            e.num("infiniband.reth.r_key", r.r_key);
+            e.num("infiniband.reth.r_key", r.rkey);
             e.num("infiniband.reth.dmalen", r.dma_len);
         }
         None => e.absent("infiniband.reth.va"),
@@ -318,7 +318,7 @@ fn mad(data: &[u8], e: &mut Expect) -> bool {
 /// part of `smpstatus`), so it is not compared. The data of a SubnGet carries no attribute value:
 /// only responses are compared field by field.
 fn smp(m: &SmpMadRepr, e: &mut Expect) {
-    e.num("infiniband.smplid.mkey", m.m_key);
+    e.num("infiniband.smplid.mkey", m.mkey);
     match &m.route {
         SmpRoute::Lid => e.absent("infiniband.smpdirected.hopcount"),
         SmpRoute::Directed(r) => {
@@ -364,13 +364,13 @@ fn node_info(n: &NodeInfoRepr, e: &mut Expect) {
 /// PortInfo (IBA 1 §14.2.5.6): every field tshark 4.0 knows (it stops at LinkRoundTripLatency,
 /// has no MulticastPKeyTrapSuppressionEnabled, and names GidPrefix `portinfo.guid`).
 fn port_info(p: &PortInfoRepr, e: &mut Expect) {
-    e.num("infiniband.portinfo.m_key", p.m_key);
+    e.num("infiniband.portinfo.m_key", p.mkey);
     e.num("infiniband.portinfo.guid", p.gid_prefix);
     e.num("infiniband.portinfo.lid", p.lid);
     e.num("infiniband.portinfo.mastersmlid", p.master_sm_lid);
     e.num("infiniband.portinfo.capabilitymask", p.capability_mask);
     e.num("infiniband.portinfo.diagcode", p.diag_code);
-    e.num("infiniband.portinfo.m_keyleaseperiod", p.m_key_lease_period);
+    e.num("infiniband.portinfo.m_keyleaseperiod", p.mkey_lease_period);
     e.num("infiniband.portinfo.localportnum", p.local_port_num);
     e.num("infiniband.portinfo.linkwidthenabled", p.link_width_enabled);
     e.num(
@@ -391,7 +391,7 @@ fn port_info(p: &PortInfoRepr, e: &mut Expect) {
         "infiniband.portinfo.linkdowndefaultstate",
         p.link_down_default_state,
     );
-    e.num("infiniband.portinfo.m_keyprotectbits", p.m_key_protect_bits);
+    e.num("infiniband.portinfo.m_keyprotectbits", p.mkey_protect_bits);
     e.num("infiniband.portinfo.lmc", p.lmc);
     e.num("infiniband.portinfo.linkspeedactive", p.link_speed_active);
     e.num("infiniband.portinfo.linkspeedenabled", p.link_speed_enabled);
@@ -426,9 +426,9 @@ fn port_info(p: &PortInfoRepr, e: &mut Expect) {
         "infiniband.portinfo.filterrawoutbound",
         p.filter_raw_outbound,
     );
-    e.num("infiniband.portinfo.m_keyviolations", p.m_key_violations);
-    e.num("infiniband.portinfo.p_keyviolations", p.p_key_violations);
-    e.num("infiniband.portinfo.q_keyviolations", p.q_key_violations);
+    e.num("infiniband.portinfo.m_keyviolations", p.mkey_violations);
+    e.num("infiniband.portinfo.p_keyviolations", p.pkey_violations);
+    e.num("infiniband.portinfo.q_keyviolations", p.qkey_violations);
     e.num("infiniband.portinfo.guidcap", p.guid_cap);
     e.num("infiniband.portinfo.clientreregister", p.client_reregister);
     e.num("infiniband.portinfo.subnettimeout", p.subnet_timeout);
@@ -514,7 +514,7 @@ fn sa(m: &SaMadRepr, e: &mut Expect) -> bool {
 fn mcmember(r: &McMemberRecordRepr, e: &mut Expect) {
     e.gid("infiniband.mcmemberrecord.mgid", r.mgid);
     e.gid("infiniband.mcmemberrecord.portgid", r.port_gid);
-    e.num("infiniband.mcmemberrecord.q_key", r.q_key);
+    e.num("infiniband.mcmemberrecord.q_key", r.qkey);
     e.num("infiniband.mcmemberrecord.mlid", r.mlid);
     e.num(
         "infiniband.mcmemberrecord.mtuselector",
@@ -522,7 +522,7 @@ fn mcmember(r: &McMemberRecordRepr, e: &mut Expect) {
     );
     e.num("infiniband.mcmemberrecord.mtu", u8::from(r.mtu));
     e.num("infiniband.mcmemberrecord.tclass", r.tclass);
-    e.num("infiniband.mcmemberrecord.p_key", r.p_key);
+    e.num("infiniband.mcmemberrecord.p_key", r.pkey);
     e.num(
         "infiniband.mcmemberrecord.rateselector",
         u8::from(r.rate_selector),
@@ -556,7 +556,7 @@ fn path(r: &PathRecordRepr, e: &mut Expect) {
     e.num("infiniband.pathrecord.tclass", r.tclass);
     e.num("infiniband.pathrecord.reversible", r.reversible);
     e.num("infiniband.pathrecord.numbpath", r.numb_path);
-    e.num("infiniband.pathrecord.p_key", r.p_key);
+    e.num("infiniband.pathrecord.p_key", r.pkey);
     e.num("infiniband.pathrecord.sl", r.sl);
     e.num(
         "infiniband.pathrecord.mtuselector",
@@ -584,7 +584,7 @@ fn cm(m: &CmMessage, e: &mut Expect) {
             e.num("infiniband.cm.req", r.local_comm_id);
             e.num("infiniband.cm.req.serviceid", r.service_id);
             e.num("infiniband.cm.req.localcaguid", r.local_ca_guid.0);
-            e.num("infiniband.cm.req.localqkey", r.local_q_key);
+            e.num("infiniband.cm.req.localqkey", r.local_qkey);
             e.num("infiniband.cm.req.localqpn", r.local_qpn);
             e.num("infiniband.cm.req.responderres", r.responder_resources);
             e.num("infiniband.cm.req.localeecn", r.local_eecn);
@@ -647,7 +647,7 @@ fn cm(m: &CmMessage, e: &mut Expect) {
         CmMessage::Rep(r) => {
             e.num("infiniband.cm.rep", r.local_comm_id);
             e.num("infiniband.cm.rep.remotecommid", r.remote_comm_id);
-            e.num("infiniband.cm.rep.localqkey", r.local_q_key);
+            e.num("infiniband.cm.rep.localqkey", r.local_qkey);
             e.num("infiniband.cm.rep.localqpn", r.local_qpn);
             e.num("infiniband.cm.rep.localeecn", r.local_ee_context_number);
             e.num("infiniband.cm.rep.startpsn", r.starting_psn);

@@ -33,7 +33,7 @@ impl Report {
                 o,
                 ",\"mlid\":{},\"qkey\":{},\"mtu\":{},\"ipoib_mtu\":{}}}",
                 r.mlid,
-                r.q_key,
+                r.qkey,
                 r.mtu.bytes().unwrap_or(0),
                 mtu
             );

@@ -180,7 +180,7 @@ impl Hca {
         bth.se = wr.solicited;
         let ext = ExtHeaders {
             deth: Some(DethRepr {
-                q_key: qkey,
+                qkey,
                 src_qp: wire_qpn(qpn),
             }),
             immdt,
@@ -251,7 +251,7 @@ impl Hca {
             None => None,
         };
         let bth = BthRepr {
-            p_key: port.pkey(qp.pkey_index).unwrap_or(0),
+            pkey: port.pkey(qp.pkey_index).unwrap_or(0),
             ..p.bth
         };
         let repr = PacketRepr {
@@ -307,20 +307,20 @@ impl Hca {
             return;
         };
         let pkey_index = match qp.special {
-            Some(0) => port.match_any_pkey(bth.p_key).unwrap_or(0),
-            Some(_) => match port.match_any_pkey(bth.p_key) {
+            Some(0) => port.match_any_pkey(bth.pkey).unwrap_or(0),
+            Some(_) => match port.match_any_pkey(bth.pkey) {
                 Some(i) => i,
                 None => return self.counters.count(HcaDropReason::PkeyMismatch),
             },
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(0);
-                if !PKey(bth.p_key).matches(PKey(entry)) {
+                if !PKey(bth.pkey).matches(PKey(entry)) {
                     return self.counters.count(HcaDropReason::PkeyMismatch);
                 }
                 qp.pkey_index
             }
         };
-        if qp.special != Some(0) && deth.q_key != qp.qkey {
+        if qp.special != Some(0) && deth.qkey != qp.qkey {
             return self.counters.count(HcaDropReason::QkeyMismatch);
         }
         let Some(qp) = self.qps.get_mut(&handle) else {

@@ -233,7 +233,7 @@ impl ConnectedQp {
             bth.opcode = Opcode::new(transport, Operation::RdmaReadRequest);
             ext.reth = Some(RethRepr {
                 va: remote_addr.wrapping_add(off),
-                r_key: rkey,
+                rkey,
                 dma_len: (u64::from(len).saturating_sub(off)) as u32,
             });
             if !retransmit || diff(add(first, w.npsn), r.next_psn) > 0 {
@@ -268,7 +268,7 @@ impl ConnectedQp {
                 {
                     ext.reth = Some(RethRepr {
                         va: remote_addr,
-                        r_key: rkey,
+                        rkey,
                         dma_len: w.len as u32,
                     });
                 }

@@ -420,7 +420,7 @@ impl ConnectedQp {
                 if op == RdmaWriteOnlyWithImmediate && self.resp.rq.is_empty() {
                     return Exec::Rnr;
                 }
-                let Some((i, r)) = find_region(mem, reth.r_key, reth.va, total, true) else {
+                let Some((i, r)) = find_region(mem, reth.rkey, reth.va, total, true) else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
                 let n = payload.len();
@@ -429,7 +429,7 @@ impl ConnectedQp {
                     self.write_done(op == RdmaWriteOnlyWithImmediate, reth.dma_len, imm);
                 } else {
                     self.resp.msg = InMsg::Write {
-                        rkey: reth.r_key,
+                        rkey: reth.rkey,
                         va: reth.va.wrapping_add(n as u64),
                         remaining: total - n as u64,
                         total: reth.dma_len,
@@ -482,7 +482,7 @@ impl ConnectedQp {
                     return Exec::Fatal(NakCode::InvalidRequest);
                 }
                 let len = u64::from(reth.dma_len);
-                let Some((i, r)) = find_region(mem, reth.r_key, reth.va, len, false) else {
+                let Some((i, r)) = find_region(mem, reth.rkey, reth.va, len, false) else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
                 let data = mem[i].bytes[r].to_vec();
@@ -514,7 +514,7 @@ impl ConnectedQp {
             return;
         }
         let len = u64::from(reth.dma_len);
-        let Some((i, r)) = find_region(mem, reth.r_key, reth.va, len, false) else {
+        let Some((i, r)) = find_region(mem, reth.rkey, reth.va, len, false) else {
             self.counters.drop_malformed += 1;
             return;
         };

@@ -122,7 +122,7 @@ fn roundtrip(pkt: &Outgoing) -> Outgoing {
         slid: 1,
     };
     let mut bth = pkt.bth;
-    bth.p_key = 0xffff;
+    bth.pkey = 0xffff;
     let repr = PacketRepr {
         lrh,
         grh: None,
@@ -136,7 +136,7 @@ fn roundtrip(pkt: &Outgoing) -> Outgoing {
     let parsed = Packet::parse(&buf).expect("packet parses");
     assert!(parsed.crc_ok());
     let mut bth = parsed.bth.expect("bth");
-    bth.p_key = 0;
+    bth.pkey = 0;
     bth.pad_count = 0;
     Outgoing {
         bth,

@@ -27,7 +27,7 @@ pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
         None,
         BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
         DethRepr {
-            q_key: 0x0b1b,
+            qkey: 0x0b1b,
             src_qp: 2,
         },
         &payload,

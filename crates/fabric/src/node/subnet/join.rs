@@ -43,7 +43,7 @@ pub struct JoinResult {
     /// Multicast LID.
     pub mlid: u16,
     /// The group's Q_Key.
-    pub q_key: u32,
+    pub qkey: u32,
     /// The group's MTU.
     pub mtu: Mtu,
     /// The group's rate.
@@ -196,7 +196,7 @@ impl JoinApp {
         let rec = McMemberRecordRepr {
             mgid: j.mgid,
             port_gid: self.port_gid,
-            p_key: j.pkey,
+            pkey: j.pkey,
             join_state: JoinState::FULL_MEMBER,
             ..McMemberRecordRepr::default()
         };
@@ -225,7 +225,7 @@ impl JoinApp {
         j.status = match rec {
             Ok(rec) => JoinStatus::Joined(JoinResult {
                 mlid: rec.mlid,
-                q_key: rec.q_key,
+                qkey: rec.qkey,
                 mtu: rec.mtu,
                 rate: rec.rate,
                 sl: rec.sl,

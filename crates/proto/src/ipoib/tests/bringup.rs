@@ -69,7 +69,7 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert!(h.iface.carrier());
     assert_eq!(h.iface.mtu(), 2044);
     let p = h.iface.link_params().expect("params");
-    assert_eq!(p.record.q_key, 0x0b1b);
+    assert_eq!(p.record.qkey, 0x0b1b);
     assert_eq!(p.record.mlid, 0xc000);
     // §9.1.1: the link-layer address is flags 0, the UD QPN, subnet prefix + port GUID.
     assert_eq!(

@@ -59,8 +59,8 @@ fn ip_join_creates_group_and_send_only_sender_delivers() {
     let r = grp.record;
     assert_eq!(
         (
-            r.q_key,
-            r.p_key,
+            r.qkey,
+            r.pkey,
             r.sl,
             r.mtu,
             r.hop_limit,
@@ -69,8 +69,8 @@ fn ip_join_creates_group_and_send_only_sender_delivers() {
             r.rate
         ),
         (
-            b.q_key,
-            b.p_key,
+            b.qkey,
+            b.pkey,
             b.sl,
             b.mtu,
             b.hop_limit,

@@ -145,11 +145,7 @@ fn controlled_qkey_from_the_group() {
             && g.flow_label == rec.flow_label
             && g.hop_limit == rec.hop_limit)));
     // IPv6 groups created by the hosts copied it (§11).
-    assert!(net
-        .sa
-        .groups()
-        .iter()
-        .all(|g| g.record.q_key == 0x8001_0001));
+    assert!(net.sa.groups().iter().all(|g| g.record.qkey == 0x8001_0001));
 }
 
 // Bad input never panics and is counted: truncated headers, RARP, garbage ARP, a short IPv4 packet.

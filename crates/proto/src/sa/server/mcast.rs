@@ -221,12 +221,12 @@ fn selectors_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bo
 
 /// OpenSM `validate_other_comp_fields`.
 fn other_fields_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) -> bool {
-    if mask & m::Q_KEY != 0 && r.q_key != g.q_key {
+    if mask & m::Q_KEY != 0 && r.qkey != g.qkey {
         return false;
     }
     // The request's P_Key is valid here (`join` refuses base 0 first), so this is the matching
     // rule: same partition, not both limited.
-    if mask & m::P_KEY != 0 && !PKey(r.p_key).matches(PKey(g.p_key)) {
+    if mask & m::P_KEY != 0 && !PKey(r.pkey).matches(PKey(g.pkey)) {
         return false;
     }
     if mask & m::TCLASS != 0 && r.tclass != g.tclass {
@@ -317,11 +317,11 @@ impl SaServer {
         };
         let rec = McMemberRecordRepr {
             mgid: g.mgid,
-            q_key: g.q_key,
+            qkey: g.qkey,
             mlid,
             mtu: g.mtu,
             tclass: g.tclass,
-            p_key: g.pkey,
+            pkey: g.pkey,
             rate: g.rate,
             packet_life_time: self.cfg().subnet_timeout,
             sl: g.sl,
@@ -401,7 +401,7 @@ impl SaServer {
         if proxy && !share_pkey(&port, &requester) {
             return Err(SaStatus::ReqInvalid);
         }
-        if mask & m::P_KEY != 0 && !PKey(r.p_key).is_valid() {
+        if mask & m::P_KEY != 0 && !PKey(r.pkey).is_valid() {
             return Err(SaStatus::ReqInvalid);
         }
         let join_state = JoinState(r.join_state.0 & 0x0f);
@@ -431,7 +431,7 @@ impl SaServer {
         {
             return Err(SaStatus::ReqInvalid);
         }
-        if !has_pkey(&port, grec.p_key) {
+        if !has_pkey(&port, grec.pkey) {
             return Err(SaStatus::ReqInvalid);
         }
         if !is_new {
@@ -442,7 +442,7 @@ impl SaServer {
                 .ok_or(SaStatus::ReqInvalid)?;
             if let Some(mem) = g.members.get(&r.port_gid) {
                 let ok = if mem.proxy {
-                    has_pkey(&requester, grec.p_key)
+                    has_pkey(&requester, grec.pkey)
                 } else {
                     !proxy
                 };
@@ -492,10 +492,10 @@ impl SaServer {
         self.mark_dirty(grec.mgid);
         let mut out = r;
         out.mgid = grec.mgid;
-        out.q_key = grec.q_key;
+        out.qkey = grec.qkey;
         out.mlid = grec.mlid;
         out.tclass = grec.tclass;
-        out.p_key = grec.p_key;
+        out.pkey = grec.pkey;
         out.sl = grec.sl;
         out.flow_label = grec.flow_label;
         out.hop_limit = grec.hop_limit;
@@ -599,7 +599,7 @@ impl SaServer {
             return Err(SaStatus::ReqInvalid);
         }
         let ok = if mem.proxy {
-            has_pkey(&requester, g.rec.p_key)
+            has_pkey(&requester, g.rec.pkey)
         } else {
             requester_gid == r.port_gid
         };
@@ -671,9 +671,9 @@ impl SaServer {
             let gr = &g.rec;
             if (mask & m::MGID != 0 && r.mgid != gr.mgid)
                 || (mask & m::MLID != 0 && r.mlid != gr.mlid)
-                || !has_pkey(requester, gr.p_key)
-                || (mask & m::Q_KEY != 0 && r.q_key != gr.q_key)
-                || (mask & m::P_KEY != 0 && r.p_key != gr.p_key)
+                || !has_pkey(requester, gr.pkey)
+                || (mask & m::Q_KEY != 0 && r.qkey != gr.qkey)
+                || (mask & m::P_KEY != 0 && r.pkey != gr.pkey)
                 || (mask & m::TCLASS != 0 && r.tclass != gr.tclass)
                 || (mask & m::SL != 0 && r.sl != gr.sl)
                 || (mask & m::FLOW_LABEL != 0 && r.flow_label != gr.flow_label)

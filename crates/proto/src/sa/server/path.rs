@@ -266,7 +266,7 @@ impl SaServer {
             dlid,
             slid,
             raw_traffic: mask & pm::RAW_TRAFFIC != 0 && p.raw_traffic,
-            p_key: parms.pkey,
+            pkey: parms.pkey,
             sl: parms.sl,
             mtu_selector: Selector::Exactly,
             mtu: parms.mtu,
@@ -319,10 +319,10 @@ impl SaServer {
         let pkey = if raw {
             common_pkey(sp, dp).unwrap_or(0)
         } else if mask & pm::P_KEY != 0 {
-            if !share_this_pkey(sp, dp, p.p_key) {
+            if !share_this_pkey(sp, dp, p.pkey) {
                 return None;
             }
-            p.p_key
+            p.pkey
         } else {
             common_pkey(sp, dp)?
         };
@@ -355,7 +355,7 @@ impl SaServer {
                     .port_index_by_lid(p.slid)
                     .and_then(|i| self.port(i))
                     .is_some_and(|x| g.members.contains_key(&model.gid(x))))
-            || (mask & pm::P_KEY != 0 && p.p_key != gr.p_key)
+            || (mask & pm::P_KEY != 0 && p.pkey != gr.pkey)
             || (mask & pm::SL != 0 && p.sl != gr.sl)
             || (mask & pm::NUMB_PATH != 0
                 && req.mad.header.method != Method::Get
@@ -377,7 +377,7 @@ impl SaServer {
         r.dlid = gr.mlid;
         r.tclass = gr.tclass;
         r.numb_path = 1;
-        r.p_key = gr.p_key;
+        r.pkey = gr.pkey;
         r.mtu_selector = Selector::Exactly;
         r.mtu = gr.mtu;
         r.rate_selector = Selector::Exactly;

@@ -63,7 +63,7 @@ fn path_between_two_hosts() {
         "narrowest link"
     );
     assert_eq!(
-        (p.p_key, p.sl, p.hop_limit, p.packet_life_time),
+        (p.pkey, p.sl, p.hop_limit, p.packet_life_time),
         (0xffff, 0, 0, 18)
     );
     assert!(p.reversible);
@@ -173,7 +173,7 @@ fn path_selectors_and_pkey() {
         status(SaStatus::NoRecords)
     );
     let k = PathRecordRepr {
-        p_key: 0x8002,
+        pkey: 0x8002,
         ..base
     };
     assert_eq!(

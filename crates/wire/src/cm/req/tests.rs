@@ -41,7 +41,7 @@ fn ipoib_cm_repr() -> ReqRepr {
         vendor_id: 0,
         service_id: 0x1000_0000_0000_0048,
         local_ca_guid: Guid(0x0002_c903_0000_1234),
-        local_q_key: 0,
+        local_qkey: 0,
         local_qpn: 0x49,
         responder_resources: 4,
         local_eecn: 0,
@@ -134,7 +134,7 @@ fn deconstruct() {
     let b = all_fields_bytes();
     let m = ReqMsg::new_checked(&b[..]).unwrap();
     assert_eq!(m.vendor_id(), 0x0a_0b0c);
-    assert_eq!(m.local_q_key(), 0xdead_beef);
+    assert_eq!(m.local_qkey(), 0xdead_beef);
     assert_eq!(m.local_eecn(), 0x34_5678);
     assert_eq!(m.initiator_depth(), 0x9a);
     assert_eq!(m.remote_eecn(), 0xbc_def0);

@@ -210,7 +210,7 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
         self.b()[at]
     }
     /// M_Key.
-    pub fn m_key(&self) -> u64 {
+    pub fn mkey(&self) -> u64 {
         be64(self.b(), field::M_KEY)
     }
     /// GidPrefix: the subnet prefix of the port's GIDs.
@@ -234,7 +234,7 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
         be16(self.b(), field::DIAG_CODE)
     }
     /// M_KeyLeasePeriod (seconds).
-    pub fn m_key_lease_period(&self) -> u16 {
+    pub fn mkey_lease_period(&self) -> u16 {
         be16(self.b(), field::M_KEY_LEASE_PERIOD)
     }
     /// LocalPortNum: the port the SMP was received on.
@@ -270,7 +270,7 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
         lo(self.byte(field::PHYS_STATE))
     }
     /// M_KeyProtectBits (2 bits).
-    pub fn m_key_protect_bits(&self) -> u8 {
+    pub fn mkey_protect_bits(&self) -> u8 {
         self.byte(field::PROTECT_LMC) >> 6
     }
     /// LMC (3 bits): 2^LMC LIDs from the base LID.
@@ -350,15 +350,15 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
         self.byte(field::OP_VLS_ENFORCEMENT) & 0x01 != 0
     }
     /// M_KeyViolations.
-    pub fn m_key_violations(&self) -> u16 {
+    pub fn mkey_violations(&self) -> u16 {
         be16(self.b(), field::M_KEY_VIOLATIONS)
     }
     /// P_KeyViolations.
-    pub fn p_key_violations(&self) -> u16 {
+    pub fn pkey_violations(&self) -> u16 {
         be16(self.b(), field::P_KEY_VIOLATIONS)
     }
     /// Q_KeyViolations.
-    pub fn q_key_violations(&self) -> u16 {
+    pub fn qkey_violations(&self) -> u16 {
         be16(self.b(), field::Q_KEY_VIOLATIONS)
     }
     /// GUIDCap: GUIDs of the port.
@@ -420,7 +420,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PortInfo<T> {
         self.buffer.as_mut()
     }
     /// Sets M_Key.
-    pub fn set_m_key(&mut self, v: u64) {
+    pub fn set_mkey(&mut self, v: u64) {
         put64(self.m(), field::M_KEY, v);
     }
     /// Sets GidPrefix.
@@ -444,7 +444,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PortInfo<T> {
         put16(self.m(), field::DIAG_CODE, v);
     }
     /// Sets M_KeyLeasePeriod.
-    pub fn set_m_key_lease_period(&mut self, v: u16) {
+    pub fn set_mkey_lease_period(&mut self, v: u16) {
         put16(self.m(), field::M_KEY_LEASE_PERIOD, v);
     }
     /// Sets LocalPortNum.
@@ -505,10 +505,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PortInfo<T> {
         self.m()[field::OP_VLS_ENFORCEMENT] = (op_vls << 4) | bits | u8::from(raw_out);
     }
     /// Sets M_KeyViolations, P_KeyViolations and Q_KeyViolations.
-    pub fn set_violations(&mut self, m_key: u16, p_key: u16, q_key: u16) {
-        put16(self.m(), field::M_KEY_VIOLATIONS, m_key);
-        put16(self.m(), field::P_KEY_VIOLATIONS, p_key);
-        put16(self.m(), field::Q_KEY_VIOLATIONS, q_key);
+    pub fn set_violations(&mut self, mkey: u16, pkey: u16, qkey: u16) {
+        put16(self.m(), field::M_KEY_VIOLATIONS, mkey);
+        put16(self.m(), field::P_KEY_VIOLATIONS, pkey);
+        put16(self.m(), field::Q_KEY_VIOLATIONS, qkey);
     }
     /// Sets GUIDCap.
     pub fn set_guid_cap(&mut self, v: u8) {

@@ -11,7 +11,7 @@ use crate::Result;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PortInfoRepr {
     /// M_Key.
-    pub m_key: u64,
+    pub mkey: u64,
     /// GidPrefix.
     pub gid_prefix: u64,
     /// LID.
@@ -23,7 +23,7 @@ pub struct PortInfoRepr {
     /// DiagCode.
     pub diag_code: u16,
     /// M_KeyLeasePeriod.
-    pub m_key_lease_period: u16,
+    pub mkey_lease_period: u16,
     /// LocalPortNum.
     pub local_port_num: u8,
     /// LinkWidthEnabled.
@@ -41,7 +41,7 @@ pub struct PortInfoRepr {
     /// LinkDownDefaultState (4 bits).
     pub link_down_default_state: u8,
     /// M_KeyProtectBits (2 bits).
-    pub m_key_protect_bits: u8,
+    pub mkey_protect_bits: u8,
     /// LMC (3 bits).
     pub lmc: u8,
     /// LinkSpeedActive (4 bits).
@@ -81,11 +81,11 @@ pub struct PortInfoRepr {
     /// FilterRawOutbound.
     pub filter_raw_outbound: bool,
     /// M_KeyViolations.
-    pub m_key_violations: u16,
+    pub mkey_violations: u16,
     /// P_KeyViolations.
-    pub p_key_violations: u16,
+    pub pkey_violations: u16,
     /// Q_KeyViolations.
-    pub q_key_violations: u16,
+    pub qkey_violations: u16,
     /// GUIDCap.
     pub guid_cap: u8,
     /// ClientReregister.
@@ -130,13 +130,13 @@ impl PortInfoRepr {
     /// Every field of a view of at least 64 bytes.
     fn from_view<T: AsRef<[u8]>>(v: &PortInfo<T>) -> PortInfoRepr {
         PortInfoRepr {
-            m_key: v.m_key(),
+            mkey: v.mkey(),
             gid_prefix: v.gid_prefix(),
             lid: v.lid(),
             master_sm_lid: v.master_sm_lid(),
             capability_mask: v.capability_mask(),
             diag_code: v.diag_code(),
-            m_key_lease_period: v.m_key_lease_period(),
+            mkey_lease_period: v.mkey_lease_period(),
             local_port_num: v.local_port_num(),
             link_width_enabled: v.link_width_enabled(),
             link_width_supported: v.link_width_supported(),
@@ -145,7 +145,7 @@ impl PortInfoRepr {
             port_state: v.port_state(),
             port_phys_state: v.port_phys_state(),
             link_down_default_state: v.link_down_default_state(),
-            m_key_protect_bits: v.m_key_protect_bits(),
+            mkey_protect_bits: v.mkey_protect_bits(),
             lmc: v.lmc(),
             link_speed_active: v.link_speed_active(),
             link_speed_enabled: v.link_speed_enabled(),
@@ -165,9 +165,9 @@ impl PortInfoRepr {
             partition_enforcement_outbound: v.partition_enforcement_outbound(),
             filter_raw_inbound: v.filter_raw_inbound(),
             filter_raw_outbound: v.filter_raw_outbound(),
-            m_key_violations: v.m_key_violations(),
-            p_key_violations: v.p_key_violations(),
-            q_key_violations: v.q_key_violations(),
+            mkey_violations: v.mkey_violations(),
+            pkey_violations: v.pkey_violations(),
+            qkey_violations: v.qkey_violations(),
             guid_cap: v.guid_cap(),
             client_reregister: v.client_reregister(),
             multicast_pkey_trap_suppression_enabled: v.multicast_pkey_trap_suppression_enabled(),
@@ -198,13 +198,13 @@ impl PortInfoRepr {
     /// is shorter.
     pub fn emit(&self, buf: &mut [u8]) {
         let mut v = PortInfo::new_unchecked(&mut buf[..field::LEN]);
-        v.set_m_key(self.m_key);
+        v.set_mkey(self.mkey);
         v.set_gid_prefix(self.gid_prefix);
         v.set_lid(self.lid);
         v.set_master_sm_lid(self.master_sm_lid);
         v.set_capability_mask(self.capability_mask);
         v.set_diag_code(self.diag_code);
-        v.set_m_key_lease_period(self.m_key_lease_period);
+        v.set_mkey_lease_period(self.mkey_lease_period);
         v.set_local_port_num(self.local_port_num);
         v.set_link_width(
             self.link_width_enabled,
@@ -213,7 +213,7 @@ impl PortInfoRepr {
         );
         v.set_speed_supported_and_state(self.link_speed_supported, self.port_state);
         v.set_phys_state(self.port_phys_state, self.link_down_default_state);
-        v.set_protect_bits_and_lmc(self.m_key_protect_bits, self.lmc);
+        v.set_protect_bits_and_lmc(self.mkey_protect_bits, self.lmc);
         v.set_speed_active_enabled(self.link_speed_active, self.link_speed_enabled);
         v.set_neighbor_mtu_and_sm_sl(self.neighbor_mtu, self.master_sm_sl);
         v.set_vl_cap_and_init_type(self.vl_cap, self.init_type);
@@ -234,9 +234,9 @@ impl PortInfoRepr {
             ],
         );
         v.set_violations(
-            self.m_key_violations,
-            self.p_key_violations,
-            self.q_key_violations,
+            self.mkey_violations,
+            self.pkey_violations,
+            self.qkey_violations,
         );
         v.set_guid_cap(self.guid_cap);
         v.set_reregister_and_subnet_timeout(
@@ -261,7 +261,7 @@ impl Describe for PortInfoRepr {
     fn describe(&self, d: &mut dyn Describer) {
         let u = |v: u8| Value::Uint(v.into());
         let flag = Value::Bool;
-        d.field("m_key", Value::Hex(self.m_key, 16));
+        d.field("m_key", Value::Hex(self.mkey, 16));
         d.field("gid_prefix", Value::Hex(self.gid_prefix, 16));
         d.field("lid", Value::Hex(self.lid.into(), 4));
         d.field("master_sm_lid", Value::Hex(self.master_sm_lid.into(), 4));
@@ -272,7 +272,7 @@ impl Describe for PortInfoRepr {
         d.field("diag_code", Value::Hex(self.diag_code.into(), 4));
         d.field(
             "m_key_lease_period",
-            Value::Uint(self.m_key_lease_period.into()),
+            Value::Uint(self.mkey_lease_period.into()),
         );
         d.field("local_port_num", u(self.local_port_num));
         d.field(
@@ -303,7 +303,7 @@ impl Describe for PortInfoRepr {
             ),
         );
         d.field("link_down_default_state", u(self.link_down_default_state));
-        d.field("m_key_protect_bits", u(self.m_key_protect_bits));
+        d.field("m_key_protect_bits", u(self.mkey_protect_bits));
         d.field("lmc", u(self.lmc));
         d.field(
             "link_speed_active",
@@ -341,18 +341,9 @@ impl Describe for PortInfoRepr {
         );
         d.field("filter_raw_inbound", flag(self.filter_raw_inbound));
         d.field("filter_raw_outbound", flag(self.filter_raw_outbound));
-        d.field(
-            "m_key_violations",
-            Value::Uint(self.m_key_violations.into()),
-        );
-        d.field(
-            "p_key_violations",
-            Value::Uint(self.p_key_violations.into()),
-        );
-        d.field(
-            "q_key_violations",
-            Value::Uint(self.q_key_violations.into()),
-        );
+        d.field("m_key_violations", Value::Uint(self.mkey_violations.into()));
+        d.field("p_key_violations", Value::Uint(self.pkey_violations.into()));
+        d.field("q_key_violations", Value::Uint(self.qkey_violations.into()));
         d.field("guid_cap", u(self.guid_cap));
         d.field("client_reregister", flag(self.client_reregister));
         d.field(

@@ -29,7 +29,7 @@ fn hca() -> PortInfoRepr {
         lid: 3,
         master_sm_lid: 1,
         capability_mask: 0x0251_0868,
-        m_key_lease_period: 15,
+        mkey_lease_period: 15,
         local_port_num: 1,
         link_width_enabled: 3,
         link_width_supported: 3,
@@ -50,9 +50,9 @@ fn hca() -> PortInfoRepr {
         operational_vls: 4,
         partition_enforcement_inbound: true,
         partition_enforcement_outbound: true,
-        m_key_violations: 1,
-        p_key_violations: 2,
-        q_key_violations: 3,
+        mkey_violations: 1,
+        pkey_violations: 2,
+        qkey_violations: 3,
         guid_cap: 128,
         subnet_timeout: 18,
         resp_time_value: 16,
@@ -70,7 +70,7 @@ fn hca() -> PortInfoRepr {
 fn deconstruct() {
     let b = hca_bytes();
     let v = PortInfo::new_checked(&b[..]).unwrap();
-    assert_eq!(v.m_key(), 0);
+    assert_eq!(v.mkey(), 0);
     assert_eq!(v.gid_prefix(), 0xfe80_0000_0000_0000);
     assert_eq!((v.lid(), v.master_sm_lid()), (3, 1));
     assert_eq!(v.capability_mask(), 0x0251_0868);
@@ -79,7 +79,7 @@ fn deconstruct() {
         v.capability_mask() & cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED,
         0
     );
-    assert_eq!((v.diag_code(), v.m_key_lease_period()), (0, 15));
+    assert_eq!((v.diag_code(), v.mkey_lease_period()), (0, 15));
     assert_eq!(v.local_port_num(), 1);
     assert_eq!(
         (
@@ -93,7 +93,7 @@ fn deconstruct() {
     assert_eq!(v.port_state(), PortState::Active);
     assert_eq!(v.port_phys_state(), PortPhysState::LinkUp);
     assert_eq!(v.link_down_default_state(), 2);
-    assert_eq!((v.m_key_protect_bits(), v.lmc()), (0, 0));
+    assert_eq!((v.mkey_protect_bits(), v.lmc()), (0, 0));
     assert_eq!((v.link_speed_active(), v.link_speed_enabled()), (1, 1));
     assert_eq!((v.neighbor_mtu(), v.master_sm_sl()), (Mtu::Mtu2048, 0));
     assert_eq!((v.vl_cap(), v.init_type()), (4, 0));
@@ -112,9 +112,9 @@ fn deconstruct() {
     assert!(!v.filter_raw_inbound() && !v.filter_raw_outbound());
     assert_eq!(
         (
-            v.m_key_violations(),
-            v.p_key_violations(),
-            v.q_key_violations()
+            v.mkey_violations(),
+            v.pkey_violations(),
+            v.qkey_violations()
         ),
         (1, 2, 3)
     );
@@ -140,13 +140,13 @@ fn deconstruct() {
 fn construct() {
     let mut b = [0xffu8; 64];
     let mut v = PortInfo::new_unchecked(&mut b[..]);
-    v.set_m_key(0);
+    v.set_mkey(0);
     v.set_gid_prefix(0xfe80_0000_0000_0000);
     v.set_lid(3);
     v.set_master_sm_lid(1);
     v.set_capability_mask(0x0251_0868);
     v.set_diag_code(0);
-    v.set_m_key_lease_period(15);
+    v.set_mkey_lease_period(15);
     v.set_local_port_num(1);
     v.set_link_width(3, 3, 2);
     v.set_speed_supported_and_state(1, PortState::Active);
@@ -197,7 +197,7 @@ fn parse_and_emit() {
 #[test]
 fn packed_fields() {
     let r = PortInfoRepr {
-        m_key_protect_bits: 3,
+        mkey_protect_bits: 3,
         lmc: 7,
         filter_raw_inbound: true,
         filter_raw_outbound: true,
@@ -296,18 +296,18 @@ pub(crate) fn arb_port_info() -> impl Strategy<Value = PortInfoRepr> {
         (any::<u16>(), 0u32..1 << 24, any::<u16>(), any::<[u8; 3]>()),
     )
         .prop_map(|(a, b, c, d)| {
-            let (m_key, gid_prefix, lid, master_sm_lid, capability_mask, diag, lease) = a;
+            let (mkey, gid_prefix, lid, master_sm_lid, capability_mask, diag, lease) = a;
             let ([port, wen, wsup, wact], n1, n2) = (b.0, b.1, b.2);
             let (viol, flags, misc) = c;
             let (max_credit_hint, link_round_trip_latency, capability_mask2, ext) = d;
             PortInfoRepr {
-                m_key,
+                mkey,
                 gid_prefix,
                 lid,
                 master_sm_lid,
                 capability_mask,
                 diag_code: diag,
-                m_key_lease_period: lease,
+                mkey_lease_period: lease,
                 local_port_num: port,
                 link_width_enabled: wen,
                 link_width_supported: wsup,
@@ -316,7 +316,7 @@ pub(crate) fn arb_port_info() -> impl Strategy<Value = PortInfoRepr> {
                 port_state: (n1[1] & 0xf).into(),
                 port_phys_state: (n1[2] & 0xf).into(),
                 link_down_default_state: n1[3] & 0xf,
-                m_key_protect_bits: n1[4] & 3,
+                mkey_protect_bits: n1[4] & 3,
                 lmc: n1[5] & 7,
                 link_speed_active: n1[6] & 0xf,
                 link_speed_enabled: n1[7] & 0xf,
@@ -336,9 +336,9 @@ pub(crate) fn arb_port_info() -> impl Strategy<Value = PortInfoRepr> {
                 partition_enforcement_outbound: flags[1],
                 filter_raw_inbound: flags[2],
                 filter_raw_outbound: flags[3],
-                m_key_violations: viol[0],
-                p_key_violations: viol[1],
-                q_key_violations: viol[2],
+                mkey_violations: viol[0],
+                pkey_violations: viol[1],
+                qkey_violations: viol[2],
                 guid_cap: misc[0] ^ misc[1],
                 client_reregister: flags[4],
                 multicast_pkey_trap_suppression_enabled: flags[5],

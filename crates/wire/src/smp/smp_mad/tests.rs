@@ -36,7 +36,7 @@ fn lid_routed_get() {
     let b = get_port_info_bytes();
     let v = SmpMad::new_checked(&b[..]).unwrap();
     assert!(!v.is_directed());
-    assert_eq!(v.m_key(), 0);
+    assert_eq!(v.mkey(), 0);
     assert_eq!(v.mad().attribute_id(), attr::PORT_INFO);
     let r = SmpMadRepr::parse(&b).unwrap();
     assert_eq!(
@@ -179,7 +179,7 @@ fn arb_route() -> impl Strategy<Value = SmpRoute> {
 
 proptest! {
     #[test]
-    fn round_trip(h in arb_header(), m_key: u64, route in arb_route(), (id, a) in arb_attribute(),
+    fn round_trip(h in arb_header(), mkey: u64, route in arb_route(), (id, a) in arb_attribute(),
                   get: bool) {
         let mut header = h;
         header.mgmt_class = match route {
@@ -195,7 +195,7 @@ proptest! {
             (Method::GetResp, a)
         };
         header.method = method;
-        let r = SmpMadRepr { header, m_key, route, attribute };
+        let r = SmpMadRepr { header, mkey, route, attribute };
         let b = r.to_bytes();
         prop_assert_eq!(SmpMadRepr::parse(&b).unwrap(), r);
     }

@@ -86,7 +86,7 @@ fn multicast_packet_without_grh_or_group_is_dropped() {
         });
         let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, BthRepr::MULTICAST_QPN, 0);
         let deth = DethRepr {
-            q_key: 0x0b1b,
+            qkey: 0x0b1b,
             src_qp: 0x99,
         };
         let r = PacketRepr::ud_send_only(lrh, g, bth, deth, b"raw!");
