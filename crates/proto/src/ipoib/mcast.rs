@@ -17,8 +17,9 @@ use super::timer::{Backoff, GROUP_ABSENT_HOLD};
 use super::{DropReason, Interface, InterfaceError, InterfaceEvent, Link, LogLevel, Pending};
 use crate::sa::{SaClientError, SaResponse};
 use crate::time::Instant;
+use ipoib_wire::ib::BthRepr;
 use ipoib_wire::ipoib::legacy::legacy_ipv6_mgid;
-use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope, MULTICAST_QPN};
+use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope};
 use ipoib_wire::mad::SaStatus;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -529,7 +530,7 @@ impl Interface {
                 hop_limit: b.hop_limit,
                 tclass: b.tclass,
             }),
-            remote_qpn: MULTICAST_QPN,
+            remote_qpn: BthRepr::MULTICAST_QPN,
             qkey: b.qkey,
             rate: b.rate,
             data,

@@ -15,6 +15,7 @@ mod tests;
 
 pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
 
+use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope, IPV4_SIGNATURE, IPV6_SIGNATURE};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, QKey, Rate};
 
 /// Default group MTU, code 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
@@ -227,19 +228,11 @@ pub struct PartitionConfig {
     pub warnings: Vec<Warning>,
 }
 
-/// The IPoIB broadcast MGID template `ff12:401b::ffff:ffff` (OpenSM `osm_ipoib_broadcast_mgid`).
-fn ipoib_broadcast_template() -> Gid {
-    let mut g = [0u8; 16];
-    g[0] = 0xff;
-    g[1] = 0x12;
-    g[2] = 0x40;
-    g[3] = 0x1b;
-    g[12..16].copy_from_slice(&[0xff; 4]);
-    Gid(g)
-}
-
 fn is_ip_mgid(g: &Gid) -> bool {
-    matches!(u16::from_be_bytes([g.0[2], g.0[3]]), 0x401b | 0x601b)
+    matches!(
+        u16::from_be_bytes([g.0[2], g.0[3]]),
+        IPV4_SIGNATURE | IPV6_SIGNATURE
+    )
 }
 
 impl PartitionConfig {
@@ -325,8 +318,8 @@ impl PartitionConfig {
                 }
             };
             if p.ipoib {
-                let mut g = ipoib_broadcast_template();
-                g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
+                // OpenSM `osm_ipoib_broadcast_mgid`, ff12:401b:<P_Key>::ffff:ffff.
+                let g = broadcast_mgid(full_pkey, Scope::LinkLocal);
                 push(g, &p.flags, QKey::IPOIB_BROADCAST.0);
             }
             for spec in &p.groups {

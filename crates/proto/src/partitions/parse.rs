@@ -25,6 +25,7 @@
 //! - numbers are C `strtoul(.., 0)` style: `0x` hex, leading `0` octal, else decimal.
 
 use super::{GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig};
+use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -560,11 +561,7 @@ impl<'a> Parser<'a> {
         // partition's rate and MTU.
         if super::is_ip_mgid(&mgid) {
             let mpkey = u16::from_be_bytes([mgid.0[4], mgid.0[5]]);
-            let bcast = {
-                let mut b = super::ipoib_broadcast_template();
-                b.0[4..6].copy_from_slice(&[0xff, 0xff]);
-                b == mgid
-            };
+            let bcast = broadcast_mgid(PKey::DEFAULT.0, Scope::LinkLocal) == mgid;
             let problem = if !(bcast || mpkey == 0 || PKey(mpkey).base() == part_pkey) {
                 Some(format!(
                     "IP MC group {} specified with invalid pkey 0x{mpkey:04x} for partition pkey 0x{part_pkey:04x}",

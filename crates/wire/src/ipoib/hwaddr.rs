@@ -12,6 +12,7 @@
 
 use super::mcast::{broadcast_mgid, Scope};
 use crate::describe::{Describe, Describer, Value};
+use crate::ib::BthRepr;
 use crate::types::{be24, put24, Gid};
 use crate::{Error, Result};
 use core::fmt;
@@ -27,9 +28,6 @@ mod field {
 /// Length of an IPoIB link-layer address (draft-ietf-ipoib-ip-over-infiniband-06 §9.1.1; §9.2: the ARP
 /// hardware address length "therefore is 20").
 pub const HWADDR_LEN: usize = 20;
-
-/// The QPN of multicast destinations (IBA 1 §9.8.1: 0xFFFFFF), used by the broadcast address.
-pub const MULTICAST_QPN: u32 = 0x00ff_ffff;
 
 /// The flags octet (RFC 4755 §3.1: `|RC|UC|0|0|0|0|0|0|`; draft-ietf-ipoib-ip-over-infiniband-06 §9.1.1
 /// calls it reserved). Every bit is kept so that unknown ones survive a round trip; RFC 4755 §3.1 says
@@ -141,7 +139,7 @@ impl HwAddr {
     pub const fn multicast(mgid: Gid) -> HwAddr {
         HwAddr {
             flags: HwAddrFlags::NONE,
-            qpn: MULTICAST_QPN,
+            qpn: BthRepr::MULTICAST_QPN,
             gid: mgid,
         }
     }

@@ -369,7 +369,7 @@ impl IpoibApp {
             return;
         }
         self.tx
-            .count(kind, t.remote_qpn == ipoib_wire::ipoib::MULTICAST_QPN);
+            .count(kind, t.remote_qpn == ipoib_wire::ib::BthRepr::MULTICAST_QPN);
         self.next_wr += 1;
         let wr = SendWr {
             wr_id: self.next_wr,

@@ -43,6 +43,7 @@ use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+use ipoib_wire::ipoib::mcast::{IPV4_SIGNATURE, IPV6_SIGNATURE};
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -251,7 +252,7 @@ fn requested_mgid_ok(mgid: &Gid) -> bool {
         return false;
     }
     let sig = u16::from_be_bytes([g[2], g[3]]);
-    if sig == 0x401b || sig == 0x601b {
+    if sig == IPV4_SIGNATURE || sig == IPV6_SIGNATURE {
         return true;
     }
     if g[1] & 0xe0 != 0 {
@@ -526,15 +527,16 @@ impl SaServer {
             }
             let g = rec.mgid.0;
             let sig = u16::from_be_bytes([g[2], g[3]]);
-            if sig == 0x401b || sig == 0x601b {
+            if sig == IPV4_SIGNATURE || sig == IPV6_SIGNATURE {
+                // The broadcast group of the request's scope and P_Key bits.
                 let mut b = [0u8; 16];
                 b[0] = 0xff;
                 b[1] = 0x10 | (g[1] & 0x0f);
-                b[2..4].copy_from_slice(&[0x40, 0x1b]);
+                b[2..4].copy_from_slice(&IPV4_SIGNATURE.to_be_bytes());
                 b[4..6].copy_from_slice(&g[4..6]);
                 b[12..16].copy_from_slice(&[0xff; 4]);
                 let bcast = Gid(b);
-                if sig != 0x401b || bcast != rec.mgid {
+                if sig != IPV4_SIGNATURE || bcast != rec.mgid {
                     let bg = self.mc.by_mgid.get(&bcast).ok_or(SaStatus::ReqInvalid)?;
                     if !other_fields_ok(&bg.rec, &r, mask) {
                         return Err(SaStatus::ReqInvalid);
