@@ -153,6 +153,21 @@ fn oversized_payload_is_dropped_at_the_output_mtu() {
     assert_eq!(sw.stats().dropped(SwitchDropReason::Mtu), 2);
 }
 
+/// A PortInfo write with an undefined MTU code is refused whole: the port keeps its MTU (and its
+/// P_Keys), so the MTU check never meets an undefined code.
+#[test]
+fn port_write_with_an_undefined_mtu_is_refused() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    for code in [0, 6, 15] {
+        sw.configure(Instant::ZERO, port(2, code, vec![0x8001]), &mut tx);
+        assert_eq!(sw.port_mtu(2), Some(Mtu::Mtu256), "code {code}");
+    }
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, 0xffff)).len(), 1);
+    sw.configure(Instant::ZERO, port(2, 5, vec![0xffff]), &mut tx);
+    assert_eq!(sw.port_mtu(2), Some(Mtu::Mtu4096));
+}
+
 /// IBA 1 §7.8: the VCRC is checked at every hop, the ICRC only end to end.
 #[test]
 fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {

@@ -1,5 +1,5 @@
 use super::*;
-use ipoib_wire::Rate;
+use ipoib_wire::{Mtu, Rate};
 use std::path::Path;
 
 /// Debian's ibsim-utils net-examples/net.2sw2path4hca2port, verbatim.
@@ -298,6 +298,29 @@ fn fat_tree_cabling() {
     );
     let guids: std::collections::BTreeSet<_> = t.nodes().iter().map(|n| n.guid).collect();
     assert_eq!(guids.len(), t.nodes().len());
+}
+
+/// A cable's MTU and rate must be defined codes; an undefined one is refused where it enters.
+#[test]
+fn connect_rejects_undefined_link_codes() {
+    let mut t = Topology::new();
+    let a = t.add_node(NodeKind::Ca, "a", Guid(1), 1);
+    let b = t.add_node(NodeKind::Switch, "b", Guid(2), 2);
+    let (ea, eb) = (End { node: a, port: 1 }, End { node: b, port: 1 });
+    let bad_mtu = t.connect(ea, eb, Some(Mtu::Unknown(0)), None);
+    assert!(
+        matches!(bad_mtu, Err(TopoError::BadLinkCode(_))),
+        "{bad_mtu:?}"
+    );
+    let bad_rate = t.connect(ea, eb, None, Some(Rate::Unknown(1)));
+    assert!(
+        matches!(bad_rate, Err(TopoError::BadLinkCode(_))),
+        "{bad_rate:?}"
+    );
+    assert!(t.links().is_empty());
+    t.connect(ea, eb, Some(Mtu::Mtu2048), Some(Rate::Gbps10))
+        .unwrap();
+    assert_eq!(t.links()[0].mtu, Some(Mtu::Mtu2048));
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! docs/DEPLOYED.md "Linux IPoIB").
 
 use super::*;
-use ipoib_wire::mad::Method;
+use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
+use ipoib_wire::Mtu;
 
 fn joins(net: &Net, lid: u16) -> Vec<(Instant, McMemberRecordRepr)> {
     net.log
@@ -78,6 +79,44 @@ fn bring_up_joins_broadcast_then_carrier() {
     );
     // §9.1.2 b: every datagram carries the broadcast group's Q_Key.
     assert!(net.wire.iter().all(|s| s.t.qkey == 0x0b1b));
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §5, §7: the link MTU is the broadcast group's. An answer
+// whose MTU code is undefined gives none: it is refused where it enters (no parameters, no carrier,
+// the failure logged per §13), not turned into a guessed MTU. The same answer with MTU 2048 is taken.
+#[test]
+fn broadcast_answer_with_undefined_mtu_is_refused() {
+    for (mtu, taken) in [
+        (Mtu::Unknown(0), false),
+        (Mtu::Unknown(6), false),
+        (Mtu::Mtu2048, true),
+    ] {
+        let mut net = Net::new(2);
+        net.port(2, |_| {});
+        let join = net.iface(2).poll_mad(Instant::ZERO).expect("a join");
+        let req = SaMadRepr::parse(&join.mad).expect("SA MAD");
+        let SaAttribute::McMemberRecord(mut rec) = req.attribute else {
+            panic!("{:?}", req.attribute)
+        };
+        (rec.mlid, rec.qkey, rec.mtu) = (0xc000, 0x0b1b, mtu);
+        let answer = req.response(MadStatus::SUCCESS, SaAttribute::McMemberRecord(rec));
+        let from = join.to;
+        let mad = answer.to_bytes().to_vec();
+        net.iface(2).handle_mad(Instant::ZERO, MadIn { from, mad });
+        let iface = net.iface(2);
+        assert_eq!(iface.carrier(), taken, "{mtu:?}");
+        assert_eq!(iface.link_params().is_some(), taken, "{mtu:?}");
+        let mut logs = Vec::new();
+        while let Some(e) = iface.poll_event() {
+            if let InterfaceEvent::Log(_, m) = e {
+                logs.push(m);
+            }
+        }
+        let failed = logs
+            .iter()
+            .any(|l| l.contains("multicast join ff12:401b:ffff::ffff:ffff"));
+        assert_eq!(failed, !taken, "{mtu:?}: {logs:?}");
+    }
 }
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §7: link MTU = broadcast group MTU - 4, also for a group
