@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cm;
 pub mod ip_host;
 pub mod ipoib;
 pub mod mad_agent;
