@@ -214,8 +214,9 @@ impl Cm {
     }
 
     /// Rejects a connection before it is established: a REQ we were given (IBA 1 §12.6 Table 108,
-    /// e.g. reason 28 "consumer reject"), or our own attempt. The connection enters TimeWait, and
-    /// a duplicate REQ gets the same REJ again.
+    /// e.g. reason 28 "consumer reject"), or our own attempt (before its REP this is always a
+    /// Timeout REJ carrying our CA GUID, the only form the peer can match). The connection enters
+    /// TimeWait, and a duplicate REQ gets the same REJ again.
     pub fn reject(
         &mut self,
         now: Instant,
@@ -227,9 +228,15 @@ impl Cm {
         let c = self.conns.get(&conn.0).ok_or(CmError::Unknown)?;
         let rejected = match c.state {
             State::ReqRcvd | State::MraReqSent => RespondedTo::Req,
-            State::ReqSent | State::MraReqRcvd | State::RepSent | State::MraRepRcvd => {
-                RespondedTo::Other
+            State::ReqSent | State::MraReqRcvd => {
+                // The peer has not told us its communication ID, so a REJ can only reach its
+                // record through the Timeout form (our CA GUID in the ARI), which is what Linux
+                // `cm_destroy_id` sends when a REQ is withdrawn.
+                self.send_timeout_rej(conn.0, RespondedTo::Other);
+                self.enter_time_wait(now, conn.0);
+                return Ok(());
             }
+            State::RepSent | State::MraRepRcvd => RespondedTo::Other,
             s => return Err(CmError::WrongState(s)),
         };
         let mut rej = msg::blank_rej();
