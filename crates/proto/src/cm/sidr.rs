@@ -133,15 +133,32 @@ impl Cm {
         Ok(())
     }
 
+    /// How long an unanswered SIDR_REQ is kept after it (or its last duplicate) came: twice our
+    /// own response time, after which the requester has resent or given up.
+    fn sidr_keep(&self) -> Duration {
+        iba_time(self.cfg.response_timeout) * 2
+    }
+
     /// A SIDR_REQ: reported to the listener's user, dropped as a duplicate while one from the
     /// same port with the same Request ID waits (Linux keeps a `remote_sidr_table` for this), or
     /// answered "unsupported" when nobody listens.
     pub(super) fn on_sidr_req(&mut self, now: Instant, from: MadAddr, tid: u64, req: SidrReqRepr) {
-        let dup = self.sidr.values().any(|s| {
-            matches!(s, Sidr::In { from: f, request_id, .. }
-                if f.lid == from.lid && *request_id == req.request_id)
+        let dup = self.sidr.iter().find_map(|(id, s)| match s {
+            Sidr::In { from: f, request_id, .. }
+                if f.lid == from.lid && *request_id == req.request_id =>
+            {
+                Some(*id)
+            }
+            _ => None,
         });
-        if dup {
+        if let Some(id) = dup {
+            // The requester is still waiting: keep the request as long again.
+            if let Some(mut s) = self.sidr_remove(id) {
+                if let Sidr::In { deadline, .. } = &mut s {
+                    *deadline = now + self.sidr_keep();
+                }
+                self.sidr_insert(id, s);
+            }
             return Self::count(&mut self.duplicates, "SIDR_REQ");
         }
         let Some(listen) = self.find_listener(req.service_id) else {
@@ -152,9 +169,7 @@ impl Cm {
             return self.send(from, msg::cm_mad(tid, &CmMessage::SidrRep(rep)));
         };
         let id = self.alloc_sidr();
-        // The requester gives up after its retries; twice our own response time is a bound on
-        // how long an unanswered request is worth keeping.
-        let deadline = now + iba_time(self.cfg.response_timeout) * 2;
+        let deadline = now + self.sidr_keep();
         self.sidr_insert(
             id,
             Sidr::In {
