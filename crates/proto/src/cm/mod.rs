@@ -418,7 +418,10 @@ impl Cm {
 
     /// Stops listening; connections already made are not affected.
     pub fn unlisten(&mut self, id: ListenId) -> Result<(), CmError> {
-        self.listeners.remove(&id).map(|_| ()).ok_or(CmError::Unknown)
+        self.listeners
+            .remove(&id)
+            .map(|_| ())
+            .ok_or(CmError::Unknown)
     }
 
     fn find_listener(&self, service_id: u64) -> Option<ListenId> {
@@ -527,7 +530,8 @@ impl Cm {
             (Method::Get, _) => (MadStatus::METHOD_ATTR_UNSUPPORTED, false),
             _ => (MadStatus::METHOD_UNSUPPORTED, false),
         };
-        let mad = msg::class_port_info_response(&h, status, cpi.then_some(self.cfg.response_timeout));
+        let mad =
+            msg::class_port_info_response(&h, status, cpi.then_some(self.cfg.response_timeout));
         self.send(from, mad);
     }
 }

@@ -4,8 +4,8 @@
 use crate::mad_agent::{MadAddr, GSI_QKEY};
 use ipoib_wire::cm::{self, CmMessage};
 use ipoib_wire::mad::{
-    ClassPortInfoRepr, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION,
-    CM_CLASS_VERSION, MAD_HEADER_LEN,
+    ClassPortInfoRepr, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, CM_CLASS_VERSION,
+    MAD_HEADER_LEN,
 };
 use std::time::Duration;
 

@@ -6,8 +6,8 @@ use super::state::{Conn, Role, State};
 use super::{check_qp, Cm, CmError, CmEvent, CmMessage, ConnId, QpProgram};
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
-use ipoib_wire::cm::{attr, CmPath, RejReason, ReqRepr, RespondedTo, RtuRepr};
 use ipoib_wire::cm::TransportServiceType;
+use ipoib_wire::cm::{attr, CmPath, RejReason, ReqRepr, RespondedTo, RtuRepr};
 use std::time::Duration;
 
 /// The primary path of a REQ seen from the receiver: local and remote swapped.
@@ -24,7 +24,13 @@ fn reversed(p: &CmPath) -> CmPath {
 impl Cm {
     /// A REJ that answers a REQ we keep no record of (no listener, bad parameters, stale
     /// connection): Local Communication ID 0, the REQ's TID (Linux `cm_issue_rej`).
-    fn reject_req_statelessly(&mut self, from: MadAddr, tid: u64, req: &ReqRepr, reason: RejReason) {
+    fn reject_req_statelessly(
+        &mut self,
+        from: MadAddr,
+        tid: u64,
+        req: &ReqRepr,
+        reason: RejReason,
+    ) {
         let mut rej = msg::blank_rej();
         rej.remote_comm_id = req.local_comm_id;
         rej.message_rejected = RespondedTo::Req;

@@ -144,11 +144,11 @@ impl Cm {
     /// answered "unsupported" when nobody listens.
     pub(super) fn on_sidr_req(&mut self, now: Instant, from: MadAddr, tid: u64, req: SidrReqRepr) {
         let dup = self.sidr.iter().find_map(|(id, s)| match s {
-            Sidr::In { from: f, request_id, .. }
-                if f.lid == from.lid && *request_id == req.request_id =>
-            {
-                Some(*id)
-            }
+            Sidr::In {
+                from: f,
+                request_id,
+                ..
+            } if f.lid == from.lid && *request_id == req.request_id => Some(*id),
             _ => None,
         });
         if let Some(id) = dup {
@@ -236,7 +236,9 @@ impl Cm {
                     },
                 );
             }
-            Sidr::Out { .. } => self.events.push_back(CmEvent::SidrTimedOut { id: SidrId(id) }),
+            Sidr::Out { .. } => self
+                .events
+                .push_back(CmEvent::SidrTimedOut { id: SidrId(id) }),
             Sidr::In { .. } => self.drop_mad("SIDR_REQ never answered"),
         }
     }

@@ -101,11 +101,14 @@ impl Cm {
         let Some(c) = self.conns.get(&id) else {
             return;
         };
-        if c.deadline.map_or(true, |t| t > now) {
+        if !matches!(c.deadline, Some(t) if t <= now) {
             return;
         }
         match c.state {
-            State::ReqSent | State::MraReqRcvd | State::RepSent | State::MraRepRcvd
+            State::ReqSent
+            | State::MraReqRcvd
+            | State::RepSent
+            | State::MraRepRcvd
             | State::DreqSent => self.retransmit(now, id),
             State::ReqRcvd => self.send_mra(now, id),
             State::MraReqSent => {

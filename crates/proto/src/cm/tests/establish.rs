@@ -50,7 +50,10 @@ fn req_rep_rtu_establishes_rc() {
     assert_eq!(qa.rq_psn, qb.sq_psn, "A receives from B's starting PSN");
     assert_eq!((qa.mtu, qb.mtu), (4, 4));
     assert_eq!(qa.transport, TransportServiceType::Rc);
-    assert_eq!(qb.path.local_port_lid, B_LID, "B sees the path from its side");
+    assert_eq!(
+        qb.path.local_port_lid, B_LID,
+        "B sees the path from its side"
+    );
     assert_eq!(qb.path.remote_port_lid, A_LID);
     assert_eq!(qb.path.local_ack_timeout, 19);
     // Each side's read depth is the other's responder resources: A serves 4 reads, B issues 4.
@@ -70,7 +73,11 @@ fn req_rep_rtu_establishes_rc() {
 fn one_transaction_id_per_exchange() {
     let mut p = Pair::new(2);
     p.establish();
-    let tids: Vec<u64> = p.log.iter().map(|(_, _, m)| header(&m.mad).transaction_id).collect();
+    let tids: Vec<u64> = p
+        .log
+        .iter()
+        .map(|(_, _, m)| header(&m.mad).transaction_id)
+        .collect();
     assert_eq!(tids.len(), 3);
     assert!(tids.iter().all(|t| *t == tids[0]), "{tids:x?}");
     for (_, _, m) in &p.log {
@@ -124,7 +131,9 @@ fn communication_ids_random_and_never_reused_while_held() {
 fn listen_with_mask() {
     let mut p = Pair::new(4);
     p.b = Cm::new(config(B_GUID), Rng::new(40));
-    let l = p.b.listen(0x1000_0000_0000_0000, 0xff00_0000_0000_0000).unwrap();
+    let l =
+        p.b.listen(0x1000_0000_0000_0000, 0xff00_0000_0000_0000)
+            .unwrap();
     assert_eq!(
         p.b.listen(SID, u64::MAX),
         Err(CmError::ServiceIdInUse),
@@ -171,7 +180,10 @@ fn class_port_info_of_the_cm_class() {
     let out = p.b.poll_transmit(p.now).unwrap();
     assert_eq!(out.to.lid, A_LID);
     let h = header(&out.mad);
-    assert_eq!((h.method, h.status, h.transaction_id), (Method::GetResp, MadStatus::SUCCESS, 0x55));
+    assert_eq!(
+        (h.method, h.status, h.transaction_id),
+        (Method::GetResp, MadStatus::SUCCESS, 0x55)
+    );
     let cpi = ClassPortInfoRepr::parse(&out.mad[24..]).unwrap();
     assert_eq!((cpi.base_version, cpi.class_version), (1, 2));
     assert_eq!(cpi.resp_time_value, 20);
@@ -182,7 +194,11 @@ fn class_port_info_of_the_cm_class() {
     let h = header(&p.b.poll_transmit(p.now).unwrap().mad);
     assert_eq!(h.status, MadStatus::METHOD_ATTR_UNSUPPORTED);
     // Responses and other classes are dropped, not answered.
-    p.inject(A_LID, B_LID, get_mad(Method::GetResp, attr::CLASS_PORT_INFO));
+    p.inject(
+        A_LID,
+        B_LID,
+        get_mad(Method::GetResp, attr::CLASS_PORT_INFO),
+    );
     let mut other = get_mad(Method::Get, attr::CLASS_PORT_INFO);
     other[1] = 3;
     p.inject(A_LID, B_LID, other);
@@ -222,20 +238,41 @@ fn commands_refuse_bad_arguments() {
     let mut p = Pair::new(7);
     let now = p.now;
     let mut prm = params(A_LID, B_LID, 0);
-    assert_eq!(p.a.connect(now, prm.clone()), Err(CmError::Invalid("QPN must be 1..2^24")));
+    assert_eq!(
+        p.a.connect(now, prm.clone()),
+        Err(CmError::Invalid("QPN must be 1..2^24"))
+    );
     prm.qpn = 5;
     prm.mtu = 6;
-    assert!(matches!(p.a.connect(now, prm.clone()), Err(CmError::Invalid(_))));
+    assert!(matches!(
+        p.a.connect(now, prm.clone()),
+        Err(CmError::Invalid(_))
+    ));
     prm.mtu = 4;
     prm.private_data = vec![0; 93];
-    assert_eq!(p.a.connect(now, prm.clone()), Err(CmError::PrivateDataTooLong(93)));
+    assert_eq!(
+        p.a.connect(now, prm.clone()),
+        Err(CmError::PrivateDataTooLong(93))
+    );
     prm.private_data.clear();
     prm.transport = TransportServiceType::Rd;
-    assert!(matches!(p.a.connect(now, prm.clone()), Err(CmError::Invalid(_))));
+    assert!(matches!(
+        p.a.connect(now, prm.clone()),
+        Err(CmError::Invalid(_))
+    ));
     prm.transport = TransportServiceType::Rc;
     let c = p.a.connect(now, prm.clone()).unwrap();
     assert_eq!(p.a.connect(now, prm), Err(CmError::QpInUse(5)));
-    assert_eq!(p.a.accept(now, c, 9, &[]), Err(CmError::WrongState(State::ReqSent)));
-    assert_eq!(p.a.accept(now, ConnId(c.0 ^ 1), 9, &[]), Err(CmError::Unknown));
-    assert_eq!(p.a.notify_established(c), Err(CmError::WrongState(State::ReqSent)));
+    assert_eq!(
+        p.a.accept(now, c, 9, &[]),
+        Err(CmError::WrongState(State::ReqSent))
+    );
+    assert_eq!(
+        p.a.accept(now, ConnId(c.0 ^ 1), 9, &[]),
+        Err(CmError::Unknown)
+    );
+    assert_eq!(
+        p.a.notify_established(c),
+        Err(CmError::WrongState(State::ReqSent))
+    );
 }

@@ -39,11 +39,18 @@ fn lost_rep_duplicate_req_gets_rep_again() {
     let mut p = Pair::new(21);
     p.filter = drop_first(attr::REP, 1);
     p.establish();
-    assert!(a_wait() < b_wait(), "A's REQ comes back before B's own resend");
+    assert!(
+        a_wait() < b_wait(),
+        "A's REQ comes back before B's own resend"
+    );
     assert_eq!(p.names(), ["A:REQ", "A:REQ", "B:REP", "A:RTU"]);
     assert_eq!(p.b.duplicates.get("REQ"), Some(&1));
     assert_eq!(p.sent(attr::REP)[0].2, p.lost[0].2.mad, "the same REP");
-    assert_eq!(count(&p.eb, |e| matches!(e, CmEvent::ConnectRequest { .. })), 1, "reported once");
+    assert_eq!(
+        count(&p.eb, |e| matches!(e, CmEvent::ConnectRequest { .. })),
+        1,
+        "reported once"
+    );
 }
 
 // IBA 1 §12.9: a lost RTU: B resends its REP; a duplicate REP in Established gets the RTU again
@@ -56,8 +63,14 @@ fn lost_rtu_duplicate_rep_gets_rtu_again() {
     assert_eq!(p.names(), ["A:REQ", "B:REP", "B:REP", "A:RTU"]);
     assert_eq!(p.sent(attr::REP)[1].0, Instant::ZERO + b_wait());
     assert_eq!(p.a.duplicates.get("REP"), Some(&1));
-    assert_eq!(count(&p.ea, |e| matches!(e, CmEvent::Established { .. })), 1);
-    assert_eq!((p.a.state(ca), p.b.state(cb)), (Some(State::Established), Some(State::Established)));
+    assert_eq!(
+        count(&p.ea, |e| matches!(e, CmEvent::Established { .. })),
+        1
+    );
+    assert_eq!(
+        (p.a.state(ca), p.b.state(cb)),
+        (Some(State::Established), Some(State::Established))
+    );
 }
 
 // IBA 1 §12.9 (communication established): the passive QP's first packet stands for a lost RTU.
@@ -73,7 +86,10 @@ fn first_packet_establishes_without_rtu() {
     assert_eq!(p.b.state(cb), Some(State::RepSent));
     p.b.notify_established(cb).unwrap();
     assert_eq!(p.b.state(cb), Some(State::Established));
-    assert!(matches!(p.eb.last(), None | Some(CmEvent::ConnectRequest { .. })));
+    assert!(matches!(
+        p.eb.last(),
+        None | Some(CmEvent::ConnectRequest { .. })
+    ));
     p.collect();
     assert!(matches!(p.eb.last(), Some(CmEvent::Established { .. })));
     assert_eq!(p.b.poll_timeout(), None, "no REP resend once established");
@@ -120,8 +136,14 @@ fn lost_drep_duplicate_dreq_gets_drep_in_time_wait() {
     assert_eq!(p.sent(attr::DREQ).len(), 2);
     assert_eq!(p.b.state(cb), Some(State::TimeWait));
     assert_eq!(p.b.duplicates.get("DREQ"), Some(&1));
-    assert_eq!(count(&p.ea, |e| matches!(e, CmEvent::Disconnected { .. })), 1);
-    assert_eq!(count(&p.eb, |e| matches!(e, CmEvent::Disconnected { .. })), 1);
+    assert_eq!(
+        count(&p.ea, |e| matches!(e, CmEvent::Disconnected { .. })),
+        1
+    );
+    assert_eq!(
+        count(&p.eb, |e| matches!(e, CmEvent::Disconnected { .. })),
+        1
+    );
     p.settle();
     assert_eq!((p.a.connections(), p.b.connections()), (0, 0));
 }
@@ -138,13 +160,24 @@ fn req_retries_spent_times_out() {
     assert_eq!(
         p.ea,
         [
-            CmEvent::TimedOut { conn: ca, unanswered: Unanswered::Req },
-            CmEvent::TimeWaitExit { conn: ca, qpn: A_QPN },
+            CmEvent::TimedOut {
+                conn: ca,
+                unanswered: Unanswered::Req
+            },
+            CmEvent::TimeWaitExit {
+                conn: ca,
+                qpn: A_QPN
+            },
         ]
     );
     let rej = p.sent(attr::REJ);
-    let CmMessage::Rej(r) = parse(&rej[0].2) else { panic!() };
-    assert_eq!((r.reason, r.message_rejected), (RejReason::Timeout, RespondedTo::Req));
+    let CmMessage::Rej(r) = parse(&rej[0].2) else {
+        panic!()
+    };
+    assert_eq!(
+        (r.reason, r.message_rejected),
+        (RejReason::Timeout, RespondedTo::Req)
+    );
     assert_eq!(r.ari(), &A_GUID.0.to_be_bytes());
     assert_eq!(p.b.dropped.get("REJ for unknown ID"), Some(&1));
     p.settle();
@@ -159,7 +192,13 @@ fn rep_retries_spent_times_out() {
     let ca = p.connect();
     p.drive(Duration::from_secs(600));
     assert_eq!(p.sent(attr::REP).len(), 4);
-    assert!(p.eb.iter().any(|e| matches!(e, CmEvent::TimedOut { unanswered: Unanswered::Rep, .. })));
+    assert!(p.eb.iter().any(|e| matches!(
+        e,
+        CmEvent::TimedOut {
+            unanswered: Unanswered::Rep,
+            ..
+        }
+    )));
     assert!(p.ea.iter().any(|e| matches!(e,
         CmEvent::Rejected { conn, reason: RejReason::Timeout, .. } if *conn == ca)));
     p.settle();
@@ -175,8 +214,15 @@ fn dreq_retries_spent_releases() {
     p.a.disconnect(p.now, ca, &[]).unwrap();
     p.drive(Duration::from_secs(600));
     assert_eq!(p.lost.len(), 4);
-    assert!(p.ea.contains(&CmEvent::Disconnected { conn: ca, by_peer: false, private_data: vec![] }));
-    assert!(p.ea.contains(&CmEvent::TimeWaitExit { conn: ca, qpn: A_QPN }));
+    assert!(p.ea.contains(&CmEvent::Disconnected {
+        conn: ca,
+        by_peer: false,
+        private_data: vec![]
+    }));
+    assert!(p.ea.contains(&CmEvent::TimeWaitExit {
+        conn: ca,
+        qpn: A_QPN
+    }));
     assert_eq!(p.b.state(cb), Some(State::Established), "B never heard");
 }
 
@@ -217,7 +263,10 @@ fn lossy_pair_connects_and_releases() {
         p.drive(Duration::from_secs(3600));
         let (ta, tb) = (tally(&p.ea), tally(&p.eb));
         assert_eq!(ta.len(), 2, "seed {seed}: {:?}", p.ea);
-        assert!(ta.values().chain(tb.values()).all(|t| t.0 == 1), "seed {seed}: all up");
+        assert!(
+            ta.values().chain(tb.values()).all(|t| t.0 == 1),
+            "seed {seed}: all up"
+        );
         // Each user releases its active connection; the peer's DREQ releases the other.
         let now = p.now;
         p.a.disconnect(now, ca, &[]).unwrap();
@@ -225,9 +274,17 @@ fn lossy_pair_connects_and_releases() {
         p.settle();
         let (ta, tb) = (tally(&p.ea), tally(&p.eb));
         for (c, t) in ta.iter().chain(tb.iter()) {
-            assert_eq!(*t, (1, 1, 1), "seed {seed}, {c:?}: one Established, one end, one exit");
+            assert_eq!(
+                *t,
+                (1, 1, 1),
+                "seed {seed}, {c:?}: one Established, one end, one exit"
+            );
         }
-        assert_eq!((p.a.connections(), p.b.connections()), (0, 0), "seed {seed}");
+        assert_eq!(
+            (p.a.connections(), p.b.connections()),
+            (0, 0),
+            "seed {seed}"
+        );
         assert_eq!((p.a.timers(), p.b.timers()), (0, 0), "seed {seed}");
     }
 }

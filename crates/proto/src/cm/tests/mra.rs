@@ -19,10 +19,14 @@ fn slow_accept_sends_mra() {
     p.drive(iba_time(20));
     assert_eq!(p.names(), ["A:REQ", "B:MRA"]);
     assert_eq!(p.sent(attr::MRA)[0].0, mra_at());
-    let CmMessage::Mra(m) = parse(&p.sent(attr::MRA)[0].2) else { panic!() };
+    let CmMessage::Mra(m) = parse(&p.sent(attr::MRA)[0].2) else {
+        panic!()
+    };
     assert_eq!((m.message_mraed, m.service_timeout), (RespondedTo::Req, 20));
     assert_eq!(p.a.state(ca), Some(State::MraReqRcvd));
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
     assert_eq!(p.b.state(cb), Some(State::MraReqSent));
     // Past A's normal wait, no REQ was resent.
     p.drive(iba_time(20) / 4);
@@ -46,10 +50,19 @@ fn mra_extends_wait_and_duplicate_req_gets_mra_again() {
     let reqs = p.sent(attr::REQ);
     assert_eq!(reqs.len(), 4, "REQ and three resends");
     assert_eq!(reqs[1].0, mra_at() + iba_time(20) + iba_time(14) * 2);
-    assert_eq!(p.sent(attr::MRA).len(), 4, "one MRA, then one per duplicate REQ");
+    assert_eq!(
+        p.sent(attr::MRA).len(),
+        4,
+        "one MRA, then one per duplicate REQ"
+    );
     assert_eq!(p.b.duplicates.get("REQ"), Some(&3));
-    assert!(p.ea.contains(&CmEvent::TimedOut { conn: ca, unanswered: Unanswered::Req }));
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
+    assert!(p.ea.contains(&CmEvent::TimedOut {
+        conn: ca,
+        unanswered: Unanswered::Req
+    }));
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
     assert!(p.eb.iter().any(|e| matches!(e,
         CmEvent::Rejected { conn, reason: RejReason::Timeout, .. } if *conn == cb)));
     p.settle();
@@ -65,8 +78,13 @@ fn mra_sent_and_peer_gone_gives_up() {
     while p.step() {}
     p.filter = Box::new(|from, _| from == A_LID);
     p.drive(Duration::from_secs(600));
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
-    assert!(p.eb.contains(&CmEvent::TimedOut { conn: cb, unanswered: Unanswered::Mra }));
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
+    assert!(p.eb.contains(&CmEvent::TimedOut {
+        conn: cb,
+        unanswered: Unanswered::Mra
+    }));
     p.settle();
     assert_eq!(p.b.connections(), 0);
 }
@@ -79,7 +97,9 @@ fn mra_for_rep_delays_resend() {
     p.filter = drop_all(attr::REP);
     let ca = p.connect();
     while p.step() {}
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
     assert_eq!(p.b.state(cb), Some(State::RepSent));
     let mut mra = msg::blank_mra();
     mra.local_comm_id = ca.0;
@@ -91,7 +111,10 @@ fn mra_for_rep_delays_resend() {
     mra.service_timeout = 22;
     p.inject(A_LID, B_LID, msg::cm_mad(1, &CmMessage::Mra(mra)).to_vec());
     assert_eq!(p.b.state(cb), Some(State::MraRepRcvd));
-    assert_eq!(p.b.poll_timeout(), Some(p.now + iba_time(22) + iba_time(18) * 2));
+    assert_eq!(
+        p.b.poll_timeout(),
+        Some(p.now + iba_time(22) + iba_time(18) * 2)
+    );
     p.inject(A_LID, B_LID, msg::cm_mad(1, &CmMessage::Mra(mra)).to_vec());
     assert_eq!(p.b.duplicates.get("MRA"), Some(&1));
     mra.local_comm_id ^= 1;

@@ -106,7 +106,11 @@ fn build(cm: &Cm, kind: usize, body: &[u8], tid: u64, aim: Option<usize>) -> Vec
     };
     h.emit(&mut mad);
     mad[24..].copy_from_slice(body);
-    let ids: Vec<(u32, u32)> = cm.conns.values().map(|c| (c.local_id, c.remote_id)).collect();
+    let ids: Vec<(u32, u32)> = cm
+        .conns
+        .values()
+        .map(|c| (c.local_id, c.remote_id))
+        .collect();
     if let (Some(i), false) = (aim, ids.is_empty()) {
         let (local, remote) = ids[i % ids.len()];
         // Every message but REQ and SIDR carries (sender's ID, receiver's ID) in bytes 0..8.
@@ -135,13 +139,21 @@ fn user(cm: &mut Cm, now: Instant, which: usize, how: u8) {
     let qpn = 0x1000 + c.0 % 0x1000;
     let _ = match how {
         0 => cm.accept(now, c, qpn, &[1]).map(|_| ()),
-        1 => cm.reject(now, c, ipoib_wire::cm::RejReason::ConsumerDefined, &[2], &[3]),
+        1 => cm.reject(
+            now,
+            c,
+            ipoib_wire::cm::RejReason::ConsumerDefined,
+            &[2],
+            &[3],
+        ),
         2 => cm.disconnect(now, c, &[4]),
         3 => cm.notify_established(c),
         _ => {
             let sidr: Vec<u32> = cm.sidr.keys().copied().collect();
             match sidr.first() {
-                Some(s) => cm.sidr_reply(SidrId(*s), ipoib_wire::cm::SidrStatus::Success, 5, 6, &[]),
+                Some(s) => {
+                    cm.sidr_reply(SidrId(*s), ipoib_wire::cm::SidrStatus::Success, 5, 6, &[])
+                }
                 None => Ok(()),
             }
         }

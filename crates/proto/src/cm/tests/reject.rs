@@ -2,7 +2,7 @@
 //! Linux uses: 8, 10, 28, 4), and LAP/APR answered as not supported.
 
 use super::*;
-use ipoib_wire::cm::{ApStatus, LapRepr, LapMsg, RejReason, RespondedTo, TransportServiceType};
+use ipoib_wire::cm::{ApStatus, LapMsg, LapRepr, RejReason, RespondedTo, TransportServiceType};
 
 fn rej_sent_by(p: &Pair, lid: u16) -> Vec<ipoib_wire::cm::RejRepr> {
     p.sent(attr::REJ)
@@ -23,10 +23,19 @@ fn consumer_reject_and_duplicate_req() {
     p.auto_b = None;
     let ca = p.connect();
     while p.step() {}
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
-    p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[1, 2, 3], &[9; 4]).unwrap();
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
+    p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[1, 2, 3], &[9; 4])
+        .unwrap();
     while p.step() {}
-    let CmEvent::Rejected { conn, reason, ari, private_data } = &p.ea[0] else {
+    let CmEvent::Rejected {
+        conn,
+        reason,
+        ari,
+        private_data,
+    } = &p.ea[0]
+    else {
         panic!("{:?}", p.ea)
     };
     assert_eq!((*conn, *reason), (ca, RejReason::ConsumerDefined));
@@ -41,10 +50,14 @@ fn consumer_reject_and_duplicate_req() {
     let again = p.b.poll_transmit(p.now).unwrap();
     assert_eq!(again.mad, p.sent(attr::REJ)[0].2, "the same REJ");
     assert_eq!(p.b.duplicates.get("REQ"), Some(&1));
-    assert_eq!(p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[], &[]),
-        Err(CmError::WrongState(State::TimeWait)));
-    assert_eq!(p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[0; 73], &[]),
-        Err(CmError::WrongState(State::TimeWait)));
+    assert_eq!(
+        p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[], &[]),
+        Err(CmError::WrongState(State::TimeWait))
+    );
+    assert_eq!(
+        p.b.reject(p.now, cb, RejReason::ConsumerDefined, &[0; 73], &[]),
+        Err(CmError::WrongState(State::TimeWait))
+    );
     p.settle();
     assert_eq!((p.a.connections(), p.b.connections()), (0, 0));
 }
@@ -60,15 +73,26 @@ fn no_listener_rejects_with_invalid_service_id() {
     assert_eq!(r.reason, RejReason::InvalidServiceId);
     assert_eq!((r.local_comm_id, r.remote_comm_id), (0, ca.0));
     assert_eq!(r.message_rejected, RespondedTo::Req);
-    assert_eq!(header(&p.sent(attr::REJ)[0].2).transaction_id,
-        header(&p.sent(attr::REQ)[0].2).transaction_id, "answers the REQ's TID");
+    assert_eq!(
+        header(&p.sent(attr::REJ)[0].2).transaction_id,
+        header(&p.sent(attr::REQ)[0].2).transaction_id,
+        "answers the REQ's TID"
+    );
     assert_eq!(p.b.connections(), 0);
-    assert!(matches!(p.ea[0], CmEvent::Rejected { reason: RejReason::InvalidServiceId, .. }));
+    assert!(matches!(
+        p.ea[0],
+        CmEvent::Rejected {
+            reason: RejReason::InvalidServiceId,
+            ..
+        }
+    ));
 }
 
 /// A's REQ as B would receive it (a REQ that never reached B), with `edit` applied.
 fn edited_req(raw: &[u8], edit: impl Fn(&mut ipoib_wire::cm::ReqRepr)) -> Vec<u8> {
-    let CmMessage::Req(mut r) = parse(raw) else { panic!() };
+    let CmMessage::Req(mut r) = parse(raw) else {
+        panic!()
+    };
     edit(&mut r);
     msg::cm_mad(header(raw).transaction_id, &CmMessage::Req(r)).to_vec()
 }
@@ -82,15 +106,28 @@ fn bad_transport_and_mtu_rejected() {
     p.connect();
     while p.step() {}
     let raw = p.lost[0].2.mad.clone();
-    p.inject(A_LID, B_LID, edited_req(&raw, |r| r.transport_service_type = TransportServiceType::Rd));
-    p.inject(A_LID, B_LID, edited_req(&raw, |r| r.path_packet_payload_mtu = 0));
+    p.inject(
+        A_LID,
+        B_LID,
+        edited_req(&raw, |r| {
+            r.transport_service_type = TransportServiceType::Rd
+        }),
+    );
+    p.inject(
+        A_LID,
+        B_LID,
+        edited_req(&raw, |r| r.path_packet_payload_mtu = 0),
+    );
     let reasons: Vec<RejReason> = std::iter::from_fn(|| p.b.poll_transmit(p.now))
         .map(|o| match parse(&o.mad) {
             CmMessage::Rej(r) => r.reason,
             m => panic!("{m:?}"),
         })
         .collect();
-    assert_eq!(reasons, [RejReason::InvalidTransportType, RejReason::InvalidMtu]);
+    assert_eq!(
+        reasons,
+        [RejReason::InvalidTransportType, RejReason::InvalidMtu]
+    );
     assert_eq!(p.b.connections(), 0);
 }
 
@@ -105,9 +142,14 @@ fn active_side_withdraws() {
     p.a.disconnect(p.now, ca, &[]).unwrap();
     while p.step() {}
     let r = &rej_sent_by(&p, A_LID)[0];
-    assert_eq!((r.reason, r.message_rejected), (RejReason::Timeout, RespondedTo::Other));
+    assert_eq!(
+        (r.reason, r.message_rejected),
+        (RejReason::Timeout, RespondedTo::Other)
+    );
     assert_eq!(r.ari(), &A_GUID.0.to_be_bytes());
-    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else { panic!() };
+    let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
+        panic!()
+    };
     assert!(matches!(&p.eb[1], CmEvent::Rejected { conn, .. } if *conn == cb));
     assert_eq!(p.b.state(cb), Some(State::TimeWait));
     // A second copy of that REJ is a duplicate; a REJ for nobody is dropped.
@@ -130,17 +172,33 @@ fn lap_answered_unsupported() {
     lap.local_comm_id = ca.0;
     lap.remote_comm_id = cb.0;
     lap.remote_qpn_eecn = B_QPN;
-    p.inject(A_LID, B_LID, msg::cm_mad(0x77, &CmMessage::Lap(lap)).to_vec());
+    p.inject(
+        A_LID,
+        B_LID,
+        msg::cm_mad(0x77, &CmMessage::Lap(lap)).to_vec(),
+    );
     let out = p.b.poll_transmit(p.now).unwrap();
     assert_eq!(header(&out.mad).transaction_id, 0x77);
-    let CmMessage::Apr(apr) = parse(&out.mad) else { panic!() };
+    let CmMessage::Apr(apr) = parse(&out.mad) else {
+        panic!()
+    };
     assert_eq!(apr.ap_status, ApStatus::Unsupported);
     assert_eq!((apr.local_comm_id, apr.remote_comm_id), (cb.0, ca.0));
     lap.remote_comm_id ^= 1;
-    p.inject(A_LID, B_LID, msg::cm_mad(0x78, &CmMessage::Lap(lap)).to_vec());
-    let CmMessage::Apr(apr) = parse(&p.b.poll_transmit(p.now).unwrap().mad) else { panic!() };
+    p.inject(
+        A_LID,
+        B_LID,
+        msg::cm_mad(0x78, &CmMessage::Lap(lap)).to_vec(),
+    );
+    let CmMessage::Apr(apr) = parse(&p.b.poll_transmit(p.now).unwrap().mad) else {
+        panic!()
+    };
     assert_eq!(apr.ap_status, ApStatus::InvalidCommId);
     p.inject(B_LID, A_LID, out.mad);
     assert_eq!(p.a.dropped.get("APR (we send no LAP)"), Some(&1));
-    assert_eq!(p.b.state(cb), Some(State::Established), "a LAP changes nothing");
+    assert_eq!(
+        p.b.state(cb),
+        Some(State::Established),
+        "a LAP changes nothing"
+    );
 }

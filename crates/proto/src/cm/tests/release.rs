@@ -19,20 +19,38 @@ fn passive_side_disconnects_then_time_wait_frees_the_qp() {
     let mut p = Pair::new(50);
     let (ca, cb) = p.establish();
     p.b.disconnect(p.now, cb, &[7]).unwrap();
-    assert_eq!(p.b.disconnect(p.now, cb, &[]), Err(CmError::WrongState(State::DreqSent)));
+    assert_eq!(
+        p.b.disconnect(p.now, cb, &[]),
+        Err(CmError::WrongState(State::DreqSent))
+    );
     while p.step() {}
     let t_down = p.now;
     assert_eq!(p.names()[3..], ["B:DREQ", "A:DREP"]);
     assert_eq!(disconnected(&p.ea), [(ca, true)]);
     assert_eq!(disconnected(&p.eb), [(cb, false)]);
-    assert_eq!((p.a.state(ca), p.b.state(cb)), (Some(State::TimeWait), Some(State::TimeWait)));
-    assert_eq!(p.a.connect(p.now, params(A_LID, B_LID, A_QPN)), Err(CmError::QpInUse(A_QPN)));
+    assert_eq!(
+        (p.a.state(ca), p.b.state(cb)),
+        (Some(State::TimeWait), Some(State::TimeWait))
+    );
+    assert_eq!(
+        p.a.connect(p.now, params(A_LID, B_LID, A_QPN)),
+        Err(CmError::QpInUse(A_QPN))
+    );
     // A's TimeWait: its ACK timeout (exponent 19), longer than two packet lifetimes (14).
     assert_eq!(p.a.poll_timeout(), Some(t_down + iba_time(19)));
     p.settle();
-    assert!(p.ea.contains(&CmEvent::TimeWaitExit { conn: ca, qpn: A_QPN }));
-    assert!(p.eb.contains(&CmEvent::TimeWaitExit { conn: cb, qpn: B_QPN }));
-    assert!(p.a.connect(p.now, params(A_LID, B_LID, A_QPN)).is_ok(), "QP free again");
+    assert!(p.ea.contains(&CmEvent::TimeWaitExit {
+        conn: ca,
+        qpn: A_QPN
+    }));
+    assert!(p.eb.contains(&CmEvent::TimeWaitExit {
+        conn: cb,
+        qpn: B_QPN
+    }));
+    assert!(
+        p.a.connect(p.now, params(A_LID, B_LID, A_QPN)).is_ok(),
+        "QP free again"
+    );
 }
 
 // DREQs crossing: each side answers the other's DREQ; one Disconnected each.
@@ -59,14 +77,24 @@ fn dreq_for_unknown_connection_and_wrong_qp() {
     dreq.local_comm_id = ca.0;
     dreq.remote_comm_id = cb.0;
     dreq.remote_qpn_eecn = B_QPN + 1;
-    p.inject(A_LID, B_LID, msg::cm_mad(3, &CmMessage::Dreq(dreq)).to_vec());
+    p.inject(
+        A_LID,
+        B_LID,
+        msg::cm_mad(3, &CmMessage::Dreq(dreq)).to_vec(),
+    );
     assert_eq!(p.b.dropped.get("DREQ for another QP"), Some(&1));
     assert_eq!(p.b.state(cb), Some(State::Established));
     dreq.remote_comm_id ^= 0x40;
-    p.inject(A_LID, B_LID, msg::cm_mad(4, &CmMessage::Dreq(dreq)).to_vec());
+    p.inject(
+        A_LID,
+        B_LID,
+        msg::cm_mad(4, &CmMessage::Dreq(dreq)).to_vec(),
+    );
     let out = p.b.poll_transmit(p.now).unwrap();
     assert_eq!(header(&out.mad).transaction_id, 4);
-    let CmMessage::Drep(d) = parse(&out.mad) else { panic!() };
+    let CmMessage::Drep(d) = parse(&out.mad) else {
+        panic!()
+    };
     assert_eq!((d.local_comm_id, d.remote_comm_id), (cb.0 ^ 0x40, ca.0));
     // A DREP nobody asked for is a duplicate or dropped.
     p.inject(B_LID, A_LID, out.mad);
@@ -83,7 +111,9 @@ fn duplicate_req_in_time_wait_gets_stale_rej() {
     while p.step() {}
     let req = p.sent(attr::REQ)[0].2.clone();
     p.inject(A_LID, B_LID, req);
-    let CmMessage::Rej(r) = parse(&p.b.poll_transmit(p.now).unwrap().mad) else { panic!() };
+    let CmMessage::Rej(r) = parse(&p.b.poll_transmit(p.now).unwrap().mad) else {
+        panic!()
+    };
     assert_eq!((r.reason, r.remote_comm_id), (RejReason::StaleConn, ca.0));
 }
 
@@ -100,8 +130,15 @@ fn stale_req_rejected_and_old_connection_released() {
     p.drive(Duration::from_secs(600));
     assert!(p.ea.iter().any(|e| matches!(e,
         CmEvent::Rejected { conn, reason: RejReason::StaleConn, .. } if *conn == ca)));
-    assert!(disconnected(&p.eb).contains(&(cb_old, false)), "old connection released");
-    assert_eq!(p.a.duplicates.get("DREQ for unknown ID"), Some(&1), "the new A answers DREP");
+    assert!(
+        disconnected(&p.eb).contains(&(cb_old, false)),
+        "old connection released"
+    );
+    assert_eq!(
+        p.a.duplicates.get("DREQ for unknown ID"),
+        Some(&1),
+        "the new A answers DREP"
+    );
     assert_eq!(p.b.dropped.get("stale connection found"), Some(&1));
     p.settle();
     assert_eq!(p.b.connections(), 0);
@@ -133,12 +170,22 @@ fn stale_rep_rejected() {
     let ca = p.connect();
     p.drive(Duration::from_secs(600));
     let rej = p.sent(attr::REJ);
-    let CmMessage::Rej(r) = parse(&rej[0].2) else { panic!() };
-    assert_eq!((r.reason, r.message_rejected), (RejReason::StaleConn, RespondedTo::Rep));
+    let CmMessage::Rej(r) = parse(&rej[0].2) else {
+        panic!()
+    };
+    assert_eq!(
+        (r.reason, r.message_rejected),
+        (RejReason::StaleConn, RespondedTo::Rep)
+    );
     assert!(p.ea.iter().any(|e| matches!(e,
         CmEvent::Rejected { conn, reason: RejReason::StaleConn, .. } if *conn == ca)));
-    assert!(p.eb.iter().any(|e| matches!(e,
-        CmEvent::Rejected { reason: RejReason::StaleConn, .. })));
+    assert!(p.eb.iter().any(|e| matches!(
+        e,
+        CmEvent::Rejected {
+            reason: RejReason::StaleConn,
+            ..
+        }
+    )));
     assert!(disconnected(&p.ea).contains(&(ca_old, false)));
     p.settle();
     assert_eq!((p.a.connections(), p.b.connections()), (0, 0));

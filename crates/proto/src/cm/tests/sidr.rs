@@ -5,7 +5,8 @@ use ipoib_wire::cm::SidrStatus;
 
 fn sidr_req(p: &mut Pair, service_id: u64) -> SidrId {
     let now = p.now;
-    p.a.sidr_request(now, MadAddr::gsi(B_LID), service_id, 14, &[5, 6]).unwrap()
+    p.a.sidr_request(now, MadAddr::gsi(B_LID), service_id, 14, &[5, 6])
+        .unwrap()
 }
 
 // IBA 1 §12.6 Tables 119-120: SIDR_REQ reaches the listener's user; its SIDR_REP carries the
@@ -15,20 +16,36 @@ fn sidr_resolves_a_ud_service() {
     let mut p = Pair::new(60);
     let id = sidr_req(&mut p, SID);
     while p.step() {}
-    let CmEvent::SidrRequest { id: bid, req, from, .. } = p.eb[0].clone() else {
+    let CmEvent::SidrRequest {
+        id: bid, req, from, ..
+    } = p.eb[0].clone()
+    else {
         panic!("{:?}", p.eb)
     };
     assert_eq!((req.service_id, from.lid), (SID, A_LID));
     assert_eq!(&req.private_data[..3], &[5, 6, 0]);
     assert_eq!(req.partition_key, 0xffff);
-    p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, 0x1111_2222, &[1]).unwrap();
-    assert_eq!(p.b.sidr_reply(bid, SidrStatus::Success, 1, 1, &[]), Err(CmError::Unknown));
+    p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, 0x1111_2222, &[1])
+        .unwrap();
+    assert_eq!(
+        p.b.sidr_reply(bid, SidrStatus::Success, 1, 1, &[]),
+        Err(CmError::Unknown)
+    );
     while p.step() {}
-    let CmEvent::SidrReply { id: got, rep } = &p.ea[0] else { panic!("{:?}", p.ea) };
+    let CmEvent::SidrReply { id: got, rep } = &p.ea[0] else {
+        panic!("{:?}", p.ea)
+    };
     assert_eq!(*got, id);
-    assert_eq!((rep.status, rep.qpn, rep.q_key), (SidrStatus::Success, 0x4321, 0x1111_2222));
+    assert_eq!(
+        (rep.status, rep.qpn, rep.q_key),
+        (SidrStatus::Success, 0x4321, 0x1111_2222)
+    );
     assert_eq!(rep.service_id, SID);
-    let tids: Vec<u64> = p.log.iter().map(|(_, _, m)| header(&m.mad).transaction_id).collect();
+    let tids: Vec<u64> = p
+        .log
+        .iter()
+        .map(|(_, _, m)| header(&m.mad).transaction_id)
+        .collect();
     assert_eq!(tids[0], tids[1]);
     assert_eq!((p.a.sidr_exchanges(), p.b.sidr_exchanges()), (0, 0));
 }
@@ -39,7 +56,9 @@ fn sidr_without_listener_is_unsupported() {
     let mut p = Pair::new(61);
     sidr_req(&mut p, SID + 1);
     while p.step() {}
-    let CmEvent::SidrReply { rep, .. } = &p.ea[0] else { panic!() };
+    let CmEvent::SidrReply { rep, .. } = &p.ea[0] else {
+        panic!()
+    };
     assert_eq!(rep.status, SidrStatus::Unsupported);
 }
 
@@ -60,6 +79,10 @@ fn sidr_loss_duplicates_and_timeouts() {
     // A SIDR_REP for no request is dropped.
     let mut rep = msg::blank_sidr_rep();
     rep.request_id = id.0;
-    p.inject(B_LID, A_LID, msg::cm_mad(1, &CmMessage::SidrRep(rep)).to_vec());
+    p.inject(
+        B_LID,
+        A_LID,
+        msg::cm_mad(1, &CmMessage::SidrRep(rep)).to_vec(),
+    );
     assert_eq!(p.a.dropped.get("SIDR_REP for no request"), Some(&1));
 }
