@@ -7,7 +7,8 @@ use super::{check_qp, Cm, CmError, CmEvent, CmMessage, ConnId, ConnectParams};
 use crate::mad_agent::{GrhAddr, MadAddr};
 use crate::time::Instant;
 use ipoib_wire::cm::{MraRepr, RejReason, RejRepr, RepRepr, RespondedTo, TransportServiceType};
-use ipoib_wire::Guid;
+use ipoib_wire::ib::lid::is_unicast_lid;
+use ipoib_wire::{Guid, PKey, QKey};
 
 impl Cm {
     /// Sends a REQ (IBA 1 §12.6 Table 106) and returns the new connection. Our QP should be in
@@ -20,8 +21,16 @@ impl Cm {
         ) {
             return Err(CmError::Invalid("transport must be RC or UC"));
         }
-        if !(1..=5).contains(&p.mtu) {
-            return Err(CmError::Invalid("MTU code must be 1..=5"));
+        if !p.mtu.is_valid() {
+            return Err(CmError::Invalid("undefined MTU code"));
+        }
+        // IBA 1 §10.9.3: a P_Key with partition number 0 matches nothing.
+        if !PKey(p.pkey).is_valid() {
+            return Err(CmError::Invalid("invalid P_Key"));
+        }
+        // IBA 1 §4.1: a connection's path ends at unicast LIDs.
+        if !is_unicast_lid(p.path.remote_port_lid) || !is_unicast_lid(p.path.local_port_lid) {
+            return Err(CmError::Invalid("path LIDs must be unicast"));
         }
         if self.qpn_in_use(p.qpn) {
             return Err(CmError::QpInUse(p.qpn));
@@ -49,7 +58,7 @@ impl Cm {
         let peer = MadAddr {
             lid: path.remote_port_lid,
             qpn: 1,
-            qkey: crate::mad_agent::GSI_QKEY,
+            qkey: QKey::GSI.0,
             sl: path.sl,
             pkey: p.pkey,
             grh: (!path.subnet_local).then_some(GrhAddr {

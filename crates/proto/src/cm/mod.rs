@@ -54,7 +54,7 @@ use crate::time::Instant;
 use ipoib_wire::cm::{CmMessage, CmPath, RejReason, ReqRepr, SidrRepRepr, SidrReqRepr};
 use ipoib_wire::cm::{SidrStatus, TransportServiceType};
 use ipoib_wire::mad::{MadHeaderRepr, Method};
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub use msg::iba_time;
@@ -120,8 +120,8 @@ pub struct ConnectParams {
     pub transport: TransportServiceType,
     /// The partition.
     pub pkey: u16,
-    /// Path MTU code (1 = 256 ... 5 = 4096).
-    pub mtu: u8,
+    /// Path MTU.
+    pub mtu: Mtu,
     /// RDMA reads and atomics we accept at once.
     pub responder_resources: u8,
     /// RDMA reads and atomics we issue at once.
@@ -147,8 +147,8 @@ impl ConnectParams {
             qpn,
             psn,
             transport: TransportServiceType::Rc,
-            pkey: 0xffff,
-            mtu: 4,
+            pkey: PKey::DEFAULT.0,
+            mtu: Mtu::Mtu2048,
             responder_resources: 4,
             initiator_depth: 0,
             retry_count: 0,
@@ -174,8 +174,8 @@ pub struct QpProgram {
     pub path: CmPath,
     /// The partition (Init).
     pub pkey: u16,
-    /// Path MTU code (RTR).
-    pub mtu: u8,
+    /// Path MTU (RTR).
+    pub mtu: Mtu,
     /// The first PSN we expect from the peer (RTR: receive PSN = the peer's starting PSN).
     pub rq_psn: u32,
     /// Our starting send PSN (RTS).

@@ -1,12 +1,13 @@
 //! CM MADs as bytes: the common header every CM message carries (IBA 1 §12.6: method Send, class
 //! 0x07, class version 2), blank message representations to fill in, and IBA time values.
 
-use crate::mad_agent::{MadAddr, GSI_QKEY};
+use crate::mad_agent::MadAddr;
 use ipoib_wire::cm::{self, CmMessage};
 use ipoib_wire::mad::{
     ClassPortInfoRepr, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, CM_CLASS_VERSION,
     MAD_HEADER_LEN,
 };
+use ipoib_wire::QKey;
 use std::time::Duration;
 
 /// Every CM MAD is a whole 256-byte MAD (IBA 1 §13.4.1).
@@ -22,7 +23,7 @@ pub fn iba_time(exp: u8) -> Duration {
 pub fn gsi(to: MadAddr) -> MadAddr {
     MadAddr {
         qpn: 1,
-        qkey: GSI_QKEY,
+        qkey: QKey::GSI.0,
         ..to
     }
 }

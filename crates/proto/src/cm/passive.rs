@@ -67,7 +67,8 @@ impl Cm {
                     let last_is_rej = c
                         .last
                         .as_deref()
-                        .is_some_and(|m| u16::from_be_bytes([m[16], m[17]]) == attr::REJ);
+                        .and_then(|m| msg::check_header(&m[..]).ok())
+                        .is_some_and(|h| h.attribute_id == attr::REJ);
                     match c.last.as_deref().copied() {
                         Some(mad) if last_is_rej => {
                             let to = c.peer;
@@ -97,7 +98,7 @@ impl Cm {
         ) {
             return self.reject_req_statelessly(from, tid, &req, RejReason::InvalidTransportType);
         }
-        if !(1..=5).contains(&req.path_packet_payload_mtu) {
+        if !req.path_packet_payload_mtu.is_valid() {
             return self.reject_req_statelessly(from, tid, &req, RejReason::InvalidMtu);
         }
         let id = self.alloc_comm_id();

@@ -103,7 +103,7 @@ impl Cm {
         id: SidrId,
         status: SidrStatus,
         qpn: u32,
-        q_key: u32,
+        qkey: u32,
         private_data: &[u8],
     ) -> Result<(), CmError> {
         if !matches!(self.sidr.get(&id.0), Some(Sidr::In { .. })) {
@@ -128,7 +128,7 @@ impl Cm {
         rep.status = status;
         rep.qpn = qpn;
         rep.service_id = service_id;
-        rep.q_key = q_key;
+        rep.qkey = qkey;
         self.send(from, msg::cm_mad(tid, &CmMessage::SidrRep(rep)));
         Ok(())
     }

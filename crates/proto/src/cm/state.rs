@@ -5,7 +5,7 @@ use super::{ConnId, ListenId, QpProgram};
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
 use ipoib_wire::cm::{CmPath, ReqRepr, TransportServiceType};
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Mtu};
 use std::time::Duration;
 
 /// Where a connection stands (IBA 1 §12.9).
@@ -65,7 +65,7 @@ pub(super) struct Conn {
     /// Our view of the path.
     pub path: CmPath,
     pub pkey: u16,
-    pub mtu: u8,
+    pub mtu: Mtu,
     pub retry_count: u8,
     pub rnr_retry_count: u8,
     pub max_rd_atomic: u8,

@@ -4,6 +4,7 @@
 use super::*;
 use ipoib_wire::cm::{RejReason, TransportServiceType};
 use ipoib_wire::mad::{ClassPortInfoRepr, MadStatus, Method, MgmtClass, MAD_LEN};
+use ipoib_wire::Mtu;
 
 // IBA 1 §12.9: REQ, REP, RTU; both sides Established with mirrored QP attributes.
 #[test]
@@ -48,7 +49,7 @@ fn req_rep_rtu_establishes_rc() {
     assert_eq!(qa.sq_psn, 0x1234);
     assert_eq!(qb.rq_psn, 0x1234, "B receives from A's starting PSN");
     assert_eq!(qa.rq_psn, qb.sq_psn, "A receives from B's starting PSN");
-    assert_eq!((qa.mtu, qb.mtu), (4, 4));
+    assert_eq!((qa.mtu, qb.mtu), (Mtu::Mtu2048, Mtu::Mtu2048));
     assert_eq!(qa.transport, TransportServiceType::Rc);
     assert_eq!(
         qb.path.local_port_lid, B_LID,
@@ -243,12 +244,32 @@ fn commands_refuse_bad_arguments() {
         Err(CmError::Invalid("QPN must be 1..2^24"))
     );
     prm.qpn = 5;
-    prm.mtu = 6;
-    assert!(matches!(
+    prm.mtu = Mtu::Unknown(6);
+    assert_eq!(
         p.a.connect(now, prm.clone()),
-        Err(CmError::Invalid(_))
-    ));
-    prm.mtu = 4;
+        Err(CmError::Invalid("undefined MTU code"))
+    );
+    prm.mtu = Mtu::Mtu2048;
+    // IBA 1 §10.9.3: P_Keys 0x0000 and 0x8000 match nothing.
+    for bad in [0x0000, 0x8000] {
+        prm.pkey = bad;
+        assert_eq!(
+            p.a.connect(now, prm.clone()),
+            Err(CmError::Invalid("invalid P_Key"))
+        );
+    }
+    prm.pkey = 0x7fff; // a limited member may connect to a full one
+                       // IBA 1 §4.1: multicast, permissive and reserved LIDs end no connection.
+    for bad in [0xc000, 0xffff, 0] {
+        let mut q = prm.clone();
+        q.path.remote_port_lid = bad;
+        assert_eq!(
+            p.a.connect(now, q),
+            Err(CmError::Invalid("path LIDs must be unicast"))
+        );
+    }
+    assert_eq!(p.a.connections(), 0, "nothing refused was kept");
+    assert!(p.a.poll_transmit(now).is_none(), "nothing refused was sent");
     prm.private_data = vec![0; 93];
     assert_eq!(
         p.a.connect(now, prm.clone()),

@@ -20,6 +20,7 @@ use crate::mad_agent::MadAddr;
 use ipoib_wire::cm::{attr, CmPath};
 use ipoib_wire::mad::MadHeaderRepr;
 use ipoib_wire::Gid;
+use ipoib_wire::Rate;
 use std::time::Duration;
 
 pub(super) const A_LID: u16 = 1;
@@ -36,7 +37,7 @@ pub(super) type Filter = Box<dyn FnMut(u16, &MadOut) -> bool>;
 
 /// The attribute ID of a MAD.
 pub(super) fn attr_of(m: &[u8]) -> u16 {
-    u16::from_be_bytes([m[16], m[17]])
+    msg::check_header(m).expect("a CM MAD").attribute_id
 }
 
 /// The CM message a MAD carries.
@@ -60,7 +61,7 @@ pub(super) fn path(from: u16, to: u16) -> CmPath {
         local_port_gid: Gid::new(Gid::DEFAULT_SUBNET_PREFIX, u64::from(from)),
         remote_port_gid: Gid::new(Gid::DEFAULT_SUBNET_PREFIX, u64::from(to)),
         flow_label: 0,
-        packet_rate: 7,
+        packet_rate: Rate::Gbps40,
         traffic_class: 0,
         hop_limit: 0,
         sl: 0,

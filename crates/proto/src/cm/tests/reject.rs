@@ -3,6 +3,7 @@
 
 use super::*;
 use ipoib_wire::cm::{ApStatus, LapMsg, LapRepr, RejReason, RespondedTo, TransportServiceType};
+use ipoib_wire::Mtu;
 
 fn rej_sent_by(p: &Pair, lid: u16) -> Vec<ipoib_wire::cm::RejRepr> {
     p.sent(attr::REJ)
@@ -116,7 +117,7 @@ fn bad_transport_and_mtu_rejected() {
     p.inject(
         A_LID,
         B_LID,
-        edited_req(&raw, |r| r.path_packet_payload_mtu = 0),
+        edited_req(&raw, |r| r.path_packet_payload_mtu = Mtu::Unknown(0)),
     );
     let reasons: Vec<RejReason> = std::iter::from_fn(|| p.b.poll_transmit(p.now))
         .map(|o| match parse(&o.mad) {

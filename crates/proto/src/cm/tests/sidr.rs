@@ -24,7 +24,7 @@ fn sidr_resolves_a_ud_service() {
     };
     assert_eq!((req.service_id, from.lid), (SID, A_LID));
     assert_eq!(&req.private_data[..3], &[5, 6, 0]);
-    assert_eq!(req.partition_key, 0xffff);
+    assert_eq!(req.partition_key, ipoib_wire::PKey::DEFAULT.0);
     p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, 0x1111_2222, &[1])
         .unwrap();
     assert_eq!(
@@ -37,7 +37,7 @@ fn sidr_resolves_a_ud_service() {
     };
     assert_eq!(*got, id);
     assert_eq!(
-        (rep.status, rep.qpn, rep.q_key),
+        (rep.status, rep.qpn, rep.qkey),
         (SidrStatus::Success, 0x4321, 0x1111_2222)
     );
     assert_eq!(rep.service_id, SID);
