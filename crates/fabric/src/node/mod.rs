@@ -1,6 +1,8 @@
-//! Host software on the emulated hardware: hosts and their applications, the subnet manager, IPoIB
-//! interfaces, and [`subnet::Subnet`], which assembles a whole subnet from a topology.
+//! Host software on the emulated hardware: hosts and their applications, the Communication
+//! Manager, the subnet manager, IPoIB interfaces, and [`subnet::Subnet`], which assembles a whole
+//! subnet from a topology.
 
+pub mod cm;
 pub mod host;
 pub mod ipoib;
 pub mod sm;

@@ -7,7 +7,8 @@
 //! with commands: [`Cm::listen`], [`Cm::connect`], [`Cm::accept`], [`Cm::reject`],
 //! [`Cm::disconnect`], [`Cm::sidr_request`] and [`Cm::sidr_reply`]. The agent owns no queue pair:
 //! it says what to program as a [`QpProgram`] value (QPNs, PSNs, path, MTU, retry counts, RNR
-//! retry, ACK timeout, RDMA read depths) and when (the events below), and the host moves its QP.
+//! retry, ACK timeout, RDMA read depths) and when (the events below), and the host moves its QP
+//! (on the emulated subnet, fabric's `node/cm.rs` does).
 //!
 //! QP states the host sets, in the order of IBA 1 §12.9 (the "communication establishment" state
 //! diagrams) and Linux `ib_cm_init_qp_attr`:
@@ -20,7 +21,7 @@
 //!   Reset (and reuse) only on [`CmEvent::TimeWaitExit`] (IBA 1 §12.9.8 TimeWait).
 //!
 //! Layout (neqo's connection split): `state` (the connection record and its states), `msg` (MAD
-//! building, IBA time values), `active` (connect, REP, MRA and REJ received), `passive` (REQ
+//! building, IBA time values), `path` (a REQ's path from a PathRecord), `active` (connect, REP, MRA and REJ received), `passive` (REQ
 //! received, accept, reject, RTU, the MRA a slow consumer needs), `release` (DREQ, DREP, TimeWait,
 //! LAP/APR answered as unsupported), `sidr` (SIDR_REQ/SIDR_REP), `timer` (retransmission, MRA and
 //! TimeWait deadlines).
@@ -40,6 +41,7 @@
 mod active;
 mod msg;
 mod passive;
+mod path;
 mod release;
 mod sidr;
 mod state;
@@ -58,6 +60,7 @@ use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub use msg::iba_time;
+pub use path::{ack_timeout, cm_path};
 pub use state::State;
 use state::{Conn, Role};
 use timer::TimerKey;
