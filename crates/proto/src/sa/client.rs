@@ -220,6 +220,26 @@ impl SaClient {
         self.events.pop_front()
     }
 
+    /// True when the outcome of `id` waits among the events.
+    pub fn has_response(&self, id: RequestId) -> bool {
+        self.response_position(id).is_some()
+    }
+
+    /// Takes the outcome of `id` out of the events, leaving the others queued in their order.
+    pub fn take_response(&mut self, id: RequestId) -> Option<Result<SaResponse, SaClientError>> {
+        let pos = self.response_position(id)?;
+        match self.events.remove(pos)? {
+            SaClientEvent::Response { result, .. } => Some(result),
+            SaClientEvent::Report { .. } => None,
+        }
+    }
+
+    fn response_position(&self, id: RequestId) -> Option<usize> {
+        self.events
+            .iter()
+            .position(|e| matches!(e, SaClientEvent::Response { id: r, .. } if *r == id))
+    }
+
     fn finish(&mut self, tid: u64, result: Result<SaResponse, SaClientError>) {
         if let Some(p) = self.pending.remove(&tid) {
             self.events

@@ -96,6 +96,39 @@ fn tids_are_unique_seeded_and_responses_match_by_tid() {
     assert_eq!(a.dropped.get("response for no request"), Some(&1));
 }
 
+// The client's events are its inbox: one answer is taken out by its RequestId while the others
+// (earlier and later answers, Reports) stay queued in their order.
+#[test]
+fn take_response_leaves_the_other_events_queued() {
+    let mut c = SaClient::new(SaClientConfig::default(), Rng::new(9));
+    let now = Instant::ZERO;
+    let ids: Vec<RequestId> = (0..3)
+        .map(|_| c.request(now, SaMadRepr::class_port_info_get(0), MadAddr::gsi(1)))
+        .collect();
+    while let Some(req) = c.poll_transmit(now) {
+        let m = SaMadRepr::parse(&req.mad).unwrap();
+        let resp = m.response(MadStatus::SUCCESS, m.attribute);
+        c.handle_mad(
+            now,
+            MadIn {
+                from: MadAddr::gsi(1),
+                mad: resp.to_bytes().to_vec(),
+            },
+        );
+    }
+    assert!(ids.iter().all(|&id| c.has_response(id)));
+    assert!(matches!(c.take_response(ids[1]), Some(Ok(_))));
+    assert!(!c.has_response(ids[1]));
+    assert_eq!(c.take_response(ids[1]), None, "taken once");
+    let rest: Vec<RequestId> = std::iter::from_fn(|| c.poll_event())
+        .map(|e| match e {
+            SaClientEvent::Response { id, .. } => id,
+            e => panic!("{e:?}"),
+        })
+        .collect();
+    assert_eq!(rest, [ids[0], ids[2]]);
+}
+
 // Same seed, same packets (docs/ARCHITECTURE.md "Rules").
 #[test]
 fn same_seed_same_mads() {
