@@ -12,7 +12,9 @@
 //!   §9.1.2 b). A later change of Q_Key or P_Key index takes the QP through Reset and back, as
 //!   Linux `ipoib_ib_dev_stop`/`ipoib_ib_dev_open` do on a P_Key change;
 //! - [`RECV_DEPTH`] receive buffers of [`RECV_BUF`] bytes stay posted (Linux `ipoib_recvq_size`,
-//!   `IPOIB_UD_BUF_SIZE`: 40 GRH bytes + the largest IB MTU, i.e. 40 + 4 + the largest IPoIB MTU);
+//!   `IPOIB_UD_BUF_SIZE`: 40 GRH bytes + the largest IB MTU, i.e. 40 + 4 + the largest IPoIB MTU),
+//!   or as many as [`IpoibApp::install_with_depth`] names (Linux module parameter
+//!   `recv_queue_size`, [`MIN_RECV_DEPTH`]..=[`MAX_RECV_DEPTH`]);
 //! - `Attach`/`Detach` become `attach_mcast`/`detach_mcast` (IBA 1 §10.5.2);
 //! - every [`UdTransmit`] becomes one UD SEND (address handle with DLID, SL and GRH; remote QPN;
 //!   Q_Key); the static rate is not modelled by the emulated HCA;
@@ -45,8 +47,13 @@ use std::any::Any;
 use std::collections::{BTreeSet, VecDeque};
 use std::net::IpAddr;
 
-/// Receive buffers kept posted (Linux `ipoib_recvq_size` default).
+/// Receive buffers kept posted (Linux `ipoib_recvq_size` default, `IPOIB_RX_RING_SIZE`).
 pub const RECV_DEPTH: usize = 256;
+/// The fewest receive buffers an interface keeps posted (Linux `IPOIB_MIN_QUEUE_SIZE`, the
+/// smallest `recv_queue_size` it accepts).
+pub const MIN_RECV_DEPTH: usize = 2;
+/// The most (Linux `IPOIB_MAX_QUEUE_SIZE`).
+pub const MAX_RECV_DEPTH: usize = 8192;
 /// Bytes of one receive buffer: the 40-byte GRH area and the largest IB MTU (4096), i.e. 40 + the
 /// 4-byte encapsulation header + the largest IPoIB MTU (Linux `IPOIB_UD_BUF_SIZE`).
 pub const RECV_BUF: u32 = 40 + 4096;
@@ -97,6 +104,8 @@ pub struct IpoibApp {
     qkey: Option<u32>,
     /// P_Key index the QP should use.
     pkey_index: u16,
+    /// Receive buffers kept posted.
+    recv_depth: usize,
     next_wr: u64,
     attached: BTreeSet<(Gid, u16)>,
     ip: IpHost,
@@ -128,8 +137,20 @@ impl IpoibApp {
     /// application. `rng` seeds the interface's SA transaction IDs.
     pub fn install(
         host: &mut Host,
+        cfg: InterfaceConfig,
+        rng: Rng,
+    ) -> Result<IpoibHandle, crate::hw::hca::VerbsError> {
+        IpoibApp::install_with_depth(host, cfg, rng, RECV_DEPTH)
+    }
+
+    /// [`IpoibApp::install`] keeping `recv_depth` receive buffers posted instead of
+    /// [`RECV_DEPTH`] (clamped to [`MIN_RECV_DEPTH`]..=[`MAX_RECV_DEPTH`]), as Linux's
+    /// `recv_queue_size` module parameter sets it.
+    pub fn install_with_depth(
+        host: &mut Host,
         mut cfg: InterfaceConfig,
         rng: Rng,
+        recv_depth: usize,
     ) -> Result<IpoibHandle, crate::hw::hca::VerbsError> {
         let port = host.mgmt_port();
         let hca = host.hca_mut();
@@ -160,6 +181,7 @@ impl IpoibApp {
             pkey,
             qkey: None,
             pkey_index: 0,
+            recv_depth: recv_depth.clamp(MIN_RECV_DEPTH, MAX_RECV_DEPTH),
             next_wr: 0,
             attached: BTreeSet::new(),
             ip: IpHost::new(guid.0 as u16, v4),
@@ -335,7 +357,7 @@ impl IpoibApp {
 
     fn post_receives(&mut self, hca: &mut Hca) {
         let posted = hca.qp_info(self.qpn).map_or(0, |i| i.recv_posted);
-        for _ in posted..RECV_DEPTH {
+        for _ in posted..self.recv_depth {
             self.next_wr += 1;
             let wr = RecvWr {
                 wr_id: self.next_wr,

@@ -13,6 +13,7 @@ mod app;
 pub mod frames;
 
 pub use app::{
-    AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, RECV_BUF, RECV_DEPTH, RESOLUTIONS_KEEP,
+    AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, MAX_RECV_DEPTH, MIN_RECV_DEPTH, RECV_BUF,
+    RECV_DEPTH, RESOLUTIONS_KEEP,
 };
 pub use frames::{FrameStats, Resolution, ResolutionKind};
