@@ -278,7 +278,7 @@ impl Report {
             wall,
             last_join: (0..n)
                 .filter(|i| missing.binary_search(i).is_err())
-                .filter_map(|i| net.join_app(i).joined_at())
+                .filter_map(|i| net.joined_at(i))
                 .max()
                 .map(|t| t - Instant::ZERO),
             sim_now: net.sim().now() - Instant::ZERO,

@@ -24,9 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t_build = t0.elapsed();
     let ok = net.run_until_joined(Instant::ZERO + Duration::from_secs(60));
     let wall = t0.elapsed();
-    let last = (0..net.host_count())
-        .filter_map(|i| net.join_app(i).joined_at())
-        .max();
+    let last = (0..net.host_count()).filter_map(|i| net.joined_at(i)).max();
     let s = net.sim().stats();
     println!(
         "{kind} {hosts}: joined {}/{} ok={ok}; build {t_build:?}, total wall {wall:?}; last join at {:?} simulated; {} events, {} packets, {} bytes; SM {:?}",

@@ -8,7 +8,7 @@ use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, seeds, SeedGuard};
 use ipoib_fabric::PortRef;
 use ipoib_wire::{Mtu, Rate};
@@ -70,21 +70,21 @@ fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
             net.sa().stats().dropped
         );
         // Every host holds the same, right answer.
-        let JoinStatus::Joined(first) = net.joins(0)[0].status else {
+        let Some(first) = net.broadcast_joins(0)[0].record else {
             panic!("host 0 not joined")
         };
         let mut retried = 0;
         for i in 0..n {
-            let j = net.joins(i)[0];
-            let JoinStatus::Joined(r) = j.status else {
-                panic!("host {i}: {:?}", j.status)
+            let j = net.broadcast_joins(i)[0];
+            let (Some(r), Some(r_at)) = (j.record, j.at) else {
+                panic!("host {i}: {j:?}")
             };
             assert_eq!(
                 (r.mlid, r.qkey, r.mtu, r.rate),
                 (first.mlid, 0x0b1b, Mtu::Mtu2048, Rate::Gbps10),
                 "host {i}"
             );
-            if r.at > at(1) {
+            if r_at > at(1) {
                 retried += 1;
             }
         }

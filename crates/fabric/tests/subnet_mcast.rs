@@ -8,7 +8,7 @@
 
 use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::ib::BthRepr;
@@ -119,15 +119,15 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     let mut net = Subnet::build(SubnetOptions::new(Topology::fat_tree(n).unwrap(), seed)).unwrap();
     assert!(net.run_until_joined(at(10)));
     // Every host joined the default partition's broadcast group, with one MLID and Q_Key 0x0b1b.
-    let bcast = net.joins(0)[0];
-    let JoinStatus::Joined(b) = bcast.status else {
+    let bcast = net.broadcast_joins(0)[0];
+    let Some(b) = bcast.record else {
         panic!("host 0 not joined")
     };
     for i in 0..n {
-        let j = net.joins(i);
+        let j = net.broadcast_joins(i);
         assert_eq!(j.len(), 1);
         assert_eq!(j[0].mgid, bcast.mgid);
-        let JoinStatus::Joined(r) = j[0].status else {
+        let Some(r) = j[0].record else {
             panic!("host {i} not joined")
         };
         assert_eq!(

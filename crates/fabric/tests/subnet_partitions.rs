@@ -10,7 +10,7 @@
 use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{JoinProblem, JoinStatus, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{JoinProblem, Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, received, seed, send_ud, ud_qp, SeedGuard};
 use ipoib_proto::partitions;
 use ipoib_proto::sa::SaClientError;
@@ -51,11 +51,11 @@ fn other_partition_receives_nothing() {
     assert!(net.run_until_joined(at(10)));
     let (a, b) = (bcast(0x8001), bcast(0x8002));
     let joined = |net: &Subnet, i: usize| -> Vec<(Gid, u16)> {
-        net.joins(i)
+        net.broadcast_joins(i)
             .iter()
-            .map(|j| match j.status {
-                JoinStatus::Joined(r) => (j.mgid, r.mlid),
-                s => panic!("host {i}: {s:?}"),
+            .map(|j| match j.record {
+                Some(r) => (j.mgid, r.mlid),
+                None => panic!("host {i}: {j:?}"),
             })
             .collect()
     };
@@ -68,7 +68,7 @@ fn other_partition_receives_nothing() {
     assert_eq!(gb.iter().map(|x| x.0).collect::<Vec<_>>(), vec![b]);
     assert_ne!(ga[0].1, gb[0].1, "two groups, two MLIDs");
     assert!(
-        net.joins(5).is_empty(),
+        net.broadcast_joins(5).is_empty(),
         "host 5 belongs to no IPoIB partition"
     );
     assert_eq!(

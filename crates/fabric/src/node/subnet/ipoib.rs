@@ -1,26 +1,126 @@
-//! Subnets whose hosts run IPoIB: with [`SubnetOptions::ipoib`](super::SubnetOptions::ipoib) set,
-//! every host gets an [`IpoibApp`] with its [`Interface`] (draft-ietf-ipoib-ip-over-infiniband-06)
-//! on its host port (port 1, or a multi-port HCA's first cabled port: one interface per host,
-//! where Linux would also make `ib1` for a second port), and the stand-in [`super::JoinApp`] joins nothing (the interface makes the broadcast
-//! join itself, §5). Host `i` gets IPv4 address `network + i + 1` (so `10.0.0.1`, `10.0.0.2`, ...
-//! past 254 hosts: `10.0.1.0`, ...; the default prefix /8 keeps every host on-link) and, with IPv6
-//! on, its link-local address from the port GUID (§8).
+//! The hosts' IPoIB interfaces: an [`IpoibApp`] running an [`Interface`]
+//! (draft-ietf-ipoib-ip-over-infiniband-06) on the host's port (port 1, or a multi-port HCA's
+//! first cabled port: the interfaces of a host are on that port, where Linux would also make `ib1`
+//! for a second port). The interface makes the broadcast join (§5), so a subnet's hosts come up
+//! through the same join code whether they run IP or not.
 //!
-//! Invariants: the interfaces' random streams are forked from the simulator's with a stream of
-//! their own per host, so adding IPoIB does not change any other device's choices; every accessor
-//! here returns `None` (or false) on a subnet built without IPoIB.
+//! - By default ([`SubnetOptions::auto_join`](super::SubnetOptions::auto_join)) every host gets
+//!   one *link* per IPoIB partition its port belongs to (the partitions with a broadcast group,
+//!   [`super::broadcast_groups`], whose P_Key the SM puts in the port's table), as an
+//!   administrator creates one interface per partition (Linux child interfaces `ib0.8001`). A
+//!   link has no address family on (no IPv4, no IPv6) and is no multicast router, so all it does
+//!   is the FullMember join of its broadcast group when the port becomes Active, retried with the
+//!   interface's backoff (`ipoib_proto::ipoib::timer`), and it answers nothing: no ARP, no ND, no
+//!   other group joins, no trap subscription (§11 senders and §12 routers subscribe; a link is
+//!   neither). The SA's Reports therefore stay with the host's own SA client, and a link keeps
+//!   only the fewest receive buffers Linux allows posted ([`MIN_RECV_DEPTH`]): it delivers
+//!   nothing up. A host's first link
+//!   draws its SA transaction IDs from the host's random stream (its SA client forks stream 1),
+//!   further links from stream `LINK_STREAM + k` of it.
+//! - With [`SubnetOptions::ipoib`](super::SubnetOptions::ipoib) set, every host gets one
+//!   interface with IP instead, on the P_Key its configuration names. Host `i` gets IPv4 address
+//!   `network + i + 1` (so `10.0.0.1`, `10.0.0.2`, ... past 254 hosts: `10.0.1.0`, ...; the
+//!   default prefix /8 keeps every host on-link) and, with IPv6 on, its link-local address from
+//!   the port GUID (§8). These interfaces receive the SA's Reports (they subscribe to traps as
+//!   senders).
+//!
+//! Invariants: the random streams of interfaces with IP are forked from the simulator's with a
+//! stream of their own per host, so adding IPoIB does not change any other device's choices; a
+//! host's links are installed in the order of [`super::broadcast_groups`]; the accessors that
+//! name one interface of a host name its first.
 
-use super::Subnet;
+use super::{HostHandle, Subnet};
+use crate::hw::sim::Simulator;
+use crate::hw::topology::End;
 use crate::node::host::Host;
-use crate::node::ipoib::{IpoibApp, IpoibHandle};
+use crate::node::ipoib::{IpoibApp, IpoibHandle, MIN_RECV_DEPTH};
+use crate::node::sm::SubnetManager;
 use crate::Instant;
 use ipoib_proto::ipoib::{Interface, InterfaceConfig, Ipv4Config};
-use ipoib_wire::Guid;
+use ipoib_proto::sa::SaClientConfig;
+use ipoib_wire::ipoib::{broadcast_mgid, IpoibMgid, Scope};
+use ipoib_wire::mad::{Method, MgmtClass};
+use ipoib_wire::sa::McMemberRecordRepr;
+use ipoib_wire::{Gid, Guid, PKey};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-/// RNG stream base of the interfaces (host index added).
+/// RNG stream base of the interfaces with IP (host index added).
 const RNG_STREAM: u64 = 0x1b00_0000_0000_0000;
+/// RNG stream base (of the host's generator) of a host's links after its first (link index
+/// added).
+const LINK_STREAM: u64 = 0x1b00;
+
+/// The broadcast join of one of a host's IPoIB interfaces (§5), as the interface holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BroadcastJoin {
+    /// The broadcast MGID (the interface's P_Key with the full-member bit, its scope).
+    pub mgid: Gid,
+    /// The broadcast group's record as the SA returned it (the link's parameters), once joined.
+    pub record: Option<McMemberRecordRepr>,
+    /// When the join completed (carrier came up), while the link is up.
+    pub at: Option<Instant>,
+}
+
+/// Installs the links of every host (see the module docs): for each host, an interface on each
+/// of `groups` (P_Key with the full-member bit, broadcast MGID) whose partition is in the P_Key
+/// table `sm` gives the host's port. Returns them per host.
+pub(super) fn install_links(
+    sim: &mut Simulator,
+    hosts: &[HostHandle],
+    sm: &SubnetManager,
+    groups: &[(u16, Gid)],
+    sa: SaClientConfig,
+) -> Vec<Vec<IpoibHandle>> {
+    let mut out = Vec::with_capacity(hosts.len());
+    for h in hosts {
+        let table = sm.pkey_table(End {
+            node: h.topo_node,
+            port: h.port,
+        });
+        let mine: Vec<(u16, Scope)> = groups
+            .iter()
+            .filter(|&&(k, _)| table.iter().any(|&p| PKey(p).same_partition(PKey(k))))
+            .filter_map(|&(k, m)| {
+                let scope = IpoibMgid::parse(&m).ok()?.scope;
+                // Only a group the interface joins under that very MGID (§4 figure 2).
+                (broadcast_mgid(k, scope) == m).then_some((k, scope))
+            })
+            .collect();
+        if mine.is_empty() {
+            out.push(Vec::new());
+            continue;
+        }
+        let rng = sim.fork_rng(h.topo_node as u64);
+        let links = sim
+            .with_node::<Host, _>(h.node, |host, _, _| {
+                let mut links = Vec::with_capacity(mine.len());
+                for (k, &(pkey, scope)) in mine.iter().enumerate() {
+                    let mut cfg = InterfaceConfig::new(Guid(0), 0);
+                    cfg.pkey = pkey;
+                    cfg.scope = scope;
+                    cfg.ipv4 = None;
+                    cfg.ipv6 = false;
+                    cfg.sa = sa;
+                    let r = if k == 0 {
+                        rng.clone()
+                    } else {
+                        rng.fork(LINK_STREAM + k as u64)
+                    };
+                    // Port 1 exists on every host by construction: this cannot fail.
+                    if let Ok(l) = IpoibApp::install_with_depth(host, cfg, r, MIN_RECV_DEPTH) {
+                        links.push(l);
+                    }
+                }
+                // Links subscribe to no trap (module docs): Reports go to the SA client.
+                host.serve_method(MgmtClass::SubnAdm, Method::Report, h.client);
+                links
+            })
+            .unwrap_or_default();
+        out.push(links);
+    }
+    out
+}
 
 /// How the hosts' IPoIB interfaces are configured.
 #[derive(Debug, Clone, Copy)]
@@ -52,8 +152,8 @@ pub fn host_ipv4(network: Ipv4Addr, i: usize) -> Ipv4Addr {
 }
 
 impl Subnet {
-    /// Installs the interfaces (from [`Subnet::build`]).
-    pub(super) fn install_ipoib(&mut self, o: IpoibOptions, sa: ipoib_proto::sa::SaClientConfig) {
+    /// Installs the interfaces with IP (from [`Subnet::build`], on a subnet without links).
+    pub(super) fn install_ipoib(&mut self, o: IpoibOptions, sa: SaClientConfig) {
         for i in 0..self.hosts.len() {
             let mut cfg = InterfaceConfig::new(Guid(0), 0);
             cfg.sa = sa;
@@ -73,37 +173,62 @@ impl Subnet {
                     IpoibApp::install(h, cfg, rng).ok()
                 })
                 .flatten();
-            if let Some(h) = h {
-                self.ipoib.push(h);
-            }
-        }
-        if self.ipoib.len() != self.hosts.len() {
-            // The host port exists on every host by construction; an install cannot fail. Keep
-            // the accessors consistent anyway.
-            self.ipoib.clear();
+            // The host port exists on every host by construction: the install cannot fail.
+            self.ipoib[i] = h.into_iter().collect();
         }
     }
 
-    /// True when the hosts run IPoIB.
+    /// True when some host runs an IPoIB interface.
     pub fn has_ipoib(&self) -> bool {
-        !self.ipoib.is_empty()
+        self.ipoib.iter().any(|l| !l.is_empty())
     }
 
-    /// Where host `i`'s interface lives.
+    /// Where host `i`'s (first) interface lives.
     pub fn ipoib_handle(&self, i: usize) -> Option<IpoibHandle> {
-        self.ipoib.get(i).copied()
+        self.ipoib.get(i)?.first().copied()
     }
 
-    /// Host `i`'s IPoIB interface agent.
+    /// Host `i`'s (first) IPoIB interface agent.
     pub fn interface(&self, i: usize) -> Option<&Interface> {
-        let h = self.ipoib.get(i)?;
+        let h = self.ipoib_handle(i)?;
         self.host_device(i).agent::<Interface>(h.agent)
     }
 
-    /// Host `i`'s IPoIB adapter (and its IP endpoint).
+    /// Host `i`'s (first) IPoIB adapter (and its IP endpoint).
     pub fn ipoib_app(&self, i: usize) -> Option<&IpoibApp> {
-        let h = self.ipoib.get(i)?;
+        let h = self.ipoib_handle(i)?;
         self.host_device(i).app::<IpoibApp>(h.app)
+    }
+
+    /// Host `i`'s IPoIB adapters, in installation order.
+    pub fn ipoib_apps(&self, i: usize) -> impl Iterator<Item = &IpoibApp> + '_ {
+        let host = self.host_device(i);
+        self.ipoib
+            .get(i)
+            .into_iter()
+            .flatten()
+            .filter_map(move |h| host.app::<IpoibApp>(h.app))
+    }
+
+    /// The broadcast joins of host `i`'s interfaces, in installation order (empty for a host
+    /// with none).
+    pub fn broadcast_joins(&self, i: usize) -> Vec<BroadcastJoin> {
+        let host = self.host_device(i);
+        self.ipoib
+            .get(i)
+            .into_iter()
+            .flatten()
+            .filter_map(|h| {
+                let iface = host.agent::<Interface>(h.agent)?;
+                let app = host.app::<IpoibApp>(h.app)?;
+                let up = app.carrier();
+                Some(BroadcastJoin {
+                    mgid: broadcast_mgid(iface.config().pkey, iface.scope()),
+                    record: iface.link_params().filter(|_| up).map(|p| p.record),
+                    at: app.carrier_up_at(),
+                })
+            })
+            .collect()
     }
 
     /// Runs `f` on host `i`'s adapter now (e.g. a ping or a group join), then lets the host act
@@ -113,7 +238,7 @@ impl Subnet {
         i: usize,
         f: impl FnOnce(&mut IpoibApp, Instant) -> R,
     ) -> Option<R> {
-        let h = *self.ipoib.get(i)?;
+        let h = self.ipoib_handle(i)?;
         let node = self.hosts.get(i)?.node;
         self.sim
             .with_node::<Host, _>(node, |host, now, tx| {
@@ -130,7 +255,7 @@ impl Subnet {
         i: usize,
         f: impl FnOnce(&mut Interface, Instant) -> R,
     ) -> Option<R> {
-        let h = *self.ipoib.get(i)?;
+        let h = self.ipoib_handle(i)?;
         let node = self.hosts.get(i)?.node;
         self.sim
             .with_node::<Host, _>(node, |host, now, tx| {

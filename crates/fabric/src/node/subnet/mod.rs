@@ -11,8 +11,12 @@
 //! reachable but carry no IPoIB interface. A CA with no cabled port is no host.
 //!
 //! - Every host runs an [`SaClient`] agent on QP1 (it also receives the SA's Reports,
-//!   [`Host::serve_method`]) and a [`JoinApp`] that joins its partitions' IPoIB broadcast groups
-//!   when its port becomes Active.
+//!   [`Host::serve_method`]; its events wait in it until [`Subnet::take_sa_events`] or
+//!   [`Subnet::sa_call`] take them) and one IPoIB interface ([`crate::node::ipoib::IpoibApp`]
+//!   running [`ipoib_proto::ipoib::Interface`]) per IPoIB partition its port belongs to: a link
+//!   with no address family on, which FullMember-joins the partition's broadcast group when the
+//!   port becomes Active (draft-ietf-ipoib-ip-over-infiniband-06 §5), retrying with the
+//!   interface's backoff, and sends nothing else (module `ipoib`).
 //! - The SM's host (host 0, the first CA with a cabled port, on that port) runs, besides those, the
 //!   [`SaServer`] (served for class SubnAdm) and the [`SmApp`] holding the [`SubnetManager`]: at
 //!   time zero it configures every port and forwarding table, then programs multicast trees as
@@ -22,9 +26,8 @@
 //!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
 //!   and pre-created groups.
 //!
-//! - With [`SubnetOptions::ipoib`], every host also runs an IPoIB interface
-//!   ([`crate::node::ipoib::IpoibApp`]; it receives the SA's Reports instead of the [`SaClient`]) and
-//!   the [`JoinApp`] joins nothing: the interface joins its broadcast group itself.
+//! - With [`SubnetOptions::ipoib`], every host runs one IPoIB interface with IP instead (it
+//!   receives the SA's Reports instead of the [`SaClient`]).
 //!
 //! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
 //! simulator's configuration channel ([`crate::hw::mgmt`]).
@@ -36,13 +39,11 @@
 mod check;
 mod events;
 mod ipoib;
-mod join;
 mod sm_node;
 
 pub use check::JoinProblem;
 pub use events::MoveLidError;
-pub use ipoib::{host_ipv4, IpoibOptions};
-pub use join::{BroadcastJoin, JoinApp, JoinResult, JoinStatus, JOIN_BACKOFF, JOIN_BACKOFF_MAX};
+pub use ipoib::{host_ipv4, BroadcastJoin, IpoibOptions};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
 use crate::hw::capture::Capture;
@@ -52,6 +53,7 @@ use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
+use crate::node::ipoib::IpoibHandle;
 use crate::node::sm::{PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
@@ -64,6 +66,10 @@ use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
 use ipoib_wire::{Gid, Guid, PKey};
 use std::time::Duration;
+
+/// Stream of a host's random generator its [`SaClient`] draws transaction IDs from (stream 1 is
+/// the SA client of the host's first IPoIB interface, module `ipoib`).
+const CLIENT_STREAM: u64 = 2;
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -85,12 +91,13 @@ pub struct SubnetOptions {
     pub client: SaClientConfig,
     /// The SM's multicast coalescing delay ([`SmApp`]).
     pub mcast_delay: Duration,
-    /// Hosts join their broadcast groups when Active (a [`JoinApp`] on every host).
+    /// Hosts join their partitions' broadcast groups when Active (a link-only IPoIB interface per
+    /// IPoIB partition of each host; module docs).
     pub auto_join: bool,
     /// Record every packet into an ERF capture from time zero.
     pub capture: bool,
-    /// Run an IPoIB interface on every host ([`crate::node::ipoib::IpoibApp`], module `ipoib`); the
-    /// interfaces then make the broadcast joins and `auto_join` is ignored.
+    /// Run an IPoIB interface with IP on every host ([`crate::node::ipoib::IpoibApp`], module
+    /// `ipoib`) instead of the link-only ones; `auto_join` is then ignored.
     pub ipoib: Option<IpoibOptions>,
 }
 
@@ -139,8 +146,6 @@ pub struct HostHandle {
     pub port: u8,
     /// Its [`SaClient`] agent.
     pub client: AgentId,
-    /// Its [`JoinApp`] (present even with `auto_join` off, then with no groups).
-    pub app: AppId,
 }
 
 /// Progress of [`Subnet::run_until_joined_with`].
@@ -164,8 +169,8 @@ pub struct Subnet {
     sa: AgentId,
     sm_app: AppId,
     partitions: PartitionConfig,
-    /// Per host, its IPoIB interface (empty without IPoIB).
-    ipoib: Vec<crate::node::ipoib::IpoibHandle>,
+    /// Per host, its IPoIB interfaces (none with `auto_join` off or no IPoIB partition).
+    ipoib: Vec<Vec<IpoibHandle>>,
 }
 
 /// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
@@ -274,12 +279,11 @@ impl Subnet {
             )
             .with_engine(engine_factory());
             let mut h = Host::with_mgmt_port(hca, port);
-            let client = h.add_agent(SaClient::new(client_cfg, rng.fork(1)));
+            let client = h.add_agent(SaClient::new(client_cfg, rng.fork(CLIENT_STREAM)));
             h.serve_method(MgmtClass::SubnAdm, Method::Report, client);
-            h.add_app(JoinApp::new(client, groups.clone()).on_port(port));
             Box::new(h)
         });
-        // Every CA host got agent 0 (its SaClient) and app 0 (its JoinApp), in that order.
+        // Every CA host got agent 0, its SaClient.
         let hosts: Vec<HostHandle> = topo
             .host_ports()
             .map(|e| HostHandle {
@@ -287,13 +291,13 @@ impl Subnet {
                 topo_node: e.node,
                 port: e.port,
                 client: AgentId(0),
-                app: AppId(0),
             })
             .collect();
         let mut sm_opts = opts.sm;
         sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
         let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
             .map_err(SubnetError::Sm)?;
+        let links = ipoib::install_links(&mut sim, &hosts, &sm, &groups, client_cfg);
         let sa_rng = sim.fork_rng(u64::MAX);
         let sa_server = SaServer::new(
             opts.sa,
@@ -317,7 +321,7 @@ impl Subnet {
             sa,
             sm_app,
             partitions,
-            ipoib: Vec::new(),
+            ipoib: links,
         };
         if let Some(o) = opts.ipoib {
             net.install_ipoib(o, client_cfg);
@@ -402,26 +406,26 @@ impl Subnet {
         out
     }
 
-    /// Host `i`'s broadcast-join application.
-    pub fn join_app(&self, i: usize) -> &JoinApp {
-        self.host_device(i)
-            .app::<JoinApp>(self.hosts[i].app)
-            .expect("every host has a JoinApp")
-    }
-
-    /// Host `i`'s broadcast joins.
-    pub fn joins(&self, i: usize) -> &[BroadcastJoin] {
-        self.join_app(i).joins()
-    }
-
-    /// True once host `i` is Active and joined every broadcast group of its partitions; on a
-    /// subnet running IPoIB, once host `i`'s interface has carrier (it joined its partition's
-    /// broadcast group, draft-ietf-ipoib-ip-over-infiniband-06 §5).
+    /// True once host `i`'s port is Active with a LID and every one of its IPoIB interfaces has
+    /// carrier (it joined its partition's broadcast group, draft-ietf-ipoib-ip-over-infiniband-06
+    /// §5).
     pub fn is_joined(&self, i: usize) -> bool {
-        match self.ipoib_app(i) {
-            Some(a) => a.carrier(),
-            None => self.join_app(i).is_joined(),
+        let active = self
+            .host_port(i)
+            .is_some_and(|p| p.state == crate::hw::mgmt::PortState::Active && p.lid != 0);
+        active && self.ipoib_apps(i).all(|a| a.carrier())
+    }
+
+    /// When host `i`'s last broadcast join completed, once it [is joined](Subnet::is_joined) and
+    /// has IPoIB interfaces.
+    pub fn joined_at(&self, i: usize) -> Option<Instant> {
+        if !self.is_joined(i) {
+            return None;
         }
+        self.ipoib_apps(i)
+            .map(|a| a.carrier_up_at())
+            .max()
+            .flatten()
     }
 
     /// Hosts joined.
@@ -496,26 +500,21 @@ impl Subnet {
         }
     }
 
-    /// Sends `mad` from host `i` to the SA through its [`SaClient`]; the answer comes as an event
-    /// ([`Subnet::take_sa_events`]).
+    /// Sends `mad` from host `i` to the SA through its [`SaClient`] (to the SM LID and SL its
+    /// port was given, with the P_Key at index 0 of its table, as Linux `sa_query.c` does without
+    /// a default P_Key); the answer comes as an event ([`Subnet::take_sa_events`]).
     pub fn sa_request(&mut self, i: usize, mad: SaMadRepr) -> RequestId {
         let h = self.hosts[i];
         self.sim
             .with_node::<Host, _>(h.node, |host, now, _| {
-                let to = host
-                    .app::<JoinApp>(h.app)
-                    .map(JoinApp::sa_addr)
-                    .filter(|a| a.lid != 0)
-                    .unwrap_or_else(|| {
-                        let p = host.hca().port(h.port);
-                        MadAddr {
-                            pkey: p
-                                .and_then(|p| p.pkeys.first().copied())
-                                .unwrap_or(PKey::DEFAULT.0),
-                            sl: p.map_or(0, |p| p.sm_sl),
-                            ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
-                        }
-                    });
+                let p = host.hca().port(h.port);
+                let to = MadAddr {
+                    pkey: p
+                        .and_then(|p| p.pkeys.first().copied())
+                        .unwrap_or(PKey::DEFAULT.0),
+                    sl: p.map_or(0, |p| p.sm_sl),
+                    ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
+                };
                 host.agent_mut::<SaClient>(h.client)
                     .map(|c| c.request(now, mad, to))
             })
@@ -523,13 +522,14 @@ impl Subnet {
             .expect("every host has an SaClient")
     }
 
-    /// Takes host `i`'s SA client events that its [`JoinApp`] did not consume (answers to
-    /// [`Subnet::sa_request`], Reports).
+    /// Takes host `i`'s SA client events (answers to [`Subnet::sa_request`], Reports), oldest
+    /// first.
     pub fn take_sa_events(&mut self, i: usize) -> Vec<SaClientEvent> {
         let h = self.hosts[i];
         self.sim
             .with_node::<Host, _>(h.node, |host, _, _| {
-                host.app_mut::<JoinApp>(h.app).map(JoinApp::take_events)
+                host.agent_mut::<SaClient>(h.client)
+                    .map(|c| std::iter::from_fn(|| c.poll_event()).collect())
             })
             .flatten()
             .unwrap_or_default()
@@ -548,27 +548,17 @@ impl Subnet {
         let deadline = self.sim.now() + timeout;
         let answered = |sim: &Simulator| {
             sim.node::<Host>(h.node)
-                .and_then(|x| x.app::<JoinApp>(h.app))
-                .is_some_and(|a| {
-                    a.events()
-                        .iter()
-                        .any(|e| matches!(e, SaClientEvent::Response { id: r, .. } if *r == id))
-                })
+                .and_then(|x| x.agent::<SaClient>(h.client))
+                .is_some_and(|c| c.has_response(id))
         };
         if !self.sim.run_while_not(deadline, answered) {
             return Err(SaClientError::Timeout);
         }
         self.sim
             .with_node::<Host, _>(h.node, |host, _, _| {
-                let app = host.app_mut::<JoinApp>(h.app)?;
-                let pos = app.inbox_position(id)?;
-                app.remove_event(pos)
+                host.agent_mut::<SaClient>(h.client)?.take_response(id)
             })
             .flatten()
-            .and_then(|e| match e {
-                SaClientEvent::Response { result, .. } => Some(result),
-                SaClientEvent::Report { .. } => None,
-            })
             .unwrap_or(Err(SaClientError::Timeout))
     }
 
