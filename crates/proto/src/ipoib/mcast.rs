@@ -90,7 +90,9 @@ pub struct GroupInfo {
 
 #[derive(Debug, Default)]
 pub(super) struct Groups {
-    pub map: BTreeMap<Gid, Group>,
+    /// The groups; boxed so that the table stays small (a B-tree node has room for eleven entries
+    /// however few are used, and most interfaces hold one to a few groups).
+    pub map: BTreeMap<Gid, Box<Group>>,
     /// MGIDs the SA said do not exist, until when that is believed (§11: cache group existence).
     pub absent: BTreeMap<Gid, Instant>,
     /// Absent groups that trap 66 announced, until when their absent entry would have lasted: the

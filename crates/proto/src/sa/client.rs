@@ -107,15 +107,18 @@ pub enum SaClientEvent {
     },
 }
 
+/// A request waiting for its answer. The MAD and the RMPP state are boxed so that the table of
+/// pending requests stays small (a B-tree node has room for eleven entries however few are used,
+/// and most clients have one or two requests out).
 #[derive(Debug)]
 struct Pending {
     id: RequestId,
     to: MadAddr,
-    mad: [u8; MAD_LEN],
+    mad: Box<[u8; MAD_LEN]>,
     deadline: Instant,
     timeout: Duration,
     retries_left: u8,
-    rmpp: Option<RmppReceiver>,
+    rmpp: Option<Box<RmppReceiver>>,
 }
 
 /// The SA client agent.
@@ -172,7 +175,7 @@ impl SaClient {
             Pending {
                 id,
                 to,
-                mad: bytes,
+                mad: Box::new(bytes),
                 deadline: now + self.cfg.timeout,
                 timeout: self.cfg.timeout,
                 retries_left: self.cfg.retries,
@@ -295,7 +298,7 @@ impl SaClient {
         let Some(p) = self.pending.get_mut(&tid) else {
             return;
         };
-        let rx = p.rmpp.get_or_insert_with(RmppReceiver::default);
+        let rx = p.rmpp.get_or_insert_with(Box::default);
         let action = rx.on_data(raw);
         p.deadline = now + timeout;
         match action {
