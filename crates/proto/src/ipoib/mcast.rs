@@ -13,7 +13,7 @@
 //! group; no group but the broadcast group is joined before the broadcast group's parameters are
 //! known (every other join copies them, §11).
 
-use super::timer::{Backoff, GROUP_ABSENT_HOLD};
+use super::timer::{earliest, Backoff, GROUP_ABSENT_HOLD};
 use super::{DropReason, Interface, InterfaceError, InterfaceEvent, Link, LogLevel, Pending};
 use crate::sa::{SaClientError, SaResponse};
 use crate::time::Instant;
@@ -114,13 +114,21 @@ impl Groups {
             .collect()
     }
     pub fn next_deadline(&self) -> Option<Instant> {
-        let r = self.map.values().filter_map(|g| g.retry);
-        let w = self
-            .watched
-            .values()
-            .copied()
-            .filter(|t| *t != Instant::NEVER);
-        r.chain(self.absent.values().copied()).chain(w).min()
+        // Asked after every event of the interface's host: the caches are usually empty, so they
+        // are looked at only when they hold something.
+        let mut next = self.map.values().filter_map(|g| g.retry).min();
+        if !self.absent.is_empty() {
+            next = earliest(next, self.absent.values().copied().min());
+        }
+        if !self.watched.is_empty() {
+            let w = self
+                .watched
+                .values()
+                .copied()
+                .filter(|t| *t != Instant::NEVER);
+            next = earliest(next, w.min());
+        }
+        next
     }
 }
 

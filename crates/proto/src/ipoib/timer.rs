@@ -5,6 +5,7 @@
 //! and [`super::Interface::handle_timeout`] lets each table act on what is due. Every handler
 //! compares deadlines with `now`, so early or repeated calls do nothing.
 
+use crate::time::Instant;
 use std::time::Duration;
 
 /// First retry delay of a failed multicast join (docs/DEPLOYED.md "Linux IPoIB": join backoff 1 s
@@ -28,6 +29,15 @@ pub const PATH_FAILED_HOLD: Duration = Duration::from_secs(1);
 /// How long "this multicast group does not exist" is believed without a trap saying otherwise
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §11: cache group existence; traps 66/67 keep it fresh).
 pub const GROUP_ABSENT_HOLD: Duration = Duration::from_secs(60);
+
+/// The earlier of two deadlines (`None`: no deadline).
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
 
 /// A retry delay that starts at [`JOIN_BACKOFF_INITIAL`] and doubles up to [`JOIN_BACKOFF_MAX`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -257,9 +257,9 @@ impl Host {
 
     fn run_apps(&mut self, now: Instant) -> bool {
         let mut progress = false;
-        let routes: Vec<(CqId, AppId)> = self.cq_routes.iter().map(|(c, a)| (*c, *a)).collect();
         let mut new_routes = Vec::new();
-        for (cq, app) in routes {
+        // Routes added while the applications run take effect after this pass.
+        for (&cq, &app) in &self.cq_routes {
             for c in self.hca.poll_cq(cq, usize::MAX) {
                 progress = true;
                 if let Some(a) = self.apps.get_mut(app.0) {
