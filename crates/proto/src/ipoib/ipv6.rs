@@ -81,6 +81,9 @@ impl V6State {
         self.dad.clear();
     }
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.dad.is_empty() {
+            return None;
+        }
         self.dad.values().copied().min()
     }
     fn source(&self) -> Option<Ipv6Addr> {

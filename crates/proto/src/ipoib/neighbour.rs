@@ -297,6 +297,9 @@ impl Neighbours {
 
     /// The earliest deadline of any entry.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.map.is_empty() {
+            return None;
+        }
         self.map
             .values()
             .map(|n| match n.state {

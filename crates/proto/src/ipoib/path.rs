@@ -275,6 +275,9 @@ impl Paths {
 
     /// The next hold expiry.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.map.is_empty() {
+            return None;
+        }
         self.map
             .values()
             .filter(|p| p.info.is_none() && p.query.is_none())

@@ -568,20 +568,13 @@ impl App for IpoibApp {
                 moved = true;
                 iface.send_ip(now, &p);
             }
-            let mut events = Vec::new();
-            while let Some(e) = iface.poll_event() {
-                events.push(e);
-            }
-            let mut out = Vec::new();
-            while let Some(t) = iface.poll_transmit(now) {
-                out.push(t);
-            }
-            moved |= !events.is_empty() || !out.is_empty();
             // Events first: an Attach or SetQkey must reach the HCA before datagrams that follow.
-            for e in events {
+            while let Some(e) = iface.poll_event() {
+                moved = true;
                 self.on_event(now, e, ctx.hca);
             }
-            for t in out {
+            while let Some(t) = iface.poll_transmit(now) {
+                moved = true;
                 self.post(ctx.hca, t);
             }
             if !moved {

@@ -71,19 +71,21 @@ impl Routing {
             if own == 0 {
                 continue; // not reached by the SM
             }
-            let dests: Vec<(u16, u8)> = attached[t]
+            let dests: Vec<(usize, u8)> = attached[t]
                 .iter()
-                .copied()
-                .chain(std::iter::once((own, 0)))
+                .map(|&(lid, port)| (usize::from(lid), port))
+                .chain(std::iter::once((usize::from(own), 0)))
                 .collect();
-            for s in 0..w {
-                let d = dist[t * w + s];
+            // Hops from t to every switch (the walk from t).
+            let from_t = &dist[t * w..(t + 1) * w];
+            for (s, lft) in lfts.iter_mut().enumerate() {
                 if s == t {
                     for &(lid, port) in &dests {
-                        lfts[s][usize::from(lid)] = port;
+                        lft[lid] = port;
                     }
                     continue;
                 }
+                let d = from_t[s];
                 if d == INF {
                     continue;
                 }
@@ -91,14 +93,21 @@ impl Routing {
                 cand.extend(
                     adj[s]
                         .iter()
-                        .filter(|&&(_, n, _)| dist[t * w + n] == d - 1)
+                        .filter(|&&(_, n, _)| from_t[n] == d - 1)
                         .map(|&(p, _, _)| p),
                 );
                 if cand.is_empty() {
                     continue;
                 }
-                for (i, &(lid, _)) in dests.iter().enumerate() {
-                    lfts[s][usize::from(lid)] = cand[(t + i) % cand.len()];
+                // Destination i leaves on candidate (t + i) mod |cand|, counted without a
+                // division per entry.
+                let mut k = t % cand.len();
+                for &(lid, _) in &dests {
+                    lft[lid] = cand[k];
+                    k += 1;
+                    if k == cand.len() {
+                        k = 0;
+                    }
                 }
             }
         }
