@@ -12,10 +12,12 @@
 //! ports Active. Then one ibsim client on `h1` sends N SubnAdmSet(MCMemberRecord) joins of the
 //! default partition's broadcast group `ff12:401b:ffff::ffff:ffff`, one per CA port, PortGID =
 //! that port's GID (subnet prefix + the port GUID from OpenSM's dump), JoinState FullMember,
-//! ComponentMask MGID | PortGID | JoinState | P_Key: the request our join app sends
-//! (`fabric::subnet::join`). Every join but h1's own is a join on behalf of another port, which
-//! OpenSM accepts for ports sharing a P_Key (docs/OPENSM-NOTES.md). ibsim takes at most 10
-//! clients, so N hosts cannot each send their own.
+//! ComponentMask MGID | PortGID | JoinState | P_Key: the request Linux IPoIB sends for the
+//! broadcast group (`ipoib_multicast.c` `ipoib_mcast_join`); the interface of `ipoib sim`
+//! (`proto::ipoib`, `mcast.rs` `send_join`) sends the same without the P_Key component. Every
+//! join but h1's own is a join on behalf of another port, which OpenSM accepts for ports sharing
+//! a P_Key (docs/OPENSM-NOTES.md). ibsim takes at most 10 clients, so N hosts cannot each send
+//! their own.
 //!
 //! Requests are pipelined with at most W outstanding and matched to responses by the low 48 bits
 //! of the TransactionID (ibsim rewrites the top 16 to route the response back: `IbsimClient`).
