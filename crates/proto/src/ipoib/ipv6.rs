@@ -80,6 +80,7 @@ impl V6State {
     pub fn stop_dad(&mut self) {
         self.dad.clear();
     }
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         if self.dad.is_empty() {
             return None;

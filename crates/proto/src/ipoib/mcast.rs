@@ -113,6 +113,7 @@ impl Groups {
             })
             .collect()
     }
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         // Asked after every event of the interface's host: the caches are usually empty, so they
         // are looked at only when they hold something.

@@ -296,6 +296,7 @@ impl Neighbours {
     }
 
     /// The earliest deadline of any entry.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         if self.map.is_empty() {
             return None;

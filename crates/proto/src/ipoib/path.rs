@@ -274,6 +274,7 @@ impl Paths {
     }
 
     /// The next hold expiry.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         if self.map.is_empty() {
             return None;

@@ -55,6 +55,7 @@ pub(super) struct TrapSub {
 }
 
 impl TrapSub {
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
         self.retry
     }

@@ -53,7 +53,7 @@ use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
-use crate::node::ipoib::IpoibHandle;
+use crate::node::ipoib::{IpoibApp, IpoibHandle};
 use crate::node::sm::{PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
@@ -410,10 +410,13 @@ impl Subnet {
     /// carrier (it joined its partition's broadcast group, draft-ietf-ipoib-ip-over-infiniband-06
     /// §5).
     pub fn is_joined(&self, i: usize) -> bool {
-        let active = self
-            .host_port(i)
-            .is_some_and(|p| p.state == crate::hw::mgmt::PortState::Active && p.lid != 0);
-        active && self.ipoib_apps(i).all(|a| a.carrier())
+        let mut apps = self.ipoib_apps(i).peekable();
+        if apps.peek().is_some() {
+            // Carrier implies an Active port with a LID (the interface is up only then).
+            return apps.all(IpoibApp::carrier);
+        }
+        self.host_port(i)
+            .is_some_and(|p| p.state == crate::hw::mgmt::PortState::Active && p.lid != 0)
     }
 
     /// When host `i`'s last broadcast join completed, once it [is joined](Subnet::is_joined) and
