@@ -85,7 +85,7 @@ impl Interface {
             if sha.gid != self.gid() || sha.qpn != self.cfg.qpn {
                 self.log(
                     LogLevel::Warn,
-                    format!("ARP: our address {} is claimed by {sha}", v4.addr),
+                    format_args!("ARP: our address {} is claimed by {sha}", v4.addr),
                 );
             }
             return;
@@ -102,7 +102,7 @@ impl Interface {
             // draft-06 §14: an ARP reply that changes a known neighbour's address is logged.
             self.log(
                 LogLevel::Warn,
-                format!(
+                format_args!(
                     "ARP: neighbour {} changed link-layer address from {old} to {sha}",
                     a.sender_ip
                 ),

@@ -224,7 +224,7 @@ impl Interface {
         self.v6.set(a, AddrState::Duplicate);
         self.log(
             LogLevel::Warn,
-            format!("duplicate address detected: {a} is used by another node"),
+            format_args!("duplicate address detected: {a} is used by another node"),
         );
         self.events.push_back(InterfaceEvent::DadFailed(a));
         self.sync_groups(now);
@@ -421,7 +421,7 @@ impl Interface {
             Some(_) => {
                 return self.log(
                     LogLevel::Warn,
-                    format!("another node advertises our address {target}"),
+                    format_args!("another node advertises our address {target}"),
                 )
             }
             None => {}
@@ -442,7 +442,7 @@ impl Interface {
         if let Some(old) = l.changed_from {
             self.log(
                 LogLevel::Warn,
-                format!("ND: neighbour {ip} changed link-layer address from {old} to {hw}"),
+                format_args!("ND: neighbour {ip} changed link-layer address from {old} to {hw}"),
             );
         }
         if l.refused {
@@ -482,7 +482,7 @@ impl Interface {
                         // §7: logged, otherwise ignored.
                         self.log(
                             LogLevel::Warn,
-                            format!("RA from {src}: MTU option {m} larger than the link MTU {link}, ignored"),
+                            format_args!("RA from {src}: MTU option {m} larger than the link MTU {link}, ignored"),
                         );
                     } else if m >= 1280 && m != self.ipv6_mtu() {
                         self.ipv6_mtu = m;
@@ -494,7 +494,10 @@ impl Interface {
         }
         for a in new {
             if self.v6.find(a).is_none() {
-                self.log(LogLevel::Info, format!("autoconfigured {a}/64 from {src}"));
+                self.log(
+                    LogLevel::Info,
+                    format_args!("autoconfigured {a}/64 from {src}"),
+                );
                 self.add_ipv6_address(now, a, 64);
             }
         }

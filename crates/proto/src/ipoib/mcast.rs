@@ -414,7 +414,7 @@ impl Interface {
                 // §13: log every failed IB multicast operation.
                 self.log(
                     LogLevel::Warn,
-                    format!(
+                    format_args!(
                         "multicast join {} (join state {:#x}) failed: {e}",
                         mgid.to_ipv6(),
                         js.0
@@ -505,7 +505,7 @@ impl Interface {
         };
         self.log(
             LogLevel::Info,
-            format!(
+            format_args!(
                 "no broadcast group {}: trying scope {:#x}",
                 old.to_ipv6(),
                 u8::from(self.scope)
@@ -613,7 +613,10 @@ impl Interface {
                     self.mc_add_non(now, m);
                 }
             }
-            Err(e) => self.log(LogLevel::Warn, format!("multicast group list failed: {e}")),
+            Err(e) => self.log(
+                LogLevel::Warn,
+                format_args!("multicast group list failed: {e}"),
+            ),
         }
     }
 

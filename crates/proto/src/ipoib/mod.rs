@@ -125,10 +125,15 @@ pub struct InterfaceConfig {
     /// it. Each announcement reaches every member of the broadcast group, so N hosts coming up
     /// send N broadcasts to N hosts.
     pub arp_notify: bool,
+    /// The least severe [`InterfaceEvent::Log`] the interface emits: `Info` emits every message,
+    /// `Warn` only what the specification says to log (§7, §13, §14). Messages below it are not
+    /// even formatted.
+    pub log_level: LogLevel,
 }
 
 impl InterfaceConfig {
-    /// Defaults: default partition 0xFFFF, link-local scope, IPv6 on, IPv4 off, 3 queued packets.
+    /// Defaults: default partition 0xFFFF, link-local scope, IPv6 on, IPv4 off, 3 queued packets,
+    /// every log message.
     pub fn new(port_guid: Guid, qpn: u32) -> InterfaceConfig {
         InterfaceConfig {
             port_guid,
@@ -149,6 +154,7 @@ impl InterfaceConfig {
             max_paths: 1024,
             sa: SaClientConfig::default(),
             arp_notify: true,
+            log_level: LogLevel::Info,
         }
     }
 }
@@ -564,8 +570,11 @@ impl Interface {
         self.drop_count(r, 1);
     }
 
-    fn log(&mut self, level: LogLevel, msg: String) {
-        self.events.push_back(InterfaceEvent::Log(level, msg));
+    fn log(&mut self, level: LogLevel, msg: std::fmt::Arguments<'_>) {
+        if level >= self.cfg.log_level {
+            self.events
+                .push_back(InterfaceEvent::Log(level, msg.to_string()));
+        }
     }
 
     /// Joins the IP multicast group `group` (IPv4 class D or IPv6 ff00::/8): a FullMember join of its

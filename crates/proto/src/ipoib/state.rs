@@ -51,7 +51,7 @@ impl Interface {
                     } else {
                         "port down"
                     };
-                    self.log(LogLevel::Info, format!("link down: {why}"));
+                    self.log(LogLevel::Info, format_args!("link down: {why}"));
                     self.flush(now, Flush::Heavy);
                     self.link = Link::Down;
                 }
@@ -69,11 +69,11 @@ impl Interface {
                 };
                 match level {
                     Some(Flush::Light) => {
-                        self.log(LogLevel::Info, "SM changed: rejoining".into());
+                        self.log(LogLevel::Info, format_args!("SM changed: rejoining"));
                         self.flush(now, Flush::Light);
                     }
                     Some(l) => {
-                        self.log(LogLevel::Info, format!("port event ({l:?} flush)"));
+                        self.log(LogLevel::Info, format_args!("port event ({l:?} flush)"));
                         self.flush(now, l);
                         self.link = Link::Down;
                         self.start(now);
@@ -157,7 +157,7 @@ impl Interface {
         self.events.push_back(InterfaceEvent::CarrierUp);
         self.log(
             LogLevel::Info,
-            format!(
+            format_args!(
                 "carrier up: mtu {} qkey {:#x} mlid {:#x}",
                 self.mtu(),
                 self.params.map(|p| p.record.qkey).unwrap_or(0),
@@ -200,7 +200,7 @@ impl Interface {
                                 // §13: log every failed IB multicast operation.
                                 self.log(
                                     LogLevel::Warn,
-                                    format!("multicast leave {} failed: {e}", mgid.to_ipv6()),
+                                    format_args!("multicast leave {} failed: {e}", mgid.to_ipv6()),
                                 );
                             }
                         }

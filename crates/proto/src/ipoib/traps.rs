@@ -117,7 +117,7 @@ impl Interface {
         } else {
             "unsubscribing from"
         };
-        self.log(LogLevel::Info, format!("{what} traps 66/67"));
+        self.log(LogLevel::Info, format_args!("{what} traps 66/67"));
     }
 
     /// The SA answered one half of a subscription change.
@@ -129,7 +129,10 @@ impl Interface {
             } else {
                 "unsubscription from"
             };
-            self.log(LogLevel::Warn, format!("{what} trap {trap} failed: {e}"));
+            self.log(
+                LogLevel::Warn,
+                format_args!("{what} trap {trap} failed: {e}"),
+            );
             self.traps.failed = true;
         }
         if self.traps.inflight > 0 {

@@ -195,7 +195,7 @@ impl Interface {
         if let Err(e) = &result {
             self.log(
                 LogLevel::Warn,
-                format!("path record for {} failed: {e}", gid.to_ipv6()),
+                format_args!("path record for {} failed: {e}", gid.to_ipv6()),
             );
         }
         let Some((res, frames)) = self.paths.complete(now, &gid, id, info) else {

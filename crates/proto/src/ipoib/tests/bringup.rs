@@ -167,6 +167,48 @@ fn broadcast_join_retried_with_backoff() {
     assert_eq!(starts.first(), Some(&70), "{starts:?}");
 }
 
+// InterfaceConfig::log_level: at Warn the interface still logs what §13 asks for (a failed
+// multicast join) but no informational message (carrier up); at the default, Info, both.
+#[test]
+fn log_level_warn_keeps_only_warnings() {
+    let mut net = Net::with(2, |lid, c| {
+        c.sa.retries = 0;
+        c.sa.timeout = Duration::from_secs(1);
+        if lid == 2 {
+            c.log_level = LogLevel::Warn;
+        }
+    });
+    net.filter = Box::new(|from, _| from != SM_LID);
+    net.port(2, |_| {});
+    net.port(3, |_| {});
+    net.run_for(Duration::from_millis(1500));
+    net.filter = Box::new(|_, _| false);
+    net.run_for(Duration::from_secs(5));
+    let messages = |net: &mut Net, lid: u16| -> Vec<(LogLevel, String)> {
+        net.host(lid)
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                InterfaceEvent::Log(l, m) => Some((*l, m.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    for lid in [2, 3] {
+        assert!(net.iface(lid).carrier(), "host {lid}");
+        let m = messages(&mut net, lid);
+        assert!(
+            m.iter().any(|(l, s)| *l == LogLevel::Warn
+                && s.starts_with("multicast join ff12:401b:ffff::ffff:ffff")),
+            "host {lid}: {m:?}"
+        );
+        let info = m
+            .iter()
+            .any(|(l, s)| *l == LogLevel::Info && s.starts_with("carrier up"));
+        assert_eq!(info, lid == 3, "host {lid}: {m:?}");
+    }
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §5: the P_Key must be the port's before the link forms; no
 // join is attempted without it.
 #[test]
