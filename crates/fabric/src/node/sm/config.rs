@@ -151,7 +151,8 @@ impl SubnetManager {
         let r = usize::from(mlid - LID_MULTICAST_FIRST) % self.route.roots.len();
         let tree: &[TreeLink] = &self.route.trees[r];
         let root = self.route.roots[r];
-        let mut ports: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        // Per switch index, the ports of its entry once it is in the tree.
+        let mut ports: Vec<Option<Vec<u8>>> = vec![None; self.switches.len()];
         for &lid in members {
             let Some(e) = self.owner(lid) else { continue };
             if self.sw_index[e.node].is_some() {
@@ -166,16 +167,16 @@ impl SubnetManager {
             if s != root && tree[s].is_none() {
                 continue; // not connected to the root
             }
-            let fresh = !ports.contains_key(&s);
-            ports.entry(s).or_default().push(peer.port);
+            let fresh = ports[s].is_none();
+            ports[s].get_or_insert_with(Vec::new).push(peer.port);
             if !fresh {
                 continue;
             }
             // Walk up to the root or to a switch already in the tree.
             while let Some((parent, up, down)) = tree[s] {
-                ports.entry(s).or_default().push(up);
-                let joined = ports.contains_key(&parent);
-                ports.entry(parent).or_default().push(down);
+                ports[s].get_or_insert_with(Vec::new).push(up);
+                let joined = ports[parent].is_some();
+                ports[parent].get_or_insert_with(Vec::new).push(down);
                 if joined {
                     break;
                 }
@@ -185,24 +186,28 @@ impl SubnetManager {
         // Prune the top: a root with a single tree link and no member is not needed (all members
         // behind one leaf use that leaf alone).
         let mut top = root;
-        while let Some(entry) = ports.get(&top) {
+        while let Some(entry) = &ports[top] {
             let [only] = entry[..] else { break };
-            let child = ports.keys().copied().find(|&c| {
-                c != top && matches!(tree[c], Some((p, _, down)) if p == top && down == only)
+            let child = (0..ports.len()).find(|&c| {
+                c != top
+                    && ports[c].is_some()
+                    && matches!(tree[c], Some((p, _, down)) if p == top && down == only)
             });
             let Some(c) = child else { break }; // `only` is a member port
-            ports.remove(&top);
-            if let (Some(e), Some((_, up, _))) = (ports.get_mut(&c), tree[c]) {
+            ports[top] = None;
+            if let (Some(e), Some((_, up, _))) = (ports[c].as_mut(), tree[c]) {
                 e.retain(|&p| p != up);
             }
             top = c;
         }
         ports
             .into_iter()
-            .map(|(s, mut p)| {
+            .enumerate()
+            .filter_map(|(s, p)| {
+                let mut p = p?;
                 p.sort_unstable();
                 p.dedup();
-                (self.nodes[self.switches[s]], Config::Mft { mlid, ports: p })
+                Some((self.nodes[self.switches[s]], Config::Mft { mlid, ports: p }))
             })
             .collect()
     }

@@ -14,7 +14,8 @@
 //!   other group joins, no trap subscription (§11 senders and §12 routers subscribe; a link is
 //!   neither). The SA's Reports therefore stay with the host's own SA client, and a link keeps
 //!   only the fewest receive buffers Linux allows posted ([`MIN_RECV_DEPTH`]): it delivers
-//!   nothing up. A host's first link
+//!   nothing up. It logs warnings only (`InterfaceConfig::log_level`): a subnet of 10,000 hosts
+//!   would otherwise format 10,000 "carrier up" lines nobody reads. A host's first link
 //!   draws its SA transaction IDs from the host's random stream (its SA client forks stream 1),
 //!   further links from stream `LINK_STREAM + k` of it.
 //! - With [`SubnetOptions::ipoib`](super::SubnetOptions::ipoib) set, every host gets one
@@ -36,7 +37,7 @@ use crate::node::host::Host;
 use crate::node::ipoib::{IpoibApp, IpoibHandle, MIN_RECV_DEPTH};
 use crate::node::sm::SubnetManager;
 use crate::Instant;
-use ipoib_proto::ipoib::{Interface, InterfaceConfig, Ipv4Config};
+use ipoib_proto::ipoib::{Interface, InterfaceConfig, Ipv4Config, LogLevel};
 use ipoib_proto::sa::SaClientConfig;
 use ipoib_wire::ipoib::{broadcast_mgid, IpoibMgid, Scope};
 use ipoib_wire::mad::{Method, MgmtClass};
@@ -102,6 +103,7 @@ pub(super) fn install_links(
                     cfg.ipv4 = None;
                     cfg.ipv6 = false;
                     cfg.sa = sa;
+                    cfg.log_level = LogLevel::Warn;
                     let r = if k == 0 {
                         rng.clone()
                     } else {
