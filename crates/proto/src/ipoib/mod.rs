@@ -398,6 +398,8 @@ pub struct Interface {
     out: VecDeque<UdTransmit>,
     events: VecDeque<InterfaceEvent>,
     counters: Counters,
+    /// What [`Interface::poll_timeout`] answers, settled after every change of state.
+    deadline: Option<Instant>,
 }
 
 impl Interface {
@@ -433,6 +435,7 @@ impl Interface {
             out: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
+            deadline: None,
         }
     }
 
@@ -531,11 +534,21 @@ impl Interface {
     pub fn handle_mad(&mut self, now: Instant, mad: MadIn) {
         self.sa.handle_mad(now, mad);
         self.process_sa(now);
+        self.settle_deadline();
     }
 
     /// When [`Interface::handle_timeout`] is next needed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        // The host asks after every event it handles: a plain fold of the tables' deadlines.
+        debug_assert_eq!(
+            self.deadline,
+            self.next_deadline(),
+            "a method that changes the interface's state did not settle its deadline"
+        );
+        self.deadline
+    }
+
+    /// The earliest deadline of the SA client and of every table.
+    fn next_deadline(&self) -> Option<Instant> {
         let mut next = self.sa.poll_timeout();
         for t in [
             self.neigh.next_deadline(),
@@ -558,6 +571,15 @@ impl Interface {
         self.mcast_timeouts(now);
         self.dad_timeouts(now);
         self.traps_sync(now);
+        self.settle_deadline();
+    }
+
+    /// Records [`Interface::poll_timeout`]'s answer after a change of state: every public method
+    /// that can move a deadline ends with it (the `poll_*` methods only take output, which moves
+    /// none). The host asks for the deadline after every event, and the tables' deadlines are
+    /// spread over the interface's memory; one field is cheaper to read.
+    fn settle_deadline(&mut self) {
+        self.deadline = self.next_deadline();
     }
 
     fn drop_count(&mut self, r: DropReason, n: usize) {
@@ -582,6 +604,7 @@ impl Interface {
     pub fn join_group(&mut self, now: Instant, group: IpAddr) -> Result<(), InterfaceError> {
         let mgid = self.group_mgid(group)?;
         self.mc_add_full(now, mgid);
+        self.settle_deadline();
         Ok(())
     }
 
@@ -589,6 +612,7 @@ impl Interface {
     pub fn leave_group(&mut self, now: Instant, group: IpAddr) -> Result<(), InterfaceError> {
         let mgid = self.group_mgid(group)?;
         self.mc_drop_full(now, mgid);
+        self.settle_deadline();
         Ok(())
     }
 }

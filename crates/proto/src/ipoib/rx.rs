@@ -20,6 +20,11 @@ impl Interface {
     /// A UD receive completion for the interface's QP (the data is the encapsulation header and
     /// the datagram, the GRH already taken off).
     pub fn handle_datagram(&mut self, now: Instant, d: UdReceived) {
+        self.receive(now, d);
+        self.settle_deadline();
+    }
+
+    fn receive(&mut self, now: Instant, d: UdReceived) {
         self.counters.rx_frames += 1;
         let Some(p) = self.params.filter(|_| self.link == Link::Up) else {
             return self.drop1(DropReason::NotUp);

@@ -39,6 +39,11 @@ fn usable(p: &PortInfo) -> bool {
 impl Interface {
     /// The port changed (or is reported for the first time).
     pub fn handle_port(&mut self, now: Instant, p: PortInfo) {
+        self.port_changed(now, p);
+        self.settle_deadline();
+    }
+
+    fn port_changed(&mut self, now: Instant, p: PortInfo) {
         let old = self.port.replace(p);
         let was = old.as_ref().is_some_and(usable);
         match (old, was, usable(&p)) {

@@ -31,6 +31,11 @@ impl Interface {
     /// behind address resolution, or dropped and counted; never an error to the caller (IP is a
     /// datagram service).
     pub fn send_ip(&mut self, now: Instant, packet: &[u8]) {
+        self.transmit_ip(now, packet);
+        self.settle_deadline();
+    }
+
+    fn transmit_ip(&mut self, now: Instant, packet: &[u8]) {
         if self.link != Link::Up {
             return self.drop1(DropReason::NotUp);
         }

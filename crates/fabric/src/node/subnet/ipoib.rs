@@ -63,40 +63,70 @@ pub struct BroadcastJoin {
     pub at: Option<Instant>,
 }
 
+/// Every host's IPoIB interfaces in one array: host `i`'s are `handles[start[i]..start[i + 1]]`
+/// (the join checks between slices of simulated time look at every waiting host).
+#[derive(Debug, Default)]
+pub(super) struct Interfaces {
+    handles: Vec<IpoibHandle>,
+    start: Vec<usize>,
+}
+
+impl Interfaces {
+    /// Appends the next host's interfaces.
+    fn push_host(&mut self, handles: impl IntoIterator<Item = IpoibHandle>) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        self.handles.extend(handles);
+        self.start.push(self.handles.len());
+    }
+
+    /// Host `i`'s interfaces (none for an unknown host).
+    pub(super) fn of(&self, i: usize) -> &[IpoibHandle] {
+        match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.handles.get(a..b).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+}
+
 /// Installs the links of every host (see the module docs): for each host, an interface on each
 /// of `groups` (P_Key with the full-member bit, broadcast MGID) whose partition is in the P_Key
-/// table `sm` gives the host's port. Returns them per host.
+/// table `sm` gives the host's port.
 pub(super) fn install_links(
     sim: &mut Simulator,
     hosts: &[HostHandle],
     sm: &SubnetManager,
     groups: &[(u16, Gid)],
     sa: SaClientConfig,
-) -> Vec<Vec<IpoibHandle>> {
-    let mut out = Vec::with_capacity(hosts.len());
+) -> Interfaces {
+    // The groups the interfaces can join under their very MGID (§4 figure 2), with their scope.
+    let groups: Vec<(u16, Scope)> = groups
+        .iter()
+        .filter_map(|&(k, m)| {
+            let scope = IpoibMgid::parse(&m).ok()?.scope;
+            (broadcast_mgid(k, scope) == m).then_some((k, scope))
+        })
+        .collect();
+    let mut out = Interfaces::default();
     for h in hosts {
         let table = sm.pkey_table(End {
             node: h.topo_node,
             port: h.port,
         });
-        let mine: Vec<(u16, Scope)> = groups
+        let mut mine = groups
             .iter()
             .filter(|&&(k, _)| table.iter().any(|&p| PKey(p).same_partition(PKey(k))))
-            .filter_map(|&(k, m)| {
-                let scope = IpoibMgid::parse(&m).ok()?.scope;
-                // Only a group the interface joins under that very MGID (§4 figure 2).
-                (broadcast_mgid(k, scope) == m).then_some((k, scope))
-            })
-            .collect();
-        if mine.is_empty() {
-            out.push(Vec::new());
+            .peekable();
+        if mine.peek().is_none() {
+            out.push_host(None);
             continue;
         }
         let rng = sim.fork_rng(h.topo_node as u64);
         let links = sim
             .with_node::<Host, _>(h.node, |host, _, _| {
-                let mut links = Vec::with_capacity(mine.len());
-                for (k, &(pkey, scope)) in mine.iter().enumerate() {
+                let mut links = Vec::new();
+                for (k, &(pkey, scope)) in mine.enumerate() {
                     let mut cfg = InterfaceConfig::new(Guid(0), 0);
                     cfg.pkey = pkey;
                     cfg.scope = scope;
@@ -119,7 +149,7 @@ pub(super) fn install_links(
                 links
             })
             .unwrap_or_default();
-        out.push(links);
+        out.push_host(links);
     }
     out
 }
@@ -156,6 +186,7 @@ pub fn host_ipv4(network: Ipv4Addr, i: usize) -> Ipv4Addr {
 impl Subnet {
     /// Installs the interfaces with IP (from [`Subnet::build`], on a subnet without links).
     pub(super) fn install_ipoib(&mut self, o: IpoibOptions, sa: SaClientConfig) {
+        let mut all = Interfaces::default();
         for i in 0..self.hosts.len() {
             let mut cfg = InterfaceConfig::new(Guid(0), 0);
             cfg.sa = sa;
@@ -176,18 +207,19 @@ impl Subnet {
                 })
                 .flatten();
             // The host port exists on every host by construction: the install cannot fail.
-            self.ipoib[i] = h.into_iter().collect();
+            all.push_host(h);
         }
+        self.ipoib = all;
     }
 
     /// True when some host runs an IPoIB interface.
     pub fn has_ipoib(&self) -> bool {
-        self.ipoib.iter().any(|l| !l.is_empty())
+        !self.ipoib.handles.is_empty()
     }
 
     /// Where host `i`'s (first) interface lives.
     pub fn ipoib_handle(&self, i: usize) -> Option<IpoibHandle> {
-        self.ipoib.get(i)?.first().copied()
+        self.ipoib.of(i).first().copied()
     }
 
     /// Host `i`'s (first) IPoIB interface agent.
@@ -206,9 +238,8 @@ impl Subnet {
     pub fn ipoib_apps(&self, i: usize) -> impl Iterator<Item = &IpoibApp> + '_ {
         let host = self.host_device(i);
         self.ipoib
-            .get(i)
-            .into_iter()
-            .flatten()
+            .of(i)
+            .iter()
             .filter_map(move |h| host.app::<IpoibApp>(h.app))
     }
 
@@ -217,9 +248,8 @@ impl Subnet {
     pub fn broadcast_joins(&self, i: usize) -> Vec<BroadcastJoin> {
         let host = self.host_device(i);
         self.ipoib
-            .get(i)
-            .into_iter()
-            .flatten()
+            .of(i)
+            .iter()
             .filter_map(|h| {
                 let iface = host.agent::<Interface>(h.agent)?;
                 let app = host.app::<IpoibApp>(h.app)?;
@@ -270,7 +300,7 @@ impl Subnet {
 
     /// Hosts whose interface has carrier.
     pub fn carrier_count(&self) -> usize {
-        (0..self.ipoib.len())
+        (0..self.hosts.len())
             .filter(|&i| self.ipoib_app(i).is_some_and(IpoibApp::carrier))
             .count()
     }
@@ -303,7 +333,7 @@ impl Subnet {
     /// `deadline`. True when all are usable.
     pub fn run_until_ipv6_ready(&mut self, deadline: Instant) -> bool {
         self.run_until_with(deadline, |n| {
-            (0..n.ipoib.len()).all(|i| n.ipoib_app(i).is_some_and(|a| !a.ip().ipv6().is_empty()))
+            (0..n.hosts.len()).all(|i| n.ipoib_app(i).is_some_and(|a| !a.ip().ipv6().is_empty()))
         })
     }
 }

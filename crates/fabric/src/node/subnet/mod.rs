@@ -53,7 +53,7 @@ use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
-use crate::node::ipoib::{IpoibApp, IpoibHandle};
+use crate::node::ipoib::IpoibApp;
 use crate::node::sm::{PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
@@ -170,7 +170,7 @@ pub struct Subnet {
     sm_app: AppId,
     partitions: PartitionConfig,
     /// Per host, its IPoIB interfaces (none with `auto_join` off or no IPoIB partition).
-    ipoib: Vec<Vec<IpoibHandle>>,
+    ipoib: ipoib::Interfaces,
 }
 
 /// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
