@@ -12,12 +12,13 @@
 //!   is the FullMember join of its broadcast group when the port becomes Active, retried with the
 //!   interface's backoff (`ipoib_proto::ipoib::timer`), and it answers nothing: no ARP, no ND, no
 //!   other group joins, no trap subscription (§11 senders and §12 routers subscribe; a link is
-//!   neither). The SA's Reports therefore stay with the host's own SA client, and a link keeps
+//!   neither), so no Report comes for it (a host's own SA client takes them, `super::Subnet`
+//!   `sa_client`), and a link keeps
 //!   only the fewest receive buffers Linux allows posted ([`MIN_RECV_DEPTH`]): it delivers
 //!   nothing up. It logs warnings only (`InterfaceConfig::log_level`): a subnet of 10,000 hosts
-//!   would otherwise format 10,000 "carrier up" lines nobody reads. A host's first link
-//!   draws its SA transaction IDs from the host's random stream (its SA client forks stream 1),
-//!   further links from stream `LINK_STREAM + k` of it.
+//!   would otherwise format 10,000 "carrier up" lines nobody reads. A host's first link is given
+//!   the host's random stream (the interface forks stream 1 of it for its SA transaction IDs),
+//!   further links stream `LINK_STREAM + k` of it.
 //! - With [`SubnetOptions::ipoib`](super::SubnetOptions::ipoib) set, every host gets one
 //!   interface with IP instead, on the P_Key its configuration names. Host `i` gets IPv4 address
 //!   `network + i + 1` (so `10.0.0.1`, `10.0.0.2`, ... past 254 hosts: `10.0.1.0`, ...; the
@@ -40,7 +41,6 @@ use crate::Instant;
 use ipoib_proto::ipoib::{Interface, InterfaceConfig, Ipv4Config, LogLevel};
 use ipoib_proto::sa::SaClientConfig;
 use ipoib_wire::ipoib::{broadcast_mgid, IpoibMgid, Scope};
-use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::McMemberRecordRepr;
 use ipoib_wire::{Gid, Guid, PKey};
 use std::net::Ipv4Addr;
@@ -139,13 +139,11 @@ pub(super) fn install_links(
                     } else {
                         rng.fork(LINK_STREAM + k as u64)
                     };
-                    // Port 1 exists on every host by construction: this cannot fail.
+                    // The host port exists on every host by construction: this cannot fail.
                     if let Ok(l) = IpoibApp::install_with_depth(host, cfg, r, MIN_RECV_DEPTH) {
                         links.push(l);
                     }
                 }
-                // Links subscribe to no trap (module docs): Reports go to the SA client.
-                host.serve_method(MgmtClass::SubnAdm, Method::Report, h.client);
                 links
             })
             .unwrap_or_default();
@@ -210,6 +208,7 @@ impl Subnet {
             all.push_host(h);
         }
         self.ipoib = all;
+        self.ip = true;
     }
 
     /// True when some host runs an IPoIB interface.

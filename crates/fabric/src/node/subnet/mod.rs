@@ -10,13 +10,17 @@
 //! [`HostHandle::port`], from [`Topology::host_ports`]); its other ports are configured and
 //! reachable but carry no IPoIB interface. A CA with no cabled port is no host.
 //!
-//! - Every host runs an [`SaClient`] agent on QP1 (it also receives the SA's Reports,
-//!   [`Host::serve_method`]; its events wait in it until [`Subnet::take_sa_events`] or
-//!   [`Subnet::sa_call`] take them) and one IPoIB interface ([`crate::node::ipoib::IpoibApp`]
-//!   running [`ipoib_proto::ipoib::Interface`]) per IPoIB partition its port belongs to: a link
-//!   with no address family on, which FullMember-joins the partition's broadcast group when the
-//!   port becomes Active (draft-ietf-ipoib-ip-over-infiniband-06 §5), retrying with the
-//!   interface's backoff, and sends nothing else (module `ipoib`).
+//! - Every host runs one IPoIB interface ([`crate::node::ipoib::IpoibApp`] running
+//!   [`ipoib_proto::ipoib::Interface`]) per IPoIB partition its port belongs to: a link with no
+//!   address family on, which FullMember-joins the partition's broadcast group when the port
+//!   becomes Active (draft-ietf-ipoib-ip-over-infiniband-06 §5), retrying with the interface's
+//!   backoff, and sends nothing else (module `ipoib`).
+//! - A host gets an [`SaClient`] agent on QP1 for the requests made through the subnet
+//!   ([`Subnet::sa_request`], [`Subnet::sa_call`]) when the first one is made; its events wait in
+//!   it until [`Subnet::take_sa_events`] or [`Subnet::sa_call`] take them, and it receives the
+//!   SA's Reports ([`Host::serve_method`]) unless the host's interface runs IP (that interface
+//!   subscribes to traps itself and takes them). A client made at once on every host would be
+//!   polled after every event of every host for nothing while the subnet comes up.
 //! - The SM's host (host 0, the first CA with a cabled port, on that port) runs, besides those, the
 //!   [`SaServer`] (served for class SubnAdm) and the [`SmApp`] holding the [`SubnetManager`]: at
 //!   time zero it configures every port and forwarding table, then programs multicast trees as
@@ -26,8 +30,7 @@
 //!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
 //!   and pre-created groups.
 //!
-//! - With [`SubnetOptions::ipoib`], every host runs one IPoIB interface with IP instead (it
-//!   receives the SA's Reports instead of the [`SaClient`]).
+//! - With [`SubnetOptions::ipoib`], every host runs one IPoIB interface with IP instead.
 //!
 //! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
 //! simulator's configuration channel ([`crate::hw::mgmt`]).
@@ -144,8 +147,6 @@ pub struct HostHandle {
     pub topo_node: usize,
     /// The HCA port its software runs on (its first cabled port; see the module docs).
     pub port: u8,
-    /// Its [`SaClient`] agent.
-    pub client: AgentId,
 }
 
 /// Progress of [`Subnet::run_until_joined_with`].
@@ -171,6 +172,11 @@ pub struct Subnet {
     partitions: PartitionConfig,
     /// Per host, its IPoIB interfaces (none with `auto_join` off or no IPoIB partition).
     ipoib: ipoib::Interfaces,
+    /// True when the interfaces run IP ([`SubnetOptions::ipoib`]).
+    ip: bool,
+    /// Per host, its [`SaClient`] once made (module docs), and their settings.
+    clients: Vec<Option<AgentId>>,
+    client_cfg: SaClientConfig,
 }
 
 /// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
@@ -271,26 +277,24 @@ impl Subnet {
             sim.set_capture(Capture::new());
         }
         let client_cfg = opts.client;
-        let built = build(&topo, &mut sim, opts.link, |i, node, rng| {
+        // A CA's random stream (the simulator's, forked with the node index) is not taken here:
+        // its first link's and its SaClient's are forked from the same stream later (module
+        // `ipoib`, `Subnet::sa_client`).
+        let built = build(&topo, &mut sim, opts.link, |i, node, _rng| {
             let port = host_port[i].unwrap_or(MGMT_PORT);
             let hca = Hca::with_port_guids(
                 node.guid,
                 (1..=node.ports).map(|p| node.port_guid(p)).collect(),
             )
             .with_engine(engine_factory());
-            let mut h = Host::with_mgmt_port(hca, port);
-            let client = h.add_agent(SaClient::new(client_cfg, rng.fork(CLIENT_STREAM)));
-            h.serve_method(MgmtClass::SubnAdm, Method::Report, client);
-            Box::new(h)
+            Box::new(Host::with_mgmt_port(hca, port))
         });
-        // Every CA host got agent 0, its SaClient.
         let hosts: Vec<HostHandle> = topo
             .host_ports()
             .map(|e| HostHandle {
                 node: built.nodes[e.node],
                 topo_node: e.node,
                 port: e.port,
-                client: AgentId(0),
             })
             .collect();
         let mut sm_opts = opts.sm;
@@ -313,6 +317,7 @@ impl Subnet {
                 (sa, app)
             })
             .ok_or(SubnetError::NoHost)?;
+        let n_hosts = hosts.len();
         let mut net = Subnet {
             sim,
             topology: topo,
@@ -322,6 +327,9 @@ impl Subnet {
             sm_app,
             partitions,
             ipoib: links,
+            ip: false,
+            clients: vec![None; n_hosts],
+            client_cfg,
         };
         if let Some(o) = opts.ipoib {
             net.install_ipoib(o, client_cfg);
@@ -508,6 +516,7 @@ impl Subnet {
     /// a default P_Key); the answer comes as an event ([`Subnet::take_sa_events`]).
     pub fn sa_request(&mut self, i: usize, mad: SaMadRepr) -> RequestId {
         let h = self.hosts[i];
+        let client = self.sa_client(i);
         self.sim
             .with_node::<Host, _>(h.node, |host, now, _| {
                 let p = host.hca().port(h.port);
@@ -518,20 +527,46 @@ impl Subnet {
                     sl: p.map_or(0, |p| p.sm_sl),
                     ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
                 };
-                host.agent_mut::<SaClient>(h.client)
+                host.agent_mut::<SaClient>(client)
                     .map(|c| c.request(now, mad, to))
             })
             .flatten()
-            .expect("every host has an SaClient")
+            .expect("sa_client made host i's SaClient")
+    }
+
+    /// Host `i`'s [`SaClient`], made on first use (module docs). Its transaction IDs come from
+    /// stream [`CLIENT_STREAM`] of the host's random stream.
+    fn sa_client(&mut self, i: usize) -> AgentId {
+        if let Some(id) = self.clients[i] {
+            return id;
+        }
+        let h = self.hosts[i];
+        let rng = self.sim.fork_rng(h.topo_node as u64).fork(CLIENT_STREAM);
+        let (cfg, reports) = (self.client_cfg, !self.ip);
+        let id = self
+            .sim
+            .with_node::<Host, _>(h.node, |host, _, _| {
+                let id = host.add_agent(SaClient::new(cfg, rng));
+                if reports {
+                    host.serve_method(MgmtClass::SubnAdm, Method::Report, id);
+                }
+                id
+            })
+            .expect("a subnet host is a Host");
+        self.clients[i] = Some(id);
+        id
     }
 
     /// Takes host `i`'s SA client events (answers to [`Subnet::sa_request`], Reports), oldest
     /// first.
     pub fn take_sa_events(&mut self, i: usize) -> Vec<SaClientEvent> {
         let h = self.hosts[i];
+        let Some(client) = self.clients[i] else {
+            return Vec::new();
+        };
         self.sim
             .with_node::<Host, _>(h.node, |host, _, _| {
-                host.agent_mut::<SaClient>(h.client)
+                host.agent_mut::<SaClient>(client)
                     .map(|c| std::iter::from_fn(|| c.poll_event()).collect())
             })
             .flatten()
@@ -548,10 +583,11 @@ impl Subnet {
     ) -> Result<SaResponse, SaClientError> {
         let id = self.sa_request(i, mad);
         let h = self.hosts[i];
+        let client = self.sa_client(i);
         let deadline = self.sim.now() + timeout;
         let answered = |sim: &Simulator| {
             sim.node::<Host>(h.node)
-                .and_then(|x| x.agent::<SaClient>(h.client))
+                .and_then(|x| x.agent::<SaClient>(client))
                 .is_some_and(|c| c.has_response(id))
         };
         if !self.sim.run_while_not(deadline, answered) {
@@ -559,7 +595,7 @@ impl Subnet {
         }
         self.sim
             .with_node::<Host, _>(h.node, |host, _, _| {
-                host.agent_mut::<SaClient>(h.client)?.take_response(id)
+                host.agent_mut::<SaClient>(client)?.take_response(id)
             })
             .flatten()
             .unwrap_or(Err(SaClientError::Timeout))
