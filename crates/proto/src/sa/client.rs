@@ -243,10 +243,19 @@ impl SaClient {
             .position(|e| matches!(e, SaClientEvent::Response { id: r, .. } if *r == id))
     }
 
+    /// Queues an event. The first makes room for one only (an event is a few hundred bytes, and
+    /// most clients hold one at a time: an interface takes each as it comes); the queue then grows
+    /// as usual.
+    fn push_event(&mut self, e: SaClientEvent) {
+        if self.events.capacity() == 0 {
+            self.events.reserve_exact(1);
+        }
+        self.events.push_back(e);
+    }
+
     fn finish(&mut self, tid: u64, result: Result<SaResponse, SaClientError>) {
         if let Some(p) = self.pending.remove(&tid) {
-            self.events
-                .push_back(SaClientEvent::Response { id: p.id, result });
+            self.push_event(SaClientEvent::Response { id: p.id, result });
         }
     }
 
@@ -270,8 +279,7 @@ impl SaClient {
             to: Self::reply_to(&from),
             mad: resp.to_bytes().to_vec(),
         });
-        self.events
-            .push_back(SaClientEvent::Report { notice: n, from });
+        self.push_event(SaClientEvent::Report { notice: n, from });
     }
 
     fn on_rmpp(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr, t: RmppType) {
