@@ -220,8 +220,9 @@ fn two_hosts_connect_exchange_and_disconnect() {
     // Each side's QP reaches the other: QPNs and PSNs mirror, the path runs between the two LIDs.
     assert_eq!((qa.local_qpn, qa.remote_qpn), (la.qpn, lb.qpn));
     assert_eq!((qb.local_qpn, qb.remote_qpn), (lb.qpn, la.qpn));
-    assert_eq!((qa.sq_psn, qb.rq_psn), (0x00_1234, 0x00_1234));
-    assert_eq!(qa.rq_psn, qb.sq_psn);
+    // The REQ's starting PSN is what its sender receives first and its peer sends first (Linux).
+    assert_eq!((qa.rq_psn, qb.sq_psn), (0x00_1234, 0x00_1234));
+    assert_eq!(qa.sq_psn, qb.rq_psn);
     assert_eq!(
         (qa.path.remote_port_lid, qb.path.remote_port_lid),
         (net.lid(B), net.lid(A))

@@ -179,9 +179,12 @@ pub struct QpProgram {
     pub pkey: u16,
     /// Path MTU (RTR).
     pub mtu: Mtu,
-    /// The first PSN we expect from the peer (RTR: receive PSN = the peer's starting PSN).
+    /// The first PSN we expect from the peer (RTR): the starting PSN of our own REQ or REP. A
+    /// CM message's starting PSN is the one its sender receives first (Linux `ib_send_cm_req`,
+    /// `ib_send_cm_rep`; docs/DEPLOYED.md "Linux ib_cm").
     pub rq_psn: u32,
-    /// Our starting send PSN (RTS).
+    /// Our first send PSN (RTS): the starting PSN of the peer's REQ or REP (Linux
+    /// `cm_req_handler`, `cm_rep_handler`).
     pub sq_psn: u32,
     /// Transport retry count (RTS).
     pub retry_count: u8,
@@ -485,8 +488,9 @@ impl Cm {
         }
     }
 
-    /// A TID for a message we start (REQ, DREQ, SIDR_REQ): Linux `cm_form_tid` puts the MAD
-    /// agent's random high half above the local communication ID.
+    /// A TID for a message we start (REQ, DREQ, SIDR_REQ): as Linux `cm_form_tid`, a per-agent
+    /// high half (Linux: the MAD agent number; ours: drawn from the seeded RNG) above the local
+    /// communication ID.
     fn new_tid(&self, low: u32) -> u64 {
         self.tid_hi | u64::from(low)
     }

@@ -41,9 +41,10 @@ impl Cm {
     /// A REQ (IBA 1 §12.6 Table 106).
     pub(super) fn on_req(&mut self, now: Instant, from: MadAddr, tid: u64, req: ReqRepr) {
         // A duplicate: same sender CA and communication ID as a connection we hold. Answer as
-        // the state says (IBA 1 §12.9; Linux `cm_dup_req_handler`): the MRA or REP again, or a
-        // stale-connection REJ once the connection is in TimeWait (the REJ we sent, if we
-        // rejected it).
+        // the state says (IBA 1 §12.9): the MRA or REP again, or a stale-connection REJ once the
+        // connection is in TimeWait (the REJ we sent, if we rejected it). Linux
+        // (`cm_dup_req_handler`) has the TimeWait branch too, but removes a connection from its
+        // lookup once in TimeWait, so there such a REQ is mostly taken as a new one.
         let dup = self.conns.values().find(|c| {
             c.role == Role::Passive
                 && c.remote_ca_guid == req.local_ca_guid

@@ -60,7 +60,11 @@ pub(super) struct Conn {
     /// Our QP (0 until a passive user accepts).
     pub local_qpn: u32,
     pub remote_qpn: u32,
+    /// The starting PSN our REQ or REP carried: the first PSN we expect to receive (Linux
+    /// `ib_send_cm_req`/`ib_send_cm_rep` set `rq_psn` from it).
     pub local_psn: u32,
+    /// The starting PSN the peer's REQ or REP carried: the first PSN we send (Linux
+    /// `cm_req_handler`/`cm_rep_handler` set `sq_psn` from it).
     pub remote_psn: u32,
     /// Our view of the path.
     pub path: CmPath,
@@ -103,8 +107,8 @@ impl Conn {
             path: self.path,
             pkey: self.pkey,
             mtu: self.mtu,
-            rq_psn: self.remote_psn,
-            sq_psn: self.local_psn,
+            rq_psn: self.local_psn,
+            sq_psn: self.remote_psn,
             retry_count: self.retry_count,
             rnr_retry_count: self.rnr_retry_count,
             max_rd_atomic: self.max_rd_atomic,
@@ -113,8 +117,9 @@ impl Conn {
     }
 
     /// How long to wait for the peer's answer to one send (IBA 1 §12.7: the remote CM response
-    /// time plus the packet's round trip, 2 × PacketLifeTime; Linux `cm_req_handler`/`ib_send_cm_req`
-    /// compute the same sum).
+    /// time plus the packet's round trip, 2 × PacketLifeTime). Linux waits the same for a REQ
+    /// (`ib_send_cm_req`) but only the response time for a REP (`ib_send_cm_rep`); we keep the
+    /// round trip for both, so we resend a REP later than Linux does (docs/DEPLOYED.md).
     pub fn answer_wait(&self) -> Duration {
         super::msg::iba_time(self.peer_response) + super::msg::iba_time(self.packet_life) * 2
     }

@@ -46,9 +46,11 @@ fn req_rep_rtu_establishes_rc() {
     };
     assert_eq!((qa.local_qpn, qa.remote_qpn), (A_QPN, B_QPN));
     assert_eq!((qb.local_qpn, qb.remote_qpn), (B_QPN, A_QPN));
-    assert_eq!(qa.sq_psn, 0x1234);
-    assert_eq!(qb.rq_psn, 0x1234, "B receives from A's starting PSN");
-    assert_eq!(qa.rq_psn, qb.sq_psn, "A receives from B's starting PSN");
+    // A REQ's or REP's starting PSN is the PSN its sender expects to receive (Linux
+    // `ib_send_cm_req`, `cm_req_handler`): A's 0x1234 starts B's sends and A's receive queue.
+    assert_eq!(qa.rq_psn, 0x1234, "A receives from its own starting PSN");
+    assert_eq!(qb.sq_psn, 0x1234, "B sends from A's starting PSN");
+    assert_eq!(qa.sq_psn, qb.rq_psn, "B's starting PSN starts A's sends");
     assert_eq!((qa.mtu, qb.mtu), (Mtu::Mtu2048, Mtu::Mtu2048));
     assert_eq!(qa.transport, TransportServiceType::Rc);
     assert_eq!(
