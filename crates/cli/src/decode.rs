@@ -42,7 +42,7 @@ pub fn run(args: &Args) -> ExitCode {
         match std::fs::File::open(&args.file) {
             Ok(f) => Box::new(f),
             Err(e) => {
-                eprintln!("ipoib decode: {name}: {e}");
+                note!("ipoib decode: {name}: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -50,7 +50,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut source = match Source::open(input, stdin) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ipoib decode: {name}: {e}");
+            note!("ipoib decode: {name}: {e}");
             return ExitCode::from(2);
         }
     };
@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> ExitCode {
     let summary = format!("ipoib decode: {totals}");
     match result {
         Ok(()) => {
-            eprintln!("{summary}");
+            note!("{summary}");
             if totals.all_good() {
                 ExitCode::SUCCESS
             } else {
@@ -78,14 +78,22 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
         Err(Stop::Input(e)) => {
-            eprintln!("ipoib decode: {name}: stopped: {e}");
-            eprintln!("{summary}");
+            note!("ipoib decode: {name}: stopped: {e}");
+            note!("{summary}");
             ExitCode::from(2)
         }
-        // A closed pipe (`| head`) is a normal way to stop reading.
-        Err(Stop::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        // A closed pipe (`| head`) is a normal way to stop reading; the verdict is that of the
+        // packets decoded so far, so a bad packet shown before the pipe closed still fails.
+        Err(Stop::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+            note!("{summary}");
+            if totals.all_good() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
         Err(Stop::Output(e)) => {
-            eprintln!("ipoib decode: writing output: {e}");
+            note!("ipoib decode: writing output: {e}");
             ExitCode::from(2)
         }
     }

@@ -79,7 +79,7 @@ pub struct Args {
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("ipoib demo: {msg}");
+    note!("ipoib demo: {msg}");
     ExitCode::from(2)
 }
 
@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> ExitCode {
     let start = Wall::now();
     let (interrupt, error) = Interrupt::install();
     if let Some(e) = error {
-        eprintln!("ipoib demo: Ctrl-C will stop the run without a report: {e}");
+        note!("ipoib demo: Ctrl-C will stop the run without a report: {e}");
     }
     let topo = match load_topology(args) {
         Ok(t) => t,

@@ -1,5 +1,14 @@
 //! The `ipoib` command: IP over InfiniBand on an emulated fabric.
 
+/// `eprintln!` that never panics: a closed standard error (`2>&1 | true`) is no reason to stop a
+/// run or to change its exit status, so a failed write there is ignored.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod decode;
 mod demo;
 mod interrupt;

@@ -54,7 +54,7 @@ pub struct Args {
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("ipoib sim: {msg}");
+    note!("ipoib sim: {msg}");
     ExitCode::from(2)
 }
 
@@ -68,7 +68,7 @@ fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     for w in &cfg.warnings {
-        eprintln!("ipoib sim: {path}: warning: {w}");
+        note!("ipoib sim: {path}: warning: {w}");
     }
     Ok(cfg)
 }
@@ -116,7 +116,8 @@ impl Progress {
         self.shown = true;
         let width = 30;
         let filled = (joined * width).checked_div(hosts).unwrap_or(width);
-        eprint!(
+        let _ = write!(
+            std::io::stderr(),
             "\r[{}{}] {joined}/{hosts} hosts joined, {} simulated, {:.1} s",
             "#".repeat(filled),
             " ".repeat(width - filled),
@@ -128,7 +129,7 @@ impl Progress {
 
     fn finish(&self) {
         if self.shown {
-            eprintln!();
+            note!();
         }
     }
 }
@@ -157,7 +158,7 @@ pub fn run(args: &Args) -> ExitCode {
     .into_iter()
     .flatten()
     {
-        eprintln!("ipoib sim: warning: {w}");
+        note!("ipoib sim: warning: {w}");
     }
     let deadline = Instant::ZERO + Duration::from_secs(args.deadline);
     let mut progress = Progress::new(start);
@@ -188,20 +189,22 @@ pub fn run(args: &Args) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if missing.is_empty() {
-        eprintln!(
+        note!(
             "ipoib sim: every host joined, but the subnet manager had not written the multicast \
              trees within {} s of simulated time",
             args.deadline
         );
         return ExitCode::from(1);
     }
-    eprintln!(
+    note!(
         "ipoib sim: only {} of {} hosts joined the broadcast group within {} s of simulated time \
          (as the SA's member records say); not joined:",
-        report.joined, report.hosts, args.deadline,
+        report.joined,
+        report.hosts,
+        args.deadline,
     );
     for line in &report.not_joined {
-        eprintln!("  {line}");
+        note!("  {line}");
     }
     ExitCode::from(1)
 }

@@ -670,3 +670,31 @@ fn unreadable_inputs_exit_two() {
         "ipoib decode: 5 packets (197 ERF: 5): 1 malformed packet, 0 bad ICRC, 0 bad VCRC"
     );
 }
+
+// A closed output pipe (`ipoib decode bad.pcap | head -1`) stops the run, but the verdict is that
+// of the packets decoded so far: a bad CRC shown before the pipe closed still exits 1, never 0.
+// A closed standard error does not panic (exit 101) either.
+#[test]
+fn closed_pipes_keep_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crc.pcap");
+    let mut packets = vec![bad_icrc()];
+    packets.extend((0..2000).map(|_| arp_request()));
+    write_pcap(&path, LinkType::Infiniband, &packets);
+    for closed_stderr in [false, true] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .args(["decode", path.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end of standard output (and of standard error) before anything is read.
+        drop(child.stdout.take());
+        if closed_stderr {
+            drop(child.stderr.take());
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    }
+}

@@ -98,8 +98,8 @@ fn net_file(dir: &Path, name: &str, text: &str) -> String {
     p.to_str().unwrap().to_string()
 }
 
-// Issue: ibsim's `net` ran "1 host"; `--hosts 1` failed with "has 2 channel adapters" while
-// `--hosts 2` was accepted and still ran one.
+// ibsim's `net` has two hosts (Hca2 cabled on its port 2 only): both run, and `--hosts` must say
+// how many there are (it once ran "1 host", refused `--hosts 1` and accepted `--hosts 2`).
 #[test]
 fn net_example_runs_both_hosts_and_hosts_must_match() {
     let dir = tempfile::tempdir().unwrap();

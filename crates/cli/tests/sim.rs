@@ -332,3 +332,28 @@ fn sim_help_and_limits_say_what_the_program_does() {
         stderr(&o)
     );
 }
+
+// Warnings go to standard error; when nobody reads it (`2>&1 >/dev/null | true` closes it), the
+// run still finishes with its own verdict instead of panicking on the write (exit 101).
+#[test]
+fn sim_with_a_closed_standard_error_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("empty.conf");
+    std::fs::write(&conf, "").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args([
+            "sim",
+            "--hosts",
+            "4",
+            "--partitions",
+            conf.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("joined the broadcast group: 4/4"));
+}

@@ -130,7 +130,7 @@ impl Progress {
     /// Ends a line drawn in place, so that what follows starts on its own line.
     fn finish(&mut self) {
         if self.terminal && self.width > 0 {
-            eprintln!();
+            note!();
             self.width = 0;
         }
     }
