@@ -57,9 +57,11 @@ pub struct Args {
     #[arg(long)]
     hosts: Option<usize>,
     /// `single-switch` (up to 254 hosts), `fat-tree` (two-level, up to 32,258 hosts), or an
-    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
-    /// GID; IPoIB runs on a host's first cabled port (one interface per host), and the report
-    /// lists every port.
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every port the subnet manager reaches gets
+    /// its own LID and GID (not one reachable only through another HCA, which does not forward
+    /// SMPs); IPoIB runs on a host's first port the SM reaches (one interface per host; Linux's
+    /// IPoIB interface of a port gets carrier only once the port is Active), and the report lists
+    /// every port.
     #[arg(long, default_value = "single-switch")]
     topology: String,
     /// Seed of every random choice (same seed, same packets).
@@ -112,6 +114,9 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    if let Some(w) = crate::why::behind_ca(&net) {
+        eprintln!("ipoib demo: warning: {w}");
+    }
     net.sim_mut()
         .set_capture(Capture::new().with_packet_limit(MAX_CAPTURE_PACKETS));
     let mut found = scenario::Found::default();

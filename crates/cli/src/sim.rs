@@ -27,8 +27,10 @@ pub struct Args {
     #[arg(long)]
     hosts: Option<usize>,
     /// `fat-tree` (two-level, up to 32,258 hosts), `single-switch` (up to 254 hosts), or an
-    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
-    /// GID; a host joins on its first cabled port.
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every port the subnet manager reaches gets
+    /// its own LID and GID (not one reachable only through another HCA, which does not forward
+    /// SMPs); a host joins on its first port the SM reaches (Linux's IPoIB interface of a port
+    /// gets carrier only once the port is Active).
     #[arg(long, default_value = "fat-tree")]
     topology: String,
     /// Seed of every random choice (same seed, same packets).
@@ -153,6 +155,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     for w in [
         crate::why::unreached(&net),
+        crate::why::behind_ca(&net),
         crate::why::pkey_tables_full(&net),
     ]
     .into_iter()
@@ -311,7 +314,7 @@ impl Report {
             let _ = writeln!(
                 o,
                 "CA ports with a LID: {}/{} cabled (each port its own LID and GID; a host joins \
-                 on its first cabled port)",
+                 on its first port the SM reaches)",
                 self.ca_ports_with_lid, self.ca_ports
             );
         }

@@ -94,3 +94,34 @@ pub fn unreached(net: &Subnet) -> Option<String> {
         if far.len() > MAX_NAMED { ", ..." } else { "" }
     ))
 }
+
+/// A warning when some CA ports or switches are cabled to the SM's node only through a channel
+/// adapter ([`Subnet::behind_ca`]): the SM does not reach them, so they get no LID and stay down.
+pub fn behind_ca(net: &Subnet) -> Option<String> {
+    let behind = net.behind_ca();
+    behind.first()?;
+    let named: Vec<String> = behind
+        .iter()
+        .take(MAX_NAMED)
+        .map(|e| {
+            let name = &net.topology().nodes()[e.node].name;
+            if e.port == 0 {
+                format!("switch {name}")
+            } else {
+                format!("{name} port {}", e.port)
+            }
+        })
+        .collect();
+    Some(format!(
+        "the subnet manager cannot reach {} port(s) and switch(es): they are reachable only \
+         through a channel adapter, which does not forward SMPs (IBA 1 §14.2.2), so they get no \
+         LID and stay down: {}{}",
+        behind.len(),
+        named.join(", "),
+        if behind.len() > MAX_NAMED {
+            ", ..."
+        } else {
+            ""
+        }
+    ))
+}

@@ -116,7 +116,7 @@ fn net_example_runs_both_hosts_and_hosts_must_match() {
             "ipoib demo: 2 hosts",
             // Hca2 runs on its port 2, the one cabled.
             "Hca2  2     3    0x000048  10.0.0.2/8",
-            "HCA ports (each cabled port has its own LID and GID; IPoIB runs on the first cabled one)",
+            "HCA ports (each port the SM reaches has its own LID and GID; IPoIB runs on the first one)",
             "Hca2  1     -    fe80::10:4  Down (no cable)  -",
             "Hca2  2     3    fe80::10:5  Active           yes",
             "IPv4 ping, all 2 pairs: 2 answered",
@@ -234,8 +234,8 @@ fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
 fn help_explains_multi_port_hcas() {
     let dir = tempfile::tempdir().unwrap();
     for (cmd, want) in [
-        ("demo", "IPoIB runs on a host's first cabled port"),
-        ("sim", "a host joins on its first cabled port"),
+        ("demo", "IPoIB runs on a host's first port the SM reaches"),
+        ("sim", "a host joins on its first port the SM reaches"),
     ] {
         let o = ipoib_in(dir.path(), &[cmd, "--help"]);
         // Wrapped or not, the words in order.

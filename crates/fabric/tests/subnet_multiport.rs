@@ -1,7 +1,7 @@
 //! Multi-port HCAs on the emulated subnet: each cabled CA port is its own end node (IBA 1 §4.1.1:
 //! its own LID and port GUID, hence GID; the node GUID shared), configured by the SM, answered
 //! for by the SA's PathRecords (IBA 1 §15.2.5.16) and routed to by the switches; a host's
-//! software (SA client, IPoIB) runs on its first cabled port, whichever number that is.
+//! software (SA client, IPoIB) runs on its first port the SM reaches, whichever number that is.
 
 use ipoib_fabric::hw::hca::{CqId, ModifyQp, QpInit};
 use ipoib_fabric::hw::mgmt::PortState;

@@ -27,7 +27,7 @@ pub struct PortLine {
 }
 
 pub struct HostLine {
-    /// The HCA port IPoIB runs on (the first cabled one).
+    /// The HCA port IPoIB runs on (the first one the SM reaches).
     pub port: u8,
     /// Every port of the HCA, in port order.
     pub ports: Vec<PortLine>,
@@ -382,11 +382,11 @@ impl Report {
     }
 
     /// Every port of the hosts' HCAs: each cabled port is its own end node with its own LID and
-    /// GID (IBA 1 §4.1.1); IPoIB runs on the host's first cabled port only.
+    /// GID (IBA 1 §4.1.1); IPoIB runs on the host's first port the SM reaches only.
     fn text_ports(&self, o: &mut String) {
         let _ = writeln!(
             o,
-            "HCA ports (each cabled port has its own LID and GID; IPoIB runs on the first cabled one)"
+            "HCA ports (each port the SM reaches has its own LID and GID; IPoIB runs on the first one)"
         );
         let mut rows = vec![vec![
             "host".to_string(),

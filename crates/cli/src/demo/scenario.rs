@@ -261,6 +261,7 @@ pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Repo
             .collect();
         failures.extend(crate::why::host_lines(net, &down));
         failures.extend(crate::why::unreached(net));
+        failures.extend(crate::why::behind_ca(net));
     }
     if found.v6_ready == Some(false) {
         failures.push("some IPv6 link-local address never became usable".into());

@@ -2,7 +2,7 @@
 //!
 //! - Management agents ([`MadAgent`]) on QP1 of one port, the host's management port (port 1
 //!   unless [`Host::with_mgmt_port`] names another; on a multi-port HCA the subnet puts it on the
-//!   first cabled port), as the kernel MAD layer does it: the host keeps receive buffers posted on
+//!   first port the SM reaches), as the kernel MAD layer does it: the host keeps receive buffers posted on
 //!   QP1, routes every incoming request (R bit clear, IBA 1
 //!   §13.4.5) to the agent registered for its class and method ([`Host::serve_method`], as a
 //!   Linux MAD agent registers a method mask), else to the server of its management class

@@ -6,7 +6,7 @@
 //! [`Host::serve_method`]`(SubnAdm, Report, ..)`). The application owns the rest:
 //!
 //! - one CQ and one UD QP on the host's management port ([`Host::mgmt_port`]: port 1, or a
-//!   multi-port HCA's first cabled port), created at install; the QP goes to Init at once (P_Key index
+//!   multi-port HCA's first port the SM reaches), created at install; the QP goes to Init at once (P_Key index
 //!   of the interface's P_Key, receives posted), and to RTR and RTS when the interface names the
 //!   broadcast group's Q_Key ([`InterfaceEvent::SetQkey`], draft-ietf-ipoib-ip-over-infiniband-06
 //!   §9.1.2 b). A later change of Q_Key or P_Key index takes the QP through Reset and back, as

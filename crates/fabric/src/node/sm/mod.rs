@@ -7,11 +7,14 @@
 //!
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets
-//!   LID 1; each cabled CA port gets its own LID, each switch one LID (port 0); LMC 0. Nodes the
-//!   walk does not reach get none, and neither do nodes more than [`MAX_DR_HOPS`] hops from the
-//!   SM's port: an SM discovers and configures the subnet with directed-route SMPs, whose path
-//!   has at most 63 hops (OpenSM: "ERR 0F08: DR path with hop count 64 couldn't be extended").
-//!   [`SubnetManager::unreached`] lists them.
+//!   LID 1; each CA port the SM reaches gets its own LID, each switch one LID (port 0); LMC 0.
+//!   The SM discovers and configures the subnet with directed-route SMPs, which only switches
+//!   forward (IBA 1 §14.2.2; a CA answers for the port the SMP came in on, §14.2.5.6): a CA port
+//!   is reached only over a path that ends at it ([`Reach`]), so ports and switches behind a CA
+//!   get no LID and stay down ([`SubnetManager::behind_ca`]), as with OpenSM. Nor do nodes more
+//!   than [`MAX_DR_HOPS`] hops from the SM's port: a directed route has at most 63 hops (OpenSM:
+//!   "ERR 0F08: DR path with hop count 64 couldn't be extended"); [`SubnetManager::unreached`]
+//!   lists them.
 //! - Unicast (IBA 1 §18.2.4.1 LFTs; OpenSM minhop): for every switch and destination LID, the
 //!   output port is one of the ports on a minimal-hop path. Equal-cost choices rotate over the
 //!   candidate ports, starting at an offset given by the destination switch, so that the
@@ -137,9 +140,12 @@ pub struct SubnetManager {
     opts: SmOptions,
     /// Per topology node, per port number: the LID (switches: index 0 only). 0 = none.
     lids: Vec<Vec<u16>>,
-    /// Per topology node: cables between it and the SM's node on a shortest path (`None`: no
-    /// path at all). Nodes beyond [`MAX_DR_HOPS`] have no LID.
+    /// Per topology node: hops of the shortest directed route from the SM's port to any of its
+    /// ports (`None`: no directed route, [`Reach`]). Nodes beyond [`MAX_DR_HOPS`] have no LID.
     hops: Vec<Option<u32>>,
+    /// Cabled CA ports and switches (port 0) joined to the SM's node by cables, but only through
+    /// a CA: no directed route reaches them, so they have no LID.
+    behind_ca: Vec<End>,
     /// Owner of each LID (index = LID): a CA port, or a switch with port 0.
     owners: Vec<Option<End>>,
     /// Topology node index of each switch.
@@ -173,7 +179,7 @@ impl SubnetManager {
         if !sm_ok {
             return Err(SmError::BadSmPort(sm_port));
         }
-        let (lids, owners, hops) = assign_lids(&topo, sm_port)?;
+        let (lids, owners, hops, behind_ca) = assign_lids(&topo, sm_port)?;
         let switches: Vec<usize> = topo.switches().collect();
         let mut sw_index = vec![None; topo.nodes().len()];
         for (i, &n) in switches.iter().enumerate() {
@@ -187,6 +193,7 @@ impl SubnetManager {
             opts,
             lids,
             hops,
+            behind_ca,
             owners,
             switches,
             sw_index,
@@ -230,8 +237,8 @@ impl SubnetManager {
         lid.copied().filter(|&l| l != 0)
     }
 
-    /// Cables between topology node `node` and the SM's node on a shortest path; `None` when no
-    /// cable path joins them.
+    /// Hops of the shortest directed route from the SM's port to a port of topology node `node`
+    /// (over switches only, [`Reach`]); `None` when no directed route reaches it.
     pub fn hops_from_sm(&self, node: usize) -> Option<u32> {
         self.hops.get(node).copied().flatten()
     }
@@ -244,6 +251,13 @@ impl SubnetManager {
             .enumerate()
             .filter_map(|(n, h)| h.filter(|&h| h > MAX_DR_HOPS).map(|h| (n, h)))
             .collect()
+    }
+
+    /// Cabled CA ports and switches (as port 0) that are cabled to the SM's node only through a
+    /// channel adapter, which does not forward SMPs (IBA 1 §14.2.2): the SM does not reach them,
+    /// so they get no LID and stay down. In node and port order.
+    pub fn behind_ca(&self) -> &[End] {
+        &self.behind_ca
     }
 
     /// Who answers `lid`: a CA port, or a switch (port 0).
@@ -274,22 +288,116 @@ impl SubnetManager {
     }
 }
 
-/// LIDs by a breadth-first walk from the SM's node (see the module docs), and every node's hop
-/// count from it.
+/// Where the SM's directed-route SMPs reach, from its port `sm` (IBA 1 §14.2.2): only switches
+/// forward an SMP; a CA port's SMA consumes it, and a CA answers PortInfo for the port the SMP
+/// came in on whatever the AttributeModifier (IBA 1 §14.2.5.6). So a switch is reached over
+/// switches only, and a CA port only over a path that ends at that port: the SM's own port, the
+/// port cabled to it (back to back), or a port cabled to a reached switch. A port or switch
+/// reachable only through another CA is not reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reach {
+    /// Per topology node, per port number: hops of the shortest directed route that ends at that
+    /// port (CAs), or at the switch (index 0). `None`: no directed route at all.
+    hops: Vec<Vec<Option<u32>>>,
+}
+
+impl Reach {
+    /// The directed routes from the SM's port `sm` of `topo`; nothing is reached when `sm` is
+    /// not a port of `topo`.
+    pub fn new(topo: &Topology, sm: End) -> Reach {
+        let nodes = topo.nodes();
+        let mut hops: Vec<Vec<Option<u32>>> = nodes
+            .iter()
+            .map(|n| vec![None; usize::from(n.ports) + 1])
+            .collect();
+        let is_switch = |n: usize| nodes[n].kind == NodeKind::Switch;
+        let Some(slot) = hops
+            .get_mut(sm.node)
+            .and_then(|v| v.get_mut(usize::from(sm.port)))
+        else {
+            return Reach { hops };
+        };
+        *slot = Some(0);
+        let mut queue = VecDeque::new();
+        if let Some((peer, _)) = topo.peer(sm.node, sm.port) {
+            if is_switch(peer.node) {
+                hops[peer.node][0] = Some(1);
+                queue.push_back(peer.node);
+            } else if hops[peer.node][usize::from(peer.port)].is_none() {
+                hops[peer.node][usize::from(peer.port)] = Some(1);
+            }
+        }
+        // Breadth first over switches: the first time a switch or CA port is seen is over a
+        // shortest directed route.
+        while let Some(n) = queue.pop_front() {
+            let d = hops[n][0].unwrap_or(0);
+            for p in 1..=nodes[n].ports {
+                let Some((peer, _)) = topo.peer(n, p) else {
+                    continue;
+                };
+                let at = if is_switch(peer.node) {
+                    0
+                } else {
+                    usize::from(peer.port)
+                };
+                if hops[peer.node][at].is_none() {
+                    hops[peer.node][at] = Some(d + 1);
+                    if is_switch(peer.node) {
+                        queue.push_back(peer.node);
+                    }
+                }
+            }
+        }
+        Reach { hops }
+    }
+
+    /// Hops of the shortest directed route to CA port `port` of `node`, or to switch `node` (any
+    /// `port`); `None` when no directed route ends there.
+    pub fn port_hops(&self, node: usize, port: u8) -> Option<u32> {
+        let v = self.hops.get(node)?;
+        if v.first().copied().flatten().is_some() {
+            return v[0];
+        }
+        v.get(usize::from(port)).copied().flatten()
+    }
+
+    /// Hops of the shortest directed route to any port of `node`.
+    pub fn node_hops(&self, node: usize) -> Option<u32> {
+        self.hops.get(node)?.iter().flatten().copied().min()
+    }
+
+    /// True when the SM configures that port: a directed route of at most [`MAX_DR_HOPS`] ends
+    /// there.
+    pub fn configures(&self, node: usize, port: u8) -> bool {
+        self.port_hops(node, port).is_some_and(|h| h <= MAX_DR_HOPS)
+    }
+
+    /// The lowest-numbered cabled port of CA `node` the SM configures.
+    pub fn first_configured_port(&self, topo: &Topology, node: usize) -> Option<u8> {
+        topo.cabled_ports(node).find(|&p| self.configures(node, p))
+    }
+}
+
+/// LIDs by a breadth-first walk from the SM's node over every cable (see the module docs), given
+/// only to the ports and switches a directed route of at most [`MAX_DR_HOPS`] reaches
+/// ([`Reach`]); every node's directed-route hop count; and the ports and switches (port 0)
+/// cabled to the SM's node but reachable only through a CA.
 #[allow(clippy::type_complexity)]
 fn assign_lids(
     topo: &Topology,
     sm: End,
-) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>, Vec<Option<u32>>), SmError> {
+) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>, Vec<Option<u32>>, Vec<End>), SmError> {
     let nodes = topo.nodes();
+    let reach = Reach::new(topo, sm);
     let mut lids: Vec<Vec<u16>> = nodes
         .iter()
         .map(|n| vec![0; usize::from(n.ports) + 1])
         .collect();
     let mut owners: Vec<Option<End>> = vec![None]; // LID 0 is reserved
-    let mut hops: Vec<Option<u32>> = vec![None; nodes.len()];
+    let mut seen = vec![false; nodes.len()];
+    let mut behind_ca = Vec::new();
     let mut queue = VecDeque::from([sm.node]);
-    hops[sm.node] = Some(0);
+    seen[sm.node] = true;
     let give = |owners: &mut Vec<Option<End>>, e: End| -> Result<u16, SmError> {
         let lid = owners.len();
         if lid > usize::from(LID_UNICAST_LAST) {
@@ -298,37 +406,47 @@ fn assign_lids(
         owners.push(Some(e));
         Ok(lid as u16)
     };
+    // The walk over every cable fixes the LID order (breadth first, neighbours in port order);
+    // `reach` decides who gets one.
     while let Some(n) = queue.pop_front() {
         let node = &nodes[n];
-        let d = hops[n].unwrap_or(0);
-        // Breadth first: every node within reach comes before the first one beyond it, so the
-        // LIDs of the reachable nodes do not depend on what lies beyond.
-        if d <= MAX_DR_HOPS {
-            match node.kind {
-                NodeKind::Switch => lids[n][0] = give(&mut owners, End { node: n, port: 0 })?,
-                NodeKind::Ca => {
-                    let order = (n == sm.node)
-                        .then_some(sm.port)
-                        .into_iter()
-                        .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
-                    for p in order {
-                        if topo.peer(n, p).is_some() {
-                            lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
-                        }
+        match node.kind {
+            NodeKind::Switch => {
+                if reach.configures(n, 0) {
+                    lids[n][0] = give(&mut owners, End { node: n, port: 0 })?;
+                } else if reach.port_hops(n, 0).is_none() {
+                    behind_ca.push(End { node: n, port: 0 });
+                }
+            }
+            NodeKind::Ca => {
+                let order = (n == sm.node)
+                    .then_some(sm.port)
+                    .into_iter()
+                    .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
+                for p in order {
+                    if topo.peer(n, p).is_none() {
+                        continue;
+                    }
+                    if reach.configures(n, p) {
+                        lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
+                    } else if reach.port_hops(n, p).is_none() {
+                        behind_ca.push(End { node: n, port: p });
                     }
                 }
             }
         }
         for p in 1..=node.ports {
             if let Some((peer, _)) = topo.peer(n, p) {
-                if hops[peer.node].is_none() {
-                    hops[peer.node] = Some(d + 1);
+                if !seen[peer.node] {
+                    seen[peer.node] = true;
                     queue.push_back(peer.node);
                 }
             }
         }
     }
-    Ok((lids, owners, hops))
+    behind_ca.sort_by_key(|e| (e.node, e.port));
+    let hops = (0..nodes.len()).map(|n| reach.node_hops(n)).collect();
+    Ok((lids, owners, hops, behind_ca))
 }
 
 /// The configuration writes of one multicast group, for [`crate::hw::sim::Tx::configure`].

@@ -28,6 +28,9 @@ pub enum JoinProblem {
         /// Cables between the SM's port and the host on a shortest path.
         hops: Option<u32>,
     },
+    /// The host's ports are cabled to the SM's only through another channel adapter, which does
+    /// not forward SMPs (IBA 1 §14.2.2): the SM does not reach them and they get no LID.
+    BehindCa,
     /// The SM did not configure the port: it is not Active with a LID.
     PortNotActive {
         /// The port's state.
@@ -59,6 +62,10 @@ impl fmt::Display for JoinProblem {
                 f,
                 "{h} hops from the SM's port, and the subnet manager reaches {MAX_DR_HOPS} at \
                  most (a directed route's limit, IBA 1 §14.2.2): it got no LID"
+            ),
+            JoinProblem::BehindCa => f.write_str(
+                "reachable only through a channel adapter, which does not forward SMPs (IBA 1 \
+                 §14.2.2): it got no LID",
             ),
             JoinProblem::Unreachable { hops: None } => {
                 f.write_str("no cable path to the SM's port: it got no LID")
@@ -159,12 +166,24 @@ impl Subnet {
         self.sm().manager().unreached()
     }
 
+    /// CA ports and switches (port 0) cabled to the SM's node only through a channel adapter,
+    /// which does not forward SMPs: no LID, down
+    /// ([`crate::node::sm::SubnetManager::behind_ca`]).
+    pub fn behind_ca(&self) -> &[End] {
+        self.sm().manager().behind_ca()
+    }
+
     /// Why host `i` is not joined, as far as the SM, its port and the SA tell; empty when both
     /// the host and the SA say it is.
     pub fn join_problems(&self, i: usize) -> Vec<JoinProblem> {
         let hops = self.sm().manager().hops_from_sm(self.host(i).topo_node);
         let reached = matches!(hops, Some(h) if h <= MAX_DR_HOPS);
         if !reached {
+            let node = self.host(i).topo_node;
+            let sm = self.sm().manager();
+            if hops.is_none() && sm.behind_ca().iter().any(|e| e.node == node) {
+                return vec![JoinProblem::BehindCa];
+            }
             return vec![JoinProblem::Unreachable { hops }];
         }
         let port = self.host_port(i);

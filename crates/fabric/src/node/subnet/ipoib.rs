@@ -1,6 +1,6 @@
 //! The hosts' IPoIB interfaces: an [`IpoibApp`] running an [`Interface`]
 //! (draft-ietf-ipoib-ip-over-infiniband-06) on the host's port (port 1, or a multi-port HCA's
-//! first cabled port: the interfaces of a host are on that port, where Linux would also make `ib1`
+//! first port the SM reaches: the interfaces of a host are on that port, where Linux would also make `ib1`
 //! for a second port). The interface makes the broadcast join (§5), so a subnet's hosts come up
 //! through the same join code whether they run IP or not.
 //!

@@ -4,11 +4,14 @@
 //!
 //! Multi-port HCAs: the SM treats every cabled CA port as its own end node (IBA 1 §4.1.1, §14.2.5:
 //! each port its own LID and port GUID, hence its own GID; the node GUID shared), so every cabled
-//! port is Active with its own LID and GID, the SA answers PathRecords to and from each, and the
+//! port it reaches is Active with its own LID and GID, the SA answers PathRecords to and from each, and the
 //! switches route to each. A host's software (its management agents on QP1, the SA client, the
-//! broadcast join, the IPoIB interface) runs on one port: its first cabled port (host port,
-//! [`HostHandle::port`], from [`Topology::host_ports`]); its other ports are configured and
-//! reachable but carry no IPoIB interface. A CA with no cabled port is no host.
+//! broadcast join, the IPoIB interface) runs on one port: its first port the SM reaches (host
+//! port, [`HostHandle::port`]; [`Reach::first_configured_port`]), as Linux brings `ib0` up on an
+//! Active port; its other ports carry no IPoIB interface. The SM reaches a CA port only over
+//! switches, never through another CA (IBA 1 §14.2.2; [`SubnetManager::behind_ca`]): such ports
+//! get no LID and stay down. A host the SM reaches on no port runs on its first cabled port and
+//! never comes up. A CA with no cabled port ([`Topology::host_ports`]) is no host.
 //!
 //! - Every host runs one IPoIB interface ([`crate::node::ipoib::IpoibApp`] running
 //!   [`ipoib_proto::ipoib::Interface`]) per IPoIB partition its port belongs to: a link with no
@@ -57,7 +60,7 @@ use crate::hw::sim::{NodeId, Simulator};
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::ipoib::IpoibApp;
-use crate::node::sm::{PartitionMembers, PartitionSpec, SmError, SmOptions, SubnetManager};
+use crate::node::sm::{PartitionMembers, PartitionSpec, Reach, SmError, SmOptions, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
 use ipoib_proto::sa::{
@@ -145,7 +148,7 @@ pub struct HostHandle {
     pub node: NodeId,
     /// Its topology node index.
     pub topo_node: usize,
-    /// The HCA port its software runs on (its first cabled port; see the module docs).
+    /// The HCA port its software runs on (its first port the SM reaches; see the module docs).
     pub port: u8,
 }
 
@@ -257,12 +260,14 @@ impl Subnet {
     /// Builds the subnet (nothing runs yet: the SM starts at time zero on the first step).
     pub fn build(opts: SubnetOptions) -> Result<Subnet, SubnetError> {
         let topo = opts.topology;
-        // Per topology node, the host port of a CA that is a host.
+        let sm_port = topo.first_ca_port().ok_or(SubnetError::NoHost)?;
+        // Per topology node, the host port of a CA that is a host: its first port the SM reaches,
+        // else (the SM reaches none) its first cabled port.
+        let reach = Reach::new(&topo, sm_port);
         let mut host_port: Vec<Option<u8>> = vec![None; topo.nodes().len()];
         for e in topo.host_ports() {
-            host_port[e.node] = Some(e.port);
+            host_port[e.node] = Some(reach.first_configured_port(&topo, e.node).unwrap_or(e.port));
         }
-        let sm_port = topo.first_ca_port().ok_or(SubnetError::NoHost)?;
         let sm_node = sm_port.node;
         let partitions = opts
             .partitions
@@ -294,7 +299,7 @@ impl Subnet {
             .map(|e| HostHandle {
                 node: built.nodes[e.node],
                 topo_node: e.node,
-                port: e.port,
+                port: host_port[e.node].unwrap_or(e.port),
             })
             .collect();
         let mut sm_opts = opts.sm;
