@@ -57,9 +57,9 @@ pub struct Args {
     #[arg(long)]
     hosts: Option<usize>,
     /// `single-switch` (up to 254 hosts), `fat-tree` (two-level, up to 32,258 hosts), or an
-    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every port the subnet manager reaches gets
-    /// its own LID and GID (not one reachable only through another HCA, which does not forward
-    /// SMPs); IPoIB runs on a host's first port the SM reaches (one interface per host; Linux's
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
+    /// GID if the subnet manager reaches it (not one reachable only through another HCA, which
+    /// does not forward SMPs); IPoIB runs on a host's first port the SM reaches (one interface per host; Linux's
     /// IPoIB interface of a port gets carrier only once the port is Active), and the report lists
     /// every port.
     #[arg(long, default_value = "single-switch")]

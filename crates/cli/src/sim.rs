@@ -27,9 +27,9 @@ pub struct Args {
     #[arg(long)]
     hosts: Option<usize>,
     /// `fat-tree` (two-level, up to 32,258 hosts), `single-switch` (up to 254 hosts), or an
-    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every port the subnet manager reaches gets
-    /// its own LID and GID (not one reachable only through another HCA, which does not forward
-    /// SMPs); a host joins on its first port the SM reaches (Linux's IPoIB interface of a port
+    /// ibnetdiscover / ibsim net file. Multi-port HCAs: every cabled port gets its own LID and
+    /// GID if the subnet manager reaches it (not one reachable only through another HCA, which
+    /// does not forward SMPs); a host joins on its first port the SM reaches (Linux's IPoIB interface of a port
     /// gets carrier only once the port is Active).
     #[arg(long, default_value = "fat-tree")]
     topology: String,

@@ -112,11 +112,12 @@ pub fn behind_ca(net: &Subnet) -> Option<String> {
             }
         })
         .collect();
+    let switches = behind.iter().filter(|e| e.port == 0).count();
     Some(format!(
-        "the subnet manager cannot reach {} port(s) and switch(es): they are reachable only \
-         through a channel adapter, which does not forward SMPs (IBA 1 §14.2.2), so they get no \
-         LID and stay down: {}{}",
-        behind.len(),
+        "the subnet manager cannot reach {} CA port(s) and {switches} switch(es): they are \
+         reachable only through a channel adapter, which does not forward SMPs (IBA 1 §14.2.2), \
+         so they get no LID and stay down: {}{}",
+        behind.len() - switches,
         named.join(", "),
         if behind.len() > MAX_NAMED {
             ", ..."

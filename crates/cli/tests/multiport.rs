@@ -249,3 +249,80 @@ fn help_explains_multi_port_hcas() {
         assert!(t.contains("channel adapters with a cabled port"), "{t}");
     }
 }
+
+/// S1 cabled to H1 port 1 and H2 port 2; H2 port 1 to S2, cabled to nothing else.
+const ISO: &str = "\
+Switch 4 \"S1\"
+[1] \"H1\"[1]
+[2] \"H2\"[2]
+
+Switch 4 \"S2\"
+[1] \"H2\"[1]
+
+Hca 1 \"H1\"
+[1] \"S1\"[1]
+
+Hca 2 \"H2\"
+[1] \"S2\"[1]
+[2] \"S1\"[2]
+";
+
+/// H3 cabled only to H2 port 1, back to back; H2 port 2 on the SM's switch.
+const B2B: &str = "\
+Switch 4 \"S1\"
+[1] \"H1\"[1]
+[2] \"H2\"[2]
+
+Hca 1 \"H1\"
+[1] \"S1\"[1]
+
+Hca 2 \"H2\"
+[1] \"H3\"[1]
+[2] \"S1\"[2]
+
+Hca 1 \"H3\"
+[1] \"H2\"[1]
+";
+
+const BEHIND: &str = "reachable only through a channel adapter, which does not forward SMPs \
+                      (IBA 1 §14.2.2)";
+
+// IBA 1 §14.2.2: a CA does not forward directed-route SMPs. H2 runs on port 2, the port the SM
+// reaches, and comes up; its port 1 and S2 get no LID and both commands say so.
+#[test]
+fn ports_behind_a_ca_are_named_and_the_host_runs_on_its_reached_port() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("iso.net"), ISO).unwrap();
+    let o = ipoib_in(dir.path(), &["demo", "--topology", "iso.net"]);
+    let t = out(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(BEHIND), "{t}");
+    assert!(t.contains("stay down: switch S2, H2 port 1"), "{t}");
+    let h2 = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("H2    2"))
+        .unwrap_or("");
+    assert!(h2.contains("up"), "H2 on port 2 with carrier:\n{t}");
+    let o = ipoib_in(dir.path(), &["sim", "--topology", "iso.net", "--json"]);
+    let t = out(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains(BEHIND), "{t}");
+}
+
+// H3, back to back with H2's port 1, is not reached: no LID, and the reason is given.
+#[test]
+fn ca_back_to_back_to_another_host_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("b2b.net"), B2B).unwrap();
+    for cmd in ["demo", "sim"] {
+        let o = ipoib_in(dir.path(), &[cmd, "--topology", "b2b.net"]);
+        let t = out(&o);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {t}");
+        assert!(
+            t.contains(&format!("H3 (LID 0): {BEHIND}: it got no LID")),
+            "{cmd}: {t}"
+        );
+        assert!(t.contains("stay down: H2 port 1, H3 port 1"), "{cmd}: {t}");
+        assert!(!t.contains("BadDlid"), "{cmd}: {t}");
+    }
+}

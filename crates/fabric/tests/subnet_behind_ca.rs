@@ -66,7 +66,11 @@ fn port_behind_a_ca_gets_no_lid_and_the_host_runs_on_its_reached_port() {
     let mut net = up(options(topo, seed), false);
     assert_eq!(net.host_count(), 2);
     let h2 = 1;
-    assert_eq!(net.host(h2).port, 2, "H2 runs on port 2, the one the SM reaches");
+    assert_eq!(
+        net.host(h2).port,
+        2,
+        "H2 runs on port 2, the one the SM reaches"
+    );
     assert_eq!(net.ipoib_app(h2).map(|a| a.port()), Some(2));
     let (p1, p2) = (port(&net, h2, 1), port(&net, h2, 2));
     assert_eq!((p2.state, p2.lid), (PortState::Active, 3));
