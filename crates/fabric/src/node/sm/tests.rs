@@ -434,6 +434,67 @@ fn nodes_beyond_63_hops_are_not_reached() {
     assert!(s62.iter().all(|&p| p != 3), "{s62:?}");
 }
 
+// IBA 1 §14.2.2: only switches forward directed-route SMPs, so a CA is no shortcut. A dual-homed
+// CA D joins S0 (port 1) to S63 (port 2) of a 64-switch chain: over D, S63 would be 3 cables from
+// the SM, but its directed route runs along the chain, 64 hops, beyond reach. D's port 1 is reached,
+// its port 2 (65 hops) is not.
+#[test]
+fn hops_count_directed_routes_over_switches_only() {
+    let mut t = chain(64);
+    let d = t.add_node(NodeKind::Ca, "D", Guid(0x30_0000), 2);
+    let (s0, s63) = (2, 2 + 63);
+    let e = |node, port| End { node, port };
+    t.connect(e(d, 1), e(s0, 4), None, None).unwrap();
+    t.connect(e(d, 2), e(s63, 4), None, None).unwrap();
+    let (_, _, sm) = up(t);
+    assert_eq!(sm.hops_from_sm(s63), Some(64));
+    assert_eq!(sm.hops_from_sm(d), Some(2));
+    assert_eq!(sm.unreached(), vec![(1, 65), (s63, 64)]);
+    assert!(sm.lid(d, 1).is_some());
+    assert_eq!((sm.lid(d, 2), sm.lid(s63, 0)), (None, None));
+    assert!(sm.behind_ca().is_empty(), "everything has a directed route");
+}
+
+// IBA 1 §14.2.2, §14.2.5.6: a CA port is reached only on a path that ends at it; what lies behind
+// another CA gets no LID. The LIDs of the reached ports keep the walk's order.
+#[test]
+fn ports_behind_a_ca_get_no_lid() {
+    let mut t = Topology::new();
+    let h1 = t.add_node(NodeKind::Ca, "H1", Guid(0x10_0000), 1);
+    let h2 = t.add_node(NodeKind::Ca, "H2", Guid(0x10_0002), 2);
+    let s1 = t.add_node(NodeKind::Switch, "S1", Guid(0x20_0000), 4);
+    let s2 = t.add_node(NodeKind::Switch, "S2", Guid(0x20_0001), 4);
+    let h3 = t.add_node(NodeKind::Ca, "H3", Guid(0x10_0005), 1);
+    let e = |node, port| End { node, port };
+    t.connect(e(h1, 1), e(s1, 1), None, None).unwrap();
+    t.connect(e(h2, 2), e(s1, 2), None, None).unwrap();
+    t.connect(e(h2, 1), e(s2, 1), None, None).unwrap();
+    t.connect(e(s2, 2), e(h3, 1), None, None).unwrap();
+    let (sim, built, sm) = up(t);
+    assert_eq!(
+        (sm.lid(h1, 1), sm.lid(s1, 0), sm.lid(h2, 2)),
+        (Some(1), Some(2), Some(3))
+    );
+    assert_eq!(
+        (sm.lid(h2, 1), sm.lid(s2, 0), sm.lid(h3, 1)),
+        (None, None, None)
+    );
+    assert_eq!(sm.behind_ca(), &[e(h2, 1), e(s2, 0), e(h3, 1)]);
+    assert_eq!((sm.hops_from_sm(h2), sm.hops_from_sm(s2)), (Some(2), None));
+    assert!(sm.unreached().is_empty());
+    assert_eq!(sm.max_lid(), 3);
+    let h2_config = &sim.node::<Host>(built.nodes[h2]).unwrap().config;
+    assert_eq!(
+        h2_config
+            .iter()
+            .map(|c| (c.port, c.lid))
+            .collect::<Vec<_>>(),
+        vec![(2, 3)],
+        "only port 2 configured"
+    );
+    assert!(sim.node::<Host>(built.nodes[h3]).unwrap().config.is_empty());
+}
+
 #[test]
 fn bad_sm_port_and_node_count_are_errors() {
     let topo = Topology::single_switch(2).unwrap();
