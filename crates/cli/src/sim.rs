@@ -262,8 +262,8 @@ impl Report {
             .map(|g| GroupLine {
                 mgid: g.record.mgid.to_string(),
                 mlid: g.record.mlid,
-                pkey: g.record.pkey,
-                qkey: g.record.qkey,
+                pkey: g.record.pkey.0,
+                qkey: g.record.qkey.0,
                 mtu: g.record.mtu.bytes().unwrap_or(0),
                 members: g.members.len(),
                 well_known: g.well_known,

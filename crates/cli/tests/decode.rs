@@ -12,6 +12,7 @@ use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::pcap::{LinkType, PcapWriter};
 use ipoib_wire::private_data::{IpCmReqRepr, IpPair, IpoibCmPrivateDataRepr};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, SaMadRepr};
+use ipoib_wire::PKey;
 use ipoib_wire::{crc, Gid, QKey};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
@@ -44,8 +45,11 @@ fn ud(dlid: u16, slid: u16, dest_qp: u32, qkey: u32, src_qp: u32, payload: &[u8]
     let p = PacketRepr::ud_send_only(
         lrh(dlid, slid),
         None,
-        BthRepr::new(Opcode::UD_SEND_ONLY, PKEY, dest_qp, 7),
-        DethRepr { qkey, src_qp },
+        BthRepr::new(Opcode::UD_SEND_ONLY, PKey(PKEY), dest_qp, 7),
+        DethRepr {
+            qkey: QKey(qkey),
+            src_qp,
+        },
         payload,
     );
     let mut b = vec![0u8; p.buffer_len()];
@@ -75,11 +79,11 @@ fn arp_request() -> Vec<u8> {
 /// 2: SubnAdmSet(MCMemberRecord) joining the IPv4 broadcast group.
 fn sa_join() -> Vec<u8> {
     let rec = McMemberRecordRepr {
-        mgid: broadcast_mgid(PKEY, Scope::LinkLocal),
+        mgid: broadcast_mgid(PKey(PKEY), Scope::LinkLocal),
         port_gid: a_gid(),
-        qkey: 0x0b1b,
+        qkey: QKey(0x0b1b),
         mtu: Mtu::Mtu2048,
-        pkey: PKEY,
+        pkey: PKey(PKEY),
         join_state: JoinState(1),
         ..McMemberRecordRepr::default()
     };
@@ -115,7 +119,7 @@ fn req(comm_id: u32, service_id: u64, private_data: &[u8]) -> Vec<u8> {
     r.service_id = service_id;
     r.local_ca_guid = ipoib_wire::Guid(A_GUID);
     r.local_qpn = 0x99;
-    r.partition_key = PKEY;
+    r.partition_key = PKey(PKEY);
     r.private_data[..private_data.len()].copy_from_slice(private_data);
     cm_mad(&CmMessage::Req(r))
 }

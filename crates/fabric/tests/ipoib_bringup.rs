@@ -8,6 +8,7 @@ use ipoib_fabric::hw::verbs::QpState;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, seed, seeds, SeedGuard};
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::{PKey, QKey};
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §5 (FullMember join, carrier after it), §7 (MTU 2044),
 // §9.1.2 b (the group's Q_Key on the QP), §9.1.1 (link-layer address).
@@ -20,7 +21,7 @@ fn every_host_of_a_fat_tree_comes_up() {
     let mut net = Subnet::build(opts).unwrap();
     assert!(net.run_until_joined(at(10)), "every interface has carrier");
     assert_eq!(net.carrier_count(), 24);
-    let bcast = broadcast_mgid(0xffff, Scope::LinkLocal);
+    let bcast = broadcast_mgid(PKey(0xffff), Scope::LinkLocal);
     let group = net
         .sa()
         .groups()
@@ -32,7 +33,11 @@ fn every_host_of_a_fat_tree_comes_up() {
         let iface = net.interface(i).unwrap();
         let app = net.ipoib_app(i).unwrap();
         let p = iface.link_params().expect("joined");
-        assert_eq!(p.record.qkey, 0x0b1b, "§9.1.2 b: OpenSM's default Q_Key");
+        assert_eq!(
+            p.record.qkey,
+            QKey(0x0b1b),
+            "§9.1.2 b: OpenSM's default Q_Key"
+        );
         assert_eq!(iface.mtu(), 2044, "§7: group MTU 2048 - 4");
         assert_eq!(
             iface.gid(),

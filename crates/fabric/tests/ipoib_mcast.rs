@@ -9,6 +9,7 @@ use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::testing::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
 use ipoib_wire::sa::JoinState;
+use ipoib_wire::PKey;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ fn delivered_to_exactly_the_members_through_the_mfts() {
     for &m in &members {
         net.with_ipoib(m, |a, _| a.join_group(IpAddr::V4(GROUP)));
     }
-    let mgid = ipv4_mgid(GROUP, 0xffff, Scope::LinkLocal);
+    let mgid = ipv4_mgid(GROUP, PKey(0xffff), Scope::LinkLocal);
     assert!(
         run_until_attached(&mut net, &members, mgid),
         "joins answered and the tree written"

@@ -8,6 +8,7 @@
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::testing::*;
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, Scope};
+use ipoib_wire::PKey;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -58,7 +59,7 @@ fn first_datagram_of_a_non_member_on_another_switch_reaches_every_member() {
     for &m in &members {
         net.with_ipoib(m, |a, _| a.join_group(IpAddr::V4(GROUP)));
     }
-    let mgid = ipv4_mgid(GROUP, 0xffff, Scope::LinkLocal);
+    let mgid = ipv4_mgid(GROUP, PKey(0xffff), Scope::LinkLocal);
     assert!(run_until_attached(&mut net, &members, mgid));
     // Send right after the members' tree was written, as the demo does.
     net.with_ipoib(sender, |a, _| {

@@ -12,6 +12,7 @@ use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{DropReason, InterfaceConfig};
 use ipoib_proto::partitions;
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::PKey;
 use std::time::Duration;
 
 /// Host i of a generated topology has port GUID 0x100001 + 2i.
@@ -39,7 +40,10 @@ fn two_partitions_cannot_ping_across() {
     });
     let mut net: Subnet = up(opts, false);
     for i in 0..5 {
-        let want = broadcast_mgid(if i <= 2 { 0x8001 } else { 0x8002 }, Scope::LinkLocal);
+        let want = broadcast_mgid(
+            if i <= 2 { PKey(0x8001) } else { PKey(0x8002) },
+            Scope::LinkLocal,
+        );
         let p = net.interface(i).unwrap().link_params().unwrap();
         assert_eq!(
             p.record.mgid, want,
@@ -92,7 +96,7 @@ fn two_partitions_cannot_ping_across() {
         let c = net.interface(i).unwrap().counters();
         assert_eq!(c.dropped(DropReason::PkeyMismatch), 0);
     }
-    let a_group = broadcast_mgid(0x8001, Scope::LinkLocal);
+    let a_group = broadcast_mgid(PKey(0x8001), Scope::LinkLocal);
     for i in 3..5 {
         assert!(
             !app(&net, i).attached().iter().any(|(g, _)| *g == a_group),

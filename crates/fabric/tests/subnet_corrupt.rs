@@ -11,6 +11,7 @@ use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::{at, seeds, SeedGuard};
 use ipoib_fabric::PortRef;
+use ipoib_wire::QKey;
 use ipoib_wire::{Mtu, Rate};
 
 // IBA 1 §7.8.1 (ICRC), §7.8.2 (VCRC): the receiver's ICRC/VCRC check catches corrupted bytes and
@@ -81,7 +82,7 @@ fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
             };
             assert_eq!(
                 (r.mlid, r.qkey, r.mtu, r.rate),
-                (first.mlid, 0x0b1b, Mtu::Mtu2048, Rate::Gbps10),
+                (first.mlid, QKey(0x0b1b), Mtu::Mtu2048, Rate::Gbps10),
                 "host {i}"
             );
             if r_at > at(1) {

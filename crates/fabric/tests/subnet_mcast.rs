@@ -15,10 +15,11 @@ use ipoib_wire::ib::BthRepr;
 use ipoib_wire::mad::{InformInfoRepr, Method, NoticeRepr};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
 use ipoib_wire::{Gid, Mtu};
+use ipoib_wire::{PKey, QKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-const QKEY: u32 = 0x0001_2345;
+const QKEY: QKey = QKey(0x0001_2345);
 
 fn reports(net: &mut Subnet, i: usize) -> Vec<NoticeRepr> {
     net.take_sa_events(i)
@@ -40,7 +41,7 @@ fn join(net: &mut Subnet, i: usize, mgid: Gid, create: bool) -> McMemberRecordRe
     let mut mask = mcr_mask::JOIN;
     if create {
         rec.qkey = QKEY;
-        rec.pkey = 0xffff;
+        rec.pkey = PKey(0xffff);
         mask |= mcr_mask::CREATE;
     }
     let m = SaMadRepr::mcmember_join(0, rec, mask);
@@ -88,7 +89,7 @@ fn multicast_once(
         qps[from].0,
         mlid,
         BthRepr::MULTICAST_QPN,
-        QKEY,
+        QKEY.0,
         Some(mgid),
         &[tag; 64],
     );
@@ -132,7 +133,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
         };
         assert_eq!(
             (r.mlid, r.qkey, r.mtu),
-            (b.mlid, 0x0b1b, Mtu::Mtu2048),
+            (b.mlid, QKey(0x0b1b), Mtu::Mtu2048),
             "host {i}"
         );
     }
@@ -185,7 +186,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     );
 
     // Forwarding: every host has a QP; members attach theirs.
-    let qps: Vec<_> = (0..n).map(|i| ud_qp(&mut net, i, QKEY, 0)).collect();
+    let qps: Vec<_> = (0..n).map(|i| ud_qp(&mut net, i, QKEY.0, 0)).collect();
     for &i in &group {
         let node = net.host(i).node;
         net.sim_mut()

@@ -18,6 +18,7 @@ use ipoib_wire::ib::BthRepr;
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
 use ipoib_wire::Gid;
+use ipoib_wire::PKey;
 use std::time::Duration;
 
 /// Host i of a generated topology has node GUID 0x100000 + 2i and port GUID one more.
@@ -29,7 +30,7 @@ PartB=0x8002, ipoib : 0x100007=full, 0x100009=full ;
 const QKEY: u32 = 0x0b1b;
 
 fn bcast(pkey: u16) -> Gid {
-    ipoib_wire::ipoib::mcast::broadcast_mgid(pkey, ipoib_wire::ipoib::mcast::Scope::LinkLocal)
+    ipoib_wire::ipoib::mcast::broadcast_mgid(PKey(pkey), ipoib_wire::ipoib::mcast::Scope::LinkLocal)
 }
 
 fn pkey_index(net: &Subnet, i: usize, pkey: u16) -> u16 {

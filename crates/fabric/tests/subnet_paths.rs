@@ -14,6 +14,7 @@ use ipoib_fabric::testing::{at, seed, SeedGuard};
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::PKey;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -108,7 +109,7 @@ fn fat_tree_lids_and_all_paths_through_the_sa() {
             assert_eq!(p.dlid, net.lid(j), "host {i} -> {j}: DLID");
             assert_eq!(u8::from(p.mtu), 5, "4096-byte MTU on every link");
             assert_eq!(u8::from(p.rate), 7, "40 Gb/s on every link");
-            assert_eq!(p.pkey, 0xffff, "default partition");
+            assert_eq!(p.pkey, PKey(0xffff), "default partition");
             assert!(p.reversible);
             let want = if i == j {
                 0

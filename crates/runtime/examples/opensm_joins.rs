@@ -316,12 +316,12 @@ fn joins(
     deadline: Instant,
     report: &mut Report,
 ) -> Result<(), String> {
-    let mgid = broadcast_mgid(PKey::DEFAULT.0, Scope::LinkLocal);
+    let mgid = broadcast_mgid(PKey::DEFAULT, Scope::LinkLocal);
     let request = |i: usize| {
         let rec = McMemberRecordRepr {
             mgid,
             port_gid: gids[i],
-            pkey: PKey::DEFAULT.0,
+            pkey: PKey::DEFAULT,
             join_state: JoinState::FULL_MEMBER,
             ..McMemberRecordRepr::default()
         };

@@ -12,7 +12,7 @@ use ibsim_harness::ours::OurSa;
 use ibsim_harness::sequence;
 use ibsim_harness::{Fabric, Setup, NET_ONE_SWITCH};
 use ipoib_runtime::ibsim::IbsimClient;
-use ipoib_wire::{Gid, Mtu, Rate};
+use ipoib_wire::{Gid, Mtu, PKey, QKey, Rate};
 
 /// The requesters: two HCAs that do not run the SM (OpenSM is on Hca1).
 const REQUESTERS: [&str; 2] = ["Hca2", "Hca3"];
@@ -110,7 +110,10 @@ fn opensm_answers_mcmember_sequence() {
     // Q_Key 0x0b1b, MTU 2048, rate 10 Gb/s, SL 0, scope 2, P_Key 0xffff).
     let bc = outs[0].rec.expect("broadcast group record");
     assert_eq!(bc.mgid, sequence::broadcast());
-    assert_eq!((bc.qkey, bc.pkey, bc.sl, bc.scope), (0x0b1b, 0xffff, 0, 2));
+    assert_eq!(
+        (bc.qkey, bc.pkey, bc.sl, bc.scope),
+        (QKey(0x0b1b), PKey(0xffff), 0, 2)
+    );
     assert_eq!((u8::from(bc.mtu), u8::from(bc.rate)), (4, 3));
     assert!((0xc000..=0xfffe).contains(&bc.mlid));
     // A join answers with the requester's PortGID and its accumulated JoinState.
@@ -158,7 +161,7 @@ fn opensm_answers_mcmember_sequence() {
     let mut changed = outs.clone();
     changed[5].status = ipoib_wire::mad::MadStatus(0);
     if let Some(r) = &mut changed[20].rec {
-        r.qkey ^= 1;
+        r.qkey = QKey(r.qkey.0 ^ 1);
     }
     if let Some(r) = &mut changed[1].rec {
         r.mlid = 0xc0ff;

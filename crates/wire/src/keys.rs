@@ -2,9 +2,11 @@
 //! Q_Key's controlled bit (IBA 1 §10.2.4) and the well-known values of both. This is the one place
 //! these rules are written; the HCA, the switch, the SA and the IPoIB interface all use it.
 //!
-//! Header fields and records keep their keys as plain `u16`/`u32` (what the wire carries); these
-//! types are how the rules are asked: `PKey(bth.pkey).matches(PKey(entry))`.
+//! Every header `Repr`, record and model structure holds its keys as these types; the plain
+//! `u16`/`u32` only appears in the byte views (`Bth::pkey`, `Deth::qkey`, ...), where bytes are
+//! read and written: `bth.pkey.matches(entry)`.
 
+use crate::describe::Value;
 use core::fmt;
 
 /// A 16-bit partition key (IBA 1 §10.9.1): bit 15 is the membership type (1 = full member,
@@ -72,10 +74,23 @@ impl From<PKey> for u16 {
     }
 }
 
+impl From<PKey> for Value<'_> {
+    /// Four hex digits, as `ipoib decode` prints a P_Key.
+    fn from(k: PKey) -> Self {
+        Value::Hex(k.0.into(), 4)
+    }
+}
+
 impl fmt::Display for PKey {
     /// `0xffff`, as the tools print P_Keys.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:#06x}", self.0)
+    }
+}
+
+impl fmt::LowerHex for PKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
     }
 }
 
@@ -119,10 +134,23 @@ impl From<QKey> for u32 {
     }
 }
 
+impl From<QKey> for Value<'_> {
+    /// Eight hex digits, as `ipoib decode` prints a Q_Key.
+    fn from(k: QKey) -> Self {
+        Value::Hex(k.0.into(), 8)
+    }
+}
+
 impl fmt::Display for QKey {
     /// `0x80010000`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:#010x}", self.0)
+    }
+}
+
+impl fmt::LowerHex for QKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
     }
 }
 
@@ -171,6 +199,10 @@ mod tests {
         assert!(!QKey::IPOIB_BROADCAST.is_controlled());
         assert_eq!(QKey::GSI.to_string(), "0x80010000");
         assert_eq!(u32::from(QKey::IPOIB_BROADCAST), 0x0b1b);
+        assert_eq!(
+            format!("{:#x} {:x}", QKey::IPOIB_BROADCAST, PKey(0x8001)),
+            "0xb1b 8001"
+        );
     }
 
     proptest! {

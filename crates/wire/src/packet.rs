@@ -333,6 +333,7 @@ mod tests {
     use super::*;
     use crate::describe::Collect;
     use crate::ib::{AethRepr, RethRepr, Syndrome};
+    use crate::keys::{PKey, QKey};
     use crate::types::Gid;
     use proptest::prelude::*;
 
@@ -381,13 +382,13 @@ mod tests {
 
     fn deth() -> DethRepr {
         DethRepr {
-            qkey: 0x0b1b,
+            qkey: QKey(0x0b1b),
             src_qp: 0x49,
         }
     }
 
     fn local_repr() -> PacketRepr<'static> {
-        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, 0x48, 1);
+        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0xffff), 0x48, 1);
         PacketRepr::ud_send_only(lrh(0, 3), None, bth, deth(), PAYLOAD)
     }
 
@@ -397,7 +398,7 @@ mod tests {
             Gid::new(0xff12_401b_ffff_0000, 0x0000_0000_ffff_ffff),
             0x40,
         );
-        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, 0xff_ffff, 2);
+        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0xffff), 0xff_ffff, 2);
         PacketRepr::ud_send_only(lrh(1, 0xc001), Some(grh), bth, deth(), PAYLOAD)
     }
 
@@ -525,7 +526,7 @@ mod tests {
         let ack = PacketRepr {
             lrh: lrh(0, 3),
             grh: None,
-            bth: Some(BthRepr::new(Opcode::RC_ACKNOWLEDGE, 0xffff, 5, 9)),
+            bth: Some(BthRepr::new(Opcode::RC_ACKNOWLEDGE, PKey(0xffff), 5, 9)),
             ext: ExtHeaders {
                 aeth: Some(AethRepr {
                     syndrome: Syndrome::Ack { credit_count: 31 },
@@ -646,7 +647,7 @@ mod tests {
                 ee_context: w(0) >> 8,
             }),
             deth: pick(ExtHeaderSet::DETH).then(|| DethRepr {
-                qkey: w(4),
+                qkey: QKey(w(4)),
                 src_qp: w(8) >> 8,
             }),
             reth: pick(ExtHeaderSet::RETH).then(|| RethRepr {
@@ -688,7 +689,7 @@ mod tests {
             bth: Some(BthRepr {
                 resv8a: seed[7],
                 se: seed[8] & 1 != 0,
-                ..BthRepr::new(Opcode(op), 0x8001, w(9) >> 8, w(13) >> 8)
+                ..BthRepr::new(Opcode(op), PKey(0x8001), w(9) >> 8, w(13) >> 8)
             }),
             ext,
             payload,

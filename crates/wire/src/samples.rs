@@ -14,7 +14,7 @@
 //! Sample names are stable snake_case identifiers, unique within each list.
 
 use crate::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr};
-use crate::keys::QKey;
+use crate::keys::{PKey, QKey};
 use crate::packet::PacketRepr;
 use crate::types::{Gid, Guid};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -127,7 +127,7 @@ pub const B: Node = Node {
 };
 
 /// The default partition (full member).
-pub const P_KEY: u16 = 0xffff;
+pub const P_KEY: PKey = PKey::DEFAULT;
 /// The MLID the SA gives the broadcast group in the samples.
 pub const BROADCAST_MLID: u16 = 0xc000;
 
@@ -163,7 +163,7 @@ struct UdDest {
     dlid: u16,
     dgid: Option<Gid>,
     qpn: u32,
-    qkey: u32,
+    qkey: QKey,
 }
 
 impl UdDest {
@@ -173,7 +173,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: n.ud_qpn,
-            qkey: QKey::IPOIB_BROADCAST.0,
+            qkey: QKey::IPOIB_BROADCAST,
         }
     }
 
@@ -191,7 +191,7 @@ impl UdDest {
             dlid: mlid,
             dgid: Some(mgid),
             qpn: BthRepr::MULTICAST_QPN,
-            qkey: QKey::IPOIB_BROADCAST.0,
+            qkey: QKey::IPOIB_BROADCAST,
         }
     }
 
@@ -201,7 +201,7 @@ impl UdDest {
             dlid: n.lid,
             dgid: None,
             qpn: 1,
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
         }
     }
 }

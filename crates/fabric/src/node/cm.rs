@@ -455,7 +455,7 @@ impl CmApp {
             &self.cfg,
             self.cq,
             req.transport_service_type,
-            req.partition_key,
+            req.partition_key.0,
             &mut self.next_wr,
         );
         let qpn = match made {

@@ -49,7 +49,7 @@ impl Cm {
         req.starting_psn = p.psn;
         req.local_cm_response_timeout = self.cfg.response_timeout & 0x1f;
         req.retry_count = p.retry_count & 7;
-        req.partition_key = p.pkey;
+        req.partition_key = PKey(p.pkey);
         req.path_packet_payload_mtu = p.mtu;
         req.rnr_retry_count = p.rnr_retry_count & 7;
         req.max_cm_retries = self.cfg.max_cm_retries & 0xf;

@@ -52,7 +52,7 @@ impl ConnectParams {
     ) -> ConnectParams {
         ConnectParams {
             packet_life_time: pr.packet_life_time,
-            pkey: pr.pkey,
+            pkey: pr.pkey.0,
             mtu: pr.mtu,
             ..ConnectParams::linux_ipoib(cm_path(pr, ca_ack_delay), service_id, qpn, psn)
         }
@@ -62,7 +62,7 @@ impl ConnectParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipoib_wire::{Gid, Mtu, Rate};
+    use ipoib_wire::{Gid, Mtu, PKey, Rate};
 
     // Linux `cm_ack_timeout` values: 2 × 2^plt + 2^delay rounded up to a power of two.
     #[test]
@@ -88,7 +88,7 @@ mod tests {
             tclass: 4,
             hop_limit: 0,
             sl: 2,
-            pkey: 0x8001,
+            pkey: PKey(0x8001),
             mtu: Mtu::Mtu4096,
             rate: Rate::Gbps40,
             packet_life_time: 14,

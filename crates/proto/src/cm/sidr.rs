@@ -9,6 +9,7 @@ use super::{Cm, CmError, CmEvent, CmMessage, SidrId, SIDR_NO_LISTENER};
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
 use ipoib_wire::cm::{SidrRepRepr, SidrReqRepr, SidrStatus};
+use ipoib_wire::{PKey, QKey};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -77,7 +78,7 @@ impl Cm {
         msg::fill(&mut req.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         let id = self.alloc_sidr();
         req.request_id = id;
-        req.partition_key = to.pkey;
+        req.partition_key = PKey(to.pkey);
         req.service_id = service_id;
         let mad = msg::cm_mad(self.new_tid(id), &CmMessage::SidrReq(req));
         let wait = iba_time(self.cfg.response_timeout) + iba_time(packet_life_time) * 2;
@@ -128,7 +129,7 @@ impl Cm {
         rep.status = status;
         rep.qpn = qpn;
         rep.service_id = service_id;
-        rep.qkey = qkey;
+        rep.qkey = QKey(qkey);
         self.send(from, msg::cm_mad(tid, &CmMessage::SidrRep(rep)));
         Ok(())
     }

@@ -24,6 +24,7 @@ use ipoib_wire::ipoib::{
     NdOptionType, NdRepr,
 };
 use ipoib_wire::Gid;
+use ipoib_wire::QKey;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -240,7 +241,7 @@ impl Interface {
                 lid: self.port.map(|p| p.lid).unwrap_or(0),
                 flags: LegacyCapabilities(0),
                 qpn: self.cfg.qpn,
-                qkey: self.params.map(|p| p.record.qkey).unwrap_or(0),
+                qkey: self.params.map(|p| p.record.qkey).unwrap_or(QKey(0)),
                 guid: self.cfg.port_guid,
             };
             r.emit(&mut LegacyLlaOption::new_unchecked(&mut b[..]));

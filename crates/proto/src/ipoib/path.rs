@@ -14,6 +14,7 @@
 use crate::sa::RequestId;
 use crate::time::Instant;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr};
+use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Mtu, Rate};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -295,7 +296,7 @@ pub fn path_query(sgid: Gid, dgid: Gid, pkey: u16, tclass: u8) -> (PathRecordRep
         sgid,
         numb_path: 1,
         reversible: true,
-        pkey,
+        pkey: PKey(pkey),
         tclass,
         ..Default::default()
     };

@@ -32,7 +32,7 @@ impl Interface {
         if !PKey(d.pkey).same_partition(PKey(self.cfg.pkey)) {
             return self.drop1(DropReason::PkeyMismatch);
         }
-        if d.qkey != p.record.qkey {
+        if d.qkey != p.record.qkey.0 {
             return self.drop1(DropReason::QkeyMismatch);
         }
         let lid = self.port.map(|p| p.lid).unwrap_or(0);

@@ -23,6 +23,7 @@ use crate::sa::SaClientEvent;
 use crate::time::Instant;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{McMemberRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::QKey;
 
 /// How much a port event resets (Linux `enum ipoib_flush_level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -152,7 +153,7 @@ impl Interface {
         self.params = Some(BroadcastParams { record: rec, mtu });
         if qkey_changed {
             // §9.1.2 b: the Q_Key of the broadcast group MUST be used for all IPoIB traffic.
-            self.events.push_back(InterfaceEvent::SetQkey(rec.qkey));
+            self.events.push_back(InterfaceEvent::SetQkey(rec.qkey.0));
         }
     }
 
@@ -165,7 +166,7 @@ impl Interface {
             format_args!(
                 "carrier up: mtu {} qkey {:#x} mlid {:#x}",
                 self.mtu(),
-                self.params.map(|p| p.record.qkey).unwrap_or(0),
+                self.params.map(|p| p.record.qkey).unwrap_or(QKey(0)),
                 self.params.map(|p| p.record.mlid).unwrap_or(0)
             ),
         );

@@ -232,7 +232,7 @@ impl Interface {
             sl: info.sl,
             grh,
             remote_qpn: qpn & 0x00ff_ffff,
-            qkey: p.record.qkey,
+            qkey: p.record.qkey.0,
             rate: info.rate,
             data,
         });

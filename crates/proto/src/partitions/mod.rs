@@ -319,7 +319,7 @@ impl PartitionConfig {
             };
             if p.ipoib {
                 // OpenSM `osm_ipoib_broadcast_mgid`, ff12:401b:<P_Key>::ffff:ffff.
-                let g = broadcast_mgid(full_pkey, Scope::LinkLocal);
+                let g = broadcast_mgid(PKey(full_pkey), Scope::LinkLocal);
                 push(g, &p.flags, QKey::IPOIB_BROADCAST.0);
             }
             for spec in &p.groups {

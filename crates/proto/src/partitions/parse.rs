@@ -561,7 +561,7 @@ impl<'a> Parser<'a> {
         // partition's rate and MTU.
         if super::is_ip_mgid(&mgid) {
             let mpkey = u16::from_be_bytes([mgid.0[4], mgid.0[5]]);
-            let bcast = broadcast_mgid(PKey::DEFAULT.0, Scope::LinkLocal) == mgid;
+            let bcast = broadcast_mgid(PKey::DEFAULT, Scope::LinkLocal) == mgid;
             let problem = if !(bcast || mpkey == 0 || PKey(mpkey).base() == part_pkey) {
                 Some(format!(
                     "IP MC group {} specified with invalid pkey 0x{mpkey:04x} for partition pkey 0x{part_pkey:04x}",

@@ -17,6 +17,7 @@ use crate::time::Instant;
 use ipoib_wire::mad::{MadStatus, SaStatus};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, Rate, SaMadRepr, Selector};
 use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{PKey, QKey};
 use std::time::Duration;
 
 pub(super) use crate::testing::{star, SM_LID as SA_LID};
@@ -190,8 +191,8 @@ pub(super) fn join_rec(mgid: Gid, port: Gid, js: JoinState) -> McMemberRecordRep
     McMemberRecordRepr {
         mgid,
         port_gid: port,
-        qkey: 0x0b1b,
-        pkey: 0xffff,
+        qkey: QKey(0x0b1b),
+        pkey: PKey(0xffff),
         tclass: 0,
         sl: 0,
         flow_label: 0,

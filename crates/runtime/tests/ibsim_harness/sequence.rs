@@ -5,12 +5,13 @@
 use ipoib_wire::ipoib::{broadcast_mgid, Scope};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, Rate, Selector};
 use ipoib_wire::Gid;
+use ipoib_wire::{PKey, QKey};
 
 use super::mcr::{MgidRef, Op, PortRef, Step};
 
 /// The default partition's IPoIB broadcast group (OpenSM creates it; docs/DEPLOYED.md).
 pub fn broadcast() -> Gid {
-    broadcast_mgid(0xffff, Scope::LinkLocal)
+    broadcast_mgid(PKey(0xffff), Scope::LinkLocal)
 }
 
 /// An IPv6-style MGID `ff12:601b:ffff::<n>` that no one created.
@@ -45,9 +46,9 @@ fn js(v: u8) -> JoinState {
 /// broadcast group's values.
 fn create_rec(join: JoinState) -> McMemberRecordRepr {
     McMemberRecordRepr {
-        qkey: 0x0b1b,
+        qkey: QKey(0x0b1b),
         tclass: 0,
-        pkey: 0xffff,
+        pkey: PKey(0xffff),
         flow_label: 0,
         sl: 0,
         join_state: join,
@@ -115,8 +116,8 @@ pub fn sequence() -> Vec<Step> {
         // 5: invalid joins.
         step("join broadcast, no join state", Set, 0, Fixed(b), Own, q, m::JOIN),
         step("join broadcast, mask without portgid", Set, 0, Fixed(b), Own, j, m::MGID | m::JOIN_STATE),
-        step("join broadcast, wrong q_key", Set, 0, Fixed(b), Own, with(j, &|r| r.qkey = 0x1234), m::JOIN | m::Q_KEY),
-        step("join broadcast, p_key 0x7fff", Set, 0, Fixed(b), Own, with(j, &|r| r.pkey = 0x7fff), m::JOIN | m::P_KEY),
+        step("join broadcast, wrong q_key", Set, 0, Fixed(b), Own, with(j, &|r| r.qkey = QKey(0x1234)), m::JOIN | m::Q_KEY),
+        step("join broadcast, p_key 0x7fff", Set, 0, Fixed(b), Own, with(j, &|r| r.pkey = PKey(0x7fff)), m::JOIN | m::P_KEY),
         // 9: MTU selectors against the group's 2048.
         step("join broadcast, mtu > 1024", Set, 0, Fixed(b), Own, mtu_rec(GreaterThan, 3), mtu),
         step("join broadcast, mtu > 2048", Set, 0, Fixed(b), Own, mtu_rec(GreaterThan, 4), mtu),
@@ -170,7 +171,7 @@ pub fn sequence() -> Vec<Step> {
         step("rejoin broadcast full", Set, 0, Fixed(b), Own, j, m::JOIN),
         step("create g19 (control)", Set, 0, Fixed(group(19)), Own, c, m::CREATE),
         step("join broadcast, unknown port gid", Set, 0, Fixed(b), Unknown, j, m::JOIN),
-        step("join broadcast, p_key 0x1234", Set, 0, Fixed(b), Own, with(j, &|r| r.pkey = 0x1234), m::JOIN | m::P_KEY),
+        step("join broadcast, p_key 0x1234", Set, 0, Fixed(b), Own, with(j, &|r| r.pkey = PKey(0x1234)), m::JOIN | m::P_KEY),
         step("join broadcast, sl 1", Set, 0, Fixed(b), Own, with(j, &|r| r.sl = 1), m::JOIN | m::SL),
         // 56: IPoIB-signature groups must match their partition's broadcast group.
         step("create g12, scope-5 mgid", Set, 0, Fixed(scoped(5, 12)), Own, c, m::CREATE),
@@ -180,13 +181,13 @@ pub fn sequence() -> Vec<Step> {
         // 60
         step("create g16, hop limit 7", Set, 0, Fixed(group(16)), Own, with(c, &|r| r.hop_limit = 7), m::CREATE | m::HOP_LIMIT),
         step("create g17, sl 1", Set, 0, Fixed(group(17)), Own, with(c, &|r| r.sl = 1), m::CREATE),
-        step("create g18, q_key 0x12345678", Set, 0, Fixed(group(18)), Own, with(c, &|r| r.qkey = 0x1234_5678), m::CREATE),
-        step("join g18 from 1, q_key 0x0b1b", Set, 1, Fixed(group(18)), Own, with(j, &|r| r.qkey = 0x0b1b), m::JOIN | m::Q_KEY),
+        step("create g18, q_key 0x12345678", Set, 0, Fixed(group(18)), Own, with(c, &|r| r.qkey = QKey(0x1234_5678)), m::CREATE),
+        step("join g18 from 1, q_key 0x0b1b", Set, 1, Fixed(group(18)), Own, with(j, &|r| r.qkey = QKey(0x0b1b)), m::JOIN | m::Q_KEY),
         step("join g18 from 1", Set, 1, Fixed(group(18)), Own, j, m::JOIN),
         step("create g20 (control)", Set, 0, Fixed(group(20)), Own, c, m::CREATE),
         // 66: groups without the IPoIB signature take the creator's parameters.
         step("create non-ipoib mgid, own params", Set, 0, Fixed(plain(21)), Own,
-            with(c, &|r| { r.qkey = 0x1234_5678; r.tclass = 0x20; r.flow_label = 0x12345; r.hop_limit = 7; r.sl = 1 }),
+            with(c, &|r| { r.qkey = QKey(0x1234_5678); r.tclass = 0x20; r.flow_label = 0x12345; r.hop_limit = 7; r.sl = 1 }),
             m::CREATE | m::HOP_LIMIT),
         step("join non-ipoib group from 1, tclass 0x40", Set, 1, Fixed(plain(21)), Own, with(j, &|r| r.tclass = 0x40), m::JOIN | m::TCLASS),
         step("join non-ipoib group from 1", Set, 1, Fixed(plain(21)), Own, j, m::JOIN),

@@ -16,7 +16,7 @@ use ipoib_wire::ipoib::{
 };
 use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::sa::{PathRecordRepr, SaMadRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, PKey, QKey};
 use std::net::Ipv4Addr;
 
 /// IB MTU of the "full" frames: the payload after the transport headers is at most this.
@@ -91,9 +91,9 @@ pub fn ud_repr(payload: &[u8], global: bool) -> PacketRepr<'_> {
     } else {
         (None, 3, 0x48)
     };
-    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, qp, 1);
+    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0xffff), qp, 1);
     let deth = DethRepr {
-        qkey: 0x0b1b,
+        qkey: QKey(0x0b1b),
         src_qp: 0x49,
     };
     PacketRepr::ud_send_only(lrh(dlid, 1), grh, bth, deth, payload)
@@ -132,14 +132,14 @@ fn sa_path_query() -> Vec<u8> {
         sgid: gid(1),
         numb_path: 1,
         reversible: true,
-        pkey: 0xffff,
+        pkey: PKey(0xffff),
         ..PathRecordRepr::default()
     };
     // DGID, SGID, Reversible, NumbPath, P_Key (IBA 1 §15.2.5.16 component mask bits 2, 3, 11-13).
     let mad = SaMadRepr::path_get(0x1234_5678, rec, 0b11_1000_0000_1100).to_bytes();
-    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, 1, 7);
+    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0xffff), 1, 7);
     let deth = DethRepr {
-        qkey: 0x8001_0000,
+        qkey: QKey(0x8001_0000),
         src_qp: 1,
     };
     emit(&PacketRepr::ud_send_only(lrh(1, 3), None, bth, deth, &mad))
@@ -149,7 +149,7 @@ fn rc_ack() -> Vec<u8> {
     let r = PacketRepr {
         lrh: lrh(3, 1),
         grh: None,
-        bth: Some(BthRepr::new(Opcode::RC_ACKNOWLEDGE, 0xffff, 0x52, 9)),
+        bth: Some(BthRepr::new(Opcode::RC_ACKNOWLEDGE, PKey(0xffff), 0x52, 9)),
         ext: ExtHeaders {
             aeth: Some(AethRepr {
                 syndrome: Syndrome::Ack { credit_count: 31 },
@@ -167,7 +167,7 @@ fn rc_send_ipoib(data_len: usize) -> Vec<u8> {
     let r = PacketRepr {
         lrh: lrh(3, 1),
         grh: None,
-        bth: Some(BthRepr::new(Opcode::RC_SEND_ONLY, 0xffff, 0x52, 10)),
+        bth: Some(BthRepr::new(Opcode::RC_SEND_ONLY, PKey(0xffff), 0x52, 10)),
         ext: ExtHeaders::default(),
         payload: &p,
     };

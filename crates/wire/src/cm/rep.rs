@@ -1,6 +1,7 @@
 //! REP, ConnectReply (attribute 0x0013; IBA 1 §12.6, Table 110).
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::QKey;
 use crate::types::Guid;
 use crate::Result;
 
@@ -75,7 +76,7 @@ pub struct RepRepr {
     /// Remote Communication ID (the REQ's local one).
     pub remote_comm_id: u32,
     /// Local Q_Key.
-    pub local_qkey: u32,
+    pub local_qkey: QKey,
     /// Local QPN (24 bits).
     pub local_qpn: u32,
     /// Local EE Context Number (24 bits).
@@ -113,7 +114,7 @@ impl RepRepr {
         Ok(RepRepr {
             local_comm_id: msg.local_comm_id(),
             remote_comm_id: msg.remote_comm_id(),
-            local_qkey: msg.local_qkey(),
+            local_qkey: QKey(msg.local_qkey()),
             local_qpn: msg.local_qpn(),
             local_ee_context_number: msg.local_ee_context_number(),
             starting_psn: msg.starting_psn(),
@@ -140,7 +141,7 @@ impl RepRepr {
         msg.clear();
         msg.set_local_comm_id(self.local_comm_id);
         msg.set_remote_comm_id(self.remote_comm_id);
-        msg.set_local_qkey(self.local_qkey);
+        msg.set_local_qkey(self.local_qkey.0);
         msg.set_local_qpn(self.local_qpn);
         msg.set_local_ee_context_number(self.local_ee_context_number);
         msg.set_starting_psn(self.starting_psn);
@@ -161,7 +162,7 @@ impl Describe for RepRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("local_comm_id", Value::Hex(self.local_comm_id.into(), 8));
         d.field("remote_comm_id", Value::Hex(self.remote_comm_id.into(), 8));
-        d.field("local_q_key", Value::Hex(self.local_qkey.into(), 8));
+        d.field("local_q_key", self.local_qkey.into());
         d.field("local_qpn", Value::Hex(self.local_qpn.into(), 6));
         d.field(
             "local_ee_context_number",
@@ -220,7 +221,7 @@ mod tests {
         RepRepr {
             local_comm_id: 0x0a0b_0c0d,
             remote_comm_id: 0x1a2b_3c4d,
-            local_qkey: 0,
+            local_qkey: QKey(0),
             local_qpn: 0x53,
             local_ee_context_number: 0,
             starting_psn: 0x65_4321,

@@ -3,6 +3,7 @@
 use super::common::TransportServiceType;
 use super::path::CmPath;
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::{PKey, QKey};
 use crate::sa::Mtu;
 use crate::types::Guid;
 use crate::Result;
@@ -151,7 +152,7 @@ pub struct ReqRepr {
     /// Local CA GUID.
     pub local_ca_guid: Guid,
     /// Local Q_Key.
-    pub local_qkey: u32,
+    pub local_qkey: QKey,
     /// Local QPN (24 bits).
     pub local_qpn: u32,
     /// Responder Resources.
@@ -175,7 +176,7 @@ pub struct ReqRepr {
     /// Retry Count (3 bits).
     pub retry_count: u8,
     /// Partition Key.
-    pub partition_key: u16,
+    pub partition_key: PKey,
     /// Path Packet Payload MTU (4-bit code).
     pub path_packet_payload_mtu: Mtu,
     /// RDC Exists.
@@ -209,7 +210,7 @@ impl ReqRepr {
             vendor_id: msg.vendor_id(),
             service_id: msg.service_id(),
             local_ca_guid: msg.local_ca_guid(),
-            local_qkey: msg.local_qkey(),
+            local_qkey: QKey(msg.local_qkey()),
             local_qpn: msg.local_qpn(),
             responder_resources: msg.responder_resources(),
             local_eecn: msg.local_eecn(),
@@ -221,7 +222,7 @@ impl ReqRepr {
             starting_psn: msg.starting_psn(),
             local_cm_response_timeout: msg.local_cm_response_timeout(),
             retry_count: msg.retry_count(),
-            partition_key: msg.partition_key(),
+            partition_key: PKey(msg.partition_key()),
             path_packet_payload_mtu: Mtu::from(msg.path_packet_payload_mtu()),
             rdc_exists: msg.rdc_exists(),
             rnr_retry_count: msg.rnr_retry_count(),
@@ -254,7 +255,7 @@ impl ReqRepr {
         msg.set_vendor_id(self.vendor_id);
         msg.set_service_id(self.service_id);
         msg.set_local_ca_guid(self.local_ca_guid);
-        msg.set_local_qkey(self.local_qkey);
+        msg.set_local_qkey(self.local_qkey.0);
         msg.set_local_qpn(self.local_qpn);
         msg.set_responder_resources(self.responder_resources);
         msg.set_local_eecn(self.local_eecn);
@@ -266,7 +267,7 @@ impl ReqRepr {
         msg.set_starting_psn(self.starting_psn);
         msg.set_local_cm_response_timeout(self.local_cm_response_timeout);
         msg.set_retry_count(self.retry_count);
-        msg.set_partition_key(self.partition_key);
+        msg.set_partition_key(self.partition_key.0);
         msg.set_path_packet_payload_mtu(u8::from(self.path_packet_payload_mtu));
         msg.set_rdc_exists(self.rdc_exists);
         msg.set_rnr_retry_count(self.rnr_retry_count);
@@ -286,7 +287,7 @@ impl Describe for ReqRepr {
         d.field("vendor_id", Value::Hex(self.vendor_id.into(), 6));
         d.field("service_id", Value::Hex(self.service_id, 16));
         d.field("local_ca_guid", Value::Guid(self.local_ca_guid));
-        d.field("local_q_key", Value::Hex(self.local_qkey.into(), 8));
+        d.field("local_q_key", self.local_qkey.into());
         d.field("local_qpn", Value::Hex(self.local_qpn.into(), 6));
         d.field(
             "responder_resources",
@@ -314,7 +315,7 @@ impl Describe for ReqRepr {
             Value::Uint(self.local_cm_response_timeout.into()),
         );
         d.field("retry_count", Value::Uint(self.retry_count.into()));
-        d.field("partition_key", Value::Hex(self.partition_key.into(), 4));
+        d.field("partition_key", self.partition_key.into());
         let mtu = self.path_packet_payload_mtu;
         d.field(
             "path_packet_payload_mtu",

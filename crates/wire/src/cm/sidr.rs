@@ -2,6 +2,7 @@
 //! IBA 1 §12.6, Tables 119 and 120): resolving a service ID to a UD QPN and Q_Key.
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::{PKey, QKey};
 use crate::Result;
 
 /// Length of the SIDR_REQ private data (bytes 16..232 of the body).
@@ -30,7 +31,7 @@ pub struct SidrReqRepr {
     /// Request ID, echoed in the SIDR_REP.
     pub request_id: u32,
     /// Partition Key.
-    pub partition_key: u16,
+    pub partition_key: PKey,
     /// Service ID to resolve.
     pub service_id: u64,
     /// Private Data, whole.
@@ -45,7 +46,7 @@ impl SidrReqRepr {
         private_data.copy_from_slice(msg.private_data());
         Ok(SidrReqRepr {
             request_id: msg.request_id(),
-            partition_key: msg.partition_key(),
+            partition_key: PKey(msg.partition_key()),
             service_id: msg.service_id(),
             private_data,
         })
@@ -60,7 +61,7 @@ impl SidrReqRepr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, msg: &mut SidrReqMsg<T>) {
         msg.clear();
         msg.set_request_id(self.request_id);
-        msg.set_partition_key(self.partition_key);
+        msg.set_partition_key(self.partition_key.0);
         msg.set_service_id(self.service_id);
         msg.set_private_data(&self.private_data);
     }
@@ -69,7 +70,7 @@ impl SidrReqRepr {
 impl Describe for SidrReqRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("request_id", Value::Hex(self.request_id.into(), 8));
-        d.field("partition_key", Value::Hex(self.partition_key.into(), 4));
+        d.field("partition_key", self.partition_key.into());
         d.field("service_id", Value::Hex(self.service_id, 16));
         d.field("private_data", Value::Bytes(&self.private_data));
     }
@@ -153,7 +154,7 @@ pub struct SidrRepRepr {
     /// Service ID resolved.
     pub service_id: u64,
     /// Q_Key of the service.
-    pub qkey: u32,
+    pub qkey: QKey,
     /// ClassPortInfo (meaningful on redirect), all 72 bytes.
     pub class_port_info: [u8; CLASS_PORT_INFO_LEN],
     /// Private Data, whole.
@@ -175,7 +176,7 @@ impl SidrRepRepr {
             vendor_id: msg.vendor_id(),
             qpn: msg.qpn(),
             service_id: msg.service_id(),
-            qkey: msg.qkey(),
+            qkey: QKey(msg.qkey()),
             class_port_info,
             private_data,
         })
@@ -195,7 +196,7 @@ impl SidrRepRepr {
         msg.set_vendor_id(self.vendor_id);
         msg.set_qpn(self.qpn);
         msg.set_service_id(self.service_id);
-        msg.set_qkey(self.qkey);
+        msg.set_qkey(self.qkey.0);
         msg.set_class_port_info(&self.class_port_info);
         msg.set_private_data(&self.private_data);
     }
@@ -213,7 +214,7 @@ impl Describe for SidrRepRepr {
         d.field("vendor_id", Value::Hex(self.vendor_id.into(), 6));
         d.field("qpn", Value::Hex(self.qpn.into(), 6));
         d.field("service_id", Value::Hex(self.service_id, 16));
-        d.field("q_key", Value::Hex(self.qkey.into(), 8));
+        d.field("q_key", self.qkey.into());
         d.field("class_port_info", Value::Bytes(&self.class_port_info));
         d.field("private_data", Value::Bytes(&self.private_data));
     }
@@ -242,7 +243,7 @@ mod tests {
         private_data[0] = 0x77;
         let r = SidrReqRepr {
             request_id: 0x1234,
-            partition_key: 0xffff,
+            partition_key: PKey::DEFAULT,
             service_id: 0x0106_1388,
             private_data,
         };
@@ -283,7 +284,7 @@ mod tests {
             vendor_id: 0xab_cdef,
             qpn: 0x48,
             service_id: 0x0106_1388,
-            qkey: 0x8001_0000,
+            qkey: QKey::GSI,
             class_port_info,
             private_data,
         }

@@ -4,6 +4,7 @@
 
 use super::Opcode;
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::PKey;
 use crate::types::{be16, be24, put16, put24};
 use crate::Result;
 
@@ -146,7 +147,7 @@ pub struct BthRepr {
     /// Transport header version (0).
     pub tver: u8,
     /// Partition key.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// resv8a (FECN/BECN under Annex A10); variant, not covered by the ICRC.
     pub resv8a: u8,
     /// Destination QP (24 bits).
@@ -166,7 +167,7 @@ impl BthRepr {
 
     /// A BTH with the given opcode, partition key, destination QP and PSN; flags, pad and resv8a
     /// zero.
-    pub fn new(opcode: Opcode, pkey: u16, dest_qp: u32, psn: u32) -> BthRepr {
+    pub fn new(opcode: Opcode, pkey: PKey, dest_qp: u32, psn: u32) -> BthRepr {
         BthRepr {
             opcode,
             se: false,
@@ -190,7 +191,7 @@ impl BthRepr {
             m: v.m(),
             pad_count: v.pad_count(),
             tver: v.tver(),
-            pkey: v.pkey(),
+            pkey: PKey(v.pkey()),
             resv8a: v.resv8a(),
             dest_qp: v.dest_qp(),
             ack_req: v.ack_req(),
@@ -216,7 +217,7 @@ impl BthRepr {
         v.set_m(self.m);
         v.set_pad_count(self.pad_count);
         v.set_tver(self.tver);
-        v.set_pkey(self.pkey);
+        v.set_pkey(self.pkey.0);
         v.set_resv8a(self.resv8a);
         v.set_dest_qp(self.dest_qp);
         v.set_ack_req(self.ack_req);
@@ -239,7 +240,7 @@ impl Describe for BthRepr {
         d.field("m", Value::Bool(self.m));
         d.field("padcnt", Value::Uint(self.pad_count as u64));
         d.field("tver", Value::Uint(self.tver as u64));
-        d.field("p_key", Value::Hex(self.pkey as u64, 4));
+        d.field("p_key", self.pkey.into());
         if self.resv8a != 0 {
             d.field("resv8a", Value::Hex(self.resv8a as u64, 2));
         }
@@ -269,7 +270,7 @@ mod tests {
     fn repr() -> BthRepr {
         BthRepr {
             pad_count: 2,
-            ..BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, 0x48, 0x123)
+            ..BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0xffff), 0x48, 0x123)
         }
     }
 
@@ -334,7 +335,7 @@ mod tests {
         #[test]
         fn round_trip(op: u8, se: bool, m: bool, pad in 0..4u8, tver in 0..16u8, pkey: u16,
                       resv8a: u8, qp in 0..0x100_0000u32, a: bool, psn in 0..0x100_0000u32) {
-            let r = BthRepr { opcode: Opcode(op), se, m, pad_count: pad, tver, pkey, resv8a,
+            let r = BthRepr { opcode: Opcode(op), se, m, pad_count: pad, tver, pkey: PKey(pkey), resv8a,
                               dest_qp: qp, ack_req: a, psn };
             let mut b = [0u8; 12];
             r.emit_bytes(&mut b);

@@ -53,7 +53,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Deth<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DethRepr {
     /// Queue key.
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Source QP (24 bits).
     pub src_qp: u32,
 }
@@ -66,7 +66,7 @@ impl DethRepr {
     pub fn parse<T: AsRef<[u8]>>(v: &Deth<T>) -> Result<DethRepr> {
         v.check_len()?;
         Ok(DethRepr {
-            qkey: v.qkey(),
+            qkey: QKey(v.qkey()),
             src_qp: v.src_qp(),
         })
     }
@@ -80,7 +80,7 @@ impl DethRepr {
     }
     /// Writes the header into a view of at least [`DethRepr::LEN`] bytes.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, v: &mut Deth<T>) {
-        v.set_qkey(self.qkey);
+        v.set_qkey(self.qkey.0);
         v.set_src_qp(self.src_qp);
     }
     /// Writes the header at the start of `buf`.
@@ -89,13 +89,13 @@ impl DethRepr {
     }
     /// True for a controlled Q_Key (see [`QKey::is_controlled`]).
     pub fn is_controlled_qkey(&self) -> bool {
-        QKey(self.qkey).is_controlled()
+        self.qkey.is_controlled()
     }
 }
 
 impl Describe for DethRepr {
     fn describe(&self, d: &mut dyn Describer) {
-        d.field("q_key", Value::Hex(self.qkey as u64, 8));
+        d.field("q_key", self.qkey.into());
         d.field("srcqp", Value::Hex(self.src_qp as u64, 6));
     }
 }
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn parse_and_emit() {
         let r = DethRepr {
-            qkey: 0x0b1b,
+            qkey: QKey(0x0b1b),
             src_qp: 0x48,
         };
         assert_eq!(DethRepr::parse_bytes(&BYTES).unwrap(), r);
@@ -143,7 +143,7 @@ mod tests {
     proptest! {
         #[test]
         fn round_trip(qkey: u32, src_qp in 0..0x100_0000u32) {
-            let r = DethRepr { qkey, src_qp };
+            let r = DethRepr { qkey: QKey(qkey), src_qp };
             let mut b = [0u8; 8];
             r.emit_bytes(&mut b);
             prop_assert_eq!(DethRepr::parse_bytes(&b).unwrap(), r);

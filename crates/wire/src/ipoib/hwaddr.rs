@@ -13,6 +13,7 @@
 use super::mcast::{broadcast_mgid, Scope};
 use crate::describe::{Describe, Describer, Value};
 use crate::ib::BthRepr;
+use crate::keys::PKey;
 use crate::types::{be24, put24, Gid};
 use crate::{Error, Result};
 use core::fmt;
@@ -131,7 +132,7 @@ impl HwAddr {
     /// The link broadcast address as Linux builds it: flags 0, QPN 0xFFFFFF and the broadcast GID of
     /// `pkey` (full-membership bit set) and `scope` (draft-ietf-ipoib-ip-over-infiniband-06 §4, §4.1), i.e.
     /// `00 ff ff ff | ff 1S 40 1b | pkey|0x8000 | 00 x6 | ff ff ff ff`.
-    pub fn broadcast(pkey: u16, scope: Scope) -> HwAddr {
+    pub fn broadcast(pkey: PKey, scope: Scope) -> HwAddr {
         HwAddr::multicast(broadcast_mgid(pkey, scope))
     }
 
@@ -325,13 +326,13 @@ mod tests {
     // draft-ietf-ipoib-ip-over-infiniband-06 §4 figure 2 and §4.1 item 1.
     #[test]
     fn broadcast_address() {
-        let b = HwAddr::broadcast(0x7fff, Scope::LinkLocal);
+        let b = HwAddr::broadcast(PKey(0x7fff), Scope::LinkLocal);
         assert_eq!(
             b.to_string(),
             "00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff"
         );
         assert!(b.is_multicast());
-        let s = HwAddr::broadcast(0x8001, Scope::SiteLocal);
+        let s = HwAddr::broadcast(PKey(0x8001), Scope::SiteLocal);
         assert_eq!(
             s.to_string(),
             "00:ff:ff:ff:ff:15:40:1b:80:01:00:00:00:00:00:00:ff:ff:ff:ff"

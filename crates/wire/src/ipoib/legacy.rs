@@ -15,6 +15,7 @@
 //! ```
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::QKey;
 use crate::types::{be16, be24, be32, be64, put16, put24, put32, put64, Gid, Guid};
 use crate::{Error, Result};
 use std::net::Ipv6Addr;
@@ -148,7 +149,7 @@ pub struct LegacyLlaRepr {
     /// Default QPN (§5.1.3).
     pub qpn: u32,
     /// Q_Key the endpoint intends to use (§5.1.3).
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Port EUI-64 (§5.1.4).
     pub guid: Guid,
 }
@@ -171,7 +172,7 @@ impl LegacyLlaRepr {
             lid: o.lid(),
             flags: o.flags(),
             qpn: o.qpn(),
-            qkey: o.qkey(),
+            qkey: QKey(o.qkey()),
             guid: o.guid(),
         })
     }
@@ -187,7 +188,7 @@ impl LegacyLlaRepr {
         o.set_lid(self.lid);
         o.set_flags(self.flags);
         o.set_qpn(self.qpn);
-        o.set_qkey(self.qkey);
+        o.set_qkey(self.qkey.0);
         o.set_guid(self.guid);
         o.clear_padding();
     }
@@ -219,7 +220,7 @@ impl Describe for LegacyLlaRepr {
             Value::Bool(self.flags.has(LegacyCapabilities::QPN)),
         );
         d.field("qpn", Value::Hex(self.qpn as u64, 6));
-        d.field("qkey", Value::Hex(self.qkey as u64, 8));
+        d.field("qkey", self.qkey.into());
         d.field("guid", Value::Guid(self.guid));
     }
 }
@@ -285,7 +286,7 @@ mod tests {
             lid: 0x12,
             flags: LegacyCapabilities(LegacyCapabilities::RC | LegacyCapabilities::QPN),
             qpn: 0x48,
-            qkey: 0x8001_0000,
+            qkey: QKey::GSI,
             guid: Guid(0x0002_c903_0000_0001),
         }
     }
@@ -373,7 +374,7 @@ mod tests {
         #[test]
         fn round_trip(target in any::<bool>(), lid in any::<u16>(), flags in any::<u8>(), qpn in 0u32..0x100_0000,
                       qkey in any::<u32>(), guid in any::<u64>()) {
-            let r = LegacyLlaRepr { target, lid, flags: LegacyCapabilities(flags), qpn, qkey, guid: Guid(guid) };
+            let r = LegacyLlaRepr { target, lid, flags: LegacyCapabilities(flags), qpn, qkey: QKey(qkey), guid: Guid(guid) };
             let mut b = [0u8; 24];
             r.emit(&mut LegacyLlaOption::new_unchecked(&mut b[..]));
             prop_assert_eq!(LegacyLlaRepr::parse(&LegacyLlaOption::new_unchecked(&b[..])).unwrap(), r);

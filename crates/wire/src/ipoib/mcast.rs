@@ -52,13 +52,13 @@ pub enum IpVersion {
     V6,
 }
 
-fn head(signature: u16, pkey: u16, scope: Scope) -> [u8; 16] {
+fn head(signature: u16, pkey: PKey, scope: Scope) -> [u8; 16] {
     let mut g = [0u8; 16];
     g[0] = 0xff;
     g[1] = (FLAGS_TRANSIENT << 4) | u8::from(scope);
     g[2..4].copy_from_slice(&signature.to_be_bytes());
     // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 1: the P_Key, full-membership bit set.
-    g[4..6].copy_from_slice(&PKey(pkey).full().0.to_be_bytes());
+    g[4..6].copy_from_slice(&pkey.full().0.to_be_bytes());
     g
 }
 
@@ -66,7 +66,7 @@ fn head(signature: u16, pkey: u16, scope: Scope) -> [u8; 16] {
 /// zero (draft-ietf-ipoib-ip-over-infiniband-06 §4). The limited broadcast address 255.255.255.255 SHALL
 /// map to the broadcast GID (§4), which this function returns for it. Any other address is mapped by its
 /// low 28 bits whether or not it is a class D address; callers check that.
-pub fn ipv4_mgid(group: Ipv4Addr, pkey: u16, scope: Scope) -> Gid {
+pub fn ipv4_mgid(group: Ipv4Addr, pkey: PKey, scope: Scope) -> Gid {
     if group == Ipv4Addr::BROADCAST {
         return broadcast_mgid(pkey, scope);
     }
@@ -77,7 +77,7 @@ pub fn ipv4_mgid(group: Ipv4Addr, pkey: u16, scope: Scope) -> Gid {
 
 /// The MGID of an IPv6 multicast group: `FF1S:601B:PPPP:` + the low 80 bits of the group
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §4).
-pub fn ipv6_mgid(group: Ipv6Addr, pkey: u16, scope: Scope) -> Gid {
+pub fn ipv6_mgid(group: Ipv6Addr, pkey: PKey, scope: Scope) -> Gid {
     let mut g = head(IPV6_SIGNATURE, pkey, scope);
     g[6..16].copy_from_slice(&group.octets()[6..16]);
     Gid(g)
@@ -85,7 +85,7 @@ pub fn ipv6_mgid(group: Ipv6Addr, pkey: u16, scope: Scope) -> Gid {
 
 /// The broadcast GID `FF1S:401B:PPPP::FFFF:FFFF` (draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 2),
 /// with the full-membership bit set in the P_Key (§4.1 item 1).
-pub fn broadcast_mgid(pkey: u16, scope: Scope) -> Gid {
+pub fn broadcast_mgid(pkey: PKey, scope: Scope) -> Gid {
     let mut g = head(IPV4_SIGNATURE, pkey, scope);
     g[12..16].copy_from_slice(&[0xff; 4]);
     Gid(g)
@@ -104,7 +104,7 @@ pub struct IpoibMgid {
     /// The scope nibble.
     pub scope: Scope,
     /// The P_Key field as written (full-membership bit included).
-    pub pkey: u16,
+    pub pkey: PKey,
     /// The low 80 bits of the MGID (the group ID field of figure 1).
     pub group_id: u128,
 }
@@ -130,7 +130,7 @@ impl IpoibMgid {
         let m = IpoibMgid {
             version,
             scope: Scope::from(g[1]),
-            pkey: u16::from_be_bytes([g[4], g[5]]),
+            pkey: PKey(u16::from_be_bytes([g[4], g[5]])),
             group_id,
         };
         if version == IpVersion::V4 && !m.is_broadcast() && group_id > 0x0fff_ffff {
@@ -145,8 +145,8 @@ impl IpoibMgid {
             IpVersion::V4 => IPV4_SIGNATURE,
             IpVersion::V6 => IPV6_SIGNATURE,
         };
-        let mut g = head(sig, 0, self.scope);
-        g[4..6].copy_from_slice(&self.pkey.to_be_bytes());
+        let mut g = head(sig, PKey(0), self.scope);
+        g[4..6].copy_from_slice(&self.pkey.0.to_be_bytes());
         g[6..16].copy_from_slice(&self.group_id.to_be_bytes()[6..16]);
         Gid(g)
     }
@@ -193,7 +193,7 @@ impl Describe for IpoibMgid {
             IpVersion::V6 => (IPV6_SIGNATURE, "IPv6"),
         };
         d.field("signature", Value::Named(sig as u64, name));
-        d.field("pkey", Value::Hex(self.pkey as u64, 4));
+        d.field("pkey", self.pkey.into());
         match self.ipv4_group() {
             Some(a) => d.field("ipv4_group", Value::Ipv4(a)),
             None => {
@@ -217,14 +217,14 @@ mod tests {
     // draft-ietf-ipoib-ip-over-infiniband-06 §4: the all-routers example, P_Key 0x8000, group ID 2.
     #[test]
     fn all_routers_example() {
-        let v4 = ipv4_mgid(Ipv4Addr::new(224, 0, 0, 2), 0x8000, Scope::LinkLocal);
+        let v4 = ipv4_mgid(Ipv4Addr::new(224, 0, 0, 2), PKey(0x8000), Scope::LinkLocal);
         assert_eq!(v4, gid("ff12:401b:8000::2"));
         assert_eq!(v4.to_string(), "ff12:401b:8000::2");
-        let v6 = ipv6_mgid("ff02::2".parse().unwrap(), 0x8000, Scope::LinkLocal);
+        let v6 = ipv6_mgid("ff02::2".parse().unwrap(), PKey(0x8000), Scope::LinkLocal);
         assert_eq!(v6, gid("ff12:601b:8000::2"));
         let m = IpoibMgid::parse(&v4).unwrap();
         assert_eq!(m.ipv4_group(), Some(Ipv4Addr::new(224, 0, 0, 2)));
-        assert_eq!(m.pkey, 0x8000);
+        assert_eq!(m.pkey, PKey(0x8000));
         let m = IpoibMgid::parse(&v6).unwrap();
         assert_eq!(m.version, IpVersion::V6);
         assert_eq!(m.ipv6_group_low80(), Some(2));
@@ -234,9 +234,9 @@ mod tests {
     // draft-ietf-ipoib-ip-over-infiniband-06 §4 figure 2: 255.255.255.255 SHALL map to the broadcast GID.
     #[test]
     fn limited_broadcast_maps_to_broadcast_gid() {
-        let b = ipv4_mgid(Ipv4Addr::BROADCAST, 0xffff, Scope::LinkLocal);
+        let b = ipv4_mgid(Ipv4Addr::BROADCAST, PKey(0xffff), Scope::LinkLocal);
         assert_eq!(b, gid("ff12:401b:ffff::ffff:ffff"));
-        assert_eq!(b, broadcast_mgid(0x7fff, Scope::LinkLocal));
+        assert_eq!(b, broadcast_mgid(PKey(0x7fff), Scope::LinkLocal));
         let m = IpoibMgid::parse(&b).unwrap();
         assert!(m.is_broadcast());
         assert_eq!(m.ipv4_group(), Some(Ipv4Addr::BROADCAST));
@@ -246,11 +246,11 @@ mod tests {
     #[test]
     fn full_member_bit_is_set() {
         assert_eq!(
-            broadcast_mgid(0x7fff, Scope::LinkLocal).as_bytes()[4..6],
+            broadcast_mgid(PKey(0x7fff), Scope::LinkLocal).as_bytes()[4..6],
             [0xff, 0xff]
         );
         assert_eq!(
-            ipv4_mgid(Ipv4Addr::new(224, 0, 0, 1), 0x0001, Scope::Global).as_bytes()[4..6],
+            ipv4_mgid(Ipv4Addr::new(224, 0, 0, 1), PKey(0x0001), Scope::Global).as_bytes()[4..6],
             [0x80, 0x01]
         );
     }
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn transient_flag_and_link_scope() {
         let s = Scope::SiteLocal;
-        let g = ipv6_mgid("ff02::1:ff00:1234".parse().unwrap(), 0x8001, s);
+        let g = ipv6_mgid("ff02::1:ff00:1234".parse().unwrap(), PKey(0x8001), s);
         assert_eq!(g, gid("ff15:601b:8001:0:0:1:ff00:1234"));
         assert_eq!(g.as_bytes()[1] >> 4, FLAGS_TRANSIENT);
         assert_eq!(IpoibMgid::parse(&g).unwrap().scope, s);
@@ -277,7 +277,11 @@ mod tests {
     // draft-ietf-ipoib-ip-over-infiniband-06 §4: only the lower 28 bits of an IPv4 group are mapped.
     #[test]
     fn ipv4_low_28_bits() {
-        let g = ipv4_mgid(Ipv4Addr::new(239, 255, 255, 250), 0xffff, Scope::LinkLocal);
+        let g = ipv4_mgid(
+            Ipv4Addr::new(239, 255, 255, 250),
+            PKey(0xffff),
+            Scope::LinkLocal,
+        );
         assert_eq!(g, gid("ff12:401b:ffff::fff:fffa"));
         assert_eq!(
             IpoibMgid::parse(&g).unwrap().ipv4_group(),
@@ -286,8 +290,8 @@ mod tests {
         // Class D addresses all start with 1110, so no two groups share an MGID; only a non-multicast
         // address with the same low 28 bits would.
         assert_eq!(
-            ipv4_mgid(Ipv4Addr::new(224, 1, 2, 3), 0xffff, Scope::LinkLocal),
-            ipv4_mgid(Ipv4Addr::new(16, 1, 2, 3), 0xffff, Scope::LinkLocal)
+            ipv4_mgid(Ipv4Addr::new(224, 1, 2, 3), PKey(0xffff), Scope::LinkLocal),
+            ipv4_mgid(Ipv4Addr::new(16, 1, 2, 3), PKey(0xffff), Scope::LinkLocal)
         );
     }
 
@@ -322,16 +326,16 @@ mod tests {
         fn round_trip(v6 in any::<bool>(), scope in 0u8..16, pkey in any::<u16>(), id in any::<u128>()) {
             let version = if v6 { IpVersion::V6 } else { IpVersion::V4 };
             let group_id = if v6 { id & ((1 << 80) - 1) } else { id & 0x0fff_ffff };
-            let m = IpoibMgid { version, scope: Scope::from(scope), pkey, group_id };
+            let m = IpoibMgid { version, scope: Scope::from(scope), pkey: PKey(pkey), group_id };
             prop_assert_eq!(IpoibMgid::parse(&m.to_gid()).unwrap(), m);
         }
 
         #[test]
         fn ipv6_mapping_round_trip(a in any::<u128>(), pkey in any::<u16>()) {
             let group = Ipv6Addr::from(a);
-            let m = IpoibMgid::parse(&ipv6_mgid(group, pkey, Scope::LinkLocal)).unwrap();
+            let m = IpoibMgid::parse(&ipv6_mgid(group, PKey(pkey), Scope::LinkLocal)).unwrap();
             prop_assert!(m.matches_ipv6(group));
-            prop_assert_eq!(m.pkey, PKey(pkey).full().0);
+            prop_assert_eq!(m.pkey, PKey(pkey).full());
         }
 
         #[test]

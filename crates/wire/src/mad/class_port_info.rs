@@ -17,6 +17,7 @@
 //! ```
 
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::{PKey, QKey};
 use crate::types::{be16, be24, be32, put16, put24, put32, Gid};
 use crate::Result;
 
@@ -242,11 +243,11 @@ pub struct ClassPortInfoRepr {
     /// RedirectLID.
     pub redirect_lid: u16,
     /// RedirectP_Key.
-    pub redirect_pkey: u16,
+    pub redirect_pkey: PKey,
     /// RedirectQP (24 bits).
     pub redirect_qp: u32,
     /// RedirectQ_Key.
-    pub redirect_qkey: u32,
+    pub redirect_qkey: QKey,
     /// TrapGID.
     pub trap_gid: Gid,
     /// TrapTC.
@@ -258,13 +259,13 @@ pub struct ClassPortInfoRepr {
     /// TrapLID.
     pub trap_lid: u16,
     /// TrapP_Key.
-    pub trap_pkey: u16,
+    pub trap_pkey: PKey,
     /// TrapHL.
     pub trap_hl: u8,
     /// TrapQP (24 bits).
     pub trap_qp: u32,
     /// TrapQ_Key.
-    pub trap_qkey: u32,
+    pub trap_qkey: QKey,
 }
 
 impl ClassPortInfoRepr {
@@ -284,18 +285,18 @@ impl ClassPortInfoRepr {
             redirect_sl,
             redirect_fl,
             redirect_lid: v.redirect_lid(),
-            redirect_pkey: v.redirect_pkey(),
+            redirect_pkey: PKey(v.redirect_pkey()),
             redirect_qp: v.redirect_qp(),
-            redirect_qkey: v.redirect_qkey(),
+            redirect_qkey: QKey(v.redirect_qkey()),
             trap_gid: v.trap_gid(),
             trap_tc,
             trap_sl,
             trap_fl,
             trap_lid: v.trap_lid(),
-            trap_pkey: v.trap_pkey(),
+            trap_pkey: PKey(v.trap_pkey()),
             trap_hl: v.trap_hl(),
             trap_qp: v.trap_qp(),
-            trap_qkey: v.trap_qkey(),
+            trap_qkey: QKey(v.trap_qkey()),
         })
     }
 
@@ -314,16 +315,16 @@ impl ClassPortInfoRepr {
         v.set_redirect_gid(self.redirect_gid);
         v.set_redirect_tc_sl_fl(self.redirect_tc, self.redirect_sl, self.redirect_fl);
         v.set_redirect_lid(self.redirect_lid);
-        v.set_redirect_pkey(self.redirect_pkey);
+        v.set_redirect_pkey(self.redirect_pkey.0);
         v.set_redirect_qp(self.redirect_qp);
-        v.set_redirect_qkey(self.redirect_qkey);
+        v.set_redirect_qkey(self.redirect_qkey.0);
         v.set_trap_gid(self.trap_gid);
         v.set_trap_tc_sl_fl(self.trap_tc, self.trap_sl, self.trap_fl);
         v.set_trap_lid(self.trap_lid);
-        v.set_trap_pkey(self.trap_pkey);
+        v.set_trap_pkey(self.trap_pkey.0);
         v.set_trap_hl(self.trap_hl);
         v.set_trap_qp(self.trap_qp);
-        v.set_trap_qkey(self.trap_qkey);
+        v.set_trap_qkey(self.trap_qkey.0);
     }
 }
 
@@ -345,18 +346,18 @@ impl Describe for ClassPortInfoRepr {
         d.field("redirect_sl", Value::Uint(self.redirect_sl.into()));
         d.field("redirect_fl", Value::Hex(self.redirect_fl.into(), 5));
         d.field("redirect_lid", Value::Hex(self.redirect_lid.into(), 4));
-        d.field("redirect_p_key", Value::Hex(self.redirect_pkey.into(), 4));
+        d.field("redirect_p_key", self.redirect_pkey.into());
         d.field("redirect_qp", Value::Hex(self.redirect_qp.into(), 6));
-        d.field("redirect_q_key", Value::Hex(self.redirect_qkey.into(), 8));
+        d.field("redirect_q_key", self.redirect_qkey.into());
         d.field("trap_gid", Value::Gid(self.trap_gid));
         d.field("trap_tc", Value::Uint(self.trap_tc.into()));
         d.field("trap_sl", Value::Uint(self.trap_sl.into()));
         d.field("trap_fl", Value::Hex(self.trap_fl.into(), 5));
         d.field("trap_lid", Value::Hex(self.trap_lid.into(), 4));
-        d.field("trap_p_key", Value::Hex(self.trap_pkey.into(), 4));
+        d.field("trap_p_key", self.trap_pkey.into());
         d.field("trap_hl", Value::Uint(self.trap_hl.into()));
         d.field("trap_qp", Value::Hex(self.trap_qp.into(), 6));
-        d.field("trap_q_key", Value::Hex(self.trap_qkey.into(), 8));
+        d.field("trap_q_key", self.trap_qkey.into());
     }
 }
 
@@ -405,18 +406,18 @@ mod tests {
             redirect_sl: 3,
             redirect_fl: 0x12345,
             redirect_lid: 4,
-            redirect_pkey: 0xffff,
+            redirect_pkey: PKey::DEFAULT,
             redirect_qp: 1,
-            redirect_qkey: 0x8001_0000,
+            redirect_qkey: QKey::GSI,
             trap_gid: Gid::new(0xfe80_0000_0000_0000, 1),
             trap_tc: 0,
             trap_sl: 0,
             trap_fl: 0,
             trap_lid: 1,
-            trap_pkey: 0xffff,
+            trap_pkey: PKey::DEFAULT,
             trap_hl: 0x40,
             trap_qp: 1,
-            trap_qkey: 0x8001_0000,
+            trap_qkey: QKey::GSI,
         }
     }
 
@@ -476,18 +477,18 @@ mod tests {
                     redirect_sl: r.1,
                     redirect_fl: r.2,
                     redirect_lid: r.3[0],
-                    redirect_pkey: r.3[1],
+                    redirect_pkey: PKey(r.3[1]),
                     redirect_qp: rqp,
-                    redirect_qkey: rqk,
+                    redirect_qkey: QKey(rqk),
                     trap_gid: tg,
                     trap_tc: t.0,
                     trap_sl: t.1,
                     trap_fl: t.2,
                     trap_lid: t.3[0],
-                    trap_pkey: t.3[1],
+                    trap_pkey: PKey(t.3[1]),
                     trap_hl: hl,
                     trap_qp: tqp,
-                    trap_qkey: tqk,
+                    trap_qkey: QKey(tqk),
                 },
             )
     }

@@ -14,6 +14,7 @@
 
 use super::rate::{join_sel, split_sel, Mtu, Rate, Selector};
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::{PKey, QKey};
 use crate::types::{be16, be32, put16, put32, Gid};
 use crate::Result;
 
@@ -265,7 +266,7 @@ pub struct McMemberRecordRepr {
     /// PortGID of the joining port.
     pub port_gid: Gid,
     /// Q_Key.
-    pub qkey: u32,
+    pub qkey: QKey,
     /// MLID.
     pub mlid: u16,
     /// MTUSelector.
@@ -275,7 +276,7 @@ pub struct McMemberRecordRepr {
     /// TClass.
     pub tclass: u8,
     /// P_Key.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// RateSelector.
     pub rate_selector: Selector,
     /// Rate.
@@ -303,12 +304,12 @@ impl Default for McMemberRecordRepr {
         McMemberRecordRepr {
             mgid: Gid::ZERO,
             port_gid: Gid::ZERO,
-            qkey: 0,
+            qkey: QKey(0),
             mlid: 0,
             mtu_selector: Selector::GreaterThan,
             mtu: Mtu::Unknown(0),
             tclass: 0,
-            pkey: 0,
+            pkey: PKey(0),
             rate_selector: Selector::GreaterThan,
             rate: Rate::Unknown(0),
             packet_life_time_selector: Selector::GreaterThan,
@@ -330,12 +331,12 @@ impl McMemberRecordRepr {
         Ok(McMemberRecordRepr {
             mgid: v.mgid(),
             port_gid: v.port_gid(),
-            qkey: v.qkey(),
+            qkey: QKey(v.qkey()),
             mlid: v.mlid(),
             mtu_selector: v.mtu_selector(),
             mtu: v.mtu(),
             tclass: v.tclass(),
-            pkey: v.pkey(),
+            pkey: PKey(v.pkey()),
             rate_selector: v.rate_selector(),
             rate: v.rate(),
             packet_life_time_selector: v.packet_life_time_selector(),
@@ -359,11 +360,11 @@ impl McMemberRecordRepr {
         let mut v = McMemberRecord::new_unchecked(&mut buf[..field::LEN]);
         v.set_mgid(self.mgid);
         v.set_port_gid(self.port_gid);
-        v.set_qkey(self.qkey);
+        v.set_qkey(self.qkey.0);
         v.set_mlid(self.mlid);
         v.set_mtu(self.mtu_selector, self.mtu);
         v.set_tclass(self.tclass);
-        v.set_pkey(self.pkey);
+        v.set_pkey(self.pkey.0);
         v.set_rate(self.rate_selector, self.rate);
         v.set_packet_life_time(self.packet_life_time_selector, self.packet_life_time);
         v.set_sl_flow_hop(self.sl, self.flow_label, self.hop_limit);
@@ -376,7 +377,7 @@ impl Describe for McMemberRecordRepr {
     fn describe(&self, d: &mut dyn Describer) {
         d.field("mgid", Value::Gid(self.mgid));
         d.field("port_gid", Value::Gid(self.port_gid));
-        d.field("q_key", Value::Hex(self.qkey.into(), 8));
+        d.field("q_key", self.qkey.into());
         d.field("mlid", Value::Hex(self.mlid.into(), 4));
         d.field(
             "mtu_selector",
@@ -387,7 +388,7 @@ impl Describe for McMemberRecordRepr {
             Value::Named(u8::from(self.mtu).into(), self.mtu.name()),
         );
         d.field("tclass", Value::Uint(self.tclass.into()));
-        d.field("p_key", Value::Hex(self.pkey.into(), 4));
+        d.field("p_key", self.pkey.into());
         d.field(
             "rate_selector",
             Value::Named(
@@ -452,10 +453,10 @@ pub(crate) mod tests {
         McMemberRecordRepr {
             mgid: BCAST_MGID,
             port_gid: PORT_GID,
-            qkey: 0x0b1b,
+            qkey: QKey(0x0b1b),
             mtu_selector: Selector::Exactly,
             mtu: Mtu::Mtu2048,
-            pkey: 0xffff,
+            pkey: PKey(0xffff),
             rate_selector: Selector::Exactly,
             rate: Rate::Gbps10,
             scope: 2,
@@ -576,12 +577,12 @@ pub(crate) mod tests {
                     McMemberRecordRepr {
                         mgid: mg,
                         port_gid: pg,
-                        qkey: qk,
+                        qkey: QKey(qk),
                         mlid: ml,
                         mtu_selector: ms.into(),
                         mtu: m.into(),
                         tclass: tc,
-                        pkey: pk,
+                        pkey: PKey(pk),
                         rate_selector: rs.into(),
                         rate: r.into(),
                         packet_life_time_selector: ls.into(),

@@ -16,6 +16,7 @@
 
 use super::rate::{join_sel, split_sel, Mtu, Rate, Selector};
 use crate::describe::{Describe, Describer, Value};
+use crate::keys::PKey;
 use crate::types::{be16, be32, be64, put16, put32, put64, Gid};
 use crate::Result;
 
@@ -278,7 +279,7 @@ pub struct PathRecordRepr {
     /// NumbPath (7 bits): in a query, the most paths to return.
     pub numb_path: u8,
     /// P_Key.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// QoSClass (12 bits).
     pub qos_class: u16,
     /// SL (4 bits).
@@ -313,7 +314,7 @@ impl Default for PathRecordRepr {
             tclass: 0,
             reversible: false,
             numb_path: 0,
-            pkey: 0,
+            pkey: PKey(0),
             qos_class: 0,
             sl: 0,
             mtu_selector: Selector::GreaterThan,
@@ -343,7 +344,7 @@ impl PathRecordRepr {
             tclass: v.tclass(),
             reversible: v.reversible(),
             numb_path: v.numb_path(),
-            pkey: v.pkey(),
+            pkey: PKey(v.pkey()),
             qos_class: v.qos_class(),
             sl: v.sl(),
             mtu_selector: v.mtu_selector(),
@@ -372,7 +373,7 @@ impl PathRecordRepr {
         v.set_raw_flow_hop(self.raw_traffic, self.flow_label, self.hop_limit);
         v.set_tclass(self.tclass);
         v.set_reversible_numb_path(self.reversible, self.numb_path);
-        v.set_pkey(self.pkey);
+        v.set_pkey(self.pkey.0);
         v.set_qos_class_sl(self.qos_class, self.sl);
         v.set_mtu(self.mtu_selector, self.mtu);
         v.set_rate(self.rate_selector, self.rate);
@@ -394,7 +395,7 @@ impl Describe for PathRecordRepr {
         d.field("tclass", Value::Uint(self.tclass.into()));
         d.field("reversible", Value::Bool(self.reversible));
         d.field("numb_path", Value::Uint(self.numb_path.into()));
-        d.field("p_key", Value::Hex(self.pkey.into(), 4));
+        d.field("p_key", self.pkey.into());
         d.field("qos_class", Value::Hex(self.qos_class.into(), 3));
         d.field("sl", Value::Uint(self.sl.into()));
         d.field(
@@ -471,7 +472,7 @@ mod tests {
             tclass: 0,
             reversible: true,
             numb_path: 1,
-            pkey: 0xffff,
+            pkey: PKey(0xffff),
             qos_class: 0x123,
             sl: 3,
             mtu_selector: Selector::Exactly,
@@ -599,7 +600,7 @@ mod tests {
                         tclass: tc,
                         reversible: rev,
                         numb_path: np,
-                        pkey: pk,
+                        pkey: PKey(pk),
                         qos_class: qc,
                         sl,
                         mtu_selector: ms.into(),

@@ -8,6 +8,7 @@ use crate::cm::{
     RepRepr, ReqRepr, RespondedTo, RtuRepr, SidrRepRepr, SidrReqRepr, SidrStatus,
     TransportServiceType,
 };
+use crate::keys::QKey;
 use crate::mad::{
     MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_HEADER_LEN, MAD_LEN,
 };
@@ -42,7 +43,7 @@ pub const PSN_B: u32 = 0x0d_0e0f;
 const IWARP_PORT: u16 = 3260;
 const SIDR_UDP_PORT: u16 = 5000;
 /// Linux rdma_cm's Q_Key of UDP port-space QPs (`RDMA_UDP_QKEY`).
-const RDMA_UDP_QKEY: u32 = 0x0123_4567;
+const RDMA_UDP_QKEY: QKey = QKey(0x0123_4567);
 
 pub(super) fn samples() -> Vec<Sample> {
     use CmMessage as M;
@@ -126,7 +127,7 @@ fn req(local_comm_id: u32, service_id: u64, qpn: u32, psn: u32, private_data: [u
         vendor_id: 0,
         service_id,
         local_ca_guid: Guid(A.guid),
-        local_qkey: 0,
+        local_qkey: QKey(0),
         local_qpn: qpn,
         responder_resources: 4,
         local_eecn: 0,
@@ -183,7 +184,7 @@ fn rep(local: u32, remote: u32, qpn: u32, psn: u32, srq: bool, private_data: [u8
     RepRepr {
         local_comm_id: local,
         remote_comm_id: remote,
-        local_qkey: 0,
+        local_qkey: QKey(0),
         local_qpn: qpn,
         local_ee_context_number: 0,
         starting_psn: psn,

@@ -104,7 +104,7 @@ fn broadcast_group() -> McMemberRecordRepr {
     McMemberRecordRepr {
         mgid: broadcast_mgid(P_KEY, Scope::LinkLocal),
         port_gid: A.gid(),
-        qkey: QKey::IPOIB_BROADCAST.0,
+        qkey: QKey::IPOIB_BROADCAST,
         mlid: BROADCAST_MLID,
         mtu_selector: Selector::Exactly,
         mtu: Mtu::Mtu2048,

@@ -5,6 +5,7 @@
 use super::{emit, Node, Sample, A, P_KEY, SM};
 use crate::ib::lid::LID_PERMISSIVE;
 use crate::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use crate::keys::QKey;
 use crate::mad::attr::smp as attr;
 use crate::mad::{MadStatus, MgmtClass};
 use crate::packet::PacketRepr;
@@ -76,7 +77,10 @@ fn smp_packet(slid: u16, dlid: u16, psn: u32, smp: &SmpMadRepr) -> Vec<u8> {
         slid,
     };
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, P_KEY, 0, psn);
-    let deth = DethRepr { qkey: 0, src_qp: 0 };
+    let deth = DethRepr {
+        qkey: QKey(0),
+        src_qp: 0,
+    };
     emit(&PacketRepr::ud_send_only(
         lrh,
         None,

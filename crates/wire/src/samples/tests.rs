@@ -168,13 +168,13 @@ fn sa_samples_carry_their_records() {
     let SaAttribute::McMemberRecord(r) = resp.attribute else {
         panic!("{:?}", resp.attribute)
     };
-    assert_eq!((r.qkey, u8::from(r.mtu), r.mlid), (0x0b1b, 4, 0xc000));
+    assert_eq!((r.qkey, u8::from(r.mtu), r.mlid), (QKey(0x0b1b), 4, 0xc000));
     assert_eq!(resp.header.transaction_id, join.header.transaction_id);
     let table = SaMadRepr::parse(&mad_of("sa_mcmember_gettableresp")).unwrap();
     assert_eq!(table.records().record_count(), 2);
     let b = sample("sa_path_get").bytes;
     let p = Packet::parse(&b).unwrap();
-    assert_eq!(p.ext.deth.unwrap().qkey, QKey::GSI.0);
+    assert_eq!(p.ext.deth.unwrap().qkey, QKey::GSI);
     assert_eq!((p.bth.unwrap().dest_qp, p.ext.deth.unwrap().src_qp), (1, 1));
     for (name, trap) in [
         ("sa_notice_report_trap66", 66),

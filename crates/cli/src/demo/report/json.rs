@@ -33,7 +33,7 @@ impl Report {
                 o,
                 ",\"mlid\":{},\"qkey\":{},\"mtu\":{},\"ipoib_mtu\":{}}}",
                 r.mlid,
-                r.qkey,
+                r.qkey.0,
                 r.mtu.bytes().unwrap_or(0),
                 mtu
             );

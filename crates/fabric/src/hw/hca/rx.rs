@@ -132,7 +132,7 @@ impl Hca {
             .get(usize::from(qp.port).wrapping_sub(1))
             .and_then(|p| p.pkey(qp.pkey_index))
             .unwrap_or(0);
-        if !PKey(bth.pkey).matches(PKey(entry)) {
+        if !bth.pkey.matches(PKey(entry)) {
             return self.counters.count(HcaDropReason::PkeyMismatch);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {

@@ -176,11 +176,16 @@ impl Hca {
             pkt_len: 0,
             slid: port.slid(ah.src_path_bits),
         };
-        let mut bth = BthRepr::new(opcode, pkey, dest.remote_qpn & 0x00ff_ffff, qp.next_psn);
+        let mut bth = BthRepr::new(
+            opcode,
+            PKey(pkey),
+            dest.remote_qpn & 0x00ff_ffff,
+            qp.next_psn,
+        );
         bth.se = wr.solicited;
         let ext = ExtHeaders {
             deth: Some(DethRepr {
-                qkey,
+                qkey: QKey(qkey),
                 src_qp: wire_qpn(qpn),
             }),
             immdt,
@@ -251,7 +256,7 @@ impl Hca {
             None => None,
         };
         let bth = BthRepr {
-            pkey: port.pkey(qp.pkey_index).unwrap_or(0),
+            pkey: PKey(port.pkey(qp.pkey_index).unwrap_or(0)),
             ..p.bth
         };
         let repr = PacketRepr {
@@ -307,20 +312,20 @@ impl Hca {
             return;
         };
         let pkey_index = match qp.special {
-            Some(0) => port.match_any_pkey(bth.pkey).unwrap_or(0),
-            Some(_) => match port.match_any_pkey(bth.pkey) {
+            Some(0) => port.match_any_pkey(bth.pkey.0).unwrap_or(0),
+            Some(_) => match port.match_any_pkey(bth.pkey.0) {
                 Some(i) => i,
                 None => return self.counters.count(HcaDropReason::PkeyMismatch),
             },
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(0);
-                if !PKey(bth.pkey).matches(PKey(entry)) {
+                if !bth.pkey.matches(PKey(entry)) {
                     return self.counters.count(HcaDropReason::PkeyMismatch);
                 }
                 qp.pkey_index
             }
         };
-        if qp.special != Some(0) && deth.qkey != qp.qkey {
+        if qp.special != Some(0) && deth.qkey != QKey(qp.qkey) {
             return self.counters.count(HcaDropReason::QkeyMismatch);
         }
         let Some(qp) = self.qps.get_mut(&handle) else {

@@ -16,6 +16,7 @@ use ipoib_wire::ib::{
     AethRepr, BthRepr, ExtHeaders, ImmDtRepr, NakCode, Opcode, Operation, Position, RethRepr,
     Syndrome,
 };
+use ipoib_wire::PKey;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -218,7 +219,7 @@ impl ConnectedQp {
         }
         let w = &mut r.sq[idx];
         w.first_psn = Some(first);
-        let mut bth = BthRepr::new(Opcode(0), 0, dest, p);
+        let mut bth = BthRepr::new(Opcode(0), PKey(0), dest, p);
         let mut ext = ExtHeaders::default();
         let mut payload = Vec::new();
         let last_of_wqe;

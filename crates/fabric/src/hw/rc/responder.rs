@@ -15,6 +15,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{
     AethRepr, BthRepr, ExtHeaders, NakCode, Opcode, Operation, Position, Syndrome, Transport,
 };
+use ipoib_wire::PKey;
 use std::collections::VecDeque;
 
 /// The message being received.
@@ -158,7 +159,7 @@ impl Responder {
                     }),
                     ..ExtHeaders::default()
                 };
-                let bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, 0, dest, *psn);
+                let bth = BthRepr::new(Opcode::RC_ACKNOWLEDGE, PKey(0), dest, *psn);
                 self.out.pop_front();
                 Some(Outgoing {
                     bth,
@@ -193,7 +194,12 @@ impl Responder {
                     });
                 }
                 let out = Outgoing {
-                    bth: BthRepr::new(Opcode::new(Transport::Rc, op), 0, dest, add(*first_psn, k)),
+                    bth: BthRepr::new(
+                        Opcode::new(Transport::Rc, op),
+                        PKey(0),
+                        dest,
+                        add(*first_psn, k),
+                    ),
                     ext,
                     payload: data[start..end].to_vec(),
                 };

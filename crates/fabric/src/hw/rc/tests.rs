@@ -15,6 +15,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{BthRepr, Lnh, LrhRepr};
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::Mtu;
+use ipoib_wire::PKey;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -122,7 +123,7 @@ fn roundtrip(pkt: &Outgoing) -> Outgoing {
         slid: 1,
     };
     let mut bth = pkt.bth;
-    bth.pkey = 0xffff;
+    bth.pkey = PKey(0xffff);
     let repr = PacketRepr {
         lrh,
         grh: None,
@@ -136,7 +137,7 @@ fn roundtrip(pkt: &Outgoing) -> Outgoing {
     let parsed = Packet::parse(&buf).expect("packet parses");
     assert!(parsed.crc_ok());
     let mut bth = parsed.bth.expect("bth");
-    bth.pkey = 0;
+    bth.pkey = PKey(0);
     bth.pad_count = 0;
     Outgoing {
         bth,

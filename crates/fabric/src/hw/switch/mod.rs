@@ -228,7 +228,7 @@ impl Switch {
                 0
             };
         let bth = BthRepr::parse_bytes(data.get(off..)?).ok()?;
-        Some((bth.pkey, bth.dest_qp))
+        Some((bth.pkey.0, bth.dest_qp))
     }
 
     fn pkey_ok(&self, port: u8, pkey: u16) -> bool {

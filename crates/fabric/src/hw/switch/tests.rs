@@ -3,6 +3,7 @@ use crate::hw::mgmt::PortConfig;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, PacketRepr};
+use ipoib_wire::QKey;
 use ipoib_wire::{Mtu, PKey, Rate};
 
 /// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
@@ -25,9 +26,9 @@ pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
     let repr = PacketRepr::ud_send_only(
         lrh,
         None,
-        BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
+        BthRepr::new(Opcode::UD_SEND_ONLY, PKey(pkey), qpn, 0),
         DethRepr {
-            qkey: 0x0b1b,
+            qkey: QKey(0x0b1b),
             src_qp: 2,
         },
         &payload,

@@ -105,7 +105,7 @@ pub(super) fn install_links(
         .iter()
         .filter_map(|&(k, m)| {
             let scope = IpoibMgid::parse(&m).ok()?.scope;
-            (broadcast_mgid(k, scope) == m).then_some((k, scope))
+            (broadcast_mgid(PKey(k), scope) == m).then_some((k, scope))
         })
         .collect();
     let mut out = Interfaces::default();
@@ -254,7 +254,7 @@ impl Subnet {
                 let app = host.app::<IpoibApp>(h.app)?;
                 let up = app.carrier();
                 Some(BroadcastJoin {
-                    mgid: broadcast_mgid(iface.config().pkey, iface.scope()),
+                    mgid: broadcast_mgid(PKey(iface.config().pkey), iface.scope()),
                     record: iface.link_params().filter(|_| up).map(|p| p.record),
                     at: app.carrier_up_at(),
                 })

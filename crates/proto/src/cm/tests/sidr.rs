@@ -2,6 +2,7 @@
 
 use super::*;
 use ipoib_wire::cm::SidrStatus;
+use ipoib_wire::QKey;
 
 fn sidr_req(p: &mut Pair, service_id: u64) -> SidrId {
     let now = p.now;
@@ -24,7 +25,7 @@ fn sidr_resolves_a_ud_service() {
     };
     assert_eq!((req.service_id, from.lid), (SID, A_LID));
     assert_eq!(&req.private_data[..3], &[5, 6, 0]);
-    assert_eq!(req.partition_key, ipoib_wire::PKey::DEFAULT.0);
+    assert_eq!(req.partition_key, PKey::DEFAULT);
     p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, 0x1111_2222, &[1])
         .unwrap();
     assert_eq!(
@@ -38,7 +39,7 @@ fn sidr_resolves_a_ud_service() {
     assert_eq!(*got, id);
     assert_eq!(
         (rep.status, rep.qpn, rep.qkey),
-        (SidrStatus::Success, 0x4321, 0x1111_2222)
+        (SidrStatus::Success, 0x4321, QKey(0x1111_2222))
     );
     assert_eq!(rep.service_id, SID);
     let tids: Vec<u64> = p

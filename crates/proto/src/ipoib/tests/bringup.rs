@@ -5,6 +5,7 @@ use super::*;
 use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
 use ipoib_wire::Mtu;
+use ipoib_wire::QKey;
 
 fn joins(net: &Net, lid: u16) -> Vec<(Instant, McMemberRecordRepr)> {
     net.log
@@ -70,7 +71,7 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert!(h.iface.carrier());
     assert_eq!(h.iface.mtu(), 2044);
     let p = h.iface.link_params().expect("params");
-    assert_eq!(p.record.qkey, 0x0b1b);
+    assert_eq!(p.record.qkey, QKey(0x0b1b));
     assert_eq!(p.record.mlid, 0xc000);
     // §9.1.1: the link-layer address is flags 0, the UD QPN, subnet prefix + port GUID.
     assert_eq!(
@@ -98,7 +99,7 @@ fn broadcast_answer_with_undefined_mtu_is_refused() {
         let SaAttribute::McMemberRecord(mut rec) = req.attribute else {
             panic!("{:?}", req.attribute)
         };
-        (rec.mlid, rec.qkey, rec.mtu) = (0xc000, 0x0b1b, mtu);
+        (rec.mlid, rec.qkey, rec.mtu) = (0xc000, QKey(0x0b1b), mtu);
         let answer = req.response(MadStatus::SUCCESS, SaAttribute::McMemberRecord(rec));
         let from = join.to;
         let mad = answer.to_bytes().to_vec();

@@ -6,9 +6,10 @@ use crate::sa::McastGroupInfo;
 use ipoib_wire::ipoib::{ipv4_mgid, ipv6_mgid};
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{JoinState, SaAttribute, SaMadRepr};
+use ipoib_wire::PKey;
 
 fn mgid4(a: &str) -> Gid {
-    ipv4_mgid(a.parse().unwrap(), 0xffff, Scope::LinkLocal)
+    ipv4_mgid(a.parse().unwrap(), PKey(0xffff), Scope::LinkLocal)
 }
 
 /// MCMemberRecord requests host `lid` sent for `mgid`: (method, JoinState).
@@ -261,7 +262,7 @@ fn ipv6_group_mapping_and_delivery() {
     let mut net = Net::new(2);
     net.up();
     let g: Ipv6Addr = "ff15::1234".parse().unwrap();
-    let m = ipv6_mgid(g, 0xffff, Scope::LinkLocal);
+    let m = ipv6_mgid(g, PKey(0xffff), Scope::LinkLocal);
     assert_eq!(m.to_ipv6().to_string(), "ff12:601b:ffff::1234");
     net.join(3, IpAddr::V6(g)).unwrap();
     net.run_for(Duration::from_secs(1));
@@ -298,7 +299,11 @@ fn router_promiscuous_mode() {
     assert!(has_non(&net, mgid4("239.2.2.1")));
     assert!(net.host(4).attached.contains(&mgid4("239.2.2.1")));
     // IPv6 groups of the link too (host 3's solicited-node group), not the broadcast group.
-    let sn3 = ipv6_mgid("ff02::1:ff00:3".parse().unwrap(), 0xffff, Scope::LinkLocal);
+    let sn3 = ipv6_mgid(
+        "ff02::1:ff00:3".parse().unwrap(),
+        PKey(0xffff),
+        Scope::LinkLocal,
+    );
     assert!(has_non(&net, sn3));
     assert!(!has_non(&net, BCAST));
 

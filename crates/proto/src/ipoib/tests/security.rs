@@ -3,6 +3,7 @@
 
 use super::*;
 use ipoib_wire::ipoib::{ArpOperation, ArpPacket, ArpRepr};
+use ipoib_wire::QKey;
 
 fn frame_from(net: &Net, s: &Sent) -> UdReceived {
     UdReceived {
@@ -145,7 +146,11 @@ fn controlled_qkey_from_the_group() {
             && g.flow_label == rec.flow_label
             && g.hop_limit == rec.hop_limit)));
     // IPv6 groups created by the hosts copied it (§11).
-    assert!(net.sa.groups().iter().all(|g| g.record.qkey == 0x8001_0001));
+    assert!(net
+        .sa
+        .groups()
+        .iter()
+        .all(|g| g.record.qkey == QKey(0x8001_0001)));
 }
 
 // Bad input never panics and is counted: truncated headers, RARP, garbage ARP, a short IPv4 packet.

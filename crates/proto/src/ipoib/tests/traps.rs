@@ -5,6 +5,7 @@ use super::*;
 use ipoib_wire::ipoib::ipv4_mgid;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{SaAttribute, SaMadRepr};
+use ipoib_wire::PKey;
 
 /// Set(InformInfo) requests host `lid` sent, as their Subscribe bits.
 fn informs(net: &Net, lid: u16) -> Vec<bool> {
@@ -120,7 +121,7 @@ fn router_mode_subscribes() {
     assert!(net.iface(4).traps_subscribed());
     assert_eq!(informs(&net, 4), vec![true, true]);
     assert!(!net.iface(2).traps_subscribed());
-    let m = ipv4_mgid("239.3.3.3".parse().unwrap(), 0xffff, Scope::LinkLocal);
+    let m = ipv4_mgid("239.3.3.3".parse().unwrap(), PKey(0xffff), Scope::LinkLocal);
     net.join(3, IpAddr::V4("239.3.3.3".parse().unwrap()))
         .unwrap();
     net.run_for(Duration::from_secs(1));

@@ -46,6 +46,7 @@ use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ipoib::mcast::{IPV4_SIGNATURE, IPV6_SIGNATURE};
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
+use ipoib_wire::QKey;
 use ipoib_wire::{Gid, PKey};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -227,7 +228,7 @@ fn other_fields_ok(g: &McMemberRecordRepr, r: &McMemberRecordRepr, mask: u64) ->
     }
     // The request's P_Key is valid here (`join` refuses base 0 first), so this is the matching
     // rule: same partition, not both limited.
-    if mask & m::P_KEY != 0 && !PKey(r.pkey).matches(PKey(g.pkey)) {
+    if mask & m::P_KEY != 0 && !r.pkey.matches(g.pkey) {
         return false;
     }
     if mask & m::TCLASS != 0 && r.tclass != g.tclass {
@@ -318,11 +319,11 @@ impl SaServer {
         };
         let rec = McMemberRecordRepr {
             mgid: g.mgid,
-            qkey: g.qkey,
+            qkey: QKey(g.qkey),
             mlid,
             mtu: g.mtu,
             tclass: g.tclass,
-            pkey: g.pkey,
+            pkey: PKey(g.pkey),
             rate: g.rate,
             packet_life_time: self.cfg().subnet_timeout,
             sl: g.sl,
@@ -402,7 +403,7 @@ impl SaServer {
         if proxy && !share_pkey(&port, &requester) {
             return Err(SaStatus::ReqInvalid);
         }
-        if mask & m::P_KEY != 0 && !PKey(r.pkey).is_valid() {
+        if mask & m::P_KEY != 0 && !r.pkey.is_valid() {
             return Err(SaStatus::ReqInvalid);
         }
         let join_state = JoinState(r.join_state.0 & 0x0f);
@@ -432,7 +433,7 @@ impl SaServer {
         {
             return Err(SaStatus::ReqInvalid);
         }
-        if !has_pkey(&port, grec.pkey) {
+        if !has_pkey(&port, grec.pkey.0) {
             return Err(SaStatus::ReqInvalid);
         }
         if !is_new {
@@ -443,7 +444,7 @@ impl SaServer {
                 .ok_or(SaStatus::ReqInvalid)?;
             if let Some(mem) = g.members.get(&r.port_gid) {
                 let ok = if mem.proxy {
-                    has_pkey(&requester, grec.pkey)
+                    has_pkey(&requester, grec.pkey.0)
                 } else {
                     !proxy
                 };
@@ -601,7 +602,7 @@ impl SaServer {
             return Err(SaStatus::ReqInvalid);
         }
         let ok = if mem.proxy {
-            has_pkey(&requester, g.rec.pkey)
+            has_pkey(&requester, g.rec.pkey.0)
         } else {
             requester_gid == r.port_gid
         };
@@ -673,7 +674,7 @@ impl SaServer {
             let gr = &g.rec;
             if (mask & m::MGID != 0 && r.mgid != gr.mgid)
                 || (mask & m::MLID != 0 && r.mlid != gr.mlid)
-                || !has_pkey(requester, gr.pkey)
+                || !has_pkey(requester, gr.pkey.0)
                 || (mask & m::Q_KEY != 0 && r.qkey != gr.qkey)
                 || (mask & m::P_KEY != 0 && r.pkey != gr.pkey)
                 || (mask & m::TCLASS != 0 && r.tclass != gr.tclass)

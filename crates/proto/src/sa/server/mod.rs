@@ -506,8 +506,8 @@ impl SaServer {
             capability_mask2: CAP_MASK2,
             resp_time_value: resp_time_value(self.cfg.report_timeout),
             redirect_qp: 1,
-            redirect_qkey: QKey::GSI.0,
-            trap_qkey: QKey::GSI.0,
+            redirect_qkey: QKey::GSI,
+            trap_qkey: QKey::GSI,
             ..ClassPortInfoRepr::default()
         };
         self.respond(req, SaAttribute::ClassPortInfo(cpi));

@@ -266,7 +266,7 @@ impl SaServer {
             dlid,
             slid,
             raw_traffic: mask & pm::RAW_TRAFFIC != 0 && p.raw_traffic,
-            pkey: parms.pkey,
+            pkey: PKey(parms.pkey),
             sl: parms.sl,
             mtu_selector: Selector::Exactly,
             mtu: parms.mtu,
@@ -319,10 +319,10 @@ impl SaServer {
         let pkey = if raw {
             common_pkey(sp, dp).unwrap_or(0)
         } else if mask & pm::P_KEY != 0 {
-            if !share_this_pkey(sp, dp, p.pkey) {
+            if !share_this_pkey(sp, dp, p.pkey.0) {
                 return None;
             }
-            p.pkey
+            p.pkey.0
         } else {
             common_pkey(sp, dp)?
         };

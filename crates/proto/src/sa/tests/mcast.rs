@@ -3,6 +3,7 @@
 use super::*;
 use ipoib_wire::mad::{InformInfoRepr, Method, MgmtClass};
 use ipoib_wire::sa::{SaAttribute, SaHeaderRepr};
+use ipoib_wire::{PKey, QKey};
 
 fn subscribe(net: &mut Net, lid: u16, trap: u16) {
     let r = net.ask(
@@ -43,7 +44,7 @@ fn broadcast_join_leave_membership_and_traps() {
     let r = rec_of(net.ask(2, join(join_rec(bcast(), gid_of(2), full), mcr_mask::JOIN)));
     assert_eq!(
         (r.mlid, r.qkey, r.pkey, u8::from(r.mtu), u8::from(r.rate)),
-        (0xc000, 0x0b1b, 0xffff, 4, 3)
+        (0xc000, QKey(0x0b1b), PKey(0xffff), 4, 3)
     );
     assert_eq!(r.mtu_selector, Selector::Exactly);
     assert_eq!(net.reports(5), vec![(66, bcast())]);
@@ -214,7 +215,7 @@ fn join_error_statuses_match_opensm() {
     );
     // Invalid P_Key (base 0).
     let mut r = join_rec(g, gid_of(2), full);
-    r.pkey = 0x8000;
+    r.pkey = PKey(0x8000);
     assert_eq!(net.ask(2, j(r, CREATE)), status(ReqInvalid));
     // 1B10: creating with a JoinState without FullMember.
     assert_eq!(
@@ -244,7 +245,7 @@ fn join_error_statuses_match_opensm() {
     );
     // 1B1C: IPoIB group disagreeing with its broadcast group (Q_Key).
     let mut r = join_rec(g, gid_of(2), full);
-    r.qkey = 0x1234;
+    r.qkey = QKey(0x1234);
     assert_eq!(net.ask(2, j(r, CREATE)), status(ReqInvalid));
     // 1B26: not realizable: MTU greater than 4 on a port whose MTU is 4.
     let mut r = join_rec(g, gid_of(2), full);
@@ -275,7 +276,7 @@ fn join_error_statuses_match_opensm() {
     );
     // 1B1A: existing group, other Q_Key.
     let mut r = join_rec(bcast(), gid_of(2), full);
-    r.qkey = 7;
+    r.qkey = QKey(7);
     assert_eq!(net.ask(2, j(r, CREATE)), status(ReqInvalid));
     // 1B14: the port is not in the group's partition.
     assert_eq!(
@@ -557,7 +558,7 @@ fn partition_membership_is_enforced() {
     let blue = mgid("ff12:401b:8002::ffff:ffff");
     assert_eq!(net.sa.groups().len(), 2);
     let mut r = join_rec(blue, gid_of(3), JoinState::FULL_MEMBER);
-    r.pkey = 0x8002;
+    r.pkey = PKey(0x8002);
     assert!(net.ask(3, join(r, mcr_mask::JOIN)).is_ok());
     r.port_gid = gid_of(2);
     assert_eq!(

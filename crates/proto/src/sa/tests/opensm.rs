@@ -181,7 +181,7 @@ fn class_port_info_claims_what_opensm_claims_and_we_implement() {
     assert_eq!(c.resp_time_value, 16);
     assert_eq!(
         (c.redirect_qp, c.redirect_qkey, c.trap_qkey),
-        (1, 0x8001_0000, 0x8001_0000)
+        (1, QKey::GSI, QKey::GSI)
     );
     // OpenSM's table: 200 ms -> 268 ms (index 8) -> 16; 1 ms -> 8; beyond 2147 ms -> 19.
     let rtv = |ms| resp_time_value(Duration::from_millis(ms));

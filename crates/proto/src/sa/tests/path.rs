@@ -3,6 +3,7 @@
 use super::*;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute};
+use ipoib_wire::PKey;
 
 fn pr(method: Method, mask: u64, p: PathRecordRepr) -> SaMadRepr {
     SaMadRepr::request(method, 0, mask, SaAttribute::PathRecord(p))
@@ -64,7 +65,7 @@ fn path_between_two_hosts() {
     );
     assert_eq!(
         (p.pkey, p.sl, p.hop_limit, p.packet_life_time),
-        (0xffff, 0, 0, 18)
+        (PKey(0xffff), 0, 0, 18)
     );
     assert!(p.reversible);
     assert_eq!(p.mtu_selector, Selector::Exactly);
@@ -173,7 +174,7 @@ fn path_selectors_and_pkey() {
         status(SaStatus::NoRecords)
     );
     let k = PathRecordRepr {
-        pkey: 0x8002,
+        pkey: PKey(0x8002),
         ..base
     };
     assert_eq!(

@@ -5,6 +5,7 @@ use super::*;
 use crate::hw::verbs::{ConnectedAttr, WcOpcode};
 use ipoib_wire::ib::{BthRepr, Opcode};
 use ipoib_wire::Mtu;
+use ipoib_wire::PKey;
 
 #[derive(Default)]
 struct MockUc {
@@ -35,7 +36,7 @@ impl ConnectedEngine for MockUc {
     fn post_send(&mut self, _now: Instant, wr: SendWr) -> Result<(), VerbsError> {
         let a = self.attr.ok_or(VerbsError::InvalidArgument("no path"))?;
         // P_Key 0 here: the HCA must fill in the QP's P_Key.
-        let bth = BthRepr::new(Opcode::UC_SEND_ONLY, 0, a.dest_qpn, a.sq_psn);
+        let bth = BthRepr::new(Opcode::UC_SEND_ONLY, PKey(0), a.dest_qpn, a.sq_psn);
         self.out.push_back(TransportPacket {
             bth,
             ext: Default::default(),

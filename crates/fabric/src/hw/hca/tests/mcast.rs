@@ -4,6 +4,7 @@ use super::*;
 use crate::hw::sim::Tx;
 use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::packet::PacketRepr;
+use ipoib_wire::PKey;
 
 const MLID: u16 = 0xc001;
 
@@ -84,9 +85,14 @@ fn multicast_packet_without_grh_or_group_is_dropped() {
         let g = grh.then(|| {
             ipoib_wire::ib::GrhRepr::new(Gid::new(0xfe80 << 48, 5), Gid::new(0xff12 << 48, 9), 1)
         });
-        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, 0xffff, BthRepr::MULTICAST_QPN, 0);
+        let bth = BthRepr::new(
+            Opcode::UD_SEND_ONLY,
+            PKey(0xffff),
+            BthRepr::MULTICAST_QPN,
+            0,
+        );
         let deth = DethRepr {
-            qkey: 0x0b1b,
+            qkey: QKey(0x0b1b),
             src_qp: 0x99,
         };
         let r = PacketRepr::ud_send_only(lrh, g, bth, deth, b"raw!");

@@ -7,6 +7,7 @@ use crate::testing::{seeds, SeedGuard};
 use ipoib_proto::rng::Rng;
 use ipoib_wire::ib::{Operation, Syndrome};
 use ipoib_wire::Mtu;
+use ipoib_wire::PKey;
 
 fn recv(wr_id: u64, capacity: u32) -> RecvWr {
     RecvWr { wr_id, capacity }
@@ -545,7 +546,8 @@ fn post_errors() {
 #[test]
 fn bad_packets_are_counted() {
     let mut pair = Pair::new(QpType::Rc, 15, 1, 0);
-    let mut bth = ipoib_wire::ib::BthRepr::new(ipoib_wire::ib::Opcode::RC_SEND_ONLY, 0, 0x99, 0);
+    let mut bth =
+        ipoib_wire::ib::BthRepr::new(ipoib_wire::ib::Opcode::RC_SEND_ONLY, PKey(0), 0x99, 0);
     let ext = ipoib_wire::ib::ExtHeaders::default();
     pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut []);
     bth.dest_qp = super::QPN_B;
