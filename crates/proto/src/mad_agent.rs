@@ -3,6 +3,7 @@
 //! [`MadOut`] into a QP1 (or QP0) datagram and a received datagram into a [`MadIn`]; agents never see
 //! packets or queue pairs.
 
+use ipoib_wire::PKey;
 use ipoib_wire::{Gid, QKey};
 
 /// The global routing part of an address (present when the datagram has, or needs, a GRH).
@@ -26,11 +27,11 @@ pub struct MadAddr {
     /// The remote QP (usually 1; 0 for SMPs).
     pub qpn: u32,
     /// Q_Key to send with (QP1: [`QKey::GSI`]).
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Service level.
     pub sl: u8,
     /// P_Key the datagram carried or is to carry.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Global route, when there is one.
     pub grh: Option<GrhAddr>,
 }
@@ -41,9 +42,9 @@ impl MadAddr {
         MadAddr {
             lid,
             qpn: 1,
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             sl: 0,
-            pkey: 0xffff,
+            pkey: PKey(0xffff),
             grh: None,
         }
     }

@@ -4,6 +4,7 @@
 //! (`crate::sa`) as a value; the SA answers PathRecord queries by walking it (IBA 1 §15.2.5.16: the
 //! path's MTU and rate are the smallest along the route).
 
+use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
 
 /// What a port is cabled to.
@@ -36,7 +37,7 @@ pub struct CaPort {
     /// Active rate.
     pub rate: Rate,
     /// The P_Key table the SM wrote.
-    pub pkeys: Vec<u16>,
+    pub pkeys: Vec<PKey>,
     /// True once the port is Active.
     pub active: bool,
     /// Where its cable goes.
@@ -187,7 +188,7 @@ mod tests {
             lmc: 0,
             mtu: Mtu::Mtu2048,
             rate: Rate::Gbps10,
-            pkeys: vec![0xffff],
+            pkeys: vec![PKey(0xffff)],
             active: true,
             peer,
             name: format!("h{lid}"),

@@ -8,7 +8,7 @@ use crate::mad_agent::{GrhAddr, MadAddr};
 use crate::time::Instant;
 use ipoib_wire::cm::{MraRepr, RejReason, RejRepr, RepRepr, RespondedTo, TransportServiceType};
 use ipoib_wire::ib::lid::is_unicast_lid;
-use ipoib_wire::{Guid, PKey, QKey};
+use ipoib_wire::{Guid, QKey};
 
 impl Cm {
     /// Sends a REQ (IBA 1 §12.6 Table 106) and returns the new connection. Our QP should be in
@@ -25,7 +25,7 @@ impl Cm {
             return Err(CmError::Invalid("undefined MTU code"));
         }
         // IBA 1 §10.9.3: a P_Key with partition number 0 matches nothing.
-        if !PKey(p.pkey).is_valid() {
+        if !p.pkey.is_valid() {
             return Err(CmError::Invalid("invalid P_Key"));
         }
         // IBA 1 §4.1: a connection's path ends at unicast LIDs.
@@ -49,7 +49,7 @@ impl Cm {
         req.starting_psn = p.psn;
         req.local_cm_response_timeout = self.cfg.response_timeout & 0x1f;
         req.retry_count = p.retry_count & 7;
-        req.partition_key = PKey(p.pkey);
+        req.partition_key = p.pkey;
         req.path_packet_payload_mtu = p.mtu;
         req.rnr_retry_count = p.rnr_retry_count & 7;
         req.max_cm_retries = self.cfg.max_cm_retries & 0xf;
@@ -58,7 +58,7 @@ impl Cm {
         let peer = MadAddr {
             lid: path.remote_port_lid,
             qpn: 1,
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             sl: path.sl,
             pkey: p.pkey,
             grh: (!path.subnet_local).then_some(GrhAddr {

@@ -122,7 +122,7 @@ pub struct ConnectParams {
     /// RC or UC.
     pub transport: TransportServiceType,
     /// The partition.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Path MTU.
     pub mtu: Mtu,
     /// RDMA reads and atomics we accept at once.
@@ -150,7 +150,7 @@ impl ConnectParams {
             qpn,
             psn,
             transport: TransportServiceType::Rc,
-            pkey: PKey::DEFAULT.0,
+            pkey: PKey::DEFAULT,
             mtu: Mtu::Mtu2048,
             responder_resources: 4,
             initiator_depth: 0,
@@ -176,7 +176,7 @@ pub struct QpProgram {
     /// vector; `local_ack_timeout` is the RTS timeout).
     pub path: CmPath,
     /// The partition (Init).
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Path MTU (RTR).
     pub mtu: Mtu,
     /// The first PSN we expect from the peer (RTR): the starting PSN of our own REQ or REP. A

@@ -23,7 +23,7 @@ pub fn iba_time(exp: u8) -> Duration {
 pub fn gsi(to: MadAddr) -> MadAddr {
     MadAddr {
         qpn: 1,
-        qkey: QKey::GSI.0,
+        qkey: QKey::GSI,
         ..to
     }
 }

@@ -119,7 +119,7 @@ impl Cm {
             local_psn: 0,
             remote_psn: req.starting_psn,
             path: reversed(&req.primary_path),
-            pkey: req.partition_key.0,
+            pkey: req.partition_key,
             mtu: req.path_packet_payload_mtu,
             retry_count: req.retry_count,
             rnr_retry_count: req.rnr_retry_count,

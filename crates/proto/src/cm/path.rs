@@ -52,7 +52,7 @@ impl ConnectParams {
     ) -> ConnectParams {
         ConnectParams {
             packet_life_time: pr.packet_life_time,
-            pkey: pr.pkey.0,
+            pkey: pr.pkey,
             mtu: pr.mtu,
             ..ConnectParams::linux_ipoib(cm_path(pr, ca_ack_delay), service_id, qpn, psn)
         }
@@ -105,7 +105,7 @@ mod tests {
         let c = ConnectParams::over_path(&pr, 0, 0x10, 0x48, 7);
         assert_eq!(
             (c.pkey, c.mtu, c.packet_life_time),
-            (0x8001, Mtu::Mtu4096, 14)
+            (PKey(0x8001), Mtu::Mtu4096, 14)
         );
         assert_eq!((c.qpn, c.psn, c.service_id, c.path), (0x48, 7, 0x10, p));
     }

@@ -9,7 +9,7 @@ use super::{Cm, CmError, CmEvent, CmMessage, SidrId, SIDR_NO_LISTENER};
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
 use ipoib_wire::cm::{SidrRepRepr, SidrReqRepr, SidrStatus};
-use ipoib_wire::{PKey, QKey};
+use ipoib_wire::QKey;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -78,7 +78,7 @@ impl Cm {
         msg::fill(&mut req.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         let id = self.alloc_sidr();
         req.request_id = id;
-        req.partition_key = PKey(to.pkey);
+        req.partition_key = to.pkey;
         req.service_id = service_id;
         let mad = msg::cm_mad(self.new_tid(id), &CmMessage::SidrReq(req));
         let wait = iba_time(self.cfg.response_timeout) + iba_time(packet_life_time) * 2;
@@ -104,7 +104,7 @@ impl Cm {
         id: SidrId,
         status: SidrStatus,
         qpn: u32,
-        qkey: u32,
+        qkey: QKey,
         private_data: &[u8],
     ) -> Result<(), CmError> {
         if !matches!(self.sidr.get(&id.0), Some(Sidr::In { .. })) {
@@ -129,7 +129,7 @@ impl Cm {
         rep.status = status;
         rep.qpn = qpn;
         rep.service_id = service_id;
-        rep.qkey = QKey(qkey);
+        rep.qkey = qkey;
         self.send(from, msg::cm_mad(tid, &CmMessage::SidrRep(rep)));
         Ok(())
     }

@@ -5,6 +5,7 @@ use super::{ConnId, ListenId, QpProgram};
 use crate::mad_agent::MadAddr;
 use crate::time::Instant;
 use ipoib_wire::cm::{CmPath, ReqRepr, TransportServiceType};
+use ipoib_wire::PKey;
 use ipoib_wire::{Guid, Mtu};
 use std::time::Duration;
 
@@ -68,7 +69,7 @@ pub(super) struct Conn {
     pub remote_psn: u32,
     /// Our view of the path.
     pub path: CmPath,
-    pub pkey: u16,
+    pub pkey: PKey,
     pub mtu: Mtu,
     pub retry_count: u8,
     pub rnr_retry_count: u8,

@@ -22,7 +22,7 @@ use ipoib_wire::ipoib::legacy::legacy_ipv6_mgid;
 use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope};
 use ipoib_wire::mad::SaStatus;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr, Selector};
-use ipoib_wire::{Gid, PKey};
+use ipoib_wire::Gid;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -142,7 +142,7 @@ impl Interface {
     /// The broadcast GID of the link: P_Key with the full-member bit, the configured scope (§4
     /// figure 2, §4.1 item 1).
     pub(super) fn bcast_mgid(&self) -> Gid {
-        broadcast_mgid(PKey(self.cfg.pkey), self.scope)
+        broadcast_mgid(self.cfg.pkey, self.scope)
     }
 
     /// The MGID of an IP multicast group (§4; the legacy profile maps IPv6 as
@@ -150,7 +150,7 @@ impl Interface {
     pub(super) fn group_mgid(&self, group: IpAddr) -> Result<Gid, InterfaceError> {
         match group {
             IpAddr::V4(a) if a.is_multicast() || a == Ipv4Addr::BROADCAST => {
-                Ok(ipv4_mgid(a, PKey(self.cfg.pkey), self.scope))
+                Ok(ipv4_mgid(a, self.cfg.pkey, self.scope))
             }
             IpAddr::V6(a) if a.is_multicast() => {
                 if !self.cfg.ipv6 {
@@ -159,7 +159,7 @@ impl Interface {
                 if self.cfg.legacy_ipv6 {
                     legacy_ipv6_mgid(a).ok_or(InterfaceError::NotMulticast)
                 } else {
-                    Ok(ipv6_mgid(a, PKey(self.cfg.pkey), self.scope))
+                    Ok(ipv6_mgid(a, self.cfg.pkey, self.scope))
                 }
             }
             _ => Err(InterfaceError::NotMulticast),
@@ -229,7 +229,7 @@ impl Interface {
     /// True if `mgid` is an IPoIB MGID of this link's partition (§12 B: a signature of IPv4 or IPv6).
     pub(super) fn is_our_ipoib_mgid(&self, mgid: &Gid) -> bool {
         IpoibMgid::parse(mgid)
-            .map(|m| m.pkey.same_partition(PKey(self.cfg.pkey)) && !m.is_broadcast())
+            .map(|m| m.pkey.same_partition(self.cfg.pkey) && !m.is_broadcast())
             .unwrap_or(false)
     }
 
@@ -305,7 +305,7 @@ impl Interface {
             mgid,
             port_gid: self.gid(),
             join_state: js,
-            pkey: PKey(self.cfg.pkey).full(),
+            pkey: self.cfg.pkey.full(),
             ..Default::default()
         };
         let mut mask = mcr_mask::JOIN;
@@ -542,7 +542,7 @@ impl Interface {
                 tclass: b.tclass,
             }),
             remote_qpn: BthRepr::MULTICAST_QPN,
-            qkey: b.qkey.0,
+            qkey: b.qkey,
             rate: b.rate,
             data,
         });

@@ -43,6 +43,7 @@ use crate::time::Instant;
 use ipoib_wire::ipoib::{HwAddr, HwAddrFlags, Scope};
 use ipoib_wire::sa::McMemberRecordRepr;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
+use ipoib_wire::{PKey, QKey};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -89,7 +90,7 @@ pub struct InterfaceConfig {
     pub qpn: u32,
     /// The partition of the link (§5, §9.1.2 c: a configuration parameter); the full-membership bit
     /// is set wherever it is used in an MGID (§4.1).
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Scope bits of the broadcast GID and of every MGID (§4, §4.1: link-local RECOMMENDED).
     pub scope: Scope,
     /// When the broadcast group does not exist at `scope`, try wider scopes (§4.1: "searching for
@@ -138,7 +139,7 @@ impl InterfaceConfig {
         InterfaceConfig {
             port_guid,
             qpn,
-            pkey: 0xffff,
+            pkey: PKey(0xffff),
             scope: Scope::LinkLocal,
             scope_search: false,
             ipv4: None,
@@ -205,9 +206,9 @@ pub struct UdReceived {
     /// The GRH, when the packet had one (§6: handled either way).
     pub grh: Option<RecvGrh>,
     /// The P_Key the packet carried.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// The Q_Key the packet carried (DETH).
-    pub qkey: u32,
+    pub qkey: QKey,
     /// The 4-byte encapsulation header and the datagram.
     pub data: Vec<u8>,
 }
@@ -224,7 +225,7 @@ pub struct UdTransmit {
     /// Destination QP (0xFFFFFF for multicast).
     pub remote_qpn: u32,
     /// Q_Key (the broadcast group's, §9.1.2 b).
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Static rate of the path or group (§9.1 g).
     pub rate: Rate,
     /// The 4-byte encapsulation header and the datagram (§6).
@@ -250,7 +251,7 @@ pub enum InterfaceEvent {
     /// The link is not usable.
     CarrierDown,
     /// The UD QP must use this Q_Key (the broadcast group's, §9.1.2 b).
-    SetQkey(u32),
+    SetQkey(QKey),
     /// Attach the UD QP to this group.
     Attach {
         /// MGID.

@@ -290,13 +290,13 @@ impl Paths {
 
 /// The PathRecord query Linux's IPoIB sends (`path_rec_start`): DGID, SGID, NumbPath 1, TClass and
 /// P_Key given, SubnAdmGet (IBA 1 §15.2.5.16).
-pub fn path_query(sgid: Gid, dgid: Gid, pkey: u16, tclass: u8) -> (PathRecordRepr, u64) {
+pub fn path_query(sgid: Gid, dgid: Gid, pkey: PKey, tclass: u8) -> (PathRecordRepr, u64) {
     let rec = PathRecordRepr {
         dgid,
         sgid,
         numb_path: 1,
         reversible: true,
-        pkey: PKey(pkey),
+        pkey,
         tclass,
         ..Default::default()
     };

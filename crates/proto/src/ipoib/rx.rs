@@ -14,7 +14,6 @@ use crate::time::Instant;
 use ipoib_wire::ipoib::{
     ArpPacket, ArpRepr, EncapHeader, EtherType, Icmpv6Type, IpProtocol, Ipv4Packet, Ipv6Packet,
 };
-use ipoib_wire::PKey;
 
 impl Interface {
     /// A UD receive completion for the interface's QP (the data is the encapsulation header and
@@ -29,10 +28,10 @@ impl Interface {
         let Some(p) = self.params.filter(|_| self.link == Link::Up) else {
             return self.drop1(DropReason::NotUp);
         };
-        if !PKey(d.pkey).same_partition(PKey(self.cfg.pkey)) {
+        if !d.pkey.same_partition(self.cfg.pkey) {
             return self.drop1(DropReason::PkeyMismatch);
         }
-        if d.qkey != p.record.qkey.0 {
+        if d.qkey != p.record.qkey {
             return self.drop1(DropReason::QkeyMismatch);
         }
         let lid = self.port.map(|p| p.lid).unwrap_or(0);

@@ -153,7 +153,7 @@ impl Interface {
         self.params = Some(BroadcastParams { record: rec, mtu });
         if qkey_changed {
             // §9.1.2 b: the Q_Key of the broadcast group MUST be used for all IPoIB traffic.
-            self.events.push_back(InterfaceEvent::SetQkey(rec.qkey.0));
+            self.events.push_back(InterfaceEvent::SetQkey(rec.qkey));
         }
     }
 

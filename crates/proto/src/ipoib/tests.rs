@@ -57,7 +57,7 @@ fn ca(name: u16, lid: u16, pkeys: &[u16], sw_port: u8) -> CaPort {
         lmc: 0,
         mtu: Mtu::Mtu2048,
         rate: Rate::Gbps40,
-        pkeys: pkeys.to_vec(),
+        pkeys: pkeys.iter().map(|&k| PKey(k)).collect(),
         active: true,
         peer: Peer::Switch(0, sw_port),
         name: format!("h{lid}"),
@@ -82,7 +82,7 @@ pub(super) struct Host {
     pub events: Vec<InterfaceEvent>,
     pub delivered: Vec<Vec<u8>>,
     pub attached: BTreeSet<Gid>,
-    pub qkey: u32,
+    pub qkey: QKey,
     pub echo: bool,
 }
 
@@ -183,7 +183,7 @@ impl testing::Net<Host> {
                 let t = table(lid);
                 let pkey_index = t
                     .iter()
-                    .position(|k| k & 0x7fff == cfg.pkey & 0x7fff)
+                    .position(|&k| PKey(k).same_partition(cfg.pkey))
                     .map(|i| i as u16);
                 Host {
                     lid,
@@ -201,7 +201,7 @@ impl testing::Net<Host> {
                     events: Vec::new(),
                     delivered: Vec::new(),
                     attached: BTreeSet::new(),
-                    qkey: 0,
+                    qkey: QKey(0),
                     echo: true,
                 }
             })

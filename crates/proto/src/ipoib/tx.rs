@@ -15,7 +15,7 @@ use crate::sa::{RequestId, SaClientError, SaResponse};
 use crate::time::Instant;
 use ipoib_wire::ipoib::{EncapHeader, EncapRepr, EtherType, HwAddr, Ipv4Packet, Ipv6Packet};
 use ipoib_wire::sa::{SaAttribute, SaMadRepr};
-use ipoib_wire::{Gid, PKey};
+use ipoib_wire::Gid;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// The encapsulation header (§6, figure 3: type, reserved zero) followed by `payload`.
@@ -174,7 +174,7 @@ impl Interface {
 
     fn start_path_query(&mut self, now: Instant, gid: Gid) {
         let tclass = self.params.map(|p| p.record.tclass).unwrap_or(0);
-        let (rec, mask) = path_query(self.gid(), gid, PKey(self.cfg.pkey).full().0, tclass);
+        let (rec, mask) = path_query(self.gid(), gid, self.cfg.pkey.full(), tclass);
         let id = self
             .sa
             .request(now, SaMadRepr::path_get(0, rec, mask), self.sa_dest());
@@ -232,7 +232,7 @@ impl Interface {
             sl: info.sl,
             grh,
             remote_qpn: qpn & 0x00ff_ffff,
-            qkey: p.record.qkey.0,
+            qkey: p.record.qkey,
             rate: info.rate,
             data,
         });

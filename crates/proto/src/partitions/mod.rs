@@ -58,10 +58,10 @@ pub enum Membership {
 impl Membership {
     /// The P_Key table entry of a member of partition `base`: with the full-member bit for `Full`
     /// and `Both`, without it for `Limited`.
-    pub fn pkey(self, base: u16) -> u16 {
+    pub fn pkey(self, base: PKey) -> PKey {
         match self {
-            Membership::Limited => PKey(base).limited().0,
-            Membership::Full | Membership::Both => PKey(base).full().0,
+            Membership::Limited => base.limited(),
+            Membership::Full | Membership::Both => base.full(),
         }
     }
 }
@@ -90,7 +90,7 @@ pub struct GroupFlags {
     /// `__create_mgrp` with an empty scope mask).
     pub scopes: Vec<u8>,
     /// Q_Key (`Q_Key=`); 0 means the default (0x0b1b for IP groups, 0 otherwise).
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Traffic class (`TClass=`).
     pub tclass: u8,
     /// Flow label (`FlowLabel=`).
@@ -104,7 +104,7 @@ impl Default for GroupFlags {
             rate: DEFAULT_RATE,
             sl: 0,
             scopes: Vec::new(),
-            qkey: 0,
+            qkey: QKey(0),
             tclass: 0,
             flow_label: 0,
         }
@@ -127,8 +127,8 @@ pub struct McGroupSpec {
 pub struct Partition {
     /// Name (may be empty).
     pub name: String,
-    /// P_Key, low 15 bits (opensm(8): "Only low 15 bits will be used").
-    pub pkey: u16,
+    /// P_Key, low 15 bits (opensm(8): "Only low 15 bits will be used"): the limited form.
+    pub pkey: PKey,
     /// `ipoib`: the IPoIB broadcast group is pre-created.
     pub ipoib: bool,
     /// `indx0`: the P_Key goes to index 0 of the P_Key table.
@@ -145,10 +145,10 @@ pub struct Partition {
 
 impl Partition {
     /// An empty partition with default flags.
-    pub fn new(name: &str, pkey: u16) -> Partition {
+    pub fn new(name: &str, pkey: PKey) -> Partition {
         Partition {
             name: name.to_string(),
-            pkey: PKey(pkey).base(),
+            pkey: pkey.limited(),
             ipoib: false,
             index0: false,
             flags: GroupFlags::default(),
@@ -202,9 +202,9 @@ pub struct PrecreatedGroup {
     /// MGID (scope nibble and, for IP groups, P_Key bits filled in).
     pub mgid: Gid,
     /// P_Key, full-member bit set.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Q_Key.
-    pub qkey: u32,
+    pub qkey: QKey,
     /// MTU.
     pub mtu: Mtu,
     /// Rate.
@@ -241,7 +241,7 @@ impl PartitionConfig {
     /// default partition, docs/DEPLOYED.md: "Without a config the default partition 0x7fff (0xffff
     /// full) gets it").
     pub fn default_config() -> PartitionConfig {
-        let mut p = Partition::new("Default", PKey::DEFAULT.base());
+        let mut p = Partition::new("Default", PKey::DEFAULT);
         p.ipoib = true;
         p.members.push((MemberSpec::All, Membership::Full));
         PartitionConfig {
@@ -251,16 +251,15 @@ impl PartitionConfig {
     }
 
     /// The partition with P_Key `pkey` (membership bit ignored).
-    pub fn partition(&self, pkey: u16) -> Option<&Partition> {
-        let base = PKey(pkey).base();
-        self.partitions.iter().find(|p| p.pkey == base)
+    pub fn partition(&self, pkey: PKey) -> Option<&Partition> {
+        self.partitions.iter().find(|p| p.pkey.same_partition(pkey))
     }
 
     /// The P_Key table the SM writes into `port`: one entry per partition the port belongs to, with
     /// the 0x8000 bit for full members. `indx0` partitions first, then the default partition, then
     /// the others in file order (OpenSM `osm_pkey_mgr.c` keeps the default P_Key at index 0 unless a
     /// partition asks for `indx0`).
-    pub fn pkey_table(&self, port: &PortId) -> Vec<u16> {
+    pub fn pkey_table(&self, port: &PortId) -> Vec<PKey> {
         let entry = |p: &Partition| p.membership_of(port).map(|m| m.pkey(p.pkey));
         let mut out = Vec::new();
         for p in self.partitions.iter().filter(|p| p.index0) {
@@ -269,14 +268,14 @@ impl PartitionConfig {
         for p in self
             .partitions
             .iter()
-            .filter(|p| !p.index0 && p.pkey == PKey::DEFAULT.base())
+            .filter(|p| !p.index0 && p.pkey.same_partition(PKey::DEFAULT))
         {
             out.extend(entry(p));
         }
         for p in self
             .partitions
             .iter()
-            .filter(|p| !p.index0 && p.pkey != PKey::DEFAULT.base())
+            .filter(|p| !p.index0 && !p.pkey.same_partition(PKey::DEFAULT))
         {
             out.extend(entry(p));
         }
@@ -290,9 +289,13 @@ impl PartitionConfig {
     pub fn precreated_groups(&self) -> Vec<PrecreatedGroup> {
         let mut out: Vec<PrecreatedGroup> = Vec::new();
         for p in &self.partitions {
-            let full_pkey = PKey(p.pkey).full().0;
-            let mut push = |mgid: Gid, f: &GroupFlags, default_qkey: u32| {
-                let qkey = if f.qkey != 0 { f.qkey } else { default_qkey };
+            let full_pkey = p.pkey.full();
+            let mut push = |mgid: Gid, f: &GroupFlags, default_qkey: QKey| {
+                let qkey = if f.qkey != QKey(0) {
+                    f.qkey
+                } else {
+                    default_qkey
+                };
                 let scopes: Vec<u8> = if f.scopes.is_empty() {
                     vec![mgid.0[1] & 0x0f]
                 } else {
@@ -319,15 +322,15 @@ impl PartitionConfig {
             };
             if p.ipoib {
                 // OpenSM `osm_ipoib_broadcast_mgid`, ff12:401b:<P_Key>::ffff:ffff.
-                let g = broadcast_mgid(PKey(full_pkey), Scope::LinkLocal);
-                push(g, &p.flags, QKey::IPOIB_BROADCAST.0);
+                let g = broadcast_mgid(full_pkey, Scope::LinkLocal);
+                push(g, &p.flags, QKey::IPOIB_BROADCAST);
             }
             for spec in &p.groups {
                 let mut g = spec.mgid;
-                let mut default_qkey = 0;
+                let mut default_qkey = QKey(0);
                 if is_ip_mgid(&g) {
-                    g.0[4..6].copy_from_slice(&full_pkey.to_be_bytes());
-                    default_qkey = QKey::IPOIB_BROADCAST.0;
+                    g.0[4..6].copy_from_slice(&full_pkey.0.to_be_bytes());
+                    default_qkey = QKey::IPOIB_BROADCAST;
                 }
                 push(g, &spec.flags, default_qkey);
             }

@@ -26,6 +26,7 @@
 
 use super::{GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig};
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::fmt;
 use std::net::Ipv6Addr;
@@ -185,14 +186,18 @@ pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, Par
         });
         return Ok(c);
     }
-    if !p.out.iter().any(|x| x.pkey == PKey::DEFAULT.base()) {
+    if !p.out.iter().any(|x| x.pkey.same_partition(PKey::DEFAULT)) {
         // opensm(8): "In the case of no rule for the Default partition:
         // Default=0x7fff : ALL=limited, SELF=full ;"
-        let mut d = Partition::new("Default", PKey::DEFAULT.base());
+        let mut d = Partition::new("Default", PKey::DEFAULT.limited());
         d.members.push((MemberSpec::All, Membership::Limited));
         d.members.push((MemberSpec::SelfPort, Membership::Full));
         p.out.insert(0, d);
-    } else if let Some(d) = p.out.iter_mut().find(|x| x.pkey == PKey::DEFAULT.base()) {
+    } else if let Some(d) = p
+        .out
+        .iter_mut()
+        .find(|x| x.pkey.same_partition(PKey::DEFAULT))
+    {
         // opensm(8): "OpenSM's port will always have full membership in default partition."
         d.members.push((MemberSpec::SelfPort, Membership::Full));
     }
@@ -297,8 +302,8 @@ impl<'a> Parser<'a> {
                 let v = parse_num(idp.text)
                     .filter(|v| *v <= 0xffff)
                     .ok_or_else(|| self.err(ln, idp.off, format!("bad P_Key '{}'", idp.text)))?;
-                let v = PKey(v as u16).base();
-                if v == 0 {
+                let v = PKey(v as u16).limited();
+                if !v.is_valid() {
                     return Err(self.err(ln, idp.off, "P_Key 0 is invalid".into()));
                 }
                 v
@@ -307,7 +312,7 @@ impl<'a> Parser<'a> {
             // that name (the default partition is named "Default"), else gets a new P_Key.
             None => match self.out.iter().find(|p| p.name == name_text) {
                 Some(p) if !name_text.is_empty() => p.pkey,
-                _ if name_text == "Default" => PKey::DEFAULT.base(),
+                _ if name_text == "Default" => PKey::DEFAULT.limited(),
                 _ => self.auto_pkey(),
             },
         };
@@ -426,7 +431,7 @@ impl<'a> Parser<'a> {
                 true
             }
             ("Q_Key", Some(v @ 0..=0xffff_ffff)) => {
-                f.qkey = v as u32;
+                f.qkey = QKey(v as u32);
                 true
             }
             ("TClass", Some(v @ 0..=0xff)) => {
@@ -562,7 +567,7 @@ impl<'a> Parser<'a> {
         if super::is_ip_mgid(&mgid) {
             let mpkey = u16::from_be_bytes([mgid.0[4], mgid.0[5]]);
             let bcast = broadcast_mgid(PKey::DEFAULT, Scope::LinkLocal) == mgid;
-            let problem = if !(bcast || mpkey == 0 || PKey(mpkey).base() == part_pkey) {
+            let problem = if !(bcast || mpkey == 0 || PKey(mpkey).same_partition(part_pkey)) {
                 Some(format!(
                     "IP MC group {} specified with invalid pkey 0x{mpkey:04x} for partition pkey 0x{part_pkey:04x}",
                     gid_text.text
@@ -596,13 +601,13 @@ impl<'a> Parser<'a> {
     }
 
     /// OpenSM generates a P_Key for a definition without one; here the smallest unused one from 1.
-    fn auto_pkey(&mut self) -> u16 {
+    fn auto_pkey(&mut self) -> PKey {
         loop {
-            let k = self.next_auto_pkey;
+            let k = PKey(self.next_auto_pkey);
             self.next_auto_pkey = self.next_auto_pkey.wrapping_add(1).max(1) & PKey::BASE_MASK;
             let used = self.out.iter().any(|p| p.pkey == k)
                 || self.current.as_ref().is_some_and(|p| p.pkey == k);
-            if !used && k != PKey::DEFAULT.base() && k != 0 {
+            if !used && !k.same_partition(PKey::DEFAULT) && k.is_valid() {
                 return k;
             }
         }

@@ -41,12 +41,12 @@ const MAN_EXAMPLES: &str = "\
 #[test]
 fn opensm_manual_examples_parse() {
     let c = parse(MAN_EXAMPLES).unwrap();
-    let d = c.partition(0x7fff).unwrap();
+    let d = c.partition(PKey(0x7fff)).unwrap();
     assert_eq!(d.name, "Default");
     assert!(d.ipoib);
     assert_eq!(d.groups.len(), 5);
     assert_eq!(d.groups[0].flags.sl, 1);
-    assert_eq!(d.groups[4].flags.qkey, 0xdead_beef);
+    assert_eq!(d.groups[4].flags.qkey, QKey(0xdead_beef));
     assert_eq!(d.groups[4].flags.mtu, Mtu::Mtu512);
     // NewPartition got an automatic P_Key and the "limi" abbreviation means limited.
     let np = c
@@ -64,10 +64,10 @@ fn opensm_manual_examples_parse() {
         ]
     );
     // Repeated P_Keys merge, first name kept.
-    let y = c.partition(0x300).unwrap();
+    let y = c.partition(PKey(0x300)).unwrap();
     assert_eq!(y.name, "YetAnotherOne");
     assert_eq!(y.members.len(), 2);
-    let s = c.partition(0x80).unwrap();
+    let s = c.partition(PKey(0x80)).unwrap();
     assert_eq!(s.members.len(), 10);
     let m = |g: u64| s.membership_of(&ca(g));
     assert_eq!(m(0x123451), Some(Membership::Full));
@@ -81,14 +81,14 @@ fn opensm_manual_examples_parse() {
     assert!(groups.iter().any(|g| g.mgid
         == "ff12:401b:ffff::707".parse::<Ipv6Addr>().unwrap().into()
         && g.sl == 1
-        && g.qkey == QKey::IPOIB_BROADCAST.0));
+        && g.qkey == QKey::IPOIB_BROADCAST));
     let rnd = groups
         .iter()
         .find(|g| g.mgid == "ff12::1".parse::<Ipv6Addr>().unwrap().into())
         .unwrap();
     assert_eq!(
         (rnd.qkey, rnd.mtu, rnd.rate),
-        (0xdead_beef, Mtu::Mtu512, Rate::Gbps10)
+        (QKey(0xdead_beef), Mtu::Mtu512, Rate::Gbps10)
     );
 }
 
@@ -109,7 +109,7 @@ fn manual_line_opensm_rejects_is_rejected_with_position() {
 #[test]
 fn default_configuration_and_broadcast_group() {
     let c = PartitionConfig::default_config();
-    assert_eq!(c.pkey_table(&ca(0x42)), vec![0xffff]);
+    assert_eq!(c.pkey_table(&ca(0x42)), vec![PKey(0xffff)]);
     let g = c.precreated_groups();
     assert_eq!(g.len(), 1);
     assert_eq!(
@@ -118,18 +118,18 @@ fn default_configuration_and_broadcast_group() {
     );
     assert_eq!(
         (g[0].qkey, g[0].mtu, g[0].rate, g[0].sl, g[0].scope, g[0].pkey),
-        (0x0b1b, Mtu::Mtu2048, Rate::Gbps10, 0, 2, 0xffff)
+        (QKey(0x0b1b), Mtu::Mtu2048, Rate::Gbps10, 0, 2, PKey(0xffff))
     );
     // A file without a Default rule: ALL=limited, SELF=full.
     let c = parse("P1=0x10,ipoib,mtu=5,rate=7,scope=5 : 0x42=full ;").unwrap();
-    assert_eq!(c.pkey_table(&ca(0x42)), vec![0x7fff, 0x8010]);
-    assert_eq!(c.pkey_table(&ca(0x43)), vec![0x7fff]);
+    assert_eq!(c.pkey_table(&ca(0x42)), vec![PKey(0x7fff), PKey(0x8010)]);
+    assert_eq!(c.pkey_table(&ca(0x43)), vec![PKey(0x7fff)]);
     let sm = PortId {
         guid: Guid(1),
         kind: PortKind::Ca,
         is_sm: true,
     };
-    assert_eq!(c.pkey_table(&sm), vec![0xffff]);
+    assert_eq!(c.pkey_table(&sm), vec![PKey(0xffff)]);
     let g = c.precreated_groups();
     assert_eq!(g.len(), 1);
     assert_eq!(
@@ -153,17 +153,17 @@ fn several_scopes_make_several_groups_and_indx0_goes_first() {
         mgids,
         ["ff12:401b:8011::ffff:ffff", "ff15:401b:8011::ffff:ffff"]
     );
-    assert_eq!(c.pkey_table(&ca(7)), vec![0x8011, 0xffff]);
+    assert_eq!(c.pkey_table(&ca(7)), vec![PKey(0x8011), PKey(0xffff)]);
 }
 
 // OpenSM partition_create: without QoS the partition SL is forced to 0
 #[test]
 fn partition_sl_needs_qos() {
     let c = parse("A=0x11,ipoib,sl=3 : ALL ;").unwrap();
-    assert_eq!(c.partition(0x11).unwrap().flags.sl, 0);
+    assert_eq!(c.partition(PKey(0x11)).unwrap().flags.sl, 0);
     assert!(c.warnings.iter().any(|w| w.message.contains("QoS")));
     let c = parse_with("A=0x11,ipoib,sl=3 : ALL ;", ParseOptions { qos: true }).unwrap();
-    assert_eq!(c.partition(0x11).unwrap().flags.sl, 3);
+    assert_eq!(c.partition(PKey(0x11)).unwrap().flags.sl, 3);
     assert_eq!(c.precreated_groups()[0].sl, 3);
 }
 
@@ -197,11 +197,11 @@ fn warnings_for_what_opensm_skips() {
     assert!(msgs[1].contains("'mtu'"));
     assert!(msgs[2].contains("maybe"));
     assert!(msgs[3].contains("not terminated"));
-    assert_eq!(c.partition(1).unwrap().flags.mtu, DEFAULT_MTU);
-    assert_eq!(c.partition(2).unwrap().members.len(), 1);
+    assert_eq!(c.partition(PKey(1)).unwrap().flags.mtu, DEFAULT_MTU);
+    assert_eq!(c.partition(PKey(2)).unwrap().members.len(), 1);
     // An IP group with the wrong P_Key is skipped with a warning (OpenSM ip_mgroup_pkey_ok).
     let c = parse("A=0x5,ipoib : mgid=ff12:401b:8006::1\n ALL ;").unwrap();
-    assert!(c.partition(5).unwrap().groups.is_empty());
+    assert!(c.partition(PKey(5)).unwrap().groups.is_empty());
     assert_eq!(c.warnings.len(), 1);
 }
 
@@ -209,9 +209,9 @@ fn warnings_for_what_opensm_skips() {
 fn one_line_with_several_definitions() {
     let c = parse("A=1:ALL;B=2:SELF=full;C=3:NONE;").unwrap();
     assert_eq!(c.partitions.len(), 4);
-    assert!(c.partition(3).unwrap().members.is_empty());
+    assert!(c.partition(PKey(3)).unwrap().members.is_empty());
     assert_eq!(
-        c.partition(2).unwrap().members,
+        c.partition(PKey(2)).unwrap().members,
         vec![(MemberSpec::SelfPort, Membership::Full)]
     );
 }
@@ -236,12 +236,12 @@ proptest! {
         let text: String = parts.concat();
         if let Ok(c) = parse(&text) {
             // Distinct P_Keys and a default partition, whatever the text.
-            let mut keys: Vec<u16> = c.partitions.iter().map(|p| p.pkey).collect();
+            let mut keys: Vec<PKey> = c.partitions.iter().map(|p| p.pkey).collect();
             let n = keys.len();
             keys.sort_unstable();
             keys.dedup();
             prop_assert_eq!(keys.len(), n);
-            prop_assert!(c.partition(PKey::DEFAULT.base()).is_some());
+            prop_assert!(c.partition(PKey::DEFAULT).is_some());
         }
     }
 }
@@ -295,8 +295,8 @@ fn mtu_and_rate_out_of_range_are_errors() {
     let c = parse("A=1, ipoib, mtu=5, rate=22 : ALL ;").unwrap();
     assert_eq!(
         (
-            c.partition(1).unwrap().flags.mtu,
-            c.partition(1).unwrap().flags.rate
+            c.partition(PKey(1)).unwrap().flags.mtu,
+            c.partition(PKey(1)).unwrap().flags.rate
         ),
         (Mtu::Mtu4096, Rate::Gbps600)
     );
@@ -322,7 +322,7 @@ fn sl_scope_and_membership_out_of_range_are_warnings_with_positions() {
             "line 1, column 54: unrecognized port flag 'sideways'. Assume 'limited'",
         ]
     );
-    let d = c.partition(0x7fff).unwrap();
+    let d = c.partition(PKey(0x7fff)).unwrap();
     assert!(d.flags.scopes.is_empty());
     assert_eq!(d.membership_of(&ca(5)), Some(Membership::Limited));
 }
@@ -343,17 +343,17 @@ fn duplicate_pkeys_and_names_are_warned_about() {
         w[1].starts_with("line 3, column 1: partition name 'A' is already P_Key 0x0010 (line 1)"),
         "{w:?}"
     );
-    assert_eq!(c.partition(0x10).unwrap().name, "A");
-    assert_eq!(c.partition(0x10).unwrap().members.len(), 2);
-    assert_eq!(c.partition(0x20).unwrap().name, "A");
+    assert_eq!(c.partition(PKey(0x10)).unwrap().name, "A");
+    assert_eq!(c.partition(PKey(0x10)).unwrap().members.len(), 2);
+    assert_eq!(c.partition(PKey(0x20)).unwrap().name, "A");
     // The manual's idiom (one name, one P_Key, several lines) is no warning; a name alone adds
     // to the partition of that name.
     let c = parse("S=0x80 : 0x1 ;\nS=0x80 : 0x2 ;\nS : 0x3 ;\nDefault : ALL=full ;\n").unwrap();
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
-    assert_eq!(c.partition(0x80).unwrap().members.len(), 3);
+    assert_eq!(c.partition(PKey(0x80)).unwrap().members.len(), 3);
     assert_eq!(c.partitions.len(), 2, "{:?}", c.partitions);
     assert_eq!(
-        c.partition(0x7fff).unwrap().membership_of(&ca(9)),
+        c.partition(PKey(0x7fff)).unwrap().membership_of(&ca(9)),
         Some(Membership::Full)
     );
 }

@@ -167,7 +167,7 @@ impl SaClient {
         let id = RequestId(self.next_id);
         self.next_id += 1;
         let to = MadAddr {
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             ..dest
         };
         self.pending.insert(
@@ -261,7 +261,7 @@ impl SaClient {
 
     fn reply_to(from: &MadAddr) -> MadAddr {
         MadAddr {
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             ..*from
         }
     }

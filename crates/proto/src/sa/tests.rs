@@ -32,7 +32,7 @@ pub(super) fn ca(lid: u16, pkeys: &[u16], mtu: u8, rate: u8, sw_port: u8) -> CaP
         lmc: 0,
         mtu: Mtu::from(mtu),
         rate: Rate::from(rate),
-        pkeys: pkeys.to_vec(),
+        pkeys: pkeys.iter().map(|&k| PKey(k)).collect(),
         active: true,
         peer: Peer::Switch(0, sw_port),
         name: format!("h{lid}"),

@@ -254,14 +254,14 @@ fn commands_refuse_bad_arguments() {
     prm.mtu = Mtu::Mtu2048;
     // IBA 1 §10.9.3: P_Keys 0x0000 and 0x8000 match nothing.
     for bad in [0x0000, 0x8000] {
-        prm.pkey = bad;
+        prm.pkey = PKey(bad);
         assert_eq!(
             p.a.connect(now, prm.clone()),
             Err(CmError::Invalid("invalid P_Key"))
         );
     }
-    prm.pkey = 0x7fff; // a limited member may connect to a full one
-                       // IBA 1 §4.1: multicast, permissive and reserved LIDs end no connection.
+    prm.pkey = PKey(0x7fff); // a limited member may connect to a full one
+                             // IBA 1 §4.1: multicast, permissive and reserved LIDs end no connection.
     for bad in [0xc000, 0xffff, 0] {
         let mut q = prm.clone();
         q.path.remote_port_lid = bad;

@@ -4,6 +4,7 @@
 //! established and every timer has run.
 
 use super::*;
+use ipoib_wire::QKey;
 use proptest::prelude::*;
 
 const ATTRS: [u16; 12] = [
@@ -151,9 +152,13 @@ fn user(cm: &mut Cm, now: Instant, which: usize, how: u8) {
         _ => {
             let sidr: Vec<u32> = cm.sidr.keys().copied().collect();
             match sidr.first() {
-                Some(s) => {
-                    cm.sidr_reply(SidrId(*s), ipoib_wire::cm::SidrStatus::Success, 5, 6, &[])
-                }
+                Some(s) => cm.sidr_reply(
+                    SidrId(*s),
+                    ipoib_wire::cm::SidrStatus::Success,
+                    5,
+                    QKey(6),
+                    &[],
+                ),
                 None => Ok(()),
             }
         }

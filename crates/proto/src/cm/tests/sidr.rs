@@ -26,10 +26,10 @@ fn sidr_resolves_a_ud_service() {
     assert_eq!((req.service_id, from.lid), (SID, A_LID));
     assert_eq!(&req.private_data[..3], &[5, 6, 0]);
     assert_eq!(req.partition_key, PKey::DEFAULT);
-    p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, 0x1111_2222, &[1])
+    p.b.sidr_reply(bid, SidrStatus::Success, 0x4321, QKey(0x1111_2222), &[1])
         .unwrap();
     assert_eq!(
-        p.b.sidr_reply(bid, SidrStatus::Success, 1, 1, &[]),
+        p.b.sidr_reply(bid, SidrStatus::Success, 1, QKey(1), &[]),
         Err(CmError::Unknown)
     );
     while p.step() {}

@@ -60,7 +60,7 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert_eq!(
         order,
         vec![
-            &InterfaceEvent::SetQkey(0x0b1b),
+            &InterfaceEvent::SetQkey(QKey(0x0b1b)),
             &InterfaceEvent::Attach {
                 mgid: BCAST,
                 mlid: 0xc000
@@ -79,7 +79,7 @@ fn bring_up_joins_broadcast_then_carrier() {
         "00:00:00:4a:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:02"
     );
     // §9.1.2 b: every datagram carries the broadcast group's Q_Key.
-    assert!(net.wire.iter().all(|s| s.t.qkey == 0x0b1b));
+    assert!(net.wire.iter().all(|s| s.t.qkey == QKey(0x0b1b)));
 }
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §5, §7: the link MTU is the broadcast group's. An answer

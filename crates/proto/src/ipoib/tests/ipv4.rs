@@ -183,8 +183,8 @@ fn fake_arp(op: ArpOperation, sender: Ipv4Addr, hw: HwAddr, target: Ipv4Addr) ->
         slid: 50,
         sl: 0,
         grh: None,
-        pkey: 0xffff,
-        qkey: 0x0b1b,
+        pkey: PKey(0xffff),
+        qkey: QKey(0x0b1b),
         data: b,
     }
 }

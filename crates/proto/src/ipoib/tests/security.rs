@@ -16,7 +16,7 @@ fn frame_from(net: &Net, s: &Sent) -> UdReceived {
             .iter()
             .find(|h| h.lid == s.from)
             .map(|h| h.iface.config().pkey)
-            .unwrap_or(0),
+            .unwrap_or(PKey(0)),
         qkey: s.t.qkey,
         data: s.t.data.clone(),
     }
@@ -33,7 +33,7 @@ fn other_partition_and_wrong_qkey_never_reach_ip() {
     .expect("partitions");
     let mk = |lid: u16, pkey: u16| {
         let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
-        c.pkey = pkey;
+        c.pkey = PKey(pkey);
         c.ipv4 = Some(Ipv4Config {
             addr: v4(lid),
             prefix_len: 24,
@@ -95,10 +95,10 @@ fn other_partition_and_wrong_qkey_never_reach_ip() {
     let delivered = net.host(2).delivered.len();
     let now = net.now;
     let mut bad = echo.clone();
-    bad.qkey = 0x1234;
+    bad.qkey = QKey(0x1234);
     net.iface(2).handle_datagram(now, bad);
     let mut bad = echo.clone();
-    bad.pkey = 0x8001;
+    bad.pkey = PKey(0x8001);
     net.iface(2).handle_datagram(now, bad);
     net.settle();
     assert_eq!(net.host(2).delivered.len(), delivered);
@@ -132,11 +132,11 @@ fn controlled_qkey_from_the_group() {
         .collect();
     let mut net = Net::custom(hosts, parts, &[]);
     net.up();
-    assert_eq!(net.host(2).qkey, 0x8001_0001);
+    assert_eq!(net.host(2).qkey, QKey(0x8001_0001));
     net.send(2, &ping4(v4(2), v4(3), true, 1));
     net.run_for(Duration::from_secs(1));
     assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
-    assert!(net.wire.iter().all(|s| s.t.qkey == 0x8001_0001));
+    assert!(net.wire.iter().all(|s| s.t.qkey == QKey(0x8001_0001)));
     let mc: Vec<&Sent> = net.wire.iter().filter(|s| s.t.dlid >= 0xc000).collect();
     assert!(!mc.is_empty());
     let rec = net.hosts[0].iface.link_params().unwrap().record;
@@ -163,8 +163,8 @@ fn bad_frames_are_counted() {
         slid: 9,
         sl: 0,
         grh: None,
-        pkey: 0xffff,
-        qkey: 0x0b1b,
+        pkey: PKey(0xffff),
+        qkey: QKey(0x0b1b),
         data,
     };
     let arp = ArpRepr {

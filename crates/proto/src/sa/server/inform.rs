@@ -138,7 +138,7 @@ impl SaServer {
         }
         let sub = Subscription {
             to: MadAddr {
-                qkey: QKey::GSI.0,
+                qkey: QKey::GSI,
                 ..req.from
             },
             info,

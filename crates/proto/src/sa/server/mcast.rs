@@ -46,7 +46,6 @@ use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ipoib::mcast::{IPV4_SIGNATURE, IPV6_SIGNATURE};
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
-use ipoib_wire::QKey;
 use ipoib_wire::{Gid, PKey};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -177,10 +176,8 @@ fn exactly(mut r: McMemberRecordRepr) -> McMemberRecordRepr {
 }
 
 /// The port's table has the partition of `pkey`, whatever the membership.
-fn has_pkey(port: &CaPort, pkey: u16) -> bool {
-    port.pkeys
-        .iter()
-        .any(|&k| PKey(k).same_partition(PKey(pkey)))
+fn has_pkey(port: &CaPort, pkey: PKey) -> bool {
+    port.pkeys.iter().any(|k| k.same_partition(pkey))
 }
 
 /// Two ports share a P_Key unless every common one is limited at both ends (OpenSM
@@ -188,7 +185,7 @@ fn has_pkey(port: &CaPort, pkey: u16) -> bool {
 pub(super) fn share_pkey(a: &CaPort, b: &CaPort) -> bool {
     a.pkeys
         .iter()
-        .any(|&ka| b.pkeys.iter().any(|&kb| PKey(ka).matches(PKey(kb))))
+        .any(|&ka| b.pkeys.iter().any(|&kb| ka.matches(kb)))
 }
 
 /// OpenSM `validate_more_comp_fields`: the MTU and rate selectors against the group's values.
@@ -319,11 +316,11 @@ impl SaServer {
         };
         let rec = McMemberRecordRepr {
             mgid: g.mgid,
-            qkey: QKey(g.qkey),
+            qkey: g.qkey,
             mlid,
             mtu: g.mtu,
             tclass: g.tclass,
-            pkey: PKey(g.pkey),
+            pkey: g.pkey,
             rate: g.rate,
             packet_life_time: self.cfg().subnet_timeout,
             sl: g.sl,
@@ -433,7 +430,7 @@ impl SaServer {
         {
             return Err(SaStatus::ReqInvalid);
         }
-        if !has_pkey(&port, grec.pkey.0) {
+        if !has_pkey(&port, grec.pkey) {
             return Err(SaStatus::ReqInvalid);
         }
         if !is_new {
@@ -444,7 +441,7 @@ impl SaServer {
                 .ok_or(SaStatus::ReqInvalid)?;
             if let Some(mem) = g.members.get(&r.port_gid) {
                 let ok = if mem.proxy {
-                    has_pkey(&requester, grec.pkey.0)
+                    has_pkey(&requester, grec.pkey)
                 } else {
                     !proxy
                 };
@@ -602,7 +599,7 @@ impl SaServer {
             return Err(SaStatus::ReqInvalid);
         }
         let ok = if mem.proxy {
-            has_pkey(&requester, g.rec.pkey.0)
+            has_pkey(&requester, g.rec.pkey)
         } else {
             requester_gid == r.port_gid
         };
@@ -674,7 +671,7 @@ impl SaServer {
             let gr = &g.rec;
             if (mask & m::MGID != 0 && r.mgid != gr.mgid)
                 || (mask & m::MLID != 0 && r.mlid != gr.mlid)
-                || !has_pkey(requester, gr.pkey.0)
+                || !has_pkey(requester, gr.pkey)
                 || (mask & m::Q_KEY != 0 && r.qkey != gr.qkey)
                 || (mask & m::P_KEY != 0 && r.pkey != gr.pkey)
                 || (mask & m::TCLASS != 0 && r.tclass != gr.tclass)

@@ -349,7 +349,7 @@ impl SaServer {
 
     fn reply_addr(from: &MadAddr) -> MadAddr {
         MadAddr {
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             ..*from
         }
     }

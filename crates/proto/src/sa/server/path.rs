@@ -28,7 +28,7 @@ struct Parms {
     mtu: Mtu,
     rate: Rate,
     pkt_life: u8,
-    pkey: u16,
+    pkey: PKey,
     sl: u8,
 }
 
@@ -46,24 +46,19 @@ fn select(have: u8, want: u8, sel: Selector) -> Option<u8> {
 
 /// The first P_Key of `a`'s table that `b` also has, not limited at both ends (OpenSM
 /// `osm_physp_find_common_pkey`).
-fn common_pkey(a: &CaPort, b: &CaPort) -> Option<u16> {
+fn common_pkey(a: &CaPort, b: &CaPort) -> Option<PKey> {
     a.pkeys
         .iter()
         .copied()
-        .find(|&ka| b.pkeys.iter().any(|&kb| PKey(ka).matches(PKey(kb))))
+        .find(|&ka| b.pkeys.iter().any(|&kb| ka.matches(kb)))
 }
 
 /// Both ports have partition `k`, and their (first) entries for it match (OpenSM
 /// `osm_physp_share_this_pkey`).
-fn share_this_pkey(a: &CaPort, b: &CaPort, k: u16) -> bool {
-    let find = |p: &CaPort| {
-        p.pkeys
-            .iter()
-            .copied()
-            .find(|&x| PKey(x).same_partition(PKey(k)))
-    };
+fn share_this_pkey(a: &CaPort, b: &CaPort, k: PKey) -> bool {
+    let find = |p: &CaPort| p.pkeys.iter().copied().find(|&x| x.same_partition(k));
     match (find(a), find(b)) {
-        (Some(x), Some(y)) => PKey(x).matches(PKey(y)),
+        (Some(x), Some(y)) => x.matches(y),
         _ => false,
     }
 }
@@ -266,7 +261,7 @@ impl SaServer {
             dlid,
             slid,
             raw_traffic: mask & pm::RAW_TRAFFIC != 0 && p.raw_traffic,
-            pkey: PKey(parms.pkey),
+            pkey: parms.pkey,
             sl: parms.sl,
             mtu_selector: Selector::Exactly,
             mtu: parms.mtu,
@@ -317,18 +312,18 @@ impl SaServer {
         }
         let raw = mask & pm::RAW_TRAFFIC != 0 && p.raw_traffic;
         let pkey = if raw {
-            common_pkey(sp, dp).unwrap_or(0)
+            common_pkey(sp, dp).unwrap_or(PKey(0))
         } else if mask & pm::P_KEY != 0 {
-            if !share_this_pkey(sp, dp, p.pkey.0) {
+            if !share_this_pkey(sp, dp, p.pkey) {
                 return None;
             }
-            p.pkey.0
+            p.pkey
         } else {
             common_pkey(sp, dp)?
         };
         let sl = if mask & pm::SL != 0 {
             p.sl
-        } else if pkey != 0 && self.cfg().qos {
+        } else if pkey != PKey(0) && self.cfg().qos {
             self.partitions().partition(pkey).map_or(0, |x| x.flags.sl)
         } else {
             0
@@ -337,7 +332,7 @@ impl SaServer {
             mtu,
             rate,
             pkt_life,
-            pkey: if raw { 0 } else { pkey },
+            pkey: if raw { PKey(0) } else { pkey },
             sl,
         })
     }

@@ -553,7 +553,7 @@ fn partition_membership_is_enforced() {
             is_sm: p.lid == SA_LID,
         });
     }
-    assert_eq!(model.ports[2].pkeys, vec![0xffff, 0x8002]);
+    assert_eq!(model.ports[2].pkeys, vec![PKey(0xffff), PKey(0x8002)]);
     let mut net = Net::new(model, parts, SaServerConfig::default(), 3);
     let blue = mgid("ff12:401b:8002::ffff:ffff");
     assert_eq!(net.sa.groups().len(), 2);

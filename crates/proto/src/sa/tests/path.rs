@@ -28,7 +28,7 @@ fn paths(r: Result<SaResponse, SaClientError>) -> Vec<PathRecordRepr> {
 /// in partition 0x0002 only.
 fn model() -> SubnetModel {
     let mut m = default_model(3);
-    m.ports[2].pkeys = vec![0x8002];
+    m.ports[2].pkeys = vec![PKey(0x8002)];
     m.switches[0].ports[4].mtu = Mtu::Mtu1024;
     m.switches[0].ports[4].rate = Rate::Gbps10;
     m
