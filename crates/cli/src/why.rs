@@ -58,7 +58,7 @@ pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
                 "{} ({} left out, {:#06x} first)",
                 node.name,
                 out.len(),
-                PKey(out[0]).base()
+                PKey((out[0]).0).base()
             )
         })
         .collect();

@@ -49,7 +49,7 @@ fn every_host_of_a_fat_tree_comes_up() {
         assert_eq!(app.carrier_log().len(), 1, "one carrier change, up");
         let qp = net.host_device(i).hca().qp_info(app.qpn()).unwrap();
         assert_eq!(qp.state, QpState::Rts);
-        assert_eq!(qp.qkey, 0x0b1b);
+        assert_eq!(qp.qkey, QKey(0x0b1b));
         assert!(
             qp.recv_posted >= 200,
             "receives kept posted: {}",

@@ -23,7 +23,7 @@ PartB=0x8002, ipoib : 0x100007=full, 0x100009=full ;
 ";
 
 fn pkey_of(i: usize, c: &mut InterfaceConfig) {
-    c.pkey = if i <= 2 { 0x8001 } else { 0x8002 };
+    c.pkey = if i <= 2 { PKey(0x8001) } else { PKey(0x8002) };
 }
 
 // draft-ietf-ipoib-ip-over-infiniband-06 §5 (one broadcast group per partition), §9.1 e (UD peers

@@ -89,7 +89,7 @@ fn multicast_once(
         qps[from].0,
         mlid,
         BthRepr::MULTICAST_QPN,
-        QKEY.0,
+        QKEY,
         Some(mgid),
         &[tag; 64],
     );
@@ -186,7 +186,7 @@ fn joins_leaves_traps_and_multicast_forwarding() {
     );
 
     // Forwarding: every host has a QP; members attach theirs.
-    let qps: Vec<_> = (0..n).map(|i| ud_qp(&mut net, i, QKEY.0, 0)).collect();
+    let qps: Vec<_> = (0..n).map(|i| ud_qp(&mut net, i, QKEY, 0)).collect();
     for &i in &group {
         let node = net.host(i).node;
         net.sim_mut()

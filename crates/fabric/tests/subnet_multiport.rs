@@ -16,6 +16,7 @@ use ipoib_fabric::testing::{
 use ipoib_proto::sa::SaClientEvent;
 use ipoib_wire::mad::Method;
 use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Guid};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -109,7 +110,7 @@ fn ud_qp_on(net: &mut Subnet, i: usize, num: u8, qkey: u32) -> (Qpn, CqId) {
                 ModifyQp::Init {
                     port: num,
                     pkey_index: 0,
-                    qkey,
+                    qkey: QKey(qkey),
                 },
                 ModifyQp::Rtr(None),
                 ModifyQp::Rts(None),
@@ -248,7 +249,16 @@ fn dual_homed_host_has_two_end_nodes_and_is_reachable() {
     let qkey = 0x1234;
     let (qp2, cq2) = ud_qp_on(&mut net, dual, 2, qkey);
     let (qpc, _) = ud_qp_on(&mut net, c, 1, qkey);
-    send_ud(&mut net, c, qpc, p2.lid, qp2, qkey, None, b"to port 2");
+    send_ud(
+        &mut net,
+        c,
+        qpc,
+        p2.lid,
+        qp2,
+        QKey(qkey),
+        None,
+        b"to port 2",
+    );
     net.sim_mut().run_for(Duration::from_millis(1));
     let got = received(&mut net, dual, cq2);
     assert_eq!(got.len(), 1, "{got:?}");

@@ -19,6 +19,7 @@ use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
 use ipoib_wire::Gid;
 use ipoib_wire::PKey;
+use ipoib_wire::QKey;
 use std::time::Duration;
 
 /// Host i of a generated topology has node GUID 0x100000 + 2i and port GUID one more.
@@ -27,7 +28,7 @@ Default=0x7fff : ALL=limited, SELF=full ;
 PartA=0x8001, ipoib : 0x100003=full, 0x100005=full ;
 PartB=0x8002, ipoib : 0x100007=full, 0x100009=full ;
 ";
-const QKEY: u32 = 0x0b1b;
+const QKEY: QKey = QKey(0x0b1b);
 
 fn bcast(pkey: u16) -> Gid {
     ipoib_wire::ipoib::mcast::broadcast_mgid(PKey(pkey), ipoib_wire::ipoib::mcast::Scope::LinkLocal)
@@ -37,7 +38,7 @@ fn pkey_index(net: &Subnet, i: usize, pkey: u16) -> u16 {
     net.host_device(i)
         .hca()
         .port(1)
-        .and_then(|p| p.find_pkey_index(pkey))
+        .and_then(|p| p.find_pkey_index(PKey(pkey)))
         .unwrap_or_else(|| panic!("host {i} lacks P_Key {pkey:#x}"))
 }
 
@@ -74,12 +75,12 @@ fn other_partition_receives_nothing() {
     );
     assert_eq!(
         net.host_device(0).hca().port(1).unwrap().pkeys,
-        vec![0xffff, 0x8001, 0x8002],
+        vec![PKey(0xffff), PKey(0x8001), PKey(0x8002)],
         "the SM port is a full member of everything"
     );
     assert_eq!(
         net.host_device(1).hca().port(1).unwrap().pkeys,
-        vec![0x7fff, 0x8001]
+        vec![PKey(0x7fff), PKey(0x8001)]
     );
 
     // The other partition's broadcast group is invisible and cannot be joined.
@@ -260,7 +261,7 @@ fn joins_are_checked_against_the_sa_member_records() {
     assert_eq!(
         net.join_problems(5),
         vec![JoinProblem::NoBroadcastGroup {
-            pkeys: vec![0x7fff]
+            pkeys: vec![PKey(0x7fff)]
         }]
     );
     assert!(net.join_problems(5)[0].to_string().contains("`ipoib` flag"));

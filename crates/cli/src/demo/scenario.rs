@@ -142,7 +142,7 @@ fn multicast(net: &mut Subnet, drv: &mut Driver) -> Result<McastReport, Interrup
     }
     let mgid = net
         .interface(0)
-        .map(|i| ipv4_mgid(GROUP, PKey(i.config().pkey), i.scope()))
+        .map(|i| ipv4_mgid(GROUP, PKey(i.config().pkey.0), i.scope()))
         .unwrap_or_default();
     let deadline = net.sim().now() + Duration::from_secs(5);
     let attached = |net: &Subnet, m: usize| {

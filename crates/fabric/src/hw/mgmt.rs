@@ -5,6 +5,7 @@
 //! meaning and in order, after [`CONFIG_DELAY`]. Subnet administration, by contrast, is ordinary MADs
 //! on QP1.
 
+use ipoib_wire::PKey;
 use ipoib_wire::{Mtu, Rate};
 use std::time::Duration;
 
@@ -47,7 +48,7 @@ pub struct PortConfig {
     /// Rate.
     pub rate: Rate,
     /// P_Key table (index = P_Key index).
-    pub pkeys: Vec<u16>,
+    pub pkeys: Vec<PKey>,
 }
 
 /// One configuration write.

@@ -2,6 +2,7 @@
 //! libibverbs): queue-pair types and states, work requests and work completions with their status
 //! values. The HCA ([`crate::hw::hca`]) and the connected-QP engine ([`crate::hw::rc`]) share these types.
 
+use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Mtu};
 use std::time::Duration;
 
@@ -111,7 +112,7 @@ pub struct UdDest {
     /// Remote QPN (0xFFFFFF for multicast).
     pub remote_qpn: Qpn,
     /// Q_Key; a value with the high bit set means "use the QP's own Q_Key" (IBA 1 §10.2.4).
-    pub remote_qkey: u32,
+    pub remote_qkey: QKey,
     /// P_Key index to send with (QP1 may choose per datagram; others use the QP's).
     pub pkey_index: Option<u16>,
 }

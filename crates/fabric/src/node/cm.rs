@@ -30,6 +30,8 @@ use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
 use ipoib_wire::cm::{RejReason, TransportServiceType};
 use ipoib_wire::mad::MgmtClass;
+use ipoib_wire::PKey;
+use ipoib_wire::QKey;
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -114,7 +116,7 @@ pub enum CmHostError {
     Cm(#[from] CmError),
     /// The connection's P_Key is not in the port's table.
     #[error("P_Key {0:#06x} not in the port's table")]
-    NoPkey(u16),
+    NoPkey(PKey),
     /// The host has no CM agent or application with these IDs.
     #[error("no CM installed with these IDs")]
     NotInstalled,
@@ -248,7 +250,7 @@ fn new_qp(
     cfg: &CmAppConfig,
     cq: CqId,
     transport: TransportServiceType,
-    pkey: u16,
+    pkey: PKey,
     next_wr: &mut u64,
 ) -> Result<Qpn, CmHostError> {
     let qp_type = match transport {
@@ -270,7 +272,7 @@ fn new_qp(
     let init = ModifyQp::Init {
         port: cfg.port,
         pkey_index,
-        qkey: 0,
+        qkey: QKey(0),
     };
     let posted = hca.modify_qp(qpn, init).and_then(|()| {
         (0..cfg.recv_depth).try_for_each(|_| {
@@ -455,7 +457,7 @@ impl CmApp {
             &self.cfg,
             self.cq,
             req.transport_service_type,
-            req.partition_key.0,
+            req.partition_key,
             &mut self.next_wr,
         );
         let qpn = match made {

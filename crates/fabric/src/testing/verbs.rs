@@ -8,9 +8,10 @@ use crate::hw::verbs::{
 use crate::node::host::Host;
 use crate::node::subnet::Subnet;
 use ipoib_wire::Gid;
+use ipoib_wire::QKey;
 
 /// A UD QP on host `i`'s port 1 in RTS with `qkey` and P_Key index `pkey_index`, 16 receives posted.
-pub fn ud_qp(net: &mut Subnet, i: usize, qkey: u32, pkey_index: u16) -> (Qpn, CqId) {
+pub fn ud_qp(net: &mut Subnet, i: usize, qkey: QKey, pkey_index: u16) -> (Qpn, CqId) {
     let node = net.host(i).node;
     net.sim_mut()
         .with_node::<Host, _>(node, |h, _, _| {
@@ -61,7 +62,7 @@ pub fn send_ud(
     qpn: Qpn,
     dlid: u16,
     dqpn: Qpn,
-    qkey: u32,
+    qkey: QKey,
     dgid: Option<Gid>,
     data: &[u8],
 ) {

@@ -66,7 +66,7 @@ pub struct QpInfo {
     /// P_Key index.
     pub pkey_index: u16,
     /// Q_Key.
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Receive WRs posted and not yet consumed.
     pub recv_posted: usize,
     /// Multicast groups attached.
@@ -140,7 +140,7 @@ impl Hca {
                 let h = special_qpn(num, u32::from(n));
                 let mut q = Qp::new(h, &init, Some(n), QpKind::Ud);
                 q.state = QpState::Rts;
-                q.qkey = if n == 1 { QKey::GSI.0 } else { 0 };
+                q.qkey = if n == 1 { QKey::GSI } else { QKey(0) };
                 hca.qps.insert(h, q);
             }
         }

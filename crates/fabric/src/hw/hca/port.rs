@@ -37,7 +37,7 @@ pub struct Port {
     /// Rate.
     pub rate: Rate,
     /// P_Key table.
-    pub pkeys: Vec<u16>,
+    pub pkeys: Vec<PKey>,
     /// False while the cable is down (then the state stays Down whatever the SM writes).
     pub phys_up: bool,
 }
@@ -57,7 +57,7 @@ impl Port {
             state: PortState::Down,
             mtu: Mtu::Mtu256,
             rate: Rate::Gbps2_5,
-            pkeys: vec![PKey::DEFAULT.0],
+            pkeys: vec![PKey::DEFAULT],
             phys_up: true,
         }
     }
@@ -89,29 +89,28 @@ impl Port {
     }
 
     /// The P_Key at `index`.
-    pub fn pkey(&self, index: u16) -> Option<u16> {
+    pub fn pkey(&self, index: u16) -> Option<PKey> {
         self.pkeys.get(usize::from(index)).copied()
     }
 
     /// The first table index whose entry matches `pkey` (IBA 1 §10.9.3), as QP1 checks.
-    pub fn match_any_pkey(&self, pkey: u16) -> Option<u16> {
+    pub fn match_any_pkey(&self, pkey: PKey) -> Option<u16> {
         self.pkeys
             .iter()
-            .position(|&e| PKey(pkey).matches(PKey(e)))
+            .position(|&e| pkey.matches(e))
             .map(|i| i as u16)
     }
 
     /// The index of `pkey` to send with: an exact entry first, else one of the same partition
     /// (ibv_find_pkey_index behaves the same way for full/limited variants).
-    pub fn find_pkey_index(&self, pkey: u16) -> Option<u16> {
-        let key = PKey(pkey);
-        if !key.is_valid() {
+    pub fn find_pkey_index(&self, pkey: PKey) -> Option<u16> {
+        if !pkey.is_valid() {
             return None;
         }
         self.pkeys
             .iter()
             .position(|&e| e == pkey)
-            .or_else(|| self.pkeys.iter().position(|&e| PKey(e).same_partition(key)))
+            .or_else(|| self.pkeys.iter().position(|&e| e.same_partition(pkey)))
             .map(|i| i as u16)
     }
 
@@ -136,7 +135,7 @@ impl Port {
         self.mtu = c.mtu;
         self.rate = c.rate;
         self.pkeys = if c.pkeys.is_empty() {
-            vec![0]
+            vec![PKey(0)]
         } else {
             c.pkeys.clone()
         };
@@ -176,7 +175,7 @@ mod tests {
             state: PortState::Active,
             mtu: Mtu::Mtu4096,
             rate: Rate::Gbps10,
-            pkeys: vec![PKey::DEFAULT.0],
+            pkeys: vec![PKey::DEFAULT],
         };
         assert!(p.apply(&c));
         assert_eq!(p.mtu.bytes(), Some(4096));
@@ -186,10 +185,10 @@ mod tests {
         assert_eq!((p.mtu, p.lid), (Mtu::Mtu4096, 8));
         assert_eq!(p.gid(0), Some(Gid::new(0xfe80 << 48, 0x10)));
         assert_eq!(p.gid(1), None);
-        p.pkeys = vec![0xffff, 0x8001, 0x0002];
-        assert_eq!(p.find_pkey_index(0x8002), Some(2));
-        assert_eq!(p.find_pkey_index(0x8001), Some(1));
-        assert_eq!(p.match_any_pkey(0x0002), None, "limited/limited");
-        assert_eq!(p.match_any_pkey(0x8002), Some(2));
+        p.pkeys = vec![PKey(0xffff), PKey(0x8001), PKey(0x0002)];
+        assert_eq!(p.find_pkey_index(PKey(0x8002)), Some(2));
+        assert_eq!(p.find_pkey_index(PKey(0x8001)), Some(1));
+        assert_eq!(p.match_any_pkey(PKey(0x0002)), None, "limited/limited");
+        assert_eq!(p.match_any_pkey(PKey(0x8002)), Some(2));
     }
 }

@@ -8,6 +8,7 @@
 use super::connected::ConnectedEngine;
 use super::error::{CqId, VerbsError};
 use crate::hw::verbs::{ConnectedAttr, QpState, QpType, Qpn, RecvWr};
+use ipoib_wire::QKey;
 use std::collections::VecDeque;
 
 /// Handle of QP0 (`n` = 0) or QP1 (`n` = 1) of `port`: the port number above the 24 QPN bits, so
@@ -50,7 +51,7 @@ pub enum ModifyQp {
         /// P_Key index.
         pkey_index: u16,
         /// Q_Key (UD).
-        qkey: u32,
+        qkey: QKey,
     },
     /// To RTR; RC/UC need their connection attributes, UD takes `None`.
     Rtr(Option<ConnectedAttr>),
@@ -122,7 +123,7 @@ pub(crate) struct Qp {
     pub privileged: bool,
     pub sq_sig_all: bool,
     pub pkey_index: u16,
-    pub qkey: u32,
+    pub qkey: QKey,
     /// Next PSN of a UD send (IBA 1 §9.8.3.1: any value, incremented per packet).
     pub next_psn: u32,
     pub recv: VecDeque<RecvWr>,
@@ -144,7 +145,7 @@ impl Qp {
             privileged: init.privileged,
             sq_sig_all: init.sq_sig_all,
             pkey_index: 0,
-            qkey: 0,
+            qkey: QKey(0),
             next_psn: 0,
             recv: VecDeque::new(),
             kind,

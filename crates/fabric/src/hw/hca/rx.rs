@@ -131,8 +131,8 @@ impl Hca {
             .ports
             .get(usize::from(qp.port).wrapping_sub(1))
             .and_then(|p| p.pkey(qp.pkey_index))
-            .unwrap_or(0);
-        if !bth.pkey.matches(PKey(entry)) {
+            .unwrap_or(PKey(0));
+        if !bth.pkey.matches(entry) {
             return self.counters.count(HcaDropReason::PkeyMismatch);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {

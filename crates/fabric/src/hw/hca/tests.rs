@@ -11,6 +11,7 @@ use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::hw::verbs::{AddressHandle, GlobalRoute, UdDest};
+use ipoib_wire::PKey;
 use ipoib_wire::{Mtu, Rate};
 
 pub(crate) const GUID_A: u64 = 0x0002_c903_0000_1000;
@@ -27,7 +28,7 @@ pub(crate) fn port_config(lid: u16, pkeys: Vec<u16>) -> PortConfig {
         state: PortState::Active,
         mtu: Mtu::Mtu2048,
         rate: Rate::Gbps10,
-        pkeys,
+        pkeys: pkeys.into_iter().map(PKey).collect(),
     }
 }
 
@@ -69,7 +70,7 @@ pub(crate) struct UdEnd {
 pub(crate) fn ud_qp(
     sim: &mut Simulator,
     node: NodeId,
-    qkey: u32,
+    qkey: QKey,
     pkey_index: u16,
     recvs: u64,
 ) -> UdEnd {
@@ -78,7 +79,7 @@ pub(crate) fn ud_qp(
 }
 
 /// A UD QP in RTS on `h`'s port 1 with `recvs` receive buffers of 4096 + 40 bytes.
-pub(crate) fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) -> UdEnd {
+pub(crate) fn make_ud_qp(h: &mut Hca, qkey: QKey, pkey_index: u16, recvs: u64) -> UdEnd {
     {
         let cq = h.create_cq();
         let qpn = h
@@ -116,7 +117,7 @@ pub(crate) fn make_ud_qp(h: &mut Hca, qkey: u32, pkey_index: u16, recvs: u64) ->
     }
 }
 
-pub(crate) fn dest(dlid: u16, qpn: Qpn, qkey: u32) -> UdDest {
+pub(crate) fn dest(dlid: u16, qpn: Qpn, qkey: QKey) -> UdDest {
     UdDest {
         ah: AddressHandle {
             dlid,

@@ -12,7 +12,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::packet::{Packet, PacketRepr};
-use ipoib_wire::{PKey, QKey};
+use ipoib_wire::PKey;
 
 /// Bytes of the GRH area at the start of every UD receive buffer (IBA 1 §11.4.1.2; verbs counts
 /// them in byte_len whether or not a GRH arrived).
@@ -135,12 +135,12 @@ impl Hca {
         }
         // IBA 1 §10.2.4: a WR Q_Key with the high bit set means "the QP's own Q_Key"; only a
         // privileged QP may send a controlled (high bit set) Q_Key.
-        let qkey = if QKey(dest.remote_qkey).is_controlled() {
+        let qkey = if dest.remote_qkey.is_controlled() {
             qp.qkey
         } else {
             dest.remote_qkey
         };
-        if QKey(qkey).is_controlled() && !qp.privileged {
+        if qkey.is_controlled() && !qp.privileged {
             return Err(WcStatus::LocQpOpErr);
         }
         // IBA 1 §13.5.1: QP1 chooses the P_Key per datagram; other QPs use their own index.
@@ -149,10 +149,10 @@ impl Hca {
             _ => qp.pkey_index,
         };
         let pkey = match qp.special {
-            Some(0) => port.pkey(0).unwrap_or(PKey::DEFAULT.0),
-            _ => port.pkey(pkey_index).unwrap_or(0),
+            Some(0) => port.pkey(0).unwrap_or(PKey::DEFAULT),
+            _ => port.pkey(pkey_index).unwrap_or(PKey(0)),
         };
-        if !qp0 && !PKey(pkey).is_valid() {
+        if !qp0 && !pkey.is_valid() {
             return Err(WcStatus::LocQpOpErr);
         }
         let grh = match &ah.grh {
@@ -176,16 +176,11 @@ impl Hca {
             pkt_len: 0,
             slid: port.slid(ah.src_path_bits),
         };
-        let mut bth = BthRepr::new(
-            opcode,
-            PKey(pkey),
-            dest.remote_qpn & 0x00ff_ffff,
-            qp.next_psn,
-        );
+        let mut bth = BthRepr::new(opcode, pkey, dest.remote_qpn & 0x00ff_ffff, qp.next_psn);
         bth.se = wr.solicited;
         let ext = ExtHeaders {
             deth: Some(DethRepr {
-                qkey: QKey(qkey),
+                qkey,
                 src_qp: wire_qpn(qpn),
             }),
             immdt,
@@ -256,7 +251,7 @@ impl Hca {
             None => None,
         };
         let bth = BthRepr {
-            pkey: PKey(port.pkey(qp.pkey_index).unwrap_or(0)),
+            pkey: port.pkey(qp.pkey_index).unwrap_or(PKey(0)),
             ..p.bth
         };
         let repr = PacketRepr {
@@ -312,20 +307,20 @@ impl Hca {
             return;
         };
         let pkey_index = match qp.special {
-            Some(0) => port.match_any_pkey(bth.pkey.0).unwrap_or(0),
-            Some(_) => match port.match_any_pkey(bth.pkey.0) {
+            Some(0) => port.match_any_pkey(bth.pkey).unwrap_or(0),
+            Some(_) => match port.match_any_pkey(bth.pkey) {
                 Some(i) => i,
                 None => return self.counters.count(HcaDropReason::PkeyMismatch),
             },
             None => {
-                let entry = port.pkey(qp.pkey_index).unwrap_or(0);
-                if !bth.pkey.matches(PKey(entry)) {
+                let entry = port.pkey(qp.pkey_index).unwrap_or(PKey(0));
+                if !bth.pkey.matches(entry) {
                     return self.counters.count(HcaDropReason::PkeyMismatch);
                 }
                 qp.pkey_index
             }
         };
-        if qp.special != Some(0) && deth.qkey != QKey(qp.qkey) {
+        if qp.special != Some(0) && deth.qkey != qp.qkey {
             return self.counters.count(HcaDropReason::QkeyMismatch);
         }
         let Some(qp) = self.qps.get_mut(&handle) else {

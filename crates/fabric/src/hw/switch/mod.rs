@@ -106,7 +106,7 @@ struct SwPort {
     /// State the SM wrote.
     state: PortState,
     /// P_Key table (partition enforcement).
-    pkeys: Vec<u16>,
+    pkeys: Vec<PKey>,
 }
 
 /// An InfiniBand switch. See the module docs.
@@ -131,7 +131,7 @@ impl Switch {
             mtu: Mtu::Mtu4096,
             up: true,
             state: PortState::Down,
-            pkeys: vec![PKey::DEFAULT.0],
+            pkeys: vec![PKey::DEFAULT],
         };
         Switch {
             guid,
@@ -217,7 +217,7 @@ impl Switch {
     }
 
     /// BTH P_Key and destination QP of an IBA packet (`None` for raw packets).
-    fn pkey_and_qp(lrh: &LrhRepr, data: &[u8]) -> Option<(u16, u32)> {
+    fn pkey_and_qp(lrh: &LrhRepr, data: &[u8]) -> Option<(PKey, u32)> {
         if !lrh.lnh.is_iba() {
             return None;
         }
@@ -228,13 +228,13 @@ impl Switch {
                 0
             };
         let bth = BthRepr::parse_bytes(data.get(off..)?).ok()?;
-        Some((bth.pkey.0, bth.dest_qp))
+        Some((bth.pkey, bth.dest_qp))
     }
 
-    fn pkey_ok(&self, port: u8, pkey: u16) -> bool {
+    fn pkey_ok(&self, port: u8, pkey: PKey) -> bool {
         self.ports
             .get(usize::from(port))
-            .is_some_and(|p| p.pkeys.iter().any(|&k| PKey(k).matches(PKey(pkey))))
+            .is_some_and(|p| p.pkeys.iter().any(|&k| k.matches(pkey)))
     }
 
     /// Checks one output port and sends the copy there, or counts why not.
@@ -243,7 +243,7 @@ impl Switch {
         inport: u8,
         out: u8,
         payload: usize,
-        pkey: Option<u16>,
+        pkey: Option<PKey>,
         packet: Vec<u8>,
         tx: &mut Tx,
     ) {

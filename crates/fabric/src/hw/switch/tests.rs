@@ -7,7 +7,7 @@ use ipoib_wire::QKey;
 use ipoib_wire::{Mtu, PKey, Rate};
 
 /// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
-pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
+pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: PKey) -> Vec<u8> {
     let payload = vec![0xa5; len];
     let lrh = LrhRepr {
         vl: 0,
@@ -26,7 +26,7 @@ pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: u16) -> Vec<u8> {
     let repr = PacketRepr::ud_send_only(
         lrh,
         None,
-        BthRepr::new(Opcode::UD_SEND_ONLY, PKey(pkey), qpn, 0),
+        BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
         DethRepr {
             qkey: QKey(0x0b1b),
             src_qp: 2,
@@ -49,7 +49,7 @@ fn port(port: u8, mtu: u8, pkeys: Vec<u16>) -> Config {
         state: PortState::Active,
         mtu: Mtu::from(mtu),
         rate: Rate::Gbps10,
-        pkeys,
+        pkeys: pkeys.into_iter().map(PKey).collect(),
     })
 }
 
@@ -86,7 +86,7 @@ fn feed(sw: &mut Switch, inport: u8, p: Vec<u8>) -> Vec<(u8, Vec<u8>)> {
 #[test]
 fn unicast_follows_the_lft_byte_for_byte() {
     let mut sw = switch();
-    let p = ud(2, 3, 100, 0xffff);
+    let p = ud(2, 3, 100, PKey(0xffff));
     let out = feed(&mut sw, 1, p.clone());
     assert_eq!(out, vec![(2, p)]);
     assert_eq!(sw.stats().forwarded, 1);
@@ -97,9 +97,9 @@ fn unicast_follows_the_lft_byte_for_byte() {
 #[test]
 fn unknown_lid_and_lft_255_are_dropped_and_counted() {
     let mut sw = switch();
-    assert!(feed(&mut sw, 1, ud(2, 100, 8, 0xffff)).is_empty()); // beyond the LFT
-    assert!(feed(&mut sw, 1, ud(2, 0, 8, 0xffff)).is_empty());
-    assert!(feed(&mut sw, 1, ud(2, 4, 8, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 100, 8, PKey(0xffff))).is_empty()); // beyond the LFT
+    assert!(feed(&mut sw, 1, ud(2, 0, 8, PKey(0xffff))).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 4, 8, PKey(0xffff))).is_empty());
     let s = sw.stats();
     assert_eq!(s.dropped(SwitchDropReason::UnknownLid), 2);
     assert_eq!(s.dropped(SwitchDropReason::LftDrop), 1);
@@ -109,7 +109,7 @@ fn unknown_lid_and_lft_255_are_dropped_and_counted() {
 #[test]
 fn own_lid_goes_to_management_port() {
     let mut sw = switch();
-    assert!(feed(&mut sw, 1, ud(2, 9, 8, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 9, 8, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().to_management, 1);
     assert_eq!(sw.stats().dropped_total(), 0);
 }
@@ -118,12 +118,12 @@ fn own_lid_goes_to_management_port() {
 #[test]
 fn multicast_replicates_to_every_member_port_but_the_arrival_port() {
     let mut sw = switch();
-    let p = ud(2, 0xc001, 64, 0xffff);
+    let p = ud(2, 0xc001, 64, PKey(0xffff));
     let out = feed(&mut sw, 1, p.clone());
     assert_eq!(out, vec![(2, p.clone()), (3, p.clone())]);
     let out = feed(&mut sw, 4, p.clone());
     assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 2, 3]);
-    assert!(feed(&mut sw, 1, ud(2, 0xc002, 64, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 0xc002, 64, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().dropped(SwitchDropReason::NoMftEntry), 1);
     // An empty entry removes the group.
     let mut tx = Tx::default();
@@ -143,13 +143,13 @@ fn multicast_replicates_to_every_member_port_but_the_arrival_port() {
 fn oversized_payload_is_dropped_at_the_output_mtu() {
     let mut sw = switch();
     // Port 2 has MTU code 1 = 256 bytes of payload.
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, 0xffff)).len(), 1);
-    assert!(feed(&mut sw, 1, ud(2, 3, 257, 0xffff)).is_empty());
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, PKey(0xffff))).len(), 1);
+    assert!(feed(&mut sw, 1, ud(2, 3, 257, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().dropped(SwitchDropReason::Mtu), 1);
     // The same size fits port 1 (4096).
-    assert_eq!(feed(&mut sw, 2, ud(3, 2, 257, 0xffff)).len(), 1);
+    assert_eq!(feed(&mut sw, 2, ud(3, 2, 257, PKey(0xffff))).len(), 1);
     // Multicast copies are checked per port: port 2 drops, 3 forwards.
-    let out = feed(&mut sw, 1, ud(2, 0xc001, 1000, 0xffff));
+    let out = feed(&mut sw, 1, ud(2, 0xc001, 1000, PKey(0xffff)));
     assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![3]);
     assert_eq!(sw.stats().dropped(SwitchDropReason::Mtu), 2);
 }
@@ -164,7 +164,7 @@ fn port_write_with_an_undefined_mtu_is_refused() {
         sw.configure(Instant::ZERO, port(2, code, vec![0x8001]), &mut tx);
         assert_eq!(sw.port_mtu(2), Some(Mtu::Mtu256), "code {code}");
     }
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, 0xffff)).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 256, PKey(0xffff))).len(), 1);
     sw.configure(Instant::ZERO, port(2, 5, vec![0xffff]), &mut tx);
     assert_eq!(sw.port_mtu(2), Some(Mtu::Mtu4096));
 }
@@ -173,7 +173,7 @@ fn port_write_with_an_undefined_mtu_is_refused() {
 #[test]
 fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
     let mut sw = switch();
-    let mut p = ud(2, 3, 40, 0xffff);
+    let mut p = ud(2, 3, 40, PKey(0xffff));
     let n = p.len();
     p[n - 10] ^= 1; // a payload byte: both CRCs now wrong
     assert!(feed(&mut sw, 1, p.clone()).is_empty());
@@ -187,7 +187,7 @@ fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
 #[test]
 fn malformed_packets_are_dropped_and_counted() {
     let mut sw = switch();
-    let p = ud(2, 3, 40, 0xffff);
+    let p = ud(2, 3, 40, PKey(0xffff));
     assert!(feed(&mut sw, 1, p[..5].to_vec()).is_empty());
     assert!(feed(&mut sw, 1, p[..p.len() - 4].to_vec()).is_empty());
     assert!(feed(&mut sw, 1, Vec::new()).is_empty());
@@ -207,10 +207,10 @@ fn down_output_port_drops() {
     let mut sw = switch();
     let mut tx = Tx::default();
     sw.link_state(Instant::ZERO, 2, false, &mut tx);
-    assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().dropped(SwitchDropReason::PortDown), 1);
     sw.link_state(Instant::ZERO, 2, true, &mut tx);
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
 }
 
 /// IBA 1 §10.9: with enforcement on, the P_Key must match both ports' tables; off by default.
@@ -220,12 +220,12 @@ fn partition_enforcement_is_optional() {
     let mut tx = Tx::default();
     sw.configure(Instant::ZERO, port(2, 5, vec![0x8001]), &mut tx);
     sw.configure(Instant::ZERO, port(1, 5, vec![0x8001, 0xffff]), &mut tx);
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
     sw.set_partition_enforcement(true);
-    assert!(feed(&mut sw, 1, ud(2, 3, 8, 0xffff)).is_empty());
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().dropped(SwitchDropReason::Partition), 1);
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x0001)).len(), 1);
-    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, 0x8001)).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0x0001))).len(), 1);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0x8001))).len(), 1);
     let pkey_match = |a: u16, b: u16| PKey(a).matches(PKey(b));
     assert!(pkey_match(0x8001, 0x0001));
     assert!(!pkey_match(0x0001, 0x0001));

@@ -316,11 +316,11 @@ impl Host {
             .hca
             .port(self.mgmt_port)
             .and_then(|p| p.pkey(c.pkey_index))
-            .unwrap_or(PKey::DEFAULT.0);
+            .unwrap_or(PKey::DEFAULT);
         let from = MadAddr {
             lid: c.slid,
             qpn: c.src_qp,
-            qkey: QKey::GSI.0,
+            qkey: QKey::GSI,
             sl: c.sl,
             pkey,
             grh: c.grh.map(|g| GrhAddr {

@@ -98,7 +98,7 @@ impl MadAgent for Client {
 }
 
 /// A UD QP on the HCA of a host device (P_Key index 0, 8 receives).
-fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: u32) -> UdEnd {
+fn ud_qp_on<T: Device + HasHca>(sim: &mut Simulator, node: NodeId, qkey: QKey) -> UdEnd {
     sim.with_node::<T, _>(node, |d, _, _| make_ud_qp(d.hca_mut(), qkey, 0, 8))
         .unwrap()
 }
@@ -165,7 +165,7 @@ fn mad_round_trip_routed_by_class_and_tid() {
     assert_eq!(s.got.len(), 2);
     assert_eq!(s.got[0].from.lid, 2);
     assert_eq!(s.got[0].from.qpn, 1);
-    assert_eq!(s.got[0].from.pkey, 0xffff);
+    assert_eq!(s.got[0].from.pkey, PKey(0xffff));
     assert_eq!(s.got[0].mad.len(), 256);
     let host_b = sim.node::<Host>(b).unwrap();
     for (id, tid, at) in [
@@ -232,7 +232,7 @@ impl App for Echo {
                 },
             )
             .unwrap();
-        let mut d = crate::hw::hca::tests::dest(c.slid, c.src_qp, 0x77);
+        let mut d = crate::hw::hca::tests::dest(c.slid, c.src_qp, QKey(0x77));
         d.ah.sl = c.sl;
         ctx.hca
             .post_send(qpn, crate::hw::hca::tests::wr(1, &c.data, d))
@@ -259,7 +259,7 @@ impl App for Echo {
             ModifyQp::Init {
                 port: 1,
                 pkey_index: 0,
-                qkey: 0x77,
+                qkey: QKey(0x77),
             },
             ModifyQp::Rtr(None),
             ModifyQp::Rts(None),
@@ -307,10 +307,10 @@ fn app_owns_a_qp_and_reacts_to_completions() {
     sim.run_until_idle(1000);
     let echo_qpn = sim.node::<Host>(b).unwrap().app::<Echo>(echo).unwrap().qpn;
     let echo_qpn = echo_qpn.expect("QP created from poll");
-    let mine = ud_qp_on::<Host>(&mut sim, a, 0x77);
+    let mine = ud_qp_on::<Host>(&mut sim, a, QKey(0x77));
     for i in 0..6u8 {
         sim.with_node::<Host, _>(a, |h, now, tx| {
-            let d = crate::hw::hca::tests::dest(2, echo_qpn, 0x77);
+            let d = crate::hw::hca::tests::dest(2, echo_qpn, QKey(0x77));
             h.hca_mut()
                 .post_send(mine.qpn, crate::hw::hca::tests::wr(9, &[i; 20], d))
                 .unwrap();
@@ -351,7 +351,7 @@ fn mad_with_grh_and_partition_pkey() {
     let c = sim
         .with_node::<Host, _>(b, |h, _, _| {
             let mut cl = Client::new(Instant::ZERO, 1, MgmtClass::Perf, Method::Get, 5);
-            cl.request.to.pkey = 0x0005;
+            cl.request.to.pkey = PKey(0x0005);
             cl.request.to.grh = Some(GrhAddr {
                 gid: gid_a,
                 flow_label: 0,
@@ -364,11 +364,15 @@ fn mad_with_grh_and_partition_pkey() {
     sim.run_until_idle(10_000);
     let s = sim.node::<Host>(a).unwrap().agent::<Server>(srv).unwrap();
     assert_eq!(s.got.len(), 1);
-    assert_eq!(s.got[0].from.pkey, 0x8005, "matched entry of the receiver");
+    assert_eq!(
+        s.got[0].from.pkey,
+        PKey(0x8005),
+        "matched entry of the receiver"
+    );
     assert_eq!(s.got[0].from.grh.map(|g| g.gid), Some(gid_b));
     let cl = sim.node::<Host>(b).unwrap().agent::<Client>(c).unwrap();
     assert_eq!(cl.got.len(), 1, "response came back in the partition");
-    assert_eq!(cl.got[0].1.from.pkey, 0x0005);
+    assert_eq!(cl.got[0].1.from.pkey, PKey(0x0005));
 }
 
 /// `ipoib_proto::sa` routing rules (Linux `sa_query.c` registers the Report method for its

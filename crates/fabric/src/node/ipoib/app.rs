@@ -43,6 +43,7 @@ use ipoib_proto::ipoib::{
 use ipoib_proto::rng::Rng;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::Gid;
+use ipoib_wire::{PKey, QKey};
 use std::any::Any;
 use std::collections::{BTreeSet, VecDeque};
 use std::net::IpAddr;
@@ -99,9 +100,9 @@ pub struct IpoibApp {
     qpn: Qpn,
     cq: CqId,
     /// The interface's P_Key (for the P_Key index).
-    pkey: u16,
+    pkey: PKey,
     /// Q_Key the interface asked for.
-    qkey: Option<u32>,
+    qkey: Option<QKey>,
     /// P_Key index the QP should use.
     pkey_index: u16,
     /// Receive buffers kept posted.
@@ -322,7 +323,7 @@ impl IpoibApp {
             self.counters.verbs_errors += 1;
             return;
         };
-        let want_qkey = self.qkey.unwrap_or(0);
+        let want_qkey = self.qkey.unwrap_or(QKey(0));
         let mut state = info.state;
         let stale = info.pkey_index != self.pkey_index || info.qkey != want_qkey;
         if stale && !matches!(state, QpState::Reset | QpState::Init) {
@@ -476,8 +477,8 @@ impl IpoibApp {
             .hca
             .port(self.port)
             .and_then(|p| p.pkey(c.pkey_index))
-            .unwrap_or(0);
-        let qkey = ctx.hca.qp_info(self.qpn).map_or(0, |i| i.qkey);
+            .unwrap_or(PKey(0));
+        let qkey = ctx.hca.qp_info(self.qpn).map_or(QKey(0), |i| i.qkey);
         let d = UdReceived {
             src_qpn: c.src_qp,
             slid: c.slid,

@@ -26,7 +26,7 @@ impl SubnetManager {
     /// Partitions beyond the table's size are left out, as OpenSM does ("ERR 0512: Failed to set
     /// PKey 0x... because Pkey table is full", docs/OPENSM-NOTES.md); [`Self::pkeys_left_out`]
     /// names them.
-    pub fn pkey_table(&self, port: End) -> Vec<u16> {
+    pub fn pkey_table(&self, port: End) -> Vec<PKey> {
         let mut t = self.member_pkeys(port);
         t.truncate(usize::from(PKEY_TABLE_SIZE));
         t
@@ -34,14 +34,14 @@ impl SubnetManager {
 
     /// The P_Keys of the partitions `port` belongs to that its P_Key table has no room for
     /// (empty when all fit).
-    pub fn pkeys_left_out(&self, port: End) -> Vec<u16> {
+    pub fn pkeys_left_out(&self, port: End) -> Vec<PKey> {
         let all = self.member_pkeys(port);
         all.get(usize::from(PKEY_TABLE_SIZE)..)
-            .map_or_else(Vec::new, <[u16]>::to_vec)
+            .map_or_else(Vec::new, <[PKey]>::to_vec)
     }
 
     /// Every P_Key of the partitions `port` belongs to, table or not.
-    fn member_pkeys(&self, port: End) -> Vec<u16> {
+    fn member_pkeys(&self, port: End) -> Vec<PKey> {
         let Some(node) = self.topo.nodes().get(port.node) else {
             return Vec::new();
         };
@@ -76,7 +76,7 @@ impl SubnetManager {
         }
     }
 
-    fn port_config(&self, port: u8, lid: u16, mtu: Mtu, rate: Rate, pkeys: Vec<u16>) -> Config {
+    fn port_config(&self, port: u8, lid: u16, mtu: Mtu, rate: Rate, pkeys: Vec<PKey>) -> Config {
         Config::Port(PortConfig {
             port,
             lid,
@@ -98,11 +98,7 @@ impl SubnetManager {
     /// forwarding tables are in place. Nodes the SM could not reach get nothing.
     pub fn bring_up(&self) -> Vec<(crate::hw::sim::NodeId, Config)> {
         let mut out = Vec::new();
-        let all_full: Vec<u16> = self
-            .partitions()
-            .iter()
-            .map(|p| PKey(p.pkey).full().0)
-            .collect();
+        let all_full: Vec<PKey> = self.partitions().iter().map(|p| p.pkey.full()).collect();
         for (s, &n) in self.switches.iter().enumerate() {
             let lid = self.lids[n][0];
             if lid == 0 {
@@ -111,7 +107,7 @@ impl SubnetManager {
             let id = self.nodes[n];
             out.push((
                 id,
-                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![PKey::DEFAULT.0]),
+                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![PKey::DEFAULT]),
             ));
             for p in 1..=self.topo.nodes()[n].ports {
                 let Some((peer, _)) = self.topo.peer(n, p) else {

@@ -69,7 +69,7 @@ pub enum PartitionMembers {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionSpec {
     /// Partition key.
-    pub pkey: u16,
+    pub pkey: PKey,
     /// Members.
     pub members: PartitionMembers,
 }
@@ -78,7 +78,7 @@ impl PartitionSpec {
     /// OpenSM's default partition: 0x7FFF, every port a full member.
     pub fn default_partition() -> PartitionSpec {
         PartitionSpec {
-            pkey: PKey::DEFAULT.base(),
+            pkey: PKey::DEFAULT.limited(),
             members: PartitionMembers::All(Membership::Full),
         }
     }

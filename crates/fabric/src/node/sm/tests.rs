@@ -115,7 +115,7 @@ fn single_switch_with_8_hosts_comes_up() {
         assert_eq!(c[0].sm_lid, 1);
         assert_eq!(c[0].state, PortState::Active);
         assert_eq!(c[0].subnet_prefix, ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX);
-        assert_eq!(c[0].pkeys, vec![0xffff]);
+        assert_eq!(c[0].pkeys, vec![PKey(0xffff)]);
     }
     let sw = sim.node::<Switch>(built.nodes[8]).unwrap();
     assert_eq!(sw.lid(), sm.lid(8, 0).unwrap());
@@ -200,7 +200,7 @@ fn unicast_and_multicast_cross_the_fat_tree() {
     let (mut sim, built, sm) = up(Topology::fat_tree(64).unwrap());
     let lid = |h: usize| sm.lid(h, 1).unwrap();
     // Unicast host 0 -> host 63 (leaf 0 -> spine -> leaf 3).
-    let p = ud(lid(0), lid(63), 100, 0xffff);
+    let p = ud(lid(0), lid(63), 100, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, p.clone()));
     sim.run_until_idle(1000);
     assert_eq!(sim.node::<Host>(built.nodes[63]).unwrap().got, vec![(1, p)]);
@@ -216,7 +216,7 @@ fn unicast_and_multicast_cross_the_fat_tree() {
         }
     });
     sim.run_until_idle(10_000);
-    let m = ud(lid(5), mlid, 64, 0xffff);
+    let m = ud(lid(5), mlid, 64, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[5], |_, _, tx| tx.send(1, m.clone()));
     sim.run_until_idle(10_000);
     for h in 0..64 {
@@ -227,10 +227,10 @@ fn unicast_and_multicast_cross_the_fat_tree() {
     }
     // Unknown LID: dropped and counted at host 0's leaf.
     let leaf0 = built.nodes[sm.topology().find("leaf0").unwrap()];
-    let bad = ud(lid(0), sm.max_lid() + 5, 16, 0xffff);
+    let bad = ud(lid(0), sm.max_lid() + 5, 16, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, bad));
     // Oversized: 5000 bytes of payload over 4096-MTU links.
-    let big = ud(lid(0), lid(63), 5000, 0xffff);
+    let big = ud(lid(0), lid(63), 5000, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, big));
     sim.run_until_idle(1000);
     let st = sim.node::<Switch>(leaf0).unwrap().stats();
@@ -307,7 +307,7 @@ fn partitions_give_pkey_tables() {
         partitions: vec![
             PartitionSpec::default_partition(),
             PartitionSpec {
-                pkey: 0x0012,
+                pkey: PKey(0x0012),
                 members: PartitionMembers::Ports(vec![
                     (g2, Membership::Full),
                     (g3, Membership::Limited),
@@ -320,19 +320,19 @@ fn partitions_give_pkey_tables() {
     let sm = SubnetManager::new(topo, nodes, End { node: 0, port: 1 }, opts).unwrap();
     assert_eq!(
         sm.pkey_table(End { node: 0, port: 1 }),
-        vec![0xffff, 0x8012]
+        vec![PKey(0xffff), PKey(0x8012)]
     );
-    assert_eq!(sm.pkey_table(End { node: 1, port: 1 }), vec![0xffff]);
+    assert_eq!(sm.pkey_table(End { node: 1, port: 1 }), vec![PKey(0xffff)]);
     assert_eq!(
         sm.pkey_table(End { node: 2, port: 1 }),
-        vec![0xffff, 0x8012]
+        vec![PKey(0xffff), PKey(0x8012)]
     );
     assert_eq!(
         sm.pkey_table(End { node: 3, port: 1 }),
-        vec![0xffff, 0x0012]
+        vec![PKey(0xffff), PKey(0x0012)]
     );
     let model = sm.subnet_model();
-    assert_eq!(model.ports[3].pkeys, vec![0xffff, 0x0012]);
+    assert_eq!(model.ports[3].pkeys, vec![PKey(0xffff), PKey(0x0012)]);
 }
 
 // OpenSM pkey_mgr_update_port: "ERR 0512: Failed to set PKey ... because Pkey table is full"
@@ -343,7 +343,7 @@ fn pkey_tables_stop_at_the_partition_cap() {
     let g1 = topo.nodes()[1].port_guid(1);
     let mut partitions = vec![PartitionSpec::default_partition()];
     partitions.extend((1..=200u16).map(|k| PartitionSpec {
-        pkey: k,
+        pkey: PKey(k),
         members: PartitionMembers::Ports(vec![(g1, Membership::Full)]),
     }));
     let opts = SmOptions {
@@ -357,14 +357,14 @@ fn pkey_tables_stop_at_the_partition_cap() {
         let e = End { node, port: 1 };
         let t = sm.pkey_table(e);
         assert_eq!(t.len(), cap);
-        assert_eq!(t[0], 0xffff, "the default partition first");
-        assert_eq!(t[cap - 1], 0x8000 | (cap as u16 - 1));
+        assert_eq!(t[0], PKey(0xffff), "the default partition first");
+        assert_eq!(t[cap - 1], PKey(0x8000 | (cap as u16 - 1)));
         let out = sm.pkeys_left_out(e);
         assert_eq!(out.len(), 201 - cap);
-        assert_eq!(out[0], 0x8000 | cap as u16);
+        assert_eq!(out[0], PKey(0x8000 | cap as u16));
     }
     let e = End { node: 2, port: 1 };
-    assert_eq!(sm.pkey_table(e), vec![0xffff]);
+    assert_eq!(sm.pkey_table(e), vec![PKey(0xffff)]);
     assert!(sm.pkeys_left_out(e).is_empty());
     assert_eq!(sm.subnet_model().ports[1].pkeys.len(), cap);
 }
@@ -573,7 +573,7 @@ fn ibsim_examples_load_build_and_come_up() {
         let cas: Vec<(u16, End)> = sm.ca_ports().collect();
         let (a, ea) = cas[0];
         let (b, eb) = *cas.last().unwrap();
-        let p = ud(a, b, 32, 0xffff);
+        let p = ud(a, b, 32, PKey(0xffff));
         sim.with_node::<Host, _>(built.nodes[ea.node], |_, _, tx| tx.send(ea.port, p.clone()));
         sim.run_for(Duration::from_millis(1));
         let got = &sim.node::<Host>(built.nodes[eb.node]).unwrap().got;

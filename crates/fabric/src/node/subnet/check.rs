@@ -42,7 +42,7 @@ pub enum JoinProblem {
     /// (OpenSM pre-creates the group only for partitions with the `ipoib` flag, opensm(8)).
     NoBroadcastGroup {
         /// The port's P_Keys.
-        pkeys: Vec<u16>,
+        pkeys: Vec<PKey>,
     },
     /// The host counts itself joined, but the SA does not list its port as a FullMember of any
     /// broadcast group.
@@ -145,7 +145,7 @@ impl Subnet {
     /// ([`crate::hw::hca::PKEY_TABLE_SIZE`] entries): each with the P_Keys the SM left out of the
     /// table (OpenSM: "ERR 0512 ... Pkey table is full"). Such a host cannot use those
     /// partitions, their broadcast groups included.
-    pub fn pkey_tables_full(&self) -> Vec<(usize, Vec<u16>)> {
+    pub fn pkey_tables_full(&self) -> Vec<(usize, Vec<PKey>)> {
         let sm = self.sm().manager();
         (0..self.host_count())
             .filter_map(|i| {
@@ -191,11 +191,11 @@ impl Subnet {
         if state != PortState::Active || lid == 0 {
             return vec![JoinProblem::PortNotActive { state, lid }];
         }
-        let pkeys: Vec<u16> = port.map(|p| p.pkeys.clone()).unwrap_or_default();
+        let pkeys: Vec<PKey> = port.map(|p| p.pkeys.clone()).unwrap_or_default();
         let groups = self.sa_broadcast_groups();
         let usable = groups.iter().any(|g| {
             let key = PKey(u16::from_be_bytes([g.0[4], g.0[5]]));
-            key.is_valid() && pkeys.iter().any(|&k| PKey(k).same_partition(key))
+            key.is_valid() && pkeys.iter().any(|&k| k.same_partition(key))
         });
         if !usable {
             return vec![JoinProblem::NoBroadcastGroup { pkeys }];

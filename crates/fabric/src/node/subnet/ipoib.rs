@@ -97,15 +97,15 @@ pub(super) fn install_links(
     sim: &mut Simulator,
     hosts: &[HostHandle],
     sm: &SubnetManager,
-    groups: &[(u16, Gid)],
+    groups: &[(PKey, Gid)],
     sa: SaClientConfig,
 ) -> Interfaces {
     // The groups the interfaces can join under their very MGID (§4 figure 2), with their scope.
-    let groups: Vec<(u16, Scope)> = groups
+    let groups: Vec<(PKey, Scope)> = groups
         .iter()
         .filter_map(|&(k, m)| {
             let scope = IpoibMgid::parse(&m).ok()?.scope;
-            (broadcast_mgid(PKey(k), scope) == m).then_some((k, scope))
+            (broadcast_mgid(k, scope) == m).then_some((k, scope))
         })
         .collect();
     let mut out = Interfaces::default();
@@ -116,7 +116,7 @@ pub(super) fn install_links(
         });
         let mut mine = groups
             .iter()
-            .filter(|&&(k, _)| table.iter().any(|&p| PKey(p).same_partition(PKey(k))))
+            .filter(|&&(k, _)| table.iter().any(|&p| p.same_partition(k)))
             .peekable();
         if mine.peek().is_none() {
             out.push_host(None);
@@ -254,7 +254,7 @@ impl Subnet {
                 let app = host.app::<IpoibApp>(h.app)?;
                 let up = app.carrier();
                 Some(BroadcastJoin {
-                    mgid: broadcast_mgid(PKey(iface.config().pkey), iface.scope()),
+                    mgid: broadcast_mgid(iface.config().pkey, iface.scope()),
                     record: iface.link_params().filter(|_| up).map(|p| p.record),
                     at: app.carrier_up_at(),
                 })

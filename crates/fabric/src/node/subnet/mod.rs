@@ -184,7 +184,7 @@ pub struct Subnet {
 
 /// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
 /// groups with the broadcast MGID form `ff1S:401b:<pkey>::ffff:ffff`.
-pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(u16, Gid)> {
+pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
     cfg.precreated_groups()
         .into_iter()
         .filter(|g| {
@@ -209,12 +209,12 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
         .chain(
             cfg.partitions
                 .iter()
-                .filter(|p| !p.index0 && p.pkey == PKey::DEFAULT.base()),
+                .filter(|p| !p.index0 && p.pkey.same_partition(PKey::DEFAULT)),
         )
         .chain(
             cfg.partitions
                 .iter()
-                .filter(|p| !p.index0 && p.pkey != PKey::DEFAULT.base()),
+                .filter(|p| !p.index0 && !p.pkey.same_partition(PKey::DEFAULT)),
         );
     let mut out = Vec::new();
     for p in ordered {
@@ -528,7 +528,7 @@ impl Subnet {
                 let to = MadAddr {
                     pkey: p
                         .and_then(|p| p.pkeys.first().copied())
-                        .unwrap_or(PKey::DEFAULT.0),
+                        .unwrap_or(PKey::DEFAULT),
                     sl: p.map_or(0, |p| p.sm_sl),
                     ..MadAddr::gsi(p.map_or(0, |p| p.sm_lid))
                 };

@@ -92,7 +92,7 @@ fn uc_qp(sim: &mut Simulator, node: NodeId, dlid: u16, pkey_index: u16) -> UdEnd
         })
         .unwrap();
     let attr = ConnectedAttr {
-        path: dest(dlid, 0, 0).ah,
+        path: dest(dlid, 0, QKey(0)).ah,
         dest_qpn: FIRST_QPN,
         rq_psn: 0,
         sq_psn: 0,
@@ -109,7 +109,7 @@ fn uc_qp(sim: &mut Simulator, node: NodeId, dlid: u16, pkey_index: u16) -> UdEnd
         let init = ModifyQp::Init {
             port: 1,
             pkey_index,
-            qkey: 0,
+            qkey: QKey(0),
         };
         h.modify_qp(end.qpn, init).unwrap();
         h.post_recv(
@@ -136,7 +136,7 @@ fn connected_engine_hook_frames_and_checks() {
     p.sim.run_until_idle(100);
     let a = uc_qp(&mut p.sim, p.a, 2, 0);
     let b = uc_qp(&mut p.sim, p.b, 1, 0);
-    let mut w = wr(5, b"connected", dest(2, 0, 0));
+    let mut w = wr(5, b"connected", dest(2, 0, QKey(0)));
     w.ud = None;
     send(&mut p.sim, p.a, a.qpn, w.clone());
     let got = poll(&mut p.sim, p.b, b.cq);

@@ -17,17 +17,17 @@ fn mgid() -> Gid {
 #[test]
 fn multicast_reaches_every_attached_qp_and_needs_a_grh() {
     let mut p = pair(31);
-    let a = ud_qp(&mut p.sim, p.a, 0x0b1b, 0, 0);
-    let b1 = ud_qp(&mut p.sim, p.b, 0x0b1b, 0, 4);
-    let b2 = ud_qp(&mut p.sim, p.b, 0x0b1b, 0, 4);
-    let b3 = ud_qp(&mut p.sim, p.b, 0x0b1b, 0, 4);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x0b1b), 0, 0);
+    let b1 = ud_qp(&mut p.sim, p.b, QKey(0x0b1b), 0, 4);
+    let b2 = ud_qp(&mut p.sim, p.b, QKey(0x0b1b), 0, 4);
+    let b3 = ud_qp(&mut p.sim, p.b, QKey(0x0b1b), 0, 4);
     p.sim.with_node::<Hca, _>(p.b, |h, _, _| {
         for q in [b1.qpn, b2.qpn] {
             h.attach_mcast(q, mgid(), MLID).unwrap();
         }
         assert!(h.attach_mcast(Hca::gsi_qp(1), mgid(), MLID).is_err());
     });
-    let d = with_grh(dest(MLID, BthRepr::MULTICAST_QPN, 0x0b1b), mgid());
+    let d = with_grh(dest(MLID, BthRepr::MULTICAST_QPN, QKey(0x0b1b)), mgid());
     send(&mut p.sim, p.a, a.qpn, wr(1, b"to all", d));
     for q in [b1, b2] {
         let c = poll(&mut p.sim, p.b, q.cq);
@@ -44,7 +44,7 @@ fn multicast_reaches_every_attached_qp_and_needs_a_grh() {
         &mut p.sim,
         p.a,
         a.qpn,
-        wr(2, b"x", dest(MLID, BthRepr::MULTICAST_QPN, 0x0b1b)),
+        wr(2, b"x", dest(MLID, BthRepr::MULTICAST_QPN, QKey(0x0b1b))),
     );
     assert_eq!(
         poll(&mut p.sim, p.a, a.cq).pop().unwrap().status,
@@ -69,7 +69,7 @@ fn multicast_reaches_every_attached_qp_and_needs_a_grh() {
 #[test]
 fn multicast_packet_without_grh_or_group_is_dropped() {
     let mut p = pair(32);
-    let b = ud_qp(&mut p.sim, p.b, 0x0b1b, 0, 4);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x0b1b), 0, 4);
     p.sim
         .with_node::<Hca, _>(p.b, |h, _, _| h.attach_mcast(b.qpn, mgid(), MLID).unwrap());
     let craft = |grh: bool| {
@@ -117,13 +117,13 @@ fn multicast_packet_without_grh_or_group_is_dropped() {
 #[test]
 fn multicast_loopback_is_off_by_default() {
     let mut p = pair(33);
-    let s = ud_qp(&mut p.sim, p.a, 0x0b1b, 0, 4);
-    let o = ud_qp(&mut p.sim, p.a, 0x0b1b, 0, 4);
+    let s = ud_qp(&mut p.sim, p.a, QKey(0x0b1b), 0, 4);
+    let o = ud_qp(&mut p.sim, p.a, QKey(0x0b1b), 0, 4);
     p.sim.with_node::<Hca, _>(p.a, |h, _, _| {
         h.attach_mcast(s.qpn, mgid(), MLID).unwrap();
         h.attach_mcast(o.qpn, mgid(), MLID).unwrap();
     });
-    let d = with_grh(dest(MLID, BthRepr::MULTICAST_QPN, 0x0b1b), mgid());
+    let d = with_grh(dest(MLID, BthRepr::MULTICAST_QPN, QKey(0x0b1b)), mgid());
     send(&mut p.sim, p.a, s.qpn, wr(1, b"m", d));
     assert!(poll(&mut p.sim, p.a, o.cq).is_empty());
     p.sim

@@ -11,17 +11,17 @@ use crate::hw::verbs::WcOpcode;
 #[test]
 fn ud_unicast_with_and_without_grh() {
     let mut p = pair(1);
-    let a = ud_qp(&mut p.sim, p.a, 0x1111, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1111, 0, 4);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1111), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1111), 0, 4);
     send(
         &mut p.sim,
         p.a,
         a.qpn,
-        wr(7, b"hello", dest(2, b.qpn, 0x1111)),
+        wr(7, b"hello", dest(2, b.qpn, QKey(0x1111))),
     );
     let gid_b = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_B + 1);
     let gid_a = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_A + 1);
-    let d = with_grh(dest(2, b.qpn, 0x1111), gid_b);
+    let d = with_grh(dest(2, b.qpn, QKey(0x1111)), gid_b);
     let mut w = wr(8, b"global!", d);
     w.op = SendOp::SendWithImm(0xdead_beef);
     send(&mut p.sim, p.a, a.qpn, w);
@@ -53,13 +53,23 @@ fn ud_unicast_with_and_without_grh() {
 #[test]
 fn qkey_mismatch_is_dropped_and_counted() {
     let mut p = pair(2);
-    let a = ud_qp(&mut p.sim, p.a, 0x1111, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x2222, 0, 4);
-    send(&mut p.sim, p.a, a.qpn, wr(1, b"x", dest(2, b.qpn, 0x1111)));
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1111), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x2222), 0, 4);
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"x", dest(2, b.qpn, QKey(0x1111))),
+    );
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QkeyMismatch), 1);
     // The right Q_Key goes through.
-    send(&mut p.sim, p.a, a.qpn, wr(2, b"y", dest(2, b.qpn, 0x2222)));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"y", dest(2, b.qpn, QKey(0x2222))),
+    );
     assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1);
 }
 
@@ -68,14 +78,14 @@ fn qkey_mismatch_is_dropped_and_counted() {
 #[test]
 fn controlled_qkey_from_unprivileged_qp_is_refused() {
     let mut p = pair(3);
-    let a = ud_qp(&mut p.sim, p.a, 0x8000_0005, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x8000_0005, 0, 4);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x8000_0005), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x8000_0005), 0, 4);
     let before = p.sim.stats().packets;
     send(
         &mut p.sim,
         p.a,
         a.qpn,
-        wr(1, b"x", dest(2, b.qpn, 0x8000_0000)),
+        wr(1, b"x", dest(2, b.qpn, QKey(0x8000_0000))),
     );
     let c = poll(&mut p.sim, p.a, a.cq);
     assert_eq!(c.len(), 1);
@@ -87,7 +97,7 @@ fn controlled_qkey_from_unprivileged_qp_is_refused() {
     let r = p
         .sim
         .with_node::<Hca, _>(p.a, |h, _, _| {
-            h.post_send(a.qpn, wr(2, b"y", dest(2, b.qpn, 0x1)))
+            h.post_send(a.qpn, wr(2, b"y", dest(2, b.qpn, QKey(0x1))))
         })
         .unwrap();
     assert!(matches!(r, Err(VerbsError::WrongState { .. })));
@@ -100,7 +110,7 @@ fn controlled_qkey_from_unprivileged_qp_is_refused() {
         &mut p.sim,
         p.a,
         a.qpn,
-        wr(3, b"z", dest(2, b.qpn, 0x8001_0000)),
+        wr(3, b"z", dest(2, b.qpn, QKey(0x8001_0000))),
     );
     assert_eq!(poll(&mut p.sim, p.a, a.cq)[0].status, WcStatus::LocQpOpErr);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
@@ -113,9 +123,14 @@ fn pkey_case(seed: u64, from: u16, to: u16) -> (bool, u64) {
     configure::<Hca>(&mut p.sim, p.a, port_config(1, vec![0xffff, from]));
     configure::<Hca>(&mut p.sim, p.b, port_config(2, vec![0xffff, to]));
     p.sim.run_until_idle(100);
-    let a = ud_qp(&mut p.sim, p.a, 0x1b, 1, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1b, 1, 4);
-    send(&mut p.sim, p.a, a.qpn, wr(1, b"p", dest(2, b.qpn, 0x1b)));
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1b), 1, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1b), 1, 4);
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"p", dest(2, b.qpn, QKey(0x1b))),
+    );
     let got = poll(&mut p.sim, p.b, b.cq);
     if let Some(c) = got.first() {
         assert_eq!(c.pkey_index, 1);
@@ -147,15 +162,15 @@ fn corrupted_packets_are_never_delivered() {
     let from = PortRef { node: p.a, port: 1 };
     p.sim
         .set_faults(p.link, Some(from), vec![Fault::Corrupt(1.0)]);
-    let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 64);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 64);
     for i in 0..40u8 {
         let data = vec![i; 64 + usize::from(i)];
         send(
             &mut p.sim,
             p.a,
             a.qpn,
-            wr(u64::from(i), &data, dest(2, b.qpn, 0x1)),
+            wr(u64::from(i), &data, dest(2, b.qpn, QKey(0x1))),
         );
     }
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
@@ -171,9 +186,14 @@ fn corrupted_packets_are_never_delivered() {
 #[test]
 fn no_receive_posted_and_short_buffer() {
     let mut p = pair(10);
-    let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 0);
-    send(&mut p.sim, p.a, a.qpn, wr(1, b"lost", dest(2, b.qpn, 0x1)));
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 0);
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"lost", dest(2, b.qpn, QKey(0x1))),
+    );
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::NoRecvPosted), 1);
     p.sim
         .with_node::<Hca, _>(p.b, |h, _, _| {
@@ -187,7 +207,12 @@ fn no_receive_posted_and_short_buffer() {
         })
         .unwrap()
         .unwrap();
-    send(&mut p.sim, p.a, a.qpn, wr(2, b"four", dest(2, b.qpn, 0x1)));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"four", dest(2, b.qpn, QKey(0x1))),
+    );
     let c = poll(&mut p.sim, p.b, b.cq);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].wr_id, c[0].status), (5, WcStatus::LocLenErr));
@@ -197,13 +222,13 @@ fn no_receive_posted_and_short_buffer() {
 #[test]
 fn message_larger_than_mtu_fails() {
     let mut p = pair(11);
-    let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 4);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 4);
     send(
         &mut p.sim,
         p.a,
         a.qpn,
-        wr(1, &[0; 2049], dest(2, b.qpn, 0x1)),
+        wr(1, &[0; 2049], dest(2, b.qpn, QKey(0x1))),
     );
     assert_eq!(poll(&mut p.sim, p.a, a.cq)[0].status, WcStatus::LocLenErr);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
@@ -214,13 +239,18 @@ fn message_larger_than_mtu_fails() {
 #[test]
 fn port_and_qp_states_gate_reception() {
     let mut p = pair(12);
-    let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 4);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 4);
     let mut pc = port_config(2, vec![0xffff]);
     pc.state = PortState::Init;
     configure::<Hca>(&mut p.sim, p.b, pc);
     p.sim.run_until_idle(100);
-    send(&mut p.sim, p.a, a.qpn, wr(1, b"x", dest(2, b.qpn, 0x1)));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"x", dest(2, b.qpn, QKey(0x1))),
+    );
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PortNotActive), 1);
     configure::<Hca>(&mut p.sim, p.b, port_config(2, vec![0xffff]));
     p.sim.run_until_idle(100);
@@ -231,7 +261,7 @@ fn port_and_qp_states_gate_reception() {
             ModifyQp::Init {
                 port: 1,
                 pkey_index: 0,
-                qkey: 1,
+                qkey: QKey(1),
             },
         )
         .unwrap();
@@ -253,11 +283,26 @@ fn port_and_qp_states_gate_reception() {
             to: QpState::Rts
         })
     );
-    send(&mut p.sim, p.a, a.qpn, wr(2, b"y", dest(2, b.qpn, 0x1)));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"y", dest(2, b.qpn, QKey(0x1))),
+    );
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QpNotReady), 1);
     // Wrong DLID and unknown QP.
-    send(&mut p.sim, p.a, a.qpn, wr(3, b"z", dest(3, b.qpn, 0x1)));
-    send(&mut p.sim, p.a, a.qpn, wr(4, b"z", dest(2, 0x999, 0x1)));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(3, b"z", dest(3, b.qpn, QKey(0x1))),
+    );
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(4, b"z", dest(2, 0x999, QKey(0x1))),
+    );
     let c = counters(&p.sim, p.b);
     assert_eq!(c.drops(HcaDropReason::BadDlid), 1);
     assert_eq!(c.drops(HcaDropReason::UnknownQp), 1);
@@ -322,14 +367,14 @@ fn capture_run(seed: u64) -> Vec<u8> {
         ],
     );
     p.sim.set_capture(Capture::new());
-    let a = ud_qp(&mut p.sim, p.a, 0x1, 0, 0);
-    let b = ud_qp(&mut p.sim, p.b, 0x1, 0, 64);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 64);
     for i in 0..30u8 {
         send(
             &mut p.sim,
             p.a,
             a.qpn,
-            wr(u64::from(i), &[i; 17], dest(2, b.qpn, 0x1)),
+            wr(u64::from(i), &[i; 17], dest(2, b.qpn, QKey(0x1))),
         );
     }
     p.sim.take_capture().unwrap().into_bytes()

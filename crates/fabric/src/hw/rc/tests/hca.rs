@@ -12,6 +12,7 @@ use crate::hw::verbs::{
     AddressHandle, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
 };
 use ipoib_wire::Mtu;
+use ipoib_wire::QKey;
 use std::time::Duration;
 
 struct End {
@@ -64,7 +65,7 @@ fn connect(sim: &mut Simulator, end: &End, peer: Qpn, dlid: u16, recvs: u64) {
         let init = ModifyQp::Init {
             port: 1,
             pkey_index: 0,
-            qkey: 0,
+            qkey: QKey(0),
         };
         h.modify_qp(end.qpn, init).unwrap();
         for i in 0..recvs {
@@ -207,7 +208,7 @@ fn init_receives_and_flush_through_hca() {
         let init = ModifyQp::Init {
             port: 1,
             pkey_index: 0,
-            qkey: 0,
+            qkey: QKey(0),
         };
         h.modify_qp(a.qpn, init).unwrap();
         h.post_recv(
