@@ -14,6 +14,7 @@ use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions::{self, PartitionConfig};
 use ipoib_wire::render::escape;
+use ipoib_wire::{PKey, QKey};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
@@ -216,8 +217,8 @@ pub fn run(args: &Args) -> ExitCode {
 struct GroupLine {
     mgid: String,
     mlid: u16,
-    pkey: u16,
-    qkey: u32,
+    pkey: PKey,
+    qkey: QKey,
     /// MTU in bytes (0 for an undefined code, which the SA never gives a group).
     mtu: u32,
     members: usize,
@@ -262,8 +263,8 @@ impl Report {
             .map(|g| GroupLine {
                 mgid: g.record.mgid.to_string(),
                 mlid: g.record.mlid,
-                pkey: g.record.pkey.0,
-                qkey: g.record.qkey.0,
+                pkey: g.record.pkey,
+                qkey: g.record.qkey,
                 mtu: g.record.mtu.bytes().unwrap_or(0),
                 members: g.members.len(),
                 well_known: g.well_known,
@@ -394,7 +395,7 @@ impl Report {
             let _ = write!(
                 o,
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"well_known\":{}}}",
-                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.well_known
+                g.mlid, g.pkey.0, g.qkey.0, g.mtu, g.members, g.well_known
             );
         }
         o.push_str("],\"not_joined\":[");

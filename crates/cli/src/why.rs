@@ -2,7 +2,6 @@
 //! ([`ipoib_fabric::node::subnet::Subnet::join_problems`]).
 
 use ipoib_fabric::node::subnet::Subnet;
-use ipoib_wire::PKey;
 
 /// Hosts named at most in a failure message; the rest are counted.
 pub const MAX_NAMED: usize = 5;
@@ -58,7 +57,7 @@ pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
                 "{} ({} left out, {:#06x} first)",
                 node.name,
                 out.len(),
-                PKey((out[0]).0).base()
+                out[0].base()
             )
         })
         .collect();

@@ -6,6 +6,7 @@ use super::{Args, BROADCAST_BUDGET, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, ResolutionKind};
 use ipoib_wire::ipoib::HwAddr;
 use ipoib_wire::sa::{JoinState, McMemberRecordRepr};
+use ipoib_wire::{PKey, QKey};
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
@@ -114,8 +115,8 @@ pub struct GroupLine {
     pub mgid: String,
     pub ip: String,
     pub mlid: u16,
-    pub pkey: u16,
-    pub qkey: u32,
+    pub pkey: PKey,
+    pub qkey: QKey,
     pub mtu: u32,
     pub full: usize,
     pub send_only: usize,

@@ -11,7 +11,6 @@ use ipoib_fabric::Instant;
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
-use ipoib_wire::PKey;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -142,7 +141,7 @@ fn multicast(net: &mut Subnet, drv: &mut Driver) -> Result<McastReport, Interrup
     }
     let mgid = net
         .interface(0)
-        .map(|i| ipv4_mgid(GROUP, PKey(i.config().pkey.0), i.scope()))
+        .map(|i| ipv4_mgid(GROUP, i.config().pkey, i.scope()))
         .unwrap_or_default();
     let deadline = net.sim().now() + Duration::from_secs(5);
     let attached = |net: &Subnet, m: usize| {
@@ -433,8 +432,8 @@ fn groups(net: &Subnet) -> Vec<GroupLine> {
                 mgid: g.record.mgid.to_string(),
                 ip: ip_group(&g.record.mgid),
                 mlid: g.record.mlid,
-                pkey: g.record.pkey.0,
-                qkey: g.record.qkey.0,
+                pkey: g.record.pkey,
+                qkey: g.record.qkey,
                 mtu: g.record.mtu.bytes().unwrap_or(0),
                 full: count(JoinState::FULL_MEMBER),
                 send_only: count(JoinState::SEND_ONLY_NON_MEMBER),

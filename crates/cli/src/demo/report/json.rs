@@ -135,7 +135,7 @@ impl Report {
             let _ = write!(
                 o,
                 ",\"mlid\":{},\"pkey\":{},\"qkey\":{},\"mtu\":{},\"members\":{},\"full\":{},\"send_only\":{},\"well_known\":{}}}",
-                g.mlid, g.pkey, g.qkey, g.mtu, g.members, g.full, g.send_only, g.well_known
+                g.mlid, g.pkey.0, g.qkey.0, g.mtu, g.members, g.full, g.send_only, g.well_known
             );
         }
         o.push_str("],\"pcap\":");
