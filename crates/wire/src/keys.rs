@@ -74,6 +74,12 @@ impl From<PKey> for u16 {
     }
 }
 
+impl From<PKey> for u64 {
+    fn from(k: PKey) -> u64 {
+        k.0.into()
+    }
+}
+
 impl From<PKey> for Value<'_> {
     /// Four hex digits, as `ipoib decode` prints a P_Key.
     fn from(k: PKey) -> Self {
@@ -131,6 +137,12 @@ impl From<u32> for QKey {
 impl From<QKey> for u32 {
     fn from(k: QKey) -> u32 {
         k.0
+    }
+}
+
+impl From<QKey> for u64 {
+    fn from(k: QKey) -> u64 {
+        k.0.into()
     }
 }
 

@@ -118,13 +118,13 @@ fn headers(p: &Packet<'_>, e: &mut Expect) {
     e.num("infiniband.bth.m", b.m);
     e.num("infiniband.bth.padcnt", b.pad_count);
     e.num("infiniband.bth.tver", b.tver);
-    e.num("infiniband.bth.p_key", b.pkey.0);
+    e.num("infiniband.bth.p_key", b.pkey);
     e.num("infiniband.bth.destqp", b.dest_qp);
     e.num("infiniband.bth.a", b.ack_req);
     e.num("infiniband.bth.psn", b.psn);
     match &p.ext.deth {
         Some(d) => {
-            e.num("infiniband.deth.q_key", d.qkey.0);
+            e.num("infiniband.deth.q_key", d.qkey);
             e.num("infiniband.deth.srcqp", d.src_qp);
         }
         None => e.absent("infiniband.deth.q_key"),
@@ -514,7 +514,7 @@ fn sa(m: &SaMadRepr, e: &mut Expect) -> bool {
 fn mcmember(r: &McMemberRecordRepr, e: &mut Expect) {
     e.gid("infiniband.mcmemberrecord.mgid", r.mgid);
     e.gid("infiniband.mcmemberrecord.portgid", r.port_gid);
-    e.num("infiniband.mcmemberrecord.q_key", r.qkey.0);
+    e.num("infiniband.mcmemberrecord.q_key", r.qkey);
     e.num("infiniband.mcmemberrecord.mlid", r.mlid);
     e.num(
         "infiniband.mcmemberrecord.mtuselector",
@@ -522,7 +522,7 @@ fn mcmember(r: &McMemberRecordRepr, e: &mut Expect) {
     );
     e.num("infiniband.mcmemberrecord.mtu", u8::from(r.mtu));
     e.num("infiniband.mcmemberrecord.tclass", r.tclass);
-    e.num("infiniband.mcmemberrecord.p_key", r.pkey.0);
+    e.num("infiniband.mcmemberrecord.p_key", r.pkey);
     e.num(
         "infiniband.mcmemberrecord.rateselector",
         u8::from(r.rate_selector),
@@ -556,7 +556,7 @@ fn path(r: &PathRecordRepr, e: &mut Expect) {
     e.num("infiniband.pathrecord.tclass", r.tclass);
     e.num("infiniband.pathrecord.reversible", r.reversible);
     e.num("infiniband.pathrecord.numbpath", r.numb_path);
-    e.num("infiniband.pathrecord.p_key", r.pkey.0);
+    e.num("infiniband.pathrecord.p_key", r.pkey);
     e.num("infiniband.pathrecord.sl", r.sl);
     e.num(
         "infiniband.pathrecord.mtuselector",
@@ -584,7 +584,7 @@ fn cm(m: &CmMessage, e: &mut Expect) {
             e.num("infiniband.cm.req", r.local_comm_id);
             e.num("infiniband.cm.req.serviceid", r.service_id);
             e.num("infiniband.cm.req.localcaguid", r.local_ca_guid.0);
-            e.num("infiniband.cm.req.localqkey", r.local_qkey.0);
+            e.num("infiniband.cm.req.localqkey", r.local_qkey);
             e.num("infiniband.cm.req.localqpn", r.local_qpn);
             e.num("infiniband.cm.req.responderres", r.responder_resources);
             e.num("infiniband.cm.req.localeecn", r.local_eecn);
@@ -605,7 +605,7 @@ fn cm(m: &CmMessage, e: &mut Expect) {
                 r.local_cm_response_timeout,
             );
             e.num("infiniband.cm.req.retrcount", r.retry_count);
-            e.num("infiniband.cm.req.pkey", r.partition_key.0);
+            e.num("infiniband.cm.req.pkey", r.partition_key);
             e.num(
                 "infiniband.cm.req.pppmtu",
                 u8::from(r.path_packet_payload_mtu),
@@ -647,7 +647,7 @@ fn cm(m: &CmMessage, e: &mut Expect) {
         CmMessage::Rep(r) => {
             e.num("infiniband.cm.rep", r.local_comm_id);
             e.num("infiniband.cm.rep.remotecommid", r.remote_comm_id);
-            e.num("infiniband.cm.rep.localqkey", r.local_qkey.0);
+            e.num("infiniband.cm.rep.localqkey", r.local_qkey);
             e.num("infiniband.cm.rep.localqpn", r.local_qpn);
             e.num("infiniband.cm.rep.localeecn", r.local_ee_context_number);
             e.num("infiniband.cm.rep.startpsn", r.starting_psn);
