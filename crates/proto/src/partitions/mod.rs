@@ -15,7 +15,9 @@ mod tests;
 
 pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
 
-use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope, IPV4_SIGNATURE, IPV6_SIGNATURE};
+use ipoib_wire::ipoib::mcast::{
+    broadcast_mgid, ipoib_signature, mgid_scope, with_pkey, with_scope, Scope,
+};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, QKey, Rate};
 
 /// Default group MTU, code 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
@@ -228,13 +230,6 @@ pub struct PartitionConfig {
     pub warnings: Vec<Warning>,
 }
 
-fn is_ip_mgid(g: &Gid) -> bool {
-    matches!(
-        u16::from_be_bytes([g.0[2], g.0[3]]),
-        IPV4_SIGNATURE | IPV6_SIGNATURE
-    )
-}
-
 impl PartitionConfig {
     /// The configuration when no file is given (opensm(8): "In the case of no partition
     /// configuration file ... `Default=0x7fff : ALL=full ;`", plus the IPoIB broadcast group of the
@@ -297,13 +292,12 @@ impl PartitionConfig {
                     default_qkey
                 };
                 let scopes: Vec<u8> = if f.scopes.is_empty() {
-                    vec![mgid.0[1] & 0x0f]
+                    vec![u8::from(mgid_scope(&mgid))]
                 } else {
                     f.scopes.clone()
                 };
                 for scope in scopes {
-                    let mut g = mgid;
-                    g.0[1] = (g.0[1] & 0xf0) | (scope & 0x0f);
+                    let g = with_scope(mgid, Scope::from(scope));
                     if out.iter().any(|o| o.mgid == g) {
                         continue;
                     }
@@ -328,8 +322,8 @@ impl PartitionConfig {
             for spec in &p.groups {
                 let mut g = spec.mgid;
                 let mut default_qkey = QKey(0);
-                if is_ip_mgid(&g) {
-                    g.0[4..6].copy_from_slice(&full_pkey.0.to_be_bytes());
+                if ipoib_signature(&g).is_some() {
+                    g = with_pkey(g, full_pkey);
                     default_qkey = QKey::IPOIB_BROADCAST;
                 }
                 push(g, &spec.flags, default_qkey);

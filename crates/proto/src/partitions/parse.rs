@@ -25,7 +25,7 @@
 //! - numbers are C `strtoul(.., 0)` style: `0x` hex, leading `0` octal, else decimal.
 
 use super::{GroupFlags, McGroupSpec, MemberSpec, Membership, Partition, PartitionConfig};
-use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::ipoib::mcast::{broadcast_mgid, mgid_pkey, Scope};
 use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::fmt;
@@ -564,8 +564,7 @@ impl<'a> Parser<'a> {
         }
         // OpenSM `mgroup_create`: IP groups must carry the partition's P_Key (or 0) and the
         // partition's rate and MTU.
-        if super::is_ip_mgid(&mgid) {
-            let mpkey = u16::from_be_bytes([mgid.0[4], mgid.0[5]]);
+        if let Some(PKey(mpkey)) = mgid_pkey(&mgid) {
             let bcast = broadcast_mgid(PKey::DEFAULT, Scope::LinkLocal) == mgid;
             let problem = if !(bcast || mpkey == 0 || PKey(mpkey).same_partition(part_pkey)) {
                 Some(format!(

@@ -52,14 +52,93 @@ pub enum IpVersion {
     V6,
 }
 
+/// The group ID of the broadcast GID: `00..0 FFFFFFFF` in the low 80 bits
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 2).
+const BROADCAST_GROUP_ID: u128 = 0xffff_ffff;
+
 fn head(signature: u16, pkey: PKey, scope: Scope) -> [u8; 16] {
     let mut g = [0u8; 16];
     g[0] = 0xff;
     g[1] = (FLAGS_TRANSIENT << 4) | u8::from(scope);
     g[2..4].copy_from_slice(&signature.to_be_bytes());
     // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 1: the P_Key, full-membership bit set.
-    g[4..6].copy_from_slice(&pkey.full().0.to_be_bytes());
+    pkey_field_write(&mut g, pkey.full());
     g
+}
+
+/// Bytes 4-5 of `g` as they are, the P_Key field of figure 1.
+fn pkey_field(g: &[u8; 16]) -> PKey {
+    PKey(u16::from_be_bytes([g[4], g[5]]))
+}
+
+fn pkey_field_write(g: &mut [u8; 16], pkey: PKey) {
+    g[4..6].copy_from_slice(&pkey.0.to_be_bytes());
+}
+
+/// The low 80 bits of `g`, the group ID field of figure 1.
+fn group_id(g: &[u8; 16]) -> u128 {
+    let mut low = [0u8; 16];
+    low[6..16].copy_from_slice(&g[6..16]);
+    u128::from_be_bytes(low)
+}
+
+/// The IP version told by the signature field, bytes 2-3 of `mgid` (0x401B IPv4, 0x601B IPv6;
+/// draft-ietf-ipoib-ip-over-infiniband-06 §4); `None` for any other value. Only the signature is
+/// looked at, not the multicast prefix nor the flags: [`IpoibMgid::parse`] checks the whole form.
+pub fn ipoib_signature(mgid: &Gid) -> Option<IpVersion> {
+    let g = mgid.as_bytes();
+    match u16::from_be_bytes([g[2], g[3]]) {
+        IPV4_SIGNATURE => Some(IpVersion::V4),
+        IPV6_SIGNATURE => Some(IpVersion::V6),
+        _ => None,
+    }
+}
+
+/// The P_Key field, bytes 4-5, of a GID that carries an IPoIB signature ([`ipoib_signature`]),
+/// as written (full-membership bit included or not; draft-ietf-ipoib-ip-over-infiniband-06 §4);
+/// `None` without the signature.
+pub fn mgid_pkey(mgid: &Gid) -> Option<PKey> {
+    ipoib_signature(mgid).map(|_| pkey_field(mgid.as_bytes()))
+}
+
+/// `mgid` with its P_Key field, bytes 4-5, set to `pkey` as given (no full-membership bit added;
+/// draft-ietf-ipoib-ip-over-infiniband-06 §4). The other bytes are kept.
+pub fn with_pkey(mgid: Gid, pkey: PKey) -> Gid {
+    let mut g = mgid;
+    pkey_field_write(&mut g.0, pkey);
+    g
+}
+
+/// The scope nibble of a multicast GID, the low 4 bits of byte 1 (draft-ietf-ipoib-ip-over-infiniband-06
+/// §4, figure 1; IBA 1 §4.1.1).
+pub fn mgid_scope(mgid: &Gid) -> Scope {
+    Scope::from(mgid.as_bytes()[1])
+}
+
+/// `mgid` with its scope nibble, the low 4 bits of byte 1, set to `scope`; the flags nibble and every
+/// other byte are kept (draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 1).
+pub fn with_scope(mgid: Gid, scope: Scope) -> Gid {
+    let mut g = mgid;
+    g.0[1] = (g.0[1] & 0xf0) | u8::from(scope);
+    g
+}
+
+/// True for a GID of the broadcast GID's form `FFxx:401B:xxxx::FFFF:FFFF`
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 2): multicast, IPv4 signature, group ID
+/// `00..0 FFFFFFFF`, whatever the flags, scope and P_Key fields. Unlike [`IpoibMgid::parse`] it does
+/// not require the T flag.
+pub fn has_broadcast_form(mgid: &Gid) -> bool {
+    mgid.is_multicast()
+        && ipoib_signature(mgid) == Some(IpVersion::V4)
+        && group_id(mgid.as_bytes()) == BROADCAST_GROUP_ID
+}
+
+/// The broadcast GID `FF1S:401B:PPPP::FFFF:FFFF` with the scope nibble and P_Key field of `mgid`, the
+/// P_Key copied as written (no full-membership bit added, unlike [`broadcast_mgid`]): the broadcast
+/// group an IPoIB MGID of that link belongs under (draft-ietf-ipoib-ip-over-infiniband-06 §4).
+pub fn broadcast_of(mgid: &Gid) -> Gid {
+    let g = mgid.as_bytes();
+    with_pkey(broadcast_mgid(PKey(0), mgid_scope(mgid)), pkey_field(g))
 }
 
 /// The MGID of an IPv4 multicast group: `FF1S:401B:PPPP::` + the low 28 bits of the group, the rest
@@ -87,7 +166,7 @@ pub fn ipv6_mgid(group: Ipv6Addr, pkey: PKey, scope: Scope) -> Gid {
 /// with the full-membership bit set in the P_Key (§4.1 item 1).
 pub fn broadcast_mgid(pkey: PKey, scope: Scope) -> Gid {
     let mut g = head(IPV4_SIGNATURE, pkey, scope);
-    g[12..16].copy_from_slice(&[0xff; 4]);
+    g[6..16].copy_from_slice(&BROADCAST_GROUP_ID.to_be_bytes()[6..16]);
     Gid(g)
 }
 
@@ -116,21 +195,15 @@ impl IpoibMgid {
     /// except in the broadcast GID, else `Err(Malformed)`.
     pub fn parse(mgid: &Gid) -> Result<IpoibMgid> {
         let g = mgid.as_bytes();
-        if g[0] != 0xff || g[1] >> 4 != FLAGS_TRANSIENT {
+        if !mgid.is_multicast() || g[1] >> 4 != FLAGS_TRANSIENT {
             return Err(Error::Unsupported);
         }
-        let version = match u16::from_be_bytes([g[2], g[3]]) {
-            IPV4_SIGNATURE => IpVersion::V4,
-            IPV6_SIGNATURE => IpVersion::V6,
-            _ => return Err(Error::Unsupported),
-        };
-        let mut low = [0u8; 16];
-        low[6..16].copy_from_slice(&g[6..16]);
-        let group_id = u128::from_be_bytes(low);
+        let version = ipoib_signature(mgid).ok_or(Error::Unsupported)?;
+        let group_id = group_id(g);
         let m = IpoibMgid {
             version,
-            scope: Scope::from(g[1]),
-            pkey: PKey(u16::from_be_bytes([g[4], g[5]])),
+            scope: mgid_scope(mgid),
+            pkey: pkey_field(g),
             group_id,
         };
         if version == IpVersion::V4 && !m.is_broadcast() && group_id > 0x0fff_ffff {
@@ -146,14 +219,14 @@ impl IpoibMgid {
             IpVersion::V6 => IPV6_SIGNATURE,
         };
         let mut g = head(sig, PKey(0), self.scope);
-        g[4..6].copy_from_slice(&self.pkey.0.to_be_bytes());
+        pkey_field_write(&mut g, self.pkey);
         g[6..16].copy_from_slice(&self.group_id.to_be_bytes()[6..16]);
         Gid(g)
     }
 
     /// True for the broadcast GID of figure 2 (IPv4 signature, group ID `00..0 FFFFFFFF`).
     pub fn is_broadcast(&self) -> bool {
-        self.version == IpVersion::V4 && self.group_id == 0xffff_ffff
+        self.version == IpVersion::V4 && self.group_id == BROADCAST_GROUP_ID
     }
 
     /// The IPv4 group of an IPv4 MGID: 255.255.255.255 for the broadcast GID, otherwise `1110` followed
@@ -309,6 +382,123 @@ mod tests {
         );
     }
 
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 1: the signature sits in bytes 2-3 and is all
+    // that `ipoib_signature` reads.
+    #[test]
+    fn signature_field() {
+        let v4 = [
+            0xff, 0x12, 0x40, 0x1b, 0x80, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+        ];
+        assert_eq!(ipoib_signature(&Gid(v4)), Some(IpVersion::V4));
+        let mut v6 = v4;
+        v6[2] = 0x60;
+        assert_eq!(ipoib_signature(&Gid(v6)), Some(IpVersion::V6));
+        // Prefix and flags are not looked at (IpoibMgid::parse rejects these).
+        let mut odd = v4;
+        odd[0] = 0x00;
+        odd[1] = 0x02;
+        assert_eq!(ipoib_signature(&Gid(odd)), Some(IpVersion::V4));
+        assert_eq!(IpoibMgid::parse(&Gid(odd)), Err(Error::Unsupported));
+        for sig in [[0x40, 0x1c], [0xa0, 0x1b], [0x1b, 0x40], [0, 0]] {
+            let mut g = v4;
+            g[2..4].copy_from_slice(&sig);
+            assert_eq!(ipoib_signature(&Gid(g)), None, "{sig:x?}");
+        }
+    }
+
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 1: the P_Key field is bytes 4-5, read and written
+    // as it stands (no full-membership bit added).
+    #[test]
+    fn pkey_field_read_and_write() {
+        let g = Gid([
+            0xff, 0x12, 0x60, 0x1b, 0x12, 0x34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]);
+        assert_eq!(mgid_pkey(&g), Some(PKey(0x1234)));
+        let zero = Gid([
+            0xff, 0x12, 0x40, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+        ]);
+        assert_eq!(mgid_pkey(&zero), Some(PKey(0)));
+        let w = with_pkey(zero, PKey(0x0002));
+        assert_eq!(
+            w.0,
+            [0xff, 0x12, 0x40, 0x1b, 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]
+        );
+        assert_eq!(with_pkey(w, PKey(0xffff)).0[4..6], [0xff, 0xff]);
+        // Without an IPoIB signature there is no P_Key field.
+        let plain = Gid([
+            0xff, 0x12, 0x12, 0x34, 0x80, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]);
+        assert_eq!(mgid_pkey(&plain), None);
+    }
+
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 1: the scope is the low nibble of byte 1, the
+    // flags the high one.
+    #[test]
+    fn scope_nibble_read_and_write() {
+        let g = Gid([
+            0xff, 0x15, 0x60, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]);
+        assert_eq!(mgid_scope(&g), Scope::SiteLocal);
+        assert_eq!(
+            mgid_scope(&Gid([0xff, 0x3e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
+            Scope::Global
+        );
+        let w = with_scope(g, Scope::LinkLocal);
+        assert_eq!(
+            w.0,
+            [0xff, 0x12, 0x60, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        );
+        // The flags nibble is kept, and only 4 bits of an odd scope value are written.
+        let f = Gid([0xff, 0x32, 0x12, 0x34, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(with_scope(f, Scope::from(0xf8)).0[1], 0x38);
+        assert_eq!(u8::from(mgid_scope(&with_scope(f, Scope::Other(0x3)))), 0x3);
+    }
+
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4, figure 2: FFxx:401B:PPPP::FFFF:FFFF, whatever the flags,
+    // scope and P_Key.
+    #[test]
+    fn broadcast_form() {
+        let b = [
+            0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+        ];
+        assert!(has_broadcast_form(&Gid(b)));
+        let mut t0 = b;
+        t0[1] = 0x05;
+        t0[4..6].copy_from_slice(&[0, 0]);
+        assert!(has_broadcast_form(&Gid(t0)));
+        assert_eq!(IpoibMgid::parse(&Gid(t0)), Err(Error::Unsupported));
+        for (i, v) in [
+            (0, 0xfe),
+            (2, 0x60),
+            (3, 0x1c),
+            (6, 1),
+            (11, 1),
+            (12, 0xfe),
+            (15, 0),
+        ] {
+            let mut g = b;
+            g[i] = v;
+            assert!(!has_broadcast_form(&Gid(g)), "byte {i} = {v:#x}");
+        }
+    }
+
+    // draft-ietf-ipoib-ip-over-infiniband-06 §4: the broadcast GID of an MGID's scope and P_Key field.
+    #[test]
+    fn broadcast_of_copies_scope_and_pkey() {
+        let g = Gid([
+            0xff, 0x15, 0x60, 0x1b, 0x00, 0x05, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 1,
+        ]);
+        assert_eq!(
+            broadcast_of(&g).0,
+            [0xff, 0x15, 0x40, 0x1b, 0x00, 0x05, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]
+        );
+        // The flags nibble of the result is T = 1 whatever the input had.
+        let t0 = Gid([
+            0xff, 0x02, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]);
+        assert_eq!(broadcast_of(&t0), gid("ff12:401b:ffff::ffff:ffff"));
+    }
+
     #[test]
     fn describe() {
         let mut c = Collect::default();
@@ -341,6 +531,29 @@ mod tests {
         #[test]
         fn parse_never_panics(b in any::<[u8; 16]>()) {
             let _ = IpoibMgid::parse(&Gid(b));
+        }
+
+        // The accessors agree with IpoibMgid::parse wherever it accepts the GID.
+        #[test]
+        fn accessors_agree_with_parse(b in any::<[u8; 16]>(), v6 in any::<bool>(), bcast in any::<bool>()) {
+            let mut b = b;
+            b[0] = 0xff;
+            b[1] = 0x10 | (b[1] & 0x0f);
+            b[2..4].copy_from_slice(&if v6 { IPV6_SIGNATURE } else { IPV4_SIGNATURE }.to_be_bytes());
+            if !v6 {
+                b[6..12].fill(0);
+                b[12] &= 0x0f;
+                if bcast {
+                    b[12..16].fill(0xff);
+                }
+            }
+            let g = Gid(b);
+            let m = IpoibMgid::parse(&g).unwrap();
+            prop_assert_eq!(Some(m.version), ipoib_signature(&g));
+            prop_assert_eq!(Some(m.pkey), mgid_pkey(&g));
+            prop_assert_eq!(m.scope, mgid_scope(&g));
+            prop_assert_eq!(m.is_broadcast(), has_broadcast_form(&g));
+            prop_assert_eq!(with_scope(with_pkey(g, m.pkey), m.scope), g);
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::hw::hca::HcaDropReason;
 use crate::hw::mgmt::PortState;
 use crate::hw::topology::End;
 use crate::node::sm::MAX_DR_HOPS;
-use ipoib_wire::ipoib::mcast::IpoibMgid;
+use ipoib_wire::ipoib::mcast::{mgid_pkey, IpoibMgid};
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::{Gid, PKey};
 use std::fmt;
@@ -193,10 +193,11 @@ impl Subnet {
         }
         let pkeys: Vec<PKey> = port.map(|p| p.pkeys.clone()).unwrap_or_default();
         let groups = self.sa_broadcast_groups();
-        let usable = groups.iter().any(|g| {
-            let key = PKey(u16::from_be_bytes([g.0[4], g.0[5]]));
-            key.is_valid() && pkeys.iter().any(|&k| k.same_partition(key))
-        });
+        // Every group here has the IPoIB signature (`is_broadcast`), so each has a P_Key field.
+        let usable = groups
+            .iter()
+            .filter_map(mgid_pkey)
+            .any(|key| key.is_valid() && pkeys.iter().any(|&k| k.same_partition(key)));
         if !usable {
             return vec![JoinProblem::NoBroadcastGroup { pkeys }];
         }

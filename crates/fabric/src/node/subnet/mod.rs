@@ -68,6 +68,7 @@ use ipoib_proto::sa::{
     SaServerConfig,
 };
 use ipoib_proto::time::Instant;
+use ipoib_wire::ipoib::mcast::has_broadcast_form;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
 use ipoib_wire::{Gid, Guid, PKey};
@@ -187,10 +188,7 @@ pub struct Subnet {
 pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
     cfg.precreated_groups()
         .into_iter()
-        .filter(|g| {
-            let b = g.mgid.0;
-            b[0] == 0xff && b[2..4] == [0x40, 0x1b] && b[6..12] == [0; 6] && b[12..] == [0xff; 4]
-        })
+        .filter(|g| has_broadcast_form(&g.mgid))
         .map(|g| (g.pkey, g.mgid))
         .collect()
 }

@@ -43,7 +43,7 @@ use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
-use ipoib_wire::ipoib::mcast::{IPV4_SIGNATURE, IPV6_SIGNATURE};
+use ipoib_wire::ipoib::mcast::{broadcast_of, ipoib_signature, mgid_scope, IpVersion, Scope};
 use ipoib_wire::mad::{Method, NoticeRepr, SaStatus};
 use ipoib_wire::sa::{mcr_mask as m, JoinState, McMemberRecordRepr, Mtu, SaAttribute, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -249,14 +249,16 @@ fn requested_mgid_ok(mgid: &Gid) -> bool {
     if g[0] != 0xff {
         return false;
     }
-    let sig = u16::from_be_bytes([g[2], g[3]]);
-    if sig == IPV4_SIGNATURE || sig == IPV6_SIGNATURE {
+    if ipoib_signature(mgid).is_some() {
         return true;
     }
     if g[1] & 0xe0 != 0 {
         return false;
     }
-    !(sig == 0xa01b && g[1] & 0x0f == 2)
+    // The signature OpenSM gives the MGIDs it assigns (`build_new_mgid`): not to be requested at
+    // link-local scope.
+    let sa_assigned = u16::from_be_bytes([g[2], g[3]]) == 0xa01b;
+    !(sa_assigned && mgid_scope(mgid) == Scope::LinkLocal)
 }
 
 /// OpenSM `mgrp_request_is_realizable`: the group's MTU and rate from the request's selectors and
@@ -523,18 +525,10 @@ impl SaServer {
             if !requested_mgid_ok(&rec.mgid) {
                 return Err(SaStatus::ReqInvalid);
             }
-            let g = rec.mgid.0;
-            let sig = u16::from_be_bytes([g[2], g[3]]);
-            if sig == IPV4_SIGNATURE || sig == IPV6_SIGNATURE {
+            if let Some(version) = ipoib_signature(&rec.mgid) {
                 // The broadcast group of the request's scope and P_Key bits.
-                let mut b = [0u8; 16];
-                b[0] = 0xff;
-                b[1] = 0x10 | (g[1] & 0x0f);
-                b[2..4].copy_from_slice(&IPV4_SIGNATURE.to_be_bytes());
-                b[4..6].copy_from_slice(&g[4..6]);
-                b[12..16].copy_from_slice(&[0xff; 4]);
-                let bcast = Gid(b);
-                if sig != IPV4_SIGNATURE || bcast != rec.mgid {
+                let bcast = broadcast_of(&rec.mgid);
+                if version != IpVersion::V4 || bcast != rec.mgid {
                     let bg = self.mc.by_mgid.get(&bcast).ok_or(SaStatus::ReqInvalid)?;
                     if !other_fields_ok(&bg.rec, &r, mask) {
                         return Err(SaStatus::ReqInvalid);
