@@ -415,7 +415,7 @@ fn ip_group(mgid: &ipoib_wire::Gid) -> String {
     match m.version {
         IpVersion::V4 => m.ipv4_group().map_or("-".into(), |a| a.to_string()),
         IpVersion::V6 => {
-            let scope = u128::from(mgid.as_bytes()[1] & 0x0f);
+            let scope = u128::from(u8::from(m.scope));
             let low = m.ipv6_group_low80().unwrap_or(0);
             std::net::Ipv6Addr::from((0xff00 | scope) << 112 | low).to_string()
         }

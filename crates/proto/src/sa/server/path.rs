@@ -20,6 +20,7 @@ use crate::subnet::CaPort;
 use crate::time::Instant;
 use core::cmp::Ordering;
 use ipoib_wire::ib::lid::LID_UNICAST_LAST;
+use ipoib_wire::ipoib::mcast::{mgid_scope, Scope};
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{pr_mask as pm, Mtu, PathRecordRepr, Rate, SaAttribute, Selector};
 use ipoib_wire::{Gid, PKey};
@@ -382,7 +383,7 @@ impl SaServer {
         r.sl = gr.sl;
         r.qos_class = 0;
         r.flow_label = gr.flow_label;
-        r.hop_limit = if gr.mgid.0[1] & 0x0f != 2 {
+        r.hop_limit = if mgid_scope(&gr.mgid) != Scope::LinkLocal {
             0xff
         } else {
             gr.hop_limit
