@@ -1,80 +1,15 @@
 //! `ipoib demo` and `ipoib sim` on net files with multi-port HCAs, run as a program: ibsim's own
 //! `net` example (Hca2 cabled only on its port 2) runs both hosts and `--hosts` must match them
 //! with a clear message; `net.2sw2path4hca2port` shows every cabled port with its own LID and GID;
-//! a host with its two ports on different switches is reachable. The net files are ibsim-utils'
-//! examples, copied here so the tests do not need the package.
+//! a host with its two ports on different switches is reachable. The net files are shared with
+//! the other crates' tests (`ipoib_fabric::testing::nets`; ibsim-utils' examples among them, so
+//! the tests do not need the package).
 
+use ipoib_fabric::testing::nets::{B2B, DUAL_HOMED, ISO, NET, NET_2PORT};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// ibsim-utils' net-examples/net.
-const NET: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch2\"[3]
-[4]\t\"Switch2\"[4]
-
-Switch 8 \"Switch2\"
-[3]\t\"Switch1\"[3]
-[4]\t\"Switch1\"[4]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[2]\t\"Switch1\"[2]
-";
-
-/// ibsim-utils' net-examples/net.2sw2path4hca2port.
-const NET_2PORT: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca1\"[2]
-[3]\t\"Switch2\"[3]
-[5]\t\"Switch2\"[5]
-
-Switch 8 \"Switch2\"
-[1]\t\"Hca2\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch1\"[3]
-[5]\t\"Switch1\"[5]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-[2]\t\"Switch1\"[2]
-
-Hca\t2 \"Hca2\"
-[1]\t\"Switch2\"[1]
-[2]\t\"Switch2\"[2]
-";
-
-/// Dual's port 1 on S1, port 2 on S2; B on S1 runs the SM; C on S2; an uncabled CA.
-const DUAL_HOMED: &str = "\
-Switch 4 \"S1\"
-[1] \"Dual\"[1]
-[2] \"B\"[1]
-[3] \"S2\"[3]
-
-Switch 4 \"S2\"
-[1] \"Dual\"[2]
-[2] \"C\"[1]
-[3] \"S1\"[3]
-
-Hca 1 \"B\"
-[1] \"S1\"[2]
-
-Hca 2 \"Dual\"
-[1] \"S1\"[1]
-[2] \"S2\"[1]
-
-Hca 1 \"C\"
-[1] \"S2\"[2]
-
-Hca 1 \"Spare\"
-";
 
 fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ipoib"))
@@ -207,7 +142,9 @@ fn two_port_hcas_show_every_port_with_its_lid_and_gid() {
 #[test]
 fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
     let dir = tempfile::tempdir().unwrap();
-    let net = net_file(dir.path(), "dual.net", DUAL_HOMED);
+    // The dual-homed net and a CA with no cable at all.
+    let dual = format!("{DUAL_HOMED}\nHca 1 \"Spare\"\n");
+    let net = net_file(dir.path(), "dual.net", &dual);
     let o = ipoib_in(dir.path(), &["demo", "--topology", &net]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
@@ -249,40 +186,6 @@ fn help_explains_multi_port_hcas() {
         assert!(t.contains("channel adapters with a cabled port"), "{t}");
     }
 }
-
-/// S1 cabled to H1 port 1 and H2 port 2; H2 port 1 to S2, cabled to nothing else.
-const ISO: &str = "\
-Switch 4 \"S1\"
-[1] \"H1\"[1]
-[2] \"H2\"[2]
-
-Switch 4 \"S2\"
-[1] \"H2\"[1]
-
-Hca 1 \"H1\"
-[1] \"S1\"[1]
-
-Hca 2 \"H2\"
-[1] \"S2\"[1]
-[2] \"S1\"[2]
-";
-
-/// H3 cabled only to H2 port 1, back to back; H2 port 2 on the SM's switch.
-const B2B: &str = "\
-Switch 4 \"S1\"
-[1] \"H1\"[1]
-[2] \"H2\"[2]
-
-Hca 1 \"H1\"
-[1] \"S1\"[1]
-
-Hca 2 \"H2\"
-[1] \"H3\"[1]
-[2] \"S1\"[2]
-
-Hca 1 \"H3\"
-[1] \"H2\"[1]
-";
 
 const BEHIND: &str = "reachable only through a channel adapter, which does not forward SMPs \
                       (IBA 1 §14.2.2)";

@@ -6,53 +6,10 @@
 use ipoib_fabric::hw::mgmt::PortState;
 use ipoib_fabric::hw::topology::{End, Topology};
 use ipoib_fabric::node::subnet::{JoinProblem, Subnet};
+use ipoib_fabric::testing::nets::{B2B, B2B_SM, ISO};
 use ipoib_fabric::testing::{all_pairs, options, ping_pairs, rtt, seed, up, v4, SeedGuard};
 use ipoib_fabric::Instant;
 use std::time::Duration;
-
-/// S1 cabled to H1 port 1 (the SM's) and H2 port 2; H2 port 1 goes to S2, cabled to nothing
-/// else: S2 and H2 port 1 are behind H2.
-const ISO: &str = "\
-Switch 4 \"S1\"
-[1] \"H1\"[1]
-[2] \"H2\"[2]
-
-Switch 4 \"S2\"
-[1] \"H2\"[1]
-
-Hca 1 \"H1\"
-[1] \"S1\"[1]
-
-Hca 2 \"H2\"
-[1] \"S2\"[1]
-[2] \"S1\"[2]
-";
-
-/// H3 cabled only to H2 port 1, back to back; H2 port 2 on the SM's switch.
-const B2B: &str = "\
-Switch 4 \"S1\"
-[1] \"H1\"[1]
-[2] \"H2\"[2]
-
-Hca 1 \"H1\"
-[1] \"S1\"[1]
-
-Hca 2 \"H2\"
-[1] \"H3\"[1]
-[2] \"S1\"[2]
-
-Hca 1 \"H3\"
-[1] \"H2\"[1]
-";
-
-/// Two HCAs back to back, the SM on the first: the SM's own port starts every path.
-const B2B_SM: &str = "\
-Hca 1 \"H1\"
-[1] \"H2\"[1]
-
-Hca 1 \"H2\"
-[1] \"H1\"[1]
-";
 
 fn port(net: &Subnet, i: usize, port: u8) -> ipoib_fabric::hw::hca::Port {
     net.host_device(i).hca().port(port).expect("port").clone()

@@ -10,6 +10,7 @@ use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
 use ipoib_fabric::hw::verbs::{QpType, Qpn, RecvWr};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::nets::{DUAL_HOMED, NET};
 use ipoib_fabric::testing::{
     all_pairs, options, ping_pairs, received, rtt, seed, send_ud, up, v4, SeedGuard,
 };
@@ -20,49 +21,6 @@ use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Guid};
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-/// ibsim-utils' net-examples/net: Hca2 is cabled on its port 2 only.
-const NET: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch2\"[3]
-[4]\t\"Switch2\"[4]
-
-Switch 8 \"Switch2\"
-[3]\t\"Switch1\"[3]
-[4]\t\"Switch1\"[4]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[2]\t\"Switch1\"[2]
-";
-
-/// A dual-homed host: Dual's port 1 on S1, port 2 on S2, the switches cabled together; B on S1
-/// (first CA: it runs the SM), C on S2.
-const DUAL_HOMED: &str = "\
-Switch 4 \"S1\"
-[1] \"Dual\"[1]
-[2] \"B\"[1]
-[3] \"S2\"[3]
-
-Switch 4 \"S2\"
-[1] \"Dual\"[2]
-[2] \"C\"[1]
-[3] \"S1\"[3]
-
-Hca 1 \"B\"
-[1] \"S1\"[2]
-
-Hca 2 \"Dual\"
-[1] \"S1\"[1]
-[2] \"S2\"[1]
-
-Hca 1 \"C\"
-[1] \"S2\"[2]
-";
 
 /// Host `i`'s HCA port `port`.
 fn port(net: &Subnet, i: usize, port: u8) -> ipoib_fabric::hw::hca::Port {

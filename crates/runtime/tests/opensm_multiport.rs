@@ -12,51 +12,10 @@ mod ibsim_harness;
 use ibsim_harness::{Fabric, Setup};
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::testing::nets::{B2B, ISO, NET, NET_2PORT};
 use ipoib_fabric::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-/// ibsim-utils' net-examples/net: Hca2 is cabled on its port 2 only.
-const NET: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch2\"[3]
-[4]\t\"Switch2\"[4]
-
-Switch 8 \"Switch2\"
-[3]\t\"Switch1\"[3]
-[4]\t\"Switch1\"[4]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[2]\t\"Switch1\"[2]
-";
-
-/// ibsim-utils' net-examples/net.2sw2path4hca2port: two HCAs, each with both ports on one switch.
-const NET_2PORT: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca1\"[2]
-[3]\t\"Switch2\"[3]
-[5]\t\"Switch2\"[5]
-
-Switch 8 \"Switch2\"
-[1]\t\"Hca2\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch1\"[3]
-[5]\t\"Switch1\"[5]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-[2]\t\"Switch1\"[2]
-
-Hca\t2 \"Hca2\"
-[1]\t\"Switch2\"[1]
-[2]\t\"Switch2\"[2]
-";
 
 /// (port GUID -> (node GUID, LID)) of every CA port with a LID, as our SM configured the HCAs.
 /// With `all`, every host must join and every cabled CA port have a LID; without, the ports
@@ -81,7 +40,12 @@ fn ours(net: &str, all: bool) -> BTreeMap<u64, (u64, u16)> {
 
 /// The same map from OpenSM's subnet dump, once it lists `cas` Active CA ports.
 fn opensm(net: &str, cas: usize) -> Option<BTreeMap<u64, (u64, u16)>> {
-    let mut fabric = match Fabric::start(net, None, "Hca1", "Hca1") {
+    // The first CA runs OpenSM, as ours runs the SM on the first host.
+    let sm = net
+        .lines()
+        .find_map(|l| l.strip_prefix("Hca").and_then(|r| r.split('"').nth(1)))
+        .expect("a CA");
+    let mut fabric = match Fabric::start(net, None, sm, sm) {
         Ok(Setup::Ready(f)) => f,
         Ok(Setup::Skip(why)) => {
             eprintln!("SKIP: OpenSM multi-port comparison: {why}");
@@ -155,45 +119,11 @@ fn two_port_example_ports_match_opensm() {
     );
 }
 
-/// Switch1 cabled to Hca1 port 1 and Hca2 port 2; Hca2 port 1 to Switch2, cabled to nothing else.
-const ISO: &str = "\
-Switch\t4 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-
-Switch\t4 \"Switch2\"
-[1]\t\"Hca2\"[1]
-
-Hca\t1 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[1]\t\"Switch2\"[1]
-[2]\t\"Switch1\"[2]
-";
-
-/// Hca3 cabled only to Hca2 port 1, back to back; Hca2 port 2 on the SM's switch.
-const B2B: &str = "\
-Switch\t4 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-
-Hca\t1 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[1]\t\"Hca3\"[1]
-[2]\t\"Switch1\"[2]
-
-Hca\t1 \"Hca3\"
-[1]\t\"Hca2\"[1]
-";
-
 // IBA 1 §14.2.2: a CA does not forward directed-route SMPs, so neither OpenSM nor our SM reaches
 // Hca2's port 1 (behind Hca2 itself) or Switch2.
 #[test]
 fn port_behind_a_ca_matches_opensm() {
-    // Hca1 0x100000 (port 0x100001), Hca2 0x100002 (port 2: 0x100004).
+    // H1 0x100000 (port 0x100001), H2 0x100002 (port 2: 0x100004).
     compare_with("iso", ISO, &[0x10_0001, 0x10_0004], false);
 }
 

@@ -1,12 +1,13 @@
 //! Test support, for this crate's unit tests (`cfg(test)`) and, with the `testing` feature, for its
 //! integration tests in `tests/`: seeded runs that print their seed when they fail and replay the
 //! one `IPOIB_SEED` names, UD verbs shortcuts on a subnet's hosts ([`verbs`]), and a subnet whose
-//! hosts run IPoIB ([`ipoib`]).
+//! hosts run IPoIB ([`ipoib`]), and net files several crates' tests share ([`nets`]).
 //!
 //! A failing scenario prints `failing seed: 42 (replay with IPOIB_SEED=42)`; run it again with
 //! `IPOIB_SEED=42 cargo test -p ipoib-fabric --test subnet_mcast` to get the same packets.
 
 pub mod ipoib;
+pub mod nets;
 pub mod verbs;
 
 pub use ipoib::{all_pairs, app, options, ping_pairs, rtt, run_until_attached, up, v4, v6, Sent};
