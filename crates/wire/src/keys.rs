@@ -9,6 +9,56 @@
 use crate::describe::Value;
 use core::fmt;
 
+/// The conversions and formats a key type shares: from and into its raw integer and `u64`, into
+/// a decode value of `$digits` hex digits (as `ipoib decode` prints it), `Display` as `0x` and
+/// `$digits` hex digits (`0xffff`, `0x80010000`, as the tools print keys), `LowerHex` of the raw
+/// value, and `Debug` as `PKey(0xffff)`.
+macro_rules! key_impls {
+    ($t:ident, $raw:ty, $digits:literal) => {
+        impl From<$raw> for $t {
+            fn from(v: $raw) -> $t {
+                $t(v)
+            }
+        }
+
+        impl From<$t> for $raw {
+            fn from(k: $t) -> $raw {
+                k.0
+            }
+        }
+
+        impl From<$t> for u64 {
+            fn from(k: $t) -> u64 {
+                k.0.into()
+            }
+        }
+
+        impl From<$t> for Value<'_> {
+            fn from(k: $t) -> Self {
+                Value::Hex(k.0.into(), $digits)
+            }
+        }
+
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{:#0w$x}", self.0, w = $digits + 2)
+            }
+        }
+
+        impl fmt::LowerHex for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::LowerHex::fmt(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({self})", stringify!($t))
+            }
+        }
+    };
+}
+
 /// A 16-bit partition key (IBA 1 §10.9.1): bit 15 is the membership type (1 = full member,
 /// 0 = limited member), bits 0..=14 the partition number, here called the base.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -62,49 +112,7 @@ impl PKey {
     }
 }
 
-impl From<u16> for PKey {
-    fn from(v: u16) -> PKey {
-        PKey(v)
-    }
-}
-
-impl From<PKey> for u16 {
-    fn from(k: PKey) -> u16 {
-        k.0
-    }
-}
-
-impl From<PKey> for u64 {
-    fn from(k: PKey) -> u64 {
-        k.0.into()
-    }
-}
-
-impl From<PKey> for Value<'_> {
-    /// Four hex digits, as `ipoib decode` prints a P_Key.
-    fn from(k: PKey) -> Self {
-        Value::Hex(k.0.into(), 4)
-    }
-}
-
-impl fmt::Display for PKey {
-    /// `0xffff`, as the tools print P_Keys.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#06x}", self.0)
-    }
-}
-
-impl fmt::LowerHex for PKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::LowerHex::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for PKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PKey({self})")
-    }
-}
+key_impls!(PKey, u16, 4);
 
 /// A 32-bit queue key (IBA 1 §10.2.4). A Q_Key with the high bit set is controlled: only a
 /// privileged QP may send it, and in a send work request it means "use the QP's own Q_Key".
@@ -128,49 +136,7 @@ impl QKey {
     }
 }
 
-impl From<u32> for QKey {
-    fn from(v: u32) -> QKey {
-        QKey(v)
-    }
-}
-
-impl From<QKey> for u32 {
-    fn from(k: QKey) -> u32 {
-        k.0
-    }
-}
-
-impl From<QKey> for u64 {
-    fn from(k: QKey) -> u64 {
-        k.0.into()
-    }
-}
-
-impl From<QKey> for Value<'_> {
-    /// Eight hex digits, as `ipoib decode` prints a Q_Key.
-    fn from(k: QKey) -> Self {
-        Value::Hex(k.0.into(), 8)
-    }
-}
-
-impl fmt::Display for QKey {
-    /// `0x80010000`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#010x}", self.0)
-    }
-}
-
-impl fmt::LowerHex for QKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::LowerHex::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Debug for QKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "QKey({self})")
-    }
-}
+key_impls!(QKey, u32, 8);
 
 #[cfg(test)]
 mod tests {
@@ -202,6 +168,11 @@ mod tests {
         assert!(!PKey(0x8000).is_valid() && PKey(0x8000).is_full());
         assert_eq!(PKey(0x8001).to_string(), "0x8001");
         assert_eq!(format!("{:?}", PKey(1)), "PKey(0x0001)");
+        // The tools' forms: four and eight hex digits, and the raw values back.
+        assert_eq!(PKey(0xffff).to_string(), "0xffff");
+        assert_eq!(QKey::GSI.to_string(), "0x80010000");
+        assert_eq!(format!("{:?}", QKey(0xb1b)), "QKey(0x00000b1b)");
+        assert_eq!((u16::from(PKey(7)), u64::from(QKey(9))), (7, 9));
     }
 
     /// IBA 1 §10.2.4, §13.5.1.
