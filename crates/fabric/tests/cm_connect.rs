@@ -101,12 +101,7 @@ fn setup(seed: u64, accept: bool) -> (Subnet, CmHandle, CmHandle, ConnectParams)
         }));
     }
     let (a, b) = (handles[0], handles[1]);
-    with_host(&mut net, B, |h, _| {
-        h.agent_mut::<Cm>(b.cm)
-            .unwrap()
-            .listen(SID, u64::MAX)
-            .unwrap()
-    });
+    with_host(&mut net, B, |h, _| cm::listen(h, b, SID, u64::MAX).unwrap());
     let query = PathRecordRepr {
         sgid: net.gid(A),
         dgid: net.gid(B),

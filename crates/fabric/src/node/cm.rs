@@ -25,7 +25,7 @@ use crate::hw::verbs::{
     WcStatus,
 };
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
-use ipoib_proto::cm::{Cm, CmConfig, CmError, CmEvent, ConnId, ConnectParams, QpProgram};
+use ipoib_proto::cm::{Cm, CmConfig, CmError, CmEvent, ConnId, ConnectParams, ListenId, QpProgram};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
 use ipoib_wire::cm::{RejReason, TransportServiceType};
@@ -33,7 +33,7 @@ use ipoib_wire::mad::MgmtClass;
 use ipoib_wire::PKey;
 use ipoib_wire::QKey;
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The CM's agent and application on one host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +135,11 @@ pub struct CmApp {
     cq: CqId,
     conns: BTreeMap<ConnId, Connection>,
     by_qpn: BTreeMap<Qpn, ConnId>,
+    /// Listeners made through [`listen`]: their requests are this application's.
+    listens: BTreeSet<ListenId>,
+    /// Connections whose events are this application's (those in `conns`, and requests it
+    /// rejected, until their TimeWait ends).
+    claimed: BTreeSet<ConnId>,
     log: Vec<(Instant, CmEvent)>,
     failures: Vec<(Instant, String)>,
     next_wr: u64,
@@ -153,6 +158,8 @@ pub fn install(host: &mut Host, cfg: CmAppConfig, rng: Rng) -> CmHandle {
         cq,
         conns: BTreeMap::new(),
         by_qpn: BTreeMap::new(),
+        listens: BTreeSet::new(),
+        claimed: BTreeSet::new(),
         log: Vec::new(),
         failures: Vec::new(),
         next_wr: 0,
@@ -204,6 +211,27 @@ pub fn connect(
     app.next_wr = next_wr;
     app.adopt(conn, qpn, true);
     Ok(conn)
+}
+
+/// Listens for REQs whose service ID matches `service_id` under `mask` (see
+/// [`Cm::listen`]); the application answers them as [`CmAppConfig::accept`] says. The CM agent
+/// may serve other users on the host: each takes only the events of its own listeners and
+/// connections ([`Cm::poll_event_where`]).
+pub fn listen(
+    host: &mut Host,
+    h: CmHandle,
+    service_id: u64,
+    mask: u64,
+) -> Result<ListenId, CmHostError> {
+    let id = host
+        .agent_mut::<Cm>(h.cm)
+        .ok_or(CmHostError::NotInstalled)?
+        .listen(service_id, mask)?;
+    host.app_mut::<CmApp>(h.app)
+        .ok_or(CmHostError::NotInstalled)?
+        .listens
+        .insert(id);
+    Ok(id)
 }
 
 /// Posts `data` as one SEND on an established connection.
@@ -353,6 +381,7 @@ impl CmApp {
     }
 
     fn adopt(&mut self, conn: ConnId, qpn: Qpn, active: bool) {
+        self.claimed.insert(conn);
         self.by_qpn.insert(qpn, conn);
         self.conns.insert(
             conn,
@@ -406,6 +435,7 @@ impl CmApp {
             | CmEvent::TimedOut { conn, .. }
             | CmEvent::Disconnected { conn, .. } => self.set_error(now, conn, ctx),
             CmEvent::TimeWaitExit { conn, .. } => {
+                self.claimed.remove(&conn);
                 let Some(c) = self.conns.get_mut(&conn) else {
                     return;
                 };
@@ -446,6 +476,7 @@ impl CmApp {
         let Some(cm) = ctx.agents.get_mut::<Cm>(self.cm) else {
             return;
         };
+        self.claimed.insert(conn);
         if !self.cfg.accept {
             if let Err(e) = cm.reject(now, conn, RejReason::ConsumerDefined, &[], &[]) {
                 self.fail(now, format!("reject {conn:?}: {e}"));
@@ -537,7 +568,20 @@ impl App for CmApp {
     }
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
-        while let Some(e) = ctx.agents.get_mut::<Cm>(self.cm).and_then(Cm::poll_event) {
+        loop {
+            let (listens, claimed) = (&self.listens, &self.claimed);
+            let mine = |e: &CmEvent| match (e.listener(), e.conn()) {
+                (Some(l), _) => listens.contains(&l),
+                (None, Some(c)) => claimed.contains(&c),
+                (None, None) => false,
+            };
+            let Some(e) = ctx
+                .agents
+                .get_mut::<Cm>(self.cm)
+                .and_then(|cm| cm.poll_event_where(mine))
+            else {
+                return;
+            };
             self.on_event(now, e, ctx);
         }
     }

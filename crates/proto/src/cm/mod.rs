@@ -293,6 +293,43 @@ pub enum CmEvent {
     },
 }
 
+impl CmEvent {
+    /// The connection the event is about (`None` for SIDR events).
+    pub fn conn(&self) -> Option<ConnId> {
+        match self {
+            CmEvent::ConnectRequest { conn, .. }
+            | CmEvent::Established { conn, .. }
+            | CmEvent::Rejected { conn, .. }
+            | CmEvent::TimedOut { conn, .. }
+            | CmEvent::Disconnected { conn, .. }
+            | CmEvent::TimeWaitExit { conn, .. } => Some(*conn),
+            CmEvent::SidrRequest { .. }
+            | CmEvent::SidrReply { .. }
+            | CmEvent::SidrTimedOut { .. } => None,
+        }
+    }
+
+    /// The listener a request matched (`ConnectRequest` and `SidrRequest` only).
+    pub fn listener(&self) -> Option<ListenId> {
+        match self {
+            CmEvent::ConnectRequest { listen, .. } | CmEvent::SidrRequest { listen, .. } => {
+                Some(*listen)
+            }
+            _ => None,
+        }
+    }
+
+    /// The SIDR exchange the event is about (`None` for connection events).
+    pub fn sidr(&self) -> Option<SidrId> {
+        match self {
+            CmEvent::SidrRequest { id, .. }
+            | CmEvent::SidrReply { id, .. }
+            | CmEvent::SidrTimedOut { id } => Some(*id),
+            _ => None,
+        }
+    }
+}
+
 /// Why a command was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CmError {
@@ -397,6 +434,14 @@ impl Cm {
     /// The next event.
     pub fn poll_event(&mut self) -> Option<CmEvent> {
         self.events.pop_front()
+    }
+
+    /// The next event `mine` accepts, for a host where several users share the agent (each
+    /// takes the events of its own listeners, connections and SIDR exchanges, in order; the
+    /// others stay queued for their users).
+    pub fn poll_event_where(&mut self, mut mine: impl FnMut(&CmEvent) -> bool) -> Option<CmEvent> {
+        let at = self.events.iter().position(&mut mine)?;
+        self.events.remove(at)
     }
 
     /// Listens for REQs and SIDR_REQs whose service ID matches `service_id` under `mask`
