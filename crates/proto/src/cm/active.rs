@@ -37,6 +37,9 @@ impl Cm {
         }
         let mut req = msg::blank_req();
         msg::fill(&mut req.private_data, &p.private_data).map_err(CmError::PrivateDataTooLong)?;
+        if p.rtu_private_data.len() > msg::blank_rtu().private_data.len() {
+            return Err(CmError::PrivateDataTooLong(p.rtu_private_data.len()));
+        }
         let id = self.alloc_comm_id();
         req.local_comm_id = id;
         req.service_id = p.service_id;
@@ -99,6 +102,7 @@ impl Cm {
             deadline: None,
             req: None,
             reported_up: false,
+            rtu_private_data: p.rtu_private_data,
         };
         let wait = conn.answer_wait();
         self.conns.insert(id, conn);
@@ -171,6 +175,7 @@ impl Cm {
         c.reported_up = true;
         let qp = c.qp_program();
         let remote_id = c.remote_id;
+        let rtu_data = c.rtu_private_data.clone();
         self.arm(id, None);
         self.events.push_back(CmEvent::Established {
             conn: ConnId(id),
@@ -180,6 +185,8 @@ impl Cm {
         let mut rtu = msg::blank_rtu();
         rtu.local_comm_id = id;
         rtu.remote_comm_id = remote_id;
+        // Checked to fit when the connection was made.
+        let _ = msg::fill(&mut rtu.private_data, &rtu_data);
         self.send_on(id, CmMessage::Rtu(rtu), true);
     }
 

@@ -137,6 +137,9 @@ pub struct ConnectParams {
     pub remote_response_timeout: u8,
     /// Private data (up to 92 bytes; the REQ's field is zero-padded).
     pub private_data: Vec<u8>,
+    /// Private data of the RTU that answers the REP (up to 224 bytes; IPoIB connected mode puts
+    /// its UD QPN in every establishment message, RFC 4755 §3.2).
+    pub rtu_private_data: Vec<u8>,
 }
 
 impl ConnectParams {
@@ -158,6 +161,7 @@ impl ConnectParams {
             rnr_retry_count: 0,
             remote_response_timeout: 20,
             private_data: Vec::new(),
+            rtu_private_data: Vec::new(),
         }
     }
 }

@@ -136,6 +136,7 @@ impl Cm {
             deadline: None,
             req: Some(Box::new(req)),
             reported_up: false,
+            rtu_private_data: Vec::new(),
         };
         self.conns.insert(id, conn);
         self.arm(

@@ -91,6 +91,8 @@ pub(super) struct Conn {
     pub req: Option<Box<ReqRepr>>,
     /// True once our user has been told Established (so a release reports Disconnected).
     pub reported_up: bool,
+    /// Active side: the private data of our RTU.
+    pub rtu_private_data: Vec<u8>,
 }
 
 impl Conn {

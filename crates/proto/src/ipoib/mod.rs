@@ -22,6 +22,7 @@
 //! (bad input is dropped and counted in [`Counters`]); every queue and table is bounded; output
 //! depends only on the inputs and the seed (all maps are `BTreeMap`s).
 
+mod connected;
 mod ipv4;
 mod ipv6;
 mod mcast;
@@ -31,6 +32,7 @@ mod rx;
 mod state;
 pub mod timer;
 mod traps;
+mod too_big;
 mod tx;
 
 #[cfg(test)]
@@ -47,6 +49,9 @@ use ipoib_wire::{PKey, QKey};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+pub use connected::{
+    CmCommand, ConnState, ConnTransmit, ConnectedConfig, ConnectionInfo, Mode, PeerRules,
+};
 pub use ipv6::{AddrState, Ipv6Address};
 pub use mcast::GroupInfo;
 pub use neighbour::{NeighbourInfo, NeighbourState};
@@ -126,6 +131,9 @@ pub struct InterfaceConfig {
     /// it. Each announcement reaches every member of the broadcast group, so N hosts coming up
     /// send N broadcasts to N hosts.
     pub arp_notify: bool,
+    /// Connected mode (RFC 4755): `None` for a datagram-only interface. Its flags replace
+    /// [`InterfaceConfig::flags`].
+    pub connected: Option<ConnectedConfig>,
     /// The least severe [`InterfaceEvent::Log`] the interface emits: `Info` emits every message,
     /// `Warn` only what the specification says to log (§7, §13, §14). Messages below it are not
     /// even formatted.
@@ -155,6 +163,7 @@ impl InterfaceConfig {
             max_paths: 1024,
             sa: SaClientConfig::default(),
             arp_notify: true,
+            connected: None,
             log_level: LogLevel::Info,
         }
     }
@@ -313,6 +322,11 @@ pub enum DropReason {
     NoMcastGroup,
     /// Lost when the tables were flushed (port event).
     Flushed,
+    /// Larger than the MTU of the way it had to go (a connection's, or UD's in connected mode);
+    /// answered with ICMP (RFC 4755 connected mode, docs/DEPLOYED.md "Linux IPoIB").
+    TooBigForPath,
+    /// The queue of a peer whose connection is coming up was full.
+    ConnQueueFull,
 }
 
 /// Counters.
@@ -344,6 +358,9 @@ pub enum InterfaceError {
     /// The address family is not enabled on the interface.
     #[error("address family not enabled")]
     FamilyDisabled,
+    /// Connected mode was asked of an interface configured without it.
+    #[error("the interface has no connected-mode settings")]
+    NotConnectedCapable,
 }
 
 /// The parameters of the broadcast group, which every other group and all traffic copy (§5, §11).
@@ -396,6 +413,8 @@ pub struct Interface {
     traps: traps::TrapSub,
     v6: ipv6::V6State,
     requests: BTreeMap<RequestId, Pending>,
+    /// Connected mode's peers and connections (`connected`).
+    cm: connected::Connected,
     out: VecDeque<UdTransmit>,
     events: VecDeque<InterfaceEvent>,
     counters: Counters,
@@ -406,7 +425,13 @@ pub struct Interface {
 impl Interface {
     /// A new interface, down until [`Interface::handle_port`] reports an active port. `rng` seeds
     /// the SA client's transaction IDs.
-    pub fn new(cfg: InterfaceConfig, rng: Rng) -> Interface {
+    pub fn new(mut cfg: InterfaceConfig, rng: Rng) -> Interface {
+        if let Some(c) = cfg.connected.as_mut() {
+            c.receive_mtu = c
+                .receive_mtu
+                .clamp(ConnectedConfig::MIN_RECEIVE_MTU, ConnectedConfig::MAX_RECEIVE_MTU);
+            cfg.flags = c.flags();
+        }
         let sa = SaClient::new(cfg.sa, rng.fork(1));
         let mut v6 = ipv6::V6State::default();
         if cfg.ipv6 {
@@ -433,6 +458,7 @@ impl Interface {
             ipv6_mtu: 0,
             v6,
             requests: BTreeMap::new(),
+            cm: connected::Connected::default(),
             out: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
@@ -464,8 +490,23 @@ impl Interface {
         self.link == Link::Up
     }
 
-    /// The link MTU (broadcast group MTU − 4, §7); 0 while down.
+    /// The link MTU: in datagram mode the broadcast group MTU − 4 (§7), in connected mode the
+    /// receive MTU − 4 (RFC 4755 §5.1; 65520 by default, Linux's), unless configured smaller;
+    /// 0 while down.
     pub fn mtu(&self) -> u32 {
+        match (self.params, self.cfg.connected) {
+            (None, _) => 0,
+            (Some(_), Some(c)) if c.mode == Mode::Connected => {
+                let m = c.receive_mtu - ipoib_wire::private_data::ipoib_cm::ENCAP_LEN;
+                self.cfg.mtu.map_or(m, |x| x.min(m))
+            }
+            (Some(p), _) => p.mtu,
+        }
+    }
+
+    /// The MTU of UD datagrams (broadcast group MTU − 4, §7, or configured smaller); 0 while
+    /// down. Multicast always and unicast to peers without connections use it.
+    pub fn ud_mtu(&self) -> u32 {
         self.params.map(|p| p.mtu).unwrap_or(0)
     }
 
@@ -557,6 +598,9 @@ impl Interface {
             self.mc.next_deadline(),
             self.traps.next_deadline(),
             self.v6.next_deadline(),
+            self.cfg
+                .connected
+                .and_then(|c| self.cm.next_deadline(&c)),
         ] {
             next = timer::earliest(next, t);
         }
@@ -572,6 +616,7 @@ impl Interface {
         self.mcast_timeouts(now);
         self.dad_timeouts(now);
         self.traps_sync(now);
+        self.cm_timeouts(now);
         self.settle_deadline();
     }
 

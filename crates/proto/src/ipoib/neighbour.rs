@@ -122,6 +122,9 @@ pub enum Due {
     Probe(IpAddr, HwAddr),
     /// Resolution failed; this many queued packets are dropped.
     Failed(IpAddr, usize),
+    /// A resolved entry was forgotten (unused while stale, or its probes failed): the address
+    /// it had (RFC 4755 §3.4: its connection may go).
+    Forgotten(IpAddr, HwAddr),
 }
 
 /// The cache.
@@ -343,6 +346,9 @@ impl Neighbours {
                     }
                     _ => {
                         out.push(Due::Failed(*ip, n.queue.len()));
+                        if let Some(hw) = n.hw {
+                            out.push(Due::Forgotten(*ip, hw));
+                        }
                         remove.push(*ip);
                     }
                 },
@@ -351,7 +357,12 @@ impl Neighbours {
                         gc: now + GC_STALE_TIME,
                     };
                 }
-                NeighbourState::Stale { gc } if gc <= now => remove.push(*ip),
+                NeighbourState::Stale { gc } if gc <= now => {
+                    if let Some(hw) = n.hw {
+                        out.push(Due::Forgotten(*ip, hw));
+                    }
+                    remove.push(*ip);
+                }
                 _ => {}
             }
         }
@@ -426,7 +437,8 @@ mod tests {
             vec![
                 Due::Probe(ip(2), hw(2)),
                 Due::Probe(ip(2), hw(2)),
-                Due::Failed(ip(2), 0)
+                Due::Failed(ip(2), 0),
+                Due::Forgotten(ip(2), hw(2))
             ]
         );
         assert!(t.get(&ip(2)).is_none());

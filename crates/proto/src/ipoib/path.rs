@@ -35,6 +35,8 @@ pub struct PathInfo {
     pub tclass: u8,
     /// Flow label for the GRH.
     pub flow_label: u32,
+    /// The whole record (a connected-mode REQ is built from it, RFC 4755 §3.2).
+    pub record: PathRecordRepr,
 }
 
 impl PathInfo {
@@ -48,6 +50,7 @@ impl PathInfo {
             hop_limit: r.hop_limit,
             tclass: r.tclass,
             flow_label: r.flow_label,
+            record: *r,
         }
     }
 
@@ -64,6 +67,8 @@ impl PathInfo {
 pub struct QueuedFrame {
     /// Destination QPN.
     pub qpn: u32,
+    /// The destination's link-layer flags (RFC 4755 §3.1: whether it takes connections).
+    pub flags: ipoib_wire::ipoib::HwAddrFlags,
     /// Encapsulation header + datagram.
     pub data: Vec<u8>,
 }
@@ -318,6 +323,7 @@ mod tests {
             hop_limit: 0,
             tclass: 0,
             flow_label: 0,
+            record: PathRecordRepr::default(),
         }
     }
 
@@ -335,6 +341,7 @@ mod tests {
                 &g,
                 QueuedFrame {
                     qpn: 1,
+                    flags: ipoib_wire::ipoib::HwAddrFlags::NONE,
                     data: vec![i],
                 },
             );
@@ -360,6 +367,7 @@ mod tests {
         p.lookup(Instant::ZERO, g);
         let frame = |t: [u8; 2]| QueuedFrame {
             qpn: 1,
+            flags: ipoib_wire::ipoib::HwAddrFlags::NONE,
             data: vec![t[0], t[1], 0, 0],
         };
         for _ in 0..3 {

@@ -38,14 +38,22 @@ impl Interface {
         if d.src_qpn == self.cfg.qpn && d.slid == lid {
             return self.drop1(DropReason::Loopback);
         }
-        let Ok(h) = EncapHeader::new_checked(&d.data[..]) else {
+        self.receive_encapsulated(now, &d.data, Some(d.slid));
+    }
+
+    /// An encapsulated frame that passed the checks of its transport: from a UD datagram (with
+    /// its source LID) or from a connection (RFC 4755 §7: every unicast is accepted on any mode;
+    /// address resolution belongs on UD, so ARP and ND from a connection are dropped).
+    pub(super) fn receive_encapsulated(&mut self, now: Instant, data: &[u8], slid: Option<u16>) {
+        let Ok(h) = EncapHeader::new_checked(data) else {
             return self.drop1(DropReason::Malformed);
         };
         let body = h.payload();
         match h.ethertype() {
-            EtherType::Arp => match ArpRepr::parse(&ArpPacket::new_unchecked(body)) {
-                Ok(a) => self.on_arp(now, a, d.slid),
-                Err(_) => self.drop1(DropReason::Malformed),
+            EtherType::Arp => match (ArpRepr::parse(&ArpPacket::new_unchecked(body)), slid) {
+                (Ok(a), Some(slid)) => self.on_arp(now, a, slid),
+                (Ok(_), None) => self.drop1(DropReason::Unsupported),
+                (Err(_), _) => self.drop1(DropReason::Malformed),
             },
             EtherType::Ipv4 => {
                 if Ipv4Packet::new_checked(body).is_err() {
@@ -64,8 +72,10 @@ impl Interface {
                         .first()
                         .is_some_and(|&t| Icmpv6Type::from(t).is_nd());
                 if is_nd {
-                    if self.cfg.ipv6 {
-                        self.on_nd(now, body, d.slid);
+                    match slid {
+                        Some(slid) if self.cfg.ipv6 => self.on_nd(now, body, slid),
+                        Some(_) => {}
+                        None => self.drop1(DropReason::Unsupported),
                     }
                     return;
                 }

@@ -102,6 +102,8 @@ impl Interface {
         if self.link == Link::Up {
             self.events.push_back(InterfaceEvent::CarrierDown);
         }
+        // RFC 4755 §3.4: connections are part of the interface and SHOULD go down with it.
+        self.cm_teardown_all(now);
         self.mc_reset();
         let (lost, ids) = self.paths.flush();
         for id in ids {

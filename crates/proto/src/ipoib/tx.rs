@@ -56,7 +56,12 @@ impl Interface {
         let dst = p.dst_addr();
         let frame = encap(EtherType::Ipv4, packet);
         let v4 = self.cfg.ipv4;
-        if dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst) {
+        let bcast = dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst);
+        if (bcast || dst.is_multicast()) && packet.len() > self.ud_mtu() as usize {
+            // RFC 4755 §2.1: multicast stays on UD, whose MTU is smaller in connected mode.
+            return self.answer_too_big(&frame, self.ud_mtu());
+        }
+        if bcast {
             // §4: the limited broadcast address SHALL map to the broadcast GID; §5: the broadcast
             // group serves net- and subnet-directed broadcasts too.
             let b = self.bcast_mgid();
@@ -91,6 +96,9 @@ impl Interface {
         }
         let dst = p.dst_addr();
         let frame = encap(EtherType::Ipv6, packet);
+        if dst.is_multicast() && packet.len() > self.ud_mtu() as usize {
+            return self.answer_too_big(&frame, self.ud_mtu());
+        }
         if dst.is_multicast() {
             let Ok(mgid) = self.group_mgid(IpAddr::V6(dst)) else {
                 return self.drop1(DropReason::Malformed);
@@ -140,6 +148,12 @@ impl Interface {
                 super::neighbour::Due::Failed(_, n) => {
                     self.drop_count(DropReason::ResolutionFailed, n)
                 }
+                super::neighbour::Due::Forgotten(_, hw) => {
+                    let same = |o: &HwAddr| o.qpn == hw.qpn && o.gid == hw.gid;
+                    if !self.neigh.snapshot().iter().any(|n| n.hw.as_ref().is_some_and(same)) {
+                        self.cm_neighbour_gone(now, &hw);
+                    }
+                }
             }
         }
     }
@@ -150,7 +164,7 @@ impl Interface {
         let gid = hw.gid;
         match self.paths.lookup(now, gid) {
             PathLookup::Use(info, refresh) => {
-                self.push_unicast(info, gid, hw.qpn, frame);
+                self.push_unicast(now, info, hw, frame);
                 if refresh {
                     self.start_path_query(now, gid);
                 }
@@ -158,6 +172,7 @@ impl Interface {
             PathLookup::Wait { start_query } => {
                 let q = QueuedFrame {
                     qpn: hw.qpn,
+                    flags: hw.flags,
                     data: frame,
                 };
                 if !self.paths.enqueue(&gid, q) {
@@ -209,15 +224,29 @@ impl Interface {
         match res {
             Some(info) => {
                 for f in frames {
-                    self.push_unicast(info, gid, f.qpn, f.data);
+                    self.push_unicast(now, info, HwAddr::new(f.flags, f.qpn, gid), f.data);
                 }
             }
             None => self.drop_count(DropReason::PathFailed, frames.len()),
         }
     }
 
+    /// A unicast frame on `info`'s path to `hw`: over a connection in connected mode (RFC 4755),
+    /// else as a UD datagram, one too large for UD answered with ICMP.
+    fn push_unicast(&mut self, now: Instant, info: PathInfo, hw: HwAddr, data: Vec<u8>) {
+        if self.goes_connected(&hw, &data) {
+            let record = info.record;
+            return self.cm_transmit(now, (info, record), hw, data);
+        }
+        let ud = self.ud_mtu() as usize;
+        if data.len().saturating_sub(4) > ud {
+            return self.answer_too_big(&data, ud as u32);
+        }
+        self.push_ud(info, hw.gid, hw.qpn, data);
+    }
+
     /// A unicast datagram on `info`'s path: GRH when the path needs it or configured (§6).
-    fn push_unicast(&mut self, info: PathInfo, dgid: Gid, qpn: u32, data: Vec<u8>) {
+    pub(super) fn push_ud(&mut self, info: PathInfo, dgid: Gid, qpn: u32, data: Vec<u8>) {
         let Some(p) = self.params else {
             return self.drop1(DropReason::NotUp);
         };

@@ -1,0 +1,994 @@
+//! IPoIB connected mode (RFC 4755): unicast IP over RC or UC connections that the Communication
+//! Manager sets up, beside the UD QP that keeps multicast, broadcast and address resolution.
+//!
+//! The interface owns no CM and no connected QP. It decides and says what to do through values,
+//! and its host carries them out on the host's CM agent ([`crate::cm::Cm`]) and HCA:
+//! - [`Interface::poll_cm_command`]: connect (a REQ to the peer's service ID, our private data),
+//!   accept or reject a REQ, disconnect (DREQ). The host makes the QP for a connect or an accept
+//!   and says which connection it started ([`Interface::cm_connect_started`]).
+//! - [`Interface::handle_cm_event`]: the CM events of this interface's listeners
+//!   ([`Interface::cm_service_ids`]) and connections.
+//! - [`Interface::poll_conn_transmit`]: an encapsulated packet to SEND on a connection;
+//!   [`Interface::handle_conn_received`] a message received on one;
+//!   [`Interface::conn_send_failed`] a send that completed in error (the connection is dropped
+//!   and its traffic goes over UD).
+//!
+//! The rules, with their sources:
+//! - the link-layer address carries the RC and UC flags (RFC 4755 §3.1); a peer without a flag we
+//!   share is reached over UD, and so is everyone while the mode is datagram;
+//! - we listen on the service ID made from our UD QPN in both spellings and connect with the
+//!   peer's (RFC 4755 §3.5; Linux's 0x10 top octet first, `wire::private_data::service_id`
+//!   explains it); a REJ with reason 8 (invalid service ID) makes us try the other spelling at
+//!   once, and the spelling that worked is remembered for the peer;
+//! - every REQ, REP, RTU and REJ carries our UD QPN and receive MTU (RFC 4755 §3.2, §6), and the
+//!   connection's MTU is the smaller receive MTU less the 4-octet header (§5.1);
+//! - REQs that cross (a REQ from a peer we have a REQ outstanding to) are settled by §3.3: the
+//!   side with the numerically smaller link-layer address (flags zeroed) accepts, the other
+//!   rejects with Consumer Reject (28); the winner then sends on the connection it accepted;
+//! - any other REQ is accepted, also from a peer we are already connected to: Linux opens one
+//!   connection per direction and never sends on the one it accepted, so we send only on a
+//!   connection we opened, or on the one §3.3 made us accept (docs/DEPLOYED.md "Linux IPoIB");
+//! - multicast, broadcast, ARP and ND always go over UD (§2.1, §7); any unicast is accepted on any
+//!   mode (§7);
+//! - a packet larger than the MTU of the way it must go is answered with ICMP "fragmentation
+//!   needed" or ICMPv6 "packet too big" carrying that MTU, as Linux does (docs/DEPLOYED.md);
+//! - a connection that is rejected, times out or fails sends its queued packets over UD and is
+//!   not tried again for [`ConnectedConfig::retry_after`]; idle connections are released after
+//!   [`ConnectedConfig::idle_timeout`], all of them when the link goes down (§3.4 SHOULD), ours
+//!   when the mode goes back to datagram (Linux flushes its paths).
+//!
+//! With [`PeerRules::Linux`] the interface behaves as a Linux host does instead: it accepts every
+//! REQ (no §3.3 check) and listens on the 0x10 spelling only. Tests use it as a Linux-style peer.
+//!
+//! Invariants: at most [`ConnectedConfig::max_peers`] peers and [`ConnectedConfig::queue_len`]
+//! packets queued per peer; every connection record leaves the table on its TimeWait exit or
+//! rejection; maps are `BTreeMap`s.
+
+use super::too_big::too_big_reply;
+use super::{DropReason, Interface, InterfaceEvent, Link, LogLevel};
+use crate::cm::{CmEvent, ConnId, ConnectParams, QpProgram};
+use crate::time::Instant;
+use ipoib_wire::cm::{RejReason, ReqRepr, TransportServiceType};
+use ipoib_wire::ipoib::{HwAddr, HwAddrFlags};
+use ipoib_wire::private_data::ipoib_cm::{
+    connection_mtu, IpoibCmPrivateDataRepr, LINUX_RECEIVE_MTU,
+};
+use ipoib_wire::private_data::service_id::{
+    ipoib_cm_qpn, ipoib_cm_service_id, ipoib_cm_service_id_rfc, IpoibCmSidForm,
+};
+use ipoib_wire::sa::PathRecordRepr;
+use ipoib_wire::Gid;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// Datagram or connected (Linux's per-interface `mode` attribute).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Unicast over UD; connections from peers are still accepted (RFC 4755 §7).
+    Datagram,
+    /// Unicast over connections to peers that offer them.
+    Connected,
+}
+
+/// Whose rules the interface follows where RFC 4755 and Linux differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerRules {
+    /// RFC 4755: the §3.3 crossing rule; listen on both service-ID spellings.
+    Rfc4755,
+    /// Linux `ipoib_cm.c`: accept every REQ, one connection per direction, listen on the 0x10
+    /// spelling only (docs/DEPLOYED.md "Linux IPoIB").
+    Linux,
+}
+
+/// Connected-mode settings (RFC 4755).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectedConfig {
+    /// Datagram or connected, at start; [`Interface::set_mode`] changes it.
+    pub mode: Mode,
+    /// Offer RC (flag 0x80 of the link-layer address, RFC 4755 §3.1).
+    pub rc: bool,
+    /// Offer UC (flag 0x40).
+    pub uc: bool,
+    /// Connect with UC when both sides offer it, even if both offer RC.
+    pub prefer_uc: bool,
+    /// The largest message we receive, encapsulation header included (RFC 4755 §5.1): Linux's
+    /// 65524 by default, so the connection MTU is 65520 with a Linux peer.
+    pub receive_mtu: u32,
+    /// The service-ID spelling tried first.
+    pub spelling: IpoibCmSidForm,
+    /// RFC 4755 or Linux behaviour.
+    pub rules: PeerRules,
+    /// A connection with no traffic for this long is released.
+    pub idle_timeout: Duration,
+    /// After a failed connection, the peer is reached over UD for this long before a new try.
+    pub retry_after: Duration,
+    /// Packets queued per peer while its connection comes up.
+    pub queue_len: usize,
+    /// Peers with connection state at once.
+    pub max_peers: usize,
+}
+
+impl ConnectedConfig {
+    /// RC, Linux's receive MTU and spelling, RFC rules, connected mode; idle connections released
+    /// after 60 s, failures retried after 1 s, 16 packets queued per peer, 1024 peers.
+    pub fn rc() -> ConnectedConfig {
+        ConnectedConfig {
+            mode: Mode::Connected,
+            rc: true,
+            uc: false,
+            prefer_uc: false,
+            receive_mtu: LINUX_RECEIVE_MTU,
+            spelling: IpoibCmSidForm::Linux,
+            rules: PeerRules::Rfc4755,
+            idle_timeout: Duration::from_secs(60),
+            retry_after: Duration::from_secs(1),
+            queue_len: 16,
+            max_peers: 1024,
+        }
+    }
+
+    /// The flags octet these settings advertise (RFC 4755 §3.1).
+    pub fn flags(&self) -> HwAddrFlags {
+        let mut f = 0;
+        if self.rc {
+            f |= HwAddrFlags::RC.0;
+        }
+        if self.uc {
+            f |= HwAddrFlags::UC.0;
+        }
+        HwAddrFlags(f)
+    }
+
+    /// The largest receive MTU: 65524, so that the IP MTU stays 65520 (64 KiB less 16, Linux's
+    /// `IPOIB_CM_MTU`).
+    pub const MAX_RECEIVE_MTU: u32 = LINUX_RECEIVE_MTU;
+    /// The smallest: 2048, the default IPoIB link MTU of 2044 plus the header (RFC 4755 §5).
+    pub const MIN_RECEIVE_MTU: u32 = 2048;
+}
+
+/// A command for the host's CM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmCommand {
+    /// Make an RC or UC QP (as `params.transport` says), move it to Init and send the REQ with it
+    /// (`params.qpn` is the host's to fill); then report [`Interface::cm_connect_started`].
+    Connect {
+        /// The peer's link-layer address.
+        peer: HwAddr,
+        /// The REQ.
+        params: ConnectParams,
+    },
+    /// Make a QP for this request, accept it with `private_data` and move the QP to RTR and RTS;
+    /// if that fails, reject it (reason 1, no QP) and report [`Interface::cm_accept_failed`].
+    Accept {
+        /// The connection.
+        conn: ConnId,
+        /// The REP's private data.
+        private_data: Vec<u8>,
+    },
+    /// Reject this request.
+    Reject {
+        /// The connection.
+        conn: ConnId,
+        /// Reason.
+        reason: RejReason,
+        /// The REJ's private data.
+        private_data: Vec<u8>,
+    },
+    /// Release this connection (DREQ); the QP goes to Error on [`CmEvent::Disconnected`].
+    Disconnect {
+        /// The connection.
+        conn: ConnId,
+    },
+}
+
+/// An encapsulated packet to SEND on a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnTransmit {
+    /// The connection.
+    pub conn: ConnId,
+    /// The 4-byte encapsulation header and the datagram.
+    pub data: Vec<u8>,
+}
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// REQ sent, or REP sent and the RTU not yet in.
+    Connecting,
+    /// Established.
+    Up,
+    /// Released or failed; waiting for TimeWait to end.
+    Closing,
+}
+
+/// One connection, as [`Interface::connections`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The connection (its local communication ID).
+    pub conn: ConnId,
+    /// The peer's link-layer address (flags as last heard).
+    pub peer: HwAddr,
+    /// True if we sent the REQ.
+    pub active: bool,
+    /// True if we send on it (our own, or the one the crossing rule made us accept).
+    pub sends: bool,
+    /// State.
+    pub state: ConnState,
+    /// RC or UC.
+    pub transport: TransportServiceType,
+    /// The service ID of the REQ.
+    pub service_id: u64,
+    /// The IP MTU of the connection (0 until both receive MTUs are known).
+    pub mtu: u32,
+    /// Our QPN and the peer's, once established.
+    pub qpns: Option<(u32, u32)>,
+    /// Packets sent and received on it.
+    pub tx_packets: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+}
+
+/// The peer key: the link-layer address with the flags zeroed (RFC 4755 §3.3 note).
+type PeerKey = (u32, Gid);
+
+fn key(hw: &HwAddr) -> PeerKey {
+    (hw.qpn & 0x00ff_ffff, hw.gid)
+}
+
+#[derive(Debug)]
+struct Peer {
+    hw: HwAddr,
+    /// Our connection (REQ sent or established), and the spelling it used.
+    tx: Option<ConnId>,
+    /// A REQ is being made by the host (between the command and `cm_connect_started`).
+    starting: bool,
+    /// The connection §3.3 made us accept, which we send on.
+    shared: Option<ConnId>,
+    spelling: IpoibCmSidForm,
+    /// True once the other spelling was tried for the current attempt.
+    tried_other: bool,
+    /// Reached over UD until then after a failure.
+    retry_at: Option<Instant>,
+    /// Frames waiting for the connection, with the path to send them over UD if it fails.
+    queue: VecDeque<Vec<u8>>,
+    /// The path, for UD fallback and the REQ.
+    path: Option<(super::path::PathInfo, PathRecordRepr)>,
+}
+
+#[derive(Debug)]
+struct Conn {
+    peer: PeerKey,
+    active: bool,
+    state: ConnState,
+    transport: TransportServiceType,
+    service_id: u64,
+    /// The peer's receive MTU from its private data (0 until known).
+    remote_receive_mtu: u32,
+    qpns: Option<(u32, u32)>,
+    last_used: Instant,
+    tx_packets: u64,
+    rx_packets: u64,
+}
+
+/// The connected-mode state of an interface.
+#[derive(Debug, Default)]
+pub(super) struct Connected {
+    peers: BTreeMap<PeerKey, Peer>,
+    conns: BTreeMap<ConnId, Conn>,
+    commands: VecDeque<CmCommand>,
+    out: VecDeque<ConnTransmit>,
+}
+
+impl Connected {
+    pub(super) fn next_deadline(&self, cfg: &ConnectedConfig) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter(|c| c.state == ConnState::Up)
+            .map(|c| c.last_used.saturating_add(cfg.idle_timeout))
+            .min()
+    }
+}
+
+impl Interface {
+    fn cm_cfg(&self) -> Option<ConnectedConfig> {
+        self.cfg.connected
+    }
+
+    /// The service IDs the host must listen on for this interface (exact match each): the two
+    /// spellings of RFC 4755 §3.5, or Linux's alone with [`PeerRules::Linux`].
+    pub fn cm_service_ids(&self) -> Vec<u64> {
+        match self.cm_cfg() {
+            None => Vec::new(),
+            Some(c) if c.rules == PeerRules::Linux => vec![ipoib_cm_service_id(self.cfg.qpn)],
+            Some(_) => vec![
+                ipoib_cm_service_id(self.cfg.qpn),
+                ipoib_cm_service_id_rfc(self.cfg.qpn),
+            ],
+        }
+    }
+
+    /// The mode (datagram without connected-mode settings).
+    pub fn mode(&self) -> Mode {
+        self.cm_cfg().map_or(Mode::Datagram, |c| c.mode)
+    }
+
+    /// Switches between datagram and connected mode (Linux's `mode` attribute). Going to datagram
+    /// releases the connections we send on; connections from peers stay (RFC 4755 §7: unicast is
+    /// accepted on any mode). Without connected-mode settings only datagram is possible.
+    pub fn set_mode(&mut self, now: Instant, mode: Mode) -> Result<(), super::InterfaceError> {
+        let Some(c) = self.cfg.connected.as_mut() else {
+            return match mode {
+                Mode::Datagram => Ok(()),
+                Mode::Connected => Err(super::InterfaceError::NotConnectedCapable),
+            };
+        };
+        if c.mode == mode {
+            return Ok(());
+        }
+        c.mode = mode;
+        if mode == Mode::Datagram {
+            let ours: Vec<ConnId> = self
+                .cm
+                .conns
+                .iter()
+                .filter(|(_, c)| c.active && c.state != ConnState::Closing)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in ours {
+                self.cm_release(now, id);
+            }
+        }
+        self.log(LogLevel::Info, format_args!("mode {mode:?}"));
+        self.settle_deadline();
+        Ok(())
+    }
+
+    /// The connections.
+    pub fn connections(&self) -> Vec<ConnectionInfo> {
+        self.cm
+            .conns
+            .iter()
+            .map(|(id, c)| {
+                let peer = self.cm.peers.get(&c.peer);
+                let sends = peer.is_some_and(|p| p.tx == Some(*id) || p.shared == Some(*id));
+                ConnectionInfo {
+                    conn: *id,
+                    peer: peer.map_or(HwAddr::new(HwAddrFlags::NONE, c.peer.0, c.peer.1), |p| p.hw),
+                    active: c.active,
+                    sends,
+                    state: c.state,
+                    transport: c.transport,
+                    service_id: c.service_id,
+                    mtu: self.conn_mtu(c),
+                    qpns: c.qpns,
+                    tx_packets: c.tx_packets,
+                    rx_packets: c.rx_packets,
+                }
+            })
+            .collect()
+    }
+
+    /// The next command for the host's CM.
+    pub fn poll_cm_command(&mut self) -> Option<CmCommand> {
+        self.cm.commands.pop_front()
+    }
+
+    /// The next packet to send on a connection.
+    pub fn poll_conn_transmit(&mut self) -> Option<ConnTransmit> {
+        let t = self.cm.out.pop_front()?;
+        self.counters.tx_frames += 1;
+        Some(t)
+    }
+
+    /// The host sent the REQ of [`CmCommand::Connect`] for `peer` as connection `conn`, or could
+    /// not (`None`: the peer is reached over UD for a while).
+    pub fn cm_connect_started(&mut self, now: Instant, peer: HwAddr, conn: Option<ConnId>) {
+        self.connect_started(now, peer, conn);
+        self.settle_deadline();
+    }
+
+    /// The host could not make a QP for an accepted request; it rejected it.
+    pub fn cm_accept_failed(&mut self, now: Instant, conn: ConnId) {
+        self.forget_conn(now, conn);
+        self.settle_deadline();
+    }
+
+    /// A CM event for one of this interface's listeners or connections.
+    pub fn handle_cm_event(&mut self, now: Instant, e: &CmEvent) {
+        self.cm_event(now, e);
+        self.settle_deadline();
+    }
+
+    /// A message received on connection `conn`: the encapsulation header and a datagram.
+    pub fn handle_conn_received(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        self.counters.rx_frames += 1;
+        if let Some(c) = self.cm.conns.get_mut(&conn) {
+            c.last_used = now;
+            c.rx_packets += 1;
+        }
+        if self.link != Link::Up {
+            self.drop1(DropReason::NotUp);
+        } else {
+            self.receive_encapsulated(now, data, None);
+        }
+        self.settle_deadline();
+    }
+
+    /// A send on `conn` completed in error: the connection is released and its peer reached over
+    /// UD until [`ConnectedConfig::retry_after`] has passed.
+    pub fn conn_send_failed(&mut self, now: Instant, conn: ConnId) {
+        if let Some(c) = self.cm.conns.get(&conn) {
+            let k = c.peer;
+            self.peer_failed(now, k);
+            self.cm_release(now, conn);
+        }
+        self.settle_deadline();
+    }
+
+    fn conn_mtu(&self, c: &Conn) -> u32 {
+        match (self.cm_cfg(), c.remote_receive_mtu) {
+            (Some(cfg), r) if r > 0 => connection_mtu(cfg.receive_mtu, r),
+            _ => 0,
+        }
+    }
+
+    /// Our private data for every establishment message and REJ (RFC 4755 §3.2, §6).
+    fn cm_private_data(&self) -> Vec<u8> {
+        let receive_mtu = self.cm_cfg().map_or(LINUX_RECEIVE_MTU, |c| c.receive_mtu);
+        let r = IpoibCmPrivateDataRepr {
+            ud_qpn: self.cfg.qpn & 0x00ff_ffff,
+            receive_mtu,
+        };
+        let mut v = vec![0u8; r.buffer_len()];
+        // The buffer is buffer_len() bytes.
+        let _ = r.emit(&mut v);
+        v
+    }
+
+    /// True when a unicast frame to `hw` goes over a connection: connected mode, a transport we
+    /// share, and not address resolution (RFC 4755 §7: always UD).
+    pub(super) fn goes_connected(&self, hw: &HwAddr, frame: &[u8]) -> bool {
+        let Some(c) = self.cm_cfg() else {
+            return false;
+        };
+        c.mode == Mode::Connected
+            && self.transport_with(hw).is_some()
+            && !is_resolution(frame)
+    }
+
+    fn transport_with(&self, hw: &HwAddr) -> Option<TransportServiceType> {
+        let c = self.cm_cfg()?;
+        let rc = c.rc && hw.flags.rc();
+        let uc = c.uc && hw.flags.uc();
+        match (rc, uc) {
+            (_, true) if c.prefer_uc || !rc => Some(TransportServiceType::Uc),
+            (true, _) => Some(TransportServiceType::Rc),
+            _ => None,
+        }
+    }
+
+    /// A unicast frame for a connected-mode peer whose path is known.
+    pub(super) fn cm_transmit(
+        &mut self,
+        now: Instant,
+        path: (super::path::PathInfo, PathRecordRepr),
+        hw: HwAddr,
+        frame: Vec<u8>,
+    ) {
+        let Some(cfg) = self.cm_cfg() else {
+            return self.ud_transmit(path.0, hw, frame);
+        };
+        let k = key(&hw);
+        if !self.cm.peers.contains_key(&k) {
+            if self.cm.peers.len() >= cfg.max_peers {
+                return self.ud_transmit(path.0, hw, frame);
+            }
+            self.cm.peers.insert(
+                k,
+                Peer {
+                    hw,
+                    tx: None,
+                    starting: false,
+                    shared: None,
+                    spelling: cfg.spelling,
+                    tried_other: false,
+                    retry_at: None,
+                    queue: VecDeque::new(),
+                    path: None,
+                },
+            );
+        }
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        p.hw = hw;
+        p.path = Some(path);
+        if let Some(conn) = self.sending_conn(&k) {
+            return self.conn_send(now, conn, frame);
+        }
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        if p.retry_at.is_some_and(|t| now < t) {
+            return self.ud_transmit(path.0, hw, frame);
+        }
+        p.retry_at = None;
+        if p.queue.len() >= cfg.queue_len {
+            return self.drop1(DropReason::ConnQueueFull);
+        }
+        p.queue.push_back(frame);
+        if p.tx.is_none() && !p.starting {
+            self.start_connect(now, k);
+        }
+    }
+
+    /// The connection we send to `k` on, if one is up.
+    fn sending_conn(&self, k: &PeerKey) -> Option<ConnId> {
+        let p = self.cm.peers.get(k)?;
+        [p.tx, p.shared]
+            .into_iter()
+            .flatten()
+            .find(|c| self.cm.conns.get(c).is_some_and(|c| c.state == ConnState::Up))
+    }
+
+    fn conn_send(&mut self, now: Instant, conn: ConnId, frame: Vec<u8>) {
+        let Some(c) = self.cm.conns.get(&conn) else {
+            return;
+        };
+        let mtu = self.conn_mtu(c);
+        if frame.len().saturating_sub(4) > mtu as usize {
+            return self.answer_too_big(&frame, mtu);
+        }
+        if let Some(c) = self.cm.conns.get_mut(&conn) {
+            c.last_used = now;
+            c.tx_packets += 1;
+        }
+        self.cm.out.push_back(ConnTransmit { conn, data: frame });
+    }
+
+    /// A frame over UD on a known path; one too large for the UD MTU is answered with ICMP.
+    fn ud_transmit(&mut self, info: super::path::PathInfo, hw: HwAddr, frame: Vec<u8>) {
+        let ud_mtu = self.ud_mtu();
+        if frame.len().saturating_sub(4) > ud_mtu as usize {
+            return self.answer_too_big(&frame, ud_mtu);
+        }
+        self.push_ud(info, hw.gid, hw.qpn, frame);
+    }
+
+    /// Drops a frame too large for the way it must go and hands the IP layer the ICMP error that
+    /// says so (docs/DEPLOYED.md "Linux IPoIB": `ipoib_cm_skb_too_long`).
+    pub(super) fn answer_too_big(&mut self, frame: &[u8], mtu: u32) {
+        self.drop1(DropReason::TooBigForPath);
+        if let Some(reply) = frame.get(4..).and_then(|p| too_big_reply(p, mtu)) {
+            self.counters.delivered += 1;
+            self.events.push_back(InterfaceEvent::Deliver(reply));
+        }
+    }
+
+    fn start_connect(&mut self, now: Instant, k: PeerKey) {
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        let Some((_, record)) = p.path else {
+            return;
+        };
+        let hw = p.hw;
+        let spelling = p.spelling;
+        let Some(transport) = self.transport_with(&hw) else {
+            return;
+        };
+        let service_id = match spelling {
+            IpoibCmSidForm::Linux => ipoib_cm_service_id(hw.qpn),
+            IpoibCmSidForm::Rfc => ipoib_cm_service_id_rfc(hw.qpn),
+        };
+        let pd = self.cm_private_data();
+        let mut params = ConnectParams::over_path(&record, 0, service_id, 0, 0);
+        params.transport = transport;
+        params.pkey = self.cfg.pkey.full();
+        params.private_data = pd.clone();
+        params.rtu_private_data = pd;
+        if let Some(p) = self.cm.peers.get_mut(&k) {
+            p.starting = true;
+        }
+        self.log(
+            LogLevel::Info,
+            format_args!("connecting to {hw} (service ID {service_id:#018x})"),
+        );
+        let _ = now;
+        self.cm.commands.push_back(CmCommand::Connect { peer: hw, params });
+    }
+
+    fn connect_started(&mut self, now: Instant, peer: HwAddr, conn: Option<ConnId>) {
+        let k = key(&peer);
+        let transport = self.transport_with(&peer).unwrap_or(TransportServiceType::Rc);
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            if let Some(c) = conn {
+                self.cm.commands.push_back(CmCommand::Disconnect { conn: c });
+            }
+            return;
+        };
+        p.starting = false;
+        let Some(conn) = conn else {
+            return self.peer_failed(now, k);
+        };
+        p.tx = Some(conn);
+        let service_id = match p.spelling {
+            IpoibCmSidForm::Linux => ipoib_cm_service_id(peer.qpn),
+            IpoibCmSidForm::Rfc => ipoib_cm_service_id_rfc(peer.qpn),
+        };
+        self.cm.conns.insert(
+            conn,
+            Conn {
+                peer: k,
+                active: true,
+                state: ConnState::Connecting,
+                transport,
+                service_id,
+                remote_receive_mtu: 0,
+                qpns: None,
+                last_used: now,
+                tx_packets: 0,
+                rx_packets: 0,
+            },
+        );
+    }
+
+    /// The peer could not be connected: its queue goes over UD and it is not tried again for a
+    /// while.
+    fn peer_failed(&mut self, now: Instant, k: PeerKey) {
+        let Some(cfg) = self.cm_cfg() else {
+            return;
+        };
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        p.retry_at = Some(now.saturating_add(cfg.retry_after));
+        p.tried_other = false;
+        p.spelling = cfg.spelling;
+        let frames: Vec<Vec<u8>> = p.queue.drain(..).collect();
+        let (hw, path) = (p.hw, p.path);
+        if let Some(conn) = self.sending_conn(&k) {
+            for f in frames {
+                self.conn_send(now, conn, f);
+            }
+            return;
+        }
+        match path {
+            Some((info, _)) => {
+                for f in frames {
+                    self.ud_transmit(info, hw, f);
+                }
+            }
+            None => self.drop_count(DropReason::PathFailed, frames.len()),
+        }
+    }
+
+    fn cm_event(&mut self, now: Instant, e: &CmEvent) {
+        match e {
+            CmEvent::ConnectRequest { conn, req, .. } => self.on_cm_request(now, *conn, req),
+            CmEvent::Established {
+                conn,
+                qp,
+                private_data,
+            } => self.on_cm_established(now, *conn, qp, private_data),
+            CmEvent::Rejected {
+                conn,
+                reason,
+                private_data,
+                ..
+            } => self.on_cm_failed(now, *conn, Some(*reason), private_data),
+            CmEvent::TimedOut { conn, .. } => self.on_cm_failed(now, *conn, None, &[]),
+            CmEvent::Disconnected { conn, .. } => {
+                if let Some(c) = self.cm.conns.get_mut(conn) {
+                    c.state = ConnState::Closing;
+                }
+                self.unlink_conn(*conn);
+            }
+            CmEvent::TimeWaitExit { conn, .. } => self.forget_conn(now, *conn),
+            CmEvent::SidrRequest { .. } | CmEvent::SidrReply { .. } | CmEvent::SidrTimedOut { .. } => {}
+        }
+    }
+
+    /// A REQ to one of our service IDs (RFC 4755 §3.2, §3.3).
+    fn on_cm_request(&mut self, now: Instant, conn: ConnId, req: &ReqRepr) {
+        let pd = self.cm_private_data();
+        let reject = |s: &mut Interface, reason: RejReason| {
+            s.cm.commands.push_back(CmCommand::Reject {
+                conn,
+                reason,
+                private_data: pd.clone(),
+            });
+        };
+        let Some(cfg) = self.cm_cfg() else {
+            return reject(self, RejReason::InvalidServiceId);
+        };
+        let Ok(theirs) = IpoibCmPrivateDataRepr::parse(&req.private_data) else {
+            return reject(self, RejReason::ConsumerDefined);
+        };
+        let for_us = ipoib_cm_qpn(req.service_id).is_some_and(|(q, _)| q == self.cfg.qpn & 0xff_ffff);
+        if !for_us || self.link != Link::Up {
+            return reject(self, RejReason::InvalidServiceId);
+        }
+        let ours_ok = match req.transport_service_type {
+            TransportServiceType::Rc => cfg.rc,
+            TransportServiceType::Uc => cfg.uc,
+            _ => false,
+        };
+        if !ours_ok {
+            return reject(self, RejReason::InvalidTransportType);
+        }
+        // RFC 4755 §3.3: the sender's link-layer address from its GID and its UD QPN.
+        let flags = HwAddrFlags(match req.transport_service_type {
+            TransportServiceType::Uc => HwAddrFlags::UC.0,
+            _ => HwAddrFlags::RC.0,
+        });
+        let hw = HwAddr::new(flags, theirs.ud_qpn, req.primary_path.local_port_gid);
+        let k = key(&hw);
+        let mut shared = false;
+        if cfg.rules == PeerRules::Rfc4755 {
+            let outstanding = self.cm.peers.get(&k).is_some_and(|p| {
+                p.starting
+                    || p.tx.is_some_and(|c| {
+                        self.cm
+                            .conns
+                            .get(&c)
+                            .is_some_and(|c| c.state == ConnState::Connecting)
+                    })
+            });
+            if outstanding {
+                let local = HwAddr::new(HwAddrFlags::NONE, self.cfg.qpn, self.gid()).to_bytes();
+                let remote = HwAddr::new(HwAddrFlags::NONE, hw.qpn, hw.gid).to_bytes();
+                if local > remote {
+                    self.log(
+                        LogLevel::Info,
+                        format_args!("REQs crossed with {hw}: rejecting theirs (RFC 4755 §3.3)"),
+                    );
+                    return reject(self, RejReason::ConsumerDefined);
+                }
+                shared = true;
+            }
+        }
+        if !self.cm.peers.contains_key(&k) {
+            if self.cm.peers.len() >= cfg.max_peers {
+                return reject(self, RejReason::NoResources);
+            }
+            self.cm.peers.insert(
+                k,
+                Peer {
+                    hw,
+                    tx: None,
+                    starting: false,
+                    shared: None,
+                    spelling: cfg.spelling,
+                    tried_other: false,
+                    retry_at: None,
+                    queue: VecDeque::new(),
+                    path: None,
+                },
+            );
+        }
+        if shared {
+            if let Some(p) = self.cm.peers.get_mut(&k) {
+                p.shared = Some(conn);
+            }
+        }
+        self.cm.conns.insert(
+            conn,
+            Conn {
+                peer: k,
+                active: false,
+                state: ConnState::Connecting,
+                transport: req.transport_service_type,
+                service_id: req.service_id,
+                remote_receive_mtu: theirs.receive_mtu,
+                qpns: None,
+                last_used: now,
+                tx_packets: 0,
+                rx_packets: 0,
+            },
+        );
+        self.cm.commands.push_back(CmCommand::Accept {
+            conn,
+            private_data: pd,
+        });
+    }
+
+    fn on_cm_established(&mut self, now: Instant, conn: ConnId, qp: &QpProgram, pd: &[u8]) {
+        let Some(c) = self.cm.conns.get_mut(&conn) else {
+            return;
+        };
+        c.state = ConnState::Up;
+        c.last_used = now;
+        c.qpns = Some((qp.local_qpn, qp.remote_qpn));
+        if c.active {
+            match IpoibCmPrivateDataRepr::parse(pd) {
+                Ok(r) => c.remote_receive_mtu = r.receive_mtu,
+                // A REP without our private data: the peer is not IPoIB-CM (RFC 4755 §6).
+                Err(_) => {
+                    let k = c.peer;
+                    self.log(
+                        LogLevel::Warn,
+                        format_args!("REP without IPoIB-CM private data: releasing"),
+                    );
+                    self.peer_failed(now, k);
+                    return self.cm_release(now, conn);
+                }
+            }
+        }
+        let k = c.peer;
+        let mtu = self.cm.conns.get(&conn).map_or(0, |c| self.conn_mtu(c));
+        self.log(
+            LogLevel::Info,
+            format_args!("connection {conn:?} up, MTU {mtu}"),
+        );
+        if self.sending_conn(&k).is_some() {
+            let frames: Vec<Vec<u8>> = self
+                .cm
+                .peers
+                .get_mut(&k)
+                .map(|p| p.queue.drain(..).collect())
+                .unwrap_or_default();
+            for f in frames {
+                if let Some(s) = self.sending_conn(&k) {
+                    self.conn_send(now, s, f);
+                }
+            }
+        }
+    }
+
+    fn on_cm_failed(&mut self, now: Instant, conn: ConnId, reason: Option<RejReason>, _pd: &[u8]) {
+        let Some(c) = self.cm.conns.get_mut(&conn) else {
+            return;
+        };
+        c.state = ConnState::Closing;
+        let (k, active) = (c.peer, c.active);
+        self.unlink_conn(conn);
+        if !active {
+            return;
+        }
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        // A peer that reads the service ID the other way rejects with reason 8: try the other
+        // spelling once, and keep it for this peer if it works.
+        if reason == Some(RejReason::InvalidServiceId) && !p.tried_other {
+            p.tried_other = true;
+            p.spelling = match p.spelling {
+                IpoibCmSidForm::Linux => IpoibCmSidForm::Rfc,
+                IpoibCmSidForm::Rfc => IpoibCmSidForm::Linux,
+            };
+            let hw = p.hw;
+            self.log(
+                LogLevel::Info,
+                format_args!("{hw} rejected the service ID: trying the other spelling"),
+            );
+            return self.start_connect(now, k);
+        }
+        let (hw, shared) = (p.hw, p.shared);
+        // Lost the §3.3 crossing: the peer's connection, which we accepted, carries our traffic
+        // (its queue waits for it to be established, or goes now if it is).
+        if shared.is_some() {
+            if self.sending_conn(&k).is_some() {
+                self.peer_failed(now, k);
+                if let Some(p) = self.cm.peers.get_mut(&k) {
+                    p.retry_at = None;
+                }
+            }
+            return;
+        }
+        self.log(
+            LogLevel::Info,
+            format_args!("connection to {hw} failed ({reason:?}): UD for now"),
+        );
+        self.peer_failed(now, k);
+    }
+
+    /// The connection no longer carries traffic for its peer.
+    fn unlink_conn(&mut self, conn: ConnId) {
+        let Some(c) = self.cm.conns.get(&conn) else {
+            return;
+        };
+        if let Some(p) = self.cm.peers.get_mut(&c.peer) {
+            if p.tx == Some(conn) {
+                p.tx = None;
+            }
+            if p.shared == Some(conn) {
+                p.shared = None;
+            }
+        }
+    }
+
+    fn forget_conn(&mut self, _now: Instant, conn: ConnId) {
+        self.unlink_conn(conn);
+        let Some(c) = self.cm.conns.remove(&conn) else {
+            return;
+        };
+        // A peer with nothing left is forgotten, unless it is in its UD-only period or has
+        // frames waiting.
+        let idle = self.cm.peers.get(&c.peer).is_some_and(|p| {
+            p.tx.is_none()
+                && p.shared.is_none()
+                && !p.starting
+                && p.queue.is_empty()
+                && p.retry_at.is_none()
+        });
+        let in_use = self.cm.conns.values().any(|o| o.peer == c.peer);
+        if idle && !in_use {
+            self.cm.peers.remove(&c.peer);
+        }
+    }
+
+    /// Sends a DREQ for `conn` (if it got that far) and stops sending on it.
+    fn cm_release(&mut self, _now: Instant, conn: ConnId) {
+        self.unlink_conn(conn);
+        if let Some(c) = self.cm.conns.get_mut(&conn) {
+            if c.state != ConnState::Closing {
+                c.state = ConnState::Closing;
+                self.cm.commands.push_back(CmCommand::Disconnect { conn });
+            }
+        }
+    }
+
+    /// Every connection is released (link down, RFC 4755 §3.4 SHOULD); queued frames are lost.
+    pub(super) fn cm_teardown_all(&mut self, now: Instant) {
+        let ids: Vec<ConnId> = self.cm.conns.keys().copied().collect();
+        for id in ids {
+            self.cm_release(now, id);
+        }
+        let mut lost = 0;
+        for p in self.cm.peers.values_mut() {
+            lost += p.queue.len();
+            p.queue.clear();
+            p.path = None;
+        }
+        self.drop_count(DropReason::Flushed, lost);
+    }
+
+    /// The neighbour at `hw` was forgotten: release the connection we send to it on (RFC 4755
+    /// §3.4: MAY when the address resolution entry expires).
+    pub(super) fn cm_neighbour_gone(&mut self, now: Instant, hw: &HwAddr) {
+        let k = key(hw);
+        let Some(p) = self.cm.peers.get(&k) else {
+            return;
+        };
+        let ids: Vec<ConnId> = [p.tx, p.shared].into_iter().flatten().collect();
+        for id in ids {
+            self.cm_release(now, id);
+        }
+    }
+
+    /// Idle connections are released.
+    pub(super) fn cm_timeouts(&mut self, now: Instant) {
+        let Some(cfg) = self.cm_cfg() else {
+            return;
+        };
+        let idle: Vec<ConnId> = self
+            .cm
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.state == ConnState::Up && c.last_used.saturating_add(cfg.idle_timeout) <= now
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in idle {
+            self.log(LogLevel::Info, format_args!("connection {id:?} idle: releasing"));
+            self.cm_release(now, id);
+        }
+    }
+}
+
+/// ARP, RARP and ND frames: address resolution, which stays on UD (RFC 4755 §7).
+fn is_resolution(frame: &[u8]) -> bool {
+    match frame.get(..2) {
+        Some([0x08, 0x06]) | Some([0x80, 0x35]) => true,
+        Some([0x86, 0xdd]) => {
+            // IPv6 with next header ICMPv6 (58) and an ND type (133..=137, RFC 4861 §4).
+            frame.get(4 + 6) == Some(&58)
+                && frame
+                    .get(4 + 40)
+                    .is_some_and(|&t| ipoib_wire::ipoib::Icmpv6Type::from(t).is_nd())
+        }
+        _ => false,
+    }
+}
