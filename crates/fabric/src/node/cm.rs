@@ -273,7 +273,7 @@ pub fn disconnect(
 
 /// Creates a QP of `transport` on the configured port, moves it to Init with the P_Key index of
 /// `pkey` and posts its receives.
-fn new_qp(
+pub(crate) fn new_qp(
     hca: &mut Hca,
     cfg: &CmAppConfig,
     cq: CqId,

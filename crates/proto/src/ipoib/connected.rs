@@ -451,9 +451,7 @@ impl Interface {
         let Some(c) = self.cm_cfg() else {
             return false;
         };
-        c.mode == Mode::Connected
-            && self.transport_with(hw).is_some()
-            && !is_resolution(frame)
+        c.mode == Mode::Connected && self.transport_with(hw).is_some() && !is_resolution(frame)
     }
 
     fn transport_with(&self, hw: &HwAddr) -> Option<TransportServiceType> {
@@ -525,10 +523,12 @@ impl Interface {
     /// The connection we send to `k` on, if one is up.
     fn sending_conn(&self, k: &PeerKey) -> Option<ConnId> {
         let p = self.cm.peers.get(k)?;
-        [p.tx, p.shared]
-            .into_iter()
-            .flatten()
-            .find(|c| self.cm.conns.get(c).is_some_and(|c| c.state == ConnState::Up))
+        [p.tx, p.shared].into_iter().flatten().find(|c| {
+            self.cm
+                .conns
+                .get(c)
+                .is_some_and(|c| c.state == ConnState::Up)
+        })
     }
 
     fn conn_send(&mut self, now: Instant, conn: ConnId, frame: Vec<u8>) {
@@ -595,15 +595,21 @@ impl Interface {
             format_args!("connecting to {hw} (service ID {service_id:#018x})"),
         );
         let _ = now;
-        self.cm.commands.push_back(CmCommand::Connect { peer: hw, params });
+        self.cm
+            .commands
+            .push_back(CmCommand::Connect { peer: hw, params });
     }
 
     fn connect_started(&mut self, now: Instant, peer: HwAddr, conn: Option<ConnId>) {
         let k = key(&peer);
-        let transport = self.transport_with(&peer).unwrap_or(TransportServiceType::Rc);
+        let transport = self
+            .transport_with(&peer)
+            .unwrap_or(TransportServiceType::Rc);
         let Some(p) = self.cm.peers.get_mut(&k) else {
             if let Some(c) = conn {
-                self.cm.commands.push_back(CmCommand::Disconnect { conn: c });
+                self.cm
+                    .commands
+                    .push_back(CmCommand::Disconnect { conn: c });
             }
             return;
         };
@@ -685,7 +691,9 @@ impl Interface {
                 self.unlink_conn(*conn);
             }
             CmEvent::TimeWaitExit { conn, .. } => self.forget_conn(now, *conn),
-            CmEvent::SidrRequest { .. } | CmEvent::SidrReply { .. } | CmEvent::SidrTimedOut { .. } => {}
+            CmEvent::SidrRequest { .. }
+            | CmEvent::SidrReply { .. }
+            | CmEvent::SidrTimedOut { .. } => {}
         }
     }
 
@@ -705,7 +713,8 @@ impl Interface {
         let Ok(theirs) = IpoibCmPrivateDataRepr::parse(&req.private_data) else {
             return reject(self, RejReason::ConsumerDefined);
         };
-        let for_us = ipoib_cm_qpn(req.service_id).is_some_and(|(q, _)| q == self.cfg.qpn & 0xff_ffff);
+        let for_us =
+            ipoib_cm_qpn(req.service_id).is_some_and(|(q, _)| q == self.cfg.qpn & 0xff_ffff);
         if !for_us || self.link != Link::Up {
             return reject(self, RejReason::InvalidServiceId);
         }
@@ -972,7 +981,10 @@ impl Interface {
             .map(|(id, _)| *id)
             .collect();
         for id in idle {
-            self.log(LogLevel::Info, format_args!("connection {id:?} idle: releasing"));
+            self.log(
+                LogLevel::Info,
+                format_args!("connection {id:?} idle: releasing"),
+            );
             self.cm_release(now, id);
         }
     }

@@ -31,8 +31,8 @@ pub mod path;
 mod rx;
 mod state;
 pub mod timer;
-mod traps;
 mod too_big;
+mod traps;
 mod tx;
 
 #[cfg(test)]
@@ -427,9 +427,10 @@ impl Interface {
     /// the SA client's transaction IDs.
     pub fn new(mut cfg: InterfaceConfig, rng: Rng) -> Interface {
         if let Some(c) = cfg.connected.as_mut() {
-            c.receive_mtu = c
-                .receive_mtu
-                .clamp(ConnectedConfig::MIN_RECEIVE_MTU, ConnectedConfig::MAX_RECEIVE_MTU);
+            c.receive_mtu = c.receive_mtu.clamp(
+                ConnectedConfig::MIN_RECEIVE_MTU,
+                ConnectedConfig::MAX_RECEIVE_MTU,
+            );
             cfg.flags = c.flags();
         }
         let sa = SaClient::new(cfg.sa, rng.fork(1));
@@ -598,9 +599,7 @@ impl Interface {
             self.mc.next_deadline(),
             self.traps.next_deadline(),
             self.v6.next_deadline(),
-            self.cfg
-                .connected
-                .and_then(|c| self.cm.next_deadline(&c)),
+            self.cfg.connected.and_then(|c| self.cm.next_deadline(&c)),
         ] {
             next = timer::earliest(next, t);
         }

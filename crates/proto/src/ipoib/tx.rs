@@ -150,7 +150,12 @@ impl Interface {
                 }
                 super::neighbour::Due::Forgotten(_, hw) => {
                     let same = |o: &HwAddr| o.qpn == hw.qpn && o.gid == hw.gid;
-                    if !self.neigh.snapshot().iter().any(|n| n.hw.as_ref().is_some_and(same)) {
+                    if !self
+                        .neigh
+                        .snapshot()
+                        .iter()
+                        .any(|n| n.hw.as_ref().is_some_and(same))
+                    {
                         self.cm_neighbour_gone(now, &hw);
                     }
                 }

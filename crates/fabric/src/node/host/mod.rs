@@ -162,6 +162,11 @@ impl Host {
         self.servers.insert(u8::from(class), agent);
     }
 
+    /// The server of `class`, if one was named.
+    pub fn class_server(&self, class: MgmtClass) -> Option<AgentId> {
+        self.servers.get(&u8::from(class)).copied()
+    }
+
     /// Makes `agent` the receiver of requests of `class` with `method`, ahead of the class's
     /// server. This is how an SA client receives the SA's Reports (method 0x06, a request) while
     /// the SA server on the SM's host serves every other SubnAdm request (`ipoib_proto::sa`

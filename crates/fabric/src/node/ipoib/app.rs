@@ -118,6 +118,8 @@ pub struct IpoibApp {
     tx: FrameStats,
     rx: FrameStats,
     counters: AdapterCounters,
+    /// Connected mode (RFC 4755), when the interface has it.
+    cm: Option<super::connected::CmSide>,
 }
 
 impl std::fmt::Debug for IpoibApp {
@@ -173,6 +175,7 @@ impl IpoibApp {
         cfg.qpn = qpn;
         let v4 = cfg.ipv4.map(|c| c.addr);
         let pkey = cfg.pkey;
+        let cm_rng = rng.fork(0x434d);
         let iface = Interface::new(cfg, rng);
         let mut app = IpoibApp {
             agent: AgentId(usize::MAX),
@@ -194,12 +197,14 @@ impl IpoibApp {
             tx: FrameStats::default(),
             rx: FrameStats::default(),
             counters: AdapterCounters::default(),
+            cm: None,
         };
         app.pkey_index = hca
             .port(port)
             .and_then(|p| p.find_pkey_index(pkey))
             .unwrap_or(0);
         app.setup_qp(hca);
+        app.cm = super::connected::install(host, &iface, port, cm_rng);
         let agent = host.add_agent(iface);
         host.serve_method(MgmtClass::SubnAdm, Method::Report, agent);
         app.agent = agent;
@@ -298,6 +303,19 @@ impl IpoibApp {
     /// Adapter errors.
     pub fn counters(&self) -> AdapterCounters {
         self.counters
+    }
+
+    /// Connected-mode adapter errors (`None` without connected mode).
+    pub fn conn_counters(&self) -> Option<super::ConnCounters> {
+        self.cm.as_ref().map(|c| c.counters)
+    }
+
+    /// The connections' QPs: (connection, QPN, established).
+    pub fn conn_qps(&self) -> Vec<(ipoib_proto::cm::ConnId, Qpn, bool)> {
+        self.cm
+            .as_ref()
+            .map(|c| c.qps().collect())
+            .unwrap_or_default()
     }
 
     /// Multicast groups the QP is attached to: (MGID, MLID).
@@ -524,6 +542,9 @@ impl IpoibApp {
 impl App for IpoibApp {
     fn on_completion(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
         if c.qpn != self.qpn {
+            if let Some(cm) = self.cm.as_mut().filter(|cm| cm.owns_qp(c.qpn)) {
+                cm.on_completion(now, c, self.agent, ctx.hca, ctx.agents);
+            }
             return;
         }
         match c.opcode {
@@ -577,6 +598,9 @@ impl App for IpoibApp {
             while let Some(t) = iface.poll_transmit(now) {
                 moved = true;
                 self.post(ctx.hca, t);
+            }
+            if let Some(cm) = self.cm.as_mut() {
+                moved |= cm.pump(now, self.agent, self.cq, ctx.hca, ctx.agents);
             }
             if !moved {
                 return;

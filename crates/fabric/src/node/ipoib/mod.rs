@@ -10,10 +10,12 @@
 //! verbs and back); it is deterministic and never panics on network input.
 
 mod app;
+mod connected;
 pub mod frames;
 
 pub use app::{
     AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, MAX_RECV_DEPTH, MIN_RECV_DEPTH, RECV_BUF,
     RECV_DEPTH, RESOLUTIONS_KEEP,
 };
+pub use connected::{ConnCounters, CONN_RECV_DEPTH};
 pub use frames::{FrameStats, Resolution, ResolutionKind};
