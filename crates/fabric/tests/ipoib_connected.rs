@@ -5,7 +5,10 @@
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
-use ipoib_proto::ipoib::{ConnState, ConnectedConfig, DropReason, InterfaceConfig, Mode};
+use ipoib_proto::ipoib::{
+    ConnState, ConnectedConfig, DropReason, InterfaceConfig, Mode, PeerRules,
+};
+use ipoib_wire::private_data::service_id::IpoibCmSidForm;
 use std::time::Duration;
 
 fn connected(_i: usize, c: &mut InterfaceConfig) {
@@ -92,4 +95,187 @@ fn datagram_mode_answers_too_big() {
         "{c:?}"
     );
     assert_eq!(app(&net, 1).ip().udp_received().len(), 1);
+}
+
+/// Datagram mode at first; both hosts ping each other over UD (neighbours and paths resolved),
+/// then connected mode is switched on everywhere.
+fn resolved_then_connected(
+    n: usize,
+    seed: u64,
+    configure: fn(usize, &mut InterfaceConfig),
+) -> Subnet {
+    let mut net = net(n, seed, configure);
+    for i in 0..n {
+        net.with_interface(i, |f, now| f.set_mode(now, Mode::Datagram).unwrap());
+    }
+    let sent = ping_pairs(&mut net, &all_pairs(n), v4, Duration::from_secs(2));
+    assert!(sent.iter().all(|&s| rtt(&net, s).is_some()), "pings over UD");
+    for i in 0..n {
+        assert!(net.interface(i).unwrap().connections().is_empty());
+        net.with_interface(i, |f, now| f.set_mode(now, Mode::Connected).unwrap());
+    }
+    net
+}
+
+/// The established connections of host `i`: (active, sends).
+fn up_conns(net: &Subnet, i: usize) -> Vec<(bool, bool)> {
+    net.interface(i)
+        .unwrap()
+        .connections()
+        .iter()
+        .filter(|c| c.state == ConnState::Up)
+        .map(|c| (c.active, c.sends))
+        .collect()
+}
+
+// RFC 4755 §3.3: REQs that cross end in one connection; the side with the smaller link-layer
+// address accepts, the other's REQ is rejected with Consumer Reject, and the one connection
+// carries traffic both ways.
+#[test]
+fn crossing_reqs_end_in_one_connection() {
+    let seed = seed(43);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    // Both send at the same virtual instant: the REQs cross on the wire.
+    let (d0, d1) = (v4(&net, 0), v4(&net, 1));
+    let now_sent = |net: &mut Subnet, a: usize, dst| {
+        net.with_ipoib(a, |app, _| app.ip_mut().send_udp(1, dst, 2, &[7u8; 3000]))
+            .unwrap()
+            .unwrap()
+    };
+    now_sent(&mut net, 0, d1);
+    now_sent(&mut net, 1, d0);
+    run(&mut net, Duration::from_secs(1));
+    for i in 0..2 {
+        assert_eq!(app(&net, i).ip().udp_received().len(), 1, "host {i} got its datagram");
+        assert_eq!(up_conns(&net, i).len(), 1, "host {i}: one connection");
+        assert!(up_conns(&net, i)[0].1, "host {i} sends on it");
+    }
+    // One side accepted (passive), the other opened it (active).
+    let actives: usize = (0..2).map(|i| up_conns(&net, i).iter().filter(|c| c.0).count()).sum();
+    assert_eq!(actives, 1);
+    let smaller = (0..2)
+        .min_by_key(|&i| {
+            let h = net.interface(i).unwrap().hw_addr();
+            ipoib_wire::ipoib::HwAddr::new(Default::default(), h.qpn, h.gid).to_bytes()
+        })
+        .unwrap();
+    assert!(!up_conns(&net, smaller)[0].0, "the smaller address accepted");
+    let larger = 1 - smaller;
+    assert!(
+        app(&net, larger).log().any(|l| l.2.contains("REQs crossed")),
+        "the larger address rejected the crossing REQ"
+    );
+    // Both datagrams of a second round travel on the one connection.
+    now_sent(&mut net, 0, d1);
+    now_sent(&mut net, 1, d0);
+    run(&mut net, Duration::from_millis(100));
+    for i in 0..2 {
+        assert_eq!(app(&net, i).ip().udp_received().len(), 2);
+        assert_eq!(up_conns(&net, i).len(), 1);
+    }
+}
+
+/// Host 0 runs RFC 4755 rules (trying `spelling` first), host 1 a Linux-style peer: it accepts
+/// every REQ, keeps one connection per direction and listens on the 0x10 spelling only.
+fn with_linux_peer(seed: u64, rfc_first: bool) -> Subnet {
+    let configure: fn(usize, &mut InterfaceConfig) = if rfc_first {
+        |i, c| {
+            let mut cc = ConnectedConfig::rc();
+            if i == 0 {
+                cc.spelling = IpoibCmSidForm::Rfc;
+            } else {
+                cc.rules = PeerRules::Linux;
+            }
+            c.connected = Some(cc);
+        }
+    } else {
+        |i, c| {
+            let mut cc = ConnectedConfig::rc();
+            if i == 1 {
+                cc.rules = PeerRules::Linux;
+            }
+            c.connected = Some(cc);
+        }
+    };
+    resolved_then_connected(2, seed, configure)
+}
+
+// docs/DEPLOYED.md "Linux IPoIB": a Linux peer opens its own connection to send, while ours
+// exists; we accept it, and each side sends on the connection it opened.
+#[test]
+fn linux_style_peer_one_connection_per_direction() {
+    let seed = seed(44);
+    let _g = SeedGuard(seed);
+    let mut net = with_linux_peer(seed, false);
+    udp(&mut net, 0, 1, 30_000);
+    run(&mut net, Duration::from_millis(100));
+    udp(&mut net, 1, 0, 30_000);
+    run(&mut net, Duration::from_millis(100));
+    for i in 0..2 {
+        assert_eq!(app(&net, i).ip().udp_received().len(), 1, "host {i}");
+        let mut c = up_conns(&net, i);
+        c.sort();
+        // (passive, receive only) and (active, sends).
+        assert_eq!(c, vec![(false, false), (true, true)], "host {i}");
+    }
+    // At once from both sides now that both connections exist: each uses its own.
+    udp(&mut net, 0, 1, 60_000);
+    udp(&mut net, 1, 0, 60_000);
+    run(&mut net, Duration::from_millis(100));
+    for i in 0..2 {
+        assert_eq!(app(&net, i).ip().udp_received().len(), 2, "host {i}");
+        assert_eq!(up_conns(&net, i).len(), 2);
+    }
+}
+
+// RFC 4755 §3.3 against a peer that does not apply it: whichever side wins, both datagrams
+// arrive and no side ends with more than one connection per direction.
+#[test]
+fn crossing_with_a_linux_style_peer() {
+    for s in seeds([45, 46, 47]) {
+        let _g = SeedGuard(s);
+        let mut net = with_linux_peer(s, false);
+        udp(&mut net, 0, 1, 1000);
+        udp(&mut net, 1, 0, 1000);
+        run(&mut net, Duration::from_secs(3));
+        udp(&mut net, 0, 1, 1000);
+        udp(&mut net, 1, 0, 1000);
+        run(&mut net, Duration::from_secs(3));
+        for i in 0..2 {
+            assert_eq!(app(&net, i).ip().udp_received().len(), 2, "seed {s} host {i}");
+            assert!(up_conns(&net, i).len() <= 2, "seed {s} host {i}");
+        }
+    }
+}
+
+// RFC 4755 §3.5 and docs/DEPLOYED.md: a peer that only listens on Linux's 0x10 spelling rejects
+// the RFC-literal one with REJ reason 8; we try the other at once and remember it.
+#[test]
+fn rejected_spelling_is_retried_and_remembered() {
+    let seed = seed(48);
+    let _g = SeedGuard(seed);
+    let mut net = with_linux_peer(seed, true);
+    udp(&mut net, 0, 1, 20_000);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 1, "delivered after the retry");
+    let conns = net.interface(0).unwrap().connections();
+    let up: Vec<_> = conns.iter().filter(|c| c.state == ConnState::Up).collect();
+    assert_eq!(up.len(), 1);
+    assert_eq!(up[0].service_id >> 56, 0x10, "the spelling that worked");
+    assert!(
+        app(&net, 0).log().any(|l| l.2.contains("other spelling")),
+        "the REJ 8 was seen"
+    );
+    // Connections go (datagram mode), come back: straight to the spelling that worked.
+    net.with_interface(0, |f, now| f.set_mode(now, Mode::Datagram).unwrap());
+    run(&mut net, Duration::from_secs(1));
+    assert!(up_conns(&net, 0).iter().all(|c| !c.0), "ours released");
+    net.with_interface(0, |f, now| f.set_mode(now, Mode::Connected).unwrap());
+    let before = app(&net, 0).log().filter(|l| l.2.contains("other spelling")).count();
+    udp(&mut net, 0, 1, 20_000);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 2);
+    let after = app(&net, 0).log().filter(|l| l.2.contains("other spelling")).count();
+    assert_eq!(before, after, "no second REJ 8");
 }

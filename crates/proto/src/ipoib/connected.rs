@@ -277,9 +277,26 @@ pub(super) struct Connected {
     conns: BTreeMap<ConnId, Conn>,
     commands: VecDeque<CmCommand>,
     out: VecDeque<ConnTransmit>,
+    /// The service-ID spelling that last worked with a peer, kept after its connections are
+    /// gone (at most `max_peers`; the oldest entry makes room).
+    spellings: BTreeMap<PeerKey, (Instant, IpoibCmSidForm)>,
 }
 
 impl Connected {
+    fn spelling_for(&self, k: &PeerKey, default: IpoibCmSidForm) -> IpoibCmSidForm {
+        self.spellings.get(k).map_or(default, |s| s.1)
+    }
+
+    fn remember_spelling(&mut self, now: Instant, k: PeerKey, s: IpoibCmSidForm, max: usize) {
+        if !self.spellings.contains_key(&k) && self.spellings.len() >= max.max(1) {
+            let oldest = self.spellings.iter().min_by_key(|(_, v)| v.0).map(|(k, _)| *k);
+            if let Some(o) = oldest {
+                self.spellings.remove(&o);
+            }
+        }
+        self.spellings.insert(k, (now, s));
+    }
+
     pub(super) fn next_deadline(&self, cfg: &ConnectedConfig) -> Option<Instant> {
         self.conns
             .values()
@@ -488,7 +505,7 @@ impl Interface {
                     tx: None,
                     starting: false,
                     shared: None,
-                    spelling: cfg.spelling,
+                    spelling: self.cm.spelling_for(&k, cfg.spelling),
                     tried_other: false,
                     retry_at: None,
                     queue: VecDeque::new(),
@@ -650,7 +667,6 @@ impl Interface {
         };
         p.retry_at = Some(now.saturating_add(cfg.retry_after));
         p.tried_other = false;
-        p.spelling = cfg.spelling;
         let frames: Vec<Vec<u8>> = p.queue.drain(..).collect();
         let (hw, path) = (p.hw, p.path);
         if let Some(conn) = self.sending_conn(&k) {
@@ -768,7 +784,7 @@ impl Interface {
                     tx: None,
                     starting: false,
                     shared: None,
-                    spelling: cfg.spelling,
+                    spelling: self.cm.spelling_for(&k, cfg.spelling),
                     tried_other: false,
                     retry_at: None,
                     queue: VecDeque::new(),
@@ -809,6 +825,13 @@ impl Interface {
         c.state = ConnState::Up;
         c.last_used = now;
         c.qpns = Some((qp.local_qpn, qp.remote_qpn));
+        if let (true, Some((_, form))) = (c.active, ipoib_cm_qpn(c.service_id)) {
+            let (k, max) = (c.peer, self.cm_cfg().map_or(1, |x| x.max_peers));
+            self.cm.remember_spelling(now, k, form, max);
+        }
+        let Some(c) = self.cm.conns.get_mut(&conn) else {
+            return;
+        };
         if c.active {
             match IpoibCmPrivateDataRepr::parse(pd) {
                 Ok(r) => c.remote_receive_mtu = r.receive_mtu,
