@@ -109,7 +109,10 @@ fn resolved_then_connected(
         net.with_interface(i, |f, now| f.set_mode(now, Mode::Datagram).unwrap());
     }
     let sent = ping_pairs(&mut net, &all_pairs(n), v4, Duration::from_secs(2));
-    assert!(sent.iter().all(|&s| rtt(&net, s).is_some()), "pings over UD");
+    assert!(
+        sent.iter().all(|&s| rtt(&net, s).is_some()),
+        "pings over UD"
+    );
     for i in 0..n {
         assert!(net.interface(i).unwrap().connections().is_empty());
         net.with_interface(i, |f, now| f.set_mode(now, Mode::Connected).unwrap());
@@ -147,12 +150,18 @@ fn crossing_reqs_end_in_one_connection() {
     now_sent(&mut net, 1, d0);
     run(&mut net, Duration::from_secs(1));
     for i in 0..2 {
-        assert_eq!(app(&net, i).ip().udp_received().len(), 1, "host {i} got its datagram");
+        assert_eq!(
+            app(&net, i).ip().udp_received().len(),
+            1,
+            "host {i} got its datagram"
+        );
         assert_eq!(up_conns(&net, i).len(), 1, "host {i}: one connection");
         assert!(up_conns(&net, i)[0].1, "host {i} sends on it");
     }
     // One side accepted (passive), the other opened it (active).
-    let actives: usize = (0..2).map(|i| up_conns(&net, i).iter().filter(|c| c.0).count()).sum();
+    let actives: usize = (0..2)
+        .map(|i| up_conns(&net, i).iter().filter(|c| c.0).count())
+        .sum();
     assert_eq!(actives, 1);
     let smaller = (0..2)
         .min_by_key(|&i| {
@@ -160,10 +169,15 @@ fn crossing_reqs_end_in_one_connection() {
             ipoib_wire::ipoib::HwAddr::new(Default::default(), h.qpn, h.gid).to_bytes()
         })
         .unwrap();
-    assert!(!up_conns(&net, smaller)[0].0, "the smaller address accepted");
+    assert!(
+        !up_conns(&net, smaller)[0].0,
+        "the smaller address accepted"
+    );
     let larger = 1 - smaller;
     assert!(
-        app(&net, larger).log().any(|l| l.2.contains("REQs crossed")),
+        app(&net, larger)
+            .log()
+            .any(|l| l.2.contains("REQs crossed")),
         "the larger address rejected the crossing REQ"
     );
     // Both datagrams of a second round travel on the one connection.
@@ -243,7 +257,11 @@ fn crossing_with_a_linux_style_peer() {
         udp(&mut net, 1, 0, 1000);
         run(&mut net, Duration::from_secs(3));
         for i in 0..2 {
-            assert_eq!(app(&net, i).ip().udp_received().len(), 2, "seed {s} host {i}");
+            assert_eq!(
+                app(&net, i).ip().udp_received().len(),
+                2,
+                "seed {s} host {i}"
+            );
             assert!(up_conns(&net, i).len() <= 2, "seed {s} host {i}");
         }
     }
@@ -258,7 +276,11 @@ fn rejected_spelling_is_retried_and_remembered() {
     let mut net = with_linux_peer(seed, true);
     udp(&mut net, 0, 1, 20_000);
     run(&mut net, Duration::from_millis(100));
-    assert_eq!(app(&net, 1).ip().udp_received().len(), 1, "delivered after the retry");
+    assert_eq!(
+        app(&net, 1).ip().udp_received().len(),
+        1,
+        "delivered after the retry"
+    );
     let conns = net.interface(0).unwrap().connections();
     let up: Vec<_> = conns.iter().filter(|c| c.state == ConnState::Up).collect();
     assert_eq!(up.len(), 1);
@@ -272,10 +294,16 @@ fn rejected_spelling_is_retried_and_remembered() {
     run(&mut net, Duration::from_secs(1));
     assert!(up_conns(&net, 0).iter().all(|c| !c.0), "ours released");
     net.with_interface(0, |f, now| f.set_mode(now, Mode::Connected).unwrap());
-    let before = app(&net, 0).log().filter(|l| l.2.contains("other spelling")).count();
+    let before = app(&net, 0)
+        .log()
+        .filter(|l| l.2.contains("other spelling"))
+        .count();
     udp(&mut net, 0, 1, 20_000);
     run(&mut net, Duration::from_millis(100));
     assert_eq!(app(&net, 1).ip().udp_received().len(), 2);
-    let after = app(&net, 0).log().filter(|l| l.2.contains("other spelling")).count();
+    let after = app(&net, 0)
+        .log()
+        .filter(|l| l.2.contains("other spelling"))
+        .count();
     assert_eq!(before, after, "no second REJ 8");
 }

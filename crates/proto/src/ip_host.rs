@@ -246,7 +246,10 @@ impl IpHost {
         payload: &[u8],
     ) -> Result<(), IpError> {
         let src = self.source_for(dst)?;
-        if payload.len() + UDP_HEADER_LEN + 40 > usize::from(u16::MAX) {
+        // IPv4's Total Length counts its 20-byte header (RFC 791); IPv6's Payload Length does not
+        // count its 40 (RFC 8200 §3).
+        let header = if dst.is_ipv4() { 20 } else { 0 };
+        if payload.len() + UDP_HEADER_LEN + header > usize::from(u16::MAX) {
             return Err(IpError::TooLong);
         }
         let hops = if dst.is_multicast() {

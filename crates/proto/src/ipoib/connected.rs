@@ -280,6 +280,9 @@ pub(super) struct Connected {
     /// The service-ID spelling that last worked with a peer, kept after its connections are
     /// gone (at most `max_peers`; the oldest entry makes room).
     spellings: BTreeMap<PeerKey, (Instant, IpoibCmSidForm)>,
+    /// When the idle connections are next looked for: set when a connection comes up, moved on
+    /// by each look (one scan per idle period, not one per event).
+    idle_check: Option<Instant>,
 }
 
 impl Connected {
@@ -289,7 +292,11 @@ impl Connected {
 
     fn remember_spelling(&mut self, now: Instant, k: PeerKey, s: IpoibCmSidForm, max: usize) {
         if !self.spellings.contains_key(&k) && self.spellings.len() >= max.max(1) {
-            let oldest = self.spellings.iter().min_by_key(|(_, v)| v.0).map(|(k, _)| *k);
+            let oldest = self
+                .spellings
+                .iter()
+                .min_by_key(|(_, v)| v.0)
+                .map(|(k, _)| *k);
             if let Some(o) = oldest {
                 self.spellings.remove(&o);
             }
@@ -297,12 +304,8 @@ impl Connected {
         self.spellings.insert(k, (now, s));
     }
 
-    pub(super) fn next_deadline(&self, cfg: &ConnectedConfig) -> Option<Instant> {
-        self.conns
-            .values()
-            .filter(|c| c.state == ConnState::Up)
-            .map(|c| c.last_used.saturating_add(cfg.idle_timeout))
-            .min()
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.idle_check
     }
 }
 
@@ -825,6 +828,13 @@ impl Interface {
         c.state = ConnState::Up;
         c.last_used = now;
         c.qpns = Some((qp.local_qpn, qp.remote_qpn));
+        if self.cm.idle_check.is_none() {
+            let idle = self.cm_cfg().map_or(Duration::MAX, |x| x.idle_timeout);
+            self.cm.idle_check = Some(now.saturating_add(idle));
+        }
+        let Some(c) = self.cm.conns.get_mut(&conn) else {
+            return;
+        };
         if let (true, Some((_, form))) = (c.active, ipoib_cm_qpn(c.service_id)) {
             let (k, max) = (c.peer, self.cm_cfg().map_or(1, |x| x.max_peers));
             self.cm.remember_spelling(now, k, form, max);
@@ -994,6 +1004,18 @@ impl Interface {
         let Some(cfg) = self.cm_cfg() else {
             return;
         };
+        if self.cm.idle_check.is_none_or(|t| now < t) {
+            return;
+        }
+        self.cm.idle_check = self
+            .cm
+            .conns
+            .values()
+            .filter(|c| {
+                c.state == ConnState::Up && c.last_used.saturating_add(cfg.idle_timeout) > now
+            })
+            .map(|c| c.last_used.saturating_add(cfg.idle_timeout))
+            .min();
         let idle: Vec<ConnId> = self
             .cm
             .conns

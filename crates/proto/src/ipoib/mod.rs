@@ -599,7 +599,7 @@ impl Interface {
             self.mc.next_deadline(),
             self.traps.next_deadline(),
             self.v6.next_deadline(),
-            self.cfg.connected.and_then(|c| self.cm.next_deadline(&c)),
+            self.cm.next_deadline(),
         ] {
             next = timer::earliest(next, t);
         }
