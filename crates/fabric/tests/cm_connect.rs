@@ -5,29 +5,19 @@
 //! capture holds the CM exchange; tshark (Debian's 4.0) reads it as the same messages.
 
 use ipoib_fabric::hw::link::Fault;
-use ipoib_fabric::hw::sim::{NodeId, Simulator};
-use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::hw::verbs::QpState;
-use ipoib_fabric::node::cm::{self, CmApp, CmAppConfig, CmHandle, LinkState};
-use ipoib_fabric::node::host::Host;
-use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
-use ipoib_fabric::testing::{at, seed, seeds, SeedGuard};
+use ipoib_fabric::node::cm::{self, CmApp, CmHandle, LinkState};
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::cm::{cm_app as app, cm_mads, num, pair, run_until, sendings};
+use ipoib_fabric::testing::cm::{tshark, tshark_fields as fields, tshark_malformed};
+use ipoib_fabric::testing::cm::{with_host, Pair, A, B};
+use ipoib_fabric::testing::{seed, seeds, SeedGuard};
 use ipoib_proto::cm::{Cm, CmEvent, ConnId, ConnectParams};
-use ipoib_wire::cm::{attr, CmMessage, RejReason};
-use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, MAD_HEADER_LEN};
-use ipoib_wire::packet::Packet;
-use ipoib_wire::pcap::CaptureReader;
-use ipoib_wire::sa::{pr_mask, PathRecordRepr, SaAttribute, SaMadRepr};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use ipoib_wire::cm::{attr, RejReason};
+use ipoib_wire::mad::Method;
 use std::time::Duration;
 
 const SID: u64 = 0x1000_0000_0000_0048;
-const A: usize = 1;
-const B: usize = 2;
-
-/// A CM message seen on the wire: (attribute ID, TID, local comm ID, remote comm ID, SLID, DLID).
-type Seen = (u16, u64, u32, u32, u16, u16);
 
 struct Run {
     net: Subnet,
@@ -35,41 +25,6 @@ struct Run {
     b: CmHandle,
     conn_a: ConnId,
     conn_b: ConnId,
-}
-
-fn with_host<R>(
-    net: &mut Subnet,
-    i: usize,
-    f: impl FnOnce(&mut Host, ipoib_fabric::Instant) -> R,
-) -> R {
-    let node = net.host(i).node;
-    net.sim_mut()
-        .with_node::<Host, _>(node, |h, now, _| f(h, now))
-        .expect("a host")
-}
-
-fn app(net: &Subnet, i: usize, h: CmHandle) -> &CmApp {
-    net.host_device(i).app::<CmApp>(h.app).expect("the CM app")
-}
-
-/// Host `i`'s CM application, read from the simulator (for `run_while_not` predicates).
-fn app_in(sim: &Simulator, node: NodeId, h: CmHandle) -> &CmApp {
-    sim.node::<Host>(node)
-        .and_then(|x| x.app::<CmApp>(h.app))
-        .expect("the CM app")
-}
-
-/// Runs until `done` holds for the CM applications of A and B, at most `limit` of virtual time.
-fn run_until(
-    net: &mut Subnet,
-    (a, b): (CmHandle, CmHandle),
-    limit: Duration,
-    done: impl Fn(&CmApp, &CmApp) -> bool,
-) -> bool {
-    let (na, nb) = (net.host(A).node, net.host(B).node);
-    let deadline = net.sim().now() + limit;
-    net.sim_mut()
-        .run_while_not(deadline, |sim| done(app_in(sim, na, a), app_in(sim, nb, b)))
 }
 
 fn link(net: &Subnet, i: usize, h: CmHandle, c: ConnId) -> cm::Connection {
@@ -80,49 +35,19 @@ fn qp_state(net: &Subnet, i: usize, qpn: u32) -> Option<QpState> {
     net.host_device(i).hca().qp_info(qpn).map(|q| q.state)
 }
 
-/// Builds a 3-host subnet (host 0 runs the SM) with capture on, installs the CM on hosts A and B
-/// (B accepting when `accept`), B listens on [`SID`], and A asks the SA for the path to B; returns
-/// A's connect parameters over that path.
+/// A 3-host subnet (host 0 runs the SM) with capture on and the CM on hosts A and B (B accepting
+/// when `accept`); B listens on [`SID`]; returns A's connect parameters over its path to B.
 fn setup(seed: u64, accept: bool) -> (Subnet, CmHandle, CmHandle, ConnectParams) {
-    let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
-    opts.capture = true;
-    let mut net = Subnet::build(opts).unwrap();
-    assert!(net.run_until_joined(at(10)), "subnet up");
-    let mut handles = Vec::new();
-    for i in [A, B] {
-        let rng = net.sim().fork_rng(0xc0 + i as u64);
-        let port = net.host(i).port;
-        handles.push(with_host(&mut net, i, |h, _| {
-            let cfg = CmAppConfig {
-                accept: accept || i == A,
-                ..CmAppConfig::new(port)
-            };
-            cm::install(h, cfg, rng)
-        }));
-    }
-    let (a, b) = (handles[0], handles[1]);
+    let Pair {
+        mut net,
+        a,
+        b,
+        path,
+    } = pair(seed, |i, _, app| app.accept = accept || i == A);
     with_host(&mut net, B, |h, _| cm::listen(h, b, SID, u64::MAX).unwrap());
-    let query = PathRecordRepr {
-        sgid: net.gid(A),
-        dgid: net.gid(B),
-        ..PathRecordRepr::default()
-    };
-    let m = SaMadRepr::request(
-        Method::Get,
-        0,
-        pr_mask::SGID | pr_mask::DGID,
-        SaAttribute::PathRecord(query),
-    );
-    let resp = net
-        .sa_call(A, m, Duration::from_secs(5))
-        .expect("a PathRecord");
-    let Some(SaAttribute::PathRecord(pr)) = resp.attribute else {
-        panic!("GetResp(PathRecord): {resp:?}");
-    };
-    assert_eq!((pr.slid, pr.dlid), (net.lid(A), net.lid(B)));
     let params = ConnectParams {
         retry_count: 7,
-        ..ConnectParams::over_path(&pr, 0, SID, 0, 0x00_1234)
+        ..ConnectParams::over_path(&path, 0, SID, 0, 0x00_1234)
     };
     (net, a, b, params)
 }
@@ -158,40 +83,6 @@ fn connected(seed: u64, faults: Vec<Fault>) -> Run {
         conn_a,
         conn_b,
     }
-}
-
-/// Every CM MAD the capture holds with good CRCs, in order, with the LIDs it went between (a
-/// packet a `Corrupt` fault damaged is left out: the receiving HCA drops it too).
-fn cm_mads(pcap: &[u8]) -> Vec<Seen> {
-    let mut out = Vec::new();
-    for p in CaptureReader::read_all(pcap).unwrap() {
-        let Ok(pkt) = Packet::parse(&p.data) else {
-            continue;
-        };
-        if !pkt.crc_ok() || pkt.bth.map(|b| b.dest_qp) != Some(1) {
-            continue;
-        }
-        let Ok(h) = MadHeaderRepr::parse_bytes(pkt.payload) else {
-            continue;
-        };
-        if h.mgmt_class != MgmtClass::ComMgt {
-            continue;
-        }
-        let body = &pkt.payload[MAD_HEADER_LEN..];
-        let (local, remote) = match CmMessage::parse(h.attribute_id, body) {
-            Ok(CmMessage::Req(r)) => (r.local_comm_id, 0),
-            Ok(CmMessage::Rep(r)) => (r.local_comm_id, r.remote_comm_id),
-            Ok(CmMessage::Rtu(r)) => (r.local_comm_id, r.remote_comm_id),
-            Ok(CmMessage::Dreq(r)) => (r.local_comm_id, r.remote_comm_id),
-            Ok(CmMessage::Drep(r)) => (r.local_comm_id, r.remote_comm_id),
-            Ok(CmMessage::Rej(r)) => (r.local_comm_id, r.remote_comm_id),
-            Ok(CmMessage::Mra(r)) => (r.local_comm_id, r.remote_comm_id),
-            _ => (0, 0),
-        };
-        let (slid, dlid) = (pkt.lrh.slid, pkt.lrh.dlid);
-        out.push((h.attribute_id, h.transaction_id, local, remote, slid, dlid));
-    }
-    out
 }
 
 // IBA 1 §12.9: REQ, REP, RTU establish an RC connection between two hosts of the subnet, each
@@ -286,72 +177,36 @@ fn two_hosts_connect_exchange_and_disconnect() {
     // between the two hosts' LIDs, with the IDs the agents hold.
     let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
     let seen = cm_mads(&pcap);
-    let mut once = seen.clone();
-    once.dedup();
+    let once = sendings(&seen);
     assert_eq!(
         seen.len(),
         2 * once.len(),
         "each CM MAD on two links: {seen:?}"
     );
-    let names: Vec<u16> = once.iter().map(|s| s.0).collect();
+    let names: Vec<u16> = once.iter().map(|s| s.attr).collect();
     assert_eq!(
         names,
         [attr::REQ, attr::REP, attr::RTU, attr::DREQ, attr::DREP]
     );
     let (id_a, id_b) = (conn_a.0, conn_b.0);
     let (lid_a, lid_b) = (net.lid(A), net.lid(B));
-    assert_eq!((once[0].2, once[0].4, once[0].5), (id_a, lid_a, lid_b));
-    assert_eq!((once[1].2, once[1].3, once[1].4), (id_b, id_a, lid_b));
-    assert_eq!((once[2].2, once[2].3, once[2].4), (id_a, id_b, lid_a));
-    assert_eq!((once[3].2, once[3].3, once[3].4), (id_a, id_b, lid_a));
-    assert_eq!((once[4].2, once[4].3, once[4].4), (id_b, id_a, lid_b));
+    let ids = |m: &ipoib_fabric::testing::cm::CmMad| (m.local, m.remote, m.slid);
+    assert_eq!(
+        (once[0].local, once[0].slid, once[0].dlid),
+        (id_a, lid_a, lid_b)
+    );
+    assert_eq!(ids(&once[1]), (id_b, id_a, lid_b));
+    assert_eq!(ids(&once[2]), (id_a, id_b, lid_a));
+    assert_eq!(ids(&once[3]), (id_a, id_b, lid_a));
+    assert_eq!(ids(&once[4]), (id_b, id_a, lid_b));
     // IBA 1 §13.4.6.2: REP and RTU carry the REQ's TID and the DREP the DREQ's. A's DREQ has
     // A's TID for this connection, the REQ's (Linux `cm_form_tid`: the MAD agent's high half
     // above the local communication ID).
-    assert_eq!(once[1].1, once[0].1);
-    assert_eq!(once[2].1, once[0].1);
-    assert_eq!(once[4].1, once[3].1);
-    assert_eq!(once[3].1, once[0].1);
-    assert_eq!(once[0].1 & 0xffff_ffff, u64::from(id_a));
-}
-
-fn tshark() -> Option<PathBuf> {
-    let dirs = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&dirs)
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join("tshark"))
-        .find(|p| p.is_file())
-}
-
-/// tshark's `-T fields` lines for `filter`.
-fn fields(tshark: &Path, pcap: &Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut cmd = Command::new(tshark);
-    cmd.arg("-n")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-Y", filter, "-T", "fields", "-E", "occurrence=f"])
-        .env("HOME", std::env::temp_dir());
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect()
-}
-
-fn num(s: &str) -> u64 {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).unwrap(),
-        None => s.parse().unwrap(),
-    }
+    assert_eq!(once[1].tid, once[0].tid);
+    assert_eq!(once[2].tid, once[0].tid);
+    assert_eq!(once[4].tid, once[3].tid);
+    assert_eq!(once[3].tid, once[0].tid);
+    assert_eq!(once[0].tid & 0xffff_ffff, u64::from(id_a));
 }
 
 // tshark, an independent dissector, reads the captured CM exchange as the same messages: the
@@ -394,16 +249,12 @@ fn tshark_reads_the_captured_cm_exchange() {
             "infiniband.cm.drsp.remotecommid",
         ],
     );
-    let malformed = fields(
-        &tshark,
-        &path,
-        "_ws.malformed || _ws.expert.severity >= 8388608",
-        &["frame.number"],
-    );
+    let malformed = tshark_malformed(&tshark, &path);
     let _ = std::fs::remove_file(&path);
     assert!(malformed.is_empty(), "tshark flags frames {malformed:?}");
     assert_eq!(rows.len(), ours.len(), "tshark sees every CM MAD: {rows:?}");
-    for (row, &(attr_id, tid, local, remote, _, _)) in rows.iter().zip(&ours) {
+    for (row, m) in rows.iter().zip(&ours) {
+        let (attr_id, tid, local, remote) = (m.attr, m.tid, m.local, m.remote);
         assert_eq!(num(&row[0]), u64::from(u8::from(Method::Send)), "{row:?}");
         assert_eq!(num(&row[1]), u64::from(attr_id), "{row:?}");
         assert_eq!(num(&row[2]), tid, "{row:?}");
@@ -532,8 +383,7 @@ fn rejected_connection_errors_and_frees_the_qp() {
     assert_eq!(link(&net, A, a, conn_a).state, LinkState::Closed);
     assert_eq!(qp_state(&net, A, qpn), None, "QP destroyed after TimeWait");
     let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
-    let mut once = cm_mads(&pcap);
-    once.dedup();
-    let names: Vec<u16> = once.iter().map(|m| m.0).collect();
+    let once = sendings(&cm_mads(&pcap));
+    let names: Vec<u16> = once.iter().map(|m| m.attr).collect();
     assert_eq!(names, [attr::REQ, attr::REJ]);
 }

@@ -6,6 +6,7 @@
 //! (quinn-proto's shape: the simulator calls [`Device::handle_timeout`] when it is due, and calling
 //! it early or twice must be harmless). Links between ports carry packets with latency, serialisation
 //! delay and faults ([`crate::hw::link`]); every packet put on a link can be captured ([`crate::hw::capture`]).
+//! A [`DropFilter`] loses chosen packets (say, the first CM REQ) where random faults cannot aim.
 
 use crate::hw::capture::Capture;
 pub use crate::hw::ids::{NodeId, PortRef};
@@ -91,6 +92,12 @@ enum Event {
     },
 }
 
+/// Decides, for each packet put on a link, whether it is lost: given the link, the sending port
+/// and the packet (LRH..VCRC), true drops it. It runs before the link's fault chain; a packet it
+/// drops counts in its direction's `dropped` and is captured all the same, as a `Drop` fault's
+/// is (it was put on the link). Tests use it for targeted losses ("the first DREQ").
+pub type DropFilter = Box<dyn FnMut(LinkId, PortRef, &[u8]) -> bool>;
+
 /// Totals over the whole run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SimStats {
@@ -121,6 +128,7 @@ pub struct Simulator {
     rng: Rng,
     seed: u64,
     capture: Option<Capture>,
+    drop_filter: Option<DropFilter>,
     stats: SimStats,
     tx: Tx,
 }
@@ -133,6 +141,7 @@ impl std::fmt::Debug for Simulator {
             .field("nodes", &self.nodes.len())
             .field("links", &self.links.len())
             .field("queued", &self.queue.len())
+            .field("drop_filter", &self.drop_filter.is_some())
             .finish()
     }
 }
@@ -148,6 +157,7 @@ impl Simulator {
             rng: Rng::new(seed),
             seed,
             capture: None,
+            drop_filter: None,
             stats: SimStats::default(),
             tx: Tx::default(),
         }
@@ -281,6 +291,12 @@ impl Simulator {
         }
     }
 
+    /// Sets (or, with `None`, removes) the filter that drops chosen packets on every link (see
+    /// [`DropFilter`]).
+    pub fn set_drop_filter(&mut self, filter: Option<DropFilter>) {
+        self.drop_filter = filter;
+    }
+
     /// Takes `link` down or brings it up at time `at` (both ends are told).
     pub fn schedule_link_state(&mut self, link: LinkId, at: Instant, up: bool) {
         self.schedule(at, Event::LinkState { link, up });
@@ -353,7 +369,16 @@ impl Simulator {
         dir.busy_until = done;
         let to = link.ends[1 - side];
         let latency = link.params.latency;
-        let verdict = dir.apply(&mut self.rng, &mut packet);
+        let filtered = self
+            .drop_filter
+            .as_mut()
+            .is_some_and(|f| f(lid, from, &packet));
+        let verdict = if filtered {
+            dir.stats.dropped += 1;
+            Default::default()
+        } else {
+            dir.apply(&mut self.rng, &mut packet)
+        };
         self.stats.packets += 1;
         self.stats.bytes += packet.len() as u64;
         if let Some(c) = &mut self.capture {

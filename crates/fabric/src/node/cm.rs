@@ -13,6 +13,11 @@
 //! - both: Error on `Disconnected`, `Rejected` or `TimedOut`; the QP is destroyed on
 //!   `TimeWaitExit` (IBA 1 §12.9.8: not reused before).
 //!
+//! A slow consumer ([`CmAppConfig::accept_delay`]) answers REQs late, so the agent sends an MRA
+//! for it (IBA 1 §12.6 Table 107). Service ID resolution (IBA 1 §12.11): [`offer_ud`] answers
+//! SIDR_REQs for a UD service with its QPN and Q_Key; [`resolve`] asks a peer's CM and the answer
+//! is kept in [`CmApp::sidr`].
+//!
 //! Every CM message is an ordinary MAD on QP1, so the simulator's capture holds them.
 //!
 //! Invariants: maps are `BTreeMap`s (same inputs, same packets); a refused verbs call or CM
@@ -25,15 +30,18 @@ use crate::hw::verbs::{
     WcStatus,
 };
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
+use ipoib_proto::cm::SidrId;
 use ipoib_proto::cm::{Cm, CmConfig, CmError, CmEvent, ConnId, ConnectParams, ListenId, QpProgram};
+use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
-use ipoib_wire::cm::{RejReason, TransportServiceType};
+use ipoib_wire::cm::{RejReason, ReqRepr, SidrRepRepr, SidrStatus, TransportServiceType};
 use ipoib_wire::mad::MgmtClass;
 use ipoib_wire::PKey;
 use ipoib_wire::QKey;
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 /// The CM's agent and application on one host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +66,10 @@ pub struct CmAppConfig {
     /// The RNR NAK timer code the QPs advertise (IBA 1 Table 45); Linux `cm_init_qp_rtr_attr`
     /// sets 0.
     pub min_rnr_timer: u8,
+    /// How long the consumer takes to answer a REQ (`None`: at once). When it is longer than
+    /// the agent's MRA delay (half the time the peer gives us), the agent sends an MRA for the
+    /// REQ meanwhile (IBA 1 §12.6 Table 107) and the peer waits instead of resending.
+    pub accept_delay: Option<Duration>,
 }
 
 impl CmAppConfig {
@@ -69,6 +81,7 @@ impl CmAppConfig {
             recv_capacity: 1 << 16,
             accept: true,
             min_rnr_timer: 0,
+            accept_delay: None,
         }
     }
 }
@@ -128,6 +141,34 @@ pub enum CmHostError {
     NotUp,
 }
 
+/// A UD service [`offer_ud`] made: what SIDR_REPs for its listener carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdOffer {
+    /// The service's UD QP.
+    pub qpn: Qpn,
+    /// Its Q_Key.
+    pub qkey: QKey,
+}
+
+/// Where a [`resolve`] stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SidrOutcome {
+    /// The SIDR_REQ is out (resent while Max CM Retries allow); no answer yet.
+    Pending {
+        /// The CM asked (its QP1 address; a datagram to the service goes to the same port).
+        to: MadAddr,
+    },
+    /// The SIDR_REP (status 0: its QPN and Q_Key are the service's, IBA 1 §12.6 Table 120).
+    Answered {
+        /// The CM that answered.
+        to: MadAddr,
+        /// Its reply.
+        rep: SidrRepRepr,
+    },
+    /// No SIDR_REP after every retry.
+    TimedOut,
+}
+
 /// The application. See the module docs.
 pub struct CmApp {
     cm: AgentId,
@@ -143,13 +184,25 @@ pub struct CmApp {
     log: Vec<(Instant, CmEvent)>,
     failures: Vec<(Instant, String)>,
     next_wr: u64,
+    /// REQs the consumer answers later ([`CmAppConfig::accept_delay`]), by when.
+    deferred: BTreeMap<(Instant, ConnId), Box<ReqRepr>>,
+    /// UD services offered through SIDR, by listener.
+    offers: BTreeMap<ListenId, UdOffer>,
+    /// Our SIDR_REQs and what came of them.
+    sidrs: BTreeMap<SidrId, SidrOutcome>,
 }
 
 /// Puts a [`Cm`] agent (server of the CM class) and a [`CmApp`] on `host`; the agent's IDs and
 /// PSNs come from `rng`.
 pub fn install(host: &mut Host, cfg: CmAppConfig, rng: Rng) -> CmHandle {
     let guid = host.hca().node_guid();
-    let cm = host.add_agent(Cm::new(CmConfig::new(guid), rng));
+    install_with(host, CmConfig::new(guid), cfg, rng)
+}
+
+/// [`install`] with the agent's own settings (response timeout, Max CM Retries, MRA Service
+/// Timeout); `cm.ca_guid` should be the host's node GUID.
+pub fn install_with(host: &mut Host, cm: CmConfig, cfg: CmAppConfig, rng: Rng) -> CmHandle {
+    let cm = host.add_agent(Cm::new(cm, rng));
     host.serve_class(MgmtClass::ComMgt, cm);
     let cq = host.hca_mut().create_cq();
     let app = host.add_app(CmApp {
@@ -163,6 +216,9 @@ pub fn install(host: &mut Host, cfg: CmAppConfig, rng: Rng) -> CmHandle {
         log: Vec::new(),
         failures: Vec::new(),
         next_wr: 0,
+        deferred: BTreeMap::new(),
+        offers: BTreeMap::new(),
+        sidrs: BTreeMap::new(),
     });
     host.route_cq(cq, app);
     CmHandle { cm, app }
@@ -231,6 +287,51 @@ pub fn listen(
         .ok_or(CmHostError::NotInstalled)?
         .listens
         .insert(id);
+    Ok(id)
+}
+
+/// Offers a UD service: SIDR_REQs whose service ID matches `service_id` under `mask` are answered
+/// with status 0, `qpn` and `qkey` (IBA 1 §12.11, §12.6 Table 120). The QP is the caller's (a UD
+/// QP in RTS with that Q_Key). A REQ for the service is rejected (reason 8, invalid service ID:
+/// it offers no connections).
+pub fn offer_ud(
+    host: &mut Host,
+    h: CmHandle,
+    service_id: u64,
+    mask: u64,
+    qpn: Qpn,
+    qkey: QKey,
+) -> Result<ListenId, CmHostError> {
+    let id = listen(host, h, service_id, mask)?;
+    host.app_mut::<CmApp>(h.app)
+        .ok_or(CmHostError::NotInstalled)?
+        .offers
+        .insert(id, UdOffer { qpn, qkey });
+    Ok(id)
+}
+
+/// Asks the CM at `to` (a port's QP1) which UD QP serves `service_id` (a SIDR_REQ, IBA 1
+/// §12.11; resent until answered or Max CM Retries are spent, each try waiting our response
+/// time plus two lifetimes of `packet_life_time`). The outcome is in [`CmApp::sidr`].
+pub fn resolve(
+    host: &mut Host,
+    now: Instant,
+    h: CmHandle,
+    to: MadAddr,
+    service_id: u64,
+    packet_life_time: u8,
+) -> Result<SidrId, CmHostError> {
+    if host.app::<CmApp>(h.app).is_none() {
+        return Err(CmHostError::NotInstalled);
+    }
+    let id = host
+        .agent_mut::<Cm>(h.cm)
+        .ok_or(CmHostError::NotInstalled)?
+        .sidr_request(now, to, service_id, packet_life_time, &[])?;
+    host.app_mut::<CmApp>(h.app)
+        .ok_or(CmHostError::NotInstalled)?
+        .sidrs
+        .insert(id, SidrOutcome::Pending { to });
     Ok(id)
 }
 
@@ -380,6 +481,16 @@ impl CmApp {
         self.conns.iter().map(|(k, v)| (*k, v))
     }
 
+    /// What came of a [`resolve`].
+    pub fn sidr(&self, id: SidrId) -> Option<&SidrOutcome> {
+        self.sidrs.get(&id)
+    }
+
+    /// REQs waiting for the slow consumer ([`CmAppConfig::accept_delay`]).
+    pub fn deferred(&self) -> usize {
+        self.deferred.len()
+    }
+
     fn adopt(&mut self, conn: ConnId, qpn: Qpn, active: bool) {
         self.claimed.insert(conn);
         self.by_qpn.insert(qpn, conn);
@@ -415,7 +526,23 @@ impl CmApp {
     fn on_event(&mut self, now: Instant, e: CmEvent, ctx: &mut HostCtx<'_>) {
         self.log.push((now, e.clone()));
         match e {
-            CmEvent::ConnectRequest { conn, req, .. } => self.on_request(now, conn, &req, ctx),
+            CmEvent::ConnectRequest { conn, listen, .. } if self.offers.contains_key(&listen) => {
+                self.claimed.insert(conn);
+                let Some(cm) = ctx.agents.get_mut::<Cm>(self.cm) else {
+                    return;
+                };
+                if let Err(e) = cm.reject(now, conn, RejReason::InvalidServiceId, &[], &[]) {
+                    self.fail(now, format!("reject {conn:?}: {e}"));
+                }
+            }
+            CmEvent::ConnectRequest { conn, req, .. } => match self.cfg.accept_delay {
+                // The slow consumer answers later (`poll`); the agent sends the MRA meanwhile.
+                Some(d) => {
+                    self.claimed.insert(conn);
+                    self.deferred.insert((now + d, conn), Box::new(req));
+                }
+                None => self.on_request(now, conn, &req, ctx),
+            },
             CmEvent::Established { conn, qp, .. } => {
                 let Some(c) = self.conns.get(&conn) else {
                     return;
@@ -433,7 +560,11 @@ impl CmApp {
             }
             CmEvent::Rejected { conn, .. }
             | CmEvent::TimedOut { conn, .. }
-            | CmEvent::Disconnected { conn, .. } => self.set_error(now, conn, ctx),
+            | CmEvent::Disconnected { conn, .. } => {
+                // A REQ the consumer had not answered yet is gone with it.
+                self.deferred.retain(|(_, c), _| *c != conn);
+                self.set_error(now, conn, ctx)
+            }
             CmEvent::TimeWaitExit { conn, .. } => {
                 self.claimed.remove(&conn);
                 let Some(c) = self.conns.get_mut(&conn) else {
@@ -446,10 +577,43 @@ impl CmApp {
                     self.fail(now, format!("destroy QP {qpn:#x}: {err}"));
                 }
             }
-            // No UD service is offered through SIDR here.
-            CmEvent::SidrRequest { .. }
-            | CmEvent::SidrReply { .. }
-            | CmEvent::SidrTimedOut { .. } => {}
+            CmEvent::SidrRequest { id, listen, .. } => {
+                // IBA 1 §12.6 Table 120: status 0 with the service's QPN and Q_Key; a listener
+                // that offers connections only has no UD service to give (status 1).
+                let (status, qpn, qkey) = match self.offers.get(&listen) {
+                    Some(o) => (SidrStatus::Success, o.qpn, o.qkey),
+                    None => (SidrStatus::Unsupported, 0, QKey(0)),
+                };
+                let Some(cm) = ctx.agents.get_mut::<Cm>(self.cm) else {
+                    return;
+                };
+                if let Err(e) = cm.sidr_reply(id, status, qpn, qkey, &[]) {
+                    self.fail(now, format!("SIDR_REP for {id:?}: {e}"));
+                }
+            }
+            CmEvent::SidrReply { id, rep } => {
+                if let Some(o) = self.sidrs.get_mut(&id) {
+                    if let SidrOutcome::Pending { to } = *o {
+                        *o = SidrOutcome::Answered { to, rep };
+                    }
+                }
+            }
+            CmEvent::SidrTimedOut { id } => {
+                if let Some(o) = self.sidrs.get_mut(&id) {
+                    *o = SidrOutcome::TimedOut;
+                }
+            }
+        }
+    }
+
+    /// Answers the deferred REQs that are due, as [`CmAppConfig::accept`] says.
+    fn answer_deferred(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        while let Some(entry) = self.deferred.first_entry() {
+            if entry.key().0 > now {
+                return;
+            }
+            let ((_, conn), req) = entry.remove_entry();
+            self.on_request(now, conn, &req, ctx);
         }
     }
 
@@ -568,12 +732,14 @@ impl App for CmApp {
     }
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        self.answer_deferred(now, ctx);
         loop {
-            let (listens, claimed) = (&self.listens, &self.claimed);
-            let mine = |e: &CmEvent| match (e.listener(), e.conn()) {
-                (Some(l), _) => listens.contains(&l),
-                (None, Some(c)) => claimed.contains(&c),
-                (None, None) => false,
+            let (listens, claimed, sidrs) = (&self.listens, &self.claimed, &self.sidrs);
+            let mine = |e: &CmEvent| match (e.listener(), e.conn(), e.sidr()) {
+                (Some(l), _, _) => listens.contains(&l),
+                (None, Some(c), _) => claimed.contains(&c),
+                (None, None, Some(s)) => sidrs.contains_key(&s),
+                (None, None, None) => false,
             };
             let Some(e) = ctx
                 .agents
@@ -587,7 +753,7 @@ impl App for CmApp {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        None
+        self.deferred.keys().next().map(|(t, _)| *t)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,11 +1,13 @@
 //! Test support, for this crate's unit tests (`cfg(test)`) and, with the `testing` feature, for its
 //! integration tests in `tests/`: seeded runs that print their seed when they fail and replay the
 //! one `IPOIB_SEED` names, UD verbs shortcuts on a subnet's hosts ([`verbs`]), and a subnet whose
-//! hosts run IPoIB ([`ipoib`]), and net files several crates' tests share ([`nets`]).
+//! hosts run IPoIB ([`ipoib`]), net files several crates' tests share ([`nets`]), and two hosts
+//! running the Communication Manager with what their capture shows of it ([`cm`]).
 //!
 //! A failing scenario prints `failing seed: 42 (replay with IPOIB_SEED=42)`; run it again with
 //! `IPOIB_SEED=42 cargo test -p ipoib-fabric --test subnet_mcast` to get the same packets.
 
+pub mod cm;
 pub mod ipoib;
 pub mod nets;
 pub mod verbs;

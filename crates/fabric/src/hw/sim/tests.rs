@@ -111,6 +111,39 @@ fn link_down_loses_packets_and_comes_back() {
     assert_eq!(sim.node::<Echo>(b).unwrap().received.len(), 1);
 }
 
+// A drop filter loses exactly the packets it picks (here the first one starting with 2), on the
+// direction it saw them; they are counted as dropped and still captured, and the rest arrive.
+#[test]
+fn drop_filter_loses_the_chosen_packet_only() {
+    let (mut sim, a, b, l) = pair(3, LinkParams::default());
+    sim.set_capture(Capture::new());
+    let mut dropped_one = false;
+    sim.set_drop_filter(Some(Box::new(move |_, from, p| {
+        let hit = !dropped_one && from.node == a && p.first() == Some(&2);
+        dropped_one |= hit;
+        hit
+    })));
+    sim.with_node::<Sink, _>(a, |_, _, tx| {
+        for i in 1..=3u8 {
+            tx.send(1, vec![i; 64]);
+        }
+        tx.send(1, vec![2; 64]);
+    });
+    sim.run_until_idle(100);
+    let got: Vec<u8> = sim
+        .node::<Echo>(b)
+        .unwrap()
+        .received
+        .iter()
+        .map(|r| r.1[0])
+        .collect();
+    assert_eq!(got, [1, 3, 2], "the first 2 lost, the second delivered");
+    assert_eq!(sim.link(l).dirs[0].stats.dropped, 1);
+    assert_eq!(sim.link(l).dirs[1].stats.dropped, 0, "echoes pass");
+    let captured = sim.take_capture().unwrap().packets();
+    assert_eq!(captured, 4 + 3, "the lost packet was put on the link");
+}
+
 fn run_lossy(seed: u64) -> (Vec<Vec<u8>>, Vec<u8>) {
     let (mut sim, a, b, l) = pair(seed, LinkParams::default());
     sim.set_faults(
