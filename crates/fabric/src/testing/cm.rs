@@ -225,12 +225,21 @@ pub fn cm_mads(pcap: &[u8]) -> Vec<CmMad> {
     out
 }
 
-/// The sendings of CM MADs in a capture: consecutive copies of one MAD (its crossings of the
-/// links on its way) counted once; a resent MAD counts again.
+/// The sendings of CM MADs in a capture, in order: the copies of one MAD (same [`CmMad::key`])
+/// put on links within a millisecond of a copy already counted (its crossings of the links on
+/// its way) count once; a resent MAD, which the CM sends seconds later, counts again.
 pub fn sendings(mads: &[CmMad]) -> Vec<CmMad> {
-    let mut once: Vec<CmMad> = mads.to_vec();
-    once.dedup_by_key(|m| m.key());
-    once
+    const WINDOW_NS: u64 = 1_000_000;
+    let mut out: Vec<CmMad> = Vec::new();
+    for m in mads {
+        let counted = out
+            .iter()
+            .any(|o| o.key() == m.key() && o.ts_ns.abs_diff(m.ts_ns) < WINDOW_NS);
+        if !counted {
+            out.push(*m);
+        }
+    }
+    out
 }
 
 /// A filter that drops the first packet, on any link, for which `pick` holds; every other packet
