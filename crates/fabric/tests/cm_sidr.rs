@@ -26,7 +26,7 @@ const QKEY: QKey = QKey(0x0042_4242);
 /// A's answer to `id`, once it has one.
 fn answer(net: &Subnet, h: cm::CmHandle, id: SidrId) -> Option<SidrRepRepr> {
     match app(net, A, h).sidr(id)? {
-        SidrOutcome::Answered { rep, .. } => Some(*rep),
+        SidrOutcome::Answered { rep, .. } => Some(**rep),
         _ => None,
     }
 }

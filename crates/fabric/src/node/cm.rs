@@ -163,7 +163,7 @@ pub enum SidrOutcome {
         /// The CM that answered.
         to: MadAddr,
         /// Its reply.
-        rep: SidrRepRepr,
+        rep: Box<SidrRepRepr>,
     },
     /// No SIDR_REP after every retry.
     TimedOut,
@@ -594,7 +594,10 @@ impl CmApp {
             CmEvent::SidrReply { id, rep } => {
                 if let Some(o) = self.sidrs.get_mut(&id) {
                     if let SidrOutcome::Pending { to } = *o {
-                        *o = SidrOutcome::Answered { to, rep };
+                        *o = SidrOutcome::Answered {
+                            to,
+                            rep: Box::new(rep),
+                        };
                     }
                 }
             }
