@@ -1,5 +1,5 @@
 //! MRA over the emulated subnet (IBA 1 §12.6 Table 107): host B's consumer is slow to answer a
-//! REQ (`CmAppConfig::accept_delay`), so B's agent sends an MRA and host A waits B's Service
+//! REQ (`cm::set_accept_delay`), so B's agent sends an MRA and host A waits B's Service
 //! Timeout instead of resending or giving up; the late accept brings the connection up. A gives
 //! itself no retries here (Max CM Retries 0), so without the MRA it gives up at its normal REQ
 //! timeout: losing the MRA on the link shows it.
@@ -42,13 +42,15 @@ fn slow_consumer(seed: u64, lose_mra: bool) -> Slow {
         a,
         b,
         path,
-    } = pair(seed, |i, agent, app| {
+    } = pair(seed, |i, agent, _| {
         if i == A {
             agent.max_cm_retries = 0;
         } else {
             agent.mra_service_timeout = SERVICE_TIMEOUT;
-            app.accept_delay = Some(ACCEPT_DELAY);
         }
+    });
+    with_host(&mut net, B, |h, _| {
+        cm::set_accept_delay(h, b, Some(ACCEPT_DELAY)).unwrap()
     });
     let params = ConnectParams {
         retry_count: 7,

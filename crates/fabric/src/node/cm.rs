@@ -13,7 +13,7 @@
 //! - both: Error on `Disconnected`, `Rejected` or `TimedOut`; the QP is destroyed on
 //!   `TimeWaitExit` (IBA 1 §12.9.8: not reused before).
 //!
-//! A slow consumer ([`CmAppConfig::accept_delay`]) answers REQs late, so the agent sends an MRA
+//! A slow consumer ([`set_accept_delay`]) answers REQs late, so the agent sends an MRA
 //! for it (IBA 1 §12.6 Table 107). Service ID resolution (IBA 1 §12.11): [`offer_ud`] answers
 //! SIDR_REQs for a UD service with its QPN and Q_Key; [`resolve`] asks a peer's CM and the answer
 //! is kept in [`CmApp::sidr`].
@@ -66,10 +66,6 @@ pub struct CmAppConfig {
     /// The RNR NAK timer code the QPs advertise (IBA 1 Table 45); Linux `cm_init_qp_rtr_attr`
     /// sets 0.
     pub min_rnr_timer: u8,
-    /// How long the consumer takes to answer a REQ (`None`: at once). When it is longer than
-    /// the agent's MRA delay (half the time the peer gives us), the agent sends an MRA for the
-    /// REQ meanwhile (IBA 1 §12.6 Table 107) and the peer waits instead of resending.
-    pub accept_delay: Option<Duration>,
 }
 
 impl CmAppConfig {
@@ -81,7 +77,6 @@ impl CmAppConfig {
             recv_capacity: 1 << 16,
             accept: true,
             min_rnr_timer: 0,
-            accept_delay: None,
         }
     }
 }
@@ -184,7 +179,9 @@ pub struct CmApp {
     log: Vec<(Instant, CmEvent)>,
     failures: Vec<(Instant, String)>,
     next_wr: u64,
-    /// REQs the consumer answers later ([`CmAppConfig::accept_delay`]), by when.
+    /// How late the consumer answers REQs ([`set_accept_delay`]).
+    accept_delay: Option<Duration>,
+    /// REQs the consumer answers later ([`set_accept_delay`]), by when.
     deferred: BTreeMap<(Instant, ConnId), Box<ReqRepr>>,
     /// UD services offered through SIDR, by listener.
     offers: BTreeMap<ListenId, UdOffer>,
@@ -216,6 +213,7 @@ pub fn install_with(host: &mut Host, cm: CmConfig, cfg: CmAppConfig, rng: Rng) -
         log: Vec::new(),
         failures: Vec::new(),
         next_wr: 0,
+        accept_delay: None,
         deferred: BTreeMap::new(),
         offers: BTreeMap::new(),
         sidrs: BTreeMap::new(),
@@ -288,6 +286,22 @@ pub fn listen(
         .listens
         .insert(id);
     Ok(id)
+}
+
+/// Makes the application a slow consumer: it answers each REQ (as [`CmAppConfig::accept`]
+/// says) `delay` after it came (`None`: at once, the default). When that is longer than the
+/// agent's MRA delay (half the time the peer gives us), the agent sends an MRA for the REQ
+/// meanwhile (IBA 1 §12.6 Table 107) and the peer waits instead of resending. REQs already
+/// waiting keep their time.
+pub fn set_accept_delay(
+    host: &mut Host,
+    h: CmHandle,
+    delay: Option<Duration>,
+) -> Result<(), CmHostError> {
+    host.app_mut::<CmApp>(h.app)
+        .ok_or(CmHostError::NotInstalled)?
+        .accept_delay = delay;
+    Ok(())
 }
 
 /// Offers a UD service: SIDR_REQs whose service ID matches `service_id` under `mask` are answered
@@ -486,7 +500,7 @@ impl CmApp {
         self.sidrs.get(&id)
     }
 
-    /// REQs waiting for the slow consumer ([`CmAppConfig::accept_delay`]).
+    /// REQs waiting for the slow consumer ([`set_accept_delay`]).
     pub fn deferred(&self) -> usize {
         self.deferred.len()
     }
@@ -535,7 +549,7 @@ impl CmApp {
                     self.fail(now, format!("reject {conn:?}: {e}"));
                 }
             }
-            CmEvent::ConnectRequest { conn, req, .. } => match self.cfg.accept_delay {
+            CmEvent::ConnectRequest { conn, req, .. } => match self.accept_delay {
                 // The slow consumer answers later (`poll`); the agent sends the MRA meanwhile.
                 Some(d) => {
                     self.claimed.insert(conn);
