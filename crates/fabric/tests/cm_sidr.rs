@@ -12,7 +12,7 @@ use ipoib_fabric::testing::cm::{with_host, CmMad, Pair, A, B};
 use ipoib_fabric::testing::{received, send_ud, ud_qp};
 use ipoib_fabric::testing::{seed, SeedGuard};
 use ipoib_proto::cm::{iba_time, Cm, CmConfig, CmEvent, SidrId};
-use ipoib_wire::cm::{attr, CmMessage, SidrRepRepr, SidrStatus};
+use ipoib_wire::cm::{attr, CmMessage, RejReason, SidrRepRepr, SidrStatus};
 use ipoib_wire::mad::Method;
 use ipoib_wire::QKey;
 use std::time::Duration;
@@ -21,6 +21,8 @@ use std::time::Duration;
 const SID: u64 = 0x1000_0000_0001_0063;
 /// A service ID nobody offers.
 const UNKNOWN: u64 = 0x1000_0000_0001_0099;
+/// A service ID B listens on for connections only.
+const CONNECTED: u64 = 0x1000_0000_0001_0077;
 const QKEY: QKey = QKey(0x0042_4242);
 
 /// A's answer to `id`, once it has one.
@@ -45,7 +47,8 @@ fn offering(seed: u64) -> (Pair, u32, ipoib_fabric::hw::hca::CqId) {
 
 // IBA 1 §12.11, §12.6 Table 120: A's SIDR_REQ for the offered service is answered with status 0,
 // the service's QPN and Q_Key and the service ID; one for a service nobody offers gets status 1
-// ("service ID not supported") from B's agent without reaching its application. A datagram to
+// ("service ID not supported") from B's agent without reaching its application, and one for a
+// service B offers connections on only gets status 1 from B's application. A datagram to
 // the returned QPN with the returned Q_Key reaches B's UD QP; one with another Q_Key does not
 // (IBA 1 §10.2.4.1 Q_Key check). Both SIDR_REPs answer their SIDR_REQ's TID and Request ID.
 #[test]
@@ -62,12 +65,16 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
         qpn_b,
         cq_b,
     ) = offering(s);
+    with_host(&mut net, B, |h, _| {
+        cm::listen(h, b, CONNECTED, u64::MAX).unwrap()
+    });
     let to = gsi_over(&path);
     let plt = path.packet_life_time;
-    let (known, unknown) = with_host(&mut net, A, |h, now| {
+    let (known, unknown, connected) = with_host(&mut net, A, |h, now| {
         (
             cm::resolve(h, now, a, to, SID, plt).unwrap(),
             cm::resolve(h, now, a, to, UNKNOWN, plt).unwrap(),
+            cm::resolve(h, now, a, to, CONNECTED, plt).unwrap(),
         )
     });
     assert_eq!(
@@ -75,7 +82,7 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
         Some(&SidrOutcome::Pending { to })
     );
     let answered = run_until(&mut net, (a, b), Duration::from_secs(1), |x, _| {
-        [known, unknown]
+        [known, unknown, connected]
             .iter()
             .all(|id| matches!(x.sidr(*id), Some(SidrOutcome::Answered { .. })))
     });
@@ -91,7 +98,12 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
         (SidrStatus::Unsupported, UNKNOWN)
     );
     assert_eq!(u8::from(no.status), 1);
-    // B's application heard only the request for its service.
+    let no = answer(&net, a, connected).unwrap();
+    assert_eq!(
+        (no.status, no.service_id, no.qpn),
+        (SidrStatus::Unsupported, CONNECTED, 0)
+    );
+    // B's application heard the requests for its listeners only.
     let asked: Vec<u64> = app(&net, B, b)
         .log()
         .iter()
@@ -100,7 +112,7 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
             _ => None,
         })
         .collect();
-    assert_eq!(asked, [SID]);
+    assert_eq!(asked, [SID, CONNECTED]);
     for (i, h) in [(A, a), (B, b)] {
         let agent = net.host_device(i).agent::<Cm>(h.cm).unwrap();
         assert_eq!(agent.sidr_exchanges(), 0, "host {i} holds no exchange");
@@ -137,14 +149,14 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
         (&b"to the service"[..], qpn_a, net.lid(A))
     );
 
-    // The capture: two SIDR_REQs from A, two SIDR_REPs from B, each answering its request.
+    // The capture: three SIDR_REQs from A, three SIDR_REPs from B, each answering its request.
     let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
     let once = sendings(&cm_mads(&pcap));
     let names: Vec<u16> = once.iter().map(|m| m.attr).collect();
-    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.len(), 6, "{names:?}");
     let reqs: Vec<&CmMad> = once.iter().filter(|m| m.attr == attr::SIDR_REQ).collect();
     let reps: Vec<&CmMad> = once.iter().filter(|m| m.attr == attr::SIDR_REP).collect();
-    assert_eq!((reqs.len(), reps.len()), (2, 2));
+    assert_eq!((reqs.len(), reps.len()), (3, 3));
     for q in &reqs {
         assert_eq!((q.slid, q.dlid), (net.lid(A), net.lid(B)));
         let r = reps.iter().find(|r| r.local == q.local).expect("answered");
@@ -165,6 +177,37 @@ fn sidr_resolves_a_ud_service_and_a_datagram_reaches_it() {
         };
         assert_eq!((rep.status, rep.qpn, rep.qkey), want);
     }
+}
+
+// IBA 1 §12.6 Table 108: a REQ for the UD service B offers is rejected with reason 8 (invalid
+// service ID: the service takes no connections); A's QP goes to Error and B made none.
+#[test]
+fn req_for_a_ud_service_is_rejected() {
+    let s = seed(54);
+    let _g = SeedGuard(s);
+    let (
+        Pair {
+            mut net,
+            a,
+            b,
+            path,
+        },
+        _,
+        _,
+    ) = offering(s);
+    let params = ipoib_proto::cm::ConnectParams::over_path(&path, 0, SID, 0, 1);
+    let conn = with_host(&mut net, A, |h, now| cm::connect(h, now, a, params)).unwrap();
+    let down = run_until(&mut net, (a, b), Duration::from_secs(1), |x, _| {
+        x.connection(conn)
+            .is_some_and(|c| c.state == cm::LinkState::Down)
+    });
+    assert!(down);
+    let rejected = app(&net, A, a).log().iter().any(|(_, e)| {
+        matches!(e, CmEvent::Rejected { reason: RejReason::InvalidServiceId, conn: c, .. } if *c == conn)
+    });
+    assert!(rejected, "{:?}", app(&net, A, a).log());
+    assert_eq!(app(&net, B, b).connections().count(), 0, "B made no QP");
+    assert!(app(&net, B, b).failures().is_empty());
 }
 
 // IBA 1 §12.11 and §12.7: the first SIDR_REQ is lost on its first link; A resends it (same TID,
