@@ -120,6 +120,7 @@ fn setup(hosts: usize, seed: u64) -> (Duration, usize) {
     for i in 0..hosts {
         net.with_interface(i, |f, now| f.set_mode(now, Mode::Connected).unwrap());
     }
+    eprintln!("setup: connecting");
     let t = Instant::now();
     for a in 0..hosts {
         let dsts: Vec<_> = (0..hosts)
