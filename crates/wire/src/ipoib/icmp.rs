@@ -1,8 +1,14 @@
 //! ICMPv4 (RFC 792) and ICMPv6 (RFC 4443) messages: type, code, checksum, the 32-bit rest of header
 //! (echo identifier and sequence, MTU, pointer) and the body. Neighbour Discovery bodies are taken apart
 //! by [`super::nd`].
+//!
+//! Two error messages have builders, the ones an IPoIB interface answers a packet too large for its
+//! path with (docs/DEPLOYED.md "Linux IPoIB"): ICMPv4 destination unreachable, fragmentation needed
+//! ([`Icmpv4Repr::frag_needed`], RFC 792, RFC 1191 §4) and ICMPv6 packet too big
+//! ([`Icmpv6Repr::packet_too_big`], RFC 4443 §3.2).
 
 use super::checksum;
+use super::ip::{Ipv4Packet, IPV4_HEADER_LEN, IPV6_HEADER_LEN};
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be32, put16, put32};
 use crate::{Error, Result};
@@ -19,6 +25,18 @@ mod field {
 /// Length of the fixed ICMP header (type, code, checksum, rest of header).
 pub const ICMP_HEADER_LEN: usize = field::BODY;
 
+/// Bytes of the invoking datagram's data an ICMPv4 error message quotes after its IP header
+/// (RFC 792; RFC 1122 §3.2.2: at least these, more allowed).
+pub const ICMPV4_QUOTED_DATA_LEN: usize = 8;
+
+/// The IPv6 minimum link MTU (RFC 8200 §5), which no ICMPv6 error message may exceed (RFC 4443
+/// §2.4 (c)).
+pub const IPV6_MIN_MTU: usize = 1280;
+
+/// The most of an invoking packet a packet too big message can quote: 1280 - 40 - 8 = 1232 bytes
+/// (RFC 4443 §2.4 (c), §3.2).
+pub const ICMPV6_MAX_QUOTED_LEN: usize = IPV6_MIN_MTU - IPV6_HEADER_LEN - ICMP_HEADER_LEN;
+
 code_enum! {
     /// ICMPv4 message type (RFC 792). Unknown values are kept.
     pub enum Icmpv4Type(u8) {
@@ -34,6 +52,58 @@ code_enum! {
         TimeExceeded = 11 => "time exceeded",
         /// 12: parameter problem.
         ParamProblem = 12 => "parameter problem",
+        /// Any other value.
+        Unknown(_) => "Unknown",
+    }
+}
+
+impl Icmpv4Type {
+    /// True unless the type is one of the query messages of RFC 792 and RFC 950 (echo 0/8,
+    /// timestamp 13/14, information 15/16, address mask 17/18): the error messages of RFC 1122
+    /// §3.2.2 (destination unreachable, source quench, redirect, time exceeded, parameter problem)
+    /// and every other type. An unknown type may be an error, and no error may answer one (RFC 1122
+    /// §3.2.2), so it counts as one, as in Linux (docs/DEPLOYED.md "Linux IPoIB").
+    pub fn is_error(self) -> bool {
+        !matches!(u8::from(self), 0 | 8 | 13..=18)
+    }
+}
+
+code_enum! {
+    /// ICMPv4 destination unreachable code (RFC 792 codes 0-5, RFC 1122 §3.2.2.1 codes 6-12,
+    /// RFC 1812 §5.2.7.1 codes 13-15). Unknown values are kept.
+    pub enum Icmpv4Unreachable(u8) {
+        /// 0.
+        NetUnreachable = 0 => "net unreachable",
+        /// 1.
+        HostUnreachable = 1 => "host unreachable",
+        /// 2.
+        ProtoUnreachable = 2 => "protocol unreachable",
+        /// 3.
+        PortUnreachable = 3 => "port unreachable",
+        /// 4: fragmentation needed and DF set; the next-hop MTU is in the rest of header (RFC 1191 §4).
+        FragNeeded = 4 => "fragmentation needed",
+        /// 5.
+        SourceRouteFailed = 5 => "source route failed",
+        /// 6.
+        NetUnknown = 6 => "destination network unknown",
+        /// 7.
+        HostUnknown = 7 => "destination host unknown",
+        /// 8.
+        SourceIsolated = 8 => "source host isolated",
+        /// 9.
+        NetProhibited = 9 => "network administratively prohibited",
+        /// 10.
+        HostProhibited = 10 => "host administratively prohibited",
+        /// 11.
+        NetUnreachableTos = 11 => "network unreachable for type of service",
+        /// 12.
+        HostUnreachableTos = 12 => "host unreachable for type of service",
+        /// 13.
+        Prohibited = 13 => "communication administratively prohibited",
+        /// 14.
+        PrecedenceViolation = 14 => "host precedence violation",
+        /// 15.
+        PrecedenceCutoff = 15 => "precedence cutoff in effect",
         /// Any other value.
         Unknown(_) => "Unknown",
     }
@@ -78,6 +148,11 @@ code_enum! {
 }
 
 impl Icmpv6Type {
+    /// True for an error message: types 0-127 (RFC 4443 §2.1); 128-255 are informational.
+    pub fn is_error(self) -> bool {
+        u8::from(self) < 128
+    }
+
     /// True for the five Neighbor Discovery messages of RFC 4861 §4: router solicitation and
     /// advertisement, neighbor solicitation and advertisement, redirect (types 133-137).
     pub fn is_nd(self) -> bool {
@@ -125,6 +200,15 @@ impl<T: AsRef<[u8]>> IcmpPacket<T> {
     pub fn echo_seq(&self) -> u16 {
         be16(self.buffer.as_ref(), field::REST + 2)
     }
+    /// Next-hop MTU of an ICMPv4 fragmentation-needed message: the low half of the rest of header,
+    /// after 16 unused bits (RFC 1191 §4).
+    pub fn next_hop_mtu(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::REST + 2)
+    }
+    /// MTU of an ICMPv6 packet too big message: the whole rest of header (RFC 4443 §3.2).
+    pub fn mtu(&self) -> u32 {
+        be32(self.buffer.as_ref(), field::REST)
+    }
     /// The body after the 8-byte header.
     pub fn body(&self) -> &[u8] {
         &self.buffer.as_ref()[field::BODY..]
@@ -155,6 +239,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
     /// Sets the rest of header.
     pub fn set_rest(&mut self, v: u32) {
         put32(self.buffer.as_mut(), field::REST, v);
+    }
+    /// Sets the rest of header of an ICMPv4 fragmentation-needed message: 16 unused bits, zero,
+    /// then the next-hop MTU (RFC 1191 §4).
+    pub fn set_next_hop_mtu(&mut self, mtu: u16) {
+        self.set_rest(u32::from(mtu));
     }
     /// The body, writable.
     pub fn body_mut(&mut self) -> &mut [u8] {
@@ -203,6 +292,32 @@ impl<'a> Icmpv4Repr<'a> {
         }
     }
 
+    /// Destination unreachable, code 4, fragmentation needed and DF set (RFC 792), carrying the
+    /// next-hop MTU (RFC 1191 §4: 16 unused bits, zero, then the MTU) and quoting the invoking
+    /// datagram's IP header, options included, and the first 8 bytes of its data (RFC 792), or the
+    /// whole datagram if it is shorter. Bytes past its total length (link padding) are not quoted.
+    ///
+    /// `invoking` must begin with an IPv4 header: `Err(Unsupported)` if the version is not 4,
+    /// `Err(Malformed)` if the IHL is below 5 or the total length below the header length,
+    /// `Err(Truncated)` if the buffer is shorter than the header. The datagram itself may be cut
+    /// short: only the quoted bytes are needed. The header checksum is not checked.
+    pub fn frag_needed(next_hop_mtu: u16, invoking: &'a [u8]) -> Result<Icmpv4Repr<'a>> {
+        Ok(Icmpv4Repr {
+            msg_type: Icmpv4Type::DestUnreachable,
+            code: Icmpv4Unreachable::FragNeeded.into(),
+            rest: u32::from(next_hop_mtu),
+            body: quote_v4(invoking)?,
+        })
+    }
+
+    /// The next-hop MTU of a fragmentation-needed message (RFC 1191 §4; 0 from a router older
+    /// than RFC 1191), `None` for any other message.
+    pub fn next_hop_mtu(&self) -> Option<u16> {
+        let frag_needed = self.msg_type == Icmpv4Type::DestUnreachable
+            && Icmpv4Unreachable::from(self.code) == Icmpv4Unreachable::FragNeeded;
+        frag_needed.then_some(self.rest as u16)
+    }
+
     /// Parses a whole message; `Err(Checksum)` if the checksum is wrong.
     pub fn parse(data: &'a [u8]) -> Result<Icmpv4Repr<'a>> {
         let p = IcmpPacket::new_checked(data)?;
@@ -246,31 +361,72 @@ impl<'a> Icmpv4Repr<'a> {
     }
 }
 
+/// What an ICMPv4 error quotes of `invoking` (RFC 792): the IP header and the first 8 data bytes,
+/// never past the total length or the end of the buffer.
+fn quote_v4(invoking: &[u8]) -> Result<&[u8]> {
+    if invoking.len() < IPV4_HEADER_LEN {
+        return Err(Error::Truncated);
+    }
+    let p = Ipv4Packet::new_unchecked(invoking);
+    if p.version() != 4 {
+        return Err(Error::Unsupported);
+    }
+    let hl = p.header_len() as usize;
+    let tl = p.total_len() as usize;
+    if hl < IPV4_HEADER_LEN || tl < hl {
+        return Err(Error::Malformed);
+    }
+    if invoking.len() < hl {
+        return Err(Error::Truncated);
+    }
+    let end = (hl + ICMPV4_QUOTED_DATA_LEN).min(tl).min(invoking.len());
+    Ok(&invoking[..end])
+}
+
 impl Describe for Icmpv4Repr<'_> {
     fn describe(&self, d: &mut dyn Describer) {
         d.field(
             "type",
             Value::Named(u8::from(self.msg_type) as u64, self.msg_type.name()),
         );
-        d.field("code", Value::Uint(self.code as u64));
-        match self.echo_ident_seq() {
-            Some((id, seq)) => {
+        if self.msg_type == Icmpv4Type::DestUnreachable {
+            let c = Icmpv4Unreachable::from(self.code);
+            d.field("code", Value::Named(self.code as u64, c.name()));
+        } else {
+            d.field("code", Value::Uint(self.code as u64));
+        }
+        match (self.echo_ident_seq(), self.next_hop_mtu()) {
+            (Some((id, seq)), _) => {
                 d.field("ident", Value::Uint(id as u64));
                 d.field("seq", Value::Uint(seq as u64));
             }
-            None => d.field("rest_of_header", Value::Hex(self.rest as u64, 8)),
+            (None, Some(mtu)) => {
+                d.field("unused", Value::Hex((self.rest >> 16) as u64, 4));
+                d.field("mtu", Value::Uint(mtu as u64));
+            }
+            (None, None) => d.field("rest_of_header", Value::Hex(self.rest as u64, 8)),
         }
         d.field("data_len", Value::Uint(self.body.len() as u64));
     }
 }
 
 impl core::fmt::Display for Icmpv4Repr<'_> {
-    /// `ICMP echo request id 1 seq 1`.
+    /// `ICMP echo request id 1 seq 1`,
+    /// `ICMP destination unreachable fragmentation needed mtu 2044`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "ICMP {}", self.msg_type.name())?;
-        match self.echo_ident_seq() {
-            Some((id, seq)) => write!(f, " id {id} seq {seq}"),
-            None => write!(f, " code {}", self.code),
+        if let Some((id, seq)) = self.echo_ident_seq() {
+            return write!(f, " id {id} seq {seq}");
+        }
+        match (self.msg_type, Icmpv4Unreachable::from(self.code)) {
+            (Icmpv4Type::DestUnreachable, c) if !matches!(c, Icmpv4Unreachable::Unknown(_)) => {
+                write!(f, " {}", c.name())?;
+                match self.next_hop_mtu() {
+                    Some(mtu) => write!(f, " mtu {mtu}"),
+                    None => Ok(()),
+                }
+            }
+            _ => write!(f, " code {}", self.code),
         }
     }
 }
@@ -290,6 +446,24 @@ pub struct Icmpv6Repr<'a> {
 }
 
 impl<'a> Icmpv6Repr<'a> {
+    /// Packet too big (RFC 4443 §3.2): type 2, code 0, the MTU of the next-hop link, and as much of
+    /// the invoking packet (`invoking`, from its IPv6 header to the end of its payload) as fits
+    /// without the ICMPv6 packet exceeding the minimum IPv6 MTU (§2.4 (c)): at most its first
+    /// [`ICMPV6_MAX_QUOTED_LEN`] (1232) bytes.
+    pub fn packet_too_big(mtu: u32, invoking: &'a [u8]) -> Icmpv6Repr<'a> {
+        Icmpv6Repr {
+            msg_type: Icmpv6Type::PacketTooBig,
+            code: 0,
+            rest: mtu,
+            body: &invoking[..invoking.len().min(ICMPV6_MAX_QUOTED_LEN)],
+        }
+    }
+
+    /// The MTU of a packet too big message (RFC 4443 §3.2), `None` for any other message.
+    pub fn mtu(&self) -> Option<u32> {
+        (self.msg_type == Icmpv6Type::PacketTooBig).then_some(self.rest)
+    }
+
     /// Parses a whole message and checks its checksum against the pseudo-header of `src` and `dst`
     /// (RFC 4443 §2.3); `Err(Checksum)` if wrong.
     pub fn parse(src: Ipv6Addr, dst: Ipv6Addr, data: &'a [u8]) -> Result<Icmpv6Repr<'a>> {
@@ -386,96 +560,4 @@ impl core::fmt::Display for Icmpv6Repr<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::describe::Collect;
-    use proptest::prelude::*;
-
-    // RFC 792 echo request, id 1 seq 1, 4 data bytes "abcd".
-    static ECHO4: [u8; 12] = [
-        8, 0, 0x33, 0x37, 0x00, 0x01, 0x00, 0x01, b'a', b'b', b'c', b'd',
-    ];
-
-    #[test]
-    fn v4_deconstruct_parse_emit() {
-        let p = IcmpPacket::new_checked(&ECHO4[..]).unwrap();
-        assert_eq!(p.msg_type(), 8);
-        assert_eq!(p.echo_ident(), 1);
-        assert_eq!(p.echo_seq(), 1);
-        assert!(p.verify_checksum_v4());
-        let r = Icmpv4Repr::parse(&ECHO4).unwrap();
-        assert_eq!(r, Icmpv4Repr::echo(true, 1, 1, b"abcd"));
-        assert_eq!(r.to_string(), "ICMP echo request id 1 seq 1");
-        let mut b = [0u8; 12];
-        r.emit(&mut b).unwrap();
-        assert_eq!(b, ECHO4);
-        let mut bad = ECHO4;
-        bad[9] = b'x';
-        assert_eq!(Icmpv4Repr::parse(&bad), Err(Error::Checksum));
-        let mut c = Collect::default();
-        r.describe(&mut c);
-        assert_eq!(c.get("type"), Some("echo request (0x8)"));
-        assert_eq!(c.get("seq"), Some("1"));
-    }
-
-    #[test]
-    fn v6_echo() {
-        let src: Ipv6Addr = "fe80::1".parse().unwrap();
-        let dst: Ipv6Addr = "fe80::2".parse().unwrap();
-        let r = Icmpv6Repr {
-            msg_type: Icmpv6Type::EchoRequest,
-            code: 0,
-            rest: 0x0007_0003,
-            body: b"hi",
-        };
-        let mut b = [0u8; 10];
-        r.emit(src, dst, &mut b).unwrap();
-        assert_eq!(b[..2], [128, 0]);
-        assert_eq!(Icmpv6Repr::parse(src, dst, &b).unwrap(), r);
-        let other: Ipv6Addr = "fe80::3".parse().unwrap();
-        assert_eq!(Icmpv6Repr::parse(src, other, &b), Err(Error::Checksum));
-        assert_eq!(r.to_string(), "ICMPv6 echo request id 7 seq 3");
-    }
-
-    // RFC 4861 §4: types 133-137 are ND, and only those.
-    #[test]
-    fn nd_types() {
-        for t in 0..=255u8 {
-            assert_eq!(Icmpv6Type::from(t).is_nd(), (133..=137).contains(&t), "{t}");
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn v4_round_trip(t in any::<u8>(), code in any::<u8>(), rest in any::<u32>(),
-                         body in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let r = Icmpv4Repr { msg_type: t.into(), code, rest, body: &body };
-            let mut b = vec![0u8; r.buffer_len()];
-            r.emit(&mut b).unwrap();
-            prop_assert_eq!(Icmpv4Repr::parse(&b).unwrap(), r);
-        }
-
-        #[test]
-        fn v6_round_trip(t in any::<u8>(), code in any::<u8>(), rest in any::<u32>(), s in any::<u128>(),
-                         body in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let (src, dst) = (Ipv6Addr::from(s), Ipv6Addr::from(!s));
-            let r = Icmpv6Repr { msg_type: t.into(), code, rest, body: &body };
-            let mut b = vec![0u8; r.buffer_len()];
-            r.emit(src, dst, &mut b).unwrap();
-            prop_assert_eq!(Icmpv6Repr::parse(src, dst, &b).unwrap(), r);
-        }
-
-        #[test]
-        fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300)) {
-            if let Ok(r) = Icmpv4Repr::parse(&data) {
-                let _ = r.to_string();
-                r.describe(&mut Collect::default());
-            }
-            let a = Ipv6Addr::UNSPECIFIED;
-            if let Ok(r) = Icmpv6Repr::parse(a, a, &data) {
-                let _ = r.to_string();
-                r.describe(&mut Collect::default());
-            }
-        }
-    }
-}
+mod tests;

@@ -36,7 +36,7 @@ pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use encap::{EncapHeader, EncapRepr, EtherType};
 pub use frame::{IpPayload, IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv6Datagram};
 pub use hwaddr::{HwAddr, HwAddrFlags, HwAddrView, HWADDR_LEN};
-pub use icmp::{IcmpPacket, Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type};
+pub use icmp::{IcmpPacket, Icmpv4Repr, Icmpv4Type, Icmpv4Unreachable, Icmpv6Repr, Icmpv6Type};
 pub use ip::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
 pub use mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpVersion, IpoibMgid, Scope};
 pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRepr, PrefixInfo};
