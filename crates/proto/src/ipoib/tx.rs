@@ -58,7 +58,12 @@ impl Interface {
         let v4 = self.cfg.ipv4;
         let bcast = dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst);
         if (bcast || dst.is_multicast()) && packet.len() > self.ud_mtu() as usize {
-            // RFC 4755 §2.1: multicast stays on UD, whose MTU is smaller in connected mode.
+            // RFC 4755 §2.1: multicast stays on UD, whose MTU is smaller in connected mode. No
+            // ICMP answers a broadcast (RFC 1122 §3.2.2), and `too_big_reply` answers no IPv4
+            // multicast either.
+            if bcast {
+                return self.drop1(DropReason::TooBigForPath);
+            }
             return self.answer_too_big(&frame, self.ud_mtu());
         }
         if bcast {
