@@ -68,7 +68,7 @@ fn two_hosts_ping_and_carry_60000_bytes_over_rc() {
 // A 60,000-byte datagram on a datagram-mode interface is too big; connected mode's ICMP
 // answer comes back to the sender.
 #[test]
-fn datagram_mode_answers_too_big() {
+fn datagram_mode_answers_too_big_with_icmp() {
     let seed = seed(42);
     let _g = SeedGuard(seed);
     let mut net = net(2, seed, |_, c| {
@@ -85,16 +85,57 @@ fn datagram_mode_answers_too_big() {
     udp(&mut net, 0, 1, 60_000);
     run(&mut net, Duration::from_millis(100));
     assert_eq!(app(&net, 1).ip().udp_received().len(), 1);
+    assert!(app(&net, 0).ip().too_big_mtus().is_empty());
+    // Back to datagram mode: the same datagram is too big for the link, and the sender's IP
+    // layer hears so with the UD MTU (docs/DEPLOYED.md "Linux IPoIB": `ipoib_cm_skb_too_long`).
     net.with_interface(0, |i, now| i.set_mode(now, Mode::Datagram).unwrap());
     run(&mut net, Duration::from_millis(100));
-    udp(&mut net, 0, 1, 3000);
+    udp(&mut net, 0, 1, 60_000);
     run(&mut net, Duration::from_millis(100));
     let c = net.interface(0).unwrap().counters().clone();
-    assert!(
-        c.dropped(DropReason::TooBig) + c.dropped(DropReason::TooBigForPath) >= 1,
-        "{c:?}"
+    assert_eq!(c.dropped(DropReason::TooBig), 1, "{c:?}");
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 1, "not delivered");
+    let mtus: Vec<u32> = app(&net, 0)
+        .ip()
+        .too_big_mtus()
+        .iter()
+        .map(|m| m.1)
+        .collect();
+    assert_eq!(
+        mtus,
+        vec![2044],
+        "ICMP fragmentation needed with the UD MTU"
     );
-    assert_eq!(app(&net, 1).ip().udp_received().len(), 1);
+}
+
+// RFC 4755 §3.1: a peer without the RC and UC flags is reached over UD, with the UD MTU, even
+// from an interface in connected mode; a packet too big for UD is answered with ICMP.
+#[test]
+fn peer_without_flags_is_reached_over_ud() {
+    let seed = seed(49);
+    let _g = SeedGuard(seed);
+    let mut net = net(2, seed, |i, c| {
+        if i == 0 {
+            c.connected = Some(ConnectedConfig::rc());
+        }
+    });
+    assert!(!net.interface(1).unwrap().hw_addr().flags.rc());
+    udp(&mut net, 0, 1, 1000);
+    udp(&mut net, 0, 1, 30_000);
+    run(&mut net, Duration::from_millis(500));
+    let got = app(&net, 1).ip().udp_received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].payload.len(), 1000);
+    assert!(net.interface(0).unwrap().connections().is_empty());
+    let c = net.interface(0).unwrap().counters().clone();
+    assert_eq!(c.dropped(DropReason::TooBigForPath), 1, "{c:?}");
+    let mtus: Vec<u32> = app(&net, 0)
+        .ip()
+        .too_big_mtus()
+        .iter()
+        .map(|m| m.1)
+        .collect();
+    assert_eq!(mtus, vec![2044]);
 }
 
 /// Datagram mode at first; both hosts ping each other over UD (neighbours and paths resolved),

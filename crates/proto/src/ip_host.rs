@@ -65,6 +65,9 @@ pub struct UdpReceived {
     pub payload: Vec<u8>,
 }
 
+/// Path MTU messages kept by [`IpHost::too_big_mtus`].
+pub const MTUS_KEEP: usize = 1024;
+
 /// Counters of the IP endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IpCounters {
@@ -80,6 +83,8 @@ pub struct IpCounters {
     pub bad: u64,
     /// Well-formed packets for nobody here (another address, a group not joined, other protocols).
     pub ignored: u64,
+    /// ICMP "fragmentation needed" and ICMPv6 "packet too big" received (RFC 1191, RFC 8201).
+    pub too_big: u64,
 }
 
 /// Why a packet could not be sent.
@@ -110,6 +115,8 @@ pub struct IpHost {
     udp: Vec<UdpReceived>,
     out: VecDeque<Vec<u8>>,
     counters: IpCounters,
+    /// Path MTUs learned from ICMP (at most [`MTUS_KEEP`]).
+    mtus: Vec<(Instant, u32)>,
 }
 
 impl IpHost {
@@ -127,6 +134,7 @@ impl IpHost {
             udp: Vec::new(),
             out: VecDeque::new(),
             counters: IpCounters::default(),
+            mtus: Vec::new(),
         }
     }
 
@@ -296,6 +304,9 @@ impl IpHost {
             IpPayload::Icmpv4(i) if i.msg_type == Icmpv4Type::EchoReply => {
                 self.on_reply(now, IpAddr::V4(src), i.echo_ident_seq())
             }
+            IpPayload::Icmpv4(i) if i.next_hop_mtu().is_some() => {
+                self.on_too_big(now, u32::from(i.next_hop_mtu().unwrap_or(0)))
+            }
             IpPayload::Udp(u) => self.on_udp(now, IpAddr::V4(src), IpAddr::V4(dst), &u),
             // A fragment: no reassembly here, so its UDP checksum cannot be verified.
             IpPayload::Raw(_) if d.header.protocol == IpProtocol::Udp => self.counters.bad += 1,
@@ -326,10 +337,25 @@ impl IpHost {
             IpPayload::Icmpv6(i) if i.msg_type == Icmpv6Type::EchoReply => {
                 self.on_reply(now, IpAddr::V6(src), i.echo_ident_seq())
             }
+            IpPayload::Icmpv6(i) if i.mtu().is_some() => self.on_too_big(now, i.mtu().unwrap_or(0)),
             IpPayload::Udp(u) => self.on_udp(now, IpAddr::V6(src), IpAddr::V6(dst), &u),
             IpPayload::Invalid { .. } => self.counters.bad += 1,
             _ => self.counters.ignored += 1,
         }
+    }
+
+    /// A path MTU message: the MTU is recorded (a host with a path MTU cache would lower it;
+    /// this one only keeps what it was told).
+    fn on_too_big(&mut self, now: Instant, mtu: u32) {
+        self.counters.too_big += 1;
+        if self.mtus.len() < MTUS_KEEP {
+            self.mtus.push((now, mtu));
+        }
+    }
+
+    /// Path MTUs learned from ICMP, oldest first (at most a bounded number).
+    pub fn too_big_mtus(&self) -> &[(Instant, u32)] {
+        &self.mtus
     }
 
     fn on_reply(&mut self, now: Instant, from: IpAddr, id_seq: Option<(u16, u16)>) {

@@ -579,6 +579,11 @@ impl Interface {
     /// says so (docs/DEPLOYED.md "Linux IPoIB": `ipoib_cm_skb_too_long`).
     pub(super) fn answer_too_big(&mut self, frame: &[u8], mtu: u32) {
         self.drop1(DropReason::TooBigForPath);
+        self.reply_too_big(frame, mtu);
+    }
+
+    /// Hands the IP layer the ICMP error for a dropped `frame` that was larger than `mtu`.
+    pub(super) fn reply_too_big(&mut self, frame: &[u8], mtu: u32) {
         if let Some(reply) = frame.get(4..).and_then(|p| too_big_reply(p, mtu)) {
             self.counters.delivered += 1;
             self.events.push_back(InterfaceEvent::Deliver(reply));

@@ -50,11 +50,13 @@ impl Interface {
         let Ok(p) = Ipv4Packet::new_checked(packet) else {
             return self.drop1(DropReason::Malformed);
         };
-        if packet.len() > self.mtu() as usize {
-            return self.drop1(DropReason::TooBig);
-        }
         let dst = p.dst_addr();
         let frame = encap(EtherType::Ipv4, packet);
+        if packet.len() > self.mtu() as usize {
+            // Linux `ipoib_send`: too long for the link, answered as for a connection.
+            self.drop1(DropReason::TooBig);
+            return self.reply_too_big(&frame, self.mtu());
+        }
         let v4 = self.cfg.ipv4;
         let bcast = dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst);
         if (bcast || dst.is_multicast()) && packet.len() > self.ud_mtu() as usize {
@@ -96,11 +98,12 @@ impl Interface {
         if !self.cfg.ipv6 {
             return self.drop1(DropReason::NoRoute);
         }
-        if packet.len() > self.ipv6_mtu() as usize {
-            return self.drop1(DropReason::TooBig);
-        }
         let dst = p.dst_addr();
         let frame = encap(EtherType::Ipv6, packet);
+        if packet.len() > self.ipv6_mtu() as usize {
+            self.drop1(DropReason::TooBig);
+            return self.reply_too_big(&frame, self.ipv6_mtu());
+        }
         if dst.is_multicast() && packet.len() > self.ud_mtu() as usize {
             return self.answer_too_big(&frame, self.ud_mtu());
         }
