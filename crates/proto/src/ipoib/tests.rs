@@ -9,6 +9,7 @@
 //! Each host has a tiny IP layer: it records delivered packets and answers ICMP echo requests.
 
 mod bringup;
+mod connected;
 mod ipv4;
 mod ipv6;
 mod legacy;
