@@ -3,12 +3,15 @@
 //! be had.
 
 use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::cm::{self, CmAppConfig};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{
     ConnState, ConnectedConfig, DropReason, InterfaceConfig, Mode, PeerRules,
 };
-use ipoib_wire::private_data::service_id::IpoibCmSidForm;
+use ipoib_wire::private_data::service_id::{
+    ipoib_cm_service_id, ipoib_cm_service_id_rfc, IpoibCmSidForm,
+};
 use std::time::Duration;
 
 fn connected(_i: usize, c: &mut InterfaceConfig) {
@@ -347,4 +350,85 @@ fn rejected_spelling_is_retried_and_remembered() {
         .filter(|l| l.2.contains("other spelling"))
         .count();
     assert_eq!(before, after, "no second REJ 8");
+}
+
+// RFC 4755 §7 (any unicast over any mode) and docs/DEPLOYED.md "Linux IPoIB": a peer that
+// advertises RC but rejects every REQ (here: no listener, REJ reason 8 for both spellings) is
+// reached over UD; the packets queued behind the attempt are sent, not lost, and the next
+// attempt waits `retry_after`.
+#[test]
+fn rejected_connection_falls_back_to_ud_with_its_queue() {
+    let seed = seed(50);
+    let _g = SeedGuard(seed);
+    let mut net = net(2, seed, |i, c| {
+        if i == 0 {
+            c.connected = Some(ConnectedConfig::rc());
+        } else {
+            // Claims RC in its address but runs no connected mode of its own.
+            c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
+        }
+    });
+    // Its CM rejects every REQ to its service IDs: REJ reason 28, consumer reject.
+    let qpn = net.interface(1).unwrap().config().qpn;
+    let rng = net.sim().fork_rng(9);
+    ipoib_fabric::testing::cm::with_host(&mut net, 1, |h, _| {
+        let port = h.mgmt_port();
+        let cfg = CmAppConfig {
+            accept: false,
+            ..CmAppConfig::new(port)
+        };
+        let cmh = cm::install(h, cfg, rng);
+        for sid in [ipoib_cm_service_id(qpn), ipoib_cm_service_id_rfc(qpn)] {
+            cm::listen(h, cmh, sid, u64::MAX).unwrap();
+        }
+    });
+    assert!(net.interface(1).unwrap().hw_addr().flags.rc());
+    for k in 0..3u8 {
+        let dst = v4(&net, 1);
+        net.with_ipoib(0, |a, _| a.ip_mut().send_udp(1, dst, 2, &[k; 1000]))
+            .unwrap()
+            .unwrap();
+    }
+    run(&mut net, Duration::from_millis(500));
+    let got: Vec<u8> = app(&net, 1)
+        .ip()
+        .udp_received()
+        .iter()
+        .map(|u| u.payload[0])
+        .collect();
+    assert_eq!(
+        got,
+        vec![0, 1, 2],
+        "the queued datagrams went over UD, in order"
+    );
+    let log: Vec<String> = app(&net, 0).log().map(|l| l.2.clone()).collect();
+    assert_eq!(
+        log.iter().filter(|l| l.contains("connecting to")).count(),
+        1,
+        "{log:?}"
+    );
+    assert!(log.iter().any(|l| l.contains("failed")), "{log:?}");
+    // Within retry_after (1 s): straight over UD, no new REQ.
+    udp(&mut net, 0, 1, 1000);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 4);
+    let reqs = |net: &Subnet| {
+        app(net, 0)
+            .log()
+            .filter(|l| l.2.contains("connecting to"))
+            .count()
+    };
+    assert_eq!(reqs(&net), 1);
+    // After it: tried again.
+    run(&mut net, Duration::from_secs(2));
+    udp(&mut net, 0, 1, 1000);
+    run(&mut net, Duration::from_millis(500));
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 5);
+    assert_eq!(reqs(&net), 2, "a new attempt after retry_after");
+    assert!(net
+        .interface(0)
+        .unwrap()
+        .connections()
+        .iter()
+        .all(|c| c.state != ConnState::Up));
 }

@@ -532,6 +532,12 @@ impl Interface {
         }
         p.retry_at = None;
         if p.queue.len() >= cfg.queue_len {
+            // A connection slow to come up (a peer whose CM does not answer makes us retry the
+            // REQ for a minute) does not stop traffic: what fits UD goes that way meanwhile
+            // (RFC 4755 §7), the rest is dropped.
+            if frame.len().saturating_sub(4) <= self.ud_mtu() as usize {
+                return self.push_ud(path.0, hw.gid, hw.qpn, frame);
+            }
             return self.drop1(DropReason::ConnQueueFull);
         }
         p.queue.push_back(frame);
