@@ -432,3 +432,50 @@ fn rejected_connection_falls_back_to_ud_with_its_queue() {
         .iter()
         .all(|c| c.state != ConnState::Up));
 }
+
+// A peer that advertises RC but whose CM never answers: the REQ is retried (Max CM Retries 15,
+// IBA 1 §12.7, about 6.4 s apart); meanwhile the queue holds 16 packets and the rest go over UD.
+// When the attempt ends (here the neighbour entry, unused while everything waits, expires first
+// and releases it, RFC 4755 §3.4) the queue goes over UD too. Nothing is lost.
+#[test]
+fn silent_peer_times_out_and_nothing_is_lost() {
+    let seed = seed(51);
+    let _g = SeedGuard(seed);
+    let mut net = net(2, seed, |i, c| {
+        if i == 0 {
+            c.connected = Some(ConnectedConfig::rc());
+        } else {
+            c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
+        }
+    });
+    // Host 1 pings host 0 first, so that host 0 knows it (3 packets wait per unresolved
+    // neighbour, as on Linux). The echo reply is the first packet for the connection: it waits
+    // in the queue with 15 of the datagrams.
+    let sent = ping_pairs(&mut net, &[(1, 0)], v4, Duration::from_millis(100));
+    assert!(
+        rtt(&net, sent[0]).is_none(),
+        "the reply waits for the connection"
+    );
+    let dst = v4(&net, 1);
+    net.with_ipoib(0, |a, _| {
+        for k in 0..20u8 {
+            a.ip_mut().send_udp(1, dst, 2, &[k; 100]).unwrap();
+        }
+    });
+    run(&mut net, Duration::from_secs(1));
+    assert_eq!(
+        app(&net, 1).ip().udp_received().len(),
+        5,
+        "the overflow went over UD"
+    );
+    run(&mut net, Duration::from_secs(600));
+    let mut got: Vec<u8> = app(&net, 1)
+        .ip()
+        .udp_received()
+        .iter()
+        .map(|u| u.payload[0])
+        .collect();
+    got.sort();
+    assert_eq!(got, (0..20).collect::<Vec<u8>>());
+    assert!(rtt(&net, sent[0]).is_some(), "the echo reply arrived too");
+}

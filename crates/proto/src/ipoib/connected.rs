@@ -681,22 +681,19 @@ impl Interface {
         };
         p.retry_at = Some(now.saturating_add(cfg.retry_after));
         p.tried_other = false;
-        let frames: Vec<Vec<u8>> = p.queue.drain(..).collect();
-        let (hw, path) = (p.hw, p.path);
         if let Some(conn) = self.sending_conn(&k) {
+            let frames: Vec<Vec<u8>> = self
+                .cm
+                .peers
+                .get_mut(&k)
+                .map(|p| p.queue.drain(..).collect())
+                .unwrap_or_default();
             for f in frames {
                 self.conn_send(now, conn, f);
             }
             return;
         }
-        match path {
-            Some((info, _)) => {
-                for f in frames {
-                    self.ud_transmit(info, hw, f);
-                }
-            }
-            None => self.drop_count(DropReason::PathFailed, frames.len()),
-        }
+        self.flush_queue_ud(now, k);
     }
 
     fn cm_event(&mut self, now: Instant, e: &CmEvent) {
@@ -971,14 +968,43 @@ impl Interface {
         }
     }
 
-    /// Sends a DREQ for `conn` (if it got that far) and stops sending on it.
-    fn cm_release(&mut self, _now: Instant, conn: ConnId) {
+    /// Sends a DREQ for `conn` (if it got that far) and stops sending on it. Frames that were
+    /// waiting for it go over UD unless another connection to the peer takes them.
+    fn cm_release(&mut self, now: Instant, conn: ConnId) {
         self.unlink_conn(conn);
-        if let Some(c) = self.cm.conns.get_mut(&conn) {
-            if c.state != ConnState::Closing {
-                c.state = ConnState::Closing;
-                self.cm.commands.push_back(CmCommand::Disconnect { conn });
+        let Some(c) = self.cm.conns.get_mut(&conn) else {
+            return;
+        };
+        if c.state != ConnState::Closing {
+            c.state = ConnState::Closing;
+            self.cm.commands.push_back(CmCommand::Disconnect { conn });
+        }
+        let k = c.peer;
+        let waiting = self
+            .cm
+            .peers
+            .get(&k)
+            .is_some_and(|p| !p.queue.is_empty() && p.tx.is_none() && !p.starting);
+        if waiting && self.sending_conn(&k).is_none() {
+            self.flush_queue_ud(now, k);
+        }
+    }
+
+    /// The frames waiting for a connection to `k` go over UD (those too big for it are answered
+    /// with ICMP).
+    fn flush_queue_ud(&mut self, _now: Instant, k: PeerKey) {
+        let Some(p) = self.cm.peers.get_mut(&k) else {
+            return;
+        };
+        let frames: Vec<Vec<u8>> = p.queue.drain(..).collect();
+        let (hw, path) = (p.hw, p.path);
+        match path {
+            Some((info, _)) => {
+                for f in frames {
+                    self.ud_transmit(info, hw, f);
+                }
             }
+            None => self.drop_count(DropReason::PathFailed, frames.len()),
         }
     }
 
