@@ -63,6 +63,8 @@ fn two_hosts_ping_and_carry_60000_bytes_over_rc() {
     assert_eq!(ours.len(), 1, "{conns:?}");
     assert_eq!(ours[0].state, ConnState::Up);
     assert_eq!(ours[0].mtu, 65520);
+    let to1 = v4(&net, 1);
+    assert_eq!(net.interface(0).unwrap().path_mtu(to1), 65520);
     assert_eq!(ours[0].service_id >> 56, 0x10);
     assert!(ours[0].tx_packets >= 2);
     assert_eq!(app(&net, 0).conn_counters().unwrap(), Default::default());
@@ -130,6 +132,8 @@ fn peer_without_flags_is_reached_over_ud() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].payload.len(), 1000);
     assert!(net.interface(0).unwrap().connections().is_empty());
+    let to1 = v4(&net, 1);
+    assert_eq!(net.interface(0).unwrap().path_mtu(to1), 2044);
     let c = net.interface(0).unwrap().counters().clone();
     assert_eq!(c.dropped(DropReason::TooBigForPath), 1, "{c:?}");
     let mtus: Vec<u32> = app(&net, 0)

@@ -388,6 +388,22 @@ impl Interface {
             .collect()
     }
 
+    /// The MTU towards `dst` right now (the per-destination MTU Linux keeps with the
+    /// neighbour): the MTU of the connection we send to it on, when one is up (RFC 4755 §5.1),
+    /// else the UD MTU; the link MTU while `dst` is not resolved yet.
+    pub fn path_mtu(&self, dst: std::net::IpAddr) -> u32 {
+        let hw = self.neigh.get(&dst).and_then(|n| n.hw);
+        let Some(hw) = hw else {
+            return self.mtu();
+        };
+        let k = key(&hw);
+        match self.sending_conn(&k).and_then(|c| self.cm.conns.get(&c)) {
+            Some(c) => self.conn_mtu(c),
+            None if self.goes_connected(&hw, &[0x08, 0x00]) => self.mtu(),
+            None => self.ud_mtu(),
+        }
+    }
+
     /// The next command for the host's CM.
     pub fn poll_cm_command(&mut self) -> Option<CmCommand> {
         self.cm.commands.pop_front()
