@@ -175,6 +175,12 @@ impl IpHost {
         &self.udp
     }
 
+    /// Hands over the UDP datagrams received so far and forgets them, so that a long transfer
+    /// does not keep every payload ([`IpCounters::udp_received`] keeps counting).
+    pub fn take_udp_received(&mut self) -> Vec<UdpReceived> {
+        std::mem::take(&mut self.udp)
+    }
+
     /// IP multicast groups this endpoint listens to.
     pub fn groups(&self) -> &BTreeSet<IpAddr> {
         &self.groups
@@ -588,5 +594,45 @@ mod tests {
         b.handle_packet(t(3), &bad);
         assert_eq!(b.counters().bad, 1, "checksum mismatch counted");
         assert_eq!(b.udp_received().len(), 1);
+        assert_eq!(b.take_udp_received().len(), 1);
+        assert!(b.udp_received().is_empty());
+        assert_eq!(b.counters().udp_received, 1, "still counted");
+    }
+
+    // RFC 791 §3.1: an IPv4 total length counts the 20-byte header, so 65,507 bytes of UDP
+    // payload at most; RFC 8200 §3: the IPv6 payload length does not count the 40-byte header,
+    // so 65,527. One byte more is refused, not truncated.
+    #[test]
+    fn udp_payload_limits_per_family() {
+        let (a4, b4) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut a = IpHost::new(1, Some(a4));
+        let mut b = IpHost::new(2, Some(b4));
+        let big = vec![0xa5; 65_507];
+        a.send_udp(4000, b4.into(), 5000, &big).unwrap();
+        let p = a.poll_packet().unwrap();
+        assert_eq!(p.len(), 65_535);
+        b.handle_packet(t(1), &p);
+        assert_eq!(b.udp_received()[0].payload, big);
+        let too_big = vec![0; 65_508];
+        assert_eq!(
+            a.send_udp(4000, b4.into(), 5000, &too_big),
+            Err(IpError::TooLong)
+        );
+        let (la, lb): (Ipv6Addr, Ipv6Addr) =
+            ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
+        let mut c = IpHost::new(3, None);
+        c.address_ready(la);
+        let mut d = IpHost::new(4, None);
+        d.address_ready(lb);
+        let big6 = vec![0x5a; 65_527];
+        c.send_udp(4000, lb.into(), 5000, &big6).unwrap();
+        let p = c.poll_packet().unwrap();
+        assert_eq!(p.len(), 40 + 65_535);
+        d.handle_packet(t(1), &p);
+        assert_eq!(d.udp_received()[0].payload, big6);
+        assert_eq!(
+            c.send_udp(4000, lb.into(), 5000, &vec![0; 65_528]),
+            Err(IpError::TooLong)
+        );
     }
 }
