@@ -20,6 +20,8 @@
 //! The run is deterministic: the same seed gives the same output (bar the wall time and memory)
 //! and the same pcap, byte for byte.
 
+mod bulk;
+mod connected;
 mod drive;
 mod report;
 mod scenario;
@@ -29,6 +31,7 @@ use drive::{Driver, ProgressMode};
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig};
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::time::Instant as Wall;
@@ -78,6 +81,56 @@ pub struct Args {
     /// `always` from the start (one line a second when not on a terminal), or `never`.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
+    /// `datagram`: unicast over UD (draft-ietf-ipoib-ip-over-infiniband-06). `connected`: every
+    /// interface also offers RC connections (RFC 4755) and sends unicast over them with a 65520
+    /// MTU; the report adds the connections, the CM messages of the capture and a bulk transfer
+    /// in both modes.
+    #[arg(long, value_enum, default_value_t = DemoMode::Datagram)]
+    mode: DemoMode,
+    /// Bytes of the bulk transfer from the first host to the second, in datagrams of the largest
+    /// size the mode allows, run with the capture off (default in connected mode 65,492,000: 1,000
+    /// datagrams of 65,492 bytes, under 64 MiB; in datagram mode no transfer unless given; 0 for
+    /// none; at most 1 GiB). Connected mode runs it over RC, then once more over UD after the
+    /// sender went back to datagram mode, to compare.
+    #[arg(long)]
+    bulk_bytes: Option<u64>,
+}
+
+/// The unicast mode of the demo's interfaces.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoMode {
+    /// Unicast over UD.
+    Datagram,
+    /// Unicast over RC connections (RFC 4755).
+    Connected,
+}
+
+/// What the scenario runs beyond its fixed phases.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub connected: bool,
+    /// `--bulk-bytes` as given.
+    pub bulk_bytes: Option<u64>,
+}
+
+impl Plan {
+    /// Bytes of the bulk transfer, if one runs.
+    pub fn bulk_bytes(&self) -> Option<u64> {
+        match (self.bulk_bytes, self.connected) {
+            (Some(b), _) => Some(b),
+            (None, true) => Some(bulk::DEFAULT_BYTES),
+            (None, false) => None,
+        }
+    }
+}
+
+fn connected(_: usize, c: &mut InterfaceConfig) {
+    c.connected = Some(ConnectedConfig::rc());
+}
+
+fn connected_quiet(i: usize, c: &mut InterfaceConfig) {
+    connected(i, c);
+    c.arp_notify = false;
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -99,12 +152,22 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
+    if args.bulk_bytes.is_some_and(|b| b > bulk::MAX_BYTES) {
+        return fail(format!("--bulk-bytes: at most {} (1 GiB)", bulk::MAX_BYTES));
+    }
+    let plan = Plan {
+        connected: args.mode == DemoMode::Connected,
+        bulk_bytes: args.bulk_bytes,
+    };
     let hosts = topo.host_ports().count();
     let mut opts = SubnetOptions::new(topo, args.seed);
     let mut ipoib = IpoibOptions::default();
-    if !announces(hosts) {
-        ipoib.configure = Some(|_, c| c.arp_notify = false);
-    }
+    ipoib.configure = match (plan.connected, announces(hosts)) {
+        (false, true) => None,
+        (false, false) => Some(|_, c| c.arp_notify = false),
+        (true, true) => Some(connected),
+        (true, false) => Some(connected_quiet),
+    };
     opts.ipoib = Some(ipoib);
     let mut drv = match Driver::new(interrupt, args.progress, start, &args.pcap) {
         Ok(d) => d,
@@ -120,11 +183,14 @@ pub fn run(args: &Args) -> ExitCode {
     net.sim_mut()
         .set_capture(Capture::new().with_packet_limit(MAX_CAPTURE_PACKETS));
     let mut found = scenario::Found::default();
-    let stopped = scenario::run(&mut net, &mut drv, &mut found).err();
-    let mut r = scenario::report(&net, &found, stopped);
+    let stopped = scenario::run(&mut net, &mut drv, &plan, &mut found).err();
+    let mut r = scenario::report(&net, &plan, &found, stopped);
     match drv.finish(&mut net) {
         Ok((kept, skipped)) => (r.packets, r.packets_skipped) = (kept, skipped),
         Err(e) => return fail(e),
+    }
+    if let Some(c) = r.connected.as_mut() {
+        c.tally = Some(connected::tally(&args.pcap));
     }
     r.wall = start.elapsed();
     r.peak_kib = crate::peak_memory_kib();

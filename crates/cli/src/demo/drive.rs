@@ -7,6 +7,7 @@
 //! a run driven from here puts the same packets on the links at the same times, byte for byte.
 
 use crate::interrupt::{Interrupt, Signal};
+use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::Instant;
 use std::fs::File;
@@ -28,6 +29,12 @@ pub enum Phase {
     Ipv6First,
     Ipv6Then,
     Multicast,
+    /// The bulk transfer in connected mode (RFC 4755).
+    BulkConnected,
+    /// The sender going back to datagram mode, its connections released.
+    ModeSwitch,
+    /// The bulk transfer in datagram mode.
+    BulkDatagram,
 }
 
 impl Phase {
@@ -41,6 +48,9 @@ impl Phase {
             Phase::Ipv6First => "the first IPv6 pings",
             Phase::Ipv6Then => "the second IPv6 pings",
             Phase::Multicast => "the multicast test",
+            Phase::BulkConnected => "the connected-mode bulk transfer",
+            Phase::ModeSwitch => "the switch to datagram mode",
+            Phase::BulkDatagram => "the datagram-mode bulk transfer",
         }
     }
 
@@ -54,6 +64,9 @@ impl Phase {
             Phase::Ipv6First => "ipv6-first",
             Phase::Ipv6Then => "ipv6-then",
             Phase::Multicast => "multicast",
+            Phase::BulkConnected => "bulk-connected",
+            Phase::ModeSwitch => "mode-switch",
+            Phase::BulkDatagram => "bulk-datagram",
         }
     }
 }
@@ -141,6 +154,8 @@ struct CaptureFile {
     path: String,
     file: File,
     error: Option<std::io::Error>,
+    /// The capture taken off the simulator while it is paused ([`Driver::pause_capture`]).
+    paused: Option<Capture>,
 }
 
 impl CaptureFile {
@@ -184,6 +199,7 @@ impl Driver {
                 path: pcap.to_string(),
                 file,
                 error: None,
+                paused: None,
             }),
             phase: Phase::BringUp,
         })
@@ -299,6 +315,50 @@ impl Driver {
         }
     }
 
+    /// Stops recording packets: what the capture holds is written out and the capture is kept
+    /// aside, its packet count and limit with it, until [`Driver::resume_capture`].
+    pub fn pause_capture(&mut self, net: &mut Subnet) {
+        self.write_capture(net, 0);
+        if let Some(out) = self.capture.as_mut() {
+            if out.paused.is_none() {
+                out.paused = net.sim_mut().take_capture();
+            }
+        }
+    }
+
+    /// Records packets again, in the capture [`Driver::pause_capture`] kept aside.
+    pub fn resume_capture(&mut self, net: &mut Subnet) {
+        if let Some(c) = self.capture.as_mut().and_then(|out| out.paused.take()) {
+            net.sim_mut().set_capture(c);
+        }
+    }
+
+    /// Runs one event at a time until `step` says the work is done (true) or no event is left
+    /// before `deadline` (false). `step` runs before the first event and after every one, so it
+    /// can feed the simulation at the instant something happened (a sender's window opening),
+    /// which the slices of [`Driver::run_until_with`] would blur.
+    pub fn run_stepwise(
+        &mut self,
+        net: &mut Subnet,
+        deadline: Instant,
+        step: &mut dyn FnMut(&mut Subnet) -> bool,
+        meter: Meter<'_>,
+    ) -> Result<bool, Interrupted> {
+        loop {
+            self.check(net, meter)?;
+            for _ in 0..CHUNK {
+                if step(net) {
+                    return Ok(true);
+                }
+                if !net.sim().next_event_at().is_some_and(|t| t <= deadline) {
+                    net.sim_mut().run_until(deadline);
+                    return Ok(step(net));
+                }
+                net.sim_mut().step();
+            }
+        }
+    }
+
     /// Ends the progress line, writes the rest of the capture and closes the file: (packets
     /// kept, packets not kept), or the write error.
     pub fn finish(&mut self, net: &mut Subnet) -> Result<(u64, u64), String> {
@@ -306,7 +366,7 @@ impl Driver {
         let Some(mut out) = self.capture.take() else {
             return Ok((0, 0));
         };
-        let Some(c) = net.sim_mut().take_capture() else {
+        let Some(c) = out.paused.take().or_else(|| net.sim_mut().take_capture()) else {
             return Ok((0, 0));
         };
         let counts = (c.packets(), c.skipped());

@@ -1,9 +1,12 @@
 //! What `ipoib demo` found, and its two renderings: aligned text for people, one JSON document
 //! for machines (`report/json.rs`). Nothing here runs the simulation.
 
+use super::bulk::BulkReport;
+use super::connected::{CmTally, ConnLine};
 use super::drive::Interrupted;
 use super::{Args, BROADCAST_BUDGET, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, ResolutionKind};
+use ipoib_proto::ipoib::Mode;
 use ipoib_wire::ipoib::HwAddr;
 use ipoib_wire::sa::{JoinState, McMemberRecordRepr};
 use ipoib_wire::{PKey, QKey};
@@ -11,6 +14,7 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
+mod connected;
 mod json;
 
 /// Lines of a long list shown in text before "... N more".
@@ -124,6 +128,39 @@ pub struct GroupLine {
     pub well_known: bool,
 }
 
+/// A host's switch from connected back to datagram mode.
+#[derive(Debug, Clone)]
+pub struct SwitchReport {
+    pub host: usize,
+    /// The interface took the new mode.
+    pub switched: bool,
+    /// Connections it sent on, released.
+    pub released: usize,
+    /// Every peer holds them closing or gone.
+    pub settled: bool,
+    pub mtu_before: u32,
+    pub mtu_after: u32,
+}
+
+/// What connected mode (RFC 4755) adds to the report.
+pub struct ConnectedReport {
+    pub conns: Vec<ConnLine>,
+    /// The IP MTU in connected mode, and over UD.
+    pub mtu: u32,
+    pub ud_mtu: u32,
+    pub switch: Option<SwitchReport>,
+    /// The CM messages in the capture, once it is written (or why it could not be read).
+    pub tally: Option<Result<CmTally, String>>,
+}
+
+/// "connected" or "datagram".
+pub fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Connected => "connected",
+        Mode::Datagram => "datagram",
+    }
+}
+
 pub struct Report {
     pub names: Vec<String>,
     pub hosts: Vec<HostLine>,
@@ -143,6 +180,10 @@ pub struct Report {
     pub v6: Option<Vec<PingLine>>,
     pub mcast: Option<McastReport>,
     pub groups: Vec<GroupLine>,
+    /// Connected mode, when the demo ran in it.
+    pub connected: Option<ConnectedReport>,
+    /// The bulk transfers that ran, connected mode first.
+    pub bulk: Vec<BulkReport>,
     pub failures: Vec<String>,
     /// A signal stopped the run: what is shown is what was known then.
     pub stopped: Option<Interrupted>,
@@ -227,10 +268,15 @@ impl Report {
         let n = self.hosts.len();
         let _ = writeln!(
             o,
-            "ipoib demo: {n} host{} ({}), seed {}\n",
+            "ipoib demo: {n} host{} ({}), seed {}{}\n",
             if n == 1 { "" } else { "s" },
             args.topology,
-            args.seed
+            args.seed,
+            if self.connected.is_some() {
+                ", connected mode (RFC 4755)"
+            } else {
+                ""
+            }
         );
         self.text_subnet(&mut o);
         self.text_hosts(&mut o);
@@ -238,12 +284,21 @@ impl Report {
         self.text_pings(&mut o, "IPv4", self.v4.as_deref());
         self.text_pings(&mut o, "IPv6", self.v6.as_deref());
         self.text_mcast(&mut o);
+        self.text_connected(&mut o);
+        self.text_bulk(&mut o);
         self.text_groups(&mut o);
         let _ = writeln!(
             o,
             "Capture: {} packets written to {}. Open it with\n  wireshark {}\n  tshark -r {} -V",
             self.packets, args.pcap, args.pcap, args.pcap
         );
+        if !self.bulk.is_empty() {
+            let _ = writeln!(
+                o,
+                "  (the bulk transfers ran with the capture off: their {} packets are not in it)",
+                self.bulk.iter().map(|b| b.wire_packets).sum::<u64>()
+            );
+        }
         if self.packets_skipped > 0 {
             let _ = writeln!(
                 o,
@@ -271,9 +326,21 @@ impl Report {
                     m.members.len()
                 )
             });
+            let b: String = self
+                .bulk
+                .iter()
+                .map(|b| {
+                    format!(
+                        "; {} bulk {}/{} datagrams",
+                        mode_name(b.mode),
+                        b.delivered,
+                        b.datagrams
+                    )
+                })
+                .collect();
             let _ = writeln!(
                 o,
-                "Result: OK ({}/{n} hosts up; {}/{} IPv4 and {}/{} IPv6 ping pairs answered{m})",
+                "Result: OK ({}/{n} hosts up; {}/{} IPv4 and {}/{} IPv6 ping pairs answered{m}{b})",
                 self.carrier,
                 v4.map_or(0, Self::answered),
                 v4.map_or(0, <[_]>::len),
@@ -315,6 +382,15 @@ impl Report {
                 r.qkey,
                 r.mtu.bytes().unwrap_or(0),
                 mtu
+            );
+        }
+        if let Some(c) = &self.connected {
+            let _ = writeln!(
+                o,
+                "  Connected mode (RFC 4755): every interface offers RC (flag 0x80 of its link-layer address, §3.1)\n  \
+                 and listens for CM REQs on service ID 0x10000000_00 + its UD QPN (§3.5); IP MTU {} on\n  \
+                 connections (§5.1), {} over UD (multicast, and peers without a connection).",
+                c.mtu, c.ud_mtu
             );
         }
         let _ = writeln!(

@@ -1,13 +1,21 @@
 //! The demonstration itself, phase by phase ([`Phase`]): bring-up, IPv4 pings, IPv6 pings,
-//! multicast. What each phase finds goes into [`Found`] as soon as it is known, so that a run
-//! stopped by a signal still reports everything up to the moment it stopped.
+//! multicast; then, when asked for, the bulk transfers (in connected mode, the switch of the
+//! sender back to datagram mode between them). What each phase finds goes into [`Found`] as soon
+//! as it is known, so that a run stopped by a signal still reports everything up to the moment it
+//! stopped.
 
+use super::bulk::{self, BulkReport};
+use super::connected::{self, ConnLine};
 use super::drive::{Driver, Interrupted, Meter, Phase};
-use super::report::{GroupLine, HostLine, McastReport, PingLine, PortLine, Report, ResLine, Rtt};
-use super::{ping_pairs, GROUP, GROUP_PORT};
+use super::report::{
+    ConnectedReport, GroupLine, HostLine, McastReport, PingLine, PortLine, Report, ResLine, Rtt,
+    SwitchReport,
+};
+use super::{ping_pairs, Plan, GROUP, GROUP_PORT};
 use ipoib_fabric::node::ipoib::{FrameStats, Resolution};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::Instant;
+use ipoib_proto::ipoib::{ConnState, Mode};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
@@ -33,10 +41,21 @@ pub struct Found {
     v6_first: Option<Vec<Sample>>,
     v6_then: Option<Vec<Sample>>,
     mcast: Option<McastReport>,
+    /// Connected mode: every host's connections after the connected-mode bulk transfer (or after
+    /// the multicast test, without one).
+    conns: Option<Vec<ConnLine>>,
+    bulk_connected: Option<BulkReport>,
+    switch: Option<SwitchReport>,
+    bulk_datagram: Option<BulkReport>,
 }
 
 /// Runs the demonstration, filling `found` as it goes; stops at the first interruption.
-pub fn run(net: &mut Subnet, drv: &mut Driver, found: &mut Found) -> Result<(), Interrupted> {
+pub fn run(
+    net: &mut Subnet,
+    drv: &mut Driver,
+    plan: &Plan,
+    found: &mut Found,
+) -> Result<(), Interrupted> {
     let n = net.host_count();
     // 1. Bring-up: the SM configures the fabric, every interface joins the broadcast group (§5).
     drv.phase(Phase::BringUp);
@@ -69,6 +88,85 @@ pub fn run(net: &mut Subnet, drv: &mut Driver, found: &mut Found) -> Result<(), 
         drv.phase(Phase::Multicast);
         found.mcast = Some(multicast(net, drv)?);
     }
+    // 5. Bulk transfers from host 0 to host 1, with the capture off (tens of thousands of
+    // packets of 2 KiB each would swell the pcap): in connected mode over RC (RFC 4755), then,
+    // host 0 switched back to datagram mode (its connections released, §3.4), over UD.
+    let bulk = plan.bulk_bytes().filter(|&b| b > 0 && n >= 2);
+    if let (true, Some(bytes)) = (plan.connected, bulk) {
+        drv.pause_capture(net);
+        drv.phase(Phase::BulkConnected);
+        bulk::run(net, drv, (0, 1), bytes, &mut found.bulk_connected)?;
+    }
+    if plan.connected {
+        found.conns = Some(connected::connections(net));
+    }
+    if let Some(bytes) = bulk {
+        if plan.connected {
+            drv.resume_capture(net);
+            drv.phase(Phase::ModeSwitch);
+            mode_switch(net, drv, 0, &mut found.switch)?;
+        }
+        drv.pause_capture(net);
+        drv.phase(Phase::BulkDatagram);
+        bulk::run(net, drv, (0, 1), bytes, &mut found.bulk_datagram)?;
+        drv.resume_capture(net);
+    }
+    Ok(())
+}
+
+/// Host `a` goes back to datagram mode (Linux: `echo datagram > /sys/class/net/ib0/mode`): the
+/// connections it sends on are released with DREQ and DREP (RFC 4755 §3.4; IBA 1 §12.9.8); the
+/// capture is on, so they show in it. Runs until every peer holds each of them closing or gone.
+fn mode_switch(
+    net: &mut Subnet,
+    drv: &mut Driver,
+    a: usize,
+    out: &mut Option<SwitchReport>,
+) -> Result<(), Interrupted> {
+    let mtu = |net: &Subnet| net.interface(a).map_or(0, |i| i.mtu());
+    let before = mtu(net);
+    let ours: Vec<(u32, u32)> = net
+        .interface(a)
+        .map(|i| i.connections())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.active && c.state != ConnState::Closing)
+        .filter_map(|c| c.qpns)
+        .collect();
+    let switched = net
+        .with_interface(a, |i, now| i.set_mode(now, Mode::Datagram))
+        .is_some_and(|r| r.is_ok());
+    // The peer's side of each released connection: its QPNs the other way round.
+    let closed = |net: &Subnet, i: usize| {
+        let theirs = net
+            .interface(i)
+            .map(|x| x.connections())
+            .unwrap_or_default();
+        ours.iter().all(|&(q, p)| {
+            !theirs
+                .iter()
+                .any(|c| c.qpns == Some((p, q)) && c.state != ConnState::Closing)
+        })
+    };
+    let n = net.host_count();
+    let meter: Meter<'_> = &|net| {
+        let k = (0..n).filter(|&i| closed(net, i)).count();
+        (k, n, "hosts without the released connections")
+    };
+    let deadline = net.sim().now() + Duration::from_millis(100);
+    let done = |net: &Subnet| (0..n).all(|i| closed(net, i));
+    let settled = drv.run_until_with(net, deadline, done, meter)?;
+    // A little longer, so that the DREPs land.
+    let until = net.sim().now() + Duration::from_micros(100);
+    drv.run_until(net, until, meter)?;
+    *out = Some(SwitchReport {
+        host: a,
+        switched,
+        released: ours.len(),
+        settled,
+        mtu_before: before,
+        mtu_after: mtu(net),
+    });
     Ok(())
 }
 
@@ -245,7 +343,7 @@ fn ping_lines(
 }
 
 /// The report of what `found` holds; `stopped` when a signal cut the run short.
-pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Report {
+pub fn report(net: &Subnet, plan: &Plan, found: &Found, stopped: Option<Interrupted>) -> Report {
     let n = net.host_count();
     // A phase's verdict counts only once the phase is over.
     let over = |p: Phase| match stopped {
@@ -305,6 +403,67 @@ pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Repo
             LID_MULTICAST_LAST - LID_MULTICAST_FIRST + 1
         ));
     }
+    let bulk: Vec<BulkReport> = [&found.bulk_connected, &found.bulk_datagram]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    for b in &bulk {
+        let phase = match b.mode {
+            Mode::Connected => Phase::BulkConnected,
+            Mode::Datagram => Phase::BulkDatagram,
+        };
+        if over(phase) && !b.ok() {
+            failures.push(format!(
+                "the {} bulk transfer {} -> {} delivered {} of {} datagrams ({} of {} bytes)",
+                super::report::mode_name(b.mode),
+                name(net, b.from),
+                name(net, b.to),
+                b.delivered,
+                b.datagrams,
+                b.bytes_delivered,
+                b.bytes
+            ));
+        }
+    }
+    let connected = plan.connected.then(|| {
+        let conns = found
+            .conns
+            .clone()
+            .unwrap_or_else(|| connected::connections(net));
+        if let Some(b) = found.bulk_connected.as_ref().filter(|b| b.ok()) {
+            // RFC 4755: unicast goes over the connection; every bulk datagram must have.
+            let carried = conns
+                .iter()
+                .filter(|c| c.host == b.from && c.peer == Some(b.to) && c.sends)
+                .map(|c| c.tx_packets)
+                .sum::<u64>();
+            if carried < b.datagrams {
+                failures.push(format!(
+                    "the connected-mode bulk transfer went over UD: its connection carried {carried} of {} datagrams",
+                    b.datagrams
+                ));
+            }
+        }
+        if let Some(s) = found.switch.as_ref().filter(|_| over(Phase::ModeSwitch)) {
+            if !s.switched || !s.settled {
+                failures.push(format!(
+                    "{} did not release its connections on going to datagram mode",
+                    name(net, s.host)
+                ));
+            }
+        }
+        ConnectedReport {
+            conns,
+            mtu: (0..n)
+                .filter_map(|i| net.interface(i))
+                .find(|i| i.mode() == Mode::Connected)
+                .map_or(0, |i| i.mtu()),
+            ud_mtu: net.interface(0).map_or(0, |i| i.ud_mtu()),
+            switch: found.switch.clone(),
+            tally: None,
+        }
+    });
     let mut totals = FrameStats::default();
     let mut paths = 0;
     for i in 0..n {
@@ -340,6 +499,8 @@ pub fn report(net: &Subnet, found: &Found, stopped: Option<Interrupted>) -> Repo
         v6,
         mcast: found.mcast.clone(),
         groups: groups(net),
+        connected,
+        bulk,
         failures,
         stopped,
         packets: 0,

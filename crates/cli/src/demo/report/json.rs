@@ -1,7 +1,7 @@
 //! The demo's report as one JSON document for machines: every host, resolution and ping pair (no
 //! abridging), `null` for what an interrupted run did not reach.
 
-use super::{McastReport, PingLine, Report, Rtt};
+use super::{mode_name, McastReport, PingLine, Report, Rtt};
 use crate::demo::{Args, GROUP_PORT};
 use ipoib_fabric::node::ipoib::ResolutionKind;
 use ipoib_wire::render::escape;
@@ -138,7 +138,10 @@ impl Report {
                 g.mlid, g.pkey.0, g.qkey.0, g.mtu, g.members, g.full, g.send_only, g.well_known
             );
         }
-        o.push_str("],\"pcap\":");
+        o.push(']');
+        self.json_connected(&mut o);
+        self.json_bulk(&mut o);
+        o.push_str(",\"pcap\":");
         escape(&mut o, &args.pcap);
         let _ = write!(
             o,
@@ -168,6 +171,127 @@ impl Report {
         }
         o.push_str("]}");
         o
+    }
+
+    /// Connected mode only (a datagram-mode document is as it always was): the mode, every
+    /// host's connections, the CM messages of the capture and the switch back to datagram mode.
+    fn json_connected(&self, o: &mut String) {
+        let Some(c) = &self.connected else {
+            return;
+        };
+        let _ = write!(
+            o,
+            ",\"mode\":\"connected\",\"connected_mtu\":{},\"ud_mtu\":{},\"connections\":[",
+            c.mtu, c.ud_mtu
+        );
+        for (i, l) in c.conns.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"host\":");
+            escape(o, &self.names[l.host]);
+            o.push_str(",\"peer\":");
+            match l.peer {
+                Some(p) => escape(o, &self.names[p]),
+                None => o.push_str("null"),
+            }
+            o.push_str(",\"peer_gid\":");
+            escape(o, &l.peer_gid.to_string());
+            let (q, pq) = l.qpns.map_or(("null".into(), "null".into()), |(a, b)| {
+                (a.to_string(), b.to_string())
+            });
+            let _ = write!(
+                o,
+                ",\"active\":{},\"sends\":{},\"qpn\":{q},\"peer_qpn\":{pq},\"service_id\":\"{:#018x}\",\"mtu\":{},\"state\":\"{}\",\"transport\":\"{}\",\"tx_packets\":{},\"rx_packets\":{}}}",
+                l.active,
+                l.sends,
+                l.service_id,
+                l.mtu,
+                super::connected::state(l.state),
+                super::connected::transport(l.transport),
+                l.tx_packets,
+                l.rx_packets
+            );
+        }
+        o.push_str("],\"cm_messages\":");
+        match &c.tally {
+            Some(Ok(t)) => {
+                o.push('{');
+                for (i, (name, k)) in t.messages.iter().enumerate() {
+                    if i > 0 {
+                        o.push(',');
+                    }
+                    escape(o, name);
+                    let _ = write!(o, ":{k}");
+                }
+                o.push_str("},\"first_req\":");
+                match &t.first_req {
+                    None => o.push_str("null"),
+                    Some(r) => {
+                        let pd: String =
+                            r.private_data.iter().map(|b| format!("{b:02x}")).collect();
+                        let _ = write!(
+                            o,
+                            "{{\"slid\":{},\"dlid\":{},\"service_id\":\"{:#018x}\",\"private_data\":\"{pd}\",\"ud_qpn\":{},\"receive_mtu\":{}}}",
+                            r.slid, r.dlid, r.service_id, r.cm_data.ud_qpn, r.cm_data.receive_mtu
+                        );
+                    }
+                }
+            }
+            _ => o.push_str("null,\"first_req\":null"),
+        }
+        o.push_str(",\"mode_switch\":");
+        match &c.switch {
+            None => o.push_str("null"),
+            Some(s) => {
+                o.push_str("{\"host\":");
+                escape(o, &self.names[s.host]);
+                let _ = write!(
+                    o,
+                    ",\"switched\":{},\"released\":{},\"settled\":{},\"mtu_before\":{},\"mtu_after\":{}}}",
+                    s.switched, s.released, s.settled, s.mtu_before, s.mtu_after
+                );
+            }
+        }
+    }
+
+    /// The bulk transfers, when any ran.
+    fn json_bulk(&self, o: &mut String) {
+        if self.bulk.is_empty() {
+            return;
+        }
+        o.push_str(",\"bulk\":[");
+        for (i, b) in self.bulk.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            o.push_str("{\"mode\":");
+            escape(o, mode_name(b.mode));
+            o.push_str(",\"from\":");
+            escape(o, &self.names[b.from]);
+            o.push_str(",\"to\":");
+            escape(o, &self.names[b.to]);
+            let _ = write!(
+                o,
+                ",\"packet_len\":{},\"payload_len\":{},\"bytes\":{},\"datagrams\":{},\"sent\":{},\"delivered\":{},\"bytes_delivered\":{},\"duplicates\":{},\"reordered\":{},\"wire_packets\":{},\"sim_ns\":{},\"wall_ns\":{},\"sim_gbps\":{:.3},\"wall_gbps\":{:.3},\"ok\":{}}}",
+                b.packet_len,
+                b.payload_len,
+                b.bytes,
+                b.datagrams,
+                b.sent,
+                b.delivered,
+                b.bytes_delivered,
+                b.duplicates,
+                b.reordered,
+                b.wire_packets,
+                b.sim.as_nanos(),
+                b.wall.as_nanos(),
+                b.sim_gbps(),
+                b.wall_gbps(),
+                b.ok()
+            );
+        }
+        o.push(']');
     }
 
     fn json_pings(&self, o: &mut String, list: Option<&[PingLine]>) {
