@@ -12,7 +12,7 @@ use ipoib_wire::pcap::CaptureReader;
 use ipoib_wire::private_data::ipoib_cm::IpoibCmPrivateDataRepr;
 use ipoib_wire::private_data::service_id::{classify, ServiceKind};
 use ipoib_wire::Gid;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Hosts whose connections the text shows: all of them up to this many, else the bulk pair.
 pub const SHOW_HOSTS: usize = 4;
@@ -81,14 +81,20 @@ pub struct ReqSample {
     pub cm_data: IpoibCmPrivateDataRepr,
 }
 
-/// The CM messages in a capture.
+/// The CM messages in a capture. The capture records a packet on every link it crosses, so a
+/// message is counted once, by its sender, receiver, transaction ID and attribute (a resent one
+/// keeps the connection's transaction ID, as `crates/proto/src/cm/` and Linux send them, so it
+/// counts once too).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CmTally {
-    /// Messages by name ("REQ", "REP", "RTU", "DREQ", "DREP", "REJ", "MRA", ...).
+    /// Distinct messages by name ("REQ", "REP", "RTU", "DREQ", "DREP", "REJ", "MRA", ...).
     pub messages: BTreeMap<&'static str, u64>,
+    /// CM frames in the capture (every copy on every link).
+    pub frames: u64,
     /// Packets read.
     pub packets: u64,
     pub first_req: Option<ReqSample>,
+    seen: BTreeSet<(u16, u16, u64, u16)>,
 }
 
 impl CmTally {
@@ -115,6 +121,11 @@ impl CmTally {
         let Ok(m) = CmMessage::parse(h.attribute_id, &p.payload[MAD_HEADER_LEN..]) else {
             return;
         };
+        self.frames += 1;
+        let key = (p.lrh.slid, p.lrh.dlid, h.transaction_id, h.attribute_id);
+        if !self.seen.insert(key) {
+            return;
+        }
         *self.messages.entry(m.name()).or_insert(0) += 1;
         if let (CmMessage::Req(req), None) = (&m, &self.first_req) {
             if let ServiceKind::IpoibCm { qpn } = classify(req.service_id) {

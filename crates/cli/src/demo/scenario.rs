@@ -19,6 +19,8 @@ use ipoib_proto::ipoib::{ConnState, Mode};
 use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_MULTICAST_LAST};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, IpVersion, IpoibMgid};
 use ipoib_wire::sa::JoinState;
+use ipoib_wire::Gid;
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -125,36 +127,39 @@ fn mode_switch(
 ) -> Result<(), Interrupted> {
     let mtu = |net: &Subnet| net.interface(a).map_or(0, |i| i.mtu());
     let before = mtu(net);
-    let ours: Vec<(u32, u32)> = net
+    let n = net.host_count();
+    let by_gid: BTreeMap<Gid, usize> = (0..n).map(|i| (net.gid(i), i)).collect();
+    let gid_a = net.gid(a);
+    // The peer host and our QPNs of each connection `a` sends on.
+    let ours: Vec<(Option<usize>, (u32, u32))> = net
         .interface(a)
         .map(|i| i.connections())
         .unwrap_or_default()
         .into_iter()
         .filter(|c| c.active && c.state != ConnState::Closing)
-        .filter_map(|c| c.qpns)
+        .filter_map(|c| Some((by_gid.get(&c.peer.gid).copied(), c.qpns?)))
         .collect();
     let switched = net
         .with_interface(a, |i, now| i.set_mode(now, Mode::Datagram))
         .is_some_and(|r| r.is_ok());
-    // The peer's side of each released connection: its QPNs the other way round.
-    let closed = |net: &Subnet, i: usize| {
-        let theirs = net
-            .interface(i)
-            .map(|x| x.connections())
-            .unwrap_or_default();
-        ours.iter().all(|&(q, p)| {
-            !theirs
-                .iter()
-                .any(|c| c.qpns == Some((p, q)) && c.state != ConnState::Closing)
-        })
+    // The peer's end of a released connection: to `a`, with the QPNs the other way round (QPNs
+    // alone repeat from host to host).
+    let closed = |net: &Subnet, peer: Option<usize>, (q, p): (u32, u32)| {
+        let Some(theirs) = peer.and_then(|i| net.interface(i)) else {
+            return true;
+        };
+        !theirs
+            .connections()
+            .iter()
+            .any(|c| c.peer.gid == gid_a && c.qpns == Some((p, q)) && c.state != ConnState::Closing)
     };
-    let n = net.host_count();
+    let total = ours.len();
     let meter: Meter<'_> = &|net| {
-        let k = (0..n).filter(|&i| closed(net, i)).count();
-        (k, n, "hosts without the released connections")
+        let k = ours.iter().filter(|&&(i, q)| closed(net, i, q)).count();
+        (k, total, "released connections closed at the peer")
     };
     let deadline = net.sim().now() + Duration::from_millis(100);
-    let done = |net: &Subnet| (0..n).all(|i| closed(net, i));
+    let done = |net: &Subnet| ours.iter().all(|&(i, q)| closed(net, i, q));
     let settled = drv.run_until_with(net, deadline, done, meter)?;
     // A little longer, so that the DREPs land.
     let until = net.sim().now() + Duration::from_micros(100);
@@ -162,7 +167,7 @@ fn mode_switch(
     *out = Some(SwitchReport {
         host: a,
         switched,
-        released: ours.len(),
+        released: total,
         settled,
         mtu_before: before,
         mtu_after: mtu(net),

@@ -7,6 +7,10 @@ use ipoib_proto::ipoib::{ConnState, Mode};
 use ipoib_wire::cm::TransportServiceType;
 use std::fmt::Write as _;
 
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 pub(super) fn state(s: ConnState) -> &'static str {
     match s {
         ConnState::Connecting => "connecting",
@@ -30,22 +34,26 @@ impl Report {
             return;
         };
         let n = self.hosts.len();
+        if c.conns.is_empty() && n < 2 {
+            let _ = writeln!(o, "Connections (RFC 4755 §3): none (one host)\n");
+            return;
+        }
         let shown: Vec<usize> = if n <= SHOW_HOSTS {
             (0..n).collect()
         } else {
             (0..2).collect()
         };
         let whose = if n <= SHOW_HOSTS {
-            "every host".to_string()
+            "every host holds".to_string()
         } else {
-            format!("{} and {}", self.names[0], self.names[1])
+            format!("{} and {} hold", self.names[0], self.names[1])
         };
         let when = if self.bulk.iter().any(|b| b.mode == Mode::Connected) {
             "after the connected-mode bulk transfer"
         } else {
             "after the multicast test"
         };
-        let _ = writeln!(o, "Connections (RFC 4755 §3), as {whose} holds them {when}");
+        let _ = writeln!(o, "Connections (RFC 4755 §3), as {whose} them {when}");
         let mut rows = vec![vec![
             "host".to_string(),
             "peer".into(),
@@ -102,7 +110,8 @@ impl Report {
             Some(Ok(t)) => {
                 let _ = writeln!(
                     o,
-                    "  CM exchange in the capture (IBA 1 §12.6, MADs on QP1): {} REQ, {} REP, {} RTU, {} DREQ, {} DREP, {} REJ, {} MRA",
+                    "  CM exchange in the capture (IBA 1 §12.6, MADs on QP1): {} REQ, {} REP, {} RTU, {} DREQ, {} DREP, {} REJ, {} MRA\n  \
+                     (messages: the capture holds each once per link it crosses, {} frames in all)",
                     t.count("REQ"),
                     t.count("REP"),
                     t.count("RTU"),
@@ -110,6 +119,7 @@ impl Report {
                     t.count("DREP"),
                     t.count("REJ"),
                     t.count("MRA"),
+                    t.frames
                 );
                 if let Some(r) = &t.first_req {
                     let host = |lid: u16| {
@@ -142,9 +152,9 @@ impl Report {
             let _ = writeln!(
                 o,
                 "  Then {} went back to datagram mode (as `echo datagram > /sys/class/net/ib0/mode`): the {} \
-                 connections it sent on\n  released with DREQ and DREP (§3.4){}, its MTU {} -> {}.",
+                 it sent on\n  released with DREQ and DREP (§3.4){}, its MTU {} -> {}.",
                 self.names[s.host],
-                s.released,
+                plural(s.released, "connection"),
                 if s.settled { "" } else { " (NOT all answered)" },
                 s.mtu_before,
                 s.mtu_after

@@ -224,7 +224,7 @@ impl Report {
                     escape(o, name);
                     let _ = write!(o, ":{k}");
                 }
-                o.push_str("},\"first_req\":");
+                let _ = write!(o, "}},\"cm_frames\":{},\"first_req\":", t.frames);
                 match &t.first_req {
                     None => o.push_str("null"),
                     Some(r) => {
@@ -238,7 +238,7 @@ impl Report {
                     }
                 }
             }
-            _ => o.push_str("null,\"first_req\":null"),
+            _ => o.push_str("null,\"cm_frames\":null,\"first_req\":null"),
         }
         o.push_str(",\"mode_switch\":");
         match &c.switch {
