@@ -5,7 +5,9 @@
 //! and ND resolutions the first pings cause; IPv4 and IPv6 ping between all pairs (a bounded,
 //! evenly spread sample on big subnets) with virtual-time round-trip times; a multicast join and
 //! delivery (§11); the SA's group table. The whole conversation goes to a pcap that Wireshark and
-//! tshark read.
+//! tshark read. With `--mode connected` every interface runs IPoIB connected mode (RFC 4755) and
+//! the report adds the connections ([`connected`]), the CM messages of the capture, and a bulk
+//! transfer over RC and then over UD ([`bulk`]), run with the capture off.
 //!
 //! Exit status: 0 when everything worked, 1 when something failed (a host without carrier, a ping
 //! unanswered, a multicast datagram missing or delivered to a non-member), 2 for bad arguments
@@ -161,12 +163,14 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let hosts = topo.host_ports().count();
     let mut opts = SubnetOptions::new(topo, args.seed);
-    let mut ipoib = IpoibOptions::default();
-    ipoib.configure = match (plan.connected, announces(hosts)) {
-        (false, true) => None,
-        (false, false) => Some(|_, c| c.arp_notify = false),
-        (true, true) => Some(connected),
-        (true, false) => Some(connected_quiet),
+    let ipoib = IpoibOptions {
+        configure: match (plan.connected, announces(hosts)) {
+            (false, true) => None,
+            (false, false) => Some(|_, c| c.arp_notify = false),
+            (true, true) => Some(connected),
+            (true, false) => Some(connected_quiet),
+        },
+        ..IpoibOptions::default()
     };
     opts.ipoib = Some(ipoib);
     let mut drv = match Driver::new(interrupt, args.progress, start, &args.pcap) {

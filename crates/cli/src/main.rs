@@ -59,8 +59,11 @@ enum Command {
     /// Builds an emulated InfiniBand subnet (default: 4 hosts on one switch), brings IPoIB up on
     /// every host, and shows each host's LID, GID, link-layer and IP addresses, the ARP and ND
     /// resolutions, IPv4 and IPv6 ping between all pairs (a sample on big subnets) with round-trip
-    /// times in virtual time, a multicast join and delivery, and the SA's group table. The whole
-    /// conversation is written to a pcap for Wireshark, as the run goes. On a terminal a progress
+    /// times in virtual time, a multicast join and delivery, and the SA's group table. With
+    /// `--mode connected` every interface runs IPoIB connected mode (RFC 4755) and the report adds
+    /// the connections, the CM messages of the capture and a bulk transfer over RC and over UD.
+    /// The whole conversation is written to a pcap for Wireshark, as the run goes (bar the bulk
+    /// transfers). On a terminal a progress
     /// line shows once the run takes a second. Ctrl-C (SIGINT) or SIGTERM stops the run with the
     /// report of what it found so far. Exit status: 0 when everything worked, 1 when something
     /// failed (each failure listed; a host without carrier with the reason, e.g. too many hops

@@ -350,7 +350,7 @@ impl Driver {
                 if step(net) {
                     return Ok(true);
                 }
-                if !net.sim().next_event_at().is_some_and(|t| t <= deadline) {
+                if net.sim().next_event_at().is_none_or(|t| t > deadline) {
                     net.sim_mut().run_until(deadline);
                     return Ok(step(net));
                 }

@@ -212,7 +212,7 @@ impl Report {
                     o,
                     "  Connected mode: {:.2}x datagram mode's throughput in simulated time, {:.1}x in wall time, with {:.1}x fewer IP packets.\n  \
                      The emulated hosts spend no time per packet, so in simulated time both modes are bound by the link and differ by\n  \
-                     their header bytes; what the fewer, larger packets save is per-packet work (the wall time here, a real host's CPU).",
+                     their header bytes; the fewer, larger packets save per-packet work, which only the wall time shows.",
                     c.sim_gbps() / d.sim_gbps(),
                     c.wall_gbps() / d.wall_gbps().max(f64::MIN_POSITIVE),
                     d.datagrams as f64 / c.datagrams.max(1) as f64
