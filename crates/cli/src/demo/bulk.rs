@@ -1,5 +1,5 @@
 //! The demo's bulk transfer: one host sends a number of bytes to another in UDP datagrams of the
-//! largest size its interface's MTU allows (one IP packet each, no fragmentation: 65,520-byte
+//! largest size its MTU towards the other allows (one IP packet each, no fragmentation: 65,520-byte
 //! packets in connected mode, RFC 4755 §5.1; 2044-byte ones in datagram mode,
 //! draft-ietf-ipoib-ip-over-infiniband-06 §7), and the receiver checks that every datagram
 //! arrived once. The sender keeps at most [`WINDOW`] bytes in flight, as a socket's send buffer
@@ -103,13 +103,14 @@ pub fn run(
     out: &mut Option<BulkReport>,
 ) -> Result<(), Interrupted> {
     let wall = Wall::now();
-    let Some(iface) = net.interface(from) else {
-        return Ok(());
-    };
-    let (mode, mtu) = (iface.mode(), iface.mtu() as usize);
     let Some(dst) = net.ipoib_app(to).and_then(|a| a.ip().ipv4()) else {
         return Ok(());
     };
+    let Some(iface) = net.interface(from) else {
+        return Ok(());
+    };
+    // The MTU towards `to`: its connection's (RFC 4755 §5.1) or the UD one.
+    let (mode, mtu) = (iface.mode(), iface.path_mtu(IpAddr::V4(dst)) as usize);
     let payload_len = mtu.saturating_sub(HEADERS);
     if payload_len < 4 || bytes == 0 {
         return Ok(());
