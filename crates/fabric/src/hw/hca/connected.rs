@@ -44,6 +44,12 @@ pub struct PacketSource {
 }
 
 /// A connected-QP transport engine (one per QP).
+///
+/// What the HCA relies on to poll only the engines that have work (module `sched`): once
+/// `poll_transmit` and `poll_completion` have returned `None`, they keep returning `None` until
+/// the next call of `modify`, `post_send`, `post_recv`, `handle_packet` or `handle_timeout`
+/// (output never appears by the mere passing of time: what a timer releases comes after
+/// `handle_timeout`); and `poll_timeout` changes only through those calls and the two polls.
 pub trait ConnectedEngine {
     /// The QP moves to `to`; `attr` for RTR/RTS.
     fn modify(

@@ -12,7 +12,9 @@
 //! [`Hca::flush`], which the [`Device`] calls run from `handle_timeout` (and at the end of
 //! `receive`). [`Device::poll_timeout`] returns the last `now` the HCA saw while work is queued, so
 //! a post made through `Simulator::with_node` leaves at that same virtual instant. A consumer
-//! that holds a [`Tx`] (the host device) calls `flush` itself.
+//! that holds a [`Tx`] (the host device) calls `flush` itself. A flush polls only the RC/UC engines
+//! that took an input since they were last drained, and engine timers are kept in an index
+//! (module `sched`), so the cost of an event does not grow with the number of connected QPs.
 //!
 //! Multicast loopback: packets are never looped back to the sending port by the fabric (a switch
 //! does not send a packet out of its ingress port), and by default the HCA does not loop its own
@@ -29,6 +31,7 @@ pub mod error;
 pub mod port;
 pub mod qp;
 mod rx;
+mod sched;
 mod ud;
 
 #[cfg(test)]
@@ -46,6 +49,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::{Gid, Guid, QKey};
 use qp::{transition_allowed, Qp, QpKind};
+use sched::Schedule;
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -86,7 +90,10 @@ pub struct Hca {
     mcast: BTreeMap<(u16, Gid), BTreeSet<Qpn>>,
     mcast_loopback: bool,
     factory: Option<EngineFactory>,
-    connected: BTreeSet<Qpn>,
+    /// The RC/UC engines to drive and their timers (module `sched`).
+    sched: Schedule,
+    /// An engine took an input since the last [`Hca::flush`] began, so
+    /// [`Device::poll_timeout`] asks for a flush at `last_now`.
     connected_dirty: bool,
     last_now: Instant,
     counters: HcaCounters,
@@ -118,7 +125,7 @@ impl Hca {
             mcast: BTreeMap::new(),
             mcast_loopback: false,
             factory: None,
-            connected: BTreeSet::new(),
+            sched: Schedule::default(),
             connected_dirty: false,
             last_now: Instant::ZERO,
             counters: HcaCounters::default(),
@@ -241,8 +248,9 @@ impl Hca {
                 let f = self.factory.as_mut().ok_or(VerbsError::Unsupported(
                     "RC/UC without a connected-QP engine",
                 ))?;
-                self.connected.insert(qpn);
-                QpKind::Connected(f(init.qp_type, qpn))
+                let e = f(init.qp_type, qpn);
+                self.sched.touch(qpn, e.poll_timeout());
+                QpKind::Connected(e)
             }
         };
         self.qps.insert(qpn, Qp::new(qpn, &init, None, kind));
@@ -268,7 +276,7 @@ impl Hca {
             return Err(VerbsError::Unsupported("destroying QP0/QP1"));
         }
         self.qps.remove(&qpn);
-        self.connected.remove(&qpn);
+        self.sched.remove(qpn);
         self.sendq.retain(|(q, _)| *q != qpn);
         self.mcast.retain(|_, set| {
             set.remove(&qpn);
@@ -330,7 +338,9 @@ impl Hca {
             if matches!(to, QpState::Rtr) && attr.is_none() {
                 return Err(VerbsError::InvalidArgument("RC/UC RTR needs ConnectedAttr"));
             }
-            e.modify(now, to, attr.as_ref())?;
+            let r = e.modify(now, to, attr.as_ref());
+            self.sched.touch(qpn, e.poll_timeout());
+            r?;
             self.connected_dirty = true;
         }
         match m {
@@ -406,7 +416,9 @@ impl Hca {
             });
         }
         if let QpKind::Connected(e) = &mut qp.kind {
-            e.post_send(now, wr)?;
+            let r = e.post_send(now, wr);
+            self.sched.touch(qpn, e.poll_timeout());
+            r?;
             self.connected_dirty = true;
             return Ok(());
         }
@@ -433,7 +445,9 @@ impl Hca {
         let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
         qp.check_post_recv()?;
         if let QpKind::Connected(e) = &mut qp.kind {
-            e.post_recv(wr)?;
+            let r = e.post_recv(wr);
+            self.sched.touch(qpn, e.poll_timeout());
+            r?;
             self.connected_dirty = true;
             return Ok(());
         }
@@ -495,17 +509,22 @@ impl Hca {
             }
         }
         self.sendq.extend(held);
-        if self.connected_dirty || !self.connected.is_empty() {
-            self.connected_dirty = false;
+        self.connected_dirty = false;
+        if self.sched.has_ready() {
             self.drive_connected(now, tx);
         }
         (self.counters.tx_packets - before) as usize
     }
 
-    /// Moves RC/UC engine output onto the wire and engine completions into CQs.
+    /// Moves RC/UC engine output onto the wire and engine completions into CQs, QP by QP in QPN
+    /// order. Only engines that took an input since they were last drained are polled: the others
+    /// have nothing to give ([`ConnectedEngine`]). A packet looped back to a QP further on is
+    /// taken in this walk, one to a QP already passed in the next flush (which `connected_dirty`
+    /// asks for).
     fn drive_connected(&mut self, now: Instant, tx: &mut Tx) {
-        let qpns: Vec<Qpn> = self.connected.iter().copied().collect();
-        for qpn in qpns {
+        let mut after = None;
+        while let Some(qpn) = self.sched.next_ready(after) {
+            after = Some(qpn);
             while let Some(p) = match self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
                 Some(QpKind::Connected(e)) => e.poll_transmit(now),
                 _ => None,
@@ -529,17 +548,10 @@ impl Hca {
                 };
                 self.push_completion(cq, c);
             }
+            if let Some(QpKind::Connected(e)) = self.qps.get(&qpn).map(|q| &q.kind) {
+                self.sched.set_timer(qpn, e.poll_timeout());
+            }
         }
-    }
-
-    fn engines_timeout(&self) -> Option<Instant> {
-        self.connected
-            .iter()
-            .filter_map(|q| match &self.qps.get(q)?.kind {
-                QpKind::Connected(e) => e.poll_timeout(),
-                QpKind::Ud => None,
-            })
-            .min()
     }
 }
 
@@ -552,18 +564,10 @@ impl Device for Hca {
 
     fn handle_timeout(&mut self, now: Instant, tx: &mut Tx) {
         self.last_now = self.last_now.max(now);
-        let due: Vec<Qpn> = self
-            .connected
-            .iter()
-            .copied()
-            .filter(|q| match self.qps.get(q).map(|q| &q.kind) {
-                Some(QpKind::Connected(e)) => e.poll_timeout().is_some_and(|t| t <= now),
-                _ => false,
-            })
-            .collect();
-        for q in due {
+        for q in self.sched.due(now) {
             if let Some(QpKind::Connected(e)) = self.qps.get_mut(&q).map(|q| &mut q.kind) {
                 e.handle_timeout(now);
+                self.sched.touch(q, e.poll_timeout());
             }
         }
         self.flush(now, tx);
@@ -571,7 +575,7 @@ impl Device for Hca {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let work = (!self.sendq.is_empty() || self.connected_dirty).then_some(self.last_now);
-        work.into_iter().chain(self.engines_timeout()).min()
+        work.into_iter().chain(self.sched.next_timer()).min()
     }
 
     fn link_state(&mut self, now: Instant, port: u8, up: bool, _tx: &mut Tx) {

@@ -152,6 +152,7 @@ impl Hca {
                 payload: pkt.payload.to_vec(),
             },
         );
+        self.sched.touch(handle, engine.poll_timeout());
         self.counters.rx_delivered += 1;
         self.connected_dirty = true;
     }

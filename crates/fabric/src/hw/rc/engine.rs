@@ -5,6 +5,9 @@
 //!
 //! Invariants: `qp` is `Some` from RTR until the next Reset; receives posted in Init are handed to
 //! it in order; packets whose SLID is not the path's DLID are dropped and counted (IBA 1 §9.6.1.2).
+//! Output depends on the inputs only, never on `now` alone (an RNR wait ends in `handle_timeout`,
+//! the window opens on an ACK), as the HCA's hook requires of an engine it stops polling once
+//! drained ([`crate::hw::hca::ConnectedEngine`]).
 
 use super::{Config, ConnectedQp, Error, MemoryRegion};
 use crate::hw::hca::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket, VerbsError};
