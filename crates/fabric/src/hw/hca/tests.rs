@@ -3,6 +3,7 @@
 
 mod connected;
 mod mcast;
+mod sched;
 mod ud;
 
 use super::*;
