@@ -624,7 +624,18 @@ impl Interface {
     /// none). The host asks for the deadline after every event, and the tables' deadlines are
     /// spread over the interface's memory; one field is cheaper to read.
     fn settle_deadline(&mut self) {
-        self.deadline = self.next_deadline();
+        let mut next = self.sa.poll_timeout();
+        for t in [
+            self.neigh.deadline(),
+            self.paths.deadline(),
+            self.mc.next_deadline(),
+            self.traps.next_deadline(),
+            self.v6.next_deadline(),
+            self.cm.next_deadline(),
+        ] {
+            next = timer::earliest(next, t);
+        }
+        self.deadline = next;
     }
 
     fn drop_count(&mut self, r: DropReason, n: usize) {

@@ -131,6 +131,9 @@ pub enum Due {
 #[derive(Debug)]
 pub struct Neighbours {
     map: BTreeMap<IpAddr, Neighbour>,
+    /// [`Neighbours::next_deadline`] as last computed; `None` when a state may have changed
+    /// since (the interface asks after every event, and most events change no state).
+    cached: Option<Option<Instant>>,
     max_entries: usize,
     queue_max: usize,
 }
@@ -140,6 +143,7 @@ impl Neighbours {
     pub fn new(max_entries: usize, queue_max: usize) -> Neighbours {
         Neighbours {
             map: BTreeMap::new(),
+            cached: None,
             max_entries: max_entries.max(1),
             queue_max,
         }
@@ -175,6 +179,7 @@ impl Neighbours {
     /// Forgets everything (port events, docs/DEPLOYED.md); returns how many queued packets were
     /// lost.
     pub fn flush(&mut self) -> usize {
+        self.cached = None;
         let n = self.map.values().map(|e| e.queue.len()).sum();
         self.map.clear();
         n
@@ -193,6 +198,7 @@ impl Neighbours {
             .map(|(ip, _)| *ip);
         match victim {
             Some(ip) => {
+                self.cached = None;
                 self.map.remove(&ip);
                 true
             }
@@ -210,6 +216,7 @@ impl Neighbours {
                     Lookup::Resolve { solicit: false }
                 }
                 (NeighbourState::Stale { .. }, Some(hw)) => {
+                    self.cached = None;
                     n.state = NeighbourState::Probe {
                         probes: 1,
                         next: now + RETRANS_TIMER,
@@ -222,6 +229,7 @@ impl Neighbours {
         if !self.make_room() {
             return Lookup::TableFull;
         }
+        self.cached = None;
         self.map.insert(
             ip,
             Neighbour {
@@ -250,6 +258,7 @@ impl Neighbours {
 
     /// Records that `ip` is at `hw`.
     pub fn learn(&mut self, now: Instant, ip: IpAddr, hw: HwAddr, how: Learn) -> Learned {
+        self.cached = None;
         let mut out = Learned::default();
         let reachable = NeighbourState::Reachable {
             until: now + REACHABLE_TIME,
@@ -298,6 +307,16 @@ impl Neighbours {
         out
     }
 
+    /// [`Neighbours::next_deadline`], computed again only after a change of state.
+    pub fn deadline(&mut self) -> Option<Instant> {
+        if let Some(d) = self.cached {
+            return d;
+        }
+        let d = self.next_deadline();
+        self.cached = Some(d);
+        d
+    }
+
     /// The earliest deadline of any entry.
     #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -320,6 +339,7 @@ impl Neighbours {
     /// failure (the entry and its queue go); reachable entries age to stale; unused stale entries
     /// go (RFC 4861 §7.3.3; Linux `neigh_timer_handler`, `neigh_periodic_work`).
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Due> {
+        self.cached = None;
         let mut out = Vec::new();
         let mut remove = Vec::new();
         for (ip, n) in self.map.iter_mut() {

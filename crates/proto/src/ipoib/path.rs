@@ -110,6 +110,8 @@ pub enum PathLookup {
 #[derive(Debug)]
 pub struct Paths {
     map: BTreeMap<Gid, Path>,
+    /// [`Paths::next_deadline`] as last computed; `None` after any change that may move it.
+    cached: Option<Option<Instant>>,
     max_entries: usize,
     queue_max: usize,
 }
@@ -119,6 +121,7 @@ impl Paths {
     pub fn new(max_entries: usize, queue_max: usize) -> Paths {
         Paths {
             map: BTreeMap::new(),
+            cached: None,
             max_entries: max_entries.max(1),
             queue_max,
         }
@@ -157,11 +160,13 @@ impl Paths {
             if p.query.is_some() {
                 return PathLookup::Wait { start_query: false };
             }
+            self.cached = None;
             return match p.failed_until {
                 Some(t) if t > now => PathLookup::Failed,
                 _ => PathLookup::Wait { start_query: true },
             };
         }
+        self.cached = None;
         if self.map.len() >= self.max_entries {
             let victim = self
                 .map
@@ -210,6 +215,7 @@ impl Paths {
 
     /// Records that `id` is the query in flight for `gid`.
     pub fn set_query(&mut self, gid: &Gid, id: RequestId) {
+        self.cached = None;
         if let Some(p) = self.map.get_mut(gid) {
             p.query = Some(id);
         }
@@ -224,6 +230,7 @@ impl Paths {
         id: RequestId,
         result: Option<PathInfo>,
     ) -> Option<(Option<PathInfo>, Vec<QueuedFrame>)> {
+        self.cached = None;
         let p = self.map.get_mut(gid)?;
         if p.query != Some(id) {
             return None;
@@ -248,6 +255,7 @@ impl Paths {
 
     /// Forgets the path to `gid` unless a query is in flight or frames wait on it.
     pub fn forget(&mut self, gid: &Gid) {
+        self.cached = None;
         if self
             .map
             .get(gid)
@@ -259,6 +267,7 @@ impl Paths {
 
     /// Marks every path invalid (LID change: Linux `ipoib_mark_paths_invalid`).
     pub fn invalidate(&mut self) {
+        self.cached = None;
         for p in self.map.values_mut() {
             p.valid = false;
         }
@@ -266,6 +275,7 @@ impl Paths {
 
     /// Forgets every path; returns the number of queued frames lost and the queries to cancel.
     pub fn flush(&mut self) -> (usize, Vec<RequestId>) {
+        self.cached = None;
         let lost = self.map.values().map(|p| p.queue.len()).sum();
         let ids = self.map.values().filter_map(|p| p.query).collect();
         self.map.clear();
@@ -274,9 +284,20 @@ impl Paths {
 
     /// Failed entries whose hold time is over are forgotten.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.cached = None;
         self.map.retain(|_, p| {
             p.info.is_some() || p.query.is_some() || !matches!(p.failed_until, Some(t) if t <= now)
         });
+    }
+
+    /// [`Paths::next_deadline`], computed again only after a change that may move it.
+    pub fn deadline(&mut self) -> Option<Instant> {
+        if let Some(d) = self.cached {
+            return d;
+        }
+        let d = self.next_deadline();
+        self.cached = Some(d);
+        d
     }
 
     /// The next hold expiry.
