@@ -2,7 +2,9 @@
 //! unicast over RC (or UC) with the connection MTU, and fall back to UD where a connection cannot
 //! be had.
 
-use ipoib_fabric::hw::topology::Topology;
+mod common;
+
+use common::connected::*;
 use ipoib_fabric::node::cm::{self, CmAppConfig};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
@@ -13,31 +15,6 @@ use ipoib_wire::private_data::service_id::{
     ipoib_cm_service_id, ipoib_cm_service_id_rfc, IpoibCmSidForm,
 };
 use std::time::Duration;
-
-fn connected(_i: usize, c: &mut InterfaceConfig) {
-    c.connected = Some(ConnectedConfig::rc());
-}
-
-fn net(n: usize, seed: u64, configure: fn(usize, &mut InterfaceConfig)) -> Subnet {
-    let mut o = options(Topology::single_switch(n).unwrap(), seed);
-    if let Some(i) = o.ipoib.as_mut() {
-        i.configure = Some(configure);
-    }
-    up(o, false)
-}
-
-fn udp(net: &mut Subnet, a: usize, b: usize, len: usize) {
-    let dst = v4(net, b);
-    let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
-    net.with_ipoib(a, |app, _| app.ip_mut().send_udp(4000, dst, 5000, &payload))
-        .expect("host")
-        .expect("sent");
-}
-
-fn run(net: &mut Subnet, d: Duration) {
-    let deadline = net.sim().now() + d;
-    net.run_until_with(deadline, |_| false);
-}
 
 // RFC 4755 §3.1 (flags), §3.2 (REQ/REP with private data), §3.5 (service ID), §5.1 (MTU).
 #[test]
@@ -143,40 +120,6 @@ fn peer_without_flags_is_reached_over_ud() {
         .map(|m| m.1)
         .collect();
     assert_eq!(mtus, vec![2044]);
-}
-
-/// Datagram mode at first; both hosts ping each other over UD (neighbours and paths resolved),
-/// then connected mode is switched on everywhere.
-fn resolved_then_connected(
-    n: usize,
-    seed: u64,
-    configure: fn(usize, &mut InterfaceConfig),
-) -> Subnet {
-    let mut net = net(n, seed, configure);
-    for i in 0..n {
-        net.with_interface(i, |f, now| f.set_mode(now, Mode::Datagram).unwrap());
-    }
-    let sent = ping_pairs(&mut net, &all_pairs(n), v4, Duration::from_secs(2));
-    assert!(
-        sent.iter().all(|&s| rtt(&net, s).is_some()),
-        "pings over UD"
-    );
-    for i in 0..n {
-        assert!(net.interface(i).unwrap().connections().is_empty());
-        net.with_interface(i, |f, now| f.set_mode(now, Mode::Connected).unwrap());
-    }
-    net
-}
-
-/// The established connections of host `i`: (active, sends).
-fn up_conns(net: &Subnet, i: usize) -> Vec<(bool, bool)> {
-    net.interface(i)
-        .unwrap()
-        .connections()
-        .iter()
-        .filter(|c| c.state == ConnState::Up)
-        .map(|c| (c.active, c.sends))
-        .collect()
 }
 
 // RFC 4755 §3.3: REQs that cross end in one connection; the side with the smaller link-layer
