@@ -1,6 +1,6 @@
 //! IPoIB connected mode (RFC 4755) on the emulated subnet, continued: per-connection MTUs, UC,
 //! datagram-only peers, what stays on UD, a peer that vanishes, teardown (port down, idle,
-//! neighbour expiry), and lossy links.
+//! neighbour expiry), lossy links, and crossing REQs whose REP is lost.
 //!
 //! A datagram "arrives over the connection" when the receiver's UD QP saw no IPv4 frame for it
 //! ([`IpoibApp::rx_stats`] counts the UD QP only) and the connection's packet counters moved.
@@ -10,11 +10,14 @@ mod common;
 use common::connected::*;
 use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::node::subnet::Subnet;
-use ipoib_fabric::testing::cm::{cm_mads, CmMad};
+use ipoib_fabric::testing::cm::{cm_mads, drop_first_cm, sendings, CmMad};
 use ipoib_fabric::testing::*;
-use ipoib_proto::ipoib::{ConnState, ConnectedConfig, ConnectionInfo, DropReason, InterfaceConfig};
+use ipoib_proto::ipoib::{
+    ConnState, ConnectedConfig, ConnectionInfo, DropReason, InterfaceConfig, Mode,
+};
 use ipoib_wire::cm::{attr, TransportServiceType};
 use ipoib_wire::ipoib::HwAddrFlags;
+use ipoib_wire::mad::{MadHeaderRepr, MgmtClass};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -706,4 +709,92 @@ fn lossy_links_every_connection_comes_up_and_nothing_arrives_twice() {
         }
         assert_eq!(send_errors(&net, n), errors, "seed {s}: no failed send");
     }
+}
+
+// RFC 4755 §3.3: "only one more connection is set up when the REQ messages cross". The REQs
+// cross and the smaller address accepts the peer's; its REP is lost, so that connection comes
+// up only when the peer resends its REQ, one CM response timeout (about 4 s) later. Meanwhile
+// the smaller side's further datagrams wait for the connection it accepted (RFC 4755 §3.3: the
+// winner sends on it) instead of sending another REQ, which would make a second connection if
+// it arrived once the peer's side is up.
+#[test]
+fn crossing_winner_waits_for_the_connection_it_accepted() {
+    let seed = seed(84);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    let small = smaller_of_two(&net);
+    let large = 1 - small;
+    net.sim_mut()
+        .set_drop_filter(Some(drop_first_cm(attr::REP)));
+    udp(&mut net, small, large, 1000);
+    udp(&mut net, large, small, 1000);
+    for _ in 0..3 {
+        run(&mut net, Duration::from_secs(1));
+        udp(&mut net, small, large, 1000);
+    }
+    run(&mut net, Duration::from_secs(10));
+    assert_eq!(udp_count(&net, small), 1);
+    assert_eq!(
+        udp_count(&net, large),
+        4,
+        "all four, once the connection was up"
+    );
+    for i in 0..2 {
+        assert_eq!(up_conns(&net, i).len(), 1, "host {i}: one connection");
+        assert!(up_conns(&net, i)[0].1, "host {i} sends on it");
+    }
+    let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
+    let reqs_from_small = sendings(&cm_mads(&pcap))
+        .iter()
+        .filter(|m| m.attr == attr::REQ && m.slid == net.lid(small))
+        .count();
+    assert_eq!(
+        reqs_from_small, 1,
+        "no second REQ from the side that accepted"
+    );
+}
+
+// RFC 4755 §3.3 and §7: the connection the smaller side accepted after crossing REQs does not
+// come up (every REP it sends is lost) and the peer gives it up (here it switches to datagram
+// mode, and its CM rejects the REQ it had outstanding). The datagrams that waited for that
+// connection are not stranded: they go over UD at once, as after a failed attempt of our own.
+#[test]
+fn crossing_winner_whose_accepted_connection_fails_sends_over_ud() {
+    let seed = seed(85);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    let small = smaller_of_two(&net);
+    let large = 1 - small;
+    let from = net.lid(small);
+    net.sim_mut()
+        .set_drop_filter(Some(Box::new(move |_, _, bytes| {
+            let Ok(pkt) = ipoib_wire::packet::Packet::parse(bytes) else {
+                return false;
+            };
+            let rep = pkt.bth.map(|b| b.dest_qp) == Some(1)
+                && MadHeaderRepr::parse_bytes(pkt.payload).is_ok_and(|h| {
+                    h.mgmt_class == MgmtClass::ComMgt && h.attribute_id == attr::REP
+                });
+            rep && pkt.lrh.slid == from
+        })));
+    udp(&mut net, small, large, 1000);
+    udp(&mut net, large, small, 1000);
+    run(&mut net, Duration::from_secs(1));
+    udp(&mut net, small, large, 1000);
+    udp(&mut net, small, large, 1000);
+    run(&mut net, Duration::from_secs(1));
+    assert_eq!(
+        (udp_count(&net, small), udp_count(&net, large)),
+        (0, 0),
+        "all waiting"
+    );
+    net.with_interface(large, |f, now| f.set_mode(now, Mode::Datagram).unwrap());
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(
+        udp_count(&net, small),
+        1,
+        "the peer's own queue went over UD"
+    );
+    assert_eq!(udp_count(&net, large), 3, "ours too");
+    assert!(up_conns(&net, small).is_empty() && up_conns(&net, large).is_empty());
 }

@@ -557,7 +557,9 @@ impl Interface {
             return self.drop1(DropReason::ConnQueueFull);
         }
         p.queue.push_back(frame);
-        if p.tx.is_none() && !p.starting {
+        // A connection §3.3 made us accept is coming up: the queue waits for it (another REQ
+        // would be rejected, or make a second connection).
+        if p.tx.is_none() && p.shared.is_none() && !p.starting {
             self.start_connect(now, k);
         }
     }
@@ -908,8 +910,18 @@ impl Interface {
         };
         c.state = ConnState::Closing;
         let (k, active) = (c.peer, c.active);
+        let shared = self
+            .cm
+            .peers
+            .get(&k)
+            .is_some_and(|p| p.shared == Some(conn));
         self.unlink_conn(conn);
         if !active {
+            // The connection §3.3 made us accept never came up: what waited for it goes over
+            // UD, as after our own failed attempt.
+            if shared {
+                self.peer_failed(now, k);
+            }
             return;
         }
         let Some(p) = self.cm.peers.get_mut(&k) else {
