@@ -21,7 +21,9 @@
 //!   explains it); a REJ with reason 8 (invalid service ID) makes us try the other spelling at
 //!   once, and the spelling that worked is remembered for the peer;
 //! - every REQ, REP, RTU and REJ carries our UD QPN and receive MTU (RFC 4755 §3.2, §6), and the
-//!   connection's MTU is the smaller receive MTU less the 4-octet header (§5.1);
+//!   connection's MTU is the smaller receive MTU less the 4-octet header (§5.1); a peer whose
+//!   receive MTU could not carry IPv6's 1280 octets is refused and reached over UD (§5,
+//!   [`ConnectedConfig::MIN_PEER_RECEIVE_MTU`]);
 //! - REQs that cross (a REQ from a peer we have a REQ outstanding to) are settled by §3.3: the
 //!   side with the numerically smaller link-layer address (flags zeroed) accepts, the other
 //!   rejects with Consumer Reject (28); the winner then sends on the connection it accepted;
@@ -144,6 +146,12 @@ impl ConnectedConfig {
     pub const MAX_RECEIVE_MTU: u32 = LINUX_RECEIVE_MTU;
     /// The smallest: 2048, the default IPoIB link MTU of 2044 plus the header (RFC 4755 §5).
     pub const MIN_RECEIVE_MTU: u32 = 2048;
+
+    /// The smallest receive MTU we take from a peer: IPv6's minimum link MTU, 1280 (RFC 8200 §5),
+    /// plus the 4-octet header. RFC 4755 §5.1 makes us accept a receive MTU smaller than ours,
+    /// but §5 wants the link to carry the protocols' minimum MTU, so a peer offering less is
+    /// reached over UD instead (and a receive MTU of 0 cannot make every packet "too big").
+    pub const MIN_PEER_RECEIVE_MTU: u32 = 1280 + 4;
 }
 
 /// A command for the host's CM.
@@ -233,6 +241,14 @@ type PeerKey = (u32, Gid);
 
 fn key(hw: &HwAddr) -> PeerKey {
     (hw.qpn & 0x00ff_ffff, hw.gid)
+}
+
+/// RFC 4755 §3.3: when REQs cross, the side whose link-layer address is numerically smaller
+/// accepts the peer's REQ. The addresses are compared with the connection-mode flags zeroed,
+/// from the most significant octet (flags, QPN, then the GID) to the least.
+pub(super) fn crossing_accepts(local: &HwAddr, remote: &HwAddr) -> bool {
+    let zeroed = |h: &HwAddr| HwAddr::new(HwAddrFlags::NONE, h.qpn, h.gid).to_bytes();
+    zeroed(local) < zeroed(remote)
 }
 
 #[derive(Debug)]
@@ -468,8 +484,10 @@ impl Interface {
         }
     }
 
-    /// Our private data for every establishment message and REJ (RFC 4755 §3.2, §6).
-    fn cm_private_data(&self) -> Vec<u8> {
+    /// Our private data for every establishment message and REJ (RFC 4755 §3.2, §6): our UD
+    /// QPN and receive MTU. The host puts it in the REJ it sends when it withdraws a connection
+    /// that is not established yet ([`CmCommand::Disconnect`]).
+    pub fn cm_private_data(&self) -> Vec<u8> {
         let receive_mtu = self.cm_cfg().map_or(LINUX_RECEIVE_MTU, |c| c.receive_mtu);
         let r = IpoibCmPrivateDataRepr {
             ud_qpn: self.cfg.qpn & 0x00ff_ffff,
@@ -758,6 +776,14 @@ impl Interface {
         let Ok(theirs) = IpoibCmPrivateDataRepr::parse(&req.private_data) else {
             return reject(self, RejReason::ConsumerDefined);
         };
+        if theirs.receive_mtu < ConnectedConfig::MIN_PEER_RECEIVE_MTU {
+            // RFC 4755 §5: the link must carry IPv6's 1280 octets; this peer is reached over UD.
+            self.log(
+                LogLevel::Warn,
+                format_args!("REQ with receive MTU {}: rejected", theirs.receive_mtu),
+            );
+            return reject(self, RejReason::ConsumerDefined);
+        }
         let for_us =
             ipoib_cm_qpn(req.service_id).is_some_and(|(q, _)| q == self.cfg.qpn & 0xff_ffff);
         if !for_us || self.link != Link::Up {
@@ -790,9 +816,7 @@ impl Interface {
                     })
             });
             if outstanding {
-                let local = HwAddr::new(HwAddrFlags::NONE, self.cfg.qpn, self.gid()).to_bytes();
-                let remote = HwAddr::new(HwAddrFlags::NONE, hw.qpn, hw.gid).to_bytes();
-                if local > remote {
+                if !crossing_accepts(&self.hw_addr(), &hw) {
                     self.log(
                         LogLevel::Info,
                         format_args!("REQs crossed with {hw}: rejecting theirs (RFC 4755 §3.3)"),
@@ -869,18 +893,22 @@ impl Interface {
             return;
         };
         if c.active {
-            match IpoibCmPrivateDataRepr::parse(pd) {
-                Ok(r) => c.remote_receive_mtu = r.receive_mtu,
-                // A REP without our private data: the peer is not IPoIB-CM (RFC 4755 §6).
-                Err(_) => {
-                    let k = c.peer;
-                    self.log(
-                        LogLevel::Warn,
-                        format_args!("REP without IPoIB-CM private data: releasing"),
-                    );
-                    self.peer_failed(now, k);
-                    return self.cm_release(now, conn);
+            let k = c.peer;
+            let refused = match IpoibCmPrivateDataRepr::parse(pd) {
+                Ok(r) if r.receive_mtu >= ConnectedConfig::MIN_PEER_RECEIVE_MTU => {
+                    c.remote_receive_mtu = r.receive_mtu;
+                    None
                 }
+                // RFC 4755 §5: the link must carry IPv6's 1280 octets; UD does.
+                Ok(r) => Some(format!("REP with receive MTU {}", r.receive_mtu)),
+                // A REP without our private data: the peer is not IPoIB-CM (RFC 4755 §6).
+                Err(_) => Some("REP without IPoIB-CM private data".to_string()),
+            };
+            if let Some(why) = refused {
+                self.log(LogLevel::Warn, format_args!("{why}: releasing"));
+                // Released first, so that its queue goes over UD, not on it.
+                self.cm_release(now, conn);
+                return self.peer_failed(now, k);
             }
         }
         let k = c.peer;

@@ -1,11 +1,18 @@
-//! Connected mode (RFC 4755) against arbitrary input: CM events, connection messages, send
-//! failures and mode switches in any order, with any contents, never panic, keep the tables
-//! bounded, and leave nothing behind once every connection's TimeWait has ended.
+//! Connected mode (RFC 4755) decisions the host's CM only carries out, with the CM's events
+//! played by hand: which flags received make us connect (§3.1), which of two crossing REQs is
+//! accepted (§3.3), which receive MTUs we take (§5, §5.1); and against arbitrary input: CM
+//! events, connection messages, send failures and mode switches in any order, with any
+//! contents, never panic, keep the tables bounded, and leave nothing behind once every
+//! connection's TimeWait has ended.
 
 use super::*;
-use crate::cm::{CmEvent, ConnId, QpProgram};
+use crate::cm::{CmEvent, ConnId, ListenId, QpProgram};
+use crate::ipoib::connected::crossing_accepts;
 use crate::ipoib::{CmCommand, ConnectedConfig, Mode};
+use crate::mad_agent::MadAddr;
 use ipoib_wire::cm::{CmPath, RejReason, ReqMsg, ReqRepr, TransportServiceType};
+use ipoib_wire::ipoib::{ArpOperation, ArpPacket, ArpRepr, HwAddr, HwAddrFlags};
+use ipoib_wire::private_data::ipoib_cm::IpoibCmPrivateDataRepr;
 use ipoib_wire::private_data::service_id::{ipoib_cm_service_id, ipoib_cm_service_id_rfc};
 use proptest::prelude::*;
 
@@ -37,6 +44,278 @@ fn program(local: u32, remote: u32) -> QpProgram {
         rnr_retry_count: 0,
         max_rd_atomic: 0,
         max_dest_rd_atomic: 0,
+    }
+}
+
+/// IPoIB-CM private data: a UD QPN and a receive MTU (RFC 4755 §6).
+fn pd(ud_qpn: u32, receive_mtu: u32) -> Vec<u8> {
+    let r = IpoibCmPrivateDataRepr {
+        ud_qpn,
+        receive_mtu,
+    };
+    let mut v = vec![0u8; r.buffer_len()];
+    r.emit(&mut v).expect("room");
+    v
+}
+
+/// Host `to` receives, on its UD QP, an ARP request from host `from` for its address whose
+/// sender link-layer address carries `flags`.
+fn arp_with_flags(net: &mut Net, from: u16, to: u16, flags: u8) {
+    let a = ArpRepr {
+        operation: ArpOperation::Request,
+        sender_hw: HwAddr::new(HwAddrFlags(flags), qpn(from), net.iface(from).gid()),
+        sender_ip: v4(from),
+        target_hw: HwAddr::default(),
+        target_ip: v4(to),
+    };
+    let mut data = vec![0x08, 0x06, 0, 0];
+    data.resize(4 + a.buffer_len(), 0);
+    a.emit(&mut ArpPacket::new_unchecked(&mut data[4..]));
+    let (now, qkey) = (net.now, net.host(to).qkey);
+    net.iface(to).handle_datagram(
+        now,
+        UdReceived {
+            src_qpn: qpn(from),
+            slid: from,
+            sl: 0,
+            grh: None,
+            pkey: PKey(0xffff),
+            qkey,
+            data,
+        },
+    );
+    net.settle();
+}
+
+/// Host `lid`'s CM commands so far.
+fn commands(net: &mut Net, lid: u16) -> Vec<CmCommand> {
+    std::iter::from_fn(|| net.iface(lid).poll_cm_command()).collect()
+}
+
+/// `lid` sends a datagram to `peer`, resolves it and, in connected mode with a flag both share,
+/// asks for a REQ: answered as the host would, with connection 1. Returns the REQ's parameters.
+fn connecting(net: &mut Net, lid: u16, peer: u16) -> crate::cm::ConnectParams {
+    net.send(lid, &udp4(v4(lid), v4(peer), &[1; 100]));
+    net.run_for(Duration::from_secs(1));
+    let Some(CmCommand::Connect { peer: hw, params }) = commands(net, lid).pop() else {
+        panic!("no REQ from {lid}");
+    };
+    let now = net.now;
+    net.iface(lid).cm_connect_started(now, hw, Some(ConnId(1)));
+    params
+}
+
+/// `conn` requested by host `from` (RC, its private data with `receive_mtu`), to host `to`.
+fn request_from(net: &mut Net, from: u16, to: u16, conn: u32, receive_mtu: u32) {
+    let r = req(
+        ipoib_cm_service_id(qpn(to)),
+        net.iface(from).gid(),
+        &pd(qpn(from), receive_mtu),
+        0, // RC (IBA 1 §12.6 Table 106: Transport Service Type 0)
+    );
+    let now = net.now;
+    net.iface(to).handle_cm_event(
+        now,
+        &CmEvent::ConnectRequest {
+            conn: ConnId(conn),
+            listen: ListenId(1),
+            req: r,
+            from: MadAddr::gsi(from),
+        },
+    );
+}
+
+// RFC 4755 §3.1: reserved flag bits received are ignored (RC plus reserved bits is RC, reserved
+// bits alone are nothing); an implementation without connected mode ignores the flags; §3.1
+// (NOT REQUIRED to connect): we connect only in connected mode and with a flag both sides have.
+#[test]
+fn received_flags_decide_whether_we_connect() {
+    let rc = |c: &mut InterfaceConfig| c.connected = Some(ConnectedConfig::rc());
+    let uc = |c: &mut InterfaceConfig| {
+        let mut cc = ConnectedConfig::rc();
+        (cc.rc, cc.uc) = (false, true);
+        c.connected = Some(cc);
+    };
+    let datagram = |c: &mut InterfaceConfig| {
+        let mut cc = ConnectedConfig::rc();
+        cc.mode = Mode::Datagram;
+        c.connected = Some(cc);
+    };
+    let none = |c: &mut InterfaceConfig| c.connected = None;
+    type Configure = fn(&mut InterfaceConfig);
+    let cases: [(&str, Configure, u8, u8, Option<TransportServiceType>); 6] = [
+        (
+            "RC and reserved bits",
+            rc,
+            0xbf,
+            0x80,
+            Some(TransportServiceType::Rc),
+        ),
+        ("reserved bits only", rc, 0x3f, 0x00, None),
+        ("UC to an RC-only host", rc, 0x40, 0x40, None),
+        ("datagram mode", datagram, 0x80, 0x80, None),
+        ("no connected mode", none, 0xc1, 0xc0, None),
+        (
+            "UC and reserved bits",
+            uc,
+            0xc1,
+            0xc0,
+            Some(TransportServiceType::Uc),
+        ),
+    ];
+    for (name, configure, sent, kept, connects) in cases {
+        // Host 2 under test; host 3, datagram-only, the peer whose ARP claims `sent`.
+        let mut net = Net::with(2, |lid, c| {
+            if lid == 2 {
+                configure(c);
+            }
+        });
+        net.up();
+        arp_with_flags(&mut net, 3, 2, sent);
+        let n = net.iface(2).neighbours();
+        let hw = n
+            .iter()
+            .find(|e| e.ip == IpAddr::V4(v4(3)))
+            .and_then(|e| e.hw);
+        assert_eq!(hw.map(|h| h.flags), Some(HwAddrFlags(kept)), "{name}");
+        let datagram = udp4(v4(2), v4(3), &[7; 100]);
+        net.send(2, &datagram);
+        net.run_for(Duration::from_secs(1));
+        let transport = commands(&mut net, 2).into_iter().find_map(|c| match c {
+            CmCommand::Connect { params, .. } => Some(params.transport),
+            _ => None,
+        });
+        assert_eq!(transport, connects, "{name}");
+        let over_ud = net.host(3).delivered.contains(&datagram);
+        assert_eq!(over_ud, connects.is_none(), "{name}: sent over UD");
+    }
+}
+
+// RFC 4755 §3.3 note: the link-layer addresses are compared with the flags zeroed, from the
+// most significant octet (flags, QPN, GID) to the least.
+#[test]
+fn crossing_compares_addresses_without_flags() {
+    let gid = |low: u64| Gid::new(Gid::DEFAULT_SUBNET_PREFIX, low);
+    let a = |flags: u8, qpn: u32, low: u64| HwAddr::new(HwAddrFlags(flags), qpn, gid(low));
+    // Only the flags would make the local address the larger one.
+    assert!(crossing_accepts(&a(0xc0, 0x100, 9), &a(0x40, 0x200, 9)));
+    assert!(!crossing_accepts(&a(0x40, 0x200, 9), &a(0xc0, 0x100, 9)));
+    // Differing only in flags: equal, so neither side accepts (a side cannot cross itself).
+    assert!(!crossing_accepts(&a(0x80, 0x100, 9), &a(0x40, 0x100, 9)));
+    assert!(!crossing_accepts(&a(0x40, 0x100, 9), &a(0x80, 0x100, 9)));
+    // The QPN's octets come before the GID's.
+    assert!(crossing_accepts(
+        &a(0, 0x01_0000, 0xff),
+        &a(0, 0x02_0000, 0x00)
+    ));
+    // The GID decides between equal QPNs, most significant octet first.
+    assert!(crossing_accepts(&a(0, 0x100, 0x00ff), &a(0, 0x100, 0x0100)));
+    assert!(!crossing_accepts(
+        &a(0, 0x100, 0x0100),
+        &a(0, 0x100, 0x00ff)
+    ));
+}
+
+// RFC 4755 §3.3 on the interface: REQs cross between host 2 (RC and UC: flags 0xC0, QPN 0x4A)
+// and host 3 (RC: 0x80, QPN 0x4B). With the flags zeroed host 2 is the smaller and accepts;
+// with them, it would be the larger. Host 3 rejects with Consumer Reject (28) and its UD QPN
+// and receive MTU in the REJ (§3.2).
+#[test]
+fn crossing_reqs_the_smaller_address_without_flags_accepts() {
+    let mut net = Net::with(2, |lid, c| {
+        let mut cc = ConnectedConfig::rc();
+        cc.uc = lid == 2;
+        c.connected = Some(cc);
+    });
+    net.up();
+    assert_eq!(net.iface(2).hw_addr().flags.0, 0xc0);
+    assert_eq!(net.iface(3).hw_addr().flags.0, 0x80);
+    for (me, peer) in [(2, 3), (3, 2)] {
+        connecting(&mut net, me, peer);
+        request_from(&mut net, peer, me, 7, 65524);
+    }
+    assert_eq!(
+        commands(&mut net, 2),
+        vec![CmCommand::Accept {
+            conn: ConnId(7),
+            private_data: pd(qpn(2), 65524)
+        }]
+    );
+    assert_eq!(
+        commands(&mut net, 3),
+        vec![CmCommand::Reject {
+            conn: ConnId(7),
+            reason: RejReason::ConsumerDefined,
+            private_data: pd(qpn(3), 65524)
+        }]
+    );
+}
+
+// RFC 4755 §5: the link MTU must carry the protocols' minimum, IPv6's 1280 octets. Our own
+// receive MTU is at least 2048 (link MTU 2044); a peer's below 1284 (1280 and the 4-octet
+// header) is refused, the REQ rejected with our private data, the REP's connection released and
+// its queue sent over UD. §5.1: smaller receive MTUs down to
+// that are taken.
+#[test]
+fn receive_mtus_below_the_ipv6_minimum_are_refused() {
+    let mut net = Net::with(2, |_, c| {
+        let mut cc = ConnectedConfig::rc();
+        cc.receive_mtu = 100;
+        c.connected = Some(cc);
+    });
+    net.up();
+    let cfg = net.iface(2).config().connected.expect("connected");
+    assert_eq!(cfg.receive_mtu, ConnectedConfig::MIN_RECEIVE_MTU);
+    assert_eq!(net.iface(2).mtu(), 2044);
+    assert_eq!(net.iface(2).cm_private_data(), pd(qpn(2), 2048));
+    // Passive: a REQ offering 1283 is rejected, one offering 1284 accepted.
+    request_from(&mut net, 3, 2, 7, 1283);
+    request_from(&mut net, 3, 2, 8, 1284);
+    assert_eq!(
+        commands(&mut net, 2),
+        vec![
+            CmCommand::Reject {
+                conn: ConnId(7),
+                reason: RejReason::ConsumerDefined,
+                private_data: pd(qpn(2), 2048)
+            },
+            CmCommand::Accept {
+                conn: ConnId(8),
+                private_data: pd(qpn(2), 2048)
+            },
+        ]
+    );
+    let conns = net.iface(2).connections();
+    assert_eq!(conns.len(), 1);
+    assert_eq!((conns[0].conn, conns[0].mtu), (ConnId(8), 1280));
+    // Active: the REP offers 1000, or no private data at all. The connection is released and
+    // the datagram that waited for it goes over UD.
+    for (k, rep) in [(1u8, pd(qpn(3), 1000)), (2, Vec::new())] {
+        let mut net = Net::with(2, |_, c| c.connected = Some(ConnectedConfig::rc()));
+        net.up();
+        connecting(&mut net, 2, 3);
+        let now = net.now;
+        let qp = program(qpn(2) + 100, qpn(3) + 100);
+        net.iface(2).handle_cm_event(
+            now,
+            &CmEvent::Established {
+                conn: ConnId(1),
+                qp,
+                private_data: rep,
+            },
+        );
+        assert_eq!(
+            commands(&mut net, 2),
+            vec![CmCommand::Disconnect { conn: ConnId(1) }],
+            "REP {k}"
+        );
+        assert_eq!(net.iface(2).poll_conn_transmit(), None, "REP {k}");
+        net.settle();
+        let datagram = udp4(v4(2), v4(3), &[1; 100]);
+        assert!(
+            net.host(3).delivered.contains(&datagram),
+            "REP {k}: over UD"
+        );
     }
 }
 
