@@ -12,7 +12,7 @@
 //! - `Accept`: the same QP, accepted, RTR and RTS before the REP leaves; the first message
 //!   received establishes a connection whose RTU is late (IBA 1 §12.9);
 //! - `Reject`, `Disconnect` go to the agent (a connection not yet established is rejected
-//!   instead); `Rejected`, `TimedOut` and `Disconnected` move the QP to Error, `TimeWaitExit`
+//!   instead, with the interface's private data, RFC 4755 §3.2); `Rejected`, `TimedOut` and `Disconnected` move the QP to Error, `TimeWaitExit`
 //!   destroys it (IBA 1 §12.9.8: not reused before);
 //! - every [`ipoib_proto::ipoib::ConnTransmit`] is one signaled SEND; a send completing in error
 //!   (not flushed) is [`Interface::conn_send_failed`].
@@ -240,15 +240,20 @@ impl CmSide {
                 }
             }
             CmCommand::Disconnect { conn } => {
+                let pd = agents
+                    .get::<Interface>(iface_id)
+                    .map(Interface::cm_private_data)
+                    .unwrap_or_default();
                 let Some(cm) = agents.get_mut::<Cm>(self.cm) else {
                     return;
                 };
                 let r = match cm.state(conn) {
                     Some(State::Established) => cm.disconnect(now, conn, &[]),
-                    // Not established yet: a REJ ends it (IBA 1 §12.9.5).
+                    // Not established yet: a REJ ends it (IBA 1 §12.9.5), with our UD QPN and
+                    // receive MTU like every REJ of ours (RFC 4755 §3.2).
                     Some(
                         State::ReqSent | State::MraReqRcvd | State::RepSent | State::MraRepRcvd,
-                    ) => cm.reject(now, conn, RejReason::ConsumerDefined, &[], &[]),
+                    ) => cm.reject(now, conn, RejReason::ConsumerDefined, &[], &pd),
                     Some(_) => Ok(()),
                     None => Err(CmError::Unknown),
                 };
