@@ -224,8 +224,8 @@ impl Cm {
 
     /// Rejects a connection before it is established: a REQ we were given (IBA 1 §12.6 Table 108,
     /// e.g. reason 28 "consumer reject"), or our own attempt (before its REP this is always a
-    /// Timeout REJ carrying our CA GUID, the only form the peer can match). The connection enters
-    /// TimeWait, and a duplicate REQ gets the same REJ again.
+    /// Timeout REJ carrying our CA GUID, the only form the peer can match, and `private_data`).
+    /// The connection enters TimeWait, and a duplicate REQ gets the same REJ again.
     pub fn reject(
         &mut self,
         now: Instant,
@@ -235,21 +235,22 @@ impl Cm {
         private_data: &[u8],
     ) -> Result<(), CmError> {
         let c = self.conns.get(&conn.0).ok_or(CmError::Unknown)?;
+        let mut rej = msg::blank_rej();
+        msg::fill(&mut rej.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         let rejected = match c.state {
             State::ReqRcvd | State::MraReqSent => RespondedTo::Req,
             State::ReqSent | State::MraReqRcvd => {
                 // The peer has not told us its communication ID, so a REJ can only reach its
                 // record through the Timeout form (our CA GUID in the ARI), which is what Linux
-                // `cm_destroy_id` sends when a REQ is withdrawn.
-                self.send_timeout_rej(conn.0, RespondedTo::Other);
+                // `cm_destroy_id` sends when a REQ is withdrawn. The consumer's private data
+                // goes with it (RFC 4755 §3.2: IPoIB-CM puts its UD QPN in every REJ).
+                self.send_timeout_rej(conn.0, RespondedTo::Other, private_data);
                 self.enter_time_wait(now, conn.0);
                 return Ok(());
             }
             State::RepSent | State::MraRepRcvd => RespondedTo::Other,
             s => return Err(CmError::WrongState(s)),
         };
-        let mut rej = msg::blank_rej();
-        msg::fill(&mut rej.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         if ari.len() > rej.ari.len() {
             return Err(CmError::Invalid("ARI longer than 72 bytes"));
         }

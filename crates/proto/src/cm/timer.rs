@@ -67,12 +67,15 @@ impl Cm {
 
     /// Sends a REJ with reason Timeout for connection `id` (IBA 1 §12.6 Table 108: the ARI of a
     /// Timeout REJ is the sender's CA GUID; Linux `cm_acquire_rejected_id` finds the connection by
-    /// it, since the peer may not know our communication ID yet).
-    pub(super) fn send_timeout_rej(&mut self, id: u32, rejected: RespondedTo) {
+    /// it, since the peer may not know our communication ID yet). `private_data` is the
+    /// consumer's when it withdraws its REQ ([`Cm::reject`]); longer than a REJ holds, it is cut.
+    pub(super) fn send_timeout_rej(&mut self, id: u32, rejected: RespondedTo, private_data: &[u8]) {
         let Some(c) = self.conns.get(&id) else {
             return;
         };
         let mut rej = msg::blank_rej();
+        let n = private_data.len().min(rej.private_data.len());
+        rej.private_data[..n].copy_from_slice(&private_data[..n]);
         rej.local_comm_id = c.local_id;
         rej.remote_comm_id = c.remote_id;
         rej.message_rejected = rejected;
@@ -117,7 +120,7 @@ impl Cm {
                     conn: c.id(),
                     unanswered: Unanswered::Mra,
                 });
-                self.send_timeout_rej(id, RespondedTo::Req);
+                self.send_timeout_rej(id, RespondedTo::Req, &[]);
                 self.enter_time_wait(now, id);
             }
             State::TimeWait => self.remove_conn(id),
@@ -156,14 +159,14 @@ impl Cm {
                     conn,
                     unanswered: Unanswered::Req,
                 });
-                self.send_timeout_rej(id, RespondedTo::Req);
+                self.send_timeout_rej(id, RespondedTo::Req, &[]);
             }
             State::RepSent | State::MraRepRcvd => {
                 self.events.push_back(CmEvent::TimedOut {
                     conn,
                     unanswered: Unanswered::Rep,
                 });
-                self.send_timeout_rej(id, RespondedTo::Rep);
+                self.send_timeout_rej(id, RespondedTo::Rep, &[]);
             }
             _ => {
                 // DREQ Sent: no DREP after every retry; the connection is gone all the same

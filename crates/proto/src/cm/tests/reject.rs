@@ -133,14 +133,15 @@ fn bad_transport_and_mtu_rejected() {
 }
 
 // Our own attempt withdrawn before the REP: a Timeout REJ with our CA GUID in the ARI (the peer
-// cannot match anything else: it never told us its ID; Linux `cm_destroy_id` does the same).
+// cannot match anything else: it never told us its ID; Linux `cm_destroy_id` does the same),
+// carrying the consumer's private data.
 #[test]
 fn active_side_withdraws() {
     let mut p = Pair::new(43);
     p.auto_b = None;
     let ca = p.connect();
     while p.step() {}
-    p.a.disconnect(p.now, ca, &[]).unwrap();
+    p.a.disconnect(p.now, ca, b"withdrawn").unwrap();
     while p.step() {}
     let r = &rej_sent_by(&p, A_LID)[0];
     assert_eq!(
@@ -148,10 +149,18 @@ fn active_side_withdraws() {
         (RejReason::Timeout, RespondedTo::Other)
     );
     assert_eq!(r.ari(), &A_GUID.0.to_be_bytes());
+    assert_eq!(
+        &r.private_data[..10],
+        b"withdrawn\0",
+        "the consumer's private data"
+    );
     let CmEvent::ConnectRequest { conn: cb, .. } = p.eb[0] else {
         panic!()
     };
-    assert!(matches!(&p.eb[1], CmEvent::Rejected { conn, .. } if *conn == cb));
+    assert!(
+        matches!(&p.eb[1], CmEvent::Rejected { conn, private_data, .. }
+        if *conn == cb && private_data.starts_with(b"withdrawn"))
+    );
     assert_eq!(p.b.state(cb), Some(State::TimeWait));
     // A second copy of that REJ is a duplicate; a REJ for nobody is dropped.
     let rej = p.sent(attr::REJ)[0].2.clone();
