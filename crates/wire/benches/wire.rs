@@ -72,7 +72,8 @@ fn crc_buffer(len: usize, global: bool) -> Vec<u8> {
 }
 
 /// (c) ICRC (crc32fast from a masked initial register) of a local and of a global packet, plain
-/// `crc32fast::hash`, and the VCRC, over the same bytes.
+/// `crc32fast::hash`, and the VCRC (`vcrc`, and `vcrc_table`: the slicing table alone, which `vcrc`
+/// uses below `VCRC_SIMD_MIN` bytes), over the same bytes.
 fn crcs(c: &mut Criterion) {
     let mut g = c.benchmark_group("crc");
     // 2076 bytes: the ICRC span (LRH through pad) of a full 2048-byte-MTU UD packet without GRH.
@@ -80,6 +81,8 @@ fn crcs(c: &mut Criterion) {
         ("64B", 64),
         ("2KiB", 2048),
         ("2076B", 2076),
+        // The VCRC span of a connected-mode RC SEND Middle packet: LRH, BTH, 4096 bytes, ICRC.
+        ("4120B", 4120),
         ("64KiB", 65536),
     ];
     for (label, len) in sizes {
@@ -98,6 +101,9 @@ fn crcs(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("vcrc", label), &data, |b, d| {
             b.iter(|| crc::vcrc(black_box(d)))
+        });
+        g.bench_with_input(BenchmarkId::new("vcrc_table", label), &data, |b, d| {
+            b.iter(|| crc::vcrc_table(black_box(d)))
         });
     }
     g.finish();

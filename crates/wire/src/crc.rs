@@ -14,10 +14,12 @@
 //! - Both CRCs go on the wire least significant byte first (IBA 1 §7.8; Linux `rxe_icrc.c` stores
 //!   the ICRC as a little-endian u32).
 //!
-//! The CRC-32 engine is `crc32fast` (hardware carry-less multiply where available); the CRC-16 is our
-//! own slicing-by-16 table built at compile time. Neither allocates. The ICRC costs one crc32fast
-//! call over the packet plus either a masked copy of a short packet or a few table lookups that
-//! account for the masked fields (see [`icrc`]).
+//! The CRC-32 engine is `crc32fast` (hardware carry-less multiply where available). The CRC-16 has two
+//! engines: below [`VCRC_SIMD_MIN`] bytes our own slicing-by-16 table built at compile time, from
+//! there on `crc-fast`, which folds with carry-less multiplies (PCLMULQDQ/VPCLMULQDQ, or PMULL on
+//! aarch64) for any CRC-16 polynomial and has a table fallback elsewhere. Neither allocates per call.
+//! The ICRC costs one crc32fast call over the packet plus a few table lookups that account for the
+//! masked fields (see [`icrc`]). docs/BENCHMARKS.md has the figures.
 
 use crate::{Error, Result};
 
@@ -61,13 +63,48 @@ const fn crc16_tables() -> [[u16; 256]; SLICE] {
 /// Slicing tables of the VCRC (8 KiB, built at compile time).
 static CRC16_TABLES: [[u16; 256]; SLICE] = crc16_tables();
 
-/// Advances a raw (uncomplemented) reflected CRC-16 register over `data`.
+/// Shortest input for which [`vcrc`] uses `crc-fast` rather than the slicing table: below it the
+/// table is faster than `crc-fast`'s fixed cost per call (about 30 ns on x86-64), from it on the
+/// folding is (docs/BENCHMARKS.md, VCRC).
+pub const VCRC_SIMD_MIN: usize = 256;
+
+/// The VCRC as `crc-fast` parameters: width 16, polynomial 0x100B, reflected in and out (IBA 1
+/// §7.8.2). Initial value and final XOR are left to the caller (init 0xFFFF, xorout 0), so that
+/// the result is the raw register and a register can be carried from one call to the next.
+fn crc_fast_params() -> &'static crc_fast::CrcParams {
+    static PARAMS: std::sync::OnceLock<crc_fast::CrcParams> = std::sync::OnceLock::new();
+    // The check value is the raw register after "123456789": !0x0A3D.
+    PARAMS.get_or_init(|| crc_fast::CrcParams::new("IBA-VCRC", 16, 0x100b, 0xffff, true, 0, 0xf5c2))
+}
+
+/// Advances a raw (uncomplemented) reflected CRC-16 register over `data`, with the table below
+/// [`VCRC_SIMD_MIN`] bytes and with `crc-fast` from there on.
+///
+/// `crc-fast` keeps the register of a reflected CRC-16 in "algorithm form"
+/// (`CrcParams::init_algorithm`, the bit-reversed catalogue init), which is exactly our reflected
+/// register; with xorout 0 it returns that register after `data`. So starting it from `crc` is
+/// giving it `crc` as `init_algorithm`.
+fn crc16_update(crc: u16, data: &[u8]) -> u16 {
+    if data.len() < VCRC_SIMD_MIN {
+        return crc16_update_table(crc, data);
+    }
+    let params = crc_fast::CrcParams {
+        init_algorithm: u64::from(crc),
+        ..*crc_fast_params()
+    };
+    // A 16-bit CRC: the upper bits of the u64 are zero.
+    crc_fast::checksum_with_params(params, data) as u16
+}
+
+/// Advances a raw (uncomplemented) reflected CRC-16 register over `data` with the tables alone.
 ///
 /// Slicing-by-16: the 16-bit register only meets the first two bytes of each 16-byte block, so the
 /// lookups of the other fourteen do not wait for the previous block and the loop runs at the
 /// speed of the table loads rather than of the register's dependency chain (about twice the
-/// speed of slicing-by-8 on x86-64; docs/BENCHMARKS.md).
-fn crc16_update(mut crc: u16, data: &[u8]) -> u16 {
+/// speed of slicing-by-8 on x86-64; docs/BENCHMARKS.md). Splitting the buffer into several
+/// interleaved streams, or slicing by 32, does not go faster: the loop is bound by the byte
+/// extractions, loads and XORs (about three operations per byte), not by the register's chain.
+fn crc16_update_table(mut crc: u16, data: &[u8]) -> u16 {
     let t = &CRC16_TABLES;
     let mut chunks = data.chunks_exact(SLICE);
     for c in &mut chunks {
@@ -155,6 +192,13 @@ impl Crc16 {
 /// packet, through the last byte before the VCRC). IBA 1 §7.8.2.
 pub fn vcrc(data: &[u8]) -> u16 {
     !crc16_update(!0, data)
+}
+
+/// The VCRC of `data` computed by the slicing table alone, whatever the length. It equals [`vcrc`]
+/// for every input; it is what `vcrc` uses below [`VCRC_SIMD_MIN`] bytes, and the benchmarks
+/// compare the two engines with it.
+pub fn vcrc_table(data: &[u8]) -> u16 {
+    !crc16_update_table(!0, data)
 }
 
 /// Length of the LRH.
@@ -509,6 +553,28 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// IBA 1 §7.8.2: `vcrc` equals the bit-at-a-time definition on random data of random
+        /// lengths 0..10000 (odd ones, and ones that are no multiple of `crc-fast`'s 16- and
+        /// 128-byte blocks, included), from a random start offset so that every alignment of the
+        /// first byte occurs, and when streamed in two pieces cut anywhere.
+        #[test]
+        fn vcrc_matches_bitwise(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..10_064),
+            off in 0usize..64,
+            len in 0usize..10_000,
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let d = &data[off.min(data.len())..];
+            let d = &d[..len.min(d.len())];
+            let want = vcrc_bitwise(d);
+            proptest::prop_assert_eq!(vcrc(d), want);
+            let cut = cut.index(d.len() + 1);
+            let mut c = Crc16::new();
+            c.update(&d[..cut]);
+            c.update(&d[cut..]);
+            proptest::prop_assert_eq!(c.finish(), want);
+        }
+
         /// IBA 1 §7.8.1: `icrc` equals the masked-copy definition on arbitrary packets.
         #[test]
         fn icrc_matches_definition(
@@ -545,10 +611,71 @@ mod tests {
         let data: Vec<u8> = (0..3000u32).map(|i| (i * 31 + 5) as u8).collect();
         for len in [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 2999, 3000] {
             assert_eq!(vcrc(&data[..len]), vcrc_bitwise(&data[..len]), "len {len}");
+            assert_eq!(
+                vcrc_table(&data[..len]),
+                vcrc_bitwise(&data[..len]),
+                "len {len}"
+            );
         }
         let mut c = Crc16::new();
         c.update(&data[..5]);
         c.update(&data[5..]);
         assert_eq!(c.finish(), vcrc(&data));
+    }
+
+    /// IBA 1 §7.8.2: both engines agree with the definition at every length up to 1100 bytes (past
+    /// the switch to `crc-fast` at `VCRC_SIMD_MIN` and its 16- and 128-byte blocks), from start
+    /// addresses of every alignment modulo 16 (`crc-fast` aligns its loads and handles the head and
+    /// tail apart), and at the packet sizes of the fabric: a full 2048-byte-MTU UD packet (2076
+    /// bytes of VCRC span), a full 4096-byte RC SEND Middle packet without and with a GRH (4120,
+    /// 4160).
+    #[test]
+    fn vcrc_engines_match_bitwise_every_length_and_alignment() {
+        let data: Vec<u8> = (0..5000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        let lens = (0..=1100).chain([2047, 2048, 2049, 2076, 2122, 4095, 4096, 4120, 4160, 4900]);
+        for len in lens {
+            let offsets: &[usize] = if len <= 1100 {
+                &[0, 1, 8, 15]
+            } else {
+                &[0, 3, 16, 64]
+            };
+            for &off in offsets {
+                let d = &data[off..off + len];
+                let want = vcrc_bitwise(d);
+                assert_eq!(vcrc(d), want, "len {len} offset {off}");
+                assert_eq!(vcrc_table(d), want, "table, len {len} offset {off}");
+            }
+        }
+        assert_eq!(vcrc(&[0u8; 300]), vcrc_bitwise(&[0u8; 300]));
+        assert_eq!(vcrc(&[0xffu8; 300]), vcrc_bitwise(&[0xffu8; 300]));
+    }
+
+    /// The register carries from one engine to the other: a stream fed in pieces on either side of
+    /// `VCRC_SIMD_MIN` gives the one-shot VCRC.
+    #[test]
+    fn vcrc_streams_across_engines() {
+        let data: Vec<u8> = (0..4120u32).map(|i| (i * 131 + 17) as u8).collect();
+        let cuts = [
+            0,
+            1,
+            9,
+            VCRC_SIMD_MIN - 1,
+            VCRC_SIMD_MIN,
+            VCRC_SIMD_MIN + 1,
+            1000,
+            4119,
+            4120,
+        ];
+        for a in cuts {
+            for b in cuts.into_iter().filter(|&b| b >= a) {
+                let mut c = Crc16::new();
+                c.update(&data[..a]);
+                c.update(&data[a..b]);
+                c.update(&data[b..]);
+                assert_eq!(c.finish(), vcrc_bitwise(&data), "cuts {a} {b}");
+            }
+        }
     }
 }
