@@ -6,7 +6,7 @@
 //! evenly spread sample on big subnets) with virtual-time round-trip times; a multicast join and
 //! delivery (§11); the SA's group table. The whole conversation goes to a pcap that Wireshark and
 //! tshark read. With `--mode connected` every interface runs IPoIB connected mode (RFC 4755) and
-//! the report adds the connections ([`connected`]), the CM messages of the capture, and a bulk
+//! the report adds the connections ([`connected()`]), the CM messages of the capture, and a bulk
 //! transfer over RC and then over UD ([`bulk`]), run with the capture off.
 //!
 //! Exit status: 0 when everything worked, 1 when something failed (a host without carrier, a ping
