@@ -103,6 +103,7 @@ impl Cm {
             req: None,
             reported_up: false,
             rtu_private_data: p.rtu_private_data,
+            rej_private_data: Vec::new(),
         };
         let wait = conn.answer_wait();
         self.conns.insert(id, conn);
@@ -197,6 +198,8 @@ impl Cm {
             return;
         };
         let mut rej = msg::blank_rej();
+        let n = c.rej_private_data.len().min(rej.private_data.len());
+        rej.private_data[..n].copy_from_slice(&c.rej_private_data[..n]);
         rej.local_comm_id = id;
         rej.remote_comm_id = c.remote_id;
         rej.message_rejected = rejected;

@@ -440,6 +440,18 @@ impl Cm {
         self.events.pop_front()
     }
 
+    /// Sets the private data of the REJs the agent sends on its own for `conn` (after a timeout,
+    /// for a stale connection): IPoIB connected mode puts its UD QPN in every REJ (RFC 4755
+    /// §3.2). At most 148 bytes (a REJ's field, IBA 1 §12.6 Table 108).
+    pub fn set_rej_private_data(&mut self, conn: ConnId, data: &[u8]) -> Result<(), CmError> {
+        if data.len() > msg::blank_rej().private_data.len() {
+            return Err(CmError::PrivateDataTooLong(data.len()));
+        }
+        let c = self.conns.get_mut(&conn.0).ok_or(CmError::Unknown)?;
+        c.rej_private_data = data.to_vec();
+        Ok(())
+    }
+
     /// The next event `mine` accepts, for a host where several users share the agent (each
     /// takes the events of its own listeners, connections and SIDR exchanges, in order; the
     /// others stay queued for their users).

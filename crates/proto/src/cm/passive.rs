@@ -137,6 +137,7 @@ impl Cm {
             req: Some(Box::new(req)),
             reported_up: false,
             rtu_private_data: Vec::new(),
+            rej_private_data: Vec::new(),
         };
         self.conns.insert(id, conn);
         self.arm(

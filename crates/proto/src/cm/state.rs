@@ -93,6 +93,9 @@ pub(super) struct Conn {
     pub reported_up: bool,
     /// Active side: the private data of our RTU.
     pub rtu_private_data: Vec<u8>,
+    /// The private data of the REJs the agent sends on its own for this connection (timeouts,
+    /// stale connection): what its user set with [`super::Cm::set_rej_private_data`].
+    pub rej_private_data: Vec<u8>,
 }
 
 impl Conn {

@@ -74,8 +74,14 @@ impl Cm {
             return;
         };
         let mut rej = msg::blank_rej();
-        let n = private_data.len().min(rej.private_data.len());
-        rej.private_data[..n].copy_from_slice(&private_data[..n]);
+        // The consumer's own data when it withdraws; else what it set for the agent's REJs.
+        let data = if private_data.is_empty() {
+            &c.rej_private_data[..]
+        } else {
+            private_data
+        };
+        let n = data.len().min(rej.private_data.len());
+        rej.private_data[..n].copy_from_slice(&data[..n]);
         rej.local_comm_id = c.local_id;
         rej.remote_comm_id = c.remote_id;
         rej.message_rejected = rejected;

@@ -290,6 +290,10 @@ impl CmSide {
             .map(|cm| cm.connect(now, params.clone()))
         {
             Some(Ok(conn)) => {
+                // RFC 4755 §3.2: the UD QPN in every REJ, the agent's own ones too.
+                if let Some(cm) = agents.get_mut::<Cm>(self.cm) {
+                    let _ = cm.set_rej_private_data(conn, &params.private_data);
+                }
                 self.adopt(conn, qpn, true);
                 Some(conn)
             }
@@ -329,7 +333,10 @@ impl CmSide {
             return false;
         };
         let qp = match cm.accept(now, conn, qpn, private_data) {
-            Ok(qp) => qp,
+            Ok(qp) => {
+                let _ = cm.set_rej_private_data(conn, private_data);
+                qp
+            }
             Err(_) => {
                 self.counters.cm_errors += 1;
                 let _ = hca.destroy_qp(qpn);

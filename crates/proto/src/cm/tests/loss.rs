@@ -288,3 +288,30 @@ fn lossy_pair_connects_and_releases() {
         assert_eq!((p.a.timers(), p.b.timers()), (0, 0), "seed {seed}");
     }
 }
+
+// RFC 4755 §3.2 (the UD QPN in every REJ) needs the agent's own REJs to carry what the user set
+// with `set_rej_private_data`: here the Timeout REJ after the REQ's retries are spent.
+#[test]
+fn agents_own_rej_carries_the_users_private_data() {
+    let mut p = Pair::new(28);
+    p.filter = drop_all(attr::REQ);
+    let ca = p.connect();
+    let data = [0u8, 0, 0, 0x48, 0, 0, 0xff, 0xf4];
+    p.a.set_rej_private_data(ca, &data).unwrap();
+    assert_eq!(
+        p.a.set_rej_private_data(ca, &[0; 149]),
+        Err(CmError::PrivateDataTooLong(149))
+    );
+    assert_eq!(
+        p.a.set_rej_private_data(ConnId(ca.0 ^ 1), &data),
+        Err(CmError::Unknown)
+    );
+    p.drive(Duration::from_secs(600));
+    let rej = p.sent(attr::REJ);
+    let CmMessage::Rej(r) = parse(&rej[0].2) else {
+        panic!()
+    };
+    assert_eq!(r.reason, RejReason::Timeout);
+    assert_eq!(&r.private_data[..8], &data);
+    assert!(r.private_data[8..].iter().all(|&b| b == 0));
+}
