@@ -366,6 +366,12 @@ fn rejected_connection_falls_back_to_ud_with_its_queue() {
             .count()
     };
     assert_eq!(reqs(&net), 1);
+    let to1 = v4(&net, 1);
+    assert_eq!(
+        net.interface(0).unwrap().path_mtu(to1),
+        2044,
+        "UD meanwhile"
+    );
     // After it: tried again.
     run(&mut net, Duration::from_secs(2));
     udp(&mut net, 0, 1, 1000);

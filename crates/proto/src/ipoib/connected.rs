@@ -413,9 +413,11 @@ impl Interface {
             return self.mtu();
         };
         let k = key(&hw);
+        // A peer in its UD-only period after a failure is reached with the UD MTU.
+        let failed = self.cm.peers.get(&k).is_some_and(|p| p.retry_at.is_some());
         match self.sending_conn(&k).and_then(|c| self.cm.conns.get(&c)) {
             Some(c) => self.conn_mtu(c),
-            None if self.goes_connected(&hw, &[0x08, 0x00]) => self.mtu(),
+            None if !failed && self.goes_connected(&hw, &[0x08, 0x00]) => self.mtu(),
             None => self.ud_mtu(),
         }
     }
