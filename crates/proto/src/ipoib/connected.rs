@@ -302,6 +302,25 @@ pub(super) struct Connected {
 }
 
 impl Connected {
+    /// A peer with no connection yet; the spelling is the one that last worked with it, if any.
+    fn add_peer(&mut self, k: PeerKey, hw: HwAddr, default: IpoibCmSidForm) {
+        let spelling = self.spelling_for(&k, default);
+        self.peers.insert(
+            k,
+            Peer {
+                hw,
+                tx: None,
+                starting: false,
+                shared: None,
+                spelling,
+                tried_other: false,
+                retry_at: None,
+                queue: VecDeque::new(),
+                path: None,
+            },
+        );
+    }
+
     fn spelling_for(&self, k: &PeerKey, default: IpoibCmSidForm) -> IpoibCmSidForm {
         self.spellings.get(k).map_or(default, |s| s.1)
     }
@@ -537,20 +556,7 @@ impl Interface {
             if self.cm.peers.len() >= cfg.max_peers {
                 return self.ud_transmit(path.0, hw, frame);
             }
-            self.cm.peers.insert(
-                k,
-                Peer {
-                    hw,
-                    tx: None,
-                    starting: false,
-                    shared: None,
-                    spelling: self.cm.spelling_for(&k, cfg.spelling),
-                    tried_other: false,
-                    retry_at: None,
-                    queue: VecDeque::new(),
-                    path: None,
-                },
-            );
+            self.cm.add_peer(k, hw, cfg.spelling);
         }
         let Some(p) = self.cm.peers.get_mut(&k) else {
             return;
@@ -832,20 +838,7 @@ impl Interface {
             if self.cm.peers.len() >= cfg.max_peers {
                 return reject(self, RejReason::NoResources);
             }
-            self.cm.peers.insert(
-                k,
-                Peer {
-                    hw,
-                    tx: None,
-                    starting: false,
-                    shared: None,
-                    spelling: self.cm.spelling_for(&k, cfg.spelling),
-                    tried_other: false,
-                    retry_at: None,
-                    queue: VecDeque::new(),
-                    path: None,
-                },
-            );
+            self.cm.add_peer(k, hw, cfg.spelling);
         }
         if shared {
             if let Some(p) = self.cm.peers.get_mut(&k) {

@@ -590,20 +590,24 @@ impl Interface {
         self.deadline
     }
 
-    /// The earliest deadline of the SA client and of every table.
+    /// The earliest deadline of the SA client and of every table, the neighbour and path caches
+    /// scanned whole (what [`Interface::settle_deadline`] must agree with).
     fn next_deadline(&self) -> Option<Instant> {
-        let mut next = self.sa.poll_timeout();
-        for t in [
-            self.neigh.next_deadline(),
-            self.paths.next_deadline(),
+        self.earliest_with(self.neigh.next_deadline(), self.paths.next_deadline())
+    }
+
+    /// The earliest of `neigh`, `paths` and every other deadline.
+    fn earliest_with(&self, neigh: Option<Instant>, paths: Option<Instant>) -> Option<Instant> {
+        [
+            neigh,
+            paths,
             self.mc.next_deadline(),
             self.traps.next_deadline(),
             self.v6.next_deadline(),
             self.cm.next_deadline(),
-        ] {
-            next = timer::earliest(next, t);
-        }
-        next
+        ]
+        .into_iter()
+        .fold(self.sa.poll_timeout(), timer::earliest)
     }
 
     /// Runs what is due (early or repeated calls are harmless).
@@ -624,18 +628,8 @@ impl Interface {
     /// none). The host asks for the deadline after every event, and the tables' deadlines are
     /// spread over the interface's memory; one field is cheaper to read.
     fn settle_deadline(&mut self) {
-        let mut next = self.sa.poll_timeout();
-        for t in [
-            self.neigh.deadline(),
-            self.paths.deadline(),
-            self.mc.next_deadline(),
-            self.traps.next_deadline(),
-            self.v6.next_deadline(),
-            self.cm.next_deadline(),
-        ] {
-            next = timer::earliest(next, t);
-        }
-        self.deadline = next;
+        let (neigh, paths) = (self.neigh.deadline(), self.paths.deadline());
+        self.deadline = self.earliest_with(neigh, paths);
     }
 
     fn drop_count(&mut self, r: DropReason, n: usize) {
