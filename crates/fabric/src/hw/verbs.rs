@@ -93,7 +93,8 @@ pub enum SendOp {
         /// Immediate data.
         imm: u32,
     },
-    /// RDMA READ from the remote address into the local data buffer (RC only).
+    /// RDMA READ from the remote address (RC only) into `local`, or, when `local` is `None`, into
+    /// the completion's `data` (the engine's standalone use).
     RdmaRead {
         /// Remote virtual address.
         remote_addr: u64,
@@ -101,7 +102,63 @@ pub enum SendOp {
         rkey: u32,
         /// Bytes to read.
         len: u32,
+        /// Where the bytes land: a registered local region granting local write (IBA 1 §10.6.3.1).
+        local: Option<LocalBuf>,
     },
+}
+
+/// Where the data of an RDMA READ lands (IBA 1 §10.6: a local access names its region by the
+/// L_Key and a virtual address inside it; ibv_sge without the length, which is the READ's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LocalBuf {
+    /// L_Key of the region ([`MrHandle::lkey`]).
+    pub lkey: u32,
+    /// Virtual address of the first byte: [`MrHandle::addr`] plus the offset into the region.
+    pub addr: u64,
+}
+
+/// Access rights of a memory region (IBA 1 §10.6.3.1; ibv_access_flags). Local read is always
+/// granted; combine rights with `|`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u8);
+
+impl Access {
+    /// Local read only.
+    pub const NONE: Access = Access(0);
+    /// The HCA may write the region for local operations (RDMA READ responses landing there).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// Incoming RDMA WRITEs may write the region (requires [`Access::LOCAL_WRITE`]).
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// Incoming RDMA READs may read the region.
+    pub const REMOTE_READ: Access = Access(4);
+
+    /// Every right in `other` is granted here.
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+/// A registered memory region as the consumer sees it (IBA 1 §10.6; ibv_mr): its keys, the
+/// virtual address of its first byte, its length and rights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MrHandle {
+    /// Local key: names the region in local accesses ([`LocalBuf`], `Hca::mr_read`).
+    pub lkey: u32,
+    /// Remote key: what a peer puts in its RDMA requests (RETH R_Key).
+    pub rkey: u32,
+    /// Virtual address of byte 0 (remote requests address the region from here).
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: usize,
+    /// Access rights.
+    pub access: Access,
 }
 
 /// Destination of a UD send.

@@ -15,8 +15,12 @@
 //!   computes the CRCs.
 //! - completions: [`ConnectedEngine::poll_completion`]; receive opcodes go to the receive CQ,
 //!   the others to the send CQ.
+//! - memory: [`ConnectedEngine::handle_packet`] borrows the HCA's registered regions
+//!   ([`super::RdmaMemory`], module `mr`): RDMA WRITE and READ requests are checked against them
+//!   and executed there, RDMA READ responses land there.
 
 use super::error::VerbsError;
+use super::mr::RdmaMemory;
 use crate::hw::verbs::{Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{BthRepr, ExtHeaders, GrhRepr};
@@ -64,8 +68,15 @@ pub trait ConnectedEngine {
     fn post_send(&mut self, now: Instant, wr: SendWr) -> Result<(), VerbsError>;
     /// A receive work request.
     fn post_recv(&mut self, wr: RecvWr) -> Result<(), VerbsError>;
-    /// A packet for this QP passed the HCA's checks.
-    fn handle_packet(&mut self, now: Instant, from: PacketSource, pkt: TransportPacket);
+    /// A packet for this QP passed the HCA's checks. `mem` is the HCA's registered memory, which
+    /// RDMA WRITE and READ requests reach and RDMA READ responses land in ([`super::RdmaMemory`]).
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        from: PacketSource,
+        pkt: TransportPacket,
+        mem: &mut dyn RdmaMemory,
+    );
     /// The next packet to send, if any.
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket>;
     /// The next completion, if any.

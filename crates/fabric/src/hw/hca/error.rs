@@ -58,6 +58,27 @@ pub enum VerbsError {
     /// The 24-bit QPN space is exhausted.
     #[error("no QP number left")]
     NoQpnLeft,
+    /// No memory region has this L_Key (never registered, or deregistered; IBA 1 §10.6).
+    #[error("no memory region with L_Key {0:#x}")]
+    UnknownMr(u32),
+    /// The bytes asked for do not lie inside the region.
+    #[error("bytes {offset}..+{len} outside memory region {lkey:#x}")]
+    MrRange {
+        /// The region's L_Key.
+        lkey: u32,
+        /// Offset from the region's first byte.
+        offset: usize,
+        /// Bytes asked for.
+        len: usize,
+    },
+    /// Registering would take the HCA's registered memory over its limit.
+    #[error("registering {len} bytes exceeds the HCA's memory limit ({free} bytes free)")]
+    MrLimit {
+        /// Bytes asked for.
+        len: usize,
+        /// Bytes the limit leaves.
+        free: usize,
+    },
 }
 
 macro_rules! drop_reasons {

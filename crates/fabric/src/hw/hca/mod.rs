@@ -28,6 +28,7 @@
 
 pub mod connected;
 pub mod error;
+mod mr;
 pub mod port;
 pub mod qp;
 mod rx;
@@ -39,6 +40,7 @@ pub(crate) mod tests;
 
 pub use connected::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket};
 pub use error::{CqId, HcaCounters, HcaDropReason, VerbsError};
+pub use mr::{RdmaMemory, DEFAULT_MR_LIMIT};
 pub use port::{Port, PKEY_TABLE_SIZE};
 pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit};
 
@@ -97,6 +99,8 @@ pub struct Hca {
     connected_dirty: bool,
     last_now: Instant,
     counters: HcaCounters,
+    /// Registered memory regions (module `mr`).
+    mrs: mr::MrTable,
 }
 
 impl Hca {
@@ -129,6 +133,7 @@ impl Hca {
             connected_dirty: false,
             last_now: Instant::ZERO,
             counters: HcaCounters::default(),
+            mrs: mr::MrTable::default(),
         };
         for (i, g) in port_guids.into_iter().enumerate() {
             let num = (i + 1) as u8;

@@ -151,6 +151,7 @@ impl Hca {
                 ext: pkt.ext,
                 payload: pkt.payload.to_vec(),
             },
+            &mut self.mrs,
         );
         self.sched.touch(handle, engine.poll_timeout());
         self.counters.rx_delivered += 1;

@@ -9,8 +9,10 @@
 //! the window opens on an ACK), as the HCA's hook requires of an engine it stops polling once
 //! drained ([`crate::hw::hca::ConnectedEngine`]).
 
-use super::{Config, ConnectedQp, Error, MemoryRegion};
-use crate::hw::hca::{ConnectedEngine, EngineFactory, PacketSource, TransportPacket, VerbsError};
+use super::{Config, ConnectedQp, Error};
+use crate::hw::hca::{
+    ConnectedEngine, EngineFactory, PacketSource, RdmaMemory, TransportPacket, VerbsError,
+};
 use crate::hw::verbs::{
     Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr, WcOpcode, WcStatus,
 };
@@ -29,8 +31,6 @@ pub struct RcEngine {
     early_recvs: Vec<RecvWr>,
     /// Flush completions produced without an engine.
     flushed: VecDeque<Completion>,
-    /// Regions RDMA requests may reach (empty unless given with [`RcEngine::with_memory`]).
-    mem: Vec<MemoryRegion>,
 }
 
 /// The factory to install with [`crate::hw::hca::Hca::set_engine_factory`].
@@ -49,14 +49,7 @@ impl RcEngine {
             qp: None,
             early_recvs: Vec::new(),
             flushed: VecDeque::new(),
-            mem: Vec::new(),
         }
-    }
-
-    /// Gives the QP memory regions that remote RDMA WRITE and READ requests may reach.
-    pub fn with_memory(mut self, mem: Vec<MemoryRegion>) -> RcEngine {
-        self.mem = mem;
-        self
     }
 
     /// The engine, from RTR on.
@@ -193,7 +186,13 @@ impl ConnectedEngine for RcEngine {
         }
     }
 
-    fn handle_packet(&mut self, now: Instant, from: PacketSource, pkt: TransportPacket) {
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        from: PacketSource,
+        pkt: TransportPacket,
+        mem: &mut dyn RdmaMemory,
+    ) {
         let Some(qp) = self.qp.as_mut() else {
             return;
         };
@@ -201,7 +200,7 @@ impl ConnectedEngine for RcEngine {
             qp.count_bad_source();
             return;
         }
-        qp.handle_packet(now, &pkt.bth, &pkt.ext, &pkt.payload, &mut self.mem);
+        qp.handle_packet(now, &pkt.bth, &pkt.ext, &pkt.payload, mem);
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket> {

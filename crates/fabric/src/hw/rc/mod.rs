@@ -41,6 +41,7 @@ mod tests;
 pub use engine::{engine_factory, RcEngine};
 pub use psn::{add as psn_add, diff as psn_diff, PSN_MASK};
 
+use crate::hw::hca::RdmaMemory;
 use crate::hw::verbs::{
     Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr, WcOpcode, WcStatus,
 };
@@ -85,13 +86,14 @@ pub struct Outgoing {
     pub payload: Vec<u8>,
 }
 
-/// A memory region the responder's RDMA operations may reach. The caller (the HCA's protection
-/// domain) owns it and lends it to [`ConnectedQp::handle_packet`].
+/// A memory region for the engine on its own (its tests), where no HCA lends its registered
+/// regions: a list of these is an [`RdmaMemory`]. Its one key serves as R_Key and L_Key; local
+/// write is always granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryRegion {
     /// Virtual address of `bytes[0]`.
     pub addr: u64,
-    /// Remote key.
+    /// Remote key (and local key).
     pub rkey: u32,
     /// The memory.
     pub bytes: Vec<u8>,
@@ -121,6 +123,25 @@ impl MemoryRegion {
         let start = usize::try_from(va - self.addr).ok()?;
         let end = start.checked_add(usize::try_from(len).ok()?)?;
         (end <= self.bytes.len()).then_some(start..end)
+    }
+}
+
+impl RdmaMemory for Vec<MemoryRegion> {
+    fn remote_write(&mut self, rkey: u32, va: u64, len: u64) -> Option<&mut [u8]> {
+        self.iter_mut()
+            .filter(|m| m.remote_write)
+            .find_map(|m| m.range(rkey, va, len).and_then(|r| m.bytes.get_mut(r)))
+    }
+
+    fn remote_read(&self, rkey: u32, va: u64, len: u64) -> Option<&[u8]> {
+        self.iter()
+            .filter(|m| m.remote_read)
+            .find_map(|m| m.range(rkey, va, len).and_then(|r| m.bytes.get(r)))
+    }
+
+    fn local_write(&mut self, lkey: u32, addr: u64, len: u64) -> Option<&mut [u8]> {
+        self.iter_mut()
+            .find_map(|m| m.range(lkey, addr, len).and_then(|r| m.bytes.get_mut(r)))
     }
 }
 
@@ -380,14 +401,14 @@ impl ConnectedQp {
     }
 
     /// A packet for this QP arrived (CRCs, LIDs and P_Key already checked by the HCA). `mem` holds
-    /// the regions RDMA WRITE and READ requests may reach.
+    /// the regions RDMA WRITE and READ requests may reach and RDMA READ responses land in.
     pub fn handle_packet(
         &mut self,
         now: Instant,
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
-        mem: &mut [MemoryRegion],
+        mem: &mut dyn RdmaMemory,
     ) {
         if bth.dest_qp != self.qpn {
             self.counters.drop_wrong_qp += 1;
@@ -415,7 +436,7 @@ impl ConnectedQp {
             | Operation::RdmaReadResponseFirst
             | Operation::RdmaReadResponseMiddle
             | Operation::RdmaReadResponseLast
-            | Operation::RdmaReadResponseOnly => self.handle_response(now, bth, ext, payload),
+            | Operation::RdmaReadResponseOnly => self.handle_response(now, bth, ext, payload, mem),
             _ => self.handle_request(now, bth, ext, payload, mem),
         }
     }

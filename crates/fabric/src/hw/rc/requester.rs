@@ -10,6 +10,7 @@
 
 use super::psn::{self, add, diff, prev};
 use super::{ConnectedQp, Outgoing};
+use crate::hw::hca::RdmaMemory;
 use crate::hw::verbs::{ConnectedAttr, QpType, SendOp, SendWr, WcStatus};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{
@@ -227,6 +228,7 @@ impl ConnectedQp {
             remote_addr,
             rkey,
             len,
+            ..
         } = w.wr.op
         {
             // IBA 1 §9.7.5.1.6: a re-issued READ asks only for the responses still missing.
@@ -315,6 +317,7 @@ impl ConnectedQp {
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
+        mem: &mut dyn RdmaMemory,
     ) {
         if self.state != crate::hw::verbs::QpState::Rts
             && self.state != crate::hw::verbs::QpState::Sqd
@@ -338,7 +341,7 @@ impl ConnectedQp {
             return;
         }
         if is_read_resp {
-            self.handle_read_response(now, p, bth.opcode, payload);
+            self.handle_read_response(now, p, bth.opcode, payload, mem);
             return;
         }
         let Some(AethRepr { syndrome, .. }) = aeth else {
@@ -419,8 +422,19 @@ impl ConnectedQp {
         }
     }
 
-    /// An RDMA READ response packet with PSN `p` (IBA 1 §9.7.5.1.6).
-    fn handle_read_response(&mut self, now: Instant, p: u32, opcode: Opcode, payload: &[u8]) {
+    /// An RDMA READ response packet with PSN `p` (IBA 1 §9.7.5.1.6). Its data lands in the WR's
+    /// local region at its place in the message. The whole destination is checked at every packet:
+    /// one that is not (or no longer) a registered range with local write access completes the
+    /// READ with a local protection error and moves the QP to the error state (IBA 1 §10.6.3.1,
+    /// §10.3.1), and the packet's bytes go nowhere.
+    fn handle_read_response(
+        &mut self,
+        now: Instant,
+        p: u32,
+        opcode: Opcode,
+        payload: &[u8],
+        mem: &mut dyn RdmaMemory,
+    ) {
         let mtu = self.mtu;
         let Some(i) = self.req.sq.iter().position(|w| w.contains(p)) else {
             self.counters.stale_responses += 1;
@@ -472,7 +486,25 @@ impl ConnectedQp {
         else {
             return;
         };
-        w.read_data.extend_from_slice(payload);
+        if let SendOp::RdmaRead {
+            local: Some(dst), ..
+        } = w.wr.op
+        {
+            let at = k as usize * mtu;
+            let landed = mem
+                .local_write(dst.lkey, dst.addr, len as u64)
+                .and_then(|buf| buf.get_mut(at..at + payload.len()))
+                .map(|buf| buf.copy_from_slice(payload));
+            if landed.is_none() {
+                self.enter_error(Some(WcStatus::LocProtErr));
+                return;
+            }
+        } else {
+            w.read_data.extend_from_slice(payload);
+        }
+        let Some(w) = self.req.sq.front_mut() else {
+            return;
+        };
         w.read_pkts += 1;
         self.req.una = add(p, 1);
         if w.read_pkts == w.npsn {

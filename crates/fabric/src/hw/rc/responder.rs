@@ -9,7 +9,8 @@
 //! one sequence-error NAK is outstanding per gap (`nak_sent`, IBA 1 §9.7.5.2.2).
 
 use super::psn::{self, add, diff, prev};
-use super::{ConnectedQp, MemoryRegion, Outgoing};
+use super::{ConnectedQp, Outgoing};
+use crate::hw::hca::RdmaMemory;
 use crate::hw::verbs::{ConnectedAttr, QpType, RecvWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{
@@ -213,23 +214,6 @@ impl Responder {
     }
 }
 
-/// The region `rkey` names, and the byte range `[va, va + len)` inside it, when access is allowed.
-fn find_region(
-    mem: &[MemoryRegion],
-    rkey: u32,
-    va: u64,
-    len: u64,
-    write: bool,
-) -> Option<(usize, core::ops::Range<usize>)> {
-    mem.iter().enumerate().find_map(|(i, m)| {
-        let allowed = if write { m.remote_write } else { m.remote_read };
-        if !allowed {
-            return None;
-        }
-        m.range(rkey, va, len).map(|r| (i, r))
-    })
-}
-
 impl ConnectedQp {
     /// A request packet (SEND, RDMA WRITE, RDMA READ request) arrived.
     pub(super) fn handle_request(
@@ -238,7 +222,7 @@ impl ConnectedQp {
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
-        mem: &mut [MemoryRegion],
+        mem: &mut dyn RdmaMemory,
     ) {
         let _ = now;
         if self.qp_type == QpType::Uc {
@@ -264,7 +248,7 @@ impl ConnectedQp {
             // with an ACK of the latest PSN, READ by reading again.
             self.counters.duplicates += 1;
             if bth.opcode.operation() == Operation::RdmaReadRequest {
-                self.reexecute_read(p, ext, mem);
+                self.reexecute_read(p, ext, &*mem);
             } else {
                 let last = prev(self.resp.epsn);
                 self.resp.push_ack(last);
@@ -300,7 +284,7 @@ impl ConnectedQp {
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
-        mem: &mut [MemoryRegion],
+        mem: &mut dyn RdmaMemory,
     ) {
         let p = bth.psn;
         let d = diff(p, self.resp.epsn);
@@ -355,7 +339,7 @@ impl ConnectedQp {
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
-        mem: &mut [MemoryRegion],
+        mem: &mut dyn RdmaMemory,
     ) -> Exec {
         use Operation::*;
         let mtu = self.mtu;
@@ -426,11 +410,16 @@ impl ConnectedQp {
                 if op == RdmaWriteOnlyWithImmediate && self.resp.rq.is_empty() {
                     return Exec::Rnr;
                 }
-                let Some((i, r)) = find_region(mem, reth.rkey, reth.va, total, true) else {
+                // IBA 1 §9.7.5.2.5, §10.6.3.1: the R_Key, the whole range and remote write are
+                // checked at the first packet, so a refused WRITE leaves the region untouched.
+                let n = payload.len();
+                let Some(dst) = mem
+                    .remote_write(reth.rkey, reth.va, total)
+                    .and_then(|d| d.get_mut(..n))
+                else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
-                let n = payload.len();
-                mem[i].bytes[r.start..r.start + n].copy_from_slice(payload);
+                dst.copy_from_slice(payload);
                 if only {
                     self.write_done(op == RdmaWriteOnlyWithImmediate, reth.dma_len, imm);
                 } else {
@@ -461,10 +450,11 @@ impl ConnectedQp {
                 if op == RdmaWriteLastWithImmediate && self.resp.rq.is_empty() {
                     return Exec::Rnr;
                 }
-                let Some((i, r)) = find_region(mem, rkey, va, n, true) else {
+                // Checked again: the region may have been deregistered since the first packet.
+                let Some(dst) = mem.remote_write(rkey, va, n) else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
-                mem[i].bytes[r].copy_from_slice(payload);
+                dst.copy_from_slice(payload);
                 if last {
                     self.resp.msg = InMsg::Idle;
                     self.write_done(op == RdmaWriteLastWithImmediate, total, imm);
@@ -487,11 +477,12 @@ impl ConnectedQp {
                 {
                     return Exec::Fatal(NakCode::InvalidRequest);
                 }
+                // IBA 1 §9.7.5.2.5, §10.6.3.1: R_Key, range and remote read.
                 let len = u64::from(reth.dma_len);
-                let Some((i, r)) = find_region(mem, reth.rkey, reth.va, len, false) else {
+                let Some(data) = mem.remote_read(reth.rkey, reth.va, len).map(<[u8]>::to_vec)
+                else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
-                let data = mem[i].bytes[r].to_vec();
                 let npkts = psn::packets(data.len(), mtu);
                 self.resp.msn = add(self.resp.msn, 1);
                 self.resp.out.push_back(RespOut::Read {
@@ -511,7 +502,7 @@ impl ConnectedQp {
 
     /// IBA 1 §9.7.5.2.3: a duplicate RDMA READ request is executed again from its PSN, with the
     /// memory as it is now. Dropped when the responder already has its limit of reads queued.
-    fn reexecute_read(&mut self, p: u32, ext: &ExtHeaders, mem: &[MemoryRegion]) {
+    fn reexecute_read(&mut self, p: u32, ext: &ExtHeaders, mem: &dyn RdmaMemory) {
         let Some(reth) = ext.reth else {
             self.counters.drop_malformed += 1;
             return;
@@ -520,11 +511,10 @@ impl ConnectedQp {
             return;
         }
         let len = u64::from(reth.dma_len);
-        let Some((i, r)) = find_region(mem, reth.rkey, reth.va, len, false) else {
+        let Some(data) = mem.remote_read(reth.rkey, reth.va, len).map(<[u8]>::to_vec) else {
             self.counters.drop_malformed += 1;
             return;
         };
-        let data = mem[i].bytes[r].to_vec();
         let npkts = psn::packets(data.len(), self.mtu);
         self.resp.out.push_back(RespOut::Read {
             first_psn: p,

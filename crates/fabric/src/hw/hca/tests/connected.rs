@@ -51,7 +51,13 @@ impl ConnectedEngine for MockUc {
         self.recvs.push_back(wr);
         Ok(())
     }
-    fn handle_packet(&mut self, _now: Instant, from: PacketSource, pkt: TransportPacket) {
+    fn handle_packet(
+        &mut self,
+        _now: Instant,
+        from: PacketSource,
+        pkt: TransportPacket,
+        _mem: &mut dyn RdmaMemory,
+    ) {
         self.seen.push(from);
         if let Some(r) = self.recvs.pop_front() {
             let mut c = crate::hw::hca::ud::send_completion(r.wr_id, WcStatus::Success, 0, 0);

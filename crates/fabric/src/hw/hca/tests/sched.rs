@@ -36,7 +36,14 @@ impl ConnectedEngine for Probe {
     fn post_recv(&mut self, _wr: RecvWr) -> Result<(), VerbsError> {
         Ok(())
     }
-    fn handle_packet(&mut self, _now: Instant, _from: PacketSource, _pkt: TransportPacket) {}
+    fn handle_packet(
+        &mut self,
+        _now: Instant,
+        _from: PacketSource,
+        _pkt: TransportPacket,
+        _mem: &mut dyn RdmaMemory,
+    ) {
+    }
     fn poll_transmit(&mut self, _now: Instant) -> Option<TransportPacket> {
         self.log.borrow_mut().push((self.qpn, "transmit"));
         None

@@ -445,6 +445,7 @@ fn rdma_write_and_read_under_faults() {
             remote_addr: va + 100,
             rkey: 0xabc,
             len: 1500,
+            local: None,
         };
         pair.a
             .post_send(pair.now, send_wr(100 + i, read, vec![]))
@@ -509,6 +510,7 @@ fn post_errors() {
         remote_addr: 0,
         rkey: 0,
         len: 1,
+        local: None,
     };
     assert_eq!(
         a.post_send(pair.now, send_wr(0, read, vec![])),
@@ -535,6 +537,7 @@ fn post_errors() {
         remote_addr: 0,
         rkey: 0,
         len: 1 << 31,
+        local: None,
     };
     assert_eq!(
         rtr.post_send(pair.now, send_wr(1, huge, vec![])),
@@ -549,19 +552,20 @@ fn bad_packets_are_counted() {
     let mut bth =
         ipoib_wire::ib::BthRepr::new(ipoib_wire::ib::Opcode::RC_SEND_ONLY, PKey(0), 0x99, 0);
     let ext = ipoib_wire::ib::ExtHeaders::default();
-    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut []);
+    let mut none: Vec<MemoryRegion> = Vec::new();
+    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut none);
     bth.dest_qp = super::QPN_B;
     bth.opcode = ipoib_wire::ib::Opcode::UC_SEND_ONLY;
-    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut []);
+    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut none);
     bth.opcode = ipoib_wire::ib::Opcode::RC_ACKNOWLEDGE;
-    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut []);
+    pair.b.handle_packet(pair.now, &bth, &ext, &[], &mut none);
     let mut ext2 = ext;
     ext2.aeth = Some(ipoib_wire::ib::AethRepr {
         syndrome: Syndrome::Ack { credit_count: 31 },
         msn: 0,
     });
     bth.psn = 500;
-    pair.b.handle_packet(pair.now, &bth, &ext2, &[], &mut []);
+    pair.b.handle_packet(pair.now, &bth, &ext2, &[], &mut none);
     let c = pair.b.counters();
     assert_eq!(
         (
@@ -636,6 +640,7 @@ fn mixed_ops(seed: u64, n: u64) {
                     remote_addr: va,
                     rkey: 5,
                     len: len as u32,
+                    local: None,
                 };
                 (op, Vec::new(), shadow[at..at + len].to_vec())
             }
