@@ -136,6 +136,11 @@ impl Access {
     pub const fn contains(self, other: Access) -> bool {
         self.0 & other.0 == other.0
     }
+
+    /// The rights of both (`|` in const context).
+    pub const fn union(self, other: Access) -> Access {
+        Access(self.0 | other.0)
+    }
 }
 
 impl core::ops::BitOr for Access {

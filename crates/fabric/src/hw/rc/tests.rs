@@ -6,6 +6,7 @@
 
 mod hca;
 mod rc;
+mod rdma;
 mod uc;
 
 use super::{ConnectedQp, MemoryRegion, Outgoing};

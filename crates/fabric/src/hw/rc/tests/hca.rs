@@ -15,13 +15,13 @@ use ipoib_wire::Mtu;
 use ipoib_wire::QKey;
 use std::time::Duration;
 
-struct End {
-    node: NodeId,
-    qpn: Qpn,
-    cq: CqId,
+pub(super) struct End {
+    pub node: NodeId,
+    pub qpn: Qpn,
+    pub cq: CqId,
 }
 
-fn create(sim: &mut Simulator, node: NodeId, qp_type: QpType) -> End {
+pub(super) fn create(sim: &mut Simulator, node: NodeId, qp_type: QpType) -> End {
     sim.with_node::<Hca, _>(node, |h, _, _| {
         h.set_engine_factory(engine_factory());
         let cq = h.create_cq();
@@ -41,7 +41,19 @@ fn create(sim: &mut Simulator, node: NodeId, qp_type: QpType) -> End {
 
 /// Init (with `recvs` receives posted already there), RTR, RTS towards `peer` at LID `dlid`.
 fn connect(sim: &mut Simulator, end: &End, peer: Qpn, dlid: u16, recvs: u64) {
-    let attr = ConnectedAttr {
+    connect_with(sim, end, peer, dlid, recvs, |_| {});
+}
+
+/// As `connect`, with a hook to change the connection attributes.
+pub(super) fn connect_with(
+    sim: &mut Simulator,
+    end: &End,
+    peer: Qpn,
+    dlid: u16,
+    recvs: u64,
+    tweak: impl Fn(&mut ConnectedAttr),
+) {
+    let mut attr = ConnectedAttr {
         path: AddressHandle {
             dlid,
             sl: 0,
@@ -61,6 +73,7 @@ fn connect(sim: &mut Simulator, end: &End, peer: Qpn, dlid: u16, recvs: u64) {
         max_rd_atomic: 4,
         max_dest_rd_atomic: 4,
     };
+    tweak(&mut attr);
     sim.with_node::<Hca, _>(end.node, |h, _, _| {
         let init = ModifyQp::Init {
             port: 1,
@@ -117,7 +130,7 @@ fn post_all(sim: &mut Simulator, a: &End, msgs: &[Vec<u8>]) {
     });
 }
 
-fn run_until_completions(sim: &mut Simulator, end: &End, n: usize) {
+pub(super) fn run_until_completions(sim: &mut Simulator, end: &End, n: usize) {
     let deadline = sim.now() + Duration::from_secs(60);
     let (node, cq) = (end.node, end.cq);
     let done = sim.run_while_not(deadline, |s| {
