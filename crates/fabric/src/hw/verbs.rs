@@ -278,7 +278,7 @@ pub struct Completion {
     pub pkey_index: u16,
     /// Receive (UD): the GRH when the packet had one.
     pub grh: Option<ipoib_wire::ib::GrhRepr>,
-    /// Receive: the message (without GRH); for an RDMA READ completion: the data read.
+    /// Receive: the message (without GRH); for an RDMA READ without a [`LocalBuf`]: the data read.
     pub data: Vec<u8>,
 }
 

@@ -7,6 +7,14 @@
 //! - RC/UC run in a pluggable engine ([`connected`]) that whoever builds the HCA installs
 //!   ([`Hca::with_engine`]; the subnet installs `crate::hw::rc`'s); the HCA does their link layer.
 //!   Without an engine, RC/UC QPs are refused.
+//! - Memory registration (module `mr`, IBA 1 §10.6): [`Hca::reg_mr`] / [`Hca::reg_mr_at`] give a
+//!   region with an L_Key, an R_Key and access rights ([`crate::hw::verbs::Access`], IBA 1
+//!   §10.6.3.1), [`Hca::dereg_mr`] ends it; [`Hca::mr_read`], [`Hca::mr_write`] and
+//!   [`Hca::mr_slice_mut`] are the application touching its buffer. The engines of every RC/UC QP
+//!   of the HCA check incoming RDMA WRITE and READ requests against these regions (R_Key, range,
+//!   remote write or read; otherwise NAK remote access error, IBA 1 §9.7.5.2.5) and land RDMA READ
+//!   responses in the region the work request names (otherwise a local protection error). The
+//!   registered bytes are bounded ([`DEFAULT_MR_LIMIT`], [`Hca::set_mr_limit`]).
 //!
 //! Sending: `post_send` queues the work request; the packets go out on the next
 //! [`Hca::flush`], which the [`Device`] calls run from `handle_timeout` (and at the end of

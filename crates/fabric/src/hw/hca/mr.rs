@@ -4,7 +4,8 @@
 //! - [`Hca::reg_mr`] / [`Hca::reg_mr_at`] register `len` bytes with [`Access`] rights and return
 //!   an [`MrHandle`]: a fresh L_Key and a different fresh R_Key, and the virtual address of byte 0
 //!   (chosen by the HCA, page aligned with an unmapped gap after each region, or given).
-//!   Remote write needs local write (IBA 1 §10.6.3.1; `docs/DEPLOYED.md` "Linux verbs").
+//!   Remote write needs local write (IBA 1 §10.6.3.1; `docs/DEPLOYED.md` "Linux verbs (memory
+//!   registration)").
 //! - [`Hca::dereg_mr`] ends the region: its keys stop working at once, so a later RDMA request
 //!   with its R_Key is NAKed remote access error, and an RDMA READ landing in it completes with a
 //!   local protection error.

@@ -3,6 +3,7 @@
 
 mod connected;
 mod mcast;
+mod mr;
 mod sched;
 mod ud;
 

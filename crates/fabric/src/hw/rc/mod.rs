@@ -19,6 +19,12 @@
 //!   error NAK answered by go-back-N from the NAKed PSN, RDMA WRITE and RDMA READ (with re-execution
 //!   of duplicate READ requests and implied NAKs at the requester). Atomics are answered with NAK
 //!   invalid request.
+//! - §9.7.5.2.5, §10.6.3.1 memory: RDMA WRITE and READ requests reach only what the caller's
+//!   [`RdmaMemory`] grants (the HCA's registered regions: R_Key, range, remote write or read), else
+//!   NAK remote access error, which the requester completes with `RemAccessErr`; RDMA READ
+//!   response data lands in the local region the work request names ([`crate::hw::verbs::LocalBuf`],
+//!   local write), else the READ completes with `LocProtErr`. Without a `LocalBuf` the data comes
+//!   back in the completion.
 //! - §9.8 unreliable connection (UC): no ACKs; a lost packet loses its whole message: the
 //!   responder, on a PSN gap, drops the partial message and resynchronises at the next FIRST/ONLY.
 //! - §10.3.1 error state: on retry exhaustion the failing WR completes with `RetryExcErr` or

@@ -180,6 +180,47 @@ fn write_then_read_back_1mib_across_packets() {
     assert!(drops > 0, "the link did corrupt packets");
 }
 
+/// Two QPs of one HCA connected to each other (the packets loop back inside the HCA, IBA 1
+/// §10.6: both reach the same regions): a WRITE and a READ between two regions of the same HCA.
+#[test]
+fn rdma_between_qps_of_one_hca() {
+    const LEN: usize = 10_000;
+    let mut p = pair(43);
+    p.sim.run_until_idle(100);
+    let a = create(&mut p.sim, p.a, QpType::Rc);
+    let b = create(&mut p.sim, p.a, QpType::Rc);
+    connect_with(&mut p.sim, &a, b.qpn, 1, 0, |_| {});
+    connect_with(&mut p.sim, &b, a.qpn, 1, 0, |_| {});
+    let wire = p.sim.stats().packets;
+    let pattern = Pool::new(LEN).message(3, LEN);
+    let (src, dst) = p
+        .sim
+        .with_node::<Hca, _>(p.a, |h, _, _| {
+            let src = h.reg_mr(LEN, Access::LOCAL_WRITE).unwrap();
+            let dst = h.reg_mr(2 * LEN, ALL).unwrap();
+            h.mr_write(src.lkey, 0, &pattern).unwrap();
+            let data = h.mr_read(src.lkey, 0, LEN).unwrap().to_vec();
+            h.post_send(a.qpn, wr(1, write_to(&dst, 0), data)).unwrap();
+            h.mr_slice_mut(src.lkey, 0, LEN).unwrap().fill(0);
+            let back = read_into(&dst, 0, LEN as u32, &src);
+            h.post_send(a.qpn, wr(2, back, Vec::new())).unwrap();
+            (src, dst)
+        })
+        .unwrap();
+    run_until_completions(&mut p.sim, &a, 2);
+    p.sim.with_node::<Hca, _>(p.a, |h, _, _| {
+        let got: Vec<_> = h
+            .poll_cq(a.cq, 8)
+            .iter()
+            .map(|c| (c.wr_id, c.status))
+            .collect();
+        assert_eq!(got, vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+        assert!(h.mr_read(dst.lkey, 0, LEN).unwrap() == &pattern[..]);
+        assert!(h.mr_read(src.lkey, 0, LEN).unwrap() == &pattern[..]);
+    });
+    assert_eq!(p.sim.stats().packets, wire, "nothing on the wire");
+}
+
 /// What a bad RDMA request gets wrong.
 #[derive(Debug, Clone, Copy)]
 enum Bad {
