@@ -1,6 +1,7 @@
 //! The vocabulary a consumer uses with an emulated HCA, shaped after the verbs interface (IBA 1 ch. 11,
 //! libibverbs): queue-pair types and states, work requests and work completions with their status
-//! values. The HCA ([`crate::hw::hca`]) and the connected-QP engine ([`crate::hw::rc`]) share these types.
+//! values, memory-region handles and access rights (IBA 1 §10.6). The HCA ([`crate::hw::hca`]) and
+//! the connected-QP engine ([`crate::hw::rc`]) share these types.
 
 use ipoib_wire::QKey;
 use ipoib_wire::{Gid, Mtu};
@@ -179,7 +180,9 @@ pub struct UdDest {
     pub pkey_index: Option<u16>,
 }
 
-/// A send work request. The emulation carries the bytes in the request instead of a scatter list.
+/// A send work request. The emulation carries the bytes in the request instead of a gather list
+/// (an application sends from a registered region with `Hca::mr_read`); an RDMA READ names where
+/// its data lands with a [`LocalBuf`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendWr {
     /// Returned in the completion.
