@@ -9,6 +9,7 @@
 
 pub mod cm;
 pub mod ip_host;
+pub mod ipcm;
 pub mod ipoib;
 pub mod mad_agent;
 pub mod partitions;

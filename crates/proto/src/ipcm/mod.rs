@@ -1,0 +1,778 @@
+//! The RDMA IP CM service (IBTA Annex A11) as a protocol agent with no IO: connections named by
+//! IP addresses and ports, set up over the Communication Manager, shaped like Linux's rdma_cm
+//! (`rdma_listen`, `rdma_connect`, `rdma_accept`, `rdma_reject`, `rdma_disconnect` and its
+//! events).
+//!
+//! The agent owns no CM, no QP and no neighbour table. Like IPoIB connected mode
+//! ([`crate::ipoib::Interface::poll_cm_command`]) it says what to do through values, and its host
+//! carries them out on the host's CM agent ([`crate::cm::Cm`]), HCA and IPoIB interface.
+//!
+//! # The host's contract
+//!
+//! The host drains [`IpCm::poll_command`] after every call into the agent and carries out each
+//! [`IpCmCommand`], reporting back as the command says:
+//!
+//! | command | the host does | and reports |
+//! |---|---|---|
+//! | [`IpCmCommand::Resolve`] `{ip}` | looks the IP address up in the IPoIB neighbour table (ARP or ND if it must) | [`IpCm::handle_resolved`]`(ip, Some(gid))`, or `None` when it cannot |
+//! | [`IpCmCommand::PathQuery`] `{dgid}` | finds a PathRecord from its port's GID to `dgid` (the IPoIB path cache or an SA query) | [`IpCm::handle_path`]`(dgid, Some(record))`, or `None` |
+//! | [`IpCmCommand::CmListen`] `{service_id, mask}` | [`crate::cm::Cm::listen`] | [`IpCm::cm_listening`] with the CM's listener (or `None`), before it hands the CM any MAD |
+//! | [`IpCmCommand::CmUnlisten`] | [`crate::cm::Cm::unlisten`] | nothing |
+//! | [`IpCmCommand::CmConnect`] `{conn, params}` | makes an RC (or UC) QP, moves it to Init, fills `params.qpn`, [`crate::cm::Cm::connect`] | [`IpCm::cm_connect_started`] with the CM connection (or `None`) |
+//! | [`IpCmCommand::CmAccept`] | makes a QP, [`crate::cm::Cm::accept`], programs RTR and RTS | on failure: rejects with reason 1 (no QP) and calls [`IpCm::cm_accept_failed`] |
+//! | [`IpCmCommand::CmReject`] | [`crate::cm::Cm::reject`] with the reason, ARI and private data given | nothing |
+//! | [`IpCmCommand::CmDisconnect`] | [`crate::cm::Cm::disconnect`] with no private data | nothing |
+//!
+//! The host hands the agent every CM event [`IpCm::owns`] claims, through
+//! [`IpCm::handle_cm_event`], after its own QP work for that event (Established: RTR/RTS on the
+//! active side; Rejected, TimedOut, Disconnected: the QP to Error; TimeWaitExit: the QP may be
+//! destroyed). Several users share one host's CM with [`crate::cm::Cm::poll_event_where`]:
+//! `cm.poll_event_where(|e| ipcm.owns(e))`. The host calls [`IpCm::handle_timeout`] when
+//! [`IpCm::poll_timeout`] is due (address and route resolution give up then), and tells the agent
+//! its IP addresses ([`IpCmConfig::local_addrs`], [`IpCm::set_local_addrs`]) as they change.
+//!
+//! Path records come through a command rather than an embedded [`crate::sa::SaClient`]: the
+//! host's IPoIB interface already keeps a path cache keyed by destination GID and knows where
+//! the SA is (the SM's LID changes with the subnet), so a connection to a neighbour usually needs
+//! no SA query at all, and the agent stays free of MADs. A host without a path cache answers with
+//! its own SA query (Linux rdma_cm asks the SA itself in `rdma_resolve_route`).
+//!
+//! # What goes on the wire
+//!
+//! - A REQ's service ID is `0x0000000001 ‖ protocol ‖ destination port` (Annex A11 CA11-6,
+//!   §A11.5) and its private data the 36-byte Table 1 header (MajV 0, MinV 0, IPV, Res 0, source
+//!   port, source and destination address, IPv4 after 12 zero bytes) followed by the consumer's
+//!   up to 56 bytes (CA11-1, CA11-5); Linux's `cma_format_hdr` writes the same bytes.
+//! - A server checks every REQ for one of its listeners with
+//!   [`ipoib_wire::private_data::verify_req_private_data`] (versions first, CA11-11) against its
+//!   local addresses before its consumer hears of it (CA11-7); a refusal is REJ "Consumer Reject"
+//!   (28) with the Table 4 ARI (layer 0x00, Table 5 code in byte 1, suggested value; oA11-1,
+//!   CA11-9, CA11-10, oA11-2). A REQ whose destination no listener is bound to gets code 0x06.
+//! - A consumer's own [`IpCm::reject`] is REJ 28 with ARI layer 0x01 (RDMA-aware ULP, Table 3)
+//!   and the consumer's private data. Linux's `rdma_reject` sends no ARI at all
+//!   (docs/DEPLOYED.md "Linux rdma_cm").
+//! - A host with no listener on the service ID answers REJ 8 "Invalid Service ID" (CA11-8): the
+//!   CM agent does that on its own for every REQ no listener matches.
+//! - A client decodes a REJ's ARI ([`RejectAri`]); an ARI of layer 0x00 and code 0x00 says
+//!   nothing about the server (§A11.6), [`RejectAri::shows_service`] is false for it.
+//!
+//! # Ports
+//!
+//! Each (protocol, port) is one port space, as in rdma_cm where TCP and UDP ports are separate.
+//! A connection made with no source port, or a listener on port 0, takes one from
+//! [`IpCmConfig::ephemeral_ports`] (32768-60999, Linux's default `net.ipv4.ip_local_port_range`),
+//! the way Linux `cma_alloc_any_port` does: a random start in the range, then upwards with wrap,
+//! skipping ports in use and the port handed out last. A port stays in use until its connection's
+//! TimeWait is over.
+//!
+//! Listeners bound to `0.0.0.0` take IPv4 REQs only and those bound to `::` take both families,
+//! as Linux rdma_cm does by default (`afonly` 1 for AF_INET, `net.ipv6.bindv6only` 0 for
+//! AF_INET6; `cma_match_private_data`). Two listeners on one port may not both match an address.
+//!
+//! Layout: this file (types, event routing, ports, timers), `client` (connect, address and route
+//! resolution, the REQ private data, REJ decoding), `server` (listeners, REQ checks, accept and
+//! reject), `tests/`.
+//!
+//! Invariants: a connection record leaves the tables at its TimeWait exit, or at once when it
+//! failed before the CM knew it; every connection waiting for the host's resolution has a
+//! deadline; maps are `BTreeMap`s; network input never panics (a REQ's private data only goes
+//! through the wire crate's checks).
+
+mod client;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::req_private_data;
+
+use crate::cm::{CmEvent, ConnId, ConnectParams, ListenId};
+use crate::rng::Rng;
+use crate::time::Instant;
+use ipoib_wire::cm::{RejReason, TransportServiceType};
+use ipoib_wire::private_data::{
+    IpCmAriCode, IpCmReject, IpCmServerPolicy, RejectionLayer, SuggestedValue,
+};
+use ipoib_wire::Gid;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// Names a listener of the IP CM service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IpListenId(pub u32);
+
+/// Names a connection of the IP CM service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IpConnId(pub u32);
+
+/// The agent's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IpCmConfig {
+    /// The host's IP addresses: the source of a connection (the first of the destination's
+    /// family and scope) and the destinations a server answers for (Annex A11 Table 5 code 0x06).
+    pub local_addrs: Vec<IpAddr>,
+    /// What the server accepts (versions, IP versions; Annex A11 CA11-2 to CA11-5).
+    pub policy: IpCmServerPolicy,
+    /// The ephemeral port range, inclusive (Linux `net.ipv4.ip_local_port_range`).
+    pub ephemeral_ports: (u16, u16),
+    /// How long the host may take to answer a [`IpCmCommand::Resolve`] (rdma_cm's
+    /// `rdma_resolve_addr` timeout).
+    pub resolve_timeout: Duration,
+    /// How long the host may take to answer a [`IpCmCommand::PathQuery`] (rdma_cm's
+    /// `rdma_resolve_route` timeout).
+    pub route_timeout: Duration,
+    /// Our CA's ACK delay (IBA time exponent), for the REQ's Local ACK Timeout.
+    pub ca_ack_delay: u8,
+    /// RC or UC.
+    pub transport: TransportServiceType,
+    /// RDMA reads and atomics we accept at once (REQ Responder Resources).
+    pub responder_resources: u8,
+    /// RDMA reads and atomics we issue at once (REQ Initiator Depth).
+    pub initiator_depth: u8,
+    /// Transport retries the peer's QP makes (3 bits).
+    pub retry_count: u8,
+    /// RNR retries the peer's QP makes (3 bits; 7 = forever).
+    pub rnr_retry_count: u8,
+}
+
+impl IpCmConfig {
+    /// The ephemeral range Linux uses by default: `net.ipv4.ip_local_port_range` = 32768 60999.
+    pub const LINUX_EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
+
+    /// A service for a host with `local_addrs`: the annex's versions, IPv4 and IPv6
+    /// ([`IpCmServerPolicy::default`]), Linux's ephemeral range, 2 s for each resolution, RC with
+    /// one RDMA read each way, 7 retries and RNR retries.
+    pub fn new(local_addrs: Vec<IpAddr>) -> IpCmConfig {
+        IpCmConfig {
+            local_addrs,
+            policy: IpCmServerPolicy::default(),
+            ephemeral_ports: Self::LINUX_EPHEMERAL_PORTS,
+            resolve_timeout: Duration::from_secs(2),
+            route_timeout: Duration::from_secs(2),
+            ca_ack_delay: 0,
+            transport: TransportServiceType::Rc,
+            responder_resources: 1,
+            initiator_depth: 1,
+            retry_count: 7,
+            rnr_retry_count: 7,
+        }
+    }
+}
+
+/// What the host must do for the agent (see the module docs for how it reports back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpCmCommand {
+    /// Find the GID of `ip` in the IPoIB neighbour table; answer with [`IpCm::handle_resolved`].
+    Resolve {
+        /// The address.
+        ip: IpAddr,
+    },
+    /// Find a PathRecord to `dgid`; answer with [`IpCm::handle_path`].
+    PathQuery {
+        /// The destination port's GID.
+        dgid: Gid,
+    },
+    /// Listen on the CM; answer with [`IpCm::cm_listening`].
+    CmListen {
+        /// The Annex A11 service ID (CA11-6).
+        service_id: u64,
+        /// The mask (`u64::MAX`: this service ID only).
+        mask: u64,
+    },
+    /// Stop a CM listener.
+    CmUnlisten {
+        /// Which.
+        listen: ListenId,
+    },
+    /// Make a QP (as `params.transport` says), move it to Init, put its QPN in `params.qpn` and
+    /// send the REQ; answer with [`IpCm::cm_connect_started`].
+    CmConnect {
+        /// The connection.
+        conn: IpConnId,
+        /// The REQ: service ID, path, A11 private data.
+        params: ConnectParams,
+    },
+    /// Make a QP, accept with `private_data` and program the QP; on failure reject (reason 1)
+    /// and call [`IpCm::cm_accept_failed`].
+    CmAccept {
+        /// The CM connection.
+        conn: ConnId,
+        /// The REP's private data.
+        private_data: Vec<u8>,
+    },
+    /// Reject a REQ.
+    CmReject {
+        /// The CM connection.
+        conn: ConnId,
+        /// The REJ reason (28 here).
+        reason: RejReason,
+        /// The ARI (Reject Info Length = its length).
+        ari: Vec<u8>,
+        /// The REJ's private data.
+        private_data: Vec<u8>,
+    },
+    /// Release a connection (DREQ), or withdraw a REQ not answered yet.
+    CmDisconnect {
+        /// The CM connection.
+        conn: ConnId,
+    },
+}
+
+/// What a REJ's Additional Rejection Information says (Annex A11 §A11.7 Tables 3-5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RejectAri {
+    /// No ARI (Reject Info Length 0), as Linux's rdma_cm sends with reason 28.
+    Empty,
+    /// Layer 0x00: the server's RDMA IP CM service refused (Table 4).
+    IpCm {
+        /// Table 5 code.
+        code: IpCmAriCode,
+        /// The suggested value for the refused field (oA11-2).
+        suggested: SuggestedValue,
+    },
+    /// Layer 0x01: the RDMA-aware ULP refused; the bytes after the layer byte are the ULP's.
+    Ulp(Vec<u8>),
+    /// Any other ARI: another reject reason's (reason 4 carries a CA GUID), another layer, or a
+    /// layer-0x00 ARI that is not in Table 4 form. The bytes as received.
+    Other(Vec<u8>),
+}
+
+impl RejectAri {
+    /// Decodes the ARI of a REJ with `reason`. Only reason 28 carries the Table 3 layers.
+    pub fn decode(reason: RejReason, ari: &[u8]) -> RejectAri {
+        if ari.is_empty() {
+            return RejectAri::Empty;
+        }
+        if reason != RejReason::ConsumerDefined {
+            return RejectAri::Other(ari.to_vec());
+        }
+        match RejectionLayer::of(ari) {
+            Some(RejectionLayer::IpCmService) => match IpCmReject::parse(ari) {
+                Ok(r) => RejectAri::IpCm {
+                    code: r.code,
+                    suggested: r.suggested,
+                },
+                Err(_) => RejectAri::Other(ari.to_vec()),
+            },
+            Some(RejectionLayer::RdmaAwareUlp) => RejectAri::Ulp(ari[1..].to_vec()),
+            _ => RejectAri::Other(ari.to_vec()),
+        }
+    }
+
+    /// The rejection layer (Table 3), when the ARI has one.
+    pub fn layer(&self) -> Option<RejectionLayer> {
+        match self {
+            RejectAri::IpCm { .. } => Some(RejectionLayer::IpCmService),
+            RejectAri::Ulp(_) => Some(RejectionLayer::RdmaAwareUlp),
+            RejectAri::Empty | RejectAri::Other(_) => None,
+        }
+    }
+
+    /// The Table 5 code of a layer-0x00 ARI.
+    pub fn code(&self) -> Option<IpCmAriCode> {
+        match self {
+            RejectAri::IpCm { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// True when the REJ shows that the server runs the RDMA IP CM service: a layer-0x00 ARI
+    /// with a code other than Unspecified (only such a server checks the Table 1 fields,
+    /// oA11-1). Unspecified implies neither the service nor a listener (Annex A11 §A11.6).
+    pub fn shows_service(&self) -> bool {
+        matches!(self, RejectAri::IpCm { code, .. } if *code != IpCmAriCode::Unspecified)
+    }
+}
+
+/// What the agent tells its consumer (rdma_cm's events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpCmEvent {
+    /// A REQ passed the Annex A11 checks and matched a listener: answer with [`IpCm::accept`]
+    /// or [`IpCm::reject`] (`RDMA_CM_EVENT_CONNECT_REQUEST`).
+    ConnectRequest {
+        /// The new connection.
+        conn: IpConnId,
+        /// The listener it matched.
+        listen: IpListenId,
+        /// The IP protocol of the service ID (CA11-6).
+        protocol: u8,
+        /// The client's address and port (Table 1 Source IP Address and Source Port).
+        src: SocketAddr,
+        /// Our address (Destination IP Address) and the port of the service ID.
+        dst: SocketAddr,
+        /// The client's minor version (CA11-3: the connection runs at it).
+        minor_version: u8,
+        /// The consumer private data (Table 1 bytes 36-91, zero-padded by the CM).
+        private_data: Vec<u8>,
+    },
+    /// The connection is up (`RDMA_CM_EVENT_ESTABLISHED`).
+    Established {
+        /// Which.
+        conn: IpConnId,
+        /// The REP's (client) or RTU's (server) private data.
+        private_data: Vec<u8>,
+    },
+    /// The peer rejected the connection (`RDMA_CM_EVENT_REJECTED`).
+    Rejected {
+        /// Which.
+        conn: IpConnId,
+        /// The REJ reason.
+        reason: RejReason,
+        /// The ARI, decoded.
+        ari: RejectAri,
+        /// The REJ's private data.
+        private_data: Vec<u8>,
+    },
+    /// The connection was released, by either side (`RDMA_CM_EVENT_DISCONNECTED`).
+    Disconnected {
+        /// Which.
+        conn: IpConnId,
+        /// The peer sent the DREQ.
+        by_peer: bool,
+        /// The peer's DREQ or DREP private data.
+        private_data: Vec<u8>,
+    },
+    /// The destination address could not be resolved to a GID (`RDMA_CM_EVENT_ADDR_ERROR`).
+    AddressError {
+        /// Which (forgotten now).
+        conn: IpConnId,
+    },
+    /// No path to the destination (`RDMA_CM_EVENT_ROUTE_ERROR`).
+    RouteError {
+        /// Which (forgotten now).
+        conn: IpConnId,
+    },
+    /// The peer's CM never answered our REQ or REP (`RDMA_CM_EVENT_UNREACHABLE`).
+    Unreachable {
+        /// Which.
+        conn: IpConnId,
+    },
+    /// The host could not start the REQ or take the accepted request (no QP, the CM refused the
+    /// parameters; `RDMA_CM_EVENT_CONNECT_ERROR`).
+    ConnectError {
+        /// Which.
+        conn: IpConnId,
+    },
+    /// The host's CM refused the listener's service ID (another user holds it); the listener is
+    /// gone.
+    ListenError {
+        /// Which.
+        listen: IpListenId,
+    },
+}
+
+impl IpCmEvent {
+    /// The connection the event is about (`None` for [`IpCmEvent::ListenError`]).
+    pub fn conn(&self) -> Option<IpConnId> {
+        match self {
+            IpCmEvent::ConnectRequest { conn, .. }
+            | IpCmEvent::Established { conn, .. }
+            | IpCmEvent::Rejected { conn, .. }
+            | IpCmEvent::Disconnected { conn, .. }
+            | IpCmEvent::AddressError { conn }
+            | IpCmEvent::RouteError { conn }
+            | IpCmEvent::Unreachable { conn }
+            | IpCmEvent::ConnectError { conn } => Some(*conn),
+            IpCmEvent::ListenError { .. } => None,
+        }
+    }
+}
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IpCmError {
+    /// No such connection or listener.
+    #[error("unknown connection or listener")]
+    Unknown,
+    /// The connection is not where the call applies.
+    #[error("not valid now: {0}")]
+    WrongState(&'static str),
+    /// The port is taken, or another listener on the port matches the same addresses.
+    #[error("address in use")]
+    AddressInUse,
+    /// The address is not one of ours (listen), or we have none of the destination's family
+    /// (connect).
+    #[error("address not available")]
+    AddressNotAvailable,
+    /// Every ephemeral port is taken.
+    #[error("no free port")]
+    NoFreePort,
+    /// More private data than the message holds (56 bytes in a REQ, 196 in a REP, 148 in a REJ).
+    #[error("private data too long ({0} bytes)")]
+    PrivateDataTooLong(usize),
+    /// A parameter makes no sense (an unspecified or multicast destination, port 0).
+    #[error("invalid parameter: {0}")]
+    Invalid(&'static str),
+}
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Client: waiting for [`IpCm::handle_resolved`].
+    Resolving,
+    /// Client: waiting for [`IpCm::handle_path`] for this GID.
+    Routing(Gid),
+    /// Client: [`IpCmCommand::CmConnect`] issued, waiting for [`IpCm::cm_connect_started`];
+    /// `true` once the consumer gave up on it.
+    Starting(bool),
+    /// Client: REQ sent.
+    Connecting,
+    /// Server: waiting for the consumer's accept or reject.
+    Requested,
+    /// Server: accepted, waiting for the RTU.
+    Accepting,
+    /// Up.
+    Established,
+    /// We sent the DREQ; the CM's Disconnected closes it.
+    Releasing,
+    /// Over (rejected, released, unreachable); waiting for the CM's TimeWait exit.
+    Closing,
+}
+
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub active: bool,
+    pub protocol: u8,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub phase: Phase,
+    pub cm: Option<ConnId>,
+    /// The consumer's REQ private data (client, until the REQ is built).
+    pub private_data: Vec<u8>,
+    pub deadline: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Listener {
+    pub protocol: u8,
+    pub addr: IpAddr,
+    pub port: u16,
+}
+
+/// A CM listener shared by the IP CM listeners of one (protocol, port).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Service {
+    /// The CM's listener once the host reported it.
+    pub cm: Option<ListenId>,
+}
+
+/// Counters by reason: REQs refused by ARI code, answers from the host that matched nothing.
+pub type Counters = BTreeMap<&'static str, u64>;
+
+/// The RDMA IP CM service of one host.
+#[derive(Debug)]
+pub struct IpCm {
+    cfg: IpCmConfig,
+    rng: Rng,
+    next_conn: u32,
+    next_listen: u32,
+    /// The ephemeral port handed out last, not handed out again at once (Linux
+    /// `cma_alloc_any_port`'s `last_used_port`).
+    last_port: u16,
+    listeners: BTreeMap<IpListenId, Listener>,
+    /// CM listeners by service ID.
+    services: BTreeMap<u64, Service>,
+    conns: BTreeMap<IpConnId, Conn>,
+    /// Our CM connections; `None` for a REQ we refused before its consumer heard of it.
+    by_cm: BTreeMap<ConnId, Option<IpConnId>>,
+    deadlines: BTreeSet<(Instant, IpConnId)>,
+    commands: VecDeque<IpCmCommand>,
+    events: VecDeque<IpCmEvent>,
+    /// What happened that is worth counting, by reason.
+    pub counters: Counters,
+}
+
+impl IpCm {
+    /// An agent drawing ports and PSNs from `rng`.
+    pub fn new(cfg: IpCmConfig, rng: Rng) -> IpCm {
+        IpCm {
+            cfg,
+            rng,
+            next_conn: 1,
+            next_listen: 1,
+            last_port: 0,
+            listeners: BTreeMap::new(),
+            services: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            by_cm: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            commands: VecDeque::new(),
+            events: VecDeque::new(),
+            counters: Counters::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &IpCmConfig {
+        &self.cfg
+    }
+
+    /// The host's addresses changed.
+    pub fn set_local_addrs(&mut self, addrs: Vec<IpAddr>) {
+        self.cfg.local_addrs = addrs;
+    }
+
+    /// The next command for the host.
+    pub fn poll_command(&mut self) -> Option<IpCmCommand> {
+        self.commands.pop_front()
+    }
+
+    /// The next event for the consumer.
+    pub fn poll_event(&mut self) -> Option<IpCmEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`IpCm::handle_timeout`] is next needed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.iter().next().map(|(t, _)| *t)
+    }
+
+    /// Address or route resolutions the host did not answer in time fail (tolerates early and
+    /// repeated calls).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, id)) = self.deadlines.iter().next() {
+            if t > now {
+                break;
+            }
+            self.deadlines.remove(&(t, id));
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            c.deadline = None;
+            match c.phase {
+                Phase::Resolving => self.fail_early(id, IpCmEvent::AddressError { conn: id }),
+                Phase::Routing(_) => self.fail_early(id, IpCmEvent::RouteError { conn: id }),
+                _ => {}
+            }
+        }
+    }
+
+    /// True for the CM events the host must hand to this agent: REQs for its CM listeners and
+    /// everything about its CM connections.
+    pub fn owns(&self, e: &CmEvent) -> bool {
+        match e {
+            CmEvent::ConnectRequest { listen, .. } => {
+                self.services.values().any(|s| s.cm == Some(*listen))
+            }
+            _ => e.conn().is_some_and(|c| self.by_cm.contains_key(&c)),
+        }
+    }
+
+    /// A CM event [`IpCm::owns`] claimed.
+    pub fn handle_cm_event(&mut self, now: Instant, e: &CmEvent) {
+        match e {
+            CmEvent::ConnectRequest {
+                conn, listen, req, ..
+            } => self.on_request(now, *conn, *listen, req),
+            CmEvent::Established {
+                conn, private_data, ..
+            } => {
+                if let Some(id) = self.ours(*conn) {
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.phase = Phase::Established;
+                    }
+                    self.events.push_back(IpCmEvent::Established {
+                        conn: id,
+                        private_data: private_data.clone(),
+                    });
+                }
+            }
+            CmEvent::Rejected {
+                conn,
+                reason,
+                ari,
+                private_data,
+            } => {
+                if let Some(id) = self.close(*conn) {
+                    self.events.push_back(IpCmEvent::Rejected {
+                        conn: id,
+                        reason: *reason,
+                        ari: RejectAri::decode(*reason, ari),
+                        private_data: private_data.clone(),
+                    });
+                }
+            }
+            CmEvent::TimedOut { conn, .. } => {
+                if let Some(id) = self.close(*conn) {
+                    self.events.push_back(IpCmEvent::Unreachable { conn: id });
+                }
+            }
+            CmEvent::Disconnected {
+                conn,
+                by_peer,
+                private_data,
+            } => {
+                if let Some(id) = self.close(*conn) {
+                    self.events.push_back(IpCmEvent::Disconnected {
+                        conn: id,
+                        by_peer: *by_peer,
+                        private_data: private_data.clone(),
+                    });
+                }
+            }
+            CmEvent::TimeWaitExit { conn, .. } => {
+                if let Some(Some(id)) = self.by_cm.remove(conn) {
+                    self.forget(id);
+                }
+            }
+            CmEvent::SidrRequest { .. }
+            | CmEvent::SidrReply { .. }
+            | CmEvent::SidrTimedOut { .. } => {}
+        }
+    }
+
+    /// Releases a connection: a DREQ when it is up (both sides then hear
+    /// [`IpCmEvent::Disconnected`], as with rdma_cm), a withdrawal (a REJ) while it is being set
+    /// up, a reject for a request the consumer has not answered, or nothing more than forgetting
+    /// it while its address or route is being resolved. Only the DREQ brings an event.
+    pub fn disconnect(&mut self, conn: IpConnId) -> Result<(), IpCmError> {
+        let c = self.conns.get_mut(&conn).ok_or(IpCmError::Unknown)?;
+        match (c.phase, c.cm) {
+            (Phase::Resolving | Phase::Routing(_), _) => {
+                self.forget(conn);
+                Ok(())
+            }
+            (Phase::Starting(_), _) => {
+                c.phase = Phase::Starting(true);
+                Ok(())
+            }
+            (Phase::Requested, Some(cm)) => {
+                c.phase = Phase::Closing;
+                self.commands.push_back(IpCmCommand::CmReject {
+                    conn: cm,
+                    reason: RejReason::ConsumerDefined,
+                    ari: vec![RejectionLayer::RdmaAwareUlp.into()],
+                    private_data: Vec::new(),
+                });
+                Ok(())
+            }
+            (Phase::Established, Some(cm)) => {
+                // The CM reports Disconnected when the DREP comes (or its retries run out).
+                c.phase = Phase::Releasing;
+                self.commands
+                    .push_back(IpCmCommand::CmDisconnect { conn: cm });
+                Ok(())
+            }
+            (Phase::Connecting | Phase::Accepting, Some(cm)) => {
+                // Before establishment the CM withdraws with a REJ and reports nothing.
+                c.phase = Phase::Closing;
+                self.commands
+                    .push_back(IpCmCommand::CmDisconnect { conn: cm });
+                Ok(())
+            }
+            _ => Err(IpCmError::WrongState("already closing")),
+        }
+    }
+
+    /// The CM connection behind `conn`, once there is one.
+    pub fn cm_conn(&self, conn: IpConnId) -> Option<ConnId> {
+        self.conns.get(&conn).and_then(|c| c.cm)
+    }
+
+    /// Our address and port and the peer's, of a connection.
+    pub fn addrs(&self, conn: IpConnId) -> Option<(SocketAddr, SocketAddr)> {
+        self.conns.get(&conn).map(|c| (c.local, c.remote))
+    }
+
+    /// Connection records held (closing ones included).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Listeners.
+    pub fn listeners(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// The IP CM connection of CM connection `cm`, if it has one still open.
+    fn ours(&self, cm: ConnId) -> Option<IpConnId> {
+        self.by_cm.get(&cm).copied().flatten()
+    }
+
+    /// The CM connection is over: the consumer's connection closes (it waits for TimeWait),
+    /// and its ID is returned unless the consumer already gave it up.
+    fn close(&mut self, cm: ConnId) -> Option<IpConnId> {
+        let id = self.ours(cm)?;
+        let c = self.conns.get_mut(&id)?;
+        if c.phase == Phase::Closing {
+            return None;
+        }
+        c.phase = Phase::Closing;
+        Some(id)
+    }
+
+    /// A connection fails before the CM has it: the event, and the record goes.
+    fn fail_early(&mut self, id: IpConnId, e: IpCmEvent) {
+        self.forget(id);
+        self.events.push_back(e);
+    }
+
+    fn forget(&mut self, id: IpConnId) {
+        if let Some(c) = self.conns.remove(&id) {
+            self.set_deadline_of(id, c.deadline, None);
+            if let Some(cm) = c.cm {
+                self.by_cm.remove(&cm);
+            }
+        }
+    }
+
+    fn set_deadline(&mut self, id: IpConnId, at: Option<Instant>) {
+        let old = self.conns.get(&id).and_then(|c| c.deadline);
+        self.set_deadline_of(id, old, at);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.deadline = at;
+        }
+    }
+
+    fn set_deadline_of(&mut self, id: IpConnId, old: Option<Instant>, new: Option<Instant>) {
+        if let Some(t) = old {
+            self.deadlines.remove(&(t, id));
+        }
+        if let Some(t) = new {
+            self.deadlines.insert((t, id));
+        }
+    }
+
+    fn count(&mut self, what: &'static str) {
+        *self.counters.entry(what).or_insert(0) += 1;
+    }
+
+    fn alloc_conn_id(&mut self) -> IpConnId {
+        loop {
+            let id = IpConnId(self.next_conn);
+            self.next_conn = self.next_conn.wrapping_add(1).max(1);
+            if !self.conns.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// True while a listener or one of our own connections holds `port` of `protocol`.
+    fn port_in_use(&self, protocol: u8, port: u16) -> bool {
+        self.listeners
+            .values()
+            .any(|l| l.protocol == protocol && l.port == port)
+            || self
+                .conns
+                .values()
+                .any(|c| c.active && c.protocol == protocol && c.local.port() == port)
+    }
+
+    /// A free port of `protocol` from the ephemeral range, as Linux `cma_alloc_any_port` picks
+    /// one: a random start, then upwards with wrap, never the port handed out last.
+    fn ephemeral_port(&mut self, protocol: u8) -> Result<u16, IpCmError> {
+        let (low, high) = self.cfg.ephemeral_ports;
+        let (low, high) = (low.max(1), high.max(low.max(1)));
+        let span = u32::from(high - low) + 1;
+        let mut port = low + self.rng.below(u64::from(span)) as u16;
+        for _ in 0..span {
+            if port != self.last_port && !self.port_in_use(protocol, port) {
+                self.last_port = port;
+                return Ok(port);
+            }
+            port = if port >= high { low } else { port + 1 };
+        }
+        Err(IpCmError::NoFreePort)
+    }
+}
