@@ -12,6 +12,7 @@ macro_rules! note {
 mod decode;
 mod demo;
 mod interrupt;
+mod ipcm;
 mod sim;
 mod topology_arg;
 mod why;
@@ -69,6 +70,13 @@ enum Command {
     /// failed (each failure listed; a host without carrier with the reason, e.g. too many hops
     /// from the subnet manager), 2 on bad arguments, 130 (SIGINT) or 143 (SIGTERM) when stopped.
     Demo(demo::Args),
+    /// The RDMA IP CM service (IBTA Annex A11): what our server answers to a REQ.
+    ///
+    /// `ipoib ipcm check` decodes a REQ's service ID and private data (Annex A11 Tables 1 and 2)
+    /// and prints the verdict our IP CM server would give: accept, or REJ 28 with the Annex A11
+    /// ARI (layer, code and its meaning, suggested value). Exit status: 0 for either verdict, 2
+    /// when the input is not a REQ of the service.
+    Ipcm(ipcm::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -84,5 +92,6 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Ipcm(args) => ipcm::run(&args),
     }
 }
