@@ -568,10 +568,14 @@ impl IpCm {
             CmEvent::Established {
                 conn, private_data, ..
             } => {
-                if let Some(id) = self.ours(*conn) {
-                    if let Some(c) = self.conns.get_mut(&id) {
-                        c.phase = Phase::Established;
+                let Some(id) = self.ours(*conn) else {
+                    return;
+                };
+                if let Some(c) = self.conns.get_mut(&id) {
+                    if !matches!(c.phase, Phase::Connecting | Phase::Accepting) {
+                        return;
                     }
+                    c.phase = Phase::Established;
                     self.events.push_back(IpCmEvent::Established {
                         conn: id,
                         private_data: private_data.clone(),

@@ -81,3 +81,25 @@ proptest! {
         w.finish();
     }
 }
+
+proptest! {
+    // A client reads any ARI a REJ may carry (up to the field's 72 bytes) without panicking; a
+    // Table 4 ARI of layer 0x00 with reason 28 is the service's, and only its codes 0x01-0x06
+    // show the service (Annex A11 §A11.6).
+    #[test]
+    fn any_rej_ari_decodes(reason in any::<u16>(), ari in proptest::collection::vec(any::<u8>(), 0..=72)) {
+        let reason = RejReason::from(reason);
+        let d = RejectAri::decode(reason, &ari);
+        let service = reason == RejReason::ConsumerDefined && ari.first() == Some(&0);
+        match (&d, IpCmReject::parse(&ari)) {
+            (RejectAri::IpCm { code, suggested }, Ok(r)) => {
+                prop_assert!(service);
+                prop_assert_eq!((*code, *suggested), (r.code, r.suggested));
+                prop_assert_eq!(d.shows_service(), (1..=6).contains(&u8::from(*code)));
+            }
+            (RejectAri::IpCm { .. }, Err(_)) => prop_assert!(false, "decoded what does not parse"),
+            (_, Ok(_)) => prop_assert!(!service),
+            (_, Err(_)) => prop_assert!(!d.shows_service()),
+        }
+    }
+}
