@@ -18,6 +18,7 @@ use crate::cm::{Cm, CmConfig};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn};
 use ipoib_wire::cm::{attr, CmMessage, RejRepr, ReqRepr};
 use ipoib_wire::mad::MadHeaderRepr;
+use ipoib_wire::private_data::{IpCmAriCode, IpCmReject, RejectionLayer};
 use ipoib_wire::sa::PathRecordRepr;
 use ipoib_wire::{Guid, Mtu, PKey, Rate};
 use std::net::{Ipv4Addr, Ipv6Addr};
