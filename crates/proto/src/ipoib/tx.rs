@@ -138,6 +138,57 @@ impl Interface {
         }
     }
 
+    /// The link-layer address of `ip` if the neighbour table has it; otherwise the resolution a
+    /// packet to `ip` would start (ARP §9.2, ND §9.3) starts, and `None` comes back: ask again
+    /// later. For users that need the address itself, not a packet sent (the IP CM service
+    /// resolves a destination IP to a GID, Annex A11 §A11.3).
+    pub fn resolve(&mut self, now: Instant, ip: IpAddr) -> Option<HwAddr> {
+        if self.link != Link::Up {
+            return None;
+        }
+        let r = match self.neigh.lookup(now, ip) {
+            Lookup::Send(hw) => Some(hw),
+            Lookup::SendAndProbe(hw) => {
+                self.solicit(now, ip, Some(hw));
+                Some(hw)
+            }
+            Lookup::Resolve { solicit } => {
+                if solicit {
+                    self.solicit(now, ip, None);
+                }
+                None
+            }
+            Lookup::TableFull => None,
+        };
+        self.settle_deadline();
+        r
+    }
+
+    /// The PathRecord to `dgid` if the path cache has it; otherwise its query starts (one per GID,
+    /// as a packet to it would start it) and `None` comes back: ask again later.
+    pub fn path_to(&mut self, now: Instant, dgid: Gid) -> Option<ipoib_wire::sa::PathRecordRepr> {
+        if self.link != Link::Up {
+            return None;
+        }
+        let r = match self.paths.lookup(now, dgid) {
+            PathLookup::Use(info, refresh) => {
+                if refresh {
+                    self.start_path_query(now, dgid);
+                }
+                Some(info.record)
+            }
+            PathLookup::Wait { start_query } => {
+                if start_query {
+                    self.start_path_query(now, dgid);
+                }
+                None
+            }
+            PathLookup::Failed | PathLookup::TableFull => None,
+        };
+        self.settle_deadline();
+        r
+    }
+
     /// Sends an ARP request or a neighbour solicitation for `ip`: multicast to resolve, unicast
     /// to `probe` to confirm.
     pub(super) fn solicit(&mut self, now: Instant, ip: IpAddr, probe: Option<HwAddr>) {

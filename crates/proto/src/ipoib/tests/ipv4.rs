@@ -291,3 +291,33 @@ fn deterministic_given_the_seed() {
     assert!(!a.0.is_empty() && !a.1.is_empty());
     assert_eq!(a, b);
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §9.2, §9.1.2 a: `resolve` and `path_to` start the ARP and
+// the PathRecord query a packet would, without a packet, and answer once they are done.
+#[test]
+fn resolve_and_path_to_without_a_packet() {
+    let mut net = Net::new(2);
+    net.up();
+    let now = net.now;
+    assert_eq!(
+        net.iface(2).resolve(now, IpAddr::V4(v4(3))),
+        None,
+        "not yet"
+    );
+    net.run_for(Duration::from_secs(1));
+    let now = net.now;
+    let hw = net
+        .iface(2)
+        .resolve(now, IpAddr::V4(v4(3)))
+        .expect("resolved");
+    assert_eq!(hw, net.iface(3).hw_addr());
+    assert_eq!(net.iface(2).path_to(now, hw.gid), None, "query started");
+    net.run_for(Duration::from_secs(1));
+    let now = net.now;
+    let pr = net.iface(2).path_to(now, hw.gid).expect("path");
+    assert_eq!((pr.dgid, pr.dlid), (hw.gid, 3));
+    assert!(
+        net.host(3).delivered.is_empty(),
+        "no packet was sent to resolve"
+    );
+}
