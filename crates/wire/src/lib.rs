@@ -44,6 +44,9 @@ pub mod ipoib;
 // Private data of connections: IPoIB-CM, Annex A11, iWarp emulation.
 pub mod private_data;
 
+// The header of RC SENDs on an iWarp-emulated connection (SDP's BSDH).
+pub mod bsdh;
+
 // Capture files.
 pub mod pcap;
 

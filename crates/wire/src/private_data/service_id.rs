@@ -10,7 +10,7 @@
 //! | `0x01000000_00xxxxxx` | IPoIB-CM, the RFC figure read literally | RFC 4755 §3.5 |
 //! | `0x00000000_01PPpppp` | Annex A11 IP CM service, protocol PP, port pppp | Annex A11 §A11.5, CA11-6 |
 //! | `0x00000000_0002pppp` | iWarp emulation, port pppp | iWarp mapping "IB Service ID's used" |
-//! | `0x00000000_0001pppp` | Linux rdma_cm SDP port space | Linux `RDMA_PS_SDP` |
+//! | `0x00000000_0001pppp` | SDP (Linux rdma_cm SDP port space); iWarp emulation when the Hello's FlowC is 1 | Linux `RDMA_PS_SDP`; iWarp mapping "IB Service ID's used" |
 //!
 //! Linux rdma_cm builds service IDs as `(port_space << 16) + port` with port spaces SDP 0x0001,
 //! IPOIB 0x0002, TCP 0x0106, UDP 0x0111 and IB 0x013F. TCP, UDP and IB therefore fall inside the
@@ -179,9 +179,15 @@ pub fn classify(service_id: u64) -> ServiceKind {
     }
 }
 
-/// [`classify`], then resolves the iWarp / Linux-IPOIB overlap by the first two bytes of the REQ
-/// private data: `00 4x` or `00 6x` is Linux's rdma_cm header (version 0, IP version 4 or 6 in
-/// bits 7:4), anything else stays iWarp emulation (whose byte 1 is reserved, zero).
+/// [`classify`], then looks at the REQ private data where the service ID alone is ambiguous:
+///
+/// - the iWarp / Linux-IPOIB overlap, by the first two bytes: `00 4x` or `00 6x` is Linux's
+///   rdma_cm header (version 0, IP version 4 or 6 in bits 7:4), anything else stays iWarp emulation
+///   (whose byte 1 is reserved, zero);
+/// - SDP's service IDs (`0x000000000001pppp`), which the iWarp mapping lets an emulated connection
+///   use, "distinguish between SDP and raw iWarp emulation based on the FlowC field" (iWarp mapping,
+///   "IB Service ID's used"): a Hello (MID 0) whose FlowC (byte 17, bits 3:0, reserved and zero in
+///   SDP's Hello) is 1 is raw iWarp emulation; FlowC 0 is SDP, whose Hello it then is.
 pub fn classify_with_data(service_id: u64, private_data: &[u8]) -> ServiceKind {
     match classify(service_id) {
         ServiceKind::IwarpEmulation { port } => match private_data {
@@ -190,6 +196,16 @@ pub fn classify_with_data(service_id: u64, private_data: &[u8]) -> ServiceKind {
                 port,
             },
             _ => ServiceKind::IwarpEmulation { port },
+        },
+        ServiceKind::RdmaCm {
+            port_space: RdmaPortSpace::Sdp,
+            port,
+        } => match private_data.get(..18) {
+            Some([0, rest @ ..]) if rest[16] & 0x0f == 1 => ServiceKind::IwarpEmulation { port },
+            _ => ServiceKind::RdmaCm {
+                port_space: RdmaPortSpace::Sdp,
+                port,
+            },
         },
         k => k,
     }
@@ -340,6 +356,31 @@ mod tests {
             }
         );
         assert_eq!(classify(0x0000_0000_0003_0001), ServiceKind::Other);
+    }
+
+    #[test]
+    fn sdp_service_id_told_apart_by_flowc() {
+        // iWarp mapping "IB Service ID's used": on SDP's service ID, FlowC tells raw iWarp
+        // emulation (FlowC 1) from SDP (FlowC 0, SDP's reserved nibble).
+        let sid = rdma_cm_service_id(RdmaPortSpace::Sdp, 3260);
+        let sdp = ServiceKind::RdmaCm {
+            port_space: RdmaPortSpace::Sdp,
+            port: 3260,
+        };
+        let mut hello = [0u8; 64];
+        hello[17] = 0x41; // IPVer 4, FlowC 1
+        assert_eq!(
+            classify_with_data(sid, &hello),
+            ServiceKind::IwarpEmulation { port: 3260 }
+        );
+        hello[17] = 0x60; // IPVer 6, FlowC 0: SDP's own Hello
+        assert_eq!(classify_with_data(sid, &hello), sdp);
+        hello[17] = 0x41;
+        hello[0] = 1; // not a Hello
+        assert_eq!(classify_with_data(sid, &hello), sdp);
+        hello[0] = 0;
+        assert_eq!(classify_with_data(sid, &hello[..17]), sdp);
+        assert_eq!(classify(sid), sdp);
         assert_eq!(classify(0x0002_c903_0000_0001), ServiceKind::Other);
     }
 
