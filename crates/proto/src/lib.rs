@@ -11,6 +11,7 @@ pub mod cm;
 pub mod ip_host;
 pub mod ipcm;
 pub mod ipoib;
+pub mod iwarp;
 pub mod mad_agent;
 pub mod partitions;
 pub mod rng;
