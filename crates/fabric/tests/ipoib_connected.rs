@@ -181,6 +181,35 @@ fn crossing_reqs_end_in_one_connection() {
     }
 }
 
+// A REQ the interface rejects (here the RFC 4755 §3.3 loser's Consumer Reject) has no QP of
+// ours, but its record still ends in TimeWait: the host takes that event too, so that nothing
+// piles up in the CM agent it shares (one left-over event per rejected REQ, before).
+#[test]
+fn rejected_reqs_leave_no_event_in_the_cm_agent() {
+    let seed = seed(43);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    let (d0, d1) = (v4(&net, 0), v4(&net, 1));
+    for (a, dst) in [(0, d1), (1, d0)] {
+        net.with_ipoib(a, |app, _| app.ip_mut().send_udp(1, dst, 2, &[7u8; 3000]))
+            .unwrap()
+            .unwrap();
+    }
+    run(&mut net, Duration::from_secs(10));
+    let larger = 1 - smaller_of_two(&net);
+    assert!(
+        app(&net, larger)
+            .log()
+            .any(|l| l.2.contains("REQs crossed")),
+        "the larger address rejected the crossing REQ"
+    );
+    for i in 0..2 {
+        assert_eq!(app(&net, i).ip().udp_received().len(), 1, "host {i}");
+        let left = unclaimed_cm_events(&mut net, i);
+        assert!(left.is_empty(), "host {i}: {left:?}");
+    }
+}
+
 /// Host 0 runs RFC 4755 rules (trying `spelling` first), host 1 a Linux-style peer: it accepts
 /// every REQ, keeps one connection per direction and listens on the 0x10 spelling only.
 fn with_linux_peer(seed: u64, rfc_first: bool) -> Subnet {

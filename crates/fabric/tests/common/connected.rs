@@ -244,3 +244,17 @@ pub fn send_errors(net: &Subnet, n: usize) -> u64 {
         .map(|i| app(net, i).conn_counters().unwrap().send_errors)
         .sum()
 }
+
+/// Takes the events host `i`'s CM agent still holds once its users have taken theirs: events no
+/// user claims stay there for good.
+pub fn unclaimed_cm_events(net: &mut Subnet, i: usize) -> Vec<ipoib_proto::cm::CmEvent> {
+    let node = net.host(i).node;
+    net.sim_mut()
+        .with_node::<Host, _>(node, |h, _, _| {
+            let id = h.class_server(ipoib_wire::mad::MgmtClass::ComMgt)?;
+            let cm = h.agent_mut::<ipoib_proto::cm::Cm>(id)?;
+            Some(std::iter::from_fn(|| cm.poll_event()).collect())
+        })
+        .flatten()
+        .unwrap_or_default()
+}

@@ -4,8 +4,8 @@
 //!
 //! - the host's CM agent ([`Cm`], server of the CM class) is shared: [`install`] adds one when the
 //!   host has none, listens on the interface's service IDs ([`Interface::cm_service_ids`]) and
-//!   takes only the events of those listeners and of this interface's connections
-//!   ([`Cm::poll_event_where`]);
+//!   takes only the events of those listeners and of this interface's connections, the requests
+//!   it rejected included, up to their `TimeWaitExit` ([`Cm::poll_event_where`]);
 //! - `Connect`: an RC or UC QP on the interface's CQ, Init with the partition's P_Key index and
 //!   [`CONN_RECV_DEPTH`] receives of the receive MTU posted, a random starting PSN, the REQ; on
 //!   `Established` RTR and RTS with what the CM negotiated (`node::cm::connected_attr`);
@@ -64,6 +64,9 @@ pub(super) struct CmSide {
     listens: BTreeSet<ListenId>,
     conns: BTreeMap<ConnId, ConnQp>,
     by_qpn: BTreeMap<Qpn, ConnId>,
+    /// Requests rejected for the interface (no QP of ours): their events, up to TimeWaitExit,
+    /// are still this interface's to take, or they would stay in the shared agent for good.
+    rejected: BTreeSet<ConnId>,
     qp_cfg: CmAppConfig,
     rng: Rng,
     next_wr: u64,
@@ -95,6 +98,7 @@ pub(super) fn install(host: &mut Host, iface: &Interface, port: u8, rng: Rng) ->
         listens,
         conns: BTreeMap::new(),
         by_qpn: BTreeMap::new(),
+        rejected: BTreeSet::new(),
         qp_cfg: CmAppConfig {
             port,
             recv_depth: CONN_RECV_DEPTH,
@@ -161,10 +165,10 @@ impl CmSide {
     }
 
     fn next_event(&self, agents: &mut Agents) -> Option<CmEvent> {
-        let (listens, conns) = (&self.listens, &self.conns);
+        let (listens, conns, rejected) = (&self.listens, &self.conns, &self.rejected);
         let mine = |e: &CmEvent| match (e.listener(), e.conn()) {
             (Some(l), _) => listens.contains(&l),
-            (None, Some(c)) => conns.contains_key(&c),
+            (None, Some(c)) => conns.contains_key(&c) || rejected.contains(&c),
             (None, None) => false,
         };
         agents.get_mut::<Cm>(self.cm)?.poll_event_where(mine)
@@ -191,6 +195,7 @@ impl CmSide {
                 }
             }
             CmEvent::TimeWaitExit { conn, .. } => {
+                self.rejected.remove(conn);
                 if let Some(c) = self.conns.remove(conn) {
                     self.by_qpn.remove(&c.qpn);
                     let _ = hca.destroy_qp(c.qpn);
@@ -219,8 +224,11 @@ impl CmSide {
             }
             CmCommand::Accept { conn, private_data } => {
                 if !self.accept(now, conn, &private_data, cq, hca, agents) {
-                    if let Some(cm) = agents.get_mut::<Cm>(self.cm) {
-                        let _ = cm.reject(now, conn, RejReason::NoQp, &[], &private_data);
+                    let r = agents
+                        .get_mut::<Cm>(self.cm)
+                        .map(|cm| cm.reject(now, conn, RejReason::NoQp, &[], &private_data));
+                    if matches!(r, Some(Ok(()))) && !self.conns.contains_key(&conn) {
+                        self.rejected.insert(conn);
                     }
                     if let Some(i) = agents.get_mut::<Interface>(iface_id) {
                         i.cm_accept_failed(now, conn);
@@ -235,7 +243,9 @@ impl CmSide {
                 let r = agents
                     .get_mut::<Cm>(self.cm)
                     .map(|cm| cm.reject(now, conn, reason, &[], &private_data));
-                if !matches!(r, Some(Ok(()))) {
+                if matches!(r, Some(Ok(()))) {
+                    self.rejected.insert(conn);
+                } else {
                     self.counters.cm_errors += 1;
                 }
             }
