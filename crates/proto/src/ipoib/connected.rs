@@ -321,6 +321,30 @@ impl Connected {
         );
     }
 
+    /// True when there is room for one more peer under `max`, after forgetting, if need be, a
+    /// peer that holds nothing: no connection, nothing queued, no REQ being made, and its UD-only
+    /// period after a failure over (such a peer is otherwise kept until we send to it again).
+    fn make_room(&mut self, now: Instant, max: usize) -> bool {
+        if self.peers.len() < max {
+            return true;
+        }
+        let busy: std::collections::BTreeSet<PeerKey> =
+            self.conns.values().map(|c| c.peer).collect();
+        let spare = self
+            .peers
+            .iter()
+            .find(|(k, p)| {
+                p.tx.is_none()
+                    && p.shared.is_none()
+                    && !p.starting
+                    && p.queue.is_empty()
+                    && p.retry_at.is_none_or(|t| t <= now)
+                    && !busy.contains(*k)
+            })
+            .map(|(k, _)| *k);
+        spare.is_some_and(|k| self.peers.remove(&k).is_some())
+    }
+
     fn spelling_for(&self, k: &PeerKey, default: IpoibCmSidForm) -> IpoibCmSidForm {
         self.spellings.get(k).map_or(default, |s| s.1)
     }
@@ -553,7 +577,7 @@ impl Interface {
         };
         let k = key(&hw);
         if !self.cm.peers.contains_key(&k) {
-            if self.cm.peers.len() >= cfg.max_peers {
+            if !self.cm.make_room(now, cfg.max_peers) {
                 return self.ud_transmit(path.0, hw, frame);
             }
             self.cm.add_peer(k, hw, cfg.spelling);
@@ -835,7 +859,7 @@ impl Interface {
             }
         }
         if !self.cm.peers.contains_key(&k) {
-            if self.cm.peers.len() >= cfg.max_peers {
+            if !self.cm.make_room(now, cfg.max_peers) {
                 return reject(self, RejReason::NoResources);
             }
             self.cm.add_peer(k, hw, cfg.spelling);

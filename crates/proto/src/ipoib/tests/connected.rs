@@ -319,6 +319,56 @@ fn receive_mtus_below_the_ipv6_minimum_are_refused() {
     }
 }
 
+// `ConnectedConfig::max_peers` bounds the peers with connection state; a peer whose attempt
+// failed is kept for its `retry_after` only. Kept for good (until we sent to it again), such
+// peers filled the table, and every new peer was then reached over UD for good.
+#[test]
+fn failed_peers_do_not_fill_the_peer_table() {
+    let mut net = Net::with(3, |_, c| {
+        let mut cc = ConnectedConfig::rc();
+        cc.max_peers = 1;
+        c.connected = Some(cc);
+    });
+    net.up();
+    connecting(&mut net, 2, 3);
+    let now = net.now;
+    let events = [
+        CmEvent::Rejected {
+            conn: ConnId(1),
+            reason: RejReason::ConsumerDefined,
+            ari: Vec::new(),
+            private_data: Vec::new(),
+        },
+        CmEvent::TimeWaitExit {
+            conn: ConnId(1),
+            qpn: 0,
+        },
+    ];
+    for e in &events {
+        net.iface(2).handle_cm_event(now, e);
+    }
+    net.settle();
+    assert!(
+        net.host(3)
+            .delivered
+            .contains(&udp4(v4(2), v4(3), &[1; 100])),
+        "the queued datagram went over UD"
+    );
+    // Within host 3's retry_after a new peer still finds the table full: UD.
+    net.send(2, &udp4(v4(2), v4(4), &[2; 100]));
+    net.run_for(Duration::from_millis(500));
+    assert!(commands(&mut net, 2).is_empty());
+    // Past it, host 3's entry makes room.
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), v4(4), &[3; 100]));
+    net.run_for(Duration::from_millis(100));
+    let cmds = commands(&mut net, 2);
+    assert!(
+        matches!(cmds.as_slice(), [CmCommand::Connect { peer, .. }] if peer.gid == net.iface(4).gid()),
+        "{cmds:?}"
+    );
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Request {
