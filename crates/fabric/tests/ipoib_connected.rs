@@ -461,3 +461,26 @@ fn silent_peer_times_out_and_nothing_is_lost() {
     assert_eq!(got, (0..20).collect::<Vec<u8>>());
     assert!(rtt(&net, sent[0]).is_some(), "the echo reply arrived too");
 }
+
+// The peer's connection QP dies with five datagrams posted on ours: the first send fails (RC
+// retry exceeded, no retries as in Linux's REQ) and takes our QP to Error, which flushes the four
+// behind it (IBA 1 §10.3.1). Every lost datagram is counted: one failed send, four flushed ones
+// (the flushed ones were counted nowhere before).
+#[test]
+fn sends_flushed_behind_a_failed_send_are_counted() {
+    let seed = seed(76);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    udp(&mut net, 0, 1, 1000);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(udp_count(&net, 1), 1);
+    let qps1 = app(&net, 1).conn_qps();
+    kill_qp(&mut net, 1, qps1[0].1);
+    for _ in 0..5 {
+        udp(&mut net, 0, 1, 1000);
+    }
+    run(&mut net, Duration::from_secs(5));
+    assert_eq!(udp_count(&net, 1), 1, "all five lost");
+    let c = app(&net, 0).conn_counters().unwrap();
+    assert_eq!((c.send_errors, c.sends_flushed), (1, 4), "{c:?}");
+}

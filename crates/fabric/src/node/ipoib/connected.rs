@@ -46,6 +46,9 @@ pub struct ConnCounters {
     pub cm_errors: u64,
     /// Sends refused by the HCA or completed in error.
     pub send_errors: u64,
+    /// Sends flushed without going out, their QP in Error (after a send that failed before them,
+    /// or the connection's release): packets lost like a failed send's.
+    pub sends_flushed: u64,
     /// Receive completions in error (not flushes).
     pub recv_errors: u64,
 }
@@ -423,11 +426,16 @@ impl CmSide {
         let Some(&conn) = self.by_qpn.get(&c.qpn) else {
             return;
         };
+        let recv = matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
         if c.status != WcStatus::Success {
             if c.status == WcStatus::WrFlushErr {
+                // Flushed receives are buffers, not packets; a flushed send is a lost packet.
+                if !recv {
+                    self.counters.sends_flushed += 1;
+                }
                 return;
             }
-            if matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+            if recv {
                 self.counters.recv_errors += 1;
             } else {
                 self.counters.send_errors += 1;
@@ -437,7 +445,7 @@ impl CmSide {
             }
             return;
         }
-        if !matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+        if !recv {
             return;
         }
         self.next_wr += 1;
