@@ -42,8 +42,9 @@
 //! With [`PeerRules::Linux`] the interface behaves as a Linux host does instead: it accepts every
 //! REQ (no §3.3 check) and listens on the 0x10 spelling only. Tests use it as a Linux-style peer.
 //!
-//! Invariants: at most [`ConnectedConfig::max_peers`] peers and [`ConnectedConfig::queue_len`]
-//! packets queued per peer; every connection record leaves the table on its TimeWait exit or
+//! Invariants: at most [`ConnectedConfig::max_peers`] peers, [`ConnectedConfig::queue_len`]
+//! packets queued per peer and [`ConnectedConfig::MAX_ACCEPTED_PER_PEER`] connections accepted
+//! from a peer and not being released; every connection record leaves the table on its TimeWait exit or
 //! rejection; maps are `BTreeMap`s.
 
 use super::too_big::too_big_reply;
@@ -152,6 +153,13 @@ impl ConnectedConfig {
     /// but §5 wants the link to carry the protocols' minimum MTU, so a peer offering less is
     /// reached over UD instead (and a receive MTU of 0 cannot make every packet "too big").
     pub const MIN_PEER_RECEIVE_MTU: u32 = 1280 + 4;
+
+    /// Connections we accept from one peer (link-layer address) at once, not counting those
+    /// being released: Linux opens one per direction, and a peer that restarted may still hold
+    /// an older one in our table. A REQ beyond this is rejected with "no resources" (RFC 4755
+    /// §3.2: the receiver MAY refuse another connection), so that REQs from one address, each
+    /// with a new communication ID and QP, cannot make connections and QPs without bound.
+    pub const MAX_ACCEPTED_PER_PEER: usize = 4;
 }
 
 /// A command for the host's CM.
@@ -857,6 +865,19 @@ impl Interface {
                 }
                 shared = true;
             }
+        }
+        let accepted = self
+            .cm
+            .conns
+            .values()
+            .filter(|c| c.peer == k && !c.active && c.state != ConnState::Closing)
+            .count();
+        if accepted >= ConnectedConfig::MAX_ACCEPTED_PER_PEER {
+            self.log(
+                LogLevel::Warn,
+                format_args!("REQ from {hw}: {accepted} of its connections already, rejected"),
+            );
+            return reject(self, RejReason::NoResources);
         }
         if !self.cm.peers.contains_key(&k) {
             if !self.cm.make_room(now, cfg.max_peers) {

@@ -369,6 +369,55 @@ fn failed_peers_do_not_fill_the_peer_table() {
     );
 }
 
+// RFC 4755 §3.2: the receiver MAY refuse another connection from a peer. REQs from one
+// address, each with its own communication ID (and QP), are accepted up to
+// `MAX_ACCEPTED_PER_PEER` at once and rejected with "no resources" beyond, with our private data;
+// one released makes room again. (Every such REQ used to be accepted: a QP each, without bound.)
+#[test]
+fn reqs_from_one_peer_are_accepted_up_to_a_bound() {
+    let mut net = Net::with(2, |_, c| c.connected = Some(ConnectedConfig::rc()));
+    net.up();
+    let max = ConnectedConfig::MAX_ACCEPTED_PER_PEER as u32;
+    for conn in 1..=max + 2 {
+        request_from(&mut net, 3, 2, conn, 65524);
+    }
+    let cmds = commands(&mut net, 2);
+    let accepted = |c: &[CmCommand]| -> Vec<u32> {
+        c.iter()
+            .filter_map(|c| match c {
+                CmCommand::Accept { conn, .. } => Some(conn.0),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(accepted(&cmds), (1..=max).collect::<Vec<_>>());
+    let rejected: Vec<(u32, RejReason, Vec<u8>)> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            CmCommand::Reject {
+                conn,
+                reason,
+                private_data,
+            } => Some((conn.0, *reason, private_data.clone())),
+            _ => None,
+        })
+        .collect();
+    let nores = |c: u32| (c, RejReason::NoResources, pd(qpn(2), 65524));
+    assert_eq!(rejected, vec![nores(max + 1), nores(max + 2)]);
+    assert_eq!(net.iface(2).connections().len(), max as usize);
+    // One of them fails: the next REQ is taken.
+    let now = net.now;
+    net.iface(2).handle_cm_event(
+        now,
+        &CmEvent::TimedOut {
+            conn: ConnId(1),
+            unanswered: crate::cm::Unanswered::Rep,
+        },
+    );
+    request_from(&mut net, 3, 2, max + 3, 65524);
+    assert_eq!(accepted(&commands(&mut net, 2)), vec![max + 3]);
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Request {
