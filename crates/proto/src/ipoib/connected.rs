@@ -394,6 +394,12 @@ impl Interface {
         }
     }
 
+    /// Peers with connection state (tests check the bound).
+    #[cfg(test)]
+    pub(crate) fn cm_peer_count(&self) -> usize {
+        self.cm.peers.len()
+    }
+
     /// The mode (datagram without connected-mode settings).
     pub fn mode(&self) -> Mode {
         self.cm_cfg().map_or(Mode::Datagram, |c| c.mode)

@@ -8,13 +8,14 @@
 use super::*;
 use crate::cm::{CmEvent, ConnId, ListenId, QpProgram};
 use crate::ipoib::connected::crossing_accepts;
-use crate::ipoib::{CmCommand, ConnectedConfig, Mode};
+use crate::ipoib::{CmCommand, ConnState, ConnectedConfig, Mode};
 use crate::mad_agent::MadAddr;
 use ipoib_wire::cm::{CmPath, RejReason, ReqMsg, ReqRepr, TransportServiceType};
 use ipoib_wire::ipoib::{ArpOperation, ArpPacket, ArpRepr, HwAddr, HwAddrFlags};
 use ipoib_wire::private_data::ipoib_cm::IpoibCmPrivateDataRepr;
 use ipoib_wire::private_data::service_id::{ipoib_cm_service_id, ipoib_cm_service_id_rfc};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 fn req(service_id: u64, gid: Gid, private: &[u8], transport: u8) -> ReqRepr {
     let bytes = [0u8; 232];
@@ -461,8 +462,14 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let conn = 0u8..8;
     let bytes = proptest::collection::vec(any::<u8>(), 0..16);
+    // Mostly well-formed IPoIB-CM private data from two UD QPNs, so that REQs from one peer
+    // repeat; otherwise any bytes.
+    let private = prop_oneof![
+        (0u32..2, 1000u32..70_000).prop_map(|(q, mtu)| pd(0x50 + q, mtu)),
+        bytes.clone(),
+    ];
     prop_oneof![
-        (conn.clone(), 0u8..4, 0u8..3, bytes.clone(), any::<u8>()).prop_map(
+        (conn.clone(), 0u8..4, 0u8..3, private, any::<u8>()).prop_map(
             |(conn, sid, peer, private, transport)| Op::Request {
                 conn,
                 sid,
@@ -564,7 +571,18 @@ proptest! {
                 }
             }
             while i.poll_conn_transmit().is_some() {}
-            prop_assert!(i.connections().len() <= known.len());
+            // The bounds: peers (max_peers 4) and connections accepted from each peer.
+            prop_assert!(i.cm_peer_count() <= 4, "{} peers", i.cm_peer_count());
+            let mut accepted: BTreeMap<(u32, Gid), usize> = BTreeMap::new();
+            for c in i.connections() {
+                if !c.active && c.state != ConnState::Closing {
+                    *accepted.entry((c.peer.qpn & 0xff_ffff, c.peer.gid)).or_default() += 1;
+                }
+            }
+            prop_assert!(
+                accepted.values().all(|&n| n <= ConnectedConfig::MAX_ACCEPTED_PER_PEER),
+                "{accepted:?}"
+            );
         }
         // Every connection ends: released, then out of TimeWait.
         let now = net.now;
