@@ -287,6 +287,70 @@ fn crossing_with_a_linux_style_peer() {
     }
 }
 
+// docs/DEPLOYED.md "Linux IPoIB": a Linux host receives only on connections it accepted. Our REQ
+// and a Linux-style peer's cross and ours has the smaller address: we accept its REQ (RFC 4755
+// §3.3) and it accepts ours too. We send on ours only, also once ours has gone idle while the
+// peer keeps using its own: a new REQ, never the peer's connection (before, the connection we
+// accepted stayed marked as ours to send on, and carried our next datagram).
+#[test]
+fn crossing_with_a_linux_style_peer_never_sends_on_its_connection() {
+    let seed = seed(40);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, |i, c| {
+        let mut cc = ConnectedConfig::rc();
+        cc.idle_timeout = Duration::from_secs(2);
+        if i == 1 {
+            cc.rules = PeerRules::Linux;
+        }
+        c.connected = Some(cc);
+    });
+    assert_eq!(
+        smaller_of_two(&net),
+        0,
+        "the RFC 4755 host accepts the crossing REQ"
+    );
+    let (d0, d1) = (v4(&net, 0), v4(&net, 1));
+    let send = |net: &mut Subnet, a: usize, dst| {
+        net.with_ipoib(a, |app, _| app.ip_mut().send_udp(1, dst, 2, &[7u8; 3000]))
+            .unwrap()
+            .unwrap()
+    };
+    send(&mut net, 0, d1);
+    send(&mut net, 1, d0);
+    run(&mut net, Duration::from_millis(500));
+    let mut c = up_conns(&net, 0);
+    c.sort();
+    assert_eq!(
+        c,
+        vec![(false, false), (true, true)],
+        "ours sends, the peer's does not"
+    );
+    // The peer keeps sending on its connection; ours goes idle and is released.
+    for _ in 0..10 {
+        send(&mut net, 1, d0);
+        run(&mut net, Duration::from_millis(500));
+    }
+    assert_eq!(
+        up_conns(&net, 0),
+        vec![(false, false)],
+        "ours released, the peer's in use"
+    );
+    send(&mut net, 0, d1);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(udp_count(&net, 1), 2);
+    let conns = net.interface(0).unwrap().connections();
+    let on_peers: u64 = conns
+        .iter()
+        .filter(|c| !c.active)
+        .map(|c| c.tx_packets)
+        .sum();
+    assert_eq!(on_peers, 0, "{conns:?}");
+    assert!(
+        sending_to(&net, 0, 1).is_some_and(|c| c.active),
+        "a new connection of ours"
+    );
+}
+
 // RFC 4755 §3.5 and docs/DEPLOYED.md: a peer that only listens on Linux's 0x10 spelling rejects
 // the RFC-literal one with REJ reason 8; we try the other at once and remember it.
 #[test]

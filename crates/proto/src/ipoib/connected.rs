@@ -26,7 +26,9 @@
 //!   [`ConnectedConfig::MIN_PEER_RECEIVE_MTU`]);
 //! - REQs that cross (a REQ from a peer we have a REQ outstanding to) are settled by §3.3: the
 //!   side with the numerically smaller link-layer address (flags zeroed) accepts, the other
-//!   rejects with Consumer Reject (28); the winner then sends on the connection it accepted;
+//!   rejects with Consumer Reject (28); the winner then sends on the connection it accepted
+//!   once its own REQ is rejected, and on its own if the peer accepts that too (a peer that
+//!   does not apply §3.3, as Linux; it receives only on connections it accepted);
 //! - any other REQ is accepted, also from a peer we are already connected to: Linux opens one
 //!   connection per direction and never sends on the one it accepted, so we send only on a
 //!   connection we opened, or on the one §3.3 made us accept (docs/DEPLOYED.md "Linux IPoIB");
@@ -628,15 +630,22 @@ impl Interface {
         }
     }
 
-    /// The connection we send to `k` on, if one is up.
+    /// The connection we send to `k` on, if one is up: ours while we have one (an attempt
+    /// included), else the one §3.3 made us accept. Not the peer's while ours may still come
+    /// up: a peer that accepts ours too does not apply §3.3 (Linux), and such a peer receives
+    /// only on the connections it accepted (docs/DEPLOYED.md "Linux IPoIB").
     fn sending_conn(&self, k: &PeerKey) -> Option<ConnId> {
         let p = self.cm.peers.get(k)?;
-        [p.tx, p.shared].into_iter().flatten().find(|c| {
+        let up = |c: &ConnId| {
             self.cm
                 .conns
                 .get(c)
                 .is_some_and(|c| c.state == ConnState::Up)
-        })
+        };
+        match p.tx {
+            Some(c) => Some(c).filter(up),
+            None => p.shared.filter(up),
+        }
     }
 
     fn conn_send(&mut self, now: Instant, conn: ConnId, frame: Vec<u8>) {
@@ -957,7 +966,23 @@ impl Interface {
                 return self.peer_failed(now, k);
             }
         }
-        let k = c.peer;
+        let (k, active) = (c.peer, c.active);
+        if let Some(p) = self
+            .cm
+            .peers
+            .get_mut(&k)
+            .filter(|p| active && p.shared.is_some())
+        {
+            // The peer accepted our REQ although it had sent one itself: it does not apply the
+            // RFC 4755 §3.3 crossing rule (Linux), and the connection we accepted from it is its
+            // own, which it sends on and we must not (docs/DEPLOYED.md "Linux IPoIB").
+            p.shared = None;
+            let hw = p.hw;
+            self.log(
+                LogLevel::Info,
+                format_args!("{hw} accepted our REQ too: one connection per direction"),
+            );
+        }
         let mtu = self.cm.conns.get(&conn).map_or(0, |c| self.conn_mtu(c));
         self.log(
             LogLevel::Info,
