@@ -803,10 +803,20 @@ impl Interface {
             } => self.on_cm_failed(now, *conn, Some(*reason), private_data),
             CmEvent::TimedOut { conn, .. } => self.on_cm_failed(now, *conn, None, &[]),
             CmEvent::Disconnected { conn, .. } => {
-                if let Some(c) = self.cm.conns.get_mut(conn) {
-                    c.state = ConnState::Closing;
-                }
+                let Some(c) = self.cm.conns.get_mut(conn) else {
+                    return;
+                };
+                c.state = ConnState::Closing;
+                let k = c.peer;
                 self.unlink_conn(*conn);
+                // Released before it came up (a DREQ in REP Sent): what waited for it goes over
+                // UD, as after a failure (RFC 4755 §7), unless another connection may take it.
+                let stranded = self.cm.peers.get(&k).is_some_and(|p| {
+                    !p.queue.is_empty() && p.tx.is_none() && p.shared.is_none() && !p.starting
+                });
+                if stranded {
+                    self.flush_queue_ud(now, k);
+                }
             }
             CmEvent::TimeWaitExit { conn, .. } => self.forget_conn(now, *conn),
             CmEvent::SidrRequest { .. }

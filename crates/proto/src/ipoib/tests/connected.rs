@@ -419,6 +419,53 @@ fn reqs_from_one_peer_are_accepted_up_to_a_bound() {
     assert_eq!(accepted(&commands(&mut net, 2)), vec![max + 3]);
 }
 
+// RFC 4755 §3.3 and §7: we won a crossing and wait for the connection we accepted; the peer
+// releases it with a DREQ before it is established (the CM reports Disconnected, not a
+// failure). The datagram that waited for it goes over UD instead of staying queued until the
+// next one to that peer.
+#[test]
+fn accepted_crossing_connection_released_before_it_is_up_sends_the_queue_over_ud() {
+    let mut net = Net::with(2, |_, c| c.connected = Some(ConnectedConfig::rc()));
+    net.up();
+    assert!(crossing_accepts(
+        &net.iface(2).hw_addr(),
+        &net.iface(3).hw_addr()
+    ));
+    connecting(&mut net, 2, 3);
+    request_from(&mut net, 3, 2, 7, 65524);
+    assert!(matches!(
+        commands(&mut net, 2).as_slice(),
+        [CmCommand::Accept {
+            conn: ConnId(7),
+            ..
+        }]
+    ));
+    let now = net.now;
+    let events = [
+        CmEvent::Rejected {
+            conn: ConnId(1),
+            reason: RejReason::ConsumerDefined,
+            ari: Vec::new(),
+            private_data: Vec::new(),
+        },
+        CmEvent::Disconnected {
+            conn: ConnId(7),
+            by_peer: true,
+            private_data: Vec::new(),
+        },
+    ];
+    for e in &events {
+        net.iface(2).handle_cm_event(now, e);
+    }
+    net.settle();
+    assert!(
+        net.host(3)
+            .delivered
+            .contains(&udp4(v4(2), v4(3), &[1; 100])),
+        "the queued datagram went over UD"
+    );
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Request {
