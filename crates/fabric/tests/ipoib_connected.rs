@@ -393,7 +393,7 @@ fn rejected_spelling_is_retried_and_remembered() {
 }
 
 // RFC 4755 §7 (any unicast over any mode) and docs/DEPLOYED.md "Linux IPoIB": a peer that
-// advertises RC but rejects every REQ (here: no listener, REJ reason 8 for both spellings) is
+// advertises RC but rejects every REQ (here: its listeners refuse, REJ reason 28) is
 // reached over UD; the packets queued behind the attempt are sent, not lost, and the next
 // attempt waits `retry_after`.
 #[test]
