@@ -178,12 +178,12 @@ fn main() {
     let gbs = |b: u64, t: Duration| b as f64 / t.as_secs_f64() / 1e9;
     println!("connected_bytes {}", c.bytes);
     println!("connected_wall_s {:.4}", c.wall.as_secs_f64());
-    println!("connected_wall_gbps {:.3}", gbs(c.bytes, c.wall));
-    println!("memcpy_wall_gbps {:.3}", gbs(c.bytes, m));
-    println!("connected_sim_gbps {:.3}", gbs(c.bytes, c.sim));
+    println!("connected_wall_GBps {:.3}", gbs(c.bytes, c.wall));
+    println!("memcpy_wall_GBps {:.3}", gbs(c.bytes, m));
+    println!("connected_sim_GBps {:.3}", gbs(c.bytes, c.sim));
     println!("datagram_bytes {}", d.bytes);
-    println!("datagram_wall_gbps {:.3}", gbs(d.bytes, d.wall));
-    println!("datagram_sim_gbps {:.3}", gbs(d.bytes, d.sim));
+    println!("datagram_wall_GBps {:.3}", gbs(d.bytes, d.wall));
+    println!("datagram_sim_GBps {:.3}", gbs(d.bytes, d.sim));
     println!(
         "connected_over_datagram_sim {:.2}",
         gbs(c.bytes, c.sim) / gbs(d.bytes, d.sim)
