@@ -2,12 +2,14 @@
 //! integration tests in `tests/`: seeded runs that print their seed when they fail and replay the
 //! one `IPOIB_SEED` names, UD verbs shortcuts on a subnet's hosts ([`verbs`]), and a subnet whose
 //! hosts run IPoIB ([`ipoib`]), net files several crates' tests share ([`nets`]), and two hosts
-//! running the Communication Manager with what their capture shows of it ([`cm`]).
+//! running the Communication Manager with what their capture shows of it ([`cm`]), and a subnet
+//! whose hosts run the RDMA IP CM service ([`ipcm`]).
 //!
 //! A failing scenario prints `failing seed: 42 (replay with IPOIB_SEED=42)`; run it again with
 //! `IPOIB_SEED=42 cargo test -p ipoib-fabric --test subnet_mcast` to get the same packets.
 
 pub mod cm;
+pub mod ipcm;
 pub mod ipoib;
 pub mod nets;
 pub mod verbs;

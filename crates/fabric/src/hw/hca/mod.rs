@@ -298,6 +298,12 @@ impl Hca {
         Ok(())
     }
 
+    /// QPs of `qp_type` the HCA holds, QP0 and QP1 among the UD ones (what a test counts to find
+    /// a QP that was never destroyed).
+    pub fn qp_count(&self, qp_type: QpType) -> usize {
+        self.qps.values().filter(|q| q.qp_type == qp_type).count()
+    }
+
     /// Attributes of a QP.
     pub fn qp_info(&self, qpn: Qpn) -> Option<QpInfo> {
         let q = self.qps.get(&qpn)?;

@@ -70,12 +70,21 @@ pub struct HostCtx<'a> {
     /// Configuration writes to other devices (only the subnet manager's application uses it;
     /// see [`crate::hw::mgmt`]).
     pub config: &'a mut Vec<(crate::hw::sim::NodeId, crate::hw::mgmt::Config)>,
+    /// Set by [`HostCtx::poll_again`].
+    pub(crate) again: bool,
 }
 
 impl HostCtx<'_> {
     /// Routes the completions of `cq` to the calling application.
     pub fn route_cq(&mut self, cq: crate::hw::hca::CqId) {
         self.route_cqs.push(cq);
+    }
+
+    /// Asks the host for another round of its agents and applications before it rests: what
+    /// this application did gave work to one polled before it (e.g. the IPoIB interface queued an
+    /// ARP request for the IP CM service), which would otherwise wait for the host's next event.
+    pub fn poll_again(&mut self) {
+        self.again = true;
     }
 
     /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::hw::mgmt`]).

@@ -273,6 +273,7 @@ impl Host {
                         agents: &mut self.agents,
                         route_cqs: &mut Vec::new(),
                         config: &mut self.config,
+                        again: false,
                     };
                     a.on_completion(now, &c, &mut ctx);
                     new_routes.extend(ctx.route_cqs.drain(..).map(|q| (q, app)));
@@ -286,8 +287,10 @@ impl Host {
                 agents: &mut self.agents,
                 route_cqs: &mut routes,
                 config: &mut self.config,
+                again: false,
             };
             a.poll(now, &mut ctx);
+            progress |= ctx.again;
             new_routes.extend(routes.into_iter().map(|q| (q, AppId(i))));
         }
         for (q, a) in new_routes {
@@ -446,6 +449,7 @@ impl Host {
                 agents: &mut self.agents,
                 route_cqs: &mut routes,
                 config: &mut self.config,
+                again: false,
             };
             a.on_port_change(now, &p, &mut ctx);
             for q in routes {

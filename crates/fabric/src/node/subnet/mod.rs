@@ -382,6 +382,17 @@ impl Subnet {
             .expect("a subnet host is a Host")
     }
 
+    /// Runs `f` on host `i`'s device now, then lets the host act at once, so what `f` queued
+    /// (a work request, a CM message) leaves at the current virtual time.
+    pub fn with_host<R>(&mut self, i: usize, f: impl FnOnce(&mut Host, Instant) -> R) -> Option<R> {
+        let node = self.hosts.get(i)?.node;
+        self.sim.with_node::<Host, _>(node, |host, now, tx| {
+            let r = f(host, now);
+            host.drive(now, tx);
+            r
+        })
+    }
+
     /// The index of the host that is topology node `topo_node`.
     pub fn host_of_topo_node(&self, topo_node: usize) -> Option<usize> {
         self.hosts.iter().position(|h| h.topo_node == topo_node)
