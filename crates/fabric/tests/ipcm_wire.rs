@@ -143,7 +143,7 @@ fn tshark_reads_every_req_as_annex_a11() {
         };
         assert_eq!(s.parse::<IpAddr>().ok(), Some(src.ip()), "{row:?}");
         assert_eq!(d.parse::<IpAddr>().ok(), Some(dst), "{row:?}");
-        let mut consumer = vec![0u8; 56];
+        let mut consumer = [0u8; 56];
         consumer[..pd.len()].copy_from_slice(pd);
         let hex: String = consumer.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(row[12].replace(':', ""), hex, "{row:?}");
