@@ -13,6 +13,7 @@ mod decode;
 mod demo;
 mod interrupt;
 mod ipcm;
+mod rping;
 mod sim;
 mod topology_arg;
 mod why;
@@ -77,6 +78,17 @@ enum Command {
     /// ARI (layer, code and its meaning, suggested value). Exit status: 0 for either verdict, 2
     /// when the input is not a REQ of the service.
     Ipcm(ipcm::Args),
+    /// librdmacm's rping over the RDMA IP CM service (IBTA Annex A11) on an emulated subnet.
+    ///
+    /// Two hosts on one switch (or `--hosts`) run IPoIB and the IP CM service; host 0 listens on
+    /// a TCP port, host 1 connects to its IPv4 address (or IPv6 with `--ipv6`) through ARP/ND, a
+    /// PathRecord and the CM's REQ/REP/RTU. The client then sends `--count` ping-pong messages
+    /// (SEND/RECV, each checked), RDMA WRITEs a `--size` buffer into the server's registered region
+    /// and RDMA READs it back into a second region, both checked byte for byte, and disconnects.
+    /// Prints throughput in simulated and wall time (GB/s), or JSON with `--json`; `--pcap FILE`
+    /// records every packet. Exit status: 0 when everything verified, 1 when a connection or a
+    /// transfer failed or a byte differed, 2 on bad arguments.
+    Rping(rping::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -93,5 +105,6 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Ipcm(args) => ipcm::run(&args),
+        Command::Rping(args) => rping::run(&args),
     }
 }
