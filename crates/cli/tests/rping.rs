@@ -60,8 +60,14 @@ fn rping_ipv6_text() {
     let out = String::from_utf8(o.stdout).unwrap();
     assert!(out.contains("server [fe80::"), "{out}");
     assert!(out.contains("ping-pong 2/2 messages verified"), "{out}");
-    assert!(out.contains("server region matches the source: yes"), "{out}");
-    assert!(out.contains("read-back copy matches the source: yes"), "{out}");
+    assert!(
+        out.contains("server region matches the source: yes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read-back copy matches the source: yes"),
+        "{out}"
+    );
     assert!(out.contains("disconnected: yes"), "{out}");
     assert!(out.trim_end().ends_with("verified: yes"), "{out}");
 }

@@ -31,8 +31,10 @@ fn main() {
         c.log_keep = 1 << 20;
     });
     for i in 0..hosts {
-        n.with_app(i, |a, _| a.listen(TCP, IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT))
-            .unwrap();
+        n.with_app(i, |a, _| {
+            a.listen(TCP, IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)
+        })
+        .unwrap();
     }
     let dsts: Vec<SocketAddr> = (0..hosts)
         .map(|i| SocketAddr::new(v4(&n.net, i), PORT))
@@ -69,7 +71,12 @@ fn main() {
         .map(|i| {
             n.app(i)
                 .events()
-                .filter(|(_, e)| !matches!(e, IpCmEvent::Established { .. } | IpCmEvent::ConnectRequest { .. }))
+                .filter(|(_, e)| {
+                    !matches!(
+                        e,
+                        IpCmEvent::Established { .. } | IpCmEvent::ConnectRequest { .. }
+                    )
+                })
                 .count()
         })
         .sum();

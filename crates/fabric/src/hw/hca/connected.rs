@@ -77,6 +77,25 @@ pub trait ConnectedEngine {
         pkt: TransportPacket,
         mem: &mut dyn RdmaMemory,
     );
+    /// [`ConnectedEngine::handle_packet`] with the packet borrowed from the receive buffer, as
+    /// the HCA calls it: an engine that only reads the payload overrides it to spare the copy
+    /// (the default copies the payload into a [`TransportPacket`]).
+    fn handle_packet_parts(
+        &mut self,
+        now: Instant,
+        from: PacketSource,
+        bth: BthRepr,
+        ext: ExtHeaders,
+        payload: &[u8],
+        mem: &mut dyn RdmaMemory,
+    ) {
+        let pkt = TransportPacket {
+            bth,
+            ext,
+            payload: payload.to_vec(),
+        };
+        self.handle_packet(now, from, pkt, mem);
+    }
     /// The next packet to send, if any.
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket>;
     /// The next completion, if any.

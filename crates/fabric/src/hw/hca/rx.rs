@@ -2,7 +2,7 @@
 //! range or attached multicast group), then the QP's transport (UD here, RC/UC to the engine).
 //! Every early return counts its [`HcaDropReason`].
 
-use super::connected::{PacketSource, TransportPacket};
+use super::connected::PacketSource;
 use super::qp::{can_receive, special_qpn, QpKind};
 use super::{Hca, HcaDropReason};
 use crate::hw::mgmt::PortState;
@@ -143,16 +143,7 @@ impl Hca {
             sl: pkt.lrh.sl,
             grh: pkt.grh,
         };
-        engine.handle_packet(
-            now,
-            from,
-            TransportPacket {
-                bth,
-                ext: pkt.ext,
-                payload: pkt.payload.to_vec(),
-            },
-            &mut self.mrs,
-        );
+        engine.handle_packet_parts(now, from, bth, pkt.ext, pkt.payload, &mut self.mrs);
         self.sched.touch(handle, engine.poll_timeout());
         self.counters.rx_delivered += 1;
         self.connected_dirty = true;

@@ -17,6 +17,7 @@ use crate::hw::verbs::{
     Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr, WcOpcode, WcStatus,
 };
 use ipoib_proto::time::Instant;
+use ipoib_wire::ib::{BthRepr, ExtHeaders};
 use std::collections::VecDeque;
 
 /// One RC/UC QP as the HCA hosts it.
@@ -201,6 +202,25 @@ impl ConnectedEngine for RcEngine {
             return;
         }
         qp.handle_packet(now, &pkt.bth, &pkt.ext, &pkt.payload, mem);
+    }
+
+    fn handle_packet_parts(
+        &mut self,
+        now: Instant,
+        from: PacketSource,
+        bth: BthRepr,
+        ext: ExtHeaders,
+        payload: &[u8],
+        mem: &mut dyn RdmaMemory,
+    ) {
+        let Some(qp) = self.qp.as_mut() else {
+            return;
+        };
+        if from.slid != qp.attr().path.dlid {
+            qp.count_bad_source();
+            return;
+        }
+        qp.handle_packet(now, &bth, &ext, payload, mem);
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket> {
