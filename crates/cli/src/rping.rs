@@ -45,7 +45,7 @@ const CLIENT: usize = 1;
 /// The largest `--size`: the client registers the source and the read-back copy, and an HCA may
 /// register 2 GiB.
 pub const MAX_SIZE: u64 = 1 << 30;
-/// Bytes of one ping-pong message (rping's default `-S`, 64 bytes... rping's minimum is 32).
+/// Bytes of one ping-pong message (rping's default `-S 64`).
 const MSG_LEN: usize = 64;
 /// Simulated time any one step may take before the run counts as failed.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
@@ -260,17 +260,14 @@ impl Rping {
             h.push(handle);
         }
         let h = [h[0], h[1]];
-        let (server_ip, client_ip) = (
-            ip_of(&net, SERVER, args.ipv6)?,
-            ip_of(&net, CLIENT, args.ipv6)?,
-        );
+        let server_ip = ip_of(&net, SERVER, args.ipv6)?;
+        ip_of(&net, CLIENT, args.ipv6)?;
         let any = if args.ipv6 {
             IpAddr::V6(Ipv6Addr::UNSPECIFIED)
         } else {
             IpAddr::V4(Ipv4Addr::UNSPECIFIED)
         };
-        let listen = with_app(&mut net, SERVER, h[0], |a, _| a.listen(TCP, any, args.port))?;
-        let _ = listen;
+        with_app(&mut net, SERVER, h[0], |a, _| a.listen(TCP, any, args.port))?;
         let dst = SocketAddr::new(server_ip, args.port);
         let (t0, s0) = (Wall::now(), net.sim().now());
         let conn = with_app(&mut net, CLIENT, h[1], |a, now| {
@@ -311,7 +308,6 @@ impl Rping {
             .ok_or("no client address")?;
         report.client = Some(local);
         report.server = Some(dst);
-        let _ = client_ip;
         report.connect = Phase::between(t0, s0, net.sim().now(), 0);
         // The server's region: remote write for the WRITE, remote read for the READ.
         let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
