@@ -3,11 +3,12 @@
 //! table), route resolution (a PathRecord) and the CM's REQ, whose service ID and private data
 //! carry the socket 5-tuple (Annex A11 §A11.4, §A11.5).
 
+use super::iwarp::{IwarpConn, Space};
 use super::{Conn, IpCm, IpCmCommand, IpCmError, IpCmEvent, IpConnId, Phase};
 use crate::cm::{ConnId, ConnectParams};
 use crate::time::Instant;
+use ipoib_wire::cm::TransportServiceType;
 use ipoib_wire::private_data::ip_cm::{MAJOR_VERSION, MAX_CONSUMER_LEN, MINOR_VERSION};
-use ipoib_wire::private_data::service_id::ip_cm_service_id;
 use ipoib_wire::private_data::{IpCmReqRepr, IpPair};
 use ipoib_wire::sa::PathRecordRepr;
 use ipoib_wire::Gid;
@@ -62,6 +63,20 @@ impl IpCm {
         if private_data.len() > MAX_CONSUMER_LEN {
             return Err(IpCmError::PrivateDataTooLong(private_data.len()));
         }
+        self.open(now, protocol, dst, src_port, private_data, None)
+    }
+
+    /// A new connection record, resolving its address; `iwarp` is the iWarp-emulation part (its
+    /// stream is made once the source address is known), whose port space it takes.
+    pub(super) fn open(
+        &mut self,
+        now: Instant,
+        protocol: u8,
+        dst: SocketAddr,
+        src_port: Option<u16>,
+        private_data: &[u8],
+        iwarp: Option<Box<IwarpConn>>,
+    ) -> Result<IpConnId, IpCmError> {
         if dst.ip().is_unspecified() || dst.ip().is_multicast() {
             return Err(IpCmError::Invalid("destination must be a unicast address"));
         }
@@ -69,9 +84,13 @@ impl IpCm {
             return Err(IpCmError::Invalid("destination port 0"));
         }
         let src_ip = self.source_for(dst.ip())?;
+        let space = match &iwarp {
+            Some(i) => Space::Iwarp(i.sid),
+            None => Space::Ip(protocol),
+        };
         let port = match src_port {
-            None | Some(0) => self.ephemeral_port(protocol)?,
-            Some(p) if self.port_in_use(protocol, p) => return Err(IpCmError::AddressInUse),
+            None | Some(0) => self.ephemeral_port(space)?,
+            Some(p) if self.port_in_use(space, p) => return Err(IpCmError::AddressInUse),
             Some(p) => p,
         };
         let id = self.alloc_conn_id();
@@ -90,6 +109,7 @@ impl IpCm {
                 cm: None,
                 private_data: private_data.to_vec(),
                 deadline: None,
+                iwarp,
             },
         );
         self.set_deadline(id, Some(now + self.cfg.resolve_timeout));
@@ -176,15 +196,25 @@ impl IpCm {
     }
 
     /// The REQ of connection `id` over `pr`: service ID from (protocol, destination port)
-    /// (Annex A11 CA11-6), private data header then consumer data (CA11-1, CA11-5).
+    /// (Annex A11 CA11-6), private data header then consumer data (CA11-1, CA11-5); for iWarp
+    /// emulation the iWarp service ID and the Hello ([`IpCm::connect_iwarp`]).
     fn req_params(&mut self, id: IpConnId, pr: &PathRecordRepr) -> Option<ConnectParams> {
         let c = self.conns.get(&id)?;
-        let private_data = req_private_data(c.local, c.remote.ip(), &c.private_data)?;
-        let service_id = ip_cm_service_id(c.protocol, c.remote.port());
+        let private_data = match &c.iwarp {
+            Some(i) => i.req_private_data(&c.private_data)?,
+            None => req_private_data(c.local, c.remote.ip(), &c.private_data)?,
+        };
+        let service_id = c.space().service_id(c.remote.port());
+        let iwarp = c.iwarp.is_some();
         let psn = self.rng.next_u24();
         let cfg = &self.cfg;
         let mut p = ConnectParams::over_path(pr, cfg.ca_ack_delay, service_id, 0, psn);
-        p.transport = cfg.transport;
+        // iWarp emulation runs on RC whatever the service's default (iWarp mapping §II).
+        p.transport = if iwarp {
+            TransportServiceType::Rc
+        } else {
+            cfg.transport
+        };
         p.responder_resources = cfg.responder_resources;
         p.initiator_depth = cfg.initiator_depth;
         p.retry_count = cfg.retry_count & 7;

@@ -146,22 +146,25 @@ pub enum IpCmEvent {
         conn: IpConnId,
         /// The listener it matched.
         listen: IpListenId,
-        /// The IP protocol of the service ID (CA11-6).
+        /// The IP protocol of the service ID (CA11-6); 6 (TCP) for iWarp emulation.
         protocol: u8,
-        /// The client's address and port (Table 1 Source IP Address and Source Port).
+        /// The client's address and port (Table 1 Source IP Address and Source Port; the Hello's
+        /// Src IP and Local Port).
         src: SocketAddr,
         /// Our address (Destination IP Address) and the port of the service ID.
         dst: SocketAddr,
-        /// The client's minor version (CA11-3: the connection runs at it).
+        /// The client's minor version (CA11-3: the connection runs at it; the Hello's MinVer).
         minor_version: u8,
-        /// The consumer private data (Table 1 bytes 36-91, zero-padded by the CM).
+        /// The consumer private data (Table 1 bytes 36-91, zero-padded by the CM; the REQ's
+        /// bytes 64-91 after a Hello).
         private_data: Vec<u8>,
     },
     /// The connection is up (`RDMA_CM_EVENT_ESTABLISHED`).
     Established {
         /// Which.
         conn: IpConnId,
-        /// The REP's (client) or RTU's (server) private data.
+        /// The REP's (client; after the HelloReply for iWarp emulation) or RTU's (server)
+        /// private data.
         private_data: Vec<u8>,
     },
     /// The peer rejected the connection (`RDMA_CM_EVENT_REJECTED`).

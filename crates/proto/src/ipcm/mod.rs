@@ -83,9 +83,68 @@
 //! as Linux rdma_cm does by default (`afonly` 1 for AF_INET, `net.ipv6.bindv6only` 0 for
 //! AF_INET6; `cma_match_private_data`). Two listeners on one port may not both match an address.
 //!
+//! # iWarp emulation (iWarp mapping)
+//!
+//! The service also makes iWarp-emulated connections ("Mapping of iWarp/TCP connections to
+//! InfiniBand", v0.30, cited as "iWarp mapping"): RC connections named by IP addresses and TCP
+//! ports (§II) whose REQ carries the Hello and whose REP the HelloReply instead of the Annex A11
+//! header, and whose data path is a [`crate::iwarp::IwarpStream`]. The calls and events are the
+//! same as for Annex A11 except for these:
+//!
+//! - [`IpCm::listen_iwarp`]`(addr, port, stream, service_id)` listens on
+//!   [`IwarpServiceId::Iwarp`], `IBTA_IWARP_PREFIX` + TCP port (`0x0000000000020000 + port`), or
+//!   on [`IwarpServiceId::Sdp`], SDP's service IDs (`0x0000000000010000 + port`), where FlowC 1
+//!   tells raw iWarp from SDP ("Optionally it is possible to use SDP's Service ID format"). Each
+//!   [`IwarpServiceId`] is a port space of its own, as rdma_cm's port spaces are: an iWarp and an
+//!   Annex A11 listener on TCP port 3260 do not clash, their service IDs differ.
+//! - [`IpCm::connect_iwarp`]`(now, dst, src_port, &`[`IwarpConnect`]`, private_data)`: the Hello
+//!   has our address and port, the destination, FlowC, our receive size and depth; up to 28
+//!   consumer bytes follow it in the REQ. Always RC, whatever [`IpCmConfig::transport`] says.
+//! - [`IpCmEvent::ConnectRequest`] has protocol 6, the Hello's addresses and Local Port, its
+//!   MinVer and the REQ's bytes after the Hello; [`IpCm::accept`] puts the HelloReply before the
+//!   consumer's (at most 172) bytes; the client's [`IpCmEvent::Established`] carries the REP's
+//!   bytes after the HelloReply.
+//! - The stream: [`IpCm::iwarp_stream_mut`] while the connection is being made,
+//!   [`IpCm::take_iwarp_stream`] once it is established (the host then owns and pumps it).
+//!
+//! The host's part grows by one step: the Hello and HelloReply advertise receive buffers (`bufs`)
+//! that must be posted before the CM message leaves. On [`IpCmCommand::CmConnect`], after making
+//! the QP and before [`crate::cm::Cm::connect`], the host posts
+//! `iwarp_stream_mut(conn).poll_recv_buffers()` buffers of `recv_size()` bytes; on
+//! [`IpCmCommand::CmAccept`] the same for [`IpCm::conn_of`]`(cm)` before
+//! [`crate::cm::Cm::accept`]. After Established it moves the stream's SENDs to the QP
+//! (`poll_send`), receive completions to `handle_message`, and posts what `poll_recv_buffers` asks
+//! for (the stream's module docs).
+//!
+//! The server checks a Hello before its consumer hears of it, in the order Annex A11 CA11-11 sets
+//! for its header (versions first): an RC REQ; a Hello (64 bytes, MID 0); MajVer
+//! ([`crate::iwarp::MAJOR_VERSION`]); IPVer (as [`IpCmConfig::policy`] allows); IPv4 padding (as
+//! CA11-5); the destination ours and taken by a listener of the port (as Table 5 code 0x06); then
+//! [`crate::iwarp::IwarpStream::server`] (FlowC, LocalRcvSz, our settings in that mode). A refusal
+//! is REJ 28 "Consumer Reject". The iWarp mapping defines no REJ contents, so the ARI takes Annex
+//! A11's Table 4 form, layer 0x00 (the same service refusing the same fields): MajorVersion
+//! suggesting ours, IPV suggesting one we take, Source or Destination IP Address, 0x06; and
+//! Unspecified for what only the Hello has. The REJ's private data gives the reason in ASCII
+//! (`iWarp Hello refused: FlowC 5 is reserved`), and [`IpCm::counters`] counts it.
+//!
+//! A REQ on an iWarp service ID that belongs to another service, told by
+//! [`ipoib_wire::private_data::classify_with_data`] (Linux rdma_cm's IPOIB port space shares
+//! `0x00000000_0002pppp` and sends its A11-shaped header there; on SDP's service IDs a FlowC 0
+//! Hello is SDP's), gets REJ 8 "Invalid Service ID": we run neither, and that is what the CM
+//! answers for a service ID nobody listens on (CA11-8 in the A11 range). An Annex A11 REQ for a TCP
+//! port with only an iWarp listener, or the reverse, finds no CM listener for its service ID:
+//! REJ 8 from the CM. A Hello sent on an A11 service ID is read as Table 1 (CA11-7) and refused
+//! by the A11 checks (its reserved byte 1 reads as IPV 0).
+//!
+//! The client checks the HelloReply with [`crate::iwarp::IwarpStream::on_reply`] (MajVer,
+//! ActRcvSz). Our CM answers a REP with the RTU by itself, so a bad HelloReply cannot be refused
+//! with a REJ as Linux rdma_cm's `cma_rep_recv` does: the client releases the connection with a
+//! DREQ, its consumer hears [`IpCmEvent::ConnectError`], and the reason is counted.
+//!
 //! Layout: this file (settings, connection records, CM event routing, ports, timers), `event`
 //! (commands, events, the REJ ARI as a client reads it), `client` (connect, address and route
-//! resolution, the REQ), `server` (listeners, REQ checks, accept and reject), `tests/`.
+//! resolution, the REQ), `server` (listeners, REQ checks, accept and reject), `iwarp` (iWarp
+//! emulation: its listener, connect, Hello and HelloReply checks, port spaces), `tests/`.
 //!
 //! Invariants: a connection record leaves the tables at its TimeWait exit, or at once when it
 //! failed before the CM knew it; every connection waiting for the host's resolution has a
@@ -94,6 +153,7 @@
 
 mod client;
 mod event;
+mod iwarp;
 mod server;
 
 #[cfg(test)]
@@ -101,6 +161,11 @@ mod tests;
 
 pub use client::req_private_data;
 pub use event::{IpCmCommand, IpCmEvent, RejectAri};
+pub use iwarp::{
+    IwarpConnect, IwarpServiceId, IWARP_MAX_REP_CONSUMER_LEN, IWARP_MAX_REQ_CONSUMER_LEN,
+};
+
+use iwarp::Space;
 
 use crate::cm::{CmEvent, ConnId, ListenId};
 use crate::rng::Rng;
@@ -199,6 +264,9 @@ pub enum IpCmError {
     /// A parameter makes no sense (an unspecified or multicast destination, port 0).
     #[error("invalid parameter: {0}")]
     Invalid(&'static str),
+    /// An iWarp-emulation stream cannot work with these settings (iWarp mapping).
+    #[error("iWarp stream: {0}")]
+    Iwarp(crate::iwarp::HandshakeError),
 }
 
 /// Where a connection stands.
@@ -236,6 +304,8 @@ pub(crate) struct Conn {
     /// The consumer's REQ private data (client, until the REQ is built).
     pub private_data: Vec<u8>,
     pub deadline: Option<Instant>,
+    /// An iWarp-emulated connection's handshake and stream (`None`: Annex A11).
+    pub iwarp: Option<Box<iwarp::IwarpConn>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -243,6 +313,8 @@ pub(crate) struct Listener {
     pub protocol: u8,
     pub addr: IpAddr,
     pub port: u16,
+    /// An iWarp-emulation listener's stream settings and service IDs (`None`: Annex A11).
+    pub iwarp: Option<iwarp::IwarpListen>,
 }
 
 /// A CM listener shared by the IP CM listeners of one (protocol, port).
@@ -366,14 +438,19 @@ impl IpCm {
                 let Some(id) = self.ours(*conn) else {
                     return;
                 };
+                let up = self.conns.get(&id).map(|c| c.phase);
+                if !matches!(up, Some(Phase::Connecting | Phase::Accepting)) {
+                    return;
+                }
+                // iWarp emulation: the client checks the REP's HelloReply first.
+                let Some(private_data) = self.iwarp_established(id, *conn, private_data) else {
+                    return;
+                };
                 if let Some(c) = self.conns.get_mut(&id) {
-                    if !matches!(c.phase, Phase::Connecting | Phase::Accepting) {
-                        return;
-                    }
                     c.phase = Phase::Established;
                     self.events.push_back(IpCmEvent::Established {
                         conn: id,
-                        private_data: private_data.clone(),
+                        private_data,
                     });
                 }
             }
@@ -547,26 +624,26 @@ impl IpCm {
         }
     }
 
-    /// True while a listener or one of our own connections holds `port` of `protocol`.
-    fn port_in_use(&self, protocol: u8, port: u16) -> bool {
+    /// True while a listener or one of our own connections holds `port` of port space `space`.
+    fn port_in_use(&self, space: Space, port: u16) -> bool {
         self.listeners
             .values()
-            .any(|l| l.protocol == protocol && l.port == port)
+            .any(|l| l.space() == space && l.port == port)
             || self
                 .conns
                 .values()
-                .any(|c| c.active && c.protocol == protocol && c.local.port() == port)
+                .any(|c| c.active && c.space() == space && c.local.port() == port)
     }
 
-    /// A free port of `protocol` from the ephemeral range, as Linux `cma_alloc_any_port` picks
+    /// A free port of `space` from the ephemeral range, as Linux `cma_alloc_any_port` picks
     /// one: a random start, then upwards with wrap, never the port handed out last.
-    fn ephemeral_port(&mut self, protocol: u8) -> Result<u16, IpCmError> {
+    fn ephemeral_port(&mut self, space: Space) -> Result<u16, IpCmError> {
         let (low, high) = self.cfg.ephemeral_ports;
         let (low, high) = (low.max(1), high.max(low.max(1)));
         let span = u32::from(high - low) + 1;
         let mut port = low + self.rng.below(u64::from(span)) as u16;
         for _ in 0..span {
-            if port != self.last_port && !self.port_in_use(protocol, port) {
+            if port != self.last_port && !self.port_in_use(space, port) {
                 self.last_port = port;
                 return Ok(port);
             }

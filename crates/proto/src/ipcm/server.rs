@@ -2,20 +2,21 @@
 //! (protocol, address, port), the checks on every REQ for them (Annex A11 §A11.4, §A11.6,
 //! §A11.7) and the consumer's answer.
 
+use super::iwarp::{IwarpListen, Space};
 use super::{Conn, IpCm, IpCmCommand, IpCmError, IpCmEvent, IpConnId, IpListenId, Listener};
 use super::{Phase, Service};
 use crate::cm::{ConnId, ListenId};
 use crate::time::Instant;
 use ipoib_wire::cm::{RejReason, ReqRepr};
 use ipoib_wire::private_data::ip_cm::REJ_REASON_CONSUMER_REJECT;
-use ipoib_wire::private_data::service_id::{ip_cm_protocol_port, ip_cm_service_id};
+use ipoib_wire::private_data::service_id::ip_cm_protocol_port;
 use ipoib_wire::private_data::{
     verify_req_private_data, IpCmAriCode, IpCmReject, IpPair, RejectionLayer,
 };
 use std::net::{IpAddr, SocketAddr};
 
 /// The most private data a REP carries (IBA 1 §12.6 Table 110).
-const REP_PRIVATE_DATA_LEN: usize = 196;
+pub(super) const REP_PRIVATE_DATA_LEN: usize = 196;
 /// The most private data a REJ carries (IBA 1 §12.6 Table 108).
 const REJ_PRIVATE_DATA_LEN: usize = 148;
 
@@ -40,21 +41,36 @@ impl IpCm {
         addr: IpAddr,
         port: u16,
     ) -> Result<IpListenId, IpCmError> {
+        self.bind(protocol, addr, port, None)
+    }
+
+    /// A listener of `protocol`, or of iWarp emulation when `iwarp` is given (its port space).
+    pub(super) fn bind(
+        &mut self,
+        protocol: u8,
+        addr: IpAddr,
+        port: u16,
+        iwarp: Option<IwarpListen>,
+    ) -> Result<IpListenId, IpCmError> {
+        let space = match &iwarp {
+            Some(i) => Space::Iwarp(i.sid),
+            None => Space::Ip(protocol),
+        };
         if !addr.is_unspecified() && !self.cfg.local_addrs.contains(&addr) {
             return Err(IpCmError::AddressNotAvailable);
         }
         let port = if port == 0 {
-            self.ephemeral_port(protocol)?
+            self.ephemeral_port(space)?
         } else {
             port
         };
         let clash = self.listeners.values().any(|l| {
-            l.protocol == protocol && l.port == port && (takes(l.addr, addr) || takes(addr, l.addr))
+            l.space() == space && l.port == port && (takes(l.addr, addr) || takes(addr, l.addr))
         });
         let ours = self
             .conns
             .values()
-            .any(|c| c.active && c.protocol == protocol && c.local.port() == port);
+            .any(|c| c.active && c.space() == space && c.local.port() == port);
         if clash || ours {
             return Err(IpCmError::AddressInUse);
         }
@@ -66,9 +82,10 @@ impl IpCm {
                 protocol,
                 addr,
                 port,
+                iwarp,
             },
         );
-        let service_id = ip_cm_service_id(protocol, port);
+        let service_id = space.service_id(port);
         if let std::collections::btree_map::Entry::Vacant(e) = self.services.entry(service_id) {
             e.insert(Service { cm: None });
             self.commands.push_back(IpCmCommand::CmListen {
@@ -90,11 +107,11 @@ impl IpCm {
     /// already delivered stay to be answered.
     pub fn unlisten(&mut self, listen: IpListenId) -> Result<(), IpCmError> {
         let l = self.listeners.remove(&listen).ok_or(IpCmError::Unknown)?;
-        let service_id = ip_cm_service_id(l.protocol, l.port);
+        let service_id = l.space().service_id(l.port);
         let shared = self
             .listeners
             .values()
-            .any(|o| o.protocol == l.protocol && o.port == l.port);
+            .any(|o| o.space() == l.space() && o.port == l.port);
         if !shared {
             if let Some(Service { cm: Some(cm) }) = self.services.remove(&service_id) {
                 self.commands
@@ -123,7 +140,7 @@ impl IpCm {
         let gone: Vec<IpListenId> = self
             .listeners
             .iter()
-            .filter(|(_, l)| ip_cm_service_id(l.protocol, l.port) == service_id)
+            .filter(|(_, l)| l.space().service_id(l.port) == service_id)
             .map(|(id, _)| *id)
             .collect();
         for listen in gone {
@@ -137,7 +154,10 @@ impl IpCm {
     /// versions first (CA11-11). A refusal is REJ 28 with the A11 ARI (oA11-1); a destination
     /// that no listener of the port is bound to is Table 5 code 0x06.
     pub(super) fn on_request(&mut self, now: Instant, cm: ConnId, listen: ListenId, req: &ReqRepr) {
-        let _ = (now, listen);
+        let _ = listen;
+        if self.on_other_request(now, cm, req) {
+            return;
+        }
         let Some((protocol, port)) = ip_cm_protocol_port(req.service_id) else {
             // Our CM listeners are all in the A11 range; a host that routed another here.
             return self.refuse(cm, IpCmReject::new(IpCmAriCode::Unspecified));
@@ -157,7 +177,7 @@ impl IpCm {
         let listener = self
             .listeners
             .iter()
-            .find(|(_, l)| l.protocol == protocol && l.port == port && takes(l.addr, dst))
+            .find(|(_, l)| l.space() == Space::Ip(protocol) && l.port == port && takes(l.addr, dst))
             .map(|(id, _)| *id);
         let Some(listen) = listener else {
             return self.refuse(cm, IpCmReject::new(IpCmAriCode::UnknownIpAddress));
@@ -176,6 +196,7 @@ impl IpCm {
                 cm: Some(cm),
                 private_data: Vec::new(),
                 deadline: None,
+                iwarp: None,
             },
         );
         self.by_cm.insert(cm, Some(id));
@@ -209,6 +230,8 @@ impl IpCm {
     /// Accepts a [`IpCmEvent::ConnectRequest`] with up to 196 bytes of REP private data; the
     /// consumer hears [`IpCmEvent::Established`] when the client's RTU comes.
     pub fn accept(&mut self, conn: IpConnId, private_data: &[u8]) -> Result<(), IpCmError> {
+        // iWarp emulation: the HelloReply, then the consumer's bytes.
+        let private_data = self.rep_private_data(conn, private_data)?;
         if private_data.len() > REP_PRIVATE_DATA_LEN {
             return Err(IpCmError::PrivateDataTooLong(private_data.len()));
         }
@@ -219,7 +242,7 @@ impl IpCm {
         c.phase = Phase::Accepting;
         self.commands.push_back(IpCmCommand::CmAccept {
             conn: cm,
-            private_data: private_data.to_vec(),
+            private_data,
         });
         Ok(())
     }

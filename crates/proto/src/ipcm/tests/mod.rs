@@ -6,10 +6,12 @@
 //! Files: `compliance` (one test per Annex A11 compliance statement, named after it, IPv4 and
 //! IPv6 where the statement has both), `flow` (establishment, release, resolution failures,
 //! ports, listeners), `linux` (our REQ private data against the bytes of Linux's
-//! `cma_format_hdr`, built by hand), `props` (random REQ private data to a server).
+//! `cma_format_hdr`, built by hand), `props` (random REQ private data to a server), `iwarp`
+//! (iWarp emulation through the service, one test per iWarp mapping statement it completes).
 
 mod compliance;
 mod flow;
+mod iwarp;
 mod linux;
 mod props;
 
@@ -107,6 +109,10 @@ pub(super) struct Host {
     /// The consumer.
     pub answer: Answer,
     pub mangle: Option<Mangle>,
+    /// Changes the REP private data a host hands to its CM.
+    pub mangle_rep: Option<Mangle>,
+    /// Receive buffers the host posted for each iWarp connection before its REQ or REP left.
+    pub posted: BTreeMap<IpConnId, u32>,
     /// Another user of the CM that rejects every REQ of its own listeners with (reason, ARI,
     /// private data), as a server that is not our IP CM service might.
     pub other: Option<(RejReason, Vec<u8>, Vec<u8>)>,
@@ -136,6 +142,8 @@ impl Host {
             have_qps: true,
             answer: Answer::Accept(b"welcome".to_vec()),
             mangle: None,
+            mangle_rep: None,
+            posted: BTreeMap::new(),
             other: None,
             events: Vec::new(),
             stray: Vec::new(),
@@ -213,14 +221,30 @@ impl Host {
             }
             IpCmCommand::CmConnect { conn, mut params } => {
                 params.qpn = self.qpn();
+                // iWarp: the Hello's buffers are posted before the REQ leaves.
+                if let Some(s) = self.ipcm.iwarp_stream_mut(conn) {
+                    *self.posted.entry(conn).or_default() += s.poll_recv_buffers();
+                }
                 if let Some(m) = self.mangle.as_mut() {
                     m(&mut params.private_data);
                 }
                 let cm = self.cm.connect(now, params).ok();
                 self.ipcm.cm_connect_started(now, conn, cm);
             }
-            IpCmCommand::CmAccept { conn, private_data } => {
+            IpCmCommand::CmAccept {
+                conn,
+                mut private_data,
+            } => {
                 let qpn = self.qpn();
+                // iWarp: the HelloReply's buffers are posted before the REP leaves.
+                if let Some(id) = self.ipcm.conn_of(conn) {
+                    if let Some(s) = self.ipcm.iwarp_stream_mut(id) {
+                        *self.posted.entry(id).or_default() += s.poll_recv_buffers();
+                    }
+                }
+                if let Some(m) = self.mangle_rep.as_mut() {
+                    m(&mut private_data);
+                }
                 if !self.have_qps || self.cm.accept(now, conn, qpn, &private_data).is_err() {
                     self.cm
                         .reject(now, conn, RejReason::NoQp, &[], &[])
