@@ -26,7 +26,7 @@ pub enum IpCmCommand {
     },
     /// Listen on the CM; answer with [`IpCm::cm_listening`].
     CmListen {
-        /// The Annex A11 service ID (CA11-6).
+        /// The Annex A11 service ID (CA11-6), or an iWarp-emulation one (iWarp mapping).
         service_id: u64,
         /// The mask (`u64::MAX`: this service ID only).
         mask: u64,
@@ -41,7 +41,7 @@ pub enum IpCmCommand {
     CmConnect {
         /// The connection.
         conn: IpConnId,
-        /// The REQ: service ID, path, A11 private data.
+        /// The REQ: service ID, path, A11 private data (or the iWarp Hello).
         params: ConnectParams,
     },
     /// Make a QP, accept with `private_data` and program the QP; on failure reject (reason 1)

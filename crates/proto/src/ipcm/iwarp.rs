@@ -353,7 +353,7 @@ impl IpCm {
     }
 
     /// Connects an iWarp-emulated connection to `dst` (a TCP port) from `src_port` (`None` or
-    /// `Some(0)`: ephemeral): the REQ carries the iWarp service ID and the Hello `cfg` describes
+    /// `Some(0)`: ephemeral): the REQ carries the service ID of `cfg.service_id` and the Hello `cfg` describes
     /// (iWarp mapping Figure 1), then up to 28 bytes of `private_data`. The stream is
     /// [`IpCm::iwarp_stream_mut`]'s from now on; the consumer hears [`IpCmEvent::Established`] once
     /// the REP's HelloReply passed [`IwarpStream::on_reply`].
@@ -403,6 +403,7 @@ impl IpCm {
                 Ok(id)
             }
             (Err(e), _) => {
+                // Not reached: the settings passed above and the source is of dst's family.
                 self.forget(id);
                 Err(e)
             }
