@@ -152,7 +152,8 @@ impl IpCm {
     /// A REQ for one of our CM listeners. Its private data is read as Annex A11 Table 1, since
     /// its service ID is in the A11 range (CA11-7), and checked before the consumer hears of it,
     /// versions first (CA11-11). A refusal is REJ 28 with the A11 ARI (oA11-1); a destination
-    /// that no listener of the port is bound to is Table 5 code 0x06.
+    /// that no listener of the port is bound to is Table 5 code 0x06. REQs on the iWarp service
+    /// IDs go to iWarp emulation first (`iwarp.rs`).
     pub(super) fn on_request(&mut self, now: Instant, cm: ConnId, listen: ListenId, req: &ReqRepr) {
         let _ = listen;
         if self.on_other_request(now, cm, req) {
