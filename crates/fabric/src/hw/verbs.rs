@@ -180,23 +180,46 @@ pub struct UdDest {
     pub pkey_index: Option<u16>,
 }
 
-/// A send work request. The emulation carries the bytes in the request instead of a gather list
-/// (an application sends from a registered region with `Hca::mr_read`); an RDMA READ names where
-/// its data lands with a [`LocalBuf`].
+/// A send work request. The emulation carries the bytes in the request (`data`), or, for a SEND
+/// or RDMA WRITE on an RC/UC QP, names them in a registered region (`local`, one gather element)
+/// that the HCA reads as it builds each packet; an RDMA READ names where its data lands with a
+/// [`LocalBuf`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendWr {
     /// Returned in the completion.
     pub wr_id: u64,
     /// Operation.
     pub op: SendOp,
-    /// The message (for RDMA READ: ignored).
+    /// The message (for RDMA READ, or when `local` is set: ignored).
     pub data: Vec<u8>,
+    /// RC/UC SEND or RDMA WRITE: the message is these bytes of a registered region instead of
+    /// `data`, read when each packet is built. A key, range or region that does not (or no
+    /// longer) serve completes the request with [`WcStatus::LocProtErr`] and moves the QP to the
+    /// error state (IBA 1 §10.6 local access checks, §10.3.1).
+    pub local: Option<LocalSge>,
     /// UD only: where to.
     pub ud: Option<UdDest>,
     /// Ask for a completion even if the QP signals only on request.
     pub signaled: bool,
     /// Set the BTH solicited-event bit.
     pub solicited: bool,
+}
+
+impl SendWr {
+    /// The message length in bytes: `local`'s when set, else `data`'s (RDMA READ: see its `len`).
+    pub fn data_len(&self) -> usize {
+        self.local.map_or(self.data.len(), |l| l.len as usize)
+    }
+}
+
+/// One gather element of a send work request (ibv_sge): `len` bytes from `buf` of a registered
+/// region, which local read reaches (IBA 1 §10.6.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LocalSge {
+    /// Region (L_Key) and virtual address of the first byte.
+    pub buf: LocalBuf,
+    /// Bytes.
+    pub len: u32,
 }
 
 /// A receive work request: a buffer of `capacity` bytes.

@@ -364,6 +364,7 @@ pub fn send(host: &mut Host, h: CmHandle, conn: ConnId, data: Vec<u8>) -> Result
         wr_id: app.next_wr,
         op: SendOp::Send,
         data,
+        local: None,
         ud: None,
         signaled: true,
         solicited: false,

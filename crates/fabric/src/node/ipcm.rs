@@ -36,7 +36,7 @@
 
 use crate::hw::hca::{CqId, Hca, ModifyQp, VerbsError};
 use crate::hw::verbs::{
-    Completion, LocalBuf, MrHandle, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
+    Completion, LocalBuf, LocalSge, MrHandle, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
 };
 use crate::node::cm::{connected_attr, new_qp, CmAppConfig};
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
@@ -858,6 +858,7 @@ pub fn post_send(
         wr_id,
         op,
         data,
+        local: None,
         ud: None,
         signaled: true,
         solicited: false,
@@ -891,7 +892,9 @@ pub fn post_recv(
 }
 
 /// RDMA WRITE of `len` bytes at `offset` of our region `local` to `remote_addr` of the peer's
-/// region `rkey` (the emulated work request carries the bytes, read from the region now).
+/// region `rkey`. The range is checked now ([`IpCmAppError`] when it is not inside the region);
+/// the HCA reads the bytes from the region as it builds each packet ([`SendWr::local`]), so a
+/// region deregistered meanwhile completes the request with a local protection error.
 #[allow(clippy::too_many_arguments)]
 pub fn rdma_write(
     host: &mut Host,
@@ -905,11 +908,22 @@ pub fn rdma_write(
     rkey: u32,
 ) -> Result<(), IpCmAppError> {
     let qpn = app_mut(host, h)?.up_qpn(conn)?;
-    let data = host.hca().mr_read(local.lkey, offset, len)?.to_vec();
+    host.hca().mr_read(local.lkey, offset, len)?;
+    let sge = LocalSge {
+        buf: LocalBuf {
+            lkey: local.lkey,
+            addr: local.addr.wrapping_add(offset as u64),
+        },
+        len: u32::try_from(len).map_err(|_| VerbsError::MessageTooLong {
+            len,
+            max: u32::MAX as usize,
+        })?,
+    };
     let wr = SendWr {
         wr_id,
         op: SendOp::RdmaWrite { remote_addr, rkey },
-        data,
+        data: Vec::new(),
+        local: Some(sge),
         ud: None,
         signaled: true,
         solicited: false,

@@ -73,6 +73,7 @@ pub fn send_ud(
                 wr_id: 1,
                 op: SendOp::Send,
                 data: data.to_vec(),
+                local: None,
                 ud: Some(UdDest {
                     ah: AddressHandle {
                         dlid,

@@ -98,6 +98,18 @@ pub trait ConnectedEngine {
     }
     /// The next packet to send, if any.
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket>;
+    /// [`ConnectedEngine::poll_transmit`] as the HCA calls it, lending its registered memory,
+    /// from which a SEND or RDMA WRITE naming a region ([`crate::hw::verbs::SendWr::local`])
+    /// takes its bytes as each packet is built (only [`super::RdmaMemory::local_read`] is
+    /// used). The default ignores `mem`.
+    fn poll_transmit_from(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+    ) -> Option<TransportPacket> {
+        let _ = mem;
+        self.poll_transmit(now)
+    }
     /// The next completion, if any.
     fn poll_completion(&mut self) -> Option<Completion>;
     /// When `handle_timeout` is next needed.

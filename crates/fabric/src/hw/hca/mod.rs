@@ -428,9 +428,9 @@ impl Hca {
     pub fn post_send(&mut self, qpn: Qpn, wr: SendWr) -> Result<(), VerbsError> {
         let now = self.last_now;
         let qp = self.qps.get_mut(&qpn).ok_or(VerbsError::UnknownQp(qpn))?;
-        if wr.data.len() > MAX_MSG {
+        if wr.data_len() > MAX_MSG {
             return Err(VerbsError::MessageTooLong {
-                len: wr.data.len(),
+                len: wr.data_len(),
                 max: MAX_MSG,
             });
         }
@@ -449,6 +449,11 @@ impl Hca {
         }
         if wr.ud.is_none() {
             return Err(VerbsError::InvalidArgument("UD send without destination"));
+        }
+        if wr.local.is_some() {
+            return Err(VerbsError::Unsupported(
+                "UD sends carry their bytes in the work request",
+            ));
         }
         if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
             return Err(VerbsError::Unsupported(
@@ -545,7 +550,7 @@ impl Hca {
         while let Some(qpn) = self.sched.next_ready(after) {
             after = Some(qpn);
             while let Some(p) = match self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
-                Some(QpKind::Connected(e)) => e.poll_transmit(now),
+                Some(QpKind::Connected(e)) => e.poll_transmit_from(now, &self.mrs),
                 _ => None,
             } {
                 self.connected_send(now, qpn, p, tx);

@@ -53,6 +53,10 @@ pub trait RdmaMemory {
     /// Where RDMA READ response data lands: the `len` bytes at `addr` of the region L_Key `lkey`
     /// names, when the key is valid, the range lies inside and the region grants local write.
     fn local_write(&mut self, lkey: u32, addr: u64, len: u64) -> Option<&mut [u8]>;
+    /// Where a SEND or RDMA WRITE takes its bytes ([`crate::hw::verbs::LocalSge`]): the `len`
+    /// bytes at `addr` of the region L_Key `lkey` names, when the key is valid and the range
+    /// lies inside (local read is always granted, IBA 1 §10.6.3.1).
+    fn local_read(&self, lkey: u32, addr: u64, len: u64) -> Option<&[u8]>;
 }
 
 /// One registered region.
@@ -204,6 +208,11 @@ impl RdmaMemory for MrTable {
         }
         let range = r.range(addr, len)?;
         r.bytes.get_mut(range)
+    }
+
+    fn local_read(&self, lkey: u32, addr: u64, len: u64) -> Option<&[u8]> {
+        let r = self.regions.get(&lkey)?;
+        r.bytes.get(r.range(addr, len)?)
     }
 }
 

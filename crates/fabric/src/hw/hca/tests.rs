@@ -150,6 +150,7 @@ pub(crate) fn wr(id: u64, data: &[u8], d: UdDest) -> SendWr {
         wr_id: id,
         op: SendOp::Send,
         data: data.to_vec(),
+        local: None,
         ud: Some(d),
         signaled: true,
         solicited: false,

@@ -224,7 +224,15 @@ impl ConnectedEngine for RcEngine {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<TransportPacket> {
-        let o = self.qp.as_mut()?.poll_transmit(now)?;
+        self.poll_transmit_from(now, &Vec::<crate::hw::rc::MemoryRegion>::new())
+    }
+
+    fn poll_transmit_from(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+    ) -> Option<TransportPacket> {
+        let o = self.qp.as_mut()?.poll_transmit_from(now, mem)?;
         Some(TransportPacket {
             bth: o.bth,
             ext: o.ext,

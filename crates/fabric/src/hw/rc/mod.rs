@@ -149,6 +149,11 @@ impl RdmaMemory for Vec<MemoryRegion> {
         self.iter_mut()
             .find_map(|m| m.range(lkey, addr, len).and_then(|r| m.bytes.get_mut(r)))
     }
+
+    fn local_read(&self, lkey: u32, addr: u64, len: u64) -> Option<&[u8]> {
+        self.iter()
+            .find_map(|m| m.range(lkey, addr, len).and_then(|r| m.bytes.get(r)))
+    }
 }
 
 /// Engine limits that are not connection attributes.
@@ -359,7 +364,7 @@ impl ConnectedQp {
     pub fn post_send(&mut self, _now: Instant, wr: SendWr) -> Result<(), Error> {
         let len = match wr.op {
             crate::hw::verbs::SendOp::RdmaRead { len, .. } => len as usize,
-            _ => wr.data.len(),
+            _ => wr.data_len(),
         };
         // IBA 1 §9.7.1.1: a READ of 2^23 or more response packets (2^31 bytes at a 256-byte MTU)
         // could never be outstanding, so it is refused here rather than left waiting forever.
@@ -448,11 +453,19 @@ impl ConnectedQp {
     }
 
     /// The next packet to send: responses first (ACK, NAK, RDMA READ responses, in PSN order), then
-    /// requests (new ones within the window, or retransmissions).
+    /// requests (new ones within the window, or retransmissions). With no memory to read, a
+    /// request whose bytes lie in a registered region ([`SendWr::local`]) fails with a local
+    /// protection error: [`ConnectedQp::poll_transmit_from`] is the call that lends it.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        self.poll_transmit_from(now, &Vec::<MemoryRegion>::new())
+    }
+
+    /// [`ConnectedQp::poll_transmit`], reading the bytes of SEND and RDMA WRITE requests that
+    /// name a registered region ([`SendWr::local`]) from `mem` as each packet is built.
+    pub fn poll_transmit_from(&mut self, now: Instant, mem: &dyn RdmaMemory) -> Option<Outgoing> {
         let out = match self.resp.next_output(self.qpn_dest(), self.mtu) {
             Some(o) => Some(o),
-            None => self.next_request(now),
+            None => self.next_request(now, mem),
         };
         if out.is_some() {
             self.counters.packets_sent += 1;
@@ -516,9 +529,9 @@ impl ConnectedQp {
     fn send_completion(&self, wr: &SendWr, status: WcStatus, data: Vec<u8>) -> Completion {
         use crate::hw::verbs::SendOp;
         let (opcode, byte_len) = match wr.op {
-            SendOp::Send | SendOp::SendWithImm(_) => (WcOpcode::Send, wr.data.len()),
+            SendOp::Send | SendOp::SendWithImm(_) => (WcOpcode::Send, wr.data_len()),
             SendOp::RdmaWrite { .. } | SendOp::RdmaWriteWithImm { .. } => {
-                (WcOpcode::RdmaWrite, wr.data.len())
+                (WcOpcode::RdmaWrite, wr.data_len())
             }
             SendOp::RdmaRead { len, .. } => (WcOpcode::RdmaRead, len as usize),
         };

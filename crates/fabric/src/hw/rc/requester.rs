@@ -183,8 +183,13 @@ enum AckOutcome {
 }
 
 impl ConnectedQp {
-    /// The next request packet, if the window, the RNR wait and the read limit allow one.
-    pub(super) fn next_request(&mut self, now: Instant) -> Option<Outgoing> {
+    /// The next request packet, if the window, the RNR wait and the read limit allow one. A SEND
+    /// or RDMA WRITE whose bytes lie in a registered region ([`SendWr::local`]) reads them from
+    /// `mem` now; the whole source is checked at every packet, as READ responses check their
+    /// destination, and one that is not (or no longer) a registered range completes the request
+    /// with a local protection error and moves the QP to the error state (IBA 1 §10.6.3.1,
+    /// §10.3.1): no packet leaves.
+    pub(super) fn next_request(&mut self, now: Instant, mem: &dyn RdmaMemory) -> Option<Outgoing> {
         if self.state != crate::hw::verbs::QpState::Rts || self.req.rnr_deadline.is_some() {
             return None;
         }
@@ -253,11 +258,21 @@ impl ConnectedQp {
             };
             let start = k as usize * mtu;
             let end = (start + mtu).min(w.len);
-            payload =
-                w.wr.data
-                    .get(start..end)
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_default();
+            let source = match w.wr.local {
+                Some(sge) => {
+                    let Some(bytes) = mem.local_read(sge.buf.lkey, sge.buf.addr, sge.len.into())
+                    else {
+                        self.enter_error(Some(WcStatus::LocProtErr));
+                        return None;
+                    };
+                    bytes
+                }
+                None => &w.wr.data[..],
+            };
+            payload = source
+                .get(start..end)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default();
             let (op, imm) = request_operation(&w.wr.op, pos);
             bth.opcode = Opcode::new(transport, op);
             if let Some(data) = imm {

@@ -309,6 +309,7 @@ pub(super) fn send_wr(
         wr_id,
         op,
         data,
+        local: None,
         ud: None,
         signaled: true,
         solicited: false,

@@ -411,6 +411,7 @@ impl Host {
             wr_id: self.next_wr,
             op: SendOp::Send,
             data: m.mad,
+            local: None,
             ud: Some(UdDest {
                 ah: AddressHandle {
                     dlid: m.to.lid,

@@ -416,6 +416,7 @@ impl IpoibApp {
             wr_id: self.next_wr,
             op: SendOp::Send,
             data: t.data,
+            local: None,
             ud: Some(UdDest {
                 ah: AddressHandle {
                     dlid: t.dlid,

@@ -402,6 +402,7 @@ impl CmSide {
             wr_id: self.next_wr,
             op: SendOp::Send,
             data,
+            local: None,
             ud: None,
             signaled: true,
             solicited: false,

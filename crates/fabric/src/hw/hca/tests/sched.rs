@@ -71,6 +71,7 @@ fn send_wr(wr_id: u64) -> SendWr {
         wr_id,
         op: SendOp::Send,
         data: Vec::new(),
+        local: None,
         ud: None,
         signaled: true,
         solicited: false,

@@ -121,6 +121,7 @@ fn post_all(sim: &mut Simulator, a: &End, msgs: &[Vec<u8>]) {
                 wr_id: i as u64,
                 op: SendOp::Send,
                 data: m.clone(),
+                local: None,
                 ud: None,
                 signaled: true,
                 solicited: false,

@@ -10,8 +10,8 @@ use crate::hw::hca::tests::{pair, Pair as HcaPair};
 use crate::hw::hca::{Hca, HcaDropReason, ModifyQp};
 use crate::hw::link::Fault;
 use crate::hw::verbs::{
-    Access, Completion, ConnectedAttr, LocalBuf, MrHandle, QpState, QpType, RecvWr, SendOp, SendWr,
-    WcOpcode, WcStatus,
+    Access, Completion, ConnectedAttr, LocalBuf, LocalSge, MrHandle, QpState, QpType, RecvWr,
+    SendOp, SendWr, WcOpcode, WcStatus,
 };
 use ipoib_wire::Mtu;
 use std::time::Duration;
@@ -92,6 +92,7 @@ fn wr(wr_id: u64, op: SendOp, data: Vec<u8>) -> SendWr {
         wr_id,
         op,
         data,
+        local: None,
         ud: None,
         signaled: true,
         solicited: false,
@@ -539,5 +540,93 @@ mod props {
                 }
             }
         }
+    }
+}
+
+/// One gather element: `len` bytes at `offset` of `mr`.
+fn sge(mr: &MrHandle, offset: u64, len: u32) -> Option<LocalSge> {
+    Some(LocalSge {
+        buf: LocalBuf {
+            lkey: mr.lkey,
+            addr: mr.addr + offset,
+        },
+        len,
+    })
+}
+
+/// IBA 1 §10.6: an RDMA WRITE and a SEND that name their bytes in a local region (one gather
+/// element, read as each packet is built) deliver those bytes and complete with the message
+/// length; an L_Key that names no region, or a range past the region's end, completes the
+/// request with a local protection error, writes nothing and takes the QP to the error state
+/// (IBA 1 §10.6.3.1, §10.3.1).
+#[test]
+fn write_and_send_take_their_bytes_from_a_local_region() {
+    const LEN: usize = 10_000;
+    let mut r = rig(47, |_| {});
+    let mb = r.on(Side::B, |h| h.reg_mr(2 * LEN, ALL)).unwrap();
+    let ma = r.on(Side::A, |h| h.reg_mr(LEN, Access::NONE)).unwrap();
+    let pattern = Pool::new(LEN).message(9, LEN);
+    r.on(Side::A, |h| {
+        h.mr_slice_mut(ma.lkey, 0, LEN)
+            .unwrap()
+            .copy_from_slice(&pattern)
+    });
+    let post = |r: &mut Rig, wr_id: u64, op: SendOp, local: Option<LocalSge>| {
+        let qpn = r.a.qpn;
+        let w = SendWr {
+            local,
+            ..wr(wr_id, op, Vec::new())
+        };
+        r.on(Side::A, |h| h.post_send(qpn, w)).expect("post_send");
+    };
+    post(&mut r, 1, write_to(&mb, 0), sge(&ma, 0, LEN as u32));
+    let c = r.complete();
+    assert_eq!(
+        (c.wr_id, c.status, c.opcode, c.byte_len),
+        (1, WcStatus::Success, WcOpcode::RdmaWrite, LEN as u32)
+    );
+    r.on(Side::B, |h| {
+        assert!(h.mr_read(mb.lkey, 0, LEN).unwrap() == &pattern[..]);
+    });
+
+    let (bq, bcq) = (r.b.qpn, r.b.cq);
+    r.on(Side::B, |h| {
+        h.post_recv(
+            bq,
+            RecvWr {
+                wr_id: 7,
+                capacity: 4096,
+            },
+        )
+    })
+    .unwrap();
+    post(&mut r, 2, SendOp::Send, sge(&ma, 100, 3000));
+    let c = r.complete();
+    assert_eq!(
+        (c.wr_id, c.status, c.byte_len),
+        (2, WcStatus::Success, 3000)
+    );
+    run_until_completions(&mut r.p.sim, &r.b, 1);
+    let got = r.on(Side::B, |h| h.poll_cq(bcq, 1)).pop().unwrap();
+    assert_eq!((got.wr_id, got.status), (7, WcStatus::Success));
+    assert!(got.data == pattern[100..3100]);
+
+    let no_region = Some(LocalSge {
+        buf: LocalBuf {
+            lkey: ma.lkey ^ 0x5a5a,
+            addr: ma.addr,
+        },
+        len: 64,
+    });
+    for (wr_id, local) in [(3, no_region), (4, sge(&ma, 1, LEN as u32))] {
+        post(&mut r, wr_id, write_to(&mb, LEN as u64), local);
+        let c = r.complete();
+        assert_eq!((c.wr_id, c.status), (wr_id, WcStatus::LocProtErr));
+        assert_eq!(r.state(Side::A), QpState::Err);
+        r.on(Side::B, |h| {
+            let rest = h.mr_read(mb.lkey, LEN, LEN).unwrap();
+            assert!(rest.iter().all(|&x| x == 0), "nothing written");
+        });
+        r.reconnect();
     }
 }
