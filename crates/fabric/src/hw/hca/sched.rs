@@ -6,21 +6,34 @@
 //!   drained it. [`super::ConnectedEngine`] promises that a drained engine has no packet and no
 //!   completion to give until its next input, so the other QPs need not be polled.
 //! - `timers`: each engine's `poll_timeout`, by time and by QP, re-read after every call that may
-//!   change it, so the earliest timer and the due QPs are found without a scan.
+//!   change it, so the earliest timer and the due QPs are found without a scan of all QPs. The
+//!   index is lazy: a timer that moves later (an RC requester's ACK timer, restarted by every
+//!   ACK, IBA 1 §9.7.6.1.3) or goes away leaves the QP's entry where it was, stale, and only a
+//!   timer that moves earlier moves it. A stale entry is moved to the QP's timer (or dropped)
+//!   once its place is due; until then the earliest timer and the due QPs are read through it.
 //!
-//! Invariants: `timer[q] == t` exactly when `(t, q)` is in `timers`; both hold only QPs the HCA
-//! has (entries go with `remove`); `ready` is walked in QPN order, as the HCA's table of QPs is.
+//! Invariants: each QP with an entry in `timer` has exactly one entry `(at, q)` in `timers`, at
+//! or before its timer (`due`, `None`: no timer), and no other QP has one; both hold only QPs
+//! the HCA has (entries go with `remove`); `ready` is walked in QPN order, as the HCA's table of
+//! QPs is.
 
 use crate::hw::verbs::Qpn;
 use ipoib_proto::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
+/// A QP's engine timer and where `timers` holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Timer {
+    due: Option<Instant>,
+    at: Instant,
+}
+
 /// See the module docs.
 #[derive(Debug, Default)]
 pub(super) struct Schedule {
     ready: BTreeSet<Qpn>,
-    timer: BTreeMap<Qpn, Instant>,
+    timer: BTreeMap<Qpn, Timer>,
     timers: BTreeSet<(Instant, Qpn)>,
 }
 
@@ -33,25 +46,37 @@ impl Schedule {
 
     /// Records `timeout` as QP `qpn`'s engine timer (`None`: no timer).
     pub fn set_timer(&mut self, qpn: Qpn, timeout: Option<Instant>) {
-        let old = match timeout {
-            Some(t) => self.timer.insert(qpn, t),
-            None => self.timer.remove(&qpn),
-        };
-        if old == timeout {
-            return;
-        }
-        if let Some(o) = old {
-            self.timers.remove(&(o, qpn));
-        }
-        if let Some(t) = timeout {
-            self.timers.insert((t, qpn));
+        match (self.timer.get_mut(&qpn), timeout) {
+            (Some(e), Some(t)) if t < e.at => {
+                self.timers.remove(&(e.at, qpn));
+                self.timers.insert((t, qpn));
+                *e = Timer {
+                    due: Some(t),
+                    at: t,
+                };
+            }
+            // Later, or gone: the entry stays where it is (module docs).
+            (Some(e), t) => e.due = t,
+            (None, Some(t)) => {
+                self.timer.insert(
+                    qpn,
+                    Timer {
+                        due: Some(t),
+                        at: t,
+                    },
+                );
+                self.timers.insert((t, qpn));
+            }
+            (None, None) => {}
         }
     }
 
     /// QP `qpn` is gone.
     pub fn remove(&mut self, qpn: Qpn) {
         self.ready.remove(&qpn);
-        self.set_timer(qpn, None);
+        if let Some(e) = self.timer.remove(&qpn) {
+            self.timers.remove(&(e.at, qpn));
+        }
     }
 
     /// True when some engine waits to be drained.
@@ -68,19 +93,47 @@ impl Schedule {
         Some(q)
     }
 
-    /// The earliest engine timer.
+    /// The earliest engine timer. Entries are walked from the earliest place while a place may
+    /// still come before the earliest timer seen: only stale entries are passed over.
     pub fn next_timer(&self) -> Option<Instant> {
-        self.timers.first().map(|(t, _)| *t)
+        let mut best: Option<Instant> = None;
+        for &(at, q) in &self.timers {
+            if best.is_some_and(|b| at >= b) {
+                break;
+            }
+            if let Some(d) = self.timer.get(&q).and_then(|e| e.due) {
+                best = Some(best.map_or(d, |b| b.min(d)));
+            }
+        }
+        best
     }
 
-    /// The QPs whose timer is at or before `now`, in QPN order.
-    pub fn due(&self, now: Instant) -> Vec<Qpn> {
-        let mut v: Vec<Qpn> = self
-            .timers
-            .iter()
-            .take_while(|(t, _)| *t <= now)
-            .map(|(_, q)| *q)
-            .collect();
+    /// The QPs whose timer is at or before `now`, in QPN order. Stale entries whose place is
+    /// due are moved to their QP's timer (or dropped) on the way.
+    pub fn due(&mut self, now: Instant) -> Vec<Qpn> {
+        let mut v = Vec::new();
+        let mut stale = Vec::new();
+        for &(at, q) in self.timers.iter().take_while(|(at, _)| *at <= now) {
+            let due = self.timer.get(&q).and_then(|e| e.due);
+            if due.is_some_and(|d| d <= now) {
+                v.push(q);
+            }
+            if due != Some(at) {
+                stale.push((at, q, due));
+            }
+        }
+        for (at, q, due) in stale {
+            self.timers.remove(&(at, q));
+            match due {
+                Some(d) => {
+                    self.timers.insert((d, q));
+                    self.timer.insert(q, Timer { due, at: d });
+                }
+                None => {
+                    self.timer.remove(&q);
+                }
+            }
+        }
         v.sort_unstable();
         v
     }
@@ -131,6 +184,37 @@ mod tests {
         assert_eq!(s.due(at(100)), vec![0x4c]);
         s.remove(0x4c);
         assert_eq!(s.next_timer(), None);
+        assert!(s.timer.is_empty() && s.timers.is_empty());
+    }
+
+    #[test]
+    fn a_later_timer_leaves_its_entry_until_the_entry_is_due() {
+        let mut s = Schedule::default();
+        s.set_timer(0x48, Some(at(10)));
+        s.set_timer(0x4c, Some(at(25)));
+        // 0x48's timer moves later: its entry stays at 10, the earliest timer is 0x4c's.
+        s.set_timer(0x48, Some(at(30)));
+        assert!(s.timers.contains(&(at(10), 0x48)));
+        assert_eq!(s.next_timer(), Some(at(25)));
+        s.set_timer(0x48, Some(at(20)));
+        assert_eq!(s.next_timer(), Some(at(20)));
+        // At 15 nothing is due; the stale entry moves to 0x48's timer.
+        assert_eq!(s.due(at(15)), Vec::<Qpn>::new());
+        assert!(s.timers.contains(&(at(20), 0x48)) && !s.timers.contains(&(at(10), 0x48)));
+        assert_eq!(s.due(at(25)), vec![0x48, 0x4c]);
+        // Earlier than its entry: the entry moves at once.
+        s.set_timer(0x4c, Some(at(5)));
+        assert_eq!(s.next_timer(), Some(at(5)));
+        assert_eq!(s.timers.len(), 2);
+        // Gone: the entry is dropped when its place is due, and meanwhile counts for nothing.
+        s.set_timer(0x4c, None);
+        assert_eq!(s.next_timer(), Some(at(20)));
+        assert_eq!(s.due(at(6)), Vec::<Qpn>::new());
+        assert_eq!(s.timers.len(), 1);
+        assert_eq!(s.timer.len(), 1);
+        s.set_timer(0x48, None);
+        assert_eq!(s.next_timer(), None);
+        assert_eq!(s.due(at(100)), Vec::<Qpn>::new());
         assert!(s.timer.is_empty() && s.timers.is_empty());
     }
 }
