@@ -55,6 +55,10 @@ use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
+mod iwarp;
+
+pub use iwarp::{IwarpFailure, SEND_WINDOW};
+
 /// Events and completions kept unless [`IpCmAppConfig::log_keep`] says otherwise.
 pub const LOG_KEEP: usize = 4096;
 /// Work request IDs from this bit up are the application's own (the receives it posts and
@@ -134,6 +138,15 @@ pub enum IpCmAppError {
     /// The HCA refused the work request.
     #[error("verbs: {0}")]
     Verbs(#[from] VerbsError),
+    /// The connection has no iWarp stream (not iWarp, or its stream is gone).
+    #[error("no iWarp stream")]
+    NoStream,
+    /// The iWarp stream did not take the bytes.
+    #[error("iWarp stream: {0}")]
+    Send(ipoib_proto::iwarp::SendError),
+    /// The iWarp stream's connection was released.
+    #[error("iWarp stream failed: {0}")]
+    Iwarp(IwarpFailure),
 }
 
 /// What the application counts.
@@ -157,6 +170,8 @@ pub struct IpCmCounters {
     pub events_dropped: u64,
     /// Completions that fell out of the bounded log.
     pub completions_dropped: u64,
+    /// iWarp connections released because their stream failed ([`IwarpFailure`]).
+    pub iwarp_failures: u64,
 }
 
 /// One QP of a connection.
@@ -191,6 +206,8 @@ pub struct IpCmApp {
     completions: VecDeque<(Instant, Option<IpConnId>, Completion)>,
     next_wr: u64,
     counters: IpCmCounters,
+    /// The iWarp connections' QPs and streams.
+    iw: iwarp::Streams,
 }
 
 impl std::fmt::Debug for IpCmApp {
@@ -254,6 +271,7 @@ pub fn install(
         completions: VecDeque::new(),
         next_wr: OWN_WR_ID,
         counters: IpCmCounters::default(),
+        iw: iwarp::Streams::default(),
     };
     let id = host.add_app(app);
     host.route_cq(cq, id);
@@ -568,6 +586,7 @@ impl IpCmApp {
     }
 
     fn destroy_qp(&mut self, hca: &mut Hca, qpn: Qpn) {
+        self.iw.qp_gone(qpn);
         if hca.destroy_qp(qpn).is_ok() {
             self.counters.qps_destroyed += 1;
         } else {
@@ -596,7 +615,10 @@ impl IpCmApp {
         params: &mut ipoib_proto::cm::ConnectParams,
         ctx: &mut HostCtx<'_>,
     ) -> Option<ConnId> {
-        let qpn = self.make_qp(ctx.hca, params.transport, params.pkey)?;
+        let qpn = match self.iwarp_conn(Some(conn), None) {
+            Some(c) => self.make_iwarp_qp(ctx.hca, c, params.transport, params.pkey)?,
+            None => self.make_qp(ctx.hca, params.transport, params.pkey)?,
+        };
         params.qpn = qpn;
         let r = ctx
             .agents
@@ -629,7 +651,11 @@ impl IpCmApp {
             self.counters.cm_errors += 1;
             return false;
         };
-        let Some(qpn) = self.make_qp(ctx.hca, info.qp.transport, info.qp.pkey) else {
+        let qpn = match self.iwarp_conn(None, Some(conn)) {
+            Some(c) => self.make_iwarp_qp(ctx.hca, c, info.qp.transport, info.qp.pkey),
+            None => self.make_qp(ctx.hca, info.qp.transport, info.qp.pkey),
+        };
+        let Some(qpn) = qpn else {
             return false;
         };
         let accepted = ctx
@@ -722,6 +748,7 @@ impl IpCmApp {
                 {
                     rec.ip = Some(*conn);
                 }
+                self.iwarp_established(*conn);
             }
             _ => {}
         }
@@ -772,6 +799,10 @@ impl App for IpCmApp {
             self.counters.flushed += 1;
             return;
         }
+        if self.iw.owns(c.qpn) {
+            self.iwarp_completion(now, cm, c, ctx);
+            return;
+        }
         let recv = matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);
         if recv && c.status == WcStatus::Success {
             if self.cfg.repost {
@@ -818,6 +849,7 @@ impl App for IpCmApp {
                 break;
             }
         }
+        self.iwarp_pump(now, ctx);
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
