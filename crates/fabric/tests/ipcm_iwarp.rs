@@ -8,7 +8,8 @@
 
 use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::ipcm::{AcceptPolicy, IpCmAppError};
+use ipoib_fabric::hw::verbs::WcStatus;
+use ipoib_fabric::node::ipcm::{AcceptPolicy, IpCmAppError, IwarpFailure};
 use ipoib_fabric::testing::ipcm::{ipcm_net, IpCmNet};
 use ipoib_fabric::testing::{seed, v4, v6, SeedGuard};
 use ipoib_proto::ipcm::{IpCmEvent, IpConnId, IwarpConnect, IwarpServiceId};
@@ -181,7 +182,10 @@ fn transfer(v6_family: bool, fc: FlowControl, faults: Faults, s: u64) {
         .events()
         .find_map(|(_, e)| match e {
             IpCmEvent::ConnectRequest {
-                conn, src, protocol, ..
+                conn,
+                src,
+                protocol,
+                ..
             } => {
                 assert_eq!((src.ip(), *protocol), (client_ip, 6));
                 Some(*conn)
@@ -229,8 +233,16 @@ fn transfer(v6_family: bool, fc: FlowControl, faults: Faults, s: u64) {
         }
     }
     // Each side received what the other sent, in order, nothing more.
-    assert!(sides[1].got == sides[0].out, "client to server: {} bytes", sides[1].got.len());
-    assert!(sides[0].got == sides[1].out, "server to client: {} bytes", sides[0].got.len());
+    assert!(
+        sides[1].got == sides[0].out,
+        "client to server: {} bytes",
+        sides[1].got.len()
+    );
+    assert!(
+        sides[0].got == sides[1].out,
+        "server to client: {} bytes",
+        sides[0].got.len()
+    );
     if fc == FlowControl::Ulp {
         // 32 KiB messages: the message boundaries survive.
         for x in &sides {
@@ -260,7 +272,11 @@ fn transfer(v6_family: bool, fc: FlowControl, faults: Faults, s: u64) {
         assert_eq!(n.app(i).qp_count(), 0, "host {i}: {c:?}");
         assert_eq!(c.qps_created, 1, "host {i}");
         assert_eq!(c.qps_destroyed, 1, "host {i}");
-        assert_eq!((c.qp_errors, c.cm_errors, c.recv_errors), (0, 0, 0), "host {i}");
+        assert_eq!(
+            (c.qp_errors, c.cm_errors, c.recv_errors),
+            (0, 0, 0),
+            "host {i}"
+        );
         assert_eq!(c.iwarp_failures, 0, "host {i}");
         assert_eq!(n.rc_qps(i), 0, "host {i}: no RC QP left on the HCA");
         assert_eq!(n.app(i).service().connections(), 0, "host {i}");
@@ -318,4 +334,67 @@ fn lossy_from_the_start_delivers_or_fails_clearly() {
         let fc = [FlowControl::Transport, FlowControl::Ulp][i];
         transfer(v6_family, fc, Faults::FromStart, seed(49 + i as u64));
     }
+}
+
+/// A link that loses everything once the stream is up: the client's SEND exhausts RC's retries
+/// (IBA 1 §9.7.5.1.2, retry count 7), the stream reports the completion error, and the client
+/// releases the connection (heard as Disconnected) and destroys its QP after TimeWait.
+#[test]
+fn dead_link_fails_the_stream_clearly() {
+    let s = seed(51);
+    let _g = SeedGuard(s);
+    let mut n = ipcm_net(Topology::single_switch(3).unwrap(), s, false, |_, c| {
+        c.accept = AcceptPolicy::Auto(Vec::new());
+    });
+    let dst = SocketAddr::new(v4(&n.net, SERVER), PORT);
+    n.with_app(SERVER, |a, _| {
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        a.iwarp_listen(any, PORT, StreamConfig::new(), IwarpServiceId::Iwarp)
+    })
+    .unwrap();
+    let cfg = IwarpConnect::new(FlowControl::Transport);
+    let conn = n
+        .with_app(CLIENT, |a, now| a.iwarp_connect(now, dst, None, &cfg, b""))
+        .unwrap();
+    let up = n.run_until(Duration::from_secs(10), |v| {
+        v.app(SERVER)
+            .events()
+            .any(|(_, e)| matches!(e, IpCmEvent::Established { .. }))
+            && v.app(CLIENT)
+                .events()
+                .any(|(_, e)| matches!(e, IpCmEvent::Established { .. }))
+    });
+    assert!(up);
+    for l in n.net.built().links.clone() {
+        n.net.sim_mut().set_faults(l, None, vec![Fault::Drop(1.0)]);
+    }
+    let k = n
+        .with_app(CLIENT, |a, _| a.stream_send(conn, &[7; 100_000]))
+        .unwrap();
+    assert!(k > 0);
+    // The DREQ is lost too: the CM gives up after its retries (IBA 1 §12.7) and reports
+    // Disconnected all the same.
+    let failed = n.run_until(Duration::from_secs(600), |v| {
+        v.app(CLIENT)
+            .events()
+            .any(|(_, e)| matches!(e, IpCmEvent::Disconnected { conn: c, .. } if *c == conn))
+    });
+    assert!(
+        failed,
+        "{:?} {:?} {:?} {:?}",
+        n.events_of(CLIENT, conn),
+        n.app(CLIENT).stream_failure(conn),
+        n.app(CLIENT).counters(),
+        n.net.sim().now()
+    );
+    assert_eq!(
+        n.app(CLIENT).stream_failure(conn),
+        Some(IwarpFailure::Completion(WcStatus::RetryExcErr))
+    );
+    assert_eq!(n.app(CLIENT).counters().iwarp_failures, 1);
+    let late = n.with_app(CLIENT, |a, _| a.stream_send(conn, b"x"));
+    assert!(matches!(late, Err(IpCmAppError::Iwarp(_))), "{late:?}");
+    n.run_for(Duration::from_secs(60));
+    assert_eq!(n.rc_qps(CLIENT), 0, "no RC QP left on the client");
+    assert_eq!(n.app(CLIENT).qp_count(), 0);
 }

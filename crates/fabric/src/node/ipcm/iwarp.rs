@@ -104,7 +104,13 @@ impl Streams {
 }
 
 /// Posts `n` receives of `size` bytes on `qpn`.
-fn post_recvs(hca: &mut Hca, qpn: Qpn, n: u32, size: u32, next_wr: &mut u64) -> Result<(), VerbsError> {
+fn post_recvs(
+    hca: &mut Hca,
+    qpn: Qpn,
+    n: u32,
+    size: u32,
+    next_wr: &mut u64,
+) -> Result<(), VerbsError> {
     (0..n).try_for_each(|_| {
         *next_wr += 1;
         hca.post_recv(
@@ -120,7 +126,11 @@ fn post_recvs(hca: &mut Hca, qpn: Qpn, n: u32, size: u32, next_wr: &mut u64) -> 
 impl IpCmApp {
     /// The service's iWarp connection for `CmConnect` of `conn` or `CmAccept` of CM connection
     /// `cm`, if it is one.
-    pub(super) fn iwarp_conn(&self, conn: Option<IpConnId>, cm: Option<ConnId>) -> Option<IpConnId> {
+    pub(super) fn iwarp_conn(
+        &self,
+        conn: Option<IpConnId>,
+        cm: Option<ConnId>,
+    ) -> Option<IpConnId> {
         let c = conn.or_else(|| cm.and_then(|cm| self.ipcm.conn_of(cm)))?;
         self.ipcm.iwarp_stream(c).map(|_| c)
     }
@@ -265,6 +275,10 @@ impl IpCmApp {
                 rec.released = true;
                 release.push(rec.conn);
             }
+        }
+        if !release.is_empty() {
+            // The service's CmDisconnect is carried out on the host's next round.
+            ctx.poll_again();
         }
         for conn in release {
             self.counters.iwarp_failures += 1;
