@@ -29,6 +29,11 @@
 //!   [`IpCmApp::take_events`] and [`IpCmApp::take_completions`]. Requests are accepted at once
 //!   when [`AcceptPolicy::Auto`] says so, else the consumer answers each
 //!   [`IpCmEvent::ConnectRequest`].
+//! - iWarp emulation (the `ipoib_proto::ipcm` module docs, "iWarp emulation"): the QP of an
+//!   iWarp connection gets only its stream's receive buffers, posted before the REQ or REP
+//!   leaves, and the application pumps the stream after Established; the consumer uses
+//!   [`IpCmApp::iwarp_listen`], [`IpCmApp::iwarp_connect`], [`IpCmApp::stream_send`] and
+//!   [`IpCmApp::stream_recv`] (`ipcm/iwarp.rs`).
 //!
 //! Invariants: every QP made is destroyed by the TimeWait exit of its CM connection, or at once
 //! when the CM never took it ([`IpCmCounters::qps_created`] - [`IpCmCounters::qps_destroyed`] is
