@@ -206,6 +206,19 @@ pub struct SendWr {
 }
 
 impl SendWr {
+    /// A signaled SEND of `data` on a connected QP (no UD destination, no immediate data).
+    pub fn send(wr_id: u64, data: Vec<u8>) -> SendWr {
+        SendWr {
+            wr_id,
+            op: SendOp::Send,
+            data,
+            local: None,
+            ud: None,
+            signaled: true,
+            solicited: false,
+        }
+    }
+
     /// The message length in bytes: `local`'s when set, else `data`'s (RDMA READ: see its `len`).
     pub fn data_len(&self) -> usize {
         self.local.map_or(self.data.len(), |l| l.len as usize)

@@ -26,8 +26,7 @@
 
 use crate::hw::hca::{CqId, Hca, ModifyQp, Port, QpInit, VerbsError};
 use crate::hw::verbs::{
-    AddressHandle, Completion, ConnectedAttr, QpType, Qpn, RecvWr, SendOp, SendWr, WcOpcode,
-    WcStatus,
+    AddressHandle, Completion, ConnectedAttr, QpType, Qpn, RecvWr, SendWr, WcOpcode, WcStatus,
 };
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
 use ipoib_proto::cm::SidrId;
@@ -360,15 +359,7 @@ pub fn send(host: &mut Host, h: CmHandle, conn: ConnId, data: Vec<u8>) -> Result
     }
     let qpn = c.qpn;
     app.next_wr += 1;
-    let wr = SendWr {
-        wr_id: app.next_wr,
-        op: SendOp::Send,
-        data,
-        local: None,
-        ud: None,
-        signaled: true,
-        solicited: false,
-    };
+    let wr = SendWr::send(app.next_wr, data);
     host.hca_mut().post_send(qpn, wr)?;
     Ok(())
 }

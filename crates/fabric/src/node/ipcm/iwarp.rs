@@ -27,7 +27,7 @@
 
 use super::{IpCmApp, IpCmAppError};
 use crate::hw::hca::{Hca, VerbsError};
-use crate::hw::verbs::{Completion, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
+use crate::hw::verbs::{Completion, Qpn, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::node::cm::{new_qp, CmAppConfig};
 use crate::node::host::HostCtx;
 use crate::Instant;
@@ -252,14 +252,7 @@ impl IpCmApp {
                     break;
                 };
                 self.next_wr += 1;
-                let wr = SendWr {
-                    wr_id: self.next_wr,
-                    op: SendOp::Send,
-                    data,
-                    ud: None,
-                    signaled: true,
-                    solicited: false,
-                };
+                let wr = SendWr::send(self.next_wr, data);
                 match ctx.hca.post_send(qpn, wr) {
                     Ok(()) => rec.outstanding += 1,
                     Err(e) => rec.failed = Some(IwarpFailure::Verbs(e)),

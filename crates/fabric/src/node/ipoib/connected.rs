@@ -22,7 +22,7 @@
 //! that will not come.
 
 use crate::hw::hca::{CqId, Hca, ModifyQp};
-use crate::hw::verbs::{Completion, Qpn, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
+use crate::hw::verbs::{Completion, Qpn, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::node::cm::{connected_attr, new_qp, CmAppConfig};
 use crate::node::host::{AgentId, Agents, Host};
 use crate::Instant;
@@ -398,15 +398,7 @@ impl CmSide {
             }
         };
         self.next_wr += 1;
-        let wr = SendWr {
-            wr_id: self.next_wr,
-            op: SendOp::Send,
-            data,
-            local: None,
-            ud: None,
-            signaled: true,
-            solicited: false,
-        };
+        let wr = SendWr::send(self.next_wr, data);
         if hca.post_send(qpn, wr).is_err() {
             self.counters.send_errors += 1;
             if let Some(i) = agents.get_mut::<Interface>(iface_id) {
