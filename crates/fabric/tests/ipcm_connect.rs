@@ -4,6 +4,7 @@
 //! and a disconnect releases it with every QP destroyed after TimeWait. A port nobody listens on
 //! gives REJ 8 (CA11-8); an address nobody has gives an address error.
 
+use ipoib_fabric::hw::link::Fault;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::hw::verbs::{Access, Completion, WcOpcode, WcStatus};
 use ipoib_fabric::node::ipcm::{self, AcceptPolicy};
@@ -308,4 +309,175 @@ fn unknown_address_gives_address_error() {
         arp.iter().all(|nb| nb.ip != dst.ip() || nb.hw.is_none()),
         "{arp:?}"
     );
+}
+
+/// A fresh connection from CLIENT to SERVER's listener on `port`: (client's, server's).
+fn connection(n: &mut IpCmNet, port: u16) -> (IpConnId, IpConnId) {
+    let dst = SocketAddr::new(v4(&n.net, SERVER), port);
+    let conn = n
+        .with_app(CLIENT, |a, now| a.connect(now, TCP, dst, None, b""))
+        .unwrap();
+    let up = n.run_until(Duration::from_secs(5), |v| {
+        v.app(CLIENT)
+            .events()
+            .any(|(_, e)| matches!(e, IpCmEvent::Established { conn: c, .. } if *c == conn))
+    });
+    assert!(up, "connection up");
+    n.run_for(Duration::from_millis(1));
+    let sconn = n
+        .app(SERVER)
+        .events()
+        .filter_map(|(_, e)| match e {
+            IpCmEvent::Established { conn, .. } => Some(*conn),
+            _ => None,
+        })
+        .last()
+        .expect("the server is up");
+    (conn, sconn)
+}
+
+/// The status of the one completion of `wr_id` on `conn` at CLIENT, once it comes.
+fn status_of(n: &mut IpCmNet, conn: IpConnId, wr_id: u64) -> WcStatus {
+    let done = n.run_until(Duration::from_secs(30), |v| {
+        v.app(CLIENT)
+            .completions()
+            .any(|(_, c, wc)| *c == Some(conn) && wc.wr_id == wr_id)
+    });
+    assert!(done, "work request {wr_id} completed");
+    n.app(CLIENT)
+        .completions()
+        .find(|(_, c, wc)| *c == Some(conn) && wc.wr_id == wr_id)
+        .map(|(_, _, wc)| wc.status)
+        .unwrap()
+}
+
+/// IBA 1 §9.7.5.2.5, §10.6.3.1, §9.7.5.2.8, §9.7.6.1.3 over a connection the RDMA IP CM
+/// service made: the server's HCA checks every RDMA WRITE and READ against its memory
+/// registration table (the R_Key names a region, the range lies inside it, the region grants the
+/// remote right), so a wrong key, a range past the end or a missing right completes at the
+/// client with a remote access error and leaves the region untouched; a SEND to a peer with no
+/// receive posted exhausts the RNR retries; a peer that vanished exhausts the transport retries.
+#[test]
+fn rdma_and_sends_fail_with_verbs_statuses() {
+    const LEN: usize = 4096;
+    let s = seed(5);
+    let _g = SeedGuard(s);
+    let mut n = ipcm_net(Topology::single_switch(3).unwrap(), s, false, |_, c| {
+        c.accept = AcceptPolicy::Auto(Vec::new());
+        // No receive buffers on the server's QPs, so a SEND meets RNR NAKs (§9.7.5.2.8).
+        c.recv_depth = 0;
+        c.service.rnr_retry_count = 1;
+        c.service.retry_count = 1;
+    });
+    n.with_app(SERVER, |a, _| {
+        a.listen(TCP, IpAddr::V4(Ipv4Addr::UNSPECIFIED), PORT)
+    })
+    .unwrap();
+    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let rw = n.with_host(SERVER, |h, _| h.hca_mut().reg_mr(LEN, all).unwrap());
+    let ro = n.with_host(SERVER, |h, _| {
+        h.hca_mut().reg_mr(LEN, Access::REMOTE_READ).unwrap()
+    });
+    let wo = n.with_host(SERVER, |h, _| {
+        h.hca_mut()
+            .reg_mr(LEN, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+            .unwrap()
+    });
+    let (src, dst) = n.with_host(CLIENT, |h, _| {
+        let s = h.hca_mut().reg_mr(LEN, Access::NONE).unwrap();
+        h.hca_mut().mr_write(s.lkey, 0, &[0xa5; LEN]).unwrap();
+        (s, h.hca_mut().reg_mr(LEN, Access::LOCAL_WRITE).unwrap())
+    });
+    // (what, WRITE or READ, remote address, R_Key, length)
+    let cases: [(&str, bool, u64, u32, usize); 7] = [
+        ("WRITE with the L_Key", true, rw.addr, rw.lkey, 16),
+        (
+            "WRITE with a key of no region",
+            true,
+            rw.addr,
+            0xdead_beef,
+            16,
+        ),
+        (
+            "WRITE past the end",
+            true,
+            rw.addr + LEN as u64 - 8,
+            rw.rkey,
+            16,
+        ),
+        ("WRITE before the start", true, rw.addr - 1, rw.rkey, 16),
+        ("WRITE without remote write", true, ro.addr, ro.rkey, 16),
+        ("READ past the end", false, rw.addr + 1, rw.rkey, LEN),
+        ("READ without remote read", false, wo.addr, wo.rkey, 16),
+    ];
+    for (k, (what, write, addr, rkey, len)) in cases.into_iter().enumerate() {
+        // A remote access error takes the QP to the error state: a connection each.
+        let (conn, _) = connection(&mut n, PORT);
+        let wr_id = 100 + k as u64;
+        n.with_host(CLIENT, |h, hd| {
+            if write {
+                ipcm::rdma_write(h, hd, conn, wr_id, &src, 0, len, addr, rkey)
+            } else {
+                ipcm::rdma_read(h, hd, conn, wr_id, &dst, 0, len as u32, addr, rkey)
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            status_of(&mut n, conn, wr_id),
+            WcStatus::RemAccessErr,
+            "{what}"
+        );
+    }
+    for r in [rw, ro, wo] {
+        let bytes = n
+            .net
+            .host_device(SERVER)
+            .hca()
+            .mr_read(r.lkey, 0, LEN)
+            .unwrap();
+        assert!(bytes.iter().all(|&b| b == 0), "no refused WRITE landed");
+    }
+    let read_back = n
+        .net
+        .host_device(CLIENT)
+        .hca()
+        .mr_read(dst.lkey, 0, LEN)
+        .unwrap();
+    assert!(read_back.iter().all(|&b| b == 0), "no refused READ landed");
+    // The good requests still work on a fresh connection.
+    let (conn, _) = connection(&mut n, PORT);
+    n.with_host(CLIENT, |h, hd| {
+        ipcm::rdma_write(h, hd, conn, 1, &src, 0, LEN, rw.addr, rw.rkey)
+    })
+    .unwrap();
+    assert_eq!(status_of(&mut n, conn, 1), WcStatus::Success);
+    n.with_host(CLIENT, |h, hd| {
+        ipcm::rdma_read(h, hd, conn, 2, &dst, 0, LEN as u32, rw.addr, rw.rkey)
+    })
+    .unwrap();
+    assert_eq!(status_of(&mut n, conn, 2), WcStatus::Success);
+    let read_back = n
+        .net
+        .host_device(CLIENT)
+        .hca()
+        .mr_read(dst.lkey, 0, LEN)
+        .unwrap();
+    assert!(
+        read_back.iter().all(|&b| b == 0xa5),
+        "the READ brought the WRITE back"
+    );
+    // No receive posted at the server: RNR NAKs until rnr_retry_count runs out.
+    n.with_host(CLIENT, |h, hd| ipcm::send(h, hd, conn, 3, b"ping".to_vec()))
+        .unwrap();
+    assert_eq!(status_of(&mut n, conn, 3), WcStatus::RnrRetryExcErr);
+    // The links drop everything: the transport retries run out.
+    let (conn, _) = connection(&mut n, PORT);
+    for l in n.net.built().links.clone() {
+        n.net.sim_mut().set_faults(l, None, vec![Fault::Drop(1.0)]);
+    }
+    n.with_host(CLIENT, |h, hd| {
+        ipcm::rdma_write(h, hd, conn, 4, &src, 0, 16, rw.addr, rw.rkey)
+    })
+    .unwrap();
+    assert_eq!(status_of(&mut n, conn, 4), WcStatus::RetryExcErr);
 }
