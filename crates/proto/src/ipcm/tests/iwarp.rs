@@ -739,3 +739,154 @@ fn iwarp_calls_refuse_what_cannot_work() {
     w.a.ipcm.disconnect(ca).unwrap();
     w.finish();
 }
+
+/// A connects to B's iWarp listener over `v6` with FlowC `fc`, the REQ's Hello changed by
+/// `req` and the REP's HelloReply by `rep`; returns the world once settled, with the REQ's and
+/// REP's private data as they went over the wire (after the changes).
+fn hello_exchange(
+    v6: bool,
+    fc: FlowControl,
+    req: impl FnMut(&mut Vec<u8>) + 'static,
+    rep: impl FnMut(&mut Vec<u8>) + 'static,
+) -> (World, Vec<u8>, Option<Vec<u8>>) {
+    let mut w = World::new(70);
+    w.listen_b_iwarp(any(v6), PORT, IwarpServiceId::Iwarp);
+    w.a.mangle = Some(Box::new(req));
+    w.b.mangle_rep = Some(Box::new(rep));
+    w.connect_a_iwarp(SocketAddr::new(b_ip(v6), PORT), &connect_cfg(fc), b"");
+    w.drive(Duration::from_secs(5));
+    let hello = w.reqs()[0].private_data.to_vec();
+    let reply = w.reps().first().map(|r| r.private_data.to_vec());
+    (w, hello, reply)
+}
+
+/// Both sides came up and nobody was refused.
+fn both_up(w: &World) -> bool {
+    established(&w.a.events).is_some() && established(&w.b.events).is_some() && w.rejs().is_empty()
+}
+
+// iWarp mapping §II (IW-3): the SDP fields that do not apply are reserved: zero in the Hello and
+// HelloReply we send, and ignored in the ones we receive.
+#[test]
+fn iw3_reserved_fields_zero_on_emit_ignored_on_parse() {
+    // Hello: byte 1 (SDP's flags), 8-15 (mseq, mseq_ack), 18-19, 30-31. HelloReply: byte 1,
+    // 8-15, 17-19.
+    let hello_rsvd = [1usize, 8, 9, 10, 11, 12, 13, 14, 15, 18, 19, 30, 31];
+    let reply_rsvd = [1usize, 8, 9, 10, 11, 12, 13, 14, 15, 17, 18, 19];
+    for v6 in [false, true] {
+        let (w, hello, reply) = hello_exchange(v6, FlowControl::Transport, |_| {}, |_| {});
+        assert!(both_up(&w));
+        let reply = reply.expect("a REP");
+        assert!(hello_rsvd.iter().all(|&i| hello[i] == 0), "{hello:02x?}");
+        assert!(reply_rsvd.iter().all(|&i| reply[i] == 0), "{reply:02x?}");
+        let (w, _, _) = hello_exchange(
+            v6,
+            FlowControl::Transport,
+            move |pd| hello_rsvd.iter().for_each(|&i| pd[i] = 0xff),
+            move |pd| reply_rsvd.iter().for_each(|&i| pd[i] = 0xff),
+        );
+        assert!(both_up(&w), "reserved bytes set to ones are ignored");
+    }
+}
+
+// iWarp mapping Figure 1 (IW-4): the REQ's Hello, field by field at the offsets of SDP's BSDH and
+// Hello header: MID, bufs, len, MajVer/MinVer, IPVer/FlowC, DesRemRcvSz, LocalRcvSz, Local Port,
+// Src IP, Dst IP (IPv4 in the low 32 bits of each 128).
+#[test]
+fn iw4_hello_layout_ipv4_ipv6() {
+    for v6 in [false, true] {
+        let (w, h, _) = hello_exchange(v6, FlowControl::Ulp, |_| {}, |_| {});
+        assert!(both_up(&w));
+        let (local, _) = w.a.ipcm.addrs(*w.a.posted.keys().next().unwrap()).unwrap();
+        assert_eq!(h[0], 0, "MID Hello");
+        assert_eq!(
+            u16::from_be_bytes([h[2], h[3]]),
+            8,
+            "bufs: A's receive depth"
+        );
+        assert_eq!(u32::from_be_bytes([h[4], h[5], h[6], h[7]]), 64, "len");
+        assert_eq!(h[16] >> 4, 1, "MajVer");
+        assert_eq!(h[17], if v6 { 0x61 } else { 0x41 }, "IPVer, FlowC 1");
+        assert_eq!(
+            u32::from_be_bytes([h[24], h[25], h[26], h[27]]),
+            4096,
+            "LocalRcvSz"
+        );
+        assert_eq!(
+            u16::from_be_bytes([h[28], h[29]]),
+            local.port(),
+            "Local Port"
+        );
+        let field = |ip: IpAddr| match ip {
+            IpAddr::V4(a) => {
+                let mut f = [0u8; 16];
+                f[12..].copy_from_slice(&a.octets());
+                f
+            }
+            IpAddr::V6(a) => a.octets(),
+        };
+        assert_eq!(h[32..48], field(a_ip(v6)), "Src IP");
+        assert_eq!(h[48..64], field(b_ip(v6)), "Dst IP");
+    }
+}
+
+// iWarp mapping "CM Reply" figure (IW-5): the REP's HelloReply: MID 1, bufs, len 24, MajVer/MinVer,
+// ActRcvSz.
+#[test]
+fn iw5_hello_reply_layout_ipv4_ipv6() {
+    for v6 in [false, true] {
+        let (w, _, r) = hello_exchange(v6, FlowControl::Transport, |_| {}, |_| {});
+        assert!(both_up(&w));
+        let r = r.expect("a REP");
+        assert_eq!(r[0], 1, "MID Reply");
+        assert_eq!(
+            u16::from_be_bytes([r[2], r[3]]),
+            8,
+            "bufs: B's receive depth"
+        );
+        assert_eq!(u32::from_be_bytes([r[4], r[5], r[6], r[7]]), 24, "len");
+        assert_eq!(r[16] >> 4, 1, "MajVer");
+        assert_eq!(
+            u32::from_be_bytes([r[20], r[21], r[22], r[23]]),
+            4096,
+            "ActRcvSz"
+        );
+    }
+}
+
+// iWarp mapping "MID" (IW-7): MID 0 is the Hello (in the REQ), 1 the Reply (in the REP); a REQ
+// whose MID is 1 or reserved is no Hello, and a REP whose MID is 0 is no HelloReply.
+#[test]
+fn iw7_mid_only_0_and_1() {
+    for v6 in [false, true] {
+        for mid in [1u8, 0xff] {
+            let (w, _, _) =
+                hello_exchange(v6, FlowControl::Transport, move |pd| pd[0] = mid, |_| {});
+            let (reason, _, pd) = rejected(&w.a.events);
+            assert_eq!(reason, RejReason::ConsumerDefined, "MID {mid}");
+            assert!(String::from_utf8_lossy(&pd).starts_with("iWarp Hello refused: no Hello"));
+        }
+        let (w, _, _) = hello_exchange(v6, FlowControl::Transport, |_| {}, |pd| pd[0] = 0);
+        assert!(matches!(w.a.events[..], [IpCmEvent::ConnectError { .. }]));
+    }
+}
+
+// iWarp mapping "FlowC" (IW-8): the low 4 bits of Hello byte 17 say who owns flow control, 0 the
+// transport and 1 the ULP; the server's stream runs the mode the Hello names; reserved values
+// are refused.
+#[test]
+fn iw8_flowc_field_0_and_1() {
+    for v6 in [false, true] {
+        for fc in [FlowControl::Transport, FlowControl::Ulp] {
+            let (mut w, h, _) = hello_exchange(v6, fc, |_| {}, |_| {});
+            assert!(both_up(&w));
+            assert_eq!(h[17] & 0x0f, u8::from(fc));
+            let (cb, ..) = request(&w.b.events).unwrap();
+            assert_eq!(w.b.ipcm.take_iwarp_stream(cb).unwrap().flow_control(), fc);
+        }
+        let (w, _, _) = hello_exchange(v6, FlowControl::Ulp, |pd| pd[17] |= 0x0e, |_| {});
+        let (reason, _, pd) = rejected(&w.a.events);
+        assert_eq!(reason, RejReason::ConsumerDefined);
+        assert!(String::from_utf8_lossy(&pd).contains("FlowC 15 is reserved"));
+    }
+}
