@@ -4,7 +4,8 @@
 //! REQ with a given service ID and private data: the Table 1 fields, then the verdict of
 //! [`verify_req_private_data`] against the given local addresses (versions first, Annex A11
 //! CA11-11), with the REJ and its Table 4 ARI when it refuses. The REQ is read as the CM delivers
-//! it: its 92-byte private data field, so shorter input is padded with zeros.
+//! it: its 92-byte private data field, so input of 36 (the Annex A11 header) to 92 bytes is padded
+//! with zeros; shorter input is not an Annex A11 REQ and exits 2.
 
 use ipoib_proto::ipcm::RejectAri;
 use ipoib_wire::cm::RejReason;
