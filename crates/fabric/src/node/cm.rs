@@ -188,6 +188,22 @@ pub struct CmApp {
     sidrs: BTreeMap<SidrId, SidrOutcome>,
 }
 
+/// The host's CM agent, the server of the CM class, added (with IDs and PSNs from `rng`) when
+/// the host has none: every user on a host (IPoIB connected mode, the IP CM service) shares one,
+/// each taking its own events ([`Cm::poll_event_where`]).
+pub fn host_cm(host: &mut Host, rng: &Rng) -> AgentId {
+    if let Some(id) = host
+        .class_server(MgmtClass::ComMgt)
+        .filter(|&id| host.agent::<Cm>(id).is_some())
+    {
+        return id;
+    }
+    let guid = host.hca().node_guid();
+    let id = host.add_agent(Cm::new(CmConfig::new(guid), rng.fork(1)));
+    host.serve_class(MgmtClass::ComMgt, id);
+    id
+}
+
 /// Puts a [`Cm`] agent (server of the CM class) and a [`CmApp`] on `host`; the agent's IDs and
 /// PSNs come from `rng`.
 pub fn install(host: &mut Host, cfg: CmAppConfig, rng: Rng) -> CmHandle {

@@ -47,14 +47,13 @@ use crate::node::cm::{connected_attr, new_qp, CmAppConfig};
 use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
 use crate::node::ipoib::{IpoibApp, IpoibHandle};
 use crate::Instant;
-use ipoib_proto::cm::{Cm, CmConfig, CmEvent, ConnId, QpProgram};
+use ipoib_proto::cm::{Cm, CmEvent, ConnId, QpProgram};
 use ipoib_proto::ipcm::{
     IpCm, IpCmCommand, IpCmConfig, IpCmError, IpCmEvent, IpConnId, IpListenId,
 };
 use ipoib_proto::ipoib::{AddrState, Interface};
 use ipoib_proto::rng::Rng;
 use ipoib_wire::cm::RejReason;
-use ipoib_wire::mad::MgmtClass;
 use ipoib_wire::Gid;
 use std::any::Any;
 use std::collections::{BTreeMap, VecDeque};
@@ -241,15 +240,7 @@ pub fn install(
         .agent::<Interface>(iface.agent)
         .map(local_addrs)
         .ok_or(IpCmAppError::NotInstalled)?;
-    let cm = match host.class_server(MgmtClass::ComMgt) {
-        Some(id) if host.agent::<Cm>(id).is_some() => id,
-        _ => {
-            let guid = host.hca().node_guid();
-            let id = host.add_agent(Cm::new(CmConfig::new(guid), rng.fork(1)));
-            host.serve_class(MgmtClass::ComMgt, id);
-            id
-        }
-    };
+    let cm = crate::node::cm::host_cm(host, &rng);
     let cq = host.hca_mut().create_cq();
     let mut service = cfg.service.clone();
     service.local_addrs = addrs.clone();

@@ -26,11 +26,10 @@ use crate::hw::verbs::{Completion, Qpn, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::node::cm::{connected_attr, new_qp, CmAppConfig};
 use crate::node::host::{AgentId, Agents, Host};
 use crate::Instant;
-use ipoib_proto::cm::{Cm, CmConfig, CmError, CmEvent, ConnId, ListenId, QpProgram, State};
+use ipoib_proto::cm::{Cm, CmError, CmEvent, ConnId, ListenId, QpProgram, State};
 use ipoib_proto::ipoib::{CmCommand, Interface};
 use ipoib_proto::rng::Rng;
 use ipoib_wire::cm::RejReason;
-use ipoib_wire::mad::MgmtClass;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Receives kept posted on each connection's QP (Linux shares one SRQ of `ipoib_recvq_size`,
@@ -79,15 +78,7 @@ pub(super) struct CmSide {
 /// Finds or adds the host's CM agent and listens on `iface`'s service IDs.
 pub(super) fn install(host: &mut Host, iface: &Interface, port: u8, rng: Rng) -> Option<CmSide> {
     let cfg = iface.config().connected?;
-    let cm = match host.class_server(MgmtClass::ComMgt) {
-        Some(id) if host.agent::<Cm>(id).is_some() => id,
-        _ => {
-            let guid = host.hca().node_guid();
-            let id = host.add_agent(Cm::new(CmConfig::new(guid), rng.fork(1)));
-            host.serve_class(MgmtClass::ComMgt, id);
-            id
-        }
-    };
+    let cm = crate::node::cm::host_cm(host, &rng);
     let mut listens = BTreeSet::new();
     if let Some(agent) = host.agent_mut::<Cm>(cm) {
         for sid in iface.cm_service_ids() {
