@@ -162,6 +162,12 @@ impl ConnectedConfig {
     /// §3.2: the receiver MAY refuse another connection), so that REQs from one address, each
     /// with a new communication ID and QP, cannot make connections and QPs without bound.
     pub const MAX_ACCEPTED_PER_PEER: usize = 4;
+
+    /// Peers (link-layer addresses) one GID may hold in the table through its REQs: a port has
+    /// one UD QP per IPoIB interface, one interface per partition, so a GID naming many more UD
+    /// QPNs in its private data is filling the table, not talking (one peer could otherwise take
+    /// all of [`ConnectedConfig::max_peers`]).
+    pub const MAX_PEERS_PER_GID: usize = 16;
 }
 
 /// A command for the host's CM.
@@ -905,6 +911,14 @@ impl Interface {
             return reject(self, RejReason::NoResources);
         }
         if !self.cm.peers.contains_key(&k) {
+            let same_gid = self.cm.peers.keys().filter(|p| p.1 == k.1).count();
+            if same_gid >= ConnectedConfig::MAX_PEERS_PER_GID {
+                self.log(
+                    LogLevel::Warn,
+                    format_args!("REQ from {hw}: {same_gid} peers on its GID already, rejected"),
+                );
+                return reject(self, RejReason::NoResources);
+            }
             if !self.cm.make_room(now, cfg.max_peers) {
                 return reject(self, RejReason::NoResources);
             }

@@ -644,3 +644,48 @@ proptest! {
         prop_assert!(i.connections().is_empty(), "{:?}", i.connections());
     }
 }
+
+// Bounded state against a hostile peer: one GID naming ever new UD QPNs in its REQs' private data
+// holds at most MAX_PEERS_PER_GID peers; the rest are refused with REJ 3 (no resources), which
+// RFC 4755 §3.2 lets a receiver answer, and carry our UD QPN (§3.2).
+#[test]
+fn one_gid_cannot_fill_the_peer_table() {
+    let mut net = Net::with(2, |_, c| c.connected = Some(ConnectedConfig::rc()));
+    net.up();
+    let max = ConnectedConfig::MAX_PEERS_PER_GID as u32;
+    let gid = net.iface(3).gid();
+    for k in 0..max + 3 {
+        let r = req(ipoib_cm_service_id(qpn(2)), gid, &pd(0x1000 + k, 65524), 0);
+        let now = net.now;
+        net.iface(2).handle_cm_event(
+            now,
+            &CmEvent::ConnectRequest {
+                conn: ConnId(100 + k),
+                listen: ListenId(1),
+                req: r,
+                from: MadAddr::gsi(3),
+            },
+        );
+    }
+    let cmds = commands(&mut net, 2);
+    let accepts = cmds
+        .iter()
+        .filter(|c| matches!(c, CmCommand::Accept { .. }))
+        .count();
+    let rejects: Vec<_> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            CmCommand::Reject {
+                reason,
+                private_data,
+                ..
+            } => Some((*reason, private_data.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accepts, max as usize);
+    assert_eq!(rejects.len(), 3);
+    assert!(rejects
+        .iter()
+        .all(|(r, d)| *r == RejReason::NoResources && *d == pd(qpn(2), 65524)));
+}
