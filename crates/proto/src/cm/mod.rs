@@ -91,6 +91,12 @@ pub struct CmConfig {
     /// The Service Timeout of the MRA we send when our user is slow to accept (IBA 1 §12.6
     /// Table 107).
     pub mra_service_timeout: u8,
+    /// Connection records held at once (TimeWait included); a REQ beyond is answered with REJ 3
+    /// "no resources" (IBA 1 §12.6 Table 108) and leaves no record. A REQ's sender chooses how
+    /// long its record lives (its timeouts reach about 2.4 h), so the table needs a bound.
+    pub max_conns: usize,
+    /// Connection records held for one remote CA (its GUID), so one peer cannot take them all.
+    pub max_conns_per_ca: usize,
 }
 
 impl CmConfig {
@@ -101,6 +107,8 @@ impl CmConfig {
             response_timeout: 20,
             max_cm_retries: 15,
             mra_service_timeout: 20,
+            max_conns: 65_536,
+            max_conns_per_ca: 4_096,
         }
     }
 }

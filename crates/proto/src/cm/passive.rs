@@ -93,6 +93,15 @@ impl Cm {
             // IBA 1 §12.6 Table 108 reason 8; docs/DEPLOYED.md "Linux rdma_cm".
             return self.reject_req_statelessly(from, tid, &req, RejReason::InvalidServiceId);
         };
+        let from_ca = self
+            .conns
+            .values()
+            .filter(|c| c.remote_ca_guid == req.local_ca_guid)
+            .count();
+        if self.conns.len() >= self.cfg.max_conns || from_ca >= self.cfg.max_conns_per_ca {
+            Self::count(&mut self.dropped, "REQ beyond the connection limit (REJ 3)");
+            return self.reject_req_statelessly(from, tid, &req, RejReason::NoResources);
+        }
         if !matches!(
             req.transport_service_type,
             TransportServiceType::Rc | TransportServiceType::Uc

@@ -212,3 +212,39 @@ fn lap_answered_unsupported() {
         "a LAP changes nothing"
     );
 }
+
+// IBA 1 §12.6 Table 108 reason 3 ("no resources"): a REQ beyond the records one remote CA may
+// hold is refused without a record, so a peer cannot fill the table with REQs whose timeouts
+// (theirs to choose) keep each record for hours.
+#[test]
+fn reqs_beyond_the_per_ca_limit_get_no_resources() {
+    let mut p = Pair::new(40);
+    p.b = Cm::new(
+        CmConfig {
+            max_conns_per_ca: 2,
+            ..config(B_GUID)
+        },
+        Rng::new(41),
+    );
+    p.b.listen(SID, u64::MAX).unwrap();
+    p.auto_b = None;
+    let now = p.now;
+    let ids: Vec<ConnId> = (0..3)
+        .map(|k| p.a.connect(now, params(A_LID, B_LID, A_QPN + k)).unwrap())
+        .collect();
+    p.drive(Duration::from_millis(10));
+    let requests =
+        p.eb.iter()
+            .filter(|e| matches!(e, CmEvent::ConnectRequest { .. }))
+            .count();
+    assert_eq!(requests, 2, "two records for A's CA");
+    assert_eq!(p.b.connections(), 2);
+    assert!(p.ea.iter().any(|e| matches!(
+        e,
+        CmEvent::Rejected { conn, reason: RejReason::NoResources, .. } if *conn == ids[2]
+    )));
+    assert_eq!(
+        p.b.dropped.get("REQ beyond the connection limit (REJ 3)"),
+        Some(&1)
+    );
+}
