@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Baselines for the Linux IP stack run over a link between two network namespaces, for
+# docs/BENCHMARKS.md ("IP baselines for the lab"): the figures `ipoib lab` (the IP stack over our
+# emulated IPoIB through TUN devices) is to be compared with, measured on the same machine.
+#
+#   scripts/bench-ip.sh            (as root; needs ip, iperf3, ping, ss, python3)
+#
+# For each MTU of 2044 (IPoIB datagram mode, RFC 4391 §3) and 65520 (the connected-mode maximum,
+# RFC 4755 §3.3, and the ceiling of a TUN-based link) and each link:
+# - veth: a veth pair, one end in each namespace (the kernel's own path, no user space);
+# - relay: two TUN devices, one in each namespace, and crates/runtime/examples/tun_relay.rs in the
+#   root namespace copying packets between them (the bare user-space path);
+# it makes the namespaces ipb-a and ipb-b, gives 10.250.0.1/24 (ipb-a) and 10.250.0.2/24 (ipb-b)
+# to the two ends, and measures from ipb-a to ipb-b one iperf3 TCP stream for 3 s (receiver's
+# rate) and `ping -c 20 -i 0.05` (average round trip). Then it prints a table and the ratios
+# relay/veth. Each case gets fresh namespaces.
+#
+# The namespaces and the relay are removed on every exit path (trap on EXIT, INT, TERM), and
+# leftovers of a killed earlier run are removed at the start. Every wait is bounded, every command
+# that talks to the network runs under `timeout`. Not run by scripts/test.sh or CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+NS_A=ipb-a
+NS_B=ipb-b
+ADDR_A=10.250.0.1
+ADDR_B=10.250.0.2
+MTUS="2044 65520"
+
+[ "$(id -u)" = 0 ] || { echo "bench-ip.sh: needs root (network namespaces)" >&2; exit 2; }
+for t in ip iperf3 ping ss python3 timeout; do
+    command -v "$t" >/dev/null || { echo "bench-ip.sh: $t is missing" >&2; exit 2; }
+done
+
+relay_pid=
+work=$(mktemp -d)
+
+cleanup() {
+    if [ -n "$relay_pid" ]; then
+        kill -TERM "$relay_pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$relay_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$relay_pid" 2>/dev/null || true
+        wait "$relay_pid" 2>/dev/null || true
+        relay_pid=
+    fi
+    # Deleting a namespace does not end the processes in it (an iperf3 server, a ping): end them.
+    for ns in "$NS_A" "$NS_B"; do
+        if ip netns list | grep -qw "$ns"; then
+            for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+            ip netns del "$ns" 2>/dev/null || true
+        fi
+    done
+    # A veth end or relay device left in the root namespace by an interrupted setup.
+    for dev in ipb-va ipb-vb ipb-ta ipb-tb; do ip link del "$dev" 2>/dev/null || true; done
+}
+trap 'cleanup; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# Long commands run through `fg_wait` (background + wait) so that a signal runs the trap at once
+# instead of after the command: `timeout` puts its child in a process group of its own, which a
+# Ctrl-C on the terminal does not reach.
+fg_wait() {
+    "$@" &
+    wait $!
+}
+
+cleanup # leftovers of a killed earlier run
+load_start=$(cut -d" " -f1-3 /proc/loadavg)
+
+echo "== build (release)" >&2
+cargo build --release -q -p ipoib-runtime --example tun_relay
+target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+relay_bin=${target:-target}/release/examples/tun_relay
+
+make_ns() {
+    ip netns add "$NS_A"
+    ip netns add "$NS_B"
+    ip -n "$NS_A" link set lo up
+    ip -n "$NS_B" link set lo up
+}
+
+# addr_up NS DEV ADDR MTU
+addr_up() {
+    ip -n "$1" link set "$2" mtu "$4"
+    ip -n "$1" addr add "$3/24" dev "$2"
+    ip -n "$1" link set "$2" up
+}
+
+setup_veth() {
+    make_ns
+    ip link add ipb-va type veth peer name ipb-vb
+    ip link set ipb-va netns "$NS_A"
+    ip link set ipb-vb netns "$NS_B"
+    addr_up "$NS_A" ipb-va "$ADDR_A" "$1"
+    addr_up "$NS_B" ipb-vb "$ADDR_B" "$1"
+}
+
+setup_relay() {
+    make_ns
+    "$relay_bin" ipb-ta ipb-tb "$1" >"$work/relay.out" 2>"$work/relay.err" &
+    relay_pid=$!
+    for _ in $(seq 1 100); do
+        grep -q ready "$work/relay.out" 2>/dev/null && break
+        kill -0 "$relay_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    grep -q ready "$work/relay.out" || { cat "$work/relay.err" >&2; return 1; }
+    ip link set ipb-ta netns "$NS_A"
+    ip link set ipb-tb netns "$NS_B"
+    addr_up "$NS_A" ipb-ta "$ADDR_A" "$1"
+    addr_up "$NS_B" ipb-tb "$ADDR_B" "$1"
+}
+
+teardown() {
+    if [ -n "$relay_pid" ]; then
+        kill -TERM "$relay_pid"
+        local rc=0
+        wait "$relay_pid" || rc=$?
+        relay_pid=
+        sed 's/^/  /' "$work/relay.err" >&2
+        [ "$rc" = 0 ] || { echo "bench-ip.sh: tun_relay exited with $rc" >&2; return 1; }
+    fi
+    cleanup
+}
+
+# measure LABEL MTU: prints "LABEL MTU GBIT_S PING_AVG_MS"
+measure() {
+    ip netns exec "$NS_B" timeout 30 iperf3 -s -1 -B "$ADDR_B" >"$work/server.out" 2>&1 &
+    local server=$!
+    for _ in $(seq 1 100); do
+        ip netns exec "$NS_B" ss -ltn | grep -q "$ADDR_B:5201" && break
+        sleep 0.05
+    done
+    local rc=0
+    fg_wait ip netns exec "$NS_A" timeout 20 iperf3 -c "$ADDR_B" -t 3 -P 1 -J >"$work/client.json" ||
+        rc=$?
+    kill "$server" 2>/dev/null || true
+    wait "$server" || true
+    local gbps
+    gbps=$(python3 - "$work/client.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+if "error" in j or "sum_received" not in j["end"]:
+    sys.exit(j.get("error", "no result"))
+print(f"{j['end']['sum_received']['bits_per_second'] / 1e9:.2f}")
+PY
+) || rc=1
+    [ "$rc" = 0 ] || { echo "bench-ip.sh: iperf3 over $1 failed ($rc)" >&2; return 1; }
+    local avg
+    fg_wait ip netns exec "$NS_A" timeout 20 ping -q -c 20 -i 0.05 "$ADDR_B" >"$work/ping.out" || true
+    avg=$(sed -n 's|^rtt [^=]*= [^/]*/\([^/]*\)/.*|\1|p' "$work/ping.out")
+    [ -n "$avg" ] || { echo "bench-ip.sh: no ping answer over $1" >&2; return 1; }
+    echo "$1 $2 $gbps $avg"
+}
+
+results="$work/results"
+: >"$results"
+for mtu in $MTUS; do
+    echo "== veth, MTU $mtu" >&2
+    setup_veth "$mtu"
+    measure veth "$mtu" | tee -a "$results"
+    teardown
+    echo "== relay, MTU $mtu" >&2
+    setup_relay "$mtu"
+    measure relay "$mtu" | tee -a "$results"
+    teardown
+done
+
+echo "== load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) cores"
+python3 - "$results" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    link, mtu, gbps, avg = line.split()
+    rows[(link, int(mtu))] = (float(gbps), float(avg))
+print(f"{'link':<7} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12}")
+for (link, mtu), (g, a) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != "veth")):
+    print(f"{link:<7} {mtu:>6} {g:>11.2f} {a:>12.3f}")
+print()
+print(f"{'MTU':>6} {'relay/veth TCP':>15} {'relay/veth ping':>16}")
+for mtu in sorted({m for _, m in rows}):
+    (gv, av), (gr, ar) = rows[("veth", mtu)], rows[("relay", mtu)]
+    print(f"{mtu:>6} {gr / gv:>15.2f} {ar / av:>16.2f}")
+PY
