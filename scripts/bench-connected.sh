@@ -3,7 +3,7 @@
 #
 #   scripts/bench-connected.sh [RUNS] [BULK_BYTES] [HOSTS]   (defaults: 3, 134217728, 100)
 #
-# Runs crates/fabric/examples/connected.rs RUNS times (release build) and prints each run's figures
+# Runs crates/runtime/examples/connected.rs RUNS times (release build) and prints each run's figures
 # and the best of each: bulk throughput host to host across one switch with capture off, 65,520-byte
 # IP packets in connected mode and 2,044-byte ones in datagram mode, in wall time and in simulated
 # time, beside a memcpy of the same bytes measured in the same run; and the wall time to connect
@@ -16,7 +16,7 @@ bulk=${2:-134217728}
 hosts=${3:-100}
 
 echo "== build (release)"
-cargo build --release -q -p ipoib-fabric --example connected
+cargo build --release -q -p ipoib-runtime --example connected
 target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 bin="${target:-target}/release/examples/connected"

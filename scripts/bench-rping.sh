@@ -9,7 +9,7 @@
 #   RDMA WRITEs SIZE bytes into the server's registered region and READs them back into a second
 #   region, both compared byte for byte; wall and simulated time of each direction, beside a plain
 #   memcpy of SIZE bytes into mapped pages timed in the same process (the anchor);
-# - crates/fabric/examples/ipcm_setup.rs: CONNECTIONS connections between random pairs of HOSTS
+# - crates/runtime/examples/ipcm_setup.rs: CONNECTIONS connections between random pairs of HOSTS
 #   hosts, started at once, each through ARP, a PathRecord and REQ/REP/RTU: wall time until all
 #   are up on both sides.
 # Prints each run's figures, then the best run whole: the rping run with the highest ratio to its
@@ -25,7 +25,7 @@ hosts=${4:-10}
 
 echo "== build (release)"
 cargo build --release -q -p ipoib-cli
-cargo build --release -q -p ipoib-fabric --example ipcm_setup
+cargo build --release -q -p ipoib-runtime --example ipcm_setup
 target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 target=${target:-target}

@@ -7,7 +7,7 @@
 //! 2. setup: H hosts on a fat tree resolve each other over UD, switch to connected mode, and each
 //!    sends one datagram to every other: wall time until all H × (H − 1) connections are up.
 //!
-//!   cargo run --release -p ipoib-fabric --example connected -- [BULK_BYTES] [HOSTS]
+//!   cargo run --release -p ipoib-runtime --example connected -- [BULK_BYTES] [HOSTS]
 //!
 //! Defaults: 128 MiB of payload, 100 hosts. Prints one `key value` line per figure.
 

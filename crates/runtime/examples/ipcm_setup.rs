@@ -5,7 +5,7 @@
 //! and going through REQ, REP and RTU with an RC QP at both ends. Wall time and simulated time
 //! from the first connect to the last connection up; then every connection is released.
 //!
-//!   cargo run --release -p ipoib-fabric --example ipcm_setup -- [CONNECTIONS] [HOSTS]
+//!   cargo run --release -p ipoib-runtime --example ipcm_setup -- [CONNECTIONS] [HOSTS]
 //!
 //! Defaults: 1,000 connections, 10 hosts. Prints one `key value` line per figure.
 
