@@ -392,6 +392,16 @@ fn rejected_spelling_is_retried_and_remembered() {
     assert_eq!(before, after, "no second REJ 8");
 }
 
+/// Host 0 in connected mode; host 1 claims RC in its address but runs no connected mode of its
+/// own (no interface listens for its REQs).
+fn connected_to_rc_claimer(i: usize, c: &mut InterfaceConfig) {
+    if i == 0 {
+        c.connected = Some(ConnectedConfig::rc());
+    } else {
+        c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
+    }
+}
+
 // RFC 4755 §7 (any unicast over any mode) and docs/DEPLOYED.md "Linux IPoIB": a peer that
 // advertises RC but rejects every REQ (here: its listeners refuse, REJ reason 28) is
 // reached over UD; the packets queued behind the attempt are sent, not lost, and the next
@@ -400,14 +410,7 @@ fn rejected_spelling_is_retried_and_remembered() {
 fn rejected_connection_falls_back_to_ud_with_its_queue() {
     let seed = seed(50);
     let _g = SeedGuard(seed);
-    let mut net = net(2, seed, |i, c| {
-        if i == 0 {
-            c.connected = Some(ConnectedConfig::rc());
-        } else {
-            // Claims RC in its address but runs no connected mode of its own.
-            c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
-        }
-    });
+    let mut net = net(2, seed, connected_to_rc_claimer);
     // Its CM rejects every REQ to its service IDs: REJ reason 28, consumer reject.
     let qpn = net.interface(1).unwrap().config().qpn;
     let rng = net.sim().fork_rng(9);
@@ -487,13 +490,7 @@ fn rejected_connection_falls_back_to_ud_with_its_queue() {
 fn silent_peer_times_out_and_nothing_is_lost() {
     let seed = seed(51);
     let _g = SeedGuard(seed);
-    let mut net = net(2, seed, |i, c| {
-        if i == 0 {
-            c.connected = Some(ConnectedConfig::rc());
-        } else {
-            c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
-        }
-    });
+    let mut net = net(2, seed, connected_to_rc_claimer);
     // Host 1 pings host 0 first, so that host 0 knows it (3 packets wait per unresolved
     // neighbour, as on Linux). The echo reply is the first packet for the connection: it waits
     // in the queue with 15 of the datagrams.
