@@ -12,6 +12,7 @@
 mod compliance;
 mod flow;
 mod iwarp;
+mod iwarp_reject;
 mod linux;
 mod props;
 
