@@ -1,0 +1,444 @@
+//! The views of `ipoib show`: what an IPoIB interface holds (neighbours, paths, multicast groups,
+//! connections, counters), as plain data an owner fills and [`Answer::render`] prints as aligned
+//! text or JSON.
+//!
+//! The data comes from the sans-IO interface ([`ipoib_proto::ipoib::Interface`]) and its fabric
+//! adapter ([`ipoib_fabric::node::ipoib::IpoibApp`]): [`HostShow::collect`] reads one host,
+//! [`from_subnet`] every host of a simulated subnet (a lab names them `h1`..`hN`,
+//! [`lab_host_name`]). An owner adds what only it knows, above all counters: a lab or a UDP
+//! fabric pushes its own [`CounterSection`]s (garbage datagrams, spoofed identities, floods
+//! dropped) into [`HostShow::counters`] or, when they are not per host, [`Answer::sections`].
+//!
+//! The JSON form is an array of flat objects, one per row, each with its `host`; the field names
+//! are stable (README "ipoib show" lists them):
+//!
+//! - `neigh`: `host`, `dst`, `lladdr` (20-byte IPoIB address, or null while INCOMPLETE), `state`
+//!   (`INCOMPLETE`, `REACHABLE`, `STALE`, `PROBE`);
+//! - `paths`: `host`, `dgid`, `dlid`, `sl`, `mtu` (bytes, or null for an undefined code), `rate`
+//!   (e.g. `"10 Gb/s"`), `rate_mbps` (or null), `age_ms` (or null when not known);
+//! - `mcast`: `host`, `mgid`, `group` (the IP group, or null), `join` (names of the JoinState bits:
+//!   `full`, `non`, `send-only`, `send-only-full`; empty while joining), `mlid`, `attached`;
+//! - `conns`: `host`, `peer` (its link-layer address), `peer_gid`, `qpn`, `peer_qpn` (null until
+//!   known), `service_id` (hex string: 64 bits do not fit a JSON number exactly), `mtu`, `state`
+//!   (`connecting`, `up`, `closing`), `mode` (`RC`, `UC`), `active`, `sends`, `tx_packets`,
+//!   `rx_packets`;
+//! - `counters`: `host` (null for a section of the whole process), `section`, `counters` (an
+//!   object of name → value).
+
+mod render;
+
+use crate::control::{AnswerError, Request, View};
+use ipoib_fabric::node::ipoib::IpoibApp;
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_proto::ipoib::{ConnState, DropReason, Interface, NeighbourState};
+use ipoib_wire::cm::TransportServiceType;
+use ipoib_wire::ipoib::{HwAddr, IpVersion, IpoibMgid};
+use ipoib_wire::sa::{JoinState, Rate};
+use ipoib_wire::Gid;
+use std::net::{IpAddr, Ipv6Addr};
+use std::time::Duration;
+
+/// Reachability of a neighbour, as `ip neigh` names it (RFC 4861 §7.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NeighState {
+    /// Resolving.
+    Incomplete,
+    /// Confirmed recently.
+    Reachable,
+    /// Known, not confirmed recently.
+    Stale,
+    /// Being confirmed by unicast probes.
+    Probe,
+}
+
+impl NeighState {
+    /// The name `ip neigh` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            NeighState::Incomplete => "INCOMPLETE",
+            NeighState::Reachable => "REACHABLE",
+            NeighState::Stale => "STALE",
+            NeighState::Probe => "PROBE",
+        }
+    }
+}
+
+impl From<&NeighbourState> for NeighState {
+    fn from(s: &NeighbourState) -> NeighState {
+        match s {
+            NeighbourState::Incomplete { .. } => NeighState::Incomplete,
+            NeighbourState::Reachable { .. } => NeighState::Reachable,
+            NeighbourState::Stale { .. } => NeighState::Stale,
+            NeighbourState::Probe { .. } => NeighState::Probe,
+        }
+    }
+}
+
+/// One neighbour (draft-ietf-ipoib-ip-over-infiniband-06 §9.1.1: IP address → IPoIB link-layer
+/// address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeighEntry {
+    /// The IP address.
+    pub dst: IpAddr,
+    /// Its link-layer address, once resolved.
+    pub lladdr: Option<HwAddr>,
+    /// Its state.
+    pub state: NeighState,
+}
+
+/// One cached path (a PathRecord, IBA 1 §15.2.5.16).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEntry {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// Destination LID.
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Path MTU in bytes (`None` for a code without a size).
+    pub mtu: Option<u32>,
+    /// Static rate.
+    pub rate: Rate,
+    /// Time since the record was fetched, when the owner knows it (the interface does not keep
+    /// it).
+    pub age: Option<Duration>,
+}
+
+/// One multicast group (draft-ietf-ipoib-ip-over-infiniband-06 §4, §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McastEntry {
+    /// MGID.
+    pub mgid: Gid,
+    /// The IP group it stands for, when the MGID is an IPoIB one (see [`ip_group`]).
+    pub group: Option<IpAddr>,
+    /// JoinState granted by the SA (empty while joining).
+    pub join: JoinState,
+    /// MLID (0 until joined).
+    pub mlid: u16,
+    /// The UD QP is attached.
+    pub attached: bool,
+}
+
+/// One connected-mode connection (RFC 4755).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnEntry {
+    /// The peer's link-layer address.
+    pub peer: HwAddr,
+    /// Our QP's number, once known.
+    pub qpn: Option<u32>,
+    /// The peer's QP's number, once known.
+    pub peer_qpn: Option<u32>,
+    /// The service ID of the REQ (RFC 4755 §3.2).
+    pub service_id: u64,
+    /// The connection's IP MTU (0 until known; RFC 4755 §5.1).
+    pub mtu: u32,
+    /// State.
+    pub state: ConnState,
+    /// RC or UC (RFC 4755 §3).
+    pub mode: TransportServiceType,
+    /// We sent the REQ.
+    pub active: bool,
+    /// We send on it.
+    pub sends: bool,
+    /// Packets sent on it.
+    pub tx_packets: u64,
+    /// Packets received on it.
+    pub rx_packets: u64,
+}
+
+/// Named counters, in the order they are shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CounterSection {
+    /// The section's name (`interface`, `adapter`, `tx`, `rx`, `connected`, `control`, or an
+    /// owner's).
+    pub name: String,
+    /// (name, value) pairs.
+    pub counters: Vec<(String, u64)>,
+}
+
+impl CounterSection {
+    /// An empty section.
+    pub fn new(name: impl Into<String>) -> CounterSection {
+        CounterSection {
+            name: name.into(),
+            counters: Vec::new(),
+        }
+    }
+
+    /// Adds one counter.
+    pub fn push(&mut self, name: impl Into<String>, value: u64) -> &mut CounterSection {
+        self.counters.push((name.into(), value));
+        self
+    }
+}
+
+/// What one host shows; an answer fills only the requested view's field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostShow {
+    /// The host's name (`h1`.. in a lab, the device in an attach process).
+    pub host: String,
+    /// Neighbours.
+    pub neigh: Vec<NeighEntry>,
+    /// Paths.
+    pub paths: Vec<PathEntry>,
+    /// Multicast groups.
+    pub mcast: Vec<McastEntry>,
+    /// Connections.
+    pub conns: Vec<ConnEntry>,
+    /// Counter sections.
+    pub counters: Vec<CounterSection>,
+}
+
+/// The answer to a request: hosts, and counter sections of the whole process.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// The hosts, in the order shown.
+    pub hosts: Vec<HostShow>,
+    /// Counter sections that belong to no host (a fabric's, the control socket's), shown after
+    /// the hosts' in the counters view.
+    pub sections: Vec<CounterSection>,
+}
+
+impl Answer {
+    /// The answer as `ipoib show` prints it.
+    pub fn render(&self, view: View, json: bool) -> String {
+        if json {
+            render::json(self, view)
+        } else {
+            render::text(self, view)
+        }
+    }
+}
+
+/// The IP group an IPoIB MGID stands for (draft-ietf-ipoib-ip-over-infiniband-06 §4). IPv4 is
+/// exact (every class D address starts with `1110`; the broadcast GID is 255.255.255.255). An
+/// IPv6 MGID holds only the low 80 bits of the group: the top 48 are taken as `ff0S:0:0` with S
+/// the MGID's scope, which is right for the groups IPoIB itself joins (all-nodes, all-routers,
+/// solicited-node) and any group of flags 0 and zero bits 16-47. `None` for other MGIDs.
+pub fn ip_group(mgid: &Gid) -> Option<IpAddr> {
+    let m = IpoibMgid::parse(mgid).ok()?;
+    match m.version {
+        IpVersion::V4 => m.ipv4_group().map(IpAddr::V4),
+        IpVersion::V6 => {
+            let low = m.ipv6_group_low80()?;
+            let top = (0xff00 | u128::from(u8::from(m.scope))) << 112;
+            Some(IpAddr::V6(Ipv6Addr::from(top | low)))
+        }
+    }
+}
+
+/// The counter name of a drop reason (`drop_<reason>` in the `interface` section).
+pub fn drop_name(r: DropReason) -> &'static str {
+    match r {
+        DropReason::NotUp => "drop_not_up",
+        DropReason::PkeyMismatch => "drop_pkey_mismatch",
+        DropReason::QkeyMismatch => "drop_qkey_mismatch",
+        DropReason::Loopback => "drop_loopback",
+        DropReason::Malformed => "drop_malformed",
+        DropReason::Unsupported => "drop_unsupported",
+        DropReason::TooBig => "drop_too_big",
+        DropReason::NoRoute => "drop_no_route",
+        DropReason::NeighbourQueueFull => "drop_neighbour_queue_full",
+        DropReason::NeighbourTableFull => "drop_neighbour_table_full",
+        DropReason::ResolutionFailed => "drop_resolution_failed",
+        DropReason::PathQueueFull => "drop_path_queue_full",
+        DropReason::PathTableFull => "drop_path_table_full",
+        DropReason::PathFailed => "drop_path_failed",
+        DropReason::McastQueueFull => "drop_mcast_queue_full",
+        DropReason::NoMcastGroup => "drop_no_mcast_group",
+        DropReason::Flushed => "drop_flushed",
+        DropReason::TooBigForPath => "drop_too_big_for_path",
+        DropReason::ConnQueueFull => "drop_conn_queue_full",
+    }
+}
+
+impl HostShow {
+    /// A host with nothing to show yet.
+    pub fn new(host: impl Into<String>) -> HostShow {
+        HostShow {
+            host: host.into(),
+            ..HostShow::default()
+        }
+    }
+
+    /// `view` of one interface and, when there is one, its adapter (the adapter has the QPs of
+    /// the connections and its own counters).
+    pub fn collect(
+        host: impl Into<String>,
+        view: View,
+        iface: &Interface,
+        app: Option<&IpoibApp>,
+    ) -> HostShow {
+        let mut h = HostShow::new(host);
+        match view {
+            View::Neigh => h.neigh = neigh(iface),
+            View::Paths => h.paths = paths(iface),
+            View::Mcast => h.mcast = mcast(iface),
+            View::Conns => h.conns = conns(iface, app),
+            View::Counters => h.counters = counters(iface, app),
+        }
+        h
+    }
+}
+
+fn neigh(iface: &Interface) -> Vec<NeighEntry> {
+    iface
+        .neighbours()
+        .iter()
+        .map(|n| NeighEntry {
+            dst: n.ip,
+            lladdr: n.hw,
+            state: NeighState::from(&n.state),
+        })
+        .collect()
+}
+
+fn paths(iface: &Interface) -> Vec<PathEntry> {
+    iface
+        .paths()
+        .into_iter()
+        .map(|(dgid, p)| PathEntry {
+            dgid,
+            dlid: p.dlid,
+            sl: p.sl,
+            mtu: p.mtu.bytes(),
+            rate: p.rate,
+            age: None,
+        })
+        .collect()
+}
+
+fn mcast(iface: &Interface) -> Vec<McastEntry> {
+    iface
+        .groups()
+        .into_iter()
+        .map(|g| McastEntry {
+            group: ip_group(&g.mgid),
+            mgid: g.mgid,
+            join: g.join_state,
+            mlid: g.mlid,
+            attached: g.attached,
+        })
+        .collect()
+}
+
+fn conns(iface: &Interface, app: Option<&IpoibApp>) -> Vec<ConnEntry> {
+    let qps = app.map(|a| a.conn_qps()).unwrap_or_default();
+    iface
+        .connections()
+        .into_iter()
+        .map(|c| {
+            // Our QPN is the adapter's before the connection is established.
+            let qpn = c.qpns.map(|q| q.0).or_else(|| {
+                qps.iter()
+                    .find(|(id, _, _)| *id == c.conn)
+                    .map(|(_, q, _)| *q)
+            });
+            ConnEntry {
+                peer: c.peer,
+                qpn,
+                peer_qpn: c.qpns.map(|q| q.1),
+                service_id: c.service_id,
+                mtu: c.mtu,
+                state: c.state,
+                mode: c.transport,
+                active: c.active,
+                sends: c.sends,
+                tx_packets: c.tx_packets,
+                rx_packets: c.rx_packets,
+            }
+        })
+        .collect()
+}
+
+fn counters(iface: &Interface, app: Option<&IpoibApp>) -> Vec<CounterSection> {
+    let mut out = Vec::new();
+    let c = iface.counters();
+    let mut s = CounterSection::new("interface");
+    s.push("carrier", u64::from(iface.carrier()))
+        .push("mtu", u64::from(iface.mtu()))
+        .push("tx_frames", c.tx_frames)
+        .push("rx_frames", c.rx_frames)
+        .push("delivered", c.delivered);
+    for (r, n) in &c.drops {
+        s.push(drop_name(*r), *n);
+    }
+    out.push(s);
+    let Some(app) = app else {
+        return out;
+    };
+    let a = app.counters();
+    let mut s = CounterSection::new("adapter");
+    s.push("tx_not_ready", a.tx_not_ready)
+        .push("send_errors", a.send_errors)
+        .push("recv_errors", a.recv_errors)
+        .push("verbs_errors", a.verbs_errors)
+        .push("no_interface", a.no_interface);
+    out.push(s);
+    for (name, f) in [("tx", app.tx_stats()), ("rx", app.rx_stats())] {
+        let mut s = CounterSection::new(name);
+        s.push("frames", f.frames)
+            .push("multicast", f.multicast)
+            .push("arp_requests", f.arp_requests)
+            .push("arp_replies", f.arp_replies)
+            .push("nd_solicits", f.nd_solicits)
+            .push("nd_adverts", f.nd_adverts)
+            .push("ipv4", f.ipv4)
+            .push("ipv6", f.ipv6);
+        out.push(s);
+    }
+    if let Some(k) = app.conn_counters() {
+        let mut s = CounterSection::new("connected");
+        s.push("qp_errors", k.qp_errors)
+            .push("cm_errors", k.cm_errors)
+            .push("send_errors", k.send_errors)
+            .push("sends_flushed", k.sends_flushed)
+            .push("recv_errors", k.recv_errors);
+        out.push(s);
+    }
+    out
+}
+
+/// The name of a lab's host `i` (0-based): `h1`, `h2`, ...
+pub fn lab_host_name(i: usize) -> String {
+    format!("h{}", i + 1)
+}
+
+/// The index of the lab host named `name` among `count` hosts (the reverse of
+/// [`lab_host_name`]).
+pub fn lab_host_index(name: &str, count: usize) -> Option<usize> {
+    let n: usize = name.strip_prefix('h')?.parse().ok()?;
+    // `h01` is not `h1`: names are printed one way only.
+    (n >= 1 && n <= count && lab_host_name(n - 1) == name).then(|| n - 1)
+}
+
+/// The answer to `req` from a simulated subnet: every host that runs IPoIB (named by
+/// [`lab_host_name`]), or the one `req.host` names.
+pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
+    let n = net.host_count();
+    let hosts: Vec<usize> = match &req.host {
+        Some(name) => {
+            let i = lab_host_index(name, n)
+                .filter(|&i| net.interface(i).is_some())
+                .ok_or_else(|| AnswerError::NoSuchHost(name.clone()))?;
+            vec![i]
+        }
+        None => (0..n).filter(|&i| net.interface(i).is_some()).collect(),
+    };
+    let hosts = hosts
+        .into_iter()
+        .filter_map(|i| {
+            let iface = net.interface(i)?;
+            Some(HostShow::collect(
+                lab_host_name(i),
+                req.view,
+                iface,
+                net.ipoib_app(i),
+            ))
+        })
+        .collect();
+    Ok(Answer {
+        hosts,
+        sections: Vec::new(),
+    })
+}
