@@ -582,7 +582,7 @@ impl ControlServer {
             self.counters.evicted += 1;
             let _ = self.epoll.delete(&c.stream);
             let _ = (&c.stream).write_all(b"error: too many clients\n");
-            let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            hang_up(c.stream);
         }
     }
 
@@ -590,9 +590,28 @@ impl ControlServer {
     fn close(&mut self, i: usize) {
         if let Some(c) = self.clients.remove(i) {
             let _ = self.epoll.delete(&c.stream);
-            let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            hang_up(c.stream);
         }
     }
+}
+
+/// The most unread input [`hang_up`] throws away before closing.
+const DRAIN_MAX: usize = 64 << 10;
+
+/// Closes a connection so that the client reads what was written to it: Linux resets a Unix
+/// stream socket closed with unread input (the peer's read fails with ECONNRESET before the
+/// data), so the input waiting (the rest of a request too long, words after the newline) is
+/// read and dropped first, up to [`DRAIN_MAX`] bytes.
+fn hang_up(mut s: UnixStream) {
+    let mut buf = [0u8; 4096];
+    let mut drained = 0;
+    while drained < DRAIN_MAX {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
+    let _ = s.shutdown(std::net::Shutdown::Both);
 }
 
 impl Drop for ControlServer {
