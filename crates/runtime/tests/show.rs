@@ -1,0 +1,329 @@
+//! The views of `ipoib show` (`ipoib_runtime::show`): the exact text and JSON of each view for
+//! fixed data, and what the views hold for a small simulated subnet in connected mode (two hosts
+//! that pinged each other over IPv4 and IPv6, one of them in a multicast group).
+
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::*;
+use ipoib_proto::ipoib::{ConnState, ConnectedConfig, InterfaceConfig};
+use ipoib_runtime::control::{AnswerError, Request, View};
+use ipoib_runtime::show::{
+    from_subnet, ip_group, lab_host_index, lab_host_name, Answer, ConnEntry, CounterSection,
+    HostShow, McastEntry, NeighEntry, NeighState, PathEntry,
+};
+use ipoib_wire::cm::TransportServiceType;
+use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, HwAddr, HwAddrFlags, Scope};
+use ipoib_wire::keys::PKey;
+use ipoib_wire::sa::{JoinState, Rate};
+use ipoib_wire::Gid;
+use serde_json::{json, Value};
+use std::net::IpAddr;
+use std::time::Duration;
+
+fn gid(id: u64) -> Gid {
+    Gid::new(Gid::DEFAULT_SUBNET_PREFIX, id)
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+/// Fixed data for every view: host `h1` with two neighbours, a path, two groups, a connection
+/// and a counter section; a process-wide section.
+fn fixed() -> Answer {
+    let peer = HwAddr::new(HwAddrFlags::RC, 0x48, gid(0x0002_c903_0000_0002));
+    let mut h = HostShow::new("h1");
+    h.neigh = vec![
+        NeighEntry {
+            dst: ip("10.0.0.2"),
+            lladdr: Some(peer),
+            state: NeighState::Reachable,
+        },
+        NeighEntry {
+            dst: ip("10.0.0.3"),
+            lladdr: None,
+            state: NeighState::Incomplete,
+        },
+    ];
+    h.paths = vec![PathEntry {
+        dgid: peer.gid,
+        dlid: 2,
+        sl: 0,
+        mtu: Some(2048),
+        rate: Rate::Gbps10,
+        age: Some(Duration::from_millis(12_500)),
+    }];
+    let bcast = broadcast_mgid(PKey(0xffff), Scope::LinkLocal);
+    h.mcast = vec![
+        McastEntry {
+            mgid: bcast,
+            group: ip_group(&bcast),
+            join: JoinState::FULL_MEMBER,
+            mlid: 0xc000,
+            attached: true,
+        },
+        McastEntry {
+            mgid: ipv6_mgid(
+                "ff02::1:ff00:2".parse().unwrap(),
+                PKey(0xffff),
+                Scope::LinkLocal,
+            ),
+            group: Some(ip("ff02::1:ff00:2")),
+            join: JoinState::SEND_ONLY_NON_MEMBER,
+            mlid: 0xc001,
+            attached: false,
+        },
+    ];
+    h.conns = vec![ConnEntry {
+        peer,
+        qpn: Some(0x49),
+        peer_qpn: None,
+        service_id: 0x1000_0000_0000_0048,
+        mtu: 65520,
+        state: ConnState::Connecting,
+        mode: TransportServiceType::Rc,
+        active: true,
+        sends: true,
+        tx_packets: 0,
+        rx_packets: 0,
+    }];
+    let mut s = CounterSection::new("interface");
+    s.push("tx_frames", 12).push("drop_no_route", 1);
+    h.counters = vec![s];
+    let mut f = CounterSection::new("fabric");
+    f.push("garbage_datagrams", 3);
+    Answer {
+        hosts: vec![h],
+        sections: vec![f],
+    }
+}
+
+// The text form, column for column.
+#[test]
+fn text_of_each_view() {
+    let a = fixed();
+    assert_eq!(
+        a.render(View::Neigh, false),
+        "\
+HOST  DST       LLADDR                                                       STATE
+h1    10.0.0.2  80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:02  REACHABLE
+h1    10.0.0.3  -                                                            INCOMPLETE
+"
+    );
+    assert_eq!(
+        a.render(View::Paths, false),
+        "\
+HOST  DGID              DLID  SL  MTU   RATE     AGE
+h1    fe80::2:c903:0:2  2     0   2048  10 Gb/s  12s
+"
+    );
+    assert_eq!(
+        a.render(View::Mcast, false),
+        "\
+HOST  MGID                       GROUP            JOIN       MLID    ATTACHED
+h1    ff12:401b:ffff::ffff:ffff  255.255.255.255  full       0xc000  yes
+h1    ff12:601b:ffff::1:ff00:2   ff02::1:ff00:2   send-only  0xc001  no
+"
+    );
+    assert_eq!(
+        a.render(View::Conns, false),
+        "\
+HOST  PEER              QPN       PEER_QPN  SERVICE_ID          MTU    STATE       MODE  DIR     TX  RX
+h1    fe80::2:c903:0:2  0x000049  -         0x1000000000000048  65520  connecting  RC    active  0   0
+"
+    );
+    assert_eq!(
+        a.render(View::Counters, false),
+        "\
+h1 interface:
+    tx_frames      12
+    drop_no_route  1
+fabric:
+    garbage_datagrams  3
+"
+    );
+}
+
+// An empty answer prints the header only (the request worked; there is nothing to show).
+#[test]
+fn text_of_nothing_is_the_header() {
+    let a = Answer::default();
+    assert_eq!(a.render(View::Neigh, false), "HOST  DST  LLADDR  STATE\n");
+    assert_eq!(a.render(View::Counters, false), "");
+    assert_eq!(a.render(View::Conns, true), "[]\n");
+}
+
+// The JSON form: the documented field names and types.
+#[test]
+fn json_of_each_view() {
+    let a = fixed();
+    let j = |v| -> Value { serde_json::from_str(&a.render(v, true)).unwrap() };
+    let lladdr = "80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:00:02";
+    assert_eq!(
+        j(View::Neigh),
+        json!([
+            {"host": "h1", "dst": "10.0.0.2", "lladdr": lladdr, "state": "REACHABLE"},
+            {"host": "h1", "dst": "10.0.0.3", "lladdr": null, "state": "INCOMPLETE"},
+        ])
+    );
+    assert_eq!(
+        j(View::Paths),
+        json!([{"host": "h1", "dgid": "fe80::2:c903:0:2", "dlid": 2, "sl": 0, "mtu": 2048,
+                "rate": "10 Gb/s", "rate_mbps": 10000, "age_ms": 12500}])
+    );
+    assert_eq!(
+        j(View::Mcast),
+        json!([
+            {"host": "h1", "mgid": "ff12:401b:ffff::ffff:ffff", "group": "255.255.255.255",
+             "join": ["full"], "mlid": 49152, "attached": true},
+            {"host": "h1", "mgid": "ff12:601b:ffff::1:ff00:2", "group": "ff02::1:ff00:2",
+             "join": ["send-only"], "mlid": 49153, "attached": false},
+        ])
+    );
+    assert_eq!(
+        j(View::Conns),
+        json!([{"host": "h1", "peer": lladdr, "peer_gid": "fe80::2:c903:0:2", "qpn": 73,
+                "peer_qpn": null, "service_id": "0x1000000000000048", "mtu": 65520,
+                "state": "connecting", "mode": "RC", "active": true, "sends": true,
+                "tx_packets": 0, "rx_packets": 0}])
+    );
+    assert_eq!(
+        j(View::Counters),
+        json!([
+            {"host": "h1", "section": "interface",
+             "counters": {"tx_frames": 12, "drop_no_route": 1}},
+            {"host": null, "section": "fabric", "counters": {"garbage_datagrams": 3}},
+        ])
+    );
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §4: an MGID back to its IP group.
+#[test]
+fn ip_groups_of_mgids() {
+    let p = PKey(0xffff);
+    let v4 = ipv4_mgid("239.1.2.3".parse().unwrap(), p, Scope::SiteLocal);
+    assert_eq!(ip_group(&v4), Some(ip("239.1.2.3")));
+    let v6 = ipv6_mgid("ff05::1:3".parse().unwrap(), p, Scope::SiteLocal);
+    assert_eq!(ip_group(&v6), Some(ip("ff05::1:3")));
+    assert_eq!(ip_group(&gid(1)), None, "not multicast");
+}
+
+#[test]
+fn lab_host_names_round_trip() {
+    assert_eq!(lab_host_name(0), "h1");
+    assert_eq!(lab_host_index("h1", 2), Some(0));
+    assert_eq!(lab_host_index("h2", 2), Some(1));
+    for bad in ["h0", "h3", "h01", "1", "h", "hx", "h-1"] {
+        assert_eq!(lab_host_index(bad, 2), None, "{bad}");
+    }
+}
+
+fn connected(_i: usize, c: &mut InterfaceConfig) {
+    c.connected = Some(ConnectedConfig::rc());
+}
+
+/// Two hosts in connected mode that pinged each other (IPv4 and IPv6); host 1 joined 224.1.2.3.
+fn subnet() -> Subnet {
+    let mut o = options(Topology::single_switch(2).unwrap(), 7);
+    o.ipoib.as_mut().unwrap().configure = Some(connected);
+    let mut net = up(o, true);
+    for addr in [v4, v6] {
+        let s = ping_pairs(&mut net, &[(0, 1)], addr, Duration::from_secs(2));
+        assert!(rtt(&net, s[0]).is_some(), "ping answered");
+    }
+    net.with_ipoib(1, |a, _| a.join_group(ip("224.1.2.3")));
+    let d = net.sim().now() + Duration::from_secs(1);
+    net.run_until_with(d, |_| false);
+    net
+}
+
+fn view(net: &Subnet, v: View, host: &str) -> Answer {
+    let req = Request {
+        view: v,
+        host: Some(host.into()),
+        json: false,
+    };
+    from_subnet(net, &req).unwrap()
+}
+
+// What each view of the simulated subnet holds, and how it prints.
+#[test]
+fn views_of_a_simulated_subnet() {
+    let net = subnet();
+    let h2 = net.interface(1).unwrap();
+    let (hw2, lid2) = (h2.hw_addr(), net.lid(1));
+
+    let all = from_subnet(&net, &Request::new(View::Neigh)).unwrap();
+    let names: Vec<&str> = all.hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(names, ["h1", "h2"]);
+
+    let a = view(&net, View::Neigh, "h1");
+    assert_eq!(a.hosts.len(), 1);
+    let n = &a.hosts[0].neigh;
+    assert_eq!(n.len(), 2, "{n:?}");
+    assert_eq!(
+        (n[0].dst, n[0].lladdr, n[0].state),
+        (ip("10.0.0.2"), Some(hw2), NeighState::Reachable)
+    );
+    assert!(n[1].dst.is_ipv6() && n[1].lladdr == Some(hw2));
+    assert!(a
+        .render(View::Neigh, false)
+        .contains(&format!("h1    10.0.0.2          {hw2}  REACHABLE\n")));
+
+    let p = &view(&net, View::Paths, "h1").hosts[0].paths;
+    assert_eq!(p.len(), 1);
+    assert_eq!((p[0].dgid, p[0].dlid), (hw2.gid, lid2));
+    assert_eq!(p[0].mtu, Some(4096));
+
+    let m = &view(&net, View::Mcast, "h2").hosts[0].mcast;
+    let bcast = broadcast_mgid(PKey(0xffff), Scope::LinkLocal);
+    let b = m.iter().find(|g| g.mgid == bcast).expect("broadcast group");
+    assert_eq!(b.group, Some(ip("255.255.255.255")));
+    assert!(b.attached && b.join == JoinState::FULL_MEMBER && b.mlid >= 0xc000);
+    let g = m
+        .iter()
+        .find(|g| g.group == Some(ip("224.1.2.3")))
+        .expect("joined group");
+    assert!(g.attached && g.join == JoinState::FULL_MEMBER);
+    let all_nodes = m.iter().find(|g| g.group == Some(ip("ff02::1")));
+    assert!(all_nodes.is_some_and(|g| g.attached), "{m:?}");
+
+    let c = &view(&net, View::Conns, "h1").hosts[0].conns;
+    let active: Vec<_> = c.iter().filter(|c| c.active).collect();
+    assert_eq!(active.len(), 1, "{c:?}");
+    let c = active[0];
+    assert_eq!(c.peer.gid, hw2.gid);
+    assert_eq!(
+        (c.state, c.mode, c.mtu),
+        (ConnState::Up, TransportServiceType::Rc, 65520)
+    );
+    assert!(c.qpn.is_some() && c.peer_qpn.is_some() && c.sends && c.tx_packets >= 1);
+    assert_eq!(c.service_id >> 56, 0x10, "RFC 4755 §3.5 (Linux spelling)");
+
+    let k = &view(&net, View::Counters, "h1").hosts[0].counters;
+    let names: Vec<&str> = k.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["interface", "adapter", "tx", "rx", "connected"]);
+    let iface = &k[0].counters;
+    let c1 = net.interface(0).unwrap().counters();
+    assert!(iface.contains(&("tx_frames".into(), c1.tx_frames)));
+    assert!(iface.contains(&("delivered".into(), c1.delivered)));
+    assert!(iface.contains(&("carrier".into(), 1)));
+    let tx = &k[2].counters;
+    assert!(tx.contains(&("frames".into(), app(&net, 0).tx_stats().frames)));
+}
+
+#[test]
+fn unknown_hosts_are_refused() {
+    let net = subnet();
+    for h in ["h3", "h0", "ib0"] {
+        let req = Request {
+            view: View::Neigh,
+            host: Some(h.into()),
+            json: false,
+        };
+        assert_eq!(
+            from_subnet(&net, &req),
+            Err(AnswerError::NoSuchHost(h.into()))
+        );
+    }
+}
