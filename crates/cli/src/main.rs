@@ -14,6 +14,7 @@ mod demo;
 mod interrupt;
 mod ipcm;
 mod rping;
+mod show;
 mod sim;
 mod topology_arg;
 mod why;
@@ -89,6 +90,16 @@ enum Command {
     /// records every packet. Exit status: 0 when everything verified, 1 when a connection or a
     /// transfer failed or a byte differed, 2 on bad arguments.
     Rping(rping::Args),
+    /// Show the neighbours, paths, multicast groups, connections or counters of a running lab
+    /// or attach process, read over its control socket (like `ip neigh`).
+    ///
+    /// The lab's socket is <run dir>/lab/control.sock, an attach process's
+    /// <run dir>/attach-DEV.sock; the run dir is $IPOIB_RUN_DIR or /run/ipoib. Text is one
+    /// aligned table per view (one block per section for counters), a row per entry of every
+    /// host, or of the host `--host` names; `--json` prints an array of rows. Exit status: 0
+    /// with the view, 1 when nothing runs there (no socket, or a stale one) or the process
+    /// answers with an error (e.g. no such host), 2 on bad arguments.
+    Show(show::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -106,5 +117,6 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Ipcm(args) => ipcm::run(&args),
         Command::Rping(args) => rping::run(&args),
+        Command::Show(args) => show::run(&args),
     }
 }

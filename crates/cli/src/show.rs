@@ -1,0 +1,109 @@
+//! `ipoib show`: a view of the interfaces of a running lab or attach process, read over its
+//! control socket ([`ipoib_runtime::control`]), the way `ip neigh` reads the kernel's tables.
+
+use ipoib_runtime::control::{self, query, QueryError, Request, View};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long `ipoib show` waits for each read and write of the answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Ask the lab (`ipoib lab`), at <run dir>/lab/control.sock (the default).
+    #[arg(long, conflicts_with_all = ["dev", "socket"])]
+    lab: bool,
+    /// Ask the attach process of this device (`ipoib attach`), at <run dir>/attach-DEV.sock.
+    #[arg(long, value_name = "DEV", conflicts_with = "socket")]
+    dev: Option<String>,
+    /// Ask the control socket at this path.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Only this host (a lab's h1, h2, ...; an attach process has one, its device).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// What to show.
+    #[arg(value_enum)]
+    what: What,
+    /// A JSON array of rows instead of text (field names in the README).
+    #[arg(long)]
+    json: bool,
+}
+
+/// The views.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum What {
+    /// Neighbours (ARP and ND): IP, 20-byte link-layer address, state.
+    Neigh,
+    /// Paths (PathRecords): DGID, DLID, SL, MTU, rate.
+    Paths,
+    /// Multicast groups: MGID, IP group, join state, MLID.
+    Mcast,
+    /// Connected-mode connections: peer, QPNs, service ID, MTU, state, RC or UC.
+    Conns,
+    /// Counters of the interfaces, their adapters and the process.
+    Counters,
+}
+
+impl From<What> for View {
+    fn from(w: What) -> View {
+        match w {
+            What::Neigh => View::Neigh,
+            What::Paths => View::Paths,
+            What::Mcast => View::Mcast,
+            What::Conns => View::Conns,
+            What::Counters => View::Counters,
+        }
+    }
+}
+
+/// A device name as Linux takes one: 1 to 15 bytes, no `/`, no blank.
+fn valid_dev(d: &str) -> bool {
+    !d.is_empty()
+        && d.len() < 16
+        && d != "."
+        && d != ".."
+        && !d.bytes().any(|b| b == b'/' || b.is_ascii_whitespace())
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let req = Request {
+        view: args.what.into(),
+        host: args.host.clone(),
+        json: args.json,
+    };
+    // The server refuses what does not parse; say so before connecting.
+    if let Err(e) = Request::parse(req.to_line().as_bytes()) {
+        note!("ipoib show: {e}");
+        return ExitCode::from(2);
+    }
+    let (path, what) = match (&args.dev, &args.socket) {
+        (Some(d), _) if !valid_dev(d) => {
+            note!("ipoib show: bad device name {d:?}");
+            return ExitCode::from(2);
+        }
+        (Some(d), _) => (
+            control::attach_socket(d),
+            format!("no attach running for {d}"),
+        ),
+        (None, Some(p)) => (p.clone(), "nothing running".to_string()),
+        (None, None) => (control::lab_socket(), "no lab running".to_string()),
+    };
+    match query(&path, &req, TIMEOUT) {
+        Ok(answer) => {
+            // A closed standard output (`| head`) ends the run quietly.
+            let _ = std::io::stdout().write_all(answer.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e @ (QueryError::NotFound(_) | QueryError::Stale(_))) => {
+            note!("{what}: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            note!("ipoib show: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `ipoib show` against a control socket: nothing running (no socket, a stale one), and a test
+//! server in this process that answers from a simulated two-host subnet, as a lab does.
+
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::testing::{options, ping_pairs, up, v4};
+use ipoib_runtime::control::{ControlServer, Request};
+use ipoib_runtime::show::from_subnet;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+fn ipoib(run_dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .env("IPOIB_RUN_DIR", run_dir)
+        .arg("show")
+        .args(args)
+        .output()
+        .expect("run ipoib")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn lab_socket(run: &Path) -> PathBuf {
+    run.join("lab").join("control.sock")
+}
+
+#[test]
+fn without_a_lab_it_says_so_and_exits_1() {
+    let run = tempfile::tempdir().unwrap();
+    let o = ipoib(run.path(), &["neigh"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let sock = lab_socket(run.path());
+    assert_eq!(
+        stderr(&o),
+        format!("no lab running: {} not found\n", sock.display())
+    );
+    let o = ipoib(run.path(), &["--dev", "ib0", "counters", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "no attach running for ib0: {} not found\n",
+            run.path().join("attach-ib0.sock").display()
+        )
+    );
+}
+
+#[test]
+fn a_stale_lab_socket_is_named_stale() {
+    let run = tempfile::tempdir().unwrap();
+    let sock = lab_socket(run.path());
+    std::fs::create_dir(sock.parent().unwrap()).unwrap();
+    drop(UnixListener::bind(&sock).unwrap());
+    let o = ipoib(run.path(), &["paths"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "no lab running: {} is stale (nothing listens on it)\n",
+            sock.display()
+        )
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let run = tempfile::tempdir().unwrap();
+    for args in [
+        &["routes"][..],
+        &["--host", "a/b", "neigh"],
+        &["--dev", "../x", "neigh"],
+        &["--lab", "--socket", "/tmp/x", "neigh"],
+    ] {
+        let o = ipoib(run.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A lab stand-in: two simulated hosts that pinged each other, served on `sock` until `stop`.
+fn serve_subnet(sock: PathBuf, stop: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let mut server = ControlServer::bind(sock).unwrap();
+    thread::spawn(move || {
+        let mut net = up(options(Topology::single_switch(2).unwrap(), 3), false);
+        let s = ping_pairs(&mut net, &[(0, 1)], v4, Duration::from_secs(2));
+        assert!(ipoib_fabric::testing::rtt(&net, s[0]).is_some());
+        while !stop.load(Ordering::Relaxed) {
+            server.poll(&mut |req: &Request| from_subnet(&net, req));
+            thread::sleep(Duration::from_millis(5));
+        }
+    })
+}
+
+#[test]
+fn shows_a_running_labs_views() {
+    let run = tempfile::tempdir().unwrap();
+    let sock = lab_socket(run.path());
+    std::fs::create_dir(sock.parent().unwrap()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = serve_subnet(sock.clone(), stop.clone());
+
+    let o = ipoib(run.path(), &["--host", "h1", "neigh"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("HOST  DST       LLADDR"), "{out}");
+    let cols: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(cols[..2], ["h1", "10.0.0.2"], "{out}");
+    // The 20-byte IPoIB address as Linux prints it: flags, QPN, GID (fe80::...).
+    assert_eq!(cols[2].split(':').count(), 20, "{out}");
+    assert!(cols[2][12..].starts_with("fe:80:"), "{out}");
+    assert_eq!(cols[3], "REACHABLE");
+
+    let o = ipoib(run.path(), &["--lab", "paths", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    assert_eq!(
+        (rows[0]["host"].as_str(), rows[1]["host"].as_str()),
+        (Some("h1"), Some("h2"))
+    );
+
+    let o = ipoib(
+        run.path(),
+        &["--socket", sock.to_str().unwrap(), "counters"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("h2 interface:\n    carrier    1\n"), "{out}");
+    assert!(out.contains("control:\n"), "{out}");
+
+    let o = ipoib(run.path(), &["--host", "h9", "mcast"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "ipoib show: no host \"h9\"\n");
+
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+}
