@@ -446,8 +446,8 @@ impl ControlServer {
     }
 
     /// One descriptor for the event loop's poll(2) set (an epoll instance holding the listener
-    /// and every client): readable when [`ControlServer::poll`] has work. The same for the
-    /// server's whole life.
+    /// and every client; docs/DEPLOYED.md "Linux Unix-domain sockets and epoll"): readable when
+    /// [`ControlServer::poll`] has work. The same for the server's whole life.
     pub fn poll_fd(&self) -> BorrowedFd<'_> {
         self.epoll.0.as_fd()
     }
@@ -600,8 +600,9 @@ const DRAIN_MAX: usize = 64 << 10;
 
 /// Closes a connection so that the client reads what was written to it: Linux resets a Unix
 /// stream socket closed with unread input (the peer's read fails with ECONNRESET before the
-/// data), so the input waiting (the rest of a request too long, words after the newline) is
-/// read and dropped first, up to [`DRAIN_MAX`] bytes.
+/// data; docs/DEPLOYED.md "Linux Unix-domain sockets and epoll"), so the input waiting (the rest
+/// of a request too long, words after the newline) is read and dropped first, up to
+/// [`DRAIN_MAX`] bytes.
 fn hang_up(mut s: UnixStream) {
     let mut buf = [0u8; 4096];
     let mut drained = 0;
