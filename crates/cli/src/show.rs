@@ -12,10 +12,10 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Ask the lab (`ipoib lab`), at <run dir>/lab/control.sock (the default).
+    /// Ask the lab (`ipoib lab`), at RUN_DIR/lab/control.sock (the default).
     #[arg(long, conflicts_with_all = ["dev", "socket"])]
     lab: bool,
-    /// Ask the attach process of this device (`ipoib attach`), at <run dir>/attach-DEV.sock.
+    /// Ask the attach process of this device (`ipoib attach`), at RUN_DIR/attach-DEV.sock.
     #[arg(long, value_name = "DEV", conflicts_with = "socket")]
     dev: Option<String>,
     /// Ask the control socket at this path.

@@ -576,12 +576,15 @@ impl ControlServer {
         }
     }
 
-    /// Closes the oldest connection, telling it why if its socket takes the line at once.
+    /// Closes the oldest connection, telling it why if it has not had part of an answer yet and
+    /// its socket takes the line at once.
     fn evict(&mut self) {
         if let Some(c) = self.clients.pop_front() {
             self.counters.evicted += 1;
             let _ = self.epoll.delete(&c.stream);
-            let _ = (&c.stream).write_all(b"error: too many clients\n");
+            if c.phase == Phase::Reading {
+                let _ = (&c.stream).write_all(b"error: too many clients\n");
+            }
             hang_up(c.stream);
         }
     }

@@ -335,3 +335,47 @@ fn query_reports_what_went_wrong() {
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();
 }
+
+// An answer larger than the socket's buffer goes out as the client reads it; meanwhile the poll
+// descriptor is quiet (no busy loop while the client is slow).
+#[test]
+fn a_large_answer_is_written_as_the_client_reads() {
+    use ipoib_runtime::show::{NeighEntry, NeighState};
+    let big = |_: &Request| -> Result<Answer, AnswerError> {
+        let mut h = HostShow::new("h1");
+        h.neigh = (0..40_000u32)
+            .map(|i| NeighEntry {
+                dst: std::net::IpAddr::V4(i.into()),
+                lladdr: None,
+                state: NeighState::Incomplete,
+            })
+            .collect();
+        Ok(Answer {
+            hosts: vec![h],
+            sections: Vec::new(),
+        })
+    };
+    let expected = big(&Request::new(View::Neigh))
+        .unwrap()
+        .render(View::Neigh, false);
+    assert!(expected.len() > 1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ControlServer::bind(sock(&dir)).unwrap();
+    let mut c = UnixStream::connect(server.path()).unwrap();
+    c.write_all(b"show neigh\n").unwrap();
+    let mut handler = big;
+    assert_eq!(server.poll(&mut handler), 1);
+    assert_eq!(server.clients(), 1, "answer not all out yet");
+    assert!(!readable(&server), "waiting for the client to read");
+    let reader = thread::spawn(move || {
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        out
+    });
+    while server.clients() > 0 {
+        let mut fds = [PollFd::new(server.poll_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut fds, PollTimeout::from(100u16));
+        server.poll(&mut handler);
+    }
+    assert_eq!(reader.join().unwrap(), expected);
+}
