@@ -44,8 +44,6 @@ pub const MAX_REQUEST: usize = 256;
 pub const MAX_CLIENTS: usize = 8;
 /// The largest answer sent; a lab of many hosts answers for one host with `--host`.
 pub const MAX_ANSWER: usize = 64 << 20;
-/// Connections accepted per [`ControlServer::poll`], so that a flood cannot hold the loop.
-pub const ACCEPTS_PER_POLL: usize = 32;
 /// The longest host name a request may carry.
 pub const MAX_HOST_NAME: usize = 64;
 
@@ -462,9 +460,13 @@ impl ControlServer {
         self.counters
     }
 
-    /// Does whatever the sockets allow without waiting: accepts (at most [`ACCEPTS_PER_POLL`]),
-    /// reads requests, answers them through `handler`, writes answers, closes finished
-    /// connections. Returns the number of requests answered (with a view or an error line).
+    /// Does whatever the sockets allow without waiting: accepts every pending connection, reads
+    /// requests, answers them through `handler`, writes answers, closes finished connections.
+    /// Returns the number of requests answered (with a view or an error line).
+    ///
+    /// Nothing the sockets allow is left for a later call, so an event loop that watches
+    /// [`ControlServer::poll_fd`] edge-triggered (mio) may wait for the next edge after each
+    /// call; a level-triggered one sees the descriptor quiet once the call returns.
     pub fn poll<H: Handler + ?Sized>(&mut self, handler: &mut H) -> usize {
         self.accept();
         let mut answered = 0;
@@ -538,7 +540,9 @@ impl ControlServer {
     }
 
     fn accept(&mut self) {
-        for _ in 0..ACCEPTS_PER_POLL {
+        // Until the backlog is empty: only the socket's owner can connect (0600), and each
+        // connection beyond MAX_CLIENTS evicts one, so this ends and holds little.
+        loop {
             let stream = match self.listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
