@@ -309,7 +309,7 @@ struct Client {
     sent: usize,
 }
 
-/// Where [`Client::step`] left a client.
+/// Where [`Client::read`] or [`Client::write`] left a client.
 enum Step {
     /// Waiting for the socket.
     Wait,

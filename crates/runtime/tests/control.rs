@@ -384,3 +384,37 @@ fn a_large_answer_is_written_as_the_client_reads() {
     }
     assert_eq!(reader.join().unwrap(), expected);
 }
+
+// The descriptor in an edge-triggered epoll set (mio's way): each new request is a new edge,
+// and after `poll` there is none left over.
+#[test]
+fn works_under_an_edge_triggered_loop() {
+    use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ControlServer::bind(sock(&dir)).unwrap();
+    let outer = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).unwrap();
+    outer
+        .add(
+            server.poll_fd(),
+            EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLET, 7),
+        )
+        .unwrap();
+    let mut events = [EpollEvent::empty(); 4];
+    for round in 0..3 {
+        let mut c = UnixStream::connect(server.path()).unwrap();
+        c.write_all(b"show counters\n").unwrap();
+        assert_eq!(
+            outer.wait(&mut events, 5000u16).unwrap(),
+            1,
+            "round {round}"
+        );
+        assert_eq!(events[0].data(), 7);
+        assert_eq!(server.poll(&mut owner), 1);
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("h1 test:"), "{out}");
+        server.poll(&mut owner);
+        assert_eq!(server.clients(), 0);
+        assert_eq!(outer.wait(&mut events, 0u16).unwrap(), 0, "no edge left");
+    }
+}
