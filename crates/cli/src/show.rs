@@ -75,9 +75,19 @@ pub fn run(args: &Args) -> ExitCode {
         json: args.json,
     };
     // The server refuses what does not parse; say so before connecting.
-    if let Err(e) = Request::parse(req.to_line().as_bytes()) {
-        note!("ipoib show: {e}");
-        return ExitCode::from(2);
+    match Request::parse(req.to_line().as_bytes()) {
+        Ok(r) if r == req => {}
+        Ok(_) => {
+            note!(
+                "ipoib show: bad host name {:?}",
+                args.host.as_deref().unwrap_or("")
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            note!("ipoib show: {e}");
+            return ExitCode::from(2);
+        }
     }
     let (path, what) = match (&args.dev, &args.socket) {
         (Some(d), _) if !valid_dev(d) => {

@@ -75,6 +75,7 @@ fn bad_arguments_exit_2() {
     for args in [
         &["routes"][..],
         &["--host", "a/b", "neigh"],
+        &["--host", "json", "neigh"],
         &["--dev", "../x", "neigh"],
         &["--lab", "--socket", "/tmp/x", "neigh"],
     ] {

@@ -144,7 +144,8 @@ pub enum RequestError {
     /// No view, or an unknown one.
     #[error("unknown view {0:?} (expected: neigh, paths, mcast, conns or counters)")]
     UnknownView(String),
-    /// A host name too long or with characters other than letters, digits, `.`, `_`, `-`.
+    /// A host name too long, with characters other than letters, digits, `.`, `_`, `-`, or
+    /// `json`.
     #[error("bad host name {0:?}")]
     BadHost(String),
     /// Words left over.
@@ -152,9 +153,11 @@ pub enum RequestError {
     Extra(String),
 }
 
-/// Host names: letters, digits, `.`, `_`, `-`; 1 to [`MAX_HOST_NAME`] characters.
+/// Host names: letters, digits, `.`, `_`, `-`; 1 to [`MAX_HOST_NAME`] characters; not `json`
+/// (the flag's word).
 fn valid_host(s: &str) -> bool {
-    !s.is_empty()
+    s != "json"
+        && !s.is_empty()
         && s.len() <= MAX_HOST_NAME
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
