@@ -15,6 +15,8 @@
 //! - [`mcast`]: IPv4/IPv6 group ↔ MGID mapping and the broadcast GID (§4).
 //! - [`legacy`]: draft-kashyap-ipoib-ipv6-01's ND option and FF1y:3333:: mapping.
 //! - [`ip`], [`icmp`], [`udp`], [`checksum`]: IPv4/IPv6 headers, ICMP, UDP, the Internet checksum.
+//! - [`igmp`], [`mld`], [`group_record`]: IGMPv1/v2/v3 and MLDv1/v2 messages, which an interface
+//!   whose IP layer is the host's stack reads to follow its multicast memberships.
 //! - [`frame`]: a whole UD payload, [`IpoibFrame`], with a one-line summary.
 //!
 //! Nothing here allocates while parsing or emitting.
@@ -24,21 +26,27 @@ pub mod arp;
 pub mod checksum;
 pub mod encap;
 pub mod frame;
+pub mod group_record;
 pub mod hwaddr;
 pub mod icmp;
+pub mod igmp;
 pub mod ip;
 pub mod legacy;
 pub mod mcast;
+pub mod mld;
 pub mod nd;
 pub mod udp;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
 pub use encap::{EncapHeader, EncapRepr, EtherType};
 pub use frame::{IpPayload, IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv6Datagram};
+pub use group_record::{GroupRecordRepr, GroupRecords, RecordType};
 pub use hwaddr::{HwAddr, HwAddrFlags, HwAddrView, HWADDR_LEN};
 pub use icmp::{IcmpPacket, Icmpv4Repr, Icmpv4Type, Icmpv4Unreachable, Icmpv6Repr, Icmpv6Type};
+pub use igmp::{IgmpPacket, IgmpRepr, IgmpType};
 pub use ip::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
 pub use mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpVersion, IpoibMgid, Scope};
+pub use mld::{MldPacket, MldRepr};
 pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRepr, PrefixInfo};
 pub use udp::{UdpPacket, UdpRepr, UDP_HEADER_LEN};
 
