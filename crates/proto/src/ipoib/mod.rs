@@ -29,6 +29,7 @@ mod mcast;
 pub mod neighbour;
 pub mod path;
 mod rx;
+pub mod snoop;
 mod state;
 pub mod timer;
 mod too_big;

@@ -156,7 +156,7 @@ fn reply_v6(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
 
 /// Where an IPv6 packet's upper-layer header is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Upper {
+pub(super) enum Upper {
     /// The first header that is not an extension header: its protocol and offset in the payload.
     Header(IpProtocol, usize),
     /// A fragment other than the first, which does not hold the upper-layer header
@@ -169,7 +169,7 @@ enum Upper {
 /// length field plus 8 (§4.3, §4.4, §4.6); fragment (44), 8 bytes (§4.5); authentication (51),
 /// 4 bytes per unit of its length field plus 8 (RFC 4302 §2.2). `None` if a header runs past the
 /// payload.
-fn upper_layer(next: IpProtocol, payload: &[u8]) -> Option<Upper> {
+pub(super) fn upper_layer(next: IpProtocol, payload: &[u8]) -> Option<Upper> {
     let mut next = u8::from(next);
     let mut at = 0usize;
     loop {

@@ -135,7 +135,7 @@ impl<'a, A: RecordAddr> GroupRecordRepr<'a, A> {
     /// than 65535), or the auxiliary data not a whole number of 32-bit words (or more than 255).
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let n = self.sources.len() / A::LEN;
-        if self.sources.len() % A::LEN != 0 || self.aux.len() % 4 != 0 {
+        if !self.sources.len().is_multiple_of(A::LEN) || !self.aux.len().is_multiple_of(4) {
             return Err(Error::Malformed);
         }
         let n = u16::try_from(n).map_err(|_| Error::Malformed)?;
