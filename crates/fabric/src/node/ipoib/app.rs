@@ -27,6 +27,7 @@
 //! [`AdapterCounters`]); it drains the interface completely on every poll, so nothing waits for a
 //! later event; logs and resolution records are bounded.
 
+use super::external::OsSide;
 use super::frames::{self, FrameStats, Kind, Resolution, ResolutionKind};
 use crate::hw::hca::{CqId, Hca, ModifyQp, Port, QpInit};
 use crate::hw::mgmt::PortState;
@@ -120,6 +121,8 @@ pub struct IpoibApp {
     counters: AdapterCounters,
     /// Connected mode (RFC 4755), when the interface has it.
     cm: Option<super::connected::CmSide>,
+    /// The host's IP stack, when it is the IP layer instead of [`IpHost`] (`external.rs`).
+    pub(super) os: Option<Box<OsSide>>,
 }
 
 impl std::fmt::Debug for IpoibApp {
@@ -151,9 +154,21 @@ impl IpoibApp {
     /// `recv_queue_size` module parameter sets it.
     pub fn install_with_depth(
         host: &mut Host,
+        cfg: InterfaceConfig,
+        rng: Rng,
+        recv_depth: usize,
+    ) -> Result<IpoibHandle, crate::hw::hca::VerbsError> {
+        IpoibApp::install_inner(host, cfg, rng, recv_depth, None)
+    }
+
+    /// The installation itself; `os` set makes the IP layer the host's stack
+    /// ([`IpoibApp::install_external`]).
+    pub(super) fn install_inner(
+        host: &mut Host,
         mut cfg: InterfaceConfig,
         rng: Rng,
         recv_depth: usize,
+        os: Option<Box<OsSide>>,
     ) -> Result<IpoibHandle, crate::hw::hca::VerbsError> {
         let port = host.mgmt_port();
         let hca = host.hca_mut();
@@ -198,6 +213,7 @@ impl IpoibApp {
             rx: FrameStats::default(),
             counters: AdapterCounters::default(),
             cm: None,
+            os,
         };
         app.pkey_index = hca
             .port(port)
@@ -445,7 +461,10 @@ impl IpoibApp {
 
     fn on_event(&mut self, now: Instant, e: InterfaceEvent, hca: &mut Hca) {
         match e {
-            InterfaceEvent::Deliver(p) => self.ip.handle_packet(now, &p),
+            InterfaceEvent::Deliver(p) => match self.os.as_mut() {
+                Some(os) => os.deliver(p),
+                None => self.ip.handle_packet(now, &p),
+            },
             InterfaceEvent::CarrierUp | InterfaceEvent::CarrierDown => {
                 let up = matches!(e, InterfaceEvent::CarrierUp);
                 self.carrier = up;
@@ -466,8 +485,14 @@ impl IpoibApp {
                     self.verbs(r);
                 }
             }
-            InterfaceEvent::AddressReady(a) => self.ip.address_ready(a),
+            InterfaceEvent::AddressReady(a) => match self.os.as_mut() {
+                Some(os) => os.address_ready(a),
+                None => self.ip.address_ready(a),
+            },
             InterfaceEvent::DadFailed(a) => {
+                if let Some(os) = self.os.as_mut() {
+                    os.dad_failed(a);
+                }
                 self.push_log(now, LogLevel::Warn, format!("DAD failed for {a}"))
             }
             InterfaceEvent::Ipv6Mtu(m) => {
@@ -590,6 +615,14 @@ impl App for IpoibApp {
             while let Some(p) = self.ip.poll_packet() {
                 moved = true;
                 iface.send_ip(now, &p);
+            }
+            if let Some(os) = self.os.as_mut() {
+                for (group, r) in os.pump(now, iface) {
+                    moved = true;
+                    if let Err(e) = r {
+                        self.push_log(now, LogLevel::Warn, format!("group {group}: {e}"));
+                    }
+                }
             }
             // Events first: an Attach or SetQkey must reach the HCA before datagrams that follow.
             while let Some(e) = iface.poll_event() {

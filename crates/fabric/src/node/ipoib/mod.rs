@@ -3,7 +3,9 @@
 //! ([`IpoibApp`]), with the pure IP endpoint [`ipoib_proto::ip_host::IpHost`] above it for demos
 //! and tests (echo, ping, UDP to and from multicast groups).
 //!
-//! Install one on a host with [`IpoibApp::install`]; a whole subnet whose hosts all run IPoIB comes
+//! Install one on a host with [`IpoibApp::install`], or with [`IpoibApp::install_external`] to
+//! have the host's own IP stack (a TUN device) above it instead of `IpHost` (module `external`:
+//! [`IpoibApp::from_os`], [`IpoibApp::to_os`], IGMP/MLD snooping); a whole subnet whose hosts all run IPoIB comes
 //! from [`crate::node::subnet::SubnetOptions::ipoib`].
 //!
 //! Invariants: the adapter adds no behaviour of its own to the interface (it translates values to
@@ -11,6 +13,7 @@
 
 mod app;
 mod connected;
+mod external;
 pub mod frames;
 
 pub use app::{
@@ -18,4 +21,5 @@ pub use app::{
     RECV_DEPTH, RESOLUTIONS_KEEP,
 };
 pub use connected::{ConnCounters, CONN_RECV_DEPTH};
+pub use external::{OsCounters, FROM_OS_LIMIT, TO_OS_LIMIT};
 pub use frames::{FrameStats, Resolution, ResolutionKind};

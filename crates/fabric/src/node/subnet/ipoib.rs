@@ -23,7 +23,9 @@
 //!   interface with IP instead, on the P_Key its configuration names. Host `i` gets IPv4 address
 //!   `network + i + 1` (so `10.0.0.1`, `10.0.0.2`, ... past 254 hosts: `10.0.1.0`, ...; the
 //!   default prefix /8 keeps every host on-link) and, with IPv6 on, its link-local address from
-//!   the port GUID (§8). These interfaces receive the SA's Reports (they subscribe to traps as
+//!   the port GUID (§8), and with [`IpoibOptions::ipv6_network`] also `network + i + 1`. With
+//!   [`IpoibOptions::external_ip`] the IP layer above each interface is the OS
+//!   ([`IpoibApp::install_external`]). These interfaces receive the SA's Reports (they subscribe to traps as
 //!   senders).
 //!
 //! Invariants: the random streams of interfaces with IP are forked from the simulator's with a
@@ -43,7 +45,7 @@ use ipoib_proto::sa::SaClientConfig;
 use ipoib_wire::ipoib::{broadcast_mgid, IpoibMgid, Scope};
 use ipoib_wire::sa::McMemberRecordRepr;
 use ipoib_wire::{Gid, Guid, PKey};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 /// RNG stream base of the interfaces with IP (host index added).
@@ -160,6 +162,14 @@ pub struct IpoibOptions {
     pub ipv4: Option<(Ipv4Addr, u8)>,
     /// IPv6 (link-local address from the GUID, ND).
     pub ipv6: bool,
+    /// A global IPv6 network and prefix length: host `i` also gets `network + i + 1`
+    /// ([`host_ipv6`]) as a static address (it goes through DAD); `None` for the link-local
+    /// address only. Ignored without `ipv6`.
+    pub ipv6_network: Option<(Ipv6Addr, u8)>,
+    /// The IP layer of every host is the OS ([`IpoibApp::install_external`]: packets come
+    /// through [`IpoibApp::from_os`] and go out through [`IpoibApp::to_os`]) instead of the
+    /// built-in endpoint.
+    pub external_ip: bool,
     /// Adjusts host `i`'s configuration before the interface is made (P_Key, scope, router mode,
     /// ...); `port_guid` and `qpn` are set afterwards from the HCA.
     pub configure: Option<fn(usize, &mut InterfaceConfig)>,
@@ -171,6 +181,22 @@ impl Default for IpoibOptions {
         IpoibOptions {
             ipv4: Some((Ipv4Addr::new(10, 0, 0, 0), 8)),
             ipv6: true,
+            ipv6_network: None,
+            external_ip: false,
+            configure: None,
+        }
+    }
+}
+
+impl IpoibOptions {
+    /// Every host's IP layer is the OS ([`IpoibOptions::external_ip`]), host `i` (from 0) with
+    /// `10.0.0.(i+1)/24` and `fd00::(i+1)/64` besides its link-local address.
+    pub fn external() -> IpoibOptions {
+        IpoibOptions {
+            ipv4: Some((Ipv4Addr::new(10, 0, 0, 0), 24)),
+            ipv6: true,
+            ipv6_network: Some((Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0), 64)),
+            external_ip: true,
             configure: None,
         }
     }
@@ -179,6 +205,11 @@ impl Default for IpoibOptions {
 /// Host `i`'s IPv4 address in `network`: `network + i + 1`.
 pub fn host_ipv4(network: Ipv4Addr, i: usize) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(network).wrapping_add(i as u32).wrapping_add(1))
+}
+
+/// Host `i`'s IPv6 address in `network`: `network + i + 1`.
+pub fn host_ipv6(network: Ipv6Addr, i: usize) -> Ipv6Addr {
+    Ipv6Addr::from(u128::from(network).wrapping_add(i as u128).wrapping_add(1))
 }
 
 impl Subnet {
@@ -194,6 +225,9 @@ impl Subnet {
                 prefix_len,
                 gateway: None,
             });
+            if let (true, Some((net, len))) = (o.ipv6, o.ipv6_network) {
+                cfg.ipv6_static.push((host_ipv6(net, i), len));
+            }
             if let Some(f) = o.configure {
                 f(i, &mut cfg);
             }
@@ -201,7 +235,11 @@ impl Subnet {
             let h = self
                 .sim
                 .with_node::<Host, _>(self.hosts[i].node, |h, _, _| {
-                    IpoibApp::install(h, cfg, rng).ok()
+                    if o.external_ip {
+                        IpoibApp::install_external(h, cfg, rng).ok()
+                    } else {
+                        IpoibApp::install(h, cfg, rng).ok()
+                    }
                 })
                 .flatten();
             // The host port exists on every host by construction: the install cannot fail.
@@ -332,7 +370,24 @@ impl Subnet {
     /// `deadline`. True when all are usable.
     pub fn run_until_ipv6_ready(&mut self, deadline: Instant) -> bool {
         self.run_until_with(deadline, |n| {
-            (0..n.hosts.len()).all(|i| n.ipoib_app(i).is_some_and(|a| !a.ip().ipv6().is_empty()))
+            (0..n.hosts.len()).all(|i| {
+                n.ipoib_app(i)
+                    .is_some_and(|a| !a.ip().ipv6().is_empty() || !a.os_ipv6_ready().is_empty())
+            })
+        })
+    }
+
+    /// Runs until every IPv6 address of every host's interface passed DAD (its static addresses
+    /// too, [`IpoibOptions::ipv6_network`]), or `deadline`. True when all are usable.
+    pub fn run_until_ipv6_all_ready(&mut self, deadline: Instant) -> bool {
+        self.run_until_with(deadline, |n| {
+            (0..n.hosts.len()).all(|i| {
+                n.interface(i).is_some_and(|f| {
+                    f.ipv6_addresses()
+                        .iter()
+                        .all(|a| a.state == ipoib_proto::ipoib::AddrState::Preferred)
+                })
+            })
         })
     }
 }

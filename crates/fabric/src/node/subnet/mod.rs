@@ -49,7 +49,7 @@ mod sm_node;
 
 pub use check::JoinProblem;
 pub use events::MoveLidError;
-pub use ipoib::{host_ipv4, BroadcastJoin, IpoibOptions};
+pub use ipoib::{host_ipv4, host_ipv6, BroadcastJoin, IpoibOptions};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
 use crate::hw::capture::Capture;
