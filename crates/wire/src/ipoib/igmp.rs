@@ -342,6 +342,21 @@ mod tests {
         assert_eq!(IgmpRepr::parse(&V2_REPORT[..7]), Err(Error::Truncated));
     }
 
+    /// RFC 2236 §2.5: only the first 8 bytes of a longer v1/v2 message are used (the checksum
+    /// still covers them all).
+    #[test]
+    fn longer_v2_message_uses_its_first_8_bytes() {
+        let mut b = V2_REPORT.to_vec();
+        b.extend_from_slice(&[1, 2, 3, 4]);
+        IgmpPacket::new_unchecked(&mut b[..]).fill_checksum();
+        assert_eq!(
+            IgmpRepr::parse(&b),
+            Ok(IgmpRepr::V2Report {
+                group: Ipv4Addr::new(239, 1, 2, 3)
+            })
+        );
+    }
+
     proptest! {
         #[test]
         fn parse_never_panics(data in proptest::collection::vec(any::<u8>(), 0..200)) {

@@ -292,6 +292,17 @@ mod tests {
         assert_eq!(MldRepr::parse(s, d, &echo), Err(Error::Unsupported));
     }
 
+    /// RFC 2710 §3.7: anything past the first 24 octets of an MLDv1 message is ignored.
+    #[test]
+    fn longer_v1_message_uses_its_first_24_bytes() {
+        let (s, d) = (a("fe80::1"), a("ff12::1234"));
+        let mut b = vec![0u8; 28];
+        MldRepr::Report { group: d }.emit(s, d, &mut b).unwrap();
+        b[24..].copy_from_slice(&[1, 2, 3, 4]);
+        MldPacket::new_unchecked(&mut b[..]).fill_checksum(s, d);
+        assert_eq!(MldRepr::parse(s, d, &b), Ok(MldRepr::Report { group: d }));
+    }
+
     proptest! {
         #[test]
         fn parse_never_panics(mut data in proptest::collection::vec(any::<u8>(), 0..200), t in 0usize..4) {

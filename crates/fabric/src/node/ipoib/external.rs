@@ -43,9 +43,9 @@ use ipoib_wire::ipoib::{Ipv4Packet, Ipv6Packet};
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv6Addr};
 
-/// Packets waiting for the stack, at most: Linux's per-CPU receive backlog,
-/// `net.core.netdev_max_backlog`, 1000 by default, past which `netif_rx` drops
-/// (docs/DEPLOYED.md "Linux IPoIB").
+/// Packets waiting for the stack, at most: as many as Linux lets wait between a device and its
+/// stack (the per-CPU receive backlog, `net.core.netdev_max_backlog`, 1000 by default;
+/// docs/DEPLOYED.md "Linux IPoIB").
 pub const TO_OS_LIMIT: usize = 1000;
 
 /// Packets from the stack waiting for the interface, at most: Linux IPoIB's transmit queue
@@ -99,7 +99,7 @@ impl OsSide {
     }
 
     /// A packet the interface delivers: queued for the stack, or dropped if the queue is full
-    /// (tail drop, as `netif_rx`).
+    /// (tail drop, as Linux's receive backlog).
     pub(super) fn deliver(&mut self, p: Vec<u8>) {
         if self.to_os.len() >= self.to_os_limit {
             self.counters.to_os_dropped += 1;
