@@ -131,6 +131,7 @@ impl std::fmt::Debug for IpoibApp {
             .field("qpn", &self.qpn)
             .field("carrier", &self.carrier)
             .field("attached", &self.attached.len())
+            .field("external", &self.os.is_some())
             .finish()
     }
 }
