@@ -16,9 +16,11 @@
 //!   RFC 4443 §2.4 (e) that the interface applies;
 //! - `AddressReady(a)`: the interface's own IPv6 address `a` passed DAD on the IB side, so it now
 //!   answers Neighbor Solicitations for `a` and may send from it; recorded
-//!   ([`IpoibApp::os_ipv6_ready`]). The stack must use the same addresses (the interface answers
-//!   ARP and ND only for its own: its `InterfaceConfig::ipv4` and `ipv6_static`, and the
-//!   link-local address from the port GUID, §8);
+//!   ([`IpoibApp::os_ipv6_ready`]). The stack must use the same addresses: the interface answers
+//!   ARP and ND only for its own (its `InterfaceConfig::ipv4` and `ipv6_static`, addresses added
+//!   later with `Interface::add_ipv6_address`, and the link-local address from the port GUID,
+//!   §8), so the runtime gives the stack's TUN device that link-local address (a TUN device has
+//!   no GUID to make one from) or hands the interface the stack's;
 //! - `DadFailed(a)`: logged and recorded; the interface will not answer for `a`;
 //! - carrier and the MTU are the adapter's and the interface's as ever
 //!   ([`IpoibApp::carrier`], `Interface::mtu`): the runtime mirrors them onto the TUN device.
