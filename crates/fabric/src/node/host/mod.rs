@@ -23,11 +23,15 @@
 //! registration order; so the same inputs give the same packets.
 
 mod app;
+mod umad;
 
 #[cfg(test)]
 mod tests;
 
 pub use app::{AgentId, Agents, AnyAgent, App, AppId, HostCtx};
+pub use umad::{
+    is_smp_class, method_mask, Registration, UmadAgent, UmadCounters, UmadError, UMAD_QUEUE_DEPTH,
+};
 
 use crate::hw::hca::{CqId, Hca};
 use crate::hw::mgmt::Config;
@@ -92,6 +96,8 @@ pub struct Host {
     counters: HostCounters,
     /// Configuration writes applications made, sent with the next packets.
     config: Vec<(crate::hw::sim::NodeId, Config)>,
+    /// Receive buffers are posted on QP0 (once a umad user attached, module `umad`).
+    smi_posted: bool,
 }
 
 impl Host {
@@ -121,6 +127,7 @@ impl Host {
             last_now: Instant::ZERO,
             counters: HostCounters::default(),
             config: Vec::new(),
+            smi_posted: false,
         };
         for _ in 0..GSI_RECV_DEPTH {
             h.post_gsi_recv();
@@ -212,13 +219,20 @@ impl Host {
     }
 
     fn post_gsi_recv(&mut self) {
+        self.post_recv_on(1);
+    }
+
+    /// Posts one receive buffer on QP0 (`n` = 0) or QP1 of the management port.
+    fn post_recv_on(&mut self, n: u32) {
         self.next_wr += 1;
         let wr = RecvWr {
             wr_id: self.next_wr,
             capacity: 256 + 40,
         };
-        // QP1 exists from the start and is never in Reset: this cannot fail.
-        let _ = self.hca.post_recv(Hca::gsi_qp(self.mgmt_port), wr);
+        // QP0 and QP1 exist from the start and are never in Reset: this cannot fail.
+        let _ = self
+            .hca
+            .post_recv(crate::hw::hca::special_qpn(self.mgmt_port, n), wr);
     }
 
     /// Runs agents, applications and the HCA until nothing moves; sends through `tx`. Call it
@@ -299,20 +313,20 @@ impl Host {
         progress
     }
 
-    /// One QP1 completion: a received MAD to route, or a send error.
+    /// One QP0 or QP1 completion: a received MAD to route, or a send error.
     fn on_gsi(&mut self, now: Instant, c: Completion) {
+        let smi = c.qpn == self.smi_qp();
         if c.opcode != WcOpcode::Recv {
             if c.status != WcStatus::Success {
                 self.counters.send_errors += 1;
                 // IBA 1 §10.3.1: SQE back to RTS so that later MADs go out.
-                let _ = self.hca.modify_qp(
-                    Hca::gsi_qp(self.mgmt_port),
-                    crate::hw::hca::ModifyQp::Rts(None),
-                );
+                let _ = self
+                    .hca
+                    .modify_qp(c.qpn, crate::hw::hca::ModifyQp::Rts(None));
             }
             return;
         }
-        self.post_gsi_recv();
+        self.post_recv_on(u32::from(!smi));
         if c.status != WcStatus::Success {
             return;
         }
@@ -352,7 +366,12 @@ impl Host {
                 .or_else(|| self.servers.get(&class))
                 .copied();
             if t.is_none() {
-                self.unmatched(&hdr, from, &c.data);
+                if smi {
+                    // SMPs nobody registered for are the SMA's (in the HCA), never answered here.
+                    self.counters.unmatched_dropped += 1;
+                } else {
+                    self.unmatched(&hdr, from, &c.data);
+                }
             }
             t
         };
@@ -383,9 +402,12 @@ impl Host {
         );
     }
 
-    /// Queues a MAD on QP1; requests remember their TID for the response.
+    /// Queues a MAD on QP1, or on QP0 for an SMP (IBA 1 §13.5.1); requests remember their TID
+    /// for the response.
     fn send_mad(&mut self, agent: Option<AgentId>, m: MadOut) {
-        if let (Some(a), Ok(hdr)) = (agent, MadHeaderRepr::parse_bytes(&m.mad)) {
+        let hdr = MadHeaderRepr::parse_bytes(&m.mad).ok();
+        let smp = hdr.as_ref().is_some_and(|h| is_smp_class(h.mgmt_class));
+        if let (Some(a), Some(hdr)) = (agent, hdr) {
             if !hdr.method.is_response() {
                 let tid = hdr.transaction_id;
                 if self.tids.insert(tid, a).is_none() {
@@ -398,11 +420,15 @@ impl Host {
                 }
             }
         }
-        let Some(pkey_index) = self
-            .hca
-            .port(self.mgmt_port)
-            .and_then(|p| p.find_pkey_index(m.to.pkey))
-        else {
+        // QP0 ignores P_Keys (IBA 1 §10.9.3: the HCA sends with the table's first entry).
+        let pkey_index = if smp {
+            Some(0)
+        } else {
+            self.hca
+                .port(self.mgmt_port)
+                .and_then(|p| p.find_pkey_index(m.to.pkey))
+        };
+        let Some(pkey_index) = pkey_index else {
             self.counters.no_pkey += 1;
             return;
         };
@@ -433,7 +459,12 @@ impl Host {
             signaled: false,
             solicited: false,
         };
-        match self.hca.post_send(Hca::gsi_qp(self.mgmt_port), wr) {
+        let qp = if smp {
+            self.smi_qp()
+        } else {
+            Hca::gsi_qp(self.mgmt_port)
+        };
+        match self.hca.post_send(qp, wr) {
             Ok(()) => self.counters.mads_out += 1,
             Err(_) => self.counters.send_errors += 1,
         }

@@ -1,0 +1,307 @@
+//! An external MAD user attached to a host's management port, what Linux's `umad` device gives a
+//! program (`/dev/infiniband/umadN`, `ib_user_mad.c`): a [`UmadAgent`] the host dispatches to
+//! like its own agents, fed and drained from outside the simulation (the runtime's ibsim server
+//! serves one per connected program).
+//!
+//! - Sending ([`UmadAgent::send`]): the MAD leaves from the port's QP0 when its class is
+//!   SubnLid or SubnDirectedRoute (IBA 1 §13.5.1: SMPs use QP0 only, on VL15 as the HCA builds
+//!   them) and from QP1 otherwise, with LRH, BTH and DETH built by the HCA model exactly as for
+//!   the host's own agents; a request's TID is remembered so that its response comes back to
+//!   this agent (IBA 1 §13.4.6.2).
+//! - Receiving ([`UmadAgent::recv`]): responses to this agent's requests, and requests of a
+//!   class, class version and method it registered ([`Host::umad_register`], the
+//!   `ib_user_mad_reg_req` semantics: one agent per (class, method), a registration that
+//!   collides with another agent's is refused whole).
+//! - Both queues are bounded ([`UMAD_QUEUE_DEPTH`]); what does not fit is dropped and counted, as
+//!   is a MAD to send that is not a MAD (short, no parsable header). Nothing here panics on bytes.
+//!
+//! A detached agent ([`Host::umad_detach`]) keeps its slot in the host's agent list (agent ids are
+//! indices) and is reused by the next [`Host::umad_attach`]; it receives nothing while detached.
+
+use super::{AgentId, Host};
+use crate::hw::hca::special_qpn;
+use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
+use ipoib_proto::time::Instant;
+use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, MAD_LEN};
+use std::collections::VecDeque;
+
+/// The most MADs each queue of a [`UmadAgent`] holds.
+pub const UMAD_QUEUE_DEPTH: usize = 1024;
+
+/// True for the classes that travel on QP0 (IBA 1 §13.5.1).
+pub fn is_smp_class(class: MgmtClass) -> bool {
+    matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute)
+}
+
+/// One registration: requests of `class` with `version` and a method in `methods` (bit `m` for
+/// method `m`, 0..=127; the R bit is not a method) reach the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Registration {
+    /// Management class.
+    pub class: MgmtClass,
+    /// Class version.
+    pub version: u8,
+    /// Method mask.
+    pub methods: u128,
+}
+
+impl Registration {
+    /// The methods of the mask, in order.
+    pub fn method_list(&self) -> impl Iterator<Item = u8> + '_ {
+        (0u8..128).filter(|m| self.methods & (1u128 << m) != 0)
+    }
+
+    fn accepts(&self, h: &MadHeaderRepr) -> bool {
+        let m = u8::from(h.method) & 0x7f;
+        self.class == h.mgmt_class
+            && self.version == h.class_version
+            && self.methods & (1 << m) != 0
+    }
+}
+
+/// Why a umad operation was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UmadError {
+    /// The bytes are not a MAD (shorter than 256 bytes, or a header that does not parse).
+    #[error("not a MAD")]
+    NotAMad,
+    /// The send queue is full.
+    #[error("send queue full")]
+    Full,
+    /// No attached umad agent with that id on this host.
+    #[error("no such umad agent")]
+    NoAgent,
+    /// Another agent already receives these requests (class, method).
+    #[error("class {class:#04x} method {method:#04x} already registered by another agent")]
+    InUse {
+        /// Class.
+        class: u8,
+        /// Method.
+        method: u8,
+    },
+}
+
+/// Counters of one [`UmadAgent`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UmadCounters {
+    /// MADs accepted for sending.
+    pub sent: u64,
+    /// MADs queued for the user.
+    pub received: u64,
+    /// MADs refused for sending because they were not MADs.
+    pub not_a_mad: u64,
+    /// MADs refused for sending because the send queue was full.
+    pub send_full: u64,
+    /// MADs for the user dropped because the receive queue was full.
+    pub recv_full: u64,
+    /// Requests handed to the agent that no registration accepts (wrong class version), or that
+    /// arrived while detached: dropped.
+    pub unwanted: u64,
+}
+
+/// The agent of one external MAD user. See the module docs.
+#[derive(Debug, Default)]
+pub struct UmadAgent {
+    attached: bool,
+    registrations: Vec<Registration>,
+    rx: VecDeque<MadIn>,
+    tx: VecDeque<MadOut>,
+    counters: UmadCounters,
+}
+
+impl UmadAgent {
+    /// An attached agent with no registration (it receives responses only).
+    pub fn new() -> UmadAgent {
+        UmadAgent {
+            attached: true,
+            ..UmadAgent::default()
+        }
+    }
+
+    /// Queues `mad` for `to` (QP0 or QP1 by its class, module docs). `mad` shorter than 256
+    /// bytes is refused; a longer one is cut to 256 (QP0/QP1 carry 256-byte MADs).
+    pub fn send(&mut self, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
+        if mad.len() < MAD_LEN || MadHeaderRepr::parse_bytes(mad).is_err() {
+            self.counters.not_a_mad += 1;
+            return Err(UmadError::NotAMad);
+        }
+        if self.tx.len() >= UMAD_QUEUE_DEPTH {
+            self.counters.send_full += 1;
+            return Err(UmadError::Full);
+        }
+        self.counters.sent += 1;
+        self.tx.push_back(MadOut {
+            to,
+            mad: mad[..MAD_LEN].to_vec(),
+        });
+        Ok(())
+    }
+
+    /// The oldest MAD for the user.
+    pub fn recv(&mut self) -> Option<MadIn> {
+        self.rx.pop_front()
+    }
+
+    /// MADs waiting for the user.
+    pub fn pending(&self) -> usize {
+        self.rx.len()
+    }
+
+    /// The registrations, in the order made.
+    pub fn registrations(&self) -> &[Registration] {
+        &self.registrations
+    }
+
+    /// True while attached.
+    pub fn is_attached(&self) -> bool {
+        self.attached
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &UmadCounters {
+        &self.counters
+    }
+
+    fn reset(&mut self) {
+        *self = UmadAgent::new();
+    }
+}
+
+impl MadAgent for UmadAgent {
+    fn handle_mad(&mut self, _now: Instant, m: MadIn) {
+        let Ok(h) = MadHeaderRepr::parse_bytes(&m.mad) else {
+            self.counters.unwanted += 1;
+            return;
+        };
+        let wanted = self.attached
+            && (h.method.is_response() || self.registrations.iter().any(|r| r.accepts(&h)));
+        if !wanted {
+            self.counters.unwanted += 1;
+            return;
+        }
+        if self.rx.len() >= UMAD_QUEUE_DEPTH {
+            self.counters.recv_full += 1;
+            return;
+        }
+        self.counters.received += 1;
+        self.rx.push_back(m);
+    }
+
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.tx.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
+impl Host {
+    /// Attaches an external MAD user to the management port: a detached [`UmadAgent`] is reused,
+    /// else one is added. Receive buffers are posted on the port's QP0 on the first attach (SMP
+    /// responses come back there).
+    pub fn umad_attach(&mut self) -> AgentId {
+        self.ensure_smi_recv();
+        self.dirty = true;
+        for (i, a) in self.agents.list.iter_mut().enumerate() {
+            if let Some(u) = a.as_any_mut().downcast_mut::<UmadAgent>() {
+                if !u.attached {
+                    u.reset();
+                    return AgentId(i);
+                }
+            }
+        }
+        self.add_agent(UmadAgent::new())
+    }
+
+    /// Registers `agent` for requests of `reg` (all or nothing; see the module docs).
+    pub fn umad_register(&mut self, agent: AgentId, reg: Registration) -> Result<(), UmadError> {
+        if self.umad(agent).is_none_or(|u| !u.attached) {
+            return Err(UmadError::NoAgent);
+        }
+        let class = u8::from(reg.class);
+        for m in reg.method_list() {
+            let taken = self
+                .method_servers
+                .get(&(class, m))
+                .is_some_and(|&a| a != agent)
+                || self.servers.get(&class).is_some_and(|&a| a != agent);
+            if taken {
+                return Err(UmadError::InUse { class, method: m });
+            }
+        }
+        for m in reg.method_list() {
+            self.method_servers.insert((class, m), agent);
+        }
+        if let Some(u) = self.umad_mut(agent) {
+            u.registrations.push(reg);
+        }
+        Ok(())
+    }
+
+    /// Detaches `agent`: its registrations are withdrawn, its queues emptied, and it is kept for
+    /// reuse.
+    pub fn umad_detach(&mut self, agent: AgentId) {
+        self.method_servers.retain(|_, a| *a != agent);
+        if let Some(u) = self.umad_mut(agent) {
+            u.reset();
+            u.attached = false;
+        }
+    }
+
+    /// Queues `mad` for sending by `agent` (see [`UmadAgent::send`]); the host sends it on its
+    /// next activity ([`Host::drive`]).
+    pub fn umad_send(&mut self, agent: AgentId, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
+        self.dirty = true;
+        match self.umad_mut(agent) {
+            Some(u) if u.attached => u.send(to, mad),
+            _ => Err(UmadError::NoAgent),
+        }
+    }
+
+    /// Takes every MAD waiting for `agent`'s user, oldest first (the host has nothing to do
+    /// afterwards, so it is not woken).
+    pub fn umad_take(&mut self, agent: AgentId) -> Vec<MadIn> {
+        match self.umad_mut(agent) {
+            Some(u) => u.rx.drain(..).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The umad agent `agent`.
+    pub fn umad(&self, agent: AgentId) -> Option<&UmadAgent> {
+        self.agents.get(agent)
+    }
+
+    fn umad_mut(&mut self, agent: AgentId) -> Option<&mut UmadAgent> {
+        self.agents.get_mut(agent)
+    }
+
+    /// Posts the QP0 receive buffers once.
+    fn ensure_smi_recv(&mut self) {
+        if self.smi_posted {
+            return;
+        }
+        self.smi_posted = true;
+        for _ in 0..super::GSI_RECV_DEPTH {
+            self.post_recv_on(0);
+        }
+    }
+
+    /// The handle of QP0 of the management port.
+    pub(super) fn smi_qp(&self) -> u32 {
+        special_qpn(self.mgmt_port, 0)
+    }
+}
+
+/// Method mask of `methods`.
+pub fn method_mask(methods: &[Method]) -> u128 {
+    methods
+        .iter()
+        .fold(0u128, |m, &x| m | 1u128 << (u8::from(x) & 0x7f))
+}
+
+#[cfg(test)]
+mod tests;

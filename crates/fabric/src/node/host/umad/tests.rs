@@ -1,0 +1,295 @@
+//! A umad user on one host of two cabled back to back: its requests leave through QP1 (QP0 for
+//! SMPs), responses and registered requests come back to it, and bad input is counted.
+
+use super::*;
+use crate::hw::hca::tests::{configure, port_config, GUID_A, GUID_B};
+use crate::hw::hca::Hca;
+use crate::hw::link::LinkParams;
+use crate::hw::sim::{NodeId, PortRef, Simulator};
+use ipoib_wire::mad::MadStatus;
+use ipoib_wire::Guid;
+
+/// Answers every request with GetResp.
+#[derive(Default)]
+struct Echo {
+    out: VecDeque<MadOut>,
+}
+
+impl MadAgent for Echo {
+    fn handle_mad(&mut self, _now: Instant, m: MadIn) {
+        let hdr = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
+        let mut resp = m.mad.clone();
+        hdr.response(Method::GetResp, MadStatus::SUCCESS)
+            .emit(&mut resp);
+        self.out.push_back(MadOut {
+            to: m.from,
+            mad: resp,
+        });
+    }
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
+fn mad(class: MgmtClass, version: u8, method: Method, tid: u64) -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    MadHeaderRepr {
+        base_version: 1,
+        mgmt_class: class,
+        class_version: version,
+        method,
+        status: MadStatus::SUCCESS,
+        class_specific: 0,
+        transaction_id: tid,
+        attribute_id: 0x10,
+        attribute_modifier: 0,
+    }
+    .emit(&mut m);
+    m
+}
+
+/// Hosts with LIDs 1 (a) and 2 (b).
+fn hosts(seed: u64) -> (Simulator, NodeId, NodeId) {
+    let mut sim = Simulator::new(seed);
+    let host = |guid| Box::new(Host::new(Hca::new(Guid(guid), 1)));
+    let a = sim.add_node(host(GUID_A), 1);
+    let b = sim.add_node(host(GUID_B), 1);
+    sim.connect(
+        PortRef { node: a, port: 1 },
+        PortRef { node: b, port: 1 },
+        LinkParams::default(),
+    );
+    configure::<Host>(&mut sim, a, port_config(1, vec![0xffff]));
+    configure::<Host>(&mut sim, b, port_config(2, vec![0xffff]));
+    (sim, a, b)
+}
+
+fn attach(sim: &mut Simulator, n: NodeId) -> AgentId {
+    sim.with_node::<Host, _>(n, |h, _, _| h.umad_attach())
+        .unwrap()
+}
+
+fn send(
+    sim: &mut Simulator,
+    n: NodeId,
+    u: AgentId,
+    to: MadAddr,
+    m: &[u8],
+) -> Result<(), UmadError> {
+    sim.with_node::<Host, _>(n, |h, now, tx| {
+        let r = h.umad_send(u, to, m);
+        h.drive(now, tx);
+        r
+    })
+    .unwrap()
+}
+
+fn take(sim: &mut Simulator, n: NodeId, u: AgentId) -> Vec<MadIn> {
+    sim.node_mut::<Host>(n).unwrap().umad_take(u)
+}
+
+fn smp_addr(lid: u16) -> MadAddr {
+    MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(lid)
+    }
+}
+
+/// IBA 1 §13.4.6.2: a umad user's request reaches the class's server over QP1 and the response
+/// comes back to that user only (not to another umad user of the same host).
+#[test]
+fn request_and_response_over_qp1() {
+    let (mut sim, a, b) = hosts(1);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        let e = h.add_agent(Echo::default());
+        h.serve_class(MgmtClass::Perf, e);
+    });
+    let u = attach(&mut sim, b);
+    let other = attach(&mut sim, b);
+    assert_ne!(u, other);
+    let req = mad(MgmtClass::Perf, 1, Method::Get, 0xabc);
+    send(&mut sim, b, u, MadAddr::gsi(1), &req).unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, b, u);
+    assert_eq!(got.len(), 1);
+    let h = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+    assert_eq!((h.method, h.transaction_id), (Method::GetResp, 0xabc));
+    assert_eq!((got[0].from.lid, got[0].from.qpn), (1, 1));
+    assert!(take(&mut sim, b, other).is_empty());
+    let host = sim.node::<Host>(b).unwrap();
+    assert_eq!(host.umad(u).unwrap().counters().sent, 1);
+    assert_eq!(host.umad(u).unwrap().counters().received, 1);
+}
+
+/// `ib_user_mad_reg_req` semantics: requests of the registered class, version and method reach
+/// the user; another version is dropped (counted); a colliding registration is refused whole;
+/// detaching withdraws it and the agent is reused by the next attach.
+#[test]
+fn registrations_route_requests() {
+    let (mut sim, a, b) = hosts(2);
+    let server = attach(&mut sim, a);
+    let reg = Registration {
+        class: MgmtClass::Perf,
+        version: 1,
+        methods: method_mask(&[Method::Get, Method::Set]),
+    };
+    sim.with_node::<Host, _>(a, |h, _, _| h.umad_register(server, reg))
+        .unwrap()
+        .unwrap();
+    let rival = attach(&mut sim, a);
+    let clash = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            h.umad_register(
+                rival,
+                Registration {
+                    methods: method_mask(&[Method::Set, Method::Send]),
+                    ..reg
+                },
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        clash,
+        Err(UmadError::InUse {
+            class: 0x04,
+            method: 0x02
+        })
+    );
+    let client = attach(&mut sim, b);
+    send(
+        &mut sim,
+        b,
+        client,
+        MadAddr::gsi(1),
+        &mad(MgmtClass::Perf, 1, Method::Get, 5),
+    )
+    .unwrap();
+    send(
+        &mut sim,
+        b,
+        client,
+        MadAddr::gsi(1),
+        &mad(MgmtClass::Perf, 2, Method::Get, 6),
+    )
+    .unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, a, server);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&got[0].mad)
+            .unwrap()
+            .transaction_id,
+        5
+    );
+    assert_eq!(got[0].from.lid, 2);
+    let ha = sim.node::<Host>(a).unwrap();
+    assert_eq!(ha.umad(server).unwrap().counters().unwanted, 1);
+    assert!(take(&mut sim, a, rival).is_empty());
+
+    sim.with_node::<Host, _>(a, |h, _, _| h.umad_detach(server));
+    let again = attach(&mut sim, a);
+    assert_eq!(again, server, "a detached agent is reused");
+    assert!(sim
+        .node::<Host>(a)
+        .unwrap()
+        .umad(again)
+        .unwrap()
+        .registrations()
+        .is_empty());
+    // The registration was withdrawn: the rival may take it now.
+    let ok = sim.with_node::<Host, _>(a, |h, _, _| {
+        h.umad_register(
+            rival,
+            Registration {
+                methods: method_mask(&[Method::Set]),
+                ..reg
+            },
+        )
+    });
+    assert_eq!(ok, Some(Ok(())));
+}
+
+/// IBA 1 §13.5.1: SMPs leave from QP0 (VL15) and arrive at QP0; the receiving user sees source
+/// QP 0.
+#[test]
+fn smps_travel_on_qp0() {
+    let (mut sim, a, b) = hosts(3);
+    let sma_user = attach(&mut sim, a);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        h.umad_register(
+            sma_user,
+            Registration {
+                class: MgmtClass::SubnLid,
+                version: 1,
+                methods: method_mask(&[Method::Trap]),
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+    let u = attach(&mut sim, b);
+    send(
+        &mut sim,
+        b,
+        u,
+        smp_addr(1),
+        &mad(MgmtClass::SubnLid, 1, Method::Trap, 9),
+    )
+    .unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, a, sma_user);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].from.lid, got[0].from.qpn), (2, 0));
+    // Not through QP1: the host's QP1 dispatch saw nothing.
+    assert_eq!(
+        sim.node::<Host>(a).unwrap().counters().unmatched_answered,
+        0
+    );
+}
+
+/// Bad input is refused and counted, queues are bounded, a detached agent takes nothing.
+#[test]
+fn bad_input_and_bounds() {
+    let (mut sim, a, b) = hosts(4);
+    let u = attach(&mut sim, b);
+    assert_eq!(
+        send(&mut sim, b, u, MadAddr::gsi(1), &[1, 2, 3]),
+        Err(UmadError::NotAMad)
+    );
+    let host = sim.node_mut::<Host>(b).unwrap();
+    assert_eq!(host.umad(u).unwrap().counters().not_a_mad, 1);
+    let mut agent = UmadAgent::new();
+    let m = mad(MgmtClass::Perf, 1, Method::Get, 1);
+    for _ in 0..UMAD_QUEUE_DEPTH {
+        agent.send(MadAddr::gsi(1), &m).unwrap();
+    }
+    assert_eq!(agent.send(MadAddr::gsi(1), &m), Err(UmadError::Full));
+    let resp = mad(MgmtClass::Perf, 1, Method::GetResp, 1);
+    for _ in 0..=UMAD_QUEUE_DEPTH {
+        agent.handle_mad(
+            Instant::ZERO,
+            MadIn {
+                from: MadAddr::gsi(1),
+                mad: resp.clone(),
+            },
+        );
+    }
+    agent.handle_mad(
+        Instant::ZERO,
+        MadIn {
+            from: MadAddr::gsi(1),
+            mad: vec![7; 3],
+        },
+    );
+    let c = *agent.counters();
+    assert_eq!((c.send_full, c.recv_full, c.unwanted), (1, 1, 1));
+    assert_eq!(agent.pending(), UMAD_QUEUE_DEPTH);
+    sim.with_node::<Host, _>(b, |h, _, _| h.umad_detach(u));
+    let r = send(&mut sim, b, u, MadAddr::gsi(1), &m);
+    assert_eq!(r, Err(UmadError::NoAgent));
+    let _ = a;
+}
