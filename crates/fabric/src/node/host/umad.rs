@@ -241,6 +241,14 @@ impl Host {
         Ok(())
     }
 
+    /// Withdraws every registration of `agent` (it keeps receiving responses).
+    pub fn umad_unregister(&mut self, agent: AgentId) {
+        self.method_servers.retain(|_, a| *a != agent);
+        if let Some(u) = self.umad_mut(agent) {
+            u.registrations.clear();
+        }
+    }
+
     /// Detaches `agent`: its registrations are withdrawn, its queues emptied, and it is kept for
     /// reuse.
     pub fn umad_detach(&mut self, agent: AgentId) {
