@@ -171,9 +171,6 @@ impl IbsimClient {
         };
         let answer = client.ctl_exchange(CtlType::Connect, &info.to_bytes())?;
         let answer = ClientInfo::parse(&answer).ok_or_else(|| bad_answer("CONNECT"))?;
-        if answer.id >= super::msg::MAX_CLIENTS {
-            return Err(bad_answer("CONNECT (client id out of range)"));
-        }
         client.client_id = answer.id;
         client.node_id = answer.node_id;
         client.connected = true;
@@ -197,7 +194,8 @@ impl IbsimClient {
         Ok(client)
     }
 
-    /// The slot ibsim gave this client (0..10).
+    /// The slot the server gave this client (0..10 with ibsim; any with our server,
+    /// `crate::ibsim_server`).
     pub fn client_id(&self) -> u32 {
         self.client_id
     }
@@ -235,6 +233,7 @@ impl IbsimClient {
             dqp,
             sqp: self.qp,
             status: 0,
+            length: MAD_LEN as u64,
             mad: *mad,
         };
         let n = self.data.send(&req.to_bytes())?;

@@ -8,8 +8,8 @@
 //!   sockets with; the client id in the answer), qp, issm, nodeid (32 bytes, NUL padded).
 //! - `struct sim_request` (288 bytes): dlid and slid as `htons()` values widened to host `u32`s,
 //!   dqp and sqp as `htonl()`, status as `htonl()` (ibsim sets 110, ETIMEDOUT, when it returns a
-//!   MAD it could not deliver), 4 bytes of alignment padding, the MAD length as big-endian `u64`,
-//!   then the 256-byte MAD at offset 32.
+//!   MAD it could not deliver), 4 bytes of alignment padding, the MAD length as big-endian `u64`
+//!   (`context` in older headers), then the 256-byte MAD at offset 32.
 //!
 //! The answers to `SIM_CTL_GET_NODEINFO` and `SIM_CTL_GET_PORTINFO` carry the NodeInfo and PortInfo
 //! attributes in MAD byte order; the client reads them with `ipoib_wire::smp`.
@@ -182,6 +182,10 @@ pub struct SimRequest {
     pub sqp: u32,
     /// 0, or [`STATUS_UNDELIVERED`] when ibsim hands the MAD back undelivered.
     pub status: u32,
+    /// The MAD's length as its sender states it: umad2sim writes the bytes the program wrote (at
+    /// most 256) and gives the reading program this length as its umad length, which `saquery`
+    /// divides into records (`umad2sim/umad2sim.c` `umad2sim_read`, `umad2sim_write`).
+    pub length: u64,
     /// The MAD.
     pub mad: [u8; MAD_LEN],
 }
@@ -195,7 +199,7 @@ impl SimRequest {
         b[8..12].copy_from_slice(&self.dqp.to_be_bytes());
         b[12..16].copy_from_slice(&self.sqp.to_be_bytes());
         b[16..20].copy_from_slice(&self.status.to_be_bytes());
-        b[24..32].copy_from_slice(&(MAD_LEN as u64).to_be_bytes());
+        b[24..32].copy_from_slice(&self.length.to_be_bytes());
         b[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&self.mad);
         b
     }
@@ -215,6 +219,7 @@ impl SimRequest {
             dqp: be32(b, 8),
             sqp: be32(b, 12),
             status: be32(b, 16),
+            length: u64::from_be_bytes([b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31]]),
             mad,
         })
     }
@@ -285,6 +290,7 @@ mod tests {
             dqp: 1,
             sqp: 0x0a0b0c,
             status: 0,
+            length: MAD_LEN as u64,
             mad,
         };
         let b = r.to_bytes();
@@ -310,6 +316,7 @@ mod tests {
             dqp: 1,
             sqp: 1,
             status: 0,
+            length: MAD_LEN as u64,
             mad: [0; MAD_LEN],
         }
         .to_bytes();
