@@ -8,7 +8,9 @@
 //!   plane and exchange MADs with whatever else is attached), and, in [`ibsim::opensm`], a harness
 //!   that starts ibsim and the real OpenSM as child processes. The differential test of our SA
 //!   against OpenSM (`tests/opensm_diff.rs`) and the benchmark of OpenSM's SA
-//!   (`examples/opensm_joins.rs`) are built on them.
+//!   (`examples/opensm_joins.rs`) are built on them;
+//! - [`ibsim_server`]: the server side of the same protocol, so that programs started under
+//!   `ibsim-run` (`saquery`, `smpquery`, ...) attach to a host of our own emulated fabric.
 //!
 //! It blocks on sockets, spawns processes and reads the wall clock (for timeouts); wire, proto and
 //! fabric below it do none of these. There is no clock-driven runtime for the protocol agents, no
@@ -16,4 +18,5 @@
 
 pub mod control;
 pub mod ibsim;
+pub mod ibsim_server;
 pub mod show;

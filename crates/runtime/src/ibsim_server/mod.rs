@@ -1,0 +1,658 @@
+//! The server side of ibsim's client protocol (linux-rdma/ibsim, Debian ibsim-utils): a program
+//! started under `ibsim-run` (libumad2sim preloaded) attaches to a host of OUR emulated fabric by
+//! name and sends and receives MADs there, `saquery` against our SA for instance. The facts of
+//! ibsim this relies on, with their sources, are in docs/DEPLOYED.md "ibsim (server side)".
+//!
+//! - Control ([`IbsimServer`] on `<base>:ctl`, or UDP port P): 80-byte `sim_ctl` requests, each
+//!   answered with one of the same size sent back to its sender. CONNECT carries
+//!   `sim_client_info` {tag, qp, issm, node id}: the node id names a host (topology name, then node
+//!   description; empty for the first host), the answer carries the client id (the slot) and the
+//!   host's name. The GET_* requests describe the attached port (module `info`), SET_ISSM
+//!   toggles the SM role, DISCONNECT frees the slot.
+//! - Data: client `n` sends and receives 288-byte `sim_request`s on `<base>:out<n>` (UDP port
+//!   P + n + 1), connected to its `<base>:in<tag>`. A MAD from a client leaves the host's port
+//!   through a [`UmadAgent`] (QP1, QP0 for SMPs; the HCA model builds the packet), with the top 16
+//!   bits of a request's TransactionID set to the client id as ibsim does (`sim_mad.c`
+//!   `update_trid`); responses to it, and requests of the classes an SM client registers for,
+//!   come back to that client alone.
+//! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
+//!   first, and a slot's socket is bound when a client first needs it (up to
+//!   [`ServerConfig::max_clients`]).
+//!
+//! Invariants: nothing blocks (every socket is non-blocking, one epoll descriptor gathers them
+//! for the owner's single-threaded loop, [`IbsimServer::poll_fd`]); nothing a client sends makes
+//! the server panic or stop serving the others: a control message that is not a `sim_ctl` is
+//! counted and ignored, one naming a client from another sender is refused, a client that sends a
+//! datagram that is not a `sim_request` is dropped, and one whose sockets are gone (a send or a
+//! probe refused) is dropped; each is counted ([`ServerCounters`]). The loop that runs the server
+//! against the wall clock is [`serve`].
+
+mod info;
+mod run;
+mod sock;
+
+#[cfg(test)]
+mod tests;
+
+pub use run::{serve, ServeOptions};
+pub use sock::{Listen, Peer};
+
+use crate::ibsim::msg::{
+    ClientInfo, CtlType, SimCtl, SimRequest, SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
+};
+use ipoib_fabric::node::host::{is_smp_class, method_mask, AgentId, Host, Registration, UmadError};
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::NodeId;
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType};
+use ipoib_wire::{PKey, QKey};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use sock::Sock;
+use std::collections::BTreeMap;
+use std::io::{self, ErrorKind};
+use std::os::fd::BorrowedFd;
+
+/// The length a reader's umad gets for `mad` (`crate::ibsim::msg::SimRequest::length`). For an
+/// SA response sent with RMPP (IBA 1 §13.6.2.3): the last segment's PayloadLength counts the SA
+/// header and its data after the 36 bytes of MAD and RMPP headers, so a transfer in one segment
+/// gets exactly the length the kernel's reassembly would give; umad2sim does no RMPP, so the
+/// reader of a longer transfer sees its first segment, cut to whole records (the SA header's
+/// AttributeOffset, in 8-byte words, IBA 1 §15.2.1.1). 256 otherwise.
+pub fn umad_length(mad: &[u8; 256]) -> u64 {
+    const SA_DATA: u64 = 56;
+    let sa = MadHeaderRepr::parse_bytes(mad).is_ok_and(|h| h.mgmt_class == MgmtClass::SubnAdm);
+    let r = match RmppRepr::parse_bytes(&mad[24..36]) {
+        Ok(r) if sa && r.is_active() && r.rmpp_type == RmppType::Data => r,
+        _ => return 256,
+    };
+    if r.flags.last() {
+        return (36 + u64::from(r.payload_length())).min(256);
+    }
+    let rec = u64::from(u16::from_be_bytes([mad[44], mad[45]])) * 8;
+    match rec {
+        0 => 256,
+        rec => SA_DATA + (256 - SA_DATA) / rec * rec,
+    }
+}
+
+/// The epoll token of the control socket (slot sockets use their slot number).
+const CTL_TOKEN: u64 = u64::MAX;
+/// Datagrams read from one socket per call before the others get their turn.
+const BUDGET: usize = 256;
+
+/// How the server runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Where it listens.
+    pub listen: Listen,
+    /// The most clients at once (ibsim: 10).
+    pub max_clients: u32,
+    /// Hosts where our own SM runs: an SM client (issm) is refused there, as ibsim refuses a
+    /// second SM on a node.
+    pub sm_hosts: Vec<usize>,
+}
+
+impl ServerConfig {
+    /// Unix sockets named after `basename`, 4096 clients, our SM on host 0.
+    pub fn unix(basename: &str) -> ServerConfig {
+        ServerConfig {
+            listen: Listen::Unix {
+                basename: basename.to_string(),
+            },
+            max_clients: 4096,
+            sm_hosts: vec![0],
+        }
+    }
+}
+
+/// What the server did and refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Clients attached.
+    pub connects: u64,
+    /// CONNECTs refused (unknown node, no free slot, an SM already there, no input socket).
+    pub refused: u64,
+    /// Clients that disconnected.
+    pub disconnects: u64,
+    /// Control datagrams that are not a `sim_ctl` (size, magic): ignored.
+    pub bad_ctl: u64,
+    /// Control requests naming a client that is not connected, or from another sender: refused.
+    pub foreign_ctl: u64,
+    /// Control requests of an unknown type: echoed back, as ibsim does.
+    pub unknown_ctl: u64,
+    /// MADs from clients handed to the fabric.
+    pub mads_in: u64,
+    /// MADs written to clients.
+    pub mads_out: u64,
+    /// MADs handed back undelivered (status 110): the host refused them.
+    pub undelivered: u64,
+    /// MADs for a client dropped because its socket was full.
+    pub out_dropped: u64,
+    /// Clients dropped for sending a datagram that is not a `sim_request`.
+    pub garbage_dropped: u64,
+    /// Clients dropped because their socket is gone (a send or a probe refused).
+    pub vanished: u64,
+    /// Datagrams on a slot socket with no client: ignored.
+    pub stray: u64,
+}
+
+/// One attached client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// The tag its socket names carry (umad2sim: its pid; UDP: its data port).
+    pub tag: u32,
+    /// Host index in the subnet.
+    pub host: usize,
+    /// The host's name as the answer to CONNECT gave it.
+    pub name: String,
+    /// The QP it said it answers for.
+    pub qp: u32,
+    /// True while it is the SM of its host.
+    pub issm: bool,
+    ctl_from: Peer,
+    node: NodeId,
+    agent: AgentId,
+}
+
+/// The server. See the module docs.
+pub struct IbsimServer {
+    cfg: ServerConfig,
+    ctl: Sock,
+    /// Slot sockets, bound on first use and kept.
+    slots: Vec<Sock>,
+    clients: BTreeMap<u32, Client>,
+    epoll: Epoll,
+    counters: ServerCounters,
+}
+
+impl std::fmt::Debug for IbsimServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IbsimServer")
+            .field("listen", &self.cfg.listen)
+            .field("clients", &self.clients.len())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+fn errno(e: nix::Error) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+impl IbsimServer {
+    /// Binds the control socket (an address in use is an error: another ibsim server runs).
+    pub fn bind(cfg: ServerConfig) -> io::Result<IbsimServer> {
+        let ctl = Sock::bind_ctl(&cfg.listen)?;
+        let epoll = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).map_err(errno)?;
+        epoll
+            .add(ctl.fd(), EpollEvent::new(EpollFlags::EPOLLIN, CTL_TOKEN))
+            .map_err(errno)?;
+        Ok(IbsimServer {
+            cfg,
+            ctl,
+            slots: Vec::new(),
+            clients: BTreeMap::new(),
+            epoll,
+            counters: ServerCounters::default(),
+        })
+    }
+
+    /// The descriptor to wait on: readable when a datagram waits on any socket.
+    pub fn poll_fd(&self) -> BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.epoll.0.as_fd()
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &ServerCounters {
+        &self.counters
+    }
+
+    /// The clients, by slot.
+    pub fn clients(&self) -> impl Iterator<Item = (u32, &Client)> + '_ {
+        self.clients.iter().map(|(&k, c)| (k, c))
+    }
+
+    /// Waits at most `timeout` for a datagram (no processing).
+    pub fn wait(&self, timeout: std::time::Duration) -> io::Result<()> {
+        let mut ev = [EpollEvent::empty(); 1];
+        let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+        match self.epoll.wait(&mut ev, EpollTimeout::from(ms)) {
+            Ok(_) | Err(nix::Error::EINTR) => Ok(()),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// Reads what waits on every socket (at most a budget per socket) and acts on it: control
+    /// requests answered, clients' MADs handed to their hosts at the subnet's current time.
+    pub fn poll(&mut self, net: &mut Subnet) -> io::Result<()> {
+        let mut events = [EpollEvent::empty(); 64];
+        loop {
+            let n = match self.epoll.wait(&mut events, EpollTimeout::ZERO) {
+                Ok(n) => n,
+                Err(nix::Error::EINTR) => continue,
+                Err(e) => return Err(errno(e)),
+            };
+            for ev in &events[..n] {
+                match ev.data() {
+                    CTL_TOKEN => self.read_ctl(net),
+                    slot => self.read_slot(net, slot as u32),
+                }
+            }
+            if n < events.len() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn read_ctl(&mut self, net: &mut Subnet) {
+        let mut buf = [0u8; SIM_CTL_LEN + 1];
+        for _ in 0..BUDGET {
+            match self.ctl.recv_from(&mut buf) {
+                Ok((n, from)) => self.on_ctl(net, &buf[..n], &from),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn read_slot(&mut self, net: &mut Subnet, slot: u32) {
+        let mut buf = [0u8; SIM_REQUEST_LEN + 1];
+        for _ in 0..BUDGET {
+            let Some(sock) = self.slots.get(slot as usize) else {
+                return;
+            };
+            let n = match sock.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // A UDP client's port unreachable shows here: it is gone.
+                    if self.clients.contains_key(&slot) {
+                        self.counters.vanished += 1;
+                        self.drop_client(net, slot);
+                    }
+                    return;
+                }
+            };
+            if !self.clients.contains_key(&slot) {
+                self.counters.stray += 1;
+                continue;
+            }
+            self.on_mad(net, slot, &buf[..n]);
+        }
+    }
+
+    /// One control datagram (ibsim `sim_ctl`).
+    fn on_ctl(&mut self, net: &mut Subnet, b: &[u8], from: &Peer) {
+        let Some(mut ctl) = SimCtl::parse(b) else {
+            self.counters.bad_ctl += 1;
+            return;
+        };
+        let ok = match ctl.ctl_type {
+            CtlType::Connect => self.connect(net, &mut ctl, from),
+            t => match self.clients.get(&ctl.client_id) {
+                Some(c) if c.ctl_from == *from => {
+                    let c = c.clone();
+                    self.on_client_ctl(net, t, &c, ctl.client_id, &mut ctl.data)
+                }
+                _ => {
+                    self.counters.foreign_ctl += 1;
+                    false
+                }
+            },
+        };
+        if !ok {
+            ctl.ctl_type = CtlType::Error;
+        }
+        // The sender may be gone already; nothing to do then.
+        let _ = self.ctl.send_to(&ctl.to_bytes(), from);
+    }
+
+    fn on_client_ctl(
+        &mut self,
+        net: &mut Subnet,
+        t: CtlType,
+        c: &Client,
+        slot: u32,
+        data: &mut [u8; 64],
+    ) -> bool {
+        let h = net.host(c.host);
+        let host = net.host_device(c.host);
+        let port = host.hca().port(h.port);
+        let cap = if c.issm || self.cfg.sm_hosts.contains(&c.host) {
+            info::CAP_IS_SM
+        } else {
+            0
+        };
+        match t {
+            CtlType::Disconnect => {
+                self.counters.disconnects += 1;
+                self.drop_client(net, slot);
+            }
+            CtlType::GetNodeInfo => *data = info::node_info(host.hca(), h.port),
+            CtlType::GetPortInfo => {
+                // ibsim: port 0 or out of range is the attached port; CA ports count from 1.
+                let asked = data[0];
+                let p = match host.hca().port(asked) {
+                    Some(p) if asked != 0 => Some(p),
+                    _ => port,
+                };
+                let Some(p) = p else { return false };
+                let cap = if p.num == h.port { cap } else { 0 };
+                *data = info::port_info(p, cap);
+            }
+            CtlType::GetVendor => *data = info::vendor(),
+            CtlType::GetPkeys => match port {
+                Some(p) => *data = info::pkeys(p),
+                None => return false,
+            },
+            CtlType::GetPort => match port {
+                Some(p) => *data = info::sim_port(p),
+                None => return false,
+            },
+            CtlType::GetGid => match port {
+                Some(p) => *data = info::gid(p),
+                None => return false,
+            },
+            CtlType::GetGuid => *data = info::guid(host.hca()),
+            CtlType::SetIssm => {
+                let on = i32::from_ne_bytes([data[0], data[1], data[2], data[3]]) != 0;
+                return self.set_issm(net, slot, on);
+            }
+            CtlType::Connect | CtlType::Error | CtlType::Unknown(_) => {
+                // ibsim answers an unknown type by echoing the request.
+                self.counters.unknown_ctl += 1;
+            }
+        }
+        true
+    }
+
+    /// The host a CONNECT's node id names: a topology node name, else a node description;
+    /// empty for the first host (ibsim's default port).
+    fn find_host(net: &Subnet, id: &str) -> Option<usize> {
+        if id.is_empty() {
+            return (net.host_count() > 0).then_some(0);
+        }
+        let nodes = net.topology().nodes();
+        let by = |f: &dyn Fn(usize) -> bool| {
+            (0..nodes.len())
+                .filter(|&t| f(t))
+                .find_map(|t| net.host_of_topo_node(t))
+        };
+        by(&|t| nodes[t].name == id).or_else(|| by(&|t| nodes[t].desc == id))
+    }
+
+    /// ibsim `sim_ctl_new_client`.
+    fn connect(&mut self, net: &mut Subnet, ctl: &mut SimCtl, from: &Peer) -> bool {
+        let Some(info) = ClientInfo::parse(&ctl.data) else {
+            self.counters.refused += 1;
+            return false;
+        };
+        let refused = |s: &mut IbsimServer| {
+            s.counters.refused += 1;
+            false
+        };
+        let Some(host) = IbsimServer::find_host(net, &info.node_id) else {
+            return refused(self);
+        };
+        if info.issm != 0 && self.sm_exists(host) {
+            return refused(self);
+        }
+        let Some(slot) = (0..self.cfg.max_clients).find(|n| !self.clients.contains_key(n)) else {
+            return refused(self);
+        };
+        while self.slots.len() <= slot as usize {
+            let n = self.slots.len() as u32;
+            let Ok(sock) = Sock::bind_slot(&self.cfg.listen, n) else {
+                return refused(self);
+            };
+            if self
+                .epoll
+                .add(
+                    sock.fd(),
+                    EpollEvent::new(EpollFlags::EPOLLIN, u64::from(n)),
+                )
+                .is_err()
+            {
+                return refused(self);
+            }
+            self.slots.push(sock);
+        }
+        // ibsim exits when it cannot reach the input socket; we refuse the client.
+        if self.slots[slot as usize]
+            .connect_client(&self.cfg.listen, info.id, from)
+            .is_err()
+        {
+            return refused(self);
+        }
+        let h = net.host(host);
+        let Some(agent) = net.with_host(host, |hd, _| hd.umad_attach()) else {
+            return refused(self);
+        };
+        let name = net.topology().nodes()[h.topo_node].name.clone();
+        self.clients.insert(
+            slot,
+            Client {
+                tag: info.id,
+                host,
+                name: name.clone(),
+                qp: info.qp,
+                issm: false,
+                ctl_from: from.clone(),
+                node: h.node,
+                agent,
+            },
+        );
+        if info.issm != 0 && !self.set_issm(net, slot, true) {
+            self.drop_client(net, slot);
+            return refused(self);
+        }
+        self.counters.connects += 1;
+        let answer = ClientInfo {
+            id: slot,
+            qp: info.qp,
+            issm: info.issm,
+            node_id: name,
+        };
+        let len = ctl.data.len().min(crate::ibsim::msg::CLIENT_INFO_LEN);
+        ctl.data[..len].copy_from_slice(&answer.to_bytes()[..len]);
+        true
+    }
+
+    /// True when an SM already runs on `host`: ours, or an SM client.
+    fn sm_exists(&self, host: usize) -> bool {
+        self.cfg.sm_hosts.contains(&host) || self.clients.values().any(|c| c.host == host && c.issm)
+    }
+
+    /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
+    /// class version 2) and SMP Traps (IBA 1 §14.2.5.1) arriving at the port.
+    fn set_issm(&mut self, net: &mut Subnet, slot: u32, on: bool) -> bool {
+        let Some(c) = self.clients.get(&slot).cloned() else {
+            return false;
+        };
+        if on == c.issm {
+            return true;
+        }
+        if on && self.sm_exists(c.host) {
+            return false;
+        }
+        let regs = [
+            Registration {
+                class: MgmtClass::SubnAdm,
+                version: 2,
+                methods: method_mask(&[
+                    Method::Get,
+                    Method::Set,
+                    Method::Send,
+                    Method::GetTable,
+                    Method::GetTraceTable,
+                    Method::GetMulti,
+                    Method::Delete,
+                ]),
+            },
+            Registration {
+                class: MgmtClass::SubnLid,
+                version: 1,
+                methods: method_mask(&[Method::Trap]),
+            },
+        ];
+        let ok = net
+            .with_host(c.host, |h, _| {
+                if !on {
+                    h.umad_unregister(c.agent);
+                    return Ok(());
+                }
+                let r: Result<(), UmadError> =
+                    regs.iter().try_for_each(|r| h.umad_register(c.agent, *r));
+                if r.is_err() {
+                    h.umad_unregister(c.agent);
+                }
+                r
+            })
+            .is_some_and(|r| r.is_ok());
+        if ok {
+            if let Some(c) = self.clients.get_mut(&slot) {
+                c.issm = on;
+            }
+        }
+        ok
+    }
+
+    fn drop_client(&mut self, net: &mut Subnet, slot: u32) {
+        if let Some(c) = self.clients.remove(&slot) {
+            net.with_host(c.host, |h, _| h.umad_detach(c.agent));
+        }
+    }
+
+    /// One datagram from client `slot`: a `sim_request` goes to the fabric; anything else drops
+    /// the client.
+    fn on_mad(&mut self, net: &mut Subnet, slot: u32, b: &[u8]) {
+        let Some(req) = SimRequest::parse(b) else {
+            self.counters.garbage_dropped += 1;
+            self.drop_client(net, slot);
+            return;
+        };
+        let Some(c) = self.clients.get(&slot).cloned() else {
+            return;
+        };
+        let mut mad = req.mad;
+        if let Ok(h) = MadHeaderRepr::parse_bytes(&mad) {
+            if !h.method.is_response() {
+                // ibsim sim_mad.c update_trid: the client id in the TID's top 16 bits.
+                mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
+            }
+        }
+        let hp = net.host(c.host).port;
+        let pkey = net
+            .host_device(c.host)
+            .hca()
+            .port(hp)
+            .and_then(|p| p.pkeys.first().copied())
+            .unwrap_or(PKey::DEFAULT);
+        let to = MadAddr {
+            lid: req.dlid,
+            qpn: req.dqp,
+            qkey: QKey::GSI,
+            sl: 0,
+            pkey,
+            grh: None,
+        };
+        let sent = net
+            .with_host(c.host, |h, _| h.umad_send(c.agent, to, &mad))
+            .is_some_and(|r| r.is_ok());
+        if sent {
+            self.counters.mads_in += 1;
+            return;
+        }
+        // ibsim process_packet: an undeliverable MAD goes back to its sender with status 110.
+        self.counters.undelivered += 1;
+        let back = SimRequest {
+            status: STATUS_UNDELIVERED,
+            mad,
+            ..req
+        };
+        self.write_client(net, slot, &back);
+    }
+
+    /// Writes every MAD the fabric delivered for each client.
+    pub fn flush(&mut self, net: &mut Subnet) {
+        let slots: Vec<u32> = self.clients.keys().copied().collect();
+        for slot in slots {
+            let Some(c) = self.clients.get(&slot).cloned() else {
+                continue;
+            };
+            let Some(host) = net.sim_mut().node_mut::<Host>(c.node) else {
+                continue;
+            };
+            let mads = host.umad_take(c.agent);
+            if mads.is_empty() {
+                continue;
+            }
+            let lid = net.lid(c.host);
+            for m in mads {
+                let smp =
+                    MadHeaderRepr::parse_bytes(&m.mad).is_ok_and(|h| is_smp_class(h.mgmt_class));
+                let mut mad = [0u8; 256];
+                let n = m.mad.len().min(256);
+                mad[..n].copy_from_slice(&m.mad[..n]);
+                let r = SimRequest {
+                    dlid: lid,
+                    slid: m.from.lid,
+                    dqp: u32::from(!smp),
+                    sqp: m.from.qpn,
+                    status: 0,
+                    length: umad_length(&mad),
+                    mad,
+                };
+                if !self.write_client(net, slot, &r) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Sends `r` to client `slot`; false when the client was dropped (its socket is gone).
+    fn write_client(&mut self, net: &mut Subnet, slot: u32, r: &SimRequest) -> bool {
+        let Some(sock) = self.slots.get(slot as usize) else {
+            return false;
+        };
+        match sock.send(&r.to_bytes()) {
+            Ok(_) => {
+                self.counters.mads_out += 1;
+                true
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                self.counters.out_dropped += 1;
+                true
+            }
+            Err(_) => {
+                self.counters.vanished += 1;
+                self.drop_client(net, slot);
+                false
+            }
+        }
+    }
+
+    /// Drops the clients whose input socket is gone (Unix: connecting to its name again is
+    /// refused). A client that exits without DISCONNECT is found this way even when nothing is
+    /// sent to it.
+    pub fn probe(&mut self, net: &mut Subnet) {
+        let gone: Vec<u32> = self
+            .clients
+            .iter()
+            .filter(|(&slot, c)| {
+                matches!(self.cfg.listen, Listen::Unix { .. })
+                    && self.slots.get(slot as usize).is_some_and(|s| {
+                        s.connect_client(&self.cfg.listen, c.tag, &c.ctl_from)
+                            .is_err()
+                    })
+            })
+            .map(|(&s, _)| s)
+            .collect();
+        for slot in gone {
+            self.counters.vanished += 1;
+            self.drop_client(net, slot);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The server's datagram sockets, in either of ibsim's two families (`ibsim/ibsim.c`
+//! `make_name`, `sim_init_conn`): abstract Unix names `<base>:ctl` and `<base>:out<n>` whose
+//! length covers one trailing NUL, or UDP ports `P` and `P + n + 1`. All non-blocking.
+
+use std::io;
+use std::net::{SocketAddr as InetAddr, UdpSocket};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// Abstract Unix datagram sockets `<basename>:ctl`, `<basename>:out<n>` (ibsim's default;
+    /// `IBSIM_SOCKNAME`, default `sim`).
+    Unix {
+        /// The basename.
+        basename: String,
+    },
+    /// UDP: control at `addr`, client `n`'s data at port `addr.port() + n + 1` (ibsim `-r`,
+    /// `IBSIM_SERVER_NAME`/`IBSIM_SERVER_PORT` on the client side).
+    Udp {
+        /// The control address.
+        addr: InetAddr,
+    },
+}
+
+/// A peer's address.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    /// An abstract Unix name (its bytes, and the address to send to).
+    Unix(Vec<u8>, UnixAddr),
+    /// A UDP address.
+    Udp(InetAddr),
+}
+
+impl PartialEq for Peer {
+    fn eq(&self, o: &Peer) -> bool {
+        match (self, o) {
+            (Peer::Unix(a, _), Peer::Unix(b, _)) => a == b,
+            (Peer::Udp(a), Peer::Udp(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// An abstract socket address whose name is `name` plus one NUL, as ibsim's `make_name`.
+pub fn abstract_addr(name: &str) -> io::Result<UnixAddr> {
+    let mut bytes = name.as_bytes().to_vec();
+    bytes.push(0);
+    UnixAddr::from_abstract_name(bytes)
+}
+
+/// One datagram socket.
+#[derive(Debug)]
+pub enum Sock {
+    /// Unix.
+    Unix(UnixDatagram),
+    /// UDP.
+    Udp(UdpSocket),
+}
+
+impl Sock {
+    /// The control socket of `listen`.
+    pub fn bind_ctl(listen: &Listen) -> io::Result<Sock> {
+        match listen {
+            Listen::Unix { basename } => Sock::bind_unix(&format!("{basename}:ctl")),
+            Listen::Udp { addr } => Sock::bind_udp(*addr),
+        }
+    }
+
+    /// The data socket of client slot `n`.
+    pub fn bind_slot(listen: &Listen, n: u32) -> io::Result<Sock> {
+        match listen {
+            Listen::Unix { basename } => Sock::bind_unix(&format!("{basename}:out{n}")),
+            Listen::Udp { addr } => {
+                let port = u32::from(addr.port()) + n + 1;
+                let port = u16::try_from(port).map_err(|_| {
+                    io::Error::new(io::ErrorKind::AddrNotAvailable, "slot port past 65535")
+                })?;
+                Sock::bind_udp(InetAddr::new(addr.ip(), port))
+            }
+        }
+    }
+
+    fn bind_unix(name: &str) -> io::Result<Sock> {
+        let s = UnixDatagram::bind_addr(&abstract_addr(name)?)?;
+        s.set_nonblocking(true)?;
+        Ok(Sock::Unix(s))
+    }
+
+    fn bind_udp(addr: InetAddr) -> io::Result<Sock> {
+        let s = UdpSocket::bind(addr)?;
+        s.set_nonblocking(true)?;
+        Ok(Sock::Udp(s))
+    }
+
+    /// Connects a slot socket to the client's input socket: `<base>:in<tag>` (the tag printed
+    /// with `%d`), or the control sender's IP address with the tag as port.
+    pub fn connect_client(&self, listen: &Listen, tag: u32, ctl_from: &Peer) -> io::Result<()> {
+        match (self, listen, ctl_from) {
+            (Sock::Unix(s), Listen::Unix { basename }, _) => {
+                s.connect_addr(&abstract_addr(&format!("{basename}:in{}", tag as i32))?)
+            }
+            (Sock::Udp(s), Listen::Udp { .. }, Peer::Udp(from)) => {
+                let port = u16::try_from(tag).map_err(|_| {
+                    io::Error::new(io::ErrorKind::InvalidInput, "UDP client tag is not a port")
+                })?;
+                s.connect(InetAddr::new(from.ip(), port))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "socket family does not match",
+            )),
+        }
+    }
+
+    /// Receives one datagram with its sender.
+    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, Peer)> {
+        match self {
+            Sock::Unix(s) => {
+                let (n, a) = s.recv_from(buf)?;
+                let name = a.as_abstract_name().map(<[u8]>::to_vec).unwrap_or_default();
+                Ok((n, Peer::Unix(name, a)))
+            }
+            Sock::Udp(s) => {
+                let (n, a) = s.recv_from(buf)?;
+                Ok((n, Peer::Udp(a)))
+            }
+        }
+    }
+
+    /// Receives one datagram from the connected peer.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Unix(s) => s.recv(buf),
+            Sock::Udp(s) => s.recv(buf),
+        }
+    }
+
+    /// Sends to `to`.
+    pub fn send_to(&self, b: &[u8], to: &Peer) -> io::Result<usize> {
+        match (self, to) {
+            (Sock::Unix(s), Peer::Unix(_, a)) => s.send_to_addr(b, a),
+            (Sock::Udp(s), Peer::Udp(a)) => s.send_to(b, a),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "socket family does not match",
+            )),
+        }
+    }
+
+    /// Sends to the connected peer.
+    pub fn send(&self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Unix(s) => s.send(b),
+            Sock::Udp(s) => s.send(b),
+        }
+    }
+
+    /// The descriptor.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Sock::Unix(s) => s.as_fd(),
+            Sock::Udp(s) => s.as_fd(),
+        }
+    }
+}

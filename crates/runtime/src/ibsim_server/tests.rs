@@ -1,0 +1,294 @@
+//! The server on a three-host subnet (one switch, our SM and SA on h0) in a thread of its own,
+//! against our ibsim client and a raw client that sends what it likes.
+
+use super::*;
+use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, MAD_LEN};
+use crate::ibsim::{Endpoint, IbsimClient};
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_fabric::Instant;
+use std::os::unix::net::UnixDatagram;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A running server; [`Running::stop`] ends it and returns its counters and remaining clients.
+struct Running {
+    base: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<(ServerCounters, usize)>>,
+}
+
+impl Running {
+    fn start() -> Running {
+        let base = format!(
+            "ipoib-srv-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (b, s) = (base.clone(), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let topo = Topology::single_switch(3).unwrap();
+            let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+            assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
+            let mut server = IbsimServer::bind(ServerConfig::unix(&b)).unwrap();
+            ready_tx.send(()).unwrap();
+            let opts = ServeOptions {
+                max_sleep: Duration::from_millis(10),
+                probe_every: Duration::from_millis(50),
+            };
+            serve(&mut server, &mut net, &|| s.load(Ordering::Relaxed), opts).unwrap();
+            (*server.counters(), server.clients().count())
+        });
+        ready_rx.recv().unwrap();
+        Running {
+            base,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        Endpoint::unix(&self.base)
+    }
+
+    fn stop(mut self) -> (ServerCounters, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A client that speaks the protocol by hand (umad2sim's socket names, `sim_client.c`).
+struct Raw {
+    ctl: UnixDatagram,
+    data: UnixDatagram,
+    id: u32,
+}
+
+impl Raw {
+    fn connect(base: &str, node: &str) -> Result<Raw, SimCtl> {
+        let tag = 900_000 + NEXT.fetch_add(1, Ordering::Relaxed);
+        let ctl =
+            UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
+                .unwrap();
+        let data =
+            UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:in{tag}")).unwrap())
+                .unwrap();
+        ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
+            .unwrap();
+        ctl.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        data.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let info = ClientInfo {
+            id: tag,
+            qp: 0,
+            issm: 0,
+            node_id: node.to_string(),
+        };
+        let ans = Raw::exchange(&ctl, SimCtl::new(0, CtlType::Connect, &info.to_bytes()));
+        if ans.ctl_type == CtlType::Error {
+            return Err(ans);
+        }
+        let id = ClientInfo::parse(&ans.data).unwrap().id;
+        data.connect_addr(&sock::abstract_addr(&format!("{base}:out{id}")).unwrap())
+            .unwrap();
+        Ok(Raw { ctl, data, id })
+    }
+
+    fn exchange(ctl: &UnixDatagram, req: SimCtl) -> SimCtl {
+        ctl.send(&req.to_bytes()).unwrap();
+        let mut b = [0u8; 128];
+        let n = ctl.recv(&mut b).unwrap();
+        SimCtl::parse(&b[..n]).unwrap()
+    }
+
+    fn ctl(&self, t: CtlType, payload: &[u8]) -> SimCtl {
+        Raw::exchange(&self.ctl, SimCtl::new(self.id, t, payload))
+    }
+}
+
+/// A SubnAdm Get(ClassPortInfo) (IBA 1 §15.2.5.1; SA class version 2).
+fn cpi_get(tid: u64) -> [u8; MAD_LEN] {
+    let mut m = [0u8; MAD_LEN];
+    MadHeaderRepr {
+        base_version: 1,
+        mgmt_class: MgmtClass::SubnAdm,
+        class_version: 2,
+        method: Method::Get,
+        status: ipoib_wire::mad::MadStatus::SUCCESS,
+        class_specific: 0,
+        transaction_id: tid,
+        attribute_id: 0x0001,
+        attribute_modifier: 0,
+    }
+    .emit(&mut m);
+    m
+}
+
+/// CONNECT attaches to the named host; the GET_* answers describe its port as our SM set it; a
+/// request to the SA comes back with its TID, the top 16 bits the client id (ibsim
+/// `update_trid`).
+#[test]
+fn connect_describe_and_sa_round_trip() {
+    let srv = Running::start();
+    let c = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, false).unwrap();
+    assert_eq!((c.client_id(), c.node_id()), (0, "h1"));
+    let pi = c.port_info().unwrap();
+    assert_ne!(pi.lid, 0);
+    assert_eq!(pi.master_sm_lid, 1, "our SM runs on h0");
+    assert_eq!(pi.port_state, ipoib_wire::smp::PortState::Active);
+    let ni = c.node_info().unwrap();
+    assert_eq!(ni.local_port_num, 1);
+    let d = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
+    assert_eq!(d.client_id(), 1);
+    for (cl, tid) in [(&c, 0x0000_1111_2222_3333u64), (&d, 0x7777_0000_0000_0042)] {
+        let resp = cl
+            .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
+            .unwrap();
+        let h = MadHeaderRepr::parse_bytes(&resp).unwrap();
+        assert_eq!(h.method, Method::GetResp);
+        assert_eq!(h.transaction_id & 0xffff_ffff_ffff, tid & 0xffff_ffff_ffff);
+        assert_eq!(h.transaction_id >> 48, u64::from(cl.client_id()));
+    }
+    // Nothing of one client's reached the other.
+    assert!(c.recv(Duration::from_millis(100)).unwrap().is_none());
+    assert!(d.recv(Duration::from_millis(100)).unwrap().is_none());
+    drop((c, d));
+    let (counters, left) = srv.stop();
+    assert_eq!((counters.connects, counters.disconnects, left), (2, 2, 0));
+    assert_eq!(counters.mads_in, 2);
+    assert!(counters.mads_out >= 2);
+}
+
+/// ibsim `sim_ctl_new_client`: an unknown node and a second SM on a node are refused; the
+/// default (empty) node is the first host.
+#[test]
+fn refusals_and_the_default_node() {
+    let srv = Running::start();
+    let e = IbsimClient::connect_to(&srv.endpoint(), Some("nosuch"), 0, false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+    let e = IbsimClient::connect_to(&srv.endpoint(), Some("h0"), 0, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "our SM runs on h0");
+    let sm = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, true).unwrap();
+    let e = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "one SM per node");
+    let dflt = IbsimClient::connect_to(&srv.endpoint(), None, 0, false).unwrap();
+    assert_eq!(dflt.node_id(), "h0");
+    drop((sm, dflt));
+    let (counters, _) = srv.stop();
+    assert_eq!(counters.refused, 3);
+}
+
+/// Garbage on the control socket is counted and ignored; a client that sends a datagram that is
+/// not a `sim_request` is dropped, and its later control requests refused; a client that
+/// vanishes without DISCONNECT is found by the probe and its slot reused.
+#[test]
+fn garbage_and_vanished_clients() {
+    let srv = Running::start();
+    let stranger = UnixDatagram::unbound().unwrap();
+    let ctl = sock::abstract_addr(&format!("{}:ctl", srv.base)).unwrap();
+    stranger.send_to_addr(b"hello", &ctl).unwrap();
+    stranger.send_to_addr(&[0xde; SIM_CTL_LEN], &ctl).unwrap();
+
+    let bad = Raw::connect(&srv.base, "h1").unwrap();
+    assert_eq!(bad.id, 0);
+    let pk = bad.ctl(CtlType::GetPkeys, &[0; 64]);
+    assert_eq!(pk.ctl_type, CtlType::GetPkeys);
+    assert_eq!(
+        &pk.data[..2],
+        &[0xff, 0xff],
+        "default partition, full member"
+    );
+    // Another sender naming this client id is refused.
+    let other = Raw::connect(&srv.base, "h2").unwrap();
+    let forged = Raw::exchange(&other.ctl, SimCtl::new(bad.id, CtlType::Disconnect, &[]));
+    assert_eq!(forged.ctl_type, CtlType::Error);
+    bad.data.send(&[1, 2, 3]).unwrap();
+    // The server reads its sockets in any order: ask until the drop shows.
+    let dropped = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        bad.ctl(CtlType::GetNodeInfo, &[0; 64]).ctl_type == CtlType::Error
+    });
+    assert!(dropped);
+
+    let gone = Raw::connect(&srv.base, "h2").unwrap();
+    let gone_id = gone.id;
+    drop(gone);
+    // Until the probe found it, new clients get other slots; they stay connected.
+    let mut others = Vec::new();
+    let reused = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        let next = Raw::connect(&srv.base, "h2").unwrap();
+        let hit = next.id == gone_id;
+        others.push(next);
+        hit
+    });
+    assert!(reused, "the vanished client's slot is free again");
+    let (counters, left) = srv.stop();
+    assert_eq!(counters.bad_ctl, 2);
+    assert_eq!(counters.garbage_dropped, 1);
+    assert_eq!(counters.vanished, 1);
+    assert!(counters.foreign_ctl >= 2);
+    assert_eq!(left, 1 + others.len());
+}
+
+/// Unlike ibsim (10), more than 10 clients at once, each getting its own responses.
+#[test]
+fn more_than_ten_clients() {
+    let srv = Running::start();
+    let clients: Vec<IbsimClient> = (0..12)
+        .map(|i| {
+            let host = ["h0", "h1", "h2"][i % 3];
+            IbsimClient::connect_to(&srv.endpoint(), Some(host), 0, false).unwrap()
+        })
+        .collect();
+    let mut ids: Vec<u32> = clients.iter().map(IbsimClient::client_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..12).collect::<Vec<u32>>());
+    for (i, c) in clients.iter().enumerate() {
+        let tid = 0x100 + i as u64;
+        let resp = c
+            .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
+            .unwrap();
+        assert_eq!(
+            MadHeaderRepr::parse_bytes(&resp).unwrap().transaction_id & 0xffff,
+            tid
+        );
+    }
+    for c in &clients {
+        assert!(c.recv(Duration::from_millis(20)).unwrap().is_none());
+    }
+    drop(clients);
+    let (counters, left) = srv.stop();
+    assert_eq!((counters.connects, left), (12, 0));
+}
+
+/// The umad length of an SA response (IBA 1 §13.6.2.3): a last segment's PayloadLength after the
+/// 36 header bytes; a first segment of several cut to whole records; anything else 256.
+#[test]
+fn umad_lengths() {
+    let mut m = cpi_get(1);
+    assert_eq!(umad_length(&m), 256);
+    m[3] = 0x92; // GetTableResp
+    m[24] = 1; // RMPP version
+    m[25] = 1; // DATA
+    m[26] = 0x07; // active, first, last
+    m[32..36].copy_from_slice(&(20u32 + 64).to_be_bytes());
+    assert_eq!(umad_length(&m), 36 + 84);
+    m[26] = 0x03; // active, first
+    m[44..46].copy_from_slice(&8u16.to_be_bytes()); // 64-byte records
+    assert_eq!(umad_length(&m), 56 + 3 * 64);
+    let mut smp = m;
+    smp[1] = 0x01; // SubnLid: bytes 24..36 are the M_Key, not RMPP
+    assert_eq!(umad_length(&smp), 256);
+}
