@@ -11,6 +11,7 @@ macro_rules! note {
 
 mod decode;
 mod demo;
+mod ibsim_server;
 mod interrupt;
 mod ipcm;
 mod rping;
@@ -100,6 +101,16 @@ enum Command {
     /// with the view, 1 when nothing runs there (no socket, or a stale one) or the process
     /// answers with an error (e.g. no such host), 2 on bad arguments.
     Show(show::Args),
+    /// Serve ibsim's client protocol on an emulated subnet: programs run under `ibsim-run`
+    /// (saquery, smpquery, ...) attach to its hosts by name.
+    ///
+    /// Brings the subnet up in simulated time (our SM and SA on the first host), prints each
+    /// host's name, LID and port and `ready`, then runs it against the wall clock and serves
+    /// clients on the abstract Unix sockets `SOCKNAME:ctl` / `SOCKNAME:outN` (as ibsim; or UDP
+    /// with `--udp`) until SIGINT or SIGTERM. A client names its host with `SIM_HOST` (node name
+    /// or description). Exit status: 0 when stopped by a signal, 1 on a socket error, 2 on bad
+    /// arguments or when the sockets are taken.
+    IbsimServer(ibsim_server::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -118,5 +129,6 @@ fn main() -> ExitCode {
         Command::Ipcm(args) => ipcm::run(&args),
         Command::Rping(args) => rping::run(&args),
         Command::Show(args) => show::run(&args),
+        Command::IbsimServer(args) => ibsim_server::run(&args),
     }
 }
