@@ -1,0 +1,194 @@
+//! `ipoib ibsim-server` against the real infiniband-diags under `ibsim-run` (Debian ibsim-utils:
+//! libumad2sim preloaded): `saquery` attaches to a host of our subnet by name and reads our SA.
+//! What it prints is compared with the SA of the same subnet built in this process (same topology,
+//! partitions and seed: the same subnet, docs/ARCHITECTURE.md "Rules"). Skipped, with a message,
+//! where ibsim-run or saquery is not installed.
+
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::Instant;
+use ipoib_proto::partitions;
+use std::io::{BufRead, BufReader};
+use std::net::Ipv6Addr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const PARTITIONS: &str = "Default=0x7fff, ipoib : ALL=full ;\nLab=0x0123, ipoib : ALL=full ;\n";
+
+fn installed(exe: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(exe).is_file()))
+        || Path::new("/usr/sbin").join(exe).is_file()
+}
+
+/// The server process, stopped with SIGTERM ([`Server::stop`], or on drop), then reaped.
+struct Server(Option<Child>);
+
+fn term(c: &Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &c.id().to_string()])
+        .status();
+}
+
+impl Server {
+    /// Stops it: its exit status and standard error.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let mut c = self.0.take().unwrap();
+        term(&c);
+        let status = c.wait().unwrap();
+        let mut err = String::new();
+        if let Some(mut e) = c.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        (status, err)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            term(&c);
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs `saquery ARGS` attached to `host`.
+fn saquery(dir: &Path, sock: &str, host: &str, args: &[&str]) -> String {
+    let o = Command::new("ibsim-run")
+        .arg("saquery")
+        .args(args)
+        .current_dir(dir)
+        .env("IBSIM_SOCKNAME", sock)
+        .env("SIM_HOST", host)
+        .env_remove("IBSIM_SERVER_NAME")
+        .output()
+        .expect("run ibsim-run saquery");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "saquery {args:?} failed: {}\n{out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// The values of `key` in saquery's dump lines (`\t\tMGID....................ff12::...`).
+fn values(out: &str, key: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix(key)?;
+            rest.starts_with('.')
+                .then(|| rest.trim_start_matches('.').trim().to_string())
+        })
+        .collect()
+}
+
+fn gid_text(g: &ipoib_wire::Gid) -> String {
+    Ipv6Addr::from(g.0).to_string()
+}
+
+#[test]
+fn saquery_reads_our_sa() {
+    for exe in ["ibsim-run", "saquery"] {
+        if !installed(exe) {
+            eprintln!("SKIP: {exe} is not installed (Debian ibsim-utils, infiniband-diags)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let parts_file = dir.path().join("partitions.conf");
+    std::fs::write(&parts_file, PARTITIONS).unwrap();
+    let sock = format!("ipoib-cli-test-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args([
+            "ibsim-server",
+            "--topology",
+            "single-switch",
+            "--hosts",
+            "3",
+        ])
+        .args(["--seed", "5", "--sockname", &sock, "--partitions"])
+        .arg(&parts_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ipoib ibsim-server");
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(Some(child));
+    let mut lines = Vec::new();
+    for l in BufReader::new(stdout).lines() {
+        let l = l.unwrap();
+        if l == "ready" {
+            break;
+        }
+        lines.push(l);
+    }
+    assert_eq!(lines.len(), 3, "one line per host: {lines:?}");
+
+    // The same subnet here.
+    let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), 5);
+    opts.partitions = Some(partitions::parse(PARTITIONS).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
+    for (i, l) in lines.iter().enumerate() {
+        assert!(
+            l.starts_with(&format!("host h{i} lid {} ", net.lid(i))),
+            "{l}"
+        );
+    }
+    let groups = net.sa().groups();
+    assert_eq!(groups.len(), 2, "a broadcast group per partition");
+
+    // Groups (untrusted GetTable: one record per group).
+    let out = saquery(dir.path(), &sock, "h1", &["-g"]);
+    let mut mgids = values(&out, "MGID");
+    mgids.sort();
+    let mut want: Vec<String> = groups.iter().map(|g| gid_text(&g.record.mgid)).collect();
+    want.sort();
+    assert_eq!(mgids, want, "{out}");
+    let mut mlids = values(&out, "Mlid");
+    mlids.sort();
+    let mut want: Vec<String> = groups
+        .iter()
+        .map(|g| format!("0x{:X}", g.record.mlid))
+        .collect();
+    want.sort();
+    assert_eq!(mlids, want, "{out}");
+
+    // Members of each group (trusted, SM_Key 1: every member's record).
+    for g in &groups {
+        let mgid = gid_text(&g.record.mgid);
+        let out = saquery(
+            dir.path(),
+            &sock,
+            "h2",
+            &["--smkey", "1", "MCMR", "--mgid", &mgid],
+        );
+        let mut got = values(&out, "PortGid");
+        got.sort();
+        let mut want: Vec<String> = g.members.iter().map(|(gid, _)| gid_text(gid)).collect();
+        want.sort();
+        assert_eq!(got, want, "members of {mgid}: {out}");
+        assert_eq!(want.len(), 3);
+    }
+
+    // A PathRecord between two hosts.
+    let (s, d) = (net.lid(1), net.lid(2));
+    let out = saquery(
+        dir.path(),
+        &sock,
+        "h1",
+        &["PR", "--slid", &s.to_string(), "--dlid", &d.to_string()],
+    );
+    assert_eq!(values(&out, "slid"), vec![s.to_string()], "{out}");
+    assert_eq!(values(&out, "dlid"), vec![d.to_string()], "{out}");
+    assert_eq!(values(&out, "sgid"), vec![gid_text(&net.gid(1))], "{out}");
+    assert_eq!(values(&out, "dgid"), vec![gid_text(&net.gid(2))], "{out}");
+
+    // SIGTERM stops it with status 0 and its summary: four clients came and went.
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status}: {err}");
+    assert!(err.contains("4 connects, 0 refused"), "{err}");
+}
