@@ -11,10 +11,10 @@
 //!   toggles the SM role, DISCONNECT frees the slot.
 //! - Data: client `n` sends and receives 288-byte `sim_request`s on `<base>:out<n>` (UDP port
 //!   P + n + 1), connected to its `<base>:in<tag>`. A MAD from a client leaves the host's port
-//!   through a [`UmadAgent`] (QP1, QP0 for SMPs; the HCA model builds the packet), with the top 16
-//!   bits of a request's TransactionID set to the client id as ibsim does (`sim_mad.c`
-//!   `update_trid`); responses to it, and requests of the classes an SM client registers for,
-//!   come back to that client alone.
+//!   through a [`UmadAgent`](ipoib_fabric::node::host::UmadAgent) (QP1, QP0 for SMPs; the HCA
+//!   model builds the packet), with the top 16 bits of a request's TransactionID set to the
+//!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
+//!   classes an SM client registers for, come back to that client alone.
 //! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
 //!   first, and a slot's socket is bound when a client first needs it (up to
 //!   [`ServerConfig::max_clients`]).
@@ -57,7 +57,7 @@ use std::os::fd::BorrowedFd;
 /// header and its data after the 36 bytes of MAD and RMPP headers, so a transfer in one segment
 /// gets exactly the length the kernel's reassembly would give; umad2sim does no RMPP, so the
 /// reader of a longer transfer sees its first segment, cut to whole records (the SA header's
-/// AttributeOffset, in 8-byte words, IBA 1 §15.2.1.1). 256 otherwise.
+/// AttributeOffset, in 8-byte words, IBA 1 §15.2.1). 256 otherwise.
 pub fn umad_length(mad: &[u8; 256]) -> u64 {
     const SA_DATA: u64 = 56;
     let sa = MadHeaderRepr::parse_bytes(mad).is_ok_and(|h| h.mgmt_class == MgmtClass::SubnAdm);
