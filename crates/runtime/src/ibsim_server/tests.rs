@@ -29,14 +29,18 @@ impl Running {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
+        Running::start_on(base.clone(), ServerConfig::unix(&base))
+    }
+
+    fn start_on(base: String, cfg: ServerConfig) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
-        let (b, s) = (base.clone(), Arc::clone(&stop));
+        let s = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             let topo = Topology::single_switch(3).unwrap();
             let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
             assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
-            let mut server = IbsimServer::bind(ServerConfig::unix(&b)).unwrap();
+            let mut server = IbsimServer::bind(cfg).unwrap();
             ready_tx.send(()).unwrap();
             let opts = ServeOptions {
                 max_sleep: Duration::from_millis(10),
@@ -240,6 +244,37 @@ fn garbage_and_vanished_clients() {
     assert_eq!(counters.vanished, 1);
     assert!(counters.foreign_ctl >= 2);
     assert_eq!(left, 1 + others.len());
+}
+
+/// ibsim's UDP mode (`ibsim -r`; clients with `IBSIM_SERVER_NAME`): control at port P, client
+/// n's data at P + n + 1, the client's data port as its tag.
+#[test]
+fn udp_mode() {
+    // A free port with a free neighbour (released just before the server binds them).
+    let addr = (0..50)
+        .find_map(|_| {
+            let a = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+            let addr = a.local_addr().ok()?;
+            let next = (addr.ip(), addr.port().checked_add(1)?);
+            std::net::UdpSocket::bind(next).ok().map(|_| addr)
+        })
+        .unwrap();
+    let mut cfg = ServerConfig::unix("unused");
+    cfg.listen = Listen::Udp { addr };
+    let srv = Running::start_on(String::new(), cfg);
+    let ep = Endpoint::Udp { server: addr };
+    let c = IbsimClient::connect_to(&ep, Some("h2"), 0, false).unwrap();
+    assert_eq!((c.client_id(), c.node_id()), (0, "h2"));
+    let resp = c
+        .request(1, 1, &cpi_get(9), Duration::from_secs(3))
+        .unwrap();
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
+        Method::GetResp
+    );
+    drop(c);
+    let (counters, left) = srv.stop();
+    assert_eq!((counters.connects, counters.disconnects, left), (1, 1, 0));
 }
 
 /// Unlike ibsim (10), more than 10 clients at once, each getting its own responses.
