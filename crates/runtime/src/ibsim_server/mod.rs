@@ -77,8 +77,10 @@ pub fn umad_length(mad: &[u8; 256]) -> u64 {
 
 /// The epoll token of the control socket (slot sockets use their slot number).
 const CTL_TOKEN: u64 = u64::MAX;
-/// Datagrams read from one socket per call before the others get their turn.
+/// Datagrams read from one socket per round before the others get their turn.
 const BUDGET: usize = 256;
+/// Rounds of ready sockets one [`IbsimServer::poll`] serves at most.
+const ROUNDS: usize = 4;
 
 /// How the server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,18 +218,21 @@ impl IbsimServer {
     /// Waits at most `timeout` for a datagram (no processing).
     pub fn wait(&self, timeout: std::time::Duration) -> io::Result<()> {
         let mut ev = [EpollEvent::empty(); 1];
-        let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+        // Rounded up: a sleep shorter than a millisecond would otherwise spin.
+        let ms = u16::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(u16::MAX);
         match self.epoll.wait(&mut ev, EpollTimeout::from(ms)) {
             Ok(_) | Err(nix::Error::EINTR) => Ok(()),
             Err(e) => Err(errno(e)),
         }
     }
 
-    /// Reads what waits on every socket (at most a budget per socket) and acts on it: control
-    /// requests answered, clients' MADs handed to their hosts at the subnet's current time.
+    /// Reads what waits on the sockets (at most a budget per socket, a few rounds of ready
+    /// sockets) and acts on it: control requests answered, clients' MADs handed to their hosts at
+    /// the subnet's current time. What is left waits for the next call, so that busy clients do
+    /// not starve the subnet.
     pub fn poll(&mut self, net: &mut Subnet) -> io::Result<()> {
         let mut events = [EpollEvent::empty(); 64];
-        loop {
+        for _ in 0..ROUNDS {
             let n = match self.epoll.wait(&mut events, EpollTimeout::ZERO) {
                 Ok(n) => n,
                 Err(nix::Error::EINTR) => continue,
@@ -240,9 +245,10 @@ impl IbsimServer {
                 }
             }
             if n < events.len() {
-                return Ok(());
+                break;
             }
         }
+        Ok(())
     }
 
     fn read_ctl(&mut self, net: &mut Subnet) {
