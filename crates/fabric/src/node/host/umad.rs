@@ -12,6 +12,11 @@
 //!   class, class version and method it registered ([`Host::umad_register`], the
 //!   `ib_user_mad_reg_req` semantics: one agent per (class, method), a registration that
 //!   collides with another agent's is refused whole).
+//! - RMPP ([`RmppMode`]): by default the segments of a response reach the user as they come, to
+//!   acknowledge itself; a user that cannot (libumad2sim carries single MADs) gets
+//!   [`RmppMode::FirstSegment`]: the agent acknowledges every DATA segment itself (IBA 1 §13.6.3,
+//!   as Linux's `mad_rmpp.c` does for a user it reassembles for) and hands the user the first one
+//!   only, so that the sender completes its transfer and the user sees one response.
 //! - Both queues are bounded ([`UMAD_QUEUE_DEPTH`]); what does not fit is dropped and counted, as
 //!   is a MAD to send that is not a MAD (short, no parsable header). Nothing here panics on bytes.
 //!
@@ -21,8 +26,9 @@
 use super::{AgentId, Host};
 use crate::hw::hca::special_qpn;
 use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
+use ipoib_proto::sa::rmpp::ack_for;
 use ipoib_proto::time::Instant;
-use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, MAD_LEN};
+use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_LEN};
 use std::collections::VecDeque;
 
 /// The most MADs each queue of a [`UmadAgent`] holds.
@@ -31,6 +37,19 @@ pub const UMAD_QUEUE_DEPTH: usize = 1024;
 /// True for the classes that travel on QP0 (IBA 1 §13.5.1).
 pub fn is_smp_class(class: MgmtClass) -> bool {
     matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute)
+}
+
+/// The window a [`RmppMode::FirstSegment`] agent grants in its ACKs (Linux's receive window).
+pub const RMPP_WINDOW: u32 = 32;
+
+/// What a umad agent does with the segments of an RMPP response (module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RmppMode {
+    /// Every segment to the user, who acknowledges them.
+    #[default]
+    Pass,
+    /// The agent acknowledges every DATA segment; the user gets the first.
+    FirstSegment,
 }
 
 /// One registration: requests of `class` with `version` and a method in `methods` (bit `m` for
@@ -97,6 +116,10 @@ pub struct UmadCounters {
     /// Requests handed to the agent that no registration accepts (wrong class version), or that
     /// arrived while detached: dropped.
     pub unwanted: u64,
+    /// RMPP DATA segments acknowledged by the agent ([`RmppMode::FirstSegment`]).
+    pub rmpp_acked: u64,
+    /// RMPP DATA segments after the first, acknowledged and not handed to the user.
+    pub rmpp_later: u64,
 }
 
 /// The agent of one external MAD user. See the module docs.
@@ -107,6 +130,7 @@ pub struct UmadAgent {
     rx: VecDeque<MadIn>,
     tx: VecDeque<MadOut>,
     counters: UmadCounters,
+    rmpp: RmppMode,
 }
 
 impl UmadAgent {
@@ -162,8 +186,57 @@ impl UmadAgent {
         &self.counters
     }
 
+    /// How RMPP responses are handled (module docs).
+    pub fn set_rmpp(&mut self, mode: RmppMode) {
+        self.rmpp = mode;
+    }
+
     fn reset(&mut self) {
         *self = UmadAgent::new();
+    }
+
+    /// [`RmppMode::FirstSegment`]: acknowledges a DATA segment of a response; true when the user
+    /// should not see it (not the first segment).
+    fn take_rmpp(&mut self, h: &MadHeaderRepr, m: &MadIn) -> bool {
+        if self.rmpp != RmppMode::FirstSegment
+            || !h.method.is_response()
+            || !h.mgmt_class.uses_rmpp()
+        {
+            return false;
+        }
+        let Some(r) = m
+            .mad
+            .get(24..36)
+            .and_then(|b| RmppRepr::parse_bytes(b).ok())
+        else {
+            return false;
+        };
+        if !r.is_active() || r.rmpp_type != RmppType::Data {
+            return false;
+        }
+        let seg = r.segment_number();
+        let nwl = if r.flags.last() {
+            seg
+        } else {
+            seg.saturating_add(RMPP_WINDOW)
+        };
+        // IBA 1 §13.6.3: the receiver acknowledges each segment, granting its window.
+        if let Some(ack) = ack_for(&m.mad, seg, nwl) {
+            if self.tx.len() < UMAD_QUEUE_DEPTH {
+                self.counters.rmpp_acked += 1;
+                self.tx.push_back(MadOut {
+                    to: m.from,
+                    mad: ack.to_vec(),
+                });
+            } else {
+                self.counters.send_full += 1;
+            }
+        }
+        if seg != 1 {
+            self.counters.rmpp_later += 1;
+            return true;
+        }
+        false
     }
 }
 
@@ -177,6 +250,9 @@ impl MadAgent for UmadAgent {
             && (h.method.is_response() || self.registrations.iter().any(|r| r.accepts(&h)));
         if !wanted {
             self.counters.unwanted += 1;
+            return;
+        }
+        if self.take_rmpp(&h, &m) {
             return;
         }
         if self.rx.len() >= UMAD_QUEUE_DEPTH {
@@ -275,6 +351,13 @@ impl Host {
         match self.umad_mut(agent) {
             Some(u) => u.rx.drain(..).collect(),
             None => Vec::new(),
+        }
+    }
+
+    /// Sets how `agent` handles RMPP responses ([`RmppMode`]).
+    pub fn umad_set_rmpp(&mut self, agent: AgentId, mode: RmppMode) {
+        if let Some(u) = self.umad_mut(agent) {
+            u.set_rmpp(mode);
         }
     }
 

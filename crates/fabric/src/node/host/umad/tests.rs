@@ -6,7 +6,7 @@ use crate::hw::hca::tests::{configure, port_config, GUID_A, GUID_B};
 use crate::hw::hca::Hca;
 use crate::hw::link::LinkParams;
 use crate::hw::sim::{NodeId, PortRef, Simulator};
-use ipoib_wire::mad::MadStatus;
+use ipoib_wire::mad::{MadStatus, RmppRepr, RmppType};
 use ipoib_wire::Guid;
 
 /// Answers every request with GetResp.
@@ -292,4 +292,102 @@ fn bad_input_and_bounds() {
     let r = send(&mut sim, b, u, MadAddr::gsi(1), &m);
     assert_eq!(r, Err(UmadError::NoAgent));
     let _ = a;
+}
+
+/// Answers a SubnAdm request with a three-segment RMPP response; records the ACKs it gets.
+#[derive(Default)]
+struct Segmenter {
+    out: VecDeque<MadOut>,
+    acks: Vec<u32>,
+}
+
+impl MadAgent for Segmenter {
+    fn handle_mad(&mut self, _now: Instant, m: MadIn) {
+        let r = RmppRepr::parse_bytes(&m.mad[24..36]).unwrap();
+        if r.rmpp_type == RmppType::Ack {
+            self.acks.push(r.segment_number());
+            return;
+        }
+        let hdr = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
+        for seg in 1..=3u32 {
+            let mut resp = m.mad.clone();
+            hdr.response(Method::GetTableResp, MadStatus::SUCCESS)
+                .emit(&mut resp);
+            let flags = match seg {
+                1 => 0x03,
+                3 => 0x05,
+                _ => 0x01,
+            };
+            RmppRepr {
+                version: 1,
+                rmpp_type: RmppType::Data,
+                resp_time: 0x1f,
+                flags: ipoib_wire::mad::RmppFlags(flags),
+                status: ipoib_wire::mad::RmppStatus::Normal,
+                data1: seg,
+                data2: if seg == 3 { 20 + 8 } else { 0 },
+            }
+            .emit(&mut resp[24..36]);
+            self.out.push_back(MadOut {
+                to: m.from,
+                mad: resp,
+            });
+        }
+    }
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.out.pop_front()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
+/// IBA 1 §13.6.3: with `RmppMode::FirstSegment` the agent acknowledges every DATA segment and the
+/// user gets the first; with `Pass` the user gets every segment and nothing is acknowledged.
+#[test]
+fn rmpp_first_segment_or_pass() {
+    for mode in [RmppMode::FirstSegment, RmppMode::Pass] {
+        let (mut sim, a, b) = hosts(5);
+        let seg = sim
+            .with_node::<Host, _>(a, |h, _, _| {
+                let s = h.add_agent(Segmenter::default());
+                h.serve_class(MgmtClass::SubnAdm, s);
+                s
+            })
+            .unwrap();
+        let u = attach(&mut sim, b);
+        sim.with_node::<Host, _>(b, |h, _, _| h.umad_set_rmpp(u, mode));
+        let req = mad(MgmtClass::SubnAdm, 2, Method::GetTable, 0x77);
+        send(&mut sim, b, u, MadAddr::gsi(1), &req).unwrap();
+        sim.run_until_idle(10_000);
+        let got = take(&mut sim, b, u);
+        let segs: Vec<u32> = got
+            .iter()
+            .map(|m| {
+                RmppRepr::parse_bytes(&m.mad[24..36])
+                    .unwrap()
+                    .segment_number()
+            })
+            .collect();
+        let acks = sim
+            .node::<Host>(a)
+            .unwrap()
+            .agent::<Segmenter>(seg)
+            .unwrap()
+            .acks
+            .clone();
+        let c = *sim.node::<Host>(b).unwrap().umad(u).unwrap().counters();
+        match mode {
+            RmppMode::FirstSegment => {
+                assert_eq!(segs, vec![1]);
+                assert_eq!(acks, vec![1, 2, 3]);
+                assert_eq!((c.rmpp_acked, c.rmpp_later), (3, 2));
+            }
+            RmppMode::Pass => {
+                assert_eq!(segs, vec![1, 2, 3]);
+                assert!(acks.is_empty());
+            }
+        }
+    }
 }
