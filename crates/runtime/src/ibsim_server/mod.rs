@@ -14,7 +14,9 @@
 //!   through a [`UmadAgent`](ipoib_fabric::node::host::UmadAgent) (QP1, QP0 for SMPs; the HCA
 //!   model builds the packet), with the top 16 bits of a request's TransactionID set to the
 //!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
-//!   classes an SM client registers for, come back to that client alone.
+//!   classes an SM client registers for, come back to that client alone. The agent acknowledges
+//!   the segments of an RMPP response itself and hands the client the first
+//!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP.
 //! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
 //!   first, and a slot's socket is bound when a client first needs it (up to
 //!   [`ServerConfig::max_clients`]).
@@ -40,7 +42,9 @@ pub use sock::{Listen, Peer};
 use crate::ibsim::msg::{
     ClientInfo, CtlType, SimCtl, SimRequest, SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
 };
-use ipoib_fabric::node::host::{is_smp_class, method_mask, AgentId, Host, Registration, UmadError};
+use ipoib_fabric::node::host::{
+    is_smp_class, method_mask, AgentId, Host, Registration, RmppMode, UmadError,
+};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_proto::mad_agent::MadAddr;
@@ -433,7 +437,13 @@ impl IbsimServer {
             return refused(self);
         }
         let h = net.host(host);
-        let Some(agent) = net.with_host(host, |hd, _| hd.umad_attach()) else {
+        // libumad2sim carries single MADs and does no RMPP: the agent acknowledges the segments
+        // of a response and the client gets the first.
+        let Some(agent) = net.with_host(host, |hd, _| {
+            let a = hd.umad_attach();
+            hd.umad_set_rmpp(a, RmppMode::FirstSegment);
+            a
+        }) else {
             return refused(self);
         };
         let name = net.topology().nodes()[h.topo_node].name.clone();
