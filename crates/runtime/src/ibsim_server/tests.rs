@@ -327,3 +327,54 @@ fn umad_lengths() {
     smp[1] = 0x01; // SubnLid: bytes 24..36 are the M_Key, not RMPP
     assert_eq!(umad_length(&smp), 256);
 }
+
+/// Random datagrams on the control socket and on a connected client's data socket (a seeded
+/// xorshift; control ones often with the magic and a known type) neither stop the server nor
+/// disturb another client.
+#[test]
+fn random_datagrams_never_stop_the_server() {
+    let srv = Running::start();
+    let good = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
+    let stranger = UnixDatagram::unbound().unwrap();
+    let ctl = sock::abstract_addr(&format!("{}:ctl", srv.base)).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..500 {
+        let len = if i % 2 == 0 {
+            SIM_CTL_LEN
+        } else {
+            (next() % 120) as usize
+        };
+        let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if len == SIM_CTL_LEN && i % 4 == 0 {
+            b[0..4].copy_from_slice(&crate::ibsim::msg::SIM_MAGIC.to_ne_bytes());
+            b[8..12].copy_from_slice(&((next() % 12) as u32).to_ne_bytes());
+        }
+        let _ = stranger.send_to_addr(&b, &ctl);
+    }
+    let victim = Raw::connect(&srv.base, "h1").unwrap();
+    for _ in 0..50 {
+        let len = (next() % 400) as usize;
+        let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let _ = victim.data.send(&b);
+    }
+    let resp = good
+        .request(1, 1, &cpi_get(0x55), Duration::from_secs(3))
+        .unwrap();
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
+        Method::GetResp
+    );
+    drop(good);
+    let (counters, _) = srv.stop();
+    assert!(counters.bad_ctl > 0);
+    assert_eq!(
+        counters.garbage_dropped, 1,
+        "the first bad datagram drops the client"
+    );
+}
