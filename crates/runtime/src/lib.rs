@@ -19,4 +19,6 @@
 pub mod control;
 pub mod ibsim;
 pub mod ibsim_server;
+pub mod netlink;
+pub mod realtime;
 pub mod show;

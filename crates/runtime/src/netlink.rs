@@ -1,0 +1,154 @@
+//! A few rtnetlink requests (RFC 3549; Linux `rtnetlink(7)`), made synchronously: the
+//! configuration `ip link set` and `ip addr add` would do, without spawning `ip`.
+//!
+//! A [`Rtnl`] socket acts on the network namespace of the thread that opened it (netlink sockets
+//! belong to their creator's namespace), so one opened on a thread that entered a namespace
+//! configures that namespace, from any thread afterwards. Every request asks for an
+//! acknowledgement and waits for it: the kernel's answer, success or errno, is the result.
+
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL,
+    NLM_F_REQUEST,
+};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use std::io;
+use std::net::IpAddr;
+
+/// Why a request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    /// The socket failed.
+    #[error("rtnetlink socket: {0}")]
+    Io(#[from] io::Error),
+    /// The kernel refused the request.
+    #[error("{what}: {source}")]
+    Refused {
+        /// The request, as `ip` would be written.
+        what: String,
+        /// The errno the kernel answered.
+        source: io::Error,
+    },
+    /// The answer was not a netlink message.
+    #[error("rtnetlink: undecodable answer to {0}")]
+    Garbled(String),
+}
+
+/// An rtnetlink socket of the current thread's network namespace.
+#[derive(Debug)]
+pub struct Rtnl {
+    sock: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+impl Rtnl {
+    /// Opens a socket in the calling thread's network namespace.
+    pub fn open() -> Result<Rtnl, NetlinkError> {
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind_auto()?;
+        sock.connect(&SocketAddr::new(0, 0))?;
+        Ok(Rtnl {
+            sock,
+            seq: 0,
+            buf: vec![0; 16 * 1024],
+        })
+    }
+
+    /// `ip link set dev INDEX [mtu MTU] up|down`.
+    pub fn set_link(&mut self, index: u32, mtu: Option<u32>, up: bool) -> Result<(), NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.header.change_mask = LinkFlags::Up;
+        if up {
+            m.header.flags = LinkFlags::Up;
+        }
+        if let Some(mtu) = mtu {
+            m.attributes.push(LinkAttribute::Mtu(mtu));
+        }
+        let what = format!(
+            "ip link set dev #{index}{} {}",
+            mtu.map(|m| format!(" mtu {m}")).unwrap_or_default(),
+            if up { "up" } else { "down" }
+        );
+        self.request(RouteNetlinkMessage::SetLink(m), 0, what)
+    }
+
+    /// `ip addr add ADDR/PREFIX dev INDEX` (IPv6 addresses with `nodad`: the lab's devices have
+    /// no duplicate to detect, docs/DEPLOYED.md).
+    pub fn add_address(
+        &mut self,
+        index: u32,
+        addr: IpAddr,
+        prefix_len: u8,
+    ) -> Result<(), NetlinkError> {
+        let mut m = AddressMessage::default();
+        m.header.index = index;
+        m.header.prefix_len = prefix_len;
+        m.header.family = match addr {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
+        m.attributes.push(AddressAttribute::Local(addr));
+        if addr.is_ipv4() {
+            m.attributes.push(AddressAttribute::Address(addr));
+        } else {
+            m.attributes.push(AddressAttribute::Address(addr));
+            m.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        }
+        let what = format!("ip addr add {addr}/{prefix_len} dev #{index}");
+        self.request(
+            RouteNetlinkMessage::NewAddress(m),
+            NLM_F_CREATE | NLM_F_EXCL,
+            what,
+        )
+    }
+
+    /// Sends `msg` with `flags` (plus REQUEST and ACK) and waits for the kernel's answer to it.
+    fn request(
+        &mut self,
+        msg: RouteNetlinkMessage,
+        flags: u16,
+        what: String,
+    ) -> Result<(), NetlinkError> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+        header.sequence_number = self.seq;
+        let mut m = NetlinkMessage::new(header, NetlinkPayload::from(msg));
+        m.finalize();
+        let len = m.buffer_len();
+        if self.buf.len() < len {
+            self.buf.resize(len, 0);
+        }
+        m.serialize(&mut self.buf[..len]);
+        self.sock.send(&self.buf[..len], 0)?;
+        loop {
+            let n = self.sock.recv(&mut &mut self.buf[..], 0)?;
+            let mut off = 0;
+            while off < n {
+                let answer = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..n])
+                    .map_err(|_| NetlinkError::Garbled(what.clone()))?;
+                let step = answer.header.length as usize;
+                if answer.header.sequence_number == self.seq {
+                    if let NetlinkPayload::Error(e) = answer.payload {
+                        return match e.code {
+                            None => Ok(()),
+                            Some(_) => Err(NetlinkError::Refused {
+                                what,
+                                source: e.to_io(),
+                            }),
+                        };
+                    }
+                }
+                if step == 0 {
+                    break;
+                }
+                off += (step + 3) & !3;
+            }
+        }
+    }
+}

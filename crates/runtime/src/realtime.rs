@@ -1,0 +1,368 @@
+//! The real-time driver: runs an emulation (a [`Simulator`], a whole [`Subnet`]) against the wall
+//! clock and moves packets between it and files of the operating system (TUN devices, UDP
+//! sockets, control sockets), one thread, no busy waiting.
+//!
+//! Virtual time is wall time: the driver's [`Clock`] maps `std::time::Instant` onto the
+//! emulation's [`Instant`] (virtual time at the driver's start plus the wall time elapsed since).
+//! One [`Driver::turn`]:
+//!
+//! 1. every [`Endpoint`] whose file was readable hands at most [`Config::batch`] inputs to the
+//!    emulation at its current virtual time ([`Endpoint::on_readable`]); an endpoint that filled
+//!    its batch is served again next turn before anything sleeps, so one busy file cannot starve
+//!    the others or the emulation;
+//! 2. the emulation runs up to the present plus [`Config::slack`] ([`Emulation::run_until`]): the
+//!    chain of sub-microsecond events a packet causes (link, switch, link, host) completes in one
+//!    turn instead of needing sleeps shorter than the operating system can give;
+//! 3. every endpoint takes what the emulation produced for it ([`Endpoint::flush`]);
+//! 4. the thread sleeps in epoll(7) (through mio) on every endpoint's file and the stop file
+//!    until one is readable or the emulation's next event is due (less the slack), at most
+//!    [`Config::max_sleep`]. With nothing due and nothing arriving it sleeps the whole
+//!    `max_sleep`: an idle driver costs a wake-up a second. epoll counts its timeout in whole
+//!    milliseconds, rounded up, so a timer event runs up to a millisecond late; packets, which
+//!    wake the driver through their file, do not wait for it.
+//!
+//! The files are watched edge-triggered: an endpoint reads until its file would block (or its
+//! batch is full, and then it is served again next turn), so no readiness is lost.
+//!
+//! An emulation that falls behind the wall clock (more work than one core does in real time)
+//! does not try to catch up event by event: it runs what was due and virtual time jumps to the
+//! present; packets are then late, never lost by the driver.
+//!
+//! The stop file ([`Driver::set_stop`]) is typically the read end of a socket pair that a signal
+//! handler writes to (`signal_hook::low_level::pipe`): epoll wakes at once and
+//! [`Driver::turn`] reports [`Wake::Stop`], with no race between checking a flag and sleeping.
+//!
+//! Invariants: the emulation sees only virtual time (it never reads the clock); inputs enter at
+//! the emulation's current time, which never goes back; no allocation per turn.
+
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::{Instant, Simulator};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant as Wall};
+
+/// Something with virtual time that the driver runs: a [`Simulator`], or a [`Subnet`] (its
+/// simulator).
+pub trait Emulation {
+    /// The current virtual time.
+    fn now(&self) -> Instant;
+    /// When the next event is due, if any.
+    fn next_event_at(&self) -> Option<Instant>;
+    /// Runs every event up to and including `t`, then sets the clock to `t`.
+    fn run_until(&mut self, t: Instant);
+}
+
+impl Emulation for Simulator {
+    fn now(&self) -> Instant {
+        Simulator::now(self)
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        Simulator::next_event_at(self)
+    }
+    fn run_until(&mut self, t: Instant) {
+        Simulator::run_until(self, t);
+    }
+}
+
+impl Emulation for Subnet {
+    fn now(&self) -> Instant {
+        self.sim().now()
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        self.sim().next_event_at()
+    }
+    fn run_until(&mut self, t: Instant) {
+        self.sim_mut().run_until(t);
+    }
+}
+
+/// A file of the operating system the driver moves packets through for one part of the
+/// emulation: a TUN device for one host ([`crate::tun::TunEndpoint`]), a UDP socket, a control
+/// socket.
+pub trait Endpoint<E> {
+    /// The file to wait on for input (watched for readability, edge-triggered). It must stay
+    /// open as long as the endpoint lives and be non-blocking.
+    fn raw_fd(&self) -> RawFd;
+    /// The file is readable (or in error): read at most `budget` inputs without blocking and hand
+    /// them to `emu` at its current time. Returns how many were read; fewer than `budget` only
+    /// once a read would block (the file is drained: the driver waits for the next edge). An error ends the driver's turn with that error (a device that went
+    /// away); a packet the endpoint cannot use is dropped and counted by the endpoint, not an
+    /// error.
+    fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize>;
+    /// Writes what `emu` produced for this endpoint to the file; returns how many outputs.
+    fn flush(&mut self, emu: &mut E) -> io::Result<usize>;
+}
+
+/// Tunables of the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// How far past the present each turn runs the emulation (module docs, step 2).
+    pub slack: Duration,
+    /// Inputs one endpoint hands over per turn at most.
+    pub batch: usize,
+    /// The longest sleep (the driver also wakes for the caller's deadline).
+    pub max_sleep: Duration,
+}
+
+impl Default for Config {
+    /// 200 µs of slack, batches of 64, one wake-up a second when idle.
+    fn default() -> Config {
+        Config {
+            slack: Duration::from_micros(200),
+            batch: 64,
+            max_sleep: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Maps wall time onto virtual time: virtual `origin` at wall `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    start: Wall,
+    origin: Instant,
+}
+
+impl Clock {
+    /// Virtual `origin` is wall `start`.
+    pub fn new(start: Wall, origin: Instant) -> Clock {
+        Clock { start, origin }
+    }
+
+    /// Virtual time at wall time `w` (the origin for a `w` before the start).
+    pub fn virtual_at(&self, w: Wall) -> Instant {
+        self.origin + w.saturating_duration_since(self.start)
+    }
+
+    /// Wall time at virtual time `t` (the start for a `t` before the origin).
+    pub fn wall_at(&self, t: Instant) -> Wall {
+        let d = t.saturating_duration_since(self.origin);
+        self.start
+            .checked_add(d)
+            .unwrap_or(self.start + Duration::from_secs(86_400 * 365))
+    }
+}
+
+/// Why [`Driver::turn`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Some file became readable, or an event came due, or the sleep was interrupted.
+    Ready,
+    /// The caller's deadline passed.
+    Deadline,
+    /// The stop file became readable ([`Driver::set_stop`]).
+    Stop,
+}
+
+/// Counts of the driver's work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Turns taken.
+    pub turns: u64,
+    /// Turns that slept with a non-zero timeout.
+    pub sleeps: u64,
+    /// Inputs handed to the emulation.
+    pub inputs: u64,
+    /// Outputs taken from it.
+    pub outputs: u64,
+}
+
+/// The driver. See the module docs.
+pub struct Driver<E> {
+    emu: E,
+    endpoints: Vec<Box<dyn Endpoint<E>>>,
+    /// Per endpoint: readable at the last poll, or its last batch was full.
+    ready: Vec<bool>,
+    poll: Poll,
+    events: Events,
+    stop: Option<OwnedFd>,
+    stopped: bool,
+    clock: Clock,
+    cfg: Config,
+    stats: Stats,
+}
+
+impl<E> std::fmt::Debug for Driver<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("endpoints", &self.endpoints.len())
+            .field("cfg", &self.cfg)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl<E: Emulation> Driver<E> {
+    /// A driver for `emu` whose virtual time now is the present (fails only when epoll cannot be
+    /// created).
+    pub fn new(emu: E, cfg: Config) -> io::Result<Driver<E>> {
+        let clock = Clock::new(Wall::now(), emu.now());
+        Ok(Driver {
+            emu,
+            endpoints: Vec::new(),
+            ready: Vec::new(),
+            poll: Poll::new()?,
+            events: Events::with_capacity(256),
+            stop: None,
+            stopped: false,
+            clock,
+            cfg,
+            stats: Stats::default(),
+        })
+    }
+
+    /// Adds an endpoint; returns its index. Its file is considered readable at first, so input
+    /// that arrived before is not left waiting for an edge that already passed.
+    pub fn add(&mut self, ep: Box<dyn Endpoint<E>>) -> io::Result<usize> {
+        let i = self.endpoints.len();
+        let fd = ep.raw_fd();
+        self.poll
+            .registry()
+            .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)?;
+        self.endpoints.push(ep);
+        self.ready.push(true);
+        Ok(i)
+    }
+
+    /// The file whose readability stops the driver (module docs); once it was readable every
+    /// later turn reports [`Wake::Stop`] too.
+    pub fn set_stop(&mut self, fd: OwnedFd) -> io::Result<()> {
+        let raw = fd.as_raw_fd();
+        self.poll
+            .registry()
+            .register(&mut SourceFd(&raw), STOP, Interest::READABLE)?;
+        self.stop = Some(fd);
+        Ok(())
+    }
+
+    /// The emulation.
+    pub fn emulation(&self) -> &E {
+        &self.emu
+    }
+
+    /// The emulation, mutably (between turns; inputs given here enter at its current time).
+    pub fn emulation_mut(&mut self) -> &mut E {
+        &mut self.emu
+    }
+
+    /// The clock mapping wall onto virtual time.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Counts of the work done.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Ends the driver, giving the emulation back (the endpoints are dropped).
+    pub fn into_emulation(self) -> E {
+        self.emu
+    }
+
+    /// One turn (module docs), sleeping at most until `deadline`: the sleep comes first (none
+    /// while an endpoint has input left or an event is due), then the work, so that the caller
+    /// sees the effect of what woke the driver when `turn` returns.
+    pub fn turn(&mut self, deadline: Wall) -> io::Result<Wake> {
+        self.stats.turns += 1;
+        let now = Wall::now();
+        let busy = self.ready.iter().any(|&r| r);
+        let mut wake = deadline.min(now + self.cfg.max_sleep);
+        if let Some(t) = self.emu.next_event_at() {
+            let due = self.clock.wall_at(t);
+            wake = wake.min(due.checked_sub(self.cfg.slack).unwrap_or(due));
+        }
+        let timeout = if busy || self.stopped {
+            Duration::ZERO
+        } else {
+            wake.saturating_duration_since(now)
+        };
+        if !timeout.is_zero() {
+            self.stats.sleeps += 1;
+        }
+        self.wait(timeout)?;
+
+        let batch = self.cfg.batch.max(1);
+        for (i, ep) in self.endpoints.iter_mut().enumerate() {
+            if !self.ready[i] {
+                continue;
+            }
+            let n = ep.on_readable(&mut self.emu, batch)?;
+            self.stats.inputs += n as u64;
+            self.ready[i] = n >= batch;
+        }
+        let target = self.clock.virtual_at(Wall::now()) + self.cfg.slack;
+        let target = target.max(self.emu.now());
+        self.emu.run_until(target);
+        for ep in &mut self.endpoints {
+            self.stats.outputs += ep.flush(&mut self.emu)? as u64;
+        }
+        Ok(if self.stopped {
+            Wake::Stop
+        } else if Wall::now() >= deadline {
+            Wake::Deadline
+        } else {
+            Wake::Ready
+        })
+    }
+
+    /// Turns until `done(emulation)` holds (checked before each turn and after it), the stop
+    /// file is readable or `deadline` passes.
+    pub fn run(
+        &mut self,
+        deadline: Option<Wall>,
+        mut done: impl FnMut(&E) -> bool,
+    ) -> io::Result<Outcome> {
+        let far = Wall::now() + Duration::from_secs(86_400 * 365);
+        let deadline = deadline.unwrap_or(far);
+        loop {
+            if done(&self.emu) {
+                return Ok(Outcome::Done);
+            }
+            match self.turn(deadline)? {
+                Wake::Stop => return Ok(Outcome::Stopped),
+                Wake::Deadline if !done(&self.emu) => return Ok(Outcome::Deadline),
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits at most `timeout` for the endpoints' files and the stop file; marks what became
+    /// readable.
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        match self.poll.poll(&mut self.events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        for ev in &self.events {
+            match ev.token() {
+                STOP => self.stopped = true,
+                Token(i) => {
+                    if let Some(r) = self.ready.get_mut(i) {
+                        *r = true;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The stop file's token (endpoints have their index).
+const STOP: Token = Token(usize::MAX);
+
+/// How [`Driver::run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The condition held.
+    Done,
+    /// The stop file became readable.
+    Stopped,
+    /// The deadline passed first.
+    Deadline,
+}
+
+#[cfg(test)]
+mod tests;

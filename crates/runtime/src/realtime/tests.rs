@@ -1,0 +1,158 @@
+use super::*;
+use std::collections::BTreeMap;
+use std::os::unix::net::UnixDatagram;
+
+/// An emulation that echoes every input `DELAY` of virtual time after it arrived.
+#[derive(Default)]
+struct Echo {
+    now: Instant,
+    pending: BTreeMap<Instant, Vec<Vec<u8>>>,
+    out: Vec<Vec<u8>>,
+    /// (virtual time in, virtual time out) of every echo.
+    log: Vec<(Instant, Instant)>,
+    arrivals: Vec<Instant>,
+}
+
+const DELAY: Duration = Duration::from_millis(5);
+
+impl Emulation for Echo {
+    fn now(&self) -> Instant {
+        self.now
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        self.pending.keys().next().copied()
+    }
+    fn run_until(&mut self, t: Instant) {
+        while let Some((&at, _)) = self.pending.iter().next() {
+            if at > t {
+                break;
+            }
+            self.now = self.now.max(at);
+            for p in self.pending.remove(&at).unwrap_or_default() {
+                let came = self.arrivals.remove(0);
+                self.log.push((came, at));
+                self.out.push(p);
+            }
+        }
+        self.now = self.now.max(t);
+    }
+}
+
+struct Sock(UnixDatagram);
+
+impl Endpoint<Echo> for Sock {
+    fn raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+    fn on_readable(&mut self, emu: &mut Echo, budget: usize) -> io::Result<usize> {
+        let mut buf = [0u8; 64];
+        for n in 0..budget {
+            match self.0.recv(&mut buf) {
+                Ok(len) => {
+                    let at = emu.now + DELAY;
+                    emu.pending.entry(at).or_default().push(buf[..len].to_vec());
+                    emu.arrivals.push(emu.now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(n),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(budget)
+    }
+    fn flush(&mut self, emu: &mut Echo) -> io::Result<usize> {
+        let n = emu.out.len();
+        for p in emu.out.drain(..) {
+            self.0.send(&p)?;
+        }
+        Ok(n)
+    }
+}
+
+fn pair() -> (UnixDatagram, UnixDatagram) {
+    let (a, b) = UnixDatagram::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
+    (a, b)
+}
+
+// An input enters at the emulation's current time and its output leaves only once virtual time
+// reached the event (never early), and the driver sleeps rather than spins while it waits.
+#[test]
+fn events_run_at_their_virtual_time_and_idle_turns_sleep() {
+    let (ours, theirs) = pair();
+    let mut d = Driver::new(Echo::default(), Config::default()).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    for i in 0..3u8 {
+        theirs.send(&[i]).unwrap();
+    }
+    let deadline = Wall::now() + Duration::from_secs(10);
+    let r = d.run(Some(deadline), |e| e.log.len() == 3).unwrap();
+    assert_eq!(r, Outcome::Done);
+    // The outputs were flushed on the turn that ran the event.
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8];
+    while let Ok(n) = theirs.recv(&mut buf) {
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, vec![0, 1, 2]);
+    for &(came, left) in &d.emulation().log {
+        assert_eq!(left, came + DELAY);
+    }
+    // 5 ms of waiting in a few sleeps, not thousands of spins.
+    assert!(d.stats().turns < 50, "{:?}", d.stats());
+    assert!(d.stats().sleeps >= 1);
+}
+
+// A full batch leaves the endpoint marked ready, so the rest is read next turn without waiting
+// for a new edge; every input arrives.
+#[test]
+fn bounded_batches_read_everything() {
+    let (ours, theirs) = pair();
+    let cfg = Config {
+        batch: 4,
+        ..Config::default()
+    };
+    let mut d = Driver::new(Echo::default(), cfg).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    for i in 0..10u8 {
+        theirs.send(&[i]).unwrap();
+    }
+    let deadline = Wall::now() + Duration::from_secs(10);
+    d.turn(deadline).unwrap();
+    assert_eq!(d.stats().inputs, 4);
+    assert_eq!(d.stats().sleeps, 0);
+    d.turn(deadline).unwrap();
+    d.turn(deadline).unwrap();
+    assert_eq!(d.stats().inputs, 10);
+}
+
+// The stop file wakes the sleeping driver at once.
+#[test]
+fn the_stop_file_ends_the_run() {
+    let (ours, _theirs) = pair();
+    let (stop_r, stop_w) = pair();
+    let mut d = Driver::new(Echo::default(), Config::default()).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    d.set_stop(OwnedFd::from(stop_r)).unwrap();
+    stop_w.send(&[1]).unwrap();
+    let r = d
+        .run(Some(Wall::now() + Duration::from_secs(30)), |_| false)
+        .unwrap();
+    assert_eq!(r, Outcome::Stopped);
+}
+
+#[test]
+fn clock_maps_wall_onto_virtual_time() {
+    let start = Wall::now();
+    let c = Clock::new(start, Instant::from_nanos(1_000));
+    assert_eq!(c.virtual_at(start), Instant::from_nanos(1_000));
+    assert_eq!(
+        c.virtual_at(start + Duration::from_millis(2)),
+        Instant::from_nanos(2_001_000)
+    );
+    assert_eq!(
+        c.wall_at(Instant::from_nanos(2_001_000)),
+        start + Duration::from_millis(2)
+    );
+    assert_eq!(c.wall_at(Instant::ZERO), start);
+}
