@@ -1,9 +1,15 @@
-//! The side of the project that talks to real processes, today only ibsim and OpenSM:
+//! The side of the project that talks to the operating system and to real processes:
 //!
 //! - [`control`]: the local control socket of a running lab or attach process (a Unix-domain
 //!   stream socket served from the owner's single-threaded event loop), and its client;
 //! - [`show`]: the views `ipoib show` prints (neighbours, paths, multicast groups, connections,
 //!   counters), filled from an interface and its fabric adapter, as text or JSON;
+//! - [`realtime`]: the real-time driver, which runs an emulation (a simulator, a whole subnet)
+//!   against the wall clock and moves packets between it and files of the OS ([`realtime::Endpoint`]);
+//! - [`tun`]: TUN devices as the OS side of an emulated IPoIB interface, and their endpoint;
+//!   [`ipoib_port`]: the fabric's interfaces with external IP as the other side of one;
+//! - [`netns`]: named network namespaces the way iproute2 makes them; [`netlink`]: the few
+//!   rtnetlink requests that configure a device (MTU, addresses, link up);
 //! - [`ibsim`]: a client for ibsim's client protocol (attach to a node of a simulated management
 //!   plane and exchange MADs with whatever else is attached), and, in [`ibsim::opensm`], a harness
 //!   that starts ibsim and the real OpenSM as child processes. The differential test of our SA
@@ -12,13 +18,18 @@
 //! - [`ibsim_server`]: the server side of the same protocol, so that programs started under
 //!   `ibsim-run` (`saquery`, `smpquery`, ...) attach to a host of our own emulated fabric.
 //!
-//! It blocks on sockets, spawns processes and reads the wall clock (for timeouts); wire, proto and
-//! fabric below it do none of these. There is no clock-driven runtime for the protocol agents, no
-//! UDP link between processes and no TUN device yet.
+//! It reads the wall clock, blocks on files, spawns threads and processes, and changes network
+//! and mount namespaces (on threads of its own); wire, proto and fabric below it do none of
+//! these. Linux only where it touches namespaces, TUN devices and netlink.
+
+#![forbid(unsafe_code)]
 
 pub mod control;
 pub mod ibsim;
 pub mod ibsim_server;
+pub mod ipoib_port;
 pub mod netlink;
+pub mod netns;
 pub mod realtime;
 pub mod show;
+pub mod tun;

@@ -92,10 +92,8 @@ impl Rtnl {
             IpAddr::V6(_) => AddressFamily::Inet6,
         };
         m.attributes.push(AddressAttribute::Local(addr));
-        if addr.is_ipv4() {
-            m.attributes.push(AddressAttribute::Address(addr));
-        } else {
-            m.attributes.push(AddressAttribute::Address(addr));
+        m.attributes.push(AddressAttribute::Address(addr));
+        if addr.is_ipv6() {
             m.attributes
                 .push(AddressAttribute::Flags(AddressFlags::Nodad));
         }

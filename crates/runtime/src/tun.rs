@@ -1,0 +1,259 @@
+//! TUN devices as the operating system's side of an emulated IPoIB interface: the kernel's IP
+//! stack sends its packets into the device, an emulated interface carries them over the fabric,
+//! and what the interface delivers is written back into the device.
+//!
+//! - [`Tun::create`] opens a layer-3 TUN device without packet information (`IFF_TUN |
+//!   IFF_NO_PI`: each read(2) is one bare IPv4 or IPv6 packet, each write(2) takes one) in the
+//!   network namespace of the calling thread (docs/DEPLOYED.md "TUN devices"), non-blocking, and
+//!   configures it over rtnetlink ([`crate::netlink`]): MTU, addresses, link up, `lo` up, and
+//!   `net.ipv4.conf.<dev>.accept_local=1`, without which Linux drops as martians the ICMP
+//!   "fragmentation needed" answers the interface builds for the OS from the local address.
+//! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into one
+//!   reused buffer and hands each packet to an [`OsPort`] (how one interface of the emulation
+//!   takes and gives OS packets), and writes what the port has back. No allocation per packet
+//!   on the way in; counts in [`TunCounters`], no logging per packet.
+//!
+//! The device exists while its file is open: dropping the [`Tun`] removes it.
+
+use crate::netlink::{NetlinkError, Rtnl};
+use crate::realtime::Endpoint;
+use std::io::{self, ErrorKind};
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The largest packet a TUN device gives (its MTU is at most 65535).
+pub const MAX_PACKET: usize = 65_536;
+
+/// How to configure a new device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunConfig {
+    /// Interface name (at most 15 bytes), e.g. `ib0`.
+    pub name: String,
+    /// MTU: 2044 for IPoIB datagram mode on a 2048-byte IB MTU (RFC 4391 §3), 65520 for
+    /// connected mode (RFC 4755 §3.3).
+    pub mtu: u32,
+    /// Addresses with their prefix lengths.
+    pub addresses: Vec<(IpAddr, u8)>,
+    /// Bring the namespace's loopback device up too (a fresh namespace has it down).
+    pub loopback_up: bool,
+}
+
+/// Why a device could not be made or configured.
+#[derive(Debug, thiserror::Error)]
+pub enum TunError {
+    /// Opening `/dev/net/tun` or `TUNSETIFF` failed.
+    #[error("TUN device {name}: {source}")]
+    Open {
+        /// The device name.
+        name: String,
+        /// The error.
+        source: tun::Error,
+    },
+    /// A system call on the device failed.
+    #[error("TUN device {name}: {what}: {source}")]
+    Os {
+        /// The device name.
+        name: String,
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// An rtnetlink request failed.
+    #[error("TUN device {name}: {source}")]
+    Netlink {
+        /// The device name.
+        name: String,
+        /// The error.
+        source: NetlinkError,
+    },
+}
+
+/// An open TUN device. See the module docs.
+pub struct Tun {
+    dev: tun::Device,
+    name: String,
+    index: u32,
+}
+
+impl std::fmt::Debug for Tun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tun")
+            .field("name", &self.name)
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+/// Index of interface `name` in the calling thread's namespace.
+fn index_of(name: &str) -> io::Result<u32> {
+    nix::net::if_::if_nametoindex(name).map_err(io::Error::from)
+}
+
+impl Tun {
+    /// Creates and configures the device in the calling thread's network namespace (module docs).
+    pub fn create(cfg: &TunConfig) -> Result<Tun, TunError> {
+        let name = cfg.name.clone();
+        let os = |what: &'static str| {
+            let name = name.clone();
+            move |source: io::Error| TunError::Os { name, what, source }
+        };
+        let nl = |source: NetlinkError| TunError::Netlink {
+            name: name.clone(),
+            source,
+        };
+        let mut c = tun::Configuration::default();
+        c.tun_name(&cfg.name).layer(tun::Layer::L3);
+        let dev = tun::create(&c).map_err(|source| TunError::Open {
+            name: name.clone(),
+            source,
+        })?;
+        dev.set_nonblock().map_err(os("set O_NONBLOCK"))?;
+        let index = index_of(&cfg.name).map_err(os("if_nametoindex"))?;
+        let mut rtnl = Rtnl::open().map_err(nl)?;
+        if cfg.loopback_up {
+            let lo = index_of("lo").map_err(os("if_nametoindex(lo)"))?;
+            rtnl.set_link(lo, None, true).map_err(nl)?;
+        }
+        rtnl.set_link(index, Some(cfg.mtu), false).map_err(nl)?;
+        for &(a, len) in &cfg.addresses {
+            rtnl.add_address(index, a, len).map_err(nl)?;
+        }
+        set_sysctl(&format!("net/ipv4/conf/{}/accept_local", cfg.name), "1")
+            .map_err(os("sysctl accept_local=1"))?;
+        rtnl.set_link(index, None, true).map_err(nl)?;
+        Ok(Tun { dev, name, index })
+    }
+
+    /// The interface name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The interface index (in its namespace).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Reads one packet; `WouldBlock` when none is waiting.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.dev.recv(buf)
+    }
+
+    /// Writes one packet.
+    pub fn send(&self, packet: &[u8]) -> io::Result<usize> {
+        self.dev.send(packet)
+    }
+}
+
+impl AsRawFd for Tun {
+    fn as_raw_fd(&self) -> RawFd {
+        self.dev.as_raw_fd()
+    }
+}
+
+/// Writes `value` to `/proc/sys/<key>` (e.g. `net/ipv4/conf/ib0/accept_local`), for the network
+/// namespace of the calling thread (the `net/` tree is per namespace).
+pub fn set_sysctl(key: &str, value: &str) -> io::Result<()> {
+    std::fs::write(format!("/proc/sys/{key}"), value)
+}
+
+/// How one interface of an emulation takes packets from the OS and gives packets to it.
+pub trait OsPort<E> {
+    /// One IP packet the OS sent on the link, handed to the interface at the emulation's current
+    /// time.
+    fn packet_from_os(&mut self, emu: &mut E, packet: &[u8]);
+    /// Calls `out` with every packet the interface has for the OS, oldest first.
+    fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(&[u8]));
+}
+
+/// Packets through one [`TunEndpoint`] (shared, readable while the driver runs).
+#[derive(Debug, Default)]
+pub struct TunCounters {
+    /// Packets read from the device (sent by the OS).
+    pub from_os: AtomicU64,
+    /// Their bytes.
+    pub from_os_bytes: AtomicU64,
+    /// Packets written to the device (delivered to the OS).
+    pub to_os: AtomicU64,
+    /// Their bytes.
+    pub to_os_bytes: AtomicU64,
+    /// Packets for the OS that the device refused (dropped).
+    pub write_errors: AtomicU64,
+}
+
+/// A TUN device bound to one interface of the emulation. See the module docs.
+pub struct TunEndpoint<P> {
+    tun: Tun,
+    port: P,
+    buf: Box<[u8]>,
+    counters: Arc<TunCounters>,
+}
+
+impl<P> TunEndpoint<P> {
+    /// Binds `tun` to `port`.
+    pub fn new(tun: Tun, port: P) -> TunEndpoint<P> {
+        TunEndpoint {
+            tun,
+            port,
+            buf: vec![0; MAX_PACKET].into_boxed_slice(),
+            counters: Arc::default(),
+        }
+    }
+
+    /// Its counters.
+    pub fn counters(&self) -> Arc<TunCounters> {
+        Arc::clone(&self.counters)
+    }
+}
+
+impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
+    fn raw_fd(&self) -> RawFd {
+        self.tun.as_raw_fd()
+    }
+
+    fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
+        let (mut n, mut bytes) = (0, 0);
+        let r = loop {
+            if n == budget {
+                break Ok(());
+            }
+            match self.tun.recv(&mut self.buf) {
+                Ok(len) => {
+                    n += 1;
+                    bytes += len as u64;
+                    self.port.packet_from_os(emu, &self.buf[..len]);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.counters.from_os.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters
+            .from_os_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+        r.map(|()| n)
+    }
+
+    fn flush(&mut self, emu: &mut E) -> io::Result<usize> {
+        let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+        let tun = &self.tun;
+        self.port.packets_to_os(emu, &mut |p| match tun.send(p) {
+            Ok(_) => {
+                n += 1;
+                bytes += p.len() as u64;
+            }
+            // The device is down, its queue full, or the packet is no IP packet: dropped, as a
+            // NIC drops what its host cannot take.
+            Err(_) => errors += 1,
+        });
+        let c = &self.counters;
+        c.to_os.fetch_add(n, Ordering::Relaxed);
+        c.to_os_bytes.fetch_add(bytes, Ordering::Relaxed);
+        c.write_errors.fetch_add(errors, Ordering::Relaxed);
+        Ok(n as usize)
+    }
+}
