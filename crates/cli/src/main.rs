@@ -14,6 +14,7 @@ mod demo;
 mod ibsim_server;
 mod interrupt;
 mod ipcm;
+mod lab;
 mod rping;
 mod show;
 mod sim;
@@ -111,6 +112,17 @@ enum Command {
     /// or description). Exit status: 0 when stopped by a signal, 1 on a socket error, 2 on bad
     /// arguments or when the sockets are taken.
     IbsimServer(ibsim_server::Args),
+    /// Linux's IP stack over the emulated IPoIB: one network namespace per host (root only).
+    ///
+    /// Runs an emulated subnet in real time and gives every host a network namespace
+    /// `ipoib-h1`, ... with a TUN device `ib0` (10.0.0.i/24, fd00::i/64) whose packets its IPoIB
+    /// interface carries over the fabric, so ping, iperf3 and any other program work between
+    /// hosts. Prints the hosts (LID, GID, QPN, addresses) once IPoIB is up and runs until Ctrl-C
+    /// or SIGTERM, then removes the namespaces. `ipoib lab exec h1 -- CMD` runs a command in a
+    /// host's namespace (names h1..hN resolve); `ipoib lab down` stops the lab from elsewhere.
+    /// Exit status: 0 when stopped by a signal, 1 when a host did not come up, 2 on bad arguments
+    /// or when the lab cannot be set up.
+    Lab(lab::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -130,5 +142,6 @@ fn main() -> ExitCode {
         Command::Rping(args) => rping::run(&args),
         Command::Show(args) => show::run(&args),
         Command::IbsimServer(args) => ibsim_server::run(&args),
+        Command::Lab(args) => lab::run(&args),
     }
 }

@@ -67,7 +67,7 @@ fn load_topology(args: &Args) -> Result<Topology, String> {
 
 /// Reads and parses `path`, printing its warnings (what OpenSM would log as `PARSE WARN`, and
 /// the like) on standard error.
-fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
+pub(crate) fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     for w in &cfg.warnings {

@@ -1,0 +1,320 @@
+//! `ipoib lab`: the Linux IP stack over our emulated IPoIB. One process runs an emulated subnet
+//! ([`Subnet`]) in real time ([`ipoib_runtime::realtime`]) and gives every host a network
+//! namespace with a TUN device `ib0` whose packets its IPoIB interface carries
+//! ([`ipoib_runtime::tun`], [`ipoib_runtime::ipoib_port`]): `ping`, `iperf3` and any other
+//! program run in a host's namespace talk over the emulated fabric.
+//!
+//! - `ipoib lab [--hosts N] [--topology T] [--partitions FILE] [--mode M] [--seed S]` sets the
+//!   lab up, prints the hosts once IPoIB is up on all of them (carrier and IPv6 ready), and
+//!   runs until SIGINT or SIGTERM, then removes everything it made.
+//! - `ipoib lab exec HOST -- CMD ARGS` runs CMD in HOST's namespace, with the lab's host names
+//!   in its `/etc/hosts` ([`exec`]); the exit status is CMD's.
+//! - `ipoib lab down` stops a running lab (SIGTERM, then SIGKILL after 10 s) and removes what is
+//!   left of it, or of a lab whose process died.
+//!
+//! The state lives in `/run/ipoib/lab/lab.json` ([`state`]); hosts, addresses and partitions
+//! in [`hosts`]. Root only (namespaces, mounts, TUN devices). Exit status of the lab itself: 0
+//! when it ran and was stopped by a signal, 1 when some host did not come up within
+//! [`UP_TIMEOUT`], 2 on bad arguments or when it cannot be set up (not root, a lab already
+//! running, a namespace or device refused).
+
+mod exec;
+mod hosts;
+mod state;
+
+use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_runtime::ipoib_port::SubnetHost;
+use ipoib_runtime::netns::{self, NetNs};
+use ipoib_runtime::realtime::{Config, Driver, Outcome};
+use ipoib_runtime::tun::{Tun, TunConfig, TunEndpoint};
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+use std::time::{Duration, Instant as Wall};
+
+/// How long every host has to come up (wall time).
+pub const UP_TIMEOUT: Duration = Duration::from_secs(30);
+/// MTU of `ib0` in datagram mode: the 2048-byte IB MTU of the default broadcast group less the
+/// 4-byte IPoIB header (RFC 4391 §3).
+pub const DATAGRAM_MTU: u32 = 2044;
+/// MTU of `ib0` in connected mode (RFC 4755 §3.3, Linux `IPOIB_CM_MTU`).
+pub const CONNECTED_MTU: u32 = 65_520;
+
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<LabCommand>,
+    #[command(flatten)]
+    up: UpArgs,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum LabCommand {
+    /// Run a command in a host's network namespace: `ipoib lab exec h1 -- ping -c 3 h2`.
+    ///
+    /// The lab's host names (h1, h2, ...) resolve through the namespace's own /etc/hosts. The
+    /// exit status is the command's (127 when it cannot be run).
+    Exec(exec::ExecArgs),
+    /// Stop the running lab and remove its namespaces (also those of a lab whose process died).
+    Down,
+}
+
+#[derive(clap::Args, Debug)]
+struct UpArgs {
+    /// Number of hosts (default 2; at most 254; with a net file, if given, it must match the
+    /// file's hosts).
+    #[arg(long)]
+    hosts: Option<usize>,
+    /// `single-switch`, `fat-tree`, or an ibnetdiscover / ibsim net file.
+    #[arg(long, default_value = "single-switch")]
+    topology: String,
+    /// OpenSM partitions.conf: each host's ib0 runs on its first IPoIB partition (the first in
+    /// the file with a broadcast group and the host among its members; no child interfaces for
+    /// the others). Default: partition 0x7fff, every port a full member.
+    #[arg(long)]
+    partitions: Option<String>,
+    /// `datagram` (UD, MTU 2044) or `connected` (RC, RFC 4755, MTU 65520).
+    #[arg(long, value_enum, default_value_t = Mode::Datagram)]
+    mode: Mode,
+    /// Seed of every random choice of the emulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// The unicast mode of the lab's interfaces.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Datagram,
+    Connected,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    note!("ipoib lab: {msg}");
+    ExitCode::from(2)
+}
+
+/// An error unless the process runs as root.
+fn require_root(what: &str) -> Result<(), String> {
+    if nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} needs root (it makes network namespaces, mounts and TUN devices): run it with sudo"
+    ))
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    match &args.command {
+        Some(LabCommand::Exec(a)) => exec::exec(a),
+        Some(LabCommand::Down) => exec::down(),
+        None => up(&args.up),
+    }
+}
+
+/// Removes what the lab made when dropped: set up before the first namespace, so an error or a
+/// panic on the way leaves nothing behind.
+struct Teardown {
+    namespaces: Vec<String>,
+}
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        for p in state::clean(&self.namespaces) {
+            note!("ipoib lab: cleaning up: {p}");
+        }
+    }
+}
+
+/// Finds a lab left by a process that died and removes it; an error if one is running.
+fn clear_stale() -> Result<(), String> {
+    let Some(old) = state::read()? else {
+        return Ok(());
+    };
+    if old.is_alive() {
+        return Err(format!(
+            "a lab is running (pid {}); `ipoib lab down` stops it",
+            old.pid
+        ));
+    }
+    let names: Vec<String> = old.hosts.iter().map(|h| h.namespace.clone()).collect();
+    let problems = state::clean(&names);
+    note!(
+        "ipoib lab: removed the lab of pid {}, which is gone ({} namespaces)",
+        old.pid,
+        names.len()
+    );
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(problems.join("; ")),
+    }
+}
+
+fn build(a: &UpArgs) -> Result<Subnet, String> {
+    let topo = crate::topology_arg::load(&a.topology, a.hosts, Some(2))?;
+    let n = topo.host_ports().count();
+    if n > hosts::MAX_HOSTS {
+        return Err(format!("at most {} hosts, not {n}", hosts::MAX_HOSTS));
+    }
+    let parts = a
+        .partitions
+        .as_deref()
+        .map(crate::sim::load_partitions)
+        .transpose()?;
+    if let Some(p) = &parts {
+        let none = hosts::set_partitions(&topo, p);
+        if !none.is_empty() {
+            let names: Vec<String> = none.iter().map(|&i| hosts::name(i)).collect();
+            return Err(format!(
+                "{}: not in any IPoIB partition (one with a broadcast group): {}",
+                a.partitions.as_deref().unwrap_or_default(),
+                names.join(", ")
+            ));
+        }
+    }
+    let mut opts = SubnetOptions::new(topo, a.seed);
+    opts.partitions = parts;
+    opts.ipoib = Some(IpoibOptions {
+        ipv4: Some((Ipv4Addr::new(10, 0, 0, 0), hosts::IPV4_PREFIX)),
+        ipv6: true,
+        configure: Some(match a.mode {
+            Mode::Datagram => hosts::datagram,
+            Mode::Connected => hosts::connected,
+        }),
+        ..IpoibOptions::default()
+    });
+    Subnet::build(opts).map_err(|e| e.to_string())
+}
+
+/// Makes host `i`'s namespace with its `ib0`.
+fn make_host(i: usize, mtu: u32) -> Result<Tun, String> {
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu,
+        addresses: vec![
+            (IpAddr::V4(hosts::ipv4(i)), hosts::IPV4_PREFIX),
+            (IpAddr::V6(hosts::ipv6(i)), hosts::IPV6_PREFIX),
+        ],
+        loopback_up: true,
+    };
+    let (_, tun) = NetNs::create(&hosts::namespace(i), move || Tun::create(&cfg))
+        .map_err(|e| e.to_string())?;
+    tun.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
+}
+
+/// The read end of a socket pair SIGINT and SIGTERM write to (the driver's stop file).
+fn stop_on_signals() -> Result<UnixStream, String> {
+    let (r, w) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let w = w.try_clone().map_err(|e| format!("socketpair: {e}"))?;
+        signal_hook::low_level::pipe::register(s, w).map_err(|e| format!("signal handler: {e}"))?;
+    }
+    Ok(r)
+}
+
+fn up(a: &UpArgs) -> ExitCode {
+    if let Err(e) = require_root("ipoib lab") {
+        return fail(e);
+    }
+    if let Err(e) = clear_stale() {
+        return fail(e);
+    }
+    let net = match build(a) {
+        Ok(n) => n,
+        Err(e) => return fail(e),
+    };
+    let n = net.host_count();
+    let me = std::process::id() as i32;
+    let lab = state::LabState {
+        pid: me,
+        start_time: state::start_time(me).unwrap_or(0),
+        mode: format!("{:?}", a.mode).to_lowercase(),
+        hosts: (0..n).map(hosts::entry).collect(),
+    };
+    // Namespaces of these names that no lab made are not ours to take (or to remove).
+    if let Some(i) = (0..n).find(|&i| netns::exists(&hosts::namespace(i))) {
+        return fail(format!(
+            "network namespace {0} exists already (not made by a lab): remove it with \
+             `ip netns del {0}`",
+            hosts::namespace(i)
+        ));
+    }
+    let stop = match stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if let Err(e) = state::write(&lab) {
+        return fail(e);
+    }
+    let mut teardown = Teardown {
+        namespaces: Vec::new(),
+    };
+    let mtu = match a.mode {
+        Mode::Datagram => DATAGRAM_MTU,
+        Mode::Connected => CONNECTED_MTU,
+    };
+    let mut driver = match Driver::new(net, Config::default()) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("epoll: {e}")),
+    };
+    for i in 0..n {
+        teardown.namespaces.push(hosts::namespace(i));
+        let tun = match make_host(i, mtu) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
+        if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))
+        {
+            return fail(e);
+        }
+        if let Err(e) = driver.add(Box::new(TunEndpoint::new(tun, SubnetHost(i)))) {
+            return fail(format!("epoll: {e}"));
+        }
+    }
+    if let Err(e) = driver.set_stop(stop.into()) {
+        return fail(format!("epoll: {e}"));
+    }
+
+    let started = Wall::now();
+    let all_ready = |net: &Subnet| (0..net.host_count()).all(|i| hosts::ready(net, i));
+    match driver.run(Some(started + UP_TIMEOUT), all_ready) {
+        Ok(Outcome::Done) => {}
+        Ok(Outcome::Stopped) => return ExitCode::SUCCESS,
+        Ok(Outcome::Deadline) => {
+            let net = driver.emulation();
+            let late: Vec<String> = (0..n)
+                .filter(|&i| !hosts::ready(net, i))
+                .map(hosts::name)
+                .collect();
+            note!(
+                "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready)",
+                UP_TIMEOUT.as_secs(),
+                late.join(", ")
+            );
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            note!("ipoib lab: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let mut out = std::io::stdout();
+    let _ = write!(
+        out,
+        "ipoib lab: {n} hosts up in {:.1} s ({} mode, MTU {mtu})\n{}\
+         Run `ipoib lab exec h1 -- ping h2` (or `ip netns exec ipoib-h1 ...`); Ctrl-C or \
+         `ipoib lab down` ends the lab.\n",
+        started.elapsed().as_secs_f64(),
+        lab.mode,
+        hosts::table(driver.emulation()),
+    );
+    let _ = out.flush();
+    match driver.run(None, |_| false) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            note!("ipoib lab: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `ipoib lab exec` and `ipoib lab down`.
+
+use super::state;
+use super::{fail, require_root};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+/// How long `lab down` waits for the lab to end after SIGTERM, and after SIGKILL.
+const TERM_WAIT: Duration = Duration::from_secs(10);
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+#[derive(clap::Args, Debug)]
+pub struct ExecArgs {
+    /// The host: `h1`, `h2`, ... (or its namespace, `ipoib-h1`).
+    host: String,
+    /// The command and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<String>,
+}
+
+/// The running lab's state, or why there is none.
+fn running_lab() -> Result<state::LabState, String> {
+    match state::read()? {
+        Some(s) if s.is_alive() => Ok(s),
+        Some(s) => Err(format!(
+            "the lab of pid {} is gone; `ipoib lab down` removes what is left of it",
+            s.pid
+        )),
+        None => Err("no lab is running; start one with `ipoib lab --hosts N`".into()),
+    }
+}
+
+/// Runs the command in the host's namespace as `ip netns exec` would
+/// ([`ipoib_runtime::netns::enter_for_exec`]) and becomes it (exec(2)): the exit status is the
+/// command's.
+pub fn exec(a: &ExecArgs) -> ExitCode {
+    if let Err(e) = require_root("ipoib lab exec") {
+        return fail(e);
+    }
+    let lab = match running_lab() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let Some(host) = lab.host(&a.host) else {
+        let names: Vec<&str> = lab.hosts.iter().map(|h| h.name.as_str()).collect();
+        return fail(format!(
+            "no host {} in the lab (hosts: {})",
+            a.host,
+            names.join(", ")
+        ));
+    };
+    if let Err(e) = ipoib_runtime::netns::enter_for_exec(&host.namespace) {
+        return fail(e);
+    }
+    let (cmd, args) = a.command.split_first().expect("clap requires a command");
+    let e = Command::new(cmd).args(args).exec();
+    note!("ipoib lab exec: {cmd}: {e}");
+    // The shell's statuses: 126 found but not runnable, 127 not found.
+    ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}
+
+/// Stops the running lab (SIGTERM; SIGKILL if it has not ended after [`TERM_WAIT`]) and
+/// removes whatever is left of it.
+pub fn down() -> ExitCode {
+    if let Err(e) = require_root("ipoib lab down") {
+        return fail(e);
+    }
+    let lab = match state::read() {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            println!("ipoib lab down: no lab");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return fail(e),
+    };
+    if lab.is_alive() {
+        let pid = Pid::from_raw(lab.pid);
+        let _ = kill(pid, Signal::SIGTERM);
+        if !state::wait_gone(lab.pid, lab.start_time, TERM_WAIT) {
+            note!(
+                "ipoib lab down: pid {} still runs {} s after SIGTERM: SIGKILL",
+                lab.pid,
+                TERM_WAIT.as_secs()
+            );
+            let _ = kill(pid, Signal::SIGKILL);
+            if !state::wait_gone(lab.pid, lab.start_time, KILL_WAIT) {
+                return fail(format!("pid {} does not end", lab.pid));
+            }
+        }
+    }
+    let names: Vec<String> = lab.hosts.iter().map(|h| h.namespace.clone()).collect();
+    let problems = state::clean(&names);
+    if !problems.is_empty() {
+        return fail(problems.join("; "));
+    }
+    println!(
+        "ipoib lab down: stopped the lab of pid {} and removed its {} namespaces",
+        lab.pid,
+        names.len()
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,179 @@
+//! The lab's hosts: names, namespaces, addresses, the interface configuration each gets, the
+//! `/etc/hosts` of every namespace, and the table printed once IPoIB is up.
+//!
+//! Host `i` (0-based; host 0 also runs the subnet manager) is `h{i+1}` in namespace
+//! `ipoib-h{i+1}`, with `10.0.0.{i+1}/24` and `fd00::{i+1}/64` (hex) on its `ib0`. Its
+//! interface runs on its first IPoIB partition: the first partition of the partitions file (in
+//! file order) that has an IPoIB broadcast group and the host's port among its members; without
+//! a file, the default partition 0x7fff (P_Key 0xffff). Linux would make further partitions
+//! child interfaces (`ib0.8001`); the lab does not.
+
+use super::state::HostEntry;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::sm::PartitionMembers;
+use ipoib_fabric::node::subnet::{broadcast_groups, partition_specs, Subnet};
+use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Ipv4Config, LogLevel};
+use ipoib_proto::partitions::PartitionConfig;
+use ipoib_wire::PKey;
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
+
+/// Most hosts: one /24 of IPv4 addresses.
+pub const MAX_HOSTS: usize = 254;
+/// IPv4 prefix length of the lab's link.
+pub const IPV4_PREFIX: u8 = 24;
+/// IPv6 prefix length of the lab's link.
+pub const IPV6_PREFIX: u8 = 64;
+
+/// `h1`, `h2`, ...
+pub fn name(i: usize) -> String {
+    format!("h{}", i + 1)
+}
+
+/// `ipoib-h1`, ...
+pub fn namespace(i: usize) -> String {
+    format!("ipoib-{}", name(i))
+}
+
+/// `10.0.0.{i+1}`.
+pub fn ipv4(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, (i + 1).min(255) as u8)
+}
+
+/// `fd00::{i+1}`.
+pub fn ipv6(i: usize) -> Ipv6Addr {
+    Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, (i + 1) as u16)
+}
+
+/// The state file's entry of host `i`.
+pub fn entry(i: usize) -> HostEntry {
+    HostEntry {
+        name: name(i),
+        namespace: namespace(i),
+        ipv4: ipv4(i).to_string(),
+        ipv6: ipv6(i).to_string(),
+    }
+}
+
+/// Per host, the P_Key of its first IPoIB partition, when a partitions file was given (the
+/// configuration hook of the subnet is a plain function: it reads them from here).
+static PKEYS: OnceLock<Vec<PKey>> = OnceLock::new();
+
+/// Host `i`'s interface in datagram mode (module docs).
+pub fn datagram(i: usize, c: &mut InterfaceConfig) {
+    c.ipv4 = Some(Ipv4Config {
+        addr: ipv4(i),
+        prefix_len: IPV4_PREFIX,
+        gateway: None,
+    });
+    c.ipv6 = true;
+    c.ipv6_static = vec![(ipv6(i), IPV6_PREFIX)];
+    c.log_level = LogLevel::Warn;
+    if let Some(&k) = PKEYS.get().and_then(|v| v.get(i)) {
+        c.pkey = k;
+    }
+}
+
+/// Host `i`'s interface in connected mode (RFC 4755).
+pub fn connected(i: usize, c: &mut InterfaceConfig) {
+    datagram(i, c);
+    c.connected = Some(ConnectedConfig::rc());
+}
+
+/// Sets every host's partition from `cfg` (module docs); hosts in no IPoIB partition keep the
+/// default and will not come up, which the caller reports. Returns the hosts in none.
+pub fn set_partitions(topo: &Topology, cfg: &PartitionConfig) -> Vec<usize> {
+    let Some(sm_port) = topo.first_ca_port() else {
+        return Vec::new();
+    };
+    let specs = partition_specs(cfg, topo, sm_port);
+    let groups = broadcast_groups(cfg);
+    let mut keys = Vec::new();
+    let mut none = Vec::new();
+    for (i, e) in topo.host_ports().enumerate() {
+        let guid = topo.nodes()[e.node].port_guid(e.port);
+        let first = groups.iter().map(|&(k, _)| k).find(|&k| {
+            specs.iter().any(|s| {
+                s.pkey.same_partition(k)
+                    && match &s.members {
+                        PartitionMembers::All(_) => true,
+                        PartitionMembers::Ports(v) => v.iter().any(|(g, _)| *g == guid),
+                    }
+            })
+        });
+        if first.is_none() {
+            none.push(i);
+        }
+        keys.push(first.unwrap_or(PKey::DEFAULT));
+    }
+    let _ = PKEYS.set(keys);
+    none
+}
+
+/// The `/etc/hosts` of every namespace: localhost and every lab host by name with both its
+/// addresses (which family a program picks is its resolver's choice, RFC 6724 in glibc: give
+/// `ping -4 h2` or `ping -6 h2` to choose).
+pub fn hosts_file(n: usize) -> String {
+    let mut s = String::from(
+        "# Written by `ipoib lab`; removed with the lab.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    );
+    for i in 0..n {
+        let _ = writeln!(s, "{}\t{}", ipv4(i), name(i));
+    }
+    for i in 0..n {
+        let _ = writeln!(s, "{}\t{}", ipv6(i), name(i));
+    }
+    s
+}
+
+/// True when host `i` is usable: carrier (the broadcast join, draft-ietf-ipoib-ip-over-
+/// infiniband-06 §5) and its IPv6 address past DAD (RFC 4862 §5.4).
+pub fn ready(net: &Subnet, i: usize) -> bool {
+    net.interface(i).is_some_and(|f| {
+        f.carrier()
+            && f.ipv6_addresses()
+                .iter()
+                .all(|a| a.state == ipoib_proto::ipoib::AddrState::Preferred)
+    })
+}
+
+/// The table of hosts.
+pub fn table(net: &Subnet) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<4} {:<10} {:>5} {:<39} {:>8} {:<15} {:<20} link-layer address",
+        "host", "namespace", "LID", "GID", "QPN", "IPv4", "IPv6"
+    );
+    for i in 0..net.host_count() {
+        let iface = net.interface(i);
+        let _ = writeln!(
+            s,
+            "{:<4} {:<10} {:>5} {:<39} {:>8} {:<15} {:<20} {}",
+            name(i),
+            namespace(i),
+            net.lid(i),
+            net.gid(i).to_string(),
+            iface.map_or("-".to_string(), |f| format!("{:#08x}", f.config().qpn)),
+            format!("{}/{IPV4_PREFIX}", ipv4(i)),
+            format!("{}/{IPV6_PREFIX}", ipv6(i)),
+            iface.map_or("-".to_string(), |f| f.hw_addr().to_string()),
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_addresses_follow_the_host_index() {
+        assert_eq!((name(0), namespace(0)), ("h1".into(), "ipoib-h1".into()));
+        assert_eq!(ipv4(2), Ipv4Addr::new(10, 0, 0, 3));
+        assert_eq!(ipv6(9).to_string(), "fd00::a");
+        let f = hosts_file(2);
+        assert!(f.contains("10.0.0.2\th2\n") && f.contains("fd00::2\th2\n"));
+    }
+}

@@ -1,0 +1,236 @@
+//! The lab's state on disk, `/run/ipoib/lab/lab.json`, and the removal of everything a lab
+//! made. The file is written before the first namespace is made and removed after the last is
+//! gone, so a lab killed at any point leaves a file that names what to clean; its process is
+//! recognised by pid and start time (a reused pid is no lab).
+//!
+//! ```json
+//! {"pid": 4242, "start_time": 123456, "mode": "datagram", "control": "/run/ipoib/lab/control.sock",
+//!  "hosts": [{"name": "h1", "namespace": "ipoib-h1", "ipv4": "10.0.0.1", "ipv6": "fd00::1"}]}
+//! ```
+
+use ipoib_runtime::netns;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The lab's directory.
+pub const DIR: &str = "/run/ipoib/lab";
+/// The state file.
+pub const STATE: &str = "/run/ipoib/lab/lab.json";
+/// The control socket of the running lab (`ipoib show --lab`).
+pub const CONTROL: &str = "/run/ipoib/lab/control.sock";
+
+/// One host of the lab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostEntry {
+    /// `h1`, `h2`, ...
+    pub name: String,
+    /// Its network namespace, `ipoib-h1`, ...
+    pub namespace: String,
+    /// Its addresses on `ib0`.
+    pub ipv4: String,
+    pub ipv6: String,
+}
+
+/// What lab.json holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabState {
+    pub pid: i32,
+    /// Field 22 of `/proc/PID/stat` (clock ticks after boot): with the pid, names the process.
+    pub start_time: u64,
+    pub mode: String,
+    pub hosts: Vec<HostEntry>,
+}
+
+impl LabState {
+    /// The document.
+    pub fn to_json(&self) -> Value {
+        let hosts: Vec<Value> = self
+            .hosts
+            .iter()
+            .map(|h| {
+                json!({"name": h.name, "namespace": h.namespace, "ipv4": h.ipv4, "ipv6": h.ipv6})
+            })
+            .collect();
+        json!({
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "mode": self.mode,
+            "control": CONTROL,
+            "hosts": hosts,
+        })
+    }
+
+    /// Parses the document; `None` when it is not one.
+    pub fn from_json(v: &Value) -> Option<LabState> {
+        let s = |v: &Value, k: &str| v.get(k)?.as_str().map(str::to_string);
+        let hosts = v
+            .get("hosts")?
+            .as_array()?
+            .iter()
+            .map(|h| {
+                Some(HostEntry {
+                    name: s(h, "name")?,
+                    namespace: s(h, "namespace")?,
+                    ipv4: s(h, "ipv4").unwrap_or_default(),
+                    ipv6: s(h, "ipv6").unwrap_or_default(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(LabState {
+            pid: i32::try_from(v.get("pid")?.as_i64()?).ok()?,
+            start_time: v.get("start_time")?.as_u64()?,
+            mode: s(v, "mode").unwrap_or_default(),
+            hosts,
+        })
+    }
+
+    /// True while the lab's process runs (same pid, same start time).
+    pub fn is_alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start_time)
+    }
+
+    /// The host named `name` (`h1`), or whose namespace is `name`.
+    pub fn host(&self, name: &str) -> Option<&HostEntry> {
+        self.hosts
+            .iter()
+            .find(|h| h.name == name || h.namespace == name)
+    }
+}
+
+/// The start time of process `pid` (field 22 of `/proc/PID/stat`), if it exists.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Reads lab.json: `Ok(None)` when there is none, an error when it cannot be read or parsed.
+pub fn read() -> Result<Option<LabState>, String> {
+    let text = match std::fs::read_to_string(STATE) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{STATE}: {e}")),
+    };
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{STATE}: {e}"))?;
+    LabState::from_json(&v)
+        .map(Some)
+        .ok_or_else(|| format!("{STATE}: not a lab state file"))
+}
+
+/// Writes lab.json (through a temporary file and a rename: readers never see half of it).
+pub fn write(s: &LabState) -> Result<(), String> {
+    std::fs::create_dir_all(DIR).map_err(|e| format!("mkdir {DIR}: {e}"))?;
+    let tmp = format!("{STATE}.tmp");
+    let text = format!("{:#}\n", s.to_json());
+    std::fs::write(&tmp, text).map_err(|e| format!("{tmp}: {e}"))?;
+    std::fs::rename(&tmp, STATE).map_err(|e| format!("{STATE}: {e}"))
+}
+
+/// Ends the processes still in namespace `ns` (SIGTERM, then SIGKILL after `grace`).
+fn end_processes(ns: &str, grace: Duration) {
+    let me = std::process::id() as i32;
+    let signal_all = |sig: Signal| {
+        let pids: Vec<i32> = netns::pids(ns).into_iter().filter(|&p| p != me).collect();
+        for &p in &pids {
+            let _ = kill(Pid::from_raw(p), sig);
+        }
+        pids.len()
+    };
+    if signal_all(Signal::SIGTERM) == 0 {
+        return;
+    }
+    let end = Instant::now() + grace;
+    while Instant::now() < end {
+        if netns::pids(ns).iter().all(|&p| p == me) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_all(Signal::SIGKILL);
+}
+
+/// Removes what a lab made for `namespaces`: the processes left in them, the namespaces, their
+/// `/etc/netns` directories; then lab.json and a stale control socket. Returns what could not be
+/// removed (each a sentence), empty when all went.
+pub fn clean(namespaces: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ns in namespaces {
+        end_processes(ns, Duration::from_secs(1));
+        if let Err(e) = netns::delete(ns) {
+            problems.push(e.to_string());
+        }
+        if let Err(e) = netns::remove_etc_dir(ns) {
+            problems.push(e.to_string());
+        }
+    }
+    for f in [STATE, CONTROL] {
+        if Path::new(f).exists() {
+            if let Err(e) = std::fs::remove_file(f) {
+                problems.push(format!("rm {f}: {e}"));
+            }
+        }
+    }
+    problems
+}
+
+/// Waits up to `timeout` for process `pid` (started at `start`) to end; true when it did.
+pub fn wait_gone(pid: i32, start: u64, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if start_time(pid) != Some(start) {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let s = LabState {
+            pid: 42,
+            start_time: 7,
+            mode: "connected".into(),
+            hosts: vec![HostEntry {
+                name: "h1".into(),
+                namespace: "ipoib-h1".into(),
+                ipv4: "10.0.0.1".into(),
+                ipv6: "fd00::1".into(),
+            }],
+        };
+        let v = s.to_json();
+        assert_eq!(v["control"], CONTROL);
+        assert_eq!(LabState::from_json(&v), Some(s.clone()));
+        assert_eq!(s.host("ipoib-h1").map(|h| h.name.as_str()), Some("h1"));
+        assert!(s.host("h2").is_none());
+        assert_eq!(LabState::from_json(&json!({"pid": 1})), None);
+    }
+
+    #[test]
+    fn own_start_time_is_readable_and_a_dead_pid_has_none() {
+        let me = std::process::id() as i32;
+        let t = start_time(me).expect("own /proc/self/stat");
+        let alive = LabState {
+            pid: me,
+            start_time: t,
+            mode: String::new(),
+            hosts: Vec::new(),
+        };
+        assert!(alive.is_alive());
+        let reused = LabState {
+            start_time: t + 1,
+            ..alive
+        };
+        assert!(!reused.is_alive());
+    }
+}
