@@ -76,17 +76,12 @@ fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(
     }
 }
 
-// PLACEHOLDER until the fabric has `IpoibApp::from_os` / `IpoibApp::to_os` (external IP): the
-// packet goes straight to the interface agent, and nothing comes back to the OS (deliveries go
-// to the built-in IP endpoint).
-
 fn from_os(host: &mut Host, h: IpoibHandle, now: ipoib_fabric::Instant, packet: &[u8]) {
-    if let Some(i) = host.agent_mut::<ipoib_proto::ipoib::Interface>(h.agent) {
-        i.send_ip(now, packet);
+    if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
+        a.from_os(now, packet);
     }
 }
 
 fn to_os(host: &mut Host, h: IpoibHandle) -> Option<Vec<u8>> {
-    let _ = host.app_mut::<IpoibApp>(h.app)?;
-    None
+    host.app_mut::<IpoibApp>(h.app)?.to_os()
 }
