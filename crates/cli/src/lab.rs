@@ -25,10 +25,10 @@ mod state;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
 use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::netns::{self, NetNs};
-use ipoib_runtime::realtime::{Config, Driver, Outcome};
-use ipoib_runtime::tun::{Tun, TunConfig, TunEndpoint};
+use ipoib_runtime::realtime::{Config, Driver, Wake};
+use ipoib_runtime::tun::{LinkControl, Tun, TunConfig, TunEndpoint};
 use std::io::Write as _;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, Instant as Wall};
@@ -176,19 +176,17 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     let mut opts = SubnetOptions::new(topo, a.seed);
     opts.partitions = parts;
     opts.ipoib = Some(IpoibOptions {
-        ipv4: Some((Ipv4Addr::new(10, 0, 0, 0), hosts::IPV4_PREFIX)),
-        ipv6: true,
         configure: Some(match a.mode {
             Mode::Datagram => hosts::datagram,
             Mode::Connected => hosts::connected,
         }),
-        ..IpoibOptions::default()
+        ..IpoibOptions::external()
     });
     Subnet::build(opts).map_err(|e| e.to_string())
 }
 
-/// Makes host `i`'s namespace with its `ib0`.
-fn make_host(i: usize, mtu: u32) -> Result<Tun, String> {
+/// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier.
+fn make_host(i: usize, mtu: u32) -> Result<(Tun, LinkControl), String> {
     let cfg = TunConfig {
         name: "ib0".into(),
         mtu,
@@ -197,10 +195,32 @@ fn make_host(i: usize, mtu: u32) -> Result<Tun, String> {
             (IpAddr::V6(hosts::ipv6(i)), hosts::IPV6_PREFIX),
         ],
         loopback_up: true,
+        up: false,
     };
-    let (_, tun) = NetNs::create(&hosts::namespace(i), move || Tun::create(&cfg))
-        .map_err(|e| e.to_string())?;
-    tun.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
+    let (_, made) = NetNs::create(&hosts::namespace(i), move || {
+        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+        let control = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+        Ok::<_, String>((tun, control))
+    })
+    .map_err(|e| e.to_string())?;
+    made.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
+}
+
+/// Brings up the `ib0` of every host whose interface got carrier since the last call, with the
+/// interface's MTU (the broadcast group's less 4 in datagram mode, 65520 in connected mode), as
+/// Linux IPoIB's `ib0` gets carrier only after its broadcast join. A later loss of carrier is
+/// not mirrored (taking the device down would flush its IPv6 addresses).
+fn mirror_carrier(net: &Subnet, controls: &mut [Option<LinkControl>]) -> Result<(), String> {
+    for (i, c) in controls.iter_mut().enumerate() {
+        let Some(iface) = net.interface(i).filter(|f| f.carrier()) else {
+            continue;
+        };
+        if let Some(mut ctl) = c.take() {
+            ctl.set(Some(iface.mtu()), true)
+                .map_err(|e| format!("{}: {e}", hosts::namespace(i)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The read end of a socket pair SIGINT and SIGTERM write to (the driver's stop file).
@@ -258,12 +278,14 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(format!("epoll: {e}")),
     };
+    let mut controls = Vec::new();
     for i in 0..n {
         teardown.namespaces.push(hosts::namespace(i));
-        let tun = match make_host(i, mtu) {
+        let (tun, control) = match make_host(i, mtu) {
             Ok(t) => t,
             Err(e) => return fail(e),
         };
+        controls.push(Some(control));
         if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))
         {
             return fail(e);
@@ -277,32 +299,42 @@ fn up(a: &UpArgs) -> ExitCode {
     }
 
     let started = Wall::now();
+    let deadline = started + UP_TIMEOUT;
     let all_ready = |net: &Subnet| (0..net.host_count()).all(|i| hosts::ready(net, i));
-    match driver.run(Some(started + UP_TIMEOUT), all_ready) {
-        Ok(Outcome::Done) => {}
-        Ok(Outcome::Stopped) => return ExitCode::SUCCESS,
-        Ok(Outcome::Deadline) => {
-            let net = driver.emulation();
-            let late: Vec<String> = (0..n)
-                .filter(|&i| !hosts::ready(net, i))
-                .map(hosts::name)
-                .collect();
-            note!(
-                "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready)",
-                UP_TIMEOUT.as_secs(),
-                late.join(", ")
-            );
-            return ExitCode::from(1);
-        }
-        Err(e) => {
-            note!("ipoib lab: {e}");
-            return ExitCode::from(1);
+    loop {
+        let wake = driver.turn(deadline);
+        let mirrored = mirror_carrier(driver.emulation(), &mut controls);
+        match (wake, mirrored) {
+            (Err(e), _) => {
+                note!("ipoib lab: {e}");
+                return ExitCode::from(1);
+            }
+            (_, Err(e)) => {
+                note!("ipoib lab: {e}");
+                return ExitCode::from(1);
+            }
+            (Ok(Wake::Stop), _) => return ExitCode::SUCCESS,
+            _ if all_ready(driver.emulation()) => break,
+            (Ok(Wake::Deadline), _) => {
+                let net = driver.emulation();
+                let late: Vec<String> = (0..n)
+                    .filter(|&i| !hosts::ready(net, i))
+                    .map(hosts::name)
+                    .collect();
+                note!(
+                    "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready)",
+                    UP_TIMEOUT.as_secs(),
+                    late.join(", ")
+                );
+                return ExitCode::from(1);
+            }
+            _ => {}
         }
     }
     let mut out = std::io::stdout();
     let _ = write!(
         out,
-        "ipoib lab: {n} hosts up in {:.1} s ({} mode, MTU {mtu})\n{}\
+        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}\
          Run `ipoib lab exec h1 -- ping h2` (or `ip netns exec ipoib-h1 ...`); Ctrl-C or \
          `ipoib lab down` ends the lab.\n",
         started.elapsed().as_secs_f64(),
@@ -310,11 +342,14 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::table(driver.emulation()),
     );
     let _ = out.flush();
-    match driver.run(None, |_| false) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            note!("ipoib lab: {e}");
-            ExitCode::from(1)
+    loop {
+        match driver.turn(Wall::now() + Duration::from_secs(3600)) {
+            Ok(Wake::Stop) => return ExitCode::SUCCESS,
+            Ok(_) => {}
+            Err(e) => {
+                note!("ipoib lab: {e}");
+                return ExitCode::from(1);
+            }
         }
     }
 }

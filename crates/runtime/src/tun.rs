@@ -5,9 +5,11 @@
 //! - [`Tun::create`] opens a layer-3 TUN device without packet information (`IFF_TUN |
 //!   IFF_NO_PI`: each read(2) is one bare IPv4 or IPv6 packet, each write(2) takes one) in the
 //!   network namespace of the calling thread (docs/DEPLOYED.md "TUN devices"), non-blocking, and
-//!   configures it over rtnetlink ([`crate::netlink`]): MTU, addresses, link up, `lo` up, and
+//!   configures it over rtnetlink ([`crate::netlink`]): MTU, addresses, `lo` up, and
 //!   `net.ipv4.conf.<dev>.accept_local=1`, without which Linux drops as martians the ICMP
-//!   "fragmentation needed" answers the interface builds for the OS from the local address.
+//!   "fragmentation needed" answers the interface builds for the OS from the local address;
+//!   link up at once or later through a [`LinkControl`] (when the interface has carrier, as
+//!   Linux IPoIB's `ib0` has none before its broadcast join).
 //! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into one
 //!   reused buffer and hands each packet to an [`OsPort`] (how one interface of the emulation
 //!   takes and gives OS packets), and writes what the port has back. No allocation per packet
@@ -38,6 +40,9 @@ pub struct TunConfig {
     pub addresses: Vec<(IpAddr, u8)>,
     /// Bring the namespace's loopback device up too (a fresh namespace has it down).
     pub loopback_up: bool,
+    /// Bring the device up at once; otherwise it stays down until [`LinkControl::set`] brings
+    /// it up (e.g. when the emulated interface gets carrier).
+    pub up: bool,
 }
 
 /// Why a device could not be made or configured.
@@ -123,7 +128,9 @@ impl Tun {
         }
         set_sysctl(&format!("net/ipv4/conf/{}/accept_local", cfg.name), "1")
             .map_err(os("sysctl accept_local=1"))?;
-        rtnl.set_link(index, None, true).map_err(nl)?;
+        if cfg.up {
+            rtnl.set_link(index, None, true).map_err(nl)?;
+        }
         Ok(Tun { dev, name, index })
     }
 
@@ -151,6 +158,30 @@ impl Tun {
 impl AsRawFd for Tun {
     fn as_raw_fd(&self) -> RawFd {
         self.dev.as_raw_fd()
+    }
+}
+
+/// MTU and up/down of one device, from any thread: an rtnetlink socket opened in the device's
+/// namespace ([`LinkControl::open`] on a thread in it, e.g. in the setup closure of
+/// [`crate::netns::NetNs::create`]).
+#[derive(Debug)]
+pub struct LinkControl {
+    rtnl: Rtnl,
+    index: u32,
+}
+
+impl LinkControl {
+    /// Control of the device with `index` in the calling thread's namespace.
+    pub fn open(index: u32) -> Result<LinkControl, NetlinkError> {
+        Ok(LinkControl {
+            rtnl: Rtnl::open()?,
+            index,
+        })
+    }
+
+    /// Sets the MTU (when given) and brings the device up or down.
+    pub fn set(&mut self, mtu: Option<u32>, up: bool) -> Result<(), NetlinkError> {
+        self.rtnl.set_link(self.index, mtu, up)
     }
 }
 

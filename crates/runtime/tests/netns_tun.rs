@@ -59,6 +59,7 @@ fn tun_in(ns: &str, addr: &str, mtu: u32) -> (NetNs, Tun) {
         mtu,
         addresses: vec![(addr.parse::<IpAddr>().unwrap(), 24)],
         loopback_up: true,
+        up: true,
     };
     let (ns, tun) = NetNs::create(ns, move || Tun::create(&cfg)).expect("namespace");
     (ns, tun.expect("TUN device"))
@@ -79,6 +80,7 @@ fn namespace_with_a_configured_tun() {
             ("fd00:9::1".parse().unwrap(), 64),
         ],
         loopback_up: true,
+        up: true,
     };
     let (ns, tun) = NetNs::create(&n, move || Tun::create(&cfg)).expect("namespace");
     let tun = tun.expect("TUN device");

@@ -12,7 +12,7 @@ use super::state::HostEntry;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::sm::PartitionMembers;
 use ipoib_fabric::node::subnet::{broadcast_groups, partition_specs, Subnet};
-use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Ipv4Config, LogLevel};
+use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, LogLevel};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_wire::PKey;
 use std::fmt::Write as _;
@@ -60,15 +60,9 @@ pub fn entry(i: usize) -> HostEntry {
 /// configuration hook of the subnet is a plain function: it reads them from here).
 static PKEYS: OnceLock<Vec<PKey>> = OnceLock::new();
 
-/// Host `i`'s interface in datagram mode (module docs).
+/// Host `i`'s interface in datagram mode (module docs); its addresses are those of
+/// [`ipoib_fabric::node::subnet::IpoibOptions::external`], which [`ipv4`] and [`ipv6`] repeat.
 pub fn datagram(i: usize, c: &mut InterfaceConfig) {
-    c.ipv4 = Some(Ipv4Config {
-        addr: ipv4(i),
-        prefix_len: IPV4_PREFIX,
-        gateway: None,
-    });
-    c.ipv6 = true;
-    c.ipv6_static = vec![(ipv6(i), IPV6_PREFIX)];
     c.log_level = LogLevel::Warn;
     if let Some(&k) = PKEYS.get().and_then(|v| v.get(i)) {
         c.pkey = k;
@@ -143,19 +137,20 @@ pub fn table(net: &Subnet) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<4} {:<10} {:>5} {:<39} {:>8} {:<15} {:<20} link-layer address",
-        "host", "namespace", "LID", "GID", "QPN", "IPv4", "IPv6"
+        "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<15} {:<12} link-layer address",
+        "host", "namespace", "LID", "GID", "QPN", "MTU", "IPv4", "IPv6"
     );
     for i in 0..net.host_count() {
         let iface = net.interface(i);
         let _ = writeln!(
             s,
-            "{:<4} {:<10} {:>5} {:<39} {:>8} {:<15} {:<20} {}",
+            "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<15} {:<12} {}",
             name(i),
             namespace(i),
             net.lid(i),
             net.gid(i).to_string(),
             iface.map_or("-".to_string(), |f| format!("{:#08x}", f.config().qpn)),
+            iface.map_or(0, |f| f.mtu()),
             format!("{}/{IPV4_PREFIX}", ipv4(i)),
             format!("{}/{IPV6_PREFIX}", ipv6(i)),
             iface.map_or("-".to_string(), |f| f.hw_addr().to_string()),
@@ -173,6 +168,15 @@ mod tests {
         assert_eq!((name(0), namespace(0)), ("h1".into(), "ipoib-h1".into()));
         assert_eq!(ipv4(2), Ipv4Addr::new(10, 0, 0, 3));
         assert_eq!(ipv6(9).to_string(), "fd00::a");
+        // The addresses the fabric gives the interfaces (the OS must use the same ones).
+        let o = ipoib_fabric::node::subnet::IpoibOptions::external();
+        let (v4, v4len) = o.ipv4.unwrap();
+        let (v6, v6len) = o.ipv6_network.unwrap();
+        assert_eq!((v4len, v6len), (IPV4_PREFIX, IPV6_PREFIX));
+        for i in [0, 1, 9, 253] {
+            assert_eq!(ipoib_fabric::node::subnet::host_ipv4(v4, i), ipv4(i));
+            assert_eq!(ipoib_fabric::node::subnet::host_ipv6(v6, i), ipv6(i));
+        }
         let f = hosts_file(2);
         assert!(f.contains("10.0.0.2\th2\n") && f.contains("fd00::2\th2\n"));
     }

@@ -100,12 +100,16 @@ impl LabState {
     }
 }
 
-/// The start time of process `pid` (field 22 of `/proc/PID/stat`), if it exists.
+/// The start time of process `pid` (field 22 of `/proc/PID/stat`) while it runs: `None` when
+/// there is no such process or it has ended and waits to be reaped (state `Z` or `X`, proc(5)).
 pub fn start_time(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after its end.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(rest.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    rest.nth(18)?.parse().ok()
 }
 
 /// Reads lab.json: `Ok(None)` when there is none, an error when it cannot be read or parsed.
