@@ -196,6 +196,7 @@ fn make_host(i: usize, mtu: u32) -> Result<(Tun, LinkControl), String> {
         ],
         loopback_up: true,
         up: false,
+        tx_queue_len: None,
     };
     let (_, made) = NetNs::create(&hosts::namespace(i), move || {
         let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;

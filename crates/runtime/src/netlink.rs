@@ -57,6 +57,15 @@ impl Rtnl {
         })
     }
 
+    /// `ip link set dev INDEX txqueuelen LEN`.
+    pub fn set_txqueuelen(&mut self, index: u32, len: u32) -> Result<(), NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::TxQueueLen(len));
+        let what = format!("ip link set dev #{index} txqueuelen {len}");
+        self.request(RouteNetlinkMessage::SetLink(m), 0, what)
+    }
+
     /// `ip link set dev INDEX [mtu MTU] up|down`.
     pub fn set_link(&mut self, index: u32, mtu: Option<u32>, up: bool) -> Result<(), NetlinkError> {
         let mut m = LinkMessage::default();

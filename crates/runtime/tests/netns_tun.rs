@@ -60,6 +60,7 @@ fn tun_in(ns: &str, addr: &str, mtu: u32) -> (NetNs, Tun) {
         addresses: vec![(addr.parse::<IpAddr>().unwrap(), 24)],
         loopback_up: true,
         up: true,
+        tx_queue_len: Some(1000),
     };
     let (ns, tun) = NetNs::create(ns, move || Tun::create(&cfg)).expect("namespace");
     (ns, tun.expect("TUN device"))
@@ -81,12 +82,14 @@ fn namespace_with_a_configured_tun() {
         ],
         loopback_up: true,
         up: true,
+        tx_queue_len: Some(1000),
     };
     let (ns, tun) = NetNs::create(&n, move || Tun::create(&cfg)).expect("namespace");
     let tun = tun.expect("TUN device");
     assert!(ip(&["netns", "list"]).contains(&n));
     let link = ip(&["-n", &n, "link", "show", "ib0"]);
     assert!(link.contains("mtu 2044"), "{link}");
+    assert!(link.contains("qlen 1000"), "{link}");
     assert!(link.contains(",UP"), "{link}");
     let lo = ip(&["-n", &n, "link", "show", "lo"]);
     assert!(lo.contains(",UP"), "{lo}");
