@@ -196,7 +196,7 @@ fn make_host(i: usize, mtu: u32) -> Result<(Tun, LinkControl), String> {
         ],
         loopback_up: true,
         up: false,
-        tx_queue_len: None,
+        tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
     };
     let (_, made) = NetNs::create(&hosts::namespace(i), move || {
         let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
@@ -280,6 +280,7 @@ fn up(a: &UpArgs) -> ExitCode {
         Err(e) => return fail(format!("epoll: {e}")),
     };
     let mut controls = Vec::new();
+    let mut tun_counters = Vec::new();
     for i in 0..n {
         teardown.namespaces.push(hosts::namespace(i));
         let (tun, control) = match make_host(i, mtu) {
@@ -287,11 +288,13 @@ fn up(a: &UpArgs) -> ExitCode {
             Err(e) => return fail(e),
         };
         controls.push(Some(control));
+        let ep = TunEndpoint::new(tun, SubnetHost(i));
+        tun_counters.push(ep.counters());
         if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))
         {
             return fail(e);
         }
-        if let Err(e) = driver.add(Box::new(TunEndpoint::new(tun, SubnetHost(i)))) {
+        if let Err(e) = driver.add(Box::new(ep)) {
             return fail(format!("epoll: {e}"));
         }
     }
@@ -343,14 +346,27 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::table(driver.emulation()),
     );
     let _ = out.flush();
-    loop {
+    let status = loop {
         match driver.turn(Wall::now() + Duration::from_secs(3600)) {
-            Ok(Wake::Stop) => return ExitCode::SUCCESS,
+            Ok(Wake::Stop) => break ExitCode::SUCCESS,
             Ok(_) => {}
             Err(e) => {
                 note!("ipoib lab: {e}");
-                return ExitCode::from(1);
+                break ExitCode::from(1);
             }
         }
-    }
+    };
+    let refused: Vec<u64> = tun_counters
+        .iter()
+        .map(|c| c.write_errors.load(std::sync::atomic::Ordering::Relaxed))
+        .collect();
+    let st = driver.stats();
+    note!(
+        "ipoib lab: stopped after {:.1} s ({} turns, {} slept)\n{}",
+        started.elapsed().as_secs_f64(),
+        st.turns,
+        st.sleeps,
+        hosts::summary(driver.emulation(), &refused).trim_end()
+    );
+    status
 }

@@ -159,6 +159,53 @@ pub fn table(net: &Subnet) -> String {
     s
 }
 
+/// One line per host of what crossed its interface, for standard error when the lab stops:
+/// packets between the OS and the interface and everything dropped on the way (queues, the
+/// interface's reasons, the adapter's verbs errors, writes the TUN device refused).
+pub fn summary(net: &Subnet, tun_write_errors: &[u64]) -> String {
+    let mut s = String::new();
+    for i in 0..net.host_count() {
+        let (Some(app), Some(iface)) = (net.ipoib_app(i), net.interface(i)) else {
+            continue;
+        };
+        let os = app.os_counters();
+        let a = app.counters();
+        let mut drops: Vec<String> = iface
+            .counters()
+            .drops
+            .iter()
+            .map(|(r, n)| format!("{r:?} {n}"))
+            .collect();
+        for (what, n) in [
+            ("from-OS queue full", os.from_os_dropped),
+            ("to-OS queue full", os.to_os_dropped),
+            ("malformed from OS", os.malformed),
+            ("send errors", a.send_errors + a.tx_not_ready),
+            (
+                "TUN writes refused",
+                tun_write_errors.get(i).copied().unwrap_or(0),
+            ),
+        ] {
+            if n > 0 {
+                drops.push(format!("{what} {n}"));
+            }
+        }
+        let _ = writeln!(
+            s,
+            "{}: {} packets from the OS, {} to the OS; dropped: {}",
+            name(i),
+            os.from_os,
+            os.to_os,
+            if drops.is_empty() {
+                "none".to_string()
+            } else {
+                drops.join(", ")
+            }
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
