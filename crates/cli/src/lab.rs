@@ -12,8 +12,9 @@
 //! - `ipoib lab down` stops a running lab (SIGTERM, then SIGKILL after 10 s) and removes what is
 //!   left of it, or of a lab whose process died.
 //!
-//! The state lives in `/run/ipoib/lab/lab.json` ([`state`]); hosts, addresses and partitions
-//! in [`hosts`]. Root only (namespaces, mounts, TUN devices). Exit status of the lab itself: 0
+//! The state lives in `RUN_DIR/lab/lab.json` ([`state`]); hosts, addresses and partitions in
+//! [`hosts`]. While it runs the lab serves `ipoib show` on `RUN_DIR/lab/control.sock`
+//! ([`ipoib_runtime::realtime::control`]). Root only (namespaces, mounts, TUN devices). Exit status of the lab itself: 0
 //! when it ran and was stopped by a signal, 1 when some host did not come up within
 //! [`UP_TIMEOUT`], 2 on bad arguments or when it cannot be set up (not root, a lab already
 //! running, a namespace or device refused).
@@ -23,8 +24,10 @@ mod hosts;
 mod state;
 
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_runtime::control::ControlServer;
 use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::netns::{self, NetNs};
+use ipoib_runtime::realtime::control::ControlEndpoint;
 use ipoib_runtime::realtime::{Config, Driver, Wake};
 use ipoib_runtime::tun::{LinkControl, Tun, TunConfig, TunEndpoint};
 use std::io::Write as _;
@@ -297,6 +300,14 @@ fn up(a: &UpArgs) -> ExitCode {
         if let Err(e) = driver.add(Box::new(ep)) {
             return fail(format!("epoll: {e}"));
         }
+    }
+    let control = match ControlServer::bind(state::control_path()) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let served = ControlEndpoint::new(control, ipoib_runtime::show::from_subnet);
+    if let Err(e) = driver.add(Box::new(served)) {
+        return fail(format!("epoll: {e}"));
     }
     if let Err(e) = driver.set_stop(stop.into()) {
         return fail(format!("epoll: {e}"));

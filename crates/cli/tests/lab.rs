@@ -1,5 +1,6 @@
 //! `ipoib lab` as root: a 3-host lab comes up, `ping` over IPv4 and IPv6 between two hosts
-//! through `ipoib lab exec` (by host name), `ipoib lab down` stops it, and then no namespace,
+//! through `ipoib lab exec` (by host name), `ipoib show` finds the neighbours they resolved,
+//! `ipoib lab down` stops it, and then no namespace,
 //! namespace file, `/etc/netns` directory, state file or lab process is left. Every wait has a
 //! timeout, and a guard removes the lab however the test ends. Skipped with a message when not
 //! root, without /dev/net/tun or ping, or while another lab runs.
@@ -148,6 +149,12 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         assert!(out.contains("2 received"), "{out}");
         assert!(out.contains(addr), "h2 resolved to {addr}: {out}");
     }
+    // The neighbours live in our interfaces (Linux keeps none on a TUN device): `ipoib show`
+    // reads them from the lab's control socket.
+    let (st, out) = ipoib(&["show", "--host", "h1", "neigh"], Duration::from_secs(10))
+        .expect("show within 10 s");
+    assert!(st.success(), "show: {st} {out}");
+    assert!(out.contains("10.0.0.2") && out.contains("fd00::2"), "{out}");
     // The exit status is the command's.
     let (st, _) = ipoib(
         &["lab", "exec", "h2", "--", "false"],

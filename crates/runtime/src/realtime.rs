@@ -393,5 +393,7 @@ pub enum Outcome {
     Deadline,
 }
 
+pub mod control;
+
 #[cfg(test)]
 mod tests;

@@ -213,6 +213,8 @@ mod tests {
     #[test]
     fn names_and_addresses_follow_the_host_index() {
         assert_eq!((name(0), namespace(0)), ("h1".into(), "ipoib-h1".into()));
+        // The names `ipoib show` gives the hosts of a subnet.
+        assert_eq!(name(6), ipoib_runtime::show::lab_host_name(6));
         assert_eq!(ipv4(2), Ipv4Addr::new(10, 0, 0, 3));
         assert_eq!(ipv6(9).to_string(), "fd00::a");
         // The addresses the fabric gives the interfaces (the OS must use the same ones).

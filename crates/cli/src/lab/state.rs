@@ -1,4 +1,5 @@
-//! The lab's state on disk, `/run/ipoib/lab/lab.json`, and the removal of everything a lab
+//! The lab's state on disk, `RUN_DIR/lab/lab.json` (RUN_DIR is `$IPOIB_RUN_DIR` or `/run/ipoib`,
+//! [`ipoib_runtime::control::run_dir`]), and the removal of everything a lab
 //! made. The file is written before the first namespace is made and removed after the last is
 //! gone, so a lab killed at any point leaves a file that names what to clean; its process is
 //! recognised by pid and start time (a reused pid is no lab).
@@ -8,19 +9,27 @@
 //!  "hosts": [{"name": "h1", "namespace": "ipoib-h1", "ipv4": "10.0.0.1", "ipv6": "fd00::1"}]}
 //! ```
 
-use ipoib_runtime::netns;
+use ipoib_runtime::{control, netns};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The lab's directory.
-pub const DIR: &str = "/run/ipoib/lab";
-/// The state file.
-pub const STATE: &str = "/run/ipoib/lab/lab.json";
-/// The control socket of the running lab (`ipoib show --lab`).
-pub const CONTROL: &str = "/run/ipoib/lab/control.sock";
+/// The lab's directory, `RUN_DIR/lab`.
+pub fn dir() -> PathBuf {
+    control::run_dir().join("lab")
+}
+
+/// The state file, `RUN_DIR/lab/lab.json`.
+pub fn state_path() -> PathBuf {
+    dir().join("lab.json")
+}
+
+/// The control socket of the running lab (`ipoib show`), `RUN_DIR/lab/control.sock`.
+pub fn control_path() -> PathBuf {
+    control::lab_socket()
+}
 
 /// One host of the lab.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +67,7 @@ impl LabState {
             "pid": self.pid,
             "start_time": self.start_time,
             "mode": self.mode,
-            "control": CONTROL,
+            "control": control_path(),
             "hosts": hosts,
         })
     }
@@ -114,24 +123,28 @@ pub fn start_time(pid: i32) -> Option<u64> {
 
 /// Reads lab.json: `Ok(None)` when there is none, an error when it cannot be read or parsed.
 pub fn read() -> Result<Option<LabState>, String> {
-    let text = match std::fs::read_to_string(STATE) {
+    let path = state_path();
+    let p = path.display();
+    let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{STATE}: {e}")),
+        Err(e) => return Err(format!("{p}: {e}")),
     };
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{STATE}: {e}"))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{p}: {e}"))?;
     LabState::from_json(&v)
         .map(Some)
-        .ok_or_else(|| format!("{STATE}: not a lab state file"))
+        .ok_or_else(|| format!("{p}: not a lab state file"))
 }
 
 /// Writes lab.json (through a temporary file and a rename: readers never see half of it).
 pub fn write(s: &LabState) -> Result<(), String> {
-    std::fs::create_dir_all(DIR).map_err(|e| format!("mkdir {DIR}: {e}"))?;
-    let tmp = format!("{STATE}.tmp");
+    let d = dir();
+    std::fs::create_dir_all(&d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
+    let path = state_path();
+    let tmp = path.with_extension("json.tmp");
     let text = format!("{:#}\n", s.to_json());
-    std::fs::write(&tmp, text).map_err(|e| format!("{tmp}: {e}"))?;
-    std::fs::rename(&tmp, STATE).map_err(|e| format!("{STATE}: {e}"))
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Ends the processes still in namespace `ns` (SIGTERM, then SIGKILL after `grace`).
@@ -171,10 +184,10 @@ pub fn clean(namespaces: &[String]) -> Vec<String> {
             problems.push(e.to_string());
         }
     }
-    for f in [STATE, CONTROL] {
-        if Path::new(f).exists() {
-            if let Err(e) = std::fs::remove_file(f) {
-                problems.push(format!("rm {f}: {e}"));
+    for f in [state_path(), control_path()] {
+        if f.exists() {
+            if let Err(e) = std::fs::remove_file(&f) {
+                problems.push(format!("rm {}: {e}", f.display()));
             }
         }
     }
@@ -213,7 +226,7 @@ mod tests {
             }],
         };
         let v = s.to_json();
-        assert_eq!(v["control"], CONTROL);
+        assert_eq!(v["control"], control_path().to_str().unwrap());
         assert_eq!(LabState::from_json(&v), Some(s.clone()));
         assert_eq!(s.host("ipoib-h1").map(|h| h.name.as_str()), Some("h1"));
         assert!(s.host("h2").is_none());
