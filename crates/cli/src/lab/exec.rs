@@ -85,7 +85,8 @@ pub fn down() -> ExitCode {
         }
         Err(e) => return fail(e),
     };
-    if lab.is_alive() {
+    let alive = lab.is_alive();
+    if alive {
         let pid = Pid::from_raw(lab.pid);
         let _ = kill(pid, Signal::SIGTERM);
         if !state::wait_gone(lab.pid, lab.start_time, TERM_WAIT) {
@@ -106,7 +107,8 @@ pub fn down() -> ExitCode {
         return fail(problems.join("; "));
     }
     println!(
-        "ipoib lab down: stopped the lab of pid {} and removed its {} namespaces",
+        "ipoib lab down: {} the lab of pid {} and removed its {} namespaces",
+        if alive { "stopped" } else { "found gone" },
         lab.pid,
         names.len()
     );
