@@ -305,7 +305,7 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let served = ControlEndpoint::new(control, ipoib_runtime::show::from_subnet);
+    let served = ControlEndpoint::new(control, Box::new(ipoib_runtime::show::from_subnet));
     if let Err(e) = driver.add(Box::new(served)) {
         return fail(format!("epoll: {e}"));
     }

@@ -9,8 +9,9 @@ use crate::show::Answer;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-/// How the owner answers a request from the emulation.
-pub type AnswerFn<E> = fn(&E, &Request) -> Result<Answer, AnswerError>;
+/// How the owner answers a request from the emulation (a closure may hold what it needs to find
+/// its interfaces in it, e.g. a node and an interface handle).
+pub type AnswerFn<E> = Box<dyn FnMut(&E, &Request) -> Result<Answer, AnswerError>>;
 
 /// A control socket served by the driver.
 pub struct ControlEndpoint<E> {
@@ -41,7 +42,7 @@ impl<E> Endpoint<E> for ControlEndpoint<E> {
     /// Everything the sockets allow is done in one call ([`ControlServer::poll`]), so the file is
     /// always left drained: it reports 0 inputs whatever it answered.
     fn on_readable(&mut self, emu: &mut E, _budget: usize) -> io::Result<usize> {
-        let answer = self.answer;
+        let answer = &mut self.answer;
         let before = self.server.counters();
         let mut handler = |req: &Request| {
             let mut a = answer(emu, req)?;

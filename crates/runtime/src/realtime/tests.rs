@@ -156,3 +156,43 @@ fn clock_maps_wall_onto_virtual_time() {
     );
     assert_eq!(c.wall_at(Instant::ZERO), start);
 }
+
+// The control socket served as an endpoint: a client's request is answered from the emulation's
+// state while the driver turns (the server's epoll descriptor inside the driver's, edge-triggered).
+#[test]
+fn control_socket_is_answered_between_turns() {
+    use crate::control::{query, ControlServer, Request, View};
+    use crate::show::{Answer, CounterSection};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("control.sock");
+    let server = ControlServer::bind(&path).unwrap();
+    let mut d = Driver::new(Echo::default(), Config::default()).unwrap();
+    let answer: control::AnswerFn<Echo> = Box::new(|e: &Echo, _req: &Request| {
+        let mut s = CounterSection::new("echo");
+        s.push("echoed", e.log.len() as u64);
+        Ok(Answer {
+            hosts: Vec::new(),
+            sections: vec![s],
+        })
+    });
+    d.add(Box::new(control::ControlEndpoint::new(server, answer)))
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = std::sync::Arc::clone(&stop);
+    let client = std::thread::spawn(move || {
+        let r = query(
+            &path,
+            &Request::new(View::Counters),
+            Duration::from_secs(10),
+        );
+        stop2.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
+    let end = Wall::now() + Duration::from_secs(10);
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) && Wall::now() < end {
+        d.turn(Wall::now() + Duration::from_millis(50)).unwrap();
+    }
+    let text = client.join().unwrap().expect("an answer");
+    assert!(text.contains("echoed"), "{text}");
+    assert!(text.contains("control"), "the server's own section: {text}");
+}
