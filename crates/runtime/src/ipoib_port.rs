@@ -6,8 +6,11 @@
 //! - [`SubnetHost`]: host `i`'s (first) interface of a [`Subnet`] (`ipoib lab`);
 //! - [`HostInterface`]: one interface on one simulator node (a process emulating one host).
 //!
-//! Taking packets out does not drive the host (nothing it does creates work); putting one in
-//! drives it at once, so what the packet causes leaves at the current virtual time.
+//! Taking packets out does not drive the host (nothing it does creates work); packets put in are
+//! queued in the adapter, and the host is driven once per batch ([`OsPort::end_of_batch`]), at
+//! the same virtual time, so what they cause leaves at once. A batch must not exceed the
+//! adapter's queue (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`, 256; the driver's default batch
+//! is 64).
 
 use crate::tun::OsPort;
 use ipoib_fabric::node::host::Host;
@@ -19,15 +22,24 @@ use ipoib_fabric::{NodeId, Simulator};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SubnetHost(pub usize);
 
+impl SubnetHost {
+    fn place(&self, net: &Subnet) -> Option<(NodeId, IpoibHandle)> {
+        let h = net.ipoib_handle(self.0)?;
+        (self.0 < net.host_count()).then(|| (net.host(self.0).node, h))
+    }
+}
+
 impl OsPort<Subnet> for SubnetHost {
     fn packet_from_os(&mut self, net: &mut Subnet, packet: &[u8]) {
-        let (Some(h), Some(node)) = (
-            net.ipoib_handle(self.0),
-            (self.0 < net.host_count()).then(|| net.host(self.0).node),
-        ) else {
-            return;
-        };
-        inject(net.sim_mut(), node, h, packet);
+        if let Some((node, h)) = self.place(net) {
+            queue(net.sim_mut(), node, h, packet);
+        }
+    }
+
+    fn end_of_batch(&mut self, net: &mut Subnet) {
+        if let Some((node, _)) = self.place(net) {
+            drive(net.sim_mut(), node);
+        }
     }
 
     fn packets_to_os(&mut self, net: &mut Subnet, out: &mut dyn FnMut(&[u8])) {
@@ -52,7 +64,11 @@ pub struct HostInterface {
 
 impl OsPort<Simulator> for HostInterface {
     fn packet_from_os(&mut self, sim: &mut Simulator, packet: &[u8]) {
-        inject(sim, self.node, self.handle, packet);
+        queue(sim, self.node, self.handle, packet);
+    }
+
+    fn end_of_batch(&mut self, sim: &mut Simulator) {
+        drive(sim, self.node);
     }
 
     fn packets_to_os(&mut self, sim: &mut Simulator, out: &mut dyn FnMut(&[u8])) {
@@ -60,11 +76,14 @@ impl OsPort<Simulator> for HostInterface {
     }
 }
 
-fn inject(sim: &mut Simulator, node: NodeId, h: IpoibHandle, packet: &[u8]) {
-    sim.with_node::<Host, _>(node, |host, now, tx| {
-        from_os(host, h, now, packet);
-        host.drive(now, tx);
-    });
+/// Queues `packet` in the interface's adapter (bounded: `FROM_OS_LIMIT`, more than a batch).
+fn queue(sim: &mut Simulator, node: NodeId, h: IpoibHandle, packet: &[u8]) {
+    sim.with_node::<Host, _>(node, |host, now, _| from_os(host, h, now, packet));
+}
+
+/// Lets the host act on what was queued, now.
+fn drive(sim: &mut Simulator, node: NodeId) {
+    sim.with_node::<Host, _>(node, |host, now, tx| host.drive(now, tx));
 }
 
 fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(&[u8])) {

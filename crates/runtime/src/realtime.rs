@@ -105,7 +105,9 @@ pub trait Endpoint<E> {
 pub struct Config {
     /// How far past the present each turn runs the emulation (module docs, step 2).
     pub slack: Duration,
-    /// Inputs one endpoint hands over per turn at most.
+    /// Inputs one endpoint hands over per turn at most (for the fabric's interfaces at most
+    /// their adapter's queue, `ipoib_fabric::node::ipoib::FROM_OS_LIMIT`: module
+    /// [`crate::ipoib_port`]).
     pub batch: usize,
     /// The longest sleep (the driver also wakes for the caller's deadline).
     pub max_sleep: Duration,

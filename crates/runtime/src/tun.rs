@@ -207,8 +207,11 @@ pub fn set_sysctl(key: &str, value: &str) -> io::Result<()> {
 /// How one interface of an emulation takes packets from the OS and gives packets to it.
 pub trait OsPort<E> {
     /// One IP packet the OS sent on the link, handed to the interface at the emulation's current
-    /// time.
+    /// time. The interface may only queue it until [`OsPort::end_of_batch`].
     fn packet_from_os(&mut self, emu: &mut E, packet: &[u8]);
+    /// The batch of packets from the OS is complete: let the interface act on them (at the
+    /// emulation's current time).
+    fn end_of_batch(&mut self, _emu: &mut E) {}
     /// Calls `out` with every packet the interface has for the OS, oldest first.
     fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(&[u8]));
 }
@@ -275,6 +278,9 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
                 Err(e) => break Err(e),
             }
         };
+        if n > 0 {
+            self.port.end_of_batch(emu);
+        }
         self.counters.from_os.fetch_add(n as u64, Ordering::Relaxed);
         self.counters
             .from_os_bytes
