@@ -50,6 +50,9 @@ pub mod bsdh;
 // Capture files.
 pub mod pcap;
 
+// The datagrams between a host and the fabric in another process (`ipoib fabric`, `ipoib attach`).
+pub mod udp_fabric;
+
 // Layer-by-layer decoding of whole packets (used by `ipoib decode`), and its text/JSON renderers.
 pub mod decode;
 pub mod render;

@@ -1,0 +1,680 @@
+//! The datagrams between a host and the emulated fabric when they run in different processes
+//! (`ipoib fabric` and `ipoib attach`, docs/UDP-FABRIC.md): one message per UDP datagram, a
+//! 12-byte header and a body whose layout the message type gives.
+//!
+//! ```text
+//!  0 magic(16) = 0x4942 "IB" | version(8) = 1 | type(8)
+//!  4 session(64)               chosen by the fabric in AttachAccept; 0 in AttachRequest
+//! 12 body
+//! ```
+//!
+//! | type | message        | body                                                                  |
+//! |------|----------------|-----------------------------------------------------------------------|
+//! | 1    | AttachRequest  | hint node GUID (64; 0 for none)                                       |
+//! | 2    | AttachAccept   | slot(16) port(8) port count n(8) timeout ms(32) node GUID(64) n x port GUID(64) |
+//! | 3    | AttachReject   | reason(8)                                                             |
+//! | 4    | Packet         | one InfiniBand packet, LRH through VCRC (IBA 1 §7.7)                  |
+//! | 5    | Keepalive      | sequence(32)                                                          |
+//! | 6    | KeepaliveAck   | sequence(32) (the Keepalive's)                                        |
+//! | 7    | Detach         | empty                                                                 |
+//! | 8    | PortConfig     | port(8) state(8) lmc(8) sm_sl(8) lid(16) sm_lid(16) mtu(8) rate(8) P_Key count k(16) subnet prefix(64) k x P_Key(16) |
+//!
+//! PortConfig carries what the subnet manager writes into the host's port (PortInfo and
+//! P_KeyTable, IBA 1 §14.2.5.6-7). Until the emulated SM configures ports with SMPs, this message
+//! is how that configuration reaches a host in another process; the codes are PortInfo's
+//! (PortState 1-4, NeighborMTU, the rate encoding of [`crate::Rate`]).
+//!
+//! A host never names its own identity: the fabric assigns the CA slot, node GUID, port GUIDs and
+//! session in AttachAccept (the hint is a preference the fabric may ignore).
+//!
+//! Invariants: [`DatagramRepr::parse`] never panics; a wrong magic is `Malformed`, another version
+//! `Unsupported`, unknown types and reasons survive a round trip as `Unknown` codes (their body is
+//! kept whole as [`MessageRepr::Unknown`]); multi-byte fields are big-endian.
+
+use crate::keys::PKey;
+use crate::sa::{Mtu, Rate};
+use crate::types::{be16, be32, be64, put16, put32, put64, Guid};
+use crate::{Error, Result};
+
+mod field {
+    use core::ops::Range;
+    pub const MAGIC: Range<usize> = 0..2;
+    pub const VERSION: usize = 2;
+    pub const TYPE: usize = 3;
+    pub const SESSION: Range<usize> = 4..12;
+    pub const BODY: usize = 12;
+}
+
+/// The first two bytes of every datagram ("IB").
+pub const MAGIC: u16 = 0x4942;
+/// The version this module reads and writes.
+pub const VERSION: u8 = 1;
+/// Length of the header.
+pub const HEADER_LEN: usize = field::BODY;
+/// Fixed part of an AttachAccept body (before the port GUIDs).
+const ACCEPT_FIXED: usize = 16;
+/// Fixed part of a PortConfig body (before the P_Keys).
+const CONFIG_FIXED: usize = 20;
+
+code_enum! {
+    /// The message type (byte 3).
+    pub enum MessageType(u8) {
+        /// A host asks for an identity.
+        AttachRequest = 1 => "AttachRequest",
+        /// The fabric gives one.
+        AttachAccept = 2 => "AttachAccept",
+        /// The fabric has none to give.
+        AttachReject = 3 => "AttachReject",
+        /// An InfiniBand packet.
+        Packet = 4 => "Packet",
+        /// A host says it is alive.
+        Keepalive = 5 => "Keepalive",
+        /// The fabric answers a Keepalive.
+        KeepaliveAck = 6 => "KeepaliveAck",
+        /// A host leaves.
+        Detach = 7 => "Detach",
+        /// The SM's configuration of the host's port.
+        PortConfig = 8 => "PortConfig",
+        /// Any other value.
+        Unknown(_) => "Unknown",
+    }
+}
+
+code_enum! {
+    /// Why the fabric refused an attach.
+    pub enum RejectReason(u8) {
+        /// Every CA slot is taken.
+        NoFreeSlot = 1 => "no free slot",
+        /// The request's version is not the fabric's.
+        BadVersion = 2 => "bad version",
+        /// Any other value.
+        Unknown(_) => "Unknown",
+    }
+}
+
+code_enum! {
+    /// Port state as PortInfo:PortState encodes it (IBA 1 §14.2.5.6).
+    pub enum PortStateCode(u8) {
+        /// Down.
+        Down = 1 => "Down",
+        /// Init.
+        Init = 2 => "Init",
+        /// Armed.
+        Armed = 3 => "Armed",
+        /// Active.
+        Active = 4 => "Active",
+        /// Any other value.
+        Unknown(_) => "Unknown",
+    }
+}
+
+/// A zero-copy view of a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Datagram<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Datagram<T> {
+    /// Wraps `buffer` without checks.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Datagram { buffer }
+    }
+    /// Wraps `buffer` and checks its header ([`Datagram::check_len`]).
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let d = Self::new_unchecked(buffer);
+        d.check_len()?;
+        Ok(d)
+    }
+    /// `Err(Truncated)` when shorter than the header.
+    pub fn check_len(&self) -> Result<()> {
+        if self.buffer.as_ref().len() < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        Ok(())
+    }
+    /// The buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+    /// Magic.
+    pub fn magic(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::MAGIC.start)
+    }
+    /// Version.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VERSION]
+    }
+    /// Message type.
+    pub fn msg_type(&self) -> MessageType {
+        MessageType::from(self.buffer.as_ref()[field::TYPE])
+    }
+    /// Session.
+    pub fn session(&self) -> u64 {
+        be64(self.buffer.as_ref(), field::SESSION.start)
+    }
+    /// The bytes after the header.
+    pub fn body(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::BODY..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Datagram<T> {
+    /// Sets magic.
+    pub fn set_magic(&mut self, v: u16) {
+        put16(self.buffer.as_mut(), field::MAGIC.start, v);
+    }
+    /// Sets version.
+    pub fn set_version(&mut self, v: u8) {
+        self.buffer.as_mut()[field::VERSION] = v;
+    }
+    /// Sets the message type.
+    pub fn set_msg_type(&mut self, v: MessageType) {
+        self.buffer.as_mut()[field::TYPE] = v.into();
+    }
+    /// Sets session.
+    pub fn set_session(&mut self, v: u64) {
+        put64(self.buffer.as_mut(), field::SESSION.start, v);
+    }
+    /// The bytes after the header, mutably.
+    pub fn body_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[field::BODY..]
+    }
+}
+
+/// The identity the fabric gives a host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AttachAccept {
+    /// The CA slot: the topology node index of the CA the host stands for.
+    pub slot: u16,
+    /// The port of that CA the fabric cables (1-based, at most `port_guids.len()`).
+    pub port: u8,
+    /// How long the fabric waits without hearing from the host before it takes the link down.
+    pub timeout_ms: u32,
+    /// Node GUID.
+    pub node_guid: Guid,
+    /// Port GUIDs, port 1 first (1 to 255 of them).
+    pub port_guids: Vec<Guid>,
+}
+
+/// The SM's configuration of a port (PortInfo and P_KeyTable, IBA 1 §14.2.5.6-7).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PortConfigRepr {
+    /// Port number.
+    pub port: u8,
+    /// PortState.
+    pub state: PortStateCode,
+    /// LMC.
+    pub lmc: u8,
+    /// MasterSMSL.
+    pub sm_sl: u8,
+    /// Base LID.
+    pub lid: u16,
+    /// MasterSMLID.
+    pub sm_lid: u16,
+    /// Active MTU.
+    pub mtu: Mtu,
+    /// Rate.
+    pub rate: Rate,
+    /// Subnet prefix (GID prefix).
+    pub subnet_prefix: u64,
+    /// P_Key table, index 0 first.
+    pub pkeys: Vec<PKey>,
+}
+
+/// One message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MessageRepr<'a> {
+    /// Host -> fabric: give me an identity (preferably the CA with this node GUID; 0 for none).
+    AttachRequest {
+        /// Preferred node GUID.
+        hint: Guid,
+    },
+    /// Fabric -> host: the identity.
+    AttachAccept(AttachAccept),
+    /// Fabric -> host: no identity.
+    AttachReject {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// Either way: an InfiniBand packet, LRH through VCRC (not checked here).
+    Packet(&'a [u8]),
+    /// Host -> fabric.
+    Keepalive {
+        /// Echoed in the answer.
+        seq: u32,
+    },
+    /// Fabric -> host.
+    KeepaliveAck {
+        /// The Keepalive's.
+        seq: u32,
+    },
+    /// Host -> fabric: the host leaves; its slot is free.
+    Detach,
+    /// Fabric -> host: the SM's configuration of the host's port.
+    PortConfig(PortConfigRepr),
+    /// A type this module does not know, with its body.
+    Unknown {
+        /// The type.
+        msg_type: u8,
+        /// The body.
+        body: &'a [u8],
+    },
+}
+
+impl MessageRepr<'_> {
+    /// The type code.
+    pub fn msg_type(&self) -> MessageType {
+        match self {
+            MessageRepr::AttachRequest { .. } => MessageType::AttachRequest,
+            MessageRepr::AttachAccept(_) => MessageType::AttachAccept,
+            MessageRepr::AttachReject { .. } => MessageType::AttachReject,
+            MessageRepr::Packet(_) => MessageType::Packet,
+            MessageRepr::Keepalive { .. } => MessageType::Keepalive,
+            MessageRepr::KeepaliveAck { .. } => MessageType::KeepaliveAck,
+            MessageRepr::Detach => MessageType::Detach,
+            MessageRepr::PortConfig(_) => MessageType::PortConfig,
+            MessageRepr::Unknown { msg_type, .. } => MessageType::from(*msg_type),
+        }
+    }
+
+    fn body_len(&self) -> usize {
+        match self {
+            MessageRepr::AttachRequest { .. } => 8,
+            MessageRepr::AttachAccept(a) => ACCEPT_FIXED + 8 * a.port_guids.len(),
+            MessageRepr::AttachReject { .. } => 1,
+            MessageRepr::Packet(p) => p.len(),
+            MessageRepr::Keepalive { .. } | MessageRepr::KeepaliveAck { .. } => 4,
+            MessageRepr::Detach => 0,
+            MessageRepr::PortConfig(c) => CONFIG_FIXED + 2 * c.pkeys.len(),
+            MessageRepr::Unknown { body, .. } => body.len(),
+        }
+    }
+}
+
+/// A whole datagram: the session and the message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DatagramRepr<'a> {
+    /// The session (0 in an AttachRequest and in a reject).
+    pub session: u64,
+    /// The message.
+    pub message: MessageRepr<'a>,
+}
+
+fn need(body: &[u8], n: usize) -> Result<()> {
+    if body.len() < n {
+        Err(Error::Truncated)
+    } else {
+        Ok(())
+    }
+}
+
+impl<'a> DatagramRepr<'a> {
+    /// Parses a datagram. `Malformed` for a wrong magic or a body whose counts disagree with its
+    /// length or whose port is not among its ports; `Unsupported` for another version;
+    /// `Truncated` when bytes are missing. Bytes past a fixed-length body are ignored.
+    pub fn parse(data: &'a [u8]) -> Result<DatagramRepr<'a>> {
+        let d = Datagram::new_checked(data)?;
+        if d.magic() != MAGIC {
+            return Err(Error::Malformed);
+        }
+        if d.version() != VERSION {
+            return Err(Error::Unsupported);
+        }
+        let body = &data[field::BODY..];
+        let message = match d.msg_type() {
+            MessageType::AttachRequest => {
+                need(body, 8)?;
+                MessageRepr::AttachRequest {
+                    hint: Guid(be64(body, 0)),
+                }
+            }
+            MessageType::AttachAccept => {
+                need(body, ACCEPT_FIXED)?;
+                let port = body[2];
+                let n = usize::from(body[3]);
+                if n == 0 || port == 0 || usize::from(port) > n {
+                    return Err(Error::Malformed);
+                }
+                need(body, ACCEPT_FIXED + 8 * n)?;
+                let port_guids = (0..n)
+                    .map(|i| Guid(be64(body, ACCEPT_FIXED + 8 * i)))
+                    .collect();
+                MessageRepr::AttachAccept(AttachAccept {
+                    slot: be16(body, 0),
+                    port,
+                    timeout_ms: be32(body, 4),
+                    node_guid: Guid(be64(body, 8)),
+                    port_guids,
+                })
+            }
+            MessageType::AttachReject => {
+                need(body, 1)?;
+                MessageRepr::AttachReject {
+                    reason: RejectReason::from(body[0]),
+                }
+            }
+            MessageType::Packet => MessageRepr::Packet(body),
+            MessageType::Keepalive => {
+                need(body, 4)?;
+                MessageRepr::Keepalive { seq: be32(body, 0) }
+            }
+            MessageType::KeepaliveAck => {
+                need(body, 4)?;
+                MessageRepr::KeepaliveAck { seq: be32(body, 0) }
+            }
+            MessageType::Detach => MessageRepr::Detach,
+            MessageType::PortConfig => {
+                need(body, CONFIG_FIXED)?;
+                let k = usize::from(be16(body, 10));
+                need(body, CONFIG_FIXED + 2 * k)?;
+                MessageRepr::PortConfig(PortConfigRepr {
+                    port: body[0],
+                    state: PortStateCode::from(body[1]),
+                    lmc: body[2],
+                    sm_sl: body[3],
+                    lid: be16(body, 4),
+                    sm_lid: be16(body, 6),
+                    mtu: Mtu::from(body[8]),
+                    rate: Rate::from(body[9]),
+                    subnet_prefix: be64(body, 12),
+                    pkeys: (0..k)
+                        .map(|i| PKey(be16(body, CONFIG_FIXED + 2 * i)))
+                        .collect(),
+                })
+            }
+            MessageType::Unknown(t) => MessageRepr::Unknown { msg_type: t, body },
+        };
+        Ok(DatagramRepr {
+            session: d.session(),
+            message,
+        })
+    }
+
+    /// Bytes [`DatagramRepr::emit`] writes.
+    pub fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.message.body_len()
+    }
+
+    /// Writes the datagram into the start of `buf`. `Truncated` when `buf` is shorter than
+    /// [`DatagramRepr::buffer_len`]; `Malformed` for a message the format cannot carry (no port
+    /// GUID or more than 255, a port outside them, more than 65,535 P_Keys).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        let len = self.buffer_len();
+        if buf.len() < len {
+            return Err(Error::Truncated);
+        }
+        let mut d = Datagram::new_unchecked(&mut buf[..len]);
+        d.set_magic(MAGIC);
+        d.set_version(VERSION);
+        d.set_msg_type(self.message.msg_type());
+        d.set_session(self.session);
+        let body = d.body_mut();
+        match &self.message {
+            MessageRepr::AttachRequest { hint } => put64(body, 0, hint.0),
+            MessageRepr::AttachAccept(a) => {
+                let n = u8::try_from(a.port_guids.len()).map_err(|_| Error::Malformed)?;
+                if n == 0 || a.port == 0 || a.port > n {
+                    return Err(Error::Malformed);
+                }
+                put16(body, 0, a.slot);
+                body[2] = a.port;
+                body[3] = n;
+                put32(body, 4, a.timeout_ms);
+                put64(body, 8, a.node_guid.0);
+                for (i, g) in a.port_guids.iter().enumerate() {
+                    put64(body, ACCEPT_FIXED + 8 * i, g.0);
+                }
+            }
+            MessageRepr::AttachReject { reason } => body[0] = (*reason).into(),
+            MessageRepr::Packet(p) => body.copy_from_slice(p),
+            MessageRepr::Keepalive { seq } | MessageRepr::KeepaliveAck { seq } => {
+                put32(body, 0, *seq)
+            }
+            MessageRepr::Detach => {}
+            MessageRepr::PortConfig(c) => {
+                let k = u16::try_from(c.pkeys.len()).map_err(|_| Error::Malformed)?;
+                body[0] = c.port;
+                body[1] = c.state.into();
+                body[2] = c.lmc;
+                body[3] = c.sm_sl;
+                put16(body, 4, c.lid);
+                put16(body, 6, c.sm_lid);
+                body[8] = c.mtu.into();
+                body[9] = c.rate.into();
+                put16(body, 10, k);
+                put64(body, 12, c.subnet_prefix);
+                for (i, p) in c.pkeys.iter().enumerate() {
+                    put16(body, CONFIG_FIXED + 2 * i, p.0);
+                }
+            }
+            MessageRepr::Unknown { body: b, .. } => body.copy_from_slice(b),
+        }
+        Ok(len)
+    }
+
+    /// The datagram as a new vector (`Malformed` as [`DatagramRepr::emit`]).
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut v = vec![0; self.buffer_len()];
+        self.emit(&mut v)?;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEEPALIVE: [u8; 16] = [
+        0x49, 0x42, 0x01, 0x05, // magic, version 1, Keepalive
+        0, 0, 0, 0, 0, 0, 0x12, 0x34, // session 0x1234
+        0, 0, 0, 7, // seq 7
+    ];
+
+    const ACCEPT: [u8; 36] = [
+        0x49, 0x42, 0x01, 0x02, // AttachAccept
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // session
+        0x00, 0x03, 0x01, 0x01, // slot 3, port 1, one port
+        0x00, 0x00, 0x0b, 0xb8, // 3000 ms
+        0, 0, 0, 0, 0, 0, 0x10, 0x00, // node GUID 0x1000
+        0, 0, 0, 0, 0, 0, 0x10, 0x01, // port 1 GUID 0x1001
+    ];
+
+    const CONFIG: [u8; 36] = [
+        0x49, 0x42, 0x01, 0x08, // PortConfig
+        0, 0, 0, 0, 0, 0, 0, 9, // session 9
+        0x01, 0x04, 0x00, 0x00, // port 1, Active, LMC 0, SM SL 0
+        0x00, 0x05, 0x00, 0x01, // LID 5, SM LID 1
+        0x04, 0x03, 0x00, 0x02, // MTU 2048, 10 Gb/s, two P_Keys
+        0xfe, 0x80, 0, 0, 0, 0, 0, 0, // subnet prefix fe80::
+        0xff, 0xff, 0x80, 0x01, // P_Keys 0xffff, 0x8001
+    ];
+
+    fn config() -> PortConfigRepr {
+        PortConfigRepr {
+            port: 1,
+            state: PortStateCode::Active,
+            lmc: 0,
+            sm_sl: 0,
+            lid: 5,
+            sm_lid: 1,
+            mtu: Mtu::Mtu2048,
+            rate: Rate::Gbps10,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            pkeys: vec![PKey(0xffff), PKey(0x8001)],
+        }
+    }
+
+    #[test]
+    fn deconstruct_keepalive() {
+        let d = Datagram::new_checked(&KEEPALIVE[..]).unwrap();
+        assert_eq!(d.magic(), MAGIC);
+        assert_eq!(d.version(), 1);
+        assert_eq!(d.msg_type(), MessageType::Keepalive);
+        assert_eq!(d.session(), 0x1234);
+        assert_eq!(d.body(), &[0, 0, 0, 7]);
+        let r = DatagramRepr::parse(&KEEPALIVE).unwrap();
+        assert_eq!(r.message, MessageRepr::Keepalive { seq: 7 });
+    }
+
+    #[test]
+    fn construct_keepalive() {
+        let mut buf = [0u8; 16];
+        let mut d = Datagram::new_unchecked(&mut buf[..]);
+        d.set_magic(MAGIC);
+        d.set_version(VERSION);
+        d.set_msg_type(MessageType::Keepalive);
+        d.set_session(0x1234);
+        d.body_mut().copy_from_slice(&[0, 0, 0, 7]);
+        assert_eq!(buf, KEEPALIVE);
+    }
+
+    #[test]
+    fn accept_parse_emit() {
+        let r = DatagramRepr::parse(&ACCEPT).unwrap();
+        let want = DatagramRepr {
+            session: 0x1122_3344_5566_7788,
+            message: MessageRepr::AttachAccept(AttachAccept {
+                slot: 3,
+                port: 1,
+                timeout_ms: 3000,
+                node_guid: Guid(0x1000),
+                port_guids: vec![Guid(0x1001)],
+            }),
+        };
+        assert_eq!(r, want);
+        assert_eq!(want.buffer_len(), ACCEPT.len());
+        assert_eq!(want.to_vec().unwrap(), ACCEPT);
+    }
+
+    #[test]
+    fn accept_port_outside_ports_is_malformed() {
+        let mut b = ACCEPT;
+        b[14] = 2; // port 2 of a one-port CA
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+        b[14] = 0;
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+        b[14] = 1;
+        b[15] = 2; // two ports announced, one present
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn config_parse_emit() {
+        let r = DatagramRepr::parse(&CONFIG).unwrap();
+        assert_eq!(r.session, 9);
+        assert_eq!(r.message, MessageRepr::PortConfig(config()));
+        let d = DatagramRepr {
+            session: 9,
+            message: MessageRepr::PortConfig(config()),
+        };
+        assert_eq!(d.to_vec().unwrap(), CONFIG);
+        // A P_Key count past the end.
+        let mut b = CONFIG;
+        b[23] = 3;
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
+    }
+
+    #[test]
+    fn unknown_codes_round_trip() {
+        let mut b = CONFIG;
+        b[13] = 9; // state 9
+        b[20] = 0x3f; // MTU code 63
+        let r = DatagramRepr::parse(&b).unwrap();
+        let MessageRepr::PortConfig(c) = &r.message else {
+            panic!("{r:?}")
+        };
+        assert_eq!(c.state, PortStateCode::Unknown(9));
+        assert_eq!(c.mtu, Mtu::Unknown(0x3f));
+        assert_eq!(r.to_vec().unwrap(), b);
+        let t = [0x49, 0x42, 1, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0xbb];
+        let r = DatagramRepr::parse(&t).unwrap();
+        assert_eq!(
+            r.message,
+            MessageRepr::Unknown {
+                msg_type: 0x7f,
+                body: &[0xaa, 0xbb]
+            }
+        );
+        assert_eq!(r.to_vec().unwrap(), t);
+    }
+
+    #[test]
+    fn packet_detach_request_reject() {
+        let pkt = [1u8, 2, 3, 4, 5, 6];
+        for m in [
+            MessageRepr::Packet(&pkt),
+            MessageRepr::Detach,
+            MessageRepr::AttachRequest { hint: Guid(0x42) },
+            MessageRepr::AttachReject {
+                reason: RejectReason::NoFreeSlot,
+            },
+            MessageRepr::KeepaliveAck { seq: u32::MAX },
+        ] {
+            let d = DatagramRepr {
+                session: 5,
+                message: m,
+            };
+            let v = d.to_vec().unwrap();
+            assert_eq!(DatagramRepr::parse(&v).unwrap(), d);
+        }
+        let v = DatagramRepr {
+            session: 0,
+            message: MessageRepr::Packet(&pkt),
+        }
+        .to_vec()
+        .unwrap();
+        assert_eq!(&v[12..], &pkt);
+        assert_eq!(v[3], 4);
+    }
+
+    #[test]
+    fn bad_magic_version_length() {
+        assert_eq!(DatagramRepr::parse(&KEEPALIVE[..11]), Err(Error::Truncated));
+        assert_eq!(DatagramRepr::parse(&KEEPALIVE[..15]), Err(Error::Truncated));
+        let mut b = KEEPALIVE;
+        b[0] = 0x45;
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+        let mut b = KEEPALIVE;
+        b[2] = 2;
+        assert_eq!(DatagramRepr::parse(&b), Err(Error::Unsupported));
+    }
+
+    #[test]
+    fn emit_refuses_short_buffer_and_uncarriable() {
+        let d = DatagramRepr {
+            session: 1,
+            message: MessageRepr::Keepalive { seq: 1 },
+        };
+        assert_eq!(d.emit(&mut [0u8; 15]), Err(Error::Truncated));
+        let bad = DatagramRepr {
+            session: 1,
+            message: MessageRepr::AttachAccept(AttachAccept {
+                slot: 0,
+                port: 2,
+                timeout_ms: 0,
+                node_guid: Guid(1),
+                port_guids: vec![Guid(2)],
+            }),
+        };
+        assert_eq!(bad.to_vec(), Err(Error::Malformed));
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = DatagramRepr::parse(&data);
+        }
+
+        #[test]
+        fn random_bodies_never_panic(t in 0u8..12, body in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let mut data = vec![0x49, 0x42, 1, t, 0, 0, 0, 0, 0, 0, 0, 1];
+            data.extend_from_slice(&body);
+            if let Ok(r) = DatagramRepr::parse(&data) {
+                // What parses emits again, and parses to the same thing.
+                let v = r.to_vec().unwrap();
+                prop_assert_eq!(DatagramRepr::parse(&v).unwrap(), r);
+            }
+        }
+    }
+}
