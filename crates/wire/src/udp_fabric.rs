@@ -87,6 +87,9 @@ code_enum! {
         NoFreeSlot = 1 => "no free slot",
         /// The request's version is not the fabric's.
         BadVersion = 2 => "bad version",
+        /// The datagram's session is not (or no longer) the fabric's: attach again (the answer
+        /// to a Keepalive after the fabric restarted).
+        UnknownSession = 3 => "unknown session",
         /// Any other value.
         Unknown(_) => "Unknown",
     }

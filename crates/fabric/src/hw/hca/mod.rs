@@ -167,6 +167,14 @@ impl Hca {
         hca
     }
 
+    /// Hands out QPNs from `qpn` on instead of [`FIRST_QPN`] (taken into 2..=0xFFFFFE): a host
+    /// that restarts with another first QPN does not reuse the numbers its peers may still hold
+    /// for its previous life (the runtime draws it at random; the simulator keeps [`FIRST_QPN`]).
+    pub fn with_first_qpn(mut self, qpn: Qpn) -> Hca {
+        self.next_qpn = qpn.clamp(2, 0x00ff_fffe);
+        self
+    }
+
     /// Node GUID.
     pub fn node_guid(&self) -> Guid {
         self.node_guid

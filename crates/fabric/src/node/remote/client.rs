@@ -1,0 +1,535 @@
+//! The host side: [`HostLink`], the attach protocol as a sans-IO agent, and [`RemoteHost`], one
+//! host (its HCA and software in a simulator of its own, cabled to an [`Uplink`]) driven by it.
+//!
+//! [`HostLink`]:
+//! - sends AttachRequest (with the node GUID of its last identity as hint, none at first) every
+//!   [`HostLinkConfig::retry`] until an AttachAccept comes;
+//! - once attached, sends a Keepalive every [`HostLinkConfig::keepalive`]; any datagram of its
+//!   session shows the fabric alive. Nothing heard for [`HostLinkConfig::dead_after`], or the
+//!   reject UnknownSession (the fabric restarted), and the fabric is lost: it attaches again;
+//! - [`HostLink::detach`] sends Detach and stops.
+//!
+//! [`RemoteHost`] builds the host when the first identity comes (HCA with the fabric's GUIDs, the
+//! management agents on the port the fabric names, then the caller's [`InstallFn`]); on a loss it
+//! takes the cable between HCA and uplink down (the port goes Down, so IPoIB loses carrier), and on
+//! a new accept with the same identity brings it up again: the fabric replays the SM's
+//! configuration, the port becomes Active and the interfaces join again. An accept with another
+//! identity builds a new host.
+//!
+//! Invariants: datagrams of another session are counted and dropped; every queue is bounded.
+
+use super::config_from_wire;
+use super::uplink::{Uplink, UPLINK_PORT};
+use crate::hw::hca::Hca;
+use crate::hw::link::{LinkId, LinkParams};
+use crate::hw::mgmt::PortConfig;
+use crate::hw::rc::engine_factory;
+use crate::hw::sim::{NodeId, PortRef, Simulator};
+use crate::node::host::Host;
+use ipoib_proto::rng::Rng;
+use ipoib_proto::time::Instant;
+use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, RejectReason};
+use ipoib_wire::Guid;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Datagrams or events waiting, at most.
+const QUEUE_LIMIT: usize = 16_384;
+
+/// Timers of a [`HostLink`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLinkConfig {
+    /// Between AttachRequests while unattached.
+    pub retry: Duration,
+    /// Between Keepalives while attached.
+    pub keepalive: Duration,
+    /// Nothing heard for this long: the fabric is lost.
+    pub dead_after: Duration,
+}
+
+impl Default for HostLinkConfig {
+    /// Retry every 500 ms, keepalive every second, lost after 3 s.
+    fn default() -> HostLinkConfig {
+        HostLinkConfig {
+            retry: Duration::from_millis(500),
+            keepalive: Duration::from_secs(1),
+            dead_after: Duration::from_secs(3),
+        }
+    }
+}
+
+/// What a [`HostLink`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostLinkEvent {
+    /// The fabric gave an identity (first attach or reattach).
+    Attached(AttachAccept),
+    /// The SM's configuration of the port.
+    Config(PortConfig),
+    /// A packet for the HCA.
+    Packet(Vec<u8>),
+    /// The fabric stopped answering (or forgot the session); attaching again.
+    Lost,
+    /// The fabric refused the attach (retrying).
+    Rejected(RejectReason),
+}
+
+/// Counters of a [`HostLink`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostLinkCounters {
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Datagrams that did not parse, or a configuration with an unknown port state.
+    pub malformed: u64,
+    /// Datagrams of another session or not expected in the current state.
+    pub stale: u64,
+    /// Attach requests sent.
+    pub attach_requests: u64,
+    /// Keepalives sent.
+    pub keepalives: u64,
+    /// Times the fabric was lost.
+    pub lost: u64,
+    /// Packets not sent: not attached.
+    pub unattached: u64,
+    /// Datagrams or events dropped: queue full.
+    pub queue_full: u64,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Attaching {
+        next: Instant,
+    },
+    Attached {
+        session: u64,
+        last_heard: Instant,
+        next_keepalive: Instant,
+    },
+    Detached,
+}
+
+/// The attach protocol. See the module docs.
+#[derive(Debug)]
+pub struct HostLink {
+    cfg: HostLinkConfig,
+    state: State,
+    hint: Guid,
+    seq: u32,
+    out: VecDeque<Vec<u8>>,
+    events: VecDeque<HostLinkEvent>,
+    counters: HostLinkCounters,
+}
+
+impl HostLink {
+    /// Starts attaching at `now`.
+    pub fn new(now: Instant, cfg: HostLinkConfig) -> HostLink {
+        HostLink {
+            cfg,
+            state: State::Attaching { next: now },
+            hint: Guid(0),
+            seq: 0,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            counters: HostLinkCounters::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> HostLinkCounters {
+        self.counters
+    }
+
+    /// True while attached.
+    pub fn is_attached(&self) -> bool {
+        matches!(self.state, State::Attached { .. })
+    }
+
+    /// The session, while attached.
+    pub fn session(&self) -> Option<u64> {
+        match self.state {
+            State::Attached { session, .. } => Some(session),
+            _ => None,
+        }
+    }
+
+    /// The next datagram for the fabric.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.out.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<HostLinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`HostLink::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Attaching { next } => Some(next),
+            State::Attached {
+                last_heard,
+                next_keepalive,
+                ..
+            } => Some(next_keepalive.min(last_heard + self.cfg.dead_after)),
+            State::Detached => None,
+        }
+    }
+
+    /// Sends what is due at `now` (early or repeated calls are harmless).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.state {
+            State::Attaching { next } if now >= next => {
+                self.counters.attach_requests += 1;
+                self.send(0, MessageRepr::AttachRequest { hint: self.hint });
+                self.state = State::Attaching {
+                    next: now + self.cfg.retry,
+                };
+            }
+            State::Attached {
+                session,
+                last_heard,
+                next_keepalive,
+            } => {
+                if now >= last_heard + self.cfg.dead_after {
+                    self.lose(now);
+                } else if now >= next_keepalive {
+                    self.counters.keepalives += 1;
+                    self.seq = self.seq.wrapping_add(1);
+                    self.send(session, MessageRepr::Keepalive { seq: self.seq });
+                    self.state = State::Attached {
+                        session,
+                        last_heard,
+                        next_keepalive: now + self.cfg.keepalive,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One datagram from the fabric.
+    pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
+        self.counters.datagrams += 1;
+        let Ok(d) = DatagramRepr::parse(data) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        match (&mut self.state, d.message) {
+            (State::Attaching { .. }, MessageRepr::AttachAccept(a)) => {
+                self.hint = a.node_guid;
+                self.state = State::Attached {
+                    session: d.session,
+                    last_heard: now,
+                    next_keepalive: now + self.cfg.keepalive,
+                };
+                self.event(HostLinkEvent::Attached(a));
+            }
+            (State::Attaching { .. }, MessageRepr::AttachReject { reason }) => {
+                self.event(HostLinkEvent::Rejected(reason));
+            }
+            (State::Attached { session, .. }, MessageRepr::AttachReject { reason })
+                if *session == d.session && reason == RejectReason::UnknownSession =>
+            {
+                self.lose(now);
+            }
+            (
+                State::Attached {
+                    session,
+                    last_heard,
+                    ..
+                },
+                m,
+            ) if *session == d.session => {
+                *last_heard = now;
+                match m {
+                    MessageRepr::Packet(p) => self.event(HostLinkEvent::Packet(p.to_vec())),
+                    MessageRepr::PortConfig(c) => match config_from_wire(&c) {
+                        Some(c) => self.event(HostLinkEvent::Config(c)),
+                        None => self.counters.malformed += 1,
+                    },
+                    // Keepalive answers and a repeated accept only show the fabric alive.
+                    _ => {}
+                }
+            }
+            _ => self.counters.stale += 1,
+        }
+    }
+
+    /// Sends `packet` (LRH..VCRC) to the fabric; counted and dropped while unattached.
+    pub fn send_packet(&mut self, packet: &[u8]) {
+        match self.state {
+            State::Attached { session, .. } => self.send(session, MessageRepr::Packet(packet)),
+            _ => self.counters.unattached += 1,
+        }
+    }
+
+    /// Leaves the fabric (Detach) and stops.
+    pub fn detach(&mut self) {
+        if let State::Attached { session, .. } = self.state {
+            self.send(session, MessageRepr::Detach);
+        }
+        self.state = State::Detached;
+    }
+
+    fn lose(&mut self, now: Instant) {
+        self.counters.lost += 1;
+        self.state = State::Attaching { next: now };
+        self.event(HostLinkEvent::Lost);
+        self.handle_timeout(now);
+    }
+
+    fn send(&mut self, session: u64, message: MessageRepr<'_>) {
+        if self.out.len() >= QUEUE_LIMIT {
+            self.counters.queue_full += 1;
+            return;
+        }
+        if let Ok(v) = (DatagramRepr { session, message }).to_vec() {
+            self.out.push_back(v);
+        }
+    }
+
+    fn event(&mut self, e: HostLinkEvent) {
+        if self.events.len() >= QUEUE_LIMIT {
+            self.counters.queue_full += 1;
+            return;
+        }
+        self.events.push_back(e);
+    }
+}
+
+/// Installs the host's software (IPoIB interfaces, ...) on a host just built for `identity`,
+/// with a generator of its own.
+pub type InstallFn = Box<dyn FnMut(&mut Host, &AttachAccept, Rng)>;
+
+struct HostSim {
+    sim: Simulator,
+    host: NodeId,
+    uplink: NodeId,
+    cable: LinkId,
+    identity: AttachAccept,
+}
+
+/// One host attached to a fabric elsewhere. See the module docs.
+pub struct RemoteHost {
+    link: HostLink,
+    host: Option<HostSim>,
+    install: InstallFn,
+    seed: u64,
+    first_qpn: Option<u32>,
+    builds: u64,
+    status: VecDeque<HostLinkEvent>,
+}
+
+impl std::fmt::Debug for RemoteHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteHost")
+            .field("link", &self.link)
+            .field("built", &self.host.is_some())
+            .field("builds", &self.builds)
+            .finish()
+    }
+}
+
+impl RemoteHost {
+    /// A host that starts attaching at `now`. `seed` seeds its simulator and its software;
+    /// `first_qpn` is its HCA's first QPN (the runtime draws one at random, so that a restarted
+    /// host does not reuse its previous QPNs); `install` puts its software on it once built.
+    pub fn new(
+        now: Instant,
+        cfg: HostLinkConfig,
+        seed: u64,
+        first_qpn: Option<u32>,
+        install: InstallFn,
+    ) -> RemoteHost {
+        RemoteHost {
+            link: HostLink::new(now, cfg),
+            host: None,
+            install,
+            seed,
+            first_qpn,
+            builds: 0,
+            status: VecDeque::new(),
+        }
+    }
+
+    /// The protocol agent.
+    pub fn link(&self) -> &HostLink {
+        &self.link
+    }
+
+    /// The host's simulator, once an identity came.
+    pub fn sim(&self) -> Option<&Simulator> {
+        self.host.as_ref().map(|h| &h.sim)
+    }
+
+    /// The host device, once built.
+    pub fn host(&self) -> Option<&Host> {
+        let h = self.host.as_ref()?;
+        h.sim.node::<Host>(h.host)
+    }
+
+    /// The identity the host was built for.
+    pub fn identity(&self) -> Option<&AttachAccept> {
+        self.host.as_ref().map(|h| &h.identity)
+    }
+
+    /// The uplink's counters, once built.
+    pub fn uplink(&self) -> Option<&Uplink> {
+        let h = self.host.as_ref()?;
+        h.sim.node::<Uplink>(h.uplink)
+    }
+
+    /// Hosts built so far (1 after the first attach; more when the fabric gave another identity).
+    pub fn builds(&self) -> u64 {
+        self.builds
+    }
+
+    /// The next status change (Attached, Lost, Rejected) for the log.
+    pub fn poll_status(&mut self) -> Option<HostLinkEvent> {
+        self.status.pop_front()
+    }
+
+    /// The next datagram for the fabric.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.link.poll_transmit()
+    }
+
+    /// When [`RemoteHost::handle_timeout`] is next due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let sim = self.host.as_ref().and_then(|h| h.sim.next_event_at());
+        self.link.poll_timeout().into_iter().chain(sim).min()
+    }
+
+    /// Runs the host up to `now` and the protocol's timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        self.link.handle_timeout(now);
+        self.process(now);
+    }
+
+    /// One datagram from the fabric at `now`.
+    pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
+        self.advance(now);
+        self.link.handle_datagram(now, data);
+        self.process(now);
+    }
+
+    /// Runs `f` on the host device now (a ping, a group join, leaving before a detach), then
+    /// lets the host act at once. `None` before the host is built.
+    pub fn with_host<R>(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut Host, Instant) -> R,
+    ) -> Option<R> {
+        self.advance(now);
+        let h = self.host.as_mut()?;
+        let r = h.sim.with_node::<Host, _>(h.host, |host, now, tx| {
+            let r = f(host, now);
+            host.drive(now, tx);
+            r
+        });
+        self.process(now);
+        r
+    }
+
+    /// Sends Detach (the caller leaves its groups first, through [`RemoteHost::with_host`]).
+    pub fn detach(&mut self, now: Instant) {
+        self.advance(now);
+        self.process(now);
+        self.link.detach();
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if let Some(h) = &mut self.host {
+            let t = now.max(h.sim.now());
+            h.sim.run_until(t);
+        }
+    }
+
+    /// Applies the protocol's events to the host and sends what the host sent.
+    fn process(&mut self, now: Instant) {
+        while let Some(e) = self.link.poll_event() {
+            match e {
+                HostLinkEvent::Attached(a) => {
+                    let same = self.host.as_ref().is_some_and(|h| h.identity == a);
+                    if same {
+                        if let Some(h) = &mut self.host {
+                            h.sim.schedule_link_state(h.cable, now, true);
+                        }
+                    } else {
+                        self.build(now, &a);
+                    }
+                    self.status.push_back(HostLinkEvent::Attached(a));
+                }
+                HostLinkEvent::Config(c) => {
+                    if let Some(h) = &mut self.host {
+                        h.sim
+                            .with_node::<Uplink, _>(h.uplink, |u, _, tx| u.configure_host(c, tx));
+                    }
+                }
+                HostLinkEvent::Packet(p) => {
+                    if let Some(h) = &mut self.host {
+                        h.sim
+                            .with_node::<Uplink, _>(h.uplink, |u, _, tx| u.from_network(p, tx));
+                    }
+                }
+                HostLinkEvent::Lost => {
+                    if let Some(h) = &mut self.host {
+                        h.sim.schedule_link_state(h.cable, now, false);
+                    }
+                    self.status.push_back(HostLinkEvent::Lost);
+                }
+                HostLinkEvent::Rejected(r) => self.status.push_back(HostLinkEvent::Rejected(r)),
+            }
+            if self.status.len() > QUEUE_LIMIT {
+                self.status.pop_front();
+            }
+        }
+        self.advance(now);
+        if let Some(h) = &mut self.host {
+            if let Some(u) = h.sim.node_mut::<Uplink>(h.uplink) {
+                while let Some(p) = u.poll_to_network() {
+                    self.link.send_packet(&p);
+                }
+            }
+        }
+    }
+
+    fn build(&mut self, now: Instant, a: &AttachAccept) {
+        self.builds += 1;
+        let mut sim = Simulator::new(self.seed.wrapping_add(self.builds));
+        sim.run_until(now);
+        let mut hca =
+            Hca::with_port_guids(a.node_guid, a.port_guids.clone()).with_engine(engine_factory());
+        if let Some(q) = self.first_qpn {
+            hca = hca.with_first_qpn(q.wrapping_add(self.builds as u32 * 0x1000));
+        }
+        let ports = u8::try_from(a.port_guids.len()).unwrap_or(u8::MAX);
+        let host = sim.add_node(Box::new(Host::with_mgmt_port(hca, a.port)), ports);
+        let uplink = sim.add_node(Box::new(Uplink::new(host, QUEUE_LIMIT)), UPLINK_PORT);
+        let cable = sim.connect(
+            PortRef {
+                node: host,
+                port: a.port,
+            },
+            PortRef {
+                node: uplink,
+                port: UPLINK_PORT,
+            },
+            // The cable inside the host costs nothing: the network's latency is the real one.
+            LinkParams {
+                latency: Duration::ZERO,
+                bits_per_second: 0,
+            },
+        );
+        let rng = sim.fork_rng(1);
+        let install = &mut self.install;
+        sim.with_node::<Host, _>(host, |h, _, _| install(h, a, rng));
+        self.host = Some(HostSim {
+            sim,
+            host,
+            uplink,
+            cable,
+            identity: a.clone(),
+        });
+    }
+}

@@ -1,0 +1,80 @@
+//! The emulated subnet across processes: the fabric (switches, the SM and SA) in one process and
+//! each host's HCA in its own, exchanging whole InfiniBand packets (LRH through VCRC) in datagrams
+//! of the format `ipoib_wire::udp_fabric` (docs/UDP-FABRIC.md). Everything here is sans-IO: the
+//! agents take datagrams and time as arguments and hand datagrams back; `ipoib-runtime` owns the
+//! sockets and the clock.
+//!
+//! - Fabric side: [`FabricServer`] builds the subnet of a topology with the SM's CA as an ordinary
+//!   host (SM and SA, as [`crate::node::subnet::Subnet`] has them) and every other CA as a
+//!   [`Remote`] slot (module `slot`), then gives slots to hosts that attach, checks what they send,
+//!   forwards what the fabric sends them, and takes a silent host's link down.
+//! - Host side: [`RemoteHost`] runs one host (HCA and its software) in a simulator of its own,
+//!   cabled to an [`Uplink`] (module `uplink`), and speaks the attach protocol ([`HostLink`]):
+//!   attach, keepalives, reattach when the fabric stops answering, detach.
+//!
+//! The SM's configuration of a host's port reaches the host as a PortConfig message: the emulated
+//! SM configures ports through the simulator's configuration channel ([`crate::hw::mgmt`]), not
+//! with SMPs, and this message is that channel stretched over the network.
+//!
+//! Invariants: a host never chooses its identity (the fabric assigns slot, GUIDs and session);
+//! a packet from a host enters the fabric only with that slot's SLID, GID and P_Keys; every queue
+//! is bounded; bad datagrams are counted, never panicked on.
+
+mod client;
+mod server;
+mod slot;
+mod uplink;
+
+pub use client::{
+    HostLink, HostLinkConfig, HostLinkCounters, HostLinkEvent, InstallFn, RemoteHost,
+};
+pub use server::{FabricOptions, FabricServer, ServerCounters};
+pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT};
+pub use uplink::{Uplink, UplinkCounters, UPLINK_PORT};
+
+use crate::hw::mgmt::{PortConfig, PortState};
+use ipoib_wire::udp_fabric::{PortConfigRepr, PortStateCode};
+
+/// A port configuration as the PortConfig message carries it.
+pub fn config_to_wire(c: &PortConfig) -> PortConfigRepr {
+    PortConfigRepr {
+        port: c.port,
+        state: match c.state {
+            PortState::Down => PortStateCode::Down,
+            PortState::Init => PortStateCode::Init,
+            PortState::Armed => PortStateCode::Armed,
+            PortState::Active => PortStateCode::Active,
+        },
+        lmc: c.lmc,
+        sm_sl: c.sm_sl,
+        lid: c.lid,
+        sm_lid: c.sm_lid,
+        mtu: c.mtu,
+        rate: c.rate,
+        subnet_prefix: c.subnet_prefix,
+        pkeys: c.pkeys.clone(),
+    }
+}
+
+/// A PortConfig message as a port configuration; `None` for an unknown port state (the MTU is
+/// checked by the HCA that applies it, `crate::hw::hca::Port::apply`).
+pub fn config_from_wire(c: &PortConfigRepr) -> Option<PortConfig> {
+    Some(PortConfig {
+        port: c.port,
+        state: match c.state {
+            PortStateCode::Down => PortState::Down,
+            PortStateCode::Init => PortState::Init,
+            PortStateCode::Armed => PortState::Armed,
+            PortStateCode::Active => PortState::Active,
+            PortStateCode::Unknown(_) => return None,
+        },
+        lid: c.lid,
+        lmc: c.lmc,
+        sm_lid: c.sm_lid,
+        sm_sl: c.sm_sl,
+        subnet_prefix: c.subnet_prefix,
+        mtu: c.mtu,
+        rate: c.rate,
+        pkeys: c.pkeys.clone(),
+    })
+}

@@ -1,0 +1,492 @@
+//! [`FabricServer`]: the fabric process's agent (quinn-proto's shape: `handle_datagram`,
+//! `handle_timeout`, `poll_transmit`, `poll_timeout`). It owns a simulator holding the switches,
+//! the SM's host (SM and SA) and one [`Remote`] slot per other CA of the topology, and the
+//! sessions of the hosts attached to slots, keyed by the peer address `A` (the runtime's socket
+//! address; any ordered value in tests).
+//!
+//! - AttachRequest: the peer's existing session is answered again (its accept was lost);
+//!   otherwise the free slot whose node GUID is the hint, else the first free slot in topology
+//!   order, gets a new session (a random non-zero id), its cable comes up, and the accept is
+//!   followed by the SM's configuration of the port ([`Remote::attach`]). No free slot: reject.
+//! - Every other message must come from a peer with a session and carry its id; else it is
+//!   counted and dropped (a Keepalive is answered with the reject `UnknownSession`, so that a host
+//!   whose fabric restarted attaches again at once).
+//! - Keepalive -> KeepaliveAck; Packet -> [`Remote::from_network`] (the identity checks);
+//!   Detach -> the session ends.
+//! - A session silent for [`FabricOptions::timeout`] ends ([`ServerCounters::timed_out`]).
+//!   A session's end takes the slot's cable down (`Simulator::schedule_link_state`), so the switch
+//!   no longer sends to the slot, and drops what waited for the host.
+//!
+//! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
+//! the slots queued them (slot order within one call); the transmit queue is bounded.
+
+use super::config_to_wire;
+use super::slot::{Remote, ToHost};
+use crate::hw::capture::Capture;
+use crate::hw::hca::Hca;
+use crate::hw::link::LinkId;
+use crate::hw::rc::engine_factory;
+use crate::hw::sim::{NodeId, PortRef, Simulator};
+use crate::hw::topology::{build, Built, Topology};
+use crate::node::host::{AgentId, Host, MGMT_PORT};
+use crate::node::sm::{Reach, SubnetManager};
+use crate::node::subnet::{partition_specs, SmApp, SubnetError, SubnetOptions};
+use ipoib_proto::partitions::PartitionConfig;
+use ipoib_proto::rng::Rng;
+use ipoib_proto::sa::SaServer;
+use ipoib_proto::time::Instant;
+use ipoib_wire::mad::MgmtClass;
+use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, RejectReason};
+use ipoib_wire::{Error as WireError, Guid};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// What the fabric is built from.
+#[derive(Debug, Clone)]
+pub struct FabricOptions {
+    /// The subnet (topology, seed, partitions, links, SM and SA settings, capture). Its
+    /// `auto_join` and `ipoib` are ignored: the SM's host runs no IPoIB interface.
+    pub subnet: SubnetOptions,
+    /// A host heard from for no longer than this loses its slot.
+    pub timeout: Duration,
+    /// Items a slot queues for its host, at most.
+    pub slot_queue: usize,
+    /// Datagrams waiting for the socket, at most.
+    pub transmit_queue: usize,
+}
+
+impl FabricOptions {
+    /// Defaults for `subnet`: 3 s timeout, queues of 4,096.
+    pub fn new(subnet: SubnetOptions) -> FabricOptions {
+        FabricOptions {
+            subnet,
+            timeout: Duration::from_secs(3),
+            slot_queue: super::DEFAULT_QUEUE_LIMIT,
+            transmit_queue: 16_384,
+        }
+    }
+}
+
+/// Counters of a [`FabricServer`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Datagrams that did not parse (wrong magic, truncated, malformed).
+    pub malformed: u64,
+    /// Datagrams of another version (answered with a reject).
+    pub bad_version: u64,
+    /// Datagrams from a peer without a session, or with another session id.
+    pub unknown_session: u64,
+    /// Datagrams of a type a host does not send.
+    pub unexpected: u64,
+    /// Sessions begun.
+    pub attached: u64,
+    /// Attach requests refused: no free slot.
+    pub rejected: u64,
+    /// Sessions ended by Detach.
+    pub detached: u64,
+    /// Sessions ended by silence.
+    pub timed_out: u64,
+    /// Datagrams dropped: the transmit queue was full.
+    pub transmit_full: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Session<A> {
+    id: u64,
+    peer: A,
+    last_heard: Instant,
+}
+
+#[derive(Debug)]
+struct Slot<A> {
+    node: NodeId,
+    topo_node: usize,
+    node_guid: Guid,
+    link: Option<LinkId>,
+    session: Option<Session<A>>,
+}
+
+/// The fabric process's agent. See the module docs.
+#[derive(Debug)]
+pub struct FabricServer<A> {
+    sim: Simulator,
+    topology: Topology,
+    built: Built,
+    sm_node: NodeId,
+    sa: AgentId,
+    partitions: PartitionConfig,
+    slots: Vec<Slot<A>>,
+    sessions: BTreeMap<A, usize>,
+    out: VecDeque<(A, Vec<u8>)>,
+    out_limit: usize,
+    timeout: Duration,
+    rng: Rng,
+    counters: ServerCounters,
+}
+
+/// Stream of the simulator's generator the session ids are drawn from.
+const SESSION_STREAM: u64 = 0x5e55_1000;
+
+impl<A: Ord + Copy + Debug> FabricServer<A> {
+    /// Builds the fabric (nothing runs until the first call with a time).
+    pub fn build(opts: FabricOptions) -> Result<FabricServer<A>, SubnetError> {
+        let so = opts.subnet;
+        let topo = so.topology;
+        let sm_port = topo.first_ca_port().ok_or(SubnetError::NoHost)?;
+        let reach = Reach::new(&topo, sm_port);
+        let mut host_port: Vec<Option<u8>> = vec![None; topo.nodes().len()];
+        for e in topo.host_ports() {
+            host_port[e.node] = Some(reach.first_configured_port(&topo, e.node).unwrap_or(e.port));
+        }
+        let partitions = so
+            .partitions
+            .unwrap_or_else(PartitionConfig::default_config);
+        let mut sim = Simulator::new(so.seed);
+        if so.capture {
+            sim.set_capture(Capture::new());
+        }
+        let slot_queue = opts.slot_queue;
+        let built = build(&topo, &mut sim, so.link, |i, node, _rng| {
+            let guids: Vec<Guid> = (1..=node.ports).map(|p| node.port_guid(p)).collect();
+            let port = host_port[i].unwrap_or(MGMT_PORT);
+            if i == sm_port.node {
+                let hca = Hca::with_port_guids(node.guid, guids).with_engine(engine_factory());
+                Box::new(Host::with_mgmt_port(hca, port))
+            } else {
+                Box::new(Remote::new(node.guid, guids, port).with_queue_limit(slot_queue))
+            }
+        });
+        let mut sm_opts = so.sm;
+        sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
+        let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
+            .map_err(SubnetError::Sm)?;
+        let sa_server = SaServer::new(
+            so.sa,
+            ipoib_proto::subnet::SubnetModel::default(),
+            partitions.clone(),
+            sim.fork_rng(u64::MAX),
+        );
+        let sm_node = built.nodes[sm_port.node];
+        let sa = sim
+            .with_node::<Host, _>(sm_node, |h, _, _| {
+                let sa = h.add_agent(sa_server);
+                h.serve_class(MgmtClass::SubnAdm, sa);
+                h.add_app(SmApp::new(sm, sa, so.mcast_delay));
+                sa
+            })
+            .ok_or(SubnetError::NoHost)?;
+        let mut slots = Vec::new();
+        for e in topo.host_ports() {
+            if e.node == sm_port.node {
+                continue;
+            }
+            let node = built.nodes[e.node];
+            let port = host_port[e.node].unwrap_or(e.port);
+            let link = sim.link_of(PortRef { node, port });
+            // No host yet: the cable is down until one attaches.
+            if let Some(l) = link {
+                sim.schedule_link_state(l, Instant::ZERO, false);
+            }
+            slots.push(Slot {
+                node,
+                topo_node: e.node,
+                node_guid: topo.nodes()[e.node].guid,
+                link,
+                session: None,
+            });
+        }
+        let rng = sim.fork_rng(SESSION_STREAM);
+        Ok(FabricServer {
+            sim,
+            topology: topo,
+            built,
+            sm_node,
+            sa,
+            partitions,
+            slots,
+            sessions: BTreeMap::new(),
+            out: VecDeque::new(),
+            out_limit: opts.transmit_queue,
+            timeout: opts.timeout,
+            rng,
+            counters: ServerCounters::default(),
+        })
+    }
+
+    /// The simulator (statistics, links, capture).
+    pub fn sim(&self) -> &Simulator {
+        &self.sim
+    }
+
+    /// The simulator, mutably (capture, faults).
+    pub fn sim_mut(&mut self) -> &mut Simulator {
+        &mut self.sim
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Simulator nodes and links of the topology's.
+    pub fn built(&self) -> &Built {
+        &self.built
+    }
+
+    /// The partitions in force.
+    pub fn partitions(&self) -> &PartitionConfig {
+        &self.partitions
+    }
+
+    /// The SA.
+    pub fn sa(&self) -> Option<&SaServer> {
+        self.sim
+            .node::<Host>(self.sm_node)?
+            .agent::<SaServer>(self.sa)
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> ServerCounters {
+        self.counters
+    }
+
+    /// Number of slots (CAs other than the SM's with a cabled port).
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slot `i`'s device.
+    pub fn slot(&self, i: usize) -> Option<&Remote> {
+        self.sim.node::<Remote>(self.slots.get(i)?.node)
+    }
+
+    /// Slot `i`'s topology node index.
+    pub fn slot_topo_node(&self, i: usize) -> Option<usize> {
+        self.slots.get(i).map(|s| s.topo_node)
+    }
+
+    /// The slot `peer` holds, if any.
+    pub fn slot_of(&self, peer: &A) -> Option<usize> {
+        self.sessions.get(peer).copied()
+    }
+
+    /// Peers with a session, with their slot, in peer order.
+    pub fn peers(&self) -> impl Iterator<Item = (A, usize)> + '_ {
+        self.sessions.iter().map(|(a, s)| (*a, *s))
+    }
+
+    /// The next datagram to send, and where.
+    pub fn poll_transmit(&mut self) -> Option<(A, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// When [`FabricServer::handle_timeout`] is next due: the simulator's next event or a
+    /// session's silence deadline.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let deadlines = self
+            .slots
+            .iter()
+            .filter_map(|s| s.session.map(|x| x.last_heard + self.timeout));
+        self.sim.next_event_at().into_iter().chain(deadlines).min()
+    }
+
+    /// Runs the fabric up to `now` and ends the sessions silent for too long. Early or repeated
+    /// calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        let now = self.sim.now();
+        for i in 0..self.slots.len() {
+            if let Some(s) = self.slots[i].session {
+                if now >= s.last_heard + self.timeout {
+                    self.counters.timed_out += 1;
+                    self.end_session(i);
+                }
+            }
+        }
+        self.drain();
+    }
+
+    /// One datagram from `from`, at `now`.
+    pub fn handle_datagram(&mut self, now: Instant, from: A, data: &[u8]) {
+        self.advance(now);
+        self.counters.datagrams += 1;
+        match DatagramRepr::parse(data) {
+            Ok(d) => self.handle_message(from, d),
+            Err(WireError::Unsupported) => {
+                self.counters.bad_version += 1;
+                self.reply(
+                    from,
+                    0,
+                    MessageRepr::AttachReject {
+                        reason: RejectReason::BadVersion,
+                    },
+                );
+            }
+            Err(_) => self.counters.malformed += 1,
+        }
+        self.drain();
+    }
+
+    fn handle_message(&mut self, from: A, d: DatagramRepr<'_>) {
+        if let MessageRepr::AttachRequest { hint } = d.message {
+            self.attach(from, hint);
+            return;
+        }
+        let now = self.sim.now();
+        let Some(i) = self
+            .sessions
+            .get(&from)
+            .copied()
+            .filter(|&i| self.slots[i].session.is_some_and(|s| s.id == d.session))
+        else {
+            self.counters.unknown_session += 1;
+            if matches!(d.message, MessageRepr::Keepalive { .. }) {
+                self.reply(
+                    from,
+                    d.session,
+                    MessageRepr::AttachReject {
+                        reason: RejectReason::UnknownSession,
+                    },
+                );
+            }
+            return;
+        };
+        if let Some(s) = &mut self.slots[i].session {
+            s.last_heard = now;
+        }
+        match d.message {
+            MessageRepr::Keepalive { seq } => {
+                self.reply(from, d.session, MessageRepr::KeepaliveAck { seq });
+            }
+            MessageRepr::Packet(p) => {
+                let node = self.slots[i].node;
+                self.sim
+                    .with_node::<Remote, _>(node, |r, _, tx| r.from_network(p, tx));
+            }
+            MessageRepr::Detach => {
+                self.counters.detached += 1;
+                self.end_session(i);
+            }
+            _ => self.counters.unexpected += 1,
+        }
+    }
+
+    fn attach(&mut self, from: A, hint: Guid) {
+        let now = self.sim.now();
+        if let Some(&i) = self.sessions.get(&from) {
+            // The accept was lost: the same answer again (and the configuration after it).
+            if let Some(s) = &mut self.slots[i].session {
+                s.last_heard = now;
+            }
+            self.accept(i);
+            return;
+        }
+        let free = |s: &&Slot<A>| s.session.is_none();
+        let pick = self
+            .slots
+            .iter()
+            .position(|s| s.session.is_none() && hint.0 != 0 && s.node_guid == hint)
+            .or_else(|| self.slots.iter().position(|s| free(&s)));
+        let Some(i) = pick else {
+            self.counters.rejected += 1;
+            self.reply(
+                from,
+                0,
+                MessageRepr::AttachReject {
+                    reason: RejectReason::NoFreeSlot,
+                },
+            );
+            return;
+        };
+        let id = self.rng.next_u64() | 1;
+        self.slots[i].session = Some(Session {
+            id,
+            peer: from,
+            last_heard: now,
+        });
+        self.sessions.insert(from, i);
+        self.counters.attached += 1;
+        if let Some(l) = self.slots[i].link {
+            self.sim.schedule_link_state(l, now, true);
+            self.sim.run_until(now);
+        }
+        self.accept(i);
+    }
+
+    /// Sends slot `i`'s accept, then (through [`Remote::attach`]) its configuration.
+    fn accept(&mut self, i: usize) {
+        let Some(s) = self.slots[i].session else {
+            return;
+        };
+        let Some(r) = self.sim.node_mut::<Remote>(self.slots[i].node) else {
+            return;
+        };
+        r.attach();
+        let accept = AttachAccept {
+            slot: u16::try_from(self.slots[i].topo_node).unwrap_or(u16::MAX),
+            port: r.port(),
+            timeout_ms: u32::try_from(self.timeout.as_millis()).unwrap_or(u32::MAX),
+            node_guid: r.node_guid(),
+            port_guids: r.port_guids().to_vec(),
+        };
+        self.reply(s.peer, s.id, MessageRepr::AttachAccept(accept));
+    }
+
+    fn end_session(&mut self, i: usize) {
+        let now = self.sim.now();
+        let Some(s) = self.slots[i].session.take() else {
+            return;
+        };
+        self.sessions.remove(&s.peer);
+        if let Some(r) = self.sim.node_mut::<Remote>(self.slots[i].node) {
+            r.detach();
+        }
+        if let Some(l) = self.slots[i].link {
+            self.sim.schedule_link_state(l, now, false);
+            self.sim.run_until(now);
+        }
+    }
+
+    fn reply(&mut self, to: A, session: u64, message: MessageRepr<'_>) {
+        let d = DatagramRepr { session, message };
+        // Every message this agent builds is one the format carries (a topology node has at
+        // most 255 ports and a P_Key table at most PKEY_TABLE_SIZE entries).
+        let Ok(bytes) = d.to_vec() else {
+            return;
+        };
+        if self.out.len() >= self.out_limit {
+            self.counters.transmit_full += 1;
+            return;
+        }
+        self.out.push_back((to, bytes));
+    }
+
+    fn advance(&mut self, now: Instant) {
+        let t = now.max(self.sim.now());
+        self.sim.run_until(t);
+    }
+
+    /// Moves what the slots queued for their hosts into datagrams.
+    fn drain(&mut self) {
+        for i in 0..self.slots.len() {
+            let Some(s) = self.slots[i].session else {
+                continue;
+            };
+            while let Some(item) = self
+                .sim
+                .node_mut::<Remote>(self.slots[i].node)
+                .and_then(Remote::poll_to_host)
+            {
+                match item {
+                    ToHost::Packet(p) => self.reply(s.peer, s.id, MessageRepr::Packet(&p)),
+                    ToHost::Config(c) => {
+                        self.reply(s.peer, s.id, MessageRepr::PortConfig(config_to_wire(&c)))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! [`Remote`]: the device that stands, in the fabric's simulator, for a channel adapter whose HCA
+//! runs in another process. It is cabled where the topology puts that CA; what the switch sends it
+//! waits in a bounded queue for the network ([`Remote::poll_to_host`]), and what the network
+//! brings is put on its port ([`Remote::from_network`]) only after the checks below.
+//!
+//! The fabric never trusts a host for another host's identity. A packet from the host is dropped
+//! and counted ([`RemoteCounters`]) unless:
+//! - it parses as an InfiniBand packet with a good VCRC (IBA 1 §7.7, §7.8.2: a port discards a
+//!   packet whose VCRC is bad);
+//! - it is not on VL15 (subnet management packets: the SM of this fabric configures ports through
+//!   the configuration channel, and a host has no business sending SMPs into it);
+//! - the slot's port has a LID and the packet's SLID is in its LID range (IBA 1 §7.11.1: a port
+//!   sends with SLID = base LID + path bits);
+//! - a GRH's SGID is the port's GID (IBA 1 §8.3.1: the SGID is one of the sender's GIDs; the port
+//!   has one, subnet prefix + port GUID, §4.1.1);
+//! - it has a BTH and its P_Key is one of the port's P_Key table entries, membership bit included
+//!   (IBA 1 §10.9.2: the P_Key a packet carries comes from the sender's table).
+//!
+//! Configuration the SM writes into the CA (`Config::Port`) is remembered per port; it is queued
+//! for the host when written while a host is attached and all of it again when a host attaches
+//! ([`Remote::attach`]), so a host that comes (back) gets the configuration it missed.
+
+use crate::hw::mgmt::{Config, PortConfig};
+use crate::hw::sim::{Device, Tx};
+use ipoib_proto::time::Instant;
+use ipoib_wire::packet::Packet;
+use ipoib_wire::{Gid, Guid};
+use std::any::Any;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Packets (and configurations) waiting for the network, at most.
+pub const DEFAULT_QUEUE_LIMIT: usize = 4096;
+
+/// What a [`Remote`] hands to the network for its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToHost {
+    /// A packet the switch sent the CA.
+    Packet(Vec<u8>),
+    /// The SM's configuration of a port.
+    Config(PortConfig),
+}
+
+/// Counters of a [`Remote`] slot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteCounters {
+    /// Packets from the fabric queued for the host.
+    pub to_host: u64,
+    /// Packets from the fabric dropped: no host attached.
+    pub unattached: u64,
+    /// Packets from the fabric dropped: the queue was full.
+    pub queue_full: u64,
+    /// Packets from the fabric that arrived on a port other than the slot's.
+    pub other_port: u64,
+    /// Packets from the host put on the port.
+    pub from_host: u64,
+    /// From the host, dropped: not a packet, or a bad VCRC.
+    pub malformed: u64,
+    /// From the host, dropped: on VL15.
+    pub management: u64,
+    /// From the host, dropped: the port has no LID yet.
+    pub unconfigured: u64,
+    /// From the host, dropped: a SLID outside the port's LID range.
+    pub spoofed_lid: u64,
+    /// From the host, dropped: a GRH SGID that is not the port's GID.
+    pub spoofed_gid: u64,
+    /// From the host, dropped: a raw packet or a P_Key not in the port's table.
+    pub bad_pkey: u64,
+    /// Linear or multicast forwarding table writes (a CA has none), ignored.
+    pub config_ignored: u64,
+}
+
+/// The stand-in for a CA whose HCA is elsewhere. See the module docs.
+#[derive(Debug)]
+pub struct Remote {
+    node_guid: Guid,
+    port_guids: Vec<Guid>,
+    port: u8,
+    attached: bool,
+    config: BTreeMap<u8, PortConfig>,
+    queue: VecDeque<ToHost>,
+    limit: usize,
+    counters: RemoteCounters,
+}
+
+impl Remote {
+    /// The slot for a CA with these GUIDs (port 1 first) whose host uses `port`.
+    pub fn new(node_guid: Guid, port_guids: Vec<Guid>, port: u8) -> Remote {
+        Remote {
+            node_guid,
+            port_guids,
+            port,
+            attached: false,
+            config: BTreeMap::new(),
+            queue: VecDeque::new(),
+            limit: DEFAULT_QUEUE_LIMIT,
+            counters: RemoteCounters::default(),
+        }
+    }
+
+    /// Holds at most `limit` items for the network.
+    pub fn with_queue_limit(mut self, limit: usize) -> Remote {
+        self.limit = limit;
+        self
+    }
+
+    /// Node GUID.
+    pub fn node_guid(&self) -> Guid {
+        self.node_guid
+    }
+
+    /// Port GUIDs, port 1 first.
+    pub fn port_guids(&self) -> &[Guid] {
+        &self.port_guids
+    }
+
+    /// The port the host uses.
+    pub fn port(&self) -> u8 {
+        self.port
+    }
+
+    /// The host port's GUID.
+    pub fn port_guid(&self) -> Guid {
+        self.port_guids
+            .get(usize::from(self.port).wrapping_sub(1))
+            .copied()
+            .unwrap_or(Guid(0))
+    }
+
+    /// The SM's last configuration of `port`.
+    pub fn port_config(&self, port: u8) -> Option<&PortConfig> {
+        self.config.get(&port)
+    }
+
+    /// The host port's LID (0 before the SM configured it).
+    pub fn lid(&self) -> u16 {
+        self.port_config(self.port).map_or(0, |c| c.lid)
+    }
+
+    /// The host port's GID.
+    pub fn gid(&self) -> Gid {
+        let prefix = self
+            .port_config(self.port)
+            .map_or(Gid::DEFAULT_SUBNET_PREFIX, |c| c.subnet_prefix);
+        Gid::new(prefix, self.port_guid().0)
+    }
+
+    /// True while a host is attached.
+    pub fn is_attached(&self) -> bool {
+        self.attached
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> RemoteCounters {
+        self.counters
+    }
+
+    /// A host attached: the queue starts afresh with every configuration the SM wrote, in port
+    /// order.
+    pub fn attach(&mut self) {
+        self.attached = true;
+        self.queue.clear();
+        self.queue
+            .extend(self.config.values().cloned().map(ToHost::Config));
+    }
+
+    /// The host left: what waited for it is dropped, and nothing is queued until the next
+    /// [`Remote::attach`].
+    pub fn detach(&mut self) {
+        self.attached = false;
+        self.queue.clear();
+    }
+
+    /// The next item for the host, oldest first.
+    pub fn poll_to_host(&mut self) -> Option<ToHost> {
+        self.queue.pop_front()
+    }
+
+    /// True when something waits for the host.
+    pub fn has_to_host(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// A packet from the host: checked (module docs), then put on the port, or dropped and
+    /// counted. True when it was put on the port.
+    pub fn from_network(&mut self, packet: &[u8], tx: &mut Tx) -> bool {
+        let verdict = self.check(packet);
+        match verdict {
+            Ok(()) => {
+                self.counters.from_host += 1;
+                tx.send(self.port, packet.to_vec());
+                true
+            }
+            Err(c) => {
+                *c += 1;
+                false
+            }
+        }
+    }
+
+    /// The counter a packet from the host is dropped under, if any.
+    fn check(&mut self, packet: &[u8]) -> Result<(), &mut u64> {
+        let c = &mut self.counters;
+        let p = match Packet::parse(packet) {
+            Ok(p) if p.vcrc_ok => p,
+            _ => return Err(&mut c.malformed),
+        };
+        if p.lrh.vl == 15 {
+            return Err(&mut c.management);
+        }
+        let Some(cfg) = self.config.get(&self.port).filter(|c| c.lid != 0) else {
+            return Err(&mut c.unconfigured);
+        };
+        let span = 1u32 << cfg.lmc.min(7);
+        let slid = u32::from(p.lrh.slid);
+        if slid < u32::from(cfg.lid) || slid >= u32::from(cfg.lid) + span {
+            return Err(&mut c.spoofed_lid);
+        }
+        if let Some(g) = p.grh {
+            let guid = self
+                .port_guids
+                .get(usize::from(self.port).wrapping_sub(1))
+                .copied()
+                .unwrap_or(Guid(0));
+            if g.sgid != Gid::new(cfg.subnet_prefix, guid.0) {
+                return Err(&mut c.spoofed_gid);
+            }
+        }
+        match p.bth {
+            Some(b) if cfg.pkeys.contains(&b.pkey) => Ok(()),
+            _ => Err(&mut c.bad_pkey),
+        }
+    }
+
+    fn push(&mut self, item: ToHost) -> bool {
+        if self.queue.len() >= self.limit {
+            self.counters.queue_full += 1;
+            return false;
+        }
+        self.queue.push_back(item);
+        true
+    }
+}
+
+impl Device for Remote {
+    fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, _tx: &mut Tx) {
+        if port != self.port {
+            self.counters.other_port += 1;
+        } else if !self.attached {
+            self.counters.unattached += 1;
+        } else if self.push(ToHost::Packet(packet)) {
+            self.counters.to_host += 1;
+        }
+    }
+
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
+        match config {
+            Config::Port(pc) => {
+                self.config.insert(pc.port, pc.clone());
+                if self.attached {
+                    self.push(ToHost::Config(pc));
+                }
+            }
+            Config::Lft(_) | Config::Mft { .. } => self.counters.config_ignored += 1,
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,268 @@
+//! The subnet across processes (docs/UDP-FABRIC.md), deterministically: a fabric agent and host
+//! agents exchanging datagrams through in-memory queues (tests/common/remote.rs). Hosts attach, get
+//! their LIDs from the SM, join the IPoIB broadcast group (draft-ietf-ipoib-ip-over-infiniband-06
+//! §5) and ping; hostile and silent hosts and garbage are handled by the fabric.
+
+#[path = "common/remote.rs"]
+mod remote;
+
+use ipoib_fabric::hw::mgmt::PortState;
+use ipoib_fabric::hw::sim::PortRef;
+use ipoib_wire::packet::fill_crcs;
+use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr, RejectReason};
+use proptest::prelude::*;
+use remote::{addr, Net};
+use std::time::Duration;
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn all_carrier(net: &Net) -> bool {
+    (0..net.peers.len()).all(|i| net.carrier(i))
+}
+
+/// Rewrites the Packet datagrams a host sends with `f` (then fixes the CRCs).
+fn tamper_packets(f: impl Fn(&mut [u8]) + 'static) -> remote::Tamper {
+    Box::new(move |d: &[u8]| {
+        let r = DatagramRepr::parse(d).ok()?;
+        let MessageRepr::Packet(p) = r.message else {
+            return None;
+        };
+        let mut p = p.to_vec();
+        f(&mut p);
+        fill_crcs(&mut p).ok()?;
+        DatagramRepr {
+            session: r.session,
+            message: MessageRepr::Packet(&p),
+        }
+        .to_vec()
+        .ok()
+    })
+}
+
+#[test]
+fn two_hosts_attach_join_and_ping() {
+    let mut net = Net::new(2, 1);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    // The fabric gave each host a slot of its own, and the SM's configuration reached it.
+    let (a, b) = (net.fabric.slot(0).unwrap(), net.fabric.slot(1).unwrap());
+    assert!(a.is_attached() && b.is_attached());
+    assert_ne!(a.lid(), 0);
+    assert_ne!(a.lid(), b.lid());
+    for i in 0..2 {
+        let id = net.peers[i].host.identity().unwrap().clone();
+        let slot = net.fabric.slot(i).unwrap();
+        assert_eq!(id.node_guid, slot.node_guid(), "host {i}");
+        let port = net.peers[i]
+            .host
+            .host()
+            .unwrap()
+            .hca()
+            .port(id.port)
+            .unwrap();
+        assert_eq!(port.lid, slot.lid());
+        assert_eq!(port.state, PortState::Active);
+        assert_eq!(port.port_gid(), slot.gid());
+    }
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+    assert!(net.ping_and_wait(1, addr(0), SEC), "1 -> 0");
+    let c = net.fabric.counters();
+    assert_eq!(c.attached, 2);
+    assert_eq!(c.malformed + c.unknown_session + c.unexpected, 0, "{c:?}");
+    for i in 0..2 {
+        let s = net.fabric.slot(i).unwrap().counters();
+        assert!(s.from_host > 0 && s.to_host > 0, "{s:?}");
+        assert_eq!(s.spoofed_lid + s.spoofed_gid + s.bad_pkey + s.malformed, 0);
+    }
+}
+
+#[test]
+fn no_free_slot_is_rejected() {
+    let mut net = Net::new(3, 2);
+    // Two slots for three hosts.
+    net.opts = remote::fabric_opts(2, 2);
+    net.restart_fabric();
+    net.run_for(SEC);
+    let attached = (0..3)
+        .filter(|&i| net.peers[i].host.link().is_attached())
+        .count();
+    assert_eq!(attached, 2);
+    assert!(net.fabric.counters().rejected > 0);
+    let third = (0..3)
+        .find(|&i| !net.peers[i].host.link().is_attached())
+        .unwrap();
+    let mut saw = false;
+    while let Some(e) = net.peers[third].host.poll_status() {
+        saw |= e == ipoib_fabric::node::remote::HostLinkEvent::Rejected(RejectReason::NoFreeSlot);
+    }
+    assert!(saw);
+}
+
+// IBA 1 §7.11.1 (SLID), §8.3.1 (SGID), §10.9.2 (P_Key): the fabric does not take a host's word
+// for another host's identity.
+#[test]
+fn spoofed_lid_is_dropped_and_counted() {
+    let mut net = Net::new(3, 3);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let victim = net.fabric.slot(0).unwrap().lid();
+    net.peers[2].tamper = Some(tamper_packets(move |p| {
+        p[6..8].copy_from_slice(&victim.to_be_bytes());
+    }));
+    // The hostile host's ARP and everything after it claim the victim's LID.
+    assert!(!net.ping_and_wait(2, addr(0), SEC));
+    let s = net.fabric.slot(2).unwrap().counters();
+    assert!(s.spoofed_lid > 0, "{s:?}");
+    // The honest hosts still talk.
+    assert!(net.ping_and_wait(0, addr(1), SEC));
+    assert!(net.ping_and_wait(1, addr(0), SEC));
+}
+
+#[test]
+fn spoofed_gid_and_foreign_pkey_are_dropped_and_counted() {
+    let mut net = Net::new(3, 4);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let victim = net.fabric.slot(0).unwrap().gid();
+    // An ARP request goes to the broadcast group, with a GRH (IPoIB multicast, §6): its SGID
+    // is rewritten to the victim's GID. (The hosts know each other from their gratuitous ARPs,
+    // so the request is for an address nobody has.)
+    net.peers[2].tamper = Some(tamper_packets(move |p| {
+        if p[1] & 3 == 3 {
+            p[16..32].copy_from_slice(&victim.0);
+        }
+    }));
+    assert!(!net.ping_and_wait(2, addr(40), SEC));
+    let s = net.fabric.slot(2).unwrap().counters();
+    assert!(s.spoofed_gid > 0, "{s:?}");
+    assert_eq!(s.spoofed_lid, 0);
+    // Now a P_Key the port's table does not hold (0x8001), in the BTH after LRH (and GRH).
+    net.peers[2].tamper = Some(tamper_packets(|p| {
+        let bth = if p[1] & 3 == 3 { 48 } else { 8 };
+        p[bth + 2..bth + 4].copy_from_slice(&0x8001u16.to_be_bytes());
+    }));
+    assert!(!net.ping_and_wait(2, addr(1), SEC));
+    let s = net.fabric.slot(2).unwrap().counters();
+    assert!(s.bad_pkey > 0, "{s:?}");
+}
+
+#[test]
+fn silent_host_loses_its_link_then_reattaches() {
+    let mut net = Net::new(2, 5);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let slot = net.fabric.slot_topo_node(1).unwrap();
+    let node = net.fabric.built().nodes[slot];
+    let port = net.fabric.slot(1).unwrap().port();
+    let link = net.fabric.sim().link_of(PortRef { node, port }).unwrap();
+    assert!(net.fabric.sim().link(link).up);
+    net.peers[1].alive = false;
+    net.run_for(SEC);
+    assert_eq!(net.fabric.counters().timed_out, 1);
+    assert!(!net.fabric.slot(1).unwrap().is_attached());
+    assert!(
+        !net.fabric.sim().link(link).up,
+        "the silent host's cable is down"
+    );
+    // It wakes up: its keepalive meets an unknown session, it attaches again (same slot, by its
+    // hint), gets its configuration again and joins again.
+    net.peers[1].alive = true;
+    assert!(net.run_until(3 * SEC, |n| n.fabric.slot(1).unwrap().is_attached()));
+    assert!(net.fabric.sim().link(link).up);
+    assert_eq!(net.peers[1].host.builds(), 1, "same identity, same host");
+    assert!(net.peers[1].host.link().counters().lost >= 1);
+    assert!(net.run_until(3 * SEC, all_carrier));
+    assert!(net.ping_and_wait(0, addr(1), SEC));
+    assert!(net.ping_and_wait(1, addr(0), SEC));
+}
+
+#[test]
+fn hosts_survive_a_fabric_restart() {
+    let mut net = Net::new(2, 6);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    assert!(net.ping_and_wait(0, addr(1), SEC));
+    net.restart_fabric();
+    // Keepalives meet a fabric that knows no session: both attach again and rejoin.
+    assert!(net.run_until(3 * SEC, |n| (0..2).all(|i| n
+        .fabric
+        .slot(i)
+        .unwrap()
+        .is_attached())));
+    assert!(net.run_until(3 * SEC, all_carrier));
+    for i in 0..2 {
+        assert_eq!(net.peers[i].host.builds(), 1, "host {i} kept its identity");
+    }
+    assert!(net.ping_and_wait(0, addr(1), 2 * SEC));
+    assert!(net.ping_and_wait(1, addr(0), 2 * SEC));
+}
+
+#[test]
+fn detach_frees_the_slot() {
+    let mut net = Net::new(2, 7);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let now = net.now;
+    net.peers[1].host.detach(now);
+    net.run_for(Duration::from_millis(10));
+    assert_eq!(net.fabric.counters().detached, 1);
+    assert!(!net.fabric.slot(1).unwrap().is_attached());
+    assert_eq!(net.fabric.counters().timed_out, 0);
+}
+
+#[test]
+fn garbage_datagrams_are_counted() {
+    let mut net = Net::new(1, 8);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let now = net.now;
+    net.fabric.handle_datagram(now, 9, b"hello");
+    net.fabric
+        .handle_datagram(now, 9, &[0x49, 0x42, 7, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    // A packet from a peer with no session.
+    let p = DatagramRepr {
+        session: 5,
+        message: MessageRepr::Packet(&[0; 30]),
+    }
+    .to_vec()
+    .unwrap();
+    net.fabric.handle_datagram(now, 9, &p);
+    let c = net.fabric.counters();
+    assert_eq!(c.malformed, 1);
+    assert_eq!(c.bad_version, 1);
+    assert_eq!(c.unknown_session, 1);
+    // The other version gets a reject naming the reason.
+    let out: Vec<_> = std::iter::from_fn(|| net.fabric.poll_transmit()).collect();
+    assert!(out.iter().any(|(to, d)| *to == 9
+        && DatagramRepr::parse(d).unwrap().message
+            == MessageRepr::AttachReject {
+                reason: RejectReason::BadVersion
+            }));
+    // Garbage inside the host's own session is a malformed packet of its slot.
+    let session = net.peers[0].host.link().session().unwrap();
+    let bad = DatagramRepr {
+        session,
+        message: MessageRepr::Packet(&[1, 2, 3]),
+    }
+    .to_vec()
+    .unwrap();
+    net.fabric.handle_datagram(now, 0, &bad);
+    assert_eq!(net.fabric.slot(0).unwrap().counters().malformed, 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    // Random datagrams, with and without a valid header and the host's session, never panic
+    // the fabric, and the honest host keeps working.
+    #[test]
+    fn fabric_never_panics_on_random_datagrams(
+        bodies in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..120), 1..20),
+        kinds in proptest::collection::vec(0u8..10, 20),
+    ) {
+        let mut net = Net::new(1, 9);
+        prop_assert!(net.run_until(2 * SEC, all_carrier));
+        let session = net.peers[0].host.link().session().unwrap();
+        for (b, &k) in bodies.iter().zip(&kinds) {
+            let now = net.now;
+            let mut d = vec![0x49, 0x42, 1, k];
+            d.extend_from_slice(&session.to_be_bytes());
+            d.extend_from_slice(b);
+            net.fabric.handle_datagram(now, 0, &d);
+            net.fabric.handle_datagram(now, 3, b);
+            net.fabric.handle_timeout(now + Duration::from_micros(1));
+        }
+    }
+}
