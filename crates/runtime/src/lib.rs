@@ -16,7 +16,9 @@
 //!   against OpenSM (`tests/opensm_diff.rs`) and the benchmark of OpenSM's SA
 //!   (`examples/opensm_joins.rs`) are built on them;
 //! - [`ibsim_server`]: the server side of the same protocol, so that programs started under
-//!   `ibsim-run` (`saquery`, `smpquery`, ...) attach to a host of our own emulated fabric.
+//!   `ibsim-run` (`saquery`, `smpquery`, ...) attach to a host of our own emulated fabric;
+//! - [`udp_fabric`]: the emulated subnet across processes over UDP (`ipoib fabric`, `ipoib
+//!   attach`; docs/UDP-FABRIC.md).
 //!
 //! It reads the wall clock, blocks on files, spawns threads and processes, and changes network
 //! and mount namespaces (on threads of its own); wire, proto and fabric below it do none of
@@ -33,3 +35,4 @@ pub mod netns;
 pub mod realtime;
 pub mod show;
 pub mod tun;
+pub mod udp_fabric;

@@ -1,0 +1,120 @@
+//! `ipoib fabric` and two `ipoib attach` hosts in one process over loopback UDP (no TUN): the
+//! hosts attach, get LIDs, join the broadcast group and ping each other through the fabric
+//! process's switch and SM (docs/UDP-FABRIC.md); then the fabric restarts on the same port and
+//! the hosts attach again and ping again.
+
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::remote::{FabricOptions, HostLinkConfig};
+use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_runtime::udp_fabric::{AttachOptions, AttachProcess, FabricProcess};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+const TURN: Duration = Duration::from_millis(1);
+
+fn fabric(addr: SocketAddr) -> FabricProcess {
+    let mut o = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 1));
+    o.timeout = Duration::from_secs(2);
+    FabricProcess::bind(addr, o).expect("bind the fabric")
+}
+
+fn host(fabric: SocketAddr, i: u8, seed: u64) -> AttachProcess {
+    let mut o = AttachOptions::new(fabric);
+    o.ipv4 = Some((Ipv4Addr::new(10, 9, 0, i), 24));
+    o.ipv6_on = false;
+    o.seed = seed;
+    o.link = HostLinkConfig {
+        retry: Duration::from_millis(50),
+        keepalive: Duration::from_millis(100),
+        dead_after: Duration::from_millis(500),
+    };
+    AttachProcess::connect(&o).expect("attach socket")
+}
+
+/// Turns everything until `done` or `limit` of wall time.
+fn run(
+    f: &mut FabricProcess,
+    hosts: &mut [AttachProcess],
+    limit: Duration,
+    mut done: impl FnMut(&FabricProcess, &[AttachProcess]) -> bool,
+) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if done(f, hosts) {
+            return true;
+        }
+        f.turn(TURN).unwrap();
+        for h in hosts.iter_mut() {
+            h.turn(TURN).unwrap();
+        }
+    }
+    done(f, hosts)
+}
+
+fn carrier(hosts: &[AttachProcess]) -> bool {
+    hosts.iter().all(|h| h.app().is_some_and(|a| a.carrier()))
+}
+
+fn ping(f: &mut FabricProcess, hosts: &mut [AttachProcess], from: usize, to: Ipv4Addr) -> bool {
+    let Some(k) = hosts[from]
+        .with_app(|a, now| a.ping(now, to.into()).ok())
+        .flatten()
+    else {
+        return false;
+    };
+    run(f, hosts, Duration::from_secs(5), |_, h| {
+        h[from]
+            .app()
+            .and_then(|a| a.ip().pings().get(k).and_then(|p| p.reply_at))
+            .is_some()
+    })
+}
+
+#[test]
+fn two_hosts_ping_through_a_fabric_process_and_survive_its_restart() {
+    let mut f = fabric("127.0.0.1:0".parse().unwrap());
+    let addr = f.local_addr().unwrap();
+    let mut hosts = vec![host(addr, 1, 11), host(addr, 2, 22)];
+    assert!(
+        run(&mut f, &mut hosts, Duration::from_secs(10), |_, h| carrier(
+            h
+        )),
+        "hosts did not come up: {hosts:?}"
+    );
+    assert_eq!(f.server().counters().attached, 2);
+    assert!(
+        ping(&mut f, &mut hosts, 0, Ipv4Addr::new(10, 9, 0, 2)),
+        "1 -> 2"
+    );
+    assert!(
+        ping(&mut f, &mut hosts, 1, Ipv4Addr::new(10, 9, 0, 1)),
+        "2 -> 1"
+    );
+    // Different first QPNs from different seeds: a restarted host would not reuse its QPNs.
+    let qpns: Vec<u32> = hosts.iter().map(|h| h.app().unwrap().qpn()).collect();
+    assert_ne!(qpns[0], qpns[1]);
+
+    // The fabric process restarts on the same port.
+    drop(f);
+    let mut f = fabric(addr);
+    assert!(
+        run(&mut f, &mut hosts, Duration::from_secs(10), |f, h| {
+            f.server().counters().attached == 2 && carrier(h)
+        }),
+        "hosts did not come back: {hosts:?}"
+    );
+    assert!(hosts.iter().all(|h| h.host().link().counters().lost >= 1));
+    assert!(
+        ping(&mut f, &mut hosts, 0, Ipv4Addr::new(10, 9, 0, 2)),
+        "after restart"
+    );
+
+    // Detach frees the slot at once.
+    hosts[1].detach();
+    assert!(run(
+        &mut f,
+        &mut hosts[..1],
+        Duration::from_secs(2),
+        |f, _| { f.server().counters().detached == 1 }
+    ));
+}
