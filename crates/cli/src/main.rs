@@ -9,8 +9,10 @@ macro_rules! note {
     }};
 }
 
+mod attach;
 mod decode;
 mod demo;
+mod fabric;
 mod ibsim_server;
 mod interrupt;
 mod ipcm;
@@ -123,6 +125,22 @@ enum Command {
     /// Exit status: 0 when stopped by a signal, 1 when a host did not come up, 2 on bad arguments
     /// or when the lab cannot be set up.
     Lab(lab::Args),
+    /// Run the fabric of an emulated subnet whose hosts are other processes, over UDP.
+    ///
+    /// The switches, the subnet manager and the SA run here; every other channel adapter of the
+    /// topology is a slot an `ipoib attach` process takes (the fabric assigns its identity: slot,
+    /// node and port GUIDs). InfiniBand packets (LRH to VCRC) travel in UDP datagrams
+    /// (docs/UDP-FABRIC.md); a host's packets enter the fabric only with its own LID, GID and
+    /// P_Keys; a host silent for `--timeout-ms` loses its slot and its link goes down. Stops on
+    /// SIGINT or SIGTERM with its counters (exit status 0); 2 on bad arguments.
+    Fabric(fabric::Args),
+    /// Run one host attached to an `ipoib fabric` over UDP.
+    ///
+    /// The host gets its identity and its port's configuration from the fabric, brings IPoIB up
+    /// (broadcast join) on the given addresses, and answers ARP, ND and pings. It keeps the
+    /// attachment alive, attaches again when the fabric restarts, and detaches on SIGINT or
+    /// SIGTERM (exit status 0); 2 on bad arguments.
+    Attach(attach::Args),
 }
 
 /// Peak resident memory (`VmHWM` of /proc/self/status) in KiB, where the system has it.
@@ -143,5 +161,7 @@ fn main() -> ExitCode {
         Command::Show(args) => show::run(&args),
         Command::IbsimServer(args) => ibsim_server::run(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::Fabric(args) => fabric::run(&args),
+        Command::Attach(args) => attach::run(&args),
     }
 }

@@ -1,0 +1,141 @@
+//! `ipoib attach`: one host (HCA and IPoIB interface) whose fabric is an `ipoib fabric` process
+//! reached over UDP (docs/UDP-FABRIC.md). The fabric assigns its identity (CA slot, GUIDs); the
+//! SM's configuration of its port reaches it as a message; it keeps the attachment alive, attaches
+//! again when the fabric restarts, and detaches on SIGINT or SIGTERM (exit status 0).
+//!
+//! The interface runs the built-in IP layer of the emulation (it answers ARP, ND and pings on its
+//! addresses); the TUN device that hands IP to the operating system (`--dev`) is not made yet.
+
+use crate::interrupt::Interrupt;
+use ipoib_fabric::node::remote::HostLinkEvent;
+use ipoib_runtime::udp_fabric::{parse_udp, AttachOptions, AttachProcess, MAX_WAIT};
+use ipoib_wire::PKey;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::process::ExitCode;
+
+/// Datagram or connected IPoIB (RFC 4755).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Datagram,
+    Connected,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The fabric: udp:ADDR:PORT of an `ipoib fabric --listen`.
+    #[arg(long)]
+    fabric: String,
+    /// Name of the interface (the TUN device, once the operating system's IP is attached).
+    #[arg(long, default_value = "ib0")]
+    dev: String,
+    /// IPv4 address and prefix length, e.g. 10.0.0.2/24.
+    #[arg(long, value_parser = parse_v4)]
+    ip: (Ipv4Addr, u8),
+    /// An IPv6 address and prefix length, e.g. fd00::2/64 (besides the link-local address).
+    #[arg(long, value_parser = parse_v6)]
+    ip6: Vec<(Ipv6Addr, u8)>,
+    /// IPoIB mode.
+    #[arg(long, value_enum, default_value = "datagram")]
+    mode: Mode,
+    /// Partition key (hex, e.g. 0xffff or 8001).
+    #[arg(long, value_parser = parse_pkey, default_value = "0xffff")]
+    pkey: PKey,
+}
+
+fn parse_v4(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let (a, l) = s.split_once('/').ok_or("expected ADDR/LEN")?;
+    let a = a.parse().map_err(|e| format!("{a}: {e}"))?;
+    let l: u8 = l.parse().map_err(|e| format!("{l}: {e}"))?;
+    if l > 32 {
+        return Err(format!("prefix length {l} > 32"));
+    }
+    Ok((a, l))
+}
+
+fn parse_v6(s: &str) -> Result<(Ipv6Addr, u8), String> {
+    let (a, l) = s.split_once('/').ok_or("expected ADDR/LEN")?;
+    let a = a.parse().map_err(|e| format!("{a}: {e}"))?;
+    let l: u8 = l.parse().map_err(|e| format!("{l}: {e}"))?;
+    if l > 128 {
+        return Err(format!("prefix length {l} > 128"));
+    }
+    Ok((a, l))
+}
+
+fn parse_pkey(s: &str) -> Result<PKey, String> {
+    let h = s.trim_start_matches("0x").trim_start_matches("0X");
+    let v = u16::from_str_radix(h, 16).map_err(|e| format!("{s}: {e}"))?;
+    if v & 0x7fff == 0 {
+        return Err(format!("{s}: not a valid P_Key (partition 0)"));
+    }
+    Ok(PKey(v))
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let fabric = match parse_udp(&args.fabric) {
+        Ok(a) => a,
+        Err(e) => {
+            note!("ipoib attach: --fabric {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut opts = AttachOptions::new(fabric);
+    opts.ipv4 = Some(args.ip);
+    opts.ipv6 = args.ip6.clone();
+    opts.connected = args.mode == Mode::Connected;
+    opts.pkey = args.pkey;
+    let mut p = match AttachProcess::connect(&opts) {
+        Ok(p) => p,
+        Err(e) => {
+            note!("ipoib attach: {fabric}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (interrupt, err) = Interrupt::install();
+    if let Some(e) = err {
+        note!("ipoib attach: signals: {e}");
+    }
+    note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
+    let mut carrier = false;
+    while interrupt.signal().is_none() {
+        if let Err(e) = p.turn(MAX_WAIT) {
+            note!("ipoib attach: socket: {e}");
+            return ExitCode::from(1);
+        }
+        while let Some(e) = p.poll_status() {
+            match e {
+                HostLinkEvent::Attached(a) => note!(
+                    "ipoib attach: {}: attached as CA {} of the topology (node GUID {:#018x}, port {})",
+                    args.dev,
+                    a.slot,
+                    a.node_guid.0,
+                    a.port
+                ),
+                HostLinkEvent::Lost => {
+                    note!("ipoib attach: {}: fabric lost, attaching again", args.dev)
+                }
+                HostLinkEvent::Rejected(r) => {
+                    note!("ipoib attach: {}: refused: {}", args.dev, r.name())
+                }
+                _ => {}
+            }
+        }
+        let now = p.app().is_some_and(|a| a.carrier());
+        if now != carrier {
+            carrier = now;
+            let lid = p
+                .host()
+                .host()
+                .and_then(|h| h.hca().port(h.mgmt_port()))
+                .map_or(0, |port| port.lid);
+            note!(
+                "ipoib attach: {}: carrier {} (LID {lid})",
+                args.dev,
+                if now { "up" } else { "down" }
+            );
+        }
+    }
+    p.detach();
+    note!("ipoib attach: {}: detached", args.dev);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,169 @@
+//! `ipoib fabric`: the emulated subnet's switches, SM and SA in this process, its hosts in
+//! `ipoib attach` processes that reach it over UDP (docs/UDP-FABRIC.md). Each CA of the topology
+//! but the SM's is a slot a host can attach to; the SM's CA runs in this process.
+//!
+//! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
+//! SIGTERM, exit status 0). Exit status 2 on bad arguments or a socket that cannot be bound.
+
+use crate::interrupt::Interrupt;
+use ipoib_fabric::node::remote::FabricOptions;
+use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_runtime::udp_fabric::{parse_udp, FabricProcess, MAX_WAIT};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where to listen for hosts: udp:ADDR:PORT (e.g. udp:0.0.0.0:4791).
+    #[arg(long)]
+    listen: String,
+    /// fat-tree, single-switch, or an ibnetdiscover/ibsim net file.
+    #[arg(long, default_value = "single-switch")]
+    topology: String,
+    /// CAs of a generated topology, the SM's included (hosts can attach to all but one).
+    #[arg(long, default_value_t = 9)]
+    hosts: usize,
+    /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
+    #[arg(long)]
+    partitions: Option<String>,
+    /// Record every packet on every link of the fabric into this pcap (ERF records).
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Stop recording once the pcap reaches this many bytes.
+    #[arg(long, requires = "pcap")]
+    pcap_limit: Option<u64>,
+    /// A host not heard from for this many milliseconds loses its slot.
+    #[arg(long, default_value_t = 3000)]
+    timeout_ms: u64,
+    /// Seed of the fabric's random choices (session ids, the SA's).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn fail(msg: &str) -> ExitCode {
+    note!("ipoib fabric: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let addr = match parse_udp(&args.listen) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("--listen {e}")),
+    };
+    let hosts = (!std::path::Path::new(&args.topology).exists()).then_some(args.hosts);
+    let topology = match crate::topology_arg::load(&args.topology, hosts, None) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    let mut so = SubnetOptions::new(topology, args.seed);
+    if let Some(p) = &args.partitions {
+        match crate::sim::load_partitions(p) {
+            Ok(c) => so.partitions = Some(c),
+            Err(e) => return fail(&e),
+        }
+    }
+    let mut opts = FabricOptions::new(so);
+    opts.timeout = Duration::from_millis(args.timeout_ms.max(1));
+    let mut f = match FabricProcess::bind(addr, opts) {
+        Ok(f) => f,
+        Err(e) => return fail(&format!("{addr}: {e}")),
+    };
+    if let Some(p) = &args.pcap {
+        if let Err(e) = f.capture_to(p, args.pcap_limit) {
+            return fail(&format!("{p}: {e}"));
+        }
+    }
+    let (interrupt, err) = Interrupt::install();
+    if let Some(e) = err {
+        note!("ipoib fabric: signals: {e}");
+    }
+    let local = f.local_addr().map_or(addr, |a| a);
+    note!(
+        "ipoib fabric: listening on udp:{local}, {} CAs for hosts",
+        f.server().slot_count()
+    );
+    let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
+    while interrupt.signal().is_none() {
+        if let Err(e) = f.turn(MAX_WAIT) {
+            note!("ipoib fabric: socket: {e}");
+            return ExitCode::from(1);
+        }
+        report_changes(&f, &mut known);
+    }
+    let c = f.server().counters();
+    let io = f.counters();
+    note!(
+        "ipoib fabric: stopped; datagrams in {} out {} (send errors {}), attached {}, detached {}, \
+         timed out {}, rejected {}, malformed {}, unknown session {}",
+        io.received,
+        io.sent,
+        io.send_errors,
+        c.attached,
+        c.detached,
+        c.timed_out,
+        c.rejected,
+        c.malformed + c.bad_version,
+        c.unknown_session
+    );
+    for i in 0..f.server().slot_count() {
+        if let Some(r) = f.server().slot(i) {
+            let rc = r.counters();
+            let dropped = rc.malformed
+                + rc.management
+                + rc.unconfigured
+                + rc.spoofed_lid
+                + rc.spoofed_gid
+                + rc.bad_pkey;
+            if rc.from_host + rc.to_host + dropped > 0 {
+                note!(
+                    "  CA {} ({:#018x}, LID {}): from host {}, to host {}, dropped from host {} \
+                     (spoofed LID {}, GID {}, P_Key {})",
+                    f.server().slot_topo_node(i).unwrap_or(usize::MAX),
+                    r.node_guid().0,
+                    r.lid(),
+                    rc.from_host,
+                    rc.to_host,
+                    dropped,
+                    rc.spoofed_lid,
+                    rc.spoofed_gid,
+                    rc.bad_pkey
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints the hosts that attached or left since the last look.
+fn report_changes(f: &FabricProcess, known: &mut BTreeMap<SocketAddr, usize>) {
+    let now: BTreeMap<SocketAddr, usize> = f.server().peers().collect();
+    if now == *known {
+        return;
+    }
+    for (peer, &slot) in &now {
+        if known.get(peer) != Some(&slot) {
+            let ca = f.server().slot_topo_node(slot).unwrap_or(usize::MAX);
+            let name = f
+                .server()
+                .topology()
+                .nodes()
+                .get(ca)
+                .map_or(String::new(), |n| n.name.clone());
+            let r = f.server().slot(slot);
+            note!(
+                "ipoib fabric: {peer} attached as CA {ca} ({name}, node GUID {:#018x}, LID {})",
+                r.map_or(0, |r| r.node_guid().0),
+                r.map_or(0, |r| r.lid())
+            );
+        }
+    }
+    for (peer, &slot) in known.iter() {
+        if !now.contains_key(peer) {
+            let ca = f.server().slot_topo_node(slot).unwrap_or(usize::MAX);
+            note!("ipoib fabric: {peer} left CA {ca}");
+        }
+    }
+    *known = now;
+}
