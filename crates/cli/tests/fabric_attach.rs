@@ -1,0 +1,126 @@
+//! `ipoib fabric` and two `ipoib attach` processes over loopback UDP (docs/UDP-FABRIC.md): both
+//! hosts get an identity and carrier, SIGINT makes a host detach (the fabric sees it leave) and
+//! stops the fabric with its counters; every process exits 0.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+struct Proc {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+fn spawn(args: &[&str]) -> Proc {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ipoib");
+    let err = child.stderr.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    Proc {
+        child,
+        lines,
+        seen: Vec::new(),
+    }
+}
+
+impl Proc {
+    /// Waits (at most 20 s) for a line containing `pat`; returns it.
+    fn wait_for(&mut self, pat: &str) -> String {
+        if let Some(l) = self.seen.iter().find(|l| l.contains(pat)) {
+            return l.clone();
+        }
+        let end = Instant::now() + Duration::from_secs(20);
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.contains(pat) {
+                        return l;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!("no line with {pat:?}; saw {:?}", self.seen);
+    }
+
+    fn interrupt_and_wait(&mut self) -> i32 {
+        let ok = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill")
+            .success();
+        assert!(ok);
+        let st = self.child.wait().unwrap();
+        // Whatever it printed while stopping.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.seen.push(l);
+        }
+        st.code().unwrap_or(-1)
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn fabric_and_two_attached_hosts() {
+    let mut fabric = spawn(&["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"]);
+    let l = fabric.wait_for("listening on udp:");
+    assert!(l.contains("2 CAs for hosts"), "{l}");
+    let addr = l
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .to_string();
+    let mut a = spawn(&["attach", "--fabric", &addr, "--ip", "10.0.0.2/24"]);
+    let mut b = spawn(&[
+        "attach",
+        "--fabric",
+        &addr,
+        "--ip",
+        "10.0.0.3/24",
+        "--dev",
+        "ib1",
+        "--mode",
+        "connected",
+    ]);
+    a.wait_for("ib0: attached as CA");
+    b.wait_for("ib1: attached as CA");
+    let la = a.wait_for("ib0: carrier up (LID ");
+    let lb = b.wait_for("ib1: carrier up (LID ");
+    assert_ne!(la.split("LID ").nth(1), lb.split("LID ").nth(1), "two LIDs");
+    fabric.wait_for("attached as CA 1");
+    fabric.wait_for("attached as CA 2");
+
+    assert_eq!(b.interrupt_and_wait(), 0);
+    assert!(
+        b.seen.iter().any(|l| l.contains("ib1: detached")),
+        "{:?}",
+        b.seen
+    );
+    fabric.wait_for(" left CA ");
+
+    assert_eq!(fabric.interrupt_and_wait(), 0);
+    let summary = fabric.wait_for("ipoib fabric: stopped");
+    assert!(summary.contains("attached 2, detached 1"), "{summary}");
+    assert_eq!(a.interrupt_and_wait(), 0);
+}
