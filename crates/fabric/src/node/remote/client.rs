@@ -317,6 +317,8 @@ pub struct RemoteHost {
     first_qpn: Option<u32>,
     builds: u64,
     status: VecDeque<HostLinkEvent>,
+    /// The latest time the host was given.
+    now: Instant,
 }
 
 impl std::fmt::Debug for RemoteHost {
@@ -348,7 +350,13 @@ impl RemoteHost {
             first_qpn,
             builds: 0,
             status: VecDeque::new(),
+            now,
         }
+    }
+
+    /// The latest time the host was given (its virtual present; it never goes back).
+    pub fn now(&self) -> Instant {
+        self.now
     }
 
     /// The protocol agent.
@@ -439,6 +447,8 @@ impl RemoteHost {
     }
 
     fn advance(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
         if let Some(h) = &mut self.host {
             let t = now.max(h.sim.now());
             h.sim.run_until(t);
