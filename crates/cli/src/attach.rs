@@ -5,6 +5,7 @@
 //!
 //! The interface runs the built-in IP layer of the emulation (it answers ARP, ND and pings on its
 //! addresses); the TUN device that hands IP to the operating system (`--dev`) is not made yet.
+//! `ipoib show --dev DEV` reads its tables over the control socket `<run dir>/attach-DEV.sock`.
 
 use crate::interrupt::Interrupt;
 use ipoib_fabric::node::remote::HostLinkEvent;
@@ -91,6 +92,9 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = p.serve_control(&args.dev) {
+        note!("ipoib attach: control socket (ipoib show): {e}");
+    }
     let (interrupt, err) = Interrupt::install();
     if let Some(e) = err {
         note!("ipoib attach: signals: {e}");

@@ -13,9 +13,10 @@ struct Proc {
     seen: Vec<String>,
 }
 
-fn spawn(args: &[&str]) -> Proc {
+fn spawn(args: &[&str], run_dir: &std::path::Path) -> Proc {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
         .args(args)
+        .env("IPOIB_RUN_DIR", run_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -82,7 +83,12 @@ impl Drop for Proc {
 
 #[test]
 fn fabric_and_two_attached_hosts() {
-    let mut fabric = spawn(&["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    let mut fabric = spawn(
+        &["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"],
+        run,
+    );
     let l = fabric.wait_for("listening on udp:");
     assert!(l.contains("2 CAs for hosts"), "{l}");
     let addr = l
@@ -91,18 +97,21 @@ fn fabric_and_two_attached_hosts() {
         .and_then(|r| r.split(',').next())
         .unwrap()
         .to_string();
-    let mut a = spawn(&["attach", "--fabric", &addr, "--ip", "10.0.0.2/24"]);
-    let mut b = spawn(&[
-        "attach",
-        "--fabric",
-        &addr,
-        "--ip",
-        "10.0.0.3/24",
-        "--dev",
-        "ib1",
-        "--mode",
-        "connected",
-    ]);
+    let mut a = spawn(&["attach", "--fabric", &addr, "--ip", "10.0.0.2/24"], run);
+    let mut b = spawn(
+        &[
+            "attach",
+            "--fabric",
+            &addr,
+            "--ip",
+            "10.0.0.3/24",
+            "--dev",
+            "ib1",
+            "--mode",
+            "connected",
+        ],
+        run,
+    );
     a.wait_for("ib0: attached as CA");
     b.wait_for("ib1: attached as CA");
     let la = a.wait_for("ib0: carrier up (LID ");
@@ -110,6 +119,23 @@ fn fabric_and_two_attached_hosts() {
     assert_ne!(la.split("LID ").nth(1), lb.split("LID ").nth(1), "two LIDs");
     fabric.wait_for("attached as CA 1");
     fabric.wait_for("attached as CA 2");
+
+    // `ipoib show --dev ib0` reads the attach process's tables over its control socket.
+    let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["show", "--dev", "ib0", "counters"])
+        .env("IPOIB_RUN_DIR", run)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("attach") && out.contains("keepalives"),
+        "{out}"
+    );
 
     assert_eq!(b.interrupt_and_wait(), 0);
     assert!(

@@ -13,24 +13,20 @@
 //! keepalives and retries recover.
 //!
 //! A host gets a first QPN and a seed from the wall clock and its process id
-//! ([`fresh_seed`]), so a restarted host does not reuse the QPNs its peers may still hold.
+//! ([`fresh_seed`]), so a restarted host does not reuse the QPNs its peers may still hold. An
+//! attach process serves the control socket `ipoib show` reads (module `attach`).
 
 use ipoib_fabric::hw::capture::Capture;
-use ipoib_fabric::node::host::Host;
-use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
-use ipoib_fabric::node::remote::{
-    FabricOptions, FabricServer, HostLinkConfig, HostLinkEvent, InstallFn, RemoteHost,
-};
+use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
 use ipoib_fabric::Instant;
-use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Ipv4Config};
-use ipoib_wire::udp_fabric::AttachAccept;
-use ipoib_wire::{Guid, PKey};
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, ErrorKind, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
-use std::rc::Rc;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::Duration;
+
+mod attach;
+
+pub use attach::{AttachOptions, AttachProcess};
 
 /// Datagrams read per turn at most, so that timers run between batches.
 pub const BATCH: usize = 64;
@@ -39,7 +35,7 @@ pub const SLACK: Duration = Duration::from_micros(200);
 /// The longest wait for a datagram (the caller's stop flag is looked at this often).
 pub const MAX_WAIT: Duration = Duration::from_millis(100);
 /// Room for the biggest datagram: a 4,096-byte MTU packet with every header, and the header.
-const BUF_LEN: usize = 8192;
+pub(crate) const BUF_LEN: usize = 8192;
 
 /// `udp:ADDR:PORT` (ADDR a name, an IPv4 address or a bracketed IPv6 address) as a socket
 /// address.
@@ -87,7 +83,7 @@ impl WallClock {
 }
 
 /// Waits at most `wait` for a datagram, then reads up to [`BATCH`] without blocking.
-fn read_batch(
+pub(crate) fn read_batch(
     socket: &UdpSocket,
     buf: &mut [u8],
     wait: Duration,
@@ -254,189 +250,6 @@ impl FabricProcess {
         out.file.write_all(&bytes[..keep])?;
         out.written += keep as u64;
         Ok(())
-    }
-}
-
-/// What `ipoib attach` runs.
-#[derive(Debug, Clone)]
-pub struct AttachOptions {
-    /// The fabric.
-    pub fabric: SocketAddr,
-    /// IPv4 address and prefix length.
-    pub ipv4: Option<(Ipv4Addr, u8)>,
-    /// IPv6 addresses (besides the link-local one from the port GUID).
-    pub ipv6: Vec<(Ipv6Addr, u8)>,
-    /// IPv6 on.
-    pub ipv6_on: bool,
-    /// Connected mode (RFC 4755).
-    pub connected: bool,
-    /// The partition.
-    pub pkey: PKey,
-    /// The protocol's timers.
-    pub link: HostLinkConfig,
-    /// Seed of the host's random choices and its first QPN ([`fresh_seed`] by default).
-    pub seed: u64,
-}
-
-impl AttachOptions {
-    /// Defaults for `fabric`: no address, IPv6 link-local on, datagram mode, the default
-    /// partition, a fresh seed.
-    pub fn new(fabric: SocketAddr) -> AttachOptions {
-        AttachOptions {
-            fabric,
-            ipv4: None,
-            ipv6: Vec::new(),
-            ipv6_on: true,
-            connected: false,
-            pkey: PKey::DEFAULT,
-            link: HostLinkConfig::default(),
-            seed: fresh_seed(),
-        }
-    }
-
-    /// The interface configuration of these options.
-    pub fn interface_config(&self) -> InterfaceConfig {
-        let mut cfg = InterfaceConfig::new(Guid(0), 0);
-        cfg.pkey = self.pkey;
-        cfg.ipv4 = self.ipv4.map(|(addr, prefix_len)| Ipv4Config {
-            addr,
-            prefix_len,
-            gateway: None,
-        });
-        cfg.ipv6 = self.ipv6_on || !self.ipv6.is_empty();
-        cfg.ipv6_static = self.ipv6.clone();
-        if self.connected {
-            cfg.connected = Some(ConnectedConfig::rc());
-        }
-        cfg
-    }
-}
-
-/// `ipoib attach`: one host on a UDP socket connected to the fabric. Its IP layer is, for now,
-/// the built-in one of [`IpoibApp::install`] (it answers ARP, ND and pings); the TUN device for
-/// the operating system's IP comes with the external-IP interface.
-pub struct AttachProcess {
-    host: RemoteHost,
-    ipoib: Rc<Cell<Option<IpoibHandle>>>,
-    socket: UdpSocket,
-    clock: WallClock,
-    counters: IoCounters,
-    buf: Vec<u8>,
-}
-
-impl std::fmt::Debug for AttachProcess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AttachProcess")
-            .field("host", &self.host)
-            .field("counters", &self.counters)
-            .finish()
-    }
-}
-
-impl AttachProcess {
-    /// A host that starts attaching to `opts.fabric` at once.
-    pub fn connect(opts: &AttachOptions) -> io::Result<AttachProcess> {
-        let any: SocketAddr = if opts.fabric.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let socket = UdpSocket::bind(any)?;
-        socket.connect(opts.fabric)?;
-        let ipoib = Rc::new(Cell::new(None));
-        let slot = ipoib.clone();
-        let cfg = opts.interface_config();
-        let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
-            slot.set(IpoibApp::install(h, cfg.clone(), rng).ok());
-        });
-        let clock = WallClock::start();
-        // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
-        let first_qpn = 0x100 + (opts.seed % 0x00ff_0000) as u32;
-        let host = RemoteHost::new(clock.now(), opts.link, opts.seed, Some(first_qpn), install);
-        Ok(AttachProcess {
-            host,
-            ipoib,
-            socket,
-            clock,
-            counters: IoCounters::default(),
-            buf: vec![0; BUF_LEN],
-        })
-    }
-
-    /// The host agent.
-    pub fn host(&self) -> &RemoteHost {
-        &self.host
-    }
-
-    /// The IPoIB adapter, once the host is built.
-    pub fn app(&self) -> Option<&IpoibApp> {
-        let h = self.ipoib.get()?;
-        self.host.host()?.app::<IpoibApp>(h.app)
-    }
-
-    /// Counters of the socket.
-    pub fn counters(&self) -> IoCounters {
-        self.counters
-    }
-
-    /// The next status change of the attachment.
-    pub fn poll_status(&mut self) -> Option<HostLinkEvent> {
-        self.host.poll_status()
-    }
-
-    /// Runs `f` on the IPoIB adapter now (a ping, a join), then lets the host act.
-    pub fn with_app<R>(&mut self, f: impl FnOnce(&mut IpoibApp, Instant) -> R) -> Option<R> {
-        let h = self.ipoib.get()?;
-        let now = self.clock.now();
-        let r = self
-            .host
-            .with_host(now, |host, now| {
-                host.app_mut::<IpoibApp>(h.app).map(|a| f(a, now))
-            })
-            .flatten();
-        self.send();
-        r
-    }
-
-    /// One turn (module docs), waiting at most `max_wait`.
-    pub fn turn(&mut self, max_wait: Duration) -> io::Result<()> {
-        let wait = self
-            .host
-            .poll_timeout()
-            .map_or(max_wait, |t| self.clock.until(t).min(max_wait));
-        let (host, clock, fabric) = (&mut self.host, self.clock, self.socket.peer_addr()?);
-        let n = read_batch(&self.socket, &mut self.buf, wait, |from, d| {
-            if from == fabric {
-                host.handle_datagram(clock.now(), d);
-            }
-        })?;
-        self.counters.received += n as u64;
-        self.host.handle_timeout(self.clock.now() + SLACK);
-        self.send();
-        Ok(())
-    }
-
-    /// Turns until `stop()` holds.
-    pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
-        while !stop() {
-            self.turn(MAX_WAIT)?;
-        }
-        Ok(())
-    }
-
-    /// Leaves the fabric: Detach, sent at once.
-    pub fn detach(&mut self) {
-        self.host.detach(self.clock.now());
-        self.send();
-    }
-
-    fn send(&mut self) {
-        while let Some(d) = self.host.poll_transmit() {
-            match self.socket.send(&d) {
-                Ok(_) => self.counters.sent += 1,
-                Err(_) => self.counters.send_errors += 1,
-            }
-        }
     }
 }
 
