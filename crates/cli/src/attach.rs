@@ -139,7 +139,9 @@ pub fn run(args: &Args) -> ExitCode {
             );
         }
     }
-    p.detach();
+    if let Err(e) = p.shutdown(std::time::Duration::from_millis(200)) {
+        note!("ipoib attach: socket: {e}");
+    }
     note!("ipoib attach: {}: detached", args.dev);
     ExitCode::SUCCESS
 }

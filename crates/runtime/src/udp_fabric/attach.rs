@@ -36,6 +36,10 @@ pub struct AttachOptions {
     pub link: HostLinkConfig,
     /// Seed of the host's random choices and its first QPN ([`fresh_seed`] by default).
     pub seed: u64,
+    /// The IP layer is the operating system's ([`IpoibApp::install_external`]: packets come in
+    /// through [`AttachProcess::from_os`] and leave through [`AttachProcess::drain_to_os`]);
+    /// otherwise the emulation's own.
+    pub external: bool,
 }
 
 impl AttachOptions {
@@ -51,6 +55,7 @@ impl AttachOptions {
             pkey: PKey::DEFAULT,
             link: HostLinkConfig::default(),
             seed: fresh_seed(),
+            external: false,
         }
     }
 
@@ -108,8 +113,14 @@ impl AttachProcess {
         let ipoib = Rc::new(Cell::new(None));
         let slot = ipoib.clone();
         let cfg = opts.interface_config();
+        let external = opts.external;
         let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
-            slot.set(IpoibApp::install(h, cfg.clone(), rng).ok());
+            let app = if external {
+                IpoibApp::install_external(h, cfg.clone(), rng)
+            } else {
+                IpoibApp::install(h, cfg.clone(), rng)
+            };
+            slot.set(app.ok());
         });
         let clock = WallClock::start();
         // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
@@ -258,6 +269,42 @@ impl AttachProcess {
     pub fn detach(&mut self) {
         self.host.detach(self.clock.now());
         self.send();
+    }
+
+    /// One IP packet the operating system sent on the link (external IP layer; ignored
+    /// otherwise, and before the host is built).
+    pub fn from_os(&mut self, packet: &[u8]) {
+        self.with_app(|a, now| a.from_os(now, packet));
+    }
+
+    /// Hands every IP packet waiting for the operating system to `out`.
+    pub fn drain_to_os(&mut self, mut out: impl FnMut(&[u8])) {
+        self.with_app(|a, _| {
+            while let Some(p) = a.to_os() {
+                out(&p);
+            }
+        });
+    }
+
+    /// Leaves the multicast groups the operating system listened to, lets the leaves go out for
+    /// at most `grace` (turns of the loop), then detaches: what `ipoib attach` does on SIGINT
+    /// and SIGTERM.
+    pub fn shutdown(&mut self, grace: Duration) -> io::Result<()> {
+        let left = self
+            .with_app(|a, _| {
+                let n = a.os_groups().len();
+                a.forget_os_groups();
+                n
+            })
+            .unwrap_or(0);
+        if left > 0 && self.host.link().is_attached() {
+            let end = std::time::Instant::now() + grace;
+            while std::time::Instant::now() < end {
+                self.turn(Duration::from_millis(10))?;
+            }
+        }
+        self.detach();
+        Ok(())
     }
 
     fn send(&mut self) {
