@@ -3,6 +3,7 @@
 //! destination LID, no simulator). A filter can drop MADs.
 
 mod client;
+mod gone;
 mod mcast;
 mod opensm;
 mod path;

@@ -164,7 +164,7 @@ impl Groups {
 /// when that member leaves; `opensm_diff` steps 77-81).
 pub(super) const FULL_LIKE: u8 = 0x1 | 0x8;
 
-fn is_full(js: u8) -> bool {
+pub(super) fn is_full(js: u8) -> bool {
     js & FULL_LIKE != 0
 }
 
@@ -600,51 +600,9 @@ impl SaServer {
         if !ok {
             return Err(SaStatus::ReqInvalid);
         }
-        let mgid = r.mgid;
-        let left = held & !req_js;
-        let (lost_last_full, mlid, well_known, scope, kept) = {
-            let g = self.mc.by_mgid.get_mut(&mgid).ok_or(SaStatus::ReqInvalid)?;
-            // OpenSM osm_mgrp_remove_port: the port keeps what is left only if that holds a full
-            // bit or the group has full members besides this port; otherwise it goes, and the
-            // response's JoinState is 0 (opensm_diff step 41: JoinState 5, leave 1 -> 0).
-            let was_full = usize::from(is_full(held));
-            let keep = is_full(left) || (left != 0 && g.full > was_full);
-            let kept = if keep { JoinState(left) } else { JoinState(0) };
-            let lost_full = is_full(held) && !is_full(left);
-            if lost_full {
-                g.full = g.full.saturating_sub(1);
-            }
-            if kept.is_empty() {
-                g.members.remove(&r.port_gid);
-            } else if let Some(x) = g.members.get_mut(&r.port_gid) {
-                x.join_state = kept;
-            }
-            (
-                lost_full && g.full == 0,
-                g.rec.mlid,
-                g.well_known,
-                g.rec.scope,
-                kept,
-            )
-        };
-        if lost_last_full {
-            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
-            // OpenSM osm_mgrp_cleanup: without full members every port goes, and the group too
-            // unless it is well known.
-            if let Some(g) = self.mc.by_mgid.get_mut(&mgid) {
-                g.members.clear();
-            }
-            if !well_known {
-                self.flush_dirty(&mgid);
-                self.mc.by_mgid.remove(&mgid);
-                self.mc.mlids.remove(mlid);
-                self.push_event(SaEvent::GroupDeleted { mgid, mlid });
-            } else {
-                self.mark_dirty(mgid);
-            }
-        } else {
-            self.mark_dirty(mgid);
-        }
+        let (kept, scope) = self
+            .remove_join_state(now, r.mgid, r.port_gid, held, req_js)
+            .ok_or(SaStatus::ReqInvalid)?;
         // The request echoed with the group's scope and what the port keeps (OpenSM
         // mcmr_rcv_leave_mgrp; opensm_diff steps 38, 41, 48, 49, 75).
         let mut out = r;

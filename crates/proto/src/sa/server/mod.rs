@@ -7,6 +7,7 @@
 //! counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
 //! inputs and the seed.
 
+mod gone;
 mod inform;
 mod mcast;
 mod path;

@@ -1,0 +1,92 @@
+//! Taking JoinState off a member, shared by a Leave (`mcast.rs`) and by a port that leaves the
+//! subnet ([`SaServer::drop_port`]): OpenSM `osm_mgrp_remove_port` and `osm_mgrp_cleanup`.
+//!
+//! A port that is gone loses every membership, as OpenSM's drop manager deletes a port its sweep
+//! no longer finds (`osm_drop_mgr.c` `drop_mgr_remove_port` -> `osm_port_delete` ->
+//! `osm_mgrp_delete_port`): the groups' trees shrink, and a group left without full members goes
+//! (unless well known), with trap 67 to its subscribers, as after a Leave.
+
+use super::mcast::is_full;
+use super::SaServer;
+use crate::sa::SaEvent;
+use crate::time::Instant;
+use ipoib_wire::mad::NoticeRepr;
+use ipoib_wire::sa::JoinState;
+use ipoib_wire::Gid;
+
+impl SaServer {
+    /// Takes the `drop` bits off `port_gid`'s JoinState `held` in group `mgid` (OpenSM
+    /// `osm_mgrp_remove_port`: the port keeps what is left only if that holds a full bit or the
+    /// group has full members besides it; otherwise it goes, and the JoinState it keeps is 0,
+    /// `opensm_diff` step 41: JoinState 5, leave 1 -> 0). A group left without full members
+    /// loses every port, and goes unless well known (`osm_mgrp_cleanup`). Returns what the port
+    /// keeps and the group's scope; `None` for no such group.
+    pub(super) fn remove_join_state(
+        &mut self,
+        now: Instant,
+        mgid: Gid,
+        port_gid: Gid,
+        held: u8,
+        drop: u8,
+    ) -> Option<(JoinState, u8)> {
+        let left = held & !drop;
+        let (lost_last_full, mlid, well_known, scope, kept) = {
+            let g = self.mc.by_mgid.get_mut(&mgid)?;
+            let was_full = usize::from(is_full(held));
+            let keep = is_full(left) || (left != 0 && g.full > was_full);
+            let kept = if keep { JoinState(left) } else { JoinState(0) };
+            let lost_full = is_full(held) && !is_full(left);
+            if lost_full {
+                g.full = g.full.saturating_sub(1);
+            }
+            if kept.is_empty() {
+                g.members.remove(&port_gid);
+            } else if let Some(x) = g.members.get_mut(&port_gid) {
+                x.join_state = kept;
+            }
+            (
+                lost_full && g.full == 0,
+                g.rec.mlid,
+                g.well_known,
+                g.rec.scope,
+                kept,
+            )
+        };
+        if lost_last_full {
+            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
+            if let Some(g) = self.mc.by_mgid.get_mut(&mgid) {
+                g.members.clear();
+            }
+            if !well_known {
+                self.flush_dirty(&mgid);
+                self.mc.by_mgid.remove(&mgid);
+                self.mc.mlids.remove(mlid);
+                self.push_event(SaEvent::GroupDeleted { mgid, mlid });
+            } else {
+                self.mark_dirty(mgid);
+            }
+        } else {
+            self.mark_dirty(mgid);
+        }
+        Some((kept, scope))
+    }
+
+    /// The port `port_gid` left the subnet: it leaves every multicast group it is a member of
+    /// (module docs). Returns the number of groups it was in. The SM learns the changes as
+    /// [`SaServer::poll_event`] events, as after Leaves.
+    pub fn drop_port(&mut self, now: Instant, port_gid: &Gid) -> usize {
+        let groups: Vec<(Gid, u8)> = self
+            .mc
+            .by_mgid
+            .iter()
+            .filter_map(|(mgid, g)| {
+                let m = g.members.get(port_gid)?;
+                Some((*mgid, m.join_state.0 & 0x0f))
+            })
+            .collect();
+        for &(mgid, held) in &groups {
+            self.remove_join_state(now, mgid, *port_gid, held, held);
+        }
+        groups.len()
+    }
+}
