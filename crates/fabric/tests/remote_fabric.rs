@@ -170,6 +170,16 @@ fn silent_host_loses_its_link_then_reattaches() {
     assert!(net.run_until(3 * SEC, all_carrier));
     assert!(net.ping_and_wait(0, addr(1), SEC));
     assert!(net.ping_and_wait(1, addr(0), SEC));
+    // Its memberships were dropped when it went silent, and are back since it joined again.
+    assert!(net.fabric.counters().memberships_dropped >= 1);
+    let gid = net.fabric.slot(1).unwrap().gid();
+    assert!(net
+        .fabric
+        .sa()
+        .unwrap()
+        .groups()
+        .iter()
+        .any(|g| g.members.iter().any(|(m, _)| *m == gid)));
 }
 
 #[test]
@@ -202,6 +212,20 @@ fn detach_frees_the_slot() {
     assert_eq!(net.fabric.counters().detached, 1);
     assert!(!net.fabric.slot(1).unwrap().is_attached());
     assert_eq!(net.fabric.counters().timed_out, 0);
+    // The port is gone: the SA dropped its memberships (the broadcast group's among them), the
+    // other host's stay.
+    assert!(net.fabric.counters().memberships_dropped >= 1);
+    let gone = net.fabric.slot(1).unwrap().gid();
+    let stays = net.fabric.slot(0).unwrap().gid();
+    let sa = net.fabric.sa().unwrap();
+    assert!(sa
+        .groups()
+        .iter()
+        .all(|g| g.members.iter().all(|(m, _)| *m != gone)));
+    assert!(sa
+        .groups()
+        .iter()
+        .any(|g| g.members.iter().any(|(m, _)| *m == stays)));
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //!   Detach -> the session ends.
 //! - A session silent for [`FabricOptions::timeout`] ends ([`ServerCounters::timed_out`]).
 //!   A session's end takes the slot's cable down (`Simulator::schedule_link_state`), so the switch
-//!   no longer sends to the slot, and drops what waited for the host.
+//!   no longer sends to the slot, drops what waited for the host, and has the SA drop the port's
+//!   multicast memberships (`SaServer::drop_port`), whose trees the SM then prunes.
 //!
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
@@ -91,6 +92,8 @@ pub struct ServerCounters {
     pub timed_out: u64,
     /// Datagrams dropped: the transmit queue was full.
     pub transmit_full: u64,
+    /// Multicast memberships the SA dropped for hosts that left.
+    pub memberships_dropped: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -441,8 +444,27 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             return;
         };
         self.sessions.remove(&s.peer);
+        let mut gid = None;
         if let Some(r) = self.sim.node_mut::<Remote>(self.slots[i].node) {
             r.detach();
+            gid = Some(r.gid());
+        }
+        // The port is gone: the SA drops its memberships and the SM prunes the trees
+        // (`SaServer::drop_port`, as OpenSM's drop manager does for a port its sweep no longer
+        // finds).
+        if let Some(gid) = gid {
+            let sa = self.sa;
+            let dropped = self
+                .sim
+                .with_node::<Host, _>(self.sm_node, |h, now, tx| {
+                    let n = h
+                        .agent_mut::<SaServer>(sa)
+                        .map_or(0, |s| s.drop_port(now, &gid));
+                    h.drive(now, tx);
+                    n
+                })
+                .unwrap_or(0);
+            self.counters.memberships_dropped += dropped as u64;
         }
         if let Some(l) = self.slots[i].link {
             self.sim.schedule_link_state(l, now, false);
