@@ -290,3 +290,28 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    // The host side takes random datagrams, in and out of its session, without panicking, and
+    // counts what it cannot use.
+    #[test]
+    fn host_never_panics_on_random_datagrams(
+        bodies in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..120), 1..20),
+        kinds in proptest::collection::vec(0u8..10, 20),
+    ) {
+        let mut net = Net::new(1, 10);
+        prop_assert!(net.run_until(2 * SEC, all_carrier));
+        let session = net.peers[0].host.link().session().unwrap();
+        for (b, &k) in bodies.iter().zip(&kinds) {
+            let now = net.now;
+            let mut d = vec![0x49, 0x42, 1, k];
+            d.extend_from_slice(&session.to_be_bytes());
+            d.extend_from_slice(b);
+            net.peers[0].host.handle_datagram(now, &d);
+            net.peers[0].host.handle_datagram(now, b);
+            net.peers[0].host.handle_timeout(now + Duration::from_micros(1));
+        }
+        prop_assert!(net.peers[0].host.link().counters().datagrams >= bodies.len() as u64);
+    }
+}
