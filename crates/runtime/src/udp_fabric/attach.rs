@@ -109,6 +109,7 @@ impl AttachProcess {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
         let socket = UdpSocket::bind(any)?;
+        super::grow_buffers(&socket);
         socket.connect(opts.fabric)?;
         let ipoib = Rc::new(Cell::new(None));
         let slot = ipoib.clone();

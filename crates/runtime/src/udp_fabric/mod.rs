@@ -49,6 +49,25 @@ pub fn parse_udp(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{s}: no address"))
 }
 
+/// The receive and send buffers asked of every socket: about a thousand full datagrams, so
+/// that a burst (a TCP window of an IPoIB-CM connection, thousands of InfiniBand packets) that
+/// comes while the process is busy is not dropped by the kernel.
+pub const SOCKET_BUFFER: usize = 8 << 20;
+
+/// Grows `socket`'s buffers to [`SOCKET_BUFFER`]: past `net.core.rmem_max`/`wmem_max` with
+/// `SO_RCVBUFFORCE`/`SO_SNDBUFFORCE` when the process may (CAP_NET_ADMIN), else as far as
+/// `SO_RCVBUF`/`SO_SNDBUF` go (docs/DEPLOYED.md "Linux UDP sockets"). Best effort: a socket
+/// whose buffers stay small still works, losing more in bursts.
+pub fn grow_buffers(socket: &UdpSocket) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    if setsockopt(socket, sockopt::RcvBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::RcvBuf, &SOCKET_BUFFER);
+    }
+    if setsockopt(socket, sockopt::SndBufForce, &SOCKET_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::SndBuf, &SOCKET_BUFFER);
+    }
+}
+
 /// A seed from the wall clock and the process id (different in every run).
 pub fn fresh_seed() -> u64 {
     let t = std::time::SystemTime::now()
@@ -160,6 +179,7 @@ impl FabricProcess {
     pub fn bind(addr: SocketAddr, opts: FabricOptions) -> io::Result<FabricProcess> {
         let server = FabricServer::build(opts).map_err(|e| io::Error::other(e.to_string()))?;
         let socket = UdpSocket::bind(addr)?;
+        grow_buffers(&socket);
         Ok(FabricProcess {
             server,
             socket,
