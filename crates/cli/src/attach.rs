@@ -3,13 +3,18 @@
 //! SM's configuration of its port reaches it as a message; it keeps the attachment alive, attaches
 //! again when the fabric restarts, and detaches on SIGINT or SIGTERM (exit status 0).
 //!
-//! The interface runs the built-in IP layer of the emulation (it answers ARP, ND and pings on its
-//! addresses); the TUN device that hands IP to the operating system (`--dev`) is not made yet.
-//! `ipoib show --dev DEV` reads its tables over the control socket `<run dir>/attach-DEV.sock`.
+//! The operating system's IP stack uses the interface through a TUN device named `--dev`, made in
+//! the current network namespace with the given addresses (root, or CAP_NET_ADMIN, is needed);
+//! `--no-tun` runs the emulation's own IP layer instead (it answers ARP, ND and pings on its
+//! addresses). `ipoib show --dev DEV` reads its tables over the control socket
+//! `<run dir>/attach-DEV.sock`.
 
-use crate::interrupt::Interrupt;
 use ipoib_fabric::node::remote::HostLinkEvent;
-use ipoib_runtime::udp_fabric::{parse_udp, AttachOptions, AttachProcess, MAX_WAIT};
+use ipoib_runtime::netns::NetNs;
+use ipoib_runtime::tun::{LinkControl, Tun, TunConfig};
+use ipoib_runtime::udp_fabric::{
+    parse_udp, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU, MAX_WAIT,
+};
 use ipoib_wire::PKey;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::ExitCode;
@@ -26,9 +31,16 @@ pub struct Args {
     /// The fabric: udp:ADDR:PORT of an `ipoib fabric --listen`.
     #[arg(long)]
     fabric: String,
-    /// Name of the interface (the TUN device, once the operating system's IP is attached).
+    /// Name of the TUN device (and of the host in `ipoib show --dev`).
     #[arg(long, default_value = "ib0")]
     dev: String,
+    /// No TUN device: the emulation's own IP layer answers on the addresses (no root needed).
+    #[arg(long)]
+    no_tun: bool,
+    /// Make the TUN device in this existing network namespace (`ip netns add NAME`) instead of
+    /// the current one; the UDP socket to the fabric stays in the current one.
+    #[arg(long, conflicts_with = "no_tun")]
+    netns: Option<String>,
     /// IPv4 address and prefix length, e.g. 10.0.0.2/24.
     #[arg(long, value_parser = parse_v4)]
     ip: (Ipv4Addr, u8),
@@ -85,6 +97,7 @@ pub fn run(args: &Args) -> ExitCode {
     opts.ipv6 = args.ip6.clone();
     opts.connected = args.mode == Mode::Connected;
     opts.pkey = args.pkey;
+    opts.external = !args.no_tun;
     let mut p = match AttachProcess::connect(&opts) {
         Ok(p) => p,
         Err(e) => {
@@ -92,19 +105,63 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The TUN device's link, brought up once the interface has carrier.
+    let mut link: Option<LinkControl> = None;
+    if !args.no_tun {
+        let cfg = TunConfig {
+            name: args.dev.clone(),
+            mtu: if opts.connected {
+                CONNECTED_MTU
+            } else {
+                DATAGRAM_MTU
+            },
+            addresses: AttachProcess::tun_addresses(&opts),
+            loopback_up: false,
+            // Down until the interface has carrier (after its broadcast join), as Linux's ib0.
+            up: false,
+            tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
+        };
+        let make = move || {
+            let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+            let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+            Ok::<_, String>((tun, ctl))
+        };
+        let made = match &args.netns {
+            None => make(),
+            Some(ns) => NetNs::open(ns)
+                .map_err(|e| e.to_string())
+                .and_then(|n| n.run_in(make).map_err(|e| e.to_string()))
+                .and_then(|t| t.map_err(|e| format!("{ns}: {e}"))),
+        };
+        let added = made.and_then(|(t, ctl)| {
+            p.add_tun(t).map_err(|e| format!("epoll: {e}"))?;
+            Ok(ctl)
+        });
+        match added {
+            Ok(ctl) => link = Some(ctl),
+            Err(e) => {
+                note!("ipoib attach: {e} (root is needed for a TUN device; --no-tun runs without)");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Err(e) = p.serve_control(&args.dev) {
         note!("ipoib attach: control socket (ipoib show): {e}");
     }
-    let (interrupt, err) = Interrupt::install();
-    if let Some(e) = err {
-        note!("ipoib attach: signals: {e}");
+    match crate::interrupt::stop_file().and_then(|f| p.set_stop(f.into())) {
+        Ok(()) => {}
+        Err(e) => note!("ipoib attach: signals: {e}"),
     }
     note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
     let mut carrier = false;
-    while interrupt.signal().is_none() {
-        if let Err(e) = p.turn(MAX_WAIT) {
-            note!("ipoib attach: socket: {e}");
-            return ExitCode::from(1);
+    loop {
+        match p.turn(MAX_WAIT) {
+            Ok(false) => {}
+            Ok(true) => break,
+            Err(e) => {
+                note!("ipoib attach: {e}");
+                return ExitCode::from(1);
+            }
         }
         while let Some(e) = p.poll_status() {
             match e {
@@ -127,6 +184,14 @@ pub fn run(args: &Args) -> ExitCode {
         let now = p.app().is_some_and(|a| a.carrier());
         if now != carrier {
             carrier = now;
+            // Up with the interface's MTU at the first carrier; a later loss is not mirrored
+            // (taking the device down would flush its IPv6 addresses).
+            if let (true, Some(mut ctl)) = (now, link.take()) {
+                let mtu = p.interface().map(|i| i.mtu());
+                if let Err(e) = ctl.set(mtu, true) {
+                    note!("ipoib attach: {}: link up: {e}", args.dev);
+                }
+            }
             let lid = p
                 .host()
                 .host()

@@ -5,7 +5,6 @@
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments or a socket that cannot be bound.
 
-use crate::interrupt::Interrupt;
 use ipoib_fabric::node::remote::FabricOptions;
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_runtime::udp_fabric::{parse_udp, FabricProcess, MAX_WAIT};
@@ -75,9 +74,9 @@ pub fn run(args: &Args) -> ExitCode {
             return fail(&format!("{p}: {e}"));
         }
     }
-    let (interrupt, err) = Interrupt::install();
-    if let Some(e) = err {
-        note!("ipoib fabric: signals: {e}");
+    match crate::interrupt::stop_file().and_then(|fd| f.set_stop(fd.into())) {
+        Ok(()) => {}
+        Err(e) => note!("ipoib fabric: signals: {e}"),
     }
     let local = f.local_addr().map_or(addr, |a| a);
     note!(
@@ -85,12 +84,18 @@ pub fn run(args: &Args) -> ExitCode {
         f.server().slot_count()
     );
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
-    while interrupt.signal().is_none() {
-        if let Err(e) = f.turn(MAX_WAIT) {
-            note!("ipoib fabric: socket: {e}");
-            return ExitCode::from(1);
-        }
+    loop {
+        let stopped = match f.turn(MAX_WAIT) {
+            Ok(s) => s,
+            Err(e) => {
+                note!("ipoib fabric: {e}");
+                return ExitCode::from(1);
+            }
+        };
         report_changes(&f, &mut known);
+        if stopped {
+            break;
+        }
     }
     let c = f.server().counters();
     let io = f.counters();

@@ -76,3 +76,14 @@ impl Interrupt {
         }
     }
 }
+
+/// The read end of a socket pair that SIGINT and SIGTERM write to: the stop file of the
+/// real-time driver (`ipoib_runtime::realtime::Driver::set_stop`), which wakes at once when a
+/// signal comes. A second signal does not end the process: the driver stops at the first.
+pub fn stop_file() -> std::io::Result<std::os::unix::net::UnixStream> {
+    let (r, w) = std::os::unix::net::UnixStream::pair()?;
+    for s in [Signal::INT.0, Signal::TERM.0] {
+        signal_hook::low_level::pipe::register(s, w.try_clone()?)?;
+    }
+    Ok(r)
+}

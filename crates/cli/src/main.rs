@@ -134,12 +134,14 @@ enum Command {
     /// P_Keys; a host silent for `--timeout-ms` loses its slot and its link goes down. Stops on
     /// SIGINT or SIGTERM with its counters (exit status 0); 2 on bad arguments.
     Fabric(fabric::Args),
-    /// Run one host attached to an `ipoib fabric` over UDP.
+    /// Run one host attached to an `ipoib fabric` over UDP, with a TUN device for Linux's IP.
     ///
-    /// The host gets its identity and its port's configuration from the fabric, brings IPoIB up
-    /// (broadcast join) on the given addresses, and answers ARP, ND and pings. It keeps the
-    /// attachment alive, attaches again when the fabric restarts, and detaches on SIGINT or
-    /// SIGTERM (exit status 0); 2 on bad arguments.
+    /// The host gets its identity and its port's configuration from the fabric and brings IPoIB
+    /// up (broadcast join); the operating system's IP stack uses it through a TUN device (`--dev`,
+    /// in the current network namespace or the one `--netns` names) with the given addresses,
+    /// or, with `--no-tun`, the emulation's own IP layer answers on them. It keeps the attachment
+    /// alive, attaches again when the fabric restarts, and on SIGINT or SIGTERM leaves its groups
+    /// and detaches (exit status 0); 2 on bad arguments or when the TUN device cannot be made.
     Attach(attach::Args),
 }
 

@@ -97,10 +97,21 @@ fn fabric_and_two_attached_hosts() {
         .and_then(|r| r.split(',').next())
         .unwrap()
         .to_string();
-    let mut a = spawn(&["attach", "--fabric", &addr, "--ip", "10.0.0.2/24"], run);
+    let mut a = spawn(
+        &[
+            "attach",
+            "--no-tun",
+            "--fabric",
+            &addr,
+            "--ip",
+            "10.0.0.2/24",
+        ],
+        run,
+    );
     let mut b = spawn(
         &[
             "attach",
+            "--no-tun",
             "--fabric",
             &addr,
             "--ip",

@@ -110,7 +110,7 @@ fn two_hosts_ping_through_a_fabric_process_and_survive_its_restart() {
     );
 
     // Detach frees the slot at once.
-    hosts[1].detach();
+    hosts[1].detach().unwrap();
     assert!(run(
         &mut f,
         &mut hosts[..1],

@@ -1,9 +1,15 @@
-//! `ipoib attach`: one host on a UDP socket connected to the fabric ([`AttachProcess`]), with the
-//! control socket `ipoib show` reads (`crate::control`, `<run dir>/attach-<dev>.sock`).
+//! `ipoib attach`: one host on a UDP socket connected to the fabric ([`AttachProcess`]), on the
+//! real-time driver with up to three endpoints: the socket, the TUN device through which the
+//! operating system's IP stack uses the interface ([`AttachProcess::add_tun`]; the interface
+//! is then installed with the OS's IP layer, [`IpoibApp::install_external`]), and the control
+//! socket `ipoib show` reads (`crate::control`, `<run dir>/attach-<dev>.sock`).
 
-use super::{fresh_seed, read_batch, IoCounters, WallClock, BUF_LEN, MAX_WAIT, SLACK};
+use super::{fresh_seed, DatagramPeer, IoCounters, UdpEndpoint, MAX_WAIT};
 use crate::control::{attach_socket, AnswerError, BindError, ControlServer, Request, View};
+use crate::realtime::control::{AnswerFn, ControlEndpoint};
+use crate::realtime::{Config, Driver, Emulation, Wake};
 use crate::show::{Answer, CounterSection, HostShow};
+use crate::tun::{OsPort, Tun, TunEndpoint};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, RemoteHost};
@@ -13,9 +19,16 @@ use ipoib_wire::udp_fabric::AttachAccept;
 use ipoib_wire::{Guid, PKey};
 use std::cell::Cell;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant as Wall};
+
+/// The TUN device's MTU in datagram mode: 2048-byte IB MTU less the 4-byte IPoIB header
+/// (draft-ietf-ipoib-ip-over-infiniband-06 §7; Linux's default).
+pub const DATAGRAM_MTU: u32 = 2044;
+/// The TUN device's MTU in connected mode (RFC 4755 §3.3, Linux's `IPOIB_CM_MTU`).
+pub const CONNECTED_MTU: u32 = 65_520;
 
 /// What `ipoib attach` runs.
 #[derive(Debug, Clone)]
@@ -77,87 +90,49 @@ impl AttachOptions {
     }
 }
 
-/// `ipoib attach`: one host on a UDP socket connected to the fabric. Its IP layer is, for now,
-/// the built-in one of [`IpoibApp::install`] (it answers ARP, ND and pings); the TUN device for
-/// the operating system's IP comes with the external-IP interface.
-pub struct AttachProcess {
+/// The host agent as the driver's emulation: one [`RemoteHost`] and its IPoIB interface.
+pub struct AttachEmu {
     host: RemoteHost,
     ipoib: Rc<Cell<Option<IpoibHandle>>>,
-    socket: UdpSocket,
-    clock: WallClock,
-    counters: IoCounters,
-    buf: Vec<u8>,
-    /// The control socket and the name the host goes by there (the device).
-    control: Option<(ControlServer, String)>,
+    io: IoCounters,
 }
 
-impl std::fmt::Debug for AttachProcess {
+impl std::fmt::Debug for AttachEmu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AttachProcess")
+        f.debug_struct("AttachEmu")
             .field("host", &self.host)
-            .field("counters", &self.counters)
+            .field("io", &self.io)
             .finish()
     }
 }
 
-impl AttachProcess {
-    /// A host that starts attaching to `opts.fabric` at once.
-    pub fn connect(opts: &AttachOptions) -> io::Result<AttachProcess> {
-        let any: SocketAddr = if opts.fabric.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let socket = UdpSocket::bind(any)?;
-        super::grow_buffers(&socket);
-        socket.connect(opts.fabric)?;
-        let ipoib = Rc::new(Cell::new(None));
-        let slot = ipoib.clone();
-        let cfg = opts.interface_config();
-        let external = opts.external;
-        let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
-            let app = if external {
-                IpoibApp::install_external(h, cfg.clone(), rng)
-            } else {
-                IpoibApp::install(h, cfg.clone(), rng)
-            };
-            slot.set(app.ok());
-        });
-        let clock = WallClock::start();
-        // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
-        let first_qpn = 0x100 + (opts.seed % 0x00ff_0000) as u32;
-        let host = RemoteHost::new(clock.now(), opts.link, opts.seed, Some(first_qpn), install);
-        Ok(AttachProcess {
-            host,
-            ipoib,
-            socket,
-            clock,
-            counters: IoCounters::default(),
-            buf: vec![0; BUF_LEN],
-            control: None,
-        })
+impl AttachEmu {
+    /// The host agent.
+    pub fn host(&self) -> &RemoteHost {
+        &self.host
     }
 
-    /// Serves `ipoib show --dev DEV` on `<run dir>/attach-<dev>.sock` (the run directory is made
-    /// when missing), answered between turns.
-    pub fn serve_control(&mut self, dev: &str) -> Result<(), BindError> {
-        let path = attach_socket(dev);
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        self.control = Some((ControlServer::bind(&path)?, dev.to_string()));
-        Ok(())
-    }
-
-    /// The control socket's path, when served.
-    pub fn control_path(&self) -> Option<&std::path::Path> {
-        self.control.as_ref().map(|(c, _)| c.path())
+    /// The IPoIB adapter, once the host is built.
+    pub fn app(&self) -> Option<&IpoibApp> {
+        let h = self.ipoib.get()?;
+        self.host.host()?.app::<IpoibApp>(h.app)
     }
 
     /// The IPoIB interface agent, once the host is built.
     pub fn interface(&self) -> Option<&Interface> {
         let h = self.ipoib.get()?;
         self.host.host()?.agent::<Interface>(h.agent)
+    }
+
+    /// Runs `f` on the IPoIB adapter at the present, then lets the host act.
+    pub fn with_app<R>(&mut self, f: impl FnOnce(&mut IpoibApp, Instant) -> R) -> Option<R> {
+        let h = self.ipoib.get()?;
+        let now = self.host.now();
+        self.host
+            .with_host(now, |host, now| {
+                host.app_mut::<IpoibApp>(h.app).map(|a| f(a, now))
+            })
+            .flatten()
     }
 
     /// The answer to a control request (the host is named by its device).
@@ -184,9 +159,9 @@ impl AttachProcess {
                 .push("builds", self.host.builds());
             sections.push(s);
             let mut s = CounterSection::new("udp");
-            s.push("received", self.counters.received)
-                .push("sent", self.counters.sent)
-                .push("send_errors", self.counters.send_errors);
+            s.push("received", self.io.received)
+                .push("sent", self.io.sent)
+                .push("send_errors", self.io.send_errors);
             sections.push(s);
         }
         Ok(Answer {
@@ -194,82 +169,220 @@ impl AttachProcess {
             sections,
         })
     }
+}
 
-    fn serve(&mut self) {
-        let Some((mut server, dev)) = self.control.take() else {
+impl Emulation for AttachEmu {
+    fn now(&self) -> Instant {
+        self.host.now()
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        self.host.poll_timeout()
+    }
+    fn run_until(&mut self, t: Instant) {
+        self.host.handle_timeout(t);
+    }
+}
+
+impl DatagramPeer for AttachEmu {
+    fn on_datagram(&mut self, _from: SocketAddr, data: &[u8]) {
+        // The socket is connected: only the fabric's datagrams arrive.
+        let now = self.host.now();
+        self.host.handle_datagram(now, data);
+    }
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)> {
+        self.host.poll_transmit().map(|d| (None, d))
+    }
+    fn io_counters(&mut self) -> &mut IoCounters {
+        &mut self.io
+    }
+}
+
+/// The interface's OS side, for the TUN endpoint.
+#[derive(Debug, Clone, Copy)]
+struct OsSide;
+
+impl OsPort<AttachEmu> for OsSide {
+    fn packet_from_os(&mut self, emu: &mut AttachEmu, packet: &[u8]) {
+        // Queued in the adapter; the host acts on the whole batch at its end.
+        let (Some(h), now) = (emu.ipoib.get(), emu.host.now()) else {
             return;
         };
-        let this = &*self;
-        server.poll(&mut |req: &Request| this.answer(&dev, req));
-        self.control = Some((server, dev));
+        if let Some(a) = emu
+            .host
+            .host_mut()
+            .and_then(|host| host.app_mut::<IpoibApp>(h.app))
+        {
+            a.from_os(now, packet);
+        }
+    }
+    fn end_of_batch(&mut self, emu: &mut AttachEmu) {
+        let now = emu.host.now();
+        emu.host.with_host(now, |_, _| ());
+    }
+    fn packets_to_os(&mut self, emu: &mut AttachEmu, out: &mut dyn FnMut(&[u8])) {
+        let Some(h) = emu.ipoib.get() else {
+            return;
+        };
+        if let Some(a) = emu
+            .host
+            .host_mut()
+            .and_then(|host| host.app_mut::<IpoibApp>(h.app))
+        {
+            while let Some(p) = a.to_os() {
+                out(&p);
+            }
+        }
+    }
+}
+
+/// `ipoib attach`: one host whose fabric is reached over UDP. See the module docs.
+#[derive(Debug)]
+pub struct AttachProcess {
+    driver: Driver<AttachEmu>,
+    control: Option<std::path::PathBuf>,
+}
+
+impl AttachProcess {
+    /// A host that starts attaching to `opts.fabric` at once.
+    pub fn connect(opts: &AttachOptions) -> io::Result<AttachProcess> {
+        let any: SocketAddr = if opts.fabric.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = UdpSocket::bind(any)?;
+        super::grow_buffers(&socket);
+        socket.connect(opts.fabric)?;
+        let ipoib = Rc::new(Cell::new(None));
+        let slot = ipoib.clone();
+        let cfg = opts.interface_config();
+        let external = opts.external;
+        let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
+            let app = if external {
+                IpoibApp::install_external(h, cfg.clone(), rng)
+            } else {
+                IpoibApp::install(h, cfg.clone(), rng)
+            };
+            slot.set(app.ok());
+        });
+        // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
+        let first_qpn = 0x100 + (opts.seed % 0x00ff_0000) as u32;
+        let host = RemoteHost::new(
+            Instant::ZERO,
+            opts.link,
+            opts.seed,
+            Some(first_qpn),
+            install,
+        );
+        let emu = AttachEmu {
+            host,
+            ipoib,
+            io: IoCounters::default(),
+        };
+        let mut driver = Driver::new(emu, Config::default())?;
+        driver.add(Box::new(UdpEndpoint::new(socket)?))?;
+        Ok(AttachProcess {
+            driver,
+            control: None,
+        })
+    }
+
+    /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
+    /// network namespace; the options must have asked for the external IP layer).
+    pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
+        self.driver.add(Box::new(TunEndpoint::new(tun, OsSide)))?;
+        Ok(())
+    }
+
+    /// Serves `ipoib show --dev DEV` on `<run dir>/attach-<dev>.sock` (the run directory is made
+    /// when missing).
+    pub fn serve_control(&mut self, dev: &str) -> Result<(), BindError> {
+        let path = attach_socket(dev);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let server = ControlServer::bind(&path)?;
+        self.control = Some(server.path().to_path_buf());
+        let dev = dev.to_string();
+        let answer: AnswerFn<AttachEmu> = Box::new(move |emu, req| emu.answer(&dev, req));
+        let ep = ControlEndpoint::new(server, answer);
+        self.driver.add(Box::new(ep)).map_err(|e| BindError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        Ok(())
+    }
+
+    /// The control socket's path, when served.
+    pub fn control_path(&self) -> Option<&std::path::Path> {
+        self.control.as_deref()
+    }
+
+    /// Stops the driver when `fd` becomes readable (the read end of a socket pair that SIGINT
+    /// and SIGTERM write to).
+    pub fn set_stop(&mut self, fd: OwnedFd) -> io::Result<()> {
+        self.driver.set_stop(fd)
+    }
+
+    /// The emulation.
+    pub fn emu(&self) -> &AttachEmu {
+        self.driver.emulation()
     }
 
     /// The host agent.
     pub fn host(&self) -> &RemoteHost {
-        &self.host
+        &self.driver.emulation().host
     }
 
     /// The IPoIB adapter, once the host is built.
     pub fn app(&self) -> Option<&IpoibApp> {
-        let h = self.ipoib.get()?;
-        self.host.host()?.app::<IpoibApp>(h.app)
+        self.driver.emulation().app()
+    }
+
+    /// The IPoIB interface agent, once the host is built.
+    pub fn interface(&self) -> Option<&Interface> {
+        self.driver.emulation().interface()
     }
 
     /// Counters of the socket.
     pub fn counters(&self) -> IoCounters {
-        self.counters
+        self.driver.emulation().io
     }
 
     /// The next status change of the attachment.
     pub fn poll_status(&mut self) -> Option<HostLinkEvent> {
-        self.host.poll_status()
+        self.driver.emulation_mut().host.poll_status()
     }
 
-    /// Runs `f` on the IPoIB adapter now (a ping, a join), then lets the host act.
+    /// Runs `f` on the IPoIB adapter now (a ping, a join), then lets the host act; what it sends
+    /// leaves at the next turn.
     pub fn with_app<R>(&mut self, f: impl FnOnce(&mut IpoibApp, Instant) -> R) -> Option<R> {
-        let h = self.ipoib.get()?;
-        let now = self.clock.now();
-        let r = self
-            .host
-            .with_host(now, |host, now| {
-                host.app_mut::<IpoibApp>(h.app).map(|a| f(a, now))
-            })
-            .flatten();
-        self.send();
-        r
+        self.driver.emulation_mut().with_app(f)
     }
 
-    /// One turn (module docs), waiting at most `max_wait`.
-    pub fn turn(&mut self, max_wait: Duration) -> io::Result<()> {
-        let wait = self
-            .host
-            .poll_timeout()
-            .map_or(max_wait, |t| self.clock.until(t).min(max_wait));
-        let (host, clock, fabric) = (&mut self.host, self.clock, self.socket.peer_addr()?);
-        let n = read_batch(&self.socket, &mut self.buf, wait, |from, d| {
-            if from == fabric {
-                host.handle_datagram(clock.now(), d);
-            }
-        })?;
-        self.counters.received += n as u64;
-        self.host.handle_timeout(self.clock.now() + SLACK);
-        self.send();
-        self.serve();
-        Ok(())
+    /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
+    pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
+        Ok(self.driver.turn(Wall::now() + max_wait)? == Wake::Stop)
     }
 
-    /// Turns until `stop()` holds.
+    /// Turns until the stop file fires or `stop()` holds.
     pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
         while !stop() {
-            self.turn(MAX_WAIT)?;
+            if self.turn(MAX_WAIT)? {
+                break;
+            }
         }
         Ok(())
     }
 
     /// Leaves the fabric: Detach, sent at once.
-    pub fn detach(&mut self) {
-        self.host.detach(self.clock.now());
-        self.send();
+    pub fn detach(&mut self) -> io::Result<()> {
+        let emu = self.driver.emulation_mut();
+        let now = emu.host.now();
+        emu.host.detach(now);
+        // The turn's flush sends it; nothing else is due.
+        self.driver.turn(Wall::now())?;
+        Ok(())
     }
 
     /// One IP packet the operating system sent on the link (external IP layer; ignored
@@ -288,8 +401,7 @@ impl AttachProcess {
     }
 
     /// Leaves the multicast groups the operating system listened to, lets the leaves go out for
-    /// at most `grace` (turns of the loop), then detaches: what `ipoib attach` does on SIGINT
-    /// and SIGTERM.
+    /// at most `grace`, then detaches: what `ipoib attach` does on SIGINT and SIGTERM.
     pub fn shutdown(&mut self, grace: Duration) -> io::Result<()> {
         let left = self
             .with_app(|a, _| {
@@ -298,22 +410,24 @@ impl AttachProcess {
                 n
             })
             .unwrap_or(0);
-        if left > 0 && self.host.link().is_attached() {
-            let end = std::time::Instant::now() + grace;
-            while std::time::Instant::now() < end {
-                self.turn(Duration::from_millis(10))?;
+        if left > 0 && self.host().link().is_attached() {
+            let end = Wall::now() + grace;
+            while Wall::now() < end {
+                // After a stop the driver no longer sleeps: pace the turns.
+                if self.driver.turn(end)? == Wake::Stop {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
             }
         }
-        self.detach();
-        Ok(())
+        self.detach()
     }
 
-    fn send(&mut self) {
-        while let Some(d) = self.host.poll_transmit() {
-            match self.socket.send(&d) {
-                Ok(_) => self.counters.sent += 1,
-                Err(_) => self.counters.send_errors += 1,
-            }
-        }
+    /// The addresses the TUN device gets for these options.
+    pub fn tun_addresses(opts: &AttachOptions) -> Vec<(IpAddr, u8)> {
+        opts.ipv4
+            .map(|(a, l)| (IpAddr::V4(a), l))
+            .into_iter()
+            .chain(opts.ipv6.iter().map(|&(a, l)| (IpAddr::V6(a), l)))
+            .collect()
     }
 }

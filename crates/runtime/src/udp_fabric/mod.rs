@@ -1,41 +1,38 @@
 //! The subnet across processes over UDP (docs/UDP-FABRIC.md): the fabric process
 //! ([`FabricProcess`], `ipoib fabric`) and a host process ([`AttachProcess`], `ipoib attach`),
-//! each one sans-IO agent of `ipoib_fabric::node::remote` driven against the wall clock over a
-//! `std::net::UdpSocket`.
+//! each one sans-IO agent of `ipoib_fabric::node::remote` run on the real-time driver
+//! ([`crate::realtime`]) with a non-blocking `std::net::UdpSocket` as an endpoint
+//! ([`UdpEndpoint`]; an attach process adds its TUN device and its control socket).
 //!
-//! Virtual time is wall time since the process started ([`WallClock`]). One turn
-//! ([`FabricProcess::turn`], [`AttachProcess::turn`]): wait for a datagram at most until the
-//! agent's next timer (the socket's read timeout, so no busy waiting), read what is there without
-//! blocking up to [`BATCH`] datagrams, hand them to the agent at the present, run its timers up to
-//! the present plus [`SLACK`] (the chain of sub-microsecond events one packet causes completes in
-//! one turn), and send what it produced. Send errors (a fabric not yet up answers with ICMP port
-//! unreachable, seen as `ECONNREFUSED` on the next call) are counted, never fatal: the protocol's
-//! keepalives and retries recover.
+//! The driver maps wall time onto virtual time, reads at most a batch of datagrams per turn and
+//! hands them to the agent at its present, runs the agent's timers up to the present plus its
+//! slack, sends what came out, and sleeps in epoll until a file is readable or the next timer.
+//! Send errors (a fabric not yet up answers with ICMP port unreachable, seen as `ECONNREFUSED` on
+//! a connected socket, docs/DEPLOYED.md "Linux UDP sockets") are counted, never fatal: the
+//! protocol's keepalives and retries recover.
 //!
 //! A host gets a first QPN and a seed from the wall clock and its process id
 //! ([`fresh_seed`]), so a restarted host does not reuse the QPNs its peers may still hold. An
 //! attach process serves the control socket `ipoib show` reads (module `attach`).
 
+use crate::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
 use ipoib_fabric::Instant;
 use std::fs::File;
 use std::io::{self, ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-use std::time::Duration;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant as Wall};
 
 mod attach;
 
-pub use attach::{AttachOptions, AttachProcess};
+pub use attach::{AttachEmu, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU};
 
-/// Datagrams read per turn at most, so that timers run between batches.
-pub const BATCH: usize = 64;
-/// How far past the present a turn runs the agent.
-pub const SLACK: Duration = Duration::from_micros(200);
-/// The longest wait for a datagram (the caller's stop flag is looked at this often).
+/// The longest sleep of a turn when nothing is due (the caller's checks run this often).
 pub const MAX_WAIT: Duration = Duration::from_millis(100);
 /// Room for the biggest datagram: a 4,096-byte MTU packet with every header, and the header.
-pub(crate) const BUF_LEN: usize = 8192;
+const BUF_LEN: usize = 8192;
 
 /// `udp:ADDR:PORT` (ADDR a name, an IPv4 address or a bracketed IPv6 address) as a socket
 /// address.
@@ -76,74 +73,6 @@ pub fn fresh_seed() -> u64 {
     t ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
-/// Wall time onto virtual time: virtual zero at the clock's creation.
-#[derive(Debug, Clone, Copy)]
-pub struct WallClock {
-    start: std::time::Instant,
-}
-
-impl WallClock {
-    /// Virtual zero is now.
-    pub fn start() -> WallClock {
-        WallClock {
-            start: std::time::Instant::now(),
-        }
-    }
-
-    /// The present as virtual time.
-    pub fn now(&self) -> Instant {
-        Instant::ZERO + self.start.elapsed()
-    }
-
-    /// How long until virtual `t` (zero when past).
-    pub fn until(&self, t: Instant) -> Duration {
-        t.saturating_duration_since(self.now())
-    }
-}
-
-/// Waits at most `wait` for a datagram, then reads up to [`BATCH`] without blocking.
-pub(crate) fn read_batch(
-    socket: &UdpSocket,
-    buf: &mut [u8],
-    wait: Duration,
-    mut on: impl FnMut(SocketAddr, &[u8]),
-) -> io::Result<usize> {
-    let mut n = 0;
-    if wait.is_zero() {
-        socket.set_nonblocking(true)?;
-    } else {
-        socket.set_nonblocking(false)?;
-        socket.set_read_timeout(Some(wait))?;
-    }
-    loop {
-        match socket.recv_from(buf) {
-            Ok((len, from)) => {
-                on(from, &buf[..len]);
-                n += 1;
-                if n >= BATCH {
-                    break;
-                }
-                if n == 1 {
-                    socket.set_nonblocking(true)?;
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock
-                        | ErrorKind::TimedOut
-                        | ErrorKind::Interrupted
-                        | ErrorKind::ConnectionRefused
-                ) =>
-            {
-                break;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
 /// Counters of the process around an agent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IoCounters {
@@ -163,15 +92,125 @@ struct CaptureFile {
     limit: Option<u64>,
 }
 
+/// An emulation that speaks datagrams: what [`UdpEndpoint`] reads goes in, what it sends comes
+/// out.
+pub trait DatagramPeer {
+    /// A datagram from `from`, at the emulation's present.
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8]);
+    /// The next datagram to send, and to whom (`None`: the connected socket's peer).
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)>;
+    /// Where the endpoint counts.
+    fn io_counters(&mut self) -> &mut IoCounters;
+}
+
+/// A non-blocking UDP socket as an endpoint of the driver.
+#[derive(Debug)]
+pub struct UdpEndpoint {
+    socket: UdpSocket,
+    buf: Box<[u8]>,
+}
+
+impl UdpEndpoint {
+    /// Makes `socket` non-blocking and wraps it.
+    pub fn new(socket: UdpSocket) -> io::Result<UdpEndpoint> {
+        socket.set_nonblocking(true)?;
+        Ok(UdpEndpoint {
+            socket,
+            buf: vec![0; BUF_LEN].into_boxed_slice(),
+        })
+    }
+}
+
+impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
+    fn raw_fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
+        let mut n = 0;
+        while n < budget {
+            match self.socket.recv_from(&mut self.buf) {
+                Ok((len, from)) => {
+                    n += 1;
+                    emu.io_counters().received += 1;
+                    emu.on_datagram(from, &self.buf[..len]);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // ECONNREFUSED for an earlier datagram (module docs), EINTR: read on.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::ConnectionRefused | ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self, emu: &mut E) -> io::Result<usize> {
+        let mut n = 0;
+        while let Some((to, d)) = emu.next_datagram() {
+            let r = match to {
+                Some(a) => self.socket.send_to(&d, a),
+                None => self.socket.send(&d),
+            };
+            let c = emu.io_counters();
+            match r {
+                Ok(_) => c.sent += 1,
+                Err(_) => c.send_errors += 1,
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// The fabric agent as the driver's emulation.
+#[derive(Debug)]
+pub struct FabricEmu {
+    server: FabricServer<SocketAddr>,
+    io: IoCounters,
+}
+
+impl FabricEmu {
+    /// The agent.
+    pub fn server(&self) -> &FabricServer<SocketAddr> {
+        &self.server
+    }
+}
+
+impl Emulation for FabricEmu {
+    fn now(&self) -> Instant {
+        self.server.sim().now()
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        self.server.poll_timeout()
+    }
+    fn run_until(&mut self, t: Instant) {
+        self.server.handle_timeout(t);
+    }
+}
+
+impl DatagramPeer for FabricEmu {
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
+        let now = self.server.sim().now();
+        self.server.handle_datagram(now, from, data);
+    }
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)> {
+        self.server.poll_transmit().map(|(a, d)| (Some(a), d))
+    }
+    fn io_counters(&mut self) -> &mut IoCounters {
+        &mut self.io
+    }
+}
+
 /// `ipoib fabric`: the fabric agent on a UDP socket. See the module docs.
 #[derive(Debug)]
 pub struct FabricProcess {
-    server: FabricServer<SocketAddr>,
-    socket: UdpSocket,
-    clock: WallClock,
+    driver: Driver<FabricEmu>,
+    local: SocketAddr,
     capture: Option<CaptureFile>,
-    counters: IoCounters,
-    buf: Vec<u8>,
 }
 
 impl FabricProcess {
@@ -180,21 +219,29 @@ impl FabricProcess {
         let server = FabricServer::build(opts).map_err(|e| io::Error::other(e.to_string()))?;
         let socket = UdpSocket::bind(addr)?;
         grow_buffers(&socket);
-        Ok(FabricProcess {
+        let local = socket.local_addr()?;
+        let emu = FabricEmu {
             server,
-            socket,
-            clock: WallClock::start(),
+            io: IoCounters::default(),
+        };
+        let mut driver = Driver::new(emu, Config::default())?;
+        driver.add(Box::new(UdpEndpoint::new(socket)?))?;
+        Ok(FabricProcess {
+            driver,
+            local,
             capture: None,
-            counters: IoCounters::default(),
-            buf: vec![0; BUF_LEN],
         })
     }
 
     /// Records every packet on every link of the fabric into `path` (ERF records), written as
-    /// the capture grows, until the file reaches `limit` bytes.
+    /// the capture grows, until the file would pass `limit` bytes.
     pub fn capture_to(&mut self, path: &str, limit: Option<u64>) -> io::Result<()> {
         let file = File::create(path)?;
-        self.server.sim_mut().set_capture(Capture::new());
+        self.driver
+            .emulation_mut()
+            .server
+            .sim_mut()
+            .set_capture(Capture::new());
         self.capture = Some(CaptureFile {
             file,
             written: 0,
@@ -203,46 +250,40 @@ impl FabricProcess {
         self.write_capture()
     }
 
+    /// Stops the driver when `fd` becomes readable (the read end of a socket pair that SIGINT
+    /// and SIGTERM write to).
+    pub fn set_stop(&mut self, fd: OwnedFd) -> io::Result<()> {
+        self.driver.set_stop(fd)
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
+        Ok(self.local)
     }
 
     /// The agent.
     pub fn server(&self) -> &FabricServer<SocketAddr> {
-        &self.server
+        &self.driver.emulation().server
     }
 
     /// Counters of the socket.
     pub fn counters(&self) -> IoCounters {
-        self.counters
+        self.driver.emulation().io
     }
 
-    /// One turn (module docs), waiting at most `max_wait`.
-    pub fn turn(&mut self, max_wait: Duration) -> io::Result<()> {
-        let wait = self
-            .server
-            .poll_timeout()
-            .map_or(max_wait, |t| self.clock.until(t).min(max_wait));
-        let (server, clock) = (&mut self.server, self.clock);
-        let n = read_batch(&self.socket, &mut self.buf, wait, |from, d| {
-            server.handle_datagram(clock.now(), from, d);
-        })?;
-        self.counters.received += n as u64;
-        self.server.handle_timeout(self.clock.now() + SLACK);
-        while let Some((to, d)) = self.server.poll_transmit() {
-            match self.socket.send_to(&d, to) {
-                Ok(_) => self.counters.sent += 1,
-                Err(_) => self.counters.send_errors += 1,
-            }
-        }
-        self.write_capture()
+    /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
+    pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
+        let w = self.driver.turn(Wall::now() + max_wait)?;
+        self.write_capture()?;
+        Ok(w == crate::realtime::Wake::Stop)
     }
 
-    /// Turns until `stop()` holds.
+    /// Turns until the stop file fires or `stop()` holds.
     pub fn run(&mut self, stop: impl Fn() -> bool) -> io::Result<()> {
         while !stop() {
-            self.turn(MAX_WAIT)?;
+            if self.turn(MAX_WAIT)? {
+                break;
+            }
         }
         self.write_capture()
     }
@@ -251,24 +292,21 @@ impl FabricProcess {
         let Some(out) = &mut self.capture else {
             return Ok(());
         };
-        let Some(c) = self.server.sim_mut().capture_mut() else {
+        let sim = self.driver.emulation_mut().server.sim_mut();
+        let Some(c) = sim.capture_mut() else {
             return Ok(());
         };
         let bytes = c.take_bytes();
         let room = out
             .limit
             .map_or(u64::MAX, |l| l.saturating_sub(out.written));
-        let n = (bytes.len() as u64).min(room) as usize;
-        // Whole records only: a record cut at the limit would end the file in the middle of one.
-        let keep = if n < bytes.len() {
-            // Stop capturing: what follows would not be written anyway.
-            self.server.sim_mut().take_capture();
-            0
-        } else {
-            n
-        };
-        out.file.write_all(&bytes[..keep])?;
-        out.written += keep as u64;
+        if bytes.len() as u64 > room {
+            // Whole records only: what does not fit ends the capture.
+            sim.take_capture();
+            return Ok(());
+        }
+        out.file.write_all(&bytes)?;
+        out.written += bytes.len() as u64;
         Ok(())
     }
 }

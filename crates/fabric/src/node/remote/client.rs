@@ -375,6 +375,13 @@ impl RemoteHost {
         h.sim.node::<Host>(h.host)
     }
 
+    /// The host device, mutably, once built: for changes that need no action at once (a packet
+    /// queued in an adapter); [`RemoteHost::with_host`] then lets the host act on them.
+    pub fn host_mut(&mut self) -> Option<&mut Host> {
+        let h = self.host.as_mut()?;
+        h.sim.node_mut::<Host>(h.host)
+    }
+
     /// The identity the host was built for.
     pub fn identity(&self) -> Option<&AttachAccept> {
         self.host.as_ref().map(|h| &h.identity)
