@@ -15,8 +15,10 @@ use crate::cm::{CmMessage, RejReason};
 use crate::describe::{push_hex, push_uint, Describe, Describer, Value};
 use crate::ib::{BthRepr, GrhRepr, Lnh, LrhRepr, Opcode, Operation, Position};
 use crate::ipoib::{IpoibFrame, IpoibPayload};
+use crate::mad::attr::perf as perf_attr;
 use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use crate::packet::Packet;
+use crate::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
 use crate::private_data::{
     classify_with_data, ip_cm, HelloReplyRepr, HelloRepr, IpCmReject, IpCmReqRepr,
     IpoibCmPrivateDataRepr, ServiceKind,
@@ -219,6 +221,17 @@ impl Decoder {
                         summary.push(' ');
                         summary.push_str(p.port_state.name());
                     }
+                    SmpAttribute::SmInfo(i) => {
+                        summary.push_str(" guid ");
+                        push_hex(summary, i.guid.0, 16);
+                        summary.push(' ');
+                        summary.push_str(i.sm_state.name());
+                    }
+                    SmpAttribute::NodeDescription(n) => {
+                        summary.push_str(" \"");
+                        summary.push_str(n.text());
+                        summary.push('"');
+                    }
                     _ => {}
                 }
                 Ok(())
@@ -248,6 +261,28 @@ impl Decoder {
                     }
                     Err(e) => Err((e, "CM message")),
                 }
+            }
+            MgmtClass::Perf => {
+                // IBA 1 §16.1.1: 40 reserved bytes, then the attribute.
+                header.describe_as("mad", d);
+                let body = &data[PERF_DATA_OFFSET..];
+                match header.attribute_id {
+                    perf_attr::PORT_COUNTERS => {
+                        let r = PortCountersRepr::parse(body).map_err(|e| (e, "PortCounters"))?;
+                        r.describe_as("port_counters", d);
+                        summary.push_str(" port ");
+                        push_uint(summary, r.port_select.into());
+                    }
+                    perf_attr::PORT_COUNTERS_EXTENDED => {
+                        let r = PortCountersExtRepr::parse(body)
+                            .map_err(|e| (e, "PortCountersExtended"))?;
+                        r.describe_as("port_counters_ext", d);
+                        summary.push_str(" port ");
+                        push_uint(summary, r.port_select.into());
+                    }
+                    _ => d.field("data", Value::Bytes(body)),
+                }
+                Ok(())
             }
             _ => {
                 header.describe_as("mad", d);

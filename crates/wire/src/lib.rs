@@ -32,6 +32,7 @@ pub mod packet;
 
 // Management datagrams.
 pub mod mad;
+pub mod perf;
 pub mod sa;
 pub mod smp;
 

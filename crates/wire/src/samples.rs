@@ -24,6 +24,7 @@ mod ipoib;
 mod malformed;
 mod rc;
 mod sa;
+mod sma;
 mod smp;
 
 /// One sample packet.
@@ -47,6 +48,7 @@ pub fn all() -> Vec<Sample> {
     let mut v = ipoib::samples();
     v.extend(sa::samples());
     v.extend(smp::samples());
+    v.extend(sma::samples());
     v.extend(cm::samples());
     v.extend(rc::samples());
     v

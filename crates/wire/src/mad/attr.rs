@@ -74,6 +74,32 @@ pub mod smp {
     }
 }
 
+/// Performance management attributes (IBA 1 §16.1.2 Table 222; OpenSM `IB_MAD_ATTR_*`).
+pub mod perf {
+    /// ClassPortInfo.
+    pub const CLASS_PORT_INFO: u16 = 0x0001;
+    /// PortSamplesControl (IBA 1 §16.1.3.2).
+    pub const PORT_SAMPLES_CONTROL: u16 = 0x0010;
+    /// PortSamplesResult (IBA 1 §16.1.3.4).
+    pub const PORT_SAMPLES_RESULT: u16 = 0x0011;
+    /// PortCounters (IBA 1 §16.1.3.5).
+    pub const PORT_COUNTERS: u16 = 0x0012;
+    /// PortCountersExtended (IBA 1 §16.1.4.11).
+    pub const PORT_COUNTERS_EXTENDED: u16 = 0x001d;
+
+    /// The attribute's name ("Unknown" if not listed).
+    pub fn name(id: u16) -> &'static str {
+        match id {
+            CLASS_PORT_INFO => "ClassPortInfo",
+            PORT_SAMPLES_CONTROL => "PortSamplesControl",
+            PORT_SAMPLES_RESULT => "PortSamplesResult",
+            PORT_COUNTERS => "PortCounters",
+            PORT_COUNTERS_EXTENDED => "PortCountersExtended",
+            _ => "Unknown",
+        }
+    }
+}
+
 /// Subnet administration attributes (IBA 1 §15.2.5 Table 190; OpenSM `IB_MAD_ATTR_*`).
 pub mod sa {
     /// ClassPortInfo.
@@ -204,6 +230,7 @@ pub fn name(class: MgmtClass, id: u16) -> &'static str {
         MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute => smp::name(id),
         MgmtClass::SubnAdm => sa::name(id),
         MgmtClass::ComMgt => cm::name(id),
+        MgmtClass::Perf => perf::name(id),
         _ => match id {
             CLASS_PORT_INFO => "ClassPortInfo",
             NOTICE => "Notice",
@@ -229,5 +256,8 @@ mod tests {
         assert_eq!(name(MgmtClass::ComMgt, 0x001a), "APR");
         assert_eq!(name(MgmtClass::Perf, 0x0001), "ClassPortInfo");
         assert_eq!(name(MgmtClass::Perf, 0x0038), "Unknown");
+        assert_eq!(name(MgmtClass::Perf, 0x0012), "PortCounters");
+        assert_eq!(name(MgmtClass::Perf, 0x001d), "PortCountersExtended");
+        assert_eq!(name(MgmtClass::SubnDirectedRoute, 0x0020), "SMInfo");
     }
 }

@@ -152,7 +152,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Notice<T> {
 }
 
 /// A Notice, every field (IBA 1 §13.4.8.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NoticeRepr {
     /// IsGeneric.
     pub is_generic: bool,
@@ -202,6 +202,35 @@ impl NoticeRepr {
             data_details,
             issuer_gid,
         }
+    }
+
+    /// Trap 128: the link state of at least one port of a switch changed (IBA 1 §14.2.5.1
+    /// Table 131, "LIDADDR" in DataDetails bytes 0-1).
+    pub const TRAP_LINK_STATE_CHANGED: u16 = 128;
+    /// Trap 256: an SMP carried a bad M_Key (IBA 1 §14.2.5.1 Table 131).
+    pub const TRAP_BAD_M_KEY: u16 = 256;
+
+    /// Trap 128 from the switch at `switch_lid`, as a switch SMA sends it (IBA 1 §14.2.5.1):
+    /// IsGeneric 1, Type Urgent, ProducerType Switch, DataDetails LIDADDR = the switch's LID.
+    pub fn link_state_trap(switch_lid: u16) -> NoticeRepr {
+        let mut data_details = [0u8; 54];
+        data_details[..2].copy_from_slice(&switch_lid.to_be_bytes());
+        NoticeRepr {
+            is_generic: true,
+            notice_type: NoticeType::Urgent,
+            producer_type_or_vendor_id: ProducerType::Switch.into(),
+            trap_number_or_device_id: Self::TRAP_LINK_STATE_CHANGED,
+            issuer_lid: switch_lid,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details,
+            issuer_gid: Gid::new(0, 0),
+        }
+    }
+
+    /// The LIDADDR of a trap 128 (DataDetails bytes 0-1).
+    pub fn trap_lid_addr(&self) -> Option<u16> {
+        (self.trap_number()? == Self::TRAP_LINK_STATE_CHANGED).then(|| be16(&self.data_details, 0))
     }
 
     /// The trap number of a generic notice.
@@ -315,9 +344,10 @@ impl Describe for NoticeRepr {
         d.field("issuer_lid", Value::Hex(self.issuer_lid.into(), 4));
         d.field("notice_toggle", Value::Bool(self.notice_toggle));
         d.field("notice_count", Value::Uint(self.notice_count.into()));
-        match self.trap_gid() {
-            Some(g) => d.field("gid", Value::Gid(g)),
-            None => d.field("data_details", Value::Bytes(&self.data_details)),
+        match (self.trap_gid(), self.trap_lid_addr()) {
+            (Some(g), _) => d.field("gid", Value::Gid(g)),
+            (None, Some(l)) => d.field("lid_addr", Value::Hex(l.into(), 4)),
+            (None, None) => d.field("data_details", Value::Bytes(&self.data_details)),
         }
         d.field("issuer_gid", Value::Gid(self.issuer_gid));
     }
@@ -352,6 +382,21 @@ mod tests {
     }
 
     // IBA 1 §13.4.8.2
+    // IBA 1 §14.2.5.1 Table 131: trap 128 carries the switch's LID in DataDetails bytes 0-1.
+    #[test]
+    fn trap_128_bytes() {
+        let n = NoticeRepr::link_state_trap(0x0012);
+        let mut b = [0u8; 80];
+        n.emit(&mut b);
+        assert_eq!(&b[..12], &[0x81, 0, 0, 2, 0, 128, 0, 0x12, 0, 0, 0, 0x12]);
+        let back = NoticeRepr::parse(&b).unwrap();
+        assert_eq!(back.trap_lid_addr(), Some(0x12));
+        assert_eq!(back.trap_gid(), None);
+        let mut c = Collect::default();
+        back.describe(&mut c);
+        assert_eq!(c.get("lid_addr"), Some("0x0012"));
+    }
+
     #[test]
     fn deconstruct() {
         let b = bytes();

@@ -42,7 +42,7 @@ fn mad_of(name: &str) -> Vec<u8> {
 #[test]
 fn every_sample_parses_with_good_crcs() {
     let list = all();
-    assert_eq!(list.len(), 51);
+    assert_eq!(list.len(), 59);
     for s in &list {
         let p = Packet::parse(&s.bytes).unwrap_or_else(|e| panic!("{}: {e:?}", s.name));
         assert!(p.icrc_ok && p.vcrc_ok, "{}: bad CRC", s.name);

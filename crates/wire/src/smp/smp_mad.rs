@@ -15,9 +15,14 @@
 use super::forwarding::{LftBlockRepr, MftBlockRepr};
 use super::node_info::NodeInfoRepr;
 use super::port_info::PortInfoRepr;
+use super::sm_info::SmInfoRepr;
 use super::switch_info::SwitchInfoRepr;
+use super::tables::{
+    GuidInfoRepr, NodeDescriptionRepr, PKeyTableRepr, SlToVlTableRepr, VlArbTableRepr,
+};
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::smp as attr;
+use crate::mad::NoticeRepr;
 use crate::mad::{Mad, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
 use crate::types::{be16, be64, put16, put64};
 use crate::{Error, Result};
@@ -177,6 +182,20 @@ pub enum SmpAttribute {
     LinearForwardingTable(LftBlockRepr),
     /// A MulticastForwardingTable block (IBA 1 §14.2.5.12).
     MulticastForwardingTable(MftBlockRepr),
+    /// NodeDescription (IBA 1 §14.2.5.2).
+    NodeDescription(NodeDescriptionRepr),
+    /// A GUIDInfo block (IBA 1 §14.2.5.5).
+    GuidInfo(GuidInfoRepr),
+    /// A P_KeyTable block (IBA 1 §14.2.5.7).
+    PKeyTable(PKeyTableRepr),
+    /// SLtoVLMappingTable (IBA 1 §14.2.5.8).
+    SlToVlMappingTable(SlToVlTableRepr),
+    /// A VLArbitrationTable block (IBA 1 §14.2.5.9).
+    VlArbitrationTable(VlArbTableRepr),
+    /// SMInfo (IBA 1 §14.2.5.13).
+    SmInfo(SmInfoRepr),
+    /// The Notice of a Trap() or TrapRepress() (IBA 1 §14.2.5.1).
+    Notice(NoticeRepr),
     /// An attribute this crate does not decode, or the data of a SubnGet, as sent.
     Raw([u8; SMP_DATA_LEN]),
 }
@@ -194,6 +213,25 @@ impl SmpAttribute {
             }
             attr::MULTICAST_FORWARDING_TABLE => {
                 SmpAttribute::MulticastForwardingTable(MftBlockRepr::parse(data)?)
+            }
+            attr::NODE_DESCRIPTION => {
+                SmpAttribute::NodeDescription(NodeDescriptionRepr::parse(data)?)
+            }
+            attr::GUID_INFO => SmpAttribute::GuidInfo(GuidInfoRepr::parse(data)?),
+            attr::P_KEY_TABLE => SmpAttribute::PKeyTable(PKeyTableRepr::parse(data)?),
+            attr::SL_TO_VL_MAPPING_TABLE => {
+                SmpAttribute::SlToVlMappingTable(SlToVlTableRepr::parse(data)?)
+            }
+            attr::VL_ARBITRATION_TABLE => {
+                SmpAttribute::VlArbitrationTable(VlArbTableRepr::parse(data)?)
+            }
+            attr::SM_INFO => SmpAttribute::SmInfo(SmInfoRepr::parse(data)?),
+            attr::NOTICE => {
+                // The first 64 of the Notice's 80 bytes: no IssuerGID in an SMP (§14.2.5.1).
+                let mut b = [0u8; 80];
+                b[..SMP_DATA_LEN]
+                    .copy_from_slice(data.get(..SMP_DATA_LEN).ok_or(Error::Truncated)?);
+                SmpAttribute::Notice(NoticeRepr::parse(&b)?)
             }
             _ => SmpAttribute::raw(data)?,
         })
@@ -214,6 +252,13 @@ impl SmpAttribute {
             SmpAttribute::PortInfo(_) => Some(attr::PORT_INFO),
             SmpAttribute::LinearForwardingTable(_) => Some(attr::LINEAR_FORWARDING_TABLE),
             SmpAttribute::MulticastForwardingTable(_) => Some(attr::MULTICAST_FORWARDING_TABLE),
+            SmpAttribute::NodeDescription(_) => Some(attr::NODE_DESCRIPTION),
+            SmpAttribute::GuidInfo(_) => Some(attr::GUID_INFO),
+            SmpAttribute::PKeyTable(_) => Some(attr::P_KEY_TABLE),
+            SmpAttribute::SlToVlMappingTable(_) => Some(attr::SL_TO_VL_MAPPING_TABLE),
+            SmpAttribute::VlArbitrationTable(_) => Some(attr::VL_ARBITRATION_TABLE),
+            SmpAttribute::SmInfo(_) => Some(attr::SM_INFO),
+            SmpAttribute::Notice(_) => Some(attr::NOTICE),
             SmpAttribute::Raw(_) => None,
         }
     }
@@ -229,6 +274,19 @@ impl SmpAttribute {
             SmpAttribute::PortInfo(r) => r.emit(buf),
             SmpAttribute::LinearForwardingTable(r) => r.emit(buf),
             SmpAttribute::MulticastForwardingTable(r) => r.emit(buf),
+            SmpAttribute::NodeDescription(r) => r.emit(buf),
+            SmpAttribute::GuidInfo(r) => r.emit(buf),
+            SmpAttribute::PKeyTable(r) => r.emit(buf),
+            SmpAttribute::SlToVlMappingTable(r) => r.emit(buf),
+            SmpAttribute::VlArbitrationTable(r) => r.emit(buf),
+            SmpAttribute::SmInfo(r) => r.emit(buf),
+            // The Notice is 80 bytes (IBA 1 §13.4.8.2) but an SMP carries 64: a Trap() SMP sends
+            // the first 64, which hold everything but the IssuerGID (§14.2.5.1).
+            SmpAttribute::Notice(r) => {
+                let mut b = [0u8; 80];
+                r.emit(&mut b);
+                buf.copy_from_slice(&b[..SMP_DATA_LEN]);
+            }
             SmpAttribute::Raw(b) => buf.copy_from_slice(b),
         }
     }
@@ -241,6 +299,13 @@ impl SmpAttribute {
             SmpAttribute::PortInfo(_) => "port_info",
             SmpAttribute::LinearForwardingTable(_) => "linear_forwarding_table",
             SmpAttribute::MulticastForwardingTable(_) => "multicast_forwarding_table",
+            SmpAttribute::NodeDescription(_) => "node_description",
+            SmpAttribute::GuidInfo(_) => "guid_info",
+            SmpAttribute::PKeyTable(_) => "p_key_table",
+            SmpAttribute::SlToVlMappingTable(_) => "sl_to_vl_mapping_table",
+            SmpAttribute::VlArbitrationTable(_) => "vl_arbitration_table",
+            SmpAttribute::SmInfo(_) => "sm_info",
+            SmpAttribute::Notice(_) => "notice",
             SmpAttribute::Raw(_) => "smp_data",
         }
     }
@@ -254,6 +319,13 @@ impl Describe for SmpAttribute {
             SmpAttribute::PortInfo(r) => r.describe(d),
             SmpAttribute::LinearForwardingTable(r) => r.describe(d),
             SmpAttribute::MulticastForwardingTable(r) => r.describe(d),
+            SmpAttribute::NodeDescription(r) => r.describe(d),
+            SmpAttribute::GuidInfo(r) => r.describe(d),
+            SmpAttribute::PKeyTable(r) => r.describe(d),
+            SmpAttribute::SlToVlMappingTable(r) => r.describe(d),
+            SmpAttribute::VlArbitrationTable(r) => r.describe(d),
+            SmpAttribute::SmInfo(r) => r.describe(d),
+            SmpAttribute::Notice(r) => r.describe(d),
             SmpAttribute::Raw(b) => d.field("bytes", Value::Bytes(b)),
         }
     }

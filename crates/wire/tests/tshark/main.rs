@@ -4,7 +4,8 @@
 //! `tshark_reads_every_sample_as_meant` compares, packet by packet and field by field, what
 //! tshark shows with what this crate meant (the LRH, GRH, BTH and extended headers, the ICRC and
 //! VCRC positions, the IPoIB frame down to ARP/IP/ICMP/UDP/ND, the SMP with its NodeInfo or
-//! PortInfo, the SA MAD with its record, the CM message with its Annex A11 header), plus literal
+//! PortInfo, NodeDescription, SMInfo, P_KeyTable, SLtoVLMappingTable, VLArbitrationTable or trap
+//! 128 Notice, the PerfMgt PortCounters and PortCountersExtended, the SA MAD with its record, the CM message with its Annex A11 header), plus literal
 //! values from the specs that do not depend on this crate's parsers. `tshark_finds_nothing_malformed` asks tshark for malformed packets and
 //! expert errors. Both skip, with a message, only when tshark is not installed.
 //!
@@ -21,6 +22,8 @@
 //! - PortInfo is dissected up to LinkRoundTripLatency (no CapabilityMask2, LinkSpeedExt fields or
 //!   MulticastPKeyTrapSuppressionEnabled), GidPrefix is named `portinfo.guid`, and a directed-route
 //!   SMP's `smpdirected.d` does not show the D bit (the bit is compared inside `smpstatus`);
+//! - PerfMgt PortCounters and PortCountersExtended MADs have no ICRC/VCRC shown, and
+//!   PortCounters has no PortXmitWait;
 //! - only CM REQ, REP, RTU, REJ, DREQ and DREP bodies are dissected (MRA, LAP, APR and SIDR show
 //!   their MAD header only);
 //! - each RC SEND packet's payload goes to the EtherType heuristic on its own (`parse_PAYLOAD`,

@@ -130,7 +130,7 @@ fn other_classes_and_attributes() {
     // An attribute this crate does not decode stays as sent.
     let mut b = get_port_info_bytes();
     b[3] = 0x81;
-    b[16..18].copy_from_slice(&[0x00, 0x20]); // SMInfo
+    b[16..18].copy_from_slice(&[0x00, 0x30]); // VendorDiag
     b[64] = 0xab;
     let r = SmpMadRepr::parse(&b).unwrap();
     let SmpAttribute::Raw(data) = r.attribute else {
@@ -149,7 +149,27 @@ fn arb_attribute() -> impl Strategy<Value = (u16, SmpAttribute)> {
         any::<[u8; 32]>().prop_map(|h| {
             let mut b = [0u8; 64];
             b[..32].copy_from_slice(&h);
-            (0x0020, SmpAttribute::Raw(b))
+            (0x0030, SmpAttribute::Raw(b))
+        }),
+        (any::<u64>(), any::<u32>(), 0u8..16, 0u8..4).prop_map(|(g, a, p, st)| {
+            let r = crate::smp::SmInfoRepr {
+                guid: crate::types::Guid(g),
+                sm_key: !g,
+                act_count: a,
+                priority: p,
+                sm_state: crate::smp::SmState::from(st),
+            };
+            (attr::SM_INFO, SmpAttribute::SmInfo(r))
+        }),
+        any::<[u16; 32]>().prop_map(|k| {
+            let r = crate::smp::PKeyTableRepr {
+                pkeys: k.map(crate::keys::PKey),
+            };
+            (attr::P_KEY_TABLE, SmpAttribute::PKeyTable(r))
+        }),
+        "[a-z ]{0,64}".prop_map(|t| {
+            let r = crate::smp::NodeDescriptionRepr::new(&t);
+            (attr::NODE_DESCRIPTION, SmpAttribute::NodeDescription(r))
         }),
     ]
 }
