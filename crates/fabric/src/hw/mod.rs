@@ -8,6 +8,7 @@ pub mod link;
 pub mod mgmt;
 pub mod rc;
 pub mod sim;
+pub mod sma;
 pub mod switch;
 pub mod topology;
 pub mod verbs;

@@ -116,6 +116,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SmpMad<T> {
     fn m(&mut self) -> &mut [u8] {
         self.buffer.as_mut()
     }
+    /// Directed route: sets HopPointer.
+    pub fn set_hop_pointer(&mut self, v: u8) {
+        self.m()[field::HOP_POINTER] = v;
+    }
+    /// Directed route: sets or clears the direction bit D, keeping the 15-bit status.
+    pub fn set_direction(&mut self, d: bool) {
+        let s = be16(self.b(), field::STATUS) & !DIRECTION_BIT;
+        put16(
+            self.m(),
+            field::STATUS,
+            s | if d { DIRECTION_BIT } else { 0 },
+        );
+    }
     /// Sets M_Key.
     pub fn set_mkey(&mut self, v: u64) {
         put64(self.m(), field::M_KEY, v);

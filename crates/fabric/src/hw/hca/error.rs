@@ -133,6 +133,9 @@ drop_reasons! {
     NoConnectedEngine,
     /// A send while the port was not Active (the link layer discards it; the WR completes).
     TxPortNotActive,
+    /// An SMP the SMA dropped: a directed-route hop rule broken (IBA 1 §14.2.2) or an M_Key
+    /// violation (IBA 1 §14.2.4).
+    SmpDiscarded,
 }
 
 /// Counters of one HCA.
@@ -144,6 +147,8 @@ pub struct HcaCounters {
     pub rx_packets: u64,
     /// Datagrams placed into a receive buffer (one per QP copy for multicast).
     pub rx_delivered: u64,
+    /// SMPs the SMA answered.
+    pub smp_answered: u64,
     /// Configuration writes not applied: of a kind an HCA does not take (LFT, MFT), for a port it
     /// does not have, or with an undefined MTU code.
     pub config_ignored: u64,

@@ -31,6 +31,10 @@
 //! [`Hca::set_mcast_loopback`] turns local copies to the *other* attached QPs on. Unicast to the
 //! port's own LID range is looped back internally (it never reaches the wire).
 //!
+//! Management: the SMA on QP0 and the PMA on QP1 of every port (module `sma`, IBA 1 chapter 14,
+//! §16.1) answer SMPs and PerfMgt MADs before QP0/QP1 consumers see them; their Sets write the
+//! same port state [`Device::configure`] writes.
+//!
 //! Invariants: no panics on packet data; every discarded packet is counted by [`HcaDropReason`];
 //! all tables are `BTreeMap`/`Vec`, so the order of packets and completions is deterministic.
 
@@ -41,6 +45,7 @@ pub mod port;
 pub mod qp;
 mod rx;
 mod sched;
+mod sma;
 mod ud;
 
 #[cfg(test)]
@@ -109,6 +114,10 @@ pub struct Hca {
     counters: HcaCounters,
     /// Registered memory regions (module `mr`).
     mrs: mr::MrTable,
+    /// What the SMA and PMA answer with (module `sma`).
+    node_description: ipoib_wire::smp::NodeDescriptionRepr,
+    /// Answers of the SMA and PMA waiting for the next flush: (port, packet).
+    sma_out: Vec<(u8, Vec<u8>)>,
 }
 
 impl Hca {
@@ -142,6 +151,8 @@ impl Hca {
             last_now: Instant::ZERO,
             counters: HcaCounters::default(),
             mrs: mr::MrTable::default(),
+            node_description: ipoib_wire::smp::NodeDescriptionRepr::new("ipoib-fabric HCA"),
+            sma_out: Vec::new(),
         };
         for (i, g) in port_guids.into_iter().enumerate() {
             let num = (i + 1) as u8;
@@ -527,6 +538,13 @@ impl Hca {
     pub fn flush(&mut self, now: Instant, tx: &mut Tx) -> usize {
         self.last_now = self.last_now.max(now);
         let before = self.counters.tx_packets;
+        for (port, packet) in std::mem::take(&mut self.sma_out) {
+            self.counters.tx_packets += 1;
+            if let Some(p) = self.port_mut(port) {
+                p.traffic.count_xmit(&packet);
+            }
+            tx.send(port, packet);
+        }
         let mut held = Vec::new();
         while let Some((qpn, wr)) = self.sendq.pop_front() {
             match self.qps.get(&qpn).map(|q| q.state) {
@@ -590,6 +608,9 @@ impl Hca {
 impl Device for Hca {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         self.last_now = self.last_now.max(now);
+        if let Some(p) = self.port_mut(port) {
+            p.traffic.count_rcv(&packet);
+        }
         self.rx(now, port, &packet, None);
         self.flush(now, tx);
     }

@@ -6,7 +6,9 @@
 //! defined code ([`Port::apply`] refuses a write with an undefined one).
 
 use crate::hw::mgmt::{PortConfig, PortState};
+use crate::hw::sma::{MKeyGuard, PortTraffic};
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
+use ipoib_wire::smp::{SlToVlTableRepr, SmInfoRepr, VlArbTableRepr};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 
 /// Entries the HCA's P_Key table can hold (PartitionCap, as ConnectX reports); a QP's P_Key index
@@ -40,6 +42,19 @@ pub struct Port {
     pub pkeys: Vec<PKey>,
     /// False while the cable is down (then the state stays Down whatever the SM writes).
     pub phys_up: bool,
+    /// M_Key, its protection and violations (IBA 1 §14.2.4), written by SubnSet(PortInfo).
+    pub mkey: MKeyGuard,
+    /// PortInfo:SubnetTimeOut.
+    pub subnet_timeout: u8,
+    /// SLtoVLMappingTable (IBA 1 §14.2.5.8).
+    pub sl2vl: SlToVlTableRepr,
+    /// VLArbitrationTable blocks 1-4 (IBA 1 §14.2.5.9).
+    pub vlarb: [VlArbTableRepr; 4],
+    /// The SMInfo of the SM running on this port, which the port answers SubnGet(SMInfo) with
+    /// (none: status 0x000C, IBA 1 §14.2.5.13).
+    pub sm_info: Option<SmInfoRepr>,
+    /// Packets and data through the port (what its PMA reports, IBA 1 §16.1.3.5).
+    pub traffic: PortTraffic,
 }
 
 impl Port {
@@ -59,6 +74,12 @@ impl Port {
             rate: Rate::Gbps2_5,
             pkeys: vec![PKey::DEFAULT],
             phys_up: true,
+            mkey: MKeyGuard::default(),
+            subnet_timeout: 0,
+            sl2vl: SlToVlTableRepr::default(),
+            vlarb: [VlArbTableRepr::default(); 4],
+            sm_info: None,
+            traffic: PortTraffic::default(),
         }
     }
 
@@ -112,6 +133,22 @@ impl Port {
             .position(|&e| e == pkey)
             .or_else(|| self.pkeys.iter().position(|&e| e.same_partition(pkey)))
             .map(|i| i as u16)
+    }
+
+    /// The port as a [`PortConfig`] (what a write that changes nothing would carry).
+    pub fn config(&self) -> PortConfig {
+        PortConfig {
+            port: self.num,
+            lid: self.lid,
+            lmc: self.lmc,
+            sm_lid: self.sm_lid,
+            sm_sl: self.sm_sl,
+            subnet_prefix: self.subnet_prefix,
+            state: self.state,
+            mtu: self.mtu,
+            rate: self.rate,
+            pkeys: self.pkeys.clone(),
+        }
     }
 
     /// Applies the SM's PortInfo/P_KeyTable write. The state is taken as written unless the

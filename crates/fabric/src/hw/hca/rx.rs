@@ -54,6 +54,9 @@ impl Hca {
             let Some(bits) = bits else {
                 return self.counters.count(HcaDropReason::BadDlid);
             };
+            if self.sma_take(now, port_num, &pkt) {
+                return;
+            }
             return self.deliver(now, special_qpn(port_num, 0), &pkt, bits);
         }
         // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets.
@@ -88,6 +91,9 @@ impl Hca {
         let Some(bits) = port.path_bits(dlid) else {
             return self.counters.count(HcaDropReason::BadDlid);
         };
+        if dest == 1 && self.pma_take(port_num, &pkt) {
+            return;
+        }
         let handle = if dest == 1 {
             special_qpn(port_num, 1)
         } else {

@@ -216,6 +216,9 @@ impl Hca {
         if b.mcast && self.mcast_loopback {
             self.rx(now, b.port, &b.bytes, Some(qpn));
         }
+        if let Some(p) = self.port_mut(b.port) {
+            p.traffic.count_xmit(&b.bytes);
+        }
         tx.send(b.port, b.bytes);
     }
 

@@ -6,8 +6,10 @@
 //! Forwarding (IBA 1 §18.2.4): the output port comes from the LRH DLID only. Unicast DLIDs index
 //! the LFT; an entry of 255 means "drop". Multicast DLIDs (0xC000..=0xFFFE, IBA 1 §4.1) select an
 //! MFT entry, and the packet is replicated to every port of the entry except the one it arrived
-//! on (IBA 1 §18.2.4.3). A packet for the switch's own LID goes to management port 0, where this
-//! model has no SMA (the SM writes [`Config`] instead of SMPs): it is counted and consumed.
+//! on (IBA 1 §18.2.4.3). A packet for the switch's own LID goes to management port 0: SMPs and
+//! PerfMgt GMPs to its agents (module `sma`: the SMA of IBA 1 chapter 14, which also forwards
+//! directed-route SMPs port to port, and the PMA of §16.1), anything else is counted and consumed.
+//! The tables the SMA's SubnSet writes are those [`Config`] writes.
 //!
 //! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
 //! 1. the LRH is readable and PktLen matches the buffer (IBA 1 §7.7) — `Malformed`;
@@ -26,6 +28,7 @@
 
 use crate::hw::mgmt::{Config, PortState};
 use crate::hw::sim::{Device, Tx};
+use crate::hw::sma::PortTraffic;
 use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
@@ -56,11 +59,15 @@ pub enum SwitchDropReason {
     PortDown,
     /// P_Key not in the input or output port's P_Key table (enforcement on only).
     Partition,
+    /// An SMP the management agent did not answer or forward: a directed-route hop rule
+    /// broken, an M_Key violation, a method or MAD the agent does not take (IBA 1 §14.2.2,
+    /// §14.2.4).
+    SmpDiscarded,
 }
 
 impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [SwitchDropReason; 8] = [
+    pub const ALL: [SwitchDropReason; 9] = [
         SwitchDropReason::Malformed,
         SwitchDropReason::VcrcBad,
         SwitchDropReason::UnknownLid,
@@ -69,6 +76,7 @@ impl SwitchDropReason {
         SwitchDropReason::Mtu,
         SwitchDropReason::PortDown,
         SwitchDropReason::Partition,
+        SwitchDropReason::SmpDiscarded,
     ];
 }
 
@@ -81,8 +89,14 @@ pub struct SwitchStats {
     pub forwarded: u64,
     /// Packets addressed to the switch's own LID (consumed by management port 0).
     pub to_management: u64,
+    /// SMPs the management agent answered.
+    pub smp_answered: u64,
+    /// Directed-route SMPs sent on port to port.
+    pub smp_forwarded: u64,
+    /// Traps sent to the SM.
+    pub traps_sent: u64,
     /// Drops, indexed like [`SwitchDropReason::ALL`].
-    pub drops: [u64; 8],
+    pub drops: [u64; 9],
 }
 
 impl SwitchStats {
@@ -107,6 +121,8 @@ struct SwPort {
     state: PortState,
     /// P_Key table (partition enforcement).
     pkeys: Vec<PKey>,
+    /// Packets and data through the port (what its PMA reports).
+    traffic: PortTraffic,
 }
 
 /// An InfiniBand switch. See the module docs.
@@ -122,6 +138,7 @@ pub struct Switch {
     mft: BTreeMap<u16, Vec<u8>>,
     enforce_partitions: bool,
     stats: SwitchStats,
+    mgmt: sma::SwitchMgmt,
 }
 
 impl Switch {
@@ -132,6 +149,7 @@ impl Switch {
             up: true,
             state: PortState::Down,
             pkeys: vec![PKey::DEFAULT],
+            traffic: PortTraffic::default(),
         };
         Switch {
             guid,
@@ -143,6 +161,7 @@ impl Switch {
             mft: BTreeMap::new(),
             enforce_partitions: false,
             stats: SwitchStats::default(),
+            mgmt: sma::SwitchMgmt::default(),
         }
     }
 
@@ -268,13 +287,19 @@ impl Switch {
             }
         }
         self.stats.forwarded += 1;
+        if let Some(p) = self.ports.get_mut(usize::from(out)) {
+            p.traffic.count_xmit(&packet);
+        }
         tx.send(out, packet);
     }
 }
 
 impl Device for Switch {
-    fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         self.stats.received += 1;
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.traffic.count_rcv(&packet);
+        }
         let Ok(lrh) = LrhRepr::parse_bytes(&packet) else {
             self.drop(SwitchDropReason::Malformed);
             return;
@@ -292,6 +317,9 @@ impl Device for Switch {
         }
         let Some(payload) = Self::payload_len(&lrh, &packet) else {
             self.drop(SwitchDropReason::Malformed);
+            return;
+        };
+        let Some(packet) = self.management(now, port, &lrh, packet, tx) else {
             return;
         };
         let pkey = if self.enforce_partitions {
@@ -351,13 +379,26 @@ impl Device for Switch {
         None
     }
 
-    fn link_state(&mut self, _now: Instant, port: u8, up: bool, _tx: &mut Tx) {
-        if let Some(p) = self.ports.get_mut(usize::from(port)) {
-            p.up = up;
-        }
+    fn link_state(&mut self, _now: Instant, port: u8, up: bool, tx: &mut Tx) {
+        self.link_changed(port, up, tx);
     }
 
     fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
+        self.apply_config(config);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl Switch {
+    /// Writes `config` (from the SM's `Device::configure` or the SMA's SubnSet: one state, two
+    /// ways to write it).
+    fn apply_config(&mut self, config: Config) {
         match config {
             // A write with an undefined MTU code is refused whole (no port runs at it).
             Config::Port(pc) if !pc.mtu.is_valid() => {}
@@ -365,6 +406,9 @@ impl Device for Switch {
                 if pc.port == 0 {
                     self.lid = pc.lid;
                     self.sm_lid = pc.sm_lid;
+                    self.mgmt.sm_sl = pc.sm_sl;
+                    self.mgmt.gid_prefix = pc.subnet_prefix;
+                    self.mgmt.lmc = pc.lmc.min(7);
                 }
                 if let Some(p) = self.ports.get_mut(usize::from(pc.port)) {
                     p.mtu = pc.mtu;
@@ -384,14 +428,11 @@ impl Device for Switch {
             }
         }
     }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
+
+mod sma;
+
+pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP, PARTITION_ENFORCEMENT_CAP};
 
 #[cfg(test)]
 pub(crate) mod tests;

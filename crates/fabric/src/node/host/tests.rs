@@ -145,15 +145,15 @@ fn mad_round_trip_routed_by_class_and_tid() {
         let srv = sim
             .with_node::<Host, _>(a, |h, _, _| {
                 let s = h.add_agent(Server::default());
-                h.serve_class(MgmtClass::Perf, s);
+                h.serve_class(MgmtClass::DevMgt, s);
                 s
             })
             .unwrap();
         let (c1, c2) = sim
             .with_node::<Host, _>(b, |h, _, _| {
-                let c1 = h.add_agent(Client::new(t0, 1, MgmtClass::Perf, Method::Get, 0x1234));
+                let c1 = h.add_agent(Client::new(t0, 1, MgmtClass::DevMgt, Method::Get, 0x1234));
                 let later = t0 + Duration::from_micros(5);
-                let c2 = h.add_agent(Client::new(later, 1, MgmtClass::Perf, Method::Get, 0x99));
+                let c2 = h.add_agent(Client::new(later, 1, MgmtClass::DevMgt, Method::Get, 0x99));
                 (c1, c2)
             })
             .unwrap();
@@ -344,13 +344,13 @@ fn mad_with_grh_and_partition_pkey() {
     let srv = sim
         .with_node::<Host, _>(a, |h, _, _| {
             let s = h.add_agent(Server::default());
-            h.serve_class(MgmtClass::Perf, s);
+            h.serve_class(MgmtClass::DevMgt, s);
             s
         })
         .unwrap();
     let c = sim
         .with_node::<Host, _>(b, |h, _, _| {
-            let mut cl = Client::new(Instant::ZERO, 1, MgmtClass::Perf, Method::Get, 5);
+            let mut cl = Client::new(Instant::ZERO, 1, MgmtClass::DevMgt, Method::Get, 5);
             cl.request.to.pkey = PKey(0x0005);
             cl.request.to.grh = Some(GrhAddr {
                 gid: gid_a,

@@ -1,0 +1,323 @@
+//! The HCA's subnet management agent on QP0 of every port (IBA 1 chapter 14) and its performance
+//! management agent on QP1 (IBA 1 §16.1), as firmware: they answer before any consumer of QP0 or
+//! QP1 sees the MAD.
+//!
+//! - A directed-route SMP follows the hop rules of `crate::hw::sma::dr` with the HCA as a CA: it
+//!   is answered only at the end of its path (a CA forwards nothing, §14.2.2), and a returning one
+//!   at the requester goes to QP0 (the SM). A LID-routed SMP reached the port through its LID.
+//! - SubnGet/SubnSet (§14.2.5) are answered for the port the SMP came in on, whatever the
+//!   AttributeModifier says of ports (§14.2.5.6: a CA answers for its receiving port): NodeInfo,
+//!   NodeDescription (Get only), GUIDInfo (block 0, index 0 the port GUID, read only), PortInfo,
+//!   P_KeyTable (blocks 0-3, 128 P_Keys), SLtoVLMappingTable, VLArbitrationTable (blocks 1-4),
+//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); anything else, SMInfo without
+//!   an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
+//!   take: status 0x001C, nothing changed. Every other method (GetResp, Trap, Report) is for the
+//!   SM on QP0 and is delivered there.
+//! - M_Key (§14.2.4) is per port: a violation is counted in PortInfo:M_KeyViolations and in
+//!   [`HcaDropReason::SmpDiscarded`], and the SMP is dropped.
+//! - PerfMgt Get/Set of PortCounters and PortCountersExtended on QP1 (crate::hw::sma::pma).
+//!
+//! Answers queue in the HCA and leave at the next flush, with the port's traffic counted.
+
+use super::{Hca, HcaDropReason};
+use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
+use ipoib_wire::packet::Packet;
+use ipoib_wire::smp::{
+    cap_mask, GuidInfoRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableRepr,
+    PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMadRepr, PKEY_TABLE_BLOCK,
+};
+use ipoib_wire::{PKey, Rate};
+
+/// PortInfo:LinkWidthActive and LinkSpeedActive of a rate (IBA 1 §14.2.5.6: width 1 = 1x,
+/// 2 = 4x, 4 = 8x, 8 = 12x; speed 1 = SDR, 2 = DDR, 4 = QDR).
+fn width_speed(r: Rate) -> (u8, u8) {
+    match r {
+        Rate::Gbps2_5 => (1, 1),
+        Rate::Gbps10 => (2, 1),
+        Rate::Gbps30 => (8, 1),
+        Rate::Gbps5 => (1, 2),
+        Rate::Gbps20 => (2, 2),
+        Rate::Gbps60 => (8, 2),
+        Rate::Gbps80 => (4, 4),
+        Rate::Gbps120 => (8, 4),
+        _ => (2, 4),
+    }
+}
+
+impl Hca {
+    /// The NodeDescription every port answers with (IBA 1 §14.2.5.2).
+    pub fn set_node_description(&mut self, text: &str) {
+        self.node_description = NodeDescriptionRepr::new(text);
+    }
+
+    /// Says an SM runs on `port` and what it answers SubnGet(SMInfo) with (`None`: no SM).
+    pub fn set_sm_info(&mut self, port: u8, info: Option<SmInfoRepr>) {
+        if let Some(p) = self.port_mut(port) {
+            p.sm_info = info;
+        }
+    }
+
+    /// Takes an SMP that came in on `port` for the SMA; false to deliver it to QP0 as it is.
+    pub(super) fn sma_take(&mut self, now: Instant, port: u8, pkt: &Packet<'_>) -> bool {
+        let Ok(mad) = <[u8; MAD_LEN]>::try_from(pkt.payload) else {
+            return false;
+        };
+        let mut mad = mad;
+        let directed = match MgmtClass::from(mad[1]) {
+            MgmtClass::SubnDirectedRoute => true,
+            MgmtClass::SubnLid => false,
+            _ => return false,
+        };
+        if directed {
+            let nports = self.port_count();
+            match dr::receive(&mut mad, port, false, nports) {
+                DrStep::Local => {}
+                DrStep::ToRequester | DrStep::Forward(_) => return false,
+                DrStep::Discard(_) => {
+                    self.counters.count(HcaDropReason::SmpDiscarded);
+                    return true;
+                }
+            }
+        }
+        let Ok(req) = SmpMadRepr::parse(&mad) else {
+            return false;
+        };
+        if !sma::is_agent_method(req.header.method) {
+            return false;
+        }
+        let Some(p) = self.port_mut(port) else {
+            return true;
+        };
+        let hide_key = match p.mkey.check(now, req.header.method, req.mkey) {
+            MKeyCheck::Violation => {
+                self.counters.count(HcaDropReason::SmpDiscarded);
+                return true;
+            }
+            MKeyCheck::PassHideKey => true,
+            MKeyCheck::Pass => false,
+        };
+        if req.header.method == Method::TrapRepress {
+            return true; // this SMA sends no traps
+        }
+        let (status, attribute) = self.sma_attribute(port, &req, hide_key);
+        self.counters.smp_answered += 1;
+        let mut bytes = req.get_response(status, attribute).to_bytes();
+        let packet = if directed {
+            dr::respond(&mut bytes, port);
+            sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
+        } else {
+            let slid = self.port(port).map_or(0, |p| p.lid);
+            sma::smp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
+        };
+        self.sma_out.push((port, packet));
+        true
+    }
+
+    /// Answers a PerfMgt MAD on QP1 of `port`; false when it is not for the PMA.
+    pub(super) fn pma_take(&mut self, port: u8, pkt: &Packet<'_>) -> bool {
+        let (Some(bth), Some(deth)) = (pkt.bth, pkt.ext.deth) else {
+            return false;
+        };
+        let ports = &self.ports;
+        let mut cleared = None;
+        let Some(resp) = pma::answer(
+            pkt.payload,
+            |n| ports.get(usize::from(n).wrapping_sub(1)).map(|p| p.traffic),
+            |n, c| cleared = Some((n, c)),
+        ) else {
+            return false;
+        };
+        if let Some((n, c)) = cleared {
+            if let Some(p) = self.port_mut(n) {
+                p.traffic = c;
+            }
+        }
+        let slid = self.port(port).map_or(0, |p| p.lid);
+        let reply = sma::gmp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, bth.pkey, deth.src_qp, &resp);
+        self.sma_out.push((port, reply));
+        true
+    }
+
+    /// The GetResp's status and attribute for `req` on `port` (after a Set, the values now held).
+    fn sma_attribute(
+        &mut self,
+        port: u8,
+        req: &SmpMadRepr,
+        hide_key: bool,
+    ) -> (MadStatus, SmpAttribute) {
+        let set = req.header.method == Method::Set;
+        let m = req.header.attribute_modifier;
+        let unsupported = (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute);
+        let invalid = (MadStatus::INVALID_ATTR_VALUE, req.attribute);
+        let ok = |a| (MadStatus::SUCCESS, a);
+        let node_info = self.node_info(port);
+        let description = self.node_description;
+        let Some(p) = self.port_mut(port) else {
+            return unsupported;
+        };
+        match (req.header.attribute_id, &req.attribute) {
+            (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(node_info)),
+            (attr::NODE_DESCRIPTION, _) if !set => ok(SmpAttribute::NodeDescription(description)),
+            (attr::GUID_INFO, _) if m == 0 => {
+                let mut g = GuidInfoRepr::default();
+                g.guids[0] = p.guid;
+                ok(SmpAttribute::GuidInfo(g))
+            }
+            (attr::GUID_INFO, _) => invalid,
+            (attr::PORT_INFO, a) => {
+                let mut status = MadStatus::SUCCESS;
+                if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
+                    if !set_port_info(p, w) {
+                        status = MadStatus::INVALID_ATTR_VALUE;
+                    }
+                }
+                (status, SmpAttribute::PortInfo(port_info(p, hide_key)))
+            }
+            (attr::P_KEY_TABLE, a) => {
+                let first = (m & 0xffff) as usize * PKEY_TABLE_BLOCK;
+                if first >= usize::from(super::PKEY_TABLE_SIZE) {
+                    return invalid;
+                }
+                if let (true, SmpAttribute::PKeyTable(w)) = (set, a) {
+                    let mut c = p.config();
+                    if c.pkeys.len() < first + PKEY_TABLE_BLOCK {
+                        c.pkeys.resize(first + PKEY_TABLE_BLOCK, PKey(0));
+                    }
+                    c.pkeys[first..first + PKEY_TABLE_BLOCK].copy_from_slice(&w.pkeys);
+                    let n = c
+                        .pkeys
+                        .iter()
+                        .rposition(|k| k.0 & 0x7fff != 0)
+                        .map_or(1, |i| i + 1);
+                    c.pkeys.truncate(n);
+                    p.apply(&c);
+                }
+                let mut t = PKeyTableRepr::default();
+                for (d, s) in t.pkeys.iter_mut().zip(p.pkeys.iter().skip(first)) {
+                    *d = *s;
+                }
+                ok(SmpAttribute::PKeyTable(t))
+            }
+            (attr::SL_TO_VL_MAPPING_TABLE, a) => {
+                if let (true, SmpAttribute::SlToVlMappingTable(w)) = (set, a) {
+                    p.sl2vl = *w;
+                }
+                ok(SmpAttribute::SlToVlMappingTable(p.sl2vl))
+            }
+            (attr::VL_ARBITRATION_TABLE, a) => {
+                let Some(i) = ((m >> 16) as usize).checked_sub(1).filter(|&i| i < 4) else {
+                    return invalid;
+                };
+                if let (true, SmpAttribute::VlArbitrationTable(w)) = (set, a) {
+                    p.vlarb[i] = *w;
+                }
+                ok(SmpAttribute::VlArbitrationTable(p.vlarb[i]))
+            }
+            (attr::SM_INFO, _) if !set => match p.sm_info {
+                // IBA 1 §14.4.1: the SM_Key is given only to a requester that sent it.
+                Some(mut i) => {
+                    if req.mkey != i.sm_key {
+                        i.sm_key = 0;
+                    }
+                    ok(SmpAttribute::SmInfo(i))
+                }
+                None => unsupported,
+            },
+            _ => unsupported,
+        }
+    }
+
+    fn node_info(&self, port: u8) -> NodeInfoRepr {
+        NodeInfoRepr {
+            base_version: BASE_VERSION,
+            class_version: 1,
+            node_type: NodeType::ChannelAdapter,
+            num_ports: self.port_count(),
+            system_image_guid: self.node_guid,
+            node_guid: self.node_guid,
+            port_guid: self.port(port).map_or(self.node_guid, |p| p.guid),
+            partition_cap: super::PKEY_TABLE_SIZE,
+            device_id: 0x1003,
+            revision: 1,
+            local_port_num: port,
+            vendor_id: 0x0002c9,
+        }
+    }
+}
+
+fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
+    let (width, speed) = width_speed(p.rate);
+    let mut caps =
+        cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED;
+    if p.sm_info.is_some() {
+        caps |= cap_mask::IS_SM;
+    }
+    PortInfoRepr {
+        mkey: if hide_key { 0 } else { p.mkey.mkey },
+        gid_prefix: p.subnet_prefix,
+        lid: p.lid,
+        master_sm_lid: p.sm_lid,
+        capability_mask: caps,
+        mkey_lease_period: p.mkey.lease_period,
+        local_port_num: p.num,
+        link_width_enabled: width,
+        link_width_supported: 0x0b,
+        link_width_active: width,
+        link_speed_supported: 7,
+        port_state: sma::wire_state(p.state),
+        port_phys_state: sma::phys_state(p.phys_up),
+        link_down_default_state: 2,
+        mkey_protect_bits: p.mkey.protect,
+        lmc: p.lmc,
+        link_speed_active: speed,
+        link_speed_enabled: 7,
+        neighbor_mtu: p.mtu,
+        master_sm_sl: p.sm_sl,
+        vl_cap: 1,
+        mtu_cap: sma::MTU_CAP,
+        operational_vls: 1,
+        mkey_violations: p.mkey.violations,
+        guid_cap: 1,
+        subnet_timeout: p.subnet_timeout,
+        ..PortInfoRepr::default()
+    }
+}
+
+/// Applies a SubnSet(PortInfo) through [`super::Port::apply`], the write the SM's `Config::Port`
+/// makes; false (and nothing changed) when the state transition, the LID or the MTU is invalid
+/// (IBA 1 §14.2.5.6).
+fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
+    let Some(state) = sma::port_state_after_set(p.state, p.phys_up, w.port_state) else {
+        return false;
+    };
+    let mtu = if u8::from(w.neighbor_mtu) == 0 {
+        p.mtu
+    } else {
+        w.neighbor_mtu
+    };
+    if !sma::mtu_ok(mtu) || ipoib_wire::ib::lid::is_multicast_lid(w.lid) || w.lid == LID_PERMISSIVE
+    {
+        return false;
+    }
+    let mut c = p.config();
+    c.lid = w.lid;
+    c.lmc = w.lmc & 7;
+    c.sm_lid = w.master_sm_lid;
+    c.sm_sl = w.master_sm_sl & 0x0f;
+    c.subnet_prefix = w.gid_prefix;
+    c.state = state;
+    c.mtu = mtu;
+    if !p.apply(&c) {
+        return false;
+    }
+    p.mkey.mkey = w.mkey;
+    p.mkey.protect = w.mkey_protect_bits & 3;
+    p.mkey.lease_period = w.mkey_lease_period;
+    p.mkey.violations = w.mkey_violations;
+    p.subnet_timeout = w.subnet_timeout & 0x1f;
+    true
+}

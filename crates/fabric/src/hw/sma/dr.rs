@@ -1,0 +1,199 @@
+//! The hop rules of directed-route SMPs (IBA 1 §14.2.2.2 outgoing, C14-9; §14.2.2.3 returning,
+//! C14-13), applied by a node on receipt, in place on the 256 bytes of the MAD. A node that sends
+//! a directed-route SMP on has already moved the HopPointer; the receiver reads it as follows
+//! (n = HopCount, h = HopPointer as received):
+//!
+//! - D = 0 (outgoing): 1 ≤ h < n — an intermediate hop, switches only: ReturnPath[h] = the port
+//!   it came in by, h + 1, out by InitialPath[h + 1]. h = n — the end of the path:
+//!   ReturnPath[n] = the port it came in by, h + 1, and the SMP is for this node's SMA.
+//!   h = 0 with n > 0, or any other h: discarded.
+//! - D = 1 (returning): 2 ≤ h ≤ n — an intermediate hop, switches only: h − 1, out by
+//!   ReturnPath[h − 1]. h = 1 — back at the requester: h = 0, to the SM on QP0.
+//!   h = n + 1 or any other h: discarded.
+//! - The responder (C14-13:1) sets D, takes h from n + 1 to n and sends out by ReturnPath[n] (a
+//!   CA: the port the SMP came in on).
+//!
+//! HopCount is at most 63 (the paths hold 64 entries, entry 0 unused; C14-6). DrSLID and DrDLID
+//! other than the permissive LID (a LID-routed part before or after the directed part) are not
+//! implemented: such SMPs are discarded ([`DrStep::Discard`] with [`DrDiscard::LidRoutedPart`]).
+
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::smp::{SmpMad, SMP_PATH_LEN};
+
+/// Why a directed-route SMP was discarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrDiscard {
+    /// HopPointer and HopCount do not fit any rule, or HopCount > 63.
+    BadHop,
+    /// An intermediate hop at a CA (only switches forward).
+    NotASwitch,
+    /// The path names a port the node does not have (or port 0).
+    BadPort,
+    /// DrSLID or DrDLID is not the permissive LID (not implemented).
+    LidRoutedPart,
+}
+
+/// What a node does with a directed-route SMP it received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrStep {
+    /// Send it on, out of this port (the MAD was updated).
+    Forward(u8),
+    /// An outgoing SMP at the end of its path: for this node's SMA.
+    Local,
+    /// A returning SMP back at the requester: for the SM on QP0.
+    ToRequester,
+    /// Drop it.
+    Discard(DrDiscard),
+}
+
+/// Applies the receive rules to `mad` (256 bytes, class SubnDirectedRoute) that came in by
+/// `in_port` of a node with ports 1..=`nports`.
+pub fn receive(mad: &mut [u8], in_port: u8, is_switch: bool, nports: u8) -> DrStep {
+    let Ok(mut m) = SmpMad::new_checked(mad) else {
+        return DrStep::Discard(DrDiscard::BadHop);
+    };
+    let (h, n) = (m.hop_pointer(), m.hop_count());
+    if usize::from(n) >= SMP_PATH_LEN {
+        return DrStep::Discard(DrDiscard::BadHop);
+    }
+    if m.dr_slid() != LID_PERMISSIVE || m.dr_dlid() != LID_PERMISSIVE {
+        return DrStep::Discard(DrDiscard::LidRoutedPart);
+    }
+    let valid = |p: u8| p != 0 && p <= nports;
+    if !m.direction() {
+        if h >= 1 && h < n {
+            if !is_switch {
+                return DrStep::Discard(DrDiscard::NotASwitch);
+            }
+            let out = m.initial_path()[usize::from(h) + 1];
+            if !valid(out) {
+                return DrStep::Discard(DrDiscard::BadPort);
+            }
+            m.return_path_mut()[usize::from(h)] = in_port;
+            m.set_hop_pointer(h + 1);
+            return DrStep::Forward(out);
+        }
+        if h == n {
+            if n > 0 {
+                m.return_path_mut()[usize::from(h)] = in_port;
+                m.set_hop_pointer(h + 1);
+            }
+            return DrStep::Local;
+        }
+        return DrStep::Discard(DrDiscard::BadHop);
+    }
+    if h >= 2 && h <= n {
+        if !is_switch {
+            return DrStep::Discard(DrDiscard::NotASwitch);
+        }
+        let out = m.return_path()[usize::from(h) - 1];
+        if !valid(out) {
+            return DrStep::Discard(DrDiscard::BadPort);
+        }
+        m.set_hop_pointer(h - 1);
+        return DrStep::Forward(out);
+    }
+    if h == 1 || (h == 0 && n == 0) {
+        m.set_hop_pointer(0);
+        return DrStep::ToRequester;
+    }
+    DrStep::Discard(DrDiscard::BadHop)
+}
+
+/// Turns the request `mad` (already answered in place) into a response leaving the responder
+/// (C14-13:1): sets D and steps HopPointer back from n + 1 to n. Returns the port to send it out
+/// of: ReturnPath[n], or `in_port` when HopCount is 0.
+pub fn respond(mad: &mut [u8], in_port: u8) -> u8 {
+    let Ok(mut m) = SmpMad::new_checked(mad) else {
+        return in_port;
+    };
+    m.set_direction(true);
+    let (h, n) = (m.hop_pointer(), m.hop_count());
+    if n == 0 {
+        return in_port;
+    }
+    if h == n.saturating_add(1) {
+        m.set_hop_pointer(n);
+    }
+    match m.return_path().get(usize::from(n)) {
+        Some(&p) if p != 0 => p,
+        _ => in_port,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::mad::MgmtClass;
+    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
+
+    /// A SubnGet by directed route along `path` (InitialPath[1..]), HopPointer `h`.
+    fn dr_get(path: &[u8], h: u8) -> [u8; 256] {
+        let mut ip = [0u8; SMP_PATH_LEN];
+        ip[1..=path.len()].copy_from_slice(path);
+        let mut s = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
+        s.header.mgmt_class = MgmtClass::SubnDirectedRoute;
+        s.header.class_specific = u16::from(h) << 8 | path.len() as u16;
+        s.route = SmpRoute::Directed(DirectedRoute {
+            dr_slid: LID_PERMISSIVE,
+            dr_dlid: LID_PERMISSIVE,
+            initial_path: ip,
+            return_path: [0; SMP_PATH_LEN],
+        });
+        s.to_bytes()
+    }
+
+    // IBA 1 §14.2.2.2 C14-9, §14.2.2.3 C14-13: out through two switches to a CA and back.
+    #[test]
+    fn two_switches_and_back() {
+        // SM port 1 -> S1 (in 3, out 5) -> S2 (in 2, out 7) -> CA (in 1).
+        let mut m = dr_get(&[1, 5, 7], 1);
+        assert_eq!(receive(&mut m, 3, true, 8), DrStep::Forward(5));
+        assert_eq!(receive(&mut m, 2, true, 8), DrStep::Forward(7));
+        assert_eq!(receive(&mut m, 1, false, 1), DrStep::Local);
+        let v = SmpMad::new_unchecked(&m[..]);
+        assert_eq!(&v.return_path()[1..4], &[3, 2, 1]);
+        assert_eq!(v.hop_pointer(), 4);
+        assert_eq!(respond(&mut m, 1), 1);
+        assert!(SmpMad::new_unchecked(&m[..]).direction());
+        assert_eq!(receive(&mut m, 7, true, 8), DrStep::Forward(2));
+        assert_eq!(receive(&mut m, 5, true, 8), DrStep::Forward(3));
+        assert_eq!(receive(&mut m, 1, false, 1), DrStep::ToRequester);
+        assert_eq!(SmpMad::new_unchecked(&m[..]).hop_pointer(), 0);
+    }
+
+    // C14-9: a CA does not forward; a path to a port the node lacks is dropped; the sender must
+    // have moved the HopPointer; HopCount ≤ 63.
+    #[test]
+    fn discards() {
+        let mut m = dr_get(&[1, 5, 7], 1);
+        assert_eq!(
+            receive(&mut m, 1, false, 1),
+            DrStep::Discard(DrDiscard::NotASwitch)
+        );
+        let mut m = dr_get(&[1, 9], 1);
+        assert_eq!(
+            receive(&mut m, 1, true, 8),
+            DrStep::Discard(DrDiscard::BadPort)
+        );
+        let mut m = dr_get(&[1, 2], 0);
+        assert_eq!(
+            receive(&mut m, 1, true, 8),
+            DrStep::Discard(DrDiscard::BadHop)
+        );
+        let mut m = dr_get(&[1; 63], 63);
+        assert_eq!(receive(&mut m, 1, false, 1), DrStep::Local);
+        m[7] = 64;
+        assert_eq!(
+            receive(&mut m, 1, true, 8),
+            DrStep::Discard(DrDiscard::BadHop)
+        );
+        let mut m = dr_get(&[1], 1);
+        m[34..36].copy_from_slice(&[0, 5]);
+        assert_eq!(
+            receive(&mut m, 1, true, 8),
+            DrStep::Discard(DrDiscard::LidRoutedPart)
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! What every subnet management agent (SMA, IBA 1 chapter 14) and performance management agent
+//! (PMA, IBA 1 §16.1) of this fabric shares, whatever device it lives in: the directed-route
+//! hop rules ([`dr`], §14.2.2), M_Key protection ([`mkey`], §14.2.4), the per-port traffic
+//! counters a PMA reports ([`pma`], §16.1.3.5) and the framing of the agents' packets (SMPs on
+//! VL15 from QP0, GMPs from QP1). The agents themselves live with their hardware: the switch's in
+//! `crate::hw::switch` (module `sma`, management port 0), the HCA's on QP0 of every port in
+//! `crate::hw::hca` (module `sma`).
+//!
+//! Both agents write the same device state the subnet manager's `crate::hw::mgmt::Config`
+//! values write (LID, SM LID, port state, MTU, P_Keys, LFT, MFT): one state, two ways to
+//! write it.
+//!
+//! Invariants: no SMP, however malformed, panics; an SMP the agent does not answer is counted
+//! (the device's drop counters) and dropped.
+
+pub mod dr;
+pub mod mkey;
+pub mod pma;
+
+pub use dr::DrStep;
+pub use mkey::{MKeyCheck, MKeyGuard};
+pub use pma::PortTraffic;
+
+use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::mad::Method;
+use ipoib_wire::packet::PacketRepr;
+use ipoib_wire::{PKey, QKey};
+
+/// True for the methods an SMA answers or takes (IBA 1 §14.2.3 Table 134: SubnGet, SubnSet,
+/// SubnTrapRepress); the others (GetResp, Trap) go to the SM on QP0.
+pub fn is_agent_method(m: Method) -> bool {
+    matches!(m, Method::Get | Method::Set | Method::TrapRepress)
+}
+
+/// An SMP packet: VL15, QP0 to QP0, the default P_Key, Q_Key 0 (IBA 1 §14.2.1, §7.6.3: SMPs
+/// travel on VL15 and QP0 checks no Q_Key or P_Key).
+pub fn smp_packet(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
+    let lrh = LrhRepr {
+        vl: 15,
+        lver: 0,
+        sl,
+        lnh: Lnh::IbaLocal,
+        dlid,
+        pkt_len: 0,
+        slid,
+    };
+    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey::DEFAULT, 0, 0);
+    let deth = DethRepr {
+        qkey: QKey(0),
+        src_qp: 0,
+    };
+    emit(&PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
+}
+
+/// A GMP from QP1 to `dest_qp` (IBA 1 §13.5.1: QP1 sends with Q_Key 0x80010000), on VL0.
+pub fn gmp_packet(slid: u16, dlid: u16, sl: u8, pkey: PKey, dest_qp: u32, mad: &[u8]) -> Vec<u8> {
+    let lrh = LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl,
+        lnh: Lnh::IbaLocal,
+        dlid,
+        pkt_len: 0,
+        slid,
+    };
+    let bth = BthRepr::new(Opcode::UD_SEND_ONLY, pkey, dest_qp, 0);
+    let deth = DethRepr {
+        qkey: QKey::GSI,
+        src_qp: 1,
+    };
+    emit(&PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
+}
+
+fn emit(r: &PacketRepr<'_>) -> Vec<u8> {
+    let mut b = vec![0u8; r.buffer_len()];
+    // A 256-byte MAD always fits PktLen, and the extended headers are those of UD SEND Only.
+    match r.emit(&mut b) {
+        Ok(n) => b.truncate(n),
+        Err(_) => b.clear(),
+    }
+    b
+}
+
+use crate::hw::mgmt::PortState;
+use ipoib_wire::smp::{PortPhysState, PortState as WireState};
+use ipoib_wire::Mtu;
+
+/// The largest MTU any port of this fabric runs (PortInfo:MTUCap).
+pub const MTU_CAP: Mtu = Mtu::Mtu4096;
+
+/// A port state as PortInfo:PortState carries it.
+pub fn wire_state(s: PortState) -> WireState {
+    match s {
+        PortState::Down => WireState::Down,
+        PortState::Init => WireState::Init,
+        PortState::Armed => WireState::Armed,
+        PortState::Active => WireState::Active,
+    }
+}
+
+/// PortInfo:PortPhysicalState of a port whose cable is (not) up.
+pub fn phys_state(up: bool) -> PortPhysState {
+    if up {
+        PortPhysState::LinkUp
+    } else {
+        PortPhysState::Polling
+    }
+}
+
+/// The state a SubnSet(PortInfo) writing `written` leaves a port in (IBA 1 §14.2.5.6 PortState,
+/// §7.2 Figure 38): NoStateChange keeps it; Down takes the link down, and with the cable still
+/// there it retrains straight back to Init; Armed only from Init (or Armed), Active only from Armed
+/// (or Active). Any other value or transition is invalid (`None`): the SMA answers with status
+/// 0x001C and changes nothing.
+pub fn port_state_after_set(
+    current: PortState,
+    link_up: bool,
+    written: WireState,
+) -> Option<PortState> {
+    match written {
+        WireState::NoStateChange => Some(current),
+        WireState::Down => Some(if link_up {
+            PortState::Init
+        } else {
+            PortState::Down
+        }),
+        WireState::Armed if matches!(current, PortState::Init | PortState::Armed) => {
+            Some(PortState::Armed)
+        }
+        WireState::Active if matches!(current, PortState::Armed | PortState::Active) => {
+            Some(PortState::Active)
+        }
+        _ => None,
+    }
+}
+
+/// A NeighborMTU a SubnSet(PortInfo) may write: a defined code no larger than [`MTU_CAP`]
+/// (IBA 1 §14.2.5.6).
+pub fn mtu_ok(m: Mtu) -> bool {
+    m.is_valid() && m.bytes() <= MTU_CAP.bytes()
+}

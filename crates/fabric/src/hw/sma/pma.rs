@@ -1,0 +1,173 @@
+//! The performance management agent's counters and answers (IBA 1 §16.1): every port counts the
+//! packets and data it puts on and takes off its link ([`PortTraffic`]), and the PMA on QP1
+//! answers SubnGet/Set of PortCounters (§16.1.3.5) and PortCountersExtended (§16.1.4.11) from
+//! them. The counts are those of the link: a packet the port sends is counted when it goes out,
+//! one it receives when it comes in, whatever happens to it next; data is LRH through ICRC in
+//! 4-byte words (§16.1.3.5 PortXmitData: the VCRC is not counted).
+
+use ipoib_wire::ib::lid::is_multicast_lid;
+use ipoib_wire::mad::attr::perf as perf_attr;
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, MAD_LEN};
+use ipoib_wire::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
+
+/// Traffic counters of one port (64 bits; PortCounters reports them saturated to its widths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortTraffic {
+    /// Packets sent.
+    pub xmit_pkts: u64,
+    /// Packets received.
+    pub rcv_pkts: u64,
+    /// 4-byte words sent (LRH through ICRC).
+    pub xmit_words: u64,
+    /// 4-byte words received.
+    pub rcv_words: u64,
+    /// Unicast packets sent.
+    pub unicast_xmit_pkts: u64,
+    /// Unicast packets received.
+    pub unicast_rcv_pkts: u64,
+    /// Multicast packets sent.
+    pub multicast_xmit_pkts: u64,
+    /// Multicast packets received.
+    pub multicast_rcv_pkts: u64,
+    /// VL15 packets dropped (no SMA, or discarded by it).
+    pub vl15_dropped: u64,
+}
+
+fn words_and_mcast(packet: &[u8]) -> (u64, bool) {
+    let words = (packet.len().saturating_sub(2) / 4) as u64;
+    let mcast = packet.len() >= 4 && is_multicast_lid(u16::from_be_bytes([packet[2], packet[3]]));
+    (words, mcast)
+}
+
+impl PortTraffic {
+    /// Counts a packet (LRH..VCRC) put on the link.
+    pub fn count_xmit(&mut self, packet: &[u8]) {
+        let (w, mcast) = words_and_mcast(packet);
+        self.xmit_pkts += 1;
+        self.xmit_words += w;
+        if mcast {
+            self.multicast_xmit_pkts += 1;
+        } else {
+            self.unicast_xmit_pkts += 1;
+        }
+    }
+
+    /// Counts a packet taken off the link.
+    pub fn count_rcv(&mut self, packet: &[u8]) {
+        let (w, mcast) = words_and_mcast(packet);
+        self.rcv_pkts += 1;
+        self.rcv_words += w;
+        if mcast {
+            self.multicast_rcv_pkts += 1;
+        } else {
+            self.unicast_rcv_pkts += 1;
+        }
+    }
+
+    /// PortCountersExtended of `port`.
+    pub fn extended(&self, port: u8) -> PortCountersExtRepr {
+        PortCountersExtRepr {
+            port_select: port,
+            counter_select: 0,
+            port_xmit_data: self.xmit_words,
+            port_rcv_data: self.rcv_words,
+            port_xmit_pkts: self.xmit_pkts,
+            port_rcv_pkts: self.rcv_pkts,
+            port_unicast_xmit_pkts: self.unicast_xmit_pkts,
+            port_unicast_rcv_pkts: self.unicast_rcv_pkts,
+            port_multicast_xmit_pkts: self.multicast_xmit_pkts,
+            port_multicast_rcv_pkts: self.multicast_rcv_pkts,
+        }
+    }
+
+    /// PortCounters of `port` (IBA 1 §16.1.3.5: the counters stop at their maximum).
+    pub fn counters(&self, port: u8) -> PortCountersRepr {
+        PortCountersRepr::saturating(port, &self.extended(port), self.vl15_dropped)
+    }
+
+    /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
+    /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; this model keeps no
+    /// error counters, so the other bits clear nothing but VL15Dropped, bit 11).
+    fn clear(&mut self, select: u16) {
+        if select & 1 << 11 != 0 {
+            self.vl15_dropped = 0;
+        }
+        if select & 1 << 12 != 0 {
+            self.xmit_words = 0;
+        }
+        if select & 1 << 13 != 0 {
+            self.rcv_words = 0;
+        }
+        if select & 1 << 14 != 0 {
+            self.xmit_pkts = 0;
+        }
+        if select & 1 << 15 != 0 {
+            self.rcv_pkts = 0;
+        }
+    }
+
+    /// A Set of PortCountersExtended (§16.1.4.11: CounterSelect bits 0-7, one per counter in
+    /// layout order).
+    fn clear_extended(&mut self, select: u16) {
+        let fields = [
+            &mut self.xmit_words,
+            &mut self.rcv_words,
+            &mut self.xmit_pkts,
+            &mut self.rcv_pkts,
+            &mut self.unicast_xmit_pkts,
+            &mut self.unicast_rcv_pkts,
+            &mut self.multicast_xmit_pkts,
+            &mut self.multicast_rcv_pkts,
+        ];
+        for (i, f) in fields.into_iter().enumerate() {
+            if select & 1 << i != 0 {
+                *f = 0;
+            }
+        }
+    }
+}
+
+/// Answers a PerfMgt MAD (256 bytes) for a device whose port `p` counters `ports(p)` gives
+/// (`None`: no such port). `None` when the MAD is not a PerfMgt Get or Set (not for the PMA).
+/// IBA 1 §16.1.3.5, §16.1.4.11: the GetResp carries the counters of PortSelect (after a Set, as
+/// cleared); an unknown attribute is answered with status 0x000C, a port the device does not have
+/// with 0x001C (§13.4.7 Table 113).
+pub fn answer(
+    mad: &[u8],
+    mut ports: impl FnMut(u8) -> Option<PortTraffic>,
+    mut store: impl FnMut(u8, PortTraffic),
+) -> Option<[u8; MAD_LEN]> {
+    let h = MadHeaderRepr::parse_bytes(mad).ok()?;
+    if h.mgmt_class != MgmtClass::Perf || !matches!(h.method, Method::Get | Method::Set) {
+        return None;
+    }
+    let data = mad.get(PERF_DATA_OFFSET..MAD_LEN)?;
+    let mut out = [0u8; MAD_LEN];
+    out[PERF_DATA_OFFSET..].copy_from_slice(data);
+    let port = data[1];
+    let counters = ports(port);
+    let status = match (h.attribute_id, counters) {
+        (perf_attr::PORT_COUNTERS | perf_attr::PORT_COUNTERS_EXTENDED, None) => {
+            MadStatus::INVALID_ATTR_VALUE
+        }
+        (perf_attr::PORT_COUNTERS, Some(mut c)) => {
+            if h.method == Method::Set {
+                c.clear(u16::from_be_bytes([data[2], data[3]]));
+                store(port, c);
+            }
+            c.counters(port).emit(&mut out[PERF_DATA_OFFSET..]);
+            MadStatus::SUCCESS
+        }
+        (perf_attr::PORT_COUNTERS_EXTENDED, Some(mut c)) => {
+            if h.method == Method::Set {
+                c.clear_extended(u16::from_be_bytes([data[2], data[3]]));
+                store(port, c);
+            }
+            c.extended(port).emit(&mut out[PERF_DATA_OFFSET..]);
+            MadStatus::SUCCESS
+        }
+        _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
+    };
+    h.response(Method::GetResp, status).emit(&mut out);
+    Some(out)
+}

@@ -1,0 +1,550 @@
+//! The switch's subnet management agent on management port 0 (IBA 1 chapter 14) and its
+//! performance management agent (IBA 1 §16.1).
+//!
+//! - Directed-route SMPs (class 0x81) are taken whatever their LRH DLID: the hop rules of
+//!   `crate::hw::sma::dr` send them on port to port (§14.2.2) or hand them to the agent at the
+//!   end of their path. LID-routed SMPs (class 0x01) and PerfMgt GMPs on QP1 are taken when the
+//!   DLID is the switch's LID (or its LFT entry is port 0); other SMPs are forwarded like data.
+//! - SubnGet/SubnSet of NodeInfo, NodeDescription (Get only), SwitchInfo, GUIDInfo, PortInfo
+//!   (AttributeModifier = port 0..=N), P_KeyTable (bits 31-16 port, one block of 32 P_Keys),
+//!   SLtoVLMappingTable (bits 15-8 input, 7-0 output port), VLArbitrationTable (bits 31-16 block
+//!   1-4, 15-0 port), LinearForwardingTable and MulticastForwardingTable (§14.2.5). SMInfo and
+//!   anything else: status 0x000C (§13.4.7; a switch runs no SM). A Set of a value the switch
+//!   cannot take: status 0x001C, nothing changed.
+//! - M_Key (§14.2.4) is port 0's, for every SMP the switch answers.
+//! - Trap 128 (§14.2.5.1): when a port's link goes up or down, SwitchInfo:PortStateChange is set
+//!   and, once the SM gave the switch a LID and a MasterSMLID, a Trap(Notice 128) goes to the SM
+//!   by the LFT. It is sent once (no repeat until TrapRepress).
+
+use super::{Switch, SwitchDropReason, LFT_DROP};
+use crate::hw::mgmt::{Config, PortConfig, PortState};
+use crate::hw::sim::Tx;
+use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_PERMISSIVE};
+use ipoib_wire::ib::LrhRepr;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{MadStatus, Method, MgmtClass, NoticeRepr, BASE_VERSION, MAD_LEN};
+use ipoib_wire::packet::{fill_crcs, Packet};
+use ipoib_wire::smp::{
+    GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
+    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMadRepr, SwitchInfoRepr,
+    VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
+};
+use ipoib_wire::PKey;
+use std::collections::BTreeMap;
+
+/// LIDs the linear forwarding table can hold (SwitchInfo:LinearFDBCap): every unicast LID.
+pub const LINEAR_FDB_CAP: u16 = 0xc000;
+/// MLIDs the multicast forwarding table can hold (SwitchInfo:MulticastFDBCap).
+pub const MULTICAST_FDB_CAP: u16 = 1024;
+/// P_Keys per port (SwitchInfo:PartitionEnforcementCap): one P_KeyTable block.
+pub const PARTITION_ENFORCEMENT_CAP: u16 = PKEY_TABLE_BLOCK as u16;
+
+/// The switch's management state beyond what forwarding reads.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SwitchMgmt {
+    pub mkey: sma::MKeyGuard,
+    pub sm_sl: u8,
+    pub gid_prefix: u64,
+    pub lmc: u8,
+    pub subnet_timeout: u8,
+    pub life_time_value: u8,
+    pub port_state_change: bool,
+    /// DefaultPort, DefaultMulticastPrimaryPort, DefaultMulticastNotPrimaryPort.
+    pub default_ports: [u8; 3],
+    /// SLtoVLMappingTable per (input, output) port.
+    pub sl2vl: BTreeMap<(u8, u8), SlToVlTableRepr>,
+    /// VLArbitrationTable per (port, block).
+    pub vlarb: BTreeMap<(u8, u8), VlArbTableRepr>,
+}
+
+/// Where the MAD of a management packet starts, when it carries one of 256 bytes.
+fn mad_offset(packet: &[u8]) -> Option<(usize, u32)> {
+    let p = Packet::parse(packet).ok()?;
+    let bth = p.bth?;
+    if p.payload.len() != MAD_LEN {
+        return None;
+    }
+    let off = packet.len() - 6 - usize::from(bth.pad_count) - MAD_LEN;
+    Some((off, bth.dest_qp))
+}
+
+impl Switch {
+    /// Takes the packet if it is for the switch's management agents; otherwise gives it back.
+    pub(super) fn management(
+        &mut self,
+        now: Instant,
+        port: u8,
+        lrh: &LrhRepr,
+        mut packet: Vec<u8>,
+        tx: &mut Tx,
+    ) -> Option<Vec<u8>> {
+        let Some((off, qp)) = mad_offset(&packet) else {
+            return Some(packet);
+        };
+        let class = MgmtClass::from(packet[off + 1]);
+        let to_me = (self.lid != 0 && lrh.dlid == self.lid)
+            || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
+        match (qp, class) {
+            (0, MgmtClass::SubnDirectedRoute) => {
+                let nports = self.nports();
+                match dr::receive(&mut packet[off..off + MAD_LEN], port, true, nports) {
+                    DrStep::Forward(out) => {
+                        if fill_crcs(&mut packet).is_ok() {
+                            self.stats.smp_forwarded += 1;
+                            self.send_from_management(out, packet, tx);
+                        }
+                    }
+                    DrStep::Local => self.sma_answer(now, port, lrh, &packet[off..], true, tx),
+                    // A switch runs no SM; the rest break a hop rule.
+                    DrStep::ToRequester | DrStep::Discard(_) => {
+                        self.drop(SwitchDropReason::SmpDiscarded)
+                    }
+                }
+                None
+            }
+            (0, MgmtClass::SubnLid) if to_me => {
+                self.sma_answer(now, port, lrh, &packet[off..], false, tx);
+                None
+            }
+            (1, MgmtClass::Perf) if to_me => {
+                self.stats.to_management += 1;
+                self.pma_answer(port, lrh, &packet, off, tx);
+                None
+            }
+            _ => Some(packet),
+        }
+    }
+
+    /// Sends a packet the switch itself makes (or a directed-route SMP it forwards) out of `out`.
+    fn send_from_management(&mut self, out: u8, packet: Vec<u8>, tx: &mut Tx) {
+        match self.ports.get_mut(usize::from(out)) {
+            Some(p) if out != 0 && p.up => {
+                p.traffic.count_xmit(&packet);
+                tx.send(out, packet);
+            }
+            _ => self.drop(SwitchDropReason::PortDown),
+        }
+    }
+
+    /// The LFT's port toward `dlid`, or `fallback` when it has none.
+    fn route_or(&self, dlid: u16, fallback: u8) -> u8 {
+        match self.lft.get(usize::from(dlid)).copied() {
+            Some(p) if p != 0 && p != LFT_DROP => p,
+            _ => fallback,
+        }
+    }
+
+    fn sma_answer(
+        &mut self,
+        now: Instant,
+        port: u8,
+        lrh: &LrhRepr,
+        mad: &[u8],
+        directed: bool,
+        tx: &mut Tx,
+    ) {
+        let Ok(req) = SmpMadRepr::parse(mad) else {
+            return self.drop(SwitchDropReason::SmpDiscarded);
+        };
+        if !sma::is_agent_method(req.header.method) {
+            return self.drop(SwitchDropReason::SmpDiscarded);
+        }
+        let hide_key = match self.mgmt.mkey.check(now, req.header.method, req.mkey) {
+            MKeyCheck::Violation => return self.drop(SwitchDropReason::SmpDiscarded),
+            MKeyCheck::PassHideKey => true,
+            MKeyCheck::Pass => false,
+        };
+        if req.header.method == Method::TrapRepress {
+            return; // traps are sent once: nothing to stop
+        }
+        let (status, attribute) = self.sma_attribute(port, &req, hide_key);
+        self.stats.smp_answered += 1;
+        let mut bytes = req.get_response(status, attribute).to_bytes();
+        let (out, packet) = if directed {
+            let out = dr::respond(&mut bytes, port);
+            (
+                out,
+                sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
+            )
+        } else {
+            let out = self.route_or(lrh.slid, port);
+            (out, sma::smp_packet(self.lid, lrh.slid, lrh.sl, &bytes))
+        };
+        self.send_from_management(out, packet, tx);
+    }
+
+    fn pma_answer(&mut self, port: u8, lrh: &LrhRepr, packet: &[u8], off: usize, tx: &mut Tx) {
+        let Ok(p) = Packet::parse(packet) else {
+            return;
+        };
+        let (Some(bth), Some(deth)) = (p.bth, p.ext.deth) else {
+            return;
+        };
+        let ports = &self.ports;
+        let mut cleared = None;
+        let Some(resp) = pma::answer(
+            &packet[off..off + MAD_LEN],
+            |n| ports.get(usize::from(n)).map(|p| p.traffic),
+            |n, c| cleared = Some((n, c)),
+        ) else {
+            return;
+        };
+        if let Some((n, c)) = cleared {
+            if let Some(p) = self.ports.get_mut(usize::from(n)) {
+                p.traffic = c;
+            }
+        }
+        let out = self.route_or(lrh.slid, port);
+        let reply = sma::gmp_packet(self.lid, lrh.slid, lrh.sl, bth.pkey, deth.src_qp, &resp);
+        self.send_from_management(out, reply, tx);
+    }
+
+    /// The GetResp's status and attribute for `req` (after a Set, the values now held).
+    fn sma_attribute(
+        &mut self,
+        in_port: u8,
+        req: &SmpMadRepr,
+        hide_key: bool,
+    ) -> (MadStatus, SmpAttribute) {
+        let set = req.header.method == Method::Set;
+        let m = req.header.attribute_modifier;
+        let ok = |a| (MadStatus::SUCCESS, a);
+        let invalid = |a| (MadStatus::INVALID_ATTR_VALUE, a);
+        let unsupported = (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute);
+        match (req.header.attribute_id, &req.attribute) {
+            (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(self.node_info(in_port))),
+            (attr::NODE_DESCRIPTION, _) if !set => ok(SmpAttribute::NodeDescription(
+                NodeDescriptionRepr::new(&self.name),
+            )),
+            (attr::SWITCH_INFO, a) => {
+                if let (true, SmpAttribute::SwitchInfo(w)) = (set, a) {
+                    self.set_switch_info(w);
+                }
+                ok(SmpAttribute::SwitchInfo(self.switch_info()))
+            }
+            (attr::GUID_INFO, _) => {
+                // GUIDCap 1: index 0, the port GUID, is read only.
+                let mut g = GuidInfoRepr::default();
+                g.guids[0] = self.guid;
+                if m == 0 {
+                    ok(SmpAttribute::GuidInfo(g))
+                } else {
+                    invalid(SmpAttribute::GuidInfo(GuidInfoRepr::default()))
+                }
+            }
+            (attr::PORT_INFO, a) => {
+                let Ok(p) = u8::try_from(m) else {
+                    return unsupported;
+                };
+                if usize::from(p) >= self.ports.len() {
+                    return invalid(req.attribute);
+                }
+                let mut status = MadStatus::SUCCESS;
+                if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
+                    if !self.set_port_info(p, w) {
+                        status = MadStatus::INVALID_ATTR_VALUE;
+                    }
+                }
+                (
+                    status,
+                    SmpAttribute::PortInfo(self.port_info(p, in_port, hide_key)),
+                )
+            }
+            (attr::P_KEY_TABLE, a) => {
+                let (p, block) = ((m >> 16) as usize, m & 0xffff);
+                let Some(port) = self.ports.get_mut(p).filter(|_| block == 0) else {
+                    return invalid(req.attribute);
+                };
+                if let (true, SmpAttribute::PKeyTable(w)) = (set, a) {
+                    port.pkeys = trimmed(&w.pkeys);
+                }
+                let mut t = PKeyTableRepr::default();
+                for (d, s) in t.pkeys.iter_mut().zip(&port.pkeys) {
+                    *d = *s;
+                }
+                ok(SmpAttribute::PKeyTable(t))
+            }
+            (attr::SL_TO_VL_MAPPING_TABLE, a) => {
+                let key = ((m >> 8) as u8, m as u8);
+                if m > 0xffff || usize::from(key.0.max(key.1)) >= self.ports.len() {
+                    return invalid(req.attribute);
+                }
+                if let (true, SmpAttribute::SlToVlMappingTable(w)) = (set, a) {
+                    self.mgmt.sl2vl.insert(key, *w);
+                }
+                let t = self.mgmt.sl2vl.get(&key).copied().unwrap_or_default();
+                ok(SmpAttribute::SlToVlMappingTable(t))
+            }
+            (attr::VL_ARBITRATION_TABLE, a) => {
+                let (block, p) = ((m >> 16) as u8, m & 0xffff);
+                if !(1..=4).contains(&block) || p as usize >= self.ports.len() {
+                    return invalid(req.attribute);
+                }
+                let key = (p as u8, block);
+                if let (true, SmpAttribute::VlArbitrationTable(w)) = (set, a) {
+                    self.mgmt.vlarb.insert(key, *w);
+                }
+                let t = self.mgmt.vlarb.get(&key).copied().unwrap_or_default();
+                ok(SmpAttribute::VlArbitrationTable(t))
+            }
+            (attr::LINEAR_FORWARDING_TABLE, a) => {
+                let first = m as usize * LFT_BLOCK_LIDS;
+                if first >= usize::from(LINEAR_FDB_CAP) {
+                    return invalid(req.attribute);
+                }
+                if let (true, SmpAttribute::LinearForwardingTable(w)) = (set, a) {
+                    if self.lft.len() < first + LFT_BLOCK_LIDS {
+                        self.lft.resize(first + LFT_BLOCK_LIDS, LFT_DROP);
+                    }
+                    self.lft[first..first + LFT_BLOCK_LIDS].copy_from_slice(&w.ports);
+                }
+                let mut b = LftBlockRepr {
+                    ports: [LFT_DROP; LFT_BLOCK_LIDS],
+                };
+                for (d, s) in b.ports.iter_mut().zip(self.lft.iter().skip(first)) {
+                    *d = *s;
+                }
+                ok(SmpAttribute::LinearForwardingTable(b))
+            }
+            (attr::MULTICAST_FORWARDING_TABLE, a) => {
+                let (position, block) = ((m >> 28) as u8, (m & 0x1ff) as usize);
+                let first_port = usize::from(position) * MFT_POSITION_PORTS;
+                if block * MFT_BLOCK_MLIDS >= usize::from(MULTICAST_FDB_CAP)
+                    || first_port >= self.ports.len()
+                {
+                    return invalid(req.attribute);
+                }
+                let first_mlid = LID_MULTICAST_FIRST + (block * MFT_BLOCK_MLIDS) as u16;
+                if let (true, SmpAttribute::MulticastForwardingTable(w)) = (set, a) {
+                    for (i, mask) in w.port_masks.iter().enumerate() {
+                        self.set_mft_mask(first_mlid + i as u16, position, *mask);
+                    }
+                }
+                let mut b = MftBlockRepr {
+                    port_masks: [0; MFT_BLOCK_MLIDS],
+                };
+                for (i, mask) in b.port_masks.iter_mut().enumerate() {
+                    for &p in self.mft.get(&(first_mlid + i as u16)).into_iter().flatten() {
+                        let bit = usize::from(p).wrapping_sub(first_port);
+                        if bit < MFT_POSITION_PORTS {
+                            *mask |= 1 << bit;
+                        }
+                    }
+                }
+                ok(SmpAttribute::MulticastForwardingTable(b))
+            }
+            _ => unsupported,
+        }
+    }
+
+    /// Replaces the ports `16 × position` to `16 × position + 15` of `mlid`'s MFT entry.
+    fn set_mft_mask(&mut self, mlid: u16, position: u8, mask: u16) {
+        let lo = u16::from(position) * MFT_POSITION_PORTS as u16;
+        let mut ports: Vec<u8> = self
+            .mft
+            .get(&mlid)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&p| !(lo..lo + 16).contains(&u16::from(p)))
+            .collect();
+        for bit in 0..16u16 {
+            if mask & 1 << bit != 0 {
+                if let Ok(p) = u8::try_from(lo + bit) {
+                    ports.push(p);
+                }
+            }
+        }
+        // The same write a Config::Mft makes: sorted, deduplicated, removed when empty.
+        self.apply_config(Config::Mft { mlid, ports });
+    }
+
+    fn node_info(&self, in_port: u8) -> NodeInfoRepr {
+        NodeInfoRepr {
+            base_version: BASE_VERSION,
+            class_version: 1,
+            node_type: NodeType::Switch,
+            num_ports: self.nports(),
+            system_image_guid: self.guid,
+            node_guid: self.guid,
+            port_guid: self.guid,
+            partition_cap: PARTITION_ENFORCEMENT_CAP,
+            device_id: 0xb924,
+            revision: 1,
+            local_port_num: in_port,
+            vendor_id: 0x0002c9,
+        }
+    }
+
+    fn switch_info(&self) -> SwitchInfoRepr {
+        let [default_port, mcast_primary, mcast_not_primary] = self.mgmt.default_ports;
+        SwitchInfoRepr {
+            linear_fdb_cap: LINEAR_FDB_CAP,
+            multicast_fdb_cap: MULTICAST_FDB_CAP,
+            linear_fdb_top: self.lft.len().saturating_sub(1) as u16,
+            default_port,
+            default_multicast_primary_port: mcast_primary,
+            default_multicast_not_primary_port: mcast_not_primary,
+            life_time_value: self.mgmt.life_time_value,
+            port_state_change: self.mgmt.port_state_change,
+            lids_per_port: 1,
+            partition_enforcement_cap: PARTITION_ENFORCEMENT_CAP,
+            inbound_enforcement_cap: true,
+            outbound_enforcement_cap: true,
+            multicast_fdb_top: self
+                .mft
+                .keys()
+                .next_back()
+                .map_or(0, |m| m - LID_MULTICAST_FIRST),
+            ..SwitchInfoRepr::default()
+        }
+    }
+
+    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it; LinearFDBTop bounds the LFT.
+    fn set_switch_info(&mut self, w: &SwitchInfoRepr) {
+        if w.port_state_change {
+            self.mgmt.port_state_change = false;
+        }
+        self.mgmt.life_time_value = w.life_time_value & 0x1f;
+        self.mgmt.default_ports = [
+            w.default_port,
+            w.default_multicast_primary_port,
+            w.default_multicast_not_primary_port,
+        ];
+        let top = usize::from(w.linear_fdb_top.min(LINEAR_FDB_CAP - 1));
+        self.lft.resize(top + 1, LFT_DROP);
+    }
+
+    fn port_info(&self, p: u8, in_port: u8, hide_key: bool) -> PortInfoRepr {
+        let port = &self.ports[usize::from(p)];
+        let g = &self.mgmt;
+        PortInfoRepr {
+            mkey: if hide_key { 0 } else { g.mkey.mkey },
+            gid_prefix: g.gid_prefix,
+            lid: self.lid,
+            master_sm_lid: self.sm_lid,
+            capability_mask: ipoib_wire::smp::cap_mask::IS_TRAP_SUPPORTED,
+            mkey_lease_period: g.mkey.lease_period,
+            local_port_num: in_port,
+            link_width_enabled: 2,
+            link_width_supported: 3,
+            link_width_active: 2,
+            link_speed_supported: 7,
+            port_state: sma::wire_state(port.state),
+            port_phys_state: sma::phys_state(port.up),
+            link_down_default_state: 2,
+            mkey_protect_bits: g.mkey.protect,
+            lmc: g.lmc,
+            link_speed_active: 4,
+            link_speed_enabled: 7,
+            neighbor_mtu: port.mtu,
+            master_sm_sl: g.sm_sl,
+            vl_cap: 1,
+            mtu_cap: sma::MTU_CAP,
+            operational_vls: 1,
+            partition_enforcement_inbound: self.enforce_partitions,
+            partition_enforcement_outbound: self.enforce_partitions,
+            mkey_violations: g.mkey.violations,
+            guid_cap: 1,
+            subnet_timeout: g.subnet_timeout,
+            ..PortInfoRepr::default()
+        }
+    }
+
+    /// Applies a SubnSet(PortInfo) of port `p` through the same write a `Config::Port` makes;
+    /// false (and nothing changed) when a field holds a value the port cannot take.
+    fn set_port_info(&mut self, p: u8, w: &PortInfoRepr) -> bool {
+        let port = &self.ports[usize::from(p)];
+        let Some(state) = sma::port_state_after_set(port.state, port.up, w.port_state) else {
+            return false;
+        };
+        let mtu = if p == 0 || u8::from(w.neighbor_mtu) == 0 {
+            port.mtu
+        } else {
+            w.neighbor_mtu
+        };
+        if !sma::mtu_ok(mtu) {
+            return false;
+        }
+        let changed = state != port.state;
+        let pkeys = port.pkeys.clone();
+        if p == 0 {
+            let g = &mut self.mgmt;
+            g.mkey.mkey = w.mkey;
+            g.mkey.protect = w.mkey_protect_bits & 3;
+            g.mkey.lease_period = w.mkey_lease_period;
+            g.mkey.violations = w.mkey_violations;
+            g.lmc = w.lmc & 7;
+            g.subnet_timeout = w.subnet_timeout & 0x1f;
+            g.gid_prefix = w.gid_prefix;
+            g.sm_sl = w.master_sm_sl & 0x0f;
+        }
+        let (lid, sm_lid) = if p == 0 {
+            (w.lid, w.master_sm_lid)
+        } else {
+            (self.lid, self.sm_lid)
+        };
+        self.apply_config(Config::Port(PortConfig {
+            port: p,
+            lid,
+            lmc: self.mgmt.lmc,
+            sm_lid,
+            sm_sl: self.mgmt.sm_sl,
+            subnet_prefix: self.mgmt.gid_prefix,
+            state,
+            mtu,
+            rate: ipoib_wire::Rate::Gbps40,
+            pkeys,
+        }));
+        if changed && p != 0 {
+            self.mgmt.port_state_change = true;
+        }
+        true
+    }
+
+    /// A port's link went up or down (IBA 1 §7.2: the port goes Init or Down): PortStateChange is
+    /// set and trap 128 goes to the SM (IBA 1 §14.2.5.1) once the switch has a LID and the SM's.
+    pub(super) fn link_changed(&mut self, port: u8, up: bool, tx: &mut Tx) {
+        let Some(p) = self.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        p.up = up;
+        p.state = if up { PortState::Init } else { PortState::Down };
+        self.mgmt.port_state_change = true;
+        if self.lid == 0 || self.sm_lid == 0 {
+            return;
+        }
+        let out = self.route_or(self.sm_lid, 0);
+        if out == 0 {
+            return;
+        }
+        let mut trap = SmpMadRepr::lid_routed_get(self.stats.traps_sent, attr::NOTICE, 0);
+        trap.header.method = Method::Trap;
+        trap.mkey = self.mgmt.mkey.mkey;
+        trap.attribute = SmpAttribute::Notice(NoticeRepr::link_state_trap(self.lid));
+        let packet = sma::smp_packet(self.lid, self.sm_lid, self.mgmt.sm_sl, &trap.to_bytes());
+        self.stats.traps_sent += 1;
+        self.send_from_management(out, packet, tx);
+    }
+
+    /// The M_Key state of port 0 (tests and diagnostics).
+    pub fn mkey_guard(&self) -> sma::MKeyGuard {
+        self.mgmt.mkey
+    }
+
+    /// Traffic counters of a port (what its PMA reports).
+    pub fn port_traffic(&self, port: u8) -> Option<pma::PortTraffic> {
+        self.ports.get(usize::from(port)).map(|p| p.traffic)
+    }
+}
+
+/// A P_Key table as written: up to the last valid entry, at least one entry.
+fn trimmed(pkeys: &[PKey]) -> Vec<PKey> {
+    let n = pkeys
+        .iter()
+        .rposition(|k| k.0 & 0x7fff != 0)
+        .map_or(1, |i| i + 1);
+    pkeys[..n].to_vec()
+}
