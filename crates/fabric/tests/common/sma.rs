@@ -1,0 +1,216 @@
+//! A fabric for the management agents' tests: a probe standing where an SM would be, two
+//! switches and a CA, and the SMPs an SM sends (IBA 1 §14.2.1).
+//!
+//! ```text
+//! probe:1 ── 3:S1:5 ── 2:S2:7 ── 1:CA
+//! ```
+
+#![allow(dead_code)]
+
+use ipoib_fabric::hw::hca::Hca;
+use ipoib_fabric::hw::link::LinkParams;
+use ipoib_fabric::hw::sim::{Device, NodeId, PortRef, Simulator, Tx};
+use ipoib_fabric::hw::sma;
+use ipoib_fabric::hw::switch::Switch;
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
+use ipoib_wire::packet::Packet;
+use ipoib_wire::smp::{
+    DirectedRoute, SmpAttribute, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
+    SMP_PATH_LEN,
+};
+use ipoib_wire::{Guid, PKey};
+use std::any::Any;
+
+pub const S1_GUID: u64 = 0x0002_c903_00aa_0001;
+pub const S2_GUID: u64 = 0x0002_c903_00aa_0002;
+pub const CA_GUID: u64 = 0x0002_c903_0000_0100;
+/// DR paths from the probe (InitialPath[1..]).
+pub const TO_S1: &[u8] = &[1];
+pub const TO_S2: &[u8] = &[1, 5];
+pub const TO_CA: &[u8] = &[1, 5, 7];
+/// LIDs the tests give out.
+pub const PROBE_LID: u16 = 1;
+pub const CA_LID: u16 = 7;
+pub const S1_LID: u16 = 10;
+pub const S2_LID: u16 = 11;
+
+/// Sends what the test gives it, keeps what arrives.
+#[derive(Default)]
+pub struct Probe {
+    pub inbox: Vec<Vec<u8>>,
+}
+
+impl Device for Probe {
+    fn receive(&mut self, _now: Instant, _port: u8, packet: Vec<u8>, _tx: &mut Tx) {
+        self.inbox.push(packet);
+    }
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+pub struct Fabric {
+    pub sim: Simulator,
+    pub probe: NodeId,
+    pub s1: NodeId,
+    pub s2: NodeId,
+    pub ca: NodeId,
+    next_tid: u64,
+}
+
+impl Fabric {
+    pub fn new(seed: u64) -> Fabric {
+        let mut sim = Simulator::new(seed);
+        let probe = sim.add_node(Box::<Probe>::default(), 1);
+        let s1 = sim.add_node(Box::new(Switch::new(Guid(S1_GUID), 8, "S1 leaf")), 8);
+        let s2 = sim.add_node(Box::new(Switch::new(Guid(S2_GUID), 8, "S2 leaf")), 8);
+        let ca = sim.add_node(Box::new(Hca::new(Guid(CA_GUID), 1)), 1);
+        let p = |node, port| PortRef { node, port };
+        sim.connect(p(probe, 1), p(s1, 3), LinkParams::default());
+        sim.connect(p(s1, 5), p(s2, 2), LinkParams::default());
+        let l = sim.connect(p(s2, 7), p(ca, 1), LinkParams::default());
+        // The CA's cable comes up: its port goes Init (IBA 1 §7.2).
+        sim.schedule_link_state(l, Instant::ZERO, true);
+        sim.run_until_idle(100);
+        Fabric {
+            sim,
+            probe,
+            s1,
+            s2,
+            ca,
+            next_tid: 0x100,
+        }
+    }
+
+    pub fn switch(&self, id: NodeId) -> &Switch {
+        self.sim.node::<Switch>(id).expect("switch")
+    }
+
+    pub fn hca(&self) -> &Hca {
+        self.sim.node::<Hca>(self.ca).expect("hca")
+    }
+
+    /// Sends `packet` from the probe and runs the fabric until it is quiet; returns what the
+    /// probe received meanwhile.
+    pub fn exchange(&mut self, packet: Vec<u8>) -> Vec<Vec<u8>> {
+        self.sim
+            .with_node::<Probe, _>(self.probe, |_, _, tx| tx.send(1, packet));
+        self.sim.run_until_idle(10_000);
+        let probe = self.sim.node_mut::<Probe>(self.probe).expect("probe");
+        std::mem::take(&mut probe.inbox)
+    }
+
+    /// A directed-route SMP along `path` and the one SMP that came back (`None`: no answer).
+    pub fn dr(
+        &mut self,
+        method: Method,
+        attribute_id: u16,
+        modifier: u32,
+        path: &[u8],
+        mkey: u64,
+        attribute: SmpAttribute,
+    ) -> Option<SmpMadRepr> {
+        let smp = self.smp(method, attribute_id, modifier, Some(path), mkey, attribute);
+        let back = self.exchange(sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &smp));
+        one_smp(back)
+    }
+
+    /// A LID-routed SMP from the probe (LID 1) to `dlid`, and the SMP that came back.
+    pub fn lid(
+        &mut self,
+        method: Method,
+        attribute_id: u16,
+        modifier: u32,
+        dlid: u16,
+        mkey: u64,
+        attribute: SmpAttribute,
+    ) -> Option<SmpMadRepr> {
+        let smp = self.smp(method, attribute_id, modifier, None, mkey, attribute);
+        let back = self.exchange(sma::smp_packet(PROBE_LID, dlid, 0, &smp));
+        one_smp(back)
+    }
+
+    /// The 256 bytes of an SMP; a directed one leaves the probe with HopPointer 1 (C14-9:1: the
+    /// sender moved it).
+    pub fn smp(
+        &mut self,
+        method: Method,
+        attribute_id: u16,
+        modifier: u32,
+        path: Option<&[u8]>,
+        mkey: u64,
+        attribute: SmpAttribute,
+    ) -> [u8; MAD_LEN] {
+        self.next_tid += 1;
+        let mut s = SmpMadRepr::lid_routed_get(self.next_tid, attribute_id, modifier);
+        s.header.method = method;
+        s.mkey = mkey;
+        s.attribute = attribute;
+        if let Some(path) = path {
+            let mut ip = [0u8; SMP_PATH_LEN];
+            ip[1..=path.len()].copy_from_slice(path);
+            s.header.mgmt_class = MgmtClass::SubnDirectedRoute;
+            s.header.class_specific = 1 << 8 | path.len() as u16;
+            s.route = SmpRoute::Directed(DirectedRoute {
+                dr_slid: LID_PERMISSIVE,
+                dr_dlid: LID_PERMISSIVE,
+                initial_path: ip,
+                return_path: [0; SMP_PATH_LEN],
+            });
+        }
+        s.to_bytes()
+    }
+
+    /// A PerfMgt Get of `attribute_id` for `port` to `dlid`'s QP1, and the MAD that came back.
+    pub fn perf_get(&mut self, attribute_id: u16, port: u8, dlid: u16) -> Option<[u8; MAD_LEN]> {
+        self.next_tid += 1;
+        let mut mad = [0u8; MAD_LEN];
+        MadHeaderRepr {
+            base_version: BASE_VERSION,
+            mgmt_class: MgmtClass::Perf,
+            class_version: 1,
+            method: Method::Get,
+            status: MadStatus::SUCCESS,
+            class_specific: 0,
+            transaction_id: self.next_tid,
+            attribute_id,
+            attribute_modifier: 0,
+        }
+        .emit(&mut mad);
+        mad[ipoib_wire::perf::PERF_DATA_OFFSET + 1] = port;
+        let packet = sma::gmp_packet(PROBE_LID, dlid, 0, PKey::DEFAULT, 1, &mad);
+        let back = self.exchange(packet);
+        let [one] = back.as_slice() else {
+            return None;
+        };
+        let p = Packet::parse(one).ok()?;
+        <[u8; MAD_LEN]>::try_from(p.payload).ok()
+    }
+}
+
+/// The single SMP among `packets` (`None` if there is none; panics on more than one).
+pub fn one_smp(packets: Vec<Vec<u8>>) -> Option<SmpMadRepr> {
+    assert!(packets.len() <= 1, "{} packets came back", packets.len());
+    let b = packets.into_iter().next()?;
+    let p = Packet::parse(&b).expect("a whole packet");
+    assert!(p.crc_ok(), "CRCs of the answer");
+    assert_eq!(p.lrh.vl, 15, "SMPs travel on VL15");
+    Some(SmpMadRepr::parse(p.payload).expect("an SMP"))
+}
+
+/// A Get carries no attribute value.
+pub fn none() -> SmpAttribute {
+    SmpAttribute::Raw([0; SMP_DATA_LEN])
+}
+
+/// The class version every SMP carries.
+pub const CLASS_VERSION: u8 = SMP_CLASS_VERSION;
