@@ -227,6 +227,16 @@ impl Decoder {
                         summary.push(' ');
                         summary.push_str(i.sm_state.name());
                     }
+                    SmpAttribute::Notice(n) => {
+                        if let Some(t) = n.trap_number() {
+                            summary.push_str(" trap ");
+                            push_uint(summary, t.into());
+                        }
+                        if let Some(l) = n.trap_lid_addr() {
+                            summary.push_str(" lid ");
+                            push_hex(summary, l.into(), 4);
+                        }
+                    }
                     SmpAttribute::NodeDescription(n) => {
                         summary.push_str(" \"");
                         summary.push_str(n.text());

@@ -350,3 +350,67 @@ fn decoder_shows_first_packet_of_a_message() {
     assert!(Decoder::new().packet(&only, &mut c).is_ok());
     assert_eq!(c.get("error"), Some("truncated"));
 }
+
+/// IBA 1 §14.2.5, §16.1.3.5, §16.1.4.11: `ipoib decode` names the agents' attributes and shows
+/// their fields.
+#[test]
+fn sma_samples_decode_by_name() {
+    let want = [
+        (
+            "smp_dr_sminfo_getresp",
+            "SubnDirectedRoute GetResp SMInfo guid 0x0002c90300000002 Standby",
+            "sm_info.act_count",
+            "291",
+        ),
+        (
+            "smp_nodedesc_getresp",
+            "GetResp NodeDescription \"host-a HCA-1\"",
+            "node_description.node_string",
+            "host-a HCA-1",
+        ),
+        (
+            "smp_pkeytable_getresp",
+            "GetResp P_KeyTable",
+            "p_key_table.pkeys",
+            "ffff8001",
+        ),
+        (
+            "smp_sl2vl_getresp",
+            "GetResp SLtoVLMappingTable",
+            "sl_to_vl_mapping_table.vls",
+            "00010203",
+        ),
+        (
+            "smp_vlarb_getresp",
+            "GetResp VLArbitrationTable",
+            "vl_arbitration_table.entries",
+            "00400140",
+        ),
+        (
+            "smp_trap_128",
+            "SubnLid Trap Notice trap 128 lid 0x0005",
+            "notice.lid_addr",
+            "0x0005",
+        ),
+        (
+            "perf_portcounters_getresp",
+            "Perf GetResp PortCounters port 1",
+            "port_counters.port_rcv_pkts",
+            "41",
+        ),
+        (
+            "perf_portcounters_ext_getresp",
+            "Perf GetResp PortCountersExtended port 1",
+            "port_counters_ext.port_xmit_data",
+            "4294967312",
+        ),
+    ];
+    for (name, summary, field, value) in want {
+        let mut c = Collect::default();
+        Decoder::new().packet(&sample(name).bytes, &mut c).unwrap();
+        let s = c.get("summary").unwrap();
+        assert!(s.ends_with(summary), "{name}: {s}");
+        let v = c.get(field).unwrap_or_else(|| panic!("{name}: no {field}"));
+        assert!(v.starts_with(value), "{name}: {field} = {v}");
+    }
+}
