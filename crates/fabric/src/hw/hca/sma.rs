@@ -54,6 +54,11 @@ impl Hca {
         self.node_description = NodeDescriptionRepr::new(text);
     }
 
+    /// The NodeDescription's text.
+    pub fn node_description(&self) -> &str {
+        self.node_description.text()
+    }
+
     /// Says an SM runs on `port` and what it answers SubnGet(SMInfo) with (`None`: no SM).
     pub fn set_sm_info(&mut self, port: u8, info: Option<SmInfoRepr>) {
         if let Some(p) = self.port_mut(port) {

@@ -80,12 +80,19 @@ impl Switch {
         mut packet: Vec<u8>,
         tx: &mut Tx,
     ) -> Option<Vec<u8>> {
+        let to_me = (self.lid != 0 && lrh.dlid == self.lid)
+            || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
+        // Cheap test first: data packets (any other QP, or QP1 not to this switch) pass by
+        // without the full parse and ICRC check below.
+        match Self::pkey_and_qp(lrh, &packet) {
+            Some((_, 0)) => {}
+            Some((_, 1)) if to_me => {}
+            _ => return Some(packet),
+        }
         let Some((off, qp)) = mad_offset(&packet) else {
             return Some(packet);
         };
         let class = MgmtClass::from(packet[off + 1]);
-        let to_me = (self.lid != 0 && lrh.dlid == self.lid)
-            || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();

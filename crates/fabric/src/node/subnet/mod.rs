@@ -71,6 +71,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ipoib::mcast::has_broadcast_form;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
+use ipoib_wire::smp::{SmInfoRepr, SmState};
 use ipoib_wire::{Gid, Guid, PKey};
 use std::time::Duration;
 
@@ -267,6 +268,7 @@ impl Subnet {
             host_port[e.node] = Some(reach.first_configured_port(&topo, e.node).unwrap_or(e.port));
         }
         let sm_node = sm_port.node;
+        let sm_port_guid = topo.nodes()[sm_node].port_guid(sm_port.port);
         let partitions = opts
             .partitions
             .unwrap_or_else(PartitionConfig::default_config);
@@ -290,6 +292,9 @@ impl Subnet {
                 (1..=node.ports).map(|p| node.port_guid(p)).collect(),
             )
             .with_engine(engine_factory());
+            let mut hca = hca;
+            // IBA 1 §14.2.5.2: what the node's SMA answers SubnGet(NodeDescription) with.
+            hca.set_node_description(&node.desc);
             Box::new(Host::with_mgmt_port(hca, port))
         });
         let hosts: Vec<HostHandle> = topo
@@ -314,6 +319,17 @@ impl Subnet {
         );
         let (sa, sm_app) = sim
             .with_node::<Host, _>(built.nodes[sm_node], |h, _, _| {
+                // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): the master.
+                h.hca_mut().set_sm_info(
+                    sm_port.port,
+                    Some(SmInfoRepr {
+                        guid: sm_port_guid,
+                        sm_key: 0,
+                        act_count: 0,
+                        priority: 0,
+                        sm_state: SmState::Master,
+                    }),
+                );
                 let sa = h.add_agent(sa_server);
                 h.serve_class(MgmtClass::SubnAdm, sa);
                 let app = h.add_app(SmApp::new(sm, sa, opts.mcast_delay));
