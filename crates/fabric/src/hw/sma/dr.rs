@@ -3,14 +3,14 @@
 //! a directed-route SMP on has already moved the HopPointer; the receiver reads it as follows
 //! (n = HopCount, h = HopPointer as received):
 //!
-//! - D = 0 (outgoing): 1 ≤ h < n — an intermediate hop, switches only: ReturnPath[h] = the port
-//!   it came in by, h + 1, out by InitialPath[h + 1]. h = n — the end of the path:
-//!   ReturnPath[n] = the port it came in by, h + 1, and the SMP is for this node's SMA.
+//! - D = 0 (outgoing): 1 ≤ h < n — an intermediate hop, switches only: `ReturnPath[h]` = the port
+//!   it came in by, h + 1, out by `InitialPath[h + 1]`. h = n — the end of the path:
+//!   `ReturnPath[n]` = the port it came in by, h + 1, and the SMP is for this node's SMA.
 //!   h = 0 with n > 0, or any other h: discarded.
 //! - D = 1 (returning): 2 ≤ h ≤ n — an intermediate hop, switches only: h − 1, out by
-//!   ReturnPath[h − 1]. h = 1 — back at the requester: h = 0, to the SM on QP0.
+//!   `ReturnPath[h − 1]`. h = 1 — back at the requester: h = 0, to the SM on QP0.
 //!   h = n + 1 or any other h: discarded.
-//! - The responder (C14-13:1) sets D, takes h from n + 1 to n and sends out by ReturnPath[n] (a
+//! - The responder (C14-13:1) sets D, takes h from n + 1 to n and sends out by `ReturnPath[n]` (a
 //!   CA: the port the SMP came in on).
 //!
 //! HopCount is at most 63 (the paths hold 64 entries, entry 0 unused; C14-6). DrSLID and DrDLID
@@ -102,7 +102,7 @@ pub fn receive(mad: &mut [u8], in_port: u8, is_switch: bool, nports: u8) -> DrSt
 
 /// Turns the request `mad` (already answered in place) into a response leaving the responder
 /// (C14-13:1): sets D and steps HopPointer back from n + 1 to n. Returns the port to send it out
-/// of: ReturnPath[n], or `in_port` when HopCount is 0.
+/// of: `ReturnPath[n]`, or `in_port` when HopCount is 0.
 pub fn respond(mad: &mut [u8], in_port: u8) -> u8 {
     let Ok(mut m) = SmpMad::new_checked(mad) else {
         return in_port;
@@ -128,7 +128,7 @@ mod tests {
     use ipoib_wire::mad::MgmtClass;
     use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
 
-    /// A SubnGet by directed route along `path` (InitialPath[1..]), HopPointer `h`.
+    /// A SubnGet by directed route along `path` (`InitialPath[1..]`), HopPointer `h`.
     fn dr_get(path: &[u8], h: u8) -> [u8; 256] {
         let mut ip = [0u8; SMP_PATH_LEN];
         ip[1..=path.len()].copy_from_slice(path);
