@@ -570,3 +570,114 @@ fn built_subnet_names_the_sm_and_the_nodes() {
         net.topology().nodes()[h].desc
     );
 }
+
+// IBA 1 §14.2.5.5, §14.2.5.8, §14.2.5.9: GUIDInfo, SLtoVLMappingTable and VLArbitrationTable
+// read back what was written, by port (and input port) on a switch; read-only attributes refuse
+// a Set with status 0x000C; a block past the table, 0x001C.
+#[test]
+fn tables_read_back_what_was_written() {
+    use ipoib_wire::smp::{SlToVlTableRepr, VlArbEntry, VlArbTableRepr};
+    let mut f = Fabric::new(10);
+    let r = f
+        .dr(Method::Get, attr::GUID_INFO, 0, TO_CA, 0, none())
+        .unwrap();
+    let SmpAttribute::GuidInfo(g) = r.attribute else {
+        panic!()
+    };
+    assert_eq!((g.guids[0], g.guids[1]), (Guid(CA_GUID + 1), Guid(0)));
+    let r = f
+        .dr(Method::Get, attr::NODE_DESCRIPTION, 0, TO_CA, 0, none())
+        .unwrap();
+    assert!(
+        matches!(r.attribute, SmpAttribute::NodeDescription(d) if d.text() == "ipoib-fabric HCA")
+    );
+    let mut sl2vl = SlToVlTableRepr::default();
+    sl2vl.vls[3] = 1;
+    let mut arb = VlArbTableRepr::default();
+    arb.entries[0] = VlArbEntry {
+        vl: 0,
+        weight: 0xff,
+    };
+    for (path, sl_mod, arb_mod) in [(TO_CA, 0, 1 << 16), (TO_S2, 2 << 8 | 7, 1 << 16 | 7)] {
+        let set = f
+            .dr(
+                Method::Set,
+                attr::SL_TO_VL_MAPPING_TABLE,
+                sl_mod,
+                path,
+                0,
+                SmpAttribute::SlToVlMappingTable(sl2vl),
+            )
+            .unwrap();
+        assert_eq!(set.attribute, SmpAttribute::SlToVlMappingTable(sl2vl));
+        let get = f
+            .dr(
+                Method::Get,
+                attr::SL_TO_VL_MAPPING_TABLE,
+                sl_mod,
+                path,
+                0,
+                none(),
+            )
+            .unwrap();
+        assert_eq!(get.attribute, SmpAttribute::SlToVlMappingTable(sl2vl));
+        f.dr(
+            Method::Set,
+            attr::VL_ARBITRATION_TABLE,
+            arb_mod,
+            path,
+            0,
+            SmpAttribute::VlArbitrationTable(arb),
+        )
+        .unwrap();
+        let get = f
+            .dr(
+                Method::Get,
+                attr::VL_ARBITRATION_TABLE,
+                arb_mod,
+                path,
+                0,
+                none(),
+            )
+            .unwrap();
+        assert_eq!(get.attribute, SmpAttribute::VlArbitrationTable(arb));
+        let bad = f
+            .dr(
+                Method::Get,
+                attr::VL_ARBITRATION_TABLE,
+                5 << 16,
+                path,
+                0,
+                none(),
+            )
+            .unwrap();
+        assert_eq!(bad.status(), MadStatus::INVALID_ATTR_VALUE);
+        let ro = f
+            .dr(Method::Set, attr::NODE_INFO, 0, path, 0, none())
+            .unwrap();
+        assert_eq!(ro.status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
+    }
+    // Another input port of the switch keeps its own (default) table.
+    let other = f
+        .dr(
+            Method::Get,
+            attr::SL_TO_VL_MAPPING_TABLE,
+            3 << 8 | 7,
+            TO_S2,
+            0,
+            none(),
+        )
+        .unwrap();
+    assert_eq!(
+        other.attribute,
+        SmpAttribute::SlToVlMappingTable(SlToVlTableRepr::default())
+    );
+    let bad = f
+        .dr(Method::Get, attr::PORT_INFO, 9, TO_S2, 0, none())
+        .unwrap();
+    assert_eq!(
+        bad.status(),
+        MadStatus::INVALID_ATTR_VALUE,
+        "S2 has ports 0-8"
+    );
+}

@@ -21,7 +21,7 @@ use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::sim::Tx;
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_PERMISSIVE};
+use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE};
 use ipoib_wire::ib::LrhRepr;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadStatus, Method, MgmtClass, NoticeRepr, BASE_VERSION, MAD_LEN};
@@ -242,12 +242,12 @@ impl Switch {
                 }
             }
             (attr::PORT_INFO, a) => {
-                let Ok(p) = u8::try_from(m) else {
-                    return unsupported;
-                };
-                if usize::from(p) >= self.ports.len() {
+                let Some(p) = u8::try_from(m)
+                    .ok()
+                    .filter(|&p| usize::from(p) < self.ports.len())
+                else {
                     return invalid(req.attribute);
-                }
+                };
                 let mut status = MadStatus::SUCCESS;
                 if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
                     if !self.set_port_info(p, w) {
@@ -404,12 +404,14 @@ impl Switch {
                 .mft
                 .keys()
                 .next_back()
-                .map_or(0, |m| m - LID_MULTICAST_FIRST),
+                .map_or(0, |m| m.saturating_sub(LID_MULTICAST_FIRST)),
             ..SwitchInfoRepr::default()
         }
     }
 
-    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it; LinearFDBTop bounds the LFT.
+    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it. LinearFDBTop is the last LID the
+    /// LFT holds: a Set cuts or extends the table to it (new entries drop), and an LFT block
+    /// written past it extends the table (and so LinearFDBTop) to the block's end.
     fn set_switch_info(&mut self, w: &SwitchInfoRepr) {
         if w.port_state_change {
             self.mgmt.port_state_change = false;
@@ -472,7 +474,8 @@ impl Switch {
         } else {
             w.neighbor_mtu
         };
-        if !sma::mtu_ok(mtu) {
+        let bad_lid = is_multicast_lid(w.lid) || w.lid == LID_PERMISSIVE;
+        if !sma::mtu_ok(mtu) || (p == 0 && bad_lid) {
             return false;
         }
         let changed = state != port.state;
