@@ -681,3 +681,87 @@ fn tables_read_back_what_was_written() {
         "S2 has ports 0-8"
     );
 }
+
+// IBA 1 §14.2.2.2 C14-9:1, §14.2.2.3 C14-13: an SM on an HCA's QP0 posts a directed-route
+// SubnGet with HopPointer 0; its port moves the pointer to 1 and sends it out of
+// InitialPath[1]; the CA's answer comes back through the switch to the SM's QP0.
+#[test]
+fn an_sm_on_qp0_reads_by_directed_route() {
+    use ipoib_fabric::hw::hca::special_qpn;
+    use ipoib_fabric::hw::link::LinkParams;
+    use ipoib_fabric::hw::sim::Simulator;
+    use ipoib_fabric::hw::verbs::{AddressHandle, RecvWr, SendWr, UdDest, WcOpcode, WcStatus};
+    use ipoib_wire::QKey;
+    let mut sim = Simulator::new(11);
+    let sm = sim.add_node(Box::new(Hca::new(Guid(0x10), 2)), 2);
+    let sw = sim.add_node(Box::new(Switch::new(Guid(S1_GUID), 8, "S1")), 8);
+    let ca = sim.add_node(Box::new(Hca::new(Guid(CA_GUID), 1)), 1);
+    let p = |node, port| PortRef { node, port };
+    let l1 = sim.connect(p(sm, 2), p(sw, 3), LinkParams::default());
+    let l2 = sim.connect(p(sw, 5), p(ca, 1), LinkParams::default());
+    for l in [l1, l2] {
+        sim.schedule_link_state(l, Instant::ZERO, true);
+    }
+    sim.run_until_idle(100);
+    let mut f = Fabric::new(0); // only for its SMP builder
+    let mut mad = f.smp(Method::Get, attr::NODE_INFO, 0, Some(&[2, 5]), 0, none());
+    mad[6] = 0; // HopPointer 0: the sending port moves it
+    let qp0 = special_qpn(2, 0);
+    let send = |h: &mut Hca, path_port: u8, wr_id: u64| {
+        let mut m = mad;
+        m[129] = path_port;
+        let mut wr = SendWr::send(wr_id, m.to_vec());
+        wr.ud = Some(UdDest {
+            ah: AddressHandle {
+                dlid: 0xffff,
+                sl: 0,
+                src_path_bits: 0,
+                grh: None,
+                port: 2,
+            },
+            remote_qpn: 0,
+            remote_qkey: QKey(0),
+            pkey_index: None,
+        });
+        h.post_send(qp0, wr).unwrap();
+    };
+    sim.with_node::<Hca, _>(sm, |h, _, _| {
+        h.post_recv(
+            qp0,
+            RecvWr {
+                wr_id: 7,
+                capacity: 512,
+            },
+        )
+        .unwrap();
+        send(h, 2, 1);
+        send(h, 1, 2); // InitialPath[1] names another port: not sent
+    });
+    sim.run_until_idle(1000);
+    let h = sim.node_mut::<Hca>(sm).unwrap();
+    let cq = h.special_cq(2).unwrap();
+    let done = h.poll_cq(cq, 10);
+    let bad = done
+        .iter()
+        .find(|c| c.wr_id == 2)
+        .expect("a completion for the bad path");
+    assert_eq!(bad.status, WcStatus::LocQpOpErr);
+    let got = done
+        .iter()
+        .find(|c| c.opcode == WcOpcode::Recv)
+        .expect("the answer reached QP0");
+    let r = SmpMadRepr::parse(&got.data[got.data.len() - 256..]).unwrap();
+    assert_eq!(
+        (r.header.method, r.direction()),
+        (Method::GetResp, Some(true))
+    );
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!((n.node_guid, n.local_port_num), (Guid(CA_GUID), 1));
+    let SmpRoute::Directed(d) = r.route else {
+        panic!()
+    };
+    assert_eq!(&d.return_path[1..3], &[3, 1]);
+    assert_eq!(sim.node::<Hca>(ca).unwrap().counters().smp_answered, 1);
+}

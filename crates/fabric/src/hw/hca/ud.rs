@@ -11,6 +11,7 @@ use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, Wc
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::PKey;
 
@@ -186,12 +187,22 @@ impl Hca {
             immdt,
             ..Default::default()
         };
+        // IBA 1 §14.2.2.2 C14-9:1: QP0's port moves the HopPointer of a directed-route SMP it
+        // originates, and sends it only out of the port its path names.
+        let mut smp = None;
+        if qp0 && wr.data.len() == MAD_LEN {
+            let mut mad = wr.data.clone();
+            if !crate::hw::sma::dr::originate(&mut mad, qp.port) {
+                return Err(WcStatus::LocQpOpErr);
+            }
+            smp = Some(mad);
+        }
         let repr = PacketRepr {
             lrh,
             grh,
             bth: Some(bth),
             ext,
-            payload: &wr.data,
+            payload: smp.as_deref().unwrap_or(&wr.data),
         };
         let bytes = emit(&repr).ok_or(WcStatus::LocLenErr)?;
         let local = !mcast && port.path_bits(ah.dlid).is_some();

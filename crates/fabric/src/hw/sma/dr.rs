@@ -121,6 +121,33 @@ pub fn respond(mad: &mut [u8], in_port: u8) -> u8 {
     }
 }
 
+/// What the sending port of the node that originates a directed-route SMP does (C14-9:1, and
+/// C14-13:1 for a response sent by software on QP0): an outgoing SMP with HopCount > 0 and
+/// HopPointer 0 gets HopPointer 1 and must leave by `InitialPath[1]`; a returning one with
+/// HopPointer = HopCount + 1 gets HopCount and must leave by `ReturnPath[HopCount]`. False when
+/// `port` is not the port the path names (the SMP is not sent). Anything else passes unchanged.
+pub fn originate(mad: &mut [u8], port: u8) -> bool {
+    let Ok(mut m) = SmpMad::new_checked(mad) else {
+        return true;
+    };
+    if !m.is_directed() {
+        return true;
+    }
+    let (h, n) = (m.hop_pointer(), m.hop_count());
+    if n == 0 || usize::from(n) >= SMP_PATH_LEN {
+        return true;
+    }
+    if !m.direction() && h == 0 {
+        m.set_hop_pointer(1);
+        return m.initial_path()[1] == port;
+    }
+    if m.direction() && h == n + 1 {
+        m.set_hop_pointer(n);
+        return m.return_path()[usize::from(n)] == port;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +188,19 @@ mod tests {
         assert_eq!(receive(&mut m, 5, true, 8), DrStep::Forward(3));
         assert_eq!(receive(&mut m, 1, false, 1), DrStep::ToRequester);
         assert_eq!(SmpMad::new_unchecked(&m[..]).hop_pointer(), 0);
+    }
+
+    // C14-9:1: the originating port moves HopPointer to 1 and must be InitialPath[1].
+    #[test]
+    fn originate_moves_the_hop_pointer() {
+        let mut m = dr_get(&[2, 5], 0);
+        assert!(originate(&mut m, 2));
+        assert_eq!(SmpMad::new_unchecked(&m[..]).hop_pointer(), 1);
+        let mut m = dr_get(&[2, 5], 0);
+        assert!(!originate(&mut m, 1), "InitialPath[1] names port 2");
+        let mut m = dr_get(&[2, 5], 1);
+        assert!(originate(&mut m, 1), "already moved: unchanged");
+        assert_eq!(SmpMad::new_unchecked(&m[..]).hop_pointer(), 1);
     }
 
     // C14-9: a CA does not forward; a path to a port the node lacks is dropped; the sender must
