@@ -14,11 +14,12 @@ use ipoib_fabric::hw::sma;
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::smp::{
-    DirectedRoute, SmpAttribute, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
-    SMP_PATH_LEN,
+    DirectedRoute, LftBlockRepr, PortInfoRepr, PortState, SmpAttribute, SmpMadRepr, SmpRoute,
+    SMP_CLASS_VERSION, SMP_DATA_LEN, SMP_PATH_LEN,
 };
 use ipoib_wire::{Guid, PKey};
 use std::any::Any;
@@ -214,3 +215,78 @@ pub fn none() -> SmpAttribute {
 
 /// The class version every SMP carries.
 pub const CLASS_VERSION: u8 = SMP_CLASS_VERSION;
+
+pub fn port_info(r: &SmpMadRepr) -> PortInfoRepr {
+    match r.attribute {
+        SmpAttribute::PortInfo(p) => p,
+        ref a => panic!("not a PortInfo: {a:?}"),
+    }
+}
+
+pub fn get_port_info(f: &mut Fabric, path: &[u8], port: u32, mkey: u64) -> Option<PortInfoRepr> {
+    f.dr(Method::Get, attr::PORT_INFO, port, path, mkey, none())
+        .map(|r| port_info(&r))
+}
+
+/// SubnSet(PortInfo) along `path` of what `edit` makes of the current value.
+pub fn set_port_info(
+    f: &mut Fabric,
+    path: &[u8],
+    port: u32,
+    edit: impl FnOnce(&mut PortInfoRepr),
+) -> SmpMadRepr {
+    let mut p = get_port_info(f, path, port, 0).expect("PortInfo");
+    p.port_state = PortState::NoStateChange;
+    edit(&mut p);
+    f.dr(
+        Method::Set,
+        attr::PORT_INFO,
+        port,
+        path,
+        0,
+        SmpAttribute::PortInfo(p),
+    )
+    .expect("an answer")
+}
+
+/// Gives every node its LID and both switches their LFTs by directed route.
+pub fn assign_lids(f: &mut Fabric) {
+    for (path, lid) in [(TO_S1, S1_LID), (TO_S2, S2_LID), (TO_CA, CA_LID)] {
+        let r = set_port_info(f, path, 0, |p| {
+            p.lid = lid;
+            p.master_sm_lid = PROBE_LID;
+        });
+        assert_eq!(r.status(), MadStatus::SUCCESS);
+    }
+    for (path, routes) in [
+        (
+            TO_S1,
+            [(PROBE_LID, 3), (CA_LID, 5), (S1_LID, 0), (S2_LID, 5)],
+        ),
+        (
+            TO_S2,
+            [(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)],
+        ),
+    ] {
+        let mut b = LftBlockRepr { ports: [255; 64] };
+        for (lid, port) in routes {
+            b.ports[usize::from(lid)] = port;
+        }
+        let r = f
+            .dr(
+                Method::Set,
+                attr::LINEAR_FORWARDING_TABLE,
+                0,
+                path,
+                0,
+                SmpAttribute::LinearForwardingTable(b),
+            )
+            .unwrap();
+        assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+    }
+    for path in [TO_CA, TO_S2] {
+        let port = if path == TO_CA { 0 } else { 7 };
+        set_port_info(f, path, port, |p| p.port_state = PortState::Armed);
+        set_port_info(f, path, port, |p| p.port_state = PortState::Active);
+    }
+}

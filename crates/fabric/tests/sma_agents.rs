@@ -1,0 +1,226 @@
+//! The management agents beyond single attributes (IBA 1 chapter 14, §16.1): the PMA's counters
+//! against the simulator's link counts, random SMPs to every device, an SM posting on an HCA's
+//! QP0, and a built subnet's SMInfo and node descriptions.
+
+#[path = "common/sma.rs"]
+mod fabric;
+
+use fabric::*;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::Method;
+use ipoib_wire::smp::{SmState, SmpAttribute, SmpMadRepr, SmpRoute};
+use ipoib_wire::Guid;
+
+/// Packets and 4-byte words (LRH through ICRC) the link carried from `from`.
+fn link_sent(f: &Fabric, from: PortRef) -> (u64, u64) {
+    let l = f.sim.link(f.sim.link_of(from).unwrap());
+    let side = usize::from(l.ends[1] == from);
+    let s = l.dirs[side].stats;
+    (s.sent, (s.bytes - 2 * s.sent) / 4)
+}
+
+// IBA 1 §16.1.3.5, §16.1.4.11: the PMA's counters are the traffic the link carried: the CA's
+// PortCountersExtended and the switch's PortCounters equal the simulator's link counts.
+#[test]
+fn perf_counters_equal_the_fabric_counts() {
+    let mut f = Fabric::new(9);
+    assign_lids(&mut f);
+    for _ in 0..5 {
+        f.lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
+            .unwrap();
+    }
+    let resp = f
+        .perf_get(perf_attr::PORT_COUNTERS_EXTENDED, 1, CA_LID)
+        .expect("PMA answer");
+    let ext = PortCountersExtRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap();
+    let ca = PortRef {
+        node: f.ca,
+        port: 1,
+    };
+    let s2 = PortRef {
+        node: f.s2,
+        port: 7,
+    };
+    let (ca_pkts, ca_words) = link_sent(&f, ca);
+    let (s2_pkts, s2_words) = link_sent(&f, s2);
+    // The answer itself left after the counters were read: one packet of 256 + 36 bytes.
+    assert_eq!(ext.port_xmit_pkts, ca_pkts - 1);
+    assert_eq!(ext.port_xmit_data, ca_words - (256 + 36 - 2) / 4);
+    assert_eq!((ext.port_rcv_pkts, ext.port_rcv_data), (s2_pkts, s2_words));
+    assert_eq!(ext.port_unicast_rcv_pkts, s2_pkts);
+    // Three SubnGet/SubnSet pairs, five SubnGets and this Get.
+    assert_eq!(ext.port_rcv_pkts, 12);
+    let resp = f
+        .perf_get(perf_attr::PORT_COUNTERS, 7, S2_LID)
+        .expect("switch PMA");
+    let pc = PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap();
+    let (ca_pkts, ca_words) = link_sent(&f, ca);
+    let (s2_pkts, s2_words) = link_sent(&f, s2);
+    assert_eq!(
+        (u64::from(pc.port_xmit_pkts), u64::from(pc.port_xmit_data)),
+        (s2_pkts, s2_words)
+    );
+    assert_eq!(
+        (u64::from(pc.port_rcv_pkts), u64::from(pc.port_rcv_data)),
+        (ca_pkts, ca_words)
+    );
+    assert_eq!(f.switch(f.s2).port_traffic(7).unwrap().xmit_pkts, s2_pkts);
+    // An attribute the PMA does not have: status 0x000C.
+    let resp = f.perf_get(0x0010, 1, CA_LID).unwrap();
+    assert_eq!(&resp[4..6], &[0x00, 0x0c]);
+}
+
+use ipoib_fabric::hw::hca::Hca;
+use ipoib_fabric::hw::sim::{Device, PortRef, Tx};
+use ipoib_fabric::hw::sma;
+use ipoib_fabric::hw::switch::Switch;
+use ipoib_proto::time::Instant;
+use ipoib_wire::mad::attr::perf as perf_attr;
+use ipoib_wire::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
+use proptest::prelude::*;
+
+proptest! {
+    // No SMP, however wrong its hop fields, paths, method, attribute or data, panics an SMA
+    // (a switch or a CA), and each answers with at most one packet.
+    #[test]
+    fn random_smps_never_panic(
+        mad in proptest::collection::vec(any::<u8>(), 256),
+        dr: bool, class_version in 0u8..3, method in prop_oneof![Just(1u8), Just(2), Just(7), any::<u8>()],
+        attribute in prop_oneof![0x10u16..0x21, any::<u16>()],
+        hops in (any::<u8>(), 0u8..70), port in 0u8..10, lids in (any::<u16>(), any::<u16>()),
+        perf: bool,
+    ) {
+        let mut mad = mad;
+        mad[0] = 1;
+        mad[1] = if perf { 0x04 } else if dr { 0x81 } else { 0x01 };
+        mad[2] = class_version;
+        mad[3] = method;
+        mad[16..18].copy_from_slice(&attribute.to_be_bytes());
+        (mad[6], mad[7]) = hops;
+        let packet = if perf {
+            sma::gmp_packet(lids.0, lids.1, 0, ipoib_wire::PKey::DEFAULT, 1, &mad)
+        } else {
+            sma::smp_packet(lids.0, lids.1, 0, &mad)
+        };
+        let mut sw = Switch::new(ipoib_wire::Guid(1), 8, "s");
+        let mut hca = Hca::new(ipoib_wire::Guid(2), 2);
+        let mut tx = Tx::default();
+        hca.link_state(Instant::ZERO, 1, true, &mut tx);
+        for dev in [&mut sw as &mut dyn Device, &mut hca] {
+            let mut tx = Tx::default();
+            dev.receive(Instant::ZERO, port, packet.clone(), &mut tx);
+            dev.receive(Instant::ZERO, port, packet[..packet.len() / 2].to_vec(), &mut tx);
+            prop_assert!(tx.drain().count() <= 1);
+        }
+    }
+}
+
+// IBA 1 §14.2.5.13, §14.2.5.2: in a built subnet the SM's port answers SMInfo as the master
+// and every HCA's SMA its node description from the topology.
+#[test]
+fn built_subnet_names_the_sm_and_the_nodes() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let net = Subnet::build(SubnetOptions::new(topo, 1)).unwrap();
+    let sm_host = net.host_device(0).hca();
+    let info = sm_host
+        .port(1)
+        .unwrap()
+        .sm_info
+        .expect("the SM runs on host 0's port");
+    assert_eq!(
+        (info.guid, info.sm_state),
+        (sm_host.port(1).unwrap().guid, SmState::Master)
+    );
+    assert!(net.host_device(1).hca().port(1).unwrap().sm_info.is_none());
+    let h = net.host(1).topo_node;
+    assert_eq!(
+        net.host_device(1).hca().node_description(),
+        net.topology().nodes()[h].desc
+    );
+}
+
+// IBA 1 §14.2.2.2 C14-9:1, §14.2.2.3 C14-13: an SM on an HCA's QP0 posts a directed-route
+// SubnGet with HopPointer 0; its port moves the pointer to 1 and sends it out of
+// InitialPath[1]; the CA's answer comes back through the switch to the SM's QP0.
+#[test]
+fn an_sm_on_qp0_reads_by_directed_route() {
+    use ipoib_fabric::hw::hca::special_qpn;
+    use ipoib_fabric::hw::link::LinkParams;
+    use ipoib_fabric::hw::sim::Simulator;
+    use ipoib_fabric::hw::verbs::{AddressHandle, RecvWr, SendWr, UdDest, WcOpcode, WcStatus};
+    use ipoib_wire::QKey;
+    let mut sim = Simulator::new(11);
+    let sm = sim.add_node(Box::new(Hca::new(Guid(0x10), 2)), 2);
+    let sw = sim.add_node(Box::new(Switch::new(Guid(S1_GUID), 8, "S1")), 8);
+    let ca = sim.add_node(Box::new(Hca::new(Guid(CA_GUID), 1)), 1);
+    let p = |node, port| PortRef { node, port };
+    let l1 = sim.connect(p(sm, 2), p(sw, 3), LinkParams::default());
+    let l2 = sim.connect(p(sw, 5), p(ca, 1), LinkParams::default());
+    for l in [l1, l2] {
+        sim.schedule_link_state(l, Instant::ZERO, true);
+    }
+    sim.run_until_idle(100);
+    let mut f = Fabric::new(0); // only for its SMP builder
+    let mut mad = f.smp(Method::Get, attr::NODE_INFO, 0, Some(&[2, 5]), 0, none());
+    mad[6] = 0; // HopPointer 0: the sending port moves it
+    let qp0 = special_qpn(2, 0);
+    let send = |h: &mut Hca, path_port: u8, wr_id: u64| {
+        let mut m = mad;
+        m[129] = path_port;
+        let mut wr = SendWr::send(wr_id, m.to_vec());
+        wr.ud = Some(UdDest {
+            ah: AddressHandle {
+                dlid: 0xffff,
+                sl: 0,
+                src_path_bits: 0,
+                grh: None,
+                port: 2,
+            },
+            remote_qpn: 0,
+            remote_qkey: QKey(0),
+            pkey_index: None,
+        });
+        h.post_send(qp0, wr).unwrap();
+    };
+    sim.with_node::<Hca, _>(sm, |h, _, _| {
+        h.post_recv(
+            qp0,
+            RecvWr {
+                wr_id: 7,
+                capacity: 512,
+            },
+        )
+        .unwrap();
+        send(h, 2, 1);
+        send(h, 1, 2); // InitialPath[1] names another port: not sent
+    });
+    sim.run_until_idle(1000);
+    let h = sim.node_mut::<Hca>(sm).unwrap();
+    let cq = h.special_cq(2).unwrap();
+    let done = h.poll_cq(cq, 10);
+    let bad = done
+        .iter()
+        .find(|c| c.wr_id == 2)
+        .expect("a completion for the bad path");
+    assert_eq!(bad.status, WcStatus::LocQpOpErr);
+    let got = done
+        .iter()
+        .find(|c| c.opcode == WcOpcode::Recv)
+        .expect("the answer reached QP0");
+    let r = SmpMadRepr::parse(&got.data[got.data.len() - 256..]).unwrap();
+    assert_eq!(
+        (r.header.method, r.direction()),
+        (Method::GetResp, Some(true))
+    );
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!((n.node_guid, n.local_port_num), (Guid(CA_GUID), 1));
+    let SmpRoute::Directed(d) = r.route else {
+        panic!()
+    };
+    assert_eq!(&d.return_path[1..3], &[3, 1]);
+    assert_eq!(sim.node::<Hca>(ca).unwrap().counters().smp_answered, 1);
+}
