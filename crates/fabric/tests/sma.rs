@@ -476,3 +476,22 @@ fn tables_read_back_what_was_written() {
         "S2 has ports 0-8"
     );
 }
+
+// IBA 1 §13.4.7 Table 113: a ClassVersion other than 1 is answered "bad version" (0x0004), a
+// request method the SMA does not have "method unsupported" (0x0008), with its response method.
+#[test]
+fn bad_version_and_unsupported_method() {
+    let mut f = Fabric::new(12);
+    for path in [TO_S1, TO_CA] {
+        let mut smp = f.smp(Method::Get, attr::NODE_INFO, 0, Some(path), 0, none());
+        smp[2] = 2;
+        let r = one_smp(f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp)))
+            .expect("answered");
+        assert_eq!(r.status(), MadStatus::BAD_VERSION);
+    }
+    let r = f
+        .dr(Method::Send, attr::NODE_INFO, 0, TO_S1, 0, none())
+        .expect("answered");
+    assert_eq!(r.status(), MadStatus::METHOD_UNSUPPORTED);
+    assert_eq!(u8::from(r.header.method), 0x83);
+}

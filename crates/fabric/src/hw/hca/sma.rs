@@ -91,7 +91,7 @@ impl Hca {
         let Ok(req) = SmpMadRepr::parse(&mad) else {
             return false;
         };
-        if !sma::is_agent_method(req.header.method) {
+        if req.header.base_version != BASE_VERSION || !sma::is_agent_method(req.header.method) {
             return false;
         }
         let Some(p) = self.port_mut(port) else {
@@ -108,7 +108,10 @@ impl Hca {
         if req.header.method == Method::TrapRepress {
             return true; // this SMA sends no traps
         }
-        let (status, attribute) = self.sma_attribute(port, &req, hide_key);
+        let (status, attribute) = match sma::header_status(&req.header) {
+            Some(s) => (s, req.attribute),
+            None => self.sma_attribute(port, &req, hide_key),
+        };
         self.counters.smp_answered += 1;
         let mut bytes = req.get_response(status, attribute).to_bytes();
         let packet = if directed {

@@ -22,14 +22,32 @@ pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
 use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
-use ipoib_wire::mad::Method;
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
 use ipoib_wire::packet::PacketRepr;
+use ipoib_wire::smp::SMP_CLASS_VERSION;
 use ipoib_wire::{PKey, QKey};
 
 /// True for the methods an SMA answers or takes (IBA 1 §14.2.3 Table 134: SubnGet, SubnSet,
 /// SubnTrapRepress); the others (GetResp, Trap) go to the SM on QP0.
 pub fn is_agent_method(m: Method) -> bool {
     matches!(m, Method::Get | Method::Set | Method::TrapRepress)
+}
+
+/// The status a request is answered with before its attribute is looked at (IBA 1 §13.4.7
+/// Table 113): a ClassVersion other than 1 is a bad version (0x0004); a request method the SMA
+/// does not have (Send, Report, GetTable..., anything but Get and Set here) is unsupported
+/// (0x0008). `None`: answer by the attribute.
+pub fn header_status(h: &MadHeaderRepr) -> Option<MadStatus> {
+    if h.class_version != SMP_CLASS_VERSION {
+        return Some(MadStatus::BAD_VERSION);
+    }
+    (!matches!(h.method, Method::Get | Method::Set)).then_some(MadStatus::METHOD_UNSUPPORTED)
+}
+
+/// True for a request method an SMA answers with "method unsupported" rather than passing it on:
+/// not a response, not a Trap (for an SM) and not one the SMA takes (IBA 1 §13.4.7).
+pub fn is_unsupported_request(m: Method) -> bool {
+    !m.is_response() && !matches!(m, Method::Trap) && !is_agent_method(m)
 }
 
 /// An SMP packet: VL15, QP0 to QP0, the default P_Key, Q_Key 0 (IBA 1 §14.2.1, §7.6.3: SMPs

@@ -155,7 +155,10 @@ impl Switch {
         let Ok(req) = SmpMadRepr::parse(mad) else {
             return self.drop(SwitchDropReason::SmpDiscarded);
         };
-        if !sma::is_agent_method(req.header.method) {
+        let method = req.header.method;
+        if req.header.base_version != BASE_VERSION
+            || !(sma::is_agent_method(method) || sma::is_unsupported_request(method))
+        {
             return self.drop(SwitchDropReason::SmpDiscarded);
         }
         let hide_key = match self.mgmt.mkey.check(now, req.header.method, req.mkey) {
@@ -166,9 +169,17 @@ impl Switch {
         if req.header.method == Method::TrapRepress {
             return; // traps are sent once: nothing to stop
         }
-        let (status, attribute) = self.sma_attribute(port, &req, hide_key);
+        let (status, attribute) = match sma::header_status(&req.header) {
+            Some(s) => (s, req.attribute),
+            None => self.sma_attribute(port, &req, hide_key),
+        };
         self.stats.smp_answered += 1;
-        let mut bytes = req.get_response(status, attribute).to_bytes();
+        let mut resp = req.get_response(status, attribute);
+        // An unsupported method is answered with its own response method (R bit set).
+        resp.header.method = method
+            .response()
+            .unwrap_or(Method::from(u8::from(method) | Method::RESPONSE_BIT));
+        let mut bytes = resp.to_bytes();
         let (out, packet) = if directed {
             let out = dr::respond(&mut bytes, port);
             (
