@@ -101,17 +101,19 @@ fn smp_addr(lid: u16) -> MadAddr {
 
 /// IBA 1 §13.4.6.2: a umad user's request reaches the class's server over QP1 and the response
 /// comes back to that user only (not to another umad user of the same host).
+/// (The tests use DevMgt: PerfMgt Gets and Sets are answered by the HCA's PMA before any
+/// software sees them, `crate::hw::hca` module `sma`, as a Linux driver's `process_mad` does.)
 #[test]
 fn request_and_response_over_qp1() {
     let (mut sim, a, b) = hosts(1);
     sim.with_node::<Host, _>(a, |h, _, _| {
         let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::Perf, e);
+        h.serve_class(MgmtClass::DevMgt, e);
     });
     let u = attach(&mut sim, b);
     let other = attach(&mut sim, b);
     assert_ne!(u, other);
-    let req = mad(MgmtClass::Perf, 1, Method::Get, 0xabc);
+    let req = mad(MgmtClass::DevMgt, 1, Method::Get, 0xabc);
     send(&mut sim, b, u, MadAddr::gsi(1), &req).unwrap();
     sim.run_until_idle(10_000);
     let got = take(&mut sim, b, u);
@@ -133,7 +135,7 @@ fn registrations_route_requests() {
     let (mut sim, a, b) = hosts(2);
     let server = attach(&mut sim, a);
     let reg = Registration {
-        class: MgmtClass::Perf,
+        class: MgmtClass::DevMgt,
         version: 1,
         methods: method_mask(&[Method::Get, Method::Set]),
     };
@@ -155,7 +157,7 @@ fn registrations_route_requests() {
     assert_eq!(
         clash,
         Err(UmadError::InUse {
-            class: 0x04,
+            class: 0x06,
             method: 0x02
         })
     );
@@ -165,7 +167,7 @@ fn registrations_route_requests() {
         b,
         client,
         MadAddr::gsi(1),
-        &mad(MgmtClass::Perf, 1, Method::Get, 5),
+        &mad(MgmtClass::DevMgt, 1, Method::Get, 5),
     )
     .unwrap();
     send(
@@ -173,7 +175,7 @@ fn registrations_route_requests() {
         b,
         client,
         MadAddr::gsi(1),
-        &mad(MgmtClass::Perf, 2, Method::Get, 6),
+        &mad(MgmtClass::DevMgt, 2, Method::Get, 6),
     )
     .unwrap();
     sim.run_until_idle(10_000);
@@ -263,12 +265,12 @@ fn bad_input_and_bounds() {
     let host = sim.node_mut::<Host>(b).unwrap();
     assert_eq!(host.umad(u).unwrap().counters().not_a_mad, 1);
     let mut agent = UmadAgent::new();
-    let m = mad(MgmtClass::Perf, 1, Method::Get, 1);
+    let m = mad(MgmtClass::DevMgt, 1, Method::Get, 1);
     for _ in 0..UMAD_QUEUE_DEPTH {
         agent.send(MadAddr::gsi(1), &m).unwrap();
     }
     assert_eq!(agent.send(MadAddr::gsi(1), &m), Err(UmadError::Full));
-    let resp = mad(MgmtClass::Perf, 1, Method::GetResp, 1);
+    let resp = mad(MgmtClass::DevMgt, 1, Method::GetResp, 1);
     for _ in 0..=UMAD_QUEUE_DEPTH {
         agent.handle_mad(
             Instant::ZERO,
