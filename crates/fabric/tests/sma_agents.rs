@@ -224,3 +224,73 @@ fn an_sm_on_qp0_reads_by_directed_route() {
     assert_eq!(&d.return_path[1..3], &[3, 1]);
     assert_eq!(sim.node::<Hca>(ca).unwrap().counters().smp_answered, 1);
 }
+
+// IBA 1 §13.5.1, §14.2.2, §16.1: what infiniband-diags do through umad (smpquery by LID and by
+// directed route, perfquery) works on a built subnet: a umad user's SMPs leave from QP0, the
+// SMAs answer, and so does the PMA on QP1.
+#[test]
+fn a_umad_user_queries_the_agents_of_a_built_subnet() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::host::Host;
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_proto::mad_agent::MadAddr;
+    use ipoib_wire::mad::attr::perf as perf_attr;
+    use ipoib_wire::mad::MadStatus;
+    use std::time::Duration;
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let (h0, h1) = (net.host(0).node, net.host(1));
+    let target = net.host_device(1).hca().port(h1.port).unwrap().clone();
+    assert_ne!(target.lid, 0, "the SM gave host 1 a LID");
+    let user = net
+        .sim_mut()
+        .with_node::<Host, _>(h0, |h, _, _| h.umad_attach())
+        .unwrap();
+    let mut ask = |net: &mut Subnet, to: MadAddr, mad: &[u8]| {
+        net.sim_mut()
+            .with_node::<Host, _>(h0, |h, now, tx| {
+                h.umad_send(user, to, mad).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+        let mut got = net.sim_mut().node_mut::<Host>(h0).unwrap().umad_take(user);
+        assert_eq!(got.len(), 1);
+        got.remove(0).mad
+    };
+    let mut f = Fabric::new(0); // only for its MAD builders
+    let qp0 = |lid| MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(lid)
+    };
+    // smpquery nodeinfo <lid>
+    let by_lid = f.smp(Method::Get, attr::NODE_INFO, 0, None, 0, none());
+    let r = SmpMadRepr::parse(&ask(&mut net, qp0(target.lid), &by_lid)).unwrap();
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!(n.port_guid, target.guid);
+    // smpquery -D nodeinfo 0,1,<switch port>: out of host 0's port, then Switch1's port 2
+    // (NET cables Hca2 to Switch1 port 2).
+    let mut dr = f.smp(
+        Method::Get,
+        attr::NODE_INFO,
+        0,
+        Some(&[net.host(0).port, 2]),
+        0,
+        none(),
+    );
+    dr[6] = 0; // as a umad user sends it: the port moves the HopPointer
+    let r = SmpMadRepr::parse(&ask(&mut net, qp0(0xffff), &dr)).unwrap();
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!((n.port_guid, r.direction()), (target.guid, Some(true)));
+    // perfquery <lid> <port>
+    let f2 = f.perf_mad(perf_attr::PORT_COUNTERS, h1.port);
+    let resp = ask(&mut net, MadAddr::gsi(target.lid), &f2);
+    assert_eq!(&resp[4..6], &MadStatus::SUCCESS.0.to_be_bytes());
+    let pc = ipoib_wire::perf::PortCountersRepr::parse(&resp[64..]).unwrap();
+    assert!(pc.port_rcv_pkts >= 2, "at least the two SMPs above");
+}

@@ -171,8 +171,8 @@ impl Fabric {
         s.to_bytes()
     }
 
-    /// A PerfMgt Get of `attribute_id` for `port` to `dlid`'s QP1, and the MAD that came back.
-    pub fn perf_get(&mut self, attribute_id: u16, port: u8, dlid: u16) -> Option<[u8; MAD_LEN]> {
+    /// A PerfMgt Get of `attribute_id` for `port` (IBA 1 §16.1.1).
+    pub fn perf_mad(&mut self, attribute_id: u16, port: u8) -> [u8; MAD_LEN] {
         self.next_tid += 1;
         let mut mad = [0u8; MAD_LEN];
         MadHeaderRepr {
@@ -188,6 +188,12 @@ impl Fabric {
         }
         .emit(&mut mad);
         mad[ipoib_wire::perf::PERF_DATA_OFFSET + 1] = port;
+        mad
+    }
+
+    /// A PerfMgt Get of `attribute_id` for `port` to `dlid`'s QP1, and the MAD that came back.
+    pub fn perf_get(&mut self, attribute_id: u16, port: u8, dlid: u16) -> Option<[u8; MAD_LEN]> {
+        let mad = self.perf_mad(attribute_id, port);
         let packet = sma::gmp_packet(PROBE_LID, dlid, 0, PKey::DEFAULT, 1, &mad);
         let back = self.exchange(packet);
         let [one] = back.as_slice() else {
