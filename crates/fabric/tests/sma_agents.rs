@@ -247,7 +247,7 @@ fn a_umad_user_queries_the_agents_of_a_built_subnet() {
         .sim_mut()
         .with_node::<Host, _>(h0, |h, _, _| h.umad_attach())
         .unwrap();
-    let mut ask = |net: &mut Subnet, to: MadAddr, mad: &[u8]| {
+    let ask = |net: &mut Subnet, to: MadAddr, mad: &[u8]| {
         net.sim_mut()
             .with_node::<Host, _>(h0, |h, now, tx| {
                 h.umad_send(user, to, mad).unwrap();
