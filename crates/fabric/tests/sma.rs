@@ -495,3 +495,36 @@ fn bad_version_and_unsupported_method() {
     assert_eq!(r.status(), MadStatus::METHOD_UNSUPPORTED);
     assert_eq!(u8::from(r.header.method), 0x83);
 }
+
+// IBA 1 §14.2.4.1, §14.2.5.1: a switch that knows its SM sends Trap(Notice 256, Bad M_Key) for an
+// SMP that failed the check, naming the method, attribute and M_Key, and for a directed-route
+// SMP its DRSLID, hop count and return path.
+#[test]
+fn bad_mkey_trap_256() {
+    use ipoib_wire::mad::BadMKeyTrap;
+    let mut f = Fabric::new(13);
+    assign_lids(&mut f);
+    set_port_info(&mut f, TO_S1, 0, |p| {
+        p.mkey = 0x5eed;
+        p.mkey_protect_bits = 2;
+    });
+    let smp = f.smp(Method::Get, attr::PORT_INFO, 4, Some(TO_S1), 0x0bad, none());
+    let back = f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp));
+    let trap = one_smp(back).expect("a trap instead of an answer");
+    assert_eq!((trap.header.method, trap.mkey), (Method::Trap, 0x5eed));
+    let SmpAttribute::Notice(n) = trap.attribute else {
+        panic!("{:?}", trap.attribute)
+    };
+    let t = BadMKeyTrap::from_notice(&n).expect("trap 256");
+    assert_eq!(
+        (t.lid, t.method, t.attribute_id, t.attribute_modifier),
+        (S1_LID, 1, attr::PORT_INFO, 4)
+    );
+    assert_eq!((t.mkey, t.dr_notice, t.dr_hop_count), (0x0bad, true, 1));
+    assert_eq!(
+        &t.dr_return_path[..2],
+        &[0, 3],
+        "ReturnPath[1] is the port it came in by"
+    );
+    assert_eq!(f.switch(f.s1).stats().traps_sent, 1);
+}

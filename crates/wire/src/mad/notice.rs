@@ -347,7 +347,10 @@ impl Describe for NoticeRepr {
         match (self.trap_gid(), self.trap_lid_addr()) {
             (Some(g), _) => d.field("gid", Value::Gid(g)),
             (None, Some(l)) => d.field("lid_addr", Value::Hex(l.into(), 4)),
-            (None, None) => d.field("data_details", Value::Bytes(&self.data_details)),
+            (None, None) => match super::BadMKeyTrap::from_notice(self) {
+                Some(t) => t.describe(d),
+                None => d.field("data_details", Value::Bytes(&self.data_details)),
+            },
         }
         d.field("issuer_gid", Value::Gid(self.issuer_gid));
     }

@@ -1,6 +1,6 @@
 //! What the subnet management and performance management agents answer (IBA 1 §14.2.5,
 //! §16.1.3): the SMInfo of the master SM read by directed route, A's NodeDescription, P_KeyTable,
-//! SLtoVLMappingTable and VLArbitrationTable read by LID, a switch's trap 128, and A's
+//! SLtoVLMappingTable and VLArbitrationTable read by LID, a switch's traps 128 and 256, and A's
 //! PortCounters and PortCountersExtended read by a performance manager on QP1.
 
 use super::{emit, gsi, Sample, A, P_KEY, SM};
@@ -8,7 +8,10 @@ use crate::ib::lid::LID_PERMISSIVE;
 use crate::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
 use crate::keys::{PKey, QKey};
 use crate::mad::attr::{perf as perf_attr, smp as attr};
-use crate::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, BASE_VERSION, MAD_LEN};
+use crate::mad::{
+    BadMKeyTrap, MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType,
+    BASE_VERSION, MAD_LEN,
+};
 use crate::packet::PacketRepr;
 use crate::perf::{PortCountersExtRepr, PortCountersRepr, PERF_CLASS_VERSION, PERF_DATA_OFFSET};
 use crate::smp::{
@@ -85,6 +88,10 @@ pub(super) fn samples() -> Vec<Sample> {
     out.push(Sample::new(
         "smp_trap_128",
         smp_packet(SWITCH_LID, SM.lid, 0x45, &trap_128()),
+    ));
+    out.push(Sample::new(
+        "smp_trap_256",
+        smp_packet(SWITCH_LID, SM.lid, 0x48, &trap_256()),
     ));
     let ext = PortCountersExtRepr {
         port_select: 1,
@@ -165,6 +172,27 @@ fn trap_128() -> SmpMadRepr {
     let mut t = SmpMadRepr::lid_routed_get(TID_BASE + 8, attr::NOTICE, 0);
     t.header.method = Method::Trap;
     t.attribute = SmpAttribute::Notice(NoticeRepr::link_state_trap(SWITCH_LID));
+    t
+}
+
+/// A switch's Trap(Notice 256): a directed-route SubnSet(PortInfo) one hop away came with the
+/// wrong M_Key (IBA 1 §14.2.4, §14.2.5.1).
+fn trap_256() -> SmpMadRepr {
+    let mut t = SmpMadRepr::lid_routed_get(TID_BASE + 9, attr::NOTICE, 0);
+    t.header.method = Method::Trap;
+    let mut details = BadMKeyTrap {
+        lid: SWITCH_LID,
+        dr_slid: LID_PERMISSIVE,
+        method: u8::from(Method::Set),
+        attribute_id: attr::PORT_INFO,
+        attribute_modifier: 3,
+        mkey: 0x0bad,
+        dr_notice: true,
+        dr_hop_count: 1,
+        ..BadMKeyTrap::default()
+    };
+    details.dr_return_path[1] = 4;
+    t.attribute = SmpAttribute::Notice(details.notice(ProducerType::Switch, SWITCH_LID));
     t
 }
 

@@ -14,7 +14,8 @@
 //! - M_Key (§14.2.4) is port 0's, for every SMP the switch answers.
 //! - Trap 128 (§14.2.5.1): when a port's link goes up or down, SwitchInfo:PortStateChange is set
 //!   and, once the SM gave the switch a LID and a MasterSMLID, a Trap(Notice 128) goes to the SM
-//!   by the LFT. It is sent once (no repeat until TrapRepress).
+//!   by the LFT; trap 256 (Bad M_Key) likewise for each SMP that fails the M_Key check. Traps are
+//!   sent once (no repeat until TrapRepress).
 
 use super::{Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::mgmt::{Config, PortConfig, PortState};
@@ -24,12 +25,16 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE};
 use ipoib_wire::ib::LrhRepr;
 use ipoib_wire::mad::attr::smp as attr;
-use ipoib_wire::mad::{MadStatus, Method, MgmtClass, NoticeRepr, BASE_VERSION, MAD_LEN};
+use ipoib_wire::mad::{
+    BadMKeyTrap, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
+    TRAP_256_PATH_LEN,
+};
 use ipoib_wire::packet::{fill_crcs, Packet};
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMadRepr, SwitchInfoRepr,
-    VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
+    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMadRepr, SmpRoute,
+    SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
+    PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::PKey;
 use std::collections::BTreeMap;
@@ -162,7 +167,10 @@ impl Switch {
             return self.drop(SwitchDropReason::SmpDiscarded);
         }
         let hide_key = match self.mgmt.mkey.check(now, req.header.method, req.mkey) {
-            MKeyCheck::Violation => return self.drop(SwitchDropReason::SmpDiscarded),
+            MKeyCheck::Violation => {
+                self.drop(SwitchDropReason::SmpDiscarded);
+                return self.bad_mkey_trap(&req, tx);
+            }
             MKeyCheck::PassHideKey => true,
             MKeyCheck::Pass => false,
         };
@@ -534,6 +542,12 @@ impl Switch {
         p.up = up;
         p.state = if up { PortState::Init } else { PortState::Down };
         self.mgmt.port_state_change = true;
+        self.send_trap(NoticeRepr::link_state_trap(self.lid), tx);
+    }
+
+    /// Sends Trap(`notice`) to the master SM by the LFT, once the switch has a LID and knows the
+    /// SM's (IBA 1 §14.2.5.1; PortInfo:MasterSMLID is the trap destination).
+    fn send_trap(&mut self, notice: NoticeRepr, tx: &mut Tx) {
         if self.lid == 0 || self.sm_lid == 0 {
             return;
         }
@@ -544,10 +558,37 @@ impl Switch {
         let mut trap = SmpMadRepr::lid_routed_get(self.stats.traps_sent, attr::NOTICE, 0);
         trap.header.method = Method::Trap;
         trap.mkey = self.mgmt.mkey.mkey;
-        trap.attribute = SmpAttribute::Notice(NoticeRepr::link_state_trap(self.lid));
+        trap.attribute = SmpAttribute::Notice(notice);
         let packet = sma::smp_packet(self.lid, self.sm_lid, self.mgmt.sm_sl, &trap.to_bytes());
         self.stats.traps_sent += 1;
         self.send_from_management(out, packet, tx);
+    }
+
+    /// Trap 256 for an SMP that failed the M_Key check (IBA 1 §14.2.4.1, §14.2.5.1): LIDADDR is
+    /// the switch's LID (as Linux `qib_bad_mkey` fills it, docs/DEPLOYED.md); for a
+    /// directed-route SMP, DRSLID, HopCount and the SMP's ReturnPath from entry 0, up to 30
+    /// entries (DRPathTruncated beyond).
+    fn bad_mkey_trap(&mut self, req: &SmpMadRepr, tx: &mut Tx) {
+        let mut t = BadMKeyTrap {
+            lid: self.lid,
+            method: u8::from(req.header.method),
+            attribute_id: req.header.attribute_id,
+            attribute_modifier: req.header.attribute_modifier,
+            mkey: req.mkey,
+            ..BadMKeyTrap::default()
+        };
+        if let SmpRoute::Directed(d) = &req.route {
+            let hops = req.hop_count().unwrap_or(0);
+            t.dr_slid = d.dr_slid;
+            t.dr_notice = true;
+            // ReturnPath entries 0..=HopCount, so that entry i is still hop i.
+            let n = usize::from(hops) + 1;
+            t.dr_path_truncated = n > TRAP_256_PATH_LEN;
+            t.dr_hop_count = hops & 0x3f;
+            let n = n.min(TRAP_256_PATH_LEN);
+            t.dr_return_path[..n].copy_from_slice(&d.return_path[..n]);
+        }
+        self.send_trap(t.notice(ProducerType::Switch, self.lid), tx);
     }
 
     /// The M_Key state of port 0 (tests and diagnostics).

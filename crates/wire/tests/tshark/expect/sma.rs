@@ -3,7 +3,7 @@
 
 use super::{Expect, Want};
 use ipoib_wire::mad::attr::perf as perf_attr;
-use ipoib_wire::mad::{MadHeaderRepr, NoticeRepr};
+use ipoib_wire::mad::{BadMKeyTrap, MadHeaderRepr, NoticeRepr};
 use ipoib_wire::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::smp::{
     NodeDescriptionRepr, PKeyTableRepr, SlToVlTableRepr, SmInfoRepr, VlArbTableRepr,
@@ -78,6 +78,18 @@ pub(super) fn notice(n: &NoticeRepr, e: &mut Expect) {
     e.num("infiniband.notice.noticecount", n.notice_count);
     if let Some(l) = n.trap_lid_addr() {
         e.num("infiniband.trap.lidaddr", l);
+    }
+    if let Some(t) = BadMKeyTrap::from_notice(n) {
+        e.num("infiniband.trap.lidaddr", t.lid);
+        e.num("infiniband.trap.drslid", t.dr_slid);
+        e.num("infiniband.trap.method", t.method);
+        e.num("infiniband.trap.attributeid", t.attribute_id);
+        e.num("infiniband.trap.attributemodifier", t.attribute_modifier);
+        e.num("infiniband.trap.mkey", t.mkey);
+        e.num("infiniband.trap.drnotice", t.dr_notice);
+        e.num("infiniband.trap.drpathtruncated", t.dr_path_truncated);
+        e.num("infiniband.trap.drhopcount", t.dr_hop_count);
+        e.bytes("infiniband.trap.drnoticereturnpath", &t.dr_return_path);
     }
 }
 
