@@ -2,7 +2,8 @@
 //!
 //! - [`hw`], the emulated hardware: a deterministic discrete-event simulator ([`hw::sim`]), links with
 //!   latency, bandwidth and faults ([`hw::link`]), capture to pcap ([`hw::capture`]), HCAs, switches,
-//!   the RC/UC engine, verbs, the management interface and topologies;
+//!   the RC/UC engine, verbs, the management interface, the subnet and performance management
+//!   agents of every switch and HCA port ([`hw::sma`]) and topologies;
 //! - [`node`], the host software that runs on that hardware: hosts, the subnet manager, IPoIB
 //!   interfaces and the assembled [`node::subnet::Subnet`].
 //!
