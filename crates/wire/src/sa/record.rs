@@ -4,8 +4,12 @@
 //! multiple of 8 bytes).
 
 use super::header::SA_DATA_LEN;
+use super::link_record::LinkRecordRepr;
 use super::mcmember::McMemberRecordRepr;
+use super::node_record::NodeRecordRepr;
 use super::path::PathRecordRepr;
+use super::pkey_record::PKeyTableRecordRepr;
+use super::port_info_record::PortInfoRecordRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::sa as attr;
 use crate::mad::{ClassPortInfoRepr, InformInfoRepr, NoticeRepr};
@@ -49,6 +53,10 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::INFORM_INFO => Some(36),
         attr::MC_MEMBER_RECORD => Some(52),
         attr::PATH_RECORD => Some(64),
+        attr::NODE_RECORD => Some(108),
+        attr::PORT_INFO_RECORD => Some(68),
+        attr::LINK_RECORD => Some(8),
+        attr::P_KEY_TABLE_RECORD => Some(72),
         _ => None,
     }
 }
@@ -72,6 +80,14 @@ pub enum SaAttribute {
     McMemberRecord(McMemberRecordRepr),
     /// PathRecord (IBA 1 §15.2.5.16).
     PathRecord(PathRecordRepr),
+    /// NodeRecord (IBA 1 §15.2.5.2).
+    NodeRecord(NodeRecordRepr),
+    /// PortInfoRecord (IBA 1 §15.2.5.3).
+    PortInfoRecord(PortInfoRecordRepr),
+    /// LinkRecord (IBA 1 §15.2.5.13).
+    LinkRecord(LinkRecordRepr),
+    /// P_KeyTableRecord (IBA 1 §15.2.5.11).
+    PKeyTableRecord(PKeyTableRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -85,6 +101,12 @@ impl SaAttribute {
             attr::INFORM_INFO => SaAttribute::InformInfo(InformInfoRepr::parse(data)?),
             attr::MC_MEMBER_RECORD => SaAttribute::McMemberRecord(McMemberRecordRepr::parse(data)?),
             attr::PATH_RECORD => SaAttribute::PathRecord(PathRecordRepr::parse(data)?),
+            attr::NODE_RECORD => SaAttribute::NodeRecord(NodeRecordRepr::parse(data)?),
+            attr::PORT_INFO_RECORD => SaAttribute::PortInfoRecord(PortInfoRecordRepr::parse(data)?),
+            attr::LINK_RECORD => SaAttribute::LinkRecord(LinkRecordRepr::parse(data)?),
+            attr::P_KEY_TABLE_RECORD => {
+                SaAttribute::PKeyTableRecord(PKeyTableRecordRepr::parse(data)?)
+            }
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -97,6 +119,10 @@ impl SaAttribute {
             SaAttribute::InformInfo(_) => Some(attr::INFORM_INFO),
             SaAttribute::McMemberRecord(_) => Some(attr::MC_MEMBER_RECORD),
             SaAttribute::PathRecord(_) => Some(attr::PATH_RECORD),
+            SaAttribute::NodeRecord(_) => Some(attr::NODE_RECORD),
+            SaAttribute::PortInfoRecord(_) => Some(attr::PORT_INFO_RECORD),
+            SaAttribute::LinkRecord(_) => Some(attr::LINK_RECORD),
+            SaAttribute::PKeyTableRecord(_) => Some(attr::P_KEY_TABLE_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -109,6 +135,10 @@ impl SaAttribute {
             SaAttribute::InformInfo(r) => r.buffer_len(),
             SaAttribute::McMemberRecord(r) => r.buffer_len(),
             SaAttribute::PathRecord(r) => r.buffer_len(),
+            SaAttribute::NodeRecord(r) => r.buffer_len(),
+            SaAttribute::PortInfoRecord(r) => r.buffer_len(),
+            SaAttribute::LinkRecord(r) => r.buffer_len(),
+            SaAttribute::PKeyTableRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -121,6 +151,10 @@ impl SaAttribute {
             SaAttribute::InformInfo(r) => r.emit(buf),
             SaAttribute::McMemberRecord(r) => r.emit(buf),
             SaAttribute::PathRecord(r) => r.emit(buf),
+            SaAttribute::NodeRecord(r) => r.emit(buf),
+            SaAttribute::PortInfoRecord(r) => r.emit(buf),
+            SaAttribute::LinkRecord(r) => r.emit(buf),
+            SaAttribute::PKeyTableRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -133,6 +167,10 @@ impl SaAttribute {
             SaAttribute::InformInfo(_) => "inform_info",
             SaAttribute::McMemberRecord(_) => "mc_member_record",
             SaAttribute::PathRecord(_) => "path_record",
+            SaAttribute::NodeRecord(_) => "node_record",
+            SaAttribute::PortInfoRecord(_) => "port_info_record",
+            SaAttribute::LinkRecord(_) => "link_record",
+            SaAttribute::PKeyTableRecord(_) => "p_key_table_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -146,6 +184,10 @@ impl Describe for SaAttribute {
             SaAttribute::InformInfo(r) => r.describe(d),
             SaAttribute::McMemberRecord(r) => r.describe(d),
             SaAttribute::PathRecord(r) => r.describe(d),
+            SaAttribute::NodeRecord(r) => r.describe(d),
+            SaAttribute::PortInfoRecord(r) => r.describe(d),
+            SaAttribute::LinkRecord(r) => r.describe(d),
+            SaAttribute::PKeyTableRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -255,7 +297,7 @@ mod tests {
 
     #[test]
     fn unknown_attribute_is_raw() {
-        let a = SaAttribute::parse(attr::NODE_RECORD, &[1, 2, 3]).unwrap();
+        let a = SaAttribute::parse(attr::TRACE_RECORD, &[1, 2, 3]).unwrap();
         assert_eq!(a.attribute_id(), None);
         match a {
             SaAttribute::Raw(r) => assert_eq!(r.as_bytes(), &[1, 2, 3]),
@@ -275,7 +317,7 @@ mod tests {
             off in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let known = [1u16, 2, 3, 0x35, 0x38];
+            let known = [1u16, 2, 3, 0x11, 0x12, 0x20, 0x33, 0x35, 0x38];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;

@@ -20,6 +20,8 @@ mod tables;
 pub use forwarding::{
     mft_modifier, LftBlockRepr, MftBlockRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
 };
+#[cfg(test)]
+pub(crate) use node_info::tests as node_info_tests;
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
 pub use port_info::{cap_mask, PortInfo, PortInfoRepr, PortPhysState, PortState};
 pub use sm_info::{SmInfoRepr, SmState};
