@@ -2,10 +2,18 @@
 //! LID, GID, MTU, rate and P_Keys, every switch with its linear forwarding table, and what each port
 //! is cabled to. The subnet manager (crates/fabric) builds it and hands it to the subnet administrator
 //! (`crate::sa`) as a value; the SA answers PathRecord queries by walking it (IBA 1 §15.2.5.16: the
-//! path's MTU and rate are the smallest along the route).
+//! path's MTU and rate are the smallest along the route), and NodeRecord, PortInfoRecord,
+//! LinkRecord and P_KeyTableRecord queries from the nodes' [`NodeFacts`] and the PortInfo
+//! [`SubnetModel::ca_port_info`] and [`SubnetModel::switch_port_info`] derive from it.
 
+use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState};
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
+
+/// PortInfo CapabilityMask IsSM (IBA 1 §14.2.5.6, Table 146 bit 1).
+pub const CAP_IS_SM: u32 = 1 << 1;
+/// PortInfo CapabilityMask IsExtendedSpeedsSupported (bit 14).
+const CAP_EXT_SPEEDS: u32 = 1 << 14;
 
 /// What a port is cabled to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -17,6 +25,24 @@ pub enum Peer {
     Ca(usize),
     /// A switch port: index into [`SubnetModel::switches`] and the port number.
     Switch(usize, u8),
+}
+
+/// What a node's NodeInfo says besides its type, GUIDs and the port it was read through (IBA 1
+/// §14.2.5.3), as the SM read it. The SA's NodeRecords carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeFacts {
+    /// NumPorts: the node's physical ports.
+    pub num_ports: u8,
+    /// SystemImageGUID.
+    pub system_image_guid: Guid,
+    /// PartitionCap: P_Key table entries of a CA port or of switch port 0.
+    pub partition_cap: u16,
+    /// DeviceID.
+    pub device_id: u16,
+    /// Revision.
+    pub revision: u32,
+    /// VendorID (24 bits).
+    pub vendor_id: u32,
 }
 
 /// A channel-adapter port (an HCA port, or the SM's own port).
@@ -42,8 +68,10 @@ pub struct CaPort {
     pub active: bool,
     /// Where its cable goes.
     pub peer: Peer,
-    /// A name for logs (node description).
+    /// A name for logs, and the node's NodeDescription (IBA 1 §14.2.5.2).
     pub name: String,
+    /// The adapter's NodeInfo facts.
+    pub node: NodeFacts,
 }
 
 /// A switch port.
@@ -68,8 +96,10 @@ pub struct SwitchNode {
     pub ports: Vec<SwitchPort>,
     /// Linear forwarding table: output port per DLID (255 = drop).
     pub lft: Vec<u8>,
-    /// A name for logs.
+    /// A name for logs, and the node's NodeDescription (IBA 1 §14.2.5.2).
     pub name: String,
+    /// The switch's NodeInfo facts.
+    pub node: NodeFacts,
 }
 
 /// The properties of the route from one LID to another.
@@ -164,6 +194,158 @@ impl SubnetModel {
     }
 }
 
+/// (LinkWidthActive, LinkSpeedActive, LinkSpeedExtActive) of a link of `rate` (IBA 1 §14.2.5.6:
+/// width 1X=1, 4X=2, 8X=4, 12X=8; speed SDR=1, DDR=2, QDR=4; extended FDR=1, EDR=2), as
+/// crates/runtime/src/ibsim_server/info.rs answers for our HCAs. A code with no such link: 4X SDR.
+pub fn link_width_speed(rate: Rate) -> (u8, u8, u8) {
+    match rate {
+        Rate::Gbps2_5 => (1, 1, 0),
+        Rate::Gbps5 => (1, 2, 0),
+        Rate::Gbps10 => (2, 1, 0),
+        Rate::Gbps20 => (2, 2, 0),
+        Rate::Gbps30 => (8, 1, 0),
+        Rate::Gbps40 => (2, 4, 0),
+        Rate::Gbps60 => (8, 2, 0),
+        Rate::Gbps80 => (4, 4, 0),
+        Rate::Gbps120 => (8, 4, 0),
+        Rate::Gbps14 => (1, 4, 1),
+        Rate::Gbps56 => (2, 4, 1),
+        Rate::Gbps112 => (4, 4, 1),
+        Rate::Gbps168 => (8, 4, 1),
+        Rate::Gbps25 => (1, 4, 2),
+        Rate::Gbps100 => (2, 4, 2),
+        _ => (2, 1, 0),
+    }
+}
+
+/// The PortInfo of a port the model describes (IBA 1 §14.2.5.6): what the SM configured (LID,
+/// LMC, master SM LID, subnet prefix, state, MTU, width and speed of the link's rate) and, for
+/// what the model does not hold, the values our HCAs answer (crates/runtime/src/ibsim_server/
+/// info.rs: one data VL, M_Key 0, no thresholds).
+#[allow(clippy::too_many_arguments)]
+fn port_info(
+    prefix: u64,
+    sm_lid: u16,
+    lid: u16,
+    lmc: u8,
+    num: u8,
+    mtu: Mtu,
+    rate: Rate,
+    up: bool,
+    cap: u32,
+) -> PortInfoRepr {
+    let (width, speed, ext) = link_width_speed(rate);
+    PortInfoRepr {
+        gid_prefix: prefix,
+        lid,
+        master_sm_lid: sm_lid,
+        capability_mask: cap | if ext != 0 { CAP_EXT_SPEEDS } else { 0 },
+        local_port_num: num,
+        link_width_enabled: width,
+        link_width_supported: width,
+        link_width_active: width,
+        link_speed_supported: speed,
+        port_state: if up {
+            PortState::Active
+        } else {
+            PortState::Down
+        },
+        port_phys_state: if up {
+            PortPhysState::LinkUp
+        } else {
+            PortPhysState::Polling
+        },
+        lmc,
+        link_speed_active: speed,
+        link_speed_enabled: speed,
+        neighbor_mtu: mtu,
+        vl_cap: 1,
+        mtu_cap: mtu,
+        operational_vls: 1,
+        link_speed_ext_active: ext,
+        link_speed_ext_supported: ext,
+        link_speed_ext_enabled: ext,
+        ..PortInfoRepr::default()
+    }
+}
+
+impl SubnetModel {
+    /// The PortInfo of CA port `p` (see `port_info`): IsSM in its CapabilityMask when it answers
+    /// the master SM's LID.
+    pub fn ca_port_info(&self, p: &CaPort) -> PortInfoRepr {
+        let is_sm = p.lid != 0
+            && self.sm_lid >= p.lid
+            && u32::from(self.sm_lid) < u32::from(p.lid) + (1u32 << p.lmc.min(16));
+        port_info(
+            self.subnet_prefix,
+            self.sm_lid,
+            p.lid,
+            p.lmc,
+            p.port_num,
+            p.mtu,
+            p.rate,
+            p.active,
+            if is_sm { CAP_IS_SM } else { 0 },
+        )
+    }
+
+    /// The PortInfo of port `port` of switch `sw` (see `port_info`), as the SM reads it (IBA 1
+    /// §14.2.5.6): LocalPortNum is the port the SM's SMP entered the switch by (the port the LFT
+    /// sends the SM's LID to; 0 when the SM is the switch), for every port; port 0, the management
+    /// port, carries the switch's LID, the master SM's LID and the subnet prefix; the external
+    /// ports carry none (only port 0 of a switch has them: OpenSM on ibsim reads 0) and are up
+    /// when cabled. `None` past the switch's ports.
+    pub fn switch_port_info(&self, sw: &SwitchNode, port: u8) -> Option<PortInfoRepr> {
+        let sp = sw.ports.get(usize::from(port))?;
+        let ingress = sw
+            .lft
+            .get(usize::from(self.sm_lid))
+            .copied()
+            .filter(|&p| usize::from(p) < sw.ports.len())
+            .unwrap_or(0);
+        let mut pi = if port == 0 {
+            port_info(
+                self.subnet_prefix,
+                self.sm_lid,
+                sw.lid,
+                0,
+                ingress,
+                sp.mtu,
+                sp.rate,
+                sw.lid != 0,
+                0,
+            )
+        } else {
+            port_info(
+                0,
+                0,
+                0,
+                0,
+                ingress,
+                sp.mtu,
+                sp.rate,
+                sp.peer != Peer::None,
+                0,
+            )
+        };
+        pi.local_port_num = ingress;
+        Some(pi)
+    }
+
+    /// The P_Key table of port `port` of switch `sw` as the SM writes it (crates/fabric
+    /// `SubnetManager::bring_up`): the default P_Key on management port 0, the table of the CA
+    /// port a port is cabled to; empty for links between switches (the model does not hold it).
+    pub fn switch_port_pkeys(&self, sw: &SwitchNode, port: u8) -> Vec<PKey> {
+        if port == 0 {
+            return vec![PKey::DEFAULT];
+        }
+        match sw.ports.get(usize::from(port)).map(|p| p.peer) {
+            Some(Peer::Ca(i)) => self.ports.get(i).map_or_else(Vec::new, |p| p.pkeys.clone()),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The rate with the smaller code: how this model combines rates along a route. The smaller code
 /// is not always the slower rate (code 5, 5 Gb/s, is slower than code 3, 10 Gb/s); OpenSM combines
 /// them by speed, as [`Rate::cmp_speed`] orders them.
@@ -192,6 +374,7 @@ mod tests {
             active: true,
             peer,
             name: format!("h{lid}"),
+            node: NodeFacts::default(),
         }
     }
 
@@ -224,6 +407,7 @@ mod tests {
                 ports,
                 lft,
                 name: "s".into(),
+                node: NodeFacts::default(),
             }],
         };
         assert_eq!(
@@ -271,6 +455,7 @@ mod tests {
                     ports,
                     lft,
                     name: format!("s{s}"),
+                    node: NodeFacts::default(),
                 }
             })
             .collect();

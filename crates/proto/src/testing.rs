@@ -11,7 +11,7 @@
 use crate::ipoib::UdTransmit;
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::sa::{SaEvent, SaServer};
-use crate::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use crate::subnet::{CaPort, NodeFacts, Peer, SubnetModel, SwitchNode, SwitchPort};
 use crate::time::Instant;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::time::Duration;
@@ -25,6 +25,7 @@ pub(crate) const SWITCH_LID: u16 = 200;
 /// The SM's port is expected first.
 pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
     let mut sw = vec![SwitchPort::default(); ports.len() + 1];
+    let sw_ports = u8::try_from(ports.len()).unwrap_or(u8::MAX);
     let mut lft = vec![255u8; 256];
     for (i, p) in ports.iter().enumerate() {
         sw[i + 1] = SwitchPort {
@@ -44,6 +45,12 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
             ports: sw,
             lft,
             name: "sw".into(),
+            node: NodeFacts {
+                num_ports: sw_ports,
+                system_image_guid: Guid(0xaaaa),
+                partition_cap: 32,
+                ..NodeFacts::default()
+            },
         }],
     }
 }

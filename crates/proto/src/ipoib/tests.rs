@@ -62,6 +62,7 @@ fn ca(name: u16, lid: u16, pkeys: &[u16], sw_port: u8) -> CaPort {
         active: true,
         peer: Peer::Switch(0, sw_port),
         name: format!("h{lid}"),
+        node: crate::subnet::NodeFacts::default(),
     }
 }
 

@@ -7,12 +7,13 @@ mod gone;
 mod mcast;
 mod opensm;
 mod path;
+mod records;
 
 use super::*;
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
-use crate::subnet::{CaPort, Peer, SubnetModel, SwitchPort};
+use crate::subnet::{CaPort, NodeFacts, Peer, SubnetModel, SwitchPort};
 use crate::testing::{self, Endpoint};
 use crate::time::Instant;
 use ipoib_wire::mad::{MadStatus, SaStatus};
@@ -37,6 +38,12 @@ pub(super) fn ca(lid: u16, pkeys: &[u16], mtu: u8, rate: u8, sw_port: u8) -> CaP
         active: true,
         peer: Peer::Switch(0, sw_port),
         name: format!("h{lid}"),
+        node: NodeFacts {
+            num_ports: 1,
+            system_image_guid: Guid(0x1000 + u64::from(lid)),
+            partition_cap: 128,
+            ..NodeFacts::default()
+        },
     }
 }
 

@@ -6,9 +6,11 @@
 //! cache that no HCA has, and its GUID, LID and the linear forwarding table OpenSM programmed come
 //! from LID-routed SubnGet SMPs (IBA 1 §14.2.5: NodeInfo 0x0011, SwitchInfo 0x0012, PortInfo
 //! 0x0015, LinearForwardingTable 0x0019); MTU and rate from each port's PortInfo (NeighborMTU,
-//! LinkWidthActive × LinkSpeedActive). Cabling follows the LFT (one switch: the port the LFT sends
-//! an HCA's LID to is the HCA's cable). The partitions are OpenSM's
-//! default (`PartitionConfig::default_config()`), as the harness gives OpenSM no partitions.conf.
+//! LinkWidthActive × LinkSpeedActive); the NodeInfo facts (NumPorts, SystemImageGUID,
+//! PartitionCap, DeviceID, Revision, VendorID) from NodeInfo. Cabling follows the LFT (one
+//! switch: the port the LFT sends an HCA's LID to is the HCA's cable). The partitions are
+//! OpenSM's default (`PartitionConfig::default_config()`), as the harness gives OpenSM no
+//! partitions.conf.
 //! A request goes in as a `MadIn` from the requester's LID; the response is the `MadOut` addressed
 //! back to that LID with the request's TransactionID.
 
@@ -16,7 +18,7 @@ use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn};
 use ipoib_proto::partitions::{PartitionConfig, PortId, PortKind};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::sa::{SaServer, SaServerConfig};
-use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use ipoib_proto::subnet::{CaPort, NodeFacts, Peer, SubnetModel, SwitchNode, SwitchPort};
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::attr::smp::{
     LINEAR_FORWARDING_TABLE as LFT, NODE_INFO, PORT_INFO, SWITCH_INFO,
@@ -55,6 +57,18 @@ fn link_rate(width: u8, speed: u8) -> Option<Rate> {
         _ => return None,
     };
     Rate::from_mbps(lanes * lane_mbps)
+}
+
+/// The NodeInfo facts the model keeps (the NodeRecords carry them), from a NodeInfo.
+fn facts(n: &NodeInfoRepr) -> NodeFacts {
+    NodeFacts {
+        num_ports: n.num_ports,
+        system_image_guid: n.system_image_guid,
+        partition_cap: n.partition_cap,
+        device_id: n.device_id,
+        revision: n.revision,
+        vendor_id: n.vendor_id,
+    }
 }
 
 /// (LID, LMC, MTU, rate) from PortInfo data.
@@ -112,6 +126,7 @@ impl OurSa {
                 active: f.port.is_up(),
                 peer: Peer::None,
                 name: node.to_string(),
+                node: facts(&f.node),
             });
         }
         // The switch: the port OpenSM gave a LID that is no HCA's.
@@ -177,6 +192,7 @@ impl OurSa {
                 ports: sw_ports,
                 lft,
                 name: "Switch1".into(),
+                node: facts(&ni),
             }],
         };
         let find = |name: &str| {

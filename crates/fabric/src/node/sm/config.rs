@@ -6,7 +6,7 @@ use super::{Membership, MftWrites, PartitionMembers, PartitionSpec, SubnetManage
 use crate::hw::hca::PKEY_TABLE_SIZE;
 use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::topology::{End, NodeKind};
-use ipoib_proto::subnet::{CaPort, Peer, SubnetModel, SwitchNode, SwitchPort};
+use ipoib_proto::subnet::{CaPort, NodeFacts, Peer, SubnetModel, SwitchNode, SwitchPort};
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST};
 use ipoib_wire::{Mtu, PKey, Rate};
 use std::collections::BTreeMap;
@@ -250,6 +250,7 @@ impl SubnetManager {
                     active: lid != 0,
                     peer: peer_of(e),
                     name: node.desc.clone(),
+                    node: node_facts(node.guid, node.ports),
                 }
             })
             .collect();
@@ -276,6 +277,7 @@ impl SubnetManager {
                     ports,
                     lft: self.route.lfts[s].clone(),
                     name: node.desc.clone(),
+                    node: node_facts(node.guid, node.ports),
                 }
             })
             .collect();
@@ -285,6 +287,19 @@ impl SubnetManager {
             ports,
             switches,
         }
+    }
+}
+
+/// The NodeInfo facts of our HCAs (IBA 1 §14.2.5.3), as the ibsim server answers GET_NODEINFO
+/// (crates/runtime/src/ibsim_server/info.rs): the system image GUID is the node GUID, the
+/// P_Key table holds [`PKEY_TABLE_SIZE`] entries, no vendor, device or revision assigned (0).
+/// Switches are described the same way.
+fn node_facts(guid: ipoib_wire::Guid, ports: u8) -> NodeFacts {
+    NodeFacts {
+        num_ports: ports,
+        system_image_guid: guid,
+        partition_cap: PKEY_TABLE_SIZE,
+        ..NodeFacts::default()
     }
 }
 
