@@ -11,6 +11,7 @@ mod gone;
 mod inform;
 mod mcast;
 mod path;
+mod records;
 
 use super::rmpp::{segment_table, RmppSender, SendState};
 use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
@@ -552,6 +553,22 @@ impl SaServer {
             (attr::PATH_RECORD, SaAttribute::PathRecord(r)) => {
                 let r = *r;
                 self.path_record(now, &req, r)
+            }
+            (attr::NODE_RECORD, SaAttribute::NodeRecord(r)) => {
+                let r = *r;
+                self.node_record(now, &req, r)
+            }
+            (attr::PORT_INFO_RECORD, SaAttribute::PortInfoRecord(r)) => {
+                let r = *r;
+                self.port_info_record(now, &req, r)
+            }
+            (attr::LINK_RECORD, SaAttribute::LinkRecord(r)) => {
+                let r = *r;
+                self.link_record(now, &req, r)
+            }
+            (attr::P_KEY_TABLE_RECORD, SaAttribute::PKeyTableRecord(r)) => {
+                let r = *r;
+                self.pkey_table_record(now, &req, r)
             }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;

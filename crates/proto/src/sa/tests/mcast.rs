@@ -594,7 +594,8 @@ fn unsupported_requests_get_mad_statuses() {
     };
     let st = |s: MadStatus| Err(SaClientError::Status(s));
     assert_eq!(
-        ask_raw(&mut net, &|m| m.header.attribute_id = 0x0011),
+        // TraceRecord, which neither OpenSM nor this SA serves.
+        ask_raw(&mut net, &|m| m.header.attribute_id = 0x0039),
         st(MadStatus::METHOD_ATTR_UNSUPPORTED)
     );
     assert_eq!(
