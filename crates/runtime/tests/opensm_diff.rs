@@ -470,6 +470,15 @@ fn record_outcome(resp: &[u8]) -> RecordOutcome {
                 p.link_speed_active
             )
         }
+        // BlockNum up to byte order: OpenSM 3.3.23 writes it in host order (little-endian here),
+        // IBA 1 §15.2.5.11 and we big-endian (docs/OPENSM-NOTES.md "Subnet records").
+        SaAttribute::PKeyTableRecord(r) => format!(
+            "PKTR lid {} block {} port {} {:04x?}",
+            r.lid,
+            r.block.min(r.block.swap_bytes()),
+            r.port_num,
+            r.pkeys.iter().map(|k| k.0).collect::<Vec<_>>()
+        ),
         SaAttribute::NodeRecord(r) => format!(
             "NR lid {} {:?} desc {:?}",
             r.lid,
@@ -687,6 +696,15 @@ fn our_subnet_records_match_opensm() {
         pkr_mask::LID,
         SaAttribute::PKeyTableRecord(pkr(model.ports[1].lid)),
     ));
+    steps.push(RecordStep {
+        sm_key: 1,
+        ..step(
+            format!("P_KeyTableRecord trusted GetTable LID {}", model.ports[1].lid),
+            Method::GetTable,
+            pkr_mask::LID,
+            SaAttribute::PKeyTableRecord(pkr(model.ports[1].lid)),
+        )
+    });
     for p in &model.ports {
         steps.push(RecordStep {
             sm_key: 1,

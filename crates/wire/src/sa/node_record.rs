@@ -68,7 +68,7 @@ pub struct NodeRecordRepr {
     /// NodeInfo, PortGUID and LocalPortNum being the port's.
     pub node_info: NodeInfoRepr,
     /// NodeDescription: UTF-8 text, NUL-padded.
-    pub node_description: [u8; NODE_DESCRIPTION_LEN],
+    pub node_description: [u8; 64],
 }
 
 impl NodeRecordRepr {
@@ -113,7 +113,7 @@ impl NodeRecordRepr {
 }
 
 /// `text` as a NodeDescription: its first 64 bytes, NUL-padded (IBA 1 §14.2.5.2).
-pub fn node_description(text: &str) -> [u8; NODE_DESCRIPTION_LEN] {
+pub fn node_description(text: &str) -> [u8; 64] {
     let mut d = [0u8; NODE_DESCRIPTION_LEN];
     let n = text.len().min(NODE_DESCRIPTION_LEN);
     d[..n].copy_from_slice(&text.as_bytes()[..n]);
