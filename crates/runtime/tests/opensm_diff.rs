@@ -339,9 +339,9 @@ fn our_class_port_info_matches_opensm() {
     eprintln!("OpenSM: {a:?}\nours:   {b:?}");
     // We claim no capability OpenSM does not, and agree on the bits for what our SA implements
     // (CapabilityMask: 0 IsTrapSupported, 1 IsNoticeSupported, 9 IsUDMulticastSupported;
-    // CapabilityMask2: 12 IsSendOnlyFullMemberSupported). OpenSM's other bits name records our
-    // SA does not serve (docs/OPENSM-NOTES.md).
-    const MASK: u16 = (1 << 0) | (1 << 1) | (1 << 9);
+    // 13 IsPortInfoCapMaskMatchSupported; CapabilityMask2: 12 IsSendOnlyFullMemberSupported).
+    // OpenSM's other bits name what our SA does not serve (docs/OPENSM-NOTES.md).
+    const MASK: u16 = (1 << 0) | (1 << 1) | (1 << 9) | (1 << 13);
     const MASK2: u32 = 1 << 12;
     assert_eq!(b.capability_mask & !a.capability_mask, 0);
     assert_eq!(b.capability_mask2 & !a.capability_mask2, 0);
@@ -425,9 +425,9 @@ struct RecordStep {
 /// MAD: under ibsim a client sees only the first 256 bytes of a longer answer, docs/DEPLOYED.md),
 /// and the record count RMPP's PayloadLength gives, when the answer has one. OpenSM under ibsim
 /// sends a GetTableResp with PayloadLength 0 (the kernel's RMPP layer, absent under libumad2sim,
-/// would fill it in), the rest of its 200 bytes left as they were in its buffer: its count is unknown and only as many of its records as ours
-/// are compared. PortInfo is reduced to the fields the SM's configuration decides (see the test's
-/// docs).
+/// would fill it in), the rest of its 200 bytes left as they were in its buffer: its count is
+/// unknown and only as many of its records as ours are compared. PortInfo is reduced to the fields
+/// the SM's configuration decides (see the test's docs).
 struct RecordOutcome {
     head: String,
     count: Option<usize>,

@@ -1,8 +1,8 @@
 //! Subnet administration (IBA 1 §15.2): the SA MAD header after the common and RMPP headers, the
 //! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
-//! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one
-//! value with builders for the SA client and server.
+//! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord), tables of records, and
+//! [`SaMadRepr`], a whole SA MAD as one value with builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
 //! `packet-infiniband.c` (the independent reader the tshark test uses).

@@ -88,9 +88,11 @@ impl Default for SaServerConfig {
     }
 }
 
-/// ClassPortInfo.CapabilityMask: IsNoticeSupported (bit 1), IsUDMulticastSupported (bit 9)
-/// (OpenSM `OSM_CAP_IS_SUBN_GET_SET_NOTICE_SUP`, `OSM_CAP_IS_UD_MCAST_SUP`).
-pub const CAP_MASK: u16 = (1 << 1) | (1 << 9);
+/// ClassPortInfo.CapabilityMask: IsNoticeSupported (bit 1), IsUDMulticastSupported (bit 9),
+/// IsPortInfoCapMaskMatchSupported (bit 13: PortInfoRecord queries match CapabilityMask bitwise
+/// when AttributeModifier bit 31 is set) (OpenSM `OSM_CAP_IS_SUBN_GET_SET_NOTICE_SUP`,
+/// `OSM_CAP_IS_UD_MCAST_SUP`, `OSM_CAP_IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED`).
+pub const CAP_MASK: u16 = (1 << 1) | (1 << 9) | (1 << 13);
 /// ClassPortInfo.CapabilityMask2: IsSendOnlyFullMemberSupported (bit 12; OpenSM
 /// `OSM_CAP2_IS_SEND_ONLY_FULL_MEM_SUPPORTED`, Linux `IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT`).
 pub const CAP_MASK2: u32 = 1 << 12;
@@ -495,12 +497,13 @@ impl SaServer {
         // As OpenSM 3.3.23 answers (measured by `opensm_diff::our_class_port_info_matches_opensm`;
         // OpenSM osm_sa_class_port_info.c), limited to what this SA implements:
         // CapabilityMask (IBA 1 §13.4.8.1, Table 193) bit 1 IsNoticeSupported (Get/Set(Notice)
-        // through InformInfo and Reports; no Traps, so not bit 0) and bit 9 IsUDMulticastSupported;
+        // through InformInfo and Reports; no Traps, so not bit 0), bit 9 IsUDMulticastSupported
+        // and bit 13 IsPortInfoCapMaskMatchSupported (records.rs);
         // CapabilityMask2 bit 12 IsSendOnlyFullMemberSupported (Linux IPoIB joins send-only groups
         // as SendOnlyFullMember only when it is set: `ib_sa_sendonly_fullmem_support`). OpenSM's
-        // other bits name records this SA does not serve (PortInfoRecord matching, MultiPath,
-        // ServiceRecords). RespTimeValue from the transaction timeout; redirect and trap Q_Keys
-        // are QP1's, RedirectQP 1, as OpenSM fills them.
+        // other bits name what this SA does not serve (MultiPath, alias GUIDs, MulticastFDBTop,
+        // ...). RespTimeValue from the transaction timeout; redirect and trap Q_Keys are QP1's,
+        // RedirectQP 1, as OpenSM fills them.
         let cpi = ClassPortInfoRepr {
             base_version: BASE_VERSION,
             class_version: SA_CLASS_VERSION,

@@ -353,9 +353,10 @@ impl SaServer {
     }
 
     /// LinkRecord (OpenSM `osm_lr_rcv_process`): one record per direction of every cable whose
-    /// two ends the model knows, in FromLID then FromPort order (as OpenSM 3.3.23 answers), FromLID/ToLID the base LIDs of the ports' nodes (switch port 0's
-    /// for a switch); the four fields select where the mask names them. Only links whose source
-    /// port the requester can see are given.
+    /// two ends the model knows, in FromLID then FromPort order (as OpenSM 3.3.23 answers),
+    /// FromLID/ToLID the base LIDs of the ports' nodes (switch port 0's for a switch); the four
+    /// fields select where the mask names them. Only links whose source port the requester can see
+    /// are given.
     pub(super) fn link_record(&mut self, now: Instant, req: &Req<'_>, q: LinkRecordRepr) {
         if !self.get_or_table(req) {
             return;
