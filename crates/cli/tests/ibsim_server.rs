@@ -1,5 +1,7 @@
 //! `ipoib ibsim-server` against the real infiniband-diags under `ibsim-run` (Debian ibsim-utils:
-//! libumad2sim preloaded): `saquery` attaches to a host of our subnet by name and reads our SA.
+//! libumad2sim preloaded): `saquery` attaches to a host of our subnet by name and reads our SA
+//! (groups and members, PathRecords, and the subnet's NodeRecords, PortInfoRecords, LinkRecords and
+//! P_KeyTableRecords).
 //! What it prints is compared with the SA of the same subnet built in this process (same topology,
 //! partitions and seed: the same subnet, docs/ARCHITECTURE.md "Rules"). Skipped, with a message,
 //! where ibsim-run or saquery is not installed.
@@ -187,8 +189,66 @@ fn saquery_reads_our_sa() {
     assert_eq!(values(&out, "sgid"), vec![gid_text(&net.gid(1))], "{out}");
     assert_eq!(values(&out, "dgid"), vec![gid_text(&net.gid(2))], "{out}");
 
-    // SIGTERM stops it with status 0 and its summary: four clients came and went.
+    // NodeRecords (IBA 1 §15.2.5.2). Plain `saquery` asks for all of them; libumad2sim hands the
+    // client only the first MAD of the RMPP answer, which holds one 112-byte record: the first
+    // node in GUID order, h0 (docs/DEPLOYED.md "ibsim (server side)").
+    let out = saquery(dir.path(), &sock, "h1", &[]);
+    assert_eq!(values(&out, "NodeDescription"), ["h0"], "{out}");
+    assert_eq!(values(&out, "lid"), [net.lid(0).to_string()], "{out}");
+    // One by LID: every host, its node and port GUIDs.
+    for i in 0..3 {
+        let out = saquery(dir.path(), &sock, "h2", &[&net.lid(i).to_string()]);
+        assert_eq!(values(&out, "NodeDescription"), [format!("h{i}")], "{out}");
+        assert_eq!(values(&out, "node_type"), ["Channel Adapter"], "{out}");
+        let port_guid = net.gid(i).interface_id();
+        assert_eq!(
+            values(&out, "port_guid"),
+            [format!("0x{port_guid:016x}")],
+            "{out}"
+        );
+    }
+    // `saquery -m`: the groups' members with their node descriptions (trusted, so that every
+    // member's PortGID shows; h0's description comes from the one NodeRecord that fits a MAD).
+    let out = saquery(dir.path(), &sock, "h1", &["--smkey", "1", "-m"]);
+    let mut members = values(&out, "PortGid");
+    members.sort();
+    members.dedup();
+    let mut want: Vec<String> = (0..3).map(|i| gid_text(&net.gid(i))).collect();
+    want.sort();
+    assert_eq!(members, want, "{out}");
+    assert!(
+        values(&out, "NodeDescription").contains(&"h0".to_string()),
+        "{out}"
+    );
+    let out = saquery(dir.path(), &sock, "h1", &["-m"]);
+    assert_eq!(
+        values(&out, "MGID").len(),
+        2,
+        "one untrusted record per group: {out}"
+    );
+    // `saquery -s`: the port with IsSM, h0's (PortInfoRecord, CapabilityMask matched bitwise).
+    let out = saquery(dir.path(), &sock, "h2", &["-s"]);
+    assert_eq!(values(&out, "base_lid"), [net.lid(0).to_string()], "{out}");
+    // `saquery LR`: both directions of the three cables, in one MAD.
+    let out = saquery(dir.path(), &sock, "h2", &["LR"]);
+    let mut from = values(&out, "FromLID");
+    from.sort();
+    assert_eq!(from.len(), 6, "{out}");
+    for i in 0..3 {
+        assert!(from.contains(&net.lid(i).to_string()), "{out}");
+    }
+    // `saquery --smkey 1 PKTR LID`: the P_Key table of h2's port, both partitions.
+    let out = saquery(
+        dir.path(),
+        &sock,
+        "h1",
+        &["--smkey", "1", "PKTR", &net.lid(2).to_string()],
+    );
+    assert!(out.contains("0xffff"), "{out}");
+    assert!(out.contains("0x8123"), "{out}");
+
+    // SIGTERM stops it with status 0 and its summary: all the clients came and went.
     let (status, err) = server.stop();
     assert!(status.success(), "{status}: {err}");
-    assert!(err.contains("4 connects, 0 refused"), "{err}");
+    assert!(err.contains("13 connects, 0 refused"), "{err}");
 }

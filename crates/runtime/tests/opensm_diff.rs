@@ -699,7 +699,10 @@ fn our_subnet_records_match_opensm() {
     steps.push(RecordStep {
         sm_key: 1,
         ..step(
-            format!("P_KeyTableRecord trusted GetTable LID {}", model.ports[1].lid),
+            format!(
+                "P_KeyTableRecord trusted GetTable LID {}",
+                model.ports[1].lid
+            ),
             Method::GetTable,
             pkr_mask::LID,
             SaAttribute::PKeyTableRecord(pkr(model.ports[1].lid)),
