@@ -684,6 +684,29 @@ fn our_subnet_records_match_opensm() {
             SaAttribute::LinkRecord(from),
         ));
     }
+    let lftr = |lid: u16, block: u16| ipoib_wire::sa::LftRecordRepr {
+        lid,
+        block,
+        ports: [0; 64],
+    };
+    steps.push(step(
+        "LinearForwardingTableRecord GetTable all".into(),
+        Method::GetTable,
+        0,
+        SaAttribute::LftRecord(lftr(0, 0)),
+    ));
+    steps.push(step(
+        format!("LinearForwardingTableRecord Get LID {} block 0", sw.lid),
+        Method::Get,
+        ipoib_wire::sa::lftr_mask::LID | ipoib_wire::sa::lftr_mask::BLOCK,
+        SaAttribute::LftRecord(lftr(sw.lid, 0)),
+    ));
+    steps.push(step(
+        "LinearForwardingTableRecord Get block 1 (none)".into(),
+        Method::Get,
+        ipoib_wire::sa::lftr_mask::BLOCK,
+        SaAttribute::LftRecord(lftr(0, 1)),
+    ));
     let pkr = |lid: u16| PKeyTableRecordRepr {
         lid,
         block: 0,

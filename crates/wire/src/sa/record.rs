@@ -4,6 +4,7 @@
 //! multiple of 8 bytes).
 
 use super::header::SA_DATA_LEN;
+use super::lft_record::LftRecordRepr;
 use super::link_record::LinkRecordRepr;
 use super::mcmember::McMemberRecordRepr;
 use super::node_record::NodeRecordRepr;
@@ -57,6 +58,7 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::PORT_INFO_RECORD => Some(68),
         attr::LINK_RECORD => Some(8),
         attr::P_KEY_TABLE_RECORD => Some(72),
+        attr::LINEAR_FORWARDING_TABLE_RECORD => Some(72),
         _ => None,
     }
 }
@@ -88,6 +90,8 @@ pub enum SaAttribute {
     LinkRecord(LinkRecordRepr),
     /// P_KeyTableRecord (IBA 1 §15.2.5.11).
     PKeyTableRecord(PKeyTableRecordRepr),
+    /// LinearForwardingTableRecord (IBA 1 §15.2.5.6).
+    LftRecord(LftRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -107,6 +111,9 @@ impl SaAttribute {
             attr::P_KEY_TABLE_RECORD => {
                 SaAttribute::PKeyTableRecord(PKeyTableRecordRepr::parse(data)?)
             }
+            attr::LINEAR_FORWARDING_TABLE_RECORD => {
+                SaAttribute::LftRecord(LftRecordRepr::parse(data)?)
+            }
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -123,6 +130,7 @@ impl SaAttribute {
             SaAttribute::PortInfoRecord(_) => Some(attr::PORT_INFO_RECORD),
             SaAttribute::LinkRecord(_) => Some(attr::LINK_RECORD),
             SaAttribute::PKeyTableRecord(_) => Some(attr::P_KEY_TABLE_RECORD),
+            SaAttribute::LftRecord(_) => Some(attr::LINEAR_FORWARDING_TABLE_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -139,6 +147,7 @@ impl SaAttribute {
             SaAttribute::PortInfoRecord(r) => r.buffer_len(),
             SaAttribute::LinkRecord(r) => r.buffer_len(),
             SaAttribute::PKeyTableRecord(r) => r.buffer_len(),
+            SaAttribute::LftRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -155,6 +164,7 @@ impl SaAttribute {
             SaAttribute::PortInfoRecord(r) => r.emit(buf),
             SaAttribute::LinkRecord(r) => r.emit(buf),
             SaAttribute::PKeyTableRecord(r) => r.emit(buf),
+            SaAttribute::LftRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -171,6 +181,7 @@ impl SaAttribute {
             SaAttribute::PortInfoRecord(_) => "port_info_record",
             SaAttribute::LinkRecord(_) => "link_record",
             SaAttribute::PKeyTableRecord(_) => "p_key_table_record",
+            SaAttribute::LftRecord(_) => "linear_forwarding_table_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -188,6 +199,7 @@ impl Describe for SaAttribute {
             SaAttribute::PortInfoRecord(r) => r.describe(d),
             SaAttribute::LinkRecord(r) => r.describe(d),
             SaAttribute::PKeyTableRecord(r) => r.describe(d),
+            SaAttribute::LftRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -317,7 +329,7 @@ mod tests {
             off in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let known = [1u16, 2, 3, 0x11, 0x12, 0x20, 0x33, 0x35, 0x38];
+            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x20, 0x33, 0x35, 0x38];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;

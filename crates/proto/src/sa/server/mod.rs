@@ -573,6 +573,10 @@ impl SaServer {
                 let r = *r;
                 self.pkey_table_record(now, &req, r)
             }
+            (attr::LINEAR_FORWARDING_TABLE_RECORD, SaAttribute::LftRecord(r)) => {
+                let r = *r;
+                self.lft_record(now, &req, r)
+            }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
                 self.inform_info(&req, r)

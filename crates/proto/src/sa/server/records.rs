@@ -1,12 +1,11 @@
 //! The subnet's records, read-only: NodeRecord (IBA 1 §15.2.5.2), PortInfoRecord (§15.2.5.3),
-//! LinkRecord (§15.2.5.13) and P_KeyTableRecord (§15.2.5.11), answered from the
-//! [`crate::subnet::SubnetModel`] as OpenSM answers them (`osm_sa_node_record.c`,
-//! `osm_sa_portinfo_record.c`, `osm_sa_link_record.c`, `osm_sa_pkey_record.c`; docs/OPENSM-NOTES.md
-//! "Subnet records").
+//! LinkRecord (§15.2.5.13), P_KeyTableRecord (§15.2.5.11) and
+//! LinearForwardingTableRecord (§15.2.5.6), answered from the [`crate::subnet::SubnetModel`] as
+//! OpenSM answers them (`osm_sa_node_record.c`, `osm_sa_portinfo_record.c`, `osm_sa_link_record.c`,
+//! `osm_sa_pkey_record.c`, `osm_sa_lft_record.c`; docs/OPENSM-NOTES.md "Subnet records").
 //!
 //! Common rules: only Get and GetTable (Set and Delete dropped, other methods
-//! METHOD_ATTR_UNSUPPORTED); nodes in node-GUID
-//! order, ports in port order; a port is visible to the requester only if the two share a P_Key
+//! METHOD_ATTR_UNSUPPORTED); nodes in node-GUID order, ports in port order; a port is visible to the requester only if the two share a P_Key
 //! (OpenSM `osm_physp_share_pkey`: the same port, or either P_Key table empty, or an entry of one
 //! matching an entry of the other with not both limited); a switch answers for its ports with the
 //! LID of its management port 0; the component mask selects on the fields it names, and a Get that
@@ -18,11 +17,11 @@ use crate::subnet::{CaPort, Peer, SubnetModel};
 use crate::time::Instant;
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{
-    lr_mask, node_description, nr_mask, pir_mask, pkr_mask, LinkRecordRepr, NodeRecordRepr,
-    PKeyTableRecordRepr, PortInfoRecordRepr, SaAttribute, PIR_ENHANCED_COMP_MASK,
-    PKEY_BLOCK_ENTRIES,
+    lftr_mask, lr_mask, node_description, nr_mask, pir_mask, pkr_mask, LftRecordRepr,
+    LinkRecordRepr, NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecordRepr, SaAttribute,
+    PIR_ENHANCED_COMP_MASK, PKEY_BLOCK_ENTRIES,
 };
-use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortInfoRepr};
+use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortInfoRepr, LFT_BLOCK_LIDS};
 use ipoib_wire::{Guid, PKey};
 
 /// A physical port of the model, as the records see it.
@@ -471,6 +470,52 @@ impl SaServer {
                         pkeys,
                     }));
                 }
+            }
+        }
+        self.respond_records(now, req, recs);
+    }
+
+    /// LinearForwardingTableRecord (OpenSM `osm_lftr_rcv_process`): for every switch in GUID order
+    /// whose port 0 the requester sees, the blocks of its LFT in use (0 up to the block of the
+    /// highest LID the table routes), or the BlockNum given if in use; LID selects the switch by
+    /// any LID of port 0's range. Entries past the table read 255 (no route).
+    pub(super) fn lft_record(&mut self, now: Instant, req: &Req<'_>, q: LftRecordRepr) {
+        if !self.get_or_table(req) {
+            return;
+        }
+        let mask = req.mad.sa.component_mask;
+        let model = self.model();
+        let mut recs = Vec::new();
+        for p in model.phys_ports() {
+            let At::Switch(s) = p.at else { continue };
+            if p.num != 0 || !self.visible(req, &p) {
+                continue;
+            }
+            if mask & lftr_mask::LID != 0 && !lid_in(p.lid, p.lmc, q.lid) {
+                continue;
+            }
+            let lft = &model.switches[s].lft;
+            let top = lft.iter().rposition(|&o| o != 255).unwrap_or(0);
+            let max_block = top / LFT_BLOCK_LIDS;
+            let blocks = if mask & lftr_mask::BLOCK != 0 {
+                let b = usize::from(q.block);
+                if b > max_block {
+                    continue;
+                }
+                b..=b
+            } else {
+                0..=max_block
+            };
+            for b in blocks {
+                let mut ports = [255u8; LFT_BLOCK_LIDS];
+                for (o, &e) in ports.iter_mut().zip(lft.iter().skip(b * LFT_BLOCK_LIDS)) {
+                    *o = e;
+                }
+                recs.push(SaAttribute::LftRecord(LftRecordRepr {
+                    lid: p.lid,
+                    block: u16::try_from(b).unwrap_or(u16::MAX),
+                    ports,
+                }));
             }
         }
         self.respond_records(now, req, recs);

@@ -528,3 +528,59 @@ fn pkey_table_records() {
         status(SaStatus::NoRecords).err()
     );
 }
+
+// IBA 1 §15.2.5.6; OpenSM osm_lftr_rcv_process: the blocks in use of every switch's LFT.
+#[test]
+fn lft_records() {
+    use ipoib_wire::sa::{lftr_mask, LftRecordRepr};
+    let mut m = default_model(3);
+    // The star's LFT has 256 entries; route LID 70 too, so that two blocks are in use.
+    m.switches[0].lft[70] = 2;
+    let mut net = Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        1,
+    );
+    let q = |lid: u16, block: u16| {
+        SaAttribute::LftRecord(LftRecordRepr {
+            lid,
+            block,
+            ports: [0; 64],
+        })
+    };
+    let lfts = |r: Result<SaResponse, SaClientError>| -> Vec<LftRecordRepr> {
+        records(r)
+            .into_iter()
+            .map(|a| match a {
+                SaAttribute::LftRecord(l) => l,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let all = lfts(net.ask(2, req(Method::GetTable, 0, q(0, 0))));
+    assert_eq!(all.iter().map(|l| l.block).collect::<Vec<_>>(), [0, 1]);
+    assert!(all.iter().all(|l| l.lid == testing::SWITCH_LID));
+    assert_eq!(&all[0].ports[..5], &[255, 1, 2, 3, 4], "LID n on port n");
+    assert_eq!(
+        (all[1].ports[6], all[1].ports[7]),
+        (2, 255),
+        "LID 70 on port 2"
+    );
+    let one = lfts(net.ask(
+        2,
+        req(
+            Method::Get,
+            lftr_mask::LID | lftr_mask::BLOCK,
+            q(testing::SWITCH_LID, 1),
+        ),
+    ));
+    assert_eq!(one.len(), 1);
+    // A block past the ones in use, or a LID of no switch: none.
+    for (mask, rec) in [(lftr_mask::BLOCK, q(0, 2)), (lftr_mask::LID, q(2, 0))] {
+        assert_eq!(
+            net.ask(2, req(Method::Get, mask, rec)).err(),
+            status(SaStatus::NoRecords).err()
+        );
+    }
+}
