@@ -584,3 +584,45 @@ fn lft_records() {
         );
     }
 }
+
+proptest::proptest! {
+    // Bad input never panics (docs/ARCHITECTURE.md "Rules"), and every Get or GetTable of these
+    // records from a known port gets exactly one answer (a single MAD or an RMPP transfer's first
+    // segment), whatever the record and component mask hold.
+    #[test]
+    fn any_query_gets_one_answer(
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 200),
+        which in 0usize..5,
+        mask in proptest::prelude::any::<u64>(),
+        modifier in proptest::prelude::any::<u32>(),
+        table in proptest::prelude::any::<bool>(),
+        trusted in proptest::prelude::any::<bool>(),
+    ) {
+        use ipoib_wire::mad::attr::sa as attr;
+        let ids = [
+            attr::NODE_RECORD,
+            attr::PORT_INFO_RECORD,
+            attr::LINK_RECORD,
+            attr::P_KEY_TABLE_RECORD,
+            attr::LINEAR_FORWARDING_TABLE_RECORD,
+        ];
+        let mut net = Net::default(3);
+        let method = if table { Method::GetTable } else { Method::Get };
+        let mut m = SaMadRepr::request(method, 7, mask, SaAttribute::Raw(ipoib_wire::sa::SaRawData::new(&data)));
+        m.header.attribute_id = ids[which];
+        m.header.attribute_modifier = modifier;
+        m.sa.sm_key = u64::from(trusted);
+        let bytes = m.to_bytes().to_vec();
+        net.sa.handle_mad(net.now, MadIn { from: MadAddr::gsi(2), mad: bytes });
+        let mut answers = 0;
+        while let Some(out) = net.sa.poll_transmit(net.now) {
+            proptest::prop_assert_eq!(out.to.lid, 2);
+            // RMPP flags (IBA 1 §13.6.2): Active 1, First 2; a later segment is active, not first.
+            let rmpp_later = out.mad[26] & 1 != 0 && out.mad[26] & 2 == 0;
+            if !rmpp_later {
+                answers += 1;
+            }
+        }
+        proptest::prop_assert_eq!(answers, 1);
+    }
+}
