@@ -649,6 +649,33 @@ fn our_subnet_records_match_opensm() {
             SaAttribute::PortInfoRecord(pir(sw.lid, port)),
         ));
     }
+    // Component-mask bits placed as OpenSM places them: LMC is bit 20, NeighborMTU bit 23 (a
+    // wrong bit would select on another field and find the port).
+    let hca = model.ports[1].lid;
+    let mut lmc1 = pir(hca, 0);
+    lmc1.port_info.lmc = 1;
+    steps.push(step(
+        format!("PortInfoRecord Get LID {hca} LMC 1 (none)"),
+        Method::Get,
+        pir_mask::LID | pir_mask::LMC,
+        SaAttribute::PortInfoRecord(lmc1),
+    ));
+    let mut mtu256 = pir(hca, 0);
+    mtu256.port_info.neighbor_mtu = ipoib_wire::Mtu::Mtu256;
+    steps.push(step(
+        format!("PortInfoRecord Get LID {hca} NeighborMTU 256 (none)"),
+        Method::Get,
+        pir_mask::LID | pir_mask::NEIGHBOR_MTU,
+        SaAttribute::PortInfoRecord(mtu256),
+    ));
+    let mut mtu2048 = pir(hca, 0);
+    mtu2048.port_info.neighbor_mtu = ipoib_wire::Mtu::Mtu2048;
+    steps.push(step(
+        format!("PortInfoRecord Get LID {hca} NeighborMTU 2048"),
+        Method::Get,
+        pir_mask::LID | pir_mask::NEIGHBOR_MTU,
+        SaAttribute::PortInfoRecord(mtu2048),
+    ));
     steps.push(step(
         "PortInfoRecord Get LID 999 (none)".into(),
         Method::Get,

@@ -22,8 +22,7 @@ mod field {
 }
 
 /// ComponentMask bits of PortInfoRecord (IBA 1 §15.2.5.3; OpenSM `IB_PIR_COMPMASK_*`): the
-/// record's three fields, then PortInfo's fields in order. Only the bits this crate's SA matches
-/// on are named.
+/// record's three fields, then PortInfo's fields in order, a few reserved bits between.
 pub mod pir_mask {
     /// EndportLID.
     pub const LID: u64 = 1 << 0;
@@ -41,24 +40,96 @@ pub mod pir_mask {
     pub const MASTER_SM_LID: u64 = 1 << 6;
     /// PortInfo.CapabilityMask.
     pub const CAPABILITY_MASK: u64 = 1 << 7;
+    /// PortInfo.DiagCode.
+    pub const DIAG_CODE: u64 = 1 << 8;
+    /// PortInfo.M_KeyLeasePeriod.
+    pub const MKEY_LEASE_PERIOD: u64 = 1 << 9;
     /// PortInfo.LocalPortNum.
     pub const LOCAL_PORT_NUM: u64 = 1 << 10;
+    /// PortInfo.LinkWidthEnabled.
+    pub const LINK_WIDTH_ENABLED: u64 = 1 << 11;
+    /// PortInfo.LinkWidthSupported.
+    pub const LINK_WIDTH_SUPPORTED: u64 = 1 << 12;
     /// PortInfo.LinkWidthActive.
     pub const LINK_WIDTH_ACTIVE: u64 = 1 << 13;
+    /// PortInfo.LinkSpeedSupported.
+    pub const LINK_SPEED_SUPPORTED: u64 = 1 << 14;
     /// PortInfo.PortState.
     pub const PORT_STATE: u64 = 1 << 15;
     /// PortInfo.PortPhysicalState.
     pub const PORT_PHYS_STATE: u64 = 1 << 16;
-    /// PortInfo.LMC.
-    pub const LMC: u64 = 1 << 19;
+    /// PortInfo.LinkDownDefaultState.
+    pub const LINK_DOWN_DEFAULT_STATE: u64 = 1 << 17;
+    /// PortInfo.M_KeyProtectBits.
+    pub const MKEY_PROTECT_BITS: u64 = 1 << 18;
+    /// PortInfo.LMC (bit 19 is reserved).
+    pub const LMC: u64 = 1 << 20;
     /// PortInfo.LinkSpeedActive.
-    pub const LINK_SPEED_ACTIVE: u64 = 1 << 20;
+    pub const LINK_SPEED_ACTIVE: u64 = 1 << 21;
+    /// PortInfo.LinkSpeedEnabled.
+    pub const LINK_SPEED_ENABLED: u64 = 1 << 22;
     /// PortInfo.NeighborMTU.
-    pub const NEIGHBOR_MTU: u64 = 1 << 22;
+    pub const NEIGHBOR_MTU: u64 = 1 << 23;
     /// PortInfo.MasterSMSL.
-    pub const MASTER_SM_SL: u64 = 1 << 23;
+    pub const MASTER_SM_SL: u64 = 1 << 24;
+    /// PortInfo.VLCap.
+    pub const VL_CAP: u64 = 1 << 25;
+    /// PortInfo.InitType.
+    pub const INIT_TYPE: u64 = 1 << 26;
+    /// PortInfo.VLHighLimit.
+    pub const VL_HIGH_LIMIT: u64 = 1 << 27;
+    /// PortInfo.VLArbitrationHighCap.
+    pub const VL_ARB_HIGH_CAP: u64 = 1 << 28;
+    /// PortInfo.VLArbitrationLowCap.
+    pub const VL_ARB_LOW_CAP: u64 = 1 << 29;
+    /// PortInfo.InitTypeReply.
+    pub const INIT_TYPE_REPLY: u64 = 1 << 30;
     /// PortInfo.MTUCap.
-    pub const MTU_CAP: u64 = 1 << 30;
+    pub const MTU_CAP: u64 = 1 << 31;
+    /// PortInfo.VLStallCount.
+    pub const VL_STALL_COUNT: u64 = 1 << 32;
+    /// PortInfo.HOQLife.
+    pub const HOQ_LIFE: u64 = 1 << 33;
+    /// PortInfo.OperationalVLs.
+    pub const OPERATIONAL_VLS: u64 = 1 << 34;
+    /// PortInfo.PartitionEnforcementInbound.
+    pub const PARTITION_ENFORCEMENT_INBOUND: u64 = 1 << 35;
+    /// PortInfo.PartitionEnforcementOutbound.
+    pub const PARTITION_ENFORCEMENT_OUTBOUND: u64 = 1 << 36;
+    /// PortInfo.FilterRawInbound.
+    pub const FILTER_RAW_INBOUND: u64 = 1 << 37;
+    /// PortInfo.FilterRawOutbound.
+    pub const FILTER_RAW_OUTBOUND: u64 = 1 << 38;
+    /// PortInfo.M_KeyViolations.
+    pub const MKEY_VIOLATIONS: u64 = 1 << 39;
+    /// PortInfo.P_KeyViolations.
+    pub const PKEY_VIOLATIONS: u64 = 1 << 40;
+    /// PortInfo.Q_KeyViolations.
+    pub const QKEY_VIOLATIONS: u64 = 1 << 41;
+    /// PortInfo.GUIDCap.
+    pub const GUID_CAP: u64 = 1 << 42;
+    /// PortInfo.ClientReregister.
+    pub const CLIENT_REREGISTER: u64 = 1 << 43;
+    /// PortInfo.SubnetTimeOut (bit 44 is reserved).
+    pub const SUBNET_TIMEOUT: u64 = 1 << 45;
+    /// PortInfo.RespTimeValue (bit 46 is reserved).
+    pub const RESP_TIME_VALUE: u64 = 1 << 47;
+    /// PortInfo.LocalPhyErrors.
+    pub const LOCAL_PHY_ERRORS: u64 = 1 << 48;
+    /// PortInfo.OverrunErrors.
+    pub const OVERRUN_ERRORS: u64 = 1 << 49;
+    /// PortInfo.MaxCreditHint.
+    pub const MAX_CREDIT_HINT: u64 = 1 << 50;
+    /// PortInfo.LinkRoundTripLatency (bit 51 is reserved).
+    pub const LINK_ROUND_TRIP_LATENCY: u64 = 1 << 52;
+    /// PortInfo.CapabilityMask2.
+    pub const CAPABILITY_MASK2: u64 = 1 << 53;
+    /// PortInfo.LinkSpeedExtActive.
+    pub const LINK_SPEED_EXT_ACTIVE: u64 = 1 << 54;
+    /// PortInfo.LinkSpeedExtSupported.
+    pub const LINK_SPEED_EXT_SUPPORTED: u64 = 1 << 55;
+    /// PortInfo.LinkSpeedExtEnabled (bit 56 is reserved).
+    pub const LINK_SPEED_EXT_ENABLED: u64 = 1 << 57;
 }
 
 /// AttributeModifier bit 31 of a Get/GetTable(PortInfoRecord): CapabilityMask matches as "every
@@ -162,7 +233,11 @@ mod tests {
         assert_eq!(pir_mask::BASE_LID, 0x20);
         assert_eq!(pir_mask::CAPABILITY_MASK, 0x80);
         assert_eq!(pir_mask::PORT_STATE, 0x8000);
-        assert_eq!(pir_mask::LMC, 0x8_0000);
+        assert_eq!(pir_mask::LMC, 0x10_0000);
+        assert_eq!(pir_mask::NEIGHBOR_MTU, 0x80_0000);
+        assert_eq!(pir_mask::MTU_CAP, 0x8000_0000);
+        assert_eq!(pir_mask::CAPABILITY_MASK2, 1 << 53);
+        assert_eq!(pir_mask::LINK_SPEED_EXT_ENABLED, 1 << 57);
     }
 
     #[test]

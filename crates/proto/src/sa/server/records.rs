@@ -248,8 +248,9 @@ impl SaServer {
     /// PortInfoRecord (OpenSM `osm_pir_rcv_process`): one record per visible port, EndportLID the
     /// port's base LID (switch port 0's for every port of a switch). EndportLID in the mask names
     /// the node whose base LID it is (none: no records); PortNum one port; the PortInfo fields
-    /// select by equality, CapabilityMask by "all given bits set" when AttributeModifier bit 31 is
-    /// set. M_Key reads 0 unless the request carries the SM_Key (IBA 1 §15.2.5.3; ours is 0).
+    /// select by equality (every field OpenSM's `sa_pir_check_physp` compares; ClientReregister
+    /// and the reserved bits select nothing), CapabilityMask and CapabilityMask2 by "all given bits
+    /// set" when AttributeModifier bit 31 is set. M_Key reads 0 unless the request carries the SM_Key (IBA 1 §15.2.5.3; ours is 0).
     pub(super) fn port_info_record(&mut self, now: Instant, req: &Req<'_>, q: PortInfoRecordRepr) {
         if !self.get_or_table(req) {
             return;
@@ -291,10 +292,12 @@ impl SaServer {
                 let Some(mut pi) = model.port_info_of(p) else {
                     continue;
                 };
-                let cap_ok = if enhanced {
-                    qi.capability_mask & pi.capability_mask == qi.capability_mask
-                } else {
-                    qi.capability_mask == pi.capability_mask
+                let bits_ok = |want: u32, have: u32| {
+                    if enhanced {
+                        want & have == want
+                    } else {
+                        want == have
+                    }
                 };
                 let ok = [
                     (pir_mask::BASE_LID, qi.lid == pi.lid),
@@ -304,28 +307,152 @@ impl SaServer {
                         pir_mask::MASTER_SM_LID,
                         qi.master_sm_lid == pi.master_sm_lid,
                     ),
-                    (pir_mask::CAPABILITY_MASK, cap_ok),
+                    (
+                        pir_mask::CAPABILITY_MASK,
+                        bits_ok(qi.capability_mask, pi.capability_mask),
+                    ),
+                    (pir_mask::DIAG_CODE, qi.diag_code == pi.diag_code),
+                    (
+                        pir_mask::MKEY_LEASE_PERIOD,
+                        qi.mkey_lease_period == pi.mkey_lease_period,
+                    ),
                     (
                         pir_mask::LOCAL_PORT_NUM,
                         qi.local_port_num == pi.local_port_num,
                     ),
                     (
+                        pir_mask::LINK_WIDTH_ENABLED,
+                        qi.link_width_enabled == pi.link_width_enabled,
+                    ),
+                    (
+                        pir_mask::LINK_WIDTH_SUPPORTED,
+                        qi.link_width_supported == pi.link_width_supported,
+                    ),
+                    (
                         pir_mask::LINK_WIDTH_ACTIVE,
                         qi.link_width_active == pi.link_width_active,
+                    ),
+                    (
+                        pir_mask::LINK_SPEED_SUPPORTED,
+                        qi.link_speed_supported == pi.link_speed_supported,
                     ),
                     (pir_mask::PORT_STATE, qi.port_state == pi.port_state),
                     (
                         pir_mask::PORT_PHYS_STATE,
                         qi.port_phys_state == pi.port_phys_state,
                     ),
+                    (
+                        pir_mask::LINK_DOWN_DEFAULT_STATE,
+                        qi.link_down_default_state == pi.link_down_default_state,
+                    ),
+                    (
+                        pir_mask::MKEY_PROTECT_BITS,
+                        qi.mkey_protect_bits == pi.mkey_protect_bits,
+                    ),
                     (pir_mask::LMC, qi.lmc == pi.lmc),
                     (
                         pir_mask::LINK_SPEED_ACTIVE,
                         qi.link_speed_active == pi.link_speed_active,
                     ),
+                    (
+                        pir_mask::LINK_SPEED_ENABLED,
+                        qi.link_speed_enabled == pi.link_speed_enabled,
+                    ),
                     (pir_mask::NEIGHBOR_MTU, qi.neighbor_mtu == pi.neighbor_mtu),
                     (pir_mask::MASTER_SM_SL, qi.master_sm_sl == pi.master_sm_sl),
+                    (pir_mask::VL_CAP, qi.vl_cap == pi.vl_cap),
+                    (pir_mask::INIT_TYPE, qi.init_type == pi.init_type),
+                    (
+                        pir_mask::VL_HIGH_LIMIT,
+                        qi.vl_high_limit == pi.vl_high_limit,
+                    ),
+                    (
+                        pir_mask::VL_ARB_HIGH_CAP,
+                        qi.vl_arbitration_high_cap == pi.vl_arbitration_high_cap,
+                    ),
+                    (
+                        pir_mask::VL_ARB_LOW_CAP,
+                        qi.vl_arbitration_low_cap == pi.vl_arbitration_low_cap,
+                    ),
                     (pir_mask::MTU_CAP, qi.mtu_cap == pi.mtu_cap),
+                    (
+                        pir_mask::VL_STALL_COUNT,
+                        qi.vl_stall_count == pi.vl_stall_count,
+                    ),
+                    (pir_mask::HOQ_LIFE, qi.hoq_life == pi.hoq_life),
+                    (
+                        pir_mask::OPERATIONAL_VLS,
+                        qi.operational_vls == pi.operational_vls,
+                    ),
+                    (
+                        pir_mask::PARTITION_ENFORCEMENT_INBOUND,
+                        qi.partition_enforcement_inbound == pi.partition_enforcement_inbound,
+                    ),
+                    (
+                        pir_mask::PARTITION_ENFORCEMENT_OUTBOUND,
+                        qi.partition_enforcement_outbound == pi.partition_enforcement_outbound,
+                    ),
+                    (
+                        pir_mask::FILTER_RAW_INBOUND,
+                        qi.filter_raw_inbound == pi.filter_raw_inbound,
+                    ),
+                    (
+                        pir_mask::FILTER_RAW_OUTBOUND,
+                        qi.filter_raw_outbound == pi.filter_raw_outbound,
+                    ),
+                    (
+                        pir_mask::MKEY_VIOLATIONS,
+                        qi.mkey_violations == pi.mkey_violations,
+                    ),
+                    (
+                        pir_mask::PKEY_VIOLATIONS,
+                        qi.pkey_violations == pi.pkey_violations,
+                    ),
+                    (
+                        pir_mask::QKEY_VIOLATIONS,
+                        qi.qkey_violations == pi.qkey_violations,
+                    ),
+                    (pir_mask::GUID_CAP, qi.guid_cap == pi.guid_cap),
+                    (
+                        pir_mask::SUBNET_TIMEOUT,
+                        qi.subnet_timeout == pi.subnet_timeout,
+                    ),
+                    (
+                        pir_mask::RESP_TIME_VALUE,
+                        qi.resp_time_value == pi.resp_time_value,
+                    ),
+                    (
+                        pir_mask::LOCAL_PHY_ERRORS,
+                        qi.local_phy_errors == pi.local_phy_errors,
+                    ),
+                    (
+                        pir_mask::OVERRUN_ERRORS,
+                        qi.overrun_errors == pi.overrun_errors,
+                    ),
+                    (
+                        pir_mask::MAX_CREDIT_HINT,
+                        qi.max_credit_hint == pi.max_credit_hint,
+                    ),
+                    (
+                        pir_mask::LINK_ROUND_TRIP_LATENCY,
+                        qi.link_round_trip_latency == pi.link_round_trip_latency,
+                    ),
+                    (
+                        pir_mask::CAPABILITY_MASK2,
+                        bits_ok(qi.capability_mask2.into(), pi.capability_mask2.into()),
+                    ),
+                    (
+                        pir_mask::LINK_SPEED_EXT_ACTIVE,
+                        qi.link_speed_ext_active == pi.link_speed_ext_active,
+                    ),
+                    (
+                        pir_mask::LINK_SPEED_EXT_SUPPORTED,
+                        qi.link_speed_ext_supported == pi.link_speed_ext_supported,
+                    ),
+                    (
+                        pir_mask::LINK_SPEED_EXT_ENABLED,
+                        qi.link_speed_ext_enabled == pi.link_speed_ext_enabled,
+                    ),
                 ]
                 .iter()
                 .all(|&(bit, ok)| mask & bit == 0 || ok);

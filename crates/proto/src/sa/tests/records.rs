@@ -363,6 +363,26 @@ fn port_info_records() {
         .len(),
         9
     );
+
+    // NeighborMTU (bit 23) and VLCap (bit 25) select too: the CA ports have MTU 2048, the
+    // switch's ports 4096 (port 0 the default); every port has one data VL.
+    let mut by = |mask: u64, pi: PortInfoRepr| {
+        port_infos(net.ask(2, req(Method::GetTable, mask, pir(0, 0, pi))))
+            .iter()
+            .map(|p| p.lid)
+            .collect::<Vec<_>>()
+    };
+    let mtu2048 = PortInfoRepr {
+        neighbor_mtu: Mtu::Mtu2048,
+        ..PortInfoRepr::default()
+    };
+    assert_eq!(by(pir_mask::NEIGHBOR_MTU, mtu2048), [1, 2, 3, 4]);
+    let vl = |n: u8| PortInfoRepr {
+        vl_cap: n,
+        ..PortInfoRepr::default()
+    };
+    assert_eq!(by(pir_mask::VL_CAP, vl(1)).len(), 9);
+    assert!(by(pir_mask::VL_CAP, vl(2)).is_empty());
 }
 
 fn links(r: Result<SaResponse, SaClientError>) -> Vec<(u16, u8, u8, u16)> {
