@@ -43,6 +43,9 @@ pub struct NodeFacts {
     pub revision: u32,
     /// VendorID (24 bits).
     pub vendor_id: u32,
+    /// GUIDCap of the node's ports (PortInfo, IBA 1 §14.2.5.6): how many GUIDs each holds, the
+    /// port GUID first; the SA's GUIDInfoRecords have GUIDCap / 8 blocks, rounded up.
+    pub guid_cap: u8,
 }
 
 /// A channel-adapter port (an HCA port, or the SM's own port).
@@ -233,6 +236,7 @@ fn port_info(
     rate: Rate,
     up: bool,
     cap: u32,
+    guid_cap: u8,
 ) -> PortInfoRepr {
     let (width, speed, ext) = link_width_speed(rate);
     PortInfoRepr {
@@ -265,6 +269,7 @@ fn port_info(
         link_speed_ext_active: ext,
         link_speed_ext_supported: ext,
         link_speed_ext_enabled: ext,
+        guid_cap,
         ..PortInfoRepr::default()
     }
 }
@@ -286,6 +291,7 @@ impl SubnetModel {
             p.rate,
             p.active,
             if is_sm { CAP_IS_SM } else { 0 },
+            p.node.guid_cap,
         )
     }
 
@@ -314,6 +320,7 @@ impl SubnetModel {
                 sp.rate,
                 sw.lid != 0,
                 0,
+                sw.node.guid_cap,
             )
         } else {
             port_info(
@@ -325,6 +332,7 @@ impl SubnetModel {
                 sp.mtu,
                 sp.rate,
                 sp.peer != Peer::None,
+                0,
                 0,
             )
         };

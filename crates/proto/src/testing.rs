@@ -49,6 +49,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
                 num_ports: sw_ports,
                 system_image_guid: Guid(0xaaaa),
                 partition_cap: 32,
+                guid_cap: 1,
                 ..NodeFacts::default()
             },
         }],

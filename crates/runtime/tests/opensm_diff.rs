@@ -734,6 +734,49 @@ fn our_subnet_records_match_opensm() {
         ipoib_wire::sa::lftr_mask::BLOCK,
         SaAttribute::LftRecord(lftr(0, 1)),
     ));
+    let gir = |lid: u16, block: u8, guid0: u64| {
+        let mut guids = [ipoib_wire::Guid(0); 8];
+        guids[0] = ipoib_wire::Guid(guid0);
+        SaAttribute::GuidInfoRecord(ipoib_wire::sa::GuidInfoRecordRepr { lid, block, guids })
+    };
+    use ipoib_wire::sa::gir_mask;
+    steps.push(step(
+        "GUIDInfoRecord GetTable all".into(),
+        Method::GetTable,
+        0,
+        gir(0, 0, 0),
+    ));
+    for p in &model.ports {
+        steps.push(step(
+            format!("GUIDInfoRecord Get LID {}", p.lid),
+            Method::Get,
+            gir_mask::LID,
+            gir(p.lid, 0, 0),
+        ));
+    }
+    steps.push(step(
+        format!("GUIDInfoRecord Get LID {} (switch)", sw.lid),
+        Method::Get,
+        gir_mask::LID,
+        gir(sw.lid, 0, 0),
+    ));
+    for block in [0u8, 1, 2, 31] {
+        steps.push(step(
+            format!(
+                "GUIDInfoRecord Get LID {} block {block}",
+                model.ports[1].lid
+            ),
+            Method::Get,
+            gir_mask::LID | gir_mask::BLOCK,
+            gir(model.ports[1].lid, block, 0),
+        ));
+    }
+    steps.push(step(
+        "GUIDInfoRecord Get GUID0 of another port".into(),
+        Method::Get,
+        gir_mask::LID | gir_mask::GUID0,
+        gir(model.ports[1].lid, 0, model.ports[2].port_guid.0),
+    ));
     let pkr = |lid: u16| PKeyTableRecordRepr {
         lid,
         block: 0,

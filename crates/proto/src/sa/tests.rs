@@ -42,6 +42,7 @@ pub(super) fn ca(lid: u16, pkeys: &[u16], mtu: u8, rate: u8, sw_port: u8) -> CaP
             num_ports: 1,
             system_image_guid: Guid(0x1000 + u64::from(lid)),
             partition_cap: 128,
+            guid_cap: 1,
             ..NodeFacts::default()
         },
     }

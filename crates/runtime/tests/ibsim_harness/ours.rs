@@ -59,16 +59,19 @@ fn link_rate(width: u8, speed: u8) -> Option<Rate> {
     Rate::from_mbps(lanes * lane_mbps)
 }
 
-/// The NodeInfo facts the model keeps (the NodeRecords carry them), from a NodeInfo.
-fn facts(n: &NodeInfoRepr) -> NodeFacts {
-    NodeFacts {
+/// The node facts the model keeps (the NodeRecords and GUIDInfoRecords carry them), from a
+/// NodeInfo and the PortInfo of one of the node's ports (GUIDCap).
+fn facts(n: &NodeInfoRepr, pi: &[u8; 64]) -> Result<NodeFacts, String> {
+    let p = PortInfoRepr::parse(pi).map_err(|e| format!("PortInfo: {e}"))?;
+    Ok(NodeFacts {
         num_ports: n.num_ports,
         system_image_guid: n.system_image_guid,
         partition_cap: n.partition_cap,
         device_id: n.device_id,
         revision: n.revision,
         vendor_id: n.vendor_id,
-    }
+        guid_cap: p.guid_cap,
+    })
 }
 
 /// (LID, LMC, MTU, rate) from PortInfo data.
@@ -126,7 +129,7 @@ impl OurSa {
                 active: f.port.is_up(),
                 peer: Peer::None,
                 name: node.to_string(),
-                node: facts(&f.node),
+                node: facts(&f.node, &pi)?,
             });
         }
         // The switch: the port OpenSM gave a LID that is no HCA's.
@@ -146,6 +149,10 @@ impl OurSa {
                 u8::from(ni.node_type)
             ));
         }
+        let sw_pi0 = fabric
+            .smp_get(first, sw_lid, PORT_INFO, 0)
+            .map_err(|x| e("switch port 0 PortInfo", x))?;
+        let sw_facts = facts(&ni, &sw_pi0)?;
         let nports = ni.num_ports;
         let sw_guid = ni.node_guid;
         let si = fabric
@@ -192,7 +199,7 @@ impl OurSa {
                 ports: sw_ports,
                 lft,
                 name: "Switch1".into(),
-                node: facts(&ni),
+                node: sw_facts,
             }],
         };
         let find = |name: &str| {

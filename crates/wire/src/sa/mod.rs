@@ -1,13 +1,14 @@
 //! Subnet administration (IBA 1 §15.2): the SA MAD header after the common and RMPP headers, the
 //! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
-//! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord),
-//! tables of records, and [`SaMadRepr`], a whole SA MAD as one value with builders for the SA
-//! client and server.
+//! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
+//! GUIDInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
 //! `packet-infiniband.c` (the independent reader the tshark test uses).
 
+mod guid_info_record;
 mod header;
 mod lft_record;
 mod link_record;
@@ -23,6 +24,7 @@ mod sa_mad;
 pub use crate::mad::{
     ClassPortInfoRepr, InformInfoRepr, NoticeRepr, NoticeType, ProducerType, SaStatus,
 };
+pub use guid_info_record::{gir_mask, GuidInfoRecordRepr, GUID_BLOCK_ENTRIES};
 pub use header::{SaHeaderRepr, SaMad, SA_DATA_LEN, SA_DATA_OFFSET, SA_HEADER_LEN};
 pub use lft_record::{lftr_mask, LftRecordRepr};
 pub use link_record::{lr_mask, LinkRecordRepr};

@@ -292,13 +292,15 @@ impl SubnetManager {
 
 /// The NodeInfo facts of our HCAs (IBA 1 §14.2.5.3), as the ibsim server answers GET_NODEINFO
 /// (crates/runtime/src/ibsim_server/info.rs): the system image GUID is the node GUID, the
-/// P_Key table holds [`PKEY_TABLE_SIZE`] entries, no vendor, device or revision assigned (0).
-/// Switches are described the same way.
+/// P_Key table holds [`PKEY_TABLE_SIZE`] entries, no vendor, device or revision assigned (0), and
+/// a port answers to its port GUID alone (GUIDCap 1: no alias GUIDs). Switches are described the
+/// same way.
 fn node_facts(guid: ipoib_wire::Guid, ports: u8) -> NodeFacts {
     NodeFacts {
         num_ports: ports,
         system_image_guid: guid,
         partition_cap: PKEY_TABLE_SIZE,
+        guid_cap: 1,
         ..NodeFacts::default()
     }
 }

@@ -577,6 +577,10 @@ impl SaServer {
                 let r = *r;
                 self.lft_record(now, &req, r)
             }
+            (attr::GUID_INFO_RECORD, SaAttribute::GuidInfoRecord(r)) => {
+                let r = *r;
+                self.guid_info_record(now, &req, r)
+            }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
                 self.inform_info(&req, r)

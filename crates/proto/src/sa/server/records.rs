@@ -1,8 +1,8 @@
 //! The subnet's records, read-only: NodeRecord (IBA 1 §15.2.5.2), PortInfoRecord (§15.2.5.3),
 //! LinkRecord (§15.2.5.13), P_KeyTableRecord (§15.2.5.11) and
-//! LinearForwardingTableRecord (§15.2.5.6), answered from the [`crate::subnet::SubnetModel`] as
+//! LinearForwardingTableRecord (§15.2.5.6) and GUIDInfoRecord (§15.2.5.18), answered from the [`crate::subnet::SubnetModel`] as
 //! OpenSM answers them (`osm_sa_node_record.c`, `osm_sa_portinfo_record.c`, `osm_sa_link_record.c`,
-//! `osm_sa_pkey_record.c`, `osm_sa_lft_record.c`; docs/OPENSM-NOTES.md "Subnet records").
+//! `osm_sa_pkey_record.c`, `osm_sa_lft_record.c`, `osm_sa_guidinfo_record.c`; docs/OPENSM-NOTES.md "Subnet records").
 //!
 //! Common rules: only Get and GetTable (Set and Delete dropped, other methods
 //! METHOD_ATTR_UNSUPPORTED); nodes in node-GUID order, ports in port order; a port is visible to the requester only if the two share a P_Key
@@ -17,9 +17,10 @@ use crate::subnet::{CaPort, Peer, SubnetModel};
 use crate::time::Instant;
 use ipoib_wire::mad::{MadStatus, Method, SaStatus};
 use ipoib_wire::sa::{
-    lftr_mask, lr_mask, node_description, nr_mask, pir_mask, pkr_mask, LftRecordRepr,
-    LinkRecordRepr, NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecordRepr, SaAttribute,
-    PIR_ENHANCED_COMP_MASK, PKEY_BLOCK_ENTRIES,
+    gir_mask, lftr_mask, lr_mask, node_description, nr_mask, pir_mask, pkr_mask,
+    GuidInfoRecordRepr, LftRecordRepr, LinkRecordRepr, NodeRecordRepr, PKeyTableRecordRepr,
+    PortInfoRecordRepr, SaAttribute, GUID_BLOCK_ENTRIES, PIR_ENHANCED_COMP_MASK,
+    PKEY_BLOCK_ENTRIES,
 };
 use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortInfoRepr, LFT_BLOCK_LIDS};
 use ipoib_wire::{Guid, PKey};
@@ -643,6 +644,57 @@ impl SaServer {
                     block: u16::try_from(b).unwrap_or(u16::MAX),
                     ports,
                 }));
+            }
+        }
+        self.respond_records(now, req, recs);
+    }
+
+    /// GUIDInfoRecord Get and GetTable (OpenSM `osm_gir_rcv_process`): for every visible CA port
+    /// and switch port 0, in node-GUID order, GUIDCap / 8 blocks (rounded up; [`NodeFacts`]
+    /// `guid_cap`), the first holding the port GUID and the rest zero (our ports have no alias
+    /// GUIDs); LID selects by the port's LID range, BlockNum the block, GUID n the block's n-th
+    /// GUID. Set and Delete (alias GUIDs, which this SA does not keep) get
+    /// METHOD_ATTR_UNSUPPORTED.
+    ///
+    /// [`NodeFacts`]: crate::subnet::NodeFacts
+    pub(super) fn guid_info_record(&mut self, now: Instant, req: &Req<'_>, q: GuidInfoRecordRepr) {
+        if !matches!(req.mad.header.method, Method::Get | Method::GetTable) {
+            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
+        }
+        let mask = req.mad.sa.component_mask;
+        let model = self.model();
+        let mut recs = Vec::new();
+        for p in model.phys_ports() {
+            let facts = match p.at {
+                At::Switch(_) if p.num != 0 => continue,
+                At::Switch(s) => model.switches[s].node,
+                At::Ca(i) => model.ports[i].node,
+            };
+            if mask & gir_mask::LID != 0 && !lid_in(p.lid, p.lmc, q.lid) {
+                continue;
+            }
+            if !self.visible(req, &p) {
+                continue;
+            }
+            let blocks = usize::from(facts.guid_cap).div_ceil(GUID_BLOCK_ENTRIES);
+            for b in 0..blocks {
+                let block = u8::try_from(b).unwrap_or(u8::MAX);
+                if mask & gir_mask::BLOCK != 0 && q.block != block {
+                    continue;
+                }
+                let mut guids = [Guid(0); GUID_BLOCK_ENTRIES];
+                if b == 0 {
+                    guids[0] = p.guid;
+                }
+                let same = (0..GUID_BLOCK_ENTRIES)
+                    .all(|n| mask & (gir_mask::GUID0 << n) == 0 || guids[n] == q.guids[n]);
+                if same {
+                    recs.push(SaAttribute::GuidInfoRecord(GuidInfoRecordRepr {
+                        lid: p.lid,
+                        block,
+                        guids,
+                    }));
+                }
             }
         }
         self.respond_records(now, req, recs);

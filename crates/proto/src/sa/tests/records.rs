@@ -605,6 +605,65 @@ fn lft_records() {
     }
 }
 
+// IBA 1 §15.2.5.18; OpenSM osm_gir_rcv_process: block 0 of every CA port and switch port 0, the
+// port GUID first.
+#[test]
+fn guid_info_records() {
+    use ipoib_wire::sa::{gir_mask, GuidInfoRecordRepr};
+    let mut net = Net::default(3);
+    let q = |lid: u16, block: u8, guid0: u64| {
+        let mut guids = [Guid(0); 8];
+        guids[0] = Guid(guid0);
+        SaAttribute::GuidInfoRecord(GuidInfoRecordRepr { lid, block, guids })
+    };
+    let girs = |r: Result<SaResponse, SaClientError>| -> Vec<(u16, u8, Guid)> {
+        records(r)
+            .into_iter()
+            .map(|a| match a {
+                SaAttribute::GuidInfoRecord(g) => {
+                    assert!(g.guids[1..].iter().all(|x| x.0 == 0));
+                    (g.lid, g.block, g.guids[0])
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let all = girs(net.ask(2, req(Method::GetTable, 0, q(0, 0, 0))));
+    assert_eq!(
+        all,
+        [
+            (1, 0, Guid(0x1001)),
+            (2, 0, Guid(0x1002)),
+            (3, 0, Guid(0x1003)),
+            (4, 0, Guid(0x1004)),
+            (testing::SWITCH_LID, 0, Guid(0xaaaa)),
+        ]
+    );
+    assert_eq!(
+        girs(net.ask(2, req(Method::Get, gir_mask::LID, q(3, 0, 0)))),
+        [(3, 0, Guid(0x1003))]
+    );
+    assert_eq!(
+        girs(net.ask(2, req(Method::Get, gir_mask::GUID0, q(0, 0, 0x1004)))),
+        [(4, 0, Guid(0x1004))]
+    );
+    for (mask, rec) in [
+        (gir_mask::LID | gir_mask::BLOCK, q(3, 1, 0)),
+        (gir_mask::LID | gir_mask::GUID0, q(3, 0, 0x1004)),
+    ] {
+        assert_eq!(
+            net.ask(2, req(Method::Get, mask, rec)).err(),
+            status(SaStatus::NoRecords).err()
+        );
+    }
+    // Alias GUIDs are not kept: Set is refused.
+    assert_eq!(
+        net.ask(2, req(Method::Set, gir_mask::LID, q(2, 0, 0)))
+            .err(),
+        Some(SaClientError::Status(MadStatus::METHOD_ATTR_UNSUPPORTED))
+    );
+}
+
 proptest::proptest! {
     // Bad input never panics (docs/ARCHITECTURE.md "Rules"), and every Get or GetTable of these
     // records from a known port gets exactly one answer (a single MAD or an RMPP transfer's first
@@ -612,7 +671,7 @@ proptest::proptest! {
     #[test]
     fn any_query_gets_one_answer(
         data in proptest::collection::vec(proptest::prelude::any::<u8>(), 200),
-        which in 0usize..5,
+        which in 0usize..6,
         mask in proptest::prelude::any::<u64>(),
         modifier in proptest::prelude::any::<u32>(),
         table in proptest::prelude::any::<bool>(),
@@ -625,6 +684,7 @@ proptest::proptest! {
             attr::LINK_RECORD,
             attr::P_KEY_TABLE_RECORD,
             attr::LINEAR_FORWARDING_TABLE_RECORD,
+            attr::GUID_INFO_RECORD,
         ];
         let mut net = Net::default(3);
         let method = if table { Method::GetTable } else { Method::Get };
