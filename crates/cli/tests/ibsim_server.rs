@@ -1,7 +1,7 @@
 //! `ipoib ibsim-server` against the real infiniband-diags under `ibsim-run` (Debian ibsim-utils:
 //! libumad2sim preloaded): `saquery` attaches to a host of our subnet by name and reads our SA
-//! (groups and members, PathRecords, and the subnet's NodeRecords, PortInfoRecords, LinkRecords and
-//! P_KeyTableRecords).
+//! (groups and members, PathRecords, and the subnet's NodeRecords, PortInfoRecords, LinkRecords,
+//! P_KeyTableRecords, GUIDInfoRecords and LinearForwardingTableRecords).
 //! What it prints is compared with the SA of the same subnet built in this process (same topology,
 //! partitions and seed: the same subnet, docs/ARCHITECTURE.md "Rules"). Skipped, with a message,
 //! where ibsim-run or saquery is not installed.
@@ -247,8 +247,16 @@ fn saquery_reads_our_sa() {
     assert!(out.contains("0xffff"), "{out}");
     assert!(out.contains("0x8123"), "{out}");
 
+    // `saquery GIR`: block 0 of the GUIDInfo of h1's port holds its port GUID (one GUID, GUIDCap 1).
+    let out = saquery(dir.path(), &sock, "h1", &["GIR", &net.lid(1).to_string()]);
+    let port_guid = format!("0x{:016x}", net.gid(1).interface_id());
+    assert!(out.contains(&port_guid), "{out}");
+    // `saquery LFTR`: the switch's LFT sends each host's LID to a port.
+    let out = saquery(dir.path(), &sock, "h2", &["LFTR"]);
+    assert!(out.contains("LFT Record dump"), "{out}");
+
     // SIGTERM stops it with status 0 and its summary: all the clients came and went.
     let (status, err) = server.stop();
     assert!(status.success(), "{status}: {err}");
-    assert!(err.contains("13 connects, 0 refused"), "{err}");
+    assert!(err.contains("15 connects, 0 refused"), "{err}");
 }
