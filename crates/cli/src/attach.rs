@@ -1,7 +1,7 @@
 //! `ipoib attach`: one host (HCA and IPoIB interface) whose fabric is an `ipoib fabric` process
 //! reached over UDP (docs/UDP-FABRIC.md). The fabric assigns its identity (CA slot, GUIDs); the
 //! SM's configuration of its port reaches it as a message; it keeps the attachment alive, attaches
-//! again when the fabric restarts, and detaches on SIGINT or SIGTERM (exit status 0).
+//! again when the fabric restarts, and detaches on SIGINT, SIGTERM or SIGHUP (exit status 0).
 //!
 //! The operating system's IP stack uses the interface through a TUN device named `--dev`, made in
 //! the current network namespace with the given addresses (root, or CAP_NET_ADMIN, is needed);
@@ -31,8 +31,9 @@ pub struct Args {
     /// The fabric: udp:ADDR:PORT of an `ipoib fabric --listen`.
     #[arg(long)]
     fabric: String,
-    /// Name of the TUN device (and of the host in `ipoib show --dev`).
-    #[arg(long, default_value = "ib0")]
+    /// Name of the TUN device (and of the host in `ipoib show --dev`): 1 to 15 bytes, no `/`,
+    /// `:` or blank, as Linux names devices.
+    #[arg(long, default_value = "ib0", value_parser = parse_dev)]
     dev: String,
     /// No TUN device: the emulation's own IP layer answers on the addresses (no root needed).
     #[arg(long)]
@@ -53,6 +54,19 @@ pub struct Args {
     /// Partition key (hex, e.g. 0xffff or 8001).
     #[arg(long, value_parser = parse_pkey, default_value = "0xffff")]
     pkey: PKey,
+}
+
+/// A device name: also the name of the control socket `<run dir>/attach-DEV.sock`, so one with a
+/// `/` would put the socket (and the directories `create_dir_all` makes for it) elsewhere, and
+/// `ipoib show --dev` would refuse it.
+fn parse_dev(s: &str) -> Result<String, String> {
+    if crate::show::valid_dev(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?}: not a device name (1 to 15 bytes, no '/', ':' or blank)"
+        ))
+    }
 }
 
 fn parse_v4(s: &str) -> Result<(Ipv4Addr, u8), String> {
@@ -209,4 +223,48 @@ pub fn run(args: &Args) -> ExitCode {
     }
     note!("ipoib attach: {}: detached", args.dev);
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(dev: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from([
+            "attach",
+            "--fabric",
+            "udp:127.0.0.1:9",
+            "--ip",
+            "10.0.0.1/24",
+            "--no-tun",
+            "--dev",
+            dev,
+        ])
+    }
+
+    /// `--dev` names the control socket too: a name Linux would not give a device (and
+    /// `ipoib show --dev` refuses) is refused before anything is made.
+    #[test]
+    fn dev_must_be_a_device_name() {
+        assert_eq!(parse("ib1").unwrap().args.dev, "ib1");
+        for bad in [
+            "",
+            "a/b",
+            "../../tmp/x",
+            ".",
+            "..",
+            "a b",
+            "a:1",
+            "sixteen-bytes-xx",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }

@@ -59,13 +59,16 @@ impl From<What> for View {
     }
 }
 
-/// A device name as Linux takes one: 1 to 15 bytes, no `/`, no blank.
-fn valid_dev(d: &str) -> bool {
+/// A device name as Linux takes one: 1 to 15 bytes, no `/`, `:` or blank (docs/DEPLOYED.md
+/// "Network namespaces, TUN devices and netlink"). `ipoib attach --dev` takes the same names.
+pub(crate) fn valid_dev(d: &str) -> bool {
     !d.is_empty()
         && d.len() < 16
         && d != "."
         && d != ".."
-        && !d.bytes().any(|b| b == b'/' || b.is_ascii_whitespace())
+        && !d
+            .bytes()
+            .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
 }
 
 pub fn run(args: &Args) -> ExitCode {
