@@ -77,13 +77,40 @@ impl Interrupt {
     }
 }
 
-/// The read end of a socket pair that SIGINT and SIGTERM write to: the stop file of the
+/// The signals that stop a real-time run ([`stop_file`]): SIGINT, SIGTERM, and SIGHUP, which a
+/// process started from a terminal gets when the terminal goes (`sudo ipoib lab &` in a shell
+/// that exits); its default action would end the process without removing what it made.
+pub const STOP_SIGNALS: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
+/// The read end of a socket pair that the [`STOP_SIGNALS`] write to: the stop file of the
 /// real-time driver (`ipoib_runtime::realtime::Driver::set_stop`), which wakes at once when a
 /// signal comes. A second signal does not end the process: the driver stops at the first.
 pub fn stop_file() -> std::io::Result<std::os::unix::net::UnixStream> {
     let (r, w) = std::os::unix::net::UnixStream::pair()?;
-    for s in [Signal::INT.0, Signal::TERM.0] {
+    for s in STOP_SIGNALS {
         signal_hook::low_level::pipe::register(s, w.try_clone()?)?;
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read as _;
+    use std::time::Duration;
+
+    /// A hangup stops the run through the stop file, as SIGINT and SIGTERM do, instead of
+    /// ending the process (its default action) with namespaces, devices and sockets left.
+    #[test]
+    fn hangup_writes_the_stop_file() {
+        let mut r = stop_file().unwrap();
+        r.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        signal_hook::low_level::raise(signal_hook::consts::SIGHUP).unwrap();
+        let mut b = [0u8; 1];
+        assert_eq!(r.read(&mut b).unwrap(), 1);
+    }
 }

@@ -6,7 +6,7 @@
 //!
 //! - `ipoib lab [--hosts N] [--topology T] [--partitions FILE] [--mode M] [--seed S]` sets the
 //!   lab up, prints the hosts once IPoIB is up on all of them (carrier and IPv6 ready), and
-//!   runs until SIGINT or SIGTERM, then removes everything it made.
+//!   runs until SIGINT, SIGTERM or SIGHUP, then removes everything it made.
 //! - `ipoib lab exec HOST -- CMD ARGS` runs CMD in HOST's namespace, with the lab's host names
 //!   in its `/etc/hosts` ([`exec`]); the exit status is CMD's.
 //! - `ipoib lab down` stops a running lab (SIGTERM, then SIGKILL after 10 s) and removes what is
@@ -32,7 +32,6 @@ use ipoib_runtime::realtime::{Config, Driver, Wake};
 use ipoib_runtime::tun::{LinkControl, Tun, TunConfig, TunEndpoint};
 use std::io::Write as _;
 use std::net::IpAddr;
-use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, Instant as Wall};
 
@@ -227,16 +226,6 @@ fn mirror_carrier(net: &Subnet, controls: &mut [Option<LinkControl>]) -> Result<
     Ok(())
 }
 
-/// The read end of a socket pair SIGINT and SIGTERM write to (the driver's stop file).
-fn stop_on_signals() -> Result<UnixStream, String> {
-    let (r, w) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
-    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let w = w.try_clone().map_err(|e| format!("socketpair: {e}"))?;
-        signal_hook::low_level::pipe::register(s, w).map_err(|e| format!("signal handler: {e}"))?;
-    }
-    Ok(r)
-}
-
 fn up(a: &UpArgs) -> ExitCode {
     if let Err(e) = require_root("ipoib lab") {
         return fail(e);
@@ -264,9 +253,10 @@ fn up(a: &UpArgs) -> ExitCode {
             hosts::namespace(i)
         ));
     }
-    let stop = match stop_on_signals() {
+    // SIGINT, SIGTERM and SIGHUP stop the lab, which then removes what it made.
+    let stop = match crate::interrupt::stop_file() {
         Ok(s) => s,
-        Err(e) => return fail(e),
+        Err(e) => return fail(format!("signal handlers: {e}")),
     };
     if let Err(e) = state::write(&lab) {
         return fail(e);
