@@ -117,13 +117,13 @@ enum Command {
     /// Linux's IP stack over the emulated IPoIB: one network namespace per host (root only).
     ///
     /// Runs an emulated subnet in real time and gives every host a network namespace
-    /// `ipoib-h1`, ... with a TUN device `ib0` (10.0.0.i/24, fd00::i/64) whose packets its IPoIB
-    /// interface carries over the fabric, so ping, iperf3 and any other program work between
-    /// hosts. Prints the hosts (LID, GID, QPN, addresses) once IPoIB is up and runs until Ctrl-C,
-    /// SIGTERM or SIGHUP, then removes the namespaces. `ipoib lab exec h1 -- CMD` runs a command in a
-    /// host's namespace (names h1..hN resolve); `ipoib lab down` stops the lab from elsewhere.
-    /// Exit status: 0 when stopped by a signal, 1 when a host did not come up, 2 on bad arguments
-    /// or when the lab cannot be set up.
+    /// `ipoib-h1`, ... with a TUN device `ib0` (10.0.0.i/24, fd00::i/64, i in hex) whose packets
+    /// its IPoIB interface carries over the fabric, so ping, iperf3 and any other program work
+    /// between hosts. Prints the hosts (LID, GID, QPN, addresses) once IPoIB is up and runs until
+    /// Ctrl-C, SIGTERM or SIGHUP, then removes the namespaces. `ipoib lab exec h1 -- CMD` runs a
+    /// command in a host's namespace (names h1..hN resolve); `ipoib lab down` stops the lab from
+    /// elsewhere. Exit status: 0 when stopped by a signal, 1 when a host did not come up, 2 on bad
+    /// arguments or when the lab cannot be set up.
     Lab(lab::Args),
     /// Run the fabric of an emulated subnet whose hosts are other processes, over UDP.
     ///
@@ -140,8 +140,9 @@ enum Command {
     /// up (broadcast join); the operating system's IP stack uses it through a TUN device (`--dev`,
     /// in the current network namespace or the one `--netns` names) with the given addresses,
     /// or, with `--no-tun`, the emulation's own IP layer answers on them. It keeps the attachment
-    /// alive, attaches again when the fabric restarts, and on SIGINT, SIGTERM or SIGHUP leaves its groups
-    /// and detaches (exit status 0); 2 on bad arguments or when the TUN device cannot be made.
+    /// alive, attaches again when the fabric restarts, and on SIGINT, SIGTERM or SIGHUP leaves its
+    /// groups and detaches (exit status 0); 2 on bad arguments or when the TUN device cannot be
+    /// made.
     Attach(attach::Args),
 }
 
