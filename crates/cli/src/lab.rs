@@ -187,8 +187,10 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     Subnet::build(opts).map_err(|e| e.to_string())
 }
 
-/// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier.
-fn make_host(i: usize, mtu: u32) -> Result<(Tun, LinkControl), String> {
+/// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier. The
+/// namespace's name goes into `made` once it exists (also when its `ib0` then fails), and only
+/// then: a namespace that existed already is another's, not this lab's to remove.
+fn make_host(i: usize, mtu: u32, made: &mut Vec<String>) -> Result<(Tun, LinkControl), String> {
     let cfg = TunConfig {
         name: "ib0".into(),
         mtu,
@@ -200,13 +202,15 @@ fn make_host(i: usize, mtu: u32) -> Result<(Tun, LinkControl), String> {
         up: false,
         tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
     };
-    let (_, made) = NetNs::create(&hosts::namespace(i), move || {
+    // On an error NetNs::create leaves nothing behind.
+    let (_, setup) = NetNs::create(&hosts::namespace(i), move || {
         let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
         let control = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
         Ok::<_, String>((tun, control))
     })
     .map_err(|e| e.to_string())?;
-    made.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
+    made.push(hosts::namespace(i));
+    setup.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
 }
 
 /// Brings up the `ib0` of every host whose interface got carrier since the last call, with the
@@ -230,6 +234,12 @@ fn up(a: &UpArgs) -> ExitCode {
     if let Err(e) = require_root("ipoib lab") {
         return fail(e);
     }
+    // Held until after the teardown (dropped last): no other lab reads, writes or cleans the
+    // state meanwhile.
+    let _lock = match state::lock() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
     if let Err(e) = clear_stale() {
         return fail(e);
     }
@@ -275,8 +285,7 @@ fn up(a: &UpArgs) -> ExitCode {
     let mut controls = Vec::new();
     let mut tun_counters = Vec::new();
     for i in 0..n {
-        teardown.namespaces.push(hosts::namespace(i));
-        let (tun, control) = match make_host(i, mtu) {
+        let (tun, control) = match make_host(i, mtu, &mut teardown.namespaces) {
             Ok(t) => t,
             Err(e) => return fail(e),
         };

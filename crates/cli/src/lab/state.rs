@@ -2,7 +2,8 @@
 //! [`ipoib_runtime::control::run_dir`]), and the removal of everything a lab
 //! made. The file is written before the first namespace is made and removed after the last is
 //! gone, so a lab killed at any point leaves a file that names what to clean; its process is
-//! recognised by pid and start time (a reused pid is no lab).
+//! recognised by pid and start time (a reused pid is no lab). A lab holds `RUN_DIR/lab/lock`
+//! ([`lock`]) from before it reads the file until it removed what it made.
 //!
 //! ```json
 //! {"pid": 4242, "start_time": 123456, "mode": "datagram", "control": "/run/ipoib/lab/control.sock",
@@ -24,6 +25,37 @@ pub fn dir() -> PathBuf {
 /// The state file, `RUN_DIR/lab/lab.json`.
 pub fn state_path() -> PathBuf {
     dir().join("lab.json")
+}
+
+/// Holds `DIR/lock` (flock(2) through `File::try_lock`) for as long as the file returned lives;
+/// an error if another process holds it. The kernel drops the lock when its holder ends, however
+/// it ends (SIGKILL too), so a stale lab never keeps it. The file itself stays: removing a lock
+/// file races with a process that just opened it.
+pub fn lock_at(dir: &std::path::Path) -> Result<std::fs::File, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+    let p = dir.join("lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "another lab is starting or running ({} is held); `ipoib lab down` stops it",
+            p.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("lock {}: {e}", p.display())),
+    }
+}
+
+/// The lab's lock, `RUN_DIR/lab/lock` ([`lock_at`]): a lab holds it from before it reads the
+/// state file until it removed what it made, so two labs started at once cannot both write
+/// lab.json, nor the one that fails remove the namespaces, state file and control socket of
+/// the other.
+pub fn lock() -> Result<std::fs::File, String> {
+    lock_at(&dir())
 }
 
 /// The control socket of the running lab (`ipoib show`), `RUN_DIR/lab/control.sock`.
@@ -211,6 +243,17 @@ pub fn wait_gone(pid: i32, start: u64, timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One holder at a time; the lock is free again once its holder drops it.
+    #[test]
+    fn one_lab_holds_the_lock() {
+        let d = tempfile::tempdir().unwrap();
+        let first = lock_at(d.path()).unwrap();
+        let e = lock_at(d.path()).unwrap_err();
+        assert!(e.contains("another lab is starting or running"), "{e}");
+        drop(first);
+        lock_at(d.path()).unwrap();
+    }
 
     #[test]
     fn state_round_trips_through_json() {
