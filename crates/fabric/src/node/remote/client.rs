@@ -518,7 +518,7 @@ impl RemoteHost {
         let mut hca =
             Hca::with_port_guids(a.node_guid, a.port_guids.clone()).with_engine(engine_factory());
         if let Some(q) = self.first_qpn {
-            hca = hca.with_first_qpn(q.wrapping_add(self.builds as u32 * 0x1000));
+            hca = hca.with_first_qpn(rebuilt_first_qpn(q, self.builds));
         }
         let ports = u8::try_from(a.port_guids.len()).unwrap_or(u8::MAX);
         let host = sim.add_node(Box::new(Host::with_mgmt_port(hca, a.port)), ports);
@@ -548,5 +548,36 @@ impl RemoteHost {
             cable,
             identity: a.clone(),
         });
+    }
+}
+
+/// The lowest first QPN a (re)built host's HCA takes: above QP0/QP1 and the small numbers.
+const QPN_BASE: u32 = 0x100;
+/// The span first QPNs wrap in, leaving room above for the QPs the host creates.
+const QPN_SPAN: u32 = 0x00ff_0000;
+
+/// The first QPN of a host's `builds`-th HCA, given the runtime's draw `drawn`: each build moves
+/// 0x1000 further, wrapping inside `QPN_BASE..QPN_BASE + QPN_SPAN`, so that no two builds in a
+/// row share a first QPN (clamping at the top of the 24-bit range would make them all equal).
+fn rebuilt_first_qpn(drawn: u32, builds: u64) -> u32 {
+    let offset = u64::from(drawn.wrapping_sub(QPN_BASE) % QPN_SPAN) + builds * 0x1000;
+    QPN_BASE + (offset % u64::from(QPN_SPAN)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rebuilt_first_qpn;
+
+    #[test]
+    fn rebuilt_hosts_get_new_first_qpns_even_near_the_top() {
+        for drawn in [0, 2, 0x100, 0x12_3456, 0x00ff_00ff, 0x00ff_fff0, u32::MAX] {
+            let qpns: Vec<u32> = (1..=4).map(|b| rebuilt_first_qpn(drawn, b)).collect();
+            for w in qpns.windows(2) {
+                assert_ne!(w[0], w[1], "drawn {drawn:#x}: {qpns:x?}");
+            }
+            for q in &qpns {
+                assert!((0x100..0x00ff_0100).contains(q), "drawn {drawn:#x}: {q:#x}");
+            }
+        }
     }
 }
