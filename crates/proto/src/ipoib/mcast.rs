@@ -434,7 +434,7 @@ impl Interface {
                     };
                     g.send_only = false;
                     let frames: Vec<McFrame> = g.queue.drain(..).collect();
-                    self.mc.absent.insert(mgid, now + hold);
+                    self.remember_absent(mgid, now + hold);
                     self.mc_settle(now, mgid);
                     for f in frames {
                         self.mc_fallback(now, f);
@@ -479,6 +479,13 @@ impl Interface {
         }
         if self.mc.absent.get(&mgid).is_some_and(|t| *t > now) {
             return self.mc_fallback(now, McFrame { data, fallback });
+        }
+        if !self.mc.map.contains_key(&mgid) && self.send_only_groups() >= self.cfg.max_mcast_groups
+        {
+            // Flood protection (`InterfaceConfig::max_mcast_groups`): a stack sending to ever new
+            // groups (ND for a sweep of unknown addresses) does not grow the table or the SA's
+            // work without bound.
+            return self.drop1(DropReason::McastTableFull);
         }
         let g = self.mc.map.entry(mgid).or_default();
         g.send_only = true;
@@ -546,6 +553,33 @@ impl Interface {
             rate: b.rate,
             data,
         });
+    }
+
+    /// Groups held only for sending (no member use of ours).
+    fn send_only_groups(&self) -> usize {
+        self.mc
+            .map
+            .values()
+            .filter(|g| g.refs == 0 && !g.internal && !g.non)
+            .count()
+    }
+
+    /// Caches that `mgid` does not exist until `until`; a full cache (`max_mcast_groups`) forgets
+    /// the entry that expires first.
+    fn remember_absent(&mut self, mgid: Gid, until: Instant) {
+        if !self.mc.absent.contains_key(&mgid) && self.mc.absent.len() >= self.cfg.max_mcast_groups
+        {
+            let first = self
+                .mc
+                .absent
+                .iter()
+                .min_by_key(|(_, t)| **t)
+                .map(|(m, _)| *m);
+            if let Some(m) = first {
+                self.mc.absent.remove(&m);
+            }
+        }
+        self.mc.absent.insert(mgid, until);
     }
 
     /// Retries and cache expiry.

@@ -124,6 +124,11 @@ pub struct InterfaceConfig {
     pub max_neighbours: usize,
     /// Bound of the path table.
     pub max_paths: usize,
+    /// Bound of the multicast table for groups the interface only sends to (§11 SendOnlyNonMember
+    /// joins, e.g. the solicited-node groups ND sends to), and of its cache of groups the SA said
+    /// do not exist: flood protection, as `max_neighbours`. The groups the interface or the IP
+    /// layer are members of are not counted against it.
+    pub max_mcast_groups: usize,
     /// SA request timeouts and retries.
     pub sa: SaClientConfig,
     /// Announce the IPv4 address with a gratuitous ARP each time the link comes up, as Linux does
@@ -162,6 +167,7 @@ impl InterfaceConfig {
             queue_len: 3,
             max_neighbours: 1024,
             max_paths: 1024,
+            max_mcast_groups: 1024,
             sa: SaClientConfig::default(),
             arp_notify: true,
             connected: None,
@@ -319,6 +325,8 @@ pub enum DropReason {
     PathFailed,
     /// The multicast group's queue was full.
     McastQueueFull,
+    /// A send-only group would pass `InterfaceConfig::max_mcast_groups`.
+    McastTableFull,
     /// No such multicast group and no all-routers group to fall back on (§11).
     NoMcastGroup,
     /// Lost when the tables were flushed (port event).

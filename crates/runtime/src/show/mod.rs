@@ -245,6 +245,7 @@ pub fn drop_name(r: DropReason) -> &'static str {
         DropReason::PathTableFull => "drop_path_table_full",
         DropReason::PathFailed => "drop_path_failed",
         DropReason::McastQueueFull => "drop_mcast_queue_full",
+        DropReason::McastTableFull => "drop_mcast_table_full",
         DropReason::NoMcastGroup => "drop_no_mcast_group",
         DropReason::Flushed => "drop_flushed",
         DropReason::TooBigForPath => "drop_too_big_for_path",
