@@ -4,6 +4,8 @@
 //!
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments or a socket that cannot be bound.
+//! `ipoib show --fabric [PORT] hosts|counters` reads its slots and counters over the control
+//! socket `<run dir>/fabric-<port>.sock`.
 
 use ipoib_fabric::node::remote::FabricOptions;
 use ipoib_fabric::node::subnet::SubnetOptions;
@@ -77,6 +79,9 @@ pub fn run(args: &Args) -> ExitCode {
     match crate::interrupt::stop_file().and_then(|fd| f.set_stop(fd.into())) {
         Ok(()) => {}
         Err(e) => note!("ipoib fabric: signals: {e}"),
+    }
+    if let Err(e) = f.serve_control(None) {
+        note!("ipoib fabric: control socket (ipoib show --fabric): {e}");
     }
     let local = f.local_addr().map_or(addr, |a| a);
     note!(

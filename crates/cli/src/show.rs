@@ -1,5 +1,6 @@
-//! `ipoib show`: a view of the interfaces of a running lab or attach process, read over its
-//! control socket ([`ipoib_runtime::control`]), the way `ip neigh` reads the kernel's tables.
+//! `ipoib show`: a view of the interfaces of a running lab or attach process, or of the slots of
+//! a fabric process, read over its control socket ([`ipoib_runtime::control`]), the way `ip neigh`
+//! reads the kernel's tables.
 
 use ipoib_runtime::control::{self, query, QueryError, Request, View};
 use std::io::Write as _;
@@ -13,15 +14,27 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Ask the lab (`ipoib lab`), at RUN_DIR/lab/control.sock (the default).
-    #[arg(long, conflicts_with_all = ["dev", "socket"])]
+    #[arg(long, conflicts_with_all = ["dev", "socket", "fabric"])]
     lab: bool,
     /// Ask the attach process of this device (`ipoib attach`), at RUN_DIR/attach-DEV.sock.
-    #[arg(long, value_name = "DEV", conflicts_with = "socket")]
+    #[arg(long, value_name = "DEV", conflicts_with_all = ["socket", "fabric"])]
     dev: Option<String>,
+    /// Ask the fabric process (`ipoib fabric`) listening on UDP port PORT, at
+    /// RUN_DIR/fabric-PORT.sock (`--fabric=PORT`); without PORT, the only fabric running.
+    #[arg(
+        long,
+        value_name = "PORT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "0",
+        conflicts_with = "socket"
+    )]
+    fabric: Option<u16>,
     /// Ask the control socket at this path.
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Only this host (a lab's h1, h2, ...; an attach process has one, its device).
+    /// Only this host (a lab's h1, h2, ...; an attach process has one, its device; a fabric's
+    /// slots are ca1, ca2, ... by topology node).
     #[arg(long, value_name = "HOST")]
     host: Option<String>,
     /// What to show.
@@ -43,8 +56,11 @@ enum What {
     Mcast,
     /// Connected-mode connections: peer, QPNs, service ID, MTU, state, RC or UC.
     Conns,
-    /// Counters of the interfaces, their adapters and the process.
+    /// Counters of the interfaces, their adapters and the process (of a fabric: per slot, and
+    /// its garbage datagrams, unknown sessions, attaches and timeouts).
     Counters,
+    /// A fabric's slots: node GUID, LID, the attached host's UDP address, state.
+    Hosts,
 }
 
 impl From<What> for View {
@@ -55,6 +71,7 @@ impl From<What> for View {
             What::Mcast => View::Mcast,
             What::Conns => View::Conns,
             What::Counters => View::Counters,
+            What::Hosts => View::Hosts,
         }
     }
 }
@@ -69,6 +86,25 @@ pub(crate) fn valid_dev(d: &str) -> bool {
         && !d
             .bytes()
             .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
+}
+
+/// The control socket of the fabric on `port`; for 0, the only one in the run directory.
+fn fabric_path(port: u16) -> Result<PathBuf, String> {
+    if port != 0 {
+        return Ok(control::fabric_socket(port));
+    }
+    let mut all = control::fabric_sockets();
+    match all.len() {
+        0 => Err(format!(
+            "no fabric running: no fabric-PORT.sock in {}",
+            control::run_dir().display()
+        )),
+        1 => Ok(all.remove(0)),
+        _ => Err(format!(
+            "{} fabrics running: name one with --fabric PORT",
+            all.len()
+        )),
+    }
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -93,6 +129,13 @@ pub fn run(args: &Args) -> ExitCode {
         }
     }
     let (path, what) = match (&args.dev, &args.socket) {
+        _ if args.fabric.is_some() => match fabric_path(args.fabric.unwrap_or(0)) {
+            Ok(p) => (p, "no fabric running".to_string()),
+            Err(e) => {
+                note!("ipoib show: {e}");
+                return ExitCode::from(1);
+            }
+        },
         (Some(d), _) if !valid_dev(d) => {
             note!("ipoib show: bad device name {d:?}");
             return ExitCode::from(2);

@@ -147,6 +147,34 @@ fn fabric_and_two_attached_hosts() {
         out.contains("attach") && out.contains("keepalives"),
         "{out}"
     );
+    // `ipoib show --fabric` reads the fabric's slots (the only fabric of the run directory) and,
+    // with its port, its counters.
+    let show = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .arg("show")
+            .args(args)
+            .env("IPOIB_RUN_DIR", run)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{out} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let hosts = show(&["--fabric", "hosts"]);
+    assert!(hosts.starts_with("HOST"), "{hosts}");
+    assert_eq!(hosts.matches(" attached ").count(), 2, "{hosts}");
+    assert!(hosts.contains("ca1 ") && hosts.contains("ca2 "), "{hosts}");
+    let port = addr.rsplit(':').next().unwrap();
+    let counters = show(&[&format!("--fabric={port}"), "counters"]);
+    assert!(
+        counters.contains("fabric:") && counters.contains("unknown_session"),
+        "{counters}"
+    );
+    assert!(counters.contains("ca1 slot:"), "{counters}");
 
     assert_eq!(b.interrupt_and_wait(), 0);
     assert!(

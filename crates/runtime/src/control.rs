@@ -4,7 +4,7 @@
 //! The protocol is one line each way, on a Unix-domain stream socket:
 //!
 //! ```text
-//! request:  show <view> [host] [json]\n      view: neigh | paths | mcast | conns | counters
+//! request:  show <view> [host] [json]\n      view: neigh | paths | mcast | conns | counters | hosts
 //! response: the view (text or JSON), or one line `error: <message>\n`; then the server closes
 //! ```
 //!
@@ -70,6 +70,32 @@ pub fn attach_socket(dev: &str) -> PathBuf {
     run_dir().join(format!("attach-{dev}.sock"))
 }
 
+/// The control socket of the fabric process listening on UDP port `port`:
+/// `<run dir>/fabric-<port>.sock`.
+pub fn fabric_socket(port: u16) -> PathBuf {
+    run_dir().join(format!("fabric-{port}.sock"))
+}
+
+/// The control sockets of the fabric processes in the run directory, in name order.
+pub fn fabric_sockets() -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(run_dir()) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = dir
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("fabric-"))
+                .and_then(|n| n.strip_suffix(".sock"))
+                .is_some_and(|port| port.parse::<u16>().is_ok())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// What a request asks to see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum View {
@@ -83,16 +109,19 @@ pub enum View {
     Conns,
     /// The counters.
     Counters,
+    /// The hosts of a fabric process: its slots, who holds them, their identities.
+    Hosts,
 }
 
 impl View {
     /// Every view, in the order of the help text.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Neigh,
         View::Paths,
         View::Mcast,
         View::Conns,
         View::Counters,
+        View::Hosts,
     ];
 
     /// Its name in requests.
@@ -103,6 +132,7 @@ impl View {
             View::Mcast => "mcast",
             View::Conns => "conns",
             View::Counters => "counters",
+            View::Hosts => "hosts",
         }
     }
 
@@ -142,7 +172,7 @@ pub enum RequestError {
     #[error("unknown command {0:?} (expected: show)")]
     UnknownCommand(String),
     /// No view, or an unknown one.
-    #[error("unknown view {0:?} (expected: neigh, paths, mcast, conns or counters)")]
+    #[error("unknown view {0:?} (expected: neigh, paths, mcast, conns, counters or hosts)")]
     UnknownView(String),
     /// A host name too long, with characters other than letters, digits, `.`, `_`, `-`, or
     /// `json`.

@@ -23,7 +23,11 @@
 //!   (`connecting`, `up`, `closing`), `mode` (`RC`, `UC`), `active`, `sends`, `tx_packets`,
 //!   `rx_packets`;
 //! - `counters`: `host` (null for a section of the whole process), `section`, `counters` (an
-//!   object of name → value).
+//!   object of name → value);
+//! - `hosts` (a fabric process's slots): `host` (`ca<N>`, N the CA's topology node), `node_guid`,
+//!   `port_guid`, `lid`, `peer` (the UDP address of the attached host, or null), `state`
+//!   (`attached`, `free`), `from_host`, `to_host`, `dropped` (packets from the host dropped by
+//!   the identity checks, docs/UDP-FABRIC.md).
 
 mod render;
 
@@ -34,7 +38,7 @@ use ipoib_proto::ipoib::{ConnState, DropReason, Interface, NeighbourState};
 use ipoib_wire::cm::TransportServiceType;
 use ipoib_wire::ipoib::{HwAddr, IpVersion, IpoibMgid};
 use ipoib_wire::sa::{JoinState, Rate};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Guid};
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
@@ -146,6 +150,25 @@ pub struct ConnEntry {
     pub rx_packets: u64,
 }
 
+/// One slot of a fabric process (docs/UDP-FABRIC.md): a CA of the topology a host can attach to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotEntry {
+    /// Node GUID.
+    pub node_guid: Guid,
+    /// GUID of the port the host uses.
+    pub port_guid: Guid,
+    /// That port's LID (0 before the SM configured it).
+    pub lid: u16,
+    /// The attached host's address.
+    pub peer: Option<String>,
+    /// Packets from the host put on the port.
+    pub from_host: u64,
+    /// Packets queued for the host.
+    pub to_host: u64,
+    /// Packets from the host dropped (malformed, VL15, unconfigured, spoofed LID or GID, P_Key).
+    pub dropped: u64,
+}
+
 /// Named counters, in the order they are shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterSection {
@@ -187,6 +210,8 @@ pub struct HostShow {
     pub conns: Vec<ConnEntry>,
     /// Counter sections.
     pub counters: Vec<CounterSection>,
+    /// The slot, for a fabric process's host.
+    pub slot: Option<SlotEntry>,
 }
 
 /// The answer to a request: hosts, and counter sections of the whole process.
@@ -277,6 +302,8 @@ impl HostShow {
             View::Mcast => h.mcast = mcast(iface),
             View::Conns => h.conns = conns(iface, app),
             View::Counters => h.counters = counters(iface, app),
+            // An interface is not a fabric's slot.
+            View::Hosts => {}
         }
         h
     }

@@ -5,7 +5,7 @@
 //! per section. Numbers a person compares with Linux's tools are written the way those write them:
 //! QPNs as `0x%06x` (Linux ipoib), MLIDs as `0x%04x` (saquery), the service ID as 16 hex digits.
 
-use super::{Answer, ConnEntry, CounterSection, McastEntry, NeighEntry, PathEntry};
+use super::{Answer, ConnEntry, CounterSection, McastEntry, NeighEntry, PathEntry, SlotEntry};
 use crate::control::View;
 use ipoib_proto::ipoib::ConnState;
 use ipoib_wire::sa::JoinState;
@@ -28,6 +28,17 @@ const CONNS_HEAD: [&str; 11] = [
     "DIR",
     "TX",
     "RX",
+];
+
+const HOSTS_HEAD: [&str; 8] = [
+    "HOST",
+    "NODE_GUID",
+    "LID",
+    "PEER",
+    "STATE",
+    "FROM_HOST",
+    "TO_HOST",
+    "DROPPED",
 ];
 
 /// `head` and `rows` as aligned columns, one line each.
@@ -144,6 +155,27 @@ fn conn_row(host: &str, c: &ConnEntry) -> Vec<String> {
     ]
 }
 
+fn slot_state(s: &SlotEntry) -> &'static str {
+    if s.peer.is_some() {
+        "attached"
+    } else {
+        "free"
+    }
+}
+
+fn slot_row(host: &str, s: &SlotEntry) -> Vec<String> {
+    vec![
+        host.to_string(),
+        format!("{:#018x}", s.node_guid.0),
+        s.lid.to_string(),
+        s.peer.clone().unwrap_or_else(|| "-".to_string()),
+        slot_state(s).to_string(),
+        s.from_host.to_string(),
+        s.to_host.to_string(),
+        s.dropped.to_string(),
+    ]
+}
+
 fn section_text(out: &mut String, host: Option<&str>, s: &CounterSection) {
     match host {
         Some(h) => {
@@ -176,6 +208,7 @@ pub(super) fn text(a: &Answer, view: View) -> String {
         View::Paths => table(&PATHS_HEAD, &rows(a, |h| &h.paths, path_row)),
         View::Mcast => table(&MCAST_HEAD, &rows(a, |h| &h.mcast, mcast_row)),
         View::Conns => table(&CONNS_HEAD, &rows(a, |h| &h.conns, conn_row)),
+        View::Hosts => table(&HOSTS_HEAD, &rows(a, |h| h.slot.as_slice(), slot_row)),
         View::Counters => {
             let mut out = String::new();
             for h in &a.hosts {
@@ -258,6 +291,19 @@ pub(super) fn json(a: &Answer, view: View) -> String {
                 })
             })),
             View::Counters => rows.extend(h.counters.iter().map(|s| section_json(Some(host), s))),
+            View::Hosts => rows.extend(h.slot.iter().map(|s| {
+                json!({
+                    "host": host,
+                    "node_guid": format!("{:#018x}", s.node_guid.0),
+                    "port_guid": format!("{:#018x}", s.port_guid.0),
+                    "lid": s.lid,
+                    "peer": s.peer,
+                    "state": slot_state(s),
+                    "from_host": s.from_host,
+                    "to_host": s.to_host,
+                    "dropped": s.dropped,
+                })
+            })),
         }
     }
     if view == View::Counters {

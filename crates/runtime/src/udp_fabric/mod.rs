@@ -13,8 +13,11 @@
 //!
 //! A host gets a first QPN and a seed from the wall clock and its process id
 //! ([`fresh_seed`]), so a restarted host does not reuse the QPNs its peers may still hold. An
-//! attach process serves the control socket `ipoib show` reads (module `attach`).
+//! attach process serves the control socket `ipoib show` reads (module `attach`), and so does the
+//! fabric process (module `fabric_show`).
 
+use crate::control::{fabric_socket, BindError, ControlServer};
+use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
@@ -23,11 +26,14 @@ use std::fs::File;
 use std::io::{self, ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
 use std::time::{Duration, Instant as Wall};
 
 mod attach;
+mod fabric_show;
 
 pub use attach::{AttachEmu, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU};
+pub use fabric_show::slot_name;
 
 /// The longest sleep of a turn when nothing is due (the caller's checks run this often).
 pub const MAX_WAIT: Duration = Duration::from_millis(100);
@@ -211,6 +217,7 @@ pub struct FabricProcess {
     driver: Driver<FabricEmu>,
     local: SocketAddr,
     capture: Option<CaptureFile>,
+    control: Option<std::path::PathBuf>,
 }
 
 impl FabricProcess {
@@ -230,6 +237,7 @@ impl FabricProcess {
             driver,
             local,
             capture: None,
+            control: None,
         })
     }
 
@@ -254,6 +262,28 @@ impl FabricProcess {
     /// and SIGTERM write to).
     pub fn set_stop(&mut self, fd: OwnedFd) -> io::Result<()> {
         self.driver.set_stop(fd)
+    }
+
+    /// Serves `ipoib show --fabric` on `path` (module `fabric_show`; its directory is made when
+    /// missing), by default [`crate::control::fabric_socket`] of the bound port.
+    pub fn serve_control(&mut self, path: Option<&Path>) -> Result<(), BindError> {
+        let path = path.map_or_else(|| fabric_socket(self.local.port()), Path::to_path_buf);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let server = ControlServer::bind(&path)?;
+        self.control = Some(server.path().to_path_buf());
+        let answer: AnswerFn<FabricEmu> = Box::new(|emu, req| emu.answer(req));
+        let ep = ControlEndpoint::new(server, answer);
+        self.driver
+            .add(Box::new(ep))
+            .map_err(|source| BindError::Io { path, source })?;
+        Ok(())
+    }
+
+    /// The control socket's path, when served.
+    pub fn control_path(&self) -> Option<&Path> {
+        self.control.as_deref()
     }
 
     /// The bound address.

@@ -84,6 +84,11 @@ pub struct ServerCounters {
     pub unexpected: u64,
     /// Sessions begun.
     pub attached: u64,
+    /// Sessions begun on the slot the host asked for by its node GUID (a host that was attached
+    /// before, back with its old identity); counted in `attached` too.
+    pub reattached: u64,
+    /// Attach requests from a peer with a session, answered with its accept again.
+    pub accepts_resent: u64,
     /// Attach requests refused: no free slot.
     pub rejected: u64,
     /// Sessions ended by Detach.
@@ -384,6 +389,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             if let Some(s) = &mut self.slots[i].session {
                 s.last_heard = now;
             }
+            self.counters.accepts_resent += 1;
             self.accept(i);
             return;
         }
@@ -412,6 +418,9 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         });
         self.sessions.insert(from, i);
         self.counters.attached += 1;
+        if hint.0 != 0 && self.slots[i].node_guid == hint {
+            self.counters.reattached += 1;
+        }
         if let Some(l) = self.slots[i].link {
             self.sim.schedule_link_state(l, now, true);
             self.sim.run_until(now);

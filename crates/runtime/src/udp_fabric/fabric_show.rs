@@ -1,0 +1,106 @@
+//! What `ipoib show --fabric` reads from the fabric process's control socket
+//! (`<run dir>/fabric-<port>.sock`): its slots as hosts (`hosts` view: identity, LID, the peer
+//! holding it), and counters (`counters` view): one section per slot of what its identity checks
+//! dropped (docs/UDP-FABRIC.md "Protocol"), the fabric's own (garbage datagrams, unknown
+//! sessions, attaches, detaches, silence timeouts, queue drops), the socket's. The interface
+//! views (`neigh`, `paths`, ...) have no rows: the fabric runs no IPoIB interface.
+
+use super::FabricEmu;
+use crate::control::{AnswerError, Request, View};
+use crate::show::{Answer, CounterSection, HostShow, SlotEntry};
+use std::collections::BTreeMap;
+
+/// The name of the slot of topology node `ca`.
+pub fn slot_name(ca: usize) -> String {
+    format!("ca{ca}")
+}
+
+impl FabricEmu {
+    /// The answer to a control request.
+    pub(super) fn answer(&self, req: &Request) -> Result<Answer, AnswerError> {
+        let server = &self.server;
+        let peers: BTreeMap<usize, String> =
+            server.peers().map(|(a, i)| (i, a.to_string())).collect();
+        let mut hosts = Vec::new();
+        for i in 0..server.slot_count() {
+            let (Some(r), Some(ca)) = (server.slot(i), server.slot_topo_node(i)) else {
+                continue;
+            };
+            let name = slot_name(ca);
+            if req.host.as_ref().is_some_and(|h| *h != name) {
+                continue;
+            }
+            let c = r.counters();
+            let mut h = HostShow::new(name);
+            match req.view {
+                View::Hosts => {
+                    h.slot = Some(SlotEntry {
+                        node_guid: r.node_guid(),
+                        port_guid: r.port_guid(),
+                        lid: r.lid(),
+                        peer: peers.get(&i).cloned(),
+                        from_host: c.from_host,
+                        to_host: c.to_host,
+                        dropped: c.malformed
+                            + c.management
+                            + c.unconfigured
+                            + c.spoofed_lid
+                            + c.spoofed_gid
+                            + c.bad_pkey,
+                    })
+                }
+                View::Counters => {
+                    let mut s = CounterSection::new("slot");
+                    s.push("attached", u64::from(peers.contains_key(&i)))
+                        .push("lid", u64::from(r.lid()))
+                        .push("from_host", c.from_host)
+                        .push("to_host", c.to_host)
+                        .push("malformed", c.malformed)
+                        .push("management", c.management)
+                        .push("unconfigured", c.unconfigured)
+                        .push("spoofed_lid", c.spoofed_lid)
+                        .push("spoofed_gid", c.spoofed_gid)
+                        .push("bad_pkey", c.bad_pkey)
+                        .push("unattached", c.unattached)
+                        .push("queue_full", c.queue_full)
+                        .push("other_port", c.other_port)
+                        .push("config_ignored", c.config_ignored);
+                    h.counters.push(s);
+                }
+                _ => {}
+            }
+            hosts.push(h);
+        }
+        if let Some(name) = &req.host {
+            if hosts.is_empty() {
+                return Err(AnswerError::NoSuchHost(name.clone()));
+            }
+        }
+        let mut sections = Vec::new();
+        if req.view == View::Counters && req.host.is_none() {
+            let c = server.counters();
+            let mut s = CounterSection::new("fabric");
+            s.push("datagrams", c.datagrams)
+                .push("malformed", c.malformed)
+                .push("bad_version", c.bad_version)
+                .push("unknown_session", c.unknown_session)
+                .push("unexpected", c.unexpected)
+                .push("attached", c.attached)
+                .push("reattached", c.reattached)
+                .push("accepts_resent", c.accepts_resent)
+                .push("rejected", c.rejected)
+                .push("detached", c.detached)
+                .push("timed_out", c.timed_out)
+                .push("transmit_full", c.transmit_full)
+                .push("memberships_dropped", c.memberships_dropped)
+                .push("hosts_attached", peers.len() as u64);
+            sections.push(s);
+            let mut s = CounterSection::new("udp");
+            s.push("received", self.io.received)
+                .push("sent", self.io.sent)
+                .push("send_errors", self.io.send_errors);
+            sections.push(s);
+        }
+        Ok(Answer { hosts, sections })
+    }
+}

@@ -1,0 +1,161 @@
+//! The fabric process's control socket (`ipoib show --fabric`): a hostile peer sends garbage,
+//! a datagram of another version, a Keepalive of a session it does not have, then attaches and
+//! sends packets claiming a LID that is not its slot's (IBA 1 §7.11.1) and bytes that are no
+//! packet; every one is counted, per slot where it belongs, and readable through the socket
+//! (docs/UDP-FABRIC.md "Protocol").
+
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::remote::FabricOptions;
+use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_runtime::control::{query, Request, View};
+use ipoib_runtime::udp_fabric::FabricProcess;
+use ipoib_wire::packet::fill_crcs;
+use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr};
+use ipoib_wire::Guid;
+use serde_json::Value;
+use std::net::UdpSocket;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TURN: Duration = Duration::from_millis(2);
+
+/// Turns the fabric while another thread asks its control socket.
+fn ask(f: &mut FabricProcess, path: &Path, view: View) -> Value {
+    let path = path.to_path_buf();
+    let req = Request {
+        view,
+        host: None,
+        json: true,
+    };
+    let t = std::thread::spawn(move || query(&path, &req, Duration::from_secs(5)));
+    while !t.is_finished() {
+        f.turn(TURN).unwrap();
+    }
+    let text = t.join().unwrap().expect("an answer");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// The counter `name` of section `section` (of host `host`, or of the process for `None`).
+fn counter(rows: &Value, host: Option<&str>, section: &str, name: &str) -> u64 {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["section"] == section && r["host"].as_str() == host)
+        .and_then(|r| r["counters"][name].as_u64())
+        .unwrap_or_else(|| panic!("no {section}.{name} of {host:?} in {rows}"))
+}
+
+/// A UD SEND of 4 bytes from `slid` (LRH, BTH, DETH, payload, ICRC, VCRC; IBA 1 §7.7, §9.2).
+fn ud_packet(slid: u16, dlid: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 38];
+    p[1] = 0x02; // SL 0, LNH IBA local: a BTH follows
+    p[2..4].copy_from_slice(&dlid.to_be_bytes());
+    p[4..6].copy_from_slice(&9u16.to_be_bytes()); // LRH to ICRC: 36 bytes, 9 words
+    p[6..8].copy_from_slice(&slid.to_be_bytes());
+    p[8] = 0x64; // UD SEND Only
+    p[10..12].copy_from_slice(&0xffffu16.to_be_bytes());
+    p[13..16].copy_from_slice(&[0, 0, 1]);
+    p[20..24].copy_from_slice(&0x8001_0000u32.to_be_bytes());
+    p[25..28].copy_from_slice(&[0, 0, 2]);
+    fill_crcs(&mut p).unwrap();
+    p
+}
+
+fn send(s: &UdpSocket, session: u64, m: MessageRepr<'_>) {
+    let d = DatagramRepr {
+        session,
+        message: m,
+    };
+    s.send(&d.to_vec().unwrap()).unwrap();
+}
+
+#[test]
+fn garbage_and_spoofing_are_counted_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fabric-test.sock");
+    let opts = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 7));
+    let mut f = FabricProcess::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
+    f.serve_control(Some(&path)).unwrap();
+    assert_eq!(f.control_path(), Some(path.as_path()));
+    let evil = UdpSocket::bind("127.0.0.1:0").unwrap();
+    evil.connect(f.local_addr().unwrap()).unwrap();
+    evil.set_nonblocking(true).unwrap();
+
+    // Garbage, another version, a session nobody has.
+    evil.send(b"not a datagram of ours").unwrap();
+    let mut v2 = DatagramRepr {
+        session: 0,
+        message: MessageRepr::Detach,
+    }
+    .to_vec()
+    .unwrap();
+    v2[2] = 2;
+    evil.send(&v2).unwrap();
+    send(&evil, 0x1234, MessageRepr::Keepalive { seq: 1 });
+
+    // Then it attaches, like any host, and learns its session and LID.
+    send(&evil, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    let (mut session, mut lid) = (0u64, 0u16);
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0u8; 8192];
+    while (session == 0 || lid == 0) && Instant::now() < end {
+        f.turn(TURN).unwrap();
+        while let Ok(n) = evil.recv(&mut buf) {
+            let Ok(d) = DatagramRepr::parse(&buf[..n]) else {
+                continue;
+            };
+            match d.message {
+                MessageRepr::AttachAccept(_) => session = d.session,
+                MessageRepr::PortConfig(c) if c.lid != 0 => lid = c.lid,
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        session != 0 && lid != 0,
+        "attached: session {session:#x}, LID {lid}"
+    );
+    let slot = f.server().slot_of(&evil.local_addr().unwrap()).unwrap();
+    let name = ipoib_runtime::udp_fabric::slot_name(f.server().slot_topo_node(slot).unwrap());
+
+    // Packets claiming another LID, and bytes that are no packet.
+    for _ in 0..3 {
+        let p = ud_packet(lid.wrapping_add(40), 1);
+        send(&evil, session, MessageRepr::Packet(&p));
+    }
+    send(&evil, session, MessageRepr::Packet(&[0xde, 0xad]));
+    // An honest packet passes the checks.
+    let p = ud_packet(lid, 1);
+    send(&evil, session, MessageRepr::Packet(&p));
+
+    let rows = ask(&mut f, &path, View::Counters);
+    assert_eq!(counter(&rows, None, "fabric", "malformed"), 1, "{rows}");
+    assert_eq!(counter(&rows, None, "fabric", "bad_version"), 1);
+    assert_eq!(counter(&rows, None, "fabric", "unknown_session"), 1);
+    assert_eq!(counter(&rows, None, "fabric", "attached"), 1);
+    assert_eq!(counter(&rows, None, "fabric", "datagrams"), 9);
+    assert!(counter(&rows, None, "udp", "received") >= 9);
+    assert_eq!(counter(&rows, Some(&name), "slot", "spoofed_lid"), 3);
+    assert_eq!(counter(&rows, Some(&name), "slot", "malformed"), 1);
+    assert_eq!(counter(&rows, Some(&name), "slot", "from_host"), 1);
+    assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 1);
+
+    // The hosts view: one slot held by the peer, the other free.
+    let rows = ask(&mut f, &path, View::Hosts);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let me = rows.iter().find(|r| r["host"] == name.as_str()).unwrap();
+    assert_eq!(me["state"], "attached");
+    assert_eq!(me["lid"], u64::from(lid));
+    assert_eq!(me["peer"], evil.local_addr().unwrap().to_string());
+    assert_eq!(me["dropped"], 4);
+    let other = rows.iter().find(|r| r["host"] != name.as_str()).unwrap();
+    assert_eq!(other["state"], "free");
+    assert!(other["peer"].is_null());
+
+    // Detach: counted, and the slot is free again.
+    send(&evil, session, MessageRepr::Detach);
+    let rows = ask(&mut f, &path, View::Counters);
+    assert_eq!(counter(&rows, None, "fabric", "detached"), 1);
+    assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 0);
+}
