@@ -166,6 +166,8 @@ fn silent_host_loses_its_link_then_reattaches() {
     assert!(net.run_until(3 * SEC, |n| n.fabric.slot(1).unwrap().is_attached()));
     assert!(net.fabric.sim().link(link).up);
     assert_eq!(net.peers[1].host.builds(), 1, "same identity, same host");
+    let c = net.fabric.counters();
+    assert_eq!((c.attached, c.reattached), (3, 1), "{c:?}");
     assert!(net.peers[1].host.link().counters().lost >= 1);
     assert!(net.run_until(3 * SEC, all_carrier));
     assert!(net.ping_and_wait(0, addr(1), SEC));
