@@ -11,7 +11,7 @@
 
 use ipoib_fabric::node::remote::HostLinkEvent;
 use ipoib_runtime::netns::NetNs;
-use ipoib_runtime::tun::{LinkControl, Tun, TunConfig};
+use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig};
 use ipoib_runtime::udp_fabric::{
     parse_udp, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU, MAX_WAIT,
 };
@@ -119,8 +119,8 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // The TUN device's link, brought up once the interface has carrier.
-    let mut link: Option<LinkControl> = None;
+    // The TUN device's link, following the interface's carrier and link-local address.
+    let mut link: Option<LinkMirror> = None;
     if !args.no_tun {
         let cfg = TunConfig {
             name: args.dev.clone(),
@@ -152,7 +152,8 @@ pub fn run(args: &Args) -> ExitCode {
             Ok(ctl)
         });
         match added {
-            Ok(ctl) => link = Some(ctl),
+            // The link-local address is known once the fabric gave the identity.
+            Ok(ctl) => link = Some(LinkMirror::new(ctl, None)),
             Err(e) => {
                 note!("ipoib attach: {e} (root is needed for a TUN device; --no-tun runs without)");
                 return ExitCode::from(2);
@@ -198,12 +199,12 @@ pub fn run(args: &Args) -> ExitCode {
         let now = p.app().is_some_and(|a| a.carrier());
         if now != carrier {
             carrier = now;
-            // Up with the interface's MTU at the first carrier; a later loss is not mirrored
-            // (taking the device down would flush its IPv6 addresses).
-            if let (true, Some(mut ctl)) = (now, link.take()) {
-                let mtu = p.interface().map(|i| i.mtu());
-                if let Err(e) = ctl.set(mtu, true) {
-                    note!("ipoib attach: {}: link up: {e}", args.dev);
+            // Up with the interface's MTU and link-local address at the first carrier,
+            // NO-CARRIER while the port is down (the fabric lost), as Linux's ib0.
+            if let (Some(m), Some(i)) = (&mut link, p.interface()) {
+                let ll = link_local(i.ipv6_addresses().into_iter().map(|a| a.addr));
+                if let Err(e) = m.follow(now, i.mtu(), ll) {
+                    note!("ipoib attach: {}: {e}", args.dev);
                 }
             }
             let lid = p

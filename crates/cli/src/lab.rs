@@ -29,9 +29,11 @@ use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::control::ControlEndpoint;
 use ipoib_runtime::realtime::{Config, Driver, Wake};
-use ipoib_runtime::tun::{LinkControl, Tun, TunConfig, TunEndpoint};
+use ipoib_runtime::tun::{
+    link_local, LinkControl, LinkMirror, Tun, TunConfig, TunEndpoint, LINK_LOCAL_PREFIX,
+};
 use std::io::Write as _;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant as Wall};
 
@@ -187,17 +189,25 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     Subnet::build(opts).map_err(|e| e.to_string())
 }
 
-/// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier. The
-/// namespace's name goes into `made` once it exists (also when its `ib0` then fails), and only
-/// then: a namespace that existed already is another's, not this lab's to remove.
-fn make_host(i: usize, mtu: u32, made: &mut Vec<String>) -> Result<(Tun, LinkControl), String> {
+/// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier, with the
+/// interface's IPv6 link-local address `ll` (the kernel makes none of its own). The namespace's
+/// name goes into `made` once it exists (also when its `ib0` then fails), and only then: a
+/// namespace that existed already is another's, not this lab's to remove.
+fn make_host(
+    i: usize,
+    mtu: u32,
+    ll: Option<Ipv6Addr>,
+    made: &mut Vec<String>,
+) -> Result<(Tun, LinkControl), String> {
+    let mut addresses = vec![
+        (IpAddr::V4(hosts::ipv4(i)), hosts::IPV4_PREFIX),
+        (IpAddr::V6(hosts::ipv6(i)), hosts::IPV6_PREFIX),
+    ];
+    addresses.extend(ll.map(|a| (IpAddr::V6(a), LINK_LOCAL_PREFIX)));
     let cfg = TunConfig {
         name: "ib0".into(),
         mtu,
-        addresses: vec![
-            (IpAddr::V4(hosts::ipv4(i)), hosts::IPV4_PREFIX),
-            (IpAddr::V6(hosts::ipv6(i)), hosts::IPV6_PREFIX),
-        ],
+        addresses,
         loopback_up: true,
         up: false,
         tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
@@ -213,19 +223,28 @@ fn make_host(i: usize, mtu: u32, made: &mut Vec<String>) -> Result<(Tun, LinkCon
     setup.map_err(|e| format!("{}: {e}", hosts::namespace(i)))
 }
 
-/// Brings up the `ib0` of every host whose interface got carrier since the last call, with the
-/// interface's MTU (the broadcast group's less 4 in datagram mode, 65520 in connected mode), as
-/// Linux IPoIB's `ib0` gets carrier only after its broadcast join. A later loss of carrier is
-/// not mirrored (taking the device down would flush its IPv6 addresses).
-fn mirror_carrier(net: &Subnet, controls: &mut [Option<LinkControl>]) -> Result<(), String> {
-    for (i, c) in controls.iter_mut().enumerate() {
-        let Some(iface) = net.interface(i).filter(|f| f.carrier()) else {
+/// The IPv6 link-local address of host `i`'s interface (from its port GUID).
+fn host_link_local(net: &Subnet, i: usize) -> Option<Ipv6Addr> {
+    link_local(
+        net.interface(i)?
+            .ipv6_addresses()
+            .into_iter()
+            .map(|a| a.addr),
+    )
+}
+
+/// Makes every host's `ib0` follow its interface ([`LinkMirror`]): up at the first carrier with
+/// the interface's MTU (the broadcast group's less 4 in datagram mode, 65520 in connected mode),
+/// as Linux IPoIB's `ib0` gets carrier only after its broadcast join; `NO-CARRIER` while the
+/// interface has none later.
+fn mirror_carrier(net: &Subnet, mirrors: &mut [LinkMirror]) -> Result<(), String> {
+    for (i, m) in mirrors.iter_mut().enumerate() {
+        let Some(iface) = net.interface(i) else {
             continue;
         };
-        if let Some(mut ctl) = c.take() {
-            ctl.set(Some(iface.mtu()), true)
-                .map_err(|e| format!("{}: {e}", hosts::namespace(i)))?;
-        }
+        // The link-local address was given at creation: a lab host keeps its GUIDs.
+        m.follow(iface.carrier(), iface.mtu(), None)
+            .map_err(|e| format!("{}: {e}", hosts::namespace(i)))?;
     }
     Ok(())
 }
@@ -285,11 +304,12 @@ fn up(a: &UpArgs) -> ExitCode {
     let mut controls = Vec::new();
     let mut tun_counters = Vec::new();
     for i in 0..n {
-        let (tun, control) = match make_host(i, mtu, &mut teardown.namespaces) {
+        let ll = host_link_local(driver.emulation(), i);
+        let (tun, control) = match make_host(i, mtu, ll, &mut teardown.namespaces) {
             Ok(t) => t,
             Err(e) => return fail(e),
         };
-        controls.push(Some(control));
+        controls.push(LinkMirror::new(control, ll));
         let ep = TunEndpoint::new(tun, SubnetHost(i));
         tun_counters.push(ep.counters());
         if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))
@@ -364,6 +384,10 @@ fn up(a: &UpArgs) -> ExitCode {
                 note!("ipoib lab: {e}");
                 break ExitCode::from(1);
             }
+        }
+        // A port that went down (a cable the lab took away) shows as NO-CARRIER.
+        if let Err(e) = mirror_carrier(driver.emulation(), &mut controls) {
+            note!("ipoib lab: {e}");
         }
     };
     let refused: Vec<u64> = tun_counters

@@ -51,22 +51,31 @@ fn spawn(args: &[&str], run_dir: &std::path::Path) -> Proc {
 
 impl Proc {
     fn wait_for(&mut self, pat: &str) -> String {
-        if let Some(l) = self.seen.iter().find(|l| l.contains(pat)) {
+        self.wait_for_nth(pat, 1)
+    }
+
+    /// The `n`th line (from 1) with `pat`.
+    fn wait_for_nth(&mut self, pat: &str, n: usize) -> String {
+        if let Some(l) = self.seen.iter().filter(|l| l.contains(pat)).nth(n - 1) {
             return l.clone();
         }
+        let mut count = self.seen.iter().filter(|l| l.contains(pat)).count();
         let end = Instant::now() + Duration::from_secs(20);
         while let Some(left) = end.checked_duration_since(Instant::now()) {
             match self.lines.recv_timeout(left) {
                 Ok(l) => {
                     self.seen.push(l.clone());
                     if l.contains(pat) {
-                        return l;
+                        count += 1;
+                        if count == n {
+                            return l;
+                        }
                     }
                 }
                 Err(_) => break,
             }
         }
-        panic!("no line with {pat:?}; saw {:?}", self.seen);
+        panic!("no line {n} with {pat:?}; saw {:?}", self.seen);
     }
 
     fn interrupt_and_wait(&mut self) -> i32 {
@@ -100,6 +109,51 @@ fn ip(args: &[&str]) -> bool {
         .args(args)
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// What `ip -n NS ARGS` prints.
+fn ip_out(ns: &str, args: &[&str]) -> String {
+    let o = Command::new("ip")
+        .args(["-n", ns])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `ping` from namespace `ns`: true when all `count` came back.
+fn ping(ns: &str, args: &[&str], dst: &str, count: u32) -> (bool, String) {
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "ping",
+            "-c",
+            &count.to_string(),
+            "-W",
+            "5",
+        ])
+        .args(args)
+        .arg(dst)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let ok = o.status.success() && out.contains(&format!("{count} received"));
+    (ok, out)
+}
+
+/// The link-local addresses of `dev` in `ns`.
+fn link_locals(ns: &str, dev: &str) -> Vec<String> {
+    ip_out(
+        ns,
+        &["-6", "-o", "addr", "show", "dev", dev, "scope", "link"],
+    )
+    .lines()
+    .filter_map(|l| l.split("inet6 ").nth(1))
+    .filter_map(|r| r.split('/').next())
+    .map(str::to_string)
+    .collect()
 }
 
 #[test]
@@ -148,14 +202,47 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
     for (i, h) in hosts.iter_mut().enumerate() {
         h.wait_for(&format!("ib{}: carrier up", i + 1));
     }
-    let o = Command::new("ip")
-        .args(["netns", "exec", &ns[0], "ping", "-c", "3", "-W", "5"])
-        .arg(format!("10.77.{}.2", id % 200))
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "ping failed: {out}");
-    assert!(out.contains("3 received"), "{out}");
+    let peer4 = format!("10.77.{}.2", id % 200);
+    let (ok, out) = ping(&ns[0], &[], &peer4, 3);
+    assert!(ok, "ping failed: {out}");
+
+    // IPv6 link-local: each device holds its interface's address (from the port GUID the
+    // fabric gave, draft-ietf-ipoib-ip-over-infiniband-06 §8) and no other, so a ping to the
+    // peer's fe80::...%ib1 is answered (docs/DEPLOYED.md "TUN devices").
+    let ll1 = link_locals(&ns[0], "ib1");
+    let ll2 = link_locals(&ns[1], "ib2");
+    assert_eq!((ll1.len(), ll2.len()), (1, 1), "{ll1:?} {ll2:?}");
+    let (ok, out) = ping(&ns[0], &["-6"], &format!("{}%ib1", ll2[0]), 2);
+    assert!(ok, "ping -6 {}%ib1 failed: {out}", ll2[0]);
+
+    // The fabric goes: the hosts lose their ports, and the devices their carrier (Linux IPoIB's
+    // netif_carrier_off), keeping their addresses.
+    assert_eq!(fabric.interrupt_and_wait(), 0);
+    for (i, h) in hosts.iter_mut().enumerate() {
+        h.wait_for(&format!("ib{}: carrier down", i + 1));
+    }
+    let link = ip_out(&ns[0], &["link", "show", "ib1"]);
+    assert!(
+        link.contains("NO-CARRIER") && link.contains(",UP"),
+        "{link}"
+    );
+    let addrs = ip_out(&ns[0], &["addr", "show", "ib1"]);
+    assert!(
+        addrs.contains(&format!("10.77.{}.1/24", id % 200)),
+        "{addrs}"
+    );
+    // It comes back on the same port: the hosts attach again with their identities, the
+    // devices get their carrier back, the same link-local addresses, and Linux pings again.
+    let mut fabric = spawn(&["fabric", "--listen", &addr, "--hosts", "3"], run);
+    fabric.wait_for("listening on udp:");
+    for (i, h) in hosts.iter_mut().enumerate() {
+        h.wait_for_nth(&format!("ib{}: carrier up", i + 1), 2);
+    }
+    let link = ip_out(&ns[0], &["link", "show", "ib1"]);
+    assert!(link.contains(",UP,LOWER_UP"), "{link}");
+    assert_eq!(link_locals(&ns[0], "ib1"), ll1);
+    let (ok, out) = ping(&ns[0], &[], &peer4, 2);
+    assert!(ok, "ping after the fabric's return failed: {out}");
     for h in &mut hosts {
         assert_eq!(h.interrupt_and_wait(), 0);
     }

@@ -201,6 +201,34 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         assert!(out.contains("2 received"), "{out}");
         assert!(out.contains(addr), "h2 resolved to {addr}: {out}");
     }
+    // IPv6 link-local: each ib0 holds one link-local address, its interface's (from the port
+    // GUID, draft-ietf-ipoib-ip-over-infiniband-06 §8), the one ND is answered for, so a ping to
+    // fe80::...%ib0 of a peer works (docs/DEPLOYED.md "TUN devices").
+    let link_local = |h: &str| {
+        let args = [
+            "lab", "exec", h, "--", "ip", "-6", "-o", "addr", "show", "dev", "ib0", "scope", "link",
+        ];
+        let (st, out) = ipoib(&args, Duration::from_secs(10)).expect("ip within 10 s");
+        assert!(st.success(), "{out}");
+        let lls: Vec<String> = out
+            .lines()
+            .filter_map(|l| l.split("inet6 ").nth(1))
+            .filter_map(|r| r.split('/').next())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(lls.len(), 1, "one link-local address on {h}'s ib0: {out}");
+        lls[0].clone()
+    };
+    let ll2 = link_local("h2");
+    assert!(ll2.starts_with("fe80::"), "{ll2}");
+    assert_ne!(link_local("h1"), ll2);
+    let dst = format!("{ll2}%ib0");
+    let args = [
+        "lab", "exec", "h1", "--", "ping", "-6", "-c", "2", "-i", "0.2", "-W", "5", &dst,
+    ];
+    let (st, out) = ipoib(&args, Duration::from_secs(30)).expect("ping within 30 s");
+    assert!(st.success(), "ping -6 {dst}: {st}\n{out}");
+    assert!(out.contains("2 received"), "{out}");
     // The neighbours live in our interfaces (Linux keeps none on a TUN device): `ipoib show`
     // reads them from the lab's control socket.
     let (st, out) = ipoib(&["show", "--host", "h1", "neigh"], Duration::from_secs(10))

@@ -85,6 +85,41 @@ impl Rtnl {
         self.request(RouteNetlinkMessage::SetLink(m), 0, what)
     }
 
+    /// `ip link set dev INDEX carrier on|off`: the device's carrier, as a driver sets it with
+    /// netif_carrier_on/off (a TUN device takes it from Linux 5.0, `tun_net_change_carrier`; it
+    /// refuses `on` while no file holds the device; docs/DEPLOYED.md "TUN devices"). Addresses
+    /// stay; routes through the device are marked `linkdown` while it has none.
+    pub fn set_carrier(&mut self, index: u32, on: bool) -> Result<(), NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::Carrier(u8::from(on)));
+        let what = format!(
+            "ip link set dev #{index} carrier {}",
+            if on { "on" } else { "off" }
+        );
+        self.request(RouteNetlinkMessage::SetLink(m), 0, what)
+    }
+
+    /// `ip addr del ADDR/PREFIX dev INDEX`.
+    pub fn del_address(
+        &mut self,
+        index: u32,
+        addr: IpAddr,
+        prefix_len: u8,
+    ) -> Result<(), NetlinkError> {
+        let mut m = AddressMessage::default();
+        m.header.index = index;
+        m.header.prefix_len = prefix_len;
+        m.header.family = match addr {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
+        m.attributes.push(AddressAttribute::Local(addr));
+        m.attributes.push(AddressAttribute::Address(addr));
+        let what = format!("ip addr del {addr}/{prefix_len} dev #{index}");
+        self.request(RouteNetlinkMessage::DelAddress(m), 0, what)
+    }
+
     /// `ip addr add ADDR/PREFIX dev INDEX` (IPv6 addresses with `nodad`: the lab's devices have
     /// no duplicate to detect, docs/DEPLOYED.md).
     pub fn add_address(

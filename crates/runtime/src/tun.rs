@@ -8,8 +8,13 @@
 //!   configures it over rtnetlink ([`crate::netlink`]): MTU, queue length, addresses, `lo` up, and
 //!   `net.ipv4.conf.<dev>.accept_local=1`, without which Linux drops as martians the ICMP
 //!   "fragmentation needed" answers the interface builds for the OS from the local address;
-//!   link up at once or later through a [`LinkControl`] (when the interface has carrier, as
-//!   Linux IPoIB's `ib0` has none before its broadcast join).
+//!   `net.ipv6.conf.<dev>.addr_gen_mode=1` (none), so that the kernel makes no IPv6 link-local
+//!   address of its own (for a TUN device a random one, docs/DEPLOYED.md "TUN devices"): the
+//!   device is to carry the emulated interface's, made from its port GUID
+//!   (draft-ietf-ipoib-ip-over-infiniband-06 §8), the one its ND answers for; link up at once or
+//!   later through a [`LinkControl`] (when the interface has carrier, as Linux IPoIB's `ib0` has
+//!   none before its broadcast join), which also mirrors later losses of carrier
+//!   ([`LinkControl::set_carrier`], as Linux IPoIB calls `netif_carrier_off`).
 //! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into one
 //!   reused buffer and hands each packet to an [`OsPort`] (how one interface of the emulation
 //!   takes and gives OS packets), and writes what the port has back. No allocation per packet
@@ -20,7 +25,7 @@
 use crate::netlink::{NetlinkError, Rtnl};
 use crate::realtime::Endpoint;
 use std::io::{self, ErrorKind};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,7 +46,8 @@ pub struct TunConfig {
     /// MTU: 2044 for IPoIB datagram mode on a 2048-byte IB MTU (RFC 4391 §3), 65520 for
     /// connected mode (RFC 4755 §3.3).
     pub mtu: u32,
-    /// Addresses with their prefix lengths.
+    /// Addresses with their prefix lengths (the interface's IPv6 link-local address among them
+    /// when it is known: the kernel makes none).
     pub addresses: Vec<(IpAddr, u8)>,
     /// Packets the device queues towards its reader (`txqueuelen`); `None` keeps the default
     /// (500). A TUN device has no flow control: a packet sent while the queue is full is dropped
@@ -141,6 +147,12 @@ impl Tun {
         }
         set_sysctl(&format!("net/ipv4/conf/{}/accept_local", cfg.name), "1")
             .map_err(os("sysctl accept_local=1"))?;
+        // Before the device is up, when the kernel would make its link-local address. No such
+        // file: IPv6 is off in this namespace, nothing to stop.
+        match set_sysctl(&format!("net/ipv6/conf/{}/addr_gen_mode", cfg.name), "1") {
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            r => r.map_err(os("sysctl addr_gen_mode=1"))?,
+        }
         if cfg.up {
             rtnl.set_link(index, None, true).map_err(nl)?;
         }
@@ -195,6 +207,97 @@ impl LinkControl {
     /// Sets the MTU (when given) and brings the device up or down.
     pub fn set(&mut self, mtu: Option<u32>, up: bool) -> Result<(), NetlinkError> {
         self.rtnl.set_link(self.index, mtu, up)
+    }
+
+    /// Sets the device's carrier (an up device without carrier shows `NO-CARRIER` and sends
+    /// nothing; its addresses stay).
+    pub fn set_carrier(&mut self, on: bool) -> Result<(), NetlinkError> {
+        self.rtnl.set_carrier(self.index, on)
+    }
+
+    /// Adds an address (IPv6 ones without DAD).
+    pub fn add_address(&mut self, addr: IpAddr, prefix_len: u8) -> Result<(), NetlinkError> {
+        self.rtnl.add_address(self.index, addr, prefix_len)
+    }
+
+    /// Removes an address.
+    pub fn del_address(&mut self, addr: IpAddr, prefix_len: u8) -> Result<(), NetlinkError> {
+        self.rtnl.del_address(self.index, addr, prefix_len)
+    }
+}
+
+/// The IPv6 link-local address (fe80::/10, RFC 4291 §2.5.6) among `addrs`, e.g. an emulated
+/// interface's made from its port GUID.
+pub fn link_local(addrs: impl IntoIterator<Item = Ipv6Addr>) -> Option<Ipv6Addr> {
+    addrs
+        .into_iter()
+        .find(|a| a.segments()[0] & 0xffc0 == 0xfe80)
+}
+
+/// Prefix length of an IPv6 link-local address (RFC 4291 §2.5.6).
+pub const LINK_LOCAL_PREFIX: u8 = 64;
+
+/// Makes a TUN device follow its emulated interface, as Linux IPoIB's `ib0` follows its port: down
+/// until the first carrier, then up with the interface's MTU; a later loss of carrier is the
+/// device's (`NO-CARRIER`, Linux IPoIB's `netif_carrier_off`) and so is its return, without
+/// taking the device down (which would flush its IPv6 addresses); the device carries the
+/// interface's IPv6 link-local address, replaced when the interface gets another (a host given
+/// another identity).
+#[derive(Debug)]
+pub struct LinkMirror {
+    ctl: LinkControl,
+    up: bool,
+    carrier: bool,
+    link_local: Option<Ipv6Addr>,
+}
+
+impl LinkMirror {
+    /// Mirrors onto the device of `ctl`, which is down and holds `link_local` if given.
+    pub fn new(ctl: LinkControl, link_local: Option<Ipv6Addr>) -> LinkMirror {
+        LinkMirror {
+            ctl,
+            up: false,
+            carrier: false,
+            link_local,
+        }
+    }
+
+    /// True once the device was brought up.
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
+    /// The interface now has `carrier`, `mtu`, and `link_local` (when known): changes what
+    /// changed. Returns true when the carrier changed.
+    pub fn follow(
+        &mut self,
+        carrier: bool,
+        mtu: u32,
+        link_local: Option<Ipv6Addr>,
+    ) -> Result<bool, NetlinkError> {
+        if let Some(ll) = link_local.filter(|ll| self.link_local != Some(*ll)) {
+            if let Some(old) = self.link_local.take() {
+                // Gone already (removed by hand) is as good.
+                let _ = self.ctl.del_address(IpAddr::V6(old), LINK_LOCAL_PREFIX);
+            }
+            self.ctl.add_address(IpAddr::V6(ll), LINK_LOCAL_PREFIX)?;
+            self.link_local = Some(ll);
+        }
+        if carrier == self.carrier {
+            return Ok(false);
+        }
+        if !self.up {
+            // Down until the first carrier; a TUN device has carrier once its file is open.
+            self.ctl.set(Some(mtu), true)?;
+            self.up = true;
+        } else if carrier {
+            self.ctl.set(Some(mtu), true)?;
+            self.ctl.set_carrier(true)?;
+        } else {
+            self.ctl.set_carrier(false)?;
+        }
+        self.carrier = carrier;
+        Ok(true)
     }
 }
 

@@ -6,7 +6,7 @@
 use ipoib_fabric::Instant;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
-use ipoib_runtime::tun::{OsPort, Tun, TunConfig, TunEndpoint};
+use ipoib_runtime::tun::{LinkControl, LinkMirror, OsPort, Tun, TunConfig, TunEndpoint};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::process::Command;
@@ -190,4 +190,80 @@ fn driver_relays_ping_between_namespaces() {
     assert!(text.contains("3 received"), "{text}");
     // About 3 pings and their answers in 0.6 s: the idle driver slept between them.
     assert!(stats.inputs >= 6, "{stats:?}");
+}
+
+/// The `inet6` link-local addresses (`fe80::/10`) of `ib0` in namespace `n`.
+fn link_locals(n: &str) -> Vec<String> {
+    ip(&[
+        "-n", n, "-6", "-o", "addr", "show", "dev", "ib0", "scope", "link",
+    ])
+    .lines()
+    .filter_map(|l| l.split("inet6 ").nth(1))
+    .filter_map(|r| r.split_whitespace().next())
+    .map(str::to_string)
+    .collect()
+}
+
+// A TUN device following its interface as Linux IPoIB's ib0 follows its port
+// (docs/DEPLOYED.md "TUN devices"): no link-local address of the kernel's making, the
+// interface's once known (and another when the interface gets another); down until the first
+// carrier; NO-CARRIER when the carrier goes, back when it returns, the addresses kept.
+#[test]
+fn link_mirror_follows_carrier_and_link_local() {
+    if !can_run() {
+        return;
+    }
+    let n = name("mirror");
+    let _g = Guard(vec![n.clone()]);
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu: 2044,
+        addresses: vec![
+            ("10.9.1.1".parse().unwrap(), 24),
+            ("fd00:9:1::1".parse().unwrap(), 64),
+        ],
+        loopback_up: true,
+        up: false,
+        tx_queue_len: None,
+    };
+    let (_ns, made) = NetNs::create(&n, move || {
+        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+        Ok::<_, String>((tun, ctl))
+    })
+    .expect("namespace");
+    let (_tun, ctl) = made.expect("TUN device");
+    let mut m = LinkMirror::new(ctl, None);
+    // No carrier yet: down, and nothing changes.
+    assert!(!m.follow(false, 2044, None).unwrap());
+    let link = ip(&["-n", &n, "link", "show", "ib0"]);
+    assert!(!link.contains(",UP"), "{link}");
+    let ll: std::net::Ipv6Addr = "fe80::2:c903:1:2".parse().unwrap();
+    assert!(m.follow(true, 2044, Some(ll)).unwrap());
+    assert!(m.is_up());
+    let link = ip(&["-n", &n, "link", "show", "ib0"]);
+    assert!(link.contains(",UP,LOWER_UP"), "{link}");
+    // Give the kernel time to make an address of its own, if it would.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(link_locals(&n), vec![format!("{ll}/64")]);
+    // The port goes down: NO-CARRIER, the addresses stay.
+    assert!(m.follow(false, 2044, None).unwrap());
+    let link = ip(&["-n", &n, "link", "show", "ib0"]);
+    assert!(
+        link.contains("NO-CARRIER") && link.contains(",UP"),
+        "{link}"
+    );
+    let addr = ip(&["-n", &n, "addr", "show", "ib0"]);
+    assert!(
+        addr.contains("inet 10.9.1.1/24") && addr.contains("fd00:9:1::1/64"),
+        "{addr}"
+    );
+    // Back, as another identity (another port GUID): the new link-local replaces the old.
+    let ll2: std::net::Ipv6Addr = "fe80::2:c903:1:3".parse().unwrap();
+    assert!(m.follow(true, 2044, Some(ll2)).unwrap());
+    let link = ip(&["-n", &n, "link", "show", "ib0"]);
+    assert!(link.contains(",UP,LOWER_UP"), "{link}");
+    assert_eq!(link_locals(&n), vec![format!("{ll2}/64")]);
+    let addr = ip(&["-n", &n, "addr", "show", "ib0"]);
+    assert!(addr.contains("fd00:9:1::1/64"), "{addr}");
 }
