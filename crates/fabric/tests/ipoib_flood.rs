@@ -157,6 +157,12 @@ fn flood_of_unknown_destinations_stays_bounded() {
     let i = net.interface(0).unwrap();
     assert!(i.neighbours().len() <= cfg.max_neighbours);
     assert!(i.groups().len() <= cfg.max_mcast_groups + 8);
+    assert!(
+        i.absent_groups() <= cfg.max_mcast_groups,
+        "{}",
+        i.absent_groups()
+    );
+    assert!(i.absent_groups() > 0);
     let c = i.counters();
     assert!(
         c.dropped(DropReason::NeighbourTableFull) > 0,

@@ -534,6 +534,12 @@ impl Interface {
         self.params
     }
 
+    /// Multicast groups the SA said do not exist, cached (§11; at most
+    /// `InterfaceConfig::max_mcast_groups`).
+    pub fn absent_groups(&self) -> usize {
+        self.mc.absent.len()
+    }
+
     /// The IPv6 addresses and their DAD state.
     pub fn ipv6_addresses(&self) -> Vec<Ipv6Address> {
         self.v6.addrs.clone()
