@@ -275,14 +275,16 @@ impl LinkMirror {
         mtu: u32,
         link_local: Option<Ipv6Addr>,
     ) -> Result<bool, NetlinkError> {
-        if let Some(ll) = link_local.filter(|ll| self.link_local != Some(*ll)) {
-            if let Some(old) = self.link_local.take() {
-                // Gone already (removed by hand) is as good.
-                let _ = self.ctl.del_address(IpAddr::V6(old), LINK_LOCAL_PREFIX);
-            }
-            self.ctl.add_address(IpAddr::V6(ll), LINK_LOCAL_PREFIX)?;
-            self.link_local = Some(ll);
-        }
+        // The carrier first: an address the kernel refuses (one given by hand too) must not
+        // keep the device down.
+        let changed = self.follow_carrier(carrier, mtu);
+        let addressed = self.follow_link_local(link_local);
+        let changed = changed?;
+        addressed?;
+        Ok(changed)
+    }
+
+    fn follow_carrier(&mut self, carrier: bool, mtu: u32) -> Result<bool, NetlinkError> {
         if carrier == self.carrier {
             return Ok(false);
         }
@@ -298,6 +300,19 @@ impl LinkMirror {
         }
         self.carrier = carrier;
         Ok(true)
+    }
+
+    fn follow_link_local(&mut self, link_local: Option<Ipv6Addr>) -> Result<(), NetlinkError> {
+        let Some(ll) = link_local.filter(|ll| self.link_local != Some(*ll)) else {
+            return Ok(());
+        };
+        if let Some(old) = self.link_local.take() {
+            // Gone already (removed by hand) is as good.
+            let _ = self.ctl.del_address(IpAddr::V6(old), LINK_LOCAL_PREFIX);
+        }
+        // Tried once: a refused address is not asked for again on every change.
+        self.link_local = Some(ll);
+        self.ctl.add_address(IpAddr::V6(ll), LINK_LOCAL_PREFIX)
     }
 }
 
