@@ -40,7 +40,10 @@ pub struct Args {
     no_tun: bool,
     /// Make the TUN device in this existing network namespace (`ip netns add NAME`) instead of
     /// the current one; the UDP socket to the fabric stays in the current one.
-    #[arg(long, conflicts_with = "no_tun")]
+    /// The control socket is then RUN_DIR/netns/NAME/attach-DEV.sock (`ipoib show --netns NAME
+    /// --dev DEV`), so that attach processes with the same device name in different namespaces
+    /// do not meet.
+    #[arg(long, conflicts_with = "no_tun", value_parser = parse_netns)]
     netns: Option<String>,
     /// IPv4 address and prefix length, e.g. 10.0.0.2/24.
     #[arg(long, value_parser = parse_v4)]
@@ -65,6 +68,17 @@ fn parse_dev(s: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "{s:?}: not a device name (1 to 15 bytes, no '/', ':' or blank)"
+        ))
+    }
+}
+
+/// A namespace name: a file in /run/netns and a directory of the control socket's path.
+fn parse_netns(s: &str) -> Result<String, String> {
+    if crate::show::valid_netns(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?}: not a namespace name (no '/', not '.' or '..')"
         ))
     }
 }
@@ -160,7 +174,7 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     }
-    if let Err(e) = p.serve_control(&args.dev) {
+    if let Err(e) = p.serve_control(args.netns.as_deref(), &args.dev) {
         note!("ipoib attach: control socket (ipoib show): {e}");
     }
     match crate::interrupt::stop_file().and_then(|f| p.set_stop(f.into())) {
@@ -252,6 +266,32 @@ mod tests {
 
     /// `--dev` names the control socket too: a name Linux would not give a device (and
     /// `ipoib show --dev` refuses) is refused before anything is made.
+    /// Two attach processes with the same device in different namespaces get different control
+    /// sockets, and a namespace name that would leave the run directory is refused.
+    #[test]
+    fn netns_names_the_control_socket() {
+        let a = ipoib_runtime::control::attach_socket(Some("h1"), "ib0");
+        let b = ipoib_runtime::control::attach_socket(Some("h2"), "ib0");
+        let c = ipoib_runtime::control::attach_socket(None, "ib0");
+        assert!(a != b && a != c && b != c, "{a:?} {b:?} {c:?}");
+        assert!(a.ends_with("netns/h1/attach-ib0.sock"), "{a:?}");
+        let with = |ns: &str| {
+            Cli::try_parse_from([
+                "attach",
+                "--fabric",
+                "udp:127.0.0.1:9",
+                "--ip",
+                "10.0.0.1/24",
+                "--netns",
+                ns,
+            ])
+        };
+        assert_eq!(with("h3").unwrap().args.netns.as_deref(), Some("h3"));
+        for bad in ["", ".", "..", "../x", "a/b"] {
+            assert!(with(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
     #[test]
     fn dev_must_be_a_device_name() {
         assert_eq!(parse("ib1").unwrap().args.dev, "ib1");

@@ -19,6 +19,10 @@ pub struct Args {
     /// Ask the attach process of this device (`ipoib attach`), at RUN_DIR/attach-DEV.sock.
     #[arg(long, value_name = "DEV", conflicts_with_all = ["socket", "fabric"])]
     dev: Option<String>,
+    /// With --dev: the attach process whose device is in this network namespace (`ipoib attach
+    /// --netns NS`), at RUN_DIR/netns/NS/attach-DEV.sock.
+    #[arg(long, value_name = "NS", requires = "dev")]
+    netns: Option<String>,
     /// Ask the fabric process (`ipoib fabric`) listening on UDP port PORT, at
     /// RUN_DIR/fabric-PORT.sock (`--fabric=PORT`); without PORT, the only fabric running.
     #[arg(
@@ -88,6 +92,12 @@ pub(crate) fn valid_dev(d: &str) -> bool {
             .any(|b| b == b'/' || b == b':' || b.is_ascii_whitespace())
 }
 
+/// True when `ns` can name a network namespace (iproute2 refuses a `/`, `.` and `..`, for the
+/// name is a file in /run/netns).
+pub(crate) fn valid_netns(ns: &str) -> bool {
+    !ns.is_empty() && ns != "." && ns != ".." && !ns.contains('/') && !ns.contains('\0')
+}
+
 /// The control socket of the fabric on `port`; for 0, the only one in the run directory.
 fn fabric_path(port: u16) -> Result<PathBuf, String> {
     if port != 0 {
@@ -140,9 +150,19 @@ pub fn run(args: &Args) -> ExitCode {
             note!("ipoib show: bad device name {d:?}");
             return ExitCode::from(2);
         }
+        (Some(_), _) if args.netns.as_deref().is_some_and(|n| !valid_netns(n)) => {
+            note!(
+                "ipoib show: bad namespace name {:?}",
+                args.netns.as_deref().unwrap_or_default()
+            );
+            return ExitCode::from(2);
+        }
         (Some(d), _) => (
-            control::attach_socket(d),
-            format!("no attach running for {d}"),
+            control::attach_socket(args.netns.as_deref(), d),
+            match &args.netns {
+                Some(ns) => format!("no attach running for {d} in namespace {ns}"),
+                None => format!("no attach running for {d}"),
+            },
         ),
         (None, Some(p)) => (p.clone(), "nothing running".to_string()),
         (None, None) => (control::lab_socket(), "no lab running".to_string()),

@@ -65,9 +65,18 @@ pub fn lab_socket() -> PathBuf {
     run_dir().join("lab").join("control.sock")
 }
 
-/// The control socket of the attach process of device `dev`: `<run dir>/attach-<dev>.sock`.
-pub fn attach_socket(dev: &str) -> PathBuf {
-    run_dir().join(format!("attach-{dev}.sock"))
+/// The control socket of the attach process of device `dev`: `<run dir>/attach-<dev>.sock`, or
+/// `<run dir>/netns/<netns>/attach-<dev>.sock` for a device made in network namespace `netns`
+/// (two attach processes may each have an `ib0`, in different namespaces). The caller checks
+/// both names first: neither holds a `/`, nor is `.` or `..`.
+pub fn attach_socket(netns: Option<&str>, dev: &str) -> PathBuf {
+    match netns {
+        Some(ns) => run_dir()
+            .join("netns")
+            .join(ns)
+            .join(format!("attach-{dev}.sock")),
+        None => run_dir().join(format!("attach-{dev}.sock")),
+    }
 }
 
 /// The control socket of the fabric process listening on UDP port `port`:

@@ -294,10 +294,10 @@ impl AttachProcess {
         Ok(())
     }
 
-    /// Serves `ipoib show --dev DEV` on `<run dir>/attach-<dev>.sock` (the run directory is made
-    /// when missing).
-    pub fn serve_control(&mut self, dev: &str) -> Result<(), BindError> {
-        let path = attach_socket(dev);
+    /// Serves `ipoib show [--netns NS] --dev DEV` on [`attach_socket`]`(netns, dev)` (its
+    /// directory is made when missing).
+    pub fn serve_control(&mut self, netns: Option<&str>, dev: &str) -> Result<(), BindError> {
+        let path = attach_socket(netns, dev);
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
