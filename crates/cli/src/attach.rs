@@ -72,6 +72,22 @@ fn parse_dev(s: &str) -> Result<String, String> {
     }
 }
 
+/// Removes a directory of control sockets on drop, if it is empty by then.
+struct SocketDir(Option<std::path::PathBuf>);
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            // Each fails, leaving its directory, while another attach process has a socket
+            // there: RUN_DIR/netns/NS, then RUN_DIR/netns.
+            let _ = std::fs::remove_dir(d);
+            if let Some(up) = d.parent() {
+                let _ = std::fs::remove_dir(up);
+            }
+        }
+    }
+}
+
 /// A namespace name: a file in /run/netns and a directory of the control socket's path.
 fn parse_netns(s: &str) -> Result<String, String> {
     if crate::show::valid_netns(s) {
@@ -126,6 +142,13 @@ pub fn run(args: &Args) -> ExitCode {
     opts.connected = args.mode == Mode::Connected;
     opts.pkey = args.pkey;
     opts.external = !args.no_tun;
+    // Dropped after `p` (whose control server removes the socket): then the namespace's
+    // directory of control sockets goes too, when empty.
+    let _socket_dir = SocketDir(args.netns.as_deref().and_then(|ns| {
+        ipoib_runtime::control::attach_socket(Some(ns), &args.dev)
+            .parent()
+            .map(|d| d.to_path_buf())
+    }));
     let mut p = match AttachProcess::connect(&opts) {
         Ok(p) => p,
         Err(e) => {

@@ -247,4 +247,21 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
         assert_eq!(h.interrupt_and_wait(), 0);
     }
     assert_eq!(fabric.interrupt_and_wait(), 0);
+    // Each attach process served its socket in RUN_DIR/netns/NS/ and took it, and the
+    // directory, away when it ended; so did the fabric.
+    let left: Vec<_> = walk(dir.path());
+    assert!(left.is_empty(), "left in the run directory: {left:?}");
+}
+
+/// Every file and directory under `d`.
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
 }
