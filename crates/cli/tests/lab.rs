@@ -6,97 +6,11 @@
 //! timeout, and a guard removes the lab however the test ends. Skipped with a message when not
 //! root, without /dev/net/tun or ping, or while another lab runs.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+mod common;
+
+use common::{ipoib, leftovers, skip_reason, Lab, Reaped, BIN};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_ipoib");
-const NAMESPACES: [&str; 3] = ["ipoib-h1", "ipoib-h2", "ipoib-h3"];
-
-fn skip_reason() -> Option<String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Some("needs root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("needs /dev/net/tun".into());
-    }
-    if Command::new("ping").arg("-V").output().is_err() {
-        return Some("needs ping".into());
-    }
-    if Path::new("/run/ipoib/lab/lab.json").exists() {
-        return Some("another lab runs (/run/ipoib/lab/lab.json)".into());
-    }
-    None
-}
-
-/// Runs `ipoib ARGS` with a timeout; its status and standard output (None when it timed out
-/// and was killed).
-fn ipoib(args: &[&str], timeout: Duration) -> Option<(ExitStatus, String)> {
-    let mut c = Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run ipoib");
-    let end = Instant::now() + timeout;
-    loop {
-        if let Some(st) = c.try_wait().expect("wait") {
-            let mut out = String::new();
-            if let Some(mut o) = c.stdout.take() {
-                let _ = std::io::Read::read_to_string(&mut o, &mut out);
-            }
-            return Some((st, out));
-        }
-        if Instant::now() >= end {
-            let _ = c.kill();
-            let _ = c.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The lab process; dropping it stops the lab and removes what is left (`ipoib lab down`).
-struct Lab(Child);
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end && matches!(self.0.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = ipoib(&["lab", "down"], Duration::from_secs(20));
-    }
-}
-
-fn leftovers() -> Vec<String> {
-    let mut v = Vec::new();
-    for ns in NAMESPACES {
-        for p in [format!("/run/netns/{ns}"), format!("/etc/netns/{ns}")] {
-            if Path::new(&p).exists() {
-                v.push(p);
-            }
-        }
-    }
-    if Path::new("/run/ipoib/lab/lab.json").exists() {
-        v.push("/run/ipoib/lab/lab.json".into());
-    }
-    if let Ok(o) = Command::new("ip").args(["netns", "list"]).output() {
-        let list = String::from_utf8_lossy(&o.stdout).into_owned();
-        v.extend(
-            list.lines()
-                .filter(|l| l.starts_with("ipoib-h"))
-                .map(str::to_string),
-        );
-    }
-    v
-}
 
 const RECEIVER: &str = "import socket,struct
 s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)
@@ -111,11 +25,11 @@ for i in range(10):
     s.sendto(b'over the fabric',('239.1.1.1',5001)); time.sleep(0.1)";
 
 fn multicast_reaches_a_listener() {
-    let mut rx = Command::new(BIN)
-        .args(["lab", "exec", "h2", "--", "python3", "-c", RECEIVER])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the receiver");
+    let rx = Reaped::spawn(
+        Command::new(BIN)
+            .args(["lab", "exec", "h2", "--", "python3", "-c", RECEIVER])
+            .stdout(Stdio::piped()),
+    );
     // Joined once the interface holds the group (IGMP snooping).
     let end = Instant::now() + Duration::from_secs(10);
     loop {
@@ -124,11 +38,7 @@ fn multicast_reaches_a_listener() {
         if out.contains("239.1.1.1") {
             break;
         }
-        if Instant::now() >= end {
-            let _ = rx.kill();
-            let _ = rx.wait();
-            panic!("h2 never joined 239.1.1.1:\n{out}");
-        }
+        assert!(Instant::now() < end, "h2 never joined 239.1.1.1:\n{out}");
         std::thread::sleep(Duration::from_millis(100));
     }
     let (st, _) = ipoib(
@@ -137,56 +47,18 @@ fn multicast_reaches_a_listener() {
     )
     .expect("sender within 20 s");
     assert!(st.success(), "sender: {st}");
-    let end = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < end && matches!(rx.try_wait(), Ok(None)) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if matches!(rx.try_wait(), Ok(None)) {
-        let _ = rx.kill();
-    }
-    let out = rx.wait_with_output().expect("receiver output");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, _) = rx.finish(Duration::from_secs(15));
     assert!(text.contains("over the fabric"), "receiver: {text}");
 }
 
 #[test]
 fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = skip_reason(&["ping"]) {
         eprintln!("skipped: {why}");
         return;
     }
-    let mut child = Command::new(BIN)
-        .args(["lab", "--hosts", "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the lab");
-    let stdout = child.stdout.take().expect("piped");
-    let pid = child.id();
-    let lab = Lab(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let end = Instant::now() + Duration::from_secs(60);
-    let mut table = String::new();
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(l) => {
-                table += &l;
-                table.push('\n');
-                if l.starts_with("Run `ipoib lab exec") {
-                    break;
-                }
-            }
-            Err(e) => panic!("the lab did not come up: {e}; printed:\n{table}"),
-        }
-    }
+    let lab = Lab::start(&["--hosts", "3"]);
+    let (pid, table) = (lab.pid(), &lab.table);
     assert!(table.contains("3 hosts up"), "{table}");
     for h in ["h1", "h2", "h3"] {
         assert!(table.contains(&format!("\n{h} ")), "{h} in\n{table}");
@@ -237,7 +109,7 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     assert!(out.contains("10.0.0.2") && out.contains("fd00::2"), "{out}");
     // IP multicast: Linux's IGMP report for 239.1.1.1 in h2 makes its interface join the group
     // (snooping), and a datagram h1 sends to the group reaches the program in h2.
-    if Command::new("python3").arg("-V").output().is_ok() {
+    if common::installed("python3") {
         multicast_reaches_a_listener();
     } else {
         eprintln!("multicast part skipped: needs python3");
@@ -253,9 +125,5 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     let (st, out) = ipoib(&["lab", "down"], Duration::from_secs(30)).expect("down within 30 s");
     assert!(st.success(), "lab down: {st} {out}");
     drop(lab);
-    assert_eq!(leftovers(), Vec::<String>::new());
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "lab process {pid} left"
-    );
+    assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
 }

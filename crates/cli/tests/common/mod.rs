@@ -1,0 +1,355 @@
+//! Helpers of the root tests that run Linux's IP stack over our IPoIB (`ipoib lab`, `ipoib
+//! attach`): running `ipoib` and other programs with a timeout, a lab that is stopped and removed
+//! however a test ends, child processes killed by PID when dropped, the host table the lab
+//! prints, `ipoib show --json`, and the check that nothing is left behind. Each test file
+//! compiles its own copy and uses part of it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ipoib");
+/// The state file of a running lab (the default RUN_DIR, README "`ipoib lab`").
+pub const LAB_STATE: &str = "/run/ipoib/lab/lab.json";
+
+/// One lab at a time on a machine: the tests of one file that start labs take this first.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True when `tool` is an executable file in a directory of `PATH` (or /usr/sbin).
+pub fn installed(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        || Path::new("/usr/sbin").join(tool).is_file()
+}
+
+/// Why a root test of a lab cannot run here, if it cannot: not root, no TUN device, one of
+/// `tools` missing, or another lab running.
+pub fn skip_reason(tools: &[&str]) -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("needs root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("needs /dev/net/tun".into());
+    }
+    if let Some(t) = tools.iter().find(|t| !installed(t)) {
+        return Some(format!("needs {t}"));
+    }
+    if Path::new(LAB_STATE).exists() {
+        return Some(format!("another lab runs ({LAB_STATE})"));
+    }
+    None
+}
+
+/// Runs `cmd` with a timeout, standard output captured; its status and standard output (None
+/// when it timed out and was killed).
+pub fn run(cmd: &mut Command, timeout: Duration) -> Option<(ExitStatus, String)> {
+    let mut c = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    // Read while waiting: a full pipe would stall the program.
+    let mut stdout = c.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let end = Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = c.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if Instant::now() >= end {
+            let _ = c.kill();
+            let _ = c.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // A grandchild still holding the pipe would keep the reader waiting: bounded too.
+    let out = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+    status.map(|st| (st, out))
+}
+
+/// Runs `ipoib ARGS` with a timeout ([`run`]).
+pub fn ipoib(args: &[&str], timeout: Duration) -> Option<(ExitStatus, String)> {
+    run(Command::new(BIN).args(args), timeout)
+}
+
+/// `ipoib show ARGS --json` of the running lab, parsed: its rows.
+pub fn show_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let (st, out) = ipoib(&all, Duration::from_secs(15)).expect("ipoib show within 15 s");
+    assert!(st.success(), "ipoib {all:?}: {st}\n{out}");
+    match serde_json::from_str(&out) {
+        Ok(serde_json::Value::Array(rows)) => rows,
+        other => panic!("ipoib {all:?}: not a JSON array: {other:?}\n{out}"),
+    }
+}
+
+/// A child process, killed (SIGKILL, by its PID) and reaped when dropped.
+pub struct Reaped(pub Child);
+
+impl Reaped {
+    pub fn spawn(cmd: &mut Command) -> Reaped {
+        Reaped(cmd.spawn().expect("spawn"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits up to `timeout` for the process to end, then kills it; its standard output (when
+    /// piped) and whether it ended by itself.
+    pub fn finish(mut self, timeout: Duration) -> (String, bool) {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ended = !matches!(self.0.try_wait(), Ok(None));
+        if !ended {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+        let mut out = String::new();
+        if let Some(mut o) = self.0.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        (out, ended)
+    }
+}
+
+/// A child process with its standard output read line by line (piped, read on a thread).
+pub struct Talker {
+    pub proc: Reaped,
+    lines: mpsc::Receiver<String>,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+}
+
+impl Talker {
+    pub fn spawn(cmd: &mut Command) -> Talker {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Talker {
+            proc: Reaped(child),
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line (seen before or read within `timeout`) that contains `pat`.
+    pub fn wait_for(&mut self, pat: &str, timeout: Duration) -> Option<String> {
+        self.wait_until(|seen| seen.iter().any(|l| l.contains(pat)), timeout)?;
+        self.seen.iter().find(|l| l.contains(pat)).cloned()
+    }
+
+    /// Reads lines until `done(lines seen)` holds (true) or `timeout` passed (false).
+    pub fn wait_until(
+        &mut self,
+        done: impl Fn(&[String]) -> bool,
+        timeout: Duration,
+    ) -> Option<()> {
+        let end = Instant::now() + timeout;
+        while !done(&self.seen) {
+            let left = end.checked_duration_since(Instant::now())?;
+            self.seen.push(self.lines.recv_timeout(left).ok()?);
+        }
+        Some(())
+    }
+
+    /// Closes the process's standard input, waits up to `timeout` for it to end (then kills it)
+    /// and returns every line it printed.
+    pub fn finish(mut self, timeout: Duration) -> Vec<String> {
+        drop(self.proc.0.stdin.take());
+        let end = Instant::now() + timeout;
+        while Instant::now() < end && matches!(self.proc.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(self.proc);
+        // The reader ends with the pipe; what it read is in the channel.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(500)) {
+            self.seen.push(l);
+        }
+        self.seen
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// A host of the table `ipoib lab` prints once IPoIB is up.
+#[derive(Debug, Clone)]
+pub struct HostRow {
+    pub name: String,
+    pub gid: String,
+    pub qpn: String,
+    pub mtu: u32,
+    pub ipv4: String,
+    pub ipv6: String,
+    /// The 20-byte link-layer address (RFC 4391 §9.1.1), as Linux prints one.
+    pub lladdr: String,
+}
+
+/// The lab process; dropping it stops the lab and removes what is left (`ipoib lab down`).
+pub struct Lab {
+    child: Child,
+    /// What the lab printed up to its "Run `ipoib lab exec`" line.
+    pub table: String,
+    pub hosts: Vec<HostRow>,
+}
+
+impl Lab {
+    /// Starts `ipoib lab ARGS` and waits (60 s at most) until it prints that its hosts are up.
+    pub fn start(args: &[&str]) -> Lab {
+        let mut child = Command::new(BIN)
+            .arg("lab")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the lab");
+        let stdout = child.stdout.take().expect("piped");
+        let mut lab = Lab {
+            child,
+            table: String::new(),
+            hosts: Vec::new(),
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    let done = l.starts_with("Run `ipoib lab exec");
+                    lab.table += &l;
+                    lab.table.push('\n');
+                    if done {
+                        break;
+                    }
+                }
+                Err(e) => panic!("the lab did not come up: {e}; printed:\n{}", lab.table),
+            }
+        }
+        lab.hosts = parse_table(&lab.table);
+        lab
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn host(&self, name: &str) -> &HostRow {
+        self.hosts
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("no {name} in\n{}", self.table))
+    }
+}
+
+/// The rows of the lab's host table (`host namespace LID GID QPN MTU IPv4 IPv6 link-layer
+/// address`).
+fn parse_table(table: &str) -> Vec<HostRow> {
+    table
+        .lines()
+        .filter(|l| l.starts_with('h') && !l.starts_with("host "))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [name, _ns, _lid, gid, qpn, mtu, ipv4, ipv6, lladdr] = f[..] else {
+                return None;
+            };
+            Some(HostRow {
+                name: name.into(),
+                gid: gid.into(),
+                qpn: qpn.into(),
+                mtu: mtu.parse().ok()?,
+                ipv4: ipv4.split('/').next()?.into(),
+                ipv6: ipv6.split('/').next()?.into(),
+                lladdr: lladdr.into(),
+            })
+        })
+        .collect()
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = ipoib(&["lab", "down"], Duration::from_secs(20));
+    }
+}
+
+/// What is left of a lab of `hosts` hosts: namespaces (`ip netns list`, their /run/netns and
+/// /etc/netns files), the state file, and which of `pids` still run.
+pub fn leftovers(hosts: usize, pids: &[u32]) -> Vec<String> {
+    let mut v = Vec::new();
+    for i in 1..=hosts {
+        for p in [
+            format!("/run/netns/ipoib-h{i}"),
+            format!("/etc/netns/ipoib-h{i}"),
+        ] {
+            if Path::new(&p).exists() {
+                v.push(p);
+            }
+        }
+    }
+    if Path::new(LAB_STATE).exists() {
+        v.push(LAB_STATE.into());
+    }
+    if let Ok(o) = Command::new("ip").args(["netns", "list"]).output() {
+        let list = String::from_utf8_lossy(&o.stdout).into_owned();
+        v.extend(
+            list.lines()
+                .filter(|l| l.starts_with("ipoib-h"))
+                .map(str::to_string),
+        );
+    }
+    v.extend(
+        pids.iter()
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .map(|p| format!("process {p}")),
+    );
+    v
+}
