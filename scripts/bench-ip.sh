@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Baselines for the Linux IP stack run over a link between two network namespaces, for
-# docs/BENCHMARKS.md ("IP baselines for the lab"): the figures `ipoib lab` (the IP stack over our
-# emulated IPoIB through TUN devices) is to be compared with, measured on the same machine.
+# The Linux IP stack run over a link between two network namespaces, for docs/BENCHMARKS.md ("IP
+# over the lab against its baselines"): our emulated IPoIB (`ipoib lab`, the IP stack over TUN
+# devices) next to the baselines it is compared with, all measured in the same run.
 #
 #   scripts/bench-ip.sh            (as root; needs ip, iperf3, ping, ss, python3)
 #
@@ -12,8 +12,13 @@
 #   root namespace copying packets between them (the bare user-space path);
 # it makes the namespaces ipb-a and ipb-b, gives 10.250.0.1/24 (ipb-a) and 10.250.0.2/24 (ipb-b)
 # to the two ends, and measures from ipb-a to ipb-b one iperf3 TCP stream for 3 s (receiver's
-# rate) and `ping -c 20 -i 0.05` (average round trip). Then it prints a table and the ratios
-# relay/veth. Each case gets fresh namespaces.
+# rate) and `ping -c 20 -i 0.05` (average round trip). Each case gets fresh namespaces.
+#
+# Then our link, measured the same way from host h1 to host h2 (10.0.0.2) of a 2-host `ipoib lab`
+# (release build; namespaces ipoib-h1 and ipoib-h2): lab-dgram in datagram mode (MTU 2044) and
+# lab-conn in connected mode (MTU 65520). It prints a table, the ratios relay/veth, each lab
+# mode against the relay at the same MTU, and connected against datagram mode. A lab already
+# running is not touched: the script refuses to start.
 #
 # The namespaces and the relay are removed on every exit path (trap on EXIT, INT, TERM), and
 # leftovers of a killed earlier run are removed at the start. Every wait is bounded, every command
@@ -26,6 +31,7 @@ NS_B=ipb-b
 ADDR_A=10.250.0.1
 ADDR_B=10.250.0.2
 MTUS="2044 65520"
+LAB_STATE=/run/ipoib/lab/lab.json
 
 [ "$(id -u)" = 0 ] || { echo "bench-ip.sh: needs root (network namespaces)" >&2; exit 2; }
 for t in ip iperf3 ping ss python3 timeout; do
@@ -33,9 +39,26 @@ for t in ip iperf3 ping ss python3 timeout; do
 done
 
 relay_pid=
+lab_pid=
 work=$(mktemp -d)
 
+# stop_lab: ends the lab this script started (SIGTERM, SIGKILL after 10 s), then removes what
+# is left of it. Returns the lab's exit status.
+stop_lab() {
+    local rc=0
+    kill -TERM "$lab_pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$lab_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$lab_pid" 2>/dev/null || true
+    wait "$lab_pid" || rc=$?
+    lab_pid=
+    "$ipoib_bin" lab down >/dev/null || rc=1
+    return "$rc"
+}
+
 cleanup() {
+    if [ -n "$lab_pid" ]; then
+        stop_lab || true
+    fi
     if [ -n "$relay_pid" ]; then
         kill -TERM "$relay_pid" 2>/dev/null || true
         for _ in $(seq 1 50); do kill -0 "$relay_pid" 2>/dev/null || break; sleep 0.1; done
@@ -64,14 +87,20 @@ fg_wait() {
     wait $!
 }
 
+[ ! -e "$LAB_STATE" ] || {
+    echo "bench-ip.sh: a lab runs ($LAB_STATE); \`ipoib lab down\` ends it" >&2
+    exit 2
+}
 cleanup # leftovers of a killed earlier run
 load_start=$(cut -d" " -f1-3 /proc/loadavg)
 
 echo "== build (release)" >&2
 cargo build --release -q -p ipoib-runtime --example tun_relay
+cargo build --release -q -p ipoib-cli --bin ipoib
 target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 relay_bin=${target:-target}/release/examples/tun_relay
+ipoib_bin=${target:-target}/release/ipoib
 
 make_ns() {
     ip netns add "$NS_A"
@@ -112,7 +141,25 @@ setup_relay() {
     addr_up "$NS_B" ipb-tb "$ADDR_B" "$1"
 }
 
+# setup_lab MODE: a 2-host lab, up (it printed its hosts) within 60 s.
+setup_lab() {
+    "$ipoib_bin" lab --hosts 2 --mode "$1" >"$work/lab.out" 2>"$work/lab.err" &
+    lab_pid=$!
+    for _ in $(seq 1 600); do
+        grep -q '^Run `ipoib lab exec' "$work/lab.out" 2>/dev/null && break
+        kill -0 "$lab_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -q '^Run `ipoib lab exec' "$work/lab.out" || { cat "$work/lab.err" >&2; return 1; }
+}
+
 teardown() {
+    if [ -n "$lab_pid" ]; then
+        local rc=0
+        stop_lab || rc=$?
+        sed 's/^/  /' "$work/lab.err" >&2
+        [ "$rc" = 0 ] || { echo "bench-ip.sh: ipoib lab exited with $rc" >&2; return 1; }
+    fi
     if [ -n "$relay_pid" ]; then
         kill -TERM "$relay_pid"
         local rc=0
@@ -124,16 +171,18 @@ teardown() {
     cleanup
 }
 
-# measure LABEL MTU: prints "LABEL MTU GBIT_S PING_AVG_MS"
+# measure LABEL MTU [CLIENT_NS SERVER_NS SERVER_ADDR]: prints "LABEL MTU GBIT_S PING_AVG_MS"
+# (default: from ipb-a to ipb-b)
 measure() {
-    ip netns exec "$NS_B" timeout 30 iperf3 -s -1 -B "$ADDR_B" >"$work/server.out" 2>&1 &
+    local ns_a=${3:-$NS_A} ns_b=${4:-$NS_B} addr_b=${5:-$ADDR_B}
+    ip netns exec "$ns_b" timeout 30 iperf3 -s -1 -B "$addr_b" >"$work/server.out" 2>&1 &
     local server=$!
     for _ in $(seq 1 100); do
-        ip netns exec "$NS_B" ss -ltn | grep -q "$ADDR_B:5201" && break
+        ip netns exec "$ns_b" ss -ltn | grep -q "$addr_b:5201" && break
         sleep 0.05
     done
     local rc=0
-    fg_wait ip netns exec "$NS_A" timeout 20 iperf3 -c "$ADDR_B" -t 3 -P 1 -J >"$work/client.json" ||
+    fg_wait ip netns exec "$ns_a" timeout 20 iperf3 -c "$addr_b" -t 3 -P 1 -J >"$work/client.json" ||
         rc=$?
     kill "$server" 2>/dev/null || true
     wait "$server" || true
@@ -148,7 +197,7 @@ PY
 ) || rc=1
     [ "$rc" = 0 ] || { echo "bench-ip.sh: iperf3 over $1 failed ($rc)" >&2; return 1; }
     local avg
-    fg_wait ip netns exec "$NS_A" timeout 20 ping -q -c 20 -i 0.05 "$ADDR_B" >"$work/ping.out" || true
+    fg_wait ip netns exec "$ns_a" timeout 20 ping -q -c 20 -i 0.05 "$addr_b" >"$work/ping.out" || true
     avg=$(sed -n 's|^rtt [^=]*= [^/]*/\([^/]*\)/.*|\1|p' "$work/ping.out")
     [ -n "$avg" ] || { echo "bench-ip.sh: no ping answer over $1" >&2; return 1; }
     echo "$1 $2 $gbps $avg"
@@ -166,6 +215,16 @@ for mtu in $MTUS; do
     measure relay "$mtu" | tee -a "$results"
     teardown
 done
+for mode in datagram connected; do
+    echo "== ipoib lab, $mode mode" >&2
+    setup_lab "$mode"
+    case $mode in
+    datagram) label=lab-dgram mtu=2044 ;;
+    connected) label=lab-conn mtu=65520 ;;
+    esac
+    measure "$label" "$mtu" ipoib-h1 ipoib-h2 10.0.0.2 | tee -a "$results"
+    teardown
+done
 
 echo "== load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) cores"
 python3 - "$results" <<'PY'
@@ -174,12 +233,22 @@ rows = {}
 for line in open(sys.argv[1]):
     link, mtu, gbps, avg = line.split()
     rows[(link, int(mtu))] = (float(gbps), float(avg))
-print(f"{'link':<7} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12}")
-for (link, mtu), (g, a) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != "veth")):
-    print(f"{link:<7} {mtu:>6} {g:>11.2f} {a:>12.3f}")
+order = ["veth", "relay"]
+print(f"{'link':<9} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12}")
+for (link, mtu), (g, a) in sorted(
+    rows.items(), key=lambda kv: (kv[0][1], order.index(kv[0][0]) if kv[0][0] in order else 9)
+):
+    print(f"{link:<9} {mtu:>6} {g:>11.2f} {a:>12.3f}")
 print()
-print(f"{'MTU':>6} {'relay/veth TCP':>15} {'relay/veth ping':>16}")
-for mtu in sorted({m for _, m in rows}):
-    (gv, av), (gr, ar) = rows[("veth", mtu)], rows[("relay", mtu)]
-    print(f"{mtu:>6} {gr / gv:>15.2f} {ar / av:>16.2f}")
+# Each link against a peer measured in this run: the relay against veth, ours against the relay
+# at the same MTU (aims: TCP >= 0.8, ping <= 2), connected against datagram mode (aim >= 4).
+print(f"{'ratio':<22} {'MTU':>6} {'TCP':>6} {'ping':>6}")
+for (link, mtu), (g, a) in sorted(rows.items(), key=lambda kv: kv[0][1]):
+    peer = "veth" if link == "relay" else None if link == "veth" else "relay"
+    if peer and (peer, mtu) in rows:
+        gp, ap = rows[(peer, mtu)]
+        print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>6.2f}")
+if ("lab-conn", 65520) in rows and ("lab-dgram", 2044) in rows:
+    (gc, _), (gd, _) = rows[("lab-conn", 65520)], rows[("lab-dgram", 2044)]
+    print(f"{'lab-conn/lab-dgram':<22} {'':>6} {gc / gd:>6.2f}")
 PY
