@@ -9,16 +9,24 @@
 //! - Connected mode (RFC 4755): `ib0` has MTU 65520, an iperf3 TCP stream runs over RC
 //!   connections that `ipoib show conns` lists with that MTU.
 //! - Partitions: with h3 alone in another IPoIB partition, h1 reaches h2 and not h3.
+//! - The subnet across processes: `ipoib fabric` on a loopback UDP port and three `ipoib attach`
+//!   processes in namespaces of the test's own; ping over IPv4 and IPv6 between every pair; one
+//!   host killed (SIGKILL) and started again comes back with a new QPN and is reached again;
+//!   SIGTERM ends everything with status 0.
 //!
-//! Every wait has a timeout; guards stop the lab (`ipoib lab down`) and kill the programs they
-//! started by PID however a test ends, and each test checks that nothing is left. One lab at a
-//! time ([`common::serial`]). Skipped with a message when not root, without /dev/net/tun, ping,
-//! iperf3, python3 or ss, or while another lab runs.
+//! Every wait has a timeout; guards stop the lab (`ipoib lab down`), kill the programs they
+//! started by PID and delete the namespaces they made however a test ends, and each test checks
+//! that nothing is left. One test at a time ([`common::serial`]). Skipped with a message when not
+//! root, without /dev/net/tun, ip, ping, iperf3, python3 or ss, or while another lab runs.
 
 mod common;
 
-use common::{ipoib, leftovers, serial, show_json, skip_reason, Lab, Reaped, Talker, BIN};
+use common::{
+    ipoib, leftovers, run, serial, show_json, show_json_in, skip_reason, Lab, Netns, Reaped,
+    Talker, BIN,
+};
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -457,4 +465,160 @@ fn a_host_in_another_partition_is_unreachable() {
     assert!(counter("h1", "tx", "arp_requests") >= 1);
     assert_eq!(counter("h3", "rx", "arp_requests"), 0);
     down_and_check(lab, &[]);
+}
+
+/// `ping FAMILY -c 1 -W 1 ADDR` in namespace `ns` until one answer comes back or `timeout`
+/// passed: how long it took, if it did.
+fn ping_until(ns: &str, family: &str, addr: &str, timeout: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        let (st, _) = run(
+            Command::new("ip").args([
+                "netns", "exec", ns, "ping", family, "-c", "1", "-W", "1", addr,
+            ]),
+            Duration::from_secs(10),
+        )?;
+        if st.success() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+/// The link-layer address `dev`'s interface (an attach process) holds for `ip`.
+fn attach_neighbour(run_dir: &Path, dev: &str, ip: &str) -> Option<String> {
+    show_json_in(Some(run_dir), &["show", "--dev", dev, "neigh"])
+        .iter()
+        .find(|r| r["dst"] == ip)
+        .and_then(|r| r["lladdr"].as_str())
+        .map(str::to_string)
+}
+
+/// `ipoib attach` of host `i` (1-based) into namespace `ns`.
+fn attach(run_dir: &Path, fabric: &str, i: usize, ns: &str) -> Talker {
+    let mut t = Talker::spawn_stderr(
+        Command::new(BIN)
+            .env("IPOIB_RUN_DIR", run_dir)
+            .args(["attach", "--fabric", fabric, "--dev", &format!("ib{i}")])
+            .args(["--netns", ns, "--ip", &format!("10.0.0.{i}/24")])
+            .args(["--ip6", &format!("fd00::{i}/64")]),
+    );
+    // The fabric gives a killed host's slot to a new process only after its silence timeout
+    // (3 s): until then it answers "no free slot" and the process tries again.
+    let up = format!("ib{i}: carrier up");
+    t.wait_for(&up, Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("no {up:?}: {:?}", t.seen));
+    t
+}
+
+// The subnet across processes (docs/UDP-FABRIC.md): `ipoib fabric` on a loopback UDP port and
+// three `ipoib attach` processes, each with its TUN device in a network namespace of its own.
+#[test]
+fn udp_fabric_hosts_ping_all_pairs_and_a_killed_host_comes_back_with_a_new_qpn() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&["ip", "ping"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path();
+    let names: Vec<String> = (1..=3)
+        .map(|i| format!("ipoib-e2e{}-{i}", std::process::id()))
+        .collect();
+    let ns = Netns::add(names.clone());
+    let mut fabric = Talker::spawn_stderr(Command::new(BIN).env("IPOIB_RUN_DIR", run_dir).args([
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--hosts",
+        "4",
+    ]));
+    let l = fabric
+        .wait_for("listening on udp:", Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("fabric: {:?}", fabric.seen));
+    let addr = l
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("udp:ADDR:PORT")
+        .to_string();
+    let mut hosts: Vec<Talker> = (1..=3)
+        .map(|i| attach(run_dir, &addr, i, &names[i - 1]))
+        .collect();
+    let mut pids = vec![fabric.proc.pid()];
+    pids.extend(hosts.iter().map(|h| h.proc.pid()));
+
+    for a in 1..=3 {
+        for b in (1..=3).filter(|&b| b != a) {
+            for (family, to) in [("-4", format!("10.0.0.{b}")), ("-6", format!("fd00::{b}"))] {
+                let args = ["netns", "exec", &names[a - 1], "ping", family, "-c", "2"];
+                let (st, out) = run(
+                    Command::new("ip")
+                        .args(args)
+                        .args(["-i", "0.2", "-W", "5", &to]),
+                    Duration::from_secs(30),
+                )
+                .expect("ping within 30 s");
+                assert!(
+                    st.success() && out.contains("2 received"),
+                    "h{a} -> {to}: {out}"
+                );
+            }
+        }
+    }
+
+    // Host 3 dies without a word (SIGKILL) and starts again: a new process, a new QP (RFC 4391
+    // §9.1.1: the QPN is part of its link-layer address), the same slot and GID.
+    let before = attach_neighbour(run_dir, "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
+    let old = hosts.pop().expect("three hosts");
+    let pid = nix::unistd::Pid::from_raw(old.proc.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+    drop(old);
+    let restarted = Instant::now();
+    hosts.push(attach(run_dir, &addr, 3, &names[2]));
+    pids.push(hosts[2].proc.pid());
+    // IPv4: the new interface's gratuitous ARP reaches the peers.
+    for (i, from) in names[..2].iter().enumerate() {
+        let t = ping_until(from, "-4", "10.0.0.3", Duration::from_secs(20));
+        assert!(
+            t.is_some(),
+            "h{} never reached the restarted h3 over IPv4",
+            i + 1
+        );
+    }
+    let after = attach_neighbour(run_dir, "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
+    // Bytes 1-3 the QPN, 4-19 the GID.
+    assert_ne!(before[3..11], after[3..11], "QPN: {before} then {after}");
+    assert_eq!(before[12..], after[12..], "GID: {before} then {after}");
+    // IPv6: the peers' entries for fd00::3 keep the old QPN until neighbour unreachability
+    // detection finds it dead (RFC 4861 §7.3: ReachableTime, then DELAY and PROBE).
+    let t6 = ping_until(&names[0], "-6", "fd00::3", Duration::from_secs(75));
+    assert!(t6.is_some(), "h1 never reached the restarted h3 over IPv6");
+    eprintln!(
+        "restarted h3: reached over IPv4 and IPv6 {:.1} s after its start",
+        restarted.elapsed().as_secs_f64()
+    );
+
+    // SIGTERM: every process detaches and ends with 0, and removes its control socket.
+    for (i, h) in hosts.into_iter().enumerate() {
+        let (st, lines) = h.terminate(Duration::from_secs(10));
+        assert!(
+            st.is_some_and(|s| s.success()),
+            "h{}: {st:?} {lines:?}",
+            i + 1
+        );
+    }
+    let (st, lines) = fabric.terminate(Duration::from_secs(10));
+    assert!(st.is_some_and(|s| s.success()), "fabric: {st:?} {lines:?}");
+    drop(ns);
+    let mut left = leftovers(0, &pids);
+    for n in &names {
+        if Path::new(&format!("/run/netns/{n}")).exists() {
+            left.push(n.clone());
+        }
+    }
+    let sockets = std::fs::read_dir(run_dir).expect("run dir");
+    left.extend(sockets.flatten().map(|e| e.path().display().to_string()));
+    assert_eq!(left, Vec::<String>::new());
 }

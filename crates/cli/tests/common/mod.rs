@@ -88,9 +88,19 @@ pub fn ipoib(args: &[&str], timeout: Duration) -> Option<(ExitStatus, String)> {
 
 /// `ipoib show ARGS --json` of the running lab, parsed: its rows.
 pub fn show_json(args: &[&str]) -> Vec<serde_json::Value> {
+    show_json_in(None, args)
+}
+
+/// `ipoib show ARGS --json` with RUN_DIR `run_dir` (`IPOIB_RUN_DIR`) when given, parsed.
+pub fn show_json_in(run_dir: Option<&Path>, args: &[&str]) -> Vec<serde_json::Value> {
     let mut all = args.to_vec();
     all.push("--json");
-    let (st, out) = ipoib(&all, Duration::from_secs(15)).expect("ipoib show within 15 s");
+    let mut cmd = Command::new(BIN);
+    cmd.args(&all);
+    if let Some(d) = run_dir {
+        cmd.env("IPOIB_RUN_DIR", d);
+    }
+    let (st, out) = run(&mut cmd, Duration::from_secs(15)).expect("ipoib show within 15 s");
     assert!(st.success(), "ipoib {all:?}: {st}\n{out}");
     match serde_json::from_str(&out) {
         Ok(serde_json::Value::Array(rows)) => rows,
@@ -139,6 +149,7 @@ pub struct Talker {
 }
 
 impl Talker {
+    /// Spawns `cmd` reading its standard output (its standard input a pipe).
     pub fn spawn(cmd: &mut Command) -> Talker {
         let mut child = cmd
             .stdin(Stdio::piped())
@@ -146,9 +157,25 @@ impl Talker {
             .spawn()
             .expect("spawn");
         let stdout = child.stdout.take().expect("piped");
+        Talker::reading(child, stdout)
+    }
+
+    /// Spawns `cmd` reading its standard error (standard input and output null).
+    pub fn spawn_stderr(cmd: &mut Command) -> Talker {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let stderr = child.stderr.take().expect("piped");
+        Talker::reading(child, stderr)
+    }
+
+    fn reading(child: Child, out: impl Read + Send + 'static) -> Talker {
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -181,6 +208,22 @@ impl Talker {
         Some(())
     }
 
+    /// Sends SIGTERM and waits up to `timeout` for the process to end (then kills it): its exit
+    /// status if it ended by itself, and every line it printed.
+    pub fn terminate(mut self, timeout: Duration) -> (Option<ExitStatus>, Vec<String>) {
+        let pid = nix::unistd::Pid::from_raw(self.proc.pid() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let end = Instant::now() + timeout;
+        let status = loop {
+            match self.proc.0.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+                _ => break None,
+            }
+        };
+        (status, self.finish(Duration::ZERO))
+    }
+
     /// Closes the process's standard input, waits up to `timeout` for it to end (then kills it)
     /// and returns every line it printed.
     pub fn finish(mut self, timeout: Duration) -> Vec<String> {
@@ -195,6 +238,44 @@ impl Talker {
             self.seen.push(l);
         }
         self.seen
+    }
+}
+
+/// Network namespaces a test made (`ip netns add`); dropping it ends the processes in them and
+/// deletes them.
+pub struct Netns(pub Vec<String>);
+
+impl Netns {
+    pub fn add(names: Vec<String>) -> Netns {
+        let mut ns = Netns(Vec::new());
+        for n in names {
+            let ok = Command::new("ip")
+                .args(["netns", "add", &n])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "ip netns add {n}");
+            ns.0.push(n);
+        }
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            // Deleting a namespace does not end the processes in it.
+            if let Ok(o) = Command::new("ip").args(["netns", "pids", n]).output() {
+                for p in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                    if let Ok(p) = p.parse() {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(p),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                    }
+                }
+            }
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
     }
 }
 
