@@ -16,9 +16,11 @@
 #
 # Then our link, measured the same way from host h1 to host h2 (10.0.0.2) of a 2-host `ipoib lab`
 # (release build; namespaces ipoib-h1 and ipoib-h2): lab-dgram in datagram mode (MTU 2044) and
-# lab-conn in connected mode (MTU 65520). It prints a table, the ratios relay/veth, each lab
-# mode against the relay at the same MTU, and connected against datagram mode. A lab already
-# running is not touched: the script refuses to start.
+# lab-conn in connected mode (MTU 65520); and the subnet across processes: `ipoib fabric` on a
+# loopback UDP port with two `ipoib attach` processes, their TUN devices in ipb-a and ipb-b
+# (udp-dgram, udp-conn). It prints a table, the ratios relay/veth, each of ours against the relay
+# at the same MTU, and connected against datagram mode. A lab already running is not touched:
+# the script refuses to start.
 #
 # The namespaces and the relay are removed on every exit path (trap on EXIT, INT, TERM), and
 # leftovers of a killed earlier run are removed at the start. Every wait is bounded, every command
@@ -40,7 +42,11 @@ done
 
 relay_pid=
 lab_pid=
+udp_pids= # the attach processes, then the fabric
 work=$(mktemp -d)
+# The lab's and the attach processes' state and control sockets: a run directory of this run's
+# own, so that an `ipoib lab down` of someone else's on the machine does not end our lab.
+export IPOIB_RUN_DIR=$work/run
 
 # stop_lab: ends the lab this script started (SIGTERM, SIGKILL after 10 s), then removes what
 # is left of it. Returns the lab's exit status.
@@ -55,9 +61,28 @@ stop_lab() {
     return "$rc"
 }
 
+# stop_udp: SIGTERM to the attach processes, then the fabric (SIGKILL after 10 s each); returns
+# the first non-zero exit status.
+stop_udp() {
+    local rc=0 p r
+    for p in $udp_pids; do
+        kill -TERM "$p" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null || true
+        r=0
+        wait "$p" || r=$?
+        [ "$rc" != 0 ] || rc=$r
+    done
+    udp_pids=
+    return "$rc"
+}
+
 cleanup() {
     if [ -n "$lab_pid" ]; then
         stop_lab || true
+    fi
+    if [ -n "$udp_pids" ]; then
+        stop_udp || true
     fi
     if [ -n "$relay_pid" ]; then
         kill -TERM "$relay_pid" 2>/dev/null || true
@@ -88,7 +113,7 @@ fg_wait() {
 }
 
 [ ! -e "$LAB_STATE" ] || {
-    echo "bench-ip.sh: a lab runs ($LAB_STATE); \`ipoib lab down\` ends it" >&2
+    echo "bench-ip.sh: a lab runs ($LAB_STATE; its namespaces are the ones ours would take)" >&2
     exit 2
 }
 cleanup # leftovers of a killed earlier run
@@ -153,7 +178,46 @@ setup_lab() {
     grep -q '^Run `ipoib lab exec' "$work/lab.out" || { cat "$work/lab.err" >&2; return 1; }
 }
 
+# setup_udp MODE: `ipoib fabric` on a loopback UDP port and an `ipoib attach` for each namespace,
+# both with carrier within 30 s.
+setup_udp() {
+    make_ns
+    "$ipoib_bin" fabric --listen udp:127.0.0.1:0 --hosts 3 2>"$work/fabric.err" &
+    local fabric=$! addr=
+    for _ in $(seq 1 300); do
+        addr=$(sed -n 's/.*listening on \(udp:[0-9.]*:[0-9]*\).*/\1/p' "$work/fabric.err")
+        [ -n "$addr" ] && break
+        kill -0 "$fabric" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -n "$addr" ] || { kill "$fabric"; cat "$work/fabric.err" >&2; return 1; }
+    local side ns a pids=
+    for side in a b; do
+        ns=ipb-$side a=$ADDR_A
+        [ "$side" = b ] && a=$ADDR_B
+        # Device names of their own: each attach serves `ipoib show` on RUN_DIR/attach-DEV.sock.
+        "$ipoib_bin" attach --fabric "$addr" --dev "ipb-u$side" --netns "$ns" --ip "$a/24" \
+            --mode "$1" 2>"$work/attach-$side.err" &
+        pids="$pids $!"
+    done
+    udp_pids="$pids $fabric"
+    for side in a b; do
+        for _ in $(seq 1 300); do
+            grep -qs "carrier up" "$work/attach-$side.err" && break
+            sleep 0.1
+        done
+        grep -q "carrier up" "$work/attach-$side.err" ||
+            { cat "$work/attach-$side.err" >&2; return 1; }
+    done
+}
+
 teardown() {
+    if [ -n "$udp_pids" ]; then
+        local rc=0
+        stop_udp || rc=$?
+        sed 's/^/  /' "$work/fabric.err" >&2
+        [ "$rc" = 0 ] || { echo "bench-ip.sh: ipoib attach or fabric exited with $rc" >&2; return 1; }
+    fi
     if [ -n "$lab_pid" ]; then
         local rc=0
         stop_lab || rc=$?
@@ -224,6 +288,10 @@ for mode in datagram connected; do
     esac
     measure "$label" "$mtu" ipoib-h1 ipoib-h2 10.0.0.2 | tee -a "$results"
     teardown
+    echo "== ipoib fabric and two ipoib attach over loopback UDP, $mode mode" >&2
+    setup_udp "$mode"
+    measure "udp-${label#lab-}" "$mtu" | tee -a "$results"
+    teardown
 done
 
 echo "== load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) cores"
@@ -241,14 +309,16 @@ for (link, mtu), (g, a) in sorted(
     print(f"{link:<9} {mtu:>6} {g:>11.2f} {a:>12.3f}")
 print()
 # Each link against a peer measured in this run: the relay against veth, ours against the relay
-# at the same MTU (aims: TCP >= 0.8, ping <= 2), connected against datagram mode (aim >= 4).
+# at the same MTU (aims: the lab's TCP >= 0.8, over UDP >= 0.5, ping <= 2), connected against
+# datagram mode (aim >= 4).
 print(f"{'ratio':<22} {'MTU':>6} {'TCP':>6} {'ping':>6}")
 for (link, mtu), (g, a) in sorted(rows.items(), key=lambda kv: kv[0][1]):
     peer = "veth" if link == "relay" else None if link == "veth" else "relay"
     if peer and (peer, mtu) in rows:
         gp, ap = rows[(peer, mtu)]
         print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>6.2f}")
-if ("lab-conn", 65520) in rows and ("lab-dgram", 2044) in rows:
-    (gc, _), (gd, _) = rows[("lab-conn", 65520)], rows[("lab-dgram", 2044)]
-    print(f"{'lab-conn/lab-dgram':<22} {'':>6} {gc / gd:>6.2f}")
+for kind in ["lab", "udp"]:
+    conn, dgram = (f"{kind}-conn", 65520), (f"{kind}-dgram", 2044)
+    if conn in rows and dgram in rows:
+        print(f"{conn[0] + '/' + dgram[0]:<22} {'':>6} {rows[conn][0] / rows[dgram][0]:>6.2f}")
 PY
