@@ -12,7 +12,8 @@
 #   root namespace copying packets between them (the bare user-space path);
 # it makes the namespaces ipb-a and ipb-b, gives 10.250.0.1/24 (ipb-a) and 10.250.0.2/24 (ipb-b)
 # to the two ends, and measures from ipb-a to ipb-b one iperf3 TCP stream for 3 s (receiver's
-# rate) and `ping -c 20 -i 0.05` (average round trip). Each case gets fresh namespaces.
+# rate) and `ping -c 20 -i 0.05` (average and minimum round trip). Each case gets fresh
+# namespaces.
 #
 # Then our link, measured the same way from host h1 to host h2 (10.0.0.2) of a 2-host `ipoib lab`
 # (release build; namespaces ipoib-h1 and ipoib-h2): lab-dgram in datagram mode (MTU 2044) and
@@ -235,7 +236,8 @@ teardown() {
     cleanup
 }
 
-# measure LABEL MTU [CLIENT_NS SERVER_NS SERVER_ADDR]: prints "LABEL MTU GBIT_S PING_AVG_MS"
+# measure LABEL MTU [CLIENT_NS SERVER_NS SERVER_ADDR]: prints "LABEL MTU GBIT_S PING_AVG_MS
+# PING_MIN_MS"
 # (default: from ipb-a to ipb-b)
 measure() {
     local ns_a=${3:-$NS_A} ns_b=${4:-$NS_B} addr_b=${5:-$ADDR_B}
@@ -260,11 +262,12 @@ print(f"{j['end']['sum_received']['bits_per_second'] / 1e9:.2f}")
 PY
 ) || rc=1
     [ "$rc" = 0 ] || { echo "bench-ip.sh: iperf3 over $1 failed ($rc)" >&2; return 1; }
-    local avg
+    local avg min
     fg_wait ip netns exec "$ns_a" timeout 20 ping -q -c 20 -i 0.05 "$addr_b" >"$work/ping.out" || true
     avg=$(sed -n 's|^rtt [^=]*= [^/]*/\([^/]*\)/.*|\1|p' "$work/ping.out")
+    min=$(sed -n 's|^rtt [^=]*= \([^/]*\)/.*|\1|p' "$work/ping.out")
     [ -n "$avg" ] || { echo "bench-ip.sh: no ping answer over $1" >&2; return 1; }
-    echo "$1 $2 $gbps $avg"
+    echo "$1 $2 $gbps $avg $min"
 }
 
 results="$work/results"
@@ -299,24 +302,26 @@ python3 - "$results" <<'PY'
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    link, mtu, gbps, avg = line.split()
-    rows[(link, int(mtu))] = (float(gbps), float(avg))
+    link, mtu, gbps, avg, low = line.split()
+    rows[(link, int(mtu))] = (float(gbps), float(avg), float(low))
 order = ["veth", "relay"]
-print(f"{'link':<9} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12}")
-for (link, mtu), (g, a) in sorted(
+print(f"{'link':<9} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12} {'ping min ms':>12}")
+for (link, mtu), (g, a, m) in sorted(
     rows.items(), key=lambda kv: (kv[0][1], order.index(kv[0][0]) if kv[0][0] in order else 9)
 ):
-    print(f"{link:<9} {mtu:>6} {g:>11.2f} {a:>12.3f}")
+    print(f"{link:<9} {mtu:>6} {g:>11.2f} {a:>12.3f} {m:>12.3f}")
 print()
 # Each link against a peer measured in this run: the relay against veth, ours against the relay
 # at the same MTU (aims: the lab's TCP >= 0.8, over UDP >= 0.5, ping <= 2), connected against
 # datagram mode (aim >= 4).
-print(f"{'ratio':<22} {'MTU':>6} {'TCP':>6} {'ping':>6}")
-for (link, mtu), (g, a) in sorted(rows.items(), key=lambda kv: kv[0][1]):
+# The minimum round trip is the steadier figure on a loaded machine (the average follows the
+# scheduler).
+print(f"{'ratio':<22} {'MTU':>6} {'TCP':>6} {'ping avg':>9} {'ping min':>9}")
+for (link, mtu), (g, a, m) in sorted(rows.items(), key=lambda kv: kv[0][1]):
     peer = "veth" if link == "relay" else None if link == "veth" else "relay"
     if peer and (peer, mtu) in rows:
-        gp, ap = rows[(peer, mtu)]
-        print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>6.2f}")
+        gp, ap, mp = rows[(peer, mtu)]
+        print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>9.2f} {m / mp:>9.2f}")
 for kind in ["lab", "udp"]:
     conn, dgram = (f"{kind}-conn", 65520), (f"{kind}-dgram", 2044)
     if conn in rows and dgram in rows:
