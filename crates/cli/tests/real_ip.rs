@@ -109,13 +109,14 @@ fn show(host: &str, view: &str) -> Vec<Value> {
     show_json(&["show", "--host", host, view])
 }
 
-/// A counter of `ipoib show counters` (section `tx`, `rx`, `interface`, ...).
+/// A counter of `ipoib show counters` (section `tx`, `rx`, `interface`, ...); panics when there
+/// is no such counter.
 fn counter(host: &str, section: &str, name: &str) -> u64 {
-    show(host, "counters")
-        .iter()
+    let rows = show(host, "counters");
+    rows.iter()
         .find(|r| r["section"] == section)
         .and_then(|r| r["counters"][name].as_u64())
-        .unwrap_or(0)
+        .unwrap_or_else(|| panic!("{host}: no counter {section} {name} in {rows:?}"))
 }
 
 /// `ip -o link show dev ib0` in `host`.
