@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Linux IP stack run over a link between two network namespaces, for docs/BENCHMARKS.md ("IP
-# over the lab against its baselines"): our emulated IPoIB (`ipoib lab`, the IP stack over TUN
-# devices) next to the baselines it is compared with, all measured in the same run.
+# baselines for the lab" and "IP over our link against the relay"): our emulated IPoIB (`ipoib
+# lab` and `ipoib attach`, the IP stack over TUN devices) next to the baselines it is compared
+# with, all measured in the same run.
 #
 #   scripts/bench-ip.sh            (as root; needs ip, iperf3, ping, ss, python3)
 #
@@ -23,9 +24,10 @@
 # at the same MTU, and connected against datagram mode. A lab already running is not touched:
 # the script refuses to start.
 #
-# The namespaces and the relay are removed on every exit path (trap on EXIT, INT, TERM), and
-# leftovers of a killed earlier run are removed at the start. Every wait is bounded, every command
-# that talks to the network runs under `timeout`. Not run by scripts/test.sh or CI.
+# The namespaces, the relay, the lab and the fabric and attach processes are removed on every exit
+# path (trap on EXIT, INT, TERM), and leftovers of a killed earlier run are removed at the start.
+# Every wait is bounded, every command that talks to the network runs under `timeout`. Not run by
+# scripts/test.sh or CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
