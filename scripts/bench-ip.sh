@@ -198,7 +198,7 @@ setup_udp() {
     for side in a b; do
         ns=ipb-$side a=$ADDR_A
         [ "$side" = b ] && a=$ADDR_B
-        # Device names of their own: each attach serves `ipoib show` on RUN_DIR/attach-DEV.sock.
+        # `ipoib show --netns ipb-a --dev ipb-ua` reads one (IPOIB_RUN_DIR as above).
         "$ipoib_bin" attach --fabric "$addr" --dev "ipb-u$side" --netns "$ns" --ip "$a/24" \
             --mode "$1" 2>"$work/attach-$side.err" &
         pids="$pids $!"

@@ -487,13 +487,17 @@ fn ping_until(ns: &str, family: &str, addr: &str, timeout: Duration) -> Option<D
     None
 }
 
-/// The link-layer address `dev`'s interface (an attach process) holds for `ip`.
-fn attach_neighbour(run_dir: &Path, dev: &str, ip: &str) -> Option<String> {
-    show_json_in(Some(run_dir), &["show", "--dev", dev, "neigh"])
-        .iter()
-        .find(|r| r["dst"] == ip)
-        .and_then(|r| r["lladdr"].as_str())
-        .map(str::to_string)
+/// The link-layer address the interface of the attach process of `dev` in namespace `ns` holds
+/// for `ip`.
+fn attach_neighbour(run_dir: &Path, ns: &str, dev: &str, ip: &str) -> Option<String> {
+    show_json_in(
+        Some(run_dir),
+        &["show", "--netns", ns, "--dev", dev, "neigh"],
+    )
+    .iter()
+    .find(|r| r["dst"] == ip)
+    .and_then(|r| r["lladdr"].as_str())
+    .map(str::to_string)
 }
 
 /// `ipoib attach` of host `i` (1-based) into namespace `ns`.
@@ -571,7 +575,8 @@ fn udp_fabric_hosts_ping_all_pairs_and_a_killed_host_comes_back_with_a_new_qpn()
 
     // Host 3 dies without a word (SIGKILL) and starts again: a new process, a new QP (RFC 4391
     // §9.1.1: the QPN is part of its link-layer address), the same slot and GID.
-    let before = attach_neighbour(run_dir, "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
+    let before =
+        attach_neighbour(run_dir, &names[0], "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
     let old = hosts.pop().expect("three hosts");
     let pid = nix::unistd::Pid::from_raw(old.proc.pid() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill -9");
@@ -588,7 +593,8 @@ fn udp_fabric_hosts_ping_all_pairs_and_a_killed_host_comes_back_with_a_new_qpn()
             i + 1
         );
     }
-    let after = attach_neighbour(run_dir, "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
+    let after =
+        attach_neighbour(run_dir, &names[0], "ib1", "10.0.0.3").expect("ib1 knows 10.0.0.3");
     // Bytes 1-3 the QPN, 4-19 the GID.
     assert_ne!(before[3..11], after[3..11], "QPN: {before} then {after}");
     assert_eq!(before[12..], after[12..], "GID: {before} then {after}");
