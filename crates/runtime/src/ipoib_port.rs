@@ -42,7 +42,7 @@ impl OsPort<Subnet> for SubnetHost {
         }
     }
 
-    fn packets_to_os(&mut self, net: &mut Subnet, out: &mut dyn FnMut(&[u8])) {
+    fn packets_to_os(&mut self, net: &mut Subnet, out: &mut dyn FnMut(Vec<u8>)) {
         let (Some(h), Some(node)) = (
             net.ipoib_handle(self.0),
             (self.0 < net.host_count()).then(|| net.host(self.0).node),
@@ -71,7 +71,7 @@ impl OsPort<Simulator> for HostInterface {
         drive(sim, self.node);
     }
 
-    fn packets_to_os(&mut self, sim: &mut Simulator, out: &mut dyn FnMut(&[u8])) {
+    fn packets_to_os(&mut self, sim: &mut Simulator, out: &mut dyn FnMut(Vec<u8>)) {
         drain(sim, self.node, self.handle, out);
     }
 }
@@ -86,12 +86,12 @@ fn drive(sim: &mut Simulator, node: NodeId) {
     sim.with_node::<Host, _>(node, |host, now, tx| host.drive(now, tx));
 }
 
-fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(&[u8])) {
+fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(Vec<u8>)) {
     let Some(host) = sim.node_mut::<Host>(node) else {
         return;
     };
     while let Some(p) = to_os(host, h) {
-        out(&p);
+        out(p);
     }
 }
 

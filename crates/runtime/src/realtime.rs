@@ -1,6 +1,8 @@
 //! The real-time driver: runs an emulation (a [`Simulator`], a whole [`Subnet`]) against the wall
 //! clock and moves packets between it and files of the operating system (TUN devices, UDP
-//! sockets, control sockets), one thread, no busy waiting.
+//! sockets, control sockets), one thread, no busy waiting. (An endpoint may hand its output to
+//! a thread of its own, as [`crate::tun::TunEndpoint::with_writer_thread`] does; the emulation
+//! is only ever touched by the driver's thread.)
 //!
 //! Virtual time is wall time: the driver's [`Clock`] maps `std::time::Instant` onto the
 //! emulation's [`Instant`] (virtual time at the driver's start plus the wall time elapsed since).

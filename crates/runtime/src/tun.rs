@@ -17,7 +17,8 @@
 //!   ([`LinkControl::set_carrier`], as Linux IPoIB calls `netif_carrier_off`).
 //! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into one
 //!   reused buffer and hands each packet to an [`OsPort`] (how one interface of the emulation
-//!   takes and gives OS packets), and writes what the port has back. No allocation per packet
+//!   takes and gives OS packets), and writes what the port has back, on the emulation's thread
+//!   or ([`TunEndpoint::with_writer_thread`]) on a thread of its own. No allocation per packet
 //!   on the way in; counts in [`TunCounters`], no logging per packet.
 //!
 //! The device exists while its file is open: dropping the [`Tun`] removes it.
@@ -27,8 +28,11 @@ use crate::realtime::Endpoint;
 use std::io::{self, ErrorKind};
 use std::net::{IpAddr, Ipv6Addr};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// The largest packet a TUN device gives (its MTU is at most 65535).
 pub const MAX_PACKET: usize = 65_536;
@@ -331,7 +335,7 @@ pub trait OsPort<E> {
     /// emulation's current time).
     fn end_of_batch(&mut self, _emu: &mut E) {}
     /// Calls `out` with every packet the interface has for the OS, oldest first.
-    fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(&[u8]));
+    fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(Vec<u8>));
 }
 
 /// Packets through one [`TunEndpoint`] (shared, readable while the driver runs).
@@ -349,23 +353,133 @@ pub struct TunCounters {
     pub write_errors: AtomicU64,
 }
 
+/// Batches of packets the emulation's thread may have handed to a device's writer thread and
+/// not yet written: past this the emulation's thread waits (the device's own queue and TCP's
+/// window bound what comes; no packet is dropped here).
+pub const WRITE_BATCHES: usize = 16;
+
+/// A turn's packets for the OS up to this many are written on the emulation's thread when the
+/// writer thread is idle and was handed nothing for [`INLINE_AFTER_IDLE`]: a lone packet of
+/// sparse traffic (a ping) then does not wait for another thread to be scheduled, which on a
+/// loaded machine costs up to a millisecond, while a stream (whose turns often carry one
+/// packet too: an ACK, a 64 KiB connected-mode segment) stays on the writer thread.
+pub const INLINE_WRITES: usize = 1;
+
+/// See [`INLINE_WRITES`].
+pub const INLINE_AFTER_IDLE: Duration = Duration::from_millis(2);
+
+/// The thread that writes one device's packets for the OS (module docs): a write(2) into a TUN
+/// device runs the kernel's receive path for the packet (IP, TCP, waking the receiving
+/// process) in the writer's system call, the largest single cost of a packet through the lab
+/// (measured with perf(1)), so it runs next to the emulation rather than inside its turns. The
+/// emulation stays on its own thread and sees the same inputs: only when the OS gets its
+/// packets changes.
+struct Writer {
+    batches: Option<SyncSender<Vec<Vec<u8>>>>,
+    /// Emptied batches coming back, so a turn allocates no batch.
+    empties: Receiver<Vec<Vec<u8>>>,
+    /// Batches handed over and not yet written: while it is zero, the thread has written every
+    /// earlier packet, and a write on the emulation's thread keeps the order.
+    pending: Arc<AtomicUsize>,
+    /// When the last batch was handed over.
+    last_handoff: Option<Instant>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    fn spawn(tun: Arc<Tun>, counters: Arc<TunCounters>) -> io::Result<Writer> {
+        let (tx, rx) = sync_channel::<Vec<Vec<u8>>>(WRITE_BATCHES);
+        let (back, empties) = channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let done = Arc::clone(&pending);
+        let thread = std::thread::Builder::new()
+            .name(format!("write-{}", tun.name()))
+            .spawn(move || {
+                while let Ok(mut batch) = rx.recv() {
+                    write_batch(|p| tun.send(p), &mut batch, &counters);
+                    done.fetch_sub(1, Ordering::Release);
+                    // The emulation's side may be gone: then the batch is just dropped.
+                    let _ = back.send(batch);
+                }
+            })?;
+        Ok(Writer {
+            batches: Some(tx),
+            empties,
+            pending,
+            last_handoff: None,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Writer {
+    /// Closes the channel and waits for the thread, so the device is gone (its last file
+    /// closed) when the endpoint is.
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Writes every packet of `batch` (emptying it) to the device and counts.
+fn write_batch(
+    mut send: impl FnMut(&[u8]) -> io::Result<usize>,
+    batch: &mut Vec<Vec<u8>>,
+    counters: &TunCounters,
+) {
+    let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+    for p in batch.drain(..) {
+        match send(&p) {
+            Ok(_) => {
+                n += 1;
+                bytes += p.len() as u64;
+            }
+            // The device is down, its queue full, or the packet is no IP packet: dropped, as a
+            // NIC drops what its host cannot take.
+            Err(_) => errors += 1,
+        }
+    }
+    counters.to_os.fetch_add(n, Ordering::Relaxed);
+    counters.to_os_bytes.fetch_add(bytes, Ordering::Relaxed);
+    counters.write_errors.fetch_add(errors, Ordering::Relaxed);
+}
+
 /// A TUN device bound to one interface of the emulation. See the module docs.
 pub struct TunEndpoint<P> {
-    tun: Tun,
+    tun: Arc<Tun>,
     port: P,
     buf: Box<[u8]>,
     counters: Arc<TunCounters>,
+    writer: Option<Writer>,
+    /// Packets for the OS of the current turn.
+    batch: Vec<Vec<u8>>,
 }
 
 impl<P> TunEndpoint<P> {
-    /// Binds `tun` to `port`.
+    /// Binds `tun` to `port`; packets for the OS are written on the emulation's thread.
     pub fn new(tun: Tun, port: P) -> TunEndpoint<P> {
         TunEndpoint {
-            tun,
+            tun: Arc::new(tun),
             port,
             buf: vec![0; MAX_PACKET].into_boxed_slice(),
             counters: Arc::default(),
+            writer: None,
+            batch: Vec::new(),
         }
+    }
+
+    /// Binds `tun` to `port`; packets for the OS are written by a thread of the endpoint's own
+    /// (`Writer`), handed over once per turn. Fails when the thread or the duplicate of the
+    /// device's file cannot be made.
+    pub fn with_writer_thread(tun: Tun, port: P) -> io::Result<TunEndpoint<P>> {
+        let mut ep = TunEndpoint::new(tun, port);
+        ep.writer = Some(Writer::spawn(
+            Arc::clone(&ep.tun),
+            Arc::clone(&ep.counters),
+        )?);
+        Ok(ep)
     }
 
     /// Its counters.
@@ -407,21 +521,34 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
     }
 
     fn flush(&mut self, emu: &mut E) -> io::Result<usize> {
-        let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
-        let tun = &self.tun;
-        self.port.packets_to_os(emu, &mut |p| match tun.send(p) {
-            Ok(_) => {
-                n += 1;
-                bytes += p.len() as u64;
+        let batch = &mut self.batch;
+        self.port.packets_to_os(emu, &mut |p| batch.push(p));
+        let n = self.batch.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        let inline = match &self.writer {
+            None => true,
+            Some(w) => {
+                n <= INLINE_WRITES
+                    && w.pending.load(Ordering::Acquire) == 0
+                    && w.last_handoff
+                        .is_none_or(|t| t.elapsed() >= INLINE_AFTER_IDLE)
             }
-            // The device is down, its queue full, or the packet is no IP packet: dropped, as a
-            // NIC drops what its host cannot take.
-            Err(_) => errors += 1,
-        });
-        let c = &self.counters;
-        c.to_os.fetch_add(n, Ordering::Relaxed);
-        c.to_os_bytes.fetch_add(bytes, Ordering::Relaxed);
-        c.write_errors.fetch_add(errors, Ordering::Relaxed);
-        Ok(n as usize)
+        };
+        let Some(w) = self.writer.as_mut().filter(|_| !inline) else {
+            let tun = &self.tun;
+            write_batch(|p| tun.send(p), &mut self.batch, &self.counters);
+            return Ok(n);
+        };
+        w.pending.fetch_add(1, Ordering::Relaxed);
+        w.last_handoff = Some(Instant::now());
+        let next = w.empties.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut self.batch, next);
+        match w.batches.as_ref().map(|tx| tx.send(full)) {
+            Some(Ok(())) => Ok(n),
+            // The thread ended (it only does when it panicked): the device is unusable.
+            _ => Err(io::Error::other("TUN writer thread ended")),
+        }
     }
 }

@@ -219,7 +219,7 @@ impl OsPort<AttachEmu> for OsSide {
         let now = emu.host.now();
         emu.host.with_host(now, |_, _| ());
     }
-    fn packets_to_os(&mut self, emu: &mut AttachEmu, out: &mut dyn FnMut(&[u8])) {
+    fn packets_to_os(&mut self, emu: &mut AttachEmu, out: &mut dyn FnMut(Vec<u8>)) {
         let Some(h) = emu.ipoib.get() else {
             return;
         };
@@ -229,7 +229,7 @@ impl OsPort<AttachEmu> for OsSide {
             .and_then(|host| host.app_mut::<IpoibApp>(h.app))
         {
             while let Some(p) = a.to_os() {
-                out(&p);
+                out(p);
             }
         }
     }
@@ -288,9 +288,11 @@ impl AttachProcess {
     }
 
     /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
-    /// network namespace; the options must have asked for the external IP layer).
+    /// network namespace; the options must have asked for the external IP layer). Packets for
+    /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
-        self.driver.add(Box::new(TunEndpoint::new(tun, OsSide)))?;
+        let ep = TunEndpoint::with_writer_thread(tun, OsSide)?;
+        self.driver.add(Box::new(ep))?;
         Ok(())
     }
 
