@@ -365,6 +365,9 @@ pub const WRITE_BATCHES: usize = 16;
 /// packet too: an ACK, a 64 KiB connected-mode segment) stays on the writer thread.
 pub const INLINE_WRITES: usize = 1;
 
+/// Stack of a writer thread.
+const WRITER_STACK: usize = 128 << 10;
+
 /// See [`INLINE_WRITES`].
 pub const INLINE_AFTER_IDLE: Duration = Duration::from_millis(2);
 
@@ -394,6 +397,8 @@ impl Writer {
         let done = Arc::clone(&pending);
         let thread = std::thread::Builder::new()
             .name(format!("write-{}", tun.name()))
+            // It only calls write(2): a small stack, so a lab of many hosts reserves little.
+            .stack_size(WRITER_STACK)
             .spawn(move || {
                 while let Ok(mut batch) = rx.recv() {
                     write_batch(|p| tun.send(p), &mut batch, &counters);
