@@ -379,7 +379,8 @@ pub const INLINE_AFTER_IDLE: Duration = Duration::from_millis(2);
 /// packets changes.
 struct Writer {
     batches: Option<SyncSender<Vec<Vec<u8>>>>,
-    /// Emptied batches coming back, so a turn allocates no batch.
+    /// Written batches coming back (their packets are freed on the emulation's thread), so a
+    /// turn allocates no batch.
     empties: Receiver<Vec<Vec<u8>>>,
     /// Batches handed over and not yet written: while it is zero, the thread has written every
     /// earlier packet, and a write on the emulation's thread keeps the order.
@@ -400,8 +401,8 @@ impl Writer {
             // It only calls write(2): a small stack, so a lab of many hosts reserves little.
             .stack_size(WRITER_STACK)
             .spawn(move || {
-                while let Ok(mut batch) = rx.recv() {
-                    write_batch(|p| tun.send(p), &mut batch, &counters);
+                while let Ok(batch) = rx.recv() {
+                    write_batch(|p| tun.send(p), &batch, &counters);
                     done.fetch_sub(1, Ordering::Release);
                     // The emulation's side may be gone: then the batch is just dropped.
                     let _ = back.send(batch);
@@ -428,15 +429,15 @@ impl Drop for Writer {
     }
 }
 
-/// Writes every packet of `batch` (emptying it) to the device and counts.
+/// Writes every packet of `batch` to the device and counts.
 fn write_batch(
     mut send: impl FnMut(&[u8]) -> io::Result<usize>,
-    batch: &mut Vec<Vec<u8>>,
+    batch: &[Vec<u8>],
     counters: &TunCounters,
 ) {
     let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
-    for p in batch.drain(..) {
-        match send(&p) {
+    for p in batch {
+        match send(p) {
             Ok(_) => {
                 n += 1;
                 bytes += p.len() as u64;
@@ -543,12 +544,16 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
         };
         let Some(w) = self.writer.as_mut().filter(|_| !inline) else {
             let tun = &self.tun;
-            write_batch(|p| tun.send(p), &mut self.batch, &self.counters);
+            write_batch(|p| tun.send(p), &self.batch, &self.counters);
+            self.batch.clear();
             return Ok(n);
         };
         w.pending.fetch_add(1, Ordering::Relaxed);
         w.last_handoff = Some(Instant::now());
-        let next = w.empties.try_recv().unwrap_or_default();
+        // The packets of a returned batch are freed here, by the thread that allocated them
+        // (glibc's malloc frees another thread's memory under its arena's lock).
+        let mut next = w.empties.try_recv().unwrap_or_default();
+        next.clear();
         let full = std::mem::replace(&mut self.batch, next);
         match w.batches.as_ref().map(|tx| tx.send(full)) {
             Some(Ok(())) => Ok(n),
