@@ -55,6 +55,9 @@ pub(super) struct V6State {
     pub addrs: Vec<Ipv6Address>,
     /// Running DADs and when each ends.
     dad: BTreeMap<Ipv6Addr, Instant>,
+    /// Unsolicited Neighbor Advertisements still to send (RFC 4861 §7.2.6): when the next one is
+    /// due and how many remain.
+    announce: BTreeMap<Ipv6Addr, (Instant, u8)>,
 }
 
 impl V6State {
@@ -78,15 +81,19 @@ impl V6State {
         }
     }
     /// Addresses whose DAD was running go back to tentative (the link went down mid-check).
+    /// Unsent announcements are dropped too.
     pub fn stop_dad(&mut self) {
         self.dad.clear();
+        self.announce.clear();
     }
     #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
-        if self.dad.is_empty() {
+        if self.dad.is_empty() && self.announce.is_empty() {
             return None;
         }
-        self.dad.values().copied().min()
+        let dad = self.dad.values().copied().min();
+        let na = self.announce.values().map(|(t, _)| *t).min();
+        super::timer::earliest(dad, na)
     }
     fn source(&self) -> Option<Ipv6Addr> {
         let ok = |a: &&Ipv6Address| a.state == AddrState::Preferred;
@@ -119,6 +126,8 @@ const ALL_NODES: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
 /// NA flags (RFC 4861 §4.4).
 const NA_SOLICITED: u8 = 0x40;
 const NA_OVERRIDE: u8 = 0x20;
+/// RFC 4861 §10 MAX_NEIGHBOR_ADVERTISEMENT: unsolicited advertisements per change.
+const MAX_NEIGHBOR_ADVERTISEMENT: u8 = 3;
 
 impl Interface {
     /// Adds an IPv6 address; it becomes usable once DAD passes ([`InterfaceEvent::AddressReady`]).
@@ -217,6 +226,63 @@ impl Interface {
             self.v6.dad.remove(&a);
             self.v6.set(a, AddrState::Preferred);
             self.events.push_back(InterfaceEvent::AddressReady(a));
+            self.na_announce_start(now, a);
+        }
+    }
+
+    /// Carrier up: announce every address that is already usable (RFC 4861 §7.2.6: the
+    /// link-layer address may have changed; addresses still in DAD are announced when it passes).
+    pub(super) fn ndisc_notify(&mut self, now: Instant) {
+        let ready: Vec<Ipv6Addr> = self
+            .v6
+            .addrs
+            .iter()
+            .filter(|a| a.state == AddrState::Preferred)
+            .map(|a| a.addr)
+            .collect();
+        for a in ready {
+            self.na_announce_start(now, a);
+        }
+    }
+
+    /// Starts the unsolicited advertisements of `a` ([`super::InterfaceConfig::ndisc_notify`]).
+    fn na_announce_start(&mut self, now: Instant, a: Ipv6Addr) {
+        if !self.cfg.ndisc_notify || !self.cfg.ipv6 || self.link != Link::Up {
+            return;
+        }
+        self.v6
+            .announce
+            .insert(a, (now, MAX_NEIGHBOR_ADVERTISEMENT));
+        self.na_announce_due(now);
+    }
+
+    /// Sends the unsolicited advertisements that are due: RFC 4861 §7.2.6, to all-nodes, Override
+    /// set (the receiver replaces its cached address, §7.2.5), Solicited clear, with the target
+    /// link-layer address option, RetransTimer apart.
+    pub(super) fn na_announce_due(&mut self, now: Instant) {
+        let due: Vec<Ipv6Addr> = self
+            .v6
+            .announce
+            .iter()
+            .filter(|(_, (t, _))| *t <= now)
+            .map(|(a, _)| *a)
+            .collect();
+        for a in due {
+            let Some((_, left)) = self.v6.announce.remove(&a) else {
+                continue;
+            };
+            if self.v6.find(a) != Some(AddrState::Preferred) {
+                continue;
+            }
+            if left > 1 {
+                self.v6.announce.insert(a, (now + RETRANS_TIMER, left - 1));
+            }
+            let o = self.lla_option(true);
+            let na = NdMessage::NeighborAdvert {
+                flags: NA_OVERRIDE,
+                target: a,
+            };
+            self.send_nd(now, a, ALL_NODES, na, o, None);
         }
     }
 
@@ -430,6 +496,12 @@ impl Interface {
         let Some(hw) = self.nd_lla(nd, true) else {
             return;
         };
+        let ip = IpAddr::V6(target);
+        let known = self.neigh.get(&ip).and_then(|n| n.hw);
+        if flags & NA_OVERRIDE == 0 && known.is_some_and(|k| k != hw) {
+            // RFC 4861 §7.2.5: without Override an advertisement does not replace a known address.
+            return self.neigh.weaken(now, &ip);
+        }
         let how = if flags & NA_SOLICITED != 0 {
             Learn::Confirmed
         } else {

@@ -137,6 +137,13 @@ pub struct InterfaceConfig {
     /// it. Each announcement reaches every member of the broadcast group, so N hosts coming up
     /// send N broadcasts to N hosts.
     pub arp_notify: bool,
+    /// Announce each ready IPv6 address with unsolicited Neighbor Advertisements (RFC 4861 §7.2.6:
+    /// all-nodes, Override set, Solicited clear, at most MAX_NEIGHBOR_ADVERTISEMENT 3, RetransTimer
+    /// apart) when the link comes up and when DAD passes, the IPv6 counterpart of
+    /// [`InterfaceConfig::arp_notify`]; Linux does so with `net.ipv6.conf.<dev>.ndisc_notify` set,
+    /// default off (docs/DEPLOYED.md "Linux IPoIB"). On by default here: the QPN, part of the
+    /// link-layer address, changes when a host restarts.
+    pub ndisc_notify: bool,
     /// Connected mode (RFC 4755): `None` for a datagram-only interface. Its flags replace
     /// [`InterfaceConfig::flags`].
     pub connected: Option<ConnectedConfig>,
@@ -170,6 +177,7 @@ impl InterfaceConfig {
             max_mcast_groups: 1024,
             sa: SaClientConfig::default(),
             arp_notify: true,
+            ndisc_notify: true,
             connected: None,
             log_level: LogLevel::Info,
         }
@@ -633,6 +641,7 @@ impl Interface {
         self.neighbour_timeouts(now);
         self.mcast_timeouts(now);
         self.dad_timeouts(now);
+        self.na_announce_due(now);
         self.traps_sync(now);
         self.cm_timeouts(now);
         self.settle_deadline();

@@ -307,6 +307,19 @@ impl Neighbours {
         out
     }
 
+    /// An advertisement without Override named another address for `ip` (RFC 4861 §7.2.5): a
+    /// REACHABLE entry becomes STALE, its address kept; any other entry is left alone.
+    pub fn weaken(&mut self, now: Instant, ip: &IpAddr) {
+        if let Some(n) = self.map.get_mut(ip) {
+            if matches!(n.state, NeighbourState::Reachable { .. }) {
+                self.cached = None;
+                n.state = NeighbourState::Stale {
+                    gc: now + GC_STALE_TIME,
+                };
+            }
+        }
+    }
+
     /// [`Neighbours::next_deadline`], computed again only after a change of state.
     pub fn deadline(&mut self) -> Option<Instant> {
         if let Some(d) = self.cached {

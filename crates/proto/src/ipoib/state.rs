@@ -178,6 +178,7 @@ impl Interface {
         }
         self.sync_groups(now);
         self.gratuitous_arp(now);
+        self.ndisc_notify(now);
         self.mc_kick(now);
     }
 

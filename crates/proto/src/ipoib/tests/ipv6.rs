@@ -98,8 +98,10 @@ fn nd_and_ping_link_local() {
     assert_eq!(ns.3, want);
     let na = nds(&net, 3)
         .into_iter()
-        .find(|(_, _, m, _)| matches!(m, NdMessage::NeighborAdvert { target, .. } if *target == ll(3)))
-        .expect("NA");
+        .find(|(_, _, m, _)| {
+            matches!(m, NdMessage::NeighborAdvert { target, flags } if *target == ll(3) && flags & 0x40 != 0)
+        })
+        .expect("solicited NA");
     assert_eq!((na.0.dlid, na.0.remote_qpn), (2, qpn(2)));
     assert!(matches!(na.2, NdMessage::NeighborAdvert { flags, .. } if flags == 0x60));
     assert_eq!(&na.3[..2], &[2, 3]);
@@ -260,4 +262,130 @@ fn nd_validity_checks() {
         .iter()
         .any(|a| a.addr.segments()[2] == 9));
     assert!(net.iface(2).counters().dropped(DropReason::Malformed) >= 1);
+}
+
+/// Replaces host `lid`'s interface with a fresh one on a new QPN (a restart of the host's IPoIB
+/// process: its link-layer address changes, §9.1.1) and reports the port to it.
+fn restart(net: &mut Net, lid: u16, new_qpn: u32, tweak: impl Fn(&mut InterfaceConfig)) {
+    let now = net.now;
+    let h = net.host(lid);
+    let mut c = h.iface.config().clone();
+    c.qpn = new_qpn;
+    tweak(&mut c);
+    h.iface = Interface::new(c, crate::rng::Rng::new(u64::from(new_qpn)));
+    h.attached.clear();
+    let p = h.port;
+    h.iface.handle_port(now, p);
+}
+
+fn cached(net: &mut Net, lid: u16, ip: Ipv6Addr) -> Option<HwAddr> {
+    net.iface(lid)
+        .neighbours()
+        .into_iter()
+        .find(|n| n.ip == IpAddr::V6(ip))
+        .and_then(|n| n.hw)
+}
+
+// RFC 4861 §7.2.6: a node whose link-layer address changed (a restart: a new QPN) sends up to
+// MAX_NEIGHBOR_ADVERTISEMENT (3) unsolicited NAs to all-nodes, Override set, Solicited clear, with
+// the target link-layer option (§9.3), RetransTimer apart, once DAD passed; §7.2.5: a receiver
+// with an entry replaces the cached address, one without creates none.
+#[test]
+fn unsolicited_na_after_restart_updates_peers() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &ping6(ll(2), ll(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(qpn(3)));
+    assert_eq!(cached(&mut net, 4, ll(3)), None);
+    let before = nds(&net, 3).len();
+    restart(&mut net, 3, 0x77, |_| {});
+    net.run_for(Duration::from_secs(10));
+    let nas: Vec<_> = nds(&net, 3)
+        .into_iter()
+        .skip(before)
+        .filter(|(_, _, m, _)| matches!(m, NdMessage::NeighborAdvert { .. }))
+        .collect();
+    assert_eq!(nas.len(), 3, "{nas:?}");
+    for (t, ip, m, o) in &nas {
+        assert_eq!(
+            (ip.src_addr, ip.dst_addr),
+            (ll(3), "ff02::1".parse().unwrap())
+        );
+        assert_eq!(ip.hop_limit, 255);
+        assert!(t.dlid >= 0xc000, "multicast");
+        assert!(matches!(m, NdMessage::NeighborAdvert { flags: 0x20, target } if *target == ll(3)));
+        assert_eq!(&o[..2], &[2, 3]);
+        assert_eq!(&o[4..], &net.iface(3).hw_addr().to_bytes()[..]);
+    }
+    // No traffic from host 2 since the restart: the NA alone moved its entry to the new QPN.
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(0x77));
+    assert_eq!(cached(&mut net, 4, ll(3)), None, "§7.2.5: no entry created");
+    net.send(2, &ping6(ll(2), ll(3), true, 2));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 2)));
+}
+
+// docs/DEPLOYED.md "Linux IPoIB", `ndisc_notify` off (Linux's default): no unsolicited NA, and the
+// peer keeps the old QPN until its own unreachability detection notices.
+#[test]
+fn no_unsolicited_na_without_ndisc_notify() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping6(ll(2), ll(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let before = nds(&net, 3).len();
+    restart(&mut net, 3, 0x77, |c| c.ndisc_notify = false);
+    net.run_for(Duration::from_secs(10));
+    assert!(!nds(&net, 3)
+        .into_iter()
+        .skip(before)
+        .any(|(_, _, m, _)| matches!(m, NdMessage::NeighborAdvert { .. })));
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(qpn(3)));
+}
+
+/// An unsolicited NA from host `lid`'s link-local address to all-nodes naming `hw`.
+fn na(lid: u16, flags: u8, hw: HwAddr) -> Vec<u8> {
+    let src = ll(lid);
+    let dst: Ipv6Addr = "ff02::1".parse().unwrap();
+    let o = NdOptionRepr::TargetLinkLayerAddr(hw);
+    let mut opts = vec![0u8; o.buffer_len()];
+    o.emit(&mut opts).unwrap();
+    let nd = NdRepr {
+        message: NdMessage::NeighborAdvert { flags, target: src },
+        options: &opts,
+    };
+    let mut m = vec![0u8; nd.buffer_len()];
+    nd.emit(src, dst, &mut m).unwrap();
+    ip6(src, dst, IpProtocol::Icmpv6, 255, &m)
+}
+
+// RFC 4861 §7.2.5: an NA without Override naming another address leaves the cached address (a
+// REACHABLE entry becomes STALE); with Override it replaces it.
+#[test]
+fn na_override_flag_decides_update() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping6(ll(2), ll(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let reachable = |net: &mut Net| {
+        net.iface(2)
+            .neighbours()
+            .into_iter()
+            .find(|n| n.ip == IpAddr::V6(ll(3)))
+            .map(|n| matches!(n.state, NeighbourState::Reachable { .. }))
+    };
+    assert_eq!(reachable(&mut net), Some(true));
+    let mut other = net.iface(3).hw_addr();
+    other.qpn = 0x55;
+    let p = na(3, 0, other);
+    net.send(3, &p);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(qpn(3)));
+    assert_eq!(reachable(&mut net), Some(false), "REACHABLE -> STALE");
+    let p = na(3, 0x20, other);
+    net.send(3, &p);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(0x55));
 }
