@@ -133,6 +133,7 @@ fn connected(_: usize, c: &mut InterfaceConfig) {
 fn connected_quiet(i: usize, c: &mut InterfaceConfig) {
     connected(i, c);
     c.arp_notify = false;
+    c.ndisc_notify = false;
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -166,7 +167,10 @@ pub fn run(args: &Args) -> ExitCode {
     let ipoib = IpoibOptions {
         configure: match (plan.connected, announces(hosts)) {
             (false, true) => None,
-            (false, false) => Some(|_, c| c.arp_notify = false),
+            (false, false) => Some(|_, c| {
+                c.arp_notify = false;
+                c.ndisc_notify = false;
+            }),
             (true, true) => Some(connected),
             (true, false) => Some(connected_quiet),
         },
@@ -212,8 +216,8 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-/// True when the hosts send a gratuitous ARP at carrier up: while `hosts`² is within
-/// [`BROADCAST_BUDGET`] (`InterfaceConfig::arp_notify`).
+/// True when the hosts send a gratuitous ARP and unsolicited NAs at carrier up: while `hosts`² is
+/// within [`BROADCAST_BUDGET`] (`InterfaceConfig::arp_notify`, `InterfaceConfig::ndisc_notify`).
 pub fn announces(hosts: usize) -> bool {
     hosts.saturating_mul(hosts) <= BROADCAST_BUDGET
 }
