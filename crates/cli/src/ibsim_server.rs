@@ -5,10 +5,11 @@
 //! clock while it serves, until SIGINT or SIGTERM.
 
 use crate::interrupt::Interrupt;
-use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions;
 use ipoib_runtime::ibsim_server::{serve, IbsimServer, Listen, ServeOptions, ServerConfig};
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -39,6 +40,27 @@ pub struct Args {
     /// Clients at once (ibsim allows 10).
     #[arg(long, default_value_t = 4096)]
     max_clients: u32,
+    /// `ours`: our SM and SA on the first host configure the subnet before serving. `none`: no SM
+    /// of ours; the ports come up to Init and wait for an SM run as a client (`ibsim-run
+    /// opensm`), whose SMPs configure them; the hosts' IPoIB interfaces then join through its SA.
+    #[arg(long, value_enum, default_value_t = SmArg::Ours)]
+    sm: SmArg,
+    /// Every host runs an IPoIB interface with the built-in IP layer (host i: 10.0.0.(i+1)/8
+    /// and its IPv6 link-local address) instead of a link that only joins.
+    #[arg(long)]
+    ip: bool,
+    /// With `--ip`: a second after every interface has carrier and its link-local address, every host pings
+    /// every other over IPv4 and IPv6 once; a line per answer (`ping A -> B ADDR: reply`), then
+    /// `pings: N of M answered` when all are answered or after 10 s.
+    #[arg(long, requires = "ip")]
+    ping_all: bool,
+}
+
+/// `--sm`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmArg {
+    Ours,
+    None,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -61,15 +83,25 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
+    let ours = args.sm == SmArg::Ours;
+    if args.ip {
+        opts.ipoib = Some(IpoibOptions::default());
+    }
+    if !ours {
+        opts.sm_mode = SmMode::None;
+    }
     let mut net = match Subnet::build(opts) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
-    if !net.run_until_joined(Instant::ZERO + Duration::from_secs(60)) {
+    if ours && !net.run_until_joined(Instant::ZERO + Duration::from_secs(60)) {
         note!("ipoib ibsim-server: warning: not every host joined its broadcast group");
     }
     let mut cfg = ServerConfig::unix(&args.sockname);
     cfg.max_clients = args.max_clients;
+    if !ours {
+        cfg.sm_hosts.clear();
+    }
     if let Some(addr) = args.udp {
         cfg.listen = Listen::Udp { addr };
     }
@@ -93,14 +125,20 @@ pub fn run(args: &Args) -> ExitCode {
             topo.nodes()[h.topo_node].name,
             net.lid(i),
             h.port,
-            if i == 0 { " (SM, SA)" } else { "" }
+            if i == 0 && ours { " (SM, SA)" } else { "" }
         );
     }
     println!("ready");
+    let mut pings = args.ping_all.then(PingAll::default);
     let r = serve(
         &mut server,
         &mut net,
-        &|| interrupt.signal().is_some(),
+        &mut |net| {
+            if let Some(p) = pings.as_mut() {
+                p.turn(net);
+            }
+            interrupt.signal().is_some()
+        },
         ServeOptions::default(),
     );
     let c = server.counters();
@@ -120,6 +158,86 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => {
             note!("ipoib ibsim-server: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// `--ping-all`: every host pings every other over IPv4 and IPv6 link-local once the subnet is up
+/// (whoever configured it), and the answers are printed.
+#[derive(Debug, Default)]
+struct PingAll {
+    /// (from, to, address, index in the sender's pings, printed), once sent.
+    sent: Vec<(usize, usize, IpAddr, usize, bool)>,
+    sent_at: Option<Instant>,
+    /// When every interface was first seen up.
+    up_at: Option<Instant>,
+    done: bool,
+}
+
+impl PingAll {
+    /// How long the answers may take (virtual time, which follows the wall clock here).
+    const WITHIN: Duration = Duration::from_secs(10);
+    /// How long after every interface is up the pings start.
+    const SETTLE: Duration = Duration::from_secs(1);
+
+    fn turn(&mut self, net: &mut Subnet) {
+        if self.done {
+            return;
+        }
+        let n = net.host_count();
+        let Some(at) = self.sent_at else {
+            // Up: carrier on every interface (broadcast group joined) and link-local ready.
+            let up = (0..n).all(|i| {
+                net.ipoib_app(i).is_some_and(|a| {
+                    a.carrier() && a.ip().ipv4().is_some() && !a.ip().ipv6().is_empty()
+                })
+            });
+            if !up {
+                self.up_at = None;
+                return;
+            }
+            // OpenSM programs the switches' multicast tables after it answers the joins: give
+            // the broadcast group's tree a moment before the first ARP and ND go out on it.
+            let since = *self.up_at.get_or_insert(net.sim().now());
+            if net.sim().now() < since + Self::SETTLE {
+                return;
+            }
+            let addrs: Vec<[IpAddr; 2]> = (0..n)
+                .filter_map(|i| {
+                    let ip = net.ipoib_app(i)?.ip();
+                    Some([IpAddr::V4(ip.ipv4()?), IpAddr::V6(*ip.ipv6().first()?)])
+                })
+                .collect();
+            for a in 0..n {
+                for b in (0..n).filter(|&b| b != a) {
+                    for &dst in &addrs[b] {
+                        if let Some(Ok(k)) = net.with_ipoib(a, |app, now| app.ping(now, dst)) {
+                            self.sent.push((a, b, dst, k, false));
+                        }
+                    }
+                }
+            }
+            println!("pinging: {} pings", self.sent.len());
+            self.sent_at = Some(net.sim().now());
+            return;
+        };
+        let names: Vec<String> = (0..n)
+            .map(|i| net.topology().nodes()[net.host(i).topo_node].name.clone())
+            .collect();
+        for (a, b, dst, k, printed) in &mut self.sent {
+            let answered = net
+                .ipoib_app(*a)
+                .and_then(|app| app.ip().pings().get(*k))
+                .is_some_and(|p| p.reply_at.is_some());
+            if answered && !*printed {
+                *printed = true;
+                println!("ping {} -> {} {dst}: reply", names[*a], names[*b]);
+            }
+        }
+        let answered = self.sent.iter().filter(|s| s.4).count();
+        if answered == self.sent.len() || net.sim().now() >= at + Self::WITHIN {
+            println!("pings: {answered} of {} answered", self.sent.len());
+            self.done = true;
         }
     }
 }

@@ -493,6 +493,7 @@ impl IbsimServer {
         if on && self.sm_exists(c.host) {
             return false;
         }
+        let port = net.host(c.host).port;
         let regs = [
             Registration {
                 class: MgmtClass::SubnAdm,
@@ -515,6 +516,9 @@ impl IbsimServer {
         ];
         let ok = net
             .with_host(c.host, |h, _| {
+                // IBA 1 §14.2.5.6: the port says IsSM while an SM runs on it (Linux: while the
+                // `issm` device is open, docs/DEPLOYED.md).
+                h.hca_mut().set_sm_client(port, on);
                 if !on {
                     h.umad_unregister(c.agent);
                     return Ok(());
@@ -523,6 +527,7 @@ impl IbsimServer {
                     regs.iter().try_for_each(|r| h.umad_register(c.agent, *r));
                 if r.is_err() {
                     h.umad_unregister(c.agent);
+                    h.hca_mut().set_sm_client(port, false);
                 }
                 r
             })
@@ -537,7 +542,13 @@ impl IbsimServer {
 
     fn drop_client(&mut self, net: &mut Subnet, slot: u32) {
         if let Some(c) = self.clients.remove(&slot) {
-            net.with_host(c.host, |h, _| h.umad_detach(c.agent));
+            let port = net.host(c.host).port;
+            net.with_host(c.host, |h, _| {
+                if c.issm {
+                    h.hca_mut().set_sm_client(port, false);
+                }
+                h.umad_detach(c.agent)
+            });
         }
     }
 

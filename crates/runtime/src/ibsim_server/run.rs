@@ -31,17 +31,18 @@ impl Default for ServeOptions {
     }
 }
 
-/// Runs `server` on `net` until `stop` says so (asked at least every `max_sleep`).
+/// Runs `server` on `net` until `stop` says so (asked at least every `max_sleep`, between turns,
+/// with the subnet: the caller may look at it or act on it there, as a turn's clients do).
 pub fn serve(
     server: &mut IbsimServer,
     net: &mut Subnet,
-    stop: &dyn Fn() -> bool,
+    stop: &mut dyn FnMut(&mut Subnet) -> bool,
     opts: ServeOptions,
 ) -> io::Result<()> {
     let wall0 = Wall::now();
     let v0 = net.sim().now();
     let mut last_probe = wall0;
-    while !stop() {
+    while !stop(net) {
         let now = v0 + wall0.elapsed();
         net.sim_mut().run_until(now);
         server.poll(net)?;

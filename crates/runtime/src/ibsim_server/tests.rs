@@ -46,7 +46,13 @@ impl Running {
                 max_sleep: Duration::from_millis(10),
                 probe_every: Duration::from_millis(50),
             };
-            serve(&mut server, &mut net, &|| s.load(Ordering::Relaxed), opts).unwrap();
+            serve(
+                &mut server,
+                &mut net,
+                &mut |_| s.load(Ordering::Relaxed),
+                opts,
+            )
+            .unwrap();
             (*server.counters(), server.clients().count())
         });
         ready_rx.recv().unwrap();

@@ -116,8 +116,13 @@ pub struct Hca {
     mrs: mr::MrTable,
     /// What the SMA and PMA answer with (module `sma`).
     node_description: ipoib_wire::smp::NodeDescriptionRepr,
-    /// Answers of the SMA and PMA waiting for the next flush: (port, packet).
-    sma_out: Vec<(u8, Vec<u8>)>,
+    /// Answers of the SMA and PMA waiting for the next flush: (port, packet, local). A local
+    /// one answers a directed-route SMP with HopCount 0 sent from this node's QP0 and goes back
+    /// to QP0 without leaving the node (IBA 1 §14.2.2).
+    sma_out: Vec<(u8, Vec<u8>, bool)>,
+    /// Ports whose configuration a SubnSet changed since [`Hca::take_port_changes`] (module
+    /// `sma`).
+    sma_changed: Vec<u8>,
 }
 
 impl Hca {
@@ -153,6 +158,7 @@ impl Hca {
             mrs: mr::MrTable::default(),
             node_description: ipoib_wire::smp::NodeDescriptionRepr::new("ipoib-fabric HCA"),
             sma_out: Vec::new(),
+            sma_changed: Vec::new(),
         };
         for (i, g) in port_guids.into_iter().enumerate() {
             let num = (i + 1) as u8;
@@ -538,8 +544,13 @@ impl Hca {
     pub fn flush(&mut self, now: Instant, tx: &mut Tx) -> usize {
         self.last_now = self.last_now.max(now);
         let before = self.counters.tx_packets;
-        for (port, packet) in std::mem::take(&mut self.sma_out) {
+        for (port, packet, local) in std::mem::take(&mut self.sma_out) {
+            // Counted as sent, as a UD packet looped back to a local LID is.
             self.counters.tx_packets += 1;
+            if local {
+                self.rx(now, port, &packet, None);
+                continue;
+            }
             if let Some(p) = self.port_mut(port) {
                 p.traffic.count_xmit(&packet);
             }

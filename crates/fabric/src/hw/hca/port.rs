@@ -53,6 +53,9 @@ pub struct Port {
     /// The SMInfo of the SM running on this port, which the port answers SubnGet(SMInfo) with
     /// (none: status 0x000C, IBA 1 §14.2.5.13).
     pub sm_info: Option<SmInfoRepr>,
+    /// An SM program runs on this port through its QP0 (an ibsim client that registered as SM):
+    /// PortInfo:CapabilityMask says IsSM (IBA 1 §14.2.5.6) even with no `sm_info`.
+    pub sm_client: bool,
     /// Packets and data through the port (what its PMA reports, IBA 1 §16.1.3.5).
     pub traffic: PortTraffic,
 }
@@ -79,6 +82,7 @@ impl Port {
             sl2vl: SlToVlTableRepr::default(),
             vlarb: [VlArbTableRepr::default(); 4],
             sm_info: None,
+            sm_client: false,
             traffic: PortTraffic::default(),
         }
     }

@@ -28,7 +28,7 @@ use ipoib_wire::mad::{MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::smp::{
     cap_mask, GuidInfoRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableRepr,
-    PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMadRepr, PKEY_TABLE_BLOCK,
+    PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMad, SmpMadRepr, PKEY_TABLE_BLOCK, SMP_DATA_LEN,
 };
 use ipoib_wire::{PKey, Rate};
 
@@ -64,6 +64,22 @@ impl Hca {
         if let Some(p) = self.port_mut(port) {
             p.sm_info = info;
         }
+    }
+
+    /// Says an SM program runs on `port` through QP0 (or no longer does): PortInfo's
+    /// CapabilityMask has IsSM while it does (IBA 1 §14.2.5.6), as Linux sets it for a process
+    /// that opened the port's `issm` device (docs/DEPLOYED.md).
+    pub fn set_sm_client(&mut self, port: u8, on: bool) {
+        if let Some(p) = self.port_mut(port) {
+            p.sm_client = on;
+        }
+    }
+
+    /// The ports whose PortInfo or P_KeyTable a SubnSet wrote since the last call, in order,
+    /// each once: the host tells its consumers, as after a configuration write (IBA 1 §14.2.5.6;
+    /// Linux raises IB_EVENT_LID_CHANGE, PKEY_CHANGE, PORT_ACTIVE, docs/DEPLOYED.md).
+    pub fn take_port_changes(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.sma_changed)
     }
 
     /// Takes an SMP that came in on `port` for the SMA; false to deliver it to QP0 as it is.
@@ -112,8 +128,19 @@ impl Hca {
             Some(s) => (s, req.attribute),
             None => self.sma_attribute(port, &req, hide_key),
         };
+        let configures = matches!(req.header.attribute_id, attr::PORT_INFO | attr::P_KEY_TABLE);
+        if req.header.method == Method::Set
+            && status == MadStatus::SUCCESS
+            && configures
+            && !self.sma_changed.contains(&port)
+        {
+            self.sma_changed.push(port);
+        }
         self.counters.smp_answered += 1;
         let mut bytes = req.get_response(status, attribute).to_bytes();
+        // IBA 1 §14.2.2: HopCount 0 names the node whose SMI sent it: the answer goes back to
+        // QP0 here.
+        let local = directed && SmpMad::new_checked(&mad[..]).is_ok_and(|m| m.hop_count() == 0);
         let packet = if directed {
             dr::respond(&mut bytes, port);
             sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
@@ -121,7 +148,7 @@ impl Hca {
             let slid = self.port(port).map_or(0, |p| p.lid);
             sma::smp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
         };
-        self.sma_out.push((port, packet));
+        self.sma_out.push((port, packet, local));
         true
     }
 
@@ -146,7 +173,7 @@ impl Hca {
         }
         let slid = self.port(port).map_or(0, |p| p.lid);
         let reply = sma::gmp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, bth.pkey, deth.src_qp, &resp);
-        self.sma_out.push((port, reply));
+        self.sma_out.push((port, reply, false));
         true
     }
 
@@ -176,6 +203,10 @@ impl Hca {
                 ok(SmpAttribute::GuidInfo(g))
             }
             (attr::GUID_INFO, _) => invalid,
+            // The vendor attribute OpenSM asks of Mellanox HCAs (our NodeInfo's VendorID 0x02c9,
+            // DeviceID 0x1003) for FDR10 (docs/OPENSM-NOTES.md): all zero, no FDR10 speed
+            // supported, enabled or active; a Set changes nothing.
+            (MLNX_EXTENDED_PORT_INFO, _) => ok(SmpAttribute::Raw([0; SMP_DATA_LEN])),
             (attr::PORT_INFO, a) => {
                 let mut status = MadStatus::SUCCESS;
                 if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
@@ -257,11 +288,15 @@ impl Hca {
     }
 }
 
+/// Mellanox's vendor-specific SMP attribute ExtendedPortInfo (vendor range 0xFF00-0xFFFF, IBA 1
+/// §14.2.5 Table 145), as OpenSM names it (`IB_MAD_ATTR_MLNX_EXTENDED_PORT_INFO`).
+const MLNX_EXTENDED_PORT_INFO: u16 = 0xFF90;
+
 fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
     let (width, speed) = width_speed(p.rate);
     let mut caps =
         cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED;
-    if p.sm_info.is_some() {
+    if p.sm_info.is_some() || p.sm_client {
         caps |= cap_mask::IS_SM;
     }
     PortInfoRepr {

@@ -13,6 +13,7 @@ use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::packet::{Packet, PacketRepr};
+use ipoib_wire::smp::SmpMad;
 use ipoib_wire::PKey;
 
 /// Bytes of the GRH area at the start of every UD receive buffer (IBA 1 §11.4.1.2; verbs counts
@@ -205,7 +206,11 @@ impl Hca {
             payload: smp.as_deref().unwrap_or(&wr.data),
         };
         let bytes = emit(&repr).ok_or(WcStatus::LocLenErr)?;
-        let local = !mcast && port.path_bits(ah.dlid).is_some();
+        // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 is for this node's own SMA.
+        let hop0 = smp.as_ref().is_some_and(|m| {
+            SmpMad::new_checked(&m[..]).is_ok_and(|m| m.is_directed() && m.hop_count() == 0)
+        });
+        let local = hop0 || (!mcast && port.path_bits(ah.dlid).is_some());
         let port_num = qp.port;
         if let Some(q) = self.qps.get_mut(&qpn) {
             q.next_psn = (q.next_psn + 1) & 0x00ff_ffff;

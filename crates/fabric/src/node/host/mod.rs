@@ -243,6 +243,12 @@ impl Host {
         self.dirty = false;
         for _ in 0..MAX_ROUNDS {
             let mut progress = false;
+            // The SMA configured a port (an external SM's SubnSet): as after a configuration
+            // write.
+            for p in self.hca.take_port_changes() {
+                progress = true;
+                self.port_changed(now, p);
+            }
             for c in self.hca.poll_cq(self.gsi_cq, usize::MAX) {
                 progress = true;
                 self.on_gsi(now, c);

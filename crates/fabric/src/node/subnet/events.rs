@@ -34,6 +34,8 @@ impl Subnet {
     /// The configuration the SM writes into host `i`'s host port at bring-up.
     fn bring_up_port_config(&self, i: usize) -> Option<PortConfig> {
         let (node, port) = self.hosts.get(i).map(|h| (h.node, h.port))?;
+        // Only our SM has a bring-up plan ([`super::SmMode::Ours`]).
+        self.sm_app?;
         self.sm()
             .manager()
             .bring_up()
@@ -117,7 +119,7 @@ impl Subnet {
         if let Some(p) = model.ports.iter_mut().find(|p| p.port_guid == guid) {
             p.lid = new_lid;
         }
-        let sa = self.sa;
+        let sa = self.sa.ok_or(MoveLidError::NoSuchPort)?;
         let sm = self.hosts[0].node;
         self.sim.with_node::<Host, _>(sm, |h, _, _| {
             if let Some(s) = h.agent_mut::<SaServer>(sa) {

@@ -38,6 +38,15 @@
 //! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
 //! simulator's configuration channel ([`crate::hw::mgmt`]).
 //!
+//! - With [`SubnetOptions::sm_mode`] [`SmMode::None`] there is no SM and no SA of ours: nothing
+//!   writes configuration, and every cabled port comes up physically at time zero (LinkUp, port
+//!   state Init, IBA 1 §7.2; switch port 0, the management port, is no cable: it starts as the
+//!   switch does), so that an external SM (OpenSM under `ibsim-run`, through the ibsim server)
+//!   discovers the fabric through the SMAs and configures it with SubnSet SMPs. The hosts'
+//!   software is installed as with our SM (the IPoIB links on the partitions the configuration
+//!   gives each port); it finds the SM through the SM LID and SL the external SM writes into
+//!   PortInfo (IBA 1 §14.2.5.6) and talks to that SM's SA.
+//!
 //! Invariants: hosts are numbered in topology node order (host `i` of a generated topology is node
 //! `h{i}`); every random choice follows from the seed (each CA's RNG is forked from the
 //! simulator's with its node index); nothing here iterates a hash map.
@@ -56,7 +65,8 @@ use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;
 use crate::hw::link::LinkParams;
 use crate::hw::rc::engine_factory;
-use crate::hw::sim::{NodeId, Simulator};
+use crate::hw::sim::{Device, NodeId, Simulator};
+use crate::hw::switch::Switch;
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::ipoib::IpoibApp;
@@ -79,6 +89,16 @@ use std::time::Duration;
 /// the SA client of the host's first IPoIB interface, module `ipoib`).
 const CLIENT_STREAM: u64 = 2;
 
+/// Who manages the subnet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SmMode {
+    /// Our SM and SA on the first host (the module docs).
+    #[default]
+    Ours,
+    /// No SM of ours: ports come up to Init and wait for an external SM (module docs).
+    None,
+}
+
 /// What to build.
 #[derive(Debug, Clone)]
 pub struct SubnetOptions {
@@ -93,6 +113,8 @@ pub struct SubnetOptions {
     pub link: LinkParams,
     /// Subnet-wide SM settings (its `partitions` field is replaced by [`partition_specs`]).
     pub sm: SmOptions,
+    /// Our SM, or none (an external SM manages the subnet; module docs).
+    pub sm_mode: SmMode,
     /// SA tunables (OpenSM's defaults, with `processing_delay` [`SA_PROCESSING_DELAY`]).
     pub sa: SaServerConfig,
     /// SA client timeouts and retries of every host.
@@ -119,6 +141,7 @@ impl SubnetOptions {
             partitions: None,
             link: LinkParams::default(),
             sm: SmOptions::default(),
+            sm_mode: SmMode::Ours,
             sa: SaServerConfig {
                 processing_delay: SA_PROCESSING_DELAY,
                 ..SaServerConfig::default()
@@ -172,8 +195,9 @@ pub struct Subnet {
     topology: Topology,
     built: Built,
     hosts: Vec<HostHandle>,
-    sa: AgentId,
-    sm_app: AppId,
+    /// Our SA and SM on host 0 ([`SmMode::Ours`]).
+    sa: Option<AgentId>,
+    sm_app: Option<AppId>,
     partitions: PartitionConfig,
     /// Per host, its IPoIB interfaces (none with `auto_join` off or no IPoIB partition).
     ipoib: ipoib::Interfaces,
@@ -285,6 +309,7 @@ impl Subnet {
         // A CA's random stream (the simulator's, forked with the node index) is not taken here:
         // its first link's and its SaClient's are forked from the same stream later (module
         // `ipoib`, `Subnet::sa_client`).
+        let (external_sm, default_rate) = (opts.sm_mode == SmMode::None, opts.sm.rate);
         let built = build(&topo, &mut sim, opts.link, |i, node, _rng| {
             let port = host_port[i].unwrap_or(MGMT_PORT);
             let hca = Hca::with_port_guids(
@@ -295,6 +320,15 @@ impl Subnet {
             let mut hca = hca;
             // IBA 1 §14.2.5.2: what the node's SMA answers SubnGet(NodeDescription) with.
             hca.set_node_description(&node.desc);
+            if external_sm {
+                // The link trains to the cable's rate (PortInfo LinkWidthActive and
+                // LinkSpeedActive, IBA 1 §14.2.5.6); our SM writes it otherwise.
+                for p in 1..=node.ports {
+                    if let (Some(port), Some((_, l))) = (hca.port_mut(p), topo.peer(i, p)) {
+                        port.rate = topo.links()[l].rate.unwrap_or(default_rate);
+                    }
+                }
+            }
             Box::new(Host::with_mgmt_port(hca, port))
         });
         let hosts: Vec<HostHandle> = topo
@@ -310,32 +344,40 @@ impl Subnet {
         let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
             .map_err(SubnetError::Sm)?;
         let links = ipoib::install_links(&mut sim, &hosts, &sm, &groups, client_cfg);
-        let sa_rng = sim.fork_rng(u64::MAX);
-        let sa_server = SaServer::new(
-            opts.sa,
-            ipoib_proto::subnet::SubnetModel::default(),
-            partitions.clone(),
-            sa_rng,
-        );
-        let (sa, sm_app) = sim
-            .with_node::<Host, _>(built.nodes[sm_node], |h, _, _| {
-                // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): the master.
-                h.hca_mut().set_sm_info(
-                    sm_port.port,
-                    Some(SmInfoRepr {
-                        guid: sm_port_guid,
-                        sm_key: 0,
-                        act_count: 0,
-                        priority: 0,
-                        sm_state: SmState::Master,
-                    }),
-                );
-                let sa = h.add_agent(sa_server);
-                h.serve_class(MgmtClass::SubnAdm, sa);
-                let app = h.add_app(SmApp::new(sm, sa, opts.mcast_delay));
-                (sa, app)
-            })
-            .ok_or(SubnetError::NoHost)?;
+        let (sa, sm_app) = if opts.sm_mode == SmMode::None {
+            // IBA 1 §7.2: a cabled port whose link trains is LinkUp, port state Init.
+            for &l in &built.links {
+                sim.schedule_link_state(l, Instant::ZERO, true);
+            }
+            // A switch's management port 0 has no cable: we take it as up with the switch, in
+            // Init until the SM sets it Armed and Active like any port (IBA 1 §14.2.5.6), so that
+            // the SM's SubnSet(PortInfo) of port 0 (the switch's LID) passes the state checks.
+            for (n, node) in topo.nodes().iter().enumerate() {
+                if node.kind == NodeKind::Switch {
+                    sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
+                        sw.link_state(now, 0, true, tx)
+                    });
+                }
+            }
+            (None, None)
+        } else {
+            let sa_server = SaServer::new(
+                opts.sa,
+                ipoib_proto::subnet::SubnetModel::default(),
+                partitions.clone(),
+                sim.fork_rng(u64::MAX),
+            );
+            let (sa, app) = Self::install_sm(
+                &mut sim,
+                built.nodes[sm_node],
+                sm_port.port,
+                sm_port_guid,
+                sa_server,
+                sm,
+                opts.mcast_delay,
+            )?;
+            (Some(sa), Some(app))
+        };
         let n_hosts = hosts.len();
         let mut net = Subnet {
             sim,
@@ -354,6 +396,37 @@ impl Subnet {
             net.install_ipoib(o, client_cfg);
         }
         Ok(net)
+    }
+
+    /// Puts our SA and SM on the SM's host: its port answers SMInfo as the master, the SA serves
+    /// class SubnAdm.
+    fn install_sm(
+        sim: &mut Simulator,
+        node: NodeId,
+        port: u8,
+        port_guid: Guid,
+        sa_server: SaServer,
+        sm: SubnetManager,
+        mcast_delay: Duration,
+    ) -> Result<(AgentId, AppId), SubnetError> {
+        sim.with_node::<Host, _>(node, |h, _, _| {
+            // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): the master.
+            h.hca_mut().set_sm_info(
+                port,
+                Some(SmInfoRepr {
+                    guid: port_guid,
+                    sm_key: 0,
+                    act_count: 0,
+                    priority: 0,
+                    sm_state: SmState::Master,
+                }),
+            );
+            let sa = h.add_agent(sa_server);
+            h.serve_class(MgmtClass::SubnAdm, sa);
+            let app = h.add_app(SmApp::new(sm, sa, mcast_delay));
+            (sa, app)
+        })
+        .ok_or(SubnetError::NoHost)
     }
 
     /// The simulator.
@@ -474,23 +547,42 @@ impl Subnet {
         (0..self.hosts.len()).filter(|&i| self.is_joined(i)).count()
     }
 
+    /// Who manages the subnet.
+    pub fn sm_mode(&self) -> SmMode {
+        if self.sm_app.is_some() {
+            SmMode::Ours
+        } else {
+            SmMode::None
+        }
+    }
+
     /// The SA server.
+    ///
+    /// # Panics
+    /// With [`SmMode::None`]: there is no SA of ours.
     pub fn sa(&self) -> &SaServer {
-        self.host_device(0)
-            .agent::<SaServer>(self.sa)
-            .expect("host 0 runs the SA")
+        self.sa
+            .and_then(|sa| self.host_device(0).agent::<SaServer>(sa))
+            .expect("host 0 runs the SA (SmMode::Ours)")
     }
 
     /// The SM application.
+    ///
+    /// # Panics
+    /// With [`SmMode::None`]: there is no SM of ours.
     pub fn sm(&self) -> &SmApp {
-        self.host_device(0)
-            .app::<SmApp>(self.sm_app)
-            .expect("host 0 runs the SM")
+        self.sm_app
+            .and_then(|app| self.host_device(0).app::<SmApp>(app))
+            .expect("host 0 runs the SM (SmMode::Ours)")
     }
 
     /// True when the SM has written every multicast change the SA reported and the writes have
     /// reached the switches (the MFTs match the groups' membership).
     pub fn is_settled(&self) -> bool {
+        if self.sm_app.is_none() {
+            // An external SM: nothing of ours to wait for.
+            return true;
+        }
         let landed = match self.sm().last_write_at() {
             Some(t) => self.sim.now() >= t + crate::hw::mgmt::CONFIG_DELAY,
             None => true,
