@@ -1,0 +1,162 @@
+//! A subnet with no SM of ours ([`SmMode::None`]): every cabled port comes up to Init with no LID
+//! and an SM program on a host's QP0 (a umad user, as OpenSM under the ibsim server) configures
+//! it by SMPs: a directed route with HopCount 0 reaches the host's own SMA (IBA 1 §14.2.2), a
+//! SubnSet(PortInfo) makes the port Active with the LID and SM LID given, and the host's IPoIB
+//! link then sends its broadcast join to that SM LID (IBA 1 §14.2.5.6 MasterSMLID; the SA client
+//! addresses the SM's port, docs/OPENSM-NOTES.md).
+
+#[path = "common/sma.rs"]
+mod fabric;
+
+use fabric::*;
+use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::host::{method_mask, Host, Registration};
+use ipoib_fabric::node::subnet::{SmMode, Subnet, SubnetOptions};
+use ipoib_fabric::PortState;
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass};
+use ipoib_wire::smp::{PortState as WireState, SmpAttribute, SmpMadRepr};
+use std::time::Duration;
+
+#[test]
+fn an_external_sm_configures_a_subnet_without_ours() {
+    let mut o = SubnetOptions::new(Topology::single_switch(2).unwrap(), 4);
+    o.sm_mode = SmMode::None;
+    let mut net = Subnet::build(o).unwrap();
+    assert_eq!(net.sm_mode(), SmMode::None);
+    net.sim_mut().run_for(Duration::from_millis(5));
+    for i in 0..2 {
+        let p = net.host_port(i).unwrap();
+        assert_eq!(
+            (p.state, p.lid, p.sm_lid),
+            (PortState::Init, 0, 0),
+            "host {i}"
+        );
+    }
+    assert!(net.is_settled(), "nothing of ours to wait for");
+
+    let h0 = net.host(0);
+    let user = net
+        .sim_mut()
+        .with_node::<Host, _>(h0.node, |h, _, _| {
+            let u = h.umad_attach();
+            // The SM's SA: MCMemberRecord joins (SubnAdmSet) come to it.
+            h.umad_register(
+                u,
+                Registration {
+                    class: MgmtClass::SubnAdm,
+                    version: 2,
+                    methods: method_mask(&[Method::Set]),
+                },
+            )
+            .unwrap();
+            u
+        })
+        .unwrap();
+    let send = |net: &mut Subnet, mad: &[u8]| {
+        net.sim_mut()
+            .with_node::<Host, _>(h0.node, |h, now, tx| {
+                h.umad_send(
+                    user,
+                    MadAddr {
+                        qpn: 0,
+                        ..MadAddr::gsi(0xffff)
+                    },
+                    mad,
+                )
+                .unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+        net.sim_mut()
+            .node_mut::<Host>(h0.node)
+            .unwrap()
+            .umad_take(user)
+    };
+    let mut f = Fabric::new(0); // only for its MAD builders
+    let hop0 = |f: &mut Fabric, method, id, a| {
+        let mut m = f.smp(method, id, 0, Some(&[]), 0, a);
+        m[6] = 0; // HopPointer 0, HopCount 0
+        m
+    };
+
+    // HopCount 0: our own HCA answers, the SMP never leaves the node.
+    let got = send(
+        &mut net,
+        &hop0(&mut f, Method::Get, attr::NODE_INFO, none()),
+    );
+    assert_eq!(got.len(), 1, "{got:?}");
+    let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!(
+        n.port_guid,
+        net.host_port(0).unwrap().guid,
+        "our own port, not the switch"
+    );
+    assert_eq!(r.direction(), Some(true));
+
+    // One hop: the switch, whose management port 0 is up (Init) too.
+    let mut dr = f.smp(Method::Get, attr::PORT_INFO, 0, Some(&[h0.port]), 0, none());
+    dr[6] = 0;
+    let got = send(&mut net, &dr);
+    let pi = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+    assert_eq!(pi.port_state, WireState::Init, "switch port 0");
+
+    // SubnSet(PortInfo) to our port: LID 1, SM LID 1 (the SM runs here), Armed then Active.
+    let mut pi = port_info(
+        &SmpMadRepr::parse(
+            &send(
+                &mut net,
+                &hop0(&mut f, Method::Get, attr::PORT_INFO, none()),
+            )[0]
+            .mad,
+        )
+        .unwrap(),
+    );
+    pi.lid = 1;
+    pi.master_sm_lid = 1;
+    let mut sa_mads: Vec<ipoib_proto::mad_agent::MadIn> = Vec::new();
+    for state in [WireState::Armed, WireState::Active] {
+        pi.port_state = state;
+        let set = hop0(
+            &mut f,
+            Method::Set,
+            attr::PORT_INFO,
+            SmpAttribute::PortInfo(pi),
+        );
+        let got = send(&mut net, &set);
+        let smp = got
+            .iter()
+            .find(|m| m.mad[1] == u8::from(MgmtClass::SubnDirectedRoute))
+            .expect("the SetResp");
+        assert_eq!(
+            port_info(&SmpMadRepr::parse(&smp.mad).unwrap()).port_state,
+            state
+        );
+        sa_mads.extend(
+            got.into_iter()
+                .filter(|m| m.mad[1] == u8::from(MgmtClass::SubnAdm)),
+        );
+    }
+    let p = net.host_port(0).unwrap();
+    assert_eq!((p.state, p.lid, p.sm_lid), (PortState::Active, 1, 1));
+
+    // The host's IPoIB link saw the port change and sends its broadcast join to the SM LID it
+    // was given: here, to our user's SA registration.
+    net.sim_mut().run_for(Duration::from_millis(50));
+    sa_mads.extend(
+        net.sim_mut()
+            .node_mut::<Host>(h0.node)
+            .unwrap()
+            .umad_take(user),
+    );
+    let join = sa_mads
+        .iter()
+        .filter_map(|m| MadHeaderRepr::parse_bytes(&m.mad).ok())
+        .find(|h| h.mgmt_class == MgmtClass::SubnAdm && h.method == Method::Set);
+    assert!(join.is_some(), "a join reached the SM's port: {sa_mads:?}");
+}
