@@ -1,5 +1,5 @@
 //! A whole emulated subnet in one call: [`Subnet::build`] instantiates a [`Topology`] in a
-//! [`Simulator`] with a [`Host`] on every channel adapter and a [`Switch`](crate::hw::switch::Switch)
+//! [`Simulator`] with a [`Host`] on every channel adapter and a [`Switch`]
 //! on every switch, and puts the subnet manager on the first CA port.
 //!
 //! Multi-port HCAs: the SM treats every cabled CA port as its own end node (IBA 1 §4.1.1, §14.2.5:
