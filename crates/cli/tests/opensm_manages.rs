@@ -4,7 +4,7 @@
 //! hosts' IPoIB interfaces find OpenSM's SA through the SM LID it wrote and join its broadcast
 //! group, and ping each other over IPv4 and IPv6 through the tables OpenSM programmed. Checked
 //! with infiniband-diags under `ibsim-run`: `ibnetdiscover` sees our topology, `saquery` lists our
-//! hosts as full members of the broadcast group. Skipped, with a message, where ibsim-run, opensm,
+//! hosts as full members of the broadcast group, `perfquery` reads a host's PMA. Skipped, with a message, where ibsim-run, opensm,
 //! ibnetdiscover or saquery is not installed.
 //!
 //! Every process is started by this test and stopped by its PID (SIGTERM, then reaped) when its
@@ -280,4 +280,21 @@ fn opensm_manages_our_fabric() {
     assert_eq!(got, want, "{out}");
     assert_eq!(values(&out, "JoinState"), vec!["0x1"; HOSTS], "{out}");
     assert_eq!(values(&out, "pkey"), vec!["0xffff"; HOSTS], "{out}");
+
+    // perfquery (from h1, its own port by the LID OpenSM gave it): the PMA's ClassPortInfo, then
+    // the extended counters, which count at least the pings above.
+    if installed("perfquery") {
+        let out = diag(dir.path(), &sock, "h1", &["perfquery", "-x"]);
+        assert!(
+            out.starts_with("# Port extended counters: Lid ") && out.contains("(CapMask: 0x200"),
+            "{out}"
+        );
+        // `PortXmitPkts:....................61`
+        let pkts: Vec<u64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("PortXmitPkts:"))
+            .filter_map(|v| v.trim_start_matches('.').trim().parse().ok())
+            .collect();
+        assert!(matches!(pkts[..], [n] if n >= 4), "{out}");
+    }
 }

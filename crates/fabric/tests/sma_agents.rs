@@ -68,6 +68,15 @@ fn perf_counters_equal_the_fabric_counts() {
     // An attribute the PMA does not have: status 0x000C.
     let resp = f.perf_get(0x0010, 1, CA_LID).unwrap();
     assert_eq!(&resp[4..6], &[0x00, 0x0c]);
+    // IBA 1 §16.1.2: ClassPortInfo (what perfquery reads first) says PortCountersExtended is
+    // supported.
+    let resp = f.perf_get(perf_attr::CLASS_PORT_INFO, 1, CA_LID).unwrap();
+    assert_eq!(&resp[4..6], &[0x00, 0x00]);
+    let cpi = ipoib_wire::mad::ClassPortInfoRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap();
+    assert_eq!(
+        (cpi.class_version, cpi.capability_mask),
+        (1, sma::pma::PMA_CAP_EXT_WIDTH)
+    );
 }
 
 use ipoib_fabric::hw::hca::Hca;

@@ -1,7 +1,7 @@
 //! The performance management agent's counters and answers (IBA 1 §16.1): every port counts the
 //! packets and data it puts on and takes off its link ([`PortTraffic`]), and the PMA on QP1
 //! answers SubnGet/Set of PortCounters (§16.1.3.5) and PortCountersExtended (§16.1.4.11) from
-//! them. The counts are those of the link: a packet the port sends is counted when it goes out,
+//! them, and Get of its ClassPortInfo ([`class_port_info`]). The counts are those of the link: a packet the port sends is counted when it goes out,
 //! one it receives when it comes in, whatever happens to it next; data is LRH through ICRC in
 //! 4-byte words (§16.1.3.5 PortXmitData: the VCRC is not counted).
 
@@ -127,10 +127,29 @@ impl PortTraffic {
     }
 }
 
+/// PerfMgt ClassPortInfo CapabilityMask bit 9, IsExtendedWidthSupported: PortCountersExtended
+/// is answered (IBA 1 §16.1.2; Linux `IB_PMA_CLASS_CAP_EXT_WIDTH`).
+pub const PMA_CAP_EXT_WIDTH: u16 = 1 << 9;
+
+/// The PMA's ClassPortInfo (IBA 1 §13.4.8.1, §16.1.2): version 1, PortCountersExtended
+/// supported, no redirection, no traps. RespTimeValue 18 as Linux qib's
+/// `pma_get_classportinfo` (docs/DEPLOYED.md "Linux SMA and PMA"). `perfquery` reads it before
+/// the counters.
+pub fn class_port_info() -> ipoib_wire::mad::ClassPortInfoRepr {
+    ipoib_wire::mad::ClassPortInfoRepr {
+        base_version: 1,
+        class_version: 1,
+        capability_mask: PMA_CAP_EXT_WIDTH,
+        resp_time_value: 18,
+        ..Default::default()
+    }
+}
+
 /// Answers a PerfMgt MAD (256 bytes) for a device whose port `p` counters `ports(p)` gives
 /// (`None`: no such port). `None` when the MAD is not a PerfMgt Get or Set (not for the PMA).
 /// IBA 1 §16.1.3.5, §16.1.4.11: the GetResp carries the counters of PortSelect (after a Set, as
-/// cleared); an unknown attribute is answered with status 0x000C, a port the device does not have
+/// cleared); ClassPortInfo is answered to a Get
+/// ([`class_port_info`]); an unknown attribute is answered with status 0x000C, a port the device does not have
 /// with 0x001C (§13.4.7 Table 113).
 pub fn answer(
     mad: &[u8],
@@ -164,6 +183,11 @@ pub fn answer(
                 store(port, c);
             }
             c.extended(port).emit(&mut out[PERF_DATA_OFFSET..]);
+            MadStatus::SUCCESS
+        }
+        (perf_attr::CLASS_PORT_INFO, _) if h.method == Method::Get => {
+            out[PERF_DATA_OFFSET..].fill(0);
+            class_port_info().emit(&mut out[PERF_DATA_OFFSET..]);
             MadStatus::SUCCESS
         }
         _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
