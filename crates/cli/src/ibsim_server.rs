@@ -2,7 +2,9 @@
 //! under `ibsim-run` (Debian ibsim-utils: `saquery`, `smpquery`, ...) attach to its hosts by name
 //! ([`ipoib_runtime::ibsim_server`]). The subnet comes up in virtual time first (every host with
 //! its LID, our SM and SA configured and the broadcast groups joined), then runs against the wall
-//! clock while it serves, until SIGINT or SIGTERM.
+//! clock while it serves, until SIGINT or SIGTERM. With `--sm none` nothing comes up before
+//! serving: an SM run as a client (`ibsim-run opensm`) configures the subnet by SMPs while it
+//! runs (docs/OPENSM-NOTES.md "OpenSM managing our fabric").
 
 use crate::interrupt::Interrupt;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
@@ -17,7 +19,7 @@ use std::time::Duration;
 pub struct Args {
     /// `single-switch`, `fat-tree` (with `--hosts`) or an ibnetdiscover / ibsim net file. Clients
     /// attach to a host by its node name (`SIM_HOST` of ibsim-run) or description; without one to
-    /// the first host, where our SM and SA run.
+    /// the first host, where our SM and SA run (`--sm ours`).
     #[arg(long)]
     topology: String,
     /// Number of hosts of a generated topology.
