@@ -51,9 +51,9 @@ pub struct Args {
     /// and its IPv6 link-local address) instead of a link that only joins.
     #[arg(long)]
     ip: bool,
-    /// With `--ip`: a second after every interface has carrier and its link-local address, every host pings
-    /// every other over IPv4 and IPv6 once; a line per answer (`ping A -> B ADDR: reply`), then
-    /// `pings: N of M answered` when all are answered or after 10 s.
+    /// With `--ip`: a second after every interface has carrier and its link-local address, every
+    /// host pings every other over IPv4 and IPv6 once; a line per answer (`ping A -> B ADDR:
+    /// reply`), then `pings: N of M answered` when all are answered or after 10 s.
     #[arg(long, requires = "ip")]
     ping_all: bool,
 }

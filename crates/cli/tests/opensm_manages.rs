@@ -1,11 +1,11 @@
-//! The real OpenSM manages our fabric: `ipoib ibsim-server --sm none` serves a subnet with no SM
-//! of ours (ports up to Init), `ibsim-run opensm` attaches to host h0 and configures every port,
-//! LFT and MFT through our SMAs by SMPs (docs/OPENSM-NOTES.md "OpenSM managing our fabric"); our
-//! hosts' IPoIB interfaces find OpenSM's SA through the SM LID it wrote and join its broadcast
-//! group, and ping each other over IPv4 and IPv6 through the tables OpenSM programmed. Checked
-//! with infiniband-diags under `ibsim-run`: `ibnetdiscover` sees our topology, `saquery` lists our
-//! hosts as full members of the broadcast group, `perfquery` reads a host's PMA. Skipped, with a message, where ibsim-run, opensm,
-//! ibnetdiscover or saquery is not installed.
+//! The real OpenSM manages our fabric: `ipoib ibsim-server --sm none` serves a subnet with no SM of
+//! ours (ports up to Init), `ibsim-run opensm` attaches to host h0 and configures every port, LFT
+//! and MFT through our SMAs by SMPs (docs/OPENSM-NOTES.md "OpenSM managing our fabric"); our hosts'
+//! IPoIB interfaces find OpenSM's SA through the SM LID it wrote and join its broadcast group, and
+//! ping each other over IPv4 and IPv6 through the tables OpenSM programmed. Checked with
+//! infiniband-diags under `ibsim-run`: `ibnetdiscover` sees our topology, `saquery` lists our hosts
+//! as full members of the broadcast group, `perfquery` reads a host's PMA. Skipped, with a message,
+//! where ibsim-run, opensm, ibnetdiscover or saquery is not installed.
 //!
 //! Every process is started by this test and stopped by its PID (SIGTERM, then reaped) when its
 //! guard drops, on every exit path, an assertion failure included.

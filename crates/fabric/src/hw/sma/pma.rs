@@ -1,9 +1,10 @@
 //! The performance management agent's counters and answers (IBA 1 §16.1): every port counts the
-//! packets and data it puts on and takes off its link ([`PortTraffic`]), and the PMA on QP1
-//! answers SubnGet/Set of PortCounters (§16.1.3.5) and PortCountersExtended (§16.1.4.11) from
-//! them, and Get of its ClassPortInfo ([`class_port_info`]). The counts are those of the link: a packet the port sends is counted when it goes out,
-//! one it receives when it comes in, whatever happens to it next; data is LRH through ICRC in
-//! 4-byte words (§16.1.3.5 PortXmitData: the VCRC is not counted).
+//! packets and data it puts on and takes off its link ([`PortTraffic`]), and the PMA on QP1 answers
+//! SubnGet/Set of PortCounters (§16.1.3.5) and PortCountersExtended (§16.1.4.11) from them, and Get
+//! of its ClassPortInfo ([`class_port_info`]). The counts are those of the link: a packet the port
+//! sends is counted when it goes out, one it receives when it comes in, whatever happens to it
+//! next; data is LRH through ICRC in 4-byte words (§16.1.3.5 PortXmitData: the VCRC is not
+//! counted).
 
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::mad::attr::perf as perf_attr;
@@ -145,12 +146,11 @@ pub fn class_port_info() -> ipoib_wire::mad::ClassPortInfoRepr {
     }
 }
 
-/// Answers a PerfMgt MAD (256 bytes) for a device whose port `p` counters `ports(p)` gives
-/// (`None`: no such port). `None` when the MAD is not a PerfMgt Get or Set (not for the PMA).
-/// IBA 1 §16.1.3.5, §16.1.4.11: the GetResp carries the counters of PortSelect (after a Set, as
-/// cleared); ClassPortInfo is answered to a Get
-/// ([`class_port_info`]); an unknown attribute is answered with status 0x000C, a port the device does not have
-/// with 0x001C (§13.4.7 Table 113).
+/// Answers a PerfMgt MAD (256 bytes) for a device whose port `p` counters `ports(p)` gives (`None`:
+/// no such port). `None` when the MAD is not a PerfMgt Get or Set (not for the PMA). IBA 1
+/// §16.1.3.5, §16.1.4.11: the GetResp carries the counters of PortSelect (after a Set, as cleared);
+/// ClassPortInfo is answered to a Get ([`class_port_info`]); an unknown attribute is answered with
+/// status 0x000C, a port the device does not have with 0x001C (§13.4.7 Table 113).
 pub fn answer(
     mad: &[u8],
     mut ports: impl FnMut(u8) -> Option<PortTraffic>,
