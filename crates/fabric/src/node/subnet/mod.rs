@@ -320,6 +320,13 @@ impl Subnet {
             let mut hca = hca;
             // IBA 1 §14.2.5.2: what the node's SMA answers SubnGet(NodeDescription) with.
             hca.set_node_description(&node.desc);
+            // IBA 1 §7.2: a port with no cable has no link (PortPhysicalState Polling, PortState
+            // Down); diags and SMs explore only ports whose link is up.
+            for p in (1..=node.ports).filter(|&p| topo.peer(i, p).is_none()) {
+                if let Some(port) = hca.port_mut(p) {
+                    port.set_phys(false);
+                }
+            }
             if external_sm {
                 // The link trains to the cable's rate (PortInfo LinkWidthActive and
                 // LinkSpeedActive, IBA 1 §14.2.5.6); our SM writes it otherwise.
@@ -331,6 +338,17 @@ impl Subnet {
             }
             Box::new(Host::with_mgmt_port(hca, port))
         });
+        // The same for the switches' ports with no cable (port 0 is no cable, see below).
+        for (n, node) in topo.nodes().iter().enumerate() {
+            if node.kind != NodeKind::Switch {
+                continue;
+            }
+            sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
+                for p in (1..=node.ports).filter(|&p| topo.peer(n, p).is_none()) {
+                    sw.link_state(now, p, false, tx);
+                }
+            });
+        }
         let hosts: Vec<HostHandle> = topo
             .host_ports()
             .map(|e| HostHandle {
