@@ -160,3 +160,58 @@ fn an_external_sm_configures_a_subnet_without_ours() {
         .find(|h| h.mgmt_class == MgmtClass::SubnAdm && h.method == Method::Set);
     assert!(join.is_some(), "a join reached the SM's port: {sa_mads:?}");
 }
+
+// IBA 1 §7.2: a switch port with no cable has no link (PortPhysicalState Polling, PortState
+// Down), whichever SM runs, so that diags and SMs do not explore it; a cabled one is LinkUp.
+#[test]
+fn uncabled_ports_have_no_link() {
+    use ipoib_wire::smp::PortPhysState;
+    for mode in [SmMode::Ours, SmMode::None] {
+        // One leaf of 36 ports: hosts on ports 1 and 2, the rest uncabled.
+        let mut o = SubnetOptions::new(Topology::fat_tree(2).unwrap(), 4);
+        o.sm_mode = mode;
+        let mut net = Subnet::build(o).unwrap();
+        net.sim_mut().run_for(Duration::from_millis(5));
+        let h0 = net.host(0);
+        let user = net
+            .sim_mut()
+            .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+            .unwrap();
+        let mut f = Fabric::new(0);
+        let mut state = |port: u32| {
+            let mut dr = f.smp(
+                Method::Get,
+                attr::PORT_INFO,
+                port,
+                Some(&[h0.port]),
+                0,
+                none(),
+            );
+            dr[6] = 0;
+            net.sim_mut()
+                .with_node::<Host, _>(h0.node, |h, now, tx| {
+                    let to = MadAddr {
+                        qpn: 0,
+                        ..MadAddr::gsi(0xffff)
+                    };
+                    h.umad_send(user, to, &dr).unwrap();
+                    h.drive(now, tx);
+                })
+                .unwrap();
+            net.sim_mut().run_for(Duration::from_millis(1));
+            let got = net
+                .sim_mut()
+                .node_mut::<Host>(h0.node)
+                .unwrap()
+                .umad_take(user);
+            let pi = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+            (pi.port_phys_state, pi.port_state)
+        };
+        assert_eq!(
+            state(30),
+            (PortPhysState::Polling, WireState::Down),
+            "{mode:?}"
+        );
+        assert_eq!(state(2).0, PortPhysState::LinkUp, "{mode:?}");
+    }
+}
