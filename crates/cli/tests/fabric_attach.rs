@@ -189,3 +189,93 @@ fn fabric_and_two_attached_hosts() {
     assert!(summary.contains("attached 2, detached 1"), "{summary}");
     assert_eq!(a.interrupt_and_wait(), 0);
 }
+
+/// `ipoib fabric --pcap FILE --pcap-limit N` records the fabric's links as a capture that
+/// `ipoib decode` reads with every CRC good (and tshark too, where installed), and the file stays
+/// within N bytes however long the fabric runs.
+#[test]
+fn fabric_pcap_is_a_capture_within_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    let cap = |name: &str, limit: &str| {
+        let pcap = run.join(name);
+        let mut fabric = spawn(
+            &[
+                "fabric",
+                "--listen",
+                "udp:127.0.0.1:0",
+                "--hosts",
+                "3",
+                "--pcap",
+                pcap.to_str().unwrap(),
+                "--pcap-limit",
+                limit,
+            ],
+            run,
+        );
+        let l = fabric.wait_for("listening on udp:");
+        let addr = l
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .unwrap()
+            .to_string();
+        let mut a = spawn(
+            &[
+                "attach",
+                "--no-tun",
+                "--fabric",
+                &addr,
+                "--ip",
+                "10.0.0.2/24",
+            ],
+            run,
+        );
+        a.wait_for("ib0: carrier up (LID ");
+        assert_eq!(a.interrupt_and_wait(), 0);
+        fabric.wait_for(" left CA ");
+        assert_eq!(fabric.interrupt_and_wait(), 0);
+        pcap
+    };
+    // Unbounded enough for the whole run, then a limit it reaches.
+    let whole = cap("whole.pcap", "100000000");
+    let whole_len = std::fs::metadata(&whole).unwrap().len();
+    let cut = cap("cut.pcap", "2000");
+    let cut_len = std::fs::metadata(&cut).unwrap().len();
+    assert!(
+        whole_len > 2000,
+        "the whole run's capture: {whole_len} bytes"
+    );
+    assert!(
+        cut_len <= 2000,
+        "the capture passed its limit: {cut_len} bytes"
+    );
+    for (p, at_least) in [(&whole, 10), (&cut, 1)] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .args(["decode", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let summary = err.lines().last().unwrap_or("");
+        assert_eq!(o.status.code(), Some(0), "{summary}");
+        let n: u64 = summary
+            .strip_prefix("ipoib decode: ")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(n >= at_least, "{}: {summary}", p.display());
+        assert!(
+            summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
+            "{summary}"
+        );
+    }
+    if Command::new("tshark").arg("-v").output().is_ok() {
+        let o = Command::new("tshark")
+            .args(["-r", whole.to_str().unwrap(), "-Y", "infiniband"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let lines = String::from_utf8_lossy(&o.stdout).lines().count();
+        assert!(lines >= 10, "tshark read {lines} InfiniBand packets");
+    }
+}
