@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ipoib, leftovers, skip_reason, Lab, Reaped, BIN};
+use common::{ipoib, leftovers, serial, skip_reason, Lab, Reaped, BIN};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,7 @@ fn multicast_reaches_a_listener() {
 
 #[test]
 fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
+    let _one = serial();
     if let Some(why) = skip_reason(&["ping"]) {
         eprintln!("skipped: {why}");
         return;
@@ -126,4 +127,52 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     assert!(st.success(), "lab down: {st} {out}");
     drop(lab);
     assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
+}
+
+/// A lab whose process dies without cleaning up (SIGKILL) is found by `ipoib lab down`, which
+/// removes its namespaces, their /etc/netns files and its state file.
+#[test]
+fn killed_lab_is_cleaned_by_lab_down() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let lab = Lab::start(&["--hosts", "2"]);
+    let pid = lab.pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill -9 the lab");
+    // Dead (a zombie until the guard reaps it), not yet cleaned.
+    let dead = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')').next().is_some_and(|r| r.starts_with(" Z"))
+        })
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end && !dead() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(dead(), "the lab outlived SIGKILL");
+    // Killed, it removed nothing.
+    assert!(
+        std::path::Path::new("/run/netns/ipoib-h1").exists(),
+        "{:?}",
+        leftovers(2, &[pid])
+    );
+    let (st, out) = ipoib(&["lab", "down"], Duration::from_secs(30)).expect("lab down in 30 s");
+    assert!(st.success(), "lab down: {st}\n{out}");
+    let left = leftovers(2, &[pid]);
+    assert!(
+        left.iter().all(|l| l.contains("process")),
+        "left after lab down: {left:?}"
+    );
+    drop(lab);
+    assert!(
+        leftovers(2, &[pid]).is_empty(),
+        "{:?}",
+        leftovers(2, &[pid])
+    );
 }
