@@ -13,7 +13,7 @@ use ipoib_wire::{Gid, Guid, Mtu, Rate};
 /// PortInfo CapabilityMask IsSM (IBA 1 §14.2.5.6, Table 146 bit 1).
 pub const CAP_IS_SM: u32 = 1 << 1;
 /// PortInfo CapabilityMask IsExtendedSpeedsSupported (bit 14).
-const CAP_EXT_SPEEDS: u32 = 1 << 14;
+pub const CAP_EXT_SPEEDS: u32 = 1 << 14;
 
 /// What a port is cabled to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -199,7 +199,7 @@ impl SubnetModel {
 
 /// (LinkWidthActive, LinkSpeedActive, LinkSpeedExtActive) of a link of `rate` (IBA 1 §14.2.5.6:
 /// width 1X=1, 4X=2, 8X=4, 12X=8; speed SDR=1, DDR=2, QDR=4; extended FDR=1, EDR=2), as
-/// crates/runtime/src/ibsim_server/info.rs answers for our HCAs. A code with no such link: 4X SDR.
+/// our HCAs' SMA answers (crates/fabric/src/hw/hca/sma.rs). A code with no such link: 4X SDR.
 pub fn link_width_speed(rate: Rate) -> (u8, u8, u8) {
     match rate {
         Rate::Gbps2_5 => (1, 1, 0),
@@ -223,8 +223,8 @@ pub fn link_width_speed(rate: Rate) -> (u8, u8, u8) {
 
 /// The PortInfo of a port the model describes (IBA 1 §14.2.5.6): what the SM configured (LID,
 /// LMC, master SM LID, subnet prefix, state, MTU, width and speed of the link's rate) and, for
-/// what the model does not hold, the values our HCAs answer (crates/runtime/src/ibsim_server/
-/// info.rs: one data VL, M_Key 0, no thresholds).
+/// what the model does not hold, the values our HCAs' SMA answers (crates/fabric/src/hw/hca/
+/// sma.rs: one data VL, GUIDCap 1, no thresholds).
 #[allow(clippy::too_many_arguments)]
 fn port_info(
     prefix: u64,

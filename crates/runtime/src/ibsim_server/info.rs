@@ -11,13 +11,10 @@
 
 use ipoib_fabric::hw::hca::{Hca, Port, PKEY_TABLE_SIZE};
 use ipoib_fabric::PortState as HwState;
-use ipoib_wire::sa::Rate;
-use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, PortState};
+use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortState};
 
 /// PortInfo CapabilityMask bit IsSM (IBA 1 §14.2.5.6 Table 146).
 pub const CAP_IS_SM: u32 = 1 << 1;
-/// PortInfo CapabilityMask bit IsExtendedSpeedsSupported.
-const CAP_EXT_SPEEDS: u32 = 1 << 14;
 /// The vendor ID our HCAs report (none assigned: 0).
 pub const VENDOR_ID: u32 = 0;
 /// The device ID our HCAs report.
@@ -46,73 +43,15 @@ pub fn node_info(hca: &Hca, port: u8) -> [u8; 64] {
     b
 }
 
-/// (LinkWidthActive, LinkSpeedActive, LinkSpeedExtActive) of `rate` (IBA 1 §14.2.5.6: width 1X=1,
-/// 4X=2, 8X=4, 12X=8; speed SDR=1, DDR=2, QDR=4; extended FDR=1, EDR=2).
-fn width_speed(rate: Rate) -> (u8, u8, u8) {
-    match rate {
-        Rate::Gbps2_5 => (1, 1, 0),
-        Rate::Gbps5 => (1, 2, 0),
-        Rate::Gbps10 => (2, 1, 0),
-        Rate::Gbps20 => (2, 2, 0),
-        Rate::Gbps30 => (8, 1, 0),
-        Rate::Gbps40 => (2, 4, 0),
-        Rate::Gbps60 => (8, 2, 0),
-        Rate::Gbps80 => (4, 4, 0),
-        Rate::Gbps120 => (8, 4, 0),
-        Rate::Gbps14 => (1, 4, 1),
-        Rate::Gbps56 => (2, 4, 1),
-        Rate::Gbps112 => (4, 4, 1),
-        Rate::Gbps168 => (8, 4, 1),
-        Rate::Gbps25 => (1, 4, 2),
-        Rate::Gbps100 => (2, 4, 2),
-        _ => (2, 1, 0),
-    }
-}
-
-/// PortInfo of `p` (IBA 1 §14.2.5.6) with `capability_mask` (IsSM when an SM runs behind it).
-pub fn port_info(p: &Port, capability_mask: u32) -> [u8; 64] {
-    let (width, speed, ext) = width_speed(p.rate);
-    let mut cap = capability_mask;
-    if ext != 0 {
-        cap |= CAP_EXT_SPEEDS;
-    }
-    let repr = PortInfoRepr {
-        gid_prefix: p.subnet_prefix,
-        lid: p.lid,
-        master_sm_lid: p.sm_lid,
-        capability_mask: cap,
-        local_port_num: p.num,
-        link_width_enabled: width,
-        link_width_supported: width,
-        link_width_active: width,
-        link_speed_supported: speed,
-        port_state: match p.state {
-            HwState::Down => PortState::Down,
-            HwState::Init => PortState::Init,
-            HwState::Armed => PortState::Armed,
-            HwState::Active => PortState::Active,
-        },
-        port_phys_state: if p.phys_up {
-            PortPhysState::LinkUp
-        } else {
-            PortPhysState::Polling
-        },
-        lmc: p.lmc,
-        link_speed_active: speed,
-        link_speed_enabled: speed,
-        neighbor_mtu: p.mtu,
-        master_sm_sl: p.sm_sl,
-        vl_cap: 1,
-        mtu_cap: p.mtu,
-        operational_vls: 1,
-        link_speed_ext_active: ext,
-        link_speed_ext_supported: ext,
-        link_speed_ext_enabled: ext,
-        ..PortInfoRepr::default()
-    };
+/// PortInfo of port `num` of `hca` (IBA 1 §14.2.5.6): what the HCA's SMA answers a
+/// SubnGet(PortInfo) with ([`Hca::port_info`], the one source the SM and the SA read too), with
+/// `capability_mask` added (IsSM when an SM runs behind this client); `None` for no such port.
+pub fn port_info(hca: &Hca, num: u8, capability_mask: u32) -> Option<[u8; 64]> {
+    let mut repr = hca.port_info(num)?;
+    repr.capability_mask |= capability_mask;
     let mut b = [0u8; 64];
     repr.emit(&mut b);
-    b
+    Some(b)
 }
 
 /// `struct sim_vendor` (native byte order, as the C struct on this host): vendor_id,
@@ -167,25 +106,25 @@ pub fn guid(hca: &Hca) -> [u8; 64] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipoib_wire::smp::PortInfoRepr;
     use ipoib_wire::Guid;
 
-    /// IBA 1 §14.2.5.6: the PortInfo fields umad2sim reads land where libibmad's fields are.
+    /// GET_PORTINFO answers the SMA's PortInfo of the port, IsSM added for an SM's client; no
+    /// answer for a port the HCA does not have.
     #[test]
-    fn port_info_fields() {
-        let mut p = Port::new(2, Guid(0x1002));
-        p.lid = 7;
-        p.sm_lid = 1;
-        p.lmc = 0;
-        p.state = HwState::Active;
-        p.phys_up = true;
-        let b = port_info(&p, CAP_IS_SM);
-        let r = PortInfoRepr::parse(&b).unwrap();
-        assert_eq!((r.lid, r.master_sm_lid, r.local_port_num), (7, 1, 2));
-        assert_eq!(r.port_state, PortState::Active);
-        assert_eq!(r.port_phys_state, PortPhysState::LinkUp);
-        assert_eq!(r.capability_mask & CAP_IS_SM, CAP_IS_SM);
-        // LID at byte 16, master SM LID at 18 (docs/DEPLOYED.md "ibsim").
-        assert_eq!(&b[16..20], &[0, 7, 0, 1]);
+    fn port_info_is_the_smas() {
+        let hca = Hca::new(Guid(0x1000), 2);
+        assert!(port_info(&hca, 3, 0).is_none());
+        let sma = hca.port_info(2).unwrap();
+        assert_eq!(sma.capability_mask & CAP_IS_SM, 0);
+        let r = PortInfoRepr::parse(&port_info(&hca, 2, CAP_IS_SM).unwrap()).unwrap();
+        assert_eq!(r.capability_mask, sma.capability_mask | CAP_IS_SM);
+        assert_eq!(r.local_port_num, 2);
+        assert_eq!(r.guid_cap, 1);
+        assert_eq!(
+            PortInfoRepr::parse(&port_info(&hca, 2, 0).unwrap()).unwrap(),
+            sma
+        );
     }
 
     #[test]

@@ -350,7 +350,10 @@ impl IbsimServer {
                 };
                 let Some(p) = p else { return false };
                 let cap = if p.num == h.port { cap } else { 0 };
-                *data = info::port_info(p, cap);
+                let Some(b) = info::port_info(host.hca(), p.num, cap) else {
+                    return false;
+                };
+                *data = b;
             }
             CtlType::GetVendor => *data = info::vendor(),
             CtlType::GetPkeys => match port {

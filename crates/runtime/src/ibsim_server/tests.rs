@@ -145,6 +145,62 @@ fn cpi_get(tid: u64) -> [u8; MAD_LEN] {
     m
 }
 
+/// GET_PORTINFO (what umad2sim writes into the fake sysfs) and the SA's PortInfoRecord of the
+/// same port describe one PortInfo (IBA 1 §14.2.5.6, §15.2.5.3): GUIDCap, LID, SM LID, LMC,
+/// state, active MTU, width and speed agree.
+#[test]
+fn port_info_matches_the_sas_record() {
+    use ipoib_wire::mad::MadStatus;
+    use ipoib_wire::sa::{pir_mask, PortInfoRecordRepr, SaAttribute, SaMadRepr};
+    use ipoib_wire::smp::PortInfoRepr;
+    let srv = Running::start();
+    for (tid, host) in [(0x51u64, "h0"), (0x52, "h1"), (0x53, "h2")] {
+        let c = IbsimClient::connect_to(&srv.endpoint(), Some(host), 0, false).unwrap();
+        let ours = c.port_info().unwrap();
+        let q = PortInfoRecordRepr {
+            lid: ours.lid,
+            port_num: 0,
+            options: 0,
+            port_info: PortInfoRepr::default(),
+        };
+        let req = SaMadRepr::request(
+            Method::Get,
+            tid,
+            pir_mask::LID,
+            SaAttribute::PortInfoRecord(q),
+        );
+        let resp = c
+            .request(1, 1, &req.to_bytes(), Duration::from_secs(3))
+            .unwrap();
+        let r = SaMadRepr::parse(&resp).unwrap();
+        assert_eq!(r.header.status, MadStatus::SUCCESS, "{host}");
+        let SaAttribute::PortInfoRecord(rec) = r.attribute else {
+            panic!("{host}: not a PortInfoRecord: {:?}", r.attribute);
+        };
+        assert_eq!(rec.lid, ours.lid, "{host}");
+        let sa = rec.port_info;
+        let key = |p: &PortInfoRepr| {
+            (
+                p.guid_cap,
+                p.lid,
+                p.master_sm_lid,
+                p.lmc,
+                p.local_port_num,
+                p.port_state,
+                p.port_phys_state,
+                p.neighbor_mtu,
+                (
+                    p.link_width_active,
+                    p.link_speed_active,
+                    p.link_speed_ext_active,
+                ),
+            )
+        };
+        assert_eq!(key(&ours), key(&sa), "{host}");
+        assert_eq!(ours.guid_cap, 1, "{host}");
+    }
+}
+
 /// CONNECT attaches to the named host; the GET_* answers describe its port as our SM set it; a
 /// request to the SA comes back with its TID, the top 16 bits the client id (ibsim
 /// `update_trid`).

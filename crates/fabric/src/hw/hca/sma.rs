@@ -21,6 +21,7 @@
 
 use super::{Hca, HcaDropReason};
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
+use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
 use ipoib_wire::mad::attr::smp as attr;
@@ -30,23 +31,7 @@ use ipoib_wire::smp::{
     cap_mask, GuidInfoRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableRepr,
     PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMad, SmpMadRepr, PKEY_TABLE_BLOCK, SMP_DATA_LEN,
 };
-use ipoib_wire::{PKey, Rate};
-
-/// PortInfo:LinkWidthActive and LinkSpeedActive of a rate (IBA 1 §14.2.5.6: width 1 = 1x,
-/// 2 = 4x, 4 = 8x, 8 = 12x; speed 1 = SDR, 2 = DDR, 4 = QDR).
-fn width_speed(r: Rate) -> (u8, u8) {
-    match r {
-        Rate::Gbps2_5 => (1, 1),
-        Rate::Gbps10 => (2, 1),
-        Rate::Gbps30 => (8, 1),
-        Rate::Gbps5 => (1, 2),
-        Rate::Gbps20 => (2, 2),
-        Rate::Gbps60 => (8, 2),
-        Rate::Gbps80 => (4, 4),
-        Rate::Gbps120 => (8, 4),
-        _ => (2, 4),
-    }
-}
+use ipoib_wire::PKey;
 
 impl Hca {
     /// The NodeDescription every port answers with (IBA 1 §14.2.5.2).
@@ -73,6 +58,14 @@ impl Hca {
         if let Some(p) = self.port_mut(port) {
             p.sm_client = on;
         }
+    }
+
+    /// The PortInfo the SMA answers a SubnGet(PortInfo) on `port` with (IBA 1 §14.2.5.6), the
+    /// M_Key hidden as from a requester without it: the one description of the port that the SM,
+    /// the SA's records and the ibsim server's GET_PORTINFO (crates/runtime/src/ibsim_server/
+    /// info.rs) all read.
+    pub fn port_info(&self, port: u8) -> Option<PortInfoRepr> {
+        self.port(port).map(|p| port_info(p, true))
     }
 
     /// The ports whose PortInfo or P_KeyTable a SubnSet wrote since the last call, in order,
@@ -293,9 +286,12 @@ impl Hca {
 const MLNX_EXTENDED_PORT_INFO: u16 = 0xFF90;
 
 fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
-    let (width, speed) = width_speed(p.rate);
+    let (width, speed, ext) = link_width_speed(p.rate);
     let mut caps =
         cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED;
+    if ext != 0 {
+        caps |= CAP_EXT_SPEEDS;
+    }
     if p.sm_info.is_some() || p.sm_client {
         caps |= cap_mask::IS_SM;
     }
@@ -326,6 +322,9 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         mkey_violations: p.mkey.violations,
         guid_cap: 1,
         subnet_timeout: p.subnet_timeout,
+        link_speed_ext_active: ext,
+        link_speed_ext_supported: ext,
+        link_speed_ext_enabled: ext,
         ..PortInfoRepr::default()
     }
 }
