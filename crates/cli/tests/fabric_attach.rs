@@ -2,94 +2,20 @@
 //! hosts get an identity and carrier, SIGINT makes a host detach (the fabric sees it leave) and
 //! stops the fabric with its counters; every process exits 0.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+mod common;
 
-struct Proc {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-fn spawn(args: &[&str], run_dir: &std::path::Path) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args(args)
-        .env("IPOIB_RUN_DIR", run_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ipoib");
-    let err = child.stderr.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    Proc {
-        child,
-        lines,
-        seen: Vec::new(),
-    }
-}
-
-impl Proc {
-    /// Waits (at most 20 s) for a line containing `pat`; returns it.
-    fn wait_for(&mut self, pat: &str) -> String {
-        if let Some(l) = self.seen.iter().find(|l| l.contains(pat)) {
-            return l.clone();
-        }
-        let end = Instant::now() + Duration::from_secs(20);
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    self.seen.push(l.clone());
-                    if l.contains(pat) {
-                        return l;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        panic!("no line with {pat:?}; saw {:?}", self.seen);
-    }
-
-    fn interrupt_and_wait(&mut self) -> i32 {
-        let ok = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .expect("kill")
-            .success();
-        assert!(ok);
-        let st = self.child.wait().unwrap();
-        // Whatever it printed while stopping.
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            self.seen.push(l);
-        }
-        st.code().unwrap_or(-1)
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::Talker;
+use std::process::Command;
 
 #[test]
 fn fabric_and_two_attached_hosts() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
-    let mut fabric = spawn(
+    let mut fabric = Talker::ipoib(
         &["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"],
         run,
     );
-    let l = fabric.wait_for("listening on udp:");
+    let l = fabric.expect("listening on udp:");
     assert!(l.contains("2 CAs for hosts"), "{l}");
     let addr = l
         .split("listening on ")
@@ -97,7 +23,7 @@ fn fabric_and_two_attached_hosts() {
         .and_then(|r| r.split(',').next())
         .unwrap()
         .to_string();
-    let mut a = spawn(
+    let mut a = Talker::ipoib(
         &[
             "attach",
             "--no-tun",
@@ -108,7 +34,7 @@ fn fabric_and_two_attached_hosts() {
         ],
         run,
     );
-    let mut b = spawn(
+    let mut b = Talker::ipoib(
         &[
             "attach",
             "--no-tun",
@@ -123,13 +49,13 @@ fn fabric_and_two_attached_hosts() {
         ],
         run,
     );
-    a.wait_for("ib0: attached as CA");
-    b.wait_for("ib1: attached as CA");
-    let la = a.wait_for("ib0: carrier up (LID ");
-    let lb = b.wait_for("ib1: carrier up (LID ");
+    a.expect("ib0: attached as CA");
+    b.expect("ib1: attached as CA");
+    let la = a.expect("ib0: carrier up (LID ");
+    let lb = b.expect("ib1: carrier up (LID ");
     assert_ne!(la.split("LID ").nth(1), lb.split("LID ").nth(1), "two LIDs");
-    fabric.wait_for("attached as CA 1");
-    fabric.wait_for("attached as CA 2");
+    fabric.expect("attached as CA 1");
+    fabric.expect("attached as CA 2");
 
     // `ipoib show --dev ib0` reads the attach process's tables over its control socket.
     let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
@@ -182,10 +108,10 @@ fn fabric_and_two_attached_hosts() {
         "{:?}",
         b.seen
     );
-    fabric.wait_for(" left CA ");
+    fabric.expect(" left CA ");
 
     assert_eq!(fabric.interrupt_and_wait(), 0);
-    let summary = fabric.wait_for("ipoib fabric: stopped");
+    let summary = fabric.expect("ipoib fabric: stopped");
     assert!(summary.contains("attached 2, detached 1"), "{summary}");
     assert_eq!(a.interrupt_and_wait(), 0);
 }
@@ -199,7 +125,7 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
     let run = dir.path();
     let cap = |name: &str, limit: &str| {
         let pcap = run.join(name);
-        let mut fabric = spawn(
+        let mut fabric = Talker::ipoib(
             &[
                 "fabric",
                 "--listen",
@@ -213,14 +139,14 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
             ],
             run,
         );
-        let l = fabric.wait_for("listening on udp:");
+        let l = fabric.expect("listening on udp:");
         let addr = l
             .split("listening on ")
             .nth(1)
             .and_then(|r| r.split(',').next())
             .unwrap()
             .to_string();
-        let mut a = spawn(
+        let mut a = Talker::ipoib(
             &[
                 "attach",
                 "--no-tun",
@@ -231,9 +157,9 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
             ],
             run,
         );
-        a.wait_for("ib0: carrier up (LID ");
+        a.expect("ib0: carrier up (LID ");
         assert_eq!(a.interrupt_and_wait(), 0);
-        fabric.wait_for(" left CA ");
+        fabric.expect(" left CA ");
         assert_eq!(fabric.interrupt_and_wait(), 0);
         pcap
     };

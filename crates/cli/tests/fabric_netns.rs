@@ -3,10 +3,10 @@
 //! (docs/UDP-FABRIC.md). Skipped with a message when not root (a TUN device and namespaces need
 //! CAP_NET_ADMIN and CAP_SYS_ADMIN).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::{Duration, Instant};
+mod common;
+
+use common::Talker;
+use std::process::Command;
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -17,80 +17,6 @@ fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(2) == Some("0"))
         })
         .unwrap_or(false)
-}
-
-struct Proc {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-fn spawn(args: &[&str], run_dir: &std::path::Path) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args(args)
-        .env("IPOIB_RUN_DIR", run_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ipoib");
-    let err = child.stderr.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(err).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    Proc {
-        child,
-        lines,
-        seen: Vec::new(),
-    }
-}
-
-impl Proc {
-    fn wait_for(&mut self, pat: &str) -> String {
-        self.wait_for_nth(pat, 1)
-    }
-
-    /// The `n`th line (from 1) with `pat`.
-    fn wait_for_nth(&mut self, pat: &str, n: usize) -> String {
-        if let Some(l) = self.seen.iter().filter(|l| l.contains(pat)).nth(n - 1) {
-            return l.clone();
-        }
-        let mut count = self.seen.iter().filter(|l| l.contains(pat)).count();
-        let end = Instant::now() + Duration::from_secs(20);
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    self.seen.push(l.clone());
-                    if l.contains(pat) {
-                        count += 1;
-                        if count == n {
-                            return l;
-                        }
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        panic!("no line {n} with {pat:?}; saw {:?}", self.seen);
-    }
-
-    fn interrupt_and_wait(&mut self) -> i32 {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        self.child.wait().map_or(-1, |s| s.code().unwrap_or(-1))
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Network namespaces made for the test, deleted however it ends.
@@ -170,20 +96,20 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
     }
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
-    let mut fabric = spawn(
+    let mut fabric = Talker::ipoib(
         &["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"],
         run,
     );
-    let l = fabric.wait_for("listening on udp:");
+    let l = fabric.expect("listening on udp:");
     let addr = l
         .split("listening on ")
         .nth(1)
         .and_then(|r| r.split(',').next())
         .unwrap()
         .to_string();
-    let mut hosts: Vec<Proc> = (1..=2)
+    let mut hosts: Vec<Talker> = (1..=2)
         .map(|i| {
-            spawn(
+            Talker::ipoib(
                 &[
                     "attach",
                     "--fabric",
@@ -200,7 +126,7 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
         })
         .collect();
     for (i, h) in hosts.iter_mut().enumerate() {
-        h.wait_for(&format!("ib{}: carrier up", i + 1));
+        h.expect(&format!("ib{}: carrier up", i + 1));
     }
     let peer4 = format!("10.77.{}.2", id % 200);
     let (ok, out) = ping(&ns[0], &[], &peer4, 3);
@@ -219,7 +145,7 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
     // netif_carrier_off), keeping their addresses.
     assert_eq!(fabric.interrupt_and_wait(), 0);
     for (i, h) in hosts.iter_mut().enumerate() {
-        h.wait_for(&format!("ib{}: carrier down", i + 1));
+        h.expect(&format!("ib{}: carrier down", i + 1));
     }
     let link = ip_out(&ns[0], &["link", "show", "ib1"]);
     assert!(
@@ -233,10 +159,10 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
     );
     // It comes back on the same port: the hosts attach again with their identities, the
     // devices get their carrier back, the same link-local addresses, and Linux pings again.
-    let mut fabric = spawn(&["fabric", "--listen", &addr, "--hosts", "3"], run);
-    fabric.wait_for("listening on udp:");
+    let mut fabric = Talker::ipoib(&["fabric", "--listen", &addr, "--hosts", "3"], run);
+    fabric.expect("listening on udp:");
     for (i, h) in hosts.iter_mut().enumerate() {
-        h.wait_for_nth(&format!("ib{}: carrier up", i + 1), 2);
+        h.expect_nth(&format!("ib{}: carrier up", i + 1), 2);
     }
     let link = ip_out(&ns[0], &["link", "show", "ib1"]);
     assert!(link.contains(",UP,LOWER_UP"), "{link}");

@@ -1,7 +1,7 @@
-//! Helpers of the root tests that run Linux's IP stack over our IPoIB (`ipoib lab`, `ipoib
-//! attach`): running `ipoib` and other programs with a timeout, a lab that is stopped and removed
-//! however a test ends, child processes killed by PID when dropped, the host table the lab
-//! prints, `ipoib show --json`, and the check that nothing is left behind. Each test file
+//! Helpers of the tests that run `ipoib` programs (`ipoib lab`, `ipoib fabric`, `ipoib attach`):
+//! running `ipoib` and other programs with a timeout, a lab that is stopped and removed however a
+//! test ends, child processes killed by PID when dropped and read line by line, the host table
+//! the lab prints, `ipoib show --json`, and the check that nothing is left behind. Each test file
 //! compiles its own copy and uses part of it.
 
 #![allow(dead_code)]
@@ -188,10 +188,59 @@ impl Talker {
         }
     }
 
+    /// Spawns `ipoib ARGS` with RUN_DIR `run_dir` (`IPOIB_RUN_DIR`), reading its standard error
+    /// ([`Talker::spawn_stderr`]), where `ipoib fabric` and `ipoib attach` report.
+    pub fn ipoib(args: &[&str], run_dir: &Path) -> Talker {
+        Talker::spawn_stderr(Command::new(BIN).args(args).env("IPOIB_RUN_DIR", run_dir))
+    }
+
     /// The first line (seen before or read within `timeout`) that contains `pat`.
     pub fn wait_for(&mut self, pat: &str, timeout: Duration) -> Option<String> {
-        self.wait_until(|seen| seen.iter().any(|l| l.contains(pat)), timeout)?;
-        self.seen.iter().find(|l| l.contains(pat)).cloned()
+        self.wait_for_nth(pat, 1, timeout)
+    }
+
+    /// The `n`th line (from 1; seen before or read within `timeout`) that contains `pat`.
+    pub fn wait_for_nth(&mut self, pat: &str, n: usize, timeout: Duration) -> Option<String> {
+        let nth = |seen: &[String]| seen.iter().filter(|l| l.contains(pat)).nth(n - 1).cloned();
+        self.wait_until(|seen| nth(seen).is_some(), timeout)?;
+        nth(&self.seen)
+    }
+
+    /// [`Talker::wait_for`] within 20 s, or a panic that shows every line seen.
+    pub fn expect(&mut self, pat: &str) -> String {
+        self.expect_nth(pat, 1)
+    }
+
+    /// [`Talker::wait_for_nth`] within 20 s, or a panic that shows every line seen.
+    pub fn expect_nth(&mut self, pat: &str, n: usize) -> String {
+        match self.wait_for_nth(pat, n, Duration::from_secs(20)) {
+            Some(l) => l,
+            None => panic!("no line {n} with {pat:?}; saw {:?}", self.seen),
+        }
+    }
+
+    /// Sends SIGINT and waits up to 30 s for the process to end (then kills it), reading what it
+    /// printed while stopping: its exit code, -1 when it was killed or ended by a signal.
+    pub fn interrupt_and_wait(&mut self) -> i32 {
+        let pid = nix::unistd::Pid::from_raw(self.proc.pid() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        let end = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            match self.proc.0.try_wait() {
+                Ok(Some(st)) => break st.code().unwrap_or(-1),
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = self.proc.0.kill();
+                    let _ = self.proc.0.wait();
+                    break -1;
+                }
+            }
+        };
+        // The reader ends with the pipe; what it read is in the channel.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.seen.push(l);
+        }
+        status
     }
 
     /// Reads lines until `done(lines seen)` holds (true) or `timeout` passed (false).
