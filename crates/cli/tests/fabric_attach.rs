@@ -17,12 +17,7 @@ fn fabric_and_two_attached_hosts() {
     );
     let l = fabric.expect("listening on udp:");
     assert!(l.contains("2 CAs for hosts"), "{l}");
-    let addr = l
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .unwrap()
-        .to_string();
+    let addr = common::listen_addr(&l);
     let mut a = Talker::ipoib(
         &[
             "attach",
@@ -140,12 +135,7 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
             run,
         );
         let l = fabric.expect("listening on udp:");
-        let addr = l
-            .split("listening on ")
-            .nth(1)
-            .and_then(|r| r.split(',').next())
-            .unwrap()
-            .to_string();
+        let addr = common::listen_addr(&l);
         let mut a = Talker::ipoib(
             &[
                 "attach",

@@ -101,12 +101,7 @@ fn linux_ping_between_namespaces_through_the_udp_fabric() {
         run,
     );
     let l = fabric.expect("listening on udp:");
-    let addr = l
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .unwrap()
-        .to_string();
+    let addr = common::listen_addr(&l);
     let mut hosts: Vec<Talker> = (1..=2)
         .map(|i| {
             Talker::ipoib(

@@ -542,12 +542,7 @@ fn udp_fabric_hosts_ping_all_pairs_and_a_killed_host_comes_back_with_a_new_qpn()
     let l = fabric
         .wait_for("listening on udp:", Duration::from_secs(20))
         .unwrap_or_else(|| panic!("fabric: {:?}", fabric.seen));
-    let addr = l
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .expect("udp:ADDR:PORT")
-        .to_string();
+    let addr = common::listen_addr(&l);
     let mut hosts: Vec<Talker> = (1..=3)
         .map(|i| attach(run_dir, &addr, i, &names[i - 1]))
         .collect();

@@ -108,6 +108,15 @@ pub fn show_json_in(run_dir: Option<&Path>, args: &[&str]) -> Vec<serde_json::Va
     }
 }
 
+/// The address in the line `ipoib fabric` prints once it listens ("... listening on ADDR, ...").
+pub fn listen_addr(line: &str) -> String {
+    line.split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string()
+}
+
 /// A child process, killed (SIGKILL, by its PID) and reaped when dropped.
 pub struct Reaped(pub Child);
 
