@@ -7,6 +7,7 @@
 
 pub mod mcr;
 pub mod ours;
+pub mod records;
 pub mod sequence;
 
 pub use ipoib_runtime::ibsim::opensm::{Fabric, Setup};
