@@ -219,14 +219,15 @@ impl IbsimServer {
         self.clients.iter().map(|(&k, c)| (k, c))
     }
 
-    /// Waits at most `timeout` for a datagram (no processing).
-    pub fn wait(&self, timeout: std::time::Duration) -> io::Result<()> {
+    /// Whether a datagram waits on any socket (no processing): what [`IbsimServer::poll`] left.
+    pub fn pending(&self) -> io::Result<bool> {
         let mut ev = [EpollEvent::empty(); 1];
-        // Rounded up: a sleep shorter than a millisecond would otherwise spin.
-        let ms = u16::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(u16::MAX);
-        match self.epoll.wait(&mut ev, EpollTimeout::from(ms)) {
-            Ok(_) | Err(nix::Error::EINTR) => Ok(()),
-            Err(e) => Err(errno(e)),
+        loop {
+            match self.epoll.wait(&mut ev, EpollTimeout::ZERO) {
+                Ok(n) => return Ok(n > 0),
+                Err(nix::Error::EINTR) => continue,
+                Err(e) => return Err(errno(e)),
+            }
         }
     }
 

@@ -1,15 +1,17 @@
-//! [`serve`]: the server against the wall clock, one thread. Virtual time is the subnet's time when
-//! serving starts plus the wall time elapsed since; each turn runs the subnet up to the present,
-//! reads the clients' datagrams (their MADs enter at the present), runs the subnet again, writes
-//! what it delivered, and sleeps on the server's descriptor until a datagram comes or the next
-//! event is due (at most [`ServeOptions::max_sleep`]).
-//!
-//! This small loop stands in until the runtime's real-time driver drives the server as one of its
-//! endpoints.
+//! [`serve`]: the server against the wall clock, one thread, on the runtime's real-time driver
+//! ([`crate::realtime`]): the server is one [`Endpoint`] of a [`Driver`] whose emulation is the
+//! subnet. Each turn the driver hands the clients' datagrams to the subnet at its present
+//! ([`IbsimServer::poll`]), runs the subnet up to the present, writes what it delivered
+//! ([`IbsimServer::flush`]), and sleeps on the server's descriptor until a datagram comes or the
+//! next event is due (at most [`ServeOptions::max_sleep`]). Between turns the clients are probed
+//! ([`IbsimServer::probe`]) and the caller is asked whether to stop.
 
 use super::IbsimServer;
+use crate::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::Instant;
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant as Wall};
 
 /// Tunables of [`serve`].
@@ -31,6 +33,51 @@ impl Default for ServeOptions {
     }
 }
 
+/// What the driver runs: the subnet, with the server beside it (borrowed from [`serve`]'s
+/// caller, so the endpoint itself holds only the descriptor).
+struct Served<'a> {
+    server: &'a mut IbsimServer,
+    net: &'a mut Subnet,
+}
+
+impl Emulation for Served<'_> {
+    fn now(&self) -> Instant {
+        self.net.now()
+    }
+    fn next_event_at(&self) -> Option<Instant> {
+        self.net.next_event_at()
+    }
+    fn run_until(&mut self, t: Instant) {
+        self.net.run_until(t);
+    }
+}
+
+/// The server as an endpoint of the driver: its descriptor ([`IbsimServer::poll_fd`]) is
+/// readable when a datagram waits on any of its sockets.
+struct ServerEndpoint {
+    fd: RawFd,
+}
+
+impl<'a> Endpoint<Served<'a>> for ServerEndpoint {
+    fn raw_fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// One [`IbsimServer::poll`] (which stops after a few rounds of ready sockets). The driver
+    /// watches the descriptor edge-triggered, so while a datagram is left this reports the full
+    /// budget and the driver serves the server again next turn; 0 once everything was read.
+    fn on_readable(&mut self, emu: &mut Served<'a>, budget: usize) -> io::Result<usize> {
+        emu.server.poll(emu.net)?;
+        Ok(if emu.server.pending()? { budget } else { 0 })
+    }
+
+    fn flush(&mut self, emu: &mut Served<'a>) -> io::Result<usize> {
+        let before = emu.server.counters().mads_out;
+        emu.server.flush(emu.net);
+        Ok(usize::try_from(emu.server.counters().mads_out - before).unwrap_or(usize::MAX))
+    }
+}
+
 /// Runs `server` on `net` until `stop` says so (asked at least every `max_sleep`, between turns,
 /// with the subnet: the caller may look at it or act on it there, as a turn's clients do).
 pub fn serve(
@@ -39,30 +86,24 @@ pub fn serve(
     stop: &mut dyn FnMut(&mut Subnet) -> bool,
     opts: ServeOptions,
 ) -> io::Result<()> {
-    let wall0 = Wall::now();
-    let v0 = net.sim().now();
-    let mut last_probe = wall0;
-    while !stop(net) {
-        let now = v0 + wall0.elapsed();
-        net.sim_mut().run_until(now);
-        server.poll(net)?;
-        // What the clients' MADs caused within the present (the host's own reaction, local
-        // answers) runs now; the rest when due.
-        net.sim_mut().run_until(now);
-        server.flush(net);
+    let fd = server.poll_fd().as_raw_fd();
+    let cfg = Config {
+        max_sleep: opts.max_sleep,
+        ..Config::default()
+    };
+    let mut driver = Driver::new(Served { server, net }, cfg)?;
+    driver.add(Box::new(ServerEndpoint { fd }))?;
+    let mut last_probe = Wall::now();
+    loop {
+        let emu = driver.emulation_mut();
+        if stop(emu.net) {
+            return Ok(());
+        }
         if last_probe.elapsed() >= opts.probe_every {
             last_probe = Wall::now();
-            server.probe(net);
+            emu.server.probe(emu.net);
         }
-        let now = v0 + wall0.elapsed();
-        let sleep = match net.sim().next_event_at() {
-            Some(t) if t <= now => Duration::ZERO,
-            Some(t) => (t - now).min(opts.max_sleep),
-            None => opts.max_sleep,
-        };
-        if !sleep.is_zero() {
-            server.wait(sleep)?;
-        }
+        let next_probe = last_probe + opts.probe_every;
+        driver.turn(next_probe.min(Wall::now() + opts.max_sleep))?;
     }
-    Ok(())
 }
