@@ -392,8 +392,48 @@ fn bad_mode_or_bulk_size_exit_2() {
         &["demo", "--mode", "reliable"][..],
         &["demo", "--bulk-bytes", "2000000000"][..],
         &["demo", "--bulk-bytes", "-1"][..],
+        &["demo", "--packet-cost-ns", "-1"][..],
+        &["demo", "--packet-cost-ns", "1000000001"][..],
+        &["demo", "--packet-cost-ns", "3us"][..],
     ] {
         let o = ipoib_in(dir.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
     }
+}
+
+// With a cost per IP packet on every host, datagram mode is bound by the hosts' per-packet work
+// (2,016 bytes of payload per 3 µs at most) while connected mode still fills the 32 Gb/s link:
+// connected mode moves at least 4 times as much in simulated time, and the report says why.
+#[test]
+fn packet_cost_makes_connected_mode_outpace_datagram_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "demo",
+        "--mode",
+        "connected",
+        "--bulk-bytes",
+        BULK,
+        "--packet-cost-ns",
+        "3000",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let j = json_run(dir.path(), &with_json);
+    assert_eq!(j["ok"], true, "{:?}", j["failures"]);
+    let bulk = j["bulk"].as_array().unwrap();
+    let rate = |b: &Json| b["sim_gbps"].as_f64().unwrap();
+    for b in bulk {
+        assert_eq!(b["packet_cost_ns"], 3000, "{b}");
+        assert_eq!(b["delivered"], b["datagrams"], "{b}");
+    }
+    let (c, d) = (rate(&bulk[0]), rate(&bulk[1]));
+    assert!(d <= 2016.0 * 8.0 / 3000.0 * 1.001, "datagram {d} Gb/s");
+    assert!(c >= 4.0 * d, "connected {c} Gb/s, datagram {d} Gb/s");
+    let o = ipoib_in(dir.path(), &args);
+    let t = text(&o.stdout);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("Each host spends 3.000 µs on every IP packet it sends or receives"),
+        "{t}"
+    );
 }

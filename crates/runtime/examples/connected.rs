@@ -12,6 +12,7 @@
 //! Defaults: 128 MiB of payload, 100 hosts. Prints one `key value` line per figure.
 
 use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::node::ipoib::StackCost;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{ConnState, ConnectedConfig, InterfaceConfig, Mode};
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 
 /// Datagrams sent before waiting for them to arrive.
 const BATCH: usize = 32;
+
+/// Host processor costs per IP packet, in microseconds, of the cost sweep.
+const COSTS_US: [f64; 5] = [0.5, 1.0, 2.0, 3.0, 5.0];
 
 fn connected(_i: usize, c: &mut InterfaceConfig) {
     c.connected = Some(ConnectedConfig::rc());
@@ -42,7 +46,7 @@ struct Bulk {
 }
 
 /// Host 0 → host 1, `total` payload bytes in datagrams of the largest packet `mode` allows.
-fn bulk(mode: Mode, total: u64, seed: u64) -> Bulk {
+fn bulk(mode: Mode, total: u64, seed: u64, cost: StackCost) -> Bulk {
     let mut net = subnet(Topology::single_switch(2).unwrap(), seed);
     for i in 0..2 {
         net.with_interface(i, |f, now| f.set_mode(now, mode).unwrap());
@@ -56,6 +60,11 @@ fn bulk(mode: Mode, total: u64, seed: u64) -> Bulk {
     net.with_ipoib(0, |a, _| a.ip_mut().send_udp(9, dst, 9, &payload));
     let deadline = net.sim().now() + Duration::from_secs(1);
     net.run_until_with(deadline, |n| app(n, 1).ip().udp_received().len() == 1);
+    net.with_ipoib(1, |a, _| a.ip_mut().take_udp_received());
+    for i in 0..2 {
+        net.with_ipoib(i, |a, _| a.set_stack_cost(cost));
+    }
+    let mut last = net.sim().now();
     let n = (total / payload.len() as u64).max(1) as usize;
     let (wall0, sim0) = (Instant::now(), net.sim().now());
     let mut queued = 1;
@@ -78,11 +87,15 @@ fn bulk(mode: Mode, total: u64, seed: u64) -> Bulk {
         net.run_until_with(deadline, |net| got(net) >= target);
         assert!(got(&net) >= target, "{mode:?}: every datagram delivered");
         // What arrived is counted, not kept: a long transfer holds no payloads.
-        net.with_ipoib(1, |a, _| a.ip_mut().take_udp_received());
+        let got = net.with_ipoib(1, |a, _| a.ip_mut().take_udp_received());
+        if let Some(r) = got.and_then(|g| g.last().map(|r| r.at)) {
+            last = r;
+        }
     }
     assert_eq!(app(&net, 1).ip().counters().udp_received as usize, n + 1);
     let wall = wall0.elapsed();
-    let sim = net.sim().now().saturating_duration_since(sim0);
+    // To the last delivery: the run loop's slices go past it.
+    let sim = last.saturating_duration_since(sim0);
     if mode == Mode::Connected {
         let c = net.interface(0).unwrap().connections();
         assert!(c
@@ -172,9 +185,9 @@ fn main() {
         .unwrap_or(128 << 20);
     let hosts: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
     let seed = 1;
-    let c = bulk(Mode::Connected, total, seed);
+    let c = bulk(Mode::Connected, total, seed, StackCost::FREE);
     let m = memcpy(c.bytes, 65_520);
-    let d = bulk(Mode::Datagram, total.min(16 << 20), seed);
+    let d = bulk(Mode::Datagram, total.min(16 << 20), seed, StackCost::FREE);
     let gbs = |b: u64, t: Duration| b as f64 / t.as_secs_f64() / 1e9;
     println!("connected_bytes {}", c.bytes);
     println!("connected_wall_s {:.4}", c.wall.as_secs_f64());
@@ -188,6 +201,19 @@ fn main() {
         "connected_over_datagram_sim {:.2}",
         gbs(c.bytes, c.sim) / gbs(d.bytes, d.sim)
     );
+    // The same with hosts that spend time on every IP packet (the processor model of
+    // `IpoibApp::set_stack_cost`), from a cost below a link packet's time up to several of them.
+    for us in COSTS_US {
+        let cost = StackCost::per_packet(Duration::from_nanos((us * 1000.0) as u64));
+        let c = bulk(Mode::Connected, total.min(32 << 20), seed, cost);
+        let d = bulk(Mode::Datagram, total.min(4 << 20), seed, cost);
+        println!("cost_{us}us_connected_sim_GBps {:.3}", gbs(c.bytes, c.sim));
+        println!("cost_{us}us_datagram_sim_GBps {:.3}", gbs(d.bytes, d.sim));
+        println!(
+            "cost_{us}us_connected_over_datagram_sim {:.2}",
+            gbs(c.bytes, c.sim) / gbs(d.bytes, d.sim)
+        );
+    }
     let (wall, up) = setup(hosts, seed);
     println!("setup_hosts {hosts}");
     println!("setup_connections {up}");

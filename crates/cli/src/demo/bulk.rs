@@ -58,6 +58,8 @@ pub struct BulkReport {
     pub sim: Duration,
     /// Wall time of the phase.
     pub wall: Duration,
+    /// What each IP packet cost the sender's processor (`--packet-cost-ns`).
+    pub packet_cost: Duration,
 }
 
 impl BulkReport {
@@ -137,6 +139,9 @@ pub fn run(
         wire_packets: 0,
         sim: Duration::ZERO,
         wall: Duration::ZERO,
+        packet_cost: net
+            .ipoib_app(from)
+            .map_or(Duration::ZERO, |a| a.stack_cost().per_packet),
     };
     let packets_before = net.sim().stats().packets;
     let start = net.sim().now();

@@ -210,13 +210,26 @@ impl Report {
             if c.sim_gbps() > 0.0 && d.sim_gbps() > 0.0 {
                 let _ = writeln!(
                     o,
-                    "  Connected mode: {:.2}x datagram mode's throughput in simulated time, {:.1}x in wall time, with {:.1}x fewer IP packets.\n  \
-                     The emulated hosts spend no time per packet, so in simulated time both modes are bound by the link and differ by\n  \
-                     their header bytes; the fewer, larger packets save per-packet work, which only the wall time shows.",
+                    "  Connected mode: {:.2}x datagram mode's throughput in simulated time, {:.1}x in wall time, with {:.1}x fewer IP packets.",
                     c.sim_gbps() / d.sim_gbps(),
                     c.wall_gbps() / d.wall_gbps().max(f64::MIN_POSITIVE),
                     d.datagrams as f64 / c.datagrams.max(1) as f64
                 );
+                let _ = if c.packet_cost.is_zero() {
+                    writeln!(
+                        o,
+                        "  The emulated hosts spend no time per packet, so in simulated time both modes are bound by the link and differ by\n  \
+                         their header bytes; the fewer, larger packets save per-packet work, which only the wall time shows\n  \
+                         (--packet-cost-ns gives the hosts a cost per packet)."
+                    )
+                } else {
+                    writeln!(
+                        o,
+                        "  Each host spends {} on every IP packet it sends or receives (--packet-cost-ns), so in simulated time datagram\n  \
+                         mode is bound by its hosts' per-packet work and connected mode by the link.",
+                        human(c.packet_cost)
+                    )
+                };
             }
         }
         for b in &self.bulk {

@@ -273,7 +273,7 @@ impl Report {
             escape(o, &self.names[b.to]);
             let _ = write!(
                 o,
-                ",\"packet_len\":{},\"payload_len\":{},\"bytes\":{},\"datagrams\":{},\"sent\":{},\"delivered\":{},\"bytes_delivered\":{},\"duplicates\":{},\"reordered\":{},\"wire_packets\":{},\"sim_ns\":{},\"wall_ns\":{},\"sim_gbps\":{:.3},\"wall_gbps\":{:.3},\"ok\":{}}}",
+                ",\"packet_len\":{},\"payload_len\":{},\"bytes\":{},\"datagrams\":{},\"sent\":{},\"delivered\":{},\"bytes_delivered\":{},\"duplicates\":{},\"reordered\":{},\"wire_packets\":{},\"sim_ns\":{},\"wall_ns\":{},\"sim_gbps\":{:.3},\"wall_gbps\":{:.3},\"packet_cost_ns\":{},\"ok\":{}}}",
                 b.packet_len,
                 b.payload_len,
                 b.bytes,
@@ -288,6 +288,7 @@ impl Report {
                 b.wall.as_nanos(),
                 b.sim_gbps(),
                 b.wall_gbps(),
+                b.packet_cost.as_nanos(),
                 b.ok()
             );
         }

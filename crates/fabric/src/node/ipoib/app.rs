@@ -29,6 +29,7 @@
 
 use super::external::OsSide;
 use super::frames::{self, FrameStats, Kind, Resolution, ResolutionKind};
+use super::stack::{CpuCounters, HostCpu, StackCost, Work};
 use crate::hw::hca::{CqId, Hca, ModifyQp, Port, QpInit};
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::{
@@ -123,6 +124,8 @@ pub struct IpoibApp {
     cm: Option<super::connected::CmSide>,
     /// The host's IP stack, when it is the IP layer instead of [`IpHost`] (`external.rs`).
     pub(super) os: Option<Box<OsSide>>,
+    /// The processor `ip`'s packets pass through (`stack.rs`).
+    cpu: HostCpu,
 }
 
 impl std::fmt::Debug for IpoibApp {
@@ -215,6 +218,7 @@ impl IpoibApp {
             counters: AdapterCounters::default(),
             cm: None,
             os,
+            cpu: HostCpu::default(),
         };
         app.pkey_index = hca
             .port(port)
@@ -320,6 +324,23 @@ impl IpoibApp {
     /// Adapter errors.
     pub fn counters(&self) -> AdapterCounters {
         self.counters
+    }
+
+    /// Makes every IP packet of the built-in endpoint cost the host's processor `cost`
+    /// (`stack.rs`; [`StackCost::FREE`], the default, for none). Packets already in the
+    /// processor's hands keep the times they were given.
+    pub fn set_stack_cost(&mut self, cost: StackCost) {
+        self.cpu.set_cost(cost);
+    }
+
+    /// What an IP packet of the built-in endpoint costs the host ([`IpoibApp::set_stack_cost`]).
+    pub fn stack_cost(&self) -> StackCost {
+        self.cpu.cost()
+    }
+
+    /// The processor model's counters (`stack.rs`).
+    pub fn cpu_counters(&self) -> CpuCounters {
+        self.cpu.counters()
     }
 
     /// Connected-mode adapter errors (`None` without connected mode).
@@ -464,7 +485,10 @@ impl IpoibApp {
         match e {
             InterfaceEvent::Deliver(p) => match self.os.as_mut() {
                 Some(os) => os.deliver(p),
-                None => self.ip.handle_packet(now, &p),
+                None if self.cpu.bypass() => self.ip.handle_packet(now, &p),
+                None => {
+                    self.cpu.take(now, Work::Receive(p));
+                }
             },
             InterfaceEvent::CarrierUp | InterfaceEvent::CarrierDown => {
                 let up = matches!(e, InterfaceEvent::CarrierUp);
@@ -615,7 +639,18 @@ impl App for IpoibApp {
             }
             while let Some(p) = self.ip.poll_packet() {
                 moved = true;
-                iface.send_ip(now, &p);
+                if self.cpu.bypass() {
+                    iface.send_ip(now, &p);
+                } else {
+                    self.cpu.take(now, Work::Send(p));
+                }
+            }
+            while let Some(w) = self.cpu.done(now) {
+                moved = true;
+                match w {
+                    Work::Send(p) => iface.send_ip(now, &p),
+                    Work::Receive(p) => self.ip.handle_packet(now, &p),
+                }
             }
             if let Some(os) = self.os.as_mut() {
                 for (group, r) in os.pump(now, iface) {
@@ -644,7 +679,7 @@ impl App for IpoibApp {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        None
+        self.cpu.next_done()
     }
 
     fn on_port_change(&mut self, now: Instant, port: &Port, ctx: &mut HostCtx<'_>) {

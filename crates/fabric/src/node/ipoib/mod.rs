@@ -15,6 +15,7 @@ mod app;
 mod connected;
 mod external;
 pub mod frames;
+mod stack;
 
 pub use app::{
     AdapterCounters, IpoibApp, IpoibHandle, LOG_KEEP, MAX_RECV_DEPTH, MIN_RECV_DEPTH, RECV_BUF,
@@ -23,3 +24,4 @@ pub use app::{
 pub use connected::{ConnCounters, CONN_RECV_DEPTH};
 pub use external::{OsCounters, FROM_OS_LIMIT, TO_OS_LIMIT};
 pub use frames::{FrameStats, Resolution, ResolutionKind};
+pub use stack::{CpuCounters, StackCost, RX_BACKLOG};
