@@ -5,12 +5,20 @@
 //! clock while it serves, until SIGINT or SIGTERM. With `--sm none` nothing comes up before
 //! serving: an SM run as a client (`ibsim-run opensm`) configures the subnet by SMPs while it
 //! runs (docs/OPENSM-NOTES.md "OpenSM managing our fabric").
+//!
+//! While it serves, lines on standard input are ibsim's console commands
+//! ([`ipoib_runtime::ibsim_server::Console`]: `Unlink "sw1"[3]` pulls a cable, `ReLink "sw1"[3]`
+//! plugs it back, `Dump`, `Help`, `Quit`), each answered on standard output. They are read by a
+//! thread of their own and run on the subnet between turns of the serving loop (within
+//! [`ServeOptions::max_sleep`]); end of input leaves the server running.
 
 use crate::interrupt::Interrupt;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions;
-use ipoib_runtime::ibsim_server::{serve, IbsimServer, Listen, ServeOptions, ServerConfig};
+use ipoib_runtime::ibsim_server::{
+    serve, Console, IbsimServer, Listen, ServeOptions, ServerConfig,
+};
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -132,14 +140,24 @@ pub fn run(args: &Args) -> ExitCode {
     }
     println!("ready");
     let mut pings = args.ping_all.then(PingAll::default);
+    let lines = console_lines();
+    let mut console = Console::new();
+    let mut quit = false;
     let r = serve(
         &mut server,
         &mut net,
         &mut |net| {
+            while let Ok(line) = lines.try_recv() {
+                let reply = console.execute(net, &line);
+                for l in &reply.lines {
+                    println!("{l}");
+                }
+                quit |= reply.quit;
+            }
             if let Some(p) = pings.as_mut() {
                 p.turn(net);
             }
-            interrupt.signal().is_some()
+            quit || interrupt.signal().is_some()
         },
         ServeOptions::default(),
     );
@@ -162,6 +180,26 @@ pub fn run(args: &Args) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Lines of standard input, read by a thread of their own (it ends at end of input or on a read
+/// error; the receiver then just sees nothing more).
+fn console_lines() -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("console".into())
+        .spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        note!("ipoib ibsim-server: warning: no console ({e})");
+    }
+    rx
 }
 
 /// `--ping-all`: every host pings every other over IPv4 and IPv6 link-local once the subnet is up

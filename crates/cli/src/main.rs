@@ -111,8 +111,11 @@ enum Command {
     /// host's name, LID and port and `ready`, then runs it against the wall clock and serves
     /// clients on the abstract Unix sockets `SOCKNAME:ctl` / `SOCKNAME:outN` (as ibsim; or UDP
     /// with `--udp`) until SIGINT or SIGTERM. A client names its host with `SIM_HOST` (node name
-    /// or description). Exit status: 0 when stopped by a signal, 1 on a socket error, 2 on bad
-    /// arguments or when the sockets are taken.
+    /// or description). Lines on standard input are ibsim's console commands, each answered on
+    /// standard output: `Unlink "sw1"[3]` pulls that port's cable (both ends Down, trap 128 to
+    /// the SM), `ReLink "sw1"[3]` plugs it back, `Link`, `Dump`, `Help`, `Quit`. Exit status: 0
+    /// when stopped by a signal or Quit, 1 on a socket error, 2 on bad arguments or when the
+    /// sockets are taken.
     IbsimServer(ibsim_server::Args),
     /// Linux's IP stack over the emulated IPoIB: one network namespace per host (root only).
     ///

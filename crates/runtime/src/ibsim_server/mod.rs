@@ -27,8 +27,10 @@
 //! counted and ignored, one naming a client from another sender is refused, a client that sends a
 //! datagram that is not a `sim_request` is dropped, and one whose sockets are gone (a send or a
 //! probe refused) is dropped; each is counted ([`ServerCounters`]). The loop that runs the server
-//! against the wall clock is [`serve`].
+//! against the wall clock is [`serve`]; ibsim's console commands that pull and plug cables are
+//! [`Console`]'s.
 
+mod console;
 mod info;
 mod run;
 mod sock;
@@ -36,6 +38,7 @@ mod sock;
 #[cfg(test)]
 mod tests;
 
+pub use console::{Console, Reply};
 pub use run::{serve, ServeOptions};
 pub use sock::{Listen, Peer};
 

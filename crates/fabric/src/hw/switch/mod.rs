@@ -206,6 +206,10 @@ impl Switch {
     pub fn port_state(&self, port: u8) -> Option<PortState> {
         self.ports.get(usize::from(port)).map(|p| p.state)
     }
+    /// Whether a port's link is up (PortInfo:PortPhysicalState LinkUp; Polling when not).
+    pub fn port_link_up(&self, port: u8) -> Option<bool> {
+        self.ports.get(usize::from(port)).map(|p| p.up)
+    }
     /// Counters.
     pub fn stats(&self) -> SwitchStats {
         self.stats

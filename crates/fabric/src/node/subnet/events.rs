@@ -8,6 +8,10 @@
 //!   LID plan): the switches' LFTs route the new LID where the old one went and drop the old
 //!   one, the SA answers PathRecords with the new LID, then the port gets its new PortInfo.
 //!
+//! - [`Subnet::set_cable`]: a cable of the topology is pulled or plugged back in (the link goes
+//!   down or up at once; both ends are told, so a switch sends trap 128, IBA 1 §14.2.5.1). Unlike
+//!   the two above this is no SM's doing: whatever SM manages the subnet sees it as on hardware.
+//!
 //! The writes travel as configuration from the SM's host, in order (LFTs before the port, as at
 //! bring-up). The SM's routing plan itself is not recomputed: multicast trees keep mapping members
 //! to ports by their original LIDs, which still name the same ports in that plan.
@@ -18,6 +22,14 @@ use crate::hw::topology::NodeKind;
 use crate::node::host::Host;
 use ipoib_proto::sa::SaServer;
 use ipoib_wire::ib::lid::is_unicast_lid;
+
+/// Why [`Subnet::set_cable`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CableError {
+    /// The topology has no such cable.
+    #[error("no cable {0} in the topology")]
+    NoSuchCable(usize),
+}
 
 /// Why [`Subnet::move_lid`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -130,5 +142,33 @@ impl Subnet {
         writes.push((self.hosts[i].node, Config::Port(pc)));
         self.sm_writes(writes);
         Ok(())
+    }
+
+    /// Whether cable `link` (an index into [`crate::hw::topology::Topology::links`]) is plugged
+    /// in.
+    pub fn cable_up(&self, link: usize) -> Option<bool> {
+        let id = *self.built.links.get(link)?;
+        Some(self.sim.link(id).up)
+    }
+
+    /// Pulls cable `link` (`up` false) or plugs it back in, now: both ends are told and the
+    /// simulator runs to the present, so when this returns the ports are Down with
+    /// PortPhysicalState Polling (pulled) or Init and LinkUp (plugged; IBA 1 §7.2: a trained link
+    /// waits in Init for the SM), and a switch end has set PortStateChange and sent trap 128 to
+    /// its master SM if it has a LID and knows the SM's (IBA 1 §14.2.5.1, §14.2.5.4). Returns
+    /// whether the cable's state changed (pulling a pulled cable does nothing).
+    pub fn set_cable(&mut self, link: usize, up: bool) -> Result<bool, CableError> {
+        let id = *self
+            .built
+            .links
+            .get(link)
+            .ok_or(CableError::NoSuchCable(link))?;
+        if self.sim.link(id).up == up {
+            return Ok(false);
+        }
+        let now = self.sim.now();
+        self.sim.schedule_link_state(id, now, up);
+        self.sim.run_until(now);
+        Ok(true)
     }
 }

@@ -57,7 +57,7 @@ mod ipoib;
 mod sm_node;
 
 pub use check::JoinProblem;
-pub use events::MoveLidError;
+pub use events::{CableError, MoveLidError};
 pub use ipoib::{host_ipv4, host_ipv6, BroadcastJoin, IpoibOptions};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
