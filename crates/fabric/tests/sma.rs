@@ -364,6 +364,49 @@ fn trap_128_on_link_change() {
     assert_eq!(f.switch(f.s2).port_state(7), Some(HwState::Down));
 }
 
+// IBA 1 §14.2.5.4 SwitchInfo:PortStateChange: the link state machine's changes set it, a
+// SubnSet's do not (Armed, Active written by the SM); writing Down takes the link down, which does.
+#[test]
+fn port_state_change_not_set_by_subn_set() {
+    let mut f = Fabric::new(8);
+    assign_lids(&mut f);
+    let psc = |f: &mut Fabric| {
+        let r = f
+            .lid(Method::Get, attr::SWITCH_INFO, 0, S2_LID, 0, none())
+            .unwrap();
+        let SmpAttribute::SwitchInfo(s) = r.attribute else {
+            panic!()
+        };
+        s.port_state_change
+    };
+    let clear = |f: &mut Fabric| {
+        f.lid(
+            Method::Set,
+            attr::SWITCH_INFO,
+            0,
+            S2_LID,
+            0,
+            SmpAttribute::SwitchInfo(SwitchInfoRepr {
+                port_state_change: true,
+                linear_fdb_top: 63,
+                ..SwitchInfoRepr::default()
+            }),
+        )
+        .unwrap();
+    };
+    // Down with the cable in: the link goes down and retrains to Init.
+    clear(&mut f);
+    set_port_info(&mut f, TO_S2, 7, |p| p.port_state = PortState::Down);
+    assert_eq!(f.switch(f.s2).port_state(7), Some(HwState::Init));
+    assert!(psc(&mut f));
+    clear(&mut f);
+    assert!(!psc(&mut f));
+    set_port_info(&mut f, TO_S2, 7, |p| p.port_state = PortState::Armed);
+    set_port_info(&mut f, TO_S2, 7, |p| p.port_state = PortState::Active);
+    assert_eq!(f.switch(f.s2).port_state(7), Some(HwState::Active));
+    assert!(!psc(&mut f), "SubnSet Armed, Active leave it clear");
+}
+
 use ipoib_wire::smp::SmpRoute;
 
 // IBA 1 §14.2.5.5, §14.2.5.8, §14.2.5.9: GUIDInfo, SLtoVLMappingTable and VLArbitrationTable

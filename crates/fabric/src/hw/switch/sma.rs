@@ -30,6 +30,7 @@ use ipoib_wire::mad::{
     TRAP_256_PATH_LEN,
 };
 use ipoib_wire::packet::{fill_crcs, Packet};
+use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
     PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMadRepr, SmpRoute,
@@ -527,7 +528,10 @@ impl Switch {
             rate: ipoib_wire::Rate::Gbps40,
             pkeys,
         }));
-        if changed && p != 0 {
+        // IBA 1 §14.2.5.4 SwitchInfo:PortStateChange: set by the link state machine's changes,
+        // not by a SubnSet's (ibsim `sim_mad.c` reads the spec so too). Writing Down is both: the
+        // link goes down and retrains to Init.
+        if changed && p != 0 && w.port_state == WireState::Down {
             self.mgmt.port_state_change = true;
         }
         true
