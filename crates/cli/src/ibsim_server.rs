@@ -10,7 +10,8 @@
 //! ([`ipoib_runtime::ibsim_server::Console`]: `Unlink "sw1"[3]` pulls a cable, `ReLink "sw1"[3]`
 //! plugs it back, `Dump`, `Help`, `Quit`), each answered on standard output. They are read by a
 //! thread of their own and run on the subnet between turns of the serving loop (within
-//! [`ServeOptions::max_sleep`]); end of input leaves the server running.
+//! [`ServeOptions::max_sleep`]); end of input leaves the server running. One line is ours, not
+//! ibsim's: `pingall` runs another round of `--ping-all`.
 
 use crate::interrupt::Interrupt;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
@@ -61,7 +62,8 @@ pub struct Args {
     ip: bool,
     /// With `--ip`: a second after every interface has carrier and its link-local address, every
     /// host pings every other over IPv4 and IPv6 once; a line per answer (`ping A -> B ADDR:
-    /// reply`), then `pings: N of M answered` when all are answered or after 10 s.
+    /// reply`), then `pings: N of M answered` when all are answered or after 10 s. The console
+    /// line `pingall` starts another round (after a cable was pulled, say).
     #[arg(long, requires = "ip")]
     ping_all: bool,
 }
@@ -148,6 +150,16 @@ pub fn run(args: &Args) -> ExitCode {
         &mut net,
         &mut |net| {
             while let Ok(line) = lines.try_recv() {
+                if line.trim().eq_ignore_ascii_case("pingall") {
+                    match pings.as_mut() {
+                        Some(p) => {
+                            *p = PingAll::default();
+                            println!("pingall: another round");
+                        }
+                        None => println!("error: pingall needs --ping-all"),
+                    }
+                    continue;
+                }
                 let reply = console.execute(net, &line);
                 for l in &reply.lines {
                     println!("{l}");

@@ -1,0 +1,374 @@
+//! What the OpenSM end-to-end tests share (`opensm_manages.rs`, `opensm_unplug.rs`): an
+//! `ipoib ibsim-server --sm none` with its output read line by line and its console on standard
+//! input, `ibsim-run opensm` attached to one of its hosts, infiniband-diags under `ibsim-run`, and
+//! `ibnetdiscover`'s output read back into nodes and cables to compare with the topology given.
+//!
+//! Every process is started here and stopped by its PID (SIGTERM, then reaped) when its guard
+//! drops, on every exit path, an assertion failure included.
+
+#![allow(dead_code)]
+
+use ipoib_fabric::hw::topology::{NodeKind, Topology};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// An IPoIB partition (the default one) with its broadcast group, every port a full member.
+pub const PARTITIONS: &str = "Default=0x7fff, ipoib : ALL=full ;\n";
+
+pub fn installed(exe: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(exe).is_file()))
+        || ["/usr/sbin", "/usr/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(exe).is_file())
+}
+
+/// False, with a SKIP message, when one of `exes` is not installed.
+pub fn all_installed(exes: &[&str]) -> bool {
+    for exe in exes {
+        if !installed(exe) {
+            eprintln!(
+                "SKIP: {exe} is not installed (Debian opensm, ibsim-utils, infiniband-diags)"
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// A child process, stopped by its PID with SIGTERM and reaped when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `ipoib ibsim-server --sm none --ip --ping-all` on a socket name of its own, its standard
+/// output read line by line, its console on standard input.
+pub struct Server {
+    pub sock: String,
+    pub lines: Vec<String>,
+    rx: mpsc::Receiver<String>,
+    stdin: Option<ChildStdin>,
+    err: PathBuf,
+    // Last: dropped after the pipes, so the server sees its input close first.
+    _guard: Guard,
+}
+
+impl Server {
+    /// Starts the server on `topology` (with `extra` arguments) and waits for `ready`.
+    pub fn start(dir: &Path, name: &str, topology: &[&str], parts: &Path) -> Server {
+        let sock = format!("ipoib-{name}-{}", std::process::id());
+        let err = dir.join("server.err");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .arg("ibsim-server")
+            .args(topology)
+            .args(["--sm", "none", "--ip", "--ping-all", "--sockname", &sock])
+            .arg("--partitions")
+            .arg(parts)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("start ipoib ibsim-server");
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take();
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Server {
+            sock,
+            lines: Vec::new(),
+            rx,
+            stdin,
+            err,
+            _guard: Guard(child),
+        };
+        let ready = s.wait_line(30, |l| l == "ready");
+        assert!(ready.is_some(), "no ready: {:?}", s.lines);
+        s
+    }
+
+    /// The next line within `secs` seconds (kept in `lines`).
+    pub fn next_line(&mut self, secs: u64) -> Option<String> {
+        let l = self.rx.recv_timeout(Duration::from_secs(secs)).ok()?;
+        self.lines.push(l.clone());
+        Some(l)
+    }
+
+    /// The first line from now on for which `f` holds, within `secs` seconds.
+    pub fn wait_line(&mut self, secs: u64, f: impl Fn(&str) -> bool) -> Option<String> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(l) => {
+                    self.lines.push(l.clone());
+                    if f(&l) {
+                        return Some(l);
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// Types `line` on the console.
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("console open");
+        writeln!(stdin, "{line}").expect("write to the console");
+        stdin.flush().unwrap();
+    }
+
+    /// What the server wrote to its standard error.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    /// The `pings: N of M answered` line of the next round, and the round's lines.
+    pub fn ping_round(&mut self, secs: u64) -> (Option<String>, Vec<String>) {
+        let from = self.lines.len();
+        let r = self.wait_line(secs, |l| l.starts_with("pings: "));
+        (r, self.lines[from..].to_vec())
+    }
+}
+
+/// `ibsim-run opensm` attached to host `host` of `server`, logging to `dir/opensm.log` (errors
+/// and info, flushed after every line so that it can be read while OpenSM runs).
+pub struct OpenSm {
+    pub log: PathBuf,
+    out: PathBuf,
+    _guard: Guard,
+}
+
+impl OpenSm {
+    pub fn start(dir: &Path, server: &Server, host: &str, parts: &Path) -> OpenSm {
+        let log = dir.join("opensm.log");
+        let out = dir.join("opensm.out");
+        let child = Command::new("ibsim-run")
+            .arg("opensm")
+            .args(["-F", "/dev/null", "-D", "0x03", "-d", "2", "-f"])
+            .arg(&log)
+            .arg("--dump_files_dir")
+            .arg(dir)
+            .arg("-P")
+            .arg(parts)
+            .current_dir(dir)
+            .env("IBSIM_SOCKNAME", &server.sock)
+            .env("SIM_HOST", host)
+            .env("OSM_CACHE_DIR", dir)
+            .env("OSM_TMP_DIR", dir)
+            .env_remove("IBSIM_SERVER_NAME")
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start ibsim-run opensm");
+        OpenSm {
+            log,
+            out,
+            _guard: Guard(child),
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log has `n` lines containing `pat`, at most `secs` seconds.
+    pub fn wait_count(&self, pat: &str, n: usize, secs: u64) -> bool {
+        wait_for(secs, || self.log().matches(pat).count() >= n)
+    }
+
+    /// The log's error lines (`ERR ` codes, ERRORS DURING INITIALIZATION).
+    pub fn errors(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("ERR ") || l.contains("ERRORS DURING INITIALIZATION"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// What went wrong, for a failed assertion.
+    pub fn explain(&self, server: &Server) -> String {
+        format!(
+            "OpenSM log:\n{}\nits output: {}\nserver: {}\nserver lines: {:#?}",
+            self.log(),
+            std::fs::read_to_string(&self.out).unwrap_or_default(),
+            server.stderr(),
+            server.lines
+        )
+    }
+}
+
+/// Runs `args` under `ibsim-run` attached to `host`, at most 20 s; its standard output.
+pub fn diag(dir: &Path, sock: &str, host: &str, args: &[&str]) -> String {
+    let o = Command::new("timeout")
+        .arg("20")
+        .arg("ibsim-run")
+        .args(args)
+        .current_dir(dir)
+        .env("IBSIM_SOCKNAME", sock)
+        .env("SIM_HOST", host)
+        .env_remove("IBSIM_SERVER_NAME")
+        .output()
+        .expect("run ibsim-run");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{args:?} failed ({}): {}\n{out}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// Waits until `f` holds, at most `secs` seconds.
+pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    f()
+}
+
+/// The values of `key` in saquery's dump lines (`\t\tPortGid.........fe80::...`).
+pub fn values(out: &str, key: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix(key)?;
+            rest.starts_with('.')
+                .then(|| rest.trim_start_matches('.').trim().to_string())
+        })
+        .collect()
+}
+
+/// A fabric as `ibnetdiscover` prints it, or as a topology says it is: nodes by GUID (kind,
+/// port count, description) and cables as ordered pairs of (node GUID, port).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Fabric {
+    pub nodes: BTreeMap<u64, (String, u8, String)>,
+    pub cables: BTreeSet<((u64, u8), (u64, u8))>,
+}
+
+fn cable(a: (u64, u8), b: (u64, u8)) -> ((u64, u8), (u64, u8)) {
+    (a.min(b), a.max(b))
+}
+
+/// `"S-0000000000200001"` (quoted or not): the GUID.
+fn tag_guid(tag: &str) -> Option<u64> {
+    let t = tag.trim_matches('"');
+    let hex = t.strip_prefix("S-").or_else(|| t.strip_prefix("H-"))?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// `Switch\t8 "S-<guid>"\t\t# "desc" ...`: the GUID, and (kind, ports, description).
+fn header(kind: &str, l: &str) -> Option<(u64, (String, u8, String))> {
+    let mut q = l.split('"');
+    let ports: u8 = q.next()?.get(kind.len()..)?.trim().parse().ok()?;
+    let guid = tag_guid(q.next()?)?;
+    let desc = q.nth(1)?.to_string();
+    Some((guid, (kind.to_string(), ports, desc)))
+}
+
+/// `[p](portguid) "X-<guid>"[q] ...`: p, and the peer's (GUID, q).
+fn port_line(l: &str) -> Option<(u8, (u64, u8))> {
+    let (p, rest) = l.strip_prefix('[')?.split_once(']')?;
+    let mut q = rest.split('"');
+    q.next();
+    let peer = tag_guid(q.next()?)?;
+    let (pp, _) = q.next()?.strip_prefix('[')?.split_once(']')?;
+    Some((p.parse().ok()?, (peer, pp.parse().ok()?)))
+}
+
+impl Fabric {
+    /// Reads ibnetdiscover's topology output: `Switch\t8 "S-<guid>"\t\t# "desc" ...` or
+    /// `Ca\t2 "H-<guid>"\t\t# "desc"` headers, then `[p](portguid) "X-<guid>"[q]...` lines
+    /// (every cable is listed from both ends; each end must name the other). Panics, showing
+    /// the output, on a line it cannot read.
+    pub fn from_ibnetdiscover(out: &str) -> Fabric {
+        let mut f = Fabric::default();
+        let mut ends = BTreeSet::new();
+        let mut cur: Option<u64> = None;
+        for l in out.lines() {
+            let bad = || -> ! { panic!("ibnetdiscover line {l:?} unreadable in\n{out}") };
+            if let Some(kind) = ["Switch", "Ca"].into_iter().find(|k| l.starts_with(k)) {
+                let (guid, node) = header(kind, l).unwrap_or_else(|| bad());
+                f.nodes.insert(guid, node);
+                cur = Some(guid);
+            } else if l.starts_with('[') {
+                let node = cur.unwrap_or_else(|| bad());
+                let (port, peer) = port_line(l).unwrap_or_else(|| bad());
+                ends.insert(((node, port), peer));
+            } else if l.trim().is_empty() {
+                cur = None;
+            } else if !(l.starts_with('#') || l.contains('=')) {
+                bad();
+            }
+        }
+        for &(a, b) in &ends {
+            assert!(
+                ends.contains(&(b, a)),
+                "cable {a:?} -> {b:?} listed from one end only in\n{out}"
+            );
+            f.cables.insert(cable(a, b));
+        }
+        f
+    }
+
+    /// What `ibnetdiscover` should print for `topo` with the cables `pulled` (topology link
+    /// indices) unplugged.
+    pub fn of_topology(topo: &Topology, pulled: &[usize]) -> Fabric {
+        let mut f = Fabric::default();
+        for n in topo.nodes() {
+            let kind = if n.kind == NodeKind::Switch {
+                "Switch"
+            } else {
+                "Ca"
+            };
+            f.nodes
+                .insert(n.guid.0, (kind.to_string(), n.ports, n.desc.clone()));
+        }
+        for (i, l) in topo.links().iter().enumerate() {
+            if pulled.contains(&i) {
+                continue;
+            }
+            let g = |e: ipoib_fabric::hw::topology::End| topo.nodes()[e.node].guid.0;
+            f.cables
+                .insert(cable((g(l.a), l.a.port), (g(l.b), l.b.port)));
+        }
+        f
+    }
+}
+
+/// Writes partitions.conf into `dir`.
+pub fn partitions(dir: &Path) -> PathBuf {
+    let p = dir.join("partitions.conf");
+    std::fs::write(&p, PARTITIONS).unwrap();
+    p
+}
