@@ -4,9 +4,10 @@
 //! ([`ipoib_runtime::tun`], [`ipoib_runtime::ipoib_port`]): `ping`, `iperf3` and any other
 //! program run in a host's namespace talk over the emulated fabric.
 //!
-//! - `ipoib lab [--hosts N] [--topology T] [--partitions FILE] [--mode M] [--seed S]` sets the
-//!   lab up, prints the hosts once IPoIB is up on all of them (carrier and IPv6 ready), and
-//!   runs until SIGINT, SIGTERM or SIGHUP, then removes everything it made.
+//! - `ipoib lab [--hosts N] [--topology T] [--partitions FILE] [--mode M] [--seed S] [--sm SM]`
+//!   sets the lab up, prints the hosts once IPoIB is up on all of them (carrier and IPv6 ready),
+//!   and runs until SIGINT, SIGTERM or SIGHUP, then removes everything it made. With `--sm
+//!   opensm` the real OpenSM configures the fabric instead of our SM ([`opensm`]).
 //! - `ipoib lab exec HOST -- CMD ARGS` runs CMD in HOST's namespace, with the lab's host names
 //!   in its `/etc/hosts` ([`exec`]); the exit status is CMD's.
 //! - `ipoib lab down` stops a running lab (SIGTERM, then SIGKILL after 10 s) and removes what is
@@ -21,10 +22,13 @@
 
 mod exec;
 mod hosts;
+mod opensm;
 mod state;
 
-use ipoib_fabric::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
+use ipoib_fabric::PortState;
 use ipoib_runtime::control::ControlServer;
+use ipoib_runtime::ibsim_server::{IbsimEndpoint, IbsimServer, ServerConfig};
 use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::control::ControlEndpoint;
@@ -39,6 +43,8 @@ use std::time::{Duration, Instant as Wall};
 
 /// How long every host has to come up (wall time).
 pub const UP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long with `--sm opensm` (OpenSM's first sweep, then the joins through its SA).
+pub const OPENSM_UP_TIMEOUT: Duration = Duration::from_secs(60);
 /// MTU of `ib0` in datagram mode: the 2048-byte IB MTU of the default broadcast group less the
 /// 4-byte IPoIB header (RFC 4391 §3).
 pub const DATAGRAM_MTU: u32 = 2044;
@@ -85,6 +91,20 @@ struct UpArgs {
     /// Seed of every random choice of the emulation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Who configures the fabric. `ours`: our SM and SA, on the first host. `opensm`: the real
+    /// OpenSM, run by the lab under ibsim-run on the first host, configures it through our SMAs
+    /// and serves the joins; needs `opensm` and `ibsim-run` installed (Debian packages opensm
+    /// and ibsim-utils), reads the `--partitions` file (default: partition 0x7fff with its
+    /// IPoIB broadcast group, every port full) and logs to RUN_DIR/lab/opensm/opensm.log.
+    #[arg(long, value_enum, default_value_t = Sm::Ours)]
+    sm: Sm,
+}
+
+/// `--sm`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Sm {
+    Ours,
+    Opensm,
 }
 
 /// The unicast mode of the lab's interfaces.
@@ -142,6 +162,8 @@ fn clear_stale() -> Result<(), String> {
             old.pid
         ));
     }
+    // Its OpenSM (--sm opensm) outlives a lab that was killed.
+    state::end_opensm(&old);
     let names: Vec<String> = old.hosts.iter().map(|h| h.namespace.clone()).collect();
     let problems = state::clean(&names);
     note!(
@@ -179,6 +201,10 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     }
     let mut opts = SubnetOptions::new(topo, a.seed);
     opts.partitions = parts;
+    if a.sm == Sm::Opensm {
+        // OpenSM configures the ports by SMPs: they wait in Init for it.
+        opts.sm_mode = SmMode::None;
+    }
     opts.ipoib = Some(IpoibOptions {
         configure: Some(match a.mode {
             Mode::Datagram => hosts::datagram,
@@ -187,6 +213,26 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
         ..IpoibOptions::external()
     });
     Subnet::build(opts).map_err(|e| e.to_string())
+}
+
+/// Serves ibsim's client protocol on the lab's driver (sockets `ipoib-lab-PID`) and starts
+/// OpenSM under ibsim-run on the first host ([`opensm`]).
+fn start_opensm(
+    programs: &opensm::Programs,
+    driver: &mut Driver<Subnet>,
+    partitions: Option<&str>,
+) -> Result<opensm::OpenSm, String> {
+    let sockname = format!("ipoib-lab-{}", std::process::id());
+    let mut cfg = ServerConfig::unix(&sockname);
+    cfg.sm_hosts.clear();
+    let server = IbsimServer::bind(cfg).map_err(|e| format!("ibsim server on {sockname}: {e}"))?;
+    driver
+        .add(Box::new(IbsimEndpoint::new(server, Duration::from_secs(2))))
+        .map_err(|e| format!("epoll: {e}"))?;
+    let net = driver.emulation();
+    let host = net.topology().nodes()[net.host(0).topo_node].name.clone();
+    let dir = state::dir().join("opensm");
+    opensm::OpenSm::start(programs, &dir, &sockname, &host, partitions)
 }
 
 /// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier, with the
@@ -262,17 +308,25 @@ fn up(a: &UpArgs) -> ExitCode {
     if let Err(e) = clear_stale() {
         return fail(e);
     }
+    let programs = match a.sm {
+        Sm::Opensm => match opensm::check_installed() {
+            Ok(p) => Some(p),
+            Err(e) => return fail(e),
+        },
+        Sm::Ours => None,
+    };
     let net = match build(a) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
     let n = net.host_count();
     let me = std::process::id() as i32;
-    let lab = state::LabState {
+    let mut lab = state::LabState {
         pid: me,
         start_time: state::start_time(me).unwrap_or(0),
         mode: format!("{:?}", a.mode).to_lowercase(),
         hosts: (0..n).map(hosts::entry).collect(),
+        opensm: None,
     };
     // Namespaces of these names that no lab made are not ours to take (or to remove).
     if let Some(i) = (0..n).find(|&i| netns::exists(&hosts::namespace(i))) {
@@ -334,12 +388,47 @@ fn up(a: &UpArgs) -> ExitCode {
     if let Err(e) = driver.set_stop(stop.into()) {
         return fail(format!("epoll: {e}"));
     }
+    // Dropped before the teardown: OpenSM ends on every way out.
+    let mut osm = None;
+    if let Some(programs) = &programs {
+        match start_opensm(programs, &mut driver, a.partitions.as_deref()) {
+            Ok(o) => {
+                lab.opensm = Some((o.pid(), state::start_time(o.pid()).unwrap_or(0)));
+                osm = Some(o);
+            }
+            Err(e) => return fail(e),
+        }
+        if let Err(e) = state::write(&lab) {
+            return fail(e);
+        }
+    }
 
     let started = Wall::now();
-    let deadline = started + UP_TIMEOUT;
-    let all_ready = |net: &Subnet| (0..net.host_count()).all(|i| hosts::ready(net, i));
+    let deadline = started
+        + match osm {
+            Some(_) => OPENSM_UP_TIMEOUT,
+            None => UP_TIMEOUT,
+        };
+    // With OpenSM also every host's port Active (ours makes them so before the joins).
+    let all_ready = |net: &Subnet| {
+        (0..net.host_count()).all(|i| {
+            hosts::ready(net, i)
+                && net
+                    .host_port(i)
+                    .is_some_and(|p| p.state == PortState::Active)
+        })
+    };
     loop {
         let wake = driver.turn(deadline);
+        if let Some(how) = osm.as_mut().and_then(|o| o.exited()) {
+            note!(
+                "ipoib lab: OpenSM ended ({how}) before the hosts came up; see {}",
+                osm.as_ref()
+                    .map(|o| o.log.display().to_string())
+                    .unwrap_or_default()
+            );
+            return ExitCode::from(1);
+        }
         let mirrored = mirror_carrier(driver.emulation(), &mut controls);
         match (wake, mirrored) {
             (Err(e), _) => {
@@ -359,9 +448,21 @@ fn up(a: &UpArgs) -> ExitCode {
                     .map(hosts::name)
                     .collect();
                 note!(
-                    "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready)",
-                    UP_TIMEOUT.as_secs(),
-                    late.join(", ")
+                    "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready){}",
+                    deadline.duration_since(started).as_secs(),
+                    late.join(", "),
+                    match &osm {
+                        Some(o) => format!(
+                            "; OpenSM {}, its log: {}",
+                            if o.subnet_up() {
+                                "reached SUBNET UP"
+                            } else {
+                                "never reached SUBNET UP"
+                            },
+                            o.log.display()
+                        ),
+                        None => String::new(),
+                    }
                 );
                 return ExitCode::from(1);
             }
@@ -369,9 +470,17 @@ fn up(a: &UpArgs) -> ExitCode {
         }
     }
     let mut out = std::io::stdout();
+    let managed = match &osm {
+        Some(o) => format!(
+            "OpenSM (pid {}) manages the fabric; its log: {}\n",
+            o.pid(),
+            o.log.display()
+        ),
+        None => String::new(),
+    };
     let _ = write!(
         out,
-        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}\
+        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}{managed}\
          Run `ipoib lab exec h1 -- ping h2` (or `ip netns exec ipoib-h1 ...`); Ctrl-C or \
          `ipoib lab down` ends the lab.\n",
         started.elapsed().as_secs_f64(),

@@ -125,8 +125,10 @@ enum Command {
     /// between hosts. Prints the hosts (LID, GID, QPN, addresses) once IPoIB is up and runs until
     /// Ctrl-C, SIGTERM or SIGHUP, then removes the namespaces. `ipoib lab exec h1 -- CMD` runs a
     /// command in a host's namespace (names h1..hN resolve); `ipoib lab down` stops the lab from
-    /// elsewhere. Exit status: 0 when stopped by a signal, 1 when a host did not come up, 2 on bad
-    /// arguments or when the lab cannot be set up.
+    /// elsewhere. `--sm opensm`: the real OpenSM, run by the lab under ibsim-run, configures the
+    /// fabric instead of our SM (needs opensm and ibsim-run installed). Exit status: 0 when
+    /// stopped by a signal, 1 when a host did not come up, 2 on bad arguments or when the lab
+    /// cannot be set up.
     Lab(lab::Args),
     /// Run the fabric of an emulated subnet whose hosts are other processes, over UDP.
     ///

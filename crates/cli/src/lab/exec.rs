@@ -101,6 +101,8 @@ pub fn down() -> ExitCode {
             }
         }
     }
+    // A lab that died leaves its OpenSM (--sm opensm) running.
+    state::end_opensm(&lab);
     let names: Vec<String> = lab.hosts.iter().map(|h| h.namespace.clone()).collect();
     let problems = state::clean(&names);
     if !problems.is_empty() {

@@ -7,8 +7,12 @@
 //!
 //! ```json
 //! {"pid": 4242, "start_time": 123456, "mode": "datagram", "control": "/run/ipoib/lab/control.sock",
-//!  "hosts": [{"name": "h1", "namespace": "ipoib-h1", "ipv4": "10.0.0.1", "ipv6": "fd00::1"}]}
+//!  "hosts": [{"name": "h1", "namespace": "ipoib-h1", "ipv4": "10.0.0.1", "ipv6": "fd00::1"}],
+//!  "opensm": {"pid": 4250, "start_time": 123470}}
 //! ```
+//!
+//! `opensm` is there while `ipoib lab --sm opensm` runs its OpenSM (null otherwise): a lab that
+//! was killed leaves it running, and whoever cleans up after the lab ends it ([`end_opensm`]).
 
 use ipoib_runtime::{control, netns};
 use nix::sys::signal::{kill, Signal};
@@ -83,6 +87,8 @@ pub struct LabState {
     pub start_time: u64,
     pub mode: String,
     pub hosts: Vec<HostEntry>,
+    /// The lab's OpenSM (`--sm opensm`): pid and start time.
+    pub opensm: Option<(i32, u64)>,
 }
 
 impl LabState {
@@ -101,6 +107,7 @@ impl LabState {
             "mode": self.mode,
             "control": control_path(),
             "hosts": hosts,
+            "opensm": self.opensm.map(|(pid, start_time)| json!({"pid": pid, "start_time": start_time})),
         })
     }
 
@@ -125,6 +132,10 @@ impl LabState {
             start_time: v.get("start_time")?.as_u64()?,
             mode: s(v, "mode").unwrap_or_default(),
             hosts,
+            opensm: v.get("opensm").and_then(|o| {
+                let pid = i32::try_from(o.get("pid")?.as_i64()?).ok()?;
+                Some((pid, o.get("start_time")?.as_u64()?))
+            }),
         })
     }
 
@@ -177,6 +188,21 @@ pub fn write(s: &LabState) -> Result<(), String> {
     let text = format!("{:#}\n", s.to_json());
     std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Ends the lab's OpenSM if it still runs (same pid and start time): SIGTERM, SIGKILL after 5 s.
+pub fn end_opensm(lab: &LabState) {
+    let Some((pid, start)) = lab.opensm else {
+        return;
+    };
+    if start_time(pid) != Some(start) {
+        return;
+    }
+    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    if !wait_gone(pid, start, Duration::from_secs(5)) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        wait_gone(pid, start, Duration::from_secs(2));
+    }
 }
 
 /// Ends the processes still in namespace `ns` (SIGTERM, then SIGKILL after `grace`).
@@ -267,10 +293,20 @@ mod tests {
                 ipv4: "10.0.0.1".into(),
                 ipv6: "fd00::1".into(),
             }],
+            opensm: None,
         };
         let v = s.to_json();
         assert_eq!(v["control"], control_path().to_str().unwrap());
         assert_eq!(LabState::from_json(&v), Some(s.clone()));
+        let with = LabState {
+            opensm: Some((43, 9)),
+            ..s.clone()
+        };
+        assert_eq!(
+            with.to_json()["opensm"],
+            json!({"pid": 43, "start_time": 9})
+        );
+        assert_eq!(LabState::from_json(&with.to_json()), Some(with));
         assert_eq!(s.host("ipoib-h1").map(|h| h.name.as_str()), Some("h1"));
         assert!(s.host("h2").is_none());
         assert_eq!(LabState::from_json(&json!({"pid": 1})), None);
@@ -285,6 +321,7 @@ mod tests {
             start_time: t,
             mode: String::new(),
             hosts: Vec::new(),
+            opensm: None,
         };
         assert!(alive.is_alive());
         let reused = LabState {

@@ -39,7 +39,7 @@ mod sock;
 mod tests;
 
 pub use console::{Console, Reply};
-pub use run::{serve, ServeOptions};
+pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
 
 use crate::ibsim::msg::{

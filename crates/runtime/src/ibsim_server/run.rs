@@ -107,3 +107,55 @@ pub fn serve(
         driver.turn(next_probe.min(Wall::now() + opts.max_sleep))?;
     }
 }
+
+/// The server as an endpoint of a driver whose emulation is the subnet itself, beside other
+/// endpoints (`ipoib lab --sm opensm`: the hosts' TUN devices and OpenSM's ibsim client on one
+/// driver). It owns the server; clients are probed for having vanished from
+/// [`Endpoint::flush`], at most every `probe_every`.
+pub struct IbsimEndpoint {
+    server: IbsimServer,
+    probe_every: Duration,
+    last_probe: Wall,
+}
+
+impl std::fmt::Debug for IbsimEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IbsimEndpoint")
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+impl IbsimEndpoint {
+    /// Serves `server`, probing its clients every `probe_every`.
+    pub fn new(server: IbsimServer, probe_every: Duration) -> IbsimEndpoint {
+        IbsimEndpoint {
+            server,
+            probe_every,
+            last_probe: Wall::now(),
+        }
+    }
+}
+
+impl Endpoint<Subnet> for IbsimEndpoint {
+    fn raw_fd(&self) -> RawFd {
+        self.server.poll_fd().as_raw_fd()
+    }
+
+    /// As [`ServerEndpoint`]'s: one [`IbsimServer::poll`], the full budget while a datagram
+    /// is left.
+    fn on_readable(&mut self, net: &mut Subnet, budget: usize) -> io::Result<usize> {
+        self.server.poll(net)?;
+        Ok(if self.server.pending()? { budget } else { 0 })
+    }
+
+    fn flush(&mut self, net: &mut Subnet) -> io::Result<usize> {
+        if self.last_probe.elapsed() >= self.probe_every {
+            self.last_probe = Wall::now();
+            self.server.probe(net);
+        }
+        let before = self.server.counters().mads_out;
+        self.server.flush(net);
+        Ok(usize::try_from(self.server.counters().mads_out - before).unwrap_or(usize::MAX))
+    }
+}
