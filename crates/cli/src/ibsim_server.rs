@@ -62,7 +62,8 @@ pub struct Args {
     ip: bool,
     /// With `--ip`: a second after every interface has carrier and its link-local address, every
     /// host pings every other over IPv4 and IPv6 once; a line per answer (`ping A -> B ADDR:
-    /// reply`), then `pings: N of M answered` when all are answered or after 10 s. The console
+    /// reply`, an unanswered echo request followed by another every second as ping(8) does),
+    /// then `pings: N of M answered` when all are answered or after 10 s. The console
     /// line `pingall` starts another round (after a cable was pulled, say).
     #[arg(long, requires = "ip")]
     ping_all: bool,
@@ -215,12 +216,18 @@ fn console_lines() -> std::sync::mpsc::Receiver<String> {
 }
 
 /// `--ping-all`: every host pings every other over IPv4 and IPv6 link-local once the subnet is up
-/// (whoever configured it), and the answers are printed.
+/// (whoever configured it), and the answers are printed. As ping(8) does, an echo request that
+/// is not answered is followed by another a second later (the pair counts as answered when any
+/// of them is): the first burst of ARP, ND and echoes towards a peer whose PathRecord query is
+/// still in flight overflows the interface's path queue (3 packets, Linux's
+/// `IPOIB_MAX_PATH_REC_QUEUE`, proto `ipoib::path`), and what overflows is lost.
 #[derive(Debug, Default)]
 struct PingAll {
-    /// (from, to, address, index in the sender's pings, printed), once sent.
-    sent: Vec<(usize, usize, IpAddr, usize, bool)>,
+    /// (from, to, address, indices of its echo requests in the sender's pings, printed).
+    sent: Vec<(usize, usize, IpAddr, Vec<usize>, bool)>,
     sent_at: Option<Instant>,
+    /// When the last echo requests went out.
+    last_at: Option<Instant>,
     /// When every interface was first seen up.
     up_at: Option<Instant>,
     done: bool,
@@ -231,6 +238,8 @@ impl PingAll {
     const WITHIN: Duration = Duration::from_secs(10);
     /// How long after every interface is up the pings start.
     const SETTLE: Duration = Duration::from_secs(1);
+    /// How long an echo request waits before the next goes to the same address (ping(8)'s).
+    const INTERVAL: Duration = Duration::from_secs(1);
 
     fn turn(&mut self, net: &mut Subnet) {
         if self.done {
@@ -264,32 +273,49 @@ impl PingAll {
                 for b in (0..n).filter(|&b| b != a) {
                     for &dst in &addrs[b] {
                         if let Some(Ok(k)) = net.with_ipoib(a, |app, now| app.ping(now, dst)) {
-                            self.sent.push((a, b, dst, k, false));
+                            self.sent.push((a, b, dst, vec![k], false));
                         }
                     }
                 }
             }
             println!("pinging: {} pings", self.sent.len());
             self.sent_at = Some(net.sim().now());
+            self.last_at = self.sent_at;
             return;
         };
         let names: Vec<String> = (0..n)
             .map(|i| net.topology().nodes()[net.host(i).topo_node].name.clone())
             .collect();
-        for (a, b, dst, k, printed) in &mut self.sent {
-            let answered = net
-                .ipoib_app(*a)
-                .and_then(|app| app.ip().pings().get(*k))
-                .is_some_and(|p| p.reply_at.is_some());
+        for (a, b, dst, ks, printed) in &mut self.sent {
+            let answered = net.ipoib_app(*a).is_some_and(|app| {
+                ks.iter().any(|&k| {
+                    app.ip()
+                        .pings()
+                        .get(k)
+                        .is_some_and(|p| p.reply_at.is_some())
+                })
+            });
             if answered && !*printed {
                 *printed = true;
                 println!("ping {} -> {} {dst}: reply", names[*a], names[*b]);
             }
         }
         let answered = self.sent.iter().filter(|s| s.4).count();
-        if answered == self.sent.len() || net.sim().now() >= at + Self::WITHIN {
+        let now = net.sim().now();
+        if answered == self.sent.len() || now >= at + Self::WITHIN {
             println!("pings: {answered} of {} answered", self.sent.len());
             self.done = true;
+            return;
+        }
+        if self.last_at.is_some_and(|t| now >= t + Self::INTERVAL) {
+            self.last_at = Some(now);
+            for (a, _, dst, ks, printed) in &mut self.sent {
+                if !*printed {
+                    if let Some(Ok(k)) = net.with_ipoib(*a, |app, now| app.ping(now, *dst)) {
+                        ks.push(k);
+                    }
+                }
+            }
         }
     }
 }
