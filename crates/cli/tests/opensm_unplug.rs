@@ -159,6 +159,18 @@ fn opensm_reroutes_around_a_pulled_cable() {
         osm.explain(&server)
     );
     let crossed = xmit_pkts(d, &server.sock, &lid, other) - before;
+    // IBA 1 §16.1.3.5: the pulled port's PMA counted its link going down.
+    let out = diag(
+        d,
+        &server.sock,
+        "Hca3",
+        &["perfquery", &lid, &used.to_string()],
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("LinkDownedCounter:") && l.ends_with(".1")),
+        "{out}"
+    );
     // Hca1 and Hca3 ping Hca2 and Hca4 (8 requests) and answer their 8 pings: at least 16
     // packets out of Switch1 towards Switch2, all on the cable left.
     assert!(crossed >= 16, "{crossed} packets on port {other}");

@@ -48,6 +48,15 @@ fn a_pulled_cable_goes_down_and_comes_back_to_init() {
         assert_eq!((p.0, p.1, p.2), (PortState::Down, false, before[i] + 1));
     }
     assert_eq!(net.set_cable(cable, false), Ok(false), "already pulled");
+    // IBA 1 §16.1.3.5 LinkDownedCounter, as the PMA reports it.
+    for (_, s) in net.switches() {
+        assert_eq!(s.port_traffic(3).unwrap().link_downed, 1);
+        assert_eq!(
+            s.port_traffic(3).unwrap().counters(3).link_downed_counter,
+            1
+        );
+        assert_eq!(s.port_traffic(5).unwrap().link_downed, 0);
+    }
 
     // IBA 1 §7.2: plugged back, the link trains and waits in Init for the SM; trap 128 again.
     assert_eq!(net.set_cable(cable, true), Ok(true));
@@ -73,6 +82,7 @@ fn a_pulled_host_cable_takes_the_host_port_down() {
     assert_eq!(net.set_cable(cable, false), Ok(true));
     let p = net.host_port(host).unwrap();
     assert_eq!((p.state, p.phys_up), (PortState::Down, false));
+    assert_eq!(p.traffic.link_downed, 1);
     assert_eq!(net.set_cable(cable, true), Ok(true));
     let p = net.host_port(host).unwrap();
     assert_eq!((p.state, p.phys_up), (PortState::Init, true));

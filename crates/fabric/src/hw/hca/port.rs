@@ -185,6 +185,9 @@ impl Port {
 
     /// The cable went up (Init: link up, waiting for the SM, IBA 1 §7.2) or down (Down).
     pub fn set_phys(&mut self, up: bool) {
+        if self.phys_up && !up {
+            self.traffic.link_downed += 1;
+        }
         self.phys_up = up;
         self.state = if up { PortState::Init } else { PortState::Down };
     }

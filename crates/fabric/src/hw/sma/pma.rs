@@ -32,6 +32,9 @@ pub struct PortTraffic {
     pub multicast_rcv_pkts: u64,
     /// VL15 packets dropped (no SMA, or discarded by it).
     pub vl15_dropped: u64,
+    /// Times the port's link went down (IBA 1 §16.1.3.5 LinkDownedCounter: the link training
+    /// state machine left LinkUp; here, its cable was pulled).
+    pub link_downed: u64,
 }
 
 fn words_and_mcast(packet: &[u8]) -> (u64, bool) {
@@ -83,13 +86,19 @@ impl PortTraffic {
 
     /// PortCounters of `port` (IBA 1 §16.1.3.5: the counters stop at their maximum).
     pub fn counters(&self, port: u8) -> PortCountersRepr {
-        PortCountersRepr::saturating(port, &self.extended(port), self.vl15_dropped)
+        let mut c = PortCountersRepr::saturating(port, &self.extended(port), self.vl15_dropped);
+        c.link_downed_counter = u8::try_from(self.link_downed).unwrap_or(u8::MAX);
+        c
     }
 
     /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
     /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; this model keeps no
-    /// error counters, so the other bits clear nothing but VL15Dropped, bit 11).
+    /// error counters, so the other bits clear nothing but LinkDownedCounter, bit 2, and
+    /// VL15Dropped, bit 11).
     fn clear(&mut self, select: u16) {
+        if select & 1 << 2 != 0 {
+            self.link_downed = 0;
+        }
         if select & 1 << 11 != 0 {
             self.vl15_dropped = 0;
         }
@@ -194,4 +203,27 @@ pub fn answer(
     };
     h.response(Method::GetResp, status).emit(&mut out);
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // IBA 1 §16.1.3.5 LinkDownedCounter: 8 bits, stops at 255; CounterSelect bit 2 clears it.
+    #[test]
+    fn link_downed_counter_saturates_and_clears_alone() {
+        let mut t = PortTraffic {
+            link_downed: 300,
+            xmit_pkts: 5,
+            ..PortTraffic::default()
+        };
+        assert_eq!(t.counters(1).link_downed_counter, 255);
+        t.link_downed = 3;
+        assert_eq!(t.counters(1).link_downed_counter, 3);
+        t.clear(1 << 2);
+        assert_eq!((t.link_downed, t.xmit_pkts), (0, 5));
+        t.link_downed = 2;
+        t.clear(1 << 14);
+        assert_eq!((t.link_downed, t.xmit_pkts), (2, 0));
+    }
 }

@@ -545,6 +545,9 @@ impl Switch {
         };
         p.up = up;
         p.state = if up { PortState::Init } else { PortState::Down };
+        if !up {
+            p.traffic.link_downed += 1;
+        }
         self.mgmt.port_state_change = true;
         self.send_trap(NoticeRepr::link_state_trap(self.lid), tx);
     }
