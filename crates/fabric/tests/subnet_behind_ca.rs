@@ -38,7 +38,7 @@ fn port_behind_a_ca_gets_no_lid_and_the_host_runs_on_its_reached_port() {
         net.behind_ca(),
         &[End { node: 1, port: 0 }, End { node: 3, port: 1 }]
     );
-    let sm = net.sm().manager();
+    let sm = net.plan();
     assert_eq!(sm.lid(1, 0), None, "S2");
     assert_eq!(sm.hops_from_sm(1), None);
     assert_eq!(sm.max_lid(), 3, "H1, S1, H2 port 2");
@@ -70,7 +70,7 @@ fn ca_cabled_back_to_back_to_another_host_gets_no_lid() {
         &[End { node: 2, port: 1 }, End { node: 3, port: 1 }]
     );
     assert_eq!(net.join_problems(h3), vec![JoinProblem::BehindCa]);
-    assert_eq!(net.sm().manager().max_lid(), 3);
+    assert_eq!(net.plan().max_lid(), 3);
 }
 
 #[test]
@@ -81,5 +81,5 @@ fn ca_cabled_back_to_back_to_the_sm_is_reached() {
     let net = up(options(topo, seed), false);
     assert_eq!((net.lid(0), net.lid(1)), (1, 2));
     assert!(net.behind_ca().is_empty());
-    assert_eq!(net.sm().manager().hops_from_sm(1), Some(1));
+    assert_eq!(net.plan().hops_from_sm(1), Some(1));
 }

@@ -60,7 +60,7 @@ fn fat_tree_lids_and_all_paths_through_the_sa() {
         assert_eq!(p.sm_lid, net.lid(0), "host {i} knows the SM");
         assert_eq!(
             Some(p.lid),
-            net.sm().manager().lid(net.host(i).topo_node, 1),
+            net.plan().lid(net.host(i).topo_node, 1),
             "host {i}: the LID the SM assigned"
         );
         assert!(lids.insert(p.lid), "LID {} given twice", p.lid);

@@ -202,6 +202,12 @@ impl Switch {
     pub fn port_mtu(&self, port: u8) -> Option<Mtu> {
         self.ports.get(usize::from(port)).map(|p| p.mtu)
     }
+    /// P_Key table of a port (partition enforcement, IBA 1 §10.9.3).
+    pub fn port_pkeys(&self, port: u8) -> Option<&[ipoib_wire::PKey]> {
+        self.ports
+            .get(usize::from(port))
+            .map(|p| p.pkeys.as_slice())
+    }
     /// State the SM wrote into a port.
     pub fn port_state(&self, port: u8) -> Option<PortState> {
         self.ports.get(usize::from(port)).map(|p| p.state)

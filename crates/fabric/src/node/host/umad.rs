@@ -370,6 +370,13 @@ impl Host {
         self.agents.get_mut(agent)
     }
 
+    /// Opens QP0 of the management port to the host's own agents, as an SM does (receive buffers
+    /// posted once): SMP responses and traps then reach the agent that sent the request or
+    /// serves the class (IBA 1 §13.5.1).
+    pub fn open_smi(&mut self) {
+        self.ensure_smi_recv();
+    }
+
     /// Posts the QP0 receive buffers once.
     fn ensure_smi_recv(&mut self) {
         if self.smi_posted {

@@ -34,9 +34,14 @@
 //! computed once at construction; no panics on any topology.
 
 mod config;
+pub mod discover;
 mod route;
+pub mod smp;
+pub mod sweep;
 
 pub use config::mft_changes;
+pub use smp::SmpSettings;
+pub use sweep::{SmpSm, SweepPhase, SweepStats};
 
 #[cfg(test)]
 mod tests;

@@ -146,7 +146,7 @@ impl Subnet {
     /// table (OpenSM: "ERR 0512 ... Pkey table is full"). Such a host cannot use those
     /// partitions, their broadcast groups included.
     pub fn pkey_tables_full(&self) -> Vec<(usize, Vec<PKey>)> {
-        let sm = self.sm().manager();
+        let sm = &self.plan;
         (0..self.host_count())
             .filter_map(|i| {
                 let h = self.host(i);
@@ -163,24 +163,24 @@ impl Subnet {
     /// Nodes (switches and CAs) the SM cannot reach, with their hop count from its port: more than
     /// [`MAX_DR_HOPS`] cables away, they get no LID ([`crate::node::sm::SubnetManager::unreached`]).
     pub fn unreached_nodes(&self) -> Vec<(usize, u32)> {
-        self.sm().manager().unreached()
+        self.plan.unreached()
     }
 
     /// CA ports and switches (port 0) cabled to the SM's node only through a channel adapter,
     /// which does not forward SMPs: no LID, down
     /// ([`crate::node::sm::SubnetManager::behind_ca`]).
     pub fn behind_ca(&self) -> &[End] {
-        self.sm().manager().behind_ca()
+        self.plan.behind_ca()
     }
 
     /// Why host `i` is not joined, as far as the SM, its port and the SA tell; empty when both
     /// the host and the SA say it is.
     pub fn join_problems(&self, i: usize) -> Vec<JoinProblem> {
-        let hops = self.sm().manager().hops_from_sm(self.host(i).topo_node);
+        let hops = self.plan.hops_from_sm(self.host(i).topo_node);
         let reached = matches!(hops, Some(h) if h <= MAX_DR_HOPS);
         if !reached {
             let node = self.host(i).topo_node;
-            let sm = self.sm().manager();
+            let sm = &self.plan;
             if hops.is_none() && sm.behind_ca().iter().any(|e| e.node == node) {
                 return vec![JoinProblem::BehindCa];
             }

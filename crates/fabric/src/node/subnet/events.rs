@@ -48,8 +48,7 @@ impl Subnet {
         let (node, port) = self.hosts.get(i).map(|h| (h.node, h.port))?;
         // Only our SM has a bring-up plan ([`super::SmMode::Ours`]).
         self.sm_app?;
-        self.sm()
-            .manager()
+        self.plan
             .bring_up()
             .into_iter()
             .find_map(|(to, c)| match c {

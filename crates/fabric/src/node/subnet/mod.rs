@@ -54,11 +54,13 @@
 mod check;
 mod events;
 mod ipoib;
+mod partition_list;
 mod sm_node;
 
 pub use check::JoinProblem;
 pub use events::{CableError, MoveLidError};
 pub use ipoib::{host_ipv4, host_ipv6, BroadcastJoin, IpoibOptions};
+pub use partition_list::{broadcast_groups, partition_specs};
 pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
 use crate::hw::capture::Capture;
@@ -70,15 +72,14 @@ use crate::hw::switch::Switch;
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::ipoib::IpoibApp;
-use crate::node::sm::{PartitionMembers, PartitionSpec, Reach, SmError, SmOptions, SubnetManager};
+use crate::node::sm::{Reach, SmError, SmOptions, SmpSettings, SmpSm, SubnetManager};
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_proto::partitions::{MemberSpec, PartitionConfig, PortId, PortKind};
+use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::sa::{
     RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse, SaServer,
     SaServerConfig,
 };
 use ipoib_proto::time::Instant;
-use ipoib_wire::ipoib::mcast::has_broadcast_form;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
 use ipoib_wire::smp::{SmInfoRepr, SmState};
@@ -97,6 +98,19 @@ pub enum SmMode {
     Ours,
     /// No SM of ours: ports come up to Init and wait for an external SM (module docs).
     None,
+    /// Our SM and SA on the first host, the SM working by SMPs only: every cabled port comes up
+    /// to Init as with [`SmMode::None`], and the [`SmpSm`] agent on the SM host's QP0 discovers
+    /// and programs the subnet (`crate::node::sm::sweep`), the SA's subnet and the multicast
+    /// trees following from what it discovered.
+    Smp,
+}
+
+/// How the SM application reaches the devices.
+enum Brain {
+    /// Configuration writes from the plan.
+    Direct(Box<SubnetManager>),
+    /// SMPs, from what the agent discovers.
+    Smp(Box<SmpSm>),
 }
 
 /// What to build.
@@ -121,6 +135,8 @@ pub struct SubnetOptions {
     pub client: SaClientConfig,
     /// The SM's multicast coalescing delay ([`SmApp`]).
     pub mcast_delay: Duration,
+    /// The SMP transport of the SM ([`SmMode::Smp`]).
+    pub smp: SmpSettings,
     /// Hosts join their partitions' broadcast groups when Active (a link-only IPoIB interface per
     /// IPoIB partition of each host; module docs).
     pub auto_join: bool,
@@ -148,6 +164,7 @@ impl SubnetOptions {
             },
             client: SaClientConfig::default(),
             mcast_delay: MCAST_DELAY,
+            smp: SmpSettings::default(),
             auto_join: true,
             capture: false,
             ipoib: None,
@@ -195,7 +212,13 @@ pub struct Subnet {
     topology: Topology,
     built: Built,
     hosts: Vec<HostHandle>,
-    /// Our SA and SM on host 0 ([`SmMode::Ours`]).
+    /// Who manages the subnet.
+    mode: SmMode,
+    /// The SM's plan computed from the topology: what our SM assigns (by SMPs, from what it
+    /// discovers, the same for the fabrics it reaches whole); the harness's view of LIDs,
+    /// reachability and P_Key tables.
+    plan: SubnetManager,
+    /// Our SA and SM on host 0 ([`SmMode::Ours`], [`SmMode::Smp`]).
     sa: Option<AgentId>,
     sm_app: Option<AppId>,
     partitions: PartitionConfig,
@@ -206,77 +229,6 @@ pub struct Subnet {
     /// Per host, its [`SaClient`] once made (module docs), and their settings.
     clients: Vec<Option<AgentId>>,
     client_cfg: SaClientConfig,
-}
-
-/// The IPoIB broadcast groups of `cfg` (P_Key with the full-member bit, MGID): the pre-created
-/// groups with the broadcast MGID form `ff1S:401b:<pkey>::ffff:ffff`.
-pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
-    cfg.precreated_groups()
-        .into_iter()
-        .filter(|g| has_broadcast_form(&g.mgid))
-        .map(|g| (g.pkey, g.mgid))
-        .collect()
-}
-
-/// The SM's partition list for `cfg` on `topo`, in the P_Key table order OpenSM gives
-/// ([`PartitionConfig::pkey_table`]: `indx0` partitions, the default partition, the others).
-/// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
-/// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`].
-/// `Both` counts as full ([`ipoib_proto::partitions::Membership::pkey`]). The SM port is a full member of every partition
-/// whatever the file says (the SM's rule, OpenSM's as well).
-pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> Vec<PartitionSpec> {
-    let ordered = cfg
-        .partitions
-        .iter()
-        .filter(|p| p.index0)
-        .chain(
-            cfg.partitions
-                .iter()
-                .filter(|p| !p.index0 && p.pkey.same_partition(PKey::DEFAULT)),
-        )
-        .chain(
-            cfg.partitions
-                .iter()
-                .filter(|p| !p.index0 && !p.pkey.same_partition(PKey::DEFAULT)),
-        );
-    let mut out = Vec::new();
-    for p in ordered {
-        let ca_specs: Vec<_> = p
-            .members
-            .iter()
-            .filter(|(s, _)| {
-                !matches!(
-                    s,
-                    MemberSpec::SelfPort | MemberSpec::AllSwitches | MemberSpec::AllRouters
-                )
-            })
-            .collect();
-        let members = match ca_specs[..] {
-            [(MemberSpec::All | MemberSpec::AllCas, m)] => PartitionMembers::All(*m),
-            _ => {
-                let mut v = Vec::new();
-                for n in topo.cas() {
-                    let node = &topo.nodes()[n];
-                    for port in 1..=node.ports {
-                        let id = PortId {
-                            guid: node.port_guid(port),
-                            kind: PortKind::Ca,
-                            is_sm: End { node: n, port } == sm_port,
-                        };
-                        if let Some(m) = p.membership_of(&id) {
-                            v.push((id.guid, m));
-                        }
-                    }
-                }
-                PartitionMembers::Ports(v)
-            }
-        };
-        out.push(PartitionSpec {
-            pkey: p.pkey,
-            members,
-        });
-    }
-    out
 }
 
 impl Subnet {
@@ -309,7 +261,9 @@ impl Subnet {
         // A CA's random stream (the simulator's, forked with the node index) is not taken here:
         // its first link's and its SaClient's are forked from the same stream later (module
         // `ipoib`, `Subnet::sa_client`).
-        let (external_sm, default_rate) = (opts.sm_mode == SmMode::None, opts.sm.rate);
+        // With no SM of ours, or ours by SMPs, the ports come up by themselves and wait in Init.
+        let external_sm = opts.sm_mode != SmMode::Ours;
+        let default_rate = opts.sm.rate;
         let built = build(&topo, &mut sim, opts.link, |i, node, _rng| {
             let port = host_port[i].unwrap_or(MGMT_PORT);
             let hca = Hca::with_port_guids(
@@ -357,12 +311,13 @@ impl Subnet {
                 port: host_port[e.node].unwrap_or(e.port),
             })
             .collect();
+        let sm_opts_base = opts.sm.clone();
         let mut sm_opts = opts.sm;
         sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
         let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
             .map_err(SubnetError::Sm)?;
         let links = ipoib::install_links(&mut sim, &hosts, &sm, &groups, client_cfg);
-        let (sa, sm_app) = if opts.sm_mode == SmMode::None {
+        if external_sm {
             // IBA 1 §7.2: a cabled port whose link trains is LinkUp, port state Init.
             for &l in &built.links {
                 sim.schedule_link_state(l, Instant::ZERO, true);
@@ -377,6 +332,8 @@ impl Subnet {
                     });
                 }
             }
+        }
+        let (sa, sm_app) = if opts.sm_mode == SmMode::None {
             (None, None)
         } else {
             let sa_server = SaServer::new(
@@ -385,13 +342,20 @@ impl Subnet {
                 partitions.clone(),
                 sim.fork_rng(u64::MAX),
             );
+            let brain = if opts.sm_mode == SmMode::Smp {
+                let mut o = sm_opts_base.clone();
+                o.partitions = Vec::new();
+                Brain::Smp(Box::new(SmpSm::new(o, partitions.clone(), opts.smp)))
+            } else {
+                Brain::Direct(Box::new(sm.clone()))
+            };
             let (sa, app) = Self::install_sm(
                 &mut sim,
                 built.nodes[sm_node],
                 sm_port.port,
                 sm_port_guid,
                 sa_server,
-                sm,
+                brain,
                 opts.mcast_delay,
             )?;
             (Some(sa), Some(app))
@@ -402,6 +366,8 @@ impl Subnet {
             topology: topo,
             built,
             hosts,
+            mode: opts.sm_mode,
+            plan: sm,
             sa,
             sm_app,
             partitions,
@@ -424,7 +390,7 @@ impl Subnet {
         port: u8,
         port_guid: Guid,
         sa_server: SaServer,
-        sm: SubnetManager,
+        brain: Brain,
         mcast_delay: Duration,
     ) -> Result<(AgentId, AppId), SubnetError> {
         sim.with_node::<Host, _>(node, |h, _, _| {
@@ -441,7 +407,17 @@ impl Subnet {
             );
             let sa = h.add_agent(sa_server);
             h.serve_class(MgmtClass::SubnAdm, sa);
-            let app = h.add_app(SmApp::new(sm, sa, mcast_delay));
+            let app = match brain {
+                Brain::Direct(sm) => SmApp::new(*sm, sa, mcast_delay),
+                Brain::Smp(agent) => {
+                    // QP0 is the SM's: SMP responses and traps (class SubnLid) come to it.
+                    h.open_smi();
+                    let id = h.add_agent(*agent);
+                    h.serve_class(MgmtClass::SubnLid, id);
+                    SmApp::over_smps(id, sa, mcast_delay)
+                }
+            };
+            let app = h.add_app(app);
             (sa, app)
         })
         .ok_or(SubnetError::NoHost)
@@ -567,11 +543,19 @@ impl Subnet {
 
     /// Who manages the subnet.
     pub fn sm_mode(&self) -> SmMode {
-        if self.sm_app.is_some() {
-            SmMode::Ours
-        } else {
-            SmMode::None
-        }
+        self.mode
+    }
+
+    /// The SM's plan computed from the topology (see [`SubnetManager`]): the LIDs, routes and
+    /// P_Key tables our SM gives the subnet.
+    pub fn plan(&self) -> &SubnetManager {
+        &self.plan
+    }
+
+    /// The SM's SMP agent ([`SmMode::Smp`]).
+    pub fn smp_sm(&self) -> Option<&SmpSm> {
+        let id = self.sm_app.and_then(|_| self.sm().smp_agent())?;
+        self.host_device(0).agent::<SmpSm>(id)
     }
 
     /// The SA server.
@@ -601,9 +585,10 @@ impl Subnet {
             // An external SM: nothing of ours to wait for.
             return true;
         }
-        let landed = match self.sm().last_write_at() {
-            Some(t) => self.sim.now() >= t + crate::hw::mgmt::CONFIG_DELAY,
-            None => true,
+        let landed = match (self.smp_sm(), self.sm().last_write_at()) {
+            (Some(a), _) => a.is_idle(),
+            (None, Some(t)) => self.sim.now() >= t + crate::hw::mgmt::CONFIG_DELAY,
+            (None, None) => true,
         };
         self.sm().is_settled() && !self.sa().has_events() && landed
     }

@@ -1,9 +1,14 @@
 //! The subnet manager as an application on its host: the [`SubnetManager`] brain driven by the
 //! host, next to the [`SaServer`] agent the host serves class SubnAdm with.
 //!
-//! - At start (its first poll, at time zero) it writes the whole bring-up ([`SubnetManager::bring_up`])
-//!   through [`HostCtx::configure`] and gives the SA the configured subnet
-//!   ([`SubnetManager::subnet_model`]).
+//! Two ways to reach the devices ([`SmApp::new`], [`SmApp::over_smps`]):
+//! - Direct: at start (its first poll, at time zero) it writes the whole bring-up
+//!   ([`SubnetManager::bring_up`]) through [`HostCtx::configure`] and gives the SA the configured
+//!   subnet ([`SubnetManager::subnet_model`]); MFT changes are configuration writes.
+//! - By SMPs: the [`SmpSm`] agent on QP0 discovers and programs the subnet
+//!   (`crate::node::sm::sweep`); once its discovery ends the application takes a copy of the brain
+//!   it ran, gives the SA the subnet model (before any port is set Active) and sends MFT changes
+//!   through the agent as MulticastForwardingTable SubnSets.
 //! - It follows the SA's multicast events ([`SaEvent`]): for every group whose membership changed
 //!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
 //!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
@@ -27,9 +32,10 @@
 //! Invariants: the MFT entries written for a group are always those of the last tree computed for
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
 
+use crate::hw::mgmt::Config;
 use crate::hw::verbs::Completion;
 use crate::node::host::{AgentId, App, HostCtx};
-use crate::node::sm::{mft_changes, MftWrites, SubnetManager};
+use crate::node::sm::{mft_changes, MftWrites, SmpSm, SubnetManager};
 use ipoib_proto::sa::{SaEvent, SaServer};
 use ipoib_proto::time::Instant;
 use ipoib_wire::Gid;
@@ -71,7 +77,10 @@ pub struct SmStats {
 /// The SM application. See the module docs.
 #[derive(Debug)]
 pub struct SmApp {
-    sm: SubnetManager,
+    /// The brain (by SMPs: from the end of the agent's discovery on).
+    sm: Option<SubnetManager>,
+    /// The SMP agent, when the SM works by SMPs.
+    smp: Option<AgentId>,
     sa: AgentId,
     delay: Duration,
     started: bool,
@@ -93,21 +102,32 @@ impl SmApp {
     /// The SM application around `sm`, whose SA is the host's agent `sa`, coalescing multicast
     /// changes for `delay` (zero: at the next poll).
     pub fn new(sm: SubnetManager, sa: AgentId, delay: Duration) -> SmApp {
-        let lid_of_guid = sm
-            .ca_ports()
-            .filter_map(|(lid, e)| {
-                let node = sm.topology().nodes().get(e.node)?;
-                Some((node.port_guid(e.port).0, lid))
-            })
-            .collect();
         SmApp {
-            sm,
+            lid_of_guid: lids_of_guids(&sm),
+            sm: Some(sm),
+            ..SmApp::new_empty(sa, delay)
+        }
+    }
+
+    /// The SM application over the [`SmpSm`] agent `smp` of the same host (module docs).
+    pub fn over_smps(smp: AgentId, sa: AgentId, delay: Duration) -> SmApp {
+        SmApp {
+            smp: Some(smp),
+            started: true,
+            ..SmApp::new_empty(sa, delay)
+        }
+    }
+
+    fn new_empty(sa: AgentId, delay: Duration) -> SmApp {
+        SmApp {
+            sm: None,
+            smp: None,
             sa,
             delay,
             started: false,
             flush_at: None,
             window_start: None,
-            lid_of_guid,
+            lid_of_guid: BTreeMap::new(),
             trees: BTreeMap::new(),
             last_write: None,
             pending: BTreeMap::new(),
@@ -115,9 +135,14 @@ impl SmApp {
         }
     }
 
-    /// The SM's computed state.
-    pub fn manager(&self) -> &SubnetManager {
-        &self.sm
+    /// The SM's computed state (by SMPs: `None` until the discovery ended).
+    pub fn manager(&self) -> Option<&SubnetManager> {
+        self.sm.as_ref()
+    }
+
+    /// The SMP agent, when the SM works by SMPs.
+    pub fn smp_agent(&self) -> Option<AgentId> {
+        self.smp
     }
 
     /// The coalescing delay.
@@ -161,6 +186,9 @@ impl SmApp {
     /// Recomputes the changed groups: all of them, or with `small` only those of at most
     /// [`SMALL_GROUP`] members.
     fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>, small: bool) {
+        if self.sm.is_none() {
+            return; // by SMPs, before discovery ended: the events wait in the SA
+        }
         let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
             return;
         };
@@ -184,11 +212,14 @@ impl SmApp {
                 }
             }
         }
+        let Some(sm) = &self.sm else {
+            return;
+        };
         for (mlid, lids) in std::mem::take(&mut self.pending) {
             let new = match lids {
                 Some(l) => {
                     self.stats.trees += 1;
-                    self.sm.multicast_tree(mlid, &l)
+                    sm.multicast_tree(mlid, &l)
                 }
                 None => Vec::new(),
             };
@@ -196,7 +227,15 @@ impl SmApp {
             for (to, c) in mft_changes(&old, &new) {
                 self.stats.mft_writes += 1;
                 self.last_write = Some(now);
-                ctx.configure(to, c);
+                match (self.smp, c) {
+                    (Some(id), Config::Mft { mlid, ports }) => {
+                        if let Some(a) = ctx.agents.get_mut::<SmpSm>(id) {
+                            a.set_mft(to, mlid, &ports);
+                        }
+                    }
+                    (Some(_), _) => {}
+                    (None, c) => ctx.configure(to, c),
+                }
             }
             if !new.is_empty() {
                 self.trees.insert(mlid, new);
@@ -205,19 +244,46 @@ impl SmApp {
     }
 }
 
+/// Port GUID to LID of every CA port with a LID.
+fn lids_of_guids(sm: &SubnetManager) -> BTreeMap<u64, u16> {
+    sm.ca_ports()
+        .filter_map(|(lid, e)| {
+            let node = sm.topology().nodes().get(e.node)?;
+            Some((node.port_guid(e.port).0, lid))
+        })
+        .collect()
+}
+
 impl App for SmApp {
     fn on_completion(&mut self, _now: Instant, _c: &Completion, _ctx: &mut HostCtx<'_>) {}
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
         if !self.started {
             self.started = true;
-            for (to, c) in self.sm.bring_up() {
-                self.stats.bring_up_writes += 1;
-                self.last_write = Some(now);
-                ctx.configure(to, c);
+            if let Some(sm) = &self.sm {
+                for (to, c) in sm.bring_up() {
+                    self.stats.bring_up_writes += 1;
+                    self.last_write = Some(now);
+                    ctx.configure(to, c);
+                }
+                if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+                    sa.set_subnet(sm.subnet_model());
+                }
             }
-            if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                sa.set_subnet(self.sm.subnet_model());
+        }
+        if self.sm.is_none() {
+            // By SMPs: the brain the agent ran, once its discovery ended; the SA gets the model
+            // in the same host step, before the agent's Active wave can reach any port.
+            let brain = self
+                .smp
+                .and_then(|id| ctx.agents.get::<SmpSm>(id))
+                .and_then(|a| a.manager().cloned());
+            if let Some(sm) = brain {
+                self.lid_of_guid = lids_of_guids(&sm);
+                if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+                    sa.set_subnet(sm.subnet_model());
+                }
+                self.sm = Some(sm);
             }
         }
         let waiting = ctx

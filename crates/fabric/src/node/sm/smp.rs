@@ -1,0 +1,368 @@
+//! The SM's SMP transport: directed-route SubnGet/SubnSet requests with a bounded number
+//! outstanding, matched to their GetResp by TransactionID (IBA 1 §13.4.6.2), resent on timeout a
+//! bounded number of times, as OpenSM's VL15 dispatcher and transaction manager do
+//! (`osm_vl15intf.c`: at most `max_wire_smps` SMPs on the wire; `osm_vendor_ibumad.c`:
+//! `transaction_timeout`, `transaction_retries`).
+//!
+//! Sans-IO: [`SmpRequester::submit`] queues a request with a caller's tag, the owner sends what
+//! [`SmpRequester::poll_transmit`] gives (QP0 to the permissive LID, IBA 1 §14.2.2), feeds every
+//! SMP response to [`SmpRequester::handle_response`], calls [`SmpRequester::handle_timeout`] at
+//! [`SmpRequester::poll_timeout`], and takes the outcomes from [`SmpRequester::poll_result`].
+//! Time is a parameter.
+//!
+//! Invariants: at most `window` requests are outstanding; every submitted request gives exactly
+//! one result (its response, or [`SmpFailure::Timeout`] after its retries); timeouts are checked
+//! in send order (all requests share one timeout, so the oldest expires first).
+
+use ipoib_proto::mad_agent::{MadAddr, MadOut};
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION};
+use ipoib_wire::smp::{
+    DirectedRoute, SmpAttribute, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
+    SMP_PATH_LEN,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// Settings of the transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmpSettings {
+    /// Requests outstanding at most (OpenSM `max_wire_smps`, default 4; ours is larger: the
+    /// simulator's round trips are short and the fabrics big).
+    pub window: usize,
+    /// Time to wait for a response before resending (OpenSM `transaction_timeout`).
+    pub timeout: Duration,
+    /// Resends before giving up (OpenSM `transaction_retries`, default 3).
+    pub retries: u32,
+}
+
+impl Default for SmpSettings {
+    fn default() -> Self {
+        SmpSettings {
+            window: 256,
+            timeout: Duration::from_millis(10),
+            retries: 3,
+        }
+    }
+}
+
+/// Why a request has no good response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmpFailure {
+    /// No response after every retry.
+    Timeout,
+    /// The GetResp's status was not success (IBA 1 §13.4.7), D bit removed.
+    Status(MadStatus),
+}
+
+/// Counters of the transport.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmpCounters {
+    /// SMPs sent (resends included).
+    pub sent: u64,
+    /// Resends.
+    pub resent: u64,
+    /// Good responses.
+    pub answered: u64,
+    /// Requests that failed (timeout or status).
+    pub failed: u64,
+    /// Responses matching no outstanding request (late or duplicate).
+    pub unmatched: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Outstanding<T> {
+    tag: T,
+    mad: [u8; 256],
+    deadline: Instant,
+    tries: u32,
+}
+
+/// The transport. See the module docs.
+#[derive(Debug, Clone)]
+pub struct SmpRequester<T> {
+    settings: SmpSettings,
+    next_tid: u64,
+    queue: VecDeque<(T, [u8; 256])>,
+    outstanding: BTreeMap<u64, Outstanding<T>>,
+    /// (deadline, TID) in send order; entries of answered requests are skipped.
+    deadlines: VecDeque<(Instant, u64)>,
+    /// Resends due, sent before new requests.
+    resend: VecDeque<u64>,
+    results: VecDeque<(T, Result<SmpMadRepr, SmpFailure>)>,
+    counters: SmpCounters,
+}
+
+/// A directed-route SMP along `path` (the ports to leave by, `InitialPath[1..]`; empty for the
+/// requester's own node), IBA 1 §14.2.1.2: DrSLID and DrDLID permissive, HopPointer 0.
+pub fn directed(
+    method: Method,
+    attribute_id: u16,
+    modifier: u32,
+    path: &[u8],
+    attribute: Option<SmpAttribute>,
+) -> SmpMadRepr {
+    let mut initial_path = [0u8; SMP_PATH_LEN];
+    let n = path.len().min(SMP_PATH_LEN - 1);
+    initial_path[1..=n].copy_from_slice(&path[..n]);
+    SmpMadRepr {
+        header: MadHeaderRepr {
+            base_version: BASE_VERSION,
+            mgmt_class: MgmtClass::SubnDirectedRoute,
+            class_version: SMP_CLASS_VERSION,
+            method,
+            status: MadStatus::SUCCESS,
+            class_specific: n as u16,
+            transaction_id: 0,
+            attribute_id,
+            attribute_modifier: modifier,
+        },
+        mkey: 0,
+        route: SmpRoute::Directed(DirectedRoute {
+            dr_slid: LID_PERMISSIVE,
+            dr_dlid: LID_PERMISSIVE,
+            initial_path,
+            return_path: [0; SMP_PATH_LEN],
+        }),
+        attribute: attribute.unwrap_or(SmpAttribute::Raw([0; SMP_DATA_LEN])),
+    }
+}
+
+/// A directed-route SubnGet of `attribute_id` along `path`.
+pub fn dr_get(attribute_id: u16, modifier: u32, path: &[u8]) -> SmpMadRepr {
+    directed(Method::Get, attribute_id, modifier, path, None)
+}
+
+/// A directed-route SubnSet of `attribute` along `path`.
+pub fn dr_set(attribute: SmpAttribute, modifier: u32, path: &[u8]) -> SmpMadRepr {
+    let id = attribute.attribute_id().unwrap_or(attr::NOTICE);
+    directed(Method::Set, id, modifier, path, Some(attribute))
+}
+
+impl<T: Clone> SmpRequester<T> {
+    /// A transport with `settings`; TransactionIDs start at `first_tid`.
+    pub fn new(settings: SmpSettings, first_tid: u64) -> SmpRequester<T> {
+        SmpRequester {
+            settings: SmpSettings {
+                window: settings.window.max(1),
+                ..settings
+            },
+            next_tid: first_tid,
+            queue: VecDeque::new(),
+            outstanding: BTreeMap::new(),
+            deadlines: VecDeque::new(),
+            resend: VecDeque::new(),
+            results: VecDeque::new(),
+            counters: SmpCounters::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> SmpCounters {
+        self.counters
+    }
+
+    /// True when nothing is queued, outstanding or waiting to be taken.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.outstanding.is_empty() && self.results.is_empty()
+    }
+
+    /// Requests queued or outstanding.
+    pub fn in_flight(&self) -> usize {
+        self.queue.len() + self.outstanding.len()
+    }
+
+    /// Queues `smp` (its TransactionID is replaced); its outcome comes back with `tag`.
+    pub fn submit(&mut self, tag: T, smp: &SmpMadRepr) {
+        self.queue.push_back((tag, smp.to_bytes()));
+    }
+
+    /// The next SMP to send at `now`: a resend, else a queued request while fewer than `window`
+    /// are outstanding.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        let deadline = now + self.settings.timeout;
+        while let Some(tid) = self.resend.pop_front() {
+            if let Some(o) = self.outstanding.get_mut(&tid) {
+                o.deadline = deadline;
+                self.deadlines.push_back((deadline, tid));
+                self.counters.sent += 1;
+                self.counters.resent += 1;
+                return Some(out(o.mad));
+            }
+        }
+        if self.outstanding.len() >= self.settings.window {
+            return None;
+        }
+        let (tag, mut mad) = self.queue.pop_front()?;
+        let tid = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1);
+        mad[8..16].copy_from_slice(&tid.to_be_bytes());
+        self.outstanding.insert(
+            tid,
+            Outstanding {
+                tag,
+                mad,
+                deadline,
+                tries: 0,
+            },
+        );
+        self.deadlines.push_back((deadline, tid));
+        self.counters.sent += 1;
+        Some(out(mad))
+    }
+
+    /// An SMP response (GetResp) arrived; false when it matches no outstanding request.
+    pub fn handle_response(&mut self, mad: &[u8]) -> bool {
+        let Ok(r) = SmpMadRepr::parse(mad) else {
+            return false;
+        };
+        if r.header.method != Method::GetResp {
+            return false;
+        }
+        let Some(o) = self.outstanding.remove(&r.header.transaction_id) else {
+            self.counters.unmatched += 1;
+            return false;
+        };
+        let status = r.status();
+        let result = if status == MadStatus::SUCCESS {
+            self.counters.answered += 1;
+            Ok(r)
+        } else {
+            self.counters.failed += 1;
+            Err(SmpFailure::Status(status))
+        };
+        self.results.push_back((o.tag, result));
+        self.drop_answered_deadlines();
+        true
+    }
+
+    fn drop_answered_deadlines(&mut self) {
+        while let Some(&(at, tid)) = self.deadlines.front() {
+            match self.outstanding.get(&tid) {
+                Some(o) if o.deadline == at => break,
+                _ => {
+                    self.deadlines.pop_front();
+                }
+            }
+        }
+    }
+
+    /// When [`SmpRequester::handle_timeout`] is next needed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.front().map(|&(t, _)| t)
+    }
+
+    /// Requests whose deadline passed are resent, or fail once their retries are spent.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, tid)) = self.deadlines.front() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            let Some(o) = self.outstanding.get_mut(&tid) else {
+                continue;
+            };
+            if o.deadline != at {
+                continue; // resent since: a later entry holds its deadline
+            }
+            if o.tries < self.settings.retries {
+                o.tries += 1;
+                self.resend.push_back(tid);
+            } else if let Some(o) = self.outstanding.remove(&tid) {
+                self.counters.failed += 1;
+                self.results.push_back((o.tag, Err(SmpFailure::Timeout)));
+            }
+        }
+        self.drop_answered_deadlines();
+    }
+
+    /// The next outcome, in the order they came.
+    pub fn poll_result(&mut self) -> Option<(T, Result<SmpMadRepr, SmpFailure>)> {
+        self.results.pop_front()
+    }
+}
+
+/// An SMP from QP0 to the permissive LID: a directed route leaves by its path whatever the DLID
+/// (IBA 1 §14.2.2).
+fn out(mad: [u8; 256]) -> MadOut {
+    MadOut {
+        to: MadAddr {
+            qpn: 0,
+            ..MadAddr::gsi(LID_PERMISSIVE)
+        },
+        mad: mad.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(req: &MadOut, status: MadStatus) -> Vec<u8> {
+        let r = SmpMadRepr::parse(&req.mad).unwrap();
+        r.get_response(status, r.attribute).to_bytes().to_vec()
+    }
+
+    // The window bounds what is outstanding; a response frees a slot.
+    #[test]
+    fn window_bounds_outstanding() {
+        let s = SmpSettings {
+            window: 2,
+            ..SmpSettings::default()
+        };
+        let mut t = SmpRequester::new(s, 100);
+        for i in 0..3 {
+            t.submit(i, &dr_get(attr::NODE_INFO, 0, &[1]));
+        }
+        let now = Instant::ZERO;
+        let a = t.poll_transmit(now).unwrap();
+        let _b = t.poll_transmit(now).unwrap();
+        assert!(t.poll_transmit(now).is_none(), "window of 2");
+        assert!(t.handle_response(&response(&a, MadStatus::SUCCESS)));
+        assert!(t.poll_transmit(now).is_some());
+        let (tag, r) = t.poll_result().unwrap();
+        assert_eq!(tag, 0);
+        assert_eq!(r.unwrap().header.transaction_id, 100);
+        assert!(
+            !t.handle_response(&response(&a, MadStatus::SUCCESS)),
+            "late"
+        );
+        assert_eq!(t.counters().unmatched, 1);
+    }
+
+    // A request is resent on timeout `retries` times, then fails; a bad status fails at once.
+    #[test]
+    fn retries_then_timeout_and_status() {
+        let s = SmpSettings {
+            window: 4,
+            timeout: Duration::from_millis(1),
+            retries: 2,
+        };
+        let mut t = SmpRequester::new(s, 1);
+        t.submit("a", &dr_get(attr::PORT_INFO, 0, &[]));
+        let mut now = Instant::ZERO;
+        let first = t.poll_transmit(now).unwrap();
+        for _ in 0..2 {
+            now = t.poll_timeout().unwrap();
+            t.handle_timeout(now);
+            let again = t.poll_transmit(now).unwrap();
+            assert_eq!(again.mad, first.mad, "the same SMP, same TID");
+        }
+        now = t.poll_timeout().unwrap();
+        t.handle_timeout(now);
+        assert!(t.poll_transmit(now).is_none());
+        assert_eq!(t.poll_result(), Some(("a", Err(SmpFailure::Timeout))));
+        assert_eq!(t.counters().resent, 2);
+        assert!(t.is_idle());
+
+        t.submit("b", &dr_get(attr::PORT_INFO, 0, &[]));
+        let req = t.poll_transmit(now).unwrap();
+        t.handle_response(&response(&req, MadStatus::INVALID_ATTR_VALUE));
+        assert_eq!(
+            t.poll_result(),
+            Some(("b", Err(SmpFailure::Status(MadStatus::INVALID_ATTR_VALUE))))
+        );
+    }
+}

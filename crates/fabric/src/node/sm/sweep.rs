@@ -1,0 +1,427 @@
+//! The subnet manager over SMPs: a [`MadAgent`] on QP0 of the SM's port that discovers the
+//! subnet and programs it with directed-route SubnGet/SubnSet SMPs only, in the order of OpenSM's
+//! state manager (`osm_state_mgr.c`, IBA 1 §14.4 "subnet management"):
+//!
+//! 1. Discovery ([`super::discover`]): NodeInfo, NodeDescription and PortInfo, breadth first
+//!    from the SM's port over switches, with the directed route to every node and CA port.
+//! 2. The brain ([`SubnetManager`]) runs on the discovered [`crate::hw::topology::Topology`]
+//!    (LIDs, min-hop LFTs, P_Keys from the partitions, multicast roots); its node handles are
+//!    indices into that discovered topology (`NodeId(i)`), never simulator nodes.
+//! 3. Configure (OpenSM `osm_lid_mgr.c`, `osm_pkey_mgr.c`, `osm_ucast_mgr.c`): per switch,
+//!    PortInfo of port 0 (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix) and of every cabled port
+//!    (NeighborMTU), their P_KeyTable blocks, and the LinearForwardingTable blocks up to the top;
+//!    per CA port, PortInfo (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix, NeighborMTU) and its
+//!    P_KeyTable blocks. PortState is "no state change" in all of them (IBA 1 §14.2.5.6).
+//! 4. Arm: SwitchInfo (LinearFDBTop: the last LID routed, after its blocks, since a block written
+//!    past the top extends the table to the block's end) and every configured port's PortInfo
+//!    again with PortState Armed (IBA 1 §7.2: Init to Armed).
+//! 5. Activate: every port's PortInfo with PortState Active (Armed to Active). OpenSM arms all
+//!    ports before it activates any, so a port sees Active only when the whole subnet is routed.
+//! 6. Afterwards, multicast: [`SmpSm::set_mft`] changes the MFT entries of a group; the changed
+//!    MulticastForwardingTable blocks (32 MLIDs × 16 ports each, IBA 1 §14.2.5.12) are set from
+//!    the SM's copy of every switch's table.
+//!
+//! Each wave is one batch: the next starts when every SMP of the current one is answered or has
+//! failed (GetResp status other than success, or no response after the retries,
+//! [`super::smp::SmpRequester`]); failures are counted ([`SweepStats`]), not fatal. At most
+//! [`SmpSettings::window`] SMPs are outstanding. Time is a parameter; nothing here reads a clock.
+//!
+//! Invariants: the brain exists from the end of discovery on; the MFT copy holds exactly what the
+//! SM last set; phases only move forward.
+
+use super::discover::{Ask, Discovery};
+use super::smp::{dr_get, dr_set, SmpFailure, SmpRequester, SmpSettings};
+use super::{SmError, SmOptions, SubnetManager};
+use crate::hw::mgmt::Config;
+use crate::hw::sim::NodeId;
+use crate::node::subnet::partition_specs;
+use ipoib_proto::mad_agent::{MadAgent, MadIn, MadOut};
+use ipoib_proto::partitions::PartitionConfig;
+use ipoib_proto::time::Instant;
+use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+use ipoib_wire::mad::{MadHeaderRepr, Method};
+use ipoib_wire::smp::{
+    LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmpAttribute,
+    SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
+};
+use ipoib_wire::PKey;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where the sweep is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SweepPhase {
+    /// Discovering the subnet.
+    Discover,
+    /// Setting LIDs, P_Keys, forwarding tables.
+    Configure,
+    /// Setting every port Armed.
+    Arm,
+    /// Setting every port Active.
+    Activate,
+    /// The subnet is up; multicast changes as they come.
+    Done,
+    /// The brain refused the discovered subnet (or the SM's own node did not answer).
+    Failed,
+}
+
+/// Counters of the sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepStats {
+    /// Nodes discovered.
+    pub nodes: u64,
+    /// Discovery SMPs that failed.
+    pub discovery_failures: u64,
+    /// SubnSet SMPs of the bring-up (configure, arm, activate).
+    pub sets: u64,
+    /// SubnSet SMPs that failed (status or timeout).
+    pub set_failures: u64,
+    /// MFT block SubnSets after bring-up.
+    pub mft_sets: u64,
+    /// Traps received (IBA 1 §14.2.5.1), not acted on.
+    pub traps: u64,
+    /// When the last port was set Active.
+    pub done_at: Option<Instant>,
+}
+
+#[derive(Debug, Clone)]
+enum Tag {
+    Discover(Ask),
+    Set,
+}
+
+/// A port the bring-up configured: its node, directed route and PortInfo (sent again with each
+/// new state).
+#[derive(Debug, Clone)]
+struct Configured {
+    path: Vec<u8>,
+    port: u8,
+    info: PortInfoRepr,
+}
+
+/// The SM agent. See the module docs.
+#[derive(Debug)]
+pub struct SmpSm {
+    smp: SmpRequester<Tag>,
+    phase: SweepPhase,
+    opts: SmOptions,
+    partitions: PartitionConfig,
+    discovery: Discovery,
+    /// Sets of the current wave not yet answered.
+    wave: usize,
+    node_paths: Vec<Vec<u8>>,
+    switch: Vec<bool>,
+    nports: Vec<u8>,
+    configured: Vec<Configured>,
+    /// SwitchInfo of each switch (path, LinearFDBTop), set in the Arm wave.
+    tops: Vec<(Vec<u8>, u16)>,
+    brain: Option<SubnetManager>,
+    error: Option<SmError>,
+    /// The SM's copy of the MFTs: (node, block, position) -> PortMasks.
+    mft: BTreeMap<(usize, u16, u8), [u16; MFT_BLOCK_MLIDS]>,
+    mft_dirty: BTreeSet<(usize, u16, u8)>,
+    stats: SweepStats,
+}
+
+impl SmpSm {
+    /// An SM with subnet-wide `opts` (its partitions are replaced by those of `partitions`,
+    /// resolved on the discovered subnet) and transport `settings`.
+    pub fn new(opts: SmOptions, partitions: PartitionConfig, settings: SmpSettings) -> SmpSm {
+        SmpSm {
+            smp: SmpRequester::new(settings, 0x534d_0000_0000_0000),
+            phase: SweepPhase::Discover,
+            opts,
+            partitions,
+            discovery: Discovery::new(),
+            wave: 0,
+            node_paths: Vec::new(),
+            switch: Vec::new(),
+            nports: Vec::new(),
+            configured: Vec::new(),
+            tops: Vec::new(),
+            brain: None,
+            error: None,
+            mft: BTreeMap::new(),
+            mft_dirty: BTreeSet::new(),
+            stats: SweepStats::default(),
+        }
+    }
+
+    /// Where the sweep is.
+    pub fn phase(&self) -> SweepPhase {
+        self.phase
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SweepStats {
+        self.stats
+    }
+
+    /// Counters of the SMP transport.
+    pub fn smp_counters(&self) -> super::smp::SmpCounters {
+        self.smp.counters()
+    }
+
+    /// Why the brain refused the discovered subnet, if it did.
+    pub fn error(&self) -> Option<&SmError> {
+        self.error.as_ref()
+    }
+
+    /// The brain, from the end of discovery on.
+    pub fn manager(&self) -> Option<&SubnetManager> {
+        self.brain.as_ref()
+    }
+
+    /// True when the bring-up is over and no SMP is queued, outstanding or waiting to be sent.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.phase, SweepPhase::Done | SweepPhase::Failed)
+            && self.smp.is_idle()
+            && self.mft_dirty.is_empty()
+    }
+
+    /// Sets `mlid`'s MFT entry of switch `node` (a handle of the brain: `NodeId(i)`, i the
+    /// discovered node) to `ports`; the changed blocks go out with the next SMPs.
+    pub fn set_mft(&mut self, node: NodeId, mlid: u16, ports: &[u8]) {
+        let Some(index) = mlid.checked_sub(LID_MULTICAST_FIRST).map(usize::from) else {
+            return;
+        };
+        let n = node.0;
+        if !self.switch.get(n).copied().unwrap_or(false) {
+            return;
+        }
+        let block = (index / MFT_BLOCK_MLIDS) as u16;
+        let slot = index % MFT_BLOCK_MLIDS;
+        let positions = usize::from(self.nports[n]) / MFT_POSITION_PORTS + 1;
+        for position in 0..positions as u8 {
+            let lo = usize::from(position) * MFT_POSITION_PORTS;
+            let mask = ports
+                .iter()
+                .map(|&p| usize::from(p))
+                .filter(|p| (lo..lo + MFT_POSITION_PORTS).contains(p))
+                .fold(0u16, |m, p| m | 1 << (p - lo));
+            let masks = self
+                .mft
+                .entry((n, block, position))
+                .or_insert([0; MFT_BLOCK_MLIDS]);
+            if masks[slot] != mask {
+                masks[slot] = mask;
+                self.mft_dirty.insert((n, block, position));
+            }
+        }
+    }
+
+    fn set(&mut self, attribute: SmpAttribute, modifier: u32, path: &[u8]) {
+        self.wave += 1;
+        self.stats.sets += 1;
+        self.smp
+            .submit(Tag::Set, &dr_set(attribute, modifier, path));
+    }
+
+    /// Takes the transport's results and moves the sweep on.
+    fn step(&mut self, now: Instant) {
+        while let Some((tag, r)) = self.smp.poll_result() {
+            match tag {
+                Tag::Discover(ask) => {
+                    if r.is_err() {
+                        self.stats.discovery_failures += 1;
+                    }
+                    self.discovery
+                        .answer(ask, r.as_ref().ok().map(|r| &r.attribute));
+                }
+                Tag::Set => {
+                    self.wave = self.wave.saturating_sub(1);
+                    if matches!(r, Err(SmpFailure::Timeout | SmpFailure::Status(_))) {
+                        self.stats.set_failures += 1;
+                    }
+                }
+            }
+        }
+        loop {
+            let before = self.phase;
+            match self.phase {
+                SweepPhase::Discover => {
+                    for ask in self.discovery.take_asks() {
+                        let (id, modifier) = ask.attribute();
+                        let smp = dr_get(id, modifier, ask.path());
+                        self.smp.submit(Tag::Discover(ask), &smp);
+                    }
+                    if self.smp.in_flight() == 0 {
+                        self.stats.nodes = self.discovery.node_count() as u64;
+                        self.configure();
+                    }
+                }
+                SweepPhase::Configure if self.wave == 0 => self.state_wave(PortState::Armed),
+                SweepPhase::Arm if self.wave == 0 => self.state_wave(PortState::Active),
+                SweepPhase::Activate if self.wave == 0 => {
+                    self.phase = SweepPhase::Done;
+                    self.stats.done_at = Some(now);
+                }
+                SweepPhase::Done => {
+                    for key in std::mem::take(&mut self.mft_dirty) {
+                        self.send_mft_block(key);
+                    }
+                }
+                _ => {}
+            }
+            if self.phase == before {
+                break;
+            }
+        }
+    }
+
+    fn send_mft_block(&mut self, key: (usize, u16, u8)) {
+        let (n, block, position) = key;
+        let (Some(masks), Some(path)) = (self.mft.get(&key), self.node_paths.get(n)) else {
+            return;
+        };
+        let attr = SmpAttribute::MulticastForwardingTable(MftBlockRepr { port_masks: *masks });
+        let modifier = u32::from(position) << 28 | u32::from(block);
+        self.stats.mft_sets += 1;
+        let smp = dr_set(attr, modifier, &path.clone());
+        self.smp.submit(Tag::Set, &smp);
+    }
+
+    /// The end of discovery: runs the brain and sends the Configure wave.
+    fn configure(&mut self) {
+        let Some(d) = self.discovery.result() else {
+            self.phase = SweepPhase::Failed;
+            return;
+        };
+        let nodes = d.topology.nodes();
+        self.switch = nodes
+            .iter()
+            .map(|n| n.kind == crate::hw::topology::NodeKind::Switch)
+            .collect();
+        self.nports = nodes.iter().map(|n| n.ports).collect();
+        let mut opts = self.opts.clone();
+        opts.partitions = partition_specs(&self.partitions, &d.topology, d.sm_port);
+        let handles = (0..nodes.len()).map(NodeId).collect();
+        self.node_paths = d.node_paths;
+        let brain = match SubnetManager::new(d.topology, handles, d.sm_port, opts) {
+            Ok(b) => b,
+            Err(e) => {
+                self.error = Some(e);
+                self.phase = SweepPhase::Failed;
+                return;
+            }
+        };
+        for (NodeId(n), c) in brain.bring_up() {
+            let switch = self.switch[n];
+            match c {
+                Config::Port(pc) => {
+                    let path = if switch {
+                        Some(self.node_paths[n].clone())
+                    } else {
+                        d.port_paths[n].get(usize::from(pc.port)).cloned().flatten()
+                    };
+                    let Some(path) = path else { continue };
+                    let info = PortInfoRepr {
+                        gid_prefix: pc.subnet_prefix,
+                        lid: pc.lid,
+                        master_sm_lid: pc.sm_lid,
+                        lmc: pc.lmc,
+                        master_sm_sl: pc.sm_sl,
+                        neighbor_mtu: pc.mtu,
+                        local_port_num: pc.port,
+                        port_state: PortState::NoStateChange,
+                        ..PortInfoRepr::default()
+                    };
+                    self.set(SmpAttribute::PortInfo(info), u32::from(pc.port), &path);
+                    self.pkeys(&path, switch, pc.port, &pc.pkeys);
+                    self.configured.push(Configured {
+                        path,
+                        port: pc.port,
+                        info,
+                    });
+                }
+                Config::Lft(lft) => {
+                    let path = self.node_paths[n].clone();
+                    for (b, chunk) in lft.chunks(LFT_BLOCK_LIDS).enumerate() {
+                        let mut ports = [crate::hw::switch::LFT_DROP; LFT_BLOCK_LIDS];
+                        ports[..chunk.len()].copy_from_slice(chunk);
+                        let attr = SmpAttribute::LinearForwardingTable(LftBlockRepr { ports });
+                        self.set(attr, b as u32, &path);
+                    }
+                    self.tops.push((path, lft.len().saturating_sub(1) as u16));
+                }
+                Config::Mft { .. } => {}
+            }
+        }
+        self.brain = Some(brain);
+        self.phase = SweepPhase::Configure;
+    }
+
+    /// P_KeyTable blocks of one port (IBA 1 §14.2.5.7: a switch's AttributeModifier holds the
+    /// port in bits 31-16, a CA's the block alone).
+    fn pkeys(&mut self, path: &[u8], switch: bool, port: u8, pkeys: &[PKey]) {
+        let blocks: Vec<&[PKey]> = if pkeys.is_empty() {
+            vec![&[]]
+        } else {
+            pkeys.chunks(PKEY_TABLE_BLOCK).collect()
+        };
+        for (b, chunk) in blocks.into_iter().enumerate() {
+            let mut t = PKeyTableRepr::default();
+            t.pkeys[..chunk.len()].copy_from_slice(chunk);
+            let modifier = if switch {
+                u32::from(port) << 16 | b as u32
+            } else {
+                b as u32
+            };
+            self.set(SmpAttribute::PKeyTable(t), modifier, path);
+        }
+    }
+
+    /// Every configured port's PortInfo with `state` (and, when arming, the switches' tops).
+    fn state_wave(&mut self, state: PortState) {
+        if state == PortState::Armed {
+            for (path, top) in std::mem::take(&mut self.tops) {
+                let si = SwitchInfoRepr {
+                    linear_fdb_top: top,
+                    ..SwitchInfoRepr::default()
+                };
+                self.set(SmpAttribute::SwitchInfo(si), 0, &path);
+            }
+        }
+        let ports = std::mem::take(&mut self.configured);
+        for c in &ports {
+            let info = PortInfoRepr {
+                port_state: state,
+                ..c.info
+            };
+            self.set(SmpAttribute::PortInfo(info), u32::from(c.port), &c.path);
+        }
+        self.configured = ports;
+        self.phase = if state == PortState::Armed {
+            SweepPhase::Arm
+        } else {
+            SweepPhase::Activate
+        };
+    }
+}
+
+impl MadAgent for SmpSm {
+    fn handle_mad(&mut self, now: Instant, m: MadIn) {
+        let Ok(h) = MadHeaderRepr::parse_bytes(&m.mad) else {
+            return;
+        };
+        if h.method == Method::Trap {
+            self.stats.traps += 1;
+            return;
+        }
+        self.smp.handle_response(&m.mad);
+        self.step(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        self.step(now);
+        self.smp.poll_transmit(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.smp.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.smp.handle_timeout(now);
+        self.step(now);
+    }
+}

@@ -1,0 +1,218 @@
+//! Our SM by SMPs ([`SmMode::Smp`]): it discovers the subnet with directed-route SubnGets and
+//! programs it with SubnSets (IBA 1 chapter 14; `crate::node::sm::sweep`), and the devices end up
+//! as the direct path leaves them: the same LIDs, SM LID, P_Key tables, MTUs, port states and
+//! LFTs on every host and switch. Hosts then join their broadcast group and ping each other, and
+//! the sweep is real packets in the capture.
+
+use ipoib_fabric::hw::switch::Switch;
+use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
+use ipoib_fabric::node::host::Host;
+use ipoib_fabric::node::sm::SweepPhase;
+use ipoib_fabric::node::subnet::{SmMode, Subnet, SubnetOptions};
+use ipoib_fabric::testing::*;
+use ipoib_fabric::PortState;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{Method, MgmtClass};
+use ipoib_wire::packet::Packet;
+use ipoib_wire::pcap::CaptureReader;
+use ipoib_wire::smp::SmpMadRepr;
+use ipoib_wire::Guid;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1: three switches in a row.
+fn chain() -> Topology {
+    let mut t = Topology::new();
+    let h: Vec<usize> = (0..3)
+        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
+        .collect();
+    let s: Vec<usize> = (0..3)
+        .map(|i| {
+            t.add_node(
+                NodeKind::Switch,
+                format!("sw{i}"),
+                Guid(0x200 + i as u64),
+                4,
+            )
+        })
+        .collect();
+    let e = |node, port| End { node, port };
+    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
+    t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
+    t.connect(e(s[1], 2), e(s[2], 1), None, None).unwrap();
+    t.connect(e(s[2], 2), e(h[1], 1), None, None).unwrap();
+    t.connect(e(s[1], 3), e(h[2], 1), None, None).unwrap();
+    t
+}
+
+/// Limited members by default; two hosts of the generated topologies (GUIDs 0x100000 + 2i, port
+/// GUID + 1) full members of an IPoIB partition besides.
+const CONF: &str = "\
+Default=0x7fff : ALL=limited, SELF=full ;
+PartA=0x8001, ipoib : 0x100003=full, 0x100005=full ;
+";
+
+fn build(topo: &Topology, mode: SmMode) -> Subnet {
+    let mut o = SubnetOptions::new(topo.clone(), 3);
+    o.sm_mode = mode;
+    o.partitions = Some(ipoib_proto::partitions::parse(CONF).unwrap());
+    let mut net = Subnet::build(o).unwrap();
+    assert!(net.run_until_joined(at(2)), "{mode:?}: every host joined");
+    net
+}
+
+/// What the SM set in every device: per CA port (LID, SM LID, state, MTU, P_Keys), per switch
+/// (LID, SM LID, LFT, per port state, MTU, P_Keys).
+fn device_state(net: &Subnet) -> Vec<String> {
+    let mut out = Vec::new();
+    for (n, node) in net.topology().nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        match node.kind {
+            NodeKind::Ca => {
+                let hca = net.sim().node::<Host>(id).unwrap().hca();
+                for p in net.topology().cabled_ports(n) {
+                    let p = hca.port(p).unwrap();
+                    out.push(format!(
+                        "{} port {}: lid {} sm {} sl {} prefix {:x} {:?} {:?} {:?} {:?}",
+                        node.name,
+                        p.num,
+                        p.lid,
+                        p.sm_lid,
+                        p.sm_sl,
+                        p.subnet_prefix,
+                        p.state,
+                        p.mtu,
+                        p.rate,
+                        p.pkeys
+                    ));
+                }
+            }
+            NodeKind::Switch => {
+                let sw = net.sim().node::<Switch>(id).unwrap();
+                out.push(format!(
+                    "{}: lid {} sm {} lft {:?}",
+                    node.name,
+                    sw.lid(),
+                    sw.sm_lid(),
+                    sw.lft()
+                ));
+                for p in (0..=node.ports).filter(|&p| p == 0 || net.topology().peer(n, p).is_some())
+                {
+                    out.push(format!(
+                        "{} port {p}: {:?} {:?} {:?}",
+                        node.name,
+                        sw.port_state(p),
+                        sw.port_mtu(p),
+                        sw.port_pkeys(p)
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+// IBA 1 §14.2.5 (PortInfo, P_KeyTable, SwitchInfo, LinearForwardingTable), §7.2 (Init, Armed,
+// Active): the SM by SMPs leaves every device as the direct path does, on one switch, a
+// two-level fat tree and a chain of three switches.
+#[test]
+fn smps_configure_the_devices_as_the_direct_path_does() {
+    for topo in [
+        Topology::single_switch(3).unwrap(),
+        Topology::fat_tree(40).unwrap(),
+        chain(),
+    ] {
+        let direct = build(&topo, SmMode::Ours);
+        let smp = build(&topo, SmMode::Smp);
+        let a = smp.smp_sm().expect("the SMP agent");
+        assert_eq!(a.phase(), SweepPhase::Done);
+        let s = a.stats();
+        assert_eq!(
+            s.nodes as usize,
+            topo.nodes().len(),
+            "every node discovered"
+        );
+        assert_eq!((s.discovery_failures, s.set_failures), (0, 0), "{s:?}");
+        assert!(s.sets > 0 && s.done_at.is_some());
+        let (d, m) = (device_state(&direct), device_state(&smp));
+        let part_a = d.iter().filter(|l| l.contains("8001")).count();
+        assert!(part_a >= 2, "PartA's P_Key in tables: {d:#?}");
+        assert_eq!(d.len(), m.len());
+        for (x, y) in d.iter().zip(&m) {
+            assert_eq!(x, y);
+        }
+        for i in 0..smp.host_count() {
+            assert_eq!(smp.host_port(i).unwrap().state, PortState::Active);
+        }
+        assert_eq!(
+            smp.sm().manager().map(|b| b.max_lid()),
+            Some(direct.plan().max_lid())
+        );
+    }
+}
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
+// other over the routes and the broadcast group it programmed (MFTs set by SMPs).
+#[test]
+fn hosts_ping_over_a_subnet_brought_up_by_smps() {
+    let n = 8;
+    let mut o = options(Topology::fat_tree(n).unwrap(), 11);
+    o.sm_mode = SmMode::Smp;
+    let mut net = up(o, false);
+    let sent = ping_pairs(&mut net, &all_pairs(n), v4, Duration::from_secs(2));
+    for &s in &sent {
+        assert!(rtt(&net, s).is_some(), "{} -> {} unanswered", s.0, s.1);
+    }
+    let a = net.smp_sm().unwrap();
+    assert!(a.stats().mft_sets > 0, "MFTs set by SMPs: {:?}", a.stats());
+    assert_eq!(a.stats().set_failures, 0);
+}
+
+// IBA 1 §14.2.1.2, §14.2.2: the sweep is directed-route SMPs on the wire, from the SM's port:
+// NodeInfo, NodeDescription and PortInfo gets, then PortInfo, P_KeyTable, LFT and SwitchInfo
+// sets, every one answered by a GetResp, and they decode (the reader strips the ERF header).
+#[test]
+fn the_sweep_is_directed_route_smps_in_the_capture() {
+    let mut o = SubnetOptions::new(chain(), 5);
+    o.sm_mode = SmMode::Smp;
+    o.capture = true;
+    let mut net = Subnet::build(o).unwrap();
+    assert!(net.run_until_joined(at(2)));
+    let bytes = net.sim_mut().take_capture().unwrap().into_bytes();
+    let mut seen = BTreeSet::new();
+    let (mut requests, mut responses) = (0, 0);
+    for p in CaptureReader::read_all(&bytes[..]).unwrap() {
+        let Ok(pkt) = Packet::parse(&p.data) else {
+            continue;
+        };
+        let Ok(smp) = SmpMadRepr::parse(pkt.payload) else {
+            continue;
+        };
+        if smp.header.mgmt_class != MgmtClass::SubnDirectedRoute {
+            continue;
+        }
+        let m = smp.header.method;
+        if m == Method::GetResp {
+            responses += 1;
+        } else {
+            requests += 1;
+            seen.insert((u8::from(m), smp.header.attribute_id));
+        }
+    }
+    for (m, a) in [
+        (Method::Get, attr::NODE_INFO),
+        (Method::Get, attr::NODE_DESCRIPTION),
+        (Method::Get, attr::PORT_INFO),
+        (Method::Set, attr::PORT_INFO),
+        (Method::Set, attr::P_KEY_TABLE),
+        (Method::Set, attr::LINEAR_FORWARDING_TABLE),
+        (Method::Set, attr::SWITCH_INFO),
+    ] {
+        assert!(seen.contains(&(u8::from(m), a)), "{m:?} {a:#x}: {seen:x?}");
+    }
+    // Hop-0 SMPs to the SM's own port never reach the wire; the rest are answered once each.
+    assert!(
+        requests > 20 && responses == requests,
+        "{requests} {responses}"
+    );
+}
