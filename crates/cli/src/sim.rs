@@ -10,7 +10,7 @@
 //! unreadable files.
 
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions::{self, PartitionConfig};
 use ipoib_wire::render::escape;
@@ -54,6 +54,11 @@ pub struct Args {
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// How our subnet manager reaches the devices: `smp` (discovery and programming by
+    /// directed-route SMPs, IBA 1 chapter 14, as OpenSM does) or `direct` (side-band
+    /// configuration writes).
+    #[arg(long, default_value = "direct", value_parser = ["direct", "smp"])]
+    sm: String,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -150,6 +155,9 @@ pub fn run(args: &Args) -> ExitCode {
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
     opts.capture = args.pcap.is_some();
+    if args.sm == "smp" {
+        opts.sm_mode = SmMode::Smp;
+    }
     let mut net = match Subnet::build(opts) {
         Ok(n) => n,
         Err(e) => return fail(e),

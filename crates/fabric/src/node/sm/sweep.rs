@@ -8,13 +8,14 @@
 //!    (LIDs, min-hop LFTs, P_Keys from the partitions, multicast roots); its node handles are
 //!    indices into that discovered topology (`NodeId(i)`), never simulator nodes.
 //! 3. Configure (OpenSM `osm_lid_mgr.c`, `osm_pkey_mgr.c`, `osm_ucast_mgr.c`): per switch,
-//!    PortInfo of port 0 (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix) and of every cabled port
-//!    (NeighborMTU), their P_KeyTable blocks, and the LinearForwardingTable blocks up to the top;
-//!    per CA port, PortInfo (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix, NeighborMTU) and its
-//!    P_KeyTable blocks. PortState is "no state change" in all of them (IBA 1 §14.2.5.6).
+//!    PortInfo of port 0 (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix), the P_KeyTable block of
+//!    every cabled port, and the LinearForwardingTable blocks up to the top; per CA port, PortInfo
+//!    (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix, NeighborMTU) and its P_KeyTable blocks.
+//!    PortState is "no state change" in all of them (IBA 1 §14.2.5.6).
 //! 4. Arm: SwitchInfo (LinearFDBTop: the last LID routed, after its blocks, since a block written
 //!    past the top extends the table to the block's end) and every configured port's PortInfo
-//!    again with PortState Armed (IBA 1 §7.2: Init to Armed).
+//!    with PortState Armed (IBA 1 §7.2: Init to Armed); a switch's external ports get their
+//!    NeighborMTU in this one, as OpenSM's link manager sets them (`osm_link_mgr.c`).
 //! 5. Activate: every port's PortInfo with PortState Active (Armed to Active). OpenSM arms all
 //!    ports before it activates any, so a port sees Active only when the whole subnet is routed.
 //! 6. Afterwards, multicast: [`SmpSm::set_mft`] changes the MFT entries of a group; the changed
@@ -101,6 +102,8 @@ struct Configured {
 /// The SM agent. See the module docs.
 #[derive(Debug)]
 pub struct SmpSm {
+    /// The SM's port has its link: the sweep may start.
+    started: bool,
     smp: SmpRequester<Tag>,
     phase: SweepPhase,
     opts: SmOptions,
@@ -127,6 +130,7 @@ impl SmpSm {
     /// resolved on the discovered subnet) and transport `settings`.
     pub fn new(opts: SmOptions, partitions: PartitionConfig, settings: SmpSettings) -> SmpSm {
         SmpSm {
+            started: false,
             smp: SmpRequester::new(settings, 0x534d_0000_0000_0000),
             phase: SweepPhase::Discover,
             opts,
@@ -144,6 +148,17 @@ impl SmpSm {
             mft_dirty: BTreeSet::new(),
             stats: SweepStats::default(),
         }
+    }
+
+    /// Starts the sweep: the SM's port has its link (PortPhysicalState LinkUp, IBA 1 §7.2), as
+    /// OpenSM waits for its port before it sweeps. Nothing is sent before.
+    pub fn start(&mut self) {
+        self.started = true;
+    }
+
+    /// True once [`SmpSm::start`] was called.
+    pub fn is_started(&self) -> bool {
+        self.started
     }
 
     /// Where the sweep is.
@@ -218,6 +233,9 @@ impl SmpSm {
 
     /// Takes the transport's results and moves the sweep on.
     fn step(&mut self, now: Instant) {
+        if !self.started {
+            return;
+        }
         while let Some((tag, r)) = self.smp.poll_result() {
             match tag {
                 Tag::Discover(ask) => {
@@ -325,7 +343,12 @@ impl SmpSm {
                         port_state: PortState::NoStateChange,
                         ..PortInfoRepr::default()
                     };
-                    self.set(SmpAttribute::PortInfo(info), u32::from(pc.port), &path);
+                    // A switch's external ports get their NeighborMTU with the Armed state, as
+                    // OpenSM's link manager sets them (`osm_link_mgr.c`); port 0 and CA ports
+                    // get their LID now, as OpenSM's LID manager does (`osm_lid_mgr.c`).
+                    if !switch || pc.port == 0 {
+                        self.set(SmpAttribute::PortInfo(info), u32::from(pc.port), &path);
+                    }
                     self.pkeys(&path, switch, pc.port, &pc.pkeys);
                     self.configured.push(Configured {
                         path,

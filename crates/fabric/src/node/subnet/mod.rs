@@ -414,7 +414,7 @@ impl Subnet {
                     h.open_smi();
                     let id = h.add_agent(*agent);
                     h.serve_class(MgmtClass::SubnLid, id);
-                    SmApp::over_smps(id, sa, mcast_delay)
+                    SmApp::over_smps(id, port, sa, mcast_delay)
                 }
             };
             let app = h.add_app(app);

@@ -32,7 +32,7 @@
 //! Invariants: the MFT entries written for a group are always those of the last tree computed for
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
 
-use crate::hw::mgmt::Config;
+use crate::hw::mgmt::{Config, PortState};
 use crate::hw::verbs::Completion;
 use crate::node::host::{AgentId, App, HostCtx};
 use crate::node::sm::{mft_changes, MftWrites, SmpSm, SubnetManager};
@@ -81,6 +81,8 @@ pub struct SmApp {
     sm: Option<SubnetManager>,
     /// The SMP agent, when the SM works by SMPs.
     smp: Option<AgentId>,
+    /// The SM's port (by SMPs: the agent starts once its link is up).
+    port: u8,
     sa: AgentId,
     delay: Duration,
     started: bool,
@@ -110,9 +112,10 @@ impl SmApp {
     }
 
     /// The SM application over the [`SmpSm`] agent `smp` of the same host (module docs).
-    pub fn over_smps(smp: AgentId, sa: AgentId, delay: Duration) -> SmApp {
+    pub fn over_smps(smp: AgentId, port: u8, sa: AgentId, delay: Duration) -> SmApp {
         SmApp {
             smp: Some(smp),
+            port,
             started: true,
             ..SmApp::new_empty(sa, delay)
         }
@@ -122,6 +125,7 @@ impl SmApp {
         SmApp {
             sm: None,
             smp: None,
+            port: 0,
             sa,
             delay,
             started: false,
@@ -269,6 +273,18 @@ impl App for SmApp {
                 if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
                     sa.set_subnet(sm.subnet_model());
                 }
+            }
+        }
+        if let Some(a) = self.smp.and_then(|id| ctx.agents.get_mut::<SmpSm>(id)) {
+            // By SMPs: the sweep starts once the SM's port has its link (Init, IBA 1 §7.2).
+            if !a.is_started()
+                && ctx
+                    .hca
+                    .port(self.port)
+                    .is_some_and(|p| p.state != PortState::Down)
+            {
+                a.start();
+                ctx.poll_again();
             }
         }
         if self.sm.is_none() {
