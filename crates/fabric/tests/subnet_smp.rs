@@ -216,3 +216,80 @@ fn the_sweep_is_directed_route_smps_in_the_capture() {
         "{requests} {responses}"
     );
 }
+
+/// sw0 and sw1 joined by two cables (sw0 port 2 - sw1 port 2, sw0 port 3 - sw1 port 3); h0, h1
+/// on sw0 ports 1 and 4, h2, h3 on sw1 ports 1 and 4.
+fn two_cables() -> Topology {
+    let mut t = Topology::new();
+    let h: Vec<usize> = (0..4)
+        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
+        .collect();
+    let s: Vec<usize> = (0..2)
+        .map(|i| {
+            t.add_node(
+                NodeKind::Switch,
+                format!("sw{i}"),
+                Guid(0x200 + i as u64),
+                4,
+            )
+        })
+        .collect();
+    let e = |node, port| End { node, port };
+    for (host, sw, port) in [(0, 0, 1), (1, 0, 4), (2, 1, 1), (3, 1, 4)] {
+        t.connect(e(h[host], 1), e(s[sw], port), None, None)
+            .unwrap();
+    }
+    for p in [2, 3] {
+        t.connect(e(s[0], p), e(s[1], p), None, None).unwrap();
+    }
+    t
+}
+
+// IBA 1 §14.2.5.1 (trap 128 on a link state change), §14.4 (the SM sweeps the subnet): a cable
+// between the switches goes down; the switch's trap makes the SM sweep again, and the new LFTs
+// route around the cable; the hosts behind it are still reached, with their LIDs unchanged.
+#[test]
+fn a_trap_128_sweep_routes_around_a_link_gone_down() {
+    let topo = two_cables();
+    let mut o = options(topo.clone(), 9);
+    o.sm_mode = SmMode::Smp;
+    let mut net = up(o, false);
+    let lids: Vec<u16> = (0..4).map(|i| net.lid(i)).collect();
+    let sw0 = net.built().nodes[4];
+    let lft =
+        |net: &Subnet, lid: u16| net.sim().node::<Switch>(sw0).unwrap().lft()[usize::from(lid)];
+    // The cable sw0 uses toward h2: take it down.
+    let used = lft(&net, lids[2]);
+    assert!(used == 2 || used == 3, "{used}");
+    let cable = topo
+        .links()
+        .iter()
+        .position(|l| {
+            l.a == End {
+                node: 4,
+                port: used,
+            }
+        })
+        .unwrap();
+    let sweeps = net.smp_sm().unwrap().stats().sweeps;
+    let now = net.sim().now();
+    let link = net.built().links[cable];
+    net.sim_mut().schedule_link_state(link, now, false);
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let s = net.smp_sm().unwrap().stats();
+    assert!(s.traps >= 1 && s.sweeps > sweeps, "{s:?}");
+    assert_eq!(net.smp_sm().unwrap().phase(), SweepPhase::Done);
+    let other = 5 - used;
+    for i in [2, 3] {
+        assert_eq!(lft(&net, lids[i]), other, "h{i} now over the other cable");
+    }
+    assert_eq!(
+        (0..4).map(|i| net.lid(i)).collect::<Vec<_>>(),
+        lids,
+        "LIDs kept"
+    );
+    let sent = ping_pairs(&mut net, &all_pairs(4), v4, Duration::from_secs(2));
+    for &p in &sent {
+        assert!(rtt(&net, p).is_some(), "{} -> {} unanswered", p.0, p.1);
+    }
+}

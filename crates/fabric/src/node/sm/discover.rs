@@ -85,6 +85,8 @@ pub struct SeenPort {
     pub peer: Option<(Guid, u8)>,
     /// The link rate its PortInfo reports (LinkWidthActive × LinkSpeedActive).
     pub rate: Option<Rate>,
+    /// Its PortInfo as answered.
+    pub info: Option<PortInfoRepr>,
 }
 
 /// One discovered node.
@@ -124,6 +126,8 @@ pub struct Discovered {
     pub node_paths: Vec<Vec<u8>>,
     /// Per topology node, per port: the directed route that ends at that port (CA ports).
     pub port_paths: Vec<Vec<Option<Vec<u8>>>>,
+    /// Per topology node, per port: its PortInfo as answered.
+    pub port_infos: Vec<Vec<Option<PortInfoRepr>>>,
 }
 
 impl Discovery {
@@ -247,6 +251,7 @@ impl Discovery {
             return;
         };
         seen.rate = rate;
+        seen.info = Some(*p);
         let up = p.port_phys_state == PortPhysState::LinkUp;
         // Walk on through a switch's cabled ports not known yet, within the hop limit.
         if node.switch
@@ -271,6 +276,7 @@ impl Discovery {
         let mut index = BTreeMap::new();
         let mut node_paths = Vec::new();
         let mut port_paths = Vec::new();
+        let mut port_infos = Vec::new();
         for (&guid, n) in &self.nodes {
             let kind = if n.switch {
                 NodeKind::Switch
@@ -291,6 +297,7 @@ impl Discovery {
                 first_port.unwrap_or_else(|| n.path.clone())
             });
             port_paths.push(n.ports.iter().map(|p| p.path.clone()).collect());
+            port_infos.push(n.ports.iter().map(|p| p.info).collect());
         }
         for (&guid, n) in &self.nodes {
             for (p, seen) in n.ports.iter().enumerate().skip(1) {
@@ -327,6 +334,7 @@ impl Discovery {
             },
             node_paths,
             port_paths,
+            port_infos,
         })
     }
 }

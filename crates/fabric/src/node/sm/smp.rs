@@ -36,6 +36,12 @@ pub struct SmpSettings {
     pub timeout: Duration,
     /// Resends before giving up (OpenSM `transaction_retries`, default 3).
     pub retries: u32,
+    /// How often the sweep submits an SMP that gave up on timeout (each time with the
+    /// transport's retries), before counting it failed (at least 1).
+    pub rounds: u32,
+    /// A sweep every this long after the last one ended (OpenSM `sweep_interval`, 10 s by
+    /// default; `None`: only on traps and after incomplete sweeps).
+    pub sweep_interval: Option<Duration>,
 }
 
 impl Default for SmpSettings {
@@ -44,6 +50,8 @@ impl Default for SmpSettings {
             window: 256,
             timeout: Duration::from_millis(10),
             retries: 3,
+            rounds: 4,
+            sweep_interval: None,
         }
     }
 }
@@ -339,6 +347,7 @@ mod tests {
             window: 4,
             timeout: Duration::from_millis(1),
             retries: 2,
+            ..SmpSettings::default()
         };
         let mut t = SmpRequester::new(s, 1);
         t.submit("a", &dr_get(attr::PORT_INFO, 0, &[]));

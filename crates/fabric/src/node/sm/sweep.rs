@@ -23,12 +23,24 @@
 //!    the SM's copy of every switch's table.
 //!
 //! Each wave is one batch: the next starts when every SMP of the current one is answered or has
-//! failed (GetResp status other than success, or no response after the retries,
-//! [`super::smp::SmpRequester`]); failures are counted ([`SweepStats`]), not fatal. At most
+//! failed (GetResp status other than success, or no response after the transport's retries,
+//! [`super::smp::SmpRequester`]). An SMP that timed out is submitted again, up to
+//! [`SmpSettings::rounds`] times; what still fails is counted ([`SweepStats`]). At most
 //! [`SmpSettings::window`] SMPs are outstanding. Time is a parameter; nothing here reads a clock.
 //!
-//! Invariants: the brain exists from the end of discovery on; the MFT copy holds exactly what the
-//! SM last set; phases only move forward.
+//! Sweeps again (OpenSM's heavy sweep): on a trap 128 from a switch (a link went up or down, IBA 1
+//! §14.2.5.1; answered with TrapRepress), every [`SmpSettings::sweep_interval`], and soon after a
+//! sweep whose discovery did not complete. A sweep rediscovers the whole subnet; if its discovery
+//! failed somewhere the subnet is left as it is (a partial view would renumber it). Otherwise the
+//! brain runs again and only what differs is set: PortInfo whose LID, LMC, MasterSMLID,
+//! MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
+//! LinearFDBTop that differ from what the SM last set there (its copy, by GUID); Armed for ports
+//! in Init, Active for ports Armed. The brain is deterministic and numbers nodes in GUID order,
+//! so the same nodes get the same LIDs when only links changed.
+//!
+//! Invariants: the brain exists from the end of the first complete discovery on and changes only
+//! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy holds exactly
+//! what the SM last set; within a sweep, phases only move forward.
 
 use super::discover::{Ask, Discovery};
 use super::smp::{dr_get, dr_set, SmpFailure, SmpRequester, SmpSettings};
@@ -36,17 +48,20 @@ use super::{SmError, SmOptions, SubnetManager};
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::node::subnet::partition_specs;
-use ipoib_proto::mad_agent::{MadAgent, MadIn, MadOut};
+use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::smp::{
     LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmpAttribute,
     SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
 };
-use ipoib_wire::PKey;
-use std::collections::{BTreeMap, BTreeSet};
+use ipoib_wire::smp::{SmpMadRepr, SmpRoute};
+use ipoib_wire::{Guid, PKey};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Where the sweep is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -78,16 +93,24 @@ pub struct SweepStats {
     pub set_failures: u64,
     /// MFT block SubnSets after bring-up.
     pub mft_sets: u64,
-    /// Traps received (IBA 1 §14.2.5.1), not acted on.
+    /// Traps received (IBA 1 §14.2.5.1).
     pub traps: u64,
-    /// When the last port was set Active.
+    /// Sweeps started (the first included).
+    pub sweeps: u64,
+    /// Sweeps whose discovery did not complete: the subnet was left as it was.
+    pub incomplete_sweeps: u64,
+    /// SMPs submitted again after they timed out.
+    pub resubmitted: u64,
+    /// When the last sweep ended.
     pub done_at: Option<Instant>,
 }
 
 #[derive(Debug, Clone)]
 enum Tag {
-    Discover(Ask),
-    Set,
+    /// A discovery request, and how often it was submitted.
+    Discover(Ask, u32),
+    /// A SubnSet of the bring-up or a multicast change, and how often it was submitted.
+    Set(Box<SmpMadRepr>, u32),
 }
 
 /// A port the bring-up configured: its node, directed route and PortInfo (sent again with each
@@ -97,6 +120,8 @@ struct Configured {
     path: Vec<u8>,
     port: u8,
     info: PortInfoRepr,
+    /// The state the port answered in discovery, or was set to by this sweep.
+    state: PortState,
 }
 
 /// The SM agent. See the module docs.
@@ -104,7 +129,19 @@ struct Configured {
 pub struct SmpSm {
     /// The SM's port has its link: the sweep may start.
     started: bool,
+    settings: SmpSettings,
     smp: SmpRequester<Tag>,
+    /// TrapRepress answers to send (no response expected).
+    represses: VecDeque<MadOut>,
+    /// When the next sweep starts (after the current one ends).
+    resweep_at: Option<Instant>,
+    /// Complete discoveries so far (the brain's generation).
+    generation: u64,
+    /// Discovery SMPs of the current sweep that failed for good.
+    sweep_failures: u64,
+    /// What the SM last set, by node GUID: P_Key tables per port, LFTs.
+    shadow_pkeys: BTreeMap<(Guid, u8), Vec<PKey>>,
+    shadow_lft: BTreeMap<Guid, Vec<u8>>,
     phase: SweepPhase,
     opts: SmOptions,
     partitions: PartitionConfig,
@@ -131,7 +168,14 @@ impl SmpSm {
     pub fn new(opts: SmOptions, partitions: PartitionConfig, settings: SmpSettings) -> SmpSm {
         SmpSm {
             started: false,
+            settings,
             smp: SmpRequester::new(settings, 0x534d_0000_0000_0000),
+            represses: VecDeque::new(),
+            resweep_at: None,
+            generation: 0,
+            sweep_failures: 0,
+            shadow_pkeys: BTreeMap::new(),
+            shadow_lft: BTreeMap::new(),
             phase: SweepPhase::Discover,
             opts,
             partitions,
@@ -153,7 +197,20 @@ impl SmpSm {
     /// Starts the sweep: the SM's port has its link (PortPhysicalState LinkUp, IBA 1 §7.2), as
     /// OpenSM waits for its port before it sweeps. Nothing is sent before.
     pub fn start(&mut self) {
-        self.started = true;
+        if !self.started {
+            self.started = true;
+            self.stats.sweeps = 1;
+        }
+    }
+
+    /// Complete discoveries so far: the brain changes only when this does.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Asks for a sweep at `at` (or sooner if one is due sooner).
+    pub fn sweep_at(&mut self, at: Instant) {
+        self.resweep_at = Some(self.resweep_at.map_or(at, |t| t.min(at)));
     }
 
     /// True once [`SmpSm::start`] was called.
@@ -191,6 +248,7 @@ impl SmpSm {
         matches!(self.phase, SweepPhase::Done | SweepPhase::Failed)
             && self.smp.is_idle()
             && self.mft_dirty.is_empty()
+            && self.represses.is_empty()
     }
 
     /// Sets `mlid`'s MFT entry of switch `node` (a handle of the brain: `NodeId(i)`, i the
@@ -227,8 +285,34 @@ impl SmpSm {
     fn set(&mut self, attribute: SmpAttribute, modifier: u32, path: &[u8]) {
         self.wave += 1;
         self.stats.sets += 1;
-        self.smp
-            .submit(Tag::Set, &dr_set(attribute, modifier, path));
+        let smp = dr_set(attribute, modifier, path);
+        self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
+    }
+
+    /// Starts a new sweep: discovery from scratch.
+    fn resweep(&mut self) {
+        self.resweep_at = None;
+        self.stats.sweeps += 1;
+        self.sweep_failures = 0;
+        self.discovery = Discovery::new();
+        self.configured.clear();
+        self.tops.clear();
+        self.phase = SweepPhase::Discover;
+    }
+
+    /// The end of a sweep at `now`: the next one is due soon after an incomplete discovery, else
+    /// after the interval.
+    fn sweep_done(&mut self, now: Instant, phase: SweepPhase) {
+        self.phase = phase;
+        self.stats.done_at = Some(now);
+        let next = if self.sweep_failures > 0 {
+            Some(now + self.settings.timeout)
+        } else {
+            self.settings.sweep_interval.map(|d| now + d)
+        };
+        if let Some(t) = next {
+            self.sweep_at(t);
+        }
     }
 
     /// Takes the transport's results and moves the sweep on.
@@ -236,18 +320,33 @@ impl SmpSm {
         if !self.started {
             return;
         }
+        let rounds = self.settings.rounds.max(1);
         while let Some((tag, r)) = self.smp.poll_result() {
+            let again = matches!(r, Err(SmpFailure::Timeout));
             match tag {
-                Tag::Discover(ask) => {
+                Tag::Discover(ask, n) if again && n < rounds => {
+                    self.stats.resubmitted += 1;
+                    let (id, modifier) = ask.attribute();
+                    let smp = dr_get(id, modifier, ask.path());
+                    self.smp.submit(Tag::Discover(ask, n + 1), &smp);
+                }
+                Tag::Discover(ask, _) => {
                     if r.is_err() {
                         self.stats.discovery_failures += 1;
+                        self.sweep_failures += 1;
                     }
                     self.discovery
                         .answer(ask, r.as_ref().ok().map(|r| &r.attribute));
                 }
-                Tag::Set => {
-                    self.wave = self.wave.saturating_sub(1);
-                    if matches!(r, Err(SmpFailure::Timeout | SmpFailure::Status(_))) {
+                Tag::Set(smp, n) if again && n < rounds => {
+                    self.stats.resubmitted += 1;
+                    self.smp.submit(Tag::Set(smp.clone(), n + 1), &smp);
+                }
+                Tag::Set(smp, _) => {
+                    if smp.header.attribute_id != attr::MULTICAST_FORWARDING_TABLE {
+                        self.wave = self.wave.saturating_sub(1);
+                    }
+                    if r.is_err() {
                         self.stats.set_failures += 1;
                     }
                 }
@@ -260,22 +359,28 @@ impl SmpSm {
                     for ask in self.discovery.take_asks() {
                         let (id, modifier) = ask.attribute();
                         let smp = dr_get(id, modifier, ask.path());
-                        self.smp.submit(Tag::Discover(ask), &smp);
+                        self.smp.submit(Tag::Discover(ask, 1), &smp);
                     }
                     if self.smp.in_flight() == 0 {
                         self.stats.nodes = self.discovery.node_count() as u64;
-                        self.configure();
+                        if self.sweep_failures > 0 && self.generation > 0 {
+                            // A partial view would renumber the subnet: leave it, sweep again.
+                            self.stats.incomplete_sweeps += 1;
+                            self.sweep_done(now, SweepPhase::Done);
+                        } else {
+                            self.configure(now);
+                        }
                     }
                 }
                 SweepPhase::Configure if self.wave == 0 => self.state_wave(PortState::Armed),
                 SweepPhase::Arm if self.wave == 0 => self.state_wave(PortState::Active),
-                SweepPhase::Activate if self.wave == 0 => {
-                    self.phase = SweepPhase::Done;
-                    self.stats.done_at = Some(now);
-                }
-                SweepPhase::Done => {
+                SweepPhase::Activate if self.wave == 0 => self.sweep_done(now, SweepPhase::Done),
+                SweepPhase::Done | SweepPhase::Failed => {
                     for key in std::mem::take(&mut self.mft_dirty) {
                         self.send_mft_block(key);
+                    }
+                    if self.resweep_at.is_some_and(|t| t <= now) && self.smp.is_idle() {
+                        self.resweep();
                     }
                 }
                 _ => {}
@@ -295,13 +400,14 @@ impl SmpSm {
         let modifier = u32::from(position) << 28 | u32::from(block);
         self.stats.mft_sets += 1;
         let smp = dr_set(attr, modifier, &path.clone());
-        self.smp.submit(Tag::Set, &smp);
+        self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
     }
 
     /// The end of discovery: runs the brain and sends the Configure wave.
-    fn configure(&mut self) {
+    fn configure(&mut self, now: Instant) {
         let Some(d) = self.discovery.result() else {
-            self.phase = SweepPhase::Failed;
+            self.sweep_failures += 1;
+            self.sweep_done(now, SweepPhase::Failed);
             return;
         };
         let nodes = d.topology.nodes();
@@ -322,8 +428,11 @@ impl SmpSm {
                 return;
             }
         };
+        self.generation += 1;
+        let guids: Vec<Guid> = brain.topology().nodes().iter().map(|n| n.guid).collect();
         for (NodeId(n), c) in brain.bring_up() {
             let switch = self.switch[n];
+            let guid = guids[n];
             match c {
                 Config::Port(pc) => {
                     let path = if switch {
@@ -343,28 +452,46 @@ impl SmpSm {
                         port_state: PortState::NoStateChange,
                         ..PortInfoRepr::default()
                     };
+                    let seen = d.port_infos[n].get(usize::from(pc.port)).copied().flatten();
+                    let state = seen.map_or(PortState::Init, |i| i.port_state);
+                    let same = seen.is_some_and(|i| {
+                        (i.lid, i.master_sm_lid, i.gid_prefix, i.lmc, i.master_sm_sl)
+                            == (pc.lid, pc.sm_lid, pc.subnet_prefix, pc.lmc, pc.sm_sl)
+                    });
                     // A switch's external ports get their NeighborMTU with the Armed state, as
                     // OpenSM's link manager sets them (`osm_link_mgr.c`); port 0 and CA ports
                     // get their LID now, as OpenSM's LID manager does (`osm_lid_mgr.c`).
-                    if !switch || pc.port == 0 {
+                    if (!switch || pc.port == 0) && !same {
                         self.set(SmpAttribute::PortInfo(info), u32::from(pc.port), &path);
                     }
-                    self.pkeys(&path, switch, pc.port, &pc.pkeys);
+                    if self.shadow_pkeys.get(&(guid, pc.port)) != Some(&pc.pkeys) {
+                        self.pkeys(&path, switch, pc.port, &pc.pkeys);
+                        self.shadow_pkeys.insert((guid, pc.port), pc.pkeys.clone());
+                    }
                     self.configured.push(Configured {
                         path,
                         port: pc.port,
                         info,
+                        state,
                     });
                 }
                 Config::Lft(lft) => {
                     let path = self.node_paths[n].clone();
+                    let old = self.shadow_lft.remove(&guid).unwrap_or_default();
                     for (b, chunk) in lft.chunks(LFT_BLOCK_LIDS).enumerate() {
+                        let first = b * LFT_BLOCK_LIDS;
+                        if old.get(first..first + chunk.len()) == Some(chunk) {
+                            continue;
+                        }
                         let mut ports = [crate::hw::switch::LFT_DROP; LFT_BLOCK_LIDS];
                         ports[..chunk.len()].copy_from_slice(chunk);
                         let attr = SmpAttribute::LinearForwardingTable(LftBlockRepr { ports });
                         self.set(attr, b as u32, &path);
                     }
-                    self.tops.push((path, lft.len().saturating_sub(1) as u16));
+                    if old.len() != lft.len() {
+                        self.tops.push((path, lft.len().saturating_sub(1) as u16));
+                    }
+                    self.shadow_lft.insert(guid, lft);
                 }
                 Config::Mft { .. } => {}
             }
@@ -404,8 +531,15 @@ impl SmpSm {
                 self.set(SmpAttribute::SwitchInfo(si), 0, &path);
             }
         }
-        let ports = std::mem::take(&mut self.configured);
-        for c in &ports {
+        // Init -> Armed, Armed -> Active (IBA 1 §7.2); ports already there are left alone.
+        let from = if state == PortState::Armed {
+            PortState::Init
+        } else {
+            PortState::Armed
+        };
+        let mut ports = std::mem::take(&mut self.configured);
+        for c in ports.iter_mut().filter(|c| c.state == from) {
+            c.state = state;
             let info = PortInfoRepr {
                 port_state: state,
                 ..c.info
@@ -421,13 +555,43 @@ impl SmpSm {
     }
 }
 
+impl SmpSm {
+    /// A Trap() on QP0 (IBA 1 §14.2.5.1): TrapRepress to its sender (LID routed, the same
+    /// TransactionID and attribute, §13.4.9); a trap 128 (link state change) asks for a sweep.
+    fn trap(&mut self, now: Instant, m: &MadIn) {
+        self.stats.traps += 1;
+        let Ok(t) = SmpMadRepr::parse(&m.mad) else {
+            return;
+        };
+        if t.route != SmpRoute::Lid {
+            return;
+        }
+        let mut r = t;
+        r.header.method = Method::TrapRepress;
+        r.header.status = MadStatus::SUCCESS;
+        self.represses.push_back(MadOut {
+            to: MadAddr {
+                qpn: 0,
+                sl: m.from.sl,
+                ..MadAddr::gsi(m.from.lid)
+            },
+            mad: r.to_bytes().to_vec(),
+        });
+        let link_change =
+            matches!(&t.attribute, SmpAttribute::Notice(n) if n.trap_number() == Some(128));
+        if link_change {
+            self.sweep_at(now);
+        }
+    }
+}
+
 impl MadAgent for SmpSm {
     fn handle_mad(&mut self, now: Instant, m: MadIn) {
         let Ok(h) = MadHeaderRepr::parse_bytes(&m.mad) else {
             return;
         };
         if h.method == Method::Trap {
-            self.stats.traps += 1;
+            self.trap(now, &m);
             return;
         }
         self.smp.handle_response(&m.mad);
@@ -435,12 +599,22 @@ impl MadAgent for SmpSm {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
+        if let Some(m) = self.represses.pop_front() {
+            return Some(m);
+        }
         self.step(now);
         self.smp.poll_transmit(now)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.smp.poll_timeout()
+        // A sweep waits for the current one and for the SMPs in flight (their answers step it).
+        let idle =
+            matches!(self.phase, SweepPhase::Done | SweepPhase::Failed) && self.smp.is_idle();
+        let sweep = self.resweep_at.filter(|_| self.started && idle);
+        match (self.smp.poll_timeout(), sweep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout(&mut self, now: Instant) {

@@ -93,6 +93,10 @@ pub struct SmApp {
     lid_of_guid: BTreeMap<u64, u16>,
     /// Last tree written per MLID.
     trees: BTreeMap<u16, MftWrites>,
+    /// Member LIDs of every group, to compute the trees again on a new brain (by SMPs).
+    members: BTreeMap<u16, Vec<u16>>,
+    /// The brain generation taken from the SMP agent.
+    generation: u64,
     /// Groups changed since the last flush: the member LIDs, or `None` when deleted.
     pending: BTreeMap<u16, Option<Vec<u16>>>,
     /// When the last configuration write was sent (it lands [`crate::hw::mgmt::CONFIG_DELAY`] later).
@@ -133,6 +137,8 @@ impl SmApp {
             window_start: None,
             lid_of_guid: BTreeMap::new(),
             trees: BTreeMap::new(),
+            members: BTreeMap::new(),
+            generation: 0,
             last_write: None,
             pending: BTreeMap::new(),
             stats: SmStats::default(),
@@ -209,9 +215,11 @@ impl SmApp {
                 SaEvent::GroupCreated { .. } => {}
                 SaEvent::McastGroup { mlid, members, .. } => {
                     let lids = self.member_lids(&members);
+                    self.members.insert(mlid, lids.clone());
                     self.pending.insert(mlid, Some(lids));
                 }
                 SaEvent::GroupDeleted { mlid, .. } => {
+                    self.members.remove(&mlid);
                     self.pending.insert(mlid, None);
                 }
             }
@@ -287,20 +295,27 @@ impl App for SmApp {
                 ctx.poll_again();
             }
         }
-        if self.sm.is_none() {
-            // By SMPs: the brain the agent ran, once its discovery ended; the SA gets the model
-            // in the same host step, before the agent's Active wave can reach any port.
-            let brain = self
-                .smp
-                .and_then(|id| ctx.agents.get::<SmpSm>(id))
-                .and_then(|a| a.manager().cloned());
-            if let Some(sm) = brain {
-                self.lid_of_guid = lids_of_guids(&sm);
-                if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                    sa.set_subnet(sm.subnet_model());
-                }
-                self.sm = Some(sm);
+        // By SMPs: the brain the agent ran, after each complete discovery; the SA gets the model
+        // in the same host step, before the agent's Active wave can reach any port, and every
+        // group's tree is computed again on it (a link may have gone).
+        let brain = self
+            .smp
+            .and_then(|id| ctx.agents.get::<SmpSm>(id))
+            .filter(|a| a.generation() != self.generation)
+            .and_then(|a| Some((a.generation(), a.manager()?.clone())));
+        if let Some((generation, sm)) = brain {
+            self.generation = generation;
+            self.lid_of_guid = lids_of_guids(&sm);
+            if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+                sa.set_subnet(sm.subnet_model());
             }
+            if self.sm.is_some() {
+                for (&mlid, lids) in &self.members {
+                    self.pending.insert(mlid, Some(lids.clone()));
+                }
+                self.flush_at = Some(now);
+            }
+            self.sm = Some(sm);
         }
         let waiting = ctx
             .agents
