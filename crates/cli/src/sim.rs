@@ -55,9 +55,9 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// How our subnet manager reaches the devices: `smp` (discovery and programming by
-    /// directed-route SMPs, IBA 1 chapter 14, as OpenSM does) or `direct` (side-band
-    /// configuration writes).
-    #[arg(long, default_value = "direct", value_parser = ["direct", "smp"])]
+    /// directed-route SMPs, IBA 1 chapter 14, as OpenSM does) or `direct` (its plan written as
+    /// side-band configuration at time zero).
+    #[arg(long, default_value = "smp", value_parser = ["smp", "direct"])]
     sm: String,
 }
 
@@ -155,8 +155,8 @@ pub fn run(args: &Args) -> ExitCode {
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
     opts.capture = args.pcap.is_some();
-    if args.sm == "smp" {
-        opts.sm_mode = SmMode::Smp;
+    if args.sm == "direct" {
+        opts.sm_mode = SmMode::Direct;
     }
     let mut net = match Subnet::build(opts) {
         Ok(n) => n,

@@ -1,4 +1,4 @@
-//! Our SM by SMPs ([`SmMode::Smp`]): it discovers the subnet with directed-route SubnGets and
+//! Our SM by SMPs ([`SmMode::Ours`]): it discovers the subnet with directed-route SubnGets and
 //! programs it with SubnSets (IBA 1 chapter 14; `crate::node::sm::sweep`), and the devices end up
 //! as the direct path leaves them: the same LIDs, SM LID, P_Key tables, MTUs, port states and
 //! LFTs on every host and switch. Hosts then join their broadcast group and ping each other, and
@@ -122,8 +122,8 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
         Topology::fat_tree(40).unwrap(),
         chain(),
     ] {
-        let direct = build(&topo, SmMode::Ours);
-        let smp = build(&topo, SmMode::Smp);
+        let direct = build(&topo, SmMode::Direct);
+        let smp = build(&topo, SmMode::Ours);
         let a = smp.smp_sm().expect("the SMP agent");
         assert_eq!(a.phase(), SweepPhase::Done);
         let s = a.stats();
@@ -156,9 +156,7 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
 #[test]
 fn hosts_ping_over_a_subnet_brought_up_by_smps() {
     let n = 8;
-    let mut o = options(Topology::fat_tree(n).unwrap(), 11);
-    o.sm_mode = SmMode::Smp;
-    let mut net = up(o, false);
+    let mut net = up(options(Topology::fat_tree(n).unwrap(), 11), false);
     let sent = ping_pairs(&mut net, &all_pairs(n), v4, Duration::from_secs(2));
     for &s in &sent {
         assert!(rtt(&net, s).is_some(), "{} -> {} unanswered", s.0, s.1);
@@ -174,7 +172,6 @@ fn hosts_ping_over_a_subnet_brought_up_by_smps() {
 #[test]
 fn the_sweep_is_directed_route_smps_in_the_capture() {
     let mut o = SubnetOptions::new(chain(), 5);
-    o.sm_mode = SmMode::Smp;
     o.capture = true;
     let mut net = Subnet::build(o).unwrap();
     assert!(net.run_until_joined(at(2)));
@@ -251,9 +248,7 @@ fn two_cables() -> Topology {
 #[test]
 fn a_trap_128_sweep_routes_around_a_link_gone_down() {
     let topo = two_cables();
-    let mut o = options(topo.clone(), 9);
-    o.sm_mode = SmMode::Smp;
-    let mut net = up(o, false);
+    let mut net = up(options(topo.clone(), 9), false);
     let lids: Vec<u16> = (0..4).map(|i| net.lid(i)).collect();
     let sw0 = net.built().nodes[4];
     let lft =

@@ -1,9 +1,18 @@
 //! The subnet manager's brain: given a [`Topology`] and the CA port the SM runs on, it assigns
 //! LIDs, computes min-hop unicast routes for every switch, multicast trees, and the port
 //! configuration (LID, SM LID, subnet prefix, MTU, rate, P_Keys, state Active), as values. It has
-//! no simulator access: [`SubnetManager::bring_up`] returns the [`Config`] writes for the
-//! integrator to send with `Tx::configure` at time zero, [`SubnetManager::multicast_tree`] the
-//! MFT entries of one group, and [`SubnetManager::subnet_model`] the configured subnet for the SA.
+//! no simulator access: [`SubnetManager::bring_up`] returns the [`Config`] values per node,
+//! [`SubnetManager::multicast_tree`] the MFT entries of one group, and
+//! [`SubnetManager::subnet_model`] the configured subnet for the SA. Its node handles
+//! ([`NodeId`]) are whatever the integrator gives: simulator nodes for the direct path (the
+//! integrator sends the values with `Tx::configure` at time zero), indices into the discovered
+//! topology for the SM by SMPs.
+//!
+//! The SM by SMPs ([`sweep::SmpSm`], a QP0 agent with no access to the simulator) feeds the brain
+//! what it discovered and programs the devices with SubnSet SMPs, in OpenSM's order: discovery
+//! ([`discover`]), LIDs, P_Keys and LFTs, all ports Armed, all ports Active, then MFTs as groups
+//! change, and sweeps again on trap 128 ([`sweep`] module docs); [`smp`] is its transport (a
+//! bounded window, retries).
 //!
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets

@@ -46,7 +46,7 @@ impl Subnet {
     /// The configuration the SM writes into host `i`'s host port at bring-up.
     fn bring_up_port_config(&self, i: usize) -> Option<PortConfig> {
         let (node, port) = self.hosts.get(i).map(|h| (h.node, h.port))?;
-        // Only our SM has a bring-up plan ([`super::SmMode::Ours`]).
+        // Only our SM has a bring-up plan ([`super::SmMode::Ours`], [`super::SmMode::Direct`]).
         self.sm_app?;
         self.plan
             .bring_up()

@@ -25,18 +25,25 @@
 //!   subscribes to traps itself and takes them). A client made at once on every host would be
 //!   polled after every event of every host for nothing while the subnet comes up.
 //! - The SM's host (host 0, the first CA with a cabled port, on that port) runs, besides those, the
-//!   [`SaServer`] (served for class SubnAdm) and the [`SmApp`] holding the [`SubnetManager`]: at
-//!   time zero it configures every port and forwarding table, then programs multicast trees as
-//!   groups change. The SM host joins the broadcast group like every other host, as a node running
-//!   OpenSM and IPoIB does.
+//!   [`SaServer`] (served for class SubnAdm), the [`SmpSm`] agent on QP0 (serving class SubnLid,
+//!   so that traps reach it) and the [`SmApp`]: every cabled port comes up to Init at time zero
+//!   (LinkUp, IBA 1 §7.2; switch port 0 with its switch), the agent discovers the subnet by
+//!   directed-route SMPs, runs the brain ([`SubnetManager`]) on what it found and programs every
+//!   device by SMPs, in OpenSM's order (`crate::node::sm::sweep`); the SA gets the subnet the
+//!   brain configured, and the SM programs multicast trees as groups change. The SM host joins the
+//!   broadcast group like every other host, as a node running OpenSM and IPoIB does.
+//!   [`Subnet::plan`] is the brain run on the topology, which the harness uses for reachability
+//!   and P_Key diagnostics.
 //! - Partitions come from a [`PartitionConfig`] (OpenSM's default when none is given); the same
 //!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
 //!   and pre-created groups.
 //!
 //! - With [`SubnetOptions::ipoib`], every host runs one IPoIB interface with IP instead.
 //!
-//! SA traffic is real MADs on QP1 through the fabric; only the SM's configuration writes use the
-//! simulator's configuration channel ([`crate::hw::mgmt`]).
+//! SA and SM traffic are real MADs on QP1 and QP0 through the fabric. Only [`SmMode::Direct`] (the
+//! SM writing its plan as configuration at time zero, kept to check the SMP path against) and the
+//! harness's [`Subnet::sweep_port`] and [`Subnet::move_lid`] use the simulator's configuration
+//! channel ([`crate::hw::mgmt`]).
 //!
 //! - With [`SubnetOptions::sm_mode`] [`SmMode::None`] there is no SM and no SA of ours: nothing
 //!   writes configuration, and every cabled port comes up physically at time zero (LinkUp, port
@@ -93,16 +100,15 @@ const CLIENT_STREAM: u64 = 2;
 /// Who manages the subnet.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SmMode {
-    /// Our SM and SA on the first host (the module docs).
+    /// Our SM and SA on the first host, the SM working by SMPs (the module docs).
     #[default]
     Ours,
     /// No SM of ours: ports come up to Init and wait for an external SM (module docs).
     None,
-    /// Our SM and SA on the first host, the SM working by SMPs only: every cabled port comes up
-    /// to Init as with [`SmMode::None`], and the [`SmpSm`] agent on the SM host's QP0 discovers
-    /// and programs the subnet (`crate::node::sm::sweep`), the SA's subnet and the multicast
-    /// trees following from what it discovered.
-    Smp,
+    /// Our SM and SA on the first host, the SM writing its plan (computed from the topology) as
+    /// configuration at time zero ([`crate::hw::mgmt`]) and MFT changes likewise: the side-band
+    /// path the SMP path is checked against.
+    Direct,
 }
 
 /// How the SM application reaches the devices.
@@ -135,7 +141,7 @@ pub struct SubnetOptions {
     pub client: SaClientConfig,
     /// The SM's multicast coalescing delay ([`SmApp`]).
     pub mcast_delay: Duration,
-    /// The SMP transport of the SM ([`SmMode::Smp`]).
+    /// The SMP transport of the SM ([`SmMode::Ours`]).
     pub smp: SmpSettings,
     /// Hosts join their partitions' broadcast groups when Active (a link-only IPoIB interface per
     /// IPoIB partition of each host; module docs).
@@ -218,7 +224,7 @@ pub struct Subnet {
     /// discovers, the same for the fabrics it reaches whole); the harness's view of LIDs,
     /// reachability and P_Key tables.
     plan: SubnetManager,
-    /// Our SA and SM on host 0 ([`SmMode::Ours`], [`SmMode::Smp`]).
+    /// Our SA and SM on host 0 ([`SmMode::Ours`], [`SmMode::Direct`]).
     sa: Option<AgentId>,
     sm_app: Option<AppId>,
     partitions: PartitionConfig,
@@ -261,8 +267,8 @@ impl Subnet {
         // A CA's random stream (the simulator's, forked with the node index) is not taken here:
         // its first link's and its SaClient's are forked from the same stream later (module
         // `ipoib`, `Subnet::sa_client`).
-        // With no SM of ours, or ours by SMPs, the ports come up by themselves and wait in Init.
-        let external_sm = opts.sm_mode != SmMode::Ours;
+        // Unless our SM writes configuration, the ports come up by themselves and wait in Init.
+        let external_sm = opts.sm_mode != SmMode::Direct;
         let default_rate = opts.sm.rate;
         let built = build(&topo, &mut sim, opts.link, |i, node, _rng| {
             let port = host_port[i].unwrap_or(MGMT_PORT);
@@ -342,7 +348,7 @@ impl Subnet {
                 partitions.clone(),
                 sim.fork_rng(u64::MAX),
             );
-            let brain = if opts.sm_mode == SmMode::Smp {
+            let brain = if opts.sm_mode == SmMode::Ours {
                 let mut o = sm_opts_base.clone();
                 o.partitions = Vec::new();
                 Brain::Smp(Box::new(SmpSm::new(o, partitions.clone(), opts.smp)))
@@ -552,7 +558,7 @@ impl Subnet {
         &self.plan
     }
 
-    /// The SM's SMP agent ([`SmMode::Smp`]).
+    /// The SM's SMP agent ([`SmMode::Ours`]).
     pub fn smp_sm(&self) -> Option<&SmpSm> {
         let id = self.sm_app.and_then(|_| self.sm().smp_agent())?;
         self.host_device(0).agent::<SmpSm>(id)
@@ -565,7 +571,7 @@ impl Subnet {
     pub fn sa(&self) -> &SaServer {
         self.sa
             .and_then(|sa| self.host_device(0).agent::<SaServer>(sa))
-            .expect("host 0 runs the SA (SmMode::Ours)")
+            .expect("host 0 runs the SA (our SM)")
     }
 
     /// The SM application.
@@ -575,7 +581,7 @@ impl Subnet {
     pub fn sm(&self) -> &SmApp {
         self.sm_app
             .and_then(|app| self.host_device(0).app::<SmApp>(app))
-            .expect("host 0 runs the SM (SmMode::Ours)")
+            .expect("host 0 runs the SM (our SM)")
     }
 
     /// True when the SM has written every multicast change the SA reported and the writes have

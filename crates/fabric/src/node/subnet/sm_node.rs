@@ -8,7 +8,9 @@
 //! - By SMPs: the [`SmpSm`] agent on QP0 discovers and programs the subnet
 //!   (`crate::node::sm::sweep`); once its discovery ends the application takes a copy of the brain
 //!   it ran, gives the SA the subnet model (before any port is set Active) and sends MFT changes
-//!   through the agent as MulticastForwardingTable SubnSets.
+//!   through the agent as MulticastForwardingTable SubnSets. After each later sweep that ran the
+//!   brain again (a new [`SmpSm::generation`]) it takes the new brain and computes every group's
+//!   tree again (a link of a tree may be gone).
 //! - It follows the SA's multicast events ([`SaEvent`]): for every group whose membership changed
 //!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
 //!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
