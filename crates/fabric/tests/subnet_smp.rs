@@ -288,3 +288,23 @@ fn a_trap_128_sweep_routes_around_a_link_gone_down() {
         assert!(rtt(&net, p).is_some(), "{} -> {} unanswered", p.0, p.1);
     }
 }
+
+// OpenSM's periodic heavy sweep (`sweep_interval`): with nothing changed, every sweep
+// rediscovers the subnet and sets nothing (every PortInfo, P_Key table and LFT block already
+// holds what the brain computes again), and the hosts stay joined.
+#[test]
+fn periodic_sweeps_of_an_unchanged_subnet_set_nothing() {
+    let mut o = SubnetOptions::new(Topology::fat_tree(40).unwrap(), 4);
+    o.smp.sweep_interval = Some(Duration::from_millis(1));
+    let mut net = Subnet::build(o).unwrap();
+    assert!(net.run_until_joined(at(2)));
+    let before = net.smp_sm().unwrap().stats();
+    let generation = net.smp_sm().unwrap().generation();
+    net.sim_mut().run_for(Duration::from_millis(10));
+    let after = net.smp_sm().unwrap().stats();
+    assert!(after.sweeps >= before.sweeps + 5, "{before:?} {after:?}");
+    assert!(net.smp_sm().unwrap().generation() > generation);
+    assert_eq!(after.sets, before.sets, "nothing set again");
+    assert_eq!(after.set_failures + after.discovery_failures, 0);
+    assert_eq!(net.joined_count(), 40);
+}
