@@ -1,9 +1,10 @@
-//! Configuration the subnet manager writes into devices: port attributes (LID, SM LID, state, P_Keys,
-//! MTU), linear forwarding tables and multicast forwarding tables. In a real subnet these travel as
-//! SubnSet SMPs (PortInfo, P_KeyTable, LinearForwardingTable, MulticastForwardingTable, IBA 1 §14.2.5);
-//! here they travel as [`Config`] values through the simulator (`Tx::configure`), with the same
-//! meaning and in order, after [`CONFIG_DELAY`]. Subnet administration, by contrast, is ordinary MADs
-//! on QP1.
+//! The device state a subnet manager sets: port attributes (LID, SM LID, state, P_Keys, MTU),
+//! linear forwarding tables and multicast forwarding tables. Our SM sets them as a real one does,
+//! by SubnSet SMPs (PortInfo, P_KeyTable, LinearForwardingTable, MulticastForwardingTable, IBA 1
+//! §14.2.5; `crate::node::sm::sweep`), and the devices' SMAs write them as [`Config`] values. The
+//! same values may also travel through the simulator (`Tx::configure`), with the same meaning and
+//! in order, after [`CONFIG_DELAY`]: the side-band path of `SmMode::Direct`, of the remote
+//! fabric's SM (`crate::node::remote`) and of the harness's port events.
 
 use ipoib_wire::PKey;
 use ipoib_wire::{Mtu, Rate};
