@@ -306,11 +306,13 @@ impl Discovery {
                 if (guid, p as u8) > (pg, pp) {
                     continue;
                 }
-                let (Some(&a), Some(&b)) = (index.get(&guid), index.get(&pg)) else {
+                let (Some(&a), Some(&b), Some(peer)) =
+                    (index.get(&guid), index.get(&pg), self.nodes.get(&pg))
+                else {
                     continue;
                 };
                 // A CA's rate is what its port trained to; a switch's says nothing of the cable.
-                let rate = [(n, p as u8), (&self.nodes[&pg], pp)]
+                let rate = [(n, p as u8), (peer, pp)]
                     .iter()
                     .filter(|(n, _)| !n.switch)
                     .find_map(|(n, p)| n.ports.get(usize::from(*p)).and_then(|s| s.rate));
@@ -437,5 +439,39 @@ mod tests {
         assert_eq!(r.port_paths[2][2], Some(vec![1, 2]));
         assert_eq!(r.port_paths[2][1], None, "port 1 of the CA was not reached");
         assert_eq!(r.node_paths[1], vec![1]);
+    }
+
+    proptest::proptest! {
+        // No panic on any answers: NodeInfo with any GUID, type, port count and local port,
+        // PortInfo with any state, failures anywhere; the result is a topology or nothing.
+        #[test]
+        fn any_answers_never_panic(
+            answers in proptest::collection::vec(
+                (0u64..6, proptest::bool::ANY, 0u8..5, 0u8..6, proptest::bool::ANY, 0u8..4), 1..60)
+        ) {
+            let mut d = Discovery::new();
+            let mut it = answers.into_iter().cycle().take(200);
+            loop {
+                let asks = d.take_asks();
+                if asks.is_empty() {
+                    break;
+                }
+                for a in asks {
+                    let Some((g, sw, np, local, up, kind)) = it.next() else { break };
+                    let attr = match (&a, kind) {
+                        (_, 0) => None,
+                        (Ask::NodeInfo { .. }, _) => Some(ni(0x100 + g, sw, np, local)),
+                        (Ask::PortInfo { .. }, _) => Some(pi(up)),
+                        (Ask::NodeDescription { .. }, _) => {
+                            Some(SmpAttribute::NodeDescription(NodeDescriptionRepr::new("x")))
+                        }
+                    };
+                    d.answer(a, attr.as_ref());
+                }
+            }
+            if let Some(r) = d.result() {
+                proptest::prop_assert_eq!(r.node_paths.len(), r.topology.nodes().len());
+            }
+        }
     }
 }
