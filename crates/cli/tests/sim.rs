@@ -56,6 +56,19 @@ fn sim_16_hosts_json_and_capture_decodes() {
         lines.contains("MCMemberRecord"),
         "the joins are in the capture"
     );
+    // So is the SM's sweep (IBA 1 §14.2.2): directed-route SMPs, named in text.
+    let t = ipoib(&["decode", pcap]);
+    let text = String::from_utf8(t.stdout).unwrap();
+    for want in [
+        "SubnDirectedRoute Get NodeInfo",
+        "SubnDirectedRoute Get PortInfo",
+        "SubnDirectedRoute Set P_KeyTable",
+        "SubnDirectedRoute GetResp LinearForwardingTable",
+        "SubnDirectedRoute Set PortInfo lid 0x0002 Armed",
+        "SubnDirectedRoute GetResp PortInfo lid 0x0002 Active",
+    ] {
+        assert!(text.contains(want), "{want:?} in the decoded capture");
+    }
 }
 
 #[test]
