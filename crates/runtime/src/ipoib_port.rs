@@ -17,6 +17,7 @@ use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::{NodeId, Simulator};
+use ipoib_proto::ipoib::IpBuf;
 
 /// Host `i`'s first IPoIB interface of a [`Subnet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,13 +37,19 @@ impl OsPort<Subnet> for SubnetHost {
         }
     }
 
+    fn frame_from_os(&mut self, net: &mut Subnet, frame: Vec<u8>) {
+        if let Some((node, h)) = self.place(net) {
+            queue_frame(net.sim_mut(), node, h, frame);
+        }
+    }
+
     fn end_of_batch(&mut self, net: &mut Subnet) {
         if let Some((node, _)) = self.place(net) {
             drive(net.sim_mut(), node);
         }
     }
 
-    fn packets_to_os(&mut self, net: &mut Subnet, out: &mut dyn FnMut(Vec<u8>)) {
+    fn packets_to_os(&mut self, net: &mut Subnet, out: &mut dyn FnMut(IpBuf)) {
         let (Some(h), Some(node)) = (
             net.ipoib_handle(self.0),
             (self.0 < net.host_count()).then(|| net.host(self.0).node),
@@ -67,11 +74,15 @@ impl OsPort<Simulator> for HostInterface {
         queue(sim, self.node, self.handle, packet);
     }
 
+    fn frame_from_os(&mut self, sim: &mut Simulator, frame: Vec<u8>) {
+        queue_frame(sim, self.node, self.handle, frame);
+    }
+
     fn end_of_batch(&mut self, sim: &mut Simulator) {
         drive(sim, self.node);
     }
 
-    fn packets_to_os(&mut self, sim: &mut Simulator, out: &mut dyn FnMut(Vec<u8>)) {
+    fn packets_to_os(&mut self, sim: &mut Simulator, out: &mut dyn FnMut(IpBuf)) {
         drain(sim, self.node, self.handle, out);
     }
 }
@@ -81,12 +92,21 @@ fn queue(sim: &mut Simulator, node: NodeId, h: IpoibHandle, packet: &[u8]) {
     sim.with_node::<Host, _>(node, |host, now, _| from_os(host, h, now, packet));
 }
 
+/// [`queue`] for a packet in a frame of its own ([`OsPort::frame_from_os`]).
+fn queue_frame(sim: &mut Simulator, node: NodeId, h: IpoibHandle, frame: Vec<u8>) {
+    sim.with_node::<Host, _>(node, |host, now, _| {
+        if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
+            a.from_os_frame(now, frame);
+        }
+    });
+}
+
 /// Lets the host act on what was queued, now.
 fn drive(sim: &mut Simulator, node: NodeId) {
     sim.with_node::<Host, _>(node, |host, now, tx| host.drive(now, tx));
 }
 
-fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(Vec<u8>)) {
+fn drain(sim: &mut Simulator, node: NodeId, h: IpoibHandle, out: &mut dyn FnMut(IpBuf)) {
     let Some(host) = sim.node_mut::<Host>(node) else {
         return;
     };
@@ -101,6 +121,6 @@ fn from_os(host: &mut Host, h: IpoibHandle, now: ipoib_fabric::Instant, packet: 
     }
 }
 
-fn to_os(host: &mut Host, h: IpoibHandle) -> Option<Vec<u8>> {
-    host.app_mut::<IpoibApp>(h.app)?.to_os()
+fn to_os(host: &mut Host, h: IpoibHandle) -> Option<IpBuf> {
+    host.app_mut::<IpoibApp>(h.app)?.to_os_buf()
 }

@@ -25,6 +25,7 @@
 
 use crate::netlink::{NetlinkError, Rtnl};
 use crate::realtime::Endpoint;
+use ipoib_proto::ipoib::IpBuf;
 use std::io::{self, ErrorKind};
 use std::net::{IpAddr, Ipv6Addr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -331,12 +332,23 @@ pub trait OsPort<E> {
     /// One IP packet the OS sent on the link, handed to the interface at the emulation's current
     /// time. The interface may only queue it until [`OsPort::end_of_batch`].
     fn packet_from_os(&mut self, emu: &mut E, packet: &[u8]);
+    /// [`OsPort::packet_from_os`] for a packet in a buffer of its own after
+    /// [`FRAME_HEADROOM`] free bytes (`ipoib_proto::ipoib::ip_frame`, what the reader thread
+    /// hands over), which an interface can send on without copying it. The default lends it.
+    fn frame_from_os(&mut self, emu: &mut E, frame: Vec<u8>) {
+        self.packet_from_os(emu, frame.get(FRAME_HEADROOM..).unwrap_or_default());
+    }
     /// The batch of packets from the OS is complete: let the interface act on them (at the
     /// emulation's current time).
     fn end_of_batch(&mut self, _emu: &mut E) {}
-    /// Calls `out` with every packet the interface has for the OS, oldest first.
-    fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(Vec<u8>));
+    /// Calls `out` with every packet the interface has for the OS, oldest first (each in the
+    /// buffer it was received in, [`IpBuf`]).
+    fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(IpBuf));
 }
+
+/// Free bytes in front of the packet in a frame given to [`OsPort::frame_from_os`]: room for
+/// the IPoIB encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §6).
+pub const FRAME_HEADROOM: usize = ipoib_wire::ipoib::encap::HEADER_LEN;
 
 /// Packets through one [`TunEndpoint`] (shared, readable while the driver runs).
 #[derive(Debug, Default)]
@@ -378,10 +390,10 @@ pub const INLINE_AFTER_IDLE: Duration = Duration::from_millis(2);
 /// emulation stays on its own thread and sees the same inputs: only when the OS gets its
 /// packets changes.
 struct Writer {
-    batches: Option<SyncSender<Vec<Vec<u8>>>>,
+    batches: Option<SyncSender<Vec<IpBuf>>>,
     /// Written batches coming back (their packets are freed on the emulation's thread), so a
     /// turn allocates no batch.
-    empties: Receiver<Vec<Vec<u8>>>,
+    empties: Receiver<Vec<IpBuf>>,
     /// Batches handed over and not yet written: while it is zero, the thread has written every
     /// earlier packet, and a write on the emulation's thread keeps the order.
     pending: Arc<AtomicUsize>,
@@ -392,7 +404,7 @@ struct Writer {
 
 impl Writer {
     fn spawn(tun: Arc<Tun>, counters: Arc<TunCounters>) -> io::Result<Writer> {
-        let (tx, rx) = sync_channel::<Vec<Vec<u8>>>(WRITE_BATCHES);
+        let (tx, rx) = sync_channel::<Vec<IpBuf>>(WRITE_BATCHES);
         let (back, empties) = channel();
         let pending = Arc::new(AtomicUsize::new(0));
         let done = Arc::clone(&pending);
@@ -432,7 +444,7 @@ impl Drop for Writer {
 /// Writes every packet of `batch` to the device and counts.
 fn write_batch(
     mut send: impl FnMut(&[u8]) -> io::Result<usize>,
-    batch: &[Vec<u8>],
+    batch: &[IpBuf],
     counters: &TunCounters,
 ) {
     let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
@@ -460,7 +472,7 @@ pub struct TunEndpoint<P> {
     counters: Arc<TunCounters>,
     writer: Option<Writer>,
     /// Packets for the OS of the current turn.
-    batch: Vec<Vec<u8>>,
+    batch: Vec<IpBuf>,
 }
 
 impl<P> TunEndpoint<P> {

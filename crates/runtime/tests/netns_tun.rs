@@ -4,6 +4,7 @@
 //! on every exit path (a guard's Drop), and every wait has a timeout.
 
 use ipoib_fabric::Instant;
+use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
 use ipoib_runtime::tun::{LinkControl, LinkMirror, OsPort, Tun, TunConfig, TunEndpoint};
@@ -148,9 +149,9 @@ impl OsPort<Wire> for Side {
         let k = (w.now + WIRE_DELAY, w.seq);
         w.queue.insert(k, (1 - self.0, packet.to_vec()));
     }
-    fn packets_to_os(&mut self, w: &mut Wire, out: &mut dyn FnMut(Vec<u8>)) {
+    fn packets_to_os(&mut self, w: &mut Wire, out: &mut dyn FnMut(IpBuf)) {
         for p in w.out[self.0].drain(..) {
-            out(p);
+            out(p.into());
         }
     }
 }

@@ -717,7 +717,7 @@ impl CmApp {
 }
 
 impl App for CmApp {
-    fn on_completion(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
+    fn on_completion(&mut self, now: Instant, c: Completion, ctx: &mut HostCtx<'_>) {
         let Some(&conn) = self.by_qpn.get(&c.qpn) else {
             return;
         };

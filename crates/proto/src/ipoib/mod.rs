@@ -23,6 +23,7 @@
 //! depends only on the inputs and the seed (all maps are `BTreeMap`s).
 
 mod connected;
+mod ip_buf;
 mod ipv4;
 mod ipv6;
 mod mcast;
@@ -53,10 +54,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub use connected::{
     CmCommand, ConnState, ConnTransmit, ConnectedConfig, ConnectionInfo, Mode, PeerRules,
 };
+pub use ip_buf::IpBuf;
 pub use ipv6::{AddrState, Ipv6Address};
 pub use mcast::GroupInfo;
 pub use neighbour::{NeighbourInfo, NeighbourState};
 pub use path::PathInfo;
+pub use tx::ip_frame;
 
 /// IPv4 configuration (draft-ietf-ipoib-ip-over-infiniband-06 §7: DHCP counts as manual
 /// configuration; this is that configuration).
@@ -268,8 +271,8 @@ pub enum LogLevel {
 /// What the interface tells the layers around it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InterfaceEvent {
-    /// An IP packet for the IP layer.
-    Deliver(Vec<u8>),
+    /// An IP packet for the IP layer (in the buffer it was received in, [`IpBuf`]).
+    Deliver(IpBuf),
     /// The link is usable: the broadcast group was joined (§5).
     CarrierUp,
     /// The link is not usable.

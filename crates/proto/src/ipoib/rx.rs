@@ -9,8 +9,9 @@
 //! another partition or with a wrong Q_Key never reaches IP even with a lax HCA. Frames with and
 //! without a GRH are handled alike (§6: MUST handle both).
 
-use super::{DropReason, Interface, InterfaceEvent, Link, UdReceived};
+use super::{DropReason, Interface, InterfaceEvent, IpBuf, Link, UdReceived};
 use crate::time::Instant;
+use ipoib_wire::ipoib::encap::HEADER_LEN as ENCAP_HEADER_LEN;
 use ipoib_wire::ipoib::{
     ArpPacket, ArpRepr, EncapHeader, EtherType, Icmpv6Type, IpProtocol, Ipv4Packet, Ipv6Packet,
 };
@@ -38,14 +39,14 @@ impl Interface {
         if d.src_qpn == self.cfg.qpn && d.slid == lid {
             return self.drop1(DropReason::Loopback);
         }
-        self.receive_encapsulated(now, &d.data, Some(d.slid));
+        self.receive_encapsulated(now, d.data, Some(d.slid));
     }
 
     /// An encapsulated frame that passed the checks of its transport: from a UD datagram (with
     /// its source LID) or from a connection (RFC 4755 §7: every unicast is accepted on any mode;
     /// address resolution belongs on UD, so ARP and ND from a connection are dropped).
-    pub(super) fn receive_encapsulated(&mut self, now: Instant, data: &[u8], slid: Option<u16>) {
-        let Ok(h) = EncapHeader::new_checked(data) else {
+    pub(super) fn receive_encapsulated(&mut self, now: Instant, data: Vec<u8>, slid: Option<u16>) {
+        let Ok(h) = EncapHeader::new_checked(&data[..]) else {
             return self.drop1(DropReason::Malformed);
         };
         let body = h.payload();
@@ -59,7 +60,7 @@ impl Interface {
                 if Ipv4Packet::new_checked(body).is_err() {
                     return self.drop1(DropReason::Malformed);
                 }
-                self.deliver(body.to_vec());
+                self.deliver(IpBuf::new(data, ENCAP_HEADER_LEN));
             }
             EtherType::Ipv6 => {
                 let Ok(ip) = Ipv6Packet::new_checked(body) else {
@@ -79,7 +80,7 @@ impl Interface {
                     }
                     return;
                 }
-                self.deliver(body.to_vec());
+                self.deliver(IpBuf::new(data, ENCAP_HEADER_LEN));
             }
             _ => self.drop1(DropReason::Unsupported),
         }
@@ -97,7 +98,7 @@ impl Interface {
         }
     }
 
-    fn deliver(&mut self, packet: Vec<u8>) {
+    fn deliver(&mut self, packet: IpBuf) {
         self.counters.delivered += 1;
         self.events.push_back(InterfaceEvent::Deliver(packet));
     }

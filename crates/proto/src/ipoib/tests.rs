@@ -290,7 +290,7 @@ impl testing::Net<Host> {
                     }
                     InterfaceEvent::SetQkey(q) => h.qkey = *q,
                     InterfaceEvent::Deliver(p) => {
-                        h.delivered.push(p.clone());
+                        h.delivered.push(p.to_vec());
                         if h.echo {
                             if let Some(r) = echo_reply(&h.iface, p) {
                                 h.iface.send_ip(now, &r);

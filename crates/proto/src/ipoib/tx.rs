@@ -13,6 +13,7 @@ use super::{DropReason, Interface, Link, LogLevel, Pending, UdTransmit};
 use crate::mad_agent::GrhAddr;
 use crate::sa::{RequestId, SaClientError, SaResponse};
 use crate::time::Instant;
+use ipoib_wire::ipoib::encap::HEADER_LEN as ENCAP_HEADER_LEN;
 use ipoib_wire::ipoib::{EncapHeader, EncapRepr, EtherType, HwAddr, Ipv4Packet, Ipv6Packet};
 use ipoib_wire::sa::{SaAttribute, SaMadRepr};
 use ipoib_wire::Gid;
@@ -20,9 +21,25 @@ use std::net::{IpAddr, Ipv4Addr};
 
 /// The encapsulation header (§6, figure 3: type, reserved zero) followed by `payload`.
 pub(super) fn encap(t: EtherType, payload: &[u8]) -> Vec<u8> {
-    let mut v = vec![0u8; 4 + payload.len()];
-    EncapRepr::new(t).emit(&mut EncapHeader::new_unchecked(&mut v[..]));
-    v[4..].copy_from_slice(payload);
+    let mut v = ip_frame(payload);
+    encap_in_place(t, &mut v);
+    v
+}
+
+/// Writes the encapsulation header of type `t` over the first [`ENCAP_HEADER_LEN`] bytes of
+/// `frame` (which [`Interface::send_ip_frame`] callers leave free for it).
+fn encap_in_place(t: EtherType, frame: &mut [u8]) {
+    if let Some(h) = frame.get_mut(..ENCAP_HEADER_LEN) {
+        EncapRepr::new(t).emit(&mut EncapHeader::new_unchecked(h));
+    }
+}
+
+/// An IP packet in a buffer that starts with [`ENCAP_HEADER_LEN`] free bytes, as
+/// [`Interface::send_ip_frame`] takes it: one copy of `packet`.
+pub fn ip_frame(packet: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(ENCAP_HEADER_LEN + packet.len());
+    v.extend_from_slice(&[0; ENCAP_HEADER_LEN]);
+    v.extend_from_slice(packet);
     v
 }
 
@@ -31,35 +48,44 @@ impl Interface {
     /// behind address resolution, or dropped and counted; never an error to the caller (IP is a
     /// datagram service).
     pub fn send_ip(&mut self, now: Instant, packet: &[u8]) {
-        self.transmit_ip(now, packet);
+        self.send_ip_frame(now, ip_frame(packet));
+    }
+
+    /// [`Interface::send_ip`] for a packet that comes in a buffer of its own after
+    /// [`ENCAP_HEADER_LEN`] free bytes ([`ip_frame`]): the encapsulation header (§6) is written
+    /// there, and the buffer is the frame that goes out, with no copy of the packet.
+    pub fn send_ip_frame(&mut self, now: Instant, frame: Vec<u8>) {
+        self.transmit_ip(now, frame);
         self.settle_deadline();
     }
 
-    fn transmit_ip(&mut self, now: Instant, packet: &[u8]) {
+    fn transmit_ip(&mut self, now: Instant, frame: Vec<u8>) {
         if self.link != Link::Up {
             return self.drop1(DropReason::NotUp);
         }
-        match packet.first().map(|b| b >> 4) {
-            Some(4) => self.send_ipv4(now, packet),
-            Some(6) => self.send_ipv6(now, packet),
+        match frame.get(ENCAP_HEADER_LEN).map(|b| b >> 4) {
+            Some(4) => self.send_ipv4(now, frame),
+            Some(6) => self.send_ipv6(now, frame),
             _ => self.drop1(DropReason::Malformed),
         }
     }
 
-    fn send_ipv4(&mut self, now: Instant, packet: &[u8]) {
+    fn send_ipv4(&mut self, now: Instant, mut frame: Vec<u8>) {
+        let packet = &frame[ENCAP_HEADER_LEN..];
         let Ok(p) = Ipv4Packet::new_checked(packet) else {
             return self.drop1(DropReason::Malformed);
         };
         let dst = p.dst_addr();
-        let frame = encap(EtherType::Ipv4, packet);
-        if packet.len() > self.mtu() as usize {
+        let len = packet.len();
+        encap_in_place(EtherType::Ipv4, &mut frame);
+        if len > self.mtu() as usize {
             // Linux `ipoib_send`: too long for the link, answered as for a connection.
             self.drop1(DropReason::TooBig);
             return self.reply_too_big(&frame, self.mtu());
         }
         let v4 = self.cfg.ipv4;
         let bcast = dst == Ipv4Addr::BROADCAST || v4.is_some_and(|c| c.broadcast() == dst);
-        if (bcast || dst.is_multicast()) && packet.len() > self.ud_mtu() as usize {
+        if (bcast || dst.is_multicast()) && len > self.ud_mtu() as usize {
             // RFC 4755 §2.1: multicast stays on UD, whose MTU is smaller in connected mode. No
             // ICMP answers a broadcast (RFC 1122 §3.2.2), and `too_big_reply` answers no IPv4
             // multicast either.
@@ -91,7 +117,8 @@ impl Interface {
         self.resolve_and_send(now, IpAddr::V4(next_hop), frame);
     }
 
-    fn send_ipv6(&mut self, now: Instant, packet: &[u8]) {
+    fn send_ipv6(&mut self, now: Instant, mut frame: Vec<u8>) {
+        let packet = &frame[ENCAP_HEADER_LEN..];
         let Ok(p) = Ipv6Packet::new_checked(packet) else {
             return self.drop1(DropReason::Malformed);
         };
@@ -99,12 +126,13 @@ impl Interface {
             return self.drop1(DropReason::NoRoute);
         }
         let dst = p.dst_addr();
-        let frame = encap(EtherType::Ipv6, packet);
-        if packet.len() > self.ipv6_mtu() as usize {
+        let len = packet.len();
+        encap_in_place(EtherType::Ipv6, &mut frame);
+        if len > self.ipv6_mtu() as usize {
             self.drop1(DropReason::TooBig);
             return self.reply_too_big(&frame, self.ipv6_mtu());
         }
-        if dst.is_multicast() && packet.len() > self.ud_mtu() as usize {
+        if dst.is_multicast() && len > self.ud_mtu() as usize {
             return self.answer_too_big(&frame, self.ud_mtu());
         }
         if dst.is_multicast() {

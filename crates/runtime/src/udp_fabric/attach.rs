@@ -14,7 +14,7 @@ use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, RemoteHost};
 use ipoib_fabric::Instant;
-use ipoib_proto::ipoib::{ConnectedConfig, Interface, InterfaceConfig, Ipv4Config};
+use ipoib_proto::ipoib::{ConnectedConfig, Interface, InterfaceConfig, IpBuf, Ipv4Config};
 use ipoib_wire::udp_fabric::AttachAccept;
 use ipoib_wire::{Guid, PKey};
 use std::cell::Cell;
@@ -215,11 +215,23 @@ impl OsPort<AttachEmu> for OsSide {
             a.from_os(now, packet);
         }
     }
+    fn frame_from_os(&mut self, emu: &mut AttachEmu, frame: Vec<u8>) {
+        let (Some(h), now) = (emu.ipoib.get(), emu.host.now()) else {
+            return;
+        };
+        if let Some(a) = emu
+            .host
+            .host_mut()
+            .and_then(|host| host.app_mut::<IpoibApp>(h.app))
+        {
+            a.from_os_frame(now, frame);
+        }
+    }
     fn end_of_batch(&mut self, emu: &mut AttachEmu) {
         let now = emu.host.now();
         emu.host.with_host(now, |_, _| ());
     }
-    fn packets_to_os(&mut self, emu: &mut AttachEmu, out: &mut dyn FnMut(Vec<u8>)) {
+    fn packets_to_os(&mut self, emu: &mut AttachEmu, out: &mut dyn FnMut(IpBuf)) {
         let Some(h) = emu.ipoib.get() else {
             return;
         };
@@ -228,7 +240,7 @@ impl OsPort<AttachEmu> for OsSide {
             .host_mut()
             .and_then(|host| host.app_mut::<IpoibApp>(h.app))
         {
-            while let Some(p) = a.to_os() {
+            while let Some(p) = a.to_os_buf() {
                 out(p);
             }
         }
@@ -396,7 +408,7 @@ impl AttachProcess {
     /// Hands every IP packet waiting for the operating system to `out`.
     pub fn drain_to_os(&mut self, mut out: impl FnMut(&[u8])) {
         self.with_app(|a, _| {
-            while let Some(p) = a.to_os() {
+            while let Some(p) = a.to_os_buf() {
                 out(&p);
             }
         });

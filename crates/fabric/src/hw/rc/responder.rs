@@ -19,6 +19,10 @@ use ipoib_wire::ib::{
 use ipoib_wire::PKey;
 use std::collections::VecDeque;
 
+/// The most a SEND First reserves for its message (the posted receive's capacity, at most this:
+/// a connected-mode IPoIB receive is 65,524 bytes).
+const GATHER_RESERVE: usize = 1 << 20;
+
 /// The message being received.
 #[derive(Debug)]
 enum InMsg {
@@ -367,10 +371,11 @@ impl ConnectedQp {
                     return self.length_error(wr);
                 }
                 if op == SendFirst {
-                    self.resp.msg = InMsg::Send {
-                        wr,
-                        data: payload.to_vec(),
-                    };
+                    // The message is gathered into one buffer the size of the posted receive
+                    // (bounded), as the HCA writes it into that buffer: no growing copies.
+                    let mut data = Vec::with_capacity((wr.capacity as usize).min(GATHER_RESERVE));
+                    data.extend_from_slice(payload);
+                    self.resp.msg = InMsg::Send { wr, data };
                 } else {
                     self.deliver(wr, payload.to_vec(), imm, WcOpcode::Recv, None);
                 }

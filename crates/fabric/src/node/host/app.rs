@@ -98,8 +98,9 @@ impl HostCtx<'_> {
 /// when `poll_timeout` is due (it doubles as the timer handler, so it must tolerate being
 /// called early or often).
 pub trait App: Any {
-    /// A completion of one of the application's CQs.
-    fn on_completion(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>);
+    /// A completion of one of the application's CQs (owned: a receive's data may be kept or
+    /// handed on without a copy).
+    fn on_completion(&mut self, now: Instant, c: Completion, ctx: &mut HostCtx<'_>);
     /// Do due work: timers, sends.
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>);
     /// When `poll` is next needed for a timer.

@@ -296,7 +296,7 @@ impl Host {
                         config: &mut self.config,
                         again: false,
                     };
-                    a.on_completion(now, &c, &mut ctx);
+                    a.on_completion(now, c, &mut ctx);
                     new_routes.extend(ctx.route_cqs.drain(..).map(|q| (q, app)));
                 }
             }

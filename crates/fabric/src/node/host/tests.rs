@@ -218,7 +218,7 @@ struct Echo {
 }
 
 impl App for Echo {
-    fn on_completion(&mut self, _now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
+    fn on_completion(&mut self, _now: Instant, c: Completion, ctx: &mut HostCtx<'_>) {
         let Some(qpn) = self.qpn else { return };
         if c.opcode != WcOpcode::Recv || c.status != WcStatus::Success {
             return;

@@ -374,7 +374,7 @@ impl IpCmApp {
 }
 
 impl App for IpCmApp {
-    fn on_completion(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
+    fn on_completion(&mut self, now: Instant, c: Completion, ctx: &mut HostCtx<'_>) {
         let Some(&cm) = self.by_qpn.get(&c.qpn) else {
             return;
         };
@@ -386,7 +386,7 @@ impl App for IpCmApp {
             return;
         }
         if self.iw.owns(c.qpn) {
-            self.iwarp_completion(now, cm, c, ctx);
+            self.iwarp_completion(now, cm, &c, ctx);
             return;
         }
         let recv = matches!(c.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm);

@@ -487,7 +487,7 @@ impl IpoibApp {
                 Some(os) => os.deliver(p),
                 None if self.cpu.bypass() => self.ip.handle_packet(now, &p),
                 None => {
-                    self.cpu.take(now, Work::Receive(p));
+                    self.cpu.take(now, Work::Receive(p.into_vec()));
                 }
             },
             InterfaceEvent::CarrierUp | InterfaceEvent::CarrierDown => {
@@ -534,7 +534,7 @@ impl IpoibApp {
         self.log.push_back((now, l, m));
     }
 
-    fn on_receive(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
+    fn on_receive(&mut self, now: Instant, c: Completion, ctx: &mut HostCtx<'_>) {
         if c.status != WcStatus::Success {
             // Flushed buffers come back when the QP is reset or in error: not a fault.
             if c.status != WcStatus::WrFlushErr {
@@ -561,7 +561,7 @@ impl IpoibApp {
             }),
             pkey,
             qkey,
-            data: c.data.clone(),
+            data: c.data,
         };
         let kind = frames::classify(&d.data);
         let mcast = d.grh.is_some_and(|g| g.dgid.is_multicast());
@@ -591,7 +591,7 @@ impl IpoibApp {
 }
 
 impl App for IpoibApp {
-    fn on_completion(&mut self, now: Instant, c: &Completion, ctx: &mut HostCtx<'_>) {
+    fn on_completion(&mut self, now: Instant, c: Completion, ctx: &mut HostCtx<'_>) {
         if c.qpn != self.qpn {
             if let Some(cm) = self.cm.as_mut().filter(|cm| cm.owns_qp(c.qpn)) {
                 cm.on_completion(now, c, self.agent, ctx.hca, ctx.agents);

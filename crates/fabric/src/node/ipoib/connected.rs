@@ -402,7 +402,7 @@ impl CmSide {
     pub fn on_completion(
         &mut self,
         now: Instant,
-        c: &Completion,
+        c: Completion,
         iface_id: AgentId,
         hca: &mut Hca,
         agents: &mut Agents,
@@ -449,7 +449,7 @@ impl CmSide {
             }
         }
         if let Some(i) = agents.get_mut::<Interface>(iface_id) {
-            i.handle_conn_received(now, conn, &c.data);
+            i.handle_conn_received(now, conn, c.data);
         }
     }
 }

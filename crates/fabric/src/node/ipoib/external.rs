@@ -38,8 +38,9 @@ use crate::hw::hca::VerbsError;
 use crate::node::host::Host;
 use crate::Instant;
 use ipoib_proto::ipoib::snoop::{SnoopChange, SnoopCounters, Snooper};
-use ipoib_proto::ipoib::{Interface, InterfaceConfig, InterfaceError};
+use ipoib_proto::ipoib::{ip_frame, Interface, InterfaceConfig, InterfaceError, IpBuf};
 use ipoib_proto::rng::Rng;
+use ipoib_wire::ipoib::encap::HEADER_LEN as ENCAP_HEADER_LEN;
 use ipoib_wire::ipoib::ip::IPV6_HEADER_LEN;
 use ipoib_wire::ipoib::{Ipv4Packet, Ipv6Packet};
 use std::collections::VecDeque;
@@ -78,8 +79,10 @@ pub struct OsCounters {
 /// The stack's side of an external interface (see the module docs).
 #[derive(Debug)]
 pub(crate) struct OsSide {
-    to_os: VecDeque<Vec<u8>>,
+    to_os: VecDeque<IpBuf>,
     to_os_limit: usize,
+    /// Frames for [`Interface::send_ip_frame`] (the IP packet after room for the encapsulation
+    /// header).
     from_os: VecDeque<Vec<u8>>,
     snoop: Snooper,
     counters: OsCounters,
@@ -102,7 +105,7 @@ impl OsSide {
 
     /// A packet the interface delivers: queued for the stack, or dropped if the queue is full
     /// (tail drop, as Linux's receive backlog).
-    pub(super) fn deliver(&mut self, p: Vec<u8>) {
+    pub(super) fn deliver(&mut self, p: IpBuf) {
         if self.to_os.len() >= self.to_os_limit {
             self.counters.to_os_dropped += 1;
             return;
@@ -142,9 +145,9 @@ impl OsSide {
             }
             done.push((g, r));
         }
-        while let Some(p) = self.from_os.pop_front() {
+        while let Some(frame) = self.from_os.pop_front() {
             self.counters.from_os += 1;
-            iface.send_ip(now, &p);
+            iface.send_ip_frame(now, frame);
         }
         done
     }
@@ -190,11 +193,22 @@ impl IpoibApp {
     /// the adapter's next poll (at once through
     /// [`crate::node::subnet::Subnet::with_ipoib`]). Nothing happens on an adapter that is not
     /// external.
-    pub fn from_os(&mut self, _now: Instant, packet: &[u8]) {
+    pub fn from_os(&mut self, now: Instant, packet: &[u8]) {
+        if self.os.is_some() {
+            // The one copy of the packet on its way out: the frame has room for the
+            // encapsulation header in front, which the interface writes in place.
+            self.from_os_frame(now, ip_frame(packet));
+        }
+    }
+
+    /// [`IpoibApp::from_os`] for a packet that comes in a buffer of its own, after
+    /// `ENCAP_HEADER_LEN` free bytes ([`ip_frame`]; what a reader thread hands over): the buffer
+    /// becomes the frame that goes out, with no copy.
+    pub fn from_os_frame(&mut self, _now: Instant, mut frame: Vec<u8>) {
         let Some(os) = self.os.as_mut() else {
             return;
         };
-        let Some(p) = ip_packet(packet) else {
+        let Some(p) = frame.get(ENCAP_HEADER_LEN..).and_then(ip_packet) else {
             os.counters.malformed += 1;
             return;
         };
@@ -203,12 +217,20 @@ impl IpoibApp {
             os.counters.from_os_dropped += 1;
             return;
         }
-        os.from_os.push_back(p.to_vec());
+        let len = ENCAP_HEADER_LEN + p.len();
+        frame.truncate(len);
+        os.from_os.push_back(frame);
     }
 
     /// Next IP packet for the OS (delivered datagrams, and ICMP too-big answers built for the OS).
     /// Bounded queue ([`TO_OS_LIMIT`]).
     pub fn to_os(&mut self) -> Option<Vec<u8>> {
+        self.to_os_buf().map(IpBuf::into_vec)
+    }
+
+    /// [`IpoibApp::to_os`] without moving the packet to a buffer of its own: it stays in the
+    /// buffer it was received in, after the encapsulation header (what a device write wants).
+    pub fn to_os_buf(&mut self) -> Option<IpBuf> {
         self.os.as_mut()?.to_os.pop_front()
     }
 

@@ -269,7 +269,7 @@ fn lids_of_guids(sm: &SubnetManager) -> BTreeMap<u64, u16> {
 }
 
 impl App for SmApp {
-    fn on_completion(&mut self, _now: Instant, _c: &Completion, _ctx: &mut HostCtx<'_>) {}
+    fn on_completion(&mut self, _now: Instant, _c: Completion, _ctx: &mut HostCtx<'_>) {}
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
         if !self.started {

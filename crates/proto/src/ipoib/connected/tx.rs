@@ -114,7 +114,7 @@ impl Interface {
     pub(in crate::ipoib) fn reply_too_big(&mut self, frame: &[u8], mtu: u32) {
         if let Some(reply) = frame.get(4..).and_then(|p| too_big_reply(p, mtu)) {
             self.counters.delivered += 1;
-            self.events.push_back(InterfaceEvent::Deliver(reply));
+            self.events.push_back(InterfaceEvent::Deliver(reply.into()));
         }
     }
 

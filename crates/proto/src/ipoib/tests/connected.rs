@@ -593,7 +593,7 @@ proptest! {
                 Op::TimeWaitExit { conn } => {
                     i.handle_cm_event(now, &CmEvent::TimeWaitExit { conn: id(conn), qpn: 0 })
                 }
-                Op::Received { conn, data } => i.handle_conn_received(now, id(conn), &data),
+                Op::Received { conn, data } => i.handle_conn_received(now, id(conn), data.clone()),
                 Op::SendFailed { conn } => i.conn_send_failed(now, id(conn)),
                 Op::Send { len } => {
                     let dst = v4(net.hosts[1].lid);
