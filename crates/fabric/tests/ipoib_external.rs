@@ -416,3 +416,59 @@ fn queue_to_the_stack_is_bounded() {
     assert_eq!(app(&net, 1).to_os_len(), 4);
     assert_eq!(app(&net, 1).os_counters().to_os_dropped, extra as u64 + 6);
 }
+
+// The stack's packets in frames of their own (`from_os_frame`, what the runtime's TUN reader
+// thread hands over): whatever the 4 free bytes in front hold, the interface writes the
+// encapsulation header there (draft-ietf-ipoib-ip-over-infiniband-06 §6), and bytes past the IP
+// length are cut off; the packet comes out of the other host byte for byte, in datagram and in
+// connected mode (RFC 4755), and `to_os_buf` gives the same bytes as `to_os`.
+#[test]
+fn frames_from_the_stack_cross_byte_identical() {
+    for (k, conn) in [(0u64, false), (1, true)] {
+        let seed = seed(109 + k);
+        let _g = SeedGuard(seed);
+        let mut net = if conn {
+            net(
+                2,
+                seed,
+                Some(|_, c| c.connected = Some(ConnectedConfig::rc())),
+            )
+        } else {
+            net(2, seed, None)
+        };
+        let len = if conn { 60_000 } else { 2_000 };
+        let frame = |p: &[u8]| {
+            let mut f = vec![0xee; 4];
+            f.extend_from_slice(p);
+            f.extend_from_slice(b"trailer");
+            f
+        };
+        let first = udp4(a4(0), a4(1), 64, b"resolve");
+        net.with_ipoib(0, |a, now| a.from_os_frame(now, frame(&first)))
+            .expect("host");
+        run(&mut net, Duration::from_millis(200));
+        assert_eq!(drain(&mut net, 1), [first], "conn {conn}");
+        let big = udp4(a4(0), a4(1), 64, &vec![0x3c; len - 28]);
+        for _ in 0..3 {
+            net.with_ipoib(0, |a, now| a.from_os_frame(now, frame(&big)))
+                .expect("host");
+        }
+        run(&mut net, Duration::from_millis(200));
+        let got = net
+            .with_ipoib(1, |a, _| {
+                std::iter::from_fn(|| a.to_os_buf()).collect::<Vec<_>>()
+            })
+            .expect("host");
+        assert_eq!(got.len(), 3, "conn {conn}");
+        for g in got {
+            assert_eq!(&*g, &big[..], "conn {conn}");
+            assert_eq!(g.into_vec(), big, "conn {conn}");
+        }
+        assert!(drain(&mut net, 0).is_empty(), "no ICMP");
+        assert_eq!(app(&net, 0).os_counters().malformed, 0);
+        // A frame too short to hold an IP packet is counted, not sent.
+        net.with_ipoib(0, |a, now| a.from_os_frame(now, vec![0; 3]))
+            .expect("host");
+        assert_eq!(app(&net, 0).os_counters().malformed, 1);
+    }
+}
