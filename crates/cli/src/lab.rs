@@ -364,9 +364,9 @@ fn up(a: &UpArgs) -> ExitCode {
             Err(e) => return fail(e),
         };
         controls.push(LinkMirror::new(control, ll));
-        let ep = match TunEndpoint::with_writer_thread(tun, SubnetHost(i)) {
+        let ep = match TunEndpoint::with_threads(tun, SubnetHost(i)) {
             Ok(ep) => ep,
-            Err(e) => return fail(format!("TUN writer thread: {e}")),
+            Err(e) => return fail(format!("TUN reader and writer threads: {e}")),
         };
         tun_counters.push(ep.counters());
         if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))

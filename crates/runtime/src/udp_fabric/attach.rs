@@ -301,9 +301,10 @@ impl AttachProcess {
 
     /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
     /// network namespace; the options must have asked for the external IP layer). Packets for
-    /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
+    /// the OS are written, and the device read, by threads of the endpoint's own
+    /// ([`TunEndpoint::with_threads`]).
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
-        let ep = TunEndpoint::with_writer_thread(tun, OsSide)?;
+        let ep = TunEndpoint::with_threads(tun, OsSide)?;
         self.driver.add(Box::new(ep))?;
         Ok(())
     }
