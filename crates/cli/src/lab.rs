@@ -364,17 +364,9 @@ fn up(a: &UpArgs) -> ExitCode {
             Err(e) => return fail(e),
         };
         controls.push(LinkMirror::new(control, ll));
-        // In connected mode a reader thread too: reading and copying 64 KiB packets is a
-        // sixth of the emulation thread's time there, and its throughput the aim; it costs a
-        // thread wake-up per lone packet, which datagram mode's smaller packets do not repay
-        // (docs/BENCHMARKS.md).
-        let ep = match a.mode {
-            Mode::Datagram => TunEndpoint::with_writer_thread(tun, SubnetHost(i)),
-            Mode::Connected => TunEndpoint::with_threads(tun, SubnetHost(i)),
-        };
-        let ep = match ep {
+        let ep = match TunEndpoint::with_writer_thread(tun, SubnetHost(i)) {
             Ok(ep) => ep,
-            Err(e) => return fail(format!("TUN threads: {e}")),
+            Err(e) => return fail(format!("TUN writer thread: {e}")),
         };
         tun_counters.push(ep.counters());
         if let Err(e) = netns::write_etc_file(&hosts::namespace(i), "hosts", &hosts::hosts_file(n))

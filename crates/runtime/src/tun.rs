@@ -35,10 +35,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-mod reader;
-
-pub use reader::{READ_BATCH, READ_BATCHES};
-
 /// The largest packet a TUN device gives (its MTU is at most 65535).
 pub const MAX_PACKET: usize = 65_536;
 
@@ -475,7 +471,6 @@ pub struct TunEndpoint<P> {
     buf: Box<[u8]>,
     counters: Arc<TunCounters>,
     writer: Option<Writer>,
-    reader: Option<reader::Reader>,
     /// Packets for the OS of the current turn.
     batch: Vec<IpBuf>,
 }
@@ -489,7 +484,6 @@ impl<P> TunEndpoint<P> {
             buf: vec![0; MAX_PACKET].into_boxed_slice(),
             counters: Arc::default(),
             writer: None,
-            reader: None,
             batch: Vec::new(),
         }
     }
@@ -506,16 +500,6 @@ impl<P> TunEndpoint<P> {
         Ok(ep)
     }
 
-    /// [`TunEndpoint::with_writer_thread`], and the device is read by a thread of the
-    /// endpoint's own too (`crates/runtime/src/tun/reader.rs`): the emulation's thread takes finished frames
-    /// ([`OsPort::frame_from_os`]). Fails when a thread, its epoll or its socket pair cannot be
-    /// made.
-    pub fn with_threads(tun: Tun, port: P) -> io::Result<TunEndpoint<P>> {
-        let mut ep = TunEndpoint::with_writer_thread(tun, port)?;
-        ep.reader = Some(reader::Reader::spawn(Arc::clone(&ep.tun))?);
-        Ok(ep)
-    }
-
     /// Its counters.
     pub fn counters(&self) -> Arc<TunCounters> {
         Arc::clone(&self.counters)
@@ -524,25 +508,10 @@ impl<P> TunEndpoint<P> {
 
 impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
     fn raw_fd(&self) -> RawFd {
-        match &self.reader {
-            Some(r) => r.raw_fd(),
-            None => self.tun.as_raw_fd(),
-        }
+        self.tun.as_raw_fd()
     }
 
     fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
-        if let Some(r) = self.reader.as_mut() {
-            let port = &mut self.port;
-            let (n, bytes) = r.take(budget, |f| port.frame_from_os(emu, f))?;
-            if n > 0 {
-                self.port.end_of_batch(emu);
-            }
-            self.counters.from_os.fetch_add(n as u64, Ordering::Relaxed);
-            self.counters
-                .from_os_bytes
-                .fetch_add(bytes, Ordering::Relaxed);
-            return Ok(n);
-        }
         let (mut n, mut bytes) = (0, 0);
         let r = loop {
             if n == budget {

@@ -301,9 +301,7 @@ impl AttachProcess {
 
     /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
     /// network namespace; the options must have asked for the external IP layer). Packets for
-    /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]; no
-    /// reader thread: the processes of the UDP path are not short of CPU, and a reader would
-    /// add a thread wake-up to every lone packet's way, docs/BENCHMARKS.md).
+    /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
         let ep = TunEndpoint::with_writer_thread(tun, OsSide)?;
         self.driver.add(Box::new(ep))?;
