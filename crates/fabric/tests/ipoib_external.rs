@@ -417,8 +417,8 @@ fn queue_to_the_stack_is_bounded() {
     assert_eq!(app(&net, 1).os_counters().to_os_dropped, extra as u64 + 6);
 }
 
-// The stack's packets in frames of their own (`from_os_frame`, what the runtime's TUN reader
-// thread hands over): whatever the 4 free bytes in front hold, the interface writes the
+// The stack's packets in frames of their own (`from_os_frame`, which `from_os` uses after its
+// one copy): whatever the 4 free bytes in front hold, the interface writes the
 // encapsulation header there (draft-ietf-ipoib-ip-over-infiniband-06 §6), and bytes past the IP
 // length are cut off; the packet comes out of the other host byte for byte, in datagram and in
 // connected mode (RFC 4755), and `to_os_buf` gives the same bytes as `to_os`.

@@ -332,12 +332,6 @@ pub trait OsPort<E> {
     /// One IP packet the OS sent on the link, handed to the interface at the emulation's current
     /// time. The interface may only queue it until [`OsPort::end_of_batch`].
     fn packet_from_os(&mut self, emu: &mut E, packet: &[u8]);
-    /// [`OsPort::packet_from_os`] for a packet in a buffer of its own after
-    /// [`FRAME_HEADROOM`] free bytes (`ipoib_proto::ipoib::ip_frame`, what the reader thread
-    /// hands over), which an interface can send on without copying it. The default lends it.
-    fn frame_from_os(&mut self, emu: &mut E, frame: Vec<u8>) {
-        self.packet_from_os(emu, frame.get(FRAME_HEADROOM..).unwrap_or_default());
-    }
     /// The batch of packets from the OS is complete: let the interface act on them (at the
     /// emulation's current time).
     fn end_of_batch(&mut self, _emu: &mut E) {}
@@ -345,10 +339,6 @@ pub trait OsPort<E> {
     /// buffer it was received in, [`IpBuf`]).
     fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(IpBuf));
 }
-
-/// Free bytes in front of the packet in a frame given to [`OsPort::frame_from_os`]: room for
-/// the IPoIB encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06 §6).
-pub const FRAME_HEADROOM: usize = ipoib_wire::ipoib::encap::HEADER_LEN;
 
 /// Packets through one [`TunEndpoint`] (shared, readable while the driver runs).
 #[derive(Debug, Default)]

@@ -215,18 +215,6 @@ impl OsPort<AttachEmu> for OsSide {
             a.from_os(now, packet);
         }
     }
-    fn frame_from_os(&mut self, emu: &mut AttachEmu, frame: Vec<u8>) {
-        let (Some(h), now) = (emu.ipoib.get(), emu.host.now()) else {
-            return;
-        };
-        if let Some(a) = emu
-            .host
-            .host_mut()
-            .and_then(|host| host.app_mut::<IpoibApp>(h.app))
-        {
-            a.from_os_frame(now, frame);
-        }
-    }
     fn end_of_batch(&mut self, emu: &mut AttachEmu) {
         let now = emu.host.now();
         emu.host.with_host(now, |_, _| ());

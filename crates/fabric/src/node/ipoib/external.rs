@@ -202,7 +202,7 @@ impl IpoibApp {
     }
 
     /// [`IpoibApp::from_os`] for a packet that comes in a buffer of its own, after
-    /// `ENCAP_HEADER_LEN` free bytes ([`ip_frame`]; what a reader thread hands over): the buffer
+    /// `ENCAP_HEADER_LEN` free bytes ([`ip_frame`]): the buffer
     /// becomes the frame that goes out, with no copy.
     pub fn from_os_frame(&mut self, _now: Instant, mut frame: Vec<u8>) {
         let Some(os) = self.os.as_mut() else {
