@@ -237,56 +237,65 @@ impl IbsimServer {
     /// Reads what waits on the sockets (at most a budget per socket, a few rounds of ready
     /// sockets) and acts on it: control requests answered, clients' MADs handed to their hosts at
     /// the subnet's current time. What is left waits for the next call, so that busy clients do
-    /// not starve the subnet.
-    pub fn poll(&mut self, net: &mut Subnet) -> io::Result<()> {
+    /// not starve the subnet. Returns whether something may be left: a socket gave its whole
+    /// budget, or the rounds ran out with sockets still ready. False means every socket read was
+    /// answered "would block", so the next datagram on any of them makes [`IbsimServer::poll_fd`]
+    /// readable again (no need to ask [`IbsimServer::pending`]).
+    pub fn poll(&mut self, net: &mut Subnet) -> io::Result<bool> {
         let mut events = [EpollEvent::empty(); 64];
-        for _ in 0..ROUNDS {
+        let mut left = false;
+        for round in 0..ROUNDS {
             let n = match self.epoll.wait(&mut events, EpollTimeout::ZERO) {
                 Ok(n) => n,
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(errno(e)),
             };
+            left = false;
             for ev in &events[..n] {
-                match ev.data() {
+                left |= match ev.data() {
                     CTL_TOKEN => self.read_ctl(net),
                     slot => self.read_slot(net, slot as u32),
-                }
+                };
             }
             if n < events.len() {
-                break;
+                return Ok(left);
             }
+            left = round + 1 == ROUNDS;
         }
-        Ok(())
+        Ok(left)
     }
 
-    fn read_ctl(&mut self, net: &mut Subnet) {
+    /// Reads the control socket; true when it gave its whole budget.
+    fn read_ctl(&mut self, net: &mut Subnet) -> bool {
         let mut buf = [0u8; SIM_CTL_LEN + 1];
         for _ in 0..BUDGET {
             match self.ctl.recv_from(&mut buf) {
                 Ok((n, from)) => self.on_ctl(net, &buf[..n], &from),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => return,
+                Err(_) => return false,
             }
         }
+        true
     }
 
-    fn read_slot(&mut self, net: &mut Subnet, slot: u32) {
+    /// Reads client `slot`'s socket; true when it gave its whole budget.
+    fn read_slot(&mut self, net: &mut Subnet, slot: u32) -> bool {
         let mut buf = [0u8; SIM_REQUEST_LEN + 1];
         for _ in 0..BUDGET {
             let Some(sock) = self.slots.get(slot as usize) else {
-                return;
+                return false;
             };
             let n = match sock.recv(&mut buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
                 Err(_) => {
                     // A UDP client's port unreachable shows here: it is gone.
                     if self.clients.contains_key(&slot) {
                         self.counters.vanished += 1;
                         self.drop_client(net, slot);
                     }
-                    return;
+                    return false;
                 }
             };
             if !self.clients.contains_key(&slot) {
@@ -295,6 +304,7 @@ impl IbsimServer {
             }
             self.on_mad(net, slot, &buf[..n]);
         }
+        true
     }
 
     /// One control datagram (ibsim `sim_ctl`).
@@ -613,34 +623,72 @@ impl IbsimServer {
     pub fn flush(&mut self, net: &mut Subnet) {
         let slots: Vec<u32> = self.clients.keys().copied().collect();
         for slot in slots {
-            let Some(c) = self.clients.get(&slot).cloned() else {
+            let Some((node, agent, host)) =
+                self.clients.get(&slot).map(|c| (c.node, c.agent, c.host))
+            else {
                 continue;
             };
-            let Some(host) = net.sim_mut().node_mut::<Host>(c.node) else {
+            let Some(device) = net.sim_mut().node_mut::<Host>(node) else {
                 continue;
             };
-            let mads = host.umad_take(c.agent);
+            let mads = device.umad_take(agent);
             if mads.is_empty() {
                 continue;
             }
-            let lid = net.lid(c.host);
-            for m in mads {
-                let smp =
-                    MadHeaderRepr::parse_bytes(&m.mad).is_ok_and(|h| is_smp_class(h.mgmt_class));
-                let mut mad = [0u8; 256];
-                let n = m.mad.len().min(256);
-                mad[..n].copy_from_slice(&m.mad[..n]);
-                let r = SimRequest {
-                    dlid: lid,
-                    slid: m.from.lid,
-                    dqp: u32::from(!smp),
-                    sqp: m.from.qpn,
-                    status: 0,
-                    length: umad_length(&mad),
-                    mad,
-                };
-                if !self.write_client(net, slot, &r) {
-                    break;
+            let lid = net.lid(host);
+            let out: Vec<[u8; SIM_REQUEST_LEN]> = mads
+                .iter()
+                .map(|m| {
+                    let smp = MadHeaderRepr::parse_bytes(&m.mad)
+                        .is_ok_and(|h| is_smp_class(h.mgmt_class));
+                    let mut mad = [0u8; 256];
+                    let n = m.mad.len().min(256);
+                    mad[..n].copy_from_slice(&m.mad[..n]);
+                    SimRequest {
+                        dlid: lid,
+                        slid: m.from.lid,
+                        dqp: u32::from(!smp),
+                        sqp: m.from.qpn,
+                        status: 0,
+                        length: umad_length(&mad),
+                        mad,
+                    }
+                    .to_bytes()
+                })
+                .collect();
+            self.write_many(net, slot, &out);
+        }
+    }
+
+    /// Sends `msgs` to client `slot`, as many at once as its socket takes ([`Sock::send_many`]);
+    /// what its full socket does not take is dropped and counted, as [`IbsimServer::write_client`]
+    /// does; a client whose socket is gone is dropped.
+    fn write_many(&mut self, net: &mut Subnet, slot: u32, msgs: &[[u8; SIM_REQUEST_LEN]]) {
+        /// At most this many per sendmmsg(2) call.
+        const BATCH: usize = 64;
+        let mut rest = msgs;
+        while !rest.is_empty() {
+            let Some(sock) = self.slots.get(slot as usize) else {
+                return;
+            };
+            let batch: Vec<&[u8]> = rest.iter().take(BATCH).map(|m| &m[..]).collect();
+            match sock.send_many(&batch) {
+                Ok(n) => {
+                    self.counters.mads_out += n as u64;
+                    // A short count: the first of the rest did not fit; it is dropped.
+                    let skip = if n < batch.len() { n + 1 } else { n };
+                    self.counters.out_dropped += (skip - n) as u64;
+                    rest = &rest[skip.min(rest.len())..];
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.counters.out_dropped += 1;
+                    rest = &rest[1..];
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.counters.vanished += 1;
+                    self.drop_client(net, slot);
+                    return;
                 }
             }
         }

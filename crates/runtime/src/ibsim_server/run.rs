@@ -64,11 +64,13 @@ impl<'a> Endpoint<Served<'a>> for ServerEndpoint {
     }
 
     /// One [`IbsimServer::poll`] (which stops after a few rounds of ready sockets). The driver
-    /// watches the descriptor edge-triggered, so while a datagram is left this reports the full
-    /// budget and the driver serves the server again next turn; 0 once everything was read.
+    /// watches the descriptor edge-triggered, so while a datagram may be left (poll said so and
+    /// [`IbsimServer::pending`] confirms it) this reports the full budget and the driver serves
+    /// the server again next turn; 0 once everything was read (every socket would block: the
+    /// next datagram is a new edge).
     fn on_readable(&mut self, emu: &mut Served<'a>, budget: usize) -> io::Result<usize> {
-        emu.server.poll(emu.net)?;
-        Ok(if emu.server.pending()? { budget } else { 0 })
+        let left = emu.server.poll(emu.net)? && emu.server.pending()?;
+        Ok(if left { budget } else { 0 })
     }
 
     fn flush(&mut self, emu: &mut Served<'a>) -> io::Result<usize> {

@@ -2,9 +2,10 @@
 //! `make_name`, `sim_init_conn`): abstract Unix names `<base>:ctl` and `<base>:out<n>` whose
 //! length covers one trailing NUL, or UDP ports `P` and `P + n + 1`. All non-blocking.
 
-use std::io;
+use nix::sys::socket::{sendmmsg, MsgFlags, MultiHeaders, UnixAddr as NixUnixAddr};
+use std::io::{self, IoSlice};
 use std::net::{SocketAddr as InetAddr, UdpSocket};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 
@@ -155,6 +156,35 @@ impl Sock {
         match self {
             Sock::Unix(s) => s.send(b),
             Sock::Udp(s) => s.send(b),
+        }
+    }
+
+    /// Sends each of `msgs` to the connected peer as a datagram of its own, in one sendmmsg(2)
+    /// call: the peer is woken once for the lot instead of once per datagram (a program under
+    /// ibsim-run reads its socket in a loop, so it takes the rest without sleeping). Returns how
+    /// many were sent, from the first: fewer than all when the peer's queue filled up
+    /// (`WouldBlock` when not even the first fitted).
+    pub fn send_many(&self, msgs: &[&[u8]]) -> io::Result<usize> {
+        match msgs {
+            [] => return Ok(0),
+            [one] => return self.send(one).map(|_| 1),
+            _ => {}
+        }
+        let slices: Vec<[IoSlice<'_>; 1]> = msgs.iter().map(|m| [IoSlice::new(m)]).collect();
+        // Connected sockets: no address (the type only fills sendmmsg's signature).
+        let addrs: Vec<Option<NixUnixAddr>> = vec![None; msgs.len()];
+        let mut headers = MultiHeaders::<NixUnixAddr>::preallocate(msgs.len(), None);
+        let fd = self.fd().as_raw_fd();
+        match sendmmsg(
+            fd,
+            &mut headers,
+            &slices,
+            &addrs,
+            [],
+            MsgFlags::MSG_DONTWAIT,
+        ) {
+            Ok(sent) => Ok(sent.count()),
+            Err(e) => Err(io::Error::from(e)),
         }
     }
 

@@ -2,8 +2,9 @@
 //! against our ibsim client and a raw client that sends what it likes.
 
 use super::*;
-use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, MAD_LEN};
+use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SimRequest, MAD_LEN};
 use crate::ibsim::{Endpoint, IbsimClient};
+use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_fabric::Instant;
@@ -13,13 +14,19 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod bad;
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// What a server thread hands back: its counters, the clients left, and the SMPs the subnet's
+/// switches discarded (`SwitchDropReason::SmpDiscarded`, summed).
+type Stopped = (ServerCounters, usize, u64);
 
 /// A running server; [`Running::stop`] ends it and returns its counters and remaining clients.
 struct Running {
     base: String,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<(ServerCounters, usize)>>,
+    thread: Option<JoinHandle<Stopped>>,
 }
 
 impl Running {
@@ -33,6 +40,14 @@ impl Running {
     }
 
     fn start_on(base: String, cfg: ServerConfig) -> Running {
+        let opts = ServeOptions {
+            max_sleep: Duration::from_millis(10),
+            probe_every: Duration::from_millis(50),
+        };
+        Running::start_with(base, cfg, opts)
+    }
+
+    fn start_with(base: String, cfg: ServerConfig, opts: ServeOptions) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
         let s = Arc::clone(&stop);
@@ -42,10 +57,6 @@ impl Running {
             assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
             let mut server = IbsimServer::bind(cfg).unwrap();
             ready_tx.send(()).unwrap();
-            let opts = ServeOptions {
-                max_sleep: Duration::from_millis(10),
-                probe_every: Duration::from_millis(50),
-            };
             serve(
                 &mut server,
                 &mut net,
@@ -53,7 +64,11 @@ impl Running {
                 opts,
             )
             .unwrap();
-            (*server.counters(), server.clients().count())
+            let discarded = net
+                .switches()
+                .map(|(_, sw)| sw.stats().dropped(SwitchDropReason::SmpDiscarded))
+                .sum();
+            (*server.counters(), server.clients().count(), discarded)
         });
         ready_rx.recv().unwrap();
         Running {
@@ -67,7 +82,12 @@ impl Running {
         Endpoint::unix(&self.base)
     }
 
-    fn stop(mut self) -> (ServerCounters, usize) {
+    fn stop(self) -> (ServerCounters, usize) {
+        let (c, left, _) = self.stop_all();
+        (c, left)
+    }
+
+    fn stop_all(mut self) -> Stopped {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap()
     }
@@ -439,4 +459,93 @@ fn random_datagrams_never_stop_the_server() {
         counters.garbage_dropped, 1,
         "the first bad datagram drops the client"
     );
+}
+
+/// `Sock::send_many` (sendmmsg(2)): each message is a datagram of its own, in order; against a
+/// peer that does not read, the count is short once its queue is full (Linux
+/// `net.unix.max_dgram_qlen`), then `WouldBlock`, and the peer holds exactly what was counted.
+#[test]
+fn send_many_sends_each_message_as_a_datagram() {
+    let name = format!(
+        "ipoib-srv-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let peer =
+        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
+    peer.set_nonblocking(true).unwrap();
+    let listen = Listen::Unix { basename: name };
+    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
+    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
+    s.connect_client(&listen, 1, &stranger).unwrap();
+    assert_eq!(s.send_many(&[]).unwrap(), 0);
+    let msgs: Vec<Vec<u8>> = (0..200u8)
+        .map(|i| vec![i; 1 + usize::from(i) % 7])
+        .collect();
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    let n = s.send_many(&refs).unwrap();
+    assert!(n > 0 && n < msgs.len(), "sent {n}");
+    let e = s.send_many(&refs[n..]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock);
+    let mut b = [0u8; 16];
+    for m in &msgs[..n] {
+        let got = peer.recv(&mut b).unwrap();
+        assert_eq!(&b[..got], &m[..]);
+    }
+    assert_eq!(peer.recv(&mut b).unwrap_err().kind(), ErrorKind::WouldBlock);
+    // Room again: one message alone goes by send(2).
+    assert_eq!(s.send_many(&refs[n..n + 1]).unwrap(), 1);
+    let got = peer.recv(&mut b).unwrap();
+    assert_eq!(&b[..got], &msgs[n][..]);
+}
+
+/// `IbsimServer::poll` says whether something may be left: after a few requests read to the
+/// end, false, and the poll descriptor is readable again for the next datagram (the edge the
+/// driver waits for); `pending` agrees.
+#[test]
+fn poll_reports_nothing_left_once_drained() {
+    let base = format!(
+        "ipoib-srv-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let topo = Topology::single_switch(3).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+    assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
+    let mut server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
+    // The client connects from a thread of its own (CONNECT waits for its answer) while this
+    // one polls the server by hand.
+    let (tx, rx) = mpsc::channel();
+    let b = base.clone();
+    let client = std::thread::spawn(move || {
+        let c = Raw::connect(&b, "h1").unwrap();
+        tx.send(()).unwrap();
+        c
+    });
+    while rx.try_recv().is_err() {
+        server.poll(&mut net).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let c = client.join().unwrap();
+    assert!(!server.poll(&mut net).unwrap());
+    assert!(!server.pending().unwrap());
+    let req = SimRequest {
+        dlid: 1,
+        slid: 0,
+        dqp: 1,
+        sqp: 0,
+        status: 0,
+        length: 256,
+        mad: cpi_get(0x42),
+    };
+    for _ in 0..3 {
+        c.data.send(&req.to_bytes()).unwrap();
+    }
+    assert!(server.pending().unwrap());
+    assert!(
+        !server.poll(&mut net).unwrap(),
+        "3 datagrams are under the budget"
+    );
+    assert!(!server.pending().unwrap());
+    assert_eq!(server.counters().mads_in, 3);
 }
