@@ -67,6 +67,11 @@ pub struct Args {
     /// line `pingall` starts another round (after a cable was pulled, say).
     #[arg(long, requires = "ip")]
     ping_all: bool,
+    /// No IPoIB interface on any host: bare HCAs, as ibsim's, that join no broadcast group (so
+    /// an SM run as a client sweeps the same fabric it would sweep on ibsim, with no SA traffic
+    /// beside it; scripts/bench-sim.sh).
+    #[arg(long, conflicts_with = "ip")]
+    no_join: bool,
 }
 
 /// `--sm`.
@@ -100,6 +105,7 @@ pub fn run(args: &Args) -> ExitCode {
     if args.ip {
         opts.ipoib = Some(IpoibOptions::default());
     }
+    opts.auto_join = !args.no_join;
     if !ours {
         opts.sm_mode = SmMode::None;
     }
