@@ -260,3 +260,57 @@ fn saquery_reads_our_sa() {
     assert!(status.success(), "{status}: {err}");
     assert!(err.contains("15 connects, 0 refused"), "{err}");
 }
+
+/// `--no-join`: bare HCAs, as ibsim's. The hosts come up (LIDs from our SM) but no IPoIB
+/// interface joins: our SA holds the default partition's broadcast group with no member.
+#[test]
+fn no_join_leaves_the_broadcast_group_empty() {
+    for exe in ["ibsim-run", "saquery"] {
+        if !installed(exe) {
+            eprintln!("SKIP: {exe} is not installed (Debian ibsim-utils, infiniband-diags)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sock = format!("ipoib-cli-nojoin-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args([
+            "ibsim-server",
+            "--topology",
+            "single-switch",
+            "--hosts",
+            "3",
+        ])
+        .args(["--no-join", "--sockname", &sock])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ipoib ibsim-server");
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(Some(child));
+    let mut lines = Vec::new();
+    for l in BufReader::new(stdout).lines() {
+        let l = l.unwrap();
+        if l == "ready" {
+            break;
+        }
+        lines.push(l);
+    }
+    assert_eq!(lines.len(), 3, "one line per host: {lines:?}");
+    assert!(
+        lines.iter().all(|l| !l.contains(" lid 0 ")),
+        "our SM gave every host a LID: {lines:?}"
+    );
+    let out = saquery(dir.path(), &sock, "h1", &["-g"]);
+    let mgids = values(&out, "MGID");
+    assert_eq!(mgids, ["ff12:401b:ffff::ffff:ffff"], "{out}");
+    let out = saquery(
+        dir.path(),
+        &sock,
+        "h2",
+        &["--smkey", "1", "MCMR", "--mgid", &mgids[0]],
+    );
+    assert!(values(&out, "PortGid").is_empty(), "no member: {out}");
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status}: {err}");
+}
