@@ -215,3 +215,54 @@ fn uncabled_ports_have_no_link() {
         assert_eq!(state(2).0, PortPhysState::LinkUp, "{mode:?}");
     }
 }
+
+// IBA 1 §14.2.5.6: a switch port's LinkWidthActive and LinkSpeedActive are its link's, the same
+// at both ends of a cable: a net file's links of ibsim's default (4x SDR) and of 4x DDR (`s=3`:
+// both ends enable SDR and DDR) read the same from the switch's port as from the CA's, whichever
+// SM runs (OpenSM on ibsim and on our fabric then sees the same speeds).
+#[test]
+fn switch_ports_report_their_cables_rate() {
+    let net_file = "Switch\t8 \"sw\"\n[1]\t\"h0\"[1]\n[2]\t\"h1\"[1]\ts=3\n\n\
+                    Hca\t1 \"h0\"\n[1]\t\"sw\"[1]\n\n\
+                    Hca\t1 \"h1\"\n[1]\t\"sw\"[2]\ts=3\n";
+    for mode in [SmMode::Ours, SmMode::None] {
+        let mut o = SubnetOptions::new(Topology::parse_net(net_file).unwrap(), 4);
+        o.sm_mode = mode;
+        let mut net = Subnet::build(o).unwrap();
+        net.sim_mut().run_for(Duration::from_millis(5));
+        let h0 = net.host(0);
+        let user = net
+            .sim_mut()
+            .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+            .unwrap();
+        let mut f = Fabric::new(0);
+        // PortInfo of `port` of the node at the end of `path` from h0 (HopPointer 0).
+        let mut get = |path: &[u8], port: u32| {
+            let mut dr = f.smp(Method::Get, attr::PORT_INFO, port, Some(path), 0, none());
+            dr[6] = 0;
+            net.sim_mut()
+                .with_node::<Host, _>(h0.node, |h, now, tx| {
+                    let to = MadAddr {
+                        qpn: 0,
+                        ..MadAddr::gsi(0xffff)
+                    };
+                    h.umad_send(user, to, &dr).unwrap();
+                    h.drive(now, tx);
+                })
+                .unwrap();
+            net.sim_mut().run_for(Duration::from_millis(1));
+            let got = net
+                .sim_mut()
+                .node_mut::<Host>(h0.node)
+                .unwrap()
+                .umad_take(user);
+            let pi = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+            (pi.link_width_active, pi.link_speed_active)
+        };
+        // 4x is width 2; SDR speed 1, DDR speed 2.
+        assert_eq!(get(&[], 1), (2, 1), "h0's port, {mode:?}");
+        assert_eq!(get(&[h0.port], 1), (2, 1), "the switch's end, {mode:?}");
+        assert_eq!(get(&[h0.port, 2], 1), (2, 2), "h1's port, {mode:?}");
+        assert_eq!(get(&[h0.port], 2), (2, 2), "the switch's end, {mode:?}");
+    }
+}

@@ -33,7 +33,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
-use ipoib_wire::{Guid, Mtu, PKey};
+use ipoib_wire::{Guid, Mtu, PKey, Rate};
 use std::any::Any;
 use std::collections::BTreeMap;
 
@@ -123,6 +123,9 @@ struct SwPort {
     pkeys: Vec<PKey>,
     /// Packets and data through the port (what its PMA reports).
     traffic: PortTraffic,
+    /// The rate its link trained to (PortInfo LinkWidthActive and LinkSpeedActive, IBA 1
+    /// §14.2.5.6): its cable's, once the subnet set it ([`Switch::set_port_rate`]).
+    rate: Rate,
 }
 
 /// An InfiniBand switch. See the module docs.
@@ -142,7 +145,8 @@ pub struct Switch {
 }
 
 impl Switch {
-    /// A switch with ports 1..=`nports` (plus port 0), all up, MTU 4096, tables empty.
+    /// A switch with ports 1..=`nports` (plus port 0), all up, MTU 4096, 4x QDR (40 Gb/s),
+    /// tables empty.
     pub fn new(guid: Guid, nports: u8, name: impl Into<String>) -> Switch {
         let port = SwPort {
             mtu: Mtu::Mtu4096,
@@ -150,6 +154,7 @@ impl Switch {
             state: PortState::Down,
             pkeys: vec![PKey::DEFAULT],
             traffic: PortTraffic::default(),
+            rate: Rate::Gbps40,
         };
         Switch {
             guid,
@@ -215,6 +220,21 @@ impl Switch {
     /// Whether a port's link is up (PortInfo:PortPhysicalState LinkUp; Polling when not).
     pub fn port_link_up(&self, port: u8) -> Option<bool> {
         self.ports.get(usize::from(port)).map(|p| p.up)
+    }
+    /// The rate port `port`'s link trained to.
+    pub fn port_rate(&self, port: u8) -> Option<Rate> {
+        self.ports.get(usize::from(port)).map(|p| p.rate)
+    }
+    /// Sets the rate port `port`'s link trains to (its cable's; what its PortInfo reports as
+    /// active width and speed). False for a port the switch does not have.
+    pub fn set_port_rate(&mut self, port: u8, rate: Rate) -> bool {
+        match self.ports.get_mut(usize::from(port)) {
+            Some(p) => {
+                p.rate = rate;
+                true
+            }
+            None => false,
+        }
     }
     /// Counters.
     pub fn stats(&self) -> SwitchStats {

@@ -21,6 +21,7 @@ use super::{Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::sim::Tx;
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
+use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE};
 use ipoib_wire::ib::LrhRepr;
@@ -449,24 +450,29 @@ impl Switch {
     fn port_info(&self, p: u8, in_port: u8, hide_key: bool) -> PortInfoRepr {
         let port = &self.ports[usize::from(p)];
         let g = &self.mgmt;
+        let (width, speed, ext) = link_width_speed(port.rate);
+        let mut caps = ipoib_wire::smp::cap_mask::IS_TRAP_SUPPORTED;
+        if ext != 0 {
+            caps |= CAP_EXT_SPEEDS;
+        }
         PortInfoRepr {
             mkey: if hide_key { 0 } else { g.mkey.mkey },
             gid_prefix: g.gid_prefix,
             lid: self.lid,
             master_sm_lid: self.sm_lid,
-            capability_mask: ipoib_wire::smp::cap_mask::IS_TRAP_SUPPORTED,
+            capability_mask: caps,
             mkey_lease_period: g.mkey.lease_period,
             local_port_num: in_port,
-            link_width_enabled: 2,
-            link_width_supported: 3,
-            link_width_active: 2,
+            link_width_enabled: width,
+            link_width_supported: 3 | width,
+            link_width_active: width,
             link_speed_supported: 7,
             port_state: sma::wire_state(port.state),
             port_phys_state: sma::phys_state(port.up),
             link_down_default_state: 2,
             mkey_protect_bits: g.mkey.protect,
             lmc: g.lmc,
-            link_speed_active: 4,
+            link_speed_active: speed,
             link_speed_enabled: 7,
             neighbor_mtu: port.mtu,
             master_sm_sl: g.sm_sl,
@@ -478,6 +484,9 @@ impl Switch {
             mkey_violations: g.mkey.violations,
             guid_cap: 1,
             subnet_timeout: g.subnet_timeout,
+            link_speed_ext_active: ext,
+            link_speed_ext_supported: ext,
+            link_speed_ext_enabled: ext,
             ..PortInfoRepr::default()
         }
     }

@@ -298,14 +298,21 @@ impl Subnet {
             }
             Box::new(Host::with_mgmt_port(hca, port))
         });
-        // The same for the switches' ports with no cable (port 0 is no cable, see below).
+        // The same for the switches' ports with no cable (port 0 is no cable, see below); the
+        // cabled ones train to their cable's rate.
         for (n, node) in topo.nodes().iter().enumerate() {
             if node.kind != NodeKind::Switch {
                 continue;
             }
             sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
-                for p in (1..=node.ports).filter(|&p| topo.peer(n, p).is_none()) {
-                    sw.link_state(now, p, false, tx);
+                for p in 1..=node.ports {
+                    match topo.peer(n, p) {
+                        None => sw.link_state(now, p, false, tx),
+                        // The link trains to the cable's rate, as the CA's end does.
+                        Some((_, l)) => {
+                            sw.set_port_rate(p, topo.links()[l].rate.unwrap_or(default_rate));
+                        }
+                    }
                 }
             });
         }
