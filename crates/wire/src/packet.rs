@@ -56,13 +56,24 @@ impl<'a> Packet<'a> {
     /// count the bytes from the end of the GRH through the ICRC. IBA 1 §9.2: PadCnt may not exceed
     /// the bytes after the headers. A GRH whose NxtHdr is not 0x1B is `Unsupported`.
     pub fn parse(data: &'a [u8]) -> Result<Packet<'a>> {
+        Packet::parse_checking(data, true)
+    }
+
+    /// [`Packet::parse`] for a receiver that checked the VCRC as the packet arrived (a switch
+    /// checks it at every hop, IBA 1 §7.8.2): the VCRC is not computed again (`vcrc_ok` is
+    /// true), the ICRC is checked.
+    pub fn parse_vcrc_checked(data: &'a [u8]) -> Result<Packet<'a>> {
+        Packet::parse_checking(data, false)
+    }
+
+    fn parse_checking(data: &'a [u8], check_vcrc: bool) -> Result<Packet<'a>> {
         let lrh = LrhRepr::parse_bytes(data)?;
         check_pkt_len(lrh.pkt_len, data.len())?;
         // check_pkt_len makes data.len() = 4 * PktLen + 2 and LrhRepr made it >= 8, so the
         // subtraction cannot underflow and body_end >= 8.
         let body_end = data.len() - VCRC_LEN;
         let vcrc = u16::from_le_bytes([data[body_end], data[body_end + 1]]);
-        let vcrc_ok = crc::vcrc(&data[..body_end]) == vcrc;
+        let vcrc_ok = !check_vcrc || crc::vcrc(&data[..body_end]) == vcrc;
         let mut p = Packet {
             lrh,
             grh: None,
@@ -497,6 +508,25 @@ mod tests {
         fill_crcs(&mut b).unwrap();
         assert!(Packet::parse(&b).unwrap().crc_ok());
         assert_eq!(b[36..40], UD_LOCAL[36..40]);
+    }
+
+    /// `parse_vcrc_checked` leaves the VCRC to the caller (reported good) and still checks the
+    /// ICRC; otherwise it reads the packet as `parse` does.
+    #[test]
+    fn parse_vcrc_checked_checks_the_icrc_only() {
+        let mut b = UD_LOCAL;
+        let n = b.len();
+        b[n - 1] ^= 0xff;
+        assert!(!Packet::parse(&b).unwrap().vcrc_ok);
+        let p = Packet::parse_vcrc_checked(&b).unwrap();
+        assert!(p.vcrc_ok && p.icrc_ok);
+        assert_eq!(p.repr(), Packet::parse(&UD_LOCAL).unwrap().repr());
+        b[n - 3] ^= 1; // an ICRC bit
+        assert!(!Packet::parse_vcrc_checked(&b).unwrap().icrc_ok);
+        assert_eq!(
+            Packet::parse_vcrc_checked(&UD_LOCAL[..41]),
+            Err(Error::Truncated)
+        );
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub enum SwitchDropReason {
     Partition,
     /// An SMP the management agent did not answer or forward: a directed-route hop rule
     /// broken, an M_Key violation, a method or MAD the agent does not take (IBA 1 §14.2.2,
-    /// §14.2.4).
+    /// §14.2.4); or a management packet for the switch (an SMP, a GMP to its PMA) whose ICRC is
+    /// bad (IBA 1 §7.8.1).
     SmpDiscarded,
 }
 

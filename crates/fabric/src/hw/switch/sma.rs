@@ -66,15 +66,16 @@ pub(super) struct SwitchMgmt {
     pub vlarb: BTreeMap<(u8, u8), VlArbTableRepr>,
 }
 
-/// Where the MAD of a management packet starts, when it carries one of 256 bytes.
-fn mad_offset(packet: &[u8]) -> Option<(usize, u32)> {
-    let p = Packet::parse(packet).ok()?;
+/// Where the MAD of a management packet starts, when it carries one of 256 bytes, with its QP
+/// and whether its ICRC is good (`Switch::receive` checked the VCRC already).
+fn mad_offset(packet: &[u8]) -> Option<(usize, u32, bool)> {
+    let p = Packet::parse_vcrc_checked(packet).ok()?;
     let bth = p.bth?;
     if p.payload.len() != MAD_LEN {
         return None;
     }
     let off = packet.len() - 6 - usize::from(bth.pad_count) - MAD_LEN;
-    Some((off, bth.dest_qp))
+    Some((off, bth.dest_qp, p.icrc_ok))
 }
 
 impl Switch {
@@ -96,10 +97,24 @@ impl Switch {
             Some((_, 1)) if to_me => {}
             _ => return Some(packet),
         }
-        let Some((off, qp)) = mad_offset(&packet) else {
+        let Some((off, qp, icrc_ok)) = mad_offset(&packet) else {
             return Some(packet);
         };
         let class = MgmtClass::from(packet[off + 1]);
+        let for_agents = match (qp, class) {
+            (0, MgmtClass::SubnDirectedRoute) => true,
+            (0, MgmtClass::SubnLid) | (1, MgmtClass::Perf) => to_me,
+            _ => false,
+        };
+        if !for_agents {
+            return Some(packet);
+        }
+        // IBA 1 §7.8.1: the end port checks the ICRC, and management port 0 is the end of the
+        // packet's hop (a directed-route SMP is re-sent, not forwarded).
+        if !icrc_ok {
+            self.drop(SwitchDropReason::SmpDiscarded);
+            return None;
+        }
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();

@@ -184,6 +184,50 @@ fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
     assert_eq!(feed(&mut sw, 1, p).len(), 1);
 }
 
+/// IBA 1 §7.8.1: the switch's management port is the end port of a packet for its agents, so it
+/// checks the ICRC there: a directed-route SMP (always for the agent at each hop) with a bad ICRC
+/// is dropped and counted; a LID-routed SMP for another node passes through unchecked.
+#[test]
+fn bad_icrc_is_dropped_by_the_agents_but_not_in_transit() {
+    use crate::hw::sma::smp_packet;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::mad::MgmtClass;
+    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
+    let mut dr = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
+    dr.header.mgmt_class = MgmtClass::SubnDirectedRoute;
+    dr.header.class_specific = 1 << 8 | 1; // HopPointer 1 = HopCount 1: this switch
+    let mut path = [0u8; 64];
+    path[1] = 1;
+    dr.route = SmpRoute::Directed(DirectedRoute {
+        dr_slid: 0xffff,
+        dr_dlid: 0xffff,
+        initial_path: path,
+        return_path: [0; 64],
+    });
+    let good = smp_packet(0xffff, 0xffff, 0, &dr.to_bytes());
+    // Flip an ICRC bit, then give the packet a good VCRC again.
+    let bad_icrc = |mut p: Vec<u8>| {
+        let n = p.len();
+        p[n - 3] ^= 1;
+        let v = crc::vcrc(&p[..n - 2]);
+        p[n - 2..].copy_from_slice(&v.to_le_bytes());
+        p
+    };
+    let mut sw = switch();
+    assert_eq!(feed(&mut sw, 1, good.clone()).len(), 1, "answered");
+    assert!(feed(&mut sw, 1, bad_icrc(good)).is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::SmpDiscarded), 1);
+    assert_eq!(sw.stats().dropped_total(), 1);
+    // LID-routed, to LID 3 behind port 2: forwarded with its bad ICRC.
+    let lid = SmpMadRepr::lid_routed_get(2, attr::NODE_INFO, 0);
+    let out = feed(&mut sw, 1, bad_icrc(smp_packet(2, 3, 0, &lid.to_bytes())));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 2);
+    // And to the switch itself (LID 9): dropped like the directed-route one.
+    assert!(feed(&mut sw, 1, bad_icrc(smp_packet(2, 9, 0, &lid.to_bytes()))).is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::SmpDiscarded), 2);
+}
+
 #[test]
 fn malformed_packets_are_dropped_and_counted() {
     let mut sw = switch();
