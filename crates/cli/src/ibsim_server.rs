@@ -181,16 +181,19 @@ pub fn run(args: &Args) -> ExitCode {
         ServeOptions::default(),
     );
     let c = server.counters();
+    let sim = net.sim().stats();
     note!(
         "ipoib ibsim-server: {} connects, {} refused, {} MADs in, {} out, {} clients dropped \
-         (garbage {}, vanished {})",
+         (garbage {}, vanished {}); the subnet: {} packets, {} events",
         c.connects,
         c.refused,
         c.mads_in,
         c.mads_out,
         c.garbage_dropped + c.vanished,
         c.garbage_dropped,
-        c.vanished
+        c.vanished,
+        sim.packets,
+        sim.events
     );
     match r {
         Ok(()) => ExitCode::SUCCESS,
