@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # Subnet bring-up: `ipoib sim` (our SM + SA, every host joins the IPoIB broadcast group over real SA
-# MADs) against OpenSM sweeping the same fat tree on ibsim.
+# MADs) against OpenSM sweeping the same fat tree on ibsim and on our fabric.
 #
 #   scripts/bench-sim.sh [RUNS] [SIZES...]      (defaults: RUNS=3, sizes 1000 10000)
 #
 # For each size: builds the release `ipoib`, runs `ipoib sim --hosts N --json` RUNS times and prints
 # the best wall time with simulated time, packets, events and peak memory. Then, when ibsim, ibsim-run
 # and opensm are installed (Debian packages ibsim-utils, opensm), writes an ibsim net file of the
-# same two-level fat tree (same leaf/spine shape as `Topology::fat_tree`, see FatTreeShape), starts
-# ibsim with limits raised for it (-N/-S/-P/-L), starts OpenSM on h0 under ibsim-run, and times
-# from OpenSM's start until its first subnet dump (opensm-subnet.lst) lists every CA link: LIDs
-# assigned, LFTs written, ports Active. OpenSM on ibsim prints no "SUBNET UP" here (ibsim answers
-# some SMPs in ways OpenSM counts as initialization errors), so the dump is the end marker.
+# same two-level fat tree (same leaf/spine shape as `Topology::fat_tree`, see FatTreeShape) and
+# times OpenSM's first sweep of it RUNS times on each of two fabrics, interleaved: ibsim (started
+# with limits raised for it, -N/-S/-P/-L) and ours (`ipoib ibsim-server --topology net --sm none
+# --no-join`: the same net file, bare HCAs as ibsim's). OpenSM runs on h0 under ibsim-run; the time
+# runs from OpenSM's start until its first subnet dump (opensm-subnet.lst) lists every CA link:
+# LIDs assigned, LFTs written, ports Active (the end marker for both fabrics, the one this script
+# always used, so that the figures compare with earlier ones). It prints each run with the load average, the best
+# of each fabric and the ratio ours / ibsim, and compares the two fabrics' last dumps link by link
+# (GUIDs, LIDs, ports, width, speed, state).
 # Then OpenSM's SA doing the N broadcast joins (crates/runtime/examples/opensm_joins.rs, best of
 # RUNS): ibsim takes at most 10 clients, so one client on h1 sends the N FullMember joins, each
 # for one HCA's port GID (OpenSM accepts joins for other ports sharing the P_Key), pipelined
 # (JOIN_WINDOW outstanding), and times first request -> last response, then polls the leaf
 # switches' MFTs until the group reaches every CA port (see docs/BENCHMARKS.md).
 # Environment: BENCH_DIR (scratch directory, default mktemp -d), OPENSM_TIMEOUT (s, default 300,
-# per OpenSM run), JOIN_WINDOW (outstanding joins, default 64).
+# per OpenSM run), JOIN_WINDOW (outstanding joins, default 64), BENCH_SKIP_JOINS=1 (no join runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,42 +88,98 @@ netfile() {
     }'
 }
 
-echo "== OpenSM on ibsim: first complete sweep (LIDs, LFTs, ports Active; no joins)"
-for n in "${sizes[@]}"; do
-    run="$dir/opensm-$n"
-    rm -rf "$run"; mkdir -p "$run"
-    netfile "$n" > "$run/net"
+# One OpenSM sweep of the fat tree in $2/net on fabric $1 (ibsim, or ours: `ipoib ibsim-server
+# --sm none --no-join`, bare HCAs that join nothing, as ibsim's), in directory $2 for N=$3 hosts:
+# OpenSM starts on h0 under ibsim-run once the fabric serves; the time runs from OpenSM's start
+# to its first subnet dump listing every CA link (the same end marker for both fabrics). Prints
+# "SECONDS ACTIVE RSS" (SECONDS "-" when no complete sweep came within OPENSM_TIMEOUT).
+sweep() {
+    local fab=$1 run=$2 n=$3 sock="ipoibbench$$$1$3" srv osm t0 t1 end secs=- active=0 rss
+    find "$run" -mindepth 1 ! -name net -delete
     : > "$run/opensm.conf"
-    sock="ipoibbench$$n$n"
-    (cd "$run" && exec env IBSIM_SOCKNAME="$sock" ibsim -s -N $((n + 1000)) -S 1024 \
-        -P $((n * 4 + 40000)) -L 49152 -n net > ibsim.out 2>&1) &
-    ib=$!
-    sleep 2
+    if [ "$fab" = ibsim ]; then
+        (cd "$run" && exec env IBSIM_SOCKNAME="$sock" ibsim -s -N $((n + 1000)) -S 1024 \
+            -P $((n * 4 + 40000)) -L 49152 -n net > fabric.out 2>&1) &
+        srv=$!
+        sleep 2
+    else
+        (cd "$run" && exec "$ipoib" ibsim-server --topology net --sm none --no-join \
+            --sockname "$sock" > fabric.out 2> fabric.err) &
+        srv=$!
+        end=$(( $(date +%s) + osm_timeout ))
+        while ! grep -qx ready "$run/fabric.out" 2>/dev/null && kill -0 "$srv" 2>/dev/null &&
+            [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
+    fi
     t0=$(date +%s.%N)
     (cd "$run" && exec env IBSIM_SOCKNAME="$sock" SIM_HOST=h0 OSM_CACHE_DIR="$run" OSM_TMP_DIR="$run" \
         ibsim-run "$opensm_bin" -F opensm.conf -f "$run/opensm.log" --dump_files_dir "$run" \
         > "$run/osm.out" 2>&1) &
     osm=$!
     end=$(( $(date +%s) + osm_timeout ))
-    result="no complete sweep within ${osm_timeout} s"
     while kill -0 "$osm" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do
         lst="$run/opensm-subnet.lst"
         if [ -f "$lst" ] && [ "$(grep -c '{ CA' "$lst")" -ge $((2 * n)) ]; then
             t1=$(stat -c %.9Y "$lst")
+            secs=$(printf '%.3f' "$(echo "$t1 - $t0" | bc -l)")
             active=$(( $(grep '{ CA' "$lst" | grep -c 'LOG=ACT') / 2 ))
-            result=$(printf 'sweep %.3f s, %d CA links Active' "$(echo "$t1 - $t0" | bc -l)" "$active")
             break
         fi
         sleep 0.05
     done
     rss=$(ps -o rss= -p "$osm" 2>/dev/null | tr -d ' ' || true)
-    printf '%6d hosts: %s, OpenSM RSS %s KiB\n' "$n" "$result" "${rss:-n/a}"
-    kill "$osm" "$ib" 2>/dev/null || true
+    kill "$osm" "$srv" 2>/dev/null || true
     sleep 1
-    kill -9 "$osm" "$ib" 2>/dev/null || true
-    wait "$osm" "$ib" 2>/dev/null || true
+    kill -9 "$osm" "$srv" 2>/dev/null || true
+    wait "$osm" "$srv" 2>/dev/null || true
+    echo "$secs $active ${rss:-n/a}"
+}
+
+# What OpenSM found, for comparing the two fabrics: every link of its dump with both ends' node
+# type, GUIDs, description, LID, port, width, state and speed (not vendor, device and revision,
+# which differ on purpose: our HCAs and switches answer as Mellanox parts).
+links() { sed -E 's/VenID:[0-9A-F]+ DevID:[0-9A-F]+ Rev:[0-9A-F]+ //g' "$1" | sort; }
+
+echo "== OpenSM sweep: ibsim against our fabric (ipoib ibsim-server --sm none --no-join), $runs runs each, interleaved"
+echo "   first complete sweep: LIDs, LFTs, ports Active; from OpenSM's start to its first dump listing every CA link"
+for n in "${sizes[@]}"; do
+    base="$dir/opensm-$n"
+    rm -rf "$base"; mkdir -p "$base/ibsim" "$base/ours"
+    netfile "$n" > "$base/ibsim/net"
+    cp "$base/ibsim/net" "$base/ours/net"
+    best_ib=""; best_ours=""; all_ib=""; all_ours=""
+    for r in $(seq 1 "$runs"); do
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        for fab in ibsim ours; do
+            read -r secs active rss < <(sweep "$fab" "$base/$fab" "$n")
+            printf '%6d hosts, run %d, %-5s: sweep %s s, %d CA links Active, OpenSM RSS %s KiB (load %s)\n' \
+                "$n" "$r" "$fab" "$secs" "$active" "$rss" "$load"
+            [ "$secs" != - ] || continue
+            if [ "$fab" = ibsim ]; then
+                all_ib="$all_ib $secs"
+                if [ -z "$best_ib" ] || [ "$(echo "$secs < $best_ib" | bc)" = 1 ]; then best_ib=$secs; fi
+            else
+                all_ours="$all_ours $secs"
+                if [ -z "$best_ours" ] || [ "$(echo "$secs < $best_ours" | bc)" = 1 ]; then best_ours=$secs; fi
+            fi
+        done
+    done
+    if [ -f "$base/ibsim/opensm-subnet.lst" ] && [ -f "$base/ours/opensm-subnet.lst" ]; then
+        links "$base/ibsim/opensm-subnet.lst" > "$base/ibsim/links"
+        links "$base/ours/opensm-subnet.lst" > "$base/ours/links"
+        if cmp -s "$base/ibsim/links" "$base/ours/links"; then
+            same="the same $(wc -l < "$base/ours/links") link ends (nodes, GUIDs, LIDs, ports, width, speed, state)"
+        else
+            same="DIFFERENT: $(diff "$base/ibsim/links" "$base/ours/links" | grep -c '^[<>]') lines differ (diff $base/ibsim/links $base/ours/links)"
+        fi
+        printf '%6d hosts: OpenSM dumps of the last runs: %s\n' "$n" "$same"
+    fi
+    if [ -n "$best_ib" ] && [ -n "$best_ours" ]; then
+        printf '%6d hosts: best of %d: ibsim %s s (runs:%s), ours %s s (runs:%s); ours / ibsim %.2f\n' \
+            "$n" "$runs" "$best_ib" "$all_ib" "$best_ours" "$all_ours" "$(echo "$best_ours / $best_ib" | bc -l)"
+    fi
 done
 
+[ "${BENCH_SKIP_JOINS:-0}" = 1 ] && exit 0
 echo "== OpenSM on ibsim: N broadcast joins through one ibsim client (best of $runs, window $join_window)"
 for n in "${sizes[@]}"; do
     best=""
