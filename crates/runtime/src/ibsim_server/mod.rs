@@ -16,7 +16,8 @@
 //!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
 //!   classes an SM client registers for, come back to that client alone. The agent acknowledges
 //!   the segments of an RMPP response itself and hands the client the first
-//!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP.
+//!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP. What the fabric delivered for a
+//!   client in one turn goes to it in one sendmmsg(2) ([`IbsimServer::flush`]), a datagram each.
 //! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
 //!   first, and a slot's socket is bound when a client first needs it (up to
 //!   [`ServerConfig::max_clients`]).
