@@ -6,9 +6,10 @@
 //!
 //! OpenSM's files are in `RUN_DIR/lab/opensm/`, emptied when a lab starts and left after it
 //! ends for a look: its log `opensm.log` (errors and info, flushed after every line), its
-//! standard output and error `opensm.out`, its cache and dumps, and the partitions.conf it reads (the lab's `--partitions` file, else the IPoIB default partition with
-//! every port a full member). [`OpenSm`] ends it when dropped, so every exit path of the lab ends
-//! it; a lab killed outright leaves its pid in lab.json for `ipoib lab down`
+//! standard output and error `opensm.out`, its cache and dumps, and the partitions.conf it reads
+//! (a copy of the lab's `--partitions` file, else the IPoIB default partition with every port a
+//! full member). [`OpenSm`] ends it when dropped, so every exit path of the lab ends it; a lab
+//! killed outright leaves its pid in lab.json for `ipoib lab down`
 //! ([`super::state::end_opensm`]).
 
 use nix::sys::signal::{kill, Signal};
@@ -83,19 +84,18 @@ impl OpenSm {
         host: &str,
         partitions: Option<&str>,
     ) -> Result<OpenSm, String> {
+        // The lab's `--partitions` file, read before the directory is emptied (it may be in
+        // there) and from the lab's working directory (OpenSM runs in `dir`), is copied in.
+        let text = match partitions {
+            Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?,
+            None => DEFAULT_PARTITIONS.to_string(),
+        };
         // A previous lab's files (its log, OpenSM's LID cache guid2lid, libumad2sim's fake
         // sysfs `sys-PID`) are not this one's: each lab starts from an empty directory.
         let _ = std::fs::remove_dir_all(dir);
         std::fs::create_dir_all(dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let parts = match partitions {
-            Some(p) => PathBuf::from(p),
-            None => {
-                let p = dir.join("partitions.conf");
-                std::fs::write(&p, DEFAULT_PARTITIONS)
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
-                p
-            }
-        };
+        let parts = dir.join("partitions.conf");
+        std::fs::write(&parts, text).map_err(|e| format!("{}: {e}", parts.display()))?;
         let log = dir.join("opensm.log");
         let out_path = dir.join("opensm.out");
         let out =
@@ -167,6 +167,39 @@ impl Drop for OpenSm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A `--partitions` path relative to the lab's working directory reaches OpenSM as that
+    // file, copied into OpenSM's directory (OpenSM runs there, where the relative path names
+    // nothing). `opensm` here is a script, run by `sh` in ibsim-run's place, that prints the file
+    // after `-P` as it reads it where it runs.
+    #[test]
+    fn a_relative_partitions_file_is_the_labs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("opensm");
+        std::fs::write(
+            &script,
+            "while [ $# -gt 0 ]; do\n\
+             if [ \"$1\" = -P ]; then cat \"$2\" || echo \"missing $2\"; fi\n\
+             shift\n\
+             done\n",
+        )
+        .unwrap();
+        let programs = Programs {
+            ibsim_run: PathBuf::from("/bin/sh"),
+            opensm: script,
+        };
+        // Cargo runs the tests in the package's directory, which has Cargo.toml.
+        let want = std::fs::read_to_string("Cargo.toml").unwrap();
+        let dir = tmp.path().join("osm");
+        let mut osm = OpenSm::start(&programs, &dir, "none", "h1", Some("Cargo.toml")).unwrap();
+        let end = Instant::now() + Duration::from_secs(10);
+        while osm.exited().is_none() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = std::fs::read_to_string(dir.join("opensm.out")).unwrap();
+        assert_eq!(out, want);
+        assert!(OpenSm::start(&programs, &dir, "none", "h1", Some("no-such-file")).is_err());
+    }
 
     #[test]
     fn missing_programs_are_named_with_their_packages() {
