@@ -437,3 +437,44 @@ fn packet_cost_makes_connected_mode_outpace_datagram_mode() {
         "{t}"
     );
 }
+
+// What bounds each mode depends on the cost: at 100 ns a packet a host moves 161 Gb/s of
+// datagram-mode payload, so both modes fill the 32 Gb/s link; at 50 µs even connected mode's
+// 65,492 bytes a packet are only 10.5 Gb/s, so both are bound by the hosts. The report says so.
+#[test]
+fn the_report_names_what_bounds_each_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cost, datagram, connected) in [
+        ("100", "the link", "the link"),
+        (
+            "50000",
+            "its hosts' per-packet work",
+            "its hosts' per-packet work",
+        ),
+    ] {
+        let o = ipoib_in(
+            dir.path(),
+            &[
+                "demo",
+                "--mode",
+                "connected",
+                "--bulk-bytes",
+                BULK,
+                "--packet-cost-ns",
+                cost,
+            ],
+        );
+        let t = text(&o.stdout);
+        assert!(o.status.success(), "{cost}: {t}");
+        let said: String = t
+            .lines()
+            .skip_while(|l| !l.contains("on every IP packet it sends or receives"))
+            .take(3)
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let want =
+            format!("in simulated time datagram mode is bound by {datagram} and connected mode by {connected}.");
+        assert!(said.contains(&want), "{cost}: want {want:?} in:\n{t}");
+    }
+}

@@ -1,7 +1,7 @@
 //! The text of what connected mode (RFC 4755) and the bulk transfers add to the demo's report.
 
 use super::{human, mode_name, table, Report, SHOW};
-use crate::demo::bulk::PORT;
+use crate::demo::bulk::{BulkReport, PORT};
 use crate::demo::connected::SHOW_HOSTS;
 use ipoib_proto::ipoib::{ConnState, Mode};
 use ipoib_wire::cm::TransportServiceType;
@@ -9,6 +9,23 @@ use std::fmt::Write as _;
 
 fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The most a transfer's host moves with `--packet-cost-ns`: one packet's payload per packet
+/// cost (the sender's processor sends each, the receiver's receives each), in Gb/s.
+fn host_bound_gbps(b: &BulkReport) -> f64 {
+    let ns = b.packet_cost.as_nanos().max(1) as f64;
+    b.payload_len as f64 * 8.0 / ns
+}
+
+/// What held a transfer back in simulated time: its hosts, when it reached (nine tenths of)
+/// what they move at most, else the link.
+fn bound_by(b: &BulkReport) -> &'static str {
+    if b.sim_gbps() >= 0.9 * host_bound_gbps(b) {
+        "its hosts' per-packet work"
+    } else {
+        "the link"
+    }
 }
 
 pub(super) fn state(s: ConnState) -> &'static str {
@@ -225,9 +242,14 @@ impl Report {
                 } else {
                     writeln!(
                         o,
-                        "  Each host spends {} on every IP packet it sends or receives (--packet-cost-ns), so in simulated time datagram\n  \
-                         mode is bound by its hosts' per-packet work and connected mode by the link.",
-                        human(c.packet_cost)
+                        "  Each host spends {} on every IP packet it sends or receives (--packet-cost-ns), so it moves at most\n  \
+                         {:.2} Gb/s of payload in datagram mode and {:.2} Gb/s in connected mode: in simulated time datagram mode\n  \
+                         is bound by {} and connected mode by {}.",
+                        human(c.packet_cost),
+                        host_bound_gbps(d),
+                        host_bound_gbps(c),
+                        bound_by(d),
+                        bound_by(c)
                     )
                 };
             }
