@@ -205,14 +205,23 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 /// Lines of standard input, read by a thread of their own (it ends at end of input or on a read
-/// error; the receiver then just sees nothing more).
+/// error; the receiver then just sees nothing more). A line that is not UTF-8 is passed on with
+/// its odd bytes replaced (U+FFFD), to be answered like any other.
 fn console_lines() -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("console".into())
         .spawn(move || {
-            for line in std::io::stdin().lines() {
-                let Ok(line) = line else { break };
+            let mut input = std::io::stdin().lock();
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                if !matches!(input.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                    break;
+                }
+                let line = String::from_utf8_lossy(&buf);
+                let line = line.trim_end_matches(['\n', '\r']).to_string();
                 if tx.send(line).is_err() {
                     break;
                 }

@@ -87,3 +87,51 @@ fn console_commands_are_answered_and_quit_ends_the_server() {
         "Quit ends the server"
     );
 }
+
+// A line that is not UTF-8 (a Latin-1 é typed on another terminal) is answered like any unknown
+// command, and the console goes on answering the lines after it.
+#[test]
+fn a_line_that_is_not_utf8_is_answered_and_the_console_goes_on() {
+    let sock = format!("ipoib-console-utf8-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args([
+            "ibsim-server",
+            "--topology",
+            "single-switch",
+            "--hosts",
+            "2",
+        ])
+        .args(["--sockname", &sock])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ipoib ibsim-server");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _guard = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || rx.recv_timeout(Duration::from_secs(10)).ok();
+    while let Some(l) = next() {
+        if l == "ready" {
+            break;
+        }
+    }
+    stdin.write_all(b"\xe9t\xe9\nfrob\n").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(
+        next().as_deref(),
+        Some("error: command '\u{fffd}t\u{fffd}' unknown (try Help)")
+    );
+    assert_eq!(
+        next().as_deref(),
+        Some("error: command 'frob' unknown (try Help)")
+    );
+}
