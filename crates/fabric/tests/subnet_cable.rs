@@ -83,6 +83,17 @@ fn a_pulled_host_cable_takes_the_host_port_down() {
     let p = net.host_port(host).unwrap();
     assert_eq!((p.state, p.phys_up), (PortState::Down, false));
     assert_eq!(p.traffic.link_downed, 1);
+    // IBA 1 §16.1.3.5: LinkDownedCounter counts a link that goes down, not a down link told
+    // again (as the cross-process fabric's sessions can): neither end counts twice.
+    let id = net.built().links[cable];
+    let now = net.sim().now();
+    net.sim_mut().schedule_link_state(id, now, false);
+    net.sim_mut().run_until(now);
+    assert_eq!(net.host_port(host).unwrap().traffic.link_downed, 1);
+    let l = &topo.links()[cable];
+    let other = if l.a.node == a { l.b } else { l.a };
+    let (_, sw) = net.switches().find(|(i, _)| *i == other.node).unwrap();
+    assert_eq!(sw.port_traffic(other.port).unwrap().link_downed, 1);
     assert_eq!(net.set_cable(cable, true), Ok(true));
     let p = net.host_port(host).unwrap();
     assert_eq!((p.state, p.phys_up), (PortState::Init, true));

@@ -567,11 +567,12 @@ impl Switch {
         let Some(p) = self.ports.get_mut(usize::from(port)) else {
             return;
         };
-        p.up = up;
-        p.state = if up { PortState::Init } else { PortState::Down };
-        if !up {
+        // IBA 1 §16.1.3.5 LinkDownedCounter: the link went down (not told again it is down).
+        if p.up && !up {
             p.traffic.link_downed += 1;
         }
+        p.up = up;
+        p.state = if up { PortState::Init } else { PortState::Down };
         self.mgmt.port_state_change = true;
         self.send_trap(NoticeRepr::link_state_trap(self.lid), tx);
     }
