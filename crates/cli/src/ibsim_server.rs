@@ -10,7 +10,9 @@
 //! ([`ipoib_runtime::ibsim_server::Console`]: `Unlink "sw1"[3]` pulls a cable, `ReLink "sw1"[3]`
 //! plugs it back, `Dump`, `Help`, `Quit`), each answered on standard output. They are read by a
 //! thread of their own and run on the subnet between turns of the serving loop (within
-//! [`ServeOptions::max_sleep`]); end of input leaves the server running. One line is ours, not
+//! [`ServeOptions::max_sleep`]); end of input leaves the server running. On a terminal the
+//! console reads only while the server is in the foreground: run in the background of a shell
+//! (`&`) it serves on and reads nothing until brought back with `fg`. One line is ours, not
 //! ibsim's: `pingall` runs another round of `--ping-all`.
 
 use crate::interrupt::Interrupt;
@@ -216,6 +218,9 @@ fn console_lines() -> std::sync::mpsc::Receiver<String> {
             let mut input = std::io::stdin().lock();
             let mut buf = Vec::new();
             loop {
+                if !line_may_be_read() {
+                    continue;
+                }
                 buf.clear();
                 if !matches!(input.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
                     break;
@@ -231,6 +236,30 @@ fn console_lines() -> std::sync::mpsc::Receiver<String> {
         note!("ipoib ibsim-server: warning: no console ({e})");
     }
     rx
+}
+
+/// Whether the console may read standard input now: a pipe or a file always; a terminal only
+/// while this process is in the terminal's foreground process group and a line waits (else it
+/// waits up to 250 ms and says no). A background process that reads its terminal is stopped by
+/// SIGTTIN (POSIX.1-2017 §11.1.4), the whole server with it: `ipoib ibsim-server ... &` in a
+/// shell would stop serving at once.
+fn line_may_be_read() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return true;
+    }
+    let fd = stdin.as_fd();
+    // An error: not our controlling terminal, which stops no one who reads it.
+    let background = nix::unistd::tcgetpgrp(fd).is_ok_and(|g| g != nix::unistd::getpgrp());
+    if background {
+        std::thread::sleep(Duration::from_millis(250));
+        return false;
+    }
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::from(250u16)), Ok(n) if n > 0)
 }
 
 /// `--ping-all`: every host pings every other over IPv4 and IPv6 link-local once the subnet is up

@@ -135,3 +135,68 @@ fn a_line_that_is_not_utf8_is_answered_and_the_console_goes_on() {
         Some("error: command 'frob' unknown (try Help)")
     );
 }
+
+fn installed(exe: &str) -> Option<std::path::PathBuf> {
+    ["/usr/bin", "/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(exe))
+        .find(|p| p.is_file())
+}
+
+// `ipoib ibsim-server ... &` typed in an interactive shell: a background job that reads its
+// terminal is stopped by SIGTTIN (POSIX.1-2017 §11.1.4), and the whole server with it. The
+// console leaves the terminal alone while the server is in the background, which goes on
+// serving. The shell runs on a terminal of its own made by script(1) (util-linux); skipped
+// without it.
+#[test]
+fn a_server_in_the_background_of_a_shell_is_not_stopped() {
+    let (Some(script), Some(bash)) = (installed("script"), installed("bash")) else {
+        eprintln!("SKIP: script(1) or bash is not installed (Debian util-linux, bash)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let job = format!(
+        "set -m\n\
+         '{bin}' ibsim-server --topology single-switch --hosts 2 --sockname ipoib-console-bg-{me} \
+         > {d}/out 2>&1 &\n\
+         p=$!\n\
+         echo $p > {d}/pid\n\
+         for i in $(seq 100); do grep -q '^ready$' {d}/out && break; sleep 0.1; done\n\
+         sleep 1\n\
+         cut -d' ' -f3 /proc/$p/stat > {d}/state\n\
+         kill -9 $p\n",
+        bin = env!("CARGO_BIN_EXE_ipoib"),
+        me = std::process::id(),
+    );
+    std::fs::write(dir.path().join("job.sh"), job).unwrap();
+    let st = Command::new("timeout")
+        .arg("60")
+        .arg(script)
+        .args(["-q", "-c"])
+        .arg(format!(
+            "{} --norc --noprofile -i {d}/job.sh",
+            bash.display()
+        ))
+        .arg("/dev/null")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run script(1)");
+    // Whatever happened above, the server does not outlive the test.
+    if let Ok(pid) = std::fs::read_to_string(dir.path().join("pid")) {
+        let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+    }
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+    assert!(
+        read("out").lines().any(|l| l == "ready"),
+        "{st}: {}",
+        read("out")
+    );
+    let state = read("state");
+    assert!(
+        matches!(state.trim(), "S" | "R"),
+        "the server in the background is in state {state:?} (T: stopped)"
+    );
+}
