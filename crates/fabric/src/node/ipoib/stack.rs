@@ -10,7 +10,9 @@
 //! more data (RFC 4755 §1). With a cost set, the host models one processor that handles its
 //! packets one after another, in the order they reach it:
 //! - Sending: a packet the endpoint sends is handed to the interface when the processor has
-//!   spent [`StackCost::of`] its length on it, after the packets it had to handle before.
+//!   spent [`StackCost::of`] its length on it, after the packets it had to handle before. Sends
+//!   are not bounded here: the endpoint's user bounds what it sends (the demo's bulk transfer
+//!   keeps a window in flight, as a socket's send buffer would).
 //! - Receiving: a packet the interface delivers reaches the endpoint the same way. At most
 //!   [`RX_BACKLOG`] received packets wait for the processor; more are dropped and counted
 //!   ([`CpuCounters::rx_backlog_drops`]), as Linux drops beyond its `netdev_max_backlog`
@@ -75,7 +77,8 @@ pub struct CpuCounters {
     pub rx_packets: u64,
     /// Received packets dropped because [`RX_BACKLOG`] were already waiting.
     pub rx_backlog_drops: u64,
-    /// Simulated time the processor spent on packets.
+    /// Simulated time the processor was given: the cost of every packet it took, including those
+    /// still waiting.
     pub busy: Duration,
 }
 
@@ -214,7 +217,8 @@ mod tests {
             assert!(cpu.take(at(0), Work::Receive(vec![0])));
         }
         assert!(!cpu.take(at(0), Work::Receive(vec![0])));
-        // Sends are not bounded here: the endpoint's own queue holds them.
+        // Sends are not bounded: the endpoint hands over what its user sent, and the user bounds
+        // it (the demo keeps a window in flight, as a socket's send buffer would).
         assert!(cpu.take(at(0), Work::Send(vec![0])));
         assert_eq!(cpu.counters().rx_backlog_drops, 1);
         assert!(cpu.done(at(1)).is_some());
