@@ -303,3 +303,100 @@ fn a_umad_user_queries_the_agents_of_a_built_subnet() {
     let pc = ipoib_wire::perf::PortCountersRepr::parse(&resp[64..]).unwrap();
     assert!(pc.port_rcv_pkts >= 2, "at least the two SMPs above");
 }
+
+// IBA 1 §14.2.5.13: SMInfo is answered by the SM, not the SMA. On a port with no SM the SMA
+// answers a SubnGet(SMInfo) 0x000C; once an SM program runs on the port through QP0 (as
+// `ibsim-run opensm` does, registered for SubnGet), a LID-routed SMInfo reaches it, and its
+// GetResp reaches the requester (what `sminfo LID` does).
+#[test]
+fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::host::{method_mask, Host, Registration};
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_proto::mad_agent::MadAddr;
+    use ipoib_wire::mad::{MadStatus, MgmtClass};
+    use std::time::Duration;
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let (h0, h1) = (net.host(0).node, net.host(1));
+    let lid1 = net.host_device(1).hca().port(h1.port).unwrap().lid;
+    let attach = |net: &mut Subnet, node| {
+        net.sim_mut()
+            .with_node::<Host, _>(node, |h, _, _| h.umad_attach())
+            .unwrap()
+    };
+    let asker = attach(&mut net, h0);
+    let sm = attach(&mut net, h1.node);
+    let mut f = Fabric::new(0);
+    let get = f.smp(Method::Get, attr::SM_INFO, 0, None, 0, none());
+    let to = MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(lid1)
+    };
+    let send = |net: &mut Subnet| {
+        net.sim_mut()
+            .with_node::<Host, _>(h0, |h, now, tx| {
+                h.umad_send(asker, to, &get).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+    };
+    let take = |net: &mut Subnet, node, agent| {
+        net.sim_mut()
+            .node_mut::<Host>(node)
+            .unwrap()
+            .umad_take(agent)
+    };
+    // No SM on h1's port: the SMA answers 0x000C.
+    send(&mut net);
+    let got = take(&mut net, h0, asker);
+    assert_eq!(got.len(), 1);
+    let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+    assert_eq!(r.header.status, MadStatus::METHOD_ATTR_UNSUPPORTED);
+
+    // An SM program on h1's port: the request is its to answer.
+    net.sim_mut()
+        .with_node::<Host, _>(h1.node, |h, _, _| {
+            h.hca_mut().set_sm_client(h1.port, true);
+            let reg = Registration {
+                class: MgmtClass::SubnLid,
+                version: 1,
+                methods: method_mask(&[Method::Get, Method::Set, Method::Trap]),
+            };
+            h.umad_register(sm, reg).unwrap();
+        })
+        .unwrap();
+    send(&mut net);
+    assert!(take(&mut net, h0, asker).is_empty(), "the SMA kept out");
+    let asked = take(&mut net, h1.node, sm);
+    assert_eq!(asked.len(), 1);
+    let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
+    assert_eq!(req.header.attribute_id, attr::SM_INFO);
+    let info = ipoib_wire::smp::SmInfoRepr {
+        guid: Guid(0x1234),
+        sm_key: 0,
+        act_count: 7,
+        priority: 3,
+        sm_state: SmState::Master,
+    };
+    let resp = req
+        .get_response(MadStatus::SUCCESS, SmpAttribute::SmInfo(info))
+        .to_bytes();
+    let back = MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(asked[0].from.lid)
+    };
+    net.sim_mut()
+        .with_node::<Host, _>(h1.node, |h, now, tx| {
+            h.umad_send(sm, back, &resp).unwrap();
+            h.drive(now, tx);
+        })
+        .unwrap();
+    net.sim_mut().run_for(Duration::from_millis(1));
+    let got = take(&mut net, h0, asker);
+    assert_eq!(got.len(), 1);
+    let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+    assert_eq!(r.attribute, SmpAttribute::SmInfo(info));
+}

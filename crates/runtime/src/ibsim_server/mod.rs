@@ -500,7 +500,8 @@ impl IbsimServer {
     }
 
     /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
-    /// class version 2) and SMP Traps (IBA 1 §14.2.5.1) arriving at the port.
+    /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and LID-routed SMInfo Get/Set arriving at
+    /// the port.
     fn set_issm(&mut self, net: &mut Subnet, slot: u32, on: bool) -> bool {
         let Some(c) = self.clients.get(&slot).cloned() else {
             return false;
@@ -529,7 +530,9 @@ impl IbsimServer {
             Registration {
                 class: MgmtClass::SubnLid,
                 version: 1,
-                methods: method_mask(&[Method::Trap]),
+                // IBA 1 §14.2.5.13: SMInfo Get/Set from another SM or from `sminfo` (the
+                // HCA's SMA hands LID-routed SMInfo to QP0 while the port has an SM client).
+                methods: method_mask(&[Method::Get, Method::Set, Method::Trap]),
             },
         ];
         let ok = net

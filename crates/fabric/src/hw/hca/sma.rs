@@ -9,8 +9,9 @@
 //!   AttributeModifier says of ports (§14.2.5.6: a CA answers for its receiving port): NodeInfo,
 //!   NodeDescription (Get only), GUIDInfo (block 0, index 0 the port GUID, read only), PortInfo,
 //!   P_KeyTable (blocks 0-3, 128 P_Keys), SLtoVLMappingTable, VLArbitrationTable (blocks 1-4),
-//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); anything else, SMInfo without
-//!   an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
+//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); a LID-routed SMInfo on a port
+//!   with an SM program on QP0 ([`Hca::set_sm_client`]) goes to QP0 for it; anything else, SMInfo
+//!   without an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
 //!   take: status 0x001C, nothing changed. Every other method (GetResp, Trap, Report) is for the
 //!   SM on QP0 and is delivered there.
 //! - M_Key (§14.2.4) is per port: a violation is counted in PortInfo:M_KeyViolations and in
@@ -106,6 +107,16 @@ impl Hca {
         let Some(p) = self.port_mut(port) else {
             return true;
         };
+        // IBA 1 §14.2.5.13: SMInfo is the SM's, not the SMA's: with an SM program on the port
+        // (and no SMInfo of ours) a LID-routed one goes to QP0 for it to answer, as ibsim hands
+        // it to its SM client (docs/OPENSM-NOTES.md "Our SM against OpenSM").
+        if req.header.attribute_id == attr::SM_INFO
+            && p.sm_info.is_none()
+            && p.sm_client
+            && !directed
+        {
+            return false;
+        }
         let hide_key = match p.mkey.check(now, req.header.method, req.mkey) {
             MKeyCheck::Violation => {
                 self.counters.count(HcaDropReason::SmpDiscarded);
