@@ -151,6 +151,35 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
     }
 }
 
+// IBA 1 §14.2.5.6 SubnetTimeOut, §14.2.5.4 LifeTimeValue and PortStateChange: the SM writes
+// OpenSM's defaults (18, docs/OPENSM-NOTES.md "Our SM against OpenSM") to every port and
+// switch, and clears PortStateChange (write 1) once it has configured the switch; the direct
+// path, which writes no SwitchInfo, leaves them 0.
+#[test]
+fn the_sweep_sets_timeouts_and_clears_port_state_change() {
+    use ipoib_fabric::node::sm::{LIFE_TIME_VALUE, SUBNET_TIMEOUT};
+    let topo = chain();
+    let net = build(&topo, SmMode::Ours);
+    for (n, node) in topo.nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        match node.kind {
+            NodeKind::Ca => {
+                let hca = net.sim().node::<Host>(id).unwrap().hca();
+                for p in topo.cabled_ports(n) {
+                    let t = hca.port_info(p).unwrap().subnet_timeout;
+                    assert_eq!(t, SUBNET_TIMEOUT, "{} port {p}", node.name);
+                }
+            }
+            NodeKind::Switch => {
+                let si = net.sim().node::<Switch>(id).unwrap().switch_info();
+                assert_eq!(si.life_time_value, LIFE_TIME_VALUE, "{}", node.name);
+                assert!(!si.port_state_change, "{}", node.name);
+            }
+        }
+    }
+    assert_eq!(SUBNET_TIMEOUT, 18);
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
 // other over the routes and the broadcast group it programmed (MFTs set by SMPs).
 #[test]

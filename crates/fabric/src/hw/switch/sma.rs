@@ -421,7 +421,8 @@ impl Switch {
         }
     }
 
-    fn switch_info(&self) -> SwitchInfoRepr {
+    /// What the SMA answers SubnGet(SwitchInfo) with (IBA 1 §14.2.5.4).
+    pub fn switch_info(&self) -> SwitchInfoRepr {
         let [default_port, mcast_primary, mcast_not_primary] = self.mgmt.default_ports;
         SwitchInfoRepr {
             linear_fdb_cap: LINEAR_FDB_CAP,

@@ -50,7 +50,7 @@ pub mod sweep;
 
 pub use config::mft_changes;
 pub use smp::SmpSettings;
-pub use sweep::{SmpSm, SweepPhase, SweepStats};
+pub use sweep::{SmpSm, SweepPhase, SweepStats, LIFE_TIME_VALUE, SUBNET_TIMEOUT};
 
 #[cfg(test)]
 mod tests;

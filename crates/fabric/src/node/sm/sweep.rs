@@ -63,6 +63,15 @@ use ipoib_wire::smp::{SmpMadRepr, SmpRoute};
 use ipoib_wire::{Guid, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// PortInfo:SubnetTimeOut written to every port: 4.096 µs × 2^18, about 1 s, the largest time
+/// a packet may take to cross the subnet (IBA 1 §14.2.5.6); OpenSM's default `subnet_timeout 18`
+/// (docs/OPENSM-NOTES.md "Our SM against OpenSM").
+pub const SUBNET_TIMEOUT: u8 = 18;
+
+/// SwitchInfo:LifeTimeValue written to every switch: 4.096 µs × 2^18, the time a packet may live
+/// in a switch (IBA 1 §14.2.5.4, §18.2.5.4); OpenSM's default `packet_life_time 0x12`.
+pub const LIFE_TIME_VALUE: u8 = 18;
+
 /// Where the sweep is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SweepPhase {
@@ -450,6 +459,7 @@ impl SmpSm {
                         neighbor_mtu: pc.mtu,
                         local_port_num: pc.port,
                         port_state: PortState::NoStateChange,
+                        subnet_timeout: SUBNET_TIMEOUT,
                         ..PortInfoRepr::default()
                     };
                     let seen = d.port_infos[n].get(usize::from(pc.port)).copied().flatten();
@@ -457,6 +467,7 @@ impl SmpSm {
                     let same = seen.is_some_and(|i| {
                         (i.lid, i.master_sm_lid, i.gid_prefix, i.lmc, i.master_sm_sl)
                             == (pc.lid, pc.sm_lid, pc.subnet_prefix, pc.lmc, pc.sm_sl)
+                            && i.subnet_timeout == SUBNET_TIMEOUT
                     });
                     // A switch's external ports get their NeighborMTU with the Armed state, as
                     // OpenSM's link manager sets them (`osm_link_mgr.c`); port 0 and CA ports
@@ -524,8 +535,12 @@ impl SmpSm {
     fn state_wave(&mut self, state: PortState) {
         if state == PortState::Armed {
             for (path, top) in std::mem::take(&mut self.tops) {
+                // IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it; the changes the
+                // sweep has seen are handled.
                 let si = SwitchInfoRepr {
                     linear_fdb_top: top,
+                    life_time_value: LIFE_TIME_VALUE,
+                    port_state_change: true,
                     ..SwitchInfoRepr::default()
                 };
                 self.set(SmpAttribute::SwitchInfo(si), 0, &path);
