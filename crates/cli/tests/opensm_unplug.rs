@@ -16,27 +16,8 @@ use ipoib_fabric::hw::topology::Topology;
 use osm::*;
 use std::path::Path;
 
-/// ibsim's net.2sw2path4hca: Switch1 and Switch2 joined by ports 3 and 5.
-const NET: &str = "\
-Switch\t8 \"Switch1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca3\"[1]\n[3]\t\"Switch2\"[3]\n[5]\t\"Switch2\"[5]\n\n\
-Switch 8 \"Switch2\"\n[1]\t\"Hca2\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Switch1\"[3]\n[5]\t\"Switch1\"[5]\n\n\
-Hca\t2 \"Hca1\"\n[1]\t\"Switch1\"[1]\n\nHca\t2 \"Hca2\"\n[1]\t\"Switch2\"[1]\n\n\
-Hca\t2 \"Hca3\"\n[1]\t\"Switch1\"[2]\n\nHca\t2 \"Hca4\"\n[1]\t\"Switch2\"[2]\n";
-
 /// OpenSM's log line for a trap 128 (logged at its error level, 0x01, so `-D 0x03` shows it).
 const TRAP_128: &str = "Received Generic Notice type:1 num:128 (Link state change)";
-
-/// Switch1's out port for `host`'s LID, by `ibroute` over the directed route 0,1 from Hca3
-/// (its port 1 is cabled to Switch1).
-fn out_port(dir: &Path, sock: &str, host: &str) -> u8 {
-    let out = diag(dir, sock, "Hca3", &["ibroute", "-D", "0,1"]);
-    // `0x0004 003 : (Channel Adapter portguid 0x0000000000100004: 'Hca2')`
-    out.lines()
-        .find(|l| l.ends_with(&format!("'{host}')")))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no route to {host} in\n{out}"))
-}
 
 /// Switch1's LID from ibnetdiscover's header `Switch\t8 "S-..."\t\t# "Switch1" base port 0 lid 2`.
 fn switch1_lid(discovered: &str) -> String {
@@ -77,8 +58,8 @@ fn opensm_reroutes_around_a_pulled_cable() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let net = d.join("net");
-    std::fs::write(&net, NET).unwrap();
-    let topo = Topology::parse_net(NET).unwrap();
+    std::fs::write(&net, NET_2SW2PATH4HCA).unwrap();
+    let topo = Topology::parse_net(NET_2SW2PATH4HCA).unwrap();
     let parts = partitions(d);
     let mut server = Server::start(
         d,

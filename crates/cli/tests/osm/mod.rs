@@ -60,7 +60,7 @@ impl Drop for Guard {
     }
 }
 
-/// `ipoib ibsim-server --sm none --ip --ping-all` on a socket name of its own, its standard
+/// `ipoib ibsim-server --sm none|ours --ip --ping-all` on a socket name of its own, its standard
 /// output read line by line, its console on standard input.
 pub struct Server {
     pub sock: String,
@@ -73,14 +73,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts the server on `topology` (with `extra` arguments) and waits for `ready`.
+    /// Starts the server on `topology` with `--sm none` and waits for `ready`.
     pub fn start(dir: &Path, name: &str, topology: &[&str], parts: &Path) -> Server {
+        Server::start_sm(dir, name, topology, parts, "none")
+    }
+
+    /// Starts the server on `topology` with `--sm SM` (`ours` or `none`) and waits for `ready`.
+    pub fn start_sm(dir: &Path, name: &str, topology: &[&str], parts: &Path, sm: &str) -> Server {
         let sock = format!("ipoib-{name}-{}", std::process::id());
         let err = dir.join("server.err");
         let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
             .arg("ibsim-server")
             .args(topology)
-            .args(["--sm", "none", "--ip", "--ping-all", "--sockname", &sock])
+            .args(["--sm", sm, "--ip", "--ping-all", "--sockname", &sock])
             .arg("--partitions")
             .arg(parts)
             .stdin(Stdio::piped())
@@ -364,6 +369,25 @@ impl Fabric {
         }
         f
     }
+}
+
+/// ibsim's net.2sw2path4hca: Switch1 and Switch2 joined by ports 3 and 5.
+pub const NET_2SW2PATH4HCA: &str = "\
+Switch\t8 \"Switch1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca3\"[1]\n[3]\t\"Switch2\"[3]\n[5]\t\"Switch2\"[5]\n\n\
+Switch 8 \"Switch2\"\n[1]\t\"Hca2\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Switch1\"[3]\n[5]\t\"Switch1\"[5]\n\n\
+Hca\t2 \"Hca1\"\n[1]\t\"Switch1\"[1]\n\nHca\t2 \"Hca2\"\n[1]\t\"Switch2\"[1]\n\n\
+Hca\t2 \"Hca3\"\n[1]\t\"Switch1\"[2]\n\nHca\t2 \"Hca4\"\n[1]\t\"Switch2\"[2]\n";
+
+/// Switch1's out port for `host`'s LID, by `ibroute` over the directed route 0,1 from Hca3
+/// (its port 1 is cabled to Switch1).
+pub fn out_port(dir: &Path, sock: &str, host: &str) -> u8 {
+    let out = diag(dir, sock, "Hca3", &["ibroute", "-D", "0,1"]);
+    // `0x0004 003 : (Channel Adapter portguid 0x0000000000100004: 'Hca2')`
+    out.lines()
+        .find(|l| l.ends_with(&format!("'{host}')")))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no route to {host} in\n{out}"))
 }
 
 /// Writes partitions.conf into `dir`.
