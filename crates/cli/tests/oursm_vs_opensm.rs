@@ -37,10 +37,10 @@ fn lid_names(discovered: &str) -> BTreeMap<u16, String> {
             }
         } else if l.starts_with("Ca") {
             ca = desc;
-        } else if l.starts_with('[') {
+        } else if let Some(rest) = l.strip_prefix('[') {
             if let Some(c) = &ca {
                 let lid = l.split("# lid ").nth(1).and_then(|r| r.split(' ').next());
-                let port = l[1..].split(']').next().unwrap_or("?");
+                let port = rest.split(']').next().unwrap_or("?");
                 if let Some(lid) = lid.and_then(|x| x.parse().ok()) {
                     names.insert(lid, format!("{c}[{port}]"));
                 }
