@@ -71,12 +71,8 @@ const LID_KEYS: &[&str] = &[
 /// what our SA does not take from the hardware yet (docs/OPENSM-NOTES.md "Our SM against
 /// OpenSM" gives the reason for each).
 const IGNORED: &[(&str, &str)] = &[
-    // Our SA's NodeRecords and PortInfoRecords describe the nodes from the topology, not from
-    // the NodeInfo and PortInfo the SM read.
-    ("saquery", "device_id"),
-    ("saquery", "revision"),
-    ("saquery", "vendor_id"),
-    ("saquery", "partition_cap"),
+    // Our SA's PortInfoRecords describe the ports from the topology, not from the PortInfo
+    // the SM read.
     ("saquery", "capability_mask"),
     ("saquery", "CapMask"),
     ("saquery", "LinkWidthSupported"),

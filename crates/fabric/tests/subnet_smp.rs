@@ -180,6 +180,43 @@ fn the_sweep_sets_timeouts_and_clears_port_state_change() {
     assert_eq!(SUBNET_TIMEOUT, 18);
 }
 
+// IBA 1 §15.2.5.2: a NodeRecord holds the node's NodeInfo; the SA's model of the subnet has the
+// NodeInfo facts the SM read by SMPs (vendor, device, revision, P_Key capacity), not made-up ones.
+#[test]
+fn the_sa_model_has_the_node_info_the_sweep_read() {
+    let topo = chain();
+    let net = build(&topo, SmMode::Ours);
+    let model = net.sm().manager().expect("swept").subnet_model();
+    for (n, node) in topo.nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        let (read, facts) = match node.kind {
+            NodeKind::Ca => {
+                let hca = net.sim().node::<Host>(id).unwrap().hca();
+                let p = model
+                    .ports
+                    .iter()
+                    .find(|p| p.node_guid == node.guid)
+                    .unwrap();
+                (hca.node_info(1), p.node)
+            }
+            NodeKind::Switch => {
+                let sw = net.sim().node::<Switch>(id).unwrap();
+                let s = model.switches.iter().find(|s| s.guid == node.guid).unwrap();
+                (sw.node_info(0), s.node)
+            }
+        };
+        assert_eq!(
+            (facts.vendor_id, facts.device_id, facts.revision),
+            (read.vendor_id, read.device_id, read.revision),
+            "{}",
+            node.name
+        );
+        assert_eq!(facts.partition_cap, read.partition_cap, "{}", node.name);
+        assert_eq!(facts.num_ports, read.num_ports, "{}", node.name);
+        assert_ne!(facts.vendor_id, 0, "{}", node.name);
+    }
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
 // other over the routes and the broadcast group it programmed (MFTs set by SMPs).
 #[test]

@@ -274,7 +274,8 @@ impl Hca {
         }
     }
 
-    fn node_info(&self, port: u8) -> NodeInfoRepr {
+    /// What the SMA answers SubnGet(NodeInfo) on `port` with (IBA 1 §14.2.5.3).
+    pub fn node_info(&self, port: u8) -> NodeInfoRepr {
         NodeInfoRepr {
             base_version: BASE_VERSION,
             class_version: 1,

@@ -404,7 +404,8 @@ impl Switch {
         self.apply_config(Config::Mft { mlid, ports });
     }
 
-    fn node_info(&self, in_port: u8) -> NodeInfoRepr {
+    /// What the SMA answers SubnGet(NodeInfo) entering by `in_port` with (IBA 1 §14.2.5.3).
+    pub fn node_info(&self, in_port: u8) -> NodeInfoRepr {
         NodeInfoRepr {
             base_version: BASE_VERSION,
             class_version: 1,

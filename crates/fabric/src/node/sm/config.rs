@@ -208,6 +208,16 @@ impl SubnetManager {
             .collect()
     }
 
+    /// Node `n`'s NodeInfo facts: as read, else our devices'.
+    fn facts_of(&self, n: usize) -> NodeFacts {
+        let node = &self.topo.nodes()[n];
+        self.facts
+            .get(n)
+            .copied()
+            .flatten()
+            .unwrap_or_else(|| node_facts(node.guid, node.ports))
+    }
+
     /// The subnet as configured, for the SA: every CA port (cabled or not; LID 0 when the SM gave
     /// it none) in node and port order, every switch with its ports and LFT.
     pub fn subnet_model(&self) -> SubnetModel {
@@ -250,7 +260,7 @@ impl SubnetManager {
                     active: lid != 0,
                     peer: peer_of(e),
                     name: node.desc.clone(),
-                    node: node_facts(node.guid, node.ports),
+                    node: self.facts_of(e.node),
                 }
             })
             .collect();
@@ -277,7 +287,7 @@ impl SubnetManager {
                     ports,
                     lft: self.route.lfts[s].clone(),
                     name: node.desc.clone(),
-                    node: node_facts(node.guid, node.ports),
+                    node: self.facts_of(n),
                 }
             })
             .collect();

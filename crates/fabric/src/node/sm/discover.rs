@@ -98,6 +98,8 @@ pub struct SeenNode {
     pub nports: u8,
     /// NodeDescription (empty until answered).
     pub desc: String,
+    /// NodeInfo as first answered.
+    pub info: NodeInfoRepr,
     /// The directed route to the node (the first that reached it).
     pub path: Vec<u8>,
     /// Ports 0..=NumPorts.
@@ -128,6 +130,8 @@ pub struct Discovered {
     pub port_paths: Vec<Vec<Option<Vec<u8>>>>,
     /// Per topology node, per port: its PortInfo as answered.
     pub port_infos: Vec<Vec<Option<PortInfoRepr>>>,
+    /// Per topology node: its NodeInfo as answered.
+    pub node_infos: Vec<NodeInfoRepr>,
 }
 
 impl Discovery {
@@ -182,6 +186,7 @@ impl Discovery {
                     switch,
                     nports: n.num_ports,
                     desc: String::new(),
+                    info: *n,
                     path: path.clone(),
                     ports: vec![SeenPort::default(); usize::from(n.num_ports) + 1],
                 },
@@ -277,6 +282,7 @@ impl Discovery {
         let mut node_paths = Vec::new();
         let mut port_paths = Vec::new();
         let mut port_infos = Vec::new();
+        let mut node_infos = Vec::new();
         for (&guid, n) in &self.nodes {
             let kind = if n.switch {
                 NodeKind::Switch
@@ -298,6 +304,7 @@ impl Discovery {
             });
             port_paths.push(n.ports.iter().map(|p| p.path.clone()).collect());
             port_infos.push(n.ports.iter().map(|p| p.info).collect());
+            node_infos.push(n.info);
         }
         for (&guid, n) in &self.nodes {
             for (p, seen) in n.ports.iter().enumerate().skip(1) {
@@ -337,6 +344,7 @@ impl Discovery {
             node_paths,
             port_paths,
             port_infos,
+            node_infos,
         })
     }
 }

@@ -168,6 +168,9 @@ pub struct SubnetManager {
     sw_index: Vec<Option<usize>>,
     /// The routing state: LFTs, distances, multicast roots.
     route: route::Routing,
+    /// Per topology node: the NodeInfo facts the SA's NodeRecords give, once read by SMPs
+    /// ([`SubnetManager::set_node_facts`]); `None`: our devices' (`config::node_facts`).
+    facts: Vec<Option<ipoib_proto::subnet::NodeFacts>>,
 }
 
 impl SubnetManager {
@@ -212,7 +215,14 @@ impl SubnetManager {
             switches,
             sw_index,
             route,
+            facts: Vec::new(),
         })
+    }
+
+    /// The NodeInfo facts of every topology node as the SM read them (IBA 1 §15.2.5.2: a
+    /// NodeRecord holds the node's NodeInfo).
+    pub fn set_node_facts(&mut self, facts: Vec<Option<ipoib_proto::subnet::NodeFacts>>) {
+        self.facts = facts;
     }
 
     /// The topology.

@@ -50,6 +50,7 @@ use crate::hw::sim::NodeId;
 use crate::node::subnet::partition_specs;
 use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
+use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::mad::attr::smp as attr;
@@ -429,8 +430,35 @@ impl SmpSm {
         opts.partitions = partition_specs(&self.partitions, &d.topology, d.sm_port);
         let handles = (0..nodes.len()).map(NodeId).collect();
         self.node_paths = d.node_paths;
+        // IBA 1 §15.2.5.2: the SA's NodeRecords give NodeInfo as read; GUIDCap is the first
+        // port's PortInfo:GUIDCap (switch port 0, a CA's lowest port that answered).
+        let facts = d
+            .node_infos
+            .iter()
+            .zip(&d.port_infos)
+            .map(|(i, ports)| {
+                let guid_cap = ports
+                    .iter()
+                    .flatten()
+                    .map(|p| p.guid_cap)
+                    .next()
+                    .unwrap_or(1);
+                Some(NodeFacts {
+                    num_ports: i.num_ports,
+                    system_image_guid: i.system_image_guid,
+                    partition_cap: i.partition_cap,
+                    device_id: i.device_id,
+                    revision: i.revision,
+                    vendor_id: i.vendor_id,
+                    guid_cap: guid_cap.max(1),
+                })
+            })
+            .collect();
         let brain = match SubnetManager::new(d.topology, handles, d.sm_port, opts) {
-            Ok(b) => b,
+            Ok(mut b) => {
+                b.set_node_facts(facts);
+                b
+            }
             Err(e) => {
                 self.error = Some(e);
                 self.phase = SweepPhase::Failed;
