@@ -23,6 +23,9 @@
 
 use crate::{Error, Result};
 
+mod patch;
+pub use patch::update_crcs;
+
 /// Reflected form of the VCRC polynomial 0x100B (IBA 1 §7.8.2).
 const CRC16_POLY_REFLECTED: u16 = 0xd008;
 
