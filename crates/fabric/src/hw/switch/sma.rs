@@ -23,6 +23,7 @@ use crate::hw::sim::Tx;
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
 use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
+use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE};
 use ipoib_wire::ib::LrhRepr;
 use ipoib_wire::mad::attr::smp as attr;
@@ -30,7 +31,7 @@ use ipoib_wire::mad::{
     BadMKeyTrap, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
     TRAP_256_PATH_LEN,
 };
-use ipoib_wire::packet::{fill_crcs, Packet};
+use ipoib_wire::packet::Packet;
 use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
@@ -118,9 +119,14 @@ impl Switch {
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();
-                match dr::receive(&mut packet[off..off + MAD_LEN], port, true, nports) {
+                let mad = &mut packet[off..off + MAD_LEN];
+                let old = <[u8; MAD_LEN]>::try_from(&*mad).ok()?;
+                match dr::receive(mad, port, true, nports) {
                     DrStep::Forward(out) => {
-                        if fill_crcs(&mut packet).is_ok() {
+                        // The hop rules changed two bytes of the MAD: the ICRC is computed
+                        // again, the VCRC (checked on receipt) updated for the changed bytes,
+                        // byte for byte what fill_crcs writes, without a pass over the packet.
+                        if crc::update_crcs(&mut packet, off, &old).is_ok() {
                             self.stats.smp_forwarded += 1;
                             self.send_from_management(out, packet, tx);
                         }
