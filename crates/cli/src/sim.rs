@@ -158,8 +158,11 @@ pub fn run(args: &Args) -> ExitCode {
     if args.sm == "direct" {
         opts.sm_mode = SmMode::Direct;
     }
+    // Not dropped: the process exits after the report, and the OS takes the memory back at once
+    // where freeing every host's state one allocation at a time costs about 4 % of a 10,000-host
+    // run (perf; docs/BENCHMARKS.md).
     let mut net = match Subnet::build(opts) {
-        Ok(n) => n,
+        Ok(n) => std::mem::ManuallyDrop::new(n),
         Err(e) => return fail(e),
     };
     for w in [
