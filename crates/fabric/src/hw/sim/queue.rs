@@ -3,26 +3,33 @@
 //! cost on big fabrics: a broadcast on N hosts queues some N events at a handful of instants, and
 //! a heap of millions of entries pays a cache miss per level on every pop, where this queue pops
 //! from the front of one contiguous buffer.
+//!
+//! The ordered map holds a small slot number per instant, not the buffer itself: a subnet
+//! brought up by SMPs queues most events at instants of their own, so the map inserts and
+//! removes an entry for nearly every event, and moving 4-byte slots inside its nodes is cheaper
+//! than moving buffers (docs/BENCHMARKS.md). Emptied buffers stay in their slots, with their
+//! capacity, for the next instant.
 
 use ipoib_proto::time::Instant;
 use std::collections::{BTreeMap, VecDeque};
 
-/// Emptied buffers kept for reuse (fewer allocations when instants come and go).
-const SPARE: usize = 64;
-
 #[derive(Debug)]
 pub(super) struct Queue<E> {
-    by_instant: BTreeMap<Instant, VecDeque<E>>,
+    /// Instant -> index into `slots`.
+    by_instant: BTreeMap<Instant, u32>,
+    /// The events of one instant each; those not in `by_instant` are empty and listed in `free`.
+    slots: Vec<VecDeque<E>>,
+    free: Vec<u32>,
     len: usize,
-    spare: Vec<VecDeque<E>>,
 }
 
 impl<E> Default for Queue<E> {
     fn default() -> Queue<E> {
         Queue {
             by_instant: BTreeMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             len: 0,
-            spare: Vec::new(),
         }
     }
 }
@@ -30,24 +37,26 @@ impl<E> Default for Queue<E> {
 impl<E> Queue<E> {
     /// Queues `event` at `at`, after every event already queued at `at`.
     pub fn push(&mut self, at: Instant, event: E) {
-        let spare = &mut self.spare;
-        self.by_instant
-            .entry(at)
-            .or_insert_with(|| spare.pop().unwrap_or_default())
-            .push_back(event);
+        let (slots, free) = (&mut self.slots, &mut self.free);
+        let slot = *self.by_instant.entry(at).or_insert_with(|| {
+            free.pop().unwrap_or_else(|| {
+                slots.push(VecDeque::new());
+                (slots.len() - 1) as u32
+            })
+        });
+        self.slots[slot as usize].push_back(event);
         self.len += 1;
     }
 
     /// The earliest event (the first one queued among the earliest).
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        let mut first = self.by_instant.first_entry()?;
-        let at = *first.key();
-        let event = first.get_mut().pop_front();
-        if first.get().is_empty() {
-            let buf = first.remove();
-            if self.spare.len() < SPARE {
-                self.spare.push(buf);
-            }
+        let first = self.by_instant.first_entry()?;
+        let (at, slot) = (*first.key(), *first.get());
+        let buf = &mut self.slots[slot as usize];
+        let event = buf.pop_front();
+        if buf.is_empty() {
+            first.remove();
+            self.free.push(slot);
         }
         let event = event?;
         self.len -= 1;
