@@ -19,7 +19,9 @@
 //! there on `crc-fast`, which folds with carry-less multiplies (PCLMULQDQ/VPCLMULQDQ, or PMULL on
 //! aarch64) for any CRC-16 polynomial and has a table fallback elsewhere. Neither allocates per call.
 //! The ICRC costs one crc32fast call over the packet plus a few table lookups that account for the
-//! masked fields (see [`icrc`]). docs/BENCHMARKS.md has the figures.
+//! masked fields (see [`icrc`]). After a few bytes of a packet change (a switch sending a
+//! directed-route SMP on), [`update_crcs`] recomputes the ICRC and updates the VCRC from the one on
+//! the wire without a pass over the packet. docs/BENCHMARKS.md has the figures.
 
 use crate::{Error, Result};
 

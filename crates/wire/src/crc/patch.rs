@@ -73,14 +73,15 @@ fn mul16(r: u16, t: &MulTable16) -> u16 {
 
 /// A VCRC register followed by `n` zero bytes (`n < SHIFT_MAX`).
 fn shift16(mut r: u16, n: usize) -> u16 {
-    if n % 64 != 0 {
-        r = mul16(r, &SHIFT_LO[n % 64]);
+    let (lo, mid, hi) = (n % 64, (n / 64) % 64, n / 4096);
+    if lo != 0 {
+        r = mul16(r, &SHIFT_LO[lo]);
     }
-    if (n / 64) % 64 != 0 {
-        r = mul16(r, &SHIFT_MID[(n / 64) % 64]);
+    if mid != 0 {
+        r = mul16(r, &SHIFT_MID[mid]);
     }
-    if n / 4096 != 0 {
-        r = mul16(r, &SHIFT_HI[n / 4096]);
+    if hi != 0 {
+        r = mul16(r, &SHIFT_HI[hi]);
     }
     r
 }
