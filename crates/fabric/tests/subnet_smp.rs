@@ -217,6 +217,46 @@ fn the_sa_model_has_the_node_info_the_sweep_read() {
     }
 }
 
+// IBA 1 §15.2.5.3: a PortInfoRecord holds the port's PortInfo; the SA's model of the subnet has
+// the PortInfo the SM read by SMPs with what it then set (capability mask, supported and enabled
+// widths and speeds, LinkDownDefaultState, SubnetTimeOut...), so it gives what every port answers.
+#[test]
+fn the_sa_model_has_the_port_info_the_sweep_read() {
+    let topo = chain();
+    let net = build(&topo, SmMode::Ours);
+    let model = net.sm().manager().expect("swept").subnet_model();
+    for (n, node) in topo.nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        match node.kind {
+            NodeKind::Ca => {
+                let hca = net.sim().node::<Host>(id).unwrap().hca();
+                let p = model
+                    .ports
+                    .iter()
+                    .find(|p| p.node_guid == node.guid)
+                    .unwrap();
+                let answered = hca.port_info(1).unwrap();
+                assert_eq!(model.ca_port_info(p), answered, "{}", node.name);
+                assert_eq!(answered.subnet_timeout, 18, "{}", node.name);
+            }
+            NodeKind::Switch => {
+                let sw = net.sim().node::<Switch>(id).unwrap();
+                let s = model.switches.iter().find(|s| s.guid == node.guid).unwrap();
+                for port in 0..=node.ports {
+                    let pi = model.switch_port_info(s, port).unwrap();
+                    let mut answered = sw.port_info_of(port, pi.local_port_num).unwrap();
+                    if port != 0 {
+                        // Only port 0 has a LID, GidPrefix and MasterSMLID (IBA 1 §14.2.5.6);
+                        // the model gives 0 on the others, as OpenSM's SA does under ibsim.
+                        (answered.gid_prefix, answered.lid, answered.master_sm_lid) = (0, 0, 0);
+                    }
+                    assert_eq!(pi, answered, "{} port {port}", node.name);
+                }
+            }
+        }
+    }
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
 // other over the routes and the broadcast group it programmed (MFTs set by SMPs).
 #[test]

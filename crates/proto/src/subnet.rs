@@ -4,11 +4,13 @@
 //! (`crate::sa`) as a value; the SA answers PathRecord queries by walking it (IBA 1 §15.2.5.16: the
 //! path's MTU and rate are the smallest along the route), and NodeRecord, PortInfoRecord,
 //! LinkRecord and P_KeyTableRecord queries from the nodes' [`NodeFacts`] and the PortInfo
-//! [`SubnetModel::ca_port_info`] and [`SubnetModel::switch_port_info`] derive from it.
+//! [`SubnetModel::ca_port_info`] and [`SubnetModel::switch_port_info`] derive from it (from the
+//! PortInfo the SM read, [`SubnetModel::port_infos`], where it has it).
 
 use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState};
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
+use std::collections::BTreeMap;
 
 /// PortInfo CapabilityMask IsSM (IBA 1 §14.2.5.6, Table 146 bit 1).
 pub const CAP_IS_SM: u32 = 1 << 1;
@@ -127,6 +129,11 @@ pub struct SubnetModel {
     pub ports: Vec<CaPort>,
     /// Switches.
     pub switches: Vec<SwitchNode>,
+    /// PortInfo of each port as the SM read it by SMPs (IBA 1 §14.2.5.6) with what it then set
+    /// there, by (node GUID, port number): the hardware's fields of the PortInfo the SA gives
+    /// (OpenSM's SA answers from the PortInfo its sweep stored). A port missing here gets our
+    /// HCAs' values (`port_info`).
+    pub port_infos: BTreeMap<(Guid, u8), PortInfoRepr>,
 }
 
 impl SubnetModel {
@@ -281,7 +288,7 @@ impl SubnetModel {
         let is_sm = p.lid != 0
             && self.sm_lid >= p.lid
             && u32::from(self.sm_lid) < u32::from(p.lid) + (1u32 << p.lmc.min(16));
-        port_info(
+        let pi = port_info(
             self.subnet_prefix,
             self.sm_lid,
             p.lid,
@@ -292,7 +299,31 @@ impl SubnetModel {
             p.active,
             if is_sm { CAP_IS_SM } else { 0 },
             p.node.guid_cap,
-        )
+        );
+        self.as_read(p.node_guid, p.port_num, pi)
+    }
+
+    /// `model`, the PortInfo of port `num` of node `guid` as this model describes it, with the
+    /// hardware's fields (CapabilityMask, with IsSM on the master SM's port, LinkWidth*, LinkSpeed*, LinkDownDefaultState,
+    /// VLCap, MTUCap, SubnetTimeOut, MasterSMSL, GUIDCap...) from the PortInfo the SM read, when
+    /// it read one. What the SM chose stays the model's: GidPrefix, LID, LMC, MasterSMLID,
+    /// LocalPortNum, NeighborMTU, PortState and PortPhysicalState (the SM brought the port up).
+    fn as_read(&self, guid: Guid, num: u8, model: PortInfoRepr) -> PortInfoRepr {
+        let Some(read) = self.port_infos.get(&(guid, num)) else {
+            return model;
+        };
+        PortInfoRepr {
+            gid_prefix: model.gid_prefix,
+            lid: model.lid,
+            master_sm_lid: model.master_sm_lid,
+            capability_mask: read.capability_mask | model.capability_mask & CAP_IS_SM,
+            local_port_num: model.local_port_num,
+            port_state: model.port_state,
+            port_phys_state: model.port_phys_state,
+            lmc: model.lmc,
+            neighbor_mtu: model.neighbor_mtu,
+            ..*read
+        }
     }
 
     /// The PortInfo of port `port` of switch `sw` (see `port_info`), as the SM reads it (IBA 1
@@ -337,7 +368,7 @@ impl SubnetModel {
             )
         };
         pi.local_port_num = ingress;
-        Some(pi)
+        Some(self.as_read(sw.guid, port, pi))
     }
 
     /// The P_Key table of port `port` of switch `sw` as the SM writes it (crates/fabric
@@ -409,6 +440,7 @@ mod tests {
                 ca(0x10, 2, Peer::Switch(0, 1)),
                 ca(0x11, 3, Peer::Switch(0, 2)),
             ],
+            port_infos: Default::default(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -474,6 +506,7 @@ mod tests {
                 ca(0x10, 1, Peer::Switch(0, 1)),
                 ca(0x11, 2, Peer::Switch(n - 1, 1)),
             ],
+            port_infos: Default::default(),
             switches,
         }
     }

@@ -39,6 +39,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
         sm_lid: SM_LID,
         ports,
+        port_infos: Default::default(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -193,6 +193,7 @@ impl OurSa {
             subnet_prefix: prefix,
             sm_lid: fabric.sm_lid,
             ports,
+            port_infos: Default::default(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

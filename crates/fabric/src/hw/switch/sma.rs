@@ -470,6 +470,12 @@ impl Switch {
         self.lft.resize(top + 1, LFT_DROP);
     }
 
+    /// The PortInfo the SMA answers a SubnGet(PortInfo) of port `p` entering by `in_port` with
+    /// (IBA 1 §14.2.5.6), the M_Key hidden as from a requester without it; `None` past the ports.
+    pub fn port_info_of(&self, p: u8, in_port: u8) -> Option<PortInfoRepr> {
+        (usize::from(p) < self.ports.len()).then(|| self.port_info(p, in_port, true))
+    }
+
     fn port_info(&self, p: u8, in_port: u8, hide_key: bool) -> PortInfoRepr {
         let port = &self.ports[usize::from(p)];
         let g = &self.mgmt;

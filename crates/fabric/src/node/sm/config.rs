@@ -295,6 +295,7 @@ impl SubnetManager {
             subnet_prefix: self.opts.subnet_prefix,
             sm_lid: self.sm_lid(),
             ports,
+            port_infos: self.port_infos.clone(),
             switches,
         }
     }

@@ -60,8 +60,9 @@ use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_proto::partitions::Membership;
 use ipoib_wire::ib::lid::LID_UNICAST_LAST;
+use ipoib_wire::smp::PortInfoRepr;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The most hops a directed route has: a directed-route SMP's InitialPath and ReturnPath hold 64
 /// port numbers of which entry 0 is unused (IBA 1 §14.2.2, SMP fields HopPointer/HopCount), so
@@ -171,6 +172,9 @@ pub struct SubnetManager {
     /// Per topology node: the NodeInfo facts the SA's NodeRecords give, once read by SMPs
     /// ([`SubnetManager::set_node_facts`]); `None`: our devices' (`config::node_facts`).
     facts: Vec<Option<ipoib_proto::subnet::NodeFacts>>,
+    /// PortInfo of the ports as the SM read and then set them, by (node GUID, port)
+    /// ([`SubnetManager::set_port_infos`]); empty: our devices' (`SubnetModel::port_infos`).
+    port_infos: BTreeMap<(Guid, u8), PortInfoRepr>,
 }
 
 impl SubnetManager {
@@ -216,6 +220,7 @@ impl SubnetManager {
             sw_index,
             route,
             facts: Vec::new(),
+            port_infos: BTreeMap::new(),
         })
     }
 
@@ -223,6 +228,12 @@ impl SubnetManager {
     /// NodeRecord holds the node's NodeInfo).
     pub fn set_node_facts(&mut self, facts: Vec<Option<ipoib_proto::subnet::NodeFacts>>) {
         self.facts = facts;
+    }
+
+    /// The PortInfo of the ports as the SM read them by SMPs and then set them (IBA 1
+    /// §15.2.5.3: a PortInfoRecord holds the port's PortInfo), by (node GUID, port).
+    pub fn set_port_infos(&mut self, infos: BTreeMap<(Guid, u8), PortInfoRepr>) {
+        self.port_infos = infos;
     }
 
     /// The topology.

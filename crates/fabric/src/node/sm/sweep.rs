@@ -454,7 +454,7 @@ impl SmpSm {
                 })
             })
             .collect();
-        let brain = match SubnetManager::new(d.topology, handles, d.sm_port, opts) {
+        let mut brain = match SubnetManager::new(d.topology, handles, d.sm_port, opts) {
             Ok(mut b) => {
                 b.set_node_facts(facts);
                 b
@@ -467,6 +467,16 @@ impl SmpSm {
         };
         self.generation += 1;
         let guids: Vec<Guid> = brain.topology().nodes().iter().map(|n| n.guid).collect();
+        // IBA 1 §15.2.5.3: the SA's PortInfoRecords give the PortInfo as read, with what the
+        // SM sets below (as OpenSM's SA answers from the PortInfo its sweep stored).
+        let mut read: BTreeMap<(Guid, u8), PortInfoRepr> = BTreeMap::new();
+        for (n, ports) in d.port_infos.iter().enumerate() {
+            for (p, i) in ports.iter().enumerate() {
+                if let (Some(i), Ok(p)) = (i, u8::try_from(p)) {
+                    read.insert((guids[n], p), *i);
+                }
+            }
+        }
         for (NodeId(n), c) in brain.bring_up() {
             let switch = self.switch[n];
             let guid = guids[n];
@@ -492,6 +502,16 @@ impl SmpSm {
                     };
                     let seen = d.port_infos[n].get(usize::from(pc.port)).copied().flatten();
                     let state = seen.map_or(PortState::Init, |i| i.port_state);
+                    if let Some(r) = read.get_mut(&(guid, pc.port)) {
+                        (r.subnet_timeout, r.master_sm_sl) = (SUBNET_TIMEOUT, pc.sm_sl);
+                    }
+                    if switch && pc.port == 0 {
+                        // A switch has one SubnetTimeOut, set through port 0, that all its
+                        // ports answer (crates/fabric/src/hw/switch/sma.rs).
+                        for (_, r) in read.range_mut((guid, 0)..=(guid, u8::MAX)) {
+                            r.subnet_timeout = SUBNET_TIMEOUT;
+                        }
+                    }
                     let same = seen.is_some_and(|i| {
                         (i.lid, i.master_sm_lid, i.gid_prefix, i.lmc, i.master_sm_sl)
                             == (pc.lid, pc.sm_lid, pc.subnet_prefix, pc.lmc, pc.sm_sl)
@@ -535,6 +555,7 @@ impl SmpSm {
                 Config::Mft { .. } => {}
             }
         }
+        brain.set_port_infos(read);
         self.brain = Some(brain);
         self.phase = SweepPhase::Configure;
     }
