@@ -67,29 +67,20 @@ const LID_KEYS: &[&str] = &[
     "RID.LID",
 ];
 
-/// Fields dropped before comparing, as (question prefix, key): what an SM chooses freely and
-/// what our SA does not take from the hardware yet (docs/OPENSM-NOTES.md "Our SM against
-/// OpenSM" gives the reason for each).
-const IGNORED: &[(&str, &str)] = &[
-    // Our SA's PortInfoRecords describe the ports from the topology, not from the PortInfo
-    // the SM read.
-    ("saquery", "capability_mask"),
-    ("saquery", "CapMask"),
-    ("saquery", "LinkWidthSupported"),
-    ("saquery", "LinkSpeedSupported"),
-    ("saquery", "LinkSpeedEnabled"),
-    ("saquery", "LinkDownDefState"),
-    ("saquery", "SubnetTimeout"),
-    ("saquery", "LinkState"),
-    // The SM's choices: LinearFDBTop (OpenSM's block-wise LFT writes extend it to the block's
-    // end), switch port 0's PortState (OpenSM leaves it Init).
-    ("smpquery switchinfo", "LinearFdbTop"),
-    ("smpquery portinfo", "LinkState"),
-];
+/// Fields dropped before comparing, as (question prefix, key): what an SM chooses freely
+/// (docs/OPENSM-NOTES.md "Our SM against OpenSM" gives the reason for each): LinearFDBTop
+/// (OpenSM's block-wise LFT writes extend it to the block's end).
+const IGNORED: &[(&str, &str)] = &[("smpquery switchinfo", "LinearFdbTop")];
 
-/// Fields dropped from the answers about a switch: LocalPort is the port the SMP entered by,
-/// which the LFTs choose where two cables join the switches (docs/OPENSM-NOTES.md).
-const IGNORED_SWITCH: &[&str] = &["LocalPort"];
+/// Fields dropped from the answers about a switch, as (question prefix, key): LocalPort is the
+/// port the SMP entered by, which the LFTs choose where two cables join the switches; port 0's
+/// PortState is the SM's choice (OpenSM leaves it Init; a switch's first PortInfoRecord is port
+/// 0's).
+const IGNORED_SWITCH: &[(&str, &str)] = &[
+    ("", "LocalPort"),
+    ("smpquery portinfo", "LinkState"),
+    ("saquery PIR", "LinkState"),
+];
 
 /// `out` normalised: `# ...` comments and blank lines dropped, `Key:....value` and
 /// `\t\tkey....value` lines as `key = value` with LIDs replaced by node names, free fields
@@ -102,7 +93,10 @@ fn normalise(query: &str, out: &str, names: &BTreeMap<u16, String>) -> Vec<Strin
         .is_some_and(|n| !n.contains('[') && names.values().any(|v| v == n));
     let ignored = |k: &str| {
         IGNORED.iter().any(|(q, i)| query.starts_with(q) && *i == k)
-            || (switch && IGNORED_SWITCH.contains(&k))
+            || (switch
+                && IGNORED_SWITCH
+                    .iter()
+                    .any(|(q, i)| query.starts_with(q) && *i == k))
     };
     let sa = query.starts_with("saquery");
     let name = |v: &str| -> String {
@@ -124,8 +118,9 @@ fn normalise(query: &str, out: &str, names: &BTreeMap<u16, String>) -> Vec<Strin
         }
         // saquery: the first record only; under ibsim OpenSM's GetTableResp says PayloadLength
         // 0 and the rest of the MAD is what its buffer held (docs/OPENSM-NOTES.md "Subnet
-        // records (SA)").
-        if sa && t.ends_with("dump:") {
+        // records (SA)"). A record starts at `... dump:` in the first column (`\tPortInfo
+        // dump:` inside a PortInfoRecord is part of it).
+        if sa && t.ends_with("dump:") && !l.starts_with(char::is_whitespace) {
             records += 1;
         }
         if records > 1 {
