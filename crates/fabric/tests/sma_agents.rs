@@ -400,3 +400,121 @@ fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
     let r = SmpMadRepr::parse(&got[0].mad).unwrap();
     assert_eq!(r.attribute, SmpAttribute::SmInfo(info));
 }
+
+// IBA 1 §14.2.2.2, §14.2.5.13: a directed-route SubnGet(SMInfo) at the end of its path is for the
+// SM on that port, not the SMA: with an SM program on QP0 it gets the SMP as the SMI left it
+// (ReturnPath[n] the port it came in by, HopPointer n + 1), and its GetResp goes back along the
+// return path to the requester (what `sminfo -D` does against OpenSM under ibsim).
+#[test]
+fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::host::{method_mask, Host, Registration};
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_proto::mad_agent::MadAddr;
+    use ipoib_wire::mad::{MadStatus, MgmtClass};
+    use std::time::Duration;
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let (h0, h1) = (net.host(0).node, net.host(1));
+    let attach = |net: &mut Subnet, node| {
+        net.sim_mut()
+            .with_node::<Host, _>(node, |h, _, _| h.umad_attach())
+            .unwrap()
+    };
+    let asker = attach(&mut net, h0);
+    let sm = attach(&mut net, h1.node);
+    let mut f = Fabric::new(0);
+    // Out of host 0's port, then Switch1's port 2 to Hca2 (host 1).
+    let mut get = f.smp(
+        Method::Get,
+        attr::SM_INFO,
+        0,
+        Some(&[net.host(0).port, 2]),
+        0,
+        none(),
+    );
+    get[6] = 0; // as a umad user sends it: the port moves the HopPointer
+    let to = MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(0xffff)
+    };
+    let send = |net: &mut Subnet| {
+        net.sim_mut()
+            .with_node::<Host, _>(h0, |h, now, tx| {
+                h.umad_send(asker, to, &get).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+    };
+    let take = |net: &mut Subnet, node, agent| {
+        net.sim_mut()
+            .node_mut::<Host>(node)
+            .unwrap()
+            .umad_take(agent)
+    };
+    // No SM on host 1's port: the SMA answers 0x000C.
+    send(&mut net);
+    let got = take(&mut net, h0, asker);
+    assert_eq!(got.len(), 1);
+    let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+    // Bit 15 of a directed-route SMP's status is D (IBA 1 §14.2.1.2).
+    let status = MadStatus(r.header.status.0 & 0x7fff);
+    assert_eq!(status, MadStatus::METHOD_ATTR_UNSUPPORTED);
+
+    // An SM program on host 1's port, registered for directed-route SubnGet: it gets the SMP.
+    net.sim_mut()
+        .with_node::<Host, _>(h1.node, |h, _, _| {
+            h.hca_mut().set_sm_client(h1.port, true);
+            let reg = Registration {
+                class: MgmtClass::SubnDirectedRoute,
+                version: 1,
+                methods: method_mask(&[Method::Get, Method::Set]),
+            };
+            h.umad_register(sm, reg).unwrap();
+        })
+        .unwrap();
+    send(&mut net);
+    assert!(take(&mut net, h0, asker).is_empty(), "the SMA kept out");
+    let asked = take(&mut net, h1.node, sm);
+    assert_eq!(asked.len(), 1);
+    let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
+    assert_eq!(req.header.attribute_id, attr::SM_INFO);
+    let SmpRoute::Directed(d) = req.route else {
+        panic!("{:?}", req.route)
+    };
+    assert_eq!(
+        (asked[0].mad[6], asked[0].mad[7]),
+        (3, 2),
+        "HopPointer n + 1, HopCount n"
+    );
+    assert_eq!(
+        d.return_path[2], h1.port,
+        "ReturnPath[n]: the port it came in by"
+    );
+    let info = ipoib_wire::smp::SmInfoRepr {
+        guid: Guid(0x1234),
+        sm_key: 0,
+        act_count: 7,
+        priority: 3,
+        sm_state: SmState::Master,
+    };
+    let resp = req
+        .get_response(MadStatus::SUCCESS, SmpAttribute::SmInfo(info))
+        .to_bytes();
+    net.sim_mut()
+        .with_node::<Host, _>(h1.node, |h, now, tx| {
+            h.umad_send(sm, to, &resp).unwrap();
+            h.drive(now, tx);
+        })
+        .unwrap();
+    net.sim_mut().run_for(Duration::from_millis(1));
+    let got = take(&mut net, h0, asker);
+    assert_eq!(got.len(), 1, "the answer came back along the return path");
+    let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+    assert_eq!(
+        (r.attribute, r.direction()),
+        (SmpAttribute::SmInfo(info), Some(true))
+    );
+}

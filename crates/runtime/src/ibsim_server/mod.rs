@@ -500,8 +500,8 @@ impl IbsimServer {
     }
 
     /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
-    /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and LID-routed SMInfo Get/Set arriving at
-    /// the port.
+    /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and SMInfo Get/Set (LID-routed or directed
+    /// route) arriving at the port.
     fn set_issm(&mut self, net: &mut Subnet, slot: u32, on: bool) -> bool {
         let Some(c) = self.clients.get(&slot).cloned() else {
             return false;
@@ -533,6 +533,13 @@ impl IbsimServer {
                 // IBA 1 §14.2.5.13: SMInfo Get/Set from another SM or from `sminfo` (the
                 // HCA's SMA hands LID-routed SMInfo to QP0 while the port has an SM client).
                 methods: method_mask(&[Method::Get, Method::Set, Method::Trap]),
+            },
+            Registration {
+                class: MgmtClass::SubnDirectedRoute,
+                version: 1,
+                // The same by directed route (IBA 1 §14.2.2: at the end of its path the SMP is
+                // for the port's SM), as `sminfo -D` sends it.
+                methods: method_mask(&[Method::Get, Method::Set]),
             },
         ];
         let ok = net

@@ -4,6 +4,7 @@
 
 use super::connected::PacketSource;
 use super::qp::{can_receive, special_qpn, QpKind};
+use super::sma::Qp0In;
 use super::{Hca, HcaDropReason};
 use crate::hw::mgmt::PortState;
 use crate::hw::verbs::{QpType, Qpn};
@@ -54,10 +55,18 @@ impl Hca {
             let Some(bits) = bits else {
                 return self.counters.count(HcaDropReason::BadDlid);
             };
-            if self.sma_take(now, port_num, &pkt) {
-                return;
-            }
-            return self.deliver(now, special_qpn(port_num, 0), &pkt, bits);
+            let qp0 = special_qpn(port_num, 0);
+            return match self.sma_take(now, port_num, &pkt) {
+                Qp0In::Taken => {}
+                Qp0In::Deliver => self.deliver(now, qp0, &pkt, bits),
+                Qp0In::DeliverAs(mad) => {
+                    let pkt = Packet {
+                        payload: &mad[..],
+                        ..pkt
+                    };
+                    self.deliver(now, qp0, &pkt, bits)
+                }
+            };
         }
         // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets.
         if !matches!(port.state, PortState::Armed | PortState::Active) {

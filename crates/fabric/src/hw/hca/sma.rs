@@ -9,8 +9,9 @@
 //!   AttributeModifier says of ports (§14.2.5.6: a CA answers for its receiving port): NodeInfo,
 //!   NodeDescription (Get only), GUIDInfo (block 0, index 0 the port GUID, read only), PortInfo,
 //!   P_KeyTable (blocks 0-3, 128 P_Keys), SLtoVLMappingTable, VLArbitrationTable (blocks 1-4),
-//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); a LID-routed SMInfo on a port
-//!   with an SM program on QP0 ([`Hca::set_sm_client`]) goes to QP0 for it; anything else, SMInfo
+//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); an SMInfo (LID-routed or at
+//!   the end of its directed route) on a port with an SM program on QP0 ([`Hca::set_sm_client`])
+//!   goes to QP0 for it; anything else, SMInfo
 //!   without an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
 //!   take: status 0x001C, nothing changed. Every other method (GetResp, Trap, Report) is for the
 //!   SM on QP0 and is delivered there.
@@ -33,6 +34,16 @@ use ipoib_wire::smp::{
     PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMad, SmpMadRepr, PKEY_TABLE_BLOCK, SMP_DATA_LEN,
 };
 use ipoib_wire::PKey;
+
+/// What the HCA does with an SMP that came in on QP0 ([`Hca::sma_take`]).
+pub(super) enum Qp0In {
+    /// The SMA took it (answered or discarded).
+    Taken,
+    /// QP0 gets it as it came.
+    Deliver,
+    /// QP0 gets these 256 bytes instead (a directed-route SMP as the SMI left it).
+    DeliverAs(Box<[u8; MAD_LEN]>),
+}
 
 impl Hca {
     /// The NodeDescription every port answers with (IBA 1 §14.2.5.2).
@@ -76,8 +87,24 @@ impl Hca {
         std::mem::take(&mut self.sma_changed)
     }
 
-    /// Takes an SMP that came in on `port` for the SMA; false to deliver it to QP0 as it is.
-    pub(super) fn sma_take(&mut self, now: Instant, port: u8, pkt: &Packet<'_>) -> bool {
+    /// Takes an SMP that came in on `port` for the SMA; else says how QP0 gets it.
+    pub(super) fn sma_take(&mut self, now: Instant, port: u8, pkt: &Packet<'_>) -> Qp0In {
+        let mut for_sm = None;
+        if self.sma_take_mad(now, port, pkt, &mut for_sm) {
+            return Qp0In::Taken;
+        }
+        for_sm.map_or(Qp0In::Deliver, |m| Qp0In::DeliverAs(Box::new(m)))
+    }
+
+    /// [`Hca::sma_take`]: true when taken; false, with `for_sm` filled when QP0 gets the SMP as
+    /// this node's SMI left it (a directed-route one at its end, for the SM program on the port).
+    fn sma_take_mad(
+        &mut self,
+        now: Instant,
+        port: u8,
+        pkt: &Packet<'_>,
+        for_sm: &mut Option<[u8; MAD_LEN]>,
+    ) -> bool {
         let Ok(mad) = <[u8; MAD_LEN]>::try_from(pkt.payload) else {
             return false;
         };
@@ -108,13 +135,14 @@ impl Hca {
             return true;
         };
         // IBA 1 §14.2.5.13: SMInfo is the SM's, not the SMA's: with an SM program on the port
-        // (and no SMInfo of ours) a LID-routed one goes to QP0 for it to answer, as ibsim hands
-        // it to its SM client (docs/OPENSM-NOTES.md "Our SM against OpenSM").
-        if req.header.attribute_id == attr::SM_INFO
-            && p.sm_info.is_none()
-            && p.sm_client
-            && !directed
-        {
+        // (and no SMInfo of ours) it goes to QP0 for it to answer, as ibsim hands it to its SM
+        // client (docs/OPENSM-NOTES.md "Our SM against OpenSM"). A directed-route one goes as
+        // the SMI left it at the end of its path (IBA 1 §14.2.2.2: ReturnPath[n] and HopPointer
+        // n + 1), so that the SM's GetResp leaves by the return path (C14-13:1, `dr::originate`).
+        if req.header.attribute_id == attr::SM_INFO && p.sm_info.is_none() && p.sm_client {
+            if directed {
+                *for_sm = Some(mad);
+            }
             return false;
         }
         let hide_key = match p.mkey.check(now, req.header.method, req.mkey) {
