@@ -3,7 +3,7 @@
 //! `ibsim-run opensm` on that same host. In each, infiniband-diags under `ibsim-run` read the
 //! subnet from another host: `ibnetdiscover`, `saquery` (NodeRecords, by LID too, PortInfoRecords,
 //! LinkRecords, groups and members, the SM's port), `smpquery` (NodeInfo, PortInfo, SwitchInfo,
-//! P_Key tables of every node and cabled port) and `sminfo`. What an SM is free to choose (LID
+//! P_Key tables of every node and cabled port) and `sminfo` (by directed route too). What an SM is free to choose (LID
 //! numbering, timestamps, the SM's activity counter, ...) is normalised, the rest must be equal;
 //! every field still ignored is listed, with its reason, in docs/OPENSM-NOTES.md "Our SM against
 //! OpenSM". Then, with our SM alone, every host pings every other, and pulling the cable Switch1
@@ -145,7 +145,7 @@ fn normalise(query: &str, out: &str, names: &BTreeMap<u16, String>) -> Vec<Strin
                 for i in 1..words.len() {
                     if words[i - 1] == "lid" {
                         words[i] = name(words[i].trim_end_matches(','));
-                    } else if words[i - 1] == "count" && query == "sminfo" {
+                    } else if words[i - 1] == "count" && query.starts_with("sminfo") {
                         words[i] = "<n>".into();
                     }
                 }
@@ -279,7 +279,37 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
         .map(|(l, _)| l.to_string())
         .expect("the SM host's LID");
     put("sminfo".into(), &run(&["sminfo", &sm_lid]));
+    if let Some(path) = dr_path(&discovered, host, &m.sm_host) {
+        put("sminfo -D".into(), &run(&["sminfo", "-D", &path]));
+    }
     s
+}
+
+/// The directed route (`0,<port>,<switch port>`) from CA `from` to CA `to` when both are cabled
+/// to one switch, from ibnetdiscover's CA blocks: a header `Ca\t1 "H-<guid>"\t\t# "h0"`, a port
+/// line `[1](<guid>) \t"S-<guid>"[3]\t\t# lid 3 lmc 0 "sw0" lid 2 4xSDR`.
+fn dr_path(discovered: &str, from: &str, to: &str) -> Option<String> {
+    let mut ca = None;
+    let mut ends = BTreeMap::new();
+    for l in discovered.lines() {
+        let parts: Vec<&str> = l.split('"').collect();
+        if l.starts_with("Ca") {
+            ca = parts.get(3).map(|d| d.to_string());
+        } else if let (Some(c), true) = (&ca, l.starts_with('[') && parts.len() >= 4) {
+            let num = |x: &str| {
+                x.trim_start_matches('[')
+                    .split(']')
+                    .next()
+                    .map(str::to_string)
+            };
+            ends.insert(
+                c.clone(),
+                (num(parts[0])?, num(parts[2])?, parts[3].to_string()),
+            );
+        }
+    }
+    let (a, b) = (ends.get(from)?, ends.get(to)?);
+    (a.2 == b.2).then(|| format!("0,{},{}", a.0, b.1))
 }
 
 /// Asserts the two snapshots equal, showing every question whose answers differ.
