@@ -22,7 +22,9 @@ use super::MAX_DR_HOPS;
 use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_proto::subnet::link_width_speed;
 use ipoib_wire::mad::attr::smp as attr;
-use ipoib_wire::smp::{NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, SmpAttribute};
+use ipoib_wire::smp::{
+    cap_mask, NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, SmpAttribute,
+};
 use ipoib_wire::{Guid, Rate};
 use std::collections::BTreeMap;
 
@@ -132,6 +134,9 @@ pub struct Discovered {
     pub port_infos: Vec<Vec<Option<PortInfoRepr>>>,
     /// Per topology node: its NodeInfo as answered.
     pub node_infos: Vec<NodeInfoRepr>,
+    /// Other SMs: every CA port but the SM's own whose PortInfo:CapabilityMask has IsSM
+    /// (IBA 1 §14.4, `super::election`), its directed route and port GUID, in GUID order.
+    pub sm_ports: Vec<(Vec<u8>, Guid)>,
 }
 
 impl Discovery {
@@ -335,6 +340,17 @@ impl Discovery {
             }
         }
         let sm_node = *index.get(&sm_guid)?;
+        let sm_ports = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| !n.switch)
+            .flat_map(|(&g, n)| n.ports.iter().enumerate().map(move |(p, s)| (g, p, s)))
+            .filter(|&(g, p, _)| (g, p) != (sm_guid, usize::from(sm_port)))
+            .filter_map(|(_, _, s)| {
+                let is_sm = s.info?.capability_mask & cap_mask::IS_SM != 0;
+                Some((s.path.clone()?, s.guid)).filter(|_| is_sm)
+            })
+            .collect();
         Some(Discovered {
             topology: topo,
             sm_port: End {
@@ -345,6 +361,7 @@ impl Discovery {
             port_paths,
             port_infos,
             node_infos,
+            sm_ports,
         })
     }
 }

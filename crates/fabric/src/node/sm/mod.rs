@@ -44,11 +44,13 @@
 
 mod config;
 pub mod discover;
+pub mod election;
 mod route;
 pub mod smp;
 pub mod sweep;
 
 pub use config::mft_changes;
+pub use election::ElectionSettings;
 pub use smp::SmpSettings;
 pub use sweep::{SmpSm, SweepPhase, SweepStats, LIFE_TIME_VALUE, SUBNET_TIMEOUT};
 

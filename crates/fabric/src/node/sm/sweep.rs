@@ -42,7 +42,8 @@
 //! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy holds exactly
 //! what the SM last set; within a sweep, phases only move forward.
 
-use super::discover::{Ask, Discovery};
+use super::discover::{Ask, Discovered, Discovery};
+use super::election::{Election, ElectionSettings};
 use super::smp::{dr_get, dr_set, SmpFailure, SmpRequester, SmpSettings};
 use super::{SmError, SmOptions, SubnetManager};
 use crate::hw::mgmt::Config;
@@ -57,7 +58,7 @@ use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::smp::{
-    LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmpAttribute,
+    LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute,
     SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::smp::{SmpMadRepr, SmpRoute};
@@ -88,6 +89,11 @@ pub enum SweepPhase {
     Done,
     /// The brain refused the discovered subnet (or the SM's own node did not answer).
     Failed,
+    /// Discovery done, asking the other SMs' SMInfo ([`super::election`]).
+    Elect,
+    /// Another SM is master: nothing is programmed, the master is polled
+    /// ([`super::election`]).
+    Standby,
 }
 
 /// Counters of the sweep.
@@ -121,6 +127,8 @@ enum Tag {
     Discover(Ask, u32),
     /// A SubnSet of the bring-up or a multicast change, and how often it was submitted.
     Set(Box<SmpMadRepr>, u32),
+    /// SubnGet(SMInfo) of another SM over its route: of the discovery, or a Standby's poll.
+    SmInfo(Vec<u8>, bool),
 }
 
 /// A port the bring-up configured: its node, directed route and PortInfo (sent again with each
@@ -170,6 +178,9 @@ pub struct SmpSm {
     mft: BTreeMap<(usize, u16, u8), [u16; MFT_BLOCK_MLIDS]>,
     mft_dirty: BTreeSet<(usize, u16, u8)>,
     stats: SweepStats,
+    election: Election,
+    /// The discovery's result while the other SMs' SMInfo is asked.
+    elect: Option<Discovered>,
 }
 
 impl SmpSm {
@@ -201,7 +212,26 @@ impl SmpSm {
             mft: BTreeMap::new(),
             mft_dirty: BTreeSet::new(),
             stats: SweepStats::default(),
+            election: Election::new(ElectionSettings::default()),
+            elect: None,
         }
+    }
+
+    /// The same SM with election `settings` (priority, polling; [`super::election`]).
+    pub fn with_election(mut self, settings: ElectionSettings) -> SmpSm {
+        self.election = Election::new(settings);
+        self
+    }
+
+    /// The election state ([`super::election`]).
+    pub fn election(&self) -> &Election {
+        &self.election
+    }
+
+    /// What the SM's port answers SubnGet(SMInfo) with: `guid` (the port's GUID), the election
+    /// state and ActCount (SMPs sent, as OpenSM's `qp0_mads_sent`).
+    pub fn sm_info(&self, guid: Guid) -> SmInfoRepr {
+        self.election.sm_info(guid, self.smp.counters().sent)
     }
 
     /// Starts the sweep: the SM's port has its link (PortPhysicalState LinkUp, IBA 1 §7.2), as
@@ -255,8 +285,10 @@ impl SmpSm {
 
     /// True when the bring-up is over and no SMP is queued, outstanding or waiting to be sent.
     pub fn is_idle(&self) -> bool {
-        matches!(self.phase, SweepPhase::Done | SweepPhase::Failed)
-            && self.smp.is_idle()
+        matches!(
+            self.phase,
+            SweepPhase::Done | SweepPhase::Failed | SweepPhase::Standby
+        ) && self.smp.is_idle()
             && self.mft_dirty.is_empty()
             && self.represses.is_empty()
     }
@@ -352,6 +384,17 @@ impl SmpSm {
                     self.stats.resubmitted += 1;
                     self.smp.submit(Tag::Set(smp.clone(), n + 1), &smp);
                 }
+                Tag::SmInfo(path, poll) => {
+                    let info = match r.as_ref().map(|r| &r.attribute) {
+                        Ok(SmpAttribute::SmInfo(i)) => Some(*i),
+                        _ => None,
+                    };
+                    if !poll {
+                        self.election.discovered(&path, info.as_ref());
+                    } else if self.election.polled(now, info.as_ref()) {
+                        self.resweep();
+                    }
+                }
                 Tag::Set(smp, _) => {
                     if smp.header.attribute_id != attr::MULTICAST_FORWARDING_TABLE {
                         self.wave = self.wave.saturating_sub(1);
@@ -378,8 +421,23 @@ impl SmpSm {
                             self.stats.incomplete_sweeps += 1;
                             self.sweep_done(now, SweepPhase::Done);
                         } else {
-                            self.configure(now);
+                            self.elect(now);
                         }
+                    }
+                }
+                SweepPhase::Elect if self.smp.in_flight() == 0 => {
+                    if let Some(d) = self.elect.take() {
+                        if self.election.decide(now) {
+                            self.configure(now, Some(d));
+                        } else {
+                            self.phase = SweepPhase::Standby;
+                        }
+                    }
+                }
+                SweepPhase::Standby => {
+                    if let Some(path) = self.election.poll_due(now) {
+                        let smp = dr_get(attr::SM_INFO, 0, &path);
+                        self.smp.submit(Tag::SmInfo(path, true), &smp);
                     }
                 }
                 SweepPhase::Configure if self.wave == 0 => self.state_wave(PortState::Armed),
@@ -413,9 +471,30 @@ impl SmpSm {
         self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
     }
 
-    /// The end of discovery: runs the brain and sends the Configure wave.
-    fn configure(&mut self, now: Instant) {
-        let Some(d) = self.discovery.result() else {
+    /// The end of discovery: while Discovering (IBA 1 §14.4), asks every other SM's SMInfo
+    /// before anything is programmed; else configures at once.
+    fn elect(&mut self, now: Instant) {
+        let d = self.discovery.result();
+        if !self.election.is_discovering() {
+            return self.configure(now, d);
+        }
+        let Some(d) = d else {
+            return self.configure(now, None);
+        };
+        if let Some(g) = d.topology.nodes().get(d.sm_port.node) {
+            self.election.set_guid(g.port_guid(d.sm_port.port));
+        }
+        for (path, _) in &d.sm_ports {
+            let smp = dr_get(attr::SM_INFO, 0, path);
+            self.smp.submit(Tag::SmInfo(path.clone(), false), &smp);
+        }
+        self.elect = Some(d);
+        self.phase = SweepPhase::Elect;
+    }
+
+    /// Runs the brain on the discovery `d` and sends the Configure wave.
+    fn configure(&mut self, now: Instant, d: Option<Discovered>) {
+        let Some(d) = d else {
             self.sweep_failures += 1;
             self.sweep_done(now, SweepPhase::Failed);
             return;
@@ -675,6 +754,10 @@ impl MadAgent for SmpSm {
         let idle =
             matches!(self.phase, SweepPhase::Done | SweepPhase::Failed) && self.smp.is_idle();
         let sweep = self.resweep_at.filter(|_| self.started && idle);
+        let sweep = match (sweep, self.election.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (self.smp.poll_timeout(), sweep) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -63,6 +63,7 @@ mod events;
 mod ipoib;
 mod partition_list;
 mod sm_node;
+mod standby;
 
 pub use check::JoinProblem;
 pub use events::{CableError, MoveLidError};
@@ -79,7 +80,9 @@ use crate::hw::switch::Switch;
 use crate::hw::topology::{build, Built, End, NodeKind, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::ipoib::IpoibApp;
-use crate::node::sm::{Reach, SmError, SmOptions, SmpSettings, SmpSm, SubnetManager};
+use crate::node::sm::{
+    ElectionSettings, Reach, SmError, SmOptions, SmpSettings, SmpSm, SubnetManager,
+};
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::sa::{
@@ -143,6 +146,9 @@ pub struct SubnetOptions {
     pub mcast_delay: Duration,
     /// The SMP transport of the SM ([`SmMode::Ours`]).
     pub smp: SmpSettings,
+    /// The SM's priority and polling of a master (IBA 1 §14.4, [`SmMode::Ours`]; OpenSM's
+    /// defaults: priority 0, a poll every 10 s, 4 failed polls).
+    pub sm_election: ElectionSettings,
     /// Hosts join their partitions' broadcast groups when Active (a link-only IPoIB interface per
     /// IPoIB partition of each host; module docs).
     pub auto_join: bool,
@@ -171,6 +177,7 @@ impl SubnetOptions {
             client: SaClientConfig::default(),
             mcast_delay: MCAST_DELAY,
             smp: SmpSettings::default(),
+            sm_election: ElectionSettings::default(),
             auto_join: true,
             capture: false,
             ipoib: None,
@@ -235,6 +242,8 @@ pub struct Subnet {
     /// Per host, its [`SaClient`] once made (module docs), and their settings.
     clients: Vec<Option<AgentId>>,
     client_cfg: SaClientConfig,
+    /// What another SM of ours is made of ([`Subnet::add_sm`]).
+    sm_template: standby::SmTemplate,
 }
 
 impl Subnet {
@@ -350,7 +359,7 @@ impl Subnet {
             (None, None)
         } else {
             let sa_server = SaServer::new(
-                opts.sa,
+                opts.sa.clone(),
                 ipoib_proto::subnet::SubnetModel::default(),
                 partitions.clone(),
                 sim.fork_rng(u64::MAX),
@@ -358,7 +367,8 @@ impl Subnet {
             let brain = if opts.sm_mode == SmMode::Ours {
                 let mut o = sm_opts_base.clone();
                 o.partitions = Vec::new();
-                Brain::Smp(Box::new(SmpSm::new(o, partitions.clone(), opts.smp)))
+                let agent = SmpSm::new(o, partitions.clone(), opts.smp);
+                Brain::Smp(Box::new(agent.with_election(opts.sm_election)))
             } else {
                 Brain::Direct(Box::new(sm.clone()))
             };
@@ -372,6 +382,12 @@ impl Subnet {
                 opts.mcast_delay,
             )?;
             (Some(sa), Some(app))
+        };
+        let sm_template = standby::SmTemplate {
+            sm: sm_opts_base,
+            smp: opts.smp,
+            sa: opts.sa,
+            mcast_delay: opts.mcast_delay,
         };
         let n_hosts = hosts.len();
         let mut net = Subnet {
@@ -388,6 +404,7 @@ impl Subnet {
             ip: false,
             clients: vec![None; n_hosts],
             client_cfg,
+            sm_template,
         };
         if let Some(o) = opts.ipoib {
             net.install_ipoib(o, client_cfg);
@@ -395,8 +412,8 @@ impl Subnet {
         Ok(net)
     }
 
-    /// Puts our SA and SM on the SM's host: its port answers SMInfo as the master, the SA serves
-    /// class SubnAdm.
+    /// Puts our SA and SM on the SM's host: its port answers SMInfo (as the master when direct;
+    /// by SMPs the agent's live state, IBA 1 §14.4), the SA serves class SubnAdm.
     fn install_sm(
         sim: &mut Simulator,
         node: NodeId,
@@ -407,17 +424,19 @@ impl Subnet {
         mcast_delay: Duration,
     ) -> Result<(AgentId, AppId), SubnetError> {
         sim.with_node::<Host, _>(node, |h, _, _| {
-            // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): the master.
-            h.hca_mut().set_sm_info(
-                port,
-                Some(SmInfoRepr {
+            // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): direct, the master; by
+            // SMPs the agent's state (Discovering until its first poll updates it).
+            let info = match &brain {
+                Brain::Direct(_) => SmInfoRepr {
                     guid: port_guid,
                     sm_key: 0,
                     act_count: 0,
                     priority: 0,
                     sm_state: SmState::Master,
-                }),
-            );
+                },
+                Brain::Smp(a) => a.sm_info(port_guid),
+            };
+            h.hca_mut().set_sm_info(port, Some(info));
             let sa = h.add_agent(sa_server);
             h.serve_class(MgmtClass::SubnAdm, sa);
             let app = match brain {

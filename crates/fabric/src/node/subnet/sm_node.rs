@@ -11,6 +11,9 @@
 //!   through the agent as MulticastForwardingTable SubnSets. After each later sweep that ran the
 //!   brain again (a new [`SmpSm::generation`]) it takes the new brain and computes every group's
 //!   tree again (a link of a tree may be gone).
+//! - By SMPs, the SM's port answers SubnGet(SMInfo) with the agent's election state
+//!   ([`SmpSm::sm_info`], `crate::node::sm::election`), put into the HCA at every poll; while the
+//!   agent is Standby it has no brain and the SA no model.
 //! - It follows the SA's multicast events ([`SaEvent`]): for every group whose membership changed
 //!   it computes the multicast tree over the members' LIDs ([`SubnetManager::multicast_tree`];
 //!   every JoinState counts, send-only members need the tree to send) and writes only the MFT
@@ -283,6 +286,14 @@ impl App for SmApp {
                 if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
                     sa.set_subnet(sm.subnet_model());
                 }
+            }
+        }
+        if let Some(a) = self.smp.and_then(|id| ctx.agents.get::<SmpSm>(id)) {
+            // IBA 1 §14.4.1: the port answers SubnGet(SMInfo) with the SM's live state.
+            let guid = ctx.hca.port(self.port).map(|p| p.guid);
+            if let Some(g) = guid {
+                let info = a.sm_info(g);
+                ctx.hca.set_sm_info(self.port, Some(info));
             }
         }
         if let Some(a) = self.smp.and_then(|id| ctx.agents.get_mut::<SmpSm>(id)) {

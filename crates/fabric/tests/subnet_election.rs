@@ -1,0 +1,163 @@
+//! Two of our SMs on one subnet (IBA 1 §14.4; `ipoib_fabric::node::sm::election`): exactly one
+//! becomes Master and programs the subnet, the other is Standby, programs nothing and polls the
+//! master's SMInfo; Priority decides, equal Priority the lower GUID; when the master's host is
+//! gone the Standby takes over after its failed polls and sweeps again.
+
+use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
+use ipoib_fabric::node::host::AppId;
+use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::*;
+use ipoib_fabric::PortState;
+use ipoib_wire::smp::SmState;
+use ipoib_wire::Guid;
+use std::time::Duration;
+
+/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1 (cable 0 is h0's).
+fn chain() -> Topology {
+    let mut t = Topology::new();
+    let h: Vec<usize> = (0..3)
+        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
+        .collect();
+    let s: Vec<usize> = (0..3)
+        .map(|i| {
+            t.add_node(
+                NodeKind::Switch,
+                format!("sw{i}"),
+                Guid(0x200 + i as u64),
+                4,
+            )
+        })
+        .collect();
+    let e = |node, port| End { node, port };
+    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
+    t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
+    t.connect(e(s[1], 2), e(s[2], 1), None, None).unwrap();
+    t.connect(e(s[2], 2), e(h[1], 1), None, None).unwrap();
+    t.connect(e(s[1], 3), e(h[2], 1), None, None).unwrap();
+    t
+}
+
+/// The subnet with our SM on host 0 (priority `p0`) and another on host 1 (priority `p1`),
+/// brought up (every host has carrier); the second SM's application.
+fn two_sms(p0: u8, p1: u8) -> (Subnet, AppId) {
+    let mut o = options(chain(), seed(11));
+    o.sm_election.priority = p0;
+    let mut net = Subnet::build(o).unwrap();
+    let second = ElectionSettings {
+        priority: p1,
+        ..ElectionSettings::default()
+    };
+    let app = net.add_sm(1, second).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    (net, app)
+}
+
+fn sm0(net: &Subnet) -> &SmpSm {
+    net.smp_sm().unwrap()
+}
+
+fn sm1(net: &Subnet, app: AppId) -> &SmpSm {
+    net.smp_sm_on(1, app).unwrap()
+}
+
+/// What host `i`'s port answers SubnGet(SMInfo) with: (GUID, state).
+fn answered(net: &Subnet, i: usize) -> (Guid, SmState) {
+    let h = net.host(i);
+    let p = net.host_device(i).hca().port(h.port).unwrap();
+    let s = p.sm_info.expect("an SM runs on the port");
+    (s.guid, s.sm_state)
+}
+
+fn port_guid(net: &Subnet, i: usize) -> Guid {
+    let h = net.host(i);
+    net.topology().nodes()[h.topo_node].port_guid(h.port)
+}
+
+/// Every host's port is Active with its MasterSMLID the LID of host `master`'s port.
+fn managed_by(net: &Subnet, hosts: &[usize], master: usize) {
+    let lid = net.host_port(master).unwrap().lid;
+    for &i in hosts {
+        let p = net.host_port(i).unwrap();
+        assert_eq!((p.state, p.sm_lid), (PortState::Active, lid), "host {i}");
+    }
+}
+
+fn ping(net: &mut Subnet, pairs: &[(usize, usize)]) {
+    for s in ping_pairs(net, pairs, v4, Duration::from_secs(2)) {
+        assert!(rtt(net, s).is_some(), "{} -> {} unanswered", s.0, s.1);
+    }
+}
+
+// IBA 1 §14.4.1: equal Priority, the SM with the lower GUID is master; the other is Standby,
+// programs nothing, and its port answers SMInfo Standby.
+#[test]
+fn equal_priority_lower_guid_wins() {
+    let (mut net, app) = two_sms(0, 0);
+    assert!(port_guid(&net, 0) < port_guid(&net, 1));
+    assert_eq!(sm0(&net).election().state(), SmState::Master);
+    let standby = sm1(&net, app);
+    assert_eq!(standby.election().state(), SmState::Standby);
+    assert_eq!(standby.phase(), SweepPhase::Standby);
+    assert_eq!(standby.election().master_guid(), Some(port_guid(&net, 0)));
+    assert_eq!(
+        (standby.stats().sets, standby.generation()),
+        (0, 0),
+        "programs nothing"
+    );
+    assert!(standby.manager().is_none());
+    assert_eq!(answered(&net, 0), (port_guid(&net, 0), SmState::Master));
+    assert_eq!(answered(&net, 1), (port_guid(&net, 1), SmState::Standby));
+    assert_eq!(sm0(&net).stats().sweeps, 1, "the subnet came up once");
+    managed_by(&net, &[0, 1, 2], 0);
+    ping(&mut net, &all_pairs(3));
+}
+
+// IBA 1 §14.4.1: the higher Priority wins whatever the GUIDs.
+#[test]
+fn priority_decides() {
+    let (mut net, app) = two_sms(0, 5);
+    assert_eq!(sm0(&net).election().state(), SmState::Standby);
+    assert_eq!(sm0(&net).stats().sets, 0);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    assert_eq!(answered(&net, 1).1, SmState::Master);
+    assert_eq!(answered(&net, 0).1, SmState::Standby);
+    managed_by(&net, &[0, 1, 2], 1);
+    ping(&mut net, &all_pairs(3));
+}
+
+// IBA 1 §14.4 (OpenSM `osm_sm_state_mgr.c`): the Standby polls the master every
+// sminfo_polling_timeout; after polling_retry_number failed polls it sweeps and is master.
+#[test]
+fn standby_takes_over_when_the_master_is_gone() {
+    let (mut net, app) = two_sms(0, 0);
+    let s = ElectionSettings::default();
+    let polls_before = sm1(&net, app).smp_counters().sent;
+    // Alive master: polls are answered, nothing changes.
+    let t = net.sim().now() + s.polling_timeout * 3;
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Standby);
+    let polls = sm1(&net, app).smp_counters().sent - polls_before;
+    assert!(
+        (2..=3).contains(&polls),
+        "a poll per polling timeout: {polls}"
+    );
+    // The master's host goes away.
+    assert!(net.set_cable(0, false).unwrap());
+    let gone = net.sim().now();
+    // Not before polling_retry_number polls failed.
+    let t = gone + s.polling_timeout * (s.polling_retries - 1);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Standby);
+    let t = gone + s.polling_timeout * (s.polling_retries + 1);
+    net.sim_mut().run_until(t);
+    let new = sm1(&net, app);
+    assert_eq!(new.election().state(), SmState::Master);
+    assert_eq!(new.election().takeovers(), 1);
+    assert_eq!(new.phase(), SweepPhase::Done);
+    assert_eq!(new.generation(), 1);
+    assert!(new.stats().sets > 0, "it swept and programmed the subnet");
+    assert_eq!(answered(&net, 1).1, SmState::Master);
+    managed_by(&net, &[1, 2], 1);
+    ping(&mut net, &[(1, 2), (2, 1)]);
+}
