@@ -124,24 +124,23 @@ proptest! {
     }
 }
 
-// IBA 1 §14.2.5.13, §14.2.5.2: in a built subnet the SM's port answers SMInfo as the master
-// and every HCA's SMA its node description from the topology.
+// IBA 1 §14.2.5.13, §14.4, §14.2.5.2: in a built subnet the SM's port answers SMInfo
+// (Discovering before it ran, the master once the subnet is up) and every HCA's SMA its node
+// description from the topology.
 #[test]
 fn built_subnet_names_the_sm_and_the_nodes() {
     use ipoib_fabric::hw::topology::Topology;
     use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
     let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
-    let net = Subnet::build(SubnetOptions::new(topo, 1)).unwrap();
-    let sm_host = net.host_device(0).hca();
-    let info = sm_host
-        .port(1)
-        .unwrap()
-        .sm_info
-        .expect("the SM runs on host 0's port");
-    assert_eq!(
-        (info.guid, info.sm_state),
-        (sm_host.port(1).unwrap().guid, SmState::Master)
-    );
+    let mut net = Subnet::build(SubnetOptions::new(topo, 1)).unwrap();
+    let state = |net: &Subnet| {
+        let p = net.host_device(0).hca().port(1).unwrap();
+        let info = p.sm_info.expect("the SM runs on host 0's port");
+        (info.guid == p.guid, info.sm_state)
+    };
+    assert_eq!(state(&net), (true, SmState::Discovering));
+    assert!(net.run_until_joined(ipoib_fabric::testing::at(2)));
+    assert_eq!(state(&net), (true, SmState::Master));
     assert!(net.host_device(1).hca().port(1).unwrap().sm_info.is_none());
     let h = net.host(1).topo_node;
     assert_eq!(

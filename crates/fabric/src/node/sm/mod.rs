@@ -12,7 +12,9 @@
 //! what it discovered and programs the devices with SubnSet SMPs, in OpenSM's order: discovery
 //! ([`discover`]), LIDs, P_Keys and LFTs, all ports Armed, all ports Active, then MFTs as groups
 //! change, and sweeps again on trap 128 ([`sweep`] module docs); [`smp`] is its transport (a
-//! bounded window, retries).
+//! bounded window, retries). Before it programs anything it takes part in the master election by
+//! SMInfo with the other SMs its discovery found ([`election`], IBA 1 §14.4): as Standby it
+//! programs nothing and polls the master.
 //!
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets
