@@ -142,6 +142,17 @@ fn standby_takes_over_when_the_master_is_gone() {
         (2..=3).contains(&polls),
         "a poll per polling timeout: {polls}"
     );
+    // ActCount (OpenSM: QP0 MADs sent) counts the Standby's polls too.
+    let act = net
+        .host_device(1)
+        .hca()
+        .port(1)
+        .unwrap()
+        .sm_info
+        .unwrap()
+        .act_count;
+    assert_eq!(u64::from(act), sm1(&net, app).smp_counters().sent);
+    assert!(act >= 2);
     // The master's host goes away.
     assert!(net.set_cable(0, false).unwrap());
     let gone = net.sim().now();

@@ -273,17 +273,17 @@ mod tests {
         assert!(!e.decide(Instant::ZERO));
         let mut now = Instant::ZERO;
         assert_eq!(e.poll_due(now), None, "not before the polling timeout");
-        now = now + s.polling_timeout;
+        now += s.polling_timeout;
         assert_eq!(e.poll_due(now), Some(vec![1]));
         assert!(!e.polled(now, None));
-        now = now + s.polling_timeout;
+        now += s.polling_timeout;
         assert!(e.poll_due(now).is_some());
         assert!(
             !e.polled(now, Some(&info(1, 0, SmState::Master))),
             "alive: count reset"
         );
         for i in 0..s.polling_retries {
-            now = now + s.polling_timeout;
+            now += s.polling_timeout;
             assert!(e.poll_due(now).is_some());
             let gone = e.polled(now, None);
             assert_eq!(gone, i + 1 == s.polling_retries, "poll {i}");
@@ -309,7 +309,7 @@ mod tests {
                     sm_state: SmState::from(state),
                 };
                 if poll {
-                    now = now + e.settings().polling_timeout;
+                    now += e.settings().polling_timeout;
                     let _ = e.poll_due(now);
                     if e.polled(now, Some(&i)) {
                         prop_assert_eq!(e.state(), SmState::Discovering);

@@ -32,7 +32,9 @@
 //!   device by SMPs, in OpenSM's order (`crate::node::sm::sweep`); the SA gets the subnet the
 //!   brain configured, and the SM programs multicast trees as groups change. The SM host joins the
 //!   broadcast group like every other host, as a node running OpenSM and IPoIB does.
-//!   [`Subnet::plan`] is the brain run on the topology, which the harness uses for reachability
+//!   [`Subnet::add_sm`] puts another such SM (with its SA) on another host; the SMs elect a
+//!   master by SMInfo (IBA 1 §14.4, `crate::node::sm::election`, priority from
+//!   [`SubnetOptions::sm_election`]) and the others stand by. [`Subnet::plan`] is the brain run on the topology, which the harness uses for reachability
 //!   and P_Key diagnostics.
 //! - Partitions come from a [`PartitionConfig`] (OpenSM's default when none is given); the same
 //!   configuration gives the SM its P_Key tables ([`partition_specs`]) and the SA its partitions
