@@ -6,7 +6,8 @@
 //!   is complete the sweep sends each a SubnGet(SMInfo) before it programs anything.
 //! - An answer whose SMState is Master, or Discovering/Standby with a greater SM
 //!   ([`is_greater`]: higher Priority, equal Priority and lower GUID), makes this SM Standby: it
-//!   programs nothing and polls that SM's SMInfo every [`ElectionSettings::polling_timeout`].
+//!   programs nothing and polls that SM's SMInfo (a Master's if one answered, else the greatest)
+//!   every [`ElectionSettings::polling_timeout`].
 //!   NotActive SMs and answers that do not come are ignored. Otherwise this SM is Master and the
 //!   sweep goes on.
 //! - A Standby SM whose master failed [`ElectionSettings::polling_retries`] polls in a row (no
@@ -62,8 +63,9 @@ pub struct Election {
     guid: Guid,
     /// The master polled while Standby: its directed route and GUID.
     master: Option<(Vec<u8>, Guid)>,
-    /// A greater or Master SM answered during the current discovery.
-    found: Option<(Vec<u8>, Guid)>,
+    /// The SM to stand by for, of those that answered during the current discovery: its route,
+    /// GUID, whether it is Master and its Priority.
+    found: Option<(Vec<u8>, Guid, bool, u8)>,
     failed_polls: u32,
     next_poll: Option<Instant>,
     /// Standby to Discovering transitions (the master was lost).
@@ -139,9 +141,14 @@ impl Election {
             }
             _ => false,
         };
-        let better = |f: &(Vec<u8>, Guid)| f.1 .0 > i.guid.0;
+        // A Master before any other (OpenSM stands by for the master it found), else the
+        // greatest.
+        let master = i.sm_state == SmState::Master;
+        let better = |f: &(Vec<u8>, Guid, bool, u8)| {
+            (master && !f.2) || (master == f.2 && is_greater((i.priority, i.guid), (f.3, f.1)))
+        };
         if wins && self.found.as_ref().is_none_or(better) {
-            self.found = Some((path.to_vec(), i.guid));
+            self.found = Some((path.to_vec(), i.guid, master, i.priority));
         }
     }
 
@@ -149,9 +156,9 @@ impl Election {
     /// goes on), false if it went Standby.
     pub fn decide(&mut self, now: Instant) -> bool {
         match self.found.take() {
-            Some(m) => {
+            Some((path, guid, ..)) => {
                 self.state = SmState::Standby;
-                self.master = Some(m);
+                self.master = Some((path, guid));
                 self.failed_polls = 0;
                 self.next_poll = Some(now + self.settings.polling_timeout);
                 false
@@ -260,6 +267,21 @@ mod tests {
         e.state = SmState::Discovering;
         e.discovered(&[1], Some(&info(3, 3, SmState::Discovering)));
         assert!(!e.decide(t), "equal priority: the lower GUID wins");
+
+        // Of several, the Master is stood by for, else the greatest.
+        let mut e = Election::new(ElectionSettings::default());
+        e.set_guid(Guid(5));
+        e.discovered(&[1], Some(&info(3, 9, SmState::Standby)));
+        e.discovered(&[2], Some(&info(8, 0, SmState::Master)));
+        e.discovered(&[3], Some(&info(2, 9, SmState::Discovering)));
+        assert!(!e.decide(t));
+        assert_eq!(e.master_guid(), Some(Guid(8)));
+        e.state = SmState::Discovering;
+        e.discovered(&[1], Some(&info(3, 9, SmState::Standby)));
+        e.discovered(&[3], Some(&info(2, 9, SmState::Discovering)));
+        e.discovered(&[4], Some(&info(1, 7, SmState::Discovering)));
+        assert!(!e.decide(t));
+        assert_eq!(e.master_guid(), Some(Guid(2)));
     }
 
     // OpenSM `osm_sm_state_mgr.c`: the master is gone after polling_retry_number failed polls
