@@ -19,6 +19,10 @@
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets
 //!   LID 1; each CA port the SM reaches gets its own LID, each switch one LID (port 0); LMC 0.
+//!   Given a port-GUID-to-LID table ([`SubnetManager::with_lids`], OpenSM's guid2lid,
+//!   `osm_lid_mgr.c`), every port in it keeps its LID whatever the walk's order, and the walk
+//!   gives the other ports the lowest LIDs nobody in the table holds (a port absent now keeps its
+//!   LID reserved for its return); [`SubnetManager::port_lids`] is the table after the run.
 //!   The SM discovers and configures the subnet with directed-route SMPs, which only switches
 //!   forward (IBA 1 §14.2.2; a CA answers for the port the SMP came in on, §14.2.5.6): a CA port
 //!   is reached only over a path that ends at it ([`Reach`]), so ports and switches behind a CA
@@ -66,7 +70,7 @@ use ipoib_proto::partitions::Membership;
 use ipoib_wire::ib::lid::LID_UNICAST_LAST;
 use ipoib_wire::smp::PortInfoRepr;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The most hops a directed route has: a directed-route SMP's InitialPath and ReturnPath hold 64
 /// port numbers of which entry 0 is unused (IBA 1 §14.2.2, SMP fields HopPointer/HopCount), so
@@ -190,6 +194,18 @@ impl SubnetManager {
         sm_port: End,
         opts: SmOptions,
     ) -> Result<SubnetManager, SmError> {
+        SubnetManager::with_lids(topo, nodes, sm_port, opts, &BTreeMap::new())
+    }
+
+    /// [`SubnetManager::new`], keeping the LIDs of `known` (port GUID to LID; a switch's key is
+    /// its node GUID, the port GUID of its port 0): see the module docs.
+    pub fn with_lids(
+        topo: Topology,
+        nodes: Vec<NodeId>,
+        sm_port: End,
+        opts: SmOptions,
+        known: &BTreeMap<Guid, u16>,
+    ) -> Result<SubnetManager, SmError> {
         if nodes.len() != topo.nodes().len() {
             return Err(SmError::NodeCount {
                 topology: topo.nodes().len(),
@@ -204,7 +220,7 @@ impl SubnetManager {
         if !sm_ok {
             return Err(SmError::BadSmPort(sm_port));
         }
-        let (lids, owners, hops, behind_ca) = assign_lids(&topo, sm_port)?;
+        let (lids, owners, hops, behind_ca) = assign_lids(&topo, sm_port, known)?;
         let switches: Vec<usize> = topo.switches().collect();
         let mut sw_index = vec![None; topo.nodes().len()];
         for (i, &n) in switches.iter().enumerate() {
@@ -315,6 +331,19 @@ impl SubnetManager {
         self.route.lfts.get(s).map(|v| v.as_slice())
     }
 
+    /// Port GUID to LID of every port and switch with a LID (a switch by its node GUID): the table
+    /// to give the next run ([`SubnetManager::with_lids`]).
+    pub fn port_lids(&self) -> BTreeMap<Guid, u16> {
+        self.owners
+            .iter()
+            .enumerate()
+            .filter_map(|(lid, o)| {
+                let e = (*o)?;
+                Some((self.topo.nodes()[e.node].port_guid(e.port), lid as u16))
+            })
+            .collect()
+    }
+
     /// Every CA port with a LID, in LID order: (LID, port).
     pub fn ca_ports(&self) -> impl Iterator<Item = (u16, End)> + '_ {
         self.owners
@@ -419,12 +448,13 @@ impl Reach {
 
 /// LIDs by a breadth-first walk from the SM's node over every cable (see the module docs), given
 /// only to the ports and switches a directed route of at most [`MAX_DR_HOPS`] reaches
-/// ([`Reach`]); every node's directed-route hop count; and the ports and switches (port 0)
-/// cabled to the SM's node but reachable only through a CA.
+/// ([`Reach`]), those in `known` keeping their LID; every node's directed-route hop count; and
+/// the ports and switches (port 0) cabled to the SM's node but reachable only through a CA.
 #[allow(clippy::type_complexity)]
 fn assign_lids(
     topo: &Topology,
     sm: End,
+    known: &BTreeMap<Guid, u16>,
 ) -> Result<(Vec<Vec<u16>>, Vec<Option<End>>, Vec<Option<u32>>, Vec<End>), SmError> {
     let nodes = topo.nodes();
     let reach = Reach::new(topo, sm);
@@ -432,42 +462,34 @@ fn assign_lids(
         .iter()
         .map(|n| vec![0; usize::from(n.ports) + 1])
         .collect();
-    let mut owners: Vec<Option<End>> = vec![None]; // LID 0 is reserved
     let mut seen = vec![false; nodes.len()];
     let mut behind_ca = Vec::new();
     let mut queue = VecDeque::from([sm.node]);
     seen[sm.node] = true;
-    let give = |owners: &mut Vec<Option<End>>, e: End| -> Result<u16, SmError> {
-        let lid = owners.len();
-        if lid > usize::from(LID_UNICAST_LAST) {
-            return Err(SmError::TooManyLids(lid));
-        }
-        owners.push(Some(e));
-        Ok(lid as u16)
-    };
-    // The walk over every cable fixes the LID order (breadth first, neighbours in port order);
-    // `reach` decides who gets one.
+    // The walk over every cable fixes the order (breadth first, neighbours in port order);
+    // `reach` decides who gets a LID.
+    let mut order = Vec::new();
     while let Some(n) = queue.pop_front() {
         let node = &nodes[n];
         match node.kind {
             NodeKind::Switch => {
                 if reach.configures(n, 0) {
-                    lids[n][0] = give(&mut owners, End { node: n, port: 0 })?;
+                    order.push(End { node: n, port: 0 });
                 } else if reach.port_hops(n, 0).is_none() {
                     behind_ca.push(End { node: n, port: 0 });
                 }
             }
             NodeKind::Ca => {
-                let order = (n == sm.node)
+                let ports = (n == sm.node)
                     .then_some(sm.port)
                     .into_iter()
                     .chain((1..=node.ports).filter(|&p| n != sm.node || p != sm.port));
-                for p in order {
+                for p in ports {
                     if topo.peer(n, p).is_none() {
                         continue;
                     }
                     if reach.configures(n, p) {
-                        lids[n][usize::from(p)] = give(&mut owners, End { node: n, port: p })?;
+                        order.push(End { node: n, port: p });
                     } else if reach.port_hops(n, p).is_none() {
                         behind_ca.push(End { node: n, port: p });
                     }
@@ -482,6 +504,55 @@ fn assign_lids(
                 }
             }
         }
+    }
+    // Known ports keep their LIDs (the first in walk order, should two claim one); the others
+    // take the lowest LIDs free of the table.
+    let unicast = 1..=LID_UNICAST_LAST;
+    let reserved: BTreeSet<u16> = known
+        .values()
+        .copied()
+        .filter(|l| unicast.contains(l))
+        .collect();
+    let mut owners: Vec<Option<End>> = vec![None]; // LID 0 is reserved
+    let put = |owners: &mut Vec<Option<End>>, lid: u16, e: End| {
+        let i = usize::from(lid);
+        if owners.len() <= i {
+            owners.resize(i + 1, None);
+        }
+        owners[i] = Some(e);
+    };
+    let mut fresh = Vec::new();
+    for &e in &order {
+        let guid = nodes[e.node].port_guid(e.port);
+        match known.get(&guid).copied().filter(|l| unicast.contains(l)) {
+            Some(l) if owners.get(usize::from(l)).copied().flatten().is_none() => {
+                put(&mut owners, l, e);
+                lids[e.node][usize::from(e.port)] = l;
+            }
+            _ => fresh.push(e),
+        }
+    }
+    // Past the table's LIDs, those of absent ports are taken too rather than fail.
+    let (mut next, mut any) = (1u16, 1u16);
+    let unowned =
+        |l: u16, owners: &Vec<Option<End>>| owners.get(usize::from(l)).copied().flatten().is_none();
+    for e in fresh {
+        while next <= LID_UNICAST_LAST && (reserved.contains(&next) || !unowned(next, &owners)) {
+            next += 1;
+        }
+        let lid = if next <= LID_UNICAST_LAST {
+            next
+        } else {
+            while any <= LID_UNICAST_LAST && !unowned(any, &owners) {
+                any += 1;
+            }
+            if any > LID_UNICAST_LAST {
+                return Err(SmError::TooManyLids(order.len()));
+            }
+            any
+        };
+        put(&mut owners, lid, e);
+        lids[e.node][usize::from(e.port)] = lid;
     }
     behind_ca.sort_by_key(|e| (e.node, e.port));
     let hops = (0..nodes.len()).map(|n| reach.node_hops(n)).collect();

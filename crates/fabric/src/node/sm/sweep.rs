@@ -40,7 +40,9 @@
 //! MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
 //! LinearFDBTop that differ from what the SM last set there (its copy, by GUID); Armed for ports
 //! in Init, Active for ports Armed. The brain is deterministic and numbers nodes in GUID order,
-//! so the same nodes get the same LIDs when only links changed.
+//! and the SM keeps a port-GUID-to-LID table of every port it gave a LID ([`SmpSm::guid2lid`],
+//! OpenSM's guid2lid): a known port keeps its LID in every later sweep, also when the walk's order
+//! changed or the port was gone for a while; new ports get LIDs free of the table.
 //!
 //! Invariants: the brain exists from the end of the first complete discovery on and changes only
 //! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy holds exactly
@@ -164,6 +166,8 @@ pub struct SmpSm {
     /// What the SM last set, by node GUID: P_Key tables per port, LFTs.
     shadow_pkeys: BTreeMap<(Guid, u8), Vec<PKey>>,
     shadow_lft: BTreeMap<Guid, Vec<u8>>,
+    /// Port GUID to LID of every port the SM ever gave a LID (OpenSM's guid2lid).
+    guid2lid: BTreeMap<Guid, u16>,
     phase: SweepPhase,
     opts: SmOptions,
     partitions: PartitionConfig,
@@ -201,6 +205,7 @@ impl SmpSm {
             sweep_failures: 0,
             shadow_pkeys: BTreeMap::new(),
             shadow_lft: BTreeMap::new(),
+            guid2lid: BTreeMap::new(),
             phase: SweepPhase::Discover,
             opts,
             partitions,
@@ -285,6 +290,12 @@ impl SmpSm {
     /// The brain, from the end of discovery on.
     pub fn manager(&self) -> Option<&SubnetManager> {
         self.brain.as_ref()
+    }
+
+    /// Port GUID to LID of every port (a switch by its node GUID) the SM ever gave a LID: a port
+    /// keeps its LID over sweeps, also when it was gone for a while (OpenSM's guid2lid).
+    pub fn guid2lid(&self) -> &BTreeMap<Guid, u16> {
+        &self.guid2lid
     }
 
     /// True when the bring-up is over and no SMP is queued, outstanding or waiting to be sent.
@@ -537,18 +548,20 @@ impl SmpSm {
                 })
             })
             .collect();
-        let mut brain = match SubnetManager::new(d.topology, handles, d.sm_port, opts) {
-            Ok(mut b) => {
-                b.set_node_facts(facts);
-                b
-            }
-            Err(e) => {
-                self.error = Some(e);
-                self.phase = SweepPhase::Failed;
-                return;
-            }
-        };
+        let mut brain =
+            match SubnetManager::with_lids(d.topology, handles, d.sm_port, opts, &self.guid2lid) {
+                Ok(mut b) => {
+                    b.set_node_facts(facts);
+                    b
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.phase = SweepPhase::Failed;
+                    return;
+                }
+            };
         self.generation += 1;
+        self.guid2lid.extend(brain.port_lids());
         let guids: Vec<Guid> = brain.topology().nodes().iter().map(|n| n.guid).collect();
         // IBA 1 §15.2.5.3: the SA's PortInfoRecords give the PortInfo as read, with what the
         // SM sets below (as OpenSM's SA answers from the PortInfo its sweep stored).

@@ -7,7 +7,7 @@ use crate::hw::switch::{Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::topology::{build, Built, TopoNode};
 use ipoib_proto::time::Instant;
 use std::any::Any;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// A stand-in channel adapter: records the configuration it gets and every packet it receives.
@@ -579,4 +579,85 @@ fn ibsim_examples_load_build_and_come_up() {
         let got = &sim.node::<Host>(built.nodes[eb.node]).unwrap().got;
         assert_eq!(got, &vec![(eb.port, p)], "{name}");
     }
+}
+
+/// h0 (the SM) on s0; s0 cabled to s1 and s2, s1 to s2; h1 on s1, h2 on s2; optionally without
+/// the cable s0-s1, without h1's cable, with h3 on s2.
+fn triangle(s0_s1: bool, h1: bool, h3: bool) -> Topology {
+    let mut t = Topology::new();
+    let h: Vec<usize> = (0..4)
+        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i), 1))
+        .collect();
+    let s: Vec<usize> = (0..3)
+        .map(|i| t.add_node(NodeKind::Switch, format!("s{i}"), Guid(0x200 + i), 4))
+        .collect();
+    let e = |node, port| End { node, port };
+    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
+    if s0_s1 {
+        t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
+    }
+    t.connect(e(s[0], 3), e(s[2], 1), None, None).unwrap();
+    t.connect(e(s[1], 2), e(s[2], 2), None, None).unwrap();
+    if h1 {
+        t.connect(e(h[1], 1), e(s[1], 3), None, None).unwrap();
+    }
+    t.connect(e(h[2], 1), e(s[2], 3), None, None).unwrap();
+    if h3 {
+        t.connect(e(h[3], 1), e(s[2], 4), None, None).unwrap();
+    }
+    t
+}
+
+/// LIDs of h0..h3 (port 1) and s0..s2 (0: none).
+fn lids_of(sm: &SubnetManager) -> Vec<u16> {
+    (0..7)
+        .map(|n| sm.lid(n, if n < 4 { 1 } else { 0 }).unwrap_or(0))
+        .collect()
+}
+
+// OpenSM's guid2lid (`osm_lid_mgr.c`): a port in the table keeps its LID whatever order the walk
+// meets it in; new ports get the lowest LIDs the table does not hold (an absent port's stays
+// reserved); without a table the walk's order decides.
+#[test]
+fn known_ports_keep_their_lids_when_the_walk_order_changes() {
+    let sm_port = End { node: 0, port: 1 };
+    let brain = |t: Topology, known: &BTreeMap<Guid, u16>| {
+        let n = t.nodes().len();
+        SubnetManager::with_lids(
+            t,
+            (0..n).map(NodeId).collect(),
+            sm_port,
+            SmOptions::default(),
+            known,
+        )
+        .unwrap()
+    };
+    let none = BTreeMap::new();
+    let first = brain(triangle(true, true, false), &none);
+    // Walk: h0, s0, s1, s2, h1, h2.
+    assert_eq!(lids_of(&first), vec![1, 5, 6, 0, 2, 3, 4]);
+    let table = first.port_lids();
+    assert_eq!(table.len(), 6);
+    assert_eq!(
+        table.get(&Guid(0x101)),
+        Some(&1),
+        "h0 port 1 by its port GUID"
+    );
+    assert_eq!(table.get(&Guid(0x201)), Some(&3), "s1 by its node GUID");
+    // Without the cable s0-s1 the walk meets s2 before s1, and h2 before h1.
+    assert_eq!(
+        lids_of(&brain(triangle(false, true, false), &none)),
+        vec![1, 6, 5, 0, 2, 4, 3]
+    );
+    assert_eq!(
+        lids_of(&brain(triangle(false, true, false), &table)),
+        lids_of(&first)
+    );
+    // h1 gone and h3 new: h3 gets LID 7, not h1's 5.
+    let next = brain(triangle(false, false, true), &table);
+    assert_eq!(lids_of(&next), vec![1, 0, 6, 7, 2, 3, 4]);
+    // Routes reach every LID the table kept, over the cable that is left.
+    let s0 = next.lft(4).unwrap();
+    assert_eq!((s0[1], s0[3], s0[6], s0[7]), (1, 3, 3, 3));
+    assert_eq!(s0[5], LFT_DROP, "h1's reserved LID routes nowhere");
 }
