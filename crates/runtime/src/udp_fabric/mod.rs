@@ -22,6 +22,7 @@ use crate::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
 use ipoib_fabric::Instant;
+use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
 use std::fs::File;
 use std::io::{self, ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -482,7 +483,11 @@ impl FabricProcess {
             .limit
             .map_or(u64::MAX, |l| l.saturating_sub(out.written));
         if bytes.len() as u64 > room {
-            // Whole records only: what does not fit ends the capture.
+            // Whole records only: those that fit are written, the first that does not ends the
+            // capture (the SM's sweep alone may pass a small limit in one batch).
+            let fit = records_within(&bytes, room, out.written == 0);
+            out.file.write_all(&bytes[..fit])?;
+            out.written += fit as u64;
             sim.take_capture();
             return Ok(());
         }
@@ -492,9 +497,51 @@ impl FabricProcess {
     }
 }
 
+/// The length of the longest prefix of `bytes` (pcap records, after the global header when
+/// `header`) that ends at a record's end and is at most `room` long (the writer's records are
+/// little-endian, `ipoib_wire::pcap::PcapWriter`).
+fn records_within(bytes: &[u8], room: u64, header: bool) -> usize {
+    let room = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+    let mut end = if header { GLOBAL_HEADER_LEN } else { 0 };
+    if end > room {
+        return 0;
+    }
+    while let Some(h) = bytes.get(end..end + RECORD_HEADER_LEN) {
+        let incl = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+        let next = end + RECORD_HEADER_LEN + incl;
+        if next > room {
+            break;
+        }
+        end = next;
+    }
+    end
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_within_keeps_whole_records() {
+        let mut c = Capture::new();
+        let head = c.take_bytes();
+        assert_eq!(head.len(), GLOBAL_HEADER_LEN);
+        for i in 0..3u8 {
+            c.record(Instant::ZERO, &[i; 40]);
+        }
+        let recs = c.take_bytes();
+        let one = recs.len() / 3;
+        let mut all = head.clone();
+        all.extend_from_slice(&recs);
+        let room = (GLOBAL_HEADER_LEN + 2 * one + one / 2) as u64;
+        assert_eq!(
+            records_within(&all, room, true),
+            GLOBAL_HEADER_LEN + 2 * one
+        );
+        assert_eq!(records_within(&recs, one as u64 - 1, false), 0);
+        assert_eq!(records_within(&recs, u64::MAX, false), recs.len());
+        assert_eq!(records_within(&all, 10, true), 0);
+    }
 
     /// A peer that records what it gets and sends what it is given.
     #[derive(Default)]
