@@ -317,3 +317,50 @@ proptest! {
         prop_assert!(net.peers[0].host.link().counters().datagrams >= bodies.len() as u64);
     }
 }
+
+// IBA 1 §14.2.5.1: a host's cable going up or down is a trap 128 from its switch; the SM sweeps
+// again and configures (or forgets) the port by SMPs. The ports it knows keep their LIDs (OpenSM's
+// guid2lid, `osm_lid_mgr.c`): the other hosts' when one leaves, though the breadth-first walk
+// then numbers them differently, and the host's own when it comes back.
+#[test]
+fn hosts_leaving_and_coming_back_are_swept_by_traps_and_keep_their_lids() {
+    let mut net = Net::new(3, 11);
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let lids: Vec<u16> = (0..3).map(|i| net.fabric.slot(i).unwrap().lid()).collect();
+    assert!(lids.iter().all(|&l| l != 0), "{lids:?}");
+    let before = net.fabric.smp_sm().unwrap().stats();
+    // Slot 1's host goes silent: its session ends, its cable goes down.
+    net.peers[1].alive = false;
+    net.run_for(SEC);
+    assert_eq!(net.fabric.counters().timed_out, 1);
+    let gone = net.fabric.smp_sm().unwrap().stats();
+    assert!(gone.traps > before.traps, "{before:?} {gone:?}");
+    assert!(gone.sweeps > before.sweeps, "{before:?} {gone:?}");
+    let brain = net.fabric.smp_sm().unwrap().manager().unwrap();
+    let slot1 = net.fabric.slot(1).unwrap().port_guid();
+    assert!(
+        brain
+            .ca_ports()
+            .all(|(_, e)| { brain.topology().nodes()[e.node].port_guid(e.port) != slot1 }),
+        "the SM no longer sees the silent host's port"
+    );
+    for i in [0, 2] {
+        assert_eq!(net.fabric.slot(i).unwrap().lid(), lids[i], "slot {i}");
+    }
+    assert!(net.ping_and_wait(0, addr(2), SEC), "0 -> 2 with 1 gone");
+    // It comes back on the same slot and gets its old LID.
+    net.peers[1].alive = true;
+    let active = |n: &Net| {
+        let s = n.fabric.slot(1).unwrap();
+        s.is_attached() && s.port_config(s.port()).unwrap().state == PortState::Active
+    };
+    assert!(net.run_until(3 * SEC, active));
+    assert!(net.run_until(3 * SEC, all_carrier));
+    let back = net.fabric.smp_sm().unwrap().stats();
+    assert!(back.sweeps > gone.sweeps, "{gone:?} {back:?}");
+    for (i, &lid) in lids.iter().enumerate() {
+        assert_eq!(net.fabric.slot(i).unwrap().lid(), lid, "slot {i}");
+    }
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+    assert!(net.ping_and_wait(1, addr(2), SEC), "1 -> 2");
+}

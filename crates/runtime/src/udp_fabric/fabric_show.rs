@@ -64,7 +64,7 @@ impl FabricEmu {
                         .push("unattached", c.unattached)
                         .push("queue_full", c.queue_full)
                         .push("other_port", c.other_port)
-                        .push("config_ignored", c.config_ignored);
+                        .push("smps", c.smps);
                     h.counters.push(s);
                 }
                 _ => {}

@@ -5,16 +5,17 @@
 //! sockets and the clock.
 //!
 //! - Fabric side: [`FabricServer`] builds the subnet of a topology with the SM's CA as an ordinary
-//!   host (SM and SA, as [`crate::node::subnet::Subnet`] has them) and every other CA as a
+//!   host (SM by SMPs and SA, as [`crate::node::subnet::Subnet`] has them) and every other CA as a
 //!   [`Remote`] slot (module `slot`), then gives slots to hosts that attach, checks what they send,
-//!   forwards what the fabric sends them, and takes a silent host's link down.
+//!   forwards what the fabric sends them, and takes a silent host's link down; a slot's cable
+//!   going up or down is a trap 128 from its switch, on which the SM sweeps again.
 //! - Host side: [`RemoteHost`] runs one host (HCA and its software) in a simulator of its own,
 //!   cabled to an [`Uplink`] (module `uplink`), and speaks the attach protocol ([`HostLink`]):
 //!   attach, keepalives, reattach when the fabric stops answering, detach.
 //!
-//! The SM's configuration of a host's port reaches the host as a PortConfig message: the emulated
-//! SM configures ports through the simulator's configuration channel ([`crate::hw::mgmt`]), not
-//! with SMPs, and this message is that channel stretched over the network.
+//! The SM configures a slot's ports by SMPs like every other port; the CA's SMA runs in the slot
+//! (module `slot`), and what a SubnSet changed reaches the host as a PortConfig message (the port
+//! as the SMA holds it). SMPs never cross the network.
 //!
 //! Invariants: a host never chooses its identity (the fabric assigns slot, GUIDs and session);
 //! a packet from a host enters the fabric only with that slot's SLID, GID and P_Keys; every queue

@@ -7,7 +7,10 @@
 //! - AttachRequest: the peer's existing session is answered again (its accept was lost);
 //!   otherwise the free slot whose node GUID is the hint, else the first free slot in topology
 //!   order, gets a new session (a random non-zero id), its cable comes up, and the accept is
-//!   followed by the SM's configuration of the port ([`Remote::attach`]). No free slot: reject.
+//!   followed by the port's configuration as the slot's SMA holds it ([`Remote::attach`]); the
+//!   cable's coming up is a trap 128 from the switch (IBA 1 §14.2.5.1), on which the SM sweeps
+//!   again and configures the port by SMPs, keeping the LID it gave the port before (its
+//!   guid2lid, [`SmpSm::guid2lid`]). No free slot: reject.
 //! - Every other message must come from a peer with a session and carry its id; else it is
 //!   counted and dropped (a Keepalive is answered with the reject `UnknownSession`, so that a host
 //!   whose fabric restarted attaches again at once).
@@ -15,8 +18,9 @@
 //!   Detach -> the session ends.
 //! - A session silent for [`FabricOptions::timeout`] ends ([`ServerCounters::timed_out`]).
 //!   A session's end takes the slot's cable down (`Simulator::schedule_link_state`), so the switch
-//!   no longer sends to the slot, drops what waited for the host, and has the SA drop the port's
-//!   multicast memberships (`SaServer::drop_port`), whose trees the SM then prunes.
+//!   no longer sends to the slot and traps to the SM, which sweeps again without the port; it
+//!   drops what waited for the host, and has the SA drop the port's multicast memberships
+//!   (`SaServer::drop_port`), whose trees the SM then prunes.
 //!
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
@@ -29,14 +33,15 @@ use crate::hw::link::LinkId;
 use crate::hw::rc::engine_factory;
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::hw::topology::{build, Built, Topology};
-use crate::node::host::{AgentId, Host, MGMT_PORT};
-use crate::node::sm::{Reach, SubnetManager};
-use crate::node::subnet::{partition_specs, SmApp, SubnetError, SubnetOptions};
+use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
+use crate::node::sm::{Reach, SmpSm};
+use crate::node::subnet::{
+    install_sm, switch_port0_up, switch_ports_train, SmApp, SubnetError, SubnetOptions,
+};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::rng::Rng;
 use ipoib_proto::sa::SaServer;
 use ipoib_proto::time::Instant;
-use ipoib_wire::mad::MgmtClass;
 use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, RejectReason};
 use ipoib_wire::{Error as WireError, Guid};
 use std::collections::{BTreeMap, VecDeque};
@@ -58,8 +63,11 @@ pub struct FabricOptions {
 }
 
 impl FabricOptions {
-    /// Defaults for `subnet`: 3 s timeout, queues of 4,096.
-    pub fn new(subnet: SubnetOptions) -> FabricOptions {
+    /// Defaults for `subnet`: 3 s timeout, queues of 4,096, and the SM sweeping every 10 s
+    /// besides on traps (OpenSM's `sweep_interval`; `subnet.smp.sweep_interval`): a host whose
+    /// cable came up before its switch had a LID raised no trap (IBA 1 §14.2.5.1).
+    pub fn new(mut subnet: SubnetOptions) -> FabricOptions {
+        subnet.smp.sweep_interval = Some(Duration::from_secs(10));
         FabricOptions {
             subnet,
             timeout: Duration::from_secs(3),
@@ -125,6 +133,7 @@ pub struct FabricServer<A> {
     built: Built,
     sm_node: NodeId,
     sa: AgentId,
+    sm_app: AppId,
     partitions: PartitionConfig,
     slots: Vec<Slot<A>>,
     sessions: BTreeMap<A, usize>,
@@ -139,7 +148,9 @@ pub struct FabricServer<A> {
 const SESSION_STREAM: u64 = 0x5e55_1000;
 
 impl<A: Ord + Copy + Debug> FabricServer<A> {
-    /// Builds the fabric (nothing runs until the first call with a time).
+    /// Builds the fabric (nothing runs until the first call with a time): our SM by SMPs on the
+    /// first CA port, every other cabled CA a slot whose host port's cable is down until a host
+    /// attaches (module docs).
     pub fn build(opts: FabricOptions) -> Result<FabricServer<A>, SubnetError> {
         let so = opts.subnet;
         let topo = so.topology;
@@ -157,36 +168,35 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             sim.set_capture(Capture::new());
         }
         let slot_queue = opts.slot_queue;
+        let default_rate = so.sm.rate;
         let built = build(&topo, &mut sim, so.link, |i, node, _rng| {
             let guids: Vec<Guid> = (1..=node.ports).map(|p| node.port_guid(p)).collect();
             let port = host_port[i].unwrap_or(MGMT_PORT);
+            let mut hca = Hca::with_port_guids(node.guid, guids);
+            // As `Subnet::build` does: the node description the SMA answers with (IBA 1
+            // §14.2.5.2), no link on a port with no cable, the rate the cable trains to.
+            hca.set_node_description(&node.desc);
+            for p in 1..=node.ports {
+                let peer = topo.peer(i, p);
+                if let Some(port) = hca.port_mut(p) {
+                    match peer {
+                        None => port.set_phys(false),
+                        Some((_, l)) => port.rate = topo.links()[l].rate.unwrap_or(default_rate),
+                    }
+                }
+            }
             if i == sm_port.node {
-                let hca = Hca::with_port_guids(node.guid, guids).with_engine(engine_factory());
-                Box::new(Host::with_mgmt_port(hca, port))
+                Box::new(Host::with_mgmt_port(
+                    hca.with_engine(engine_factory()),
+                    port,
+                ))
             } else {
-                Box::new(Remote::new(node.guid, guids, port).with_queue_limit(slot_queue))
+                Box::new(Remote::with_sma(hca, port).with_queue_limit(slot_queue))
             }
         });
-        let mut sm_opts = so.sm;
-        sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
-        let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
-            .map_err(SubnetError::Sm)?;
-        let sa_server = SaServer::new(
-            so.sa,
-            ipoib_proto::subnet::SubnetModel::default(),
-            partitions.clone(),
-            sim.fork_rng(u64::MAX),
-        );
-        let sm_node = built.nodes[sm_port.node];
-        let sa = sim
-            .with_node::<Host, _>(sm_node, |h, _, _| {
-                let sa = h.add_agent(sa_server);
-                h.serve_class(MgmtClass::SubnAdm, sa);
-                h.add_app(SmApp::new(sm, sa, so.mcast_delay));
-                sa
-            })
-            .ok_or(SubnetError::NoHost)?;
+        switch_ports_train(&topo, &built, &mut sim, default_rate);
         let mut slots = Vec::new();
+        let mut slot_links = Vec::new();
         for e in topo.host_ports() {
             if e.node == sm_port.node {
                 continue;
@@ -194,10 +204,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             let node = built.nodes[e.node];
             let port = host_port[e.node].unwrap_or(e.port);
             let link = sim.link_of(PortRef { node, port });
-            // No host yet: the cable is down until one attaches.
-            if let Some(l) = link {
-                sim.schedule_link_state(l, Instant::ZERO, false);
-            }
+            slot_links.extend(link);
             slots.push(Slot {
                 node,
                 topo_node: e.node,
@@ -206,6 +213,32 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                 session: None,
             });
         }
+        // IBA 1 §7.2: every cable trains at time zero (Init), but a slot's host port: no host yet,
+        // the cable is down until one attaches. Switch port 0 is up with its switch.
+        for &l in &built.links {
+            sim.schedule_link_state(l, Instant::ZERO, !slot_links.contains(&l));
+        }
+        switch_port0_up(&topo, &built, &mut sim);
+        let sa_server = SaServer::new(
+            so.sa,
+            ipoib_proto::subnet::SubnetModel::default(),
+            partitions.clone(),
+            sim.fork_rng(u64::MAX),
+        );
+        let mut sm_opts = so.sm;
+        sm_opts.partitions = Vec::new();
+        let agent = SmpSm::new(sm_opts, partitions.clone(), so.smp);
+        let sm_node = built.nodes[sm_port.node];
+        let sm_port_guid = topo.nodes()[sm_port.node].port_guid(sm_port.port);
+        let (sa, sm_app) = install_sm(
+            &mut sim,
+            sm_node,
+            sm_port.port,
+            sm_port_guid,
+            sa_server,
+            agent,
+            so.mcast_delay,
+        )?;
         let rng = sim.fork_rng(SESSION_STREAM);
         Ok(FabricServer {
             sim,
@@ -213,6 +246,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             built,
             sm_node,
             sa,
+            sm_app,
             partitions,
             slots,
             sessions: BTreeMap::new(),
@@ -254,6 +288,12 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         self.sim
             .node::<Host>(self.sm_node)?
             .agent::<SaServer>(self.sa)
+    }
+
+    /// The SM's SMP agent.
+    pub fn smp_sm(&self) -> Option<&SmpSm> {
+        let host = self.sim.node::<Host>(self.sm_node)?;
+        host.agent::<SmpSm>(host.app::<SmApp>(self.sm_app)?.smp_agent()?)
     }
 
     /// Counters.

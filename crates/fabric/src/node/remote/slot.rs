@@ -7,8 +7,8 @@
 //! and counted ([`RemoteCounters`]) unless:
 //! - it parses as an InfiniBand packet with a good VCRC (IBA 1 §7.7, §7.8.2: a port discards a
 //!   packet whose VCRC is bad);
-//! - it is not on VL15 (subnet management packets: the SM of this fabric configures ports through
-//!   the configuration channel, and a host has no business sending SMPs into it);
+//! - it is not on VL15 (subnet management packets: the slot's own SMA answers the SM, and a host
+//!   has no business sending SMPs into the fabric);
 //! - the slot's port has a LID and the packet's SLID is in its LID range (IBA 1 §7.11.1: a port
 //!   sends with SLID = base LID + path bits);
 //! - a GRH's SGID is the port's GID (IBA 1 §8.3.1: the SGID is one of the sender's GIDs; the port
@@ -16,17 +16,22 @@
 //! - it has a BTH and its P_Key is one of the port's P_Key table entries, membership bit included
 //!   (IBA 1 §10.9.2: the P_Key a packet carries comes from the sender's table).
 //!
-//! Configuration the SM writes into the CA (`Config::Port`) is remembered per port; it is queued
-//! for the host when written while a host is attached and all of it again when a host attaches
-//! ([`Remote::attach`]), so a host that comes (back) gets the configuration it missed.
+//! The CA's subnet management agent runs here, in the fabric, not in the host: SMPs (VL15) that
+//! reach the slot go to an [`Hca`] that holds the CA's GUIDs and ports and answers them as any
+//! HCA's SMA does (IBA 1 chapter 14, `crate::hw::hca` module `sma`), so the SM discovers and
+//! configures the port by SMPs as it does an in-process host's. The HCA's QPs are never used.
+//! Every port whose PortInfo or P_KeyTable a SubnSet changed is queued for the host (its
+//! configuration as a [`PortConfig`]) while a host is attached, and every cabled port's again when
+//! a host attaches ([`Remote::attach`]), so a host that comes (back) gets what it missed.
 
-use crate::hw::mgmt::{Config, PortConfig};
+use crate::hw::hca::Hca;
+use crate::hw::mgmt::PortConfig;
 use crate::hw::sim::{Device, Tx};
 use ipoib_proto::time::Instant;
 use ipoib_wire::packet::Packet;
 use ipoib_wire::{Gid, Guid};
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Packets (and configurations) waiting for the network, at most.
 pub const DEFAULT_QUEUE_LIMIT: usize = 4096;
@@ -65,32 +70,52 @@ pub struct RemoteCounters {
     pub spoofed_gid: u64,
     /// From the host, dropped: a raw packet or a P_Key not in the port's table.
     pub bad_pkey: u64,
-    /// Linear or multicast forwarding table writes (a CA has none), ignored.
-    pub config_ignored: u64,
+    /// SMPs from the fabric given to the slot's SMA.
+    pub smps: u64,
 }
 
 /// The stand-in for a CA whose HCA is elsewhere. See the module docs.
-#[derive(Debug)]
 pub struct Remote {
     node_guid: Guid,
     port_guids: Vec<Guid>,
     port: u8,
     attached: bool,
-    config: BTreeMap<u8, PortConfig>,
+    /// The CA's SMA: its ports as the SM configured them.
+    sma: Hca,
     queue: VecDeque<ToHost>,
     limit: usize,
     counters: RemoteCounters,
 }
 
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("node_guid", &self.node_guid)
+            .field("port", &self.port)
+            .field("attached", &self.attached)
+            .field("queue", &self.queue.len())
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Remote {
     /// The slot for a CA with these GUIDs (port 1 first) whose host uses `port`.
     pub fn new(node_guid: Guid, port_guids: Vec<Guid>, port: u8) -> Remote {
+        Remote::with_sma(Hca::with_port_guids(node_guid, port_guids), port)
+    }
+
+    /// The slot whose SMA is `sma` (its GUIDs are the CA's), whose host uses `port`.
+    pub fn with_sma(sma: Hca, port: u8) -> Remote {
+        let port_guids = (1..=sma.port_count())
+            .map(|p| sma.port(p).map_or(Guid(0), |x| x.guid))
+            .collect();
         Remote {
-            node_guid,
+            node_guid: sma.node_guid(),
+            sma,
             port_guids,
             port,
             attached: false,
-            config: BTreeMap::new(),
             queue: VecDeque::new(),
             limit: DEFAULT_QUEUE_LIMIT,
             counters: RemoteCounters::default(),
@@ -126,9 +151,19 @@ impl Remote {
             .unwrap_or(Guid(0))
     }
 
-    /// The SM's last configuration of `port`.
-    pub fn port_config(&self, port: u8) -> Option<&PortConfig> {
-        self.config.get(&port)
+    /// The slot's SMA: the CA's ports (node description, rates, cables are set through it).
+    pub fn sma(&self) -> &Hca {
+        &self.sma
+    }
+
+    /// The slot's SMA, mutably.
+    pub fn sma_mut(&mut self) -> &mut Hca {
+        &mut self.sma
+    }
+
+    /// `port`'s configuration as the SM set it.
+    pub fn port_config(&self, port: u8) -> Option<PortConfig> {
+        self.sma.port(port).map(|p| p.config())
     }
 
     /// The host port's LID (0 before the SM configured it).
@@ -154,13 +189,14 @@ impl Remote {
         self.counters
     }
 
-    /// A host attached: the queue starts afresh with every configuration the SM wrote, in port
-    /// order.
+    /// A host attached: the queue starts afresh with every port's configuration, in port order.
     pub fn attach(&mut self) {
         self.attached = true;
         self.queue.clear();
-        self.queue
-            .extend(self.config.values().cloned().map(ToHost::Config));
+        let configs: Vec<PortConfig> = (1..=self.sma.port_count())
+            .filter_map(|p| self.port_config(p))
+            .collect();
+        self.queue.extend(configs.into_iter().map(ToHost::Config));
     }
 
     /// The host left: what waited for it is dropped, and nothing is queued until the next
@@ -207,7 +243,7 @@ impl Remote {
         if p.lrh.vl == 15 {
             return Err(&mut c.management);
         }
-        let Some(cfg) = self.config.get(&self.port).filter(|c| c.lid != 0) else {
+        let Some(cfg) = self.sma.port(self.port).filter(|c| c.lid != 0) else {
             return Err(&mut c.unconfigured);
         };
         let span = 1u32 << cfg.lmc.min(7);
@@ -239,11 +275,29 @@ impl Remote {
         self.queue.push_back(item);
         true
     }
+
+    /// Queues for the host the configuration of every port the SMA changed.
+    fn port_changes(&mut self) {
+        for p in self.sma.take_port_changes() {
+            if let Some(c) = self.port_config(p).filter(|_| self.attached) {
+                self.push(ToHost::Config(c));
+            }
+        }
+    }
+}
+
+/// True for a packet on VL15 (IBA 1 §7.6.3: subnet management; LRH byte 0, bits 7-4).
+fn on_vl15(packet: &[u8]) -> bool {
+    packet.first().is_some_and(|b| b >> 4 == 15)
 }
 
 impl Device for Remote {
-    fn receive(&mut self, _now: Instant, port: u8, packet: Vec<u8>, _tx: &mut Tx) {
-        if port != self.port {
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        if on_vl15(&packet) {
+            self.counters.smps += 1;
+            self.sma.receive(now, port, packet, tx);
+            self.port_changes();
+        } else if port != self.port {
             self.counters.other_port += 1;
         } else if !self.attached {
             self.counters.unattached += 1;
@@ -258,16 +312,8 @@ impl Device for Remote {
         None
     }
 
-    fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
-        match config {
-            Config::Port(pc) => {
-                self.config.insert(pc.port, pc.clone());
-                if self.attached {
-                    self.push(ToHost::Config(pc));
-                }
-            }
-            Config::Lft(_) | Config::Mft { .. } => self.counters.config_ignored += 1,
-        }
+    fn link_state(&mut self, now: Instant, port: u8, up: bool, tx: &mut Tx) {
+        self.sma.link_state(now, port, up, tx);
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -117,7 +117,7 @@ pub enum SmMode {
 }
 
 /// How the SM application reaches the devices.
-enum Brain {
+pub(crate) enum Brain {
     /// Configuration writes from the plan.
     Direct(Box<SubnetManager>),
     /// SMPs, from what the agent discovers.
@@ -309,24 +309,7 @@ impl Subnet {
             }
             Box::new(Host::with_mgmt_port(hca, port))
         });
-        // The same for the switches' ports with no cable (port 0 is no cable, see below); the
-        // cabled ones train to their cable's rate.
-        for (n, node) in topo.nodes().iter().enumerate() {
-            if node.kind != NodeKind::Switch {
-                continue;
-            }
-            sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
-                for p in 1..=node.ports {
-                    match topo.peer(n, p) {
-                        None => sw.link_state(now, p, false, tx),
-                        // The link trains to the cable's rate, as the CA's end does.
-                        Some((_, l)) => {
-                            sw.set_port_rate(p, topo.links()[l].rate.unwrap_or(default_rate));
-                        }
-                    }
-                }
-            });
-        }
+        switch_ports_train(&topo, &built, &mut sim, default_rate);
         let hosts: Vec<HostHandle> = topo
             .host_ports()
             .map(|e| HostHandle {
@@ -346,16 +329,7 @@ impl Subnet {
             for &l in &built.links {
                 sim.schedule_link_state(l, Instant::ZERO, true);
             }
-            // A switch's management port 0 has no cable: we take it as up with the switch, in
-            // Init until the SM sets it Armed and Active like any port (IBA 1 §14.2.5.6), so that
-            // the SM's SubnSet(PortInfo) of port 0 (the switch's LID) passes the state checks.
-            for (n, node) in topo.nodes().iter().enumerate() {
-                if node.kind == NodeKind::Switch {
-                    sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
-                        sw.link_state(now, 0, true, tx)
-                    });
-                }
-            }
+            switch_port0_up(&topo, &built, &mut sim);
         }
         let (sa, sm_app) = if opts.sm_mode == SmMode::None {
             (None, None)
@@ -374,7 +348,7 @@ impl Subnet {
             } else {
                 Brain::Direct(Box::new(sm.clone()))
             };
-            let (sa, app) = Self::install_sm(
+            let (sa, app) = install_sm(
                 &mut sim,
                 built.nodes[sm_node],
                 sm_port.port,
@@ -412,49 +386,6 @@ impl Subnet {
             net.install_ipoib(o, client_cfg);
         }
         Ok(net)
-    }
-
-    /// Puts our SA and SM on the SM's host: its port answers SMInfo (as the master when direct;
-    /// by SMPs the agent's live state, IBA 1 §14.4), the SA serves class SubnAdm.
-    fn install_sm(
-        sim: &mut Simulator,
-        node: NodeId,
-        port: u8,
-        port_guid: Guid,
-        sa_server: SaServer,
-        brain: Brain,
-        mcast_delay: Duration,
-    ) -> Result<(AgentId, AppId), SubnetError> {
-        sim.with_node::<Host, _>(node, |h, _, _| {
-            // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): direct, the master; by
-            // SMPs the agent's state (Discovering until its first poll updates it).
-            let info = match &brain {
-                Brain::Direct(_) => SmInfoRepr {
-                    guid: port_guid,
-                    sm_key: 0,
-                    act_count: 0,
-                    priority: 0,
-                    sm_state: SmState::Master,
-                },
-                Brain::Smp(a) => a.sm_info(port_guid),
-            };
-            h.hca_mut().set_sm_info(port, Some(info));
-            let sa = h.add_agent(sa_server);
-            h.serve_class(MgmtClass::SubnAdm, sa);
-            let app = match brain {
-                Brain::Direct(sm) => SmApp::new(*sm, sa, mcast_delay),
-                Brain::Smp(agent) => {
-                    // QP0 is the SM's: SMP responses and traps (class SubnLid) come to it.
-                    h.open_smi();
-                    let id = h.add_agent(*agent);
-                    h.serve_class(MgmtClass::SubnLid, id);
-                    SmApp::over_smps(id, port, sa, mcast_delay)
-                }
-            };
-            let app = h.add_app(app);
-            (sa, app)
-        })
-        .ok_or(SubnetError::NoHost)
     }
 
     /// The simulator.
@@ -768,5 +699,94 @@ impl Subnet {
             .enumerate()
             .filter(|(_, n)| n.kind == NodeKind::Switch)
             .filter_map(|(i, _)| Some((i, self.sim.node(self.built.nodes[i])?)))
+    }
+}
+
+/// Puts our SA and SM on the SM's host: its port answers SMInfo (the agent's live state, IBA 1
+/// §14.4), the SA serves class SubnAdm.
+pub(crate) fn install_sm(
+    sim: &mut Simulator,
+    node: NodeId,
+    port: u8,
+    port_guid: Guid,
+    sa_server: SaServer,
+    brain: impl Into<Brain>,
+    mcast_delay: Duration,
+) -> Result<(AgentId, AppId), SubnetError> {
+    let brain = brain.into();
+    sim.with_node::<Host, _>(node, |h, _, _| {
+        // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): direct, the master; by
+        // SMPs the agent's state (IBA 1 §14.4; Discovering until its first poll updates it).
+        let info = match &brain {
+            Brain::Direct(_) => SmInfoRepr {
+                guid: port_guid,
+                sm_key: 0,
+                act_count: 0,
+                priority: 0,
+                sm_state: SmState::Master,
+            },
+            Brain::Smp(a) => a.sm_info(port_guid),
+        };
+        h.hca_mut().set_sm_info(port, Some(info));
+        let sa = h.add_agent(sa_server);
+        h.serve_class(MgmtClass::SubnAdm, sa);
+        let app = match brain {
+            Brain::Direct(sm) => SmApp::new(*sm, sa, mcast_delay),
+            Brain::Smp(agent) => {
+                // QP0 is the SM's: SMP responses and traps (class SubnLid) come to it.
+                h.open_smi();
+                let id = h.add_agent(*agent);
+                h.serve_class(MgmtClass::SubnLid, id);
+                SmApp::over_smps(id, port, sa, mcast_delay)
+            }
+        };
+        let app = h.add_app(app);
+        (sa, app)
+    })
+    .ok_or(SubnetError::NoHost)
+}
+
+impl From<SmpSm> for Brain {
+    fn from(a: SmpSm) -> Brain {
+        Brain::Smp(Box::new(a))
+    }
+}
+
+/// The switches' ports with no cable have no link (IBA 1 §7.2; port 0 is no cable, see
+/// [`switch_port0_up`]); the cabled ones train to their cable's rate (`default_rate` where the
+/// topology sets none), as the CA's end does.
+pub(crate) fn switch_ports_train(
+    topo: &Topology,
+    built: &Built,
+    sim: &mut Simulator,
+    default_rate: ipoib_wire::Rate,
+) {
+    for (n, node) in topo.nodes().iter().enumerate() {
+        if node.kind != NodeKind::Switch {
+            continue;
+        }
+        sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
+            for p in 1..=node.ports {
+                match topo.peer(n, p) {
+                    None => sw.link_state(now, p, false, tx),
+                    Some((_, l)) => {
+                        sw.set_port_rate(p, topo.links()[l].rate.unwrap_or(default_rate));
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A switch's management port 0 has no cable: we take it as up with the switch, in Init until
+/// the SM sets it Armed and Active like any port (IBA 1 §14.2.5.6), so that the SM's
+/// SubnSet(PortInfo) of port 0 (the switch's LID) passes the state checks.
+pub(crate) fn switch_port0_up(topo: &Topology, built: &Built, sim: &mut Simulator) {
+    for (n, node) in topo.nodes().iter().enumerate() {
+        if node.kind == NodeKind::Switch {
+            sim.with_node::<Switch, _>(built.nodes[n], |sw, now, tx| {
+                sw.link_state(now, 0, true, tx)
+            });
+        }
     }
 }

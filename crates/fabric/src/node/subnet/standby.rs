@@ -40,7 +40,7 @@ impl Subnet {
         let mut o = t.sm;
         o.partitions = Vec::new();
         let agent = SmpSm::new(o, self.partitions.clone(), t.smp).with_election(election);
-        let (_, app) = Self::install_sm(
+        let (_, app) = super::install_sm(
             &mut self.sim,
             h.node,
             h.port,
