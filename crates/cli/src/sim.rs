@@ -10,7 +10,7 @@
 //! unreadable files.
 
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{SmMode, Subnet, SubnetOptions};
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions::{self, PartitionConfig};
 use ipoib_wire::render::escape;
@@ -54,11 +54,6 @@ pub struct Args {
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// How our subnet manager reaches the devices: `smp` (discovery and programming by
-    /// directed-route SMPs, IBA 1 chapter 14, as OpenSM does) or `direct` (its plan written as
-    /// side-band configuration at time zero).
-    #[arg(long, default_value = "smp", value_parser = ["smp", "direct"])]
-    sm: String,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -155,9 +150,6 @@ pub fn run(args: &Args) -> ExitCode {
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
     opts.capture = args.pcap.is_some();
-    if args.sm == "direct" {
-        opts.sm_mode = SmMode::Direct;
-    }
     // Not dropped: the process exits after the report, and the OS takes the memory back at once
     // where freeing every host's state one allocation at a time costs about 4 % of a 10,000-host
     // run (perf; docs/BENCHMARKS.md).

@@ -1,22 +1,22 @@
 //! Our SM by SMPs ([`SmMode::Ours`]): it discovers the subnet with directed-route SubnGets and
 //! programs it with SubnSets (IBA 1 chapter 14; `crate::node::sm::sweep`), and the devices end up
-//! as the direct path leaves them: the same LIDs, SM LID, P_Key tables, MTUs, port states and
-//! LFTs on every host and switch. Hosts then join their broadcast group and ping each other, and
+//! as the brain plans from the topology ([`Subnet::plan`], a [`SubnetManager`]): its LIDs, SM
+//! LID, P_Key tables, MTUs and LFTs, every port Active, on every host and switch. Hosts then join their broadcast group and ping each other, and
 //! the sweep is real packets in the capture.
 
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
 use ipoib_fabric::node::host::Host;
-use ipoib_fabric::node::sm::SweepPhase;
-use ipoib_fabric::node::subnet::{SmMode, Subnet, SubnetOptions};
+use ipoib_fabric::node::sm::{SubnetManager, SweepPhase};
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::*;
-use ipoib_fabric::PortState;
+use ipoib_fabric::{Config, PortConfig, PortState};
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::pcap::CaptureReader;
 use ipoib_wire::smp::SmpMadRepr;
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -52,13 +52,78 @@ Default=0x7fff : ALL=limited, SELF=full ;
 PartA=0x8001, ipoib : 0x100003=full, 0x100005=full ;
 ";
 
-fn build(topo: &Topology, mode: SmMode) -> Subnet {
+fn build(topo: &Topology) -> Subnet {
     let mut o = SubnetOptions::new(topo.clone(), 3);
-    o.sm_mode = mode;
     o.partitions = Some(ipoib_proto::partitions::parse(CONF).unwrap());
     let mut net = Subnet::build(o).unwrap();
-    assert!(net.run_until_joined(at(2)), "{mode:?}: every host joined");
+    assert!(net.run_until_joined(at(2)), "every host joined");
     net
+}
+
+fn ca_line(name: &str, p: &PortConfig) -> String {
+    format!(
+        "{} port {}: lid {} sm {} sl {} prefix {:x} {:?} {:?} {:?} {:?}",
+        name, p.port, p.lid, p.sm_lid, p.sm_sl, p.subnet_prefix, p.state, p.mtu, p.rate, p.pkeys
+    )
+}
+
+fn switch_port_line(name: &str, p: u8, state: PortState, mtu: Mtu, pkeys: &[PKey]) -> String {
+    format!(
+        "{name} port {p}: {:?} {:?} {:?}",
+        Some(state),
+        Some(mtu),
+        Some(pkeys)
+    )
+}
+
+/// The devices as the brain plans them for `net`'s topology ([`SubnetManager::bring_up`]: the
+/// values, per device, that the SM's SubnSets carry), in [`device_state`]'s form.
+fn planned_state(net: &Subnet) -> Vec<String> {
+    let plan: &SubnetManager = net.plan();
+    let mut out = Vec::new();
+    let values = plan.bring_up();
+    for (n, node) in net.topology().nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        let mine = values.iter().filter(|(to, _)| *to == id).map(|(_, c)| c);
+        let ports: Vec<&PortConfig> = mine
+            .clone()
+            .filter_map(|c| match c {
+                Config::Port(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        match node.kind {
+            NodeKind::Ca => {
+                for p in net.topology().cabled_ports(n) {
+                    let pc = ports
+                        .iter()
+                        .find(|c| c.port == p)
+                        .expect("a planned CA port");
+                    out.push(ca_line(&node.name, pc));
+                }
+            }
+            NodeKind::Switch => {
+                let lft = mine
+                    .filter_map(|c| match c {
+                        Config::Lft(l) => Some(l.clone()),
+                        _ => None,
+                    })
+                    .next()
+                    .unwrap_or_default();
+                let p0 = ports.iter().find(|c| c.port == 0).expect("port 0 planned");
+                out.push(format!(
+                    "{}: lid {} sm {} lft {:?}",
+                    node.name, p0.lid, p0.sm_lid, lft
+                ));
+                for p in &ports {
+                    out.push(switch_port_line(
+                        &node.name, p.port, p.state, p.mtu, &p.pkeys,
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What the SM set in every device: per CA port (LID, SM LID, state, MTU, P_Keys), per switch
@@ -71,20 +136,7 @@ fn device_state(net: &Subnet) -> Vec<String> {
             NodeKind::Ca => {
                 let hca = net.sim().node::<Host>(id).unwrap().hca();
                 for p in net.topology().cabled_ports(n) {
-                    let p = hca.port(p).unwrap();
-                    out.push(format!(
-                        "{} port {}: lid {} sm {} sl {} prefix {:x} {:?} {:?} {:?} {:?}",
-                        node.name,
-                        p.num,
-                        p.lid,
-                        p.sm_lid,
-                        p.sm_sl,
-                        p.subnet_prefix,
-                        p.state,
-                        p.mtu,
-                        p.rate,
-                        p.pkeys
-                    ));
+                    out.push(ca_line(&node.name, &hca.port(p).unwrap().config()));
                 }
             }
             NodeKind::Switch => {
@@ -113,17 +165,16 @@ fn device_state(net: &Subnet) -> Vec<String> {
 }
 
 // IBA 1 §14.2.5 (PortInfo, P_KeyTable, SwitchInfo, LinearForwardingTable), §7.2 (Init, Armed,
-// Active): the SM by SMPs leaves every device as the direct path does, on one switch, a
-// two-level fat tree and a chain of three switches.
+// Active): the SM by SMPs leaves every device as the brain plans it from the topology, on one
+// switch, a two-level fat tree and a chain of three switches.
 #[test]
-fn smps_configure_the_devices_as_the_direct_path_does() {
+fn smps_configure_the_devices_as_the_plan_says() {
     for topo in [
         Topology::single_switch(3).unwrap(),
         Topology::fat_tree(40).unwrap(),
         chain(),
     ] {
-        let direct = build(&topo, SmMode::Direct);
-        let smp = build(&topo, SmMode::Ours);
+        let smp = build(&topo);
         let a = smp.smp_sm().expect("the SMP agent");
         assert_eq!(a.phase(), SweepPhase::Done);
         let s = a.stats();
@@ -134,7 +185,7 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
         );
         assert_eq!((s.discovery_failures, s.set_failures), (0, 0), "{s:?}");
         assert!(s.sets > 0 && s.done_at.is_some());
-        let (d, m) = (device_state(&direct), device_state(&smp));
+        let (d, m) = (planned_state(&smp), device_state(&smp));
         let part_a = d.iter().filter(|l| l.contains("8001")).count();
         assert!(part_a >= 2, "PartA's P_Key in tables: {d:#?}");
         assert_eq!(d.len(), m.len());
@@ -146,7 +197,7 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
         }
         assert_eq!(
             smp.sm().manager().map(|b| b.max_lid()),
-            Some(direct.plan().max_lid())
+            Some(smp.plan().max_lid())
         );
     }
 }
@@ -159,7 +210,7 @@ fn smps_configure_the_devices_as_the_direct_path_does() {
 fn the_sweep_sets_timeouts_and_clears_port_state_change() {
     use ipoib_fabric::node::sm::{LIFE_TIME_VALUE, SUBNET_TIMEOUT};
     let topo = chain();
-    let net = build(&topo, SmMode::Ours);
+    let net = build(&topo);
     for (n, node) in topo.nodes().iter().enumerate() {
         let id = net.built().nodes[n];
         match node.kind {
@@ -185,7 +236,7 @@ fn the_sweep_sets_timeouts_and_clears_port_state_change() {
 #[test]
 fn the_sa_model_has_the_node_info_the_sweep_read() {
     let topo = chain();
-    let net = build(&topo, SmMode::Ours);
+    let net = build(&topo);
     let model = net.sm().manager().expect("swept").subnet_model();
     for (n, node) in topo.nodes().iter().enumerate() {
         let id = net.built().nodes[n];
@@ -223,7 +274,7 @@ fn the_sa_model_has_the_node_info_the_sweep_read() {
 #[test]
 fn the_sa_model_has_the_port_info_the_sweep_read() {
     let topo = chain();
-    let net = build(&topo, SmMode::Ours);
+    let net = build(&topo);
     let model = net.sm().manager().expect("swept").subnet_model();
     for (n, node) in topo.nodes().iter().enumerate() {
         let id = net.built().nodes[n];

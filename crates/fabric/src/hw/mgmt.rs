@@ -3,8 +3,8 @@
 //! by SubnSet SMPs (PortInfo, P_KeyTable, LinearForwardingTable, MulticastForwardingTable, IBA 1
 //! §14.2.5; `crate::node::sm::sweep`), and the devices' SMAs write them as [`Config`] values. The
 //! same values may also travel through the simulator (`Tx::configure`), with the same meaning and
-//! in order, after [`CONFIG_DELAY`]: the side-band path of `SmMode::Direct`, of the remote
-//! fabric's SM (`crate::node::remote`) and of the harness's port events.
+//! in order, after [`CONFIG_DELAY`]: only the harness's port events use that side-band path
+//! (`Subnet::sweep_port`, `Subnet::move_lid`); no SM of ours does.
 
 use ipoib_wire::PKey;
 use ipoib_wire::{Mtu, Rate};

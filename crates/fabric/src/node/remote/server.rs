@@ -293,7 +293,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
     /// The SM's SMP agent.
     pub fn smp_sm(&self) -> Option<&SmpSm> {
         let host = self.sim.node::<Host>(self.sm_node)?;
-        host.agent::<SmpSm>(host.app::<SmApp>(self.sm_app)?.smp_agent()?)
+        host.agent::<SmpSm>(host.app::<SmApp>(self.sm_app)?.smp_agent())
     }
 
     /// Counters.

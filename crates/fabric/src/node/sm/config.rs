@@ -91,11 +91,11 @@ impl SubnetManager {
         })
     }
 
-    /// Every configuration write that brings the subnet up, for `Tx::configure` at time zero:
-    /// first the switches (port 0 with the switch's LID, every cabled port with its MTU, rate and
-    /// P_Keys, then the LFT), then every CA port with a LID (LID, SM LID, subnet prefix, MTU,
-    /// rate, P_Key table, state Active). Delivered in order, so a CA sees Active only after the
-    /// forwarding tables are in place. Nodes the SM could not reach get nothing.
+    /// The planned state of every device, as values: first the switches (port 0 with the
+    /// switch's LID, every cabled port with its MTU, rate and P_Keys, then the LFT), then every CA
+    /// port with a LID (LID, SM LID, subnet prefix, MTU, rate, P_Key table, state Active). The SM
+    /// by SMPs turns them into SubnSets (`sweep.rs`); a subnet's plan checks devices against
+    /// them. Nodes the SM could not reach get nothing.
     pub fn bring_up(&self) -> Vec<(crate::hw::sim::NodeId, Config)> {
         let mut out = Vec::new();
         let all_full: Vec<PKey> = self.partitions().iter().map(|p| p.pkey.full()).collect();

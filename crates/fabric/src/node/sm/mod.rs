@@ -4,9 +4,10 @@
 //! no simulator access: [`SubnetManager::bring_up`] returns the [`Config`] values per node,
 //! [`SubnetManager::multicast_tree`] the MFT entries of one group, and
 //! [`SubnetManager::subnet_model`] the configured subnet for the SA. Its node handles
-//! ([`NodeId`]) are whatever the integrator gives: simulator nodes for the direct path (the
-//! integrator sends the values with `Tx::configure` at time zero), indices into the discovered
-//! topology for the SM by SMPs.
+//! ([`NodeId`]) are whatever the integrator gives: indices into the discovered topology for the
+//! SM by SMPs, simulator nodes for the plan a [`crate::node::subnet::Subnet`] keeps to check the
+//! subnet against ([`crate::node::subnet::Subnet::plan`]). Nothing writes these values into the
+//! devices but the SM's SubnSets.
 //!
 //! The SM by SMPs ([`sweep::SmpSm`], a QP0 agent with no access to the simulator) feeds the brain
 //! what it discovered and programs the devices with SubnSet SMPs, in OpenSM's order: discovery

@@ -43,10 +43,10 @@ pub enum MoveLidError {
 }
 
 impl Subnet {
-    /// The configuration the SM writes into host `i`'s host port at bring-up.
+    /// The configuration the SM's plan gives host `i`'s host port.
     fn bring_up_port_config(&self, i: usize) -> Option<PortConfig> {
         let (node, port) = self.hosts.get(i).map(|h| (h.node, h.port))?;
-        // Only our SM has a bring-up plan ([`super::SmMode::Ours`], [`super::SmMode::Direct`]).
+        // Only our SM has a plan ([`super::SmMode::Ours`]).
         self.sm_app?;
         self.plan
             .bring_up()

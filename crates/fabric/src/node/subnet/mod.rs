@@ -42,10 +42,9 @@
 //!
 //! - With [`SubnetOptions::ipoib`], every host runs one IPoIB interface with IP instead.
 //!
-//! SA and SM traffic are real MADs on QP1 and QP0 through the fabric. Only [`SmMode::Direct`] (the
-//! SM writing its plan as configuration at time zero, kept to check the SMP path against) and the
-//! harness's [`Subnet::sweep_port`] and [`Subnet::move_lid`] use the simulator's configuration
-//! channel ([`crate::hw::mgmt`]).
+//! SA and SM traffic are real MADs on QP1 and QP0 through the fabric. Only the harness's
+//! [`Subnet::sweep_port`] and [`Subnet::move_lid`] use the simulator's configuration channel
+//! ([`crate::hw::mgmt`]).
 //!
 //! - With [`SubnetOptions::sm_mode`] [`SmMode::None`] there is no SM and no SA of ours: nothing
 //!   writes configuration, and every cabled port comes up physically at time zero (LinkUp, port
@@ -94,7 +93,6 @@ use ipoib_proto::sa::{
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
-use ipoib_wire::smp::{SmInfoRepr, SmState};
 use ipoib_wire::{Gid, Guid, PKey};
 use std::time::Duration;
 
@@ -110,18 +108,6 @@ pub enum SmMode {
     Ours,
     /// No SM of ours: ports come up to Init and wait for an external SM (module docs).
     None,
-    /// Our SM and SA on the first host, the SM writing its plan (computed from the topology) as
-    /// configuration at time zero ([`crate::hw::mgmt`]) and MFT changes likewise: the side-band
-    /// path the SMP path is checked against.
-    Direct,
-}
-
-/// How the SM application reaches the devices.
-pub(crate) enum Brain {
-    /// Configuration writes from the plan.
-    Direct(Box<SubnetManager>),
-    /// SMPs, from what the agent discovers.
-    Smp(Box<SmpSm>),
 }
 
 /// What to build.
@@ -233,7 +219,7 @@ pub struct Subnet {
     /// discovers, the same for the fabrics it reaches whole); the harness's view of LIDs,
     /// reachability and P_Key tables.
     plan: SubnetManager,
-    /// Our SA and SM on host 0 ([`SmMode::Ours`], [`SmMode::Direct`]).
+    /// Our SA and SM on host 0 ([`SmMode::Ours`]).
     sa: Option<AgentId>,
     sm_app: Option<AppId>,
     partitions: PartitionConfig,
@@ -278,8 +264,6 @@ impl Subnet {
         // A CA's random stream (the simulator's, forked with the node index) is not taken here:
         // its first link's and its SaClient's are forked from the same stream later (module
         // `ipoib`, `Subnet::sa_client`).
-        // Unless our SM writes configuration, the ports come up by themselves and wait in Init.
-        let external_sm = opts.sm_mode != SmMode::Direct;
         let default_rate = opts.sm.rate;
         let built = build(&topo, &mut sim, opts.link, |i, node, _rng| {
             let port = host_port[i].unwrap_or(MGMT_PORT);
@@ -298,13 +282,11 @@ impl Subnet {
                     port.set_phys(false);
                 }
             }
-            if external_sm {
-                // The link trains to the cable's rate (PortInfo LinkWidthActive and
-                // LinkSpeedActive, IBA 1 §14.2.5.6); our SM writes it otherwise.
-                for p in 1..=node.ports {
-                    if let (Some(port), Some((_, l))) = (hca.port_mut(p), topo.peer(i, p)) {
-                        port.rate = topo.links()[l].rate.unwrap_or(default_rate);
-                    }
+            // The link trains to the cable's rate (PortInfo LinkWidthActive and LinkSpeedActive,
+            // IBA 1 §14.2.5.6).
+            for p in 1..=node.ports {
+                if let (Some(port), Some((_, l))) = (hca.port_mut(p), topo.peer(i, p)) {
+                    port.rate = topo.links()[l].rate.unwrap_or(default_rate);
                 }
             }
             Box::new(Host::with_mgmt_port(hca, port))
@@ -324,13 +306,12 @@ impl Subnet {
         let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
             .map_err(SubnetError::Sm)?;
         let links = ipoib::install_links(&mut sim, &hosts, &sm, &groups, client_cfg);
-        if external_sm {
-            // IBA 1 §7.2: a cabled port whose link trains is LinkUp, port state Init.
-            for &l in &built.links {
-                sim.schedule_link_state(l, Instant::ZERO, true);
-            }
-            switch_port0_up(&topo, &built, &mut sim);
+        // IBA 1 §7.2: a cabled port whose link trains is LinkUp, port state Init, until an SM
+        // sets it Armed and Active.
+        for &l in &built.links {
+            sim.schedule_link_state(l, Instant::ZERO, true);
         }
+        switch_port0_up(&topo, &built, &mut sim);
         let (sa, sm_app) = if opts.sm_mode == SmMode::None {
             (None, None)
         } else {
@@ -340,21 +321,16 @@ impl Subnet {
                 partitions.clone(),
                 sim.fork_rng(u64::MAX),
             );
-            let brain = if opts.sm_mode == SmMode::Ours {
-                let mut o = sm_opts_base.clone();
-                o.partitions = Vec::new();
-                let agent = SmpSm::new(o, partitions.clone(), opts.smp);
-                Brain::Smp(Box::new(agent.with_election(opts.sm_election)))
-            } else {
-                Brain::Direct(Box::new(sm.clone()))
-            };
+            let mut o = sm_opts_base.clone();
+            o.partitions = Vec::new();
+            let agent = SmpSm::new(o, partitions.clone(), opts.smp).with_election(opts.sm_election);
             let (sa, app) = install_sm(
                 &mut sim,
                 built.nodes[sm_node],
                 sm_port.port,
                 sm_port_guid,
                 sa_server,
-                brain,
+                agent,
                 opts.mcast_delay,
             )?;
             (Some(sa), Some(app))
@@ -519,7 +495,7 @@ impl Subnet {
 
     /// The SM's SMP agent ([`SmMode::Ours`]).
     pub fn smp_sm(&self) -> Option<&SmpSm> {
-        let id = self.sm_app.and_then(|_| self.sm().smp_agent())?;
+        let id = self.sm_app.map(|_| self.sm().smp_agent())?;
         self.host_device(0).agent::<SmpSm>(id)
     }
 
@@ -550,11 +526,7 @@ impl Subnet {
             // An external SM: nothing of ours to wait for.
             return true;
         }
-        let landed = match (self.smp_sm(), self.sm().last_write_at()) {
-            (Some(a), _) => a.is_idle(),
-            (None, Some(t)) => self.sim.now() >= t + crate::hw::mgmt::CONFIG_DELAY,
-            (None, None) => true,
-        };
+        let landed = self.smp_sm().is_some_and(SmpSm::is_idle);
         self.sm().is_settled() && !self.sa().has_events() && landed
     }
 
@@ -710,46 +682,24 @@ pub(crate) fn install_sm(
     port: u8,
     port_guid: Guid,
     sa_server: SaServer,
-    brain: impl Into<Brain>,
+    agent: SmpSm,
     mcast_delay: Duration,
 ) -> Result<(AgentId, AppId), SubnetError> {
-    let brain = brain.into();
     sim.with_node::<Host, _>(node, |h, _, _| {
-        // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo): direct, the master; by
-        // SMPs the agent's state (IBA 1 §14.4; Discovering until its first poll updates it).
-        let info = match &brain {
-            Brain::Direct(_) => SmInfoRepr {
-                guid: port_guid,
-                sm_key: 0,
-                act_count: 0,
-                priority: 0,
-                sm_state: SmState::Master,
-            },
-            Brain::Smp(a) => a.sm_info(port_guid),
-        };
-        h.hca_mut().set_sm_info(port, Some(info));
+        // IBA 1 §14.2.5.13: the SM's port answers SubnGet(SMInfo) with the agent's state (IBA 1
+        // §14.4; Discovering until its first poll updates it).
+        h.hca_mut()
+            .set_sm_info(port, Some(agent.sm_info(port_guid)));
         let sa = h.add_agent(sa_server);
         h.serve_class(MgmtClass::SubnAdm, sa);
-        let app = match brain {
-            Brain::Direct(sm) => SmApp::new(*sm, sa, mcast_delay),
-            Brain::Smp(agent) => {
-                // QP0 is the SM's: SMP responses and traps (class SubnLid) come to it.
-                h.open_smi();
-                let id = h.add_agent(*agent);
-                h.serve_class(MgmtClass::SubnLid, id);
-                SmApp::over_smps(id, port, sa, mcast_delay)
-            }
-        };
-        let app = h.add_app(app);
+        // QP0 is the SM's: SMP responses and traps (class SubnLid) come to it.
+        h.open_smi();
+        let id = h.add_agent(agent);
+        h.serve_class(MgmtClass::SubnLid, id);
+        let app = h.add_app(SmApp::over_smps(id, port, sa, mcast_delay));
         (sa, app)
     })
     .ok_or(SubnetError::NoHost)
-}
-
-impl From<SmpSm> for Brain {
-    fn from(a: SmpSm) -> Brain {
-        Brain::Smp(Box::new(a))
-    }
 }
 
 /// The switches' ports with no cable have no link (IBA 1 §7.2; port 0 is no cable, see

@@ -1,13 +1,9 @@
-//! The subnet manager as an application on its host: the [`SubnetManager`] brain driven by the
-//! host, next to the [`SaServer`] agent the host serves class SubnAdm with.
-//!
-//! Two ways to reach the devices ([`SmApp::new`], [`SmApp::over_smps`]):
-//! - Direct: at start (its first poll, at time zero) it writes the whole bring-up
-//!   ([`SubnetManager::bring_up`]) through [`HostCtx::configure`] and gives the SA the configured
-//!   subnet ([`SubnetManager::subnet_model`]); MFT changes are configuration writes.
-//! - By SMPs: the [`SmpSm`] agent on QP0 discovers and programs the subnet
-//!   (`crate::node::sm::sweep`); once its discovery ends the application takes a copy of the brain
-//!   it ran, gives the SA the subnet model (before any port is set Active) and sends MFT changes
+//! The subnet manager as an application on its host, beside the [`SmpSm`] agent on QP0 and the
+//! [`SaServer`] agent the host serves class SubnAdm with ([`SmApp::over_smps`]):
+//! - it starts the agent once the SM's port has its link; the agent discovers and programs the
+//!   subnet by SMPs (`crate::node::sm::sweep`). Once its discovery ends the application takes a
+//!   copy of the brain ([`SubnetManager`]) it ran, gives the SA the subnet model
+//!   ([`SubnetManager::subnet_model`], before any port is set Active) and sends MFT changes
 //!   through the agent as MulticastForwardingTable SubnSets. After each later sweep that ran the
 //!   brain again (a new [`SmpSm::generation`]) it takes the new brain and computes every group's
 //!   tree again (a link of a tree may be gone).
@@ -29,8 +25,8 @@
 //!   state manager, which reprograms the MFTs soon after (`osm_sa_mcmember_record.c` ->
 //!   `osm_sm_mcgrp_join`, `osm_mcast_mgr.c`).
 //! - Together with the SA's processing time ([`SA_PROCESSING_DELAY`], which the subnet gives its
-//!   SA) a lone join's MFT writes (sent at once, landing [`crate::hw::mgmt::CONFIG_DELAY`] later)
-//!   reach the switches before the join response leaves the SA, so the first datagram a new
+//!   SA) a lone join's MFT SubnSets (sent at once) reach the switches before the join response
+//!   leaves the SA, so the first datagram a new
 //!   sender or member exchanges after its join is forwarded. In a burst a member may still get
 //!   its response before the trailing-edge write, as on a real fabric.
 //!
@@ -57,8 +53,8 @@ pub const SMALL_GROUP: usize = 64;
 
 /// The SA processing time the subnet gives its [`SaServer`]
 /// (`SaServerConfig::processing_delay`): a response leaves the SA this long after its request
-/// came in. It must exceed [`crate::hw::mgmt::CONFIG_DELAY`] plus the SM's leading-edge tree write
-/// (done in the same host step as the join), so that the MFT entries of a lone join are in the
+/// came in. It must exceed the SM's leading-edge tree write (done in the same host step as the
+/// join) and its SubnSet's way to the switches, so that the MFT entries of a lone join are in the
 /// switches before the joiner can send: without it a SendOnlyNonMember sender's first datagram
 /// met a leaf switch with no MFT entry and was dropped. Real SAs take time too (OpenSM on ibsim:
 /// about 10 µs per join, pipelined; docs/BENCHMARKS.md).
@@ -67,8 +63,6 @@ pub const SA_PROCESSING_DELAY: Duration = Duration::from_micros(5);
 /// Counters of the SM application.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SmStats {
-    /// Configuration writes of the bring-up.
-    pub bring_up_writes: u64,
     /// SA events handled.
     pub sa_events: u64,
     /// Multicast trees computed.
@@ -82,15 +76,14 @@ pub struct SmStats {
 /// The SM application. See the module docs.
 #[derive(Debug)]
 pub struct SmApp {
-    /// The brain (by SMPs: from the end of the agent's discovery on).
+    /// The brain, from the end of the agent's first discovery on.
     sm: Option<SubnetManager>,
-    /// The SMP agent, when the SM works by SMPs.
-    smp: Option<AgentId>,
-    /// The SM's port (by SMPs: the agent starts once its link is up).
+    /// The SMP agent.
+    smp: AgentId,
+    /// The SM's port (the agent starts once its link is up).
     port: u8,
     sa: AgentId,
     delay: Duration,
-    started: bool,
     /// End of the current coalescing window, when changes wait for it.
     flush_at: Option<Instant>,
     /// When the last leading-edge recomputation happened: the start of the current window.
@@ -98,65 +91,44 @@ pub struct SmApp {
     lid_of_guid: BTreeMap<u64, u16>,
     /// Last tree written per MLID.
     trees: BTreeMap<u16, MftWrites>,
-    /// Member LIDs of every group, to compute the trees again on a new brain (by SMPs).
+    /// Member LIDs of every group, to compute the trees again on a new brain.
     members: BTreeMap<u16, Vec<u16>>,
     /// The brain generation taken from the SMP agent.
     generation: u64,
     /// Groups changed since the last flush: the member LIDs, or `None` when deleted.
     pending: BTreeMap<u16, Option<Vec<u16>>>,
-    /// When the last configuration write was sent (it lands [`crate::hw::mgmt::CONFIG_DELAY`] later).
-    last_write: Option<Instant>,
     stats: SmStats,
 }
 
 impl SmApp {
-    /// The SM application around `sm`, whose SA is the host's agent `sa`, coalescing multicast
-    /// changes for `delay` (zero: at the next poll).
-    pub fn new(sm: SubnetManager, sa: AgentId, delay: Duration) -> SmApp {
-        SmApp {
-            lid_of_guid: lids_of_guids(&sm),
-            sm: Some(sm),
-            ..SmApp::new_empty(sa, delay)
-        }
-    }
-
-    /// The SM application over the [`SmpSm`] agent `smp` of the same host (module docs).
+    /// The SM application over the [`SmpSm`] agent `smp` of the same host, on the SM's `port`,
+    /// whose SA is the host's agent `sa`, coalescing multicast changes for `delay` (zero: at the
+    /// next poll); module docs.
     pub fn over_smps(smp: AgentId, port: u8, sa: AgentId, delay: Duration) -> SmApp {
         SmApp {
-            smp: Some(smp),
-            port,
-            started: true,
-            ..SmApp::new_empty(sa, delay)
-        }
-    }
-
-    fn new_empty(sa: AgentId, delay: Duration) -> SmApp {
-        SmApp {
             sm: None,
-            smp: None,
-            port: 0,
+            smp,
+            port,
             sa,
             delay,
-            started: false,
             flush_at: None,
             window_start: None,
             lid_of_guid: BTreeMap::new(),
             trees: BTreeMap::new(),
             members: BTreeMap::new(),
             generation: 0,
-            last_write: None,
             pending: BTreeMap::new(),
             stats: SmStats::default(),
         }
     }
 
-    /// The SM's computed state (by SMPs: `None` until the discovery ended).
+    /// The SM's computed state (`None` until the first discovery ended).
     pub fn manager(&self) -> Option<&SubnetManager> {
         self.sm.as_ref()
     }
 
-    /// The SMP agent, when the SM works by SMPs.
-    pub fn smp_agent(&self) -> Option<AgentId> {
+    /// The SMP agent.
+    pub fn smp_agent(&self) -> AgentId {
         self.smp
     }
 
@@ -175,16 +147,10 @@ impl SmApp {
         self.trees.get(&mlid)
     }
 
-    /// True when no multicast change waits to be written (writes may still be on their way:
-    /// see [`SmApp::last_write_at`]).
+    /// True when no multicast change waits to be handed to the agent (its SubnSets may still be
+    /// on their way: [`SmpSm::is_idle`]).
     pub fn is_settled(&self) -> bool {
         self.flush_at.is_none() && self.pending.is_empty()
-    }
-
-    /// When the SM last sent a configuration write; it reaches its device
-    /// [`crate::hw::mgmt::CONFIG_DELAY`] later.
-    pub fn last_write_at(&self) -> Option<Instant> {
-        self.last_write
     }
 
     fn member_lids(&mut self, members: &[(Gid, ipoib_wire::sa::JoinState)]) -> Vec<u16> {
@@ -200,9 +166,9 @@ impl SmApp {
 
     /// Recomputes the changed groups: all of them, or with `small` only those of at most
     /// [`SMALL_GROUP`] members.
-    fn flush(&mut self, now: Instant, ctx: &mut HostCtx<'_>, small: bool) {
+    fn flush(&mut self, ctx: &mut HostCtx<'_>, small: bool) {
         if self.sm.is_none() {
-            return; // by SMPs, before discovery ended: the events wait in the SA
+            return; // before the discovery ended: the events wait in the SA
         }
         let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) else {
             return;
@@ -243,15 +209,10 @@ impl SmApp {
             let old = self.trees.remove(&mlid).unwrap_or_default();
             for (to, c) in mft_changes(&old, &new) {
                 self.stats.mft_writes += 1;
-                self.last_write = Some(now);
-                match (self.smp, c) {
-                    (Some(id), Config::Mft { mlid, ports }) => {
-                        if let Some(a) = ctx.agents.get_mut::<SmpSm>(id) {
-                            a.set_mft(to, mlid, &ports);
-                        }
-                    }
-                    (Some(_), _) => {}
-                    (None, c) => ctx.configure(to, c),
+                if let (Config::Mft { mlid, ports }, Some(a)) =
+                    (c, ctx.agents.get_mut::<SmpSm>(self.smp))
+                {
+                    a.set_mft(to, mlid, &ports);
                 }
             }
             if !new.is_empty() {
@@ -275,29 +236,15 @@ impl App for SmApp {
     fn on_completion(&mut self, _now: Instant, _c: Completion, _ctx: &mut HostCtx<'_>) {}
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
-        if !self.started {
-            self.started = true;
-            if let Some(sm) = &self.sm {
-                for (to, c) in sm.bring_up() {
-                    self.stats.bring_up_writes += 1;
-                    self.last_write = Some(now);
-                    ctx.configure(to, c);
-                }
-                if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                    sa.set_subnet(sm.subnet_model());
-                }
-            }
-        }
-        if let Some(a) = self.smp.and_then(|id| ctx.agents.get::<SmpSm>(id)) {
-            // IBA 1 §14.4.1: the port answers SubnGet(SMInfo) with the SM's live state.
-            let guid = ctx.hca.port(self.port).map(|p| p.guid);
-            if let Some(g) = guid {
+        // IBA 1 §14.4.1: the port answers SubnGet(SMInfo) with the SM's live state.
+        if let Some(a) = ctx.agents.get::<SmpSm>(self.smp) {
+            if let Some(g) = ctx.hca.port(self.port).map(|p| p.guid) {
                 let info = a.sm_info(g);
                 ctx.hca.set_sm_info(self.port, Some(info));
             }
         }
-        if let Some(a) = self.smp.and_then(|id| ctx.agents.get_mut::<SmpSm>(id)) {
-            // By SMPs: the sweep starts once the SM's port has its link (Init, IBA 1 §7.2).
+        if let Some(a) = ctx.agents.get_mut::<SmpSm>(self.smp) {
+            // The sweep starts once the SM's port has its link (Init, IBA 1 §7.2).
             if !a.is_started()
                 && ctx
                     .hca
@@ -308,12 +255,12 @@ impl App for SmApp {
                 ctx.poll_again();
             }
         }
-        // By SMPs: the brain the agent ran, after each complete discovery; the SA gets the model
-        // in the same host step, before the agent's Active wave can reach any port, and every
-        // group's tree is computed again on it (a link may have gone).
-        let brain = self
-            .smp
-            .and_then(|id| ctx.agents.get::<SmpSm>(id))
+        // The brain the agent ran, after each complete discovery; the SA gets the model in the
+        // same host step, before the agent's Active wave can reach any port, and every group's
+        // tree is computed again on it (a link may have gone).
+        let brain = ctx
+            .agents
+            .get::<SmpSm>(self.smp)
             .filter(|a| a.generation() != self.generation)
             .and_then(|a| Some((a.generation(), a.manager()?.clone())));
         if let Some((generation, sm)) = brain {
@@ -347,10 +294,10 @@ impl App for SmApp {
         }
         if self.flush_at.is_some_and(|t| t <= now) {
             self.flush_at = None;
-            self.flush(now, ctx, false);
+            self.flush(ctx, false);
         } else if waiting {
             // Inside a window: small groups cost little, update them now.
-            self.flush(now, ctx, true);
+            self.flush(ctx, true);
         }
     }
 

@@ -3,7 +3,7 @@
 //! part in the master election by SMInfo (`crate::node::sm::election`): one becomes Master and
 //! programs the subnet, the others are Standby and poll it.
 
-use super::{Brain, Subnet, SubnetError};
+use super::{Subnet, SubnetError};
 use crate::node::host::AppId;
 use crate::node::sm::{ElectionSettings, SmOptions, SmpSettings, SmpSm};
 use crate::node::subnet::SmApp;
@@ -46,7 +46,7 @@ impl Subnet {
             h.port,
             guid,
             sa,
-            Brain::Smp(Box::new(agent)),
+            agent,
             t.mcast_delay,
         )?;
         Ok(app)
@@ -56,7 +56,7 @@ impl Subnet {
     /// is [`Subnet::smp_sm`]).
     pub fn smp_sm_on(&self, host: usize, app: AppId) -> Option<&SmpSm> {
         let d = self.host_device(host);
-        let id = d.app::<SmApp>(app)?.smp_agent()?;
+        let id = d.app::<SmApp>(app)?.smp_agent();
         d.agent::<SmpSm>(id)
     }
 
