@@ -465,3 +465,93 @@ fn periodic_sweeps_of_an_unchanged_subnet_set_nothing() {
     assert_eq!(after.set_failures + after.discovery_failures, 0);
     assert_eq!(net.joined_count(), 40);
 }
+
+/// h0 (the SM) on sw0 port 1; sw0 port 2 - sw1 port 1, sw0 port 3 - sw2 port 1, sw1 port 2 -
+/// sw2 port 2; h1 on sw1 port 3, h2 on sw2 port 3. The breadth-first walk from h0 meets sw1
+/// before sw2 and h1 before h2; without the cable sw0-sw1, sw2 before sw1 and h2 before h1.
+fn triangle() -> Topology {
+    let mut t = Topology::new();
+    let h: Vec<usize> = (0..3)
+        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
+        .collect();
+    let s: Vec<usize> = (0..3)
+        .map(|i| {
+            t.add_node(
+                NodeKind::Switch,
+                format!("sw{i}"),
+                Guid(0x200 + i as u64),
+                4,
+            )
+        })
+        .collect();
+    let e = |node, port| End { node, port };
+    for (a, b) in [
+        (e(h[0], 1), e(s[0], 1)),
+        (e(s[0], 2), e(s[1], 1)),
+        (e(s[0], 3), e(s[2], 1)),
+        (e(s[1], 2), e(s[2], 2)),
+        (e(s[1], 3), e(h[1], 1)),
+        (e(s[2], 3), e(h[2], 1)),
+    ] {
+        t.connect(a, b, None, None).unwrap();
+    }
+    t
+}
+
+/// LIDs of the hosts, then of the switches, as the devices hold them.
+fn device_lids(net: &Subnet) -> Vec<u16> {
+    let hosts = (0..net.host_count()).map(|i| net.lid(i));
+    hosts.chain(net.switches().map(|(_, s)| s.lid())).collect()
+}
+
+// OpenSM's guid2lid (`osm_lid_mgr.c`), IBA 1 §14.2.5.1: the cable sw0-sw1 goes down, the trap
+// 128 sweep walks the subnet in another order (numbered afresh it would swap sw1 and sw2, h1 and
+// h2), and every port keeps the LID it had; the subnet is routed over the cables left.
+#[test]
+fn lids_survive_a_link_down_that_changes_the_walk_order() {
+    let topo = triangle();
+    let mut net = up(options(topo.clone(), 13), false);
+    let lids = device_lids(&net);
+    assert_eq!(lids, vec![1, 5, 6, 2, 3, 4], "h0 h1 h2 sw0 sw1 sw2");
+    // The walk without the cable: numbered afresh, the LIDs would not be those.
+    let mut cut = Topology::new();
+    for n in topo.nodes() {
+        cut.add_node(n.kind, n.name.clone(), n.guid, n.ports);
+    }
+    let gone = topo
+        .links()
+        .iter()
+        .position(|l| (l.a, l.b) == (End { node: 3, port: 2 }, End { node: 4, port: 1 }))
+        .unwrap();
+    for (_, l) in topo.links().iter().enumerate().filter(|&(i, _)| i != gone) {
+        cut.connect(l.a, l.b, None, None).unwrap();
+    }
+    let n = cut.nodes().len();
+    let fresh = SubnetManager::new(
+        cut,
+        (0..n).map(ipoib_fabric::NodeId).collect(),
+        End { node: 0, port: 1 },
+        Default::default(),
+    )
+    .unwrap();
+    let fresh_lids: Vec<u16> = [(0, 1), (1, 1), (2, 1), (3, 0), (4, 0), (5, 0)]
+        .iter()
+        .map(|&(n, p)| fresh.lid(n, p).unwrap())
+        .collect();
+    assert_eq!(fresh_lids, vec![1, 6, 5, 2, 4, 3], "the walk order changed");
+    let sweeps = net.smp_sm().unwrap().stats().sweeps;
+    let now = net.sim().now();
+    let link = net.built().links[gone];
+    net.sim_mut().schedule_link_state(link, now, false);
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let s = net.smp_sm().unwrap().stats();
+    assert!(s.traps >= 1 && s.sweeps > sweeps, "{s:?}");
+    assert_eq!(net.smp_sm().unwrap().phase(), SweepPhase::Done);
+    assert_eq!(device_lids(&net), lids, "LIDs kept");
+    let brain = net.smp_sm().unwrap().manager().unwrap();
+    assert_eq!(brain.topology().links().len(), topo.links().len() - 1);
+    let sent = ping_pairs(&mut net, &all_pairs(3), v4, Duration::from_secs(2));
+    for &p in &sent {
+        assert!(rtt(&net, p).is_some(), "{} -> {} unanswered", p.0, p.1);
+    }
+}
