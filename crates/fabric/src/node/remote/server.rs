@@ -52,7 +52,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct FabricOptions {
     /// The subnet (topology, seed, partitions, links, SM and SA settings, capture). Its
-    /// `auto_join` and `ipoib` are ignored: the SM's host runs no IPoIB interface.
+    /// `auto_join` and `ipoib` are ignored (the SM's host runs no IPoIB interface), and so is its
+    /// `sm_mode`: the fabric's SM is always ours, by SMPs.
     pub subnet: SubnetOptions,
     /// A host heard from for no longer than this loses its slot.
     pub timeout: Duration,
