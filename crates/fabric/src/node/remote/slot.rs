@@ -21,7 +21,7 @@
 //! HCA's SMA does (IBA 1 chapter 14, `crate::hw::hca` module `sma`), so the SM discovers and
 //! configures the port by SMPs as it does an in-process host's. The HCA's QPs are never used.
 //! Every port whose PortInfo or P_KeyTable a SubnSet changed is queued for the host (its
-//! configuration as a [`PortConfig`]) while a host is attached, and every cabled port's again when
+//! configuration as a [`PortConfig`]) while a host is attached, and every port's again when
 //! a host attaches ([`Remote::attach`]), so a host that comes (back) gets what it missed.
 
 use crate::hw::hca::Hca;
