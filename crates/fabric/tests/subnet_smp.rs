@@ -1,8 +1,8 @@
 //! Our SM by SMPs ([`SmMode::Ours`]): it discovers the subnet with directed-route SubnGets and
 //! programs it with SubnSets (IBA 1 chapter 14; `crate::node::sm::sweep`), and the devices end up
 //! as the brain plans from the topology ([`Subnet::plan`], a [`SubnetManager`]): its LIDs, SM
-//! LID, P_Key tables, MTUs and LFTs, every port Active, on every host and switch. Hosts then join their broadcast group and ping each other, and
-//! the sweep is real packets in the capture.
+//! LID, P_Key tables, MTUs and LFTs, every port Active, on every host and switch. Hosts then join
+//! their broadcast group and ping each other, and the sweep is real packets in the capture.
 
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_fabric::hw::topology::{End, NodeKind, Topology};

@@ -35,9 +35,9 @@
 //! Sweeps again (OpenSM's heavy sweep): on a trap 128 from a switch (a link went up or down, IBA 1
 //! §14.2.5.1; answered with TrapRepress), every [`SmpSettings::sweep_interval`], and soon after a
 //! sweep whose discovery did not complete. A sweep rediscovers the whole subnet; if its discovery
-//! failed somewhere the subnet is left as it is (a partial view would route around what it missed). Otherwise the
-//! brain runs again and only what differs is set: PortInfo whose LID, LMC, MasterSMLID,
-//! MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
+//! failed somewhere the subnet is left as it is (a partial view would route around what it
+//! missed). Otherwise the brain runs again and only what differs is set: PortInfo whose LID, LMC,
+//! MasterSMLID, MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
 //! LinearFDBTop that differ from what the SM last set there (its copy, by GUID); Armed for ports
 //! in Init, Active for ports Armed. The brain is deterministic and numbers nodes in GUID order,
 //! and the SM keeps a port-GUID-to-LID table of every port it gave a LID ([`SmpSm::guid2lid`],
@@ -432,7 +432,8 @@ impl SmpSm {
                     if self.smp.in_flight() == 0 {
                         self.stats.nodes = self.discovery.node_count() as u64;
                         if self.sweep_failures > 0 && self.generation > 0 {
-                            // A partial view would route around what it missed: leave it, sweep again.
+                            // A partial view would route around what it missed: leave it, sweep
+                            // again.
                             self.stats.incomplete_sweeps += 1;
                             self.sweep_done(now, SweepPhase::Done);
                         } else {
