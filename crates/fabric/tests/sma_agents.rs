@@ -11,6 +11,12 @@ use ipoib_wire::mad::Method;
 use ipoib_wire::smp::{SmState, SmpAttribute, SmpMadRepr, SmpRoute};
 use ipoib_wire::Guid;
 
+use ipoib_fabric::hw::sim::NodeId;
+use ipoib_fabric::node::host::{method_mask, AgentId, Host, Registration};
+use ipoib_proto::mad_agent::{MadAddr, MadIn};
+use ipoib_wire::mad::{MadStatus, MgmtClass};
+use std::time::Duration;
+
 /// Packets and 4-byte words (LRH through ICRC) the link carried from `from`.
 fn link_sent(f: &Fabric, from: PortRef) -> (u64, u64) {
     let l = f.sim.link(f.sim.link_of(from).unwrap());
@@ -303,83 +309,143 @@ fn a_umad_user_queries_the_agents_of_a_built_subnet() {
     assert!(pc.port_rcv_pkts >= 2, "at least the two SMPs above");
 }
 
+/// Host 0 asking host 1's port over umad, an agent attached on each: the requester (`sminfo`)
+/// and an SM program (`ibsim-run opensm`), as in IBA 1 §13.4.
+struct SmOnHost1 {
+    net: ipoib_fabric::node::subnet::Subnet,
+    h0: NodeId,
+    h1: ipoib_fabric::node::subnet::HostHandle,
+    asker: ipoib_fabric::node::host::AgentId,
+    sm: ipoib_fabric::node::host::AgentId,
+}
+
+impl SmOnHost1 {
+    fn new() -> Self {
+        use ipoib_fabric::hw::topology::Topology;
+        use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+        let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+        let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+        net.sim_mut().run_for(Duration::from_millis(5));
+        let (h0, h1) = (net.host(0).node, net.host(1));
+        let attach = |net: &mut Subnet, node| {
+            net.sim_mut()
+                .with_node::<Host, _>(node, |h, _, _| h.umad_attach())
+                .unwrap()
+        };
+        let asker = attach(&mut net, h0);
+        let sm = attach(&mut net, h1.node);
+        SmOnHost1 {
+            net,
+            h0,
+            h1,
+            asker,
+            sm,
+        }
+    }
+
+    /// `agent` on `node` sends `mad` to `to`, then 1 ms passes.
+    fn send(&mut self, node: NodeId, agent: AgentId, to: MadAddr, mad: &[u8]) {
+        self.net
+            .sim_mut()
+            .with_node::<Host, _>(node, |h, now, tx| {
+                h.umad_send(agent, to, mad).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        self.net.sim_mut().run_for(Duration::from_millis(1));
+    }
+
+    /// Host 0's requester sends `mad` to `to`.
+    fn ask(&mut self, to: MadAddr, mad: &[u8]) {
+        self.send(self.h0, self.asker, to, mad);
+    }
+
+    /// Host 1's SM program sends `mad` to `to`.
+    fn answer(&mut self, to: MadAddr, mad: &[u8]) {
+        self.send(self.h1.node, self.sm, to, mad);
+    }
+
+    fn take(&mut self, node: NodeId, agent: AgentId) -> Vec<MadIn> {
+        self.net
+            .sim_mut()
+            .node_mut::<Host>(node)
+            .unwrap()
+            .umad_take(agent)
+    }
+
+    /// What host 0's requester received.
+    fn asker_got(&mut self) -> Vec<MadIn> {
+        self.take(self.h0, self.asker)
+    }
+
+    /// What host 1's SM program received.
+    fn sm_got(&mut self) -> Vec<MadIn> {
+        self.take(self.h1.node, self.sm)
+    }
+
+    /// An SM program starts on host 1's port: the port's IsSM and a registration for `class`.
+    fn start_sm(&mut self, class: MgmtClass, methods: &[Method]) {
+        let port = self.h1.port;
+        let sm = self.sm;
+        self.net
+            .sim_mut()
+            .with_node::<Host, _>(self.h1.node, |h, _, _| {
+                h.hca_mut().set_sm_client(port, true);
+                let reg = Registration {
+                    class,
+                    version: 1,
+                    methods: method_mask(methods),
+                };
+                h.umad_register(sm, reg).unwrap();
+            })
+            .unwrap();
+    }
+}
+
+/// The SMInfo the SM program answers with.
+fn sm_info() -> ipoib_wire::smp::SmInfoRepr {
+    ipoib_wire::smp::SmInfoRepr {
+        guid: Guid(0x1234),
+        sm_key: 0,
+        act_count: 7,
+        priority: 3,
+        sm_state: SmState::Master,
+    }
+}
+
 // IBA 1 §14.2.5.13: SMInfo is answered by the SM, not the SMA. On a port with no SM the SMA
 // answers a SubnGet(SMInfo) 0x000C; once an SM program runs on the port through QP0 (as
 // `ibsim-run opensm` does, registered for SubnGet), a LID-routed SMInfo reaches it, and its
 // GetResp reaches the requester (what `sminfo LID` does).
 #[test]
 fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
-    use ipoib_fabric::hw::topology::Topology;
-    use ipoib_fabric::node::host::{method_mask, Host, Registration};
-    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
-    use ipoib_proto::mad_agent::MadAddr;
-    use ipoib_wire::mad::{MadStatus, MgmtClass};
-    use std::time::Duration;
-    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
-    net.sim_mut().run_for(Duration::from_millis(5));
-    let (h0, h1) = (net.host(0).node, net.host(1));
-    let lid1 = net.host_device(1).hca().port(h1.port).unwrap().lid;
-    let attach = |net: &mut Subnet, node| {
-        net.sim_mut()
-            .with_node::<Host, _>(node, |h, _, _| h.umad_attach())
-            .unwrap()
-    };
-    let asker = attach(&mut net, h0);
-    let sm = attach(&mut net, h1.node);
+    let mut s = SmOnHost1::new();
+    let lid1 = s.net.host_device(1).hca().port(s.h1.port).unwrap().lid;
     let mut f = Fabric::new(0);
     let get = f.smp(Method::Get, attr::SM_INFO, 0, None, 0, none());
     let to = MadAddr {
         qpn: 0,
         ..MadAddr::gsi(lid1)
     };
-    let send = |net: &mut Subnet| {
-        net.sim_mut()
-            .with_node::<Host, _>(h0, |h, now, tx| {
-                h.umad_send(asker, to, &get).unwrap();
-                h.drive(now, tx);
-            })
-            .unwrap();
-        net.sim_mut().run_for(Duration::from_millis(1));
-    };
-    let take = |net: &mut Subnet, node, agent| {
-        net.sim_mut()
-            .node_mut::<Host>(node)
-            .unwrap()
-            .umad_take(agent)
-    };
     // No SM on h1's port: the SMA answers 0x000C.
-    send(&mut net);
-    let got = take(&mut net, h0, asker);
+    s.ask(to, &get);
+    let got = s.asker_got();
     assert_eq!(got.len(), 1);
     let r = SmpMadRepr::parse(&got[0].mad).unwrap();
     assert_eq!(r.header.status, MadStatus::METHOD_ATTR_UNSUPPORTED);
 
     // An SM program on h1's port: the request is its to answer.
-    net.sim_mut()
-        .with_node::<Host, _>(h1.node, |h, _, _| {
-            h.hca_mut().set_sm_client(h1.port, true);
-            let reg = Registration {
-                class: MgmtClass::SubnLid,
-                version: 1,
-                methods: method_mask(&[Method::Get, Method::Set, Method::Trap]),
-            };
-            h.umad_register(sm, reg).unwrap();
-        })
-        .unwrap();
-    send(&mut net);
-    assert!(take(&mut net, h0, asker).is_empty(), "the SMA kept out");
-    let asked = take(&mut net, h1.node, sm);
+    s.start_sm(
+        MgmtClass::SubnLid,
+        &[Method::Get, Method::Set, Method::Trap],
+    );
+    s.ask(to, &get);
+    assert!(s.asker_got().is_empty(), "the SMA kept out");
+    let asked = s.sm_got();
     assert_eq!(asked.len(), 1);
     let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
     assert_eq!(req.header.attribute_id, attr::SM_INFO);
-    let info = ipoib_wire::smp::SmInfoRepr {
-        guid: Guid(0x1234),
-        sm_key: 0,
-        act_count: 7,
-        priority: 3,
-        sm_state: SmState::Master,
-    };
+    let info = sm_info();
     let resp = req
         .get_response(MadStatus::SUCCESS, SmpAttribute::SmInfo(info))
         .to_bytes();
@@ -387,14 +453,8 @@ fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
         qpn: 0,
         ..MadAddr::gsi(asked[0].from.lid)
     };
-    net.sim_mut()
-        .with_node::<Host, _>(h1.node, |h, now, tx| {
-            h.umad_send(sm, back, &resp).unwrap();
-            h.drive(now, tx);
-        })
-        .unwrap();
-    net.sim_mut().run_for(Duration::from_millis(1));
-    let got = take(&mut net, h0, asker);
+    s.answer(back, &resp);
+    let got = s.asker_got();
     assert_eq!(got.len(), 1);
     let r = SmpMadRepr::parse(&got[0].mad).unwrap();
     assert_eq!(r.attribute, SmpAttribute::SmInfo(info));
@@ -406,30 +466,14 @@ fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
 // return path to the requester (what `sminfo -D` does against OpenSM under ibsim).
 #[test]
 fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
-    use ipoib_fabric::hw::topology::Topology;
-    use ipoib_fabric::node::host::{method_mask, Host, Registration};
-    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
-    use ipoib_proto::mad_agent::MadAddr;
-    use ipoib_wire::mad::{MadStatus, MgmtClass};
-    use std::time::Duration;
-    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
-    net.sim_mut().run_for(Duration::from_millis(5));
-    let (h0, h1) = (net.host(0).node, net.host(1));
-    let attach = |net: &mut Subnet, node| {
-        net.sim_mut()
-            .with_node::<Host, _>(node, |h, _, _| h.umad_attach())
-            .unwrap()
-    };
-    let asker = attach(&mut net, h0);
-    let sm = attach(&mut net, h1.node);
+    let mut s = SmOnHost1::new();
     let mut f = Fabric::new(0);
     // Out of host 0's port, then Switch1's port 2 to Hca2 (host 1).
     let mut get = f.smp(
         Method::Get,
         attr::SM_INFO,
         0,
-        Some(&[net.host(0).port, 2]),
+        Some(&[s.net.host(0).port, 2]),
         0,
         none(),
     );
@@ -438,24 +482,9 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
         qpn: 0,
         ..MadAddr::gsi(0xffff)
     };
-    let send = |net: &mut Subnet| {
-        net.sim_mut()
-            .with_node::<Host, _>(h0, |h, now, tx| {
-                h.umad_send(asker, to, &get).unwrap();
-                h.drive(now, tx);
-            })
-            .unwrap();
-        net.sim_mut().run_for(Duration::from_millis(1));
-    };
-    let take = |net: &mut Subnet, node, agent| {
-        net.sim_mut()
-            .node_mut::<Host>(node)
-            .unwrap()
-            .umad_take(agent)
-    };
     // No SM on host 1's port: the SMA answers 0x000C.
-    send(&mut net);
-    let got = take(&mut net, h0, asker);
+    s.ask(to, &get);
+    let got = s.asker_got();
     assert_eq!(got.len(), 1);
     let r = SmpMadRepr::parse(&got[0].mad).unwrap();
     // Bit 15 of a directed-route SMP's status is D (IBA 1 §14.2.1.2).
@@ -463,20 +492,10 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
     assert_eq!(status, MadStatus::METHOD_ATTR_UNSUPPORTED);
 
     // An SM program on host 1's port, registered for directed-route SubnGet: it gets the SMP.
-    net.sim_mut()
-        .with_node::<Host, _>(h1.node, |h, _, _| {
-            h.hca_mut().set_sm_client(h1.port, true);
-            let reg = Registration {
-                class: MgmtClass::SubnDirectedRoute,
-                version: 1,
-                methods: method_mask(&[Method::Get, Method::Set]),
-            };
-            h.umad_register(sm, reg).unwrap();
-        })
-        .unwrap();
-    send(&mut net);
-    assert!(take(&mut net, h0, asker).is_empty(), "the SMA kept out");
-    let asked = take(&mut net, h1.node, sm);
+    s.start_sm(MgmtClass::SubnDirectedRoute, &[Method::Get, Method::Set]);
+    s.ask(to, &get);
+    assert!(s.asker_got().is_empty(), "the SMA kept out");
+    let asked = s.sm_got();
     assert_eq!(asked.len(), 1);
     let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
     assert_eq!(req.header.attribute_id, attr::SM_INFO);
@@ -489,27 +508,15 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
         "HopPointer n + 1, HopCount n"
     );
     assert_eq!(
-        d.return_path[2], h1.port,
+        d.return_path[2], s.h1.port,
         "ReturnPath[n]: the port it came in by"
     );
-    let info = ipoib_wire::smp::SmInfoRepr {
-        guid: Guid(0x1234),
-        sm_key: 0,
-        act_count: 7,
-        priority: 3,
-        sm_state: SmState::Master,
-    };
+    let info = sm_info();
     let resp = req
         .get_response(MadStatus::SUCCESS, SmpAttribute::SmInfo(info))
         .to_bytes();
-    net.sim_mut()
-        .with_node::<Host, _>(h1.node, |h, now, tx| {
-            h.umad_send(sm, to, &resp).unwrap();
-            h.drive(now, tx);
-        })
-        .unwrap();
-    net.sim_mut().run_for(Duration::from_millis(1));
-    let got = take(&mut net, h0, asker);
+    s.answer(to, &resp);
+    let got = s.asker_got();
     assert_eq!(got.len(), 1, "the answer came back along the return path");
     let r = SmpMadRepr::parse(&got[0].mad).unwrap();
     assert_eq!(
