@@ -20,13 +20,13 @@ use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1: three switches in a row.
-fn chain() -> Topology {
-    let mut t = Topology::new();
-    let h: Vec<usize> = (0..3)
+/// `hosts` one-port CAs `h0`.. (GUIDs 0x100 + 2i), then `switches` 4-port switches `sw0`..
+/// (GUIDs 0x200 + i), added to `t`: their node indices.
+fn hosts_and_switches(t: &mut Topology, hosts: usize, switches: usize) -> (Vec<usize>, Vec<usize>) {
+    let h = (0..hosts)
         .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
         .collect();
-    let s: Vec<usize> = (0..3)
+    let s = (0..switches)
         .map(|i| {
             t.add_node(
                 NodeKind::Switch,
@@ -36,6 +36,13 @@ fn chain() -> Topology {
             )
         })
         .collect();
+    (h, s)
+}
+
+/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1: three switches in a row.
+fn chain() -> Topology {
+    let mut t = Topology::new();
+    let (h, s) = hosts_and_switches(&mut t, 3, 3);
     let e = |node, port| End { node, port };
     t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
     t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
@@ -375,19 +382,7 @@ fn the_sweep_is_directed_route_smps_in_the_capture() {
 /// on sw0 ports 1 and 4, h2, h3 on sw1 ports 1 and 4.
 fn two_cables() -> Topology {
     let mut t = Topology::new();
-    let h: Vec<usize> = (0..4)
-        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
-        .collect();
-    let s: Vec<usize> = (0..2)
-        .map(|i| {
-            t.add_node(
-                NodeKind::Switch,
-                format!("sw{i}"),
-                Guid(0x200 + i as u64),
-                4,
-            )
-        })
-        .collect();
+    let (h, s) = hosts_and_switches(&mut t, 4, 2);
     let e = |node, port| End { node, port };
     for (host, sw, port) in [(0, 0, 1), (1, 0, 4), (2, 1, 1), (3, 1, 4)] {
         t.connect(e(h[host], 1), e(s[sw], port), None, None)
