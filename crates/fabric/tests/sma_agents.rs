@@ -383,6 +383,18 @@ impl SmOnHost1 {
         self.take(self.h1.node, self.sm)
     }
 
+    /// Host 0 asks `to` for an SMInfo with `get`, an SM program on host 1's port: the SMA keeps
+    /// out, and the SM program receives the one request.
+    fn sm_receives(&mut self, to: MadAddr, get: &[u8]) -> (MadIn, SmpMadRepr) {
+        self.ask(to, get);
+        assert!(self.asker_got().is_empty(), "the SMA kept out");
+        let mut asked = self.sm_got();
+        assert_eq!(asked.len(), 1);
+        let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
+        assert_eq!(req.header.attribute_id, attr::SM_INFO);
+        (asked.remove(0), req)
+    }
+
     /// An SM program starts on host 1's port: the port's IsSM and a registration for `class`.
     fn start_sm(&mut self, class: MgmtClass, methods: &[Method]) {
         let port = self.h1.port;
@@ -439,19 +451,14 @@ fn a_lid_routed_sminfo_goes_to_the_sm_program_on_the_port() {
         MgmtClass::SubnLid,
         &[Method::Get, Method::Set, Method::Trap],
     );
-    s.ask(to, &get);
-    assert!(s.asker_got().is_empty(), "the SMA kept out");
-    let asked = s.sm_got();
-    assert_eq!(asked.len(), 1);
-    let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
-    assert_eq!(req.header.attribute_id, attr::SM_INFO);
+    let (asked, req) = s.sm_receives(to, &get);
     let info = sm_info();
     let resp = req
         .get_response(MadStatus::SUCCESS, SmpAttribute::SmInfo(info))
         .to_bytes();
     let back = MadAddr {
         qpn: 0,
-        ..MadAddr::gsi(asked[0].from.lid)
+        ..MadAddr::gsi(asked.from.lid)
     };
     s.answer(back, &resp);
     let got = s.asker_got();
@@ -493,17 +500,12 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
 
     // An SM program on host 1's port, registered for directed-route SubnGet: it gets the SMP.
     s.start_sm(MgmtClass::SubnDirectedRoute, &[Method::Get, Method::Set]);
-    s.ask(to, &get);
-    assert!(s.asker_got().is_empty(), "the SMA kept out");
-    let asked = s.sm_got();
-    assert_eq!(asked.len(), 1);
-    let req = SmpMadRepr::parse(&asked[0].mad).unwrap();
-    assert_eq!(req.header.attribute_id, attr::SM_INFO);
+    let (asked, req) = s.sm_receives(to, &get);
     let SmpRoute::Directed(d) = req.route else {
         panic!("{:?}", req.route)
     };
     assert_eq!(
-        (asked[0].mad[6], asked[0].mad[7]),
+        (asked.mad[6], asked.mad[7]),
         (3, 2),
         "HopPointer n + 1, HopCount n"
     );
