@@ -11,6 +11,7 @@ use ipoib_fabric::node::sm::{SubnetManager, SweepPhase};
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::testing::*;
 use ipoib_fabric::{Config, PortConfig, PortState};
+use ipoib_proto::subnet::{CaPort, SubnetModel, SwitchNode};
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::packet::Packet;
@@ -238,6 +239,16 @@ fn the_sweep_sets_timeouts_and_clears_port_state_change() {
     assert_eq!(SUBNET_TIMEOUT, 18);
 }
 
+/// The SA model's CA port of the node `guid`.
+fn model_ca_port(model: &SubnetModel, guid: Guid) -> &CaPort {
+    model.ports.iter().find(|p| p.node_guid == guid).unwrap()
+}
+
+/// The SA model's switch `guid`.
+fn model_switch(model: &SubnetModel, guid: Guid) -> &SwitchNode {
+    model.switches.iter().find(|s| s.guid == guid).unwrap()
+}
+
 // IBA 1 §15.2.5.2: a NodeRecord holds the node's NodeInfo; the SA's model of the subnet has the
 // NodeInfo facts the SM read by SMPs (vendor, device, revision, P_Key capacity), not made-up ones.
 #[test]
@@ -250,16 +261,12 @@ fn the_sa_model_has_the_node_info_the_sweep_read() {
         let (read, facts) = match node.kind {
             NodeKind::Ca => {
                 let hca = net.sim().node::<Host>(id).unwrap().hca();
-                let p = model
-                    .ports
-                    .iter()
-                    .find(|p| p.node_guid == node.guid)
-                    .unwrap();
+                let p = model_ca_port(&model, node.guid);
                 (hca.node_info(1), p.node)
             }
             NodeKind::Switch => {
                 let sw = net.sim().node::<Switch>(id).unwrap();
-                let s = model.switches.iter().find(|s| s.guid == node.guid).unwrap();
+                let s = model_switch(&model, node.guid);
                 (sw.node_info(0), s.node)
             }
         };
@@ -288,18 +295,14 @@ fn the_sa_model_has_the_port_info_the_sweep_read() {
         match node.kind {
             NodeKind::Ca => {
                 let hca = net.sim().node::<Host>(id).unwrap().hca();
-                let p = model
-                    .ports
-                    .iter()
-                    .find(|p| p.node_guid == node.guid)
-                    .unwrap();
+                let p = model_ca_port(&model, node.guid);
                 let answered = hca.port_info(1).unwrap();
                 assert_eq!(model.ca_port_info(p), answered, "{}", node.name);
                 assert_eq!(answered.subnet_timeout, 18, "{}", node.name);
             }
             NodeKind::Switch => {
                 let sw = net.sim().node::<Switch>(id).unwrap();
-                let s = model.switches.iter().find(|s| s.guid == node.guid).unwrap();
+                let s = model_switch(&model, node.guid);
                 for port in 0..=node.ports {
                     let pi = model.switch_port_info(s, port).unwrap();
                     let mut answered = sw.port_info_of(port, pi.local_port_num).unwrap();
