@@ -18,6 +18,15 @@ mod bad;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// A socket base name no other test of this process uses.
+fn unique_base() -> String {
+    format!(
+        "ipoib-srv-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// What a server thread hands back: its counters, the clients left, and the SMPs the subnet's
 /// switches discarded (`SwitchDropReason::SmpDiscarded`, summed).
 type Stopped = (ServerCounters, usize, u64);
@@ -31,11 +40,7 @@ struct Running {
 
 impl Running {
     fn start() -> Running {
-        let base = format!(
-            "ipoib-srv-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let base = unique_base();
         Running::start_on(base.clone(), ServerConfig::unix(&base))
     }
 
@@ -163,6 +168,30 @@ fn cpi_get(tid: u64) -> [u8; MAD_LEN] {
     }
     .emit(&mut m);
     m
+}
+
+/// [`cpi_get`] as a raw client's `sim_request` to the SA (LID 1, QP1).
+fn cpi_request(tid: u64) -> SimRequest {
+    SimRequest {
+        dlid: 1,
+        slid: 0,
+        dqp: 1,
+        sqp: 0,
+        status: 0,
+        length: 256,
+        mad: cpi_get(tid),
+    }
+}
+
+/// `c` asks the SA for its ClassPortInfo and gets a GetResp.
+fn assert_sa_answers(c: &IbsimClient, tid: u64) {
+    let resp = c
+        .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
+        .unwrap();
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
+        Method::GetResp
+    );
 }
 
 /// GET_PORTINFO (what umad2sim writes into the fake sysfs) and the SA's PortInfoRecord of the
@@ -347,13 +376,7 @@ fn udp_mode() {
     let ep = Endpoint::Udp { server: addr };
     let c = IbsimClient::connect_to(&ep, Some("h2"), 0, false).unwrap();
     assert_eq!((c.client_id(), c.node_id()), (0, "h2"));
-    let resp = c
-        .request(1, 1, &cpi_get(9), Duration::from_secs(3))
-        .unwrap();
-    assert_eq!(
-        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
-        Method::GetResp
-    );
+    assert_sa_answers(&c, 9);
     drop(c);
     let (counters, left) = srv.stop();
     assert_eq!((counters.connects, counters.disconnects, left), (1, 1, 0));
@@ -445,13 +468,7 @@ fn random_datagrams_never_stop_the_server() {
         let b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
         let _ = victim.data.send(&b);
     }
-    let resp = good
-        .request(1, 1, &cpi_get(0x55), Duration::from_secs(3))
-        .unwrap();
-    assert_eq!(
-        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
-        Method::GetResp
-    );
+    assert_sa_answers(&good, 0x55);
     drop(good);
     let (counters, _) = srv.stop();
     assert!(counters.bad_ctl > 0);
@@ -466,11 +483,7 @@ fn random_datagrams_never_stop_the_server() {
 /// `net.unix.max_dgram_qlen`), then `WouldBlock`, and the peer holds exactly what was counted.
 #[test]
 fn send_many_sends_each_message_as_a_datagram() {
-    let name = format!(
-        "ipoib-srv-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = unique_base();
     let peer =
         UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
     peer.set_nonblocking(true).unwrap();
@@ -504,11 +517,7 @@ fn send_many_sends_each_message_as_a_datagram() {
 /// driver waits for); `pending` agrees.
 #[test]
 fn poll_reports_nothing_left_once_drained() {
-    let base = format!(
-        "ipoib-srv-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let base = unique_base();
     let topo = Topology::single_switch(3).unwrap();
     let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
     assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
@@ -529,15 +538,7 @@ fn poll_reports_nothing_left_once_drained() {
     let c = client.join().unwrap();
     assert!(!server.poll(&mut net).unwrap());
     assert!(!server.pending().unwrap());
-    let req = SimRequest {
-        dlid: 1,
-        slid: 0,
-        dqp: 1,
-        sqp: 0,
-        status: 0,
-        length: 256,
-        mad: cpi_get(0x42),
-    };
+    let req = cpi_request(0x42);
     for _ in 0..3 {
         c.data.send(&req.to_bytes()).unwrap();
     }

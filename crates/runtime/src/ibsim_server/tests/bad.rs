@@ -92,13 +92,7 @@ fn malformed_mads_are_accounted_for() {
         c.send_mad(*dlid, *dqp, m).unwrap();
     }
     // Still served: the SA and the switch's SMA answer good requests.
-    let resp = c
-        .request(1, 1, &cpi_get(0x77), Duration::from_secs(3))
-        .unwrap();
-    assert_eq!(
-        MadHeaderRepr::parse_bytes(&resp).unwrap().method,
-        Method::GetResp
-    );
+    assert_sa_answers(&c, 0x77);
     let pi = switch_port_info(&c, 0x78, 0).unwrap();
     assert!(matches!(pi.attribute, SmpAttribute::PortInfo(_)));
     drop(c);
@@ -120,11 +114,7 @@ fn malformed_mads_are_accounted_for() {
 /// the failed write can find it.
 #[test]
 fn client_vanishing_mid_request_is_dropped() {
-    let base = format!(
-        "ipoib-srv-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let base = unique_base();
     let opts = ServeOptions {
         max_sleep: Duration::from_millis(10),
         probe_every: Duration::from_secs(3600),
@@ -133,15 +123,7 @@ fn client_vanishing_mid_request_is_dropped() {
     let keep = Raw::connect(&base, "h2").unwrap();
     let gone = Raw::connect(&base, "h1").unwrap();
     let gone_id = gone.id;
-    let req = SimRequest {
-        dlid: 1,
-        slid: 0,
-        dqp: 1,
-        sqp: 0,
-        status: 0,
-        length: 256,
-        mad: cpi_get(0x99),
-    };
+    let req = cpi_request(0x99);
     gone.data.send(&req.to_bytes()).unwrap();
     drop(gone);
     let reused = (0..100).any(|_| {
