@@ -11,6 +11,13 @@ use std::process::{Command, Output};
 /// Small enough for a debug build (31 connected-mode datagrams, 993 datagram-mode ones).
 const BULK: &str = "2000000";
 
+/// `ipoib demo --mode connected --bulk-bytes BULK` and `extra`.
+fn connected_demo<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["demo", "--mode", "connected", "--bulk-bytes", BULK];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ipoib"))
         .current_dir(dir)
@@ -40,10 +47,7 @@ fn json_run(dir: &Path, args: &[&str]) -> Json {
 #[test]
 fn connected_demo_shows_connections_cm_exchange_and_bulk() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(
-        dir.path(),
-        &["demo", "--mode", "connected", "--bulk-bytes", BULK],
-    );
+    let o = ipoib_in(dir.path(), &connected_demo(&[]));
     let t = text(&o.stdout);
     assert!(o.status.success(), "{t}\n{}", text(&o.stderr));
     for want in [
@@ -74,19 +78,7 @@ fn connected_demo_shows_connections_cm_exchange_and_bulk() {
 #[test]
 fn connected_demo_json_every_datagram_and_the_cm_messages() {
     let dir = tempfile::tempdir().unwrap();
-    let j = json_run(
-        dir.path(),
-        &[
-            "demo",
-            "--mode",
-            "connected",
-            "--bulk-bytes",
-            BULK,
-            "--json",
-            "--pcap",
-            "c.pcap",
-        ],
-    );
+    let j = json_run(dir.path(), &connected_demo(&["--json", "--pcap", "c.pcap"]));
     assert_eq!(j["ok"], true, "{:?}", j["failures"]);
     assert_eq!(j["mode"], "connected");
     assert_eq!(j["connected_mtu"], 65520);
@@ -407,16 +399,8 @@ fn bad_mode_or_bulk_size_exit_2() {
 #[test]
 fn packet_cost_makes_connected_mode_outpace_datagram_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "demo",
-        "--mode",
-        "connected",
-        "--bulk-bytes",
-        BULK,
-        "--packet-cost-ns",
-        "3000",
-    ];
-    let mut with_json = args.to_vec();
+    let args = connected_demo(&["--packet-cost-ns", "3000"]);
+    let mut with_json = args.clone();
     with_json.push("--json");
     let j = json_run(dir.path(), &with_json);
     assert_eq!(j["ok"], true, "{:?}", j["failures"]);
@@ -452,18 +436,7 @@ fn the_report_names_what_bounds_each_mode() {
             "its hosts' per-packet work",
         ),
     ] {
-        let o = ipoib_in(
-            dir.path(),
-            &[
-                "demo",
-                "--mode",
-                "connected",
-                "--bulk-bytes",
-                BULK,
-                "--packet-cost-ns",
-                cost,
-            ],
-        );
+        let o = ipoib_in(dir.path(), &connected_demo(&["--packet-cost-ns", cost]));
         let t = text(&o.stdout);
         assert!(o.status.success(), "{cost}: {t}");
         let said: String = t
