@@ -2,58 +2,29 @@
 //! commands typed on standard input are answered on standard output, one line or more each,
 //! `error: ...` for what is refused; `Unlink` takes a cable down and `ReLink` brings it back
 //! (with our SM on the first host: the switch's trap 128 goes to it); odd input never stops the
-//! server; `Quit` ends it with status 0. The server runs under a guard that kills it by PID.
+//! server; `Quit` ends it with status 0. The server runs under a guard that stops it by PID
+//! (`osm::Server`).
 
 mod osm;
 
-use osm::Guard;
-use std::io::{BufRead, BufReader, Write};
+use osm::Server;
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+
+/// `ipoib ibsim-server` on two hosts of one switch, its socket named after `name`.
+fn console(dir: &Path, name: &str) -> Server {
+    Server::spawn(dir, name, |c| {
+        c.args(["--topology", "single-switch", "--hosts", "2"]);
+    })
+}
 
 #[test]
 fn console_commands_are_answered_and_quit_ends_the_server() {
-    let sock = format!("ipoib-console-test-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args([
-            "ibsim-server",
-            "--topology",
-            "single-switch",
-            "--hosts",
-            "2",
-        ])
-        .args(["--sockname", &sock])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ipoib ibsim-server");
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut guard = Guard(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let next = || rx.recv_timeout(Duration::from_secs(30)).ok();
-    let mut seen = Vec::new();
-    while let Some(l) = next() {
-        let ready = l == "ready";
-        seen.push(l);
-        if ready {
-            break;
-        }
-    }
-    assert_eq!(seen.last().map(String::as_str), Some("ready"), "{seen:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = console(dir.path(), "console-test");
     let mut ask = |line: &str, want: &str| {
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-        assert_eq!(next().as_deref(), Some(want), "answer to {line:?}");
+        s.send(line);
+        assert_eq!(s.next_line(30).as_deref(), Some(want), "answer to {line:?}");
     };
     ask("frob", "error: command 'frob' unknown (try Help)");
     ask("unlink \"h9\"[1]", "error: unlink: nodeid \"h9\" not found");
@@ -72,17 +43,9 @@ fn console_commands_are_answered_and_quit_ends_the_server() {
     );
     ask("relink \"h1\"", "error: relink: no previous link stored");
     ask("Quit", "Exiting network simulator.");
-    drop(stdin);
-    let mut status = None;
-    for _ in 0..100 {
-        if let Ok(Some(st)) = guard.0.try_wait() {
-            status = Some(st);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.close_console();
     assert_eq!(
-        status.and_then(|s| s.code()),
+        s.wait_exit(5).and_then(|s| s.code()),
         Some(0),
         "Quit ends the server"
     );
@@ -92,46 +55,15 @@ fn console_commands_are_answered_and_quit_ends_the_server() {
 // command, and the console goes on answering the lines after it.
 #[test]
 fn a_line_that_is_not_utf8_is_answered_and_the_console_goes_on() {
-    let sock = format!("ipoib-console-utf8-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args([
-            "ibsim-server",
-            "--topology",
-            "single-switch",
-            "--hosts",
-            "2",
-        ])
-        .args(["--sockname", &sock])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ipoib ibsim-server");
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _guard = Guard(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let next = || rx.recv_timeout(Duration::from_secs(10)).ok();
-    while let Some(l) = next() {
-        if l == "ready" {
-            break;
-        }
-    }
-    stdin.write_all(b"\xe9t\xe9\nfrob\n").unwrap();
-    stdin.flush().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = console(dir.path(), "console-utf8");
+    s.send_bytes(b"\xe9t\xe9\nfrob\n");
     assert_eq!(
-        next().as_deref(),
+        s.next_line(10).as_deref(),
         Some("error: command '\u{fffd}t\u{fffd}' unknown (try Help)")
     );
     assert_eq!(
-        next().as_deref(),
+        s.next_line(10).as_deref(),
         Some("error: command 'frob' unknown (try Help)")
     );
 }

@@ -6,85 +6,24 @@
 //! partitions and seed: the same subnet, docs/ARCHITECTURE.md "Rules"). Skipped, with a message,
 //! where ibsim-run or saquery is not installed.
 
+mod osm;
+
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_proto::partitions;
-use std::io::{BufRead, BufReader};
+use osm::{all_installed, diag, values, Server};
 use std::net::Ipv6Addr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const PARTITIONS: &str = "Default=0x7fff, ipoib : ALL=full ;\nLab=0x0123, ipoib : ALL=full ;\n";
 
-fn installed(exe: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(exe).is_file()))
-        || Path::new("/usr/sbin").join(exe).is_file()
-}
-
-/// The server process, stopped with SIGTERM ([`Server::stop`], or on drop), then reaped.
-struct Server(Option<Child>);
-
-fn term(c: &Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &c.id().to_string()])
-        .status();
-}
-
-impl Server {
-    /// Stops it: its exit status and standard error.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let mut c = self.0.take().unwrap();
-        term(&c);
-        let status = c.wait().unwrap();
-        let mut err = String::new();
-        if let Some(mut e) = c.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        (status, err)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            term(&c);
-            let _ = c.wait();
-        }
-    }
-}
-
 /// Runs `saquery ARGS` attached to `host`.
 fn saquery(dir: &Path, sock: &str, host: &str, args: &[&str]) -> String {
-    let o = Command::new("ibsim-run")
-        .arg("saquery")
-        .args(args)
-        .current_dir(dir)
-        .env("IBSIM_SOCKNAME", sock)
-        .env("SIM_HOST", host)
-        .env_remove("IBSIM_SERVER_NAME")
-        .output()
-        .expect("run ibsim-run saquery");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "saquery {args:?} failed: {}\n{out}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-/// The values of `key` in saquery's dump lines (`\t\tMGID....................ff12::...`).
-fn values(out: &str, key: &str) -> Vec<String> {
-    out.lines()
-        .filter_map(|l| {
-            let rest = l.trim_start().strip_prefix(key)?;
-            rest.starts_with('.')
-                .then(|| rest.trim_start_matches('.').trim().to_string())
-        })
-        .collect()
+    let mut a = vec!["saquery"];
+    a.extend_from_slice(args);
+    diag(dir, sock, host, &a)
 }
 
 fn gid_text(g: &ipoib_wire::Gid) -> String {
@@ -93,40 +32,19 @@ fn gid_text(g: &ipoib_wire::Gid) -> String {
 
 #[test]
 fn saquery_reads_our_sa() {
-    for exe in ["ibsim-run", "saquery"] {
-        if !installed(exe) {
-            eprintln!("SKIP: {exe} is not installed (Debian ibsim-utils, infiniband-diags)");
-            return;
-        }
+    if !all_installed(&["ibsim-run", "saquery"]) {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let parts_file = dir.path().join("partitions.conf");
     std::fs::write(&parts_file, PARTITIONS).unwrap();
-    let sock = format!("ipoib-cli-test-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args([
-            "ibsim-server",
-            "--topology",
-            "single-switch",
-            "--hosts",
-            "3",
-        ])
-        .args(["--seed", "5", "--sockname", &sock, "--partitions"])
-        .arg(&parts_file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ipoib ibsim-server");
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(Some(child));
-    let mut lines = Vec::new();
-    for l in BufReader::new(stdout).lines() {
-        let l = l.unwrap();
-        if l == "ready" {
-            break;
-        }
-        lines.push(l);
-    }
+    let server = Server::spawn(dir.path(), "cli-test", |c| {
+        c.args(["--topology", "single-switch", "--hosts", "3"])
+            .args(["--seed", "5", "--partitions"])
+            .arg(&parts_file);
+    });
+    let sock = server.sock.clone();
+    let lines = server.before_ready().to_vec();
     assert_eq!(lines.len(), 3, "one line per host: {lines:?}");
 
     // The same subnet here.
@@ -265,37 +183,16 @@ fn saquery_reads_our_sa() {
 /// interface joins: our SA holds the default partition's broadcast group with no member.
 #[test]
 fn no_join_leaves_the_broadcast_group_empty() {
-    for exe in ["ibsim-run", "saquery"] {
-        if !installed(exe) {
-            eprintln!("SKIP: {exe} is not installed (Debian ibsim-utils, infiniband-diags)");
-            return;
-        }
+    if !all_installed(&["ibsim-run", "saquery"]) {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sock = format!("ipoib-cli-nojoin-{}", std::process::id());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args([
-            "ibsim-server",
-            "--topology",
-            "single-switch",
-            "--hosts",
-            "3",
-        ])
-        .args(["--no-join", "--sockname", &sock])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ipoib ibsim-server");
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(Some(child));
-    let mut lines = Vec::new();
-    for l in BufReader::new(stdout).lines() {
-        let l = l.unwrap();
-        if l == "ready" {
-            break;
-        }
-        lines.push(l);
-    }
+    let server = Server::spawn(dir.path(), "cli-nojoin", |c| {
+        c.args(["--topology", "single-switch", "--hosts", "3"])
+            .arg("--no-join");
+    });
+    let sock = server.sock.clone();
+    let lines = server.before_ready().to_vec();
     assert_eq!(lines.len(), 3, "one line per host: {lines:?}");
     assert!(
         lines.iter().all(|l| !l.contains(" lid 0 ")),

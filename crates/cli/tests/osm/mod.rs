@@ -1,4 +1,5 @@
-//! What the OpenSM end-to-end tests share (`opensm_manages.rs`, `opensm_unplug.rs`): an
+//! What the OpenSM end-to-end tests share (`opensm_manages.rs`, `opensm_unplug.rs`, and the
+//! server's console and SA tests, `ibsim_console.rs`, `ibsim_server.rs`): an
 //! `ipoib ibsim-server --sm none` with its output read line by line and its console on standard
 //! input, `ibsim-run opensm` attached to one of its hosts, infiniband-diags under `ibsim-run`, and
 //! `ibnetdiscover`'s output read back into nodes and cables to compare with the topology given.
@@ -12,7 +13,7 @@ use ipoib_fabric::hw::topology::{NodeKind, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,9 @@ pub struct Guard(pub Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return; // reaped already: its PID may be another process's now
+        }
         let _ = Command::new("kill")
             .args(["-TERM", &self.0.id().to_string()])
             .status();
@@ -80,14 +84,24 @@ impl Server {
 
     /// Starts the server on `topology` with `--sm SM` (`ours` or `none`) and waits for `ready`.
     pub fn start_sm(dir: &Path, name: &str, topology: &[&str], parts: &Path, sm: &str) -> Server {
+        Server::spawn(dir, name, |c| {
+            c.args(topology)
+                .args(["--sm", sm, "--ip", "--ping-all"])
+                .arg("--partitions")
+                .arg(parts);
+        })
+    }
+
+    /// Starts `ipoib ibsim-server`, with the arguments `args` adds and `--sockname
+    /// ipoib-NAME-PID`, its standard error into `dir/server.err`, and waits for `ready`.
+    pub fn spawn(dir: &Path, name: &str, args: impl FnOnce(&mut Command)) -> Server {
         let sock = format!("ipoib-{name}-{}", std::process::id());
         let err = dir.join("server.err");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-            .arg("ibsim-server")
-            .args(topology)
-            .args(["--sm", sm, "--ip", "--ping-all", "--sockname", &sock])
-            .arg("--partitions")
-            .arg(parts)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ipoib"));
+        cmd.arg("ibsim-server");
+        args(&mut cmd);
+        let mut child = cmd
+            .args(["--sockname", &sock])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&err).unwrap())
@@ -117,6 +131,12 @@ impl Server {
         s
     }
 
+    /// The lines it printed before `ready`.
+    pub fn before_ready(&self) -> &[String] {
+        let n = self.lines.iter().position(|l| l == "ready");
+        &self.lines[..n.unwrap_or(self.lines.len())]
+    }
+
     /// The next line within `secs` seconds (kept in `lines`).
     pub fn next_line(&mut self, secs: u64) -> Option<String> {
         let l = self.rx.recv_timeout(Duration::from_secs(secs)).ok()?;
@@ -143,9 +163,39 @@ impl Server {
 
     /// Types `line` on the console.
     pub fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Writes `bytes` to the console as they are.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("console open");
-        writeln!(stdin, "{line}").expect("write to the console");
+        stdin.write_all(bytes).expect("write to the console");
         stdin.flush().unwrap();
+    }
+
+    /// Closes its standard input.
+    pub fn close_console(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Its exit status, if it ends within `secs` seconds.
+    pub fn wait_exit(&mut self, secs: u64) -> Option<ExitStatus> {
+        let mut status = None;
+        wait_for(secs, || {
+            status = self._guard.0.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
+    }
+
+    /// Stops it with SIGTERM: its exit status and what it wrote to its standard error.
+    pub fn stop(mut self) -> (ExitStatus, String) {
+        let c = &mut self._guard.0;
+        let _ = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+        let status = c.wait().expect("reap ipoib ibsim-server");
+        (status, self.stderr())
     }
 
     /// What the server wrote to its standard error.
