@@ -12,7 +12,6 @@
 
 mod osm;
 
-use ipoib_fabric::hw::topology::Topology;
 use osm::*;
 use std::path::Path;
 
@@ -57,16 +56,9 @@ fn opensm_reroutes_around_a_pulled_cable() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let net = d.join("net");
-    std::fs::write(&net, NET_2SW2PATH4HCA).unwrap();
-    let topo = Topology::parse_net(NET_2SW2PATH4HCA).unwrap();
+    let (net, topo) = net_2sw2path4hca(d);
     let parts = partitions(d);
-    let mut server = Server::start(
-        d,
-        "osm-unplug",
-        &["--topology", net.to_str().unwrap()],
-        &parts,
-    );
+    let mut server = Server::start(d, "osm-unplug", &["--topology", &net], &parts);
     let osm = OpenSm::start(d, &server, "Hca1", &parts);
     assert!(
         osm.wait_count("SUBNET UP", 1, 30),
@@ -87,26 +79,12 @@ fn opensm_reroutes_around_a_pulled_cable() {
     let used = out_port(d, &server.sock, "Hca2");
     assert!(used == 3 || used == 5, "Hca2 through port {used}");
     let other = 8 - used;
-    let pulled: Vec<usize> = (0..topo.links().len())
-        .filter(|&i| {
-            let l = &topo.links()[i];
-            [l.a, l.b]
-                .iter()
-                .any(|e| topo.nodes()[e.node].name == "Switch1" && e.port == used)
-        })
-        .collect();
+    let pulled = links_at(&topo, "Switch1", used);
     assert_eq!(pulled.len(), 1);
 
     // Pull it: both ends Down, trap 128 to OpenSM, a sweep that ends in SUBNET UP.
     let sweeps = osm.log().matches("SUBNET UP").count();
-    server.send(&format!("unlink \"Switch1\"[{used}]"));
-    let answer = server.wait_line(10, |l| l.starts_with("unlinked ") || l.starts_with("error"));
-    assert_eq!(
-        answer,
-        Some(format!(
-            "unlinked \"Switch1\"[{used}] - \"Switch2\"[{used}]: Down/Polling and Down/Polling"
-        ))
-    );
+    server.unlink_switch1(used);
     let swept = wait_for(30, || {
         let log = osm.log();
         let trap = log.find(TRAP_128);
@@ -164,14 +142,7 @@ fn opensm_reroutes_around_a_pulled_cable() {
 
     // Plugged back: Init/LinkUp, another trap and sweep, the whole topology again.
     let sweeps = osm.log().matches("SUBNET UP").count();
-    server.send(&format!("relink \"Switch1\"[{used}]"));
-    let answer = server.wait_line(10, |l| l.starts_with("relinked ") || l.starts_with("error"));
-    assert_eq!(
-        answer,
-        Some(format!(
-            "relinked \"Switch1\"[{used}] - \"Switch2\"[{used}]: Init/LinkUp and Init/LinkUp"
-        ))
-    );
+    server.relink_switch1(used);
     assert!(
         osm.wait_count("SUBNET UP", sweeps + 1, 30),
         "no sweep after the relink:\n{}",

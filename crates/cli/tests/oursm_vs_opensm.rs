@@ -14,7 +14,6 @@
 
 mod osm;
 
-use ipoib_fabric::hw::topology::Topology;
 use osm::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -378,9 +377,8 @@ fn our_sm_answers_as_opensm_on_two_switches() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let net = dir.path().join("net");
-    std::fs::write(&net, NET_2SW2PATH4HCA).unwrap();
-    compare("sm2sw", &["--topology", net.to_str().unwrap()], "Hca3");
+    let (net, _) = net_2sw2path4hca(dir.path());
+    compare("sm2sw", &["--topology", &net], "Hca3");
 }
 
 /// Switch1's port `port` by smpquery over the directed route 0,1 from Hca3: `LinkState` and
@@ -410,15 +408,8 @@ fn our_sm_reroutes_around_a_pulled_cable() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let net = d.join("net");
-    std::fs::write(&net, NET_2SW2PATH4HCA).unwrap();
-    let topo = Topology::parse_net(NET_2SW2PATH4HCA).unwrap();
-    let mut m = managed(
-        d,
-        "smunplug",
-        &["--topology", net.to_str().unwrap()],
-        Sm::Ours,
-    );
+    let (net, topo) = net_2sw2path4hca(d);
+    let mut m = managed(d, "smunplug", &["--topology", &net], Sm::Ours);
     let sock = m.server.sock.clone();
     let used = out_port(d, &sock, "Hca2");
     assert!(used == 3 || used == 5, "Hca2 through port {used}");
@@ -430,16 +421,7 @@ fn our_sm_reroutes_around_a_pulled_cable() {
 
     // Pulled: both ends Down; Switch1's trap 128 reaches our SM, which sweeps and routes Hca2
     // through the other cable; every host pings every other again.
-    m.server.send(&format!("unlink \"Switch1\"[{used}]"));
-    let answer = m
-        .server
-        .wait_line(10, |l| l.starts_with("unlinked ") || l.starts_with("error"));
-    assert_eq!(
-        answer,
-        Some(format!(
-            "unlinked \"Switch1\"[{used}] - \"Switch2\"[{used}]: Down/Polling and Down/Polling"
-        ))
-    );
+    m.server.unlink_switch1(used);
     assert!(
         wait_for(10, || out_port(d, &sock, "Hca2") == other),
         "Hca2 still through port {used}: {}",
@@ -448,14 +430,7 @@ fn our_sm_reroutes_around_a_pulled_cable() {
     m.server.send("pingall");
     let (r, round) = m.server.ping_round(60);
     assert_eq!(r.as_deref(), Some("pings: 24 of 24 answered"), "{round:#?}");
-    let pulled: Vec<usize> = (0..topo.links().len())
-        .filter(|&i| {
-            let l = &topo.links()[i];
-            [l.a, l.b]
-                .iter()
-                .any(|e| topo.nodes()[e.node].name == "Switch1" && e.port == used)
-        })
-        .collect();
+    let pulled = links_at(&topo, "Switch1", used);
     let discovered = diag(d, &sock, "Hca3", &["ibnetdiscover"]);
     assert_eq!(
         Fabric::from_ibnetdiscover(&discovered),
@@ -465,16 +440,7 @@ fn our_sm_reroutes_around_a_pulled_cable() {
 
     // Plugged back: Init/LinkUp, another trap and sweep, both ends Active again and the whole
     // topology discovered.
-    m.server.send(&format!("relink \"Switch1\"[{used}]"));
-    let answer = m
-        .server
-        .wait_line(10, |l| l.starts_with("relinked ") || l.starts_with("error"));
-    assert_eq!(
-        answer,
-        Some(format!(
-            "relinked \"Switch1\"[{used}] - \"Switch2\"[{used}]: Init/LinkUp and Init/LinkUp"
-        ))
-    );
+    m.server.relink_switch1(used);
     let active = ("Active".to_string(), "LinkUp".to_string());
     assert!(
         wait_for(10, || switch1_port_state(d, &sock, used) == active),

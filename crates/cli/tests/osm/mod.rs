@@ -203,6 +203,29 @@ impl Server {
         std::fs::read_to_string(&self.err).unwrap_or_default()
     }
 
+    /// Types `unlink "Switch1"[port]` (net.2sw2path4hca: its peer is Switch2's same port) and
+    /// checks the answer: both ends Down/Polling.
+    pub fn unlink_switch1(&mut self, port: u8) {
+        self.switch1_cable("unlink", port, "Down/Polling and Down/Polling");
+    }
+
+    /// Types `relink "Switch1"[port]` and checks the answer: both ends Init/LinkUp.
+    pub fn relink_switch1(&mut self, port: u8) {
+        self.switch1_cable("relink", port, "Init/LinkUp and Init/LinkUp");
+    }
+
+    fn switch1_cable(&mut self, verb: &str, port: u8, states: &str) {
+        self.send(&format!("{verb} \"Switch1\"[{port}]"));
+        let done = format!("{verb}ed ");
+        let answer = self.wait_line(10, |l| l.starts_with(&done) || l.starts_with("error"));
+        assert_eq!(
+            answer,
+            Some(format!(
+                "{verb}ed \"Switch1\"[{port}] - \"Switch2\"[{port}]: {states}"
+            ))
+        );
+    }
+
     /// The `pings: N of M answered` line of the next round, and the round's lines.
     pub fn ping_round(&mut self, secs: u64) -> (Option<String>, Vec<String>) {
         let from = self.lines.len();
@@ -428,6 +451,15 @@ Switch 8 \"Switch2\"\n[1]\t\"Hca2\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Switch1\"[3]\n[
 Hca\t2 \"Hca1\"\n[1]\t\"Switch1\"[1]\n\nHca\t2 \"Hca2\"\n[1]\t\"Switch2\"[1]\n\n\
 Hca\t2 \"Hca3\"\n[1]\t\"Switch1\"[2]\n\nHca\t2 \"Hca4\"\n[1]\t\"Switch2\"[2]\n";
 
+/// Writes [`NET_2SW2PATH4HCA`] to `dir/net`: that file's path (for `--topology`), and the
+/// topology.
+pub fn net_2sw2path4hca(dir: &Path) -> (String, Topology) {
+    let net = dir.join("net");
+    std::fs::write(&net, NET_2SW2PATH4HCA).unwrap();
+    let topo = Topology::parse_net(NET_2SW2PATH4HCA).unwrap();
+    (net.to_str().unwrap().to_string(), topo)
+}
+
 /// Switch1's out port for `host`'s LID, by `ibroute` over the directed route 0,1 from Hca3
 /// (its port 1 is cabled to Switch1).
 pub fn out_port(dir: &Path, sock: &str, host: &str) -> u8 {
@@ -438,6 +470,18 @@ pub fn out_port(dir: &Path, sock: &str, host: &str) -> u8 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no route to {host} in\n{out}"))
+}
+
+/// The indices of `topo`'s links with an end at port `port` of the node named `node`.
+pub fn links_at(topo: &Topology, node: &str, port: u8) -> Vec<usize> {
+    (0..topo.links().len())
+        .filter(|&i| {
+            let l = &topo.links()[i];
+            [l.a, l.b]
+                .iter()
+                .any(|e| topo.nodes()[e.node].name == node && e.port == port)
+        })
+        .collect()
 }
 
 /// Writes partitions.conf into `dir`.
