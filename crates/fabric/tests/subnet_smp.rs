@@ -469,19 +469,7 @@ fn periodic_sweeps_of_an_unchanged_subnet_set_nothing() {
 /// before sw2 and h1 before h2; without the cable sw0-sw1, sw2 before sw1 and h2 before h1.
 fn triangle() -> Topology {
     let mut t = Topology::new();
-    let h: Vec<usize> = (0..3)
-        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
-        .collect();
-    let s: Vec<usize> = (0..3)
-        .map(|i| {
-            t.add_node(
-                NodeKind::Switch,
-                format!("sw{i}"),
-                Guid(0x200 + i as u64),
-                4,
-            )
-        })
-        .collect();
+    let (h, s) = hosts_and_switches(&mut t, 3, 3);
     let e = |node, port| End { node, port };
     for (a, b) in [
         (e(h[0], 1), e(s[0], 1)),
