@@ -144,7 +144,7 @@ impl Endpoint<Subnet> for IbsimEndpoint {
         self.server.poll_fd().as_raw_fd()
     }
 
-    /// As [`ServerEndpoint`]'s: one [`IbsimServer::poll`], the full budget while a datagram
+    /// As the server's own endpoint's: one [`IbsimServer::poll`], the full budget while a datagram
     /// is left.
     fn on_readable(&mut self, net: &mut Subnet, budget: usize) -> io::Result<usize> {
         self.server.poll(net)?;

@@ -522,7 +522,7 @@ impl Interface {
     }
 
     /// A message received on connection `conn`: the encapsulation header and a datagram (the
-    /// buffer is handed on to the IP layer as it is, [`IpBuf`]).
+    /// buffer is handed on to the IP layer as it is, [`super::IpBuf`]).
     pub fn handle_conn_received(&mut self, now: Instant, conn: ConnId, data: Vec<u8>) {
         self.counters.rx_frames += 1;
         if let Some(c) = self.cm.conns.get_mut(&conn) {
