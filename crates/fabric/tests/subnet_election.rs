@@ -3,7 +3,9 @@
 //! master's SMInfo; Priority decides, equal Priority the lower GUID; when the master's host is
 //! gone the Standby takes over after its failed polls and sweeps again.
 
-use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
+mod common;
+
+use common::topos::chain;
 use ipoib_fabric::node::host::AppId;
 use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
 use ipoib_fabric::node::subnet::Subnet;
@@ -12,31 +14,6 @@ use ipoib_fabric::PortState;
 use ipoib_wire::smp::SmState;
 use ipoib_wire::Guid;
 use std::time::Duration;
-
-/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1 (cable 0 is h0's).
-fn chain() -> Topology {
-    let mut t = Topology::new();
-    let h: Vec<usize> = (0..3)
-        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
-        .collect();
-    let s: Vec<usize> = (0..3)
-        .map(|i| {
-            t.add_node(
-                NodeKind::Switch,
-                format!("sw{i}"),
-                Guid(0x200 + i as u64),
-                4,
-            )
-        })
-        .collect();
-    let e = |node, port| End { node, port };
-    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
-    t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
-    t.connect(e(s[1], 2), e(s[2], 1), None, None).unwrap();
-    t.connect(e(s[2], 2), e(h[1], 1), None, None).unwrap();
-    t.connect(e(s[1], 3), e(h[2], 1), None, None).unwrap();
-    t
-}
 
 /// The subnet with our SM on host 0 (priority `p0`) and another on host 1 (priority `p1`),
 /// brought up (every host has carrier); the second SM's application.

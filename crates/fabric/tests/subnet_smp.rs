@@ -4,6 +4,9 @@
 //! LID, P_Key tables, MTUs and LFTs, every port Active, on every host and switch. Hosts then join
 //! their broadcast group and ping each other, and the sweep is real packets in the capture.
 
+mod common;
+
+use common::topos::{chain, hosts_and_switches};
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_fabric::hw::topology::{End, NodeKind, Topology};
 use ipoib_fabric::node::host::Host;
@@ -20,38 +23,6 @@ use ipoib_wire::smp::SmpMadRepr;
 use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-/// `hosts` one-port CAs `h0`.. (GUIDs 0x100 + 2i), then `switches` 4-port switches `sw0`..
-/// (GUIDs 0x200 + i), added to `t`: their node indices.
-fn hosts_and_switches(t: &mut Topology, hosts: usize, switches: usize) -> (Vec<usize>, Vec<usize>) {
-    let h = (0..hosts)
-        .map(|i| t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1))
-        .collect();
-    let s = (0..switches)
-        .map(|i| {
-            t.add_node(
-                NodeKind::Switch,
-                format!("sw{i}"),
-                Guid(0x200 + i as u64),
-                4,
-            )
-        })
-        .collect();
-    (h, s)
-}
-
-/// h0 - sw0 - sw1 - sw2 - h1, with h2 on sw1: three switches in a row.
-fn chain() -> Topology {
-    let mut t = Topology::new();
-    let (h, s) = hosts_and_switches(&mut t, 3, 3);
-    let e = |node, port| End { node, port };
-    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
-    t.connect(e(s[0], 2), e(s[1], 1), None, None).unwrap();
-    t.connect(e(s[1], 2), e(s[2], 1), None, None).unwrap();
-    t.connect(e(s[2], 2), e(h[1], 1), None, None).unwrap();
-    t.connect(e(s[1], 3), e(h[2], 1), None, None).unwrap();
-    t
-}
 
 /// Limited members by default; two hosts of the generated topologies (GUIDs 0x100000 + 2i, port
 /// GUID + 1) full members of an IPoIB partition besides.
