@@ -107,15 +107,7 @@ impl Rtnl {
         addr: IpAddr,
         prefix_len: u8,
     ) -> Result<(), NetlinkError> {
-        let mut m = AddressMessage::default();
-        m.header.index = index;
-        m.header.prefix_len = prefix_len;
-        m.header.family = match addr {
-            IpAddr::V4(_) => AddressFamily::Inet,
-            IpAddr::V6(_) => AddressFamily::Inet6,
-        };
-        m.attributes.push(AddressAttribute::Local(addr));
-        m.attributes.push(AddressAttribute::Address(addr));
+        let m = address_message(index, addr, prefix_len);
         let what = format!("ip addr del {addr}/{prefix_len} dev #{index}");
         self.request(RouteNetlinkMessage::DelAddress(m), 0, what)
     }
@@ -128,15 +120,7 @@ impl Rtnl {
         addr: IpAddr,
         prefix_len: u8,
     ) -> Result<(), NetlinkError> {
-        let mut m = AddressMessage::default();
-        m.header.index = index;
-        m.header.prefix_len = prefix_len;
-        m.header.family = match addr {
-            IpAddr::V4(_) => AddressFamily::Inet,
-            IpAddr::V6(_) => AddressFamily::Inet6,
-        };
-        m.attributes.push(AddressAttribute::Local(addr));
-        m.attributes.push(AddressAttribute::Address(addr));
+        let mut m = address_message(index, addr, prefix_len);
         if addr.is_ipv6() {
             m.attributes
                 .push(AddressAttribute::Flags(AddressFlags::Nodad));
@@ -193,4 +177,19 @@ impl Rtnl {
             }
         }
     }
+}
+
+/// The message of `ip addr add|del ADDR/PREFIX dev INDEX`: the address as both IFA_LOCAL and
+/// IFA_ADDRESS, as iproute2 sends it.
+fn address_message(index: u32, addr: IpAddr, prefix_len: u8) -> AddressMessage {
+    let mut m = AddressMessage::default();
+    m.header.index = index;
+    m.header.prefix_len = prefix_len;
+    m.header.family = match addr {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    };
+    m.attributes.push(AddressAttribute::Local(addr));
+    m.attributes.push(AddressAttribute::Address(addr));
+    m
 }
