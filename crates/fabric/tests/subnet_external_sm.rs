@@ -172,39 +172,10 @@ fn uncabled_ports_have_no_link() {
         o.sm_mode = mode;
         let mut net = Subnet::build(o).unwrap();
         net.sim_mut().run_for(Duration::from_millis(5));
-        let h0 = net.host(0);
-        let user = net
-            .sim_mut()
-            .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
-            .unwrap();
-        let mut f = Fabric::new(0);
+        let mut dr = DrPortInfo::attach(&mut net);
+        let h0_port = net.host(0).port;
         let mut state = |port: u32| {
-            let mut dr = f.smp(
-                Method::Get,
-                attr::PORT_INFO,
-                port,
-                Some(&[h0.port]),
-                0,
-                none(),
-            );
-            dr[6] = 0;
-            net.sim_mut()
-                .with_node::<Host, _>(h0.node, |h, now, tx| {
-                    let to = MadAddr {
-                        qpn: 0,
-                        ..MadAddr::gsi(0xffff)
-                    };
-                    h.umad_send(user, to, &dr).unwrap();
-                    h.drive(now, tx);
-                })
-                .unwrap();
-            net.sim_mut().run_for(Duration::from_millis(1));
-            let got = net
-                .sim_mut()
-                .node_mut::<Host>(h0.node)
-                .unwrap()
-                .umad_take(user);
-            let pi = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+            let pi = dr.get(&mut net, &[h0_port], port);
             (pi.port_phys_state, pi.port_state)
         };
         assert_eq!(
@@ -231,32 +202,10 @@ fn switch_ports_report_their_cables_rate() {
         let mut net = Subnet::build(o).unwrap();
         net.sim_mut().run_for(Duration::from_millis(5));
         let h0 = net.host(0);
-        let user = net
-            .sim_mut()
-            .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
-            .unwrap();
-        let mut f = Fabric::new(0);
-        // PortInfo of `port` of the node at the end of `path` from h0 (HopPointer 0).
+        let mut dr = DrPortInfo::attach(&mut net);
+        // PortInfo of `port` of the node at the end of `path` from h0.
         let mut get = |path: &[u8], port: u32| {
-            let mut dr = f.smp(Method::Get, attr::PORT_INFO, port, Some(path), 0, none());
-            dr[6] = 0;
-            net.sim_mut()
-                .with_node::<Host, _>(h0.node, |h, now, tx| {
-                    let to = MadAddr {
-                        qpn: 0,
-                        ..MadAddr::gsi(0xffff)
-                    };
-                    h.umad_send(user, to, &dr).unwrap();
-                    h.drive(now, tx);
-                })
-                .unwrap();
-            net.sim_mut().run_for(Duration::from_millis(1));
-            let got = net
-                .sim_mut()
-                .node_mut::<Host>(h0.node)
-                .unwrap()
-                .umad_take(user);
-            let pi = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+            let pi = dr.get(&mut net, path, port);
             (pi.link_width_active, pi.link_speed_active)
         };
         // 4x is width 2; SDR speed 1, DDR speed 2.
@@ -264,5 +213,52 @@ fn switch_ports_report_their_cables_rate() {
         assert_eq!(get(&[h0.port], 1), (2, 1), "the switch's end, {mode:?}");
         assert_eq!(get(&[h0.port, 2], 1), (2, 2), "h1's port, {mode:?}");
         assert_eq!(get(&[h0.port], 2), (2, 2), "the switch's end, {mode:?}");
+    }
+}
+
+/// SubnGet(PortInfo) by directed route from host 0, through a umad agent attached to it (as a
+/// diagnostic tool on the host sends them).
+struct DrPortInfo {
+    user: ipoib_fabric::node::host::AgentId,
+    f: Fabric,
+}
+
+impl DrPortInfo {
+    fn attach(net: &mut Subnet) -> DrPortInfo {
+        let h0 = net.host(0);
+        let user = net
+            .sim_mut()
+            .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+            .unwrap();
+        DrPortInfo {
+            user,
+            f: Fabric::new(0),
+        }
+    }
+
+    /// PortInfo of `port` of the node at the end of `path` from host 0 (HopPointer 0).
+    fn get(&mut self, net: &mut Subnet, path: &[u8], port: u32) -> ipoib_wire::smp::PortInfoRepr {
+        let mut dr = self
+            .f
+            .smp(Method::Get, attr::PORT_INFO, port, Some(path), 0, none());
+        dr[6] = 0;
+        let (node, user) = (net.host(0).node, self.user);
+        net.sim_mut()
+            .with_node::<Host, _>(node, |h, now, tx| {
+                let to = MadAddr {
+                    qpn: 0,
+                    ..MadAddr::gsi(0xffff)
+                };
+                h.umad_send(user, to, &dr).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+        let got = net
+            .sim_mut()
+            .node_mut::<Host>(node)
+            .unwrap()
+            .umad_take(user);
+        port_info(&SmpMadRepr::parse(&got[0].mad).unwrap())
     }
 }
