@@ -316,23 +316,7 @@ fn sm_info_only_where_an_sm_runs() {
 fn trap_128_on_link_change() {
     let mut f = Fabric::new(8);
     assign_lids(&mut f);
-    let r = f
-        .lid(
-            Method::Set,
-            attr::SWITCH_INFO,
-            0,
-            S2_LID,
-            0,
-            SmpAttribute::SwitchInfo(SwitchInfoRepr {
-                port_state_change: true,
-                linear_fdb_top: 63,
-                ..SwitchInfoRepr::default()
-            }),
-        )
-        .unwrap();
-    let SmpAttribute::SwitchInfo(s) = r.attribute else {
-        panic!()
-    };
+    let s = clear_port_state_change(&mut f);
     assert!(!s.port_state_change, "writing 1 clears it");
     let link = f
         .sim
@@ -380,19 +364,7 @@ fn port_state_change_not_set_by_subn_set() {
         s.port_state_change
     };
     let clear = |f: &mut Fabric| {
-        f.lid(
-            Method::Set,
-            attr::SWITCH_INFO,
-            0,
-            S2_LID,
-            0,
-            SmpAttribute::SwitchInfo(SwitchInfoRepr {
-                port_state_change: true,
-                linear_fdb_top: 63,
-                ..SwitchInfoRepr::default()
-            }),
-        )
-        .unwrap();
+        clear_port_state_change(f);
     };
     // Down with the cable in: the link goes down and retrains to Init.
     clear(&mut f);
@@ -570,4 +542,27 @@ fn bad_mkey_trap_256() {
         "ReturnPath[1] is the port it came in by"
     );
     assert_eq!(f.switch(f.s1).stats().traps_sent, 1);
+}
+
+/// SubnSet(SwitchInfo) of switch 2 writing 1 to PortStateChange, which clears it (IBA 1
+/// §14.2.5.4); the SwitchInfo of the GetResp.
+fn clear_port_state_change(f: &mut Fabric) -> SwitchInfoRepr {
+    let r = f
+        .lid(
+            Method::Set,
+            attr::SWITCH_INFO,
+            0,
+            S2_LID,
+            0,
+            SmpAttribute::SwitchInfo(SwitchInfoRepr {
+                port_state_change: true,
+                linear_fdb_top: 63,
+                ..SwitchInfoRepr::default()
+            }),
+        )
+        .unwrap();
+    let SmpAttribute::SwitchInfo(s) = r.attribute else {
+        panic!("a SwitchInfo answer: {r:?}")
+    };
+    s
 }
