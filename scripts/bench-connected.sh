@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# IPoIB connected mode (RFC 4755) on the emulated subnet, for docs/BENCHMARKS.md:
+# IPoIB connected mode (RFC 4755) on the emulated subnet, for docs/benchmarks/connected.md:
 #
 #   scripts/bench-connected.sh [RUNS] [BULK_BYTES] [HOSTS]   (defaults: 3, 134217728, 100)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Linux IP stack run over a link between two network namespaces, for docs/BENCHMARKS.md ("IP
+# The Linux IP stack run over a link between two network namespaces, for docs/benchmarks/ip.md ("IP
 # baselines for the lab" and "IP over our link against the relay"): our emulated IPoIB (`ipoib
 # lab` and `ipoib attach`, the IP stack over TUN devices) next to the baselines it is compared
 # with, all measured in the same run.

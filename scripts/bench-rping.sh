@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ipoib rping` and connection setup by IP address through the RDMA IP CM service (Annex A11) on
-# the emulated subnet, for docs/BENCHMARKS.md:
+# the emulated subnet, for docs/benchmarks/connected.md:
 #
 #   scripts/bench-rping.sh [RUNS] [SIZE] [CONNECTIONS] [HOSTS]   (defaults: 3, 1073741824, 1000, 10)
 #

@@ -20,7 +20,7 @@
 # RUNS): ibsim takes at most 10 clients, so one client on h1 sends the N FullMember joins, each
 # for one HCA's port GID (OpenSM accepts joins for other ports sharing the P_Key), pipelined
 # (JOIN_WINDOW outstanding), and times first request -> last response, then polls the leaf
-# switches' MFTs until the group reaches every CA port (see docs/BENCHMARKS.md).
+# switches' MFTs until the group reaches every CA port (see docs/benchmarks/subnet.md).
 # Environment: BENCH_DIR (scratch directory, default mktemp -d), OPENSM_TIMEOUT (s, default 300,
 # per OpenSM run), JOIN_WINDOW (outstanding joins, default 64), BENCH_SKIP_JOINS=1 (no join runs).
 set -euo pipefail

@@ -152,7 +152,7 @@ pub fn run(args: &Args) -> ExitCode {
     opts.capture = args.pcap.is_some();
     // Not dropped: the process exits after the report, and the OS takes the memory back at once
     // where freeing every host's state one allocation at a time costs about 4 % of a 10,000-host
-    // run (perf; docs/BENCHMARKS.md).
+    // run (perf; docs/benchmarks/subnet.md).
     let mut net = match Subnet::build(opts) {
         Ok(n) => std::mem::ManuallyDrop::new(n),
         Err(e) => return fail(e),

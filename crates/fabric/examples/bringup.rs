@@ -1,7 +1,7 @@
 //! Bring-up computations timed: builds a fat tree (or a single switch) of N hosts and times the
 //! subnet manager's brain on it (LIDs and LFTs, the values its SubnSets would carry, the broadcast
 //! group's multicast tree, the SA's subnet model). No device is configured: our SM configures a
-//! subnet by SMPs (`ipoib sim` times that whole bring-up, docs/BENCHMARKS.md).
+//! subnet by SMPs (`ipoib sim` times that whole bring-up, docs/benchmarks/subnet.md).
 //!
 //! `cargo run --release -p ipoib-fabric --example bringup -- [HOSTS] [fat-tree|single-switch|NETFILE]`
 //! (default 10000 hosts on a fat tree).

@@ -1,4 +1,4 @@
-//! Connected-mode measurements for docs/BENCHMARKS.md (scripts/bench-connected.sh runs it):
+//! Connected-mode measurements for docs/benchmarks/connected.md (scripts/bench-connected.sh runs it):
 //!
 //! 1. bulk: host 0 sends N UDP datagrams of the largest IPv4 packet each mode allows (65,520
 //!    bytes connected, 2,044 datagram) to host 1 across one switch, capture off, in batches;

@@ -1,5 +1,5 @@
 //! The CPU cost of the lab's data path, in process, without TUN devices or the kernel: what
-//! `ipoib lab` does per packet on its emulation thread (docs/BENCHMARKS.md "The data path in
+//! `ipoib lab` does per packet on its emulation thread (docs/benchmarks/ip.md "The data path in
 //! process"). Two hosts on one switch with their IP layer outside ([`SubnetHost`] ports, as the
 //! lab binds them to TUN devices); host 0 hands the largest IPv4 packet of the mode (2044 bytes
 //! datagram, 65,520 connected) to its interface in batches, the emulation runs until host 1 has

@@ -1,5 +1,5 @@
 //! Connection setup by IP address through the RDMA IP CM service (Annex A11), for
-//! docs/BENCHMARKS.md (scripts/bench-rping.sh runs it): H hosts on one switch run IPoIB and the
+//! docs/benchmarks/connected.md (scripts/bench-rping.sh runs it): H hosts on one switch run IPoIB and the
 //! service; every host listens on a TCP port; N connections between random pairs of hosts are
 //! started at once, each resolving the address (ARP), the path (SA PathRecord, once per pair)
 //! and going through REQ, REP and RTU with an RC QP at both ends. Wall time and simulated time

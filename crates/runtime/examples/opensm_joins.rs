@@ -1,5 +1,5 @@
 //! Benchmark: OpenSM's SA answering N FullMember joins of the IPoIB broadcast group, the SA work
-//! `ipoib sim --hosts N` does (the comparison docs/BENCHMARKS.md makes).
+//! `ipoib sim --hosts N` does (the comparison docs/benchmarks/subnet.md makes).
 //!
 //! ```sh
 //! cargo run --release -p ipoib-runtime --example opensm_joins -- \

@@ -2,7 +2,7 @@
 //! to plain `crc32fast`, IPoIB frame parsing and the layer-by-layer decoder.
 //!
 //! Run: `cargo bench -p ipoib-wire --bench wire` (add `-- --warm-up-time 1 --measurement-time 3`
-//! for a shorter run, or a filter such as `-- crc/`). docs/BENCHMARKS.md has the figures.
+//! for a shorter run, or a filter such as `-- crc/`). docs/benchmarks/wire.md has the figures.
 
 mod common;
 

@@ -21,7 +21,7 @@
 //! The ICRC costs one crc32fast call over the packet plus a few table lookups that account for the
 //! masked fields (see [`icrc`]). After a few bytes of a packet change (a switch sending a
 //! directed-route SMP on), [`update_crcs`] recomputes the ICRC and updates the VCRC from the one on
-//! the wire without a pass over the packet. docs/BENCHMARKS.md has the figures.
+//! the wire without a pass over the packet. docs/benchmarks/wire.md has the figures.
 
 use crate::{Error, Result};
 
@@ -70,7 +70,7 @@ static CRC16_TABLES: [[u16; 256]; SLICE] = crc16_tables();
 
 /// Shortest input for which [`vcrc`] uses `crc-fast` rather than the slicing table: below it the
 /// table is faster than `crc-fast`'s fixed cost per call (about 30 ns on x86-64), from it on the
-/// folding is (docs/BENCHMARKS.md, VCRC).
+/// folding is (docs/benchmarks/wire.md, VCRC).
 pub const VCRC_SIMD_MIN: usize = 256;
 
 /// The VCRC as `crc-fast` parameters: width 16, polynomial 0x100B, reflected in and out (IBA 1
@@ -106,7 +106,7 @@ fn crc16_update(crc: u16, data: &[u8]) -> u16 {
 /// Slicing-by-16: the 16-bit register only meets the first two bytes of each 16-byte block, so the
 /// lookups of the other fourteen do not wait for the previous block and the loop runs at the
 /// speed of the table loads rather than of the register's dependency chain (about twice the
-/// speed of slicing-by-8 on x86-64; docs/BENCHMARKS.md). Splitting the buffer into several
+/// speed of slicing-by-8 on x86-64; docs/benchmarks/wire.md). Splitting the buffer into several
 /// interleaved streams, or slicing by 32, does not go faster: the loop is bound by the byte
 /// extractions, loads and XORs (about three operations per byte), not by the register's chain.
 fn crc16_update_table(mut crc: u16, data: &[u8]) -> u16 {
@@ -228,7 +228,7 @@ const BTH_LEN: usize = 12;
 /// (modulo the polynomial) XORed into the initial register would. So the ICRC is one crc32fast
 /// call over the packet in place, from an initial register adjusted by a few table lookups
 /// (`masked_initial_register`): no copy, and crc32fast keeps its widest fold path for the whole
-/// packet (docs/BENCHMARKS.md has the figures).
+/// packet (docs/benchmarks/wire.md has the figures).
 #[inline]
 pub fn icrc(packet: &[u8]) -> Result<u32> {
     if packet.len() < LRH_LEN + BTH_LEN {

@@ -1,6 +1,6 @@
 //! Updating the CRCs of a packet after a few of its bytes changed: the ICRC afresh (one
 //! `crc32fast` pass, about 11 ns for a 290-byte SMP), the VCRC from the one on the wire (the
-//! VCRC engine costs about 50 ns over the same bytes; docs/BENCHMARKS.md).
+//! VCRC engine costs about 50 ns over the same bytes; docs/benchmarks/wire.md).
 //!
 //! The VCRC is linear over GF(2): for two messages `a` and `b` of the same length,
 //! `vcrc(a) ^ vcrc(b)` is the CRC of `a ^ b` from a zero register with no final complement (the

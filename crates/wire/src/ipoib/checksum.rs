@@ -14,7 +14,7 @@ const BLOCK: usize = 1 << 16;
 /// carries (the sum may be formed in either byte order, in wider words, with the carries folded
 /// back at the end): little-endian 32-bit words are added into a `u64` (a loop the compiler
 /// vectorizes), the total is folded to 16 bits and its two bytes swapped, which gives the
-/// big-endian sum. About 10x faster than adding 16-bit words one by one (docs/BENCHMARKS.md).
+/// big-endian sum. About 10x faster than adding 16-bit words one by one (docs/benchmarks/wire.md).
 pub fn sum(acc: u32, data: &[u8]) -> u32 {
     let mut total = 0u64;
     for block in data.chunks(BLOCK) {

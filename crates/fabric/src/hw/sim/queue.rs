@@ -7,7 +7,7 @@
 //! The ordered map holds a small slot number per instant, not the buffer itself: a subnet
 //! brought up by SMPs queues most events at instants of their own, so the map inserts and
 //! removes an entry for nearly every event, and moving 4-byte slots inside its nodes is cheaper
-//! than moving buffers (docs/BENCHMARKS.md). Emptied buffers stay in their slots, with their
+//! than moving buffers (docs/benchmarks/subnet.md). Emptied buffers stay in their slots, with their
 //! capacity, for the next instant.
 
 use ipoib_proto::time::Instant;

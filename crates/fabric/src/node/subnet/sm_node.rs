@@ -57,7 +57,7 @@ pub const SMALL_GROUP: usize = 64;
 /// join) and its SubnSet's way to the switches, so that the MFT entries of a lone join are in the
 /// switches before the joiner can send: without it a SendOnlyNonMember sender's first datagram
 /// met a leaf switch with no MFT entry and was dropped. Real SAs take time too (OpenSM on ibsim:
-/// about 10 µs per join, pipelined; docs/BENCHMARKS.md).
+/// about 10 µs per join, pipelined; docs/benchmarks/subnet.md).
 pub const SA_PROCESSING_DELAY: Duration = Duration::from_micros(5);
 
 /// Counters of the SM application.

@@ -66,7 +66,7 @@ pub struct SaServerConfig {
     /// segments, Reports) leaves [`MadAgent::poll_transmit`] only `processing_delay` after the
     /// request was received, in order. Requests are pipelined (each waits its own delay, not
     /// the previous one's): OpenSM on ibsim answers about one join per 10 µs when many are in
-    /// flight (docs/BENCHMARKS.md). Zero (the default): at once.
+    /// flight (docs/benchmarks/subnet.md). Zero (the default): at once.
     pub processing_delay: Duration,
 }
 

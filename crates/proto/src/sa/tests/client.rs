@@ -152,7 +152,7 @@ fn same_seed_same_mads() {
 
 /// `SaServerConfig::processing_delay`: a response leaves `poll_transmit` only once the delay since
 /// its request has passed, `poll_timeout` names that time, requests are pipelined and the order is
-/// kept (docs/BENCHMARKS.md: OpenSM answers about one join per 10 µs when pipelined).
+/// kept (docs/benchmarks/subnet.md: OpenSM answers about one join per 10 µs when pipelined).
 #[test]
 fn sa_processing_delay_holds_responses_in_order() {
     let delay = Duration::from_micros(5);
