@@ -185,7 +185,9 @@ impl Port {
 
     /// The cable went up (Init: link up, waiting for the SM, IBA 1 §7.2) or down (Down).
     pub fn set_phys(&mut self, up: bool) {
-        if self.phys_up && !up {
+        // IBA 1 §16.1.3.5 LinkDownedCounter: only a link that had trained (port state Init or
+        // above) counts when it goes down.
+        if self.phys_up && self.state != PortState::Down && !up {
             self.traffic.link_downed += 1;
         }
         self.phys_up = up;
@@ -234,5 +236,17 @@ mod tests {
         assert_eq!(p.find_pkey_index(PKey(0x8001)), Some(1));
         assert_eq!(p.match_any_pkey(PKey(0x0002)), None, "limited/limited");
         assert_eq!(p.match_any_pkey(PKey(0x8002)), Some(2));
+    }
+
+    /// IBA 1 §16.1.3.5: a port that never trained does not count a LinkDowned.
+    #[test]
+    fn link_downed_counts_only_a_trained_link() {
+        let mut p = Port::new(1, Guid(0x10));
+        p.set_phys(false);
+        assert_eq!(p.traffic.link_downed, 0);
+        p.set_phys(true);
+        p.set_phys(false);
+        p.set_phys(false);
+        assert_eq!(p.traffic.link_downed, 1);
     }
 }

@@ -581,8 +581,10 @@ impl Switch {
         let Some(p) = self.ports.get_mut(usize::from(port)) else {
             return;
         };
-        // IBA 1 §16.1.3.5 LinkDownedCounter: the link went down (not told again it is down).
-        if p.up && !up {
+        // IBA 1 §16.1.3.5 LinkDownedCounter: a link that had trained (LinkUp: port state Init or
+        // above, IBA 1 §7.2) went down. A port that never trained, such as a fabric slot with no
+        // host at power-on, or one told again it is down, does not count.
+        if p.up && p.state != PortState::Down && !up {
             p.traffic.link_downed += 1;
         }
         p.up = up;

@@ -257,6 +257,20 @@ fn down_output_port_drops() {
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
 }
 
+/// IBA 1 §16.1.3.5: LinkDownedCounter counts a trained link going down, not a port that never
+/// trained (a fabric slot with no host at power-on) nor one told again that it is down.
+#[test]
+fn link_downed_counts_only_links_that_had_trained() {
+    let mut sw = Switch::new(Guid(0x20_0000), 4, "sw");
+    let mut tx = Tx::default();
+    sw.link_state(Instant::ZERO, 2, false, &mut tx);
+    sw.link_state(Instant::ZERO, 2, false, &mut tx);
+    assert_eq!(sw.port_traffic(2).unwrap().link_downed, 0);
+    sw.link_state(Instant::ZERO, 2, true, &mut tx);
+    sw.link_state(Instant::ZERO, 2, false, &mut tx);
+    assert_eq!(sw.port_traffic(2).unwrap().link_downed, 1);
+}
+
 /// IBA 1 §10.9: with enforcement on, the P_Key must match both ports' tables; off by default.
 #[test]
 fn partition_enforcement_is_optional() {
