@@ -232,7 +232,7 @@ fn start_opensm(
     let net = driver.emulation();
     let host = net.topology().nodes()[net.host(0).topo_node].name.clone();
     let dir = state::dir().join("opensm");
-    opensm::OpenSm::start(programs, &dir, &sockname, &host, partitions)
+    opensm::OpenSm::start(programs, &state::dir(), &dir, &sockname, &host, partitions)
 }
 
 /// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier, with the
@@ -488,8 +488,24 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::table(driver.emulation()),
     );
     let _ = out.flush();
+    // With OpenSM, the lab looks once a second whether it still runs, and says so once if not:
+    // the switches keep the tables it wrote, but nothing answers SA queries or traps any more.
+    let look = match osm {
+        Some(_) => Duration::from_secs(1),
+        None => Duration::from_secs(3600),
+    };
     let status = loop {
-        match driver.turn(Wall::now() + Duration::from_secs(3600)) {
+        if let Some(how) = osm.as_mut().and_then(|o| o.exited()) {
+            note!(
+                "ipoib lab: OpenSM ended ({how}); the fabric keeps the tables it wrote, but no \
+                 SM or SA answers now (new joins and path queries fail); its log: {}",
+                osm.as_ref()
+                    .map(|o| o.log.display().to_string())
+                    .unwrap_or_default()
+            );
+            osm = None;
+        }
+        match driver.turn(Wall::now() + look) {
             Ok(Wake::Stop) => break ExitCode::SUCCESS,
             Ok(_) => {}
             Err(e) => {

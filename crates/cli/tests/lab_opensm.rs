@@ -1,7 +1,8 @@
 //! `ipoib lab --sm opensm` as root: the lab runs OpenSM under ibsim-run itself, OpenSM configures
 //! the fabric through our SMAs (docs/OPENSM-NOTES.md "OpenSM managing our fabric"), the hosts'
 //! `ib0` come up through its SA, and `ping -4` and `ping -6` work between the hosts; `ipoib lab
-//! down` then leaves no namespace, state file, lab process or OpenSM. A lab killed outright
+//! down` then leaves no namespace, state file, lab process or OpenSM. An OpenSM that dies while
+//! the lab is up is reported, and the hosts still ping through the tables it wrote. A lab killed outright
 //! leaves its OpenSM running, and `ipoib lab down` ends it. Without ibsim-run the lab says so and
 //! exits 2, making nothing. Skipped with a message when not root, without /dev/net/tun, ping,
 //! opensm or ibsim-run, or while another lab runs. Every wait has a timeout; a guard removes the
@@ -65,7 +66,8 @@ fn opensm_lab_pings_both_families_and_leaves_nothing() {
         eprintln!("SKIP: {why}");
         return;
     }
-    let lab = Lab::start(&["--hosts", "3", "--sm", "opensm"]);
+    let errs = tempfile::NamedTempFile::new().unwrap();
+    let lab = Lab::start_to(&["--hosts", "3", "--sm", "opensm"], errs.reopen().unwrap());
     let table = lab.table.clone();
     assert!(table.contains("3 hosts up"), "{table}");
     let (osm, log) = opensm_of(&table);
@@ -90,6 +92,27 @@ fn opensm_lab_pings_both_families_and_leaves_nothing() {
             assert!(out.contains("2 received") && out.contains(addr), "{out}");
         }
     }
+
+    // OpenSM dies while the lab is up: the lab says so, and the hosts still reach each other
+    // through the tables OpenSM wrote.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(osm as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let end = Instant::now() + Duration::from_secs(10);
+    let said = || std::fs::read_to_string(errs.path()).unwrap_or_default();
+    while !said().contains("OpenSM ended") && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(said().contains("ipoib lab: OpenSM ended"), "{}", said());
+    let (st, out) = ipoib(
+        &[
+            "lab", "exec", "h1", "--", "ping", "-c", "1", "-W", "5", "h3",
+        ],
+        Duration::from_secs(30),
+    )
+    .expect("ping within 30 s");
+    assert!(st.success() && out.contains("1 received"), "{st}\n{out}");
 
     let pid = lab.pid();
     let (st, out) = ipoib(&["lab", "down"], Duration::from_secs(30)).expect("down within 30 s");

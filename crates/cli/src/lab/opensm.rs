@@ -22,6 +22,27 @@ use std::time::{Duration, Instant};
 /// broadcast group, every port a full member (what our SM does by default).
 pub const DEFAULT_PARTITIONS: &str = "Default=0x7fff, ipoib : ALL=full ;\n";
 
+/// Set in the environment of the lab's OpenSM (and kept by `ibsim-run`, which execs it), to the
+/// lab's directory, so that one left by a lab killed before it recorded OpenSM's pid is still
+/// found ([`marked`]).
+pub const MARK: &str = "IPOIB_LAB_OPENSM";
+
+/// The processes whose environment has [`MARK`] set to `lab_dir`: OpenSMs of labs in that
+/// directory. Only one lab runs there at a time (its lock), so when a dead lab is cleaned up
+/// every one of them is its leftover.
+pub fn marked(lab_dir: &Path) -> Vec<i32> {
+    let want = format!("{MARK}={}", lab_dir.display());
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
+        })
+        .collect()
+}
+
 /// The programs `--sm opensm` needs.
 const NEEDED: [(&str, &str); 2] = [("ibsim-run", "ibsim-utils"), ("opensm", "opensm")];
 
@@ -75,10 +96,11 @@ pub struct OpenSm {
 }
 
 impl OpenSm {
-    /// Starts `ibsim-run opensm` attached to host `host` of the ibsim server on `sockname`, its
-    /// files in `dir` (made if needed), with `partitions` (a file) or [`DEFAULT_PARTITIONS`].
+    /// Starts `ibsim-run opensm` attached to host `host` of the ibsim server on `sockname`, marked
+    /// as the OpenSM of the lab in `lab_dir` ([`MARK`]), its files in `dir` (made if needed), with `partitions` (a file) or [`DEFAULT_PARTITIONS`].
     pub fn start(
         programs: &Programs,
+        lab_dir: &Path,
         dir: &Path,
         sockname: &str,
         host: &str,
@@ -117,6 +139,7 @@ impl OpenSm {
             .env("SIM_HOST", host)
             .env("OSM_CACHE_DIR", dir)
             .env("OSM_TMP_DIR", dir)
+            .env(MARK, lab_dir)
             .env_remove("IBSIM_SERVER_NAME")
             .stdin(Stdio::null())
             .stdout(out)
@@ -171,14 +194,15 @@ mod tests {
     // A `--partitions` path relative to the lab's working directory reaches OpenSM as that
     // file, copied into OpenSM's directory (OpenSM runs there, where the relative path names
     // nothing). `opensm` here is a script, run by `sh` in ibsim-run's place, that prints the file
-    // after `-P` as it reads it where it runs.
+    // after `-P` as it reads it where it runs, after the lab mark in its environment.
     #[test]
     fn a_relative_partitions_file_is_the_labs() {
         let tmp = tempfile::tempdir().unwrap();
         let script = tmp.path().join("opensm");
         std::fs::write(
             &script,
-            "while [ $# -gt 0 ]; do\n\
+            "echo \"$IPOIB_LAB_OPENSM\"\n\
+             while [ $# -gt 0 ]; do\n\
              if [ \"$1\" = -P ]; then cat \"$2\" || echo \"missing $2\"; fi\n\
              shift\n\
              done\n",
@@ -191,14 +215,30 @@ mod tests {
         // Cargo runs the tests in the package's directory, which has Cargo.toml.
         let want = std::fs::read_to_string("Cargo.toml").unwrap();
         let dir = tmp.path().join("osm");
-        let mut osm = OpenSm::start(&programs, &dir, "none", "h1", Some("Cargo.toml")).unwrap();
+        let mut osm = OpenSm::start(
+            &programs,
+            tmp.path(),
+            &dir,
+            "none",
+            "h1",
+            Some("Cargo.toml"),
+        )
+        .unwrap();
         let end = Instant::now() + Duration::from_secs(10);
         while osm.exited().is_none() && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(20));
         }
         let out = std::fs::read_to_string(dir.join("opensm.out")).unwrap();
-        assert_eq!(out, want);
-        assert!(OpenSm::start(&programs, &dir, "none", "h1", Some("no-such-file")).is_err());
+        assert_eq!(out, format!("{}\n{want}", tmp.path().display()));
+        let bad = OpenSm::start(
+            &programs,
+            tmp.path(),
+            &dir,
+            "none",
+            "h1",
+            Some("no-such-file"),
+        );
+        assert!(bad.is_err());
     }
 
     #[test]

@@ -190,18 +190,33 @@ pub fn write(s: &LabState) -> Result<(), String> {
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Ends the lab's OpenSM if it still runs (same pid and start time): SIGTERM, SIGKILL after 5 s.
+/// Ends the lab's OpenSM if it still runs (same pid and start time), and any other process
+/// marked as a lab's OpenSM ([`super::opensm::marked`]: one started by a lab killed before it
+/// wrote OpenSM's pid down): SIGTERM, SIGKILL after 5 s.
 pub fn end_opensm(lab: &LabState) {
-    let Some((pid, start)) = lab.opensm else {
-        return;
-    };
-    if start_time(pid) != Some(start) {
-        return;
+    end_opensm_in(lab, &dir());
+}
+
+/// [`end_opensm`] for the lab in `lab_dir`.
+fn end_opensm_in(lab: &LabState, lab_dir: &std::path::Path) {
+    let mut pids: Vec<(i32, u64)> = lab
+        .opensm
+        .filter(|&(pid, start)| start_time(pid) == Some(start))
+        .into_iter()
+        .collect();
+    for pid in super::opensm::marked(lab_dir) {
+        if let Some(start) = start_time(pid).filter(|_| pids.iter().all(|&(p, _)| p != pid)) {
+            pids.push((pid, start));
+        }
     }
-    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-    if !wait_gone(pid, start, Duration::from_secs(5)) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        wait_gone(pid, start, Duration::from_secs(2));
+    for &(pid, _) in &pids {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    }
+    for &(pid, start) in &pids {
+        if !wait_gone(pid, start, Duration::from_secs(5)) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            wait_gone(pid, start, Duration::from_secs(2));
+        }
     }
 }
 
@@ -269,6 +284,43 @@ pub fn wait_gone(pid: i32, start: u64, timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An OpenSM whose lab was killed before it wrote the pid down is found by its mark and
+    /// ended; a process marked for another lab directory is left alone.
+    #[test]
+    fn an_unrecorded_opensm_is_found_by_its_mark() {
+        let d = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        // `sh` starts a long sleep in the background and exits: the sleep is nobody's child
+        // here (as the OpenSM of a killed lab), so it is gone once killed.
+        let orphan = |dir: &std::path::Path| -> i32 {
+            let out = std::process::Command::new("sh")
+                .args(["-c", "sleep 60 >/dev/null 2>&1 & echo $!"])
+                .env(super::super::opensm::MARK, dir)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let ours = orphan(d.path());
+        let theirs = orphan(other.path());
+        let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+        assert!(alive(ours) && alive(theirs));
+        let lab = LabState::from_json(&json!({"pid": 1, "start_time": 0, "mode": "datagram",
+            "control": "c", "hosts": [], "opensm": null}))
+        .unwrap();
+        end_opensm_in(&lab, d.path());
+        let end = Instant::now() + Duration::from_secs(5);
+        while alive(ours) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(ours), "the marked orphan was not ended");
+        assert!(alive(theirs), "another lab's OpenSM was ended");
+        let _ = kill(Pid::from_raw(theirs), Signal::SIGKILL);
+    }
 
     /// One holder at a time; the lock is free again once its holder drops it.
     #[test]

@@ -370,11 +370,16 @@ pub struct Lab {
 impl Lab {
     /// Starts `ipoib lab ARGS` and waits (60 s at most) until it prints that its hosts are up.
     pub fn start(args: &[&str]) -> Lab {
+        Lab::start_to(args, Stdio::inherit())
+    }
+
+    /// [`Lab::start`] with the lab's standard error going to `stderr`.
+    pub fn start_to(args: &[&str], stderr: impl Into<Stdio>) -> Lab {
         let mut child = Command::new(BIN)
             .arg("lab")
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start the lab");
         let stdout = child.stdout.take().expect("piped");
