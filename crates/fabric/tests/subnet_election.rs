@@ -7,6 +7,7 @@ mod common;
 
 use common::topos::chain;
 use ipoib_fabric::node::host::AppId;
+use ipoib_fabric::node::sm::election::ElectionStats;
 use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
@@ -148,4 +149,61 @@ fn standby_takes_over_when_the_master_is_gone() {
     assert_eq!(answered(&net, 1).1, SmState::Master);
     managed_by(&net, &[1, 2], 1);
     ping(&mut net, &[(1, 2), (2, 1)]);
+}
+
+/// What the SM of `app` on host 1 counted.
+fn stats1(net: &Subnet, app: AppId) -> ElectionStats {
+    sm1(net, app).election().stats()
+}
+
+// IBA 1 §14.4.1 (OpenSM `osm_state_mgr.c`, `osm_sm_state_mgr.c`): a greater SM that starts after
+// the subnet is up finds the master and goes Standby, telling it with a trap 144; the master
+// sweeps, finds the greater Standby in its SMInfo round and hands mastership over by
+// SubnSet(SMInfo) HANDOVER; the greater SM acknowledges (ACKNOWLEDGE), becomes Master and
+// programs the subnet; the old master is Standby polling it. Hosts keep working.
+#[test]
+fn a_greater_sm_started_later_gets_mastership_by_handover() {
+    let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    assert_eq!(sm0(&net).election().state(), SmState::Master);
+    let app = net
+        .add_sm(
+            1,
+            ElectionSettings {
+                priority: 5,
+                ..ElectionSettings::default()
+            },
+        )
+        .unwrap();
+    let t = net.sim().now() + Duration::from_secs(1);
+    net.sim_mut().run_until(t);
+    let (old, new) = (sm0(&net).election(), sm1(&net, app).election());
+    assert_eq!(
+        (old.state(), new.state()),
+        (SmState::Standby, SmState::Master)
+    );
+    assert_eq!(
+        old.master_guid(),
+        Some(port_guid(&net, 1)),
+        "it polls the new master"
+    );
+    assert_eq!(
+        (old.stats().handovers_sent, old.stats().acknowledged),
+        (1, 1)
+    );
+    assert_eq!(stats1(&net, app).handovers_received, 1);
+    assert_eq!(sm0(&net).stats().traps, 1, "the new Standby's trap 144");
+    assert_eq!(sm0(&net).phase(), SweepPhase::Standby);
+    assert_eq!(answered(&net, 0).1, SmState::Standby);
+    assert_eq!(answered(&net, 1).1, SmState::Master);
+    let new = sm1(&net, app);
+    assert_eq!((new.phase(), new.generation()), (SweepPhase::Done, 1));
+    assert!(new.stats().sets > 0, "the new master programmed the subnet");
+    managed_by(&net, &[0, 1, 2], 1);
+    // The old master's polls are answered: it stays Standby.
+    let t = net.sim().now() + ElectionSettings::default().polling_timeout * 6;
+    net.sim_mut().run_until(t);
+    assert_eq!(sm0(&net).election().state(), SmState::Standby);
+    assert_eq!(sm0(&net).election().takeovers(), 0);
+    ping(&mut net, &all_pairs(3));
 }

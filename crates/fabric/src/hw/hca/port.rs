@@ -58,6 +58,9 @@ pub struct Port {
     pub sm_client: bool,
     /// Packets and data through the port (what its PMA reports, IBA 1 §16.1.3.5).
     pub traffic: PortTraffic,
+    /// SubnSet(PortInfo) with ClientReregister set so far (IBA 1 §14.4.11): each asks the
+    /// port's clients to register again with the SA (Linux: IB_EVENT_CLIENT_REREGISTER).
+    pub client_reregisters: u64,
 }
 
 impl Port {
@@ -84,6 +87,7 @@ impl Port {
             sm_info: None,
             sm_client: false,
             traffic: PortTraffic::default(),
+            client_reregisters: 0,
         }
     }
 

@@ -139,7 +139,14 @@ impl Hca {
         // client (docs/OPENSM-NOTES.md "Our SM against OpenSM"). A directed-route one goes as
         // the SMI left it at the end of its path (IBA 1 §14.2.2.2: ReturnPath[n] and HopPointer
         // n + 1), so that the SM's GetResp leaves by the return path (C14-13:1, `dr::originate`).
-        if req.header.attribute_id == attr::SM_INFO && p.sm_info.is_none() && p.sm_client {
+        // A SubnSet(SMInfo) (HANDOVER, ACKNOWLEDGE, ..., IBA 1 §14.4.1) is for the SM program
+        // too when the SMA answers its Gets (`crate::node::sm::election`): it changes the SM.
+        let for_program = if p.sm_info.is_some() {
+            req.header.method == Method::Set
+        } else {
+            p.sm_client
+        };
+        if req.header.attribute_id == attr::SM_INFO && for_program {
             if directed {
                 *for_sm = Some(mad);
             }
@@ -288,10 +295,17 @@ impl Hca {
                 }
                 ok(SmpAttribute::VlArbitrationTable(p.vlarb[i]))
             }
-            (attr::SM_INFO, _) if !set => match p.sm_info {
-                // IBA 1 §14.4.1: the SM_Key is given only to a requester that sent it.
+            (attr::SM_INFO, a) if !set => match p.sm_info {
+                // IBA 1 §14.4.1: the SM_Key is given only to a requester that presented it, in
+                // the SMInfo of its SubnGet (as our SMs ask, `crate::node::sm::election`).
                 Some(mut i) => {
-                    if req.mkey != i.sm_key {
+                    // A Get's data parses as Raw.
+                    let presented = match a {
+                        SmpAttribute::SmInfo(r) => r.sm_key,
+                        SmpAttribute::Raw(b) => SmInfoRepr::parse(b).map_or(0, |r| r.sm_key),
+                        _ => 0,
+                    };
+                    if presented != i.sm_key {
                         i.sm_key = 0;
                     }
                     ok(SmpAttribute::SmInfo(i))
@@ -327,8 +341,10 @@ const MLNX_EXTENDED_PORT_INFO: u16 = 0xFF90;
 
 fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
     let (width, speed, ext) = link_width_speed(p.rate);
-    let mut caps =
-        cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED;
+    // IsClientReregistrationSupported, as Linux's mlx4 and mlx5 HCAs say (docs/DEPLOYED.md).
+    let mut caps = cap_mask::IS_SYSTEM_IMAGE_GUID_SUPPORTED
+        | cap_mask::IS_COMMUNICATION_MANAGEMENT_SUPPORTED
+        | cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED;
     if ext != 0 {
         caps |= CAP_EXT_SPEEDS;
     }
@@ -401,5 +417,10 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     p.mkey.lease_period = w.mkey_lease_period;
     p.mkey.violations = w.mkey_violations;
     p.subnet_timeout = w.subnet_timeout & 0x1f;
+    // IBA 1 §14.4.11: the port's clients register again; the bit itself is not kept (a
+    // SubnGet reads it 0).
+    if w.client_reregister {
+        p.client_reregisters += 1;
+    }
     true
 }

@@ -1,30 +1,68 @@
-//! Master election among SMs by SMInfo (IBA 1 §14.4, §14.4.1), as OpenSM does it
-//! (`osm_sminfo_rcv.c`, `osm_sm_state_mgr.c`; docs/OPENSM-NOTES.md):
+//! Master election and handover among SMs by SMInfo (IBA 1 §14.4, §14.4.1), as OpenSM does it
+//! (`osm_sminfo_rcv.c`, `osm_sm_state_mgr.c`, `osm_state_mgr.c`; docs/OPENSM-NOTES.md "SM
+//! election"). Sans-IO: the sweep ([`super::sweep`]) sends the SMPs and feeds the answers in.
 //!
 //! - The SM starts Discovering. Its discovery notes every CA port whose PortInfo:CapabilityMask
-//!   has IsSM, other than its own ([`super::discover::Discovered::sm_ports`]); once the discovery
-//!   is complete the sweep sends each a SubnGet(SMInfo) before it programs anything.
-//! - An answer whose SMState is Master, or Discovering/Standby with a greater SM
-//!   ([`is_greater`]: higher Priority, equal Priority and lower GUID), makes this SM Standby: it
-//!   programs nothing and polls that SM's SMInfo (a Master's if one answered, else the greatest)
-//!   every [`ElectionSettings::polling_timeout`].
-//!   NotActive SMs and answers that do not come are ignored. Otherwise this SM is Master and the
-//!   sweep goes on.
+//!   has IsSM, other than its own ([`super::discover::Discovered::sm_ports`]); at the end of
+//!   every complete discovery (Discovering or Master) the sweep sends each a SubnGet(SMInfo)
+//!   carrying this SM's own SMInfo ([`Election::request_info`]) before it programs anything.
+//! - Discovering: an answer whose SMState is Master, or Discovering/Standby with a greater SM
+//!   ([`is_greater`]: higher Priority, equal Priority and lower GUID), makes this SM Standby
+//!   ([`Decision::Standby`]): it programs nothing and polls that SM's SMInfo (a Master's if one
+//!   answered, else the greatest) every [`ElectionSettings::polling_timeout`]; it tells the
+//!   master it is there with a trap 144 (OpenSM `osm_send_trap144` on entering Standby), on
+//!   which the master sweeps. Otherwise it becomes Master, its first master sweep.
+//! - Master (OpenSM `osm_state_mgr.c` after a heavy sweep): if a Discovering, Standby or Master SM
+//!   that answered is greater, the master hands over ([`Decision::Handover`]): SubnSet(SMInfo)
+//!   with AttributeModifier HANDOVER to the greatest, then it is Standby polling it. Else if
+//!   another Master answered, it waits for that one to hand over ([`Decision::WaitForHandover`],
+//!   IBA 1 C14-60.2.1): it programs nothing this sweep and polls that master; when the polls
+//!   fail it sweeps again as the only master.
+//! - A SubnSet(SMInfo) to this SM ([`Election::handle_set`], OpenSM
+//!   `smi_rcv_process_set_request` and `osm_sm_state_mgr_check_legality`): ACKNOWLEDGE only from
+//!   a Standby sender, HANDOVER/DISABLE/STANDBY/DISCOVER only from a Master sender, and only in
+//!   the states of IBA 1 Table "SM state transitions" as OpenSM takes them: Discovering:
+//!   HANDOVER (sweep again); Standby: HANDOVER (become Master, acknowledge, sweep), DISCOVER
+//!   (Discovering, sweep), DISABLE (NotActive), ACKNOWLEDGE (nothing); NotActive: STANDBY
+//!   (Standby, polling the sender); Master: HANDOVER (the other master gave up: sweep again, a
+//!   first master sweep). Anything else is answered with status 0x001C and changes nothing.
 //! - A Standby SM whose master failed [`ElectionSettings::polling_retries`] polls in a row (no
-//!   answer after the transport's retries, or an answer that is not Master) goes back to
-//!   Discovering and sweeps: it becomes master if it wins against the SMs it then finds.
+//!   answer after the transport's retries, or an answer that is neither Master nor a greater
+//!   Standby) goes back to Discovering and sweeps: it becomes master if it wins against the SMs
+//!   it then finds.
+//! - The first sweep of a new master sets PortInfo:ClientReregister on every CA port that
+//!   supports it ([`Election::take_first_master_sweep`], OpenSM `first_time_master_sweep`,
+//!   IBA 1 §14.4.11): the hosts join their multicast groups and subscribe to traps again at the
+//!   new master's SA.
+//! - SM_Key ([`ElectionSettings::sm_key`], IBA 1 §14.4.1): the SMInfo this SM's port answers
+//!   carries it only to a requester that presented it in its request's SMInfo (the HCA's SMA
+//!   hides it otherwise, `crate::hw::hca`); an answer carrying another SM_Key than ours while ours
+//!   is not 0 is ignored (OpenSM "ERR 2F18 ... Ignoring SMInfo"), so SMs of different keys take
+//!   no part in each other's election.
 //! - What the SM's own port answers SubnGet(SMInfo) with is [`Election::sm_info`]: its GUID,
-//!   Priority, current SMState and ActCount (OpenSM answers with the number of QP0 MADs it sent,
-//!   `stats.qp0_mads_sent`); the SM application puts it into its HCA's port at every poll.
-//!
-//! Not done: SubnSet(SMInfo) HANDOVER/ACKNOWLEDGE/DISABLE/STANDBY/DISCOVER (§14.4.1), so a
-//! greater SM appearing after a master was elected stays Standby (it finds that master Master),
-//! and a Master never polls Standby SMs. SM_Key is always 0.
+//!   SM_Key, Priority, current SMState and ActCount (OpenSM answers with the number of QP0 MADs
+//!   it sent, `stats.qp0_mads_sent`); the SM application puts it into its HCA's port at every
+//!   poll.
 
 use ipoib_proto::time::Instant;
+use ipoib_wire::mad::MadStatus;
 use ipoib_wire::smp::{SmInfoRepr, SmState};
 use ipoib_wire::Guid;
 use std::time::Duration;
+
+/// SubnSet(SMInfo) AttributeModifier values (IBA 1 §14.2.5.13; OpenSM `IB_SMINFO_ATTR_MOD_*`).
+pub mod modifier {
+    /// The master hands mastership over to the receiver.
+    pub const HANDOVER: u32 = 1;
+    /// The receiver of a HANDOVER acknowledges it.
+    pub const ACKNOWLEDGE: u32 = 2;
+    /// The receiver goes NotActive.
+    pub const DISABLE: u32 = 3;
+    /// The receiver goes Standby.
+    pub const STANDBY: u32 = 4;
+    /// The receiver goes Discovering.
+    pub const DISCOVER: u32 = 5;
+}
 
 /// Election settings of one SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +75,8 @@ pub struct ElectionSettings {
     /// Failed polls in a row after which the master is taken as gone (OpenSM
     /// `polling_retry_number`, default 4).
     pub polling_retries: u32,
+    /// SMInfo:SM_Key (OpenSM `sm_key`, default 1).
+    pub sm_key: u64,
 }
 
 impl Default for ElectionSettings {
@@ -45,6 +85,7 @@ impl Default for ElectionSettings {
             priority: 0,
             polling_timeout: Duration::from_secs(10),
             polling_retries: 4,
+            sm_key: 1,
         }
     }
 }
@@ -55,21 +96,75 @@ pub fn is_greater(a: (u8, Guid), b: (u8, Guid)) -> bool {
     a.0 > b.0 || (a.0 == b.0 && a.1 .0 < b.1 .0)
 }
 
+/// What an SMInfo SMP of this SM is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmInfoAsk {
+    /// SubnGet at the end of a discovery.
+    Discover,
+    /// SubnGet polling the master (or the master a handover is awaited from).
+    Poll,
+    /// SubnSet with this AttributeModifier ([`modifier`]).
+    Set(u32),
+}
+
+/// What the sweep does at the end of the SMInfo round ([`Election::decide`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// This SM is master: program the subnet.
+    Master,
+    /// Another SM is master or greater: this one is Standby and programs nothing.
+    Standby,
+    /// Hand over to the greater SM at this directed route (SubnSet(SMInfo) HANDOVER); this SM is
+    /// Standby now.
+    Handover(Vec<u8>),
+    /// A lesser SM is Master too: program nothing and wait for its HANDOVER.
+    WaitForHandover,
+}
+
+/// What the SM does after a SubnSet(SMInfo) it accepted ([`Election::handle_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetEffect {
+    /// Nothing more.
+    Nothing,
+    /// Sweep again (as soon as the current sweep is over).
+    Sweep,
+    /// This SM took over by a HANDOVER: acknowledge it to the sender, then sweep at once.
+    TakeOver,
+}
+
+/// Counters of the election.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ElectionStats {
+    /// Standby to Discovering transitions after failed polls (the master was lost).
+    pub takeovers: u64,
+    /// HANDOVERs this SM sent.
+    pub handovers_sent: u64,
+    /// HANDOVERs this SM accepted.
+    pub handovers_received: u64,
+    /// ACKNOWLEDGEs this SM accepted.
+    pub acknowledged: u64,
+    /// SubnSet(SMInfo) refused (illegal sender state or transition).
+    pub sets_refused: u64,
+    /// SMInfo answers ignored for an SM_Key not ours.
+    pub foreign_keys: u64,
+}
+
 /// The election state of one SM. See the module docs.
 #[derive(Debug, Clone)]
 pub struct Election {
     settings: ElectionSettings,
     state: SmState,
     guid: Guid,
-    /// The master polled while Standby: its directed route and GUID.
+    /// The SM polled: the master while Standby; a remote master a handover is awaited from
+    /// while Master (OpenSM `polling_sm_guid`). Its directed route and GUID.
     master: Option<(Vec<u8>, Guid)>,
-    /// The SM to stand by for, of those that answered during the current discovery: its route,
-    /// GUID, whether it is Master and its Priority.
-    found: Option<(Vec<u8>, Guid, bool, u8)>,
+    /// The SMInfo answers of the current discovery, by route.
+    answers: Vec<(Vec<u8>, SmInfoRepr)>,
     failed_polls: u32,
     next_poll: Option<Instant>,
-    /// Standby to Discovering transitions (the master was lost).
-    takeovers: u64,
+    /// The next sweep is a new master's first (OpenSM `first_time_master_sweep`).
+    first_master_sweep: bool,
+    stats: ElectionStats,
 }
 
 impl Election {
@@ -83,10 +178,11 @@ impl Election {
             state: SmState::Discovering,
             guid: Guid(0),
             master: None,
-            found: None,
+            answers: Vec::new(),
             failed_polls: 0,
             next_poll: None,
-            takeovers: 0,
+            first_master_sweep: false,
+            stats: ElectionStats::default(),
         }
     }
 
@@ -100,12 +196,18 @@ impl Election {
         self.state
     }
 
-    /// Times the SM lost its master and swept again.
-    pub fn takeovers(&self) -> u64 {
-        self.takeovers
+    /// Counters.
+    pub fn stats(&self) -> ElectionStats {
+        self.stats
     }
 
-    /// The GUID of the SM polled while Standby.
+    /// Times the SM lost its master and swept again.
+    pub fn takeovers(&self) -> u64 {
+        self.stats.takeovers
+    }
+
+    /// The GUID of the SM polled: the master while Standby, the master a handover is awaited
+    /// from while Master.
     pub fn master_guid(&self) -> Option<Guid> {
         self.master.as_ref().map(|m| m.1)
     }
@@ -115,238 +217,286 @@ impl Election {
         self.guid = guid;
     }
 
+    /// The SM's own port GUID as set.
+    pub fn guid(&self) -> Guid {
+        self.guid
+    }
+
     /// What the SM's port answers SubnGet(SMInfo) with, `act_count` the QP0 MADs sent so far.
     pub fn sm_info(&self, guid: Guid, act_count: u64) -> SmInfoRepr {
         SmInfoRepr {
             guid,
-            sm_key: 0,
+            sm_key: self.settings.sm_key,
             act_count: act_count as u32,
             priority: self.settings.priority,
             sm_state: self.state,
         }
     }
 
-    /// True while the discovery's SMInfo answers are to be asked for (the SM is Discovering).
+    /// The SMInfo this SM sends in its own SubnGet/SubnSet(SMInfo) requests: [`Election::sm_info`]
+    /// with the SM_Key, which authenticates it to SMs of the same key (module docs). OpenSM puts
+    /// its real SM_Key only into a HANDOVER to a Master (`state_mgr_send_handover`); ours go only
+    /// to SMs found by its own discovery.
+    pub fn request_info(&self, act_count: u64) -> SmInfoRepr {
+        self.sm_info(self.guid, act_count)
+    }
+
+    /// True while the SM's discoveries are followed by an SMInfo round and a decision: it is
+    /// Discovering or Master.
+    pub fn is_deciding(&self) -> bool {
+        matches!(self.state, SmState::Discovering | SmState::Master)
+    }
+
+    /// True while Discovering.
     pub fn is_discovering(&self) -> bool {
         self.state == SmState::Discovering
     }
 
-    /// The answer of the SM at `path` to SubnGet(SMInfo) during discovery (`None`: no answer).
+    /// Takes the flag of a new master's first sweep: ClientReregister goes to every CA port in
+    /// this sweep (module docs).
+    pub fn take_first_master_sweep(&mut self) -> bool {
+        std::mem::take(&mut self.first_master_sweep)
+    }
+
+    /// IBA 1 §14.4.1 (OpenSM "ERR 2F18"): an answer is taken unless it carries an SM_Key other
+    /// than ours while ours is not 0.
+    fn key_ok(&mut self, i: &SmInfoRepr) -> bool {
+        let ok = self.settings.sm_key == 0 || i.sm_key == self.settings.sm_key;
+        if !ok {
+            self.stats.foreign_keys += 1;
+        }
+        ok
+    }
+
+    /// The answer of the SM at `path` to SubnGet(SMInfo) after a discovery (`None`: no answer).
     pub fn discovered(&mut self, path: &[u8], info: Option<&SmInfoRepr>) {
         let Some(i) = info else { return };
-        let wins = match i.sm_state {
-            SmState::Master => true,
-            SmState::Discovering | SmState::Standby => {
-                is_greater((i.priority, i.guid), (self.settings.priority, self.guid))
+        if !self.key_ok(i) || i.guid == self.guid {
+            return;
+        }
+        self.answers.push((path.to_vec(), *i));
+    }
+
+    /// The end of the discovery's SMInfo round at `now` (module docs).
+    pub fn decide(&mut self, now: Instant) -> Decision {
+        let me = (self.settings.priority, self.guid);
+        let answers = std::mem::take(&mut self.answers);
+        let active = |i: &SmInfoRepr| {
+            matches!(
+                i.sm_state,
+                SmState::Discovering | SmState::Standby | SmState::Master
+            )
+        };
+        // The greatest of those that answered (a Master before any other while Discovering,
+        // as OpenSM stands by for the master it found).
+        let mut best: Option<&(Vec<u8>, SmInfoRepr)> = None;
+        for a in answers.iter().filter(|a| active(&a.1)) {
+            let i = &a.1;
+            let master_first = self.state == SmState::Discovering;
+            let better = best.is_none_or(|b| {
+                let (bm, im) = (
+                    b.1.sm_state == SmState::Master,
+                    i.sm_state == SmState::Master,
+                );
+                if master_first && bm != im {
+                    im
+                } else {
+                    is_greater((i.priority, i.guid), (b.1.priority, b.1.guid))
+                }
+            });
+            if better {
+                best = Some(a);
             }
-            _ => false,
-        };
-        // A Master before any other (OpenSM stands by for the master it found), else the
-        // greatest.
-        let master = i.sm_state == SmState::Master;
-        let better = |f: &(Vec<u8>, Guid, bool, u8)| {
-            (master && !f.2) || (master == f.2 && is_greater((i.priority, i.guid), (f.3, f.1)))
-        };
-        if wins && self.found.as_ref().is_none_or(better) {
-            self.found = Some((path.to_vec(), i.guid, master, i.priority));
+        }
+        let wins = |i: &SmInfoRepr| is_greater((i.priority, i.guid), me);
+        match self.state {
+            SmState::Discovering => {
+                let stand_by = best
+                    .filter(|b| b.1.sm_state == SmState::Master || wins(&b.1))
+                    .map(|b| (b.0.clone(), b.1.guid));
+                match stand_by {
+                    Some(m) => {
+                        self.stand_by(now, m);
+                        Decision::Standby
+                    }
+                    None => {
+                        self.state = SmState::Master;
+                        self.master = None;
+                        self.next_poll = None;
+                        self.first_master_sweep = true;
+                        Decision::Master
+                    }
+                }
+            }
+            SmState::Master => {
+                if let Some(b) = best.filter(|b| wins(&b.1)) {
+                    let path = b.0.clone();
+                    self.stats.handovers_sent += 1;
+                    self.stand_by(now, (path.clone(), b.1.guid));
+                    return Decision::Handover(path);
+                }
+                let other = answers
+                    .iter()
+                    .find(|a| a.1.sm_state == SmState::Master)
+                    .map(|a| (a.0.clone(), a.1.guid));
+                match other {
+                    Some(m) => {
+                        self.master = Some(m);
+                        self.failed_polls = 0;
+                        self.next_poll = Some(now + self.settings.polling_timeout);
+                        Decision::WaitForHandover
+                    }
+                    None => {
+                        self.master = None;
+                        self.next_poll = None;
+                        Decision::Master
+                    }
+                }
+            }
+            _ => Decision::Standby,
         }
     }
 
-    /// The end of the discovery's SMInfo round at `now`: true if this SM is Master (the sweep
-    /// goes on), false if it went Standby.
-    pub fn decide(&mut self, now: Instant) -> bool {
-        match self.found.take() {
-            Some((path, guid, ..)) => {
-                self.state = SmState::Standby;
-                self.master = Some((path, guid));
-                self.failed_polls = 0;
-                self.next_poll = Some(now + self.settings.polling_timeout);
-                false
-            }
-            None => {
-                self.state = SmState::Master;
-                self.master = None;
-                self.next_poll = None;
-                true
-            }
-        }
+    fn stand_by(&mut self, now: Instant, master: (Vec<u8>, Guid)) {
+        self.state = SmState::Standby;
+        self.master = Some(master);
+        self.failed_polls = 0;
+        self.next_poll = Some(now + self.settings.polling_timeout);
     }
 
-    /// While Standby: the master's directed route if a poll is due at `now`.
+    /// The master's directed route if a poll is due at `now` (Standby, or Master awaiting a
+    /// handover).
     pub fn poll_due(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if self.state != SmState::Standby || self.next_poll.is_none_or(|t| t > now) {
+        if self.next_poll.is_none_or(|t| t > now) || !self.is_polling() {
             return None;
         }
         self.next_poll = None;
         self.master.as_ref().map(|m| m.0.clone())
     }
 
-    /// When the next poll is due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_poll.filter(|_| self.state == SmState::Standby)
+    fn is_polling(&self) -> bool {
+        match self.state {
+            SmState::Standby => true,
+            SmState::Master => self.master.is_some(),
+            _ => false,
+        }
     }
 
-    /// The master's answer to a poll at `now` (`None`: none came). True when the master is
-    /// taken as gone: the SM is Discovering again and must sweep.
+    /// When the next poll is due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_poll.filter(|_| self.is_polling())
+    }
+
+    /// The polled SM's answer at `now` (`None`: none came). True when it is taken as gone: the
+    /// SM must sweep (Standby: Discovering again; Master: the only master, a first master sweep).
     pub fn polled(&mut self, now: Instant, info: Option<&SmInfoRepr>) -> bool {
-        if self.state != SmState::Standby {
+        if !self.is_polling() {
             return false;
         }
-        let alive = info.is_some_and(|i| i.sm_state == SmState::Master);
+        let me = (self.settings.priority, self.guid);
+        let info = info.filter(|i| self.settings.sm_key == 0 || i.sm_key == self.settings.sm_key);
+        // OpenSM `smi_rcv_process_get_sm`: a Master answer means alive; a Standby answer from the
+        // SM polled while Standby only when it is greater than this one.
+        let alive = info.is_some_and(|i| {
+            i.sm_state == SmState::Master
+                || (self.state == SmState::Standby
+                    && i.sm_state == SmState::Standby
+                    && is_greater((i.priority, i.guid), me))
+        });
         if alive {
             self.failed_polls = 0;
         } else {
             self.failed_polls += 1;
         }
         if self.failed_polls >= self.settings.polling_retries.max(1) {
-            self.state = SmState::Discovering;
             self.master = None;
             self.next_poll = None;
-            self.takeovers += 1;
+            if self.state == SmState::Standby {
+                self.state = SmState::Discovering;
+                self.stats.takeovers += 1;
+            } else {
+                self.first_master_sweep = true;
+            }
             return true;
         }
         self.next_poll = Some(now + self.settings.polling_timeout);
         false
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn info(guid: u64, priority: u8, state: SmState) -> SmInfoRepr {
-        SmInfoRepr {
-            guid: Guid(guid),
-            sm_key: 0,
-            act_count: 0,
-            priority,
-            sm_state: state,
+    /// A SubnSet(SMInfo) with AttributeModifier `modifier` and the sender's SMInfo `sender`,
+    /// whose directed route back is `back` (`None`: LID routed), at `now`: the status to answer
+    /// with and what to do (module docs; status 0x001C, IBA 1 §13.4.7, when refused).
+    pub fn handle_set(
+        &mut self,
+        now: Instant,
+        modifier: u32,
+        sender: &SmInfoRepr,
+        back: Option<&[u8]>,
+    ) -> (MadStatus, SetEffect) {
+        use modifier::*;
+        let from = sender.sm_state;
+        let legal_sender = match modifier {
+            ACKNOWLEDGE => from == SmState::Standby,
+            HANDOVER | DISABLE | STANDBY | DISCOVER => from == SmState::Master,
+            _ => false,
+        };
+        let refuse = (MadStatus::INVALID_ATTR_VALUE, SetEffect::Nothing);
+        if !legal_sender || !self.key_ok(sender) {
+            self.stats.sets_refused += 1;
+            return refuse;
         }
-    }
-
-    // IBA 1 §14.4.1: higher priority wins; equal priority, the lower GUID.
-    #[test]
-    fn comparison() {
-        assert!(is_greater((2, Guid(9)), (1, Guid(1))));
-        assert!(!is_greater((1, Guid(1)), (2, Guid(9))));
-        assert!(is_greater((1, Guid(1)), (1, Guid(2))));
-        assert!(!is_greater((1, Guid(2)), (1, Guid(1))));
-        assert!(!is_greater((1, Guid(2)), (1, Guid(2))));
-    }
-
-    // OpenSM `osm_sminfo_rcv.c`: Discovering, a Master anywhere or a greater Discovering/Standby
-    // SM makes this one Standby; a lesser or NotActive one does not.
-    #[test]
-    fn discovering_decides() {
-        let t = Instant::ZERO;
-        let mut e = Election::new(ElectionSettings::default());
-        e.set_guid(Guid(5));
-        e.discovered(&[1], Some(&info(9, 0, SmState::Discovering)));
-        e.discovered(&[2], Some(&info(3, 0, SmState::NotActive)));
-        e.discovered(&[3], None);
-        assert!(e.decide(t));
-        assert_eq!(e.state(), SmState::Master);
-
-        let mut e = Election::new(ElectionSettings::default());
-        e.set_guid(Guid(5));
-        e.discovered(&[1, 2], Some(&info(9, 0, SmState::Master)));
-        assert!(!e.decide(t));
-        assert_eq!(
-            (e.state(), e.master_guid()),
-            (SmState::Standby, Some(Guid(9)))
-        );
-
-        let mut e = Election::new(ElectionSettings {
-            priority: 3,
-            ..ElectionSettings::default()
-        });
-        e.set_guid(Guid(5));
-        e.discovered(&[1], Some(&info(3, 2, SmState::Standby)));
-        assert!(e.decide(t), "lower priority loses whatever its GUID");
-        e.state = SmState::Discovering;
-        e.discovered(&[1], Some(&info(3, 3, SmState::Discovering)));
-        assert!(!e.decide(t), "equal priority: the lower GUID wins");
-
-        // Of several, the Master is stood by for, else the greatest.
-        let mut e = Election::new(ElectionSettings::default());
-        e.set_guid(Guid(5));
-        e.discovered(&[1], Some(&info(3, 9, SmState::Standby)));
-        e.discovered(&[2], Some(&info(8, 0, SmState::Master)));
-        e.discovered(&[3], Some(&info(2, 9, SmState::Discovering)));
-        assert!(!e.decide(t));
-        assert_eq!(e.master_guid(), Some(Guid(8)));
-        e.state = SmState::Discovering;
-        e.discovered(&[1], Some(&info(3, 9, SmState::Standby)));
-        e.discovered(&[3], Some(&info(2, 9, SmState::Discovering)));
-        e.discovered(&[4], Some(&info(1, 7, SmState::Discovering)));
-        assert!(!e.decide(t));
-        assert_eq!(e.master_guid(), Some(Guid(2)));
-    }
-
-    // OpenSM `osm_sm_state_mgr.c`: the master is gone after polling_retry_number failed polls
-    // in a row; an answer resets the count.
-    #[test]
-    fn standby_polls_then_takes_over() {
-        let s = ElectionSettings::default();
-        let mut e = Election::new(s);
-        e.set_guid(Guid(5));
-        e.discovered(&[1], Some(&info(1, 0, SmState::Master)));
-        assert!(!e.decide(Instant::ZERO));
-        let mut now = Instant::ZERO;
-        assert_eq!(e.poll_due(now), None, "not before the polling timeout");
-        now += s.polling_timeout;
-        assert_eq!(e.poll_due(now), Some(vec![1]));
-        assert!(!e.polled(now, None));
-        now += s.polling_timeout;
-        assert!(e.poll_due(now).is_some());
-        assert!(
-            !e.polled(now, Some(&info(1, 0, SmState::Master))),
-            "alive: count reset"
-        );
-        for i in 0..s.polling_retries {
-            now += s.polling_timeout;
-            assert!(e.poll_due(now).is_some());
-            let gone = e.polled(now, None);
-            assert_eq!(gone, i + 1 == s.polling_retries, "poll {i}");
-        }
-        assert_eq!(e.state(), SmState::Discovering);
-        assert_eq!((e.takeovers(), e.poll_timeout()), (1, None));
-    }
-
-    proptest! {
-        // Any SMInfo answer, in discovery or as a poll, never panics and leaves a valid state.
-        #[test]
-        fn any_answer_never_panics(
-            answers in proptest::collection::vec(
-                (any::<u64>(), any::<u8>(), any::<u8>(), any::<bool>(), any::<u32>()), 0..20),
-            priority in any::<u8>(),
-        ) {
-            let mut e = Election::new(ElectionSettings { priority, ..ElectionSettings::default() });
-            e.set_guid(Guid(0x100));
-            let mut now = Instant::ZERO;
-            for (guid, pri, state, poll, act) in answers {
-                let i = SmInfoRepr {
-                    guid: Guid(guid), sm_key: 0, act_count: act, priority: pri & 0x0f,
-                    sm_state: SmState::from(state),
-                };
-                if poll {
-                    now += e.settings().polling_timeout;
-                    let _ = e.poll_due(now);
-                    if e.polled(now, Some(&i)) {
-                        prop_assert_eq!(e.state(), SmState::Discovering);
-                    }
-                } else if e.is_discovering() {
-                    e.discovered(&[1], Some(&i));
-                    let _ = e.decide(now);
+        let ok = |e| (MadStatus::SUCCESS, e);
+        match (self.state, modifier) {
+            (SmState::Discovering, HANDOVER) => ok(SetEffect::Sweep),
+            (SmState::Standby, HANDOVER) => {
+                self.stats.handovers_received += 1;
+                self.state = SmState::Master;
+                self.master = None;
+                self.next_poll = None;
+                self.first_master_sweep = true;
+                ok(SetEffect::TakeOver)
+            }
+            (SmState::Standby, DISCOVER) => {
+                self.state = SmState::Discovering;
+                self.master = None;
+                self.next_poll = None;
+                ok(SetEffect::Sweep)
+            }
+            (SmState::Standby, DISABLE) => {
+                self.state = SmState::NotActive;
+                self.master = None;
+                self.next_poll = None;
+                ok(SetEffect::Nothing)
+            }
+            (SmState::Standby, ACKNOWLEDGE) => {
+                self.stats.acknowledged += 1;
+                ok(SetEffect::Nothing)
+            }
+            (SmState::NotActive, STANDBY) => match back {
+                Some(path) => {
+                    self.stand_by(now, (path.to_vec(), sender.guid));
+                    ok(SetEffect::Nothing)
                 }
-                let s = e.sm_info(Guid(0x100), 0);
-                prop_assert!(s.priority <= 15);
-                prop_assert!(matches!(
-                    e.state(),
-                    SmState::Discovering | SmState::Standby | SmState::Master
-                ));
+                None => {
+                    self.stats.sets_refused += 1;
+                    refuse
+                }
+            },
+            (SmState::Master, HANDOVER) => {
+                self.stats.handovers_received += 1;
+                self.master = None;
+                self.next_poll = None;
+                self.first_master_sweep = true;
+                ok(SetEffect::Sweep)
+            }
+            _ => {
+                self.stats.sets_refused += 1;
+                refuse
             }
         }
     }
 }
+
+#[cfg(test)]
+#[path = "election_tests.rs"]
+mod tests;

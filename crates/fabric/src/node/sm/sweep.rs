@@ -49,7 +49,7 @@
 //! what the SM last set; within a sweep, phases only move forward.
 
 use super::discover::{Ask, Discovered, Discovery};
-use super::election::{Election, ElectionSettings};
+use super::election::{Election, ElectionSettings, SmInfoAsk};
 use super::smp::{dr_get, dr_set, SmpFailure, SmpRequester, SmpSettings};
 use super::{SmError, SmOptions, SubnetManager};
 use crate::hw::mgmt::Config;
@@ -64,12 +64,16 @@ use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::smp::{
+    cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG, SmpMadRepr, SmpRoute,
+};
+use ipoib_wire::smp::{
     LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute,
     SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
 };
-use ipoib_wire::smp::{SmpMadRepr, SmpRoute};
 use ipoib_wire::{Guid, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+mod smi;
 
 /// PortInfo:SubnetTimeOut written to every port: 4.096 µs × 2^18, about 1 s, the largest time
 /// a packet may take to cross the subnet (IBA 1 §14.2.5.6); OpenSM's default `subnet_timeout 18`
@@ -133,8 +137,8 @@ enum Tag {
     Discover(Ask, u32),
     /// A SubnSet of the bring-up or a multicast change, and how often it was submitted.
     Set(Box<SmpMadRepr>, u32),
-    /// SubnGet(SMInfo) of another SM over its route: of the discovery, or a Standby's poll.
-    SmInfo(Vec<u8>, bool),
+    /// SubnGet/SubnSet(SMInfo) of another SM over its route ([`smi`]).
+    SmInfo(Vec<u8>, SmInfoAsk),
 }
 
 /// A port the bring-up configured: its node, directed route and PortInfo (sent again with each
@@ -155,8 +159,10 @@ pub struct SmpSm {
     started: bool,
     settings: SmpSettings,
     smp: SmpRequester<Tag>,
-    /// TrapRepress answers to send (no response expected).
+    /// TrapRepress and SMInfo answers, and traps 144, to send (no response expected).
     represses: VecDeque<MadOut>,
+    /// Traps 144 sent ([`smi`]).
+    traps_sent: u64,
     /// When the next sweep starts (after the current one ends).
     resweep_at: Option<Instant>,
     /// Complete discoveries so far (the brain's generation).
@@ -200,6 +206,7 @@ impl SmpSm {
             settings,
             smp: SmpRequester::new(settings, 0x534d_0000_0000_0000),
             represses: VecDeque::new(),
+            traps_sent: 0,
             resweep_at: None,
             generation: 0,
             sweep_failures: 0,
@@ -399,17 +406,7 @@ impl SmpSm {
                     self.stats.resubmitted += 1;
                     self.smp.submit(Tag::Set(smp.clone(), n + 1), &smp);
                 }
-                Tag::SmInfo(path, poll) => {
-                    let info = match r.as_ref().map(|r| &r.attribute) {
-                        Ok(SmpAttribute::SmInfo(i)) => Some(*i),
-                        _ => None,
-                    };
-                    if !poll {
-                        self.election.discovered(&path, info.as_ref());
-                    } else if self.election.polled(now, info.as_ref()) {
-                        self.resweep();
-                    }
-                }
+                Tag::SmInfo(path, ask) => self.sm_info_result(now, path, ask, r),
                 Tag::Set(smp, _) => {
                     if smp.header.attribute_id != attr::MULTICAST_FORWARDING_TABLE {
                         self.wave = self.wave.saturating_sub(1);
@@ -441,25 +438,13 @@ impl SmpSm {
                         }
                     }
                 }
-                SweepPhase::Elect if self.smp.in_flight() == 0 => {
-                    if let Some(d) = self.elect.take() {
-                        if self.election.decide(now) {
-                            self.configure(now, Some(d));
-                        } else {
-                            self.phase = SweepPhase::Standby;
-                        }
-                    }
-                }
-                SweepPhase::Standby => {
-                    if let Some(path) = self.election.poll_due(now) {
-                        let smp = dr_get(attr::SM_INFO, 0, &path);
-                        self.smp.submit(Tag::SmInfo(path, true), &smp);
-                    }
-                }
+                SweepPhase::Elect if self.smp.in_flight() == 0 => self.decided(now),
+                SweepPhase::Standby => self.poll_master(now),
                 SweepPhase::Configure if self.wave == 0 => self.state_wave(PortState::Armed),
                 SweepPhase::Arm if self.wave == 0 => self.state_wave(PortState::Active),
                 SweepPhase::Activate if self.wave == 0 => self.sweep_done(now, SweepPhase::Done),
                 SweepPhase::Done | SweepPhase::Failed => {
+                    self.poll_master(now);
                     for key in std::mem::take(&mut self.mft_dirty) {
                         self.send_mft_block(key);
                     }
@@ -487,27 +472,6 @@ impl SmpSm {
         self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
     }
 
-    /// The end of discovery: while Discovering (IBA 1 §14.4), asks every other SM's SMInfo
-    /// before anything is programmed; else configures at once.
-    fn elect(&mut self, now: Instant) {
-        let d = self.discovery.result();
-        if !self.election.is_discovering() {
-            return self.configure(now, d);
-        }
-        let Some(d) = d else {
-            return self.configure(now, None);
-        };
-        if let Some(g) = d.topology.nodes().get(d.sm_port.node) {
-            self.election.set_guid(g.port_guid(d.sm_port.port));
-        }
-        for (path, _) in &d.sm_ports {
-            let smp = dr_get(attr::SM_INFO, 0, path);
-            self.smp.submit(Tag::SmInfo(path.clone(), false), &smp);
-        }
-        self.elect = Some(d);
-        self.phase = SweepPhase::Elect;
-    }
-
     /// Runs the brain on the discovery `d` and sends the Configure wave.
     fn configure(&mut self, now: Instant, d: Option<Discovered>) {
         let Some(d) = d else {
@@ -515,6 +479,8 @@ impl SmpSm {
             self.sweep_done(now, SweepPhase::Failed);
             return;
         };
+        // A new master's first sweep asks every CA port's clients to register again.
+        let rereg = self.election.take_first_master_sweep();
         let nodes = d.topology.nodes();
         self.switch = nodes
             .iter()
@@ -617,8 +583,16 @@ impl SmpSm {
                     // A switch's external ports get their NeighborMTU with the Armed state, as
                     // OpenSM's link manager sets them (`osm_link_mgr.c`); port 0 and CA ports
                     // get their LID now, as OpenSM's LID manager does (`osm_lid_mgr.c`).
-                    if (!switch || pc.port == 0) && !same {
-                        self.set(SmpAttribute::PortInfo(info), u32::from(pc.port), &path);
+                    // IBA 1 §14.4.11 (OpenSM `osm_lid_mgr.c`): ClientReregister where supported.
+                    let client_reregister = rereg
+                        && !switch
+                        && seen.is_some_and(|i| i.capability_mask & CLIENT_REREG != 0);
+                    if (!switch || pc.port == 0) && (!same || client_reregister) {
+                        let i = PortInfoRepr {
+                            client_reregister,
+                            ..info
+                        };
+                        self.set(SmpAttribute::PortInfo(i), u32::from(pc.port), &path);
                     }
                     if self.shadow_pkeys.get(&(guid, pc.port)) != Some(&pc.pkeys) {
                         self.pkeys(&path, switch, pc.port, &pc.pkeys);
@@ -738,9 +712,11 @@ impl SmpSm {
             },
             mad: r.to_bytes().to_vec(),
         });
-        let link_change =
-            matches!(&t.attribute, SmpAttribute::Notice(n) if n.trap_number() == Some(128));
-        if link_change {
+        // Trap 144 too: a port's local changes, as a new Standby SM tells its master (OpenSM
+        // `osm_trap_rcv.c` sweeps on both).
+        let sweep = matches!(&t.attribute,
+            SmpAttribute::Notice(n) if matches!(n.trap_number(), Some(128 | 144)));
+        if sweep {
             self.sweep_at(now);
         }
     }
@@ -753,6 +729,10 @@ impl MadAgent for SmpSm {
         };
         if h.method == Method::Trap {
             self.trap(now, &m);
+            return;
+        }
+        if self.sm_info_request(now, &m) {
+            self.step(now);
             return;
         }
         self.smp.handle_response(&m.mad);

@@ -696,6 +696,9 @@ pub(crate) fn install_sm(
         h.open_smi();
         let id = h.add_agent(agent);
         h.serve_class(MgmtClass::SubnLid, id);
+        // A directed-route SubnSet(SMInfo) (HANDOVER, ...) at the end of its path comes to QP0
+        // for the agent too (IBA 1 §14.4.1, `crate::hw::hca`).
+        h.serve_class(MgmtClass::SubnDirectedRoute, id);
         let app = h.add_app(SmApp::over_smps(id, port, sa, mcast_delay));
         (sa, app)
     })
