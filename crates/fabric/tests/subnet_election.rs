@@ -207,3 +207,31 @@ fn a_greater_sm_started_later_gets_mastership_by_handover() {
     assert_eq!(sm0(&net).election().takeovers(), 0);
     ping(&mut net, &all_pairs(3));
 }
+
+// IBA 1 §14.4.1, C14-60.2.1 (OpenSM `osm_state_mgr.c`): two halves of a subnet, each with its
+// own Master, are cabled together. Both sweep on the switches' traps 128; the lesser master
+// finds the greater one Master and hands over to it; the greater one waits for that HANDOVER,
+// then sweeps again as the only master (a first master sweep) and programs the whole subnet.
+#[test]
+fn two_masters_meet_and_the_lesser_hands_over() {
+    let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
+    let app = net.add_sm(1, ElectionSettings::default()).unwrap();
+    // sw0 - sw1 cut from the start: host 0's SM and host 1's each master their half.
+    assert!(net.set_cable(1, false).unwrap());
+    let t = net.sim().now() + Duration::from_secs(1);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm0(&net).election().state(), SmState::Master);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    managed_by(&net, &[1, 2], 1);
+    assert!(net.set_cable(1, true).unwrap());
+    let t = net.sim().now() + Duration::from_secs(2);
+    net.sim_mut().run_until(t);
+    let (a, b) = (sm0(&net).election(), sm1(&net, app).election());
+    assert_eq!((a.state(), b.state()), (SmState::Master, SmState::Standby));
+    assert_eq!(b.stats().handovers_sent, 1);
+    assert_eq!(a.stats().handovers_received, 1);
+    assert_eq!(b.master_guid(), Some(port_guid(&net, 0)));
+    assert_eq!(a.master_guid(), None, "no longer waiting");
+    managed_by(&net, &[0, 1, 2], 0);
+    ping(&mut net, &all_pairs(3));
+}
