@@ -12,8 +12,9 @@ use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
 use ipoib_fabric::PortState;
+use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
 use ipoib_wire::smp::SmState;
-use ipoib_wire::Guid;
+use ipoib_wire::{Guid, PKey};
 use std::time::Duration;
 
 /// The subnet with our SM on host 0 (priority `p0`) and another on host 1 (priority `p1`),
@@ -234,4 +235,61 @@ fn two_masters_meet_and_the_lesser_hands_over() {
     assert_eq!(a.master_guid(), None, "no longer waiting");
     managed_by(&net, &[0, 1, 2], 0);
     ping(&mut net, &all_pairs(3));
+}
+
+/// The port GUIDs of the broadcast group's members in `sa`.
+fn bcast_members(sa: &ipoib_proto::sa::SaServer) -> Vec<u64> {
+    let bcast = broadcast_mgid(PKey(0xffff), Scope::LinkLocal);
+    sa.groups()
+        .into_iter()
+        .find(|g| g.record.mgid == bcast)
+        .map(|g| g.members.iter().map(|m| m.0.interface_id()).collect())
+        .unwrap_or_default()
+}
+
+/// ClientReregisters host `i`'s port has seen.
+fn reregisters(net: &Subnet, i: usize) -> u64 {
+    net.host_port(i).unwrap().client_reregisters
+}
+
+// IBA 1 §14.4.11 (OpenSM `first_time_master_sweep`, `osm_lid_mgr.c`): the first sweep of a new
+// master sets PortInfo:ClientReregister on every CA port; the hosts' IPoIB interfaces join
+// again (Linux IB_EVENT_CLIENT_REREGISTER: light flush) at the new master's SA, whose broadcast
+// group then has them, and traffic flows.
+#[test]
+fn a_new_master_asks_the_hosts_to_register_again() {
+    let (mut net, app) = two_sms(0, 0);
+    for i in 0..3 {
+        assert_eq!(
+            reregisters(&net, i),
+            1,
+            "host {i}: the first master's first sweep"
+        );
+    }
+    let members = bcast_members(net.sa());
+    assert_eq!(members.len(), 3);
+    assert!(
+        bcast_members(net.sa_on(1, app).unwrap()).is_empty(),
+        "the Standby's SA knows no group"
+    );
+    assert!(net.set_cable(0, false).unwrap());
+    let s = ElectionSettings::default();
+    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    for i in [1, 2] {
+        assert_eq!(
+            reregisters(&net, i),
+            2,
+            "host {i}: the new master's first sweep"
+        );
+    }
+    let want: Vec<u64> = [1, 2].iter().map(|&i| port_guid(&net, i).0).collect();
+    let mut got = bcast_members(net.sa_on(1, app).unwrap());
+    got.sort();
+    assert_eq!(
+        got, want,
+        "hosts 1 and 2 joined the new SA's broadcast group"
+    );
+    ping(&mut net, &[(1, 2), (2, 1)]);
 }

@@ -5,7 +5,8 @@
 //! and Reports that drive everything else.
 //!
 //! Port events, as Linux maps them:
-//! - SM change (and client reregister): light flush: paths marked invalid (asked again on next
+//! - SM change and client reregister (IBA 1 §14.4.11, [`Interface::handle_port_event`]): light
+//!   flush, once for both together (Linux queues one `flush_light` work): paths marked invalid (asked again on next
 //!   use), every multicast group joined again at the new SA, trap subscriptions renewed (if needed,
 //!   `traps`); the
 //!   carrier stays up.
@@ -40,11 +41,19 @@ fn usable(p: &PortInfo) -> bool {
 impl Interface {
     /// The port changed (or is reported for the first time).
     pub fn handle_port(&mut self, now: Instant, p: PortInfo) {
-        self.port_changed(now, p);
+        self.handle_port_event(now, p, false);
+    }
+
+    /// The port changed, and with `client_reregister` the SM asked the port's clients to
+    /// register again (PortInfo:ClientReregister, IBA 1 §14.4.11; Linux
+    /// IB_EVENT_CLIENT_REREGISTER): a light flush on an interface that is up, as on an SM
+    /// change: every group joined again and the trap subscriptions renewed at the (new) SA.
+    pub fn handle_port_event(&mut self, now: Instant, p: PortInfo, client_reregister: bool) {
+        self.port_changed(now, p, client_reregister);
         self.settle_deadline();
     }
 
-    fn port_changed(&mut self, now: Instant, p: PortInfo) {
+    fn port_changed(&mut self, now: Instant, p: PortInfo, rereg: bool) {
         let old = self.port.replace(p);
         let was = old.as_ref().is_some_and(usable);
         match (old, was, usable(&p)) {
@@ -68,14 +77,19 @@ impl Interface {
                     Some(Flush::Heavy)
                 } else if o.lid != p.lid {
                     Some(Flush::Normal)
-                } else if o.sm_lid != p.sm_lid || o.sm_sl != p.sm_sl {
+                } else if o.sm_lid != p.sm_lid || o.sm_sl != p.sm_sl || rereg {
                     Some(Flush::Light)
                 } else {
                     None
                 };
                 match level {
                     Some(Flush::Light) => {
-                        self.log(LogLevel::Info, format_args!("SM changed: rejoining"));
+                        let why = if rereg {
+                            "client reregister"
+                        } else {
+                            "SM changed"
+                        };
+                        self.log(LogLevel::Info, format_args!("{why}: rejoining"));
                         self.flush(now, Flush::Light);
                     }
                     Some(l) => {

@@ -257,6 +257,14 @@ impl testing::Net<Host> {
         h.iface.handle_port(now, p);
     }
 
+    /// Host `lid`'s port says ClientReregister (IBA 1 §14.4.11), nothing else changed.
+    pub fn client_reregister(&mut self, lid: u16) {
+        let now = self.now;
+        let h = self.host(lid);
+        let p = h.port;
+        h.iface.handle_port_event(now, p, true);
+    }
+
     /// Host `lid`'s IP layer joins `group`.
     pub fn join(&mut self, lid: u16, group: IpAddr) -> Result<(), InterfaceError> {
         let now = self.now;

@@ -126,6 +126,8 @@ pub struct IpoibApp {
     pub(super) os: Option<Box<OsSide>>,
     /// The processor `ip`'s packets pass through (`stack.rs`).
     cpu: HostCpu,
+    /// The port's ClientReregister count last seen ([`Port::client_reregisters`]).
+    reregisters: u64,
 }
 
 impl std::fmt::Debug for IpoibApp {
@@ -219,6 +221,7 @@ impl IpoibApp {
             cm: None,
             os,
             cpu: HostCpu::default(),
+            reregisters: 0,
         };
         app.pkey_index = hca
             .port(port)
@@ -693,8 +696,12 @@ impl App for IpoibApp {
                 self.setup_qp(ctx.hca);
             }
         }
+        // IBA 1 §14.4.11: a SubnSet(PortInfo) with ClientReregister asks the clients to
+        // register again (Linux IB_EVENT_CLIENT_REREGISTER to IPoIB).
+        let rereg = port.client_reregisters != self.reregisters;
+        self.reregisters = port.client_reregisters;
         if let Some(iface) = ctx.agents.get_mut::<Interface>(self.agent) {
-            iface.handle_port(now, info);
+            iface.handle_port_event(now, info, rereg);
         }
     }
 

@@ -132,6 +132,11 @@ impl SmApp {
         self.smp
     }
 
+    /// The SA agent.
+    pub fn sa_agent(&self) -> AgentId {
+        self.sa
+    }
+
     /// The coalescing delay.
     pub fn delay(&self) -> Duration {
         self.delay

@@ -60,6 +60,14 @@ impl Subnet {
         d.agent::<SmpSm>(id)
     }
 
+    /// The SA of the SM application `app` on host `host` ([`Subnet::add_sm`]; host 0's is
+    /// [`Subnet::sa`]).
+    pub fn sa_on(&self, host: usize, app: AppId) -> Option<&SaServer> {
+        let d = self.host_device(host);
+        let id = d.app::<SmApp>(app)?.sa_agent();
+        d.agent::<SaServer>(id)
+    }
+
     /// The SM application of host 0 ([`SmMode::Ours`](super::SmMode::Ours)), if any.
     pub fn sm_app_id(&self) -> Option<AppId> {
         self.sm_app

@@ -311,6 +311,40 @@ fn port_events_refresh_and_flush() {
     assert_eq!(net.iface(2).counters().dropped(DropReason::NotUp), 1);
 }
 
+// IBA 1 §14.4.11 (Linux IB_EVENT_CLIENT_REREGISTER, docs/DEPLOYED.md "Linux IPoIB"): a
+// ClientReregister with nothing else changed is a light flush: every group is joined again at
+// the SA, the carrier stays up, and traffic flows afterwards.
+#[test]
+fn client_reregister_joins_again() {
+    let mut net = Net::new(2);
+    let joins = |net: &Net| {
+        net.mads_from(2)
+            .iter()
+            .filter(|m| {
+                SaMadRepr::parse(&m.mad).is_ok_and(|r| {
+                    r.header.method == Method::Set
+                        && matches!(r.attribute, SaAttribute::McMemberRecord(_))
+                })
+            })
+            .count()
+    };
+    net.up();
+    let (j0, before) = (joins(&net), net.host(2).events.len());
+    assert!(j0 >= 1);
+    net.client_reregister(2);
+    net.run_for(Duration::from_secs(2));
+    assert!(joins(&net) > j0, "joined again");
+    let ev = net.host(2).events[before..].to_vec();
+    assert!(!ev.contains(&InterfaceEvent::CarrierDown));
+    assert!(ev.contains(&InterfaceEvent::Attach {
+        mgid: BCAST,
+        mlid: 0xc000
+    }));
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §4.1 item 4: a node may search for a broadcast GID of ever
 // greater scope starting with link-local; §4: every MGID then uses the scope found. Off by default:
 // without the search the link does not form.
