@@ -308,6 +308,25 @@ fn sm_info_only_where_an_sm_runs() {
         r.attribute,
         SmpAttribute::SmInfo(SmInfoRepr { sm_key: 0, ..info })
     );
+    // IBA 1 §14.4.1: the SM_Key goes only to a requester that presents it (in the SMInfo of
+    // its SubnGet); the M_Key field is no key to it.
+    let asking = |sm_key| SmpAttribute::SmInfo(SmInfoRepr { sm_key, ..info });
+    let r = f
+        .dr(Method::Get, attr::SM_INFO, 0, TO_CA, 0, asking(0x5eed))
+        .unwrap();
+    assert_eq!(r.attribute, SmpAttribute::SmInfo(info), "the right key");
+    let r = f
+        .dr(Method::Get, attr::SM_INFO, 0, TO_CA, 0x5eed, asking(0x5eee))
+        .unwrap();
+    assert_eq!(
+        r.attribute,
+        SmpAttribute::SmInfo(SmInfoRepr { sm_key: 0, ..info }),
+        "a wrong key"
+    );
+    // A SubnSet(SMInfo) (HANDOVER, ...) is the SM's to answer (IBA 1 §14.4.1): the SMA keeps
+    // out, and with no SM program on QP0 nothing answers.
+    let set = f.dr(Method::Set, attr::SM_INFO, 1, TO_CA, 0, asking(0x5eed));
+    assert_eq!(set, None);
 }
 
 // IBA 1 §14.2.5.1 trap 128, §14.2.5.4 PortStateChange: a switch whose port's link changes
