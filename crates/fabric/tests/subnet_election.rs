@@ -1,7 +1,9 @@
 //! Two of our SMs on one subnet (IBA 1 §14.4; `ipoib_fabric::node::sm::election`): exactly one
 //! becomes Master and programs the subnet, the other is Standby, programs nothing and polls the
 //! master's SMInfo; Priority decides, equal Priority the lower GUID; when the master's host is
-//! gone the Standby takes over after its failed polls and sweeps again.
+//! gone the Standby takes over after its failed polls and sweeps again, asking the hosts to
+//! register again (ClientReregister); a greater SM started later gets mastership by HANDOVER; two
+//! masters that meet end with one.
 
 mod common;
 

@@ -9,9 +9,12 @@
 //!   AttributeModifier says of ports (§14.2.5.6: a CA answers for its receiving port): NodeInfo,
 //!   NodeDescription (Get only), GUIDInfo (block 0, index 0 the port GUID, read only), PortInfo,
 //!   P_KeyTable (blocks 0-3, 128 P_Keys), SLtoVLMappingTable, VLArbitrationTable (blocks 1-4),
-//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]); an SMInfo (LID-routed or at
+//!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]; SubnGet only, the SM_Key
+//!   only to a requester presenting it, IBA 1 §14.4.1; a SubnSet(SMInfo) goes to QP0 for the
+//!   SM); an SMInfo (LID-routed or at
 //!   the end of its directed route) on a port with an SM program on QP0 ([`Hca::set_sm_client`])
-//!   goes to QP0 for it; anything else, SMInfo
+//!   goes to QP0 for it; a SubnSet(PortInfo) with ClientReregister is counted for the host
+//!   ([`super::Port::client_reregisters`], IBA 1 §14.4.11); anything else, SMInfo
 //!   without an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
 //!   take: status 0x001C, nothing changed. Every other method (GetResp, Trap, Report) is for the
 //!   SM on QP0 and is delivered there.
