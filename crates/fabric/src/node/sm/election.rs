@@ -164,6 +164,8 @@ pub struct Election {
     next_poll: Option<Instant>,
     /// The next sweep is a new master's first (OpenSM `first_time_master_sweep`).
     first_master_sweep: bool,
+    /// The master is to be told of this Standby SM (trap 144, [`Election::take_notify`]).
+    notify: bool,
     stats: ElectionStats,
 }
 
@@ -182,6 +184,7 @@ impl Election {
             failed_polls: 0,
             next_poll: None,
             first_master_sweep: false,
+            notify: false,
             stats: ElectionStats::default(),
         }
     }
@@ -258,6 +261,14 @@ impl Election {
         std::mem::take(&mut self.first_master_sweep)
     }
 
+    /// Takes the flag that the master is to be told of this Standby SM by a trap 144: on
+    /// entering Standby (OpenSM `osm_state_mgr.c`), and after a poll the master answered while
+    /// this SM is greater (OpenSM `smi_rcv_process_get_sm` sends `TRAP_144_MASK_SM_PRIORITY_CHANGE`
+    /// again, so that a lost trap does not leave the lesser SM master).
+    pub fn take_notify(&mut self) -> bool {
+        std::mem::take(&mut self.notify)
+    }
+
     /// IBA 1 §14.4.1 (OpenSM "ERR 2F18"): an answer is taken unless it carries an SM_Key other
     /// than ours while ours is not 0.
     fn key_ok(&mut self, i: &SmInfoRepr) -> bool {
@@ -317,6 +328,7 @@ impl Election {
                 match stand_by {
                     Some(m) => {
                         self.stand_by(now, m);
+                        self.notify = true;
                         Decision::Standby
                     }
                     None => {
@@ -405,6 +417,10 @@ impl Election {
         });
         if alive {
             self.failed_polls = 0;
+            self.notify |= self.state == SmState::Standby
+                && info.is_some_and(|i| {
+                    i.sm_state == SmState::Master && !is_greater((i.priority, i.guid), me)
+                });
         } else {
             self.failed_polls += 1;
         }

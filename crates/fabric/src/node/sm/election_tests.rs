@@ -122,6 +122,28 @@ fn standby_polls_then_takes_over() {
     assert_eq!((e.takeovers(), e.poll_timeout()), (1, None));
 }
 
+// OpenSM `osm_state_mgr.c`, `smi_rcv_process_get_sm`: a new Standby tells its master (trap 144);
+// a Standby greater than the master it polls tells it again after every answered poll.
+#[test]
+fn standby_tells_a_lesser_master() {
+    let s = ElectionSettings::default();
+    let mut e = sm(5);
+    e.discovered(&[1], Some(&info(1, 0, SmState::Master)));
+    assert_eq!(e.decide(Instant::ZERO), Decision::Standby);
+    assert!(e.take_notify(), "entering Standby");
+    assert!(!e.take_notify());
+    let now = Instant::ZERO + s.polling_timeout;
+    assert!(e.poll_due(now).is_some());
+    assert!(!e.polled(now, Some(&info(1, 0, SmState::Master))));
+    assert!(e.take_notify(), "the master is lesser: again");
+    let mut e = sm(0);
+    e.discovered(&[1], Some(&info(1, 3, SmState::Master)));
+    assert_eq!(e.decide(Instant::ZERO), Decision::Standby);
+    assert!(e.take_notify());
+    assert!(!e.polled(now, Some(&info(1, 3, SmState::Master))));
+    assert!(!e.take_notify(), "a greater master is not told again");
+}
+
 // OpenSM `osm_state_mgr.c` after a heavy sweep as master: a greater SM found (Standby here) is
 // handed mastership over (SubnSet(SMInfo) HANDOVER) and this one is Standby, polling it; a
 // lesser Standby changes nothing.

@@ -163,6 +163,8 @@ pub struct SmpSm {
     represses: VecDeque<MadOut>,
     /// Traps 144 sent ([`smi`]).
     traps_sent: u64,
+    /// The SM's port while Standby: (LID, MasterSMLID, CapabilityMask), for traps 144.
+    own_port: Option<(u16, u16, u32)>,
     /// When the next sweep starts (after the current one ends).
     resweep_at: Option<Instant>,
     /// Complete discoveries so far (the brain's generation).
@@ -207,6 +209,7 @@ impl SmpSm {
             smp: SmpRequester::new(settings, 0x534d_0000_0000_0000),
             represses: VecDeque::new(),
             traps_sent: 0,
+            own_port: None,
             resweep_at: None,
             generation: 0,
             sweep_failures: 0,

@@ -77,9 +77,10 @@ impl SmpSm {
                     .port_infos
                     .get(d.sm_port.node)
                     .and_then(|p| p.get(usize::from(d.sm_port.port)).copied().flatten());
-                if let Some(p) = me.filter(|p| p.lid != 0 && p.master_sm_lid != 0) {
-                    self.trap_144(p.lid, p.master_sm_lid, p.capability_mask);
-                }
+                self.own_port = me
+                    .filter(|p| p.lid != 0 && p.master_sm_lid != 0)
+                    .map(|p| (p.lid, p.master_sm_lid, p.capability_mask));
+                self.notify_master();
             }
             Decision::Handover(path) => {
                 // OpenSM `state_mgr_send_handover`: the SMInfo of the sender, still Master.
@@ -89,6 +90,14 @@ impl SmpSm {
                 self.phase = SweepPhase::Standby;
             }
             Decision::WaitForHandover => self.sweep_done(now, SweepPhase::Done),
+        }
+    }
+
+    /// A trap 144 to the master when the election asks for one and the port's LID and the
+    /// master's are known.
+    fn notify_master(&mut self) {
+        if let (true, Some((lid, master, caps))) = (self.election.take_notify(), self.own_port) {
+            self.trap_144(lid, master, caps);
         }
     }
 
@@ -146,6 +155,7 @@ impl SmpSm {
         match ask {
             SmInfoAsk::Discover => self.election.discovered(&path, info.as_ref()),
             SmInfoAsk::Poll if self.election.polled(now, info.as_ref()) => self.sweep_now(now),
+            SmInfoAsk::Poll if self.phase == SweepPhase::Standby => self.notify_master(),
             // OpenSM `smi_rcv_process_set_response`: nothing to do with the answer to a HANDOVER.
             SmInfoAsk::Poll | SmInfoAsk::Set(_) => {}
         }
