@@ -9,13 +9,20 @@ mod common;
 
 use common::topos::chain;
 use ipoib_fabric::node::host::AppId;
-use ipoib_fabric::node::sm::election::ElectionStats;
+use ipoib_fabric::node::host::Host;
+use ipoib_fabric::node::sm::election::{modifier, ElectionStats};
+use ipoib_fabric::node::sm::smp::directed;
 use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
 use ipoib_fabric::PortState;
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_wire::ib::lid::LID_PERMISSIVE;
 use ipoib_wire::ipoib::mcast::{broadcast_mgid, Scope};
+use ipoib_wire::mad::attr::smp as attr;
+use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::smp::SmState;
+use ipoib_wire::smp::{SmInfoRepr, SmpAttribute, SmpMadRepr};
 use ipoib_wire::{Guid, PKey};
 use std::time::Duration;
 
@@ -294,4 +301,94 @@ fn a_new_master_asks_the_hosts_to_register_again() {
         "hosts 1 and 2 joined the new SA's broadcast group"
     );
     ping(&mut net, &[(1, 2), (2, 1)]);
+}
+
+/// A SubnSet(SMInfo) with `modifier` and the sender's SMInfo `sender`, by directed route from
+/// host 2 (a umad user, as `sminfo` sends it) to host 1's port: the GetResp host 2 got.
+fn set_sminfo_from_host2(net: &mut Subnet, modifier: u32, sender: SmInfoRepr) -> SmpMadRepr {
+    // h2 - sw1 (port 3), sw1 port 2 - sw2 port 1, sw2 port 2 - h1.
+    let mut smp = directed(
+        Method::Set,
+        attr::SM_INFO,
+        modifier,
+        &[1, 2, 2],
+        Some(SmpAttribute::SmInfo(sender)),
+    );
+    smp.header.transaction_id = 0x7e57_0000 + u64::from(modifier);
+    let node = net.host(2).node;
+    let to = MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(LID_PERMISSIVE)
+    };
+    let got = net
+        .sim_mut()
+        .with_node::<Host, _>(node, |h, now, tx| {
+            let agent = h.umad_attach();
+            h.umad_send(agent, to, &smp.to_bytes()).unwrap();
+            h.drive(now, tx);
+            agent
+        })
+        .unwrap();
+    let t = net.sim().now() + Duration::from_millis(1);
+    net.sim_mut().run_until(t);
+    let mut back = net
+        .sim_mut()
+        .with_node::<Host, _>(node, |h, _, _| h.umad_take(got))
+        .unwrap();
+    assert_eq!(back.len(), 1, "one GetResp");
+    SmpMadRepr::parse(&back.remove(0).mad).unwrap()
+}
+
+// IBA 1 §14.4.1 (OpenSM `smi_rcv_check_set_req_legality`, `osm_sm_state_mgr_process`): a
+// SubnSet(SMInfo) by directed route reaches the SM on the port (not its SMA), which answers it
+// back along the return path with its SMInfo as it was. From a Master sender, DISABLE makes a
+// Standby NotActive and STANDBY makes it Standby again, polling the sender (by the route back);
+// an ACKNOWLEDGE from a Master sender is refused with status 0x001C and changes nothing.
+#[test]
+fn a_standby_obeys_subn_set_sminfo() {
+    let (mut net, app) = two_sms(0, 0);
+    let sender = |state| SmInfoRepr {
+        guid: port_guid(&net, 2),
+        sm_key: ElectionSettings::default().sm_key,
+        act_count: 0,
+        priority: 9,
+        sm_state: state,
+    };
+    let (m, s) = (sender(SmState::Master), sender(SmState::Standby));
+    let r = set_sminfo_from_host2(&mut net, modifier::DISABLE, m);
+    assert_eq!(
+        (r.status(), r.direction()),
+        (MadStatus::SUCCESS, Some(true))
+    );
+    let SmpAttribute::SmInfo(i) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!((i.guid, i.sm_state), (port_guid(&net, 1), SmState::Standby));
+    assert_eq!(i.sm_key, m.sm_key, "the sender presented the key");
+    assert_eq!(sm1(&net, app).election().state(), SmState::NotActive);
+    assert_eq!(answered(&net, 1).1, SmState::NotActive);
+
+    let r = set_sminfo_from_host2(&mut net, modifier::ACKNOWLEDGE, m);
+    assert_eq!(r.status(), MadStatus::INVALID_ATTR_VALUE);
+    let r = set_sminfo_from_host2(&mut net, modifier::HANDOVER, s);
+    assert_eq!(r.status(), MadStatus::INVALID_ATTR_VALUE);
+    assert_eq!(sm1(&net, app).election().state(), SmState::NotActive);
+
+    let r = set_sminfo_from_host2(&mut net, modifier::STANDBY, m);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    let e = sm1(&net, app).election();
+    assert_eq!(
+        (e.state(), e.master_guid()),
+        (SmState::Standby, Some(port_guid(&net, 2)))
+    );
+    // Host 2 runs no SM: the polls fail, and after them the SM sweeps and finds host 0's master.
+    let p = ElectionSettings::default();
+    let t = net.sim().now() + p.polling_timeout * (p.polling_retries + 1);
+    net.sim_mut().run_until(t);
+    let e = sm1(&net, app).election();
+    assert_eq!(
+        (e.state(), e.master_guid(), e.takeovers()),
+        (SmState::Standby, Some(port_guid(&net, 0)), 1)
+    );
+    assert_eq!(sm0(&net).election().state(), SmState::Master);
 }
