@@ -15,7 +15,8 @@
 //! change, and sweeps again on trap 128 ([`sweep`] module docs); [`smp`] is its transport (a
 //! bounded window, retries). Before it programs anything it takes part in the master election by
 //! SMInfo with the other SMs its discovery found ([`election`], IBA 1 §14.4): as Standby it
-//! programs nothing and polls the master.
+//! programs nothing and polls the master; as master it hands over to a greater SM
+//! (SubnSet(SMInfo) HANDOVER).
 //!
 //! What it does, after OpenSM (`osm_lid_mgr.c`, `osm_ucast_mgr.c` minhop, `osm_mcast_mgr.c`):
 //! - LIDs: a breadth-first walk from the SM's node, neighbours in port order. The SM's port gets

@@ -4,10 +4,11 @@
 //!
 //! 1. Discovery ([`super::discover`]): NodeInfo, NodeDescription and PortInfo, breadth first
 //!    from the SM's port over switches, with the directed route to every node and CA port.
-//!    While the SM is Discovering (IBA 1 §14.4), a complete discovery is followed by
-//!    SubnGet(SMInfo) of every other SM found (phase Elect, [`super::election`]): if one is
-//!    master or wins, the SM goes Standby (phase Standby: nothing programmed, the master's SMInfo
-//!    polled; when it is gone a new sweep starts, Discovering again); else it is Master and goes on.
+//!    While the SM is Discovering or Master (IBA 1 §14.4), a complete discovery is followed by
+//!    SubnGet(SMInfo) of every other SM found (phase Elect, [`super::election`], `smi`): if one
+//!    is master or wins, the SM goes Standby (phase Standby: nothing programmed, the master's
+//!    SMInfo polled; when it is gone a new sweep starts, Discovering again); a master hands over
+//!    to a greater SM, or waits for a lesser Master's handover; else it is Master and goes on.
 //! 2. The brain ([`SubnetManager`]) runs on the discovered [`crate::hw::topology::Topology`]
 //!    (LIDs, min-hop LFTs, P_Keys from the partitions, multicast roots); its node handles are
 //!    indices into that discovered topology (`NodeId(i)`), never simulator nodes.
