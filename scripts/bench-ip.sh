@@ -5,6 +5,8 @@
 # with, all measured in the same run.
 #
 #   scripts/bench-ip.sh            (as root; needs ip, iperf3, ping, ss, python3)
+#   BENCH_LINKS="relay udp-relay udp" scripts/bench-ip.sh   (only those links; the default is
+#                                  "veth relay lab udp udp-relay")
 #
 # For each MTU of 2044 (IPoIB datagram mode, RFC 4391 §3) and 65520 (the connected-mode maximum,
 # RFC 4755 §3.3, and the ceiling of a TUN-based link) and each link:
@@ -20,7 +22,10 @@
 # (release build; namespaces ipoib-h1 and ipoib-h2): lab-dgram in datagram mode (MTU 2044) and
 # lab-conn in connected mode (MTU 65520); and the subnet across processes: `ipoib fabric` on a
 # loopback UDP port with two `ipoib attach` processes, their TUN devices in ipb-a and ipb-b
-# (udp-dgram, udp-conn). It prints a table, the ratios relay/veth, each of ours against the relay
+# (udp-dgram, udp-conn); and udp-relay: crates/runtime/examples/udp_relay.rs, the same three
+# processes and loopback UDP sockets with nothing emulated (two TUN ends cutting each packet into
+# 4 KiB datagrams, a middle hop forwarding them), the floor of the fabric/attach architecture. It
+# prints a table, the ratios relay/veth, each of ours against the relay
 # at the same MTU, and connected against datagram mode. A lab already running is not touched:
 # the script refuses to start.
 #
@@ -36,6 +41,9 @@ NS_B=ipb-b
 ADDR_A=10.250.0.1
 ADDR_B=10.250.0.2
 MTUS="2044 65520"
+LINKS=" ${BENCH_LINKS:-veth relay lab udp udp-relay} "
+# want LINK: LINK is to be measured.
+want() { [[ $LINKS == *" $1 "* ]]; }
 LAB_STATE=/run/ipoib/lab/lab.json
 
 [ "$(id -u)" = 0 ] || { echo "bench-ip.sh: needs root (network namespaces)" >&2; exit 2; }
@@ -44,6 +52,7 @@ for t in ip iperf3 ping ss python3 timeout; do
 done
 
 relay_pid=
+urelay_pids= # udp_relay: the two ends, then the hop
 lab_pid=
 udp_pids= # the attach processes, then the fabric
 work=$(mktemp -d)
@@ -80,7 +89,20 @@ stop_udp() {
     return "$rc"
 }
 
+# stop_urelay: ends the udp_relay processes (SIGTERM ends them).
+stop_urelay() {
+    local p
+    for p in $urelay_pids; do
+        kill -TERM "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    urelay_pids=
+}
+
 cleanup() {
+    if [ -n "$urelay_pids" ]; then
+        stop_urelay
+    fi
     if [ -n "$lab_pid" ]; then
         stop_lab || true
     fi
@@ -102,7 +124,7 @@ cleanup() {
         fi
     done
     # A veth end or relay device left in the root namespace by an interrupted setup.
-    for dev in ipb-va ipb-vb ipb-ta ipb-tb; do ip link del "$dev" 2>/dev/null || true; done
+    for dev in ipb-va ipb-vb ipb-ta ipb-tb ipb-ra ipb-rb; do ip link del "$dev" 2>/dev/null || true; done
 }
 trap 'cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT
@@ -115,7 +137,7 @@ fg_wait() {
     wait $!
 }
 
-[ ! -e "$LAB_STATE" ] || {
+! want lab || [ ! -e "$LAB_STATE" ] || {
     echo "bench-ip.sh: a lab runs ($LAB_STATE; its namespaces are the ones ours would take)" >&2
     exit 2
 }
@@ -123,11 +145,12 @@ cleanup # leftovers of a killed earlier run
 load_start=$(cut -d" " -f1-3 /proc/loadavg)
 
 echo "== build (release)" >&2
-cargo build --release -q -p ipoib-runtime --example tun_relay
+cargo build --release -q -p ipoib-runtime --example tun_relay --example udp_relay
 cargo build --release -q -p ipoib-cli --bin ipoib
 target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 relay_bin=${target:-target}/release/examples/tun_relay
+urelay_bin=${target:-target}/release/examples/udp_relay
 ipoib_bin=${target:-target}/release/ipoib
 
 make_ns() {
@@ -169,8 +192,35 @@ setup_relay() {
     addr_up "$NS_B" ipb-tb "$ADDR_B" "$1"
 }
 
+# setup_urelay MTU: examples/udp_relay.rs, its two ends' TUN devices in the namespaces, the hop
+# in the middle, on fixed loopback ports.
+URELAY_PORTS=(47990 47991 47992) # hop, end a, end b
+setup_urelay() {
+    make_ns
+    local hop=${URELAY_PORTS[0]} pa=${URELAY_PORTS[1]} pb=${URELAY_PORTS[2]}
+    "$urelay_bin" end ipb-ra "$1" "$pa" "$hop" >"$work/urelay-a.out" 2>&1 &
+    urelay_pids="$!"
+    "$urelay_bin" end ipb-rb "$1" "$pb" "$hop" >"$work/urelay-b.out" 2>&1 &
+    urelay_pids="$urelay_pids $!"
+    "$urelay_bin" hop "$hop" "$pa" "$pb" >"$work/urelay-hop.out" 2>&1 &
+    urelay_pids="$urelay_pids $!"
+    local f
+    for f in a b hop; do
+        for _ in $(seq 1 100); do
+            grep -q ready "$work/urelay-$f.out" 2>/dev/null && break
+            sleep 0.05
+        done
+        grep -q ready "$work/urelay-$f.out" || { cat "$work/urelay-$f.out" >&2; return 1; }
+    done
+    ip link set ipb-ra netns "$NS_A"
+    ip link set ipb-rb netns "$NS_B"
+    addr_up "$NS_A" ipb-ra "$ADDR_A" "$1"
+    addr_up "$NS_B" ipb-rb "$ADDR_B" "$1"
+}
+
 # setup_lab MODE: a 2-host lab, up (it printed its hosts) within 60 s.
 setup_lab() {
+    : >"$work/lab.out" # as in setup_udp
     "$ipoib_bin" lab --hosts 2 --mode "$1" >"$work/lab.out" 2>"$work/lab.err" &
     lab_pid=$!
     for _ in $(seq 1 600); do
@@ -185,6 +235,9 @@ setup_lab() {
 # both with carrier within 30 s.
 setup_udp() {
     make_ns
+    # Emptied here, not only by the redirection, which the background child opens after the loop
+    # below may already have read the previous run's address.
+    : >"$work/fabric.err"
     "$ipoib_bin" fabric --listen udp:127.0.0.1:0 --hosts 3 2>"$work/fabric.err" &
     local fabric=$! addr=
     for _ in $(seq 1 300); do
@@ -199,6 +252,7 @@ setup_udp() {
         ns=ipb-$side a=$ADDR_A
         [ "$side" = b ] && a=$ADDR_B
         # `ipoib show --netns ipb-a --dev ipb-ua` reads one (IPOIB_RUN_DIR as above).
+        : >"$work/attach-$side.err"
         "$ipoib_bin" attach --fabric "$addr" --dev "ipb-u$side" --netns "$ns" --ip "$a/24" \
             --mode "$1" 2>"$work/attach-$side.err" &
         pids="$pids $!"
@@ -215,6 +269,9 @@ setup_udp() {
 }
 
 teardown() {
+    if [ -n "$urelay_pids" ]; then
+        stop_urelay
+    fi
     if [ -n "$udp_pids" ]; then
         local rc=0
         stop_udp || rc=$?
@@ -275,28 +332,42 @@ PY
 results="$work/results"
 : >"$results"
 for mtu in $MTUS; do
-    echo "== veth, MTU $mtu" >&2
-    setup_veth "$mtu"
-    measure veth "$mtu" | tee -a "$results"
-    teardown
-    echo "== relay, MTU $mtu" >&2
-    setup_relay "$mtu"
-    measure relay "$mtu" | tee -a "$results"
-    teardown
+    if want veth; then
+        echo "== veth, MTU $mtu" >&2
+        setup_veth "$mtu"
+        measure veth "$mtu" | tee -a "$results"
+        teardown
+    fi
+    if want relay; then
+        echo "== relay, MTU $mtu" >&2
+        setup_relay "$mtu"
+        measure relay "$mtu" | tee -a "$results"
+        teardown
+    fi
+    if want udp-relay; then
+        echo "== udp-relay (three processes over loopback UDP, nothing emulated), MTU $mtu" >&2
+        setup_urelay "$mtu"
+        measure udp-relay "$mtu" | tee -a "$results"
+        teardown
+    fi
 done
 for mode in datagram connected; do
-    echo "== ipoib lab, $mode mode" >&2
-    setup_lab "$mode"
     case $mode in
     datagram) label=lab-dgram mtu=2044 ;;
     connected) label=lab-conn mtu=65520 ;;
     esac
-    measure "$label" "$mtu" ipoib-h1 ipoib-h2 10.0.0.2 | tee -a "$results"
-    teardown
-    echo "== ipoib fabric and two ipoib attach over loopback UDP, $mode mode" >&2
-    setup_udp "$mode"
-    measure "udp-${label#lab-}" "$mtu" | tee -a "$results"
-    teardown
+    if want lab; then
+        echo "== ipoib lab, $mode mode" >&2
+        setup_lab "$mode"
+        measure "$label" "$mtu" ipoib-h1 ipoib-h2 10.0.0.2 | tee -a "$results"
+        teardown
+    fi
+    if want udp; then
+        echo "== ipoib fabric and two ipoib attach over loopback UDP, $mode mode" >&2
+        setup_udp "$mode"
+        measure "udp-${label#lab-}" "$mtu" | tee -a "$results"
+        teardown
+    fi
 done
 
 echo "== load average (1, 5, 15 min): $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(nproc) cores"
@@ -306,7 +377,7 @@ rows = {}
 for line in open(sys.argv[1]):
     link, mtu, gbps, avg, low = line.split()
     rows[(link, int(mtu))] = (float(gbps), float(avg), float(low))
-order = ["veth", "relay"]
+order = ["veth", "relay", "udp-relay"]
 print(f"{'link':<9} {'MTU':>6} {'TCP Gbit/s':>11} {'ping avg ms':>12} {'ping min ms':>12}")
 for (link, mtu), (g, a, m) in sorted(
     rows.items(), key=lambda kv: (kv[0][1], order.index(kv[0][0]) if kv[0][0] in order else 9)
@@ -319,11 +390,15 @@ print()
 # The minimum round trip is the steadier figure on a loaded machine (the average follows the
 # scheduler).
 print(f"{'ratio':<22} {'MTU':>6} {'TCP':>6} {'ping avg':>9} {'ping min':>9}")
+# The UDP path also against udp-relay, the floor of its architecture.
 for (link, mtu), (g, a, m) in sorted(rows.items(), key=lambda kv: kv[0][1]):
-    peer = "veth" if link == "relay" else None if link == "veth" else "relay"
-    if peer and (peer, mtu) in rows:
-        gp, ap, mp = rows[(peer, mtu)]
-        print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>9.2f} {m / mp:>9.2f}")
+    peers = ["veth"] if link == "relay" else [] if link == "veth" else ["relay"]
+    if link.startswith("udp-") and link != "udp-relay":
+        peers.append("udp-relay")
+    for peer in peers:
+        if (peer, mtu) in rows:
+            gp, ap, mp = rows[(peer, mtu)]
+            print(f"{link + '/' + peer:<22} {mtu:>6} {g / gp:>6.2f} {a / ap:>9.2f} {m / mp:>9.2f}")
 for kind in ["lab", "udp"]:
     conn, dgram = (f"{kind}-conn", 65520), (f"{kind}-dgram", 2044)
     if conn in rows and dgram in rows:
