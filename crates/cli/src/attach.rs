@@ -7,7 +7,7 @@
 //! the current network namespace with the given addresses (root, or CAP_NET_ADMIN, is needed);
 //! `--no-tun` runs the emulation's own IP layer instead (it answers ARP, ND and pings on its
 //! addresses). `ipoib show --dev DEV` reads its tables over the control socket
-//! `<run dir>/attach-DEV.sock`.
+//! `<run dir>/attach-DEV.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy turn's timings.
 
 use ipoib_fabric::node::remote::HostLinkEvent;
 use ipoib_runtime::netns::NetNs;
@@ -156,6 +156,7 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    p.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     // The TUN device's link, following the interface's carrier and link-local address.
     let mut link: Option<LinkMirror> = None;
     if !args.no_tun {

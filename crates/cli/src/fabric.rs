@@ -5,7 +5,8 @@
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments or a socket that cannot be bound.
 //! `ipoib show --fabric [PORT] hosts|counters` reads its slots and counters over the control
-//! socket `<run dir>/fabric-<port>.sock`.
+//! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
+//! turn's timings.
 
 use ipoib_fabric::node::remote::FabricOptions;
 use ipoib_fabric::node::subnet::SubnetOptions;
@@ -71,6 +72,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&format!("{addr}: {e}")),
     };
+    f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     if let Some(p) = &args.pcap {
         if let Err(e) = f.capture_to(p, args.pcap_limit) {
             return fail(&format!("{p}: {e}"));

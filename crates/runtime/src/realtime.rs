@@ -37,7 +37,8 @@
 //! [`Driver::turn`] reports [`Wake::Stop`], with no race between checking a flag and sleeping.
 //!
 //! Invariants: the emulation sees only virtual time (it never reads the clock); inputs enter at
-//! the emulation's current time, which never goes back; no allocation per turn.
+//! the emulation's current time, which never goes back; no allocation per turn (but while
+//! [`Driver::set_trace`] prints each turn's timings).
 
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::{Instant, Simulator};
@@ -45,7 +46,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant as Wall};
@@ -192,6 +193,8 @@ pub struct Driver<E> {
     clock: Clock,
     cfg: Config,
     stats: Stats,
+    /// Print each turn's timings ([`Driver::set_trace`]).
+    trace: bool,
 }
 
 impl<E> std::fmt::Debug for Driver<E> {
@@ -227,6 +230,7 @@ impl<E: Emulation> Driver<E> {
             clock,
             cfg,
             stats: Stats::default(),
+            trace: false,
         })
     }
 
@@ -269,6 +273,14 @@ impl<E: Emulation> Driver<E> {
         self.clock
     }
 
+    /// Prints, on standard error, one line for every turn that moved something: the inputs and
+    /// outputs, the wall time of reading the files (and the thread's CPU time of it), of running
+    /// the emulation, of each endpoint's flush, and the sleep allowed before the turn. A
+    /// diagnostic of where a packet's time goes (docs/benchmarks/ip.md), off by default.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+
     /// Counts of the work done.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -300,6 +312,7 @@ impl<E: Emulation> Driver<E> {
             self.stats.sleeps += 1;
         }
         self.wait(timeout)?;
+        let mut trace = self.trace.then(|| TurnTrace::start(self.stats, timeout));
 
         let batch = self.cfg.batch.max(1);
         for (i, ep) in self.endpoints.iter_mut().enumerate() {
@@ -310,11 +323,23 @@ impl<E: Emulation> Driver<E> {
             self.stats.inputs += n as u64;
             self.ready[i] = n >= batch;
         }
+        if let Some(t) = &mut trace {
+            t.read_done();
+        }
         let target = self.clock.virtual_at(Wall::now()) + self.cfg.slack;
         let target = target.max(self.emu.now());
         self.emu.run_until(target);
+        if let Some(t) = &mut trace {
+            t.run_done();
+        }
         for ep in &mut self.endpoints {
             self.stats.outputs += ep.flush(&mut self.emu)? as u64;
+            if let Some(t) = &mut trace {
+                t.flushed();
+            }
+        }
+        if let Some(t) = trace {
+            t.print(self.stats);
         }
         Ok(if self.stopped {
             Wake::Stop
@@ -375,6 +400,88 @@ impl<E: Emulation> Driver<E> {
             }
         }
         Ok(())
+    }
+}
+
+/// The timings of one turn ([`Driver::set_trace`]).
+struct TurnTrace {
+    before: Stats,
+    slept: Duration,
+    start: Wall,
+    cpu_start: Duration,
+    read: Duration,
+    read_cpu: Duration,
+    run: Duration,
+    flushes: Vec<Duration>,
+    mark: Wall,
+}
+
+/// The calling thread's CPU time (zero where the clock is missing).
+fn thread_cpu() -> Duration {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map_or(Duration::ZERO, Duration::from)
+}
+
+impl TurnTrace {
+    fn start(before: Stats, slept: Duration) -> TurnTrace {
+        let now = Wall::now();
+        TurnTrace {
+            before,
+            slept,
+            start: now,
+            cpu_start: thread_cpu(),
+            read: Duration::ZERO,
+            read_cpu: Duration::ZERO,
+            run: Duration::ZERO,
+            flushes: Vec::new(),
+            mark: now,
+        }
+    }
+
+    fn read_done(&mut self) {
+        self.mark = Wall::now();
+        self.read = self.mark - self.start;
+        self.read_cpu = thread_cpu().saturating_sub(self.cpu_start);
+    }
+
+    fn run_done(&mut self) {
+        let now = Wall::now();
+        self.run = now - self.mark;
+        self.mark = now;
+    }
+
+    fn flushed(&mut self) {
+        let now = Wall::now();
+        self.flushes.push(now - self.mark);
+        self.mark = now;
+    }
+
+    /// Writes the turn's line to standard error (a closed one is no reason to stop the driver).
+    fn print(self, after: Stats) {
+        let _ = self.write_line(after, &mut io::stderr());
+    }
+
+    /// Writes the turn's line to `out` if it moved something; returns whether it did.
+    fn write_line(&self, after: Stats, out: &mut impl Write) -> io::Result<bool> {
+        let (inputs, outputs) = (
+            after.inputs - self.before.inputs,
+            after.outputs - self.before.outputs,
+        );
+        if inputs == 0 && outputs == 0 {
+            return Ok(false);
+        }
+        let us = |d: Duration| d.as_micros();
+        let flushes: Vec<u128> = self.flushes.iter().map(|&d| us(d)).collect();
+        writeln!(
+            out,
+            "turn: in {inputs} out {outputs} read {} us (cpu {} us) run {} us flush {flushes:?} us, \
+             allowed to sleep {} us",
+            us(self.read),
+            us(self.read_cpu),
+            us(self.run),
+            us(self.slept)
+        )?;
+        Ok(true)
     }
 }
 

@@ -126,6 +126,46 @@ fn bounded_batches_read_everything() {
     assert_eq!(d.stats().inputs, 10);
 }
 
+// A traced driver moves the same inputs; a turn's trace line counts what the turn moved, one
+// flush time per endpoint, and a turn that moved nothing has no line.
+#[test]
+fn trace_lines_count_what_a_turn_moved() {
+    let (ours, theirs) = pair();
+    let mut d = Driver::new(Echo::default(), Config::default()).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    d.set_trace(true);
+    theirs.send(&[7]).unwrap();
+    d.turn(Wall::now() + Duration::from_secs(10)).unwrap();
+    assert_eq!(d.stats().inputs, 1);
+
+    let before = Stats::default();
+    let mut t = TurnTrace::start(before, Duration::from_micros(250));
+    t.read_done();
+    t.run_done();
+    t.flushed();
+    t.flushed();
+    let mut out = Vec::new();
+    assert!(!t.write_line(before, &mut out).unwrap());
+    assert!(out.is_empty());
+    let after = Stats {
+        inputs: 3,
+        outputs: 2,
+        ..before
+    };
+    assert!(t.write_line(after, &mut out).unwrap());
+    let line = String::from_utf8(out).unwrap();
+    assert!(line.starts_with("turn: in 3 out 2 read "), "{line}");
+    assert!(line.contains("allowed to sleep 250 us"), "{line}");
+    let flush = line
+        .split("flush [")
+        .nth(1)
+        .unwrap()
+        .split(']')
+        .next()
+        .unwrap();
+    assert_eq!(flush.split(", ").count(), 2, "{line}");
+}
+
 // The stop file wakes the sleeping driver at once.
 #[test]
 fn the_stop_file_ends_the_run() {

@@ -326,6 +326,11 @@ impl AttachProcess {
         self.driver.set_stop(fd)
     }
 
+    /// Prints each turn's timings on standard error ([`crate::realtime::Driver::set_trace`]).
+    pub fn set_trace(&mut self, on: bool) {
+        self.driver.set_trace(on);
+    }
+
     /// The emulation.
     pub fn emu(&self) -> &AttachEmu {
         self.driver.emulation()

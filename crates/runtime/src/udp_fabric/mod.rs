@@ -438,6 +438,11 @@ impl FabricProcess {
         self.control.as_deref()
     }
 
+    /// Prints each turn's timings on standard error ([`Driver::set_trace`]).
+    pub fn set_trace(&mut self, on: bool) {
+        self.driver.set_trace(on);
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         Ok(self.local)
