@@ -23,6 +23,7 @@ use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
 use ipoib_fabric::Instant;
 use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
+use nix::sys::socket::SockaddrStorage;
 use std::fs::File;
 use std::io::{self, ErrorKind, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -120,17 +121,33 @@ pub trait DatagramPeer {
 /// (docs/DEPLOYED.md "Linux UDP sockets"). A connected-mode IPoIB packet of 65,520 bytes is 16
 /// or more InfiniBand packets of the path MTU: one system call on each side instead of 16. What
 /// the peer receives is the same datagrams, in the same order; where the kernel refuses
-/// segmentation the endpoint falls back to one `send` per datagram.
+/// segmentation the endpoint falls back to one `send` per datagram. Reads are batched too: one
+/// `recvmmsg(2)` takes up to [`RECV_BATCH`] datagrams or coalesced runs, and a batch that comes
+/// back short means the socket is drained, so no read is spent on learning that it would block.
 #[derive(Debug)]
 pub struct UdpEndpoint {
     socket: UdpSocket,
+    /// Room for [`RECV_BATCH`] reads, each a datagram or (`UDP_GRO` accepted) a coalesced run.
     buf: Box<[u8]>,
-    /// `UDP_GRO` was accepted: a read may hold several datagrams.
-    gro: bool,
     /// `UDP_SEGMENT` works (until the kernel refuses it once).
     gso: bool,
     /// The datagrams of the current flush.
     out: Vec<(Option<SocketAddr>, Vec<u8>)>,
+    /// The reads of the last `recv_batch`: sender, offset and length in `buf`, segment size.
+    got: Vec<(SocketAddr, usize, usize, Option<usize>)>,
+}
+
+/// Reads in one `recvmmsg(2)` at most; `buf` holds room for each.
+const RECV_BATCH: usize = 8;
+
+/// The socket address of `a`, an IPv4 or IPv6 one.
+fn socket_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
+    a.as_sockaddr_in()
+        .map(|v4| SocketAddr::from(std::net::SocketAddrV4::from(*v4)))
+        .or_else(|| {
+            a.as_sockaddr_in6()
+                .map(|v6| SocketAddr::from(std::net::SocketAddrV6::from(*v6)))
+        })
 }
 
 /// Most datagrams in one segmented send (Linux `UDP_MAX_SEGMENTS`).
@@ -147,50 +164,57 @@ impl UdpEndpoint {
         let gro = setsockopt(&socket, sockopt::UdpGroSegment, &true).is_ok();
         Ok(UdpEndpoint {
             socket,
-            buf: vec![0; if gro { 65_536 } else { BUF_LEN }].into_boxed_slice(),
-            gro,
+            buf: vec![0; RECV_BATCH * if gro { 65_536 } else { BUF_LEN }].into_boxed_slice(),
             gso: true,
             out: Vec::new(),
+            got: Vec::with_capacity(RECV_BATCH),
         })
     }
 
-    /// One read: the sender, the bytes and, for a coalesced run (`UDP_GRO`), the segment size.
-    fn recv(&mut self) -> io::Result<(SocketAddr, usize, Option<usize>)> {
-        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
-        if !self.gro {
-            let (len, from) = self.socket.recv_from(&mut self.buf)?;
-            return Ok((from, len, None));
-        }
-        let mut cmsg = nix::cmsg_space!(i32);
-        let mut iov = [io::IoSliceMut::new(&mut self.buf)];
-        let m = recvmsg::<SockaddrStorage>(
+    /// Reads what is waiting, at most `max` reads (each a datagram, or with `UDP_GRO` a coalesced
+    /// run) in one `recvmmsg(2)`, into `got` (sender, offset and length in `buf`, segment size).
+    /// Fewer than `max` means the socket was drained: the kernel stops at the first read that
+    /// would block. `WouldBlock` when nothing was waiting.
+    fn recv_batch(&mut self, max: usize) -> io::Result<usize> {
+        use nix::sys::socket::{recvmmsg, ControlMessageOwned, MsgFlags, MultiHeaders};
+        let slot = self.buf.len() / RECV_BATCH;
+        let count = max.clamp(1, RECV_BATCH);
+        // Fresh headers for every call: the kernel writes each header's control length back and
+        // nix does not reset it, so reused headers would lose the next segment size.
+        let mut headers =
+            MultiHeaders::<SockaddrStorage>::preallocate(count, Some(nix::cmsg_space!(i32)));
+        let mut iovs: Vec<[io::IoSliceMut<'_>; 1]> = self
+            .buf
+            .chunks_mut(slot)
+            .take(count)
+            .map(|b| [io::IoSliceMut::new(b)])
+            .collect();
+        let results = recvmmsg(
             self.socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg),
-            MsgFlags::empty(),
+            &mut headers,
+            iovs.iter_mut(),
+            MsgFlags::MSG_DONTWAIT,
+            None,
         )
         .map_err(io::Error::from)?;
-        let mut seg = None;
-        if let Ok(cmsgs) = m.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::UdpGroSegments(n) = c {
-                    seg = usize::try_from(n).ok().filter(|&n| n > 0);
+        self.got.clear();
+        let mut received = 0;
+        for (i, m) in results.enumerate() {
+            received = i + 1;
+            let mut seg = None;
+            if let Ok(cmsgs) = m.cmsgs() {
+                for c in cmsgs {
+                    if let ControlMessageOwned::UdpGroSegments(n) = c {
+                        seg = usize::try_from(n).ok().filter(|&n| n > 0);
+                    }
                 }
             }
+            // A datagram without a sender address (not on a UDP socket) is skipped.
+            if let Some(from) = m.address.as_ref().and_then(socket_addr) {
+                self.got.push((from, i * slot, m.bytes.min(slot), seg));
+            }
         }
-        let from = m.address.as_ref().and_then(|a| {
-            a.as_sockaddr_in()
-                .map(|v4| SocketAddr::from(std::net::SocketAddrV4::from(*v4)))
-                .or_else(|| {
-                    a.as_sockaddr_in6()
-                        .map(|v6| SocketAddr::from(std::net::SocketAddrV6::from(*v6)))
-                })
-        });
-        let len = m.bytes;
-        match from {
-            Some(from) => Ok((from, len, seg)),
-            None => Err(io::Error::new(ErrorKind::InvalidData, "no sender address")),
-        }
+        Ok(received)
     }
 
     /// Sends `run` (datagrams of equal length but the last, to one peer) as one segmented
@@ -200,7 +224,7 @@ impl UdpEndpoint {
         to: Option<SocketAddr>,
         run: &[(Option<SocketAddr>, Vec<u8>)],
     ) -> io::Result<()> {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, SockaddrStorage};
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
         let seg =
             u16::try_from(run[0].1.len()).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?;
         let iov: Vec<io::IoSlice<'_>> = run.iter().map(|(_, d)| io::IoSlice::new(d)).collect();
@@ -263,13 +287,20 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
     fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
         let mut n = 0;
         while n < budget {
-            match self.recv() {
-                Ok((from, len, seg)) => {
-                    n += 1;
-                    let seg = seg.unwrap_or(len).max(1);
-                    for d in self.buf[..len].chunks(seg) {
-                        emu.io_counters().received += 1;
-                        emu.on_datagram(from, d);
+            let want = (budget - n).min(RECV_BATCH);
+            match self.recv_batch(want) {
+                Ok(got) => {
+                    n += got;
+                    for &(from, off, len, seg) in &self.got {
+                        let seg = seg.unwrap_or(len).max(1);
+                        for d in self.buf[off..off + len].chunks(seg) {
+                            emu.io_counters().received += 1;
+                            emu.on_datagram(from, d);
+                        }
+                    }
+                    if got < want {
+                        // Drained: the kernel stopped at a read that would block.
+                        break;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -632,6 +663,37 @@ mod tests {
         assert_eq!(got_b, want_b);
         assert_eq!(got_c, want_c);
         assert_eq!(pb.io.received, want_b.len() as u64);
+    }
+
+    /// Datagrams from several senders, none coalescible with the next, more than one
+    /// `recvmmsg` holds: one call with room for all reads them all, each with its sender; with
+    /// a smaller budget it stops at the budget and the next call goes on.
+    #[test]
+    fn batched_reads_drain_the_socket_and_keep_senders() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        let mut ep = UdpEndpoint::new(rx).unwrap();
+        let senders: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let mut want = Vec::new();
+        for i in 0..30 {
+            for (k, s) in senders.iter().enumerate() {
+                let d = datagram(100 + i * 3 + k, i * 3 + k);
+                s.send_to(&d, to).unwrap();
+                want.push((s.local_addr().unwrap(), d));
+            }
+        }
+        let mut p = Peer::default();
+        let n = Endpoint::on_readable(&mut ep, &mut p, 10).unwrap();
+        assert_eq!(n, 10);
+        assert_eq!(p.got.len(), 10);
+        let n = Endpoint::on_readable(&mut ep, &mut p, 1000).unwrap();
+        assert_eq!(n, 80);
+        assert_eq!(p.got, want);
+        assert_eq!(p.io.received, 90);
+        // Drained: the next call finds nothing.
+        assert_eq!(Endpoint::on_readable(&mut ep, &mut p, 1000).unwrap(), 0);
     }
 
     #[test]
