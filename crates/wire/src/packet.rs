@@ -269,6 +269,41 @@ impl<'a> PacketRepr<'a> {
         if buf.len() < total {
             return Err(Error::Truncated);
         }
+        let off = self.emit_headers(buf, total)?;
+        let end = off + self.payload.len();
+        buf[off..end].copy_from_slice(self.payload);
+        buf[end..total].fill(0);
+        fill_crcs(&mut buf[..total])?;
+        Ok(total)
+    }
+
+    /// The packet as [`PacketRepr::emit`] writes it, in a new buffer of exactly
+    /// [`PacketRepr::buffer_len`] bytes: the payload is copied once and only the headers, pad and
+    /// CRC bytes are zeroed first (a buffer made for `emit` is zeroed whole). Errors as `emit`.
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        self.check()?;
+        let total = self.buffer_len();
+        let mut buf = Vec::with_capacity(total);
+        buf.resize(total - VCRC_LEN - self.tail_len(), 0);
+        let off = self.emit_headers(&mut buf, total)?;
+        debug_assert_eq!(off, buf.len());
+        buf.extend_from_slice(self.payload);
+        buf.resize(total, 0);
+        fill_crcs(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Bytes between the headers and the VCRC: payload, pad and ICRC.
+    fn tail_len(&self) -> usize {
+        match self.bth {
+            Some(_) => self.payload.len() + self.pad_count() + ICRC_LEN,
+            None => self.payload.len(),
+        }
+    }
+
+    /// Writes LRH, GRH, BTH and extended headers of a packet of `total` bytes at the start of
+    /// `buf` (checked and long enough); returns where the payload starts.
+    fn emit_headers(&self, buf: &mut [u8], total: usize) -> Result<usize> {
         let body_end = total - VCRC_LEN;
         let lrh = LrhRepr {
             lnh: self.lnh(),
@@ -287,26 +322,16 @@ impl<'a> PacketRepr<'a> {
             ));
             off += GRH_LEN;
         }
-        match &self.bth {
-            None => {
-                buf[off..off + self.payload.len()].copy_from_slice(self.payload);
-            }
-            Some(b) => {
-                let pad = self.pad_count();
-                let b = BthRepr {
-                    pad_count: pad as u8,
-                    ..*b
-                };
-                b.emit_bytes(&mut buf[off..off + BTH_LEN]);
-                off += BTH_LEN;
-                off += self.ext.emit(&mut buf[off..])?;
-                buf[off..off + self.payload.len()].copy_from_slice(self.payload);
-                off += self.payload.len();
-                buf[off..off + pad].fill(0);
-            }
+        if let Some(b) = &self.bth {
+            let b = BthRepr {
+                pad_count: self.pad_count() as u8,
+                ..*b
+            };
+            b.emit_bytes(&mut buf[off..off + BTH_LEN]);
+            off += BTH_LEN;
+            off += self.ext.emit(&mut buf[off..])?;
         }
-        fill_crcs(&mut buf[..total])?;
-        Ok(total)
+        Ok(off)
     }
 }
 
@@ -455,6 +480,38 @@ mod tests {
         assert_eq!(r.emit(&mut b), Ok(82));
         assert_eq!(b, UD_GLOBAL);
         assert_eq!(r.emit(&mut b[..81]), Err(Error::Truncated));
+    }
+
+    /// `to_vec` gives the bytes `emit` writes, with and without GRH, with pad, and for a raw
+    /// packet, whatever the buffer held before.
+    #[test]
+    fn to_vec_is_emit() {
+        let odd = [0xa5u8; 13];
+        let with_pad = PacketRepr {
+            payload: &odd,
+            ..local_repr()
+        };
+        let raw = PacketRepr {
+            lrh: LrhRepr {
+                lnh: Lnh::Raw,
+                ..local_repr().lrh
+            },
+            grh: None,
+            bth: None,
+            ext: ExtHeaders::default(),
+            payload: &odd[..12],
+        };
+        for r in [local_repr(), global_repr(), with_pad, raw] {
+            let mut b = vec![0xeeu8; r.buffer_len()];
+            assert_eq!(r.emit(&mut b), Ok(b.len()));
+            assert_eq!(r.to_vec().as_deref(), Ok(&b[..]));
+            assert!(Packet::parse(&b).unwrap().crc_ok());
+        }
+        let bad = PacketRepr {
+            ext: ExtHeaders::default(),
+            ..local_repr()
+        };
+        assert_eq!(bad.to_vec(), Err(Error::Malformed));
     }
 
     #[test]

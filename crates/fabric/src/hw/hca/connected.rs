@@ -110,6 +110,25 @@ pub trait ConnectedEngine {
         let _ = mem;
         self.poll_transmit(now)
     }
+    /// [`ConnectedEngine::poll_transmit_from`] without handing over the payload: `frame` gets
+    /// the next packet's headers and its payload borrowed from where it lies (the send work
+    /// request or the registered memory), so that the HCA builds the packet with the one copy
+    /// into it. Returns false when there is nothing to send. The default calls
+    /// `poll_transmit_from`.
+    fn transmit_with(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+        frame: &mut dyn FnMut(&BthRepr, &ExtHeaders, &[u8]),
+    ) -> bool {
+        match self.poll_transmit_from(now, mem) {
+            Some(p) => {
+                frame(&p.bth, &p.ext, &p.payload);
+                true
+            }
+            None => false,
+        }
+    }
     /// The next completion, if any.
     fn poll_completion(&mut self) -> Option<Completion>;
     /// When `handle_timeout` is next needed.

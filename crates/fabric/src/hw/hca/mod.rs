@@ -586,11 +586,22 @@ impl Hca {
         let mut after = None;
         while let Some(qpn) = self.sched.next_ready(after) {
             after = Some(qpn);
-            while let Some(p) = match self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
-                Some(QpKind::Connected(e)) => e.poll_transmit_from(now, &self.mrs),
-                _ => None,
-            } {
-                self.connected_send(now, qpn, p, tx);
+            loop {
+                let framing = self.connected_framing(qpn);
+                let Some(QpKind::Connected(e)) = self.qps.get_mut(&qpn).map(|q| &mut q.kind) else {
+                    break;
+                };
+                let mut built = Err(HcaDropReason::Malformed);
+                let sent = e.transmit_with(now, &self.mrs, &mut |bth, ext, payload| {
+                    built = framing
+                        .as_ref()
+                        .map_err(|r| *r)
+                        .and_then(|f| f.build(bth, ext, payload));
+                });
+                if !sent {
+                    break;
+                }
+                self.connected_send(now, qpn, built, tx);
             }
             while let Some(qp) = self.qps.get_mut(&qpn) {
                 let QpKind::Connected(e) = &mut qp.kind else {

@@ -2,7 +2,6 @@
 //! placing a received datagram into a posted receive buffer (IBA 1 §9.8.3, §10.9.3, §11.4.2).
 //! Also the link-layer framing of RC/UC engine output ([`super::connected`]).
 
-use super::connected::TransportPacket;
 use super::port::Port;
 use super::qp::wire_qpn;
 use super::{Hca, HcaDropReason};
@@ -40,7 +39,7 @@ pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) 
 }
 
 /// A packet ready for a port.
-struct Built {
+pub(super) struct Built {
     port: u8,
     bytes: Vec<u8>,
     /// DLID is the sending port's own: loop back instead of using the wire.
@@ -57,9 +56,45 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
 }
 
 fn emit(repr: &PacketRepr<'_>) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; repr.buffer_len()];
-    repr.emit(&mut buf).ok()?;
-    Some(buf)
+    repr.to_vec().ok()
+}
+
+/// The link and network layers of an RC/UC QP's packets ([`Hca::connected_framing`]).
+pub(super) struct Framing {
+    port: u8,
+    lrh: LrhRepr,
+    grh: Option<GrhRepr>,
+    pkey: PKey,
+    /// The path's DLID is the port's own: the packets loop back.
+    local: bool,
+}
+
+impl Framing {
+    /// One packet of the engine's output, the payload copied once into it, with its CRCs.
+    pub(super) fn build(
+        &self,
+        bth: &BthRepr,
+        ext: &ExtHeaders,
+        payload: &[u8],
+    ) -> Result<Built, HcaDropReason> {
+        let repr = PacketRepr {
+            lrh: self.lrh,
+            grh: self.grh,
+            bth: Some(BthRepr {
+                pkey: self.pkey,
+                ..*bth
+            }),
+            ext: *ext,
+            payload,
+        };
+        let bytes = emit(&repr).ok_or(HcaDropReason::Malformed)?;
+        Ok(Built {
+            port: self.port,
+            bytes,
+            local: self.local,
+            mcast: false,
+        })
+    }
 }
 
 impl Hca {
@@ -238,42 +273,23 @@ impl Hca {
         tx.send(b.port, b.bytes);
     }
 
-    /// Frames an RC/UC engine packet: BTH P_Key from the QP's P_Key index, LRH and GRH from the
-    /// QP's path ([`super::connected`]).
-    pub(super) fn connected_send(
-        &mut self,
-        now: Instant,
-        qpn: Qpn,
-        p: TransportPacket,
-        tx: &mut Tx,
-    ) {
-        let Some(qp) = self.qps.get(&qpn) else {
-            return;
-        };
+    /// How QP `qpn`'s RC/UC engine output is framed ([`super::connected`]): BTH P_Key from the
+    /// QP's P_Key index, LRH and GRH from the QP's path; or why nothing it sends can leave.
+    pub(super) fn connected_framing(&self, qpn: Qpn) -> Result<Framing, HcaDropReason> {
+        let qp = self.qps.get(&qpn).ok_or(HcaDropReason::TxPortNotActive)?;
         let (Some(attr), Some(port)) = (qp.connected, self.port(qp.port)) else {
-            self.counters.count(HcaDropReason::TxPortNotActive);
-            return;
+            return Err(HcaDropReason::TxPortNotActive);
         };
         if port.state != crate::hw::mgmt::PortState::Active {
-            self.counters.count(HcaDropReason::TxPortNotActive);
-            return;
+            return Err(HcaDropReason::TxPortNotActive);
         }
         let path = attr.path;
         let grh = match &path.grh {
-            Some(g) => match grh_for(port, g) {
-                Ok(g) => Some(g),
-                Err(_) => {
-                    self.counters.count(HcaDropReason::Malformed);
-                    return;
-                }
-            },
+            Some(g) => Some(grh_for(port, g).map_err(|_| HcaDropReason::Malformed)?),
             None => None,
         };
-        let bth = BthRepr {
-            pkey: port.pkey(qp.pkey_index).unwrap_or(PKey(0)),
-            ..p.bth
-        };
-        let repr = PacketRepr {
+        Ok(Framing {
+            port: qp.port,
             lrh: LrhRepr {
                 vl: 0,
                 lver: 0,
@@ -284,22 +300,23 @@ impl Hca {
                 slid: port.slid(path.src_path_bits),
             },
             grh,
-            bth: Some(bth),
-            ext: p.ext,
-            payload: &p.payload,
-        };
-        let Some(bytes) = emit(&repr) else {
-            self.counters.count(HcaDropReason::Malformed);
-            return;
-        };
-        let local = port.path_bits(path.dlid).is_some();
-        let b = Built {
-            port: qp.port,
-            bytes,
-            local,
-            mcast: false,
-        };
-        self.transmit(now, qpn, b, tx);
+            pkey: port.pkey(qp.pkey_index).unwrap_or(PKey(0)),
+            local: port.path_bits(path.dlid).is_some(),
+        })
+    }
+
+    /// Sends a packet [`Framing::build`] made for QP `qpn`, or counts why there is none.
+    pub(super) fn connected_send(
+        &mut self,
+        now: Instant,
+        qpn: Qpn,
+        built: Result<Built, HcaDropReason>,
+        tx: &mut Tx,
+    ) {
+        match built {
+            Ok(b) => self.transmit(now, qpn, b, tx),
+            Err(reason) => self.counters.count(reason),
+        }
     }
 
     /// Places a UD datagram that passed the link checks into QP `handle` (IBA 1 §9.8.3):

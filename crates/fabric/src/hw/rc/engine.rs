@@ -240,6 +240,18 @@ impl ConnectedEngine for RcEngine {
         })
     }
 
+    fn transmit_with(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+        frame: &mut dyn FnMut(&BthRepr, &ExtHeaders, &[u8]),
+    ) -> bool {
+        match self.qp.as_mut() {
+            Some(qp) => qp.transmit_with(now, mem, frame),
+            None => false,
+        }
+    }
+
     fn poll_completion(&mut self) -> Option<Completion> {
         if let Some(c) = self.flushed.pop_front() {
             return Some(c);

@@ -463,14 +463,37 @@ impl ConnectedQp {
     /// [`ConnectedQp::poll_transmit`], reading the bytes of SEND and RDMA WRITE requests that
     /// name a registered region ([`SendWr::local`]) from `mem` as each packet is built.
     pub fn poll_transmit_from(&mut self, now: Instant, mem: &dyn RdmaMemory) -> Option<Outgoing> {
-        let out = match self.resp.next_output(self.qpn_dest(), self.mtu) {
-            Some(o) => Some(o),
-            None => self.next_request(now, mem),
+        let mut out = None;
+        self.transmit_with(now, mem, &mut |bth, ext, payload| {
+            out = Some(Outgoing {
+                bth: *bth,
+                ext: *ext,
+                payload: payload.to_vec(),
+            })
+        });
+        out
+    }
+
+    /// [`ConnectedQp::poll_transmit_from`] without an [`Outgoing`]: `frame` gets the next
+    /// packet's headers and its payload borrowed from the work request (or `mem`), so the caller
+    /// copies it once, into the packet it builds. Returns false when there is nothing to send.
+    pub fn transmit_with(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+        frame: &mut dyn FnMut(&BthRepr, &ExtHeaders, &[u8]),
+    ) -> bool {
+        let sent = match self.resp.next_output(self.qpn_dest(), self.mtu) {
+            Some(o) => {
+                frame(&o.bth, &o.ext, &o.payload);
+                true
+            }
+            None => self.next_request(now, mem, frame),
         };
-        if out.is_some() {
+        if sent {
             self.counters.packets_sent += 1;
         }
-        out
+        sent
     }
 
     /// The next completion.

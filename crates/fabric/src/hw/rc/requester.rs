@@ -9,7 +9,7 @@
 //! next packet to send and never points before `una`.
 
 use super::psn::{self, add, diff, prev};
-use super::{ConnectedQp, Outgoing};
+use super::ConnectedQp;
 use crate::hw::hca::RdmaMemory;
 use crate::hw::verbs::{ConnectedAttr, QpType, SendOp, SendWr, WcStatus};
 use ipoib_proto::time::Instant;
@@ -188,10 +188,16 @@ impl ConnectedQp {
     /// `mem` now; the whole source is checked at every packet, as READ responses check their
     /// destination, and one that is not (or no longer) a registered range completes the request
     /// with a local protection error and moves the QP to the error state (IBA 1 §10.6.3.1,
-    /// §10.3.1): no packet leaves.
-    pub(super) fn next_request(&mut self, now: Instant, mem: &dyn RdmaMemory) -> Option<Outgoing> {
+    /// §10.3.1): no packet leaves. `frame` gets the packet, its payload borrowed from the work
+    /// request or `mem` (no copy here); returns whether a packet was framed.
+    pub(super) fn next_request(
+        &mut self,
+        now: Instant,
+        mem: &dyn RdmaMemory,
+        frame: &mut dyn FnMut(&BthRepr, &ExtHeaders, &[u8]),
+    ) -> bool {
         if self.state != crate::hw::verbs::QpState::Rts || self.req.rnr_deadline.is_some() {
-            return None;
+            return false;
         }
         let mtu = self.mtu;
         let transport = self.transport();
@@ -201,7 +207,9 @@ impl ConnectedQp {
         let max_rd = u32::from(self.attr.max_rd_atomic.max(1));
         let r = &mut self.req;
         let idx = (r.cursor - r.head_seq) as usize;
-        let w = r.sq.get(idx)?;
+        let Some(w) = r.sq.get(idx) else {
+            return false;
+        };
         let first = w.first_psn.unwrap_or(r.next_psn);
         let k = r.cursor_pkt;
         let p = add(first, k);
@@ -215,19 +223,22 @@ impl ConnectedQp {
                 0
             };
             if inflight > 0 && (inflight + need > window || reads_before >= max_rd) {
-                return None;
+                return false;
             }
             // IBA 1 §9.7.1.1: never 2^23 PSNs outstanding. A read that large waits until nothing
             // else is in flight, and one of exactly 2^23 packets cannot be sent at all.
             if inflight + need >= psn::PSN_HALF && (inflight > 0 || need >= psn::PSN_HALF) {
-                return None;
+                return false;
             }
         }
         let w = &mut r.sq[idx];
         w.first_psn = Some(first);
         let mut bth = BthRepr::new(Opcode(0), PKey(0), dest, p);
         let mut ext = ExtHeaders::default();
-        let mut payload = Vec::new();
+        // The payload: a range of the request's bytes, in `mem` (a registered region) or in the
+        // work request itself.
+        let mut payload = 0..0;
+        let mut from_mem: Option<&[u8]> = None;
         let last_of_wqe;
         if let SendOp::RdmaRead {
             remote_addr,
@@ -258,21 +269,14 @@ impl ConnectedQp {
             };
             let start = k as usize * mtu;
             let end = (start + mtu).min(w.len);
-            let source = match w.wr.local {
-                Some(sge) => {
-                    let Some(bytes) = mem.local_read(sge.buf.lkey, sge.buf.addr, sge.len.into())
-                    else {
-                        self.enter_error(Some(WcStatus::LocProtErr));
-                        return None;
-                    };
-                    bytes
-                }
-                None => &w.wr.data[..],
-            };
-            payload = source
-                .get(start..end)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_default();
+            if let Some(sge) = w.wr.local {
+                let Some(bytes) = mem.local_read(sge.buf.lkey, sge.buf.addr, sge.len.into()) else {
+                    self.enter_error(Some(WcStatus::LocProtErr));
+                    return false;
+                };
+                from_mem = Some(bytes);
+            }
+            payload = start..end;
             let (op, imm) = request_operation(&w.wr.op, pos);
             bth.opcode = Opcode::new(transport, op);
             if let Some(data) = imm {
@@ -317,12 +321,18 @@ impl ConnectedQp {
             if self.req.in_flight() >= window {
                 bth.ack_req = true;
             }
-        } else if last_of_wqe {
+        }
+        let source = match from_mem {
+            Some(bytes) => bytes,
+            None => self.req.sq.get(idx).map_or(&[][..], |w| &w.wr.data[..]),
+        };
+        frame(&bth, &ext, source.get(payload).unwrap_or_default());
+        if !rc && last_of_wqe {
             // UC: a send is complete once its last packet left (IBA 1 §9.8.3).
             self.complete_head(WcStatus::Success);
             self.req.una = self.req.next_psn;
         }
-        Some(Outgoing { bth, ext, payload })
+        true
     }
 
     /// A response packet (ACK, NAK, RDMA READ response) arrived (IBA 1 §9.7.5.1).
