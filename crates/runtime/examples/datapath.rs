@@ -148,6 +148,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mib: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(512);
     let which = args.get(2).map_or("both", String::as_str);
+    // As the lab's driver does at its start.
+    ipoib_runtime::realtime::keep_freed_heap();
     if which != "connected" {
         bench(false, mib << 20);
     }

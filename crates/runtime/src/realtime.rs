@@ -51,6 +51,22 @@ use std::os::fd::AsFd;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant as Wall};
 
+/// The block [`keep_freed_heap`] allocates and frees: above glibc's initial mmap threshold
+/// (128 KiB), at most its dynamic ceiling (32 MiB on 64-bit).
+const HEAP_KEEP: usize = 16 << 20;
+
+/// Lets the C allocator keep freed memory for reuse rather than give it back to the kernel at
+/// once. In glibc, freeing a block that was mmapped raises the mmap threshold to its size and the
+/// heap's trim threshold to twice that (docs/DEPLOYED.md "glibc malloc"); so after this one
+/// allocation, freeing a few megabytes of 64 KiB packet buffers (connected mode) no longer shrinks
+/// the heap only for the next buffers to fault their pages in again, which cost the lab's
+/// emulation thread about a fifth of its time per connected-mode packet
+/// (docs/benchmarks/ip.md). It costs one mmap(2) and one munmap(2), and elsewhere nothing.
+/// [`Driver::new`] calls it.
+pub fn keep_freed_heap() {
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(HEAP_KEEP)));
+}
+
 /// Something with virtual time that the driver runs: a [`Simulator`], or a [`Subnet`] (its
 /// simulator).
 pub trait Emulation {
@@ -211,6 +227,7 @@ impl<E: Emulation> Driver<E> {
     /// A driver for `emu` whose virtual time now is the present (fails only when epoll or the
     /// timerfd cannot be created).
     pub fn new(emu: E, cfg: Config) -> io::Result<Driver<E>> {
+        keep_freed_heap();
         let clock = Clock::new(Wall::now(), emu.now());
         let poll = Poll::new()?;
         let flags = TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC;
