@@ -59,9 +59,10 @@ const HEAP_KEEP: usize = 16 << 20;
 /// once. In glibc, freeing a block that was mmapped raises the mmap threshold to its size and the
 /// heap's trim threshold to twice that (docs/DEPLOYED.md "glibc malloc"); so after this one
 /// allocation, freeing a few megabytes of 64 KiB packet buffers (connected mode) no longer shrinks
-/// the heap only for the next buffers to fault their pages in again, which cost the lab's
-/// emulation thread about a fifth of its time per connected-mode packet
-/// (docs/benchmarks/ip.md). It costs one mmap(2) and one munmap(2), and elsewhere nothing.
+/// the heap only for the next buffers to fault their pages in again: a fifth of the CPU per
+/// connected-mode packet of `examples/datapath.rs` (the lab's emulation thread in process), and
+/// five times fewer page faults in the lab under iperf3 (docs/benchmarks/ip.md). It costs one
+/// mmap(2) and one munmap(2).
 /// [`Driver::new`] calls it.
 pub fn keep_freed_heap() {
     drop(std::hint::black_box(Vec::<u8>::with_capacity(HEAP_KEEP)));
