@@ -87,6 +87,8 @@ pub fn umad_length(mad: &[u8; 256]) -> u64 {
 const CTL_TOKEN: u64 = u64::MAX;
 /// Datagrams read from one socket per round before the others get their turn.
 const BUDGET: usize = 256;
+/// Datagrams one recvmmsg(2) on a slot socket takes at most.
+const RECV_BATCH: usize = 16;
 /// Rounds of ready sockets one [`IbsimServer::poll`] serves at most.
 const ROUNDS: usize = 4;
 
@@ -173,6 +175,10 @@ pub struct IbsimServer {
     clients: BTreeMap<u32, Client>,
     epoll: Epoll,
     counters: ServerCounters,
+    /// [`IbsimServer::flush`]'s answers to one client, kept for the next turn.
+    out: Vec<[u8; SIM_REQUEST_LEN]>,
+    /// [`IbsimServer::read_slot`]'s receive buffers, kept likewise.
+    rx: Vec<[u8; SIM_REQUEST_LEN + 1]>,
 }
 
 impl std::fmt::Debug for IbsimServer {
@@ -204,6 +210,8 @@ impl IbsimServer {
             clients: BTreeMap::new(),
             epoll,
             counters: ServerCounters::default(),
+            out: Vec::new(),
+            rx: Vec::new(),
         })
     }
 
@@ -279,14 +287,35 @@ impl IbsimServer {
         true
     }
 
-    /// Reads client `slot`'s socket; true when it gave its whole budget.
+    /// Reads client `slot`'s socket, [`RECV_BATCH`] datagrams per recvmmsg(2); true when it gave
+    /// its whole budget. A Unix socket that gave fewer than asked had no more, so no read is
+    /// spent on hearing "would block"; a UDP socket is read until it says so, since a vanished
+    /// client's ICMP error shows there after the datagrams before it.
     fn read_slot(&mut self, net: &mut Subnet, slot: u32) -> bool {
-        let mut buf = [0u8; SIM_REQUEST_LEN + 1];
-        for _ in 0..BUDGET {
+        // The buffers are kept from call to call (clearing 4 KiB per read costs more than the
+        // read); each datagram is used only up to its length.
+        let mut bufs = std::mem::take(&mut self.rx);
+        bufs.resize(RECV_BATCH, [0u8; SIM_REQUEST_LEN + 1]);
+        let all = self.read_slot_into(net, slot, &mut bufs);
+        self.rx = bufs;
+        all
+    }
+
+    /// [`IbsimServer::read_slot`] with its buffers.
+    fn read_slot_into(
+        &mut self,
+        net: &mut Subnet,
+        slot: u32,
+        bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],
+    ) -> bool {
+        let mut lens = [0usize; RECV_BATCH];
+        let mut read = 0;
+        while read < BUDGET {
             let Some(sock) = self.slots.get(slot as usize) else {
                 return false;
             };
-            let n = match sock.recv(&mut buf) {
+            let unix = matches!(sock, Sock::Unix(_));
+            let n = match sock.recv_many(bufs, &mut lens) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
@@ -299,11 +328,17 @@ impl IbsimServer {
                     return false;
                 }
             };
-            if !self.clients.contains_key(&slot) {
-                self.counters.stray += 1;
-                continue;
+            for (b, &len) in bufs.iter().zip(&lens).take(n) {
+                if !self.clients.contains_key(&slot) {
+                    self.counters.stray += 1;
+                    continue;
+                }
+                self.on_mad(net, slot, &b[..len]);
             }
-            self.on_mad(net, slot, &buf[..n]);
+            read += n;
+            if n < RECV_BATCH && unix {
+                return false;
+            }
         }
         true
     }
@@ -588,7 +623,7 @@ impl IbsimServer {
             self.drop_client(net, slot);
             return;
         };
-        let Some(c) = self.clients.get(&slot).cloned() else {
+        let Some((host, agent)) = self.clients.get(&slot).map(|c| (c.host, c.agent)) else {
             return;
         };
         let mut mad = req.mad;
@@ -598,9 +633,9 @@ impl IbsimServer {
                 mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
             }
         }
-        let hp = net.host(c.host).port;
+        let hp = net.host(host).port;
         let pkey = net
-            .host_device(c.host)
+            .host_device(host)
             .hca()
             .port(hp)
             .and_then(|p| p.pkeys.first().copied())
@@ -614,7 +649,7 @@ impl IbsimServer {
             grh: None,
         };
         let sent = net
-            .with_host(c.host, |h, _| h.umad_send(c.agent, to, &mad))
+            .with_host(host, |h, _| h.umad_send(agent, to, &mad))
             .is_some_and(|r| r.is_ok());
         if sent {
             self.counters.mads_in += 1;
@@ -632,43 +667,42 @@ impl IbsimServer {
 
     /// Writes every MAD the fabric delivered for each client.
     pub fn flush(&mut self, net: &mut Subnet) {
-        let slots: Vec<u32> = self.clients.keys().copied().collect();
-        for slot in slots {
-            let Some((node, agent, host)) =
-                self.clients.get(&slot).map(|c| (c.node, c.agent, c.host))
-            else {
-                continue;
+        // The turn's answers are built in a buffer kept from turn to turn.
+        let mut out = std::mem::take(&mut self.out);
+        let mut from = Some(0u32);
+        while let Some(next) = from {
+            let Some((&slot, c)) = self.clients.range(next..).next() else {
+                break;
             };
+            from = slot.checked_add(1);
+            let (node, agent, host) = (c.node, c.agent, c.host);
+            let lid = net.lid(host);
             let Some(device) = net.sim_mut().node_mut::<Host>(node) else {
                 continue;
             };
-            let mads = device.umad_take(agent);
-            if mads.is_empty() {
-                continue;
+            out.clear();
+            out.extend(device.umad_drain(agent).map(|m| {
+                let smp =
+                    MadHeaderRepr::parse_bytes(&m.mad).is_ok_and(|h| is_smp_class(h.mgmt_class));
+                let mut mad = [0u8; 256];
+                let n = m.mad.len().min(256);
+                mad[..n].copy_from_slice(&m.mad[..n]);
+                SimRequest {
+                    dlid: lid,
+                    slid: m.from.lid,
+                    dqp: u32::from(!smp),
+                    sqp: m.from.qpn,
+                    status: 0,
+                    length: umad_length(&mad),
+                    mad,
+                }
+                .to_bytes()
+            }));
+            if !out.is_empty() {
+                self.write_many(net, slot, &out);
             }
-            let lid = net.lid(host);
-            let out: Vec<[u8; SIM_REQUEST_LEN]> = mads
-                .iter()
-                .map(|m| {
-                    let smp = MadHeaderRepr::parse_bytes(&m.mad)
-                        .is_ok_and(|h| is_smp_class(h.mgmt_class));
-                    let mut mad = [0u8; 256];
-                    let n = m.mad.len().min(256);
-                    mad[..n].copy_from_slice(&m.mad[..n]);
-                    SimRequest {
-                        dlid: lid,
-                        slid: m.from.lid,
-                        dqp: u32::from(!smp),
-                        sqp: m.from.qpn,
-                        status: 0,
-                        length: umad_length(&mad),
-                        mad,
-                    }
-                    .to_bytes()
-                })
-                .collect();
-            self.write_many(net, slot, &out);
         }
+        self.out = out;
     }
 
     /// Sends `msgs` to client `slot`, as many at once as its socket takes ([`Sock::send_many`]);
@@ -682,8 +716,8 @@ impl IbsimServer {
             let Some(sock) = self.slots.get(slot as usize) else {
                 return;
             };
-            let batch: Vec<&[u8]> = rest.iter().take(BATCH).map(|m| &m[..]).collect();
-            match sock.send_many(&batch) {
+            let batch = &rest[..rest.len().min(BATCH)];
+            match sock.send_many(batch) {
                 Ok(n) => {
                     self.counters.mads_out += n as u64;
                     // A short count: the first of the rest did not fit; it is dropped.

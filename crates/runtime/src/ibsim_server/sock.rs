@@ -2,8 +2,8 @@
 //! `make_name`, `sim_init_conn`): abstract Unix names `<base>:ctl` and `<base>:out<n>` whose
 //! length covers one trailing NUL, or UDP ports `P` and `P + n + 1`. All non-blocking.
 
-use nix::sys::socket::{sendmmsg, MsgFlags, MultiHeaders, UnixAddr as NixUnixAddr};
-use std::io::{self, IoSlice};
+use nix::sys::socket::{recvmmsg, sendmmsg, MsgFlags, MultiHeaders};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddr as InetAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::linux::net::SocketAddrExt;
@@ -131,14 +131,6 @@ impl Sock {
         }
     }
 
-    /// Receives one datagram from the connected peer.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Sock::Unix(s) => s.recv(buf),
-            Sock::Udp(s) => s.recv(buf),
-        }
-    }
-
     /// Sends to `to`.
     pub fn send_to(&self, b: &[u8], to: &Peer) -> io::Result<usize> {
         match (self, to) {
@@ -159,21 +151,55 @@ impl Sock {
         }
     }
 
+    /// Receives up to `bufs.len()` datagrams from the connected peer in one recvmmsg(2) call,
+    /// without waiting: datagram `i` in `bufs[i]` (cut to its size, as recv(2) cuts it), its
+    /// length in `lens[i]`. Returns how many, from the first: fewer than `bufs.len()` means the
+    /// socket had no more at that moment; `WouldBlock` when it had none.
+    pub fn recv_many<const N: usize>(
+        &self,
+        bufs: &mut [[u8; N]],
+        lens: &mut [usize],
+    ) -> io::Result<usize> {
+        let want = bufs.len().min(lens.len());
+        let mut slices: Vec<[IoSliceMut<'_>; 1]> = bufs[..want]
+            .iter_mut()
+            .map(|b| [IoSliceMut::new(b)])
+            .collect();
+        // Connected sockets: no address wanted (`()` asks for none).
+        let mut headers = MultiHeaders::<()>::preallocate(want, None);
+        let fd = self.fd().as_raw_fd();
+        let got = recvmmsg(
+            fd,
+            &mut headers,
+            slices.iter_mut(),
+            MsgFlags::MSG_DONTWAIT,
+            None,
+        )
+        .map_err(io::Error::from)?;
+        let mut n = 0;
+        for (m, len) in got.zip(lens.iter_mut()) {
+            *len = m.bytes;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Sends each of `msgs` to the connected peer as a datagram of its own, in one sendmmsg(2)
     /// call: the peer is woken once for the lot instead of once per datagram (a program under
     /// ibsim-run reads its socket in a loop, so it takes the rest without sleeping). Returns how
     /// many were sent, from the first: fewer than all when the peer's queue filled up
     /// (`WouldBlock` when not even the first fitted).
-    pub fn send_many(&self, msgs: &[&[u8]]) -> io::Result<usize> {
+    pub fn send_many<M: AsRef<[u8]>>(&self, msgs: &[M]) -> io::Result<usize> {
         match msgs {
             [] => return Ok(0),
-            [one] => return self.send(one).map(|_| 1),
+            [one] => return self.send(one.as_ref()).map(|_| 1),
             _ => {}
         }
-        let slices: Vec<[IoSlice<'_>; 1]> = msgs.iter().map(|m| [IoSlice::new(m)]).collect();
-        // Connected sockets: no address (the type only fills sendmmsg's signature).
-        let addrs: Vec<Option<NixUnixAddr>> = vec![None; msgs.len()];
-        let mut headers = MultiHeaders::<NixUnixAddr>::preallocate(msgs.len(), None);
+        let slices: Vec<[IoSlice<'_>; 1]> =
+            msgs.iter().map(|m| [IoSlice::new(m.as_ref())]).collect();
+        // Connected sockets: no address (`()` names none; a vector of them takes no memory).
+        let addrs: Vec<Option<()>> = vec![None; msgs.len()];
+        let mut headers = MultiHeaders::<()>::preallocate(msgs.len(), None);
         let fd = self.fd().as_raw_fd();
         match sendmmsg(
             fd,

@@ -491,7 +491,7 @@ fn send_many_sends_each_message_as_a_datagram() {
     let s = sock::Sock::bind_slot(&listen, 0).unwrap();
     let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
     s.connect_client(&listen, 1, &stranger).unwrap();
-    assert_eq!(s.send_many(&[]).unwrap(), 0);
+    assert_eq!(s.send_many::<&[u8]>(&[]).unwrap(), 0);
     let msgs: Vec<Vec<u8>> = (0..200u8)
         .map(|i| vec![i; 1 + usize::from(i) % 7])
         .collect();
@@ -510,6 +510,43 @@ fn send_many_sends_each_message_as_a_datagram() {
     assert_eq!(s.send_many(&refs[n..n + 1]).unwrap(), 1);
     let got = peer.recv(&mut b).unwrap();
     assert_eq!(&b[..got], &msgs[n][..]);
+}
+
+/// `Sock::recv_many` (recvmmsg(2)): datagrams in order, each in a buffer of its own with its
+/// length, one longer than the buffer cut to it (as recv(2) cuts it); a short count once the
+/// queue is empty, then `WouldBlock`.
+#[test]
+fn recv_many_takes_datagrams_in_order_and_stops_short_when_empty() {
+    let name = unique_base();
+    let listen = Listen::Unix {
+        basename: name.clone(),
+    };
+    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
+    let peer =
+        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
+    peer.connect_addr(&sock::abstract_addr(&format!("{name}:out0")).unwrap())
+        .unwrap();
+    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
+    s.connect_client(&listen, 1, &stranger).unwrap();
+    let mut bufs = [[0u8; 8]; 4];
+    let mut lens = [0usize; 4];
+    let e = s.recv_many(&mut bufs, &mut lens).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock);
+    let msgs: Vec<Vec<u8>> = (1..=6u8).map(|i| vec![i; usize::from(i) * 2]).collect();
+    for m in &msgs {
+        peer.send(m).unwrap();
+    }
+    assert_eq!(s.recv_many(&mut bufs, &mut lens).unwrap(), 4);
+    for (i, m) in msgs[..4].iter().enumerate() {
+        let n = m.len().min(8);
+        assert_eq!(lens[i], n, "datagram {i}");
+        assert_eq!(&bufs[i][..n], &m[..n]);
+    }
+    assert_eq!(s.recv_many(&mut bufs, &mut lens).unwrap(), 2);
+    assert_eq!((lens[0], lens[1]), (8, 8), "10 and 12 bytes cut to 8");
+    assert_eq!((bufs[0][0], bufs[1][0]), (5, 6));
+    let e = s.recv_many(&mut bufs, &mut lens).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock);
 }
 
 /// `IbsimServer::poll` says whether something may be left: after a few requests read to the

@@ -354,6 +354,14 @@ impl Host {
         }
     }
 
+    /// Takes the MADs waiting for `agent`'s user one by one, oldest first, as
+    /// [`Host::umad_take`] without gathering them.
+    pub fn umad_drain(&mut self, agent: AgentId) -> impl Iterator<Item = MadIn> + '_ {
+        self.umad_mut(agent)
+            .into_iter()
+            .flat_map(|u| u.rx.drain(..))
+    }
+
     /// Sets how `agent` handles RMPP responses ([`RmppMode`]).
     pub fn umad_set_rmpp(&mut self, agent: AgentId, mode: RmppMode) {
         if let Some(u) = self.umad_mut(agent) {
