@@ -227,7 +227,9 @@ impl Hca {
         // originates, and sends it only out of the port its path names.
         let mut smp = None;
         if qp0 && wr.data.len() == MAD_LEN {
-            let mut mad = wr.data.clone();
+            // A copy on the stack: the work request keeps the MAD as posted.
+            let mut mad = [0u8; MAD_LEN];
+            mad.copy_from_slice(&wr.data);
             if !crate::hw::sma::dr::originate(&mut mad, qp.port) {
                 return Err(WcStatus::LocQpOpErr);
             }
@@ -238,7 +240,7 @@ impl Hca {
             grh,
             bth: Some(bth),
             ext,
-            payload: smp.as_deref().unwrap_or(&wr.data),
+            payload: smp.as_ref().map_or(&wr.data[..], |m| &m[..]),
         };
         let bytes = emit(&repr).ok_or(WcStatus::LocLenErr)?;
         // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 is for this node's own SMA.

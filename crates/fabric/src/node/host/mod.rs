@@ -19,8 +19,9 @@
 //! happens in that same event: the host "pumps" agents, applications and the HCA until nothing
 //! moves (bounded), then packets leave through the simulator's [`Tx`].
 //!
-//! Invariants: routing tables are `BTreeMap`s; agents and applications are polled in
-//! registration order; so the same inputs give the same packets.
+//! Invariants: routing tables are `BTreeMap`s (the TID map, only looked up, is hashed);
+//! agents and applications are polled in registration order; so the same inputs give the same
+//! packets.
 
 mod app;
 mod umad;
@@ -45,7 +46,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass};
 use ipoib_wire::{PKey, QKey};
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The port the management agents use unless [`Host::with_mgmt_port`] names another.
 pub const MGMT_PORT: u8 = 1;
@@ -86,7 +87,10 @@ pub struct Host {
     servers: BTreeMap<u8, AgentId>,
     /// (class, method) registrations; they take precedence over `servers`.
     method_servers: BTreeMap<(u8, u8), AgentId>,
-    tids: BTreeMap<u64, AgentId>,
+    /// Response routing (IBA 1 §13.4.6.2): the agent of each remembered TID. Looked up, never
+    /// iterated (so its order reaches nothing); hashed, since a sweep's SMPs each insert one and
+    /// forget the oldest.
+    tids: HashMap<u64, AgentId>,
     tid_order: VecDeque<u64>,
     apps: Vec<Box<dyn App>>,
     cq_routes: BTreeMap<CqId, AppId>,
@@ -118,7 +122,7 @@ impl Host {
             agents: Agents::default(),
             servers: BTreeMap::new(),
             method_servers: BTreeMap::new(),
-            tids: BTreeMap::new(),
+            tids: HashMap::new(),
             tid_order: VecDeque::new(),
             apps: Vec::new(),
             cq_routes: BTreeMap::new(),
