@@ -16,8 +16,9 @@
 //!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
 //!   classes an SM client registers for, come back to that client alone. The agent acknowledges
 //!   the segments of an RMPP response itself and hands the client the first
-//!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP. What the fabric delivered for a
-//!   client in one turn goes to it in one sendmmsg(2) ([`IbsimServer::flush`]), a datagram each.
+//!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP. A client's datagrams are read with
+//!   recvmmsg(2), up to 16 per call; what the fabric delivered for a client in one turn goes to
+//!   it in one sendmmsg(2) ([`IbsimServer::flush`]), a datagram each.
 //! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
 //!   first, and a slot's socket is bound when a client first needs it (up to
 //!   [`ServerConfig::max_clients`]).
@@ -248,8 +249,9 @@ impl IbsimServer {
     /// the subnet's current time. What is left waits for the next call, so that busy clients do
     /// not starve the subnet. Returns whether something may be left: a socket gave its whole
     /// budget, or the rounds ran out with sockets still ready. False means every socket read was
-    /// answered "would block", so the next datagram on any of them makes [`IbsimServer::poll_fd`]
-    /// readable again (no need to ask [`IbsimServer::pending`]).
+    /// empty when last read ("would block", or a short recvmmsg(2) count), so the next datagram
+    /// on any of them makes [`IbsimServer::poll_fd`] readable again (no need to ask
+    /// [`IbsimServer::pending`]).
     pub fn poll(&mut self, net: &mut Subnet) -> io::Result<bool> {
         let mut events = [EpollEvent::empty(); 64];
         let mut left = false;
