@@ -392,3 +392,35 @@ fn a_standby_obeys_subn_set_sminfo() {
     );
     assert_eq!(sm0(&net).election().state(), SmState::Master);
 }
+
+// IBA 1 §14.4.1 (OpenSM `osm_sm_state_mgr.c`: a HANDOVER or a polling timeout sets
+// `coming_out_of_standby`, and `do_sweep` then rewrites every switch's tables, `need_update`): a
+// master that got mastership back cannot trust its copy of what it last set, since another master
+// programmed the switches in between. Host 0's SM masters the subnet; the sw0 - sw1 cable is cut
+// and host 1's SM masters its half with LIDs and forwarding tables of its own; the cable comes
+// back, host 1's SM hands over, and host 0's SM must program the whole subnet again.
+#[test]
+fn a_master_coming_back_reprograms_what_another_master_changed() {
+    let (mut net, app) = two_sms(0, 0);
+    let lids: Vec<u16> = (0..3).map(|i| net.host_port(i).unwrap().lid).collect();
+    assert!(net.set_cable(1, false).unwrap());
+    let s = ElectionSettings::default();
+    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    managed_by(&net, &[1, 2], 1);
+    assert_ne!(
+        (1..3)
+            .map(|i| net.host_port(i).unwrap().lid)
+            .collect::<Vec<_>>(),
+        lids[1..],
+        "host 1's SM gave its half LIDs of its own"
+    );
+    assert!(net.set_cable(1, true).unwrap());
+    let t = net.sim().now() + Duration::from_secs(2);
+    net.sim_mut().run_until(t);
+    let (a, b) = (sm0(&net).election(), sm1(&net, app).election());
+    assert_eq!((a.state(), b.state()), (SmState::Master, SmState::Standby));
+    managed_by(&net, &[0, 1, 2], 0);
+    ping(&mut net, &all_pairs(3));
+}

@@ -485,6 +485,14 @@ impl SmpSm {
         };
         // A new master's first sweep asks every CA port's clients to register again.
         let rereg = self.election.take_first_master_sweep();
+        if rereg {
+            // Another master may have programmed the switches since this SM last did: what it
+            // set then is no guide, everything is set again (OpenSM `coming_out_of_standby`,
+            // `need_update` in `osm_state_mgr.c`).
+            self.shadow_pkeys.clear();
+            self.shadow_lft.clear();
+            self.mft_dirty.extend(self.mft.keys().copied());
+        }
         let nodes = d.topology.nodes();
         self.switch = nodes
             .iter()
