@@ -39,7 +39,9 @@
 //! failed somewhere the subnet is left as it is (a partial view would route around what it
 //! missed). Otherwise the brain runs again and only what differs is set: PortInfo whose LID, LMC,
 //! MasterSMLID, MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
-//! LinearFDBTop that differ from what the SM last set there (its copy, by GUID); Armed for ports
+//! LinearFDBTop that differ from what the SM last set there (its copy, by GUID; in a new master's
+//! first sweep all of them, and every MFT block of its copy, since another master may have set
+//! them meanwhile, as OpenSM does `coming_out_of_standby`); Armed for ports
 //! in Init, Active for ports Armed. The brain is deterministic and numbers nodes in GUID order,
 //! and the SM keeps a port-GUID-to-LID table of every port it gave a LID ([`SmpSm::guid2lid`],
 //! OpenSM's guid2lid): a known port keeps its LID in every later sweep, also when the walk's order
