@@ -13,7 +13,7 @@ use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::sm::election::{modifier, ElectionStats};
 use ipoib_fabric::node::sm::smp::directed;
 use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
-use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::node::subnet::{SmApp, Subnet};
 use ipoib_fabric::testing::*;
 use ipoib_fabric::PortState;
 use ipoib_proto::mad_agent::MadAddr;
@@ -423,4 +423,71 @@ fn a_master_coming_back_reprograms_what_another_master_changed() {
     assert_eq!((a.state(), b.state()), (SmState::Master, SmState::Standby));
     managed_by(&net, &[0, 1, 2], 0);
     ping(&mut net, &all_pairs(3));
+}
+
+/// Host 0's SM sweeps now (as on a trap).
+fn sweep0(net: &mut Subnet) {
+    let app = net.sm_app_id().unwrap();
+    let node = net.host(0).node;
+    net.sim_mut()
+        .with_node::<Host, _>(node, |h, now, tx| {
+            let id = h.app::<SmApp>(app).unwrap().smp_agent();
+            h.agent_mut::<SmpSm>(id).unwrap().sweep_at(now);
+            h.drive(now, tx);
+        })
+        .unwrap();
+}
+
+// IBA 1 §14.4.1 C14-60.2.1 (OpenSM `WAIT_FOR_HANDOVER`): a master that found a lesser Master polls
+// it while waiting for its HANDOVER. A poll that falls due while the master sweeps again waits for
+// the end of the sweep; the SM's timer is not left in the past, where the simulator would fire it
+// again and again at one instant and never reach the answers of the sweep.
+#[test]
+fn a_poll_due_during_a_sweep_waits_for_it() {
+    let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    // Host 2's port answers SubnGet(SMInfo) as a Master lesser than host 0's SM (equal
+    // Priority, higher GUID), which never hands over.
+    assert!(port_guid(&net, 0) < port_guid(&net, 2));
+    let lesser = SmInfoRepr {
+        guid: port_guid(&net, 2),
+        sm_key: ElectionSettings::default().sm_key,
+        act_count: 0,
+        priority: 0,
+        sm_state: SmState::Master,
+    };
+    let node = net.host(2).node;
+    net.sim_mut()
+        .with_node::<Host, _>(node, |h, _, _| h.hca_mut().set_sm_info(1, Some(lesser)))
+        .unwrap();
+    sweep0(&mut net);
+    let t = net.sim().now() + Duration::from_secs(1);
+    net.sim_mut().run_until(t);
+    let e = sm0(&net).election();
+    assert_eq!(
+        (e.state(), e.master_guid()),
+        (SmState::Master, Some(port_guid(&net, 2))),
+        "waiting for the lesser master's HANDOVER"
+    );
+    let due = e.poll_timeout().expect("a poll is due");
+    let sweeps = sm0(&net).stats().sweeps;
+    let now = net.sim().now();
+    net.sim_mut()
+        .run_until(now + ((due - now) - Duration::from_micros(1)));
+    sweep0(&mut net);
+    let end = due + Duration::from_secs(1);
+    let mut events = 0;
+    while net.sim().now() < end && events < 100_000 && net.sim_mut().step() {
+        events += 1;
+    }
+    assert!(
+        events < 100_000,
+        "the simulation stalls at {:?} (poll due {due:?})",
+        net.sim().now()
+    );
+    net.sim_mut().run_until(end);
+    let sm = sm0(&net);
+    assert_eq!(sm.stats().sweeps, sweeps + 1, "the sweep ended");
+    assert_eq!(sm.phase(), SweepPhase::Done);
+    assert_eq!(sm.election().master_guid(), Some(port_guid(&net, 2)));
 }

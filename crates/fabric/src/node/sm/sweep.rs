@@ -766,7 +766,14 @@ impl MadAgent for SmpSm {
         let idle =
             matches!(self.phase, SweepPhase::Done | SweepPhase::Failed) && self.smp.is_idle();
         let sweep = self.resweep_at.filter(|_| self.started && idle);
-        let sweep = match (sweep, self.election.poll_timeout()) {
+        // Polls go out only between sweeps ([`SmpSm::step`]): one due during a sweep waits for
+        // its end, which the sweep's own SMPs bring.
+        let polls = matches!(
+            self.phase,
+            SweepPhase::Standby | SweepPhase::Done | SweepPhase::Failed
+        );
+        let poll = self.election.poll_timeout().filter(|_| polls);
+        let sweep = match (sweep, poll) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
