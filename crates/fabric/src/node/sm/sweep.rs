@@ -62,7 +62,7 @@ use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+use ipoib_wire::ib::lid::{is_unicast_lid, LID_MULTICAST_FIRST};
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
@@ -495,6 +495,7 @@ impl SmpSm {
             self.shadow_lft.clear();
             self.mft_dirty.extend(self.mft.keys().copied());
         }
+        let known = self.known_lids(&d);
         let nodes = d.topology.nodes();
         self.switch = nodes
             .iter()
@@ -529,18 +530,18 @@ impl SmpSm {
                 })
             })
             .collect();
-        let mut brain =
-            match SubnetManager::with_lids(d.topology, handles, d.sm_port, opts, &self.guid2lid) {
-                Ok(mut b) => {
-                    b.set_node_facts(facts);
-                    b
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    self.phase = SweepPhase::Failed;
-                    return;
-                }
-            };
+        let mut brain = match SubnetManager::with_lids(d.topology, handles, d.sm_port, opts, &known)
+        {
+            Ok(mut b) => {
+                b.set_node_facts(facts);
+                b
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.phase = SweepPhase::Failed;
+                return;
+            }
+        };
         self.generation += 1;
         self.guid2lid.extend(brain.port_lids());
         let guids: Vec<Guid> = brain.topology().nodes().iter().map(|n| n.guid).collect();
@@ -643,6 +644,35 @@ impl SmpSm {
         brain.set_port_infos(read);
         self.brain = Some(brain);
         self.phase = SweepPhase::Configure;
+    }
+
+    /// The LIDs the brain keeps: every port in [`SmpSm::guid2lid`], and a port not in it the LID
+    /// it answered in discovery when no other port holds that one (OpenSM `osm_lid_mgr.c` takes a
+    /// port's current LID when it is free). A new master after a takeover or a handover so
+    /// renumbers nothing: the hosts keep their addresses (a LID change is a normal flush of an
+    /// IPoIB interface, docs/DEPLOYED.md).
+    fn known_lids(&self, d: &Discovered) -> BTreeMap<Guid, u16> {
+        let mut known = self.guid2lid.clone();
+        let mut taken: BTreeSet<u16> = known.values().copied().collect();
+        let nodes = d.topology.nodes();
+        for (n, ports) in d.port_infos.iter().enumerate() {
+            let Some(node) = nodes.get(n) else { continue };
+            let switch = node.kind == crate::hw::topology::NodeKind::Switch;
+            for (p, i) in ports.iter().enumerate() {
+                let (Some(i), Ok(p)) = (i, u8::try_from(p)) else {
+                    continue;
+                };
+                // A switch has one LID, its port 0's.
+                if (switch && p != 0) || !is_unicast_lid(i.lid) {
+                    continue;
+                }
+                let guid = node.port_guid(p);
+                if !known.contains_key(&guid) && taken.insert(i.lid) {
+                    known.insert(guid, i.lid);
+                }
+            }
+        }
+        known
     }
 
     /// P_KeyTable blocks of one port (IBA 1 §14.2.5.7: a switch's AttributeModifier holds the
