@@ -307,11 +307,21 @@ fn a_new_master_asks_the_hosts_to_register_again() {
 /// host 2 (a umad user, as `sminfo` sends it) to host 1's port: the GetResp host 2 got.
 fn set_sminfo_from_host2(net: &mut Subnet, modifier: u32, sender: SmInfoRepr) -> SmpMadRepr {
     // h2 - sw1 (port 3), sw1 port 2 - sw2 port 1, sw2 port 2 - h1.
+    set_sminfo_from_host2_by(net, &[1, 2, 2], modifier, sender)
+}
+
+/// [`set_sminfo_from_host2`] by the directed route `path`.
+fn set_sminfo_from_host2_by(
+    net: &mut Subnet,
+    path: &[u8],
+    modifier: u32,
+    sender: SmInfoRepr,
+) -> SmpMadRepr {
     let mut smp = directed(
         Method::Set,
         attr::SM_INFO,
         modifier,
-        &[1, 2, 2],
+        path,
         Some(SmpAttribute::SmInfo(sender)),
     );
     smp.header.transaction_id = 0x7e57_0000 + u64::from(modifier);
@@ -511,4 +521,48 @@ fn a_takeover_keeps_the_hosts_lids() {
         .collect();
     assert_eq!(now, lids, "hosts 1 and 2 keep their LIDs");
     ping(&mut net, &[(1, 2), (2, 1)]);
+}
+
+// IBA 1 §14.4.11 (OpenSM `osm_sm_state_mgr.c`: a HANDOVER received while Master forces a first
+// master sweep; Linux `ipoib_event` on IB_EVENT_CLIENT_REREGISTER, docs/DEPLOYED.md): the master
+// gets a HANDOVER (from a umad user on host 2 whose SMInfo says Master) and sweeps as a new
+// master, setting ClientReregister on every CA port while no LID and no MasterSMLID changes; each
+// host's IPoIB interface rejoins on the ClientReregister alone, and traffic flows.
+#[test]
+fn client_reregister_alone_makes_the_hosts_rejoin() {
+    let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    let ports: Vec<(u16, u16)> = (0..3)
+        .map(|i| {
+            let p = net.host_port(i).unwrap();
+            (p.lid, p.sm_lid)
+        })
+        .collect();
+    let rejoins = |net: &Subnet, i: usize| {
+        app(net, i)
+            .log()
+            .filter(|(_, _, m)| m.starts_with("client reregister"))
+            .count()
+    };
+    let sender = SmInfoRepr {
+        guid: port_guid(&net, 2),
+        sm_key: ElectionSettings::default().sm_key,
+        act_count: 0,
+        priority: 0,
+        sm_state: SmState::Master,
+    };
+    // h2 - sw1 port 3, sw1 port 1 - sw0 port 2, sw0 port 1 - h0.
+    let r = set_sminfo_from_host2_by(&mut net, &[1, 1, 1], modifier::HANDOVER, sender);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    let t = net.sim().now() + Duration::from_secs(2);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm0(&net).election().stats().handovers_received, 1);
+    for i in 0..3 {
+        let p = net.host_port(i).unwrap();
+        assert_eq!((p.lid, p.sm_lid), ports[i], "host {i}");
+        assert_eq!(reregisters(&net, i), 2, "host {i}");
+        assert_eq!(rejoins(&net, i), 1, "host {i} rejoined");
+    }
+    assert_eq!(bcast_members(net.sa()).len(), 3);
+    ping(&mut net, &all_pairs(3));
 }

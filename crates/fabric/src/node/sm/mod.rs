@@ -25,6 +25,9 @@
 //!   `osm_lid_mgr.c`), every port in it keeps its LID whatever the walk's order, and the walk
 //!   gives the other ports the lowest LIDs nobody in the table holds (a port absent now keeps its
 //!   LID reserved for its return); [`SubnetManager::port_lids`] is the table after the run.
+//!   The SMP agent puts into that table, beside the ports it gave LIDs, every port that has a LID
+//!   no other holds (`sweep`, OpenSM `lid_mgr_get_port_lid`): a new master keeps the LIDs the
+//!   subnet already has.
 //!   The SM discovers and configures the subnet with directed-route SMPs, which only switches
 //!   forward (IBA 1 §14.2.2; a CA answers for the port the SMP came in on, §14.2.5.6): a CA port
 //!   is reached only over a path that ends at it ([`Reach`]), so ports and switches behind a CA

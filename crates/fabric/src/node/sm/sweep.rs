@@ -647,8 +647,8 @@ impl SmpSm {
     }
 
     /// The LIDs the brain keeps: every port in [`SmpSm::guid2lid`], and a port not in it the LID
-    /// it answered in discovery when no other port holds that one (OpenSM `osm_lid_mgr.c` takes a
-    /// port's current LID when it is free). A new master after a takeover or a handover so
+    /// it answered in discovery when no other port holds that one (OpenSM `osm_lid_mgr.c`
+    /// `lid_mgr_get_port_lid`: a port with no guid2lid entry keeps its PortInfo LID when free). A new master after a takeover or a handover so
     /// renumbers nothing: the hosts keep their addresses (a LID change is a normal flush of an
     /// IPoIB interface, docs/DEPLOYED.md).
     fn known_lids(&self, d: &Discovered) -> BTreeMap<Guid, u16> {
