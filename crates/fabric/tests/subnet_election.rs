@@ -557,9 +557,9 @@ fn client_reregister_alone_makes_the_hosts_rejoin() {
     let t = net.sim().now() + Duration::from_secs(2);
     net.sim_mut().run_until(t);
     assert_eq!(sm0(&net).election().stats().handovers_received, 1);
-    for i in 0..3 {
+    for (i, &before) in ports.iter().enumerate() {
         let p = net.host_port(i).unwrap();
-        assert_eq!((p.lid, p.sm_lid), ports[i], "host {i}");
+        assert_eq!((p.lid, p.sm_lid), before, "host {i}");
         assert_eq!(reregisters(&net, i), 2, "host {i}");
         assert_eq!(rejoins(&net, i), 1, "host {i} rejoined");
     }
