@@ -62,7 +62,7 @@ use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::lid::{is_unicast_lid, LID_MULTICAST_FIRST};
+use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
@@ -76,6 +76,7 @@ use ipoib_wire::smp::{
 use ipoib_wire::{Guid, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod lids;
 mod smi;
 
 /// PortInfo:SubnetTimeOut written to every port: 4.096 µs × 2^18, about 1 s, the largest time
@@ -644,35 +645,6 @@ impl SmpSm {
         brain.set_port_infos(read);
         self.brain = Some(brain);
         self.phase = SweepPhase::Configure;
-    }
-
-    /// The LIDs the brain keeps: every port in [`SmpSm::guid2lid`], and a port not in it the LID
-    /// it answered in discovery when no other port holds that one (OpenSM `osm_lid_mgr.c`
-    /// `lid_mgr_get_port_lid`: a port with no guid2lid entry keeps its PortInfo LID when free). A new master after a takeover or a handover so
-    /// renumbers nothing: the hosts keep their addresses (a LID change is a normal flush of an
-    /// IPoIB interface, docs/DEPLOYED.md).
-    fn known_lids(&self, d: &Discovered) -> BTreeMap<Guid, u16> {
-        let mut known = self.guid2lid.clone();
-        let mut taken: BTreeSet<u16> = known.values().copied().collect();
-        let nodes = d.topology.nodes();
-        for (n, ports) in d.port_infos.iter().enumerate() {
-            let Some(node) = nodes.get(n) else { continue };
-            let switch = node.kind == crate::hw::topology::NodeKind::Switch;
-            for (p, i) in ports.iter().enumerate() {
-                let (Some(i), Ok(p)) = (i, u8::try_from(p)) else {
-                    continue;
-                };
-                // A switch has one LID, its port 0's.
-                if (switch && p != 0) || !is_unicast_lid(i.lid) {
-                    continue;
-                }
-                let guid = node.port_guid(p);
-                if !known.contains_key(&guid) && taken.insert(i.lid) {
-                    known.insert(guid, i.lid);
-                }
-            }
-        }
-        known
     }
 
     /// P_KeyTable blocks of one port (IBA 1 §14.2.5.7: a switch's AttributeModifier holds the
