@@ -246,3 +246,84 @@ fn path_back(mad: &[u8]) -> Option<Vec<u8>> {
     }
     Some((1..=n).rev().map(|i| rp[i]).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::sm::{SmOptions, SmpSettings};
+    use ipoib_proto::mad_agent::MadAgent;
+    use ipoib_proto::partitions::PartitionConfig;
+    use proptest::prelude::*;
+
+    // The input the proptest below mangles reaches the SMInfo code: a well-formed SubnSet(SMInfo)
+    // STANDBY from a Master sender to a Discovering SM is answered, refused (IBA 1 §14.4.1).
+    #[test]
+    fn a_sm_info_set_is_answered() {
+        let mut sm = SmpSm::new(
+            SmOptions::default(),
+            PartitionConfig::default_config(),
+            SmpSettings::default(),
+        );
+        sm.start();
+        let sender = SmInfoRepr {
+            guid: ipoib_wire::Guid(9),
+            sm_key: 1,
+            act_count: 0,
+            priority: 0,
+            sm_state: SmState::Master,
+        };
+        let req = directed(
+            Method::Set,
+            attr::SM_INFO,
+            modifier::STANDBY,
+            &[1, 2],
+            Some(SmpAttribute::SmInfo(sender)),
+        );
+        let from = MadAddr {
+            qpn: 0,
+            ..MadAddr::gsi(LID_PERMISSIVE)
+        };
+        let mad = req.to_bytes().to_vec();
+        sm.handle_mad(Instant::ZERO, MadIn { from, mad });
+        let out = sm.poll_transmit(Instant::ZERO).expect("an answer");
+        let r = SmpMadRepr::parse(&out.mad).unwrap();
+        assert_eq!(r.header.method, Method::GetResp);
+        assert_eq!(r.status(), ipoib_wire::mad::MadStatus::INVALID_ATTR_VALUE);
+    }
+
+    proptest! {
+        // IBA 1 §14.4.1: any SubnSet(SMInfo) (or other MAD) reaching the SM's QP0, malformed,
+        // replayed or spoofed, never panics the agent, and what it sends back is bounded.
+        #[test]
+        fn any_sm_info_set_never_panics(
+            mads in proptest::collection::vec(
+                (any::<bool>(), any::<u32>(), any::<u8>(), proptest::collection::vec(any::<u8>(), 256)),
+                1..20),
+        ) {
+            let mut sm = SmpSm::new(
+                SmOptions::default(),
+                PartitionConfig::default_config(),
+                SmpSettings::default(),
+            );
+            sm.start();
+            let mut now = Instant::ZERO;
+            for (directed, modifier, hops, mut mad) in mads {
+                mad[0] = 1; // BaseVersion
+                mad[1] = if directed { 0x81 } else { 0x01 };
+                mad[2] = 1; // ClassVersion
+                mad[3] = u8::from(Method::Set);
+                mad[16..18].copy_from_slice(&attr::SM_INFO.to_be_bytes());
+                mad[20..24].copy_from_slice(&modifier.to_be_bytes());
+                mad[7] = hops;
+                let from = MadAddr { qpn: 0, ..MadAddr::gsi(7) };
+                sm.handle_mad(now, MadIn { from, mad });
+                let mut out = 0;
+                while sm.poll_transmit(now).is_some() {
+                    out += 1;
+                    prop_assert!(out < 1000);
+                }
+                now += std::time::Duration::from_millis(1);
+            }
+        }
+    }
+}
