@@ -23,7 +23,7 @@ use ipoib_wire::smp::{
     DirectedRoute, SmpAttribute, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
     SMP_PATH_LEN,
 };
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Settings of the transport.
@@ -88,13 +88,78 @@ struct Outstanding<T> {
     tries: u32,
 }
 
+/// The requests outstanding, by TransactionID. TIDs are given in sequence, so the one of slot
+/// `i` is `base + i` and a lookup is an index; answered slots are `None`, and those at the front
+/// are dropped. (An ordered map moved its 300-byte entries within its nodes on every insert and
+/// remove: docs/benchmarks/subnet.md.)
+#[derive(Debug, Clone)]
+struct Outstandings<T> {
+    base: u64,
+    slots: VecDeque<Option<Outstanding<T>>>,
+    len: usize,
+}
+
+impl<T> Outstandings<T> {
+    fn new(first_tid: u64) -> Outstandings<T> {
+        Outstandings {
+            base: first_tid,
+            slots: VecDeque::new(),
+            len: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn index(&self, tid: u64) -> Option<usize> {
+        usize::try_from(tid.wrapping_sub(self.base))
+            .ok()
+            .filter(|&i| i < self.slots.len())
+    }
+
+    fn get(&self, tid: u64) -> Option<&Outstanding<T>> {
+        self.slots.get(self.index(tid)?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, tid: u64) -> Option<&mut Outstanding<T>> {
+        let i = self.index(tid)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
+    /// Adds the request of `tid`, the TID after the last one added.
+    fn push(&mut self, tid: u64, o: Outstanding<T>) {
+        if self.slots.is_empty() {
+            self.base = tid;
+        }
+        debug_assert_eq!(tid, self.base.wrapping_add(self.slots.len() as u64));
+        self.slots.push_back(Some(o));
+        self.len += 1;
+    }
+
+    fn remove(&mut self, tid: u64) -> Option<Outstanding<T>> {
+        let i = self.index(tid)?;
+        let o = self.slots.get_mut(i)?.take()?;
+        self.len -= 1;
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.base = self.base.wrapping_add(1);
+        }
+        Some(o)
+    }
+}
+
 /// The transport. See the module docs.
 #[derive(Debug, Clone)]
 pub struct SmpRequester<T> {
     settings: SmpSettings,
     next_tid: u64,
     queue: VecDeque<(T, [u8; 256])>,
-    outstanding: BTreeMap<u64, Outstanding<T>>,
+    outstanding: Outstandings<T>,
     /// (deadline, TID) in send order; entries of answered requests are skipped.
     deadlines: VecDeque<(Instant, u64)>,
     /// Resends due, sent before new requests.
@@ -159,7 +224,7 @@ impl<T: Clone> SmpRequester<T> {
             },
             next_tid: first_tid,
             queue: VecDeque::new(),
-            outstanding: BTreeMap::new(),
+            outstanding: Outstandings::new(first_tid),
             deadlines: VecDeque::new(),
             resend: VecDeque::new(),
             results: VecDeque::new(),
@@ -192,7 +257,7 @@ impl<T: Clone> SmpRequester<T> {
     pub fn poll_transmit(&mut self, now: Instant) -> Option<MadOut> {
         let deadline = now + self.settings.timeout;
         while let Some(tid) = self.resend.pop_front() {
-            if let Some(o) = self.outstanding.get_mut(&tid) {
+            if let Some(o) = self.outstanding.get_mut(tid) {
                 o.deadline = deadline;
                 self.deadlines.push_back((deadline, tid));
                 self.counters.sent += 1;
@@ -207,7 +272,7 @@ impl<T: Clone> SmpRequester<T> {
         let tid = self.next_tid;
         self.next_tid = self.next_tid.wrapping_add(1);
         mad[8..16].copy_from_slice(&tid.to_be_bytes());
-        self.outstanding.insert(
+        self.outstanding.push(
             tid,
             Outstanding {
                 tag,
@@ -229,7 +294,7 @@ impl<T: Clone> SmpRequester<T> {
         if r.header.method != Method::GetResp {
             return false;
         }
-        let Some(o) = self.outstanding.remove(&r.header.transaction_id) else {
+        let Some(o) = self.outstanding.remove(r.header.transaction_id) else {
             self.counters.unmatched += 1;
             return false;
         };
@@ -248,7 +313,7 @@ impl<T: Clone> SmpRequester<T> {
 
     fn drop_answered_deadlines(&mut self) {
         while let Some(&(at, tid)) = self.deadlines.front() {
-            match self.outstanding.get(&tid) {
+            match self.outstanding.get(tid) {
                 Some(o) if o.deadline == at => break,
                 _ => {
                     self.deadlines.pop_front();
@@ -269,7 +334,7 @@ impl<T: Clone> SmpRequester<T> {
                 break;
             }
             self.deadlines.pop_front();
-            let Some(o) = self.outstanding.get_mut(&tid) else {
+            let Some(o) = self.outstanding.get_mut(tid) else {
                 continue;
             };
             if o.deadline != at {
@@ -278,7 +343,7 @@ impl<T: Clone> SmpRequester<T> {
             if o.tries < self.settings.retries {
                 o.tries += 1;
                 self.resend.push_back(tid);
-            } else if let Some(o) = self.outstanding.remove(&tid) {
+            } else if let Some(o) = self.outstanding.remove(tid) {
                 self.counters.failed += 1;
                 self.results.push_back((o.tag, Err(SmpFailure::Timeout)));
             }
@@ -338,6 +403,52 @@ mod tests {
             "late"
         );
         assert_eq!(t.counters().unmatched, 1);
+    }
+
+    // Responses in any order match their requests by TID; a TID answered twice, one never
+    // given and one before the first are unmatched, and the window frees as they come.
+    #[test]
+    fn responses_out_of_order_match_by_tid() {
+        let s = SmpSettings {
+            window: 3,
+            ..SmpSettings::default()
+        };
+        let mut t = SmpRequester::new(s, 7);
+        for i in 0..5 {
+            t.submit(i, &dr_get(attr::NODE_INFO, 0, &[1]));
+        }
+        let now = Instant::ZERO;
+        let sent: Vec<MadOut> = (0..3).map(|_| t.poll_transmit(now).unwrap()).collect();
+        assert!(t.poll_transmit(now).is_none());
+        // The last, then the middle: the first still holds its slot.
+        assert!(t.handle_response(&response(&sent[2], MadStatus::SUCCESS)));
+        assert!(t.handle_response(&response(&sent[1], MadStatus::SUCCESS)));
+        assert!(!t.handle_response(&response(&sent[1], MadStatus::SUCCESS)));
+        let d = t.poll_transmit(now).unwrap();
+        let _e = t.poll_transmit(now).unwrap();
+        assert!(
+            t.poll_transmit(now).is_none(),
+            "window of 3: TIDs 7, 10, 11"
+        );
+        let mut stray = SmpMadRepr::parse(&d.mad).unwrap();
+        for tid in [6, 12, u64::MAX] {
+            stray.header.transaction_id = tid;
+            assert!(!t.handle_response(&response(
+                &MadOut {
+                    to: d.to,
+                    mad: stray.to_bytes().to_vec(),
+                },
+                MadStatus::SUCCESS
+            )));
+        }
+        assert!(t.handle_response(&response(&sent[0], MadStatus::SUCCESS)));
+        assert!(t.handle_response(&response(&d, MadStatus::SUCCESS)));
+        let tags: Vec<_> = std::iter::from_fn(|| t.poll_result())
+            .map(|(tag, r)| (tag, r.unwrap().header.transaction_id))
+            .collect();
+        assert_eq!(tags, [(2, 9), (1, 8), (0, 7), (3, 10)]);
+        assert_eq!(t.counters().unmatched, 4);
+        assert_eq!(t.in_flight(), 1);
     }
 
     // A request is resent on timeout `retries` times, then fails; a bad status fails at once.
