@@ -329,7 +329,8 @@ impl Simulator {
         if want.is_some() && want != slot.timer {
             slot.timer = want;
             let at = want.unwrap_or(Instant::NEVER);
-            self.schedule(at, Event::Timer { node: id });
+            self.queue
+                .push_timer(at.max(self.now), Event::Timer { node: id });
         } else if want.is_none() {
             slot.timer = None;
         }
