@@ -3,17 +3,17 @@
 //!
 //! Binary heaps of small keys (instant, sequence number, slot) over a slab of events, with no
 //! allocation once they have grown; the events stay put in their slots (freed slots are reused,
-//! most recent first, so the hot ones stay in the cache). Two heaps share the sequence numbers:
-//! one for the events due soon (packets on the wire, configuration), one for timers
-//! ([`Queue::push_timer`]). A timer is queued again each time a device's `poll_timeout` moves,
-//! and the superseded entries stay until their instant: the SM of a 10,000-host bring-up leaves
-//! up to 136,000 of them, as far as its 10 ms SMP timeout ahead. In one heap they made every
-//! packet's pop sift through all of them; apart, a packet's pop sifts through the few hundred
-//! packets in flight. Timers queued in order (the SM's: each one 10 ms after the instant it is queued at)
-//! go to the back of a list, not into a heap, and leave it from the front; only those out of
-//! order go to the timers' heap. [`Queue::pop`] takes the smallest key of the three fronts, so
-//! the order is that of one heap. (An ordered map of per-instant buffers, before these heaps,
-//! paid a B-tree insert and remove for nearly every event: docs/benchmarks/subnet.md.)
+//! most recent first, so the hot ones stay in the cache). Two heaps share the sequence numbers: one
+//! for the events due soon (packets on the wire, configuration), one for timers
+//! ([`Queue::push_timer`]). A timer is queued again each time a device's `poll_timeout` moves, and
+//! the superseded entries stay until their instant: the SM of a 10,000-host bring-up leaves up to
+//! 136,000 of them, as far as its 10 ms SMP timeout ahead. In one heap they made every packet's pop
+//! sift through all of them; apart, a packet's pop sifts through the few hundred packets in flight.
+//! Timers queued in order (the SM's: each one 10 ms after the instant it is queued at) go to the
+//! back of a list, not into a heap, and leave it from the front; only those out of order go to the
+//! timers' heap. [`Queue::pop`] takes the smallest key of the three fronts, so the order is that of
+//! one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
+//! remove for nearly every event: docs/benchmarks/subnet.md.)
 
 use ipoib_proto::time::Instant;
 use std::cmp::Ordering;
