@@ -56,17 +56,25 @@ impl<'a> Packet<'a> {
     /// count the bytes from the end of the GRH through the ICRC. IBA 1 §9.2: PadCnt may not exceed
     /// the bytes after the headers. A GRH whose NxtHdr is not 0x1B is `Unsupported`.
     pub fn parse(data: &'a [u8]) -> Result<Packet<'a>> {
-        Packet::parse_checking(data, true)
+        Packet::parse_checking(data, true, true)
     }
 
     /// [`Packet::parse`] for a receiver that checked the VCRC as the packet arrived (a switch
     /// checks it at every hop, IBA 1 §7.8.2): the VCRC is not computed again (`vcrc_ok` is
     /// true), the ICRC is checked.
     pub fn parse_vcrc_checked(data: &'a [u8]) -> Result<Packet<'a>> {
-        Packet::parse_checking(data, false)
+        Packet::parse_checking(data, false, true)
     }
 
-    fn parse_checking(data: &'a [u8], check_vcrc: bool) -> Result<Packet<'a>> {
+    /// [`Packet::parse`] for a receiver that knows both CRCs are good without computing them:
+    /// the sender computed them over exactly these bytes, unchanged since (an emulated link, not
+    /// a wire). Neither CRC is computed (`icrc_ok` and `vcrc_ok` are true); the lengths and
+    /// headers are checked as by [`Packet::parse`].
+    pub fn parse_crcs_known_good(data: &'a [u8]) -> Result<Packet<'a>> {
+        Packet::parse_checking(data, false, false)
+    }
+
+    fn parse_checking(data: &'a [u8], check_vcrc: bool, check_icrc: bool) -> Result<Packet<'a>> {
         let lrh = LrhRepr::parse_bytes(data)?;
         check_pkt_len(lrh.pkt_len, data.len())?;
         // check_pkt_len makes data.len() = 4 * PktLen + 2 and LrhRepr made it >= 8, so the
@@ -126,7 +134,7 @@ impl<'a> Packet<'a> {
         p.payload = &rest[..rest.len() - pad];
         p.pad_count = bth.pad_count;
         p.icrc = Some(icrc);
-        p.icrc_ok = crc::icrc(&data[..icrc_off])? == icrc;
+        p.icrc_ok = !check_icrc || crc::icrc(&data[..icrc_off])? == icrc;
         Ok(p)
     }
 
@@ -581,6 +589,27 @@ mod tests {
         assert!(!Packet::parse_vcrc_checked(&b).unwrap().icrc_ok);
         assert_eq!(
             Packet::parse_vcrc_checked(&UD_LOCAL[..41]),
+            Err(Error::Truncated)
+        );
+    }
+
+    #[test]
+    fn parse_crcs_known_good_checks_no_crc() {
+        let mut b = UD_LOCAL;
+        b[40] ^= 1; // VCRC
+        b[36] ^= 1; // ICRC
+        let p = Packet::parse_crcs_known_good(&b).unwrap();
+        assert!(p.vcrc_ok && p.icrc_ok);
+        assert_eq!(
+            p,
+            Packet {
+                vcrc_ok: true,
+                icrc_ok: true,
+                ..Packet::parse(&b).unwrap()
+            }
+        );
+        assert_eq!(
+            Packet::parse_crcs_known_good(&b[..41]),
             Err(Error::Truncated)
         );
     }

@@ -2,6 +2,7 @@
 //! software (`crate::node`).
 
 pub mod capture;
+pub mod frame;
 pub mod hca;
 pub mod ids;
 pub mod link;

@@ -9,8 +9,9 @@
 //! A [`DropFilter`] loses chosen packets (say, the first CM REQ) where random faults cannot aim.
 
 use crate::hw::capture::Capture;
+pub use crate::hw::frame::Frame;
 pub use crate::hw::ids::{NodeId, PortRef};
-use crate::hw::link::{Fault, Link, LinkId, LinkParams};
+use crate::hw::link::{Fault, Link, LinkId, LinkParams, Verdict};
 use crate::hw::mgmt::{Config, CONFIG_DELAY};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
@@ -23,14 +24,18 @@ mod queue;
 /// Packets a device sends (and configuration it writes) during one call.
 #[derive(Debug, Default)]
 pub struct Tx {
-    out: Vec<(u8, Vec<u8>)>,
+    out: Vec<(u8, Frame)>,
     config: Vec<(NodeId, Config)>,
 }
 
 impl Tx {
-    /// Sends `packet` (LRH..VCRC) out of `port`.
+    /// Sends `packet` (LRH..VCRC) out of `port`; receivers check its CRCs.
     pub fn send(&mut self, port: u8, packet: Vec<u8>) {
-        self.out.push((port, packet));
+        self.out.push((port, Frame::new(packet)));
+    }
+    /// Sends `frame` out of `port`, with its "CRCs known good" mark ([`Frame`]).
+    pub fn send_frame(&mut self, port: u8, frame: Frame) {
+        self.out.push((port, frame));
     }
     /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::hw::mgmt`]).
     pub fn configure(&mut self, to: NodeId, config: Config) {
@@ -49,7 +54,11 @@ impl Tx {
         self.out.is_empty()
     }
     /// Takes the packets out (for devices driven outside a simulator, e.g. in unit tests).
-    pub fn drain(&mut self) -> std::vec::Drain<'_, (u8, Vec<u8>)> {
+    pub fn drain(&mut self) -> impl Iterator<Item = (u8, Vec<u8>)> + '_ {
+        self.out.drain(..).map(|(port, f)| (port, f.into_vec()))
+    }
+    /// Takes the packets out with their marks ([`Frame`]).
+    pub fn drain_frames(&mut self) -> std::vec::Drain<'_, (u8, Frame)> {
         self.out.drain(..)
     }
 }
@@ -58,6 +67,11 @@ impl Tx {
 pub trait Device: Any {
     /// A packet arrived on `port`.
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx);
+    /// A packet arrived on `port`, with its "CRCs known good" mark ([`Frame`]); what the
+    /// simulator calls. By default [`Device::receive`] with the bytes: the CRCs are checked.
+    fn receive_frame(&mut self, now: Instant, port: u8, frame: Frame, tx: &mut Tx) {
+        self.receive(now, port, frame.into_vec(), tx);
+    }
     /// The timer returned by `poll_timeout` is due (or the simulator is unsure: may be early).
     fn handle_timeout(&mut self, now: Instant, tx: &mut Tx);
     /// When the device next needs `handle_timeout`; `None` for never.
@@ -77,7 +91,7 @@ enum Event {
     Deliver {
         to: PortRef,
         link: LinkId,
-        packet: Vec<u8>,
+        packet: Frame,
     },
     Timer {
         node: NodeId,
@@ -347,7 +361,7 @@ impl Simulator {
         }
     }
 
-    fn transmit(&mut self, from: PortRef, mut packet: Vec<u8>) {
+    fn transmit(&mut self, from: PortRef, mut packet: Frame) {
         let Some(Some((lid, side))) = self.nodes[from.node.0]
             .links
             .get(usize::from(from.port))
@@ -374,17 +388,33 @@ impl Simulator {
             .drop_filter
             .as_mut()
             .is_some_and(|f| f(lid, from, &packet));
+        // `None`: one copy, on time, intact, what `apply` gives with no fault (it draws from
+        // the RNG only for a fault), without its allocation.
         let verdict = if filtered {
             dir.stats.dropped += 1;
-            Default::default()
+            Some(Verdict::default())
+        } else if dir.faults.is_empty() {
+            None
         } else {
-            dir.apply(&mut self.rng, &mut packet)
+            // A fault may change the bytes: the CRCs are checked again ([`Frame`]).
+            Some(dir.apply(&mut self.rng, packet.bytes_mut()))
         };
         self.stats.packets += 1;
         self.stats.bytes += packet.len() as u64;
         if let Some(c) = &mut self.capture {
             c.record(start, &packet);
         }
+        let Some(verdict) = verdict else {
+            self.schedule(
+                done + latency,
+                Event::Deliver {
+                    to,
+                    link: lid,
+                    packet,
+                },
+            );
+            return;
+        };
         let n = verdict.copies.len();
         for (i, (extra, _)) in verdict.copies.into_iter().enumerate() {
             let p = if i + 1 == n {
@@ -424,7 +454,7 @@ impl Simulator {
                 l.dirs[side].stats.delivered += 1;
                 self.nodes[to.node.0]
                     .device
-                    .receive(self.now, to.port, packet, &mut tx);
+                    .receive_frame(self.now, to.port, packet, &mut tx);
                 Some(to.node)
             }
             Event::Timer { node } => {

@@ -58,7 +58,7 @@ pub use port::{Port, PKEY_TABLE_SIZE};
 pub use qp::{special_qpn, wire_qpn, ModifyQp, QpInit};
 
 use crate::hw::mgmt::Config;
-use crate::hw::sim::{Device, Tx};
+use crate::hw::sim::{Device, Frame, Tx};
 use crate::hw::verbs::{Completion, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, WcStatus};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
@@ -119,7 +119,8 @@ pub struct Hca {
     /// Answers of the SMA and PMA waiting for the next flush: (port, packet, local). A local
     /// one answers a directed-route SMP with HopCount 0 sent from this node's QP0 and goes back
     /// to QP0 without leaving the node (IBA 1 §14.2.2).
-    sma_out: Vec<(u8, Vec<u8>, bool)>,
+    /// Built by `smp_packet` and `gmp_packet`: their CRCs are known good ([`Frame`]).
+    sma_out: Vec<(u8, Frame, bool)>,
     /// Ports whose configuration a SubnSet changed since [`Hca::take_port_changes`] (module
     /// `sma`).
     sma_changed: Vec<u8>,
@@ -554,7 +555,7 @@ impl Hca {
             if let Some(p) = self.port_mut(port) {
                 p.traffic.count_xmit(&packet);
             }
-            tx.send(port, packet);
+            tx.send_frame(port, packet);
         }
         let mut held = Vec::new();
         while let Some((qpn, wr)) = self.sendq.pop_front() {
@@ -629,6 +630,10 @@ impl Hca {
 
 impl Device for Hca {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.receive_frame(now, port, Frame::new(packet), tx);
+    }
+
+    fn receive_frame(&mut self, now: Instant, port: u8, packet: Frame, tx: &mut Tx) {
         self.last_now = self.last_now.max(now);
         if let Some(p) = self.port_mut(port) {
             p.traffic.count_rcv(&packet);

@@ -25,6 +25,7 @@
 //! Answers queue in the HCA and leave at the next flush, with the port's traffic counted.
 
 use super::{Hca, HcaDropReason};
+use crate::hw::sim::Frame;
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
 use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
@@ -190,7 +191,7 @@ impl Hca {
             let slid = self.port(port).map_or(0, |p| p.lid);
             sma::smp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
         };
-        self.sma_out.push((port, packet, local));
+        self.sma_out.push((port, Frame::with_crcs(packet), local));
         true
     }
 
@@ -215,7 +216,7 @@ impl Hca {
         }
         let slid = self.port(port).map_or(0, |p| p.lid);
         let reply = sma::gmp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, bth.pkey, deth.src_qp, &resp);
-        self.sma_out.push((port, reply, false));
+        self.sma_out.push((port, Frame::with_crcs(reply), false));
         true
     }
 

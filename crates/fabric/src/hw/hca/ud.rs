@@ -5,7 +5,7 @@
 use super::port::Port;
 use super::qp::wire_qpn;
 use super::{Hca, HcaDropReason};
-use crate::hw::sim::Tx;
+use crate::hw::sim::{Frame, Tx};
 use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
@@ -41,7 +41,8 @@ pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) 
 /// A packet ready for a port.
 pub(super) struct Built {
     port: u8,
-    bytes: Vec<u8>,
+    /// Built by `emit`: its CRCs are known good ([`Frame`]).
+    bytes: Frame,
     /// DLID is the sending port's own: loop back instead of using the wire.
     local: bool,
     mcast: bool,
@@ -55,8 +56,8 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
     Ok(grh)
 }
 
-fn emit(repr: &PacketRepr<'_>) -> Option<Vec<u8>> {
-    repr.to_vec().ok()
+fn emit(repr: &PacketRepr<'_>) -> Option<Frame> {
+    repr.to_vec().ok().map(Frame::with_crcs)
 }
 
 /// The link and network layers of an RC/UC QP's packets ([`Hca::connected_framing`]).
@@ -272,7 +273,7 @@ impl Hca {
         if let Some(p) = self.port_mut(b.port) {
             p.traffic.count_xmit(&b.bytes);
         }
-        tx.send(b.port, b.bytes);
+        tx.send_frame(b.port, b.bytes);
     }
 
     /// How QP `qpn`'s RC/UC engine output is framed ([`super::connected`]): BTH P_Key from the

@@ -13,9 +13,11 @@
 //!
 //! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
 //! 1. the LRH is readable and PktLen matches the buffer (IBA 1 §7.7) — `Malformed`;
-//! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`. The ICRC is
-//!    end to end (IBA 1 §7.8.1) and switches do not check it. This switch keeps the VL as it is,
-//!    so the packet leaves byte for byte as it came and no CRC is recomputed;
+//! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`; not computed
+//!    for a packet whose CRCs the emulation computed and nobody changed since
+//!    ([`crate::hw::frame`]). The ICRC is end to end (IBA 1 §7.8.1) and switches do not check it.
+//!    This switch keeps the VL as it is, so the packet leaves byte for byte as it came (with its
+//!    mark) and no CRC is recomputed;
 //! 3. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`);
 //! 4. per output port: the port is up (`PortDown`), the payload fits the port's MTU (`Mtu`:
 //!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
@@ -27,7 +29,7 @@
 //! links); forwarding is deterministic (MFT ports in ascending order).
 
 use crate::hw::mgmt::{Config, PortState};
-use crate::hw::sim::{Device, Tx};
+use crate::hw::sim::{Device, Frame, Tx};
 use crate::hw::sma::PortTraffic;
 use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
@@ -294,7 +296,7 @@ impl Switch {
         out: u8,
         payload: usize,
         pkey: Option<PKey>,
-        packet: Vec<u8>,
+        packet: Frame,
         tx: &mut Tx,
     ) {
         let Some(p) = self.ports.get(usize::from(out)) else {
@@ -321,12 +323,16 @@ impl Switch {
         if let Some(p) = self.ports.get_mut(usize::from(out)) {
             p.traffic.count_xmit(&packet);
         }
-        tx.send(out, packet);
+        tx.send_frame(out, packet);
     }
 }
 
 impl Device for Switch {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.receive_frame(now, port, Frame::new(packet), tx);
+    }
+
+    fn receive_frame(&mut self, now: Instant, port: u8, packet: Frame, tx: &mut Tx) {
         self.stats.received += 1;
         if let Some(p) = self.ports.get_mut(usize::from(port)) {
             p.traffic.count_rcv(&packet);
@@ -342,7 +348,7 @@ impl Device for Switch {
         // check_pkt_len guarantees len = 4 * PktLen + 2 >= 2.
         let body_end = packet.len() - VCRC_LEN;
         let vcrc = u16::from_le_bytes([packet[body_end], packet[body_end + 1]]);
-        if crc::vcrc(&packet[..body_end]) != vcrc {
+        if !packet.crcs_good() && crc::vcrc(&packet[..body_end]) != vcrc {
             self.drop(SwitchDropReason::VcrcBad);
             return;
         }

@@ -19,7 +19,7 @@
 
 use super::{Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::mgmt::{Config, PortConfig, PortState};
-use crate::hw::sim::Tx;
+use crate::hw::sim::{Frame, Tx};
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
 use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
@@ -68,9 +68,15 @@ pub(super) struct SwitchMgmt {
 }
 
 /// Where the MAD of a management packet starts, when it carries one of 256 bytes, with its QP
-/// and whether its ICRC is good (`Switch::receive` checked the VCRC already).
-fn mad_offset(packet: &[u8]) -> Option<(usize, u32, bool)> {
-    let p = Packet::parse_vcrc_checked(packet).ok()?;
+/// and whether its ICRC is good (`Switch::receive` checked the VCRC already; neither is computed
+/// when the CRCs are known good, [`Frame`]).
+fn mad_offset(packet: &Frame) -> Option<(usize, u32, bool)> {
+    let p = if packet.crcs_good() {
+        Packet::parse_crcs_known_good(packet)
+    } else {
+        Packet::parse_vcrc_checked(packet)
+    }
+    .ok()?;
     let bth = p.bth?;
     if p.payload.len() != MAD_LEN {
         return None;
@@ -86,9 +92,9 @@ impl Switch {
         now: Instant,
         port: u8,
         lrh: &LrhRepr,
-        mut packet: Vec<u8>,
+        packet: Frame,
         tx: &mut Tx,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Frame> {
         let to_me = (self.lid != 0 && lrh.dlid == self.lid)
             || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
         // Cheap test first: data packets (any other QP, or QP1 not to this switch) pass by
@@ -119,16 +125,17 @@ impl Switch {
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();
+                let mut packet = packet.into_vec();
                 let mad = &mut packet[off..off + MAD_LEN];
                 let old = <[u8; MAD_LEN]>::try_from(&*mad).ok()?;
                 match dr::receive(mad, port, true, nports) {
                     DrStep::Forward(out) => {
                         // The hop rules changed two bytes of the MAD: the ICRC is computed
-                        // again, the VCRC (checked on receipt) updated for the changed bytes,
+                        // again, the VCRC (good on receipt) updated for the changed bytes,
                         // byte for byte what fill_crcs writes, without a pass over the packet.
                         if crc::update_crcs(&mut packet, off, &old).is_ok() {
                             self.stats.smp_forwarded += 1;
-                            self.send_from_management(out, packet, tx);
+                            self.send_from_management(out, Frame::with_crcs(packet), tx);
                         }
                     }
                     DrStep::Local => self.sma_answer(now, port, lrh, &packet[off..], true, tx),
@@ -153,11 +160,12 @@ impl Switch {
     }
 
     /// Sends a packet the switch itself makes (or a directed-route SMP it forwards) out of `out`.
-    fn send_from_management(&mut self, out: u8, packet: Vec<u8>, tx: &mut Tx) {
+    /// Its CRCs were computed just now: it carries the mark ([`Frame`]).
+    fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
         match self.ports.get_mut(usize::from(out)) {
             Some(p) if out != 0 && p.up => {
                 p.traffic.count_xmit(&packet);
-                tx.send(out, packet);
+                tx.send_frame(out, packet);
             }
             _ => self.drop(SwitchDropReason::PortDown),
         }
@@ -221,7 +229,7 @@ impl Switch {
             let out = self.route_or(lrh.slid, port);
             (out, sma::smp_packet(self.lid, lrh.slid, lrh.sl, &bytes))
         };
-        self.send_from_management(out, packet, tx);
+        self.send_from_management(out, Frame::with_crcs(packet), tx);
     }
 
     fn pma_answer(&mut self, port: u8, lrh: &LrhRepr, packet: &[u8], off: usize, tx: &mut Tx) {
@@ -247,7 +255,7 @@ impl Switch {
         }
         let out = self.route_or(lrh.slid, port);
         let reply = sma::gmp_packet(self.lid, lrh.slid, lrh.sl, bth.pkey, deth.src_qp, &resp);
-        self.send_from_management(out, reply, tx);
+        self.send_from_management(out, Frame::with_crcs(reply), tx);
     }
 
     /// The GetResp's status and attribute for `req` (after a Set, the values now held).
@@ -609,7 +617,7 @@ impl Switch {
         trap.attribute = SmpAttribute::Notice(notice);
         let packet = sma::smp_packet(self.lid, self.sm_lid, self.mgmt.sm_sl, &trap.to_bytes());
         self.stats.traps_sent += 1;
-        self.send_from_management(out, packet, tx);
+        self.send_from_management(out, Frame::with_crcs(packet), tx);
     }
 
     /// Trap 256 for an SMP that failed the M_Key check (IBA 1 §14.2.4.1, §14.2.5.1): LIDADDR is

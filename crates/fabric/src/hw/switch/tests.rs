@@ -1,5 +1,6 @@
 use super::*;
 use crate::hw::mgmt::PortConfig;
+use crate::hw::sim::Frame;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, PacketRepr};
@@ -182,6 +183,27 @@ fn bad_vcrc_is_dropped_but_bad_icrc_is_forwarded() {
     let v = crc::vcrc(&p[..n - 2]);
     p[n - 2..].copy_from_slice(&v.to_le_bytes());
     assert_eq!(feed(&mut sw, 1, p).len(), 1);
+}
+
+/// IBA 1 §7.8.2 with the emulation's shortcut (`crate::hw::frame`): a packet whose CRCs the
+/// emulation computed is forwarded without a VCRC check, with its mark; once its bytes were
+/// changed (a corrupting link) the mark is gone and the switch checks and drops it as before.
+#[test]
+fn a_marked_frame_is_checked_again_once_its_bytes_change() {
+    let mut sw = switch();
+    let p = ud(2, 3, 40, PKey(0xffff));
+    let mut tx = Tx::default();
+    sw.receive_frame(Instant::ZERO, 1, Frame::with_crcs(p.clone()), &mut tx);
+    let out: Vec<(u8, Frame)> = tx.drain_frames().collect();
+    assert_eq!(out.len(), 1);
+    assert!(out[0].1.crcs_good(), "forwarded unchanged, with its mark");
+    assert_eq!(&out[0].1[..], &p[..]);
+    let mut f = Frame::with_crcs(p);
+    let n = f.len();
+    f.bytes_mut()[n - 10] ^= 1;
+    sw.receive_frame(Instant::ZERO, 1, f, &mut tx);
+    assert!(tx.is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::VcrcBad), 1);
 }
 
 /// IBA 1 §7.8.1: the switch's management port is the end port of a packet for its agents, so it

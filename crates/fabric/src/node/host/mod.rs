@@ -37,7 +37,7 @@ pub use umad::{
 
 use crate::hw::hca::{CqId, Hca};
 use crate::hw::mgmt::Config;
-use crate::hw::sim::{Device, Tx};
+use crate::hw::sim::{Device, Frame, Tx};
 use crate::hw::verbs::{
     AddressHandle, Completion, GlobalRoute, RecvWr, SendOp, SendWr, UdDest, WcOpcode, WcStatus,
 };
@@ -505,6 +505,11 @@ impl Host {
 impl Device for Host {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         self.hca.receive(now, port, packet, tx);
+        self.drive(now, tx);
+    }
+
+    fn receive_frame(&mut self, now: Instant, port: u8, frame: Frame, tx: &mut Tx) {
+        self.hca.receive_frame(now, port, frame, tx);
         self.drive(now, tx);
     }
 

@@ -181,6 +181,61 @@ fn corrupted_packets_are_never_delivered() {
     assert!(c.drops(HcaDropReason::BadIcrc) + c.drops(HcaDropReason::BadVcrc) > 30);
 }
 
+/// A device that puts bytes from outside the emulation on its cable (as a UDP fabric host or a
+/// replayed capture does): through `Tx::send`, unmarked.
+struct Outside;
+
+impl Device for Outside {
+    fn receive(&mut self, _now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {}
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// IBA 1 §7.8: packets from outside the emulation carry no "CRCs known good" mark
+/// (`crate::hw::frame`), so the HCA computes both CRCs: a bad ICRC under a good VCRC and a bad
+/// VCRC are each dropped and counted; the good packet is delivered.
+#[test]
+fn packets_from_outside_are_checked_in_full() {
+    let mut sim = Simulator::new(3);
+    let out = sim.add_node(Box::new(Outside), 1);
+    let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
+    sim.connect(
+        PortRef { node: out, port: 1 },
+        PortRef { node: hca, port: 1 },
+        LinkParams::default(),
+    );
+    configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
+    let b = ud_qp(&mut sim, hca, QKey(0x0b1b), 0, 8);
+    let mut good = crate::hw::switch::tests::ud(1, 2, 40, PKey(0xffff));
+    // DestQP and Q_Key of the QP made above, then the CRCs again.
+    good[12..16].copy_from_slice(&b.qpn.to_be_bytes());
+    ipoib_wire::packet::fill_crcs(&mut good).unwrap();
+    let n = good.len();
+    let mut bad_icrc = good.clone();
+    bad_icrc[n - 3] ^= 1;
+    let v = ipoib_wire::crc::vcrc(&bad_icrc[..n - 2]);
+    bad_icrc[n - 2..].copy_from_slice(&v.to_le_bytes());
+    let mut bad_vcrc = good.clone();
+    bad_vcrc[n - 1] ^= 1;
+    for p in [bad_icrc, bad_vcrc, good] {
+        sim.with_node::<Outside, _>(out, |_, _, tx| tx.send(1, p));
+    }
+    sim.run_until_idle(1_000);
+    let c = counters(&sim, hca);
+    assert_eq!(c.drops(HcaDropReason::BadIcrc), 1);
+    assert_eq!(c.drops(HcaDropReason::BadVcrc), 1);
+    assert_eq!(c.total_drops(), 2, "{:?}", c.nonzero_drops());
+    assert_eq!(poll(&mut sim, hca, b.cq).len(), 1);
+}
+
 /// IBA 1 §9.8.3.2: a UD datagram with no receive posted is silently dropped (counted); a
 /// datagram larger than the buffer completes with LocLenErr.
 #[test]
