@@ -124,6 +124,9 @@ pub struct Hca {
     /// Ports whose configuration a SubnSet changed since [`Hca::take_port_changes`] (module
     /// `sma`).
     sma_changed: Vec<u8>,
+    /// The buffer of the last packet received, for the next packet built: only its allocation
+    /// is reused, every byte is written again.
+    spare: Option<Vec<u8>>,
 }
 
 impl Hca {
@@ -160,6 +163,7 @@ impl Hca {
             node_description: ipoib_wire::smp::NodeDescriptionRepr::new("ipoib-fabric HCA"),
             sma_out: Vec::new(),
             sma_changed: Vec::new(),
+            spare: None,
         };
         for (i, g) in port_guids.into_iter().enumerate() {
             let num = (i + 1) as u8;
@@ -639,6 +643,7 @@ impl Device for Hca {
             p.traffic.count_rcv(&packet);
         }
         self.rx(now, port, &packet, None);
+        self.spare = Some(packet.into_vec());
         self.flush(now, tx);
     }
 

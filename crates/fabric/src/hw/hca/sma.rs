@@ -184,12 +184,13 @@ impl Hca {
         // IBA 1 §14.2.2: HopCount 0 names the node whose SMI sent it: the answer goes back to
         // QP0 here.
         let local = directed && SmpMad::new_checked(&mad[..]).is_ok_and(|m| m.hop_count() == 0);
+        let spare = self.spare.take().unwrap_or_default();
         let packet = if directed {
             dr::respond(&mut bytes, port);
-            sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
+            sma::smp_packet_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
         } else {
             let slid = self.port(port).map_or(0, |p| p.lid);
-            sma::smp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
+            sma::smp_packet_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
         };
         self.sma_out.push((port, Frame::with_crcs(packet), local));
         true

@@ -56,8 +56,12 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
     Ok(grh)
 }
 
-fn emit(repr: &PacketRepr<'_>) -> Option<Frame> {
-    repr.to_vec().ok().map(Frame::with_crcs)
+/// `repr` in `buf`'s allocation (a spent packet's, or a new one).
+fn emit(mut buf: Vec<u8>, repr: &PacketRepr<'_>) -> Option<Frame> {
+    buf.clear();
+    buf.resize(repr.buffer_len(), 0);
+    repr.emit(&mut buf).ok()?;
+    Some(Frame::with_crcs(buf))
 }
 
 /// The link and network layers of an RC/UC QP's packets ([`Hca::connected_framing`]).
@@ -88,7 +92,7 @@ impl Framing {
             ext: *ext,
             payload,
         };
-        let bytes = emit(&repr).ok_or(HcaDropReason::Malformed)?;
+        let bytes = emit(Vec::new(), &repr).ok_or(HcaDropReason::Malformed)?;
         Ok(Built {
             port: self.port,
             bytes,
@@ -144,6 +148,7 @@ impl Hca {
     /// The datagram for `wr`, `Ok(None)` when the port may not send it now (IBA 1 §7.2: only
     /// an Active port sends data packets; QP0 sends from Init on), or the completion error.
     fn build_ud(&mut self, qpn: Qpn, wr: &SendWr) -> Result<Option<Built>, WcStatus> {
+        let buf = self.spare.take().unwrap_or_default();
         let qp = self.qps.get(&qpn).ok_or(WcStatus::LocQpOpErr)?;
         let dest = wr.ud.ok_or(WcStatus::LocQpOpErr)?;
         let port = self.port(qp.port).ok_or(WcStatus::LocQpOpErr)?;
@@ -243,7 +248,7 @@ impl Hca {
             ext,
             payload: smp.as_ref().map_or(&wr.data[..], |m| &m[..]),
         };
-        let bytes = emit(&repr).ok_or(WcStatus::LocLenErr)?;
+        let bytes = emit(buf, &repr).ok_or(WcStatus::LocLenErr)?;
         // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 is for this node's own SMA.
         let hop0 = smp.as_ref().is_some_and(|m| {
             SmpMad::new_checked(&m[..]).is_ok_and(|m| m.is_directed() && m.hop_count() == 0)

@@ -53,6 +53,12 @@ pub fn is_unsupported_request(m: Method) -> bool {
 /// An SMP packet: VL15, QP0 to QP0, the default P_Key, Q_Key 0 (IBA 1 §14.2.1, §7.6.3: SMPs
 /// travel on VL15 and QP0 checks no Q_Key or P_Key).
 pub fn smp_packet(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
+    smp_packet_in(Vec::new(), slid, dlid, sl, mad)
+}
+
+/// [`smp_packet`] written into `buf`'s allocation (a spent packet's: its bytes are all
+/// overwritten), so that a device answering SMPs allocates no buffer per answer.
+pub fn smp_packet_in(buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
     let lrh = LrhRepr {
         vl: 15,
         lver: 0,
@@ -67,7 +73,7 @@ pub fn smp_packet(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
         qkey: QKey(0),
         src_qp: 0,
     };
-    emit(&PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
+    emit(buf, &PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
 }
 
 /// A GMP from QP1 to `dest_qp` (IBA 1 §13.5.1: QP1 sends with Q_Key 0x80010000), on VL0.
@@ -86,11 +92,15 @@ pub fn gmp_packet(slid: u16, dlid: u16, sl: u8, pkey: PKey, dest_qp: u32, mad: &
         qkey: QKey::GSI,
         src_qp: 1,
     };
-    emit(&PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
+    emit(
+        Vec::new(),
+        &PacketRepr::ud_send_only(lrh, None, bth, deth, mad),
+    )
 }
 
-fn emit(r: &PacketRepr<'_>) -> Vec<u8> {
-    let mut b = vec![0u8; r.buffer_len()];
+fn emit(mut b: Vec<u8>, r: &PacketRepr<'_>) -> Vec<u8> {
+    b.clear();
+    b.resize(r.buffer_len(), 0);
     // A 256-byte MAD always fits PktLen, and the extended headers are those of UD SEND Only.
     match r.emit(&mut b) {
         Ok(n) => b.truncate(n),

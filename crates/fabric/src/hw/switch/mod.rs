@@ -145,6 +145,9 @@ pub struct Switch {
     enforce_partitions: bool,
     stats: SwitchStats,
     mgmt: sma::SwitchMgmt,
+    /// The buffer of the last SMP the agent took, for its next answer: only its allocation is
+    /// reused, every byte is written again.
+    spare: Option<Vec<u8>>,
 }
 
 impl Switch {
@@ -170,6 +173,7 @@ impl Switch {
             enforce_partitions: false,
             stats: SwitchStats::default(),
             mgmt: sma::SwitchMgmt::default(),
+            spare: None,
         }
     }
 

@@ -138,7 +138,10 @@ impl Switch {
                             self.send_from_management(out, Frame::with_crcs(packet), tx);
                         }
                     }
-                    DrStep::Local => self.sma_answer(now, port, lrh, &packet[off..], true, tx),
+                    DrStep::Local => {
+                        self.sma_answer(now, port, lrh, &packet[off..], true, tx);
+                        self.spare = Some(packet);
+                    }
                     // A switch runs no SM; the rest break a hop rule.
                     DrStep::ToRequester | DrStep::Discard(_) => {
                         self.drop(SwitchDropReason::SmpDiscarded)
@@ -148,6 +151,7 @@ impl Switch {
             }
             (0, MgmtClass::SubnLid) if to_me => {
                 self.sma_answer(now, port, lrh, &packet[off..], false, tx);
+                self.spare = Some(packet.into_vec());
                 None
             }
             (1, MgmtClass::Perf) if to_me => {
@@ -219,15 +223,19 @@ impl Switch {
             .response()
             .unwrap_or(Method::from(u8::from(method) | Method::RESPONSE_BIT));
         let mut bytes = resp.to_bytes();
+        let spare = self.spare.take().unwrap_or_default();
         let (out, packet) = if directed {
             let out = dr::respond(&mut bytes, port);
             (
                 out,
-                sma::smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
+                sma::smp_packet_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
             )
         } else {
             let out = self.route_or(lrh.slid, port);
-            (out, sma::smp_packet(self.lid, lrh.slid, lrh.sl, &bytes))
+            (
+                out,
+                sma::smp_packet_in(spare, self.lid, lrh.slid, lrh.sl, &bytes),
+            )
         };
         self.send_from_management(out, Frame::with_crcs(packet), tx);
     }
