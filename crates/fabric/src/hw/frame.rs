@@ -12,14 +12,37 @@
 //! [`Frame::new`], unmarked, and are checked in full. Receivers still check everything else
 //! (lengths, headers), so what is dropped, counted and answered is the same as with the checks:
 //! only the CPU time differs. The bytes themselves, and so captures, are untouched.
+//!
+//! A switch re-sending a marked directed-route SMP (its hop rules change two bytes of the MAD,
+//! IBA 1 §14.2.2.2) goes one step further: it leaves the CRC fields as they were and marks the
+//! frame "CRCs pending" ([`Frame::with_crcs_pending`]). Until they are written, the CRC fields are
+//! stale, and only receivers that skip the CRC checks of a marked frame read the bytes. Before the
+//! bytes are seen by anything else, [`Frame::seal`] writes both CRCs with `fill_crcs`, the same
+//! bytes `update_crcs` would have written at each hop (a proptest in `ipoib_wire::crc` checks
+//! the two agree): the simulator seals a frame before its capture tap, its drop filter and a link's
+//! faults see it, and [`Frame::into_vec`] and [`Frame::bytes_mut`] seal. A frame consumed inside the
+//! emulation (an SMP answered by the SMA at the end of its path) never has its CRCs computed.
 
+use ipoib_wire::packet::fill_crcs;
 use std::ops::Deref;
+
+/// What is known of a frame's CRCs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Crcs {
+    /// Nobody vouches for them: a receiver checks them.
+    #[default]
+    Unchecked,
+    /// Computed by the emulation over exactly these bytes.
+    Good,
+    /// Not written yet; [`Frame::seal`] writes them.
+    Pending,
+}
 
 /// A packet with its "CRCs known good" mark. See the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Frame {
     bytes: Vec<u8>,
-    crcs_good: bool,
+    crcs: Crcs,
 }
 
 impl Frame {
@@ -27,7 +50,7 @@ impl Frame {
     pub fn new(bytes: Vec<u8>) -> Frame {
         Frame {
             bytes,
-            crcs_good: false,
+            crcs: Crcs::Unchecked,
         }
     }
 
@@ -37,27 +60,61 @@ impl Frame {
     pub fn with_crcs(bytes: Vec<u8>) -> Frame {
         Frame {
             bytes,
-            crcs_good: true,
+            crcs: Crcs::Good,
         }
     }
 
-    /// True when the CRCs are known good (see the module docs).
-    pub fn crcs_good(&self) -> bool {
-        self.crcs_good
+    /// A packet the emulation changed from one whose CRCs were known good (or pending), without
+    /// writing its CRC fields: [`Frame::seal`] writes them before anything but a receiver that
+    /// skips its CRC checks sees the bytes (see the module docs).
+    pub fn with_crcs_pending(bytes: Vec<u8>) -> Frame {
+        Frame {
+            bytes,
+            crcs: Crcs::Pending,
+        }
     }
 
-    /// The bytes, to change them: the mark is cleared.
+    /// True when the CRCs are known good, written or pending (see the module docs): a receiver
+    /// skips its CRC checks and reads no CRC field.
+    pub fn crcs_good(&self) -> bool {
+        self.crcs != Crcs::Unchecked
+    }
+
+    /// Writes the CRC fields of a frame whose CRCs are pending; nothing for any other.
+    pub fn seal(&mut self) {
+        if self.crcs == Crcs::Pending {
+            // The frame was built by the emulation with lengths that add up: fill_crcs cannot
+            // fail on it; if it did, the frame is left unmarked and its receiver checks it.
+            self.crcs = match fill_crcs(&mut self.bytes) {
+                Ok(()) => Crcs::Good,
+                Err(_) => Crcs::Unchecked,
+            };
+        }
+    }
+
+    /// The bytes, to change them: sealed first, then the mark is cleared.
     pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
-        self.crcs_good = false;
+        self.seal();
+        self.crcs = Crcs::Unchecked;
         &mut self.bytes
     }
 
-    /// The bytes (the mark is lost).
-    pub fn into_vec(self) -> Vec<u8> {
+    /// The bytes, sealed (the mark is lost).
+    pub fn into_vec(mut self) -> Vec<u8> {
+        self.seal();
         self.bytes
+    }
+
+    /// The bytes as they are, and whether their CRCs were known good (written or pending), for
+    /// a device that changes them and wraps them again itself (a switch re-sending a
+    /// directed-route SMP): with pending CRCs the CRC fields are stale.
+    pub fn into_parts(self) -> (Vec<u8>, bool) {
+        let good = self.crcs_good();
+        (self.bytes, good)
     }
 }
 
+/// The bytes; of a frame with pending CRCs, the CRC fields are stale (see the module docs).
 impl Deref for Frame {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -92,5 +149,24 @@ mod tests {
         assert!(!f.crcs_good());
         assert!(!Frame::new(vec![1]).crcs_good());
         assert!(!Frame::from(vec![1]).crcs_good());
+    }
+
+    // Pending CRCs are written before the bytes leave: the same bytes as computed at once.
+    #[test]
+    fn pending_crcs_are_written_when_the_bytes_leave() {
+        let good = crate::hw::switch::tests::ud(1, 2, 40, ipoib_wire::PKey(0xffff));
+        let mut stale = good.clone();
+        let n = stale.len();
+        stale[n - 6..].fill(0); // ICRC and VCRC
+        let f = Frame::with_crcs_pending(stale.clone());
+        assert!(f.crcs_good());
+        assert_eq!(f.clone().into_parts(), (stale.clone(), true));
+        assert_eq!(f.clone().into_vec(), good);
+        let mut g = f.clone();
+        g.seal();
+        assert_eq!((&g[..], g.crcs_good()), (&good[..], true));
+        let mut h = f;
+        assert_eq!(h.bytes_mut()[..], good[..]);
+        assert!(!h.crcs_good());
     }
 }

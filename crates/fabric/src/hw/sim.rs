@@ -384,6 +384,10 @@ impl Simulator {
         dir.busy_until = done;
         let to = link.ends[1 - side];
         let latency = link.params.latency;
+        if self.drop_filter.is_some() || self.capture.is_some() {
+            // They see the bytes: pending CRCs are written first ([`Frame`]).
+            packet.seal();
+        }
         let filtered = self
             .drop_filter
             .as_mut()

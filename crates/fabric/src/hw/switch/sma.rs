@@ -125,10 +125,21 @@ impl Switch {
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();
-                let mut packet = packet.into_vec();
+                let (mut packet, trusted) = packet.into_parts();
                 let mad = &mut packet[off..off + MAD_LEN];
-                let old = <[u8; MAD_LEN]>::try_from(&*mad).ok()?;
+                // The bytes before the hop rules change them, for update_crcs.
+                let old = if trusted {
+                    [0; MAD_LEN]
+                } else {
+                    <[u8; MAD_LEN]>::try_from(&*mad).ok()?
+                };
                 match dr::receive(mad, port, true, nports) {
+                    // CRCs the emulation computed: they are written when the bytes are next
+                    // needed, if ever ([`Frame::with_crcs_pending`]).
+                    DrStep::Forward(out) if trusted => {
+                        self.stats.smp_forwarded += 1;
+                        self.send_from_management(out, Frame::with_crcs_pending(packet), tx);
+                    }
                     DrStep::Forward(out) => {
                         // The hop rules changed two bytes of the MAD: the ICRC is computed
                         // again, the VCRC (good on receipt) updated for the changed bytes,
@@ -164,7 +175,8 @@ impl Switch {
     }
 
     /// Sends a packet the switch itself makes (or a directed-route SMP it forwards) out of `out`.
-    /// Its CRCs were computed just now: it carries the mark ([`Frame`]).
+    /// Its CRCs were computed by the emulation (or are pending): it carries the mark
+    /// ([`Frame`]).
     fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
         match self.ports.get_mut(usize::from(out)) {
             Some(p) if out != 0 && p.up => {

@@ -250,6 +250,44 @@ fn bad_icrc_is_dropped_by_the_agents_but_not_in_transit() {
     assert_eq!(sw.stats().dropped(SwitchDropReason::SmpDiscarded), 2);
 }
 
+/// IBA 1 §14.2.2.2 with the emulation's shortcut (`crate::hw::frame`): a marked directed-route
+/// SMP re-sent by the switch leaves with its CRCs pending; written, they are the bytes the
+/// switch writes for the same SMP unmarked (checked, then `update_crcs`).
+#[test]
+fn a_marked_directed_route_smp_leaves_with_pending_crcs_that_seal_to_the_same_bytes() {
+    use crate::hw::sma::smp_packet;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::mad::MgmtClass;
+    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
+    let mut dr = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
+    dr.header.mgmt_class = MgmtClass::SubnDirectedRoute;
+    dr.header.class_specific = 1 << 8 | 2; // HopPointer 1, HopCount 2: on to the next hop
+    let mut path = [0u8; 64];
+    path[1] = 1;
+    path[2] = 2;
+    dr.route = SmpRoute::Directed(DirectedRoute {
+        dr_slid: 0xffff,
+        dr_dlid: 0xffff,
+        initial_path: path,
+        return_path: [0; 64],
+    });
+    let smp = smp_packet(0xffff, 0xffff, 0, &dr.to_bytes());
+    let checked = feed(&mut switch(), 1, smp.clone());
+    assert_eq!(checked.len(), 1);
+    assert_eq!(checked[0].0, 2);
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    sw.receive_frame(Instant::ZERO, 1, Frame::with_crcs(smp), &mut tx);
+    let out: Vec<(u8, Frame)> = tx.drain_frames().collect();
+    assert_eq!(out.len(), 1);
+    let (port, frame) = out.into_iter().next().unwrap();
+    assert_eq!(port, 2);
+    assert!(frame.crcs_good());
+    assert_ne!(&frame[..], &checked[0].1[..], "CRC fields not written yet");
+    assert_eq!(frame.into_vec(), checked[0].1, "sealed: the same bytes");
+    assert_eq!(sw.stats().smp_forwarded, 1);
+}
+
 #[test]
 fn malformed_packets_are_dropped_and_counted() {
     let mut sw = switch();
