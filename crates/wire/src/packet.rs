@@ -272,6 +272,15 @@ impl<'a> PacketRepr<'a> {
     /// written ([`PacketRepr::buffer_len`]). `Truncated` when `buf` is too short, `Malformed` when
     /// [`PacketRepr::check`] fails.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        let total = self.emit_without_crcs(buf)?;
+        fill_crcs(&mut buf[..total])?;
+        Ok(total)
+    }
+
+    /// [`PacketRepr::emit`] without computing the ICRC and VCRC (their fields are zero), for a
+    /// caller that writes them with [`fill_crcs`] before the bytes are used (an emulated link
+    /// whose receivers know them good, `ipoib_fabric`'s `Frame`).
+    pub fn emit_without_crcs(&self, buf: &mut [u8]) -> Result<usize> {
         self.check()?;
         let total = self.buffer_len();
         if buf.len() < total {
@@ -281,7 +290,6 @@ impl<'a> PacketRepr<'a> {
         let end = off + self.payload.len();
         buf[off..end].copy_from_slice(self.payload);
         buf[end..total].fill(0);
-        fill_crcs(&mut buf[..total])?;
         Ok(total)
     }
 
@@ -612,6 +620,18 @@ mod tests {
             Packet::parse_crcs_known_good(&b[..41]),
             Err(Error::Truncated)
         );
+    }
+
+    #[test]
+    fn emit_without_crcs_then_fill_crcs_is_emit() {
+        let mut a = [0u8; 82];
+        let mut b = [0xeeu8; 82];
+        global_repr().emit(&mut a).unwrap();
+        assert_eq!(global_repr().emit_without_crcs(&mut b).unwrap(), 82);
+        assert_eq!(&b[76..], &[0; 6], "CRC fields zero, not computed");
+        assert_eq!(a[..76], b[..76]);
+        fill_crcs(&mut b).unwrap();
+        assert_eq!(a, b);
     }
 
     #[test]

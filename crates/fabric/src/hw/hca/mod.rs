@@ -119,7 +119,8 @@ pub struct Hca {
     /// Answers of the SMA and PMA waiting for the next flush: (port, packet, local). A local
     /// one answers a directed-route SMP with HopCount 0 sent from this node's QP0 and goes back
     /// to QP0 without leaving the node (IBA 1 §14.2.2).
-    /// Built by `smp_packet` and `gmp_packet`: their CRCs are known good ([`Frame`]).
+    /// Built by `smp_frame_in` (CRCs pending) and `gmp_packet` (CRCs written): known good
+    /// ([`Frame`]).
     sma_out: Vec<(u8, Frame, bool)>,
     /// Ports whose configuration a SubnSet changed since [`Hca::take_port_changes`] (module
     /// `sma`).

@@ -187,12 +187,12 @@ impl Hca {
         let spare = self.spare.take().unwrap_or_default();
         let packet = if directed {
             dr::respond(&mut bytes, port);
-            sma::smp_packet_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
+            sma::smp_frame_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
         } else {
             let slid = self.port(port).map_or(0, |p| p.lid);
-            sma::smp_packet_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
+            sma::smp_frame_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
         };
-        self.sma_out.push((port, Frame::with_crcs(packet), local));
+        self.sma_out.push((port, packet, local));
         true
     }
 

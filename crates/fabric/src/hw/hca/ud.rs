@@ -41,7 +41,7 @@ pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) 
 /// A packet ready for a port.
 pub(super) struct Built {
     port: u8,
-    /// Built by `emit`: its CRCs are known good ([`Frame`]).
+    /// Built by `emit`: its CRCs are known good, pending ([`Frame`]).
     bytes: Frame,
     /// DLID is the sending port's own: loop back instead of using the wire.
     local: bool,
@@ -56,12 +56,13 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
     Ok(grh)
 }
 
-/// `repr` in `buf`'s allocation (a spent packet's, or a new one).
+/// `repr` in `buf`'s allocation (a spent packet's, or a new one), its CRCs pending: written when
+/// the bytes leave the emulation's receivers ([`Frame`]).
 fn emit(mut buf: Vec<u8>, repr: &PacketRepr<'_>) -> Option<Frame> {
     buf.clear();
     buf.resize(repr.buffer_len(), 0);
-    repr.emit(&mut buf).ok()?;
-    Some(Frame::with_crcs(buf))
+    repr.emit_without_crcs(&mut buf).ok()?;
+    Some(Frame::with_crcs_pending(buf))
 }
 
 /// The link and network layers of an RC/UC QP's packets ([`Hca::connected_framing`]).

@@ -21,6 +21,7 @@ pub use dr::DrStep;
 pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
+use crate::hw::sim::Frame;
 use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
 use ipoib_wire::packet::PacketRepr;
@@ -59,6 +60,27 @@ pub fn smp_packet(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
 /// [`smp_packet`] written into `buf`'s allocation (a spent packet's: its bytes are all
 /// overwritten), so that a device answering SMPs allocates no buffer per answer.
 pub fn smp_packet_in(buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Vec<u8> {
+    emit(buf, &smp_repr(slid, dlid, sl, mad))
+}
+
+/// [`smp_packet_in`] for a device of the emulation: its CRCs pending, written when the bytes
+/// leave the emulation's receivers ([`Frame`]).
+pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Frame {
+    let r = smp_repr(slid, dlid, sl, mad);
+    buf.clear();
+    buf.resize(r.buffer_len(), 0);
+    // A 256-byte MAD always fits PktLen, and the extended headers are those of UD SEND Only;
+    // were it not so, the empty frame would be dropped as malformed by its receiver.
+    match r.emit_without_crcs(&mut buf) {
+        Ok(n) => {
+            buf.truncate(n);
+            Frame::with_crcs_pending(buf)
+        }
+        Err(_) => Frame::new(Vec::new()),
+    }
+}
+
+fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
     let lrh = LrhRepr {
         vl: 15,
         lver: 0,
@@ -73,7 +95,7 @@ pub fn smp_packet_in(buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> 
         qkey: QKey(0),
         src_qp: 0,
     };
-    emit(buf, &PacketRepr::ud_send_only(lrh, None, bth, deth, mad))
+    PacketRepr::ud_send_only(lrh, None, bth, deth, mad)
 }
 
 /// A GMP from QP1 to `dest_qp` (IBA 1 §13.5.1: QP1 sends with Q_Key 0x80010000), on VL0.

@@ -240,16 +240,16 @@ impl Switch {
             let out = dr::respond(&mut bytes, port);
             (
                 out,
-                sma::smp_packet_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
+                sma::smp_frame_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
             )
         } else {
             let out = self.route_or(lrh.slid, port);
             (
                 out,
-                sma::smp_packet_in(spare, self.lid, lrh.slid, lrh.sl, &bytes),
+                sma::smp_frame_in(spare, self.lid, lrh.slid, lrh.sl, &bytes),
             )
         };
-        self.send_from_management(out, Frame::with_crcs(packet), tx);
+        self.send_from_management(out, packet, tx);
     }
 
     fn pma_answer(&mut self, port: u8, lrh: &LrhRepr, packet: &[u8], off: usize, tx: &mut Tx) {
