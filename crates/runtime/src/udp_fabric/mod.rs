@@ -122,7 +122,7 @@ pub trait DatagramPeer {
 /// or more InfiniBand packets of the path MTU: one system call on each side instead of 16. What
 /// the peer receives is the same datagrams, in the same order; where the kernel refuses
 /// segmentation the endpoint falls back to one `send` per datagram. Reads are batched too: one
-/// `recvmmsg(2)` takes up to [`RECV_BATCH`] datagrams or coalesced runs, and a batch that comes
+/// `recvmmsg(2)` takes up to `RECV_BATCH` (8) datagrams or coalesced runs, and a batch that comes
 /// back short means the socket is drained, so no read is spent on learning that it would block.
 #[derive(Debug)]
 pub struct UdpEndpoint {
