@@ -79,32 +79,42 @@ fn outbound(mut from: tun::Reader, sock: &UdpSocket, hop: SocketAddr) -> std::io
     }
 }
 
+/// One `recvmsg(2)` into `buf`: its length, the size of the datagrams the kernel coalesced into
+/// it (`UDP_GRO`; the length when it is one datagram) and the sender.
+fn recv_gro(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+) -> Result<(usize, usize, Option<SockaddrStorage>), nix::errno::Errno> {
+    let mut cmsg = nix::cmsg_space!(i32);
+    let mut iov = [IoSliceMut::new(buf)];
+    let m = recvmsg::<SockaddrStorage>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut cmsg),
+        MsgFlags::empty(),
+    )?;
+    let len = m.bytes;
+    let mut seg = len;
+    if let Ok(cs) = m.cmsgs() {
+        for c in cs {
+            if let ControlMessageOwned::UdpGroSegments(s) = c {
+                seg = usize::try_from(s).unwrap_or(len).max(1);
+            }
+        }
+    }
+    Ok((len, seg, m.address))
+}
+
 /// Datagrams (coalesced by `UDP_GRO`) -> whole packets -> TUN.
 fn inbound(mut to: tun::Writer, sock: &UdpSocket) -> std::io::Error {
     let mut buf = vec![0u8; 65_536];
     let mut packet = Vec::with_capacity(65_536);
     loop {
-        let mut cmsg = nix::cmsg_space!(i32);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        let m = match recvmsg::<SockaddrStorage>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg),
-            MsgFlags::empty(),
-        ) {
-            Ok(m) => m,
+        let (len, seg, _) = match recv_gro(sock, &mut buf) {
+            Ok(r) => r,
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return e.into(),
         };
-        let len = m.bytes;
-        let mut seg = len;
-        if let Ok(cs) = m.cmsgs() {
-            for c in cs {
-                if let ControlMessageOwned::UdpGroSegments(s) = c {
-                    seg = usize::try_from(s).unwrap_or(len).max(1);
-                }
-            }
-        }
         for d in buf[..len].chunks(seg) {
             let Some(h) = d.get(..HEADER) else { continue };
             let total = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
@@ -140,28 +150,12 @@ fn hop(port: u16, a: u16, b: u16) -> Result<(), String> {
     let mut buf = vec![0u8; 65_536];
     println!("ready");
     loop {
-        let mut cmsg = nix::cmsg_space!(i32);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        let m = match recvmsg::<SockaddrStorage>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut cmsg),
-            MsgFlags::empty(),
-        ) {
-            Ok(m) => m,
+        let (len, seg, from) = match recv_gro(&sock, &mut buf) {
+            Ok(r) => r,
             Err(nix::errno::Errno::EINTR) => continue,
             Err(e) => return Err(e.to_string()),
         };
-        let len = m.bytes;
-        let mut seg = len;
-        if let Ok(cs) = m.cmsgs() {
-            for c in cs {
-                if let ControlMessageOwned::UdpGroSegments(s) = c {
-                    seg = usize::try_from(s).unwrap_or(len).max(1);
-                }
-            }
-        }
-        let from_a = m.address.as_ref() == Some(&sa);
+        let from_a = from.as_ref() == Some(&sa);
         let to = if from_a { &sb } else { &sa };
         // A coalesced run goes on as one segmented send, as it came.
         let s = seg as u16;
