@@ -105,6 +105,12 @@ impl Frame {
         self.bytes
     }
 
+    /// The allocation, to build another packet in (a receiver that consumed the frame): the
+    /// bytes are no packet any more, so pending CRCs are not written.
+    pub fn into_spare(self) -> Vec<u8> {
+        self.bytes
+    }
+
     /// The bytes as they are, and whether their CRCs were known good (written or pending), for
     /// a device that changes them and wraps them again itself (a switch re-sending a
     /// directed-route SMP): with pending CRCs the CRC fields are stale.
@@ -161,6 +167,8 @@ mod tests {
         let f = Frame::with_crcs_pending(stale.clone());
         assert!(f.crcs_good());
         assert_eq!(f.clone().into_parts(), (stale.clone(), true));
+        // A consumed frame's allocation is reused as it is: no CRC is computed for it.
+        assert_eq!(f.clone().into_spare(), stale);
         assert_eq!(f.clone().into_vec(), good);
         let mut g = f.clone();
         g.seal();

@@ -644,7 +644,7 @@ impl Device for Hca {
             p.traffic.count_rcv(&packet);
         }
         self.rx(now, port, &packet, None);
-        self.spare = Some(packet.into_vec());
+        self.spare = Some(packet.into_spare());
         self.flush(now, tx);
     }
 

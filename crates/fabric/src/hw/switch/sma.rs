@@ -162,7 +162,7 @@ impl Switch {
             }
             (0, MgmtClass::SubnLid) if to_me => {
                 self.sma_answer(now, port, lrh, &packet[off..], false, tx);
-                self.spare = Some(packet.into_vec());
+                self.spare = Some(packet.into_spare());
                 None
             }
             (1, MgmtClass::Perf) if to_me => {
