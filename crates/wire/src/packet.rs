@@ -66,6 +66,13 @@ impl<'a> Packet<'a> {
         Packet::parse_checking(data, false, true)
     }
 
+    /// [`Packet::parse`] for a receiver on the way, not the destination: a switch port checks the
+    /// VCRC (IBA 1 §7.8.2) and leaves the invariant ICRC to the destination (IBA 1 §7.8.1), so
+    /// the ICRC is not computed (`icrc_ok` is true).
+    pub fn parse_vcrc_only(data: &'a [u8]) -> Result<Packet<'a>> {
+        Packet::parse_checking(data, true, false)
+    }
+
     /// [`Packet::parse`] for a receiver that knows both CRCs are good without computing them:
     /// the sender computed them over exactly these bytes, unchanged since (an emulated link, not
     /// a wire). Neither CRC is computed (`icrc_ok` and `vcrc_ok` are true); the lengths and
@@ -599,6 +606,20 @@ mod tests {
             Packet::parse_vcrc_checked(&UD_LOCAL[..41]),
             Err(Error::Truncated)
         );
+    }
+
+    #[test]
+    fn parse_vcrc_only_leaves_the_icrc() {
+        let mut b = UD_LOCAL;
+        b[36] ^= 1; // an ICRC bit: the VCRC covers it, so fix the VCRC
+        let n = b.len();
+        let v = crate::crc::vcrc(&b[..n - 2]);
+        b[n - 2..].copy_from_slice(&v.to_le_bytes());
+        assert!(!Packet::parse(&b).unwrap().icrc_ok);
+        let p = Packet::parse_vcrc_only(&b).unwrap();
+        assert!(p.vcrc_ok && p.icrc_ok);
+        b[n - 1] ^= 0xff;
+        assert!(!Packet::parse_vcrc_only(&b).unwrap().vcrc_ok);
     }
 
     #[test]

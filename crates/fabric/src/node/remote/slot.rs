@@ -236,7 +236,9 @@ impl Remote {
     /// The counter a packet from the host is dropped under, if any.
     fn check(&mut self, packet: &[u8]) -> Result<(), &mut u64> {
         let c = &mut self.counters;
-        let p = match Packet::parse(packet) {
+        // The switch port the host's cable ends on checks the VCRC; the ICRC is the
+        // destination's to check (IBA 1 §7.8.1).
+        let p = match Packet::parse_vcrc_only(packet) {
             Ok(p) if p.vcrc_ok => p,
             _ => return Err(&mut c.malformed),
         };
