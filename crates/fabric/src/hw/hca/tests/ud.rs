@@ -182,11 +182,15 @@ fn corrupted_packets_are_never_delivered() {
 }
 
 /// A device that puts bytes from outside the emulation on its cable (as a UDP fabric host or a
-/// replayed capture does): through `Tx::send`, unmarked.
-struct Outside;
+/// replayed capture does): through `Tx::send`, unmarked. It keeps what it receives, through the
+/// default `Device::receive_frame`, as such a host does.
+#[derive(Default)]
+struct Outside(Vec<Vec<u8>>);
 
 impl Device for Outside {
-    fn receive(&mut self, _now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {}
+    fn receive(&mut self, _now: Instant, _port: u8, packet: Vec<u8>, _tx: &mut Tx) {
+        self.0.push(packet);
+    }
     fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
     fn poll_timeout(&self) -> Option<Instant> {
         None
@@ -205,7 +209,7 @@ impl Device for Outside {
 #[test]
 fn packets_from_outside_are_checked_in_full() {
     let mut sim = Simulator::new(3);
-    let out = sim.add_node(Box::new(Outside), 1);
+    let out = sim.add_node(Box::new(Outside::default()), 1);
     let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
     sim.connect(
         PortRef { node: out, port: 1 },
@@ -234,6 +238,70 @@ fn packets_from_outside_are_checked_in_full() {
     assert_eq!(c.drops(HcaDropReason::BadVcrc), 1);
     assert_eq!(c.total_drops(), 2, "{:?}", c.nonzero_drops());
     assert_eq!(poll(&mut sim, hca, b.cq).len(), 1);
+}
+
+/// What a device outside the emulation receives from an HCA (a UD send, then the SMA's answer to
+/// an SMP it sends), and what a drop filter on the link saw, when there is one (it drops nothing).
+fn to_outside(filter: bool) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    use crate::hw::sma::smp_packet;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::smp::SmpMadRepr;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let mut sim = Simulator::new(4);
+    let out = sim.add_node(Box::new(Outside::default()), 1);
+    let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
+    sim.connect(
+        PortRef { node: out, port: 1 },
+        PortRef { node: hca, port: 1 },
+        LinkParams::default(),
+    );
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    if filter {
+        let s = Rc::clone(&seen);
+        sim.set_drop_filter(Some(Box::new(move |_, from, p| {
+            if from.node == hca {
+                s.borrow_mut().push(p.to_vec());
+            }
+            false
+        })));
+    }
+    configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
+    let b = ud_qp(&mut sim, hca, QKey(0x0b1b), 0, 0);
+    send(
+        &mut sim,
+        hca,
+        b.qpn,
+        wr(1, b"out", dest(1, 0x48, QKey(0x0b1b))),
+    );
+    let get = SmpMadRepr::lid_routed_get(3, attr::NODE_INFO, 0).to_bytes();
+    sim.with_node::<Outside, _>(out, |_, _, tx| tx.send(1, smp_packet(1, 2, 0, &get)));
+    sim.run_until_idle(1_000);
+    assert!(sim.capture_mut().is_none());
+    let got = sim.node::<Outside>(out).unwrap().0.clone();
+    let seen = seen.borrow().clone();
+    (got, seen)
+}
+
+/// IBA 1 §7.8 with the emulation's shortcut (`crate::hw::frame`): the HCA builds its packets with
+/// their CRCs pending; a device outside the emulation receives both CRCs written, with no
+/// capture, drop filter or fault on the link to write them on the way, and a drop filter sees
+/// them written too: for a UD send and for an SMA answer.
+#[test]
+fn packets_to_outside_carry_written_crcs() {
+    use ipoib_wire::packet::Packet;
+    let (got, seen) = to_outside(false);
+    assert!(seen.is_empty());
+    assert_eq!(got.len(), 2, "the datagram and the GetResp");
+    for p in &got {
+        let pkt = Packet::parse(p).unwrap();
+        assert!(pkt.icrc_ok && pkt.vcrc_ok, "{p:02x?}");
+    }
+    assert_eq!(Packet::parse(&got[0]).unwrap().lrh.vl, 0);
+    assert_eq!(Packet::parse(&got[1]).unwrap().lrh.vl, 15);
+    let (got_filtered, seen) = to_outside(true);
+    assert_eq!(got_filtered, got);
+    assert_eq!(seen, got, "the filter sees the bytes delivered");
 }
 
 /// IBA 1 §9.8.3.2: a UD datagram with no receive posted is silently dropped (counted); a
