@@ -203,12 +203,10 @@ impl Device for Outside {
     }
 }
 
-/// IBA 1 §7.8: packets from outside the emulation carry no "CRCs known good" mark
-/// (`crate::hw::frame`), so the HCA computes both CRCs: a bad ICRC under a good VCRC and a bad
-/// VCRC are each dropped and counted; the good packet is delivered.
-#[test]
-fn packets_from_outside_are_checked_in_full() {
-    let mut sim = Simulator::new(3);
+/// A simulator (seed `seed`) with an [`Outside`] device cabled to an HCA: (simulator, outside,
+/// HCA).
+fn outside_and_hca(seed: u64) -> (Simulator, NodeId, NodeId) {
+    let mut sim = Simulator::new(seed);
     let out = sim.add_node(Box::new(Outside::default()), 1);
     let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
     sim.connect(
@@ -216,6 +214,15 @@ fn packets_from_outside_are_checked_in_full() {
         PortRef { node: hca, port: 1 },
         LinkParams::default(),
     );
+    (sim, out, hca)
+}
+
+/// IBA 1 §7.8: packets from outside the emulation carry no "CRCs known good" mark
+/// (`crate::hw::frame`), so the HCA computes both CRCs: a bad ICRC under a good VCRC and a bad
+/// VCRC are each dropped and counted; the good packet is delivered.
+#[test]
+fn packets_from_outside_are_checked_in_full() {
+    let (mut sim, out, hca) = outside_and_hca(3);
     configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
     let b = ud_qp(&mut sim, hca, QKey(0x0b1b), 0, 8);
     let mut good = crate::hw::switch::tests::ud(1, 2, 40, PKey(0xffff));
@@ -248,14 +255,7 @@ fn to_outside(filter: bool) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     use ipoib_wire::smp::SmpMadRepr;
     use std::cell::RefCell;
     use std::rc::Rc;
-    let mut sim = Simulator::new(4);
-    let out = sim.add_node(Box::new(Outside::default()), 1);
-    let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
-    sim.connect(
-        PortRef { node: out, port: 1 },
-        PortRef { node: hca, port: 1 },
-        LinkParams::default(),
-    );
+    let (mut sim, out, hca) = outside_and_hca(4);
     let seen = Rc::new(RefCell::new(Vec::new()));
     if filter {
         let s = Rc::clone(&seen);
