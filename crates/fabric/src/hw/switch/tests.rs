@@ -206,6 +206,27 @@ fn a_marked_frame_is_checked_again_once_its_bytes_change() {
     assert_eq!(sw.stats().dropped(SwitchDropReason::VcrcBad), 1);
 }
 
+/// A directed-route SubnGet(NodeInfo) packet along `path` (InitialPath[1..], HopCount its
+/// length) as it reaches the first switch: HopPointer 1, DrSLID and DrDLID permissive.
+fn dr_node_info_at_hop_1(path: &[u8]) -> Vec<u8> {
+    use crate::hw::sma::smp_packet;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::mad::MgmtClass;
+    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
+    let mut dr = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
+    dr.header.mgmt_class = MgmtClass::SubnDirectedRoute;
+    dr.header.class_specific = 1 << 8 | path.len() as u16;
+    let mut initial_path = [0u8; 64];
+    initial_path[1..=path.len()].copy_from_slice(path);
+    dr.route = SmpRoute::Directed(DirectedRoute {
+        dr_slid: 0xffff,
+        dr_dlid: 0xffff,
+        initial_path,
+        return_path: [0; 64],
+    });
+    smp_packet(0xffff, 0xffff, 0, &dr.to_bytes())
+}
+
 /// IBA 1 §7.8.1: the switch's management port is the end port of a packet for its agents, so it
 /// checks the ICRC there: a directed-route SMP (always for the agent at each hop) with a bad ICRC
 /// is dropped and counted; a LID-routed SMP for another node passes through unchecked.
@@ -213,20 +234,9 @@ fn a_marked_frame_is_checked_again_once_its_bytes_change() {
 fn bad_icrc_is_dropped_by_the_agents_but_not_in_transit() {
     use crate::hw::sma::smp_packet;
     use ipoib_wire::mad::attr::smp as attr;
-    use ipoib_wire::mad::MgmtClass;
-    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
-    let mut dr = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
-    dr.header.mgmt_class = MgmtClass::SubnDirectedRoute;
-    dr.header.class_specific = 1 << 8 | 1; // HopPointer 1 = HopCount 1: this switch
-    let mut path = [0u8; 64];
-    path[1] = 1;
-    dr.route = SmpRoute::Directed(DirectedRoute {
-        dr_slid: 0xffff,
-        dr_dlid: 0xffff,
-        initial_path: path,
-        return_path: [0; 64],
-    });
-    let good = smp_packet(0xffff, 0xffff, 0, &dr.to_bytes());
+    use ipoib_wire::smp::SmpMadRepr;
+    // HopPointer 1 = HopCount 1: this switch.
+    let good = dr_node_info_at_hop_1(&[1]);
     // Flip an ICRC bit, then give the packet a good VCRC again.
     let bad_icrc = |mut p: Vec<u8>| {
         let n = p.len();
@@ -255,23 +265,8 @@ fn bad_icrc_is_dropped_by_the_agents_but_not_in_transit() {
 /// switch writes for the same SMP unmarked (checked, then `update_crcs`).
 #[test]
 fn a_marked_directed_route_smp_leaves_with_pending_crcs_that_seal_to_the_same_bytes() {
-    use crate::hw::sma::smp_packet;
-    use ipoib_wire::mad::attr::smp as attr;
-    use ipoib_wire::mad::MgmtClass;
-    use ipoib_wire::smp::{DirectedRoute, SmpMadRepr, SmpRoute};
-    let mut dr = SmpMadRepr::lid_routed_get(1, attr::NODE_INFO, 0);
-    dr.header.mgmt_class = MgmtClass::SubnDirectedRoute;
-    dr.header.class_specific = 1 << 8 | 2; // HopPointer 1, HopCount 2: on to the next hop
-    let mut path = [0u8; 64];
-    path[1] = 1;
-    path[2] = 2;
-    dr.route = SmpRoute::Directed(DirectedRoute {
-        dr_slid: 0xffff,
-        dr_dlid: 0xffff,
-        initial_path: path,
-        return_path: [0; 64],
-    });
-    let smp = smp_packet(0xffff, 0xffff, 0, &dr.to_bytes());
+    // HopPointer 1, HopCount 2: on to the next hop.
+    let smp = dr_node_info_at_hop_1(&[1, 2]);
     let checked = feed(&mut switch(), 1, smp.clone());
     assert_eq!(checked.len(), 1);
     assert_eq!(checked[0].0, 2);
