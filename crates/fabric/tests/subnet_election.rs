@@ -281,11 +281,7 @@ fn a_new_master_asks_the_hosts_to_register_again() {
         bcast_members(net.sa_on(1, app).unwrap()).is_empty(),
         "the Standby's SA knows no group"
     );
-    assert!(net.set_cable(0, false).unwrap());
-    let s = ElectionSettings::default();
-    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
-    net.sim_mut().run_until(t);
-    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    cut_and_let_sm1_take_over(&mut net, app, 0);
     for i in [1, 2] {
         assert_eq!(
             reregisters(&net, i),
@@ -403,6 +399,16 @@ fn a_standby_obeys_subn_set_sminfo() {
     assert_eq!(sm0(&net).election().state(), SmState::Master);
 }
 
+/// Takes cable `cable` down and runs past the Standby's failed polls (OpenSM's defaults): host
+/// 1's SM is then Master.
+fn cut_and_let_sm1_take_over(net: &mut Subnet, app: AppId, cable: usize) {
+    assert!(net.set_cable(cable, false).unwrap());
+    let s = ElectionSettings::default();
+    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(net, app).election().state(), SmState::Master);
+}
+
 // IBA 1 §14.4.1 (OpenSM `osm_sm_state_mgr.c`: a HANDOVER or a polling timeout sets
 // `coming_out_of_standby`, and `do_sweep` then rewrites every switch's tables, `need_update`): a
 // master that got mastership back cannot trust its copy of what it last set, since another master
@@ -412,11 +418,7 @@ fn a_standby_obeys_subn_set_sminfo() {
 #[test]
 fn a_master_coming_back_reprograms_what_another_master_changed() {
     let (mut net, app) = two_sms(0, 0);
-    assert!(net.set_cable(1, false).unwrap());
-    let s = ElectionSettings::default();
-    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
-    net.sim_mut().run_until(t);
-    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    cut_and_let_sm1_take_over(&mut net, app, 1);
     managed_by(&net, &[1, 2], 1);
     assert!(
         sm1(&net, app).stats().sets > 0,
@@ -509,11 +511,7 @@ fn a_takeover_keeps_the_hosts_lids() {
         .iter()
         .map(|&i| net.host_port(i).unwrap().lid)
         .collect();
-    assert!(net.set_cable(0, false).unwrap());
-    let s = ElectionSettings::default();
-    let t = net.sim().now() + s.polling_timeout * (s.polling_retries + 2);
-    net.sim_mut().run_until(t);
-    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    cut_and_let_sm1_take_over(&mut net, app, 0);
     managed_by(&net, &[1, 2], 1);
     let now: Vec<u16> = [1, 2]
         .iter()
