@@ -345,6 +345,17 @@ fn set_sminfo_from_host2_by(
     SmpMadRepr::parse(&back.remove(0).mad).unwrap()
 }
 
+/// The SMInfo an SM on host 2's port would give: `priority`, `state`, the default SM_Key.
+fn host2_sm_info(net: &Subnet, priority: u8, state: SmState) -> SmInfoRepr {
+    SmInfoRepr {
+        guid: port_guid(net, 2),
+        sm_key: ElectionSettings::default().sm_key,
+        act_count: 0,
+        priority,
+        sm_state: state,
+    }
+}
+
 // IBA 1 §14.4.1 (OpenSM `smi_rcv_check_set_req_legality`, `osm_sm_state_mgr_process`): a
 // SubnSet(SMInfo) by directed route reaches the SM on the port (not its SMA), which answers it
 // back along the return path with its SMInfo as it was. From a Master sender, DISABLE makes a
@@ -353,14 +364,10 @@ fn set_sminfo_from_host2_by(
 #[test]
 fn a_standby_obeys_subn_set_sminfo() {
     let (mut net, app) = two_sms(0, 0);
-    let sender = |state| SmInfoRepr {
-        guid: port_guid(&net, 2),
-        sm_key: ElectionSettings::default().sm_key,
-        act_count: 0,
-        priority: 9,
-        sm_state: state,
-    };
-    let (m, s) = (sender(SmState::Master), sender(SmState::Standby));
+    let (m, s) = (
+        host2_sm_info(&net, 9, SmState::Master),
+        host2_sm_info(&net, 9, SmState::Standby),
+    );
     let r = set_sminfo_from_host2(&mut net, modifier::DISABLE, m);
     assert_eq!(
         (r.status(), r.direction()),
@@ -457,13 +464,7 @@ fn a_poll_due_during_a_sweep_waits_for_it() {
     // Host 2's port answers SubnGet(SMInfo) as a Master lesser than host 0's SM (equal
     // Priority, higher GUID), which never hands over.
     assert!(port_guid(&net, 0) < port_guid(&net, 2));
-    let lesser = SmInfoRepr {
-        guid: port_guid(&net, 2),
-        sm_key: ElectionSettings::default().sm_key,
-        act_count: 0,
-        priority: 0,
-        sm_state: SmState::Master,
-    };
+    let lesser = host2_sm_info(&net, 0, SmState::Master);
     let node = net.host(2).node;
     net.sim_mut()
         .with_node::<Host, _>(node, |h, _, _| h.hca_mut().set_sm_info(1, Some(lesser)))
@@ -542,13 +543,7 @@ fn client_reregister_alone_makes_the_hosts_rejoin() {
             .filter(|(_, _, m)| m.starts_with("client reregister"))
             .count()
     };
-    let sender = SmInfoRepr {
-        guid: port_guid(&net, 2),
-        sm_key: ElectionSettings::default().sm_key,
-        act_count: 0,
-        priority: 0,
-        sm_state: SmState::Master,
-    };
+    let sender = host2_sm_info(&net, 0, SmState::Master);
     // h2 - sw1 port 3, sw1 port 1 - sw0 port 2, sw0 port 1 - h0.
     let r = set_sminfo_from_host2_by(&mut net, &[1, 1, 1], modifier::HANDOVER, sender);
     assert_eq!(r.status(), MadStatus::SUCCESS);
