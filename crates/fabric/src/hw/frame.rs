@@ -22,6 +22,11 @@
 //! the two agree): the simulator seals a frame before its capture tap, its drop filter and a link's
 //! faults see it, and [`Frame::into_vec`] and [`Frame::bytes_mut`] seal. A frame consumed inside the
 //! emulation (an SMP answered by the SMA at the end of its path) never has its CRCs computed.
+//!
+//! A frame also carries, beside its bytes and never in them, the number of switches that have
+//! forwarded it ([`Frame::switch_hops`]): the simulator's stand-in for a packet's age, with which
+//! a switch discards a packet going round a forwarding loop (`crate::hw::switch`,
+//! [`SWITCH_HOP_LIMIT`]). Every way a frame is built starts it at 0; clones keep it.
 
 use ipoib_wire::packet::fill_crcs;
 use std::ops::Deref;
@@ -38,11 +43,22 @@ enum Crcs {
     Pending,
 }
 
+/// The number of switches a packet may have been forwarded by before a switch discards it, as
+/// a switch discards a packet older than its lifetime limit (IBA 1 §18.2.5.4, SwitchInfo
+/// LifeTimeValue). No valid path reaches it: every port of a subnet is within 63 links of the
+/// SM's port (a directed route has at most 63 hops, IBA 1 §14.2.2, so the SM reaches nothing
+/// farther), so a path between two ports has at most 126 links and 125 switches. A packet in a
+/// forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md) reaches it quickly
+/// whatever its time in each switch, which the simulator does not queue long enough to age it.
+pub const SWITCH_HOP_LIMIT: u8 = 128;
+
 /// A packet with its "CRCs known good" mark. See the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Frame {
     bytes: Vec<u8>,
     crcs: Crcs,
+    /// Switches that forwarded it (not in the bytes; see the module docs).
+    hops: u8,
 }
 
 impl Frame {
@@ -51,6 +67,7 @@ impl Frame {
         Frame {
             bytes,
             crcs: Crcs::Unchecked,
+            hops: 0,
         }
     }
 
@@ -61,6 +78,7 @@ impl Frame {
         Frame {
             bytes,
             crcs: Crcs::Good,
+            hops: 0,
         }
     }
 
@@ -71,6 +89,7 @@ impl Frame {
         Frame {
             bytes,
             crcs: Crcs::Pending,
+            hops: 0,
         }
     }
 
@@ -78,6 +97,21 @@ impl Frame {
     /// skips its CRC checks and reads no CRC field.
     pub fn crcs_good(&self) -> bool {
         self.crcs != Crcs::Unchecked
+    }
+
+    /// The number of switches that forwarded the frame (see the module docs).
+    pub fn switch_hops(&self) -> u8 {
+        self.hops
+    }
+
+    /// Counts one more switch forwarding the frame: false, and nothing counted, when
+    /// [`SWITCH_HOP_LIMIT`] switches already have (the switch discards it).
+    pub fn count_switch_hop(&mut self) -> bool {
+        if self.hops >= SWITCH_HOP_LIMIT {
+            return false;
+        }
+        self.hops += 1;
+        true
     }
 
     /// Writes the CRC fields of a frame whose CRCs are pending; nothing for any other.

@@ -32,6 +32,9 @@ pub struct PortTraffic {
     pub multicast_rcv_pkts: u64,
     /// VL15 packets dropped (no SMA, or discarded by it).
     pub vl15_dropped: u64,
+    /// Packets the port discarded instead of sending (IBA 1 §16.1.3.5 PortXmitDiscards: the
+    /// port down, the neighbor MTU exceeded, the switch lifetime limit exceeded).
+    pub xmit_discards: u64,
     /// Times the port's link went down (IBA 1 §16.1.3.5 LinkDownedCounter: the link training
     /// state machine left LinkUp; here, its cable was pulled).
     pub link_downed: u64,
@@ -88,16 +91,20 @@ impl PortTraffic {
     pub fn counters(&self, port: u8) -> PortCountersRepr {
         let mut c = PortCountersRepr::saturating(port, &self.extended(port), self.vl15_dropped);
         c.link_downed_counter = u8::try_from(self.link_downed).unwrap_or(u8::MAX);
+        c.port_xmit_discards = u16::try_from(self.xmit_discards).unwrap_or(u16::MAX);
         c
     }
 
     /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
-    /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; this model keeps no
-    /// error counters, so the other bits clear nothing but LinkDownedCounter, bit 2, and
-    /// VL15Dropped, bit 11).
+    /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; of the error counters
+    /// this model keeps LinkDownedCounter, bit 2, PortXmitDiscards, bit 6, and VL15Dropped,
+    /// bit 11; the other bits clear nothing).
     fn clear(&mut self, select: u16) {
         if select & 1 << 2 != 0 {
             self.link_downed = 0;
+        }
+        if select & 1 << 6 != 0 {
+            self.xmit_discards = 0;
         }
         if select & 1 << 11 != 0 {
             self.vl15_dropped = 0;
@@ -225,5 +232,22 @@ mod tests {
         t.link_downed = 2;
         t.clear(1 << 14);
         assert_eq!((t.link_downed, t.xmit_pkts), (2, 0));
+    }
+
+    // IBA 1 §16.1.3.5 PortXmitDiscards: 16 bits, stops at 65535; CounterSelect bit 6 clears it.
+    #[test]
+    fn xmit_discards_saturate_and_clear_alone() {
+        let mut t = PortTraffic {
+            xmit_discards: 70_000,
+            link_downed: 1,
+            ..PortTraffic::default()
+        };
+        assert_eq!(t.counters(1).port_xmit_discards, 65535);
+        t.xmit_discards = 7;
+        assert_eq!(t.counters(1).port_xmit_discards, 7);
+        t.clear(1 << 2);
+        assert_eq!((t.xmit_discards, t.link_downed), (7, 0));
+        t.clear(1 << 6);
+        assert_eq!(t.xmit_discards, 0);
     }
 }

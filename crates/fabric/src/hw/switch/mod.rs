@@ -23,8 +23,15 @@
 //!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
 //!    excluded), and, when partition enforcement is on (off by default, as on most deployed
 //!    fabrics), the BTH P_Key matches the input and output ports' P_Key tables (IBA 1 §10.9;
-//!    QP0 traffic is exempt) — `Partition`.
+//!    QP0 traffic is exempt) — `Partition`;
+//! 5. the packet has not been forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches already — `Lifetime`:
+//!    the simulator's form of the switch lifetime limit (IBA 1 §18.2.5.4), which ends a packet
+//!    going round a forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md); the
+//!    count is kept beside the bytes ([`crate::hw::frame`]), no byte of the packet changes.
 //!
+//! A packet dropped at its output port (`PortDown`, `Mtu`, `Lifetime`) also counts in that port's
+//! PortXmitDiscards (IBA 1 §16.1.3.5: outbound packets discarded because the port is down or
+//! congested, the neighbor MTU exceeded, the switch lifetime limit exceeded).
 //! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
 //! links); forwarding is deterministic (MFT ports in ascending order).
 
@@ -66,11 +73,14 @@ pub enum SwitchDropReason {
     /// §14.2.4); or a management packet for the switch (an SMP, a GMP to its PMA) whose ICRC is
     /// bad (IBA 1 §7.8.1).
     SmpDiscarded,
+    /// Already forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches: a forwarding loop (the switch
+    /// lifetime limit, IBA 1 §18.2.5.4; see the module docs).
+    Lifetime,
 }
 
 impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [SwitchDropReason; 9] = [
+    pub const ALL: [SwitchDropReason; 10] = [
         SwitchDropReason::Malformed,
         SwitchDropReason::VcrcBad,
         SwitchDropReason::UnknownLid,
@@ -80,6 +90,7 @@ impl SwitchDropReason {
         SwitchDropReason::PortDown,
         SwitchDropReason::Partition,
         SwitchDropReason::SmpDiscarded,
+        SwitchDropReason::Lifetime,
     ];
 }
 
@@ -99,7 +110,7 @@ pub struct SwitchStats {
     /// Traps sent to the SM.
     pub traps_sent: u64,
     /// Drops, indexed like [`SwitchDropReason::ALL`].
-    pub drops: [u64; 9],
+    pub drops: [u64; 10],
 }
 
 impl SwitchStats {
@@ -252,6 +263,14 @@ impl Switch {
         self.stats.drops[r as usize] += 1;
     }
 
+    /// A drop at output port `out`, counted in its PortXmitDiscards too (see the module docs).
+    fn xmit_discard(&mut self, out: u8, r: SwitchDropReason) {
+        self.drop(r);
+        if let Some(p) = self.ports.get_mut(usize::from(out)) {
+            p.traffic.xmit_discards += 1;
+        }
+    }
+
     /// Payload length (after the transport headers, without pad and ICRC) of a packet whose LRH
     /// and length were checked; `None` when the headers do not fit (IBA 1 §9.2).
     fn payload_len(lrh: &LrhRepr, data: &[u8]) -> Option<usize> {
@@ -300,7 +319,7 @@ impl Switch {
         out: u8,
         payload: usize,
         pkey: Option<PKey>,
-        packet: Frame,
+        mut packet: Frame,
         tx: &mut Tx,
     ) {
         let Some(p) = self.ports.get(usize::from(out)) else {
@@ -308,13 +327,13 @@ impl Switch {
             return;
         };
         if !p.up {
-            self.drop(SwitchDropReason::PortDown);
+            self.xmit_discard(out, SwitchDropReason::PortDown);
             return;
         }
         // Always a defined code: `configure` refuses an undefined one.
         let fits = p.mtu.bytes().is_some_and(|m| payload <= m as usize);
         if !fits {
-            self.drop(SwitchDropReason::Mtu);
+            self.xmit_discard(out, SwitchDropReason::Mtu);
             return;
         }
         if let Some(k) = pkey {
@@ -322,6 +341,10 @@ impl Switch {
                 self.drop(SwitchDropReason::Partition);
                 return;
             }
+        }
+        if !packet.count_switch_hop() {
+            self.xmit_discard(out, SwitchDropReason::Lifetime);
+            return;
         }
         self.stats.forwarded += 1;
         if let Some(p) = self.ports.get_mut(usize::from(out)) {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::hw::frame::SWITCH_HOP_LIMIT;
 use crate::hw::mgmt::PortConfig;
 use crate::hw::sim::Frame;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
@@ -310,6 +311,39 @@ fn down_output_port_drops() {
     assert_eq!(sw.stats().dropped(SwitchDropReason::PortDown), 1);
     sw.link_state(Instant::ZERO, 2, true, &mut tx);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
+    assert_eq!(
+        sw.port_traffic(2).unwrap().xmit_discards,
+        1,
+        "PortXmitDiscards"
+    );
+}
+
+/// The lifetime limit (module docs, check 5): a frame already forwarded by SWITCH_HOP_LIMIT
+/// switches is discarded at its output port and counted there in PortXmitDiscards; one
+/// forwarded by one switch fewer goes out, its count one more, its bytes unchanged.
+#[test]
+fn a_frame_forwarded_by_too_many_switches_is_discarded() {
+    let mut sw = switch();
+    let p = ud(2, 3, 8, PKey(0xffff));
+    let mut aged = Frame::with_crcs(p.clone());
+    for _ in 1..SWITCH_HOP_LIMIT {
+        assert!(aged.count_switch_hop());
+    }
+    assert_eq!(aged.switch_hops(), SWITCH_HOP_LIMIT - 1);
+    let mut tx = Tx::default();
+    sw.receive_frame(Instant::ZERO, 1, aged.clone(), &mut tx);
+    let out: Vec<(u8, Frame)> = tx.drain_frames().collect();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].1.switch_hops()), (2, SWITCH_HOP_LIMIT));
+    assert_eq!(&out[0].1[..], &p[..]);
+    sw.receive_frame(Instant::ZERO, 1, out[0].1.clone(), &mut tx);
+    assert!(tx.is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Lifetime), 1);
+    assert_eq!(sw.stats().forwarded, 1);
+    assert_eq!(sw.port_traffic(2).unwrap().xmit_discards, 1);
+    assert_eq!(sw.port_traffic(1).unwrap().xmit_discards, 0);
+    // A new frame starts at 0.
+    assert_eq!(Frame::new(p).switch_hops(), 0);
 }
 
 /// IBA 1 §16.1.3.5: LinkDownedCounter counts a trained link going down, not a port that never
