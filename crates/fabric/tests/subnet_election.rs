@@ -559,3 +559,63 @@ fn client_reregister_alone_makes_the_hosts_rejoin() {
     assert_eq!(bcast_members(net.sa()).len(), 3);
     ping(&mut net, &all_pairs(3));
 }
+
+/// True for a LID-routed Trap(Notice 128) SMP (LRH, BTH, DETH, then the MAD: class SubnLid at
+/// byte 1, method Trap at 3, the Notice in the SMP data from byte 64, its TrapNumber at 4-5).
+fn is_trap_128(pkt: &[u8]) -> bool {
+    let Some(mad) = pkt.get(28..) else {
+        return false;
+    };
+    mad.len() >= 70
+        && mad[1] == 0x01
+        && mad[3] == 0x05
+        && u16::from_be_bytes([mad[68], mad[69]]) == 128
+}
+
+// IBA 1 §14.4.1 C14-60.2.1; OpenSM `smi_rcv_process_get_sm`: a master waiting for the HANDOVER
+// of a lesser master sends it a trap 144 after each answered poll, so that a lesser master that
+// missed what should have made it sweep does not stay master for ever. Here every trap 128 is
+// lost: host 1's SM takes over its half (sw2 and host 1) unseen by host 0's SM, whose tables
+// still route to host 1; the cable comes back and host 0's SM sweeps (as an operator would ask
+// it), finds host 1's Master and waits. Host 1's SM hears of nothing until the trap 144 after
+// host 0's first poll: it sweeps on it, finds the greater master and hands over.
+#[test]
+fn a_lesser_master_that_missed_its_traps_is_told_by_trap_144() {
+    let (mut net, app) = two_sms(0, 0);
+    net.sim_mut()
+        .set_drop_filter(Some(Box::new(|_, _, pkt: &[u8]| is_trap_128(pkt))));
+    cut_and_let_sm1_take_over(&mut net, app, 2);
+    managed_by(&net, &[1], 1);
+    assert!(net.set_cable(2, true).unwrap());
+    let t = net.sim().now() + Duration::from_secs(1);
+    net.sim_mut().run_until(t);
+    assert_eq!(
+        sm1(&net, app).election().state(),
+        SmState::Master,
+        "no trap 128 came"
+    );
+    sweep0(&mut net);
+    let t = net.sim().now() + Duration::from_secs(1);
+    net.sim_mut().run_until(t);
+    let a = sm0(&net).election();
+    assert_eq!(
+        (a.state(), a.master_guid()),
+        (SmState::Master, Some(port_guid(&net, 1))),
+        "host 0's SM waits for host 1's HANDOVER"
+    );
+    let traps = sm1(&net, app).stats().traps;
+    // The first poll, its trap 144, host 1's sweep and HANDOVER, host 0's first master sweep.
+    let s = ElectionSettings::default();
+    let t = net.sim().now() + s.polling_timeout + Duration::from_secs(2);
+    net.sim_mut().run_until(t);
+    assert!(sm1(&net, app).stats().traps > traps, "a trap 144 came");
+    let (a, b) = (sm0(&net).election(), sm1(&net, app).election());
+    assert_eq!((a.state(), b.state()), (SmState::Master, SmState::Standby));
+    assert_eq!(
+        (b.stats().handovers_sent, a.stats().handovers_received),
+        (1, 1)
+    );
+    assert_eq!(a.master_guid(), None, "no longer waiting");
+    managed_by(&net, &[0, 1, 2], 0);
+    ping(&mut net, &all_pairs(3));
+}

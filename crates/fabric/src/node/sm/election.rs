@@ -16,8 +16,11 @@
 //!   that answered is greater, the master hands over ([`Decision::Handover`]): SubnSet(SMInfo)
 //!   with AttributeModifier HANDOVER to the greatest, then it is Standby polling it. Else if
 //!   another Master answered, it waits for that one to hand over ([`Decision::WaitForHandover`],
-//!   IBA 1 C14-60.2.1): it programs nothing this sweep and polls that master; when the polls
-//!   fail it sweeps again as the only master.
+//!   IBA 1 C14-60.2.1): it programs nothing this sweep and polls that master, sending it a trap
+//!   144 after each answer (OpenSM `smi_rcv_process_get_sm`: the lesser master sweeps on it,
+//!   finds this one and hands over, even if the trap that should have made it sweep was lost);
+//!   when the polls fail it sweeps again as the only master; a polled master that answers
+//!   greater than this one makes it sweep, and hand over.
 //! - A SubnSet(SMInfo) to this SM ([`Election::handle_set`], OpenSM
 //!   `smi_rcv_process_set_request` and `osm_sm_state_mgr_check_legality`): ACKNOWLEDGE only from
 //!   a Standby sender, HANDOVER/DISABLE/STANDBY/DISCOVER only from a Master sender, and only in
@@ -261,10 +264,11 @@ impl Election {
         std::mem::take(&mut self.first_master_sweep)
     }
 
-    /// Takes the flag that the master is to be told of this Standby SM by a trap 144: on
-    /// entering Standby (OpenSM `osm_state_mgr.c`), and after a poll the master answered while
-    /// this SM is greater (OpenSM `smi_rcv_process_get_sm` sends `TRAP_144_MASK_SM_PRIORITY_CHANGE`
-    /// again, so that a lost trap does not leave the lesser SM master).
+    /// Takes the flag that the polled master is to be told of this SM by a trap 144: on
+    /// entering Standby (OpenSM `osm_state_mgr.c`), and after a poll a master answered while
+    /// this SM is greater, Standby or Master awaiting the polled master's HANDOVER (OpenSM
+    /// `smi_rcv_process_get_sm` sends `TRAP_144_MASK_SM_PRIORITY_CHANGE` again, so that a lost
+    /// trap does not leave the lesser SM master).
     pub fn take_notify(&mut self) -> bool {
         std::mem::take(&mut self.notify)
     }
@@ -399,8 +403,10 @@ impl Election {
         self.next_poll.filter(|_| self.is_polling())
     }
 
-    /// The polled SM's answer at `now` (`None`: none came). True when it is taken as gone: the
-    /// SM must sweep (Standby: Discovering again; Master: the only master, a first master sweep).
+    /// The polled SM's answer at `now` (`None`: none came). True when the SM must sweep: the
+    /// polled SM is taken as gone (Standby: Discovering again; Master: the only master, a first
+    /// master sweep), or a master awaiting a HANDOVER found the polled master greater (its sweep
+    /// hands over to it, OpenSM `force_heavy_sweep`).
     pub fn polled(&mut self, now: Instant, info: Option<&SmInfoRepr>) -> bool {
         if !self.is_polling() {
             return false;
@@ -417,10 +423,17 @@ impl Election {
         });
         if alive {
             self.failed_polls = 0;
-            self.notify |= self.state == SmState::Standby
-                && info.is_some_and(|i| {
-                    i.sm_state == SmState::Master && !is_greater((i.priority, i.guid), me)
-                });
+            // OpenSM `smi_rcv_process_get_sm`: a Master answer that is not greater than this SM
+            // gets a trap 144 again, from a Standby as from a master awaiting its HANDOVER (the
+            // first may have been lost: a lesser master would never hand over); a master
+            // awaiting the HANDOVER of a greater one sweeps instead, and hands over to it.
+            let master = info.filter(|i| i.sm_state == SmState::Master);
+            let greater = master.is_some_and(|i| is_greater((i.priority, i.guid), me));
+            self.notify |= master.is_some() && !greater;
+            if greater && self.state == SmState::Master {
+                self.next_poll = Some(now + self.settings.polling_timeout);
+                return true;
+            }
         } else {
             self.failed_polls += 1;
         }

@@ -182,7 +182,15 @@ fn master_meets_another_master() {
     );
     let mut now = Instant::ZERO + s.polling_timeout;
     assert_eq!(e.poll_due(now), Some(vec![1]));
+    assert!(!e.take_notify(), "no trap 144 before an answer");
     assert!(!e.polled(now, Some(&info(9, 0, SmState::Master))), "alive");
+    // OpenSM `smi_rcv_process_get_sm`: the lesser master is told again by a trap 144 after
+    // each answer, so that one lost trap does not leave it master for ever.
+    assert!(e.take_notify(), "trap 144 to the lesser master");
+    now += s.polling_timeout;
+    assert_eq!(e.poll_due(now), Some(vec![1]));
+    assert!(!e.polled(now, Some(&info(9, 0, SmState::Master))));
+    assert!(e.take_notify(), "and again");
     for i in 0..s.polling_retries {
         now += s.polling_timeout;
         assert!(e.poll_due(now).is_some());
@@ -190,6 +198,21 @@ fn master_meets_another_master() {
     }
     assert_eq!((e.state(), e.master_guid()), (SmState::Master, None));
     assert!(e.take_first_master_sweep(), "a first master sweep again");
+    assert!(!e.take_notify(), "no answer, no trap");
+
+    // The polled master answers greater than this one (its priority rose): this one sweeps
+    // (OpenSM `force_heavy_sweep`), still polling it, and hands over in that sweep.
+    let mut e = master(0);
+    e.discovered(&[1], Some(&info(9, 0, SmState::Master)));
+    assert_eq!(e.decide(Instant::ZERO), Decision::WaitForHandover);
+    let now = Instant::ZERO + s.polling_timeout;
+    assert!(e.poll_due(now).is_some());
+    assert!(e.polled(now, Some(&info(9, 3, SmState::Master))), "sweep");
+    assert!(!e.take_notify(), "a greater master gets no trap");
+    assert!(!e.take_first_master_sweep());
+    assert_eq!(e.master_guid(), Some(Guid(9)));
+    e.discovered(&[1], Some(&info(9, 3, SmState::Master)));
+    assert_eq!(e.decide(now), Decision::Handover(vec![1]));
 
     let mut e = master(0);
     e.discovered(&[1], Some(&info(2, 0, SmState::Master)));

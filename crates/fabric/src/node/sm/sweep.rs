@@ -167,7 +167,8 @@ pub struct SmpSm {
     represses: VecDeque<MadOut>,
     /// Traps 144 sent ([`smi`]).
     traps_sent: u64,
-    /// The SM's port while Standby: (LID, MasterSMLID, CapabilityMask), for traps 144.
+    /// The SM's port while Standby, or Master awaiting another master's HANDOVER: (LID, the
+    /// polled master's LID, CapabilityMask), for traps 144.
     own_port: Option<(u16, u16, u32)>,
     /// When the next sweep starts (after the current one ends).
     resweep_at: Option<Instant>,

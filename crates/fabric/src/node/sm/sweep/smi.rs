@@ -89,7 +89,31 @@ impl SmpSm {
                 self.submit_sm_info(Method::Set, ask, path, info);
                 self.phase = SweepPhase::Standby;
             }
-            Decision::WaitForHandover => self.sweep_done(now, SweepPhase::Done),
+            Decision::WaitForHandover => {
+                // The traps 144 after each poll (`Election::polled`) go to the polled master's
+                // LID, as its port answered in this discovery.
+                let port = |guid| {
+                    d.topology.nodes().iter().enumerate().find_map(|(n, node)| {
+                        (1..=node.ports).find_map(|p| {
+                            let info = d.port_infos.get(n)?.get(usize::from(p))?.as_ref()?;
+                            (node.port_guid(p) == guid).then_some(*info)
+                        })
+                    })
+                };
+                let me = d
+                    .topology
+                    .nodes()
+                    .get(d.sm_port.node)
+                    .and_then(|n| port(n.port_guid(d.sm_port.port)));
+                let other = self.election.master_guid().and_then(port);
+                self.own_port = match (me, other) {
+                    (Some(me), Some(o)) if me.lid != 0 && o.lid != 0 => {
+                        Some((me.lid, o.lid, me.capability_mask))
+                    }
+                    _ => None,
+                };
+                self.sweep_done(now, SweepPhase::Done)
+            }
         }
     }
 
@@ -155,9 +179,10 @@ impl SmpSm {
         match ask {
             SmInfoAsk::Discover => self.election.discovered(&path, info.as_ref()),
             SmInfoAsk::Poll if self.election.polled(now, info.as_ref()) => self.sweep_now(now),
-            SmInfoAsk::Poll if self.phase == SweepPhase::Standby => self.notify_master(),
+            // Standby, or Master awaiting the polled master's HANDOVER.
+            SmInfoAsk::Poll => self.notify_master(),
             // OpenSM `smi_rcv_process_set_response`: nothing to do with the answer to a HANDOVER.
-            SmInfoAsk::Poll | SmInfoAsk::Set(_) => {}
+            SmInfoAsk::Set(_) => {}
         }
     }
 
