@@ -228,7 +228,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         );
         let mut sm_opts = so.sm;
         sm_opts.partitions = Vec::new();
-        let agent = SmpSm::new(sm_opts, partitions.clone(), so.smp);
+        let agent = SmpSm::new(sm_opts, partitions.clone(), so.smp).with_guid2lid(so.guid2lid);
         let sm_node = built.nodes[sm_port.node];
         let sm_port_guid = topo.nodes()[sm_port.node].port_guid(sm_port.port);
         let (sa, sm_app) = install_sm(

@@ -94,6 +94,7 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::sa::SaMadRepr;
 use ipoib_wire::{Gid, Guid, PKey};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Stream of a host's random generator its [`SaClient`] draws transaction IDs from (stream 1 is
@@ -145,6 +146,10 @@ pub struct SubnetOptions {
     /// Run an IPoIB interface with IP on every host ([`crate::node::ipoib::IpoibApp`], module
     /// `ipoib`) instead of the link-only ones; `auto_join` is then ignored.
     pub ipoib: Option<IpoibOptions>,
+    /// The LIDs our SM starts with (port GUID to LID, a switch by its node GUID; OpenSM's
+    /// guid2lid, [`SmpSm::with_guid2lid`]): a port in it gets that LID back, as after a restart
+    /// of OpenSM with its `/var/cache/opensm/guid2lid`. Empty by default.
+    pub guid2lid: BTreeMap<Guid, u16>,
 }
 
 impl SubnetOptions {
@@ -169,6 +174,7 @@ impl SubnetOptions {
             auto_join: true,
             capture: false,
             ipoib: None,
+            guid2lid: BTreeMap::new(),
         }
     }
 }
@@ -323,7 +329,9 @@ impl Subnet {
             );
             let mut o = sm_opts_base.clone();
             o.partitions = Vec::new();
-            let agent = SmpSm::new(o, partitions.clone(), opts.smp).with_election(opts.sm_election);
+            let agent = SmpSm::new(o, partitions.clone(), opts.smp)
+                .with_election(opts.sm_election)
+                .with_guid2lid(opts.guid2lid.clone());
             let (sa, app) = install_sm(
                 &mut sim,
                 built.nodes[sm_node],

@@ -1,5 +1,6 @@
-//! The LIDs a sweep keeps ([`SmpSm::known_lids`]): the SM's guid2lid table, and the LIDs the
-//! ports already have (OpenSM `osm_lid_mgr.c` `lid_mgr_get_port_lid`).
+//! The LIDs a sweep keeps ([`SmpSm::known_lids`]): the SM's guid2lid table (which it may be
+//! given at the start, [`SmpSm::with_guid2lid`]), and the LIDs the ports already have (OpenSM
+//! `osm_lid_mgr.c` `lid_mgr_get_port_lid`).
 
 use super::SmpSm;
 use crate::node::sm::discover::Discovered;
@@ -8,6 +9,19 @@ use ipoib_wire::Guid;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl SmpSm {
+    /// The SM with `table` as its guid2lid (port GUID to LID, a switch by its node GUID): every
+    /// port in it gets that LID whatever the walk's order, as OpenSM restarted with its
+    /// `guid2lid` file (`osm_lid_mgr.c`); the other ports get the lowest LIDs the table leaves
+    /// free. Entries whose LID is not unicast are left out; two ports given one LID: the first in
+    /// walk order has it ([`crate::node::sm::SubnetManager::with_lids`]).
+    pub fn with_guid2lid(mut self, table: BTreeMap<Guid, u16>) -> SmpSm {
+        self.guid2lid = table
+            .into_iter()
+            .filter(|&(_, l)| is_unicast_lid(l))
+            .collect();
+        self
+    }
+
     /// The LIDs the brain keeps: every port in [`SmpSm::guid2lid`], and a port not in it the LID
     /// it answered in discovery when no other port holds that one (OpenSM `osm_lid_mgr.c`
     /// `lid_mgr_get_port_lid`: a port with no guid2lid entry keeps its PortInfo LID when free).
