@@ -3,13 +3,15 @@
 //! but the SM's is a slot a host can attach to; the SM's CA runs in this process.
 //!
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
-//! SIGTERM, exit status 0). Exit status 2 on bad arguments or a socket that cannot be bound.
+//! SIGTERM, exit status 0). Exit status 2 on bad arguments, a `--guid2lid` file that cannot be
+//! read or does not parse, or a socket that cannot be bound.
 //! `ipoib show --fabric [PORT] hosts|counters` reads its slots and counters over the control
 //! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
 //! turn's timings.
 
 use ipoib_fabric::node::remote::FabricOptions;
 use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_runtime::udp_fabric::guid2lid::{self, Guid2LidFile};
 use ipoib_runtime::udp_fabric::{parse_udp, FabricProcess, MAX_WAIT};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,6 +44,12 @@ pub struct Args {
     /// Seed of the fabric's random choices (session ids, the SA's).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The SM's LIDs by port GUID, in OpenSM's guid2lid format: read at the start (a missing
+    /// file is an empty table), written again whenever the SM gives a new port a LID, so that a
+    /// restarted fabric gives the hosts their LIDs back (as OpenSM's
+    /// /var/cache/opensm/guid2lid).
+    #[arg(long)]
+    guid2lid: Option<String>,
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -64,6 +72,17 @@ pub fn run(args: &Args) -> ExitCode {
         match crate::sim::load_partitions(p) {
             Ok(c) => so.partitions = Some(c),
             Err(e) => return fail(&e),
+        }
+    }
+    let mut g2l_file = None;
+    if let Some(p) = &args.guid2lid {
+        let path = std::path::PathBuf::from(p);
+        match guid2lid::load(&path) {
+            Ok(t) => {
+                so.guid2lid = t.clone();
+                g2l_file = Some(Guid2LidFile::new(path, t));
+            }
+            Err(e) => return fail(&format!("--guid2lid {e}")),
         }
     }
     let mut opts = FabricOptions::new(so);
@@ -91,6 +110,7 @@ pub fn run(args: &Args) -> ExitCode {
         f.server().slot_count()
     );
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
+    let mut g2l_gen = 0;
     loop {
         let stopped = match f.turn(MAX_WAIT) {
             Ok(s) => s,
@@ -100,6 +120,14 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         report_changes(&f, &mut known);
+        // The table changes only at the end of a sweep (a new generation).
+        let sm = f.server().smp_sm();
+        if let (Some(g), Some(sm)) = (&mut g2l_file, sm.filter(|sm| sm.generation() != g2l_gen)) {
+            g2l_gen = sm.generation();
+            if let Err(e) = g.save(sm.guid2lid()) {
+                note!("ipoib fabric: --guid2lid {}: {e}", g.path().display());
+            }
+        }
         if stopped {
             break;
         }

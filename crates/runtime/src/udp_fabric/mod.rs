@@ -33,6 +33,7 @@ use std::time::{Duration, Instant as Wall};
 
 mod attach;
 mod fabric_show;
+pub mod guid2lid;
 
 pub use attach::{AttachEmu, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU};
 pub use fabric_show::slot_name;
