@@ -216,6 +216,56 @@ fn switch_ports_report_their_cables_rate() {
     }
 }
 
+// IBA 1 §14.2.5.6: a cable's MTU (a topology link's) is the MTUCap of both its ends, whichever SM
+// runs; our SM sets NeighborMTU on that link to it (the smaller MTUCap of the two ends, as
+// OpenSM `osm_physp_calc_link_mtu`), the others' to this fabric's largest, 4096.
+#[test]
+fn ports_report_their_cables_mtu() {
+    use ipoib_fabric::hw::topology::{End, NodeKind};
+    use ipoib_wire::{Guid, Mtu};
+    let mut t = Topology::new();
+    let sw = t.add_node(NodeKind::Switch, "sw", Guid(0x200), 4);
+    for i in 0..2 {
+        let h = t.add_node(NodeKind::Ca, format!("h{i}"), Guid(0x100 + 2 * i as u64), 1);
+        let mtu = (i == 1).then_some(Mtu::Mtu2048);
+        let (a, b) = (
+            End { node: h, port: 1 },
+            End {
+                node: sw,
+                port: 1 + i as u8,
+            },
+        );
+        t.connect(a, b, mtu, None).unwrap();
+    }
+    for mode in [SmMode::Ours, SmMode::None] {
+        let mut o = SubnetOptions::new(t.clone(), 4);
+        o.sm_mode = mode;
+        let mut net = Subnet::build(o).unwrap();
+        net.sim_mut().run_for(Duration::from_millis(100));
+        let h0 = net.host(0);
+        let mut dr = DrPortInfo::attach(&mut net);
+        let mut get = |path: &[u8], port: u32| {
+            let pi = dr.get(&mut net, path, port);
+            (pi.mtu_cap, pi.neighbor_mtu)
+        };
+        let (cap_h0, _) = get(&[], 1);
+        let (cap_sw1, _) = get(&[h0.port], 1);
+        let (cap_sw2, nb_sw2) = get(&[h0.port], 2);
+        let (cap_h1, nb_h1) = get(&[h0.port, 2], 1);
+        assert_eq!((cap_h0, cap_sw1), (Mtu::Mtu4096, Mtu::Mtu4096), "{mode:?}");
+        assert_eq!((cap_sw2, cap_h1), (Mtu::Mtu2048, Mtu::Mtu2048), "{mode:?}");
+        if mode == SmMode::Ours {
+            assert_eq!(
+                (nb_sw2, nb_h1),
+                (Mtu::Mtu2048, Mtu::Mtu2048),
+                "our SM's NeighborMTU"
+            );
+            assert_eq!(net.host_port(1).unwrap().mtu, Mtu::Mtu2048);
+            assert_eq!(net.host_port(0).unwrap().mtu, Mtu::Mtu4096);
+        }
+    }
+}
+
 /// SubnGet(PortInfo) by directed route from host 0, through a umad agent attached to it (as a
 /// diagnostic tool on the host sends them).
 struct DrPortInfo {

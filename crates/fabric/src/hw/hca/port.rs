@@ -36,6 +36,9 @@ pub struct Port {
     pub state: PortState,
     /// Active MTU.
     pub mtu: Mtu,
+    /// The largest MTU the port runs (PortInfo:MTUCap): [`crate::hw::sma::MTU_CAP`], or its
+    /// cable's MTU when the topology gives one.
+    pub mtu_cap: Mtu,
     /// Rate.
     pub rate: Rate,
     /// P_Key table.
@@ -77,6 +80,7 @@ impl Port {
             sm_sl: 0,
             state: PortState::Down,
             mtu: Mtu::Mtu256,
+            mtu_cap: crate::hw::sma::MTU_CAP,
             rate: Rate::Gbps2_5,
             pkeys: vec![PKey::DEFAULT],
             phys_up: true,

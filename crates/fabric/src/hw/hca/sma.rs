@@ -378,7 +378,7 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         neighbor_mtu: p.mtu,
         master_sm_sl: p.sm_sl,
         vl_cap: 1,
-        mtu_cap: sma::MTU_CAP,
+        mtu_cap: p.mtu_cap,
         operational_vls: 1,
         mkey_violations: p.mkey.violations,
         guid_cap: 1,
@@ -402,7 +402,9 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     } else {
         w.neighbor_mtu
     };
-    if !sma::mtu_ok(mtu) || ipoib_wire::ib::lid::is_multicast_lid(w.lid) || w.lid == LID_PERMISSIVE
+    if !sma::mtu_ok(mtu, p.mtu_cap)
+        || ipoib_wire::ib::lid::is_multicast_lid(w.lid)
+        || w.lid == LID_PERMISSIVE
     {
         return false;
     }

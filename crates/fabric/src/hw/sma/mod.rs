@@ -135,7 +135,9 @@ use crate::hw::mgmt::PortState;
 use ipoib_wire::smp::{PortPhysState, PortState as WireState};
 use ipoib_wire::Mtu;
 
-/// The largest MTU any port of this fabric runs (PortInfo:MTUCap).
+/// The largest MTU a port of this fabric runs (PortInfo:MTUCap), unless its cable is narrower:
+/// a topology link's MTU is the MTUCap of both its ends (`Hca` port `mtu_cap`,
+/// `Switch::set_port_mtu_cap`), what an SM reads to set NeighborMTU (IBA 1 §14.2.5.6).
 pub const MTU_CAP: Mtu = Mtu::Mtu4096;
 
 /// A port state as PortInfo:PortState carries it.
@@ -184,8 +186,8 @@ pub fn port_state_after_set(
     }
 }
 
-/// A NeighborMTU a SubnSet(PortInfo) may write: a defined code no larger than [`MTU_CAP`]
-/// (IBA 1 §14.2.5.6).
-pub fn mtu_ok(m: Mtu) -> bool {
-    m.is_valid() && m.bytes() <= MTU_CAP.bytes()
+/// A NeighborMTU a SubnSet(PortInfo) may write on a port whose MTUCap is `cap`: a defined code
+/// no larger than `cap` (IBA 1 §14.2.5.6).
+pub fn mtu_ok(m: Mtu, cap: Mtu) -> bool {
+    m.is_valid() && m.bytes() <= cap.bytes()
 }

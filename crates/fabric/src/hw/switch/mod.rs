@@ -129,6 +129,8 @@ impl SwitchStats {
 struct SwPort {
     /// MTU (a defined code: `configure` refuses a write with an undefined one).
     mtu: Mtu,
+    /// The largest MTU the port runs (PortInfo:MTUCap; [`Switch::set_port_mtu_cap`]).
+    mtu_cap: Mtu,
     /// Link up (from [`Device::link_state`]).
     up: bool,
     /// State the SM wrote.
@@ -167,6 +169,7 @@ impl Switch {
     pub fn new(guid: Guid, nports: u8, name: impl Into<String>) -> Switch {
         let port = SwPort {
             mtu: Mtu::Mtu4096,
+            mtu_cap: crate::hw::sma::MTU_CAP,
             up: true,
             state: PortState::Down,
             pkeys: vec![PKey::DEFAULT],
@@ -252,6 +255,18 @@ impl Switch {
                 true
             }
             None => false,
+        }
+    }
+    /// Sets port `port`'s MTUCap (its cable's MTU; what its PortInfo reports, and the largest
+    /// NeighborMTU a SubnSet may write). False for a port the switch does not have or an
+    /// undefined MTU code.
+    pub fn set_port_mtu_cap(&mut self, port: u8, mtu: Mtu) -> bool {
+        match self.ports.get_mut(usize::from(port)) {
+            Some(p) if mtu.is_valid() => {
+                p.mtu_cap = mtu;
+                true
+            }
+            _ => false,
         }
     }
     /// Counters.

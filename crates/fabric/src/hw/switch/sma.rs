@@ -536,7 +536,7 @@ impl Switch {
             neighbor_mtu: port.mtu,
             master_sm_sl: g.sm_sl,
             vl_cap: 1,
-            mtu_cap: sma::MTU_CAP,
+            mtu_cap: port.mtu_cap,
             operational_vls: 1,
             partition_enforcement_inbound: self.enforce_partitions,
             partition_enforcement_outbound: self.enforce_partitions,
@@ -563,7 +563,7 @@ impl Switch {
             w.neighbor_mtu
         };
         let bad_lid = is_multicast_lid(w.lid) || w.lid == LID_PERMISSIVE;
-        if !sma::mtu_ok(mtu) || (p == 0 && bad_lid) {
+        if !sma::mtu_ok(mtu, port.mtu_cap) || (p == 0 && bad_lid) {
             return false;
         }
         let changed = state != port.state;

@@ -36,7 +36,8 @@ use crate::hw::topology::{build, Built, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::sm::{Reach, SmpSm};
 use crate::node::subnet::{
-    install_sm, switch_port0_up, switch_ports_train, SmApp, SubnetError, SubnetOptions,
+    cable_mtu_cap, install_sm, switch_port0_up, switch_ports_train, SmApp, SubnetError,
+    SubnetOptions,
 };
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::rng::Rng;
@@ -175,14 +176,17 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             let port = host_port[i].unwrap_or(MGMT_PORT);
             let mut hca = Hca::with_port_guids(node.guid, guids);
             // As `Subnet::build` does: the node description the SMA answers with (IBA 1
-            // §14.2.5.2), no link on a port with no cable, the rate the cable trains to.
+            // §14.2.5.2), no link on a port with no cable, the rate the cable trains to, its MTU as MTUCap.
             hca.set_node_description(&node.desc);
             for p in 1..=node.ports {
                 let peer = topo.peer(i, p);
                 if let Some(port) = hca.port_mut(p) {
                     match peer {
                         None => port.set_phys(false),
-                        Some((_, l)) => port.rate = topo.links()[l].rate.unwrap_or(default_rate),
+                        Some((_, l)) => {
+                            port.rate = topo.links()[l].rate.unwrap_or(default_rate);
+                            port.mtu_cap = cable_mtu_cap(&topo.links()[l]);
+                        }
                     }
                 }
             }

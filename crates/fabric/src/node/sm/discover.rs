@@ -19,6 +19,7 @@
 //! a bad status) leave their branch undiscovered and are counted.
 
 use super::MAX_DR_HOPS;
+use crate::hw::sma::MTU_CAP;
 use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_proto::subnet::link_width_speed;
 use ipoib_wire::mad::attr::smp as attr;
@@ -328,13 +329,28 @@ impl Discovery {
                     .iter()
                     .filter(|(n, _)| !n.switch)
                     .find_map(|(n, p)| n.ports.get(usize::from(*p)).and_then(|s| s.rate));
+                // IBA 1 §14.2.5.6: the link runs the smaller MTUCap of its ends (OpenSM
+                // `osm_port.c` `osm_physp_calc_link_mtu`, the NeighborMTU its link manager
+                // sets); left to the SM's default when neither is below this fabric's largest.
+                let cap = |n: &SeenNode, p: u8| {
+                    n.ports
+                        .get(usize::from(p))
+                        .and_then(|s| s.info)
+                        .map(|i| i.mtu_cap)
+                        .filter(|m| m.is_valid())
+                };
+                let mtu = [cap(n, p as u8), cap(peer, pp)]
+                    .into_iter()
+                    .flatten()
+                    .min_by_key(|m| m.bytes())
+                    .filter(|m| m.bytes() < MTU_CAP.bytes());
                 let _ = topo.connect(
                     End {
                         node: a,
                         port: p as u8,
                     },
                     End { node: b, port: pp },
-                    None,
+                    mtu,
                     rate,
                 );
             }

@@ -289,10 +289,11 @@ impl Subnet {
                 }
             }
             // The link trains to the cable's rate (PortInfo LinkWidthActive and LinkSpeedActive,
-            // IBA 1 §14.2.5.6).
+            // IBA 1 §14.2.5.6); a cable's MTU is its ends' MTUCap.
             for p in 1..=node.ports {
                 if let (Some(port), Some((_, l))) = (hca.port_mut(p), topo.peer(i, p)) {
                     port.rate = topo.links()[l].rate.unwrap_or(default_rate);
+                    port.mtu_cap = cable_mtu_cap(&topo.links()[l]);
                 }
             }
             Box::new(Host::with_mgmt_port(hca, port))
@@ -713,9 +714,18 @@ pub(crate) fn install_sm(
     .ok_or(SubnetError::NoHost)
 }
 
+/// The MTUCap of a cable's ends (IBA 1 §14.2.5.6): the cable's MTU when the topology gives a
+/// defined one no larger than [`crate::hw::sma::MTU_CAP`], else that.
+pub(crate) fn cable_mtu_cap(link: &crate::hw::topology::TopoLink) -> ipoib_wire::Mtu {
+    let cap = crate::hw::sma::MTU_CAP;
+    link.mtu
+        .filter(|m| m.is_valid() && m.bytes() <= cap.bytes())
+        .unwrap_or(cap)
+}
+
 /// The switches' ports with no cable have no link (IBA 1 §7.2; port 0 is no cable, see
 /// [`switch_port0_up`]); the cabled ones train to their cable's rate (`default_rate` where the
-/// topology sets none), as the CA's end does.
+/// topology sets none) and take its MTU as MTUCap ([`cable_mtu_cap`]), as the CA's end does.
 pub(crate) fn switch_ports_train(
     topo: &Topology,
     built: &Built,
@@ -732,6 +742,7 @@ pub(crate) fn switch_ports_train(
                     None => sw.link_state(now, p, false, tx),
                     Some((_, l)) => {
                         sw.set_port_rate(p, topo.links()[l].rate.unwrap_or(default_rate));
+                        sw.set_port_mtu_cap(p, cable_mtu_cap(&topo.links()[l]));
                     }
                 }
             }
