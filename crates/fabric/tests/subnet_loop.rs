@@ -130,3 +130,25 @@ fn two_masters_of_different_keys_make_loops_that_end() {
     let more_packets = net.sim().stats().packets - captured;
     assert!(more_packets < 20_000, "{more_packets} packets on the links");
 }
+
+// The same two masters on a fat tree of 32 hosts, a topology with cycles, where the masters'
+// multicast trees can join into loops whose copies multiply at each switch: every copy ends at
+// the hop limit, and 10 s of the fight stay some tens of thousands of events.
+#[test]
+fn two_masters_on_a_fat_tree_stay_bounded() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::sm::ElectionSettings;
+    let mut net = Subnet::build(options(Topology::fat_tree(32).unwrap(), seed(11))).unwrap();
+    let other = ElectionSettings {
+        sm_key: 2,
+        ..ElectionSettings::default()
+    };
+    net.add_sm(31, other).unwrap();
+    let t = net.sim().now() + Duration::from_secs(10);
+    net.sim_mut().run_until(t);
+    let drops = lifetime_drops(&net);
+    assert!(drops > 0, "packets went round loops");
+    assert_eq!(xmit_discards(&net), drops);
+    let events = net.sim().stats().events;
+    assert!(events < 200_000, "{events} events in 10 s");
+}
