@@ -6,8 +6,8 @@
 //! The format is OpenSM's (`osm_db_pack.c`, `osm_db_files.c`): one entry per port, the port GUID
 //! (a switch: its node GUID), the lowest and the highest LID of the port's range (LMC 0: the
 //! same), written `0x%016x 0x%04x 0x%04x` with a blank line after each entry; numbers are read
-//! in hex with `0x`, else decimal (OpenSM reads them with `strtoull(.., 0)`). Blank lines are
-//! skipped. Our SM gives one LID per port (LMC 0): of a range it keeps the lowest. A file that
+//! as OpenSM reads them, with `strtoull(.., 0)`: hex after `0x`, octal after a leading `0`, else
+//! decimal. Blank lines are skipped. Our SM gives one LID per port (LMC 0): of a range it keeps the lowest. A file that
 //! does not follow the format is refused with its line and the reason, rather than half read
 //! (OpenSM logs and skips a bad key or a repeated one; a table that silently lost entries would
 //! renumber hosts).
@@ -51,12 +51,18 @@ pub enum LoadError {
     },
 }
 
+/// A number as C's `strtoull(word, .., 0)` reads a whole word: hex after `0x` or `0X`, octal
+/// after a leading `0`, else decimal; digits only (no sign: `from_str_radix` would take a `+`).
 fn number(word: &str) -> Option<u64> {
-    match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
-        Some(hex) if !hex.is_empty() => u64::from_str_radix(hex, 16).ok(),
-        Some(_) => None,
-        None => word.parse().ok(),
+    let (digits, radix) = match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None if word.len() > 1 && word.starts_with('0') => (&word[1..], 8),
+        None => (word, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
     }
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// Reads a guid2lid text (module docs): port GUID to LID.
@@ -199,12 +205,34 @@ mod tests {
             "0x0000000000000020 0xbfff 0xbfff\n\n0x0002c90300a1b2c1 0x0001 0x0001\n\n"
         );
         assert_eq!(parse(&text).unwrap(), ours);
-        // Decimal, no blank lines, spaces around: read as OpenSM's strtoull(.., 0) would.
+        // Decimal, no blank lines, spaces around (OpenSM refuses a line that starts with a
+        // blank; read here all the same).
         assert_eq!(
             parse("  32 7 7\n").unwrap(),
             [(Guid(32), 7)].into_iter().collect()
         );
         assert_eq!(parse("").unwrap(), BTreeMap::new());
+    }
+
+    // OpenSM reads the numbers with strtoull(.., 0) (`osm_db_pack.c` `unpack_guid`,
+    // `unpack_lids`): a leading 0 is octal, so an edited `010` is LID 8 there, and must be here
+    // (else the restarted fabric and OpenSM give the port different LIDs from one file).
+    #[test]
+    fn numbers_read_as_strtoull_base_0() {
+        let t = parse("010 010 017\n0x1A 0X1b 0x1b\n0 9 9\n").unwrap();
+        let want: BTreeMap<Guid, u16> = [(Guid(8), 8), (Guid(0x1a), 0x1b), (Guid(0), 9)]
+            .into_iter()
+            .collect();
+        assert_eq!(t, want);
+        for bad in [
+            "0x1 08 08",
+            "0x1 +5 +5",
+            "0x+1 5 5",
+            "0x1 0x-5 5",
+            "0x1 5x 5",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
