@@ -135,15 +135,20 @@ pub fn load(path: &Path) -> Result<BTreeMap<Guid, u16>, LoadError> {
 }
 
 /// Writes the table to `path` whole or not at all: into `path.tmp`, then renamed over `path`
-/// (as OpenSM's `osm_db_store`).
+/// (as OpenSM's `osm_db_store`); on an error the temporary file is removed.
 pub fn store(path: &Path, table: &BTreeMap<Guid, u16>) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(format(table).as_bytes())?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)
+    let write = || -> io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(format(table).as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
 }
 
 /// The file of a running fabric: written again whenever the SM's table changed.
@@ -167,15 +172,15 @@ impl Guid2LidFile {
         &self.path
     }
 
-    /// Writes `table` unless the file already holds it; true when it wrote. A failed write is
-    /// not tried again with the same table (it would fail again, and be told again), but with
-    /// the next one that differs.
+    /// Writes `table` unless the file already holds it; true when it wrote. After a failed
+    /// write the file does not hold the table: the next save tries again (the fabric saves once
+    /// per sweep, so a lasting failure is told once a sweep).
     pub fn save(&mut self, table: &BTreeMap<Guid, u16>) -> io::Result<bool> {
         if *table == self.written {
             return Ok(false);
         }
-        self.written = table.clone();
         store(&self.path, table)?;
+        self.written = table.clone();
         Ok(true)
     }
 }
@@ -276,6 +281,31 @@ mod tests {
         );
         let e = load(&dir).unwrap_err();
         assert!(matches!(e, LoadError::Io { .. }), "a directory: {e}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    // A write that failed (here: the file's directory does not exist yet) is tried again at the
+    // next save even with the same table: the file must end up holding it, or a restart
+    // renumbers the hosts. A failed rename leaves no temporary file behind.
+    #[test]
+    fn a_failed_write_is_tried_again_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("ipoib-guid2lid-retry-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let path = dir.join("guid2lid");
+        let t: BTreeMap<Guid, u16> = [(Guid(9), 3)].into_iter().collect();
+        let mut f = Guid2LidFile::new(path.clone(), BTreeMap::new());
+        assert!(f.save(&t).is_err(), "no directory");
+        fs::create_dir_all(&dir).unwrap();
+        assert!(f.save(&t).unwrap(), "written now");
+        assert_eq!(load(&path).unwrap(), t);
+        // The rename fails: a directory is where the file should be.
+        let blocked = dir.join("blocked");
+        fs::create_dir_all(blocked.join("x")).unwrap();
+        assert!(store(&blocked, &t).is_err());
+        assert!(
+            !dir.join("blocked.tmp").exists(),
+            "the temporary is removed"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }
