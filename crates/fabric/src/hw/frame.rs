@@ -50,6 +50,8 @@ enum Crcs {
 /// farther), so a path between two ports has at most 126 links and 125 switches. A packet in a
 /// forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md) reaches it quickly
 /// whatever its time in each switch, which the simulator does not queue long enough to age it.
+/// It bounds the hops of one packet, not the copies of a multicast loop that multiplies them
+/// (docs/CONFORMANCE.md, IBA 1 §18.2.5.4).
 pub const SWITCH_HOP_LIMIT: u8 = 128;
 
 /// A packet with its "CRCs known good" mark. See the module docs.
