@@ -88,3 +88,20 @@ fn a_restarted_fabric_given_its_table_keeps_the_lids() {
     assert!(net.ping_and_wait(0, remote::addr(1), 2 * SEC));
     assert!(net.ping_and_wait(1, remote::addr(0), 2 * SEC));
 }
+
+// The table's LIDs may be anywhere in the unicast range (IBA 1 §4.1.3): a host given the highest,
+// 0xbfff, gets it, the switches' LFTs reach it (every LFT block up to it set) and pings work.
+#[test]
+fn the_highest_unicast_lid_from_a_table_works() {
+    let topo = chain();
+    let mut table: BTreeMap<Guid, u16> = BTreeMap::new();
+    table.insert(topo.nodes()[1].port_guid(1), 0xbfff);
+    let mut o = options(topo, seed(7));
+    o.guid2lid = table;
+    let mut net = Subnet::build(o).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    assert_eq!(net.lid(1), 0xbfff);
+    for s in ping_pairs(&mut net, &all_pairs(3), v4, 2 * SEC) {
+        assert!(rtt(&net, s).is_some(), "{} -> {}", s.0, s.1);
+    }
+}
