@@ -128,6 +128,34 @@ fn port_info_set_armed_then_active() {
     assert_eq!(f.switch(f.s2).port_mtu(7), Some(Mtu::Mtu4096));
 }
 
+// IBA 1 §14.2.5.6: a switch port's MTUCap is its cable's MTU where the topology gives one
+// (`Switch::set_port_mtu_cap`): PortInfo reports it, and a NeighborMTU above it is refused with
+// status 0x001C, nothing changed; one at it is taken.
+#[test]
+fn neighbor_mtu_above_a_narrow_cables_mtu_cap_is_refused() {
+    use ipoib_fabric::hw::switch::Switch;
+    let mut f = Fabric::new(3);
+    let s2 = f.s2;
+    let sw = f.sim.node_mut::<Switch>(s2).unwrap();
+    assert!(sw.set_port_mtu_cap(7, Mtu::Mtu2048));
+    assert!(!sw.set_port_mtu_cap(9, Mtu::Mtu2048), "no port 9");
+    assert!(
+        !sw.set_port_mtu_cap(7, Mtu::Unknown(6)),
+        "an undefined code"
+    );
+    let before = f.switch(s2).port_mtu(7);
+    assert_eq!(before, Some(Mtu::Mtu4096));
+    let r = set_port_info(&mut f, TO_S2, 7, |p| {
+        assert_eq!(p.mtu_cap, Mtu::Mtu2048);
+        p.neighbor_mtu = Mtu::Mtu4096;
+    });
+    assert_eq!(r.status(), MadStatus::INVALID_ATTR_VALUE);
+    assert_eq!(f.switch(s2).port_mtu(7), before);
+    let r = set_port_info(&mut f, TO_S2, 7, |p| p.neighbor_mtu = Mtu::Mtu2048);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    assert_eq!(f.switch(s2).port_mtu(7), Some(Mtu::Mtu2048));
+}
+
 // IBA 1 §14.2.5.10, §18.2.4.1: an LFT written by SubnSet is the table packets are forwarded by;
 // IBA 1 §14.2.1.1: LID-routed SMPs reach the CA's and the switch's SMAs once LIDs are set.
 #[test]
