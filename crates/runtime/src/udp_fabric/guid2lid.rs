@@ -219,6 +219,16 @@ mod tests {
         assert_eq!(parse("").unwrap(), BTreeMap::new());
     }
 
+    // A file edited on another system: CRLF line ends, no newline at the end, tabs.
+    #[test]
+    fn crlf_tabs_and_no_final_newline_are_read() {
+        let t = parse("0x1 0x5 0x5\r\n\r\n0x2\t0x6\t0x6").unwrap();
+        let want: BTreeMap<Guid, u16> = [(Guid(1), 5), (Guid(2), 6)].into_iter().collect();
+        assert_eq!(t, want);
+        let e = parse("0x1 0x5 0x5\r\n\r\n0x2 0x5 0x5\r\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+    }
+
     // OpenSM reads the numbers with strtoull(.., 0) (`osm_db_pack.c` `unpack_guid`,
     // `unpack_lids`): a leading 0 is octal, so an edited `010` is LID 8 there, and must be here
     // (else the restarted fabric and OpenSM give the port different LIDs from one file).
