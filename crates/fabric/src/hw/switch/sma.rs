@@ -176,13 +176,15 @@ impl Switch {
 
     /// Sends a packet the switch itself makes (or a directed-route SMP it forwards) out of `out`.
     /// Its CRCs were computed by the emulation (or are pending): it carries the mark
-    /// ([`Frame`]).
+    /// ([`Frame`]). A port that is down discards it, counted in its PortXmitDiscards as a
+    /// forwarded packet is (module docs of `super`, IBA 1 §16.1.3.5).
     fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
         match self.ports.get_mut(usize::from(out)) {
             Some(p) if out != 0 && p.up => {
                 p.traffic.count_xmit(&packet);
                 tx.send_frame(out, packet);
             }
+            Some(_) if out != 0 => self.xmit_discard(out, SwitchDropReason::PortDown),
             _ => self.drop(SwitchDropReason::PortDown),
         }
     }

@@ -318,6 +318,20 @@ fn down_output_port_drops() {
     );
 }
 
+/// The module docs: a packet dropped at its output port counts in that port's PortXmitDiscards
+/// (IBA 1 §16.1.3.5, the port down), a directed-route SMP the switch re-sends toward a down port
+/// as a packet it forwards by its LFT.
+#[test]
+fn a_directed_route_smp_toward_a_down_port_counts_in_port_xmit_discards() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    sw.link_state(Instant::ZERO, 2, false, &mut tx);
+    let _ = tx.drain_frames().count();
+    assert!(feed(&mut sw, 1, dr_node_info_at_hop_1(&[1, 2])).is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::PortDown), 1);
+    assert_eq!(sw.port_traffic(2).unwrap().xmit_discards, 1);
+}
+
 /// The lifetime limit (module docs, check 5): a frame already forwarded by SWITCH_HOP_LIMIT
 /// switches is discarded at its output port and counted there in PortXmitDiscards; one
 /// forwarded by one switch fewer goes out, its count one more, its bytes unchanged.
