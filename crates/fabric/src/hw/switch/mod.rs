@@ -42,6 +42,8 @@ use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::mad::MAD_LEN;
+use ipoib_wire::packet::Packet;
 use ipoib_wire::{Guid, Mtu, PKey, Rate};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -369,6 +371,38 @@ impl Switch {
     }
 }
 
+/// What the switch reads of a packet's headers, from one parse of a packet whose CRCs are known
+/// good ([`Frame`]; the parse computes no CRC): the same values `Switch::payload_len`,
+/// `Switch::pkey_and_qp` and the management agents' `mad_offset` read one by one, which a packet
+/// from outside, or one this parse refuses (a GRH `Switch::payload_len` passes over, say), still
+/// takes.
+#[derive(Debug, Clone, Copy)]
+struct Headers {
+    /// `Switch::payload_len`.
+    payload: usize,
+    /// `Switch::pkey_and_qp`.
+    bth: Option<(PKey, u32)>,
+    /// Where a MAD of 256 bytes starts, when the packet carries one after a BTH.
+    mad: Option<usize>,
+}
+
+impl Headers {
+    fn of(packet: &[u8]) -> Option<Headers> {
+        let p = Packet::parse_crcs_known_good(packet).ok()?;
+        let mad = match p.bth {
+            Some(b) if p.payload.len() == MAD_LEN => packet
+                .len()
+                .checked_sub(VCRC_LEN + ICRC_LEN + usize::from(b.pad_count) + MAD_LEN),
+            _ => None,
+        };
+        Some(Headers {
+            payload: p.payload.len(),
+            bth: p.bth.map(|b| (b.pkey, b.dest_qp)),
+            mad,
+        })
+    }
+}
+
 impl Device for Switch {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         self.receive_frame(now, port, Frame::new(packet), tx);
@@ -394,15 +428,26 @@ impl Device for Switch {
             self.drop(SwitchDropReason::VcrcBad);
             return;
         }
-        let Some(payload) = Self::payload_len(&lrh, &packet) else {
-            self.drop(SwitchDropReason::Malformed);
-            return;
+        let known = if packet.crcs_good() {
+            Headers::of(&packet)
+        } else {
+            None
         };
-        let Some(packet) = self.management(now, port, &lrh, packet, tx) else {
+        let payload = match known {
+            Some(h) => h.payload,
+            None => match Self::payload_len(&lrh, &packet) {
+                Some(n) => n,
+                None => {
+                    self.drop(SwitchDropReason::Malformed);
+                    return;
+                }
+            },
+        };
+        let Some(packet) = self.management(now, port, &lrh, known, packet, tx) else {
             return;
         };
         let pkey = if self.enforce_partitions {
-            match Self::pkey_and_qp(&lrh, &packet) {
+            match known.map_or_else(|| Self::pkey_and_qp(&lrh, &packet), |h| h.bth) {
                 Some((_, 0)) | None => None, // QP0 (SMPs) and raw packets are exempt
                 Some((k, _)) => Some(k),
             }

@@ -17,7 +17,7 @@
 //!   by the LFT; trap 256 (Bad M_Key) likewise for each SMP that fails the M_Key check. Traps are
 //!   sent once (no repeat until TrapRepress).
 
-use super::{Switch, SwitchDropReason, LFT_DROP};
+use super::{Headers, Switch, SwitchDropReason, LFT_DROP};
 use crate::hw::mgmt::{Config, PortConfig, PortState};
 use crate::hw::sim::{Frame, Tx};
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
@@ -70,7 +70,7 @@ pub(super) struct SwitchMgmt {
 /// Where the MAD of a management packet starts, when it carries one of 256 bytes, with its QP
 /// and whether its ICRC is good (`Switch::receive` checked the VCRC already; neither is computed
 /// when the CRCs are known good, [`Frame`]).
-fn mad_offset(packet: &Frame) -> Option<(usize, u32, bool)> {
+pub(super) fn mad_offset(packet: &Frame) -> Option<(usize, u32, bool)> {
     let p = if packet.crcs_good() {
         Packet::parse_crcs_known_good(packet)
     } else {
@@ -92,6 +92,7 @@ impl Switch {
         now: Instant,
         port: u8,
         lrh: &LrhRepr,
+        known: Option<Headers>,
         packet: Frame,
         tx: &mut Tx,
     ) -> Option<Frame> {
@@ -99,12 +100,22 @@ impl Switch {
             || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
         // Cheap test first: data packets (any other QP, or QP1 not to this switch) pass by
         // without the full parse and ICRC check below.
-        match Self::pkey_and_qp(lrh, &packet) {
+        let bth = match known {
+            Some(h) => h.bth,
+            None => Self::pkey_and_qp(lrh, &packet),
+        };
+        match bth {
             Some((_, 0)) => {}
             Some((_, 1)) if to_me => {}
             _ => return Some(packet),
         }
-        let Some((off, qp, icrc_ok)) = mad_offset(&packet) else {
+        // A packet whose headers were read from one parse ([`Headers`]) has its CRCs known
+        // good: its ICRC too.
+        let mad = match (known, bth) {
+            (Some(h), Some((_, qp))) => h.mad.map(|off| (off, qp, true)),
+            _ => mad_offset(&packet),
+        };
+        let Some((off, qp, icrc_ok)) = mad else {
             return Some(packet);
         };
         let class = MgmtClass::from(packet[off + 1]);

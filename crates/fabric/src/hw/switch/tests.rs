@@ -392,3 +392,76 @@ fn partition_enforcement_is_optional() {
     assert!(!pkey_match(0x0001, 0x0001));
     assert!(!pkey_match(0x8000, 0x8000));
 }
+
+/// The one parse of a marked frame's headers ([`Headers`]) reads what the step by step reads of
+/// an unmarked one read: payload length, BTH P_Key and QP, and where a MAD starts (with a good
+/// ICRC), for a data packet, an SMP, a GMP, a packet with a GRH and a raw one; and it refuses
+/// what it cannot parse, so that such a packet takes the step by step reads.
+#[test]
+fn one_parse_reads_what_the_step_by_step_reads_read() {
+    use crate::hw::sma::{gmp_packet, smp_packet};
+    use ipoib_wire::ib::GrhRepr;
+    use ipoib_wire::Gid;
+    let mut grh_packet = {
+        let payload = [7u8; 37];
+        let lrh = LrhRepr {
+            vl: 0,
+            lver: 0,
+            sl: 0,
+            lnh: Lnh::IbaGlobal,
+            dlid: 2,
+            pkt_len: 0,
+            slid: 1,
+        };
+        let grh = GrhRepr::new(Gid::ZERO, Gid::ZERO, 0);
+        let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(0x8001), 5, 0);
+        let deth = DethRepr {
+            qkey: QKey(1),
+            src_qp: 2,
+        };
+        let repr = PacketRepr::ud_send_only(lrh, Some(grh), bth, deth, &payload);
+        let mut buf = vec![0; repr.buffer_len()];
+        repr.emit(&mut buf).expect("emit");
+        buf
+    };
+    let raw = {
+        let mut b = vec![0u8; 8 + 16 + 2];
+        LrhRepr {
+            vl: 0,
+            lver: 0,
+            sl: 0,
+            lnh: Lnh::Raw,
+            dlid: 2,
+            pkt_len: 6,
+            slid: 1,
+        }
+        .emit(&mut ipoib_wire::ib::Lrh::new_unchecked(&mut b[..8]));
+        fill_crcs(&mut b).expect("crcs");
+        b
+    };
+    let packets = [
+        ud(1, 2, 40, PKey(0xffff)),
+        ud(1, 2, 41, PKey(0x8001)),
+        dr_node_info_at_hop_1(&[3, 4]),
+        smp_packet(1, 2, 0, &[0x11; 256]),
+        gmp_packet(1, 2, 0, PKey(0xffff), 1, &[0x22; 256]),
+        grh_packet.clone(),
+        raw,
+    ];
+    for p in &packets {
+        let lrh = LrhRepr::parse_bytes(p).expect("lrh");
+        let h = Headers::of(p).expect("parses");
+        assert_eq!(Some(h.payload), Switch::payload_len(&lrh, p), "{p:02x?}");
+        assert_eq!(h.bth, Switch::pkey_and_qp(&lrh, p));
+        let mad = sma::mad_offset(&Frame::new(p.clone())).map(|(off, _, icrc_ok)| {
+            assert!(icrc_ok);
+            off
+        });
+        assert_eq!(h.mad, mad);
+    }
+    // A GRH whose NxtHdr is not IBA: the full parse refuses it, the step by step reads pass it.
+    grh_packet[8 + 6] = 0x3b;
+    let lrh = LrhRepr::parse_bytes(&grh_packet).expect("lrh");
+    assert!(Headers::of(&grh_packet).is_none());
+    assert!(Switch::payload_len(&lrh, &grh_packet).is_some());
+}
