@@ -89,32 +89,32 @@ impl<'a> Packet<'a> {
         let body_end = data.len() - VCRC_LEN;
         let vcrc = u16::from_le_bytes([data[body_end], data[body_end + 1]]);
         let vcrc_ok = !check_vcrc || crc::vcrc(&data[..body_end]) == vcrc;
-        let mut p = Packet {
-            lrh,
-            grh: None,
-            bth: None,
-            ext: ExtHeaders::default(),
-            payload: &data[LRH_LEN..body_end],
-            pad_count: 0,
-            icrc: None,
-            vcrc,
-            icrc_ok: true,
-            vcrc_ok,
-        };
         if !lrh.lnh.is_iba() {
-            return Ok(p);
+            return Ok(Packet {
+                lrh,
+                grh: None,
+                bth: None,
+                ext: ExtHeaders::default(),
+                payload: &data[LRH_LEN..body_end],
+                pad_count: 0,
+                icrc: None,
+                vcrc,
+                icrc_ok: true,
+                vcrc_ok,
+            });
         }
         let mut off = LRH_LEN;
+        let mut grh = None;
         if lrh.lnh == Lnh::IbaGlobal {
-            let grh = GrhRepr::parse_bytes(&data[off..body_end])?;
+            let g = GrhRepr::parse_bytes(&data[off..body_end])?;
             off += GRH_LEN;
-            if grh.nxthdr != GrhRepr::NXT_HDR_IBA {
+            if g.nxthdr != GrhRepr::NXT_HDR_IBA {
                 return Err(Error::Unsupported);
             }
-            if grh.paylen as usize != body_end - off {
+            if g.paylen as usize != body_end - off {
                 return Err(Error::Malformed);
             }
-            p.grh = Some(grh);
+            grh = Some(g);
         }
         let bth = BthRepr::parse_bytes(&data[off..body_end])?;
         off += BTH_LEN;
@@ -136,13 +136,20 @@ impl<'a> Packet<'a> {
             data[icrc_off + 2],
             data[icrc_off + 3],
         ]);
-        p.bth = Some(bth);
-        p.ext = ext;
-        p.payload = &rest[..rest.len() - pad];
-        p.pad_count = bth.pad_count;
-        p.icrc = Some(icrc);
-        p.icrc_ok = !check_icrc || crc::icrc(&data[..icrc_off])? == icrc;
-        Ok(p)
+        let icrc_ok = !check_icrc || crc::icrc(&data[..icrc_off])? == icrc;
+        // Built where it is returned, not filled in field by field and then moved.
+        Ok(Packet {
+            lrh,
+            grh,
+            bth: Some(bth),
+            ext,
+            payload: &rest[..rest.len() - pad],
+            pad_count: bth.pad_count,
+            icrc: Some(icrc),
+            vcrc,
+            icrc_ok,
+            vcrc_ok,
+        })
     }
 
     /// Both CRCs good.

@@ -34,7 +34,11 @@ impl LinkParams {
         if self.bits_per_second == 0 {
             return Duration::ZERO;
         }
-        let ns = (len as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.bits_per_second));
+        // In 64 bits when the product fits (any packet: up to 2 GB), the same quotient.
+        let ns = match (len as u64).checked_mul(8 * 1_000_000_000) {
+            Some(bits) => u128::from(bits.div_ceil(self.bits_per_second)),
+            None => (len as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.bits_per_second)),
+        };
         Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
     }
 }

@@ -32,7 +32,9 @@ impl ExtHeaderSet {
     /// Invalidate ETH, 4 bytes.
     pub const IETH: ExtHeaderSet = ExtHeaderSet(128);
 
-    /// Lengths in wire order, indexed by bit.
+    /// Lengths in wire order, indexed by bit (what [`ExtHeaderSet::len`] adds up, checked by
+    /// its test).
+    #[cfg(test)]
     const LENS: [usize; 8] = [4, 8, 16, 28, 4, 8, 4, 4];
 
     /// The union of two sets.
@@ -49,15 +51,13 @@ impl ExtHeaderSet {
     }
     /// Total length in bytes of the headers in the set.
     pub const fn len(self) -> usize {
-        let mut n = 0;
-        let mut i = 0;
-        while i < 8 {
-            if self.0 & (1 << i) != 0 {
-                n += Self::LENS[i];
-            }
-            i += 1;
-        }
-        n
+        // The sum of `LENS` over the set's bits, without a loop: the 4-byte headers (bits 0, 4,
+        // 6, 7), the 8-byte ones (1, 5), RETH (2, 16 bytes) and AtomicETH (3, 28 bytes).
+        let b = self.0;
+        4 * (b & 0b1101_0001).count_ones() as usize
+            + 8 * (b & 0b0010_0010).count_ones() as usize
+            + 16 * ((b >> 2) & 1) as usize
+            + 28 * ((b >> 3) & 1) as usize
     }
 }
 
@@ -93,7 +93,6 @@ impl ExtHeaders {
 
     /// Which headers are present.
     pub fn set(&self) -> ExtHeaderSet {
-        let mut s = ExtHeaderSet::NONE;
         let bits = [
             self.rdeth.is_some(),
             self.deth.is_some(),
@@ -104,12 +103,11 @@ impl ExtHeaders {
             self.immdt.is_some(),
             self.ieth.is_some(),
         ];
-        for (i, b) in bits.iter().enumerate() {
-            if *b {
-                s = s.with(ExtHeaderSet(1 << i));
-            }
-        }
-        s
+        ExtHeaderSet(
+            bits.iter()
+                .enumerate()
+                .fold(0, |s, (i, &b)| s | (u8::from(b) << i)),
+        )
     }
 
     /// Bytes the present headers take.
@@ -245,6 +243,36 @@ mod tests {
         assert_eq!(ExtHeaderSet::DETH.len(), 8);
         let all = ExtHeaderSet(0xff);
         assert_eq!(all.len(), 4 + 8 + 16 + 28 + 4 + 8 + 4 + 4);
+        // Every set: the sum of its headers' lengths.
+        for b in 0..=255u8 {
+            let sum: usize = (0..8)
+                .filter(|i| b & (1 << i) != 0)
+                .map(|i| ExtHeaderSet::LENS[i])
+                .sum();
+            assert_eq!(ExtHeaderSet(b).len(), sum, "{b:#010b}");
+        }
+    }
+
+    /// The parse of a DETH alone or of no header (the common sets) gives what the walk over
+    /// every header gives; [`ExtHeaders::set`] names what was parsed.
+    #[test]
+    fn common_sets_parse_as_the_walk() {
+        let bytes = [0, 0, 0, 9, 0, 0, 0, 5, 1, 2, 3, 4];
+        let (h, n) = ExtHeaders::parse(ExtHeaderSet::DETH, &bytes).unwrap();
+        assert_eq!((h.set(), n), (ExtHeaderSet::DETH, 8));
+        assert_eq!((h.deth.unwrap().qkey.0, h.deth.unwrap().src_qp), (9, 5));
+        assert_eq!(
+            ExtHeaders::parse(ExtHeaderSet::DETH, &bytes[..7]),
+            Err(Error::Truncated)
+        );
+        let (h, n) = ExtHeaders::parse(ExtHeaderSet::NONE, &bytes).unwrap();
+        assert_eq!((h, n), (ExtHeaders::default(), 0));
+        // IMMDT alone takes the walk: the fast paths leave it alone.
+        let (h, n) = ExtHeaders::parse(ExtHeaderSet::IMMDT, &bytes).unwrap();
+        assert_eq!(
+            (h.set(), n, h.immdt.unwrap().data),
+            (ExtHeaderSet::IMMDT, 4, 9)
+        );
     }
 
     /// IBA 1 §9.2: header order RDETH DETH RETH ... ImmDt (RD RDMA WRITE Only with Immediate).
