@@ -262,6 +262,8 @@ impl Hca {
     /// Up to `max` completions, oldest first.
     pub fn poll_cq(&mut self, cq: CqId, max: usize) -> Vec<Completion> {
         match self.cqs.get_mut(&cq) {
+            // An empty queue (a host polls its CQs after every event) allocates and drains nothing.
+            Some(q) if q.is_empty() => Vec::new(),
             Some(q) => {
                 let n = q.len().min(max);
                 q.drain(..n).collect()
@@ -545,10 +547,26 @@ impl Hca {
         Ok(())
     }
 
+    /// True when [`Hca::flush`] would do nothing at all: no SMA answer, no work request, no
+    /// RC/UC engine with work, and no port a SubnSet changed ([`Hca::take_port_changes`]).
+    pub(crate) fn is_settled(&self) -> bool {
+        self.sma_out.is_empty()
+            && self.sendq.is_empty()
+            && !self.sched.has_ready()
+            && !self.connected_dirty
+            && self.sma_changed.is_empty()
+    }
+
     /// Sends everything queued (UD work requests, RC/UC engine output) out of the ports through
     /// `tx`; returns the packets sent.
     pub fn flush(&mut self, now: Instant, tx: &mut Tx) -> usize {
         self.last_now = self.last_now.max(now);
+        // Nothing queued (a host's agents and applications asked for no packet): what the walk
+        // below does with empty queues, without walking them.
+        if self.sma_out.is_empty() && self.sendq.is_empty() && !self.sched.has_ready() {
+            self.connected_dirty = false;
+            return 0;
+        }
         let before = self.counters.tx_packets;
         for (port, packet, local) in std::mem::take(&mut self.sma_out) {
             // Counted as sent, as a UD packet looped back to a local LID is.

@@ -265,10 +265,30 @@ impl Host {
                 tx.configure(to, c);
             }
             progress |= self.hca.flush(now, tx) > 0;
-            if !progress {
+            if !progress || self.settled(now) {
                 break;
             }
         }
+    }
+
+    /// True when another round of [`Host::drive`] at `now` would do nothing, so that it can be
+    /// skipped (a bare host, as an SM's sweep sees them, then takes one round per event instead
+    /// of two): no application (whose `poll` may always find work) and no CQ routed to one; the
+    /// HCA with nothing to flush and no port change ([`Hca::is_settled`]); no completion on
+    /// QP0/QP1 and no configuration write waiting; no agent's timer due. The agents gave out
+    /// every MAD at the end of this round (`run_agents`) and nothing reached them since (only
+    /// completions and timers do), so their `poll_transmit` would give nothing again.
+    fn settled(&self, now: Instant) -> bool {
+        self.apps.is_empty()
+            && self.cq_routes.is_empty()
+            && self.config.is_empty()
+            && self.hca.is_settled()
+            && self.hca.cq_len(self.gsi_cq) == 0
+            && self
+                .agents
+                .list
+                .iter()
+                .all(|a| a.poll_timeout().is_none_or(|t| t > now))
     }
 
     fn run_agents(&mut self, now: Instant) -> bool {
