@@ -43,7 +43,6 @@ use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
 use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::mad::MAD_LEN;
-use ipoib_wire::packet::Packet;
 use ipoib_wire::{Guid, Mtu, PKey, Rate};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -371,11 +370,10 @@ impl Switch {
     }
 }
 
-/// What the switch reads of a packet's headers, from one parse of a packet whose CRCs are known
-/// good ([`Frame`]; the parse computes no CRC): the same values `Switch::payload_len`,
-/// `Switch::pkey_and_qp` and the management agents' `mad_offset` read one by one, which a packet
-/// from outside, or one this parse refuses (a GRH `Switch::payload_len` passes over, say), still
-/// takes.
+/// What the switch reads of a packet's headers, from one reading of a packet whose CRCs are
+/// known good ([`Frame`]): the same values `Switch::payload_len`, `Switch::pkey_and_qp` and the
+/// management agents' `mad_offset` read one by one, which a packet from outside, or one this
+/// reading refuses (a GRH `Switch::payload_len` passes over, say), still takes.
 #[derive(Debug, Clone, Copy)]
 struct Headers {
     /// `Switch::payload_len`.
@@ -387,18 +385,39 @@ struct Headers {
 }
 
 impl Headers {
-    fn of(packet: &[u8]) -> Option<Headers> {
-        let p = Packet::parse_crcs_known_good(packet).ok()?;
-        let mad = match p.bth {
-            Some(b) if p.payload.len() == MAD_LEN => packet
-                .len()
-                .checked_sub(VCRC_LEN + ICRC_LEN + usize::from(b.pad_count) + MAD_LEN),
-            _ => None,
-        };
+    /// The headers of `packet`, whose LRH is `lrh` and whose length matches its PktLen (checked
+    /// by `Switch::receive_frame`); `None` exactly when `Packet::parse_crcs_known_good` refuses
+    /// the packet: its checks, in its order, without building the parsed packet (its extended
+    /// headers are only measured: their parsers check nothing but their length).
+    fn of(lrh: &LrhRepr, packet: &[u8]) -> Option<Headers> {
+        let body_end = packet.len().checked_sub(VCRC_LEN)?;
+        if !lrh.lnh.is_iba() {
+            return Some(Headers {
+                payload: body_end.checked_sub(LrhRepr::LEN)?,
+                bth: None,
+                mad: None,
+            });
+        }
+        let mut off = LrhRepr::LEN;
+        if lrh.lnh == Lnh::IbaGlobal {
+            let grh = GrhRepr::parse_bytes(packet.get(off..body_end)?).ok()?;
+            off += GrhRepr::LEN;
+            if grh.nxthdr != GrhRepr::NXT_HDR_IBA || usize::from(grh.paylen) != body_end - off {
+                return None;
+            }
+        }
+        let bth = BthRepr::parse_bytes(packet.get(off..body_end)?).ok()?;
+        off += BthRepr::LEN;
+        let icrc_off = body_end.checked_sub(ICRC_LEN).filter(|&i| i >= off)?;
+        off += bth.opcode.ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
+        let payload = icrc_off
+            .checked_sub(off)?
+            .checked_sub(usize::from(bth.pad_count))?;
         Some(Headers {
-            payload: p.payload.len(),
-            bth: p.bth.map(|b| (b.pkey, b.dest_qp)),
-            mad,
+            payload,
+            bth: Some((bth.pkey, bth.dest_qp)),
+            // The payload starts right after the extended headers.
+            mad: (payload == MAD_LEN).then_some(off),
         })
     }
 }
@@ -429,7 +448,7 @@ impl Device for Switch {
             return;
         }
         let known = if packet.crcs_good() {
-            Headers::of(&packet)
+            Headers::of(&lrh, &packet)
         } else {
             None
         };

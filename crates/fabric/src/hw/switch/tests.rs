@@ -4,7 +4,7 @@ use crate::hw::mgmt::PortConfig;
 use crate::hw::sim::Frame;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ib::{DethRepr, Opcode};
-use ipoib_wire::packet::{fill_crcs, PacketRepr};
+use ipoib_wire::packet::{fill_crcs, Packet, PacketRepr};
 use ipoib_wire::QKey;
 use ipoib_wire::{Mtu, PKey, Rate};
 
@@ -450,7 +450,7 @@ fn one_parse_reads_what_the_step_by_step_reads_read() {
     ];
     for p in &packets {
         let lrh = LrhRepr::parse_bytes(p).expect("lrh");
-        let h = Headers::of(p).expect("parses");
+        let h = Headers::of(&lrh, p).expect("parses");
         assert_eq!(Some(h.payload), Switch::payload_len(&lrh, p), "{p:02x?}");
         assert_eq!(h.bth, Switch::pkey_and_qp(&lrh, p));
         let mad = sma::mad_offset(&Frame::new(p.clone())).map(|(off, _, icrc_ok)| {
@@ -459,9 +459,38 @@ fn one_parse_reads_what_the_step_by_step_reads_read() {
         });
         assert_eq!(h.mad, mad);
     }
+    // Headers::of refuses exactly what the packet parser refuses, and otherwise reads the
+    // parser's payload: the packets above, and each with one header field changed (every value
+    // of the BTH's opcode and PadCnt byte; a GRH's PayLen and NxtHdr).
+    let mut variants = Vec::new();
+    for p in &packets {
+        let bth_at = if p[1] & 3 == 3 { 8 + 40 } else { 8 };
+        for b in 0..=255u8 {
+            for at in [bth_at, bth_at + 1] {
+                let mut v = p.clone();
+                v[at] = b;
+                variants.push(v);
+            }
+        }
+    }
+    for at in [8 + 4, 8 + 5, 8 + 6] {
+        let mut v = grh_packet.clone();
+        v[at] ^= 0x10;
+        variants.push(v);
+    }
+    for v in packets.iter().chain(&variants) {
+        let lrh = LrhRepr::parse_bytes(v).expect("lrh");
+        let parsed = Packet::parse_crcs_known_good(v);
+        let h = Headers::of(&lrh, v);
+        assert_eq!(h.is_some(), parsed.is_ok(), "{v:02x?}");
+        if let (Some(h), Ok(p)) = (h, parsed) {
+            assert_eq!(h.payload, p.payload.len());
+            assert_eq!(h.bth, p.bth.map(|b| (b.pkey, b.dest_qp)));
+        }
+    }
     // A GRH whose NxtHdr is not IBA: the full parse refuses it, the step by step reads pass it.
     grh_packet[8 + 6] = 0x3b;
     let lrh = LrhRepr::parse_bytes(&grh_packet).expect("lrh");
-    assert!(Headers::of(&grh_packet).is_none());
+    assert!(Headers::of(&lrh, &grh_packet).is_none());
     assert!(Switch::payload_len(&lrh, &grh_packet).is_some());
 }
