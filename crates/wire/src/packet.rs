@@ -266,20 +266,37 @@ impl<'a> PacketRepr<'a> {
     /// and a payload of whole words; an IBA packet's extended headers are those its opcode calls
     /// for (IBA 1 §9.2); the whole fits in PktLen's 11 bits (IBA 1 §7.7).
     pub fn check(&self) -> Result<()> {
-        match &self.bth {
+        self.checked_len().map(|_| ())
+    }
+
+    /// [`PacketRepr::check`], giving the packet's [`PacketRepr::buffer_len`] and the extended
+    /// headers' length, each computed once (the emitters' way).
+    fn checked_len(&self) -> Result<(usize, usize)> {
+        let ext_len = match &self.bth {
             None => {
                 if self.grh.is_some() || self.lrh.lnh.is_iba() || self.payload.len() & 3 != 0 {
                     return Err(Error::Malformed);
                 }
+                0
             }
             Some(bth) => {
                 let want = bth.opcode.ext_headers().unwrap_or(ExtHeaderSet::NONE);
-                if self.ext.set() != want {
+                let set = self.ext.set();
+                if set != want {
                     return Err(Error::Malformed);
                 }
+                set.len()
             }
-        }
-        pkt_len_for(self.len_without_vcrc()).map(|_| ())
+        };
+        let grh = if self.grh.is_some() { GRH_LEN } else { 0 };
+        let transport = if self.bth.is_some() {
+            BTH_LEN + ext_len + self.payload.len() + self.pad_count() + ICRC_LEN
+        } else {
+            self.payload.len()
+        };
+        let len = LRH_LEN + grh + transport;
+        pkt_len_for(len)?;
+        Ok((len + VCRC_LEN, ext_len))
     }
 
     /// Writes the packet at the start of `buf` with correct lengths, pad and CRCs; returns the bytes
@@ -295,12 +312,11 @@ impl<'a> PacketRepr<'a> {
     /// caller that writes them with [`fill_crcs`] before the bytes are used (an emulated link
     /// whose receivers know them good, `ipoib_fabric`'s `Frame`).
     pub fn emit_without_crcs(&self, buf: &mut [u8]) -> Result<usize> {
-        self.check()?;
-        let total = self.buffer_len();
+        let (total, ext_len) = self.checked_len()?;
         if buf.len() < total {
             return Err(Error::Truncated);
         }
-        let off = self.emit_headers(buf, total)?;
+        let off = self.emit_headers(buf, total, ext_len)?;
         let end = off + self.payload.len();
         buf[off..end].copy_from_slice(self.payload);
         buf[end..total].fill(0);
@@ -311,11 +327,10 @@ impl<'a> PacketRepr<'a> {
     /// [`PacketRepr::buffer_len`] bytes: the payload is copied once and only the headers, pad and
     /// CRC bytes are zeroed first (a buffer made for `emit` is zeroed whole). Errors as `emit`.
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        self.check()?;
-        let total = self.buffer_len();
+        let (total, ext_len) = self.checked_len()?;
         let mut buf = Vec::with_capacity(total);
         buf.resize(total - VCRC_LEN - self.tail_len(), 0);
-        let off = self.emit_headers(&mut buf, total)?;
+        let off = self.emit_headers(&mut buf, total, ext_len)?;
         debug_assert_eq!(off, buf.len());
         buf.extend_from_slice(self.payload);
         buf.resize(total, 0);
@@ -331,9 +346,9 @@ impl<'a> PacketRepr<'a> {
         }
     }
 
-    /// Writes LRH, GRH, BTH and extended headers of a packet of `total` bytes at the start of
-    /// `buf` (checked and long enough); returns where the payload starts.
-    fn emit_headers(&self, buf: &mut [u8], total: usize) -> Result<usize> {
+    /// Writes LRH, GRH, BTH and extended headers (`ext_len` bytes) of a packet of `total` bytes
+    /// at the start of `buf` (checked and long enough); returns where the payload starts.
+    fn emit_headers(&self, buf: &mut [u8], total: usize, ext_len: usize) -> Result<usize> {
         let body_end = total - VCRC_LEN;
         let lrh = LrhRepr {
             lnh: self.lnh(),
@@ -359,7 +374,7 @@ impl<'a> PacketRepr<'a> {
             };
             b.emit_bytes(&mut buf[off..off + BTH_LEN]);
             off += BTH_LEN;
-            off += self.ext.emit(&mut buf[off..])?;
+            off += self.ext.emit_len(&mut buf[off..], ext_len)?;
         }
         Ok(off)
     }

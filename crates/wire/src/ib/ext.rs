@@ -161,7 +161,12 @@ impl ExtHeaders {
     /// Writes the present headers in wire order at the start of `buf`; returns the bytes written.
     /// `Truncated` when `buf` is shorter than [`ExtHeaders::buffer_len`].
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let len = self.buffer_len();
+        self.emit_len(buf, self.buffer_len())
+    }
+
+    /// [`ExtHeaders::emit`] given the headers' [`ExtHeaders::buffer_len`], `len`, computed
+    /// already (by `PacketRepr`'s emitters).
+    pub(crate) fn emit_len(&self, buf: &mut [u8], len: usize) -> Result<usize> {
         if buf.len() < len {
             return Err(Error::Truncated);
         }
