@@ -238,10 +238,11 @@ impl<'a> PacketRepr<'a> {
         }
     }
 
-    fn len_without_vcrc(&self) -> usize {
+    /// LRH through ICRC, the extended headers taking `ext_len` bytes.
+    fn len_without_vcrc(&self, ext_len: usize) -> usize {
         let grh = if self.grh.is_some() { GRH_LEN } else { 0 };
         let transport = if self.bth.is_some() {
-            BTH_LEN + self.ext.buffer_len() + self.payload.len() + self.pad_count() + ICRC_LEN
+            BTH_LEN + ext_len + self.payload.len() + self.pad_count() + ICRC_LEN
         } else {
             self.payload.len()
         };
@@ -250,7 +251,7 @@ impl<'a> PacketRepr<'a> {
 
     /// Bytes the packet occupies, LRH through VCRC.
     pub fn buffer_len(&self) -> usize {
-        self.len_without_vcrc() + VCRC_LEN
+        self.len_without_vcrc(self.ext.buffer_len()) + VCRC_LEN
     }
 
     /// The LNH the packet will carry.
@@ -288,13 +289,7 @@ impl<'a> PacketRepr<'a> {
                 set.len()
             }
         };
-        let grh = if self.grh.is_some() { GRH_LEN } else { 0 };
-        let transport = if self.bth.is_some() {
-            BTH_LEN + ext_len + self.payload.len() + self.pad_count() + ICRC_LEN
-        } else {
-            self.payload.len()
-        };
-        let len = LRH_LEN + grh + transport;
+        let len = self.len_without_vcrc(ext_len);
         pkt_len_for(len)?;
         Ok((len + VCRC_LEN, ext_len))
     }
