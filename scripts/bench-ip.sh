@@ -7,6 +7,8 @@
 #   scripts/bench-ip.sh            (as root; needs ip, iperf3, ping, ss, python3)
 #   BENCH_LINKS="relay udp-relay udp" scripts/bench-ip.sh   (only those links; the default is
 #                                  "veth relay lab udp udp-relay")
+#   BENCH_IPOIB=/path/to/ipoib scripts/bench-ip.sh   (the `ipoib` binary measured instead of this
+#                                  tree's release build: old and new binaries alternately)
 #
 # For each MTU of 2044 (IPoIB datagram mode, RFC 4391 §3) and 65520 (the connected-mode maximum,
 # RFC 4755 §3.3, and the ceiling of a TUN-based link) and each link:
@@ -151,7 +153,7 @@ target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 relay_bin=${target:-target}/release/examples/tun_relay
 urelay_bin=${target:-target}/release/examples/udp_relay
-ipoib_bin=${target:-target}/release/ipoib
+ipoib_bin=${BENCH_IPOIB:-${target:-target}/release/ipoib}
 
 make_ns() {
     ip netns add "$NS_A"
