@@ -12,7 +12,7 @@ use crate::show::{Answer, CounterSection, HostShow};
 use crate::tun::{OsPort, Tun, TunEndpoint};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
-use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, RemoteHost};
+use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, Outgoing, RemoteHost};
 use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::{ConnectedConfig, Interface, InterfaceConfig, IpBuf, Ipv4Config};
 use ipoib_wire::udp_fabric::AttachAccept;
@@ -189,8 +189,8 @@ impl DatagramPeer for AttachEmu {
         let now = self.host.now();
         self.host.handle_datagram(now, data);
     }
-    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)> {
-        self.host.poll_transmit().map(|d| (None, d))
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
+        self.host.poll_transmit_parts().map(|d| (None, d))
     }
     fn io_counters(&mut self) -> &mut IoCounters {
         &mut self.io

@@ -20,7 +20,7 @@ use crate::control::{fabric_socket, BindError, ControlServer};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_fabric::hw::capture::Capture;
-use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
+use ipoib_fabric::node::remote::{FabricOptions, FabricServer, Outgoing};
 use ipoib_fabric::Instant;
 use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
 use nix::sys::socket::SockaddrStorage;
@@ -106,8 +106,9 @@ struct CaptureFile {
 pub trait DatagramPeer {
     /// A datagram from `from`, at the emulation's present.
     fn on_datagram(&mut self, from: SocketAddr, data: &[u8]);
-    /// The next datagram to send, and to whom (`None`: the connected socket's peer).
-    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)>;
+    /// The next datagram to send, in its two parts, and to whom (`None`: the connected socket's
+    /// peer).
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)>;
     /// Where the endpoint counts.
     fn io_counters(&mut self) -> &mut IoCounters;
 }
@@ -133,7 +134,7 @@ pub struct UdpEndpoint {
     /// `UDP_SEGMENT` works (until the kernel refuses it once).
     gso: bool,
     /// The datagrams of the current flush.
-    out: Vec<(Option<SocketAddr>, Vec<u8>)>,
+    out: Vec<(Option<SocketAddr>, Outgoing)>,
     /// The reads of the last `recv_batch`: sender, offset and length in `buf`, segment size.
     got: Vec<(SocketAddr, usize, usize, Option<usize>)>,
 }
@@ -223,18 +224,32 @@ impl UdpEndpoint {
     fn send_run(
         &self,
         to: Option<SocketAddr>,
-        run: &[(Option<SocketAddr>, Vec<u8>)],
+        run: &[(Option<SocketAddr>, Outgoing)],
     ) -> io::Result<()> {
-        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        use nix::sys::socket::ControlMessage;
         let seg =
             u16::try_from(run[0].1.len()).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?;
-        let iov: Vec<io::IoSlice<'_>> = run.iter().map(|(_, d)| io::IoSlice::new(d)).collect();
-        let cmsg = [ControlMessage::UdpGsoSegments(&seg)];
+        self.send_parts(to, run, &[ControlMessage::UdpGsoSegments(&seg)])
+    }
+
+    /// One `sendmsg(2)` of the datagrams of `run`, each as its header and body (two buffers,
+    /// nothing copied here), with `cmsg`.
+    fn send_parts(
+        &self,
+        to: Option<SocketAddr>,
+        run: &[(Option<SocketAddr>, Outgoing)],
+        cmsg: &[nix::sys::socket::ControlMessage<'_>],
+    ) -> io::Result<()> {
+        use nix::sys::socket::{sendmsg, MsgFlags};
+        let iov: Vec<io::IoSlice<'_>> = run
+            .iter()
+            .flat_map(|(_, d)| [io::IoSlice::new(&d.header), io::IoSlice::new(&d.body)])
+            .collect();
         let addr = to.map(SockaddrStorage::from);
         sendmsg(
             self.socket.as_raw_fd(),
             &iov,
-            &cmsg,
+            cmsg,
             MsgFlags::empty(),
             addr.as_ref(),
         )
@@ -245,7 +260,7 @@ impl UdpEndpoint {
 
 /// How many datagrams from the start of `out` form one segmented send: same peer, same length
 /// (the last may be shorter), within the kernel's limits.
-fn run_len(out: &[(Option<SocketAddr>, Vec<u8>)]) -> usize {
+fn run_len(out: &[(Option<SocketAddr>, Outgoing)]) -> usize {
     let Some((to, first)) = out.first() else {
         return 0;
     };
@@ -339,11 +354,7 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
                     Err(_) => {}
                 }
             }
-            let d = &self.out[i].1;
-            let r = match to {
-                Some(a) => self.socket.send_to(d, a),
-                None => self.socket.send(d),
-            };
+            let r = self.send_parts(to, &self.out[i..=i], &[]);
             let c = emu.io_counters();
             match r {
                 Ok(_) => c.sent += 1,
@@ -387,8 +398,8 @@ impl DatagramPeer for FabricEmu {
         let now = self.server.sim().now();
         self.server.handle_datagram(now, from, data);
     }
-    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)> {
-        self.server.poll_transmit().map(|(a, d)| (Some(a), d))
+    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
+        self.server.poll_transmit_parts().map(|(a, d)| (Some(a), d))
     }
     fn io_counters(&mut self) -> &mut IoCounters {
         &mut self.io
@@ -557,6 +568,7 @@ fn records_within(bytes: &[u8], room: u64, header: bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipoib_wire::udp_fabric::HEADER_LEN;
 
     #[test]
     fn records_within_keeps_whole_records() {
@@ -592,11 +604,21 @@ mod tests {
         fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
             self.got.push((from, data.to_vec()));
         }
-        fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Vec<u8>)> {
-            self.send.pop_front()
+        fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
+            self.send.pop_front().map(|(to, d)| (to, parts(&d)))
         }
         fn io_counters(&mut self) -> &mut IoCounters {
             &mut self.io
+        }
+    }
+
+    /// `d` (at least a header long) as its two parts.
+    fn parts(d: &[u8]) -> Outgoing {
+        let mut header = [0; HEADER_LEN];
+        header.copy_from_slice(&d[..HEADER_LEN]);
+        Outgoing {
+            header,
+            body: d[HEADER_LEN..].to_vec(),
         }
     }
 
@@ -701,11 +723,11 @@ mod tests {
     fn runs_are_equal_length_to_one_peer_within_limits() {
         let p: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let q: SocketAddr = "127.0.0.1:2".parse().unwrap();
-        let d = |to, len| (Some(to), vec![0u8; len]);
+        let d = |to, len: usize| (Some(to), parts(&vec![0u8; len]));
         assert_eq!(run_len(&[]), 0);
-        assert_eq!(run_len(&[d(p, 10), d(p, 10), d(p, 5), d(p, 5)]), 3);
-        assert_eq!(run_len(&[d(p, 10), d(p, 11)]), 1);
-        assert_eq!(run_len(&[d(p, 10), d(q, 10)]), 1);
+        assert_eq!(run_len(&[d(p, 30), d(p, 30), d(p, 15), d(p, 15)]), 3);
+        assert_eq!(run_len(&[d(p, 30), d(p, 31)]), 1);
+        assert_eq!(run_len(&[d(p, 30), d(q, 30)]), 1);
         assert_eq!(run_len(&vec![d(p, 100); 100]), GSO_MAX_SEGMENTS);
         assert_eq!(run_len(&vec![d(p, 4120); 100]), GSO_MAX_BYTES / 4120);
     }

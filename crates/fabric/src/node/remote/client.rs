@@ -18,8 +18,8 @@
 //!
 //! Invariants: datagrams of another session are counted and dropped; every queue is bounded.
 
-use super::config_from_wire;
 use super::uplink::{Uplink, UPLINK_PORT};
+use super::{config_from_wire, Outgoing};
 use crate::hw::hca::Hca;
 use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::mgmt::PortConfig;
@@ -114,7 +114,7 @@ pub struct HostLink {
     state: State,
     hint: Guid,
     seq: u32,
-    out: VecDeque<Vec<u8>>,
+    out: VecDeque<Outgoing>,
     events: VecDeque<HostLinkEvent>,
     counters: HostLinkCounters,
 }
@@ -153,6 +153,12 @@ impl HostLink {
 
     /// The next datagram for the fabric.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.out.pop_front().map(|o| o.to_vec())
+    }
+
+    /// The next datagram for the fabric, in its two parts (a packet's own buffer as the body:
+    /// [`Outgoing`]).
+    pub fn poll_transmit_parts(&mut self) -> Option<Outgoing> {
         self.out.pop_front()
     }
 
@@ -262,6 +268,15 @@ impl HostLink {
         }
     }
 
+    /// [`HostLink::send_packet`] of a packet whose buffer becomes the datagram's body (not
+    /// copied: [`Outgoing`]).
+    pub fn send_packet_buf(&mut self, packet: Vec<u8>) {
+        match self.state {
+            State::Attached { session, .. } => self.push(Outgoing::packet(session, packet)),
+            _ => self.counters.unattached += 1,
+        }
+    }
+
     /// Leaves the fabric (Detach) and stops.
     pub fn detach(&mut self) {
         if let State::Attached { session, .. } = self.state {
@@ -278,13 +293,17 @@ impl HostLink {
     }
 
     fn send(&mut self, session: u64, message: MessageRepr<'_>) {
+        if let Some(o) = Outgoing::message(&DatagramRepr { session, message }) {
+            self.push(o);
+        }
+    }
+
+    fn push(&mut self, o: Outgoing) {
         if self.out.len() >= QUEUE_LIMIT {
             self.counters.queue_full += 1;
             return;
         }
-        if let Ok(v) = (DatagramRepr { session, message }).to_vec() {
-            self.out.push_back(v);
-        }
+        self.out.push_back(o);
     }
 
     fn event(&mut self, e: HostLinkEvent) {
@@ -408,6 +427,11 @@ impl RemoteHost {
         self.link.poll_transmit()
     }
 
+    /// The next datagram for the fabric, in its two parts ([`HostLink::poll_transmit_parts`]).
+    pub fn poll_transmit_parts(&mut self) -> Option<Outgoing> {
+        self.link.poll_transmit_parts()
+    }
+
     /// When [`RemoteHost::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let sim = self.host.as_ref().and_then(|h| h.sim.next_event_at());
@@ -505,7 +529,7 @@ impl RemoteHost {
         if let Some(h) = &mut self.host {
             if let Some(u) = h.sim.node_mut::<Uplink>(h.uplink) {
                 while let Some(p) = u.poll_to_network() {
-                    self.link.send_packet(&p);
+                    self.link.send_packet_buf(p);
                 }
             }
         }

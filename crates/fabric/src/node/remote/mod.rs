@@ -34,7 +34,66 @@ pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT};
 pub use uplink::{Uplink, UplinkCounters, UPLINK_PORT};
 
 use crate::hw::mgmt::{PortConfig, PortState};
-use ipoib_wire::udp_fabric::{PortConfigRepr, PortStateCode};
+use ipoib_wire::udp_fabric::{
+    DatagramRepr, MessageRepr, PortConfigRepr, PortStateCode, HEADER_LEN,
+};
+
+/// A datagram to send, in two parts: the 12-byte header, then the body. For a Packet message the
+/// body is the packet's own buffer, moved in, so that an InfiniBand packet is not copied into a
+/// datagram of its own (the socket sends both parts in one `sendmsg(2)`); the agents'
+/// `poll_transmit` joins the parts for callers that want one buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The datagram's header (docs/UDP-FABRIC.md "Datagrams").
+    pub header: [u8; HEADER_LEN],
+    /// The rest: the message's body.
+    pub body: Vec<u8>,
+}
+
+impl Outgoing {
+    /// A Packet message of `session` carrying `packet` (moved, not copied).
+    pub fn packet(session: u64, packet: Vec<u8>) -> Outgoing {
+        let mut header = [0; HEADER_LEN];
+        // A Packet message's header does not depend on the packet: emitted with an empty one.
+        let head = DatagramRepr {
+            session,
+            message: MessageRepr::Packet(&[]),
+        };
+        let _ = head.emit(&mut header);
+        Outgoing {
+            header,
+            body: packet,
+        }
+    }
+
+    /// Any message, emitted (`None` for one the format cannot carry, as
+    /// [`DatagramRepr::emit`]).
+    pub fn message(d: &DatagramRepr<'_>) -> Option<Outgoing> {
+        let mut v = d.to_vec().ok()?;
+        let body = v.split_off(HEADER_LEN);
+        let mut header = [0; HEADER_LEN];
+        header.copy_from_slice(&v);
+        Some(Outgoing { header, body })
+    }
+
+    /// The datagram's length.
+    pub fn len(&self) -> usize {
+        HEADER_LEN + self.body.len()
+    }
+
+    /// Never empty: every datagram has its header.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The datagram in one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        v.extend_from_slice(&self.header);
+        v.extend_from_slice(&self.body);
+        v
+    }
+}
 
 /// A port configuration as the PortConfig message carries it.
 pub fn config_to_wire(c: &PortConfig) -> PortConfigRepr {

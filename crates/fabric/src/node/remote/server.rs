@@ -25,8 +25,8 @@
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
 
-use super::config_to_wire;
 use super::slot::{Remote, ToHost};
+use super::{config_to_wire, Outgoing};
 use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;
 use crate::hw::link::LinkId;
@@ -139,7 +139,7 @@ pub struct FabricServer<A> {
     partitions: PartitionConfig,
     slots: Vec<Slot<A>>,
     sessions: BTreeMap<A, usize>,
-    out: VecDeque<(A, Vec<u8>)>,
+    out: VecDeque<(A, Outgoing)>,
     out_limit: usize,
     timeout: Duration,
     rng: Rng,
@@ -333,6 +333,12 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
 
     /// The next datagram to send, and where.
     pub fn poll_transmit(&mut self) -> Option<(A, Vec<u8>)> {
+        self.out.pop_front().map(|(a, o)| (a, o.to_vec()))
+    }
+
+    /// The next datagram to send, and where, in its two parts (a packet's own buffer as the
+    /// body: [`Outgoing`]).
+    pub fn poll_transmit_parts(&mut self) -> Option<(A, Outgoing)> {
         self.out.pop_front()
     }
 
@@ -530,14 +536,17 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         let d = DatagramRepr { session, message };
         // Every message this agent builds is one the format carries (a topology node has at
         // most 255 ports and a P_Key table at most PKEY_TABLE_SIZE entries).
-        let Ok(bytes) = d.to_vec() else {
-            return;
-        };
+        if let Some(o) = Outgoing::message(&d) {
+            self.push_out(to, o);
+        }
+    }
+
+    fn push_out(&mut self, to: A, o: Outgoing) {
         if self.out.len() >= self.out_limit {
             self.counters.transmit_full += 1;
             return;
         }
-        self.out.push_back((to, bytes));
+        self.out.push_back((to, o));
     }
 
     fn advance(&mut self, now: Instant) {
@@ -557,7 +566,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                 .and_then(Remote::poll_to_host)
             {
                 match item {
-                    ToHost::Packet(p) => self.reply(s.peer, s.id, MessageRepr::Packet(&p)),
+                    ToHost::Packet(p) => self.push_out(s.peer, Outgoing::packet(s.id, p)),
                     ToHost::Config(c) => {
                         self.reply(s.peer, s.id, MessageRepr::PortConfig(config_to_wire(&c)))
                     }
