@@ -57,6 +57,10 @@ pub struct Args {
     /// Partition key (hex, e.g. 0xffff or 8001).
     #[arg(long, value_parser = parse_pkey, default_value = "0xffff")]
     pkey: PKey,
+    /// After traffic, poll the sockets for this many microseconds (yielding the CPU between
+    /// polls) before sleeping; 0 (the default) never polls (docs/UDP-FABRIC.md "Timing").
+    #[arg(long, default_value_t = 0)]
+    busy_poll_us: u64,
 }
 
 /// A device name: also the name of the control socket `<run dir>/attach-DEV.sock`, so one with a
@@ -157,6 +161,7 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     p.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
+    p.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
     // The TUN device's link, following the interface's carrier and link-local address.
     let mut link: Option<LinkMirror> = None;
     if !args.no_tun {

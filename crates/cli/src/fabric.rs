@@ -50,6 +50,10 @@ pub struct Args {
     /// /var/cache/opensm/guid2lid).
     #[arg(long)]
     guid2lid: Option<String>,
+    /// After traffic, poll the sockets for this many microseconds (yielding the CPU between
+    /// polls) before sleeping; 0 (the default) never polls (docs/UDP-FABRIC.md "Timing").
+    #[arg(long, default_value_t = 0)]
+    busy_poll_us: u64,
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -92,6 +96,7 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return fail(&format!("{addr}: {e}")),
     };
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
+    f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
     if let Some(p) = &args.pcap {
         if let Err(e) = f.capture_to(p, args.pcap_limit) {
             return fail(&format!("{p}: {e}"));

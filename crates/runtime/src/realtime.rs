@@ -1,6 +1,6 @@
 //! The real-time driver: runs an emulation (a [`Simulator`], a whole [`Subnet`]) against the wall
 //! clock and moves packets between it and files of the operating system (TUN devices, UDP
-//! sockets, control sockets), one thread, no busy waiting. (An endpoint may hand its output to
+//! sockets, control sockets), one thread, no busy waiting unless asked for (below). (An endpoint may hand its output to
 //! a thread of its own, as [`crate::tun::TunEndpoint::with_writer_thread`] does; the emulation
 //! is only ever touched by the driver's thread.)
 //!
@@ -31,6 +31,14 @@
 //! An emulation that falls behind the wall clock (more work than one core does in real time)
 //! does not try to catch up event by event: it runs what was due and virtual time jumps to the
 //! present; packets are then late, never lost by the driver.
+//!
+//! **Busy polling** ([`Config::busy_poll`], off by default): for a bounded window after the last
+//! turn that moved something, the driver polls its files without blocking, yielding the CPU
+//! between polls (`sched_yield(2)`), instead of sleeping in epoll; once the window has passed
+//! without input it sleeps as above. A process that sleeps pays the wake-up when the next packet
+//! comes: on a virtual machine an idle virtual CPU halts and waking it costs a trip through the
+//! hypervisor (docs/DEPLOYED.md "Wake-ups on a virtual machine"), paid by each process a round
+//! trip crosses. Polling is only ever entered after traffic, so an idle driver still sleeps.
 //!
 //! The stop file ([`Driver::set_stop`]) is typically the read end of a socket pair that a signal
 //! handler writes to (`signal_hook::low_level::pipe`): epoll wakes at once and
@@ -131,15 +139,20 @@ pub struct Config {
     pub batch: usize,
     /// The longest sleep (the driver also wakes for the caller's deadline).
     pub max_sleep: Duration,
+    /// Bounded busy polling (module docs, "Busy polling"): for this long after the last turn
+    /// that moved something, the driver polls its files without blocking, yielding the CPU
+    /// between polls, before it sleeps. Zero (the default): never.
+    pub busy_poll: Duration,
 }
 
 impl Default for Config {
-    /// 200 µs of slack, batches of 64, one wake-up a second when idle.
+    /// 200 µs of slack, batches of 64, one wake-up a second when idle, no busy polling.
     fn default() -> Config {
         Config {
             slack: Duration::from_micros(200),
             batch: 64,
             max_sleep: Duration::from_secs(1),
+            busy_poll: Duration::ZERO,
         }
     }
 }
@@ -189,6 +202,8 @@ pub struct Stats {
     pub turns: u64,
     /// Turns that slept with a non-zero timeout.
     pub sleeps: u64,
+    /// Turns that found input by busy polling instead of sleeping ([`Config::busy_poll`]).
+    pub polled: u64,
     /// Inputs handed to the emulation.
     pub inputs: u64,
     /// Outputs taken from it.
@@ -212,6 +227,8 @@ pub struct Driver<E> {
     stats: Stats,
     /// Print each turn's timings ([`Driver::set_trace`]).
     trace: bool,
+    /// When the last turn that moved something ended ([`Config::busy_poll`]).
+    last_active: Option<Wall>,
 }
 
 impl<E> std::fmt::Debug for Driver<E> {
@@ -249,6 +266,7 @@ impl<E: Emulation> Driver<E> {
             cfg,
             stats: Stats::default(),
             trace: false,
+            last_active: None,
         })
     }
 
@@ -299,6 +317,11 @@ impl<E: Emulation> Driver<E> {
         self.trace = on;
     }
 
+    /// Sets [`Config::busy_poll`] (zero: off).
+    pub fn set_busy_poll(&mut self, window: Duration) {
+        self.cfg.busy_poll = window;
+    }
+
     /// Counts of the work done.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -321,11 +344,21 @@ impl<E: Emulation> Driver<E> {
             let due = self.clock.wall_at(t);
             wake = wake.min(due.checked_sub(self.cfg.slack).unwrap_or(due));
         }
-        let timeout = if busy || self.stopped {
+        let mut timeout = if busy || self.stopped {
             Duration::ZERO
         } else {
             wake.saturating_duration_since(now)
         };
+        if !timeout.is_zero() {
+            if let Some(until) = self.spin_until(wake) {
+                if self.busy_poll(until)? {
+                    self.stats.polled += 1;
+                    timeout = Duration::ZERO;
+                } else {
+                    timeout = wake.saturating_duration_since(Wall::now());
+                }
+            }
+        }
         if !timeout.is_zero() {
             self.stats.sleeps += 1;
         }
@@ -333,6 +366,7 @@ impl<E: Emulation> Driver<E> {
         let mut trace = self.trace.then(|| TurnTrace::start(self.stats, timeout));
 
         let batch = self.cfg.batch.max(1);
+        let moved = self.stats.inputs + self.stats.outputs;
         for (i, ep) in self.endpoints.iter_mut().enumerate() {
             if !self.ready[i] {
                 continue;
@@ -355,6 +389,9 @@ impl<E: Emulation> Driver<E> {
             if let Some(t) = &mut trace {
                 t.flushed();
             }
+        }
+        if self.stats.inputs + self.stats.outputs > moved {
+            self.last_active = Some(Wall::now());
         }
         if let Some(t) = trace {
             t.print(self.stats);
@@ -386,6 +423,32 @@ impl<E: Emulation> Driver<E> {
                 Wake::Deadline if !done(&self.emu) => return Ok(Outcome::Deadline),
                 _ => {}
             }
+        }
+    }
+
+    /// Until when the coming sleep is to be replaced by busy polling ([`Config::busy_poll`]):
+    /// the end of the window after the last turn that moved something, at most `wake`; `None`
+    /// when polling is off or the window has passed.
+    fn spin_until(&self, wake: Wall) -> Option<Wall> {
+        if self.cfg.busy_poll.is_zero() {
+            return None;
+        }
+        let until = (self.last_active? + self.cfg.busy_poll).min(wake);
+        (Wall::now() < until).then_some(until)
+    }
+
+    /// Polls the files without blocking, yielding the CPU between polls, until one is readable
+    /// (true) or `until` passes (false).
+    fn busy_poll(&mut self, until: Wall) -> io::Result<bool> {
+        loop {
+            self.wait(Duration::ZERO)?;
+            if self.stopped || self.ready.iter().any(|&r| r) {
+                return Ok(true);
+            }
+            if Wall::now() >= until {
+                return Ok(false);
+            }
+            std::thread::yield_now();
         }
     }
 

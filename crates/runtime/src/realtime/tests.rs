@@ -236,3 +236,48 @@ fn control_socket_is_answered_between_turns() {
     assert!(text.contains("echoed"), "{text}");
     assert!(text.contains("control"), "the server's own section: {text}");
 }
+
+// Busy polling (`Config::busy_poll`): a driver that never moved anything sleeps; after a turn
+// that moved something, input that comes within the window is found by polling, without a
+// sleep; once the window has passed without input the driver sleeps again.
+#[test]
+fn busy_polling_follows_traffic_and_ends() {
+    let (ours, theirs) = pair();
+    let cfg = Config {
+        busy_poll: Duration::from_secs(5),
+        ..Config::default()
+    };
+    let mut d = Driver::new(Echo::default(), cfg).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    // The first turn reads the endpoint at once (nothing there); the second has had no traffic
+    // yet: it sleeps to its deadline, no polling.
+    d.turn(Wall::now() + Duration::from_millis(10)).unwrap();
+    d.turn(Wall::now() + Duration::from_millis(10)).unwrap();
+    assert_eq!((d.stats().sleeps, d.stats().polled), (1, 0));
+
+    // Traffic: an input; once it is read, another comes 20 ms later from another thread while
+    // the driver waits (and runs the first one's echo, 5 ms after it came).
+    theirs.send(&[1]).unwrap();
+    let deadline = Wall::now() + Duration::from_secs(10);
+    d.run(Some(deadline), |e| e.arrivals.len() == 1).unwrap();
+    let before = d.stats();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        theirs.send(&[2]).unwrap();
+        theirs
+    });
+    d.run(Some(deadline), |e| e.arrivals.len() + e.log.len() == 2)
+        .unwrap();
+    let theirs = sender.join().unwrap();
+    assert_eq!(d.stats().sleeps, before.sleeps, "{:?}", d.stats());
+    assert_eq!(d.stats().polled, before.polled + 1, "{:?}", d.stats());
+
+    // A short window: it passes without input, and the driver sleeps for the rest of the wait.
+    d.set_busy_poll(Duration::from_millis(5));
+    d.run(Some(deadline), |e| e.log.len() == 2).unwrap();
+    let before = d.stats();
+    d.turn(Wall::now() + Duration::from_millis(50)).unwrap();
+    assert_eq!(d.stats().sleeps, before.sleeps + 1, "{:?}", d.stats());
+    assert_eq!(d.stats().polled, before.polled, "{:?}", d.stats());
+    drop(theirs);
+}

@@ -481,6 +481,12 @@ impl FabricProcess {
         self.control.as_deref()
     }
 
+    /// Polls the socket (and the other files) without blocking for `window` after each turn
+    /// that moved something before sleeping ([`crate::realtime::Config::busy_poll`]; zero: off).
+    pub fn set_busy_poll(&mut self, window: Duration) {
+        self.driver.set_busy_poll(window);
+    }
+
     /// Prints each turn's timings on standard error ([`Driver::set_trace`]).
     pub fn set_trace(&mut self, on: bool) {
         self.driver.set_trace(on);
