@@ -9,6 +9,8 @@
 #                                  "veth relay lab udp udp-relay")
 #   BENCH_IPOIB=/path/to/ipoib scripts/bench-ip.sh   (the `ipoib` binary measured instead of this
 #                                  tree's release build: old and new binaries alternately)
+#   BENCH_UDP_ARGS="--busy-poll-us 300" scripts/bench-ip.sh   (more arguments for `ipoib fabric`
+#                                  and `ipoib attach` on the udp links)
 #
 # For each MTU of 2044 (IPoIB datagram mode, RFC 4391 §3) and 65520 (the connected-mode maximum,
 # RFC 4755 §3.3, and the ceiling of a TUN-based link) and each link:
@@ -240,7 +242,8 @@ setup_udp() {
     # Emptied here, not only by the redirection, which the background child opens after the loop
     # below may already have read the previous run's address.
     : >"$work/fabric.err"
-    "$ipoib_bin" fabric --listen udp:127.0.0.1:0 --hosts 3 2>"$work/fabric.err" &
+    # shellcheck disable=SC2086 # BENCH_UDP_ARGS: words
+    "$ipoib_bin" fabric --listen udp:127.0.0.1:0 --hosts 3 ${BENCH_UDP_ARGS:-} 2>"$work/fabric.err" &
     local fabric=$! addr=
     for _ in $(seq 1 300); do
         addr=$(sed -n 's/.*listening on \(udp:[0-9.]*:[0-9]*\).*/\1/p' "$work/fabric.err")
@@ -255,8 +258,9 @@ setup_udp() {
         [ "$side" = b ] && a=$ADDR_B
         # `ipoib show --netns ipb-a --dev ipb-ua` reads one (IPOIB_RUN_DIR as above).
         : >"$work/attach-$side.err"
+        # shellcheck disable=SC2086 # BENCH_UDP_ARGS: words
         "$ipoib_bin" attach --fabric "$addr" --dev "ipb-u$side" --netns "$ns" --ip "$a/24" \
-            --mode "$1" 2>"$work/attach-$side.err" &
+            --mode "$1" ${BENCH_UDP_ARGS:-} 2>"$work/attach-$side.err" &
         pids="$pids $!"
     done
     udp_pids="$pids $fabric"
