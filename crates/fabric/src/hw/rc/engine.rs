@@ -36,7 +36,13 @@ pub struct RcEngine {
 
 /// The factory to install with [`crate::hw::hca::Hca::set_engine_factory`].
 pub fn engine_factory() -> EngineFactory {
-    Box::new(|qp_type, qpn| Box::new(RcEngine::new(qp_type, qpn, Config::default())))
+    engine_factory_with(Config::default())
+}
+
+/// [`engine_factory`] with engine limits of the caller's (a larger send window for a host whose
+/// peers are a network away: `crate::node::remote`).
+pub fn engine_factory_with(config: Config) -> EngineFactory {
+    Box::new(move |qp_type, qpn| Box::new(RcEngine::new(qp_type, qpn, config)))
 }
 
 impl RcEngine {

@@ -44,7 +44,7 @@ mod responder;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{engine_factory, RcEngine};
+pub use engine::{engine_factory, engine_factory_with, RcEngine};
 pub use psn::{add as psn_add, diff as psn_diff, PSN_MASK};
 
 use crate::hw::hca::RdmaMemory;

@@ -23,7 +23,7 @@ use super::{config_from_wire, Outgoing};
 use crate::hw::hca::Hca;
 use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::mgmt::PortConfig;
-use crate::hw::rc::engine_factory;
+use crate::hw::rc::{engine_factory_with, Config as RcConfig};
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::node::host::Host;
 use ipoib_proto::rng::Rng;
@@ -315,6 +315,15 @@ impl HostLink {
     }
 }
 
+/// PSNs an RC requester of a remote host keeps unacknowledged (the engine's default is 128,
+/// `crate::hw::rc::Config`). The path between two hosts of a UDP fabric crosses three processes
+/// and two sockets each way, a round trip of hundreds of microseconds against a few inside one
+/// process; a window of 128 packets of a 4,096-byte MTU (512 KiB) then bounds a connection to
+/// about 512 KiB per round trip, below what the processes carry (docs/benchmarks/ip.md,
+/// "udppath, second pass"). IBA 1 §9.7.1.1 bounds the window only below 2^23 PSNs; 1,024 packets
+/// (4 MiB) stays within the sockets' 8 MiB buffers (docs/DEPLOYED.md "Linux UDP sockets").
+pub const REMOTE_RC_WINDOW: u32 = 1024;
+
 /// Installs the host's software (IPoIB interfaces, ...) on a host just built for `identity`,
 /// with a generator of its own.
 pub type InstallFn = Box<dyn FnMut(&mut Host, &AttachAccept, Rng)>;
@@ -539,8 +548,12 @@ impl RemoteHost {
         self.builds += 1;
         let mut sim = Simulator::new(self.seed.wrapping_add(self.builds));
         sim.run_until(now);
-        let mut hca =
-            Hca::with_port_guids(a.node_guid, a.port_guids.clone()).with_engine(engine_factory());
+        let mut hca = Hca::with_port_guids(a.node_guid, a.port_guids.clone()).with_engine(
+            engine_factory_with(RcConfig {
+                max_outstanding: REMOTE_RC_WINDOW,
+                ..RcConfig::default()
+            }),
+        );
         if let Some(q) = self.first_qpn {
             hca = hca.with_first_qpn(rebuilt_first_qpn(q, self.builds));
         }
