@@ -9,7 +9,7 @@ use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer, HostLinkConfig, RemoteHost};
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_fabric::Instant;
-use ipoib_proto::ipoib::{InterfaceConfig, Ipv4Config};
+use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Ipv4Config};
 use ipoib_wire::Guid;
 use std::cell::Cell;
 use std::net::Ipv4Addr;
@@ -61,6 +61,12 @@ pub fn fabric_opts(hosts: usize, seed: u64) -> FabricOptions {
 }
 
 fn make_host(i: usize, now: Instant, seed: u64) -> Peer {
+    make_host_with(i, now, seed, false)
+}
+
+/// A host; `external_connected`: in connected mode with the IP layer outside (packets in
+/// through [`Net::send_from_os`]), as `ipoib attach` runs it.
+fn make_host_with(i: usize, now: Instant, seed: u64, external_connected: bool) -> Peer {
     let slot = Rc::new(Cell::new(None));
     let s = slot.clone();
     let install = Box::new(
@@ -72,7 +78,13 @@ fn make_host(i: usize, now: Instant, seed: u64) -> Peer {
                 prefix_len: 24,
                 gateway: None,
             });
-            s.set(IpoibApp::install(h, cfg, rng).ok());
+            let app = if external_connected {
+                cfg.connected = Some(ConnectedConfig::rc());
+                IpoibApp::install_external(h, cfg, rng)
+            } else {
+                IpoibApp::install(h, cfg, rng)
+            };
+            s.set(app.ok());
         },
     );
     Peer {
@@ -98,6 +110,54 @@ impl Net {
         }
     }
 
+    /// [`Net::new`] with hosts in connected mode whose IP layer is outside, as `ipoib attach`
+    /// runs them.
+    pub fn new_external_connected(hosts: usize, seed: u64) -> Net {
+        let mut net = Net::new(hosts, seed);
+        let now = net.now;
+        net.peers = (0..hosts)
+            .map(|i| make_host_with(i, now, seed * 100, true))
+            .collect();
+        net
+    }
+
+    /// Datagrams host `i` sent that are still on their way to the fabric.
+    pub fn in_flight_from(&self, i: usize) -> usize {
+        self.wire
+            .iter()
+            .filter(|w| w.1 && usize::from(w.2) == i)
+            .count()
+    }
+
+    /// An IP packet from host `i`'s operating system (external IP layer).
+    pub fn send_from_os(&mut self, i: usize, packet: &[u8]) {
+        let Some(h) = self.peers[i].ipoib.get() else {
+            return;
+        };
+        let now = self.now;
+        self.peers[i].host.with_host(now, |host, now| {
+            if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
+                a.from_os(now, packet);
+            }
+        });
+    }
+
+    /// The IP packets waiting for host `i`'s operating system.
+    pub fn take_to_os(&mut self, i: usize) -> Vec<Vec<u8>> {
+        let Some(h) = self.peers[i].ipoib.get() else {
+            return Vec::new();
+        };
+        let now = self.now;
+        self.peers[i]
+            .host
+            .with_host(now, |host, _| {
+                host.app_mut::<IpoibApp>(h.app)
+                    .map(|a| std::iter::from_fn(|| a.to_os()).collect())
+            })
+            .flatten()
+            .unwrap_or_default()
+    }
+
     /// A new fabric process in place of the old one (what was in flight to it is lost).
     pub fn restart_fabric(&mut self) {
         self.fabric = FabricServer::build(self.opts.clone()).unwrap();
@@ -106,7 +166,8 @@ impl Net {
         self.fabric.handle_timeout(self.now);
     }
 
-    fn collect(&mut self) {
+    /// Puts what the fabric and the hosts sent on the wire (each [`Net::step`] starts so).
+    pub fn collect(&mut self) {
         while let Some((to, d)) = self.fabric.poll_transmit() {
             self.wire.push((self.now + self.latency, false, to, d));
         }
