@@ -194,12 +194,15 @@ impl SimRequest {
     /// The 288 bytes.
     pub fn to_bytes(&self) -> [u8; SIM_REQUEST_LEN] {
         let mut b = [0u8; SIM_REQUEST_LEN];
-        b[0..4].copy_from_slice(&u32::from(self.dlid.to_be()).to_ne_bytes());
-        b[4..8].copy_from_slice(&u32::from(self.slid.to_be()).to_ne_bytes());
-        b[8..12].copy_from_slice(&self.dqp.to_be_bytes());
-        b[12..16].copy_from_slice(&self.sqp.to_be_bytes());
-        b[16..20].copy_from_slice(&self.status.to_be_bytes());
-        b[24..32].copy_from_slice(&self.length.to_be_bytes());
+        let head = SimRequestHead {
+            dlid: self.dlid,
+            slid: self.slid,
+            dqp: self.dqp,
+            sqp: self.sqp,
+            status: self.status,
+            length: self.length,
+        };
+        head.write(&mut b);
         b[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&self.mad);
         b
     }
@@ -222,6 +225,38 @@ impl SimRequest {
             length: u64::from_be_bytes([b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31]]),
             mad,
         })
+    }
+}
+
+/// The fields of a [`SimRequest`] before its MAD, for writing a request in place (the server
+/// writes its answers straight into the buffer it sends from, without a [`SimRequest`] by value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimRequestHead {
+    /// [`SimRequest::dlid`].
+    pub dlid: u16,
+    /// [`SimRequest::slid`].
+    pub slid: u16,
+    /// [`SimRequest::dqp`].
+    pub dqp: u32,
+    /// [`SimRequest::sqp`].
+    pub sqp: u32,
+    /// [`SimRequest::status`].
+    pub status: u32,
+    /// [`SimRequest::length`].
+    pub length: u64,
+}
+
+impl SimRequestHead {
+    /// Writes the first [`SIM_REQUEST_MAD_OFFSET`] bytes of the request (bytes 20..24, padding,
+    /// zero), leaving the MAD's bytes as they are.
+    pub fn write(&self, b: &mut [u8; SIM_REQUEST_LEN]) {
+        b[0..4].copy_from_slice(&u32::from(self.dlid.to_be()).to_ne_bytes());
+        b[4..8].copy_from_slice(&u32::from(self.slid.to_be()).to_ne_bytes());
+        b[8..12].copy_from_slice(&self.dqp.to_be_bytes());
+        b[12..16].copy_from_slice(&self.sqp.to_be_bytes());
+        b[16..20].copy_from_slice(&self.status.to_be_bytes());
+        b[20..24].fill(0);
+        b[24..32].copy_from_slice(&self.length.to_be_bytes());
     }
 }
 

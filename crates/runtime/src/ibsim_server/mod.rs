@@ -45,7 +45,8 @@ pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
 
 use crate::ibsim::msg::{
-    ClientInfo, CtlType, SimCtl, SimRequest, SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
+    ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, MAD_LEN, SIM_CTL_LEN, SIM_REQUEST_LEN,
+    SIM_REQUEST_MAD_OFFSET, STATUS_UNDELIVERED,
 };
 use ipoib_fabric::node::host::{
     is_smp_class, method_mask, AgentId, Host, Registration, RmppMode, UmadError,
@@ -53,7 +54,7 @@ use ipoib_fabric::node::host::{
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType};
+use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_HEADER_LEN};
 use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use sock::Sock;
@@ -69,9 +70,12 @@ use std::os::fd::BorrowedFd;
 /// AttributeOffset, in 8-byte words, IBA 1 §15.2.1). 256 otherwise.
 pub fn umad_length(mad: &[u8; 256]) -> u64 {
     const SA_DATA: u64 = 56;
-    let sa = MadHeaderRepr::parse_bytes(mad).is_ok_and(|h| h.mgmt_class == MgmtClass::SubnAdm);
+    // Byte 1 is MgmtClass (IBA 1 §13.4.2); the RMPP header is read for the SA's MADs only.
+    if MgmtClass::from(mad[1]) != MgmtClass::SubnAdm {
+        return 256;
+    }
     let r = match RmppRepr::parse_bytes(&mad[24..36]) {
-        Ok(r) if sa && r.is_active() && r.rmpp_type == RmppType::Data => r,
+        Ok(r) if r.is_active() && r.rmpp_type == RmppType::Data => r,
         _ => return 256,
     };
     if r.flags.last() {
@@ -683,23 +687,29 @@ impl IbsimServer {
                 continue;
             };
             out.clear();
-            out.extend(device.umad_drain(agent).map(|m| {
-                let smp =
-                    MadHeaderRepr::parse_bytes(&m.mad).is_ok_and(|h| is_smp_class(h.mgmt_class));
-                let mut mad = [0u8; 256];
-                let n = m.mad.len().min(256);
-                mad[..n].copy_from_slice(&m.mad[..n]);
-                SimRequest {
+            // Each answer is written in place: its MAD zero-padded to 256 bytes, then the head
+            // (the bytes `SimRequest::to_bytes` gives for the same fields).
+            for m in device.umad_drain(agent) {
+                // A whole MAD header whose MgmtClass (byte 1, IBA 1 §13.4.2) is an SMP's.
+                let smp = m.mad.len() >= MAD_HEADER_LEN && is_smp_class(MgmtClass::from(m.mad[1]));
+                out.push([0u8; SIM_REQUEST_LEN]);
+                let Some(b) = out.last_mut() else { break };
+                let n = m.mad.len().min(MAD_LEN);
+                b[SIM_REQUEST_MAD_OFFSET..SIM_REQUEST_MAD_OFFSET + n].copy_from_slice(&m.mad[..n]);
+                let length = match b.last_chunk::<MAD_LEN>() {
+                    Some(mad) => umad_length(mad),
+                    None => MAD_LEN as u64,
+                };
+                let head = SimRequestHead {
                     dlid: lid,
                     slid: m.from.lid,
                     dqp: u32::from(!smp),
                     sqp: m.from.qpn,
                     status: 0,
-                    length: umad_length(&mad),
-                    mad,
-                }
-                .to_bytes()
-            }));
+                    length,
+                };
+                head.write(b);
+            }
             if !out.is_empty() {
                 self.write_many(net, slot, &out);
             }
