@@ -341,6 +341,19 @@ mod tests {
         assert_eq!(b[287], 0xee);
         assert_eq!(SimRequest::parse(&b).unwrap(), r);
         assert_eq!(SimRequest::parse(&b[..287]), None);
+        // Written in place over a used buffer: the same head, the MAD's bytes left as they were.
+        let mut reused = [0x5a; SIM_REQUEST_LEN];
+        reused[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&mad);
+        let head = SimRequestHead {
+            dlid: r.dlid,
+            slid: r.slid,
+            dqp: r.dqp,
+            sqp: r.sqp,
+            status: r.status,
+            length: r.length,
+        };
+        head.write(&mut reused);
+        assert_eq!(reused, b);
     }
 
     #[test]
