@@ -21,14 +21,33 @@ use std::time::Duration;
 
 mod queue;
 
-/// Packets a device sends (and configuration it writes) during one call.
+/// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most.
+pub const SPARE_BUFFERS: usize = 64;
+
+/// Packets a device sends (and configuration it writes) during one call; and, since the
+/// simulator keeps one `Tx` for all its devices, the allocations of packets a receiver consumed
+/// ([`Tx::recycle`]), for another device to build its packets in ([`Tx::spare`]): in a stream
+/// one host builds the data packets and another consumes them, so a device's own spare alone
+/// would leave an allocation and a free per packet.
 #[derive(Debug, Default)]
 pub struct Tx {
     out: Vec<(u8, Frame)>,
     config: Vec<(NodeId, Config)>,
+    spares: Vec<Vec<u8>>,
 }
 
 impl Tx {
+    /// An allocation to build a packet in (a consumed packet's, its bytes stale; or a new, empty
+    /// one).
+    pub fn spare(&mut self) -> Vec<u8> {
+        self.spares.pop().unwrap_or_default()
+    }
+    /// Keeps `buf` (a consumed packet's allocation) for [`Tx::spare`], up to [`SPARE_BUFFERS`].
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if buf.capacity() > 0 && self.spares.len() < SPARE_BUFFERS {
+            self.spares.push(buf);
+        }
+    }
     /// Sends `packet` (LRH..VCRC) out of `port`; receivers check its CRCs.
     pub fn send(&mut self, port: u8, packet: Vec<u8>) {
         self.out.push((port, Frame::new(packet)));

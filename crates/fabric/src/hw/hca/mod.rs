@@ -616,12 +616,17 @@ impl Hca {
                     break;
                 };
                 let mut built = Err(HcaDropReason::Malformed);
+                let mut buf = Some(tx.spare());
                 let sent = e.transmit_with(now, &self.mrs, &mut |bth, ext, payload| {
+                    let buf = buf.take().unwrap_or_default();
                     built = framing
                         .as_ref()
                         .map_err(|r| *r)
-                        .and_then(|f| f.build(bth, ext, payload));
+                        .and_then(|f| f.build(buf, bth, ext, payload));
                 });
+                if let Some(b) = buf {
+                    tx.recycle(b);
+                }
                 if !sent {
                     break;
                 }
@@ -662,7 +667,12 @@ impl Device for Hca {
             p.traffic.count_rcv(&packet);
         }
         self.rx(now, port, &packet, None);
-        self.spare = Some(packet.into_spare());
+        let buf = packet.into_spare();
+        if self.spare.is_none() {
+            self.spare = Some(buf);
+        } else {
+            tx.recycle(buf);
+        }
         self.flush(now, tx);
     }
 

@@ -59,9 +59,7 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
 /// `repr` in `buf`'s allocation (a spent packet's, or a new one), its CRCs pending: written when
 /// the bytes leave the emulation's receivers ([`Frame`]).
 fn emit(mut buf: Vec<u8>, repr: &PacketRepr<'_>) -> Option<Frame> {
-    buf.clear();
-    buf.resize(repr.buffer_len(), 0);
-    repr.emit_without_crcs(&mut buf).ok()?;
+    repr.emit_into_vec_without_crcs(&mut buf).ok()?;
     Some(Frame::with_crcs_pending(buf))
 }
 
@@ -76,9 +74,11 @@ pub(super) struct Framing {
 }
 
 impl Framing {
-    /// One packet of the engine's output, the payload copied once into it, with its CRCs.
+    /// One packet of the engine's output, built in `buf`'s allocation ([`Tx::spare`]), the
+    /// payload copied once into it, with its CRCs.
     pub(super) fn build(
         &self,
+        buf: Vec<u8>,
         bth: &BthRepr,
         ext: &ExtHeaders,
         payload: &[u8],
@@ -93,7 +93,7 @@ impl Framing {
             ext: *ext,
             payload,
         };
-        let bytes = emit(Vec::new(), &repr).ok_or(HcaDropReason::Malformed)?;
+        let bytes = emit(buf, &repr).ok_or(HcaDropReason::Malformed)?;
         Ok(Built {
             port: self.port,
             bytes,
