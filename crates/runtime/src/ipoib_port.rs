@@ -37,6 +37,12 @@ impl OsPort<Subnet> for SubnetHost {
         }
     }
 
+    fn frame_from_os(&mut self, net: &mut Subnet, frame: Vec<u8>) {
+        if let Some((node, h)) = self.place(net) {
+            queue_frame(net.sim_mut(), node, h, frame);
+        }
+    }
+
     fn end_of_batch(&mut self, net: &mut Subnet) {
         if let Some((node, _)) = self.place(net) {
             drive(net.sim_mut(), node);
@@ -68,6 +74,10 @@ impl OsPort<Simulator> for HostInterface {
         queue(sim, self.node, self.handle, packet);
     }
 
+    fn frame_from_os(&mut self, sim: &mut Simulator, frame: Vec<u8>) {
+        queue_frame(sim, self.node, self.handle, frame);
+    }
+
     fn end_of_batch(&mut self, sim: &mut Simulator) {
         drive(sim, self.node);
     }
@@ -80,6 +90,15 @@ impl OsPort<Simulator> for HostInterface {
 /// Queues `packet` in the interface's adapter (bounded: `FROM_OS_LIMIT`, more than a batch).
 fn queue(sim: &mut Simulator, node: NodeId, h: IpoibHandle, packet: &[u8]) {
     sim.with_node::<Host, _>(node, |host, now, _| from_os(host, h, now, packet));
+}
+
+/// Queues a packet in its own buffer, after the room for the encapsulation header (no copy).
+fn queue_frame(sim: &mut Simulator, node: NodeId, h: IpoibHandle, frame: Vec<u8>) {
+    sim.with_node::<Host, _>(node, |host, now, _| {
+        if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
+            a.from_os_frame(now, frame);
+        }
+    });
 }
 
 /// Lets the host act on what was queued, now.

@@ -7,7 +7,9 @@ use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
-use ipoib_runtime::tun::{LinkControl, LinkMirror, OsPort, Tun, TunConfig, TunEndpoint};
+use ipoib_runtime::tun::{
+    LinkControl, LinkMirror, OsPort, Tun, TunConfig, TunEndpoint, FRAME_HEADROOM, HAND_OVER_MIN,
+};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::process::Command;
@@ -117,6 +119,8 @@ struct Wire {
     seq: u64,
     queue: BTreeMap<(Instant, u64), (usize, Vec<u8>)>,
     out: [Vec<Vec<u8>>; 2],
+    /// Packets handed over in their own buffer ([`OsPort::frame_from_os`]).
+    handed_over: u64,
 }
 
 const WIRE_DELAY: Duration = Duration::from_micros(50);
@@ -149,6 +153,11 @@ impl OsPort<Wire> for Side {
         let k = (w.now + WIRE_DELAY, w.seq);
         w.queue.insert(k, (1 - self.0, packet.to_vec()));
     }
+    fn frame_from_os(&mut self, w: &mut Wire, frame: Vec<u8>) {
+        assert!(frame.len() >= FRAME_HEADROOM + HAND_OVER_MIN, "{}", frame.len());
+        w.handed_over += 1;
+        self.packet_from_os(w, &frame[FRAME_HEADROOM..]);
+    }
     fn packets_to_os(&mut self, w: &mut Wire, out: &mut dyn FnMut(IpBuf)) {
         for p in w.out[self.0].drain(..) {
             out(p.into());
@@ -158,7 +167,16 @@ impl OsPort<Wire> for Side {
 
 #[test]
 fn driver_relays_ping_between_namespaces() {
-    relay_ping(false, &["-c", "3", "-i", "0.2"], 3);
+    let handed_over = relay_ping(false, 2044, &["-c", "3", "-i", "0.2"], 3);
+    assert!(handed_over.is_none_or(|n| n == 0), "{handed_over:?}");
+}
+
+/// Pings of 30,000 bytes at a connected-mode MTU: each request and answer is handed over in the
+/// buffer it was read into (`OsPort::frame_from_os`), and arrives whole (ping checks the data).
+#[test]
+fn driver_hands_large_packets_over_in_their_buffer() {
+    let handed_over = relay_ping(true, 65520, &["-c", "4", "-i", "0.05", "-s", "30000"], 4);
+    assert!(handed_over.is_none_or(|n| n == 8), "{handed_over:?}");
 }
 
 /// The same with the writer threads: 40 pings, 10 of them sent at once (`-l 10`) so that turns
@@ -167,19 +185,30 @@ fn driver_relays_ping_between_namespaces() {
 /// losses), and every write is counted.
 #[test]
 fn driver_relays_ping_burst_with_writer_threads() {
-    relay_ping(true, &["-c", "40", "-i", "0.01", "-l", "10"], 40);
+    let handed_over = relay_ping(true, 2044, &["-c", "40", "-i", "0.01", "-l", "10"], 40);
+    assert!(handed_over.is_none_or(|n| n == 0), "{handed_over:?}");
 }
 
-fn relay_ping(writer_threads: bool, ping_args: &[&str], count: u64) {
+/// Relays `ping ping_args` over the driver at `mtu`; returns the packets handed over in their
+/// buffer (`None`: skipped).
+fn relay_ping(writer_threads: bool, mtu: u32, ping_args: &[&str], count: u64) -> Option<u64> {
     if !can_run() {
-        return;
+        return None;
     }
-    let suffix = if writer_threads { "w" } else { "" };
+    let suffix = match (writer_threads, mtu > 2044) {
+        (_, true) => "l",
+        (true, false) => "w",
+        (false, false) => "",
+    };
     let (a, b) = (name(&format!("a{suffix}")), name(&format!("b{suffix}")));
     let _g = Guard(vec![a.clone(), b.clone()]);
-    let net = if writer_threads { "10.9.2" } else { "10.9.1" };
-    let (_na, ta) = tun_in(&a, &format!("{net}.1"), 2044);
-    let (_nb, tb) = tun_in(&b, &format!("{net}.2"), 2044);
+    let net = match suffix {
+        "l" => "10.9.3",
+        "w" => "10.9.2",
+        _ => "10.9.1",
+    };
+    let (_na, ta) = tun_in(&a, &format!("{net}.1"), mtu);
+    let (_nb, tb) = tun_in(&b, &format!("{net}.2"), mtu);
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
     let relay = std::thread::spawn(move || {
@@ -201,8 +230,7 @@ fn relay_ping(writer_threads: bool, ping_args: &[&str], count: u64) {
         }
         // Dropping the driver ends the writer threads once they wrote everything.
         let stats = d.stats();
-        drop(d);
-        (stats, counters)
+        (stats, counters, d.into_emulation().handed_over)
     });
     let out = Command::new("timeout")
         .args(["20", "ip", "netns", "exec", &a, "ping", "-W", "2"])
@@ -211,7 +239,7 @@ fn relay_ping(writer_threads: bool, ping_args: &[&str], count: u64) {
         .output()
         .expect("ping runs");
     stop.store(true, Ordering::Relaxed);
-    let (stats, counters) = relay.join().expect("relay thread");
+    let (stats, counters, handed_over) = relay.join().expect("relay thread");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -226,6 +254,7 @@ fn relay_ping(writer_threads: bool, ping_args: &[&str], count: u64) {
         .sum();
     assert_eq!(written, stats.outputs, "{stats:?}");
     assert!(written >= 2 * count, "{written}");
+    Some(handed_over)
 }
 
 /// The `inet6` link-local addresses (`fe80::/10`) of `ib0` in namespace `n`.
