@@ -12,7 +12,7 @@
 //! adapter's queue (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`, 256; the driver's default batch
 //! is 64).
 
-use crate::tun::OsPort;
+use crate::tun::{OsPort, READ_BUFFER};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::subnet::Subnet;
@@ -37,10 +37,9 @@ impl OsPort<Subnet> for SubnetHost {
         }
     }
 
-    fn frame_from_os(&mut self, net: &mut Subnet, frame: Vec<u8>) {
-        if let Some((node, h)) = self.place(net) {
-            queue_frame(net.sim_mut(), node, h, frame);
-        }
+    fn frame_from_os(&mut self, net: &mut Subnet, frame: Vec<u8>) -> Option<Vec<u8>> {
+        let (node, h) = self.place(net)?;
+        queue_frame(net.sim_mut(), node, h, frame)
     }
 
     fn end_of_batch(&mut self, net: &mut Subnet) {
@@ -74,8 +73,8 @@ impl OsPort<Simulator> for HostInterface {
         queue(sim, self.node, self.handle, packet);
     }
 
-    fn frame_from_os(&mut self, sim: &mut Simulator, frame: Vec<u8>) {
-        queue_frame(sim, self.node, self.handle, frame);
+    fn frame_from_os(&mut self, sim: &mut Simulator, frame: Vec<u8>) -> Option<Vec<u8>> {
+        queue_frame(sim, self.node, self.handle, frame)
     }
 
     fn end_of_batch(&mut self, sim: &mut Simulator) {
@@ -92,13 +91,22 @@ fn queue(sim: &mut Simulator, node: NodeId, h: IpoibHandle, packet: &[u8]) {
     sim.with_node::<Host, _>(node, |host, now, _| from_os(host, h, now, packet));
 }
 
-/// Queues a packet in its own buffer, after the room for the encapsulation header (no copy).
-fn queue_frame(sim: &mut Simulator, node: NodeId, h: IpoibHandle, frame: Vec<u8>) {
-    sim.with_node::<Host, _>(node, |host, now, _| {
+/// Queues a packet in its own buffer, after the room for the encapsulation header (no copy);
+/// returns a buffer of a completed message the simulator kept (`Tx::spare_large`), to read the
+/// next packets into.
+fn queue_frame(
+    sim: &mut Simulator,
+    node: NodeId,
+    h: IpoibHandle,
+    frame: Vec<u8>,
+) -> Option<Vec<u8>> {
+    sim.with_node::<Host, _>(node, |host, now, tx| {
         if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
             a.from_os_frame(now, frame);
         }
-    });
+        tx.spare_large(READ_BUFFER)
+    })
+    .flatten()
 }
 
 /// Lets the host act on what was queued, now.

@@ -43,9 +43,10 @@ pub const MAX_PACKET: usize = 65_536;
 pub const FRAME_HEADROOM: usize = ipoib_wire::ipoib::encap::HEADER_LEN;
 
 /// Packets from this size on are handed to the interface in the buffer they were read into
-/// ([`OsPort::frame_from_os`]), and the endpoint reads the next ones into a new buffer: a new
-/// buffer is zeroed, which costs less than copying the packet (a connected-mode packet of up
-/// to 65,520 bytes); smaller packets are copied and the buffer kept.
+/// ([`OsPort::frame_from_os`]), and the endpoint reads the next ones into the buffer the
+/// emulation gives back (a connected-mode message's, once acknowledged) or else a new one, which
+/// must be zeroed first: both cost less than copying the packet (up to 65,520 bytes in connected
+/// mode); smaller packets are copied and the buffer kept.
 pub const HAND_OVER_MIN: usize = 8 << 10;
 
 /// A `txqueuelen` long enough that one TCP stream over the emulation loses no packet in the
@@ -344,11 +345,14 @@ pub trait OsPort<E> {
     fn packet_from_os(&mut self, emu: &mut E, packet: &[u8]);
     /// [`OsPort::packet_from_os`] for a packet in a buffer of its own after [`FRAME_HEADROOM`]
     /// free bytes (what `ipoib_proto::ipoib::ip_frame` makes), which the interface may keep as
-    /// the frame it sends, with no copy. By default the packet is copied.
-    fn frame_from_os(&mut self, emu: &mut E, frame: Vec<u8>) {
+    /// the frame it sends, with no copy. Returns a buffer the endpoint may read the next packets
+    /// into (its bytes stale), if the emulation has one to spare. By default the packet is
+    /// copied and its buffer given back.
+    fn frame_from_os(&mut self, emu: &mut E, frame: Vec<u8>) -> Option<Vec<u8>> {
         if let Some(p) = frame.get(FRAME_HEADROOM..) {
             self.packet_from_os(emu, p);
         }
+        Some(frame)
     }
     /// The batch of packets from the OS is complete: let the interface act on them (at the
     /// emulation's current time).
@@ -472,9 +476,12 @@ fn write_batch(
     counters.write_errors.fetch_add(errors, Ordering::Relaxed);
 }
 
-/// A buffer to read a packet into, after [`FRAME_HEADROOM`] bytes.
+/// The length of a buffer a packet is read into: [`FRAME_HEADROOM`], then the largest packet.
+pub const READ_BUFFER: usize = FRAME_HEADROOM + MAX_PACKET;
+
+/// A new buffer to read a packet into.
 fn read_buffer() -> Vec<u8> {
-    vec![0; FRAME_HEADROOM + MAX_PACKET]
+    vec![0; READ_BUFFER]
 }
 
 /// A TUN device bound to one interface of the emulation. See the module docs.
@@ -535,15 +542,23 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
                 Ok(len) if len >= HAND_OVER_MIN => {
                     n += 1;
                     bytes += len as u64;
-                    let mut frame = std::mem::replace(&mut self.buf, read_buffer());
+                    let mut frame = std::mem::take(&mut self.buf);
                     frame.truncate(FRAME_HEADROOM + len);
-                    self.port.frame_from_os(emu, frame);
+                    self.buf = match self.port.frame_from_os(emu, frame) {
+                        Some(mut b) if b.capacity() >= READ_BUFFER => {
+                            // Only the bytes past its old length are zeroed.
+                            b.resize(READ_BUFFER, 0);
+                            b
+                        }
+                        _ => read_buffer(),
+                    };
                 }
                 Ok(len) => {
                     n += 1;
                     bytes += len as u64;
                     let end = FRAME_HEADROOM + len;
-                    self.port.packet_from_os(emu, &self.buf[FRAME_HEADROOM..end]);
+                    self.port
+                        .packet_from_os(emu, &self.buf[FRAME_HEADROOM..end]);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -21,8 +21,13 @@ use std::time::Duration;
 
 mod queue;
 
-/// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most.
+/// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most; and as many
+/// large ones ([`LARGE_SPARE`]).
 pub const SPARE_BUFFERS: usize = 64;
+
+/// A buffer of at least this capacity (a connected-mode message's, up to 65,524 bytes, not a
+/// packet's) is kept apart, for [`Tx::spare_large`].
+pub const LARGE_SPARE: usize = 16 << 10;
 
 /// Packets a device sends (and configuration it writes) during one call; and, since the
 /// simulator keeps one `Tx` for all its devices, the allocations of packets a receiver consumed
@@ -34,6 +39,7 @@ pub struct Tx {
     out: Vec<(u8, Frame)>,
     config: Vec<(NodeId, Config)>,
     spares: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
 }
 
 impl Tx {
@@ -42,10 +48,22 @@ impl Tx {
     pub fn spare(&mut self) -> Vec<u8> {
         self.spares.pop().unwrap_or_default()
     }
-    /// Keeps `buf` (a consumed packet's allocation) for [`Tx::spare`], up to [`SPARE_BUFFERS`].
+    /// A large buffer kept by [`Tx::recycle`] (its bytes stale) if one has at least `capacity`
+    /// (one that has less is dropped), for a message from outside the emulation (a packet the
+    /// OS sent, read into it).
+    pub fn spare_large(&mut self, capacity: usize) -> Option<Vec<u8>> {
+        self.large.pop().filter(|b| b.capacity() >= capacity)
+    }
+    /// Keeps `buf` (a consumed packet's allocation, or a completed message's) for [`Tx::spare`]
+    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] of each.
     pub fn recycle(&mut self, buf: Vec<u8>) {
-        if buf.capacity() > 0 && self.spares.len() < SPARE_BUFFERS {
-            self.spares.push(buf);
+        let keep = if buf.capacity() >= LARGE_SPARE {
+            &mut self.large
+        } else {
+            &mut self.spares
+        };
+        if buf.capacity() > 0 && keep.len() < SPARE_BUFFERS {
+            keep.push(buf);
         }
     }
     /// Sends `packet` (LRH..VCRC) out of `port`; receivers check its CRCs.

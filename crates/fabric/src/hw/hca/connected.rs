@@ -131,6 +131,10 @@ pub trait ConnectedEngine {
     }
     /// The next completion, if any.
     fn poll_completion(&mut self) -> Option<Completion>;
+    /// The buffer of a completed send work request, for the HCA to reuse; by default none.
+    fn take_spent(&mut self) -> Option<Vec<u8>> {
+        None
+    }
     /// When `handle_timeout` is next needed.
     fn poll_timeout(&self) -> Option<Instant>;
     /// Timers due (tolerates early or repeated calls).

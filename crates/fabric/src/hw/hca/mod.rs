@@ -649,7 +649,10 @@ impl Hca {
                 };
                 self.push_completion(cq, c);
             }
-            if let Some(QpKind::Connected(e)) = self.qps.get(&qpn).map(|q| &q.kind) {
+            if let Some(QpKind::Connected(e)) = self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
+                while let Some(buf) = e.take_spent() {
+                    tx.recycle(buf);
+                }
                 self.sched.set_timer(qpn, e.poll_timeout());
             }
         }

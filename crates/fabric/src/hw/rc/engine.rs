@@ -265,6 +265,10 @@ impl ConnectedEngine for RcEngine {
         self.qp.as_mut()?.poll_completion()
     }
 
+    fn take_spent(&mut self) -> Option<Vec<u8>> {
+        self.qp.as_mut()?.take_spent()
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         self.qp.as_ref()?.poll_timeout()
     }

@@ -224,6 +224,9 @@ pub struct Counters {
     pub drop_malformed: u64,
 }
 
+/// Buffers of completed sends a QP keeps for [`ConnectedQp::take_spent`], at most.
+pub const SPENT_KEPT: usize = 16;
+
 /// One RC or UC queue pair's transport engine.
 #[derive(Debug)]
 pub struct ConnectedQp {
@@ -236,6 +239,8 @@ pub struct ConnectedQp {
     req: Requester,
     resp: Responder,
     completions: VecDeque<Completion>,
+    /// Buffers of SENDs completed, for the HCA to reuse ([`ConnectedQp::take_spent`]).
+    spent: Vec<Vec<u8>>,
     counters: Counters,
 }
 
@@ -271,6 +276,7 @@ impl ConnectedQp {
             req: Requester::new(&attr),
             resp: Responder::new(&attr),
             completions: VecDeque::new(),
+            spent: Vec::new(),
             counters: Counters::default(),
         })
     }
@@ -499,6 +505,13 @@ impl ConnectedQp {
     /// The next completion.
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()
+    }
+
+    /// The buffer of a send work request that completed (its bytes are no longer needed: the
+    /// message was acknowledged, or the request failed or was flushed), at most [`SPENT_KEPT`]
+    /// of them, last first; the HCA hands them on for reuse, which changes no packet.
+    pub fn take_spent(&mut self) -> Option<Vec<u8>> {
+        self.spent.pop()
     }
 
     /// When [`ConnectedQp::handle_timeout`] is next needed.

@@ -600,7 +600,7 @@ impl ConnectedQp {
     }
 
     fn complete_head_with(&mut self, status: WcStatus, data: Vec<u8>) {
-        let Some(w) = self.req.sq.pop_front() else {
+        let Some(mut w) = self.req.sq.pop_front() else {
             return;
         };
         self.req.head_seq += 1;
@@ -611,6 +611,9 @@ impl ConnectedQp {
         if status != WcStatus::Success || self.config.sq_sig_all || w.wr.signaled {
             let c = self.send_completion(&w.wr, status, data);
             self.completions.push_back(c);
+        }
+        if w.wr.data.capacity() > 0 && self.spent.len() < super::SPENT_KEPT {
+            self.spent.push(std::mem::take(&mut w.wr.data));
         }
     }
 
