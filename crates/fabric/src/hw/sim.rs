@@ -23,7 +23,11 @@ mod queue;
 
 /// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most; and as many
 /// large ones ([`LARGE_SPARE`]).
-pub const SPARE_BUFFERS: usize = 64;
+pub const SPARE_BUFFERS: usize = 256;
+
+/// A smaller buffer (an acknowledgement's, a MAD's) is not kept: the allocator serves those
+/// from its per-thread cache, and a data packet built in one would grow it.
+pub const SMALL_SPARE: usize = 1 << 10;
 
 /// A buffer of at least this capacity (a connected-mode message's, up to 65,524 bytes, not a
 /// packet's) is kept apart, for [`Tx::spare_large`].
@@ -55,14 +59,15 @@ impl Tx {
         self.large.pop().filter(|b| b.capacity() >= capacity)
     }
     /// Keeps `buf` (a consumed packet's allocation, or a completed message's) for [`Tx::spare`]
-    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] of each.
+    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] of each,
+    /// none under [`SMALL_SPARE`].
     pub fn recycle(&mut self, buf: Vec<u8>) {
         let keep = if buf.capacity() >= LARGE_SPARE {
             &mut self.large
         } else {
             &mut self.spares
         };
-        if buf.capacity() > 0 && keep.len() < SPARE_BUFFERS {
+        if buf.capacity() >= SMALL_SPARE && keep.len() < SPARE_BUFFERS {
             keep.push(buf);
         }
     }

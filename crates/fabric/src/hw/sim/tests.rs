@@ -286,3 +286,30 @@ fn a_timer_in_the_past_fires_now() {
     sim.run_until_idle(10);
     assert_eq!(sim.node::<Late>(n).unwrap().fired, 1);
 }
+
+/// `Tx` keeps consumed packets' buffers for the next ones built, large ones apart, small ones
+/// not at all, and at most `SPARE_BUFFERS` of each kind.
+#[test]
+fn tx_keeps_spare_buffers() {
+    let mut tx = Tx::default();
+    assert_eq!(tx.spare().capacity(), 0);
+    tx.recycle(Vec::with_capacity(SMALL_SPARE - 1));
+    assert_eq!(tx.spare().capacity(), 0);
+    tx.recycle(Vec::with_capacity(4200));
+    tx.recycle(vec![7; LARGE_SPARE]);
+    assert!(tx.spare().capacity() >= 4200);
+    assert_eq!(tx.spare().capacity(), 0);
+    // A large one too small for the asker is dropped.
+    assert_eq!(tx.spare_large(LARGE_SPARE + 1), None);
+    tx.recycle(vec![7; LARGE_SPARE]);
+    assert_eq!(
+        tx.spare_large(LARGE_SPARE).map(|b| b.len()),
+        Some(LARGE_SPARE)
+    );
+    assert_eq!(tx.spare_large(1), None);
+    for _ in 0..SPARE_BUFFERS + 5 {
+        tx.recycle(Vec::with_capacity(SMALL_SPARE));
+    }
+    let kept = std::iter::from_fn(|| Some(tx.spare()).filter(|b| b.capacity() > 0)).count();
+    assert_eq!(kept, SPARE_BUFFERS);
+}

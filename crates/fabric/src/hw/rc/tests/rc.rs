@@ -165,6 +165,11 @@ fn segmentation_first_middle_last_only() {
     assert_eq!(got, sizes);
     assert_eq!(pair.a.next_send_psn(), 107);
     assert_eq!(pair.b.expected_psn(), 107);
+    // The acknowledged SENDs' buffers come back for reuse, last first (none for zero bytes).
+    let spent: Vec<usize> = std::iter::from_fn(|| pair.a.take_spent())
+        .map(|b| b.capacity())
+        .collect();
+    assert_eq!(spent, vec![700, 257, 256]);
 }
 
 /// IBA 1 §9.7.5.2.6: ACKs coalesce; one ACK may acknowledge many requests, and carries the MSN.
