@@ -15,11 +15,14 @@
 //!   later through a [`LinkControl`] (when the interface has carrier, as Linux IPoIB's `ib0` has
 //!   none before its broadcast join), which also mirrors later losses of carrier
 //!   ([`LinkControl::set_carrier`], as Linux IPoIB calls `netif_carrier_off`).
-//! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into one
-//!   reused buffer and hands each packet to an [`OsPort`] (how one interface of the emulation
-//!   takes and gives OS packets), and writes what the port has back, on the emulation's thread
-//!   or ([`TunEndpoint::with_writer_thread`]) on a thread of its own. No allocation per packet
-//!   on the way in; counts in [`TunCounters`], no logging per packet.
+//! - [`TunEndpoint`] is a [`crate::realtime::Endpoint`]: it reads the device in batches into a
+//!   buffer with room for the encapsulation header in front and hands each packet to an
+//!   [`OsPort`] (how one interface of the emulation takes and gives OS packets): a small one
+//!   copied, the buffer kept; one of [`HAND_OVER_MIN`] bytes or more in the buffer itself, which
+//!   becomes the frame the interface sends, the next packets going into a buffer the emulation
+//!   gives back (a message's, once sent) or a new one. It writes what the port has back, on the
+//!   emulation's thread or ([`TunEndpoint::with_writer_thread`]) on a thread of its own. Counts
+//!   in [`TunCounters`], no logging per packet.
 //!
 //! The device exists while its file is open: dropping the [`Tun`] removes it.
 
