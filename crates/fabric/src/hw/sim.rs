@@ -21,9 +21,11 @@ use std::time::Duration;
 
 mod queue;
 
-/// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most; and as many
-/// large ones ([`LARGE_SPARE`]).
+/// Buffers of consumed packets [`Tx`] keeps for the next packets built, at most.
 pub const SPARE_BUFFERS: usize = 256;
+
+/// Large buffers ([`LARGE_SPARE`]) [`Tx`] keeps, at most (4 MiB of connected-mode messages).
+pub const LARGE_SPARES: usize = 64;
 
 /// A smaller buffer (an acknowledgement's, a MAD's) is not kept: the allocator serves those
 /// from its per-thread cache, and a data packet built in one would grow it.
@@ -59,15 +61,15 @@ impl Tx {
         self.large.pop().filter(|b| b.capacity() >= capacity)
     }
     /// Keeps `buf` (a consumed packet's allocation, or a completed message's) for [`Tx::spare`]
-    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] of each,
-    /// none under [`SMALL_SPARE`].
+    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] and
+    /// [`LARGE_SPARES`], none under [`SMALL_SPARE`].
     pub fn recycle(&mut self, buf: Vec<u8>) {
-        let keep = if buf.capacity() >= LARGE_SPARE {
-            &mut self.large
+        let (keep, max) = if buf.capacity() >= LARGE_SPARE {
+            (&mut self.large, LARGE_SPARES)
         } else {
-            &mut self.spares
+            (&mut self.spares, SPARE_BUFFERS)
         };
-        if buf.capacity() >= SMALL_SPARE && keep.len() < SPARE_BUFFERS {
+        if buf.capacity() >= SMALL_SPARE && keep.len() < max {
             keep.push(buf);
         }
     }

@@ -288,7 +288,7 @@ fn a_timer_in_the_past_fires_now() {
 }
 
 /// `Tx` keeps consumed packets' buffers for the next ones built, large ones apart, small ones
-/// not at all, and at most `SPARE_BUFFERS` of each kind.
+/// not at all, and at most `SPARE_BUFFERS` and `LARGE_SPARES`.
 #[test]
 fn tx_keeps_spare_buffers() {
     let mut tx = Tx::default();
@@ -312,4 +312,11 @@ fn tx_keeps_spare_buffers() {
     }
     let kept = std::iter::from_fn(|| Some(tx.spare()).filter(|b| b.capacity() > 0)).count();
     assert_eq!(kept, SPARE_BUFFERS);
+    for _ in 0..LARGE_SPARES + 5 {
+        tx.recycle(Vec::with_capacity(LARGE_SPARE));
+    }
+    assert_eq!(
+        std::iter::from_fn(|| tx.spare_large(1)).count(),
+        LARGE_SPARES
+    );
 }
