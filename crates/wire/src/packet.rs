@@ -322,24 +322,15 @@ impl<'a> PacketRepr<'a> {
     /// [`PacketRepr::buffer_len`] bytes: the payload is copied once and only the headers, pad and
     /// CRC bytes are zeroed first (a buffer made for `emit` is zeroed whole). Errors as `emit`.
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.emit_into_vec_without_crcs(&mut buf)?;
-        fill_crcs(&mut buf)?;
-        Ok(buf)
-    }
-
-    /// [`PacketRepr::emit_without_crcs`] into `buf`'s allocation (its bytes replaced), zeroing
-    /// only headers, pad and CRC bytes as [`PacketRepr::to_vec`] does. Returns the length.
-    pub fn emit_into_vec_without_crcs(&self, buf: &mut Vec<u8>) -> Result<usize> {
         let (total, ext_len) = self.checked_len()?;
-        buf.clear();
-        buf.reserve(total);
+        let mut buf = Vec::with_capacity(total);
         buf.resize(total - VCRC_LEN - self.tail_len(), 0);
-        let off = self.emit_headers(buf, total, ext_len)?;
+        let off = self.emit_headers(&mut buf, total, ext_len)?;
         debug_assert_eq!(off, buf.len());
         buf.extend_from_slice(self.payload);
         buf.resize(total, 0);
-        Ok(total)
+        fill_crcs(&mut buf)?;
+        Ok(buf)
     }
 
     /// Bytes between the headers and the VCRC: payload, pad and ICRC.
@@ -554,19 +545,11 @@ mod tests {
             assert_eq!(r.emit(&mut b), Ok(b.len()));
             assert_eq!(r.to_vec().as_deref(), Ok(&b[..]));
             assert!(Packet::parse(&b).unwrap().crc_ok());
-            let mut plain = vec![0x11u8; r.buffer_len()];
-            assert_eq!(r.emit_without_crcs(&mut plain), Ok(plain.len()));
-            for stale in [vec![0x77u8; 200], vec![0x77u8; 3]] {
-                let mut v = stale;
-                assert_eq!(r.emit_into_vec_without_crcs(&mut v), Ok(plain.len()));
-                assert_eq!(v, plain);
-            }
         }
         let bad = PacketRepr {
             ext: ExtHeaders::default(),
             ..local_repr()
         };
-        // to_vec is built on emit_into_vec_without_crcs.
         assert_eq!(bad.to_vec(), Err(Error::Malformed));
     }
 

@@ -57,9 +57,13 @@ fn grh_for(port: &Port, g: &GlobalRoute) -> Result<GrhRepr, WcStatus> {
 }
 
 /// `repr` in `buf`'s allocation (a spent packet's, or a new one), its CRCs pending: written when
-/// the bytes leave the emulation's receivers ([`Frame`]).
-fn emit(mut buf: Vec<u8>, repr: &PacketRepr<'_>) -> Option<Frame> {
-    repr.emit_into_vec_without_crcs(&mut buf).ok()?;
+/// the bytes leave the emulation's receivers ([`Frame`]). The spent packet's bytes are written
+/// over, not zeroed first: `emit_without_crcs` writes every byte up to the VCRC (whole headers,
+/// the payload, zeroed pad and CRC fields; wire's `to_vec_is_emit` test checks a buffer of other
+/// bytes comes out as a zeroed one), so only a longer packet's extra bytes are zeroed here.
+pub(super) fn emit(mut buf: Vec<u8>, repr: &PacketRepr<'_>) -> Option<Frame> {
+    buf.resize(repr.buffer_len(), 0);
+    repr.emit_without_crcs(&mut buf).ok()?;
     Some(Frame::with_crcs_pending(buf))
 }
 

@@ -510,3 +510,79 @@ fn same_seed_same_capture() {
     assert_eq!(one, capture_run(21));
     assert_ne!(one, capture_run(22));
 }
+
+/// A packet built over a spent packet's bytes (`ud::emit`, the HCA's spares) is the packet built
+/// in a new buffer, whatever those bytes were: every header byte is written, the pad and CRC
+/// fields too (an ACK with its AETH, an RDMA WRITE First with its RETH and a GRH, a padded UD
+/// SEND with its DETH), over a longer buffer and a shorter one.
+#[test]
+fn a_packet_built_over_stale_bytes_is_the_packet() {
+    use ipoib_wire::ib::{
+        AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr, Opcode, Operation,
+        RethRepr, Syndrome, Transport,
+    };
+    use ipoib_wire::packet::PacketRepr;
+    let lrh = LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl: 3,
+        lnh: Lnh::IbaLocal,
+        dlid: 2,
+        pkt_len: 0,
+        slid: 1,
+    };
+    let bth = |op| BthRepr::new(op, PKey(0xffff), 0x48, 77);
+    let ack = ExtHeaders {
+        aeth: Some(AethRepr {
+            syndrome: Syndrome::Ack { credit_count: 31 },
+            msn: 5,
+        }),
+        ..ExtHeaders::default()
+    };
+    let write = ExtHeaders {
+        reth: Some(RethRepr {
+            va: 0x1234,
+            rkey: 9,
+            dma_len: 8192,
+        }),
+        ..ExtHeaders::default()
+    };
+    let ud = ExtHeaders {
+        deth: Some(DethRepr {
+            qkey: QKey(0x1111),
+            src_qp: 3,
+        }),
+        ..ExtHeaders::default()
+    };
+    let gid = |i| ipoib_wire::Gid::new(ipoib_wire::Gid::DEFAULT_SUBNET_PREFIX, i);
+    let payload = [0x5au8; 4096];
+    let reprs = [
+        (Opcode::RC_ACKNOWLEDGE, ack, None, &payload[..0]),
+        (
+            Opcode::new(Transport::Rc, Operation::RdmaWriteFirst),
+            write,
+            Some(GrhRepr::new(gid(1), gid(2), 8)),
+            &payload[..],
+        ),
+        (
+            Opcode::new(Transport::Ud, Operation::SendOnly),
+            ud,
+            None,
+            &payload[..13],
+        ),
+    ];
+    for (op, ext, grh, payload) in reprs {
+        let repr = PacketRepr {
+            lrh,
+            grh,
+            bth: Some(bth(op)),
+            ext,
+            payload,
+        };
+        let want = repr.to_vec().expect("a valid packet");
+        for stale in [vec![0xee; 5000], vec![0xee; 3]] {
+            let got = super::super::ud::emit(stale, &repr).expect("built");
+            assert_eq!(got.into_vec(), want, "{op:?}");
+        }
+    }
+}
