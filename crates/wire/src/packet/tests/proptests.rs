@@ -79,6 +79,14 @@ fn build(payload: &[u8], global: bool, op: u8, seed: [u8; 32], vl: u8) -> Vec<u8
     let mut out = vec![0u8; r.buffer_len()];
     assert_eq!(r.emit(&mut out), Ok(out.len()));
     assert_eq!(r.to_vec().as_ref(), Ok(&out));
+    // Over a used buffer's stale bytes (as the emulated HCA builds its packets): every byte is
+    // written, reserved bits, pad and CRC fields included; a longer buffer's tail is untouched.
+    for fill in [0xffu8, 0xa5, seed[0] | 1] {
+        let mut stale = vec![fill; r.buffer_len() + 7];
+        assert_eq!(r.emit(&mut stale), Ok(out.len()));
+        assert_eq!(&stale[..out.len()], &out[..]);
+        assert!(stale[out.len()..].iter().all(|&b| b == fill));
+    }
     let p = Packet::parse(&out).unwrap();
     assert!(p.crc_ok());
     assert_eq!(
