@@ -494,3 +494,50 @@ fn one_parse_reads_what_the_step_by_step_reads_read() {
     assert!(Headers::of(&lrh, &grh_packet).is_none());
     assert!(Switch::payload_len(&lrh, &grh_packet).is_some());
 }
+
+proptest::proptest! {
+    /// [`Headers::of`] against the packet parser and the step by step reads on arbitrary bytes
+    /// whose PktLen agrees with their length (and often whose GRH NxtHdr and PayLen agree too,
+    /// so that the reads get past it): refused exactly when the parser refuses; otherwise the
+    /// parser's payload length, the step by step reads' values and the MAD's offset.
+    #[test]
+    fn one_parse_agrees_with_the_parser_on_any_bytes(
+        mut v in proptest::collection::vec(proptest::arbitrary::any::<u8>(), 8..400),
+        grh_fix in 0..3u8,
+        paylen_off in 0..3u16,
+        target in proptest::sample::select(vec![None, Some(0usize), Some(4), Some(256)]),
+    ) {
+        // Often a length that leaves `target` bytes for payload and pad after the headers the
+        // opcode calls for: a pad longer than what is left, a MAD's 256 bytes.
+        if let Some(t) = target.filter(|_| v[1] & 2 != 0 && v.len() >= 8 + 40 + 12) {
+            let bth_at = if v[1] & 3 == 3 { 8 + 40 } else { 8 };
+            let set = Opcode(v[bth_at]).ext_headers().unwrap_or(ExtHeaderSet::NONE);
+            v.resize(bth_at + 12 + set.len() + t + 4 + 2, 0x5a);
+        }
+        let words = (v.len() - 2) / 4;
+        v.truncate(words * 4 + 2);
+        v[4] = (words >> 8) as u8 & 7;
+        v[5] = words as u8;
+        // A GRH with NxtHdr IBA (1), and also the right PayLen or one a word or two off (2).
+        if grh_fix > 0 && v[1] & 3 == 3 && v.len() >= 8 + 40 + 2 {
+            v[8 + 6] = GrhRepr::NXT_HDR_IBA;
+            if grh_fix == 2 {
+                let paylen = (v.len() - 2 - 8 - 40) as u16 + 4 * paylen_off;
+                v[8 + 4..8 + 6].copy_from_slice(&paylen.to_be_bytes());
+            }
+        }
+        let Ok(lrh) = LrhRepr::parse_bytes(&v) else {
+            return Ok(());
+        };
+        let parsed = Packet::parse_crcs_known_good(&v);
+        let h = Headers::of(&lrh, &v);
+        proptest::prop_assert_eq!(h.is_some(), parsed.is_ok());
+        if let (Some(h), Ok(p)) = (h, parsed) {
+            proptest::prop_assert_eq!(h.payload, p.payload.len());
+            proptest::prop_assert_eq!(Some(h.payload), Switch::payload_len(&lrh, &v));
+            proptest::prop_assert_eq!(h.bth, Switch::pkey_and_qp(&lrh, &v));
+            let mad = sma::mad_offset(&Frame::new(v.clone())).map(|(off, _, _)| off);
+            proptest::prop_assert_eq!(h.mad, mad);
+        }
+    }
+}
