@@ -4,7 +4,8 @@
 //! `SWITCH_HOP_LIMIT` switches (the switch lifetime limit, IBA 1 §18.2.5.4;
 //! `ipoib_fabric::hw::switch`), counted as `SwitchDropReason::Lifetime` and in the output port's
 //! PortXmitDiscards (IBA 1 §16.1.3.5): the simulation stays bounded, and the rest of the fabric
-//! works.
+//! works. A multicast loop whose copies multiply is bounded by the switch ports' buffers instead
+//! (`SWITCH_PORT_BUFFER`, `SwitchDropReason::BufferFull`).
 
 mod common;
 
@@ -152,4 +153,169 @@ fn two_masters_on_a_fat_tree_stay_bounded() {
     assert_eq!(xmit_discards(&net), drops);
     let events = net.sim().stats().events;
     assert!(events < 200_000, "{events} events in 10 s");
+}
+
+/// A UD multicast SEND Only packet from `slid` to `mlid` with `len` payload bytes, as a host
+/// would send it.
+fn multicast_packet(slid: u16, mlid: u16, len: usize) -> Vec<u8> {
+    use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+    use ipoib_wire::packet::PacketRepr;
+    use ipoib_wire::{PKey, QKey};
+    let payload = vec![0xa5; len];
+    let lrh = LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl: 0,
+        lnh: Lnh::IbaLocal,
+        dlid: mlid,
+        pkt_len: 0,
+        slid,
+    };
+    let repr = PacketRepr::ud_send_only(
+        lrh,
+        None,
+        BthRepr::new(
+            Opcode::UD_SEND_ONLY,
+            PKey::DEFAULT,
+            BthRepr::MULTICAST_QPN,
+            0,
+        ),
+        DethRepr {
+            qkey: QKey(0x0b1b),
+            src_qp: 2,
+        },
+        &payload,
+    );
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(&mut buf).expect("emit");
+    buf
+}
+
+// A multicast loop whose copies multiply: two switches cabled three times, every port of both
+// (the three cables and a host each) in one MFT entry, one packet. Each copy arriving on a cable
+// leaves by the two others, so the copies double at each hop and the hop limit, which bounds the
+// hops of one packet, never comes (2^128 copies first). Each switch port's buffer bounds it
+// (`SWITCH_PORT_BUFFER`, the simulator's stand-in for credits and the lifetime limits of IBA 1
+// §18.2.5.4): the excess is discarded and counted (`BufferFull`, PortXmitDiscards, IBA 1
+// §16.1.3.5), no link direction has more than a buffer queued, and once the entry is removed the
+// loop's packets are gone within a buffer's time. Without the buffers nothing is discarded, the
+// queues grow by a link's time per simulated time (10 ms of loop: 10 to 20 ms queued on every
+// direction, some 280,000 packets in memory) and the copies still arrive for 10 ms after the
+// entry is removed. The events per simulated time are bounded by the links' rates with or
+// without the buffers (a direction delivers at most one packet per serialisation time): that
+// bound is checked too, but it is the queues that grew without end.
+#[test]
+fn a_multiplying_multicast_loop_is_bounded_by_the_switch_port_buffers() {
+    use common::topos::hosts_and_switches;
+    use ipoib_fabric::hw::switch::SWITCH_PORT_BUFFER;
+    use ipoib_fabric::hw::topology::{End, Topology};
+    const MLID: u16 = 0xc1f0; // in no group
+    const PAYLOAD: usize = 1024;
+    let mut t = Topology::new();
+    let (h, s) = hosts_and_switches(&mut t, 2, 2);
+    let e = |node, port| End { node, port };
+    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
+    t.connect(e(h[1], 1), e(s[1], 1), None, None).unwrap();
+    for p in 2..=4 {
+        t.connect(e(s[0], p), e(s[1], p), None, None).unwrap();
+    }
+    let mut opts = options(t, seed(5));
+    opts.capture = false; // hundreds of thousands of copies
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    let sws: Vec<_> = net.switches().map(|(i, _)| net.built().nodes[i]).collect();
+    let window = Duration::from_millis(10);
+    // The subnet's own events in a window, for the bound below.
+    let before = net.sim().stats().events;
+    let t = net.sim().now() + window;
+    net.sim_mut().run_until(t);
+    let quiet = net.sim().stats().events - before;
+
+    for &sw in &sws {
+        let ports = vec![1, 2, 3, 4];
+        net.sim_mut()
+            .with_node::<Switch, _>(sw, |sw, now, tx| {
+                sw.configure(now, Config::Mft { mlid: MLID, ports }, tx)
+            })
+            .unwrap();
+    }
+    let packet = multicast_packet(net.lid(0), MLID, PAYLOAD);
+    let len = packet.len();
+    let before = net.sim().stats().events;
+    // As if host 0 sent it: it arrives on sw0's port 1.
+    net.sim_mut()
+        .with_node::<Switch, _>(sws[0], |sw, now, tx| sw.receive(now, 1, packet, tx))
+        .unwrap();
+    let t = net.sim().now() + window;
+    net.sim_mut().run_until(t);
+    let events = net.sim().stats().events - before;
+
+    // Each link direction delivers at most one copy per serialisation time; the six directions
+    // of the cables and the two toward the hosts carry copies, and the subnet its own events.
+    let links = net.sim().links();
+    let per_dir: u64 = links
+        .iter()
+        .map(|l| 2 * (window.as_nanos() / l.params.serialisation(len).as_nanos()) as u64 + 2)
+        .sum();
+    assert!(
+        events <= per_dir + 2 * quiet,
+        "{events} events in {window:?}: more than {per_dir} copies and {quiet} of the subnet's own"
+    );
+    // No direction holds more than a buffer (and the packet that found it just below full).
+    let now = net.sim().now();
+    for l in links {
+        let limit = l.params.serialisation(SWITCH_PORT_BUFFER + len);
+        for d in &l.dirs {
+            let queued = d.busy_until.saturating_duration_since(now);
+            assert!(queued <= limit, "{queued:?} queued on {:?}", l.ends);
+        }
+    }
+    // The copies beyond the buffers were discarded and counted.
+    let full: u64 = net
+        .switches()
+        .map(|(_, s)| s.stats().dropped(SwitchDropReason::BufferFull))
+        .sum();
+    let on_links: u64 = links
+        .iter()
+        .flat_map(|l| &l.dirs)
+        .map(|d| d.stats.discarded_full)
+        .sum();
+    assert!(full > 1000, "{full} copies discarded");
+    assert_eq!(on_links, full, "each discard is one the links counted");
+    assert_eq!(xmit_discards(&net), full + lifetime_drops(&net));
+
+    // Remove the entry: what is queued drains within a buffer's time, and then no copy moves.
+    for &sw in &sws {
+        net.sim_mut()
+            .with_node::<Switch, _>(sw, |sw, now, tx| {
+                sw.configure(
+                    now,
+                    Config::Mft {
+                        mlid: MLID,
+                        ports: vec![],
+                    },
+                    tx,
+                )
+            })
+            .unwrap();
+    }
+    let delivered = |net: &Subnet| -> u64 {
+        net.sim()
+            .links()
+            .iter()
+            .flat_map(|l| &l.dirs)
+            .map(|d| d.stats.delivered)
+            .sum()
+    };
+    let t = net.sim().now() + Duration::from_millis(1);
+    net.sim_mut().run_until(t);
+    let (d0, e0) = (delivered(&net), net.sim().stats().events);
+    let t = net.sim().now() + window;
+    net.sim_mut().run_until(t);
+    let moved = delivered(&net) - d0;
+    let events = net.sim().stats().events - e0;
+    assert!(
+        moved <= quiet + 100 && events <= quiet + 100,
+        "{moved} packets and {events} events after the loop is undone ({quiet} when quiet)"
+    );
 }

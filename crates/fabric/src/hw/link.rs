@@ -1,5 +1,15 @@
 //! Links: a full-duplex cable between two ports with a latency, a bandwidth (each packet occupies the
 //! sender's side for its serialisation time), and a chain of faults per direction.
+//!
+//! The packets waiting for the sender's side are its output queue, which the simulator bounds
+//! only for a sender with a finite port buffer (a switch, [`crate::hw::sim::Device::port_buffer`]):
+//! a packet that finds more than the buffer's worth of data queued before it (its
+//! [`Direction::queue_limit`] in time at the link's rate) is discarded, not queued
+//! ([`DirStats::discarded_full`]). Real InfiniBand is lossless there: credit flow control holds
+//! the packet in the previous hop and a switch discards only what stayed too long (IBA 1
+//! §18.2.5.4); the simulator models no credits and drops where hardware would back-pressure, so
+//! that a multicast loop whose copies multiply stays bounded. A link of infinite rate
+//! (`bits_per_second` 0) queues nothing and so discards nothing.
 
 use crate::hw::ids::PortRef;
 use ipoib_proto::rng::Rng;
@@ -82,6 +92,8 @@ pub struct DirStats {
     pub dropped: u64,
     /// Packets lost because the link was down.
     pub dropped_down: u64,
+    /// Packets discarded because the sender's port buffer was full (see the module docs).
+    pub discarded_full: u64,
     /// Extra copies made by `Duplicate`.
     pub duplicated: u64,
     /// Packets delayed by `Reorder`.
@@ -99,6 +111,9 @@ pub struct Direction {
     pub faults: Vec<Fault>,
     /// When the sender's side is free again.
     pub busy_until: ipoib_proto::time::Instant,
+    /// The longest wait a packet may find before its turn (the sender's port buffer at the
+    /// link's rate); `None` for no bound. See the module docs.
+    pub queue_limit: Option<Duration>,
     /// Counters.
     pub stats: DirStats,
 }

@@ -11,7 +11,7 @@
 use crate::hw::capture::Capture;
 pub use crate::hw::frame::Frame;
 pub use crate::hw::ids::{NodeId, PortRef};
-use crate::hw::link::{Fault, Link, LinkId, LinkParams, Verdict};
+use crate::hw::link::{Direction, Fault, Link, LinkId, LinkParams, Verdict};
 use crate::hw::mgmt::{Config, CONFIG_DELAY};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
@@ -124,6 +124,15 @@ pub trait Device: Any {
     fn link_state(&mut self, _now: Instant, _port: u8, _up: bool, _tx: &mut Tx) {}
     /// The subnet manager wrote configuration into this device ([`crate::hw::mgmt`]).
     fn configure(&mut self, _now: Instant, _config: Config, _tx: &mut Tx) {}
+    /// The bytes each of the device's ports may hold queued for its link, or `None` for no
+    /// bound (the default). Read when a port is cabled; a packet sent beyond it is discarded
+    /// and reported to [`Device::discarded`] ([`crate::hw::link`]).
+    fn port_buffer(&self) -> Option<usize> {
+        None
+    }
+    /// A packet the device sent out of `port` was discarded because the port's buffer was full
+    /// ([`Device::port_buffer`]).
+    fn discarded(&mut self, _port: u8, _frame: &Frame) {}
     /// For downcasting to the concrete device.
     fn as_any(&self) -> &dyn Any;
     /// For downcasting to the concrete device.
@@ -310,10 +319,17 @@ impl Simulator {
             assert!(slot.is_none(), "{end:?} is already cabled");
             *slot = Some((id, side));
         }
+        let mut dirs: [Direction; 2] = Default::default();
+        for (dir, end) in dirs.iter_mut().zip([a, b]) {
+            dir.queue_limit = self.nodes[end.node.0]
+                .device
+                .port_buffer()
+                .map(|bytes| params.serialisation(bytes));
+        }
         self.links.push(Link {
             ends: [a, b],
             params,
-            dirs: Default::default(),
+            dirs,
             up: true,
         });
         id
@@ -424,6 +440,14 @@ impl Simulator {
             return;
         }
         let start = dir.busy_until.max(now);
+        if dir
+            .queue_limit
+            .is_some_and(|limit| start.saturating_duration_since(now) > limit)
+        {
+            dir.stats.discarded_full += 1;
+            self.nodes[from.node.0].device.discarded(from.port, &packet);
+            return;
+        }
         let done = start + link.params.serialisation(packet.len());
         dir.busy_until = done;
         let to = link.ends[1 - side];

@@ -33,7 +33,8 @@ pub struct PortTraffic {
     /// VL15 packets dropped (no SMA, or discarded by it).
     pub vl15_dropped: u64,
     /// Packets the port discarded instead of sending (IBA 1 §16.1.3.5 PortXmitDiscards: the
-    /// port down, the neighbor MTU exceeded, the switch lifetime limit exceeded).
+    /// port down or congested, the neighbor MTU exceeded, the switch lifetime limit exceeded;
+    /// here congested is a switch port's full buffer, `crate::hw::link`).
     pub xmit_discards: u64,
     /// Times the port's link went down (IBA 1 §16.1.3.5 LinkDownedCounter: the link training
     /// state machine left LinkUp; here, its cable was pulled).
@@ -57,6 +58,21 @@ impl PortTraffic {
         } else {
             self.unicast_xmit_pkts += 1;
         }
+    }
+
+    /// Takes back a packet counted by [`PortTraffic::count_xmit`] that the port then discarded
+    /// instead of sending (its buffer full, `crate::hw::link`); counts it in `xmit_discards`.
+    pub fn uncount_xmit(&mut self, packet: &[u8]) {
+        let (w, mcast) = words_and_mcast(packet);
+        self.xmit_pkts = self.xmit_pkts.saturating_sub(1);
+        self.xmit_words = self.xmit_words.saturating_sub(w);
+        let n = if mcast {
+            &mut self.multicast_xmit_pkts
+        } else {
+            &mut self.unicast_xmit_pkts
+        };
+        *n = n.saturating_sub(1);
+        self.xmit_discards += 1;
     }
 
     /// Counts a packet taken off the link.

@@ -29,9 +29,20 @@
 //!    going round a forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md); the
 //!    count is kept beside the bytes ([`crate::hw::frame`]), no byte of the packet changes.
 //!
-//! A packet dropped at its output port (`PortDown`, `Mtu`, `Lifetime`) also counts in that port's
-//! PortXmitDiscards (IBA 1 §16.1.3.5: outbound packets discarded because the port is down or
-//! congested, the neighbor MTU exceeded, the switch lifetime limit exceeded).
+//! 6. once sent, the output port's buffer has room: each port holds at most
+//!    [`SWITCH_PORT_BUFFER`] bytes queued for its link, and the simulator discards a packet that
+//!    finds it full (`crate::hw::link`, [`Device::port_buffer`]) — `BufferFull`. Real switches
+//!    do not drop there: credit flow control holds the packet in the previous hop, and a packet
+//!    stuck too long is discarded by the switch lifetime limit or the head-of-queue lifetime
+//!    (IBA 1 §18.2.5.4, SwitchInfo LifeTimeValue, PortInfo HOQLife). The simulator models no
+//!    credits; the bound stands in for both, so that a multicast loop whose copies multiply at
+//!    each switch (which the hop limit alone does not end) keeps bounded queues. The runs of
+//!    `ipoib sim` and `ipoib demo` never fill one; traffic from several ports converging on one
+//!    faster than it drains, for long enough, would, where hardware would slow the senders.
+//!
+//! A packet dropped at its output port (`PortDown`, `Mtu`, `Lifetime`, `BufferFull`) also counts
+//! in that port's PortXmitDiscards (IBA 1 §16.1.3.5: outbound packets discarded because the port
+//! is down or congested, the neighbor MTU exceeded, the switch lifetime limit exceeded).
 //! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
 //! links); forwarding is deterministic (MFT ports in ascending order).
 
@@ -49,6 +60,10 @@ use std::collections::BTreeMap;
 
 /// The LFT value that means "drop" (IBA 1 §14.2.5, LinearForwardingTable).
 pub const LFT_DROP: u8 = 255;
+
+/// Bytes each switch port may hold queued for its link (1 MiB: 262 µs at 32 Gb/s); see the
+/// module docs, check 6.
+pub const SWITCH_PORT_BUFFER: usize = 1 << 20;
 
 /// Why a switch dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,11 +92,14 @@ pub enum SwitchDropReason {
     /// Already forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches: a forwarding loop (the switch
     /// lifetime limit, IBA 1 §18.2.5.4; see the module docs).
     Lifetime,
+    /// The output port's buffer was full ([`SWITCH_PORT_BUFFER`]): the simulator's stand-in for
+    /// credit back-pressure and the lifetime discards of packets it holds (see the module docs).
+    BufferFull,
 }
 
 impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [SwitchDropReason; 10] = [
+    pub const ALL: [SwitchDropReason; 11] = [
         SwitchDropReason::Malformed,
         SwitchDropReason::VcrcBad,
         SwitchDropReason::UnknownLid,
@@ -92,6 +110,7 @@ impl SwitchDropReason {
         SwitchDropReason::Partition,
         SwitchDropReason::SmpDiscarded,
         SwitchDropReason::Lifetime,
+        SwitchDropReason::BufferFull,
     ];
 }
 
@@ -100,7 +119,8 @@ impl SwitchDropReason {
 pub struct SwitchStats {
     /// Packets received on any port.
     pub received: u64,
-    /// Packets sent out (a multicast packet counts once per copy).
+    /// Packets sent out (a multicast packet counts once per copy), with those the output
+    /// port's full buffer then discarded (`BufferFull`).
     pub forwarded: u64,
     /// Packets addressed to the switch's own LID (consumed by management port 0).
     pub to_management: u64,
@@ -111,7 +131,7 @@ pub struct SwitchStats {
     /// Traps sent to the SM.
     pub traps_sent: u64,
     /// Drops, indexed like [`SwitchDropReason::ALL`].
-    pub drops: [u64; 10],
+    pub drops: [u64; 11],
 }
 
 impl SwitchStats {
@@ -528,6 +548,17 @@ impl Device for Switch {
 
     fn configure(&mut self, _now: Instant, config: Config, _tx: &mut Tx) {
         self.apply_config(config);
+    }
+
+    fn port_buffer(&self) -> Option<usize> {
+        Some(SWITCH_PORT_BUFFER)
+    }
+
+    fn discarded(&mut self, port: u8, frame: &Frame) {
+        self.drop(SwitchDropReason::BufferFull);
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.traffic.uncount_xmit(frame);
+        }
     }
 
     fn as_any(&self) -> &dyn Any {
