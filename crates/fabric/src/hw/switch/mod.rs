@@ -36,8 +36,9 @@
 //!    stuck too long is discarded by the switch lifetime limit or the head-of-queue lifetime
 //!    (IBA 1 §18.2.5.4, SwitchInfo LifeTimeValue, PortInfo HOQLife). The simulator models no
 //!    credits; the bound stands in for both, so that a multicast loop whose copies multiply at
-//!    each switch (which the hop limit alone does not end) keeps bounded queues. The runs of
-//!    `ipoib sim` and `ipoib demo` never fill one; traffic from several ports converging on one
+//!    each switch (which the hop limit alone does not end) keeps bounded queues. No test of
+//!    this crate and no run of `ipoib sim` or `ipoib demo` that was compared fills one (their
+//!    captures are the same with and without it); traffic from several ports converging on one
 //!    faster than it drains, for long enough, would, where hardware would slow the senders.
 //!
 //! A packet dropped at its output port (`PortDown`, `Mtu`, `Lifetime`, `BufferFull`) also counts

@@ -541,3 +541,24 @@ proptest::proptest! {
         }
     }
 }
+
+/// Check 6 of the module docs: a copy the simulator discarded at a full output port buffer
+/// (`Device::discarded`) is taken back from the port's sent counters and counted as a discard
+/// there (IBA 1 §16.1.3.5 PortXmitDiscards, the port congested) and as `BufferFull`.
+#[test]
+fn a_copy_discarded_at_a_full_port_buffer_counts_as_a_discard_not_as_sent() {
+    let mut sw = switch();
+    assert_eq!(sw.port_buffer(), Some(SWITCH_PORT_BUFFER));
+    let out = feed(&mut sw, 1, ud(2, 0xc001, 64, PKey(0xffff)));
+    assert_eq!(out.len(), 2, "to ports 2 and 3");
+    let before = sw.port_traffic(3).unwrap();
+    assert_eq!((before.xmit_pkts, before.multicast_xmit_pkts), (1, 1));
+    sw.discarded(3, &Frame::new(out[1].1.clone()));
+    let after = sw.port_traffic(3).unwrap();
+    assert_eq!(after.xmit_pkts, 0);
+    assert_eq!(after.multicast_xmit_pkts, 0);
+    assert_eq!(after.xmit_words, 0);
+    assert_eq!(after.xmit_discards, 1);
+    assert_eq!(sw.port_traffic(2).unwrap().xmit_pkts, 1, "port 2 untouched");
+    assert_eq!(sw.stats().dropped(SwitchDropReason::BufferFull), 1);
+}
