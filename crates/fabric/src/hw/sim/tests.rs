@@ -320,3 +320,81 @@ fn tx_keeps_spare_buffers() {
         LARGE_SPARES
     );
 }
+
+/// A device whose ports hold 3000 bytes queued ([`Device::port_buffer`]), recording what the
+/// simulator discarded.
+struct Buffered(Vec<(u8, usize)>);
+
+impl Device for Buffered {
+    fn receive(&mut self, _now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {}
+    fn handle_timeout(&mut self, _now: Instant, _tx: &mut Tx) {}
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn port_buffer(&self) -> Option<usize> {
+        Some(3000)
+    }
+    fn discarded(&mut self, port: u8, frame: &Frame) {
+        self.0.push((port, frame.len()));
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// `crate::hw::link`: a packet that finds more than the sender's port buffer queued before it is
+/// discarded, counted on the link and reported to the sender; the rest go out back to back; a
+/// sender without a buffer (the default) queues without bound.
+#[test]
+fn a_full_port_buffer_discards_what_would_wait_longer() {
+    let params = LinkParams {
+        latency: Duration::from_nanos(100),
+        bits_per_second: 8_000_000_000,
+    };
+    let mut sim = Simulator::new(7);
+    let a = sim.add_node(Box::new(Buffered(Vec::new())), 1);
+    let b = sim.add_node(Box::new(Sink(Vec::new())), 1);
+    let l = sim.connect(
+        PortRef { node: a, port: 1 },
+        PortRef { node: b, port: 1 },
+        params,
+    );
+    // 3000 bytes at 8 Gb/s: 3 µs.
+    assert_eq!(
+        sim.link(l).dirs[0].queue_limit,
+        Some(Duration::from_micros(3))
+    );
+    assert_eq!(sim.link(l).dirs[1].queue_limit, None);
+    // Ten packets of 1000 bytes (1 µs each) at once: those that wait 0, 1, 2 and 3 µs go.
+    sim.with_node::<Buffered, _>(a, |_, _, tx| {
+        for i in 0..10 {
+            tx.send(1, vec![i; 1000]);
+        }
+    });
+    sim.with_node::<Sink, _>(b, |_, _, tx| {
+        for i in 0..10 {
+            tx.send(1, vec![i; 1000]);
+        }
+    });
+    sim.run_until_idle(100);
+    let got: Vec<_> = sim
+        .node::<Sink>(b)
+        .unwrap()
+        .0
+        .iter()
+        .map(|p| p.1[0])
+        .collect();
+    assert_eq!(got, vec![0, 1, 2, 3]);
+    assert_eq!(sim.node::<Buffered>(a).unwrap().0, vec![(1, 1000); 6]);
+    let d = &sim.link(l).dirs;
+    assert_eq!((d[0].stats.sent, d[0].stats.discarded_full), (10, 6));
+    assert_eq!((d[1].stats.delivered, d[1].stats.discarded_full), (10, 0));
+    assert_eq!(
+        sim.stats().packets,
+        14,
+        "a discarded packet is not put on the link"
+    );
+}
