@@ -1,4 +1,4 @@
-//! Baseline for docs/benchmarks/ip.md: the path of `ipoib fabric` and two `ipoib attach`
+//! Baseline for docs/benchmarks/udp.md: the path of `ipoib fabric` and two `ipoib attach`
 //! processes (docs/UDP-FABRIC.md) with nothing emulated, the floor of that architecture: three
 //! processes, each packet crossing two loopback UDP sockets and a middle process, cut into
 //! datagrams of at most 4,096 bytes as an IPoIB packet is cut into InfiniBand packets.

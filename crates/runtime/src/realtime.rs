@@ -312,7 +312,7 @@ impl<E: Emulation> Driver<E> {
     /// Prints, on standard error, one line for every turn that moved something: the inputs and
     /// outputs, the wall time of reading the files (and the thread's CPU time of it), of running
     /// the emulation, of each endpoint's flush, and the sleep allowed before the turn. A
-    /// diagnostic of where a packet's time goes (docs/benchmarks/ip.md), off by default.
+    /// diagnostic of where a packet's time goes (docs/benchmarks/udp.md), off by default.
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
     }

@@ -319,7 +319,7 @@ impl HostLink {
 /// `crate::hw::rc::Config`). The path between two hosts of a UDP fabric crosses three processes
 /// and two sockets each way, a round trip of hundreds of microseconds against a few inside one
 /// process; a window of 128 packets of a 4,096-byte MTU (512 KiB) then bounds a connection to
-/// about 512 KiB per round trip, below what the processes carry (docs/benchmarks/ip.md,
+/// about 512 KiB per round trip, below what the processes carry (docs/benchmarks/udp.md,
 /// "udppath, second pass"). IBA 1 §9.7.1.1 bounds the window only below 2^23 PSNs; 1,024 packets
 /// (4 MiB) stays within the sockets' 8 MiB buffers (docs/DEPLOYED.md "Linux UDP sockets").
 pub const REMOTE_RC_WINDOW: u32 = 1024;
