@@ -18,30 +18,11 @@ fn fabric_and_two_attached_hosts() {
     let l = fabric.expect("listening on udp:");
     assert!(l.contains("2 CAs for hosts"), "{l}");
     let addr = common::listen_addr(&l);
-    let mut a = Talker::ipoib(
-        &[
-            "attach",
-            "--no-tun",
-            "--fabric",
-            &addr,
-            "--ip",
-            "10.0.0.2/24",
-        ],
-        run,
-    );
-    let mut b = Talker::ipoib(
-        &[
-            "attach",
-            "--no-tun",
-            "--fabric",
-            &addr,
-            "--ip",
-            "10.0.0.3/24",
-            "--dev",
-            "ib1",
-            "--mode",
-            "connected",
-        ],
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
+    let mut b = Talker::attach_no_tun(
+        &addr,
+        "10.0.0.3/24",
+        &["--dev", "ib1", "--mode", "connected"],
         run,
     );
     a.expect("ib0: attached as CA");
@@ -136,17 +117,7 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
         );
         let l = fabric.expect("listening on udp:");
         let addr = common::listen_addr(&l);
-        let mut a = Talker::ipoib(
-            &[
-                "attach",
-                "--no-tun",
-                "--fabric",
-                &addr,
-                "--ip",
-                "10.0.0.2/24",
-            ],
-            run,
-        );
+        let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
         a.expect("ib0: carrier up (LID ");
         assert_eq!(a.interrupt_and_wait(), 0);
         fabric.expect(" left CA ");

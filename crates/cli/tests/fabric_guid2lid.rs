@@ -26,17 +26,7 @@ fn attach_once(run: &Path, g2l: &Path) -> u16 {
     );
     let l = fabric.expect("listening on udp:");
     let addr = common::listen_addr(&l);
-    let mut a = Talker::ipoib(
-        &[
-            "attach",
-            "--no-tun",
-            "--fabric",
-            &addr,
-            "--ip",
-            "10.0.0.2/24",
-        ],
-        run,
-    );
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
     let up = a.expect("ib0: carrier up (LID ");
     let lid = up
         .split("(LID ")

@@ -203,6 +203,13 @@ impl Talker {
         Talker::spawn_stderr(Command::new(BIN).args(args).env("IPOIB_RUN_DIR", run_dir))
     }
 
+    /// Spawns `ipoib attach --no-tun --fabric ADDR --ip IP EXTRA...` with RUN_DIR `run_dir`.
+    pub fn attach_no_tun(addr: &str, ip: &str, extra: &[&str], run_dir: &Path) -> Talker {
+        let mut args = vec!["attach", "--no-tun", "--fabric", addr, "--ip", ip];
+        args.extend_from_slice(extra);
+        Talker::ipoib(&args, run_dir)
+    }
+
     /// The first line (seen before or read within `timeout`) that contains `pat`.
     pub fn wait_for(&mut self, pat: &str, timeout: Duration) -> Option<String> {
         self.wait_for_nth(pat, 1, timeout)
