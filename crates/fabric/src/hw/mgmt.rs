@@ -27,6 +27,21 @@ pub enum PortState {
     Active,
 }
 
+impl PortState {
+    /// Whether a port in this state transmits a data packet (any VL but VL15; IBA 1 §7.2: only
+    /// an Active port does — Init and Armed send subnet management packets only, and
+    /// PortXmitDiscards counts "output port not in the Active state", §16.1.3.5).
+    pub fn transmits_data(self) -> bool {
+        self == PortState::Active
+    }
+
+    /// Whether a port in this state takes a data packet it receives (IBA 1 §7.2: Armed and
+    /// Active do; Init receives subnet management packets only, and Down nothing).
+    pub fn receives_data(self) -> bool {
+        matches!(self, PortState::Armed | PortState::Active)
+    }
+}
+
 /// Port attributes set by the SM (PortInfo and P_KeyTable).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortConfig {

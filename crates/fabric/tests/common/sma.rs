@@ -76,11 +76,13 @@ impl Fabric {
         let s2 = sim.add_node(Box::new(Switch::new(Guid(S2_GUID), 8, "S2 leaf")), 8);
         let ca = sim.add_node(Box::new(Hca::new(Guid(CA_GUID), 1)), 1);
         let p = |node, port| PortRef { node, port };
-        sim.connect(p(probe, 1), p(s1, 3), LinkParams::default());
-        sim.connect(p(s1, 5), p(s2, 2), LinkParams::default());
+        let l1 = sim.connect(p(probe, 1), p(s1, 3), LinkParams::default());
+        let l2 = sim.connect(p(s1, 5), p(s2, 2), LinkParams::default());
         let l = sim.connect(p(s2, 7), p(ca, 1), LinkParams::default());
-        // The CA's cable comes up: its port goes Init (IBA 1 §7.2).
-        sim.schedule_link_state(l, Instant::ZERO, true);
+        // The cables come up: their ports go Init (IBA 1 §7.2).
+        for l in [l1, l2, l] {
+            sim.schedule_link_state(l, Instant::ZERO, true);
+        }
         sim.run_until_idle(100);
         Fabric {
             sim,
@@ -290,9 +292,12 @@ pub fn assign_lids(f: &mut Fabric) {
             .unwrap();
         assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
     }
-    for path in [TO_CA, TO_S2] {
-        let port = if path == TO_CA { 0 } else { 7 };
-        set_port_info(f, path, port, |p| p.port_state = PortState::Armed);
-        set_port_info(f, path, port, |p| p.port_state = PortState::Active);
+    // Every port on the probe's path to the CA Active, as an SM leaves them: a switch port in
+    // Init receives no data packet and one not Active sends none (IBA 1 §7.2).
+    for (path, port) in [(TO_CA, 0), (TO_S2, 7), (TO_S2, 2), (TO_S1, 5), (TO_S1, 3)] {
+        for state in [PortState::Armed, PortState::Active] {
+            let r = set_port_info(f, path, port, |p| p.port_state = state);
+            assert_eq!(r.status(), MadStatus::SUCCESS);
+        }
     }
 }

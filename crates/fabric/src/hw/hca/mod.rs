@@ -575,8 +575,17 @@ impl Hca {
                 self.rx(now, port, &packet, None);
                 continue;
             }
-            if let Some(p) = self.port_mut(port) {
-                p.traffic.count_xmit(&packet);
+            // IBA 1 §7.2: a PMA answer (QP1, not VL15) is a data packet, which only an Active
+            // port sends; SMA answers and traps (VL15) leave from Init and Armed too.
+            let vl15 = packet.first().is_some_and(|b| b >> 4 == 15);
+            match self.port_mut(port) {
+                Some(p) if !vl15 && !p.state.transmits_data() => {
+                    p.traffic.xmit_discards += 1;
+                    self.counters.count(HcaDropReason::TxPortNotActive);
+                    continue;
+                }
+                Some(p) => p.traffic.count_xmit(&packet),
+                None => {}
             }
             tx.send_frame(port, packet);
         }

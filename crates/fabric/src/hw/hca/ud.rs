@@ -118,6 +118,11 @@ impl Hca {
                 WcStatus::Success
             }
             Ok(None) => {
+                // IBA 1 §16.1.3.5 PortXmitDiscards: "output port not in the Active state".
+                let port = self.qps.get(&qpn).map(|q| q.port);
+                if let Some(p) = port.and_then(|n| self.port_mut(n)) {
+                    p.traffic.xmit_discards += 1;
+                }
                 self.counters.count(HcaDropReason::TxPortNotActive);
                 WcStatus::Success
             }

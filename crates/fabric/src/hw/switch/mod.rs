@@ -18,18 +18,23 @@
 //!    ([`crate::hw::frame`]). The ICRC is end to end (IBA 1 §7.8.1) and switches do not check it.
 //!    This switch keeps the VL as it is, so the packet leaves byte for byte as it came (with its
 //!    mark) and no CRC is recomputed;
-//! 3. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`);
-//! 4. per output port: the port is up (`PortDown`), the payload fits the port's MTU (`Mtu`:
+//! 3. a data packet (any VL but VL15) arrived at a port in Armed or Active: a port in Init
+//!    receives subnet management packets only (IBA 1 §7.2) — `InPortNotArmed`. Not counted in
+//!    the port's PortRcvErrors, whose causes (IBA 1 §16.1.3.5: physical errors, malformed
+//!    packets, buffer overrun) do not include the port's state; PortRcvPkts counts it;
+//! 4. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`);
+//! 5. per output port: the port is up (`PortDown`), a data packet's port is Active (IBA 1 §7.2:
+//!    Init and Armed transmit VL15 only) — `PortNotActive`, the payload fits the port's MTU (`Mtu`:
 //!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
 //!    excluded), and, when partition enforcement is on (off by default, as on most deployed
 //!    fabrics), the BTH P_Key matches the input and output ports' P_Key tables (IBA 1 §10.9;
 //!    QP0 traffic is exempt) — `Partition`;
-//! 5. the packet has not been forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches already — `Lifetime`:
+//! 6. the packet has not been forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches already — `Lifetime`:
 //!    the simulator's form of the switch lifetime limit (IBA 1 §18.2.5.4), which ends a packet
 //!    going round a forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md); the
 //!    count is kept beside the bytes ([`crate::hw::frame`]), no byte of the packet changes.
 //!
-//! 6. once sent, the output port's buffer has room: each port holds at most
+//! 7. once sent, the output port's buffer has room: each port holds at most
 //!    [`SWITCH_PORT_BUFFER`] bytes queued for its link, and the simulator discards a packet that
 //!    finds it full (`crate::hw::link`, [`Device::port_buffer`]) — `BufferFull`. Real switches
 //!    do not drop there: credit flow control holds the packet in the previous hop, and a packet
@@ -41,9 +46,12 @@
 //!    captures are the same with and without it); traffic from several ports converging on one
 //!    faster than it drains, for long enough, would, where hardware would slow the senders.
 //!
-//! A packet dropped at its output port (`PortDown`, `Mtu`, `Lifetime`, `BufferFull`) also counts
-//! in that port's PortXmitDiscards (IBA 1 §16.1.3.5: outbound packets discarded because the port
-//! is down or congested, the neighbor MTU exceeded, the switch lifetime limit exceeded).
+//! A packet dropped at its output port (`PortDown`, `PortNotActive`, `Mtu`, `Lifetime`,
+//! `BufferFull`) also counts in that port's PortXmitDiscards (IBA 1 §16.1.3.5: outbound packets
+//! discarded because the port is down or congested, the output port not in the Active state, the
+//! neighbor MTU exceeded, the switch lifetime limit exceeded). The switch's own packets follow
+//! the same port rule: an SMA answer or trap (VL15) leaves a port in Init or Armed, a PMA answer
+//! (QP1) only an Active one.
 //! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
 //! links); forwarding is deterministic (MFT ports in ascending order).
 
@@ -63,7 +71,7 @@ use std::collections::BTreeMap;
 pub const LFT_DROP: u8 = 255;
 
 /// Bytes each switch port may hold queued for its link (1 MiB: 262 µs at 32 Gb/s); see the
-/// module docs, check 6.
+/// module docs, check 7.
 pub const SWITCH_PORT_BUFFER: usize = 1 << 20;
 
 /// Why a switch dropped a packet.
@@ -96,11 +104,17 @@ pub enum SwitchDropReason {
     /// The output port's buffer was full ([`SWITCH_PORT_BUFFER`]): the simulator's stand-in for
     /// credit back-pressure and the lifetime discards of packets it holds (see the module docs).
     BufferFull,
+    /// A data packet (not VL15) for an output port whose state is not Active (IBA 1 §7.2,
+    /// §16.1.3.5).
+    PortNotActive,
+    /// A data packet (not VL15) that arrived at a port in Init (or Down): such a port receives
+    /// subnet management packets only (IBA 1 §7.2).
+    InPortNotArmed,
 }
 
 impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [SwitchDropReason; 11] = [
+    pub const ALL: [SwitchDropReason; 13] = [
         SwitchDropReason::Malformed,
         SwitchDropReason::VcrcBad,
         SwitchDropReason::UnknownLid,
@@ -112,6 +126,8 @@ impl SwitchDropReason {
         SwitchDropReason::SmpDiscarded,
         SwitchDropReason::Lifetime,
         SwitchDropReason::BufferFull,
+        SwitchDropReason::PortNotActive,
+        SwitchDropReason::InPortNotArmed,
     ];
 }
 
@@ -132,7 +148,7 @@ pub struct SwitchStats {
     /// Traps sent to the SM.
     pub traps_sent: u64,
     /// Drops, indexed like [`SwitchDropReason::ALL`].
-    pub drops: [u64; 11],
+    pub drops: [u64; 13],
 }
 
 impl SwitchStats {
@@ -367,6 +383,10 @@ impl Switch {
             self.xmit_discard(out, SwitchDropReason::PortDown);
             return;
         }
+        if !is_vl15(&packet) && !p.state.transmits_data() {
+            self.xmit_discard(out, SwitchDropReason::PortNotActive);
+            return;
+        }
         // Always a defined code: `configure` refuses an undefined one.
         let fits = p.mtu.bytes().is_some_and(|m| payload <= m as usize);
         if !fits {
@@ -389,6 +409,12 @@ impl Switch {
         }
         tx.send_frame(out, packet);
     }
+}
+
+/// Whether `packet` travels on VL15 (LRH VL, the high nibble of its first byte, IBA 1 §7.7):
+/// subnet management packets, which ports in Init and Armed send and receive too (IBA 1 §7.2).
+fn is_vl15(packet: &[u8]) -> bool {
+    packet.first().is_some_and(|b| b >> 4 == 15)
 }
 
 /// What the switch reads of a packet's headers, from one reading of a packet whose CRCs are
@@ -483,6 +509,16 @@ impl Device for Switch {
                 }
             },
         };
+        // IBA 1 §7.2: a port in Init receives subnet management packets (VL15) only. Not an
+        // error PortRcvErrors lists (§16.1.3.5): counted here only (see the module docs).
+        let in_ready = self
+            .ports
+            .get(usize::from(port))
+            .is_some_and(|p| p.state.receives_data());
+        if lrh.vl != 15 && !in_ready {
+            self.drop(SwitchDropReason::InPortNotArmed);
+            return;
+        }
         let Some(packet) = self.management(now, port, &lrh, known, packet, tx) else {
             return;
         };

@@ -191,6 +191,12 @@ impl Switch {
     /// forwarded packet is (module docs of `super`, IBA 1 §16.1.3.5).
     fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
         match self.ports.get_mut(usize::from(out)) {
+            // A PMA answer is a data packet (QP1, not VL15): only an Active port sends it.
+            Some(p)
+                if out != 0 && p.up && !super::is_vl15(&packet) && !p.state.transmits_data() =>
+            {
+                self.xmit_discard(out, SwitchDropReason::PortNotActive)
+            }
             Some(p) if out != 0 && p.up => {
                 p.traffic.count_xmit(&packet);
                 tx.send_frame(out, packet);

@@ -309,13 +309,75 @@ fn down_output_port_drops() {
     sw.link_state(Instant::ZERO, 2, false, &mut tx);
     assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
     assert_eq!(sw.stats().dropped(SwitchDropReason::PortDown), 1);
+    // Trained again, the port is in Init (IBA 1 §7.2): data waits for the SM to make it Active.
     sw.link_state(Instant::ZERO, 2, true, &mut tx);
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
+    sw.configure(Instant::ZERO, port(2, 1, vec![0xffff]), &mut tx);
     assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
     assert_eq!(
         sw.port_traffic(2).unwrap().xmit_discards,
-        1,
+        2,
         "PortXmitDiscards"
     );
+}
+
+/// Port `p` of the test switch in `state` (MTU 4096).
+fn set_state(sw: &mut Switch, p: u8, state: PortState) {
+    let Config::Port(mut c) = port(p, 5, vec![0xffff]) else {
+        unreachable!()
+    };
+    c.state = state;
+    sw.configure(Instant::ZERO, Config::Port(c), &mut Tx::default());
+}
+
+/// A LID-routed SubnGet(NodeInfo) from `slid` to `dlid` (VL15).
+fn lid_routed_smp(slid: u16, dlid: u16) -> Vec<u8> {
+    let mad =
+        ipoib_wire::smp::SmpMadRepr::lid_routed_get(7, ipoib_wire::mad::attr::smp::NODE_INFO, 0);
+    crate::hw::sma::smp_packet(slid, dlid, 0, &mad.to_bytes())
+}
+
+/// IBA 1 §7.2 and §16.1.3.5: a data packet for an output port in Init or Armed is discarded
+/// and counted in its PortXmitDiscards; an SMP (VL15) leaves by it.
+#[test]
+fn a_data_packet_to_an_output_port_not_active_is_discarded() {
+    let mut sw = switch();
+    for (i, state) in [PortState::Init, PortState::Armed].into_iter().enumerate() {
+        set_state(&mut sw, 2, state);
+        assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
+        let n = i as u64 + 1;
+        assert_eq!(sw.stats().dropped(SwitchDropReason::PortNotActive), n);
+        assert_eq!(sw.port_traffic(2).unwrap().xmit_discards, n);
+        let smp = lid_routed_smp(2, 3);
+        assert_eq!(feed(&mut sw, 1, smp.clone()), vec![(2, smp)], "{state:?}");
+    }
+    // Multicast: the copy for the Armed port 2 is discarded, the others leave.
+    let out = feed(&mut sw, 1, ud(2, 0xc001, 8, PKey(0xffff)));
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![3]);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::PortNotActive), 3);
+    set_state(&mut sw, 2, PortState::Active);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
+}
+
+/// IBA 1 §7.2: a port in Init receives SMPs only, so a data packet arriving there is discarded
+/// (counted as `InPortNotArmed`, not in PortRcvErrors, whose causes §16.1.3.5 lists); an Armed
+/// port receives data packets.
+#[test]
+fn a_data_packet_arriving_at_a_port_in_init_is_discarded() {
+    let mut sw = switch();
+    set_state(&mut sw, 1, PortState::Init);
+    assert!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).is_empty());
+    assert_eq!(sw.stats().dropped(SwitchDropReason::InPortNotArmed), 1);
+    assert_eq!(
+        sw.port_traffic(1).unwrap().rcv_pkts,
+        1,
+        "PortRcvPkts counts it"
+    );
+    let smp = lid_routed_smp(2, 3);
+    assert_eq!(feed(&mut sw, 1, smp.clone()), vec![(2, smp)]);
+    set_state(&mut sw, 1, PortState::Armed);
+    assert_eq!(feed(&mut sw, 1, ud(2, 3, 8, PKey(0xffff))).len(), 1);
+    assert_eq!(sw.stats().dropped_total(), 1);
 }
 
 /// The module docs: a packet dropped at its output port counts in that port's PortXmitDiscards
@@ -332,7 +394,7 @@ fn a_directed_route_smp_toward_a_down_port_counts_in_port_xmit_discards() {
     assert_eq!(sw.port_traffic(2).unwrap().xmit_discards, 1);
 }
 
-/// The lifetime limit (module docs, check 5): a frame already forwarded by SWITCH_HOP_LIMIT
+/// The lifetime limit (module docs, check 6): a frame already forwarded by SWITCH_HOP_LIMIT
 /// switches is discarded at its output port and counted there in PortXmitDiscards; one
 /// forwarded by one switch fewer goes out, its count one more, its bytes unchanged.
 #[test]

@@ -586,3 +586,40 @@ fn a_packet_built_over_stale_bytes_is_the_packet() {
         }
     }
 }
+
+/// IBA 1 §7.2: only an Active port transmits data packets; a UD send from a port in Init or
+/// Armed completes (the link layer discards the packet) and counts in the port's
+/// PortXmitDiscards ("output port not in the Active state", IBA 1 §16.1.3.5).
+#[test]
+fn a_port_not_active_transmits_no_data_and_counts_the_discard() {
+    let mut p = pair(13);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 4);
+    for (i, state) in [PortState::Init, PortState::Armed].into_iter().enumerate() {
+        let mut pc = port_config(1, vec![0xffff]);
+        pc.state = state;
+        configure::<Hca>(&mut p.sim, p.a, pc);
+        p.sim.run_until_idle(100);
+        send(
+            &mut p.sim,
+            p.a,
+            a.qpn,
+            wr(1, b"x", dest(2, b.qpn, QKey(0x1))),
+        );
+        let n = i as u64 + 1;
+        let ha = p.sim.node::<Hca>(p.a).unwrap();
+        assert_eq!(ha.port(1).unwrap().traffic.xmit_discards, n, "{state:?}");
+        assert_eq!(ha.port(1).unwrap().traffic.xmit_pkts, 0, "{state:?}");
+        assert_eq!(ha.counters().drops(HcaDropReason::TxPortNotActive), n);
+        assert!(poll(&mut p.sim, p.b, b.cq).is_empty(), "{state:?}");
+    }
+    configure::<Hca>(&mut p.sim, p.a, port_config(1, vec![0xffff]));
+    p.sim.run_until_idle(100);
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"y", dest(2, b.qpn, QKey(0x1))),
+    );
+    assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1, "Active sends");
+}
