@@ -333,7 +333,16 @@ impl Hca {
     ) {
         match built {
             Ok(b) => self.transmit(now, qpn, b, tx),
-            Err(reason) => self.counters.count(reason),
+            Err(reason) => {
+                // IBA 1 §16.1.3.5 PortXmitDiscards: "output port not in the Active state".
+                let port = self.qps.get(&qpn).map(|q| q.port);
+                if let Some(p) = port.and_then(|n| self.port_mut(n)) {
+                    if reason == HcaDropReason::TxPortNotActive && !p.state.transmits_data() {
+                        p.traffic.xmit_discards += 1;
+                    }
+                }
+                self.counters.count(reason)
+            }
         }
     }
 

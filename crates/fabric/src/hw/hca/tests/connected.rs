@@ -167,3 +167,23 @@ fn connected_engine_hook_frames_and_checks() {
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PkeyMismatch), 1);
 }
+
+/// IBA 1 §7.2: RC/UC output leaves only an Active port; from an Armed one the packet is
+/// discarded, counted in the port's PortXmitDiscards (IBA 1 §16.1.3.5) and never arrives.
+#[test]
+fn connected_output_leaves_only_an_active_port() {
+    let mut p = pair(52);
+    let a = uc_qp(&mut p.sim, p.a, 2, 0);
+    let b = uc_qp(&mut p.sim, p.b, 1, 0);
+    let mut pc = port_config(1, vec![0xffff]);
+    pc.state = crate::hw::mgmt::PortState::Armed;
+    configure::<Hca>(&mut p.sim, p.a, pc);
+    p.sim.run_until_idle(100);
+    let mut w = wr(5, b"connected", dest(2, 0, QKey(0)));
+    w.ud = None;
+    send(&mut p.sim, p.a, a.qpn, w);
+    assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
+    let ha = p.sim.node::<Hca>(p.a).unwrap();
+    assert_eq!(ha.port(1).unwrap().traffic.xmit_discards, 1);
+    assert_eq!(ha.counters().drops(HcaDropReason::TxPortNotActive), 1);
+}
