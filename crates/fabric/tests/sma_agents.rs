@@ -526,3 +526,29 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
         (SmpAttribute::SmInfo(info), Some(true))
     );
 }
+
+// IBA 1 §7.2: a PMA answer is a data packet (QP1, not VL15), which only an Active port sends;
+// from an Armed port it is discarded and counted in that port's PortXmitDiscards
+// (IBA 1 §16.1.3.5), on a switch (port 3, toward the probe) as on a CA. The SubnSet answers
+// (VL15) leave the same ports in Init and Armed.
+#[test]
+fn pma_answers_leave_only_active_ports() {
+    use ipoib_wire::smp::PortState;
+    let mut f = Fabric::new(10);
+    assign_lids(&mut f);
+    for (path, port, lid) in [(TO_S1, 3, S1_LID), (TO_CA, 0, CA_LID)] {
+        for state in [PortState::Down, PortState::Armed] {
+            let r = set_port_info(&mut f, path, port, |p| p.port_state = state);
+            assert_eq!(r.status(), MadStatus::SUCCESS, "{state:?}");
+        }
+        assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, lid).is_none());
+        let r = set_port_info(&mut f, path, port, |p| p.port_state = PortState::Active);
+        assert_eq!(r.status(), MadStatus::SUCCESS);
+        assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, lid).is_some());
+    }
+    let s1 = f.switch(f.s1);
+    assert_eq!(s1.port_traffic(3).unwrap().xmit_discards, 1);
+    use ipoib_fabric::hw::switch::SwitchDropReason;
+    assert_eq!(s1.stats().dropped(SwitchDropReason::PortNotActive), 1);
+    assert_eq!(f.hca().port(1).unwrap().traffic.xmit_discards, 1);
+}
