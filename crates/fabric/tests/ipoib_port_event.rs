@@ -120,3 +120,40 @@ fn lid_moved_by_the_sm_then_pings_recover() {
         );
     }
 }
+
+// IBA 1 §7.2: after a cable comes back both its ports are in Init; `Subnet::sweep_port` makes
+// the switch's port Active as well as the host's (as OpenSM's sweep does), before our SM's own
+// sweep (triggered by the switch's trap 128) has had time to.
+#[test]
+fn sweep_port_activates_the_switch_port_too() {
+    use ipoib_fabric::hw::mgmt::PortState;
+    use ipoib_fabric::hw::switch::Switch;
+    let seed = seed(52);
+    let _g = SeedGuard(seed);
+    let mut net = up(options(Topology::single_switch(3).unwrap(), seed), false);
+    let node = net.host(1).node;
+    let link = net.sim().link_of(PortRef { node, port: 1 }).unwrap();
+    let sw = *net
+        .sim()
+        .link(link)
+        .ends
+        .iter()
+        .find(|e| e.node != node)
+        .unwrap();
+    let state = |net: &ipoib_fabric::node::subnet::Subnet| {
+        net.sim()
+            .node::<Switch>(sw.node)
+            .unwrap()
+            .port_state(sw.port)
+    };
+    let t = net.sim().now();
+    net.sim_mut().schedule_link_state(link, t, false);
+    net.sim_mut().run_for(Duration::from_micros(1));
+    net.sim_mut()
+        .schedule_link_state(link, t + Duration::from_micros(2), true);
+    net.sim_mut().run_for(Duration::from_micros(2));
+    assert_eq!(state(&net), Some(PortState::Init));
+    assert!(net.sweep_port(1));
+    net.sim_mut().run_for(Duration::from_micros(2));
+    assert_eq!(state(&net), Some(PortState::Active));
+}

@@ -2,8 +2,10 @@
 //! react (draft-ietf-ipoib-ip-over-infiniband-06 port events; docs/DEPLOYED.md "Linux IPoIB"):
 //!
 //! - [`Subnet::sweep_port`]: what OpenSM's sweep does when a port comes back after its link went
-//!   down (the switch's trap 128 triggers a sweep, `osm_state_mgr.c`): it writes the port's
-//!   configuration again, so the port goes from Init to Active with the LID it had.
+//!   down (the switch's trap 128 triggers a sweep, `osm_state_mgr.c`): it writes the
+//!   configuration of the switch port at the other end of its cable and then the port's own
+//!   again, so both go from Init to Active (IBA 1 §7.2: a port in Init passes no data packet)
+//!   and the port keeps the LID it had.
 //! - [`Subnet::move_lid`]: the SM gives a port another LID (as after an SM restart with another
 //!   LID plan): the switches' LFTs route the new LID where the old one went and drop the old
 //!   one, the SA answers PathRecords with the new LID, then the port gets its new PortInfo.
@@ -18,6 +20,7 @@
 
 use super::Subnet;
 use crate::hw::mgmt::{Config, PortConfig};
+use crate::hw::sim::PortRef;
 use crate::hw::topology::NodeKind;
 use crate::node::host::Host;
 use ipoib_proto::sa::SaServer;
@@ -77,8 +80,24 @@ impl Subnet {
         if lid != 0 {
             pc.lid = lid;
         }
-        let node = self.hosts[i].node;
-        self.sm_writes(vec![(node, Config::Port(pc))]);
+        let (node, port) = (self.hosts[i].node, self.hosts[i].port);
+        // The port at the other end of the cable trained again too and waits in Init: the sweep
+        // makes it Active first, or it would pass no data packet of the host (IBA 1 §7.2).
+        let peer = self
+            .sim
+            .link_of(PortRef { node, port })
+            .map(|l| self.sim.link(l).ends)
+            .and_then(|ends| ends.into_iter().find(|e| *e != PortRef { node, port }));
+        let mut writes: Vec<_> = self
+            .plan
+            .bring_up()
+            .into_iter()
+            .filter(|(to, c)| {
+                matches!(c, Config::Port(p) if peer == Some(PortRef { node: *to, port: p.port }))
+            })
+            .collect();
+        writes.push((node, Config::Port(pc)));
+        self.sm_writes(writes);
         true
     }
 
