@@ -503,14 +503,6 @@ fn port_down_releases_every_connection() {
     run(&mut net, Duration::from_millis(1));
     assert!(net.sweep_port(0));
     assert!(net.run_until_joined(net.sim().now() + Duration::from_secs(5)));
-    // IBA 1 §7.2: the sweep made the switch's port Active with the host's, so no data packet
-    // of the host found it in Init.
-    use ipoib_fabric::hw::switch::SwitchDropReason as R;
-    let state_drops: u64 = net
-        .switches()
-        .map(|(_, s)| s.stats().dropped(R::InPortNotArmed) + s.stats().dropped(R::PortNotActive))
-        .sum();
-    assert_eq!(state_drops, 0);
     // The neighbour tables were flushed: ARP again, then a new connection.
     udp(&mut net, 0, 1, 5000);
     run(&mut net, Duration::from_millis(200));
