@@ -166,12 +166,7 @@ fn corrupted_packets_are_never_delivered() {
     let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 64);
     for i in 0..40u8 {
         let data = vec![i; 64 + usize::from(i)];
-        send(
-            &mut p.sim,
-            p.a,
-            a.qpn,
-            wr(u64::from(i), &data, dest(2, b.qpn, QKey(0x1))),
-        );
+        send_a_to_b(&mut p, a.qpn, b.qpn, u64::from(i), &data);
     }
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
     let c = counters(&p.sim, p.b);
@@ -311,12 +306,7 @@ fn no_receive_posted_and_short_buffer() {
     let mut p = pair(10);
     let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 0);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(1, b"lost", dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 1, b"lost");
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::NoRecvPosted), 1);
     p.sim
         .with_node::<Hca, _>(p.b, |h, _, _| {
@@ -330,12 +320,7 @@ fn no_receive_posted_and_short_buffer() {
         })
         .unwrap()
         .unwrap();
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(2, b"four", dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 2, b"four");
     let c = poll(&mut p.sim, p.b, b.cq);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].wr_id, c[0].status), (5, WcStatus::LocLenErr));
@@ -347,12 +332,7 @@ fn message_larger_than_mtu_fails() {
     let mut p = pair(11);
     let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 4);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(1, &[0; 2049], dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 1, &[0; 2049]);
     assert_eq!(poll(&mut p.sim, p.a, a.cq)[0].status, WcStatus::LocLenErr);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
 }
@@ -368,12 +348,7 @@ fn port_and_qp_states_gate_reception() {
     pc.state = PortState::Init;
     configure::<Hca>(&mut p.sim, p.b, pc);
     p.sim.run_until_idle(100);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(1, b"x", dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 1, b"x");
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PortNotActive), 1);
     configure::<Hca>(&mut p.sim, p.b, port_config(2, vec![0xffff]));
     p.sim.run_until_idle(100);
@@ -406,12 +381,7 @@ fn port_and_qp_states_gate_reception() {
             to: QpState::Rts
         })
     );
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(2, b"y", dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 2, b"y");
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QpNotReady), 1);
     // Wrong DLID and unknown QP.
     send(
@@ -493,12 +463,7 @@ fn capture_run(seed: u64) -> Vec<u8> {
     let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 64);
     for i in 0..30u8 {
-        send(
-            &mut p.sim,
-            p.a,
-            a.qpn,
-            wr(u64::from(i), &[i; 17], dest(2, b.qpn, QKey(0x1))),
-        );
+        send_a_to_b(&mut p, a.qpn, b.qpn, u64::from(i), &[i; 17]);
     }
     p.sim.take_capture().unwrap().into_bytes()
 }
@@ -600,12 +565,7 @@ fn a_port_not_active_transmits_no_data_and_counts_the_discard() {
         pc.state = state;
         configure::<Hca>(&mut p.sim, p.a, pc);
         p.sim.run_until_idle(100);
-        send(
-            &mut p.sim,
-            p.a,
-            a.qpn,
-            wr(1, b"x", dest(2, b.qpn, QKey(0x1))),
-        );
+        send_a_to_b(&mut p, a.qpn, b.qpn, 1, b"x");
         let n = i as u64 + 1;
         let ha = p.sim.node::<Hca>(p.a).unwrap();
         assert_eq!(ha.port(1).unwrap().traffic.xmit_discards, n, "{state:?}");
@@ -615,11 +575,12 @@ fn a_port_not_active_transmits_no_data_and_counts_the_discard() {
     }
     configure::<Hca>(&mut p.sim, p.a, port_config(1, vec![0xffff]));
     p.sim.run_until_idle(100);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(2, b"y", dest(2, b.qpn, QKey(0x1))),
-    );
+    send_a_to_b(&mut p, a.qpn, b.qpn, 2, b"y");
     assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1, "Active sends");
+}
+
+/// Sends `data` (work request `id`) from QP `from` of host a to QP `to` of host b (LID 2,
+/// Q_Key 0x1).
+fn send_a_to_b(p: &mut Pair, from: Qpn, to: Qpn, id: u64, data: &[u8]) {
+    send(&mut p.sim, p.a, from, wr(id, data, dest(2, to, QKey(0x1))));
 }
