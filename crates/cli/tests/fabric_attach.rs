@@ -11,11 +11,7 @@ use std::process::Command;
 fn fabric_and_two_attached_hosts() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path();
-    let mut fabric = Talker::ipoib(
-        &["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"],
-        run,
-    );
-    let l = fabric.expect("listening on udp:");
+    let (mut fabric, l) = Talker::fabric_udp(&[], run);
     assert!(l.contains("2 CAs for hosts"), "{l}");
     let addr = common::listen_addr(&l);
     let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
@@ -101,21 +97,10 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
     let run = dir.path();
     let cap = |name: &str, limit: &str| {
         let pcap = run.join(name);
-        let mut fabric = Talker::ipoib(
-            &[
-                "fabric",
-                "--listen",
-                "udp:127.0.0.1:0",
-                "--hosts",
-                "3",
-                "--pcap",
-                pcap.to_str().unwrap(),
-                "--pcap-limit",
-                limit,
-            ],
+        let (mut fabric, l) = Talker::fabric_udp(
+            &["--pcap", pcap.to_str().unwrap(), "--pcap-limit", limit],
             run,
         );
-        let l = fabric.expect("listening on udp:");
         let addr = common::listen_addr(&l);
         let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
         a.expect("ib0: carrier up (LID ");

@@ -12,19 +12,7 @@ use std::process::Command;
 /// Starts a fabric with `--guid2lid g2l`, attaches one host, and returns the LID it came up with
 /// (after stopping both).
 fn attach_once(run: &Path, g2l: &Path) -> u16 {
-    let mut fabric = Talker::ipoib(
-        &[
-            "fabric",
-            "--listen",
-            "udp:127.0.0.1:0",
-            "--hosts",
-            "3",
-            "--guid2lid",
-            g2l.to_str().unwrap(),
-        ],
-        run,
-    );
-    let l = fabric.expect("listening on udp:");
+    let (mut fabric, l) = Talker::fabric_udp(&["--guid2lid", g2l.to_str().unwrap()], run);
     let addr = common::listen_addr(&l);
     let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], run);
     let up = a.expect("ib0: carrier up (LID ");

@@ -203,6 +203,16 @@ impl Talker {
         Talker::spawn_stderr(Command::new(BIN).args(args).env("IPOIB_RUN_DIR", run_dir))
     }
 
+    /// Spawns `ipoib fabric --listen udp:127.0.0.1:0 --hosts 3 EXTRA...` with RUN_DIR `run_dir`
+    /// and waits for it to listen: the fabric and its "listening on udp:" line.
+    pub fn fabric_udp(extra: &[&str], run_dir: &Path) -> (Talker, String) {
+        let mut args = vec!["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"];
+        args.extend_from_slice(extra);
+        let mut fabric = Talker::ipoib(&args, run_dir);
+        let line = fabric.expect("listening on udp:");
+        (fabric, line)
+    }
+
     /// Spawns `ipoib attach --no-tun --fabric ADDR --ip IP EXTRA...` with RUN_DIR `run_dir`.
     pub fn attach_no_tun(addr: &str, ip: &str, extra: &[&str], run_dir: &Path) -> Talker {
         let mut args = vec!["attach", "--no-tun", "--fabric", addr, "--ip", ip];
