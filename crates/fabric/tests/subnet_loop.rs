@@ -155,42 +155,6 @@ fn two_masters_on_a_fat_tree_stay_bounded() {
     assert!(events < 200_000, "{events} events in 10 s");
 }
 
-/// A UD multicast SEND Only packet from `slid` to `mlid` with `len` payload bytes, as a host
-/// would send it.
-fn multicast_packet(slid: u16, mlid: u16, len: usize) -> Vec<u8> {
-    use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
-    use ipoib_wire::packet::PacketRepr;
-    use ipoib_wire::{PKey, QKey};
-    let payload = vec![0xa5; len];
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid: mlid,
-        pkt_len: 0,
-        slid,
-    };
-    let repr = PacketRepr::ud_send_only(
-        lrh,
-        None,
-        BthRepr::new(
-            Opcode::UD_SEND_ONLY,
-            PKey::DEFAULT,
-            BthRepr::MULTICAST_QPN,
-            0,
-        ),
-        DethRepr {
-            qkey: QKey(0x0b1b),
-            src_qp: 2,
-        },
-        &payload,
-    );
-    let mut buf = vec![0; repr.buffer_len()];
-    repr.emit(&mut buf).expect("emit");
-    buf
-}
-
 // A multicast loop whose copies multiply: two switches cabled three times, every port of both
 // (the three cables and a host each) in one MFT entry, one packet. Each copy arriving on a cable
 // leaves by the two others, so the copies double at each hop and the hop limit, which bounds the
@@ -239,7 +203,8 @@ fn a_multiplying_multicast_loop_is_bounded_by_the_switch_port_buffers() {
             })
             .unwrap();
     }
-    let packet = multicast_packet(net.lid(0), MLID, PAYLOAD);
+    let packet =
+        ipoib_fabric::testing::ud_packet(net.lid(0), MLID, PAYLOAD, ipoib_wire::PKey::DEFAULT);
     let len = packet.len();
     let before = net.sim().stats().events;
     // As if host 0 sent it: it arrives on sw0's port 1.

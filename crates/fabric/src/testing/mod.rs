@@ -61,3 +61,40 @@ impl Drop for SeedGuard {
 pub fn at(secs: u64) -> Instant {
     Instant::ZERO + Duration::from_secs(secs)
 }
+
+/// A UD SEND Only packet (LRH..VCRC) from `slid` to `dlid` with `len` payload bytes of 0xa5 and
+/// P_Key `pkey`: to QP 2, or to the multicast QPN when `dlid` is a multicast LID; Q_Key 0x0b1b,
+/// source QP 2.
+pub fn ud_packet(slid: u16, dlid: u16, len: usize, pkey: ipoib_wire::PKey) -> Vec<u8> {
+    use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+    use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+    use ipoib_wire::packet::PacketRepr;
+    let payload = vec![0xa5; len];
+    let lrh = LrhRepr {
+        vl: 0,
+        lver: 0,
+        sl: 0,
+        lnh: Lnh::IbaLocal,
+        dlid,
+        pkt_len: 0,
+        slid,
+    };
+    let qpn = if dlid >= LID_MULTICAST_FIRST {
+        BthRepr::MULTICAST_QPN
+    } else {
+        2
+    };
+    let repr = PacketRepr::ud_send_only(
+        lrh,
+        None,
+        BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
+        DethRepr {
+            qkey: ipoib_wire::QKey(0x0b1b),
+            src_qp: 2,
+        },
+        &payload,
+    );
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(&mut buf).expect("emit");
+    buf
+}

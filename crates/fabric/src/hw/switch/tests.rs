@@ -2,43 +2,12 @@ use super::*;
 use crate::hw::frame::SWITCH_HOP_LIMIT;
 use crate::hw::mgmt::PortConfig;
 use crate::hw::sim::Frame;
-use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::ib::{DethRepr, Opcode};
 use ipoib_wire::packet::{fill_crcs, Packet, PacketRepr};
 use ipoib_wire::QKey;
 use ipoib_wire::{Mtu, PKey, Rate};
 
-/// A UD SEND Only packet from `slid` to `dlid` with `len` payload bytes and P_Key `pkey`.
-pub(crate) fn ud(slid: u16, dlid: u16, len: usize, pkey: PKey) -> Vec<u8> {
-    let payload = vec![0xa5; len];
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    };
-    let qpn = if dlid >= LID_MULTICAST_FIRST {
-        BthRepr::MULTICAST_QPN
-    } else {
-        2
-    };
-    let repr = PacketRepr::ud_send_only(
-        lrh,
-        None,
-        BthRepr::new(Opcode::UD_SEND_ONLY, pkey, qpn, 0),
-        DethRepr {
-            qkey: QKey(0x0b1b),
-            src_qp: 2,
-        },
-        &payload,
-    );
-    let mut buf = vec![0; repr.buffer_len()];
-    repr.emit(&mut buf).expect("emit");
-    buf
-}
+pub(crate) use crate::testing::ud_packet as ud;
 
 fn port(port: u8, mtu: u8, pkeys: Vec<u16>) -> Config {
     Config::Port(PortConfig {
