@@ -13,7 +13,7 @@ use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig};
 use ipoib_wire::ipoib::mcast::{ipv4_mgid, ipv6_mgid, Scope};
 use ipoib_wire::ipoib::{
     Icmpv4Type, Icmpv4Unreachable, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
-    Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Repr, MldPacket, UdpRepr,
+    Ipv4Packet, Ipv6Datagram, Ipv6Repr, MldPacket, UdpRepr,
 };
 use ipoib_wire::PKey;
 use proptest::prelude::*;
@@ -58,29 +58,6 @@ fn from_os(net: &mut Subnet, i: usize, p: &[u8]) {
 fn drain(net: &mut Subnet, i: usize) -> Vec<Vec<u8>> {
     net.with_ipoib(i, |a, _| std::iter::from_fn(|| a.to_os()).collect())
         .expect("host")
-}
-
-/// An IPv4 UDP packet as a stack sends it (DF set, checksum).
-fn udp4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, payload: &[u8]) -> Vec<u8> {
-    let d = Ipv4Datagram {
-        header: Ipv4Repr {
-            tos: 0,
-            ident: 0x1234,
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            ttl,
-            protocol: IpProtocol::Udp,
-            src_addr: src,
-            dst_addr: dst,
-            payload_len: 0,
-        },
-        options: &[],
-        payload: IpPayload::Udp(UdpRepr::new(40000, 5001, payload)),
-    };
-    let mut b = vec![0u8; d.buffer_len()];
-    d.emit(&mut b).unwrap();
-    b
 }
 
 fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, payload: IpPayload<'_>) -> Vec<u8> {

@@ -8,7 +8,7 @@ mod remote;
 
 use ipoib_fabric::hw::mgmt::PortState;
 use ipoib_fabric::hw::sim::PortRef;
-use ipoib_wire::ipoib::{IpPayload, IpProtocol, Ipv4Datagram, Ipv4Repr, UdpRepr};
+use ipoib_fabric::testing::udp4;
 use ipoib_wire::packet::fill_crcs;
 use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr, RejectReason};
 use proptest::prelude::*;
@@ -40,29 +40,6 @@ fn tamper_packets(f: impl Fn(&mut [u8]) + 'static) -> remote::Tamper {
     })
 }
 
-/// An IPv4 UDP packet from host `i` to host `j` as a stack sends it (DF set).
-fn udp4(i: usize, j: usize, payload: &[u8]) -> Vec<u8> {
-    let d = Ipv4Datagram {
-        header: Ipv4Repr {
-            tos: 0,
-            ident: 0x1234,
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            src_addr: addr(i),
-            dst_addr: addr(j),
-            payload_len: 0,
-        },
-        options: &[],
-        payload: IpPayload::Udp(UdpRepr::new(40000, 5001, payload)),
-    };
-    let mut b = vec![0u8; d.buffer_len()];
-    d.emit(&mut b).unwrap();
-    b
-}
-
 // A remote host's RC requester keeps more packets unacknowledged than the emulated engine's
 // default of 128 (`REMOTE_RC_WINDOW`, docs/UDP-FABRIC.md "Timing"): with 1 ms between the
 // processes each way, 30 IPoIB-CM packets of 60,000 bytes (about 450 InfiniBand packets of 4 KiB)
@@ -72,12 +49,12 @@ fn a_remote_hosts_rc_window_spans_the_path_between_processes() {
     let mut net = Net::new_external_connected(2, 5);
     assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
     // The first packet resolves the peer and sets up the IPoIB-CM connection.
-    let first = udp4(0, 1, b"first");
+    let first = udp4(addr(0), addr(1), 64, b"first");
     net.send_from_os(0, &first);
     net.run_for(Duration::from_millis(300));
     assert_eq!(net.take_to_os(1), [first]);
     net.latency = Duration::from_millis(1);
-    let big = udp4(0, 1, &vec![0x5a; 60_000 - 28]);
+    let big = udp4(addr(0), addr(1), 64, &vec![0x5a; 60_000 - 28]);
     for _ in 0..30 {
         net.send_from_os(0, &big);
     }

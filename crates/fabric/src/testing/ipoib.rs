@@ -3,7 +3,8 @@
 use crate::hw::topology::Topology;
 use crate::node::ipoib::IpoibApp;
 use crate::node::subnet::{IpoibOptions, Subnet, SubnetOptions};
-use std::net::IpAddr;
+use ipoib_wire::ipoib::{IpPayload, IpProtocol, Ipv4Datagram, Ipv4Repr, UdpRepr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 /// Options for `topo` with IPoIB on every host (10.0.0.0/8, IPv6 on), capture on.
@@ -92,4 +93,27 @@ pub fn run_until_attached(net: &mut Subnet, hosts: &[usize], mgid: ipoib_wire::G
                 .iter()
                 .all(|&h| app(n, h).attached().iter().any(|(g, _)| *g == mgid))
     })
+}
+
+/// An IPv4 UDP packet (port 40000 to 5001) as a stack sends it (DF set, checksum).
+pub fn udp4(src: Ipv4Addr, dst: Ipv4Addr, ttl: u8, payload: &[u8]) -> Vec<u8> {
+    let d = Ipv4Datagram {
+        header: Ipv4Repr {
+            tos: 0,
+            ident: 0x1234,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+            ttl,
+            protocol: IpProtocol::Udp,
+            src_addr: src,
+            dst_addr: dst,
+            payload_len: 0,
+        },
+        options: &[],
+        payload: IpPayload::Udp(UdpRepr::new(40000, 5001, payload)),
+    };
+    let mut b = vec![0u8; d.buffer_len()];
+    d.emit(&mut b).unwrap();
+    b
 }

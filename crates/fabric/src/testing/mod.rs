@@ -14,7 +14,9 @@ pub mod ipoib;
 pub mod nets;
 pub mod verbs;
 
-pub use ipoib::{all_pairs, app, options, ping_pairs, rtt, run_until_attached, up, v4, v6, Sent};
+pub use ipoib::{
+    all_pairs, app, options, ping_pairs, rtt, run_until_attached, udp4, up, v4, v6, Sent,
+};
 pub use verbs::{received, send_ud, ud_qp};
 
 use crate::Instant;
