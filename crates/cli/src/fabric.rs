@@ -155,12 +155,7 @@ pub fn run(args: &Args) -> ExitCode {
     for i in 0..f.server().slot_count() {
         if let Some(r) = f.server().slot(i) {
             let rc = r.counters();
-            let dropped = rc.malformed
-                + rc.management
-                + rc.unconfigured
-                + rc.spoofed_lid
-                + rc.spoofed_gid
-                + rc.bad_pkey;
+            let dropped = rc.dropped_from_host();
             if rc.from_host + rc.to_host + dropped > 0 {
                 note!(
                     "  CA {} ({:#018x}, LID {}): from host {}, to host {}, dropped from host {} \

@@ -10,7 +10,7 @@ use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_runtime::control::{query, Request, View};
 use ipoib_runtime::udp_fabric::FabricProcess;
 use ipoib_wire::packet::fill_crcs;
-use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr};
+use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr, PortStateCode};
 use ipoib_wire::Guid;
 use serde_json::Value;
 use std::net::UdpSocket;
@@ -93,12 +93,13 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     evil.send(&v2).unwrap();
     send(&evil, 0x1234, MessageRepr::Keepalive { seq: 1 });
 
-    // Then it attaches, like any host, and learns its session and LID.
+    // Then it attaches, like any host, and learns its session and LID, and waits for its port
+    // to be Active: the fabric drops a data packet from a port that is not (IBA 1 §7.2).
     send(&evil, 0, MessageRepr::AttachRequest { hint: Guid(0) });
-    let (mut session, mut lid) = (0u64, 0u16);
+    let (mut session, mut lid, mut active) = (0u64, 0u16, false);
     let end = Instant::now() + Duration::from_secs(5);
     let mut buf = [0u8; 8192];
-    while (session == 0 || lid == 0) && Instant::now() < end {
+    while (session == 0 || lid == 0 || !active) && Instant::now() < end {
         f.turn(TURN).unwrap();
         while let Ok(n) = evil.recv(&mut buf) {
             let Ok(d) = DatagramRepr::parse(&buf[..n]) else {
@@ -106,14 +107,17 @@ fn garbage_and_spoofing_are_counted_and_shown() {
             };
             match d.message {
                 MessageRepr::AttachAccept(_) => session = d.session,
-                MessageRepr::PortConfig(c) if c.lid != 0 => lid = c.lid,
+                MessageRepr::PortConfig(c) => {
+                    lid = c.lid;
+                    active = c.state == PortStateCode::Active;
+                }
                 _ => {}
             }
         }
     }
     assert!(
-        session != 0 && lid != 0,
-        "attached: session {session:#x}, LID {lid}"
+        session != 0 && lid != 0 && active,
+        "attached: session {session:#x}, LID {lid}, Active {active}"
     );
     let slot = f.server().slot_of(&evil.local_addr().unwrap()).unwrap();
     let name = ipoib_runtime::udp_fabric::slot_name(f.server().slot_topo_node(slot).unwrap());
@@ -137,6 +141,7 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     assert!(counter(&rows, None, "udp", "received") >= 9);
     assert_eq!(counter(&rows, Some(&name), "slot", "spoofed_lid"), 3);
     assert_eq!(counter(&rows, Some(&name), "slot", "malformed"), 1);
+    assert_eq!(counter(&rows, Some(&name), "slot", "port_not_active"), 0);
     assert_eq!(counter(&rows, Some(&name), "slot", "from_host"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 1);
 

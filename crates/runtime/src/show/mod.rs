@@ -165,7 +165,8 @@ pub struct SlotEntry {
     pub from_host: u64,
     /// Packets queued for the host.
     pub to_host: u64,
-    /// Packets from the host dropped (malformed, VL15, unconfigured, spoofed LID or GID, P_Key).
+    /// Packets from the host dropped (malformed, VL15, port not Active, unconfigured, spoofed LID or
+    /// GID, P_Key).
     pub dropped: u64,
 }
 

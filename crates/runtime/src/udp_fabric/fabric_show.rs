@@ -41,12 +41,7 @@ impl FabricEmu {
                         peer: peers.get(&i).cloned(),
                         from_host: c.from_host,
                         to_host: c.to_host,
-                        dropped: c.malformed
-                            + c.management
-                            + c.unconfigured
-                            + c.spoofed_lid
-                            + c.spoofed_gid
-                            + c.bad_pkey,
+                        dropped: c.dropped_from_host(),
                     })
                 }
                 View::Counters => {
@@ -57,6 +52,7 @@ impl FabricEmu {
                         .push("to_host", c.to_host)
                         .push("malformed", c.malformed)
                         .push("management", c.management)
+                        .push("port_not_active", c.port_not_active)
                         .push("unconfigured", c.unconfigured)
                         .push("spoofed_lid", c.spoofed_lid)
                         .push("spoofed_gid", c.spoofed_gid)

@@ -9,6 +9,11 @@
 //!   packet whose VCRC is bad);
 //! - it is not on VL15 (subnet management packets: the slot's own SMA answers the SM, and a host
 //!   has no business sending SMPs into the fabric);
+//! - the slot's port is Active (IBA 1 §7.2: a port in Init or Armed transmits subnet management
+//!   packets only, and a data packet from a port not Active is discarded, as the emulated HCA's
+//!   `TxPortNotActive`, counted in PortXmitDiscards, §16.1.3.5): the port's state is the slot's
+//!   SMA's, which the SM sets; the host learns it by a [`PortConfig`] that may arrive after the
+//!   change, and what it sends meanwhile on a port the SM took out of Active is dropped here;
 //! - the slot's port has a LID and the packet's SLID is in its LID range (IBA 1 §7.11.1: a port
 //!   sends with SLID = base LID + path bits);
 //! - a GRH's SGID is the port's GID (IBA 1 §8.3.1: the SGID is one of the sender's GIDs; the port
@@ -62,6 +67,8 @@ pub struct RemoteCounters {
     pub malformed: u64,
     /// From the host, dropped: on VL15.
     pub management: u64,
+    /// From the host, dropped: a data packet while the slot's port is not Active (IBA 1 §7.2).
+    pub port_not_active: u64,
     /// From the host, dropped: the port has no LID yet.
     pub unconfigured: u64,
     /// From the host, dropped: a SLID outside the port's LID range.
@@ -72,6 +79,19 @@ pub struct RemoteCounters {
     pub bad_pkey: u64,
     /// SMPs from the fabric given to the slot's SMA.
     pub smps: u64,
+}
+
+impl RemoteCounters {
+    /// Packets from the host dropped, for any reason.
+    pub fn dropped_from_host(&self) -> u64 {
+        self.malformed
+            + self.management
+            + self.port_not_active
+            + self.unconfigured
+            + self.spoofed_lid
+            + self.spoofed_gid
+            + self.bad_pkey
+    }
 }
 
 /// The stand-in for a CA whose HCA is elsewhere. See the module docs.
@@ -245,6 +265,15 @@ impl Remote {
         if p.lrh.vl == 15 {
             return Err(&mut c.management);
         }
+        // IBA 1 §7.2: only VL15 leaves a port that is not Active (the emulated HCA's
+        // `TxPortNotActive`); the port's state is the SMA's, as the SM set it.
+        if !self
+            .sma
+            .port(self.port)
+            .is_some_and(|p| p.state.transmits_data())
+        {
+            return Err(&mut c.port_not_active);
+        }
         let Some(cfg) = self.sma.port(self.port).filter(|c| c.lid != 0) else {
             return Err(&mut c.unconfigured);
         };
@@ -324,5 +353,56 @@ impl Device for Remote {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::mgmt::{Config, PortState};
+    use crate::testing::ud_packet;
+    use ipoib_wire::{Mtu, PKey, Rate};
+
+    /// A slot whose port 1 has LID 5, the default P_Key, and `state`.
+    fn slot_in(state: PortState) -> (Remote, Tx) {
+        let mut r = Remote::new(Guid(0x100), vec![Guid(0x101)], 1);
+        r.attach();
+        let mut tx = Tx::default();
+        let config = PortConfig {
+            port: 1,
+            lid: 5,
+            lmc: 0,
+            sm_lid: 1,
+            sm_sl: 0,
+            subnet_prefix: Gid::DEFAULT_SUBNET_PREFIX,
+            state,
+            mtu: Mtu::Mtu2048,
+            rate: Rate::Gbps40,
+            pkeys: vec![PKey::DEFAULT],
+        };
+        r.sma_mut()
+            .configure(Instant::ZERO, Config::Port(config), &mut tx);
+        (r, tx)
+    }
+
+    // IBA 1 §7.2: a port in Init or Armed transmits subnet management packets only. A host whose
+    // view of its port lags the SM's (the PortConfig on its way) has its data packet dropped at
+    // the slot and counted, as the emulated HCA counts `TxPortNotActive`; an Active port passes it.
+    #[test]
+    fn a_data_packet_from_a_host_whose_port_is_not_active_is_dropped_and_counted() {
+        let packet = ud_packet(5, 9, 64, PKey::DEFAULT);
+        for state in [PortState::Down, PortState::Init, PortState::Armed] {
+            let (mut r, mut tx) = slot_in(state);
+            assert!(!r.from_network(&packet, &mut tx), "{state:?}");
+            assert!(tx.is_empty(), "{state:?}");
+            let c = r.counters();
+            assert_eq!((c.port_not_active, c.from_host), (1, 0), "{state:?}");
+            assert_eq!(c.dropped_from_host(), 1, "{state:?}");
+        }
+        let (mut r, mut tx) = slot_in(PortState::Active);
+        assert!(r.from_network(&packet, &mut tx));
+        assert_eq!(tx.len(), 1);
+        let c = r.counters();
+        assert_eq!((c.port_not_active, c.from_host), (0, 1));
     }
 }
