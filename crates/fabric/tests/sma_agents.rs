@@ -552,3 +552,77 @@ fn pma_answers_leave_only_active_ports() {
     assert_eq!(s1.stats().dropped(SwitchDropReason::PortNotActive), 1);
     assert_eq!(f.hca().port(1).unwrap().traffic.xmit_discards, 1);
 }
+
+/// PortCounters of `port` read through the PMA at `lid`, as `perfquery` reads them.
+fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
+    let resp = f
+        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
+        .expect("PMA answer");
+    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
+}
+
+// IBA 1 §16.1.3.5 PortRcvErrors: packets received with local physical errors (the VCRC, and
+// the ICRC at the end port) or malformed count on the port that received them. A link that
+// flips a bit of every packet (`Fault::Corrupt`) makes S2's port 2 and the CA's port 1 discard
+// what they receive, each counting every corrupted packet; a packet whose VCRC is good but whose
+// ICRC is not counts at the CA port and at the switch's port 0 (its management port, the end
+// port of a PMA request to the switch). Read through the PMA, as `perfquery` reads them.
+#[test]
+fn corrupted_packets_count_in_port_rcv_errors() {
+    use ipoib_fabric::hw::hca::HcaDropReason;
+    use ipoib_fabric::hw::link::Fault;
+    use ipoib_fabric::hw::switch::SwitchDropReason;
+    let mut f = Fabric::new(11);
+    assign_lids(&mut f);
+    let s1_out = PortRef {
+        node: f.s1,
+        port: 5,
+    };
+    let s2_out = PortRef {
+        node: f.s2,
+        port: 7,
+    };
+    for (from, lid) in [(s1_out, S2_LID), (s2_out, CA_LID)] {
+        let link = f.sim.link_of(from).unwrap();
+        f.sim
+            .set_faults(link, Some(from), vec![Fault::Corrupt(1.0)]);
+        for _ in 0..3 {
+            assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, lid).is_none());
+        }
+        f.sim.set_faults(link, Some(from), Vec::new());
+        let side = usize::from(f.sim.link(link).ends[1] == from);
+        assert_eq!(f.sim.link(link).dirs[side].stats.corrupted, 3);
+    }
+    let s = f.switch(f.s2).stats();
+    let dropped = s.dropped(SwitchDropReason::VcrcBad) + s.dropped(SwitchDropReason::Malformed);
+    assert_eq!(dropped, 3);
+    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 3);
+    assert_eq!(port_counters(&mut f, 7, S2_LID).port_rcv_errors, 0);
+    let c = f.hca().counters();
+    let dropped = c.drops(HcaDropReason::BadVcrc)
+        + c.drops(HcaDropReason::BadIcrc)
+        + c.drops(HcaDropReason::Malformed);
+    assert_eq!(dropped, 3);
+    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 3);
+
+    // A bad ICRC under a good VCRC: only the end port sees it.
+    for lid in [CA_LID, S2_LID] {
+        let mad = f.perf_mad(perf_attr::PORT_COUNTERS, 1);
+        let mut packet = sma::gmp_packet(PROBE_LID, lid, 0, ipoib_wire::PKey::DEFAULT, 1, &mad);
+        let body = packet.len() - 2;
+        packet[body - 10] ^= 1;
+        let vcrc = ipoib_wire::crc::vcrc(&packet[..body]);
+        packet[body..].copy_from_slice(&vcrc.to_le_bytes());
+        assert!(f.exchange(packet).is_empty());
+    }
+    assert_eq!(f.hca().counters().drops(HcaDropReason::BadIcrc), 1);
+    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 4);
+    assert_eq!(
+        f.switch(f.s2)
+            .stats()
+            .dropped(SwitchDropReason::SmpDiscarded),
+        1
+    );
+    assert_eq!(port_counters(&mut f, 0, S2_LID).port_rcv_errors, 1);
+    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 3);
+}

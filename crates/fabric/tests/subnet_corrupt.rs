@@ -1,7 +1,8 @@
 //! Corrupted packets are never delivered. The SM host's cable in a 40-host
 //! fat tree flips a bit in 30% of the packets in each direction (`Fault::Corrupt`). The switch
 //! catches what the SM sends (VCRC, IBA 1 §7.8.2), the SM's HCA what it receives (VCRC/ICRC, IBA 1
-//! §7.8); every corrupted packet is accounted for by a CRC drop, none is delivered. The joins still
+//! §7.8); every corrupted packet is accounted for by a CRC drop, and in the receiving port's
+//! PortRcvErrors (IBA 1 §16.1.3.5), none is delivered. The joins still
 //! complete, through the SA clients' retries, and every host got the same, right answer.
 
 use ipoib_fabric::hw::hca::HcaDropReason;
@@ -47,12 +48,19 @@ fn corrupted_packets_are_dropped_and_joins_complete_by_retries() {
             + c.drops(HcaDropReason::BadIcrc)
             + c.drops(HcaDropReason::Malformed);
         assert_eq!(crc_drops, into.corrupted, "seed {seed}: SM HCA");
+        // IBA 1 §16.1.3.5: each counts in the receiving port's PortRcvErrors.
+        let sm_port = net.host_port(0).unwrap().traffic.rcv_errors;
+        assert_eq!(sm_port, into.corrupted, "seed {seed}: SM port");
         // Out of the SM: the leaf switch dropped every corrupted packet.
         let leaf = l.ends[1 - from_sm].node;
         let s = net.sim().node::<Switch>(leaf).unwrap().stats();
         let sw_drops = s.dropped(switch::SwitchDropReason::VcrcBad)
             + s.dropped(switch::SwitchDropReason::Malformed);
         assert_eq!(sw_drops, out.corrupted, "seed {seed}: leaf switch");
+        let leaf_port = l.ends[1 - from_sm].port;
+        let sw = net.sim().node::<Switch>(leaf).unwrap();
+        let rcv_errors = sw.port_traffic(leaf_port).unwrap().rcv_errors;
+        assert_eq!(rcv_errors, out.corrupted, "seed {seed}: leaf switch port");
         // No other HCA saw a bad packet, and nothing bad reached an agent.
         for i in 1..n {
             assert_eq!(

@@ -1,6 +1,7 @@
 //! The receive path common to every transport: parse, VCRC/ICRC, port state, VL, DLID (unicast
 //! range or attached multicast group), then the QP's transport (UD here, RC/UC to the engine).
-//! Every early return counts its [`HcaDropReason`].
+//! Every early return counts its [`HcaDropReason`]; a malformed packet or a bad CRC also counts
+//! in the port's PortRcvErrors (IBA 1 §16.1.3.5).
 
 use super::connected::PacketSource;
 use super::qp::{can_receive, special_qpn, QpKind};
@@ -32,14 +33,14 @@ impl Hca {
         };
         let pkt = match parsed {
             Ok(p) => p,
-            Err(_) => return self.counters.count(HcaDropReason::Malformed),
+            Err(_) => return self.rcv_error(port_num, HcaDropReason::Malformed),
         };
         // IBA 1 §7.8: a packet with a bad VCRC or ICRC is discarded.
         if !pkt.vcrc_ok {
-            return self.counters.count(HcaDropReason::BadVcrc);
+            return self.rcv_error(port_num, HcaDropReason::BadVcrc);
         }
         if !pkt.icrc_ok {
-            return self.counters.count(HcaDropReason::BadIcrc);
+            return self.rcv_error(port_num, HcaDropReason::BadIcrc);
         }
         let Some(bth) = pkt.bth else {
             return self.counters.count(HcaDropReason::Raw);
@@ -121,6 +122,17 @@ impl Hca {
             return self.counters.count(HcaDropReason::UnknownQp);
         }
         self.deliver(now, handle, &pkt, bits);
+    }
+
+    /// A packet received on `port_num` discarded as malformed or for a bad CRC: counted in the
+    /// port's PortRcvErrors too (IBA 1 §16.1.3.5: local physical errors, the ICRC and VCRC among
+    /// them, and malformed data packets). The checks after these (raw packet, port state, VL,
+    /// DLID, QP, keys) are not among its causes: they count in the HCA's drops only.
+    fn rcv_error(&mut self, port_num: u8, reason: HcaDropReason) {
+        self.counters.count(reason);
+        if let Some(p) = self.port_mut(port_num) {
+            p.traffic.rcv_errors += 1;
+        }
     }
 
     /// Hands a packet that passed the link checks to QP `handle`'s transport.

@@ -39,6 +39,11 @@ pub struct PortTraffic {
     /// Times the port's link went down (IBA 1 §16.1.3.5 LinkDownedCounter: the link training
     /// state machine left LinkUp; here, its cable was pulled).
     pub link_downed: u64,
+    /// Packets received with an error (IBA 1 §16.1.3.5 PortRcvErrors: local physical errors,
+    /// the ICRC and VCRC among them; malformed data packets, LRH errors such as a length that
+    /// does not match; malformed link packets; buffer overruns). Here: a packet the port's
+    /// device discarded as malformed or for a bad CRC (`crate::hw::switch`, `crate::hw::hca`).
+    pub rcv_errors: u64,
 }
 
 fn words_and_mcast(packet: &[u8]) -> (u64, bool) {
@@ -108,16 +113,20 @@ impl PortTraffic {
         let mut c = PortCountersRepr::saturating(port, &self.extended(port), self.vl15_dropped);
         c.link_downed_counter = u8::try_from(self.link_downed).unwrap_or(u8::MAX);
         c.port_xmit_discards = u16::try_from(self.xmit_discards).unwrap_or(u16::MAX);
+        c.port_rcv_errors = u16::try_from(self.rcv_errors).unwrap_or(u16::MAX);
         c
     }
 
     /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
     /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; of the error counters
-    /// this model keeps LinkDownedCounter, bit 2, PortXmitDiscards, bit 6, and VL15Dropped,
-    /// bit 11; the other bits clear nothing).
+    /// this model keeps LinkDownedCounter, bit 2, PortRcvErrors, bit 3, PortXmitDiscards, bit 6,
+    /// and VL15Dropped, bit 11; the other bits clear nothing).
     fn clear(&mut self, select: u16) {
         if select & 1 << 2 != 0 {
             self.link_downed = 0;
+        }
+        if select & 1 << 3 != 0 {
+            self.rcv_errors = 0;
         }
         if select & 1 << 6 != 0 {
             self.xmit_discards = 0;
@@ -265,5 +274,22 @@ mod tests {
         assert_eq!((t.xmit_discards, t.link_downed), (7, 0));
         t.clear(1 << 6);
         assert_eq!(t.xmit_discards, 0);
+    }
+
+    // IBA 1 §16.1.3.5 PortRcvErrors: 16 bits, stops at 65535; CounterSelect bit 3 clears it.
+    #[test]
+    fn rcv_errors_saturate_and_clear_alone() {
+        let mut t = PortTraffic {
+            rcv_errors: 70_000,
+            xmit_discards: 1,
+            ..PortTraffic::default()
+        };
+        assert_eq!(t.counters(1).port_rcv_errors, 65535);
+        t.rcv_errors = 4;
+        assert_eq!(t.counters(1).port_rcv_errors, 4);
+        t.clear(1 << 6);
+        assert_eq!((t.rcv_errors, t.xmit_discards), (4, 0));
+        t.clear(1 << 3);
+        assert_eq!(t.rcv_errors, 0);
     }
 }

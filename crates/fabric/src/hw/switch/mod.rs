@@ -52,6 +52,16 @@
 //! neighbor MTU exceeded, the switch lifetime limit exceeded). The switch's own packets follow
 //! the same port rule: an SMA answer or trap (VL15) leaves a port in Init or Armed, a PMA answer
 //! (QP1) only an Active one.
+//!
+//! A packet dropped at its arrival port as malformed or for a bad CRC (checks 1 and 2, and
+//! `Malformed` for transport headers too short for the payload length check 5 needs) also counts
+//! in that port's PortRcvErrors (IBA 1 §16.1.3.5: local physical errors, the VCRC among them, and
+//! malformed data packets, a length that does not match among them), and so does a management
+//! packet for the switch whose ICRC is bad (`SmpDiscarded`, module `sma`), in port 0's: the end
+//! port that checks the ICRC (IBA 1 §7.8.1). No other drop counts there: the port's state and
+//! a partition are not among PortRcvErrors' causes, a DLID without a route is
+//! PortRcvSwitchRelayErrors' (not kept: it reads 0), and nothing here overruns a receive buffer.
+//!
 //! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
 //! links); forwarding is deterministic (MFT ports in ascending order).
 
@@ -324,6 +334,15 @@ impl Switch {
         }
     }
 
+    /// A packet received on `port` discarded as malformed or for a bad CRC, counted in the
+    /// port's PortRcvErrors too (see the module docs).
+    fn rcv_error(&mut self, port: u8, r: SwitchDropReason) {
+        self.drop(r);
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.traffic.rcv_errors += 1;
+        }
+    }
+
     /// Payload length (after the transport headers, without pad and ICRC) of a packet whose LRH
     /// and length were checked; `None` when the headers do not fit (IBA 1 §9.2).
     fn payload_len(lrh: &LrhRepr, data: &[u8]) -> Option<usize> {
@@ -480,19 +499,16 @@ impl Device for Switch {
             p.traffic.count_rcv(&packet);
         }
         let Ok(lrh) = LrhRepr::parse_bytes(&packet) else {
-            self.drop(SwitchDropReason::Malformed);
-            return;
+            return self.rcv_error(port, SwitchDropReason::Malformed);
         };
         if check_pkt_len(lrh.pkt_len, packet.len()).is_err() {
-            self.drop(SwitchDropReason::Malformed);
-            return;
+            return self.rcv_error(port, SwitchDropReason::Malformed);
         }
         // check_pkt_len guarantees len = 4 * PktLen + 2 >= 2.
         let body_end = packet.len() - VCRC_LEN;
         let vcrc = u16::from_le_bytes([packet[body_end], packet[body_end + 1]]);
         if !packet.crcs_good() && crc::vcrc(&packet[..body_end]) != vcrc {
-            self.drop(SwitchDropReason::VcrcBad);
-            return;
+            return self.rcv_error(port, SwitchDropReason::VcrcBad);
         }
         let known = if packet.crcs_good() {
             Headers::of(&lrh, &packet)
@@ -503,10 +519,7 @@ impl Device for Switch {
             Some(h) => h.payload,
             None => match Self::payload_len(&lrh, &packet) {
                 Some(n) => n,
-                None => {
-                    self.drop(SwitchDropReason::Malformed);
-                    return;
-                }
+                None => return self.rcv_error(port, SwitchDropReason::Malformed),
             },
         };
         // IBA 1 §7.2: a port in Init receives subnet management packets (VL15) only. Not an

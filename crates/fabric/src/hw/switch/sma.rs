@@ -130,7 +130,8 @@ impl Switch {
         // IBA 1 §7.8.1: the end port checks the ICRC, and management port 0 is the end of the
         // packet's hop (a directed-route SMP is re-sent, not forwarded).
         if !icrc_ok {
-            self.drop(SwitchDropReason::SmpDiscarded);
+            // IBA 1 §16.1.3.5: an ICRC error counts in the checking port's PortRcvErrors.
+            self.rcv_error(0, SwitchDropReason::SmpDiscarded);
             return None;
         }
         match (qp, class) {
