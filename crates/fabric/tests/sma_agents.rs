@@ -626,3 +626,35 @@ fn corrupted_packets_count_in_port_rcv_errors() {
     assert_eq!(port_counters(&mut f, 0, S2_LID).port_rcv_errors, 1);
     assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 3);
 }
+
+// IBA 1 §7.2's rule (data packets only through Active ports) is a link layer's, and base switch
+// port 0 (SwitchInfo:EnhancedPort0 0) has no link: a data packet for the switch (a PMA GMP on
+// QP1) is gated by the external port it enters by (Armed or Active) and the one its answer
+// leaves by (Active), never by port 0's PortState. OpenSM leaves port 0 in Init
+// (docs/OPENSM-NOTES.md), and the switch's PMA still answers, as a real switch's does.
+#[test]
+fn a_base_switch_port_0_in_init_does_not_gate_its_pma() {
+    use ipoib_wire::smp::PortState as WireState;
+    let mut f = Fabric::new(12);
+    assign_lids(&mut f);
+    // Port 0 comes up with the switch, in Init, as a built subnet's do; the trap 128 this sends
+    // the probe is not what the test reads.
+    f.sim
+        .with_node::<Switch, _>(f.s2, |sw, now, tx| sw.link_state(now, 0, true, tx));
+    f.sim.run_until_idle(100);
+    f.sim.node_mut::<Probe>(f.probe).unwrap().inbox.clear();
+    let p0 = get_port_info(&mut f, TO_S2, 0, 0).unwrap();
+    assert_eq!(p0.port_state, WireState::Init);
+    let pc = port_counters(&mut f, 2, S2_LID);
+    assert!(pc.port_rcv_pkts > 0);
+    // The external port the answer leaves by does gate it: S2's port 2 Armed, no answer.
+    let r = set_port_info(&mut f, TO_S2, 2, |p| p.port_state = WireState::Down);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    let r = set_port_info(&mut f, TO_S2, 2, |p| p.port_state = WireState::Armed);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 2, S2_LID).is_none());
+    assert_eq!(
+        get_port_info(&mut f, TO_S2, 0, 0).unwrap().port_state,
+        WireState::Init
+    );
+}

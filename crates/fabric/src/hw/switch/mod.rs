@@ -53,6 +53,15 @@
 //! the same port rule: an SMA answer or trap (VL15) leaves a port in Init or Armed, a PMA answer
 //! (QP1) only an Active one.
 //!
+//! Management port 0 is a base switch port 0 (SwitchInfo:EnhancedPort0 0): an internal port
+//! with no link of its own, whose PortState the SM writes and the SMA reports but which gates no
+//! packet. IBA 1 §7.2's states are those of a port's link, and a packet for the switch's agents
+//! (an SMP, or a PMA GMP, a data packet) crosses a link only at the external port it enters by
+//! (check 3) and the one its answer leaves by (`send_from_management`), which the rule gates.
+//! OpenSM does not use port 0's PortState and leaves it in Init; infiniband-diags treats it as
+//! always active (docs/DEPLOYED.md "OpenSM"): gating on it would make every switch's PMA silent
+//! under OpenSM, where a real switch answers `perfquery`.
+//!
 //! A packet dropped at its arrival port as malformed or for a bad CRC (checks 1 and 2, and
 //! `Malformed` for transport headers too short for the payload length check 5 needs) also counts
 //! in that port's PortRcvErrors (IBA 1 §16.1.3.5: local physical errors, the VCRC among them, and
