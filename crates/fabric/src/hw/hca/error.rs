@@ -95,7 +95,7 @@ macro_rules! drop_reasons {
 }
 
 drop_reasons! {
-    /// Lengths or headers do not parse (IBA 1 §7.7, §9.2).
+    /// Lengths or headers do not parse, or LVer is not 0 (IBA 1 §7.7, §9.2).
     Malformed,
     /// VCRC mismatch (IBA 1 §7.8.2).
     BadVcrc,

@@ -1,7 +1,7 @@
-//! The receive path common to every transport: parse, VCRC/ICRC, port state, VL, DLID (unicast
-//! range or attached multicast group), then the QP's transport (UD here, RC/UC to the engine).
-//! Every early return counts its [`HcaDropReason`]; a malformed packet or a bad CRC also counts
-//! in the port's PortRcvErrors (IBA 1 §16.1.3.5).
+//! The receive path common to every transport: parse (LVer 0), VCRC/ICRC, port state, VL, DLID
+//! (unicast range or attached multicast group), then the QP's transport (UD here, RC/UC to the
+//! engine). Every early return counts its [`HcaDropReason`]; a malformed packet or a bad CRC also
+//! counts in the port's PortRcvErrors (IBA 1 §16.1.3.5).
 
 use super::connected::PacketSource;
 use super::qp::{can_receive, special_qpn, QpKind};
@@ -32,8 +32,10 @@ impl Hca {
             Packet::parse(bytes)
         };
         let pkt = match parsed {
-            Ok(p) => p,
-            Err(_) => return self.rcv_error(port_num, HcaDropReason::Malformed),
+            // IBA 1 §7.7: LVer is 0 in this version of the link layer; a packet of another is a
+            // malformed data packet (§16.1.3.5 PortRcvErrors).
+            Ok(p) if p.lrh.lver == 0 => p,
+            _ => return self.rcv_error(port_num, HcaDropReason::Malformed),
         };
         // IBA 1 §7.8: a packet with a bad VCRC or ICRC is discarded.
         if !pkt.vcrc_ok {

@@ -12,7 +12,7 @@
 //! The tables the SMA's SubnSet writes are those [`Config`] writes.
 //!
 //! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
-//! 1. the LRH is readable and PktLen matches the buffer (IBA 1 §7.7) — `Malformed`;
+//! 1. the LRH is readable, its LVer 0 and its PktLen the buffer's (IBA 1 §7.7) — `Malformed`;
 //! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`; not computed
 //!    for a packet whose CRCs the emulation computed and nobody changed since
 //!    ([`crate::hw::frame`]). The ICRC is end to end (IBA 1 §7.8.1) and switches do not check it.
@@ -96,7 +96,8 @@ pub const SWITCH_PORT_BUFFER: usize = 1 << 20;
 /// Why a switch dropped a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SwitchDropReason {
-    /// LRH unreadable or PktLen disagrees with the buffer.
+    /// LRH unreadable, LVer not 0, PktLen disagrees with the buffer, or transport headers too
+    /// short for the payload length.
     Malformed,
     /// VCRC mismatch.
     VcrcBad,
@@ -510,7 +511,9 @@ impl Device for Switch {
         let Ok(lrh) = LrhRepr::parse_bytes(&packet) else {
             return self.rcv_error(port, SwitchDropReason::Malformed);
         };
-        if check_pkt_len(lrh.pkt_len, packet.len()).is_err() {
+        // IBA 1 §7.7: LVer is 0 in this version of the link layer; a packet of another is a
+        // malformed data packet (§16.1.3.5 PortRcvErrors).
+        if lrh.lver != 0 || check_pkt_len(lrh.pkt_len, packet.len()).is_err() {
             return self.rcv_error(port, SwitchDropReason::Malformed);
         }
         // check_pkt_len guarantees len = 4 * PktLen + 2 >= 2.

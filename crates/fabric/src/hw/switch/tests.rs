@@ -593,3 +593,38 @@ fn a_copy_discarded_at_a_full_port_buffer_counts_as_a_discard_not_as_sent() {
     assert_eq!(sw.port_traffic(2).unwrap().xmit_pkts, 1, "port 2 untouched");
     assert_eq!(sw.stats().dropped(SwitchDropReason::BufferFull), 1);
 }
+
+/// IBA 1 §16.1.3.5 PortRcvErrors: a packet the port receives malformed (LVer not 0, IBA 1 §7.7;
+/// a PktLen that does not match its bytes) or with a bad VCRC is discarded and counted on the
+/// arrival port; a bad ICRC is no error at a switch (it forwards the packet, §7.8.1), nor is a
+/// DLID without a route.
+#[test]
+fn malformed_packets_and_bad_vcrcs_count_in_the_arrival_ports_rcv_errors() {
+    let mut sw = switch();
+    let good = ud(2, 3, 40, PKey(0xffff));
+    let n = good.len();
+    let mut lver = good.clone();
+    lver[0] |= 1; // LVer 1
+    fill_crcs(&mut lver).unwrap();
+    let mut short = good[..n - 4].to_vec(); // PktLen now says 4 bytes more
+    let v = crc::vcrc(&short[..n - 6]);
+    short[n - 6..].copy_from_slice(&v.to_le_bytes());
+    let mut bad_vcrc = good.clone();
+    bad_vcrc[n - 1] ^= 1;
+    let mut bad_icrc = good.clone();
+    bad_icrc[n - 3] ^= 1;
+    let v = crc::vcrc(&bad_icrc[..n - 2]);
+    bad_icrc[n - 2..].copy_from_slice(&v.to_le_bytes());
+    for p in [lver, short, bad_vcrc] {
+        assert!(feed(&mut sw, 1, p).is_empty());
+    }
+    assert_eq!(feed(&mut sw, 1, bad_icrc).len(), 1);
+    assert!(feed(&mut sw, 1, ud(2, 40, 40, PKey(0xffff))).is_empty());
+    let s = sw.stats();
+    assert_eq!(s.dropped(SwitchDropReason::Malformed), 2);
+    assert_eq!(s.dropped(SwitchDropReason::VcrcBad), 1);
+    let t = sw.port_traffic(1).unwrap();
+    assert_eq!((t.rcv_errors, t.rcv_pkts), (3, 5));
+    assert_eq!(t.counters(1).port_rcv_errors, 3);
+    assert_eq!(sw.port_traffic(2).unwrap().rcv_errors, 0);
+}

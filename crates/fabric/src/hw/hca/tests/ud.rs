@@ -214,7 +214,8 @@ fn outside_and_hca(seed: u64) -> (Simulator, NodeId, NodeId) {
 
 /// IBA 1 §7.8: packets from outside the emulation carry no "CRCs known good" mark
 /// (`crate::hw::frame`), so the HCA computes both CRCs: a bad ICRC under a good VCRC and a bad
-/// VCRC are each dropped and counted; the good packet is delivered.
+/// VCRC are each dropped and counted; so is a packet of LVer 1 (IBA 1 §7.7), malformed; each
+/// counts in the port's PortRcvErrors (§16.1.3.5); the good packet is delivered.
 #[test]
 fn packets_from_outside_are_checked_in_full() {
     let (mut sim, out, hca) = outside_and_hca(3);
@@ -231,14 +232,20 @@ fn packets_from_outside_are_checked_in_full() {
     bad_icrc[n - 2..].copy_from_slice(&v.to_le_bytes());
     let mut bad_vcrc = good.clone();
     bad_vcrc[n - 1] ^= 1;
-    for p in [bad_icrc, bad_vcrc, good] {
+    let mut lver = good.clone();
+    lver[0] |= 1;
+    ipoib_wire::packet::fill_crcs(&mut lver).unwrap();
+    for p in [bad_icrc, bad_vcrc, lver, good] {
         sim.with_node::<Outside, _>(out, |_, _, tx| tx.send(1, p));
     }
     sim.run_until_idle(1_000);
     let c = counters(&sim, hca);
     assert_eq!(c.drops(HcaDropReason::BadIcrc), 1);
     assert_eq!(c.drops(HcaDropReason::BadVcrc), 1);
-    assert_eq!(c.total_drops(), 2, "{:?}", c.nonzero_drops());
+    assert_eq!(c.drops(HcaDropReason::Malformed), 1);
+    assert_eq!(c.total_drops(), 3, "{:?}", c.nonzero_drops());
+    let h = sim.node::<Hca>(hca).unwrap();
+    assert_eq!(h.port(1).unwrap().traffic.rcv_errors, 3);
     assert_eq!(poll(&mut sim, hca, b.cq).len(), 1);
 }
 
