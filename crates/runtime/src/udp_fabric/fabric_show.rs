@@ -60,6 +60,7 @@ impl FabricEmu {
                         .push("unattached", c.unattached)
                         .push("queue_full", c.queue_full)
                         .push("other_port", c.other_port)
+                        .push("to_host_not_armed", c.to_host_not_armed)
                         .push("smps", c.smps);
                     h.counters.push(s);
                 }

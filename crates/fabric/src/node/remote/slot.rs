@@ -21,6 +21,10 @@
 //! - it has a BTH and its P_Key is one of the port's P_Key table entries, membership bit included
 //!   (IBA 1 §10.9.2: the P_Key a packet carries comes from the sender's table).
 //!
+//! What the switch sends the CA is queued for the host only when it is an SMP (for the slot's SMA,
+//! below) or the slot's port is Armed or Active (IBA 1 §7.2: a port in Init receives subnet
+//! management packets only), whatever the host's view of its port.
+//!
 //! The CA's subnet management agent runs here, in the fabric, not in the host: SMPs (VL15) that
 //! reach the slot go to an [`Hca`] that holds the CA's GUIDs and ports and answers them as any
 //! HCA's SMA does (IBA 1 chapter 14, `crate::hw::hca` module `sma`), so the SM discovers and
@@ -61,6 +65,9 @@ pub struct RemoteCounters {
     pub queue_full: u64,
     /// Packets from the fabric that arrived on a port other than the slot's.
     pub other_port: u64,
+    /// Data packets from the fabric dropped: the slot's port was neither Armed nor Active
+    /// (IBA 1 §7.2: a port in Init receives subnet management packets only).
+    pub to_host_not_armed: u64,
     /// Packets from the host put on the port.
     pub from_host: u64,
     /// From the host, dropped: not a packet, or a bad VCRC.
@@ -330,6 +337,10 @@ impl Device for Remote {
             self.port_changes();
         } else if port != self.port {
             self.counters.other_port += 1;
+        } else if !self.sma.port(port).is_some_and(|p| p.state.receives_data()) {
+            // IBA 1 §7.2, as the emulated HCA's `PortNotActive` on receipt: the host, whose
+            // view of the port may lag the SMA's, is not given what its port would not take.
+            self.counters.to_host_not_armed += 1;
         } else if !self.attached {
             self.counters.unattached += 1;
         } else if self.push(ToHost::Packet(packet)) {
@@ -404,5 +415,27 @@ mod tests {
         assert_eq!(tx.len(), 1);
         let c = r.counters();
         assert_eq!((c.port_not_active, c.from_host), (0, 1));
+    }
+
+    // IBA 1 §7.2: a port in Init receives subnet management packets only, Armed and Active data
+    // too. What the switch sends the slot's port in Init is not queued for the host, however
+    // the host sees its port; SMPs go to the slot's SMA in every state.
+    #[test]
+    fn a_data_packet_for_a_port_in_init_is_not_given_to_the_host() {
+        let packet = ud_packet(9, 5, 64, PKey::DEFAULT);
+        for (state, queued) in [
+            (PortState::Down, false),
+            (PortState::Init, false),
+            (PortState::Armed, true),
+            (PortState::Active, true),
+        ] {
+            let (mut r, mut tx) = slot_in(state);
+            r.queue.clear();
+            r.receive(Instant::ZERO, 1, packet.clone(), &mut tx);
+            let c = r.counters();
+            assert_eq!(r.has_to_host(), queued, "{state:?}");
+            assert_eq!(c.to_host, u64::from(queued), "{state:?}");
+            assert_eq!(c.to_host_not_armed, u64::from(!queued), "{state:?}");
+        }
     }
 }
