@@ -21,9 +21,11 @@
 //! - it has a BTH and its P_Key is one of the port's P_Key table entries, membership bit included
 //!   (IBA 1 §10.9.2: the P_Key a packet carries comes from the sender's table).
 //!
-//! What the switch sends the CA is queued for the host only when it is an SMP (for the slot's SMA,
-//! below) or the slot's port is Armed or Active (IBA 1 §7.2: a port in Init receives subnet
-//! management packets only), whatever the host's view of its port.
+//! What the switch sends the CA on VL15 goes to the slot's SMA (below), never to the host; a data
+//! packet is queued for the host only while the slot's port is Armed or Active (IBA 1 §7.2: a
+//! port in Init receives subnet management packets only), whatever the host's view of its port,
+//! or when it fails the link layer's checks (malformed, a bad CRC): those the host's HCA
+//! discards and counts in the port's PortRcvErrors (IBA 1 §16.1.3.5), in any state.
 //!
 //! The CA's subnet management agent runs here, in the fabric, not in the host: SMPs (VL15) that
 //! reach the slot go to an [`Hca`] that holds the CA's GUIDs and ports and answers them as any
@@ -66,7 +68,8 @@ pub struct RemoteCounters {
     /// Packets from the fabric that arrived on a port other than the slot's.
     pub other_port: u64,
     /// Data packets from the fabric dropped: the slot's port was neither Armed nor Active
-    /// (IBA 1 §7.2: a port in Init receives subnet management packets only).
+    /// (IBA 1 §7.2: a port in Init receives subnet management packets only). A packet that
+    /// fails the link layer's checks is not dropped here but by the host's HCA (module docs).
     pub to_host_not_armed: u64,
     /// Packets from the host put on the port.
     pub from_host: u64,
@@ -329,6 +332,14 @@ fn on_vl15(packet: &[u8]) -> bool {
     packet.first().is_some_and(|b| b >> 4 == 15)
 }
 
+/// True for a packet that passes the checks a receiving port makes before its state's
+/// (`crate::hw::hca` `rx`): it parses, its LVer is 0 (IBA 1 §7.7), its VCRC and ICRC are good
+/// (IBA 1 §7.8). Computed only for a data packet to a port in Init, never on the way to a host
+/// whose port takes data.
+fn passes_link_checks(packet: &[u8]) -> bool {
+    Packet::parse(packet).is_ok_and(|p| p.lrh.lver == 0 && p.vcrc_ok && p.icrc_ok)
+}
+
 impl Device for Remote {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         if on_vl15(&packet) {
@@ -337,9 +348,13 @@ impl Device for Remote {
             self.port_changes();
         } else if port != self.port {
             self.counters.other_port += 1;
-        } else if !self.sma.port(port).is_some_and(|p| p.state.receives_data()) {
+        } else if !self.sma.port(port).is_some_and(|p| p.state.receives_data())
+            && passes_link_checks(&packet)
+        {
             // IBA 1 §7.2, as the emulated HCA's `PortNotActive` on receipt: the host, whose
             // view of the port may lag the SMA's, is not given what its port would not take.
+            // A packet that fails the link layer's checks goes on: the host's HCA discards it
+            // and counts it in PortRcvErrors (IBA 1 §16.1.3.5), as it checks before the state.
             self.counters.to_host_not_armed += 1;
         } else if !self.attached {
             self.counters.unattached += 1;
@@ -437,5 +452,34 @@ mod tests {
             assert_eq!(c.to_host, u64::from(queued), "{state:?}");
             assert_eq!(c.to_host_not_armed, u64::from(!queued), "{state:?}");
         }
+    }
+
+    // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, IBA 1 §7.7) or with a bad VCRC
+    // counts in the receiving port's PortRcvErrors whatever the port's state; the emulated HCA
+    // checks the link layer before the port state (`crate::hw::hca` `rx`). Such a packet for a
+    // slot's port in Init goes to the host, whose HCA discards and counts it, as an HCA in the
+    // fabric would; only a good data packet is dropped at the slot for the port's state.
+    #[test]
+    fn a_bad_packet_for_a_port_in_init_still_counts_in_port_rcv_errors() {
+        let good = ud_packet(9, 5, 64, PKey::DEFAULT);
+        let mut lver = good.clone();
+        lver[0] |= 1;
+        ipoib_wire::packet::fill_crcs(&mut lver).unwrap();
+        let mut bad_vcrc = good.clone();
+        let n = bad_vcrc.len();
+        bad_vcrc[n - 1] ^= 1;
+        let (mut r, mut tx) = slot_in(PortState::Init);
+        r.queue.clear();
+        for p in [good, lver, bad_vcrc] {
+            r.receive(Instant::ZERO, 1, p, &mut tx);
+        }
+        let c = r.counters();
+        assert_eq!((c.to_host, c.to_host_not_armed), (2, 1), "{c:?}");
+        // The host's HCA, its port in Init as the slot's: each is a receive error.
+        let (mut host, mut htx) = slot_in(PortState::Init);
+        while let Some(ToHost::Packet(p)) = r.poll_to_host() {
+            host.sma_mut().receive(Instant::ZERO, 1, p, &mut htx);
+        }
+        assert_eq!(host.sma().port(1).unwrap().traffic.rcv_errors, 2);
     }
 }
