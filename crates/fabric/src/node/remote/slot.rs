@@ -13,7 +13,9 @@
 //!   packets only, and a data packet from a port not Active is discarded, as the emulated HCA's
 //!   `TxPortNotActive`, counted in PortXmitDiscards, §16.1.3.5): the port's state is the slot's
 //!   SMA's, which the SM sets; the host learns it by a [`PortConfig`] that may arrive after the
-//!   change, and what it sends meanwhile on a port the SM took out of Active is dropped here;
+//!   change, and what it sends meanwhile on a port the SM took out of Active is dropped here,
+//!   counted in `port_not_active` only: the CA's PMA runs in the host's HCA, which sent it from a
+//!   port it held Active, so the port's PortXmitDiscards does not count it;
 //! - the slot's port has a LID and the packet's SLID is in its LID range (IBA 1 §7.11.1: a port
 //!   sends with SLID = base LID + path bits);
 //! - a GRH's SGID is the port's GID (IBA 1 §8.3.1: the SGID is one of the sender's GIDs; the port
