@@ -12,6 +12,13 @@
 //!   timer that moves earlier moves it. A stale entry is moved to the QP's timer (or dropped)
 //!   once its place is due; until then the earliest timer and the due QPs are read through it.
 //!
+//! `ready` and `timers` are sorted vectors ([`SortedSet`]), not B-trees: they hold a few entries
+//! (the QPs that took an input since the last drain; one timer entry per QP with a timer), and
+//! every IB packet an HCA sends or receives inserts into `ready` and takes out of it again, which
+//! in a `BTreeSet` allocates its node each time the set goes from empty to one entry and frees it
+//! when it goes back, and looks it up through a range search (in connected mode 4 % of the lab's
+//! emulation thread, docs/benchmarks/ip.md).
+//!
 //! Invariants: each QP with an entry in `timer` has exactly one entry `(at, q)` in `timers`, at
 //! or before its timer (`due`, `None`: no timer), and no other QP has one; both hold only QPs
 //! the HCA has (entries go with `remove`); `ready` is walked in QPN order, as the HCA's table of
@@ -19,8 +26,67 @@
 
 use crate::hw::verbs::Qpn;
 use ipoib_proto::time::Instant;
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
+use std::collections::BTreeMap;
+
+/// A set as a sorted vector without duplicates: in order like a `BTreeSet`, with no allocation
+/// per insert or removal once it has grown (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SortedSet<T>(Vec<T>);
+
+impl<T> Default for SortedSet<T> {
+    fn default() -> SortedSet<T> {
+        SortedSet(Vec::new())
+    }
+}
+
+impl<T: Ord + Copy> SortedSet<T> {
+    /// Adds `v`; false when it was there already.
+    fn insert(&mut self, v: T) -> bool {
+        match self.0.binary_search(&v) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, v);
+                true
+            }
+        }
+    }
+
+    /// Takes `v` out; false when it was not there.
+    fn remove(&mut self, v: &T) -> bool {
+        match self.0.binary_search(v) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Takes out the lowest element for which `below` is false (the elements for which it is
+    /// true come first: `below` is `v <= bound` or the like).
+    fn take_first_not(&mut self, below: impl Fn(&T) -> bool) -> Option<T> {
+        let i = self.0.partition_point(below);
+        (i < self.0.len()).then(|| self.0.remove(i))
+    }
+
+    #[cfg(test)]
+    fn contains(&self, v: &T) -> bool {
+        self.0.binary_search(v).is_ok()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+}
 
 /// A QP's engine timer and where `timers` holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +98,9 @@ struct Timer {
 /// See the module docs.
 #[derive(Debug, Default)]
 pub(super) struct Schedule {
-    ready: BTreeSet<Qpn>,
+    ready: SortedSet<Qpn>,
     timer: BTreeMap<Qpn, Timer>,
-    timers: BTreeSet<(Instant, Qpn)>,
+    timers: SortedSet<(Instant, Qpn)>,
 }
 
 impl Schedule {
@@ -87,17 +153,15 @@ impl Schedule {
     /// Takes the lowest ready QP above `after` (from the lowest when `None`). A QP made ready
     /// while a walk is past it stays for the next walk.
     pub fn next_ready(&mut self, after: Option<Qpn>) -> Option<Qpn> {
-        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let q = *self.ready.range((lower, Bound::Unbounded)).next()?;
-        self.ready.remove(&q);
-        Some(q)
+        self.ready
+            .take_first_not(|&q| after.is_some_and(|a| q <= a))
     }
 
     /// The earliest engine timer. Entries are walked from the earliest place while a place may
     /// still come before the earliest timer seen: only stale entries are passed over.
     pub fn next_timer(&self) -> Option<Instant> {
         let mut best: Option<Instant> = None;
-        for &(at, q) in &self.timers {
+        for &(at, q) in self.timers.iter() {
             if best.is_some_and(|b| at >= b) {
                 break;
             }
@@ -146,6 +210,22 @@ mod tests {
 
     fn at(us: u64) -> Instant {
         Instant::ZERO + Duration::from_micros(us)
+    }
+
+    // The sorted vector behaves as an ordered set: no duplicates, in order, the first element
+    // past a bound taken out.
+    #[test]
+    fn sorted_set_is_an_ordered_set() {
+        let mut s = SortedSet::default();
+        assert!(s.insert(5u32) && s.insert(1) && s.insert(9));
+        assert!(!s.insert(5));
+        assert_eq!(s.iter().copied().collect::<Vec<_>>(), vec![1, 5, 9]);
+        assert_eq!(s.take_first_not(|&v| v <= 1), Some(5));
+        assert_eq!(s.take_first_not(|&v| v <= 9), None);
+        assert!(s.remove(&9) && !s.remove(&9));
+        assert_eq!((s.len(), s.contains(&1)), (1, true));
+        assert_eq!(s.take_first_not(|_| false), Some(1));
+        assert!(s.is_empty());
     }
 
     #[test]
