@@ -129,6 +129,7 @@ fn bench(conn: bool, total: u64) {
     assert_eq!(take(&mut net, 1, 1).0, 1, "one warm-up packet");
     let batches = (total / (len * BATCH) as u64).max(1);
     let (cpu0, wall0, sim0) = (thread_cpu(), Instant::now(), net.sim().now());
+    let stats0 = net.sim().stats();
     let mut bytes = 0u64;
     for _ in 0..batches {
         send(&mut net, 0, &big, BATCH, &mut buf);
@@ -139,6 +140,7 @@ fn bench(conn: bool, total: u64) {
         assert_eq!(take(&mut net, 0, 1).0, 1, "the answer delivered");
     }
     let cpu = thread_cpu().saturating_sub(cpu0);
+    let stats = net.sim().stats();
     let wall = wall0.elapsed();
     let sim = net.sim().now().saturating_duration_since(sim0);
     let packets = batches * BATCH as u64;
@@ -156,6 +158,17 @@ fn bench(conn: bool, total: u64) {
     println!(
         "{mode}.cpu_gbit_s {:.2}",
         bytes as f64 * 8.0 / cpu.as_secs_f64() / 1e9
+    );
+    // The simulation per IP packet: events run, IB packets put on links (each one twice here:
+    // host to switch, switch to host).
+    let per = |n: u64| n as f64 / packets as f64;
+    println!(
+        "{mode}.events_per_packet {:.1}",
+        per(stats.events - stats0.events)
+    );
+    println!(
+        "{mode}.ib_packets_per_packet {:.1}",
+        per(stats.packets - stats0.packets)
     );
     println!("{mode}.wall_ms {:.1}", wall.as_secs_f64() * 1e3);
     println!("{mode}.sim_ms {:.1}", sim.as_secs_f64() * 1e3);
