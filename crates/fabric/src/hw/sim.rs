@@ -286,7 +286,6 @@ impl Simulator {
         f: impl FnOnce(&mut T, Instant, &mut Tx) -> R,
     ) -> Option<R> {
         let now = self.now;
-        let mut tx = std::mem::take(&mut self.tx);
         let r = {
             let dev = self
                 .nodes
@@ -294,10 +293,9 @@ impl Simulator {
                 .device
                 .as_any_mut()
                 .downcast_mut::<T>()?;
-            f(dev, now, &mut tx)
+            f(dev, now, &mut self.tx)
         };
-        self.flush(id, &mut tx);
-        self.tx = tx;
+        self.flush(id);
         self.refresh_timer(id);
         Some(r)
     }
@@ -410,14 +408,22 @@ impl Simulator {
         }
     }
 
-    /// Puts what `from` sent onto its links.
-    fn flush(&mut self, from: NodeId, tx: &mut Tx) {
-        for (port, packet) in tx.out.drain(..) {
-            self.transmit(PortRef { node: from, port }, packet);
+    /// Puts what `from` sent (into `self.tx`) onto its links. The simulator's one [`Tx`] stays
+    /// in place: devices get it by a borrow of its field, and only its list of packets is
+    /// taken out while they are sent (and put back empty, its allocation kept).
+    fn flush(&mut self, from: NodeId) {
+        if !self.tx.out.is_empty() {
+            let mut out = std::mem::take(&mut self.tx.out);
+            for (port, packet) in out.drain(..) {
+                self.transmit(PortRef { node: from, port }, packet);
+            }
+            self.tx.out = out;
         }
-        let at = self.now + CONFIG_DELAY;
-        for (to, config) in std::mem::take(&mut tx.config) {
-            self.schedule(at, Event::Configure { to, config });
+        if !self.tx.config.is_empty() {
+            let at = self.now + CONFIG_DELAY;
+            for (to, config) in std::mem::take(&mut self.tx.config) {
+                self.schedule(at, Event::Configure { to, config });
+            }
         }
     }
 
@@ -512,28 +518,27 @@ impl Simulator {
         };
         self.now = self.now.max(at);
         self.stats.events += 1;
-        let mut tx = std::mem::take(&mut self.tx);
+        let tx = &mut self.tx;
         let node = match event {
             Event::Deliver { to, link, packet } => {
                 let l = &mut self.links[link.0];
                 if !l.up {
                     let side = usize::from(l.ends[0] == to);
                     l.dirs[side].stats.dropped_down += 1;
-                    self.tx = tx;
                     return true;
                 }
                 let side = usize::from(l.ends[0] == to);
                 l.dirs[side].stats.delivered += 1;
                 self.nodes[to.node.0]
                     .device
-                    .receive_frame(self.now, to.port, packet, &mut tx);
+                    .receive_frame(self.now, to.port, packet, tx);
                 Some(to.node)
             }
             Event::Timer { node } => {
                 let slot = &mut self.nodes[node.0];
                 if slot.timer == Some(at) {
                     slot.timer = None;
-                    slot.device.handle_timeout(self.now, &mut tx);
+                    slot.device.handle_timeout(self.now, tx);
                     Some(node)
                 } else {
                     None // superseded by a later poll_timeout
@@ -541,7 +546,7 @@ impl Simulator {
             }
             Event::Configure { to, config } => match self.nodes.get_mut(to.0) {
                 Some(slot) => {
-                    slot.device.configure(self.now, config, &mut tx);
+                    slot.device.configure(self.now, config, tx);
                     Some(to)
                 }
                 None => None,
@@ -552,18 +557,17 @@ impl Simulator {
                 for e in ends {
                     self.nodes[e.node.0]
                         .device
-                        .link_state(self.now, e.port, up, &mut tx);
-                    self.flush(e.node, &mut tx);
+                        .link_state(self.now, e.port, up, &mut self.tx);
+                    self.flush(e.node);
                     self.refresh_timer(e.node);
                 }
                 None
             }
         };
         if let Some(n) = node {
-            self.flush(n, &mut tx);
+            self.flush(n);
             self.refresh_timer(n);
         }
-        self.tx = tx;
         true
     }
 
