@@ -21,6 +21,8 @@ const LRH_LEN: usize = LrhRepr::LEN;
 const GRH_LEN: usize = GrhRepr::LEN;
 const BTH_LEN: usize = BthRepr::LEN;
 
+mod ud_local;
+
 /// A parsed packet borrowing its payload from the receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet<'a> {
@@ -303,10 +305,8 @@ impl<'a> PacketRepr<'a> {
         Ok(total)
     }
 
-    /// [`PacketRepr::emit`] without computing the ICRC and VCRC (their fields are zero), for a
-    /// caller that writes them with [`fill_crcs`] before the bytes are used (an emulated link
-    /// whose receivers know them good, `ipoib_fabric`'s `Frame`).
-    pub fn emit_without_crcs(&self, buf: &mut [u8]) -> Result<usize> {
+    /// [`PacketRepr::emit_without_crcs`] for any packet (`ud_local` has its common case).
+    fn emit_any_without_crcs(&self, buf: &mut [u8]) -> Result<usize> {
         let (total, ext_len) = self.checked_len()?;
         if buf.len() < total {
             return Err(Error::Truncated);

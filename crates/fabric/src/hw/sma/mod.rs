@@ -64,10 +64,10 @@ pub fn smp_packet_in(buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> 
 }
 
 /// [`smp_packet_in`] for a device of the emulation: its CRCs pending, written when the bytes
-/// leave the emulation's receivers ([`Frame`]).
+/// leave the emulation's receivers ([`Frame`]). A spent packet's bytes are written over, not
+/// zeroed first: `emit_without_crcs` writes every byte up to the VCRC (as in `hca::ud::emit`).
 pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Frame {
     let r = smp_repr(slid, dlid, sl, mad);
-    buf.clear();
     buf.resize(r.buffer_len(), 0);
     // A 256-byte MAD always fits PktLen, and the extended headers are those of UD SEND Only;
     // were it not so, the empty frame would be dropped as malformed by its receiver.

@@ -1,0 +1,145 @@
+//! The builder's common case, written straight: a UD SEND Only packet without GRH (LRH, BTH,
+//! DETH, payload; IBA 1 §9.2, §9.8), which every MAD and every local UD datagram of the
+//! emulation is. Same bytes and same errors as the general path (`emit_any_without_crcs`, a
+//! proptest below compares them); only the work differs: no walk over the eight extended
+//! headers to find the DETH alone, the lengths computed once.
+
+use super::{PacketRepr, BTH_LEN, LRH_LEN};
+use crate::ib::lid::pkt_len_for;
+use crate::ib::{DethRepr, ExtHeaders, Lnh, Lrh, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
+use crate::{Error, Result};
+
+const DETH_LEN: usize = 8;
+
+impl PacketRepr<'_> {
+    /// [`PacketRepr::emit`] without computing the ICRC and VCRC (their fields are zero), for a
+    /// caller that writes them with [`super::fill_crcs`] before the bytes are used (an emulated
+    /// link whose receivers know them good, `ipoib_fabric`'s `Frame`).
+    pub fn emit_without_crcs(&self, buf: &mut [u8]) -> Result<usize> {
+        match self.ud_local_deth() {
+            Some(deth) => self.emit_ud_local(buf, deth),
+            None => self.emit_any_without_crcs(buf),
+        }
+    }
+
+    /// The DETH of a UD SEND Only packet without GRH whose only extended header it is.
+    fn ud_local_deth(&self) -> Option<DethRepr> {
+        let bth = self.bth.as_ref()?;
+        if self.grh.is_some() || bth.opcode != Opcode::UD_SEND_ONLY {
+            return None;
+        }
+        let deth = self.ext.deth?;
+        let only = ExtHeaders {
+            deth: Some(deth),
+            ..ExtHeaders::default()
+        };
+        (self.ext == only).then_some(deth)
+    }
+
+    /// Writes the packet `ud_local_deth` accepted: LRH (LNH IBA local, PktLen), BTH (PadCnt),
+    /// DETH, payload, then zeroed pad and CRC fields.
+    fn emit_ud_local(&self, buf: &mut [u8], deth: DethRepr) -> Result<usize> {
+        let Some(bth) = self.bth else {
+            return Err(Error::Malformed);
+        };
+        let n = self.payload.len();
+        let pad = (4 - n % 4) % 4;
+        let payload_at = LRH_LEN + BTH_LEN + DETH_LEN;
+        let body_end = payload_at + n + pad + ICRC_LEN;
+        let pkt_len = pkt_len_for(body_end)?;
+        let total = body_end + VCRC_LEN;
+        if buf.len() < total {
+            return Err(Error::Truncated);
+        }
+        let lrh = LrhRepr {
+            lnh: Lnh::IbaLocal,
+            pkt_len,
+            ..self.lrh
+        };
+        lrh.emit(&mut Lrh::new_unchecked(&mut buf[..LRH_LEN]));
+        let bth = crate::ib::BthRepr {
+            pad_count: pad as u8,
+            ..bth
+        };
+        bth.emit_bytes(&mut buf[LRH_LEN..LRH_LEN + BTH_LEN]);
+        deth.emit_bytes(&mut buf[LRH_LEN + BTH_LEN..payload_at]);
+        buf[payload_at..payload_at + n].copy_from_slice(self.payload);
+        buf[payload_at + n..total].fill(0);
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::{BthRepr, GrhRepr, ImmDtRepr};
+    use crate::keys::{PKey, QKey};
+    use crate::types::Gid;
+    use proptest::prelude::*;
+
+    /// A UD packet from arbitrary field values; `variant` makes some of them leave the fast
+    /// path's case (a GRH, another opcode, ImmDt beside the DETH, no DETH).
+    fn repr<'a>(f: &[u8; 24], payload: &'a [u8], variant: u8) -> PacketRepr<'a> {
+        let w = |i: usize| u32::from_be_bytes([f[i], f[i + 1], f[i + 2], f[i + 3]]);
+        let mut bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey(w(0) as u16), w(4), w(8));
+        bth.se = f[12] & 1 != 0;
+        bth.m = f[12] & 2 != 0;
+        bth.tver = f[13] & 15;
+        bth.resv8a = f[14];
+        bth.ack_req = f[15] & 1 != 0;
+        bth.pad_count = f[15] >> 6;
+        let mut ext = ExtHeaders {
+            deth: Some(DethRepr {
+                qkey: QKey(w(16)),
+                src_qp: w(20),
+            }),
+            ..ExtHeaders::default()
+        };
+        let mut grh = None;
+        match variant % 8 {
+            1 => grh = Some(GrhRepr::new(Gid([f[0]; 16]), Gid([f[1]; 16]), f[2])),
+            2 => bth.opcode = Opcode(f[3]),
+            3 => ext.immdt = Some(ImmDtRepr { data: w(8) }),
+            4 => ext.deth = None,
+            _ => {}
+        }
+        PacketRepr {
+            lrh: LrhRepr {
+                vl: f[0] & 15,
+                lver: f[1] & 15,
+                sl: f[2] & 15,
+                lnh: Lnh::from(f[3] & 3),
+                dlid: w(4) as u16,
+                pkt_len: w(8) as u16,
+                slid: w(12) as u16,
+            },
+            grh,
+            bth: Some(bth),
+            ext,
+            payload,
+        }
+    }
+
+    proptest! {
+        // The fast path writes what the general path writes, over the same stale bytes, and
+        // fails as it does (a payload too long for PktLen, a buffer too short).
+        #[test]
+        fn ud_local_is_the_general_emitter(
+            f in any::<[u8; 24]>(),
+            payload in proptest::collection::vec(any::<u8>(), 0..300),
+            long in 0..8u8,
+            variant in any::<u8>(),
+            fill in any::<u8>(),
+            short in 0..40usize,
+        ) {
+            // Now and then a payload past PktLen's 11 bits of words (IBA 1 §7.7).
+            let payload = if long == 0 { vec![f[5]; 8200 + usize::from(f[6])] } else { payload };
+            let r = repr(&f, &payload, variant);
+            let len = (LRH_LEN + BTH_LEN + DETH_LEN + payload.len() + 12).saturating_sub(short);
+            let mut fast = vec![fill; len];
+            let mut general = vec![fill; len];
+            prop_assert_eq!(r.emit_without_crcs(&mut fast), r.emit_any_without_crcs(&mut general));
+            prop_assert_eq!(fast, general);
+        }
+    }
+}
