@@ -109,18 +109,20 @@ impl Hca {
         pkt: &Packet<'_>,
         for_sm: &mut Option<[u8; MAD_LEN]>,
     ) -> bool {
-        let Ok(mad) = <[u8; MAD_LEN]>::try_from(pkt.payload) else {
+        let Ok(arrived) = <&[u8; MAD_LEN]>::try_from(pkt.payload) else {
             return false;
         };
-        let mut mad = mad;
-        let directed = match MgmtClass::from(mad[1]) {
+        let directed = match MgmtClass::from(arrived[1]) {
             MgmtClass::SubnDirectedRoute => true,
             MgmtClass::SubnLid => false,
             _ => return false,
         };
+        let nports = self.port_count();
+        // The hop rules decide on the MAD as it came; only one for the SMA is copied, to be
+        // changed by them and answered (a returning SMP, the answers an SM's sweep brings back
+        // to its port, goes to QP0 as it came).
         if directed {
-            let nports = self.port_count();
-            match dr::receive(&mut mad, port, false, nports) {
+            match dr::step(arrived, false, nports) {
                 DrStep::Local => {}
                 DrStep::ToRequester | DrStep::Forward(_) => return false,
                 DrStep::Discard(_) => {
@@ -128,6 +130,10 @@ impl Hca {
                     return true;
                 }
             }
+        }
+        let mut mad = *arrived;
+        if directed {
+            dr::receive(&mut mad, port, false, nports);
         }
         let Ok(req) = SmpMadRepr::parse(&mad) else {
             return false;

@@ -100,6 +100,37 @@ pub fn receive(mad: &mut [u8], in_port: u8, is_switch: bool, nports: u8) -> DrSt
     DrStep::Discard(DrDiscard::BadHop)
 }
 
+/// What [`receive`] decides for `mad`, without changing it: for a node that keeps the MAD only
+/// when it is for its own SMA, so that it copies only that one (the port it came in by changes
+/// the MAD, not the decision). The same rules in the same order; a proptest holds the two to
+/// each other.
+pub fn step(mad: &[u8], is_switch: bool, nports: u8) -> DrStep {
+    let Ok(m) = SmpMad::new_checked(mad) else {
+        return DrStep::Discard(DrDiscard::BadHop);
+    };
+    let (h, n) = (m.hop_pointer(), m.hop_count());
+    if usize::from(n) >= SMP_PATH_LEN {
+        return DrStep::Discard(DrDiscard::BadHop);
+    }
+    if m.dr_slid() != LID_PERMISSIVE || m.dr_dlid() != LID_PERMISSIVE {
+        return DrStep::Discard(DrDiscard::LidRoutedPart);
+    }
+    let valid = |p: u8| p != 0 && p <= nports;
+    let forward = |out: u8| match (is_switch, valid(out)) {
+        (false, _) => DrStep::Discard(DrDiscard::NotASwitch),
+        (true, false) => DrStep::Discard(DrDiscard::BadPort),
+        (true, true) => DrStep::Forward(out),
+    };
+    match (m.direction(), h) {
+        (false, h) if h >= 1 && h < n => forward(m.initial_path()[usize::from(h) + 1]),
+        (false, h) if h == n => DrStep::Local,
+        (true, h) if h >= 2 && h <= n => forward(m.return_path()[usize::from(h) - 1]),
+        (true, 1) => DrStep::ToRequester,
+        (true, 0) if n == 0 => DrStep::ToRequester,
+        _ => DrStep::Discard(DrDiscard::BadHop),
+    }
+}
+
 /// Turns the request `mad` (already answered in place) into a response leaving the responder
 /// (C14-13:1): sets D and steps HopPointer back from n + 1 to n. Returns the port to send it out
 /// of: `ReturnPath[n]`, or `in_port` when HopCount is 0.
@@ -235,5 +266,42 @@ mod tests {
             receive(&mut m, 1, true, 8),
             DrStep::Discard(DrDiscard::LidRoutedPart)
         );
+    }
+
+    proptest::proptest! {
+        // `step` decides what `receive` does, over hop fields near every boundary, both
+        // directions, LID-routed parts and ports in and out of range.
+        #[test]
+        fn step_is_receive_without_the_changes(
+            h in 0..70u8,
+            n in 0..70u8,
+            near in 0..8u8,
+            returning: bool,
+            lid_routed in 0..8u8,
+            paths in proptest::collection::vec(0..12u8, 128),
+            in_port in 0..12u8,
+            is_switch: bool,
+            nports in 1..10u8,
+        ) {
+            // HopPointer mostly at the rules' boundaries: 0, 1, n - 1, n, n + 1.
+            let h = match near {
+                0 => 0,
+                1 => 1,
+                2 => n.saturating_sub(1),
+                3 => n,
+                4 => n + 1,
+                _ => h,
+            };
+            let mut m = dr_get(&[1], 1);
+            m[4] = u8::from(returning) << 7;
+            m[6] = h;
+            m[7] = n;
+            m[128..256].copy_from_slice(&paths);
+            if lid_routed == 0 {
+                m[34] = 0;
+            }
+            let decided = step(&m, is_switch, nports);
+            proptest::prop_assert_eq!(receive(&mut m, in_port, is_switch, nports), decided);
+        }
     }
 }
