@@ -568,7 +568,10 @@ impl Hca {
             return 0;
         }
         let before = self.counters.tx_packets;
-        for (port, packet, local) in std::mem::take(&mut self.sma_out) {
+        // The list is taken out while it is sent (a looped-back SMP's answer joins a new one,
+        // for the next flush, as before) and given back empty, its allocation kept.
+        let mut out = std::mem::take(&mut self.sma_out);
+        for (port, packet, local) in out.drain(..) {
             // Counted as sent, as a UD packet looped back to a local LID is.
             self.counters.tx_packets += 1;
             if local {
@@ -589,6 +592,9 @@ impl Hca {
             }
             tx.send_frame(port, packet);
         }
+        if self.sma_out.is_empty() {
+            self.sma_out = out;
+        }
         let mut held = Vec::new();
         while let Some((qpn, wr)) = self.sendq.pop_front() {
             match self.qps.get(&qpn).map(|q| q.state) {
@@ -602,7 +608,9 @@ impl Hca {
                 None => {}
             }
         }
-        self.sendq.extend(held);
+        if !held.is_empty() {
+            self.sendq.extend(held);
+        }
         self.connected_dirty = false;
         if self.sched.has_ready() {
             self.drive_connected(now, tx);
