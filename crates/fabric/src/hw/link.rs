@@ -41,15 +41,24 @@ impl Default for LinkParams {
 impl LinkParams {
     /// Time a packet of `len` bytes occupies the link.
     pub fn serialisation(&self, len: usize) -> Duration {
+        Duration::from_nanos(self.serialisation_nanos(len))
+    }
+
+    /// [`LinkParams::serialisation`] in nanoseconds (at most `u64::MAX`), for the simulator's
+    /// arithmetic on `Instant`s, which are nanoseconds too.
+    pub fn serialisation_nanos(&self, len: usize) -> u64 {
         if self.bits_per_second == 0 {
-            return Duration::ZERO;
+            return 0;
         }
         // In 64 bits when the product fits (any packet: up to 2 GB), the same quotient.
-        let ns = match (len as u64).checked_mul(8 * 1_000_000_000) {
-            Some(bits) => u128::from(bits.div_ceil(self.bits_per_second)),
-            None => (len as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.bits_per_second)),
-        };
-        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+        match (len as u64).checked_mul(8 * 1_000_000_000) {
+            Some(bits) => bits.div_ceil(self.bits_per_second),
+            None => {
+                let ns =
+                    (len as u128 * 8 * 1_000_000_000).div_ceil(u128::from(self.bits_per_second));
+                u64::try_from(ns).unwrap_or(u64::MAX)
+            }
+        }
     }
 }
 
@@ -200,6 +209,16 @@ mod tests {
             bits_per_second: 8_000_000_000,
         };
         assert_eq!(p.serialisation(1000), Duration::from_nanos(1000));
+        assert_eq!(p.serialisation_nanos(1001), 1001);
+        let slow = LinkParams {
+            bits_per_second: 3,
+            ..p
+        };
+        // 8 bits at 3 b/s: 2.67 s, rounded up to the nanosecond; past 64 bits of product, the
+        // 128-bit quotient, saturated.
+        assert_eq!(slow.serialisation_nanos(1), 2_666_666_667);
+        assert_eq!(slow.serialisation(1), Duration::from_nanos(2_666_666_667));
+        assert_eq!(slow.serialisation_nanos(usize::MAX), u64::MAX);
         assert_eq!(
             LinkParams {
                 bits_per_second: 0,

@@ -446,15 +446,22 @@ impl Simulator {
             return;
         }
         let start = dir.busy_until.max(now);
+        // In nanoseconds, as `Instant`s are (the same comparisons and sums as with `Duration`s,
+        // saturating as `Instant + Duration` does).
+        let waits = start.as_nanos() - now.as_nanos();
         if dir
             .queue_limit
-            .is_some_and(|limit| start.saturating_duration_since(now) > limit)
+            .is_some_and(|limit| u128::from(waits) > limit.as_nanos())
         {
             dir.stats.discarded_full += 1;
             self.nodes[from.node.0].device.discarded(from.port, &packet);
             return;
         }
-        let done = start + link.params.serialisation(packet.len());
+        let done = Instant::from_nanos(
+            start
+                .as_nanos()
+                .saturating_add(link.params.serialisation_nanos(packet.len())),
+        );
         dir.busy_until = done;
         let to = link.ends[1 - side];
         let latency = link.params.latency;
