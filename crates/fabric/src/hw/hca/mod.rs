@@ -272,6 +272,11 @@ impl Hca {
         }
     }
 
+    /// The oldest completion of `cq`, if any: [`Hca::poll_cq`] one at a time, without a vector.
+    pub fn poll_one(&mut self, cq: CqId) -> Option<Completion> {
+        self.cqs.get_mut(&cq)?.pop_front()
+    }
+
     /// Completions waiting in `cq`.
     pub fn cq_len(&self, cq: CqId) -> usize {
         self.cqs.get(&cq).map_or(0, VecDeque::len)

@@ -253,7 +253,11 @@ impl Host {
                 progress = true;
                 self.port_changed(now, p);
             }
-            for c in self.hca.poll_cq(self.gsi_cq, usize::MAX) {
+            // The completions there now, one by one (handling one queues none on this CQ).
+            for _ in 0..self.hca.cq_len(self.gsi_cq) {
+                let Some(c) = self.hca.poll_one(self.gsi_cq) else {
+                    break;
+                };
                 progress = true;
                 self.on_gsi(now, c);
             }
