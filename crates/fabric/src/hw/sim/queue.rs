@@ -11,8 +11,10 @@
 //! sift through all of them; apart, a packet's pop sifts through the few hundred packets in flight.
 //! Timers queued in order (the SM's: each one 10 ms after the instant it is queued at) go to the
 //! back of a list, not into a heap, and leave it from the front; only those out of order go to the
-//! timers' heap. [`Queue::pop`] takes the smallest key of the three fronts, so the order is that of
-//! one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
+//! timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
+//! the one sent before it) wait in a list with their keys, no slot and no heap, and only the
+//! others go to the heap. [`Queue::pop`] takes the smallest key of the four fronts, so the order
+//! is that of one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
 //! remove for nearly every event: docs/benchmarks/subnet.md.)
 
 use ipoib_proto::time::Instant;
@@ -43,6 +45,11 @@ impl PartialOrd for Key {
 
 #[derive(Debug)]
 pub(super) struct Queue<E> {
+    /// Events queued in order, each at or after the instant of the one queued before it, kept
+    /// with their keys (no slot, no heap): most packets on a fabric's links, whose arrival
+    /// instants grow with the time they were sent.
+    soon_in_order: VecDeque<(Key, E)>,
+    /// The other events due soon.
     soon: BinaryHeap<Key>,
     /// Timers queued in order: the keys increase from front to back.
     timers_in_order: VecDeque<Key>,
@@ -57,6 +64,7 @@ pub(super) struct Queue<E> {
 impl<E> Default for Queue<E> {
     fn default() -> Queue<E> {
         Queue {
+            soon_in_order: VecDeque::new(),
             soon: BinaryHeap::new(),
             timers_in_order: VecDeque::new(),
             timers: BinaryHeap::new(),
@@ -86,8 +94,23 @@ impl<E> Queue<E> {
 
     /// Queues `event` at `at`, after every event already queued at `at`.
     pub fn push(&mut self, at: Instant, event: E) {
-        let key = self.key(at, event);
-        self.soon.push(key);
+        // Sequence numbers increase, so a key at or after the last one's instant is greater.
+        match self.soon_in_order.back() {
+            Some((last, _)) if last.at > at => {
+                let key = self.key(at, event);
+                self.soon.push(key);
+            }
+            _ => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                let key = Key {
+                    at,
+                    seq,
+                    slot: usize::MAX,
+                };
+                self.soon_in_order.push_back((key, event));
+            }
+        }
     }
 
     /// [`Queue::push`] for a timer: the same order, kept in the heap of timers.
@@ -104,6 +127,7 @@ impl<E> Queue<E> {
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         // The greater key is the earlier event (`Key`'s order is reversed).
         let fronts = [
+            self.soon_in_order.front().map(|(k, _)| k),
             self.soon.peek(),
             self.timers_in_order.front(),
             self.timers.peek(),
@@ -117,8 +141,9 @@ impl<E> Queue<E> {
             }
         }
         let key = match first?.0 {
-            0 => self.soon.pop(),
-            1 => self.timers_in_order.pop_front(),
+            0 => return self.soon_in_order.pop_front().map(|(k, e)| (k.at, e)),
+            1 => self.soon.pop(),
+            2 => self.timers_in_order.pop_front(),
             _ => self.timers.pop(),
         }?;
         let event = self.slots.get_mut(key.slot)?.take()?;
@@ -129,6 +154,7 @@ impl<E> Queue<E> {
     /// When the earliest event is due.
     pub fn peek_at(&self) -> Option<Instant> {
         [
+            self.soon_in_order.front().map(|(k, _)| k),
             self.soon.peek(),
             self.timers_in_order.front(),
             self.timers.peek(),
@@ -141,7 +167,7 @@ impl<E> Queue<E> {
 
     /// Events queued.
     pub fn len(&self) -> usize {
-        self.soon.len() + self.timers_in_order.len() + self.timers.len()
+        self.soon_in_order.len() + self.soon.len() + self.timers_in_order.len() + self.timers.len()
     }
 }
 
