@@ -520,7 +520,13 @@ impl Simulator {
 
     /// Processes the next event; false when there is none.
     pub fn step(&mut self) -> bool {
-        let Some((at, event)) = self.queue.pop() else {
+        self.step_due(Instant::NEVER)
+    }
+
+    /// [`Simulator::step`] when the next event is due at or before `t`; false (nothing done)
+    /// when none is.
+    fn step_due(&mut self, t: Instant) -> bool {
+        let Some((at, event)) = self.queue.pop_due(t) else {
             return false;
         };
         self.now = self.now.max(at);
@@ -580,9 +586,7 @@ impl Simulator {
 
     /// Runs every event up to and including time `t`, then sets the clock to `t`.
     pub fn run_until(&mut self, t: Instant) {
-        while self.queue.peek_at().is_some_and(|at| at <= t) {
-            self.step();
-        }
+        while self.step_due(t) {}
         self.now = self.now.max(t);
     }
 

@@ -124,7 +124,14 @@ impl<E> Queue<E> {
     }
 
     /// The earliest event (the first one queued among the earliest).
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<(Instant, E)> {
+        self.pop_due(Instant::NEVER)
+    }
+
+    /// [`Queue::pop`] when the earliest event is due at or before `t`; else `None` and
+    /// nothing taken (one look at the fronts where [`Queue::peek_at`] and `pop` take two).
+    pub fn pop_due(&mut self, t: Instant) -> Option<(Instant, E)> {
         // The greater key is the earlier event (`Key`'s order is reversed).
         let fronts = [
             self.soon_in_order.front().map(|(k, _)| k),
@@ -140,7 +147,11 @@ impl<E> Queue<E> {
                 }
             }
         }
-        let key = match first?.0 {
+        let (which, k) = first?;
+        if k.at > t {
+            return None;
+        }
+        let key = match which {
             0 => return self.soon_in_order.pop_front().map(|(k, e)| (k.at, e)),
             1 => self.soon.pop(),
             2 => self.timers_in_order.pop_front(),
@@ -202,6 +213,17 @@ mod tests {
                         q.push_timer(at, seq);
                     }
                     heap.push(Reverse((at, seq)));
+                } else if rng.below(4) == 0 {
+                    // Only what is due by `t`: the earliest, or nothing.
+                    let t = now + Duration::from_nanos(rng.below(4) * 10);
+                    let a = q.pop_due(t);
+                    let due = heap.peek().is_some_and(|Reverse((at, _))| *at <= t);
+                    let b = if due {
+                        heap.pop().map(|Reverse(x)| x)
+                    } else {
+                        None
+                    };
+                    assert_eq!(a, b, "seed {seed}");
                 } else {
                     let a = q.pop();
                     let b = heap.pop().map(|Reverse(x)| x);
