@@ -54,7 +54,7 @@ use ipoib_fabric::node::host::{
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_HEADER_LEN};
+use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppRepr, RmppType, MAD_HEADER_LEN};
 use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use sock::Sock;
@@ -633,11 +633,10 @@ impl IbsimServer {
             return;
         };
         let mut mad = req.mad;
-        if let Ok(h) = MadHeaderRepr::parse_bytes(&mad) {
-            if !h.method.is_response() {
-                // ibsim sim_mad.c update_trid: the client id in the TID's top 16 bits.
-                mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
-            }
+        // The Method byte alone (the whole header need not be parsed for it).
+        if !Mad::new_unchecked(&mad[..]).method().is_response() {
+            // ibsim sim_mad.c update_trid: the client id in the TID's top 16 bits.
+            mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
         }
         let hp = net.host(host).port;
         let pkey = net
