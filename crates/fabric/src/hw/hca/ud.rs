@@ -110,8 +110,8 @@ impl Framing {
 impl Hca {
     /// Builds and transmits one UD send; completes it (IBA 1 §10.8.3: signaled, or any error).
     /// After an error the QP enters SQE and its remaining sends are flushed (IBA 1 §10.3.1).
-    pub(super) fn ud_send(&mut self, now: Instant, qpn: Qpn, wr: SendWr, tx: &mut Tx) {
-        let built = self.build_ud(qpn, &wr);
+    pub(super) fn ud_send(&mut self, now: Instant, qpn: Qpn, mut wr: SendWr, tx: &mut Tx) {
+        let built = self.build_ud(qpn, &mut wr);
         let status = match built {
             Ok(Some(b)) => {
                 self.transmit(now, qpn, b, tx);
@@ -157,7 +157,7 @@ impl Hca {
 
     /// The datagram for `wr`, `Ok(None)` when the port may not send it now (IBA 1 §7.2: only
     /// an Active port sends data packets; QP0 sends from Init on), or the completion error.
-    fn build_ud(&mut self, qpn: Qpn, wr: &SendWr) -> Result<Option<Built>, WcStatus> {
+    fn build_ud(&mut self, qpn: Qpn, wr: &mut SendWr) -> Result<Option<Built>, WcStatus> {
         let buf = self.spare.take().unwrap_or_default();
         let qp = self.qps.get(&qpn).ok_or(WcStatus::LocQpOpErr)?;
         let dest = wr.ud.ok_or(WcStatus::LocQpOpErr)?;
@@ -241,28 +241,24 @@ impl Hca {
         };
         // IBA 1 §14.2.2.2 C14-9:1: QP0's port moves the HopPointer of a directed-route SMP it
         // originates, and sends it only out of the port its path names.
-        let mut smp = None;
-        if qp0 && wr.data.len() == MAD_LEN {
-            // A copy on the stack: the work request keeps the MAD as posted.
-            let mut mad = [0u8; MAD_LEN];
-            mad.copy_from_slice(&wr.data);
-            if !crate::hw::sma::dr::originate(&mut mad, qp.port) {
-                return Err(WcStatus::LocQpOpErr);
-            }
-            smp = Some(mad);
+        // The MAD changes in the work request itself, which is spent once sent (only its
+        // length is read again, for the completion).
+        let smp = qp0 && wr.data.len() == MAD_LEN;
+        if smp && !crate::hw::sma::dr::originate(&mut wr.data, qp.port) {
+            return Err(WcStatus::LocQpOpErr);
         }
         let repr = PacketRepr {
             lrh,
             grh,
             bth: Some(bth),
             ext,
-            payload: smp.as_ref().map_or(&wr.data[..], |m| &m[..]),
+            payload: &wr.data,
         };
         let bytes = emit(buf, &repr).ok_or(WcStatus::LocLenErr)?;
         // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 is for this node's own SMA.
-        let hop0 = smp.as_ref().is_some_and(|m| {
-            SmpMad::new_checked(&m[..]).is_ok_and(|m| m.is_directed() && m.hop_count() == 0)
-        });
+        let hop0 = smp
+            && SmpMad::new_checked(&wr.data[..])
+                .is_ok_and(|m| m.is_directed() && m.hop_count() == 0);
         let local = hop0 || (!mcast && port.path_bits(ah.dlid).is_some());
         let port_num = qp.port;
         if let Some(q) = self.qps.get_mut(&qpn) {

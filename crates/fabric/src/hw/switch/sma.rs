@@ -139,11 +139,12 @@ impl Switch {
                 let nports = self.nports();
                 let (mut packet, trusted) = packet.into_parts();
                 let mad = &mut packet[off..off + MAD_LEN];
-                // The bytes before the hop rules change them, for update_crcs.
+                // The bytes before the hop rules change them, for update_crcs (CRCs pending
+                // need none).
                 let old = if trusted {
-                    [0; MAD_LEN]
+                    None
                 } else {
-                    <[u8; MAD_LEN]>::try_from(&*mad).ok()?
+                    Some(<[u8; MAD_LEN]>::try_from(&*mad).ok()?)
                 };
                 match dr::receive(mad, port, true, nports) {
                     // CRCs the emulation computed: they are written when the bytes are next
@@ -156,7 +157,9 @@ impl Switch {
                         // The hop rules changed two bytes of the MAD: the ICRC is computed
                         // again, the VCRC (good on receipt) updated for the changed bytes,
                         // byte for byte what fill_crcs writes, without a pass over the packet.
-                        if crc::update_crcs(&mut packet, off, &old).is_ok() {
+                        let updated =
+                            old.is_some_and(|o| crc::update_crcs(&mut packet, off, &o).is_ok());
+                        if updated {
                             self.stats.smp_forwarded += 1;
                             self.send_from_management(out, Frame::with_crcs(packet), tx);
                         }
