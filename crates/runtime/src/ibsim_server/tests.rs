@@ -19,6 +19,24 @@ mod bad;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// How long a test waits for what must come: long enough for a loaded machine (2 cores shared by
+/// parallel tests); only a failing test waits this long.
+const LONG: Duration = Duration::from_secs(30);
+
+/// Asks `cond` every 20 ms until it holds (true) or [`LONG`] passed (false).
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + LONG;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A socket base name no other test of this process uses.
 fn unique_base() -> String {
     format!(
@@ -32,11 +50,21 @@ fn unique_base() -> String {
 /// switches discarded (`SwitchDropReason::SmpDiscarded`, summed).
 type Stopped = (ServerCounters, usize, u64);
 
+/// A request to park the server thread between two turns: it says so on the first sender and
+/// waits until the second channel is closed.
+type Pause = (mpsc::Sender<()>, mpsc::Receiver<()>);
+
 /// A running server; [`Running::stop`] ends it and returns its counters and remaining clients.
 struct Running {
     base: String,
     stop: Arc<AtomicBool>,
+    pauses: mpsc::Sender<Pause>,
     thread: Option<JoinHandle<Stopped>>,
+}
+
+/// The server parked by [`Running::pause`]; it goes on when this is dropped.
+struct Paused {
+    _go_on: mpsc::Sender<()>,
 }
 
 impl Running {
@@ -56,6 +84,7 @@ impl Running {
     fn start_with(base: String, cfg: ServerConfig, opts: ServeOptions) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();
+        let (pauses, pause_rx) = mpsc::channel::<Pause>();
         let s = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             let topo = Topology::single_switch(3).unwrap();
@@ -66,7 +95,14 @@ impl Running {
             serve(
                 &mut server,
                 &mut net,
-                &mut |_| s.load(Ordering::Relaxed),
+                &mut |_| {
+                    // Between turns; parked here, the server reads nothing until told to go on.
+                    if let Ok((parked, go_on)) = pause_rx.try_recv() {
+                        let _ = parked.send(());
+                        let _ = go_on.recv();
+                    }
+                    s.load(Ordering::Relaxed)
+                },
                 opts,
             )
             .unwrap();
@@ -80,8 +116,19 @@ impl Running {
         Running {
             base,
             stop,
+            pauses,
             thread: Some(thread),
         }
+    }
+
+    /// Parks the server thread between two turns (where [`serve`] asks whether to stop) until
+    /// the returned guard is dropped: what clients send meanwhile waits in its sockets.
+    fn pause(&self) -> Paused {
+        let (parked_tx, parked) = mpsc::channel();
+        let (go_on, go_on_rx) = mpsc::channel();
+        self.pauses.send((parked_tx, go_on_rx)).unwrap();
+        parked.recv_timeout(LONG).expect("the server parks");
+        Paused { _go_on: go_on }
     }
 
     fn endpoint(&self) -> Endpoint {
@@ -123,8 +170,8 @@ impl Raw {
                 .unwrap();
         ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
             .unwrap();
-        ctl.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        data.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        ctl.set_read_timeout(Some(LONG)).unwrap();
+        data.set_read_timeout(Some(LONG)).unwrap();
         let info = ClientInfo {
             id: tag,
             qp: 0,
@@ -186,9 +233,7 @@ fn cpi_request(tid: u64) -> SimRequest {
 
 /// `c` asks the SA for its ClassPortInfo and gets a GetResp.
 fn assert_sa_answers(c: &IbsimClient, tid: u64) {
-    let resp = c
-        .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
-        .unwrap();
+    let resp = c.request(1, 1, &cpi_get(tid), LONG).unwrap();
     assert_eq!(
         MadHeaderRepr::parse_bytes(&resp).unwrap().method,
         Method::GetResp
@@ -219,9 +264,7 @@ fn port_info_matches_the_sas_record() {
             pir_mask::LID,
             SaAttribute::PortInfoRecord(q),
         );
-        let resp = c
-            .request(1, 1, &req.to_bytes(), Duration::from_secs(3))
-            .unwrap();
+        let resp = c.request(1, 1, &req.to_bytes(), LONG).unwrap();
         let r = SaMadRepr::parse(&resp).unwrap();
         assert_eq!(r.header.status, MadStatus::SUCCESS, "{host}");
         let SaAttribute::PortInfoRecord(rec) = r.attribute else {
@@ -268,9 +311,7 @@ fn connect_describe_and_sa_round_trip() {
     let d = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
     assert_eq!(d.client_id(), 1);
     for (cl, tid) in [(&c, 0x0000_1111_2222_3333u64), (&d, 0x7777_0000_0000_0042)] {
-        let resp = cl
-            .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
-            .unwrap();
+        let resp = cl.request(1, 1, &cpi_get(tid), LONG).unwrap();
         let h = MadHeaderRepr::parse_bytes(&resp).unwrap();
         assert_eq!(h.method, Method::GetResp);
         assert_eq!(h.transaction_id & 0xffff_ffff_ffff, tid & 0xffff_ffff_ffff);
@@ -331,10 +372,7 @@ fn garbage_and_vanished_clients() {
     assert_eq!(forged.ctl_type, CtlType::Error);
     bad.data.send(&[1, 2, 3]).unwrap();
     // The server reads its sockets in any order: ask until the drop shows.
-    let dropped = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(20));
-        bad.ctl(CtlType::GetNodeInfo, &[0; 64]).ctl_type == CtlType::Error
-    });
+    let dropped = eventually(|| bad.ctl(CtlType::GetNodeInfo, &[0; 64]).ctl_type == CtlType::Error);
     assert!(dropped);
 
     let gone = Raw::connect(&srv.base, "h2").unwrap();
@@ -342,8 +380,7 @@ fn garbage_and_vanished_clients() {
     drop(gone);
     // Until the probe found it, new clients get other slots; they stay connected.
     let mut others = Vec::new();
-    let reused = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(20));
+    let reused = eventually(|| {
         let next = Raw::connect(&srv.base, "h2").unwrap();
         let hit = next.id == gone_id;
         others.push(next);
@@ -398,9 +435,7 @@ fn more_than_ten_clients() {
     assert_eq!(ids, (0..12).collect::<Vec<u32>>());
     for (i, c) in clients.iter().enumerate() {
         let tid = 0x100 + i as u64;
-        let resp = c
-            .request(1, 1, &cpi_get(tid), Duration::from_secs(3))
-            .unwrap();
+        let resp = c.request(1, 1, &cpi_get(tid), LONG).unwrap();
         assert_eq!(
             MadHeaderRepr::parse_bytes(&resp).unwrap().transaction_id & 0xffff,
             tid
