@@ -45,7 +45,7 @@ fn console_commands_are_answered_and_quit_ends_the_server() {
     ask("Quit", "Exiting network simulator.");
     s.close_console();
     assert_eq!(
-        s.wait_exit(5).and_then(|s| s.code()),
+        s.wait_exit(30).and_then(|s| s.code()),
         Some(0),
         "Quit ends the server"
     );
@@ -59,11 +59,11 @@ fn a_line_that_is_not_utf8_is_answered_and_the_console_goes_on() {
     let mut s = console(dir.path(), "console-utf8");
     s.send_bytes(b"\xe9t\xe9\nfrob\n");
     assert_eq!(
-        s.next_line(10).as_deref(),
+        s.next_line(30).as_deref(),
         Some("error: command '\u{fffd}t\u{fffd}' unknown (try Help)")
     );
     assert_eq!(
-        s.next_line(10).as_deref(),
+        s.next_line(30).as_deref(),
         Some("error: command 'frob' unknown (try Help)")
     );
 }
@@ -94,7 +94,7 @@ fn a_server_in_the_background_of_a_shell_is_not_stopped() {
          > {d}/out 2>&1 &\n\
          p=$!\n\
          echo $p > {d}/pid\n\
-         for i in $(seq 100); do grep -q '^ready$' {d}/out && break; sleep 0.1; done\n\
+         for i in $(seq 300); do grep -q '^ready$' {d}/out && break; sleep 0.1; done\n\
          sleep 1\n\
          cut -d' ' -f3 /proc/$p/stat > {d}/state\n\
          kill -9 $p\n",

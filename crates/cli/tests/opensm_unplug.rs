@@ -104,7 +104,7 @@ fn opensm_reroutes_around_a_pulled_cable() {
 
     // Rerouted: Hca2 through the other cable, which then carries the second round of pings.
     assert!(
-        wait_for(10, || out_port(d, &server.sock, "Hca2") == other),
+        wait_for(30, || out_port(d, &server.sock, "Hca2") == other),
         "Hca2 still through port {used}"
     );
     let lid = switch1_lid(&discovered);

@@ -423,7 +423,7 @@ fn our_sm_reroutes_around_a_pulled_cable() {
     // through the other cable; every host pings every other again.
     m.server.unlink_switch1(used);
     assert!(
-        wait_for(10, || out_port(d, &sock, "Hca2") == other),
+        wait_for(30, || out_port(d, &sock, "Hca2") == other),
         "Hca2 still through port {used}: {}",
         m.server.stderr()
     );
@@ -443,7 +443,7 @@ fn our_sm_reroutes_around_a_pulled_cable() {
     m.server.relink_switch1(used);
     let active = ("Active".to_string(), "LinkUp".to_string());
     assert!(
-        wait_for(10, || switch1_port_state(d, &sock, used) == active),
+        wait_for(30, || switch1_port_state(d, &sock, used) == active),
         "Switch1 port {used}: {:?}",
         switch1_port_state(d, &sock, used)
     );

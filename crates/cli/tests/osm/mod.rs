@@ -217,7 +217,7 @@ impl Server {
     fn switch1_cable(&mut self, verb: &str, port: u8, states: &str) {
         self.send(&format!("{verb} \"Switch1\"[{port}]"));
         let done = format!("{verb}ed ");
-        let answer = self.wait_line(10, |l| l.starts_with(&done) || l.starts_with("error"));
+        let answer = self.wait_line(30, |l| l.starts_with(&done) || l.starts_with("error"));
         assert_eq!(
             answer,
             Some(format!(
