@@ -2,7 +2,7 @@
 //! a fabric process, read over its control socket ([`ipoib_runtime::control`]), the way `ip neigh`
 //! reads the kernel's tables.
 
-use ipoib_runtime::control::{self, query, QueryError, Request, View};
+use ipoib_runtime::control::{self, query, Request, View};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -173,7 +173,7 @@ pub fn run(args: &Args) -> ExitCode {
             let _ = std::io::stdout().write_all(answer.as_bytes());
             ExitCode::SUCCESS
         }
-        Err(e @ (QueryError::NotFound(_) | QueryError::Stale(_))) => {
+        Err(e) if e.not_running() => {
             note!("{what}: {e}");
             ExitCode::from(1)
         }

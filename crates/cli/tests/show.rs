@@ -69,6 +69,23 @@ fn a_stale_lab_socket_is_named_stale() {
     );
 }
 
+/// `--socket` naming a regular file or a directory: connect(2) refuses it as it refuses a stale
+/// socket, but nothing ever listened there, so it is named as no socket.
+#[test]
+fn a_path_that_is_no_socket_is_named_so() {
+    let run = tempfile::tempdir().unwrap();
+    let file = run.path().join("notes.txt");
+    std::fs::write(&file, "not a socket\n").unwrap();
+    for path in [file.as_path(), run.path()] {
+        let o = ipoib(run.path(), &["--socket", path.to_str().unwrap(), "neigh"]);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(
+            stderr(&o),
+            format!("nothing running: {} is not a socket\n", path.display())
+        );
+    }
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     let run = tempfile::tempdir().unwrap();

@@ -684,6 +684,10 @@ pub enum QueryError {
     /// A socket file nobody listens on (the process died without removing it).
     #[error("{0} is stale (nothing listens on it)")]
     Stale(PathBuf),
+    /// The path names a file that is no socket (a regular file, a directory): connecting to it
+    /// is refused as to a stale socket, but no process ever listened there.
+    #[error("{0} is not a socket")]
+    NotASocket(PathBuf),
     /// Not allowed to connect (the socket is 0600: run as its owner).
     #[error("{0}: permission denied (the socket is mode 0600: run as the user that started it)")]
     PermissionDenied(PathBuf),
@@ -706,7 +710,10 @@ pub enum QueryError {
 impl QueryError {
     /// True when nothing runs behind the path (no socket, or a stale one).
     pub fn not_running(&self) -> bool {
-        matches!(self, QueryError::NotFound(_) | QueryError::Stale(_))
+        matches!(
+            self,
+            QueryError::NotFound(_) | QueryError::Stale(_) | QueryError::NotASocket(_)
+        )
     }
 }
 
@@ -715,7 +722,11 @@ impl QueryError {
 pub fn query(path: &Path, req: &Request, timeout: Duration) -> Result<String, QueryError> {
     let io = |source: io::Error| match source.kind() {
         io::ErrorKind::NotFound => QueryError::NotFound(path.to_path_buf()),
-        io::ErrorKind::ConnectionRefused => QueryError::Stale(path.to_path_buf()),
+        // connect(2) on a file that is no socket fails with ECONNREFUSED too.
+        io::ErrorKind::ConnectionRefused => match std::fs::metadata(path) {
+            Ok(m) if !m.file_type().is_socket() => QueryError::NotASocket(path.to_path_buf()),
+            _ => QueryError::Stale(path.to_path_buf()),
+        },
         io::ErrorKind::PermissionDenied => QueryError::PermissionDenied(path.to_path_buf()),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
             QueryError::TimedOut(path.to_path_buf(), timeout)
