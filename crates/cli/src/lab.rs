@@ -178,6 +178,10 @@ fn clear_stale() -> Result<(), String> {
 }
 
 fn build(a: &UpArgs) -> Result<Subnet, String> {
+    // Before the topology's own bounds: "use a fat tree for more" is no way past the lab's.
+    if let Some(n) = a.hosts.filter(|&n| n > hosts::MAX_HOSTS) {
+        return Err(format!("at most {} hosts, not {n}", hosts::MAX_HOSTS));
+    }
     let topo = crate::topology_arg::load(&a.topology, a.hosts, Some(2))?;
     let n = topo.host_ports().count();
     if n > hosts::MAX_HOSTS {

@@ -176,3 +176,28 @@ fn killed_lab_is_cleaned_by_lab_down() {
         leftovers(2, &[pid])
     );
 }
+
+/// `--hosts` beyond the lab's 254 (one /24) is refused with the lab's bound, not the single
+/// switch's advice to take a fat tree (whose lab has the same bound). Its own RUN_DIR: the lock
+/// of a running lab is not taken, and nothing is made before the refusal.
+#[test]
+fn too_many_hosts_names_the_labs_bound() {
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let run = tempfile::tempdir().unwrap();
+    for topology in ["single-switch", "fat-tree"] {
+        let o = Command::new(BIN)
+            .env("IPOIB_RUN_DIR", run.path())
+            .args(["lab", "--hosts", "255", "--topology", topology])
+            .output()
+            .expect("run ipoib lab");
+        assert_eq!(o.status.code(), Some(2), "{topology}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            "ipoib lab: at most 254 hosts, not 255\n",
+            "{topology}"
+        );
+    }
+}
