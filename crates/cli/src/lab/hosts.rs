@@ -159,6 +159,12 @@ pub fn table(net: &Subnet) -> String {
     s
 }
 
+/// A drop reason in the words of `ipoib show counters` (`drop_no_mcast_group`: "no mcast group").
+fn drop_words(r: ipoib_proto::ipoib::DropReason) -> String {
+    let name = ipoib_runtime::show::drop_name(r);
+    name.strip_prefix("drop_").unwrap_or(name).replace('_', " ")
+}
+
 /// One line per host of what crossed its interface, for standard error when the lab stops:
 /// packets between the OS and the interface and everything dropped on the way (queues, the
 /// interface's reasons, the adapter's verbs errors, writes the TUN device refused).
@@ -174,7 +180,7 @@ pub fn summary(net: &Subnet, tun_write_errors: &[u64]) -> String {
             .counters()
             .drops
             .iter()
-            .map(|(r, n)| format!("{r:?} {n}"))
+            .map(|(r, n)| format!("{} {n}", drop_words(*r)))
             .collect();
         for (what, n) in [
             ("from-OS queue full", os.from_os_dropped),
@@ -226,6 +232,9 @@ mod tests {
             assert_eq!(ipoib_fabric::node::subnet::host_ipv4(v4, i), ipv4(i));
             assert_eq!(ipoib_fabric::node::subnet::host_ipv6(v6, i), ipv6(i));
         }
+        // The stop summary names drops as `ipoib show counters` does, not by Rust's names.
+        let d = drop_words(ipoib_proto::ipoib::DropReason::NoMcastGroup);
+        assert_eq!(d, "no mcast group");
         let f = hosts_file(2);
         assert!(f.contains("10.0.0.2\th2\n") && f.contains("fd00::2\th2\n"));
     }
