@@ -117,6 +117,31 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
     }
 }
 
+/// For `--dev D` without `--netns`: the namespaces whose attach process of `D` runs, as a hint
+/// (`ipoib attach --netns NS` serves RUN_DIR/netns/NS/attach-D.sock); empty when none does.
+fn netns_hint(args: &Args) -> String {
+    let (Some(dev), None) = (&args.dev, &args.netns) else {
+        return String::new();
+    };
+    let Ok(dir) = std::fs::read_dir(control::run_dir().join("netns")) else {
+        return String::new();
+    };
+    let mut found: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|ns| control::attach_socket(Some(ns), dev).exists())
+        .collect();
+    found.sort();
+    match found.as_slice() {
+        [] => String::new(),
+        [ns] => format!(" (one runs in namespace {ns}: add --netns {ns})"),
+        _ => format!(
+            " (some run in namespaces {}: add --netns NS)",
+            found.join(", ")
+        ),
+    }
+}
+
 pub fn run(args: &Args) -> ExitCode {
     let req = Request {
         view: args.what.into(),
@@ -174,7 +199,7 @@ pub fn run(args: &Args) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) if e.not_running() => {
-            note!("{what}: {e}");
+            note!("{what}: {e}{}", netns_hint(args));
             ExitCode::from(1)
         }
         Err(e) => {

@@ -86,6 +86,28 @@ fn a_path_that_is_no_socket_is_named_so() {
     }
 }
 
+/// `--dev ib0` without `--netns` while the only attach process of ib0 serves in a namespace's
+/// directory (`ipoib attach --netns NS`): not found, and the namespace is named.
+#[test]
+fn a_device_in_a_namespace_is_hinted() {
+    let run = tempfile::tempdir().unwrap();
+    let dir = run.path().join("netns").join("h3");
+    std::fs::create_dir_all(&dir).unwrap();
+    let _listener = UnixListener::bind(dir.join("attach-ib0.sock")).unwrap();
+    let o = ipoib(run.path(), &["--dev", "ib0", "neigh"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "no attach running for ib0: {} not found (one runs in namespace h3: add --netns h3)\n",
+            run.path().join("attach-ib0.sock").display()
+        )
+    );
+    // Another device gets no hint.
+    let o = ipoib(run.path(), &["--dev", "ib1", "neigh"]);
+    assert!(!stderr(&o).contains("namespace"), "{}", stderr(&o));
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     let run = tempfile::tempdir().unwrap();
