@@ -9,7 +9,7 @@
 //! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
 //! turn's timings.
 
-use ipoib_fabric::node::remote::FabricOptions;
+use ipoib_fabric::node::remote::{FabricOptions, HostLinkConfig};
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_runtime::udp_fabric::guid2lid::{self, Guid2LidFile};
 use ipoib_runtime::udp_fabric::{parse_udp, FabricProcess, MAX_WAIT};
@@ -38,7 +38,8 @@ pub struct Args {
     /// Stop recording once the pcap reaches this many bytes.
     #[arg(long, requires = "pcap")]
     pcap_limit: Option<u64>,
-    /// A host not heard from for this many milliseconds loses its slot.
+    /// A host not heard from for this many milliseconds loses its slot (at least 2000: hosts
+    /// send a keepalive every second).
     #[arg(long, default_value_t = 3000)]
     timeout_ms: u64,
     /// Seed of the fabric's random choices (session ids, the SA's).
@@ -89,8 +90,20 @@ pub fn run(args: &Args) -> ExitCode {
             Err(e) => return fail(&format!("--guid2lid {e}")),
         }
     }
+    // A host sends a Keepalive every second whatever the fabric's timeout (docs/UDP-FABRIC.md
+    // "Liveness"): a shorter timeout drops idle hosts between keepalives, over and over.
+    let keepalive = HostLinkConfig::default().keepalive;
+    let timeout = Duration::from_millis(args.timeout_ms);
+    if timeout < 2 * keepalive {
+        return fail(&format!(
+            "--timeout-ms {}: at least {} (two of the hosts' keepalives, one every {} ms)",
+            args.timeout_ms,
+            (2 * keepalive).as_millis(),
+            keepalive.as_millis()
+        ));
+    }
     let mut opts = FabricOptions::new(so);
-    opts.timeout = Duration::from_millis(args.timeout_ms.max(1));
+    opts.timeout = timeout;
     let mut f = match FabricProcess::bind(addr, opts) {
         Ok(f) => f,
         Err(e) => return fail(&format!("{addr}: {e}")),

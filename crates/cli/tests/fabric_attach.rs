@@ -151,3 +151,28 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
         assert!(lines >= 10, "tshark read {lines} InfiniBand packets");
     }
 }
+
+/// `--timeout-ms` shorter than two of the hosts' 1 s keepalives is refused: the fabric would drop
+/// every idle host between its keepalives, and the host attach again, over and over.
+#[test]
+fn a_timeout_below_the_keepalives_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--timeout-ms",
+        "500",
+    ];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    let l = fabric.expect("--timeout-ms 500: at least 2000");
+    assert!(l.starts_with("ipoib fabric: "), "{l}");
+    drop(fabric);
+    let ran = common::run(
+        Command::new(common::BIN)
+            .args(args)
+            .env("IPOIB_RUN_DIR", dir.path()),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
+}
