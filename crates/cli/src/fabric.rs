@@ -108,6 +108,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&format!("{addr}: {e}")),
     };
+    if f.server().slot_count() == 0 {
+        return fail(&format!(
+            "--topology {}: no channel adapter left for hosts to attach to (the SM's takes one; \
+             a generated topology needs --hosts 2 or more)",
+            args.topology
+        ));
+    }
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
     if let Some(p) = &args.pcap {

@@ -176,3 +176,24 @@ fn a_timeout_below_the_keepalives_is_refused() {
     );
     assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
+
+/// A fabric with no CA for hosts (`--hosts 1`: the SM's own) is refused, not served empty.
+#[test]
+fn a_fabric_without_slots_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "1"];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    let l = fabric.expect("no channel adapter left for hosts");
+    assert!(
+        l.starts_with("ipoib fabric: --topology single-switch: "),
+        "{l}"
+    );
+    drop(fabric);
+    let ran = common::run(
+        Command::new(common::BIN)
+            .args(args)
+            .env("IPOIB_RUN_DIR", dir.path()),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
+}
