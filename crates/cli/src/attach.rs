@@ -19,6 +19,10 @@ use ipoib_wire::PKey;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::ExitCode;
 
+/// How long the fabric may stay silent at the start before the host says so (it asks again every
+/// 500 ms, `HostLinkConfig::retry`).
+const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Datagram or connected IPoIB (RFC 4755).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -212,6 +216,9 @@ pub fn run(args: &Args) -> ExitCode {
     }
     note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
     let mut carrier = false;
+    let mut attached = false;
+    // Said once when the fabric has not answered for a while: the host keeps asking quietly.
+    let mut silent_since = Some(std::time::Instant::now());
     loop {
         match p.turn(MAX_WAIT) {
             Ok(false) => {}
@@ -221,16 +228,30 @@ pub fn run(args: &Args) -> ExitCode {
                 return ExitCode::from(1);
             }
         }
+        if silent_since.is_some_and(|t| t.elapsed() >= NO_ANSWER_NOTE) {
+            silent_since = None;
+            note!(
+                "ipoib attach: {}: no answer from udp:{fabric} for {} s (is `ipoib fabric` \
+                 listening there?); still trying",
+                args.dev,
+                NO_ANSWER_NOTE.as_secs()
+            );
+        }
         while let Some(e) = p.poll_status() {
             match e {
-                HostLinkEvent::Attached(a) => note!(
-                    "ipoib attach: {}: attached as CA {} of the topology (node GUID {:#018x}, port {})",
-                    args.dev,
-                    a.slot,
-                    a.node_guid.0,
-                    a.port
-                ),
+                HostLinkEvent::Attached(a) => {
+                    attached = true;
+                    silent_since = None;
+                    note!(
+                        "ipoib attach: {}: attached as CA {} of the topology (node GUID {:#018x}, port {})",
+                        args.dev,
+                        a.slot,
+                        a.node_guid.0,
+                        a.port
+                    )
+                }
                 HostLinkEvent::Lost => {
+                    attached = false;
                     note!("ipoib attach: {}: fabric lost, attaching again", args.dev)
                 }
                 HostLinkEvent::Rejected(r) => {
@@ -265,7 +286,13 @@ pub fn run(args: &Args) -> ExitCode {
     if let Err(e) = p.shutdown(std::time::Duration::from_millis(200)) {
         note!("ipoib attach: socket: {e}");
     }
-    note!("ipoib attach: {}: detached", args.dev);
+    match attached {
+        true => note!("ipoib attach: {}: detached", args.dev),
+        false => note!(
+            "ipoib attach: {}: stopped while not attached (no session with udp:{fabric})",
+            args.dev
+        ),
+    }
     ExitCode::SUCCESS
 }
 

@@ -197,3 +197,23 @@ fn a_fabric_without_slots_is_refused() {
     );
     assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
+
+/// A host whose fabric never answers says so after 3 s and keeps trying; stopped, it does not
+/// claim to have detached from a session it never had.
+#[test]
+fn a_host_without_a_fabric_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // A UDP port nobody listens on: bound here, never read.
+    let quiet = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = format!("udp:{}", quiet.local_addr().unwrap());
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], dir.path());
+    a.expect(&format!("ib0: no answer from {addr} for 3 s"));
+    let (_, lines) = a.terminate(std::time::Duration::from_secs(10));
+    assert!(!lines.iter().any(|l| l.contains("detached")), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("stopped while not attached")),
+        "{lines:?}"
+    );
+}
