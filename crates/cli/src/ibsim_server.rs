@@ -50,8 +50,8 @@ pub struct Args {
     /// client N's data goes to PORT + N + 1).
     #[arg(long)]
     udp: Option<std::net::SocketAddr>,
-    /// Clients at once (ibsim allows 10).
-    #[arg(long, default_value_t = 4096)]
+    /// Clients at once (ibsim allows 10); at least 1.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     max_clients: u32,
     /// `ours`: our SM and SA on the first host configure the subnet before serving. `none`: no SM
     /// of ours; the ports come up to Init and wait for an SM run as a client (`ibsim-run
@@ -364,5 +364,26 @@ impl PingAll {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// `--max-clients 0` would serve a subnet that refuses every client: a bad argument.
+    #[test]
+    fn max_clients_is_at_least_one() {
+        let parse =
+            |n: &str| Cli::try_parse_from(["ibsim-server", "--topology", "x", "--max-clients", n]);
+        assert!(parse("0").is_err());
+        assert_eq!(parse("1").unwrap().args.max_clients, 1);
     }
 }
