@@ -11,7 +11,7 @@
 
 use ipoib_fabric::node::remote::HostLinkEvent;
 use ipoib_runtime::netns::NetNs;
-use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig};
+use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig, TunError};
 use ipoib_runtime::udp_fabric::{
     parse_udp, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU, MAX_WAIT,
 };
@@ -182,8 +182,17 @@ pub fn run(args: &Args) -> ExitCode {
             up: false,
             tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
         };
+        let root = nix::unistd::geteuid().is_root();
         let make = move || {
-            let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+            let tun = Tun::create(&cfg).map_err(|e| match e {
+                // As root, TUNSETIFF fails most often on a device of that name that is no TUN
+                // device (EINVAL) or that another process holds (EBUSY).
+                TunError::Open { .. } if root => format!(
+                    "{e} (is there a device {0} already? `ip link show {0}`)",
+                    cfg.name
+                ),
+                e => e.to_string(),
+            })?;
             let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
             Ok::<_, String>((tun, ctl))
         };
@@ -201,6 +210,10 @@ pub fn run(args: &Args) -> ExitCode {
         match added {
             // The link-local address is known once the fabric gave the identity.
             Ok(ctl) => link = Some(LinkMirror::new(ctl, None)),
+            Err(e) if root => {
+                note!("ipoib attach: {e}");
+                return ExitCode::from(2);
+            }
             Err(e) => {
                 note!("ipoib attach: {e} (root is needed for a TUN device; --no-tun runs without)");
                 return ExitCode::from(2);

@@ -217,3 +217,29 @@ fn a_host_without_a_fabric_says_so() {
         "{lines:?}"
     );
 }
+
+/// As root, a TUN device that cannot be made because a device of that name is no TUN device
+/// (`lo`) is named so, without the hint that root is needed; nothing is made.
+#[test]
+fn a_device_name_taken_by_another_device_is_named() {
+    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("skipped: needs root and /dev/net/tun");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let quiet = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = format!("udp:{}", quiet.local_addr().unwrap());
+    let args = [
+        "attach",
+        "--fabric",
+        &addr,
+        "--ip",
+        "10.0.0.2/24",
+        "--dev",
+        "lo",
+    ];
+    let mut a = Talker::ipoib(&args, dir.path());
+    let l = a.expect("TUN device lo: ");
+    assert!(l.contains("is there a device lo already?"), "{l}");
+    assert!(!l.contains("root is needed"), "{l}");
+}
