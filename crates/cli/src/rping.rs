@@ -131,6 +131,13 @@ pub fn run(args: &Args) -> ExitCode {
     if args.chunk == 0 || args.chunk > u64::from(u32::MAX >> 1) {
         return usage("--chunk must be 1 to 2^31 - 1 bytes");
     }
+    // Made before the run, so that an unwritable path is refused at once (as `ipoib demo` does),
+    // not reported after a transfer that then claims success; written when the run ends.
+    if let Some(p) = &args.pcap {
+        if let Err(e) = std::fs::File::create(p) {
+            return usage(format_args!("--pcap {p}: {e}"));
+        }
+    }
     let mut report = Report::new(args);
     let outcome = Rping::start(args, &mut report).and_then(|mut r| {
         let res = r.run(args, &mut report);

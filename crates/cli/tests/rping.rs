@@ -108,6 +108,14 @@ fn bad_arguments_exit_2() {
         &["rping", "--chunk", "0"],
         &["rping", "--port", "0"],
         &["rping", "--window", "0"],
+        // An unwritable pcap is refused before the run, not noted after a run that exits 0.
+        &[
+            "rping",
+            "--size",
+            "0",
+            "--pcap",
+            "/nonexistent-dir/rping.pcap",
+        ],
     ] {
         let o = ipoib(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
