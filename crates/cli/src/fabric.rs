@@ -82,6 +82,12 @@ pub fn run(args: &Args) -> ExitCode {
     let mut g2l_file = None;
     if let Some(p) = &args.guid2lid {
         let path = std::path::PathBuf::from(p);
+        // A missing file is an empty table, but a missing directory could never be written.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return fail(&format!("--guid2lid {p}: no directory {}", dir.display()));
+            }
+        }
         match guid2lid::load(&path) {
             Ok(t) => {
                 so.guid2lid = t.clone();

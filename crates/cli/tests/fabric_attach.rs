@@ -243,3 +243,29 @@ fn a_device_name_taken_by_another_device_is_named() {
     assert!(l.contains("is there a device lo already?"), "{l}");
     assert!(!l.contains("root is needed"), "{l}");
 }
+
+/// `--guid2lid` in a directory that does not exist is refused at the start: the file could never
+/// be written, and the LIDs would not survive a restart as asked.
+#[test]
+fn a_guid2lid_file_in_no_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("no-such-dir").join("guid2lid");
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--guid2lid",
+        file.to_str().unwrap(),
+    ];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    let l = fabric.expect("no directory");
+    assert!(l.starts_with("ipoib fabric: --guid2lid "), "{l}");
+    drop(fabric);
+    let ran = common::run(
+        Command::new(common::BIN)
+            .args(args)
+            .env("IPOIB_RUN_DIR", dir.path()),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
+}
