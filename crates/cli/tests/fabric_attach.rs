@@ -1,6 +1,8 @@
 //! `ipoib fabric` and two `ipoib attach` processes over loopback UDP (docs/UDP-FABRIC.md): both
 //! hosts get an identity and carrier, SIGINT makes a host detach (the fabric sees it leave) and
-//! stops the fabric with its counters; every process exits 0.
+//! stops the fabric with its counters; every process exits 0. And what a user gets wrong: a
+//! timeout below the keepalives, a fabric with no slot, a guid2lid file in no directory, a host
+//! whose fabric never answers, a device name taken by another device.
 
 mod common;
 
