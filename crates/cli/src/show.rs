@@ -111,7 +111,7 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
         )),
         1 => Ok(all.remove(0)),
         _ => Err(format!(
-            "{} fabrics running: name one with --fabric PORT",
+            "{} fabrics running: name one with --fabric=PORT",
             all.len()
         )),
     }

@@ -108,6 +108,21 @@ fn a_device_in_a_namespace_is_hinted() {
     assert!(!stderr(&o).contains("namespace"), "{}", stderr(&o));
 }
 
+/// Two fabrics: `--fabric` alone names the way to pick one as it parses (`--fabric=PORT`; a
+/// separate `--fabric PORT` would take PORT for the view).
+#[test]
+fn two_fabrics_name_the_way_to_pick_one() {
+    let run = tempfile::tempdir().unwrap();
+    let _a = UnixListener::bind(run.path().join("fabric-4791.sock")).unwrap();
+    let _b = UnixListener::bind(run.path().join("fabric-4792.sock")).unwrap();
+    let o = ipoib(run.path(), &["--fabric", "hosts"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "ipoib show: 2 fabrics running: name one with --fabric=PORT\n"
+    );
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     let run = tempfile::tempdir().unwrap();
