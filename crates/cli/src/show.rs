@@ -163,6 +163,22 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // A fabric has slots and no interfaces; a lab or attach process the reverse: their servers
+    // would answer an empty table.
+    match (args.fabric.is_some(), args.what) {
+        (true, What::Neigh | What::Paths | What::Mcast | What::Conns) => {
+            note!(
+                "ipoib show --fabric: a fabric shows `hosts` and `counters` (a host's tables are \
+                 its attach process's: `ipoib show --dev DEV`)"
+            );
+            return ExitCode::from(2);
+        }
+        (false, What::Hosts) if args.socket.is_none() => {
+            note!("ipoib show hosts: only a fabric has slots (`ipoib show --fabric hosts`)");
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
     let (path, what) = match (&args.dev, &args.socket) {
         _ if args.fabric.is_some() => match fabric_path(args.fabric.unwrap_or(0)) {
             Ok(p) => (p, "no fabric running".to_string()),

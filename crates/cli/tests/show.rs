@@ -132,6 +132,11 @@ fn bad_arguments_exit_2() {
         &["--host", "json", "neigh"],
         &["--dev", "../x", "neigh"],
         &["--lab", "--socket", "/tmp/x", "neigh"],
+        // Views the process has not: a fabric's neighbours, a lab's or a host's slots.
+        &["--fabric", "neigh"],
+        &["--fabric=4791", "conns"],
+        &["hosts"],
+        &["--dev", "ib0", "hosts"],
     ] {
         let o = ipoib(run.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
