@@ -93,9 +93,10 @@ pub struct Args {
     /// Bytes of the bulk transfer from the first host to the second, in datagrams of the largest
     /// size the mode allows, run with the capture off (default in connected mode 65,492,000: 1,000
     /// datagrams of 65,492 bytes, under 64 MiB; in datagram mode no transfer unless given; 0 for
-    /// none; at most 1 GiB). Connected mode runs it over RC, then once more over UD after the
-    /// sender went back to datagram mode, to compare.
-    #[arg(long)]
+    /// none; at most 1 GiB; K, M or G for powers of 1024, as `ipoib rping --size` takes).
+    /// Connected mode runs it over RC, then once more over UD after the sender went back to
+    /// datagram mode, to compare.
+    #[arg(long, value_parser = crate::rping::parse_size)]
     bulk_bytes: Option<u64>,
     /// Nanoseconds each emulated host spends on every IP packet it sends or receives, one packet
     /// after another (default 0: hosts spend no time and the links alone limit throughput). With

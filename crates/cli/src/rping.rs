@@ -95,7 +95,7 @@ pub struct Args {
 }
 
 /// A size: digits, then optionally K, M or G (binary), with an optional `iB` or `B`.
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let t = t
         .strip_suffix("iB")

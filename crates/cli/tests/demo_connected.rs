@@ -375,6 +375,9 @@ fn datagram_bulk_on_request() {
         "50000 bytes in 2016-byte datagrams"
     );
     assert_eq!(bulk[0]["bytes_delivered"], 50_000);
+    // A size with a suffix, as `ipoib rping --size` takes: 64K is 65,536 bytes.
+    let j = json_run(dir.path(), &["demo", "--bulk-bytes", "64K", "--json"]);
+    assert_eq!(j["bulk"][0]["bytes_delivered"], 65_536);
 }
 
 #[test]
@@ -383,6 +386,8 @@ fn bad_mode_or_bulk_size_exit_2() {
     for args in [
         &["demo", "--mode", "reliable"][..],
         &["demo", "--bulk-bytes", "2000000000"][..],
+        &["demo", "--bulk-bytes", "2G"][..],
+        &["demo", "--bulk-bytes", "lots"][..],
         &["demo", "--bulk-bytes", "-1"][..],
         &["demo", "--packet-cost-ns", "-1"][..],
         &["demo", "--packet-cost-ns", "1000000001"][..],
