@@ -9,7 +9,7 @@
 //! addresses). `ipoib show --dev DEV` reads its tables over the control socket
 //! `<run dir>/attach-DEV.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy turn's timings.
 
-use ipoib_fabric::node::remote::HostLinkEvent;
+use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent};
 use ipoib_runtime::netns::NetNs;
 use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig, TunError};
 use ipoib_runtime::udp_fabric::{
@@ -20,7 +20,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::ExitCode;
 
 /// How long the fabric may stay silent at the start before the host says so (it asks again every
-/// 500 ms, `HostLinkConfig::retry`).
+/// `HostLinkConfig::retry`, 500 ms).
 const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Datagram or connected IPoIB (RFC 4755).
@@ -232,6 +232,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut attached = false;
     // Said once when the fabric has not answered for a while: the host keeps asking quietly.
     let mut silent_since = Some(std::time::Instant::now());
+    let mut last_refusal = None;
     loop {
         match p.turn(MAX_WAIT) {
             Ok(false) => {}
@@ -255,6 +256,7 @@ pub fn run(args: &Args) -> ExitCode {
                 HostLinkEvent::Attached(a) => {
                     attached = true;
                     silent_since = None;
+                    last_refusal = None;
                     note!(
                         "ipoib attach: {}: attached as CA {} of the topology (node GUID {:#018x}, port {})",
                         args.dev,
@@ -268,7 +270,17 @@ pub fn run(args: &Args) -> ExitCode {
                     note!("ipoib attach: {}: fabric lost, attaching again", args.dev)
                 }
                 HostLinkEvent::Rejected(r) => {
-                    note!("ipoib attach: {}: refused: {}", args.dev, r.name())
+                    // The fabric answered; it refuses each retry (every 500 ms) alike: said once.
+                    silent_since = None;
+                    if last_refusal != Some(r.name()) {
+                        last_refusal = Some(r.name());
+                        note!(
+                            "ipoib attach: {}: refused: {} (asking again every {} ms)",
+                            args.dev,
+                            r.name(),
+                            HostLinkConfig::default().retry.as_millis()
+                        )
+                    }
                 }
                 _ => {}
             }

@@ -271,3 +271,24 @@ fn a_guid2lid_file_in_no_directory_is_refused() {
     );
     assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
+
+/// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every
+/// retry, and is not told the fabric is silent: it answered.
+#[test]
+fn a_refused_host_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fabric, l) = Talker::fabric_udp(&[], dir.path());
+    let addr = common::listen_addr(&l);
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], dir.path());
+    a.expect("ib0: carrier up");
+    let mut c = Talker::attach_no_tun(&addr, "10.0.0.4/24", &["--dev", "ib2"], dir.path());
+    c.expect("ib2: carrier up");
+    let mut b = Talker::attach_no_tun(&addr, "10.0.0.3/24", &["--dev", "ib1"], dir.path());
+    b.expect("ib1: refused: no free slot");
+    // Past the 3 s after which a silent fabric would be named, with 6 retries refused meanwhile.
+    let silent = b.wait_for("no answer", std::time::Duration::from_millis(3500));
+    assert!(silent.is_none(), "{silent:?}");
+    let (_, lines) = b.terminate(std::time::Duration::from_secs(10));
+    let refusals = lines.iter().filter(|l| l.contains("refused")).count();
+    assert_eq!(refusals, 1, "{lines:?}");
+}
