@@ -443,7 +443,10 @@ fn up(a: &UpArgs) -> ExitCode {
                 note!("ipoib lab: {e}");
                 return ExitCode::from(1);
             }
-            (Ok(Wake::Stop), _) => return ExitCode::SUCCESS,
+            (Ok(Wake::Stop), _) => {
+                note!("ipoib lab: stopped before the hosts came up; removing what was made");
+                return ExitCode::SUCCESS;
+            }
             _ if all_ready(driver.emulation()) => break,
             (Ok(Wake::Deadline), _) => {
                 let net = driver.emulation();

@@ -2,7 +2,8 @@
 //! through `ipoib lab exec` (by host name), `ipoib show` finds the neighbours they resolved, a
 //! UDP datagram to an IP multicast group reaches a listener in another host (python3),
 //! `ipoib lab down` stops it, and then no namespace,
-//! namespace file, `/etc/netns` directory, state file or lab process is left. Every wait has a
+//! namespace file, `/etc/netns` directory, state file or lab process is left; so too after a
+//! Ctrl-C while the hosts come up, which the lab names. Every wait has a
 //! timeout, and a guard removes the lab however the test ends. Skipped with a message when not
 //! root, without /dev/net/tun or ping, or while another lab runs.
 
@@ -200,4 +201,38 @@ fn too_many_hosts_names_the_labs_bound() {
             "{topology}"
         );
     }
+}
+
+/// Ctrl-C while the hosts come up (the second or so before carrier): the lab says it stopped
+/// before they were up, exits 0 as on any signal, and leaves nothing behind.
+#[test]
+fn interrupted_while_coming_up_says_so_and_leaves_nothing() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let mut lab = common::Talker::spawn_stderr(Command::new(BIN).args(["lab", "--hosts", "2"]));
+    let pid = lab.proc.pid();
+    // The control socket is bound once the namespaces and TUN devices are made, just before
+    // the hosts are brought up.
+    let sock = std::path::Path::new("/run/ipoib/lab/control.sock");
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end && !sock.exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(sock.exists(), "no control socket: {:?}", lab.seen);
+    assert_eq!(lab.interrupt_and_wait(), 0, "{:?}", lab.seen);
+    assert!(
+        lab.seen
+            .iter()
+            .any(|l| l.contains("stopped before the hosts came up")),
+        "{:?}",
+        lab.seen
+    );
+    assert!(
+        leftovers(2, &[pid]).is_empty(),
+        "{:?}",
+        leftovers(2, &[pid])
+    );
 }
