@@ -5,7 +5,7 @@
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments, a `--guid2lid` file that cannot be
 //! read or does not parse, or a socket that cannot be bound.
-//! `ipoib show --fabric [PORT] hosts|counters` reads its slots and counters over the control
+//! `ipoib show --fabric[=PORT] hosts|counters` reads its slots and counters over the control
 //! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
 //! turn's timings.
 
@@ -26,9 +26,10 @@ pub struct Args {
     /// fat-tree, single-switch, or an ibnetdiscover/ibsim net file.
     #[arg(long, default_value = "single-switch")]
     topology: String,
-    /// CAs of a generated topology, the SM's included (hosts can attach to all but one).
-    #[arg(long, default_value_t = 9)]
-    hosts: usize,
+    /// CAs of a generated topology, the SM's included (hosts can attach to all but one; default
+    /// 9); with a net file, if given, it must match the file's hosts.
+    #[arg(long)]
+    hosts: Option<usize>,
     /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
     #[arg(long)]
     partitions: Option<String>,
@@ -67,8 +68,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(&format!("--listen {e}")),
     };
-    let hosts = (!std::path::Path::new(&args.topology).exists()).then_some(args.hosts);
-    let topology = match crate::topology_arg::load(&args.topology, hosts, None) {
+    let topology = match crate::topology_arg::load(&args.topology, args.hosts, Some(9)) {
         Ok(t) => t,
         Err(e) => return fail(&e),
     };

@@ -292,3 +292,34 @@ fn a_refused_host_says_so_once() {
     let refusals = lines.iter().filter(|l| l.contains("refused")).count();
     assert_eq!(refusals, 1, "{lines:?}");
 }
+
+/// `--hosts` with a net file must match its hosts, as `ipoib sim` and the lab ask; it was
+/// ignored, and the fabric served the file's hosts whatever number was given.
+#[test]
+fn hosts_must_match_a_net_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("two.net");
+    std::fs::write(
+        &net,
+        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\
+         Hca 1 \"H1\"\n[1] \"S1\"[1]\nHca 1 \"H2\"\n[1] \"S1\"[2]\n",
+    )
+    .unwrap();
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--topology",
+        net.to_str().unwrap(),
+        "--hosts",
+        "7",
+    ];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    let l = fabric.expect("--hosts 7, but");
+    assert!(l.contains("has 2 hosts"), "{l}");
+    drop(fabric);
+    // Without --hosts, the file's: one CA for hosts beside the SM's.
+    let mut fabric = Talker::ipoib(&args[..5], dir.path());
+    let l = fabric.expect("listening on udp:");
+    assert!(l.contains(", 1 CAs for hosts"), "{l}");
+}
