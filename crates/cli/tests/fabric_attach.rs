@@ -166,17 +166,8 @@ fn a_timeout_below_the_keepalives_is_refused() {
         "--timeout-ms",
         "500",
     ];
-    let mut fabric = Talker::ipoib(&args, dir.path());
-    let l = fabric.expect("--timeout-ms 500: at least 2000");
+    let l = refused(&args, dir.path(), "--timeout-ms 500: at least 2000");
     assert!(l.starts_with("ipoib fabric: "), "{l}");
-    drop(fabric);
-    let ran = common::run(
-        Command::new(common::BIN)
-            .args(args)
-            .env("IPOIB_RUN_DIR", dir.path()),
-        std::time::Duration::from_secs(10),
-    );
-    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
 
 /// A fabric with no CA for hosts (`--hosts 1`: the SM's own) is refused, not served empty.
@@ -184,20 +175,11 @@ fn a_timeout_below_the_keepalives_is_refused() {
 fn a_fabric_without_slots_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "1"];
-    let mut fabric = Talker::ipoib(&args, dir.path());
-    let l = fabric.expect("no channel adapter left for hosts");
+    let l = refused(&args, dir.path(), "no channel adapter left for hosts");
     assert!(
         l.starts_with("ipoib fabric: --topology single-switch: "),
         "{l}"
     );
-    drop(fabric);
-    let ran = common::run(
-        Command::new(common::BIN)
-            .args(args)
-            .env("IPOIB_RUN_DIR", dir.path()),
-        std::time::Duration::from_secs(10),
-    );
-    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
 
 /// A host whose fabric never answers says so after 3 s and keeps trying; stopped, it does not
@@ -259,17 +241,8 @@ fn a_guid2lid_file_in_no_directory_is_refused() {
         "--guid2lid",
         file.to_str().unwrap(),
     ];
-    let mut fabric = Talker::ipoib(&args, dir.path());
-    let l = fabric.expect("no directory");
+    let l = refused(&args, dir.path(), "no directory");
     assert!(l.starts_with("ipoib fabric: --guid2lid "), "{l}");
-    drop(fabric);
-    let ran = common::run(
-        Command::new(common::BIN)
-            .args(args)
-            .env("IPOIB_RUN_DIR", dir.path()),
-        std::time::Duration::from_secs(10),
-    );
-    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2));
 }
 
 /// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every
@@ -314,12 +287,26 @@ fn hosts_must_match_a_net_file() {
         "--hosts",
         "7",
     ];
-    let mut fabric = Talker::ipoib(&args, dir.path());
-    let l = fabric.expect("--hosts 7, but");
+    let l = refused(&args, dir.path(), "--hosts 7, but");
     assert!(l.contains("has 2 hosts"), "{l}");
-    drop(fabric);
     // Without --hosts, the file's: one CA for hosts beside the SM's.
     let mut fabric = Talker::ipoib(&args[..5], dir.path());
     let l = fabric.expect("listening on udp:");
     assert!(l.contains(", 1 CAs for hosts"), "{l}");
+}
+
+/// Runs `ipoib ARGS`, which must refuse them: the line saying why contains `why`, and the exit
+/// status is 2 (a second run, to read the status). The line is returned.
+fn refused(args: &[&str], dir: &std::path::Path, why: &str) -> String {
+    let mut fabric = Talker::ipoib(args, dir);
+    let l = fabric.expect(why);
+    drop(fabric);
+    let ran = common::run(
+        Command::new(common::BIN)
+            .args(args)
+            .env("IPOIB_RUN_DIR", dir),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2), "{args:?}");
+    l
 }
