@@ -274,8 +274,9 @@ mod tests {
         #[test]
         fn step_is_receive_without_the_changes(
             h in 0..70u8,
-            n in 0..70u8,
+            n in proptest::prelude::any::<u8>(),
             near in 0..8u8,
+            near_n in 0..8u8,
             returning: bool,
             lid_routed in 0..8u8,
             paths in proptest::collection::vec(0..12u8, 128),
@@ -283,13 +284,25 @@ mod tests {
             is_switch: bool,
             nports in 1..10u8,
         ) {
+            // HopCount mostly at its boundaries too (0, 1, the last two of C14-6's 63 hops, one
+            // past them), else anywhere up to 69 or in the whole byte: each rule's corner (e.g.
+            // a returning SMP with HopPointer 0 and HopCount 0) comes up in every run.
+            let n = match near_n {
+                0 => 0,
+                1 => 1,
+                2 => 62,
+                3 => 63,
+                4 => 64,
+                5 => n,
+                _ => n % 70,
+            };
             // HopPointer mostly at the rules' boundaries: 0, 1, n - 1, n, n + 1.
             let h = match near {
                 0 => 0,
                 1 => 1,
                 2 => n.saturating_sub(1),
                 3 => n,
-                4 => n + 1,
+                4 => n.saturating_add(1),
                 _ => h,
             };
             let mut m = dr_get(&[1], 1);
