@@ -398,3 +398,29 @@ fn a_full_port_buffer_discards_what_would_wait_longer() {
         "a discarded packet is not put on the link"
     );
 }
+
+/// `crate::hw::link`, the simulator's sums in nanoseconds (`LinkParams::serialisation_nanos`): on
+/// a link of 1 b/s with the longest latency every instant saturates at `Instant::NEVER`, as
+/// `Instant + Duration` does, and a packet sent at `NEVER` is timed from there without
+/// overflowing; the packets still arrive, in the order sent.
+#[test]
+fn the_slowest_link_saturates_at_never() {
+    let params = LinkParams {
+        latency: Duration::MAX,
+        bits_per_second: 1,
+    };
+    let (mut sim, a, b, _) = pair(9, params);
+    sim.with_node::<Sink, _>(a, |_, _, tx| {
+        tx.send(1, vec![1; 1000]);
+        tx.send(1, vec![2; 1000]);
+    });
+    sim.run_until_idle(100);
+    let at_never = |v: &[(Instant, Vec<u8>)]| -> Vec<(Instant, u8)> {
+        v.iter().map(|(t, p)| (*t, p[0])).collect()
+    };
+    let want = vec![(Instant::NEVER, 1), (Instant::NEVER, 2)];
+    assert_eq!(at_never(&sim.node::<Echo>(b).unwrap().received), want);
+    // Echoed at NEVER: sent from NEVER on, back at NEVER.
+    assert_eq!(at_never(&sim.node::<Sink>(a).unwrap().0), want);
+    assert_eq!(sim.now(), Instant::NEVER);
+}
