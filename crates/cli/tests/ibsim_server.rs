@@ -211,3 +211,44 @@ fn no_join_leaves_the_broadcast_group_empty() {
     let (status, err) = server.stop();
     assert!(status.success(), "{status}: {err}");
 }
+
+/// A refused CONNECT is told on standard error at once, naming the node asked for and why
+/// (the client learns only that it was refused): an unknown node, a full server. After the first
+/// ten, one line says the rest are only counted; the summary at exit counts them all.
+#[test]
+fn refusals_are_told_with_their_reason() {
+    use ipoib_runtime::ibsim::{Endpoint, IbsimClient};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::spawn(dir.path(), "cli-refuse", |c| {
+        c.args(["--topology", "single-switch", "--hosts", "2"])
+            .args(["--max-clients", "1"]);
+    });
+    let ep = Endpoint::unix(&server.sock);
+    assert!(IbsimClient::connect_to(&ep, Some("h9"), 0, false).is_err());
+    let told = |s: &Server, what: &str| osm::wait_for(10, || s.stderr().contains(what));
+    assert!(
+        told(&server, "(node \"h9\"): no such node"),
+        "told while it runs: {}",
+        server.stderr()
+    );
+    let _h1 = IbsimClient::connect_to(&ep, Some("h1"), 0, false).unwrap();
+    assert!(IbsimClient::connect_to(&ep, Some("h0"), 0, false).is_err());
+    assert!(
+        told(&server, "(node \"h0\"): too many clients (1 attached)"),
+        "{}",
+        server.stderr()
+    );
+    for _ in 0..12 {
+        assert!(IbsimClient::connect_to(&ep, Some("h9"), 0, false).is_err());
+    }
+    assert!(
+        told(&server, "further refusals are only counted"),
+        "{}",
+        server.stderr()
+    );
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status}: {err}");
+    let lines = err.lines().filter(|l| l.contains("refused client")).count();
+    assert_eq!(lines, 10, "the first ten only: {err}");
+    assert!(err.contains("1 connects, 14 refused"), "{err}");
+}

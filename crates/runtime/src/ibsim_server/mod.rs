@@ -34,6 +34,7 @@
 
 mod console;
 mod info;
+mod refusal;
 mod run;
 mod sock;
 
@@ -41,6 +42,7 @@ mod sock;
 mod tests;
 
 pub use console::{Console, Reply};
+pub use refusal::{Refusal, RefuseReason, TOLD_REFUSALS};
 pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
 
@@ -184,6 +186,7 @@ pub struct IbsimServer {
     out: Vec<[u8; SIM_REQUEST_LEN]>,
     /// [`IbsimServer::read_slot`]'s receive buffers, kept likewise.
     rx: Vec<[u8; SIM_REQUEST_LEN + 1]>,
+    refusals: refusal::Refusals,
 }
 
 impl std::fmt::Debug for IbsimServer {
@@ -217,6 +220,7 @@ impl IbsimServer {
             counters: ServerCounters::default(),
             out: Vec::new(),
             rx: Vec::new(),
+            refusals: refusal::Refusals::default(),
         })
     }
 
@@ -455,45 +459,36 @@ impl IbsimServer {
     /// ibsim `sim_ctl_new_client`.
     fn connect(&mut self, net: &mut Subnet, ctl: &mut SimCtl, from: &Peer) -> bool {
         let Some(info) = ClientInfo::parse(&ctl.data) else {
-            self.counters.refused += 1;
-            return false;
-        };
-        let refused = |s: &mut IbsimServer| {
-            s.counters.refused += 1;
-            false
+            return self.refuse(None, RefuseReason::Malformed);
         };
         let Some(host) = IbsimServer::find_host(net, &info.node_id) else {
-            return refused(self);
+            return self.refuse(Some(&info), RefuseReason::NoSuchNode);
         };
         if info.issm != 0 && self.sm_exists(host) {
-            return refused(self);
+            return self.refuse(Some(&info), RefuseReason::SmThere);
         }
         let Some(slot) = (0..self.cfg.max_clients).find(|n| !self.clients.contains_key(n)) else {
-            return refused(self);
+            let n = self.clients.len() as u32;
+            return self.refuse(Some(&info), RefuseReason::TooManyClients(n));
         };
         while self.slots.len() <= slot as usize {
             let n = self.slots.len() as u32;
-            let Ok(sock) = Sock::bind_slot(&self.cfg.listen, n) else {
-                return refused(self);
+            let sock = match Sock::bind_slot(&self.cfg.listen, n) {
+                Ok(s) => s,
+                Err(e) => {
+                    return self.refuse(Some(&info), RefuseReason::NoSlotSocket(e.to_string()))
+                }
             };
-            if self
-                .epoll
-                .add(
-                    sock.fd(),
-                    EpollEvent::new(EpollFlags::EPOLLIN, u64::from(n)),
-                )
-                .is_err()
-            {
-                return refused(self);
+            let ev = EpollEvent::new(EpollFlags::EPOLLIN, u64::from(n));
+            if let Err(e) = self.epoll.add(sock.fd(), ev) {
+                return self.refuse(Some(&info), RefuseReason::NoSlotSocket(e.to_string()));
             }
             self.slots.push(sock);
         }
         // ibsim exits when it cannot reach the input socket; we refuse the client.
-        if self.slots[slot as usize]
-            .connect_client(&self.cfg.listen, info.id, from)
-            .is_err()
-        {
-            return refused(self);
+        let sock = &self.slots[slot as usize];
+        if let Err(e) = sock.connect_client(&self.cfg.listen, info.id, from) {
+            return self.refuse(Some(&info), RefuseReason::NoInputSocket(e.to_string()));
         }
         let h = net.host(host);
         // libumad2sim carries single MADs and does no RMPP: the agent acknowledges the segments
@@ -503,7 +498,7 @@ impl IbsimServer {
             hd.umad_set_rmpp(a, RmppMode::FirstSegment);
             a
         }) else {
-            return refused(self);
+            return self.refuse(Some(&info), RefuseReason::NoAgent);
         };
         let name = net.topology().nodes()[h.topo_node].name.clone();
         self.clients.insert(
@@ -521,7 +516,7 @@ impl IbsimServer {
         );
         if info.issm != 0 && !self.set_issm(net, slot, true) {
             self.drop_client(net, slot);
-            return refused(self);
+            return self.refuse(Some(&info), RefuseReason::NoSmRole);
         }
         self.counters.connects += 1;
         let answer = ClientInfo {

@@ -81,11 +81,12 @@ impl<'a> Endpoint<Served<'a>> for ServerEndpoint {
 }
 
 /// Runs `server` on `net` until `stop` says so (asked at least every `max_sleep`, between turns,
-/// with the subnet: the caller may look at it or act on it there, as a turn's clients do).
+/// with the server and the subnet: the caller may look at them or act on them there, as a turn's
+/// clients do; [`IbsimServer::take_refusals`], say).
 pub fn serve(
     server: &mut IbsimServer,
     net: &mut Subnet,
-    stop: &mut dyn FnMut(&mut Subnet) -> bool,
+    stop: &mut dyn FnMut(&mut IbsimServer, &mut Subnet) -> bool,
     opts: ServeOptions,
 ) -> io::Result<()> {
     let fd = server.poll_fd().as_raw_fd();
@@ -98,7 +99,7 @@ pub fn serve(
     let mut last_probe = Wall::now();
     loop {
         let emu = driver.emulation_mut();
-        if stop(emu.net) {
+        if stop(emu.server, emu.net) {
             return Ok(());
         }
         if last_probe.elapsed() >= opts.probe_every {

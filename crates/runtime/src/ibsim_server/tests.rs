@@ -95,7 +95,7 @@ impl Running {
             serve(
                 &mut server,
                 &mut net,
-                &mut |_| {
+                &mut |_, _| {
                     // Between turns; parked here, the server reads nothing until told to go on.
                     if let Ok((parked, go_on)) = pause_rx.try_recv() {
                         let _ = parked.send(());

@@ -1,0 +1,109 @@
+//! Why [`IbsimServer`] refused a client (ibsim `sim_ctl_new_client` answers a refused CONNECT
+//! with `SIM_CTL_ERROR` and nothing else, so the client learns no reason: libumad2sim prints only
+//! "connect failed"). The server keeps the reason of each of the first [`TOLD_REFUSALS`]
+//! refusals of its life for its owner to tell ([`IbsimServer::take_refusals`]); later ones are
+//! only counted ([`super::ServerCounters::refused`]), so a flood of CONNECTs neither grows memory
+//! nor fills a log.
+
+use super::IbsimServer;
+use crate::ibsim::msg::ClientInfo;
+use std::fmt;
+
+/// Refusals whose reasons are kept, from the first of the server's life; later ones are only
+/// counted.
+pub const TOLD_REFUSALS: u64 = 10;
+
+/// Why a CONNECT was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefuseReason {
+    /// Its payload is not a `sim_client_info`.
+    Malformed,
+    /// No host has that node name or node description.
+    NoSuchNode,
+    /// An SM client asked for a node where an SM runs already (ours, or another client).
+    SmThere,
+    /// Every slot up to [`super::ServerConfig::max_clients`] is taken.
+    TooManyClients(u32),
+    /// The slot's data socket could not be set up (the error).
+    NoSlotSocket(String),
+    /// The client's input socket (`<base>:in<tag>`, or its UDP port) cannot be reached (the
+    /// error).
+    NoInputSocket(String),
+    /// The host has no HCA to attach a MAD agent to.
+    NoAgent,
+    /// The SM role could not be registered on the host's port.
+    NoSmRole,
+}
+
+impl fmt::Display for RefuseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefuseReason::Malformed => write!(f, "not a sim_client_info"),
+            RefuseReason::NoSuchNode => write!(f, "no such node"),
+            RefuseReason::SmThere => write!(f, "an SM runs on that node already"),
+            RefuseReason::TooManyClients(n) => write!(f, "too many clients ({n} attached)"),
+            RefuseReason::NoSlotSocket(e) => write!(f, "no data socket for it ({e})"),
+            RefuseReason::NoInputSocket(e) => write!(f, "its input socket is unreachable ({e})"),
+            RefuseReason::NoAgent => write!(f, "no HCA on that node"),
+            RefuseReason::NoSmRole => write!(f, "cannot make it the node's SM"),
+        }
+    }
+}
+
+/// One refused CONNECT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The tag of its socket names (umad2sim: its pid; UDP: its data port), when the request
+    /// carried one.
+    pub tag: Option<u32>,
+    /// The node it asked for (empty: the default, the first host), when the request carried one.
+    pub node: Option<String>,
+    /// Why.
+    pub reason: RefuseReason,
+}
+
+impl fmt::Display for Refusal {
+    /// `refused client 1234 (node "h9"): no such node`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "refused client")?;
+        if let Some(t) = self.tag {
+            write!(f, " {}", t as i32)?;
+        }
+        match self.node.as_deref() {
+            Some("") => write!(f, " (the default node)")?,
+            Some(n) => write!(f, " (node {n:?})")?,
+            None => {}
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// The reasons kept, and how many refusals there were in all.
+#[derive(Debug, Default)]
+pub(super) struct Refusals {
+    kept: Vec<Refusal>,
+    seen: u64,
+}
+
+impl IbsimServer {
+    /// Refuses the CONNECT `info` (if it parsed) for `reason`: counts it and keeps the reason
+    /// while fewer than [`TOLD_REFUSALS`] were kept. Always false (the CONNECT's answer).
+    pub(super) fn refuse(&mut self, info: Option<&ClientInfo>, reason: RefuseReason) -> bool {
+        self.counters.refused += 1;
+        if self.refusals.seen < TOLD_REFUSALS {
+            self.refusals.kept.push(Refusal {
+                tag: info.map(|i| i.id),
+                node: info.map(|i| i.node_id.clone()),
+                reason,
+            });
+        }
+        self.refusals.seen = self.refusals.seen.saturating_add(1);
+        false
+    }
+
+    /// The refusals kept since the last call, oldest first (at most [`TOLD_REFUSALS`] in the
+    /// server's life: a refusal beyond them is only counted).
+    pub fn take_refusals(&mut self) -> Vec<Refusal> {
+        std::mem::take(&mut self.refusals.kept)
+    }
+}
