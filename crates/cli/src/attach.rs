@@ -10,6 +10,7 @@
 //! `<run dir>/attach-DEV.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy turn's timings.
 
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent};
+use ipoib_runtime::control::BindError;
 use ipoib_runtime::netns::NetNs;
 use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig, TunError};
 use ipoib_runtime::udp_fabric::{
@@ -22,6 +23,16 @@ use std::process::ExitCode;
 /// How long the fabric may stay silent at the start before the host says so (it asks again every
 /// `HostLinkConfig::retry`, 500 ms).
 const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Refuses `--dev DEV` whose control socket `socket` another process listens on.
+fn socket_taken(dev: &str, socket: &std::path::Path) -> ExitCode {
+    note!(
+        "ipoib attach: {dev}: another process serves its control socket {} (another `ipoib \
+         attach --dev {dev}`?); stop it or choose another --dev",
+        socket.display()
+    );
+    ExitCode::from(2)
+}
 
 /// Datagram or connected IPoIB (RFC 4755).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +47,8 @@ pub struct Args {
     #[arg(long)]
     fabric: String,
     /// Name of the TUN device (and of the host in `ipoib show --dev`): 1 to 15 bytes, no `/`,
-    /// `:` or blank, as Linux names devices.
+    /// `:` or blank, as Linux names devices. One that another attach process serves (something
+    /// listens on its control socket) is refused, exit status 2; a stale socket is replaced.
     #[arg(long, default_value = "ib0", value_parser = parse_dev)]
     dev: String,
     /// No TUN device: the emulation's own IP layer answers on the addresses (no root needed).
@@ -157,6 +169,12 @@ pub fn run(args: &Args) -> ExitCode {
             .parent()
             .map(|d| d.to_path_buf())
     }));
+    // Another attach process with this device (in this namespace) would keep `ipoib show --dev`
+    // to itself: refused before anything is attached, as `ipoib lab` refuses a live socket.
+    let socket = ipoib_runtime::control::attach_socket(args.netns.as_deref(), &args.dev);
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return socket_taken(&args.dev, &socket);
+    }
     let mut p = match AttachProcess::connect(&opts) {
         Ok(p) => p,
         Err(e) => {
@@ -220,8 +238,11 @@ pub fn run(args: &Args) -> ExitCode {
             }
         }
     }
-    if let Err(e) = p.serve_control(args.netns.as_deref(), &args.dev) {
-        note!("ipoib attach: control socket (ipoib show): {e}");
+    match p.serve_control(args.netns.as_deref(), &args.dev) {
+        Ok(()) => {}
+        // One that started since the check above.
+        Err(BindError::InUse(path)) => return socket_taken(&args.dev, &path),
+        Err(e) => note!("ipoib attach: control socket (ipoib show): {e}"),
     }
     match crate::interrupt::stop_file().and_then(|f| p.set_stop(f.into())) {
         Ok(()) => {}

@@ -2,7 +2,8 @@
 //! hosts get an identity and carrier, SIGINT makes a host detach (the fabric sees it leave) and
 //! stops the fabric with its counters; every process exits 0. And what a user gets wrong: a
 //! timeout below the keepalives, a fabric with no slot, a guid2lid file in no directory, a host
-//! whose fabric never answers, a device name taken by another device.
+//! whose fabric never answers, a device name taken by another device, a device another attach
+//! process serves.
 
 mod common;
 
@@ -293,6 +294,46 @@ fn hosts_must_match_a_net_file() {
     let mut fabric = Talker::ipoib(&args[..5], dir.path());
     let l = fabric.expect("listening on udp:");
     assert!(l.contains(", 1 CAs for hosts"), "{l}");
+}
+
+/// A second attach process with the device of a running one is refused (status 2, the device and
+/// the socket named) instead of running on while `ipoib show --dev` reaches the first; a stale
+/// socket (nobody listens) is replaced as before.
+#[test]
+fn a_device_another_attach_serves_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fabric, l) = Talker::fabric_udp(&[], dir.path());
+    let addr = common::listen_addr(&l);
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], dir.path());
+    a.expect("ib0: carrier up");
+    let args = [
+        "attach",
+        "--no-tun",
+        "--fabric",
+        &addr,
+        "--ip",
+        "10.0.0.3/24",
+    ];
+    let l = refused(
+        &args,
+        dir.path(),
+        "another process serves its control socket",
+    );
+    let socket = dir.path().join("attach-ib0.sock");
+    assert!(l.starts_with("ipoib attach: ib0: "), "{l}");
+    assert!(l.contains(socket.to_str().unwrap()), "{l}");
+    // The first one still answers on it.
+    let view = common::show_json_in(Some(dir.path()), &["show", "--dev", "ib0", "counters"]);
+    assert!(!view.is_empty(), "ib0 answers");
+    drop(a);
+    // A socket file left by a process that died: replaced.
+    let stale = dir.path().join("attach-ib1.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let mut b = Talker::attach_no_tun(&addr, "10.0.0.3/24", &["--dev", "ib1"], dir.path());
+    b.expect("ib1: carrier up");
+    let view = common::show_json_in(Some(dir.path()), &["show", "--dev", "ib1", "counters"]);
+    assert!(!view.is_empty(), "ib1 answers on the replaced socket");
 }
 
 /// Runs `ipoib ARGS`, which must refuse them: the line saying why contains `why`, and the exit
