@@ -16,6 +16,8 @@ use totals::{Outcome, Totals, Watch};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A capture file (pcap or pcapng), or `-` for standard input: a capture, or hex packets.
+    /// An empty input, file or standard input, is refused (exit status 2): it holds no capture
+    /// header and no hex line.
     file: String,
     /// One JSON object per packet, one per line.
     #[arg(long)]

@@ -675,6 +675,32 @@ fn unreadable_inputs_exit_two() {
     );
 }
 
+/// An empty input is refused alike from a file and from standard input (exit status 2, said so):
+/// standard input used to pass as hex lines, none of them, and exit 0 with "0 packets".
+#[test]
+fn empty_inputs_exit_two_alike() {
+    for json in [false, true] {
+        let args: &[&str] = if json {
+            &["decode", "--json", "-"]
+        } else {
+            &["decode", "-"]
+        };
+        let o = ipoib(args, Some(""));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = text(&o.stderr);
+        assert!(e.contains("standard input: empty: no capture"), "{e}");
+        assert!(o.stdout.is_empty());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.pcap");
+    std::fs::write(&empty, b"").unwrap();
+    let o = ipoib(&["decode", empty.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert!(e.contains("empty.pcap: empty: not a capture"), "{e}");
+    assert!(o.stdout.is_empty());
+}
+
 // A closed output pipe (`ipoib decode bad.pcap | head -1`) stops the run, but the verdict is that
 // of the packets decoded so far: a bad CRC shown before the pipe closed still exits 1, never 0.
 // A closed standard error does not panic (exit 101) either.

@@ -38,13 +38,22 @@ pub enum Source {
 
 impl Source {
     /// Reads the first bytes of `input` and picks the reader: a capture by its magic number, or,
-    /// when `hex_allowed` (standard input), hex lines. Errors say why the input is not readable.
+    /// when `hex_allowed` (standard input), hex lines. Errors say why the input is not readable;
+    /// an empty input is one, file or standard input alike: no capture (even one of no packets
+    /// has a header) and no hex lines, most likely the wrong file or a pipe whose writer failed.
     pub fn open(mut input: Box<dyn Read>, hex_allowed: bool) -> Result<Source, String> {
         let mut head = Vec::with_capacity(4);
         (&mut input)
             .take(4)
             .read_to_end(&mut head)
             .map_err(|e| e.to_string())?;
+        if head.is_empty() {
+            return Err(if hex_allowed {
+                "empty: no capture and no hex packets".into()
+            } else {
+                "empty: not a capture (even one of no packets has a header)".into()
+            });
+        }
         let capture = pcap::is_capture(&head);
         let input = io::Cursor::new(head).chain(input);
         if capture || !hex_allowed {
