@@ -8,7 +8,6 @@ use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{IpoibOptions, Subnet};
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{DropReason, InterfaceConfig, Ipv4Config};
-use ipoib_wire::ipoib::{IpPayload, IpProtocol, Ipv4Datagram, Ipv4Repr, UdpRepr};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
@@ -32,28 +31,6 @@ fn wide(i: usize, c: &mut InterfaceConfig) {
         gateway: None,
     });
     c.ipv6_static = vec![(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, i as u16 + 1), 64)];
-}
-
-fn udp4(src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
-    let d = Ipv4Datagram {
-        header: Ipv4Repr {
-            tos: 0,
-            ident: 7,
-            dont_frag: true,
-            more_frags: false,
-            frag_offset: 0,
-            ttl: 64,
-            protocol: IpProtocol::Udp,
-            src_addr: src,
-            dst_addr: dst,
-            payload_len: 0,
-        },
-        options: &[],
-        payload: IpPayload::Udp(UdpRepr::new(40000, 5001, payload)),
-    };
-    let mut b = vec![0u8; d.buffer_len()];
-    d.emit(&mut b).unwrap();
-    b
 }
 
 /// A UDP over IPv6 packet (hop limit 64).
@@ -122,7 +99,7 @@ fn flood_of_unknown_destinations_stays_bounded() {
     for k in 0..FLOOD {
         let p = if k % 2 == 0 {
             let dst = Ipv4Addr::new(10, 0, 1 + (k / 250) as u8, (k % 250) as u8 + 1);
-            udp4(a4(0), dst, b"sweep")
+            ipoib::udp4(a4(0), dst, 64, b"sweep")
         } else {
             let dst = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 1, (k >> 16) as u16, k as u16);
             udp6(src6, dst, b"sweep")
@@ -131,8 +108,8 @@ fn flood_of_unknown_destinations_stays_bounded() {
         if k % 500 == 499 {
             // Hosts 1 and 2 talk in the middle of the flood: each packet gets through.
             let tag = (k as u32).to_be_bytes();
-            let p12 = udp4(a4(1), a4(2), &tag);
-            let p21 = udp4(a4(2), a4(1), &tag);
+            let p12 = ipoib::udp4(a4(1), a4(2), 64, &tag);
+            let p21 = ipoib::udp4(a4(2), a4(1), 64, &tag);
             net.with_ipoib(1, |a, now| a.from_os(now, &p12)).unwrap();
             net.with_ipoib(2, |a, now| a.from_os(now, &p21)).unwrap();
             run(&mut net, Duration::from_millis(50));
@@ -181,7 +158,7 @@ fn flood_of_unknown_destinations_stays_bounded() {
         assert!(net.interface(h).unwrap().neighbours().len() <= 4);
     }
     // And the flooding host itself still works.
-    let p = udp4(a4(0), a4(3), b"after");
+    let p = ipoib::udp4(a4(0), a4(3), 64, b"after");
     net.with_ipoib(0, |a, now| a.from_os(now, &p)).unwrap();
     run(&mut net, Duration::from_millis(100));
     assert!(drain(&mut net, 3).contains(&p));
