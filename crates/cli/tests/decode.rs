@@ -2,7 +2,7 @@
 //! lines, with malformed packets, bad CRCs, hex on standard input and unreadable inputs.
 
 use ipoib_wire::cm::{attr as cm_attr, CmMessage, MGMT_CLASS_CM};
-use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
 use ipoib_wire::ipoib::{
     broadcast_mgid, ArpOperation, ArpRepr, EtherType, HwAddr, HwAddrFlags, IpoibFrame,
     IpoibPayload, Scope,
@@ -30,15 +30,7 @@ const IPOIB_CM_SID: u64 = 0x1000_0000_0000_0049;
 const A11_SID: u64 = 0x0000_0000_0106_1389; // TCP port 5001
 
 fn lrh(dlid: u16, slid: u16) -> LrhRepr {
-    LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    }
+    LrhRepr::local(0, 0, dlid, slid)
 }
 
 fn ud(dlid: u16, slid: u16, dest_qp: u32, qkey: u32, src_qp: u32, payload: &[u8]) -> Vec<u8> {

@@ -444,15 +444,7 @@ mod tests {
     const PAYLOAD: &[u8] = &[0x08, 0x00, 0x00, 0x00, 0x61, 0x62, 0x63];
 
     fn lrh(vl: u8, dlid: u16) -> LrhRepr {
-        LrhRepr {
-            vl,
-            lver: 0,
-            sl: 0,
-            lnh: Lnh::IbaLocal,
-            dlid,
-            pkt_len: 0,
-            slid: 1,
-        }
+        LrhRepr::local(vl, 0, dlid, 1)
     }
 
     fn deth() -> DethRepr {

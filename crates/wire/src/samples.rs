@@ -13,7 +13,7 @@
 //! every packet of [`malformed`] fails to parse, has a bad CRC, or decodes with an error.
 //! Sample names are stable snake_case identifiers, unique within each list.
 
-use crate::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr};
+use crate::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, LrhRepr};
 use crate::keys::{PKey, QKey};
 use crate::packet::PacketRepr;
 use crate::types::{Gid, Guid};
@@ -142,15 +142,7 @@ fn emit(r: &PacketRepr<'_>) -> Vec<u8> {
 
 /// An LRH from `src` to `dlid`, VL 0, SL 0 (LNH and PktLen are computed by the builder).
 fn lrh(src: &Node, dlid: u16) -> LrhRepr {
-    LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid: src.lid,
-    }
+    LrhRepr::local(0, 0, dlid, src.lid)
 }
 
 /// A GRH from `src`'s port GID to `dgid`, hop limit 0 (subnet-local, as Linux uses the hop limit

@@ -69,18 +69,10 @@ pub fn at(secs: u64) -> Instant {
 /// source QP 2.
 pub fn ud_packet(slid: u16, dlid: u16, len: usize, pkey: ipoib_wire::PKey) -> Vec<u8> {
     use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
-    use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+    use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
     use ipoib_wire::packet::PacketRepr;
     let payload = vec![0xa5; len];
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    };
+    let lrh = LrhRepr::local(0, 0, dlid, slid);
     let qpn = if dlid >= LID_MULTICAST_FIRST {
         BthRepr::MULTICAST_QPN
     } else {

@@ -7,9 +7,7 @@
 #![allow(dead_code)]
 
 use ipoib_wire::describe::{Describer, Value};
-use ipoib_wire::ib::{
-    AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr, Opcode, Syndrome,
-};
+use ipoib_wire::ib::{AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, LrhRepr, Opcode, Syndrome};
 use ipoib_wire::ipoib::{
     ArpOperation, ArpRepr, EtherType, HwAddr, HwAddrFlags, Icmpv4Repr, IpPayload, IpProtocol,
     IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv4Repr,
@@ -40,15 +38,7 @@ fn broadcast_mgid() -> Gid {
 }
 
 fn lrh(dlid: u16, slid: u16) -> LrhRepr {
-    LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    }
+    LrhRepr::local(0, 0, dlid, slid)
 }
 
 /// An IPoIB frame (encapsulation header, IPv4, ICMP echo request with `data_len` bytes of data).

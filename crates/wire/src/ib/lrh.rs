@@ -197,6 +197,20 @@ impl LrhRepr {
     /// The header length.
     pub const LEN: usize = 8;
 
+    /// The LRH of a packet without a GRH (LNH "IBA local", LVer 0) on virtual lane `vl` at
+    /// service level `sl`, from `slid` to `dlid`; PktLen 0, which the packet's emitter fills.
+    pub fn local(vl: u8, sl: u8, dlid: u16, slid: u16) -> LrhRepr {
+        LrhRepr {
+            vl,
+            lver: 0,
+            sl,
+            lnh: Lnh::IbaLocal,
+            dlid,
+            pkt_len: 0,
+            slid,
+        }
+    }
+
     /// Reads the header from a view.
     pub fn parse<T: AsRef<[u8]>>(v: &Lrh<T>) -> Result<LrhRepr> {
         v.check_len()?;

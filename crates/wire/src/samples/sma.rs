@@ -5,7 +5,7 @@
 
 use super::{emit, gsi, Sample, A, P_KEY, SM};
 use crate::ib::lid::LID_PERMISSIVE;
-use crate::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use crate::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
 use crate::keys::{PKey, QKey};
 use crate::mad::attr::{perf as perf_attr, smp as attr};
 use crate::mad::{
@@ -201,15 +201,7 @@ fn dr(psn: u32, smp: &SmpMadRepr) -> Vec<u8> {
 }
 
 fn smp_packet(slid: u16, dlid: u16, psn: u32, smp: &SmpMadRepr) -> Vec<u8> {
-    let lrh = LrhRepr {
-        vl: 15,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    };
+    let lrh = LrhRepr::local(15, 0, dlid, slid);
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, P_KEY, 0, psn);
     let deth = DethRepr {
         qkey: QKey(0),

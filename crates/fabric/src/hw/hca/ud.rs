@@ -9,7 +9,7 @@ use crate::hw::sim::{Frame, Tx};
 use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, WcOpcode, WcStatus};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
-use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, LrhRepr, Opcode};
 use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::smp::SmpMad;
@@ -219,16 +219,9 @@ impl Hca {
             ),
             _ => (Opcode::UD_SEND_ONLY, None),
         };
-        let lrh = LrhRepr {
-            // IBA 1 §7.6.3: SMPs (QP0) travel on VL15, everything else here on VL0.
-            vl: if qp0 { 15 } else { 0 },
-            lver: 0,
-            sl: ah.sl & 0xf,
-            lnh: Lnh::IbaLocal,
-            dlid: ah.dlid,
-            pkt_len: 0,
-            slid: port.slid(ah.src_path_bits),
-        };
+        // IBA 1 §7.6.3: SMPs (QP0) travel on VL15, everything else here on VL0.
+        let vl = if qp0 { 15 } else { 0 };
+        let lrh = LrhRepr::local(vl, ah.sl & 0xf, ah.dlid, port.slid(ah.src_path_bits));
         let mut bth = BthRepr::new(opcode, pkey, dest.remote_qpn & 0x00ff_ffff, qp.next_psn);
         bth.se = wr.solicited;
         let ext = ExtHeaders {
@@ -304,15 +297,7 @@ impl Hca {
         };
         Ok(Framing {
             port: qp.port,
-            lrh: LrhRepr {
-                vl: 0,
-                lver: 0,
-                sl: path.sl & 0xf,
-                lnh: Lnh::IbaLocal,
-                dlid: path.dlid,
-                pkt_len: 0,
-                slid: port.slid(path.src_path_bits),
-            },
+            lrh: LrhRepr::local(0, path.sl & 0xf, path.dlid, port.slid(path.src_path_bits)),
             grh,
             pkey: port.pkey(qp.pkey_index).unwrap_or(PKey(0)),
             local: port.path_bits(path.dlid).is_some(),

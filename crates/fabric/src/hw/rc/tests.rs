@@ -13,7 +13,7 @@ use super::{ConnectedQp, MemoryRegion, Outgoing};
 use crate::hw::verbs::{AddressHandle, Completion, ConnectedAttr, QpType};
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::{BthRepr, Lnh, LrhRepr};
+use ipoib_wire::ib::{BthRepr, LrhRepr};
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::Mtu;
 use ipoib_wire::PKey;
@@ -114,15 +114,7 @@ impl Wire {
 /// Builds the whole packet (LRH, BTH with P_Key, ext headers, pad, ICRC, VCRC) and parses it back,
 /// as the HCAs on both ends would.
 fn roundtrip(pkt: &Outgoing) -> Outgoing {
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 0,
-        lnh: Lnh::IbaLocal,
-        dlid: 2,
-        pkt_len: 0,
-        slid: 1,
-    };
+    let lrh = LrhRepr::local(0, 0, 2, 1);
     let mut bth = pkt.bth;
     bth.pkey = PKey(0xffff);
     let repr = PacketRepr {

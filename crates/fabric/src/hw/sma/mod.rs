@@ -22,7 +22,7 @@ pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
 use crate::hw::sim::Frame;
-use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
 use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::smp::SMP_CLASS_VERSION;
@@ -81,15 +81,7 @@ pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) 
 }
 
 fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
-    let lrh = LrhRepr {
-        vl: 15,
-        lver: 0,
-        sl,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    };
+    let lrh = LrhRepr::local(15, sl, dlid, slid);
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey::DEFAULT, 0, 0);
     let deth = DethRepr {
         qkey: QKey(0),
@@ -100,15 +92,7 @@ fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
 
 /// A GMP from QP1 to `dest_qp` (IBA 1 §13.5.1: QP1 sends with Q_Key 0x80010000), on VL0.
 pub fn gmp_packet(slid: u16, dlid: u16, sl: u8, pkey: PKey, dest_qp: u32, mad: &[u8]) -> Vec<u8> {
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl,
-        lnh: Lnh::IbaLocal,
-        dlid,
-        pkt_len: 0,
-        slid,
-    };
+    let lrh = LrhRepr::local(0, sl, dlid, slid);
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, pkey, dest_qp, 0);
     let deth = DethRepr {
         qkey: QKey::GSI,

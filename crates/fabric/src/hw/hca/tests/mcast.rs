@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::hw::sim::Tx;
-use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode};
+use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
 use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::PKey;
 
@@ -73,15 +73,7 @@ fn multicast_packet_without_grh_or_group_is_dropped() {
     p.sim
         .with_node::<Hca, _>(p.b, |h, _, _| h.attach_mcast(b.qpn, mgid(), MLID).unwrap());
     let craft = |grh: bool| {
-        let lrh = LrhRepr {
-            vl: 0,
-            lver: 0,
-            sl: 0,
-            lnh: Lnh::IbaLocal,
-            dlid: MLID,
-            pkt_len: 0,
-            slid: 1,
-        };
+        let lrh = LrhRepr::local(0, 0, MLID, 1);
         let g = grh.then(|| {
             ipoib_wire::ib::GrhRepr::new(Gid::new(0xfe80 << 48, 5), Gid::new(0xff12 << 48, 9), 1)
         });

@@ -490,19 +490,11 @@ fn same_seed_same_capture() {
 #[test]
 fn a_packet_built_over_stale_bytes_is_the_packet() {
     use ipoib_wire::ib::{
-        AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, Lnh, LrhRepr, Opcode, Operation,
-        RethRepr, Syndrome, Transport,
+        AethRepr, BthRepr, DethRepr, ExtHeaders, GrhRepr, LrhRepr, Opcode, Operation, RethRepr,
+        Syndrome, Transport,
     };
     use ipoib_wire::packet::PacketRepr;
-    let lrh = LrhRepr {
-        vl: 0,
-        lver: 0,
-        sl: 3,
-        lnh: Lnh::IbaLocal,
-        dlid: 2,
-        pkt_len: 0,
-        slid: 1,
-    };
+    let lrh = LrhRepr::local(0, 3, 2, 1);
     let bth = |op| BthRepr::new(op, PKey(0xffff), 0x48, 77);
     let ack = ExtHeaders {
         aeth: Some(AethRepr {
