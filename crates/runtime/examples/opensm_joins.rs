@@ -400,7 +400,7 @@ fn joins(
             report.stray += 1;
             continue;
         };
-        if m.status != 0 {
+        if m.head.status != 0 {
             // ibsim handed the request back: leave it to the timeout to resend.
             report.undelivered += 1;
             continue;

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::msg::{
-    ClientInfo, CtlType, SimCtl, SimRequest, DEFAULT_BASENAME, DEFAULT_SERVER_PORT, MAD_LEN,
-    SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
+    ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, DEFAULT_BASENAME, DEFAULT_SERVER_PORT,
+    MAD_LEN, SIM_CTL_LEN, SIM_REQUEST_LEN, STATUS_UNDELIVERED,
 };
 use ipoib_wire::smp::{NodeInfoRepr, PortInfoRepr};
 
@@ -102,23 +102,6 @@ impl Sock {
             Sock::Udp(s) => s.set_read_timeout(Some(t)),
         }
     }
-}
-
-/// A MAD received from ibsim, with its addressing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimMad {
-    /// Source LID.
-    pub slid: u16,
-    /// Source QP.
-    pub sqp: u32,
-    /// Destination LID.
-    pub dlid: u16,
-    /// Destination QP.
-    pub dqp: u32,
-    /// 0, or [`STATUS_UNDELIVERED`] for a MAD of ours that ibsim handed back.
-    pub status: u32,
-    /// The 256 bytes.
-    pub mad: Vec<u8>,
 }
 
 /// One client of ibsim, attached to one node's port.
@@ -228,12 +211,14 @@ impl IbsimClient {
     /// responses on the low 48 bits.
     pub fn send_mad(&self, dlid: u16, dqp: u32, mad: &[u8; MAD_LEN]) -> io::Result<()> {
         let req = SimRequest {
-            dlid,
-            slid: 0,
-            dqp,
-            sqp: self.qp,
-            status: 0,
-            length: MAD_LEN as u64,
+            head: SimRequestHead {
+                dlid,
+                slid: 0,
+                dqp,
+                sqp: self.qp,
+                status: 0,
+                length: MAD_LEN as u64,
+            },
             mad: *mad,
         };
         let n = self.data.send(&req.to_bytes())?;
@@ -245,7 +230,7 @@ impl IbsimClient {
 
     /// The next MAD for this client, waiting at most `timeout`: `Ok(None)` when none came.
     /// Datagrams that are not a `sim_request` are skipped.
-    pub fn recv(&self, timeout: Duration) -> io::Result<Option<SimMad>> {
+    pub fn recv(&self, timeout: Duration) -> io::Result<Option<SimRequest>> {
         let deadline = Instant::now() + timeout;
         let mut buf = [0u8; 512];
         loop {
@@ -265,14 +250,7 @@ impl IbsimClient {
             let Some(r) = SimRequest::parse(&buf[..n]) else {
                 continue;
             };
-            return Ok(Some(SimMad {
-                slid: r.slid,
-                sqp: r.sqp,
-                dlid: r.dlid,
-                dqp: r.dqp,
-                status: r.status,
-                mad: r.mad.to_vec(),
-            }));
+            return Ok(Some(r));
         }
     }
 
@@ -281,8 +259,8 @@ impl IbsimClient {
     pub fn recv_mad(&self, timeout: Duration) -> io::Result<Option<(u16, u32, Vec<u8>)>> {
         match self.recv(timeout)? {
             None => Ok(None),
-            Some(m) if m.status != 0 => Err(undelivered(m.status)),
-            Some(m) => Ok(Some((m.slid, m.sqp, m.mad))),
+            Some(m) if m.head.status != 0 => Err(undelivered(m.head.status)),
+            Some(m) => Ok(Some((m.head.slid, m.head.sqp, m.mad.to_vec()))),
         }
     }
 
@@ -310,11 +288,11 @@ impl IbsimClient {
             if tid48(&m.mad) != tid {
                 continue;
             }
-            if m.status != 0 {
-                return Err(undelivered(m.status));
+            if m.head.status != 0 {
+                return Err(undelivered(m.head.status));
             }
             if m.mad[3] & 0x80 != 0 {
-                return Ok(m.mad);
+                return Ok(m.mad.to_vec());
             }
         }
     }

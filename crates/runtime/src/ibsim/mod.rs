@@ -17,4 +17,4 @@ mod client;
 pub mod msg;
 pub mod opensm;
 
-pub use client::{Endpoint, IbsimClient, SimMad, CTL_TIMEOUT};
+pub use client::{Endpoint, IbsimClient, CTL_TIMEOUT};

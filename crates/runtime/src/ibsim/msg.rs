@@ -172,20 +172,8 @@ impl ClientInfo {
 /// A `struct sim_request`: one MAD with its LRH/BTH/DETH addressing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimRequest {
-    /// Destination LID (0xffff with a directed-route SMP).
-    pub dlid: u16,
-    /// Source LID (0: ibsim fills in the sender's port LID).
-    pub slid: u16,
-    /// Destination QP.
-    pub dqp: u32,
-    /// Source QP.
-    pub sqp: u32,
-    /// 0, or [`STATUS_UNDELIVERED`] when ibsim hands the MAD back undelivered.
-    pub status: u32,
-    /// The MAD's length as its sender states it: umad2sim writes the bytes the program wrote (at
-    /// most 256) and gives the reading program this length as its umad length, which `saquery`
-    /// divides into records (`umad2sim/umad2sim.c` `umad2sim_read`, `umad2sim_write`).
-    pub length: u64,
+    /// The addressing before the MAD.
+    pub head: SimRequestHead,
     /// The MAD.
     pub mad: [u8; MAD_LEN],
 }
@@ -194,15 +182,7 @@ impl SimRequest {
     /// The 288 bytes.
     pub fn to_bytes(&self) -> [u8; SIM_REQUEST_LEN] {
         let mut b = [0u8; SIM_REQUEST_LEN];
-        let head = SimRequestHead {
-            dlid: self.dlid,
-            slid: self.slid,
-            dqp: self.dqp,
-            sqp: self.sqp,
-            status: self.status,
-            length: self.length,
-        };
-        head.write(&mut b);
+        self.head.write(&mut b);
         b[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&self.mad);
         b
     }
@@ -217,32 +197,38 @@ impl SimRequest {
         let mut mad = [0u8; MAD_LEN];
         mad.copy_from_slice(&b[SIM_REQUEST_MAD_OFFSET..]);
         Some(SimRequest {
-            dlid: lid(0),
-            slid: lid(4),
-            dqp: be32(b, 8),
-            sqp: be32(b, 12),
-            status: be32(b, 16),
-            length: u64::from_be_bytes([b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31]]),
+            head: SimRequestHead {
+                dlid: lid(0),
+                slid: lid(4),
+                dqp: be32(b, 8),
+                sqp: be32(b, 12),
+                status: be32(b, 16),
+                length: u64::from_be_bytes([
+                    b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31],
+                ]),
+            },
             mad,
         })
     }
 }
 
-/// The fields of a [`SimRequest`] before its MAD, for writing a request in place (the server
-/// writes its answers straight into the buffer it sends from, without a [`SimRequest`] by value).
+/// The fields of a [`SimRequest`] before its MAD; written alone, it lets the server write its
+/// answers straight into the buffer it sends from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimRequestHead {
-    /// [`SimRequest::dlid`].
+    /// Destination LID (0xffff with a directed-route SMP).
     pub dlid: u16,
-    /// [`SimRequest::slid`].
+    /// Source LID (0: ibsim fills in the sender's port LID).
     pub slid: u16,
-    /// [`SimRequest::dqp`].
+    /// Destination QP.
     pub dqp: u32,
-    /// [`SimRequest::sqp`].
+    /// Source QP.
     pub sqp: u32,
-    /// [`SimRequest::status`].
+    /// 0, or [`STATUS_UNDELIVERED`] when ibsim hands the MAD back undelivered.
     pub status: u32,
-    /// [`SimRequest::length`].
+    /// The MAD's length as its sender states it: umad2sim writes the bytes the program wrote (at
+    /// most 256) and gives the reading program this length as its umad length, which `saquery`
+    /// divides into records (`umad2sim/umad2sim.c` `umad2sim_read`, `umad2sim_write`).
     pub length: u64,
 }
 
@@ -320,12 +306,14 @@ mod tests {
         mad[0] = 1;
         mad[255] = 0xee;
         let r = SimRequest {
-            dlid: 0x0102,
-            slid: 0,
-            dqp: 1,
-            sqp: 0x0a0b0c,
-            status: 0,
-            length: MAD_LEN as u64,
+            head: SimRequestHead {
+                dlid: 0x0102,
+                slid: 0,
+                dqp: 1,
+                sqp: 0x0a0b0c,
+                status: 0,
+                length: MAD_LEN as u64,
+            },
             mad,
         };
         let b = r.to_bytes();
@@ -344,31 +332,28 @@ mod tests {
         // Written in place over a used buffer: the same head, the MAD's bytes left as they were.
         let mut reused = [0x5a; SIM_REQUEST_LEN];
         reused[SIM_REQUEST_MAD_OFFSET..].copy_from_slice(&mad);
-        let head = SimRequestHead {
-            dlid: r.dlid,
-            slid: r.slid,
-            dqp: r.dqp,
-            sqp: r.sqp,
-            status: r.status,
-            length: r.length,
-        };
-        head.write(&mut reused);
+        r.head.write(&mut reused);
         assert_eq!(reused, b);
     }
 
     #[test]
     fn undelivered_status() {
         let mut b = SimRequest {
-            dlid: 5,
-            slid: 1,
-            dqp: 1,
-            sqp: 1,
-            status: 0,
-            length: MAD_LEN as u64,
+            head: SimRequestHead {
+                dlid: 5,
+                slid: 1,
+                dqp: 1,
+                sqp: 1,
+                status: 0,
+                length: MAD_LEN as u64,
+            },
             mad: [0; MAD_LEN],
         }
         .to_bytes();
         b[16..20].copy_from_slice(&110u32.to_be_bytes());
-        assert_eq!(SimRequest::parse(&b).unwrap().status, STATUS_UNDELIVERED);
+        assert_eq!(
+            SimRequest::parse(&b).unwrap().head.status,
+            STATUS_UNDELIVERED
+        );
     }
 }

@@ -641,8 +641,8 @@ impl IbsimServer {
             .and_then(|p| p.pkeys.first().copied())
             .unwrap_or(PKey::DEFAULT);
         let to = MadAddr {
-            lid: req.dlid,
-            qpn: req.dqp,
+            lid: req.head.dlid,
+            qpn: req.head.dqp,
             qkey: QKey::GSI,
             sl: 0,
             pkey,
@@ -658,9 +658,11 @@ impl IbsimServer {
         // ibsim process_packet: an undeliverable MAD goes back to its sender with status 110.
         self.counters.undelivered += 1;
         let back = SimRequest {
-            status: STATUS_UNDELIVERED,
+            head: SimRequestHead {
+                status: STATUS_UNDELIVERED,
+                ..req.head
+            },
             mad,
-            ..req
         };
         self.write_client(net, slot, &back);
     }

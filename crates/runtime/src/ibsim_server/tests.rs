@@ -221,12 +221,14 @@ fn cpi_get(tid: u64) -> [u8; MAD_LEN] {
 /// [`cpi_get`] as a raw client's `sim_request` to the SA (LID 1, QP1).
 fn cpi_request(tid: u64) -> SimRequest {
     SimRequest {
-        dlid: 1,
-        slid: 0,
-        dqp: 1,
-        sqp: 0,
-        status: 0,
-        length: 256,
+        head: SimRequestHead {
+            dlid: 1,
+            slid: 0,
+            dqp: 1,
+            sqp: 0,
+            status: 0,
+            length: 256,
+        },
         mad: cpi_get(tid),
     }
 }
