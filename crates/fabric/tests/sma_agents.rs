@@ -309,6 +309,73 @@ fn a_umad_user_queries_the_agents_of_a_built_subnet() {
     assert!(pc.port_rcv_pkts >= 2, "at least the two SMPs above");
 }
 
+// `perfquery` without arguments asks its own port's PMA by the port's LID, `smpquery nodeinfo`
+// with the port's own LID its SMA. The request to a LID of the sending port is looped back in
+// the HCA, and so is the answer: neither leaves by the link (the port's PortXmitPkts do not
+// change), where the switch would have to send the answer back out of the port it came in by,
+// which a switch does not do (IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: looping, the output
+// port the input port, is a relay error).
+#[test]
+fn a_port_asking_its_own_lid_is_answered_without_the_switch() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::host::Host;
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_proto::mad_agent::MadAddr;
+    use ipoib_wire::mad::attr::perf as perf_attr;
+    use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let h0 = net.host(0);
+    let me = net.host_device(0).hca().port(h0.port).unwrap().clone();
+    assert_ne!(me.lid, 0, "the SM gave host 0 a LID");
+    let user = net
+        .sim_mut()
+        .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+        .unwrap();
+    let ask = |net: &mut Subnet, to: MadAddr, mad: &[u8]| {
+        net.sim_mut()
+            .with_node::<Host, _>(h0.node, |h, now, tx| {
+                h.umad_send(user, to, mad).unwrap();
+                h.drive(now, tx);
+            })
+            .unwrap();
+        net.sim_mut().run_for(Duration::from_millis(1));
+        let got = net
+            .sim_mut()
+            .node_mut::<Host>(h0.node)
+            .unwrap()
+            .umad_take(user);
+        assert_eq!(got.len(), 1, "one answer");
+        got[0].mad.clone()
+    };
+    let sent = |net: &Subnet| {
+        net.host_device(0)
+            .hca()
+            .port(h0.port)
+            .unwrap()
+            .traffic
+            .xmit_pkts
+    };
+    let before = sent(&net);
+    let mut f = Fabric::new(0); // only for its MAD builders
+    let get = f.perf_mad(perf_attr::PORT_COUNTERS, h0.port);
+    let resp = ask(&mut net, MadAddr::gsi(me.lid), &get);
+    let pc = PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap();
+    assert_eq!(pc.port_select, h0.port);
+    let smp = f.smp(Method::Get, attr::NODE_INFO, 0, None, 0, none());
+    let to = MadAddr {
+        qpn: 0,
+        ..MadAddr::gsi(me.lid)
+    };
+    let r = SmpMadRepr::parse(&ask(&mut net, to, &smp)).unwrap();
+    let SmpAttribute::NodeInfo(n) = r.attribute else {
+        panic!("{:?}", r.attribute)
+    };
+    assert_eq!(n.port_guid, me.guid);
+    assert_eq!(sent(&net), before, "nothing left the port");
+}
+
 /// Host 0 asking host 1's port over umad, an agent attached on each: the requester (`sminfo`)
 /// and an SM program (`ibsim-run opensm`), as in IBA 1 §13.4.
 struct SmOnHost1 {

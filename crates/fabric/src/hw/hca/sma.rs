@@ -188,8 +188,12 @@ impl Hca {
         self.counters.smp_answered += 1;
         let mut bytes = req.get_response(status, attribute).to_bytes();
         // IBA 1 §14.2.2: HopCount 0 names the node whose SMI sent it: the answer goes back to
-        // QP0 here.
-        let local = directed && SmpMad::new_checked(&mad[..]).is_ok_and(|m| m.hop_count() == 0);
+        // QP0 here; so does the answer to a LID-routed SMP this port sent itself.
+        let local = if directed {
+            SmpMad::new_checked(&mad[..]).is_ok_and(|m| m.hop_count() == 0)
+        } else {
+            self.to_self(port, pkt.lrh.slid)
+        };
         let spare = self.spare.take().unwrap_or_default();
         let packet = if directed {
             dr::respond(&mut bytes, port);
@@ -223,8 +227,17 @@ impl Hca {
         }
         let slid = self.port(port).map_or(0, |p| p.lid);
         let reply = sma::gmp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, bth.pkey, deth.src_qp, &resp);
-        self.sma_out.push((port, Frame::with_crcs(reply), false));
+        let local = self.to_self(port, pkt.lrh.slid);
+        self.sma_out.push((port, Frame::with_crcs(reply), local));
         true
+    }
+
+    /// Whether an answer to `dlid` is for this port itself (a request it sent to its own LID,
+    /// looped back): then the answer is looped back too, as a UD send to a LID of the port is
+    /// (`ud.rs`), instead of leaving by the link for the switch to send back (which a switch
+    /// refuses, IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: looping).
+    fn to_self(&self, port: u8, dlid: u16) -> bool {
+        self.port(port).is_some_and(|p| p.path_bits(dlid).is_some())
     }
 
     /// The GetResp's status and attribute for `req` on `port` (after a Set, the values now held).
