@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::topos::chain;
+use common::topos::{chain, ring};
 use ipoib_fabric::hw::mgmt::Config;
 use ipoib_fabric::hw::sim::Device;
 use ipoib_fabric::hw::switch::{Switch, SwitchDropReason};
@@ -29,6 +29,18 @@ fn lifetime_drops(net: &Subnet) -> u64 {
         .sum()
 }
 
+/// PortRcvSwitchRelayErrors over every port of every switch.
+fn relay_errors(net: &Subnet) -> u64 {
+    net.switches()
+        .map(|(_, s)| {
+            (1..=s.nports())
+                .filter_map(|p| s.port_traffic(p))
+                .map(|t| t.rcv_switch_relay_errors)
+                .sum::<u64>()
+        })
+        .sum()
+}
+
 /// PortXmitDiscards over every port of every switch.
 fn xmit_discards(net: &Subnet) -> u64 {
     net.switches()
@@ -41,30 +53,45 @@ fn xmit_discards(net: &Subnet) -> u64 {
         .sum()
 }
 
-// Hand-written LFTs: sw1 sends host 1's LID back to sw0, which sends it to sw1 again. Host 0's
-// pings to host 1 go round sw0 - sw1 until the switch that would forward one the 129th time
-// discards it; pings between host 0 and host 2 are answered all along; the events the loop costs
-// are bounded (one packet is forwarded at most SWITCH_HOP_LIMIT times).
-#[test]
-fn a_hand_written_loop_ends_at_the_hop_limit() {
-    let mut net = Subnet::build(options(chain(), seed(3))).unwrap();
-    assert!(net.run_until_joined(at(5)), "every host has carrier");
-    // The IPoIB paths to every host are resolved, so that the pings after the loop need no
-    // SA query (the SA answers a path, not the loop).
-    for s in ping_pairs(&mut net, &all_pairs(3), v4, Duration::from_secs(2)) {
-        assert!(rtt(&net, s).is_some(), "{} -> {} before the loop", s.0, s.1);
-    }
-    let lid1 = net.lid(1);
-    let sw1 = net.built().nodes[net.switches().nth(1).unwrap().0];
-    let mut lft = switch(&net, 1).lft().to_vec();
-    assert_eq!(lft[usize::from(lid1)], 2, "sw1 sends host 1's LID to sw2");
-    lft[usize::from(lid1)] = 1; // back to sw0
+/// Sets entry `lid` of switch `k`'s LFT to `port`, and lets the write settle.
+fn route(net: &mut Subnet, k: usize, lid: u16, port: u8) {
+    let node = net.built().nodes[net.switches().nth(k).unwrap().0];
+    let mut lft = switch(net, k).lft().to_vec();
+    lft[usize::from(lid)] = port;
     net.sim_mut()
-        .with_node::<Switch, _>(sw1, |sw, now, tx| sw.configure(now, Config::Lft(lft), tx))
+        .with_node::<Switch, _>(node, |sw, now, tx| sw.configure(now, Config::Lft(lft), tx))
         .unwrap();
     let t = net.sim().now() + Duration::from_millis(1);
     net.sim_mut().run_until(t);
-    assert_eq!(switch(&net, 1).lft()[usize::from(lid1)], 1);
+}
+
+/// Brings `net` up and resolves the IPoIB paths between every pair of its `n` hosts, so that the
+/// pings after a hand-written loop need no SA query (the SA answers a path, not the loop).
+fn up_and_resolved(net: &mut Subnet, n: usize) {
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    for s in ping_pairs(net, &all_pairs(n), v4, Duration::from_secs(2)) {
+        assert!(rtt(net, s).is_some(), "{} -> {} before the loop", s.0, s.1);
+    }
+}
+
+// Hand-written LFTs round a ring of three switches: sw2 sends host 1's LID to sw1, sw1 to sw0,
+// and sw0 to sw2, each out of another port than the packet came in by. Host 0's pings to host 1
+// go round until the switch that would forward one the 129th time discards it; pings between
+// host 0 and host 2 are answered all along; the events the loop costs are bounded (one packet
+// is forwarded at most SWITCH_HOP_LIMIT times).
+#[test]
+fn a_hand_written_loop_ends_at_the_hop_limit() {
+    let mut net = Subnet::build(options(ring(), seed(3))).unwrap();
+    up_and_resolved(&mut net, 3);
+    let lid1 = net.lid(1);
+    assert_eq!(
+        switch(&net, 0).lft()[usize::from(lid1)],
+        3,
+        "sw0 - sw2 direct"
+    );
+    let was = [1, 2].map(|k| switch(&net, k).lft()[usize::from(lid1)]);
+    route(&mut net, 2, lid1, 1); // sw2 to sw1
+    route(&mut net, 1, lid1, 1); // sw1 to sw0
     let before = net.sim().stats().events;
     let pings = ping_pairs(
         &mut net,
@@ -82,29 +109,67 @@ fn a_hand_written_loop_ends_at_the_hop_limit() {
         drops,
         "and counted in PortXmitDiscards"
     );
-    // Only sw0 and sw1 are on the loop: the discard is at one of them.
     assert_eq!(
-        switch(&net, 2).stats().dropped(SwitchDropReason::Lifetime),
-        0
+        relay_errors(&net),
+        0,
+        "no switch sent one back where it came from"
     );
     // 2 s of a quiet subnet with a few pings is some thousands of events; a packet going round
     // unbounded would be millions (one hop every few hundred nanoseconds).
     assert!(events < 100_000, "{events} events in 2 s");
     // Undo the loop: host 1 is reachable again.
-    let mut lft = switch(&net, 1).lft().to_vec();
-    lft[usize::from(lid1)] = 2;
-    net.sim_mut()
-        .with_node::<Switch, _>(sw1, |sw, now, tx| sw.configure(now, Config::Lft(lft), tx))
-        .unwrap();
+    route(&mut net, 1, lid1, was[0]);
+    route(&mut net, 2, lid1, was[1]);
     let s = ping_pairs(&mut net, &[(0, 1)], v4, Duration::from_secs(2));
     assert!(rtt(&net, s[0]).is_some(), "0 -> 1 after the loop is undone");
+}
+
+// A loop of two switches cannot go round: sw1 sending host 1's LID back to sw0 sends it out of
+// the port it came in by, which the relay refuses (IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors,
+// looping: the output port the input port). Host 0's pings to host 1 end at sw1, each counted
+// once in its port 1's PortRcvSwitchRelayErrors; none is forwarded again, none reaches the hop
+// limit; pings between host 0 and host 2 are answered.
+#[test]
+fn a_route_back_out_of_the_arrival_port_is_a_relay_error() {
+    let mut net = Subnet::build(options(chain(), seed(3))).unwrap();
+    up_and_resolved(&mut net, 3);
+    let lid1 = net.lid(1);
+    assert_eq!(
+        switch(&net, 1).lft()[usize::from(lid1)],
+        2,
+        "sw1 sends host 1's LID to sw2"
+    );
+    route(&mut net, 1, lid1, 1); // back to sw0
+    let pings = ping_pairs(
+        &mut net,
+        &[(0, 1), (0, 2), (2, 0)],
+        v4,
+        Duration::from_secs(2),
+    );
+    assert_eq!(rtt(&net, pings[0]), None, "0 -> 1 ends at sw1");
+    assert!(rtt(&net, pings[1]).is_some() && rtt(&net, pings[2]).is_some());
+    let looping = switch(&net, 1).stats().dropped(SwitchDropReason::Looping);
+    assert!(looping >= 1, "the echo request was discarded at sw1");
+    let t = switch(&net, 1).port_traffic(1).unwrap();
+    assert_eq!(t.rcv_switch_relay_errors, looping);
+    assert_eq!(t.counters(1).port_rcv_switch_relay_errors, looping as u16);
+    assert_eq!(relay_errors(&net), looping, "on sw1's port 1 only");
+    assert_eq!((lifetime_drops(&net), xmit_discards(&net)), (0, 0));
+    route(&mut net, 1, lid1, 2);
+    let s = ping_pairs(&mut net, &[(0, 1)], v4, Duration::from_secs(2));
+    assert!(
+        rtt(&net, s[0]).is_some(),
+        "0 -> 1 after the route is undone"
+    );
 }
 
 // docs/OPENSM-NOTES.md "SM_Key": two SMs of different SM_Keys ignore each other's SMInfo and
 // both master the subnet, each assigning LIDs and programming the switches its own way: hosts 0
 // and 1 end with one LID, and the tables send packets round loops. Before the hop limit, 70 ms of
 // this made 2 million events and the capture grew without end; now the looping packets are
-// discarded and the subnet goes quiet (no host joins: neither master's SA is reachable by all).
+// discarded (on this chain, by the switch that would send one back where it came from: a relay
+// error, IBA 1 §16.1.3.5) and the subnet goes quiet (no host joins: neither master's SA is
+// reachable by all).
 #[test]
 fn two_masters_of_different_keys_make_loops_that_end() {
     use ipoib_fabric::node::sm::ElectionSettings;
@@ -117,9 +182,15 @@ fn two_masters_of_different_keys_make_loops_that_end() {
     let t = net.sim().now() + Duration::from_secs(2);
     net.sim_mut().run_until(t);
     assert_eq!(net.lid(0), net.lid(1), "a duplicate LID");
-    let drops = lifetime_drops(&net);
-    assert!(drops > 0, "packets went round a loop");
-    assert_eq!(xmit_discards(&net), drops);
+    // A chain has no cycle: each loop is two switches sending a packet back and forth, which
+    // the second ends by refusing to send it back out of the port it came in by.
+    let looping: u64 = net
+        .switches()
+        .map(|(_, s)| s.stats().dropped(SwitchDropReason::Looping))
+        .sum();
+    assert!(looping > 0, "packets were sent back where they came from");
+    assert!(relay_errors(&net) >= looping);
+    assert_eq!(xmit_discards(&net), lifetime_drops(&net));
     let (events, captured) = (net.sim().stats().events, net.sim().stats().packets);
     assert!(events < 20_000, "{events} events in 2 s");
     // Pings (to LIDs the SA may not know) add no loop without end either.

@@ -39,3 +39,12 @@ pub fn chain() -> Topology {
     t.connect(e(s[1], 3), e(h[2], 1), None, None).unwrap();
     t
 }
+
+/// The chain with a cable from sw0's port 3 to sw2's port 3 too: three switches in a ring (sw0,
+/// sw1, sw2 are the chain's nodes 3, 4, 5).
+pub fn ring() -> Topology {
+    let mut t = chain();
+    let e = |node, port| End { node, port };
+    t.connect(e(3, 3), e(5, 3), None, None).unwrap();
+    t
+}

@@ -44,6 +44,11 @@ pub struct PortTraffic {
     /// does not match; malformed link packets; buffer overruns). Here: a packet the port's
     /// device discarded as malformed or for a bad CRC (`crate::hw::switch`, `crate::hw::hca`).
     pub rcv_errors: u64,
+    /// Packets received that the switch relay could not forward (IBA 1 §16.1.3.5
+    /// PortRcvSwitchRelayErrors: DLID mapping, VL mapping, looping, the output port the input
+    /// port). Here: a switch port's packet whose DLID has no route, or whose route leads back
+    /// out of the port it came in by (`crate::hw::switch`).
+    pub rcv_switch_relay_errors: u64,
 }
 
 fn words_and_mcast(packet: &[u8]) -> (u64, bool) {
@@ -114,19 +119,24 @@ impl PortTraffic {
         c.link_downed_counter = u8::try_from(self.link_downed).unwrap_or(u8::MAX);
         c.port_xmit_discards = u16::try_from(self.xmit_discards).unwrap_or(u16::MAX);
         c.port_rcv_errors = u16::try_from(self.rcv_errors).unwrap_or(u16::MAX);
+        c.port_rcv_switch_relay_errors =
+            u16::try_from(self.rcv_switch_relay_errors).unwrap_or(u16::MAX);
         c
     }
 
     /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
     /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; of the error counters
-    /// this model keeps LinkDownedCounter, bit 2, PortRcvErrors, bit 3, PortXmitDiscards, bit 6,
-    /// and VL15Dropped, bit 11; the other bits clear nothing).
+    /// this model keeps LinkDownedCounter, bit 2, PortRcvErrors, bit 3, PortRcvSwitchRelayErrors,
+    /// bit 5, PortXmitDiscards, bit 6, and VL15Dropped, bit 11; the other bits clear nothing).
     fn clear(&mut self, select: u16) {
         if select & 1 << 2 != 0 {
             self.link_downed = 0;
         }
         if select & 1 << 3 != 0 {
             self.rcv_errors = 0;
+        }
+        if select & 1 << 5 != 0 {
+            self.rcv_switch_relay_errors = 0;
         }
         if select & 1 << 6 != 0 {
             self.xmit_discards = 0;
@@ -291,5 +301,24 @@ mod tests {
         assert_eq!((t.rcv_errors, t.xmit_discards), (4, 0));
         t.clear(1 << 3);
         assert_eq!(t.rcv_errors, 0);
+    }
+
+    // IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: 16 bits, stops at 65535; CounterSelect bit 5
+    // clears it (and bits 3 and 6, PortRcvErrors and PortXmitDiscards, do not).
+    #[test]
+    fn switch_relay_errors_saturate_and_clear_alone() {
+        let mut t = PortTraffic {
+            rcv_switch_relay_errors: 70_000,
+            rcv_errors: 1,
+            xmit_discards: 1,
+            ..PortTraffic::default()
+        };
+        assert_eq!(t.counters(1).port_rcv_switch_relay_errors, 65535);
+        t.rcv_switch_relay_errors = 5;
+        assert_eq!(t.counters(1).port_rcv_switch_relay_errors, 5);
+        t.clear(1 << 3 | 1 << 6);
+        assert_eq!(t.counters(1).port_rcv_switch_relay_errors, 5);
+        t.clear(1 << 5);
+        assert_eq!(t.rcv_switch_relay_errors, 0);
     }
 }

@@ -22,7 +22,10 @@
 //!    receives subnet management packets only (IBA 1 §7.2) — `InPortNotArmed`. Not counted in
 //!    the port's PortRcvErrors, whose causes (IBA 1 §16.1.3.5: physical errors, malformed
 //!    packets, buffer overrun) do not include the port's state; PortRcvPkts counts it;
-//! 4. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`);
+//! 4. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`), and a unicast route does not
+//!    lead back out of the arrival port (`Looping`); a multicast packet whose MFT entry holds no
+//!    port but its arrival port has no copy to send (`McastArrivalOnly`, IBA 1 §18.2.4.3: the
+//!    arrival port is left out of the copies), which is no error;
 //! 5. per output port: the port is up (`PortDown`), a data packet's port is Active (IBA 1 §7.2:
 //!    Init and Armed transmit VL15 only) — `PortNotActive`, the payload fits the port's MTU (`Mtu`:
 //!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
@@ -68,8 +71,15 @@
 //! malformed data packets, a length that does not match among them), and so does a management
 //! packet for the switch whose ICRC is bad (`SmpDiscarded`, module `sma`), in port 0's: the end
 //! port that checks the ICRC (IBA 1 §7.8.1). No other drop counts there: the port's state and
-//! a partition are not among PortRcvErrors' causes, a DLID without a route is
-//! PortRcvSwitchRelayErrors' (not kept: it reads 0), and nothing here overruns a receive buffer.
+//! a partition are not among PortRcvErrors' causes, and nothing here overruns a receive buffer.
+//!
+//! A packet the relay cannot forward (check 4: `UnknownLid`, `LftDrop`, `NoMftEntry`,
+//! `Looping`) counts in its arrival port's PortRcvSwitchRelayErrors (IBA 1 §16.1.3.5: packets
+//! received that could not be forwarded by the switch relay, for DLID mapping, VL mapping or
+//! looping, the output port the input port), not in any PortXmitDiscards: no output port was
+//! chosen. This switch keeps each packet's VL (no SL-to-VL mapping is applied), so no packet
+//! fails a VL mapping. A multicast packet with no port to go to but its arrival port
+//! (`McastArrivalOnly`) is not an error and counts in no port counter.
 //!
 //! Invariants: bad bytes never panic; the switch adds no delay of its own (latency comes from the
 //! links); forwarding is deterministic (MFT ports in ascending order).
@@ -107,6 +117,12 @@ pub enum SwitchDropReason {
     LftDrop,
     /// Multicast DLID with no (or an empty) MFT entry.
     NoMftEntry,
+    /// A unicast DLID whose LFT port is the arrival port (IBA 1 §16.1.3.5
+    /// PortRcvSwitchRelayErrors: looping, the output port the input port).
+    Looping,
+    /// A multicast DLID whose MFT entry holds no port but the arrival port (and port 0): no copy
+    /// to send (IBA 1 §18.2.4.3), not an error.
+    McastArrivalOnly,
     /// Payload larger than the output port's MTU.
     Mtu,
     /// The output port's link is down.
@@ -134,12 +150,14 @@ pub enum SwitchDropReason {
 
 impl SwitchDropReason {
     /// Every reason, in counter order.
-    pub const ALL: [SwitchDropReason; 13] = [
+    pub const ALL: [SwitchDropReason; 15] = [
         SwitchDropReason::Malformed,
         SwitchDropReason::VcrcBad,
         SwitchDropReason::UnknownLid,
         SwitchDropReason::LftDrop,
         SwitchDropReason::NoMftEntry,
+        SwitchDropReason::Looping,
+        SwitchDropReason::McastArrivalOnly,
         SwitchDropReason::Mtu,
         SwitchDropReason::PortDown,
         SwitchDropReason::Partition,
@@ -168,7 +186,7 @@ pub struct SwitchStats {
     /// Traps sent to the SM.
     pub traps_sent: u64,
     /// Drops, indexed like [`SwitchDropReason::ALL`].
-    pub drops: [u64; 13],
+    pub drops: [u64; SwitchDropReason::ALL.len()],
 }
 
 impl SwitchStats {
@@ -350,6 +368,15 @@ impl Switch {
         self.drop(r);
         if let Some(p) = self.ports.get_mut(usize::from(port)) {
             p.traffic.rcv_errors += 1;
+        }
+    }
+
+    /// A packet received on `port` that the relay could not forward, counted in the port's
+    /// PortRcvSwitchRelayErrors too (see the module docs).
+    fn relay_error(&mut self, port: u8, r: SwitchDropReason) {
+        self.drop(r);
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            p.traffic.rcv_switch_relay_errors += 1;
         }
     }
 
@@ -558,17 +585,16 @@ impl Device for Switch {
         let dlid = lrh.dlid;
         if is_multicast_lid(dlid) {
             // IBA 1 §18.2.4.3: replicate to every MFT port but the arrival port.
-            let outs: Vec<u8> = match self.mft.get(&dlid) {
-                Some(ports) => ports
-                    .iter()
-                    .copied()
-                    .filter(|&p| p != port && p != 0)
-                    .collect(),
-                None => Vec::new(),
+            let Some(ports) = self.mft.get(&dlid) else {
+                return self.relay_error(port, SwitchDropReason::NoMftEntry);
             };
+            let outs: Vec<u8> = ports
+                .iter()
+                .copied()
+                .filter(|&p| p != port && p != 0)
+                .collect();
             if outs.is_empty() {
-                self.drop(SwitchDropReason::NoMftEntry);
-                return;
+                return self.drop(SwitchDropReason::McastArrivalOnly);
             }
             let n = outs.len();
             let mut packet = Some(packet);
@@ -586,14 +612,19 @@ impl Device for Switch {
             self.stats.to_management += 1;
             return;
         }
+        // IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: a DLID the LFT maps to no port, or to the
+        // port the packet came in by, is discarded at its arrival port.
         if !is_unicast_lid(dlid) {
-            self.drop(SwitchDropReason::UnknownLid);
-            return;
+            return self.relay_error(port, SwitchDropReason::UnknownLid);
         }
         match self.lft.get(usize::from(dlid)).copied() {
-            None => self.drop(SwitchDropReason::UnknownLid),
-            Some(LFT_DROP) => self.drop(SwitchDropReason::LftDrop),
+            None => self.relay_error(port, SwitchDropReason::UnknownLid),
+            Some(LFT_DROP) => self.relay_error(port, SwitchDropReason::LftDrop),
             Some(0) => self.stats.to_management += 1,
+            Some(out) if out == port => self.relay_error(port, SwitchDropReason::Looping),
+            Some(out) if usize::from(out) >= self.ports.len() => {
+                self.relay_error(port, SwitchDropReason::LftDrop)
+            }
             Some(out) => self.emit(port, out, payload, pkey, packet, tx),
         }
     }

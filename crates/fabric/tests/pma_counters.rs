@@ -1,0 +1,122 @@
+//! The PMA's error counters (IBA 1 §16.1.3.5 PortCounters) fed by the events the emulated
+//! fabric has, read through the PMA on QP1 as `perfquery` reads them, and cleared by a Set with
+//! their CounterSelect bit as `perfquery -R` clears them.
+
+#[path = "common/sma.rs"]
+mod fabric;
+
+use fabric::*;
+use ipoib_fabric::hw::switch::SwitchDropReason;
+use ipoib_fabric::testing::ud_packet;
+use ipoib_wire::mad::attr::perf as perf_attr;
+use ipoib_wire::mad::{MadHeaderRepr, Method};
+use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
+use ipoib_wire::PKey;
+
+/// PortCounters of `port` read through the PMA at `lid`.
+fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
+    let resp = f
+        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
+        .expect("PMA answer");
+    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
+}
+
+/// A Set of PortCounters of `port` at `lid` with CounterSelect `select` (`perfquery -R`); the
+/// counters of the answer (after the clear).
+fn clear_counters(f: &mut Fabric, port: u8, lid: u16, select: u16) -> PortCountersRepr {
+    let mut mad = f.perf_mad(perf_attr::PORT_COUNTERS, port);
+    let mut h = MadHeaderRepr::parse_bytes(&mad).unwrap();
+    h.method = Method::Set;
+    h.emit(&mut mad);
+    mad[PERF_DATA_OFFSET + 2..PERF_DATA_OFFSET + 4].copy_from_slice(&select.to_be_bytes());
+    let packet = ipoib_fabric::hw::sma::gmp_packet(PROBE_LID, lid, 0, PKey::DEFAULT, 1, &mad);
+    let back = f.exchange(packet);
+    let [one] = back.as_slice() else {
+        panic!("{} answers", back.len());
+    };
+    let p = ipoib_wire::packet::Packet::parse(one).unwrap();
+    PortCountersRepr::parse(&p.payload[PERF_DATA_OFFSET..]).unwrap()
+}
+
+// IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: packets received on a port that the switch relay
+// could not forward, for DLID mapping (a unicast DLID whose LFT entry is 255 or past the table,
+// a multicast DLID with no MFT entry) or looping (the LFT sends the DLID back out of the port the
+// packet came in by). S1 receives each from the probe on port 3 and counts it there, not in any
+// port's PortXmitDiscards (no output port was chosen); a packet S1 forwards counts nowhere.
+// CounterSelect bit 5 clears it, and only it.
+#[test]
+fn packets_the_relay_cannot_forward_count_in_the_arrival_ports_switch_relay_errors() {
+    let mut f = Fabric::new(12);
+    assign_lids(&mut f);
+    // LFT entry 255, past the LFT (64 entries), multicast without an MFT entry, and the probe's
+    // own LID, which S1 routes out of port 3, where the packet came in.
+    for dlid in [40, 200, 0xc010, PROBE_LID] {
+        assert!(f
+            .exchange(ud_packet(PROBE_LID, dlid, 64, PKey::DEFAULT))
+            .is_empty());
+    }
+    let s = f.switch(f.s1).stats();
+    assert_eq!(s.dropped(SwitchDropReason::LftDrop), 1);
+    assert_eq!(s.dropped(SwitchDropReason::UnknownLid), 1);
+    assert_eq!(s.dropped(SwitchDropReason::NoMftEntry), 1);
+    assert_eq!(s.dropped(SwitchDropReason::Looping), 1);
+    // A packet S1 forwards (to the CA, whose QP 2 does not exist) is no relay error.
+    assert!(f
+        .exchange(ud_packet(PROBE_LID, CA_LID, 64, PKey::DEFAULT))
+        .is_empty());
+    let c = port_counters(&mut f, 3, S1_LID);
+    assert_eq!(c.port_rcv_switch_relay_errors, 4);
+    assert_eq!((c.port_xmit_discards, c.port_rcv_errors), (0, 0));
+    for p in [5, 0] {
+        let c = port_counters(&mut f, p, S1_LID);
+        assert_eq!(c.port_rcv_switch_relay_errors, 0, "port {p}");
+        assert_eq!(c.port_xmit_discards, 0, "port {p}");
+    }
+    assert_eq!(
+        port_counters(&mut f, 2, S2_LID).port_rcv_switch_relay_errors,
+        0
+    );
+    // perfquery -R with every error bit but 5 leaves it; bit 5 clears it.
+    let c = clear_counters(&mut f, 3, S1_LID, 0x0fff & !(1 << 5));
+    assert_eq!(c.port_rcv_switch_relay_errors, 4);
+    let c = clear_counters(&mut f, 3, S1_LID, 1 << 5);
+    assert_eq!(c.port_rcv_switch_relay_errors, 0);
+    assert_eq!(
+        port_counters(&mut f, 3, S1_LID).port_rcv_switch_relay_errors,
+        0
+    );
+}
+
+// IBA 1 §18.2.4.3: a multicast packet leaves by every MFT port but its arrival port. An entry
+// holding only the arrival port leaves no copy to send, which is no relay error.
+#[test]
+fn a_multicast_packet_with_no_port_but_its_arrival_port_is_no_relay_error() {
+    use ipoib_fabric::hw::mgmt::Config;
+    let mut f = Fabric::new(13);
+    assign_lids(&mut f);
+    let s1 = f.s1;
+    f.sim
+        .with_node::<ipoib_fabric::hw::switch::Switch, _>(s1, |sw, now, tx| {
+            use ipoib_fabric::hw::sim::Device;
+            let ports = vec![3];
+            sw.configure(
+                now,
+                Config::Mft {
+                    mlid: 0xc011,
+                    ports,
+                },
+                tx,
+            )
+        })
+        .unwrap();
+    assert!(f
+        .exchange(ud_packet(PROBE_LID, 0xc011, 64, PKey::DEFAULT))
+        .is_empty());
+    let s = f.switch(s1).stats();
+    assert_eq!(s.dropped(SwitchDropReason::McastArrivalOnly), 1);
+    assert_eq!(s.dropped(SwitchDropReason::NoMftEntry), 0);
+    assert_eq!(
+        port_counters(&mut f, 3, S1_LID).port_rcv_switch_relay_errors,
+        0
+    );
+}
