@@ -120,3 +120,32 @@ fn a_multicast_packet_with_no_port_but_its_arrival_port_is_no_relay_error() {
         0
     );
 }
+
+// IBA 1 §16.1.3.5 VL15Dropped: incoming VL15 packets dropped for lack of resources, as Linux's
+// qib and hfi1 count a packet for QP0 that finds no posted receive (docs/PERF-COUNTERS.md). A
+// SubnGetResp nobody on the CA asked for is not its SMA's (a response): it goes to QP0, where no
+// receive is posted, and counts in the CA port's VL15Dropped. CounterSelect bit 11 clears it.
+#[test]
+fn a_vl15_packet_qp0_has_no_buffer_for_counts_in_vl15_dropped() {
+    use ipoib_fabric::hw::hca::HcaDropReason;
+    use ipoib_wire::mad::attr::smp as attr;
+    let mut f = Fabric::new(14);
+    assign_lids(&mut f);
+    let resp = f.smp(Method::GetResp, attr::NODE_INFO, 0, None, 0, none());
+    for _ in 0..2 {
+        let packet = ipoib_fabric::hw::sma::smp_packet(PROBE_LID, CA_LID, 0, &resp);
+        assert!(f.exchange(packet).is_empty());
+    }
+    assert_eq!(f.hca().counters().drops(HcaDropReason::NoRecvPosted), 2);
+    let c = port_counters(&mut f, 1, CA_LID);
+    assert_eq!((c.vl15_dropped, c.port_rcv_errors), (2, 0));
+    // An SMP the SMA answers is no drop.
+    assert!(f
+        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
+        .is_some());
+    assert_eq!(port_counters(&mut f, 1, CA_LID).vl15_dropped, 2);
+    let c = clear_counters(&mut f, 1, CA_LID, !(1 << 11));
+    assert_eq!(c.vl15_dropped, 2);
+    let c = clear_counters(&mut f, 1, CA_LID, 1 << 11);
+    assert_eq!(c.vl15_dropped, 0);
+}

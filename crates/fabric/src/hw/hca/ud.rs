@@ -371,6 +371,14 @@ impl Hca {
             return;
         };
         let Some(wr) = qp.recv.pop_front() else {
+            // IBA 1 §16.1.3.5 VL15Dropped: an incoming VL15 packet (QP0's) dropped for lack of a
+            // buffer, as Linux's qib and hfi1 count it (docs/PERF-COUNTERS.md).
+            if qp.special == Some(0) {
+                let port = qp.port;
+                if let Some(p) = self.port_mut(port) {
+                    p.traffic.vl15_dropped += 1;
+                }
+            }
             return self.counters.count(HcaDropReason::NoRecvPosted);
         };
         let cq = qp.recv_cq;

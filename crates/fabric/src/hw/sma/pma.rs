@@ -30,7 +30,10 @@ pub struct PortTraffic {
     pub multicast_xmit_pkts: u64,
     /// Multicast packets received.
     pub multicast_rcv_pkts: u64,
-    /// VL15 packets dropped (no SMA, or discarded by it).
+    /// Incoming VL15 packets dropped for lack of resources (IBA 1 §16.1.3.5 VL15Dropped). Here:
+    /// an SMP for an HCA's QP0 (one its SMA does not take) that finds no posted receive
+    /// (`crate::hw::hca`), as Linux's qib and hfi1 count it. An SMP an agent discards for a
+    /// broken hop rule or an M_Key is no lack of resources: it counts in the device's drops only.
     pub vl15_dropped: u64,
     /// Packets the port discarded instead of sending (IBA 1 §16.1.3.5 PortXmitDiscards: the
     /// port down or congested, the neighbor MTU exceeded, the switch lifetime limit exceeded;
