@@ -149,3 +149,54 @@ fn a_vl15_packet_qp0_has_no_buffer_for_counts_in_vl15_dropped() {
     let c = clear_counters(&mut f, 1, CA_LID, 1 << 11);
     assert_eq!(c.vl15_dropped, 0);
 }
+
+/// SubnSet(P_KeyTable) block 0 of S1's port `port` to `pkeys`, by directed route.
+fn set_s1_pkeys(f: &mut Fabric, port: u32, pkeys: &[u16]) {
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::smp::{PKeyTableRepr, SmpAttribute};
+    let mut t = PKeyTableRepr::default();
+    for (d, &k) in t.pkeys.iter_mut().zip(pkeys) {
+        *d = PKey(k);
+    }
+    let a = SmpAttribute::PKeyTable(t);
+    let r = f.dr(Method::Set, attr::P_KEY_TABLE, port << 16, TO_S1, 0, a);
+    assert_eq!(r.expect("an answer").attribute, a);
+}
+
+// IBA 1 §16.1.3.5 PortRcvConstraintErrors and PortXmitConstraintErrors: with partition
+// enforcement on (IBA 1 §10.9), a packet whose P_Key is not in its arrival port's table is
+// discarded and counted there (PartitionEnforcementInbound), one whose P_Key is not in its
+// output port's table is discarded and counted at the output port (PartitionEnforcementOutbound).
+// S1's port 3 holds 0xFFFF and 0x8001, its port 5 0xFFFF only: 0x8002 fails at port 3, 0x8001
+// at port 5, 0xFFFF passes. Read through the PMA; CounterSelect bits 8 and 7 clear them.
+#[test]
+fn partition_enforcement_failures_count_in_the_constraint_errors() {
+    let mut f = Fabric::new(15);
+    assign_lids(&mut f);
+    set_s1_pkeys(&mut f, 3, &[0xffff, 0x8001]);
+    let s1 = f.s1;
+    f.sim
+        .with_node::<ipoib_fabric::hw::switch::Switch, _>(s1, |sw, _, _| {
+            sw.set_partition_enforcement(true)
+        })
+        .unwrap();
+    for (pkey, n) in [(0x8002, 2), (0x8001, 3), (0xffff, 1)] {
+        for _ in 0..n {
+            let p = ud_packet(PROBE_LID, CA_LID, 64, PKey(pkey));
+            assert!(f.exchange(p).is_empty());
+        }
+    }
+    let s = f.switch(s1).stats();
+    assert_eq!(s.dropped(SwitchDropReason::Partition), 5);
+    let in3 = port_counters(&mut f, 3, S1_LID);
+    let out5 = port_counters(&mut f, 5, S1_LID);
+    let c = |c: &PortCountersRepr| (c.port_rcv_constraint_errors, c.port_xmit_constraint_errors);
+    assert_eq!(c(&in3), (2, 0));
+    assert_eq!(c(&out5), (0, 3));
+    assert_eq!((in3.port_rcv_errors, out5.port_xmit_discards), (0, 0));
+    assert_eq!(c(&port_counters(&mut f, 2, S2_LID)), (0, 0));
+    assert_eq!(c(&clear_counters(&mut f, 3, S1_LID, 1 << 7)), (2, 0));
+    assert_eq!(c(&clear_counters(&mut f, 3, S1_LID, 1 << 8)), (0, 0));
+    assert_eq!(c(&clear_counters(&mut f, 5, S1_LID, 1 << 8)), (0, 3));
+    assert_eq!(c(&clear_counters(&mut f, 5, S1_LID, 1 << 7)), (0, 0));
+}

@@ -52,6 +52,13 @@ pub struct PortTraffic {
     /// port). Here: a switch port's packet whose DLID has no route, or whose route leads back
     /// out of the port it came in by (`crate::hw::switch`).
     pub rcv_switch_relay_errors: u64,
+    /// Packets a switch port did not send because their P_Key is not in its table, partition
+    /// enforcement on (IBA 1 §16.1.3.5 PortXmitConstraintErrors: PartitionEnforcementOutbound).
+    pub xmit_constraint_errors: u64,
+    /// Packets a switch port discarded on receipt because their P_Key is not in its table,
+    /// partition enforcement on (IBA 1 §16.1.3.5 PortRcvConstraintErrors:
+    /// PartitionEnforcementInbound).
+    pub rcv_constraint_errors: u64,
 }
 
 fn words_and_mcast(packet: &[u8]) -> (u64, bool) {
@@ -124,13 +131,17 @@ impl PortTraffic {
         c.port_rcv_errors = u16::try_from(self.rcv_errors).unwrap_or(u16::MAX);
         c.port_rcv_switch_relay_errors =
             u16::try_from(self.rcv_switch_relay_errors).unwrap_or(u16::MAX);
+        c.port_xmit_constraint_errors =
+            u8::try_from(self.xmit_constraint_errors).unwrap_or(u8::MAX);
+        c.port_rcv_constraint_errors = u8::try_from(self.rcv_constraint_errors).unwrap_or(u8::MAX);
         c
     }
 
     /// A Set of PortCounters clears the counters CounterSelect names (§16.1.3.5 Table 225: bit
     /// 12 PortXmitData, 13 PortRcvData, 14 PortXmitPkts, 15 PortRcvPkts; of the error counters
     /// this model keeps LinkDownedCounter, bit 2, PortRcvErrors, bit 3, PortRcvSwitchRelayErrors,
-    /// bit 5, PortXmitDiscards, bit 6, and VL15Dropped, bit 11; the other bits clear nothing).
+    /// bit 5, PortXmitDiscards, bit 6, PortXmitConstraintErrors, bit 7, PortRcvConstraintErrors,
+    /// bit 8, and VL15Dropped, bit 11; the other bits clear nothing).
     fn clear(&mut self, select: u16) {
         if select & 1 << 2 != 0 {
             self.link_downed = 0;
@@ -143,6 +154,12 @@ impl PortTraffic {
         }
         if select & 1 << 6 != 0 {
             self.xmit_discards = 0;
+        }
+        if select & 1 << 7 != 0 {
+            self.xmit_constraint_errors = 0;
+        }
+        if select & 1 << 8 != 0 {
+            self.rcv_constraint_errors = 0;
         }
         if select & 1 << 11 != 0 {
             self.vl15_dropped = 0;
@@ -323,5 +340,29 @@ mod tests {
         assert_eq!(t.counters(1).port_rcv_switch_relay_errors, 5);
         t.clear(1 << 5);
         assert_eq!(t.rcv_switch_relay_errors, 0);
+    }
+
+    // IBA 1 §16.1.3.5 PortXmitConstraintErrors and PortRcvConstraintErrors: 8 bits, stopping at
+    // 255; CounterSelect bits 7 and 8 clear one each.
+    #[test]
+    fn constraint_errors_saturate_and_clear_alone() {
+        let mut t = PortTraffic {
+            xmit_constraint_errors: 300,
+            rcv_constraint_errors: 4,
+            ..PortTraffic::default()
+        };
+        let c = t.counters(2);
+        assert_eq!(
+            (c.port_xmit_constraint_errors, c.port_rcv_constraint_errors),
+            (255, 4)
+        );
+        t.clear(1 << 8);
+        assert_eq!(
+            (t.xmit_constraint_errors, t.rcv_constraint_errors),
+            (300, 0)
+        );
+        t.rcv_constraint_errors = 2;
+        t.clear(1 << 7);
+        assert_eq!((t.xmit_constraint_errors, t.rcv_constraint_errors), (0, 2));
     }
 }

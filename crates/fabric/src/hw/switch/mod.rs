@@ -22,6 +22,10 @@
 //!    receives subnet management packets only (IBA 1 §7.2) — `InPortNotArmed`. Not counted in
 //!    the port's PortRcvErrors, whose causes (IBA 1 §16.1.3.5: physical errors, malformed
 //!    packets, buffer overrun) do not include the port's state; PortRcvPkts counts it;
+//!    then, when partition enforcement is on (off by default, as on most deployed fabrics), the
+//!    BTH P_Key matches the arrival port's P_Key table (IBA 1 §10.9; QP0 traffic and packets for
+//!    the switch's own agents are exempt) — `Partition`, counted in the arrival port's
+//!    PortRcvConstraintErrors (IBA 1 §16.1.3.5: PartitionEnforcementInbound);
 //! 4. the DLID has a route (`UnknownLid`, `LftDrop`, `NoMftEntry`), and a unicast route does not
 //!    lead back out of the arrival port (`Looping`); a multicast packet whose MFT entry holds no
 //!    port but its arrival port has no copy to send (`McastArrivalOnly`, IBA 1 §18.2.4.3: the
@@ -29,9 +33,9 @@
 //! 5. per output port: the port is up (`PortDown`), a data packet's port is Active (IBA 1 §7.2:
 //!    Init and Armed transmit VL15 only) — `PortNotActive`, the payload fits the port's MTU (`Mtu`:
 //!    IBA 1 §7.7 and PortInfo:NeighborMTU, §14.2.5.6 — MTU is the largest payload, headers
-//!    excluded), and, when partition enforcement is on (off by default, as on most deployed
-//!    fabrics), the BTH P_Key matches the input and output ports' P_Key tables (IBA 1 §10.9;
-//!    QP0 traffic is exempt) — `Partition`;
+//!    excluded), and, when partition enforcement is on, the BTH P_Key matches the output port's
+//!    P_Key table — `Partition`, counted in the output port's PortXmitConstraintErrors (IBA 1
+//!    §16.1.3.5: PartitionEnforcementOutbound);
 //! 6. the packet has not been forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches already — `Lifetime`:
 //!    the simulator's form of the switch lifetime limit (IBA 1 §18.2.5.4), which ends a packet
 //!    going round a forwarding loop (two masters' conflicting tables, docs/OPENSM-NOTES.md); the
@@ -127,7 +131,8 @@ pub enum SwitchDropReason {
     Mtu,
     /// The output port's link is down.
     PortDown,
-    /// P_Key not in the input or output port's P_Key table (enforcement on only).
+    /// P_Key not in the input or output port's P_Key table (enforcement on only): counted in
+    /// the input port's PortRcvConstraintErrors or the output port's PortXmitConstraintErrors.
     Partition,
     /// An SMP the management agent did not answer or forward: a directed-route hop rule
     /// broken, an M_Key violation, a method or MAD the agent does not take (IBA 1 §14.2.2,
@@ -424,7 +429,6 @@ impl Switch {
     /// Checks one output port and sends the copy there, or counts why not.
     fn emit(
         &mut self,
-        inport: u8,
         out: u8,
         payload: usize,
         pkey: Option<PKey>,
@@ -450,8 +454,11 @@ impl Switch {
             return;
         }
         if let Some(k) = pkey {
-            if !self.pkey_ok(inport, k) || !self.pkey_ok(out, k) {
+            if !self.pkey_ok(out, k) {
                 self.drop(SwitchDropReason::Partition);
+                if let Some(p) = self.ports.get_mut(usize::from(out)) {
+                    p.traffic.xmit_constraint_errors += 1;
+                }
                 return;
             }
         }
@@ -582,6 +589,15 @@ impl Device for Switch {
         } else {
             None
         };
+        if let Some(k) = pkey {
+            if !self.pkey_ok(port, k) {
+                self.drop(SwitchDropReason::Partition);
+                if let Some(p) = self.ports.get_mut(usize::from(port)) {
+                    p.traffic.rcv_constraint_errors += 1;
+                }
+                return;
+            }
+        }
         let dlid = lrh.dlid;
         if is_multicast_lid(dlid) {
             // IBA 1 §18.2.4.3: replicate to every MFT port but the arrival port.
@@ -604,7 +620,7 @@ impl Device for Switch {
                 } else {
                     packet.clone().unwrap_or_default()
                 };
-                self.emit(port, out, payload, pkey, copy, tx);
+                self.emit(out, payload, pkey, copy, tx);
             }
             return;
         }
@@ -625,7 +641,7 @@ impl Device for Switch {
             Some(out) if usize::from(out) >= self.ports.len() => {
                 self.relay_error(port, SwitchDropReason::LftDrop)
             }
-            Some(out) => self.emit(port, out, payload, pkey, packet, tx),
+            Some(out) => self.emit(out, payload, pkey, packet, tx),
         }
     }
 
