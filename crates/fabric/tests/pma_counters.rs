@@ -200,3 +200,40 @@ fn partition_enforcement_failures_count_in_the_constraint_errors() {
     assert_eq!(c(&clear_counters(&mut f, 5, S1_LID, 1 << 8)), (0, 3));
     assert_eq!(c(&clear_counters(&mut f, 5, S1_LID, 1 << 7)), (0, 0));
 }
+
+// IBA 1 §16.1.3.5 LinkDownedCounter: the times a port's trained link went down. The cable
+// between S2's port 7 and the CA is pulled twice and plugged back: S2's port 7 counts 2, its
+// port 2 (whose link stayed up) 0; CounterSelect bit 2 clears it. Read through S2's PMA, whose
+// answers leave by port 2.
+#[test]
+fn a_pulled_cable_counts_in_link_downed_counter() {
+    use ipoib_fabric::hw::sim::PortRef;
+    let mut f = Fabric::new(16);
+    assign_lids(&mut f);
+    let s2_7 = PortRef {
+        node: f.s2,
+        port: 7,
+    };
+    let link = f.sim.link_of(s2_7).unwrap();
+    for _ in 0..2 {
+        for up in [false, true] {
+            let now = f.sim.now();
+            f.sim.schedule_link_state(link, now, up);
+            f.sim.run_until_idle(1000);
+        }
+    }
+    // S2's trap 128 for each change went to the probe, its MasterSMLID.
+    let probe = f.sim.node_mut::<Probe>(f.probe).unwrap();
+    assert_eq!(std::mem::take(&mut probe.inbox).len(), 4);
+    let c = port_counters(&mut f, 7, S2_LID);
+    assert_eq!((c.link_downed_counter, c.port_xmit_discards), (2, 0));
+    assert_eq!(port_counters(&mut f, 2, S2_LID).link_downed_counter, 0);
+    assert_eq!(
+        clear_counters(&mut f, 7, S2_LID, !(1 << 2)).link_downed_counter,
+        2
+    );
+    assert_eq!(
+        clear_counters(&mut f, 7, S2_LID, 1 << 2).link_downed_counter,
+        0
+    );
+}
