@@ -424,6 +424,35 @@ fn partition_enforcement_is_optional() {
     assert!(!pkey_match(0x8000, 0x8000));
 }
 
+/// IBA 1 §10.9, §16.1.3.5: with enforcement on, a multicast packet is checked once against its
+/// arrival port's table (failing: no copy at all, one PortRcvConstraintErrors there) and each
+/// copy against its own output port's table (failing: that copy only, one
+/// PortXmitConstraintErrors at that port; the other member ports still get theirs).
+#[test]
+fn partition_enforcement_filters_each_multicast_copy_at_its_output_port() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    sw.configure(Instant::ZERO, port(1, 5, vec![0xffff, 0x8001]), &mut tx);
+    sw.configure(Instant::ZERO, port(3, 5, vec![0xffff, 0x8001]), &mut tx);
+    sw.set_partition_enforcement(true);
+    let traffic = |sw: &Switch, p: u8| {
+        let t = sw.port_traffic(p).unwrap();
+        (t.rcv_constraint_errors, t.xmit_constraint_errors)
+    };
+    // From port 1 (which holds 0x8001): port 2 lacks it, port 3 gets its copy.
+    let p = ud(2, 0xc001, 64, PKey(0x8001));
+    let out = feed(&mut sw, 1, p.clone());
+    assert_eq!(out, vec![(3, p.clone())]);
+    assert_eq!([1, 2, 3].map(|n| traffic(&sw, n)), [(0, 0), (0, 1), (0, 0)]);
+    // From port 2 (which lacks it): no copy, counted at port 2 on receipt only.
+    assert!(feed(&mut sw, 2, p).is_empty());
+    assert_eq!([1, 2, 3].map(|n| traffic(&sw, n)), [(0, 0), (1, 1), (0, 0)]);
+    assert_eq!(sw.stats().dropped(SwitchDropReason::Partition), 2);
+    // 0xFFFF is in every table: every member port but the arrival one.
+    let out = feed(&mut sw, 2, ud(2, 0xc001, 64, PKey(0xffff)));
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 3]);
+}
+
 /// The one parse of a marked frame's headers ([`Headers`]) reads what the step by step reads of
 /// an unmarked one read: payload length, BTH P_Key and QP, and where a MAD starts (with a good
 /// ICRC), for a data packet, an SMP, a GMP, a packet with a GRH and a raw one; and it refuses
