@@ -124,7 +124,7 @@ fn a_hand_written_loop_ends_at_the_hop_limit() {
     assert!(rtt(&net, s[0]).is_some(), "0 -> 1 after the loop is undone");
 }
 
-// A loop of two switches cannot go round: sw1 sending host 1's LID back to sw0 sends it out of
+// A loop of two switches joined by one cable cannot go round: sw1 sending host 1's LID back to sw0 sends it out of
 // the port it came in by, which the relay refuses (IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors,
 // looping: the output port the input port). Host 0's pings to host 1 end at sw1, each counted
 // once in its port 1's PortRcvSwitchRelayErrors; none is forwarded again, none reaches the hop
@@ -161,6 +161,44 @@ fn a_route_back_out_of_the_arrival_port_is_a_relay_error() {
         rtt(&net, s[0]).is_some(),
         "0 -> 1 after the route is undone"
     );
+}
+
+// Two switches joined by two cables make a loop that goes round: sw1 sending host 1's LID back
+// to sw0 by the cable the packet did not come in by is no route back out of the arrival port
+// (IBA 1 §16.1.3.5 looping is the output port the input port, not the output switch the input
+// switch), and sw0 forwards it again by the first cable. Host 0's pings to host 1 end at the hop
+// limit, as round a ring of three, and no switch counts a relay error.
+#[test]
+fn a_loop_of_two_switches_over_two_cables_ends_at_the_hop_limit() {
+    use common::topos::hosts_and_switches;
+    use ipoib_fabric::hw::topology::{End, Topology};
+    let mut t = Topology::new();
+    let (h, s) = hosts_and_switches(&mut t, 2, 2);
+    let e = |node, port| End { node, port };
+    t.connect(e(h[0], 1), e(s[0], 1), None, None).unwrap();
+    t.connect(e(h[1], 1), e(s[1], 1), None, None).unwrap();
+    for p in 2..=3 {
+        t.connect(e(s[0], p), e(s[1], p), None, None).unwrap();
+    }
+    let mut net = Subnet::build(options(t, seed(3))).unwrap();
+    up_and_resolved(&mut net, 2);
+    let lid1 = net.lid(1);
+    let there = switch(&net, 0).lft()[usize::from(lid1)];
+    assert!(there == 2 || there == 3, "sw0 sends host 1's LID to sw1");
+    let was = switch(&net, 1).lft()[usize::from(lid1)];
+    route(&mut net, 1, lid1, 5 - there); // back to sw0 by the other cable
+    let before = net.sim().stats().events;
+    let pings = ping_pairs(&mut net, &[(0, 1)], v4, Duration::from_secs(2));
+    let events = net.sim().stats().events - before;
+    assert_eq!(rtt(&net, pings[0]), None, "0 -> 1 goes round the loop");
+    let drops = lifetime_drops(&net);
+    assert!(drops >= 1, "the looping echo request was discarded");
+    assert_eq!(xmit_discards(&net), drops);
+    assert_eq!(relay_errors(&net), 0, "no packet was sent back its way");
+    assert!(events < 100_000, "{events} events in 2 s");
+    route(&mut net, 1, lid1, was);
+    let s = ping_pairs(&mut net, &[(0, 1)], v4, Duration::from_secs(2));
+    assert!(rtt(&net, s[0]).is_some(), "0 -> 1 after the loop is undone");
 }
 
 // docs/OPENSM-NOTES.md "SM_Key": two SMs of different SM_Keys ignore each other's SMInfo and
