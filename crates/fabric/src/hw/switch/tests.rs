@@ -77,6 +77,29 @@ fn unknown_lid_and_lft_255_are_dropped_and_counted() {
     assert_eq!(s.forwarded, 0);
 }
 
+/// IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors (DLID mapping): an LFT entry naming a port the
+/// switch does not have, DLID 0 and the permissive DLID on a packet that is no directed-route
+/// SMP are not forwarded, each counted once in the arrival port's relay errors; nothing counts
+/// in any port's PortXmitDiscards.
+#[test]
+fn an_lft_port_the_switch_lacks_and_reserved_dlids_are_relay_errors() {
+    let mut sw = switch();
+    let mut tx = Tx::default();
+    let mut lft = sw.lft().to_vec();
+    lft[5] = 7; // a 4-port switch
+    sw.configure(Instant::ZERO, Config::Lft(lft), &mut tx);
+    for dlid in [5, 0, 0xffff] {
+        assert!(feed(&mut sw, 3, ud(2, dlid, 8, PKey(0xffff))).is_empty());
+    }
+    let s = sw.stats();
+    assert_eq!(s.dropped(SwitchDropReason::LftDrop), 1);
+    assert_eq!(s.dropped(SwitchDropReason::UnknownLid), 2);
+    let t: Vec<_> = (0..=4).map(|p| sw.port_traffic(p).unwrap()).collect();
+    let relay: Vec<u64> = t.iter().map(|t| t.rcv_switch_relay_errors).collect();
+    assert_eq!(relay, [0, 0, 0, 3, 0]);
+    assert!(t.iter().all(|t| t.xmit_discards == 0));
+}
+
 #[test]
 fn own_lid_goes_to_management_port() {
     let mut sw = switch();
