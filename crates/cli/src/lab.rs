@@ -359,6 +359,7 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(format!("epoll: {e}")),
     };
+    driver.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     let mut controls = Vec::new();
     let mut tun_counters = Vec::new();
     for i in 0..n {

@@ -9,8 +9,8 @@ macro_rules! note {
     }};
 }
 
-/// Set (to anything) in the environment of `ipoib fabric` or `ipoib attach`: each turn of the
-/// real-time driver that moved something prints its timings on standard error
+/// Set (to anything) in the environment of `ipoib fabric`, `ipoib attach` or `ipoib lab`: each
+/// turn of the real-time driver that moved something prints its timings on standard error
 /// (`ipoib_runtime::realtime::Driver::set_trace`, docs/benchmarks/udp.md).
 const TRACE_TURNS_ENV: &str = "IPOIB_TRACE_TURNS";
 

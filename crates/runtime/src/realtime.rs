@@ -309,10 +309,13 @@ impl<E: Emulation> Driver<E> {
         self.clock
     }
 
-    /// Prints, on standard error, one line for every turn that moved something: the inputs and
-    /// outputs, the wall time of reading the files (and the thread's CPU time of it), of running
-    /// the emulation, of each endpoint's flush, and the sleep allowed before the turn. A
-    /// diagnostic of where a packet's time goes (docs/benchmarks/udp.md), off by default.
+    /// Prints, on standard error, one line for every turn that moved something (or whose run of
+    /// the emulation took 500 µs or more): the inputs and outputs, the wall time of reading the
+    /// files (and the thread's CPU time of it), of running the emulation, of each endpoint's
+    /// flush, the sleep allowed before the turn, how long the thread was away in it (the sleep
+    /// and its wake-up), and the wall-clock time at the turn's end (to line it up with
+    /// `ping -D`). A diagnostic of where a packet's time goes (docs/benchmarks/udp.md,
+    /// docs/benchmarks/lab-connected.md), off by default.
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
     }
@@ -362,8 +365,11 @@ impl<E: Emulation> Driver<E> {
         if !timeout.is_zero() {
             self.stats.sleeps += 1;
         }
+        let slept_from = Wall::now();
         self.wait(timeout)?;
-        let mut trace = self.trace.then(|| TurnTrace::start(self.stats, timeout));
+        let mut trace = self
+            .trace
+            .then(|| TurnTrace::start(self.stats, timeout, slept_from.elapsed()));
 
         let batch = self.cfg.batch.max(1);
         let moved = self.stats.inputs + self.stats.outputs;
@@ -487,7 +493,9 @@ impl<E: Emulation> Driver<E> {
 /// The timings of one turn ([`Driver::set_trace`]).
 struct TurnTrace {
     before: Stats,
+    /// The sleep allowed, and how long the thread was away (the wait, its wake-up included).
     slept: Duration,
+    away: Duration,
     start: Wall,
     cpu_start: Duration,
     read: Duration,
@@ -504,11 +512,12 @@ fn thread_cpu() -> Duration {
 }
 
 impl TurnTrace {
-    fn start(before: Stats, slept: Duration) -> TurnTrace {
+    fn start(before: Stats, slept: Duration, away: Duration) -> TurnTrace {
         let now = Wall::now();
         TurnTrace {
             before,
             slept,
+            away,
             start: now,
             cpu_start: thread_cpu(),
             read: Duration::ZERO,
@@ -548,23 +557,34 @@ impl TurnTrace {
             after.inputs - self.before.inputs,
             after.outputs - self.before.outputs,
         );
-        if inputs == 0 && outputs == 0 {
+        if inputs == 0 && outputs == 0 && self.run < SLOW_RUN {
             return Ok(false);
         }
         let us = |d: Duration| d.as_micros();
         let flushes: Vec<u128> = self.flushes.iter().map(|&d| us(d)).collect();
+        // Wall-clock time, to line the turn up with other programs' timestamps (`ping -D`).
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         writeln!(
             out,
             "turn: in {inputs} out {outputs} read {} us (cpu {} us) run {} us flush {flushes:?} us, \
-             allowed to sleep {} us",
+             allowed to sleep {} us, away {} us, at {}.{:06}",
             us(self.read),
             us(self.read_cpu),
             us(self.run),
-            us(self.slept)
+            us(self.slept),
+            us(self.away),
+            at.as_secs(),
+            at.subsec_micros()
         )?;
         Ok(true)
     }
 }
+
+/// A turn that moved nothing is traced when running the emulation took this long
+/// ([`Driver::set_trace`]): a periodic task that holds the thread.
+const SLOW_RUN: Duration = Duration::from_micros(500);
 
 /// The stop file's token (endpoints have their index).
 const STOP: Token = Token(usize::MAX);

@@ -139,7 +139,7 @@ fn trace_lines_count_what_a_turn_moved() {
     assert_eq!(d.stats().inputs, 1);
 
     let before = Stats::default();
-    let mut t = TurnTrace::start(before, Duration::from_micros(250));
+    let mut t = TurnTrace::start(before, Duration::from_micros(250), Duration::ZERO);
     t.read_done();
     t.run_done();
     t.flushed();
@@ -164,6 +164,18 @@ fn trace_lines_count_what_a_turn_moved() {
         .next()
         .unwrap();
     assert_eq!(flush.split(", ").count(), 2, "{line}");
+    assert!(line.contains("away 0 us, at "), "{line}");
+
+    // A turn that moved nothing is printed when its run took long (a periodic task).
+    let mut slow = TurnTrace::start(before, Duration::ZERO, Duration::from_micros(70));
+    slow.read_done();
+    slow.run = SLOW_RUN;
+    let mut out = Vec::new();
+    assert!(slow.write_line(before, &mut out).unwrap());
+    let line = String::from_utf8(out).unwrap();
+    assert!(line.starts_with("turn: in 0 out 0 "), "{line}");
+    assert!(line.contains(" run 500 us "), "{line}");
+    assert!(line.contains("away 70 us"), "{line}");
 }
 
 // The stop file wakes the sleeping driver at once.
