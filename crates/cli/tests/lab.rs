@@ -1,5 +1,5 @@
-//! `ipoib lab` as root: a 3-host lab comes up, `ping` over IPv4 and IPv6 between two hosts
-//! through `ipoib lab exec` (by host name), `ipoib show` finds the neighbours they resolved, a
+//! `ipoib lab` as root: a 3-host lab comes up (its emulation thread under `--rt-priority`),
+//! `ping` over IPv4 and IPv6 between two hosts through `ipoib lab exec` (by host name), `ipoib show` finds the neighbours they resolved, a
 //! UDP datagram to an IP multicast group reaches a listener in another host (python3),
 //! `ipoib lab down` stops it, and then no namespace,
 //! namespace file, `/etc/netns` directory, state file or lab process is left; so too after a
@@ -59,12 +59,26 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         eprintln!("skipped: {why}");
         return;
     }
-    let lab = Lab::start(&["--hosts", "3"]);
+    let lab = Lab::start(&["--hosts", "3", "--rt-priority", "1"]);
     let (pid, table) = (lab.pid(), &lab.table);
     assert!(table.contains("3 hosts up"), "{table}");
     for h in ["h1", "h2", "h3"] {
         assert!(table.contains(&format!("\n{h} ")), "{h} in\n{table}");
     }
+    // --rt-priority: the emulation's thread (the main one) is SCHED_FIFO (1), the three TUN
+    // writer threads keep the default policy (0).
+    let policies = thread_policies(pid);
+    assert_eq!(
+        policies.get(&pid),
+        Some(&("ipoib".to_string(), 1)),
+        "{policies:?}"
+    );
+    let writers: Vec<u32> = policies
+        .values()
+        .filter(|(comm, _)| comm.starts_with("write-"))
+        .map(|&(_, p)| p)
+        .collect();
+    assert_eq!(writers, vec![0, 0, 0], "{policies:?}");
 
     for (family, addr) in [("-4", "10.0.0.2"), ("-6", "fd00::2")] {
         let args = [
@@ -128,6 +142,29 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     assert!(st.success(), "lab down: {st} {out}");
     drop(lab);
     assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
+}
+
+/// Each thread of process `pid`: its name and scheduling policy (sched(7): 0 `SCHED_OTHER`, 1
+/// `SCHED_FIFO`), fields 2 and 41 of `/proc/PID/task/TID/stat` (proc(5)).
+fn thread_policies(pid: u32) -> std::collections::BTreeMap<u32, (String, u32)> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the lab's threads") {
+        let e = e.unwrap();
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let tid: u32 = e.file_name().to_string_lossy().parse().unwrap();
+        let (head, rest) = stat.rsplit_once(')').unwrap();
+        let comm = head.split_once('(').unwrap().1.to_string();
+        let policy = rest
+            .split_whitespace()
+            .nth(41 - 3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        out.insert(tid, (comm, policy));
+    }
+    out
 }
 
 /// A lab whose process dies without cleaning up (SIGKILL) is found by `ipoib lab down`, which
@@ -200,6 +237,30 @@ fn too_many_hosts_names_the_labs_bound() {
             "ipoib lab: at most 254 hosts, not 255\n",
             "{topology}"
         );
+    }
+}
+
+/// `--rt-priority` takes SCHED_FIFO's priorities, 1 to 99: others are refused before anything
+/// is made (status 2, naming the option).
+#[test]
+fn rt_priority_out_of_range_is_refused() {
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let run = tempfile::tempdir().unwrap();
+    for p in ["0", "100"] {
+        let o = Command::new(BIN)
+            .env("IPOIB_RUN_DIR", run.path())
+            .args(["lab", "--rt-priority", p])
+            .output()
+            .expect("run ipoib lab");
+        assert_eq!(o.status.code(), Some(2), "{p}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--rt-priority"),
+            "{p}"
+        );
+        assert!(!run.path().join("lab").join("lab.json").exists());
     }
 }
 

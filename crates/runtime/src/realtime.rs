@@ -606,6 +606,7 @@ pub enum Outcome {
 }
 
 pub mod control;
+pub mod priority;
 
 #[cfg(test)]
 mod tests;
