@@ -11,6 +11,10 @@
 #                                  tree's release build: old and new binaries alternately)
 #   BENCH_UDP_ARGS="--busy-poll-us 300" scripts/bench-ip.sh   (more arguments for `ipoib fabric`
 #                                  and `ipoib attach` on the udp links)
+#   BENCH_LAB_ARGS="--rt-priority 1" scripts/bench-ip.sh   (more arguments for `ipoib lab`:
+#                                  this one puts its emulation thread under SCHED_FIFO, so that no
+#                                  round trip waits for the scheduler; on a loaded machine it
+#                                  costs datagram mode throughput, docs/benchmarks/lab-connected.md)
 #
 # For each MTU of 2044 (IPoIB datagram mode, RFC 4391 §3) and 65520 (the connected-mode maximum,
 # RFC 4755 §3.3, and the ceiling of a TUN-based link) and each link:
@@ -225,7 +229,9 @@ setup_urelay() {
 # setup_lab MODE: a 2-host lab, up (it printed its hosts) within 60 s.
 setup_lab() {
     : >"$work/lab.out" # as in setup_udp
-    "$ipoib_bin" lab --hosts 2 --mode "$1" >"$work/lab.out" 2>"$work/lab.err" &
+    # shellcheck disable=SC2086 # BENCH_LAB_ARGS: words
+    "$ipoib_bin" lab --hosts 2 --mode "$1" ${BENCH_LAB_ARGS:-} >"$work/lab.out" \
+        2>"$work/lab.err" &
     lab_pid=$!
     for _ in $(seq 1 600); do
         grep -q '^Run `ipoib lab exec' "$work/lab.out" 2>/dev/null && break
@@ -363,7 +369,7 @@ for mode in datagram connected; do
     connected) label=lab-conn mtu=65520 ;;
     esac
     if want lab; then
-        echo "== ipoib lab, $mode mode" >&2
+        echo "== ipoib lab, $mode mode ${BENCH_LAB_ARGS:-}" >&2
         setup_lab "$mode"
         measure "$label" "$mtu" ipoib-h1 ipoib-h2 10.0.0.2 | tee -a "$results"
         teardown

@@ -103,7 +103,10 @@ struct UpArgs {
     /// 99, set with chrt(1)): a packet from a host's IP stack is then taken at once, as Linux
     /// IPoIB takes it in the sender's system call, rather than once the task on the CPU it
     /// woke on is preempted (up to a scheduler tick: a few milliseconds, 20 to 40 times a
-    /// ping's usual round trip). The TUN writer threads and OpenSM keep the default policy.
+    /// ping's usual round trip). The TUN writer threads and OpenSM keep the default policy. On a
+    /// loaded machine it costs datagram mode throughput: the thread then preempts the sending
+    /// program for nearly every packet instead of taking them in batches
+    /// (docs/benchmarks/lab-connected.md).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
     rt_priority: Option<u8>,
 }
