@@ -206,14 +206,17 @@ impl IbsimClient {
     }
 
     /// Sends one 256-byte MAD to `dlid`/`dqp` from this client's port and QP. SLID 0 lets ibsim
-    /// fill in the port's LID. ibsim rewrites the top 16 bits of a request's TransactionID to the
+    /// fill in the port's LID; with the permissive DLID (a directed-route SMP) the SLID is
+    /// permissive too, as libumad2sim sends it (docs/DEPLOYED.md "ibsim (server side)"): ibsim
+    /// routes the answer of a directed-route SMP with SLID 0 by LID 0 and hands it back
+    /// undelivered. ibsim rewrites the top 16 bits of a request's TransactionID to the
     /// client id so that it can route the response back (ibsim `sim_mad.c` `update_trid`); match
     /// responses on the low 48 bits.
     pub fn send_mad(&self, dlid: u16, dqp: u32, mad: &[u8; MAD_LEN]) -> io::Result<()> {
         let req = SimRequest {
             head: SimRequestHead {
                 dlid,
-                slid: 0,
+                slid: if dlid == 0xffff { 0xffff } else { 0 },
                 dqp,
                 sqp: self.qp,
                 status: 0,
