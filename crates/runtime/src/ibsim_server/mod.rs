@@ -32,6 +32,7 @@
 //! against the wall clock is [`serve`]; ibsim's console commands that pull and plug cables are
 //! [`Console`]'s.
 
+mod answer;
 mod console;
 mod info;
 mod refusal;
@@ -47,16 +48,14 @@ pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
 
 use crate::ibsim::msg::{
-    ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, MAD_LEN, SIM_CTL_LEN, SIM_REQUEST_LEN,
-    SIM_REQUEST_MAD_OFFSET, STATUS_UNDELIVERED,
+    ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, SIM_CTL_LEN, SIM_REQUEST_LEN,
+    STATUS_UNDELIVERED,
 };
-use ipoib_fabric::node::host::{
-    is_smp_class, method_mask, AgentId, Host, Registration, RmppMode, UmadError,
-};
+use ipoib_fabric::node::host::{method_mask, AgentId, Registration, RmppMode, UmadError};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppRepr, RmppType, MAD_HEADER_LEN};
+use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppRepr, RmppType};
 use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use sock::Sock;
@@ -665,108 +664,6 @@ impl IbsimServer {
             mad,
         };
         self.write_client(net, slot, &back);
-    }
-
-    /// Writes every MAD the fabric delivered for each client.
-    pub fn flush(&mut self, net: &mut Subnet) {
-        // The turn's answers are built in a buffer kept from turn to turn.
-        let mut out = std::mem::take(&mut self.out);
-        let mut from = Some(0u32);
-        while let Some(next) = from {
-            let Some((&slot, c)) = self.clients.range(next..).next() else {
-                break;
-            };
-            from = slot.checked_add(1);
-            let (node, agent, host) = (c.node, c.agent, c.host);
-            let lid = net.lid(host);
-            let Some(device) = net.sim_mut().node_mut::<Host>(node) else {
-                continue;
-            };
-            out.clear();
-            // Each answer is written in place: its MAD zero-padded to 256 bytes, then the head
-            // (the bytes `SimRequest::to_bytes` gives for the same fields).
-            for m in device.umad_drain(agent) {
-                // A whole MAD header whose MgmtClass (byte 1, IBA 1 §13.4.2) is an SMP's.
-                let smp = m.mad.len() >= MAD_HEADER_LEN && is_smp_class(MgmtClass::from(m.mad[1]));
-                out.push([0u8; SIM_REQUEST_LEN]);
-                let Some(b) = out.last_mut() else { break };
-                let n = m.mad.len().min(MAD_LEN);
-                b[SIM_REQUEST_MAD_OFFSET..SIM_REQUEST_MAD_OFFSET + n].copy_from_slice(&m.mad[..n]);
-                let length = match b.last_chunk::<MAD_LEN>() {
-                    Some(mad) => umad_length(mad),
-                    None => MAD_LEN as u64,
-                };
-                let head = SimRequestHead {
-                    dlid: lid,
-                    slid: m.from.lid,
-                    dqp: u32::from(!smp),
-                    sqp: m.from.qpn,
-                    status: 0,
-                    length,
-                };
-                head.write(b);
-            }
-            if !out.is_empty() {
-                self.write_many(net, slot, &out);
-            }
-        }
-        self.out = out;
-    }
-
-    /// Sends `msgs` to client `slot`, as many at once as its socket takes ([`Sock::send_many`]);
-    /// what its full socket does not take is dropped and counted, as [`IbsimServer::write_client`]
-    /// does; a client whose socket is gone is dropped.
-    fn write_many(&mut self, net: &mut Subnet, slot: u32, msgs: &[[u8; SIM_REQUEST_LEN]]) {
-        /// At most this many per sendmmsg(2) call.
-        const BATCH: usize = 64;
-        let mut rest = msgs;
-        while !rest.is_empty() {
-            let Some(sock) = self.slots.get(slot as usize) else {
-                return;
-            };
-            let batch = &rest[..rest.len().min(BATCH)];
-            match sock.send_many(batch) {
-                Ok(n) => {
-                    self.counters.mads_out += n as u64;
-                    // A short count: the first of the rest did not fit; it is dropped.
-                    let skip = if n < batch.len() { n + 1 } else { n };
-                    self.counters.out_dropped += (skip - n) as u64;
-                    rest = &rest[skip.min(rest.len())..];
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    self.counters.out_dropped += 1;
-                    rest = &rest[1..];
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.counters.vanished += 1;
-                    self.drop_client(net, slot);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Sends `r` to client `slot`; false when the client was dropped (its socket is gone).
-    fn write_client(&mut self, net: &mut Subnet, slot: u32, r: &SimRequest) -> bool {
-        let Some(sock) = self.slots.get(slot as usize) else {
-            return false;
-        };
-        match sock.send(&r.to_bytes()) {
-            Ok(_) => {
-                self.counters.mads_out += 1;
-                true
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                self.counters.out_dropped += 1;
-                true
-            }
-            Err(_) => {
-                self.counters.vanished += 1;
-                self.drop_client(net, slot);
-                false
-            }
-        }
     }
 
     /// Drops the clients whose input socket is gone (Unix: connecting to its name again is
