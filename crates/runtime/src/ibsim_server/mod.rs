@@ -51,6 +51,7 @@ use crate::ibsim::msg::{
     ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, SIM_CTL_LEN, SIM_REQUEST_LEN,
     STATUS_UNDELIVERED,
 };
+use crate::realtime::FINE_SLEEP;
 use ipoib_fabric::node::host::{method_mask, AgentId, Registration, RmppMode, UmadError};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
@@ -58,10 +59,13 @@ use ipoib_proto::mad_agent::MadAddr;
 use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppRepr, RmppType};
 use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use sock::Sock;
 use std::collections::BTreeMap;
 use std::io::{self, ErrorKind};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
 
 /// The length a reader's umad gets for `mad` (`crate::ibsim::msg::SimRequest::length`). For an
 /// SA response sent with RMPP (IBA 1 §13.6.2.3): the last segment's PayloadLength counts the SA
@@ -91,6 +95,8 @@ pub fn umad_length(mad: &[u8; 256]) -> u64 {
 
 /// The epoll token of the control socket (slot sockets use their slot number).
 const CTL_TOKEN: u64 = u64::MAX;
+/// The epoll token of the timer of [`IbsimServer::poll_wait`]'s short sleeps.
+const TIMER_TOKEN: u64 = u64::MAX - 1;
 /// Datagrams read from one socket per round before the others get their turn.
 const BUDGET: usize = 256;
 /// Datagrams one recvmmsg(2) on a slot socket takes at most.
@@ -185,6 +191,9 @@ pub struct IbsimServer {
     out: Vec<[u8; SIM_REQUEST_LEN]>,
     /// [`IbsimServer::read_slot`]'s receive buffers, kept likewise.
     rx: Vec<[u8; SIM_REQUEST_LEN + 1]>,
+    /// Times [`IbsimServer::poll_wait`]'s sleeps shorter than [`FINE_SLEEP`] (made when first
+    /// needed).
+    timer: Option<TimerFd>,
     refusals: refusal::Refusals,
 }
 
@@ -219,13 +228,13 @@ impl IbsimServer {
             counters: ServerCounters::default(),
             out: Vec::new(),
             rx: Vec::new(),
+            timer: None,
             refusals: refusal::Refusals::default(),
         })
     }
 
     /// The descriptor to wait on: readable when a datagram waits on any socket.
     pub fn poll_fd(&self) -> BorrowedFd<'_> {
-        use std::os::fd::AsFd;
         self.epoll.0.as_fd()
     }
 
@@ -260,18 +269,32 @@ impl IbsimServer {
     /// on any of them makes [`IbsimServer::poll_fd`] readable again (no need to ask
     /// [`IbsimServer::pending`]).
     pub fn poll(&mut self, net: &mut Subnet) -> io::Result<bool> {
+        self.poll_wait(net, Duration::ZERO)
+    }
+
+    /// [`IbsimServer::poll`] that first sleeps at most `timeout` until a datagram comes: the
+    /// server's own loop ([`serve`]) sleeps here, on the sockets' own epoll set, so that a turn
+    /// makes one epoll_wait(2) instead of two (a driver's on the server's descriptor, then
+    /// this set's). The sockets are watched level-triggered, so what a call leaves shows at the
+    /// next. A sleep shorter than [`FINE_SLEEP`] is timed by a timerfd(2) in the set, as the
+    /// real-time driver times it (epoll counts whole milliseconds).
+    pub fn poll_wait(&mut self, net: &mut Subnet, timeout: Duration) -> io::Result<bool> {
+        let mut wait = self.sleep(timeout)?;
         let mut events = [EpollEvent::empty(); 64];
         let mut left = false;
         for round in 0..ROUNDS {
-            let n = match self.epoll.wait(&mut events, EpollTimeout::ZERO) {
+            let n = match self.epoll.wait(&mut events, wait) {
                 Ok(n) => n,
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(errno(e)),
             };
+            wait = EpollTimeout::ZERO;
             left = false;
             for ev in &events[..n] {
                 left |= match ev.data() {
                     CTL_TOKEN => self.read_ctl(net),
+                    // Edge-triggered, and re-armed before each fine sleep: nothing to read.
+                    TIMER_TOKEN => false,
                     slot => self.read_slot(net, slot as u32),
                 };
             }
@@ -281,6 +304,30 @@ impl IbsimServer {
             left = round + 1 == ROUNDS;
         }
         Ok(left)
+    }
+
+    /// The epoll timeout for a sleep of `timeout`: whole milliseconds, or the timer armed for a
+    /// shorter one (made and added to the set the first time).
+    fn sleep(&mut self, timeout: Duration) -> io::Result<EpollTimeout> {
+        if timeout.is_zero() {
+            return Ok(EpollTimeout::ZERO);
+        }
+        if timeout >= FINE_SLEEP {
+            return Ok(EpollTimeout::try_from(timeout).unwrap_or(EpollTimeout::MAX));
+        }
+        if self.timer.is_none() {
+            let flags = TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC;
+            let t = TimerFd::new(ClockId::CLOCK_MONOTONIC, flags).map_err(errno)?;
+            let ev = EpollEvent::new(EpollFlags::EPOLLIN | EpollFlags::EPOLLET, TIMER_TOKEN);
+            self.epoll.add(t.as_fd(), ev).map_err(errno)?;
+            self.timer = Some(t);
+        }
+        if let Some(t) = &self.timer {
+            // A re-armed timerfd restarts its count, so each expiry is a new edge.
+            let when = Expiration::OneShot(TimeSpec::from_duration(timeout));
+            t.set(when, TimerSetTimeFlags::empty()).map_err(errno)?;
+        }
+        Ok(EpollTimeout::try_from(FINE_SLEEP * 2).unwrap_or(EpollTimeout::MAX))
     }
 
     /// Reads the control socket; true when it gave its whole budget.

@@ -1,15 +1,15 @@
-//! [`serve`]: the server against the wall clock, one thread, on the runtime's real-time driver
-//! ([`crate::realtime`]): the server is one [`Endpoint`] of a [`Driver`] whose emulation is the
-//! subnet. Each turn the driver hands the clients' datagrams to the subnet at its present
-//! ([`IbsimServer::poll`]), runs the subnet up to the present, writes what it delivered
-//! ([`IbsimServer::flush`]), and sleeps on the server's descriptor until a datagram comes or the
-//! next event is due (at most [`ServeOptions::max_sleep`]). Between turns the clients are probed
-//! ([`IbsimServer::probe`]) and the caller is asked whether to stop.
+//! [`serve`]: the server against the wall clock, one thread, turning as the runtime's real-time
+//! driver does ([`crate::realtime`]) with the server as its only file. Each turn sleeps on the
+//! server's sockets until a datagram comes or the subnet's next event is due (at most
+//! [`ServeOptions::max_sleep`]), hands the clients' datagrams to the subnet at its present
+//! ([`IbsimServer::poll_wait`]), runs the subnet up to the present and writes what it delivered
+//! ([`IbsimServer::flush`]). Between turns the clients are probed ([`IbsimServer::probe`]) and
+//! the caller is asked whether to stop. [`IbsimEndpoint`] is the server as one endpoint of a
+//! driver beside others (`ipoib lab`).
 
 use super::IbsimServer;
-use crate::realtime::{Config, Driver, Emulation, Endpoint};
+use crate::realtime::{keep_freed_heap, Clock, Config, Endpoint};
 use ipoib_fabric::node::subnet::Subnet;
-use ipoib_fabric::Instant;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant as Wall};
@@ -33,81 +33,55 @@ impl Default for ServeOptions {
     }
 }
 
-/// What the driver runs: the subnet, with the server beside it (borrowed from [`serve`]'s
-/// caller, so the endpoint itself holds only the descriptor).
-struct Served<'a> {
-    server: &'a mut IbsimServer,
-    net: &'a mut Subnet,
-}
-
-impl Emulation for Served<'_> {
-    fn now(&self) -> Instant {
-        self.net.now()
-    }
-    fn next_event_at(&self) -> Option<Instant> {
-        self.net.next_event_at()
-    }
-    fn run_until(&mut self, t: Instant) {
-        self.net.run_until(t);
-    }
-}
-
-/// The server as an endpoint of the driver: its descriptor ([`IbsimServer::poll_fd`]) is
-/// readable when a datagram waits on any of its sockets.
-struct ServerEndpoint {
-    fd: RawFd,
-}
-
-impl<'a> Endpoint<Served<'a>> for ServerEndpoint {
-    fn raw_fd(&self) -> RawFd {
-        self.fd
-    }
-
-    /// One [`IbsimServer::poll`] (which stops after a few rounds of ready sockets). The driver
-    /// watches the descriptor edge-triggered, so while a datagram may be left (poll said so and
-    /// [`IbsimServer::pending`] confirms it) this reports the full budget and the driver serves
-    /// the server again next turn; 0 once everything was read (every socket would block: the
-    /// next datagram is a new edge).
-    fn on_readable(&mut self, emu: &mut Served<'a>, budget: usize) -> io::Result<usize> {
-        let left = emu.server.poll(emu.net)? && emu.server.pending()?;
-        Ok(if left { budget } else { 0 })
-    }
-
-    fn flush(&mut self, emu: &mut Served<'a>) -> io::Result<usize> {
-        let before = emu.server.counters().mads_out;
-        emu.server.flush(emu.net);
-        Ok(usize::try_from(emu.server.counters().mads_out - before).unwrap_or(usize::MAX))
-    }
-}
-
 /// Runs `server` on `net` until `stop` says so (asked at least every `max_sleep`, between turns,
 /// with the server and the subnet: the caller may look at them or act on them there, as a turn's
 /// clients do; [`IbsimServer::take_refusals`], say).
+///
+/// The turns of the real-time driver ([`crate::realtime`], module docs) with the server as the
+/// only file: virtual time is wall time ([`Clock`]); a turn sleeps until a datagram comes or the
+/// subnet's next event is due less the driver's slack (at most `max_sleep`, none while the
+/// server may have datagrams left), hands what came to the subnet at its present
+/// ([`IbsimServer::poll_wait`]), runs the subnet to the present plus the slack and writes what
+/// it delivered ([`IbsimServer::flush`]). It sleeps on the server's own epoll set, not on a
+/// driver's set holding the server's descriptor: one epoll_wait(2) a turn instead of two, which
+/// is most of what a turn costs beside the subnet's work when each turn answers one MAD (an SM's
+/// sweep, docs/benchmarks/subnet.md).
 pub fn serve(
     server: &mut IbsimServer,
     net: &mut Subnet,
     stop: &mut dyn FnMut(&mut IbsimServer, &mut Subnet) -> bool,
     opts: ServeOptions,
 ) -> io::Result<()> {
-    let fd = server.poll_fd().as_raw_fd();
-    let cfg = Config {
-        max_sleep: opts.max_sleep,
-        ..Config::default()
-    };
-    let mut driver = Driver::new(Served { server, net }, cfg)?;
-    driver.add(Box::new(ServerEndpoint { fd }))?;
+    keep_freed_heap();
+    let slack = Config::default().slack;
+    let clock = Clock::new(Wall::now(), net.sim().now());
     let mut last_probe = Wall::now();
+    // Read at once: a datagram may have come before.
+    let mut left = true;
     loop {
-        let emu = driver.emulation_mut();
-        if stop(emu.server, emu.net) {
+        if stop(server, net) {
             return Ok(());
         }
-        if last_probe.elapsed() >= opts.probe_every {
-            last_probe = Wall::now();
-            emu.server.probe(emu.net);
+        let now = Wall::now();
+        if now.saturating_duration_since(last_probe) >= opts.probe_every {
+            last_probe = now;
+            server.probe(net);
         }
-        let next_probe = last_probe + opts.probe_every;
-        driver.turn(next_probe.min(Wall::now() + opts.max_sleep))?;
+        let mut wake = (last_probe + opts.probe_every).min(now + opts.max_sleep);
+        if let Some(t) = net.sim().next_event_at() {
+            let due = clock.wall_at(t);
+            wake = wake.min(due.checked_sub(slack).unwrap_or(due));
+        }
+        let timeout = if left {
+            Duration::ZERO
+        } else {
+            wake.saturating_duration_since(now)
+        };
+        left = server.poll_wait(net, timeout)?;
+        let target = clock.virtual_at(Wall::now()) + slack;
+        let target = target.max(net.sim().now());
+        net.sim_mut().run_until(target);
+        server.flush(net);
     }
 }
 

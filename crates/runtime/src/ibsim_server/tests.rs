@@ -624,4 +624,22 @@ fn poll_reports_nothing_left_once_drained() {
     );
     assert!(!server.pending().unwrap());
     assert_eq!(server.counters().mads_in, 3);
+    // poll_wait sleeps on the sockets themselves (serve's turns): a short sleep, timed by the
+    // timer, ends with nothing read; a long one ends at once for a datagram already there, and
+    // for one that comes while it sleeps.
+    assert!(!server
+        .poll_wait(&mut net, Duration::from_micros(300))
+        .unwrap());
+    assert_eq!(server.counters().mads_in, 3);
+    c.data.send(&req.to_bytes()).unwrap();
+    assert!(!server.poll_wait(&mut net, Duration::from_secs(60)).unwrap());
+    assert_eq!(server.counters().mads_in, 4);
+    let later = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        c.data.send(&req.to_bytes()).unwrap();
+        c
+    });
+    assert!(!server.poll_wait(&mut net, Duration::from_secs(60)).unwrap());
+    assert_eq!(server.counters().mads_in, 5);
+    drop(later.join().unwrap());
 }
