@@ -69,7 +69,7 @@ impl IbsimServer {
                 return;
             };
             let batch = &rest[..rest.len().min(BATCH)];
-            match sock.send_many(batch) {
+            match sock.send_many(batch, &mut self.headers) {
                 Ok(n) => {
                     self.counters.mads_out += n as u64;
                     // A short count: the first of the rest did not fit; it is dropped.

@@ -194,6 +194,8 @@ pub struct IbsimServer {
     /// Times [`IbsimServer::poll_wait`]'s sleeps shorter than [`FINE_SLEEP`] (made when first
     /// needed).
     timer: Option<TimerFd>,
+    /// recvmmsg(2)'s and sendmmsg(2)'s headers, kept likewise.
+    headers: sock::Headers,
     refusals: refusal::Refusals,
 }
 
@@ -229,6 +231,7 @@ impl IbsimServer {
             out: Vec::new(),
             rx: Vec::new(),
             timer: None,
+            headers: sock::Headers::new(),
             refusals: refusal::Refusals::default(),
         })
     }
@@ -371,7 +374,7 @@ impl IbsimServer {
                 return false;
             };
             let unix = matches!(sock, Sock::Unix(_));
-            let n = match sock.recv_many(bufs, &mut lens) {
+            let n = match sock.recv_many(bufs, &mut lens, &mut self.headers) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return false,

@@ -529,14 +529,15 @@ fn send_many_sends_each_message_as_a_datagram() {
     let s = sock::Sock::bind_slot(&listen, 0).unwrap();
     let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
     s.connect_client(&listen, 1, &stranger).unwrap();
-    assert_eq!(s.send_many::<&[u8]>(&[]).unwrap(), 0);
+    let mut h = sock::Headers::new();
+    assert_eq!(s.send_many::<&[u8]>(&[], &mut h).unwrap(), 0);
     let msgs: Vec<Vec<u8>> = (0..200u8)
         .map(|i| vec![i; 1 + usize::from(i) % 7])
         .collect();
     let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-    let n = s.send_many(&refs).unwrap();
+    let n = s.send_many(&refs, &mut h).unwrap();
     assert!(n > 0 && n < msgs.len(), "sent {n}");
-    let e = s.send_many(&refs[n..]).unwrap_err();
+    let e = s.send_many(&refs[n..], &mut h).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock);
     let mut b = [0u8; 16];
     for m in &msgs[..n] {
@@ -545,7 +546,7 @@ fn send_many_sends_each_message_as_a_datagram() {
     }
     assert_eq!(peer.recv(&mut b).unwrap_err().kind(), ErrorKind::WouldBlock);
     // Room again: one message alone goes by send(2).
-    assert_eq!(s.send_many(&refs[n..n + 1]).unwrap(), 1);
+    assert_eq!(s.send_many(&refs[n..n + 1], &mut h).unwrap(), 1);
     let got = peer.recv(&mut b).unwrap();
     assert_eq!(&b[..got], &msgs[n][..]);
 }
@@ -568,22 +569,24 @@ fn recv_many_takes_datagrams_in_order_and_stops_short_when_empty() {
     s.connect_client(&listen, 1, &stranger).unwrap();
     let mut bufs = [[0u8; 8]; 4];
     let mut lens = [0usize; 4];
-    let e = s.recv_many(&mut bufs, &mut lens).unwrap_err();
+    // One set of headers for every call, as the server keeps it.
+    let mut h = sock::Headers::new();
+    let e = s.recv_many(&mut bufs, &mut lens, &mut h).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock);
     let msgs: Vec<Vec<u8>> = (1..=6u8).map(|i| vec![i; usize::from(i) * 2]).collect();
     for m in &msgs {
         peer.send(m).unwrap();
     }
-    assert_eq!(s.recv_many(&mut bufs, &mut lens).unwrap(), 4);
+    assert_eq!(s.recv_many(&mut bufs, &mut lens, &mut h).unwrap(), 4);
     for (i, m) in msgs[..4].iter().enumerate() {
         let n = m.len().min(8);
         assert_eq!(lens[i], n, "datagram {i}");
         assert_eq!(&bufs[i][..n], &m[..n]);
     }
-    assert_eq!(s.recv_many(&mut bufs, &mut lens).unwrap(), 2);
+    assert_eq!(s.recv_many(&mut bufs, &mut lens, &mut h).unwrap(), 2);
     assert_eq!((lens[0], lens[1]), (8, 8), "10 and 12 bytes cut to 8");
     assert_eq!((bufs[0][0], bufs[1][0]), (5, 6));
-    let e = s.recv_many(&mut bufs, &mut lens).unwrap_err();
+    let e = s.recv_many(&mut bufs, &mut lens, &mut h).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock);
 }
 
