@@ -21,6 +21,12 @@
 # for one HCA's port GID (OpenSM accepts joins for other ports sharing the P_Key), pipelined
 # (JOIN_WINDOW outstanding), and times first request -> last response, then polls the leaf
 # switches' MFTs until the group reaches every CA port (see docs/benchmarks/subnet.md).
+# BENCH_PROBE=1 runs instead, after the build, the per-MAD probe (crates/runtime/examples/smp_probe.rs)
+# against each fabric in turn, RUNS times, with no OpenSM: one client on h0 sending directed-route
+# SMPs, 1 and 4 outstanding (OpenSM's max_wire_smps); it prints the round trips and the SMPs per
+# second, and the fabric server's CPU per MAD (`perf stat` task-clock, when perf is installed).
+# PROBE_CPUS="S C" pins the server to CPU S and the probe to CPU C (taskset): "0 0" measures the
+# CPU a MAD costs, "0 1" the wake-ups between cores; PROBE_COUNT SMPs per window (default 20000).
 # Environment: BENCH_DIR (scratch directory, default mktemp -d), OPENSM_TIMEOUT (s, default 300,
 # per OpenSM run), JOIN_WINDOW (outstanding joins, default 64), BENCH_SKIP_JOINS=1 (no join runs).
 set -euo pipefail
@@ -38,15 +44,18 @@ join_window=${JOIN_WINDOW:-64}
 echo "== build (release)"
 cargo build --release -q -p ipoib-cli --bin ipoib
 cargo build --release -q -p ipoib-runtime --example opensm_joins
+cargo build --release -q -p ipoib-runtime --example smp_probe
 target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 ipoib="${target:-target}/release/ipoib"
 joins="${target:-target}/release/examples/opensm_joins"
+probe="${target:-target}/release/examples/smp_probe"
 
 field() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 
-echo "== ipoib sim (best of $runs)"
+[ "${BENCH_PROBE:-0}" = 1 ] || echo "== ipoib sim (best of $runs)"
 for n in "${sizes[@]}"; do
+    [ "${BENCH_PROBE:-0}" = 1 ] && break
     best=""
     for _ in $(seq 1 "$runs"); do
         out=$("$ipoib" sim --hosts "$n" --json)
@@ -138,6 +147,61 @@ sweep() {
 # type, GUIDs, description, LID, port, width, state and speed (not vendor, device and revision,
 # which differ on purpose: our HCAs and switches answer as Mellanox parts).
 links() { sed -E 's/VenID:[0-9A-F]+ DevID:[0-9A-F]+ Rev:[0-9A-F]+ //g' "$1" | sort; }
+
+# The per-MAD probe (BENCH_PROBE=1): fabric $1 started as for a sweep in directory $2 for N=$3
+# hosts, then smp_probe on h0 (header); prints its lines and the server's task-clock per MAD.
+probe_run() {
+    local fab=$1 run=$2 n=$3 sock="ipoibprobe$$$1$3" srv end pin_s="" pin_c="" count=${PROBE_COUNT:-20000}
+    if [ -n "${PROBE_CPUS:-}" ]; then
+        read -r s c <<< "$PROBE_CPUS"
+        pin_s="taskset -c $s"; pin_c="taskset -c $c"
+    fi
+    find "$run" -mindepth 1 ! -name net -delete
+    if [ "$fab" = ibsim ]; then
+        (cd "$run" && exec env IBSIM_SOCKNAME="$sock" $pin_s ibsim -s -N $((n + 1000)) -S 1024 \
+            -P $((n * 4 + 40000)) -L 49152 -n net > fabric.out 2>&1) &
+        srv=$!
+        sleep 2
+    else
+        (cd "$run" && exec $pin_s "$ipoib" ibsim-server --topology net --sm none --no-join \
+            --sockname "$sock" > fabric.out 2> fabric.err) &
+        srv=$!
+        end=$(( $(date +%s) + osm_timeout ))
+        while ! grep -qx ready "$run/fabric.out" 2>/dev/null && kill -0 "$srv" 2>/dev/null &&
+            [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
+    fi
+    local perf=""
+    if command -v perf >/dev/null; then
+        perf stat -e task-clock -o "$run/perf" -p "$srv" & perf=$!
+        sleep 0.5
+    fi
+    IBSIM_SOCKNAME="$sock" $pin_c "$probe" --hosts "$n" --count "$count" --window 1 --window 4 ||
+        echo "probe failed"
+    if [ -n "$perf" ]; then
+        kill -INT "$perf"; wait "$perf" 2>/dev/null || true
+        # The probe's warm-up (500) and both windows.
+        awk -v m=$((2 * count + 500)) '/task-clock/ { gsub(",", "", $1); printf "server CPU %.2f us per MAD\n", $1 * 1000 / m }' "$run/perf"
+    fi
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+}
+
+if [ "${BENCH_PROBE:-0}" = 1 ]; then
+    echo "== per-MAD probe: directed-route SMPs from h0, no OpenSM (CPUs server/probe: ${PROBE_CPUS:-any})"
+    for n in "${sizes[@]}"; do
+        base="$dir/probe-$n"
+        rm -rf "$base"; mkdir -p "$base/ibsim" "$base/ours"
+        netfile "$n" > "$base/ibsim/net"
+        cp "$base/ibsim/net" "$base/ours/net"
+        for r in $(seq 1 "$runs"); do
+            for fab in ibsim ours; do
+                printf '%6d hosts, run %d, %-5s (load %s):\n' "$n" "$r" "$fab" "$(cut -d' ' -f1 /proc/loadavg)"
+                probe_run "$fab" "$base/$fab" "$n" | sed 's/^/    /'
+            done
+        done
+    done
+    exit 0
+fi
 
 echo "== OpenSM sweep: ibsim against our fabric (ipoib ibsim-server --sm none --no-join), $runs runs each, interleaved"
 echo "   first complete sweep: LIDs, LFTs, ports Active; from OpenSM's start to its first dump listing every CA link"
