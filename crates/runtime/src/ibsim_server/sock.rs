@@ -31,7 +31,7 @@ pub const MAX_BATCH: usize = 64;
 
 /// The message headers of recvmmsg(2) and sendmmsg(2) for [`MAX_BATCH`] datagrams, kept by the
 /// caller from call to call instead of allocated per call (with the vectors of buffers, about
-/// 1.5 % of the server's samples in an SM's sweep, docs/benchmarks/subnet.md).
+/// 1.5 % of the server's samples in an SM's sweep, docs/benchmarks/subnet-history.md).
 pub struct Headers(MultiHeaders<()>);
 
 impl Headers {
