@@ -288,6 +288,9 @@ impl IbsimServer {
         for round in 0..ROUNDS {
             let n = match self.epoll.wait(&mut events, wait) {
                 Ok(n) => n,
+                // A signal ended the sleep: back to the caller (who may be asked to stop),
+                // with nothing read yet and the sockets level-triggered, so nothing is lost.
+                Err(nix::Error::EINTR) if wait != EpollTimeout::ZERO => return Ok(false),
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(errno(e)),
             };
