@@ -100,7 +100,7 @@ const TIMER_TOKEN: u64 = u64::MAX - 1;
 /// Datagrams read from one socket per round before the others get their turn.
 const BUDGET: usize = 256;
 /// Datagrams one recvmmsg(2) on a slot socket takes at most.
-const RECV_BATCH: usize = 16;
+const RECV_BATCH: usize = sock::RECV_MAX;
 /// Rounds of ready sockets one [`IbsimServer::poll`] serves at most.
 const ROUNDS: usize = 4;
 

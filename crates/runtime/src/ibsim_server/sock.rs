@@ -26,8 +26,11 @@ pub enum Listen {
     },
 }
 
-/// The most datagrams one [`Sock::recv_many`] or [`Sock::send_many`] call moves.
+/// The most datagrams one [`Sock::send_many`] call sends.
 pub const MAX_BATCH: usize = 64;
+/// The most datagrams one [`Sock::recv_many`] call takes (its slices are built on the stack
+/// each call, so no more than the server asks for: 16 per recvmmsg(2)).
+pub const RECV_MAX: usize = 16;
 
 /// The message headers of recvmmsg(2) and sendmmsg(2) for [`MAX_BATCH`] datagrams, kept by the
 /// caller from call to call instead of allocated per call (with the vectors of buffers, about
@@ -182,7 +185,7 @@ impl Sock {
     /// without waiting: datagram `i` in `bufs[i]` (cut to its size, as recv(2) cuts it), its
     /// length in `lens[i]`. Returns how many, from the first: fewer than `bufs.len()` means the
     /// socket had no more at that moment; `WouldBlock` when it had none. At most as many as
-    /// `headers` holds and [`MAX_BATCH`]; `headers` is the caller's, kept from call to call
+    /// `headers` holds and [`RECV_MAX`]; `headers` is the caller's, kept from call to call
     /// ([`Headers`]).
     pub fn recv_many<const N: usize>(
         &self,
@@ -190,9 +193,9 @@ impl Sock {
         lens: &mut [usize],
         headers: &mut Headers,
     ) -> io::Result<usize> {
-        let want = bufs.len().min(lens.len()).min(MAX_BATCH);
+        let want = bufs.len().min(lens.len()).min(RECV_MAX);
         let mut rest = bufs.iter_mut();
-        let mut slices: [[IoSliceMut<'_>; 1]; MAX_BATCH] = std::array::from_fn(|_| {
+        let mut slices: [[IoSliceMut<'_>; 1]; RECV_MAX] = std::array::from_fn(|_| {
             [IoSliceMut::new(
                 rest.next().map_or(&mut [][..], |b| &mut b[..]),
             )]
