@@ -124,6 +124,31 @@ use ipoib_wire::Mtu;
 /// `Switch::set_port_mtu_cap`), what an SM reads to set NeighborMTU (IBA 1 §14.2.5.6).
 pub const MTU_CAP: Mtu = Mtu::Mtu4096;
 
+/// PortInfo:VLCap and OperationalVLs of every port of this fabric: code 1, data VL 0 only (IBA 1
+/// §14.2.5.6: 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14), beside VL15, which every
+/// port has for subnet management (IBA 1 §7.6.3). Hosts send data on VL0, and an SM writes no
+/// OperationalVLs above VLCap, so the value holds from power-on, before any SM, onwards.
+pub const OPERATIONAL_VLS: u8 = 1;
+
+/// The data VLs an OperationalVLs (or VLCap) code names, counted from VL0 (IBA 1 §14.2.5.6);
+/// 0 for a reserved code.
+pub fn data_vls(code: u8) -> u8 {
+    match code {
+        1..=4 => 1 << (code - 1),
+        5 => 15,
+        _ => 0,
+    }
+}
+
+/// The receive check of a port's link layer on the VL, after the CRCs' (IBA 1 §7.7, §7.9; the
+/// "malformed data packet errors (LVer, length, VL)" of PortRcvErrors, §16.1.3.5): true for a
+/// packet on a data VL the port does not operate (at or past its OperationalVLs; VL15 always
+/// passes). A port discards such a packet and counts it in PortRcvErrors, as it does a bad CRC,
+/// in any port state (docs/PERF-COUNTERS.md "Malformed data packets").
+pub fn rcv_malformed(vl: u8) -> bool {
+    vl != 15 && vl >= data_vls(OPERATIONAL_VLS)
+}
+
 /// A port state as PortInfo:PortState carries it.
 pub fn wire_state(s: PortState) -> WireState {
     match s {

@@ -336,10 +336,12 @@ fn on_vl15(packet: &[u8]) -> bool {
 
 /// True for a packet that passes the checks a receiving port makes before its state's
 /// (`crate::hw::hca` `rx`): it parses, its LVer is 0 (IBA 1 §7.7), its VCRC and ICRC are good
-/// (IBA 1 §7.8). Computed only for a data packet to a port in Init, never on the way to a host
-/// whose port takes data.
+/// (IBA 1 §7.8), its VL is one the port operates (`crate::hw::sma::rcv_malformed`). Computed
+/// only for a data packet to a port in Init, never on the way to a host whose port takes data.
 fn passes_link_checks(packet: &[u8]) -> bool {
-    Packet::parse(packet).is_ok_and(|p| p.lrh.lver == 0 && p.vcrc_ok && p.icrc_ok)
+    Packet::parse(packet).is_ok_and(|p| {
+        p.lrh.lver == 0 && p.vcrc_ok && p.icrc_ok && !crate::hw::sma::rcv_malformed(p.lrh.vl)
+    })
 }
 
 impl Device for Remote {
@@ -456,7 +458,8 @@ mod tests {
         }
     }
 
-    // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, IBA 1 §7.7) or with a bad VCRC
+    // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, a data VL the port does not
+    // operate, IBA 1 §7.7) or with a bad VCRC
     // counts in the receiving port's PortRcvErrors whatever the port's state; the emulated HCA
     // checks the link layer before the port state (`crate::hw::hca` `rx`). Such a packet for a
     // slot's port in Init goes to the host, whose HCA discards and counts it, as an HCA in the
@@ -470,18 +473,22 @@ mod tests {
         let mut bad_vcrc = good.clone();
         let n = bad_vcrc.len();
         bad_vcrc[n - 1] ^= 1;
+        // VL 2: a data VL the port does not operate (`crate::hw::sma::rcv_malformed`).
+        let mut vl2 = good.clone();
+        vl2[0] = 0x20 | (vl2[0] & 0x0f);
+        ipoib_wire::packet::fill_crcs(&mut vl2).unwrap();
         let (mut r, mut tx) = slot_in(PortState::Init);
         r.queue.clear();
-        for p in [good, lver, bad_vcrc] {
+        for p in [good, lver, bad_vcrc, vl2] {
             r.receive(Instant::ZERO, 1, p, &mut tx);
         }
         let c = r.counters();
-        assert_eq!((c.to_host, c.to_host_not_armed), (2, 1), "{c:?}");
+        assert_eq!((c.to_host, c.to_host_not_armed), (3, 1), "{c:?}");
         // The host's HCA, its port in Init as the slot's: each is a receive error.
         let (mut host, mut htx) = slot_in(PortState::Init);
         while let Some(ToHost::Packet(p)) = r.poll_to_host() {
             host.sma_mut().receive(Instant::ZERO, 1, p, &mut htx);
         }
-        assert_eq!(host.sma().port(1).unwrap().traffic.rcv_errors, 2);
+        assert_eq!(host.sma().port(1).unwrap().traffic.rcv_errors, 3);
     }
 }

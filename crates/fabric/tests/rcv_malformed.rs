@@ -1,0 +1,100 @@
+//! The link layer's receive checks after the CRCs' (IBA 1 §7.7; PortRcvErrors' "malformed data
+//! packet errors (LVer, length, VL)", §16.1.3.5): a packet on a data VL its receiving port does
+//! not operate is discarded there and counted in that port's PortRcvErrors, at a switch port and
+//! at an HCA port alike, read through the PMA as `perfquery` reads it (docs/PERF-COUNTERS.md
+//! "Malformed data packets").
+
+#[path = "common/sma.rs"]
+mod fabric;
+
+use fabric::*;
+use ipoib_fabric::hw::hca::{Hca, HcaDropReason};
+use ipoib_fabric::hw::sim::Device;
+use ipoib_fabric::hw::switch::SwitchDropReason;
+use ipoib_fabric::testing::ud_packet;
+use ipoib_wire::mad::attr::perf as perf_attr;
+use ipoib_wire::packet::fill_crcs;
+use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
+use ipoib_wire::PKey;
+
+/// PortCounters of `port` read through the PMA at `lid`.
+fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
+    let resp = f
+        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
+        .expect("PMA answer");
+    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
+}
+
+/// `packet` moved to LRH VL `vl`, its CRCs computed again.
+fn on_vl(mut packet: Vec<u8>, vl: u8) -> Vec<u8> {
+    packet[0] = (vl << 4) | (packet[0] & 0x0f);
+    fill_crcs(&mut packet).unwrap();
+    packet
+}
+
+/// Hands `packet` to the CA's port 1 as its link would.
+fn to_ca(f: &mut Fabric, packet: Vec<u8>) {
+    f.sim
+        .with_node::<Hca, _>(f.ca, |hca, now, tx| hca.receive(now, 1, packet, tx))
+        .unwrap();
+    f.sim.run_until_idle(1000);
+}
+
+// Every port of this fabric operates data VL 0 only (PortInfo:OperationalVLs 1, VLCap 1) and
+// VL15. A UD packet on VL 1 or VL 14 from the probe is discarded by S1's port 3, the port it
+// arrives at, and counted in its PortRcvErrors; the same packet on VL 0 goes through (to the CA,
+// whose QP 2 does not exist). At the CA's port the same: VL 3 is discarded and counted, VL 0 is
+// not malformed. No other port counts.
+#[test]
+fn a_packet_on_a_data_vl_the_port_does_not_operate_counts_in_port_rcv_errors() {
+    let mut f = Fabric::new(21);
+    assign_lids(&mut f);
+    let good = ud_packet(PROBE_LID, CA_LID, 64, PKey::DEFAULT);
+    for vl in [1, 14] {
+        assert!(f.exchange(on_vl(good.clone(), vl)).is_empty());
+    }
+    assert!(f.exchange(good.clone()).is_empty());
+    assert_eq!(
+        f.switch(f.s1).stats().dropped(SwitchDropReason::Malformed),
+        2
+    );
+    assert_eq!(port_counters(&mut f, 3, S1_LID).port_rcv_errors, 2);
+    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 0);
+    let c = f.hca().counters();
+    assert_eq!(
+        (
+            c.drops(HcaDropReason::UnknownQp),
+            c.drops(HcaDropReason::Malformed)
+        ),
+        (1, 0)
+    );
+
+    to_ca(&mut f, on_vl(good.clone(), 3));
+    to_ca(&mut f, good);
+    let c = f.hca().counters();
+    assert_eq!(
+        (
+            c.drops(HcaDropReason::UnknownQp),
+            c.drops(HcaDropReason::Malformed)
+        ),
+        (2, 1)
+    );
+    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 1);
+}
+
+// VL15 is every port's, whatever OperationalVLs says: the rule that only subnet management
+// packets (QP0) travel on it is the receiving end node's, on the BTH DestQP (the SMI's and GSI's
+// checks, IBA 1 §13.5.3.1 as Linux's qib_ud_rcv applies it; docs/PERF-COUNTERS.md), not a link
+// layer error. A UD packet for QP 2 on VL15 crosses both switches and is discarded by the CA
+// (`BadVl`), counted in no port's PortRcvErrors.
+#[test]
+fn vl15_to_a_qp_but_0_is_no_link_layer_error() {
+    let mut f = Fabric::new(22);
+    assign_lids(&mut f);
+    let p = on_vl(ud_packet(PROBE_LID, CA_LID, 64, PKey::DEFAULT), 15);
+    assert!(f.exchange(p).is_empty());
+    assert_eq!(f.hca().counters().drops(HcaDropReason::BadVl), 1);
+    for (port, lid) in [(3, S1_LID), (2, S2_LID), (1, CA_LID)] {
+        assert_eq!(port_counters(&mut f, port, lid).port_rcv_errors, 0, "{lid}");
+    }
+}
