@@ -1,8 +1,9 @@
 //! The link layer's receive checks after the CRCs' (IBA 1 §7.7; PortRcvErrors' "malformed data
 //! packet errors (LVer, length, VL)", §16.1.3.5): a packet on a data VL its receiving port does
-//! not operate is discarded there and counted in that port's PortRcvErrors, at a switch port and
-//! at an HCA port alike, read through the PMA as `perfquery` reads it (docs/PERF-COUNTERS.md
-//! "Malformed data packets").
+//! not operate, or whose length is not its PktLen's or whose payload is over the port's MTUCap,
+//! is discarded there and counted in that port's PortRcvErrors, at a switch port and at an HCA
+//! port alike, read through the PMA as `perfquery` reads it (docs/PERF-COUNTERS.md "Malformed
+//! data packets").
 
 #[path = "common/sma.rs"]
 mod fabric;
@@ -15,7 +16,7 @@ use ipoib_fabric::testing::ud_packet;
 use ipoib_wire::mad::attr::perf as perf_attr;
 use ipoib_wire::packet::fill_crcs;
 use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
-use ipoib_wire::PKey;
+use ipoib_wire::{Mtu, PKey};
 
 /// PortCounters of `port` read through the PMA at `lid`.
 fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
@@ -97,4 +98,66 @@ fn vl15_to_a_qp_but_0_is_no_link_layer_error() {
     for (port, lid) in [(3, S1_LID), (2, S2_LID), (1, CA_LID)] {
         assert_eq!(port_counters(&mut f, port, lid).port_rcv_errors, 0, "{lid}");
     }
+}
+
+/// `packet` with its LRH PktLen one more than its bytes, the VCRC over the changed bytes.
+fn pkt_len_plus_one(mut packet: Vec<u8>) -> Vec<u8> {
+    // LRH bytes 4-5: 5 reserved bits, then PktLen (11 bits).
+    let len = u16::from_be_bytes([packet[4], packet[5]]) + 1;
+    packet[4..6].copy_from_slice(&len.to_be_bytes());
+    let body = packet.len() - 2;
+    let vcrc = ipoib_wire::crc::vcrc(&packet[..body]);
+    packet[body..].copy_from_slice(&vcrc.to_le_bytes());
+    packet
+}
+
+// "Length" errors. MTUCap is the largest MTU a port runs (IBA 1 §14.2.5.6), the MTU of the
+// link layer's receive check (docs/PERF-COUNTERS.md): S1's port 3 with MTUCap 2048 (its
+// NeighborMTU, what it sends by, left at 4096) discards a 4096-byte payload from the probe and
+// counts it in its PortRcvErrors; a 2048-byte one goes through to the CA. The CA's port with
+// MTUCap 1024 does the same for 2048 and 1024 bytes. A PktLen one more than the packet's bytes
+// (IBA 1 §7.7), as a compliance tester sends it, counts at both too.
+#[test]
+fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors() {
+    let mut f = Fabric::new(23);
+    assign_lids(&mut f);
+    let s1 = f.s1;
+    f.sim
+        .with_node::<ipoib_fabric::hw::switch::Switch, _>(s1, |sw, _, _| {
+            assert!(sw.set_port_mtu_cap(3, Mtu::Mtu2048))
+        })
+        .unwrap();
+    let ud = |len| ud_packet(PROBE_LID, CA_LID, len, PKey::DEFAULT);
+    for p in [ud(4096), pkt_len_plus_one(ud(64)), ud(2048)] {
+        assert!(f.exchange(p).is_empty());
+    }
+    assert_eq!(f.switch(s1).stats().dropped(SwitchDropReason::Malformed), 2);
+    assert_eq!(port_counters(&mut f, 3, S1_LID).port_rcv_errors, 2);
+    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 0);
+    let c = f.hca().counters();
+    assert_eq!(
+        (
+            c.drops(HcaDropReason::UnknownQp),
+            c.drops(HcaDropReason::Malformed)
+        ),
+        (1, 0)
+    );
+
+    f.sim
+        .with_node::<Hca, _>(f.ca, |hca, _, _| {
+            assert!(hca.set_port_mtu_cap(1, Mtu::Mtu1024))
+        })
+        .unwrap();
+    for p in [ud(2048), pkt_len_plus_one(ud(64)), ud(1024)] {
+        to_ca(&mut f, p);
+    }
+    let c = f.hca().counters();
+    assert_eq!(
+        (
+            c.drops(HcaDropReason::UnknownQp),
+            c.drops(HcaDropReason::Malformed)
+        ),
+        (2, 2)
+    );
+    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 2);
 }

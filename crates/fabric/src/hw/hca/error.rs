@@ -95,8 +95,8 @@ macro_rules! drop_reasons {
 }
 
 drop_reasons! {
-    /// Lengths or headers do not parse, LVer is not 0, or a data VL the port does not operate
-    /// (IBA 1 §7.7, §9.2).
+    /// Lengths or headers do not parse, LVer is not 0, a data VL the port does not operate, or
+    /// a payload over the port's MTUCap (IBA 1 §7.7, §9.2).
     Malformed,
     /// VCRC mismatch (IBA 1 §7.8.2).
     BadVcrc,

@@ -217,6 +217,18 @@ impl Hca {
         self.ports.get_mut(usize::from(num).checked_sub(1)?)
     }
 
+    /// Sets port `num`'s MTUCap (its cable's MTU, as `Switch::set_port_mtu_cap`). False for a
+    /// port the HCA does not have or an undefined MTU code.
+    pub fn set_port_mtu_cap(&mut self, num: u8, mtu: ipoib_wire::Mtu) -> bool {
+        match self.port_mut(num) {
+            Some(p) if mtu.is_valid() => {
+                p.mtu_cap = mtu;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Counters of packets and drops.
     pub fn counters(&self) -> &HcaCounters {
         &self.counters

@@ -1,5 +1,5 @@
 //! The receive path common to every transport: parse (LVer 0), VCRC/ICRC, a data VL
-//! the port operates (`crate::hw::sma::rcv_malformed`), port state, VL15 for QP0 only, DLID
+//! the port operates and a payload within its MTUCap (`crate::hw::sma::rcv_malformed`), port state, VL15 for QP0 only, DLID
 //! (unicast range or attached multicast group), then the QP's transport (UD here, RC/UC to the
 //! engine). Every early return counts its [`HcaDropReason`]; a malformed packet or a bad CRC also
 //! counts in the port's PortRcvErrors (IBA 1 §16.1.3.5).
@@ -45,8 +45,8 @@ impl Hca {
         if !pkt.icrc_ok {
             return self.rcv_error(port_num, HcaDropReason::BadIcrc);
         }
-        // A data VL the port does not operate (IBA 1 §7.7).
-        if crate::hw::sma::rcv_malformed(pkt.lrh.vl) {
+        // A data VL the port does not operate, or a payload over its MTUCap (IBA 1 §7.7).
+        if crate::hw::sma::rcv_malformed(pkt.lrh.vl, pkt.payload.len(), port.mtu_cap) {
             return self.rcv_error(port_num, HcaDropReason::Malformed);
         }
         let Some(bth) = pkt.bth else {

@@ -140,13 +140,17 @@ pub fn data_vls(code: u8) -> u8 {
     }
 }
 
-/// The receive check of a port's link layer on the VL, after the CRCs' (IBA 1 §7.7, §7.9; the
+/// The receive checks of a port's link layer that follow the CRCs' (IBA 1 §7.7, §7.9; the
 /// "malformed data packet errors (LVer, length, VL)" of PortRcvErrors, §16.1.3.5): true for a
 /// packet on a data VL the port does not operate (at or past its OperationalVLs; VL15 always
-/// passes). A port discards such a packet and counts it in PortRcvErrors, as it does a bad CRC,
-/// in any port state (docs/PERF-COUNTERS.md "Malformed data packets").
-pub fn rcv_malformed(vl: u8) -> bool {
-    vl != 15 && vl >= data_vls(OPERATIONAL_VLS)
+/// passes), or whose payload (after the transport headers, without pad and ICRC; for a raw
+/// packet everything between LRH and VCRC) is larger than the port's MTUCap, the largest MTU it
+/// can receive. A port discards such a packet and counts it in PortRcvErrors, as it does a bad
+/// CRC, in any port state (docs/PERF-COUNTERS.md "Malformed data packets").
+pub fn rcv_malformed(vl: u8, payload: usize, mtu_cap: Mtu) -> bool {
+    let vl_ok = vl == 15 || vl < data_vls(OPERATIONAL_VLS);
+    let fits = mtu_cap.bytes().is_some_and(|m| payload <= m as usize);
+    !vl_ok || !fits
 }
 
 /// A port state as PortInfo:PortState carries it.

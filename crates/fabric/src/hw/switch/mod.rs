@@ -13,8 +13,8 @@
 //!
 //! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
 //! 1. the LRH is readable, its LVer 0 and its PktLen the buffer's (IBA 1 §7.7) — `Malformed`;
-//!    so, after check 2, is a packet on a data VL the port does not operate
-//!    (`crate::hw::sma::rcv_malformed`);
+//!    so, after check 2, is a packet on a data VL the port does not operate or whose payload
+//!    exceeds its MTUCap, the largest it receives (`crate::hw::sma::rcv_malformed`);
 //! 2. the VCRC is good (IBA 1 §7.8.2: the VCRC is checked hop by hop) — `VcrcBad`; not computed
 //!    for a packet whose CRCs the emulation computed and nobody changed since
 //!    ([`crate::hw::frame`]). The ICRC is end to end (IBA 1 §7.8.1) and switches do not check it.
@@ -113,7 +113,8 @@ pub const SWITCH_PORT_BUFFER: usize = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SwitchDropReason {
     /// LRH unreadable, LVer not 0, PktLen disagrees with the buffer, transport headers too
-    /// short for the payload length, or a data VL the arrival port does not operate.
+    /// short for the payload length, a data VL the arrival port does not operate, or a payload
+    /// over its MTUCap.
     Malformed,
     /// VCRC mismatch.
     VcrcBad,
@@ -570,8 +571,9 @@ impl Device for Switch {
                 None => return self.rcv_error(port, SwitchDropReason::Malformed),
             },
         };
-        // A data VL the port does not operate (IBA 1 §7.7).
-        if crate::hw::sma::rcv_malformed(lrh.vl) {
+        // A data VL the port does not operate, or a payload over its MTUCap (IBA 1 §7.7).
+        let cap = self.ports.get(usize::from(port)).map(|p| p.mtu_cap);
+        if cap.is_some_and(|c| crate::hw::sma::rcv_malformed(lrh.vl, payload, c)) {
             return self.rcv_error(port, SwitchDropReason::Malformed);
         }
         // IBA 1 §7.2: a port in Init receives subnet management packets (VL15) only. Not an

@@ -42,7 +42,7 @@ use crate::hw::mgmt::PortConfig;
 use crate::hw::sim::{Device, Tx};
 use ipoib_proto::time::Instant;
 use ipoib_wire::packet::Packet;
-use ipoib_wire::{Gid, Guid};
+use ipoib_wire::{Gid, Guid, Mtu};
 use std::any::Any;
 use std::collections::VecDeque;
 
@@ -319,6 +319,13 @@ impl Remote {
         true
     }
 
+    /// Port `port`'s MTUCap, as the slot's SMA holds it.
+    fn mtu_cap(&self, port: u8) -> Mtu {
+        self.sma
+            .port(port)
+            .map_or(crate::hw::sma::MTU_CAP, |p| p.mtu_cap)
+    }
+
     /// Queues for the host the configuration of every port the SMA changed.
     fn port_changes(&mut self) {
         for p in self.sma.take_port_changes() {
@@ -336,11 +343,15 @@ fn on_vl15(packet: &[u8]) -> bool {
 
 /// True for a packet that passes the checks a receiving port makes before its state's
 /// (`crate::hw::hca` `rx`): it parses, its LVer is 0 (IBA 1 §7.7), its VCRC and ICRC are good
-/// (IBA 1 §7.8), its VL is one the port operates (`crate::hw::sma::rcv_malformed`). Computed
-/// only for a data packet to a port in Init, never on the way to a host whose port takes data.
-fn passes_link_checks(packet: &[u8]) -> bool {
+/// (IBA 1 §7.8), its VL is one the port operates and its payload within the port's MTUCap
+/// `mtu_cap` (`crate::hw::sma::rcv_malformed`). Computed only for a data packet to a port in
+/// Init, never on the way to a host whose port takes data.
+fn passes_link_checks(packet: &[u8], mtu_cap: Mtu) -> bool {
     Packet::parse(packet).is_ok_and(|p| {
-        p.lrh.lver == 0 && p.vcrc_ok && p.icrc_ok && !crate::hw::sma::rcv_malformed(p.lrh.vl)
+        p.lrh.lver == 0
+            && p.vcrc_ok
+            && p.icrc_ok
+            && !crate::hw::sma::rcv_malformed(p.lrh.vl, p.payload.len(), mtu_cap)
     })
 }
 
@@ -353,7 +364,7 @@ impl Device for Remote {
         } else if port != self.port {
             self.counters.other_port += 1;
         } else if !self.sma.port(port).is_some_and(|p| p.state.receives_data())
-            && passes_link_checks(&packet)
+            && passes_link_checks(&packet, self.mtu_cap(port))
         {
             // IBA 1 §7.2, as the emulated HCA's `PortNotActive` on receipt: the host, whose
             // view of the port may lag the SMA's, is not given what its port would not take.
@@ -459,7 +470,7 @@ mod tests {
     }
 
     // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, a data VL the port does not
-    // operate, IBA 1 §7.7) or with a bad VCRC
+    // operate, a payload over its MTUCap, IBA 1 §7.7) or with a bad VCRC
     // counts in the receiving port's PortRcvErrors whatever the port's state; the emulated HCA
     // checks the link layer before the port state (`crate::hw::hca` `rx`). Such a packet for a
     // slot's port in Init goes to the host, whose HCA discards and counts it, as an HCA in the
@@ -477,18 +488,20 @@ mod tests {
         let mut vl2 = good.clone();
         vl2[0] = 0x20 | (vl2[0] & 0x0f);
         ipoib_wire::packet::fill_crcs(&mut vl2).unwrap();
+        // A payload over the port's MTUCap (4096 bytes).
+        let big = ud_packet(9, 5, 4100, PKey::DEFAULT);
         let (mut r, mut tx) = slot_in(PortState::Init);
         r.queue.clear();
-        for p in [good, lver, bad_vcrc, vl2] {
+        for p in [good, lver, bad_vcrc, vl2, big] {
             r.receive(Instant::ZERO, 1, p, &mut tx);
         }
         let c = r.counters();
-        assert_eq!((c.to_host, c.to_host_not_armed), (3, 1), "{c:?}");
+        assert_eq!((c.to_host, c.to_host_not_armed), (4, 1), "{c:?}");
         // The host's HCA, its port in Init as the slot's: each is a receive error.
         let (mut host, mut htx) = slot_in(PortState::Init);
         while let Some(ToHost::Packet(p)) = r.poll_to_host() {
             host.sma_mut().receive(Instant::ZERO, 1, p, &mut htx);
         }
-        assert_eq!(host.sma().port(1).unwrap().traffic.rcv_errors, 3);
+        assert_eq!(host.sma().port(1).unwrap().traffic.rcv_errors, 4);
     }
 }

@@ -229,13 +229,14 @@ fn unicast_and_multicast_cross_the_fat_tree() {
     let leaf0 = built.nodes[sm.topology().find("leaf0").unwrap()];
     let bad = ud(lid(0), sm.max_lid() + 5, 16, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, bad));
-    // Oversized: 5000 bytes of payload over 4096-MTU links.
+    // Oversized: 5000 bytes of payload over 4096-MTU links, past the leaf port's MTUCap: a
+    // malformed packet where it arrives (IBA 1 §7.7; `crate::hw::sma::rcv_malformed`).
     let big = ud(lid(0), lid(63), 5000, PKey(0xffff));
     sim.with_node::<Host, _>(built.nodes[0], |_, _, tx| tx.send(1, big));
     sim.run_until_idle(1000);
     let st = sim.node::<Switch>(leaf0).unwrap().stats();
     assert_eq!(st.dropped(SwitchDropReason::UnknownLid), 1);
-    assert_eq!(st.dropped(SwitchDropReason::Mtu), 1);
+    assert_eq!(st.dropped(SwitchDropReason::Malformed), 1);
     assert_eq!(sim.node::<Host>(built.nodes[63]).unwrap().got.len(), 2);
 }
 
