@@ -161,3 +161,43 @@ fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors
     );
     assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 2);
 }
+
+// The switch's agents as the HCA's: an SMP is taken on VL15 only, a GMP on any VL but 15 (the
+// SMI's and GSI's checks on receipt, IBA 1 §13.5.3.1, docs/PERF-COUNTERS.md). A directed-route
+// and a LID-routed SubnGet(NodeInfo) to S1 on VL0, and a PMA Get to S1 on VL15, get no answer
+// and count as `SmpDiscarded`, in no port's PortRcvErrors; the same on their own VLs are
+// answered.
+#[test]
+fn a_switchs_agents_take_smps_on_vl15_only_and_gmps_off_it() {
+    use ipoib_fabric::hw::sma::{gmp_packet, smp_packet};
+    use ipoib_wire::ib::lid::LID_PERMISSIVE;
+    use ipoib_wire::mad::attr::smp as attr;
+    use ipoib_wire::mad::Method;
+    let mut f = Fabric::new(24);
+    assign_lids(&mut f);
+    let dropped = |f: &Fabric| {
+        f.switch(f.s1)
+            .stats()
+            .dropped(SwitchDropReason::SmpDiscarded)
+    };
+    let before = dropped(&f);
+    let dr = f.smp(Method::Get, attr::NODE_INFO, 0, Some(TO_S1), 0, none());
+    let lid = f.smp(Method::Get, attr::NODE_INFO, 0, None, 0, none());
+    let pma = f.perf_mad(perf_attr::PORT_COUNTERS, 3);
+    let packets = [
+        smp_packet(LID_PERMISSIVE, LID_PERMISSIVE, 0, &dr),
+        smp_packet(PROBE_LID, S1_LID, 0, &lid),
+        gmp_packet(PROBE_LID, S1_LID, 0, PKey::DEFAULT, 1, &pma),
+    ];
+    for (p, vl) in packets.iter().zip([0, 0, 15]) {
+        assert!(f.exchange(on_vl(p.clone(), vl)).is_empty(), "VL {vl}");
+    }
+    assert_eq!(dropped(&f) - before, 3);
+    for p in packets {
+        assert_eq!(f.exchange(p).len(), 1);
+    }
+    assert_eq!(dropped(&f) - before, 3);
+    for port in [0, 3] {
+        assert_eq!(port_counters(&mut f, port, S1_LID).port_rcv_errors, 0);
+    }
+}

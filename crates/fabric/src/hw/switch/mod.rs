@@ -140,7 +140,7 @@ pub enum SwitchDropReason {
     /// An SMP the management agent did not answer or forward: a directed-route hop rule
     /// broken, an M_Key violation, a method or MAD the agent does not take (IBA 1 §14.2.2,
     /// §14.2.4); or a management packet for the switch (an SMP, a GMP to its PMA) whose ICRC is
-    /// bad (IBA 1 §7.8.1).
+    /// bad (IBA 1 §7.8.1), or an SMP off VL15 or a GMP on it (§13.5.3.1).
     SmpDiscarded,
     /// Already forwarded by [`SWITCH_HOP_LIMIT`](crate::hw::frame::SWITCH_HOP_LIMIT) switches: a forwarding loop (the switch
     /// lifetime limit, IBA 1 §18.2.5.4; see the module docs).

@@ -134,6 +134,12 @@ impl Switch {
             self.rcv_error(0, SwitchDropReason::SmpDiscarded);
             return None;
         }
+        // The agents take an SMP on VL15 only and a GMP on any VL but 15 (IBA 1 §13.5.3.1, as
+        // the HCA's `BadVl`; docs/PERF-COUNTERS.md "Malformed data packets"): no link error.
+        if (qp == 0) != (lrh.vl == 15) {
+            self.drop(SwitchDropReason::SmpDiscarded);
+            return None;
+        }
         match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => {
                 let nports = self.nports();
