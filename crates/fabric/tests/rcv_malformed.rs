@@ -201,3 +201,27 @@ fn a_switchs_agents_take_smps_on_vl15_only_and_gmps_off_it() {
         assert_eq!(port_counters(&mut f, port, S1_LID).port_rcv_errors, 0);
     }
 }
+
+// A port's defaults, before any SM wrote anything: PortInfo reports VLCap and OperationalVLs 1
+// (VL0), a directed-route SMP (VL15) is answered, a VL0 data packet is no malformed packet (S1's
+// port 3, in Init, discards it for its state, IBA 1 §7.2), a VL 1 one is.
+#[test]
+fn a_ports_defaults_take_vl0_and_vl15_before_any_sm() {
+    let mut f = Fabric::new(25);
+    let p = get_port_info(&mut f, TO_S1, 3, 0).expect("a directed-route SMP is answered");
+    assert_eq!((p.vl_cap, p.operational_vls), (1, 1));
+    let c = get_port_info(&mut f, TO_CA, 1, 0).expect("the CA's SMA answers");
+    assert_eq!((c.vl_cap, c.operational_vls), (1, 1));
+    let good = ud_packet(PROBE_LID, CA_LID, 64, PKey::DEFAULT);
+    assert!(f.exchange(good.clone()).is_empty());
+    let s = f.switch(f.s1).stats();
+    let d = |s: &ipoib_fabric::hw::switch::SwitchStats| {
+        (
+            s.dropped(SwitchDropReason::InPortNotArmed),
+            s.dropped(SwitchDropReason::Malformed),
+        )
+    };
+    assert_eq!(d(&s), (1, 0));
+    assert!(f.exchange(on_vl(good, 1)).is_empty());
+    assert_eq!(d(&f.switch(f.s1).stats()), (1, 1));
+}
