@@ -13,14 +13,6 @@ use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::PKey;
 
-/// PortCounters of `port` read through the PMA at `lid`.
-fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
-    let resp = f
-        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
-        .expect("PMA answer");
-    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
-}
-
 /// A Set of PortCounters of `port` at `lid` with CounterSelect `select` (`perfquery -R`); the
 /// counters of the answer (after the clear).
 fn clear_counters(f: &mut Fabric, port: u8, lid: u16, select: u16) -> PortCountersRepr {
@@ -64,27 +56,21 @@ fn packets_the_relay_cannot_forward_count_in_the_arrival_ports_switch_relay_erro
     assert!(f
         .exchange(ud_packet(PROBE_LID, CA_LID, 64, PKey::DEFAULT))
         .is_empty());
-    let c = port_counters(&mut f, 3, S1_LID);
+    let c = f.port_counters(3, S1_LID);
     assert_eq!(c.port_rcv_switch_relay_errors, 4);
     assert_eq!((c.port_xmit_discards, c.port_rcv_errors), (0, 0));
     for p in [5, 0] {
-        let c = port_counters(&mut f, p, S1_LID);
+        let c = f.port_counters(p, S1_LID);
         assert_eq!(c.port_rcv_switch_relay_errors, 0, "port {p}");
         assert_eq!(c.port_xmit_discards, 0, "port {p}");
     }
-    assert_eq!(
-        port_counters(&mut f, 2, S2_LID).port_rcv_switch_relay_errors,
-        0
-    );
+    assert_eq!(f.port_counters(2, S2_LID).port_rcv_switch_relay_errors, 0);
     // perfquery -R with every error bit but 5 leaves it; bit 5 clears it.
     let c = clear_counters(&mut f, 3, S1_LID, 0x0fff & !(1 << 5));
     assert_eq!(c.port_rcv_switch_relay_errors, 4);
     let c = clear_counters(&mut f, 3, S1_LID, 1 << 5);
     assert_eq!(c.port_rcv_switch_relay_errors, 0);
-    assert_eq!(
-        port_counters(&mut f, 3, S1_LID).port_rcv_switch_relay_errors,
-        0
-    );
+    assert_eq!(f.port_counters(3, S1_LID).port_rcv_switch_relay_errors, 0);
 }
 
 // IBA 1 §18.2.4.3: a multicast packet leaves by every MFT port but its arrival port. An entry
@@ -115,10 +101,7 @@ fn a_multicast_packet_with_no_port_but_its_arrival_port_is_no_relay_error() {
     let s = f.switch(s1).stats();
     assert_eq!(s.dropped(SwitchDropReason::McastArrivalOnly), 1);
     assert_eq!(s.dropped(SwitchDropReason::NoMftEntry), 0);
-    assert_eq!(
-        port_counters(&mut f, 3, S1_LID).port_rcv_switch_relay_errors,
-        0
-    );
+    assert_eq!(f.port_counters(3, S1_LID).port_rcv_switch_relay_errors, 0);
 }
 
 // IBA 1 §16.1.3.5 VL15Dropped: incoming VL15 packets dropped for lack of resources, as Linux's
@@ -137,13 +120,13 @@ fn a_vl15_packet_qp0_has_no_buffer_for_counts_in_vl15_dropped() {
         assert!(f.exchange(packet).is_empty());
     }
     assert_eq!(f.hca().counters().drops(HcaDropReason::NoRecvPosted), 2);
-    let c = port_counters(&mut f, 1, CA_LID);
+    let c = f.port_counters(1, CA_LID);
     assert_eq!((c.vl15_dropped, c.port_rcv_errors), (2, 0));
     // An SMP the SMA answers is no drop.
     assert!(f
         .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
         .is_some());
-    assert_eq!(port_counters(&mut f, 1, CA_LID).vl15_dropped, 2);
+    assert_eq!(f.port_counters(1, CA_LID).vl15_dropped, 2);
     let c = clear_counters(&mut f, 1, CA_LID, !(1 << 11));
     assert_eq!(c.vl15_dropped, 2);
     let c = clear_counters(&mut f, 1, CA_LID, 1 << 11);
@@ -188,13 +171,13 @@ fn partition_enforcement_failures_count_in_the_constraint_errors() {
     }
     let s = f.switch(s1).stats();
     assert_eq!(s.dropped(SwitchDropReason::Partition), 5);
-    let in3 = port_counters(&mut f, 3, S1_LID);
-    let out5 = port_counters(&mut f, 5, S1_LID);
+    let in3 = f.port_counters(3, S1_LID);
+    let out5 = f.port_counters(5, S1_LID);
     let c = |c: &PortCountersRepr| (c.port_rcv_constraint_errors, c.port_xmit_constraint_errors);
     assert_eq!(c(&in3), (2, 0));
     assert_eq!(c(&out5), (0, 3));
     assert_eq!((in3.port_rcv_errors, out5.port_xmit_discards), (0, 0));
-    assert_eq!(c(&port_counters(&mut f, 2, S2_LID)), (0, 0));
+    assert_eq!(c(&f.port_counters(2, S2_LID)), (0, 0));
     assert_eq!(c(&clear_counters(&mut f, 3, S1_LID, 1 << 7)), (2, 0));
     assert_eq!(c(&clear_counters(&mut f, 3, S1_LID, 1 << 8)), (0, 0));
     assert_eq!(c(&clear_counters(&mut f, 5, S1_LID, 1 << 8)), (0, 3));
@@ -225,9 +208,9 @@ fn a_pulled_cable_counts_in_link_downed_counter() {
     // S2's trap 128 for each change went to the probe, its MasterSMLID.
     let probe = f.sim.node_mut::<Probe>(f.probe).unwrap();
     assert_eq!(std::mem::take(&mut probe.inbox).len(), 4);
-    let c = port_counters(&mut f, 7, S2_LID);
+    let c = f.port_counters(7, S2_LID);
     assert_eq!((c.link_downed_counter, c.port_xmit_discards), (2, 0));
-    assert_eq!(port_counters(&mut f, 2, S2_LID).link_downed_counter, 0);
+    assert_eq!(f.port_counters(2, S2_LID).link_downed_counter, 0);
     assert_eq!(
         clear_counters(&mut f, 7, S2_LID, !(1 << 2)).link_downed_counter,
         2

@@ -15,16 +15,7 @@ use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_fabric::testing::ud_packet;
 use ipoib_wire::mad::attr::perf as perf_attr;
 use ipoib_wire::packet::fill_crcs;
-use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::{Mtu, PKey};
-
-/// PortCounters of `port` read through the PMA at `lid`.
-fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
-    let resp = f
-        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
-        .expect("PMA answer");
-    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
-}
 
 /// `packet` moved to LRH VL `vl`, its CRCs computed again.
 fn on_vl(mut packet: Vec<u8>, vl: u8) -> Vec<u8> {
@@ -59,8 +50,8 @@ fn a_packet_on_a_data_vl_the_port_does_not_operate_counts_in_port_rcv_errors() {
         f.switch(f.s1).stats().dropped(SwitchDropReason::Malformed),
         2
     );
-    assert_eq!(port_counters(&mut f, 3, S1_LID).port_rcv_errors, 2);
-    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 0);
+    assert_eq!(f.port_counters(3, S1_LID).port_rcv_errors, 2);
+    assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 0);
     let c = f.hca().counters();
     assert_eq!(
         (
@@ -80,7 +71,7 @@ fn a_packet_on_a_data_vl_the_port_does_not_operate_counts_in_port_rcv_errors() {
         ),
         (2, 1)
     );
-    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 1);
+    assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 1);
 }
 
 // VL15 is every port's, whatever OperationalVLs says: the rule that only subnet management
@@ -96,7 +87,7 @@ fn vl15_to_a_qp_but_0_is_no_link_layer_error() {
     assert!(f.exchange(p).is_empty());
     assert_eq!(f.hca().counters().drops(HcaDropReason::BadVl), 1);
     for (port, lid) in [(3, S1_LID), (2, S2_LID), (1, CA_LID)] {
-        assert_eq!(port_counters(&mut f, port, lid).port_rcv_errors, 0, "{lid}");
+        assert_eq!(f.port_counters(port, lid).port_rcv_errors, 0, "{lid}");
     }
 }
 
@@ -132,8 +123,8 @@ fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors
         assert!(f.exchange(p).is_empty());
     }
     assert_eq!(f.switch(s1).stats().dropped(SwitchDropReason::Malformed), 2);
-    assert_eq!(port_counters(&mut f, 3, S1_LID).port_rcv_errors, 2);
-    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 0);
+    assert_eq!(f.port_counters(3, S1_LID).port_rcv_errors, 2);
+    assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 0);
     let c = f.hca().counters();
     assert_eq!(
         (
@@ -159,7 +150,7 @@ fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors
         ),
         (2, 2)
     );
-    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 2);
+    assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 2);
 }
 
 // The switch's agents as the HCA's: an SMP is taken on VL15 only, a GMP on any VL but 15 (the
@@ -198,7 +189,7 @@ fn a_switchs_agents_take_smps_on_vl15_only_and_gmps_off_it() {
     }
     assert_eq!(dropped(&f) - before, 3);
     for port in [0, 3] {
-        assert_eq!(port_counters(&mut f, port, S1_LID).port_rcv_errors, 0);
+        assert_eq!(f.port_counters(port, S1_LID).port_rcv_errors, 0);
     }
 }
 

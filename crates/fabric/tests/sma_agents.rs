@@ -56,10 +56,7 @@ fn perf_counters_equal_the_fabric_counts() {
     assert_eq!(ext.port_unicast_rcv_pkts, s2_pkts);
     // Three SubnGet/SubnSet pairs, five SubnGets and this Get.
     assert_eq!(ext.port_rcv_pkts, 12);
-    let resp = f
-        .perf_get(perf_attr::PORT_COUNTERS, 7, S2_LID)
-        .expect("switch PMA");
-    let pc = PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap();
+    let pc = f.port_counters(7, S2_LID);
     let (ca_pkts, ca_words) = link_sent(&f, ca);
     let (s2_pkts, s2_words) = link_sent(&f, s2);
     assert_eq!(
@@ -91,7 +88,7 @@ use ipoib_fabric::hw::sma;
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::attr::perf as perf_attr;
-use ipoib_wire::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
+use ipoib_wire::perf::{PortCountersExtRepr, PERF_DATA_OFFSET};
 use proptest::prelude::*;
 
 proptest! {
@@ -620,14 +617,6 @@ fn pma_answers_leave_only_active_ports() {
     assert_eq!(f.hca().port(1).unwrap().traffic.xmit_discards, 1);
 }
 
-/// PortCounters of `port` read through the PMA at `lid`, as `perfquery` reads them.
-fn port_counters(f: &mut Fabric, port: u8, lid: u16) -> PortCountersRepr {
-    let resp = f
-        .perf_get(perf_attr::PORT_COUNTERS, port, lid)
-        .expect("PMA answer");
-    PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
-}
-
 // IBA 1 §16.1.3.5 PortRcvErrors: packets received with local physical errors (the VCRC, and
 // the ICRC at the end port) or malformed count on the port that received them. A link that
 // flips a bit of every packet (`Fault::Corrupt`) makes S2's port 2 and the CA's port 1 discard
@@ -663,14 +652,14 @@ fn corrupted_packets_count_in_port_rcv_errors() {
     let s = f.switch(f.s2).stats();
     let dropped = s.dropped(SwitchDropReason::VcrcBad) + s.dropped(SwitchDropReason::Malformed);
     assert_eq!(dropped, 3);
-    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 3);
-    assert_eq!(port_counters(&mut f, 7, S2_LID).port_rcv_errors, 0);
+    assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 3);
+    assert_eq!(f.port_counters(7, S2_LID).port_rcv_errors, 0);
     let c = f.hca().counters();
     let dropped = c.drops(HcaDropReason::BadVcrc)
         + c.drops(HcaDropReason::BadIcrc)
         + c.drops(HcaDropReason::Malformed);
     assert_eq!(dropped, 3);
-    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 3);
+    assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 3);
 
     // A bad ICRC under a good VCRC: only the end port sees it.
     for lid in [CA_LID, S2_LID] {
@@ -683,15 +672,15 @@ fn corrupted_packets_count_in_port_rcv_errors() {
         assert!(f.exchange(packet).is_empty());
     }
     assert_eq!(f.hca().counters().drops(HcaDropReason::BadIcrc), 1);
-    assert_eq!(port_counters(&mut f, 1, CA_LID).port_rcv_errors, 4);
+    assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 4);
     assert_eq!(
         f.switch(f.s2)
             .stats()
             .dropped(SwitchDropReason::SmpDiscarded),
         1
     );
-    assert_eq!(port_counters(&mut f, 0, S2_LID).port_rcv_errors, 1);
-    assert_eq!(port_counters(&mut f, 2, S2_LID).port_rcv_errors, 3);
+    assert_eq!(f.port_counters(0, S2_LID).port_rcv_errors, 1);
+    assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 3);
 }
 
 // IBA 1 §7.2's rule (data packets only through Active ports) is a link layer's, and base switch
@@ -712,7 +701,7 @@ fn a_base_switch_port_0_in_init_does_not_gate_its_pma() {
     f.sim.node_mut::<Probe>(f.probe).unwrap().inbox.clear();
     let p0 = get_port_info(&mut f, TO_S2, 0, 0).unwrap();
     assert_eq!(p0.port_state, WireState::Init);
-    let pc = port_counters(&mut f, 2, S2_LID);
+    let pc = f.port_counters(2, S2_LID);
     assert!(pc.port_rcv_pkts > 0);
     // The external port the answer leaves by does gate it: S2's port 2 Armed, no answer.
     let r = set_port_info(&mut f, TO_S2, 2, |p| p.port_state = WireState::Down);

@@ -14,9 +14,11 @@ use ipoib_fabric::hw::sma;
 use ipoib_fabric::hw::switch::Switch;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
+use ipoib_wire::mad::attr::perf as perf_attr;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
 use ipoib_wire::packet::Packet;
+use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::smp::{
     DirectedRoute, LftBlockRepr, PortInfoRepr, PortState, SmpAttribute, SmpMadRepr, SmpRoute,
     SMP_CLASS_VERSION, SMP_DATA_LEN, SMP_PATH_LEN,
@@ -203,6 +205,14 @@ impl Fabric {
         };
         let p = Packet::parse(one).ok()?;
         <[u8; MAD_LEN]>::try_from(p.payload).ok()
+    }
+
+    /// PortCounters of `port` read through the PMA at `lid`, as `perfquery` reads them.
+    pub fn port_counters(&mut self, port: u8, lid: u16) -> PortCountersRepr {
+        let resp = self
+            .perf_get(perf_attr::PORT_COUNTERS, port, lid)
+            .expect("PMA answer");
+        PortCountersRepr::parse(&resp[PERF_DATA_OFFSET..]).unwrap()
     }
 }
 
