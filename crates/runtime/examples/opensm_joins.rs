@@ -54,46 +54,21 @@ const MAX_SENDS: u32 = 4;
 /// TIDs are `TID_BASE + index` in the low 48 bits.
 const TID_BASE: u64 = 0x4a_0000_0000;
 
+/// OpenSM's SA answering the broadcast joins of every host of a fat tree on ibsim.
+#[derive(clap::Parser)]
 struct Args {
-    hosts: usize,
-    window: usize,
-    timeout: Duration,
+    /// Hosts of the fat tree (at least 2: the client sits on h1).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(2..))]
+    hosts: u64,
+    /// Joins outstanding.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    window: u64,
+    /// Seconds the whole run may take.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// The report as one JSON line.
+    #[arg(long)]
     json: bool,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        hosts: 1000,
-        window: 64,
-        timeout: Duration::from_secs(300),
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| -> Result<u64, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("{name} needs a number"))
-        };
-        match arg.as_str() {
-            "--hosts" => a.hosts = value("--hosts")? as usize,
-            "--window" => a.window = value("--window")? as usize,
-            "--timeout" => a.timeout = Duration::from_secs(value("--timeout")?),
-            "--json" => a.json = true,
-            "-h" | "--help" => {
-                return Err(
-                    "usage: opensm_joins [--hosts N] [--window W] [--timeout SECS] [--json]".into(),
-                )
-            }
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
-        }
-    }
-    if a.hosts < 2 || a.window == 0 {
-        return Err(
-            "--hosts must be at least 2 (the client sits on h1), --window at least 1".into(),
-        );
-    }
-    Ok(a)
 }
 
 /// `topo` in ibsim's net-file format (the format `Topology::parse_net` reads back).
@@ -153,17 +128,11 @@ struct Report {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
-    let deadline = Instant::now() + args.timeout;
+    let args = <Args as clap::Parser>::parse();
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
     let mut report = Report {
-        hosts: args.hosts,
-        window: args.window,
+        hosts: args.hosts as usize,
+        window: args.window as usize,
         ..Report::default()
     };
     match run(&args, deadline, &mut report) {
@@ -188,7 +157,7 @@ fn main() -> ExitCode {
 /// `Ok(false)`: skipped (reason in `report.error`); `Err`: gave up (the report keeps what was
 /// measured).
 fn run(args: &Args, deadline: Instant, report: &mut Report) -> Result<bool, String> {
-    let n = args.hosts;
+    let n = args.hosts as usize;
     let topo = Topology::fat_tree(n).map_err(|e| format!("fat tree of {n} hosts: {e}"))?;
     let net = net_file(&topo);
     // ibsim's limits, as scripts/bench-sim.sh raises them: nodes, switches, ports, LFT size.
@@ -231,7 +200,14 @@ fn run(args: &Args, deadline: Instant, report: &mut Report) -> Result<bool, Stri
         .iter()
         .map(|p| Gid::new(prefix, p.port_guid))
         .collect();
-    let result = joins(&client, fabric.sm_lid, &gids, args.window, deadline, report);
+    let result = joins(
+        &client,
+        fabric.sm_lid,
+        &gids,
+        args.window as usize,
+        deadline,
+        report,
+    );
     let result = result.and_then(|()| mfts(&fabric, deadline, report));
     report.opensm_rss_kib = fabric.opensm_rss_kib();
     let alive = fabric.check_alive().map_err(|e| e.to_string());

@@ -32,52 +32,24 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 /// TIDs are `TID_BASE + index` in the low 48 bits (the server owns the top 16).
 const TID_BASE: u64 = 0x50_0000_0000;
 
+/// Round trip of directed-route SMPs through a running ibsim server (`IBSIM_SOCKNAME`).
+#[derive(clap::Parser)]
 struct Args {
-    hosts: usize,
-    count: usize,
-    windows: Vec<usize>,
+    /// Hosts of the server's fat tree (at least 64: a far leaf and host).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(64..))]
+    hosts: u64,
+    /// SMPs sent per window.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
+    /// SMPs outstanding (repeat for several runs; default 1 and 4).
+    #[arg(long = "window", value_parser = clap::value_parser!(u64).range(1..))]
+    windows: Vec<u64>,
+    /// Only targets this many hops away.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
     hops: Option<u8>,
+    /// One JSON line per window.
+    #[arg(long)]
     json: bool,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        hosts: 1000,
-        count: 20_000,
-        windows: Vec::new(),
-        hops: None,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| -> Result<usize, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("{name} needs a number"))
-        };
-        match arg.as_str() {
-            "--hosts" => a.hosts = value("--hosts")?,
-            "--count" => a.count = value("--count")?,
-            "--window" => a.windows.push(value("--window")?),
-            "--hops" => a.hops = Some(value("--hops")?.clamp(1, 4) as u8),
-            "--json" => a.json = true,
-            "-h" | "--help" => {
-                return Err("usage: smp_probe [--hosts N] [--count C] [--window W]... \
-                            [--hops 1-4] [--json]   (server: IBSIM_SOCKNAME)"
-                    .into())
-            }
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
-        }
-    }
-    if a.windows.is_empty() {
-        a.windows = vec![1, 4];
-    }
-    if a.hosts < 64 || a.count == 0 || a.windows.contains(&0) {
-        return Err(
-            "--hosts at least 64 (a far leaf and host), --count and --window at least 1".into(),
-        );
-    }
-    Ok(a)
 }
 
 /// The directed routes from h0 (its port 1) to leaf0, spine `s`, leaf `l` and a host of leaf `l`
@@ -184,13 +156,10 @@ fn pct(sorted: &[u64], p: usize) -> f64 {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(1);
-        }
-    };
+    let mut args = <Args as clap::Parser>::parse();
+    if args.windows.is_empty() {
+        args.windows = vec![1, 4];
+    }
     let c = match IbsimClient::connect(Some("h0"), 0, false) {
         Ok(c) => c,
         Err(e) => {
@@ -198,14 +167,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let targets = targets(args.hosts, args.hops);
+    let targets = targets(args.hosts as usize, args.hops);
     // A warm-up (first touches of both sides' buffers and tables), not counted.
     if let Err(e) = run(&c, &targets, 500, 4) {
         eprintln!("smp_probe: warm-up: {e}");
         return ExitCode::from(2);
     }
     for &w in &args.windows {
-        let mut r = match run(&c, &targets, args.count, w) {
+        let mut r = match run(&c, &targets, args.count as usize, w as usize) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("smp_probe: window {w}: {e}");
