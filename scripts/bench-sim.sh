@@ -97,6 +97,26 @@ netfile() {
     }'
 }
 
+# Starts fabric $1 (ibsim, or ours: `ipoib ibsim-server --sm none --no-join`) on the net file in
+# directory $2 for N=$3 hosts, serving on socket name $4, under the command prefix $5 (none, or a
+# taskset), and returns once it serves; the caller's `srv` is its process.
+serve() {
+    local fab=$1 run=$2 n=$3 sock=$4 pin=${5:-} end
+    if [ "$fab" = ibsim ]; then
+        (cd "$run" && exec env IBSIM_SOCKNAME="$sock" $pin ibsim -s -N $((n + 1000)) -S 1024 \
+            -P $((n * 4 + 40000)) -L 49152 -n net > fabric.out 2>&1) &
+        srv=$!
+        sleep 2
+    else
+        (cd "$run" && exec $pin "$ipoib" ibsim-server --topology net --sm none --no-join \
+            --sockname "$sock" > fabric.out 2> fabric.err) &
+        srv=$!
+        end=$(( $(date +%s) + osm_timeout ))
+        while ! grep -qx ready "$run/fabric.out" 2>/dev/null && kill -0 "$srv" 2>/dev/null &&
+            [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
+    fi
+}
+
 # One OpenSM sweep of the fat tree in $2/net on fabric $1 (ibsim, or ours: `ipoib ibsim-server
 # --sm none --no-join`, bare HCAs that join nothing, as ibsim's), in directory $2 for N=$3 hosts:
 # OpenSM starts on h0 under ibsim-run once the fabric serves; the time runs from OpenSM's start
@@ -106,19 +126,7 @@ sweep() {
     local fab=$1 run=$2 n=$3 sock="ipoibbench$$$1$3" srv osm t0 t1 end secs=- active=0 rss
     find "$run" -mindepth 1 ! -name net -delete
     : > "$run/opensm.conf"
-    if [ "$fab" = ibsim ]; then
-        (cd "$run" && exec env IBSIM_SOCKNAME="$sock" ibsim -s -N $((n + 1000)) -S 1024 \
-            -P $((n * 4 + 40000)) -L 49152 -n net > fabric.out 2>&1) &
-        srv=$!
-        sleep 2
-    else
-        (cd "$run" && exec "$ipoib" ibsim-server --topology net --sm none --no-join \
-            --sockname "$sock" > fabric.out 2> fabric.err) &
-        srv=$!
-        end=$(( $(date +%s) + osm_timeout ))
-        while ! grep -qx ready "$run/fabric.out" 2>/dev/null && kill -0 "$srv" 2>/dev/null &&
-            [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
-    fi
+    serve "$fab" "$run" "$n" "$sock"
     t0=$(date +%s.%N)
     (cd "$run" && exec env IBSIM_SOCKNAME="$sock" SIM_HOST=h0 OSM_CACHE_DIR="$run" OSM_TMP_DIR="$run" \
         ibsim-run "$opensm_bin" -F opensm.conf -f "$run/opensm.log" --dump_files_dir "$run" \
@@ -151,25 +159,13 @@ links() { sed -E 's/VenID:[0-9A-F]+ DevID:[0-9A-F]+ Rev:[0-9A-F]+ //g' "$1" | so
 # The per-MAD probe (BENCH_PROBE=1): fabric $1 started as for a sweep in directory $2 for N=$3
 # hosts, then smp_probe on h0 (header); prints its lines and the server's task-clock per MAD.
 probe_run() {
-    local fab=$1 run=$2 n=$3 sock="ipoibprobe$$$1$3" srv end pin_s="" pin_c="" count=${PROBE_COUNT:-20000}
+    local fab=$1 run=$2 n=$3 sock="ipoibprobe$$$1$3" srv pin_s="" pin_c="" count=${PROBE_COUNT:-20000}
     if [ -n "${PROBE_CPUS:-}" ]; then
         read -r s c <<< "$PROBE_CPUS"
         pin_s="taskset -c $s"; pin_c="taskset -c $c"
     fi
     find "$run" -mindepth 1 ! -name net -delete
-    if [ "$fab" = ibsim ]; then
-        (cd "$run" && exec env IBSIM_SOCKNAME="$sock" $pin_s ibsim -s -N $((n + 1000)) -S 1024 \
-            -P $((n * 4 + 40000)) -L 49152 -n net > fabric.out 2>&1) &
-        srv=$!
-        sleep 2
-    else
-        (cd "$run" && exec $pin_s "$ipoib" ibsim-server --topology net --sm none --no-join \
-            --sockname "$sock" > fabric.out 2> fabric.err) &
-        srv=$!
-        end=$(( $(date +%s) + osm_timeout ))
-        while ! grep -qx ready "$run/fabric.out" 2>/dev/null && kill -0 "$srv" 2>/dev/null &&
-            [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
-    fi
+    serve "$fab" "$run" "$n" "$sock" "$pin_s"
     local perf=""
     if command -v perf >/dev/null; then
         perf stat -e task-clock -o "$run/perf" -p "$srv" & perf=$!
