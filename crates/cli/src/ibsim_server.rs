@@ -89,6 +89,21 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    // First: a signal during the subnet's bring-up (seconds on a big fabric) is kept, not lost.
+    // Started in the background of a non-interactive shell the process begins with SIGINT
+    // ignored (POSIX.1-2017 XCU §2.11, docs/DEPLOYED.md), so a SIGINT before the handler would be
+    // dropped and the server would serve on; it stops once the bring-up is done instead (a
+    // second signal ends it at once, `crate::interrupt`).
+    let (interrupt, err) = Interrupt::install();
+    if let Some(e) = err {
+        note!("ipoib ibsim-server: warning: no signal handler ({e})");
+    }
+    let stopped = |when: &str| {
+        interrupt.signal().map(|s| {
+            note!("ipoib ibsim-server: {} {when}: stopped", s.name());
+            ExitCode::SUCCESS
+        })
+    };
     let topo = match crate::topology_arg::load(&args.topology, args.hosts, None) {
         Ok(t) => t,
         Err(e) => return fail(e),
@@ -115,8 +130,14 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    if let Some(c) = stopped("while the subnet was built") {
+        return c;
+    }
     if ours && !net.run_until_joined(Instant::ZERO + Duration::from_secs(60)) {
         note!("ipoib ibsim-server: warning: not every host joined its broadcast group");
+    }
+    if let Some(c) = stopped("while the subnet came up") {
+        return c;
     }
     let mut cfg = ServerConfig::unix(&args.sockname);
     cfg.max_clients = args.max_clients;
@@ -134,10 +155,6 @@ pub fn run(args: &Args) -> ExitCode {
             ))
         }
     };
-    let (interrupt, err) = Interrupt::install();
-    if let Some(e) = err {
-        note!("ipoib ibsim-server: warning: no signal handler ({e})");
-    }
     let topo = net.topology().clone();
     for i in 0..net.host_count() {
         let h = net.host(i);
