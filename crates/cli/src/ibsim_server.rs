@@ -215,12 +215,15 @@ pub fn run(args: &Args) -> ExitCode {
     let c = server.counters();
     let sim = net.sim().stats();
     note!(
-        "ipoib ibsim-server: {} connects, {} refused, {} MADs in, {} out, {} clients dropped \
-         (garbage {}, vanished {}); the subnet: {} packets, {} events",
+        "ipoib ibsim-server: {} connects, {} refused, {} MADs in, {} out, {} handed back \
+         undelivered, {} lost to a client's full socket, {} clients dropped (garbage {}, \
+         vanished {}); the subnet: {} packets, {} events",
         c.connects,
         c.refused,
         c.mads_in,
         c.mads_out,
+        c.undelivered,
+        c.out_dropped,
         c.garbage_dropped + c.vanished,
         c.garbage_dropped,
         c.vanished,

@@ -274,7 +274,7 @@ const OPENSM_STATUSES: [&str; 83] = [
     "SUCCESS",
 ];
 
-/// The ibsim client against a live ibsim: NodeInfo/PortInfo as docs/DEPLOYED.md describes them, the
+/// The ibsim client against a live ibsim: NodeInfo/PortInfo as docs/IBSIM.md describes them, the
 /// 10-client limit (OpenSM holds one slot), Drop freeing a slot, and ibsim's TransactionID
 /// rewrite (top 16 bits = client id) on the way to OpenSM and back.
 #[test]

@@ -102,7 +102,7 @@ fn compare_with(name: &str, net: &str, want_guids: &[u64], all: bool) {
     assert_eq!(their_lids.len(), theirs.len(), "{name}: OpenSM's LIDs");
 }
 
-// IBA 1 §4.1.1 (a LID and a port GUID per CA port); docs/DEPLOYED.md "ibsim" (port GUID = node
+// IBA 1 §4.1.1 (a LID and a port GUID per CA port); docs/IBSIM.md "ibsim" (port GUID = node
 // GUID + port number).
 #[test]
 fn net_example_ports_match_opensm() {

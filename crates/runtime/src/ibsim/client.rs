@@ -25,7 +25,7 @@ pub const CTL_TIMEOUT: Duration = Duration::from_secs(3);
 pub enum Endpoint {
     /// Abstract Unix datagram sockets named `<basename>:ctl`, `<basename>:out<n>`; the client
     /// binds `<basename>:ctl<tag>` and `<basename>:in<tag>`. Each name ends in one NUL byte
-    /// (docs/DEPLOYED.md).
+    /// (docs/IBSIM.md).
     Unix {
         /// `IBSIM_SOCKNAME`, default `sim`.
         basename: String,
@@ -207,7 +207,7 @@ impl IbsimClient {
 
     /// Sends one 256-byte MAD to `dlid`/`dqp` from this client's port and QP. SLID 0 lets ibsim
     /// fill in the port's LID; with the permissive DLID (a directed-route SMP) the SLID is
-    /// permissive too, as libumad2sim sends it (docs/DEPLOYED.md "ibsim (server side)"): ibsim
+    /// permissive too, as libumad2sim sends it (docs/IBSIM.md "ibsim (server side)"): ibsim
     /// routes the answer of a directed-route SMP with SLID 0 by LID 0 and hands it back
     /// undelivered. ibsim rewrites the top 16 bits of a request's TransactionID to the
     /// client id so that it can route the response back (ibsim `sim_mad.c` `update_trid`); match

@@ -6,7 +6,7 @@
 //! [`msg`] holds the byte layouts of ibsim's own messages (`sim_ctl`, `sim_client_info`,
 //! `sim_request`); the NodeInfo and PortInfo attributes they carry are read with
 //! `ipoib_wire::smp`. [`IbsimClient`] holds the sockets. ibsim carries no data-plane
-//! traffic: only whole 256-byte MADs with LIDs and QPs (docs/DEPLOYED.md "ibsim").
+//! traffic: only whole 256-byte MADs with LIDs and QPs (docs/IBSIM.md "ibsim").
 //! [`opensm`] starts ibsim and OpenSM as child processes for the differential test and the
 //! benchmark of OpenSM's SA.
 //!

@@ -1,5 +1,5 @@
 //! The byte layouts of ibsim's client protocol (linux-rdma/ibsim `include/ibsim.h`, as built into
-//! Debian's ibsim 0.10; docs/DEPLOYED.md "ibsim").
+//! Debian's ibsim 0.10; docs/IBSIM.md "ibsim").
 //!
 //! - `struct sim_ctl` (80 bytes): magic `0xdeadbeef`, client id, type, length as host-order `u32`s,
 //!   then 64 data bytes. Every control message is answered by one of the same size; an answer of
@@ -300,7 +300,7 @@ mod tests {
 
     #[test]
     fn request_layout() {
-        // docs/DEPLOYED.md: dlid/slid htons in u32 fields, dqp/sqp htonl, status, 4 bytes padding,
+        // docs/IBSIM.md: dlid/slid htons in u32 fields, dqp/sqp htonl, status, 4 bytes padding,
         // length as big-endian u64, MAD at 32.
         let mut mad = [0u8; MAD_LEN];
         mad[0] = 1;

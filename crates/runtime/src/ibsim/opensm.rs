@@ -156,7 +156,7 @@ pub struct NodeFacts {
     pub node: NodeInfoRepr,
     /// PortInfo of the client's port.
     pub port: PortInfoRepr,
-    /// The port GUID OpenSM knows: node GUID + port number (docs/DEPLOYED.md: ibsim's NodeInfo of a
+    /// The port GUID OpenSM knows: node GUID + port number (docs/IBSIM.md: ibsim's NodeInfo of a
     /// CA holds the node GUID as PortGUID).
     pub port_guid: u64,
 }

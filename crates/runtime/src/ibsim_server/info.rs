@@ -1,7 +1,7 @@
 //! What the server answers to the control messages that describe the attached port: the payloads
 //! of `SIM_CTL_GET_NODEINFO`, `GET_PORTINFO`, `GET_VENDOR`, `GET_PKEYS`, `GET_PORT`, `GET_GID`
 //! and `GET_GUID`, built from our fabric's HCA (linux-rdma/ibsim `ibsim/ibsim.c`, the
-//! `sim_ctl_get_*` functions; docs/DEPLOYED.md "ibsim").
+//! `sim_ctl_get_*` functions; docs/IBSIM.md "ibsim").
 //!
 //! umad2sim writes its fake sysfs from these (`umad2sim/umad2sim.c` `dev_sysfs_create`): the node
 //! type, node and system image GUIDs from NodeInfo; the port directory from PortInfo's

@@ -1,7 +1,7 @@
 //! The server side of ibsim's client protocol (linux-rdma/ibsim, Debian ibsim-utils): a program
 //! started under `ibsim-run` (libumad2sim preloaded) attaches to a host of OUR emulated fabric by
 //! name and sends and receives MADs there, `saquery` against our SA for instance. The facts of
-//! ibsim this relies on, with their sources, are in docs/DEPLOYED.md "ibsim (server side)".
+//! ibsim this relies on, with their sources, are in docs/IBSIM.md "ibsim (server side)".
 //!
 //! - Control ([`IbsimServer`] on `<base>:ctl`, or UDP port P): 80-byte `sim_ctl` requests, each
 //!   answered with one of the same size sent back to its sender. CONNECT carries

@@ -40,7 +40,7 @@ pub enum PortRef {
     /// Requester `n`'s port (not the one the request comes from).
     Of(usize),
     /// A GID no port has: the requester's node GUID (ibsim's NodeInfo.PortGUID) instead of its
-    /// port GUID (docs/DEPLOYED.md).
+    /// port GUID (docs/IBSIM.md).
     Unknown,
 }
 

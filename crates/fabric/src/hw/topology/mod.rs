@@ -48,7 +48,7 @@ pub struct TopoNode {
 impl TopoNode {
     /// Port GUID of `port`: for a CA the node GUID plus the port number (every port its own GUID,
     /// the node GUID shared, IBA 1 §4.1.1), for a switch the node GUID (its only port with a GUID
-    /// is port 0). This is how ibsim numbers them (docs/DEPLOYED.md, "ibsim"), so a net file's
+    /// is port 0). This is how ibsim numbers them (docs/IBSIM.md, "ibsim"), so a net file's
     /// ports get the GUIDs ibsim and OpenSM give them.
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {

@@ -203,7 +203,7 @@ fn join_error_statuses_match_opensm() {
         ),
         status(ReqInvalidGid)
     );
-    // PortGID of no known port (docs/DEPLOYED.md: ibsim node GUID vs port GUID).
+    // PortGID of no known port (docs/IBSIM.md: ibsim node GUID vs port GUID).
     assert_eq!(
         net.ask(2, j(join_rec(g, gid_of(99), full), CREATE)),
         status(ReqInvalid)
