@@ -244,7 +244,7 @@ pub fn run(args: &Args) -> ExitCode {
         Err(BindError::InUse(path)) => return socket_taken(&args.dev, &path),
         Err(e) => note!("ipoib attach: control socket (ipoib show): {e}"),
     }
-    match crate::interrupt::stop_file().and_then(|f| p.set_stop(f.into())) {
+    match crate::interrupt::stop_file().and_then(|(f, _)| p.set_stop(f.into())) {
         Ok(()) => {}
         Err(e) => note!("ipoib attach: signals: {e}"),
     }

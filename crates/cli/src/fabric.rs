@@ -128,7 +128,7 @@ pub fn run(args: &Args) -> ExitCode {
             return fail(&format!("{p}: {e}"));
         }
     }
-    match crate::interrupt::stop_file().and_then(|fd| f.set_stop(fd.into())) {
+    match crate::interrupt::stop_file().and_then(|(fd, _)| f.set_stop(fd.into())) {
         Ok(()) => {}
         Err(e) => note!("ipoib fabric: signals: {e}"),
     }

@@ -353,7 +353,7 @@ fn up(a: &UpArgs) -> ExitCode {
     }
     // SIGINT, SIGTERM and SIGHUP stop the lab, which then removes what it made.
     let stop = match crate::interrupt::stop_file() {
-        Ok(s) => s,
+        Ok((s, _)) => s,
         Err(e) => return fail(format!("signal handlers: {e}")),
     };
     if let Err(e) = state::write(&lab) {
