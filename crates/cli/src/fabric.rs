@@ -64,6 +64,16 @@ fn fail(msg: &str) -> ExitCode {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    // First: a signal while the fabric is built (seconds for a big topology) is kept, not lost,
+    // also when the process began with SIGINT ignored (started with `&` in a script,
+    // POSIX.1-2017 XCU §2.11, docs/DEPLOYED.md): it stops before serving.
+    let stop = match crate::interrupt::stop_file() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            note!("ipoib fabric: signals: {e}");
+            None
+        }
+    };
     let addr = match parse_udp(&args.listen) {
         Ok(a) => a,
         Err(e) => return fail(&format!("--listen {e}")),
@@ -114,6 +124,13 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&format!("{addr}: {e}")),
     };
+    if let Some(s) = stop.as_ref().and_then(|(_, i)| i.signal()) {
+        note!(
+            "ipoib fabric: {} while the fabric was built: stopped",
+            s.name()
+        );
+        return ExitCode::SUCCESS;
+    }
     if f.server().slot_count() == 0 {
         return fail(&format!(
             "--topology {}: no channel adapter left for hosts to attach to (the SM's takes one; \
@@ -128,9 +145,11 @@ pub fn run(args: &Args) -> ExitCode {
             return fail(&format!("{p}: {e}"));
         }
     }
-    match crate::interrupt::stop_file().and_then(|(fd, _)| f.set_stop(fd.into())) {
-        Ok(()) => {}
-        Err(e) => note!("ipoib fabric: signals: {e}"),
+    // A signal from here on stops the first turn.
+    if let Some((fd, _)) = stop {
+        if let Err(e) = f.set_stop(fd.into()) {
+            note!("ipoib fabric: signals: {e}");
+        }
     }
     if let Err(e) = f.serve_control(None) {
         note!("ipoib fabric: control socket (ipoib show --fabric): {e}");

@@ -351,3 +351,44 @@ fn refused(args: &[&str], dir: &std::path::Path, why: &str) -> String {
     assert_eq!(ran.and_then(|(s, _)| s.code()), Some(2), "{args:?}");
     l
 }
+
+/// A SIGINT while the fabric is built (a fat tree of 16384 CAs: over a second in a debug build)
+/// is not lost when the fabric began with SIGINT ignored, as a script's `ipoib fabric ... &`
+/// does: it stops before listening, status 0. It used to be discarded (the handler came after
+/// the fabric was built), and the fabric then served until killed.
+#[test]
+fn sigint_while_the_fabric_is_built_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fabric = Talker::with_sigint_ignored(
+        &[
+            "fabric",
+            "--listen",
+            "udp:127.0.0.1:0",
+            "--topology",
+            "fat-tree",
+            "--hosts",
+            "16384",
+        ],
+        Some(dir.path()),
+    );
+    let pid = fabric.proc.pid();
+    // A handler, or well into the build without one.
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(300);
+    while !common::catches_sigint(pid) && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
+    assert!(
+        fabric
+            .seen
+            .iter()
+            .any(|l| l.contains("SIGINT while the fabric was built: stopped")),
+        "{:?}",
+        fabric.seen
+    );
+    assert!(
+        !fabric.seen.iter().any(|l| l.contains("listening on")),
+        "{:?}",
+        fabric.seen
+    );
+}

@@ -203,6 +203,30 @@ impl Talker {
         Talker::spawn_stderr(Command::new(BIN).args(args).env("IPOIB_RUN_DIR", run_dir))
     }
 
+    /// Spawns `ipoib ARGS` as a script's `ipoib ARGS &` starts it, with SIGINT ignored
+    /// (POSIX.1-2017 XCU §2.11, docs/DEPLOYED.md), with RUN_DIR `run_dir` if given, reading its
+    /// standard error; returns once the shell has exec'd it.
+    pub fn with_sigint_ignored(args: &[&str], run_dir: Option<&Path>) -> Talker {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(r#"trap "" INT; exec "$@""#)
+            .arg("sh")
+            .arg(BIN)
+            .args(args);
+        if let Some(d) = run_dir {
+            cmd.env("IPOIB_RUN_DIR", d);
+        }
+        let t = Talker::spawn_stderr(&mut cmd);
+        let pid = t.proc.pid();
+        let exe = std::fs::canonicalize(BIN).unwrap();
+        let end = Instant::now() + Duration::from_secs(20);
+        while std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_ref() != Some(&exe) {
+            assert!(Instant::now() < end, "{args:?} did not start");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t
+    }
+
     /// Spawns `ipoib fabric --listen udp:127.0.0.1:0 --hosts 3 EXTRA...` with RUN_DIR `run_dir`
     /// and waits for it to listen: the fabric and its "listening on udp:" line.
     pub fn fabric_udp(extra: &[&str], run_dir: &Path) -> (Talker, String) {
@@ -513,4 +537,14 @@ pub fn leftovers(hosts: usize, pids: &[u32]) -> Vec<String> {
             .map(|p| format!("process {p}")),
     );
     v
+}
+
+/// Whether process `pid` has a handler for SIGINT (/proc/PID/status, SigCgt: bit 1).
+pub fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & 2 != 0)
 }
