@@ -149,6 +149,16 @@ fn parse_pkey(s: &str) -> Result<PKey, String> {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    // First: a signal while the host and its TUN device are made is kept, not lost, also when
+    // the process began with SIGINT ignored (started with `&` in a script, POSIX.1-2017 XCU
+    // §2.11, docs/DEPLOYED.md): it stops before attaching.
+    let stop = match crate::interrupt::stop_file() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            note!("ipoib attach: signals: {e}");
+            None
+        }
+    };
     let fabric = match parse_udp(&args.fabric) {
         Ok(a) => a,
         Err(e) => {
@@ -244,9 +254,19 @@ pub fn run(args: &Args) -> ExitCode {
         Err(BindError::InUse(path)) => return socket_taken(&args.dev, &path),
         Err(e) => note!("ipoib attach: control socket (ipoib show): {e}"),
     }
-    match crate::interrupt::stop_file().and_then(|(f, _)| p.set_stop(f.into())) {
-        Ok(()) => {}
-        Err(e) => note!("ipoib attach: signals: {e}"),
+    if let Some(s) = stop.as_ref().and_then(|(_, i)| i.signal()) {
+        note!(
+            "ipoib attach: {}: {} while the host was made: stopped",
+            args.dev,
+            s.name()
+        );
+        return ExitCode::SUCCESS;
+    }
+    // A signal from here on stops the first turn.
+    if let Some((f, _)) = stop {
+        if let Err(e) = p.set_stop(f.into()) {
+            note!("ipoib attach: signals: {e}");
+        }
     }
     note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
     let mut carrier = false;
