@@ -311,6 +311,23 @@ fn mirror_carrier(net: &Subnet, mirrors: &mut [LinkMirror]) -> Result<(), String
 }
 
 fn up(a: &UpArgs) -> ExitCode {
+    // First: SIGINT, SIGTERM and SIGHUP stop the lab, which then removes what it made. A signal
+    // during the bring-up (the subnet, a namespace and TUN device per host, OpenSM) is kept, not
+    // lost, also when the lab began with SIGINT ignored (started with `&` in a script, POSIX.1-2017
+    // XCU §2.11, docs/DEPLOYED.md), and stops it at the next step.
+    let (stop, signal) = match crate::interrupt::stop_file() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("signal handlers: {e}")),
+    };
+    let stopped = |when: &str| {
+        signal.signal().map(|s| {
+            note!(
+                "ipoib lab: {} {when}: stopped; removing what was made",
+                s.name()
+            );
+            ExitCode::SUCCESS
+        })
+    };
     if let Err(e) = require_root("ipoib lab") {
         return fail(e);
     }
@@ -323,6 +340,9 @@ fn up(a: &UpArgs) -> ExitCode {
     if let Err(e) = clear_stale() {
         return fail(e);
     }
+    if let Some(c) = stopped("while the lab started") {
+        return c;
+    }
     let programs = match a.sm {
         Sm::Opensm => match opensm::check_installed() {
             Ok(p) => Some(p),
@@ -334,6 +354,9 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    if let Some(c) = stopped("while the subnet was built") {
+        return c;
+    }
     let n = net.host_count();
     let me = std::process::id() as i32;
     let mut lab = state::LabState {
@@ -351,17 +374,13 @@ fn up(a: &UpArgs) -> ExitCode {
             hosts::namespace(i)
         ));
     }
-    // SIGINT, SIGTERM and SIGHUP stop the lab, which then removes what it made.
-    let stop = match crate::interrupt::stop_file() {
-        Ok((s, _)) => s,
-        Err(e) => return fail(format!("signal handlers: {e}")),
+    // Before the state file: a way out after it removes it.
+    let mut teardown = Teardown {
+        namespaces: Vec::new(),
     };
     if let Err(e) = state::write(&lab) {
         return fail(e);
     }
-    let mut teardown = Teardown {
-        namespaces: Vec::new(),
-    };
     let mtu = match a.mode {
         Mode::Datagram => DATAGRAM_MTU,
         Mode::Connected => CONNECTED_MTU,
@@ -392,6 +411,9 @@ fn up(a: &UpArgs) -> ExitCode {
         if let Err(e) = driver.add(Box::new(ep)) {
             return fail(format!("epoll: {e}"));
         }
+        if let Some(c) = stopped("while the namespaces were made") {
+            return c;
+        }
     }
     let control = match ControlServer::bind(state::control_path()) {
         Ok(c) => c,
@@ -416,6 +438,10 @@ fn up(a: &UpArgs) -> ExitCode {
         }
         if let Err(e) = state::write(&lab) {
             return fail(e);
+        }
+        // Also from here on the driver's first turn would stop (the stop file).
+        if let Some(c) = stopped("while OpenSM was started") {
+            return c;
         }
     }
     if let Some(p) = a.rt_priority {

@@ -297,3 +297,102 @@ fn interrupted_while_coming_up_says_so_and_leaves_nothing() {
         leftovers(2, &[pid])
     );
 }
+
+/// Runs `ipoib lab down` when dropped if a lab of `hosts` hosts left something: a test that
+/// fails leaves no namespace behind.
+struct Down(usize);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        if !leftovers(self.0, &[]).is_empty() {
+            let _ = ipoib(&["lab", "down"], Duration::from_secs(60));
+        }
+    }
+}
+
+/// A SIGINT in the lab's first steps, before any namespace of its own (here while it removes
+/// the 254 namespaces of a lab that was killed, and builds its subnet), is not lost when the lab
+/// began with SIGINT ignored, as a script's `ipoib lab &` does: it stops there, status 0, and
+/// nothing is left. It used to be discarded (the handler came after those steps), and the lab
+/// made its namespaces and ran until killed.
+#[test]
+fn sigint_in_the_first_steps_is_not_lost() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _down = Down(254);
+    // A lab killed once its namespaces are made: the next one removes them first.
+    let mut killed = Reaped::spawn(
+        Command::new(BIN)
+            .args(["lab", "--topology", "fat-tree", "--hosts", "254"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let last = std::path::Path::new("/run/netns/ipoib-h254");
+    let end = Instant::now() + Duration::from_secs(60);
+    while !last.exists() {
+        assert!(Instant::now() < end, "the first lab made no ipoib-h254");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = killed.0.kill();
+    let _ = killed.0.wait();
+    let mut lab = common::Talker::with_sigint_ignored(
+        &["lab", "--topology", "fat-tree", "--hosts", "254"],
+        None,
+    );
+    let pid = lab.proc.pid();
+    // While it removes them (h1 first): its first step.
+    let first = std::path::Path::new("/run/netns/ipoib-h1");
+    let end = Instant::now() + Duration::from_secs(20);
+    while first.exists() {
+        assert!(Instant::now() < end, "the stale lab was not removed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(lab.interrupt_and_wait(), 0, "{:?}", lab.seen);
+    assert!(
+        lab.seen
+            .iter()
+            .any(|l| l.contains("SIGINT while the lab started: stopped")
+                || l.contains("SIGINT while the subnet was built: stopped")),
+        "{:?}",
+        lab.seen
+    );
+    let left = leftovers(254, &[pid]);
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// A SIGINT while the namespaces and TUN devices are made stops the lab at the next host, not
+/// once all 254 are made and brought up: it names the step, exits 0 and removes every namespace
+/// it made (`ip netns list` has none of the lab's after).
+#[test]
+fn sigint_while_the_namespaces_are_made_stops_there_and_leaves_nothing() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _down = Down(254);
+    let mut lab = common::Talker::with_sigint_ignored(
+        &["lab", "--topology", "fat-tree", "--hosts", "254"],
+        None,
+    );
+    let pid = lab.proc.pid();
+    let first = std::path::Path::new("/run/netns/ipoib-h1");
+    let end = Instant::now() + Duration::from_secs(60);
+    while !first.exists() {
+        assert!(Instant::now() < end, "no namespace made: {:?}", lab.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(lab.interrupt_and_wait(), 0, "{:?}", lab.seen);
+    assert!(
+        lab.seen
+            .iter()
+            .any(|l| l.contains("SIGINT while the namespaces were made: stopped")),
+        "{:?}",
+        lab.seen
+    );
+    let left = leftovers(254, &[pid]);
+    assert!(left.is_empty(), "{left:?}");
+}
