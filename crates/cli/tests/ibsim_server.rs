@@ -6,8 +6,10 @@
 //! partitions and seed: the same subnet, docs/ARCHITECTURE.md "Rules"). Skipped, with a message,
 //! where ibsim-run or saquery is not installed.
 
+mod common;
 mod osm;
 
+use common::catches_sigint;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
@@ -294,16 +296,6 @@ fn mads_lost_to_a_full_client_socket_are_counted_at_exit() {
         )),
         "{read} of {SENT} read: {err}"
     );
-}
-
-/// Whether process `pid` has a handler for SIGINT (/proc/PID/status, SigCgt: bit 1).
-fn catches_sigint(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & 2 != 0)
 }
 
 /// A SIGINT that comes while the subnet comes up is not lost when the server starts with SIGINT
