@@ -371,12 +371,8 @@ fn sigint_while_the_fabric_is_built_stops_it() {
         ],
         Some(dir.path()),
     );
-    let pid = fabric.proc.pid();
     // A handler, or well into the build without one.
-    let end = std::time::Instant::now() + std::time::Duration::from_millis(300);
-    while !common::catches_sigint(pid) && std::time::Instant::now() < end {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    fabric.until_it_catches_sigint(std::time::Duration::from_millis(300));
     assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
     assert!(
         fabric

@@ -9,7 +9,6 @@
 mod common;
 mod osm;
 
-use common::catches_sigint;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
@@ -304,57 +303,22 @@ fn mads_lost_to_a_full_client_socket_are_counted_at_exit() {
 /// handler came after the bring-up, and the server then served until killed.
 #[test]
 fn sigint_during_bring_up_stops_the_server() {
-    use std::io::Read as _;
-    use std::process::{Command, Stdio};
-    use std::time::Instant as Wall;
-    let bin = env!("CARGO_BIN_EXE_ipoib");
     let sock = format!("cli-earlyint{}", std::process::id());
-    // `trap "" INT` then exec: the server begins with SIGINT ignored, as in a script's `&`.
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(r#"trap "" INT; exec "$0" ibsim-server --topology fat-tree --hosts 1024 --sockname "$1""#)
-        .arg(bin)
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let exe = std::fs::canonicalize(bin).unwrap();
-    // The shell has exec'd the server ...
-    let end = Wall::now() + Duration::from_secs(20);
-    while std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_ref() != Some(&exe) {
-        assert!(Wall::now() < end, "the server did not start");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    // ... and has a handler, or is well into the bring-up (a second, debug build) without one.
-    let end = Wall::now() + Duration::from_millis(300);
-    while !catches_sigint(pid) && Wall::now() < end {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let end = Wall::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break Some(st);
-        }
-        if Wall::now() >= end {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    let _ = child.stdout.take().unwrap().read_to_string(&mut out);
-    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-    let status = status.unwrap_or_else(|| panic!("still serving 60 s after SIGINT: {err}"));
-    assert!(status.success(), "{status}: {err}");
-    assert!(!out.lines().any(|l| l == "ready"), "served: {out}");
-    assert!(err.contains("SIGINT"), "{err}");
+    let args = [
+        "ibsim-server",
+        "--topology",
+        "fat-tree",
+        "--hosts",
+        "1024",
+        "--sockname",
+        &sock,
+    ];
+    let mut server = common::Talker::with_sigint_ignored(&args, None);
+    // A handler, or well into the bring-up (a second, debug build) without one.
+    server.until_it_catches_sigint(Duration::from_millis(300));
+    assert_eq!(server.interrupt_and_wait(), 0, "{:?}", server.seen);
+    let told = |what: &str| server.seen.iter().any(|l| l.contains(what));
+    assert!(told("SIGINT"), "{:?}", server.seen);
+    // The summary of what it served comes only after serving.
+    assert!(!told(" connects, "), "served: {:?}", server.seen);
 }

@@ -227,6 +227,15 @@ impl Talker {
         t
     }
 
+    /// Waits until the process has a SIGINT handler ([`catches_sigint`]) or `at_most` passed
+    /// (a bring-up well under way without one, as in the code before the handlers came first).
+    pub fn until_it_catches_sigint(&self, at_most: Duration) {
+        let end = Instant::now() + at_most;
+        while !catches_sigint(self.proc.pid()) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Spawns `ipoib fabric --listen udp:127.0.0.1:0 --hosts 3 EXTRA...` with RUN_DIR `run_dir`
     /// and waits for it to listen: the fabric and its "listening on udp:" line.
     pub fn fabric_udp(extra: &[&str], run_dir: &Path) -> (Talker, String) {
