@@ -254,13 +254,12 @@ pub fn run(args: &Args) -> ExitCode {
         Err(BindError::InUse(path)) => return socket_taken(&args.dev, &path),
         Err(e) => note!("ipoib attach: control socket (ipoib show): {e}"),
     }
-    if let Some(s) = stop.as_ref().and_then(|(_, i)| i.signal()) {
-        note!(
-            "ipoib attach: {}: {} while the host was made: stopped",
-            args.dev,
-            s.name()
-        );
-        return ExitCode::SUCCESS;
+    let who = format!("ipoib attach: {}", args.dev);
+    let stopped = stop
+        .as_ref()
+        .and_then(|(_, i)| i.stopped_while(&who, "while the host was made"));
+    if let Some(c) = stopped {
+        return c;
     }
     // A signal from here on stops the first turn.
     if let Some((f, _)) = stop {

@@ -124,12 +124,11 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&format!("{addr}: {e}")),
     };
-    if let Some(s) = stop.as_ref().and_then(|(_, i)| i.signal()) {
-        note!(
-            "ipoib fabric: {} while the fabric was built: stopped",
-            s.name()
-        );
-        return ExitCode::SUCCESS;
+    let stopped = stop
+        .as_ref()
+        .and_then(|(_, i)| i.stopped_while("ipoib fabric", "while the fabric was built"));
+    if let Some(c) = stopped {
+        return c;
     }
     if f.server().slot_count() == 0 {
         return fail(&format!(

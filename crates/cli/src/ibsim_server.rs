@@ -98,12 +98,7 @@ pub fn run(args: &Args) -> ExitCode {
     if let Some(e) = err {
         note!("ipoib ibsim-server: warning: no signal handler ({e})");
     }
-    let stopped = |when: &str| {
-        interrupt.signal().map(|s| {
-            note!("ipoib ibsim-server: {} {when}: stopped", s.name());
-            ExitCode::SUCCESS
-        })
-    };
+    let stopped = |when: &str| interrupt.stopped_while("ipoib ibsim-server", when);
     let topo = match crate::topology_arg::load(&args.topology, args.hosts, None) {
         Ok(t) => t,
         Err(e) => return fail(e),

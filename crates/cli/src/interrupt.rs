@@ -77,6 +77,14 @@ impl Interrupt {
             n => Some(Signal(i32::try_from(n).unwrap_or(i32::MAX))),
         }
     }
+
+    /// Between two steps of a bring-up: when a signal came, says "`who`: SIGNAL `when`:
+    /// stopped" and gives the run's exit status (0, as a run stopped by a signal later).
+    pub fn stopped_while(&self, who: &str, when: &str) -> Option<std::process::ExitCode> {
+        let s = self.signal()?;
+        note!("{who}: {} {when}: stopped", s.name());
+        Some(std::process::ExitCode::SUCCESS)
+    }
 }
 
 /// The signals that stop a real-time run ([`stop_file`]): SIGINT, SIGTERM, and SIGHUP, which a

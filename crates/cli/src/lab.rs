@@ -319,14 +319,12 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(format!("signal handlers: {e}")),
     };
-    let stopped = |when: &str| {
-        signal.signal().map(|s| {
-            note!(
-                "ipoib lab: {} {when}: stopped; removing what was made",
-                s.name()
-            );
-            ExitCode::SUCCESS
-        })
+    let stopped = |when: &str| signal.stopped_while("ipoib lab", when);
+    // Once namespaces exist, the teardown removes them on the way out.
+    let stopped_made = |when: &str| {
+        let c = stopped(when)?;
+        note!("ipoib lab: removing what was made");
+        Some(c)
     };
     if let Err(e) = require_root("ipoib lab") {
         return fail(e);
@@ -411,7 +409,7 @@ fn up(a: &UpArgs) -> ExitCode {
         if let Err(e) = driver.add(Box::new(ep)) {
             return fail(format!("epoll: {e}"));
         }
-        if let Some(c) = stopped("while the namespaces were made") {
+        if let Some(c) = stopped_made("while the namespaces were made") {
             return c;
         }
     }
@@ -440,7 +438,7 @@ fn up(a: &UpArgs) -> ExitCode {
             return fail(e);
         }
         // Also from here on the driver's first turn would stop (the stop file).
-        if let Some(c) = stopped("while OpenSM was started") {
+        if let Some(c) = stopped_made("while OpenSM was started") {
             return c;
         }
     }
