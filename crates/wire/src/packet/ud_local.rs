@@ -11,6 +11,9 @@ use crate::{Error, Result};
 
 const DETH_LEN: usize = 8;
 
+/// Where the payload of a UD SEND Only packet without GRH starts: after LRH, BTH and DETH.
+pub const UD_LOCAL_PAYLOAD_OFFSET: usize = LRH_LEN + BTH_LEN + DETH_LEN;
+
 impl PacketRepr<'_> {
     /// [`PacketRepr::emit`] without computing the ICRC and VCRC (their fields are zero), for a
     /// caller that writes them with [`super::fill_crcs`] before the bytes are used (an emulated
@@ -36,13 +39,34 @@ impl PacketRepr<'_> {
         (self.ext == only).then_some(deth)
     }
 
+    /// [`PacketRepr::emit_without_crcs`] of a UD SEND Only packet without GRH whose `n` bytes
+    /// of payload are in `buf` already, at [`UD_LOCAL_PAYLOAD_OFFSET`] (an answer written over
+    /// its request, whose headers had the same length): writes every other byte, as that
+    /// emitter would with those bytes as payload (`self.payload` is not read). `Err(Unsupported)`
+    /// for any other packet; the emitter's errors otherwise.
+    pub fn emit_around_payload_without_crcs(&self, buf: &mut [u8], n: usize) -> Result<usize> {
+        let deth = self.ud_local_deth().ok_or(Error::Unsupported)?;
+        self.write_ud_local(buf, deth, n, None)
+    }
+
     /// Writes the packet `ud_local_deth` accepted: LRH (LNH IBA local, PktLen), BTH (PadCnt),
     /// DETH, payload, then zeroed pad and CRC fields.
     fn emit_ud_local(&self, buf: &mut [u8], deth: DethRepr) -> Result<usize> {
+        self.write_ud_local(buf, deth, self.payload.len(), Some(self.payload))
+    }
+
+    /// [`PacketRepr::emit_ud_local`] of an `n`-byte payload, copied from `payload` when given,
+    /// else left as `buf` holds it.
+    fn write_ud_local(
+        &self,
+        buf: &mut [u8],
+        deth: DethRepr,
+        n: usize,
+        payload: Option<&[u8]>,
+    ) -> Result<usize> {
         let Some(bth) = self.bth else {
             return Err(Error::Malformed);
         };
-        let n = self.payload.len();
         let pad = (4 - n % 4) % 4;
         let payload_at = LRH_LEN + BTH_LEN + DETH_LEN;
         let body_end = payload_at + n + pad + ICRC_LEN;
@@ -63,7 +87,9 @@ impl PacketRepr<'_> {
         };
         bth.emit_bytes(&mut buf[LRH_LEN..LRH_LEN + BTH_LEN]);
         deth.emit_bytes(&mut buf[LRH_LEN + BTH_LEN..payload_at]);
-        buf[payload_at..payload_at + n].copy_from_slice(self.payload);
+        if let Some(p) = payload {
+            buf[payload_at..payload_at + n].copy_from_slice(p);
+        }
         buf[payload_at + n..total].fill(0);
         Ok(total)
     }
@@ -154,6 +180,22 @@ mod tests {
                 prop_assert_eq!(r.emit_any_without_crcs(&mut zeroed), Ok(n));
                 prop_assert_eq!(&fast[..n], &zeroed[..]);
                 prop_assert!(fast[n..].iter().all(|&b| b == fill));
+            }
+            // The payload already in place, the rest written around it: the same bytes, or
+            // the same error, for the fast path's packets; any other packet refused.
+            let mut around = vec![fill; len];
+            let at = UD_LOCAL_PAYLOAD_OFFSET;
+            if let Some(dst) = around.get_mut(at..at + payload.len()) {
+                dst.copy_from_slice(&payload);
+                let done = r.emit_around_payload_without_crcs(&mut around, payload.len());
+                if r.ud_local_deth().is_some() {
+                    prop_assert_eq!(done, written);
+                    if written.is_ok() {
+                        prop_assert_eq!(&around, &fast);
+                    }
+                } else {
+                    prop_assert_eq!(done, Err(Error::Unsupported));
+                }
             }
         }
     }

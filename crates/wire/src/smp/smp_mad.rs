@@ -23,7 +23,9 @@ use super::tables::{
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::smp as attr;
 use crate::mad::NoticeRepr;
-use crate::mad::{Mad, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
+use crate::mad::{
+    Mad, MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION, MAD_HEADER_LEN, MAD_LEN,
+};
 use crate::types::{be16, be64, put16, put64};
 use crate::{Error, Result};
 
@@ -155,6 +157,38 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SmpMad<T> {
     /// Directed route: ReturnPath, writable.
     pub fn return_path_mut(&mut self) -> &mut [u8] {
         &mut self.m()[field::RETURN_PATH]
+    }
+
+    /// Turns the request this view holds into its response with `method`, `status` and
+    /// `attribute`, in place: the bytes [`SmpMadRepr::get_response`] of the parsed request,
+    /// with `method`, emits (IBA 1 §13.4.6.2: the versions, TransactionID, AttributeID and
+    /// AttributeModifier echoed; §14.2.2: D set in a directed-route response), without building
+    /// the value: Method and Status written, the header's and the route's reserved bytes
+    /// zeroed, the attribute written over the data; M_Key, DrSLID, DrDLID and the paths stay.
+    /// `Err(Unsupported)` for a class neither SubnLid nor SubnDirectedRoute (nothing written).
+    pub fn respond_in_place(
+        &mut self,
+        method: Method,
+        status: MadStatus,
+        attribute: &SmpAttribute,
+    ) -> Result<()> {
+        let status = match self.mad().mgmt_class() {
+            MgmtClass::SubnLid => {
+                self.clear_lid_reserved();
+                status
+            }
+            MgmtClass::SubnDirectedRoute => {
+                self.m()[field::DR_RESERVED].fill(0);
+                MadStatus(status.0 | DIRECTION_BIT)
+            }
+            _ => return Err(Error::Unsupported),
+        };
+        let mut h = Mad::new_unchecked(&mut self.m()[..MAD_HEADER_LEN]);
+        h.set_method(method);
+        h.set_status(status);
+        h.set_reserved(0);
+        attribute.emit(self.smp_data_mut());
+        Ok(())
     }
 }
 

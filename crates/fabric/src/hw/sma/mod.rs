@@ -22,9 +22,10 @@ pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
 use crate::hw::sim::Frame;
-use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
+use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
-use ipoib_wire::packet::PacketRepr;
+use ipoib_wire::packet::{PacketRepr, UD_LOCAL_PAYLOAD_OFFSET};
 use ipoib_wire::smp::SMP_CLASS_VERSION;
 use ipoib_wire::{PKey, QKey};
 
@@ -77,6 +78,28 @@ pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) 
             Frame::with_crcs_pending(buf)
         }
         Err(_) => Frame::new(Vec::new()),
+    }
+}
+
+/// [`smp_frame_in`] of the MAD `buf` holds already where an SMP packet's payload starts (an
+/// answer the agent wrote over its request, `ipoib_wire::smp::SmpMad::respond_in_place`): the
+/// headers, pad and CRC fields written around it (the buffer cut or grown to the packet's
+/// length), the same bytes without copying the MAD. `Err(buf)` when `buf` is too short to hold
+/// that MAD (nothing written).
+pub fn smp_frame_around(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8) -> Result<Frame, Vec<u8>> {
+    let r = smp_repr(slid, dlid, sl, &[]);
+    if buf.len() < UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN {
+        return Err(buf);
+    }
+    // A 256-byte MAD needs no pad (IBA 1 §9.2: to a multiple of 4 bytes).
+    buf.resize(UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN + VCRC_LEN, 0);
+    // As in smp_frame_in: a 256-byte MAD always fits, and these are UD SEND Only's headers.
+    match r.emit_around_payload_without_crcs(&mut buf, MAD_LEN) {
+        Ok(n) => {
+            buf.truncate(n);
+            Ok(Frame::with_crcs_pending(buf))
+        }
+        Err(_) => Ok(Frame::new(Vec::new())),
     }
 }
 

@@ -31,11 +31,11 @@ use ipoib_wire::mad::{
     BadMKeyTrap, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
     TRAP_256_PATH_LEN,
 };
-use ipoib_wire::packet::Packet;
+use ipoib_wire::packet::{Packet, UD_LOCAL_PAYLOAD_OFFSET};
 use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMadRepr, SmpRoute,
+    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr, SmpRoute,
     SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
     PKEY_TABLE_BLOCK,
 };
@@ -170,10 +170,7 @@ impl Switch {
                             self.send_from_management(out, Frame::with_crcs(packet), tx);
                         }
                     }
-                    DrStep::Local => {
-                        self.sma_answer(now, port, lrh, &packet[off..], true, tx);
-                        self.spare = Some(packet);
-                    }
+                    DrStep::Local => self.sma_answer(now, port, lrh, packet, off, true, tx),
                     // A switch runs no SM; the rest break a hop rule.
                     DrStep::ToRequester | DrStep::Discard(_) => {
                         self.drop(SwitchDropReason::SmpDiscarded)
@@ -182,8 +179,7 @@ impl Switch {
                 None
             }
             (0, MgmtClass::SubnLid) if to_me => {
-                self.sma_answer(now, port, lrh, &packet[off..], false, tx);
-                self.spare = Some(packet.into_spare());
+                self.sma_answer(now, port, lrh, packet.into_spare(), off, false, tx);
                 None
             }
             (1, MgmtClass::Perf) if to_me => {
@@ -224,26 +220,35 @@ impl Switch {
         }
     }
 
+    /// Answers the SMP at `off` in `packet` (a directed-route one as the hop rules left it). The
+    /// answer is written over the request in its own buffer when the MAD sits where an SMP
+    /// packet's does (no GRH: every SMP of this fabric's SMAs and of OpenSM), else built apart
+    /// in the spare buffer; the same bytes either way (`SmpMad::respond_in_place`).
+    #[allow(clippy::too_many_arguments)]
     fn sma_answer(
         &mut self,
         now: Instant,
         port: u8,
         lrh: &LrhRepr,
-        mad: &[u8],
+        mut packet: Vec<u8>,
+        off: usize,
         directed: bool,
         tx: &mut Tx,
     ) {
-        let Ok(req) = SmpMadRepr::parse(mad) else {
+        let Some(Ok(req)) = packet.get(off..).map(SmpMadRepr::parse) else {
+            self.spare = Some(packet);
             return self.drop(SwitchDropReason::SmpDiscarded);
         };
         let method = req.header.method;
         if req.header.base_version != BASE_VERSION
             || !(sma::is_agent_method(method) || sma::is_unsupported_request(method))
         {
+            self.spare = Some(packet);
             return self.drop(SwitchDropReason::SmpDiscarded);
         }
         let hide_key = match self.mgmt.mkey.check(now, req.header.method, req.mkey) {
             MKeyCheck::Violation => {
+                self.spare = Some(packet);
                 self.drop(SwitchDropReason::SmpDiscarded);
                 return self.bad_mkey_trap(&req, tx);
             }
@@ -251,6 +256,7 @@ impl Switch {
             MKeyCheck::Pass => false,
         };
         if req.header.method == Method::TrapRepress {
+            self.spare = Some(packet);
             return; // traps are sent once: nothing to stop
         }
         let (status, attribute) = match sma::header_status(&req.header) {
@@ -258,27 +264,47 @@ impl Switch {
             None => self.sma_attribute(port, &req, hide_key),
         };
         self.stats.smp_answered += 1;
-        let mut resp = req.get_response(status, attribute);
         // An unsupported method is answered with its own response method (R bit set).
-        resp.header.method = method
+        let method = method
             .response()
             .unwrap_or(Method::from(u8::from(method) | Method::RESPONSE_BIT));
-        let mut bytes = resp.to_bytes();
-        let spare = self.spare.take().unwrap_or_default();
-        let (out, packet) = if directed {
-            let out = dr::respond(&mut bytes, port);
-            (
-                out,
-                sma::smp_frame_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes),
-            )
+        let (slid, dlid, sl) = if directed {
+            (LID_PERMISSIVE, LID_PERMISSIVE, 0)
         } else {
-            let out = self.route_or(lrh.slid, port);
-            (
-                out,
-                sma::smp_frame_in(spare, self.lid, lrh.slid, lrh.sl, &bytes),
-            )
+            (self.lid, lrh.slid, lrh.sl)
         };
-        self.send_from_management(out, packet, tx);
+        let in_place = match packet.get_mut(off..off + MAD_LEN) {
+            Some(mad) if off == UD_LOCAL_PAYLOAD_OFFSET => SmpMad::new_unchecked(&mut *mad)
+                .respond_in_place(method, status, &attribute)
+                .is_ok()
+                .then(|| self.answer_port(mad, port, lrh, directed)),
+            _ => None,
+        };
+        let (out, frame) =
+            match in_place.map(|out| (out, sma::smp_frame_around(packet, slid, dlid, sl))) {
+                Some((out, Ok(frame))) => (out, frame),
+                // The request elsewhere in its packet: built apart.
+                None | Some((_, Err(_))) => {
+                    let mut resp = req.get_response(status, attribute);
+                    resp.header.method = method;
+                    let mut bytes = resp.to_bytes();
+                    let out = self.answer_port(&mut bytes, port, lrh, directed);
+                    let spare = self.spare.take().unwrap_or_default();
+                    (out, sma::smp_frame_in(spare, slid, dlid, sl, &bytes))
+                }
+            };
+        self.send_from_management(out, frame, tx);
+    }
+
+    /// The port the answer `mad` to an SMP that came in on `port` leaves by: a directed-route
+    /// one's by its return path (the hop rules' response step, which updates `mad`), a
+    /// LID-routed one's by the LFT toward the requester's LID.
+    fn answer_port(&self, mad: &mut [u8], port: u8, lrh: &LrhRepr, directed: bool) -> u8 {
+        if directed {
+            dr::respond(mad, port)
+        } else {
+            self.route_or(lrh.slid, port)
+        }
     }
 
     fn pma_answer(&mut self, port: u8, lrh: &LrhRepr, packet: &[u8], off: usize, tx: &mut Tx) {

@@ -234,4 +234,43 @@ proptest! {
             let _ = (r.status(), r.direction(), r.hop_pointer(), r.hop_count());
         }
     }
+
+    // The answer written in place is the one the parsed request's get_response emits, over
+    // any request bytes (reserved bytes set included), status and attribute (IBA 1 §13.4.6.2,
+    // §14.2.2: the switch's and the HCA's SMA answer in the request's buffer).
+    #[test]
+    fn respond_in_place_is_get_response(
+        data in any::<[[u8; 32]; 8]>(),
+        class in prop_oneof![Just(0x01u8), Just(0x81), any::<u8>()],
+        method in any::<u8>(),
+        status in any::<u16>(),
+        (_, a) in arb_attribute(),
+    ) {
+        let mut b = [0u8; MAD_LEN];
+        for (d, s) in b.chunks_mut(32).zip(&data) {
+            d.copy_from_slice(s);
+        }
+        b[1] = class;
+        let mut in_place = b;
+        let done = SmpMad::new_unchecked(&mut in_place[..]).respond_in_place(
+            Method::from(method),
+            MadStatus(status),
+            &a,
+        );
+        match SmpMadRepr::parse(&b) {
+            Ok(req) => {
+                let mut resp = req.get_response(MadStatus(status), a);
+                resp.header.method = Method::from(method);
+                prop_assert!(done.is_ok());
+                prop_assert_eq!(&in_place[..], &resp.to_bytes()[..]);
+            }
+            // Another class: refused, nothing written. (A parse refusing a SubnLid or
+            // directed-route request's attribute is the caller's: it answers only parsed ones.)
+            Err(_) if class != 0x01 && class != 0x81 => {
+                prop_assert!(done.is_err());
+                prop_assert_eq!(&in_place[..], &b[..]);
+            }
+            Err(_) => {}
+        }
+    }
 }
