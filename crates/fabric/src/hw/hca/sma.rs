@@ -186,7 +186,6 @@ impl Hca {
             self.sma_changed.push(port);
         }
         self.counters.smp_answered += 1;
-        let mut bytes = req.get_response(status, attribute).to_bytes();
         // IBA 1 §14.2.2: HopCount 0 names the node whose SMI sent it: the answer goes back to
         // QP0 here; so does the answer to a LID-routed SMP this port sent itself.
         let local = if directed {
@@ -194,6 +193,15 @@ impl Hca {
         } else {
             self.to_self(port, pkt.lrh.slid)
         };
+        // The answer written over the request's copy: the bytes of
+        // `req.get_response(status, attribute)` (`SmpMad::respond_in_place`).
+        let mut bytes = mad;
+        if SmpMad::new_unchecked(&mut bytes[..])
+            .respond_in_place(Method::GetResp, status, &attribute)
+            .is_err()
+        {
+            bytes = req.get_response(status, attribute).to_bytes();
+        }
         let spare = self.spare.take().unwrap_or_default();
         let packet = if directed {
             dr::respond(&mut bytes, port);
