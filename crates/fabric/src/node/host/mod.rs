@@ -57,6 +57,56 @@ pub const TID_MEMORY: usize = 4096;
 /// Rounds of one pump before it gives up (an application that always has work).
 const MAX_ROUNDS: usize = 64;
 
+/// The TID map's hash: a TID (a `u64` chosen by the requester) multiplied by a key drawn once
+/// per host from the standard library's random keys, the 128-bit product folded (as foldhash
+/// does). A few instructions where SipHash took about a hundred per insert, lookup and rehash
+/// (a map forgetting one TID for each new one is rehashed in place now and then); the random
+/// key keeps a client from choosing TIDs that collide, as the default hasher's does.
+#[derive(Debug, Clone, Copy)]
+struct TidHash(u64, u64);
+
+impl TidHash {
+    fn new() -> TidHash {
+        use std::hash::BuildHasher;
+        let r = std::collections::hash_map::RandomState::new();
+        TidHash(r.hash_one(0u64), r.hash_one(1u64) | 1)
+    }
+}
+
+impl std::hash::BuildHasher for TidHash {
+    type Hasher = TidHasher;
+    fn build_hasher(&self) -> TidHasher {
+        TidHasher {
+            keys: (self.0, self.1),
+            h: 0,
+        }
+    }
+}
+
+/// [`TidHash`]'s hasher: the keyed fold of the `u64` written (any other bytes fold in 8 at a
+/// time, though the map writes none).
+struct TidHasher {
+    keys: (u64, u64),
+    h: u64,
+}
+
+impl std::hash::Hasher for TidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let p = u128::from(v ^ self.h ^ self.keys.0) * u128::from(self.keys.1);
+        self.h = (p as u64) ^ ((p >> 64) as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.h
+    }
+}
+
 /// Counters of the host's MAD dispatch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostCounters {
@@ -90,7 +140,7 @@ pub struct Host {
     /// Response routing (IBA 1 §13.4.6.2): the agent of each remembered TID. Looked up, never
     /// iterated (so its order reaches nothing); hashed, since a sweep's SMPs each insert one and
     /// forget the oldest.
-    tids: HashMap<u64, AgentId>,
+    tids: HashMap<u64, AgentId, TidHash>,
     tid_order: VecDeque<u64>,
     apps: Vec<Box<dyn App>>,
     cq_routes: BTreeMap<CqId, AppId>,
@@ -122,7 +172,7 @@ impl Host {
             agents: Agents::default(),
             servers: BTreeMap::new(),
             method_servers: BTreeMap::new(),
-            tids: HashMap::new(),
+            tids: HashMap::with_hasher(TidHash::new()),
             tid_order: VecDeque::new(),
             apps: Vec::new(),
             cq_routes: BTreeMap::new(),
