@@ -177,11 +177,12 @@ impl MadHeaderRepr {
 
     /// Reads the header from the first 24 bytes of `data` (a shorter MAD is `Truncated`).
     pub fn parse_bytes(data: &[u8]) -> Result<MadHeaderRepr> {
-        if data.len() < MAD_HEADER_LEN {
+        // The view's getters only touch the first 24 bytes: on an array of 24, without a
+        // bounds check each.
+        let Some(h) = data.first_chunk::<MAD_HEADER_LEN>() else {
             return Err(Error::Truncated);
-        }
-        // The view's getters only touch the first 24 bytes.
-        let m = Mad::new_unchecked(data);
+        };
+        let m = Mad::new_unchecked(h);
         Ok(MadHeaderRepr {
             base_version: m.base_version(),
             mgmt_class: m.mgmt_class(),
