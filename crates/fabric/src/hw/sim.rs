@@ -27,9 +27,13 @@ pub const SPARE_BUFFERS: usize = 256;
 /// Large buffers ([`LARGE_SPARE`]) [`Tx`] keeps, at most (4 MiB of connected-mode messages).
 pub const LARGE_SPARES: usize = 64;
 
-/// A smaller buffer (an acknowledgement's, a MAD's) is not kept: the allocator serves those
-/// from its per-thread cache, and a data packet built in one would grow it.
+/// A smaller buffer (an acknowledgement's, a MAD's) is kept apart, for small packets only
+/// ([`Tx::spare_small`]): a data packet built in one would grow it, and a small packet built in
+/// a large one would leave it short for the next data packet (which zeroes the rest first).
 pub const SMALL_SPARE: usize = 1 << 10;
+
+/// Small buffers (under [`SMALL_SPARE`]) [`Tx`] keeps, at most.
+pub const SMALL_SPARES: usize = 64;
 
 /// A buffer of at least this capacity (a connected-mode message's, up to 65,524 bytes, not a
 /// packet's) is kept apart, for [`Tx::spare_large`].
@@ -46,6 +50,7 @@ pub struct Tx {
     config: Vec<(NodeId, Config)>,
     spares: Vec<Vec<u8>>,
     large: Vec<Vec<u8>>,
+    small: Vec<Vec<u8>>,
 }
 
 impl Tx {
@@ -54,6 +59,11 @@ impl Tx {
     pub fn spare(&mut self) -> Vec<u8> {
         self.spares.pop().unwrap_or_default()
     }
+    /// An allocation to build a small packet in (an acknowledgement's: a consumed small
+    /// packet's, its bytes stale; or a new, empty one).
+    pub fn spare_small(&mut self) -> Vec<u8> {
+        self.small.pop().unwrap_or_default()
+    }
     /// A large buffer kept by [`Tx::recycle`] (its bytes stale) if one has at least `capacity`
     /// (one that has less is dropped), for a message from outside the emulation (a packet the
     /// OS sent, read into it).
@@ -61,15 +71,17 @@ impl Tx {
         self.large.pop().filter(|b| b.capacity() >= capacity)
     }
     /// Keeps `buf` (a consumed packet's allocation, or a completed message's) for [`Tx::spare`]
-    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`]; up to [`SPARE_BUFFERS`] and
-    /// [`LARGE_SPARES`], none under [`SMALL_SPARE`].
+    /// or, from [`LARGE_SPARE`] bytes on, [`Tx::spare_large`], or, under [`SMALL_SPARE`] bytes,
+    /// [`Tx::spare_small`]; up to [`SPARE_BUFFERS`], [`LARGE_SPARES`] and [`SMALL_SPARES`].
     pub fn recycle(&mut self, buf: Vec<u8>) {
         let (keep, max) = if buf.capacity() >= LARGE_SPARE {
             (&mut self.large, LARGE_SPARES)
-        } else {
+        } else if buf.capacity() >= SMALL_SPARE {
             (&mut self.spares, SPARE_BUFFERS)
+        } else {
+            (&mut self.small, SMALL_SPARES)
         };
-        if buf.capacity() >= SMALL_SPARE && keep.len() < max {
+        if buf.capacity() > 0 && keep.len() < max {
             keep.push(buf);
         }
     }

@@ -73,6 +73,11 @@ pub const FIRST_QPN: Qpn = 0x48;
 /// Largest message of any QP (IBA 1 §9.4.1: 2^31 bytes).
 pub const MAX_MSG: usize = 1 << 31;
 
+/// An RC/UC packet with less payload than this (an acknowledgement, a short message; the
+/// smallest MTU is 256 bytes, IBA 1 §14.2.5.6) is built in a small allocation
+/// ([`Tx::spare_small`]), not in a data packet's ([`Hca::flush`]).
+const SMALL_PAYLOAD: usize = 256;
+
 /// Read-only view of a QP's attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpInfo {
@@ -644,23 +649,27 @@ impl Hca {
         let mut after = None;
         while let Some(qpn) = self.sched.next_ready(after) {
             after = Some(qpn);
-            loop {
-                let framing = self.connected_framing(qpn);
-                let Some(QpKind::Connected(e)) = self.qps.get_mut(&qpn).map(|q| &mut q.kind) else {
-                    break;
-                };
+            // The QP's link and network layers: the same for every packet of this walk (sending
+            // changes the engine only; a packet looped back reaches an engine, not a port or the
+            // QP's attributes).
+            let framing = self.connected_framing(qpn);
+            while let Some(QpKind::Connected(e)) = self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
                 let mut built = Err(HcaDropReason::Malformed);
-                let mut buf = Some(tx.spare());
                 let sent = e.transmit_with(now, &self.mrs, &mut |bth, ext, payload| {
-                    let buf = buf.take().unwrap_or_default();
+                    // A small packet (an acknowledgement, a short message) in a small
+                    // allocation: built in a data packet's spare, it would leave that spare
+                    // short, and the next data packet built there would zero the rest of it
+                    // first ([`ud::emit`]).
+                    let buf = if payload.len() < SMALL_PAYLOAD {
+                        tx.spare_small()
+                    } else {
+                        tx.spare()
+                    };
                     built = framing
                         .as_ref()
                         .map_err(|r| *r)
                         .and_then(|f| f.build(buf, bth, ext, payload));
                 });
-                if let Some(b) = buf {
-                    tx.recycle(b);
-                }
                 if !sent {
                     break;
                 }

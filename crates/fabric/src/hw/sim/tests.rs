@@ -295,6 +295,17 @@ fn tx_keeps_spare_buffers() {
     assert_eq!(tx.spare().capacity(), 0);
     tx.recycle(Vec::with_capacity(SMALL_SPARE - 1));
     assert_eq!(tx.spare().capacity(), 0);
+    // A small one is kept apart, for small packets.
+    assert!(tx.spare_small().capacity() >= SMALL_SPARE - 1);
+    assert_eq!(tx.spare_small().capacity(), 0);
+    tx.recycle(Vec::with_capacity(4200));
+    assert_eq!(tx.spare_small().capacity(), 0);
+    assert!(tx.spare().capacity() >= 4200);
+    for _ in 0..SMALL_SPARES + 5 {
+        tx.recycle(Vec::with_capacity(64));
+    }
+    let kept = std::iter::from_fn(|| Some(tx.spare_small()).filter(|b| b.capacity() > 0)).count();
+    assert_eq!(kept, SMALL_SPARES);
     tx.recycle(Vec::with_capacity(4200));
     tx.recycle(vec![7; LARGE_SPARE]);
     assert!(tx.spare().capacity() >= 4200);
