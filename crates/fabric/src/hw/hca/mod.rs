@@ -675,28 +675,29 @@ impl Hca {
                 }
                 self.connected_send(now, qpn, built, tx);
             }
-            while let Some(qp) = self.qps.get_mut(&qpn) {
-                let QpKind::Connected(e) = &mut qp.kind else {
-                    break;
-                };
-                let Some(c) = e.poll_completion() else {
-                    break;
-                };
-                let cq = if matches!(
-                    c.opcode,
-                    crate::hw::verbs::WcOpcode::Recv | crate::hw::verbs::WcOpcode::RecvRdmaWithImm
-                ) {
-                    qp.recv_cq
-                } else {
-                    qp.send_cq
-                };
-                self.push_completion(cq, c);
-            }
-            if let Some(QpKind::Connected(e)) = self.qps.get_mut(&qpn).map(|q| &mut q.kind) {
-                while let Some(buf) = e.take_spent() {
-                    tx.recycle(buf);
+            // The QP looked up once for its completions (each into its CQ, as
+            // `Hca::push_completion` does), spent buffers and timer.
+            if let Some(qp) = self.qps.get_mut(&qpn) {
+                if let QpKind::Connected(e) = &mut qp.kind {
+                    while let Some(c) = e.poll_completion() {
+                        let cq = if matches!(
+                            c.opcode,
+                            crate::hw::verbs::WcOpcode::Recv
+                                | crate::hw::verbs::WcOpcode::RecvRdmaWithImm
+                        ) {
+                            qp.recv_cq
+                        } else {
+                            qp.send_cq
+                        };
+                        if let Some(q) = self.cqs.get_mut(&cq) {
+                            q.push_back(c);
+                        }
+                    }
+                    while let Some(buf) = e.take_spent() {
+                        tx.recycle(buf);
+                    }
+                    self.sched.set_timer(qpn, e.poll_timeout());
                 }
-                self.sched.set_timer(qpn, e.poll_timeout());
             }
         }
     }

@@ -32,7 +32,8 @@ impl Hca {
         } else {
             Packet::parse(bytes)
         };
-        let pkt = match parsed {
+        // Borrowed where it was parsed, not moved out of the result.
+        let pkt = match &parsed {
             // IBA 1 §7.7: LVer is 0 in this version of the link layer; a packet of another is a
             // malformed data packet (§16.1.3.5 PortRcvErrors).
             Ok(p) if p.lrh.lver == 0 => p,
@@ -72,13 +73,13 @@ impl Hca {
                 return self.counters.count(HcaDropReason::BadDlid);
             };
             let qp0 = special_qpn(port_num, 0);
-            return match self.sma_take(now, port_num, &pkt) {
+            return match self.sma_take(now, port_num, pkt) {
                 Qp0In::Taken => {}
-                Qp0In::Deliver => self.deliver(now, qp0, &pkt, bits),
+                Qp0In::Deliver => self.deliver(now, qp0, pkt, bits),
                 Qp0In::DeliverAs(mad) => {
                     let pkt = Packet {
                         payload: &mad[..],
-                        ..pkt
+                        ..*pkt
                     };
                     self.deliver(now, qp0, &pkt, bits)
                 }
@@ -109,14 +110,14 @@ impl Hca {
                 return self.counters.count(HcaDropReason::McastNotAttached);
             }
             for q in targets {
-                self.deliver(now, q, &pkt, 0);
+                self.deliver(now, q, pkt, 0);
             }
             return;
         }
         let Some(bits) = port.path_bits(dlid) else {
             return self.counters.count(HcaDropReason::BadDlid);
         };
-        if dest == 1 && self.pma_take(port_num, &pkt) {
+        if dest == 1 && self.pma_take(port_num, pkt) {
             return;
         }
         let handle = if dest == 1 {
@@ -128,7 +129,7 @@ impl Hca {
         if dest == BthRepr::MULTICAST_QPN || !bound_here {
             return self.counters.count(HcaDropReason::UnknownQp);
         }
-        self.deliver(now, handle, &pkt, bits);
+        self.deliver(now, handle, pkt, bits);
     }
 
     /// A packet received on `port_num` discarded as malformed or for a bad CRC: counted in the
