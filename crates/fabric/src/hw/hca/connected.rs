@@ -129,6 +129,13 @@ pub trait ConnectedEngine {
             None => false,
         }
     }
+    /// False only when the engine has nothing to give: `transmit_with` would return false with
+    /// no other effect, and `poll_completion` and `take_spent` would give nothing. The HCA
+    /// then drains it no more after an input (its timer is still taken). By default true (the
+    /// engine is drained after every input).
+    fn has_work(&self) -> bool {
+        true
+    }
     /// The next completion, if any.
     fn poll_completion(&mut self) -> Option<Completion>;
     /// The buffer of a completed send work request, for the HCA to reuse; by default none.

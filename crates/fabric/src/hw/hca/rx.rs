@@ -187,7 +187,14 @@ impl Hca {
             grh: pkt.grh,
         };
         engine.handle_packet_parts(now, from, bth, pkt.ext, pkt.payload, &mut self.mrs);
-        self.sched.touch(handle, engine.poll_timeout());
+        // An engine with nothing to give (a middle packet of a message: no acknowledgement
+        // asked for, no completion) is not drained: the walk would find nothing
+        // ([`ConnectedEngine::has_work`]).
+        if engine.has_work() {
+            self.sched.touch(handle, engine.poll_timeout());
+        } else {
+            self.sched.set_timer(handle, engine.poll_timeout());
+        }
         self.counters.rx_delivered += 1;
         self.connected_dirty = true;
     }

@@ -258,6 +258,10 @@ impl ConnectedEngine for RcEngine {
         }
     }
 
+    fn has_work(&self) -> bool {
+        !self.flushed.is_empty() || self.qp.as_ref().is_some_and(ConnectedQp::has_work)
+    }
+
     fn poll_completion(&mut self) -> Option<Completion> {
         if let Some(c) = self.flushed.pop_front() {
             return Some(c);

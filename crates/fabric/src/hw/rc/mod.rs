@@ -502,6 +502,17 @@ impl ConnectedQp {
         sent
     }
 
+    /// False only when there is nothing to give: no response or acknowledgement queued, no
+    /// work request the requester has yet to send or send again (its window, state and RNR
+    /// wait not considered: true then), no completion and no spent buffer. So when false,
+    /// [`ConnectedQp::transmit_with`] returns false with no other effect.
+    pub fn has_work(&self) -> bool {
+        self.resp.has_output()
+            || self.req.has_unsent()
+            || !self.completions.is_empty()
+            || !self.spent.is_empty()
+    }
+
     /// The next completion.
     pub fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()

@@ -109,6 +109,15 @@ impl Requester {
         });
     }
 
+    /// True when the cursor names a work request (one to send, or to send again): only then
+    /// may `next_request` send (or fail a local read) rather than return false at once.
+    pub(super) fn has_unsent(&self) -> bool {
+        self.cursor
+            .checked_sub(self.head_seq)
+            .and_then(|i| self.sq.get(i as usize))
+            .is_some()
+    }
+
     pub(super) fn clear(&mut self) {
         self.head_seq += self.sq.len() as u64;
         self.sq.clear();

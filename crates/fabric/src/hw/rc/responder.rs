@@ -153,6 +153,11 @@ impl Responder {
             .count()
     }
 
+    /// True when [`Responder::next_output`] has a packet to give.
+    pub(super) fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// The next answer packet.
     pub(super) fn next_output(&mut self, dest: u32, mtu: usize) -> Option<Outgoing> {
         match self.out.front_mut()? {

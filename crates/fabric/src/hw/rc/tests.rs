@@ -176,6 +176,8 @@ pub(super) struct Pair {
     pub now: Instant,
     pub comp_a: Vec<Completion>,
     pub comp_b: Vec<Completion>,
+    /// Spent buffers stay in the QPs (`ConnectedQp::take_spent`) instead of being dropped.
+    pub keep_spent: bool,
 }
 
 impl Pair {
@@ -207,11 +209,21 @@ impl Pair {
             now: Instant::from_nanos(1_000_000),
             comp_a: Vec::new(),
             comp_b: Vec::new(),
+            keep_spent: false,
         }
     }
 
-    /// Moves packets that are due and collects completions; false when nothing happened.
+    /// Moves packets that are due and collects completions; false when nothing happened. Checks
+    /// `ConnectedQp::has_work` on the way: a QP without work sends nothing and has no
+    /// completion and no spent buffer (the HCA skips draining it on that word).
     pub fn step(&mut self) -> bool {
+        for (qp, name) in [(&mut self.a, "a"), (&mut self.b, "b")] {
+            if !qp.has_work() {
+                assert!(qp.poll_transmit(self.now).is_none(), "{name} sent, no work");
+                assert!(qp.poll_completion().is_none(), "{name} completed, no work");
+                assert!(qp.take_spent().is_none(), "{name} spent, no work");
+            }
+        }
         let mut busy = false;
         while let Some(p) = self.a.poll_transmit(self.now) {
             self.ab.send(self.now, p);
@@ -220,6 +232,10 @@ impl Pair {
         while let Some(p) = self.b.poll_transmit(self.now) {
             self.ba.send(self.now, p);
             busy = true;
+        }
+        // Spent buffers are the HCA's to reuse; here they go (else `has_work` stays true),
+        // unless a test looks at them.
+        while !self.keep_spent && (self.a.take_spent().is_some() || self.b.take_spent().is_some()) {
         }
         while let Some(p) = self.ab.pop_due(self.now) {
             self.b

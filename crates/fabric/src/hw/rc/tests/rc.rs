@@ -131,6 +131,7 @@ fn rc_exactly_once_packets_valid_on_the_wire() {
 #[test]
 fn segmentation_first_middle_last_only() {
     let mut pair = Pair::new(QpType::Rc, 2, 1, 100);
+    pair.keep_spent = true;
     for i in 0..4 {
         pair.b.post_recv(recv(i, 4096)).unwrap();
     }
