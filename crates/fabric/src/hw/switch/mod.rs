@@ -586,8 +586,17 @@ impl Device for Switch {
             self.drop(SwitchDropReason::InPortNotArmed);
             return;
         }
-        let Some(packet) = self.management(now, port, &lrh, known, packet, tx) else {
-            return;
+        // A data packet read from one parse (a BTH for a QP other than 0 and 1) is no
+        // management agent's: what `management` gives back at its first test, without the
+        // frame going through it.
+        let data = matches!(known.and_then(|h| h.bth), Some((_, qp)) if qp > 1);
+        let packet = if data {
+            packet
+        } else {
+            let Some(packet) = self.management(now, port, &lrh, known, packet, tx) else {
+                return;
+            };
+            packet
         };
         let pkey = if self.enforce_partitions {
             match known.map_or_else(|| Self::pkey_and_qp(&lrh, &packet), |h| h.bth) {
