@@ -21,7 +21,8 @@
 //! `receive`). [`Device::poll_timeout`] returns the last `now` the HCA saw while work is queued, so
 //! a post made through `Simulator::with_node` leaves at that same virtual instant. A consumer
 //! that holds a [`Tx`] (the host device) calls `flush` itself. A flush polls only the RC/UC engines
-//! that took an input since they were last drained, and engine timers are kept in an index
+//! that took an input that left them with work ([`ConnectedEngine::has_work`]) since they were
+//! last drained, and engine timers are kept in an index
 //! (module `sched`), so the cost of an event does not grow with the number of connected QPs.
 //!
 //! Multicast loopback: packets are never looped back to the sending port by the fabric (a switch
@@ -641,7 +642,8 @@ impl Hca {
     }
 
     /// Moves RC/UC engine output onto the wire and engine completions into CQs, QP by QP in QPN
-    /// order. Only engines that took an input since they were last drained are polled: the others
+    /// order. Only engines that took an input that left them with work
+    /// ([`ConnectedEngine::has_work`]) since they were last drained are polled: the others
     /// have nothing to give ([`ConnectedEngine`]). A packet looped back to a QP further on is
     /// taken in this walk, one to a QP already passed in the next flush (which `connected_dirty`
     /// asks for).

@@ -2,8 +2,9 @@
 //! does not grow with the number of connected QPs (an IPoIB host in connected mode holds two RC
 //! QPs per peer, RFC 4755 §4-5).
 //!
-//! - `ready`: QPs whose engine took an input (modify, post, packet, timer) since the HCA last
-//!   drained it. [`super::ConnectedEngine`] promises that a drained engine has no packet and no
+//! - `ready`: QPs whose engine took an input (modify, post, packet, timer) that left it with
+//!   work (a packet that did not, [`super::ConnectedEngine::has_work`], only moves its timer)
+//!   since the HCA last drained it. [`super::ConnectedEngine`] promises that a drained engine has no packet and no
 //!   completion to give until its next input, so the other QPs need not be polled.
 //! - `timers`: each engine's `poll_timeout`, by time and by QP, re-read after every call that may
 //!   change it, so the earliest timer and the due QPs are found without a scan of all QPs. The
