@@ -194,8 +194,10 @@ struct NodeSlot {
     device: Box<dyn Device>,
     /// Link of each port (index = port number).
     links: Vec<Option<(LinkId, usize)>>,
-    /// The timer the queue holds for this node, if any.
-    timer: Option<Instant>,
+    /// The instants of the timer events the queue holds for this node, latest first: each one
+    /// was queued earlier than all those before it ([`Simulator::refresh_timer`]), and the
+    /// queue gives them back in time order, so the last is the next to fire.
+    timers: Vec<Instant>,
 }
 
 /// The simulator. See the module docs.
@@ -268,7 +270,7 @@ impl Simulator {
         self.nodes.push(NodeSlot {
             device,
             links: vec![None; usize::from(ports) + 1],
-            timer: None,
+            timers: Vec::new(),
         });
         self.refresh_timer(id);
         id
@@ -405,19 +407,26 @@ impl Simulator {
         self.queue.push(at.max(self.now), event);
     }
 
+    /// Queues a timer event for device `id` when its timer (`poll_timeout`) is earlier than
+    /// every timer event already queued for it. One queued at or before the timer serves: when
+    /// it fires early it finds nothing due and queues the timer's instant then (`step_due`). So
+    /// a timer moved later at every packet, as an RC requester's ACK timeout is at every
+    /// acknowledgement (IBA 1 §9.7.6.1.3), and brought back to it after each short timer of
+    /// the device, costs one event per timeout period, not one per packet that stays queued
+    /// for a whole timeout: a real-time driver woke for each of those, thousands of times a
+    /// second after a bulk transfer (docs/benchmarks/lab-connected.md, "After a bulk
+    /// transfer").
     fn refresh_timer(&mut self, id: NodeId) {
         let slot = &mut self.nodes[id.0];
-        // A timer already in the past is due now; store the clamped instant, since that is the
-        // one the queued event carries (else the event is taken as superseded and never fires).
-        let want = slot.device.poll_timeout().map(|t| t.max(self.now));
-        if want.is_some() && want != slot.timer {
-            slot.timer = want;
-            let at = want.unwrap_or(Instant::NEVER);
-            self.queue
-                .push_timer(at.max(self.now), Event::Timer { node: id });
-        } else if want.is_none() {
-            slot.timer = None;
+        // A timer already in the past is due now.
+        let Some(want) = slot.device.poll_timeout().map(|t| t.max(self.now)) else {
+            return;
+        };
+        if slot.timers.last().is_some_and(|&next| next <= want) {
+            return;
         }
+        slot.timers.push(want);
+        self.queue.push_timer(want, Event::Timer { node: id });
     }
 
     /// Puts what `from` sent (into `self.tx`) onto its links. The simulator's one [`Tx`] stays
@@ -561,12 +570,15 @@ impl Simulator {
             }
             Event::Timer { node } => {
                 let slot = &mut self.nodes[node.0];
-                if slot.timer == Some(at) {
-                    slot.timer = None;
+                // The earliest of the node's timer events: the last queued.
+                slot.timers.pop();
+                if slot.device.poll_timeout().is_some_and(|t| t <= self.now) {
                     slot.device.handle_timeout(self.now, tx);
                     Some(node)
                 } else {
-                    None // superseded by a later poll_timeout
+                    // The timer moved later since the event was queued, or was cancelled.
+                    self.refresh_timer(node);
+                    None
                 }
             }
             Event::Configure { to, config } => match self.nodes.get_mut(to.0) {

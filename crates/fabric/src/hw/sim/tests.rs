@@ -435,3 +435,77 @@ fn the_slowest_link_saturates_at_never() {
     assert_eq!(at_never(&sim.node::<Sink>(a).unwrap().0), want);
     assert_eq!(sim.now(), Instant::NEVER);
 }
+
+/// A device whose timer every packet pushes later: due `after` its last packet, as an RC
+/// requester's ACK timeout is after its last acknowledgement (IBA 1 §9.7.6.1.3).
+struct Deadline {
+    after: Duration,
+    at: Option<Instant>,
+    fired: Vec<Instant>,
+}
+
+impl Device for Deadline {
+    fn receive(&mut self, now: Instant, _port: u8, _packet: Vec<u8>, _tx: &mut Tx) {
+        self.at = Some(now + self.after);
+    }
+    fn handle_timeout(&mut self, now: Instant, _tx: &mut Tx) {
+        if self.at.is_some_and(|t| t <= now) {
+            self.at = None;
+            self.fired.push(now);
+        }
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.at
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+// A timer pushed later by each of 1,000 packets fires once, at its last instant, and leaves no
+// superseded events behind the traffic: from the last packet until the queue is empty the
+// simulator runs at most the first instant's event (early: it queues the last one) and the
+// last. Each superseded event used to stay queued until its instant, 1,000 of them here
+// spread over the millisecond after the traffic, and a real-time driver woke for every one
+// (docs/benchmarks/lab-connected.md, "After a bulk transfer").
+#[test]
+fn a_timer_pushed_later_by_every_packet_leaves_no_trail() {
+    let mut sim = Simulator::new(6);
+    let a = sim.add_node(Box::new(Sink(Vec::new())), 1);
+    let d = sim.add_node(
+        Box::new(Deadline {
+            after: Duration::from_millis(1),
+            at: None,
+            fired: Vec::new(),
+        }),
+        1,
+    );
+    let params = LinkParams {
+        latency: Duration::from_nanos(100),
+        bits_per_second: 8_000_000_000,
+    };
+    sim.connect(
+        PortRef { node: a, port: 1 },
+        PortRef { node: d, port: 1 },
+        params,
+    );
+    // 1,000 packets of 125 bytes, one every 125 ns: the last arrives at 125,100 ns.
+    sim.with_node::<Sink, _>(a, |_, _, tx| {
+        for i in 0..1000u32 {
+            tx.send(1, i.to_be_bytes().repeat(32)[..125].to_vec());
+        }
+    });
+    let last = Instant::from_nanos(125_100);
+    sim.run_until(last);
+    assert_eq!(sim.stats().events, 1000, "every packet delivered");
+    assert_eq!(
+        sim.run_until_idle(10_000),
+        2,
+        "no superseded timer events left"
+    );
+    let dev = sim.node::<Deadline>(d).unwrap();
+    assert_eq!(dev.fired, vec![last + Duration::from_millis(1)]);
+}
