@@ -315,6 +315,52 @@ fn connected_mode_carries_60000_bytes_whole() {
     assert!(drain(&mut net, 0).is_empty(), "no ICMP");
 }
 
+// A bulk transfer on a connection leaves nothing queued behind it: the RC requester's ACK
+// timeout, pushed later by every acknowledgement (IBA 1 §9.7.6.1.3), used to leave one superseded
+// timer event per acknowledgement queued for a whole timeout (2.1 s here), and `ipoib lab`'s
+// real-time driver woke for each (docs/benchmarks/lab-connected.md, "After a bulk transfer").
+// Over the timeout after the transfer the simulator runs about as many events as over the same
+// time before it.
+#[test]
+fn a_bulk_transfer_leaves_no_trail_of_timer_events() {
+    let seed = seed(111);
+    let _g = SeedGuard(seed);
+    let mut net = net(
+        2,
+        seed,
+        Some(|_, c| c.connected = Some(ConnectedConfig::rc())),
+    );
+    let small = udp4(a4(0), a4(1), 64, b"first");
+    from_os(&mut net, 0, &small);
+    run(&mut net, Duration::from_millis(200));
+    assert!(drain(&mut net, 1).contains(&small));
+    let window = Duration::from_millis(2_500);
+    let events = |net: &Subnet| net.sim().stats().events;
+    let e0 = events(&net);
+    run(&mut net, window);
+    let before = events(&net) - e0;
+    // 400 packets of 60,000 bytes, 16 at a time as the lab's TUN reads hand them over.
+    let big = udp4(a4(0), a4(1), 64, &vec![0xa5; 60_000 - 28]);
+    let mut got = 0;
+    for _ in 0..25 {
+        for _ in 0..16 {
+            from_os(&mut net, 0, &big);
+        }
+        run(&mut net, Duration::from_micros(500));
+        got += drain(&mut net, 1).len();
+    }
+    run(&mut net, Duration::from_millis(100));
+    got += drain(&mut net, 1).len();
+    assert_eq!(got, 400, "all delivered");
+    let e1 = events(&net);
+    run(&mut net, window);
+    let after = events(&net) - e1;
+    assert!(
+        after <= before + 10,
+        "{after} events after the transfer, {before} in as long before it"
+    );
+}
+
 // Garbage from the stack never panics; what is not IPv4 or IPv6 is counted and dropped.
 #[test]
 fn garbage_from_the_stack_is_counted() {
