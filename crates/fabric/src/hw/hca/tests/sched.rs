@@ -1,6 +1,7 @@
-//! Which RC/UC engines the HCA polls (module `sched`): only those that took an input since they
-//! were last drained, and for timers only the due ones; its next timeout is the earliest engine
-//! timer. A stand-in engine logs the calls it gets.
+//! Which RC/UC engines the HCA polls (module `sched`): only those that took an input that left
+//! them with work (`ConnectedEngine::has_work`) since they were last drained, and for timers only
+//! the due ones; its next timeout is the earliest engine timer. A stand-in engine logs the calls
+//! it gets.
 
 use super::*;
 use std::cell::RefCell;
