@@ -52,7 +52,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 pub const MGMT_PORT: u8 = 1;
 /// Receive buffers kept posted on QP1 (256-byte MAD + 40-byte GRH area each).
 pub const GSI_RECV_DEPTH: usize = 32;
-/// Transaction IDs remembered for response routing (oldest forgotten first).
+/// Transaction IDs remembered for response routing, per agent (each agent's oldest forgotten
+/// first, so that one agent's requests never push out another's).
 pub const TID_MEMORY: usize = 4096;
 /// Rounds of one pump before it gives up (an application that always has work).
 const MAX_ROUNDS: usize = 64;
@@ -141,7 +142,10 @@ pub struct Host {
     /// iterated (so its order reaches nothing); hashed, since a sweep's SMPs each insert one and
     /// forget the oldest.
     tids: HashMap<u64, AgentId, TidHash>,
-    tid_order: VecDeque<u64>,
+    /// Each agent's remembered TIDs, oldest first (index = agent), at most [`TID_MEMORY`]: an
+    /// agent that sends many requests (a umad client's flood) forgets its own oldest, not the
+    /// SM's or the SA client's pending ones, as Linux's `ib_mad` keeps each agent's sends apart.
+    tid_order: Vec<VecDeque<u64>>,
     apps: Vec<Box<dyn App>>,
     cq_routes: BTreeMap<CqId, AppId>,
     gsi_cq: CqId,
@@ -173,7 +177,7 @@ impl Host {
             servers: BTreeMap::new(),
             method_servers: BTreeMap::new(),
             tids: HashMap::with_hasher(TidHash::new()),
-            tid_order: VecDeque::new(),
+            tid_order: Vec::new(),
             apps: Vec::new(),
             cq_routes: BTreeMap::new(),
             gsi_cq,
@@ -487,6 +491,29 @@ impl Host {
         );
     }
 
+    /// Remembers that the response to `tid` goes to agent `a`: the latest request with a TID
+    /// names its agent; each agent forgets its own oldest TID beyond [`TID_MEMORY`] (one that
+    /// another agent has sent since stays that agent's).
+    fn remember_tid(&mut self, tid: u64, a: AgentId) {
+        if self.tid_order.len() <= a.0 {
+            self.tid_order.resize_with(a.0 + 1, VecDeque::new);
+        }
+        if self.tids.insert(tid, a) == Some(a) {
+            return;
+        }
+        let Some(order) = self.tid_order.get_mut(a.0) else {
+            return;
+        };
+        order.push_back(tid);
+        if order.len() > TID_MEMORY {
+            if let Some(old) = order.pop_front() {
+                if self.tids.get(&old) == Some(&a) {
+                    self.tids.remove(&old);
+                }
+            }
+        }
+    }
+
     /// Queues a MAD on QP1, or on QP0 for an SMP (IBA 1 §13.5.1); requests remember their TID
     /// for the response.
     fn send_mad(&mut self, agent: Option<AgentId>, m: MadOut) {
@@ -494,15 +521,7 @@ impl Host {
         let smp = hdr.as_ref().is_some_and(|h| is_smp_class(h.mgmt_class));
         if let (Some(a), Some(hdr)) = (agent, hdr) {
             if !hdr.method.is_response() {
-                let tid = hdr.transaction_id;
-                if self.tids.insert(tid, a).is_none() {
-                    self.tid_order.push_back(tid);
-                    if self.tid_order.len() > TID_MEMORY {
-                        if let Some(old) = self.tid_order.pop_front() {
-                            self.tids.remove(&old);
-                        }
-                    }
-                }
+                self.remember_tid(hdr.transaction_id, a);
             }
         }
         // QP0 ignores P_Keys (IBA 1 §10.9.3: the HCA sends with the table's first entry).

@@ -211,6 +211,76 @@ fn unserved_requests_answered_or_dropped() {
     assert_eq!((ca.unmatched_answered, ca.unmatched_dropped), (1, 1));
 }
 
+/// Sends `count` requests with TIDs from `first` on, all when its timer fires.
+struct Flood {
+    at: Option<Instant>,
+    next: u64,
+    end: u64,
+    to_lid: u16,
+}
+
+impl MadAgent for Flood {
+    fn handle_mad(&mut self, _now: Instant, _m: MadIn) {}
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        if self.at.is_some() || self.next == self.end {
+            return None;
+        }
+        self.next += 1;
+        Some(MadOut {
+            to: MadAddr::gsi(self.to_lid),
+            mad: mad(MgmtClass::DevMgt, Method::Send, self.next - 1),
+        })
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.at
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.at.is_some_and(|t| t <= now) {
+            self.at = None;
+        }
+    }
+}
+
+/// One agent's many requests do not make the host forget another agent's pending TID (each
+/// agent's memory is its own, as Linux's `ib_mad` keeps each agent's sends): a client's
+/// response still reaches it after another agent of its host sent more than [`TID_MEMORY`]
+/// requests while it waited. With one memory for the host, the flood pushed the client's TID
+/// out and its response was dropped as an unknown TID.
+#[test]
+fn a_flood_of_requests_does_not_forget_another_agents_tid() {
+    let (mut sim, a, b) = hosts(43);
+    let t0 = Instant::from_nanos(50_000);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        let s = h.add_agent(Server::default());
+        h.serve_class(MgmtClass::DevMgt, s);
+    })
+    .unwrap();
+    let flood = TID_MEMORY as u64 + 10;
+    let (client, flooder) = sim
+        .with_node::<Host, _>(b, |h, _, _| {
+            let c = h.add_agent(Client::new(t0, 1, MgmtClass::DevMgt, Method::Get, 0x5eed));
+            let f = h.add_agent(Flood {
+                at: Some(t0),
+                next: 1 << 40,
+                end: (1 << 40) + flood,
+                to_lid: 1,
+            });
+            (c, f)
+        })
+        .unwrap();
+    sim.run_until_idle(1_000_000);
+    let hb = sim.node::<Host>(b).unwrap();
+    let got = &hb.agent::<Client>(client).unwrap().got;
+    assert_eq!(got.len(), 1, "the client's response reached it");
+    let hdr = MadHeaderRepr::parse_bytes(&got[0].1.mad).unwrap();
+    assert_eq!((hdr.transaction_id, hdr.method), (0x5eed, Method::GetResp));
+    let f = hb.agent::<Flood>(flooder).unwrap();
+    assert_eq!(f.next, f.end, "the flood was sent");
+    // The server answers every request; the flooder forgot its own 10 oldest TIDs.
+    assert_eq!(hb.counters().mads_in, 1 + TID_MEMORY as u64);
+    assert_eq!(hb.counters().unknown_tid, flood - TID_MEMORY as u64);
+}
+
 /// An application owning a UD QP: echoes every datagram back to its sender.
 struct Echo {
     qpn: Option<Qpn>,
