@@ -514,6 +514,19 @@ impl Host {
         }
     }
 
+    /// Forgets every TID agent `a` remembers: responses to them are unknown from now on (a
+    /// detached umad user's, as Linux drops those of a closed `umad` file's agents).
+    fn forget_tids(&mut self, a: AgentId) {
+        let Some(order) = self.tid_order.get_mut(a.0) else {
+            return;
+        };
+        for tid in order.drain(..) {
+            if self.tids.get(&tid) == Some(&a) {
+                self.tids.remove(&tid);
+            }
+        }
+    }
+
     /// Queues a MAD on QP1, or on QP0 for an SMP (IBA 1 §13.5.1); requests remember their TID
     /// for the response.
     fn send_mad(&mut self, agent: Option<AgentId>, m: MadOut) {

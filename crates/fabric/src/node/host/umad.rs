@@ -326,10 +326,12 @@ impl Host {
         }
     }
 
-    /// Detaches `agent`: its registrations are withdrawn, its queues emptied, and it is kept for
-    /// reuse.
+    /// Detaches `agent`: its registrations are withdrawn, its queues emptied, the TIDs of its
+    /// requests forgotten (a late response is counted as an unknown TID, not handed to the next
+    /// user of the agent), and it is kept for reuse.
     pub fn umad_detach(&mut self, agent: AgentId) {
         self.method_servers.retain(|_, a| *a != agent);
+        self.forget_tids(agent);
         if let Some(u) = self.umad_mut(agent) {
             u.reset();
             u.attached = false;

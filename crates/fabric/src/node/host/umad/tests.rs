@@ -127,6 +127,28 @@ fn request_and_response_over_qp1() {
     assert_eq!(host.umad(u).unwrap().counters().received, 1);
 }
 
+/// A response that comes after its user detached is not handed to the next user of the same
+/// agent (Linux drops the responses of a closed `umad` file's agents): counted as an unknown TID.
+#[test]
+fn a_late_response_does_not_reach_the_next_user() {
+    let (mut sim, a, b) = hosts(5);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        let e = h.add_agent(Echo::default());
+        h.serve_class(MgmtClass::DevMgt, e);
+    });
+    let u = attach(&mut sim, b);
+    let req = mad(MgmtClass::DevMgt, 1, Method::Get, 0xabc);
+    send(&mut sim, b, u, MadAddr::gsi(1), &req).unwrap();
+    sim.with_node::<Host, _>(b, |h, _, _| h.umad_detach(u));
+    let next = attach(&mut sim, b);
+    assert_eq!(next, u, "the agent is reused");
+    sim.run_until_idle(10_000);
+    assert!(take(&mut sim, b, next).is_empty());
+    let host = sim.node::<Host>(b).unwrap();
+    assert_eq!(host.counters().unknown_tid, 1);
+    assert_eq!(host.umad(next).unwrap().counters().received, 0);
+}
+
 /// `ib_user_mad_reg_req` semantics: requests of the registered class, version and method reach
 /// the user; another version is dropped (counted); a colliding registration is refused whole;
 /// detaching withdraws it and the agent is reused by the next attach.
