@@ -128,7 +128,8 @@ pub trait Device: Any {
     fn receive_frame(&mut self, now: Instant, port: u8, frame: Frame, tx: &mut Tx) {
         self.receive(now, port, frame.into_vec(), tx);
     }
-    /// The timer returned by `poll_timeout` is due (or the simulator is unsure: may be early).
+    /// The timer returned by `poll_timeout` is due: the simulator calls it only when
+    /// `poll_timeout` is at or before `now`; other callers may call it early or twice.
     fn handle_timeout(&mut self, now: Instant, tx: &mut Tx);
     /// When the device next needs `handle_timeout`; `None` for never.
     fn poll_timeout(&self) -> Option<Instant>;

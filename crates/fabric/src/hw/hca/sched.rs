@@ -14,8 +14,9 @@
 //!   once its place is due; until then the earliest timer and the due QPs are read through it.
 //!
 //! `ready` and `timers` are sorted vectors ([`SortedSet`]), not B-trees: they hold a few entries
-//! (the QPs that took an input since the last drain; one timer entry per QP with a timer), and
-//! every IB packet an HCA sends or receives inserts into `ready` and takes out of it again, which
+//! (the QPs that took an input that left them with work since the last drain; one timer entry
+//! per QP with a timer), and nearly every IB packet an HCA sends or receives (not one received
+//! that leaves its engine without work) inserts into `ready` and takes out of it again, which
 //! in a `BTreeSet` allocates its node each time the set goes from empty to one entry and frees it
 //! when it goes back, and looks it up through a range search (`next_ready` was 3 % of the
 //! samples of `examples/datapath.rs` in connected mode, 4 % of a lab's under iperf3; the vectors

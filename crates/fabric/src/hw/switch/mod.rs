@@ -242,7 +242,8 @@ pub struct Switch {
     enforce_partitions: bool,
     stats: SwitchStats,
     mgmt: sma::SwitchMgmt,
-    /// The buffer of the last SMP the agent took, for its next answer: only its allocation is
+    /// The buffer of the last SMP the agent took and did not answer in place (one it dropped,
+    /// a TrapRepress), for its next answer built apart (`sma_answer`): only its allocation is
     /// reused, every byte is written again.
     spare: Option<Vec<u8>>,
 }
