@@ -5,15 +5,16 @@
 //! allocation once they have grown; the events stay put in their slots (freed slots are reused,
 //! most recent first, so the hot ones stay in the cache). Two heaps share the sequence numbers: one
 //! for the events due soon (packets on the wire, configuration), one for timers
-//! ([`Queue::push_timer`]). A timer is queued again each time a device's `poll_timeout` moves
-//! earlier than all its queued ones (`Simulator::refresh_timer`), and the earlier ones stay until
-//! their instant: up to a timeout ahead (before a timer moving later stopped being queued again,
-//! the SM of a 10,000-host bring-up left up to 136,000 of them). In one heap they made every
-//! packet's pop sift through all of them; apart, a packet's pop sifts through the few hundred
-//! packets in flight.
-//! Timers queued in order (the SM's: each one 10 ms after the instant it is queued at) go to the
-//! back of a list, not into a heap, and leave it from the front; only those out of order go to the
-//! timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
+//! ([`Queue::push_timer`]). A device's timer is queued each time its `poll_timeout` moves
+//! earlier than all its queued ones, and when the earliest of those fires and finds it moved
+//! later (`Simulator::refresh_timer`); the ones queued before stay until their instant: up to a
+//! timeout ahead (before a timer moving later stopped being queued again, the SM of a
+//! 10,000-host bring-up left up to 136,000 of them). In one heap they made every packet's pop
+//! sift through all of them; apart, a packet's pop sifts through the few hundred packets in
+//! flight.
+//! Timers queued in order (the SM's: its SMP timeouts, each 10 ms after a send, only grow) go to
+//! the back of a list, not into a heap, and leave it from the front; only those out of order go
+//! to the timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
 //! the one sent before it) wait in a list with their keys, no slot and no heap, and only the
 //! others go to the heap. [`Queue::pop`] takes the smallest key of the four fronts, so the order
 //! is that of one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
