@@ -61,8 +61,10 @@ const MAX_ROUNDS: usize = 64;
 /// The TID map's hash: a TID (a `u64` chosen by the requester) multiplied by a key drawn once
 /// per host from the standard library's random keys, the 128-bit product folded (as foldhash
 /// does). A few instructions where SipHash took about a hundred per insert, lookup and rehash
-/// (a map forgetting one TID for each new one is rehashed in place now and then); the random
-/// key keeps a client from choosing TIDs that collide, as the default hasher's does.
+/// (a map forgetting one TID for each new one is rehashed in place now and then). The random
+/// key hides the buckets from a client choosing its TIDs, though a keyed multiply-fold is a
+/// weaker guard than SipHash (not a pseudo-random function); what a client could still force,
+/// colliding TIDs, costs lookup time only: each agent's entries are bounded ([`TID_MEMORY`]).
 #[derive(Debug, Clone, Copy)]
 struct TidHash(u64, u64);
 
