@@ -294,11 +294,9 @@ fn too_big_in_datagram_mode_answers_the_stack() {
     assert!(!drain(&mut net, 1).contains(&big));
 }
 
-// RFC 4755 §5.1: in connected mode the link MTU is 65520, so the same packet crosses whole.
-#[test]
-fn connected_mode_carries_60000_bytes_whole() {
-    let seed = seed(106);
-    let _g = SeedGuard(seed);
+/// Two hosts in connected mode (RC) whose first packet, host 0 to host 1, has crossed (the
+/// connection is up).
+fn connected_pair(seed: u64) -> Subnet {
     let mut net = net(
         2,
         seed,
@@ -308,6 +306,15 @@ fn connected_mode_carries_60000_bytes_whole() {
     from_os(&mut net, 0, &small);
     run(&mut net, Duration::from_millis(200));
     assert!(drain(&mut net, 1).contains(&small));
+    net
+}
+
+// RFC 4755 §5.1: in connected mode the link MTU is 65520, so the same packet crosses whole.
+#[test]
+fn connected_mode_carries_60000_bytes_whole() {
+    let seed = seed(106);
+    let _g = SeedGuard(seed);
+    let mut net = connected_pair(seed);
     let big = udp4(a4(0), a4(1), 64, &vec![0xa5; 60_000 - 28]);
     from_os(&mut net, 0, &big);
     run(&mut net, Duration::from_millis(200));
@@ -325,15 +332,7 @@ fn connected_mode_carries_60000_bytes_whole() {
 fn a_bulk_transfer_leaves_no_trail_of_timer_events() {
     let seed = seed(111);
     let _g = SeedGuard(seed);
-    let mut net = net(
-        2,
-        seed,
-        Some(|_, c| c.connected = Some(ConnectedConfig::rc())),
-    );
-    let small = udp4(a4(0), a4(1), 64, b"first");
-    from_os(&mut net, 0, &small);
-    run(&mut net, Duration::from_millis(200));
-    assert!(drain(&mut net, 1).contains(&small));
+    let mut net = connected_pair(seed);
     let window = Duration::from_millis(2_500);
     let events = |net: &Subnet| net.sim().stats().events;
     let e0 = events(&net);
