@@ -154,9 +154,11 @@ pub trait Device: Any {
 
 #[derive(Debug)]
 enum Event {
+    /// A packet arrives at the end of `link` opposite to `from` (the side, 0 or 1, of the end
+    /// that sent it: `Link::ends`, `Link::dirs`).
     Deliver {
-        to: PortRef,
         link: LinkId,
+        from: u8,
         packet: Frame,
     },
     Timer {
@@ -166,9 +168,11 @@ enum Event {
         link: LinkId,
         up: bool,
     },
+    /// Boxed: the other events, packets mostly, are moved in and out of the queue, and are
+    /// half the size of a configuration.
     Configure {
         to: NodeId,
-        config: Config,
+        config: Box<Config>,
     },
 }
 
@@ -444,7 +448,13 @@ impl Simulator {
         if !self.tx.config.is_empty() {
             let at = self.now + CONFIG_DELAY;
             for (to, config) in std::mem::take(&mut self.tx.config) {
-                self.schedule(at, Event::Configure { to, config });
+                self.schedule(
+                    at,
+                    Event::Configure {
+                        to,
+                        config: Box::new(config),
+                    },
+                );
             }
         }
     }
@@ -485,8 +495,9 @@ impl Simulator {
                 .saturating_add(link.params.serialisation_nanos(packet.len())),
         );
         dir.busy_until = done;
-        let to = link.ends[1 - side];
         let latency = link.params.latency;
+        // The side the packet leaves by, for its arrival (`Event::Deliver`).
+        let from_side = side as u8;
         if self.drop_filter.is_some() || self.capture.is_some() {
             // They see the bytes: pending CRCs are written first ([`Frame`]).
             packet.seal();
@@ -515,8 +526,8 @@ impl Simulator {
             self.schedule(
                 done + latency,
                 Event::Deliver {
-                    to,
                     link: lid,
+                    from: from_side,
                     packet,
                 },
             );
@@ -532,8 +543,8 @@ impl Simulator {
             self.schedule(
                 done + latency + extra,
                 Event::Deliver {
-                    to,
                     link: lid,
+                    from: from_side,
                     packet: p,
                 },
             );
@@ -555,15 +566,15 @@ impl Simulator {
         self.stats.events += 1;
         let tx = &mut self.tx;
         let node = match event {
-            Event::Deliver { to, link, packet } => {
+            Event::Deliver { link, from, packet } => {
                 let l = &mut self.links[link.0];
+                let side = usize::from(from & 1);
                 if !l.up {
-                    let side = usize::from(l.ends[0] == to);
                     l.dirs[side].stats.dropped_down += 1;
                     return true;
                 }
-                let side = usize::from(l.ends[0] == to);
                 l.dirs[side].stats.delivered += 1;
+                let to = l.ends[side ^ 1];
                 self.nodes[to.node.0]
                     .device
                     .receive_frame(self.now, to.port, packet, tx);
@@ -584,7 +595,7 @@ impl Simulator {
             }
             Event::Configure { to, config } => match self.nodes.get_mut(to.0) {
                 Some(slot) => {
-                    slot.device.configure(self.now, config, tx);
+                    slot.device.configure(self.now, *config, tx);
                     Some(to)
                 }
                 None => None,
