@@ -104,6 +104,8 @@ pub struct Hca {
     ports: Vec<Port>,
     qps: BTreeMap<Qpn, Qp>,
     cqs: BTreeMap<CqId, VecDeque<Completion>>,
+    /// Completions in all of `cqs` ([`Hca::completions_waiting`]).
+    cq_total: usize,
     special_cqs: Vec<CqId>,
     next_cq: u32,
     next_qpn: Qpn,
@@ -155,6 +157,7 @@ impl Hca {
             ports: Vec::new(),
             qps: BTreeMap::new(),
             cqs: BTreeMap::new(),
+            cq_total: 0,
             special_cqs: Vec::new(),
             next_cq: 0,
             next_qpn: FIRST_QPN,
@@ -284,6 +287,7 @@ impl Hca {
             Some(q) if q.is_empty() => Vec::new(),
             Some(q) => {
                 let n = q.len().min(max);
+                self.cq_total -= n;
                 q.drain(..n).collect()
             }
             None => Vec::new(),
@@ -292,7 +296,15 @@ impl Hca {
 
     /// The oldest completion of `cq`, if any: [`Hca::poll_cq`] one at a time, without a vector.
     pub fn poll_one(&mut self, cq: CqId) -> Option<Completion> {
-        self.cqs.get_mut(&cq)?.pop_front()
+        let c = self.cqs.get_mut(&cq)?.pop_front()?;
+        self.cq_total -= 1;
+        Some(c)
+    }
+
+    /// Completions waiting in all CQs together: when 0, every CQ is empty, and a host's round
+    /// skips its look at each ([`Hca::cq_len`], [`Hca::poll_cq`]).
+    pub fn completions_waiting(&self) -> usize {
+        self.cq_total
     }
 
     /// Completions waiting in `cq`.
@@ -475,6 +487,7 @@ impl Hca {
     pub(crate) fn push_completion(&mut self, cq: CqId, c: Completion) {
         if let Some(q) = self.cqs.get_mut(&cq) {
             q.push_back(c);
+            self.cq_total += 1;
         }
     }
 
@@ -693,6 +706,7 @@ impl Hca {
                         };
                         if let Some(q) = self.cqs.get_mut(&cq) {
                             q.push_back(c);
+                            self.cq_total += 1;
                         }
                     }
                     while let Some(buf) = e.take_spent() {

@@ -173,3 +173,40 @@ pub(crate) fn poll(sim: &mut Simulator, node: NodeId, cq: CqId) -> Vec<Completio
 pub(crate) fn counters(sim: &Simulator, node: NodeId) -> HcaCounters {
     sim.node::<Hca>(node).unwrap().counters().clone()
 }
+
+/// [`Hca::completions_waiting`] is every CQ's length summed, through completions pushed by
+/// traffic (sends on one HCA, receives on the other), pushed to no CQ, and taken by
+/// `poll_one` and `poll_cq`.
+#[test]
+fn completions_waiting_is_the_sum_over_cqs() {
+    let sum = |h: &Hca| h.cqs.values().map(VecDeque::len).sum::<usize>();
+    let mut p = pair(7);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1111), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1111), 0, 4);
+    for i in 0..3 {
+        send(
+            &mut p.sim,
+            p.a,
+            a.qpn,
+            wr(i, b"x", dest(2, b.qpn, QKey(0x1111))),
+        );
+    }
+    for (node, cq) in [(p.a, a.cq), (p.b, b.cq)] {
+        let h = p.sim.node_mut::<Hca>(node).unwrap();
+        assert_eq!(h.completions_waiting(), 3);
+        assert_eq!(h.completions_waiting(), sum(h));
+        h.push_completion(
+            CqId(999),
+            super::ud::send_completion(9, WcStatus::Success, a.qpn, 0),
+        );
+        assert_eq!(h.completions_waiting(), 3);
+        assert!(h.poll_one(cq).is_some());
+        assert_eq!((h.completions_waiting(), sum(h)), (2, 2));
+        assert_eq!(h.poll_cq(cq, 1).len(), 1);
+        assert_eq!((h.completions_waiting(), sum(h)), (1, 1));
+        assert_eq!(h.poll_cq(cq, usize::MAX).len(), 1);
+        assert_eq!((h.completions_waiting(), sum(h)), (0, 0));
+        assert!(h.poll_one(cq).is_none());
+        assert_eq!(h.completions_waiting(), 0);
+    }
+}

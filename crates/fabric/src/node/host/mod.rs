@@ -310,7 +310,7 @@ impl Host {
                 self.port_changed(now, p);
             }
             // The completions there now, one by one (handling one queues none on this CQ).
-            for _ in 0..self.hca.cq_len(self.gsi_cq) {
+            for _ in 0..self.gsi_waiting() {
                 let Some(c) = self.hca.poll_one(self.gsi_cq) else {
                     break;
                 };
@@ -343,12 +343,21 @@ impl Host {
             && self.cq_routes.is_empty()
             && self.config.is_empty()
             && self.hca.is_settled()
-            && self.hca.cq_len(self.gsi_cq) == 0
+            && self.gsi_waiting() == 0
             && self
                 .agents
                 .list
                 .iter()
                 .all(|a| a.poll_timeout().is_none_or(|t| t > now))
+    }
+
+    /// Completions on QP0/QP1's CQ ([`Hca::cq_len`], without its lookup when no CQ holds any).
+    fn gsi_waiting(&self) -> usize {
+        if self.hca.completions_waiting() == 0 {
+            0
+        } else {
+            self.hca.cq_len(self.gsi_cq)
+        }
     }
 
     fn run_agents(&mut self, now: Instant) -> bool {
@@ -370,6 +379,10 @@ impl Host {
         let mut new_routes = Vec::new();
         // Routes added while the applications run take effect after this pass.
         for (&cq, &app) in &self.cq_routes {
+            // Every CQ is empty (an application's completion may fill one: asked at each).
+            if self.hca.completions_waiting() == 0 {
+                break;
+            }
             for c in self.hca.poll_cq(cq, usize::MAX) {
                 progress = true;
                 if let Some(a) = self.apps.get_mut(app.0) {
