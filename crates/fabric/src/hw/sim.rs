@@ -434,28 +434,42 @@ impl Simulator {
         self.queue.push_timer(want, Event::Timer { node: id });
     }
 
-    /// Puts what `from` sent (into `self.tx`) onto its links. The simulator's one [`Tx`] stays
-    /// in place: devices get it by a borrow of its field, and only its list of packets is
-    /// taken out while they are sent (and put back empty, its allocation kept).
+    /// Puts what `from` sent (into `self.tx`) onto its links, and schedules the configuration
+    /// it wrote. Inlined (after every event; often nothing was sent), the work apart.
+    #[inline]
     fn flush(&mut self, from: NodeId) {
         if !self.tx.out.is_empty() {
-            let mut out = std::mem::take(&mut self.tx.out);
-            for (port, packet) in out.drain(..) {
-                self.transmit(PortRef { node: from, port }, packet);
-            }
-            self.tx.out = out;
+            self.send_out(from);
         }
         if !self.tx.config.is_empty() {
-            let at = self.now + CONFIG_DELAY;
-            for (to, config) in std::mem::take(&mut self.tx.config) {
-                self.schedule(
-                    at,
-                    Event::Configure {
-                        to,
-                        config: Box::new(config),
-                    },
-                );
-            }
+            self.send_config();
+        }
+    }
+
+    /// The packets of [`Simulator::flush`]. The simulator's one [`Tx`] stays in place: devices
+    /// get it by a borrow of its field, and only its list of packets is taken out while they
+    /// are sent (and put back empty, its allocation kept).
+    #[inline(never)]
+    fn send_out(&mut self, from: NodeId) {
+        let mut out = std::mem::take(&mut self.tx.out);
+        for (port, packet) in out.drain(..) {
+            self.transmit(PortRef { node: from, port }, packet);
+        }
+        self.tx.out = out;
+    }
+
+    /// The configuration writes of [`Simulator::flush`].
+    #[inline(never)]
+    fn send_config(&mut self) {
+        let at = self.now + CONFIG_DELAY;
+        for (to, config) in std::mem::take(&mut self.tx.config) {
+            self.schedule(
+                at,
+                Event::Configure {
+                    to,
+                    config: Box::new(config),
+                },
+            );
         }
     }
 

@@ -96,6 +96,7 @@ impl<E> Queue<E> {
     }
 
     /// Queues `event` at `at`, after every event already queued at `at`.
+    #[inline]
     pub fn push(&mut self, at: Instant, event: E) {
         // Sequence numbers increase, so a key at or after the last one's instant is greater.
         match self.soon_in_order.back() {
@@ -134,6 +135,7 @@ impl<E> Queue<E> {
 
     /// [`Queue::pop`] when the earliest event is due at or before `t`; else `None` and
     /// nothing taken (one look at the fronts where [`Queue::peek_at`] and `pop` take two).
+    #[inline]
     pub fn pop_due(&mut self, t: Instant) -> Option<(Instant, E)> {
         // The greater key is the earlier event (`Key`'s order is reversed).
         let fronts = [

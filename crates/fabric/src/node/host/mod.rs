@@ -640,15 +640,23 @@ impl Device for Host {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let dirty = self.dirty.then_some(self.last_now);
-        let agents = self.agents.list.iter().filter_map(|a| a.poll_timeout());
-        let apps = self.apps.iter().filter_map(|a| a.poll_timeout());
-        dirty
-            .into_iter()
-            .chain(self.hca.poll_timeout())
-            .chain(agents)
-            .chain(apps)
-            .min()
+        // The earliest of: now when marked changed, the HCA's timer, the agents' and the
+        // applications' (plain loops over `Option`s: the simulator asks after every event).
+        fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, None) => x,
+                (None, y) => y,
+            }
+        }
+        let mut t = earlier(self.dirty.then_some(self.last_now), self.hca.poll_timeout());
+        for a in &self.agents.list {
+            t = earlier(t, a.poll_timeout());
+        }
+        for a in &self.apps {
+            t = earlier(t, a.poll_timeout());
+        }
+        t
     }
 
     fn link_state(&mut self, now: Instant, port: u8, up: bool, tx: &mut Tx) {
