@@ -196,6 +196,8 @@ pub struct Link {
     pub dirs: [Direction; 2],
     /// False while the link is down: everything sent is lost.
     pub up: bool,
+    /// `params.latency` in nanoseconds (at most `u64::MAX`), added to every packet's instant.
+    pub(crate) latency_nanos: u64,
 }
 
 #[cfg(test)]

@@ -348,6 +348,7 @@ impl Simulator {
             params,
             dirs,
             up: true,
+            latency_nanos: u64::try_from(params.latency.as_nanos()).unwrap_or(u64::MAX),
         });
         id
     }
@@ -509,7 +510,8 @@ impl Simulator {
                 .saturating_add(link.params.serialisation_nanos(packet.len())),
         );
         dir.busy_until = done;
-        let latency = link.params.latency;
+        // `done + latency`, in nanoseconds as `Instant + Duration` saturates.
+        let arrive = Instant::from_nanos(done.as_nanos().saturating_add(link.latency_nanos));
         // The side the packet leaves by, for its arrival (`Event::Deliver`).
         let from_side = side as u8;
         if self.drop_filter.is_some() || self.capture.is_some() {
@@ -538,7 +540,7 @@ impl Simulator {
         }
         let Some(verdict) = verdict else {
             self.schedule(
-                done + latency,
+                arrive,
                 Event::Deliver {
                     link: lid,
                     from: from_side,
@@ -555,7 +557,7 @@ impl Simulator {
                 packet.clone()
             };
             self.schedule(
-                done + latency + extra,
+                arrive + extra,
                 Event::Deliver {
                     link: lid,
                     from: from_side,

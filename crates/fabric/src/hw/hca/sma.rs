@@ -91,6 +91,11 @@ impl Hca {
         std::mem::take(&mut self.sma_changed)
     }
 
+    /// True when [`Hca::take_port_changes`] would give a port (a host asks at every round).
+    pub fn has_port_changes(&self) -> bool {
+        !self.sma_changed.is_empty()
+    }
+
     /// Takes an SMP that came in on `port` for the SMA; else says how QP0 gets it.
     pub(super) fn sma_take(&mut self, now: Instant, port: u8, pkt: &Packet<'_>) -> Qp0In {
         let mut for_sm = None;

@@ -305,9 +305,11 @@ impl Host {
             let mut progress = false;
             // The SMA configured a port (an external SM's SubnSet): as after a configuration
             // write.
-            for p in self.hca.take_port_changes() {
-                progress = true;
-                self.port_changed(now, p);
+            if self.hca.has_port_changes() {
+                for p in self.hca.take_port_changes() {
+                    progress = true;
+                    self.port_changed(now, p);
+                }
             }
             // The completions there now, one by one (handling one queues none on this CQ).
             for _ in 0..self.gsi_waiting() {
@@ -321,8 +323,10 @@ impl Host {
             progress |= self.run_apps(now);
             // Applications may have handed agents work (e.g. an SA request): let them send it now.
             progress |= self.run_agents(now);
-            for (to, c) in self.config.drain(..) {
-                tx.configure(to, c);
+            if !self.config.is_empty() {
+                for (to, c) in self.config.drain(..) {
+                    tx.configure(to, c);
+                }
             }
             progress |= self.hca.flush(now, tx) > 0;
             if !progress || self.settled(now) {
@@ -377,8 +381,14 @@ impl Host {
     fn run_apps(&mut self, now: Instant) -> bool {
         let mut progress = false;
         let mut new_routes = Vec::new();
-        // Routes added while the applications run take effect after this pass.
-        for (&cq, &app) in &self.cq_routes {
+        // Routes added while the applications run take effect after this pass. (Their CQs are
+        // looked at only when a CQ holds a completion.)
+        let routes = if self.hca.completions_waiting() == 0 {
+            None
+        } else {
+            Some(&self.cq_routes)
+        };
+        for (&cq, &app) in routes.into_iter().flatten() {
             // Every CQ is empty (an application's completion may fill one: asked at each).
             if self.hca.completions_waiting() == 0 {
                 break;
