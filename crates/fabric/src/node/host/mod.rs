@@ -366,14 +366,23 @@ impl Host {
 
     fn run_agents(&mut self, now: Instant) -> bool {
         let mut progress = false;
-        for i in 0..self.agents.list.len() {
-            if self.agents.list[i].poll_timeout().is_some_and(|t| t <= now) {
-                self.agents.list[i].handle_timeout(now);
+        let mut i = 0;
+        while let Some(agent) = self.agents.list.get_mut(i) {
+            if agent.poll_timeout().is_some_and(|t| t <= now) {
+                agent.handle_timeout(now);
             }
-            while let Some(m) = self.agents.list[i].poll_transmit(now) {
+            // Most turns give nothing: asked once without the loop's bookkeeping.
+            if let Some(mut m) = agent.poll_transmit(now) {
                 progress = true;
-                self.send_mad(Some(AgentId(i)), m);
+                loop {
+                    self.send_mad(Some(AgentId(i)), m);
+                    match self.agents.list[i].poll_transmit(now) {
+                        Some(next) => m = next,
+                        None => break,
+                    }
+                }
             }
+            i += 1;
         }
         progress
     }
