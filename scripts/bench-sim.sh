@@ -97,6 +97,14 @@ netfile() {
     }'
 }
 
+# Makes directory $1 anew with one run directory per fabric (ibsim, ours), each with the net file
+# of the fat tree of $2 hosts.
+fabric_dirs() {
+    rm -rf "$1"; mkdir -p "$1/ibsim" "$1/ours"
+    netfile "$2" > "$1/ibsim/net"
+    cp "$1/ibsim/net" "$1/ours/net"
+}
+
 # Starts fabric $1 (ibsim, or ours: `ipoib ibsim-server --sm none --no-join`) on the net file in
 # directory $2 for N=$3 hosts, serving on socket name $4, under the command prefix $5 (none, or a
 # taskset), and returns once it serves; the caller's `srv` is its process.
@@ -190,9 +198,7 @@ if [ "${BENCH_PROBE:-0}" = 1 ]; then
     echo "== per-MAD probe: directed-route SMPs from h0, no OpenSM (CPUs server/probe: ${PROBE_CPUS:-any})"
     for n in "${sizes[@]}"; do
         base="$dir/probe-$n"
-        rm -rf "$base"; mkdir -p "$base/ibsim" "$base/ours"
-        netfile "$n" > "$base/ibsim/net"
-        cp "$base/ibsim/net" "$base/ours/net"
+        fabric_dirs "$base" "$n"
         for r in $(seq 1 "$runs"); do
             for fab in ibsim ours; do
                 printf '%6d hosts, run %d, %-5s (load %s):\n' "$n" "$r" "$fab" "$(cut -d' ' -f1 /proc/loadavg)"
@@ -207,9 +213,7 @@ echo "== OpenSM sweep: ibsim against our fabric (ipoib ibsim-server --sm none --
 echo "   first complete sweep: LIDs, LFTs, ports Active; from OpenSM's start to its first dump listing every CA link"
 for n in "${sizes[@]}"; do
     base="$dir/opensm-$n"
-    rm -rf "$base"; mkdir -p "$base/ibsim" "$base/ours"
-    netfile "$n" > "$base/ibsim/net"
-    cp "$base/ibsim/net" "$base/ours/net"
+    fabric_dirs "$base" "$n"
     best_ib=""; best_ours=""; all_ib=""; all_ours=""
     for r in $(seq 1 "$runs"); do
         load=$(cut -d' ' -f1 /proc/loadavg)

@@ -52,25 +52,11 @@ fn a_packet_on_a_data_vl_the_port_does_not_operate_counts_in_port_rcv_errors() {
     );
     assert_eq!(f.port_counters(3, S1_LID).port_rcv_errors, 2);
     assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 0);
-    let c = f.hca().counters();
-    assert_eq!(
-        (
-            c.drops(HcaDropReason::UnknownQp),
-            c.drops(HcaDropReason::Malformed)
-        ),
-        (1, 0)
-    );
+    assert_eq!(ca_drops(&f), (1, 0));
 
     to_ca(&mut f, on_vl(good.clone(), 3));
     to_ca(&mut f, good);
-    let c = f.hca().counters();
-    assert_eq!(
-        (
-            c.drops(HcaDropReason::UnknownQp),
-            c.drops(HcaDropReason::Malformed)
-        ),
-        (2, 1)
-    );
+    assert_eq!(ca_drops(&f), (2, 1));
     assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 1);
 }
 
@@ -89,6 +75,16 @@ fn vl15_to_a_qp_but_0_is_no_link_layer_error() {
     for (port, lid) in [(3, S1_LID), (2, S2_LID), (1, CA_LID)] {
         assert_eq!(f.port_counters(port, lid).port_rcv_errors, 0, "{lid}");
     }
+}
+
+/// The CA's drops of packets for no QP (`UnknownQp`, what passed the link checks) and of
+/// malformed ones (`Malformed`).
+fn ca_drops(f: &Fabric) -> (u64, u64) {
+    let c = f.hca().counters();
+    (
+        c.drops(HcaDropReason::UnknownQp),
+        c.drops(HcaDropReason::Malformed),
+    )
 }
 
 /// `packet` with its LRH PktLen one more than its bytes, the VCRC over the changed bytes.
@@ -125,14 +121,7 @@ fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors
     assert_eq!(f.switch(s1).stats().dropped(SwitchDropReason::Malformed), 2);
     assert_eq!(f.port_counters(3, S1_LID).port_rcv_errors, 2);
     assert_eq!(f.port_counters(2, S2_LID).port_rcv_errors, 0);
-    let c = f.hca().counters();
-    assert_eq!(
-        (
-            c.drops(HcaDropReason::UnknownQp),
-            c.drops(HcaDropReason::Malformed)
-        ),
-        (1, 0)
-    );
+    assert_eq!(ca_drops(&f), (1, 0));
 
     f.sim
         .with_node::<Hca, _>(f.ca, |hca, _, _| {
@@ -142,14 +131,7 @@ fn a_payload_over_the_ports_mtu_cap_or_a_wrong_pkt_len_counts_in_port_rcv_errors
     for p in [ud(2048), pkt_len_plus_one(ud(64)), ud(1024)] {
         to_ca(&mut f, p);
     }
-    let c = f.hca().counters();
-    assert_eq!(
-        (
-            c.drops(HcaDropReason::UnknownQp),
-            c.drops(HcaDropReason::Malformed)
-        ),
-        (2, 2)
-    );
+    assert_eq!(ca_drops(&f), (2, 2));
     assert_eq!(f.port_counters(1, CA_LID).port_rcv_errors, 2);
 }
 
