@@ -485,10 +485,7 @@ impl Hca {
     }
 
     pub(crate) fn push_completion(&mut self, cq: CqId, c: Completion) {
-        if let Some(q) = self.cqs.get_mut(&cq) {
-            q.push_back(c);
-            self.cq_total += 1;
-        }
+        push_into(&mut self.cqs, &mut self.cq_total, cq, c);
     }
 
     /// Posts a send. UD: the QP must be in RTS (SQD: queued until RTS), the WR a SEND or SEND
@@ -690,8 +687,9 @@ impl Hca {
                 }
                 self.connected_send(now, qpn, built, tx);
             }
-            // The QP looked up once for its completions (each into its CQ, as
-            // `Hca::push_completion` does), spent buffers and timer.
+            // The QP looked up once for its completions (each into its CQ: `push_into`, as
+            // `Hca::push_completion`, on the fields the QP's borrow leaves free), spent buffers
+            // and timer.
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 if let QpKind::Connected(e) = &mut qp.kind {
                     while let Some(c) = e.poll_completion() {
@@ -704,10 +702,7 @@ impl Hca {
                         } else {
                             qp.send_cq
                         };
-                        if let Some(q) = self.cqs.get_mut(&cq) {
-                            q.push_back(c);
-                            self.cq_total += 1;
-                        }
+                        push_into(&mut self.cqs, &mut self.cq_total, cq, c);
                     }
                     while let Some(buf) = e.take_spent() {
                         tx.recycle(buf);
@@ -780,5 +775,19 @@ impl Device for Hca {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+/// Appends `c` to completion queue `cq` (none if the CQ does not exist) and counts it in
+/// `total` ([`Hca::completions_waiting`]).
+fn push_into(
+    cqs: &mut BTreeMap<CqId, VecDeque<Completion>>,
+    total: &mut usize,
+    cq: CqId,
+    c: Completion,
+) {
+    if let Some(q) = cqs.get_mut(&cq) {
+        q.push_back(c);
+        *total += 1;
     }
 }
