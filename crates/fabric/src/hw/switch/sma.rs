@@ -235,30 +235,12 @@ impl Switch {
         directed: bool,
         tx: &mut Tx,
     ) {
-        let Some(Ok(req)) = packet.get(off..).map(SmpMadRepr::parse) else {
+        let Some((req, hide_key)) = self.sma_request(now, packet.get(off..), tx) else {
+            // Nothing to answer: the request's buffer is kept for an answer built apart.
             self.spare = Some(packet);
-            return self.drop(SwitchDropReason::SmpDiscarded);
+            return;
         };
         let method = req.header.method;
-        if req.header.base_version != BASE_VERSION
-            || !(sma::is_agent_method(method) || sma::is_unsupported_request(method))
-        {
-            self.spare = Some(packet);
-            return self.drop(SwitchDropReason::SmpDiscarded);
-        }
-        let hide_key = match self.mgmt.mkey.check(now, req.header.method, req.mkey) {
-            MKeyCheck::Violation => {
-                self.spare = Some(packet);
-                self.drop(SwitchDropReason::SmpDiscarded);
-                return self.bad_mkey_trap(&req, tx);
-            }
-            MKeyCheck::PassHideKey => true,
-            MKeyCheck::Pass => false,
-        };
-        if req.header.method == Method::TrapRepress {
-            self.spare = Some(packet);
-            return; // traps are sent once: nothing to stop
-        }
         let (status, attribute) = match sma::header_status(&req.header) {
             Some(s) => (s, req.attribute),
             None => self.sma_attribute(port, &req, hide_key),
@@ -294,6 +276,39 @@ impl Switch {
                 }
             };
         self.send_from_management(out, frame, tx);
+    }
+
+    /// The SMP `mad` if the agent answers it, with whether its M_Key is hidden in the answer;
+    /// `None` for one it discards (unparsable, a version or method it does not take, an M_Key
+    /// violation, reported by trap 256) or that needs no answer (TrapRepress).
+    fn sma_request(
+        &mut self,
+        now: Instant,
+        mad: Option<&[u8]>,
+        tx: &mut Tx,
+    ) -> Option<(SmpMadRepr, bool)> {
+        let Some(Ok(req)) = mad.map(SmpMadRepr::parse) else {
+            self.drop(SwitchDropReason::SmpDiscarded);
+            return None;
+        };
+        let method = req.header.method;
+        if req.header.base_version != BASE_VERSION
+            || !(sma::is_agent_method(method) || sma::is_unsupported_request(method))
+        {
+            self.drop(SwitchDropReason::SmpDiscarded);
+            return None;
+        }
+        let hide_key = match self.mgmt.mkey.check(now, method, req.mkey) {
+            MKeyCheck::Violation => {
+                self.drop(SwitchDropReason::SmpDiscarded);
+                self.bad_mkey_trap(&req, tx);
+                return None;
+            }
+            MKeyCheck::PassHideKey => true,
+            MKeyCheck::Pass => false,
+        };
+        // Traps are sent once: nothing to stop.
+        (method != Method::TrapRepress).then_some((req, hide_key))
     }
 
     /// The port the answer `mad` to an SMP that came in on `port` leaves by: a directed-route
