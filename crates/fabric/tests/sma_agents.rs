@@ -714,3 +714,64 @@ fn a_base_switch_port_0_in_init_does_not_gate_its_pma() {
         WireState::Init
     );
 }
+
+// IBA 1 §14.2.5.6: a LID-routed SubnSet(PortInfo) giving a port a new LID, from a umad user
+// (`smpquery`, `ibportstate`) on host 0. To host 1's port and to a switch's port 0 the answer
+// arrives, routed by its DLID (the requester's LID); its SLID is the answering port's LID when it
+// leaves, the new one, as Linux builds a QP0 answer's LRH (`qib_ud.c` `qib_make_ud_req`:
+// `ppd->lid` at the send; docs/DEPLOYED.md "A SubnSet(PortInfo) that changes the LID"). To the
+// requester's own port the answer is lost, as with Linux and ibsim: the request was looped back
+// to the port's LID, the answer goes to that LID, which is no longer the port's, so it leaves by
+// the link and the switch sends nothing back out of the port it came in by.
+#[test]
+fn a_lid_routed_set_of_a_new_lid_is_answered_from_the_new_lid() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_wire::smp::PortState;
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let h0 = net.host(0);
+    let user = net
+        .sim_mut()
+        .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+        .unwrap();
+    let lid_of = |net: &Subnet, i: usize| {
+        let h = net.host_device(i);
+        h.hca().port(h.mgmt_port()).unwrap().lid
+    };
+    let own = lid_of(&net, 0);
+    let h1 = lid_of(&net, 1);
+    let sw = net.switches().next().unwrap().1.lid();
+    let mut f = Fabric::new(0); // only for its MAD builders
+    let mut ask = |net: &mut Subnet, to: u16, mad: &[u8]| {
+        let to = MadAddr {
+            qpn: 0,
+            ..MadAddr::gsi(to)
+        };
+        net.with_host(0, |h, _| h.umad_send(user, to, mad).unwrap());
+        net.sim_mut().run_for(Duration::from_millis(1));
+        let host = net.sim_mut().node_mut::<Host>(h0.node).unwrap();
+        host.umad_take(user)
+    };
+    for (old, new, answered) in [(h1, 0x41, true), (sw, 0x42, true), (own, 0x43, false)] {
+        let get = f.smp(Method::Get, attr::PORT_INFO, 0, None, 0, none());
+        let got = ask(&mut net, old, &get);
+        assert_eq!(got.len(), 1, "PortInfo of LID {old}");
+        let mut p = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+        p.lid = new;
+        p.port_state = PortState::NoStateChange;
+        let set = SmpAttribute::PortInfo(p);
+        let set = f.smp(Method::Set, attr::PORT_INFO, 0, None, 0, set);
+        let got = ask(&mut net, old, &set);
+        if !answered {
+            assert!(got.is_empty(), "the own port's answer went to its old LID");
+            assert_eq!(lid_of(&net, 0), new);
+            continue;
+        }
+        assert_eq!(got.len(), 1, "the answer to the Set at LID {old}");
+        let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+        assert_eq!((r.status(), port_info(&r).lid), (MadStatus::SUCCESS, new));
+        assert_eq!(got[0].from.lid, new, "the answer's SLID");
+    }
+}
