@@ -744,7 +744,7 @@ fn a_lid_routed_set_of_a_new_lid_is_answered_from_the_new_lid() {
     let h1 = lid_of(&net, 1);
     let sw = net.switches().next().unwrap().1.lid();
     let mut f = Fabric::new(0); // only for its MAD builders
-    let mut ask = |net: &mut Subnet, to: u16, mad: &[u8]| {
+    let ask = |net: &mut Subnet, to: u16, mad: &[u8]| {
         let to = MadAddr {
             qpn: 0,
             ..MadAddr::gsi(to)
