@@ -159,6 +159,8 @@ pub struct Host {
     config: Vec<(crate::hw::sim::NodeId, Config)>,
     /// Receive buffers are posted on QP0 (once a umad user attached, module `umad`).
     smi_posted: bool,
+    /// The high 32 bits of the TIDs of the last umad user attached (module `umad`).
+    umad_hi_tid: u32,
 }
 
 impl Host {
@@ -189,6 +191,7 @@ impl Host {
             counters: HostCounters::default(),
             config: Vec::new(),
             smi_posted: false,
+            umad_hi_tid: 0,
         };
         for _ in 0..GSI_RECV_DEPTH {
             h.post_gsi_recv();

@@ -7,7 +7,13 @@
 //!   SubnLid or SubnDirectedRoute (IBA 1 §13.5.1: SMPs use QP0 only, on VL15 as the HCA builds
 //!   them) and from QP1 otherwise, with LRH, BTH and DETH built by the HCA model exactly as for
 //!   the host's own agents; a request's TID is remembered so that its response comes back to
-//!   this agent (IBA 1 §13.4.6.2).
+//!   this agent (IBA 1 §13.4.6.2). As Linux's `ib_umad_write` does, a request leaves with the
+//!   agent's number ([`UmadAgent::hi_tid`], new at each attach) in the TID's high 32 bits over
+//!   the user's low 32 bits, so that two users, or a user and one of the host's own agents
+//!   (which choose their TIDs' high halves themselves, as Linux's kernel agents put their
+//!   `hi_tid` there), never send the same TID and each response reaches its requester; the
+//!   response is handed over with the high bits the user sent (ibsim's clients route by them,
+//!   docs/IBSIM.md; docs/DEPLOYED.md "Linux MAD layer: TransactionIDs").
 //! - Receiving ([`UmadAgent::recv`]): responses to this agent's requests, and requests of a
 //!   class, class version and method it registered ([`Host::umad_register`], the
 //!   `ib_user_mad_reg_req` semantics: one agent per (class, method), a registration that
@@ -29,7 +35,10 @@ use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::sa::rmpp::ack_for;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_LEN};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Where a MAD's TransactionID starts (IBA 1 §13.4.3: bytes 8-15 of the common header).
+const TID_OFFSET: usize = 8;
 
 /// The most MADs each queue of a [`UmadAgent`] holds.
 pub const UMAD_QUEUE_DEPTH: usize = 1024;
@@ -131,6 +140,13 @@ pub struct UmadAgent {
     tx: VecDeque<MadOut>,
     counters: UmadCounters,
     rmpp: RmppMode,
+    /// The high 32 bits of this agent's requests on the wire (Linux's `hi_tid`), given by
+    /// [`Host::umad_attach`]; never 0.
+    hi_tid: u32,
+    /// The user's own high 32 bits of each request's TID, by its low 32 bits, given back in the
+    /// response; at most [`super::TID_MEMORY`], the oldest forgotten first (`user_hi_order`).
+    user_hi: BTreeMap<u32, u32>,
+    user_hi_order: VecDeque<u32>,
 }
 
 impl UmadAgent {
@@ -155,11 +171,51 @@ impl UmadAgent {
             return Err(UmadError::Full);
         }
         self.counters.sent += 1;
-        self.tx.push_back(MadOut {
-            to,
-            mad: mad[..MAD_LEN].to_vec(),
-        });
+        let mut mad = mad[..MAD_LEN].to_vec();
+        self.stamp_tid(&mut mad);
+        self.tx.push_back(MadOut { to, mad });
         Ok(())
+    }
+
+    /// The agent's number in the high 32 bits of a request's TID, over the user's low 32 bits
+    /// (Linux `ib_umad_write`; a response, TrapRepress included, as `ib_response_mad` counts
+    /// it, keeps the TID it answers). The user's high bits are kept to be given back.
+    fn stamp_tid(&mut self, mad: &mut [u8]) {
+        let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
+            return;
+        };
+        if h.method.is_response() || h.method == Method::TrapRepress {
+            return;
+        }
+        let (hi, lo) = ((h.transaction_id >> 32) as u32, h.transaction_id as u32);
+        mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&self.hi_tid.to_be_bytes());
+        if self.user_hi.insert(lo, hi).is_none() {
+            self.user_hi_order.push_back(lo);
+            if self.user_hi_order.len() > super::TID_MEMORY {
+                if let Some(old) = self.user_hi_order.pop_front() {
+                    self.user_hi.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// A response to one of this agent's requests with the high 32 bits of the TID the user sent
+    /// (what ibsim's clients route by: docs/IBSIM.md).
+    fn unstamp_tid(&self, mad: &mut [u8]) {
+        let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
+            return;
+        };
+        if !h.method.is_response() || (h.transaction_id >> 32) as u32 != self.hi_tid {
+            return;
+        }
+        if let Some(hi) = self.user_hi.get(&(h.transaction_id as u32)) {
+            mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&hi.to_be_bytes());
+        }
+    }
+
+    /// The high 32 bits this agent's requests carry on the wire.
+    pub fn hi_tid(&self) -> u32 {
+        self.hi_tid
     }
 
     /// The oldest MAD for the user.
@@ -253,6 +309,7 @@ impl MadAgent for UmadAgent {
             self.counters.unwanted += 1;
             return;
         }
+        // An RMPP ACK answers the segment with the TID on the wire.
         if self.take_rmpp(&h, &m) {
             return;
         }
@@ -261,6 +318,8 @@ impl MadAgent for UmadAgent {
             return;
         }
         self.counters.received += 1;
+        let mut m = m;
+        self.unstamp_tid(&mut m.mad);
         self.rx.push_back(m);
     }
 
@@ -282,15 +341,23 @@ impl Host {
     pub fn umad_attach(&mut self) -> AgentId {
         self.ensure_smi_recv();
         self.dirty = true;
+        // Each attach a new number, as each Linux registration a new `hi_tid`: a response to the
+        // previous user's request names no agent.
+        self.umad_hi_tid = self.umad_hi_tid.checked_add(1).unwrap_or(1);
+        let hi_tid = self.umad_hi_tid;
         for (i, a) in self.agents.list.iter_mut().enumerate() {
             if let Some(u) = a.as_any_mut().downcast_mut::<UmadAgent>() {
                 if !u.attached {
                     u.reset();
+                    u.hi_tid = hi_tid;
                     return AgentId(i);
                 }
             }
         }
-        self.add_agent(UmadAgent::new())
+        self.add_agent(UmadAgent {
+            hi_tid,
+            ..UmadAgent::new()
+        })
     }
 
     /// Registers `agent` for requests of `reg` (all or nothing; see the module docs).

@@ -9,15 +9,17 @@ use crate::hw::sim::{NodeId, PortRef, Simulator};
 use ipoib_wire::mad::{MadStatus, RmppRepr, RmppType};
 use ipoib_wire::Guid;
 
-/// Answers every request with GetResp.
+/// Answers every request with GetResp; records the TIDs of the requests.
 #[derive(Default)]
 struct Echo {
     out: VecDeque<MadOut>,
+    tids: Vec<u64>,
 }
 
 impl MadAgent for Echo {
     fn handle_mad(&mut self, _now: Instant, m: MadIn) {
         let hdr = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
+        self.tids.push(hdr.transaction_id);
         let mut resp = m.mad.clone();
         hdr.response(Method::GetResp, MadStatus::SUCCESS)
             .emit(&mut resp);
@@ -149,6 +151,84 @@ fn a_late_response_does_not_reach_the_next_user() {
     assert_eq!(host.umad(next).unwrap().counters().received, 0);
 }
 
+/// A host's own agent sending one request; records what comes back.
+struct Once {
+    out: Option<MadOut>,
+    got: Vec<MadIn>,
+}
+
+impl MadAgent for Once {
+    fn handle_mad(&mut self, _now: Instant, m: MadIn) {
+        self.got.push(m);
+    }
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.out.take()
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
+/// IBA 1 §13.4.6.2, as Linux routes responses (`ib_umad_write` puts the agent's `hi_tid` in a
+/// request's high 32 bits, `find_mad_agent` routes a response by them): two umad users and one of
+/// the host's own agents send a request with the same TID; on the wire the users' requests carry
+/// their agents' numbers in the high 32 bits over their own low 32 bits, and each of the three
+/// gets its own response, with the TID it sent. With the TID alone the last request named the
+/// agent of every response.
+#[test]
+fn same_tids_of_two_users_and_an_agent_each_get_their_response() {
+    let (mut sim, a, b) = hosts(6);
+    let echo = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            let e = h.add_agent(Echo::default());
+            h.serve_class(MgmtClass::DevMgt, e);
+            e
+        })
+        .unwrap();
+    let tid = 0x0001_0002_0000_0abc;
+    let req = mad(MgmtClass::DevMgt, 1, Method::Get, tid);
+    let (u1, u2) = (attach(&mut sim, b), attach(&mut sim, b));
+    let local = sim
+        .with_node::<Host, _>(b, |h, _, _| {
+            h.add_agent(Once {
+                out: Some(MadOut {
+                    to: MadAddr::gsi(1),
+                    mad: req.clone(),
+                }),
+                got: Vec::new(),
+            })
+        })
+        .unwrap();
+    send(&mut sim, b, u1, MadAddr::gsi(1), &req).unwrap();
+    send(&mut sim, b, u2, MadAddr::gsi(1), &req).unwrap();
+    sim.run_until_idle(10_000);
+    let sent = &sim
+        .node::<Host>(a)
+        .unwrap()
+        .agent::<Echo>(echo)
+        .unwrap()
+        .tids;
+    assert_eq!(sent.len(), 3);
+    let mut highs: Vec<u64> = sent.iter().map(|t| t >> 32).collect();
+    highs.sort_unstable();
+    highs.dedup();
+    assert_eq!(highs.len(), 3, "three agents, three high halves: {sent:x?}");
+    assert!(sent.iter().all(|t| t & 0xffff_ffff == 0xabc));
+    for u in [u1, u2] {
+        let got = take(&mut sim, b, u);
+        assert_eq!(got.len(), 1, "one response for umad agent {u:?}");
+        let h = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+        assert_eq!((h.method, h.transaction_id), (Method::GetResp, tid));
+    }
+    let host = sim.node::<Host>(b).unwrap();
+    let got = &host.agent::<Once>(local).unwrap().got;
+    assert_eq!(got.len(), 1, "one response for the host's own agent");
+    let h = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+    assert_eq!(h.transaction_id, tid);
+    assert_eq!(host.counters().unknown_tid, 0);
+}
+
 /// `ib_user_mad_reg_req` semantics: requests of the registered class, version and method reach
 /// the user; another version is dropped (counted); a colliding registration is refused whole;
 /// detaching withdraws it and the agent is reused by the next attach.
@@ -203,11 +283,13 @@ fn registrations_route_requests() {
     sim.run_until_idle(10_000);
     let got = take(&mut sim, a, server);
     assert_eq!(got.len(), 1);
+    // The request as it came: the client's agent number over the client's low 32 bits.
+    let hi = u64::from(sim.node::<Host>(b).unwrap().umad(client).unwrap().hi_tid());
     assert_eq!(
         MadHeaderRepr::parse_bytes(&got[0].mad)
             .unwrap()
             .transaction_id,
-        5
+        hi << 32 | 5
     );
     assert_eq!(got[0].from.lid, 2);
     let ha = sim.node::<Host>(a).unwrap();
