@@ -613,3 +613,111 @@ fn clear_port_state_change(f: &mut Fabric) -> SwitchInfoRepr {
     };
     s
 }
+
+// IBA 1 §7.2 (the link state machine's ActiveTrigger; docs/DEPLOYED.md "The link state machine:
+// Armed to Active"): an Armed port that receives a data packet (here a PMA request, QP1 on VL0)
+// goes Active by itself, a CA's port and a switch's port alike, and the answer leaves by it; of
+// a switch only the port that received it (S2's port 7, Armed too, stays Armed), and no
+// PortStateChange is set (IBA 1 §14.2.5.4). A subnet management packet (VL15) leaves a port
+// Armed.
+#[test]
+fn an_armed_port_goes_active_on_a_data_packet() {
+    use ipoib_wire::mad::attr::perf as perf_attr;
+    let mut f = Fabric::new(13);
+    assign_lids(&mut f);
+    for (path, port) in [(TO_CA, 0), (TO_S2, 2), (TO_S2, 7)] {
+        for state in [PortState::Down, PortState::Armed] {
+            let r = set_port_info(&mut f, path, port, |p| p.port_state = state);
+            assert_eq!(r.status(), MadStatus::SUCCESS);
+        }
+    }
+    clear_port_state_change(&mut f);
+    // SMPs by LID and by directed route through the Armed ports: still Armed.
+    assert!(f
+        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
+        .is_some());
+    assert_eq!(f.hca().port(1).unwrap().state, HwState::Armed);
+    assert_eq!(f.switch(f.s2).port_state(2), Some(HwState::Armed));
+    // A PMA request to the switch comes in by S2's port 2.
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 2, S2_LID).is_some());
+    assert_eq!(f.switch(f.s2).port_state(2), Some(HwState::Active));
+    assert_eq!(f.switch(f.s2).port_state(7), Some(HwState::Armed));
+    // Through S2's port 7 (Armed) no data packet leaves for the CA: S2 Active on 7 first.
+    let r = set_port_info(&mut f, TO_S2, 7, |p| p.port_state = PortState::Active);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    assert_eq!(f.hca().port(1).unwrap().state, HwState::Armed);
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, CA_LID).is_some());
+    assert_eq!(f.hca().port(1).unwrap().state, HwState::Active);
+    let r = f.lid(Method::Get, attr::SWITCH_INFO, 0, S2_LID, 0, none());
+    let Some(SmpAttribute::SwitchInfo(s)) = r.map(|r| r.attribute) else {
+        panic!("a SwitchInfo answer")
+    };
+    assert!(
+        !s.port_state_change,
+        "Armed to Active sets no PortStateChange"
+    );
+}
+
+// IBA 1 §14.2.5.6: a LID-routed SubnSet(PortInfo) giving a port a new LID, from a umad user
+// (`smpquery`, `ibportstate`) on host 0. To host 1's port and to a switch's port 0 the answer
+// arrives, routed by its DLID (the requester's LID); its SLID is the answering port's LID when it
+// leaves, the new one, as Linux builds a QP0 answer's LRH (`qib_ud.c` `qib_make_ud_req`:
+// `ppd->lid` at the send; docs/DEPLOYED.md "A SubnSet(PortInfo) that changes the LID"). To the
+// requester's own port the answer is lost, as with Linux and ibsim: the request was looped back
+// to the port's LID, the answer goes to that LID, which is no longer the port's, so it leaves by
+// the link and the switch sends nothing back out of the port it came in by.
+#[test]
+fn a_lid_routed_set_of_a_new_lid_is_answered_from_the_new_lid() {
+    use ipoib_fabric::hw::topology::Topology;
+    use ipoib_fabric::node::host::Host;
+    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
+    use ipoib_proto::mad_agent::MadAddr;
+    use ipoib_wire::smp::SmpMadRepr;
+    use std::time::Duration;
+    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
+    net.sim_mut().run_for(Duration::from_millis(5));
+    let h0 = net.host(0);
+    let user = net
+        .sim_mut()
+        .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
+        .unwrap();
+    let lid_of = |net: &Subnet, i: usize| {
+        let h = net.host_device(i);
+        h.hca().port(h.mgmt_port()).unwrap().lid
+    };
+    let own = lid_of(&net, 0);
+    let h1 = lid_of(&net, 1);
+    let sw = net.switches().next().unwrap().1.lid();
+    let mut f = Fabric::new(0); // only for its MAD builders
+    let ask = |net: &mut Subnet, to: u16, mad: &[u8]| {
+        let to = MadAddr {
+            qpn: 0,
+            ..MadAddr::gsi(to)
+        };
+        net.with_host(0, |h, _| h.umad_send(user, to, mad).unwrap());
+        net.sim_mut().run_for(Duration::from_millis(1));
+        let host = net.sim_mut().node_mut::<Host>(h0.node).unwrap();
+        host.umad_take(user)
+    };
+    for (old, new, answered) in [(h1, 0x41, true), (sw, 0x42, true), (own, 0x43, false)] {
+        let get = f.smp(Method::Get, attr::PORT_INFO, 0, None, 0, none());
+        let got = ask(&mut net, old, &get);
+        assert_eq!(got.len(), 1, "PortInfo of LID {old}");
+        let mut p = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
+        p.lid = new;
+        p.port_state = PortState::NoStateChange;
+        let set = SmpAttribute::PortInfo(p);
+        let set = f.smp(Method::Set, attr::PORT_INFO, 0, None, 0, set);
+        let got = ask(&mut net, old, &set);
+        if !answered {
+            assert!(got.is_empty(), "the own port's answer went to its old LID");
+            assert_eq!(lid_of(&net, 0), new);
+            continue;
+        }
+        assert_eq!(got.len(), 1, "the answer to the Set at LID {old}");
+        let r = SmpMadRepr::parse(&got[0].mad).unwrap();
+        assert_eq!((r.status(), port_info(&r).lid), (MadStatus::SUCCESS, new));
+        assert_eq!(got[0].from.lid, new, "the answer's SLID");
+    }
+}

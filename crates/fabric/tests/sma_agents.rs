@@ -593,28 +593,48 @@ fn a_directed_route_sminfo_goes_to_the_sm_program_on_the_port() {
 
 // IBA 1 §7.2: a PMA answer is a data packet (QP1, not VL15), which only an Active port sends;
 // from an Armed port it is discarded and counted in that port's PortXmitDiscards
-// (IBA 1 §16.1.3.5), on a switch (port 3, toward the probe) as on a CA. The SubnSet answers
-// (VL15) leave the same ports in Init and Armed.
+// (IBA 1 §16.1.3.5). S1's LFT sends its answer to the probe out of port 5 (toward S2), Armed:
+// discarded; once the port is Active, sent. (The request comes in by port 3, Active: an Armed
+// port that receives a data packet goes Active itself, `sma::an_armed_port_goes_active_on_a_data_packet`.)
+// The SubnSet answers (VL15) leave port 5 in Init and Armed.
 #[test]
 fn pma_answers_leave_only_active_ports() {
+    use ipoib_fabric::hw::switch::SwitchDropReason;
     use ipoib_wire::smp::PortState;
     let mut f = Fabric::new(10);
     assign_lids(&mut f);
-    for (path, port, lid) in [(TO_S1, 3, S1_LID), (TO_CA, 0, CA_LID)] {
-        for state in [PortState::Down, PortState::Armed] {
-            let r = set_port_info(&mut f, path, port, |p| p.port_state = state);
-            assert_eq!(r.status(), MadStatus::SUCCESS, "{state:?}");
-        }
-        assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, lid).is_none());
-        let r = set_port_info(&mut f, path, port, |p| p.port_state = PortState::Active);
-        assert_eq!(r.status(), MadStatus::SUCCESS);
-        assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, lid).is_some());
+    let r = f.dr(
+        Method::Get,
+        attr::LINEAR_FORWARDING_TABLE,
+        0,
+        TO_S1,
+        0,
+        none(),
+    );
+    let SmpAttribute::LinearForwardingTable(mut b) = r.unwrap().attribute else {
+        panic!("an LFT block")
+    };
+    b.ports[usize::from(PROBE_LID)] = 5;
+    let set = SmpAttribute::LinearForwardingTable(b);
+    let r = f.dr(Method::Set, attr::LINEAR_FORWARDING_TABLE, 0, TO_S1, 0, set);
+    assert_eq!(r.unwrap().status(), MadStatus::SUCCESS);
+    for state in [PortState::Down, PortState::Armed] {
+        let r = set_port_info(&mut f, TO_S1, 5, |p| p.port_state = state);
+        assert_eq!(r.status(), MadStatus::SUCCESS, "{state:?}");
     }
+    let sent = |f: &Fabric| f.switch(f.s1).port_traffic(5).unwrap().xmit_pkts;
+    let before = sent(&f);
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, S1_LID).is_none());
     let s1 = f.switch(f.s1);
-    assert_eq!(s1.port_traffic(3).unwrap().xmit_discards, 1);
-    use ipoib_fabric::hw::switch::SwitchDropReason;
+    assert_eq!(s1.port_traffic(5).unwrap().xmit_discards, 1);
     assert_eq!(s1.stats().dropped(SwitchDropReason::PortNotActive), 1);
-    assert_eq!(f.hca().port(1).unwrap().traffic.xmit_discards, 1);
+    assert_eq!(sent(&f), before);
+    let r = set_port_info(&mut f, TO_S1, 5, |p| p.port_state = PortState::Active);
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    let before = sent(&f);
+    f.perf_get(perf_attr::PORT_COUNTERS, 1, S1_LID);
+    assert_eq!(sent(&f), before + 1, "the answer left port 5");
+    assert_eq!(f.switch(f.s1).port_traffic(5).unwrap().xmit_discards, 1);
 }
 
 // IBA 1 §16.1.3.5 PortRcvErrors: packets received with local physical errors (the VCRC, and
@@ -703,75 +723,19 @@ fn a_base_switch_port_0_in_init_does_not_gate_its_pma() {
     assert_eq!(p0.port_state, WireState::Init);
     let pc = f.port_counters(2, S2_LID);
     assert!(pc.port_rcv_pkts > 0);
-    // The external port the answer leaves by does gate it: S2's port 2 Armed, no answer.
+    // S2's port 2 Armed: the request it receives takes it Active (IBA 1 §7.2), and the answer
+    // leaves by it; port 0 stays in Init.
     let r = set_port_info(&mut f, TO_S2, 2, |p| p.port_state = WireState::Down);
     assert_eq!(r.status(), MadStatus::SUCCESS);
     let r = set_port_info(&mut f, TO_S2, 2, |p| p.port_state = WireState::Armed);
     assert_eq!(r.status(), MadStatus::SUCCESS);
-    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 2, S2_LID).is_none());
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 2, S2_LID).is_some());
+    assert_eq!(
+        f.switch(f.s2).port_state(2),
+        Some(ipoib_fabric::hw::mgmt::PortState::Active)
+    );
     assert_eq!(
         get_port_info(&mut f, TO_S2, 0, 0).unwrap().port_state,
         WireState::Init
     );
-}
-
-// IBA 1 §14.2.5.6: a LID-routed SubnSet(PortInfo) giving a port a new LID, from a umad user
-// (`smpquery`, `ibportstate`) on host 0. To host 1's port and to a switch's port 0 the answer
-// arrives, routed by its DLID (the requester's LID); its SLID is the answering port's LID when it
-// leaves, the new one, as Linux builds a QP0 answer's LRH (`qib_ud.c` `qib_make_ud_req`:
-// `ppd->lid` at the send; docs/DEPLOYED.md "A SubnSet(PortInfo) that changes the LID"). To the
-// requester's own port the answer is lost, as with Linux and ibsim: the request was looped back
-// to the port's LID, the answer goes to that LID, which is no longer the port's, so it leaves by
-// the link and the switch sends nothing back out of the port it came in by.
-#[test]
-fn a_lid_routed_set_of_a_new_lid_is_answered_from_the_new_lid() {
-    use ipoib_fabric::hw::topology::Topology;
-    use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
-    use ipoib_wire::smp::PortState;
-    let topo = Topology::parse_net(ipoib_fabric::testing::nets::NET).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 3)).unwrap();
-    net.sim_mut().run_for(Duration::from_millis(5));
-    let h0 = net.host(0);
-    let user = net
-        .sim_mut()
-        .with_node::<Host, _>(h0.node, |h, _, _| h.umad_attach())
-        .unwrap();
-    let lid_of = |net: &Subnet, i: usize| {
-        let h = net.host_device(i);
-        h.hca().port(h.mgmt_port()).unwrap().lid
-    };
-    let own = lid_of(&net, 0);
-    let h1 = lid_of(&net, 1);
-    let sw = net.switches().next().unwrap().1.lid();
-    let mut f = Fabric::new(0); // only for its MAD builders
-    let ask = |net: &mut Subnet, to: u16, mad: &[u8]| {
-        let to = MadAddr {
-            qpn: 0,
-            ..MadAddr::gsi(to)
-        };
-        net.with_host(0, |h, _| h.umad_send(user, to, mad).unwrap());
-        net.sim_mut().run_for(Duration::from_millis(1));
-        let host = net.sim_mut().node_mut::<Host>(h0.node).unwrap();
-        host.umad_take(user)
-    };
-    for (old, new, answered) in [(h1, 0x41, true), (sw, 0x42, true), (own, 0x43, false)] {
-        let get = f.smp(Method::Get, attr::PORT_INFO, 0, None, 0, none());
-        let got = ask(&mut net, old, &get);
-        assert_eq!(got.len(), 1, "PortInfo of LID {old}");
-        let mut p = port_info(&SmpMadRepr::parse(&got[0].mad).unwrap());
-        p.lid = new;
-        p.port_state = PortState::NoStateChange;
-        let set = SmpAttribute::PortInfo(p);
-        let set = f.smp(Method::Set, attr::PORT_INFO, 0, None, 0, set);
-        let got = ask(&mut net, old, &set);
-        if !answered {
-            assert!(got.is_empty(), "the own port's answer went to its old LID");
-            assert_eq!(lid_of(&net, 0), new);
-            continue;
-        }
-        assert_eq!(got.len(), 1, "the answer to the Set at LID {old}");
-        let r = SmpMadRepr::parse(&got[0].mad).unwrap();
-        assert_eq!((r.status(), port_info(&r).lid), (MadStatus::SUCCESS, new));
-        assert_eq!(got[0].from.lid, new, "the answer's SLID");
-    }
 }

@@ -40,6 +40,19 @@ impl PortState {
     pub fn receives_data(self) -> bool {
         matches!(self, PortState::Armed | PortState::Active)
     }
+
+    /// The state after the port received a data packet (not VL15) that passed the link layer's
+    /// checks (IBA 1 §7.2, the link state machine's ActiveTrigger; docs/DEPLOYED.md "The
+    /// link state machine: Armed to Active"): an Armed port goes Active by itself, as when the
+    /// SM writes Active; every other state stays. Of a switch, only the port that received it.
+    /// No PortStateChange (IBA 1 §14.2.5.4: Armed to Active is none of its transitions).
+    pub fn after_data_received(self) -> PortState {
+        if self == PortState::Armed {
+            PortState::Active
+        } else {
+            self
+        }
+    }
 }
 
 /// Port attributes set by the SM (PortInfo and P_KeyTable).

@@ -85,9 +85,14 @@ impl Hca {
                 }
             };
         }
-        // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets.
-        if !matches!(port.state, PortState::Armed | PortState::Active) {
+        // IBA 1 §7.2: Init passes SMPs only; Armed and Active receive data packets, and an
+        // Armed port that receives one goes Active.
+        if !port.state.receives_data() {
             return self.counters.count(HcaDropReason::PortNotActive);
+        }
+        let unicast_bits = port.path_bits(dlid);
+        if port.state == PortState::Armed {
+            self.data_received(port_num);
         }
         if is_multicast_lid(dlid) {
             let Some(grh) = pkt.grh else {
@@ -114,7 +119,7 @@ impl Hca {
             }
             return;
         }
-        let Some(bits) = port.path_bits(dlid) else {
+        let Some(bits) = unicast_bits else {
             return self.counters.count(HcaDropReason::BadDlid);
         };
         if dest == 1 && self.pma_take(port_num, pkt) {

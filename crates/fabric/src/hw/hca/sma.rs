@@ -91,6 +91,23 @@ impl Hca {
         std::mem::take(&mut self.sma_changed)
     }
 
+    /// A data packet (not VL15) that passed the link layer's checks arrived on `port`: an Armed
+    /// port goes Active by itself (`PortState::after_data_received`, IBA 1 §7.2), and the host is
+    /// told as after an SMA's write ([`Hca::take_port_changes`]; Linux raises
+    /// IB_EVENT_PORT_ACTIVE on the port's change).
+    pub fn data_received(&mut self, port: u8) {
+        let Some(p) = self.port_mut(port) else {
+            return;
+        };
+        let next = p.state.after_data_received();
+        if next != p.state {
+            p.state = next;
+            if !self.sma_changed.contains(&port) {
+                self.sma_changed.push(port);
+            }
+        }
+    }
+
     /// True when [`Hca::take_port_changes`] would give a port (a host asks at every round).
     pub fn has_port_changes(&self) -> bool {
         !self.sma_changed.is_empty()

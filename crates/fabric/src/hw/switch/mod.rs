@@ -587,6 +587,12 @@ impl Device for Switch {
             self.drop(SwitchDropReason::InPortNotArmed);
             return;
         }
+        // IBA 1 §7.2: an Armed port that receives a data packet goes Active (this port only).
+        if lrh.vl != 15 {
+            if let Some(p) = self.ports.get_mut(usize::from(port)) {
+                p.state = p.state.after_data_received();
+            }
+        }
         // A data packet read from one parse (a BTH for a QP other than 0 and 1) is no
         // management agent's: what `management` gives back at its first test, without the
         // frame going through it.

@@ -345,7 +345,7 @@ fn on_vl15(packet: &[u8]) -> bool {
 /// (`crate::hw::hca` `rx`): it parses, its LVer is 0 (IBA 1 §7.7), its VCRC and ICRC are good
 /// (IBA 1 §7.8), its VL is one the port operates and its payload within the port's MTUCap
 /// `mtu_cap` (`crate::hw::sma::rcv_malformed`). Computed only for a data packet to a port in
-/// Init, never on the way to a host whose port takes data.
+/// Init or Armed, never on the way to a host whose port is Active.
 fn passes_link_checks(packet: &[u8], mtu_cap: Mtu) -> bool {
     Packet::parse(packet).is_ok_and(|p| {
         p.lrh.lver == 0
@@ -373,8 +373,20 @@ impl Device for Remote {
             self.counters.to_host_not_armed += 1;
         } else if !self.attached {
             self.counters.unattached += 1;
-        } else if self.push(ToHost::Packet(packet)) {
-            self.counters.to_host += 1;
+        } else {
+            // IBA 1 §7.2: a valid data packet takes an Armed port Active (`Hca::data_received`);
+            // the host hears of it before the packet, as of the SM's writes.
+            let armed = self
+                .sma
+                .port(port)
+                .is_some_and(|p| p.state == crate::hw::mgmt::PortState::Armed);
+            if armed && passes_link_checks(&packet, self.mtu_cap(port)) {
+                self.sma.data_received(port);
+                self.port_changes();
+            }
+            if self.push(ToHost::Packet(packet)) {
+                self.counters.to_host += 1;
+            }
         }
     }
 
@@ -467,6 +479,27 @@ mod tests {
             assert_eq!(c.to_host, u64::from(queued), "{state:?}");
             assert_eq!(c.to_host_not_armed, u64::from(!queued), "{state:?}");
         }
+    }
+
+    // IBA 1 §7.2: a good data packet takes a slot's Armed port Active, as it does an HCA's
+    // (`Hca::data_received`): the host is given the port's new state before the packet.
+    #[test]
+    fn a_data_packet_takes_an_armed_port_active_and_the_host_hears_first() {
+        let (mut r, mut tx) = slot_in(PortState::Armed);
+        r.queue.clear();
+        r.receive(
+            Instant::ZERO,
+            1,
+            ud_packet(9, 5, 64, PKey::DEFAULT),
+            &mut tx,
+        );
+        assert_eq!(r.sma().port(1).unwrap().state, PortState::Active);
+        match r.poll_to_host() {
+            Some(ToHost::Config(c)) => assert_eq!(c.state, PortState::Active),
+            _ => panic!("the port's new state first"),
+        }
+        assert!(matches!(r.poll_to_host(), Some(ToHost::Packet(_))));
+        assert_eq!(r.counters().to_host, 1);
     }
 
     // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, a data VL the port does not
