@@ -141,7 +141,7 @@ pub struct UmadAgent {
     counters: UmadCounters,
     rmpp: RmppMode,
     /// The high 32 bits of this agent's requests on the wire (Linux's `hi_tid`), given by
-    /// [`Host::umad_attach`]; never 0.
+    /// [`Host::umad_attach`] (never 0 there).
     hi_tid: u32,
     /// The user's own high 32 bits of each request's TID, by its low 32 bits, given back in the
     /// response; at most [`super::TID_MEMORY`], the oldest forgotten first (`user_hi_order`).
@@ -179,7 +179,10 @@ impl UmadAgent {
 
     /// The agent's number in the high 32 bits of a request's TID, over the user's low 32 bits
     /// (Linux `ib_umad_write`; a response, TrapRepress included, as `ib_response_mad` counts
-    /// it, keeps the TID it answers). The user's high bits are kept to be given back.
+    /// it, keeps the TID it answers). The user's high bits are kept to be given back. An RMPP
+    /// ACK of a response's segment has the R bit flipped (Linux `format_ack`, as
+    /// `ipoib_proto::sa::rmpp::ack_for` builds it), a request method: it goes with the agent's
+    /// number, the transfer's TID on the wire.
     fn stamp_tid(&mut self, mad: &mut [u8]) {
         let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
             return;

@@ -400,11 +400,13 @@ fn bad_input_and_bounds() {
     let _ = a;
 }
 
-/// Answers a SubnAdm request with a three-segment RMPP response; records the ACKs it gets.
+/// Answers a SubnAdm request with a three-segment RMPP response; records the ACKs it gets and
+/// their TIDs.
 #[derive(Default)]
 struct Segmenter {
     out: VecDeque<MadOut>,
     acks: Vec<u32>,
+    ack_tids: Vec<u64>,
 }
 
 impl MadAgent for Segmenter {
@@ -412,6 +414,8 @@ impl MadAgent for Segmenter {
         let r = RmppRepr::parse_bytes(&m.mad[24..36]).unwrap();
         if r.rmpp_type == RmppType::Ack {
             self.acks.push(r.segment_number());
+            let h = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
+            self.ack_tids.push(h.transaction_id);
             return;
         }
         let hdr = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
@@ -493,6 +497,26 @@ fn rmpp_first_segment_or_pass() {
             RmppMode::Pass => {
                 assert_eq!(segs, vec![1, 2, 3]);
                 assert!(acks.is_empty());
+                // The user sees its own TID and acknowledges the last segment with it; the ACK
+                // reaches the sender with the TID of the transfer on the wire.
+                let tids: Vec<u64> = got
+                    .iter()
+                    .map(|m| MadHeaderRepr::parse_bytes(&m.mad).unwrap().transaction_id)
+                    .collect();
+                assert_eq!(tids, vec![0x77; 3]);
+                let ack = ack_for(&got[2].mad, 3, 3).unwrap();
+                send(&mut sim, b, u, got[2].from, &ack).unwrap();
+                sim.run_until_idle(10_000);
+                let hi = u64::from(sim.node::<Host>(b).unwrap().umad(u).unwrap().hi_tid());
+                let s = sim
+                    .node::<Host>(a)
+                    .unwrap()
+                    .agent::<Segmenter>(seg)
+                    .unwrap();
+                assert_eq!(
+                    (&s.acks[..], &s.ack_tids[..]),
+                    (&[3][..], &[hi << 32 | 0x77][..])
+                );
             }
         }
     }
