@@ -55,7 +55,9 @@ pub fn serve(
     keep_freed_heap();
     let slack = Config::default().slack;
     let clock = Clock::new(Wall::now(), net.sim().now());
-    let mut last_probe = Wall::now();
+    // The next probe's instant: a turn compares instants, cheaper than measuring the time
+    // since the last probe (`Instant` differences are normalised `Duration`s).
+    let mut next_probe = Wall::now() + opts.probe_every;
     // Read at once: a datagram may have come before.
     let mut left = true;
     loop {
@@ -63,18 +65,20 @@ pub fn serve(
             return Ok(());
         }
         let now = Wall::now();
-        if now.saturating_duration_since(last_probe) >= opts.probe_every {
-            last_probe = now;
+        if now >= next_probe {
+            next_probe = now + opts.probe_every;
             server.probe(net);
         }
-        let mut wake = (last_probe + opts.probe_every).min(now + opts.max_sleep);
-        if let Some(t) = net.sim().next_event_at() {
-            let due = clock.wall_at(t);
-            wake = wake.min(due.checked_sub(slack).unwrap_or(due));
-        }
+        // No sleep while datagrams may be left (most turns of a sweep): the sleep's end is
+        // worked out only for a turn that may sleep.
         let timeout = if left {
             Duration::ZERO
         } else {
+            let mut wake = next_probe.min(now + opts.max_sleep);
+            if let Some(t) = net.sim().next_event_at() {
+                let due = clock.wall_at(t);
+                wake = wake.min(due.checked_sub(slack).unwrap_or(due));
+            }
             wake.saturating_duration_since(now)
         };
         left = server.poll_wait(net, timeout)?;
