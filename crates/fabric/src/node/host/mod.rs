@@ -323,9 +323,14 @@ impl Host {
                 self.on_gsi(now, c);
             }
             progress |= self.run_agents(now);
-            progress |= self.run_apps(now);
-            // Applications may have handed agents work (e.g. an SA request): let them send it now.
-            progress |= self.run_agents(now);
+            // A host without applications (an SM's sweep sees only those) has none to run and
+            // nothing for them to hand the agents, who gave out every MAD just now.
+            if !self.apps.is_empty() || !self.cq_routes.is_empty() {
+                progress |= self.run_apps(now);
+                // Applications may have handed agents work (e.g. an SA request): let them send
+                // it now.
+                progress |= self.run_agents(now);
+            }
             if !self.config.is_empty() {
                 for (to, c) in self.config.drain(..) {
                     tx.configure(to, c);
