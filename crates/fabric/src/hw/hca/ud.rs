@@ -19,6 +19,9 @@ use ipoib_wire::PKey;
 /// them in byte_len whether or not a GRH arrived).
 pub const GRH_AREA: u32 = 40;
 
+/// The largest spent send allocation kept for a datagram received: a 4,096-byte MTU's payload.
+const DATA_SPARE_MAX: usize = 4096;
+
 /// A completion for the send side (or a flushed receive, after changing the opcode).
 pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) -> Completion {
     Completion {
@@ -151,6 +154,27 @@ impl Hca {
             for id in rest {
                 let c = send_completion(id, WcStatus::WrFlushErr, qpn, 0);
                 self.push_completion(cq, c);
+            }
+        }
+        // The spent data's allocation, for the next datagram received: a host's MADs go out
+        // and come back in turn (an allocation and a free fewer per MAD).
+        if self.data_spare.is_none() && wr.data.capacity() <= DATA_SPARE_MAX {
+            self.data_spare = Some(wr.data);
+        }
+    }
+
+    /// The payload of a datagram received, in the spent send's allocation when one is kept
+    /// and large enough (every byte written), else in a new one.
+    fn received_data(&mut self, payload: &[u8]) -> Vec<u8> {
+        match self.data_spare.take() {
+            Some(mut v) if v.capacity() >= payload.len() => {
+                v.clear();
+                v.extend_from_slice(payload);
+                v
+            }
+            other => {
+                self.data_spare = other;
+                payload.to_vec()
             }
         }
     }
@@ -402,7 +426,11 @@ impl Hca {
             dlid_path_bits: path_bits,
             pkey_index,
             grh: pkt.grh,
-            data: if ok { pkt.payload.to_vec() } else { Vec::new() },
+            data: if ok {
+                self.received_data(pkt.payload)
+            } else {
+                Vec::new()
+            },
         };
         if ok {
             self.counters.rx_delivered += 1;
