@@ -10,6 +10,11 @@ use ipoib_fabric::node::subnet::Subnet;
 use ipoib_wire::mad::{MgmtClass, MAD_HEADER_LEN};
 use std::io::ErrorKind;
 
+/// MAD allocations kept for the MADs handed to the subnet next (`IbsimServer::on_mad`), at most.
+const SPARE_MADS: usize = 64;
+/// The largest MAD allocation kept (a reassembled RMPP answer's is not).
+const SPARE_MAD_MAX: usize = 4096;
+
 impl IbsimServer {
     /// Writes every MAD the fabric delivered for each client.
     pub fn flush(&mut self, net: &mut Subnet) {
@@ -49,6 +54,9 @@ impl IbsimServer {
                     length,
                 };
                 head.write(b);
+                if self.spare_mads.len() < SPARE_MADS && m.mad.capacity() <= SPARE_MAD_MAX {
+                    self.spare_mads.push(m.mad);
+                }
             }
             if !out.is_empty() {
                 self.write_many(net, slot, &out);

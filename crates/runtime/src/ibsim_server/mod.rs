@@ -189,6 +189,9 @@ pub struct IbsimServer {
     counters: ServerCounters,
     /// [`IbsimServer::flush`]'s answers to one client, kept for the next turn.
     out: Vec<[u8; SIM_REQUEST_LEN]>,
+    /// The allocations of MADs answered (written out by `flush`), for the next MADs handed to
+    /// the subnet: one host's answers and requests in turn need no new one.
+    spare_mads: Vec<Vec<u8>>,
     /// [`IbsimServer::read_slot`]'s receive buffers, kept likewise.
     rx: Vec<[u8; SIM_REQUEST_LEN + 1]>,
     /// Times [`IbsimServer::poll_wait`]'s sleeps shorter than [`FINE_SLEEP`] (made when first
@@ -229,6 +232,7 @@ impl IbsimServer {
             epoll,
             counters: ServerCounters::default(),
             out: Vec::new(),
+            spare_mads: Vec::new(),
             rx: Vec::new(),
             timer: None,
             headers: sock::Headers::new(),
@@ -700,8 +704,9 @@ impl IbsimServer {
             pkey,
             grh: None,
         };
+        let buf = self.spare_mads.pop().unwrap_or_default();
         let sent = net
-            .with_host(host, |h, _| h.umad_send(agent, to, &mad))
+            .with_host(host, |h, _| h.umad_send_with(agent, to, &mad, buf))
             .is_some_and(|r| r.is_ok());
         if sent {
             self.counters.mads_in += 1;

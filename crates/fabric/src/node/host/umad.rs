@@ -161,19 +161,31 @@ impl UmadAgent {
     /// Queues `mad` for `to` (QP0 or QP1 by its class, module docs). `mad` shorter than 256
     /// bytes is refused; a longer one is cut to 256 (QP0/QP1 carry 256-byte MADs).
     pub fn send(&mut self, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
+        self.send_with(to, mad, Vec::new())
+    }
+
+    /// [`UmadAgent::send`] with the MAD copied into `buf`'s allocation (its bytes replaced), a
+    /// spent MAD's, say, instead of a new one.
+    pub fn send_with(
+        &mut self,
+        to: MadAddr,
+        mad: &[u8],
+        mut buf: Vec<u8>,
+    ) -> Result<(), UmadError> {
         // A header parses from any 24 bytes: the length is the whole check.
-        if mad.len() < MAD_LEN {
+        let Some(mad) = mad.get(..MAD_LEN) else {
             self.counters.not_a_mad += 1;
             return Err(UmadError::NotAMad);
-        }
+        };
         if self.tx.len() >= UMAD_QUEUE_DEPTH {
             self.counters.send_full += 1;
             return Err(UmadError::Full);
         }
         self.counters.sent += 1;
-        let mut mad = mad[..MAD_LEN].to_vec();
-        self.stamp_tid(&mut mad);
-        self.tx.push_back(MadOut { to, mad });
+        buf.clear();
+        buf.extend_from_slice(mad);
+        self.stamp_tid(&mut buf);
+        self.tx.push_back(MadOut { to, mad: buf });
         Ok(())
     }
 
@@ -411,9 +423,20 @@ impl Host {
     /// Queues `mad` for sending by `agent` (see [`UmadAgent::send`]); the host sends it on its
     /// next activity ([`Host::drive`]).
     pub fn umad_send(&mut self, agent: AgentId, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
+        self.umad_send_with(agent, to, mad, Vec::new())
+    }
+
+    /// [`Host::umad_send`] with the MAD copied into `buf`'s allocation ([`UmadAgent::send_with`]).
+    pub fn umad_send_with(
+        &mut self,
+        agent: AgentId,
+        to: MadAddr,
+        mad: &[u8],
+        buf: Vec<u8>,
+    ) -> Result<(), UmadError> {
         self.dirty = true;
         match self.umad_mut(agent) {
-            Some(u) if u.attached => u.send(to, mad),
+            Some(u) if u.attached => u.send_with(to, mad, buf),
             _ => Err(UmadError::NoAgent),
         }
     }
