@@ -213,6 +213,16 @@ impl Opcode {
     /// opcode table listing the header sequence of each packet type). `None` for reserved and
     /// manufacturer-specific opcodes, whose headers this code cannot know.
     pub fn ext_headers(self) -> Option<ExtHeaderSet> {
+        // Nearly every packet of a subnet's management and of IPoIB-UD: its DETH without the
+        // walk below (which gives the same, `ext_headers_of_ud_send_only`).
+        if self == Opcode::UD_SEND_ONLY {
+            return Some(ExtHeaderSet::DETH);
+        }
+        self.ext_headers_by_operation()
+    }
+
+    /// [`Opcode::ext_headers`] from the opcode's transport and operation.
+    fn ext_headers_by_operation(self) -> Option<ExtHeaderSet> {
         use Operation::*;
         if !self.is_defined() {
             return None;
@@ -297,6 +307,20 @@ impl Opcode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut of `ext_headers` gives what the opcode table gives, and every other opcode
+    /// takes the table.
+    #[test]
+    fn ext_headers_of_ud_send_only() {
+        assert_eq!(
+            Opcode::UD_SEND_ONLY.ext_headers_by_operation(),
+            Some(ExtHeaderSet::DETH)
+        );
+        for b in 0..=255u8 {
+            let op = Opcode(b);
+            assert_eq!(op.ext_headers(), op.ext_headers_by_operation(), "{b:#x}");
+        }
+    }
 
     /// IBA 1 §9.2: opcode values and their split into transport and operation.
     #[test]
