@@ -76,6 +76,13 @@ impl TidHash {
     }
 }
 
+impl Default for TidHash {
+    /// [`TidHash::new`]: new random keys.
+    fn default() -> TidHash {
+        TidHash::new()
+    }
+}
+
 impl std::hash::BuildHasher for TidHash {
     type Hasher = TidHasher;
     fn build_hasher(&self) -> TidHasher {
