@@ -136,8 +136,8 @@ pub struct Hca {
     /// The buffer of the last packet received, for the next packet built: only its allocation
     /// is reused, every byte is written again.
     spare: Option<Vec<u8>>,
-    /// A spent UD send's data allocation, for the next datagram received (`ud_receive`).
-    data_spare: Option<Vec<u8>>,
+    /// Spent UD sends' data allocations, for the next datagrams received (`ud_receive`).
+    data_spares: Vec<Vec<u8>>,
 }
 
 impl Hca {
@@ -176,7 +176,7 @@ impl Hca {
             sma_out: Vec::new(),
             sma_changed: Vec::new(),
             spare: None,
-            data_spare: None,
+            data_spares: Vec::new(),
         };
         for (i, g) in port_guids.into_iter().enumerate() {
             let num = (i + 1) as u8;

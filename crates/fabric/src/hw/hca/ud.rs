@@ -21,6 +21,9 @@ pub const GRH_AREA: u32 = 40;
 
 /// The largest spent send allocation kept for a datagram received: a 4,096-byte MTU's payload.
 const DATA_SPARE_MAX: usize = 4096;
+/// Spent send allocations kept, at most: an SM keeps 4 SMPs outstanding (OpenSM's
+/// `max_wire_smps`), so 4 sends come before their 4 answers.
+const DATA_SPARES: usize = 8;
 
 /// A completion for the send side (or a flushed receive, after changing the opcode).
 pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) -> Completion {
@@ -114,6 +117,11 @@ impl Hca {
     /// Builds and transmits one UD send; completes it (IBA 1 §10.8.3: signaled, or any error).
     /// After an error the QP enters SQE and its remaining sends are flushed (IBA 1 §10.3.1).
     pub(super) fn ud_send(&mut self, now: Instant, qpn: Qpn, mut wr: SendWr, tx: &mut Tx) {
+        // A MAD's packet in a consumed small packet's allocation when the HCA kept none of its
+        // own (several MADs sent before their answers come back, an SM's).
+        if self.spare.is_none() && wr.data.len() <= MAD_LEN {
+            self.spare = Some(tx.spare_small());
+        }
         let built = self.build_ud(qpn, &mut wr);
         let status = match built {
             Ok(Some(b)) => {
@@ -156,24 +164,24 @@ impl Hca {
                 self.push_completion(cq, c);
             }
         }
-        // The spent data's allocation, for the next datagram received: a host's MADs go out
-        // and come back in turn (an allocation and a free fewer per MAD).
-        if self.data_spare.is_none() && wr.data.capacity() <= DATA_SPARE_MAX {
-            self.data_spare = Some(wr.data);
+        // The spent data's allocation, for a datagram received: a host's MADs go out and
+        // their answers come back (an allocation and a free fewer per MAD).
+        if self.data_spares.len() < DATA_SPARES && wr.data.capacity() <= DATA_SPARE_MAX {
+            self.data_spares.push(wr.data);
         }
     }
 
-    /// The payload of a datagram received, in the spent send's allocation when one is kept
-    /// and large enough (every byte written), else in a new one.
+    /// The payload of a datagram received, in a spent send's allocation when one is kept and
+    /// large enough (every byte written), else in a new one.
     fn received_data(&mut self, payload: &[u8]) -> Vec<u8> {
-        match self.data_spare.take() {
+        match self.data_spares.pop() {
             Some(mut v) if v.capacity() >= payload.len() => {
                 v.clear();
                 v.extend_from_slice(payload);
                 v
             }
             other => {
-                self.data_spare = other;
+                self.data_spares.extend(other);
                 payload.to_vec()
             }
         }
