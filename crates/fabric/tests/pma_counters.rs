@@ -40,9 +40,9 @@ fn clear_counters(f: &mut Fabric, port: u8, lid: u16, select: u16) -> PortCounte
 fn packets_the_relay_cannot_forward_count_in_the_arrival_ports_switch_relay_errors() {
     let mut f = Fabric::new(12);
     assign_lids(&mut f);
-    // LFT entry 255, past the LFT (64 entries), multicast without an MFT entry, and the probe's
+    // LFT entry 255, above LinearFDBTop (11), multicast without an MFT entry, and the probe's
     // own LID, which S1 routes out of port 3, where the packet came in.
-    for dlid in [40, 200, 0xc010, PROBE_LID] {
+    for dlid in [8, 200, 0xc010, PROBE_LID] {
         assert!(f
             .exchange(ud_packet(PROBE_LID, dlid, 64, PKey::DEFAULT))
             .is_empty());

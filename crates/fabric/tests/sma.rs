@@ -180,7 +180,7 @@ fn lft_set_then_lid_routed_smps_and_data_follow_it() {
     let SmpAttribute::SwitchInfo(s) = r.attribute else {
         panic!()
     };
-    assert_eq!(s.linear_fdb_top, 63);
+    assert_eq!(s.linear_fdb_top, S2_LID);
     // Data: a PerfMgt GMP on VL0 is forwarded by the same LFTs to the CA's QP1 and back.
     let before = f.switch(f.s1).stats().forwarded;
     assert!(f.perf_get(0x0012, 1, CA_LID).is_some());
@@ -201,6 +201,57 @@ fn lft_set_then_lid_routed_smps_and_data_follow_it() {
         .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
         .is_none());
     assert_eq!(f.switch(f.s2).stats().dropped(SwitchDropReason::LftDrop), 1);
+}
+
+// IBA 1 §14.2.5.4, §14.2.5.10: LinearFDBTop moves only by SubnSet(SwitchInfo). OpenSM sets it
+// (11 on a subnet of 11 LIDs) before it writes LFT block 0, LIDs 0-63: the block leaves it at 11,
+// as ibsim's switches do, and a DLID above it is discarded though the block routes it. The
+// switch used to extend LinearFDBTop to the block's end (63).
+#[test]
+fn an_lft_block_above_linear_fdb_top_leaves_it_and_dlids_above_it_drop() {
+    let mut f = Fabric::new(4);
+    assign_lids(&mut f);
+    let top = CA_LID - 1;
+    let s = set_lft_top(&mut f, TO_S2, top);
+    assert_eq!(s.linear_fdb_top, top);
+    let mut b = LftBlockRepr { ports: [255; 64] };
+    for (lid, port) in [(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)] {
+        b.ports[usize::from(lid)] = port;
+    }
+    let r = f
+        .dr(
+            Method::Set,
+            attr::LINEAR_FORWARDING_TABLE,
+            0,
+            TO_S2,
+            0,
+            SmpAttribute::LinearForwardingTable(b),
+        )
+        .expect("S2 answers");
+    // The block reads back as written, entries above the top included.
+    assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+    let r = f
+        .dr(Method::Get, attr::SWITCH_INFO, 0, TO_S2, 0, none())
+        .expect("S2 answers");
+    let SmpAttribute::SwitchInfo(s) = r.attribute else {
+        panic!("a SwitchInfo answer: {r:?}")
+    };
+    assert_eq!(s.linear_fdb_top, top);
+    assert_eq!(f.switch(f.s2).lft().len(), usize::from(top) + 1);
+    // The CA's LID is above S2's top: S1 forwards the SMP to S2, which discards it.
+    let before = f.switch(f.s2).stats().dropped(SwitchDropReason::UnknownLid);
+    assert!(f
+        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
+        .is_none());
+    assert_eq!(
+        f.switch(f.s2).stats().dropped(SwitchDropReason::UnknownLid),
+        before + 1
+    );
+    // Raised again, the entry written above the old top is used.
+    set_lft_top(&mut f, TO_S2, S2_LID);
+    assert!(f
+        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
+        .is_some());
 }
 
 // IBA 1 §14.2.4.1-2: with M_Key protection 2 a SubnGet without the key is not answered and

@@ -21,7 +21,7 @@ use ipoib_wire::packet::Packet;
 use ipoib_wire::perf::{PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::smp::{
     DirectedRoute, LftBlockRepr, PortInfoRepr, PortState, SmpAttribute, SmpMadRepr, SmpRoute,
-    SMP_CLASS_VERSION, SMP_DATA_LEN, SMP_PATH_LEN,
+    SwitchInfoRepr, SMP_CLASS_VERSION, SMP_DATA_LEN, SMP_PATH_LEN,
 };
 use ipoib_wire::{Guid, PKey};
 use std::any::Any;
@@ -267,6 +267,28 @@ pub fn set_port_info(
     .expect("an answer")
 }
 
+/// SubnSet(SwitchInfo) of the switch at `path` with LinearFDBTop `top`; the SwitchInfo answered.
+pub fn set_lft_top(f: &mut Fabric, path: &[u8], top: u16) -> SwitchInfoRepr {
+    let r = f
+        .dr(
+            Method::Set,
+            attr::SWITCH_INFO,
+            0,
+            path,
+            0,
+            SmpAttribute::SwitchInfo(SwitchInfoRepr {
+                linear_fdb_top: top,
+                ..SwitchInfoRepr::default()
+            }),
+        )
+        .expect("a SwitchInfo answer");
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    let SmpAttribute::SwitchInfo(s) = r.attribute else {
+        panic!("a SwitchInfo answer: {r:?}")
+    };
+    s
+}
+
 /// Gives every node its LID and both switches their LFTs by directed route.
 pub fn assign_lids(f: &mut Fabric) {
     for (path, lid) in [(TO_S1, S1_LID), (TO_S2, S2_LID), (TO_CA, CA_LID)] {
@@ -301,6 +323,9 @@ pub fn assign_lids(f: &mut Fabric) {
             )
             .unwrap();
         assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+        // LinearFDBTop, the highest LID routed, after the blocks as our SM writes it (OpenSM
+        // writes it first); DLIDs above it are discarded (IBA 1 §14.2.5.4).
+        set_lft_top(f, path, S2_LID);
     }
     // Every port on the probe's path to the CA Active, as an SM leaves them: a switch port in
     // Init receives no data packet and one not Active sends none (IBA 1 §7.2).

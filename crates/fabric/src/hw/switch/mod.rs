@@ -237,7 +237,12 @@ pub struct Switch {
     sm_lid: u16,
     /// Ports 0..=N (index 0 is management port 0).
     ports: Vec<SwPort>,
+    /// The LFT entries written, by DLID; those above `lft_top` are kept but not used.
     lft: Vec<u8>,
+    /// SwitchInfo:LinearFDBTop (IBA 1 §14.2.5.4): unicast DLIDs above it are discarded. Only a
+    /// SubnSet(SwitchInfo) or a configuration write of the whole table moves it; an LFT block
+    /// written above it does not (§14.2.5.10).
+    lft_top: u16,
     mft: BTreeMap<u16, Vec<u8>>,
     enforce_partitions: bool,
     stats: SwitchStats,
@@ -268,6 +273,7 @@ impl Switch {
             sm_lid: 0,
             ports: vec![port; usize::from(nports) + 1],
             lft: Vec::new(),
+            lft_top: 0,
             mft: BTreeMap::new(),
             enforce_partitions: false,
             stats: SwitchStats::default(),
@@ -301,9 +307,14 @@ impl Switch {
     pub fn nports(&self) -> u8 {
         (self.ports.len() - 1) as u8
     }
-    /// The linear forwarding table (index = DLID).
+    /// The linear forwarding table in use (index = DLID): the entries up to LinearFDBTop.
     pub fn lft(&self) -> &[u8] {
-        &self.lft
+        &self.lft[..self.lft.len().min(usize::from(self.lft_top) + 1)]
+    }
+
+    /// The LFT's entry for `dlid`: `None` above LinearFDBTop or past the entries written.
+    fn lft_entry(&self, dlid: u16) -> Option<u8> {
+        self.lft().get(usize::from(dlid)).copied()
     }
     /// The MFT entry of `mlid` (ports in ascending order), if any.
     pub fn mft(&self, mlid: u16) -> Option<&[u8]> {
@@ -657,7 +668,7 @@ impl Device for Switch {
         if !is_unicast_lid(dlid) {
             return self.relay_error(port, SwitchDropReason::UnknownLid);
         }
-        match self.lft.get(usize::from(dlid)).copied() {
+        match self.lft_entry(dlid) {
             None => self.relay_error(port, SwitchDropReason::UnknownLid),
             Some(LFT_DROP) => self.relay_error(port, SwitchDropReason::LftDrop),
             Some(0) => self.stats.to_management += 1,
@@ -723,7 +734,10 @@ impl Switch {
                     p.pkeys = pc.pkeys;
                 }
             }
-            Config::Lft(lft) => self.lft = lft,
+            Config::Lft(lft) => {
+                self.lft_top = lft.len().saturating_sub(1) as u16;
+                self.lft = lft;
+            }
             Config::Mft { mlid, mut ports } => {
                 ports.sort_unstable();
                 ports.dedup();

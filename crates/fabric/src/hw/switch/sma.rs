@@ -96,8 +96,7 @@ impl Switch {
         packet: Frame,
         tx: &mut Tx,
     ) -> Option<Frame> {
-        let to_me = (self.lid != 0 && lrh.dlid == self.lid)
-            || self.lft.get(usize::from(lrh.dlid)) == Some(&0);
+        let to_me = (self.lid != 0 && lrh.dlid == self.lid) || self.lft_entry(lrh.dlid) == Some(0);
         // Cheap test first: data packets (any other QP, or QP1 not to this switch) pass by
         // without the full parse and ICRC check below.
         let bth = match known {
@@ -214,7 +213,7 @@ impl Switch {
 
     /// The LFT's port toward `dlid`, or `fallback` when it has none.
     fn route_or(&self, dlid: u16, fallback: u8) -> u8 {
-        match self.lft.get(usize::from(dlid)).copied() {
+        match self.lft_entry(dlid) {
             Some(p) if p != 0 && p != LFT_DROP => p,
             _ => fallback,
         }
@@ -534,7 +533,7 @@ impl Switch {
         SwitchInfoRepr {
             linear_fdb_cap: LINEAR_FDB_CAP,
             multicast_fdb_cap: MULTICAST_FDB_CAP,
-            linear_fdb_top: self.lft.len().saturating_sub(1) as u16,
+            linear_fdb_top: self.lft_top,
             default_port,
             default_multicast_primary_port: mcast_primary,
             default_multicast_not_primary_port: mcast_not_primary,
@@ -553,9 +552,10 @@ impl Switch {
         }
     }
 
-    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it. LinearFDBTop is the last LID the
-    /// LFT holds: a Set cuts or extends the table to it (new entries drop), and an LFT block
-    /// written past it extends the table (and so LinearFDBTop) to the block's end.
+    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it. LinearFDBTop is what the Set
+    /// says: the LFT entries above it stay as written but are not used (DLIDs above it are
+    /// discarded), and an LFT block written above it leaves it where it is (ibsim's
+    /// `sim_mad.c` keeps it so too; docs/OPENSM-NOTES.md "ibsim against our fabric").
     fn set_switch_info(&mut self, w: &SwitchInfoRepr) {
         if w.port_state_change {
             self.mgmt.port_state_change = false;
@@ -566,8 +566,7 @@ impl Switch {
             w.default_multicast_primary_port,
             w.default_multicast_not_primary_port,
         ];
-        let top = usize::from(w.linear_fdb_top.min(LINEAR_FDB_CAP - 1));
-        self.lft.resize(top + 1, LFT_DROP);
+        self.lft_top = w.linear_fdb_top.min(LINEAR_FDB_CAP - 1);
     }
 
     /// The PortInfo the SMA answers a SubnGet(PortInfo) of port `p` entering by `in_port` with

@@ -17,8 +17,8 @@
 //!    every cabled port, and the LinearForwardingTable blocks up to the top; per CA port, PortInfo
 //!    (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix, NeighborMTU) and its P_KeyTable blocks.
 //!    PortState is "no state change" in all of them (IBA 1 §14.2.5.6).
-//! 4. Arm: SwitchInfo (LinearFDBTop: the last LID routed, after its blocks, since a block written
-//!    past the top extends the table to the block's end) and every configured port's PortInfo
+//! 4. Arm: SwitchInfo (LinearFDBTop: the last LID routed; a block written above the top leaves
+//!    it there, IBA 1 §14.2.5.4, so either order serves) and every configured port's PortInfo
 //!    with PortState Armed (IBA 1 §7.2: Init to Armed); a switch's external ports get their
 //!    NeighborMTU in this one, as OpenSM's link manager sets them (`osm_link_mgr.c`).
 //! 5. Activate: every port's PortInfo with PortState Active (Armed to Active). OpenSM arms all
