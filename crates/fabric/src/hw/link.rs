@@ -194,8 +194,14 @@ pub struct Link {
     pub params: LinkParams,
     /// `dirs[0]` carries packets sent by `ends[0]`, `dirs[1]` those sent by `ends[1]`.
     pub dirs: [Direction; 2],
-    /// False while the link is down: everything sent is lost.
+    /// False while the link is down: everything sent is lost. Up when `plugged` and neither
+    /// end `disabled` it.
     pub up: bool,
+    /// The cable is there (a subnet's Unlink takes it out, ReLink puts it back).
+    pub plugged: bool,
+    /// Ends whose port a SubnSet(PortInfo) PortPhysicalState Disabled switched off (IBA 1
+    /// §14.2.5.6), by side (`ends`).
+    pub disabled: [bool; 2],
     /// `params.latency` in nanoseconds (at most `u64::MAX`), added to every packet's instant.
     pub(crate) latency_nanos: u64,
 }

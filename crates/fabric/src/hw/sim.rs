@@ -39,6 +39,10 @@ pub const SMALL_SPARES: usize = 64;
 /// packet's) is kept apart, for [`Tx::spare_large`].
 pub const LARGE_SPARE: usize = 16 << 10;
 
+/// Time from a SubnSet(PortInfo) PortPhysicalState ([`Tx::set_port_enabled`]) to its link going
+/// down or training up again: the SMP's answer leaves before, and training takes milliseconds.
+pub const PORT_STATE_DELAY: Duration = Duration::from_millis(1);
+
 /// Packets a device sends (and configuration it writes) during one call; and, since the
 /// simulator keeps one `Tx` for all its devices, the allocations of packets a receiver consumed
 /// ([`Tx::recycle`]), for another device to build its packets in ([`Tx::spare`]): in a stream
@@ -48,6 +52,7 @@ pub const LARGE_SPARE: usize = 16 << 10;
 pub struct Tx {
     out: Vec<(u8, Frame)>,
     config: Vec<(NodeId, Config)>,
+    ports: Vec<(u8, bool)>,
     spares: Vec<Vec<u8>>,
     large: Vec<Vec<u8>>,
     small: Vec<Vec<u8>>,
@@ -96,6 +101,17 @@ impl Tx {
     /// Writes `config` into device `to` (the subnet manager's privilege; see [`crate::hw::mgmt`]).
     pub fn configure(&mut self, to: NodeId, config: Config) {
         self.config.push((to, config));
+    }
+    /// Disables (`enabled` false: PortPhysicalState Disabled) or enables (Polling: the link
+    /// trains again once the other end is enabled and the cable there) the link of the sending
+    /// device's `port`, as a SubnSet(PortInfo) PortPhysicalState asks (IBA 1 §14.2.5.6,
+    /// §5.6.2.1), [`PORT_STATE_DELAY`] later.
+    pub fn set_port_enabled(&mut self, port: u8, enabled: bool) {
+        self.ports.push((port, enabled));
+    }
+    /// Takes the port requests out (for devices driven outside a simulator).
+    pub fn drain_port_requests(&mut self) -> std::vec::Drain<'_, (u8, bool)> {
+        self.ports.drain(..)
     }
     /// Takes the configuration writes out (for devices driven outside a simulator).
     pub fn drain_config(&mut self) -> std::vec::Drain<'_, (NodeId, Config)> {
@@ -167,6 +183,12 @@ enum Event {
     LinkState {
         link: LinkId,
         up: bool,
+    },
+    /// End `side` of `link` disabled or enabled its port ([`Tx::set_port_enabled`]).
+    PortEnable {
+        link: LinkId,
+        side: usize,
+        enabled: bool,
     },
     /// Boxed: the other events, packets mostly, are moved in and out of the queue, and are
     /// half the size of a configuration.
@@ -348,6 +370,8 @@ impl Simulator {
             params,
             dirs,
             up: true,
+            plugged: true,
+            disabled: [false; 2],
             latency_nanos: u64::try_from(params.latency.as_nanos()).unwrap_or(u64::MAX),
         });
         id
@@ -445,6 +469,28 @@ impl Simulator {
         if !self.tx.config.is_empty() {
             self.send_config();
         }
+        if !self.tx.ports.is_empty() {
+            self.send_port_requests(from);
+        }
+    }
+
+    /// The port requests of [`Simulator::flush`]; one for a port with no cable changes nothing.
+    #[inline(never)]
+    fn send_port_requests(&mut self, from: NodeId) {
+        let at = self.now + PORT_STATE_DELAY;
+        for (port, enabled) in std::mem::take(&mut self.tx.ports) {
+            if let Some(Some((link, side))) = self.nodes[from.0].links.get(usize::from(port)) {
+                let (link, side) = (*link, *side);
+                self.schedule(
+                    at,
+                    Event::PortEnable {
+                        link,
+                        side,
+                        enabled,
+                    },
+                );
+            }
+        }
     }
 
     /// The packets of [`Simulator::flush`]. The simulator's one [`Tx`] stays in place: devices
@@ -471,6 +517,25 @@ impl Simulator {
                     config: Box::new(config),
                 },
             );
+        }
+    }
+
+    /// Sets `link` up when its cable is there and neither end disabled it, and tells both ends:
+    /// always after a cable event (`tell_always`), else when it changed.
+    fn link_changed(&mut self, link: LinkId, tell_always: bool) {
+        let l = &mut self.links[link.0];
+        let up = l.plugged && l.disabled == [false; 2];
+        if up == l.up && !tell_always {
+            return;
+        }
+        l.up = up;
+        let ends = l.ends;
+        for e in ends {
+            self.nodes[e.node.0]
+                .device
+                .link_state(self.now, e.port, up, &mut self.tx);
+            self.flush(e.node);
+            self.refresh_timer(e.node);
         }
     }
 
@@ -617,15 +682,17 @@ impl Simulator {
                 None => None,
             },
             Event::LinkState { link, up } => {
-                self.links[link.0].up = up;
-                let ends = self.links[link.0].ends;
-                for e in ends {
-                    self.nodes[e.node.0]
-                        .device
-                        .link_state(self.now, e.port, up, &mut self.tx);
-                    self.flush(e.node);
-                    self.refresh_timer(e.node);
-                }
+                self.links[link.0].plugged = up;
+                self.link_changed(link, true);
+                None
+            }
+            Event::PortEnable {
+                link,
+                side,
+                enabled,
+            } => {
+                self.links[link.0].disabled[side] = !enabled;
+                self.link_changed(link, false);
                 None
             }
         };

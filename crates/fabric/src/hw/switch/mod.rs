@@ -217,6 +217,9 @@ struct SwPort {
     mtu_cap: Mtu,
     /// Link up (from [`Device::link_state`]).
     up: bool,
+    /// A SubnSet(PortInfo) PortPhysicalState Disabled switched the port off; Polling switches it
+    /// on again (IBA 1 §14.2.5.6).
+    disabled: bool,
     /// State the SM wrote.
     state: PortState,
     /// P_Key table (partition enforcement).
@@ -261,6 +264,7 @@ impl Switch {
             mtu: Mtu::Mtu4096,
             mtu_cap: crate::hw::sma::MTU_CAP,
             up: true,
+            disabled: false,
             state: PortState::Down,
             pkeys: vec![PKey::DEFAULT],
             traffic: PortTraffic::default(),

@@ -35,8 +35,8 @@ use ipoib_wire::packet::{Packet, UD_LOCAL_PAYLOAD_OFFSET};
 use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableRepr, PortInfoRepr, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr, SmpRoute,
-    SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
+    PKeyTableRepr, PortInfoRepr, PortPhysState, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr,
+    SmpRoute, SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
     PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::PKey;
@@ -65,6 +65,9 @@ pub(super) struct SwitchMgmt {
     pub sl2vl: BTreeMap<(u8, u8), SlToVlTableRepr>,
     /// VLArbitrationTable per (port, block).
     pub vlarb: BTreeMap<(u8, u8), VlArbTableRepr>,
+    /// A port a SubnSet(PortInfo) just disabled (false) or enabled (true), for the simulator
+    /// once the answer is sent ([`Tx::set_port_enabled`]).
+    pub port_request: Option<(u8, bool)>,
 }
 
 /// Where the MAD of a management packet starts, when it carries one of 256 bytes, with its QP
@@ -275,6 +278,9 @@ impl Switch {
                 }
             };
         self.send_from_management(out, frame, tx);
+        if let Some((p, enabled)) = self.mgmt.port_request.take() {
+            tx.set_port_enabled(p, enabled);
+        }
     }
 
     /// The SMP `mad` if the agent answers it, with whether its M_Key is hidden in the answer;
@@ -393,6 +399,8 @@ impl Switch {
                 if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
                     if !self.set_port_info(p, w) {
                         status = MadStatus::INVALID_ATTR_VALUE;
+                    } else {
+                        self.set_phys_state(p, w.port_phys_state);
                     }
                 }
                 (
@@ -596,7 +604,11 @@ impl Switch {
             link_width_active: width,
             link_speed_supported: 7,
             port_state: sma::wire_state(port.state),
-            port_phys_state: sma::phys_state(port.up),
+            port_phys_state: if port.disabled {
+                PortPhysState::Disabled
+            } else {
+                sma::phys_state(port.up)
+            },
             link_down_default_state: 2,
             mkey_protect_bits: g.mkey.protect,
             lmc: g.lmc,
@@ -672,6 +684,26 @@ impl Switch {
             self.mgmt.port_state_change = true;
         }
         true
+    }
+
+    /// PortPhysicalState of a SubnSet(PortInfo) of external port `p` (IBA 1 §14.2.5.6, §5.6.2.1):
+    /// Disabled switches the port off (its link goes down, the other end Polling, as ibsim's
+    /// `sim_mad.c` does and `ibportstate disable` expects), Polling switches a disabled port on
+    /// (the link trains again: both ends Init, trap 128, as a cable plugged in). Other values
+    /// (no state change, Sleep) change nothing; port 0 has no physical link.
+    fn set_phys_state(&mut self, p: u8, w: PortPhysState) {
+        let Some(port) = self.ports.get_mut(usize::from(p)).filter(|_| p != 0) else {
+            return;
+        };
+        let disable = match w {
+            PortPhysState::Disabled => true,
+            PortPhysState::Polling => false,
+            _ => return,
+        };
+        if port.disabled != disable {
+            port.disabled = disable;
+            self.mgmt.port_request = Some((p, !disable));
+        }
     }
 
     /// A port's link went up or down (IBA 1 §7.2: the port goes Init or Down): PortStateChange is

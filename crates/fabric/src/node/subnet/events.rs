@@ -166,7 +166,7 @@ impl Subnet {
     /// in.
     pub fn cable_up(&self, link: usize) -> Option<bool> {
         let id = *self.built.links.get(link)?;
-        Some(self.sim.link(id).up)
+        Some(self.sim.link(id).plugged)
     }
 
     /// Pulls cable `link` (`up` false) or plugs it back in, now: both ends are told and the
@@ -181,7 +181,7 @@ impl Subnet {
             .links
             .get(link)
             .ok_or(CableError::NoSuchCable(link))?;
-        if self.sim.link(id).up == up {
+        if self.sim.link(id).plugged == up {
             return Ok(false);
         }
         let now = self.sim.now();
