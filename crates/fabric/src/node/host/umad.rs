@@ -22,7 +22,8 @@
 //!   acknowledge itself; a user that cannot (libumad2sim carries single MADs) gets
 //!   [`RmppMode::FirstSegment`]: the agent acknowledges every DATA segment itself (IBA 1 §13.6.3,
 //!   as Linux's `mad_rmpp.c` does for a user it reassembles for) and hands the user the first one
-//!   only, so that the sender completes its transfer and the user sees one response.
+//!   only, so that the sender completes its transfer and the user sees one response; and it takes
+//!   the ACKs of the user's own RMPP responses, as the sending kernel would.
 //! - Both queues are bounded ([`UMAD_QUEUE_DEPTH`]); what does not fit is dropped and counted, as
 //!   is a MAD to send that is not a MAD (short, no parsable header). Nothing here panics on bytes.
 //!
@@ -129,6 +130,9 @@ pub struct UmadCounters {
     pub rmpp_acked: u64,
     /// RMPP DATA segments after the first, acknowledged and not handed to the user.
     pub rmpp_later: u64,
+    /// RMPP ACKs, STOPs and ABORTs of this user's transfers, taken by the agent and not handed
+    /// to the user ([`RmppMode::FirstSegment`]: the sender's side of the kernel's RMPP layer).
+    pub rmpp_acks_taken: u64,
 }
 
 /// The agent of one external MAD user. See the module docs.
@@ -269,13 +273,11 @@ impl UmadAgent {
         *self = UmadAgent::new();
     }
 
-    /// [`RmppMode::FirstSegment`]: acknowledges a DATA segment of a response; true when the user
-    /// should not see it (not the first segment).
+    /// [`RmppMode::FirstSegment`]: acknowledges a DATA segment of a response, or takes an ACK,
+    /// STOP or ABORT of the user's own transfer; true when the user should not see it (those,
+    /// and DATA segments after the first).
     fn take_rmpp(&mut self, h: &MadHeaderRepr, m: &MadIn) -> bool {
-        if self.rmpp != RmppMode::FirstSegment
-            || !h.method.is_response()
-            || !h.mgmt_class.uses_rmpp()
-        {
+        if self.rmpp != RmppMode::FirstSegment || !h.mgmt_class.uses_rmpp() {
             return false;
         }
         let Some(r) = m
@@ -285,7 +287,20 @@ impl UmadAgent {
         else {
             return false;
         };
-        if !r.is_active() || r.rmpp_type != RmppType::Data {
+        // IBA 1 §13.6.3: the ACKs (and STOP, ABORT) of a transfer the user sent go to the
+        // sender's RMPP layer, not to the user (Linux `mad_rmpp.c`); they carry the request
+        // method of the response they acknowledge, so a user registered for it (OpenSM for
+        // GetTable) took them for new requests and answered them.
+        if r.is_active()
+            && matches!(
+                r.rmpp_type,
+                RmppType::Ack | RmppType::Stop | RmppType::Abort
+            )
+        {
+            self.counters.rmpp_acks_taken += 1;
+            return true;
+        }
+        if !h.method.is_response() || !r.is_active() || r.rmpp_type != RmppType::Data {
             return false;
         }
         let seg = r.segment_number();

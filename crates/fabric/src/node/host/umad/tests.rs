@@ -521,3 +521,58 @@ fn rmpp_first_segment_or_pass() {
         }
     }
 }
+
+/// IBA 1 §13.6.3: a `FirstSegment` user that answers a GetTable with one RMPP DATA segment
+/// (First and Last) gets no ACK back: the receiving agent acknowledges the segment, and the
+/// sending agent takes the ACK as the sender's kernel would. The ACK carries GetTable, the
+/// request method (IBA 1 §13.6.3), and the agent used to hand it to its user as a new request:
+/// OpenSM under the ibsim server answered it, its RMPP header copied into a second response.
+#[test]
+fn a_first_segment_user_does_not_see_the_acks_of_its_responses() {
+    let (mut sim, a, b) = hosts(7);
+    let server = attach(&mut sim, a);
+    let reg = Registration {
+        class: MgmtClass::SubnAdm,
+        version: 2,
+        methods: method_mask(&[Method::GetTable]),
+    };
+    sim.with_node::<Host, _>(a, |h, _, _| h.umad_register(server, reg))
+        .unwrap()
+        .unwrap();
+    let client = attach(&mut sim, b);
+    for (n, u) in [(a, server), (b, client)] {
+        sim.with_node::<Host, _>(n, |h, _, _| h.umad_set_rmpp(u, RmppMode::FirstSegment));
+    }
+    let req = mad(MgmtClass::SubnAdm, 2, Method::GetTable, 0x99);
+    send(&mut sim, b, client, MadAddr::gsi(1), &req).unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, a, server);
+    assert_eq!(got.len(), 1, "the request");
+    let mut resp = mad(MgmtClass::SubnAdm, 2, Method::GetTableResp, 0x99);
+    RmppRepr::single_segment(20 + 64).emit(&mut resp[24..36]);
+    send(&mut sim, a, server, got[0].from, &resp).unwrap();
+    sim.run_until_idle(10_000);
+    let back = take(&mut sim, b, client);
+    assert_eq!(back.len(), 1, "the response");
+    assert_eq!(back[0].mad, resp);
+    let acks = take(&mut sim, a, server);
+    assert!(
+        acks.is_empty(),
+        "no ACK for the user: {:02x?}",
+        acks.iter().map(|m| &m.mad[..36]).collect::<Vec<_>>()
+    );
+    let c = *sim
+        .node::<Host>(a)
+        .unwrap()
+        .umad(server)
+        .unwrap()
+        .counters();
+    assert_eq!(c.rmpp_acks_taken, 1);
+    let c = *sim
+        .node::<Host>(b)
+        .unwrap()
+        .umad(client)
+        .unwrap()
+        .counters();
+    assert_eq!(c.rmpp_acked, 1);
+}
