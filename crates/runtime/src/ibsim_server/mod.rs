@@ -56,7 +56,7 @@ use ipoib_fabric::node::host::{method_mask, AgentId, Registration, RmppMode, Uma
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppRepr, RmppType};
+use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppFlags, RmppRepr, RmppType};
 use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::time::TimeSpec;
@@ -91,6 +91,35 @@ pub fn umad_length(mad: &[u8; 256]) -> u64 {
         0 => 256,
         rec => SA_DATA + (256 - SA_DATA) / rec * rec,
     }
+}
+
+/// What the sending kernel's RMPP layer (Linux `mad_rmpp.c`) makes of an SA response a client
+/// wrote whole: OpenSM's SA writes a GetTableResp with RMPPFlags Active alone (RMPPVersion,
+/// RMPPType, SegmentNumber and PayloadLength 0, as measured under umad2sim) and leaves the
+/// version, DATA type, segments, their First and Last flags, numbers and PayloadLength to the
+/// kernel (IBA 1 §13.6.2.3). umad2sim hands over at most 256 bytes, the
+/// `length` written: one DATA segment, First and Last, number 1, PayloadLength the bytes after the
+/// 36 of MAD and RMPP headers. ibsim gives the reader `length` itself; with this the reader's
+/// [`umad_length`] is the same (before, OpenSM's one-record answers read as three records, two of
+/// them stale bytes). Anything else (requests too) is left as it is.
+pub fn rmpp_as_sent(mad: &mut [u8; 256], length: u64) {
+    let response = Mad::new_unchecked(&mad[..]).method().is_response();
+    if MgmtClass::from(mad[1]) != MgmtClass::SubnAdm || !response || !(37..=256).contains(&length) {
+        return;
+    }
+    let Ok(mut r) = RmppRepr::parse_bytes(&mad[24..36]) else {
+        return;
+    };
+    let data = matches!(r.rmpp_type, RmppType::Data | RmppType::None);
+    if !r.is_active() || !data || r.flags.first() || r.flags.last() {
+        return;
+    }
+    r.version = RmppRepr::VERSION;
+    r.rmpp_type = RmppType::Data;
+    r.flags = RmppFlags::SINGLE;
+    r.data1 = 1;
+    r.data2 = (length - 36) as u32;
+    r.emit(&mut mad[24..36]);
 }
 
 /// The epoll token of the control socket (slot sockets use their slot number).
@@ -688,6 +717,8 @@ impl IbsimServer {
         if !Mad::new_unchecked(&mad[..]).method().is_response() {
             // ibsim sim_mad.c update_trid: the client id in the TID's top 16 bits.
             mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
+        } else {
+            rmpp_as_sent(&mut mad, req.head.length);
         }
         let hp = net.host(host).port;
         let pkey = net

@@ -471,6 +471,51 @@ fn umad_lengths() {
     assert_eq!(umad_length(&smp), 256);
 }
 
+/// OpenSM's GetTableResp as its SA writes it under umad2sim (RMPPFlags Active alone,
+/// PayloadLength 0, `length` bytes written): made one segment of `length` - 36 bytes of payload,
+/// as the kernel would, so that the reader's umad length is `length`, as under ibsim; a segment
+/// the sender numbered itself, a request and an SMP are left alone.
+#[test]
+fn a_client_rmpp_response_is_one_segment_of_its_length() {
+    let mut m = cpi_get(1);
+    m[3] = 0x92; // GetTableResp
+    m[26] = 0x01; // active only; RMPPVersion and RMPPType 0, as OpenSM writes it
+    m[44..46].copy_from_slice(&8u16.to_be_bytes()); // 64-byte MCMemberRecords
+                                                    // As written: 256 bytes, which saquery reads as three records, two of them stale bytes.
+    assert_eq!(umad_length(&m), 256);
+    let mut one = m;
+    rmpp_as_sent(&mut one, 56 + 64);
+    assert_eq!((one[24], one[25], one[26] & 0x07), (1, 1, 0x07));
+    assert_eq!(&one[28..32], &1u32.to_be_bytes());
+    assert_eq!(&one[32..36], &(20u32 + 64).to_be_bytes());
+    assert_eq!(umad_length(&one), 56 + 64);
+    // RRespTime and the rest of the MAD kept.
+    assert_eq!((one[26] & !0x07, &one[36..]), (m[26] & !0x07, &m[36..]));
+    // A DATA segment of version 1 with Active alone: the same.
+    let mut v1 = m;
+    (v1[24], v1[25]) = (1, 1);
+    rmpp_as_sent(&mut v1, 56 + 64);
+    assert_eq!(v1, one);
+    // The kernel's own segments (First set), requests, SMPs and impossible lengths: unchanged.
+    for (edit, length) in [
+        (
+            &(|b: &mut [u8; 256]| b[26] = 0x03) as &dyn Fn(&mut [u8; 256]),
+            120,
+        ),
+        (&|b: &mut [u8; 256]| b[3] = 0x12, 120),
+        (&|b: &mut [u8; 256]| b[1] = 0x01, 120),
+        (&|b: &mut [u8; 256]| b[25] = 2, 120), // an ACK
+        (&|_: &mut [u8; 256]| {}, 36),
+        (&|_: &mut [u8; 256]| {}, 300),
+    ] {
+        let mut b = m;
+        edit(&mut b);
+        let before = b;
+        rmpp_as_sent(&mut b, length);
+        assert_eq!(b, before, "length {length}");
+    }
+}
+
 /// Random datagrams on the control socket and on a connected client's data socket (a seeded
 /// xorshift; control ones often with the magic and a known type) neither stop the server nor
 /// disturb another client.
