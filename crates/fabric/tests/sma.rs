@@ -12,8 +12,8 @@ use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::smp::{
-    LftBlockRepr, MftBlockRepr, NodeType, PKeyTableRepr, PortPhysState, PortState, SmInfoRepr,
-    SmState, SmpAttribute, SwitchInfoRepr,
+    LftBlockRepr, MftBlockRepr, NodeType, PKeyTableRepr, PortState, SmInfoRepr, SmState,
+    SmpAttribute, SwitchInfoRepr,
 };
 use ipoib_wire::{Guid, Mtu, PKey};
 
@@ -201,118 +201,6 @@ fn lft_set_then_lid_routed_smps_and_data_follow_it() {
         .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
         .is_none());
     assert_eq!(f.switch(f.s2).stats().dropped(SwitchDropReason::LftDrop), 1);
-}
-
-// IBA 1 §14.2.5.4, §14.2.5.10: LinearFDBTop moves only by SubnSet(SwitchInfo). OpenSM sets it
-// (11 on a subnet of 11 LIDs) before it writes LFT block 0, LIDs 0-63: the block leaves it at 11,
-// as ibsim's switches do, and a DLID above it is discarded though the block routes it. The
-// switch used to extend LinearFDBTop to the block's end (63).
-#[test]
-fn an_lft_block_above_linear_fdb_top_leaves_it_and_dlids_above_it_drop() {
-    let mut f = Fabric::new(4);
-    assign_lids(&mut f);
-    let top = CA_LID - 1;
-    let s = set_lft_top(&mut f, TO_S2, top);
-    assert_eq!(s.linear_fdb_top, top);
-    let mut b = LftBlockRepr { ports: [255; 64] };
-    for (lid, port) in [(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)] {
-        b.ports[usize::from(lid)] = port;
-    }
-    let r = f
-        .dr(
-            Method::Set,
-            attr::LINEAR_FORWARDING_TABLE,
-            0,
-            TO_S2,
-            0,
-            SmpAttribute::LinearForwardingTable(b),
-        )
-        .expect("S2 answers");
-    // The block reads back as written, entries above the top included.
-    assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
-    let r = f
-        .dr(Method::Get, attr::SWITCH_INFO, 0, TO_S2, 0, none())
-        .expect("S2 answers");
-    let SmpAttribute::SwitchInfo(s) = r.attribute else {
-        panic!("a SwitchInfo answer: {r:?}")
-    };
-    assert_eq!(s.linear_fdb_top, top);
-    assert_eq!(f.switch(f.s2).lft().len(), usize::from(top) + 1);
-    // The CA's LID is above S2's top: S1 forwards the SMP to S2, which discards it.
-    let before = f.switch(f.s2).stats().dropped(SwitchDropReason::UnknownLid);
-    assert!(f
-        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
-        .is_none());
-    assert_eq!(
-        f.switch(f.s2).stats().dropped(SwitchDropReason::UnknownLid),
-        before + 1
-    );
-    // Raised again, the entry written above the old top is used.
-    set_lft_top(&mut f, TO_S2, S2_LID);
-    assert!(f
-        .lid(Method::Get, attr::NODE_INFO, 0, CA_LID, 0, none())
-        .is_some());
-}
-
-// IBA 1 §14.2.5.6 PortPhysicalState, §5.6.2.1: `ibportstate S2 7 disable` writes Disabled to
-// S2's port 7 (to the CA). The answer and S2's PortInfo then say Disabled; the link goes down
-// (S2's port Down, trap 128 to the SM, LinkDowned counted, the CA out of reach). `ibportstate S2
-// 7 enable` writes Polling: the link trains again, both ends LinkUp in Init and another trap 128,
-// as a cable plugged back. Both writes used to be ignored and the link stayed up.
-#[test]
-fn port_phys_state_disabled_takes_the_link_down_and_polling_brings_it_back() {
-    let mut f = Fabric::new(4);
-    assign_lids(&mut f);
-    for (write, phys, state) in [
-        (
-            PortPhysState::Disabled,
-            PortPhysState::Disabled,
-            PortState::Down,
-        ),
-        (
-            PortPhysState::Polling,
-            PortPhysState::LinkUp,
-            PortState::Init,
-        ),
-    ] {
-        let mut w = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
-        w.port_state = PortState::NoStateChange;
-        w.port_phys_state = write;
-        let smp = f.smp(
-            Method::Set,
-            attr::PORT_INFO,
-            7,
-            Some(TO_S2),
-            0,
-            SmpAttribute::PortInfo(w),
-        );
-        let back = f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp));
-        let smps: Vec<_> = back
-            .into_iter()
-            .map(|b| one_smp(vec![b]).unwrap())
-            .collect();
-        assert_eq!(smps.len(), 2, "the answer and a trap: {smps:?}");
-        assert_eq!(smps[0].status(), MadStatus::SUCCESS);
-        if write == PortPhysState::Disabled {
-            assert_eq!(port_info(&smps[0]).port_phys_state, PortPhysState::Disabled);
-        }
-        let SmpAttribute::Notice(n) = smps[1].attribute else {
-            panic!("a trap: {:?}", smps[1])
-        };
-        assert_eq!(
-            (n.trap_number(), n.trap_lid_addr()),
-            (Some(128), Some(S2_LID))
-        );
-        let p = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
-        assert_eq!((p.port_phys_state, p.port_state), (phys, state));
-        let ca = get_port_info(&mut f, TO_CA, 1, 0);
-        assert_eq!(
-            ca.map(|c| (c.port_phys_state, c.port_state)),
-            (write == PortPhysState::Polling).then_some((PortPhysState::LinkUp, PortState::Init)),
-            "the CA out of reach while S2's port is disabled"
-        );
-        assert_eq!(f.port_counters(7, S2_LID).link_downed_counter, 1);
-    }
 }
 
 // IBA 1 §14.2.4.1-2: with M_Key protection 2 a SubnGet without the key is not answered and
