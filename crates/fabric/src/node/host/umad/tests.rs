@@ -550,11 +550,14 @@ fn a_first_segment_user_does_not_see_the_acks_of_its_responses() {
     assert_eq!(got.len(), 1, "the request");
     let mut resp = mad(MgmtClass::SubnAdm, 2, Method::GetTableResp, 0x99);
     RmppRepr::single_segment(20 + 64).emit(&mut resp[24..36]);
-    send(&mut sim, a, server, got[0].from, &resp).unwrap();
+    // The answer carries the TID as the request arrived (the client's agent in its high bits).
+    let mut answer = resp.clone();
+    answer[8..16].copy_from_slice(&got[0].mad[8..16]);
+    send(&mut sim, a, server, got[0].from, &answer).unwrap();
     sim.run_until_idle(10_000);
     let back = take(&mut sim, b, client);
     assert_eq!(back.len(), 1, "the response");
-    assert_eq!(back[0].mad, resp);
+    assert_eq!(back[0].mad, resp, "with the client's own TID");
     let acks = take(&mut sim, a, server);
     assert!(
         acks.is_empty(),
