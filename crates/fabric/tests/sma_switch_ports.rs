@@ -9,7 +9,7 @@ use fabric::*;
 use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadStatus, Method};
-use ipoib_wire::smp::{LftBlockRepr, PortPhysState, PortState, SmpAttribute};
+use ipoib_wire::smp::{PortPhysState, PortState, SmpAttribute};
 
 // IBA 1 §14.2.5.4, §14.2.5.10: LinearFDBTop moves only by SubnSet(SwitchInfo). OpenSM sets it
 // (11 on a subnet of 11 LIDs) before it writes LFT block 0, LIDs 0-63: the block leaves it at 11,
@@ -22,22 +22,12 @@ fn an_lft_block_above_linear_fdb_top_leaves_it_and_dlids_above_it_drop() {
     let top = CA_LID - 1;
     let s = set_lft_top(&mut f, TO_S2, top);
     assert_eq!(s.linear_fdb_top, top);
-    let mut b = LftBlockRepr { ports: [255; 64] };
-    for (lid, port) in [(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)] {
-        b.ports[usize::from(lid)] = port;
-    }
-    let r = f
-        .dr(
-            Method::Set,
-            attr::LINEAR_FORWARDING_TABLE,
-            0,
-            TO_S2,
-            0,
-            SmpAttribute::LinearForwardingTable(b),
-        )
-        .expect("S2 answers");
     // The block reads back as written, entries above the top included.
-    assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+    set_lft_block(
+        &mut f,
+        TO_S2,
+        &[(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)],
+    );
     let r = f
         .dr(Method::Get, attr::SWITCH_INFO, 0, TO_S2, 0, none())
         .expect("S2 answers");

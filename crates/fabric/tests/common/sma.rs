@@ -267,6 +267,28 @@ pub fn set_port_info(
     .expect("an answer")
 }
 
+/// SubnSet(LinearForwardingTable) block 0 (LIDs 0-63) of the switch at `path`: each (LID, port)
+/// of `routes`, 255 (no port) elsewhere; checks the block is answered as written and returns it.
+pub fn set_lft_block(f: &mut Fabric, path: &[u8], routes: &[(u16, u8)]) -> LftBlockRepr {
+    let mut b = LftBlockRepr { ports: [255; 64] };
+    for &(lid, port) in routes {
+        b.ports[usize::from(lid)] = port;
+    }
+    let r = f
+        .dr(
+            Method::Set,
+            attr::LINEAR_FORWARDING_TABLE,
+            0,
+            path,
+            0,
+            SmpAttribute::LinearForwardingTable(b),
+        )
+        .expect("a LinearForwardingTable answer");
+    // The block reads back as written, entries above LinearFDBTop included.
+    assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+    b
+}
+
 /// SubnSet(SwitchInfo) of the switch at `path` with LinearFDBTop `top`; the SwitchInfo answered.
 pub fn set_lft_top(f: &mut Fabric, path: &[u8], top: u16) -> SwitchInfoRepr {
     let r = f
@@ -308,21 +330,7 @@ pub fn assign_lids(f: &mut Fabric) {
             [(PROBE_LID, 2), (CA_LID, 7), (S1_LID, 2), (S2_LID, 0)],
         ),
     ] {
-        let mut b = LftBlockRepr { ports: [255; 64] };
-        for (lid, port) in routes {
-            b.ports[usize::from(lid)] = port;
-        }
-        let r = f
-            .dr(
-                Method::Set,
-                attr::LINEAR_FORWARDING_TABLE,
-                0,
-                path,
-                0,
-                SmpAttribute::LinearForwardingTable(b),
-            )
-            .unwrap();
-        assert_eq!(r.attribute, SmpAttribute::LinearForwardingTable(b));
+        set_lft_block(f, path, &routes);
         // LinearFDBTop, the highest LID routed, after the blocks as our SM writes it (OpenSM
         // writes it first); DLIDs above it are discarded (IBA 1 §14.2.5.4).
         set_lft_top(f, path, S2_LID);
