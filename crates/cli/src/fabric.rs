@@ -84,7 +84,7 @@ pub fn run(args: &Args) -> ExitCode {
     };
     let mut so = SubnetOptions::new(topology, args.seed);
     if let Some(p) = &args.partitions {
-        match crate::sim::load_partitions(p) {
+        match crate::sim::load_partitions("ipoib fabric", p) {
             Ok(c) => so.partitions = Some(c),
             Err(e) => return fail(&e),
         }

@@ -18,7 +18,6 @@
 use crate::interrupt::Interrupt;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
-use ipoib_proto::partitions;
 use ipoib_runtime::ibsim_server::{
     serve, Console, IbsimServer, Listen, ServeOptions, ServerConfig, TOLD_REFUSALS,
 };
@@ -103,10 +102,11 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let parts = match args.partitions.as_deref().map(|p| {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
-        partitions::parse(&text).map_err(|e| format!("{p}: {e}"))
-    }) {
+    let parts = match args
+        .partitions
+        .as_deref()
+        .map(|p| crate::sim::load_partitions("ipoib ibsim-server", p))
+    {
         None => None,
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => return fail(e),

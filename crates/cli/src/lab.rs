@@ -201,7 +201,7 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     let parts = a
         .partitions
         .as_deref()
-        .map(crate::sim::load_partitions)
+        .map(|p| crate::sim::load_partitions("ipoib lab", p))
         .transpose()?;
     if let Some(p) = &parts {
         let none = hosts::set_partitions(&topo, p);

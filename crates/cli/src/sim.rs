@@ -65,13 +65,14 @@ fn load_topology(args: &Args) -> Result<Topology, String> {
     crate::topology_arg::load(&args.topology, args.hosts, None)
 }
 
-/// Reads and parses `path`, printing its warnings (what OpenSM would log as `PARSE WARN`, and
-/// the like) on standard error.
-pub(crate) fn load_partitions(path: &str) -> Result<PartitionConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+/// Reads and parses the `--partitions` file `path`, printing its warnings (what OpenSM would log
+/// as `PARSE WARN`, and the like) on standard error under `cmd`, the command that reads it
+/// (`ipoib sim`, `ipoib lab`, ...). An error names the option, so that "No such file" says which.
+pub(crate) fn load_partitions(cmd: &str, path: &str) -> Result<PartitionConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--partitions {path}: {e}"))?;
     let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     for w in &cfg.warnings {
-        note!("ipoib sim: {path}: warning: {w}");
+        note!("{cmd}: {path}: warning: {w}");
     }
     Ok(cfg)
 }
@@ -143,7 +144,12 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let parts = match args.partitions.as_deref().map(load_partitions).transpose() {
+    let parts = match args
+        .partitions
+        .as_deref()
+        .map(|p| load_partitions("ipoib sim", p))
+        .transpose()
+    {
         Ok(p) => p,
         Err(e) => return fail(e),
     };

@@ -370,3 +370,67 @@ fn sim_with_a_closed_standard_error_does_not_panic() {
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("joined the broadcast group: 4/4"));
 }
+
+// The partitions file is read the same way by sim, lab, fabric and ibsim-server. A missing one
+// used to be "ipoib sim: /x/p.conf: No such file or directory", not saying which option named
+// it; its warnings came out as "ipoib sim: ..." under lab and fabric, and not at all under
+// ibsim-server. Now the error names `--partitions` and the warnings the command that reads them.
+#[test]
+fn partitions_file_errors_name_the_option_and_warnings_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none").join("p.conf");
+    let missing = missing.to_str().unwrap();
+    let o = ipoib(&["sim", "--hosts", "2", "--partitions", missing]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("ipoib sim: --partitions {missing}: No such file");
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+
+    let parts = write(
+        &dir,
+        "w.conf",
+        "Default=0x7fff, ipoib, bogus=1 : ALL=full ;\n",
+    );
+    let warning = "w.conf: warning: line 1, column 24: unrecognized partition flag 'bogus'";
+    // The fabric reads the file before it checks --timeout-ms, which then stops it.
+    let o = ipoib(&[
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--partitions",
+        &parts,
+        "--timeout-ms",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(!e.contains("ipoib sim"), "{e}");
+    let line = e.lines().find(|l| l.contains(warning)).unwrap_or_default();
+    assert!(line.starts_with("ipoib fabric: "), "{e}");
+
+    // The ibsim server stops at the console's Quit.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args([
+            "ibsim-server",
+            "--topology",
+            "single-switch",
+            "--hosts",
+            "2",
+        ])
+        .args(["--partitions", &parts, "--sockname"])
+        .arg(format!("ipoib-test-parts-{}", std::process::id()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ipoib");
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"Quit\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    let line = e.lines().find(|l| l.contains(warning)).unwrap_or_default();
+    assert!(line.starts_with("ipoib ibsim-server: "), "{e}");
+}
