@@ -153,9 +153,20 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
+    // Made now, not after the run: an unwritable path (minutes into a big run) would throw the
+    // run and its report away.
+    let mut pcap = match args.pcap.as_deref().map(std::fs::File::create).transpose() {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(format!(
+                "--pcap {}: {e}",
+                args.pcap.as_deref().unwrap_or("")
+            ))
+        }
+    };
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
-    opts.capture = args.pcap.is_some();
+    opts.capture = pcap.is_some();
     // Not dropped: the process exits after the report, and the OS takes the memory back at once
     // where freeing every host's state one allocation at a time costs about 4 % of a 10,000-host
     // run (perf; docs/benchmarks/subnet.md).
@@ -180,10 +191,10 @@ pub fn run(args: &Args) -> ExitCode {
     });
     progress.finish();
     let wall = start.elapsed();
-    if let Some(path) = &args.pcap {
+    if let (Some(file), Some(path)) = (pcap.as_mut(), &args.pcap) {
         if let Some(c) = net.sim_mut().take_capture() {
-            if let Err(e) = std::fs::write(path, c.into_bytes()) {
-                return fail(format!("{path}: {e}"));
+            if let Err(e) = file.write_all(&c.into_bytes()) {
+                return fail(format!("--pcap {path}: {e}"));
             }
         }
     }
