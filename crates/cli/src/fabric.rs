@@ -141,7 +141,7 @@ pub fn run(args: &Args) -> ExitCode {
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
     if let Some(p) = &args.pcap {
         if let Err(e) = f.capture_to(p, args.pcap_limit) {
-            return fail(&format!("{p}: {e}"));
+            return fail(&format!("--pcap {p}: {e}"));
         }
     }
     // A signal from here on stops the first turn.

@@ -240,6 +240,13 @@ fn bad_arguments_exit_2() {
             stderr(&o)
         );
     }
+    // The path's error names the option (it was "ipoib demo: /no/such/dir/x.pcap: No such file").
+    let o = ipoib_in(dir.path(), &["demo", "--pcap", "/no/such/dir/x.pcap"]);
+    assert!(
+        stderr(&o).starts_with("ipoib demo: --pcap /no/such/dir/x.pcap: "),
+        "{}",
+        stderr(&o)
+    );
 }
 
 fn tshark() -> Option<PathBuf> {

@@ -246,6 +246,23 @@ fn a_guid2lid_file_in_no_directory_is_refused() {
     assert!(l.starts_with("ipoib fabric: --guid2lid "), "{l}");
 }
 
+/// An unwritable `--pcap` is refused naming the option (it was "ipoib fabric: PATH: No such file
+/// or directory", as if the path were the fabric's own).
+#[test]
+fn an_unwritable_pcap_is_refused_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("no-such-dir").join("x.pcap");
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--pcap",
+        file.to_str().unwrap(),
+    ];
+    let l = refused(&args, dir.path(), "No such file");
+    assert!(l.starts_with("ipoib fabric: --pcap "), "{l}");
+}
+
 /// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every
 /// retry, and is not told the fabric is silent: it answered.
 #[test]

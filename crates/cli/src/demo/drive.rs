@@ -185,7 +185,7 @@ impl Driver {
         start: Wall,
         pcap: &str,
     ) -> Result<Driver, String> {
-        let file = File::create(pcap).map_err(|e| format!("{pcap}: {e}"))?;
+        let file = File::create(pcap).map_err(|e| format!("--pcap {pcap}: {e}"))?;
         Ok(Driver {
             interrupt,
             progress: Progress {
