@@ -10,6 +10,7 @@
 //! `<run dir>/attach-DEV.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy turn's timings.
 
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent};
+use ipoib_proto::ipoib::LogLevel;
 use ipoib_runtime::control::BindError;
 use ipoib_runtime::netns::NetNs;
 use ipoib_runtime::tun::{link_local, LinkControl, LinkMirror, Tun, TunConfig, TunError};
@@ -23,6 +24,10 @@ use std::process::ExitCode;
 /// How long the fabric may stay silent at the start before the host says so (it asks again every
 /// `HostLinkConfig::retry`, 500 ms).
 const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The interface's distinct warnings an attach process prints at most (a bound on what a fabric
+/// that refuses every join could make it print).
+const SAY_AT_MOST: usize = 32;
 
 /// Refuses `--dev DEV` whose control socket `socket` another process listens on.
 fn socket_taken(dev: &str, socket: &std::path::Path) -> ExitCode {
@@ -269,6 +274,11 @@ pub fn run(args: &Args) -> ExitCode {
     }
     note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
     let mut carrier = false;
+    // Said once while the port is Active without the interface's P_Key (reset at carrier).
+    let mut said_pkey = false;
+    // The time of the newest log line seen, and the warnings said.
+    let mut logged = None;
+    let mut said = std::collections::BTreeSet::new();
     let mut attached = false;
     // Said once when the fabric has not answered for a while: the host keeps asking quietly.
     let mut silent_since = Some(std::time::Instant::now());
@@ -325,7 +335,26 @@ pub fn run(args: &Args) -> ExitCode {
                 _ => {}
             }
         }
+        // The interface's warnings (what the draft says to log: failed joins, §13), as Linux
+        // writes ipoib's to the kernel log: each new one, a message said before not again.
+        if let Some(app) = p.app() {
+            let new: Vec<_> = app.log().rev().take_while(|e| Some(e.0) > logged).collect();
+            logged = new.first().map(|e| e.0).or(logged);
+            for (_, level, m) in new.into_iter().rev() {
+                if *level >= LogLevel::Warn && said.len() < SAY_AT_MOST && said.insert(m.clone()) {
+                    note!("ipoib attach: {}: {m}", args.dev);
+                }
+            }
+        }
         let now = p.app().is_some_and(|a| a.carrier());
+        if now {
+            said_pkey = false;
+        } else if !said_pkey {
+            if let Some(why) = pkey_missing(&p, args.pkey) {
+                said_pkey = true;
+                note!("ipoib attach: {}: no carrier: {why}", args.dev);
+            }
+        }
         if now != carrier {
             carrier = now;
             // Up with the interface's MTU and link-local address at the first carrier,
@@ -359,6 +388,31 @@ pub fn run(args: &Args) -> ExitCode {
         ),
     }
     ExitCode::SUCCESS
+}
+
+/// Why the port is up and the interface still has no carrier: its P_Key is not in the port's
+/// P_Key table, as the SM wrote it from the fabric's partitions (IBA 1 §10.9.2). The interface
+/// waits for it without a word, as Linux's `ib0.8001` of a partition the SM gave the port not
+/// (docs/DEPLOYED.md, Linux IPoIB, "A P_Key missing from the port's table"). `None` while the port is not
+/// Active or the P_Key is there.
+fn pkey_missing(p: &AttachProcess, pkey: PKey) -> Option<String> {
+    let host = p.host().host()?;
+    let port = host.hca().port(host.mgmt_port())?;
+    if port.state != ipoib_fabric::PortState::Active || port.find_pkey_index(pkey).is_some() {
+        return None;
+    }
+    let table: Vec<String> = port
+        .pkeys
+        .iter()
+        .filter(|k| k.0 & 0x7fff != 0)
+        .map(|k| format!("{:#06x}", k.0))
+        .collect();
+    Some(format!(
+        "--pkey {:#06x} is not in the port's P_Key table ({}), which the fabric's --partitions \
+         sets; the interface waits for it",
+        pkey.0,
+        table.join(", ")
+    ))
 }
 
 #[cfg(test)]

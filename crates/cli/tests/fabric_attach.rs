@@ -284,6 +284,29 @@ fn a_refused_host_says_so_once() {
     assert_eq!(refusals, 1, "{lines:?}");
 }
 
+/// A host whose port is up but whose interface never gets carrier said nothing of why: with a
+/// `--pkey` the port's P_Key table lacks (IBA 1 §10.9.2), or a fabric whose partitions have no
+/// IPoIB broadcast group, it sat attached and silent. It now says why, once.
+#[test]
+fn a_host_without_carrier_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_fabric, l) = Talker::fabric_udp(&[], dir.path());
+    let addr = common::listen_addr(&l);
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &["--pkey", "0x8001"], dir.path());
+    a.expect("ib0: no carrier: --pkey 0x8001 is not in the port's P_Key table (0xffff)");
+    let (_, lines) = a.terminate(std::time::Duration::from_secs(10));
+    let said = lines.iter().filter(|l| l.contains("no carrier")).count();
+    assert_eq!(said, 1, "{lines:?}");
+
+    // A partition without the `ipoib` flag: the SA has no broadcast group to join (§5).
+    let parts = dir.path().join("p.conf");
+    std::fs::write(&parts, "Default=0x7fff : ALL=full ;\n").unwrap();
+    let (_fabric, l) = Talker::fabric_udp(&["--partitions", parts.to_str().unwrap()], dir.path());
+    let addr = common::listen_addr(&l);
+    let mut b = Talker::attach_no_tun(&addr, "10.0.0.3/24", &["--dev", "ib1"], dir.path());
+    b.expect("ib1: multicast join ff12:401b:ffff::ffff:ffff (join state 0x1) failed: SA status");
+}
+
 /// `--hosts` with a net file must match its hosts, as `ipoib sim` and the lab ask; it was
 /// ignored, and the fabric served the file's hosts whatever number was given.
 #[test]

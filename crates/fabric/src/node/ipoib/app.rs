@@ -305,7 +305,7 @@ impl IpoibApp {
     }
 
     /// The interface's log lines (the last [`LOG_KEEP`]).
-    pub fn log(&self) -> impl Iterator<Item = &(Instant, LogLevel, String)> {
+    pub fn log(&self) -> impl DoubleEndedIterator<Item = &(Instant, LogLevel, String)> {
         self.log.iter()
     }
 
