@@ -171,6 +171,12 @@ pub fn run(args: &Args) -> ExitCode {
         bulk_bytes: args.bulk_bytes,
     };
     let hosts = topo.host_ports().count();
+    if hosts < 2 && args.bulk_bytes.is_some_and(|b| b > 0) {
+        return fail(format!(
+            "--bulk-bytes: the transfer goes from the first host to the second, and the subnet \
+             has {hosts} host"
+        ));
+    }
     let mut opts = SubnetOptions::new(topo, args.seed);
     let ipoib = IpoibOptions {
         configure: match (plan.connected, announces(hosts)) {

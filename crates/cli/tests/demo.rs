@@ -231,6 +231,8 @@ fn bad_arguments_exit_2() {
         &["demo", "--hosts", "300"][..],
         &["demo", "--topology", "no-such-file.net"][..],
         &["demo", "--pcap", "/no/such/dir/x.pcap"][..],
+        // No second host to send to: it said "Result: OK" and transferred nothing.
+        &["demo", "--hosts", "1", "--bulk-bytes", "1M"][..],
     ] {
         let o = ipoib_in(dir.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
