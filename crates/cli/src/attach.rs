@@ -257,7 +257,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(()) => {}
         // One that started since the check above.
         Err(BindError::InUse(path)) => return socket_taken(&args.dev, &path),
-        Err(e) => note!("ipoib attach: control socket (ipoib show): {e}"),
+        Err(e) => note!("{}", crate::show::no_control_socket("ipoib attach", &e)),
     }
     let who = format!("ipoib attach: {}", args.dev);
     let stopped = stop

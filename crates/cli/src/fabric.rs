@@ -151,7 +151,7 @@ pub fn run(args: &Args) -> ExitCode {
         }
     }
     if let Err(e) = f.serve_control(None) {
-        note!("ipoib fabric: control socket (ipoib show --fabric): {e}");
+        note!("{}", crate::show::no_control_socket("ipoib fabric", &e));
     }
     let local = f.local_addr().map_or(addr, |a| a);
     note!(

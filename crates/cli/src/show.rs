@@ -224,3 +224,18 @@ pub fn run(args: &Args) -> ExitCode {
         }
     }
 }
+
+/// What a process that could not make its control socket (`err`) says on standard error, after
+/// `who` ("ipoib fabric", ...): the process runs on, but `ipoib show` cannot reach it, and a
+/// directory the user can write is one `IPOIB_RUN_DIR` away (a user without root cannot write
+/// /run/ipoib).
+pub fn no_control_socket(who: &str, err: &control::BindError) -> String {
+    let hint = match err {
+        control::BindError::Io { .. } => format!(
+            " (set {} to a directory you can write, for this process and for `ipoib show`)",
+            control::RUN_DIR_VAR
+        ),
+        _ => String::new(),
+    };
+    format!("{who}: no control socket, so `ipoib show` cannot read this process: {err}{hint}")
+}

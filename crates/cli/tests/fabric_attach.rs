@@ -307,6 +307,33 @@ fn a_host_without_carrier_says_why() {
     b.expect("ib1: multicast join ff12:401b:ffff::ffff:ffff (join state 0x1) failed: SA status");
 }
 
+/// A run directory the process cannot use (a user without root cannot write /run/ipoib; here a
+/// file stands in its place): the fabric and the host run on without a control socket, and say
+/// that `ipoib show` cannot reach them and how to give them one. It was "control socket (ipoib
+/// show): PATH: Permission denied", with no way out.
+#[test]
+fn no_control_socket_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("not-a-dir");
+    std::fs::write(&run, "").unwrap();
+    let (mut fabric, l) = Talker::fabric_udp(&[], &run);
+    let want = "no control socket, so `ipoib show` cannot read this process";
+    let hint = "(set IPOIB_RUN_DIR to a directory you can write";
+    let line = fabric.expect(want);
+    assert!(
+        line.starts_with("ipoib fabric: ") && line.contains(hint),
+        "{line}"
+    );
+    let addr = common::listen_addr(&l);
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], &run);
+    let line = a.expect(want);
+    assert!(
+        line.starts_with("ipoib attach: ") && line.contains(hint),
+        "{line}"
+    );
+    a.expect("ib0: carrier up");
+}
+
 /// `--hosts` with a net file must match its hosts, as `ipoib sim` and the lab ask; it was
 /// ignored, and the fabric served the file's hosts whatever number was given.
 #[test]
