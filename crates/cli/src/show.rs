@@ -119,6 +119,19 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
 
 /// For `--dev D` without `--netns`: the namespaces whose attach process of `D` runs, as a hint
 /// (`ipoib attach --netns NS` serves RUN_DIR/netns/NS/attach-D.sock); empty when none does.
+/// What to do when no lab answers at the default socket: start one, or clean up after one that
+/// died (its socket is stale; `ipoib lab down` removes it with the namespaces).
+fn lab_hint(args: &Args, e: &control::QueryError) -> &'static str {
+    if args.dev.is_some() || args.socket.is_some() || args.fabric.is_some() {
+        return "";
+    }
+    match e {
+        control::QueryError::NotFound(_) => "; start one with `sudo ipoib lab --hosts N &`",
+        control::QueryError::Stale(_) => "; `sudo ipoib lab down` removes what the dead lab left",
+        _ => "",
+    }
+}
+
 fn netns_hint(args: &Args) -> String {
     let (Some(dev), None) = (&args.dev, &args.netns) else {
         return String::new();
@@ -215,7 +228,7 @@ pub fn run(args: &Args) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) if e.not_running() => {
-            note!("{what}: {e}{}", netns_hint(args));
+            note!("{what}: {e}{}{}", netns_hint(args), lab_hint(args, &e));
             ExitCode::from(1)
         }
         Err(e) => {

@@ -39,7 +39,10 @@ fn without_a_lab_it_says_so_and_exits_1() {
     let sock = lab_socket(run.path());
     assert_eq!(
         stderr(&o),
-        format!("no lab running: {} not found\n", sock.display())
+        format!(
+            "no lab running: {} not found; start one with `sudo ipoib lab --hosts N &`\n",
+            sock.display()
+        )
     );
     let o = ipoib(run.path(), &["--dev", "ib0", "counters", "--json"]);
     assert_eq!(o.status.code(), Some(1));
@@ -63,7 +66,8 @@ fn a_stale_lab_socket_is_named_stale() {
     assert_eq!(
         stderr(&o),
         format!(
-            "no lab running: {} is stale (nothing listens on it)\n",
+            "no lab running: {} is stale (nothing listens on it); `sudo ipoib lab down` removes \
+             what the dead lab left\n",
             sock.display()
         )
     );
