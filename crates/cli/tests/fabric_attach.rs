@@ -76,6 +76,18 @@ fn fabric_and_two_attached_hosts() {
         "{counters}"
     );
     assert!(counters.contains("ca1 slot:"), "{counters}");
+    // The fabric's own log names the CAs by topology node (`h1`), its slots are `ca1`...: a
+    // wrong name lists the right ones (it said only `no host "h1"`).
+    let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["show", "--fabric", "--host", "h1", "hosts"])
+        .env("IPOIB_RUN_DIR", run)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "ipoib show: no host \"h1\" (hosts: ca1, ca2)\n"
+    );
 
     assert_eq!(b.interrupt_and_wait(), 0);
     assert!(

@@ -203,7 +203,8 @@ fn shows_a_running_labs_views() {
 
     let o = ipoib(run.path(), &["--host", "h9", "mcast"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "ipoib show: no host \"h9\"\n");
+    // The lab's names are listed (it said only `no host "h9"`).
+    assert_eq!(stderr(&o), "ipoib show: no host \"h9\" (hosts: h1, h2)\n");
 
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();

@@ -262,6 +262,28 @@ fn clip(w: &str) -> String {
     w.chars().take(40).collect()
 }
 
+impl AnswerError {
+    /// No host `name` among `known` (the owner's names, in order), which the message lists (the
+    /// first 8 of more), so that a user who guessed the naming wrong sees it.
+    pub fn no_such_host<S: AsRef<str>>(name: &str, known: &[S]) -> AnswerError {
+        const SHOWN: usize = 8;
+        if known.is_empty() {
+            return AnswerError::NoSuchHost(name.to_string());
+        }
+        let list: Vec<&str> = known.iter().take(SHOWN).map(AsRef::as_ref).collect();
+        let more = known.len().saturating_sub(SHOWN);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        AnswerError::Unavailable(format!(
+            "no host {name:?} (hosts: {}{more})",
+            list.join(", ")
+        ))
+    }
+}
+
 /// Why the owner cannot answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {

@@ -321,9 +321,12 @@ fn unknown_hosts_are_refused() {
             host: Some(h.into()),
             json: false,
         };
+        // The lab's names are listed, so that `h0` (the sim's naming) shows the lab's.
         assert_eq!(
             from_subnet(&net, &req),
-            Err(AnswerError::NoSuchHost(h.into()))
+            Err(AnswerError::Unavailable(format!(
+                "no host {h:?} (hosts: h1, h2)"
+            )))
         );
     }
 }

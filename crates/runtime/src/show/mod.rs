@@ -449,7 +449,13 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
         Some(name) => {
             let i = lab_host_index(name, n)
                 .filter(|&i| net.interface(i).is_some())
-                .ok_or_else(|| AnswerError::NoSuchHost(name.clone()))?;
+                .ok_or_else(|| {
+                    let names: Vec<String> = (0..n)
+                        .filter(|&i| net.interface(i).is_some())
+                        .map(lab_host_name)
+                        .collect();
+                    AnswerError::no_such_host(name, &names)
+                })?;
             vec![i]
         }
         None => (0..n).filter(|&i| net.interface(i).is_some()).collect(),

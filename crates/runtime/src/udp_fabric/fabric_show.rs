@@ -70,7 +70,10 @@ impl FabricEmu {
         }
         if let Some(name) = &req.host {
             if hosts.is_empty() {
-                return Err(AnswerError::NoSuchHost(name.clone()));
+                let names: Vec<String> = (0..server.slot_count())
+                    .filter_map(|i| server.slot_topo_node(i).map(slot_name))
+                    .collect();
+                return Err(AnswerError::no_such_host(name, &names));
             }
         }
         let mut sections = Vec::new();
