@@ -352,6 +352,14 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
+    // Said now, not only after the wait for the hosts: those ports never come up (as `sim` and
+    // `demo` warn; neither our SM nor OpenSM reaches them).
+    for w in [crate::why::unreached(&net), crate::why::behind_ca(&net)]
+        .into_iter()
+        .flatten()
+    {
+        note!("ipoib lab: warning: {w}");
+    }
     if let Some(c) = stopped("while the subnet was built") {
         return c;
     }
@@ -493,10 +501,8 @@ fn up(a: &UpArgs) -> ExitCode {
             _ if all_ready(driver.emulation()) => break,
             (Ok(Wake::Deadline), _) => {
                 let net = driver.emulation();
-                let late: Vec<String> = (0..n)
-                    .filter(|&i| !hosts::ready(net, i))
-                    .map(hosts::name)
-                    .collect();
+                let late_hosts: Vec<usize> = (0..n).filter(|&i| !hosts::ready(net, i)).collect();
+                let late: Vec<String> = late_hosts.iter().map(|&i| hosts::name(i)).collect();
                 note!(
                     "ipoib lab: not up after {} s: {} (no carrier or IPv6 not ready){}",
                     deadline.duration_since(started).as_secs(),
@@ -514,6 +520,16 @@ fn up(a: &UpArgs) -> ExitCode {
                         None => String::new(),
                     }
                 );
+                // Each with what the emulation knows of why (its topology node's name).
+                for &i in late_hosts.iter().take(crate::why::MAX_NAMED) {
+                    note!("  {}: {}", hosts::name(i), crate::why::host_line(net, i));
+                }
+                if late_hosts.len() > crate::why::MAX_NAMED {
+                    note!(
+                        "  ... and {} more",
+                        late_hosts.len() - crate::why::MAX_NAMED
+                    );
+                }
                 return ExitCode::from(1);
             }
             _ => {}

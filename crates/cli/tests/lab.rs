@@ -396,3 +396,38 @@ fn sigint_while_the_namespaces_are_made_stops_there_and_leaves_nothing() {
     let left = leftovers(254, &[pid]);
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A host the subnet manager cannot reach (cabled only through another host's second port, which
+/// does not forward SMPs) never comes up. The lab said so only after its 30 s wait, as "no
+/// carrier or IPv6 not ready"; it now warns at the start, as `sim` and `demo` do (then Ctrl-C).
+#[test]
+fn a_host_the_sm_cannot_reach_is_named_at_the_start() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("split.net");
+    std::fs::write(
+        &net,
+        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
+         Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n",
+    )
+    .unwrap();
+    let _down = Down(3);
+    let mut lab = common::Talker::spawn_stderr(Command::new(BIN).args([
+        "lab",
+        "--topology",
+        net.to_str().unwrap(),
+    ]));
+    let pid = lab.proc.pid();
+    let w = lab.expect("ipoib lab: warning: the subnet manager cannot reach 2 CA port(s)");
+    assert!(w.ends_with("H2 port 2, H3 port 1"), "{w}");
+    assert_eq!(lab.interrupt_and_wait(), 0, "{:?}", lab.seen);
+    assert!(
+        leftovers(3, &[pid]).is_empty(),
+        "{:?}",
+        leftovers(3, &[pid])
+    );
+}
