@@ -128,8 +128,24 @@ pub fn run(args: &Args) -> ExitCode {
     if let Some(c) = stopped("while the subnet was built") {
         return c;
     }
+    if ours {
+        // As `sim` says them: ports our SM cannot reach, then each host that did not join.
+        for w in [crate::why::unreached(&net), crate::why::behind_ca(&net)]
+            .into_iter()
+            .flatten()
+        {
+            note!("ipoib ibsim-server: warning: {w}");
+        }
+    }
     if ours && !net.run_until_joined(Instant::ZERO + Duration::from_secs(60)) {
-        note!("ipoib ibsim-server: warning: not every host joined its broadcast group");
+        let in_sa = net.sa_joined();
+        let missing: Vec<usize> = (0..net.host_count())
+            .filter(|&i| !(net.is_joined(i) && in_sa[i]))
+            .collect();
+        note!("ipoib ibsim-server: warning: not every host joined its broadcast group:");
+        for l in crate::why::host_lines(&net, &missing) {
+            note!("  {l}");
+        }
     }
     if let Some(c) = stopped("while the subnet came up") {
         return c;

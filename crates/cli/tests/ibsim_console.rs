@@ -2,8 +2,8 @@
 //! commands typed on standard input are answered on standard output, one line or more each,
 //! `error: ...` for what is refused; `Unlink` takes a cable down and `ReLink` brings it back
 //! (with our SM on the first host: the switch's trap 128 goes to it); odd input never stops the
-//! server; `Quit` ends it with status 0. The server runs under a guard that stops it by PID
-//! (`osm::Server`).
+//! server; `Quit` ends it with status 0. A host our SM cannot reach is named with the reason.
+//! The server runs under a guard that stops it by PID (`osm::Server`).
 
 mod osm;
 
@@ -131,4 +131,41 @@ fn a_server_in_the_background_of_a_shell_is_not_stopped() {
         matches!(state.trim(), "S" | "R"),
         "the server in the background is in state {state:?} (T: stopped)"
     );
+}
+
+// A host our SM cannot reach (cabled only through another host's second port, which does not
+// forward SMPs): the server said only "not every host joined its broadcast group". It now warns
+// as `sim` does and names each host that did not join with the reason.
+#[test]
+fn a_host_our_sm_cannot_reach_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("split.net");
+    std::fs::write(
+        &net,
+        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
+         Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["ibsim-server", "--topology", net.to_str().unwrap()])
+        .arg("--sockname")
+        .arg(format!("ipoib-test-split-{}", std::process::id()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ipoib");
+    {
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(b"Quit\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    for want in [
+        "ipoib ibsim-server: warning: the subnet manager cannot reach 2 CA port(s)",
+        "\n  H3 (LID 0): reachable only through a channel adapter",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in\n{e}");
+    }
 }
