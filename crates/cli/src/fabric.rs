@@ -140,6 +140,13 @@ pub fn run(args: &Args) -> ExitCode {
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
     if let Some(p) = &args.pcap {
+        // Below the file's own header nothing fits: the file stayed empty, not even a capture.
+        let header = ipoib_wire::pcap::GLOBAL_HEADER_LEN as u64;
+        if let Some(l) = args.pcap_limit.filter(|&l| l < header) {
+            return fail(&format!(
+                "--pcap-limit {l}: at least {header} bytes, the pcap file's header"
+            ));
+        }
         if let Err(e) = f.capture_to(p, args.pcap_limit) {
             return fail(&format!("--pcap {p}: {e}"));
         }

@@ -275,6 +275,26 @@ fn an_unwritable_pcap_is_refused_naming_the_option() {
     assert!(l.starts_with("ipoib fabric: --pcap "), "{l}");
 }
 
+/// A `--pcap-limit` below the pcap file's 24-byte header left an empty file, no capture at all,
+/// and said nothing: refused.
+#[test]
+fn a_pcap_limit_below_the_header_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.pcap");
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--pcap",
+        file.to_str().unwrap(),
+        "--pcap-limit",
+        "10",
+    ];
+    let l = refused(&args, dir.path(), "--pcap-limit 10: at least 24 bytes");
+    assert!(l.starts_with("ipoib fabric: "), "{l}");
+    assert!(!file.exists());
+}
+
 /// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every
 /// retry, and is not told the fabric is silent: it answered.
 #[test]
