@@ -36,7 +36,8 @@ pub struct Args {
     /// Record every packet on every link of the fabric into this pcap (ERF records).
     #[arg(long)]
     pcap: Option<String>,
-    /// Stop recording once the pcap reaches this many bytes.
+    /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
+    /// file's header); the fabric says when it does.
     #[arg(long, requires = "pcap")]
     pcap_limit: Option<u64>,
     /// A host not heard from for this many milliseconds loses its slot (at least 2000: hosts
@@ -167,6 +168,7 @@ pub fn run(args: &Args) -> ExitCode {
     );
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
     let mut g2l_gen = 0;
+    let mut said_full = false;
     loop {
         let stopped = match f.turn(MAX_WAIT) {
             Ok(s) => s,
@@ -176,6 +178,14 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         report_changes(&f, &mut known);
+        if let (false, Some((n, true))) = (said_full, f.capture_written()) {
+            said_full = true;
+            note!(
+                "ipoib fabric: --pcap {}: recording stopped at --pcap-limit {} ({n} bytes written)",
+                args.pcap.as_deref().unwrap_or_default(),
+                args.pcap_limit.unwrap_or_default()
+            );
+        }
         // The table changes only at the end of a sweep (a new generation).
         let sm = f.server().smp_sm();
         if let (Some(g), Some(sm)) = (&mut g2l_file, sm.filter(|sm| sm.generation() != g2l_gen)) {

@@ -276,9 +276,9 @@ fn an_unwritable_pcap_is_refused_naming_the_option() {
 }
 
 /// A `--pcap-limit` below the pcap file's 24-byte header left an empty file, no capture at all,
-/// and said nothing: refused.
+/// and said nothing: refused. A limit reached is said when it is.
 #[test]
-fn a_pcap_limit_below_the_header_is_refused() {
+fn a_pcap_limit_below_the_header_is_refused_and_one_reached_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("x.pcap");
     let args = [
@@ -293,6 +293,15 @@ fn a_pcap_limit_below_the_header_is_refused() {
     let l = refused(&args, dir.path(), "--pcap-limit 10: at least 24 bytes");
     assert!(l.starts_with("ipoib fabric: "), "{l}");
     assert!(!file.exists());
+    // Room for the header and no record (the SM's first SMPs pass it at once): the fabric says
+    // that the recording stopped; it used to stop without a word.
+    let limit = dir.path().join("y.pcap");
+    let (mut fabric, _) = Talker::fabric_udp(
+        &["--pcap", limit.to_str().unwrap(), "--pcap-limit", "100"],
+        dir.path(),
+    );
+    let l = fabric.expect("recording stopped at --pcap-limit 100 (24 bytes written)");
+    assert!(l.starts_with("ipoib fabric: --pcap "), "{l}");
 }
 
 /// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every

@@ -99,6 +99,8 @@ struct CaptureFile {
     file: File,
     written: u64,
     limit: Option<u64>,
+    /// The limit stopped the recording.
+    full: bool,
 }
 
 /// An emulation that speaks datagrams: what [`UdpEndpoint`] reads goes in, what it sends comes
@@ -449,8 +451,15 @@ impl FabricProcess {
             file,
             written: 0,
             limit,
+            full: false,
         });
         self.write_capture()
+    }
+
+    /// The capture file's bytes written so far, and whether `--pcap-limit` stopped the
+    /// recording; `None` without [`FabricProcess::capture_to`].
+    pub fn capture_written(&self) -> Option<(u64, bool)> {
+        self.capture.as_ref().map(|c| (c.written, c.full))
     }
 
     /// Stops the driver when `fd` becomes readable (the read end of a socket pair that SIGINT
@@ -542,6 +551,7 @@ impl FabricProcess {
             let fit = records_within(&bytes, room, out.written == 0);
             out.file.write_all(&bytes[..fit])?;
             out.written += fit as u64;
+            out.full = true;
             sim.take_capture();
             return Ok(());
         }
