@@ -131,6 +131,12 @@ fn parse_v4(s: &str) -> Result<(Ipv4Addr, u8), String> {
     if l > 32 {
         return Err(format!("prefix length {l} > 32"));
     }
+    // The interface answers ARP for its address and sends from it (RFC 1122 §3.2.1.3: no
+    // source address is 0, broadcast, multicast or loopback); these were taken without a word.
+    let a: Ipv4Addr = a;
+    if a.is_unspecified() || a.is_broadcast() || a.is_multicast() || a.is_loopback() {
+        return Err(format!("{a} is no unicast address of a host"));
+    }
     Ok((a, l))
 }
 
@@ -140,6 +146,12 @@ fn parse_v6(s: &str) -> Result<(Ipv6Addr, u8), String> {
     let l: u8 = l.parse().map_err(|e| format!("{l}: {e}"))?;
     if l > 128 {
         return Err(format!("prefix length {l} > 128"));
+    }
+    // RFC 4291 §2.5.2, §2.5.3, §2.7: the unspecified, loopback and multicast addresses are no
+    // interface's unicast address.
+    let a: Ipv6Addr = a;
+    if a.is_unspecified() || a.is_loopback() || a.is_multicast() {
+        return Err(format!("{a} is no unicast address of a host"));
     }
     Ok((a, l))
 }
@@ -464,6 +476,30 @@ mod tests {
         assert_eq!(with("h3").unwrap().args.netns.as_deref(), Some("h3"));
         for bad in ["", ".", "..", "../x", "a/b"] {
             assert!(with(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    /// Addresses no host can have were taken (with `--no-tun` the emulation then answered ARP
+    /// for 224.0.0.1 as its own): refused, as a malformed one is.
+    #[test]
+    fn addresses_must_be_a_hosts_unicast_address() {
+        assert_eq!(
+            parse_v4("10.0.0.2/24"),
+            Ok(("10.0.0.2".parse().unwrap(), 24))
+        );
+        assert_eq!(parse_v6("fd00::2/64"), Ok(("fd00::2".parse().unwrap(), 64)));
+        for bad in [
+            "0.0.0.0/0",
+            "255.255.255.255/32",
+            "224.0.0.1/24",
+            "127.0.0.1/8",
+        ] {
+            let e = parse_v4(bad).unwrap_err();
+            assert!(e.ends_with("is no unicast address of a host"), "{bad}: {e}");
+        }
+        for bad in ["::/0", "::1/128", "ff02::1/64"] {
+            let e = parse_v6(bad).unwrap_err();
+            assert!(e.ends_with("is no unicast address of a host"), "{bad}: {e}");
         }
     }
 
