@@ -546,12 +546,11 @@ fn up(a: &UpArgs) -> ExitCode {
     };
     let _ = write!(
         out,
-        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}{managed}\
-         Run `ipoib lab exec h1 -- ping h2` (or `ip netns exec ipoib-h1 ...`); Ctrl-C or \
-         `ipoib lab down` ends the lab.\n",
+        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}{managed}{}\n",
         started.elapsed().as_secs_f64(),
         lab.mode,
         hosts::table(driver.emulation()),
+        hosts::try_line(n),
     );
     let _ = out.flush();
     // With OpenSM, the lab looks once a second whether it still runs, and says so once if not:

@@ -212,9 +212,35 @@ pub fn summary(net: &Subnet, tun_write_errors: &[u64]) -> String {
     s
 }
 
+/// The line that says what to try once `n` hosts are up: a command that works on this lab (a
+/// one-host lab has no `h2` to ping).
+pub fn try_line(n: usize) -> String {
+    let cmd = if n >= 2 {
+        format!("ipoib lab exec {} -- ping {}", name(0), name(1))
+    } else {
+        format!("ipoib lab exec {} -- ip addr", name(0))
+    };
+    format!(
+        "Run `{cmd}` (or `ip netns exec {} ...`); Ctrl-C or `ipoib lab down` ends the lab.",
+        namespace(0)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-host lab suggested `ping h2`, a host it has not.
+    #[test]
+    fn the_suggested_command_names_hosts_the_lab_has() {
+        assert_eq!(
+            try_line(3),
+            "Run `ipoib lab exec h1 -- ping h2` (or `ip netns exec ipoib-h1 ...`); Ctrl-C or \
+             `ipoib lab down` ends the lab."
+        );
+        assert!(try_line(1).starts_with("Run `ipoib lab exec h1 -- ip addr`"));
+        assert!(!try_line(1).contains("h2"));
+    }
 
     #[test]
     fn names_and_addresses_follow_the_host_index() {
