@@ -211,11 +211,13 @@ pub fn run(args: &Args) -> ExitCode {
     let mut found = scenario::Found::default();
     let stopped = scenario::run(&mut net, &mut drv, &plan, &mut found).err();
     let mut r = scenario::report(&net, &plan, &found, stopped);
+    // A capture that could not be written (a full disk, minutes into a big run) does not throw
+    // the report away: it says so there and in the exit status.
     match drv.finish(&mut net) {
         Ok((kept, skipped)) => (r.packets, r.packets_skipped) = (kept, skipped),
-        Err(e) => return fail(e),
+        Err(e) => r.capture_error = Some(e),
     }
-    if let Some(c) = r.connected.as_mut() {
+    if let (Some(c), None) = (r.connected.as_mut(), &r.capture_error) {
         c.tally = Some(connected::tally(&args.pcap));
     }
     r.wall = start.elapsed();
@@ -227,6 +229,8 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if let Some(s) = stopped {
         ExitCode::from(s.signal.exit_code())
+    } else if let Some(e) = &r.capture_error {
+        fail(format!("--pcap {e}"))
     } else if r.failures.is_empty() {
         ExitCode::SUCCESS
     } else {

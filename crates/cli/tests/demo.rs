@@ -438,3 +438,28 @@ fn two_switch_demo_delivers_the_first_multicast_datagram() {
         "a first ping waited for a resend: {t}"
     );
 }
+
+// A capture the disk cannot take (here /dev/full, as a disk that fills up minutes into a big
+// run): the report was thrown away for the write error. It is printed, says the capture was not
+// written, and the exit status is still 2 (README: an unwritable pcap).
+#[test]
+fn a_capture_that_cannot_be_written_keeps_the_report() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = ipoib_in(dir.path(), &["demo", "--hosts", "2", "--pcap", "/dev/full"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("Capture: NOT written: --pcap /dev/full: No space left on device"),
+        "{t}"
+    );
+    assert!(t.contains("IPv4 ping, all 2 pairs: 2 answered"), "{t}");
+    assert!(
+        stderr(&o).starts_with("ipoib demo: --pcap /dev/full: "),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -189,6 +189,8 @@ pub struct Report {
     pub stopped: Option<Interrupted>,
     pub packets: u64,
     pub packets_skipped: u64,
+    /// The capture could not be written (a full disk): what the write said.
+    pub capture_error: Option<String>,
     pub sim_end: Duration,
     pub wall: Duration,
     /// Peak resident memory of the process.
@@ -287,11 +289,15 @@ impl Report {
         self.text_connected(&mut o);
         self.text_bulk(&mut o);
         self.text_groups(&mut o);
-        let _ = writeln!(
-            o,
-            "Capture: {} packets written to {}. Open it with\n  wireshark {}\n  tshark -r {} -V",
-            self.packets, args.pcap, args.pcap, args.pcap
-        );
+        if let Some(e) = &self.capture_error {
+            let _ = writeln!(o, "Capture: NOT written: --pcap {e}");
+        } else {
+            let _ = writeln!(
+                o,
+                "Capture: {} packets written to {}. Open it with\n  wireshark {}\n  tshark -r {} -V",
+                self.packets, args.pcap, args.pcap, args.pcap
+            );
+        }
         if !self.bulk.is_empty() {
             let _ = writeln!(
                 o,

@@ -510,6 +510,7 @@ pub fn report(net: &Subnet, plan: &Plan, found: &Found, stopped: Option<Interrup
         stopped,
         packets: 0,
         packets_skipped: 0,
+        capture_error: None,
         sim_end: net.sim().now() - Instant::ZERO,
         wall: Duration::ZERO,
         peak_kib: None,

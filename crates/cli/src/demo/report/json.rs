@@ -143,6 +143,11 @@ impl Report {
         self.json_bulk(&mut o);
         o.push_str(",\"pcap\":");
         escape(&mut o, &args.pcap);
+        o.push_str(",\"pcap_error\":");
+        match &self.capture_error {
+            Some(e) => escape(&mut o, e),
+            None => o.push_str("null"),
+        }
         let _ = write!(
             o,
             ",\"packets\":{},\"packets_not_kept\":{},\"sim_ns\":{},\"wall_ns\":{},\"peak_memory_kib\":{},\"interrupted\":",
