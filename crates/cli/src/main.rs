@@ -79,7 +79,8 @@ enum Command {
     /// line shows once the run takes a second. Ctrl-C (SIGINT) or SIGTERM stops the run with the
     /// report of what it found so far. Exit status: 0 when everything worked, 1 when something
     /// failed (each failure listed; a host without carrier with the reason, e.g. too many hops
-    /// from the subnet manager), 2 on bad arguments, 130 (SIGINT) or 143 (SIGTERM) when stopped.
+    /// from the subnet manager), 2 on bad arguments or a `--pcap` that could not be written, 130
+    /// (SIGINT) or 143 (SIGTERM) when stopped.
     Demo(demo::Args),
     /// The RDMA IP CM service (IBTA Annex A11): what our server answers to a REQ.
     ///
@@ -97,7 +98,8 @@ enum Command {
     /// and RDMA READs it back into a second region, both checked byte for byte, and disconnects.
     /// Prints throughput in simulated and wall time (GB/s), or JSON with `--json`; `--pcap FILE`
     /// records every packet. Exit status: 0 when everything verified, 1 when a connection or a
-    /// transfer failed or a byte differed, 2 on bad arguments.
+    /// transfer failed or a byte differed, 2 on bad arguments or a `--pcap` that could not be
+    /// written.
     Rping(rping::Args),
     /// Show the neighbours, paths, multicast groups, connections or counters of a running lab
     /// or attach process, read over its control socket (like `ip neigh`).

@@ -21,7 +21,7 @@
 //! quarter of a million packets each way).
 //!
 //! Exit status: 0 when everything arrived and verified; 1 when a connection or transfer failed or
-//! a byte differed; 2 on bad arguments.
+//! a byte differed; 2 on bad arguments or a `--pcap` that could not be written.
 
 mod report;
 
@@ -151,6 +151,11 @@ pub fn run(args: &Args) -> ExitCode {
         report.memcpy = Some(memcpy(args.size));
     }
     report.print(args);
+    // The transfer may have verified; the capture asked for is not there (README: exit 2).
+    if let (Ok(()), Some(e)) = (&outcome, &report.pcap_error) {
+        note!("ipoib rping: {e}");
+        return ExitCode::from(2);
+    }
     match outcome {
         Ok(()) if report.verified() => ExitCode::SUCCESS,
         Ok(()) => {
@@ -538,7 +543,7 @@ impl Rping {
             if let Some(c) = self.net.sim_mut().take_capture() {
                 match std::fs::write(path, c.into_bytes()) {
                     Ok(()) => report.pcap = Some(path.clone()),
-                    Err(e) => note!("ipoib rping: {path}: {e}"),
+                    Err(e) => report.pcap_error = Some(format!("--pcap {path}: {e}")),
                 }
             }
         }

@@ -123,3 +123,29 @@ fn bad_arguments_exit_2() {
         assert!(!stderr(&o).is_empty(), "{args:?}");
     }
 }
+
+// A capture the disk cannot take (/dev/full): the transfer verified and the run said
+// "verified: yes" with exit status 0, the write error only on standard error. The report now
+// says the capture was not written, and the exit status is 2 (README).
+#[test]
+fn rping_capture_that_cannot_be_written_is_said_and_exits_2() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let o = ipoib(&["rping", "--size", "64K", "--pcap", "/dev/full"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("capture: NOT written: --pcap /dev/full: No space left on device"),
+        "{t}"
+    );
+    let o = ipoib(&["rping", "--size", "64K", "--pcap", "/dev/full", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j["pcap_error"]
+        .as_str()
+        .unwrap()
+        .starts_with("--pcap /dev/full: "));
+    assert_eq!(j["pcap"], Json::Null);
+}

@@ -99,6 +99,8 @@ pub struct Report {
     pub packets: u64,
     pub wire_bytes: u64,
     pub pcap: Option<String>,
+    /// `--pcap` could not be written (a full disk): what the write said.
+    pub pcap_error: Option<String>,
     pub error: Option<String>,
     pub started: Option<Wall>,
 }
@@ -199,6 +201,9 @@ impl Report {
         if let Some(p) = &self.pcap {
             let _ = writeln!(o, "capture: {p}");
         }
+        if let Some(e) = &self.pcap_error {
+            let _ = writeln!(o, "capture: NOT written: {e}");
+        }
         if let Some(e) = &self.error {
             let _ = writeln!(o, "error: {e}");
         }
@@ -280,6 +285,11 @@ impl Report {
         o.push_str(",\"pcap\":");
         match &self.pcap {
             Some(p) => escape(&mut o, p),
+            None => o.push_str("null"),
+        }
+        o.push_str(",\"pcap_error\":");
+        match &self.pcap_error {
+            Some(e) => escape(&mut o, e),
             None => o.push_str("null"),
         }
         o.push_str(",\"error\":");
