@@ -64,7 +64,8 @@ enum Command {
     /// Prints wall and simulated time, packets, events, peak memory and the SA's groups. A host
     /// counts as joined when the SA's member records hold its port as a full member of an IPoIB
     /// broadcast group; every host that is not is named with the reason. Exit status: 0 when every
-    /// host joined, 1 when some did not by the deadline, 2 on bad arguments.
+    /// host joined, 1 when some did not by the deadline, 2 on bad arguments or a `--pcap` that
+    /// could not be written.
     Sim(sim::Args),
     /// Run a small IPoIB subnet in one process and show it working.
     ///

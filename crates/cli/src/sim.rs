@@ -6,8 +6,8 @@
 //! A host counts as joined when the SA's member records hold its port as a FullMember of an IPoIB
 //! broadcast group ([`Subnet::sa_joined`]), not when the host says so (a host with nothing to join
 //! would). Exit status: 0 when every host joined before the simulated deadline, 1 when some did
-//! not (the first few named, each with why: [`Subnet::join_problems`]), 2 for bad arguments or
-//! unreadable files.
+//! not (the first few named, each with why: [`Subnet::join_problems`]), 2 for bad arguments,
+//! unreadable files or a capture that could not be written (the report then says so).
 
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
@@ -191,10 +191,13 @@ pub fn run(args: &Args) -> ExitCode {
     });
     progress.finish();
     let wall = start.elapsed();
+    // A capture the disk cannot take does not throw the run's report away: it says so there,
+    // and the exit status is 2.
+    let mut pcap_error = None;
     if let (Some(file), Some(path)) = (pcap.as_mut(), &args.pcap) {
         if let Some(c) = net.sim_mut().take_capture() {
             if let Err(e) = file.write_all(&c.into_bytes()) {
-                return fail(format!("--pcap {path}: {e}"));
+                pcap_error = Some(format!("--pcap {path}: {e}"));
             }
         }
     }
@@ -203,16 +206,28 @@ pub fn run(args: &Args) -> ExitCode {
     let missing: Vec<usize> = (0..net.host_count())
         .filter(|&i| !(net.is_joined(i) && in_sa[i]))
         .collect();
-    let report = Report::gather(&net, wall, &missing);
+    let mut report = Report::gather(&net, wall, &missing);
+    report.pcap_error = pcap_error;
     if args.json {
         println!("{}", report.json(args));
     } else {
         print!("{}", report.text(args));
     }
-    if all && missing.is_empty() {
+    let status = sim_status(args, all, &report);
+    if let Some(e) = &report.pcap_error {
+        return fail(e);
+    }
+    status
+}
+
+/// The exit status of a run whose report is out: 0 when every host joined and the multicast
+/// trees were written, else 1, with why on standard error.
+fn sim_status(args: &Args, all: bool, report: &Report) -> ExitCode {
+    let missing = report.hosts - report.joined;
+    if all && missing == 0 {
         return ExitCode::SUCCESS;
     }
-    if missing.is_empty() {
+    if missing == 0 {
         note!(
             "ipoib sim: every host joined, but the subnet manager had not written the multicast \
              trees within {} s of simulated time",
@@ -268,6 +283,8 @@ struct Report {
     groups: Vec<GroupLine>,
     /// The first hosts not joined, each with why ([`crate::why::host_lines`]).
     not_joined: Vec<String>,
+    /// `--pcap` could not be written (a full disk): what the write said.
+    pcap_error: Option<String>,
 }
 
 impl Report {
@@ -316,6 +333,7 @@ impl Report {
             sa_requests: net.sa().stats().requests,
             groups,
             not_joined: crate::why::host_lines(net, missing),
+            pcap_error: None,
         }
     }
 
@@ -375,8 +393,14 @@ impl Report {
                 }
             );
         }
-        if let Some(p) = &args.pcap {
-            let _ = writeln!(o, "capture: {p}");
+        match (&self.pcap_error, &args.pcap) {
+            (Some(e), _) => {
+                let _ = writeln!(o, "capture: NOT written: {e}");
+            }
+            (None, Some(p)) => {
+                let _ = writeln!(o, "capture: {p}");
+            }
+            _ => {}
         }
         o
     }
@@ -429,6 +453,11 @@ impl Report {
         if let Some(p) = &args.pcap {
             o.push_str(",\"pcap\":");
             escape(&mut o, p);
+            o.push_str(",\"pcap_error\":");
+            match &self.pcap_error {
+                Some(e) => escape(&mut o, e),
+                None => o.push_str("null"),
+            }
         }
         o.push('}');
         o

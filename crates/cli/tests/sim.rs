@@ -450,3 +450,30 @@ fn sim_refuses_an_unwritable_pcap_before_the_run() {
     let e = stderr(&o);
     assert!(e.lines().count() == 1 && e.starts_with(&want), "{e}");
 }
+
+// A capture the disk cannot take (/dev/full, as a disk that fills up): the run's report was
+// thrown away for the write error. It is printed, says the capture was not written, and the
+// exit status is 2.
+#[test]
+fn sim_capture_that_cannot_be_written_keeps_the_report() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let o = ipoib(&["sim", "--hosts", "4", "--pcap", "/dev/full"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("joined the broadcast group: 4/4"), "{t}");
+    assert!(
+        t.contains("capture: NOT written: --pcap /dev/full: No space left on device"),
+        "{t}"
+    );
+    let o = ipoib(&["sim", "--hosts", "4", "--pcap", "/dev/full", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["joined"], 4);
+    assert!(j["pcap_error"]
+        .as_str()
+        .unwrap()
+        .starts_with("--pcap /dev/full: "));
+}
