@@ -33,7 +33,8 @@ pub struct Args {
     /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
     #[arg(long)]
     partitions: Option<String>,
-    /// Record every packet on every link of the fabric into this pcap (ERF records).
+    /// Record every packet on every link of the fabric into this pcap (ERF records); a write that
+    /// fails (a full disk) stops the recording, said on standard error, not the fabric.
     #[arg(long)]
     pcap: Option<String>,
     /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
@@ -169,6 +170,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
     let mut g2l_gen = 0;
     let mut said_full = false;
+    let mut said_error = false;
     loop {
         let stopped = match f.turn(MAX_WAIT) {
             Ok(s) => s,
@@ -178,6 +180,13 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         report_changes(&f, &mut known);
+        if let (false, Some(e)) = (said_error, f.capture_error()) {
+            said_error = true;
+            note!(
+                "ipoib fabric: --pcap {}: {e}: recording stopped, the fabric serves on",
+                args.pcap.as_deref().unwrap_or_default()
+            );
+        }
         if let (false, Some((n, true))) = (said_full, f.capture_written()) {
             said_full = true;
             note!(

@@ -304,6 +304,33 @@ fn a_pcap_limit_below_the_header_is_refused_and_one_reached_is_said() {
     assert!(l.starts_with("ipoib fabric: --pcap "), "{l}");
 }
 
+/// A capture the disk cannot take (here a file size limit of a few KiB, `ulimit -f`, with
+/// SIGXFSZ ignored so that the write fails as on a full disk): the fabric exited 1 with "File
+/// too large", taking every host's fabric down. It now stops recording, says so, and serves on.
+#[test]
+fn a_capture_the_disk_cannot_take_stops_and_the_fabric_serves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("x.pcap");
+    let mut fabric = Talker::spawn_stderr(
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"trap '' XFSZ; ulimit -f 8; exec "$@""#)
+            .arg("sh")
+            .arg(common::BIN)
+            .args(["fabric", "--listen", "udp:127.0.0.1:0", "--hosts", "3"])
+            .arg("--pcap")
+            .arg(&pcap)
+            .env("IPOIB_RUN_DIR", dir.path()),
+    );
+    let l = fabric.expect("recording stopped, the fabric serves on");
+    assert!(l.starts_with("ipoib fabric: --pcap "), "{l}");
+    let l = fabric.expect("listening on udp:");
+    let addr = common::listen_addr(&l);
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], dir.path());
+    a.expect("ib0: carrier up");
+    assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
+}
+
 /// A host the fabric refuses (no free slot: `--hosts 3` has two) says so once, not at every
 /// retry, and is not told the fabric is silent: it answered.
 #[test]

@@ -101,6 +101,8 @@ struct CaptureFile {
     limit: Option<u64>,
     /// The limit stopped the recording.
     full: bool,
+    /// A write failed (a full disk), which stopped the recording; the fabric serves on.
+    error: Option<String>,
 }
 
 /// An emulation that speaks datagrams: what [`UdpEndpoint`] reads goes in, what it sends comes
@@ -452,6 +454,7 @@ impl FabricProcess {
             written: 0,
             limit,
             full: false,
+            error: None,
         });
         self.write_capture()
     }
@@ -460,6 +463,11 @@ impl FabricProcess {
     /// recording; `None` without [`FabricProcess::capture_to`].
     pub fn capture_written(&self) -> Option<(u64, bool)> {
         self.capture.as_ref().map(|c| (c.written, c.full))
+    }
+
+    /// The write error that stopped the recording (a full disk), if one did.
+    pub fn capture_error(&self) -> Option<&str> {
+        self.capture.as_ref().and_then(|c| c.error.as_deref())
     }
 
     /// Stops the driver when `fd` becomes readable (the read end of a socket pair that SIGINT
@@ -519,7 +527,13 @@ impl FabricProcess {
     /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
         let w = self.driver.turn(Wall::now() + max_wait)?;
-        self.write_capture()?;
+        // A capture the disk cannot take stops, not the fabric its hosts depend on.
+        if let Err(e) = self.write_capture() {
+            self.driver.emulation_mut().server.sim_mut().take_capture();
+            if let Some(out) = &mut self.capture {
+                out.error = Some(e.to_string());
+            }
+        }
         Ok(w == crate::realtime::Wake::Stop)
     }
 
