@@ -24,7 +24,7 @@
 mod exec;
 mod hosts;
 mod opensm;
-mod state;
+pub(crate) mod state;
 
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::PortState;

@@ -119,6 +119,16 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
 
 /// For `--dev D` without `--netns`: the namespaces whose attach process of `D` runs, as a hint
 /// (`ipoib attach --netns NS` serves RUN_DIR/netns/NS/attach-D.sock); empty when none does.
+/// The pid of a lab that runs but has no control socket yet (it binds it once its namespaces
+/// are made, seconds for many hosts; its state file comes before them), when `args` ask the lab.
+fn lab_starting(args: &Args) -> Option<i32> {
+    if args.dev.is_some() || args.socket.is_some() || args.fabric.is_some() {
+        return None;
+    }
+    let s = crate::lab::state::read().ok()??;
+    s.is_alive().then_some(s.pid)
+}
+
 /// What to do when no lab answers at the default socket: start one, or clean up after one that
 /// died (its socket is stale; `ipoib lab down` removes it with the namespaces).
 fn lab_hint(args: &Args, e: &control::QueryError) -> &'static str {
@@ -226,6 +236,15 @@ pub fn run(args: &Args) -> ExitCode {
             // A closed standard output (`| head`) ends the run quietly.
             let _ = std::io::stdout().write_all(answer.as_bytes());
             ExitCode::SUCCESS
+        }
+        Err(control::QueryError::NotFound(p)) if lab_starting(args).is_some() => {
+            note!(
+                "ipoib show: the lab of pid {} is starting: {} is not there yet; try again in a \
+                 moment",
+                lab_starting(args).unwrap_or_default(),
+                p.display()
+            );
+            ExitCode::from(1)
         }
         Err(e) if e.not_running() => {
             note!("{what}: {e}{}{}", netns_hint(args), lab_hint(args, &e));

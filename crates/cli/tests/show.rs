@@ -209,3 +209,34 @@ fn shows_a_running_labs_views() {
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();
 }
+
+/// A lab that runs and has no control socket yet (it binds it once its namespaces are made,
+/// seconds for many hosts) was "no lab running: ... not found; start one". Its state file, which
+/// it writes before the namespaces, says it runs: `show` says it is starting. (This test's own
+/// process stands in for the lab: a state file with its pid and start time.)
+#[test]
+fn a_lab_that_is_starting_is_named_so() {
+    let run = tempfile::tempdir().unwrap();
+    let pid = std::process::id();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    std::fs::create_dir(run.path().join("lab")).unwrap();
+    let state =
+        serde_json::json!({"pid": pid, "start_time": start, "mode": "datagram", "hosts": []});
+    std::fs::write(run.path().join("lab").join("lab.json"), state.to_string()).unwrap();
+    let o = ipoib(run.path(), &["neigh"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "ipoib show: the lab of pid {pid} is starting: {} is not there yet; try again in a \
+             moment\n",
+            lab_socket(run.path()).display()
+        )
+    );
+}
