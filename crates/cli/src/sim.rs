@@ -48,8 +48,9 @@ pub struct Args {
     /// read it).
     #[arg(long)]
     pcap: Option<String>,
-    /// Simulated seconds every host has to join.
-    #[arg(long, default_value_t = 60)]
+    /// Simulated seconds every host has to join (at least 1: at 0 nothing has run, and every
+    /// host was reported as one the SM did not configure).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// One JSON object instead of text.
     #[arg(long)]

@@ -111,6 +111,10 @@ fn sim_bad_arguments_are_explained() {
     let o = ipoib(&["sim", "--hosts", "300", "--topology", "single-switch"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("254"), "{}", stderr(&o));
+    // A deadline of 0 ran nothing and blamed the SM for every host (exit 1).
+    let o = ipoib(&["sim", "--hosts", "2", "--deadline", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--deadline"), "{}", stderr(&o));
 
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("bad.net");
