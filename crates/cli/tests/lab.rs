@@ -431,3 +431,36 @@ fn a_host_the_sm_cannot_reach_is_named_at_the_start() {
         leftovers(3, &[pid])
     );
 }
+
+/// A lab.json no lab wrote (here garbage) blocked `lab`, `lab down` and `lab exec` with a JSON
+/// parser's "expected value at line 1 column 1" and no way out; the error now says it is no lab
+/// state file and how to remove it. (A run directory of its own: no lab is touched.)
+#[test]
+fn a_state_file_no_lab_wrote_is_named_with_the_way_out() {
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join("lab")).unwrap();
+    let file = run.path().join("lab").join("lab.json");
+    std::fs::write(&file, "garbage{").unwrap();
+    for args in [
+        &["lab", "down"][..],
+        &["lab", "exec", "h1", "--", "true"][..],
+    ] {
+        let o = Command::new(BIN)
+            .args(args)
+            .env("IPOIB_RUN_DIR", run.path())
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        let want = format!("{}: not a lab state file (", file.display());
+        assert!(e.contains(&want), "{args:?}: {e}");
+        assert!(
+            e.contains(&format!("remove it (`rm {}`", file.display())),
+            "{e}"
+        );
+    }
+}

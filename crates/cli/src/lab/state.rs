@@ -173,10 +173,17 @@ pub fn read() -> Result<Option<LabState>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{p}: {e}")),
     };
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{p}: {e}"))?;
+    // A file no lab wrote (edited, or a disk fault) blocked `lab`, `lab down` and `lab exec`
+    // with a parser's words and no way out: the way out is said.
+    let way_out = format!(
+        "if no lab runs, remove it (`rm {p}`; `ip netns list` shows the namespaces a lab may \
+         have left)"
+    );
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{p}: not a lab state file ({e}); {way_out}"))?;
     LabState::from_json(&v)
         .map(Some)
-        .ok_or_else(|| format!("{p}: not a lab state file"))
+        .ok_or_else(|| format!("{p}: not a lab state file; {way_out}"))
 }
 
 /// Writes lab.json (through a temporary file and a rename: readers never see half of it).
