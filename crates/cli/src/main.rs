@@ -103,10 +103,12 @@ enum Command {
     /// written.
     Rping(rping::Args),
     /// Show the neighbours, paths, multicast groups, connections or counters of a running lab
-    /// or attach process, read over its control socket (like `ip neigh`).
+    /// or attach process, or a fabric's slots and counters, read over its control socket (like
+    /// `ip neigh`).
     ///
     /// The lab's socket is RUN_DIR/lab/control.sock, an attach process's
-    /// RUN_DIR/attach-DEV.sock; RUN_DIR is $IPOIB_RUN_DIR or /run/ipoib. Text is one
+    /// RUN_DIR/attach-DEV.sock, a fabric's RUN_DIR/fabric-PORT.sock; RUN_DIR is $IPOIB_RUN_DIR
+    /// or /run/ipoib. Text is one
     /// aligned table per view (one block per section for counters), a row per entry of every
     /// host, or of the host `--host` names; `--json` prints an array of rows. Exit status: 0
     /// with the view, 1 when nothing runs there (no socket, or a stale one) or the process
