@@ -25,6 +25,10 @@ use std::process::ExitCode;
 /// `HostLinkConfig::retry`, 500 ms).
 const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// How long an Active port may be without carrier (the broadcast join takes milliseconds, a
+/// failed one is retried after 1 s, doubling) before the host says so.
+const NO_CARRIER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The interface's distinct warnings an attach process prints at most (a bound on what a fabric
 /// that refuses every join could make it print).
 const SAY_AT_MOST: usize = 32;
@@ -288,6 +292,9 @@ pub fn run(args: &Args) -> ExitCode {
     let mut carrier = false;
     // Said once while the port is Active without the interface's P_Key (reset at carrier).
     let mut said_pkey = false;
+    // Said once when the port is up with the P_Key and the broadcast join has not succeeded for
+    // a while.
+    let (mut said_join, mut waiting_since) = (false, None);
     // The time of the newest log line seen, and the warnings said.
     let mut logged = None;
     let mut said = std::collections::BTreeSet::new();
@@ -360,12 +367,32 @@ pub fn run(args: &Args) -> ExitCode {
         }
         let now = p.app().is_some_and(|a| a.carrier());
         if now {
-            said_pkey = false;
-        } else if !said_pkey {
-            if let Some(why) = pkey_missing(&p, args.pkey) {
-                said_pkey = true;
-                note!("ipoib attach: {}: no carrier: {why}", args.dev);
+            (said_pkey, said_join, waiting_since) = (false, false, None);
+        } else if let Some(port) = port_without_carrier(&p, args.pkey) {
+            match port {
+                NoCarrier::PkeyMissing(why) if !said_pkey => {
+                    said_pkey = true;
+                    note!("ipoib attach: {}: no carrier: {why}", args.dev);
+                }
+                NoCarrier::Joining(pkeys) => {
+                    let since = *waiting_since.get_or_insert_with(std::time::Instant::now);
+                    if !said_join && since.elapsed() >= NO_CARRIER_NOTE {
+                        said_join = true;
+                        note!(
+                            "ipoib attach: {}: no carrier after {} s: the broadcast group of \
+                             P_Key {:#06x} is not joined (the port's P_Keys: {pkeys}; --pkey \
+                             chooses the partition, whose `ipoib` flag in the fabric's \
+                             --partitions makes its broadcast group)",
+                            args.dev,
+                            NO_CARRIER_NOTE.as_secs(),
+                            args.pkey.0 | 0x8000
+                        );
+                    }
+                }
+                NoCarrier::PkeyMissing(_) => {}
             }
+        } else {
+            waiting_since = None;
         }
         if now != carrier {
             carrier = now;
@@ -402,15 +429,23 @@ pub fn run(args: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Why the port is up and the interface still has no carrier: its P_Key is not in the port's
-/// P_Key table, as the SM wrote it from the fabric's partitions (IBA 1 §10.9.2). The interface
-/// waits for it without a word, as Linux's `ib0.8001` of a partition the SM gave the port not
-/// (docs/DEPLOYED.md, Linux IPoIB, "A P_Key missing from the port's table"). `None` while the port is not
-/// Active or the P_Key is there.
-fn pkey_missing(p: &AttachProcess, pkey: PKey) -> Option<String> {
+/// Why an Active port's interface has no carrier.
+enum NoCarrier {
+    /// Its P_Key is not in the port's P_Key table, as the SM wrote it from the fabric's
+    /// partitions (IBA 1 §10.9.2): the interface waits for it without a word, as Linux's
+    /// `ib0.8001` of a partition the SM did not give the port (docs/DEPLOYED.md, Linux IPoIB, "A
+    /// P_Key missing from the port's table"). What to say.
+    PkeyMissing(String),
+    /// The P_Key is there: carrier comes with the broadcast join (§5), not (yet) done. The
+    /// port's P_Keys, to choose from.
+    Joining(String),
+}
+
+/// Why the port is Active and the interface has no carrier; `None` while the port is not Active.
+fn port_without_carrier(p: &AttachProcess, pkey: PKey) -> Option<NoCarrier> {
     let host = p.host().host()?;
     let port = host.hca().port(host.mgmt_port())?;
-    if port.state != ipoib_fabric::PortState::Active || port.find_pkey_index(pkey).is_some() {
+    if port.state != ipoib_fabric::PortState::Active {
         return None;
     }
     let table: Vec<String> = port
@@ -419,12 +454,15 @@ fn pkey_missing(p: &AttachProcess, pkey: PKey) -> Option<String> {
         .filter(|k| k.0 & 0x7fff != 0)
         .map(|k| format!("{:#06x}", k.0))
         .collect();
-    Some(format!(
-        "--pkey {:#06x} is not in the port's P_Key table ({}), which the fabric's --partitions \
-         sets; the interface waits for it",
+    let table = table.join(", ");
+    if port.find_pkey_index(pkey).is_some() {
+        return Some(NoCarrier::Joining(table));
+    }
+    Some(NoCarrier::PkeyMissing(format!(
+        "--pkey {:#06x} is not in the port's P_Key table ({table}), which the fabric's \
+         --partitions sets; the interface waits for it",
         pkey.0,
-        table.join(", ")
-    ))
+    )))
 }
 
 #[cfg(test)]

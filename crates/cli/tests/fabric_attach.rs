@@ -373,6 +373,13 @@ fn a_host_without_carrier_says_why() {
     let addr = common::listen_addr(&l);
     let mut b = Talker::attach_no_tun(&addr, "10.0.0.3/24", &["--dev", "ib1"], dir.path());
     b.expect("ib1: multicast join ff12:401b:ffff::ffff:ffff (join state 0x1) failed: SA status");
+    // And, the port being up with the P_Key, what to do about it.
+    let l =
+        b.expect("ib1: no carrier after 3 s: the broadcast group of P_Key 0xffff is not joined");
+    assert!(
+        l.contains("(the port's P_Keys: 0xffff; --pkey chooses"),
+        "{l}"
+    );
 }
 
 /// A run directory the process cannot use (a user without root cannot write /run/ipoib; here a
