@@ -339,3 +339,76 @@ mod tests {
         assert_eq!(q.pop_due(at(70)), Some((at(70), 5)));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::Queue;
+    use ipoib_proto::time::Instant;
+    use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    use std::time::Duration;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(u64),
+        PushTimer(u64),
+        Pop,
+        PopDue(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few instants (eight, 10 ns apart), so that ties are common, and any of them at any
+        // time: earlier than the last popped too (the queue takes any instant).
+        prop_oneof![
+            3 => (0u64..8).prop_map(Op::Push),
+            2 => (0u64..8).prop_map(Op::PushTimer),
+            2 => Just(Op::Pop),
+            1 => (0u64..8).prop_map(Op::PopDue),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        // Any interleaving of pushes, timer pushes, pops and due pops gives exactly the order
+        // of one standard heap on (instant, sequence number): the head, the lists and the
+        // heaps together are one heap.
+        #[test]
+        fn any_interleaving_gives_the_order_of_one_heap(
+            ops in prop::collection::vec(op(), 0..200)
+        ) {
+            let at = |n: u64| Instant::ZERO + Duration::from_nanos(n * 10);
+            let mut q = Queue::default();
+            let mut heap = BinaryHeap::new();
+            let mut seq = 0u64;
+            for o in ops {
+                match o {
+                    Op::Push(n) => {
+                        q.push(at(n), seq);
+                        heap.push(Reverse((at(n), seq)));
+                        seq += 1;
+                    }
+                    Op::PushTimer(n) => {
+                        q.push_timer(at(n), seq);
+                        heap.push(Reverse((at(n), seq)));
+                        seq += 1;
+                    }
+                    Op::Pop => {
+                        prop_assert_eq!(q.pop(), heap.pop().map(|Reverse(x)| x));
+                    }
+                    Op::PopDue(n) => {
+                        let due = heap.peek().is_some_and(|Reverse((t, _))| *t <= at(n));
+                        let want = if due { heap.pop().map(|Reverse(x)| x) } else { None };
+                        prop_assert_eq!(q.pop_due(at(n)), want);
+                    }
+                }
+                prop_assert_eq!(q.len(), heap.len());
+                prop_assert_eq!(q.peek_at(), heap.peek().map(|Reverse((t, _))| *t));
+            }
+            while let Some(Reverse(x)) = heap.pop() {
+                prop_assert_eq!(q.pop(), Some(x));
+            }
+            prop_assert_eq!(q.pop(), None);
+        }
+    }
+}
