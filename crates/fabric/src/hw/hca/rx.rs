@@ -90,7 +90,12 @@ impl Hca {
         if !port.state.receives_data() {
             return self.counters.count(HcaDropReason::PortNotActive);
         }
+        // IBA 1 §7.11.1: a unicast DLID outside the port's LID range fails the link layer's
+        // checks; such a packet takes no Armed port Active.
         let unicast_bits = port.path_bits(dlid);
+        if unicast_bits.is_none() && !is_multicast_lid(dlid) {
+            return self.counters.count(HcaDropReason::BadDlid);
+        }
         if port.state == PortState::Armed {
             self.data_received(port_num);
         }

@@ -355,6 +355,13 @@ fn passes_link_checks(packet: &[u8], mtu_cap: Mtu) -> bool {
     })
 }
 
+/// True for a packet whose DLID the port `p` takes (IBA 1 §7.11.1): in its LID range, or a
+/// multicast LID (`crate::hw::hca` `rx`).
+fn for_port(packet: &[u8], p: &crate::hw::hca::Port) -> bool {
+    let dlid = packet.get(2..4).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    dlid.is_some_and(|d| ipoib_wire::ib::lid::is_multicast_lid(d) || p.path_bits(d).is_some())
+}
+
 impl Device for Remote {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         if on_vl15(&packet) {
@@ -376,10 +383,10 @@ impl Device for Remote {
         } else {
             // IBA 1 §7.2: a valid data packet takes an Armed port Active (`Hca::data_received`);
             // the host hears of it before the packet, as of the SM's writes.
-            let armed = self
-                .sma
-                .port(port)
-                .is_some_and(|p| p.state == crate::hw::mgmt::PortState::Armed);
+            // The DLID check too (IBA 1 §7.11.1), as the HCA's before it goes Active.
+            let armed = self.sma.port(port).is_some_and(|p| {
+                p.state == crate::hw::mgmt::PortState::Armed && for_port(&packet, p)
+            });
             if armed && passes_link_checks(&packet, self.mtu_cap(port)) {
                 self.sma.data_received(port);
                 self.port_changes();
@@ -500,6 +507,21 @@ mod tests {
         }
         assert!(matches!(r.poll_to_host(), Some(ToHost::Packet(_))));
         assert_eq!(r.counters().to_host, 1);
+    }
+
+    // IBA 1 §7.11.1: a data packet for another LID (a wrong LFT's) fails the DLID check and
+    // leaves an Armed port Armed, as at an HCA.
+    #[test]
+    fn a_data_packet_for_another_lid_leaves_an_armed_port_armed() {
+        let (mut r, mut tx) = slot_in(PortState::Armed);
+        r.queue.clear();
+        r.receive(
+            Instant::ZERO,
+            1,
+            ud_packet(9, 6, 64, PKey::DEFAULT),
+            &mut tx,
+        );
+        assert_eq!(r.sma().port(1).unwrap().state, PortState::Armed);
     }
 
     // IBA 1 §16.1.3.5: a packet received malformed (LVer not 0, a data VL the port does not

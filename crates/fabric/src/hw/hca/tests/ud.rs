@@ -583,3 +583,35 @@ fn a_port_not_active_transmits_no_data_and_counts_the_discard() {
 fn send_a_to_b(p: &mut Pair, from: Qpn, to: Qpn, id: u64, data: &[u8]) {
     send(&mut p.sim, p.a, from, wr(id, data, dest(2, to, QKey(0x1))));
 }
+
+/// IBA 1 §7.2: an Armed port goes Active on a data packet that passed the link layer's checks,
+/// and the DLID check is one of them (IBA 1 §7.11.1: a unicast DLID outside the port's LID
+/// range is discarded, `BadDlid`): a packet for another LID leaves the port Armed; one for its
+/// own LID takes it Active.
+#[test]
+fn a_data_packet_for_another_lid_leaves_an_armed_port_armed() {
+    let mut p = pair(14);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x1), 0, 0);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 4);
+    let mut pc = port_config(2, vec![0xffff]);
+    pc.state = PortState::Armed;
+    configure::<Hca>(&mut p.sim, p.b, pc);
+    p.sim.run_until_idle(100);
+    let state = |p: &Pair| p.sim.node::<Hca>(p.b).unwrap().port(1).unwrap().state;
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"x", dest(3, b.qpn, QKey(0x1))),
+    );
+    assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::BadDlid), 1);
+    assert_eq!(state(&p), PortState::Armed);
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"y", dest(2, b.qpn, QKey(0x1))),
+    );
+    assert_eq!(state(&p), PortState::Active);
+    assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1);
+}
