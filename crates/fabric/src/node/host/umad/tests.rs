@@ -493,6 +493,19 @@ fn rmpp_first_segment_or_pass() {
                 assert_eq!(segs, vec![1]);
                 assert_eq!(acks, vec![1, 2, 3]);
                 assert_eq!((c.rmpp_acked, c.rmpp_later), (3, 2));
+                // The agent's ACKs carry the transfer's TID on the wire (its number in the high
+                // bits); the user's segment its own TID.
+                let hi = u64::from(sim.node::<Host>(b).unwrap().umad(u).unwrap().hi_tid());
+                let s = sim
+                    .node::<Host>(a)
+                    .unwrap()
+                    .agent::<Segmenter>(seg)
+                    .unwrap();
+                assert_eq!(s.ack_tids, vec![hi << 32 | 0x77; 3]);
+                let tid = MadHeaderRepr::parse_bytes(&got[0].mad)
+                    .unwrap()
+                    .transaction_id;
+                assert_eq!(tid, 0x77);
             }
             RmppMode::Pass => {
                 assert_eq!(segs, vec![1, 2, 3]);
