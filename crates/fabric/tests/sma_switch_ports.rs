@@ -112,3 +112,76 @@ fn port_phys_state_disabled_takes_the_link_down_and_polling_brings_it_back() {
         assert_eq!(f.port_counters(7, S2_LID).link_downed_counter, 1);
     }
 }
+
+/// Writes PortPhysicalState `phys` to S2's port 7 (`ibportstate S2 7 disable|enable`); the SMPs
+/// that came back to the probe (the answer, and a trap 128 if the link changed).
+fn write_phys_state(f: &mut Fabric, phys: PortPhysState) -> Vec<ipoib_wire::smp::SmpMadRepr> {
+    let mut w = get_port_info(f, TO_S2, 7, 0).expect("S2 answers");
+    w.port_state = PortState::NoStateChange;
+    w.port_phys_state = phys;
+    let smp = f.smp(
+        Method::Set,
+        attr::PORT_INFO,
+        7,
+        Some(TO_S2),
+        0,
+        SmpAttribute::PortInfo(w),
+    );
+    f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp))
+        .into_iter()
+        .map(|b| one_smp(vec![b]).unwrap())
+        .collect()
+}
+
+// IBA 1 §14.2.5.6, §5.6.2.1: a disabled port's link stays down whatever its cable does, and a
+// port enabled again trains only with its cable there. `ibportstate S2 7 disable`, the cable
+// pulled (nothing changes for either end: no trap 128), `enable` (Polling: no cable, no link,
+// the CA out of reach), the cable plugged back (LinkUp, Init, a trap 128, the CA answers).
+#[test]
+fn a_disabled_port_links_again_only_enabled_and_plugged() {
+    let mut f = Fabric::new(4);
+    assign_lids(&mut f);
+    let link = f
+        .sim
+        .link_of(ipoib_fabric::hw::sim::PortRef {
+            node: f.ca,
+            port: 1,
+        })
+        .unwrap();
+    assert_eq!(write_phys_state(&mut f, PortPhysState::Disabled).len(), 2);
+    let traps = f.switch(f.s2).stats().traps_sent;
+    let at = f.sim.now();
+    f.sim.schedule_link_state(link, at, false);
+    f.sim.run_until_idle(1000);
+    let inbox = std::mem::take(&mut f.sim.node_mut::<Probe>(f.probe).unwrap().inbox);
+    assert!(
+        inbox.is_empty(),
+        "a disabled port's cable pulled changes no link state: {:?}",
+        one_smp(inbox)
+    );
+    assert_eq!(f.switch(f.s2).stats().traps_sent, traps);
+    let back = write_phys_state(&mut f, PortPhysState::Polling);
+    assert_eq!(back.len(), 1, "the answer alone, no link came up: {back:?}");
+    let p = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
+    assert_eq!(
+        (p.port_phys_state, p.port_state),
+        (PortPhysState::Polling, PortState::Down)
+    );
+    assert!(get_port_info(&mut f, TO_CA, 1, 0).is_none(), "no cable");
+    let at = f.sim.now();
+    f.sim.schedule_link_state(link, at, true);
+    f.sim.run_until_idle(1000);
+    let inbox = std::mem::take(&mut f.sim.node_mut::<Probe>(f.probe).unwrap().inbox);
+    let trap = one_smp(inbox).expect("a trap 128 for the link up");
+    assert_eq!(trap.header.method, Method::Trap);
+    let p = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
+    assert_eq!(
+        (p.port_phys_state, p.port_state),
+        (PortPhysState::LinkUp, PortState::Init)
+    );
+    let ca = get_port_info(&mut f, TO_CA, 1, 0).expect("the CA answers");
+    assert_eq!(
+        (ca.port_phys_state, ca.port_state),
+        (PortPhysState::LinkUp, PortState::Init)
+    );
+}

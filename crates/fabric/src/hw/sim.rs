@@ -521,7 +521,7 @@ impl Simulator {
     }
 
     /// Sets `link` up when its cable is there and neither end disabled it, and tells both ends:
-    /// always after a cable event (`tell_always`), else when it changed.
+    /// always after a cable event of a link no end disabled (`tell_always`), else when it changed.
     fn link_changed(&mut self, link: LinkId, tell_always: bool) {
         let l = &mut self.links[link.0];
         let up = l.plugged && l.disabled == [false; 2];
@@ -682,8 +682,13 @@ impl Simulator {
                 None => None,
             },
             Event::LinkState { link, up } => {
-                self.links[link.0].plugged = up;
-                self.link_changed(link, true);
+                // A cable event tells both ends (at power-on too, where the link already reads
+                // up), except on a link an end disabled: it stays down, both ends told so when
+                // it went down, and a disabled port sees no cable (IBA 1 §5.6.2.1), so no trap.
+                let l = &mut self.links[link.0];
+                l.plugged = up;
+                let tell = l.disabled == [false; 2];
+                self.link_changed(link, tell);
                 None
             }
             Event::PortEnable {
