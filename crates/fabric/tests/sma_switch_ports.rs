@@ -185,3 +185,28 @@ fn a_disabled_port_links_again_only_enabled_and_plugged() {
         (PortPhysState::LinkUp, PortState::Init)
     );
 }
+
+// IBA 1 §14.2.5.6: `ibportstate S1 3 disable` from the SM behind S1's port 3, the port its SMP
+// came in by: the answer leaves before the link goes down (as with ibsim and hardware, where
+// the tool says it is about to cut itself off), and S1 is out of reach afterwards.
+#[test]
+fn disabling_the_port_the_smp_came_in_by_answers_first() {
+    let mut f = Fabric::new(4);
+    assign_lids(&mut f);
+    let mut w = get_port_info(&mut f, TO_S1, 3, 0).expect("S1 answers");
+    w.port_state = PortState::NoStateChange;
+    w.port_phys_state = PortPhysState::Disabled;
+    let r = f
+        .dr(
+            Method::Set,
+            attr::PORT_INFO,
+            3,
+            TO_S1,
+            0,
+            SmpAttribute::PortInfo(w),
+        )
+        .expect("the answer came back before the link went down");
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    assert_eq!(port_info(&r).port_phys_state, PortPhysState::Disabled);
+    assert!(get_port_info(&mut f, TO_S1, 3, 0).is_none(), "cut off");
+}
