@@ -117,8 +117,6 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
     }
 }
 
-/// For `--dev D` without `--netns`: the namespaces whose attach process of `D` runs, as a hint
-/// (`ipoib attach --netns NS` serves RUN_DIR/netns/NS/attach-D.sock); empty when none does.
 /// The pid of a lab that runs but has no control socket yet (it binds it once its namespaces
 /// are made, seconds for many hosts; its state file comes before them), when `args` ask the lab.
 fn lab_starting(args: &Args) -> Option<i32> {
@@ -142,6 +140,8 @@ fn lab_hint(args: &Args, e: &control::QueryError) -> &'static str {
     }
 }
 
+/// For `--dev D` without `--netns`: the namespaces whose attach process of `D` runs, as a hint
+/// (`ipoib attach --netns NS` serves RUN_DIR/netns/NS/attach-D.sock); empty when none does.
 fn netns_hint(args: &Args) -> String {
     let (Some(dev), None) = (&args.dev, &args.netns) else {
         return String::new();
