@@ -111,7 +111,8 @@ pub fn rmpp_as_sent(mad: &mut [u8; 256], length: u64) {
         return;
     };
     let data = matches!(r.rmpp_type, RmppType::Data | RmppType::None);
-    if !r.is_active() || !data || r.flags.first() || r.flags.last() {
+    // A segment the sender numbered (1 and up: First, a middle one, Last) is its own RMPP.
+    if !r.is_active() || !data || r.flags.first() || r.flags.last() || r.segment_number() != 0 {
         return;
     }
     r.version = RmppRepr::VERSION;

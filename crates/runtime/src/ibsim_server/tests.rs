@@ -505,6 +505,14 @@ fn a_client_rmpp_response_is_one_segment_of_its_length() {
         (&|b: &mut [u8; 256]| b[3] = 0x12, 120),
         (&|b: &mut [u8; 256]| b[1] = 0x01, 120),
         (&|b: &mut [u8; 256]| b[25] = 2, 120), // an ACK
+        // A middle segment of a sender that segments itself: numbered 2, First and Last clear.
+        (
+            &|b: &mut [u8; 256]| {
+                (b[24], b[25]) = (1, 1);
+                b[28..32].copy_from_slice(&2u32.to_be_bytes());
+            },
+            256,
+        ),
         (&|_: &mut [u8; 256]| {}, 36),
         (&|_: &mut [u8; 256]| {}, 300),
     ] {
