@@ -526,6 +526,20 @@ mod tests {
             Ok(("10.0.0.2".parse().unwrap(), 24))
         );
         assert_eq!(parse_v6("fd00::2/64"), Ok(("fd00::2".parse().unwrap(), 64)));
+        // A host's address all the same: a /32, link-local, class E (RFC 1112 §4: reserved, not
+        // multicast), a network's first and last address, an IPv6 link-local, ULA or /128 one.
+        for good in [
+            "10.0.0.2/32",
+            "169.254.7.9/16",
+            "240.0.0.1/4",
+            "10.0.0.0/24",
+            "10.0.0.255/24",
+        ] {
+            assert!(parse_v4(good).is_ok(), "{good}");
+        }
+        for good in ["fe80::2/64", "fd00::2/128", "2001:db8::1/64"] {
+            assert!(parse_v6(good).is_ok(), "{good}");
+        }
         for bad in [
             "0.0.0.0/0",
             "255.255.255.255/32",
