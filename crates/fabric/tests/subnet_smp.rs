@@ -19,7 +19,7 @@ use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::pcap::CaptureReader;
-use ipoib_wire::smp::SmpMadRepr;
+use ipoib_wire::smp::{PortInfoRepr, PortPhysState, SmpAttribute, SmpMadRepr};
 use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -513,6 +513,72 @@ fn lids_survive_a_link_down_that_changes_the_walk_order() {
     }
 }
 
+/// Delivers a LID-routed SubnSet of `attribute` (modifier `modifier`) from h0 (the SM's host, on
+/// `sw`'s port 1) to switch `sw`, as a tool on h0 would send it.
+fn set_on_switch(
+    net: &mut Subnet,
+    sw: ipoib_fabric::NodeId,
+    modifier: u32,
+    attribute: SmpAttribute,
+) {
+    let sw_lid = net.sim().node::<Switch>(sw).unwrap().lid();
+    let id = match attribute {
+        SmpAttribute::SwitchInfo(_) => attr::SWITCH_INFO,
+        _ => attr::PORT_INFO,
+    };
+    let mut s = SmpMadRepr::lid_routed_get(0x5151, id, modifier);
+    s.header.method = Method::Set;
+    s.attribute = attribute;
+    let packet = ipoib_fabric::hw::sma::smp_packet(net.lid(0), sw_lid, 0, &s.to_bytes());
+    net.sim_mut().with_node::<Switch, _>(sw, |sw, now, tx| {
+        ipoib_fabric::hw::sim::Device::receive(sw, now, 1, packet, tx)
+    });
+}
+
+// IBA 1 §14.2.5.6: our SM's sweeps leave a port disabled (`ibportstate disable`) as it is: the
+// trap 128 of its link going down makes the SM sweep and route around it, the host behind it
+// stays without a link through the periodic sweeps, the others stay joined; enabled again
+// (Polling), the link trains, the trap's sweep brings the host up and it joins again.
+#[test]
+fn our_sm_sweeps_around_a_disabled_port_and_brings_it_up_when_enabled() {
+    let mut o = options(two_cables(), 9);
+    o.smp.sweep_interval = Some(Duration::from_millis(2));
+    let mut net = up(o, false);
+    let sw0 = net.built().nodes[4];
+    // h1 on sw0 port 4.
+    let phys = |net: &mut Subnet, p| {
+        let w = PortInfoRepr {
+            port_state: ipoib_wire::smp::PortState::NoStateChange,
+            port_phys_state: p,
+            ..PortInfoRepr::default()
+        };
+        set_on_switch(net, sw0, 4, SmpAttribute::PortInfo(w));
+    };
+    let sweeps = net.smp_sm().unwrap().stats().sweeps;
+    phys(&mut net, PortPhysState::Disabled);
+    net.sim_mut().run_for(Duration::from_millis(20));
+    let s = net.smp_sm().unwrap().stats();
+    assert!(s.traps >= 1 && s.sweeps >= sweeps + 5, "{s:?}");
+    assert_eq!(
+        net.sim().node::<Switch>(sw0).unwrap().port_state(4),
+        Some(PortState::Down)
+    );
+    assert_eq!(
+        net.host_device(1).hca().port(1).unwrap().state,
+        PortState::Down
+    );
+    for i in [0, 2, 3] {
+        assert!(net.is_joined(i), "h{i} joined");
+    }
+    phys(&mut net, PortPhysState::Polling);
+    let deadline = net.sim().now() + Duration::from_secs(5);
+    assert!(net.run_until_joined(deadline), "h1 up and joined again");
+    assert_eq!(
+        net.host_device(1).hca().port(1).unwrap().state,
+        PortState::Active
+    );
+}
+
 // IBA 1 §14.2.5.4: DLIDs above a switch's LinearFDBTop are discarded. One lowered behind the
 // SM's back (another SM, a tool's SubnSet) cuts the hosts above it off; OpenSM reads every
 // switch's SwitchInfo in its sweeps and sets the top again where it differs from the highest LID
@@ -528,18 +594,12 @@ fn a_linear_fdb_top_lowered_by_another_is_set_again_by_the_next_sweep() {
     let routed = |net: &Subnet| net.sim().node::<Switch>(sw0).unwrap().lft().len();
     let full = routed(&net);
     assert!(full > 2, "{full}");
-    // A LID-routed SubnSet(SwitchInfo) LinearFDBTop 1 to sw0 from h0 (the SM's host, port 1).
-    let sw_lid = net.sim().node::<Switch>(sw0).unwrap().lid();
-    let mut s = SmpMadRepr::lid_routed_get(0x5151, attr::SWITCH_INFO, 0);
-    s.header.method = Method::Set;
-    s.attribute = ipoib_wire::smp::SmpAttribute::SwitchInfo(ipoib_wire::smp::SwitchInfoRepr {
+    // A LID-routed SubnSet(SwitchInfo) LinearFDBTop 1 to sw0 from h0.
+    let si = ipoib_wire::smp::SwitchInfoRepr {
         linear_fdb_top: 1,
         ..Default::default()
-    });
-    let packet = ipoib_fabric::hw::sma::smp_packet(net.lid(0), sw_lid, 0, &s.to_bytes());
-    net.sim_mut().with_node::<Switch, _>(sw0, |sw, now, tx| {
-        ipoib_fabric::hw::sim::Device::receive(sw, now, 1, packet, tx)
-    });
+    };
+    set_on_switch(&mut net, sw0, 0, SmpAttribute::SwitchInfo(si));
     net.sim_mut().run_for(Duration::from_micros(100));
     assert_eq!(routed(&net), 2, "the top lowered to LID 1");
     let sweeps = net.smp_sm().unwrap().stats().sweeps;
