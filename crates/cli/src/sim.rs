@@ -66,6 +66,19 @@ fn load_topology(args: &Args) -> Result<Topology, String> {
     crate::topology_arg::load(&args.topology, args.hosts, None)
 }
 
+/// Where a group the SM made at its start (`well_known`) came from, as a parenthesis after its
+/// line: the `--partitions` file `partitions`, or, without one, the default partition (P_Key
+/// 0xffff, every port a full member) whose IPoIB broadcast group has IPoIB's default parameters
+/// (OpenSM makes the same group when it has no partitions.conf, opensm(8)).
+fn group_origin(partitions: Option<&str>) -> String {
+    match partitions {
+        Some(p) => format!(" (made by the SM from --partitions {p})"),
+        None => " (made by the SM: the default partition's broadcast group with IPoIB's default \
+                 parameters; no --partitions file)"
+            .into(),
+    }
+}
+
 /// Reads and parses the `--partitions` file `path`, printing its warnings (what OpenSM would log
 /// as `PARSE WARN`, and the like) on standard error under `cmd`, the command that reads it
 /// (`ipoib sim`, `ipoib lab`, ...). An error names the option, so that "No such file" says which.
@@ -388,9 +401,9 @@ impl Report {
                 g.mtu,
                 g.members,
                 if g.well_known {
-                    " (partitions.conf)"
+                    group_origin(args.partitions.as_deref())
                 } else {
-                    ""
+                    String::new()
                 }
             );
         }

@@ -55,6 +55,9 @@ fn default_demo_succeeds_and_shows_everything() {
         "ff12:401b:ffff::ffff:ffff  broadcast",
         "239.1.1.1",
         "3 (2 full, 1 send-only)",
+        // The SM's own group came from the default partition: no partitions file was given.
+        "4 (4 full), default partition",
+        "(default partition: the broadcast group the SM makes at its start for P_Key 0xffff",
         "wireshark ipoib-demo.pcap",
         "tshark -r ipoib-demo.pcap -V",
         "Result: OK (4/4 hosts up; 12/12 IPv4 and 12/12 IPv6 ping pairs answered; multicast reached 2/2 members and nobody else)",
@@ -62,6 +65,7 @@ fn default_demo_succeeds_and_shows_everything() {
         assert!(t.contains(want), "missing {want:?} in:\n{t}");
     }
     assert!(!t.contains("no reply"), "{t}");
+    assert!(!t.contains("partitions.conf"), "no file was given:\n{t}");
     assert!(
         !t.contains("Debug") && !t.contains("{ "),
         "no debug dumps:\n{t}"

@@ -481,3 +481,30 @@ fn sim_capture_that_cannot_be_written_keeps_the_report() {
         .unwrap()
         .starts_with("--pcap /dev/full: "));
 }
+
+// The group the SM makes at its start says where it came from: without --partitions the default
+// partition with IPoIB's default parameters (it was labelled "partitions.conf", a file nobody
+// gave), with one the file's name.
+#[test]
+fn sim_names_where_the_broadcast_group_came_from() {
+    let o = ipoib(&["sim", "--hosts", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("ff12:401b:ffff::ffff:ffff"))
+        .unwrap_or_else(|| panic!("no broadcast group line: {text}"));
+    assert!(!line.contains("partitions.conf"), "{line}");
+    assert!(line.contains("the default partition"), "{line}");
+    assert!(line.contains("no --partitions file"), "{line}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let parts = write(&dir, "mine.conf", "Default=0x7fff, ipoib : ALL=full ;\n");
+    let o = ipoib(&["sim", "--hosts", "4", "--partitions", &parts]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("(made by the SM from --partitions {parts})")),
+        "{text}"
+    );
+}

@@ -684,7 +684,7 @@ impl Report {
             }
             members.push(')');
             if g.well_known {
-                members.push_str(", partitions.conf");
+                members.push_str(", default partition");
             }
             rows.push(vec![
                 g.mgid.clone(),
@@ -699,6 +699,15 @@ impl Report {
         table(o, "  ", &rows);
         if self.groups.len() > SHOW {
             let _ = writeln!(o, "  ... and {} more groups", self.groups.len() - SHOW);
+        }
+        if self.groups.iter().any(|g| g.well_known) {
+            // The demo gives its SM no partitions file: the group it makes at its start is the
+            // default partition's, as OpenSM makes it without a partitions.conf (opensm(8)).
+            let _ = writeln!(
+                o,
+                "  (default partition: the broadcast group the SM makes at its start for P_Key \
+                 0xffff, with IPoIB's default parameters, as OpenSM does without a partitions file)"
+            );
         }
         o.push('\n');
     }
