@@ -45,6 +45,11 @@ const CLIENT: usize = 1;
 /// The largest `--size`: the client registers the source and the read-back copy, and an HCA may
 /// register 2 GiB.
 pub const MAX_SIZE: u64 = 1 << 30;
+/// The most RDMA WRITE (and as many READ) work requests one run posts, `--size` / `--chunk`
+/// rounded up: 1 GiB in 4 KiB pieces, as many as the packets of a 1 GiB transfer at the 4096-byte
+/// IB MTU. Each work request costs the emulation about as much as a packet, so that a `--chunk 1`
+/// of a large `--size` (a billion work requests, hours) is refused instead of run.
+pub const MAX_PIECES: u64 = 1 << 18;
 /// Bytes of one ping-pong message (rping's default `-S 64`).
 const MSG_LEN: usize = 64;
 /// Simulated time any one step may take before the run counts as failed.
@@ -73,7 +78,8 @@ pub struct Args {
     /// to 1G; 0 for none.
     #[arg(long, default_value = "1M", value_parser = parse_size)]
     size: u64,
-    /// Bytes of each RDMA WRITE and READ work request.
+    /// Bytes of each RDMA WRITE and READ work request; `--size` / `--chunk` (the work requests
+    /// each way) may be at most 262144 (1G in 4K pieces).
     #[arg(long, default_value = "64K", value_parser = parse_size)]
     chunk: u64,
     /// Work requests kept in flight.
@@ -115,6 +121,20 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| "too large".to_string())
 }
 
+/// Refuses a `--size` that `--chunk` cuts into more than [`MAX_PIECES`] work requests each way.
+fn check_pieces(size: u64, chunk: u64) -> Result<(), String> {
+    let pieces = size.div_ceil(chunk.max(1));
+    if pieces <= MAX_PIECES {
+        return Ok(());
+    }
+    Err(format!(
+        "--size {size} in --chunk {chunk} pieces is {pieces} RDMA WRITE work requests (and as \
+         many READs); at most {MAX_PIECES} (1G in 4K pieces): give a larger --chunk (at least {}) \
+         or a smaller --size",
+        size.div_ceil(MAX_PIECES)
+    ))
+}
+
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     note!("ipoib rping: {msg}");
     ExitCode::from(2)
@@ -130,6 +150,9 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if args.chunk == 0 || args.chunk > u64::from(u32::MAX >> 1) {
         return usage("--chunk must be 1 to 2^31 - 1 bytes");
+    }
+    if let Err(e) = check_pieces(args.size, args.chunk) {
+        return usage(e);
     }
     // Made before the run, so that an unwritable path is refused at once (as `ipoib demo` does),
     // not reported after a transfer that then claims success; written when the run ends.
@@ -651,6 +674,23 @@ mod tests {
         assert_eq!(parse_size("0"), Ok(0));
         assert!(parse_size("x").is_err());
         assert!(parse_size("99999999999G").is_err());
+    }
+
+    #[test]
+    fn work_requests_are_bounded() {
+        assert_eq!(check_pieces(1 << 30, 4096), Ok(()));
+        assert_eq!(check_pieces(MAX_PIECES, 1), Ok(()));
+        assert_eq!(check_pieces(0, 1), Ok(()));
+        let e = check_pieces(1 << 30, 1).unwrap_err();
+        assert!(e.contains("--size 1073741824 in --chunk 1 pieces"), "{e}");
+        assert!(e.contains("1073741824 RDMA WRITE work requests"), "{e}");
+        assert!(e.contains("at least 4096"), "{e}");
+        assert!(check_pieces(MAX_PIECES + 1, 1).is_err());
+        // The larger chunk it names is enough.
+        assert_eq!(
+            check_pieces(1_000_000_007, 1_000_000_007u64.div_ceil(MAX_PIECES)),
+            Ok(())
+        );
     }
 
     #[test]

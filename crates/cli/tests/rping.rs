@@ -106,6 +106,9 @@ fn bad_arguments_exit_2() {
         &["rping", "--size", "lots"],
         &["rping", "--hosts", "1"],
         &["rping", "--chunk", "0"],
+        // Over 2^18 work requests each way (here 349526; 1G in 1-byte pieces ran for hours).
+        &["rping", "--size", "1M", "--chunk", "3"],
+        &["rping", "--size", "1G", "--chunk", "1"],
         &["rping", "--port", "0"],
         &["rping", "--window", "0"],
         // An unwritable pcap is refused before the run, not noted after a run that exits 0.
@@ -148,4 +151,16 @@ fn rping_capture_that_cannot_be_written_is_said_and_exits_2() {
         .unwrap()
         .starts_with("--pcap /dev/full: "));
     assert_eq!(j["pcap"], Json::Null);
+}
+
+// `--size 1G --chunk 1` is a billion work requests each way: refused at once, naming both options
+// and a chunk that would do.
+#[test]
+fn rping_refuses_more_work_requests_than_it_can_run() {
+    let o = ipoib(&["rping", "--size", "1G", "--chunk", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("--size 1073741824 in --chunk 1 pieces"), "{e}");
+    assert!(e.contains("at most 262144"), "{e}");
+    assert!(e.contains("a larger --chunk (at least 4096)"), "{e}");
 }
