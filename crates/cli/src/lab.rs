@@ -589,10 +589,8 @@ fn up(a: &UpArgs) -> ExitCode {
         .collect();
     let st = driver.stats();
     note!(
-        "ipoib lab: stopped after {:.1} s ({} turns, {} slept)\n{}",
-        started.elapsed().as_secs_f64(),
-        st.turns,
-        st.sleeps,
+        "{}\n{}",
+        hosts::stop_line(started.elapsed().as_secs_f64(), st.turns, st.sleeps),
         hosts::summary(driver.emulation(), &refused).trim_end()
     );
     status

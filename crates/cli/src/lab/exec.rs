@@ -108,11 +108,43 @@ pub fn down() -> ExitCode {
     if !problems.is_empty() {
         return fail(problems.join("; "));
     }
-    println!(
-        "ipoib lab down: {} the lab of pid {} and removed its {} namespaces",
-        if alive { "stopped" } else { "found gone" },
-        lab.pid,
-        names.len()
-    );
+    println!("{}", down_line(alive, lab.pid, names.len()));
     ExitCode::SUCCESS
+}
+
+/// What `lab down` did: stopped the running lab of `pid`, or, when it had ended already (killed,
+/// crashed), cleaned up after it; either way its `namespaces` network namespaces are gone.
+fn down_line(alive: bool, pid: i32, namespaces: usize) -> String {
+    if alive {
+        format!(
+            "ipoib lab down: stopped the lab (pid {pid}) and removed its {namespaces} network \
+             namespaces."
+        )
+    } else {
+        format!(
+            "ipoib lab down: the lab (pid {pid}) had already ended (killed or crashed); removed \
+             the {namespaces} network namespaces it left behind."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After a crash it said "found gone the lab of pid N".
+    #[test]
+    fn lab_down_says_whether_the_lab_still_ran() {
+        assert_eq!(
+            down_line(true, 42, 3),
+            "ipoib lab down: stopped the lab (pid 42) and removed its 3 network namespaces."
+        );
+        let l = down_line(false, 42, 2);
+        assert_eq!(
+            l,
+            "ipoib lab down: the lab (pid 42) had already ended (killed or crashed); removed the \
+             2 network namespaces it left behind."
+        );
+        assert!(!l.contains("found gone"), "{l}");
+    }
 }

@@ -212,6 +212,17 @@ pub fn summary(net: &Subnet, tun_write_errors: &[u64]) -> String {
     s
 }
 
+/// The first line of the stop summary: how long the lab ran, and what the real-time driver did
+/// (`crates/runtime/src/realtime.rs`): `turns` rounds of reading packets from the OS, running the
+/// subnet and writing its packets back, `sleeps` of which ended waiting for the next packet or
+/// timer (an idle lab waits most of the time).
+pub fn stop_line(secs: f64, turns: u64, sleeps: u64) -> String {
+    format!(
+        "ipoib lab: stopped after {secs:.1} s. The emulation moved packets and ran the subnet's \
+         timers in {turns} rounds; in {sleeps} of them it then waited for the next packet or timer."
+    )
+}
+
 /// The line that says what to try once `n` hosts are up: a command that works on this lab (a
 /// one-host lab has no `h2` to ping).
 pub fn try_line(n: usize) -> String {
@@ -240,6 +251,18 @@ mod tests {
         );
         assert!(try_line(1).starts_with("Run `ipoib lab exec h1 -- ip addr`"));
         assert!(!try_line(1).contains("h2"));
+    }
+
+    /// The stop summary said "(1327 turns, 416 slept)": the driver's words, not the user's.
+    #[test]
+    fn the_stop_line_says_what_its_numbers_are() {
+        let l = stop_line(12.34, 1327, 416);
+        assert_eq!(
+            l,
+            "ipoib lab: stopped after 12.3 s. The emulation moved packets and ran the subnet's \
+             timers in 1327 rounds; in 416 of them it then waited for the next packet or timer."
+        );
+        assert!(!l.contains("turns") && !l.contains("slept"), "{l}");
     }
 
     #[test]
