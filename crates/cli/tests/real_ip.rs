@@ -431,6 +431,11 @@ fn a_host_in_another_partition_is_unreachable() {
         file.to_str().expect("UTF-8 path"),
     ]);
     assert_eq!(lab.host("h3").gid, "fe80::10:5", "{}", lab.table);
+    // The table says which partition each host is in (it had no P_Key column).
+    for (h, pkey) in [("h1", "0xffff"), ("h2", "0xffff"), ("h3", "0x8010")] {
+        let row = lab.host(h);
+        assert_eq!((&*row.pkey, &*row.member), (pkey, "full"), "{}", lab.table);
+    }
     ping("h1", "h2", "-4", "10.0.0.2");
     let args = ["ping", "-4", "-c", "2", "-i", "0.2", "-W", "1", "h3"];
     let (st, out) = exec("h1", &args, Duration::from_secs(20));

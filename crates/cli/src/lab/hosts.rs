@@ -132,25 +132,46 @@ pub fn ready(net: &Subnet, i: usize) -> bool {
     })
 }
 
+/// Host `i`'s partition as its port holds it: the entry of its P_Key table for the partition
+/// its interface runs on, and whether the port is a full or a limited member (bit 15, IBA 1
+/// §10.9); `none` when the table has no entry for it (the interface then waits without
+/// carrier).
+fn partition_cells(net: &Subnet, i: usize) -> (String, &'static str) {
+    let Some(want) = net.interface(i).map(|f| f.config().pkey) else {
+        return ("-".into(), "-");
+    };
+    let entry = net
+        .host_port(i)
+        .and_then(|p| p.find_pkey_index(want).and_then(|x| p.pkey(x)));
+    match entry {
+        Some(k) if k.is_full() => (format!("{:#06x}", k.0), "full"),
+        Some(k) => (format!("{:#06x}", k.0), "limited"),
+        None => (format!("{:#06x}", want.0), "none"),
+    }
+}
+
 /// The table of hosts.
 pub fn table(net: &Subnet) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<15} {:<12} link-layer address",
-        "host", "namespace", "LID", "GID", "QPN", "MTU", "IPv4", "IPv6"
+        "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<6} {:<7} {:<15} {:<12} link-layer address",
+        "host", "namespace", "LID", "GID", "QPN", "MTU", "P_Key", "member", "IPv4", "IPv6"
     );
     for i in 0..net.host_count() {
         let iface = net.interface(i);
+        let (pkey, member) = partition_cells(net, i);
         let _ = writeln!(
             s,
-            "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<15} {:<12} {}",
+            "{:<4} {:<10} {:>5} {:<24} {:>8} {:>5} {:<6} {:<7} {:<15} {:<12} {}",
             name(i),
             namespace(i),
             net.lid(i),
             net.gid(i).to_string(),
             iface.map_or("-".to_string(), |f| format!("{:#08x}", f.config().qpn)),
             iface.map_or(0, |f| f.mtu()),
+            pkey,
+            member,
             format!("{}/{IPV4_PREFIX}", ipv4(i)),
             format!("{}/{IPV6_PREFIX}", ipv6(i)),
             iface.map_or("-".to_string(), |f| f.hw_addr().to_string()),
@@ -263,6 +284,43 @@ mod tests {
              timers in 1327 rounds; in 416 of them it then waited for the next packet or timer."
         );
         assert!(!l.contains("turns") && !l.contains("slept"), "{l}");
+    }
+
+    /// h2 asks for a partition its port is not in, h3 runs on one where it is a limited member.
+    fn other_partitions(i: usize, c: &mut InterfaceConfig) {
+        match i {
+            1 => c.pkey = PKey(0x8003),
+            2 => c.pkey = PKey(0x8002),
+            _ => {}
+        }
+    }
+
+    /// The table had no P_Key: with a partitions file a user could not see which host is in
+    /// which partition, and as what member.
+    #[test]
+    fn the_table_gives_each_host_its_partition_and_membership() {
+        use ipoib_fabric::node::subnet::{IpoibOptions, SubnetOptions};
+        let topo = Topology::single_switch(3).unwrap();
+        let cfg = ipoib_proto::partitions::parse(
+            "Default=0x7fff, ipoib : ALL=full ;\nLim=0x0002, ipoib : ALL=limited ;\n",
+        )
+        .unwrap();
+        let mut opts = SubnetOptions::new(topo, 1);
+        opts.partitions = Some(cfg);
+        opts.ipoib = Some(IpoibOptions {
+            configure: Some(other_partitions),
+            ..IpoibOptions::external()
+        });
+        let mut net = Subnet::build(opts).unwrap();
+        // h2 never joins (its P_Key is not in its port's table): only the SM's work matters.
+        let _ =
+            net.run_until_joined(ipoib_fabric::Instant::ZERO + std::time::Duration::from_secs(2));
+        let t = table(&net);
+        let rows: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[0][6..8], ["P_Key", "member"], "{t}");
+        assert_eq!(rows[1][6..8], ["0xffff", "full"], "{t}");
+        assert_eq!(rows[2][6..8], ["0x8003", "none"], "{t}");
+        assert_eq!(rows[3][6..8], ["0x0002", "limited"], "{t}");
     }
 
     #[test]

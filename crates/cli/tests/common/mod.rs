@@ -403,6 +403,10 @@ pub struct HostRow {
     pub gid: String,
     pub qpn: String,
     pub mtu: u32,
+    /// The P_Key table entry of the host's partition, `0xffff`, and the port's membership in it
+    /// (`full`, `limited`, or `none` when the table lacks it).
+    pub pkey: String,
+    pub member: String,
     pub ipv4: String,
     pub ipv6: String,
     /// The 20-byte link-layer address (RFC 4391 §9.1.1), as Linux prints one.
@@ -477,15 +481,15 @@ impl Lab {
     }
 }
 
-/// The rows of the lab's host table (`host namespace LID GID QPN MTU IPv4 IPv6 link-layer
-/// address`).
+/// The rows of the lab's host table (`host namespace LID GID QPN MTU P_Key member IPv4 IPv6
+/// link-layer address`).
 fn parse_table(table: &str) -> Vec<HostRow> {
     table
         .lines()
         .filter(|l| l.starts_with('h') && !l.starts_with("host "))
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let [name, _ns, _lid, gid, qpn, mtu, ipv4, ipv6, lladdr] = f[..] else {
+            let [name, _ns, _lid, gid, qpn, mtu, pkey, member, ipv4, ipv6, lladdr] = f[..] else {
                 return None;
             };
             Some(HostRow {
@@ -493,6 +497,8 @@ fn parse_table(table: &str) -> Vec<HostRow> {
                 gid: gid.into(),
                 qpn: qpn.into(),
                 mtu: mtu.parse().ok()?,
+                pkey: pkey.into(),
+                member: member.into(),
                 ipv4: ipv4.split('/').next()?.into(),
                 ipv6: ipv6.split('/').next()?.into(),
                 lladdr: lladdr.into(),
