@@ -369,7 +369,7 @@ fn up(a: &UpArgs) -> ExitCode {
         pid: me,
         start_time: state::start_time(me).unwrap_or(0),
         mode: format!("{:?}", a.mode).to_lowercase(),
-        hosts: (0..n).map(hosts::entry).collect(),
+        hosts: (0..n).map(|i| hosts::entry(&net, i)).collect(),
         opensm: None,
     };
     // Namespaces of these names that no lab made are not ours to take (or to remove).

@@ -9,7 +9,7 @@
 //! child interfaces (`ib0.8001`); the lab does not.
 
 use super::state::HostEntry;
-use ipoib_fabric::hw::topology::Topology;
+use ipoib_fabric::hw::topology::{End, Topology};
 use ipoib_fabric::node::sm::PartitionMembers;
 use ipoib_fabric::node::subnet::{broadcast_groups, partition_specs, Subnet};
 use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, LogLevel};
@@ -46,19 +46,37 @@ pub fn ipv6(i: usize) -> Ipv6Addr {
     Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, (i + 1) as u16)
 }
 
-/// The state file's entry of host `i`.
-pub fn entry(i: usize) -> HostEntry {
+/// The state file's entry of host `i` of `net`, with its partition as the SM plans its port's
+/// P_Key table.
+pub fn entry(net: &Subnet, i: usize) -> HostEntry {
+    let h = net.host(i);
+    let table = net.plan().pkey_table(End {
+        node: h.topo_node,
+        port: h.port,
+    });
+    let (pkey, member) = membership(interface_pkey(i), &table);
     HostEntry {
         name: name(i),
         namespace: namespace(i),
         ipv4: ipv4(i).to_string(),
         ipv6: ipv6(i).to_string(),
+        pkey,
+        member: member.into(),
     }
 }
 
 /// Per host, the P_Key of its first IPoIB partition, when a partitions file was given (the
 /// configuration hook of the subnet is a plain function: it reads them from here).
 static PKEYS: OnceLock<Vec<PKey>> = OnceLock::new();
+
+/// The P_Key host `i`'s interface runs on (module docs).
+fn interface_pkey(i: usize) -> PKey {
+    PKEYS
+        .get()
+        .and_then(|v| v.get(i))
+        .copied()
+        .unwrap_or(PKey::DEFAULT)
+}
 
 /// Host `i`'s interface in datagram mode (module docs); its addresses are those of
 /// [`ipoib_fabric::node::subnet::IpoibOptions::external`], which [`ipv4`] and [`ipv6`] repeat.
@@ -140,9 +158,17 @@ fn partition_cells(net: &Subnet, i: usize) -> (String, &'static str) {
     let Some(want) = net.interface(i).map(|f| f.config().pkey) else {
         return ("-".into(), "-");
     };
-    let entry = net
-        .host_port(i)
-        .and_then(|p| p.find_pkey_index(want).and_then(|x| p.pkey(x)));
+    membership(want, net.host_port(i).map_or(&[], |p| &p.pkeys[..]))
+}
+
+/// The entry of P_Key table `table` for `want`'s partition (the exact key first, as
+/// [`ipoib_fabric::hw::hca::Port::find_pkey_index`] picks it) and the membership it gives:
+/// `full`, `limited`, or `none` (with `want`) when the table has no entry for the partition.
+fn membership(want: PKey, table: &[PKey]) -> (String, &'static str) {
+    let entry = table
+        .iter()
+        .find(|&&e| e == want)
+        .or_else(|| table.iter().find(|e| e.same_partition(want)));
     match entry {
         Some(k) if k.is_full() => (format!("{:#06x}", k.0), "full"),
         Some(k) => (format!("{:#06x}", k.0), "limited"),
@@ -321,6 +347,20 @@ mod tests {
         assert_eq!(rows[1][6..8], ["0xffff", "full"], "{t}");
         assert_eq!(rows[2][6..8], ["0x8003", "none"], "{t}");
         assert_eq!(rows[3][6..8], ["0x0002", "limited"], "{t}");
+        // The state file's entries as the SM plans the tables (the interface P_Keys of the
+        // configure hook are the lab's own, the default here).
+        let e = entry(&net, 1);
+        assert_eq!((&*e.pkey, &*e.member), ("0xffff", "full"));
+    }
+
+    #[test]
+    fn membership_reads_the_table_entry_of_the_partition() {
+        let t = [PKey(0xffff), PKey(0x0002), PKey(0x8010)];
+        assert_eq!(membership(PKey(0xffff), &t), ("0xffff".into(), "full"));
+        assert_eq!(membership(PKey(0x8002), &t), ("0x0002".into(), "limited"));
+        assert_eq!(membership(PKey(0x0010), &t), ("0x8010".into(), "full"));
+        assert_eq!(membership(PKey(0x8003), &t), ("0x8003".into(), "none"));
+        assert_eq!(membership(PKey(0xffff), &[]), ("0xffff".into(), "none"));
     }
 
     #[test]

@@ -77,6 +77,11 @@ pub struct HostEntry {
     /// Its addresses on `ib0`.
     pub ipv4: String,
     pub ipv6: String,
+    /// The P_Key table entry of the partition its interface runs on (`0xffff`) and the port's
+    /// membership in it (`full`, `limited`; `none` when the table lacks it), as the SM plans
+    /// the table.
+    pub pkey: String,
+    pub member: String,
 }
 
 /// What lab.json holds.
@@ -98,7 +103,14 @@ impl LabState {
             .hosts
             .iter()
             .map(|h| {
-                json!({"name": h.name, "namespace": h.namespace, "ipv4": h.ipv4, "ipv6": h.ipv6})
+                json!({
+                    "name": h.name,
+                    "namespace": h.namespace,
+                    "ipv4": h.ipv4,
+                    "ipv6": h.ipv6,
+                    "pkey": h.pkey,
+                    "member": h.member,
+                })
             })
             .collect();
         json!({
@@ -124,6 +136,8 @@ impl LabState {
                     namespace: s(h, "namespace")?,
                     ipv4: s(h, "ipv4").unwrap_or_default(),
                     ipv6: s(h, "ipv6").unwrap_or_default(),
+                    pkey: s(h, "pkey").unwrap_or_default(),
+                    member: s(h, "member").unwrap_or_default(),
                 })
             })
             .collect::<Option<Vec<_>>>()?;
@@ -351,6 +365,8 @@ mod tests {
                 namespace: "ipoib-h1".into(),
                 ipv4: "10.0.0.1".into(),
                 ipv6: "fd00::1".into(),
+                pkey: "0x8010".into(),
+                member: "limited".into(),
             }],
             opensm: None,
         };
