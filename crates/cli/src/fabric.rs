@@ -139,6 +139,21 @@ pub fn run(args: &Args) -> ExitCode {
             args.topology
         ));
     }
+    // As `lab` and `ibsim-server` warn: ports the fabric's SM cannot reach never come up, and a
+    // host attached to one would wait without carrier.
+    let topo = f.server().topology();
+    if let Some(sm) = topo.first_ca_port() {
+        let (far, behind) = ipoib_fabric::node::sm::unreachable(topo, sm);
+        for w in [
+            crate::why::unreached_in(topo, &far),
+            crate::why::behind_ca_in(topo, &behind),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            note!("ipoib fabric: warning: {w}");
+        }
+    }
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
     if let Some(p) = &args.pcap {

@@ -1,6 +1,7 @@
 //! Why a host did not come up, in one line per host, for `ipoib sim` and `ipoib demo`
 //! ([`ipoib_fabric::node::subnet::Subnet::join_problems`]).
 
+use ipoib_fabric::hw::topology::{End, Topology};
 use ipoib_fabric::node::subnet::Subnet;
 
 /// Hosts named at most in a failure message; the rest are counted.
@@ -76,12 +77,17 @@ pub fn pkey_tables_full(net: &Subnet) -> Option<String> {
 /// [`ipoib_fabric::node::sm::MAX_DR_HOPS`] cables from its port): how many, and the first few with
 /// their hop counts.
 pub fn unreached(net: &Subnet) -> Option<String> {
-    let far = net.unreached_nodes();
+    unreached_in(net.topology(), &net.unreached_nodes())
+}
+
+/// [`unreached`] for the nodes `far` of `topo` (node, hops), as
+/// [`ipoib_fabric::node::sm::unreachable`] gives them for a fabric that is no [`Subnet`].
+pub fn unreached_in(topo: &Topology, far: &[(usize, u32)]) -> Option<String> {
     far.first()?;
     let named: Vec<String> = far
         .iter()
         .take(MAX_NAMED)
-        .map(|&(n, h)| format!("{} ({h} hops)", net.topology().nodes()[n].name))
+        .map(|&(n, h)| format!("{} ({h} hops)", topo.nodes()[n].name))
         .collect();
     Some(format!(
         "the subnet manager cannot reach {} node(s): they are more than {} hops from its port, a \
@@ -97,13 +103,18 @@ pub fn unreached(net: &Subnet) -> Option<String> {
 /// A warning when some CA ports or switches are cabled to the SM's node only through a channel
 /// adapter ([`Subnet::behind_ca`]): the SM does not reach them, so they get no LID and stay down.
 pub fn behind_ca(net: &Subnet) -> Option<String> {
-    let behind = net.behind_ca();
+    behind_ca_in(net.topology(), net.behind_ca())
+}
+
+/// [`behind_ca`] for the ports and switches (port 0) `behind` of `topo`, as
+/// [`ipoib_fabric::node::sm::unreachable`] gives them for a fabric that is no [`Subnet`].
+pub fn behind_ca_in(topo: &Topology, behind: &[End]) -> Option<String> {
     behind.first()?;
     let named: Vec<String> = behind
         .iter()
         .take(MAX_NAMED)
         .map(|e| {
-            let name = &net.topology().nodes()[e.node].name;
+            let name = &topo.nodes()[e.node].name;
             if e.port == 0 {
                 format!("switch {name}")
             } else {

@@ -530,3 +530,35 @@ fn sigint_while_the_fabric_is_built_stops_it() {
         fabric.seen
     );
 }
+
+/// A CA cabled only through another host's second port (a CA does not forward SMPs): `lab` and
+/// `ibsim-server` warned about it at the start, the fabric did not, and a host attached to that
+/// slot waited without carrier and without a word.
+#[test]
+fn ports_the_sm_cannot_reach_are_warned_about_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = dir.path().join("split.net");
+    std::fs::write(
+        &net,
+        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
+         Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n",
+    )
+    .unwrap();
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--topology",
+        net.to_str().unwrap(),
+    ];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    let l = fabric.expect("warning: the subnet manager cannot reach");
+    assert!(l.starts_with("ipoib fabric: warning: "), "{l}");
+    assert!(
+        l.contains("cannot reach 2 CA port(s) and 0 switch(es)"),
+        "{l}"
+    );
+    assert!(l.contains("H2 port 2, H3 port 1"), "{l}");
+    fabric.expect("listening on udp:");
+    assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
+}

@@ -451,6 +451,31 @@ impl Reach {
     }
 }
 
+/// What an SM on port `sm` of `topo` cannot reach, without routing the subnet (for an SM that
+/// finds the subnet by SMPs, as [`crate::node::remote::FabricServer`]'s does): the nodes more
+/// than [`MAX_DR_HOPS`] hops away as [`SubnetManager::unreached`] gives them, and the CA ports
+/// and switches (port 0) behind a channel adapter as [`SubnetManager::behind_ca`] does. Both
+/// empty when `sm` is no cabled CA port of `topo` or its LIDs run out.
+pub fn unreachable(topo: &Topology, sm: End) -> (Vec<(usize, u32)>, Vec<End>) {
+    let sm_ok = topo
+        .nodes()
+        .get(sm.node)
+        .is_some_and(|n| n.kind == NodeKind::Ca)
+        && topo.peer(sm.node, sm.port).is_some();
+    let Some((_, _, hops, behind)) = sm_ok
+        .then(|| assign_lids(topo, sm, &BTreeMap::new()).ok())
+        .flatten()
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    let far = hops
+        .iter()
+        .enumerate()
+        .filter_map(|(n, h)| h.filter(|&h| h > MAX_DR_HOPS).map(|h| (n, h)))
+        .collect();
+    (far, behind)
+}
+
 /// LIDs by a breadth-first walk from the SM's node over every cable (see the module docs), given
 /// only to the ports and switches a directed route of at most [`MAX_DR_HOPS`] reaches
 /// ([`Reach`]), those in `known` keeping their LID; every node's directed-route hop count; and

@@ -447,7 +447,9 @@ fn hops_count_directed_routes_over_switches_only() {
     let e = |node, port| End { node, port };
     t.connect(e(d, 1), e(s0, 4), None, None).unwrap();
     t.connect(e(d, 2), e(s63, 4), None, None).unwrap();
+    let without_routes = unreachable(&t, t.first_ca_port().unwrap());
     let (_, _, sm) = up(t);
+    assert_eq!(without_routes, (sm.unreached(), sm.behind_ca().to_vec()));
     assert_eq!(sm.hops_from_sm(s63), Some(64));
     assert_eq!(sm.hops_from_sm(d), Some(2));
     assert_eq!(sm.unreached(), vec![(1, 65), (s63, 64)]);
@@ -471,7 +473,14 @@ fn ports_behind_a_ca_get_no_lid() {
     t.connect(e(h2, 2), e(s1, 2), None, None).unwrap();
     t.connect(e(h2, 1), e(s2, 1), None, None).unwrap();
     t.connect(e(s2, 2), e(h3, 1), None, None).unwrap();
+    let without_routes = unreachable(&t, t.first_ca_port().unwrap());
+    assert_eq!(
+        unreachable(&t, e(s1, 1)),
+        (Vec::new(), Vec::new()),
+        "no CA port"
+    );
     let (sim, built, sm) = up(t);
+    assert_eq!(without_routes, (sm.unreached(), sm.behind_ca().to_vec()));
     assert_eq!(
         (sm.lid(h1, 1), sm.lid(s1, 0), sm.lid(h2, 2)),
         (Some(1), Some(2), Some(3))
