@@ -20,6 +20,7 @@ impl Hca {
             && !self.sched.has_ready()
             && !self.connected_dirty
             && self.sma_changed.is_empty()
+            && self.port_requests.is_empty()
     }
 
     /// Sends everything queued (UD work requests, RC/UC engine output) out of the ports through
@@ -59,6 +60,11 @@ impl Hca {
         }
         if self.sma_out.is_empty() {
             self.sma_out = out;
+        }
+        // A port a SubnSet(PortInfo) disabled or enabled: its link changes after the Set's
+        // answer has left (as a switch's, `crate::hw::switch`), the answer queued with it.
+        for (port, enabled) in self.port_requests.drain(..) {
+            tx.set_port_enabled(port, enabled);
         }
         let mut held = Vec::new();
         while let Some((qpn, wr)) = self.sendq.pop_front() {

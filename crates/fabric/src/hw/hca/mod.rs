@@ -129,6 +129,9 @@ pub struct Hca {
     /// Ports whose configuration a SubnSet changed since [`Hca::take_port_changes`] (module
     /// `sma`).
     sma_changed: Vec<u8>,
+    /// Ports a SubnSet(PortInfo) PortPhysicalState just disabled (false) or enabled (true), for
+    /// the simulator once the answer is sent ([`Tx::set_port_enabled`], module `sma`).
+    port_requests: Vec<(u8, bool)>,
     /// The buffer of the last packet received, for the next packet built: only its allocation
     /// is reused, every byte is written again.
     spare: Option<Vec<u8>>,
@@ -171,6 +174,7 @@ impl Hca {
             node_description: ipoib_wire::smp::NodeDescriptionRepr::new("ipoib-fabric HCA"),
             sma_out: Vec::new(),
             sma_changed: Vec::new(),
+            port_requests: Vec::new(),
             spare: None,
             data_spares: Vec::new(),
         };

@@ -45,6 +45,9 @@ pub struct Port {
     pub pkeys: Vec<PKey>,
     /// False while the cable is down (then the state stays Down whatever the SM writes).
     pub phys_up: bool,
+    /// A SubnSet(PortInfo) PortPhysicalState Disabled switched the port off (PortInfo reads
+    /// Disabled, its link is down); Polling switches it on again (IBA 1 §14.2.5.6).
+    pub disabled: bool,
     /// M_Key, its protection and violations (IBA 1 §14.2.4), written by SubnSet(PortInfo).
     pub mkey: MKeyGuard,
     /// PortInfo:SubnetTimeOut.
@@ -84,6 +87,7 @@ impl Port {
             rate: Rate::Gbps2_5,
             pkeys: vec![PKey::DEFAULT],
             phys_up: true,
+            disabled: false,
             mkey: MKeyGuard::default(),
             subnet_timeout: 0,
             sl2vl: SlToVlTableRepr::default(),

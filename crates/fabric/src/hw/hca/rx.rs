@@ -53,7 +53,13 @@ impl Hca {
         let Some(bth) = pkt.bth else {
             return self.counters.count(HcaDropReason::Raw);
         };
-        if port.state == PortState::Down {
+        // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 (and its answer) never left the
+        // node, so a port without a link takes it too (`ud.rs`, the local SMA).
+        let own_sma = || {
+            ipoib_wire::smp::SmpMad::new_checked(pkt.payload)
+                .is_ok_and(|m| m.is_directed() && m.hop_count() == 0)
+        };
+        if port.state == PortState::Down && !own_sma() {
             return self.counters.count(HcaDropReason::PortNotActive);
         }
         let dest = bth.dest_qp;

@@ -16,7 +16,10 @@
 //!   goes to QP0 for it; a SubnSet(PortInfo) with ClientReregister is counted for the host
 //!   ([`super::Port::client_reregisters`], IBA 1 §14.4.11); anything else, SMInfo
 //!   without an SM and a Set of a read-only attribute: status 0x000C. A Set of a value the port cannot
-//!   take: status 0x001C, nothing changed. Every other method (GetResp, Trap, Report) is for the
+//!   take: status 0x001C, nothing changed. A SubnSet(PortInfo) PortPhysicalState Disabled
+//!   switches the port off and Polling on again, once the answer has left (`set_phys_state`,
+//!   as a switch port, IBA 1 §14.2.5.6); a directed-route SMP with HopCount 0 reaches the SMA of
+//!   a port without a link (`ud.rs`, `rx.rs`). Every other method (GetResp, Trap, Report) is for the
 //!   SM on QP0 and is delivered there.
 //! - M_Key (§14.2.4) is per port: a violation is counted in PortInfo:M_KeyViolations and in
 //!   [`HcaDropReason::SmpDiscarded`], and the SMP is dropped.
@@ -35,7 +38,8 @@ use ipoib_wire::mad::{MadStatus, Method, MgmtClass, BASE_VERSION, MAD_LEN};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::smp::{
     cap_mask, GuidInfoRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableRepr,
-    PortInfoRepr, SmInfoRepr, SmpAttribute, SmpMad, SmpMadRepr, PKEY_TABLE_BLOCK, SMP_DATA_LEN,
+    PortInfoRepr, PortPhysState, SmInfoRepr, SmpAttribute, SmpMad, SmpMadRepr, PKEY_TABLE_BLOCK,
+    SMP_DATA_LEN,
 };
 use ipoib_wire::PKey;
 
@@ -305,8 +309,15 @@ impl Hca {
                 if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
                     if !set_port_info(p, w) {
                         status = MadStatus::INVALID_ATTR_VALUE;
+                    } else if let Some(enabled) =
+                        set_phys_state(p, sma::phys_request(w.port_phys_state))
+                    {
+                        self.port_requests.push((port, enabled));
                     }
                 }
+                let Some(p) = self.port(port) else {
+                    return unsupported;
+                };
                 (status, SmpAttribute::PortInfo(port_info(p, hide_key)))
             }
             (attr::P_KEY_TABLE, a) => {
@@ -418,7 +429,11 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         link_width_active: width,
         link_speed_supported: 7,
         port_state: sma::wire_state(p.state),
-        port_phys_state: sma::phys_state(p.phys_up),
+        port_phys_state: if p.disabled {
+            PortPhysState::Disabled
+        } else {
+            sma::phys_state(p.phys_up)
+        },
         link_down_default_state: 2,
         mkey_protect_bits: p.mkey.protect,
         lmc: p.lmc,
@@ -437,6 +452,25 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         link_speed_ext_enabled: ext,
         ..PortInfoRepr::default()
     }
+}
+
+/// PortPhysicalState of a SubnSet(PortInfo) of CA port `p` (IBA 1 §14.2.5.6, §5.6.2.1), as a
+/// switch port takes it (`crate::hw::switch`): Disabled switches the port off (its link goes
+/// down: this port Down, the switch's end Polling and its trap 128, the host told as of a cable
+/// pulled), Polling switches a disabled port on (the link trains: both ends Init, trap 128). The
+/// link changes once the Set's answer has left by it, so that a remote `ibportstate disable`
+/// gets its answer. Gives the simulator's request ([`crate::hw::sim::Tx::set_port_enabled`])
+/// when the port changed.
+fn set_phys_state(p: &mut super::Port, phys: sma::PhysRequest) -> Option<bool> {
+    let disable = match phys {
+        sma::PhysRequest::Disable => true,
+        sma::PhysRequest::Enable => false,
+        sma::PhysRequest::Keep => return None,
+    };
+    (p.disabled != disable).then(|| {
+        p.disabled = disable;
+        !disable
+    })
 }
 
 /// Applies a SubnSet(PortInfo) through [`super::Port::apply`], the write the SM's `Config::Port`

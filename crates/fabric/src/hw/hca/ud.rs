@@ -195,9 +195,16 @@ impl Hca {
         let dest = wr.ud.ok_or(WcStatus::LocQpOpErr)?;
         let port = self.port(qp.port).ok_or(WcStatus::LocQpOpErr)?;
         let qp0 = qp.special == Some(0);
+        // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 is for this node's own SMA and
+        // never leaves it, so QP0 sends it from a port without a link too: the local SMA is how a
+        // Disabled port is switched on again (`ibportstate -D 0 PORT enable` on the host).
+        let own_sma = || {
+            qp0 && SmpMad::new_checked(&wr.data[..])
+                .is_ok_and(|m| m.is_directed() && m.hop_count() == 0)
+        };
         let may_send = match port.state {
             crate::hw::mgmt::PortState::Active => true,
-            crate::hw::mgmt::PortState::Down => false,
+            crate::hw::mgmt::PortState::Down => own_sma(),
             _ => qp0,
         };
         if !may_send {

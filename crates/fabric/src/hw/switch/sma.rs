@@ -397,10 +397,10 @@ impl Switch {
                 };
                 let mut status = MadStatus::SUCCESS;
                 if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
-                    if !self.set_port_info(p, w) {
-                        status = MadStatus::INVALID_ATTR_VALUE;
+                    if self.set_port_info(p, w) {
+                        self.set_phys_state(p, sma::phys_request(w.port_phys_state));
                     } else {
-                        self.set_phys_state(p, w.port_phys_state);
+                        status = MadStatus::INVALID_ATTR_VALUE;
                     }
                 }
                 (
@@ -690,15 +690,15 @@ impl Switch {
     /// Disabled switches the port off (its link goes down, the other end Polling, as ibsim's
     /// `sim_mad.c` does and `ibportstate disable` expects), Polling switches a disabled port on
     /// (the link trains again: both ends Init, trap 128, as a cable plugged in). Other values
-    /// (no state change, Sleep) change nothing; port 0 has no physical link.
-    fn set_phys_state(&mut self, p: u8, w: PortPhysState) {
+    /// change nothing (`sma::phys_request`); port 0 has no physical link.
+    fn set_phys_state(&mut self, p: u8, phys: sma::PhysRequest) {
         let Some(port) = self.ports.get_mut(usize::from(p)).filter(|_| p != 0) else {
             return;
         };
-        let disable = match w {
-            PortPhysState::Disabled => true,
-            PortPhysState::Polling => false,
-            _ => return,
+        let disable = match phys {
+            sma::PhysRequest::Disable => true,
+            sma::PhysRequest::Enable => false,
+            sma::PhysRequest::Keep => return,
         };
         if port.disabled != disable {
             port.disabled = disable;
