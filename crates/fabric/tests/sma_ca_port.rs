@@ -15,7 +15,6 @@ use ipoib_fabric::node::host::{AgentId, Host};
 use ipoib_fabric::node::subnet::{SmMode, Subnet};
 use ipoib_fabric::testing::cm::with_host;
 use ipoib_fabric::testing::*;
-use ipoib_proto::mad_agent::MadAddr;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState, SmpAttribute, SmpMadRepr};
@@ -147,7 +146,7 @@ impl Diag {
         port: u8,
         attribute: SmpAttribute,
     ) -> Option<SmpMadRepr> {
-        let mut dr = self.f.smp(
+        let dr = self.f.smp(
             method,
             attr::PORT_INFO,
             u32::from(port),
@@ -155,24 +154,7 @@ impl Diag {
             0,
             attribute,
         );
-        dr[6] = 0;
-        let (node, user) = (net.host(self.host).node, self.user);
-        net.sim_mut()
-            .with_node::<Host, _>(node, |h, now, tx| {
-                let to = MadAddr {
-                    qpn: 0,
-                    ..MadAddr::gsi(0xffff)
-                };
-                h.umad_send(user, to, &dr).unwrap();
-                h.drive(now, tx);
-            })
-            .unwrap();
-        net.sim_mut().run_for(Duration::from_millis(1));
-        let got = net
-            .sim_mut()
-            .node_mut::<Host>(node)
-            .unwrap()
-            .umad_take(user);
+        let got = umad_dr(net, self.host, self.user, dr);
         got.first().map(|m| SmpMadRepr::parse(&m.mad).unwrap())
     }
 

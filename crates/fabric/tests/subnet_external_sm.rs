@@ -288,27 +288,10 @@ impl DrPortInfo {
 
     /// PortInfo of `port` of the node at the end of `path` from host 0 (HopPointer 0).
     fn get(&mut self, net: &mut Subnet, path: &[u8], port: u32) -> ipoib_wire::smp::PortInfoRepr {
-        let mut dr = self
+        let dr = self
             .f
             .smp(Method::Get, attr::PORT_INFO, port, Some(path), 0, none());
-        dr[6] = 0;
-        let (node, user) = (net.host(0).node, self.user);
-        net.sim_mut()
-            .with_node::<Host, _>(node, |h, now, tx| {
-                let to = MadAddr {
-                    qpn: 0,
-                    ..MadAddr::gsi(0xffff)
-                };
-                h.umad_send(user, to, &dr).unwrap();
-                h.drive(now, tx);
-            })
-            .unwrap();
-        net.sim_mut().run_for(Duration::from_millis(1));
-        let got = net
-            .sim_mut()
-            .node_mut::<Host>(node)
-            .unwrap()
-            .umad_take(user);
+        let got = umad_dr(net, 0, self.user, dr);
         port_info(&SmpMadRepr::parse(&got[0].mad).unwrap())
     }
 }

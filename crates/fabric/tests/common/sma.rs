@@ -267,6 +267,35 @@ pub fn set_port_info(
     .expect("an answer")
 }
 
+/// Sends the directed-route SMP `dr` (built by [`Fabric::smp`]) from umad user `user` of host
+/// `host` of `net` as a umad user sends it (HopPointer 0: the port moves it), runs the subnet for
+/// 1 ms and returns what the user received.
+pub fn umad_dr(
+    net: &mut ipoib_fabric::node::subnet::Subnet,
+    host: usize,
+    user: ipoib_fabric::node::host::AgentId,
+    mut dr: [u8; MAD_LEN],
+) -> Vec<ipoib_proto::mad_agent::MadIn> {
+    use ipoib_fabric::node::host::Host;
+    dr[6] = 0;
+    let node = net.host(host).node;
+    net.sim_mut()
+        .with_node::<Host, _>(node, |h, now, tx| {
+            let to = ipoib_proto::mad_agent::MadAddr {
+                qpn: 0,
+                ..ipoib_proto::mad_agent::MadAddr::gsi(0xffff)
+            };
+            h.umad_send(user, to, &dr).unwrap();
+            h.drive(now, tx);
+        })
+        .unwrap();
+    net.sim_mut().run_for(std::time::Duration::from_millis(1));
+    net.sim_mut()
+        .node_mut::<Host>(node)
+        .unwrap()
+        .umad_take(user)
+}
+
 /// SubnSet(LinearForwardingTable) block 0 (LIDs 0-63) of the switch at `path`: each (LID, port)
 /// of `routes`, 255 (no port) elsewhere; checks the block is answered as written and returns it.
 pub fn set_lft_block(f: &mut Fabric, path: &[u8], routes: &[(u16, u8)]) -> LftBlockRepr {
