@@ -538,12 +538,7 @@ fn sigint_while_the_fabric_is_built_stops_it() {
 fn ports_the_sm_cannot_reach_are_warned_about_at_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("split.net");
-    std::fs::write(
-        &net,
-        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
-         Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n",
-    )
-    .unwrap();
+    std::fs::write(&net, common::SPLIT_NET).unwrap();
     let args = [
         "fabric",
         "--listen",

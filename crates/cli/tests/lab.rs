@@ -409,12 +409,7 @@ fn a_host_the_sm_cannot_reach_is_named_at_the_start() {
     }
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("split.net");
-    std::fs::write(
-        &net,
-        "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
-         Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n",
-    )
-    .unwrap();
+    std::fs::write(&net, common::SPLIT_NET).unwrap();
     let _down = Down(3);
     let mut lab = common::Talker::spawn_stderr(Command::new(BIN).args([
         "lab",

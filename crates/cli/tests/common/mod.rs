@@ -13,6 +13,12 @@ use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// A net file whose H3 is cabled only to H2's second port: a CA does not forward, so no subnet
+/// manager on H1 can reach H3 (nor H2's second port).
+pub const SPLIT_NET: &str =
+    "Switch 2 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\nHca 1 \"H1\"\n[1] \"S1\"[1]\n\
+     Hca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"H3\"[1]\nHca 1 \"H3\"\n[1] \"H2\"[2]\n";
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_ipoib");
 /// The state file of a running lab (the default RUN_DIR, README "`ipoib lab`").
 pub const LAB_STATE: &str = "/run/ipoib/lab/lab.json";
