@@ -582,10 +582,9 @@ fn our_sm_sweeps_around_a_disabled_port_and_brings_it_up_when_enabled() {
 // IBA 1 §14.2.5.4: DLIDs above a switch's LinearFDBTop are discarded. One lowered behind the
 // SM's back (another SM, a tool's SubnSet) cuts the hosts above it off; OpenSM reads every
 // switch's SwitchInfo in its sweeps and sets the top again where it differs from the highest LID
-// it routes (`osm_ucast_mgr.c`, ucast_mgr_set_fwd_top). Ours compares with the top it set last
-// and never reads it back, so the hosts stay cut off through every later sweep.
+// it routes (`osm_ucast_mgr.c`, ucast_mgr_set_fwd_top); so does ours. Comparing with the top it
+// set last, it would leave the hosts cut off through every later sweep.
 #[test]
-#[ignore = "our SM's sweeps do not read SwitchInfo back: a LinearFDBTop lowered by another stays"]
 fn a_linear_fdb_top_lowered_by_another_is_set_again_by_the_next_sweep() {
     let mut o = options(two_cables(), 9);
     o.smp.sweep_interval = Some(Duration::from_millis(1));

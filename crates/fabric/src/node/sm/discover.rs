@@ -5,9 +5,11 @@
 //! 1. SubnGet(NodeInfo) over the empty path (HopCount 0: the SM's own node) names the SM's node
 //!    and port (LocalPortNum); then SubnGet(NodeInfo) out of that port.
 //! 2. Each NodeInfo answer names a node by its NodeGUID and the port the SMP came in by. A node
-//!    seen for the first time gets SubnGet(NodeDescription); a switch also SubnGet(PortInfo) of
-//!    every port 0..=NumPorts; a CA port SubnGet(PortInfo) (its link's width and speed). The
-//!    link from the asking port to that port is recorded.
+//!    seen for the first time gets SubnGet(NodeDescription); a switch also SubnGet(SwitchInfo)
+//!    (its LinearFDBTop as it is now, which the sweep sets again where it differs from the top
+//!    its LFT needs, as OpenSM's `osm_sw_info_rcv.c` and `ucast_mgr_set_fwd_top` do) and
+//!    SubnGet(PortInfo) of every port 0..=NumPorts; a CA port SubnGet(PortInfo) (its link's width
+//!    and speed). The link from the asking port to that port is recorded.
 //! 3. A switch port whose PortInfo says LinkUp and that is not yet known to be cabled gets
 //!    SubnGet(NodeInfo) over the switch's path plus that port, unless the path would exceed
 //!    [`super::MAX_DR_HOPS`] hops. Channel adapters are leaves: no SMP is sent through them (only
@@ -24,7 +26,7 @@ use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_proto::subnet::link_width_speed;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::smp::{
-    cap_mask, NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, SmpAttribute,
+    cap_mask, NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, SmpAttribute, SwitchInfoRepr,
 };
 use ipoib_wire::{Guid, Rate};
 use std::collections::BTreeMap;
@@ -46,6 +48,13 @@ pub enum Ask {
         /// The node.
         guid: Guid,
     },
+    /// SwitchInfo of switch `guid` over `path`.
+    SwitchInfo {
+        /// The directed route.
+        path: Vec<u8>,
+        /// The switch.
+        guid: Guid,
+    },
     /// PortInfo of port `port` of node `guid` over `path`.
     PortInfo {
         /// The directed route.
@@ -63,6 +72,7 @@ impl Ask {
         match self {
             Ask::NodeInfo { path, .. }
             | Ask::NodeDescription { path, .. }
+            | Ask::SwitchInfo { path, .. }
             | Ask::PortInfo { path, .. } => path,
         }
     }
@@ -72,6 +82,7 @@ impl Ask {
         match self {
             Ask::NodeInfo { .. } => (attr::NODE_INFO, 0),
             Ask::NodeDescription { .. } => (attr::NODE_DESCRIPTION, 0),
+            Ask::SwitchInfo { .. } => (attr::SWITCH_INFO, 0),
             Ask::PortInfo { port, .. } => (attr::PORT_INFO, u32::from(*port)),
         }
     }
@@ -107,6 +118,8 @@ pub struct SeenNode {
     pub path: Vec<u8>,
     /// Ports 0..=NumPorts.
     pub ports: Vec<SeenPort>,
+    /// Its SwitchInfo as answered (switches).
+    pub switch_info: Option<SwitchInfoRepr>,
 }
 
 /// The discovery state. See the module docs.
@@ -135,6 +148,8 @@ pub struct Discovered {
     pub port_infos: Vec<Vec<Option<PortInfoRepr>>>,
     /// Per topology node: its NodeInfo as answered.
     pub node_infos: Vec<NodeInfoRepr>,
+    /// Per topology node: its SwitchInfo as answered (`None`: a CA, or the Get failed).
+    pub switch_infos: Vec<Option<SwitchInfoRepr>>,
     /// Other SMs: every CA port but the SM's own whose PortInfo:CapabilityMask has IsSM
     /// (IBA 1 §14.4, `super::election`), its directed route and port GUID, in GUID order.
     pub sm_ports: Vec<(Vec<u8>, Guid)>,
@@ -173,6 +188,11 @@ impl Discovery {
                     n.desc = d.text().to_string();
                 }
             }
+            (Ask::SwitchInfo { guid, .. }, Some(SmpAttribute::SwitchInfo(s))) => {
+                if let Some(n) = self.nodes.get_mut(&guid).filter(|n| n.switch) {
+                    n.switch_info = Some(*s);
+                }
+            }
             (Ask::PortInfo { path, guid, port }, Some(SmpAttribute::PortInfo(p))) => {
                 self.port_info(path, guid, port, p)
             }
@@ -195,6 +215,7 @@ impl Discovery {
                     info: *n,
                     path: path.clone(),
                     ports: vec![SeenPort::default(); usize::from(n.num_ports) + 1],
+                    switch_info: None,
                 },
             );
             self.asks.push(Ask::NodeDescription {
@@ -202,6 +223,10 @@ impl Discovery {
                 guid,
             });
             if switch {
+                self.asks.push(Ask::SwitchInfo {
+                    path: path.clone(),
+                    guid,
+                });
                 for p in 0..=n.num_ports {
                     self.asks.push(Ask::PortInfo {
                         path: path.clone(),
@@ -289,6 +314,7 @@ impl Discovery {
         let mut port_paths = Vec::new();
         let mut port_infos = Vec::new();
         let mut node_infos = Vec::new();
+        let mut switch_infos = Vec::new();
         for (&guid, n) in &self.nodes {
             let kind = if n.switch {
                 NodeKind::Switch
@@ -311,6 +337,7 @@ impl Discovery {
             port_paths.push(n.ports.iter().map(|p| p.path.clone()).collect());
             port_infos.push(n.ports.iter().map(|p| p.info).collect());
             node_infos.push(n.info);
+            switch_infos.push(n.switch_info);
         }
         for (&guid, n) in &self.nodes {
             for (p, seen) in n.ports.iter().enumerate().skip(1) {
@@ -377,6 +404,7 @@ impl Discovery {
             port_paths,
             port_infos,
             node_infos,
+            switch_infos,
             sm_ports,
         })
     }
@@ -450,6 +478,10 @@ mod tests {
                 (Ask::NodeDescription { .. }, _) => {
                     SmpAttribute::NodeDescription(NodeDescriptionRepr::new("n"))
                 }
+                (Ask::SwitchInfo { .. }, _) => SmpAttribute::SwitchInfo(SwitchInfoRepr {
+                    linear_fdb_top: 7,
+                    ..SwitchInfoRepr::default()
+                }),
                 // Switch port 3 has no cable.
                 (Ask::PortInfo { port, .. }, [1]) => pi(*port != 3),
                 (Ask::PortInfo { .. }, _) => pi(true),
@@ -480,6 +512,13 @@ mod tests {
         assert_eq!(r.port_paths[2][2], Some(vec![1, 2]));
         assert_eq!(r.port_paths[2][1], None, "port 1 of the CA was not reached");
         assert_eq!(r.node_paths[1], vec![1]);
+        // The switch's SwitchInfo as read (OpenSM `osm_sw_info_rcv.c`); CAs have none.
+        let tops: Vec<_> = r
+            .switch_infos
+            .iter()
+            .map(|s| s.map(|s| s.linear_fdb_top))
+            .collect();
+        assert_eq!(tops, [None, Some(7), None]);
     }
 
     proptest::proptest! {
@@ -503,6 +542,9 @@ mod tests {
                         (_, 0) => None,
                         (Ask::NodeInfo { .. }, _) => Some(ni(0x100 + g, sw, np, local)),
                         (Ask::PortInfo { .. }, _) => Some(pi(up)),
+                        (Ask::SwitchInfo { .. }, _) => {
+                            Some(SmpAttribute::SwitchInfo(SwitchInfoRepr::default()))
+                        }
                         (Ask::NodeDescription { .. }, _) => {
                             Some(SmpAttribute::NodeDescription(NodeDescriptionRepr::new("x")))
                         }

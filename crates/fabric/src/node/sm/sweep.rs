@@ -2,8 +2,9 @@
 //! subnet and programs it with directed-route SubnGet/SubnSet SMPs only, in the order of OpenSM's
 //! state manager (`osm_state_mgr.c`, IBA 1 §14.4 "subnet management"):
 //!
-//! 1. Discovery ([`super::discover`]): NodeInfo, NodeDescription and PortInfo, breadth first
-//!    from the SM's port over switches, with the directed route to every node and CA port.
+//! 1. Discovery ([`super::discover`]): NodeInfo, NodeDescription, SwitchInfo (switches) and
+//!    PortInfo, breadth first from the SM's port over switches, with the directed route to every
+//!    node and CA port.
 //!    While the SM is Discovering or Master (IBA 1 §14.4), a complete discovery is followed by
 //!    SubnGet(SMInfo) of every other SM found (phase Elect, [`super::election`], `smi`): if one
 //!    is master or wins, the SM goes Standby (phase Standby: nothing programmed, the master's
@@ -18,9 +19,10 @@
 //!    (LID, LMC, MasterSMLID, MasterSMSL, GidPrefix, NeighborMTU) and its P_KeyTable blocks.
 //!    PortState is "no state change" in all of them (IBA 1 §14.2.5.6).
 //! 4. Arm: SwitchInfo (LinearFDBTop: the last LID routed; a block written above the top leaves
-//!    it there, IBA 1 §14.2.5.4, so either order serves) and every configured port's PortInfo
-//!    with PortState Armed (IBA 1 §7.2: Init to Armed); a switch's external ports get their
-//!    NeighborMTU in this one, as OpenSM's link manager sets them (`osm_link_mgr.c`).
+//!    it there, IBA 1 §14.2.5.4, so either order serves), where the top discovery read differs
+//!    (OpenSM `ucast_mgr_set_fwd_top`), and every configured port's PortInfo with PortState
+//!    Armed (IBA 1 §7.2: Init to Armed); a switch's external ports get their NeighborMTU in
+//!    this one, as OpenSM's link manager sets them (`osm_link_mgr.c`).
 //! 5. Activate: every port's PortInfo with PortState Active (Armed to Active). OpenSM arms all
 //!    ports before it activates any, so a port sees Active only when the whole subnet is routed.
 //! 6. Afterwards, multicast: [`SmpSm::set_mft`] changes the MFT entries of a group; the changed
@@ -38,14 +40,16 @@
 //! sweep whose discovery did not complete. A sweep rediscovers the whole subnet; if its discovery
 //! failed somewhere the subnet is left as it is (a partial view would route around what it
 //! missed). Otherwise the brain runs again and only what differs is set: PortInfo whose LID, LMC,
-//! MasterSMLID, MasterSMSL or GidPrefix differs from what the port answered; P_KeyTable, LFT blocks and
-//! LinearFDBTop that differ from what the SM last set there (its copy, by GUID; in a new master's
-//! first sweep all of them, and every MFT block of its copy, since another master may have set
-//! them meanwhile, as OpenSM does `coming_out_of_standby`); Armed for ports
-//! in Init, Active for ports Armed. The brain is deterministic and numbers nodes in GUID order,
-//! and the SM keeps a port-GUID-to-LID table of every port it gave a LID ([`SmpSm::guid2lid`],
-//! OpenSM's guid2lid): a known port keeps its LID in every later sweep, also when the walk's order
-//! changed or the port was gone for a while; new ports get LIDs free of the table.
+//! MasterSMLID, MasterSMSL or GidPrefix differs from what the port answered; LinearFDBTop where
+//! the switch's SwitchInfo answered another (another SM or a tool may have moved it) or the LFT
+//! changed length; P_KeyTable and LFT blocks that differ from what the SM last set there (its
+//! copy, by GUID; in a new master's first sweep all of them, the tops, and every MFT block of its
+//! copy, since another master may have set them meanwhile, as OpenSM does
+//! `coming_out_of_standby`); Armed for ports in Init, Active for ports Armed. The brain is
+//! deterministic and numbers nodes in GUID order, and the SM keeps a port-GUID-to-LID table of
+//! every port it gave a LID ([`SmpSm::guid2lid`], OpenSM's guid2lid): a known port keeps its LID
+//! in every later sweep, also when the walk's order changed or the port was gone for a while; new
+//! ports get LIDs free of the table.
 //!
 //! Invariants: the brain exists from the end of the first complete discovery on and changes only
 //! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy holds exactly
@@ -58,17 +62,14 @@ use super::{SmError, SmOptions, SubnetManager};
 use crate::hw::mgmt::Config;
 use crate::hw::sim::NodeId;
 use crate::node::subnet::partition_specs;
-use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
+use ipoib_proto::mad_agent::{MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::mad::attr::smp as attr;
-use ipoib_wire::mad::MadStatus;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
-use ipoib_wire::smp::{
-    cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG, SmpMadRepr, SmpRoute,
-};
+use ipoib_wire::smp::{cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG, SmpMadRepr};
 use ipoib_wire::smp::{
     LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute,
     SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
@@ -78,6 +79,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 mod lids;
 mod smi;
+mod trap;
 
 /// PortInfo:SubnetTimeOut written to every port: 4.096 µs × 2^18, about 1 s, the largest time
 /// a packet may take to cross the subnet (IBA 1 §14.2.5.6); OpenSM's default `subnet_timeout 18`
@@ -635,8 +637,16 @@ impl SmpSm {
                         let attr = SmpAttribute::LinearForwardingTable(LftBlockRepr { ports });
                         self.set(attr, b as u32, &path);
                     }
-                    if old.len() != lft.len() {
-                        self.tops.push((path, lft.len().saturating_sub(1) as u16));
+                    // IBA 1 §14.2.5.4: DLIDs above LinearFDBTop are discarded. The top is set
+                    // where the one read in discovery differs from the last LID routed, as
+                    // OpenSM's `ucast_mgr_set_fwd_top` compares with the SwitchInfo its sweep
+                    // read: another SM or a tool may have moved it since this SM set it. Also
+                    // where it was not read, and where the LFT changed length (a new master's
+                    // first sweep: the copy is cleared).
+                    let top = lft.len().saturating_sub(1) as u16;
+                    let read = d.switch_infos.get(n).copied().flatten();
+                    if read.map(|s| s.linear_fdb_top) != Some(top) || old.len() != lft.len() {
+                        self.tops.push((path, top));
                     }
                     self.shadow_lft.insert(guid, lft);
                 }
@@ -704,38 +714,6 @@ impl SmpSm {
         } else {
             SweepPhase::Activate
         };
-    }
-}
-
-impl SmpSm {
-    /// A Trap() on QP0 (IBA 1 §14.2.5.1): TrapRepress to its sender (LID routed, the same
-    /// TransactionID and attribute, §13.4.9); a trap 128 (link state change) asks for a sweep.
-    fn trap(&mut self, now: Instant, m: &MadIn) {
-        self.stats.traps += 1;
-        let Ok(t) = SmpMadRepr::parse(&m.mad) else {
-            return;
-        };
-        if t.route != SmpRoute::Lid {
-            return;
-        }
-        let mut r = t;
-        r.header.method = Method::TrapRepress;
-        r.header.status = MadStatus::SUCCESS;
-        self.represses.push_back(MadOut {
-            to: MadAddr {
-                qpn: 0,
-                sl: m.from.sl,
-                ..MadAddr::gsi(m.from.lid)
-            },
-            mad: r.to_bytes().to_vec(),
-        });
-        // Trap 144 too: a port's local changes, as a new Standby SM tells its master (OpenSM
-        // `osm_trap_rcv.c` sweeps on both).
-        let sweep = matches!(&t.attribute,
-            SmpAttribute::Notice(n) if matches!(n.trap_number(), Some(128 | 144)));
-        if sweep {
-            self.sweep_at(now);
-        }
     }
 }
 
