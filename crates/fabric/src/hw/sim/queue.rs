@@ -17,11 +17,9 @@
 //! to the timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
 //! the one sent before it) wait in a list with their keys, no slot and no heap, and only the
 //! others go to the heap. [`Queue::pop`] takes the smallest key of the four fronts, so the order
-//! is that of one heap. An event queued when no other event due soon is queued and every timer
-//! is later (nearly every packet of a fabric with one packet in flight, an SM's sweep's; one
-//! queued while events due soon wait goes to the lists, even if earlier than them) waits alone
-//! as the head, the next to go, without the lists and heaps; one queued earlier than the head
-//! sends the head to the heap.
+//! is that of one heap. An event queued when nothing queued comes before it (nearly every packet
+//! of a fabric with one packet in flight, an SM's sweep's) waits alone as the head, the next to
+//! go, without the lists and heaps; one queued earlier than the head sends the head to the heap.
 //! (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
 //! remove for nearly every event: docs/benchmarks/subnet.md.)
 
@@ -53,10 +51,9 @@ impl PartialOrd for Key {
 
 #[derive(Debug)]
 pub(super) struct Queue<E> {
-    /// An event queued when no other event due soon was queued and every timer was later (on a
-    /// fabric with one packet in flight, nearly every packet): its key is smaller than every
-    /// other key here, so it is the next to go, without the lists, heaps and the look at their
-    /// four fronts.
+    /// An event queued when nothing queued came before it (on a fabric with one packet in
+    /// flight, nearly every packet): its key is smaller than every other key here, so it is
+    /// the next to go, without the lists, heaps and the look at their four fronts.
     head: Option<(Key, E)>,
     /// Events queued in order, each at or after the instant of the one queued before it, kept
     /// with their keys (no slot, no heap): most packets on a fabric's links, whose arrival
