@@ -17,10 +17,7 @@
 //! to the timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
 //! the one sent before it) wait in a list with their keys, no slot and no heap, and only the
 //! others go to the heap. [`Queue::pop`] takes the smallest key of the four fronts, so the order
-//! is that of one heap. An event queued when nothing queued comes before it (nearly every packet
-//! of a fabric with one packet in flight, an SM's sweep's) waits alone as the head, the next to
-//! go, without the lists and heaps; one queued earlier than the head sends the head to the heap.
-//! (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
+//! is that of one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
 //! remove for nearly every event: docs/benchmarks/subnet.md.)
 
 use ipoib_proto::time::Instant;
@@ -51,10 +48,6 @@ impl PartialOrd for Key {
 
 #[derive(Debug)]
 pub(super) struct Queue<E> {
-    /// An event queued when nothing queued came before it (on a fabric with one packet in
-    /// flight, nearly every packet): its key is smaller than every other key here, so it is
-    /// the next to go, without the lists, heaps and the look at their four fronts.
-    head: Option<(Key, E)>,
     /// Events queued in order, each at or after the instant of the one queued before it, kept
     /// with their keys (no slot, no heap): most packets on a fabric's links, whose arrival
     /// instants grow with the time they were sent.
@@ -74,7 +67,6 @@ pub(super) struct Queue<E> {
 impl<E> Default for Queue<E> {
     fn default() -> Queue<E> {
         Queue {
-            head: None,
             soon_in_order: VecDeque::new(),
             soon: BinaryHeap::new(),
             timers_in_order: VecDeque::new(),
@@ -88,51 +80,6 @@ impl<E> Default for Queue<E> {
 
 impl<E> Queue<E> {
     fn key(&mut self, at: Instant, event: E) -> Key {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.slot_key(
-            Key {
-                at,
-                seq,
-                slot: usize::MAX,
-            },
-            event,
-        )
-    }
-
-    /// The smallest key of the lists and heaps (not the head's).
-    fn front(&self) -> Option<(usize, &Key)> {
-        // The greater key is the earlier event (`Key`'s order is reversed).
-        let fronts = [
-            self.soon_in_order.front().map(|(k, _)| k),
-            self.soon.peek(),
-            self.timers_in_order.front(),
-            self.timers.peek(),
-        ];
-        let mut first = None;
-        for (i, k) in fronts.into_iter().enumerate() {
-            if let Some(k) = k {
-                if first.is_none_or(|(_, f)| k > f) {
-                    first = Some((i, k));
-                }
-            }
-        }
-        first
-    }
-
-    /// Makes room before an event earlier than the head: the head joins the others (the heap
-    /// of events due soon, as any event queued out of order; its key kept).
-    fn demote_head(&mut self, at: Instant) {
-        if self.head.as_ref().is_some_and(|(h, _)| at < h.at) {
-            if let Some((key, event)) = self.head.take() {
-                let key = self.slot_key(key, event);
-                self.soon.push(key);
-            }
-        }
-    }
-
-    /// `key` with a slot holding `event`.
-    fn slot_key(&mut self, key: Key, event: E) -> Key {
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slots[s] = Some(event);
@@ -143,34 +90,14 @@ impl<E> Queue<E> {
                 self.slots.len() - 1
             }
         };
-        Key { slot, ..key }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        Key { at, seq, slot }
     }
 
     /// Queues `event` at `at`, after every event already queued at `at`.
     #[inline]
     pub fn push(&mut self, at: Instant, event: E) {
-        if self.head.is_none() {
-            // Earlier than everything queued (a later sequence number loses a tie): the head.
-            // Looked for only when no other event due soon is queued (a busy fabric's pushes
-            // pay two length checks).
-            let first = self.soon_in_order.is_empty()
-                && self.soon.is_empty()
-                && self.timers_in_order.front().is_none_or(|k| k.at > at)
-                && self.timers.peek().is_none_or(|k| k.at > at);
-            if first {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                let key = Key {
-                    at,
-                    seq,
-                    slot: usize::MAX,
-                };
-                self.head = Some((key, event));
-                return;
-            }
-        } else {
-            self.demote_head(at);
-        }
         // Sequence numbers increase, so a key at or after the last one's instant is greater.
         match self.soon_in_order.back() {
             Some((last, _)) if last.at > at => {
@@ -192,7 +119,6 @@ impl<E> Queue<E> {
 
     /// [`Queue::push`] for a timer: the same order, kept in the heap of timers.
     pub fn push_timer(&mut self, at: Instant, event: E) {
-        self.demote_head(at);
         let key = self.key(at, event);
         // Sequence numbers increase, so a key at or after the last one's instant is greater.
         match self.timers_in_order.back() {
@@ -211,13 +137,22 @@ impl<E> Queue<E> {
     /// nothing taken (one look at the fronts where [`Queue::peek_at`] and `pop` take two).
     #[inline]
     pub fn pop_due(&mut self, t: Instant) -> Option<(Instant, E)> {
-        if let Some((h, _)) = &self.head {
-            if h.at > t {
-                return None;
+        // The greater key is the earlier event (`Key`'s order is reversed).
+        let fronts = [
+            self.soon_in_order.front().map(|(k, _)| k),
+            self.soon.peek(),
+            self.timers_in_order.front(),
+            self.timers.peek(),
+        ];
+        let mut first = None;
+        for (i, k) in fronts.into_iter().enumerate() {
+            if let Some(k) = k {
+                if first.is_none_or(|(_, f)| k > f) {
+                    first = Some((i, k));
+                }
             }
-            return self.head.take().map(|(k, e)| (k.at, e));
         }
-        let (which, k) = self.front()?;
+        let (which, k) = first?;
         if k.at > t {
             return None;
         }
@@ -234,9 +169,6 @@ impl<E> Queue<E> {
 
     /// When the earliest event is due.
     pub fn peek_at(&self) -> Option<Instant> {
-        if let Some((h, _)) = &self.head {
-            return Some(h.at);
-        }
         [
             self.soon_in_order.front().map(|(k, _)| k),
             self.soon.peek(),
@@ -251,11 +183,7 @@ impl<E> Queue<E> {
 
     /// Events queued.
     pub fn len(&self) -> usize {
-        usize::from(self.head.is_some())
-            + self.soon_in_order.len()
-            + self.soon.len()
-            + self.timers_in_order.len()
-            + self.timers.len()
+        self.soon_in_order.len() + self.soon.len() + self.timers_in_order.len() + self.timers.len()
     }
 }
 
@@ -317,26 +245,6 @@ mod tests {
             }
             assert_eq!(q.pop(), None);
         }
-    }
-
-    // The head: an event alone goes without the lists; one queued before it, a timer or not,
-    // goes first and the head after it; one at the head's instant goes after it.
-    #[test]
-    fn head_gives_way_to_an_earlier_event() {
-        let at = |n: u64| Instant::ZERO + Duration::from_nanos(n);
-        let mut q = Queue::default();
-        q.push(at(50), 1);
-        assert_eq!((q.len(), q.peek_at()), (1, Some(at(50))));
-        q.push(at(50), 2);
-        q.push(at(20), 3);
-        q.push_timer(at(10), 4);
-        assert_eq!(q.pop_due(at(9)), None);
-        let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
-        assert_eq!(order, [4, 3, 1, 2]);
-        // A head not yet due stays.
-        q.push(at(70), 5);
-        assert_eq!(q.pop_due(at(60)), None);
-        assert_eq!(q.pop_due(at(70)), Some((at(70), 5)));
     }
 }
 
