@@ -20,26 +20,6 @@ use ipoib_wire::mad::{MadStatus, Method};
 use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState, SmpAttribute, SmpMadRepr};
 use std::time::Duration;
 
-/// SubnSet(PortInfo) of `port` at the end of `path`, the value read with PortPhysicalState
-/// `phys`; the answer and the traps that came back with it.
-fn set_phys(f: &mut Fabric, path: &[u8], port: u32, phys: PortPhysState) -> Vec<SmpMadRepr> {
-    let mut w = get_port_info(f, path, port, 0).expect("PortInfo");
-    w.port_state = PortState::NoStateChange;
-    w.port_phys_state = phys;
-    let smp = f.smp(
-        Method::Set,
-        attr::PORT_INFO,
-        port,
-        Some(path),
-        0,
-        SmpAttribute::PortInfo(w),
-    );
-    let back = f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp));
-    back.into_iter()
-        .map(|b| one_smp(vec![b]).expect("an SMP"))
-        .collect()
-}
-
 fn states(p: &PortInfoRepr) -> (PortPhysState, PortState) {
     (p.port_phys_state, p.port_state)
 }

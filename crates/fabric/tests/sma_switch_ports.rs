@@ -73,22 +73,7 @@ fn port_phys_state_disabled_takes_the_link_down_and_polling_brings_it_back() {
             PortState::Init,
         ),
     ] {
-        let mut w = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
-        w.port_state = PortState::NoStateChange;
-        w.port_phys_state = write;
-        let smp = f.smp(
-            Method::Set,
-            attr::PORT_INFO,
-            7,
-            Some(TO_S2),
-            0,
-            SmpAttribute::PortInfo(w),
-        );
-        let back = f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp));
-        let smps: Vec<_> = back
-            .into_iter()
-            .map(|b| one_smp(vec![b]).unwrap())
-            .collect();
+        let smps = set_phys(&mut f, TO_S2, 7, write);
         assert_eq!(smps.len(), 2, "the answer and a trap: {smps:?}");
         assert_eq!(smps[0].status(), MadStatus::SUCCESS);
         if write == PortPhysState::Disabled {
@@ -113,26 +98,6 @@ fn port_phys_state_disabled_takes_the_link_down_and_polling_brings_it_back() {
     }
 }
 
-/// Writes PortPhysicalState `phys` to S2's port 7 (`ibportstate S2 7 disable|enable`); the SMPs
-/// that came back to the probe (the answer, and a trap 128 if the link changed).
-fn write_phys_state(f: &mut Fabric, phys: PortPhysState) -> Vec<ipoib_wire::smp::SmpMadRepr> {
-    let mut w = get_port_info(f, TO_S2, 7, 0).expect("S2 answers");
-    w.port_state = PortState::NoStateChange;
-    w.port_phys_state = phys;
-    let smp = f.smp(
-        Method::Set,
-        attr::PORT_INFO,
-        7,
-        Some(TO_S2),
-        0,
-        SmpAttribute::PortInfo(w),
-    );
-    f.exchange(ipoib_fabric::hw::sma::smp_packet(0xffff, 0xffff, 0, &smp))
-        .into_iter()
-        .map(|b| one_smp(vec![b]).unwrap())
-        .collect()
-}
-
 // IBA 1 §14.2.5.6, §5.6.2.1: a disabled port's link stays down whatever its cable does, and a
 // port enabled again trains only with its cable there. `ibportstate S2 7 disable`, the cable
 // pulled (nothing changes for either end: no trap 128), `enable` (Polling: no cable, no link,
@@ -148,7 +113,7 @@ fn a_disabled_port_links_again_only_enabled_and_plugged() {
             port: 1,
         })
         .unwrap();
-    assert_eq!(write_phys_state(&mut f, PortPhysState::Disabled).len(), 2);
+    assert_eq!(set_phys(&mut f, TO_S2, 7, PortPhysState::Disabled).len(), 2);
     let traps = f.switch(f.s2).stats().traps_sent;
     let at = f.sim.now();
     f.sim.schedule_link_state(link, at, false);
@@ -160,7 +125,7 @@ fn a_disabled_port_links_again_only_enabled_and_plugged() {
         one_smp(inbox)
     );
     assert_eq!(f.switch(f.s2).stats().traps_sent, traps);
-    let back = write_phys_state(&mut f, PortPhysState::Polling);
+    let back = set_phys(&mut f, TO_S2, 7, PortPhysState::Polling);
     assert_eq!(back.len(), 1, "the answer alone, no link came up: {back:?}");
     let p = get_port_info(&mut f, TO_S2, 7, 0).expect("S2 answers");
     assert_eq!(

@@ -267,6 +267,32 @@ pub fn set_port_info(
     .expect("an answer")
 }
 
+/// `ibportstate`: writes PortPhysicalState `phys` to `port` of the node at `path` (PortState
+/// NoStateChange, the rest as read back); the SMPs that came back to the probe (the answer, and a
+/// trap 128 if the link changed).
+pub fn set_phys(
+    f: &mut Fabric,
+    path: &[u8],
+    port: u32,
+    phys: ipoib_wire::smp::PortPhysState,
+) -> Vec<SmpMadRepr> {
+    let mut w = get_port_info(f, path, port, 0).expect("PortInfo");
+    w.port_state = ipoib_wire::smp::PortState::NoStateChange;
+    w.port_phys_state = phys;
+    let smp = f.smp(
+        Method::Set,
+        attr::PORT_INFO,
+        port,
+        Some(path),
+        0,
+        SmpAttribute::PortInfo(w),
+    );
+    f.exchange(sma::smp_packet(0xffff, 0xffff, 0, &smp))
+        .into_iter()
+        .map(|b| one_smp(vec![b]).expect("an SMP"))
+        .collect()
+}
+
 /// Sends the directed-route SMP `dr` (built by [`Fabric::smp`]) from umad user `user` of host
 /// `host` of `net` as a umad user sends it (HopPointer 0: the port moves it), runs the subnet for
 /// 1 ms and returns what the user received.
