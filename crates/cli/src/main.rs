@@ -22,6 +22,7 @@ mod ibsim_server;
 mod interrupt;
 mod ipcm;
 mod lab;
+mod pcap_out;
 mod rping;
 mod show;
 mod sim;

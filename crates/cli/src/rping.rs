@@ -154,17 +154,17 @@ pub fn run(args: &Args) -> ExitCode {
     if let Err(e) = check_pieces(args.size, args.chunk) {
         return usage(e);
     }
-    // Made before the run, so that an unwritable path is refused at once (as `ipoib demo` does),
-    // not reported after a transfer that then claims success; written when the run ends.
-    if let Some(p) = &args.pcap {
-        if let Err(e) = std::fs::File::create(p) {
-            return usage(format_args!("--pcap {p}: {e}"));
-        }
-    }
+    // Opened before the run, so that an unwritable path is refused at once (as `ipoib demo` does),
+    // not reported after a transfer that then claims success; emptied and written when the run
+    // ends (a Ctrl-C before that leaves an existing file as it was).
+    let mut pcap = match args.pcap.as_deref().map(crate::pcap_out::open).transpose() {
+        Ok(f) => f,
+        Err(e) => return usage(e),
+    };
     let mut report = Report::new(args);
     let outcome = Rping::start(args, &mut report).and_then(|mut r| {
         let res = r.run(args, &mut report);
-        r.finish(args, &mut report);
+        r.finish(args, pcap.as_mut(), &mut report);
         res
     });
     if let Err(e) = &outcome {
@@ -537,7 +537,7 @@ impl Rping {
     }
 
     /// Releases the connection and writes the capture.
-    fn finish(&mut self, args: &Args, report: &mut Report) {
+    fn finish(&mut self, args: &Args, pcap: Option<&mut std::fs::File>, report: &mut Report) {
         let (h, conn) = (self.h[1], self.conn[0]);
         if with_app(&mut self.net, CLIENT, h, |a, _| a.disconnect(conn)).is_ok() {
             let deadline = self.net.sim().now() + STEP_LIMIT;
@@ -562,9 +562,9 @@ impl Rping {
         let stats = self.net.sim().stats();
         report.packets = stats.packets;
         report.wire_bytes = stats.bytes;
-        if let Some(path) = &args.pcap {
+        if let (Some(path), Some(file)) = (&args.pcap, pcap) {
             if let Some(c) = self.net.sim_mut().take_capture() {
-                match std::fs::write(path, c.into_bytes()) {
+                match crate::pcap_out::replace(file, &c.into_bytes()) {
                     Ok(()) => report.pcap = Some(path.clone()),
                     Err(e) => report.pcap_error = Some(format!("--pcap {path}: {e}")),
                 }

@@ -167,16 +167,12 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    // Made now, not after the run: an unwritable path (minutes into a big run) would throw the
-    // run and its report away.
-    let mut pcap = match args.pcap.as_deref().map(std::fs::File::create).transpose() {
+    // Opened now, not after the run: an unwritable path (minutes into a big run) would throw the
+    // run and its report away. Emptied only when the capture is written (a Ctrl-C before that
+    // leaves an existing file as it was).
+    let mut pcap = match args.pcap.as_deref().map(crate::pcap_out::open).transpose() {
         Ok(f) => f,
-        Err(e) => {
-            return fail(format!(
-                "--pcap {}: {e}",
-                args.pcap.as_deref().unwrap_or("")
-            ))
-        }
+        Err(e) => return fail(e),
     };
     let mut opts = SubnetOptions::new(topo, args.seed);
     opts.partitions = parts;
@@ -210,7 +206,7 @@ pub fn run(args: &Args) -> ExitCode {
     let mut pcap_error = None;
     if let (Some(file), Some(path)) = (pcap.as_mut(), &args.pcap) {
         if let Some(c) = net.sim_mut().take_capture() {
-            if let Err(e) = file.write_all(&c.into_bytes()) {
+            if let Err(e) = crate::pcap_out::replace(file, &c.into_bytes()) {
                 pcap_error = Some(format!("--pcap {path}: {e}"));
             }
         }

@@ -482,6 +482,72 @@ fn sim_capture_that_cannot_be_written_keeps_the_report() {
         .starts_with("--pcap /dev/full: "));
 }
 
+// `--pcap` naming a file that exists, in `ipoib sim` and `ipoib rping` (both write their capture
+// when the run is over): the file was emptied when the run began, so a run stopped with Ctrl-C
+// destroyed it. It is now emptied only when the capture is written: a stopped run leaves it as
+// it was, a finished one replaces all of it (a longer old file leaves no tail behind).
+#[test]
+fn pcap_over_an_existing_file_is_replaced_only_by_a_finished_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.erf");
+    let p = path.to_str().unwrap();
+    let old = vec![0x5a_u8; 4 << 20];
+    // Runs of seconds in a debug build: time to stop them once the file is open.
+    for long in [
+        ["sim", "--hosts", "4000", "--pcap", p],
+        ["rping", "--size", "64M", "--pcap", p],
+    ] {
+        std::fs::write(&path, &old).unwrap();
+        interrupt_once_open(&long, &path);
+        assert!(std::fs::read(&path).unwrap() == old, "{long:?} changed {p}");
+    }
+    for short in [
+        ["sim", "--hosts", "4", "--pcap", p],
+        ["rping", "--size", "4K", "--pcap", p],
+    ] {
+        std::fs::write(&path, &old).unwrap();
+        let o = ipoib(&short);
+        assert_eq!(o.status.code(), Some(0), "{short:?}: {}", stderr(&o));
+        let erf = std::fs::read(&path).unwrap();
+        assert!(
+            erf.len() < old.len() && !erf.ends_with(&[0x5a; 16]),
+            "{short:?}"
+        );
+        let d = ipoib(&["decode", "--json", p]);
+        assert_eq!(d.status.code(), Some(0), "{short:?}: {}", stderr(&d));
+    }
+}
+
+/// Runs `ipoib ARGS` and sends it SIGINT once it holds `path` open; it must end unsuccessfully.
+fn interrupt_once_open(args: &[&str], path: &std::path::Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run ipoib");
+    let fds = format!("/proc/{}/fd", child.id());
+    let holds = || {
+        let fds = std::fs::read_dir(&fds).into_iter().flatten().flatten();
+        fds.into_iter()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == path))
+    };
+    let open = (0..5_000).any(|_| {
+        let h = holds();
+        if !h {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        h
+    });
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let status = child.wait().unwrap();
+    assert!(open, "{args:?} never opened {}", path.display());
+    assert!(kill.success() && !status.success(), "{args:?}: {status}");
+}
+
 // The group the SM makes at its start says where it came from: without --partitions the default
 // partition with IPoIB's default parameters (it was labelled "partitions.conf", a file nobody
 // gave), with one the file's name.
