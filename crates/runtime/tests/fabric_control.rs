@@ -147,6 +147,7 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     assert_eq!(counter(&rows, Some(&name), "slot", "spoofed_lid"), 3);
     assert_eq!(counter(&rows, Some(&name), "slot", "malformed"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "port_not_active"), 0);
+    assert_eq!(counter(&rows, Some(&name), "slot", "link_down"), 0);
     assert_eq!(counter(&rows, Some(&name), "slot", "from_host"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 1);
 

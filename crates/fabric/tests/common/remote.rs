@@ -10,6 +10,7 @@ use ipoib_fabric::node::remote::{FabricOptions, FabricServer, HostLinkConfig, Re
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Ipv4Config};
+use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr, PortStateCode};
 use ipoib_wire::Guid;
 use std::cell::Cell;
 use std::net::Ipv4Addr;
@@ -36,6 +37,8 @@ pub struct Net {
     wire: Vec<(Instant, bool, u8, Vec<u8>)>,
     pub latency: Duration,
     pub now: Instant,
+    /// The PortConfig messages the fabric sent, in order: (peer, port, PortState).
+    pub configs: Vec<(u8, u8, PortStateCode)>,
 }
 
 /// Host `i`'s address: 10.0.0.(i + 2) (10.0.0.1 would be the SM's CA).
@@ -107,6 +110,7 @@ impl Net {
             wire: Vec::new(),
             latency: Duration::from_micros(20),
             now,
+            configs: Vec::new(),
         }
     }
 
@@ -169,6 +173,13 @@ impl Net {
     /// Puts what the fabric and the hosts sent on the wire (each [`Net::step`] starts so).
     pub fn collect(&mut self) {
         while let Some((to, d)) = self.fabric.poll_transmit() {
+            if let Ok(DatagramRepr {
+                message: MessageRepr::PortConfig(c),
+                ..
+            }) = DatagramRepr::parse(&d)
+            {
+                self.configs.push((to, c.port, c.state));
+            }
             self.wire.push((self.now + self.latency, false, to, d));
         }
         for (i, p) in self.peers.iter_mut().enumerate() {

@@ -52,6 +52,7 @@ impl FabricEmu {
                         .push("to_host", c.to_host)
                         .push("malformed", c.malformed)
                         .push("management", c.management)
+                        .push("link_down", c.link_down)
                         .push("port_not_active", c.port_not_active)
                         .push("unconfigured", c.unconfigured)
                         .push("spoofed_lid", c.spoofed_lid)

@@ -14,7 +14,9 @@
 //! takes the cable between HCA and uplink down (the port goes Down, so IPoIB loses carrier), and on
 //! a new accept with the same identity brings it up again: the fabric replays the SM's
 //! configuration, the port becomes Active and the interfaces join again. An accept with another
-//! identity builds a new host.
+//! identity builds a new host. A PortConfig with PortState Down for the host's port (its link
+//! down at the fabric: the slot's port or the switch's end Disabled) takes the cable down too,
+//! and the next one with another state brings it up before it is written (`HostSim::configure`).
 //!
 //! Invariants: datagrams of another session are counted and dropped; every queue is bounded.
 
@@ -22,7 +24,7 @@ use super::uplink::{Uplink, UPLINK_PORT};
 use super::{config_from_wire, Outgoing};
 use crate::hw::hca::Hca;
 use crate::hw::link::{LinkId, LinkParams};
-use crate::hw::mgmt::PortConfig;
+use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::rc::{engine_factory_with, Config as RcConfig};
 use crate::hw::sim::{NodeId, PortRef, Simulator};
 use crate::node::host::Host;
@@ -334,6 +336,32 @@ struct HostSim {
     uplink: NodeId,
     cable: LinkId,
     identity: AttachAccept,
+    /// The cable between HCA and uplink as last set (its event may not have run yet).
+    cable_up: bool,
+}
+
+impl HostSim {
+    /// Takes the cable between HCA and uplink up or down at `now`, unless it already is.
+    fn set_cable(&mut self, now: Instant, up: bool) {
+        if self.cable_up != up {
+            self.cable_up = up;
+            self.sim.schedule_link_state(self.cable, now, up);
+        }
+    }
+
+    /// The fabric's configuration of port `c.port` (docs/UDP-FABRIC.md, "PortConfig carries
+    /// what the SMA set"). For the host's port, PortState Down says the link is down at the
+    /// fabric (the slot's port or the switch's end Disabled, IBA 1 §14.2.5.6, §5.6.2.1): the
+    /// cable goes down as if pulled (the port Down, LinkDownedCounter, IPoIB loses carrier), as
+    /// for a host in the fabric's process; any other state after it says the link trained
+    /// again: the cable comes up (Init) before the configuration is written.
+    fn configure(&mut self, now: Instant, c: PortConfig) {
+        if c.port == self.identity.port {
+            self.set_cable(now, c.state != PortState::Down);
+        }
+        self.sim
+            .with_node::<Uplink, _>(self.uplink, |u, _, tx| u.configure_host(c, tx));
+    }
 }
 
 /// One host attached to a fabric elsewhere. See the module docs.
@@ -503,7 +531,7 @@ impl RemoteHost {
                     let same = self.host.as_ref().is_some_and(|h| h.identity == a);
                     if same {
                         if let Some(h) = &mut self.host {
-                            h.sim.schedule_link_state(h.cable, now, true);
+                            h.set_cable(now, true);
                         }
                     } else {
                         self.build(now, &a);
@@ -512,8 +540,7 @@ impl RemoteHost {
                 }
                 HostLinkEvent::Config(c) => {
                     if let Some(h) = &mut self.host {
-                        h.sim
-                            .with_node::<Uplink, _>(h.uplink, |u, _, tx| u.configure_host(c, tx));
+                        h.configure(now, c);
                     }
                 }
                 HostLinkEvent::Packet(p) => {
@@ -524,7 +551,7 @@ impl RemoteHost {
                 }
                 HostLinkEvent::Lost => {
                     if let Some(h) = &mut self.host {
-                        h.sim.schedule_link_state(h.cable, now, false);
+                        h.set_cable(now, false);
                     }
                     self.status.push_back(HostLinkEvent::Lost);
                 }
@@ -584,6 +611,7 @@ impl RemoteHost {
             uplink,
             cable,
             identity: a.clone(),
+            cable_up: true,
         });
     }
 }

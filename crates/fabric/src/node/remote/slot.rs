@@ -9,6 +9,8 @@
 //!   packet whose VCRC is bad);
 //! - it is not on VL15 (subnet management packets: the slot's own SMA answers the SM, and a host
 //!   has no business sending SMPs into the fabric);
+//! - the slot's port has a link (IBA 1 §5.6.2.1: a port whose PortPhysicalState, or the switch
+//!   end's, a SubnSet made Disabled, §14.2.5.6, sends nothing; counted in `link_down`);
 //! - the slot's port is Active (IBA 1 §7.2: a port in Init or Armed transmits subnet management
 //!   packets only, and a data packet from a port not Active is discarded, as the emulated HCA's
 //!   `TxPortNotActive`, counted in PortXmitDiscards, §16.1.3.5): the port's state is the slot's
@@ -35,7 +37,10 @@
 //! configures the port by SMPs as it does an in-process host's. The HCA's QPs are never used.
 //! Every port whose PortInfo or P_KeyTable a SubnSet changed is queued for the host (its
 //! configuration as a [`PortConfig`]) while a host is attached, and every port's again when
-//! a host attaches ([`Remote::attach`]), so a host that comes (back) gets what it missed.
+//! a host attaches ([`Remote::attach`]), so a host that comes (back) gets what it missed. So is
+//! a port whose link went down (Down: its PortPhysicalState or the switch end's Disabled) or
+//! trained again (Init): the host takes its own cable down or up with it, as a host in the
+//! fabric's process sees its link go (docs/UDP-FABRIC.md).
 
 use crate::hw::hca::Hca;
 use crate::hw::mgmt::PortConfig;
@@ -79,6 +84,11 @@ pub struct RemoteCounters {
     pub malformed: u64,
     /// From the host, dropped: on VL15.
     pub management: u64,
+    /// From the host, dropped: the slot's port has no link (its PortPhysicalState Disabled, or
+    /// the switch port facing it disabled: IBA 1 §14.2.5.6, §5.6.2.1), as a port without a
+    /// link sends nothing; the host, which the PortConfig with PortState Down may not have
+    /// reached yet, sent it.
+    pub link_down: u64,
     /// From the host, dropped: a data packet while the slot's port is not Active (IBA 1 §7.2).
     pub port_not_active: u64,
     /// From the host, dropped: the port has no LID yet.
@@ -98,6 +108,7 @@ impl RemoteCounters {
     pub fn dropped_from_host(&self) -> u64 {
         self.malformed
             + self.management
+            + self.link_down
             + self.port_not_active
             + self.unconfigured
             + self.spoofed_lid
@@ -277,6 +288,10 @@ impl Remote {
         if p.lrh.vl == 15 {
             return Err(&mut c.management);
         }
+        // IBA 1 §5.6.2.1: a port whose link is down (disabled at either end) sends nothing.
+        if !self.sma.port(self.port).is_some_and(|p| p.phys_up) {
+            return Err(&mut c.link_down);
+        }
         // IBA 1 §7.2: only VL15 leaves a port that is not Active (the emulated HCA's
         // `TxPortNotActive`); the port's state is the SMA's, as the SM set it.
         if !self
@@ -403,8 +418,19 @@ impl Device for Remote {
         None
     }
 
+    /// The port's link went down (its PortPhysicalState or the switch's end Disabled, the cable
+    /// gone with the host's session) or trained again (Init): the host is told by a PortConfig,
+    /// Down or Init, as of a SubnSet, and takes its own cable down or up with it
+    /// (docs/UDP-FABRIC.md, "PortConfig carries what the SMA set").
     fn link_state(&mut self, now: Instant, port: u8, up: bool, tx: &mut Tx) {
+        let before = self.port_config(port);
         self.sma.link_state(now, port, up, tx);
+        let after = self.port_config(port);
+        if self.attached && after != before {
+            if let Some(c) = after {
+                self.push(ToHost::Config(c));
+            }
+        }
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -464,6 +490,35 @@ mod tests {
         assert_eq!(tx.len(), 1);
         let c = r.counters();
         assert_eq!((c.port_not_active, c.from_host), (0, 1));
+    }
+
+    // IBA 1 §14.2.5.6, §5.6.2.1: the slot's link going down (its port or the switch's end
+    // Disabled) and training again reaches the host as PortConfigs Down, then Init; what the host
+    // sends meanwhile, its port Active as far as it knows, is dropped and counted as `link_down`.
+    #[test]
+    fn the_links_going_down_and_up_is_told_the_host_and_its_packets_are_dropped() {
+        let (mut r, mut tx) = slot_in(PortState::Active);
+        r.queue.clear();
+        r.link_state(Instant::ZERO, 1, false, &mut tx);
+        match r.poll_to_host() {
+            Some(ToHost::Config(c)) => assert_eq!((c.port, c.state), (1, PortState::Down)),
+            x => panic!("a PortConfig Down: {x:?}"),
+        }
+        let packet = ud_packet(5, 9, 64, PKey::DEFAULT);
+        assert!(!r.from_network(&packet, &mut tx));
+        assert!(tx.is_empty());
+        let c = r.counters();
+        assert_eq!((c.link_down, c.port_not_active, c.from_host), (1, 0, 0));
+        assert_eq!(c.dropped_from_host(), 1);
+        r.link_state(Instant::ZERO, 1, true, &mut tx);
+        match r.poll_to_host() {
+            Some(ToHost::Config(c)) => assert_eq!((c.lid, c.state), (5, PortState::Init)),
+            x => panic!("a PortConfig Init: {x:?}"),
+        }
+        // No host attached: nothing is queued.
+        r.detach();
+        r.link_state(Instant::ZERO, 1, false, &mut tx);
+        assert!(!r.has_to_host());
     }
 
     // IBA 1 §7.2: a port in Init receives subnet management packets only, Armed and Active data
