@@ -209,10 +209,11 @@ pub enum PhysRequest {
 
 /// The request of a PortPhysicalState written by a SubnSet(PortInfo), the same for a switch
 /// port and a CA port: 2 (Polling) enables, 3 (Disabled) disables; 0 (no state change) and every
-/// other value change nothing and the Set succeeds. A read-modify-write of PortInfo writes back
-/// the LinkUp (5) it read (`ibportstate` sets 0 first, our tests' helpers do not), so a value
-/// other than 0, 2 or 3 is taken as no change rather than refused (docs/OPENSM-NOTES.md "ibsim
-/// against our fabric").
+/// other value change nothing and the Set succeeds. IBA 1 §14.2.5.6 (PortInfo's table, as Linux's
+/// hfi1 driver quotes it) makes only 0-3 valid to write and has other values ignored, not
+/// refused; ibsim refuses none either (it stores what was written), and a read-modify-write of
+/// PortInfo writes back the LinkUp (5) it read (docs/OPENSM-NOTES.md "PortPhysicalState values a
+/// Set may carry"). Sleep (1) is not modelled.
 pub fn phys_request(written: PortPhysState) -> PhysRequest {
     match written {
         PortPhysState::Polling => PhysRequest::Enable,
