@@ -181,3 +181,72 @@ fn external_ip_layers_exchange_packets_through_a_fabric_process() {
         "the echo request reached the other OS unchanged"
     );
 }
+
+/// Disables (or enables) the switch port facing the slot of `host` in the fabric process, as a
+/// SubnSet(PortInfo) PortPhysicalState Disabled (Polling) makes the switch's SMA do
+/// (`Tx::set_port_enabled`, IBA 1 §14.2.5.6, §5.6.2.1).
+fn set_switch_end(f: &mut FabricProcess, host: &AttachProcess, enabled: bool) {
+    use ipoib_fabric::hw::sim::PortRef;
+    use ipoib_fabric::hw::switch::Switch;
+    let guid = host.host().identity().unwrap().node_guid;
+    let s = f.server();
+    let i = (0..s.slot_count())
+        .find(|&i| s.slot(i).is_some_and(|r| r.node_guid() == guid))
+        .unwrap();
+    let node = s.built().nodes[s.slot_topo_node(i).unwrap()];
+    let port = s.slot(i).unwrap().port();
+    let link = s.sim().link_of(PortRef { node, port }).unwrap();
+    let end = s.sim().link(link).ends.into_iter().find(|e| e.node != node);
+    let end = end.unwrap();
+    f.server_mut()
+        .sim_mut()
+        .with_node::<Switch, _>(end.node, |_, _, tx| tx.set_port_enabled(end.port, enabled))
+        .unwrap();
+}
+
+/// The HCA port of an attached host: (state, link up).
+fn host_port(h: &AttachProcess) -> (ipoib_fabric::hw::mgmt::PortState, bool) {
+    let port = h.host().identity().unwrap().port;
+    let p = h.host().host().unwrap().hca().port(port).unwrap();
+    (p.state, p.phys_up)
+}
+
+// docs/UDP-FABRIC.md "PortState Down is the link", over real datagrams: the switch port facing
+// host 2 disabled at the fabric, host 2's port goes Down with its link and its interface loses
+// carrier (a PortConfig Down); enabled again, the link trains, the SM's sweep brings the port
+// Active by PortConfigs, the interface joins again and pings get through both ways.
+#[test]
+fn a_switch_port_disabled_at_the_fabric_takes_the_hosts_link_down_and_polling_brings_it_back() {
+    use ipoib_fabric::hw::mgmt::PortState;
+    let mut f = fabric("127.0.0.1:0".parse().unwrap());
+    let addr = f.local_addr().unwrap();
+    let mut hosts = vec![host(addr, 1, 31), host(addr, 2, 32)];
+    assert!(
+        run(&mut f, &mut hosts, LONG, |_, h| carrier(h)),
+        "hosts did not come up: {hosts:?}"
+    );
+    set_switch_end(&mut f, &hosts[1], false);
+    assert!(
+        run(&mut f, &mut hosts, LONG, |_, h| {
+            !h[1].app().is_some_and(|a| a.carrier())
+        }),
+        "host 2 kept its carrier"
+    );
+    assert!(run(&mut f, &mut hosts, LONG, |_, h| host_port(&h[1])
+        == (PortState::Down, false)));
+    assert!(hosts[0].app().unwrap().carrier(), "host 1 keeps its own");
+    set_switch_end(&mut f, &hosts[1], true);
+    assert!(
+        run(&mut f, &mut hosts, LONG, |_, h| carrier(h)),
+        "host 2 did not come back: {hosts:?}"
+    );
+    assert_eq!(host_port(&hosts[1]), (PortState::Active, true));
+    assert!(
+        ping(&mut f, &mut hosts, 0, Ipv4Addr::new(10, 9, 0, 2)),
+        "1 -> 2"
+    );
+    assert!(
+        ping(&mut f, &mut hosts, 1, Ipv4Addr::new(10, 9, 0, 1)),
+        "2 -> 1"
+    );
+}

@@ -519,6 +519,11 @@ impl FabricProcess {
         &self.driver.emulation().server
     }
 
+    /// The agent, mutably (between turns: a fault, a port disabled, as a console would).
+    pub fn server_mut(&mut self) -> &mut FabricServer<SocketAddr> {
+        &mut self.driver.emulation_mut().server
+    }
+
     /// Counters of the socket.
     pub fn counters(&self) -> IoCounters {
         self.driver.emulation().io
