@@ -14,7 +14,10 @@
 //!   through a [`UmadAgent`](ipoib_fabric::node::host::UmadAgent) (QP1, QP0 for SMPs; the HCA
 //!   model builds the packet), with the top 16 bits of a request's TransactionID set to the
 //!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
-//!   classes an SM client registers for, come back to that client alone. The agent acknowledges
+//!   classes an SM client registers for, come back to that client alone, each response with its
+//!   request's whole TID: the agent gives each high half (client id and libumad2sim agent, bits
+//!   32..47) its own number on the wire, so the client's agents, which register in the library
+//!   alone, never share a TID (docs/IBSIM.md). The agent acknowledges
 //!   the segments of an RMPP response itself and hands the client the first
 //!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP. A client's datagrams are read with
 //!   recvmmsg(2), up to 16 per call; what the fabric delivered for a client in one turn goes to

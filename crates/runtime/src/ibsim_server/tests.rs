@@ -15,6 +15,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod agents;
 mod bad;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);

@@ -166,7 +166,8 @@ pub struct Host {
     config: Vec<(crate::hw::sim::NodeId, Config)>,
     /// Receive buffers are posted on QP0 (once a umad user attached, module `umad`).
     smi_posted: bool,
-    /// The high 32 bits of the TIDs of the last umad user attached (module `umad`).
+    /// The last number given to a umad user's high half, the high 32 bits of its TIDs on the
+    /// wire (module `umad`).
     umad_hi_tid: u32,
 }
 

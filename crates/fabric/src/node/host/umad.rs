@@ -3,17 +3,26 @@
 //! like its own agents, fed and drained from outside the simulation (the runtime's ibsim server
 //! serves one per connected program).
 //!
-//! - Sending ([`UmadAgent::send`]): the MAD leaves from the port's QP0 when its class is
+//! - Sending ([`Host::umad_send`]): the MAD leaves from the port's QP0 when its class is
 //!   SubnLid or SubnDirectedRoute (IBA 1 §13.5.1: SMPs use QP0 only, on VL15 as the HCA builds
 //!   them) and from QP1 otherwise, with LRH, BTH and DETH built by the HCA model exactly as for
 //!   the host's own agents; a request's TID is remembered so that its response comes back to
-//!   this agent (IBA 1 §13.4.6.2). As Linux's `ib_umad_write` does, a request leaves with the
-//!   agent's number ([`UmadAgent::hi_tid`], new at each attach) in the TID's high 32 bits over
-//!   the user's low 32 bits, so that two users, or a user and one of the host's own agents
-//!   (which choose their TIDs' high halves themselves, as Linux's kernel agents put their
-//!   `hi_tid` there), never send the same TID and each response reaches its requester; the
-//!   response is handed over with the high bits the user sent (ibsim's clients route by them,
-//!   docs/IBSIM.md; docs/DEPLOYED.md "Linux MAD layer: TransactionIDs").
+//!   this agent (IBA 1 §13.4.6.2). As Linux's `ib_umad_write` does, a request leaves with an
+//!   agent's number in the TID's high 32 bits over the user's low 32 bits, so that two users, or
+//!   a user and one of the host's own agents (which choose their TIDs' high halves themselves,
+//!   as Linux's kernel agents put their `hi_tid` there), never send the same TID and each
+//!   response reaches its requester; the response is handed over with the high bits the user
+//!   sent (ibsim's clients route by them, docs/IBSIM.md; docs/DEPLOYED.md "Linux MAD layer:
+//!   TransactionIDs").
+//! - One agent stands for as many Linux agents as its user sends high halves (at most
+//!   [`UMAD_HIGHS`]): each high half the user sends gets its own number
+//!   ([`UmadAgent::wire_high`], from the host's count, never one given before), as each Linux
+//!   agent its own `hi_tid`. Under the ibsim server one agent serves a whole client, whose
+//!   libumad2sim agents each put their number in bits 32..47 (docs/IBSIM.md): two requests of
+//!   two of them with the same low 32 bits leave with different TIDs and each response goes
+//!   back with its own request's high bits, to its own agent, as ibsim keeps them apart. (A
+//!   Linux user that varies the high bits of one agent's requests gets one TID for both; here
+//!   they are kept apart too.)
 //! - Receiving ([`UmadAgent::recv`]): responses to this agent's requests, and requests of a
 //!   class, class version and method it registered ([`Host::umad_register`], the
 //!   `ib_user_mad_reg_req` semantics: one agent per (class, method), a registration that
@@ -36,7 +45,7 @@ use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::sa::rmpp::ack_for;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_LEN};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Where a MAD's TransactionID starts (IBA 1 §13.4.3: bytes 8-15 of the common header).
 const TID_OFFSET: usize = 8;
@@ -48,6 +57,11 @@ pub const UMAD_QUEUE_DEPTH: usize = 1024;
 pub fn is_smp_class(class: MgmtClass) -> bool {
     matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute)
 }
+
+/// The most high halves of its user's TIDs one [`UmadAgent`] keeps apart (module docs), the
+/// least recently sent forgotten first: libumad2sim numbers a device's agents below 32
+/// (`umad2sim.c` `agents[32]`), so a client of the ibsim server sends at most 32.
+pub const UMAD_HIGHS: usize = 64;
 
 /// The window a [`RmppMode::FirstSegment`] agent grants in its ACKs (Linux's receive window).
 pub const RMPP_WINDOW: u32 = 32;
@@ -133,6 +147,9 @@ pub struct UmadCounters {
     /// RMPP ACKs, STOPs and ABORTs of this user's transfers, taken by the agent and not handed
     /// to the user ([`RmppMode::FirstSegment`]: the sender's side of the kernel's RMPP layer).
     pub rmpp_acks_taken: u64,
+    /// Responses to a request whose high half the agent has forgotten since (more than
+    /// [`UMAD_HIGHS`] others sent after it): dropped, since the user's high bits are unknown.
+    pub forgotten_high: u64,
 }
 
 /// The agent of one external MAD user. See the module docs.
@@ -144,15 +161,10 @@ pub struct UmadAgent {
     tx: VecDeque<MadOut>,
     counters: UmadCounters,
     rmpp: RmppMode,
-    /// The high 32 bits of this agent's requests on the wire (Linux's `hi_tid`), given by
-    /// [`Host::umad_attach`] (never 0 there).
-    hi_tid: u32,
-    /// The user's own high 32 bits of each request's TID, by its low 32 bits, given back in the
-    /// response; at most [`super::TID_MEMORY`], the oldest forgotten first (`user_hi_order`).
-    /// Hashed by the host's keyed TID hash (a look-up, an insert and a removal per MAD, which
-    /// a B-tree of 4,096 took 1,000 instructions for; the order reaches no output).
-    user_hi: HashMap<u64, u32, super::TidHash>,
-    user_hi_order: VecDeque<u32>,
+    /// (the user's high 32 bits, their number on the wire: Linux's `hi_tid`), the most recently
+    /// sent last; at most [`UMAD_HIGHS`]. A few at most in practice (one per libumad2sim agent of
+    /// a client), so a scan finds them.
+    highs: Vec<(u32, u32)>,
 }
 
 impl UmadAgent {
@@ -164,19 +176,16 @@ impl UmadAgent {
         }
     }
 
-    /// Queues `mad` for `to` (QP0 or QP1 by its class, module docs). `mad` shorter than 256
-    /// bytes is refused; a longer one is cut to 256 (QP0/QP1 carry 256-byte MADs).
-    pub fn send(&mut self, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
-        self.send_with(to, mad, Vec::new())
-    }
-
-    /// [`UmadAgent::send`] with the MAD copied into `buf`'s allocation (its bytes replaced), a
-    /// spent MAD's, say, instead of a new one.
-    pub fn send_with(
+    /// Queues `mad` for `to` (QP0 or QP1 by its class, module docs), copied into `buf`'s
+    /// allocation (its bytes replaced). `mad` shorter than 256 bytes is refused; a longer one is
+    /// cut to 256 (QP0/QP1 carry 256-byte MADs). A new high half's number is the next of
+    /// `numbers` (the host's count).
+    fn send_with(
         &mut self,
         to: MadAddr,
         mad: &[u8],
         mut buf: Vec<u8>,
+        numbers: &mut u32,
     ) -> Result<(), UmadError> {
         // A header parses from any 24 bytes: the length is the whole check.
         let Some(mad) = mad.get(..MAD_LEN) else {
@@ -190,53 +199,81 @@ impl UmadAgent {
         self.counters.sent += 1;
         buf.clear();
         buf.extend_from_slice(mad);
-        self.stamp_tid(&mut buf);
+        self.stamp_tid(&mut buf, numbers);
         self.tx.push_back(MadOut { to, mad: buf });
         Ok(())
     }
 
-    /// The agent's number in the high 32 bits of a request's TID, over the user's low 32 bits
-    /// (Linux `ib_umad_write`; a response, TrapRepress included, as `ib_response_mad` counts
-    /// it, keeps the TID it answers). The user's high bits are kept to be given back. An RMPP
-    /// ACK of a response's segment has the R bit flipped (Linux `format_ack`, as
-    /// `ipoib_proto::sa::rmpp::ack_for` builds it), a request method: it goes with the agent's
-    /// number, the transfer's TID on the wire.
-    fn stamp_tid(&mut self, mad: &mut [u8]) {
+    /// The number of the user's high half in the high 32 bits of a request's TID, over the
+    /// user's low 32 bits (Linux `ib_umad_write`; a response, TrapRepress included, as
+    /// `ib_response_mad` counts it, keeps the TID it answers). An RMPP ACK of a response's
+    /// segment has the R bit flipped (Linux `format_ack`, as `ipoib_proto::sa::rmpp::ack_for`
+    /// builds it), a request method: it goes with its high half's number, the transfer's TID on
+    /// the wire.
+    fn stamp_tid(&mut self, mad: &mut [u8], numbers: &mut u32) {
         let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
             return;
         };
         if h.method.is_response() || h.method == Method::TrapRepress {
             return;
         }
-        let (hi, lo) = ((h.transaction_id >> 32) as u32, h.transaction_id as u32);
-        mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&self.hi_tid.to_be_bytes());
-        if self.user_hi.insert(u64::from(lo), hi).is_none() {
-            self.user_hi_order.push_back(lo);
-            if self.user_hi_order.len() > super::TID_MEMORY {
-                if let Some(old) = self.user_hi_order.pop_front() {
-                    self.user_hi.remove(&u64::from(old));
+        let wire = self.number(h.transaction_id >> 32, numbers);
+        mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&wire.to_be_bytes());
+    }
+
+    /// The wire number of the user's high half `user` (the low 32 bits of `user`), a new one
+    /// from `numbers` the first time; the least recently sent is forgotten beyond
+    /// [`UMAD_HIGHS`].
+    fn number(&mut self, user: u64, numbers: &mut u32) -> u32 {
+        let user = user as u32;
+        let last = self.highs.len().wrapping_sub(1);
+        match self.highs.iter().rposition(|&(u, _)| u == user) {
+            Some(i) if i == last => self.highs[i].1,
+            Some(i) => {
+                let e = self.highs.remove(i);
+                self.highs.push(e);
+                e.1
+            }
+            None => {
+                // Never 0 (that high half is the user's own most often), never one given
+                // before (until the count wraps): a late response to a forgotten half names none.
+                *numbers = numbers.checked_add(1).unwrap_or(1);
+                if self.highs.len() >= UMAD_HIGHS {
+                    self.highs.remove(0);
                 }
+                self.highs.push((user, *numbers));
+                *numbers
             }
         }
     }
 
     /// A response to one of this agent's requests with the high 32 bits of the TID the user sent
-    /// (what ibsim's clients route by: docs/IBSIM.md).
-    fn unstamp_tid(&self, mad: &mut [u8]) {
+    /// (what ibsim's clients route by: docs/IBSIM.md); false for one whose high half is
+    /// forgotten (the user's high bits are unknown: it is dropped).
+    fn unstamp_tid(&self, mad: &mut [u8]) -> bool {
         let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
-            return;
+            return true;
         };
-        if !h.method.is_response() || (h.transaction_id >> 32) as u32 != self.hi_tid {
-            return;
+        if !h.method.is_response() {
+            return true;
         }
-        if let Some(hi) = self.user_hi.get(&u64::from(h.transaction_id as u32)) {
-            mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&hi.to_be_bytes());
+        let wire = (h.transaction_id >> 32) as u32;
+        match self.highs.iter().find(|&&(_, w)| w == wire) {
+            Some(&(user, _)) => {
+                mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&user.to_be_bytes());
+                true
+            }
+            None => false,
         }
     }
 
-    /// The high 32 bits this agent's requests carry on the wire.
-    pub fn hi_tid(&self) -> u32 {
-        self.hi_tid
+    /// The number on the wire of the user's high half `user` (the high 32 bits of its
+    /// requests' TIDs), while the agent keeps it.
+    pub fn wire_high(&self, user: u32) -> Option<u32> {
+        self.highs
+            .iter()
+            .find(|&&(u, _)| u == user)
+            .map(|&(_, w)| w)
     }
 
     /// The oldest MAD for the user.
@@ -345,13 +382,16 @@ impl MadAgent for UmadAgent {
         if self.take_rmpp(&h, &m) {
             return;
         }
+        let mut m = m;
+        if !self.unstamp_tid(&mut m.mad) {
+            self.counters.forgotten_high += 1;
+            return;
+        }
         if self.rx.len() >= UMAD_QUEUE_DEPTH {
             self.counters.recv_full += 1;
             return;
         }
         self.counters.received += 1;
-        let mut m = m;
-        self.unstamp_tid(&mut m.mad);
         self.rx.push_back(m);
     }
 
@@ -369,27 +409,20 @@ impl MadAgent for UmadAgent {
 impl Host {
     /// Attaches an external MAD user to the management port: a detached [`UmadAgent`] is reused,
     /// else one is added. Receive buffers are posted on the port's QP0 on the first attach (SMP
-    /// responses come back there).
+    /// responses come back there). The user's high halves get new numbers (as each Linux
+    /// registration a new `hi_tid`): a response to the previous user's request names none.
     pub fn umad_attach(&mut self) -> AgentId {
         self.ensure_smi_recv();
         self.dirty = true;
-        // Each attach a new number, as each Linux registration a new `hi_tid`: a response to the
-        // previous user's request names no agent.
-        self.umad_hi_tid = self.umad_hi_tid.checked_add(1).unwrap_or(1);
-        let hi_tid = self.umad_hi_tid;
         for (i, a) in self.agents.list.iter_mut().enumerate() {
             if let Some(u) = a.as_any_mut().downcast_mut::<UmadAgent>() {
                 if !u.attached {
                     u.reset();
-                    u.hi_tid = hi_tid;
                     return AgentId(i);
                 }
             }
         }
-        self.add_agent(UmadAgent {
-            hi_tid,
-            ..UmadAgent::new()
-        })
+        self.add_agent(UmadAgent::new())
     }
 
     /// Registers `agent` for requests of `reg` (all or nothing; see the module docs).
@@ -437,13 +470,15 @@ impl Host {
         }
     }
 
-    /// Queues `mad` for sending by `agent` (see [`UmadAgent::send`]); the host sends it on its
-    /// next activity ([`Host::drive`]).
+    /// Queues `mad` for sending by `agent` to `to` (QP0 or QP1 by its class, module docs); the
+    /// host sends it on its next activity ([`Host::drive`]). `mad` shorter than 256 bytes is
+    /// refused; a longer one is cut to 256 (QP0/QP1 carry 256-byte MADs).
     pub fn umad_send(&mut self, agent: AgentId, to: MadAddr, mad: &[u8]) -> Result<(), UmadError> {
         self.umad_send_with(agent, to, mad, Vec::new())
     }
 
-    /// [`Host::umad_send`] with the MAD copied into `buf`'s allocation ([`UmadAgent::send_with`]).
+    /// [`Host::umad_send`] with the MAD copied into `buf`'s allocation (its bytes replaced), a
+    /// spent MAD's, say, instead of a new one.
     pub fn umad_send_with(
         &mut self,
         agent: AgentId,
@@ -452,8 +487,9 @@ impl Host {
         buf: Vec<u8>,
     ) -> Result<(), UmadError> {
         self.dirty = true;
-        match self.umad_mut(agent) {
-            Some(u) if u.attached => u.send_with(to, mad, buf),
+        let numbers = &mut self.umad_hi_tid;
+        match self.agents.get_mut::<UmadAgent>(agent) {
+            Some(u) if u.attached => u.send_with(to, mad, buf, numbers),
             _ => Err(UmadError::NoAgent),
         }
     }

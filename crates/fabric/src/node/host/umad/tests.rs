@@ -229,6 +229,132 @@ fn same_tids_of_two_users_and_an_agent_each_get_their_response() {
     assert_eq!(host.counters().unknown_tid, 0);
 }
 
+/// One user's two requests outstanding at once with the same low 32 bits and different high
+/// bits (under the ibsim server, two libumad2sim agents of one client: each puts its number in
+/// bits 32..47, docs/IBSIM.md) leave with different TIDs, and each response comes back with the
+/// high bits of its own request. With the high bits kept by the low 32, both requests left with
+/// one TID and both responses came back with the later's high bits.
+#[test]
+fn same_low_bits_with_two_high_halves_each_get_their_response() {
+    let (mut sim, a, b) = hosts(7);
+    let echo = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            let e = h.add_agent(Echo::default());
+            h.serve_class(MgmtClass::DevMgt, e);
+            e
+        })
+        .unwrap();
+    let u = attach(&mut sim, b);
+    let tids = [0x0003_0000_0000_0abc_u64, 0x0003_0001_0000_0abc];
+    for t in tids {
+        send(
+            &mut sim,
+            b,
+            u,
+            MadAddr::gsi(1),
+            &mad(MgmtClass::DevMgt, 1, Method::Get, t),
+        )
+        .unwrap();
+    }
+    sim.run_until_idle(10_000);
+    let sent = sim
+        .node::<Host>(a)
+        .unwrap()
+        .agent::<Echo>(echo)
+        .unwrap()
+        .tids
+        .clone();
+    assert_eq!(sent.len(), 2);
+    assert_ne!(
+        sent[0], sent[1],
+        "two high halves, two TIDs on the wire: {sent:x?}"
+    );
+    assert!(sent.iter().all(|t| t & 0xffff_ffff == 0xabc));
+    let got: Vec<u64> = take(&mut sim, b, u)
+        .iter()
+        .map(|m| MadHeaderRepr::parse_bytes(&m.mad).unwrap().transaction_id)
+        .collect();
+    assert_eq!(got, tids, "each response with its own request's TID");
+    let host = sim.node::<Host>(b).unwrap();
+    assert_eq!(host.counters().unknown_tid, 0);
+    let hu = host.umad(u).unwrap();
+    assert_eq!(
+        hu.wire_high(0x0003_0000)
+            .map(|h| u64::from(h) << 32 | 0xabc),
+        Some(sent[0])
+    );
+    assert_eq!(
+        hu.wire_high(0x0003_0001)
+            .map(|h| u64::from(h) << 32 | 0xabc),
+        Some(sent[1])
+    );
+}
+
+/// An agent keeps at most [`UMAD_HIGHS`] high halves apart: with one more outstanding, the
+/// response to the least recently sent one is dropped and counted (its user's high bits are
+/// unknown), not handed over with another's; each other response comes back with its own
+/// TID, and the forgotten half sent again gets a number never given before.
+#[test]
+fn high_halves_are_bounded_and_a_forgotten_ones_response_is_dropped() {
+    let (mut sim, a, b) = hosts(8);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        let e = h.add_agent(Echo::default());
+        h.serve_class(MgmtClass::DevMgt, e);
+    });
+    let u = attach(&mut sim, b);
+    let n = UMAD_HIGHS as u64 + 1;
+    let tids: Vec<u64> = (0..n).map(|i| i << 32 | 0x55).collect();
+    for &t in &tids {
+        send(
+            &mut sim,
+            b,
+            u,
+            MadAddr::gsi(1),
+            &mad(MgmtClass::DevMgt, 1, Method::Get, t),
+        )
+        .unwrap();
+    }
+    let first = sim.node::<Host>(b).unwrap().umad(u).unwrap().wire_high(0);
+    assert_eq!(first, None, "the least recently sent half is forgotten");
+    sim.run_until_idle(100_000);
+    let got: Vec<u64> = take(&mut sim, b, u)
+        .iter()
+        .map(|m| MadHeaderRepr::parse_bytes(&m.mad).unwrap().transaction_id)
+        .collect();
+    assert_eq!(got, tids[1..]);
+    let c = *sim.node::<Host>(b).unwrap().umad(u).unwrap().counters();
+    assert_eq!((c.forgotten_high, c.received), (1, n - 1));
+    let given: Vec<u32> = (1..n as u32)
+        .filter_map(|h| sim.node::<Host>(b).unwrap().umad(u).unwrap().wire_high(h))
+        .collect();
+    assert_eq!(given.len(), UMAD_HIGHS);
+    send(
+        &mut sim,
+        b,
+        u,
+        MadAddr::gsi(1),
+        &mad(MgmtClass::DevMgt, 1, Method::Get, 0x55),
+    )
+    .unwrap();
+    let again = sim
+        .node::<Host>(b)
+        .unwrap()
+        .umad(u)
+        .unwrap()
+        .wire_high(0)
+        .unwrap();
+    assert!(!given.contains(&again) && again > *given.iter().max().unwrap());
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, b, u);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        MadHeaderRepr::parse_bytes(&got[0].mad)
+            .unwrap()
+            .transaction_id,
+        0x55
+    );
+}
+
 /// `ib_user_mad_reg_req` semantics: requests of the registered class, version and method reach
 /// the user; another version is dropped (counted); a colliding registration is refused whole;
 /// detaching withdraws it and the agent is reused by the next attach.
@@ -284,7 +410,14 @@ fn registrations_route_requests() {
     let got = take(&mut sim, a, server);
     assert_eq!(got.len(), 1);
     // The request as it came: the client's agent number over the client's low 32 bits.
-    let hi = u64::from(sim.node::<Host>(b).unwrap().umad(client).unwrap().hi_tid());
+    let hi = u64::from(
+        sim.node::<Host>(b)
+            .unwrap()
+            .umad(client)
+            .unwrap()
+            .wire_high(0)
+            .unwrap(),
+    );
     assert_eq!(
         MadHeaderRepr::parse_bytes(&got[0].mad)
             .unwrap()
@@ -370,11 +503,15 @@ fn bad_input_and_bounds() {
     assert_eq!(host.umad(u).unwrap().counters().not_a_mad, 1);
     let mut agent = UmadAgent::new();
     let m = mad(MgmtClass::DevMgt, 1, Method::Get, 1);
+    let mut numbers = 0;
+    let mut queue =
+        |agent: &mut UmadAgent| agent.send_with(MadAddr::gsi(1), &m, Vec::new(), &mut numbers);
     for _ in 0..UMAD_QUEUE_DEPTH {
-        agent.send(MadAddr::gsi(1), &m).unwrap();
+        queue(&mut agent).unwrap();
     }
-    assert_eq!(agent.send(MadAddr::gsi(1), &m), Err(UmadError::Full));
-    let resp = mad(MgmtClass::DevMgt, 1, Method::GetResp, 1);
+    assert_eq!(queue(&mut agent), Err(UmadError::Full));
+    // The response on the wire: the number of the request's high half (0) over its low bits.
+    let resp = mad(MgmtClass::DevMgt, 1, Method::GetResp, 1 << 32 | 1);
     for _ in 0..=UMAD_QUEUE_DEPTH {
         agent.handle_mad(
             Instant::ZERO,
@@ -495,7 +632,14 @@ fn rmpp_first_segment_or_pass() {
                 assert_eq!((c.rmpp_acked, c.rmpp_later), (3, 2));
                 // The agent's ACKs carry the transfer's TID on the wire (its number in the high
                 // bits); the user's segment its own TID.
-                let hi = u64::from(sim.node::<Host>(b).unwrap().umad(u).unwrap().hi_tid());
+                let hi = u64::from(
+                    sim.node::<Host>(b)
+                        .unwrap()
+                        .umad(u)
+                        .unwrap()
+                        .wire_high(0)
+                        .unwrap(),
+                );
                 let s = sim
                     .node::<Host>(a)
                     .unwrap()
@@ -520,7 +664,14 @@ fn rmpp_first_segment_or_pass() {
                 let ack = ack_for(&got[2].mad, 3, 3).unwrap();
                 send(&mut sim, b, u, got[2].from, &ack).unwrap();
                 sim.run_until_idle(10_000);
-                let hi = u64::from(sim.node::<Host>(b).unwrap().umad(u).unwrap().hi_tid());
+                let hi = u64::from(
+                    sim.node::<Host>(b)
+                        .unwrap()
+                        .umad(u)
+                        .unwrap()
+                        .wire_high(0)
+                        .unwrap(),
+                );
                 let s = sim
                     .node::<Host>(a)
                     .unwrap()
