@@ -16,7 +16,7 @@
 //!   TransactionIDs").
 //! - One agent stands for as many Linux agents as its user sends high halves (at most
 //!   [`UMAD_HIGHS`]): each high half the user sends gets its own number
-//!   ([`UmadAgent::wire_high`], from the host's count, never one given before), as each Linux
+//!   ([`UmadAgent::wire_high`], from the host's count, none an attached user holds), as each Linux
 //!   agent its own `hi_tid`. Under the ibsim server one agent serves a whole client, whose
 //!   libumad2sim agents each put their number in bits 32..47 (docs/IBSIM.md): two requests of
 //!   two of them with the same low 32 bits leave with different TIDs and each response goes
@@ -44,7 +44,9 @@ use crate::hw::hca::special_qpn;
 use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use ipoib_proto::sa::rmpp::ack_for;
 use ipoib_proto::time::Instant;
-use ipoib_wire::mad::{MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_LEN};
+use ipoib_wire::mad::{
+    Mad, MadHeaderRepr, Method, MgmtClass, RmppRepr, RmppType, MAD_HEADER_LEN, MAD_LEN,
+};
 use std::collections::VecDeque;
 
 /// Where a MAD's TransactionID starts (IBA 1 §13.4.3: bytes 8-15 of the common header).
@@ -178,14 +180,14 @@ impl UmadAgent {
 
     /// Queues `mad` for `to` (QP0 or QP1 by its class, module docs), copied into `buf`'s
     /// allocation (its bytes replaced). `mad` shorter than 256 bytes is refused; a longer one is
-    /// cut to 256 (QP0/QP1 carry 256-byte MADs). A new high half's number is the next of
-    /// `numbers` (the host's count).
+    /// cut to 256 (QP0/QP1 carry 256-byte MADs). A request whose high half has no number yet
+    /// gets `fresh` ([`Host::umad_send_with`] gives one no agent holds).
     fn send_with(
         &mut self,
         to: MadAddr,
         mad: &[u8],
         mut buf: Vec<u8>,
-        numbers: &mut u32,
+        fresh: u32,
     ) -> Result<(), UmadError> {
         // A header parses from any 24 bytes: the length is the whole check.
         let Some(mad) = mad.get(..MAD_LEN) else {
@@ -199,7 +201,7 @@ impl UmadAgent {
         self.counters.sent += 1;
         buf.clear();
         buf.extend_from_slice(mad);
-        self.stamp_tid(&mut buf, numbers);
+        self.stamp_tid(&mut buf, fresh);
         self.tx.push_back(MadOut { to, mad: buf });
         Ok(())
     }
@@ -210,22 +212,17 @@ impl UmadAgent {
     /// segment has the R bit flipped (Linux `format_ack`, as `ipoib_proto::sa::rmpp::ack_for`
     /// builds it), a request method: it goes with its high half's number, the transfer's TID on
     /// the wire.
-    fn stamp_tid(&mut self, mad: &mut [u8], numbers: &mut u32) {
-        let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
+    fn stamp_tid(&mut self, mad: &mut [u8], fresh: u32) {
+        let Some(user) = request_high(mad) else {
             return;
         };
-        if h.method.is_response() || h.method == Method::TrapRepress {
-            return;
-        }
-        let wire = self.number(h.transaction_id >> 32, numbers);
+        let wire = self.number(user, fresh);
         mad[TID_OFFSET..TID_OFFSET + 4].copy_from_slice(&wire.to_be_bytes());
     }
 
-    /// The wire number of the user's high half `user` (the low 32 bits of `user`), a new one
-    /// from `numbers` the first time; the least recently sent is forgotten beyond
-    /// [`UMAD_HIGHS`].
-    fn number(&mut self, user: u64, numbers: &mut u32) -> u32 {
-        let user = user as u32;
+    /// The wire number of the user's high half `user`, `fresh` the first time; the least
+    /// recently sent is forgotten beyond [`UMAD_HIGHS`].
+    fn number(&mut self, user: u32, fresh: u32) -> u32 {
         let last = self.highs.len().wrapping_sub(1);
         match self.highs.iter().rposition(|&(u, _)| u == user) {
             Some(i) if i == last => self.highs[i].1,
@@ -235,14 +232,11 @@ impl UmadAgent {
                 e.1
             }
             None => {
-                // Never 0 (that high half is the user's own most often), never one given
-                // before (until the count wraps): a late response to a forgotten half names none.
-                *numbers = numbers.checked_add(1).unwrap_or(1);
                 if self.highs.len() >= UMAD_HIGHS {
                     self.highs.remove(0);
                 }
-                self.highs.push((user, *numbers));
-                *numbers
+                self.highs.push((user, fresh));
+                fresh
             }
         }
     }
@@ -487,10 +481,35 @@ impl Host {
         buf: Vec<u8>,
     ) -> Result<(), UmadError> {
         self.dirty = true;
-        let numbers = &mut self.umad_hi_tid;
-        match self.agents.get_mut::<UmadAgent>(agent) {
-            Some(u) if u.attached => u.send_with(to, mad, buf, numbers),
-            _ => Err(UmadError::NoAgent),
+        let fresh = match self.umad(agent) {
+            Some(u) if u.attached => match request_high(mad) {
+                Some(user) if u.wire_high(user).is_none() => self.fresh_umad_number(),
+                _ => 0,
+            },
+            _ => return Err(UmadError::NoAgent),
+        };
+        match self.umad_mut(agent) {
+            Some(u) => u.send_with(to, mad, buf, fresh),
+            None => Err(UmadError::NoAgent),
+        }
+    }
+
+    /// A number for a umad user's new high half: the next of the host's count, never 0 (the
+    /// high half users send most), never one an attached umad agent holds (the count wraps after
+    /// 2^32 new halves, which a client cycling its high bits reaches), so two users never send
+    /// the same TID and a late response to a forgotten half names no other user's.
+    fn fresh_umad_number(&mut self) -> u32 {
+        loop {
+            self.umad_hi_tid = self.umad_hi_tid.checked_add(1).unwrap_or(1);
+            let n = self.umad_hi_tid;
+            let held = self.agents.list.iter().any(|a| {
+                a.as_any()
+                    .downcast_ref::<UmadAgent>()
+                    .is_some_and(|u| u.highs.iter().any(|&(_, w)| w == n))
+            });
+            if !held {
+                return n;
+            }
         }
     }
 
@@ -549,6 +568,18 @@ impl Host {
     pub(super) fn smi_qp(&self) -> u32 {
         special_qpn(self.mgmt_port, 0)
     }
+}
+
+/// The high 32 bits of a request's TID (IBA 1 §13.4.3: bytes 8-11); None for a response,
+/// TrapRepress included as Linux's `ib_response_mad` counts it (it keeps the TID it answers),
+/// and for fewer than 24 bytes.
+fn request_high(mad: &[u8]) -> Option<u32> {
+    let m = Mad::new_unchecked(mad.first_chunk::<MAD_HEADER_LEN>()?);
+    let method = m.method();
+    if method.is_response() || method == Method::TrapRepress {
+        return None;
+    }
+    Some((m.transaction_id() >> 32) as u32)
 }
 
 /// Method mask of `methods`.

@@ -355,6 +355,46 @@ fn high_halves_are_bounded_and_a_forgotten_ones_response_is_dropped() {
     );
 }
 
+/// The host's count of numbers wraps after 2^32 new high halves (a client cycling its high bits
+/// reaches it): a number an attached user still holds is skipped, so two users never send the
+/// same TID and each gets its own response. Before, the user after the wrap was given the first
+/// user's number: both requests left with one TID and both responses went to the later.
+#[test]
+fn a_wrapped_count_skips_the_numbers_users_hold() {
+    let (mut sim, a, b) = hosts(9);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        let e = h.add_agent(Echo::default());
+        h.serve_class(MgmtClass::DevMgt, e);
+    });
+    let req = mad(MgmtClass::DevMgt, 1, Method::Get, 0x66);
+    let u1 = attach(&mut sim, b);
+    send(&mut sim, b, u1, MadAddr::gsi(1), &req).unwrap();
+    let u2 = attach(&mut sim, b);
+    sim.node_mut::<Host>(b).unwrap().umad_hi_tid = u32::MAX;
+    send(&mut sim, b, u2, MadAddr::gsi(1), &req).unwrap();
+    let host = sim.node::<Host>(b).unwrap();
+    let (n1, n2) = (
+        host.umad(u1).unwrap().wire_high(0),
+        host.umad(u2).unwrap().wire_high(0),
+    );
+    assert_eq!(
+        (n1, n2),
+        (Some(1), Some(2)),
+        "1 is held: the wrapped count skips it"
+    );
+    sim.run_until_idle(10_000);
+    for u in [u1, u2] {
+        let got = take(&mut sim, b, u);
+        assert_eq!(got.len(), 1, "one response for {u:?}");
+        assert_eq!(
+            MadHeaderRepr::parse_bytes(&got[0].mad)
+                .unwrap()
+                .transaction_id,
+            0x66
+        );
+    }
+}
+
 /// `ib_user_mad_reg_req` semantics: requests of the registered class, version and method reach
 /// the user; another version is dropped (counted); a colliding registration is refused whole;
 /// detaching withdraws it and the agent is reused by the next attach.
@@ -503,9 +543,7 @@ fn bad_input_and_bounds() {
     assert_eq!(host.umad(u).unwrap().counters().not_a_mad, 1);
     let mut agent = UmadAgent::new();
     let m = mad(MgmtClass::DevMgt, 1, Method::Get, 1);
-    let mut numbers = 0;
-    let mut queue =
-        |agent: &mut UmadAgent| agent.send_with(MadAddr::gsi(1), &m, Vec::new(), &mut numbers);
+    let queue = |agent: &mut UmadAgent| agent.send_with(MadAddr::gsi(1), &m, Vec::new(), 1);
     for _ in 0..UMAD_QUEUE_DEPTH {
         queue(&mut agent).unwrap();
     }
