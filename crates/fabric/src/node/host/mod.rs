@@ -32,7 +32,7 @@ mod tests;
 pub use app::{AgentId, Agents, AnyAgent, App, AppId, HostCtx};
 pub use umad::{
     is_smp_class, method_mask, Registration, RmppMode, UmadAgent, UmadCounters, UmadError,
-    RMPP_WINDOW, UMAD_QUEUE_DEPTH,
+    RMPP_WINDOW, UMAD_HIGHS, UMAD_QUEUE_DEPTH,
 };
 
 use crate::hw::hca::{CqId, Hca};
