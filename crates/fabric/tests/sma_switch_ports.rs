@@ -9,7 +9,7 @@ use fabric::*;
 use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadStatus, Method};
-use ipoib_wire::smp::{PortPhysState, PortState, SmpAttribute};
+use ipoib_wire::smp::{MftBlockRepr, PortPhysState, PortState, SmpAttribute};
 
 // IBA 1 §14.2.5.4, §14.2.5.10: LinearFDBTop moves only by SubnSet(SwitchInfo). OpenSM sets it
 // (11 on a subnet of 11 LIDs) before it writes LFT block 0, LIDs 0-63: the block leaves it at 11,
@@ -174,4 +174,52 @@ fn disabling_the_port_the_smp_came_in_by_answers_first() {
     assert_eq!(r.status(), MadStatus::SUCCESS);
     assert_eq!(port_info(&r).port_phys_state, PortPhysState::Disabled);
     assert!(get_port_info(&mut f, TO_S1, 3, 0).is_none(), "cut off");
+}
+
+/// S1's SwitchInfo:MulticastFDBTop.
+fn multicast_fdb_top(f: &mut Fabric) -> u16 {
+    let r = f
+        .dr(Method::Get, attr::SWITCH_INFO, 0, TO_S1, 0, none())
+        .expect("S1 answers");
+    let SmpAttribute::SwitchInfo(s) = r.attribute else {
+        panic!("a SwitchInfo answer: {r:?}")
+    };
+    s.multicast_fdb_top
+}
+
+/// MFT block `block` of S1 with `mlid_index` (within the block) sent to ports 2 and 5.
+fn set_mft_entry(f: &mut Fabric, block: u32, mlid_index: usize) {
+    let mut b = MftBlockRepr {
+        port_masks: [0; 32],
+    };
+    b.port_masks[mlid_index] = 1 << 2 | 1 << 5;
+    let r = f
+        .dr(
+            Method::Set,
+            attr::MULTICAST_FORWARDING_TABLE,
+            block,
+            TO_S1,
+            0,
+            SmpAttribute::MulticastForwardingTable(b),
+        )
+        .expect("S1 answers");
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+}
+
+// IBA 1 §14.2.5.4 SwitchInfo:MulticastFDBTop is an MLID: the top of the multicast forwarding
+// table, a value below 0xC000 meaning no entry (OpenSM `osm_mcast_mgr.c` writes
+// `IB_LID_MCAST_START_HO + ... - 1`; `ibroute -M` ends its dump there and warns "illegal top mlid"
+// below 0xBFFF). The switch answered the entry's index from 0xC000, and `ibroute -M` printed
+// "dump_multicast_tables: illegal top mlid 7" on a subnet whose highest group was 0xC007
+// (docs/OPENSM-NOTES.md "Diags on a fat tree").
+#[test]
+fn multicast_fdb_top_is_the_highest_mlid_in_use() {
+    let mut f = Fabric::new(4);
+    assign_lids(&mut f);
+    assert_eq!(multicast_fdb_top(&mut f), 0, "no entry: below 0xC000");
+    set_mft_entry(&mut f, 0, 7);
+    assert_eq!(multicast_fdb_top(&mut f), 0xc007);
+    // Block 1 holds MLIDs 0xC020-0xC03F.
+    set_mft_entry(&mut f, 1, 2);
+    assert_eq!(multicast_fdb_top(&mut f), 0xc022);
 }

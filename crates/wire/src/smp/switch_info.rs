@@ -116,7 +116,8 @@ impl<T: AsRef<[u8]>> SwitchInfo<T> {
     pub fn enhanced_port_zero(&self) -> bool {
         self.b()[field::FLAGS] & 0x08 != 0
     }
-    /// MulticastFDBTop: the highest MLID index in use (IBA 1.2.1).
+    /// MulticastFDBTop: the top MLID of the multicast forwarding table (IBA 1 §14.2.5.4; below
+    /// 0xC000: no entry).
     pub fn multicast_fdb_top(&self) -> u16 {
         be16(self.b(), field::MULTICAST_FDB_TOP)
     }

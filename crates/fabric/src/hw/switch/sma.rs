@@ -551,11 +551,9 @@ impl Switch {
             partition_enforcement_cap: PARTITION_ENFORCEMENT_CAP,
             inbound_enforcement_cap: true,
             outbound_enforcement_cap: true,
-            multicast_fdb_top: self
-                .mft
-                .keys()
-                .next_back()
-                .map_or(0, |m| m.saturating_sub(LID_MULTICAST_FIRST)),
+            // An MLID: the highest the MFT forwards; 0, below 0xC000, when it holds none (OpenSM
+            // `osm_mcast_mgr.c`, `ibroute -M`: docs/OPENSM-NOTES.md "Diags on a fat tree").
+            multicast_fdb_top: self.mft.keys().next_back().copied().unwrap_or(0),
             ..SwitchInfoRepr::default()
         }
     }
