@@ -289,6 +289,48 @@ fn the_sa_model_has_the_port_info_the_sweep_read() {
     }
 }
 
+// IBA 1 §15.2.5.11: a P_KeyTableRecord holds the port's P_Key table. The SA's model has the
+// table the SM wrote on every switch port with a cable, those between switches too (every
+// partition, full): `saquery --smkey 1 PKTR` gave no record for them on a fat tree (OpenSM gives
+// one per cabled switch port; docs/OPENSM-NOTES.md "Diags on a fat tree").
+#[test]
+fn the_sa_model_has_the_pkey_tables_of_every_cabled_switch_port() {
+    let topo = chain();
+    let net = build(&topo);
+    let model = net.sm().manager().expect("swept").subnet_model();
+    let mut between_switches = 0;
+    for (n, node) in topo.nodes().iter().enumerate() {
+        if node.kind != NodeKind::Switch {
+            continue;
+        }
+        let sw = net
+            .sim()
+            .node::<Switch>(net.built().nodes[n])
+            .expect("a switch");
+        let s = model_switch(&model, node.guid);
+        for port in 0..=node.ports {
+            let Some((peer, _)) = (port != 0)
+                .then(|| topo.peer(n, port))
+                .unwrap_or(Some((End { node: n, port }, 0)))
+            else {
+                continue;
+            };
+            if port != 0 && topo.nodes()[peer.node].kind == NodeKind::Switch {
+                between_switches += 1;
+            }
+            let held = sw.port_pkeys(port).expect("the port");
+            assert!(!held.is_empty(), "{} port {port}", node.name);
+            assert_eq!(
+                model.switch_port_pkeys(s, port),
+                held,
+                "{} port {port}",
+                node.name
+            );
+        }
+    }
+    assert_eq!(between_switches, 4, "both ends of two cables");
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
 // other over the routes and the broadcast group it programmed (MFTs set by SMPs).
 #[test]

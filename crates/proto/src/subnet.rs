@@ -134,6 +134,9 @@ pub struct SubnetModel {
     /// (OpenSM's SA answers from the PortInfo its sweep stored). A port missing here gets our
     /// HCAs' values (`port_info`).
     pub port_infos: BTreeMap<(Guid, u8), PortInfoRepr>,
+    /// The P_Key table the SM writes on the switch ports cabled to other switches (every
+    /// partition, full; crates/fabric `SubnetManager::bring_up`).
+    pub switch_link_pkeys: Vec<PKey>,
 }
 
 impl SubnetModel {
@@ -373,13 +376,15 @@ impl SubnetModel {
 
     /// The P_Key table of port `port` of switch `sw` as the SM writes it (crates/fabric
     /// `SubnetManager::bring_up`): the default P_Key on management port 0, the table of the CA
-    /// port a port is cabled to; empty for links between switches (the model does not hold it).
+    /// port a port is cabled to, [`Self::switch_link_pkeys`] on a port cabled to a switch; empty
+    /// on a port with no cable (the SM writes none there).
     pub fn switch_port_pkeys(&self, sw: &SwitchNode, port: u8) -> Vec<PKey> {
         if port == 0 {
             return vec![PKey::DEFAULT];
         }
         match sw.ports.get(usize::from(port)).map(|p| p.peer) {
             Some(Peer::Ca(i)) => self.ports.get(i).map_or_else(Vec::new, |p| p.pkeys.clone()),
+            Some(Peer::Switch(..)) => self.switch_link_pkeys.clone(),
             _ => Vec::new(),
         }
     }
@@ -441,6 +446,7 @@ mod tests {
                 ca(0x11, 3, Peer::Switch(0, 2)),
             ],
             port_infos: Default::default(),
+            switch_link_pkeys: Vec::new(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -507,6 +513,7 @@ mod tests {
                 ca(0x11, 2, Peer::Switch(n - 1, 1)),
             ],
             port_infos: Default::default(),
+            switch_link_pkeys: Vec::new(),
             switches,
         }
     }

@@ -40,6 +40,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         sm_lid: SM_LID,
         ports,
         port_infos: Default::default(),
+        switch_link_pkeys: Vec::new(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -194,6 +194,7 @@ impl OurSa {
             sm_lid: fabric.sm_lid,
             ports,
             port_infos: Default::default(),
+            switch_link_pkeys: Vec::new(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

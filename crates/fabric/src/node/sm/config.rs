@@ -62,6 +62,12 @@ impl SubnetManager {
             .collect()
     }
 
+    /// The P_Key table of a switch port cabled to another switch: every partition, full, so
+    /// that every partition's packets cross the link where the switch enforces partitions.
+    fn switch_link_pkeys(&self) -> Vec<PKey> {
+        self.partitions().iter().map(|p| p.pkey.full()).collect()
+    }
+
     /// MTU and rate of the cable on a port (the options' defaults where the cable sets none).
     fn link_props(&self, e: End) -> (Mtu, Rate) {
         match self.topo.peer(e.node, e.port) {
@@ -98,7 +104,7 @@ impl SubnetManager {
     /// them. Nodes the SM could not reach get nothing.
     pub fn bring_up(&self) -> Vec<(crate::hw::sim::NodeId, Config)> {
         let mut out = Vec::new();
-        let all_full: Vec<PKey> = self.partitions().iter().map(|p| p.pkey.full()).collect();
+        let all_full = self.switch_link_pkeys();
         for (s, &n) in self.switches.iter().enumerate() {
             let lid = self.lids[n][0];
             if lid == 0 {
@@ -297,6 +303,7 @@ impl SubnetManager {
             ports,
             port_infos: self.port_infos.clone(),
             switches,
+            switch_link_pkeys: self.switch_link_pkeys(),
         }
     }
 }
