@@ -163,38 +163,86 @@ impl SubnetModel {
         })
     }
 
-    /// Walks the forwarding tables from the CA port answering `slid` to the one answering `dlid`.
-    /// `None` when there is no such route (unknown LID, a hole in a table, a loop, a down link).
-    /// LID-routed packets have no hop limit (IBA 1 §7.7: the LRH has no hop count; only the GRH's
-    /// HopLimit, for routers, has one), so neither has the walk: a route may cross every switch.
+    /// The switch whose management port 0 answers `lid` (LMC 0: its LID alone).
+    pub fn switch_by_lid(&self, lid: u16) -> Option<(usize, &SwitchNode)> {
+        self.switches
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.lid != 0 && s.lid == lid)
+    }
+
+    /// The end port answering `lid`: a CA port or a switch's management port 0 (IBA 1 §4.1:
+    /// both are end ports, with a LID and a GID).
+    fn endport_by_lid(&self, lid: u16) -> Option<EndPort> {
+        match self.port_by_lid(lid) {
+            Some((i, _)) => Some(EndPort::Ca(i)),
+            None => self.switch_by_lid(lid).map(|(s, _)| EndPort::Switch(s)),
+        }
+    }
+
+    /// Walks the forwarding tables from the end port answering `slid` to the one answering
+    /// `dlid`, either a CA port or a switch's management port 0 (a switch's own LID ends the walk
+    /// at that switch, whose port 0 takes it). `None` when there is no such route (unknown LID,
+    /// a hole in a table, a loop, a down link). LID-routed packets have no hop limit (IBA 1 §7.7:
+    /// the LRH has no hop count; only the GRH's HopLimit, for routers, has one), so neither has
+    /// the walk: a route may cross every switch.
     pub fn path(&self, slid: u16, dlid: u16) -> Option<PathProps> {
-        let (src, sp) = self.port_by_lid(slid)?;
-        let (dst, _) = self.port_by_lid(dlid)?;
-        let mut props = PathProps {
-            mtu: sp.mtu,
-            rate: sp.rate,
-            hops: 0,
+        let src = self.endport_by_lid(slid)?;
+        let dst = self.endport_by_lid(dlid)?;
+        let (mut props, mut at) = match src {
+            EndPort::Ca(i) => {
+                let p = self.ports.get(i)?;
+                (
+                    PathProps {
+                        mtu: p.mtu,
+                        rate: p.rate,
+                        hops: 0,
+                    },
+                    p.peer,
+                )
+            }
+            // A switch's own packets leave by its LFT from port 0 (IBA 1 §18.2.4.2).
+            EndPort::Switch(s) => {
+                let p0 = self.switches.get(s)?.ports.first()?;
+                (
+                    PathProps {
+                        mtu: p0.mtu,
+                        rate: p0.rate,
+                        hops: 0,
+                    },
+                    Peer::Switch(s, 0),
+                )
+            }
         };
         if src == dst {
             return Some(props);
         }
-        let mut at = sp.peer;
         // A loop-free route crosses every switch at most once.
         for _ in 0..=self.switches.len() {
-            props.hops = props.hops.saturating_add(1);
             match at {
                 Peer::None => return None,
                 Peer::Ca(i) => {
+                    props.hops = props.hops.saturating_add(1);
                     let p = &self.ports[i];
                     props.mtu = props.mtu.min(p.mtu);
                     props.rate = min_rate_code(props.rate, p.rate);
-                    return (i == dst).then_some(props);
+                    return (EndPort::Ca(i) == dst).then_some(props);
                 }
                 Peer::Switch(s, inport) => {
+                    if inport != 0 {
+                        props.hops = props.hops.saturating_add(1);
+                    }
                     let sw = self.switches.get(s)?;
                     let inp = sw.ports.get(usize::from(inport))?;
                     props.mtu = props.mtu.min(inp.mtu);
                     props.rate = min_rate_code(props.rate, inp.rate);
+                    if EndPort::Switch(s) == dst {
+                        // Its management port 0 takes the packet (LFT entry 0).
+                        let p0 = sw.ports.first()?;
+                        props.mtu = props.mtu.min(p0.mtu);
+                        props.rate = min_rate_code(props.rate, p0.rate);
+                        return Some(props);
+                    }
                     let out = *sw.lft.get(usize::from(dlid))?;
                     let op = sw.ports.get(usize::from(out)).filter(|_| out != 0)?;
                     props.mtu = props.mtu.min(op.mtu);
@@ -205,6 +253,14 @@ impl SubnetModel {
         }
         None
     }
+}
+
+/// An end port of the model: a CA port (index into [`SubnetModel::ports`]) or a switch's
+/// management port 0 (index into [`SubnetModel::switches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EndPort {
+    Ca(usize),
+    Switch(usize),
 }
 
 /// (LinkWidthActive, LinkSpeedActive, LinkSpeedExtActive) of a link of `rate` (IBA 1 §14.2.5.6:

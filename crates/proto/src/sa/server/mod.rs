@@ -18,7 +18,7 @@ use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
 use crate::rng::Rng;
-use crate::subnet::{CaPort, SubnetModel};
+use crate::subnet::{CaPort, Peer, SubnetModel};
 use crate::time::Instant;
 use ipoib_wire::ib::lid::LID_MULTICAST_LAST;
 use ipoib_wire::mad::attr::sa as attr;
@@ -141,6 +141,9 @@ pub struct SaServer {
     by_lid: BTreeMap<u16, usize>,
     /// Port GUID -> port index.
     by_guid: BTreeMap<u64, usize>,
+    /// The switches' management ports 0 as end ports of PathRecords, after the CA ports (end
+    /// port `model.ports.len() + k` is switch `k`'s; [`Self::endport`]).
+    switch_endports: Vec<CaPort>,
     partitions: PartitionConfig,
     rng: Rng,
     mc: mcast::Groups,
@@ -182,6 +185,7 @@ impl SaServer {
             model: SubnetModel::default(),
             by_lid: BTreeMap::new(),
             by_guid: BTreeMap::new(),
+            switch_endports: Vec::new(),
             partitions: PartitionConfig {
                 partitions: Vec::new(),
                 warnings: Vec::new(),
@@ -217,7 +221,65 @@ impl SaServer {
             .enumerate()
             .map(|(i, p)| (p.port_guid.0, i))
             .collect();
+        self.switch_endports = model
+            .switches
+            .iter()
+            .map(|sw| {
+                let p0 = sw.ports.first().copied().unwrap_or_default();
+                CaPort {
+                    node_guid: sw.guid,
+                    port_guid: sw.guid,
+                    port_num: 0,
+                    lid: sw.lid,
+                    lmc: 0,
+                    mtu: p0.mtu,
+                    rate: p0.rate,
+                    pkeys: model.switch_port_pkeys(sw, 0),
+                    active: sw.lid != 0,
+                    peer: Peer::None,
+                    name: sw.name.clone(),
+                    node: sw.node,
+                }
+            })
+            .collect();
         self.model = model;
+    }
+
+    /// End port `i` for PathRecords: CA port `i`, or past them a switch's management port 0
+    /// (IBA 1 §15.2.5.16: paths between end ports; a switch's port 0 is one, with its LID and
+    /// GID). A CA port's index is the same as in [`Self::port`].
+    pub(super) fn endport(&self, i: usize) -> Option<&CaPort> {
+        match i.checked_sub(self.model.ports.len()) {
+            None => self.model.ports.get(i),
+            Some(k) => self.switch_endports.get(k),
+        }
+    }
+
+    /// How many end ports [`Self::endport`] numbers.
+    pub(super) fn endport_count(&self) -> usize {
+        self.model.ports.len() + self.switch_endports.len()
+    }
+
+    /// The end port answering `lid`: a CA port's LID range or a switch's LID.
+    pub(super) fn endport_index_by_lid(&self, lid: u16) -> Option<usize> {
+        self.port_index_by_lid(lid).or_else(|| {
+            let k = self
+                .switch_endports
+                .iter()
+                .position(|p| p.lid != 0 && p.lid == lid)?;
+            Some(self.model.ports.len() + k)
+        })
+    }
+
+    /// The end port with this port GUID.
+    pub(super) fn endport_index_by_guid(&self, guid: u64) -> Option<usize> {
+        self.port_index_by_guid(guid).or_else(|| {
+            let k = self
+                .switch_endports
+                .iter()
+                .position(|p| p.lid != 0 && p.port_guid.0 == guid)?;
+            Some(self.model.ports.len() + k)
+        })
     }
 
     /// The port answering `lid` (base LID to base LID + 2^LMC - 1), in O(log n).

@@ -7,6 +7,9 @@
 //! records, so Get answers ERR_NO_RECORDS and GetTable an empty table (OpenSM answers the
 //! endpoint lookup failures that way too, `goto Unlock` then `osm_sa_respond`).
 //!
+//! End points: CA ports and switches' management ports 0 (IBA 1 §15.2.5.16, paths between end
+//! ports; OpenSM answers both, `saquery -p` starting with a switch's path to itself).
+//!
 //! Records: MTU and rate are the smallest along the route the forwarding tables give
 //! ([`crate::subnet::SubnetModel::path`]), narrowed by the selectors; PacketLifeTime the subnet
 //! timeout (0 for a port to itself); P_Key the requested one if both ends have it, else the first
@@ -103,7 +106,7 @@ impl SaServer {
         // `osm_pr_rcv_process`). GIDs are looked up in the port index, as LIDs are.
         let by_gid = |g: &Gid| {
             if prefix_ok(g) {
-                self.port_index_by_guid(g.interface_id())
+                self.endport_index_by_guid(g.interface_id())
             } else {
                 None
             }
@@ -115,9 +118,9 @@ impl SaServer {
         };
         let (Ok(src_gid_port), Ok(src_lid_port), Ok(dst_gid_port), Ok(dst_lid_port)) = (
             end(pm::SGID, by_gid(&p.sgid)),
-            end(pm::SLID, self.port_index_by_lid(p.slid)),
+            end(pm::SLID, self.endport_index_by_lid(p.slid)),
             end(pm::DGID, by_gid(&p.dgid)),
-            end(pm::DLID, self.port_index_by_lid(p.dlid)),
+            end(pm::DLID, self.endport_index_by_lid(p.dlid)),
         ) else {
             return Ok(Vec::new());
         };
@@ -126,9 +129,9 @@ impl SaServer {
         {
             return Err(SaStatus::ReqInvalid);
         }
-        // Ports in GUID order (OpenSM walks its port-GUID map).
-        let mut order: Vec<usize> = (0..model.ports.len()).collect();
-        order.sort_by_key(|&i| model.ports[i].port_guid);
+        // End ports in GUID order (OpenSM walks its port-GUID map), switch ports 0 among them.
+        let mut order: Vec<usize> = (0..self.endport_count()).collect();
+        order.sort_by_key(|&i| self.endport(i).map(|p| p.port_guid));
         let srcs: Vec<usize> = match src_gid_port.or(src_lid_port) {
             Some(i) => vec![i],
             None => order.clone(),
@@ -161,7 +164,8 @@ impl SaServer {
         out: &mut Vec<SaAttribute>,
     ) {
         let mask = req.mad.sa.component_mask;
-        let (Some(rq), Some(sp), Some(dp)) = (self.port(req.port), self.port(s), self.port(d))
+        let (Some(rq), Some(sp), Some(dp)) =
+            (self.port(req.port), self.endport(s), self.endport(d))
         else {
             return;
         };
@@ -255,7 +259,7 @@ impl SaServer {
             return None;
         }
         let model = self.model();
-        let (sp, dp) = (self.port(s)?, self.port(d)?);
+        let (sp, dp) = (self.endport(s)?, self.endport(d)?);
         Some(PathRecordRepr {
             dgid: model.gid(dp),
             sgid: model.gid(sp),
@@ -289,7 +293,7 @@ impl SaServer {
     ) -> Option<Parms> {
         let model = self.model();
         let props = model.path(slid, dlid)?;
-        let (sp, dp) = (self.port(s)?, self.port(d)?);
+        let (sp, dp) = (self.endport(s)?, self.endport(d)?);
         let mut mtu = props.mtu;
         let mut rate = props.rate;
         let mut pkt_life = if s == d { 0 } else { self.cfg().subnet_timeout };

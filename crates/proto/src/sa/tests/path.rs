@@ -194,22 +194,23 @@ fn path_selectors_and_pkey() {
 #[test]
 fn gettable_over_several_mads_with_rmpp() {
     let mut net = Net::default(6);
-    // Every path between the 7 ports: 49 records × 64 bytes = 3136 bytes = 16 segments.
+    // Every path between the 8 end ports (7 CA ports and the switch's port 0): 64 records × 64
+    // bytes = 4096 bytes = 21 segments.
     let all = paths(net.ask(2, pr(Method::GetTable, 0, PathRecordRepr::default())));
-    assert_eq!(all.len(), 49);
+    assert_eq!(all.len(), 64);
     let data_segs: Vec<&MadOut> = net
         .log
         .iter()
         .filter(|(_, from, m)| *from == SA_LID && m.mad[3] == 0x92 && m.mad[25] == 1)
         .map(|(_, _, m)| m)
         .collect();
-    assert_eq!(data_segs.len(), 16);
+    assert_eq!(data_segs.len(), 21);
     // First segment: PayloadLength = data + 20 per segment; last: 20 + its bytes (Linux).
     let paylen = |m: &MadOut| u32::from_be_bytes([m.mad[32], m.mad[33], m.mad[34], m.mad[35]]);
-    assert_eq!(paylen(data_segs[0]), 3136 + 16 * 20);
-    assert_eq!(paylen(data_segs[15]), 20 + 136);
+    assert_eq!(paylen(data_segs[0]), 4096 + 21 * 20);
+    assert_eq!(paylen(data_segs[20]), 20 + 96);
     assert_eq!(data_segs[0].mad[26] & 0x07, 0x03);
-    assert_eq!(data_segs[15].mad[26] & 0x07, 0x05);
+    assert_eq!(data_segs[20].mad[26] & 0x07, 0x05);
     assert_eq!(net.sa.stats().rmpp_done, 1);
     // NumbPath limits a half query (from host 2 to every port).
     let q = PathRecordRepr {
@@ -223,7 +224,7 @@ fn gettable_over_several_mads_with_rmpp() {
             pr(Method::GetTable, pr_mask::SGID | pr_mask::NUMB_PATH, q)
         ))
         .len(),
-        7
+        8
     );
 }
 
@@ -244,7 +245,63 @@ fn rmpp_survives_lost_segments_and_acks() {
         false
     });
     let all = paths(net.ask(2, pr(Method::GetTable, 0, PathRecordRepr::default())));
-    assert_eq!(all.len(), 49);
+    assert_eq!(all.len(), 64);
     assert_eq!(net.sa.stats().rmpp_failed, 0);
     assert!(net.now > Instant::ZERO, "recovery took a timeout");
+}
+
+// IBA 1 §15.2.5.16: PathRecords are between end ports, and a switch's management port 0 is one
+// (its LID and GID). OpenSM answers `saquery PR --slid <CA> --dlid <switch>`, the other way and
+// a switch to itself; we answered no record (docs/OPENSM-NOTES.md "Diags on a fat tree").
+#[test]
+fn paths_to_and_from_a_switch_management_port() {
+    let mut m = model();
+    m.switches[0].ports[0].mtu = Mtu::Mtu4096;
+    m.switches[0].ports[0].rate = Rate::Gbps40;
+    let sw_gid = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, m.switches[0].guid.0);
+    let mut net = Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        1,
+    );
+    let sw = testing::SWITCH_LID;
+    let by_lid = |slid, dlid| PathRecordRepr {
+        slid,
+        dlid,
+        ..Default::default()
+    };
+    let mask = pr_mask::SLID | pr_mask::DLID;
+    // Host 4 to the switch: its link's MTU and rate (1024, 10 Gb/s), one hop.
+    let p = paths(net.ask(2, pr(Method::Get, mask, by_lid(4, sw))));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!((p[0].slid, p[0].dlid, p[0].dgid), (4, sw, sw_gid));
+    assert_eq!((u8::from(p[0].mtu), u8::from(p[0].rate)), (3, 3));
+    assert_eq!((p[0].pkey, p[0].packet_life_time), (PKey(0xffff), 18));
+    assert!(p[0].reversible);
+    // The switch to host 2, and to itself (port 0's MTU and rate, PacketLifeTime 0).
+    let p = paths(net.ask(2, pr(Method::Get, mask, by_lid(sw, 2))));
+    assert_eq!((p[0].sgid, p[0].dgid, p[0].dlid), (sw_gid, gid_of(2), 2));
+    let p = paths(net.ask(2, pr(Method::Get, mask, by_lid(sw, sw))));
+    assert_eq!(
+        (
+            u8::from(p[0].mtu),
+            u8::from(p[0].rate),
+            p[0].packet_life_time
+        ),
+        (5, 7, 0)
+    );
+    // By GID too.
+    let q = PathRecordRepr {
+        sgid: gid_of(2),
+        dgid: sw_gid,
+        ..Default::default()
+    };
+    let p = paths(net.ask(2, pr(Method::Get, pr_mask::SGID | pr_mask::DGID, q)));
+    assert_eq!((p[0].slid, p[0].dlid), (2, sw));
+    // Host 3 (partition 0x0002 only) shares no P_Key with port 0 (the default one): none.
+    assert_eq!(
+        net.ask(3, pr(Method::Get, mask, by_lid(3, sw))),
+        status(SaStatus::NoRecords)
+    );
 }
