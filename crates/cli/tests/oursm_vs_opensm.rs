@@ -2,7 +2,8 @@
 //! `--sm ours` (our SM and SA on the first host configure it by SMPs) and once with `--sm none` and
 //! `ibsim-run opensm` on that same host. In each, infiniband-diags under `ibsim-run` read the
 //! subnet from another host: `ibnetdiscover`, `saquery` (NodeRecords, by LID too, PortInfoRecords,
-//! LinkRecords, groups and members, the SM's port), `smpquery` (NodeInfo, PortInfo, SwitchInfo,
+//! LinkRecords, groups and members, the SM's port, P_KeyTableRecords of every cabled switch port,
+//! PathRecords between the asking host and every switch), `smpquery` (NodeInfo, PortInfo, SwitchInfo,
 //! P_Key tables of every node and cabled port) and `sminfo` (by directed route too). What an SM is free to choose (LID
 //! numbering, timestamps, the SM's activity counter, ...) is normalised, the rest must be equal;
 //! every field still ignored is listed, with its reason, in docs/OPENSM-NOTES.md "Our SM against
@@ -64,6 +65,8 @@ const LID_KEYS: &[&str] = &[
     "ToLID",
     "LID",
     "RID.LID",
+    "slid",
+    "dlid",
 ];
 
 /// Fields dropped before comparing, as (question prefix, key): what an SM chooses freely
@@ -228,6 +231,11 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
         );
     }
     let topo_nodes: Vec<(u16, String)> = names.iter().map(|(&l, n)| (l, n.clone())).collect();
+    let host_lid = names
+        .iter()
+        .find(|(_, n)| n.starts_with(&format!("{host}[")))
+        .map(|(l, _)| l.to_string())
+        .expect("the asking host's LID");
     for (lid, node) in &topo_nodes {
         let l = lid.to_string();
         let switch = !node.contains('[');
@@ -270,6 +278,24 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
             put(
                 format!("smpquery pkeys {node} {p}"),
                 &run(&["smpquery", "pkeys", &l, p]),
+            );
+            if switch {
+                // Every cabled switch port's table, those between switches too.
+                put(
+                    format!("saquery PKTR {node} {p}"),
+                    &run(&["saquery", "--smkey", "1", "PKTR", &format!("{l}/{p}")]),
+                );
+            }
+        }
+        if switch {
+            // A switch's port 0 is an end port: paths to it and from it.
+            put(
+                format!("saquery PR {node} from {host}"),
+                &run(&["saquery", "PR", "--slid", &host_lid, "--dlid", &l]),
+            );
+            put(
+                format!("saquery PR {node} to {host}"),
+                &run(&["saquery", "PR", "--slid", &l, "--dlid", &host_lid]),
             );
         }
     }
