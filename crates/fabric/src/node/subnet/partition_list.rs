@@ -23,7 +23,9 @@ pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
 /// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
 /// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`].
 /// `Both` counts as full ([`ipoib_proto::partitions::Membership::pkey`]). The SM port is a full member of every partition
-/// whatever the file says (the SM's rule, OpenSM's as well).
+/// whatever the file says (our SM's rule; OpenSM 3.3.23 makes it a full member of the default
+/// partition only, and of the others as the file says: docs/OPENSM-NOTES.md "Diags on a fat
+/// tree").
 pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> Vec<PartitionSpec> {
     let ordered = cfg
         .partitions
