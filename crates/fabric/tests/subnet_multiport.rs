@@ -164,10 +164,13 @@ fn dual_homed_host_has_two_end_nodes_and_is_reachable() {
     assert_eq!(lids.len(), 4, "four cabled CA ports, four LIDs");
     assert!(!lids.contains(&0));
 
-    // C asks the SA for its paths: one to each of the four CA ports, each to the port's LID.
+    // C asks the SA for its paths: one to each of the four CA ports, each to the port's LID,
+    // and one to each switch's management port 0, an end port too (as OpenSM answers).
     let c = 2;
     let paths = paths_from(&mut net, c);
-    assert_eq!(paths.len(), 4, "{paths:?}");
+    assert_eq!(paths.len(), 4 + 2, "{paths:?}");
+    let to_cas = paths.iter().filter(|p| lids.contains(&p.dlid)).count();
+    assert_eq!(to_cas, 4, "{paths:?}");
     for (gid, lid) in [(p1.port_gid(), p1.lid), (p2.port_gid(), p2.lid)] {
         let p = paths
             .iter()
