@@ -266,3 +266,38 @@ fn joins_are_checked_against_the_sa_member_records() {
     );
     assert!(net.join_problems(5)[0].to_string().contains("`ipoib` flag"));
 }
+
+// opensm(8) PARTITION CONFIGURATION: `ALL` and `ALL_SWITCHES` name the switches' management
+// ports 0 too, and so does a switch's GUID. Our SM gave port 0 the default P_Key alone whatever
+// the file said; OpenSM gives it those partitions (measured on a fat tree: `0xffff 0x8010 0x8020
+// 0x8030`, docs/OPENSM-NOTES.md "Diags on a fat tree"). The SA's model has the same table, so a
+// PathRecord in such a partition reaches the switch (IBA 1 §15.2.5.11, §15.2.5.16).
+#[test]
+fn all_and_all_switches_make_switch_port_0_a_member() {
+    const CONF2: &str = "\
+Default=0x7fff, ipoib : ALL=full ;
+Storage=0x0010, ipoib : ALL=full ;
+Mgmt=0x0020 : ALL_SWITCHES=full, ALL_CAS=limited ;
+Hosts=0x0040 : ALL_CAS=full ;
+";
+    let seed = seed(23);
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
+    opts.partitions = Some(partitions::parse(CONF2).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(at(10)));
+    let sw_id = *net.built().nodes.last().expect("the switch");
+    let sw = net.sim().node::<Switch>(sw_id).expect("a switch");
+    let want = [PKey(0xffff), PKey(0x8010), PKey(0x8020)];
+    assert_eq!(sw.port_pkeys(0), Some(&want[..]));
+    let model = net.sm().manager().expect("configured").subnet_model();
+    let msw = model
+        .switches
+        .iter()
+        .find(|s| s.guid == sw.guid())
+        .expect("the switch in the model");
+    assert_eq!(model.switch_port_pkeys(msw, 0), want);
+    // A host (not the SM's) is a limited member of Mgmt, so it shares it with the switch only.
+    let host = net.host_device(1).hca().port(1).unwrap();
+    assert!(host.find_pkey_index(PKey(0x0020)).is_some());
+}

@@ -137,6 +137,9 @@ pub struct SubnetModel {
     /// The P_Key table the SM writes on the switch ports cabled to other switches (every
     /// partition, full; crates/fabric `SubnetManager::bring_up`).
     pub switch_link_pkeys: Vec<PKey>,
+    /// The P_Key table the SM writes on each switch's management port 0, by switch GUID (the
+    /// default P_Key alone for a switch missing here).
+    pub switch_port0_pkeys: BTreeMap<Guid, Vec<PKey>>,
 }
 
 impl SubnetModel {
@@ -431,12 +434,16 @@ impl SubnetModel {
     }
 
     /// The P_Key table of port `port` of switch `sw` as the SM writes it (crates/fabric
-    /// `SubnetManager::bring_up`): the default P_Key on management port 0, the table of the CA
+    /// `SubnetManager::bring_up`): [`Self::switch_port0_pkeys`] on management port 0, the table of the CA
     /// port a port is cabled to, [`Self::switch_link_pkeys`] on a port cabled to a switch; empty
     /// on a port with no cable (the SM writes none there).
     pub fn switch_port_pkeys(&self, sw: &SwitchNode, port: u8) -> Vec<PKey> {
         if port == 0 {
-            return vec![PKey::DEFAULT];
+            return self
+                .switch_port0_pkeys
+                .get(&sw.guid)
+                .cloned()
+                .unwrap_or_else(|| vec![PKey::DEFAULT]);
         }
         match sw.ports.get(usize::from(port)).map(|p| p.peer) {
             Some(Peer::Ca(i)) => self.ports.get(i).map_or_else(Vec::new, |p| p.pkeys.clone()),
@@ -503,6 +510,7 @@ mod tests {
             ],
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
+            switch_port0_pkeys: Default::default(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -570,6 +578,7 @@ mod tests {
             ],
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
+            switch_port0_pkeys: Default::default(),
             switches,
         }
     }

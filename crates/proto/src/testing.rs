@@ -41,6 +41,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         ports,
         port_infos: Default::default(),
         switch_link_pkeys: Vec::new(),
+        switch_port0_pkeys: Default::default(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -195,6 +195,7 @@ impl OurSa {
             ports,
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
+            switch_port0_pkeys: Default::default(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

@@ -62,6 +62,30 @@ impl SubnetManager {
             .collect()
     }
 
+    /// The P_Key table of switch `n`'s management port 0: the default P_Key, full, then the
+    /// partitions the file makes it a member of (`ALL`, `ALL_SWITCHES`, its GUID; OpenSM does
+    /// the same, docs/OPENSM-NOTES.md "Diags on a fat tree"), at most the switch's
+    /// PartitionEnforcementCap entries.
+    pub fn switch_port0_pkeys(&self, n: usize) -> Vec<PKey> {
+        let guid = self.topo.nodes().get(n).map(|node| node.port_guid(0));
+        let mut t: Vec<PKey> = self
+            .partitions()
+            .iter()
+            .filter_map(|p| {
+                if p.pkey.same_partition(PKey::DEFAULT) {
+                    return Some(PKey::DEFAULT);
+                }
+                let (_, m) = p.switches.iter().find(|(g, _)| Some(*g) == guid)?;
+                Some(m.pkey(p.pkey))
+            })
+            .collect();
+        if !t.contains(&PKey::DEFAULT) {
+            t.insert(0, PKey::DEFAULT);
+        }
+        t.truncate(usize::from(crate::hw::switch::PARTITION_ENFORCEMENT_CAP));
+        t
+    }
+
     /// The P_Key table of a switch port cabled to another switch: every partition, full, so
     /// that every partition's packets cross the link where the switch enforces partitions.
     fn switch_link_pkeys(&self) -> Vec<PKey> {
@@ -111,9 +135,10 @@ impl SubnetManager {
                 continue;
             }
             let id = self.nodes[n];
+            let port0 = self.switch_port0_pkeys(n);
             out.push((
                 id,
-                self.port_config(0, lid, self.opts.mtu, self.opts.rate, vec![PKey::DEFAULT]),
+                self.port_config(0, lid, self.opts.mtu, self.opts.rate, port0),
             ));
             for p in 1..=self.topo.nodes()[n].ports {
                 let Some((peer, _)) = self.topo.peer(n, p) else {
@@ -304,6 +329,11 @@ impl SubnetManager {
             port_infos: self.port_infos.clone(),
             switches,
             switch_link_pkeys: self.switch_link_pkeys(),
+            switch_port0_pkeys: self
+                .switches
+                .iter()
+                .map(|&n| (self.topo.nodes()[n].guid, self.switch_port0_pkeys(n)))
+                .collect(),
         }
     }
 }

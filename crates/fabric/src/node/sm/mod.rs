@@ -100,6 +100,10 @@ pub struct PartitionSpec {
     pub pkey: PKey,
     /// Members.
     pub members: PartitionMembers,
+    /// The switches whose management port 0 the file makes a member (`ALL`, `ALL_SWITCHES`, the
+    /// switch's GUID), by switch GUID. Every port 0 is a full member of the default partition
+    /// whatever the file says (our SM's rule: a switch's agents answer every port).
+    pub switches: Vec<(Guid, Membership)>,
 }
 
 impl PartitionSpec {
@@ -108,6 +112,7 @@ impl PartitionSpec {
         PartitionSpec {
             pkey: PKey::DEFAULT.limited(),
             members: PartitionMembers::All(Membership::Full),
+            switches: Vec::new(),
         }
     }
 }

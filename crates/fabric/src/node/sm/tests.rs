@@ -313,6 +313,7 @@ fn partitions_give_pkey_tables() {
                     (g2, Membership::Full),
                     (g3, Membership::Limited),
                 ]),
+                switches: Vec::new(),
             },
         ],
         ..SmOptions::default()
@@ -346,6 +347,7 @@ fn pkey_tables_stop_at_the_partition_cap() {
     partitions.extend((1..=200u16).map(|k| PartitionSpec {
         pkey: PKey(k),
         members: PartitionMembers::Ports(vec![(g1, Membership::Full)]),
+        switches: Vec::new(),
     }));
     let opts = SmOptions {
         partitions,

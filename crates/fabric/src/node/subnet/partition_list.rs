@@ -21,7 +21,9 @@ pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
 /// The SM's partition list for `cfg` on `topo`, in the P_Key table order OpenSM gives
 /// ([`PartitionConfig::pkey_table`]: `indx0` partitions, the default partition, the others).
 /// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
-/// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`].
+/// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`],
+/// and so are the switches' management ports 0 (`ALL`, `ALL_SWITCHES`, a switch's GUID) into
+/// [`PartitionSpec::switches`].
 /// `Both` counts as full ([`ipoib_proto::partitions::Membership::pkey`]). The SM port is a full member of every partition
 /// whatever the file says (our SM's rule; OpenSM 3.3.23 makes it a full member of the default
 /// partition only, and of the others as the file says: docs/OPENSM-NOTES.md "Diags on a fat
@@ -73,9 +75,21 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
                 PartitionMembers::Ports(v)
             }
         };
+        let switches = topo
+            .switches()
+            .filter_map(|n| {
+                let id = PortId {
+                    guid: topo.nodes()[n].port_guid(0),
+                    kind: PortKind::Switch,
+                    is_sm: false,
+                };
+                p.membership_of(&id).map(|m| (id.guid, m))
+            })
+            .collect();
         out.push(PartitionSpec {
             pkey: p.pkey,
             members,
+            switches,
         });
     }
     out
