@@ -302,6 +302,7 @@ pub fn run(args: &Args) -> ExitCode {
     // Said once when the fabric has not answered for a while: the host keeps asking quietly.
     let mut silent_since = Some(std::time::Instant::now());
     let mut last_refusal = None;
+    let mut checked = std::time::Instant::now();
     loop {
         match p.turn(MAX_WAIT) {
             Ok(false) => {}
@@ -415,6 +416,20 @@ pub fn run(args: &Args) -> ExitCode {
                 if now { "up" } else { "down" }
             );
         }
+        // What was done to the device by hand that Linux IPoIB would not let stand.
+        if checked.elapsed() >= CHECK_DEVICE {
+            checked = std::time::Instant::now();
+            if let (Some(m), Some(i)) = (&mut link, p.interface()) {
+                match m.check(i.mtu()) {
+                    Ok(done) => {
+                        for r in done {
+                            note!("ipoib attach: {}: {r}", args.dev);
+                        }
+                    }
+                    Err(e) => note!("ipoib attach: {}: {e}", args.dev),
+                }
+            }
+        }
     }
     if let Err(e) = p.shutdown(std::time::Duration::from_millis(200)) {
         note!("ipoib attach: socket: {e}");
@@ -464,6 +479,9 @@ fn port_without_carrier(p: &AttachProcess, pkey: PKey) -> Option<NoCarrier> {
         pkey.0,
     )))
 }
+
+/// How often the device is looked at for what was done to it by hand ([`LinkMirror::check`]).
+const CHECK_DEVICE: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

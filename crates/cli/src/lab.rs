@@ -35,7 +35,7 @@ use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::control::ControlEndpoint;
 use ipoib_runtime::realtime::{Config, Driver, Wake};
 use ipoib_runtime::tun::{
-    link_local, LinkControl, LinkMirror, Tun, TunConfig, TunEndpoint, LINK_LOCAL_PREFIX,
+    link_local, LinkControl, LinkMirror, Restored, Tun, TunConfig, TunEndpoint, LINK_LOCAL_PREFIX,
 };
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv6Addr};
@@ -310,6 +310,38 @@ fn mirror_carrier(net: &Subnet, mirrors: &mut [LinkMirror]) -> Result<(), String
     Ok(())
 }
 
+/// How often a running lab looks at what was done to the hosts' `ib0` by hand.
+const CHECK_DEVICES: Duration = Duration::from_secs(1);
+
+/// Puts back on every host's `ib0` what Linux IPoIB would have kept through a change made by
+/// hand in its namespace ([`LinkMirror::check`]): the link-local address after `ip link set ib0
+/// down` and `up`, an MTU no larger than the interface's; says what it did.
+fn check_devices(net: &Subnet, mirrors: &mut [LinkMirror]) {
+    for (i, m) in mirrors.iter_mut().enumerate() {
+        let Some(iface) = net.interface(i) else {
+            continue;
+        };
+        let h = hosts::name(i);
+        match m.check(iface.mtu()) {
+            Ok(done) => {
+                for r in done {
+                    let hint = match r {
+                        Restored::LinkLocal(_) => format!(
+                            " (`ipoib lab exec {h} -- ip -6 addr add {}/{} dev ib0 nodad` puts \
+                             the lab's back)",
+                            hosts::ipv6(i),
+                            hosts::IPV6_PREFIX
+                        ),
+                        Restored::Mtu { .. } => String::new(),
+                    };
+                    note!("ipoib lab: {h}: ib0 {r}{hint}");
+                }
+            }
+            Err(e) => note!("ipoib lab: {}: {e}", hosts::namespace(i)),
+        }
+    }
+}
+
 fn up(a: &UpArgs) -> ExitCode {
     // First: SIGINT, SIGTERM and SIGHUP stop the lab, which then removes what it made. A signal
     // during the bring-up (the subnet, a namespace and TUN device per host, OpenSM) is kept, not
@@ -553,12 +585,11 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::try_line(n),
     );
     let _ = out.flush();
-    // With OpenSM, the lab looks once a second whether it still runs, and says so once if not:
-    // the switches keep the tables it wrote, but nothing answers SA queries or traps any more.
-    let look = match osm {
-        Some(_) => Duration::from_secs(1),
-        None => Duration::from_secs(3600),
-    };
+    // Once a second the lab looks at what was done to the hosts' ib0 by hand
+    // ([`check_devices`]) and, with OpenSM, whether it still runs, saying so once if not: the
+    // switches keep the tables it wrote, but nothing answers SA queries or traps any more.
+    let look = CHECK_DEVICES;
+    let mut checked = Wall::now();
     let status = loop {
         if let Some(how) = osm.as_mut().and_then(|o| o.exited()) {
             note!(
@@ -581,6 +612,10 @@ fn up(a: &UpArgs) -> ExitCode {
         // A port that went down (a cable the lab took away) shows as NO-CARRIER.
         if let Err(e) = mirror_carrier(driver.emulation(), &mut controls) {
             note!("ipoib lab: {e}");
+        }
+        if checked.elapsed() >= CHECK_DEVICES {
+            checked = Wall::now();
+            check_devices(driver.emulation(), &mut controls);
         }
     };
     let refused: Vec<u64> = tun_counters

@@ -1,6 +1,7 @@
 //! `ipoib lab` as root: a 3-host lab comes up (its emulation thread under `--rt-priority`),
 //! `ping` over IPv4 and IPv6 between two hosts through `ipoib lab exec` (by host name), `ipoib show` finds the neighbours they resolved, a
 //! UDP datagram to an IP multicast group reaches a listener in another host (python3),
+//! `ip link set ib0 down`/`up` and `mtu` in a host are put right as Linux IPoIB would,
 //! `ipoib lab down` stops it, and then no namespace,
 //! namespace file, `/etc/netns` directory, state file or lab process is left; so too after a
 //! Ctrl-C while the hosts come up, which the lab names. Every wait has a
@@ -50,6 +51,54 @@ fn multicast_reaches_a_listener() {
     assert!(st.success(), "sender: {st}");
     let (text, _) = rx.finish(Duration::from_secs(15));
     assert!(text.contains("over the fabric"), "receiver: {text}");
+}
+
+/// `ip link set ib0 down` and `up` in h2 take its IPv6 addresses (keep_addr_on_down 0); the lab
+/// gives back the link-local one `ll2`, as Linux makes an InfiniBand device's again from its GUID
+/// when it comes up, so h1 reaches it again; an MTU below the interface's stays, one above is set
+/// back to it, as Linux IPoIB's `ipoib_change_mtu` allows no more (docs/LINUX-DEVICE.md).
+fn ib0_changed_by_hand_is_put_back(ll2: &str) {
+    let sh = |h: &str, cmd: &str| {
+        let (st, out) = ipoib(
+            &["lab", "exec", h, "--", "sh", "-c", cmd],
+            Duration::from_secs(10),
+        )
+        .expect("sh within 10 s");
+        assert!(st.success(), "{cmd}: {st}\n{out}");
+        out
+    };
+    // Until `want` holds of the output of `cmd` in h2, at most 10 s.
+    let wait_for = |cmd: &str, want: &dyn Fn(&str) -> bool| {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = sh("h2", cmd);
+            if want(&out) {
+                return out;
+            }
+            assert!(Instant::now() < end, "{cmd}: never as wanted:\n{out}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    sh(
+        "h2",
+        "ip link set ib0 mtu 1500 && ip link set ib0 down && ip link set ib0 up",
+    );
+    wait_for("ip -6 -o addr show dev ib0 scope link", &|o| {
+        o.contains(ll2)
+    });
+    // Seen with the down: the smaller MTU stays.
+    let link = sh("h2", "ip -o link show ib0");
+    assert!(link.contains(" mtu 1500 "), "{link}");
+    let dst = format!("{ll2}%ib0");
+    let args = [
+        "lab", "exec", "h1", "--", "ping", "-6", "-c", "2", "-i", "0.2", "-W", "5", &dst,
+    ];
+    let (st, out) = ipoib(&args, Duration::from_secs(30)).expect("ping within 30 s");
+    assert!(st.success(), "ping -6 {dst} after down and up: {st}\n{out}");
+    sh("h2", "ip link set ib0 mtu 4000");
+    wait_for("ip -o link show ib0", &|o| o.contains(" mtu 2044 "));
+    // The lab's own address, gone with the down as on Linux, back by hand for what follows.
+    sh("h2", "ip -6 addr add fd00::2/64 dev ib0 nodad");
 }
 
 #[test]
@@ -117,6 +166,7 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     let (st, out) = ipoib(&args, Duration::from_secs(30)).expect("ping within 30 s");
     assert!(st.success(), "ping -6 {dst}: {st}\n{out}");
     assert!(out.contains("2 received"), "{out}");
+    ib0_changed_by_hand_is_put_back(&ll2);
     // The neighbours live in our interfaces (Linux keeps none on a TUN device): `ipoib show`
     // reads them from the lab's control socket.
     let (st, out) = ipoib(&["show", "--host", "h1", "neigh"], Duration::from_secs(10))

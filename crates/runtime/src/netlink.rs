@@ -5,6 +5,8 @@
 //! belong to their creator's namespace), so one opened on a thread that entered a namespace
 //! configures that namespace, from any thread afterwards. Every request asks for an
 //! acknowledgement and waits for it: the kernel's answer, success or errno, is the result.
+//! A [`LinkWatch`] listens instead: the kernel's notices of link changes in its namespace
+//! (`RTNLGRP_LINK`), kept in the socket until read.
 
 use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL,
@@ -82,6 +84,15 @@ impl Rtnl {
             mtu.map(|m| format!(" mtu {m}")).unwrap_or_default(),
             if up { "up" } else { "down" }
         );
+        self.request(RouteNetlinkMessage::SetLink(m), 0, what)
+    }
+
+    /// `ip link set dev INDEX mtu MTU`, the device's flags untouched.
+    pub fn set_mtu(&mut self, index: u32, mtu: u32) -> Result<(), NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::Mtu(mtu));
+        let what = format!("ip link set dev #{index} mtu {mtu}");
         self.request(RouteNetlinkMessage::SetLink(m), 0, what)
     }
 
@@ -176,6 +187,93 @@ impl Rtnl {
                 off += (step + 3) & !3;
             }
         }
+    }
+}
+
+/// `RTNLGRP_LINK` (`include/uapi/linux/rtnetlink.h`): the multicast group of the kernel's
+/// `RTM_NEWLINK` / `RTM_DELLINK` notices, sent on every change of a device's flags, MTU, carrier
+/// or name (`rtmsg_ifinfo`, `net/core/rtnetlink.c`).
+const RTNLGRP_LINK: u32 = 1;
+
+/// At most this many notices are read by one [`LinkWatch::take`]: the rest wait for the next.
+const WATCH_BATCH: usize = 256;
+
+/// What a [`LinkWatch`] saw of one device since the last look.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LinkChanges {
+    /// A notice said it was down (no `IFF_UP`), or notices were lost (the socket's buffer
+    /// overflowed, `ENOBUFS`, or one could not be read) and it may have been.
+    pub was_down: bool,
+    /// Up or not, by the latest notice.
+    pub up: Option<bool>,
+    /// The MTU by the latest notice.
+    pub mtu: Option<u32>,
+}
+
+/// The kernel's link notices of the calling thread's network namespace (`RTNLGRP_LINK`),
+/// queued in a non-blocking socket until [`take`](LinkWatch::take) reads them, so that a
+/// device taken down and up again between two looks is seen to have been down.
+#[derive(Debug)]
+pub struct LinkWatch {
+    sock: Socket,
+    buf: Vec<u8>,
+}
+
+impl LinkWatch {
+    /// Subscribes in the calling thread's namespace.
+    pub fn open() -> Result<LinkWatch, NetlinkError> {
+        let mut sock = Socket::new(NETLINK_ROUTE)?;
+        sock.bind_auto()?;
+        sock.add_membership(RTNLGRP_LINK)?;
+        sock.set_non_blocking(true)?;
+        Ok(LinkWatch {
+            sock,
+            buf: vec![0; 32 * 1024],
+        })
+    }
+
+    /// Reads the notices waiting (at most 256) and says what they tell of the
+    /// device with `index`.
+    pub fn take(&mut self, index: u32) -> Result<LinkChanges, NetlinkError> {
+        let mut seen = LinkChanges::default();
+        for _ in 0..WATCH_BATCH {
+            let n = match self.sock.recv(&mut &mut self.buf[..], 0) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOBUFS as i32) => {
+                    seen.was_down = true;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut off = 0;
+            while off < n {
+                let Ok(m) = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[off..n])
+                else {
+                    seen.was_down = true;
+                    break;
+                };
+                let step = m.header.length as usize;
+                if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) = m.payload {
+                    if l.header.index == index {
+                        let up = l.header.flags.contains(LinkFlags::Up);
+                        seen.was_down |= !up;
+                        seen.up = Some(up);
+                        for a in &l.attributes {
+                            if let LinkAttribute::Mtu(mtu) = a {
+                                seen.mtu = Some(*mtu);
+                            }
+                        }
+                    }
+                }
+                if step == 0 {
+                    break;
+                }
+                off += (step + 3) & !3;
+            }
+        }
+        Ok(seen)
     }
 }
 

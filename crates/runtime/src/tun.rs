@@ -26,7 +26,7 @@
 //!
 //! The device exists while its file is open: dropping the [`Tun`] removes it.
 
-use crate::netlink::{NetlinkError, Rtnl};
+use crate::netlink::{LinkChanges, LinkWatch, NetlinkError, Rtnl};
 use crate::realtime::Endpoint;
 use ipoib_proto::ipoib::IpBuf;
 use std::io::{self, ErrorKind};
@@ -207,10 +207,12 @@ impl AsRawFd for Tun {
 
 /// MTU and up/down of one device, from any thread: an rtnetlink socket opened in the device's
 /// namespace ([`LinkControl::open`] on a thread in it, e.g. in the setup closure of
-/// [`crate::netns::NetNs::create`]).
+/// [`crate::netns::NetNs::create`]), and a [`LinkWatch`] of the changes made to it by others
+/// (`ip link set ib0 down`, `... mtu 4000` in the namespace).
 #[derive(Debug)]
 pub struct LinkControl {
     rtnl: Rtnl,
+    watch: LinkWatch,
     index: u32,
 }
 
@@ -219,8 +221,19 @@ impl LinkControl {
     pub fn open(index: u32) -> Result<LinkControl, NetlinkError> {
         Ok(LinkControl {
             rtnl: Rtnl::open()?,
+            watch: LinkWatch::open()?,
             index,
         })
+    }
+
+    /// What happened to the device since the last call (or since it was opened).
+    pub fn changes(&mut self) -> Result<LinkChanges, NetlinkError> {
+        self.watch.take(self.index)
+    }
+
+    /// Sets the MTU only.
+    pub fn set_mtu(&mut self, mtu: u32) -> Result<(), NetlinkError> {
+        self.rtnl.set_mtu(self.index, mtu)
     }
 
     /// Sets the MTU (when given) and brings the device up or down.
@@ -256,18 +269,60 @@ pub fn link_local(addrs: impl IntoIterator<Item = Ipv6Addr>) -> Option<Ipv6Addr>
 /// Prefix length of an IPv6 link-local address (RFC 4291 §2.5.6).
 pub const LINK_LOCAL_PREFIX: u8 = 64;
 
+/// In words, as a note of the lab or an attach process.
+impl std::fmt::Display for Restored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Restored::LinkLocal(ll) => write!(
+                f,
+                "up again with its link-local address {ll} (as Linux IPoIB makes it from the \
+                 port GUID); its other IPv6 addresses went with the down, as on Linux"
+            ),
+            Restored::Mtu { asked, set } => write!(
+                f,
+                "mtu {asked} is above the interface's {set}: set back to {set} (Linux IPoIB \
+                 takes no more: the broadcast group's IB MTU less 4 in datagram mode, 65520 in \
+                 connected mode)"
+            ),
+        }
+    }
+}
+
 /// Makes a TUN device follow its emulated interface, as Linux IPoIB's `ib0` follows its port: down
 /// until the first carrier, then up with the interface's MTU; a later loss of carrier is the
 /// device's (`NO-CARRIER`, Linux IPoIB's `netif_carrier_off`) and so is its return, without
 /// taking the device down (which would flush its IPv6 addresses); the device carries the
 /// interface's IPv6 link-local address, replaced when the interface gets another (a host given
-/// another identity).
+/// another identity). [`check`](LinkMirror::check) puts back what Linux IPoIB would keep when
+/// the device is changed by hand in its namespace: the link-local address after a down and up,
+/// and an MTU no larger than the interface's.
 #[derive(Debug)]
 pub struct LinkMirror {
     ctl: LinkControl,
     up: bool,
     carrier: bool,
     link_local: Option<Ipv6Addr>,
+    /// The device was taken down by hand since it was brought up: the link-local address is to
+    /// be added again once it is up.
+    link_local_lost: bool,
+    /// The device is up, by the last notice seen.
+    dev_up: bool,
+}
+
+/// What [`LinkMirror::check`] put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    /// The device came up again and got back the interface's IPv6 link-local address, which
+    /// its down removed.
+    LinkLocal(Ipv6Addr),
+    /// The device was given an MTU above the interface's (`asked`) and is back at the
+    /// interface's (`set`).
+    Mtu {
+        /// The MTU given by hand.
+        asked: u32,
+        /// The interface's MTU, the device's again.
+        set: u32,
+    },
 }
 
 impl LinkMirror {
@@ -278,7 +333,50 @@ impl LinkMirror {
             up: false,
             carrier: false,
             link_local,
+            link_local_lost: false,
+            dev_up: false,
         }
+    }
+
+    /// Reads what was done to the device since the last call and puts back what Linux IPoIB
+    /// keeps, for an interface whose MTU is now `mtu` (docs/LINUX-DEVICE.md):
+    /// - taken down (with `net.ipv6.conf.<dev>.keep_addr_on_down` 0, the default, its IPv6
+    ///   addresses go) and up again: Linux makes an InfiniBand device's link-local address again
+    ///   from its GUID when it comes up (`addrconf_dev_config`), a TUN device gets none of its
+    ///   own (`addr_gen_mode` 1): the interface's is added again. Other addresses stay gone, as
+    ///   on Linux;
+    /// - given an MTU above the interface's: Linux IPoIB refuses it, or keeps the device at the
+    ///   broadcast group's MTU less 4 in datagram mode, and refuses more than 65520 in
+    ///   connected mode (`ipoib_change_mtu`); a TUN device takes up to 65535, so the device is
+    ///   set back to `mtu`. A smaller MTU is left as given, as Linux does.
+    ///
+    /// Nothing before the device was first brought up ([`follow`](LinkMirror::follow)).
+    pub fn check(&mut self, mtu: u32) -> Result<Vec<Restored>, NetlinkError> {
+        let seen = self.ctl.changes()?;
+        let mut done = Vec::new();
+        if !self.up {
+            return Ok(done);
+        }
+        self.link_local_lost |= seen.was_down;
+        // Without a notice of its state (lost ones) it is taken to be up, as it was left.
+        self.dev_up = seen.up.unwrap_or(self.dev_up || seen.was_down);
+        if self.link_local_lost && self.dev_up {
+            self.link_local_lost = false;
+            if let Some(ll) = self.link_local {
+                // Still there (a down the kernel kept it through, or notices lost) is as good.
+                match self.ctl.add_address(IpAddr::V6(ll), LINK_LOCAL_PREFIX) {
+                    Ok(()) => done.push(Restored::LinkLocal(ll)),
+                    Err(NetlinkError::Refused { source, .. })
+                        if source.raw_os_error() == Some(nix::errno::Errno::EEXIST as i32) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if let Some(asked) = seen.mtu.filter(|&m| m > mtu) {
+            self.ctl.set_mtu(mtu)?;
+            done.push(Restored::Mtu { asked, set: mtu });
+        }
+        Ok(done)
     }
 
     /// True once the device was brought up.
@@ -311,6 +409,7 @@ impl LinkMirror {
             // Down until the first carrier; a TUN device has carrier once its file is open.
             self.ctl.set(Some(mtu), true)?;
             self.up = true;
+            self.dev_up = true;
         } else if carrier {
             self.ctl.set(Some(mtu), true)?;
             self.ctl.set_carrier(true)?;

@@ -8,7 +8,8 @@ use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
 use ipoib_runtime::tun::{
-    LinkControl, LinkMirror, OsPort, Tun, TunConfig, TunEndpoint, FRAME_HEADROOM, HAND_OVER_MIN,
+    LinkControl, LinkMirror, OsPort, Restored, Tun, TunConfig, TunEndpoint, FRAME_HEADROOM,
+    HAND_OVER_MIN,
 };
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -337,4 +338,72 @@ fn link_mirror_follows_carrier_and_link_local() {
     assert_eq!(link_locals(&n), vec![format!("{ll2}/64")]);
     let addr = ip(&["-n", &n, "addr", "show", "ib0"]);
     assert!(addr.contains("fd00:9:1::1/64"), "{addr}");
+}
+
+// What is done to the device by hand in its namespace and Linux IPoIB would not let stand
+// (docs/LINUX-DEVICE.md): a down and up removes its IPv6 addresses, and the mirror adds the
+// interface's link-local address back, as Linux makes an InfiniBand device's again from its
+// GUID; an MTU above the interface's is set back to it, a smaller one kept. The kernel queues its
+// link notices before `ip` returns, so each `check` sees what was done before it.
+#[test]
+fn link_mirror_puts_back_link_local_and_mtu_changed_by_hand() {
+    if !can_run() {
+        return;
+    }
+    let n = name("byhand");
+    let _g = Guard(vec![n.clone()]);
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu: 2044,
+        addresses: vec![("fd00:9:2::1".parse().unwrap(), 64)],
+        loopback_up: true,
+        up: false,
+        tx_queue_len: None,
+    };
+    let (_ns, made) = NetNs::create(&n, move || {
+        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+        Ok::<_, String>((tun, ctl))
+    })
+    .expect("namespace");
+    let (_tun, ctl) = made.expect("TUN device");
+    let mut m = LinkMirror::new(ctl, None);
+    // Before the mirror brought it up, nothing is put back.
+    ip(&["-n", &n, "link", "set", "ib0", "mtu", "4000"]);
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    let ll: std::net::Ipv6Addr = "fe80::2:c903:1:4".parse().unwrap();
+    assert!(m.follow(true, 2044, Some(ll)).unwrap());
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    assert_eq!(link_locals(&n), vec![format!("{ll}/64")]);
+
+    // Down and up: every IPv6 address gone (keep_addr_on_down 0); the link-local one comes back.
+    ip(&["-n", &n, "link", "set", "ib0", "down"]);
+    ip(&["-n", &n, "link", "set", "ib0", "up"]);
+    assert_eq!(link_locals(&n), Vec::<String>::new());
+    assert_eq!(m.check(2044).unwrap(), vec![Restored::LinkLocal(ll)]);
+    assert_eq!(link_locals(&n), vec![format!("{ll}/64")]);
+    let addr = ip(&["-n", &n, "addr", "show", "ib0"]);
+    assert!(!addr.contains("fd00:9:2::1"), "gone as on Linux: {addr}");
+    // Down only: put back once it is up again, not before.
+    ip(&["-n", &n, "link", "set", "ib0", "down"]);
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    ip(&["-n", &n, "link", "set", "ib0", "up"]);
+    assert_eq!(m.check(2044).unwrap(), vec![Restored::LinkLocal(ll)]);
+    assert_eq!(link_locals(&n), vec![format!("{ll}/64")]);
+
+    // MTU: above the interface's, set back; below, kept.
+    ip(&["-n", &n, "link", "set", "ib0", "mtu", "4000"]);
+    assert_eq!(
+        m.check(2044).unwrap(),
+        vec![Restored::Mtu {
+            asked: 4000,
+            set: 2044
+        }]
+    );
+    assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 2044 "));
+    ip(&["-n", &n, "link", "set", "ib0", "mtu", "1500"]);
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 1500 "));
+    // Nothing changed, nothing done.
+    assert_eq!(m.check(2044).unwrap(), vec![]);
 }
