@@ -120,8 +120,8 @@ pub enum Due {
     Solicit(IpAddr),
     /// Send a unicast probe to this address at `hw`.
     Probe(IpAddr, HwAddr),
-    /// Resolution failed; this many queued packets are dropped.
-    Failed(IpAddr, usize),
+    /// Resolution failed; the packets that were queued, to drop (and answer).
+    Failed(IpAddr, Vec<Vec<u8>>),
     /// A resolved entry was forgotten (unused while stale, or its probes failed): the address
     /// it had (RFC 4755 §3.4: its connection may go).
     Forgotten(IpAddr, HwAddr),
@@ -359,7 +359,7 @@ impl Neighbours {
             match n.state {
                 NeighbourState::Incomplete { probes, next } if next <= now => {
                     if probes >= MAX_SOLICIT {
-                        out.push(Due::Failed(*ip, n.queue.len()));
+                        out.push(Due::Failed(*ip, std::mem::take(&mut n.queue).into()));
                         remove.push(*ip);
                     } else {
                         n.state = NeighbourState::Incomplete {
@@ -378,7 +378,7 @@ impl Neighbours {
                         out.push(Due::Probe(*ip, hw));
                     }
                     _ => {
-                        out.push(Due::Failed(*ip, n.queue.len()));
+                        out.push(Due::Failed(*ip, std::mem::take(&mut n.queue).into()));
                         if let Some(hw) = n.hw {
                             out.push(Due::Forgotten(*ip, hw));
                         }
@@ -470,7 +470,7 @@ mod tests {
             vec![
                 Due::Probe(ip(2), hw(2)),
                 Due::Probe(ip(2), hw(2)),
-                Due::Failed(ip(2), 0),
+                Due::Failed(ip(2), vec![]),
                 Due::Forgotten(ip(2), hw(2))
             ]
         );

@@ -73,13 +73,39 @@ const TOS_MASK: u8 = 0x1e;
 ///   header running past the payload, an ICMP message without its type byte.
 pub(super) fn too_big_reply(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
     match packet.first()? >> 4 {
-        4 => reply_v4(packet, mtu),
-        6 => reply_v6(packet, mtu),
+        4 => reply_v4(packet, Error::TooBig(mtu)),
+        6 => reply_v6(packet, Error::TooBig(mtu)),
         _ => None,
     }
 }
 
-fn reply_v4(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
+/// The answer to a unicast IP packet of the local stack that waited for its next hop's link-layer
+/// address when the resolution failed (ARP, ND): Linux drops each packet queued on the
+/// neighbour and answers it (`neigh_invalidate` calls the family's `error_report`), with an
+/// ICMP destination unreachable, host unreachable (IPv4, `arp_error_report`; RFC 792) or an
+/// ICMPv6 destination unreachable, address unreachable (`ndisc_error_report`; RFC 4443 §3.1;
+/// RFC 4861 §7.2.2 MUST send it for each packet queued awaiting resolution), so that `ping` says "Destination Host Unreachable" and a
+/// TCP connect fails at once with `EHOSTUNREACH` instead of timing out (docs/LINUX-DEVICE.md).
+/// Same header, quoting and exceptions as [`too_big_reply`], but IPv6 answers no multicast
+/// destination either (RFC 4443 §2.4 (e.3) excepts only packet too big).
+pub(super) fn unreachable_reply(packet: &[u8]) -> Option<Vec<u8>> {
+    match packet.first()? >> 4 {
+        4 => reply_v4(packet, Error::Unreachable),
+        6 => reply_v6(packet, Error::Unreachable),
+        _ => None,
+    }
+}
+
+/// Which ICMP error is built.
+#[derive(Debug, Clone, Copy)]
+enum Error {
+    /// Fragmentation needed / packet too big, with the MTU.
+    TooBig(u32),
+    /// Host unreachable / address unreachable.
+    Unreachable,
+}
+
+fn reply_v4(packet: &[u8], error: Error) -> Option<Vec<u8>> {
     let p = Ipv4Packet::new_checked(packet).ok()?;
     let h = Ipv4Repr::parse(&p).ok()?;
     if h.frag_offset != 0
@@ -93,7 +119,12 @@ fn reply_v4(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
         return None;
     }
     let whole = &packet[..usize::from(p.total_len())];
-    let icmp = Icmpv4Repr::frag_needed(u16::try_from(mtu).unwrap_or(u16::MAX), whole).ok()?;
+    let icmp = match error {
+        Error::TooBig(mtu) => {
+            Icmpv4Repr::frag_needed(u16::try_from(mtu).unwrap_or(u16::MAX), whole).ok()?
+        }
+        Error::Unreachable => Icmpv4Repr::host_unreachable(whole).ok()?,
+    };
     let reply = Ipv4Datagram {
         header: Ipv4Repr {
             tos: PREC_INTERNETCONTROL | (h.tos & TOS_MASK),
@@ -122,10 +153,13 @@ fn single_host_v4(a: Ipv4Addr) -> bool {
     !(a.is_unspecified() || a.is_loopback() || a.is_multicast() || a.octets()[0] >= 240)
 }
 
-fn reply_v6(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
+fn reply_v6(packet: &[u8], error: Error) -> Option<Vec<u8>> {
     let p = Ipv6Packet::new_checked(packet).ok()?;
     let h = Ipv6Repr::parse(&p).ok()?;
     if h.src_addr.is_unspecified() || h.src_addr.is_multicast() {
+        return None;
+    }
+    if matches!(error, Error::Unreachable) && h.dst_addr.is_multicast() {
         return None;
     }
     let payload = p.payload();
@@ -147,7 +181,10 @@ fn reply_v6(packet: &[u8], mtu: u32) -> Option<Vec<u8>> {
             src_addr: h.src_addr,
             dst_addr: h.src_addr,
         },
-        payload: IpPayload::Icmpv6(Icmpv6Repr::packet_too_big(mtu, whole)),
+        payload: IpPayload::Icmpv6(match error {
+            Error::TooBig(mtu) => Icmpv6Repr::packet_too_big(mtu, whole),
+            Error::Unreachable => Icmpv6Repr::address_unreachable(whole),
+        }),
     };
     let mut b = vec![0u8; reply.buffer_len()];
     reply.emit(&mut b).ok()?;

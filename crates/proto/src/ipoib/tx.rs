@@ -232,8 +232,11 @@ impl Interface {
             match d {
                 super::neighbour::Due::Solicit(ip) => self.solicit(now, ip, None),
                 super::neighbour::Due::Probe(ip, hw) => self.solicit(now, ip, Some(hw)),
-                super::neighbour::Due::Failed(_, n) => {
-                    self.drop_count(DropReason::ResolutionFailed, n)
+                super::neighbour::Due::Failed(_, frames) => {
+                    self.drop_count(DropReason::ResolutionFailed, frames.len());
+                    for f in frames {
+                        self.reply_unreachable(&f);
+                    }
                 }
                 super::neighbour::Due::Forgotten(_, hw) => {
                     let same = |o: &HwAddr| o.qpn == hw.qpn && o.gid == hw.gid;

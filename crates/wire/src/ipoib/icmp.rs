@@ -310,6 +310,18 @@ impl<'a> Icmpv4Repr<'a> {
         })
     }
 
+    /// Destination unreachable, code 1, host unreachable (RFC 792), 32 unused bits (zero),
+    /// quoting the invoking datagram as [`frag_needed`](Icmpv4Repr::frag_needed) does, with its
+    /// errors.
+    pub fn host_unreachable(invoking: &'a [u8]) -> Result<Icmpv4Repr<'a>> {
+        Ok(Icmpv4Repr {
+            msg_type: Icmpv4Type::DestUnreachable,
+            code: Icmpv4Unreachable::HostUnreachable.into(),
+            rest: 0,
+            body: quote_v4(invoking)?,
+        })
+    }
+
     /// The next-hop MTU of a fragmentation-needed message (RFC 1191 §4; 0 from a router older
     /// than RFC 1191), `None` for any other message.
     pub fn next_hop_mtu(&self) -> Option<u16> {
@@ -455,6 +467,18 @@ impl<'a> Icmpv6Repr<'a> {
             msg_type: Icmpv6Type::PacketTooBig,
             code: 0,
             rest: mtu,
+            body: &invoking[..invoking.len().min(ICMPV6_MAX_QUOTED_LEN)],
+        }
+    }
+
+    /// Destination unreachable, code 3, address unreachable (RFC 4443 §3.1: e.g. the link-layer
+    /// address of the destination could not be resolved, RFC 4861 §7.2.2), 32 unused bits (zero),
+    /// quoting `invoking` as [`packet_too_big`](Icmpv6Repr::packet_too_big) does.
+    pub fn address_unreachable(invoking: &'a [u8]) -> Icmpv6Repr<'a> {
+        Icmpv6Repr {
+            msg_type: Icmpv6Type::DestUnreachable,
+            code: 3,
+            rest: 0,
             body: &invoking[..invoking.len().min(ICMPV6_MAX_QUOTED_LEN)],
         }
     }

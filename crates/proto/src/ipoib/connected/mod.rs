@@ -52,7 +52,7 @@
 mod events;
 mod tx;
 
-use super::too_big::too_big_reply;
+use super::too_big::{too_big_reply, unreachable_reply};
 use super::{DropReason, Interface, InterfaceEvent, Link, LogLevel};
 use crate::cm::{CmEvent, ConnId, ConnectParams, QpProgram};
 use crate::time::Instant;

@@ -118,6 +118,14 @@ impl Interface {
         }
     }
 
+    /// Hands the IP layer the ICMP error for a dropped `frame` whose next hop did not resolve.
+    pub(in crate::ipoib) fn reply_unreachable(&mut self, frame: &[u8]) {
+        if let Some(reply) = frame.get(4..).and_then(unreachable_reply) {
+            self.counters.delivered += 1;
+            self.events.push_back(InterfaceEvent::Deliver(reply.into()));
+        }
+    }
+
     pub(super) fn start_connect(&mut self, now: Instant, k: PeerKey) {
         let Some(p) = self.cm.peers.get_mut(&k) else {
             return;

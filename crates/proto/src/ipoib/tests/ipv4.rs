@@ -146,13 +146,33 @@ fn queue_limit_of_three() {
     );
 }
 
-// ARP resolution gives up after 3 tries (Linux mcast_solicit 3, retrans 1 s) and drops the queue.
+// ARP resolution gives up after 3 tries (Linux mcast_solicit 3, retrans 1 s) and drops the queue,
+// answering each queued packet to its sender with an ICMP host unreachable (RFC 792; Linux
+// `arp_error_report`, docs/LINUX-DEVICE.md): from and to the sender's own address, quoting
+// the packet's header and first 8 data bytes.
 #[test]
 fn unanswered_arp_fails() {
     let mut net = Net::new(2);
     net.up();
-    net.send(2, &ping4(v4(2), v4(99), true, 1));
+    let ping = ping4(v4(2), v4(99), true, 1);
+    net.send(2, &ping);
     net.run_for(Duration::from_secs(5));
+    let answers: Vec<&[u8]> = net
+        .host(2)
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            InterfaceEvent::Deliver(p) => Some(&p[..]),
+            _ => None,
+        })
+        .filter(|p| p.get(9) == Some(&1))
+        .collect();
+    assert_eq!(answers.len(), 1, "one ICMP answer");
+    let ip = Ipv4Packet::new_checked(answers[0]).unwrap();
+    assert_eq!((ip.src_addr(), ip.dst_addr()), (v4(2), v4(2)));
+    let icmp = ipoib_wire::ipoib::Icmpv4Repr::parse(ip.payload()).unwrap();
+    assert_eq!((icmp.msg_type.into(), icmp.code), (3u8, 1));
+    assert_eq!(icmp.body, &ping[..28]);
     let tries = arps(&net, 2)
         .iter()
         .filter(|(_, a)| a.target_ip == v4(99))

@@ -497,3 +497,40 @@ proptest! {
         }
     }
 }
+
+// RFC 792, RFC 4861 §7.2.2, RFC 4443 §3.1: a packet whose next hop did not resolve is answered with
+// host unreachable (IPv4 type 3 code 1) or address unreachable (IPv6 type 1 code 3), from and to
+// the sender's own address (Linux `arp_error_report`, `ndisc_error_report`,
+// docs/LINUX-DEVICE.md), quoting as the too-big replies; no answer to an ICMP error, nor (§2.4
+// (e.3)) to an IPv6 multicast destination, which packet too big alone answers.
+#[test]
+fn unreachable_replies() {
+    let big = big_udp_v4();
+    let reply = unreachable_reply(&big).unwrap();
+    let (h, m) = parse_v4(&reply);
+    assert_eq!((h.src_addr, h.dst_addr, h.ttl), (A, A, 64));
+    assert_eq!(m.msg_type, Icmpv4Type::DestUnreachable);
+    assert_eq!(
+        Icmpv4Unreachable::from(m.code),
+        Icmpv4Unreachable::HostUnreachable
+    );
+    assert_eq!((m.rest, m.body), (0, &big[..28]));
+    assert_eq!(unreachable_reply(&icmpv4(3, 1)), None);
+
+    let big6 = big_udp_v6();
+    let reply = unreachable_reply(&big6).unwrap();
+    let (h, m) = parse_v6(&reply);
+    assert_eq!((h.src_addr, h.dst_addr, h.hop_limit), (a6(), a6(), 64));
+    assert_eq!(
+        (m.msg_type, m.code, m.rest),
+        (Icmpv6Type::DestUnreachable, 3, 0)
+    );
+    assert_eq!(m.body, &big6[..1232]);
+    let group: Ipv6Addr = "ff02::1".parse().unwrap();
+    let to_group = v6(
+        v6_header(a6(), group, IpProtocol::Udp),
+        IpPayload::Raw(&[0; 64]),
+    );
+    assert!(too_big_reply(&to_group, 1280).is_some());
+    assert_eq!(unreachable_reply(&to_group), None);
+}

@@ -365,3 +365,41 @@ proptest! {
         prop_assert_eq!(p.mtu(), Some(mtu));
     }
 }
+
+// RFC 792 (type 3, code 1, 32 unused bits): the IP header and the first
+// 8 bytes of the invoking datagram's data, as for fragmentation needed.
+#[test]
+fn host_unreachable_parse_emit() {
+    let big = big_udp_v4();
+    let built = Icmpv4Repr::host_unreachable(&big).unwrap();
+    assert_eq!(built.msg_type, Icmpv4Type::DestUnreachable);
+    assert_eq!(
+        Icmpv4Unreachable::from(built.code),
+        Icmpv4Unreachable::HostUnreachable
+    );
+    assert_eq!((built.rest, built.body), (0, &big[..28]));
+    assert_eq!(built.next_hop_mtu(), None);
+    let mut b = [0u8; 36];
+    built.emit(&mut b).unwrap();
+    assert_eq!(&b[..2], &[3, 1]);
+    assert_eq!(Icmpv4Repr::parse(&b), Ok(built));
+    assert!(Icmpv4Repr::host_unreachable(&[0x60; 40]).is_err());
+}
+
+// RFC 4443 §3.1: type 1, code 3 (address unreachable), 32 unused bits; §2.4 (c): quoted up to
+// the minimum IPv6 MTU.
+#[test]
+fn address_unreachable_quotes_at_most_1232_bytes() {
+    let invoking = [0x60u8; 2000];
+    let r = Icmpv6Repr::address_unreachable(&invoking);
+    assert_eq!(
+        (r.msg_type, r.code, r.rest),
+        (Icmpv6Type::DestUnreachable, 3, 0)
+    );
+    assert_eq!(r.body.len(), 1232);
+    assert_eq!(r.mtu(), None);
+    assert_eq!(
+        Icmpv6Repr::address_unreachable(&invoking[..48]).body.len(),
+        48
+    );
+}
