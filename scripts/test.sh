@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the project. On a fresh Debian machine with Rust it first installs the independent
-# peers the tests check us against (tshark, ibsim-utils, opensm, infiniband-diags, iperf3), when missing
-# and when it can (as root, through apt-get). Tests that need a peer which could not be installed say so
-# and skip; everything else must pass.
+# peers the tests check us against (tshark, ibsim-utils, opensm, infiniband-diags, iperf3) and the tools
+# the end-to-end tests run inside the lab's hosts (ping, ip and ss, python3), when missing and when it can
+# (as root, through apt-get). Tests that need a peer which could not be installed say so and skip (cargo
+# shows a passing test's words only on failure, so this script names the missing tools before and after
+# the tests); everything else must pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,9 @@ command -v ibsim >/dev/null 2>&1 || need+=(ibsim-utils)
 command -v opensm >/dev/null 2>&1 || need+=(opensm)
 command -v saquery >/dev/null 2>&1 || need+=(infiniband-diags)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+{ command -v ip && command -v ss; } >/dev/null 2>&1 || need+=(iproute2)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "== installing test peers: ${need[*]}"
@@ -35,5 +40,16 @@ echo "== format, lints, docs"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -q -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
+missing=()
+for t in tshark ibsim opensm saquery iperf3 ping ip ss python3; do
+    command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+done
+[ "$(id -u)" = 0 ] || missing+=("root")
+skips() {
+    [ ${#missing[@]} -eq 0 ] ||
+        echo "warning: without ${missing[*]} the tests that need them pass without running (they skip)"
+}
+skips
 echo "== tests"
 cargo test --workspace --all-targets --locked
+skips
