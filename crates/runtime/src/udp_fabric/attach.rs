@@ -107,6 +107,39 @@ impl std::fmt::Debug for AttachEmu {
 }
 
 impl AttachEmu {
+    /// The host agent of `opts`, attaching from virtual time zero, without a socket: what
+    /// [`AttachProcess::connect`] runs on its driver (`opts.fabric` is not used here). A caller
+    /// that carries its datagrams itself (`examples/udppath.rs`) drives it through
+    /// [`Emulation`] and [`DatagramPeer`], and its OS side through [`AttachOsPort`].
+    pub fn new(opts: &AttachOptions) -> AttachEmu {
+        let ipoib = Rc::new(Cell::new(None));
+        let slot = ipoib.clone();
+        let cfg = opts.interface_config();
+        let external = opts.external;
+        let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
+            let app = if external {
+                IpoibApp::install_external(h, cfg.clone(), rng)
+            } else {
+                IpoibApp::install(h, cfg.clone(), rng)
+            };
+            slot.set(app.ok());
+        });
+        // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
+        let first_qpn = 0x100 + (opts.seed % 0x00ff_0000) as u32;
+        let host = RemoteHost::new(
+            Instant::ZERO,
+            opts.link,
+            opts.seed,
+            Some(first_qpn),
+            install,
+        );
+        AttachEmu {
+            host,
+            ipoib,
+            io: IoCounters::default(),
+        }
+    }
+
     /// The host agent.
     pub fn host(&self) -> &RemoteHost {
         &self.host
@@ -197,11 +230,12 @@ impl DatagramPeer for AttachEmu {
     }
 }
 
-/// The interface's OS side, for the TUN endpoint.
-#[derive(Debug, Clone, Copy)]
-struct OsSide;
+/// The interface's OS side: what the TUN endpoint reads goes in, what it writes comes out (a
+/// harness without a device, `examples/udppath.rs`, stands in for the endpoint).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AttachOsPort;
 
-impl OsPort<AttachEmu> for OsSide {
+impl OsPort<AttachEmu> for AttachOsPort {
     fn packet_from_os(&mut self, emu: &mut AttachEmu, packet: &[u8]) {
         // Queued in the adapter; the host acts on the whole batch at its end.
         let (Some(h), now) = (emu.ipoib.get(), emu.host.now()) else {
@@ -253,32 +287,7 @@ impl AttachProcess {
         let socket = UdpSocket::bind(any)?;
         super::grow_buffers(&socket);
         socket.connect(opts.fabric)?;
-        let ipoib = Rc::new(Cell::new(None));
-        let slot = ipoib.clone();
-        let cfg = opts.interface_config();
-        let external = opts.external;
-        let install: InstallFn = Box::new(move |h: &mut Host, _a: &AttachAccept, rng| {
-            let app = if external {
-                IpoibApp::install_external(h, cfg.clone(), rng)
-            } else {
-                IpoibApp::install(h, cfg.clone(), rng)
-            };
-            slot.set(app.ok());
-        });
-        // The first QPN from the seed: 0x100.. below the top of the 24-bit space.
-        let first_qpn = 0x100 + (opts.seed % 0x00ff_0000) as u32;
-        let host = RemoteHost::new(
-            Instant::ZERO,
-            opts.link,
-            opts.seed,
-            Some(first_qpn),
-            install,
-        );
-        let emu = AttachEmu {
-            host,
-            ipoib,
-            io: IoCounters::default(),
-        };
+        let emu = AttachEmu::new(opts);
         let mut driver = Driver::new(emu, Config::default())?;
         driver.add(Box::new(UdpEndpoint::new(socket)?))?;
         Ok(AttachProcess {
@@ -291,7 +300,7 @@ impl AttachProcess {
     /// network namespace; the options must have asked for the external IP layer). Packets for
     /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
-        let ep = TunEndpoint::with_writer_thread(tun, OsSide)?;
+        let ep = TunEndpoint::with_writer_thread(tun, AttachOsPort)?;
         self.driver.add(Box::new(ep))?;
         Ok(())
     }

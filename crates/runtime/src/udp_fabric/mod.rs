@@ -35,7 +35,9 @@ mod attach;
 mod fabric_show;
 pub mod guid2lid;
 
-pub use attach::{AttachEmu, AttachOptions, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU};
+pub use attach::{
+    AttachEmu, AttachOptions, AttachOsPort, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU,
+};
 pub use fabric_show::slot_name;
 
 /// The longest sleep of a turn when nothing is due (the caller's checks run this often).
@@ -379,6 +381,21 @@ pub struct FabricEmu {
 }
 
 impl FabricEmu {
+    /// `server` as the driver's emulation, without a socket: what [`FabricProcess::bind`] runs
+    /// on its driver (a caller that carries the datagrams itself, `examples/udppath.rs`, drives
+    /// it through [`Emulation`] and [`DatagramPeer`]).
+    pub fn new(server: FabricServer<SocketAddr>) -> FabricEmu {
+        FabricEmu {
+            server,
+            io: IoCounters::default(),
+        }
+    }
+
+    /// The agent, mutably (capture, faults).
+    pub fn server_mut(&mut self) -> &mut FabricServer<SocketAddr> {
+        &mut self.server
+    }
+
     /// The agent.
     pub fn server(&self) -> &FabricServer<SocketAddr> {
         &self.server
@@ -426,10 +443,7 @@ impl FabricProcess {
         let socket = UdpSocket::bind(addr)?;
         grow_buffers(&socket);
         let local = socket.local_addr()?;
-        let emu = FabricEmu {
-            server,
-            io: IoCounters::default(),
-        };
+        let emu = FabricEmu::new(server);
         let mut driver = Driver::new(emu, Config::default())?;
         driver.add(Box::new(UdpEndpoint::new(socket)?))?;
         Ok(FabricProcess {
