@@ -9,7 +9,7 @@ use crate::control::{attach_socket, AnswerError, BindError, ControlServer, Reque
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Wake};
 use crate::show::{Answer, CounterSection, HostShow};
-use crate::tun::{OsPort, Tun, TunEndpoint};
+use crate::tun::{OsPort, Tun, TunEndpoint, READ_BUFFER};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, Outgoing, RemoteHost};
@@ -248,6 +248,21 @@ impl OsPort<AttachEmu> for AttachOsPort {
         {
             a.from_os(now, packet);
         }
+    }
+    fn frame_from_os(&mut self, emu: &mut AttachEmu, frame: Vec<u8>) -> Option<Vec<u8>> {
+        // The buffer becomes the frame the interface sends, with no copy, as in the lab
+        // (`crate::ipoib_port`); a completed message's buffer comes back for the next read.
+        let Some(h) = emu.ipoib.get() else {
+            return Some(frame);
+        };
+        emu.host
+            .with_host_tx(|host, now, tx| {
+                if let Some(a) = host.app_mut::<IpoibApp>(h.app) {
+                    a.from_os_frame(now, frame);
+                }
+                tx.spare_large(READ_BUFFER)
+            })
+            .flatten()
     }
     fn end_of_batch(&mut self, emu: &mut AttachEmu) {
         let now = emu.host.now();

@@ -26,7 +26,7 @@ use crate::hw::hca::Hca;
 use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::rc::{engine_factory_with, Config as RcConfig};
-use crate::hw::sim::{NodeId, PortRef, Simulator};
+use crate::hw::sim::{NodeId, PortRef, Simulator, Tx};
 use crate::node::host::Host;
 use ipoib_proto::rng::Rng;
 use ipoib_proto::time::Instant;
@@ -505,6 +505,18 @@ impl RemoteHost {
         });
         self.process(now);
         r
+    }
+
+    /// Runs `f` on the host device and its simulator's [`Tx`] at the host's present, without
+    /// letting the host act: what `f` queued waits for [`RemoteHost::with_host`] or the next
+    /// run (a packet from the OS handed over in its own buffer, a spare buffer taken back).
+    /// `None` before the host is built.
+    pub fn with_host_tx<R>(
+        &mut self,
+        f: impl FnOnce(&mut Host, Instant, &mut Tx) -> R,
+    ) -> Option<R> {
+        let h = self.host.as_mut()?;
+        h.sim.with_node::<Host, _>(h.host, f)
     }
 
     /// Sends Detach (the caller leaves its groups first, through [`RemoteHost::with_host`]).
