@@ -5,6 +5,7 @@
 mod world;
 
 use ipoib_runtime::tun::{OsPort, FRAME_HEADROOM, READ_BUFFER};
+use ipoib_runtime::udp_fabric::DatagramPeer;
 use std::time::Duration;
 use world::{ipv4, World};
 
@@ -56,4 +57,22 @@ fn a_large_packet_from_the_os_is_sent_from_the_buffer_it_was_read_into() {
         Some(first_at),
         "the first packet's buffer, its message complete, for the next read"
     );
+}
+
+// The buffers of the datagrams an attach process sent come back to its host
+// (`DatagramPeer::recycle`, as `UdpEndpoint::flush` gives them), whose HCA builds its next
+// packets in them rather than in new allocations.
+#[test]
+fn a_hosts_next_packets_are_built_in_the_buffers_of_those_it_sent() {
+    let mut w = up();
+    let spare = vec![0xee; 4200];
+    let at = spare.as_ptr();
+    w.a.emu.recycle(spare);
+    let b0 = w.b.delivered;
+    w.send_a(&ipv4(65_520, 2, 3), 1);
+    assert!(
+        w.a.sent.iter().any(|o| o.body.as_ptr() == at),
+        "a packet built in the buffer given back"
+    );
+    assert!(w.run(Duration::from_secs(5), |w| w.b.delivered > b0));
 }

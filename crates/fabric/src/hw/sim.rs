@@ -341,6 +341,12 @@ impl Simulator {
         Some(r)
     }
 
+    /// Keeps `buf`, the allocation of a packet that left the simulator and is done with (a UDP
+    /// fabric's datagram, sent), for the next packets built ([`Tx::recycle`]).
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.tx.recycle(buf);
+    }
+
     /// Re-reads device `id`'s timer (after it was changed through [`Simulator::node_mut`]).
     pub fn kick(&mut self, id: NodeId) {
         self.refresh_timer(id);

@@ -228,6 +228,9 @@ impl DatagramPeer for AttachEmu {
     fn io_counters(&mut self) -> &mut IoCounters {
         &mut self.io
     }
+    fn recycle(&mut self, body: Vec<u8>) {
+        self.host.recycle(body);
+    }
 }
 
 /// The interface's OS side: what the TUN endpoint reads goes in, what it writes comes out (a

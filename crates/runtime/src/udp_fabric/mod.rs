@@ -117,6 +117,9 @@ pub trait DatagramPeer {
     fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)>;
     /// Where the endpoint counts.
     fn io_counters(&mut self) -> &mut IoCounters;
+    /// The body of a datagram sent (a packet's own buffer, [`Outgoing`]), given back for the
+    /// agent's next packets; by default dropped.
+    fn recycle(&mut self, _body: Vec<u8>) {}
 }
 
 /// A non-blocking UDP socket as an endpoint of the driver.
@@ -368,7 +371,10 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
             }
             i += 1;
         }
-        self.out.clear();
+        // The packets' buffers go back to the agent, which builds its next packets in them.
+        for (_, o) in self.out.drain(..) {
+            emu.recycle(o.body);
+        }
         Ok(total)
     }
 }
@@ -424,6 +430,9 @@ impl DatagramPeer for FabricEmu {
     }
     fn io_counters(&mut self) -> &mut IoCounters {
         &mut self.io
+    }
+    fn recycle(&mut self, body: Vec<u8>) {
+        self.server.recycle(body);
     }
 }
 

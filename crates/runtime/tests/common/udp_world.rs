@@ -63,8 +63,9 @@ pub fn ipv4(len: usize, from: u8, to: u8) -> Vec<u8> {
     p
 }
 
-/// One attach process: its agent, the datagrams its last flush sent (freed at its next turn,
-/// as `UdpEndpoint` clears its flush), its TUN read buffer, what it gave its OS.
+/// One attach process: its agent, the datagrams its last flush sent (their bodies given back at
+/// its next turn, as `UdpEndpoint::flush` gives them after sending), its TUN read buffer, what
+/// it gave its OS.
 pub struct Host {
     pub emu: AttachEmu,
     pub os: AttachOsPort,
@@ -112,7 +113,10 @@ pub struct World {
 /// it (the read itself, the kernel's copy, in `os_read`).
 #[inline(always)]
 fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[&[u8]]) {
-    h.sent.clear();
+    // The bodies of what the last flush sent go back, as `UdpEndpoint::flush` gives them.
+    for o in h.sent.drain(..) {
+        h.emu.recycle(o.body);
+    }
     for d in data {
         h.emu.on_datagram(fabric_addr(), d);
     }
@@ -168,7 +172,9 @@ pub fn turn_fabric(
     now: Instant,
     data: &[(SocketAddr, Vec<u8>)],
 ) {
-    sent.clear();
+    for (_, o) in sent.drain(..) {
+        f.recycle(o.body);
+    }
     for (from, d) in data {
         f.on_datagram(*from, d);
     }

@@ -507,6 +507,15 @@ impl RemoteHost {
         r
     }
 
+    /// Keeps the body of a datagram the caller sent (a packet's own buffer, [`Outgoing`]) for
+    /// the host's next packets ([`Simulator::recycle`]): they are built in it, not in a new
+    /// allocation.
+    pub fn recycle(&mut self, body: Vec<u8>) {
+        if let Some(h) = &mut self.host {
+            h.sim.recycle(body);
+        }
+    }
+
     /// Runs `f` on the host device and its simulator's [`Tx`] at the host's present, without
     /// letting the host act: what `f` queued waits for [`RemoteHost::with_host`] or the next
     /// run (a packet from the OS handed over in its own buffer, a spare buffer taken back).

@@ -342,6 +342,13 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         self.out.pop_front()
     }
 
+    /// Keeps the body of a datagram the caller sent (a packet's own buffer, [`Outgoing`]) for
+    /// the next packets from the hosts ([`Simulator::recycle`]): a host's packet is copied into
+    /// it, not into a new allocation.
+    pub fn recycle(&mut self, body: Vec<u8>) {
+        self.sim.recycle(body);
+    }
+
     /// When [`FabricServer::handle_timeout`] is next due: the simulator's next event or a
     /// session's silence deadline.
     pub fn poll_timeout(&self) -> Option<Instant> {

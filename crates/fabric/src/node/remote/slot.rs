@@ -266,7 +266,12 @@ impl Remote {
         match verdict {
             Ok(()) => {
                 self.counters.from_host += 1;
-                tx.send(self.port, packet.to_vec());
+                // Copied into a spent packet's allocation ([`Tx::spare`]; the sent datagrams'
+                // come back through `FabricServer::recycle`), not a new one.
+                let mut buf = tx.spare();
+                buf.clear();
+                buf.extend_from_slice(packet);
+                tx.send(self.port, buf);
                 true
             }
             Err(c) => {
@@ -519,6 +524,22 @@ mod tests {
         r.detach();
         r.link_state(Instant::ZERO, 1, false, &mut tx);
         assert!(!r.has_to_host());
+    }
+
+    // A host's packet is copied into a spent packet's allocation (`Tx::spare`, which the
+    // fabric's sent datagrams refill through `FabricServer::recycle`), not a new one.
+    #[test]
+    fn a_packet_from_the_host_is_copied_into_a_spare_buffer() {
+        let packet = ud_packet(5, 9, 64, PKey::DEFAULT);
+        let (mut r, mut tx) = slot_in(PortState::Active);
+        let spare = vec![0xee; 4200];
+        let at = spare.as_ptr();
+        tx.recycle(spare);
+        assert!(r.from_network(&packet, &mut tx));
+        let sent: Vec<(u8, Vec<u8>)> = tx.drain().collect();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].1, packet);
+        assert_eq!(sent[0].1.as_ptr(), at, "built in the spare");
     }
 
     // IBA 1 §7.2: a port in Init receives subnet management packets only, Armed and Active data
