@@ -8,8 +8,12 @@
 //! the CRCs ([`Frame::with_crcs`]: an HCA or a switch agent that built the packet, a switch that
 //! rewrote a directed-route SMP and its CRCs); any mutable access to the bytes
 //! ([`Frame::bytes_mut`]) clears it, and so does a link's fault chain (a `Corrupt` fault flips a
-//! bit). Packets from outside (a UDP fabric host, a test's bytes, a parsed capture) come in as
-//! [`Frame::new`], unmarked, and are checked in full. Receivers still check everything else
+//! bit). Packets from outside (a test's bytes, a parsed capture) come in as [`Frame::new`],
+//! unmarked, and are checked in full. A UDP fabric host's packet, whose VCRC the fabric's slot
+//! checked on its way in (as the switch port at the other end of the slot's cable would, IBA 1
+//! §7.8.2), comes in as [`Frame::with_vcrc_checked`]: that port skips its VCRC check, and
+//! everything else, the ICRC at the destination (IBA 1 §7.8.1) included, is checked as for an
+//! unmarked packet. Receivers still check everything else
 //! (lengths, headers), so what is dropped, counted and answered is the same as with the checks:
 //! only the CPU time differs. The bytes themselves, and so captures, are untouched.
 //!
@@ -41,6 +45,9 @@ enum Crcs {
     Good,
     /// Not written yet; [`Frame::seal`] writes them.
     Pending,
+    /// The VCRC was computed over exactly these bytes and found equal to the packet's (a UDP
+    /// fabric slot's check of a host's packet); the ICRC nobody vouches for.
+    VcrcChecked,
 }
 
 /// The number of switches a packet may have been forwarded by before a switch discards it, as
@@ -95,9 +102,28 @@ impl Frame {
         }
     }
 
+    /// A packet from outside whose VCRC the caller has just checked over exactly these bytes
+    /// and found good (a UDP fabric slot, which checks what the switch port at the cable's other
+    /// end would, IBA 1 §7.8.2): the switch port skips that check; the ICRC, which only the
+    /// destination checks (IBA 1 §7.8.1), is checked there as in any unmarked packet.
+    pub fn with_vcrc_checked(bytes: Vec<u8>) -> Frame {
+        Frame {
+            bytes,
+            crcs: Crcs::VcrcChecked,
+            hops: 0,
+        }
+    }
+
     /// True when the CRCs are known good, written or pending (see the module docs): a receiver
     /// skips its CRC checks and reads no CRC field.
     pub fn crcs_good(&self) -> bool {
+        matches!(self.crcs, Crcs::Good | Crcs::Pending)
+    }
+
+    /// True when the VCRC is known good: both CRCs are ([`Frame::crcs_good`]), or the VCRC
+    /// was checked over these bytes ([`Frame::with_vcrc_checked`]). A switch port skips its VCRC
+    /// check (IBA 1 §7.8.2); an ICRC check still needs [`Frame::crcs_good`].
+    pub fn vcrc_good(&self) -> bool {
         self.crcs != Crcs::Unchecked
     }
 
@@ -191,6 +217,13 @@ mod tests {
         assert!(!f.crcs_good());
         assert!(!Frame::new(vec![1]).crcs_good());
         assert!(!Frame::from(vec![1]).crcs_good());
+        let mut f = Frame::with_vcrc_checked(vec![1, 2, 3]);
+        assert!(
+            f.vcrc_good() && !f.crcs_good(),
+            "the ICRC is not vouched for"
+        );
+        f.bytes_mut()[0] = 9;
+        assert!(!f.vcrc_good());
     }
 
     // Pending CRCs are written before the bytes leave: the same bytes as computed at once.

@@ -201,6 +201,42 @@ fn a_marked_frame_is_checked_again_once_its_bytes_change() {
 
 /// A directed-route SubnGet(NodeInfo) packet along `path` (InitialPath[1..], HopCount its
 /// length) as it reaches the first switch: HopPointer 1, DrSLID and DrDLID permissive.
+/// A UDP fabric slot checks a host's packet's VCRC as the switch port at the other end of its
+/// cable would (IBA 1 §7.8.2) and marks the frame (`Frame::with_vcrc_checked`): the port takes
+/// the mark for its check's result and does not compute the VCRC again (here the mark is false,
+/// which shows it), and the frame leaves without a mark for the ICRC, which its destination
+/// checks (IBA 1 §7.8.1).
+#[test]
+fn a_frame_whose_vcrc_a_slot_checked_is_not_checked_again() {
+    let mut sw = switch();
+    let mut p = ud(2, 3, 40, PKey(0xffff));
+    let mut tx = Tx::default();
+    sw.receive_frame(
+        Instant::ZERO,
+        1,
+        Frame::with_vcrc_checked(p.clone()),
+        &mut tx,
+    );
+    let out: Vec<(u8, Frame)> = tx.drain_frames().collect();
+    assert_eq!(out.len(), 1);
+    assert!(out[0].1.vcrc_good() && !out[0].1.crcs_good());
+    assert_eq!(&out[0].1[..], &p[..]);
+    let n = p.len();
+    p[n - 1] ^= 1;
+    sw.receive_frame(
+        Instant::ZERO,
+        1,
+        Frame::with_vcrc_checked(p.clone()),
+        &mut tx,
+    );
+    assert_eq!(tx.len(), 1, "the VCRC is not computed again");
+    assert_eq!(sw.stats().dropped(SwitchDropReason::VcrcBad), 0);
+    let _ = tx.drain_frames().count();
+    sw.receive_frame(Instant::ZERO, 1, Frame::new(p), &mut tx);
+    assert!(tx.is_empty(), "unmarked, it is checked");
+    assert_eq!(sw.stats().dropped(SwitchDropReason::VcrcBad), 1);
+}
+
 fn dr_node_info_at_hop_1(path: &[u8]) -> Vec<u8> {
     use crate::hw::sma::smp_packet;
     use ipoib_wire::mad::attr::smp as attr;

@@ -44,7 +44,7 @@
 
 use crate::hw::hca::Hca;
 use crate::hw::mgmt::PortConfig;
-use crate::hw::sim::{Device, Tx};
+use crate::hw::sim::{Device, Frame, Tx};
 use ipoib_proto::time::Instant;
 use ipoib_wire::packet::Packet;
 use ipoib_wire::{Gid, Guid, Mtu};
@@ -271,7 +271,10 @@ impl Remote {
                 let mut buf = tx.spare();
                 buf.clear();
                 buf.extend_from_slice(packet);
-                tx.send(self.port, buf);
+                // The check computed the VCRC over these bytes: the switch port at the cable's
+                // other end, which checks what this one did (IBA 1 §7.8.2), does not again. The
+                // ICRC stays the destination's to check (IBA 1 §7.8.1).
+                tx.send_frame(self.port, Frame::with_vcrc_checked(buf));
                 true
             }
             Err(c) => {
@@ -536,10 +539,12 @@ mod tests {
         let at = spare.as_ptr();
         tx.recycle(spare);
         assert!(r.from_network(&packet, &mut tx));
-        let sent: Vec<(u8, Vec<u8>)> = tx.drain().collect();
+        let sent: Vec<(u8, Frame)> = tx.drain_frames().collect();
         assert_eq!(sent.len(), 1);
-        assert_eq!(sent[0].1, packet);
+        assert_eq!(&sent[0].1[..], &packet[..]);
         assert_eq!(sent[0].1.as_ptr(), at, "built in the spare");
+        // Its VCRC checked here, for the switch port not to check it again; its ICRC not.
+        assert!(sent[0].1.vcrc_good() && !sent[0].1.crcs_good());
     }
 
     // IBA 1 §7.2: a port in Init receives subnet management packets only, Armed and Active data
