@@ -341,6 +341,12 @@ impl Simulator {
         Some(r)
     }
 
+    /// A spent packet's allocation ([`Tx::spare`]: its bytes stale, or a new, empty one), for
+    /// a packet that comes from outside (a UDP fabric's datagram) to be copied into.
+    pub fn spare(&mut self) -> Vec<u8> {
+        self.tx.spare()
+    }
+
     /// Keeps `buf`, the allocation of a packet that left the simulator and is done with (a UDP
     /// fabric's datagram, sent), for the next packets built ([`Tx::recycle`]).
     pub fn recycle(&mut self, buf: Vec<u8>) {

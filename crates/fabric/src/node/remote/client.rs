@@ -216,6 +216,12 @@ impl HostLink {
 
     /// One datagram from the fabric.
     pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
+        self.handle_datagram_in(now, data, Vec::new());
+    }
+
+    /// [`HostLink::handle_datagram`], a Packet message's packet copied into `buf` (a spent
+    /// packet's allocation, its bytes stale) rather than a new one; `buf` is dropped otherwise.
+    pub fn handle_datagram_in(&mut self, now: Instant, data: &[u8], mut buf: Vec<u8>) {
         self.counters.datagrams += 1;
         let Ok(d) = DatagramRepr::parse(data) else {
             self.counters.malformed += 1;
@@ -249,7 +255,11 @@ impl HostLink {
             ) if *session == d.session => {
                 *last_heard = now;
                 match m {
-                    MessageRepr::Packet(p) => self.event(HostLinkEvent::Packet(p.to_vec())),
+                    MessageRepr::Packet(p) => {
+                        buf.clear();
+                        buf.extend_from_slice(p);
+                        self.event(HostLinkEvent::Packet(buf));
+                    }
                     MessageRepr::PortConfig(c) => match config_from_wire(&c) {
                         Some(c) => self.event(HostLinkEvent::Config(c)),
                         None => self.counters.malformed += 1,
@@ -485,7 +495,14 @@ impl RemoteHost {
     /// One datagram from the fabric at `now`.
     pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
         self.advance(now);
-        self.link.handle_datagram(now, data);
+        // A packet is copied into a spent packet's allocation (the HCA's consumed ones,
+        // `Tx::spare`), not a new one.
+        let buf = self
+            .host
+            .as_mut()
+            .map(|h| h.sim.spare())
+            .unwrap_or_default();
+        self.link.handle_datagram_in(now, data, buf);
         self.process(now);
     }
 
@@ -652,7 +669,48 @@ fn rebuilt_first_qpn(drawn: u32, builds: u64) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::rebuilt_first_qpn;
+    use super::{rebuilt_first_qpn, HostLink, HostLinkConfig, HostLinkEvent};
+    use ipoib_proto::time::Instant;
+    use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr};
+    use ipoib_wire::Guid;
+
+    // A packet from the fabric is copied into the buffer the caller gives (a spent packet's
+    // allocation), not into a new one.
+    #[test]
+    fn a_packet_from_the_fabric_is_copied_into_the_buffer_given() {
+        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        let accept = AttachAccept {
+            slot: 1,
+            port: 1,
+            timeout_ms: 3000,
+            node_guid: Guid(0x10),
+            port_guids: vec![Guid(0x11)],
+        };
+        let d = |message| {
+            DatagramRepr {
+                session: 7,
+                message,
+            }
+            .to_vec()
+            .unwrap()
+        };
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept)));
+        assert!(matches!(
+            link.poll_event(),
+            Some(HostLinkEvent::Attached(_))
+        ));
+        let packet = [0x5au8; 100];
+        let buf = vec![0xee; 4200];
+        let at = buf.as_ptr();
+        link.handle_datagram_in(Instant::ZERO, &d(MessageRepr::Packet(&packet)), buf);
+        match link.poll_event() {
+            Some(HostLinkEvent::Packet(p)) => {
+                assert_eq!(p, packet);
+                assert_eq!(p.as_ptr(), at, "copied into the buffer given");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
 
     #[test]
     fn rebuilt_hosts_get_new_first_qpns_even_near_the_top() {
