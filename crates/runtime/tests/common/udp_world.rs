@@ -194,7 +194,7 @@ pub fn kernel_send(o: &Outgoing) -> Vec<u8> {
 /// The TUN read(2) of host `SIDE`: `p` copied into the read buffer after the headroom; its
 /// length.
 #[inline(never)]
-pub fn os_read<const SIDE: u8>(buf: &mut Vec<u8>, p: &[u8]) -> usize {
+pub fn os_read<const SIDE: u8>(buf: &mut [u8], p: &[u8]) -> usize {
     std::hint::black_box(SIDE);
     buf[FRAME_HEADROOM..FRAME_HEADROOM + p.len()].copy_from_slice(p);
     p.len()
