@@ -18,10 +18,9 @@
 
 use crate::control::{fabric_socket, BindError, ControlServer};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
-use crate::realtime::{Config, Driver, Emulation, Endpoint};
+use crate::realtime::{Config, Driver, Endpoint};
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer, Outgoing};
-use ipoib_fabric::Instant;
 use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
 use nix::sys::socket::SockaddrStorage;
 use std::fs::File;
@@ -32,12 +31,14 @@ use std::path::Path;
 use std::time::{Duration, Instant as Wall};
 
 mod attach;
+mod fabric_emu;
 mod fabric_show;
 pub mod guid2lid;
 
 pub use attach::{
     AttachEmu, AttachOptions, AttachOsPort, AttachProcess, CONNECTED_MTU, DATAGRAM_MTU,
 };
+pub use fabric_emu::FabricEmu;
 pub use fabric_show::slot_name;
 
 /// The longest sleep of a turn when nothing is due (the caller's checks run this often).
@@ -379,63 +380,6 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
     }
 }
 
-/// The fabric agent as the driver's emulation.
-#[derive(Debug)]
-pub struct FabricEmu {
-    server: FabricServer<SocketAddr>,
-    io: IoCounters,
-}
-
-impl FabricEmu {
-    /// `server` as the driver's emulation, without a socket: what [`FabricProcess::bind`] runs
-    /// on its driver (a caller that carries the datagrams itself, `examples/udppath.rs`, drives
-    /// it through [`Emulation`] and [`DatagramPeer`]).
-    pub fn new(server: FabricServer<SocketAddr>) -> FabricEmu {
-        FabricEmu {
-            server,
-            io: IoCounters::default(),
-        }
-    }
-
-    /// The agent, mutably (capture, faults).
-    pub fn server_mut(&mut self) -> &mut FabricServer<SocketAddr> {
-        &mut self.server
-    }
-
-    /// The agent.
-    pub fn server(&self) -> &FabricServer<SocketAddr> {
-        &self.server
-    }
-}
-
-impl Emulation for FabricEmu {
-    fn now(&self) -> Instant {
-        self.server.sim().now()
-    }
-    fn next_event_at(&self) -> Option<Instant> {
-        self.server.poll_timeout()
-    }
-    fn run_until(&mut self, t: Instant) {
-        self.server.handle_timeout(t);
-    }
-}
-
-impl DatagramPeer for FabricEmu {
-    fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
-        let now = self.server.sim().now();
-        self.server.handle_datagram(now, from, data);
-    }
-    fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
-        self.server.poll_transmit_parts().map(|(a, d)| (Some(a), d))
-    }
-    fn io_counters(&mut self) -> &mut IoCounters {
-        &mut self.io
-    }
-    fn recycle(&mut self, body: Vec<u8>) {
-        self.server.recycle(body);
-    }
-}
-
 /// `ipoib fabric`: the fabric agent on a UDP socket. See the module docs.
 #[derive(Debug)]
 pub struct FabricProcess {
@@ -626,6 +570,7 @@ fn records_within(bytes: &[u8], room: u64, header: bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipoib_fabric::Instant;
     use ipoib_wire::udp_fabric::HEADER_LEN;
 
     #[test]
