@@ -7,6 +7,8 @@
 //! §10.9.3), or by the switch when partition enforcement is on (IBA 1 §10.9), while the same
 //! datagram to a host of the same partition arrives.
 
+mod common;
+
 use ipoib_fabric::hw::hca::HcaDropReason;
 use ipoib_fabric::hw::switch::{self, Switch};
 use ipoib_fabric::hw::topology::Topology;
@@ -300,4 +302,49 @@ Hosts=0x0040 : ALL_CAS=full ;
     // A host (not the SM's) is a limited member of Mgmt, so it shares it with the switch only.
     let host = net.host_device(1).hca().port(1).unwrap();
     assert!(host.find_pkey_index(PKey(0x0020)).is_some());
+}
+
+// IBA 1 §14.2.5.4, §14.2.5.7: a switch's external ports hold PartitionEnforcementCap P_Keys (our
+// switches 32, one block; a P_KeyTable Set of another block is refused). With more partitions
+// than that, what the SA's model says a switch port holds (P_KeyTableRecords, IBA 1 §15.2.5.11)
+// must still be what the switch holds: ports facing a CA and ports cabled to another switch.
+#[test]
+fn switch_port_pkey_tables_in_the_model_are_what_the_switches_hold_past_their_cap() {
+    let mut conf = String::from("Default=0x7fff, ipoib : ALL=full ;\n");
+    for k in 1..=40u16 {
+        conf.push_str(&format!("P{k}=0x{k:04x} : ALL=full ;\n"));
+    }
+    let seed = seed(24);
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(common::topos::chain(), seed);
+    opts.partitions = Some(partitions::parse(&conf).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(at(10)));
+    let model = net.sm().manager().expect("configured").subnet_model();
+    let cap = usize::from(switch::PARTITION_ENFORCEMENT_CAP);
+    let (mut to_switch, mut to_ca) = (0, 0);
+    for &id in &net.built().nodes {
+        let Some(sw) = net.sim().node::<Switch>(id) else {
+            continue;
+        };
+        let msw = model
+            .switches
+            .iter()
+            .find(|s| s.guid == sw.guid())
+            .expect("the switch in the model");
+        // Port 0 and the cabled ports (the SM writes no table on a port without a cable).
+        for p in 0..=sw.nports() {
+            match msw.ports.get(usize::from(p)).map(|x| x.peer) {
+                Some(ipoib_proto::subnet::Peer::Switch(..)) => to_switch += 1,
+                Some(ipoib_proto::subnet::Peer::Ca(..)) => to_ca += 1,
+                _ if p == 0 => {}
+                _ => continue,
+            }
+            let holds = sw.port_pkeys(p).unwrap_or_default();
+            assert!(holds.len() <= cap);
+            let said = model.switch_port_pkeys(msw, p);
+            assert_eq!(said, holds, "switch {} port {p}", msw.name);
+        }
+    }
+    assert!(to_switch > 0 && to_ca > 0, "both kinds of port checked");
 }

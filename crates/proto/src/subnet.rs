@@ -436,7 +436,11 @@ impl SubnetModel {
     /// The P_Key table of port `port` of switch `sw` as the SM writes it (crates/fabric
     /// `SubnetManager::bring_up`): [`Self::switch_port0_pkeys`] on management port 0, the table of the CA
     /// port a port is cabled to, [`Self::switch_link_pkeys`] on a port cabled to a switch; empty
-    /// on a port with no cable (the SM writes none there).
+    /// on a port with no cable (the SM writes none there). A port cabled to a CA or a switch holds
+    /// at most the switch's PartitionEnforcementCap entries (IBA 1 §14.2.5.4), whatever the SM
+    /// wrote: the model takes it as the switch's NodeInfo PartitionCap, the same value in our
+    /// switches (crates/fabric `hw::switch::PARTITION_ENFORCEMENT_CAP`, one block); 0, a value no
+    /// NodeInfo carries (a model built without reading one), limits nothing.
     pub fn switch_port_pkeys(&self, sw: &SwitchNode, port: u8) -> Vec<PKey> {
         if port == 0 {
             return self
@@ -445,11 +449,15 @@ impl SubnetModel {
                 .cloned()
                 .unwrap_or_else(|| vec![PKey::DEFAULT]);
         }
-        match sw.ports.get(usize::from(port)).map(|p| p.peer) {
+        let mut t = match sw.ports.get(usize::from(port)).map(|p| p.peer) {
             Some(Peer::Ca(i)) => self.ports.get(i).map_or_else(Vec::new, |p| p.pkeys.clone()),
             Some(Peer::Switch(..)) => self.switch_link_pkeys.clone(),
             _ => Vec::new(),
+        };
+        if sw.node.partition_cap != 0 {
+            t.truncate(usize::from(sw.node.partition_cap));
         }
+        t
     }
 }
 

@@ -87,9 +87,12 @@ impl SubnetManager {
     }
 
     /// The P_Key table of a switch port cabled to another switch: every partition, full, so
-    /// that every partition's packets cross the link where the switch enforces partitions.
+    /// that every partition's packets cross the link where the switch enforces partitions; at
+    /// most the switch's PartitionEnforcementCap entries (IBA 1 §14.2.5.4: what a port holds).
     fn switch_link_pkeys(&self) -> Vec<PKey> {
-        self.partitions().iter().map(|p| p.pkey.full()).collect()
+        let mut t: Vec<PKey> = self.partitions().iter().map(|p| p.pkey.full()).collect();
+        t.truncate(usize::from(crate::hw::switch::PARTITION_ENFORCEMENT_CAP));
+        t
     }
 
     /// MTU and rate of the cable on a port (the options' defaults where the cable sets none).
@@ -145,10 +148,13 @@ impl SubnetManager {
                     continue;
                 };
                 let (mtu, rate) = self.link_props(End { node: n, port: p });
-                let pkeys = match self.topo.nodes()[peer.node].kind {
+                let mut pkeys = match self.topo.nodes()[peer.node].kind {
                     NodeKind::Ca => self.pkey_table(peer),
                     NodeKind::Switch => all_full.clone(),
                 };
+                // A switch port holds PartitionEnforcementCap entries (IBA 1 §14.2.5.4); our
+                // switches refuse a P_KeyTable block past them.
+                pkeys.truncate(usize::from(crate::hw::switch::PARTITION_ENFORCEMENT_CAP));
                 out.push((id, self.port_config(p, lid, mtu, rate, pkeys)));
             }
             out.push((id, Config::Lft(self.route.lfts[s].clone())));
