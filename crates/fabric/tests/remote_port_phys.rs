@@ -386,3 +386,50 @@ fn a_host_the_fabric_found_silent_goes_down_and_comes_back_through_init_armed_ac
     use PortStateCode::*;
     assert_back(&mut net, from, &[Init, Armed, Active]);
 }
+
+// IBA 1 §5.6.2.1: a port whose link partner is disabled never gets a link. A host that loses its
+// session while the switch port facing it is Disabled, and attaches again before it is enabled,
+// has no link meanwhile (its port stays Down, LinkDownedCounter counts the one loss); the
+// enable then brings it back as before.
+#[test]
+fn a_host_attached_again_while_the_switch_port_facing_it_is_disabled_gets_no_link() {
+    let (mut net, at) = up(14);
+    let mut sm = Diag::attach(&mut net, &at);
+    let to_switch = [at.sm_port];
+    let from = net.configs.len();
+    let r = sm.set_phys(
+        &mut net,
+        &at,
+        &to_switch,
+        at.sw_port,
+        PortPhysState::Disabled,
+    );
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    net.run_for(Duration::from_millis(50));
+    assert_link_down(&mut net);
+    // The host goes silent, loses its session, then attaches again, the port still disabled.
+    net.peers[VICTIM].tamper = Some(Box::new(|_: &[u8]| Some(vec![0; 4])));
+    assert!(
+        net.run_until(5 * SEC, |n| !n.peers[VICTIM].host.link().is_attached()),
+        "the host noticed"
+    );
+    net.peers[VICTIM].tamper = None;
+    assert!(
+        net.run_until(3 * SEC, |n| n.peers[VICTIM].host.link().is_attached()),
+        "attached again"
+    );
+    net.run_for(Duration::from_millis(50));
+    assert_eq!(net.peers[VICTIM].host.builds(), 1, "the same host");
+    assert_eq!(host_port(&net), (PortState::Down, false, 1), "no link");
+    assert!(!net.carrier(VICTIM));
+    let r = sm.set_phys(
+        &mut net,
+        &at,
+        &to_switch,
+        at.sw_port,
+        PortPhysState::Polling,
+    );
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    use PortStateCode::*;
+    assert_back(&mut net, from, &[Down, Init, Armed, Active]);
+}

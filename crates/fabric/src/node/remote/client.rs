@@ -11,12 +11,15 @@
 //!
 //! [`RemoteHost`] builds the host when the first identity comes (HCA with the fabric's GUIDs, the
 //! management agents on the port the fabric names, then the caller's [`InstallFn`]); on a loss it
-//! takes the cable between HCA and uplink down (the port goes Down, so IPoIB loses carrier), and on
-//! a new accept with the same identity brings it up again: the fabric replays the SM's
-//! configuration, the port becomes Active and the interfaces join again. An accept with another
-//! identity builds a new host. A PortConfig with PortState Down for the host's port (its link
-//! down at the fabric: the slot's port or the switch's end Disabled) takes the cable down too,
-//! and the next one with another state brings it up before it is written (`HostSim::configure`).
+//! takes the cable between HCA and uplink down (the port goes Down, so IPoIB loses carrier); on a
+//! new accept with the same identity the fabric replays every port's configuration, whose first
+//! PortConfig for the host's port that is not Down brings the cable up again (the port then
+//! becomes Active and the interfaces join again), while one that is Down (the slot's link still
+//! down at the fabric: IBA 1 §5.6.2.1, a port whose partner is disabled gets no link) leaves it
+//! down. An accept with another identity builds a new host. A PortConfig with PortState Down for
+//! the host's port (its link down at the fabric: the slot's port or the switch's end Disabled)
+//! takes the cable down too, and the next one with another state brings it up before it is
+//! written (`HostSim::configure`).
 //!
 //! Invariants: datagrams of another session are counted and dropped; every queue is bounded.
 
@@ -566,12 +569,11 @@ impl RemoteHost {
         while let Some(e) = self.link.poll_event() {
             match e {
                 HostLinkEvent::Attached(a) => {
+                    // The same identity: the cable stays as it is until the PortConfig of the
+                    // host's port that the fabric sends after the accept (`Remote::attach`) says
+                    // whether the slot's link is up.
                     let same = self.host.as_ref().is_some_and(|h| h.identity == a);
-                    if same {
-                        if let Some(h) = &mut self.host {
-                            h.set_cable(now, true);
-                        }
-                    } else {
+                    if !same {
                         self.build(now, &a);
                     }
                     self.status.push_back(HostLinkEvent::Attached(a));
