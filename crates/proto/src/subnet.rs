@@ -7,7 +7,7 @@
 //! [`SubnetModel::ca_port_info`] and [`SubnetModel::switch_port_info`] derive from it (from the
 //! PortInfo the SM read, [`SubnetModel::port_infos`], where it has it).
 
-use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState};
+use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState, SmInfoRepr};
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::collections::BTreeMap;
@@ -140,6 +140,10 @@ pub struct SubnetModel {
     /// The P_Key table the SM writes on each switch's management port 0, by switch GUID (the
     /// default P_Key alone for a switch missing here).
     pub switch_port0_pkeys: BTreeMap<Guid, Vec<PKey>>,
+    /// The SMInfo of the subnet's SMs as the master knows them, its own first (as its port
+    /// answers SubnGet(SMInfo) when the model was made; OpenSM's SA lists its own SM, then the
+    /// remote SMs of `sm_guid_tbl`). Empty: the SA lists no SMInfoRecord.
+    pub sms: Vec<SmInfoRepr>,
 }
 
 impl SubnetModel {
@@ -519,6 +523,7 @@ mod tests {
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
+            sms: Vec::new(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -587,6 +592,7 @@ mod tests {
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
+            sms: Vec::new(),
             switches,
         }
     }

@@ -42,6 +42,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         port_infos: Default::default(),
         switch_link_pkeys: Vec::new(),
         switch_port0_pkeys: Default::default(),
+        sms: Vec::new(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -8,6 +8,7 @@ mod mcast;
 mod opensm;
 mod path;
 mod records;
+mod sm_records;
 
 use super::*;
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};

@@ -196,6 +196,7 @@ impl OurSa {
             port_infos: Default::default(),
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
+            sms: Vec::new(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

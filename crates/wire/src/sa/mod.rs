@@ -2,7 +2,7 @@
 //! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
-//! GUIDInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! GUIDInfoRecord, SMInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -20,6 +20,7 @@ mod port_info_record;
 mod rate;
 mod record;
 mod sa_mad;
+mod sm_info_record;
 
 pub use crate::mad::{
     ClassPortInfoRepr, InformInfoRepr, NoticeRepr, NoticeType, ProducerType, SaStatus,
@@ -36,3 +37,4 @@ pub use port_info_record::{pir_mask, PortInfoRecordRepr, PIR_ENHANCED_COMP_MASK}
 pub use rate::{Mtu, Rate, Selector};
 pub use record::{attribute_offset_for, record_len, SaAttribute, SaRawData, SaRecords};
 pub use sa_mad::{emit_records, SaMadRepr};
+pub use sm_info_record::{smir_mask, SmInfoRecordRepr};

@@ -12,6 +12,7 @@ use super::node_record::NodeRecordRepr;
 use super::path::PathRecordRepr;
 use super::pkey_record::PKeyTableRecordRepr;
 use super::port_info_record::PortInfoRecordRepr;
+use super::sm_info_record::SmInfoRecordRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::sa as attr;
 use crate::mad::{ClassPortInfoRepr, InformInfoRepr, NoticeRepr};
@@ -61,6 +62,7 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::P_KEY_TABLE_RECORD => Some(72),
         attr::LINEAR_FORWARDING_TABLE_RECORD => Some(72),
         attr::GUID_INFO_RECORD => Some(72),
+        attr::SM_INFO_RECORD => Some(28),
         _ => None,
     }
 }
@@ -96,6 +98,8 @@ pub enum SaAttribute {
     LftRecord(LftRecordRepr),
     /// GUIDInfoRecord (IBA 1 §15.2.5.18).
     GuidInfoRecord(GuidInfoRecordRepr),
+    /// SMInfoRecord (IBA 1 §15.2.5.10).
+    SmInfoRecord(SmInfoRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -119,6 +123,7 @@ impl SaAttribute {
                 SaAttribute::LftRecord(LftRecordRepr::parse(data)?)
             }
             attr::GUID_INFO_RECORD => SaAttribute::GuidInfoRecord(GuidInfoRecordRepr::parse(data)?),
+            attr::SM_INFO_RECORD => SaAttribute::SmInfoRecord(SmInfoRecordRepr::parse(data)?),
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -137,6 +142,7 @@ impl SaAttribute {
             SaAttribute::PKeyTableRecord(_) => Some(attr::P_KEY_TABLE_RECORD),
             SaAttribute::LftRecord(_) => Some(attr::LINEAR_FORWARDING_TABLE_RECORD),
             SaAttribute::GuidInfoRecord(_) => Some(attr::GUID_INFO_RECORD),
+            SaAttribute::SmInfoRecord(_) => Some(attr::SM_INFO_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -155,6 +161,7 @@ impl SaAttribute {
             SaAttribute::PKeyTableRecord(r) => r.buffer_len(),
             SaAttribute::LftRecord(r) => r.buffer_len(),
             SaAttribute::GuidInfoRecord(r) => r.buffer_len(),
+            SaAttribute::SmInfoRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -173,6 +180,7 @@ impl SaAttribute {
             SaAttribute::PKeyTableRecord(r) => r.emit(buf),
             SaAttribute::LftRecord(r) => r.emit(buf),
             SaAttribute::GuidInfoRecord(r) => r.emit(buf),
+            SaAttribute::SmInfoRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -191,6 +199,7 @@ impl SaAttribute {
             SaAttribute::PKeyTableRecord(_) => "p_key_table_record",
             SaAttribute::LftRecord(_) => "linear_forwarding_table_record",
             SaAttribute::GuidInfoRecord(_) => "guid_info_record",
+            SaAttribute::SmInfoRecord(_) => "sm_info_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -210,6 +219,7 @@ impl Describe for SaAttribute {
             SaAttribute::PKeyTableRecord(r) => r.describe(d),
             SaAttribute::LftRecord(r) => r.describe(d),
             SaAttribute::GuidInfoRecord(r) => r.describe(d),
+            SaAttribute::SmInfoRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -339,7 +349,7 @@ mod tests {
             off in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x20, 0x30, 0x33, 0x35, 0x38];
+            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;

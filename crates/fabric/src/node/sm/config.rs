@@ -340,6 +340,7 @@ impl SubnetManager {
                 .iter()
                 .map(|&n| (self.topo.nodes()[n].guid, self.switch_port0_pkeys(n)))
                 .collect(),
+            sms: Vec::new(),
         }
     }
 }

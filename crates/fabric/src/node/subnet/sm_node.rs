@@ -267,12 +267,17 @@ impl App for SmApp {
             .agents
             .get::<SmpSm>(self.smp)
             .filter(|a| a.generation() != self.generation)
-            .and_then(|a| Some((a.generation(), a.manager()?.clone())));
-        if let Some((generation, sm)) = brain {
+            .and_then(|a| {
+                let info = a.sm_info(a.election().guid());
+                Some((a.generation(), a.manager()?.clone(), info))
+            });
+        if let Some((generation, sm, info)) = brain {
             self.generation = generation;
             self.lid_of_guid = lids_of_guids(&sm);
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                sa.set_subnet(sm.subnet_model());
+                let mut model = sm.subnet_model();
+                model.sms = vec![info];
+                sa.set_subnet(model);
             }
             if self.sm.is_some() {
                 for (&mlid, lids) in &self.members {

@@ -12,6 +12,7 @@ mod inform;
 mod mcast;
 mod path;
 mod records;
+mod sm_records;
 
 use super::rmpp::{segment_table, RmppSender, SendState};
 use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
@@ -642,6 +643,10 @@ impl SaServer {
             (attr::GUID_INFO_RECORD, SaAttribute::GuidInfoRecord(r)) => {
                 let r = *r;
                 self.guid_info_record(now, &req, r)
+            }
+            (attr::SM_INFO_RECORD, SaAttribute::SmInfoRecord(r)) => {
+                let r = *r;
+                self.sm_info_record(now, &req, r)
             }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;

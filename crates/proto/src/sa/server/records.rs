@@ -52,7 +52,7 @@ enum At {
 
 /// OpenSM `osm_physp_share_pkey` (without `allow_both_pkeys`): the same port, or an empty table
 /// at either end, or a pair of entries that match, not both limited.
-fn share_pkey(a: &[PKey], b: &[PKey], same: bool) -> bool {
+pub(super) fn share_pkey(a: &[PKey], b: &[PKey], same: bool) -> bool {
     same || a.is_empty() || b.is_empty() || a.iter().any(|&ka| b.iter().any(|&kb| ka.matches(kb)))
 }
 
@@ -163,7 +163,7 @@ impl SubnetModel {
 }
 
 impl SaServer {
-    fn requester(&self, req: &Req<'_>) -> Option<&CaPort> {
+    pub(super) fn requester(&self, req: &Req<'_>) -> Option<&CaPort> {
         self.model().ports.get(req.port)
     }
 
@@ -179,7 +179,7 @@ impl SaServer {
     /// attributes unanswered ("Dispatcher post message failed (CL_NOT_FOUND)", measured by
     /// `opensm_diff::our_subnet_records_match_opensm`), and so do we; other methods get
     /// METHOD_ATTR_UNSUPPORTED.
-    fn get_or_table(&mut self, req: &Req<'_>) -> bool {
+    pub(super) fn get_or_table(&mut self, req: &Req<'_>) -> bool {
         match req.mad.header.method {
             Method::Get | Method::GetTable => true,
             Method::Set | Method::Delete => {

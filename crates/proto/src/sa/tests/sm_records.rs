@@ -1,0 +1,135 @@
+//! SMInfoRecord against OpenSM's rules (osm_sa_sminfo_record.c): the records given, component
+//! masks, P_Key visibility, SM_Key.
+
+use super::*;
+use ipoib_wire::mad::Method;
+use ipoib_wire::sa::{smir_mask, SaAttribute, SmInfoRecordRepr};
+use ipoib_wire::smp::{SmInfoRepr, SmState};
+
+fn records(r: Result<SaResponse, SaClientError>) -> Vec<SaAttribute> {
+    let r = r.expect("success");
+    match r.attribute {
+        Some(a) if r.records.is_empty() => vec![a],
+        _ => r.records,
+    }
+}
+
+fn master() -> SmInfoRepr {
+    SmInfoRepr {
+        guid: Guid(0x1000 + u64::from(SA_LID)),
+        sm_key: 1,
+        act_count: 77,
+        priority: 3,
+        sm_state: SmState::Master,
+    }
+}
+
+fn net_with_sm(model: SubnetModel) -> Net {
+    let mut m = model;
+    m.sms = vec![master()];
+    Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        3,
+    )
+}
+
+fn smir_q(lid: u16, sm_info: SmInfoRepr) -> SaAttribute {
+    SaAttribute::SmInfoRecord(SmInfoRecordRepr { lid, sm_info })
+}
+
+fn smirs(r: Result<SaResponse, SaClientError>) -> Vec<SmInfoRecordRepr> {
+    records(r)
+        .into_iter()
+        .map(|a| match a {
+            SaAttribute::SmInfoRecord(s) => s,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+// IBA 1 §15.2.5.10; OpenSM osm_smir_rcv_process: the master's record, LID its port's, SM_Key 0
+// even to a trusted request; LID, GUID, Priority and SMState select.
+#[test]
+fn sm_info_record_lists_the_master() {
+    let mut net = net_with_sm(default_model(2));
+    let q = SmInfoRepr {
+        sm_key: 0,
+        act_count: 0,
+        ..master()
+    };
+    let all = smirs(net.ask(2, SaMadRepr::request(Method::GetTable, 1, 0, smir_q(0, q))));
+    let mut want = master();
+    want.sm_key = 0;
+    assert_eq!(
+        all,
+        [SmInfoRecordRepr {
+            lid: SA_LID,
+            sm_info: want
+        }]
+    );
+    // Get by LID, and by GUID/Priority/SMState.
+    let by = |mask: u64, lid: u16, qi: SmInfoRepr, net: &mut Net| {
+        net.ask(
+            3,
+            SaMadRepr::request(Method::GetTable, 0, mask, smir_q(lid, qi)),
+        )
+        .map(|r| r.records.len())
+    };
+    assert_eq!(by(smir_mask::LID, SA_LID, q, &mut net), Ok(1));
+    assert_eq!(by(smir_mask::LID, 2, q, &mut net), Ok(0), "no SM at LID 2");
+    assert_eq!(
+        by(smir_mask::GUID | smir_mask::PRIORITY, 0, q, &mut net),
+        Ok(1)
+    );
+    let other = SmInfoRepr { priority: 4, ..q };
+    assert_eq!(by(smir_mask::PRIORITY, 0, other, &mut net), Ok(0));
+    let standby = SmInfoRepr {
+        sm_state: SmState::Standby,
+        ..q
+    };
+    assert_eq!(by(smir_mask::SM_STATE, 0, standby, &mut net), Ok(0));
+    // ActCount and SM_Key select nothing (OpenSM compares neither).
+    assert_eq!(
+        by(smir_mask::ACT_COUNT | smir_mask::SM_KEY, 0, q, &mut net),
+        Ok(1)
+    );
+    let get = net.ask(
+        2,
+        SaMadRepr::request(Method::Get, 0, smir_mask::LID, smir_q(2, q)),
+    );
+    assert_eq!(get, status(SaStatus::NoRecords));
+}
+
+// OpenSM "ERR 2805: Cannot get SMInfo record due to pkey violation": no answer at all.
+#[test]
+fn sm_info_record_is_not_given_across_partitions() {
+    let mut m = default_model(2);
+    m.ports[2].pkeys = vec![PKey(0x8002)]; // LID 3
+    let mut net = net_with_sm(m);
+    let r = net.ask(
+        3,
+        SaMadRepr::request(Method::GetTable, 0, 0, smir_q(0, master())),
+    );
+    assert_eq!(r.err(), Some(SaClientError::Timeout));
+    assert_eq!(
+        smirs(net.ask(
+            2,
+            SaMadRepr::request(Method::GetTable, 0, 0, smir_q(0, master()))
+        ))
+        .len(),
+        1
+    );
+}
+
+// A model without SMs (no sweep yet) lists none.
+#[test]
+fn sm_info_record_without_sms_is_empty() {
+    let mut net = Net::default(1);
+    let r = net.ask(
+        2,
+        SaMadRepr::request(Method::GetTable, 0, 0, smir_q(0, master())),
+    );
+    assert_eq!(r.map(|r| r.records.len()), Ok(0));
+}
