@@ -2,7 +2,7 @@
 //! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
-//! GUIDInfoRecord, SMInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! GUIDInfoRecord, SMInfoRecord, InformInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -10,6 +10,7 @@
 
 mod guid_info_record;
 mod header;
+mod inform_info_record;
 mod lft_record;
 mod link_record;
 mod mcmember;
@@ -27,6 +28,7 @@ pub use crate::mad::{
 };
 pub use guid_info_record::{gir_mask, GuidInfoRecordRepr, GUID_BLOCK_ENTRIES};
 pub use header::{SaHeaderRepr, SaMad, SA_DATA_LEN, SA_DATA_OFFSET, SA_HEADER_LEN};
+pub use inform_info_record::{iir_mask, InformInfoRecordRepr};
 pub use lft_record::{lftr_mask, LftRecordRepr};
 pub use link_record::{lr_mask, LinkRecordRepr};
 pub use mcmember::{mcr_mask, JoinState, McMemberRecord, McMemberRecordRepr};

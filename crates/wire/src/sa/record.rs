@@ -5,6 +5,7 @@
 
 use super::guid_info_record::GuidInfoRecordRepr;
 use super::header::SA_DATA_LEN;
+use super::inform_info_record::InformInfoRecordRepr;
 use super::lft_record::LftRecordRepr;
 use super::link_record::LinkRecordRepr;
 use super::mcmember::McMemberRecordRepr;
@@ -63,6 +64,7 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::LINEAR_FORWARDING_TABLE_RECORD => Some(72),
         attr::GUID_INFO_RECORD => Some(72),
         attr::SM_INFO_RECORD => Some(28),
+        attr::INFORM_INFO_RECORD => Some(64),
         _ => None,
     }
 }
@@ -100,6 +102,8 @@ pub enum SaAttribute {
     GuidInfoRecord(GuidInfoRecordRepr),
     /// SMInfoRecord (IBA 1 §15.2.5.10).
     SmInfoRecord(SmInfoRecordRepr),
+    /// InformInfoRecord (IBA 1 §15.2.5.12).
+    InformInfoRecord(InformInfoRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -124,6 +128,9 @@ impl SaAttribute {
             }
             attr::GUID_INFO_RECORD => SaAttribute::GuidInfoRecord(GuidInfoRecordRepr::parse(data)?),
             attr::SM_INFO_RECORD => SaAttribute::SmInfoRecord(SmInfoRecordRepr::parse(data)?),
+            attr::INFORM_INFO_RECORD => {
+                SaAttribute::InformInfoRecord(InformInfoRecordRepr::parse(data)?)
+            }
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -143,6 +150,7 @@ impl SaAttribute {
             SaAttribute::LftRecord(_) => Some(attr::LINEAR_FORWARDING_TABLE_RECORD),
             SaAttribute::GuidInfoRecord(_) => Some(attr::GUID_INFO_RECORD),
             SaAttribute::SmInfoRecord(_) => Some(attr::SM_INFO_RECORD),
+            SaAttribute::InformInfoRecord(_) => Some(attr::INFORM_INFO_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -162,6 +170,7 @@ impl SaAttribute {
             SaAttribute::LftRecord(r) => r.buffer_len(),
             SaAttribute::GuidInfoRecord(r) => r.buffer_len(),
             SaAttribute::SmInfoRecord(r) => r.buffer_len(),
+            SaAttribute::InformInfoRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -181,6 +190,7 @@ impl SaAttribute {
             SaAttribute::LftRecord(r) => r.emit(buf),
             SaAttribute::GuidInfoRecord(r) => r.emit(buf),
             SaAttribute::SmInfoRecord(r) => r.emit(buf),
+            SaAttribute::InformInfoRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -200,6 +210,7 @@ impl SaAttribute {
             SaAttribute::LftRecord(_) => "linear_forwarding_table_record",
             SaAttribute::GuidInfoRecord(_) => "guid_info_record",
             SaAttribute::SmInfoRecord(_) => "sm_info_record",
+            SaAttribute::InformInfoRecord(_) => "inform_info_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -220,6 +231,7 @@ impl Describe for SaAttribute {
             SaAttribute::LftRecord(r) => r.describe(d),
             SaAttribute::GuidInfoRecord(r) => r.describe(d),
             SaAttribute::SmInfoRecord(r) => r.describe(d),
+            SaAttribute::InformInfoRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -342,6 +354,25 @@ mod tests {
         assert_eq!(m.group_name(), "mc_member_record");
     }
 
+    // `ipoib decode` names SMInfoRecord and InformInfoRecord (IBA 1 §15.2.5.10, .12).
+    #[test]
+    fn sm_and_inform_records_decode_by_name() {
+        let smir = SaAttribute::parse(attr::SM_INFO_RECORD, &[0u8; 32]).unwrap();
+        assert_eq!(smir.group_name(), "sm_info_record");
+        assert_eq!(smir.attribute_id(), Some(attr::SM_INFO_RECORD));
+        let iir = SaAttribute::parse(attr::INFORM_INFO_RECORD, &[0u8; 64]).unwrap();
+        assert_eq!(iir.group_name(), "inform_info_record");
+        assert_eq!(iir.buffer_len(), 64);
+        assert_eq!(
+            record_len(attr::SM_INFO_RECORD).map(attribute_offset_for),
+            Some(4)
+        );
+        assert_eq!(
+            record_len(attr::INFORM_INFO_RECORD).map(attribute_offset_for),
+            Some(8)
+        );
+    }
+
     proptest! {
         #[test]
         fn records_never_panic(
@@ -349,7 +380,7 @@ mod tests {
             off in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38];
+            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38, 0xf3];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;

@@ -648,6 +648,10 @@ impl SaServer {
                 let r = *r;
                 self.sm_info_record(now, &req, r)
             }
+            (attr::INFORM_INFO_RECORD, SaAttribute::InformInfoRecord(r)) => {
+                let r = *r;
+                self.inform_info_record(now, &req, r)
+            }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
                 self.inform_info(&req, r)

@@ -1,9 +1,9 @@
-//! SMInfoRecord against OpenSM's rules (osm_sa_sminfo_record.c): the records given, component
-//! masks, P_Key visibility, SM_Key.
+//! SMInfoRecord and InformInfoRecord against OpenSM's rules (osm_sa_sminfo_record.c,
+//! osm_sa_informinfo.c): the records given, component masks, P_Key visibility, SM_Key.
 
 use super::*;
-use ipoib_wire::mad::Method;
-use ipoib_wire::sa::{smir_mask, SaAttribute, SmInfoRecordRepr};
+use ipoib_wire::mad::{InformInfoRepr, Method};
+use ipoib_wire::sa::{iir_mask, smir_mask, InformInfoRecordRepr, SaAttribute, SmInfoRecordRepr};
 use ipoib_wire::smp::{SmInfoRepr, SmState};
 
 fn records(r: Result<SaResponse, SaClientError>) -> Vec<SaAttribute> {
@@ -132,4 +132,136 @@ fn sm_info_record_without_sms_is_empty() {
         SaMadRepr::request(Method::GetTable, 0, 0, smir_q(0, master())),
     );
     assert_eq!(r.map(|r| r.records.len()), Ok(0));
+}
+
+fn subscribe(net: &mut Net, lid: u16, trap: u16) {
+    let r = net.ask(
+        lid,
+        SaMadRepr::request(
+            Method::Set,
+            0,
+            0,
+            SaAttribute::InformInfo(InformInfoRepr::generic(true, trap, 1)),
+        ),
+    );
+    assert!(r.is_ok(), "{r:?}");
+}
+
+fn iir_q(gid: Gid) -> SaAttribute {
+    SaAttribute::InformInfoRecord(InformInfoRecordRepr {
+        subscriber_gid: gid,
+        subscriber_enum: 0,
+        inform_info: InformInfoRepr::default(),
+    })
+}
+
+fn iirs(r: Result<SaResponse, SaClientError>) -> Vec<InformInfoRecordRepr> {
+    records(r)
+        .into_iter()
+        .map(|a| match a {
+            SaAttribute::InformInfoRecord(s) => s,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+// IBA 1 §15.2.5.12; OpenSM infr_rcv_process_get_method: every subscription in the order made,
+// SubscriberGID the subscriber's port GID, Enum 0, InformInfo as kept (QPN the subscriber's QP);
+// SubscriberGID selects; no SM_Key needed; unsubscribing removes the record.
+#[test]
+fn inform_info_records_list_the_subscriptions() {
+    let mut net = Net::default(3);
+    subscribe(&mut net, 2, 64);
+    subscribe(&mut net, 3, 65);
+    subscribe(&mut net, 2, 66);
+    let all = iirs(net.ask(
+        4,
+        SaMadRepr::request(Method::GetTable, 0, 0, iir_q(Gid::ZERO)),
+    ));
+    let seen: Vec<(Gid, u16, u16)> = all
+        .iter()
+        .map(|r| {
+            (
+                r.subscriber_gid,
+                r.subscriber_enum,
+                r.inform_info.trap_number_or_device_id,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [(gid_of(2), 0, 64), (gid_of(3), 0, 65), (gid_of(2), 0, 66)]
+    );
+    assert!(all
+        .iter()
+        .all(|r| r.inform_info.subscribe && r.inform_info.qpn == 1));
+    let mine = iirs(net.ask(
+        4,
+        SaMadRepr::request(
+            Method::GetTable,
+            0,
+            iir_mask::SUBSCRIBER_GID,
+            iir_q(gid_of(3)),
+        ),
+    ));
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].inform_info.trap_number_or_device_id, 65);
+    let r = net.ask(
+        4,
+        SaMadRepr::request(Method::Get, 0, iir_mask::SUBSCRIBER_GID, iir_q(gid_of(2))),
+    );
+    assert_eq!(r, status(SaStatus::TooManyRecords));
+    let r = net.ask(
+        4,
+        SaMadRepr::request(Method::GetTable, 0, iir_mask::ENUM, {
+            let mut q = iir_q(Gid::ZERO);
+            if let SaAttribute::InformInfoRecord(ref mut x) = q {
+                x.subscriber_enum = 1;
+            }
+            q
+        }),
+    );
+    assert_eq!(r.map(|r| r.records.len()), Ok(0), "Enum is always 0");
+    // Unsubscribe: gone from the table.
+    let un = net.ask(
+        3,
+        SaMadRepr::request(
+            Method::Set,
+            0,
+            0,
+            SaAttribute::InformInfo(InformInfoRepr::generic(false, 65, 1)),
+        ),
+    );
+    assert!(un.is_ok(), "{un:?}");
+    let all = iirs(net.ask(
+        4,
+        SaMadRepr::request(Method::GetTable, 0, 0, iir_q(Gid::ZERO)),
+    ));
+    assert_eq!(all.len(), 2);
+}
+
+// OpenSM osm_physp_share_pkey between requester and subscriber.
+#[test]
+fn inform_info_records_follow_pkey_visibility() {
+    let mut m = default_model(3);
+    m.ports[2].pkeys = vec![PKey(0x8002)]; // LID 3
+    let mut net = Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        1,
+    );
+    subscribe(&mut net, 2, 64);
+    subscribe(&mut net, 3, 64);
+    let gids = |net: &mut Net, from: u16| -> Vec<Gid> {
+        iirs(net.ask(
+            from,
+            SaMadRepr::request(Method::GetTable, 0, 0, iir_q(Gid::ZERO)),
+        ))
+        .iter()
+        .map(|r| r.subscriber_gid)
+        .collect()
+    };
+    assert_eq!(gids(&mut net, 4), [gid_of(2)]);
+    assert_eq!(gids(&mut net, 3), [gid_of(3)]);
 }
