@@ -157,6 +157,13 @@ impl Diag {
         self.dr(net, at, Method::Set, path, port, SmpAttribute::PortInfo(w))
             .expect("the Set's answer")
     }
+
+    /// [`Diag::set_phys`] of the switch port facing the victim host (one hop from the SM's
+    /// host), which must succeed.
+    fn set_switch_end(&mut self, net: &mut Net, at: &Places, phys: PortPhysState) {
+        let r = self.set_phys(net, at, &[at.sm_port], at.sw_port, phys);
+        assert_eq!(r.status(), MadStatus::SUCCESS);
+    }
 }
 
 /// The victim host's HCA port: (state, link up, LinkDownedCounter).
@@ -266,31 +273,18 @@ fn up(seed: u64) -> (Net, Places) {
 fn the_switch_port_facing_an_attached_host_disabled_and_enabled() {
     let (mut net, at) = up(11);
     let mut sm = Diag::attach(&mut net, &at);
-    let to_switch = [at.sm_port];
     let from = net.configs.len();
-    let r = sm.set_phys(
-        &mut net,
-        &at,
-        &to_switch,
-        at.sw_port,
-        PortPhysState::Disabled,
-    );
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_switch_end(&mut net, &at, PortPhysState::Disabled);
     net.run_for(Duration::from_millis(50));
-    let sw = sm.port_info(&mut net, &at, &to_switch, at.sw_port).unwrap();
+    let sw = sm
+        .port_info(&mut net, &at, &[at.sm_port], at.sw_port)
+        .unwrap();
     assert_eq!(
         (sw.port_phys_state, sw.port_state),
         (PortPhysState::Disabled, WireState::Down)
     );
     assert_link_down(&mut net);
-    let r = sm.set_phys(
-        &mut net,
-        &at,
-        &to_switch,
-        at.sw_port,
-        PortPhysState::Polling,
-    );
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_switch_end(&mut net, &at, PortPhysState::Polling);
     use PortStateCode::*;
     assert_back(&mut net, from, &[Down, Init, Armed, Active]);
 }
@@ -395,16 +389,8 @@ fn a_host_the_fabric_found_silent_goes_down_and_comes_back_through_init_armed_ac
 fn a_host_attached_again_while_the_switch_port_facing_it_is_disabled_gets_no_link() {
     let (mut net, at) = up(14);
     let mut sm = Diag::attach(&mut net, &at);
-    let to_switch = [at.sm_port];
     let from = net.configs.len();
-    let r = sm.set_phys(
-        &mut net,
-        &at,
-        &to_switch,
-        at.sw_port,
-        PortPhysState::Disabled,
-    );
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_switch_end(&mut net, &at, PortPhysState::Disabled);
     net.run_for(Duration::from_millis(50));
     assert_link_down(&mut net);
     // The host goes silent, loses its session, then attaches again, the port still disabled.
@@ -422,14 +408,7 @@ fn a_host_attached_again_while_the_switch_port_facing_it_is_disabled_gets_no_lin
     assert_eq!(net.peers[VICTIM].host.builds(), 1, "the same host");
     assert_eq!(host_port(&net), (PortState::Down, false, 1), "no link");
     assert!(!net.carrier(VICTIM));
-    let r = sm.set_phys(
-        &mut net,
-        &at,
-        &to_switch,
-        at.sw_port,
-        PortPhysState::Polling,
-    );
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_switch_end(&mut net, &at, PortPhysState::Polling);
     use PortStateCode::*;
     assert_back(&mut net, from, &[Down, Init, Armed, Active]);
 }
