@@ -17,7 +17,6 @@ use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig};
 use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::tun::{OsPort, FRAME_HEADROOM, HAND_OVER_MIN, READ_BUFFER};
 use nix::time::{clock_gettime, ClockId};
-use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 /// Packets handed over per batch (what one driver turn reads at most is 64).
@@ -43,28 +42,10 @@ fn subnet(conn: bool) -> Subnet {
     net
 }
 
-/// An IPv4 UDP packet of `len` bytes from 10.0.0.`from` to 10.0.0.`to` (header checksum right).
-fn ipv4(len: usize, from: u8, to: u8) -> Vec<u8> {
-    let mut p = vec![0x5a; len];
-    let h = &mut p[..20];
-    h[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 17, 0, 0]);
-    h[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    h[12..16].copy_from_slice(&Ipv4Addr::new(10, 0, 0, from).octets());
-    h[16..20].copy_from_slice(&Ipv4Addr::new(10, 0, 0, to).octets());
-    let mut sum = 0u32;
-    for w in h.chunks(2) {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    p[20..22].copy_from_slice(&40000u16.to_be_bytes());
-    p[22..24].copy_from_slice(&5001u16.to_be_bytes());
-    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
-    p[26..28].copy_from_slice(&[0, 0]);
-    p
-}
+// The packets as `examples/udppath.rs` builds them (one copy of the builder).
+#[path = "../tests/common/udp_world.rs"]
+mod world;
+use world::ipv4;
 
 fn thread_cpu() -> Duration {
     clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
