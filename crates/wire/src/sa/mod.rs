@@ -2,7 +2,8 @@
 //! records this project queries and joins (MCMemberRecord, PathRecord; ClassPortInfo, Notice and
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
-//! GUIDInfoRecord, SMInfoRecord, InformInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! GUIDInfoRecord, SMInfoRecord, InformInfoRecord, SLtoVLMappingTableRecord,
+//! VLArbitrationTableRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -21,7 +22,9 @@ mod port_info_record;
 mod rate;
 mod record;
 mod sa_mad;
+mod slvl_record;
 mod sm_info_record;
+mod vlarb_record;
 
 pub use crate::mad::{
     ClassPortInfoRepr, InformInfoRepr, NoticeRepr, NoticeType, ProducerType, SaStatus,
@@ -39,4 +42,6 @@ pub use port_info_record::{pir_mask, PortInfoRecordRepr, PIR_ENHANCED_COMP_MASK}
 pub use rate::{Mtu, Rate, Selector};
 pub use record::{attribute_offset_for, record_len, SaAttribute, SaRawData, SaRecords};
 pub use sa_mad::{emit_records, SaMadRepr};
+pub use slvl_record::{slvlr_mask, SlToVlRecordRepr};
 pub use sm_info_record::{smir_mask, SmInfoRecordRepr};
+pub use vlarb_record::{vlar_mask, VlArbRecordRepr};

@@ -13,7 +13,9 @@ use super::node_record::NodeRecordRepr;
 use super::path::PathRecordRepr;
 use super::pkey_record::PKeyTableRecordRepr;
 use super::port_info_record::PortInfoRecordRepr;
+use super::slvl_record::SlToVlRecordRepr;
 use super::sm_info_record::SmInfoRecordRepr;
+use super::vlarb_record::VlArbRecordRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::sa as attr;
 use crate::mad::{ClassPortInfoRepr, InformInfoRepr, NoticeRepr};
@@ -65,6 +67,8 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::GUID_INFO_RECORD => Some(72),
         attr::SM_INFO_RECORD => Some(28),
         attr::INFORM_INFO_RECORD => Some(64),
+        attr::SL_TO_VL_MAPPING_TABLE_RECORD => Some(16),
+        attr::VL_ARBITRATION_TABLE_RECORD => Some(72),
         _ => None,
     }
 }
@@ -104,6 +108,10 @@ pub enum SaAttribute {
     SmInfoRecord(SmInfoRecordRepr),
     /// InformInfoRecord (IBA 1 §15.2.5.12).
     InformInfoRecord(InformInfoRecordRepr),
+    /// SLtoVLMappingTableRecord (IBA 1 §15.2.5.4).
+    SlToVlRecord(SlToVlRecordRepr),
+    /// VLArbitrationTableRecord (IBA 1 §15.2.5.9).
+    VlArbRecord(VlArbRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -131,6 +139,12 @@ impl SaAttribute {
             attr::INFORM_INFO_RECORD => {
                 SaAttribute::InformInfoRecord(InformInfoRecordRepr::parse(data)?)
             }
+            attr::SL_TO_VL_MAPPING_TABLE_RECORD => {
+                SaAttribute::SlToVlRecord(SlToVlRecordRepr::parse(data)?)
+            }
+            attr::VL_ARBITRATION_TABLE_RECORD => {
+                SaAttribute::VlArbRecord(VlArbRecordRepr::parse(data)?)
+            }
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -151,6 +165,8 @@ impl SaAttribute {
             SaAttribute::GuidInfoRecord(_) => Some(attr::GUID_INFO_RECORD),
             SaAttribute::SmInfoRecord(_) => Some(attr::SM_INFO_RECORD),
             SaAttribute::InformInfoRecord(_) => Some(attr::INFORM_INFO_RECORD),
+            SaAttribute::SlToVlRecord(_) => Some(attr::SL_TO_VL_MAPPING_TABLE_RECORD),
+            SaAttribute::VlArbRecord(_) => Some(attr::VL_ARBITRATION_TABLE_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -171,6 +187,8 @@ impl SaAttribute {
             SaAttribute::GuidInfoRecord(r) => r.buffer_len(),
             SaAttribute::SmInfoRecord(r) => r.buffer_len(),
             SaAttribute::InformInfoRecord(r) => r.buffer_len(),
+            SaAttribute::SlToVlRecord(r) => r.buffer_len(),
+            SaAttribute::VlArbRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -191,6 +209,8 @@ impl SaAttribute {
             SaAttribute::GuidInfoRecord(r) => r.emit(buf),
             SaAttribute::SmInfoRecord(r) => r.emit(buf),
             SaAttribute::InformInfoRecord(r) => r.emit(buf),
+            SaAttribute::SlToVlRecord(r) => r.emit(buf),
+            SaAttribute::VlArbRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -211,6 +231,8 @@ impl SaAttribute {
             SaAttribute::GuidInfoRecord(_) => "guid_info_record",
             SaAttribute::SmInfoRecord(_) => "sm_info_record",
             SaAttribute::InformInfoRecord(_) => "inform_info_record",
+            SaAttribute::SlToVlRecord(_) => "sl_to_vl_mapping_table_record",
+            SaAttribute::VlArbRecord(_) => "vl_arbitration_table_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -232,6 +254,8 @@ impl Describe for SaAttribute {
             SaAttribute::GuidInfoRecord(r) => r.describe(d),
             SaAttribute::SmInfoRecord(r) => r.describe(d),
             SaAttribute::InformInfoRecord(r) => r.describe(d),
+            SaAttribute::SlToVlRecord(r) => r.describe(d),
+            SaAttribute::VlArbRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -373,6 +397,29 @@ mod tests {
         );
     }
 
+    // `ipoib decode` names SLtoVLMappingTableRecord and VLArbitrationTableRecord (IBA 1
+    // §15.2.5.4, .9): 16 and 72 bytes, AttributeOffset 2 and 9 words.
+    #[test]
+    fn qos_table_records_decode_by_name() {
+        let slvl = SaAttribute::parse(attr::SL_TO_VL_MAPPING_TABLE_RECORD, &[0u8; 16]).unwrap();
+        assert_eq!(slvl.group_name(), "sl_to_vl_mapping_table_record");
+        assert_eq!(
+            slvl.attribute_id(),
+            Some(attr::SL_TO_VL_MAPPING_TABLE_RECORD)
+        );
+        let vla = SaAttribute::parse(attr::VL_ARBITRATION_TABLE_RECORD, &[0u8; 72]).unwrap();
+        assert_eq!(vla.group_name(), "vl_arbitration_table_record");
+        assert_eq!(vla.buffer_len(), 72);
+        assert_eq!(
+            record_len(attr::SL_TO_VL_MAPPING_TABLE_RECORD).map(attribute_offset_for),
+            Some(2)
+        );
+        assert_eq!(
+            record_len(attr::VL_ARBITRATION_TABLE_RECORD).map(attribute_offset_for),
+            Some(9)
+        );
+    }
+
     proptest! {
         #[test]
         fn records_never_panic(
@@ -380,7 +427,8 @@ mod tests {
             off in any::<u16>(),
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38, 0xf3];
+            let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38, 0xf3, 0x13,
+                0x36];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;
