@@ -333,6 +333,52 @@ fn the_sa_model_has_the_pkey_tables_of_every_cabled_switch_port() {
     assert_eq!(between_switches, 4, "both ends of two cables");
 }
 
+// IBA 1 §15.2.5.4, §15.2.5.9: SLtoVLMappingTableRecords and VLArbitrationTableRecords hold the
+// ports' tables; the SA's model gives, for every pair of a switch's ports, every CA port and
+// every block, what the SMA holds (our SM writes none: all zero, as OpenSM's SA gives them on
+// the same fabric; docs/OPENSM-NOTES.md "Subnet records").
+#[test]
+fn qos_table_records_are_what_the_smas_hold() {
+    let topo = chain();
+    let net = build(&topo);
+    let model = net.sm().manager().expect("swept").subnet_model();
+    let sl2vl = |k| model.sl2vl.get(&k).copied().unwrap_or_default();
+    let vlarb = |k| model.vlarb.get(&k).copied().unwrap_or_default();
+    let mut tables = 0;
+    for (n, node) in topo.nodes().iter().enumerate() {
+        let id = net.built().nodes[n];
+        if node.kind == NodeKind::Ca {
+            let port = net.sim().node::<Host>(id).unwrap().hca().port(1).unwrap();
+            assert_eq!(sl2vl((node.guid, 1, 0)), port.sl2vl, "{}", node.name);
+            for b in 1..=4u8 {
+                let held = port.vlarb[usize::from(b - 1)];
+                assert_eq!(vlarb((node.guid, 1, b)), held, "{} {b}", node.name);
+            }
+            tables += 5;
+            continue;
+        }
+        let sw = net.sim().node::<Switch>(id).unwrap();
+        for out in 0..=node.ports {
+            for input in 0..=node.ports {
+                let held = sw.sl_to_vl(input, out);
+                assert_eq!(
+                    sl2vl((node.guid, out, input)),
+                    held,
+                    "{} {input}->{out}",
+                    node.name
+                );
+                tables += 1;
+            }
+            for b in 1..=4 {
+                let held = sw.vl_arbitration(out, b);
+                assert_eq!(vlarb((node.guid, out, b)), held, "{} {out} {b}", node.name);
+                tables += 1;
+            }
+        }
+    }
+    assert!(tables > 40, "{tables}");
+}
+
 // draft-ietf-ipoib-ip-over-infiniband-06 §9.2: with the SM by SMPs, hosts resolve and ping each
 // other over the routes and the broadcast group it programmed (MFTs set by SMPs).
 #[test]

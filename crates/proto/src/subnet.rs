@@ -7,7 +7,9 @@
 //! [`SubnetModel::ca_port_info`] and [`SubnetModel::switch_port_info`] derive from it (from the
 //! PortInfo the SM read, [`SubnetModel::port_infos`], where it has it).
 
-use ipoib_wire::smp::{PortInfoRepr, PortPhysState, PortState, SmInfoRepr};
+use ipoib_wire::smp::{
+    PortInfoRepr, PortPhysState, PortState, SlToVlTableRepr, SmInfoRepr, VlArbTableRepr,
+};
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
 use std::collections::BTreeMap;
@@ -144,6 +146,16 @@ pub struct SubnetModel {
     /// answers SubnGet(SMInfo) when the model was made; OpenSM's SA lists its own SM, then the
     /// remote SMs of `sm_guid_tbl`). Empty: the SA lists no SMInfoRecord.
     pub sms: Vec<SmInfoRepr>,
+    /// The SLtoVLMappingTables (IBA 1 §14.2.5.8) the SM wrote, by (node GUID, output port,
+    /// input port; 0 for a CA's port), what the SA's SLtoVLMappingTableRecords give. A table
+    /// missing here reads all zero: OpenSM's copy of a table it never read or wrote is zeroed
+    /// (docs/OPENSM-NOTES.md "Subnet records"), and so is what our SMAs hold until an SM writes
+    /// there (crates/fabric `hw::hca::port`, `hw::switch::sma`). Our SM writes none yet (no QoS).
+    pub sl2vl: BTreeMap<(Guid, u8, u8), SlToVlTableRepr>,
+    /// The VLArbitrationTable blocks (IBA 1 §14.2.5.9) the SM wrote, by (node GUID, port,
+    /// block 1-4), for the SA's VLArbitrationTableRecords; missing: all zero, as
+    /// [`SubnetModel::sl2vl`].
+    pub vlarb: BTreeMap<(Guid, u8, u8), VlArbTableRepr>,
 }
 
 impl SubnetModel {
@@ -524,6 +536,8 @@ mod tests {
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
             sms: Vec::new(),
+            sl2vl: BTreeMap::new(),
+            vlarb: BTreeMap::new(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -593,6 +607,8 @@ mod tests {
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
             sms: Vec::new(),
+            sl2vl: BTreeMap::new(),
+            vlarb: BTreeMap::new(),
             switches,
         }
     }

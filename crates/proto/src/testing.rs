@@ -43,6 +43,8 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         switch_link_pkeys: Vec::new(),
         switch_port0_pkeys: Default::default(),
         sms: Vec::new(),
+        sl2vl: Default::default(),
+        vlarb: Default::default(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -7,6 +7,7 @@ mod gone;
 mod mcast;
 mod opensm;
 mod path;
+mod qos_records;
 mod records;
 mod sm_records;
 

@@ -197,6 +197,8 @@ impl OurSa {
             switch_link_pkeys: Vec::new(),
             switch_port0_pkeys: Default::default(),
             sms: Vec::new(),
+            sl2vl: Default::default(),
+            vlarb: Default::default(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

@@ -334,6 +334,18 @@ impl Switch {
             .get(usize::from(port))
             .map(|p| p.pkeys.as_slice())
     }
+    /// The SLtoVLMappingTable from port `input` to port `output` (IBA 1 §14.2.5.8), as a
+    /// SubnGet reads it: all zero until an SM writes it.
+    pub fn sl_to_vl(&self, input: u8, output: u8) -> ipoib_wire::smp::SlToVlTableRepr {
+        let t = self.mgmt.sl2vl.get(&(input, output));
+        t.copied().unwrap_or_default()
+    }
+    /// Block `block` (1-4) of port `port`'s VLArbitrationTable (IBA 1 §14.2.5.9), as
+    /// [`Switch::sl_to_vl`].
+    pub fn vl_arbitration(&self, port: u8, block: u8) -> ipoib_wire::smp::VlArbTableRepr {
+        let t = self.mgmt.vlarb.get(&(port, block));
+        t.copied().unwrap_or_default()
+    }
     /// State the SM wrote into a port.
     pub fn port_state(&self, port: u8) -> Option<PortState> {
         self.ports.get(usize::from(port)).map(|p| p.state)

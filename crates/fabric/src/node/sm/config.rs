@@ -341,6 +341,11 @@ impl SubnetManager {
                 .map(|&n| (self.topo.nodes()[n].guid, self.switch_port0_pkeys(n)))
                 .collect(),
             sms: Vec::new(),
+            // Our SM writes no SLtoVLMappingTable or VLArbitrationTable (no QoS): the SA gives
+            // them zeroed, which is what the SMAs hold (fabric test
+            // `subnet_smp::qos_table_records_are_what_the_smas_hold`).
+            sl2vl: Default::default(),
+            vlarb: Default::default(),
         }
     }
 }

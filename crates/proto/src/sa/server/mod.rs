@@ -11,6 +11,7 @@ mod gone;
 mod inform;
 mod mcast;
 mod path;
+mod qos_records;
 mod records;
 mod sm_records;
 
@@ -651,6 +652,14 @@ impl SaServer {
             (attr::INFORM_INFO_RECORD, SaAttribute::InformInfoRecord(r)) => {
                 let r = *r;
                 self.inform_info_record(now, &req, r)
+            }
+            (attr::SL_TO_VL_MAPPING_TABLE_RECORD, SaAttribute::SlToVlRecord(r)) => {
+                let r = *r;
+                self.sl_to_vl_record(now, &req, r)
+            }
+            (attr::VL_ARBITRATION_TABLE_RECORD, SaAttribute::VlArbRecord(r)) => {
+                let r = *r;
+                self.vl_arb_record(now, &req, r)
             }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;

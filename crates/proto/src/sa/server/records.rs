@@ -27,25 +27,25 @@ use ipoib_wire::{Guid, PKey};
 
 /// A physical port of the model, as the records see it.
 #[derive(Debug, Clone)]
-struct Phys {
+pub(super) struct Phys {
     /// Node GUID (the node's identity and the record order).
-    node_guid: Guid,
+    pub(super) node_guid: Guid,
     /// Port number on the node (0 for a switch's management port).
-    num: u8,
+    pub(super) num: u8,
     /// The port's GUID (a switch's ports all have the switch's).
-    guid: Guid,
+    pub(super) guid: Guid,
     /// Base LID of the port, or of switch port 0 for a switch's ports.
-    lid: u16,
+    pub(super) lid: u16,
     /// LMC of that LID (0 for switches: port 0 of our switches is not LMC-capable).
-    lmc: u8,
+    pub(super) lmc: u8,
     /// The P_Key table.
-    pkeys: Vec<PKey>,
+    pub(super) pkeys: Vec<PKey>,
     /// Where the port is in the model.
-    at: At,
+    pub(super) at: At,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum At {
+pub(super) enum At {
     Ca(usize),
     Switch(usize),
 }
@@ -57,7 +57,7 @@ pub(super) fn share_pkey(a: &[PKey], b: &[PKey], same: bool) -> bool {
 }
 
 /// `[lid, lid + 2^lmc - 1]` holds `want`.
-fn lid_in(lid: u16, lmc: u8, want: u16) -> bool {
+pub(super) fn lid_in(lid: u16, lmc: u8, want: u16) -> bool {
     lid != 0 && want >= lid && u32::from(want) < u32::from(lid) + (1u32 << lmc.min(16))
 }
 
@@ -78,7 +78,7 @@ fn same_description(a: &[u8; 64], b: &[u8; 64]) -> bool {
 impl SubnetModel {
     /// Every port a record may name: the CA ports with a LID (those the SM reached), every port
     /// of every switch; by node GUID, then port number.
-    fn phys_ports(&self) -> Vec<Phys> {
+    pub(super) fn phys_ports(&self) -> Vec<Phys> {
         let mut v: Vec<Phys> = self
             .ports
             .iter()
@@ -168,7 +168,7 @@ impl SaServer {
     }
 
     /// The requester sees `p` (see the module docs).
-    fn visible(&self, req: &Req<'_>, p: &Phys) -> bool {
+    pub(super) fn visible(&self, req: &Req<'_>, p: &Phys) -> bool {
         let Some(r) = self.requester(req) else {
             return false;
         };
