@@ -2,7 +2,8 @@
 //! `--sm ours` (our SM and SA on the first host configure it by SMPs) and once with `--sm none` and
 //! `ibsim-run opensm` on that same host. In each, infiniband-diags under `ibsim-run` read the
 //! subnet from another host: `ibnetdiscover`, `saquery` (NodeRecords, by LID too, PortInfoRecords,
-//! LinkRecords, groups and members, the SM's port, P_KeyTableRecords of every cabled switch port,
+//! LinkRecords, groups and members, the SM's port, SLtoVLMappingTable and VLArbitrationTable
+//! records of every node and cabled switch port, P_KeyTableRecords of every cabled switch port,
 //! PathRecords between the asking host and every switch), `smpquery` (NodeInfo, PortInfo, SwitchInfo,
 //! P_Key tables of every node and cabled port) and `sminfo` (by directed route too). What an SM is free to choose (LID
 //! numbering, timestamps, the SM's activity counter, ...) is normalised, the rest must be equal;
@@ -249,6 +250,14 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
         put(format!("saquery NR {node}"), &run(&["saquery", "NR", &l]));
         put(format!("saquery PIR {node}"), &run(&["saquery", "PIR", &l]));
         put(
+            format!("saquery SL2VL {node}"),
+            &run(&["saquery", "SL2VL", &l]),
+        );
+        put(
+            format!("saquery VLAR {node}"),
+            &run(&["saquery", "VLAR", &l]),
+        );
+        put(
             format!("smpquery nodeinfo {node}"),
             &run(&["smpquery", "nodeinfo", &l]),
         );
@@ -286,6 +295,19 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
                 format!("smpquery pkeys {node} {p}"),
                 &run(&["smpquery", "pkeys", &l, p]),
             );
+            if switch {
+                // The tables into and out of every cabled switch port (the first record: input
+                // port p to port 0; port p's block 1).
+                let at = format!("{l}/{p}");
+                put(
+                    format!("saquery SL2VL {node} {p}"),
+                    &run(&["saquery", "SL2VL", &at]),
+                );
+                put(
+                    format!("saquery VLAR {node} {p}"),
+                    &run(&["saquery", "VLAR", &at]),
+                );
+            }
             if switch {
                 // Every cabled switch port's table, those between switches too.
                 put(
