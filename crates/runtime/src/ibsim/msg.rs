@@ -192,23 +192,10 @@ impl SimRequest {
         if b.len() != SIM_REQUEST_LEN {
             return None;
         }
-        // `ntohs((uint16_t)field)`: the low 16 bits of the host-order u32, in network order.
-        let lid = |off: usize| u16::from_be(ne32(b, off) as u16);
+        let head = SimRequestHead::parse(b)?;
         let mut mad = [0u8; MAD_LEN];
         mad.copy_from_slice(&b[SIM_REQUEST_MAD_OFFSET..]);
-        Some(SimRequest {
-            head: SimRequestHead {
-                dlid: lid(0),
-                slid: lid(4),
-                dqp: be32(b, 8),
-                sqp: be32(b, 12),
-                status: be32(b, 16),
-                length: u64::from_be_bytes([
-                    b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31],
-                ]),
-            },
-            mad,
-        })
+        Some(SimRequest { head, mad })
     }
 }
 
@@ -233,6 +220,24 @@ pub struct SimRequestHead {
 }
 
 impl SimRequestHead {
+    /// The head of a datagram that is a `sim_request` ([`SimRequest::parse`]'s test: exactly
+    /// 288 bytes), its MAD left where it is.
+    pub fn parse(b: &[u8]) -> Option<SimRequestHead> {
+        if b.len() != SIM_REQUEST_LEN {
+            return None;
+        }
+        // `ntohs((uint16_t)field)`: the low 16 bits of the host-order u32, in network order.
+        let lid = |off: usize| u16::from_be(ne32(b, off) as u16);
+        Some(SimRequestHead {
+            dlid: lid(0),
+            slid: lid(4),
+            dqp: be32(b, 8),
+            sqp: be32(b, 12),
+            status: be32(b, 16),
+            length: u64::from_be_bytes([b[24], b[25], b[26], b[27], b[28], b[29], b[30], b[31]]),
+        })
+    }
+
     /// Writes the first [`SIM_REQUEST_MAD_OFFSET`] bytes of the request (bytes 20..24, padding,
     /// zero), leaving the MAD's bytes as they are.
     pub fn write(&self, b: &mut [u8; SIM_REQUEST_LEN]) {

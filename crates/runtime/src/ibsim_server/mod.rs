@@ -20,8 +20,9 @@
 //!   alone, never share a TID (docs/IBSIM.md). The agent acknowledges
 //!   the segments of an RMPP response itself and hands the client the first
 //!   ([`RmppMode::FirstSegment`]): umad2sim does no RMPP. A client's datagrams are read with
-//!   recvmmsg(2), up to 16 per call; what the fabric delivered for a client in one turn goes to
-//!   it in one sendmmsg(2) ([`IbsimServer::flush`]), a datagram each.
+//!   recvmmsg(2), up to 16 per call, and the MADs of one call go to its host together (module
+//!   `request`); what the fabric delivered for a client in one turn goes to it in one
+//!   sendmmsg(2) ([`IbsimServer::flush`]), a datagram each.
 //! - Unlike ibsim there is no limit of 10 clients: slots are numbered from 0, the lowest free one
 //!   first, and a slot's socket is bound when a client first needs it (up to
 //!   [`ServerConfig::max_clients`]).
@@ -39,6 +40,7 @@ mod answer;
 mod console;
 mod info;
 mod refusal;
+mod request;
 mod run;
 mod sock;
 
@@ -50,17 +52,12 @@ pub use refusal::{Refusal, RefuseReason, TOLD_REFUSALS};
 pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
 
-use crate::ibsim::msg::{
-    ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, SIM_CTL_LEN, SIM_REQUEST_LEN,
-    STATUS_UNDELIVERED,
-};
+use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SIM_CTL_LEN, SIM_REQUEST_LEN};
 use crate::realtime::FINE_SLEEP;
 use ipoib_fabric::node::host::{method_mask, AgentId, Registration, RmppMode, UmadError};
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
-use ipoib_proto::mad_agent::MadAddr;
 use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppFlags, RmppRepr, RmppType};
-use ipoib_wire::{PKey, QKey};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
@@ -427,13 +424,7 @@ impl IbsimServer {
                     return false;
                 }
             };
-            for (b, &len) in bufs.iter().zip(&lens).take(n) {
-                if !self.clients.contains_key(&slot) {
-                    self.counters.stray += 1;
-                    continue;
-                }
-                self.on_mad(net, slot, &b[..len]);
-            }
+            self.on_mads(net, slot, &mut bufs[..n], &lens[..n]);
             read += n;
             if n < RECV_BATCH && unix {
                 return false;
@@ -703,60 +694,6 @@ impl IbsimServer {
                 h.umad_detach(c.agent)
             });
         }
-    }
-
-    /// One datagram from client `slot`: a `sim_request` goes to the fabric; anything else drops
-    /// the client.
-    fn on_mad(&mut self, net: &mut Subnet, slot: u32, b: &[u8]) {
-        let Some(req) = SimRequest::parse(b) else {
-            self.counters.garbage_dropped += 1;
-            self.drop_client(net, slot);
-            return;
-        };
-        let Some((host, agent)) = self.clients.get(&slot).map(|c| (c.host, c.agent)) else {
-            return;
-        };
-        let mut mad = req.mad;
-        // The Method byte alone (the whole header need not be parsed for it).
-        if !Mad::new_unchecked(&mad[..]).method().is_response() {
-            // ibsim sim_mad.c update_trid: the client id in the TID's top 16 bits.
-            mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
-        } else {
-            rmpp_as_sent(&mut mad, req.head.length);
-        }
-        let hp = net.host(host).port;
-        let pkey = net
-            .host_device(host)
-            .hca()
-            .port(hp)
-            .and_then(|p| p.pkeys.first().copied())
-            .unwrap_or(PKey::DEFAULT);
-        let to = MadAddr {
-            lid: req.head.dlid,
-            qpn: req.head.dqp,
-            qkey: QKey::GSI,
-            sl: 0,
-            pkey,
-            grh: None,
-        };
-        let buf = self.spare_mads.pop().unwrap_or_default();
-        let sent = net
-            .with_host(host, |h, _| h.umad_send_with(agent, to, &mad, buf))
-            .is_some_and(|r| r.is_ok());
-        if sent {
-            self.counters.mads_in += 1;
-            return;
-        }
-        // ibsim process_packet: an undeliverable MAD goes back to its sender with status 110.
-        self.counters.undelivered += 1;
-        let back = SimRequest {
-            head: SimRequestHead {
-                status: STATUS_UNDELIVERED,
-                ..req.head
-            },
-            mad,
-        };
-        self.write_client(net, slot, &back);
     }
 
     /// Drops the clients whose input socket is gone (Unix: connecting to its name again is

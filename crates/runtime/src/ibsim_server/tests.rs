@@ -2,7 +2,7 @@
 //! against our ibsim client and a raw client that sends what it likes.
 
 use super::*;
-use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SimRequest, MAD_LEN};
+use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead, MAD_LEN};
 use crate::ibsim::{Endpoint, IbsimClient};
 use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_fabric::hw::topology::Topology;
@@ -17,6 +17,7 @@ use std::time::Duration;
 
 mod agents;
 mod bad;
+mod batch;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 

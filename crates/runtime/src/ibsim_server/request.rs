@@ -1,0 +1,137 @@
+//! The server's reads of its clients' MADs ([`IbsimServer::on_mads`]): the datagrams one
+//! recvmmsg(2) took from a client go to its host in one [`Subnet::with_host`], so the host acts
+//! once on all of them (its agents, its HCA's sends, the simulator's look at its timer) instead
+//! of once per MAD; each MAD leaves at the same virtual instant, in the order read, as before.
+
+use super::{rmpp_as_sent, IbsimServer, SIM_REQUEST_LEN};
+use crate::ibsim::msg::{
+    SimRequest, SimRequestHead, MAD_LEN, SIM_REQUEST_MAD_OFFSET, STATUS_UNDELIVERED,
+};
+use ipoib_fabric::node::host::AgentId;
+use ipoib_fabric::node::subnet::Subnet;
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_wire::mad::Mad;
+use ipoib_wire::{PKey, QKey};
+
+/// A datagram's MAD, in place.
+fn mad_of(b: &mut [u8; SIM_REQUEST_LEN + 1]) -> Option<&mut [u8; MAD_LEN]> {
+    b[SIM_REQUEST_MAD_OFFSET..SIM_REQUEST_LEN].first_chunk_mut::<MAD_LEN>()
+}
+
+impl IbsimServer {
+    /// The datagrams `bufs` (each used up to its length in `lens`) read from client `slot`, in
+    /// order: each `sim_request`'s MAD goes to the fabric, as ibsim's `process_packet` takes it
+    /// (a request's TransactionID with the client id in its top 16 bits, `sim_mad.c`
+    /// `update_trid`; an SA response as the sending kernel's RMPP layer would send it,
+    /// [`rmpp_as_sent`]); a MAD the host refuses goes back to the client with status 110; a
+    /// datagram that is not a `sim_request` drops the client, and the datagrams after it, like
+    /// any for a slot with no client, are counted as strays.
+    pub(super) fn on_mads(
+        &mut self,
+        net: &mut Subnet,
+        slot: u32,
+        bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],
+        lens: &[usize],
+    ) {
+        for (b, _) in bufs
+            .iter_mut()
+            .zip(lens)
+            .filter(|(_, &l)| l == SIM_REQUEST_LEN)
+        {
+            let Some(head) = SimRequestHead::parse(&b[..SIM_REQUEST_LEN]) else {
+                continue;
+            };
+            let Some(mad) = mad_of(b) else { continue };
+            // The Method byte alone (the whole header need not be parsed for it).
+            if !Mad::new_unchecked(&mad[..]).method().is_response() {
+                mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
+            } else {
+                rmpp_as_sent(mad, head.length);
+            }
+        }
+        let mut i = 0;
+        while i < lens.len() {
+            let Some((host, agent)) = self.clients.get(&slot).map(|c| (c.host, c.agent)) else {
+                self.counters.stray += (lens.len() - i) as u64;
+                return;
+            };
+            let end = lens[i..]
+                .iter()
+                .position(|&l| l != SIM_REQUEST_LEN)
+                .map_or(lens.len(), |k| i + k);
+            if end == i {
+                self.counters.garbage_dropped += 1;
+                self.drop_client(net, slot);
+                i += 1;
+                continue;
+            }
+            let sent = self.hand_over(net, host, agent, &mut bufs[i..end]);
+            self.counters.mads_in += sent as u64;
+            i += sent;
+            if i == end {
+                continue;
+            }
+            // ibsim process_packet: an undeliverable MAD goes back to its sender with status 110.
+            self.counters.undelivered += 1;
+            let b = &mut bufs[i];
+            let (Some(head), Some(mad)) = (SimRequestHead::parse(&b[..SIM_REQUEST_LEN]), mad_of(b))
+            else {
+                i += 1;
+                continue;
+            };
+            let back = SimRequest {
+                head: SimRequestHead {
+                    status: STATUS_UNDELIVERED,
+                    ..head
+                },
+                mad: *mad,
+            };
+            self.write_client(net, slot, &back);
+            i += 1;
+        }
+    }
+
+    /// Sends the MADs of `bufs` (each a whole `sim_request`, its MAD ready) from `host` through
+    /// `agent`, in order, in one [`Subnet::with_host`]; stops at the first the host refuses.
+    /// Returns how many it took.
+    fn hand_over(
+        &mut self,
+        net: &mut Subnet,
+        host: usize,
+        agent: AgentId,
+        bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],
+    ) -> usize {
+        let hp = net.host(host).port;
+        let pkey = net
+            .host_device(host)
+            .hca()
+            .port(hp)
+            .and_then(|p| p.pkeys.first().copied())
+            .unwrap_or(PKey::DEFAULT);
+        let spare = &mut self.spare_mads;
+        net.with_host(host, |h, _| {
+            let mut sent = 0;
+            for b in bufs.iter_mut() {
+                let Some(head) = SimRequestHead::parse(&b[..SIM_REQUEST_LEN]) else {
+                    break;
+                };
+                let Some(mad) = mad_of(b) else { break };
+                let to = MadAddr {
+                    lid: head.dlid,
+                    qpn: head.dqp,
+                    qkey: QKey::GSI,
+                    sl: 0,
+                    pkey,
+                    grh: None,
+                };
+                let buf = spare.pop().unwrap_or_default();
+                if h.umad_send_with(agent, to, &mad[..], buf).is_err() {
+                    break;
+                }
+                sent += 1;
+            }
+            sent
+        })
+        .unwrap_or(0)
+    }
+}
