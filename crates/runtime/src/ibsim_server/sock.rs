@@ -28,6 +28,8 @@ pub enum Listen {
 
 /// The most datagrams one [`Sock::send_many`] call sends.
 pub const MAX_BATCH: usize = 64;
+/// Up to this many, [`Sock::send_many`] makes its slices on an array of this size.
+const SMALL_BATCH: usize = 8;
 /// The most datagrams one [`Sock::recv_many`] call takes (its slices are built on the stack
 /// each call, so no more than the server asks for: 16 per recvmmsg(2)).
 pub const RECV_MAX: usize = 16;
@@ -228,22 +230,33 @@ impl Sock {
         headers: &mut Headers,
     ) -> io::Result<usize> {
         match msgs {
-            [] => return Ok(0),
-            [one] => return self.send(one.as_ref()).map(|_| 1),
-            _ => {}
+            [] => Ok(0),
+            [one] => self.send(one.as_ref()).map(|_| 1),
+            // A turn of a sweep answers a few MADs: their slices are made on a small array
+            // (making all of MAX_BATCH's cost more than the call's other work).
+            _ if msgs.len() <= SMALL_BATCH => self.send_batch::<SMALL_BATCH, M>(msgs, headers),
+            _ => self.send_batch::<MAX_BATCH, M>(&msgs[..msgs.len().min(MAX_BATCH)], headers),
         }
-        let msgs = &msgs[..msgs.len().min(MAX_BATCH)];
+    }
+
+    /// [`Sock::send_many`] of at most `N` messages.
+    fn send_batch<const N: usize, M: AsRef<[u8]>>(
+        &self,
+        msgs: &[M],
+        headers: &mut Headers,
+    ) -> io::Result<usize> {
+        let msgs = &msgs[..msgs.len().min(N)];
         let mut rest = msgs.iter();
-        let slices: [[IoSlice<'_>; 1]; MAX_BATCH] =
+        let slices: [[IoSlice<'_>; 1]; N] =
             std::array::from_fn(|_| [IoSlice::new(rest.next().map_or(&[][..], AsRef::as_ref))]);
         // Connected sockets: no address (`()` names none).
-        const NO_ADDRS: [Option<()>; MAX_BATCH] = [None; MAX_BATCH];
+        let no_addrs: [Option<()>; N] = [None; N];
         let fd = self.fd().as_raw_fd();
         match sendmmsg(
             fd,
             &mut headers.0,
             &slices[..msgs.len()],
-            NO_ADDRS,
+            no_addrs,
             [],
             MsgFlags::MSG_DONTWAIT,
         ) {

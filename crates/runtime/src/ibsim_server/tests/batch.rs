@@ -58,3 +58,31 @@ fn garbage_read_with_requests_drops_the_client_after_the_ones_before() {
         "no answer for a dropped client: {counters:?}"
     );
 }
+
+/// `Sock::send_many` of 2, 8 and 9 messages (the small array's sizes and one beyond it; a Unix
+/// socket's queue takes 10 here, /proc/sys/net/unix/max_dgram_qlen): every one sent, each its
+/// own datagram, in order.
+#[test]
+fn send_many_of_a_few_sends_them_all_in_order() {
+    let name = unique_base();
+    let peer =
+        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
+    peer.set_nonblocking(true).unwrap();
+    let listen = Listen::Unix { basename: name };
+    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
+    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
+    s.connect_client(&listen, 1, &stranger).unwrap();
+    let mut h = sock::Headers::new();
+    let mut b = [0u8; 16];
+    for count in [2u8, 8, 9] {
+        let msgs: Vec<Vec<u8>> = (0..count)
+            .map(|i| vec![count ^ i; 1 + usize::from(i)])
+            .collect();
+        assert_eq!(s.send_many(&msgs, &mut h).unwrap(), msgs.len());
+        for m in &msgs {
+            let got = peer.recv(&mut b).unwrap();
+            assert_eq!(&b[..got], &m[..]);
+        }
+        assert_eq!(peer.recv(&mut b).unwrap_err().kind(), ErrorKind::WouldBlock);
+    }
+}
