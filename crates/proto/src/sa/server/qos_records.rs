@@ -7,7 +7,9 @@
 //! Both are read-only (Get and GetTable, as [`SaServer::get_or_table`]), need no SM_Key, list
 //! nodes in node-GUID order, give a switch's records the LID of its port 0, and list a port only
 //! to a requester sharing a P_Key with it ([`SaServer::visible`]). A component-mask LID names any
-//! LID of a port's range; a LID no port has gives no records (a Get: ERR_NO_RECORDS).
+//! LID of a port's range; a LID no port has gives no records (a Get: ERR_NO_RECORDS), and so does
+//! a port number a switch does not have, where OpenSM 3.3.23 reads past its port table
+//! (docs/IBSIM.md "OpenSM's QoS table records on ibsim").
 
 use super::records::{lid_in, At, Phys};
 use super::{Req, SaServer};

@@ -222,3 +222,53 @@ fn qos_records_are_read_only() {
         );
     }
 }
+
+// Input and output port numbers past a switch's ports name no port: no records (OpenSM 3.3.23
+// reads past its port table there: records of an InPort 9 on an 8-port switch, a crash for an
+// OutPort 9; docs/IBSIM.md "OpenSM's QoS table records on ibsim"). Mask bits of no component
+// (3 and up) select nothing; BlockNum 0 or 5 names no block (a Get: ERR_NO_RECORDS).
+#[test]
+fn qos_records_of_ports_past_a_switch_and_unknown_mask_bits() {
+    let mut net = net(default_model(2)); // the switch's ports 0..=3
+    let slvl = |net: &mut Net, mask, q| slvls(ask(net, 2, Method::GetTable, mask, q)).len();
+    let lid_in = slvlr_mask::LID | slvlr_mask::IN_PORT;
+    assert_eq!(slvl(&mut net, lid_in, slvl_q(SW, 3, 0)), 4);
+    assert_eq!(
+        slvl(&mut net, lid_in, slvl_q(SW, 4, 0)),
+        0,
+        "no input port 4"
+    );
+    assert_eq!(slvl(&mut net, lid_in, slvl_q(SW, 255, 0)), 0);
+    let out = slvlr_mask::LID | slvlr_mask::OUT_PORT;
+    assert_eq!(
+        slvl(&mut net, out, slvl_q(SW, 0, 255)),
+        0,
+        "no output port 255"
+    );
+    let unknown = !0u64 << 3;
+    assert_eq!(slvl(&mut net, unknown, slvl_q(0, 0, 0)), 3 + 4 * 4);
+    assert_eq!(
+        slvl(&mut net, unknown | slvlr_mask::LID, slvl_q(SW, 0, 0)),
+        16
+    );
+    let vlar = |net: &mut Net, mask, q| vlars(ask(net, 2, Method::GetTable, mask, q)).len();
+    assert_eq!(vlar(&mut net, unknown, vlar_q(0, 0, 0)), (3 + 4) * 4);
+    let lid_port = vlar_mask::LID | vlar_mask::OUT_PORT;
+    assert_eq!(vlar(&mut net, lid_port, vlar_q(SW, 255, 0)), 0);
+    for block in [0, 5, 255] {
+        let all = vlar_mask::LID | vlar_mask::OUT_PORT | vlar_mask::BLOCK;
+        assert_eq!(
+            vlar(&mut net, all, vlar_q(SW, 1, block)),
+            0,
+            "block {block}"
+        );
+        let r = net.ask(
+            2,
+            SaMadRepr::request(Method::Get, 0, all, vlar_q(SW, 1, block)),
+        );
+        assert_eq!(r, status(SaStatus::NoRecords), "block {block}");
+    }
+    let q = slvl_q(SW, 4, 1);
+    let r = net.ask(2, SaMadRepr::request(Method::Get, 0, lid_in | out, q));
+    assert_eq!(r, status(SaStatus::NoRecords));
+}
