@@ -322,3 +322,61 @@ fn sigint_during_bring_up_stops_the_server() {
     // The summary of what it served comes only after serving.
     assert!(!told(" connects, "), "served: {:?}", server.seen);
 }
+
+/// `ibping` (infiniband-diags) across our subnet: `ibping -S` on h1, started with
+/// `SIM_SET_ISSM=1` since ibsim hands a port's vendor-class requests (0x32) to its SM client
+/// alone (docs/IBSIM.md "ibsim (server side)", measured the same against ibsim 0.10), answers
+/// pings by LID and by port GUID (resolved through our SA's PathRecord) from h2. Before, the
+/// server on h1 never got them: every ping was answered "status 0xc" by h1's host.
+#[test]
+fn ibping_across_our_subnet() {
+    use std::process::{Command, Stdio};
+    if !all_installed(&["ibsim-run", "ibping", "smpquery"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::spawn(dir.path(), "cli-ibping", |c| {
+        c.args(["--topology", "single-switch", "--hosts", "3"]);
+    });
+    let sock = server.sock.clone();
+    let lines = server.before_ready().to_vec();
+    let lid = lines[1].split(' ').nth(3).unwrap().to_string();
+    assert!(lines[1].starts_with("host h1 lid "), "{lines:?}");
+    let pong = osm::Guard(
+        Command::new("ibsim-run")
+            .args(["ibping", "-S"])
+            .current_dir(dir.path())
+            .env("IBSIM_SOCKNAME", &sock)
+            .env("SIM_HOST", "h1")
+            .env("SIM_SET_ISSM", "1")
+            .env_remove("IBSIM_SERVER_NAME")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ni = diag(
+        dir.path(),
+        &sock,
+        "h1",
+        &["smpquery", "nodeinfo", "-D", "0"],
+    );
+    let guid = values(&ni, "PortGuid:");
+    assert_eq!(guid.len(), 1, "{ni}");
+    // The server registers its class a moment after it starts: a few rounds at most.
+    let answered = |args: &[&str]| {
+        let mut a = vec!["ibping", "-c", "1"];
+        a.extend_from_slice(args);
+        (0..5).find_map(|_| {
+            let out = diag(dir.path(), &sock, "h2", &a);
+            out.contains("1 received").then_some(out)
+        })
+    };
+    let out = answered(&[&lid]).expect("a ping by LID answered");
+    assert!(out.contains(&format!("(Lid {lid})")), "{out}");
+    let out = answered(&["-G", &guid[0]]).expect("a ping by GUID answered");
+    assert!(out.contains("Pong from"), "{out}");
+    drop(pong);
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status}: {err}");
+}

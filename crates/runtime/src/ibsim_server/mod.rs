@@ -14,7 +14,9 @@
 //!   through a [`UmadAgent`](ipoib_fabric::node::host::UmadAgent) (QP1, QP0 for SMPs; the HCA
 //!   model builds the packet), with the top 16 bits of a request's TransactionID set to the
 //!   client id as ibsim does (`sim_mad.c` `update_trid`); responses to it, and requests of the
-//!   classes an SM client registers for, come back to that client alone, each response with its
+//!   classes an SM client registers for (and the QP1 requests no agent of its host serves, as
+//!   ibsim's `find_client` gives an SM client every request it does not answer itself), come
+//!   back to that client alone, each response with its
 //!   request's whole TID: the agent gives each high half (client id and libumad2sim agent, bits
 //!   32..47) its own number on the wire, so the client's agents, which register in the library
 //!   alone, never share a TID (docs/IBSIM.md). The agent acknowledges
@@ -617,7 +619,8 @@ impl IbsimServer {
 
     /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
     /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and SMInfo Get/Set (LID-routed or directed
-    /// route) arriving at the port.
+    /// route) arriving at the port, and the QP1 requests of any other class that no agent of the
+    /// host serves, as ibsim hands its SM client what it does not answer itself.
     fn set_issm(&mut self, net: &mut Subnet, slot: u32, on: bool) -> bool {
         let Some(c) = self.clients.get(&slot).cloned() else {
             return false;
@@ -667,8 +670,13 @@ impl IbsimServer {
                     h.umad_unregister(c.agent);
                     return Ok(());
                 }
-                let r: Result<(), UmadError> =
-                    regs.iter().try_for_each(|r| h.umad_register(c.agent, *r));
+                // ibsim `find_client`: every other request to QP0/QP1 that ibsim does not
+                // answer itself goes to the port's SM client too (a vendor class's, `ibping
+                // -S`'s, docs/IBSIM.md); here those no agent of the host serves.
+                let r: Result<(), UmadError> = regs
+                    .iter()
+                    .try_for_each(|r| h.umad_register(c.agent, *r))
+                    .and_then(|()| h.umad_take_unclaimed(c.agent, true));
                 if r.is_err() {
                     h.umad_unregister(c.agent);
                     h.hca_mut().set_sm_client(port, false);

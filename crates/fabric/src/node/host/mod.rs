@@ -8,7 +8,8 @@
 //!   Linux MAD agent registers a method mask), else to the server of its management class
 //!   ([`Host::serve_class`]), and every response to
 //!   the agent that sent the request with that transaction ID (IBA 1 §13.4.6.2). A request nobody
-//!   serves is answered as Linux `ib_mad.c` (`generate_unmatched_resp`) answers it: Get and Set
+//!   serves (and no umad agent takes, [`Host::umad_take_unclaimed`]) is answered as Linux
+//!   `ib_mad.c` (`generate_unmatched_resp`) answers it: Get and Set
 //!   get a GetResp with status 0x000C "method/attribute unsupported"; other methods are dropped
 //!   (counted). What agents queue goes out as QP1 datagrams to `to.lid`/`to.qpn`/`to.qkey`, with a
 //!   GRH when `to.grh` is set, and the P_Key index of `to.pkey` in the management port's table.
@@ -147,6 +148,9 @@ pub struct Host {
     servers: BTreeMap<u8, AgentId>,
     /// (class, method) registrations; they take precedence over `servers`.
     method_servers: BTreeMap<(u8, u8), AgentId>,
+    /// The umad agent that takes QP1 requests no other agent serves (module `umad`,
+    /// [`Host::umad_take_unclaimed`]), before they are answered as unmatched.
+    unclaimed: Option<AgentId>,
     /// Response routing (IBA 1 §13.4.6.2): the agent of each remembered TID. Looked up, never
     /// iterated (so its order reaches nothing); hashed, since a sweep's SMPs each insert one and
     /// forget the oldest.
@@ -188,6 +192,7 @@ impl Host {
             agents: Agents::default(),
             servers: BTreeMap::new(),
             method_servers: BTreeMap::new(),
+            unclaimed: None,
             tids: HashMap::with_hasher(TidHash::new()),
             tid_order: Vec::new(),
             apps: Vec::new(),
@@ -503,7 +508,8 @@ impl Host {
                 .method_servers
                 .get(&(class, u8::from(hdr.method)))
                 .or_else(|| self.servers.get(&class))
-                .copied();
+                .copied()
+                .or(if smi { None } else { self.unclaimed });
             if t.is_none() {
                 if smi {
                     // SMPs nobody registered for are the SMA's (in the HCA), never answered here.

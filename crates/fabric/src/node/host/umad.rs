@@ -26,7 +26,11 @@
 //! - Receiving ([`UmadAgent::recv`]): responses to this agent's requests, and requests of a
 //!   class, class version and method it registered ([`Host::umad_register`], the
 //!   `ib_user_mad_reg_req` semantics: one agent per (class, method), a registration that
-//!   collides with another agent's is refused whole).
+//!   collides with another agent's is refused whole). One agent of a host may also take the
+//!   QP1 requests no agent serves, of any class and version ([`Host::umad_take_unclaimed`]):
+//!   what ibsim hands its port's SM client (docs/IBSIM.md "ibsim (server side)"), whose
+//!   libumad2sim keeps its registrations to itself, so that a vendor-class server there
+//!   (`ibping -S`, class 0x32) gets its requests; otherwise they are answered as unmatched.
 //! - RMPP ([`RmppMode`]): by default the segments of a response reach the user as they come, to
 //!   acknowledge itself; a user that cannot (libumad2sim carries single MADs) gets
 //!   [`RmppMode::FirstSegment`]: the agent acknowledges every DATA segment itself (IBA 1 §13.6.3,
@@ -116,6 +120,9 @@ pub enum UmadError {
     /// No attached umad agent with that id on this host.
     #[error("no such umad agent")]
     NoAgent,
+    /// Another agent already takes the unclaimed requests ([`Host::umad_take_unclaimed`]).
+    #[error("another agent already takes the unclaimed requests")]
+    UnclaimedTaken,
     /// Another agent already receives these requests (class, method).
     #[error("class {class:#04x} method {method:#04x} already registered by another agent")]
     InUse {
@@ -163,6 +170,8 @@ pub struct UmadAgent {
     tx: VecDeque<MadOut>,
     counters: UmadCounters,
     rmpp: RmppMode,
+    /// Takes QP1 requests no agent serves ([`Host::umad_take_unclaimed`]).
+    unclaimed: bool,
     /// (the user's high 32 bits, their number on the wire: Linux's `hi_tid`), the most recently
     /// sent last; at most [`UMAD_HIGHS`]. A few at most in practice (one per libumad2sim agent of
     /// a client), so a scan finds them.
@@ -367,7 +376,9 @@ impl MadAgent for UmadAgent {
             return;
         };
         let wanted = self.attached
-            && (h.method.is_response() || self.registrations.iter().any(|r| r.accepts(&h)));
+            && (h.method.is_response()
+                || self.registrations.iter().any(|r| r.accepts(&h))
+                || (self.unclaimed && !is_smp_class(h.mgmt_class)));
         if !wanted {
             self.counters.unwanted += 1;
             return;
@@ -444,19 +455,45 @@ impl Host {
         Ok(())
     }
 
-    /// Withdraws every registration of `agent` (it keeps receiving responses).
+    /// Withdraws every registration of `agent`, unclaimed requests included (it keeps
+    /// receiving responses).
     pub fn umad_unregister(&mut self, agent: AgentId) {
         self.method_servers.retain(|_, a| *a != agent);
+        if self.unclaimed == Some(agent) {
+            self.unclaimed = None;
+        }
         if let Some(u) = self.umad_mut(agent) {
             u.registrations.clear();
+            u.unclaimed = false;
         }
+    }
+
+    /// Makes `agent` take (`on`) or no longer take the QP1 requests of every class and version
+    /// that no registration or server of the host takes, instead of their being answered as
+    /// unmatched (module docs): ibsim hands its port's SM client every request to QP0/QP1 it
+    /// does not answer itself (`ibsim.c` `find_client`). SMPs stay the SMA's. One agent per
+    /// host at a time.
+    pub fn umad_take_unclaimed(&mut self, agent: AgentId, on: bool) -> Result<(), UmadError> {
+        if self.umad(agent).is_none_or(|u| !u.attached) {
+            return Err(UmadError::NoAgent);
+        }
+        match self.unclaimed {
+            Some(a) if a != agent && on => return Err(UmadError::UnclaimedTaken),
+            Some(a) if a == agent && !on => self.unclaimed = None,
+            None if on => self.unclaimed = Some(agent),
+            _ => {}
+        }
+        if let Some(u) = self.umad_mut(agent) {
+            u.unclaimed = on;
+        }
+        Ok(())
     }
 
     /// Detaches `agent`: its registrations are withdrawn, its queues emptied, the TIDs of its
     /// requests forgotten (a late response is counted as an unknown TID, not handed to the next
     /// user of the agent), and it is kept for reuse.
     pub fn umad_detach(&mut self, agent: AgentId) {
-        self.method_servers.retain(|_, a| *a != agent);
+        self.umad_unregister(agent);
         self.forget_tids(agent);
         if let Some(u) = self.umad_mut(agent) {
             u.reset();

@@ -55,3 +55,72 @@ fn two_agents_of_a_client_with_the_same_low_bits_each_get_their_response() {
     let (counters, _) = srv.stop();
     assert_eq!((counters.mads_in, counters.mads_out), (3, 3));
 }
+
+/// `ibping` (infiniband-diags `ibping.c`): a Get of the vendor class 0x32 to QP1 of another
+/// port, answered by `ibping -S` there, which registers the class in its libumad2sim alone.
+/// ibsim hands such a request to its port's SM client (`ibsim.c` `find_client`; docs/IBSIM.md
+/// "ibsim (server side)"), so a server started with `SIM_SET_ISSM=1` gets it; without one our
+/// host answers it as Linux answers what nobody serves (status 0x000C). The server's GetResp
+/// reaches the pinger with the pinger's TID. Before, the SM client registered the SA's and the
+/// SMPs' classes only, and the ping was answered 0x000C with the server attached.
+#[test]
+fn a_vendor_class_request_reaches_the_sm_client_of_its_port() {
+    let ping = |tid: u64| {
+        let mut m = [0u8; MAD_LEN];
+        MadHeaderRepr {
+            base_version: 1,
+            mgmt_class: MgmtClass::from(0x32),
+            class_version: 1,
+            method: Method::Get,
+            status: ipoib_wire::mad::MadStatus::SUCCESS,
+            class_specific: 0,
+            transaction_id: tid,
+            attribute_id: 0,
+            attribute_modifier: 0,
+        }
+        .emit(&mut m);
+        m
+    };
+    let srv = Running::start();
+    let pinger = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
+    let plain = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, false).unwrap();
+    let lid = plain.port_info().unwrap().lid;
+    let r = pinger
+        .request(lid, 1, &ping(0x0000_0003_0000_0101), LONG)
+        .unwrap();
+    let h = MadHeaderRepr::parse_bytes(&r).unwrap();
+    assert_eq!(
+        h.status,
+        ipoib_wire::mad::MadStatus::METHOD_ATTR_UNSUPPORTED
+    );
+    assert!(plain.recv(Duration::from_millis(100)).unwrap().is_none());
+    drop(plain);
+
+    let server = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, true).unwrap();
+    let pong = std::thread::spawn(move || {
+        let (slid, sqp, mad) = server.recv_mad(LONG).unwrap().expect("the ping reaches -S");
+        let h = MadHeaderRepr::parse_bytes(&mad).unwrap();
+        assert_eq!((u8::from(h.mgmt_class), h.method), (0x32, Method::Get));
+        // `mad_respond_via`: the request made a GetResp, the TID kept, data written.
+        let mut resp: [u8; MAD_LEN] = mad.try_into().unwrap();
+        h.response(Method::GetResp, ipoib_wire::mad::MadStatus::SUCCESS)
+            .emit(&mut resp);
+        resp[40..44].copy_from_slice(b"pong");
+        server.send_mad(slid, sqp, &resp).unwrap();
+        server
+    });
+    let tid = 0x0000_0003_0000_0102;
+    let r = pinger.request(lid, 1, &ping(tid), LONG).unwrap();
+    let h = MadHeaderRepr::parse_bytes(&r).unwrap();
+    assert_eq!(
+        (h.method, h.status),
+        (Method::GetResp, ipoib_wire::mad::MadStatus::SUCCESS)
+    );
+    assert_eq!(h.transaction_id & 0xffff_ffff_ffff, tid);
+    assert_eq!(h.transaction_id >> 48, u64::from(pinger.client_id()));
+    assert_eq!(&r[40..44], b"pong");
+    let server = pong.join().unwrap();
+    drop((server, pinger));
+    let (counters, left) = srv.stop();
+    assert_eq!((counters.undelivered, left), (0, 0));
+}

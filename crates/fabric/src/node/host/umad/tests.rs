@@ -228,6 +228,86 @@ fn registrations_route_requests() {
     assert_eq!(ok, Some(Ok(())));
 }
 
+/// ibsim hands its port's SM client every request to QP1 it does not answer itself
+/// (docs/IBSIM.md "ibsim (server side)"): a vendor-class Get (0x32, `ibping`'s, any class
+/// version) that no agent registered reaches the agent that takes the unclaimed requests, and
+/// its answer goes back to the requester with the requester's TID. Without such an agent the
+/// host answers it as unmatched (status 0x000C). A second taker is refused; unregistering
+/// releases it. Before, the request was always answered as unmatched.
+#[test]
+fn unclaimed_requests_reach_the_agent_that_takes_them() {
+    let ping = MgmtClass::from(0x32);
+    let (mut sim, a, b) = hosts(3);
+    let client = attach(&mut sim, b);
+    let ask = |sim: &mut Simulator, tid: u64| {
+        send(
+            sim,
+            b,
+            client,
+            MadAddr::gsi(1),
+            &mad(ping, 1, Method::Get, tid),
+        )
+        .unwrap();
+        sim.run_until_idle(10_000);
+        let got = take(sim, b, client);
+        assert_eq!(got.len(), 1, "one answer");
+        MadHeaderRepr::parse_bytes(&got[0].mad).unwrap()
+    };
+    // Nobody takes it: unmatched (Linux `generate_unmatched_resp`).
+    let h = ask(&mut sim, 0x11);
+    assert_eq!(
+        (h.method, h.status, h.transaction_id),
+        (Method::GetResp, MadStatus::METHOD_ATTR_UNSUPPORTED, 0x11)
+    );
+    let server = attach(&mut sim, a);
+    let rival = attach(&mut sim, a);
+    let take_it = |sim: &mut Simulator, u: AgentId, on: bool| {
+        sim.with_node::<Host, _>(a, |h, _, _| h.umad_take_unclaimed(u, on))
+            .unwrap()
+    };
+    assert_eq!(take_it(&mut sim, server, true), Ok(()));
+    assert_eq!(
+        take_it(&mut sim, rival, true),
+        Err(UmadError::UnclaimedTaken)
+    );
+    send(
+        &mut sim,
+        b,
+        client,
+        MadAddr::gsi(1),
+        &mad(ping, 1, Method::Get, 0x22),
+    )
+    .unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, a, server);
+    assert_eq!(got.len(), 1, "the request reached the taker");
+    assert!(
+        take(&mut sim, b, client).is_empty(),
+        "not answered as unmatched"
+    );
+    let req = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+    assert_eq!((req.mgmt_class, req.method), (ping, Method::Get));
+    // The user answers as `ibping -S` does (`mad_respond_via`: GetResp, the TID kept).
+    let mut resp = got[0].mad.clone();
+    req.response(Method::GetResp, MadStatus::SUCCESS)
+        .emit(&mut resp);
+    send(&mut sim, a, server, got[0].from, &resp).unwrap();
+    sim.run_until_idle(10_000);
+    let back = take(&mut sim, b, client);
+    assert_eq!(back.len(), 1);
+    let h = MadHeaderRepr::parse_bytes(&back[0].mad).unwrap();
+    assert_eq!(
+        (h.method, h.status, h.transaction_id),
+        (Method::GetResp, MadStatus::SUCCESS, 0x22)
+    );
+    // Released by unregistering: unmatched again, and the rival may take them.
+    sim.with_node::<Host, _>(a, |h, _, _| h.umad_unregister(server));
+    let h = ask(&mut sim, 0x33);
+    assert_eq!(h.status, MadStatus::METHOD_ATTR_UNSUPPORTED);
+    assert!(take(&mut sim, a, server).is_empty());
+    assert_eq!(take_it(&mut sim, rival, true), Ok(()));
+}
+
 /// IBA 1 §13.5.1: SMPs leave from QP0 (VL15) and arrive at QP0; the receiving user sees source
 /// QP 0.
 #[test]
