@@ -313,6 +313,19 @@ fn mirror_carrier(net: &Subnet, mirrors: &mut [LinkMirror]) -> Result<(), String
 /// How often a running lab looks at what was done to the hosts' `ib0` by hand.
 const CHECK_DEVICES: Duration = Duration::from_secs(1);
 
+/// Writes lab.json again when a host's partition cells changed since it was written: the state
+/// file gives the P_Keys the ports hold (an SM, OpenSM say, may write their tables at any time).
+fn refresh_state(lab: &mut state::LabState, net: &Subnet) {
+    let now = hosts::entries(net);
+    if now == lab.hosts {
+        return;
+    }
+    lab.hosts = now;
+    if let Err(e) = state::write(lab) {
+        note!("ipoib lab: {e}");
+    }
+}
+
 /// Puts back on every host's `ib0` what Linux IPoIB would have kept through a change made by
 /// hand in its namespace ([`LinkMirror::check`]): the link-local address after `ip link set ib0
 /// down` and `up`, an MTU no larger than the interface's; says what it did.
@@ -401,7 +414,7 @@ fn up(a: &UpArgs) -> ExitCode {
         pid: me,
         start_time: state::start_time(me).unwrap_or(0),
         mode: format!("{:?}", a.mode).to_lowercase(),
-        hosts: (0..n).map(|i| hosts::entry(&net, i)).collect(),
+        hosts: hosts::entries(&net),
         opensm: None,
     };
     // Namespaces of these names that no lab made are not ours to take (or to remove).
@@ -474,6 +487,7 @@ fn up(a: &UpArgs) -> ExitCode {
             }
             Err(e) => return fail(e),
         }
+        lab.hosts = hosts::entries(driver.emulation());
         if let Err(e) = state::write(&lab) {
             return fail(e);
         }
@@ -567,6 +581,8 @@ fn up(a: &UpArgs) -> ExitCode {
             _ => {}
         }
     }
+    // The P_Keys the SM wrote into the ports by now (OpenSM's: not there at the first write).
+    refresh_state(&mut lab, driver.emulation());
     let mut out = std::io::stdout();
     let managed = match &osm {
         Some(o) => format!(
@@ -616,6 +632,7 @@ fn up(a: &UpArgs) -> ExitCode {
         if checked.elapsed() >= CHECK_DEVICES {
             checked = Wall::now();
             check_devices(driver.emulation(), &mut controls);
+            refresh_state(&mut lab, driver.emulation());
         }
     };
     let refused: Vec<u64> = tun_counters

@@ -9,7 +9,7 @@
 //! child interfaces (`ib0.8001`); the lab does not.
 
 use super::state::HostEntry;
-use ipoib_fabric::hw::topology::{End, Topology};
+use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::sm::PartitionMembers;
 use ipoib_fabric::node::subnet::{broadcast_groups, partition_specs, Subnet};
 use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, LogLevel};
@@ -46,15 +46,13 @@ pub fn ipv6(i: usize) -> Ipv6Addr {
     Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, (i + 1) as u16)
 }
 
-/// The state file's entry of host `i` of `net`, with its partition as the SM plans its port's
-/// P_Key table.
+/// The state file's entry of host `i` of `net`, with its partition as its port's P_Key table
+/// holds it now, as the hosts table reads it: what the SM wrote (ours, or OpenSM by
+/// SubnSet(P_KeyTable), IBA 1 §14.2.5.7), not what our SM would plan, which OpenSM's
+/// partitions need not follow.
 pub fn entry(net: &Subnet, i: usize) -> HostEntry {
-    let h = net.host(i);
-    let table = net.plan().pkey_table(End {
-        node: h.topo_node,
-        port: h.port,
-    });
-    let (pkey, member) = membership(interface_pkey(i), &table);
+    let table = net.host_port(i).map_or(&[][..], |p| &p.pkeys[..]);
+    let (pkey, member) = membership(interface_pkey(i), table);
     HostEntry {
         name: name(i),
         namespace: namespace(i),
@@ -63,6 +61,11 @@ pub fn entry(net: &Subnet, i: usize) -> HostEntry {
         pkey,
         member: member.into(),
     }
+}
+
+/// [`entry`] of every host of `net`.
+pub fn entries(net: &Subnet) -> Vec<HostEntry> {
+    (0..net.host_count()).map(|i| entry(net, i)).collect()
 }
 
 /// Per host, the P_Key of its first IPoIB partition, when a partitions file was given (the
@@ -347,10 +350,62 @@ mod tests {
         assert_eq!(rows[1][6..8], ["0xffff", "full"], "{t}");
         assert_eq!(rows[2][6..8], ["0x8003", "none"], "{t}");
         assert_eq!(rows[3][6..8], ["0x0002", "limited"], "{t}");
-        // The state file's entries as the SM plans the tables (the interface P_Keys of the
+        // The state file's entries as the ports hold the tables (the interface P_Keys of the
         // configure hook are the lab's own, the default here).
         let e = entry(&net, 1);
         assert_eq!((&*e.pkey, &*e.member), ("0xffff", "full"));
+    }
+
+    /// lab.json gave the P_Keys our SM would plan, not those the ports hold: under `--sm
+    /// opensm` OpenSM writes the tables, and the hosts table showed those. A SubnSet(P_KeyTable)
+    /// (IBA 1 §14.2.5.7) that leaves h2 a limited member of the default partition shows in its
+    /// entry and in the JSON; the others keep theirs.
+    #[test]
+    fn the_state_file_gives_the_p_keys_the_ports_hold() {
+        use super::super::state::LabState;
+        use ipoib_fabric::node::subnet::SubnetOptions;
+        use ipoib_fabric::Instant;
+        use ipoib_proto::mad_agent::MadAddr;
+        use ipoib_wire::mad::{attr::smp as attr, Method};
+        use ipoib_wire::smp::{PKeyTableRepr, SmpAttribute, SmpMadRepr};
+        use std::time::Duration;
+        let topo = Topology::single_switch(3).unwrap();
+        let mut net = Subnet::build(SubnetOptions::new(topo, 1)).unwrap();
+        assert!(net.run_until_joined(Instant::ZERO + Duration::from_secs(60)));
+        let before = entries(&net);
+        assert_eq!((&*before[1].pkey, &*before[1].member), ("0xffff", "full"));
+        // From the SM's host, as an SM writes it (M_Key 0: ours sets none).
+        let mut t = PKeyTableRepr::default();
+        t.pkeys[0] = PKey(0x7fff);
+        let mut set = SmpMadRepr::lid_routed_get(0x1234, attr::P_KEY_TABLE, 0);
+        set.header.method = Method::Set;
+        set.attribute = SmpAttribute::PKeyTable(t);
+        let to = MadAddr {
+            qpn: 0,
+            ..MadAddr::gsi(net.lid(1))
+        };
+        let sent = net.with_host(0, |h, _| {
+            let u = h.umad_attach();
+            h.umad_send(u, to, &set.to_bytes())
+        });
+        assert_eq!(sent, Some(Ok(())));
+        let end = net.sim().now() + Duration::from_secs(1);
+        let written = |n: &Subnet| n.host_port(1).is_some_and(|p| p.pkeys == [PKey(0x7fff)]);
+        assert!(net.run_until_with(end, written), "the Set reached h2's SMA");
+        let now = entries(&net);
+        assert_eq!((&*now[1].pkey, &*now[1].member), ("0x7fff", "limited"));
+        assert_eq!((&now[0], &now[2]), (&before[0], &before[2]));
+        let lab = LabState {
+            pid: 1,
+            start_time: 0,
+            mode: "datagram".into(),
+            hosts: now,
+            opensm: None,
+        };
+        let j = lab.to_json();
+        assert_eq!(j["hosts"][1]["pkey"], "0x7fff", "{j}");
+        assert_eq!(j["hosts"][1]["member"], "limited", "{j}");
+        assert_eq!(j["hosts"][0]["pkey"], "0xffff", "{j}");
     }
 
     #[test]

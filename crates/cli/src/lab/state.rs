@@ -78,8 +78,8 @@ pub struct HostEntry {
     pub ipv4: String,
     pub ipv6: String,
     /// The P_Key table entry of the partition its interface runs on (`0xffff`) and the port's
-    /// membership in it (`full`, `limited`; `none` when the table lacks it), as the SM plans
-    /// the table.
+    /// membership in it (`full`, `limited`; `none` when the table lacks it), as the port's
+    /// table held it when the file was written (`super::hosts::entry`).
     pub pkey: String,
     pub member: String,
 }
