@@ -417,7 +417,7 @@ pub struct Cm {
 impl Cm {
     /// An agent drawing communication IDs, TIDs and PSNs from `rng`.
     pub fn new(cfg: CmConfig, mut rng: Rng) -> Cm {
-        let tid_hi = u64::from(rng.next_u32()) << 32;
+        let tid_hi = crate::mad_agent::agent_tid_high(&mut rng);
         let next_comm_id = rng.next_u32();
         let next_sidr = rng.next_u32();
         Cm {
@@ -558,8 +558,8 @@ impl Cm {
     }
 
     /// A TID for a message we start (REQ, DREQ, SIDR_REQ): as Linux `cm_form_tid`, a per-agent
-    /// high half (Linux: the MAD agent number; ours: drawn from the seeded RNG) above the local
-    /// communication ID.
+    /// high half (Linux: the MAD agent number; ours: drawn from the seeded RNG, bit 63 clear as
+    /// [`crate::mad_agent::UMAD_TID_BIT`] says) above the local communication ID.
     fn new_tid(&self, low: u32) -> u64 {
         self.tid_hi | u64::from(low)
     }

@@ -4,7 +4,8 @@
 //! ReportResp.
 //!
 //! TransactionIDs: the upper 32 bits are drawn once from the seeded generator (Linux puts the MAD
-//! agent's `hi_tid` there), the lower 32 bits count from a random start, so TIDs are unique for
+//! agent's `hi_tid` there), bit 63 clear ([`crate::mad_agent::UMAD_TID_BIT`]: a host's external
+//! MAD users have it set), the lower 32 bits count from a random start, so TIDs are unique for
 //! 2^32 requests and fixed by the seed. A retry resends the same TID (Linux `ib_mad` retries do).
 //!
 //! Timeouts: Linux callers choose them (IPoIB path queries 1000 ms, multicast joins 3000 ms, 3
@@ -143,7 +144,7 @@ impl SaClient {
     pub fn new(cfg: SaClientConfig, mut rng: Rng) -> SaClient {
         SaClient {
             cfg,
-            tid_hi: u64::from(rng.next_u32()) << 32,
+            tid_hi: crate::mad_agent::agent_tid_high(&mut rng),
             tid_lo: rng.next_u32(),
             next_id: 1,
             pending: BTreeMap::new(),

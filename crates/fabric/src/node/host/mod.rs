@@ -170,8 +170,8 @@ pub struct Host {
     config: Vec<(crate::hw::sim::NodeId, Config)>,
     /// Receive buffers are posted on QP0 (once a umad user attached, module `umad`).
     smi_posted: bool,
-    /// The last number given to a umad user's high half, the high 32 bits of its TIDs on the
-    /// wire (module `umad`).
+    /// The host's count of the numbers given to umad users' high halves: the last given, less
+    /// bit 31, which every number sets (module `umad`).
     umad_hi_tid: u32,
 }
 

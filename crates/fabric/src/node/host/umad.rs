@@ -10,8 +10,9 @@
 //!   this agent (IBA 1 §13.4.6.2). As Linux's `ib_umad_write` does, a request leaves with an
 //!   agent's number in the TID's high 32 bits over the user's low 32 bits, so that two users, or
 //!   a user and one of the host's own agents (which choose their TIDs' high halves themselves,
-//!   as Linux's kernel agents put their `hi_tid` there), never send the same TID and each
-//!   response reaches its requester; the response is handed over with the high bits the user
+//!   as Linux's kernel agents put their `hi_tid` there, always with bit 63 clear, while every
+//!   user's number has it set: [`UMAD_TID_BIT`]), never send the same TID and each response
+//!   reaches its requester; the response is handed over with the high bits the user
 //!   sent (ibsim's clients route by them, docs/IBSIM.md; docs/DEPLOYED.md "Linux MAD layer:
 //!   TransactionIDs").
 //! - One agent stands for as many Linux agents as its user sends high halves (at most
@@ -45,7 +46,7 @@
 
 use super::{AgentId, Host};
 use crate::hw::hca::special_qpn;
-use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
+use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn, MadOut, UMAD_TID_BIT};
 use ipoib_proto::sa::rmpp::ack_for;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::{
@@ -531,14 +532,19 @@ impl Host {
         }
     }
 
-    /// A number for a umad user's new high half: the next of the host's count, never 0 (the
-    /// high half users send most), never one an attached umad agent holds (the count wraps after
-    /// 2^32 new halves, which a client cycling its high bits reaches), so two users never send
-    /// the same TID and a late response to a forgotten half names no other user's.
+    /// A number for a umad user's new high half: the next of the host's count (1 to 2^31 - 1)
+    /// with bit 63 of the TID set ([`UMAD_TID_BIT`]: the host's own agents keep it clear, so
+    /// none of theirs is a user's TID), never one an attached umad agent holds (the count wraps
+    /// after 2^31 - 1 new halves, which a client cycling its high bits reaches), so two users
+    /// never send the same TID and a late response to a forgotten half names no other user's.
     fn fresh_umad_number(&mut self) -> u32 {
+        const HIGH_BIT: u32 = (UMAD_TID_BIT >> 32) as u32;
         loop {
-            self.umad_hi_tid = self.umad_hi_tid.checked_add(1).unwrap_or(1);
-            let n = self.umad_hi_tid;
+            self.umad_hi_tid = match self.umad_hi_tid {
+                n if n >= HIGH_BIT - 1 => 1,
+                n => n + 1,
+            };
+            let n = HIGH_BIT | self.umad_hi_tid;
             let held = self.agents.list.iter().any(|a| {
                 a.as_any()
                     .downcast_ref::<UmadAgent>()

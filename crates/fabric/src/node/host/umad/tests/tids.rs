@@ -103,6 +103,68 @@ fn same_tids_of_two_users_and_an_agent_each_get_their_response() {
     assert_eq!(host.counters().unknown_tid, 0);
 }
 
+/// The host's own agents draw their TIDs' high halves themselves; a user's high half gets a
+/// number from the host's count. Here an own agent's request carries the high half the count
+/// gives first (1, with bit 31 clear, as an SA client's or a CM's may be) and a user's request
+/// the same low 32 bits, both outstanding at once: they leave with two TIDs (the user's number
+/// has bit 63 of the TID set, [`UMAD_TID_BIT`], which no own agent's has) and each gets its own
+/// response. Before, the user's number was 1: both left with one TID and the later request's
+/// agent took both responses.
+#[test]
+fn a_users_number_is_never_an_own_agents_high_half() {
+    let (mut sim, a, b) = hosts(11);
+    let echo = sim
+        .with_node::<Host, _>(a, |h, _, _| {
+            let e = h.add_agent(Echo::default());
+            h.serve_class(MgmtClass::DevMgt, e);
+            e
+        })
+        .unwrap();
+    let own_tid = 0x0000_0001_0000_0abc_u64;
+    let local = sim
+        .with_node::<Host, _>(b, |h, _, _| {
+            h.add_agent(Once {
+                out: Some(MadOut {
+                    to: MadAddr::gsi(1),
+                    mad: mad(MgmtClass::DevMgt, 1, Method::Get, own_tid),
+                }),
+                got: Vec::new(),
+            })
+        })
+        .unwrap();
+    let u = attach(&mut sim, b);
+    let user_tid = 0x0abc;
+    send(
+        &mut sim,
+        b,
+        u,
+        MadAddr::gsi(1),
+        &mad(MgmtClass::DevMgt, 1, Method::Get, user_tid),
+    )
+    .unwrap();
+    sim.run_until_idle(10_000);
+    let sent = &sim
+        .node::<Host>(a)
+        .unwrap()
+        .agent::<Echo>(echo)
+        .unwrap()
+        .tids;
+    assert_eq!(sent.len(), 2);
+    assert_ne!(sent[0], sent[1], "two TIDs on the wire: {sent:x?}");
+    assert!(sent.contains(&own_tid), "{sent:x?}");
+    assert!(sent.iter().any(|t| t & UMAD_TID_BIT != 0), "{sent:x?}");
+    let got = take(&mut sim, b, u);
+    assert_eq!(got.len(), 1, "one response for the user");
+    let h = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+    assert_eq!(h.transaction_id, user_tid);
+    let host = sim.node::<Host>(b).unwrap();
+    let got = &host.agent::<Once>(local).unwrap().got;
+    assert_eq!(got.len(), 1, "one response for the host's own agent");
+    let h = MadHeaderRepr::parse_bytes(&got[0].mad).unwrap();
+    assert_eq!(h.transaction_id, own_tid);
+    assert_eq!(host.counters().unknown_tid, 0);
+}
+
 /// One user's two requests outstanding at once with the same low 32 bits and different high
 /// bits (under the ibsim server, two libumad2sim agents of one client: each puts its number in
 /// bits 32..47, docs/IBSIM.md) leave with different TIDs, and each response comes back with the
@@ -251,9 +313,10 @@ fn a_wrapped_count_skips_the_numbers_users_hold() {
         host.umad(u1).unwrap().wire_high(0),
         host.umad(u2).unwrap().wire_high(0),
     );
+    let bit = (UMAD_TID_BIT >> 32) as u32;
     assert_eq!(
         (n1, n2),
-        (Some(1), Some(2)),
+        (Some(bit | 1), Some(bit | 2)),
         "1 is held: the wrapped count skips it"
     );
     sim.run_until_idle(10_000);
