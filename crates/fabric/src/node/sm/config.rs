@@ -157,7 +157,7 @@ impl SubnetManager {
                 pkeys.truncate(usize::from(crate::hw::switch::PARTITION_ENFORCEMENT_CAP));
                 out.push((id, self.port_config(p, lid, mtu, rate, pkeys)));
             }
-            out.push((id, Config::Lft(self.route.lfts[s].clone())));
+            out.push((id, Config::Lft(self.route().lfts[s].clone())));
         }
         for (lid, e) in self.ca_ports() {
             let (mtu, rate) = self.link_props(e);
@@ -178,12 +178,12 @@ impl SubnetManager {
     /// (`ports: vec![]`) to every switch of the old result that is not in the new one
     /// ([`mft_changes`]).
     pub fn multicast_tree(&self, mlid: u16, members: &[u16]) -> MftWrites {
-        if !is_multicast_lid(mlid) || self.route.roots.is_empty() {
+        if !is_multicast_lid(mlid) || self.route().roots.is_empty() {
             return Vec::new();
         }
-        let r = usize::from(mlid - LID_MULTICAST_FIRST) % self.route.roots.len();
-        let tree: &[TreeLink] = &self.route.trees[r];
-        let root = self.route.roots[r];
+        let r = usize::from(mlid - LID_MULTICAST_FIRST) % self.route().roots.len();
+        let tree: &[TreeLink] = &self.route().trees[r];
+        let root = self.route().roots[r];
         // Per switch index, the ports of its entry once it is in the tree.
         let mut ports: Vec<Option<Vec<u8>>> = vec![None; self.switches.len()];
         for &lid in members {
@@ -322,7 +322,7 @@ impl SubnetManager {
                     guid: node.guid,
                     lid: self.lids[n][0],
                     ports,
-                    lft: self.route.lfts[s].clone(),
+                    lft: self.route().lfts[s].clone(),
                     name: node.desc.clone(),
                     node: self.facts_of(n),
                 }

@@ -76,6 +76,7 @@ use ipoib_wire::ib::lid::LID_UNICAST_LAST;
 use ipoib_wire::smp::PortInfoRepr;
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::OnceLock;
 
 /// The most hops a directed route has: a directed-route SMP's InitialPath and ReturnPath hold 64
 /// port numbers of which entry 0 is unused (IBA 1 §14.2.2, SMP fields HopPointer/HopCount), so
@@ -185,8 +186,11 @@ pub struct SubnetManager {
     switches: Vec<usize>,
     /// Switch index of each topology node.
     sw_index: Vec<Option<usize>>,
-    /// The routing state: LFTs, distances, multicast roots.
-    route: route::Routing,
+    /// The routing state: LFTs, distances, multicast roots; computed at its first use
+    /// ([`SubnetManager::route`]) from the fields above, which never change afterwards. A plan
+    /// that only answers for LIDs and P_Keys (`ipoib sim`'s, whose SM computes its own) never
+    /// pays for it: 2.9 % of a 10,000-host bring-up's instructions (docs/benchmarks/subnet.md).
+    route: OnceLock<route::Routing>,
     /// Per topology node: the NodeInfo facts the SA's NodeRecords give, once read by SMPs
     /// ([`SubnetManager::set_node_facts`]); `None`: our devices' (`config::node_facts`).
     facts: Vec<Option<ipoib_proto::subnet::NodeFacts>>,
@@ -196,8 +200,9 @@ pub struct SubnetManager {
 }
 
 impl SubnetManager {
-    /// Computes LIDs, routes and multicast roots for `topo`, whose nodes live in the simulator as
-    /// `nodes` (same order, e.g. [`crate::hw::topology::Built::nodes`]), with the SM on `sm_port`.
+    /// Computes LIDs for `topo` (routes and multicast roots at their first use), whose nodes
+    /// live in the simulator as `nodes` (same order, e.g. [`crate::hw::topology::Built::nodes`]),
+    /// with the SM on `sm_port`.
     pub fn new(
         topo: Topology,
         nodes: Vec<NodeId>,
@@ -236,7 +241,6 @@ impl SubnetManager {
         for (i, &n) in switches.iter().enumerate() {
             sw_index[n] = Some(i);
         }
-        let route = route::Routing::compute(&topo, &switches, &sw_index, &lids, owners.len());
         Ok(SubnetManager {
             topo,
             nodes,
@@ -248,9 +252,22 @@ impl SubnetManager {
             owners,
             switches,
             sw_index,
-            route,
+            route: OnceLock::new(),
             facts: Vec::new(),
             port_infos: BTreeMap::new(),
+        })
+    }
+
+    /// The routing state, computed at the first call ([`Routing::compute`]).
+    fn route(&self) -> &route::Routing {
+        self.route.get_or_init(|| {
+            route::Routing::compute(
+                &self.topo,
+                &self.switches,
+                &self.sw_index,
+                &self.lids,
+                self.owners.len(),
+            )
         })
     }
 
@@ -338,7 +355,7 @@ impl SubnetManager {
     /// The LFT of the switch that is topology node `node`.
     pub fn lft(&self, node: usize) -> Option<&[u8]> {
         let s = self.sw_index.get(node).copied().flatten()?;
-        self.route.lfts.get(s).map(|v| v.as_slice())
+        self.route().lfts.get(s).map(|v| v.as_slice())
     }
 
     /// Port GUID to LID of every port and switch with a LID (a switch by its node GUID): the table

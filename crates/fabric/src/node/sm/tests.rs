@@ -673,3 +673,31 @@ fn known_ports_keep_their_lids_when_the_walk_order_changes() {
     assert_eq!((s0[1], s0[3], s0[6], s0[7]), (1, 3, 3, 3));
     assert_eq!(s0[5], LFT_DROP, "h1's reserved LID routes nowhere");
 }
+
+/// The routing is computed at its first use, not with the LIDs: a plan asked only for LIDs and
+/// P_Keys (`Subnet`'s, beside an SM that computes its own) never pays for it; the LFTs it gives
+/// when asked are those of the bring-up.
+#[test]
+fn routing_is_computed_at_first_use() {
+    let topo = Topology::fat_tree(64).unwrap();
+    let nodes: Vec<NodeId> = (0..topo.nodes().len()).map(NodeId).collect();
+    let sm_port = End { node: 0, port: 1 };
+    let sm = SubnetManager::new(topo.clone(), nodes, sm_port, SmOptions::default()).unwrap();
+    assert!(
+        sm.route.get().is_none(),
+        "no routing before it is asked for"
+    );
+    assert!(sm.lid(sm_port.node, sm_port.port).is_some_and(|l| l != 0));
+    assert!(sm.route.get().is_none(), "LIDs need no routing");
+    let lfts: Vec<Vec<u8>> = sm
+        .bring_up()
+        .into_iter()
+        .filter_map(|(_, c)| match c {
+            Config::Lft(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    assert!(sm.route.get().is_some());
+    let s = topo.switches().next().unwrap();
+    assert_eq!(sm.lft(s), Some(lfts[0].as_slice()));
+}
