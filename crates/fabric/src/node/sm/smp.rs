@@ -83,7 +83,6 @@ pub struct SmpCounters {
 #[derive(Debug, Clone)]
 struct Outstanding<T> {
     tag: T,
-    mad: [u8; 256],
     deadline: Instant,
     tries: u32,
 }
@@ -91,11 +90,15 @@ struct Outstanding<T> {
 /// The requests outstanding, by TransactionID. TIDs are given in sequence, so the one of slot
 /// `i` is `base + i` and a lookup is an index; answered slots are `None`, and those at the front
 /// are dropped. (An ordered map moved its 300-byte entries within its nodes on every insert and
-/// remove: docs/benchmarks/subnet.md.)
+/// remove: docs/benchmarks/subnet.md.) The MADs, needed only to be sent again, are kept in a
+/// ring of their own beside the slots, so that an answer moves its small entry out, not the
+/// 256 bytes of its MAD.
 #[derive(Debug, Clone)]
 struct Outstandings<T> {
     base: u64,
     slots: VecDeque<Option<Outstanding<T>>>,
+    /// The MAD of each slot (answered ones too, until they leave the front).
+    mads: VecDeque<[u8; 256]>,
     len: usize,
 }
 
@@ -104,6 +107,7 @@ impl<T> Outstandings<T> {
         Outstandings {
             base: first_tid,
             slots: VecDeque::new(),
+            mads: VecDeque::new(),
             len: 0,
         }
     }
@@ -132,13 +136,21 @@ impl<T> Outstandings<T> {
     }
 
     /// Adds the request of `tid`, the TID after the last one added.
-    fn push(&mut self, tid: u64, o: Outstanding<T>) {
+    fn push(&mut self, tid: u64, o: Outstanding<T>, mad: [u8; 256]) {
         if self.slots.is_empty() {
             self.base = tid;
         }
         debug_assert_eq!(tid, self.base.wrapping_add(self.slots.len() as u64));
         self.slots.push_back(Some(o));
+        self.mads.push_back(mad);
         self.len += 1;
+    }
+
+    /// The MAD of the outstanding request of `tid`.
+    fn mad(&self, tid: u64) -> Option<&[u8; 256]> {
+        let i = self.index(tid)?;
+        self.slots.get(i)?.as_ref()?;
+        self.mads.get(i)
     }
 
     fn remove(&mut self, tid: u64) -> Option<Outstanding<T>> {
@@ -147,6 +159,7 @@ impl<T> Outstandings<T> {
         self.len -= 1;
         while matches!(self.slots.front(), Some(None)) {
             self.slots.pop_front();
+            self.mads.pop_front();
             self.base = self.base.wrapping_add(1);
         }
         Some(o)
@@ -262,7 +275,7 @@ impl<T: Clone> SmpRequester<T> {
                 self.deadlines.push_back((deadline, tid));
                 self.counters.sent += 1;
                 self.counters.resent += 1;
-                return Some(out(o.mad));
+                return self.outstanding.mad(tid).map(out);
             }
         }
         if self.outstanding.len() >= self.settings.window {
@@ -276,14 +289,14 @@ impl<T: Clone> SmpRequester<T> {
             tid,
             Outstanding {
                 tag,
-                mad,
                 deadline,
                 tries: 0,
             },
+            mad,
         );
         self.deadlines.push_back((deadline, tid));
         self.counters.sent += 1;
-        Some(out(mad))
+        Some(out(&mad))
     }
 
     /// An SMP response (GetResp) arrived; false when it matches no outstanding request.
@@ -359,7 +372,7 @@ impl<T: Clone> SmpRequester<T> {
 
 /// An SMP from QP0 to the permissive LID: a directed route leaves by its path whatever the DLID
 /// (IBA 1 §14.2.2).
-fn out(mad: [u8; 256]) -> MadOut {
+fn out(mad: &[u8; 256]) -> MadOut {
     MadOut {
         to: MadAddr {
             qpn: 0,
@@ -449,6 +462,52 @@ mod tests {
         assert_eq!(tags, [(2, 9), (1, 8), (0, 7), (3, 10)]);
         assert_eq!(t.counters().unmatched, 4);
         assert_eq!(t.in_flight(), 1);
+    }
+
+    // The MADs kept for resends stay with their requests while answered ones leave the front
+    // and others stay behind them: each resend is its own request's MAD, same TID.
+    #[test]
+    fn resends_after_answers_out_of_order_are_their_own_mads() {
+        let s = SmpSettings {
+            window: 8,
+            timeout: Duration::from_millis(1),
+            ..SmpSettings::default()
+        };
+        let mut t = SmpRequester::new(s, 40);
+        for i in 0..5u32 {
+            t.submit(i, &dr_get(attr::PORT_INFO, i, &[1, 2]));
+        }
+        let now = Instant::ZERO;
+        let sent: Vec<MadOut> = (0..5).map(|_| t.poll_transmit(now).unwrap()).collect();
+        // The first two and the fourth answered: the front drains by two, a gap at the fourth.
+        for i in [1, 0, 3] {
+            assert!(t.handle_response(&response(&sent[i], MadStatus::SUCCESS)));
+        }
+        let now = t.poll_timeout().unwrap();
+        t.handle_timeout(now);
+        let again: Vec<MadOut> = std::iter::from_fn(|| t.poll_transmit(now)).collect();
+        assert_eq!(again.len(), 2);
+        assert_eq!(again[0].mad, sent[2].mad);
+        assert_eq!(again[1].mad, sent[4].mad);
+        // A request submitted now comes after them, with the next TID.
+        t.submit(9, &dr_get(attr::NODE_INFO, 0, &[]));
+        let next = t.poll_transmit(now).unwrap();
+        assert_eq!(
+            SmpMadRepr::parse(&next.mad).unwrap().header.transaction_id,
+            45
+        );
+        assert!(t.handle_response(&response(&next, MadStatus::SUCCESS)));
+        assert!(t.handle_response(&response(&again[1], MadStatus::SUCCESS)));
+        assert!(t.handle_response(&response(&again[0], MadStatus::SUCCESS)));
+        assert_eq!(t.in_flight(), 0);
+        let tags: Vec<u32> = std::iter::from_fn(|| t.poll_result())
+            .map(|(tag, r)| {
+                assert!(r.is_ok());
+                tag
+            })
+            .collect();
+        assert_eq!(tags, [1, 0, 3, 9, 4, 2]);
+        assert!(t.is_idle());
     }
 
     // A request is resent on timeout `retries` times, then fails; a bad status fails at once.
