@@ -25,6 +25,10 @@ const DATA_SPARE_MAX: usize = 4096;
 /// `max_wire_smps`), so 4 sends come before their 4 answers.
 const DATA_SPARES: usize = 8;
 
+/// The most a UD packet adds to its payload: LRH 8, GRH 40, BTH 12, DETH 8, ImmDt 4, ICRC 4,
+/// VCRC 2 bytes (IBA 1 §7.7, §8.3, §9.2, §9.3.3, §7.8).
+const UD_FRAMING_MAX: usize = 8 + 40 + 12 + 8 + 4 + 4 + 2;
+
 /// A completion for the send side (or a flushed receive, after changing the opcode).
 pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) -> Completion {
     Completion {
@@ -121,6 +125,20 @@ impl Hca {
         // own (several MADs sent before their answers come back, an SM's).
         if self.spare.is_none() && wr.data.len() <= MAD_LEN {
             self.spare = Some(tx.spare_small());
+        } else if wr.data.len() > MAD_LEN
+            && self
+                .spare
+                .as_ref()
+                .is_none_or(|b| b.capacity() < wr.data.len() + UD_FRAMING_MAX)
+        {
+            // A data datagram (IPoIB's) in a consumed packet's allocation ([`Tx::spare`]) when
+            // the HCA kept none large enough: in a stream one host sends the datagrams and the
+            // other consumes them, so the sender's own spare is at best an acknowledgement's, and
+            // each datagram took a new allocation (zeroed by `emit`) while the consumed ones were
+            // freed. Its own small spare goes back for small packets.
+            if let Some(small) = self.spare.replace(tx.spare()) {
+                tx.recycle(small);
+            }
         }
         let built = self.build_ud(qpn, &mut wr);
         let status = match built {

@@ -615,3 +615,50 @@ fn a_data_packet_for_another_lid_leaves_an_armed_port_armed() {
     assert_eq!(state(&p), PortState::Active);
     assert_eq!(poll(&mut p.sim, p.b, b.cq).len(), 1);
 }
+
+/// A data datagram (larger than a MAD: IPoIB's) is built in a consumed packet's allocation kept
+/// by the simulator (`Tx::spare`) when the HCA kept none of its own, and is the same packet: in
+/// a stream one host sends the datagrams and the other consumes them, so the sender's own spare
+/// is at best an acknowledgement's, and each datagram took a new allocation while the consumed
+/// ones were freed. (Where the packet was built is seen by a drop filter on the link.)
+#[test]
+fn a_data_datagram_is_built_in_a_consumed_packets_allocation() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let run = |spare: Option<Vec<u8>>| {
+        let (mut sim, out, hca) = outside_and_hca(5);
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let s = Rc::clone(&seen);
+        sim.set_drop_filter(Some(Box::new(move |_, from, p| {
+            if from.node == hca {
+                s.borrow_mut().push(p.as_ptr() as usize);
+            }
+            false
+        })));
+        configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
+        let b = ud_qp(&mut sim, hca, QKey(0x0b1b), 0, 0);
+        let at = spare.as_ref().map(|v| v.as_ptr() as usize);
+        if let Some(v) = spare {
+            sim.recycle(v);
+        }
+        let data: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
+        send(
+            &mut sim,
+            hca,
+            b.qpn,
+            wr(1, &data, dest(1, 0x48, QKey(0x0b1b))),
+        );
+        sim.run_until_idle(1_000);
+        let got = sim.node::<Outside>(out).unwrap().0.clone();
+        let seen = seen.borrow().clone();
+        (got, seen, at)
+    };
+    // A consumed packet's allocation, its bytes stale.
+    let (got, seen, at) = run(Some(vec![0xa5u8; 4096]));
+    assert_eq!(got.len(), 1);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(Some(seen[0]), at, "built in the spare allocation");
+    // The same packet as one built in a new allocation.
+    let (fresh, _, _) = run(None);
+    assert_eq!(fresh, got);
+}
