@@ -361,4 +361,34 @@ mod tests {
             STATUS_UNDELIVERED
         );
     }
+
+    /// `SimRequestHead::parse` (the server's read of each datagram, before any MAD is touched)
+    /// on every length from empty to well past a `sim_request`: nothing but exactly 288 bytes
+    /// is one (include/ibsim.h `struct sim_request`: five u32, padding to 24, the u64 context,
+    /// 256 bytes of MAD), and no length panics. At 288 bytes it reads the fields from their
+    /// offsets, as `SimRequest::parse` does.
+    #[test]
+    fn request_head_of_any_length() {
+        let bytes: Vec<u8> = (0..600u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in 0..=bytes.len() {
+            let head = SimRequestHead::parse(&bytes[..len]);
+            assert_eq!(head.is_some(), len == SIM_REQUEST_LEN, "length {len}");
+            assert_eq!(
+                head,
+                SimRequest::parse(&bytes[..len]).map(|r| r.head),
+                "length {len}"
+            );
+        }
+        let h = SimRequestHead::parse(&bytes[..SIM_REQUEST_LEN]).unwrap();
+        // `ntohs((uint16_t)dlid)`: the u32 in host order, its low 16 bits in network order.
+        let low16 = |off: usize| {
+            let v = u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap());
+            u16::from_be(v as u16)
+        };
+        assert_eq!((h.dlid, h.slid), (low16(0), low16(4)));
+        assert_eq!(h.dqp.to_be_bytes(), bytes[8..12]);
+        assert_eq!(h.sqp.to_be_bytes(), bytes[12..16]);
+        assert_eq!(h.status.to_be_bytes(), bytes[16..20]);
+        assert_eq!(h.length.to_be_bytes(), bytes[24..32]);
+    }
 }
