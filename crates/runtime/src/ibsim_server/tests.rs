@@ -48,6 +48,20 @@ fn unique_base() -> String {
     )
 }
 
+/// Slot 0 of a Unix server connected to a client whose data socket (NAME:in1, non-blocking)
+/// nobody reads but the test: the sender side of `Sock::send_many`'s tests.
+fn slot_with_reader() -> (UnixDatagram, sock::Sock, sock::Headers) {
+    let name = unique_base();
+    let peer =
+        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
+    peer.set_nonblocking(true).unwrap();
+    let listen = Listen::Unix { basename: name };
+    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
+    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
+    s.connect_client(&listen, 1, &stranger).unwrap();
+    (peer, s, sock::Headers::new())
+}
+
 /// What a server thread hands back: its counters, the clients left, and the SMPs the subnet's
 /// switches discarded (`SwitchDropReason::SmpDiscarded`, summed).
 type Stopped = (ServerCounters, usize, u64);
@@ -576,15 +590,7 @@ fn random_datagrams_never_stop_the_server() {
 /// `net.unix.max_dgram_qlen`), then `WouldBlock`, and the peer holds exactly what was counted.
 #[test]
 fn send_many_sends_each_message_as_a_datagram() {
-    let name = unique_base();
-    let peer =
-        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
-    peer.set_nonblocking(true).unwrap();
-    let listen = Listen::Unix { basename: name };
-    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
-    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
-    s.connect_client(&listen, 1, &stranger).unwrap();
-    let mut h = sock::Headers::new();
+    let (peer, s, mut h) = slot_with_reader();
     assert_eq!(s.send_many::<&[u8]>(&[], &mut h).unwrap(), 0);
     let msgs: Vec<Vec<u8>> = (0..200u8)
         .map(|i| vec![i; 1 + usize::from(i) % 7])

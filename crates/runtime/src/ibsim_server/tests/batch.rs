@@ -64,15 +64,7 @@ fn garbage_read_with_requests_drops_the_client_after_the_ones_before() {
 /// own datagram, in order.
 #[test]
 fn send_many_of_a_few_sends_them_all_in_order() {
-    let name = unique_base();
-    let peer =
-        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
-    peer.set_nonblocking(true).unwrap();
-    let listen = Listen::Unix { basename: name };
-    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
-    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
-    s.connect_client(&listen, 1, &stranger).unwrap();
-    let mut h = sock::Headers::new();
+    let (peer, s, mut h) = slot_with_reader();
     let mut b = [0u8; 16];
     for count in [2u8, 8, 9] {
         let msgs: Vec<Vec<u8>> = (0..count)
@@ -178,15 +170,7 @@ fn send_many_of_a_few_into_a_nearly_full_queue_sends_what_fits() {
         .trim()
         .parse()
         .unwrap();
-    let name = unique_base();
-    let peer =
-        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{name}:in1")).unwrap()).unwrap();
-    peer.set_nonblocking(true).unwrap();
-    let listen = Listen::Unix { basename: name };
-    let s = sock::Sock::bind_slot(&listen, 0).unwrap();
-    let stranger = Peer::Udp("127.0.0.1:1".parse().unwrap());
-    s.connect_client(&listen, 1, &stranger).unwrap();
-    let mut h = sock::Headers::new();
+    let (peer, s, mut h) = slot_with_reader();
     // Fill the queue to 4 short of full, 8 (or fewer) at a time.
     let room = qlen + 1;
     let fill = room.saturating_sub(4);
