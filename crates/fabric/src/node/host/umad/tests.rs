@@ -72,6 +72,16 @@ fn hosts(seed: u64) -> (Simulator, NodeId, NodeId) {
     (sim, a, b)
 }
 
+/// An [`Echo`] agent on host `n` serving DevMgt (the class the tests ask): its id.
+fn echo_dev_mgt(sim: &mut Simulator, n: NodeId) -> AgentId {
+    sim.with_node::<Host, _>(n, |h, _, _| {
+        let e = h.add_agent(Echo::default());
+        h.serve_class(MgmtClass::DevMgt, e);
+        e
+    })
+    .unwrap()
+}
+
 fn attach(sim: &mut Simulator, n: NodeId) -> AgentId {
     sim.with_node::<Host, _>(n, |h, _, _| h.umad_attach())
         .unwrap()
@@ -110,10 +120,7 @@ fn smp_addr(lid: u16) -> MadAddr {
 #[test]
 fn request_and_response_over_qp1() {
     let (mut sim, a, b) = hosts(1);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::DevMgt, e);
-    });
+    echo_dev_mgt(&mut sim, a);
     let u = attach(&mut sim, b);
     let other = attach(&mut sim, b);
     assert_ne!(u, other);

@@ -8,10 +8,7 @@ use super::*;
 #[test]
 fn a_late_response_does_not_reach_the_next_user() {
     let (mut sim, a, b) = hosts(5);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::DevMgt, e);
-    });
+    echo_dev_mgt(&mut sim, a);
     let u = attach(&mut sim, b);
     let req = mad(MgmtClass::DevMgt, 1, Method::Get, 0xabc);
     send(&mut sim, b, u, MadAddr::gsi(1), &req).unwrap();
@@ -53,13 +50,7 @@ impl MadAgent for Once {
 #[test]
 fn same_tids_of_two_users_and_an_agent_each_get_their_response() {
     let (mut sim, a, b) = hosts(6);
-    let echo = sim
-        .with_node::<Host, _>(a, |h, _, _| {
-            let e = h.add_agent(Echo::default());
-            h.serve_class(MgmtClass::DevMgt, e);
-            e
-        })
-        .unwrap();
+    let echo = echo_dev_mgt(&mut sim, a);
     let tid = 0x0001_0002_0000_0abc;
     let req = mad(MgmtClass::DevMgt, 1, Method::Get, tid);
     let (u1, u2) = (attach(&mut sim, b), attach(&mut sim, b));
@@ -113,13 +104,7 @@ fn same_tids_of_two_users_and_an_agent_each_get_their_response() {
 #[test]
 fn a_users_number_is_never_an_own_agents_high_half() {
     let (mut sim, a, b) = hosts(11);
-    let echo = sim
-        .with_node::<Host, _>(a, |h, _, _| {
-            let e = h.add_agent(Echo::default());
-            h.serve_class(MgmtClass::DevMgt, e);
-            e
-        })
-        .unwrap();
+    let echo = echo_dev_mgt(&mut sim, a);
     let own_tid = 0x0000_0001_0000_0abc_u64;
     let local = sim
         .with_node::<Host, _>(b, |h, _, _| {
@@ -173,13 +158,7 @@ fn a_users_number_is_never_an_own_agents_high_half() {
 #[test]
 fn same_low_bits_with_two_high_halves_each_get_their_response() {
     let (mut sim, a, b) = hosts(7);
-    let echo = sim
-        .with_node::<Host, _>(a, |h, _, _| {
-            let e = h.add_agent(Echo::default());
-            h.serve_class(MgmtClass::DevMgt, e);
-            e
-        })
-        .unwrap();
+    let echo = echo_dev_mgt(&mut sim, a);
     let u = attach(&mut sim, b);
     let tids = [0x0003_0000_0000_0abc_u64, 0x0003_0001_0000_0abc];
     for t in tids {
@@ -233,10 +212,7 @@ fn same_low_bits_with_two_high_halves_each_get_their_response() {
 #[test]
 fn high_halves_are_bounded_and_a_forgotten_ones_response_is_dropped() {
     let (mut sim, a, b) = hosts(8);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::DevMgt, e);
-    });
+    echo_dev_mgt(&mut sim, a);
     let u = attach(&mut sim, b);
     let n = UMAD_HIGHS as u64 + 1;
     let tids: Vec<u64> = (0..n).map(|i| i << 32 | 0x55).collect();
@@ -298,10 +274,7 @@ fn high_halves_are_bounded_and_a_forgotten_ones_response_is_dropped() {
 #[test]
 fn a_wrapped_count_skips_the_numbers_users_hold() {
     let (mut sim, a, b) = hosts(9);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::DevMgt, e);
-    });
+    echo_dev_mgt(&mut sim, a);
     let req = mad(MgmtClass::DevMgt, 1, Method::Get, 0x66);
     let u1 = attach(&mut sim, b);
     send(&mut sim, b, u1, MadAddr::gsi(1), &req).unwrap();
@@ -340,10 +313,7 @@ fn a_wrapped_count_skips_the_numbers_users_hold() {
 #[test]
 fn withdrawn_registrations_leave_the_outstanding_responses() {
     let (mut sim, a, b) = hosts(10);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        let e = h.add_agent(Echo::default());
-        h.serve_class(MgmtClass::DevMgt, e);
-    });
+    echo_dev_mgt(&mut sim, a);
     let u = attach(&mut sim, b);
     let reg = Registration {
         class: MgmtClass::DevMgt,
