@@ -3,7 +3,7 @@
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
 //! GUIDInfoRecord, SMInfoRecord, InformInfoRecord, SLtoVLMappingTableRecord,
-//! VLArbitrationTableRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! VLArbitrationTableRecord, SwitchInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -24,6 +24,7 @@ mod record;
 mod sa_mad;
 mod slvl_record;
 mod sm_info_record;
+mod switch_info_record;
 mod vlarb_record;
 
 pub use crate::mad::{
@@ -44,4 +45,5 @@ pub use record::{attribute_offset_for, record_len, SaAttribute, SaRawData, SaRec
 pub use sa_mad::{emit_records, SaMadRepr};
 pub use slvl_record::{slvlr_mask, SlToVlRecordRepr};
 pub use sm_info_record::{smir_mask, SmInfoRecordRepr};
+pub use switch_info_record::{swir_mask, SwitchInfoRecordRepr};
 pub use vlarb_record::{vlar_mask, VlArbRecordRepr};

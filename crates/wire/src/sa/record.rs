@@ -15,6 +15,7 @@ use super::pkey_record::PKeyTableRecordRepr;
 use super::port_info_record::PortInfoRecordRepr;
 use super::slvl_record::SlToVlRecordRepr;
 use super::sm_info_record::SmInfoRecordRepr;
+use super::switch_info_record::SwitchInfoRecordRepr;
 use super::vlarb_record::VlArbRecordRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::mad::attr::sa as attr;
@@ -69,6 +70,7 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::INFORM_INFO_RECORD => Some(64),
         attr::SL_TO_VL_MAPPING_TABLE_RECORD => Some(16),
         attr::VL_ARBITRATION_TABLE_RECORD => Some(72),
+        attr::SWITCH_INFO_RECORD => Some(24),
         _ => None,
     }
 }
@@ -112,6 +114,8 @@ pub enum SaAttribute {
     SlToVlRecord(SlToVlRecordRepr),
     /// VLArbitrationTableRecord (IBA 1 §15.2.5.9).
     VlArbRecord(VlArbRecordRepr),
+    /// SwitchInfoRecord (IBA 1 §15.2.5.5).
+    SwitchInfoRecord(SwitchInfoRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -145,6 +149,9 @@ impl SaAttribute {
             attr::VL_ARBITRATION_TABLE_RECORD => {
                 SaAttribute::VlArbRecord(VlArbRecordRepr::parse(data)?)
             }
+            attr::SWITCH_INFO_RECORD => {
+                SaAttribute::SwitchInfoRecord(SwitchInfoRecordRepr::parse(data)?)
+            }
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -167,6 +174,7 @@ impl SaAttribute {
             SaAttribute::InformInfoRecord(_) => Some(attr::INFORM_INFO_RECORD),
             SaAttribute::SlToVlRecord(_) => Some(attr::SL_TO_VL_MAPPING_TABLE_RECORD),
             SaAttribute::VlArbRecord(_) => Some(attr::VL_ARBITRATION_TABLE_RECORD),
+            SaAttribute::SwitchInfoRecord(_) => Some(attr::SWITCH_INFO_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -189,6 +197,7 @@ impl SaAttribute {
             SaAttribute::InformInfoRecord(r) => r.buffer_len(),
             SaAttribute::SlToVlRecord(r) => r.buffer_len(),
             SaAttribute::VlArbRecord(r) => r.buffer_len(),
+            SaAttribute::SwitchInfoRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -211,6 +220,7 @@ impl SaAttribute {
             SaAttribute::InformInfoRecord(r) => r.emit(buf),
             SaAttribute::SlToVlRecord(r) => r.emit(buf),
             SaAttribute::VlArbRecord(r) => r.emit(buf),
+            SaAttribute::SwitchInfoRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -233,6 +243,7 @@ impl SaAttribute {
             SaAttribute::InformInfoRecord(_) => "inform_info_record",
             SaAttribute::SlToVlRecord(_) => "sl_to_vl_mapping_table_record",
             SaAttribute::VlArbRecord(_) => "vl_arbitration_table_record",
+            SaAttribute::SwitchInfoRecord(_) => "switch_info_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -256,6 +267,7 @@ impl Describe for SaAttribute {
             SaAttribute::InformInfoRecord(r) => r.describe(d),
             SaAttribute::SlToVlRecord(r) => r.describe(d),
             SaAttribute::VlArbRecord(r) => r.describe(d),
+            SaAttribute::SwitchInfoRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -420,6 +432,19 @@ mod tests {
         );
     }
 
+    // `ipoib decode` names SwitchInfoRecord (IBA 1 §15.2.5.5): 24 bytes, AttributeOffset 3 words.
+    #[test]
+    fn switch_info_record_decodes_by_name() {
+        let r = SaAttribute::parse(attr::SWITCH_INFO_RECORD, &[0u8; 24]).unwrap();
+        assert_eq!(r.group_name(), "switch_info_record");
+        assert_eq!(r.attribute_id(), Some(attr::SWITCH_INFO_RECORD));
+        assert_eq!(r.buffer_len(), 24);
+        assert_eq!(
+            record_len(attr::SWITCH_INFO_RECORD).map(attribute_offset_for),
+            Some(3)
+        );
+    }
+
     proptest! {
         #[test]
         fn records_never_panic(
@@ -428,7 +453,7 @@ mod tests {
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
             let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38, 0xf3, 0x13,
-                0x36];
+                0x36, 0x14];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;
