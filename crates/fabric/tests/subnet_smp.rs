@@ -19,7 +19,7 @@ use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{Method, MgmtClass};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::pcap::CaptureReader;
-use ipoib_wire::smp::{PortInfoRepr, PortPhysState, SmpAttribute, SmpMadRepr};
+use ipoib_wire::smp::{PortInfoRepr, PortPhysState, SmpAttribute, SmpMadRepr, SwitchInfoRepr};
 use ipoib_wire::{Guid, Mtu, PKey};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -331,6 +331,42 @@ fn the_sa_model_has_the_pkey_tables_of_every_cabled_switch_port() {
         }
     }
     assert_eq!(between_switches, 4, "both ends of two cables");
+}
+
+// IBA 1 §15.2.5.5: a SwitchInfoRecord holds the switch's SwitchInfo; the SA's model gives, for
+// every switch, what its SMA answers SubnGet(SwitchInfo) with after the sweep (the SwitchInfo
+// read, with the LinearFDBTop and LifeTimeValue the SM set), but for MulticastFDBTop: the SMA's
+// follows the MFT blocks written after the sweep read it, and our SM sets none (OpenSM sets it,
+// docs/OPENSM-NOTES.md "Subnet records").
+#[test]
+fn switch_info_records_are_what_the_smas_hold() {
+    let topo = chain();
+    let net = build(&topo);
+    let model = net.sm().manager().expect("swept").subnet_model();
+    let mut switches = 0;
+    for (n, node) in topo.nodes().iter().enumerate() {
+        if node.kind == NodeKind::Ca {
+            assert!(
+                !model.switch_infos.contains_key(&node.guid),
+                "{}",
+                node.name
+            );
+            continue;
+        }
+        let sw = net.sim().node::<Switch>(net.built().nodes[n]).unwrap();
+        let no_mft_top = |si: SwitchInfoRepr| SwitchInfoRepr {
+            multicast_fdb_top: 0,
+            ..si
+        };
+        assert_eq!(
+            model.switch_infos.get(&node.guid).copied().map(no_mft_top),
+            Some(no_mft_top(sw.switch_info())),
+            "{}",
+            node.name
+        );
+        switches += 1;
+    }
+    assert!(switches >= 2, "{switches}");
 }
 
 // IBA 1 §15.2.5.4, §15.2.5.9: SLtoVLMappingTableRecords and VLArbitrationTableRecords hold the
@@ -684,7 +720,7 @@ fn a_linear_fdb_top_lowered_by_another_is_set_again_by_the_next_sweep() {
     let full = routed(&net);
     assert!(full > 2, "{full}");
     // A LID-routed SubnSet(SwitchInfo) LinearFDBTop 1 to sw0 from h0.
-    let si = ipoib_wire::smp::SwitchInfoRepr {
+    let si = SwitchInfoRepr {
         linear_fdb_top: 1,
         ..Default::default()
     };

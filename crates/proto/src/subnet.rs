@@ -8,7 +8,8 @@
 //! PortInfo the SM read, [`SubnetModel::port_infos`], where it has it).
 
 use ipoib_wire::smp::{
-    PortInfoRepr, PortPhysState, PortState, SlToVlTableRepr, SmInfoRepr, VlArbTableRepr,
+    PortInfoRepr, PortPhysState, PortState, SlToVlTableRepr, SmInfoRepr, SwitchInfoRepr,
+    VlArbTableRepr,
 };
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
@@ -156,6 +157,12 @@ pub struct SubnetModel {
     /// block 1-4), for the SA's VLArbitrationTableRecords; missing: all zero, as
     /// [`SubnetModel::sl2vl`].
     pub vlarb: BTreeMap<(Guid, u8, u8), VlArbTableRepr>,
+    /// The SwitchInfo (IBA 1 §14.2.5.4) of each switch as the SM read it and then set it, by
+    /// node GUID: what the SA's SwitchInfoRecords give (OpenSM's SA answers from the SwitchInfo
+    /// its sweep stored, `osm_sa_sw_info_record.c`). A switch missing here has no record, as a
+    /// switch OpenSM has read no SwitchInfo of is not in its switch table. MulticastFDBTop is as
+    /// read: our SM does not set it (docs/OPENSM-NOTES.md "Subnet records").
+    pub switch_infos: BTreeMap<Guid, SwitchInfoRepr>,
 }
 
 impl SubnetModel {
@@ -538,6 +545,7 @@ mod tests {
             sms: Vec::new(),
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
+            switch_infos: BTreeMap::new(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -609,6 +617,7 @@ mod tests {
             sms: Vec::new(),
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
+            switch_infos: BTreeMap::new(),
             switches,
         }
     }

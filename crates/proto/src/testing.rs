@@ -45,6 +45,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         sms: Vec::new(),
         sl2vl: Default::default(),
         vlarb: Default::default(),
+        switch_infos: Default::default(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -10,6 +10,7 @@ mod path;
 mod qos_records;
 mod records;
 mod sm_records;
+mod switch_records;
 
 use super::*;
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};

@@ -158,9 +158,8 @@ impl OurSa {
         let si = fabric
             .smp_get(first, sw_lid, SWITCH_INFO, 0)
             .map_err(|x| e("SwitchInfo", x))?;
-        let top = SwitchInfoRepr::parse(&si)
-            .map_err(|x| format!("SwitchInfo: {x}"))?
-            .linear_fdb_top;
+        let si = SwitchInfoRepr::parse(&si).map_err(|x| format!("SwitchInfo: {x}"))?;
+        let top = si.linear_fdb_top;
         let mut lft = Vec::new();
         for block in 0..=u32::from(top / 64) {
             let b = fabric
@@ -199,6 +198,7 @@ impl OurSa {
             sms: Vec::new(),
             sl2vl: Default::default(),
             vlarb: Default::default(),
+            switch_infos: [(sw_guid, si)].into(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

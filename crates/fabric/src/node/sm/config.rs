@@ -346,6 +346,7 @@ impl SubnetManager {
             // `subnet_smp::qos_table_records_are_what_the_smas_hold`).
             sl2vl: Default::default(),
             vlarb: Default::default(),
+            switch_infos: self.switch_infos.clone(),
         }
     }
 }

@@ -73,7 +73,7 @@ use crate::hw::sim::NodeId;
 use crate::hw::topology::{End, NodeKind, Topology};
 use ipoib_proto::partitions::Membership;
 use ipoib_wire::ib::lid::LID_UNICAST_LAST;
-use ipoib_wire::smp::PortInfoRepr;
+use ipoib_wire::smp::{PortInfoRepr, SwitchInfoRepr};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::OnceLock;
@@ -197,6 +197,9 @@ pub struct SubnetManager {
     /// PortInfo of the ports as the SM read and then set them, by (node GUID, port)
     /// ([`SubnetManager::set_port_infos`]); empty: our devices' (`SubnetModel::port_infos`).
     port_infos: BTreeMap<(Guid, u8), PortInfoRepr>,
+    /// SwitchInfo of the switches as the SM read and then set them, by node GUID
+    /// ([`SubnetManager::set_switch_infos`]); empty: no SwitchInfoRecords.
+    switch_infos: BTreeMap<Guid, SwitchInfoRepr>,
 }
 
 impl SubnetManager {
@@ -255,6 +258,7 @@ impl SubnetManager {
             route: OnceLock::new(),
             facts: Vec::new(),
             port_infos: BTreeMap::new(),
+            switch_infos: BTreeMap::new(),
         })
     }
 
@@ -281,6 +285,12 @@ impl SubnetManager {
     /// §15.2.5.3: a PortInfoRecord holds the port's PortInfo), by (node GUID, port).
     pub fn set_port_infos(&mut self, infos: BTreeMap<(Guid, u8), PortInfoRepr>) {
         self.port_infos = infos;
+    }
+
+    /// The SwitchInfo of the switches as the SM read them by SMPs and then set them (IBA 1
+    /// §15.2.5.5: a SwitchInfoRecord holds the switch's SwitchInfo), by node GUID.
+    pub fn set_switch_infos(&mut self, infos: BTreeMap<Guid, SwitchInfoRepr>) {
+        self.switch_infos = infos;
     }
 
     /// The topology.

@@ -552,6 +552,7 @@ impl SmpSm {
         // IBA 1 §15.2.5.3: the SA's PortInfoRecords give the PortInfo as read, with what the
         // SM sets below (as OpenSM's SA answers from the PortInfo its sweep stored).
         let mut read: BTreeMap<(Guid, u8), PortInfoRepr> = BTreeMap::new();
+        let mut switch_infos = BTreeMap::new();
         for (n, ports) in d.port_infos.iter().enumerate() {
             for (p, i) in ports.iter().enumerate() {
                 if let (Some(i), Ok(p)) = (i, u8::try_from(p)) {
@@ -645,8 +646,23 @@ impl SmpSm {
                     // first sweep: the copy is cleared).
                     let top = lft.len().saturating_sub(1) as u16;
                     let read = d.switch_infos.get(n).copied().flatten();
-                    if read.map(|s| s.linear_fdb_top) != Some(top) || old.len() != lft.len() {
+                    let set = read.map(|s| s.linear_fdb_top) != Some(top) || old.len() != lft.len();
+                    if set {
                         self.tops.push((path, top));
+                    }
+                    // IBA 1 §15.2.5.5: the SA's SwitchInfoRecords give the SwitchInfo as read,
+                    // with what `state_wave` sets (OpenSM's copy takes the Set's response; the
+                    // SMA's fields after it: `hw::switch::sma`'s `set_switch_info`).
+                    if let Some(mut si) = read {
+                        if set {
+                            si.linear_fdb_top = top;
+                            si.life_time_value = LIFE_TIME_VALUE;
+                            si.port_state_change = false;
+                            si.default_port = 0;
+                            si.default_multicast_primary_port = 0;
+                            si.default_multicast_not_primary_port = 0;
+                        }
+                        switch_infos.insert(guid, si);
                     }
                     self.shadow_lft.insert(guid, lft);
                 }
@@ -654,6 +670,7 @@ impl SmpSm {
             }
         }
         brain.set_port_infos(read);
+        brain.set_switch_infos(switch_infos);
         self.brain = Some(brain);
         self.phase = SweepPhase::Configure;
     }

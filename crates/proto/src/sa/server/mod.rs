@@ -14,6 +14,7 @@ mod path;
 mod qos_records;
 mod records;
 mod sm_records;
+mod switch_records;
 
 use super::rmpp::{segment_table, RmppSender, SendState};
 use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
@@ -660,6 +661,10 @@ impl SaServer {
             (attr::VL_ARBITRATION_TABLE_RECORD, SaAttribute::VlArbRecord(r)) => {
                 let r = *r;
                 self.vl_arb_record(now, &req, r)
+            }
+            (attr::SWITCH_INFO_RECORD, SaAttribute::SwitchInfoRecord(r)) => {
+                let r = *r;
+                self.switch_info_record(now, &req, r)
             }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
