@@ -336,8 +336,8 @@ fn the_sa_model_has_the_pkey_tables_of_every_cabled_switch_port() {
 // IBA 1 §15.2.5.5: a SwitchInfoRecord holds the switch's SwitchInfo; the SA's model gives, for
 // every switch, what its SMA answers SubnGet(SwitchInfo) with after the sweep (the SwitchInfo
 // read, with the LinearFDBTop and LifeTimeValue the SM set), but for MulticastFDBTop: the SMA's
-// follows the MFT blocks written after the sweep read it, and our SM sets none (OpenSM sets it,
-// docs/OPENSM-NOTES.md "Subnet records").
+// follows the MFT blocks written after the sweep read it, and our SM does not set it
+// (docs/OPENSM-NOTES.md "Subnet records").
 #[test]
 fn switch_info_records_are_what_the_smas_hold() {
     let topo = chain();
