@@ -48,6 +48,19 @@ fn unique_base() -> String {
     )
 }
 
+/// A free loopback UDP port whose neighbour is free too (both released just before the server
+/// binds them): ibsim's UDP mode takes control at P and client n's data at P + n + 1.
+fn free_udp_pair() -> std::net::SocketAddr {
+    (0..50)
+        .find_map(|_| {
+            let a = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+            let addr = a.local_addr().ok()?;
+            let next = (addr.ip(), addr.port().checked_add(1)?);
+            std::net::UdpSocket::bind(next).ok().map(|_| addr)
+        })
+        .unwrap()
+}
+
 /// Slot 0 of a Unix server connected to a client whose data socket (NAME:in1, non-blocking)
 /// nobody reads but the test: the sender side of `Sock::send_many`'s tests.
 fn slot_with_reader() -> (UnixDatagram, sock::Sock, sock::Headers) {
@@ -417,15 +430,7 @@ fn garbage_and_vanished_clients() {
 /// n's data at P + n + 1, the client's data port as its tag.
 #[test]
 fn udp_mode() {
-    // A free port with a free neighbour (released just before the server binds them).
-    let addr = (0..50)
-        .find_map(|_| {
-            let a = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
-            let addr = a.local_addr().ok()?;
-            let next = (addr.ip(), addr.port().checked_add(1)?);
-            std::net::UdpSocket::bind(next).ok().map(|_| addr)
-        })
-        .unwrap();
+    let addr = free_udp_pair();
     let mut cfg = ServerConfig::unix("unused");
     cfg.listen = Listen::Udp { addr };
     let srv = Running::start_on(String::new(), cfg);

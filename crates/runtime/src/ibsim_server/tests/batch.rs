@@ -242,15 +242,7 @@ fn garbage_from_one_client_leaves_the_others_batch_alone() {
 /// (sendmmsg(2) takes 64).
 #[test]
 fn more_than_sixteen_requests_in_one_poll_are_answered_in_order() {
-    // A free port with a free neighbour (released just before the server binds them).
-    let addr = (0..50)
-        .find_map(|_| {
-            let a = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
-            let addr = a.local_addr().ok()?;
-            let next = (addr.ip(), addr.port().checked_add(1)?);
-            std::net::UdpSocket::bind(next).ok().map(|_| addr)
-        })
-        .unwrap();
+    let addr = free_udp_pair();
     let mut cfg = ServerConfig::unix("unused");
     cfg.listen = Listen::Udp { addr };
     let (mut net, mut server, c) = by_hand(cfg, move || {
