@@ -94,6 +94,12 @@ impl IbsimServer {
     /// Sends the MADs of `bufs` (each a whole `sim_request`, its MAD ready) from `host` through
     /// `agent`, in order, in one [`Subnet::with_host`]; stops at the first the host refuses.
     /// Returns how many it took.
+    ///
+    /// Every MAD of the batch takes the P_Key of the host port's entry 0 as it is when the batch
+    /// is handed over, before any of the batch leaves. A SubnSet(P_KeyTable) to the host's own
+    /// port earlier in the batch (QP0) does not change the P_Key of a GSI MAD after it (QP1):
+    /// the architecture orders work requests only within one send queue, so an HCA may send the
+    /// QP1 MAD before the QP0 Set is taken, and either P_Key is one a real port could use.
     fn hand_over(
         &mut self,
         net: &mut Subnet,
