@@ -25,9 +25,10 @@ const DATA_SPARE_MAX: usize = 4096;
 /// `max_wire_smps`), so 4 sends come before their 4 answers.
 const DATA_SPARES: usize = 8;
 
-/// The most a UD packet adds to its payload: LRH 8, GRH 40, BTH 12, DETH 8, ImmDt 4, ICRC 4,
-/// VCRC 2 bytes (IBA 1 §7.7, §8.3, §9.2, §9.3.3, §7.8).
-const UD_FRAMING_MAX: usize = 8 + 40 + 12 + 8 + 4 + 4 + 2;
+/// The most a UD packet adds to its payload: LRH 8, GRH 40, BTH 12, DETH 8, ImmDt 4, pad up to
+/// 3 (the payload padded to a multiple of 4 bytes, PadCnt), ICRC 4, VCRC 2 bytes (IBA 1 §7.7,
+/// §8.3, §9.2, §9.3.3, §7.8).
+const UD_FRAMING_MAX: usize = 8 + 40 + 12 + 8 + 4 + 3 + 4 + 2;
 
 /// A completion for the send side (or a flushed receive, after changing the opcode).
 pub(crate) fn send_completion(wr_id: u64, status: WcStatus, qpn: Qpn, len: u32) -> Completion {

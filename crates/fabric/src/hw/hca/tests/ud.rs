@@ -662,3 +662,40 @@ fn a_data_datagram_is_built_in_a_consumed_packets_allocation() {
     let (fresh, _, _) = run(None);
     assert_eq!(fresh, got);
 }
+
+/// A UD packet adds up to 81 bytes to its payload: LRH, GRH, BTH, DETH, ImmDt, up to 3 bytes of
+/// pad (IBA 1 §9.2 PadCnt: the payload is padded to a multiple of 4), ICRC and VCRC. An HCA's
+/// own spare 1 to 3 bytes short of such a packet is not kept for it: the packet is built in a
+/// consumed packet's allocation large enough (`Tx::spare`), not grown out of the short one.
+/// Before, the pad was not counted: the short spare was kept and reallocated by `emit`.
+#[test]
+fn a_spare_short_by_the_pad_is_not_kept_for_a_data_datagram() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let (mut sim, _out, hca) = outside_and_hca(6);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s = Rc::clone(&seen);
+    sim.set_drop_filter(Some(Box::new(move |_, from, p| {
+        if from.node == hca {
+            s.borrow_mut().push((p.as_ptr() as usize, p.len()));
+        }
+        false
+    })));
+    configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
+    let b = ud_qp(&mut sim, hca, QKey(0x0b1b), 0, 0);
+    // 1,501 bytes (3 of pad) with GRH and ImmDt: a packet of 1,501 + 81 bytes.
+    let data: Vec<u8> = (0..1501u32).map(|i| i as u8).collect();
+    let consumed = vec![0xa5u8; 4096];
+    let at = consumed.as_ptr() as usize;
+    sim.recycle(consumed);
+    sim.node_mut::<Hca>(hca).unwrap().spare = Some(Vec::with_capacity(data.len() + 78));
+    let gid = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_A + 1);
+    let mut w = wr(1, &data, with_grh(dest(1, 0x48, QKey(0x0b1b)), gid));
+    w.op = SendOp::SendWithImm(7);
+    send(&mut sim, hca, b.qpn, w);
+    sim.run_until_idle(1_000);
+    let seen = seen.borrow().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1, data.len() + 81, "LRH..VCRC with 3 bytes of pad");
+    assert_eq!(seen[0].0, at, "built in the consumed packet's allocation");
+}
