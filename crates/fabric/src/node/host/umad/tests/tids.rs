@@ -267,10 +267,12 @@ fn high_halves_are_bounded_and_a_forgotten_ones_response_is_dropped() {
     );
 }
 
-/// The host's count of numbers wraps after 2^32 new high halves (a client cycling its high bits
-/// reaches it): a number an attached user still holds is skipped, so two users never send the
-/// same TID and each gets its own response. Before, the user after the wrap was given the first
-/// user's number: both requests left with one TID and both responses went to the later.
+/// The host's count of numbers wraps after 2^31 - 1 new high halves (a client cycling its high
+/// bits reaches it; every number has bit 63 of the TID set, [`UMAD_TID_BIT`], so the count
+/// holds 31 bits): from its last value, 2^31 - 1, it starts again at 1, and a number an
+/// attached user still holds is skipped, so two users never send the same TID and each gets
+/// its own response. Before, the user after the wrap was given the first user's number: both
+/// requests left with one TID and both responses went to the later.
 #[test]
 fn a_wrapped_count_skips_the_numbers_users_hold() {
     let (mut sim, a, b) = hosts(9);
@@ -279,7 +281,8 @@ fn a_wrapped_count_skips_the_numbers_users_hold() {
     let u1 = attach(&mut sim, b);
     send(&mut sim, b, u1, MadAddr::gsi(1), &req).unwrap();
     let u2 = attach(&mut sim, b);
-    sim.node_mut::<Host>(b).unwrap().umad_hi_tid = u32::MAX;
+    // The last value the count takes (its wrap from u32::MAX is no longer the one it meets).
+    sim.node_mut::<Host>(b).unwrap().umad_hi_tid = 0x7fff_ffff;
     send(&mut sim, b, u2, MadAddr::gsi(1), &req).unwrap();
     let host = sim.node::<Host>(b).unwrap();
     let (n1, n2) = (
