@@ -51,7 +51,8 @@
 //!   leaves them ([`SubnetManager::pkeys_left_out`]).
 //!
 //! Invariants: deterministic (everything follows node, port and partition order; no hash maps);
-//! computed once at construction; no panics on any topology.
+//! LIDs computed once at construction, the routing (LFTs, multicast roots and trees) once at its
+//! first use, from inputs that never change afterwards; no panics on any topology.
 
 mod config;
 pub mod discover;
@@ -186,7 +187,7 @@ pub struct SubnetManager {
     switches: Vec<usize>,
     /// Switch index of each topology node.
     sw_index: Vec<Option<usize>>,
-    /// The routing state: LFTs, distances, multicast roots; computed at its first use
+    /// The routing state: LFTs, multicast roots and their trees; computed at its first use
     /// ([`SubnetManager::route`]) from the fields above, which never change afterwards. A plan
     /// that only answers for LIDs and P_Keys (`ipoib sim`'s, whose SM computes its own) never
     /// pays for it: 2.9 % of a 10,000-host bring-up's instructions (docs/benchmarks/subnet.md).
