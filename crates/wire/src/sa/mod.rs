@@ -3,7 +3,7 @@
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
 //! GUIDInfoRecord, SMInfoRecord, InformInfoRecord, SLtoVLMappingTableRecord,
-//! VLArbitrationTableRecord, SwitchInfoRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! VLArbitrationTableRecord, SwitchInfoRecord, ServiceRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -22,6 +22,7 @@ mod port_info_record;
 mod rate;
 mod record;
 mod sa_mad;
+mod service_record;
 mod slvl_record;
 mod sm_info_record;
 mod switch_info_record;
@@ -43,6 +44,9 @@ pub use port_info_record::{pir_mask, PortInfoRecordRepr, PIR_ENHANCED_COMP_MASK}
 pub use rate::{Mtu, Rate, Selector};
 pub use record::{attribute_offset_for, record_len, SaAttribute, SaRawData, SaRecords};
 pub use sa_mad::{emit_records, SaMadRepr};
+pub use service_record::{
+    service_name, sr_mask, ServiceRecordRepr, SERVICE_LEASE_INFINITE, SERVICE_NAME_LEN,
+};
 pub use slvl_record::{slvlr_mask, SlToVlRecordRepr};
 pub use sm_info_record::{smir_mask, SmInfoRecordRepr};
 pub use switch_info_record::{swir_mask, SwitchInfoRecordRepr};

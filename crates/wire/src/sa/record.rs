@@ -13,6 +13,7 @@ use super::node_record::NodeRecordRepr;
 use super::path::PathRecordRepr;
 use super::pkey_record::PKeyTableRecordRepr;
 use super::port_info_record::PortInfoRecordRepr;
+use super::service_record::ServiceRecordRepr;
 use super::slvl_record::SlToVlRecordRepr;
 use super::sm_info_record::SmInfoRecordRepr;
 use super::switch_info_record::SwitchInfoRecordRepr;
@@ -71,6 +72,7 @@ pub fn record_len(attribute_id: u16) -> Option<usize> {
         attr::SL_TO_VL_MAPPING_TABLE_RECORD => Some(16),
         attr::VL_ARBITRATION_TABLE_RECORD => Some(72),
         attr::SWITCH_INFO_RECORD => Some(24),
+        attr::SERVICE_RECORD => Some(176),
         _ => None,
     }
 }
@@ -116,6 +118,8 @@ pub enum SaAttribute {
     VlArbRecord(VlArbRecordRepr),
     /// SwitchInfoRecord (IBA 1 §15.2.5.5).
     SwitchInfoRecord(SwitchInfoRecordRepr),
+    /// ServiceRecord (IBA 1 §15.2.5.14).
+    ServiceRecord(ServiceRecordRepr),
     /// An attribute this crate does not decode, or the records of a table, as sent.
     Raw(SaRawData),
 }
@@ -152,6 +156,7 @@ impl SaAttribute {
             attr::SWITCH_INFO_RECORD => {
                 SaAttribute::SwitchInfoRecord(SwitchInfoRecordRepr::parse(data)?)
             }
+            attr::SERVICE_RECORD => SaAttribute::ServiceRecord(ServiceRecordRepr::parse(data)?),
             _ => SaAttribute::Raw(SaRawData::new(data)),
         })
     }
@@ -175,6 +180,7 @@ impl SaAttribute {
             SaAttribute::SlToVlRecord(_) => Some(attr::SL_TO_VL_MAPPING_TABLE_RECORD),
             SaAttribute::VlArbRecord(_) => Some(attr::VL_ARBITRATION_TABLE_RECORD),
             SaAttribute::SwitchInfoRecord(_) => Some(attr::SWITCH_INFO_RECORD),
+            SaAttribute::ServiceRecord(_) => Some(attr::SERVICE_RECORD),
             SaAttribute::Raw(_) => None,
         }
     }
@@ -198,6 +204,7 @@ impl SaAttribute {
             SaAttribute::SlToVlRecord(r) => r.buffer_len(),
             SaAttribute::VlArbRecord(r) => r.buffer_len(),
             SaAttribute::SwitchInfoRecord(r) => r.buffer_len(),
+            SaAttribute::ServiceRecord(r) => r.buffer_len(),
             SaAttribute::Raw(r) => r.as_bytes().len(),
         }
     }
@@ -221,6 +228,7 @@ impl SaAttribute {
             SaAttribute::SlToVlRecord(r) => r.emit(buf),
             SaAttribute::VlArbRecord(r) => r.emit(buf),
             SaAttribute::SwitchInfoRecord(r) => r.emit(buf),
+            SaAttribute::ServiceRecord(r) => r.emit(buf),
             SaAttribute::Raw(r) => buf[..r.as_bytes().len()].copy_from_slice(r.as_bytes()),
         }
     }
@@ -244,6 +252,7 @@ impl SaAttribute {
             SaAttribute::SlToVlRecord(_) => "sl_to_vl_mapping_table_record",
             SaAttribute::VlArbRecord(_) => "vl_arbitration_table_record",
             SaAttribute::SwitchInfoRecord(_) => "switch_info_record",
+            SaAttribute::ServiceRecord(_) => "service_record",
             SaAttribute::Raw(_) => "data",
         }
     }
@@ -268,6 +277,7 @@ impl Describe for SaAttribute {
             SaAttribute::SlToVlRecord(r) => r.describe(d),
             SaAttribute::VlArbRecord(r) => r.describe(d),
             SaAttribute::SwitchInfoRecord(r) => r.describe(d),
+            SaAttribute::ServiceRecord(r) => r.describe(d),
             SaAttribute::Raw(r) => d.field("bytes", Value::Bytes(r.as_bytes())),
         }
     }
@@ -445,6 +455,20 @@ mod tests {
         );
     }
 
+    // `ipoib decode` names ServiceRecord (IBA 1 §15.2.5.14): 176 bytes, AttributeOffset 22 words;
+    // one fits a MAD's 200 bytes of SA data, a table of two needs RMPP.
+    #[test]
+    fn service_record_decodes_by_name() {
+        let r = SaAttribute::parse(attr::SERVICE_RECORD, &[0u8; 176]).unwrap();
+        assert_eq!(r.group_name(), "service_record");
+        assert_eq!(r.attribute_id(), Some(attr::SERVICE_RECORD));
+        assert_eq!(r.buffer_len(), 176);
+        assert_eq!(
+            record_len(attr::SERVICE_RECORD).map(attribute_offset_for),
+            Some(22)
+        );
+    }
+
     proptest! {
         #[test]
         fn records_never_panic(
@@ -453,7 +477,7 @@ mod tests {
             data in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
             let known = [1u16, 2, 3, 0x11, 0x12, 0x15, 0x18, 0x20, 0x30, 0x33, 0x35, 0x38, 0xf3, 0x13,
-                0x36, 0x14];
+                0x36, 0x14, 0x31];
             let id = if id % 2 == 0 { known[usize::from(id / 2) % known.len()] } else { id };
             for r in SaRecords::new(id, off, &data) {
                 let _ = r;

@@ -92,7 +92,8 @@ impl SaMadRepr {
         self.sa.emit(&mut m);
         let data = m.sa_data_mut();
         data.fill(0);
-        // Every attribute fits: the largest decoded one is 80 bytes, Raw holds at most 200.
+        // Every attribute fits: the largest decoded one (ServiceRecord) is 176 bytes, Raw holds at
+        // most 200.
         self.attribute.emit(data);
     }
 
