@@ -9,6 +9,7 @@ mod opensm;
 mod path;
 mod qos_records;
 mod records;
+mod services;
 mod sm_records;
 mod switch_records;
 

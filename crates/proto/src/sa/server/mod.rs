@@ -13,6 +13,7 @@ mod mcast;
 mod path;
 mod qos_records;
 mod records;
+mod services;
 mod sm_records;
 mod switch_records;
 
@@ -37,6 +38,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 pub use mcast::McastGroupInfo;
+pub use services::MAX_SERVICES;
 
 /// Tunables, with OpenSM's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +153,7 @@ pub struct SaServer {
     rng: Rng,
     mc: mcast::Groups,
     informs: inform::Informs,
+    services: services::Services,
     transfers: BTreeMap<(u16, u64), RmppSender>,
     /// MADs to send with their release time, in send order (released head first, so a MAD never
     /// overtakes an earlier one).
@@ -196,6 +199,7 @@ impl SaServer {
             rng,
             mc: mcast::Groups::default(),
             informs: inform::Informs::default(),
+            services: services::Services::default(),
             transfers: BTreeMap::new(),
             out: VecDeque::new(),
             release_at: Instant::ZERO,
@@ -666,6 +670,10 @@ impl SaServer {
                 let r = *r;
                 self.switch_info_record(now, &req, r)
             }
+            (attr::SERVICE_RECORD, SaAttribute::ServiceRecord(r)) => {
+                let r = *r;
+                self.service_record(now, &req, r)
+            }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
                 self.inform_info(&req, r)
@@ -768,5 +776,6 @@ impl MadAgent for SaServer {
             }
         }
         self.report_timeouts(now);
+        self.services.expire(now);
     }
 }
