@@ -11,7 +11,10 @@ use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, MAD_HEADER_LE
 use ipoib_wire::packet::PacketRepr;
 use ipoib_wire::pcap::{LinkType, PcapWriter};
 use ipoib_wire::private_data::{IpCmReqRepr, IpPair, IpoibCmPrivateDataRepr};
-use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, Mtu, SaMadRepr};
+use ipoib_wire::sa::{
+    mcr_mask, service_name, sr_mask, JoinState, McMemberRecordRepr, Mtu, SaAttribute, SaMadRepr,
+    ServiceRecordRepr,
+};
 use ipoib_wire::PKey;
 use ipoib_wire::{crc, Gid, QKey};
 use serde_json::Value as Json;
@@ -571,6 +574,31 @@ fn bad_crcs_exit_one_with_totals() {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+// IBA 1 §15.2.5.14: a SubnAdmSet(ServiceRecord) is shown under `service_record`, its name up to
+// the NUL, the lease in seconds.
+#[test]
+fn service_record_by_name() {
+    let rec = ServiceRecordRepr {
+        service_id: 0x1000_0000_0000_0042,
+        service_gid: a_gid(),
+        service_p_key: 0xffff,
+        service_lease: 3600,
+        service_name: service_name("printer"),
+        ..ServiceRecordRepr::default()
+    };
+    let mask = sr_mask::SERVICE_ID | sr_mask::SERVICE_GID | sr_mask::SERVICE_NAME;
+    let mad = SaMadRepr::request(Method::Set, 7, mask, SaAttribute::ServiceRecord(rec));
+    let pkt = ud(0x0001, A_LID, 1, QKey::GSI.0, 1, &mad.to_bytes());
+    let o = ipoib(&["decode", "--json", "-"], Some(&hex(&pkt)));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v = json_lines(&o.stdout);
+    assert_eq!(at(&v[0], "mad.attribute_id"), 0x31);
+    assert_eq!(at(&v[0], "service_record.service_name"), "printer");
+    assert_eq!(at(&v[0], "service_record.service_id"), "0x1000000000000042");
+    assert_eq!(at(&v[0], "service_record.service_gid"), "fe80::2:c903:0:1");
+    assert_eq!(at(&v[0], "service_record.service_lease"), 3600);
 }
 
 // `-`: one packet per line of hex; `#` comments, blank lines, spaces, colons and dashes ignored.
