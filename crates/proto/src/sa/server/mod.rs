@@ -3,8 +3,8 @@
 //! multicast groups and tells the SM about them through [`SaServer::poll_event`].
 //!
 //! Invariants: every request from a known port gets exactly one response (or one RMPP transfer),
-//! with the status OpenSM gives; a request from a LID the model does not know is dropped and
-//! counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
+//! with the status OpenSM gives; a request from a LID the model does not know, or carrying an
+//! SM_Key neither 0 nor the SA's, is dropped and counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
 //! inputs and the seed.
 
 mod gone;
@@ -44,7 +44,8 @@ pub use services::MAX_SERVICES;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaServerConfig {
     /// SM_Key (OpenSM `sm_key`/`sa_key`, default 1). A request carrying another non-zero SM_Key is
-    /// answered ERR_REQ_INVALID; one carrying this key is trusted (full MCMemberRecord queries).
+    /// discarded unanswered, as OpenSM does; one carrying this key is trusted (full
+    /// MCMemberRecord queries, ServiceKey shown).
     pub sm_key: u64,
     /// Subnet timeout code (OpenSM `subnet_timeout`, 18): PacketLifeTime of non-loopback paths.
     pub subnet_timeout: u8,
@@ -600,8 +601,10 @@ impl SaServer {
             return self.drop_mad("requester LID unknown");
         };
         self.stats.requests += 1;
+        // C15-0.1.5; OpenSM 3.3.23 osm_sa_mad_ctrl.c "ERR 1A04 ... SA MAD ignored": discarded,
+        // no answer.
         if mad.sa.sm_key != 0 && mad.sa.sm_key != self.cfg.sm_key {
-            return self.respond_error(raw, &from, MadStatus::sa(SaStatus::ReqInvalid));
+            return self.drop_mad("SM_Key neither 0 nor the SA's");
         }
         let req = Req {
             mad,

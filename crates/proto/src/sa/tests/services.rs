@@ -485,3 +485,35 @@ fn a_full_table_refuses_new_services_only() {
         "one too many"
     );
 }
+
+// OpenSM 3.3.23 osm_sa_mad_ctrl.c (C15-0.1.5): a request whose SM_Key is neither 0 nor the SA's
+// is discarded before dispatch ("ERR 1A04 ... SA MAD ignored"), so it gets no answer at all, not
+// ERR_REQ_INVALID (cli test services_vs_opensm "get id 1 wrong SM_Key" measures it).
+#[test]
+fn a_wrong_sm_key_gets_no_answer() {
+    let mut net = Net::default(2);
+    let a = svc(1, 2, SERVICE_LEASE_INFINITE, "a");
+    ask(&mut net, 2, Method::Set, REG, a);
+    let before = net.sa.stats().requests;
+    assert_eq!(
+        status_of(&mut net, 2, mad(Method::Get, sr_mask::SERVICE_ID, 2, a)),
+        Err(SaClientError::Timeout)
+    );
+    assert_eq!(
+        status_of(&mut net, 2, mad(Method::Delete, REG, 7, a)),
+        Err(SaClientError::Timeout)
+    );
+    // Each of the client's tries reached the SA and was dropped.
+    let tries = net.sa.stats().requests - before;
+    assert!(tries >= 2);
+    assert_eq!(
+        net.sa.stats().dropped.get("SM_Key neither 0 nor the SA's"),
+        Some(&tries)
+    );
+    // Nothing was deleted; the right key is trusted.
+    let r = recs(
+        net.ask(2, mad(Method::Get, sr_mask::SERVICE_ID, 1, a))
+            .unwrap(),
+    );
+    assert_eq!(r[0].service_key, [0x5a; 16]);
+}
