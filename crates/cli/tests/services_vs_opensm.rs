@@ -1,11 +1,10 @@
 //! ServiceRecords (IBA 1 §15.2.5.14) at our SA against the real OpenSM's: `ipoib ibsim-server`
 //! on one switch and three hosts, once with `--sm ours` and once with `--sm none` and `ibsim-run
 //! opensm` on h0. The same requests go to each SA from ibsim clients on h0 and h1 (Set, Get,
-//! GetTable, Delete; good and bad ones, trusted and not; a lease of 0 s left to run out); the
-//! answers (status, records; a GetTableResp's first record, as under ibsim OpenSM's PayloadLength
-//! is 0) and `saquery -S` from h2 (its first record, for the same reason) are compared line by
-//! line. The partitions
-//! give P_Key 0x8123 to the SM's port alone (`SELF`). Differences that remain are listed with
+//! GetTable, Delete; good and bad ones, trusted, not, and with a wrong SM_Key; a lease of 0 s
+//! left to run out); the answers (status, records; a GetTableResp's first record, as under ibsim
+//! OpenSM's PayloadLength is 0) and `saquery -S` from h2 (its first record, for the same reason)
+//! are compared line by line. The partitions give P_Key 0x8123 to the SM's port alone (`SELF`). Differences that remain are listed with
 //! their reason in docs/OPENSM-SERVICES.md. Skipped, with a message, where ibsim-run, opensm or
 //! saquery is not installed. The processes are those of `osm/mod.rs`, stopped on every exit path.
 
@@ -257,6 +256,12 @@ fn exchange(d: &Path, sm: &str) -> Vec<String> {
         "get id 1 trusted",
         h1.ask(Method::Get, sr_mask::SERVICE_ID, 1, id(1)),
     );
+    // A wrong non-zero SM_Key: OpenSM drops the MAD before dispatch ("ERR 1A04 ... SA MAD
+    // ignored", osm_sa_mad_ctrl.c), so no answer comes.
+    put(
+        "get id 1 wrong SM_Key",
+        h1.ask(Method::Get, sr_mask::SERVICE_ID, 2, id(1)),
+    );
     put(
         "get name beta",
         h1.ask(Method::Get, sr_mask::SERVICE_NAME, 0, named("beta")),
@@ -371,13 +376,18 @@ fn service_records_answer_as_opensm() {
         "saquery -S: ServiceID...............0x0000000000000005",
         "delete B again: DeleteResp status MadStatus(768)",
         "get id 6 later: GetResp status MadStatus(768)",
+        "get id 1 wrong SM_Key: no answer",
     ] {
         assert!(
             ours.iter().any(|l| l.starts_with(want)),
             "{want}: {ours:#?}"
         );
     }
-    assert!(!ours.iter().any(|l| l.contains("no answer")), "{ours:#?}");
+    let unanswered = ours.iter().filter(|l| l.contains("no answer")).count();
+    assert_eq!(
+        unanswered, 1,
+        "only the wrong SM_Key goes unanswered: {ours:#?}"
+    );
     let mut diffs = Vec::new();
     for i in 0..ours.len().max(osm.len()) {
         let (a, b) = (ours.get(i), osm.get(i));
