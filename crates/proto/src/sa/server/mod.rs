@@ -3,8 +3,9 @@
 //! multicast groups and tells the SM about them through [`SaServer::poll_event`].
 //!
 //! Invariants: every request from a known port gets exactly one response (or one RMPP transfer),
-//! with the status OpenSM gives; a request from a LID the model does not know, or carrying an
-//! SM_Key neither 0 nor the SA's, is dropped and counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
+//! with the status OpenSM gives; a request from a LID the model does not know (but a
+//! ServiceRecord Set or Delete: ERR_REQ_INVALID), or carrying an SM_Key neither 0 nor the SA's,
+//! is dropped and counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
 //! inputs and the seed.
 
 mod gone;
@@ -597,7 +598,19 @@ impl SaServer {
             return self.drop_mad("unparsable SA MAD");
         };
         let Some(port) = self.port_index_by_lid(from.lid) else {
-            // OpenSM: "Cannot find requester physical port" - no response.
+            // OpenSM: "Cannot find requester physical port" - no response; but a ServiceRecord
+            // Set or Delete from a LID no end port has, past the SM_Key check, is
+            // ERR_REQ_INVALID (validate_sr, "ERR 2404"). (A switch's LID: dropped like every
+            // request from a switch here.)
+            let key_ok = mad.sa.sm_key == 0 || mad.sa.sm_key == self.cfg.sm_key;
+            if h.attribute_id == attr::SERVICE_RECORD
+                && matches!(h.method, Method::Set | Method::Delete)
+                && key_ok
+                && self.endport_index_by_lid(from.lid).is_none()
+            {
+                self.stats.requests += 1;
+                return self.respond_error(raw, &from, MadStatus::sa(SaStatus::ReqInvalid));
+            }
             return self.drop_mad("requester LID unknown");
         };
         self.stats.requests += 1;

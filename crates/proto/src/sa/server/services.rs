@@ -3,10 +3,11 @@
 //! them (`osm_sa_service_record.c`, `osm_service.c`; docs/OPENSM-SERVICES.md).
 //!
 //! OpenSM's rules, kept here:
-//! - Set and Delete: with ServiceP_Key in the component mask, the requester's port must hold
-//!   that P_Key, and with ServiceGID too, the port of the GID's GUID must exist and hold it; a
-//!   P_Key whose low 15 bits are 0 passes (`osm_physp_has_pkey` "treats it loosely"). Otherwise
-//!   ERR_REQ_INVALID. Nothing ties the ServiceGID to the requester.
+//! - Set and Delete: from a LID no port has, ERR_REQ_INVALID (answered in `handle_request`,
+//!   where other requests from such a LID are dropped). With ServiceP_Key in the component mask,
+//!   the requester's port must hold that P_Key, and with ServiceGID too, the port of the GID's
+//!   GUID must exist and hold it; a P_Key whose low 15 bits are 0 passes (`osm_physp_has_pkey`
+//!   "treats it loosely"). Otherwise ERR_REQ_INVALID. Nothing ties the ServiceGID to the requester.
 //! - Set needs ServiceID and ServiceGID in the mask (ERR_REQ_INVALID). Without ServiceLease the
 //!   lease is infinite (0xFFFFFFFF). The record is kept as sent (name, data, P_Key even when
 //!   its bit is clear: no check of the name for a NUL, of the lease for sense). A record with

@@ -517,3 +517,40 @@ fn a_wrong_sm_key_gets_no_answer() {
     );
     assert_eq!(r[0].service_key, [0x5a; 16]);
 }
+
+// OpenSM validate_sr / match_service_pkey_with_ports_pkey looks the requester up first, whatever
+// the mask: a ServiceRecord Set or Delete from a LID it cannot find ("ERR 2404") is answered
+// ERR_REQ_INVALID, while a Get (sr_rcv_process_get_method, "ERR 2409") and every other
+// attribute's request go unanswered.
+#[test]
+fn a_set_or_delete_from_an_unknown_lid_is_invalid() {
+    let mut net = Net::default(2);
+    let answer_from = |net: &mut Net, lid: u16, m: Method, mask: u64, sm_key: u64| {
+        let r = svc(1, 2, 60, "a");
+        let raw = mad(m, mask, sm_key, r).to_bytes().to_vec();
+        let from = MadAddr::gsi(lid);
+        net.sa.handle_mad(net.now, MadIn { from, mad: raw });
+        let out = net.sa.poll_transmit(net.now);
+        assert!(net.sa.poll_transmit(net.now).is_none());
+        out.map(|o| {
+            assert_eq!(o.to.lid, lid);
+            SaMadRepr::parse(&o.mad).unwrap().header.status
+        })
+    };
+    let answer = |net: &mut Net, m, mask, sm_key| answer_from(net, 77, m, mask, sm_key);
+    let invalid = Some(MadStatus::sa(SaStatus::ReqInvalid));
+    assert_eq!(answer(&mut net, Method::Set, REG, 0), invalid);
+    let loose = sr_mask::SERVICE_ID | sr_mask::SERVICE_GID;
+    assert_eq!(answer(&mut net, Method::Set, loose, 0), invalid);
+    assert_eq!(answer(&mut net, Method::Delete, 0, 1), invalid);
+    assert_eq!(answer(&mut net, Method::Get, 0, 0), None);
+    assert_eq!(answer(&mut net, Method::GetTable, 0, 0), None);
+    // The SM_Key is checked before (osm_sa_mad_ctrl.c): a wrong one is dropped.
+    assert_eq!(answer(&mut net, Method::Set, REG, 9), None);
+    // The switch's LID is an end port's: its requests stay dropped, as every other from a
+    // switch (this SA serves CA ports only).
+    let sw = crate::testing::SWITCH_LID;
+    assert_eq!(answer_from(&mut net, sw, Method::Set, REG, 0), None);
+    // Nothing was registered.
+    assert!(table(&mut net, 2).is_empty());
+}
