@@ -3,7 +3,8 @@
 //! InformInfo come from [`crate::mad`]), the subnet's records the diagnostic tools read
 //! (NodeRecord, PortInfoRecord, LinkRecord, P_KeyTableRecord, LinearForwardingTableRecord,
 //! GUIDInfoRecord, SMInfoRecord, InformInfoRecord, SLtoVLMappingTableRecord,
-//! VLArbitrationTableRecord, SwitchInfoRecord, ServiceRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
+//! VLArbitrationTableRecord, SwitchInfoRecord, ServiceRecord,
+//! MulticastForwardingTableRecord), tables of records, and [`SaMadRepr`], a whole SA MAD as one value with
 //! builders for the SA client and server.
 //!
 //! Layouts follow IBA 1, checked against OpenSM `include/iba/ib_types.h` and wireshark's
@@ -15,6 +16,7 @@ mod inform_info_record;
 mod lft_record;
 mod link_record;
 mod mcmember;
+mod mft_record;
 mod node_record;
 mod path;
 mod pkey_record;
@@ -37,6 +39,7 @@ pub use inform_info_record::{iir_mask, InformInfoRecordRepr};
 pub use lft_record::{lftr_mask, LftRecordRepr};
 pub use link_record::{lr_mask, LinkRecordRepr};
 pub use mcmember::{mcr_mask, JoinState, McMemberRecord, McMemberRecordRepr};
+pub use mft_record::{mftr_mask, MftRecordRepr};
 pub use node_record::{node_description, nr_mask, NodeRecordRepr, NODE_DESCRIPTION_LEN};
 pub use path::{pr_mask, PathRecord, PathRecordRepr};
 pub use pkey_record::{pkr_mask, PKeyTableRecordRepr, PKEY_BLOCK_ENTRIES};
