@@ -369,6 +369,52 @@ fn switch_info_records_are_what_the_smas_hold() {
     assert!(switches >= 2, "{switches}");
 }
 
+// IBA 1 §15.2.5.8: a MulticastForwardingTableRecord holds a block of a switch's MFT; the SA's
+// model has, for every switch, every block up to its highest written and every position, what
+// the SMA answers SubnGet(MulticastForwardingTable) with once the hosts joined (the SM wrote
+// those blocks after it gave the SA the model), and the SMA holds no MLID above them.
+#[test]
+fn mft_records_are_what_the_smas_hold() {
+    // The default partition, every host a full member: every switch is on the broadcast tree.
+    let topo = chain();
+    let mut net = Subnet::build(SubnetOptions::new(topo.clone(), 3)).unwrap();
+    assert!(net.run_until_joined(at(2)) && net.is_settled());
+    let model = &net.sa().subnet().mfts;
+    let mut blocks = 0;
+    for (n, node) in topo.nodes().iter().enumerate() {
+        let written: Vec<_> = model.keys().filter(|k| k.0 == node.guid).collect();
+        if node.kind == NodeKind::Ca {
+            assert!(written.is_empty(), "{}", node.name);
+            continue;
+        }
+        let sw = net.sim().node::<Switch>(net.built().nodes[n]).unwrap();
+        let top = written.iter().map(|k| k.1).max().expect("a block written");
+        for block in 0..=top + 1 {
+            for position in 0..=(node.ports / 16) {
+                // What the SMA's MulticastForwardingTable block holds (`hw::switch::sma`).
+                let mut held = [0u16; 32];
+                for (i, mask) in held.iter_mut().enumerate() {
+                    let mlid = 0xc000 + 32 * block + i as u16;
+                    for &p in sw.mft(mlid).into_iter().flatten() {
+                        if u16::from(p) / 16 == u16::from(position) {
+                            *mask |= 1 << (p % 16);
+                        }
+                    }
+                }
+                let sa = model.get(&(node.guid, block, position));
+                if block > top {
+                    assert_eq!(held, [0; 32], "{} above block {top}", node.name);
+                    continue;
+                }
+                let sa = sa.map_or([0; 32], |b| b.port_masks);
+                assert_eq!(sa, held, "{} block {block} position {position}", node.name);
+                blocks += usize::from(held != [0; 32]);
+            }
+        }
+    }
+    assert!(blocks >= 3, "{blocks} non-empty blocks");
+}
+
 // IBA 1 §15.2.5.4, §15.2.5.9: SLtoVLMappingTableRecords and VLArbitrationTableRecords hold the
 // ports' tables; the SA's model gives, for every pair of a switch's ports, every CA port and
 // every block, what the SMA holds (our SM writes none: all zero, as OpenSM's SA gives them on

@@ -8,8 +8,8 @@
 //! PortInfo the SM read, [`SubnetModel::port_infos`], where it has it).
 
 use ipoib_wire::smp::{
-    PortInfoRepr, PortPhysState, PortState, SlToVlTableRepr, SmInfoRepr, SwitchInfoRepr,
-    VlArbTableRepr,
+    MftBlockRepr, PortInfoRepr, PortPhysState, PortState, SlToVlTableRepr, SmInfoRepr,
+    SwitchInfoRepr, VlArbTableRepr,
 };
 use ipoib_wire::PKey;
 use ipoib_wire::{Gid, Guid, Mtu, Rate};
@@ -163,6 +163,12 @@ pub struct SubnetModel {
     /// switch OpenSM has read no SwitchInfo of is not in its switch table. MulticastFDBTop is as
     /// read: our SM does not set it (docs/OPENSM-NOTES.md "Subnet records").
     pub switch_infos: BTreeMap<Guid, SwitchInfoRepr>,
+    /// The MulticastForwardingTable blocks (IBA 1 §14.2.5.12) the SM wrote, by (switch node
+    /// GUID, block, position): what the SA's MulticastForwardingTableRecords give (OpenSM's SA
+    /// answers from its own copy of the tables it computed, `osm_sa_mft_record.c`). A block
+    /// missing below a switch's highest one here reads all zero; a switch with none here has no
+    /// record (OpenSM: no block in use).
+    pub mfts: BTreeMap<(Guid, u16, u8), MftBlockRepr>,
 }
 
 impl SubnetModel {
@@ -546,6 +552,7 @@ mod tests {
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
             switch_infos: BTreeMap::new(),
+            mfts: BTreeMap::new(),
             switches: vec![SwitchNode {
                 guid: Guid(1),
                 lid: 1,
@@ -618,6 +625,7 @@ mod tests {
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
             switch_infos: BTreeMap::new(),
+            mfts: BTreeMap::new(),
             switches,
         }
     }

@@ -46,6 +46,7 @@ pub(crate) fn star(ports: Vec<CaPort>) -> SubnetModel {
         sl2vl: Default::default(),
         vlarb: Default::default(),
         switch_infos: Default::default(),
+        mfts: Default::default(),
         switches: vec![SwitchNode {
             guid: Guid(0xaaaa),
             lid: SWITCH_LID,

@@ -5,6 +5,7 @@
 mod client;
 mod gone;
 mod mcast;
+mod mft_records;
 mod opensm;
 mod path;
 mod qos_records;

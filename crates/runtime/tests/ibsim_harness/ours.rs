@@ -199,6 +199,7 @@ impl OurSa {
             sl2vl: Default::default(),
             vlarb: Default::default(),
             switch_infos: [(sw_guid, si)].into(),
+            mfts: Default::default(),
             switches: vec![SwitchNode {
                 guid: sw_guid,
                 lid: sw_lid,

@@ -347,6 +347,9 @@ impl SubnetManager {
             sl2vl: Default::default(),
             vlarb: Default::default(),
             switch_infos: self.switch_infos.clone(),
+            // The MFT blocks are the SMP agent's copy, given to the SA by `SmApp` (the brain
+            // computes trees but holds no MFT).
+            mfts: Default::default(),
         }
     }
 }

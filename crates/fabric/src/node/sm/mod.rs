@@ -64,7 +64,7 @@ pub mod sweep;
 pub use config::mft_changes;
 pub use election::ElectionSettings;
 pub use smp::SmpSettings;
-pub use sweep::{SmpSm, SweepPhase, SweepStats, LIFE_TIME_VALUE, SUBNET_TIMEOUT};
+pub use sweep::{MftCopyBlock, SmpSm, SweepPhase, SweepStats, LIFE_TIME_VALUE, SUBNET_TIMEOUT};
 
 #[cfg(test)]
 mod tests;

@@ -77,6 +77,9 @@ use ipoib_wire::smp::{
 use ipoib_wire::{Guid, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// A block of the SM's MFT copy: (switch, block, position) and its PortMasks.
+pub type MftCopyBlock<'a> = ((NodeId, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
+
 mod lids;
 mod smi;
 mod trap;
@@ -354,6 +357,15 @@ impl SmpSm {
                 self.mft_dirty.insert((n, block, position));
             }
         }
+    }
+
+    /// The SM's copy of the MFTs from switch `from.0`'s block `from.1` on, in order: (switch,
+    /// block, position) and the PortMasks it last set there (the SA's MFT records give them).
+    pub fn mft_blocks(&self, from: (NodeId, u16)) -> impl Iterator<Item = MftCopyBlock<'_>> {
+        let start = (from.0 .0, from.1, 0);
+        self.mft
+            .range(start..)
+            .map(|(&(n, b, p), m)| ((NodeId(n), b, p), m))
     }
 
     fn set(&mut self, attribute: SmpAttribute, modifier: u32, path: &[u8]) {

@@ -34,14 +34,17 @@
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
 
 use crate::hw::mgmt::{Config, PortState};
+use crate::hw::sim::NodeId;
 use crate::hw::verbs::Completion;
 use crate::node::host::{AgentId, App, HostCtx};
-use crate::node::sm::{mft_changes, MftWrites, SmpSm, SubnetManager};
+use crate::node::sm::{mft_changes, MftCopyBlock, MftWrites, SmpSm, SubnetManager};
 use ipoib_proto::sa::{SaEvent, SaServer};
 use ipoib_proto::time::Instant;
-use ipoib_wire::Gid;
+use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
+use ipoib_wire::smp::{MftBlockRepr, MFT_BLOCK_MLIDS};
+use ipoib_wire::{Gid, Guid};
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Default coalescing delay for multicast tree updates.
@@ -203,6 +206,8 @@ impl SmApp {
         let Some(sm) = &self.sm else {
             return;
         };
+        // The (switch, block) of every MFT entry written, whose blocks the SA gets below.
+        let mut written = BTreeSet::new();
         for (mlid, lids) in std::mem::take(&mut self.pending) {
             let new = match lids {
                 Some(l) => {
@@ -218,13 +223,48 @@ impl SmApp {
                     (c, ctx.agents.get_mut::<SmpSm>(self.smp))
                 {
                     a.set_mft(to, mlid, &ports);
+                    if let Some(i) = mlid.checked_sub(LID_MULTICAST_FIRST) {
+                        written.insert((to, i / MFT_BLOCK_MLIDS as u16));
+                    }
                 }
             }
             if !new.is_empty() {
                 self.trees.insert(mlid, new);
             }
         }
+        // IBA 1 §15.2.5.8: the SA's MulticastForwardingTableRecords follow the blocks the SM
+        // writes (OpenSM's SA reads the copy its multicast manager writes).
+        let Some(a) = ctx.agents.get::<SmpSm>(self.smp) else {
+            return;
+        };
+        let mut blocks = Vec::new();
+        for (to, block) in written {
+            let Some(guid) = sm.topology().nodes().get(to.0).map(|n| n.guid) else {
+                continue;
+            };
+            let same = |x: &MftCopyBlock<'_>| x.0 .0 == to && x.0 .1 == block;
+            for ((_, _, position), masks) in a.mft_blocks((to, block)).take_while(same) {
+                let table = MftBlockRepr { port_masks: *masks };
+                blocks.push((guid, block, position, table));
+            }
+        }
+        if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
+            for (guid, block, position, table) in blocks {
+                sa.set_mft_block(guid, block, position, table);
+            }
+        }
     }
+}
+
+/// The SMP agent's copy of the MFTs by (switch node GUID, block, position): what the SA's model
+/// holds (IBA 1 §15.2.5.8), `sm` the brain whose node handles the agent's are.
+fn mfts_of(a: &SmpSm, sm: &SubnetManager) -> BTreeMap<(Guid, u16, u8), MftBlockRepr> {
+    a.mft_blocks((NodeId(0), 0))
+        .filter_map(|((node, block, position), masks)| {
+            let guid = sm.topology().nodes().get(node.0)?.guid;
+            Some(((guid, block, position), MftBlockRepr { port_masks: *masks }))
+        })
+        .collect()
 }
 
 /// Port GUID to LID of every CA port with a LID.
@@ -274,9 +314,15 @@ impl App for SmApp {
         if let Some((generation, sm, info)) = brain {
             self.generation = generation;
             self.lid_of_guid = lids_of_guids(&sm);
+            let mfts = ctx
+                .agents
+                .get::<SmpSm>(self.smp)
+                .map(|a| mfts_of(a, &sm))
+                .unwrap_or_default();
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
                 let mut model = sm.subnet_model();
                 model.sms = vec![info];
+                model.mfts = mfts;
                 sa.set_subnet(model);
             }
             if self.sm.is_some() {

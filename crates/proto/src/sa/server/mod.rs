@@ -690,6 +690,10 @@ impl SaServer {
                 let r = *r;
                 self.service_record(now, &req, r)
             }
+            (attr::MULTICAST_FORWARDING_TABLE_RECORD, SaAttribute::MftRecord(r)) => {
+                let r = *r;
+                self.mft_record(now, &req, r)
+            }
             (attr::INFORM_INFO, SaAttribute::InformInfo(r)) => {
                 let r = *r;
                 self.inform_info(&req, r)
