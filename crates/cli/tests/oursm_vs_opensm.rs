@@ -3,7 +3,8 @@
 //! `ibsim-run opensm` on that same host. In each, infiniband-diags under `ibsim-run` read the
 //! subnet from another host: `ibnetdiscover`, `saquery` (NodeRecords, by LID too, PortInfoRecords,
 //! LinkRecords, groups and members, the SM's port, SLtoVLMappingTable and VLArbitrationTable
-//! records of every node and cabled switch port, SwitchInfoRecords of every switch,
+//! records of every node and cabled switch port, SwitchInfoRecords and MulticastForwardingTable
+//! records (all, by LID, by LID/position/block) of every switch,
 //! P_KeyTableRecords of every cabled switch port,
 //! PathRecords between the asking host and every switch), `smpquery` (NodeInfo, PortInfo, SwitchInfo,
 //! P_Key tables of every node and cabled port) and `sminfo` (by directed route too). What an SM is free to choose (LID
@@ -237,6 +238,7 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
         &["LR"],
         &["--smkey", "1", "-m"],
         &["SMIR"],
+        &["MFTR"],
     ] {
         put(
             format!("saquery {}", q.join(" ")),
@@ -266,6 +268,15 @@ fn snapshot(d: &Path, m: &Managed, host: &str) -> Snapshot {
             put(
                 format!("saquery SWIR {node}"),
                 &run(&["saquery", "SWIR", &l]),
+            );
+            // The switch's MFT: block 0 position 0 first, then that block alone.
+            put(
+                format!("saquery MFTR {node}"),
+                &run(&["saquery", "MFTR", &l]),
+            );
+            put(
+                format!("saquery MFTR {node} 0 0"),
+                &run(&["saquery", "MFTR", &format!("{l}/0/0")]),
             );
         }
         put(
