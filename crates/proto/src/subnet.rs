@@ -160,8 +160,9 @@ pub struct SubnetModel {
     /// The SwitchInfo (IBA 1 §14.2.5.4) of each switch as the SM read it and then set it, by
     /// node GUID: what the SA's SwitchInfoRecords give (OpenSM's SA answers from the SwitchInfo
     /// its sweep stored, `osm_sa_sw_info_record.c`). A switch missing here has no record, as a
-    /// switch OpenSM has read no SwitchInfo of is not in its switch table. MulticastFDBTop is as
-    /// read: our SM does not set it (docs/OPENSM-NOTES.md "Subnet records").
+    /// switch OpenSM has read no SwitchInfo of is not in its switch table. MulticastFDBTop
+    /// follows the MFT blocks the SM writes (`SaServer::set_multicast_fdb_top`), as OpenSM's
+    /// copy follows the switch's from its next read (docs/OPENSM-MFT.md).
     pub switch_infos: BTreeMap<Guid, SwitchInfoRepr>,
     /// The MulticastForwardingTable blocks (IBA 1 §14.2.5.12) the SM wrote, by (switch node
     /// GUID, block, position): what the SA's MulticastForwardingTableRecords give (OpenSM's SA

@@ -238,6 +238,11 @@ impl SmApp {
             return;
         };
         let mut blocks = Vec::new();
+        let switches: BTreeSet<NodeId> = written.iter().map(|w| w.0).collect();
+        let tops: Vec<(Guid, u16)> = switches
+            .into_iter()
+            .filter_map(|to| Some((sm.topology().nodes().get(to.0)?.guid, mft_top(a, to)?)))
+            .collect();
         for (to, block) in written {
             let Some(guid) = sm.topology().nodes().get(to.0).map(|n| n.guid) else {
                 continue;
@@ -252,8 +257,26 @@ impl SmApp {
             for (guid, block, position, table) in blocks {
                 sa.set_mft_block(guid, block, position, table);
             }
+            for (guid, top) in tops {
+                sa.set_multicast_fdb_top(guid, top);
+            }
         }
     }
+}
+
+/// What switch `node`'s SMA answers as SwitchInfo:MulticastFDBTop once the agent's MFT blocks
+/// landed: the highest MLID with a port (0 for none; `hw::switch::sma`); `None` when the agent
+/// wrote no block there (the SwitchInfo read in the sweep is then the better guess).
+fn mft_top(a: &SmpSm, node: NodeId) -> Option<u16> {
+    let mut any = false;
+    let mut top = 0;
+    for ((_, block, _), masks) in a.mft_blocks((node, 0)).take_while(|b| b.0 .0 == node) {
+        any = true;
+        if let Some(i) = masks.iter().rposition(|&m| m != 0) {
+            top = top.max(LID_MULTICAST_FIRST + block * MFT_BLOCK_MLIDS as u16 + i as u16);
+        }
+    }
+    any.then_some(top)
 }
 
 /// The SMP agent's copy of the MFTs by (switch node GUID, block, position): what the SA's model
@@ -314,15 +337,21 @@ impl App for SmApp {
         if let Some((generation, sm, info)) = brain {
             self.generation = generation;
             self.lid_of_guid = lids_of_guids(&sm);
-            let mfts = ctx
-                .agents
-                .get::<SmpSm>(self.smp)
-                .map(|a| mfts_of(a, &sm))
-                .unwrap_or_default();
+            let mut model = sm.subnet_model();
+            model.sms = vec![info];
+            if let Some(a) = ctx.agents.get::<SmpSm>(self.smp) {
+                model.mfts = mfts_of(a, &sm);
+                // The MFT blocks the agent set or is about to: the tops the SMAs answer then.
+                for (i, node) in sm.topology().nodes().iter().enumerate() {
+                    if let (Some(si), Some(top)) = (
+                        model.switch_infos.get_mut(&node.guid),
+                        mft_top(a, NodeId(i)),
+                    ) {
+                        si.multicast_fdb_top = top;
+                    }
+                }
+            }
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                let mut model = sm.subnet_model();
-                model.sms = vec![info];
-                model.mfts = mfts;
                 sa.set_subnet(model);
             }
             if self.sm.is_some() {

@@ -19,6 +19,16 @@ impl SaServer {
         self.model.mfts.insert((guid, block, position), table);
     }
 
+    /// Switch `guid`'s SwitchInfo:MulticastFDBTop as its MFT now holds it (IBA 1 §14.2.5.4), for
+    /// its SwitchInfoRecord: OpenSM's copy of a switch's SwitchInfo takes every SwitchInfo it
+    /// reads, so its record follows the switch's top from the next light sweep on
+    /// (docs/OPENSM-MFT.md). A switch whose SwitchInfo the SA does not hold stays without one.
+    pub fn set_multicast_fdb_top(&mut self, guid: Guid, top: u16) {
+        if let Some(si) = self.model.switch_infos.get_mut(&guid) {
+            si.multicast_fdb_top = top;
+        }
+    }
+
     /// SwitchInfoRecord (OpenSM `osm_sir_rcv_process`): read-only (Get and GetTable, as
     /// [`SaServer::get_or_table`]), no SM_Key; one record per switch whose SwitchInfo the SM
     /// holds, by node GUID, LID the base LID of its port 0. The mask's LID names a switch by any
