@@ -24,7 +24,7 @@
 //! Linux only, needs CAP_NET_ADMIN. Not run by the test suite (benchmark only).
 #![forbid(unsafe_code)]
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,23 +39,30 @@ struct Counts {
     dropped: AtomicU64,
 }
 
-fn open(name: &str, mtu: u16) -> Result<tun::Device, tun::Error> {
-    let mut config = tun::Configuration::default();
-    config.tun_name(name).mtu(mtu).layer(tun::Layer::L3);
-    tun::create(&config)
+fn open(name: &str, mtu: u16) -> std::io::Result<Arc<tun_rs::SyncDevice>> {
+    // Blocking, no packet information, no offload; left down.
+    tun_rs::DeviceBuilder::new()
+        .name(name)
+        .mtu(mtu)
+        .layer(tun_rs::Layer::L3)
+        .packet_information(false)
+        .offload(false)
+        .inherit_enable_state()
+        .build_sync()
+        .map(Arc::new)
 }
 
 /// Copies every packet read from `from` to `to` until a read fails; returns that error.
-fn relay(mut from: tun::Reader, mut to: tun::Writer, counts: &Counts) -> std::io::Error {
+fn relay(from: &tun_rs::SyncDevice, to: &tun_rs::SyncDevice, counts: &Counts) -> std::io::Error {
     // The largest IPv4 or IPv6 (non-jumbo) packet; a TUN MTU is at most 65535.
     let mut buf = vec![0u8; 65_536];
     loop {
-        let n = match from.read(&mut buf) {
+        let n = match from.recv(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return e,
         };
-        match to.write(&buf[..n]) {
+        match to.send(&buf[..n]) {
             // A TUN write takes the whole packet or fails; a short count would be a cut packet.
             Ok(w) if w == n => {
                 counts.packets.fetch_add(1, Ordering::Relaxed);
@@ -99,8 +106,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (read_a, write_a) = dev_a.split();
-    let (read_b, write_b) = dev_b.split();
+    let (read_a, write_a) = (Arc::clone(&dev_a), Arc::clone(&dev_a));
+    let (read_b, write_b) = (Arc::clone(&dev_b), Arc::clone(&dev_b));
     let a_to_b = Arc::new(Counts::default());
     let b_to_a = Arc::new(Counts::default());
     let workers = [
@@ -118,7 +125,7 @@ fn main() -> ExitCode {
         ),
     ]
     .map(|(label, from, to, counts)| {
-        let handle = thread::spawn(move || relay(from, to, &counts));
+        let handle = thread::spawn(move || relay(&from, &to, &counts));
         (label, handle)
     });
     println!("ready");

@@ -25,7 +25,7 @@ use nix::sys::socket::{
     recvmsg, sendmsg, setsockopt, sockopt, ControlMessage, ControlMessageOwned, MsgFlags,
     SockaddrStorage,
 };
-use std::io::{ErrorKind, IoSlice, IoSliceMut, Read, Write};
+use std::io::{ErrorKind, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::ExitCode;
@@ -49,12 +49,12 @@ fn socket(port: u16) -> std::io::Result<UdpSocket> {
 }
 
 /// TUN -> datagrams of at most `CHUNK` bytes, one segmented send a packet.
-fn outbound(mut from: tun::Reader, sock: &UdpSocket, hop: SocketAddr) -> std::io::Error {
+fn outbound(from: &tun_rs::SyncDevice, sock: &UdpSocket, hop: SocketAddr) -> std::io::Error {
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::with_capacity(70_000);
     let to = SockaddrStorage::from(hop);
     loop {
-        let n = match from.read(&mut buf) {
+        let n = match from.recv(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return e,
@@ -106,7 +106,7 @@ fn recv_gro(
 }
 
 /// Datagrams (coalesced by `UDP_GRO`) -> whole packets -> TUN.
-fn inbound(mut to: tun::Writer, sock: &UdpSocket) -> std::io::Error {
+fn inbound(to: &tun_rs::SyncDevice, sock: &UdpSocket) -> std::io::Error {
     let mut buf = vec![0u8; 65_536];
     let mut packet = Vec::with_capacity(65_536);
     loop {
@@ -120,7 +120,7 @@ fn inbound(mut to: tun::Writer, sock: &UdpSocket) -> std::io::Error {
             let total = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
             packet.extend_from_slice(&d[HEADER..]);
             if packet.len() >= total {
-                let _ = to.write(&packet[..total]);
+                let _ = to.send(&packet[..total]);
                 packet.clear();
             }
         }
@@ -128,16 +128,24 @@ fn inbound(mut to: tun::Writer, sock: &UdpSocket) -> std::io::Error {
 }
 
 fn end(name: &str, mtu: u16, port: u16, hop: u16) -> Result<(), String> {
-    let mut config = tun::Configuration::default();
-    config.tun_name(name).mtu(mtu).layer(tun::Layer::L3);
-    let dev = tun::create(&config).map_err(|e| format!("TUN {name}: {e}"))?;
+    // Blocking, no packet information, no offload; left down.
+    let dev = tun_rs::DeviceBuilder::new()
+        .name(name)
+        .mtu(mtu)
+        .layer(tun_rs::Layer::L3)
+        .packet_information(false)
+        .offload(false)
+        .inherit_enable_state()
+        .build_sync()
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("TUN {name}: {e}"))?;
     let sock = socket(port).map_err(|e| format!("bind {port}: {e}"))?;
-    let (reader, writer) = dev.split();
+    let reader = std::sync::Arc::clone(&dev);
     let send = sock.try_clone().map_err(|e| e.to_string())?;
     let _ = setsockopt(&sock, sockopt::UdpGroSegment, &true);
     println!("ready");
-    let t = thread::spawn(move || outbound(reader, &send, local(hop)));
-    let e = inbound(writer, &sock);
+    let t = thread::spawn(move || outbound(&reader, &send, local(hop)));
+    let e = inbound(&dev, &sock);
     let _ = t.join();
     Err(e.to_string())
 }

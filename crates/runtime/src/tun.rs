@@ -31,7 +31,7 @@ use crate::realtime::Endpoint;
 use ipoib_proto::ipoib::IpBuf;
 use std::io::{self, ErrorKind};
 use std::net::{IpAddr, Ipv6Addr};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -89,7 +89,7 @@ pub enum TunError {
         /// The device name.
         name: String,
         /// The error.
-        source: tun::Error,
+        source: io::Error,
     },
     /// A system call on the device failed.
     #[error("TUN device {name}: {what}: {source}")]
@@ -113,7 +113,7 @@ pub enum TunError {
 
 /// An open TUN device. See the module docs.
 pub struct Tun {
-    dev: tun::Device,
+    dev: tun_rs::SyncDevice,
     name: String,
     index: u32,
 }
@@ -144,13 +144,20 @@ impl Tun {
             name: name.clone(),
             source,
         };
-        let mut c = tun::Configuration::default();
-        c.tun_name(&cfg.name).layer(tun::Layer::L3);
-        let dev = tun::create(&c).map_err(|source| TunError::Open {
-            name: name.clone(),
-            source,
-        })?;
-        dev.set_nonblock().map_err(os("set O_NONBLOCK"))?;
+        // Layer 3 without packet information, no offloads; left down (`up` below) and not
+        // configured by the crate (rtnetlink below).
+        let dev = tun_rs::DeviceBuilder::new()
+            .name(&cfg.name)
+            .layer(tun_rs::Layer::L3)
+            .packet_information(false)
+            .offload(false)
+            .inherit_enable_state()
+            .build_sync()
+            .map_err(|source| TunError::Open {
+                name: name.clone(),
+                source,
+            })?;
+        dev.set_nonblocking(true).map_err(os("set O_NONBLOCK"))?;
         let index = index_of(&cfg.name).map_err(os("if_nametoindex"))?;
         let mut rtnl = Rtnl::open().map_err(nl)?;
         if cfg.loopback_up {
@@ -202,6 +209,13 @@ impl Tun {
 impl AsRawFd for Tun {
     fn as_raw_fd(&self) -> RawFd {
         self.dev.as_raw_fd()
+    }
+}
+
+/// The device's file, e.g. for readv(2) and writev(2) (`nix::sys::uio`).
+impl AsFd for Tun {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.dev.as_fd()
     }
 }
 
