@@ -229,6 +229,7 @@ pub fn run(args: &Args) -> ExitCode {
             loopback_up: false,
             // Down until the interface has carrier (after its broadcast join), as Linux's ib0.
             up: false,
+            offload: true,
             tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
         };
         let root = nix::unistd::geteuid().is_root();

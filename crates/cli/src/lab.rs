@@ -271,6 +271,7 @@ fn make_host(
         addresses,
         loopback_up: true,
         up: false,
+        offload: true,
         tx_queue_len: Some(ipoib_runtime::tun::TX_QUEUE_LEN),
     };
     // On an error NetNs::create leaves nothing behind.

@@ -26,17 +26,19 @@
 //!
 //! The device exists while its file is open: dropping the [`Tun`] removes it.
 
+mod writer;
+
+use crate::gso::{self, VnetHdr, VNET_HDR_LEN};
 use crate::netlink::{LinkChanges, LinkWatch, NetlinkError, Rtnl};
 use crate::realtime::Endpoint;
 use ipoib_proto::ipoib::IpBuf;
-use std::io::{self, ErrorKind};
+use std::io::{self, ErrorKind, IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use writer::{write_batch, Writer};
 
 /// The largest packet a TUN device gives (its MTU is at most 65535).
 pub const MAX_PACKET: usize = 65_536;
@@ -78,6 +80,11 @@ pub struct TunConfig {
     /// Bring the device up at once; otherwise it stays down until [`LinkControl::set`] brings
     /// it up (e.g. when the emulated interface gets carrier).
     pub up: bool,
+    /// Segmentation and checksum offload at the device ([`crate::gso`]): the kernel may give
+    /// TCP super-packets with partial checksums, which [`TunEndpoint`] cuts into whole packets
+    /// of at most the MTU with complete checksums; what is written to the device carries a
+    /// header asking nothing (checksums verified by the receiving stack as always).
+    pub offload: bool,
 }
 
 /// Why a device could not be made or configured.
@@ -116,6 +123,7 @@ pub struct Tun {
     dev: tun_rs::SyncDevice,
     name: String,
     index: u32,
+    offload: bool,
 }
 
 impl std::fmt::Debug for Tun {
@@ -123,6 +131,7 @@ impl std::fmt::Debug for Tun {
         f.debug_struct("Tun")
             .field("name", &self.name)
             .field("index", &self.index)
+            .field("offload", &self.offload)
             .finish()
     }
 }
@@ -144,13 +153,13 @@ impl Tun {
             name: name.clone(),
             source,
         };
-        // Layer 3 without packet information, no offloads; left down (`up` below) and not
-        // configured by the crate (rtnetlink below).
+        // Layer 3 without packet information, offloads as asked; left down (`up` below) and
+        // not configured by the crate (rtnetlink below).
         let dev = tun_rs::DeviceBuilder::new()
             .name(&cfg.name)
             .layer(tun_rs::Layer::L3)
             .packet_information(false)
-            .offload(false)
+            .offload(cfg.offload)
             .inherit_enable_state()
             .build_sync()
             .map_err(|source| TunError::Open {
@@ -182,7 +191,12 @@ impl Tun {
         if cfg.up {
             rtnl.set_link(index, None, true).map_err(nl)?;
         }
-        Ok(Tun { dev, name, index })
+        Ok(Tun {
+            dev,
+            name,
+            index,
+            offload: cfg.offload,
+        })
     }
 
     /// The interface name.
@@ -195,14 +209,55 @@ impl Tun {
         self.index
     }
 
-    /// Reads one packet; `WouldBlock` when none is waiting.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.dev.recv(buf)
+    /// The device was opened with offload ([`TunConfig::offload`]).
+    pub fn offload(&self) -> bool {
+        self.offload
     }
 
-    /// Writes one packet.
+    /// Reads one packet; `WouldBlock` when none is waiting. On a device with offload, its
+    /// virtio header (readv(2): the packet lands in `buf` with no copy), else a plain one.
+    pub fn recv_with_hdr(&self, buf: &mut [u8]) -> io::Result<(VnetHdr, usize)> {
+        if !self.offload {
+            return self.dev.recv(buf).map(|n| (VnetHdr::default(), n));
+        }
+        let mut h = [0u8; VNET_HDR_LEN];
+        let n = self
+            .dev
+            .recv_vectored(&mut [IoSliceMut::new(&mut h), IoSliceMut::new(buf)])?;
+        match n.checked_sub(VNET_HDR_LEN) {
+            Some(n) => Ok((VnetHdr::parse(&h), n)),
+            None => Err(io::Error::new(
+                ErrorKind::InvalidData,
+                "short virtio header",
+            )),
+        }
+    }
+
+    /// Reads one whole packet with complete checksums; `WouldBlock` when none is waiting. A
+    /// super-packet of a device with offload is an error (`InvalidData`): see
+    /// [`TunEndpoint`], which cuts them.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let (h, n) = self.recv_with_hdr(buf)?;
+        let bad = |e: gso::GsoError| io::Error::new(ErrorKind::InvalidData, e);
+        if h.is_gso() {
+            return Err(io::Error::new(ErrorKind::InvalidData, "GSO super-packet"));
+        }
+        if h.flags & gso::F_NEEDS_CSUM != 0 {
+            gso::complete_checksum(&h, &mut buf[..n]).map_err(bad)?;
+        }
+        Ok(n)
+    }
+
+    /// Writes one packet (on a device with offload, behind a virtio header asking nothing,
+    /// writev(2): no copy).
     pub fn send(&self, packet: &[u8]) -> io::Result<usize> {
-        self.dev.send(packet)
+        if !self.offload {
+            return self.dev.send(packet);
+        }
+        let n = self
+            .dev
+            .send_vectored(&[IoSlice::new(&gso::PLAIN_HDR), IoSlice::new(packet)])?;
+        Ok(n.saturating_sub(VNET_HDR_LEN))
     }
 }
 
@@ -491,6 +546,11 @@ pub struct TunCounters {
     pub to_os_bytes: AtomicU64,
     /// Packets for the OS that the device refused (dropped).
     pub write_errors: AtomicU64,
+    /// Super-packets read from a device with offload (each counted in `from_os` as the
+    /// packets it was cut into).
+    pub from_os_gso: AtomicU64,
+    /// Packets from the OS dropped because their offload header was malformed.
+    pub offload_errors: AtomicU64,
 }
 
 /// Batches of packets the emulation's thread may have handed to a device's writer thread and
@@ -505,92 +565,8 @@ pub const WRITE_BATCHES: usize = 16;
 /// packet too: an ACK, a 64 KiB connected-mode segment) stays on the writer thread.
 pub const INLINE_WRITES: usize = 1;
 
-/// Stack of a writer thread.
-const WRITER_STACK: usize = 128 << 10;
-
 /// See [`INLINE_WRITES`].
 pub const INLINE_AFTER_IDLE: Duration = Duration::from_millis(2);
-
-/// The thread that writes one device's packets for the OS (module docs): a write(2) into a TUN
-/// device runs the kernel's receive path for the packet (IP, TCP, waking the receiving
-/// process) in the writer's system call, the largest single cost of a packet through the lab
-/// (measured with perf(1)), so it runs next to the emulation rather than inside its turns. The
-/// emulation stays on its own thread and sees the same inputs: only when the OS gets its
-/// packets changes.
-struct Writer {
-    batches: Option<SyncSender<Vec<IpBuf>>>,
-    /// Written batches coming back (their packets are freed on the emulation's thread), so a
-    /// turn allocates no batch.
-    empties: Receiver<Vec<IpBuf>>,
-    /// Batches handed over and not yet written: while it is zero, the thread has written every
-    /// earlier packet, and a write on the emulation's thread keeps the order.
-    pending: Arc<AtomicUsize>,
-    /// When the last batch was handed over.
-    last_handoff: Option<Instant>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Writer {
-    fn spawn(tun: Arc<Tun>, counters: Arc<TunCounters>) -> io::Result<Writer> {
-        let (tx, rx) = sync_channel::<Vec<IpBuf>>(WRITE_BATCHES);
-        let (back, empties) = channel();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let done = Arc::clone(&pending);
-        let thread = std::thread::Builder::new()
-            .name(format!("write-{}", tun.name()))
-            // It only calls write(2): a small stack, so a lab of many hosts reserves little.
-            .stack_size(WRITER_STACK)
-            .spawn(move || {
-                while let Ok(batch) = rx.recv() {
-                    write_batch(|p| tun.send(p), &batch, &counters);
-                    done.fetch_sub(1, Ordering::Release);
-                    // The emulation's side may be gone: then the batch is just dropped.
-                    let _ = back.send(batch);
-                }
-            })?;
-        Ok(Writer {
-            batches: Some(tx),
-            empties,
-            pending,
-            last_handoff: None,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Writer {
-    /// Closes the channel and waits for the thread, so the device is gone (its last file
-    /// closed) when the endpoint is.
-    fn drop(&mut self) {
-        self.batches = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Writes every packet of `batch` to the device and counts.
-fn write_batch(
-    mut send: impl FnMut(&[u8]) -> io::Result<usize>,
-    batch: &[IpBuf],
-    counters: &TunCounters,
-) {
-    let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
-    for p in batch {
-        match send(p) {
-            Ok(_) => {
-                n += 1;
-                bytes += p.len() as u64;
-            }
-            // The device is down, its queue full, or the packet is no IP packet: dropped, as a
-            // NIC drops what its host cannot take.
-            Err(_) => errors += 1,
-        }
-    }
-    counters.to_os.fetch_add(n, Ordering::Relaxed);
-    counters.to_os_bytes.fetch_add(bytes, Ordering::Relaxed);
-    counters.write_errors.fetch_add(errors, Ordering::Relaxed);
-}
 
 /// The length of a buffer a packet is read into: [`FRAME_HEADROOM`], then the largest packet.
 pub const READ_BUFFER: usize = FRAME_HEADROOM + MAX_PACKET;
@@ -649,42 +625,62 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
     }
 
     fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
-        let (mut n, mut bytes) = (0, 0);
+        // Reads (the budget), packets handed over (a super-packet's segments each), bytes.
+        let (mut n, mut packets, mut bytes) = (0, 0u64, 0u64);
         let r = loop {
             if n == budget {
                 break Ok(());
             }
-            match self.tun.recv(&mut self.buf[FRAME_HEADROOM..]) {
-                Ok(len) if len >= HAND_OVER_MIN => {
-                    n += 1;
-                    bytes += len as u64;
-                    let mut frame = std::mem::take(&mut self.buf);
-                    frame.truncate(FRAME_HEADROOM + len);
-                    self.buf = match self.port.frame_from_os(emu, frame) {
-                        Some(mut b) if b.capacity() >= READ_BUFFER => {
-                            // Only the bytes past its old length are zeroed.
-                            b.resize(READ_BUFFER, 0);
-                            b
-                        }
-                        _ => read_buffer(),
-                    };
-                }
-                Ok(len) => {
-                    n += 1;
-                    bytes += len as u64;
-                    let end = FRAME_HEADROOM + len;
-                    self.port
-                        .packet_from_os(emu, &self.buf[FRAME_HEADROOM..end]);
-                }
+            let (h, len) = match self.tun.recv_with_hdr(&mut self.buf[FRAME_HEADROOM..]) {
+                Ok(r) => r,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => break Err(e),
+            };
+            n += 1;
+            let packet = &mut self.buf[FRAME_HEADROOM..FRAME_HEADROOM + len];
+            if h.is_gso() {
+                let port = &mut self.port;
+                let cut = gso::segment(&h, packet, FRAME_HEADROOM, &mut |f| {
+                    packets += 1;
+                    bytes += (f.len() - FRAME_HEADROOM) as u64;
+                    // A spare buffer given back is not needed: `buf` stays.
+                    let _ = port.frame_from_os(emu, f);
+                });
+                let c = match cut {
+                    Ok(_) => &self.counters.from_os_gso,
+                    Err(_) => &self.counters.offload_errors,
+                };
+                c.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if h.flags & gso::F_NEEDS_CSUM != 0 && gso::complete_checksum(&h, packet).is_err() {
+                self.counters.offload_errors.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            packets += 1;
+            bytes += len as u64;
+            if len >= HAND_OVER_MIN {
+                let mut frame = std::mem::take(&mut self.buf);
+                frame.truncate(FRAME_HEADROOM + len);
+                self.buf = match self.port.frame_from_os(emu, frame) {
+                    Some(mut b) if b.capacity() >= READ_BUFFER => {
+                        // Only the bytes past its old length are zeroed.
+                        b.resize(READ_BUFFER, 0);
+                        b
+                    }
+                    _ => read_buffer(),
+                };
+            } else {
+                let end = FRAME_HEADROOM + len;
+                self.port
+                    .packet_from_os(emu, &self.buf[FRAME_HEADROOM..end]);
             }
         };
         if n > 0 {
             self.port.end_of_batch(emu);
         }
-        self.counters.from_os.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters.from_os.fetch_add(packets, Ordering::Relaxed);
         self.counters
             .from_os_bytes
             .fetch_add(bytes, Ordering::Relaxed);

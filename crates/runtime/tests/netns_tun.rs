@@ -64,6 +64,7 @@ fn tun_in(ns: &str, addr: &str, mtu: u32) -> (NetNs, Tun) {
         addresses: vec![(addr.parse::<IpAddr>().unwrap(), 24)],
         loopback_up: true,
         up: true,
+        offload: false,
         tx_queue_len: Some(1000),
     };
     let (ns, tun) = NetNs::create(ns, move || Tun::create(&cfg)).expect("namespace");
@@ -86,6 +87,7 @@ fn namespace_with_a_configured_tun() {
         ],
         loopback_up: true,
         up: true,
+        offload: false,
         tx_queue_len: Some(1000),
     };
     let (ns, tun) = NetNs::create(&n, move || Tun::create(&cfg)).expect("namespace");
@@ -296,6 +298,7 @@ fn link_mirror_follows_carrier_and_link_local() {
         ],
         loopback_up: true,
         up: false,
+        offload: false,
         tx_queue_len: None,
     };
     let (_ns, made) = NetNs::create(&n, move || {
@@ -358,6 +361,7 @@ fn link_mirror_puts_back_link_local_and_mtu_changed_by_hand() {
         addresses: vec![("fd00:9:2::1".parse().unwrap(), 64)],
         loopback_up: true,
         up: false,
+        offload: false,
         tx_queue_len: None,
     };
     let (_ns, made) = NetNs::create(&n, move || {

@@ -1,0 +1,211 @@
+//! Tests of [`super`]: checked against the checksum computed word by word as RFC 1071 §4.1
+//! writes it (16-bit words), not by the code under test.
+
+use super::*;
+
+/// RFC 1071 §4.1: the 16-bit ones' complement sum, complemented.
+fn rfc1071(data: &[u8]) -> u16 {
+    let mut acc: u32 = 0;
+    for w in data.chunks(2) {
+        acc += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+    }
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+/// The pseudo-header of an IPv4 or IPv6 packet's transport part (RFC 793 §3.1, RFC 8200 §8.1).
+fn pseudo(p: &[u8], l4: usize) -> Vec<u8> {
+    let len = (p.len() - l4) as u32;
+    let mut v = Vec::new();
+    if p[0] >> 4 == 4 {
+        v.extend_from_slice(&p[12..20]);
+        v.extend_from_slice(&[0, p[9]]);
+        v.extend_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        v.extend_from_slice(&p[8..40]);
+        v.extend_from_slice(&len.to_be_bytes());
+        v.extend_from_slice(&[0, 0, 0, p[6]]);
+    }
+    v
+}
+
+/// The transport checksum of `p` verifies (sum over pseudo-header and segment is all ones).
+fn l4_valid(p: &[u8], l4: usize) -> bool {
+    let mut all = pseudo(p, l4);
+    all.extend_from_slice(&p[l4..]);
+    rfc1071(&all) == 0
+}
+
+fn payload(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// A TCP super-packet as the kernel gives it with `TUN_F_CSUM | TUN_F_TSO4/6`: total length of
+/// the whole, the checksum field holding only the pseudo-header's sum (partial).
+fn tcp_super(v4: bool, data: &[u8], flags: u8) -> (VnetHdr, Vec<u8>) {
+    let l4 = if v4 { 20 } else { 40 };
+    let mut p = vec![0u8; l4 + 20];
+    if v4 {
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&((l4 + 20 + data.len()) as u16).to_be_bytes());
+        p[4..6].copy_from_slice(&0xfff0u16.to_be_bytes());
+        p[6] = 0x40; // DF
+        p[8] = 64;
+        p[9] = TCP;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        let c = rfc1071(&p[..20]);
+        p[10..12].copy_from_slice(&c.to_be_bytes());
+    } else {
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&((20 + data.len()) as u16).to_be_bytes());
+        p[6] = TCP;
+        p[7] = 64;
+        p[8] = 0xfe;
+        p[8 + 8..8 + 16].copy_from_slice(&[1; 8]);
+        p[24] = 0xfe;
+        p[24 + 8..24 + 16].copy_from_slice(&[2; 8]);
+    }
+    p[l4..l4 + 2].copy_from_slice(&5001u16.to_be_bytes());
+    p[l4 + 2..l4 + 4].copy_from_slice(&40000u16.to_be_bytes());
+    p[l4 + 4..l4 + 8].copy_from_slice(&0xffff_f000u32.to_be_bytes());
+    p[l4 + 12] = 5 << 4;
+    p[l4 + 13] = flags;
+    p[l4 + 14..l4 + 16].copy_from_slice(&512u16.to_be_bytes());
+    p.extend_from_slice(data);
+    // Partial: the field holds the pseudo-header's folded sum (Linux `~csum_tcpudp_magic`).
+    let ps = pseudo(&p, l4);
+    let partial = !rfc1071(&ps);
+    p[l4 + 16..l4 + 18].copy_from_slice(&partial.to_be_bytes());
+    let hdr = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: if v4 { GSO_TCPV4 } else { GSO_TCPV6 },
+        hdr_len: (l4 + 20) as u16,
+        gso_size: if v4 { 1992 } else { 1972 },
+        csum_start: l4 as u16,
+        csum_offset: 16,
+    };
+    (hdr, p)
+}
+
+fn cut(hdr: &VnetHdr, p: &[u8], headroom: usize) -> Vec<Vec<u8>> {
+    let mut segs = Vec::new();
+    let n = segment(hdr, p, headroom, &mut |f| segs.push(f)).expect("segments");
+    assert_eq!(n, segs.len());
+    segs
+}
+
+#[test]
+fn a_tcp_super_packet_leaves_as_segments_of_at_most_the_mtu_with_valid_checksums() {
+    for v4 in [true, false] {
+        let data = payload(65_000);
+        let (hdr, p) = tcp_super(v4, &data, 0x18 | 0x01 | 0x80); // PSH ACK FIN CWR
+        let l4 = usize::from(hdr.csum_start);
+        let segs = cut(&hdr, &p, 4);
+        assert_eq!(segs.len(), data.len().div_ceil(usize::from(hdr.gso_size)));
+        let mut stream = Vec::new();
+        for (i, f) in segs.iter().enumerate() {
+            assert_eq!(&f[..4], &[0; 4], "headroom");
+            let s = &f[4..];
+            assert!(s.len() <= 2044, "segment {i}: {} bytes", s.len());
+            if v4 {
+                assert_eq!(u16::from_be_bytes([s[2], s[3]]) as usize, s.len());
+                assert_eq!(rfc1071(&s[..20]), 0, "IPv4 header checksum of {i}");
+                assert_eq!(
+                    u16::from_be_bytes([s[4], s[5]]),
+                    0xfff0u16.wrapping_add(i as u16)
+                );
+            } else {
+                assert_eq!(u16::from_be_bytes([s[4], s[5]]) as usize, s.len() - 40);
+            }
+            assert!(l4_valid(s, l4), "TCP checksum of segment {i}");
+            let seq = u32::from_be_bytes([s[l4 + 4], s[l4 + 5], s[l4 + 6], s[l4 + 7]]);
+            assert_eq!(seq, 0xffff_f000u32.wrapping_add(stream.len() as u32));
+            let last = i + 1 == segs.len();
+            assert_eq!(s[l4 + 13] & 0x09 != 0, last, "FIN/PSH only on the last");
+            assert_eq!(s[l4 + 13] & 0x80 != 0, i == 0, "CWR only on the first");
+            assert_eq!(s[l4 + 13] & 0x10, 0x10, "ACK on all");
+            stream.extend_from_slice(&s[l4 + 20..]);
+        }
+        assert_eq!(stream, data, "the same byte stream");
+    }
+}
+
+#[test]
+fn a_udp_super_packet_is_cut_into_datagrams_with_their_own_length_and_checksum() {
+    let data = payload(5000);
+    let mut p = vec![0u8; 28];
+    p[0] = 0x45;
+    p[8] = 64;
+    p[9] = UDP;
+    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+    p[20..22].copy_from_slice(&53u16.to_be_bytes());
+    p.extend_from_slice(&data);
+    let hdr = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: GSO_UDP_L4,
+        hdr_len: 28,
+        gso_size: 1400,
+        csum_start: 20,
+        csum_offset: 6,
+    };
+    let segs = cut(&hdr, &p, 0);
+    assert_eq!(segs.len(), 4);
+    let mut all = Vec::new();
+    for s in &segs {
+        assert_eq!(u16::from_be_bytes([s[24], s[25]]) as usize, s.len() - 20);
+        assert_eq!(rfc1071(&s[..20]), 0);
+        assert!(l4_valid(s, 20));
+        all.extend_from_slice(&s[28..]);
+    }
+    assert_eq!(all, data);
+}
+
+#[test]
+fn a_partial_checksum_is_completed_in_place() {
+    let (mut hdr, mut p) = tcp_super(true, &payload(1001), 0x18);
+    hdr.gso_type = GSO_NONE;
+    assert!(!l4_valid(&p, 20));
+    complete_checksum(&hdr, &mut p).expect("complete");
+    assert!(l4_valid(&p, 20));
+}
+
+#[test]
+fn headers_that_point_outside_the_packet_are_refused() {
+    let (mut hdr, p) = tcp_super(true, &payload(100), 0x10);
+    hdr.csum_start = 200;
+    assert_eq!(segment(&hdr, &p, 0, &mut |_| {}), Err(GsoError::Malformed));
+    assert_eq!(
+        complete_checksum(&hdr, &mut p.clone()),
+        Err(GsoError::Malformed)
+    );
+    hdr.gso_type = 3; // UFO, never asked for
+    assert_eq!(segment(&hdr, &p, 0, &mut |_| {}), Err(GsoError::Unknown(3)));
+    let (hdr, p) = tcp_super(false, &payload(100), 0x10);
+    let v4_kind = VnetHdr {
+        gso_type: GSO_TCPV4,
+        ..hdr
+    };
+    assert_eq!(
+        segment(&v4_kind, &p, 0, &mut |_| {}),
+        Err(GsoError::Malformed)
+    );
+}
+
+#[test]
+fn the_header_reads_back_as_written() {
+    let h = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: GSO_TCPV4 | GSO_ECN,
+        hdr_len: 52,
+        gso_size: 1992,
+        csum_start: 20,
+        csum_offset: 16,
+    };
+    assert_eq!(VnetHdr::parse(&h.to_bytes()), h);
+    assert!(h.is_gso());
+    assert!(!VnetHdr::parse(&PLAIN_HDR).is_gso());
+}
