@@ -118,8 +118,9 @@ pub trait Endpoint<E> {
     /// The file to wait on for input (watched for readability, edge-triggered). It must stay
     /// open as long as the endpoint lives and be non-blocking.
     fn raw_fd(&self) -> RawFd;
-    /// The file is readable (or in error): read at most `budget` inputs without blocking and hand
-    /// them to `emu` at its current time. Returns how many were read; fewer than `budget` only
+    /// The file is readable (or in error): read at most `budget` inputs without blocking (or,
+    /// when one read gives several, stop reading once `budget` are reached) and hand them to
+    /// `emu` at its current time. Returns how many were read; fewer than `budget` only
     /// once a read would block (the file is drained: the driver waits for the next edge). An error ends the driver's turn with that error (a device that went
     /// away); a packet the endpoint cannot use is dropped and counted by the endpoint, not an
     /// error.
@@ -135,7 +136,8 @@ pub struct Config {
     pub slack: Duration,
     /// Inputs one endpoint hands over per turn at most (for the fabric's interfaces at most
     /// their adapter's queue, `ipoib_fabric::node::ipoib::FROM_OS_LIMIT`: module
-    /// [`crate::ipoib_port`]).
+    /// [`crate::ipoib_port`]), passed only by the inputs of one last read that gives several
+    /// (a TUN device's super-packet, [`crate::tun::TunEndpoint`]).
     pub batch: usize,
     /// The longest sleep (the driver also wakes for the caller's deadline).
     pub max_sleep: Duration,

@@ -625,10 +625,13 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
     }
 
     fn on_readable(&mut self, emu: &mut E, budget: usize) -> io::Result<usize> {
-        // Reads (the budget), packets handed over (a super-packet's segments each), bytes.
-        let (mut n, mut packets, mut bytes) = (0, 0u64, 0u64);
+        // Reads, packets handed over (a super-packet's segments each), bytes. The budget is
+        // in packets handed over, which the interface queues until `end_of_batch`
+        // (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`): the last super-packet may pass it by
+        // its segments (at most 65,535 / the MSS).
+        let (mut n, mut packets, mut bytes) = (0, 0usize, 0u64);
         let r = loop {
-            if n == budget {
+            if packets >= budget {
                 break Ok(());
             }
             let (h, len) = match self.tun.recv_with_hdr(&mut self.buf[FRAME_HEADROOM..]) {
@@ -680,11 +683,14 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
         if n > 0 {
             self.port.end_of_batch(emu);
         }
-        self.counters.from_os.fetch_add(packets, Ordering::Relaxed);
+        self.counters
+            .from_os
+            .fetch_add(packets as u64, Ordering::Relaxed);
         self.counters
             .from_os_bytes
             .fetch_add(bytes, Ordering::Relaxed);
-        r.map(|()| n)
+        // Fewer than the budget only when drained.
+        r.map(|()| packets)
     }
 
     fn flush(&mut self, emu: &mut E) -> io::Result<usize> {

@@ -2,7 +2,8 @@
 //! "Offload at the TUN device") in two namespaces, the real-time driver relaying between them, a
 //! TCP stream of 4 MiB across. The kernel hands the endpoint TCP super-packets; what it gives
 //! the emulation must be whole IP packets of at most the MTU with valid checksums (checked here
-//! and by tshark on a capture of them), and the stream must arrive unchanged. Skipped (with a
+//! and by tshark on a capture of them), no more per batch than the driver's budget and one
+//! super-packet's, and the stream must arrive unchanged. Skipped (with a
 //! message) without root or /dev/net/tun. The namespaces are removed on every exit path, every
 //! wait is bounded.
 
@@ -66,6 +67,9 @@ struct Wire {
     now: Instant,
     out: [Vec<Vec<u8>>; 2],
     seen: Vec<Vec<u8>>,
+    /// Packets handed over since the last end of a batch, and the most in one batch.
+    batch: usize,
+    largest_batch: usize,
 }
 
 impl Emulation for Wire {
@@ -86,6 +90,10 @@ impl OsPort<Wire> for Side {
     fn packet_from_os(&mut self, w: &mut Wire, packet: &[u8]) {
         w.seen.push(packet.to_vec());
         w.out[1 - self.0].push(packet.to_vec());
+        w.batch += 1;
+    }
+    fn end_of_batch(&mut self, w: &mut Wire) {
+        w.largest_batch = w.largest_batch.max(std::mem::take(&mut w.batch));
     }
     fn packets_to_os(&mut self, w: &mut Wire, out: &mut dyn FnMut(IpBuf)) {
         for p in w.out[self.0].drain(..) {
@@ -156,7 +164,8 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         while !stop2.load(Ordering::Relaxed) && Wall::now() < end {
             d.turn(Wall::now() + Duration::from_millis(20)).unwrap();
         }
-        (counters, d.into_emulation().seen)
+        let w = d.into_emulation();
+        (counters, w.seen, w.largest_batch)
     });
     let to: SocketAddr = "10.9.7.2:5201".parse().unwrap();
     let listener = nb
@@ -180,7 +189,7 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
     c.shutdown(std::net::Shutdown::Write).unwrap();
     let got = server.join().expect("server thread").expect("receive");
     stop.store(true, Ordering::Relaxed);
-    let (counters, seen) = relay.join().expect("relay thread");
+    let (counters, seen, largest_batch) = relay.join().expect("relay thread");
     assert!(
         got == data,
         "the stream arrived changed: {} bytes",
@@ -190,6 +199,15 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
     let gso = counters[0].from_os_gso.load(Ordering::Relaxed);
     assert!(gso > 0, "the kernel gave no super-packet");
     assert_eq!(counters[0].offload_errors.load(Ordering::Relaxed), 0);
+    // The driver's budget counts packets handed over, not reads: a batch passes it by one
+    // super-packet's segments at most (65,535 bytes / an MSS of 1,992 at this MTU), well within
+    // what an interface queues (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`).
+    let budget = Config::default().batch;
+    eprintln!("largest batch handed over: {largest_batch} packets (budget {budget})");
+    assert!(
+        largest_batch <= budget + 33,
+        "{largest_batch} packets in one batch"
+    );
     let tcp: Vec<&Vec<u8>> = seen
         .iter()
         .filter(|p| p[0] >> 4 == 4 && p[9] == 6)
