@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod control;
+pub mod gro;
 pub mod gso;
 pub mod ibsim;
 pub mod ibsim_server;

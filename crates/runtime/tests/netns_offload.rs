@@ -3,7 +3,8 @@
 //! TCP stream of 4 MiB across. The kernel hands the endpoint TCP super-packets; what it gives
 //! the emulation must be whole IP packets of at most the MTU with valid checksums (checked here
 //! and by tshark on a capture of them), no more per batch than the driver's budget and one
-//! super-packet's, and the stream must arrive unchanged. Skipped (with a
+//! super-packet's, and the stream must arrive unchanged, the receiving side writing runs of
+//! segments as one GSO packet each. Skipped (with a
 //! message) without root or /dev/net/tun. The namespaces are removed on every exit path, every
 //! wait is bounded.
 
@@ -196,7 +197,17 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         got.len()
     );
 
+    // The receiving side wrote runs of segments as one packet each, and the stream is whole.
+    let coalesced = counters[1].to_os_gso.load(Ordering::Relaxed);
+    eprintln!("coalesced writes: {coalesced}");
+    assert!(coalesced > 0, "no run of segments was coalesced");
+    assert_eq!(counters[1].write_errors.load(Ordering::Relaxed), 0);
     let gso = counters[0].from_os_gso.load(Ordering::Relaxed);
+    eprintln!(
+        "sender: {} packets handed over, {gso} super-packets cut; receiver: {} packets written",
+        counters[0].from_os.load(Ordering::Relaxed),
+        counters[1].to_os.load(Ordering::Relaxed)
+    );
     assert!(gso > 0, "the kernel gave no super-packet");
     assert_eq!(counters[0].offload_errors.load(Ordering::Relaxed), 0);
     // The driver's budget counts packets handed over, not reads: a batch passes it by one

@@ -1,6 +1,7 @@
 //! The thread that writes one device's packets for the OS ([`super::TunEndpoint::with_writer_thread`]).
 
 use super::{Tun, TunCounters, WRITE_BATCHES};
+use crate::gro;
 use ipoib_proto::ipoib::IpBuf;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,7 +44,7 @@ impl Writer {
             .stack_size(WRITER_STACK)
             .spawn(move || {
                 while let Ok(batch) = rx.recv() {
-                    write_batch(|p| tun.send(p), &batch, &counters);
+                    write_batch(&tun, &batch, &counters);
                     done.fetch_sub(1, Ordering::Release);
                     // The emulation's side may be gone: then the batch is just dropped.
                     let _ = back.send(batch);
@@ -70,25 +71,38 @@ impl Drop for Writer {
     }
 }
 
-/// Writes every packet of `batch` to the device and counts.
-pub(super) fn write_batch(
-    mut send: impl FnMut(&[u8]) -> io::Result<usize>,
-    batch: &[IpBuf],
-    counters: &TunCounters,
-) {
-    let (mut n, mut bytes, mut errors) = (0u64, 0u64, 0u64);
-    for p in batch {
-        match send(p) {
+/// Writes every packet of `batch` to the device and counts. On a device with offload, each
+/// run of in-order TCP segments of one connection goes as one GSO packet ([`crate::gro`]),
+/// counted as the packets it carries.
+pub(super) fn write_batch(tun: &Tun, batch: &[IpBuf], counters: &TunCounters) {
+    let (mut n, mut bytes, mut errors, mut coalesced) = (0u64, 0u64, 0u64, 0u64);
+    let mut i = 0;
+    while i < batch.len() {
+        let run = if tun.offload() {
+            gro::run_len(&batch[i..]).max(1)
+        } else {
+            1
+        };
+        let packets = &batch[i..i + run];
+        i += run;
+        let sent = if run == 1 {
+            tun.send(&packets[0])
+        } else {
+            coalesced += 1;
+            tun.send_with_hdr(&gro::coalesce(packets))
+        };
+        match sent {
             Ok(_) => {
-                n += 1;
-                bytes += p.len() as u64;
+                n += run as u64;
+                bytes += packets.iter().map(|p| p.len() as u64).sum::<u64>();
             }
             // The device is down, its queue full, or the packet is no IP packet: dropped, as a
             // NIC drops what its host cannot take.
-            Err(_) => errors += 1,
+            Err(_) => errors += run as u64,
         }
     }
     counters.to_os.fetch_add(n, Ordering::Relaxed);
     counters.to_os_bytes.fetch_add(bytes, Ordering::Relaxed);
     counters.write_errors.fetch_add(errors, Ordering::Relaxed);
+    counters.to_os_gso.fetch_add(coalesced, Ordering::Relaxed);
 }
