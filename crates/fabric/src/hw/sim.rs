@@ -149,6 +149,12 @@ pub trait Device: Any {
     fn handle_timeout(&mut self, now: Instant, tx: &mut Tx);
     /// When the device next needs `handle_timeout`; `None` for never.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// True for a device whose `poll_timeout` is `None` whatever happens (a switch: it adds no
+    /// delay and keeps no timer): read once, when the device is added, so that the simulator
+    /// does not ask for its timer after each of its events. False by default.
+    fn never_times_out(&self) -> bool {
+        false
+    }
     /// Called when one of the device's ports goes up or down.
     fn link_state(&mut self, _now: Instant, _port: u8, _up: bool, _tx: &mut Tx) {}
     /// The subnet manager wrote configuration into this device ([`crate::hw::mgmt`]).
@@ -225,6 +231,8 @@ struct NodeSlot {
     /// was queued earlier than all those before it ([`Simulator::refresh_timer`]), and the
     /// queue gives them back in time order, so the last is the next to fire.
     timers: Vec<Instant>,
+    /// [`Device::never_times_out`], read when the node was added.
+    timerless: bool,
 }
 
 /// The simulator. See the module docs.
@@ -294,7 +302,9 @@ impl Simulator {
     /// Adds a device with `ports` ports (numbered 0..=ports) and returns its id.
     pub fn add_node(&mut self, device: Box<dyn Device>, ports: u8) -> NodeId {
         let id = NodeId(self.nodes.len());
+        let timerless = device.never_times_out();
         self.nodes.push(NodeSlot {
+            timerless,
             device,
             links: vec![None; usize::from(ports) + 1],
             timers: Vec::new(),
@@ -460,6 +470,9 @@ impl Simulator {
     /// transfer").
     fn refresh_timer(&mut self, id: NodeId) {
         let slot = &mut self.nodes[id.0];
+        if slot.timerless {
+            return;
+        }
         // A timer already in the past is due now.
         let Some(want) = slot.device.poll_timeout().map(|t| t.max(self.now)) else {
             return;

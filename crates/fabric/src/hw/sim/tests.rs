@@ -509,3 +509,100 @@ fn a_timer_pushed_later_by_every_packet_leaves_no_trail() {
     let dev = sim.node::<Deadline>(d).unwrap();
     assert_eq!(dev.fired, vec![last + Duration::from_millis(1)]);
 }
+
+/// A switch that does not say it never times out ([`Device::never_times_out`]): the simulator
+/// reads its timer after each of its events, as it did for every device before.
+struct AskingSwitch(crate::hw::switch::Switch);
+
+impl Device for AskingSwitch {
+    fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
+        self.0.receive(now, port, packet, tx);
+    }
+    fn receive_frame(&mut self, now: Instant, port: u8, frame: Frame, tx: &mut Tx) {
+        self.0.receive_frame(now, port, frame, tx);
+    }
+    fn handle_timeout(&mut self, now: Instant, tx: &mut Tx) {
+        self.0.handle_timeout(now, tx);
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.0.poll_timeout()
+    }
+    fn link_state(&mut self, now: Instant, port: u8, up: bool, tx: &mut Tx) {
+        self.0.link_state(now, port, up, tx);
+    }
+    fn configure(&mut self, now: Instant, config: Config, tx: &mut Tx) {
+        self.0.configure(now, config, tx);
+    }
+    fn port_buffer(&self) -> Option<usize> {
+        self.0.port_buffer()
+    }
+    fn discarded(&mut self, port: u8, frame: &Frame) {
+        self.0.discarded(port, frame);
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+// A switch's timer is not read after its events (`Device::never_times_out`): the same packets
+// on the wire, at the same instants, and the same counters as when it is read after each one.
+#[test]
+fn a_switch_runs_the_same_without_its_timer_read() {
+    use crate::hw::switch::tests::{switch, ud};
+    use ipoib_wire::PKey;
+    let run = |asking: bool| {
+        let mut sim = Simulator::new(7);
+        let sw = switch();
+        assert!(sw.never_times_out() && sw.poll_timeout().is_none());
+        let s = if asking {
+            sim.add_node(Box::new(AskingSwitch(sw)), 4)
+        } else {
+            sim.add_node(Box::new(sw), 4)
+        };
+        // LID 2 behind port 1 records; LID 3 behind port 2 echoes back (a relay error:
+        // looping); port 3, in the multicast group, has no cable.
+        let a = sim.add_node(Box::new(Sink(Vec::new())), 1);
+        let b = sim.add_node(Box::new(Echo::new(Duration::from_micros(1))), 1);
+        let p = LinkParams::default();
+        sim.connect(
+            PortRef { node: s, port: 1 },
+            PortRef { node: a, port: 1 },
+            p,
+        );
+        sim.connect(
+            PortRef { node: s, port: 2 },
+            PortRef { node: b, port: 1 },
+            p,
+        );
+        sim.set_capture(Capture::new());
+        for (i, dlid) in [3, 4, 0xc001, 9, 3, 2].into_iter().enumerate() {
+            sim.with_node(a, |_: &mut Sink, _, tx| {
+                tx.send(1, ud(2, dlid, 40 + 8 * i, PKey(0xffff)))
+            });
+            sim.run_for(Duration::from_nanos(150));
+        }
+        sim.run_until_idle(1_000);
+        let sw_stats = if asking {
+            sim.node::<AskingSwitch>(s).map(|w| w.0.stats())
+        } else {
+            sim.node::<crate::hw::switch::Switch>(s).map(|w| w.stats())
+        };
+        let links: Vec<_> = sim.links().iter().map(|l| l.dirs.clone()).collect();
+        let got = sim.node::<Sink>(a).map(|k| k.0.clone());
+        let capture = sim.take_capture().map(Capture::into_bytes);
+        (
+            sim.stats(),
+            sw_stats,
+            format!("{links:?}"),
+            got,
+            capture,
+            sim.now(),
+        )
+    };
+    let (with, without) = (run(true), run(false));
+    assert!(with.0.packets >= 6 && with.1.is_some_and(|s| s.dropped_total() >= 2));
+    assert_eq!(with, without);
+}

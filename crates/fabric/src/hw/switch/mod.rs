@@ -703,6 +703,10 @@ impl Device for Switch {
         None
     }
 
+    fn never_times_out(&self) -> bool {
+        true
+    }
+
     fn link_state(&mut self, _now: Instant, port: u8, up: bool, tx: &mut Tx) {
         self.link_changed(port, up, tx);
     }

@@ -25,7 +25,7 @@ fn port(port: u8, mtu: u8, pkeys: Vec<u16>) -> Config {
 }
 
 /// A 4-port switch, LID 9: LID 2 -> port 1, 3 -> port 2, 4 -> 255; MLID 0xC001 -> 1, 2, 3.
-fn switch() -> Switch {
+pub(crate) fn switch() -> Switch {
     let mut sw = Switch::new(Guid(0x20_0000), 4, "sw");
     let mut tx = Tx::default();
     let mut lft = vec![LFT_DROP; 10];
