@@ -2,18 +2,8 @@
 //! back; checksums checked word by word as RFC 1071 §4.1 writes it.
 
 use super::*;
+use crate::gso::tests::rfc1071;
 use crate::gso::{complete_checksum, segment, GSO_NONE};
-
-fn rfc1071(data: &[u8]) -> u16 {
-    let mut acc: u32 = 0;
-    for w in data.chunks(2) {
-        acc += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
-    }
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    !(acc as u16)
-}
 
 fn tcp_valid(p: &[u8]) -> bool {
     let mut all = p[12..20].to_vec();

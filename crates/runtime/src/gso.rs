@@ -271,4 +271,4 @@ pub fn segment(
 
 #[cfg(test)]
 #[path = "gso_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// RFC 1071 §4.1: the 16-bit ones' complement sum, complemented.
-fn rfc1071(data: &[u8]) -> u16 {
+/// RFC 1071 §4.1: the 16-bit ones' complement sum, complemented (also for the tests of
+/// `crate::gro`).
+pub(crate) fn rfc1071(data: &[u8]) -> u16 {
     let mut acc: u32 = 0;
     for w in data.chunks(2) {
         acc += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));

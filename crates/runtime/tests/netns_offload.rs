@@ -10,7 +10,7 @@
 
 use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::IpBuf;
-use ipoib_runtime::netns::{self, NetNs};
+use ipoib_runtime::netns::NetNs;
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
 use ipoib_runtime::tun::{OsPort, Tun, TunConfig, TunEndpoint};
 use std::io::{Read, Write};
@@ -23,30 +23,9 @@ use std::time::{Duration, Instant as Wall};
 const MTU: u32 = 2044;
 const STREAM: usize = 4 << 20;
 
-fn can_run() -> bool {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs root and /dev/net/tun");
-        return false;
-    }
-    true
-}
-
-/// Deletes the namespaces (and ends what runs in them) however the test ends.
-struct Guard(Vec<String>);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            for p in netns::pids(n) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(p),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            let _ = netns::delete(n);
-        }
-    }
-}
+#[path = "common/netns_guard.rs"]
+mod netns_guard;
+use netns_guard::{can_run, Guard};
 
 fn tun_in(ns: &str, addr: &str) -> (NetNs, Tun) {
     let cfg = TunConfig {

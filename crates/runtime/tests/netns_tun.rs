@@ -18,30 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-fn can_run() -> bool {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/dev/net/tun").exists() {
-        eprintln!("skipped: needs root and /dev/net/tun");
-        return false;
-    }
-    true
-}
-
-/// Deletes the namespaces (and ends what runs in them) however the test ends.
-struct Guard(Vec<String>);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            for p in netns::pids(n) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(p),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            let _ = netns::delete(n);
-        }
-    }
-}
+#[path = "common/netns_guard.rs"]
+mod netns_guard;
+use netns_guard::{can_run, Guard};
 
 fn name(tag: &str) -> String {
     format!("ipoibt-{tag}-{}", std::process::id())
