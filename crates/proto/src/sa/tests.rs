@@ -196,6 +196,24 @@ impl testing::Net<SaHost> {
     }
 }
 
+/// The records a successful request `q` from `from` got: a Get's one attribute, a GetTable's
+/// list (the record tests' common step).
+pub(super) fn ask_records(
+    net: &mut Net,
+    from: u16,
+    m: ipoib_wire::mad::Method,
+    mask: u64,
+    q: ipoib_wire::sa::SaAttribute,
+) -> Vec<ipoib_wire::sa::SaAttribute> {
+    let r = net
+        .ask(from, SaMadRepr::request(m, 0, mask, q))
+        .expect("success");
+    match r.attribute {
+        Some(a) if r.records.is_empty() && m == ipoib_wire::mad::Method::Get => vec![a],
+        _ => r.records,
+    }
+}
+
 pub(super) fn status(s: SaStatus) -> Result<SaResponse, SaClientError> {
     Err(SaClientError::Status(MadStatus::sa(s)))
 }

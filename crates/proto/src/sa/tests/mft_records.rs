@@ -70,14 +70,8 @@ fn net_of(m: impl FnOnce(&mut SubnetModel)) -> Net {
 }
 
 fn ask(net: &mut Net, m: Method, mask: u64, q: SaAttribute) -> Vec<MftRecordRepr> {
-    let r = net
-        .ask(2, SaMadRepr::request(m, 0, mask, q))
-        .expect("success");
-    let v = match r.attribute {
-        Some(a) if r.records.is_empty() && m == Method::Get => vec![a],
-        _ => r.records,
-    };
-    v.into_iter()
+    ask_records(net, 2, m, mask, q)
+        .into_iter()
         .map(|a| match a {
             SaAttribute::MftRecord(r) => r,
             other => panic!("{other:?}"),

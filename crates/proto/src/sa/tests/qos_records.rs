@@ -28,13 +28,7 @@ fn vlar_q(lid: u16, port: u8, block: u8) -> SaAttribute {
 }
 
 fn ask(net: &mut Net, from: u16, m: Method, mask: u64, q: SaAttribute) -> Vec<SaAttribute> {
-    let r = net
-        .ask(from, SaMadRepr::request(m, 0, mask, q))
-        .expect("success");
-    match r.attribute {
-        Some(a) if r.records.is_empty() && m == Method::Get => vec![a],
-        _ => r.records,
-    }
+    ask_records(net, from, m, mask, q)
 }
 
 fn slvls(v: Vec<SaAttribute>) -> Vec<SlToVlRecordRepr> {
