@@ -370,13 +370,14 @@ fn node_facts(guid: ipoib_wire::Guid, ports: u8) -> NodeFacts {
 }
 
 /// The writes that turn a group's MFT entries from `old` into `new` (both results of
-/// [`SubnetManager::multicast_tree`] for the same MLID): entries that changed, and empty entries
-/// for switches that left the tree.
-pub fn mft_changes(
-    old: &[(crate::hw::sim::NodeId, Config)],
-    new: &[(crate::hw::sim::NodeId, Config)],
-) -> MftWrites {
-    let mut out: MftWrites = new.iter().filter(|n| !old.contains(n)).cloned().collect();
+/// [`SubnetManager::multicast_tree`] for the same MLID, their switches named the same way: node
+/// handles of one brain, or node GUIDs): entries that changed, and empty entries for switches
+/// that left the tree.
+pub fn mft_changes<K: Copy + PartialEq>(
+    old: &[(K, Config)],
+    new: &[(K, Config)],
+) -> Vec<(K, Config)> {
+    let mut out: Vec<(K, Config)> = new.iter().filter(|n| !old.contains(n)).cloned().collect();
     for (id, c) in old {
         if let Config::Mft { mlid, .. } = c {
             if !new.iter().any(|(n, _)| n == id) {

@@ -52,8 +52,9 @@
 //! ports get LIDs free of the table.
 //!
 //! Invariants: the brain exists from the end of the first complete discovery on and changes only
-//! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy holds exactly
-//! what the SM last set; within a sweep, phases only move forward.
+//! at the end of a complete one ([`SmpSm::generation`] counts them); the MFT copy, by switch
+//! node GUID, holds exactly what the SM last set on the switches the last discovery found;
+//! within a sweep, phases only move forward.
 
 use super::discover::{Ask, Discovered, Discovery};
 use super::election::{Election, ElectionSettings, SmInfoAsk};
@@ -66,21 +67,21 @@ use ipoib_proto::mad_agent::{MadAgent, MadIn, MadOut};
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
-use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::smp::{cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG, SmpMadRepr};
 use ipoib_wire::smp::{
-    LftBlockRepr, MftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute,
-    SwitchInfoRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
+    LftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute, SwitchInfoRepr,
+    LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::{Guid, PKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// A block of the SM's MFT copy: (switch, block, position) and its PortMasks.
-pub type MftCopyBlock<'a> = ((NodeId, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
+/// A block of the SM's MFT copy: (switch node GUID, block, position) and its PortMasks.
+pub type MftCopyBlock<'a> = ((Guid, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
 
 mod lids;
+mod mft;
 mod smi;
 mod trap;
 
@@ -192,17 +193,17 @@ pub struct SmpSm {
     discovery: Discovery,
     /// Sets of the current wave not yet answered.
     wave: usize,
-    node_paths: Vec<Vec<u8>>,
-    switch: Vec<bool>,
-    nports: Vec<u8>,
+    /// Switch node GUID to its directed route and NumPorts in the current discovery.
+    switches: BTreeMap<Guid, (Vec<u8>, u8)>,
     configured: Vec<Configured>,
     /// SwitchInfo of each switch (path, LinearFDBTop), set in the Arm wave.
     tops: Vec<(Vec<u8>, u16)>,
     brain: Option<SubnetManager>,
     error: Option<SmError>,
-    /// The SM's copy of the MFTs: (node, block, position) -> PortMasks.
-    mft: BTreeMap<(usize, u16, u8), [u16; MFT_BLOCK_MLIDS]>,
-    mft_dirty: BTreeSet<(usize, u16, u8)>,
+    /// The SM's copy of the MFTs: (switch node GUID, block, position) -> PortMasks; by GUID,
+    /// as a re-sweep may number the nodes differently.
+    mft: BTreeMap<(Guid, u16, u8), [u16; MFT_BLOCK_MLIDS]>,
+    mft_dirty: BTreeSet<(Guid, u16, u8)>,
     stats: SweepStats,
     election: Election,
     /// The discovery's result while the other SMs' SMInfo is asked.
@@ -231,9 +232,7 @@ impl SmpSm {
             partitions,
             discovery: Discovery::new(),
             wave: 0,
-            node_paths: Vec::new(),
-            switch: Vec::new(),
-            nports: Vec::new(),
+            switches: BTreeMap::new(),
             configured: Vec::new(),
             tops: Vec::new(),
             brain: None,
@@ -326,46 +325,6 @@ impl SmpSm {
         ) && self.smp.is_idle()
             && self.mft_dirty.is_empty()
             && self.represses.is_empty()
-    }
-
-    /// Sets `mlid`'s MFT entry of switch `node` (a handle of the brain: `NodeId(i)`, i the
-    /// discovered node) to `ports`; the changed blocks go out with the next SMPs.
-    pub fn set_mft(&mut self, node: NodeId, mlid: u16, ports: &[u8]) {
-        let Some(index) = mlid.checked_sub(LID_MULTICAST_FIRST).map(usize::from) else {
-            return;
-        };
-        let n = node.0;
-        if !self.switch.get(n).copied().unwrap_or(false) {
-            return;
-        }
-        let block = (index / MFT_BLOCK_MLIDS) as u16;
-        let slot = index % MFT_BLOCK_MLIDS;
-        let positions = usize::from(self.nports[n]) / MFT_POSITION_PORTS + 1;
-        for position in 0..positions as u8 {
-            let lo = usize::from(position) * MFT_POSITION_PORTS;
-            let mask = ports
-                .iter()
-                .map(|&p| usize::from(p))
-                .filter(|p| (lo..lo + MFT_POSITION_PORTS).contains(p))
-                .fold(0u16, |m, p| m | 1 << (p - lo));
-            let masks = self
-                .mft
-                .entry((n, block, position))
-                .or_insert([0; MFT_BLOCK_MLIDS]);
-            if masks[slot] != mask {
-                masks[slot] = mask;
-                self.mft_dirty.insert((n, block, position));
-            }
-        }
-    }
-
-    /// The SM's copy of the MFTs from switch `from.0`'s block `from.1` on, in order: (switch,
-    /// block, position) and the PortMasks it last set there (the SA's MFT records give them).
-    pub fn mft_blocks(&self, from: (NodeId, u16)) -> impl Iterator<Item = MftCopyBlock<'_>> {
-        let start = (from.0 .0, from.1, 0);
-        self.mft
-            .range(start..)
-            .map(|(&(n, b, p), m)| ((NodeId(n), b, p), m))
     }
 
     fn set(&mut self, attribute: SmpAttribute, modifier: u32, path: &[u8]) {
@@ -482,18 +441,6 @@ impl SmpSm {
         }
     }
 
-    fn send_mft_block(&mut self, key: (usize, u16, u8)) {
-        let (n, block, position) = key;
-        let (Some(masks), Some(path)) = (self.mft.get(&key), self.node_paths.get(n)) else {
-            return;
-        };
-        let attr = SmpAttribute::MulticastForwardingTable(MftBlockRepr { port_masks: *masks });
-        let modifier = u32::from(position) << 28 | u32::from(block);
-        self.stats.mft_sets += 1;
-        let smp = dr_set(attr, modifier, &path.clone());
-        self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
-    }
-
     /// Runs the brain on the discovery `d` and sends the Configure wave.
     fn configure(&mut self, now: Instant, d: Option<Discovered>) {
         let Some(d) = d else {
@@ -513,15 +460,19 @@ impl SmpSm {
         }
         let known = self.known_lids(&d);
         let nodes = d.topology.nodes();
-        self.switch = nodes
+        let is_switch: Vec<bool> = nodes
             .iter()
             .map(|n| n.kind == crate::hw::topology::NodeKind::Switch)
             .collect();
-        self.nports = nodes.iter().map(|n| n.ports).collect();
         let mut opts = self.opts.clone();
         opts.partitions = partition_specs(&self.partitions, &d.topology, d.sm_port);
         let handles = (0..nodes.len()).map(NodeId).collect();
-        self.node_paths = d.node_paths;
+        let node_paths = d.node_paths;
+        self.switches = (nodes.iter().zip(&node_paths))
+            .filter(|(n, _)| n.kind == crate::hw::topology::NodeKind::Switch)
+            .map(|(n, path)| (n.guid, (path.clone(), n.ports)))
+            .collect();
+        self.forget_absent_mfts();
         // IBA 1 §15.2.5.2: the SA's NodeRecords give NodeInfo as read; GUIDCap is the first
         // port's PortInfo:GUIDCap (switch port 0, a CA's lowest port that answered).
         let facts = d
@@ -573,12 +524,12 @@ impl SmpSm {
             }
         }
         for (NodeId(n), c) in brain.bring_up() {
-            let switch = self.switch[n];
+            let switch = is_switch[n];
             let guid = guids[n];
             match c {
                 Config::Port(pc) => {
                     let path = if switch {
-                        Some(self.node_paths[n].clone())
+                        Some(node_paths[n].clone())
                     } else {
                         d.port_paths[n].get(usize::from(pc.port)).cloned().flatten()
                     };
@@ -638,7 +589,7 @@ impl SmpSm {
                     });
                 }
                 Config::Lft(lft) => {
-                    let path = self.node_paths[n].clone();
+                    let path = node_paths[n].clone();
                     let old = self.shadow_lft.remove(&guid).unwrap_or_default();
                     for (b, chunk) in lft.chunks(LFT_BLOCK_LIDS).enumerate() {
                         let first = b * LFT_BLOCK_LIDS;

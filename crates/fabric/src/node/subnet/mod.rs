@@ -70,7 +70,7 @@ pub use check::JoinProblem;
 pub use events::{CableError, MoveLidError};
 pub use ipoib::{host_ipv4, host_ipv6, BroadcastJoin, IpoibOptions};
 pub use partition_list::{broadcast_groups, partition_specs};
-pub use sm_node::{SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
+pub use sm_node::{GuidMftWrites, SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
 
 use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;

@@ -34,10 +34,9 @@
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
 
 use crate::hw::mgmt::{Config, PortState};
-use crate::hw::sim::NodeId;
 use crate::hw::verbs::Completion;
 use crate::node::host::{AgentId, App, HostCtx};
-use crate::node::sm::{mft_changes, MftCopyBlock, MftWrites, SmpSm, SubnetManager};
+use crate::node::sm::{mft_changes, MftCopyBlock, SmpSm, SubnetManager};
 use ipoib_proto::sa::{SaEvent, SaServer};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_MULTICAST_FIRST;
@@ -62,6 +61,10 @@ pub const SMALL_GROUP: usize = 64;
 /// met a leaf switch with no MFT entry and was dropped. Real SAs take time too (OpenSM on ibsim:
 /// about 10 µs per join, pipelined; docs/benchmarks/subnet.md).
 pub const SA_PROCESSING_DELAY: Duration = Duration::from_micros(5);
+
+/// A group's MFT entries by switch node GUID (a [`crate::node::sm::MftWrites`] whose node
+/// handles are translated with the brain that computed it).
+pub type GuidMftWrites = Vec<(Guid, Config)>;
 
 /// Counters of the SM application.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,8 +95,9 @@ pub struct SmApp {
     /// When the last leading-edge recomputation happened: the start of the current window.
     window_start: Option<Instant>,
     lid_of_guid: BTreeMap<u64, u16>,
-    /// Last tree written per MLID.
-    trees: BTreeMap<u16, MftWrites>,
+    /// Last tree written per MLID, by switch node GUID: a later sweep may number the nodes
+    /// otherwise (`crate::node::sm::discover`), a GUID stays.
+    trees: BTreeMap<u16, GuidMftWrites>,
     /// Member LIDs of every group, to compute the trees again on a new brain.
     members: BTreeMap<u16, Vec<u16>>,
     /// The brain generation taken from the SMP agent.
@@ -150,8 +154,8 @@ impl SmApp {
         self.stats
     }
 
-    /// The MFT entries last written for `mlid` (switch node, entry).
-    pub fn tree(&self, mlid: u16) -> Option<&MftWrites> {
+    /// The MFT entries last written for `mlid` (switch node GUID, entry).
+    pub fn tree(&self, mlid: u16) -> Option<&GuidMftWrites> {
         self.trees.get(&mlid)
     }
 
@@ -209,10 +213,12 @@ impl SmApp {
         // The (switch, block) of every MFT entry written, whose blocks the SA gets below.
         let mut written = BTreeSet::new();
         for (mlid, lids) in std::mem::take(&mut self.pending) {
-            let new = match lids {
+            let new: GuidMftWrites = match lids {
                 Some(l) => {
                     self.stats.trees += 1;
-                    sm.multicast_tree(mlid, &l)
+                    let tree = sm.multicast_tree(mlid, &l).into_iter();
+                    let guid = |n: usize| sm.topology().nodes().get(n).map(|n| n.guid);
+                    tree.filter_map(|(n, c)| Some((guid(n.0)?, c))).collect()
                 }
                 None => Vec::new(),
             };
@@ -238,17 +244,14 @@ impl SmApp {
             return;
         };
         let mut blocks = Vec::new();
-        let switches: BTreeSet<NodeId> = written.iter().map(|w| w.0).collect();
+        let switches: BTreeSet<Guid> = written.iter().map(|w| w.0).collect();
         let tops: Vec<(Guid, u16)> = switches
             .into_iter()
-            .filter_map(|to| Some((sm.topology().nodes().get(to.0)?.guid, mft_top(a, to)?)))
+            .filter_map(|guid| Some((guid, mft_top(a, guid)?)))
             .collect();
-        for (to, block) in written {
-            let Some(guid) = sm.topology().nodes().get(to.0).map(|n| n.guid) else {
-                continue;
-            };
-            let same = |x: &MftCopyBlock<'_>| x.0 .0 == to && x.0 .1 == block;
-            for ((_, _, position), masks) in a.mft_blocks((to, block)).take_while(same) {
+        for (guid, block) in written {
+            let same = |x: &MftCopyBlock<'_>| x.0 .0 == guid && x.0 .1 == block;
+            for ((_, _, position), masks) in a.mft_blocks((guid, block)).take_while(same) {
                 let table = MftBlockRepr { port_masks: *masks };
                 blocks.push((guid, block, position, table));
             }
@@ -264,13 +267,13 @@ impl SmApp {
     }
 }
 
-/// What switch `node`'s SMA answers as SwitchInfo:MulticastFDBTop once the agent's MFT blocks
-/// landed: the highest MLID with a port (0 for none; `hw::switch::sma`); `None` when the agent
-/// wrote no block there (the SwitchInfo read in the sweep is then the better guess).
-fn mft_top(a: &SmpSm, node: NodeId) -> Option<u16> {
+/// What the SMA of switch `guid` answers as SwitchInfo:MulticastFDBTop once the agent's MFT
+/// blocks landed: the highest MLID with a port (0 for none; `hw::switch::sma`); `None` when the
+/// agent wrote no block there (the SwitchInfo read in the sweep is then the better guess).
+fn mft_top(a: &SmpSm, guid: Guid) -> Option<u16> {
     let mut any = false;
     let mut top = 0;
-    for ((_, block, _), masks) in a.mft_blocks((node, 0)).take_while(|b| b.0 .0 == node) {
+    for ((_, block, _), masks) in a.mft_blocks((guid, 0)).take_while(|b| b.0 .0 == guid) {
         any = true;
         if let Some(i) = masks.iter().rposition(|&m| m != 0) {
             top = top.max(LID_MULTICAST_FIRST + block * MFT_BLOCK_MLIDS as u16 + i as u16);
@@ -280,13 +283,10 @@ fn mft_top(a: &SmpSm, node: NodeId) -> Option<u16> {
 }
 
 /// The SMP agent's copy of the MFTs by (switch node GUID, block, position): what the SA's model
-/// holds (IBA 1 §15.2.5.8), `sm` the brain whose node handles the agent's are.
-fn mfts_of(a: &SmpSm, sm: &SubnetManager) -> BTreeMap<(Guid, u16, u8), MftBlockRepr> {
-    a.mft_blocks((NodeId(0), 0))
-        .filter_map(|((node, block, position), masks)| {
-            let guid = sm.topology().nodes().get(node.0)?.guid;
-            Some(((guid, block, position), MftBlockRepr { port_masks: *masks }))
-        })
+/// holds (IBA 1 §15.2.5.8).
+fn mfts_of(a: &SmpSm) -> BTreeMap<(Guid, u16, u8), MftBlockRepr> {
+    a.mft_blocks((Guid(0), 0))
+        .map(|(key, masks)| (key, MftBlockRepr { port_masks: *masks }))
         .collect()
 }
 
@@ -340,12 +340,12 @@ impl App for SmApp {
             let mut model = sm.subnet_model();
             model.sms = vec![info];
             if let Some(a) = ctx.agents.get::<SmpSm>(self.smp) {
-                model.mfts = mfts_of(a, &sm);
+                model.mfts = mfts_of(a);
                 // The MFT blocks the agent set or is about to: the tops the SMAs answer then.
-                for (i, node) in sm.topology().nodes().iter().enumerate() {
+                for node in sm.topology().nodes() {
                     if let (Some(si), Some(top)) = (
                         model.switch_infos.get_mut(&node.guid),
-                        mft_top(a, NodeId(i)),
+                        mft_top(a, node.guid),
                     ) {
                         si.multicast_fdb_top = top;
                     }
