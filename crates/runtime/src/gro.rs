@@ -3,9 +3,11 @@
 //! written to a TUN device with offload as one GSO packet (`VIRTIO_NET_HDR_GSO_TCPV4`), so that
 //! the receiving kernel handles one packet where it would handle up to 32, as a NIC doing LRO or
 //! the kernel's own GRO hands its stack one. Segments coalesce under the conditions of Linux's
-//! `tcp_gro_receive` (net/ipv4/tcp_offload.c): same addresses, ports, IP TOS, TTL and DF,
-//! consecutive sequence numbers, the same acknowledgment, header length, flags (ACK, PSH only on
-//! the last), window and options, every segment but the last of the first's payload size.
+//! `tcp_gro_receive` (net/ipv4/tcp_offload.c) and `inet_gro_receive` (net/ipv4/af_inet.c): same
+//! addresses, ports, IP TOS, TTL and DF, IP identifications increasing by one per segment (or,
+//! with DF, all the same), consecutive sequence numbers, the same acknowledgment, header
+//! length, flags (ACK, PSH only on the last), window and options, every segment but the last of
+//! the first's payload size.
 //!
 //! Checksums: each segment's IPv4 header checksum and TCP checksum are verified here, over the
 //! segment's bytes as the interface delivered them (a segment that fails is written alone, and
@@ -107,6 +109,9 @@ pub fn run_len<P: AsRef<[u8]>>(packets: &[P]) -> usize {
         return 1;
     };
     let mss = r.payload;
+    let id = |p: &[u8]| u16::from_be_bytes([p[4], p[5]]);
+    // With DF, the second segment may start a run of one fixed ID (`inet_gro_receive`).
+    let mut fixed_id = false;
     let mut total = first.len();
     let mut prev = first;
     let mut n = 1;
@@ -114,6 +119,13 @@ pub fn run_len<P: AsRef<[u8]>>(packets: &[P]) -> usize {
         let p = p.as_ref();
         let Some(s) = seg(p) else { break };
         if total + s.payload > 65_535 || !follows(prev, &r, p, &s, mss) {
+            break;
+        }
+        if n == 1 {
+            fixed_id = first[6] & 0x40 != 0 && id(p) == id(first);
+        }
+        let want = if fixed_id { 0 } else { n as u16 };
+        if id(p) != id(first).wrapping_add(want) {
             break;
         }
         if n == 1 && !valid(first) {

@@ -110,3 +110,44 @@ fn a_non_tcp_packet_passes_alone_and_unchanged() {
     assert_eq!(mixed[0], udp);
     assert_eq!(run_len::<Vec<u8>>(&[]), 0);
 }
+
+/// `p` with IP identification `id` and DF as given, its header checksum made again.
+fn with_id(p: &[u8], id: u16, df: bool) -> Vec<u8> {
+    let mut p = p.to_vec();
+    p[4..6].copy_from_slice(&id.to_be_bytes());
+    p[6] = if df { 0x40 } else { 0 };
+    p[10..12].copy_from_slice(&[0, 0]);
+    let c = rfc1071(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+#[test]
+fn segments_coalesce_only_with_the_ip_ids_linux_gro_takes() {
+    // inet_gro_receive (net/ipv4/af_inet.c): the IDs increase by one per segment, or, with
+    // DF, stay the same; anything else ends the run (the kernel would cut the packet again
+    // with IDs first + index when it forwards it).
+    let segs = segments(&payload(8000), 1);
+    let ids = |ids: &[u16], df: bool| -> Vec<Vec<u8>> {
+        segs.iter()
+            .zip(ids)
+            .map(|(s, &id)| with_id(s, id, df))
+            .collect()
+    };
+    assert_eq!(run_len(&ids(&[7, 8, 9, 10], false)), 4, "incrementing");
+    assert_eq!(run_len(&ids(&[0xffff, 0, 1, 2], false)), 4, "wrapping");
+    assert_eq!(run_len(&ids(&[7, 7, 7, 7], true)), 4, "fixed, DF");
+    assert_eq!(run_len(&ids(&[7, 7, 7, 7], false)), 1, "fixed without DF");
+    assert_eq!(run_len(&ids(&[7, 8, 30, 31], false)), 2, "a jump");
+    assert_eq!(run_len(&ids(&[5, 900, 3, 77], true)), 1, "random, DF");
+    assert_eq!(
+        run_len(&ids(&[7, 8, 8, 9], true)),
+        2,
+        "incrementing, then fixed"
+    );
+    assert_eq!(
+        run_len(&ids(&[7, 7, 8, 9], true)),
+        2,
+        "fixed, then incrementing"
+    );
+}
