@@ -24,7 +24,8 @@ pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
 /// `VIRTIO_NET_HDR_GSO_TCPV6`.
 pub const GSO_TCPV6: u8 = 4;
-/// `VIRTIO_NET_HDR_GSO_UDP_L4` (not asked for: no `TUN_F_USO4/6`; cut all the same).
+/// `VIRTIO_NET_HDR_GSO_UDP_L4` (a UDP_SEGMENT send: the tun-rs crate asks for `TUN_F_USO4/6`
+/// where the kernel has them, since 6.2; docs/LINUX-DEVICE.md).
 pub const GSO_UDP_L4: u8 = 5;
 /// `VIRTIO_NET_HDR_GSO_ECN`: the TCP packet has ECN's CWR set (kept on the first segment).
 pub const GSO_ECN: u8 = 0x80;
@@ -205,6 +206,12 @@ pub fn segment(
         return Err(GsoError::Malformed);
     }
     let (headers, payload) = packet.split_at(head);
+    // The largest segment's IPv4 total length or IPv6 payload length must fit its 16 bits
+    // (RFC 791 §3.1, RFC 8200 §3): a read may be 65,536 bytes (`MAX_PACKET`).
+    let largest = head + mss.min(payload.len());
+    if largest - if v4 { 0 } else { 40 } > usize::from(u16::MAX) {
+        return Err(GsoError::Malformed);
+    }
     let count = payload.len().div_ceil(mss).max(1);
     let id0 = u16::from_be_bytes([headers[4], headers[5]]);
     let seq0 = u32::from_be_bytes([

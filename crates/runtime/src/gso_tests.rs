@@ -210,3 +210,25 @@ fn the_header_reads_back_as_written() {
     assert!(h.is_gso());
     assert!(!VnetHdr::parse(&PLAIN_HDR).is_gso());
 }
+
+#[test]
+fn a_segment_that_would_not_fit_an_ip_length_field_is_refused() {
+    // A read of MAX_PACKET (65,536) bytes with a gso_size larger than its payload would make
+    // one segment of 65,536 bytes whose IPv4 total length (or IPv6 payload length) wraps to
+    // a wrong value; an IP packet has at most 65,535 (RFC 791 §3.1, RFC 8200 §3).
+    for v4 in [true, false] {
+        let (mut hdr, mut p) = tcp_super(v4, &payload(100), 0x10);
+        let head = p.len() - 100;
+        let extra = if v4 { 65_536 } else { 65_535 + 40 + 1 } - p.len();
+        p.extend(payload(extra));
+        hdr.gso_size = u16::MAX;
+        let mut lens = Vec::new();
+        let r = segment(&hdr, &p, 0, &mut |f| lens.push(f.len()));
+        assert_eq!(
+            r,
+            Err(GsoError::Malformed),
+            "v4 {v4}: {lens:?}, head {head}"
+        );
+        assert!(lens.is_empty());
+    }
+}
