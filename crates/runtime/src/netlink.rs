@@ -68,6 +68,15 @@ impl Rtnl {
         self.request(RouteNetlinkMessage::SetLink(m), 0, what)
     }
 
+    /// `ip link set dev INDEX gso_max_segs SEGS`.
+    pub fn set_gso_max_segs(&mut self, index: u32, segs: u32) -> Result<(), NetlinkError> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::GsoMaxSegs(segs));
+        let what = format!("ip link set dev #{index} gso_max_segs {segs}");
+        self.request(RouteNetlinkMessage::SetLink(m), 0, what)
+    }
+
     /// `ip link set dev INDEX [mtu MTU] up|down`.
     pub fn set_link(&mut self, index: u32, mtu: Option<u32>, up: bool) -> Result<(), NetlinkError> {
         let mut m = LinkMessage::default();

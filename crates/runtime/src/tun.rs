@@ -5,7 +5,8 @@
 //! - [`Tun::create`] opens a layer-3 TUN device without packet information (`IFF_TUN |
 //!   IFF_NO_PI`: each read(2) is one bare IPv4 or IPv6 packet, each write(2) takes one) in the
 //!   network namespace of the calling thread (docs/DEPLOYED.md "TUN devices"), non-blocking, and
-//!   configures it over rtnetlink ([`crate::netlink`]): MTU, queue length, addresses, `lo` up, and
+//!   configures it over rtnetlink ([`crate::netlink`]): MTU, queue length, with offload
+//!   [`GSO_MAX_SEGS`], addresses, `lo` up, and
 //!   `net.ipv4.conf.<dev>.accept_local=1`, without which Linux drops as martians the ICMP
 //!   "fragmentation needed" answers the interface builds for the OS from the local address;
 //!   `net.ipv6.conf.<dev>.addr_gen_mode=1` (none), so that the kernel makes no IPv6 link-local
@@ -58,6 +59,13 @@ pub const HAND_OVER_MIN: usize = 8 << 10;
 /// device's queue (measured: with the default 500, a 5-second iperf3 stream in datagram mode
 /// lost 12,000 to 27,000 packets there; with 4096, none).
 pub const TX_QUEUE_LEN: u32 = 4096;
+
+/// Segments in one super-packet of a device with offload at most (its `gso_max_segs`; the
+/// kernel cuts larger ones itself, docs/LINUX-DEVICE.md): one read then hands an interface at
+/// most this many packets past the driver's budget, within what it queues
+/// (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`, 256, with the default budget of 64) whatever
+/// MSS the peer asked for; at a datagram-mode MTU a 64 KiB super-packet has 33.
+pub const GSO_MAX_SEGS: u32 = 64;
 
 /// How to configure a new device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +184,9 @@ impl Tun {
         rtnl.set_link(index, Some(cfg.mtu), false).map_err(nl)?;
         if let Some(len) = cfg.tx_queue_len {
             rtnl.set_txqueuelen(index, len).map_err(nl)?;
+        }
+        if cfg.offload {
+            rtnl.set_gso_max_segs(index, GSO_MAX_SEGS).map_err(nl)?;
         }
         for &(a, len) in &cfg.addresses {
             rtnl.add_address(index, a, len).map_err(nl)?;
@@ -639,7 +650,7 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
         // Reads, packets handed over (a super-packet's segments each), bytes. The budget is
         // in packets handed over, which the interface queues until `end_of_batch`
         // (`ipoib_fabric::node::ipoib::FROM_OS_LIMIT`): the last super-packet may pass it by
-        // its segments (at most 65,535 / the MSS).
+        // its segments (at most [`GSO_MAX_SEGS`]).
         let (mut n, mut packets, mut bytes) = (0, 0usize, 0u64);
         let r = loop {
             if packets >= budget {

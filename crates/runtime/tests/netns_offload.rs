@@ -3,7 +3,8 @@
 //! TCP stream of 4 MiB across. The kernel hands the endpoint TCP super-packets; what it gives
 //! the emulation must be whole IP packets of at most the MTU with valid checksums (checked here
 //! and by tshark on a capture of them), no more per batch than the driver's budget and one
-//! super-packet's, and the stream must arrive unchanged, the receiving side writing runs of
+//! super-packet's (at most `tun::GSO_MAX_SEGS`, also when the receiver advertises a small MSS),
+//! and the stream must arrive unchanged, the receiving side writing runs of
 //! segments as one GSO packet each. Skipped (with a
 //! message) without root or /dev/net/tun. The namespaces are removed on every exit path, every
 //! wait is bounded.
@@ -12,7 +13,7 @@ use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::netns::NetNs;
 use ipoib_runtime::realtime::{Config, Driver, Emulation};
-use ipoib_runtime::tun::{OsPort, Tun, TunConfig, TunEndpoint};
+use ipoib_runtime::tun::{OsPort, Tun, TunConfig, TunCounters, TunEndpoint};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
@@ -122,13 +123,22 @@ fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
     f
 }
 
-#[test]
-fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
-    if !can_run() {
-        return;
-    }
+/// What one stream through the relay left: each side's counters, every packet handed to the
+/// emulation, the most handed over in one batch.
+struct Relayed {
+    counters: [Arc<TunCounters>; 2],
+    seen: Vec<Vec<u8>>,
+    largest_batch: usize,
+}
+
+/// A stream of `STREAM` bytes from a to b through the relay (the receiver advertising `mss`
+/// when given, `TCP_MAXSEG` on its listening socket), which must arrive unchanged.
+fn relay_stream(tag: &str, mss: Option<u32>) -> Relayed {
     let pid = std::process::id();
-    let (a, b) = (format!("ipoibt-oa-{pid}"), format!("ipoibt-ob-{pid}"));
+    let (a, b) = (
+        format!("ipoibt-{tag}a-{pid}"),
+        format!("ipoibt-{tag}b-{pid}"),
+    );
     let _g = Guard(vec![a.clone(), b.clone()]);
     let (na, ta) = tun_in(&a, "10.9.7.1");
     let (nb, tb) = tun_in(&b, "10.9.7.2");
@@ -152,6 +162,10 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         .run_in(move || TcpListener::bind(to))
         .unwrap()
         .expect("listen in b");
+    if let Some(mss) = mss {
+        nix::sys::socket::setsockopt(&listener, nix::sys::socket::sockopt::TcpMaxSeg, &mss)
+            .expect("TCP_MAXSEG");
+    }
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().expect("accept");
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -175,6 +189,23 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         "the stream arrived changed: {} bytes",
         got.len()
     );
+    Relayed {
+        counters,
+        seen,
+        largest_batch,
+    }
+}
+
+#[test]
+fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
+    if !can_run() {
+        return;
+    }
+    let Relayed {
+        counters,
+        seen,
+        largest_batch,
+    } = relay_stream("o", None);
 
     // The receiving side wrote runs of segments as one packet each, and the stream is whole.
     let coalesced = counters[1].to_os_gso.load(Ordering::Relaxed);
@@ -244,5 +275,32 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         // 1: Good (tshark's proto_checksum_enum_e).
         assert_eq!(&f[..2], ["1", "1"], "{l}");
         assert!(f[2].parse::<u32>().unwrap() <= MTU, "{l}");
+    }
+}
+
+#[test]
+fn a_small_mss_does_not_make_a_batch_larger_than_an_interface_queues() {
+    if !can_run() {
+        return;
+    }
+    // A receiver that advertises an MSS of 200 (a peer may: Linux's tcp_min_snd_mss is 48)
+    // gets super-packets of up to 65,535 / 200 = 327 segments unless the device caps them
+    // (`gso_max_segs`, docs/LINUX-DEVICE.md): one read would pass the interface's queue.
+    let r = relay_stream("m", Some(200));
+    let limit = ipoib_fabric::node::ipoib::FROM_OS_LIMIT;
+    eprintln!(
+        "largest batch handed over: {} packets, {} super-packets",
+        r.largest_batch,
+        r.counters[0].from_os_gso.load(Ordering::Relaxed)
+    );
+    assert!(
+        r.largest_batch <= limit,
+        "{} packets in one batch",
+        r.largest_batch
+    );
+    let tcp = r.seen.iter().filter(|p| p[0] >> 4 == 4 && p[9] == 6);
+    assert!(tcp.clone().count() > STREAM / 200, "the MSS was not taken");
+    for p in tcp {
+        assert!(p.len() <= 20 + 32 + 200, "a packet of {} bytes", p.len());
     }
 }
