@@ -1,6 +1,6 @@
 //! Root-only: TUN devices with segmentation offload (`TunConfig::offload`, docs/LINUX-DEVICE.md
 //! "Offload at the TUN device") in two namespaces, the real-time driver relaying between them, a
-//! TCP stream of 4 MiB across. The kernel hands the endpoint TCP super-packets; what it gives
+//! TCP stream of 4 MiB across (over IPv4, and over IPv6). The kernel hands the endpoint TCP super-packets; what it gives
 //! the emulation must be whole IP packets of at most the MTU with valid checksums (checked here
 //! and by tshark on a capture of them), no more per batch than the driver's budget and one
 //! super-packet's (at most `tun::GSO_MAX_SEGS`, also when the receiver advertises a small MSS),
@@ -28,11 +28,15 @@ const STREAM: usize = 4 << 20;
 mod netns_guard;
 use netns_guard::{can_run, Guard};
 
-fn tun_in(ns: &str, addr: &str) -> (NetNs, Tun) {
+/// A namespace `ns` with a TUN device of IPv4 address `v4`/24 and IPv6 address `v6`/64.
+fn tun_in(ns: &str, v4: &str, v6: &str) -> (NetNs, Tun) {
     let cfg = TunConfig {
         name: "ib0".into(),
         mtu: MTU,
-        addresses: vec![(addr.parse::<IpAddr>().unwrap(), 24)],
+        addresses: vec![
+            (v4.parse::<IpAddr>().unwrap(), 24),
+            (v6.parse::<IpAddr>().unwrap(), 64),
+        ],
         loopback_up: true,
         up: true,
         offload: true,
@@ -105,6 +109,17 @@ fn ipv4_tcp_valid(p: &[u8]) -> bool {
     rfc1071(&p[..ihl]) == 0 && rfc1071(&pseudo) == 0
 }
 
+/// An IPv6 TCP packet (no extension headers) whose TCP checksum verifies (RFC 8200 §8.1).
+fn ipv6_tcp_valid(p: &[u8]) -> bool {
+    let mut pseudo = p[8..40].to_vec();
+    pseudo.extend_from_slice(&((p.len() - 40) as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 6]);
+    pseudo.extend_from_slice(&p[40..]);
+    p[6] == 6
+        && usize::from(u16::from_be_bytes([p[4], p[5]])) == p.len() - 40
+        && rfc1071(&pseudo) == 0
+}
+
 /// `packets` as a pcap file of raw IP (LINKTYPE_RAW, 101).
 fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
     let mut f = Vec::new();
@@ -131,17 +146,18 @@ struct Relayed {
     largest_batch: usize,
 }
 
-/// A stream of `STREAM` bytes from a to b through the relay (the receiver advertising `mss`
-/// when given, `TCP_MAXSEG` on its listening socket), which must arrive unchanged.
-fn relay_stream(tag: &str, mss: Option<u32>) -> Relayed {
+/// A stream of `STREAM` bytes from a to b through the relay, over IPv6 if `v6` (the receiver
+/// advertising `mss` when given, `TCP_MAXSEG` on its listening socket), which must arrive
+/// unchanged.
+fn relay_stream(tag: &str, mss: Option<u32>, v6: bool) -> Relayed {
     let pid = std::process::id();
     let (a, b) = (
         format!("ipoibt-{tag}a-{pid}"),
         format!("ipoibt-{tag}b-{pid}"),
     );
     let _g = Guard(vec![a.clone(), b.clone()]);
-    let (na, ta) = tun_in(&a, "10.9.7.1");
-    let (nb, tb) = tun_in(&b, "10.9.7.2");
+    let (na, ta) = tun_in(&a, "10.9.7.1", "fd00:9:7::1");
+    let (nb, tb) = tun_in(&b, "10.9.7.2", "fd00:9:7::2");
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = Arc::clone(&stop);
     let relay = std::thread::spawn(move || {
@@ -157,7 +173,13 @@ fn relay_stream(tag: &str, mss: Option<u32>) -> Relayed {
         let w = d.into_emulation();
         (counters, w.seen, w.largest_batch)
     });
-    let to: SocketAddr = "10.9.7.2:5201".parse().unwrap();
+    let to: SocketAddr = if v6 {
+        "[fd00:9:7::2]:5201"
+    } else {
+        "10.9.7.2:5201"
+    }
+    .parse()
+    .unwrap();
     let listener = nb
         .run_in(move || TcpListener::bind(to))
         .unwrap()
@@ -205,7 +227,7 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
         counters,
         seen,
         largest_batch,
-    } = relay_stream("o", None);
+    } = relay_stream("o", None, false);
 
     // The receiving side wrote runs of segments as one packet each, and the stream is whole.
     let coalesced = counters[1].to_os_gso.load(Ordering::Relaxed);
@@ -240,13 +262,28 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
     }
 
     // tshark agrees: every IP header and TCP checksum is good.
+    let fields = ["ip.checksum.status", "tcp.checksum.status", "ip.len"];
+    let Some(lines) = tshark(&seen, "ip && tcp", &fields) else {
+        return;
+    };
+    assert_eq!(lines.len(), tcp.len());
+    for f in lines {
+        // 1: Good (tshark's proto_checksum_enum_e).
+        assert_eq!(&f[..2], ["1", "1"], "{f:?}");
+        assert!(f[2].parse::<u32>().unwrap() <= MTU, "{f:?}");
+    }
+}
+
+/// The `fields` tshark shows for each packet of `packets` its display filter `filter` takes,
+/// with IP and TCP checksums checked; `None` (and a message) without tshark.
+fn tshark(packets: &[Vec<u8>], filter: &str, fields: &[&str]) -> Option<Vec<Vec<String>>> {
     if Command::new("tshark").arg("-v").output().is_err() {
         eprintln!("tshark missing: capture not checked by it");
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("offload.pcap");
-    std::fs::write(&file, pcap(&seen)).unwrap();
+    std::fs::write(&file, pcap(packets)).unwrap();
     let out = Command::new("timeout")
         .arg("60")
         .arg("tshark")
@@ -258,23 +295,57 @@ fn tcp_super_packets_leave_as_whole_packets_with_valid_checksums() {
             "-o",
             "tcp.check_checksum:TRUE",
         ])
-        .args(["-Y", "tcp", "-T", "fields", "-e", "ip.checksum.status"])
-        .args(["-e", "tcp.checksum.status", "-e", "ip.len"])
+        .args(["-Y", filter, "-T", "fields"])
+        .args(fields.iter().flat_map(|f| ["-e", f]))
         .output()
         .expect("tshark runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        lines.len(),
-        tcp.len(),
+    assert!(
+        out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for l in lines {
-        let f: Vec<&str> = l.split('\t').collect();
-        // 1: Good (tshark's proto_checksum_enum_e).
-        assert_eq!(&f[..2], ["1", "1"], "{l}");
-        assert!(f[2].parse::<u32>().unwrap() <= MTU, "{l}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(
+        text.lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect(),
+    )
+}
+
+#[test]
+fn ipv6_tcp_super_packets_leave_whole_and_runs_come_back_coalesced() {
+    if !can_run() {
+        return;
+    }
+    let Relayed { counters, seen, .. } = relay_stream("6", None, true);
+    // The receiving side wrote runs of IPv6 segments as one packet each (the only TCP here).
+    let coalesced = counters[1].to_os_gso.load(Ordering::Relaxed);
+    eprintln!(
+        "coalesced writes: {coalesced} of {} packets written",
+        counters[1].to_os.load(Ordering::Relaxed)
+    );
+    assert!(coalesced > 0, "no run of IPv6 segments was coalesced");
+    assert_eq!(counters[1].write_errors.load(Ordering::Relaxed), 0);
+    assert!(counters[0].from_os_gso.load(Ordering::Relaxed) > 0);
+    assert_eq!(counters[0].offload_errors.load(Ordering::Relaxed), 0);
+    let tcp: Vec<&Vec<u8>> = seen
+        .iter()
+        .filter(|p| p[0] >> 4 == 6 && p[6] == 6)
+        .collect();
+    assert!(tcp.len() > STREAM / 2044, "{} TCP packets", tcp.len());
+    assert!(!seen.iter().any(|p| p[0] >> 4 == 4 && p[9] == 6));
+    for p in &tcp {
+        assert!(p.len() <= MTU as usize, "a packet of {} bytes", p.len());
+        assert!(ipv6_tcp_valid(p), "bad checksum: {:02x?}", &p[..60]);
+    }
+    let fields = ["tcp.checksum.status", "ipv6.plen"];
+    let Some(lines) = tshark(&seen, "ipv6 && tcp", &fields) else {
+        return;
+    };
+    assert_eq!(lines.len(), tcp.len());
+    for f in lines {
+        assert_eq!(f[0], "1", "{f:?}");
+        assert!(f[1].parse::<u32>().unwrap() + 40 <= MTU, "{f:?}");
     }
 }
 
@@ -286,7 +357,7 @@ fn a_small_mss_does_not_make_a_batch_larger_than_an_interface_queues() {
     // A receiver that advertises an MSS of 200 (a peer may: Linux's tcp_min_snd_mss is 48)
     // gets super-packets of up to 65,535 / 200 = 327 segments unless the device caps them
     // (`gso_max_segs`, docs/LINUX-DEVICE.md): one read would pass the interface's queue.
-    let r = relay_stream("m", Some(200));
+    let r = relay_stream("m", Some(200), false);
     let limit = ipoib_fabric::node::ipoib::FROM_OS_LIMIT;
     eprintln!(
         "largest batch handed over: {} packets, {} super-packets",
