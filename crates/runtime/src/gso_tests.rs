@@ -166,12 +166,58 @@ fn a_udp_super_packet_is_cut_into_datagrams_with_their_own_length_and_checksum()
 }
 
 #[test]
+fn an_ipv6_udp_super_packet_is_cut_with_the_ipv6_pseudo_header() {
+    // `TUN_F_USO6`: a UDP_SEGMENT send over IPv6; each datagram's UDP length, IPv6 payload
+    // length and checksum over the RFC 8200 §8.1 pseudo-header are its own.
+    let data = payload(5000);
+    let mut p = vec![0u8; 48];
+    p[0] = 0x60;
+    p[6] = UDP;
+    p[7] = 64;
+    p[8..10].copy_from_slice(&[0xfd, 0]);
+    p[23] = 1;
+    p[24..26].copy_from_slice(&[0xfd, 0]);
+    p[39] = 2;
+    p[40..42].copy_from_slice(&5353u16.to_be_bytes());
+    p[42..44].copy_from_slice(&53u16.to_be_bytes());
+    p.extend_from_slice(&data);
+    let hdr = VnetHdr {
+        flags: F_NEEDS_CSUM,
+        gso_type: GSO_UDP_L4,
+        hdr_len: 48,
+        gso_size: 1400,
+        csum_start: 40,
+        csum_offset: 6,
+    };
+    let segs = cut(&hdr, &p, 0);
+    assert_eq!(segs.len(), 4);
+    let mut all = Vec::new();
+    for s in &segs {
+        assert_eq!(u16::from_be_bytes([s[4], s[5]]) as usize, s.len() - 40);
+        assert_eq!(u16::from_be_bytes([s[44], s[45]]) as usize, s.len() - 40);
+        assert_ne!(
+            u16::from_be_bytes([s[46], s[47]]),
+            0,
+            "no zero UDP checksum in IPv6"
+        );
+        assert!(l4_valid(s, 40));
+        all.extend_from_slice(&s[48..]);
+    }
+    assert_eq!(all, data);
+}
+
+#[test]
 fn a_partial_checksum_is_completed_in_place() {
     let (mut hdr, mut p) = tcp_super(true, &payload(1001), 0x18);
     hdr.gso_type = GSO_NONE;
     assert!(!l4_valid(&p, 20));
     complete_checksum(&hdr, &mut p).expect("complete");
     assert!(l4_valid(&p, 20));
+    let (mut hdr, mut p) = tcp_super(false, &payload(1001), 0x18);
+    hdr.gso_type = GSO_NONE;
+    assert!(!l4_valid(&p, 40));
+    complete_checksum(&hdr, &mut p).expect("complete");
+    assert!(l4_valid(&p, 40), "IPv6");
 }
 
 #[test]
