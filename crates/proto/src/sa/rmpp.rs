@@ -148,6 +148,11 @@ impl RmppSender {
         }
     }
 
+    /// The bytes of segments this transfer holds.
+    pub fn bytes(&self) -> usize {
+        self.segments.len() * MAD_LEN
+    }
+
     fn total(&self) -> u32 {
         self.segments.len() as u32
     }

@@ -4,6 +4,7 @@
 
 mod client;
 mod gone;
+mod limits;
 mod mcast;
 mod mft_records;
 mod opensm;

@@ -5,8 +5,10 @@
 //! Invariants: every request from a known port gets exactly one response (or one RMPP transfer),
 //! with the status OpenSM gives; a request from a LID the model does not know (but a
 //! ServiceRecord Set or Delete: ERR_REQ_INVALID), or carrying an SM_Key neither 0 nor the SA's,
-//! is dropped and counted, as OpenSM drops it; nothing here panics on MAD data; output order depends only on the
-//! inputs and the seed.
+//! is dropped and counted, as OpenSM drops it (docs/OPENSM-LIMITS.md); the open RMPP transfers
+//! stay within
+//! [`SaServerConfig::max_rmpp_transfers`] and [`SaServerConfig::max_rmpp_bytes`]; nothing here
+//! panics on MAD data; output order depends only on the inputs and the seed.
 
 mod class_port_info;
 mod gone;
@@ -15,6 +17,7 @@ mod mcast;
 mod path;
 mod qos_records;
 mod records;
+mod respond;
 mod services;
 mod sm_records;
 mod switch_records;
@@ -76,6 +79,13 @@ pub struct SaServerConfig {
     /// the previous one's): OpenSM on ibsim answers about one join per 10 µs when many are in
     /// flight (docs/benchmarks/subnet.md). Zero (the default): at once.
     pub processing_delay: Duration,
+    /// Most RMPP transfers open at once (each holds its whole table until acknowledged or
+    /// abandoned). A GetTable that would open one more is answered ERR_NO_RESOURCES, as OpenSM's
+    /// `osm_sa_respond` answers when it cannot get the response's buffer (docs/OPENSM-LIMITS.md).
+    pub max_rmpp_transfers: usize,
+    /// Most bytes of segments the open RMPP transfers may hold together; past it, likewise
+    /// ERR_NO_RESOURCES.
+    pub max_rmpp_bytes: usize,
 }
 
 impl Default for SaServerConfig {
@@ -92,6 +102,8 @@ impl Default for SaServerConfig {
             rmpp_tries: 5,
             qos: false,
             processing_delay: Duration::ZERO,
+            max_rmpp_transfers: 256,
+            max_rmpp_bytes: 32 << 20,
         }
     }
 }
@@ -135,6 +147,9 @@ pub struct SaStats {
     pub rmpp_done: u64,
     /// RMPP transfers abandoned.
     pub rmpp_failed: u64,
+    /// GetTables answered ERR_NO_RESOURCES because their transfer would have passed
+    /// [`SaServerConfig::max_rmpp_transfers`] or [`SaServerConfig::max_rmpp_bytes`].
+    pub rmpp_refused: u64,
     /// Group creations refused with ERR_NO_RESOURCES because every MLID up to
     /// [`SaServerConfig::max_mlid`] was in use (OpenSM `get_new_mlid` failing).
     pub no_mlid: u64,
@@ -421,145 +436,6 @@ impl SaServer {
 
     pub(super) fn port(&self, i: usize) -> Option<&CaPort> {
         self.model.ports.get(i)
-    }
-
-    fn reply_addr(from: &MadAddr) -> MadAddr {
-        MadAddr {
-            qkey: QKey::GSI,
-            ..*from
-        }
-    }
-
-    /// Sends a single-MAD response.
-    pub(super) fn respond(&mut self, req: &Req<'_>, attribute: SaAttribute) {
-        let resp = req.mad.response(MadStatus::SUCCESS, attribute);
-        self.push_out(MadOut {
-            to: Self::reply_addr(&req.from),
-            mad: resp.to_bytes().to_vec(),
-        });
-    }
-
-    /// Sends an error response as OpenSM's `osm_sa_send_error` does: the request copied back with
-    /// the status set, the method turned into its response (Set -> GetResp, GetTable ->
-    /// GetTableResp with AttributeOffset 0), SM_Key zeroed.
-    pub(super) fn respond_error(&mut self, raw: &[u8], from: &MadAddr, status: MadStatus) {
-        let mut mad = [0u8; MAD_LEN];
-        let n = raw.len().min(MAD_LEN);
-        mad[..n].copy_from_slice(&raw[..n]);
-        if let Ok(h) = MadHeaderRepr::parse_bytes(&mad) {
-            let method = h.method.response().unwrap_or(Method::GetResp);
-            h.response(method, status).emit(&mut mad);
-            mad[36..44].fill(0);
-            if method == Method::GetTableResp {
-                mad[44..46].fill(0);
-            }
-        }
-        self.push_out(MadOut {
-            to: Self::reply_addr(from),
-            mad: mad.to_vec(),
-        });
-    }
-
-    pub(super) fn respond_sa_error(&mut self, req: &Req<'_>, s: SaStatus) {
-        let raw = req.raw;
-        self.respond_error(raw, &req.from, MadStatus::sa(s));
-    }
-
-    /// Answers a Get or GetTable with `records` as OpenSM's `osm_sa_respond`: Get with none is
-    /// ERR_NO_RECORDS, Get with several ERR_TOO_MANY_RECORDS; GetTable returns them all, over RMPP
-    /// when they do not fit one MAD.
-    pub(super) fn respond_records(
-        &mut self,
-        now: Instant,
-        req: &Req<'_>,
-        records: Vec<SaAttribute>,
-    ) {
-        let id = req.mad.header.attribute_id;
-        if req.mad.header.method == Method::Get {
-            match records.len() {
-                0 => return self.respond_sa_error(req, SaStatus::NoRecords),
-                1 => return self.respond(req, records[0]),
-                _ => return self.respond_sa_error(req, SaStatus::TooManyRecords),
-            }
-        }
-        let Some(len) = record_len(id) else {
-            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
-        };
-        let stride = usize::from(attribute_offset_for(len)) * 8;
-        let mut data = vec![0u8; stride * records.len()];
-        if emit_records(id, &records, &mut data).is_err() {
-            self.drop_mad("record encoding");
-            return;
-        }
-        let header = req
-            .mad
-            .header
-            .response(Method::GetTableResp, MadStatus::SUCCESS);
-        let sa = SaHeaderRepr {
-            sm_key: 0,
-            attribute_offset: if records.is_empty() {
-                0
-            } else {
-                (stride / 8) as u16
-            },
-            component_mask: req.mad.sa.component_mask,
-        };
-        let segments = segment_table(header, sa, &data);
-        let to = Self::reply_addr(&req.from);
-        if segments.len() == 1 {
-            self.push_out(MadOut {
-                to,
-                mad: segments[0].to_vec(),
-            });
-            return;
-        }
-        self.stats.rmpp_started += 1;
-        let mut tx = RmppSender::new(
-            now,
-            to,
-            segments,
-            self.cfg.rmpp_timeout,
-            self.cfg.rmpp_tries,
-        );
-        for s in tx.poll_segments(now) {
-            self.push_out(MadOut {
-                to,
-                mad: s.to_vec(),
-            });
-        }
-        self.transfers
-            .insert((req.from.lid, req.mad.header.transaction_id), tx);
-    }
-
-    fn rmpp_control(&mut self, now: Instant, from: &MadAddr, h: &MadHeaderRepr, r: &RmppRepr) {
-        let key = (from.lid, h.transaction_id);
-        let Some(tx) = self.transfers.get_mut(&key) else {
-            self.drop_mad("RMPP control for unknown transfer");
-            return;
-        };
-        let state = match r.rmpp_type {
-            RmppType::Ack => tx.on_ack(now, r.segment_number(), r.new_window_last()),
-            _ => SendState::Failed,
-        };
-        match state {
-            SendState::Active => {
-                let to = tx.to;
-                for s in tx.poll_segments(now) {
-                    self.push_out(MadOut {
-                        to,
-                        mad: s.to_vec(),
-                    });
-                }
-            }
-            SendState::Done => {
-                self.transfers.remove(&key);
-                self.stats.rmpp_done += 1;
-            }
-            SendState::Failed => {
-                self.transfers.remove(&key);
-                self.stats.rmpp_failed += 1;
-            }
-        }
     }
 
     fn handle_request(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr) {

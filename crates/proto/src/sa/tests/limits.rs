@@ -1,0 +1,111 @@
+//! What the SA holds for bad input: RMPP transfers bounded in number and bytes under a flood of
+//! GetTables (docs/OPENSM-LIMITS.md).
+
+use super::*;
+use ipoib_wire::mad::Method;
+use ipoib_wire::sa::{PathRecordRepr, SaAttribute};
+
+fn pr_table(tid: u64) -> Vec<u8> {
+    SaMadRepr::request(
+        Method::GetTable,
+        tid,
+        0,
+        SaAttribute::PathRecord(PathRecordRepr::default()),
+    )
+    .to_bytes()
+    .to_vec()
+}
+
+/// Hands `mad` from `lid` straight to the SA and returns what it sends at once.
+fn sa_answers(net: &mut Net, lid: u16, mad: Vec<u8>) -> Vec<MadOut> {
+    let now = net.now;
+    net.sa.handle_mad(
+        now,
+        MadIn {
+            from: MadAddr::gsi(lid),
+            mad,
+        },
+    );
+    std::iter::from_fn(|| net.sa.poll_transmit(now)).collect()
+}
+
+/// Floods the SA with GetTable(PathRecord) number `from` to `to` (exclusive) from hosts 2..=7,
+/// TID 0x7000 + the number, nobody acknowledging; returns (transfers started, ERR_NO_RESOURCES
+/// answers).
+fn flood(net: &mut Net, from: u64, to: u64) -> (usize, usize) {
+    let (mut started, mut refused) = (0, 0);
+    for i in from..to {
+        let lid = 2 + (i % 6) as u16;
+        for out in sa_answers(net, lid, pr_table(0x7000 + i)) {
+            let m = SaMadRepr::parse(&out.mad).expect("SA answer parses");
+            if m.header.status == MadStatus::sa(SaStatus::NoResources) {
+                refused += 1;
+            } else if m.rmpp.is_active() && m.rmpp.data1 == 1 {
+                started += 1;
+            }
+        }
+    }
+    (started, refused)
+}
+
+// Bad input keeps memory bounded: a flood of GetTables, each opening an RMPP transfer that holds
+// its whole table (64 paths here: 21 segments), opens at most `max_rmpp_transfers`; past it the
+// SA answers ERR_NO_RESOURCES, as OpenSM's osm_sa_respond does when it cannot get the response's
+// buffer (osm_sa.c "ERR 4C06"), counts it, and still answers a PathRecord Get. The abandoned
+// transfers time out (IBA 1 §13.6.3) and free their room.
+#[test]
+fn a_gettable_flood_opens_at_most_the_cap_of_transfers() {
+    let mut net = Net::default(6);
+    let cap = net.sa.cfg().max_rmpp_transfers;
+    let n = cap as u64 + 100;
+    let (started, refused) = flood(&mut net, 0, n);
+    assert_eq!((started, refused), (cap, 100));
+    let (open, held) = net.sa.rmpp_open();
+    assert_eq!(open, cap);
+    assert_eq!(held, cap * 21 * 256, "each transfer holds its 21 segments");
+    assert!(held <= net.sa.cfg().max_rmpp_bytes);
+    assert_eq!(net.sa.stats().rmpp_refused, 100);
+    assert_eq!(net.sa.stats().rmpp_started, cap as u64);
+    // A PathRecord Get still gets its answer; meanwhile every abandoned transfer times out.
+    let q = PathRecordRepr {
+        dgid: gid_of(3),
+        sgid: gid_of(2),
+        ..Default::default()
+    };
+    let mask = ipoib_wire::sa::pr_mask::DGID | ipoib_wire::sa::pr_mask::SGID;
+    let r = net.ask(
+        2,
+        SaMadRepr::request(Method::Get, 0, mask, SaAttribute::PathRecord(q)),
+    );
+    assert!(
+        matches!(r, Ok(SaResponse { attribute: Some(SaAttribute::PathRecord(p)), .. }) if p.dlid == 3)
+    );
+    assert_eq!(net.sa.rmpp_open(), (0, 0));
+    assert_eq!(net.sa.stats().rmpp_failed, cap as u64);
+    // Room again: a new GetTable opens a transfer.
+    assert_eq!(flood(&mut net, n, n + 1), (1, 0));
+}
+
+// The bytes held are bounded too: with room for 10 tables of 21 segments, the 11th is refused
+// however many transfers the count would allow; a request resent while its transfer runs
+// opens no second one.
+#[test]
+fn open_transfers_are_bounded_in_bytes() {
+    let cfg = SaServerConfig {
+        max_rmpp_bytes: 10 * 21 * 256,
+        ..SaServerConfig::default()
+    };
+    let mut net = Net::new(default_model(6), PartitionConfig::default_config(), cfg, 7);
+    assert_eq!(flood(&mut net, 0, 10), (10, 0));
+    // Host 2 resends its first request (TID 0x7000) while that transfer runs: the transfer goes
+    // on, the second answer is dropped (Linux user_mad.c `is_duplicate`), still 10 open.
+    assert!(sa_answers(&mut net, 2, pr_table(0x7000)).is_empty());
+    assert_eq!(net.sa.rmpp_open().0, 10);
+    let dropped = &net.sa.stats().dropped;
+    assert_eq!(
+        dropped.get("answer to a request whose RMPP transfer runs"),
+        Some(&1)
+    );
+    assert_eq!(flood(&mut net, 10, 11), (0, 1));
+    assert_eq!(net.sa.rmpp_open(), (10, 10 * 21 * 256));
+}
