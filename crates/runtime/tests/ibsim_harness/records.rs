@@ -13,7 +13,7 @@ pub struct RecordStep {
     pub attribute: ipoib_wire::sa::SaAttribute,
 }
 
-/// What is compared of an answer: its status and response method, its records (those of its first
+/// What is compared of an answer: its status, response method and AttributeOffset, its records (those of its first
 /// MAD: under ibsim a client sees only the first 256 bytes of a longer answer, docs/DEPLOYED.md),
 /// and the record count RMPP's PayloadLength gives, when the answer has one. OpenSM under ibsim
 /// sends a GetTableResp with PayloadLength 0 (the kernel's RMPP layer, absent under libumad2sim,
@@ -80,7 +80,12 @@ pub fn record_outcome(resp: &[u8]) -> RecordOutcome {
         ),
         other => format!("{other:?}"),
     };
-    let head = format!("status {:#06x} {:?}", m.header.status.0, m.header.method);
+    // AttributeOffset compared too: OpenSM's osm_sa_respond fills it for a one-record GetResp
+    // as for a table (IBA 1 §15.2.1.1; docs/OPENSM-LIMITS.md).
+    let head = format!(
+        "status {:#06x} {:?} aoff {}",
+        m.header.status.0, m.header.method, m.sa.attribute_offset
+    );
     let mut count = None;
     let mut records = Vec::new();
     if m.is_table() {

@@ -13,9 +13,16 @@ impl SaServer {
         }
     }
 
-    /// Sends a single-MAD response.
+    /// Sends a single-MAD response. Its AttributeOffset is the record's length in 8-byte words
+    /// (IBA 1 §15.2.1.1), as OpenSM 3.3.23's `osm_sa_respond` fills it for every answer with a
+    /// record, a GetResp of one record included (osm_sa.c; measured by runtime test
+    /// `opensm_diff::our_subnet_records_match_opensm`); ClassPortInfo, no record, keeps 0.
     pub(super) fn respond(&mut self, req: &Req<'_>, attribute: SaAttribute) {
-        let resp = req.mad.response(MadStatus::SUCCESS, attribute);
+        let mut resp = req.mad.response(MadStatus::SUCCESS, attribute);
+        let id = req.mad.header.attribute_id;
+        if id != attr::CLASS_PORT_INFO {
+            resp.sa.attribute_offset = record_len(id).map_or(0, attribute_offset_for);
+        }
         self.push_out(MadOut {
             to: Self::reply_addr(&req.from),
             mad: resp.to_bytes().to_vec(),

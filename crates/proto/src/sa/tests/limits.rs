@@ -1,5 +1,6 @@
-//! What the SA holds for bad input: RMPP transfers bounded in number and bytes under a flood of
-//! GetTables (docs/OPENSM-LIMITS.md).
+//! What the SA holds for bad input, and the header of its single answers: RMPP transfers bounded
+//! in number and bytes under a flood of GetTables; AttributeOffset of a one-record GetResp as
+//! OpenSM fills it (docs/OPENSM-LIMITS.md).
 
 use super::*;
 use ipoib_wire::mad::Method;
@@ -108,4 +109,34 @@ fn open_transfers_are_bounded_in_bytes() {
     );
     assert_eq!(flood(&mut net, 10, 11), (0, 1));
     assert_eq!(net.sa.rmpp_open(), (10, 10 * 21 * 256));
+}
+
+// IBA 1 §15.2.1.1: AttributeOffset is the record's length in 8-byte words. OpenSM 3.3.23's
+// osm_sa_respond writes it into every answer carrying records, a GetResp of one record included
+// (osm_sa.c; runtime test `opensm_diff::our_subnet_records_match_opensm` compares it): PathRecord
+// 64 bytes -> 8, MCMemberRecord 52 -> 7. ClassPortInfo is no record: 0.
+#[test]
+fn a_single_record_answer_carries_the_records_attribute_offset() {
+    let mut net = Net::default(2);
+    let offset = |net: &mut Net, m: SaMadRepr| {
+        let outs = sa_answers(net, 2, m.to_bytes().to_vec());
+        let a = SaMadRepr::parse(&outs[0].mad).expect("answer");
+        assert_eq!(a.header.status, MadStatus::SUCCESS, "{:?}", a.header);
+        a.sa.attribute_offset
+    };
+    let q = PathRecordRepr {
+        dgid: gid_of(3),
+        sgid: gid_of(2),
+        ..Default::default()
+    };
+    let mask = ipoib_wire::sa::pr_mask::DGID | ipoib_wire::sa::pr_mask::SGID;
+    let get = SaMadRepr::request(Method::Get, 1, mask, SaAttribute::PathRecord(q));
+    assert_eq!(offset(&mut net, get), 8);
+    let rec = join_rec(bcast(), gid_of(2), JoinState::FULL_MEMBER);
+    let m = join(
+        rec,
+        mcr_mask::MGID | mcr_mask::PORT_GID | mcr_mask::JOIN_STATE,
+    );
+    assert_eq!(offset(&mut net, m), 7);
+    assert_eq!(offset(&mut net, SaMadRepr::class_port_info_get(2)), 0);
 }
