@@ -5,8 +5,10 @@ use super::*;
 
 impl SaServer {
     pub(super) fn class_port_info(&mut self, req: &Req<'_>) {
+        // Another method: ERR_REQ_INVALID, as OpenSM 3.3.23 answers a GetTable (osm_sa_class_port_info.c
+        // "ERR 1403: Unsupported Method"; runtime test `opensm_sa_edges`).
         if req.mad.header.method != Method::Get {
-            return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
+            return self.respond_error(req.raw, &req.from, MadStatus::sa(SaStatus::ReqInvalid));
         }
         // As OpenSM 3.3.23 answers (measured by `opensm_diff::our_class_port_info_matches_opensm`;
         // OpenSM osm_sa_class_port_info.c), limited to what this SA implements:

@@ -5,8 +5,8 @@
 //! Invariants: every request from a known port gets exactly one response (or one RMPP transfer),
 //! with the status OpenSM gives; a request from a LID the model does not know (but a
 //! ServiceRecord Set or Delete: ERR_REQ_INVALID), or carrying an SM_Key neither 0 nor the SA's,
-//! is dropped and counted, as OpenSM drops it (docs/OPENSM-LIMITS.md); the open RMPP transfers
-//! stay within
+//! or a method, attribute or Set/Delete OpenSM does not serve, is dropped and counted, as OpenSM
+//! drops it (docs/OPENSM-LIMITS.md); the open RMPP transfers stay within
 //! [`SaServerConfig::max_rmpp_transfers`] and [`SaServerConfig::max_rmpp_bytes`]; nothing here
 //! panics on MAD data; output order depends only on the inputs and the seed.
 
@@ -133,7 +133,8 @@ pub fn resp_time_value(transaction_timeout: Duration) -> u8 {
 /// Counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SaStats {
-    /// Requests answered (errors included).
+    /// Requests from known ports, answered (errors included) or dropped past that check (a wrong
+    /// SM_Key, an unsupported method or attribute: also in `dropped`).
     pub requests: u64,
     /// MADs dropped, by reason.
     pub dropped: BTreeMap<&'static str, u64>,
@@ -154,6 +155,37 @@ pub struct SaStats {
     /// [`SaServerConfig::max_mlid`] was in use (OpenSM `get_new_mlid` failing).
     pub no_mlid: u64,
 }
+
+/// The attributes this SA serves: OpenSM 3.3.23's (osm_sa_mad_ctrl.c `sa_mad_ctrl_process`) but
+/// MultiPathRecord.
+const SERVED: [u16; 17] = [
+    attr::CLASS_PORT_INFO,
+    attr::NODE_RECORD,
+    attr::PORT_INFO_RECORD,
+    attr::LINK_RECORD,
+    attr::SM_INFO_RECORD,
+    attr::SERVICE_RECORD,
+    attr::PATH_RECORD,
+    attr::MC_MEMBER_RECORD,
+    attr::INFORM_INFO,
+    attr::VL_ARBITRATION_TABLE_RECORD,
+    attr::SL_TO_VL_MAPPING_TABLE_RECORD,
+    attr::P_KEY_TABLE_RECORD,
+    attr::LINEAR_FORWARDING_TABLE_RECORD,
+    attr::GUID_INFO_RECORD,
+    attr::INFORM_INFO_RECORD,
+    attr::SWITCH_INFO_RECORD,
+    attr::MULTICAST_FORWARDING_TABLE_RECORD,
+];
+
+/// The attributes OpenSM 3.3.23 has a Set/Delete handler for (its dispatcher of Set and Delete
+/// requests knows only these; measured by runtime test `opensm_sa_edges`).
+const SETTABLE: [u16; 4] = [
+    attr::MC_MEMBER_RECORD,
+    attr::SERVICE_RECORD,
+    attr::INFORM_INFO,
+    attr::GUID_INFO_RECORD,
+];
 
 /// The subnet administrator.
 #[derive(Debug)]
@@ -474,12 +506,35 @@ impl SaServer {
             from,
             port,
         };
+        // OpenSM 3.3.23's gates before any handler (measured by runtime test
+        // `opensm_sa_edges`; docs/OPENSM-LIMITS.md): a method it does not take (osm_sa_mad_ctrl.c
+        // "ERR 1A05: Unsupported method") or an attribute it does not serve ("ERR 1A01") is
+        // dropped unanswered; so is a Set or Delete of an attribute with no Set/Delete handler
+        // ("ERR 1A02: Dispatcher post message failed (CL_NOT_FOUND)"). IBA 1 §13.4.7 gives the
+        // statuses an answer would carry but asks no answer here of a class manager; on hardware
+        // the kernel does not even hand OpenSM a method it did not register.
         let known_method = matches!(
             h.method,
-            Method::Get | Method::Set | Method::GetTable | Method::Delete
+            Method::Get | Method::Set | Method::GetTable | Method::Delete | Method::GetMulti
         );
         if !known_method {
-            return self.respond_error(raw, &from, MadStatus::METHOD_UNSUPPORTED);
+            return self.drop_mad("method unsupported");
+        }
+        if !SERVED.contains(&h.attribute_id) {
+            return self.drop_mad("attribute unsupported");
+        }
+        if matches!(h.method, Method::Set | Method::Delete) && !SETTABLE.contains(&h.attribute_id) {
+            return self.drop_mad("Set or Delete of a read-only record");
+        }
+        // GetMulti (OpenSM is built with DUAL_SIDED_RMPP and takes it) reaches the attribute's
+        // handler, which refuses it: METHOD_ATTR_UNSUPPORTED ("ERR xx05: Unsupported Method"),
+        // ClassPortInfo ERR_REQ_INVALID ("ERR 1403").
+        if h.method == Method::GetMulti {
+            let status = match h.attribute_id {
+                attr::CLASS_PORT_INFO => MadStatus::sa(SaStatus::ReqInvalid),
+                _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
+            };
+            return self.respond_error(raw, &from, status);
         }
         match (h.attribute_id, &req.mad.attribute) {
             (attr::CLASS_PORT_INFO, _) => self.class_port_info(&req),
@@ -547,7 +602,7 @@ impl SaServer {
                 let r = *r;
                 self.inform_info(&req, r)
             }
-            _ => self.respond_error(raw, &from, MadStatus::METHOD_ATTR_UNSUPPORTED),
+            _ => self.drop_mad("attribute unsupported"),
         }
     }
 

@@ -583,9 +583,12 @@ fn partition_membership_is_enforced() {
     );
 }
 
-// IBA 1 §13.4.7 / OpenSM osm_sa_mad_ctrl.c: unsupported methods, attributes and versions.
+// IBA 1 §13.4.7 / OpenSM 3.3.23 osm_sa_mad_ctrl.c: a method or attribute the SA does not serve
+// is dropped unanswered ("ERR 1A05", "ERR 1A01"), so is a Set with no handler ("ERR 1A02"); a
+// wrong class version and a method a served attribute lacks get their MAD statuses (runtime test
+// `opensm_sa_edges` measured each).
 #[test]
-fn unsupported_requests_get_mad_statuses() {
+fn unsupported_requests_dropped_or_get_mad_statuses() {
     let mut net = Net::default(1);
     let ask_raw = |net: &mut Net, f: &dyn Fn(&mut SaMadRepr)| {
         let mut m = SaMadRepr::class_port_info_get(0);
@@ -596,32 +599,43 @@ fn unsupported_requests_get_mad_statuses() {
     assert_eq!(
         // TraceRecord, which neither OpenSM nor this SA serves.
         ask_raw(&mut net, &|m| m.header.attribute_id = 0x0039),
-        st(MadStatus::METHOD_ATTR_UNSUPPORTED)
+        Err(SaClientError::Timeout)
     );
     assert_eq!(
         ask_raw(&mut net, &|m| m.header.method = Method::Send),
-        st(MadStatus::METHOD_UNSUPPORTED)
+        Err(SaClientError::Timeout)
     );
+    // The client sends an unanswered request 4 times (SaClientConfig's default): each dropped.
+    let dropped = &net.sa.stats().dropped;
+    assert_eq!(dropped.get("attribute unsupported"), Some(&4));
+    assert_eq!(dropped.get("method unsupported"), Some(&4));
     assert_eq!(
         ask_raw(&mut net, &|m| m.header.class_version = 1),
         st(MadStatus::BAD_VERSION)
     );
+    // ClassPortInfo: Set has no handler (dropped), GetTable and GetMulti are ERR_REQ_INVALID.
     assert_eq!(
         ask_raw(&mut net, &|m| m.header.method = Method::Set),
-        st(MadStatus::METHOD_ATTR_UNSUPPORTED)
+        Err(SaClientError::Timeout)
     );
+    for method in [Method::GetTable, Method::GetMulti] {
+        assert_eq!(
+            ask_raw(&mut net, &|m| m.header.method = method),
+            Err(SaClientError::Status(MadStatus::sa(SaStatus::ReqInvalid)))
+        );
+    }
     let cpi = ask_raw(&mut net, &|_| ()).unwrap();
     assert!(
         matches!(cpi.attribute, Some(SaAttribute::ClassPortInfo(c)) if c.resp_time_value == 16)
     );
-    // PathRecord Set and InformInfo Get are not supported either.
+    // PathRecord Set has no handler either (dropped); InformInfo Get is not supported.
     let pr = SaMadRepr::request(
         Method::Set,
         0,
         0,
         SaAttribute::PathRecord(Default::default()),
     );
-    assert_eq!(net.ask(2, pr), st(MadStatus::METHOD_ATTR_UNSUPPORTED));
+    assert_eq!(net.ask(2, pr), Err(SaClientError::Timeout));
     let ii = SaMadRepr::request(
         Method::Get,
         0,

@@ -159,8 +159,8 @@ fn mft_records_only_of_switches_sharing_a_pkey() {
     assert_eq!(all, [rec(SW, 0, 0, 0x000e)]);
 }
 
-// Read-only, as OpenSM: Set and Delete are dropped unanswered; a method the SA knows not at all
-// is METHOD_UNSUPPORTED.
+// Read-only, as OpenSM: Set and Delete are dropped unanswered; GetMulti reaches the handler,
+// which refuses it with METHOD_ATTR_UNSUPPORTED (runtime test `opensm_sa_edges`).
 #[test]
 fn mft_records_are_read_only() {
     let mut net = net_of(|_| {});
@@ -171,6 +171,6 @@ fn mft_records_are_read_only() {
     let r = net.ask(2, SaMadRepr::request(Method::GetMulti, 0, 0, q(SW, 0, 0)));
     assert_eq!(
         r.err(),
-        Some(SaClientError::Status(MadStatus::METHOD_UNSUPPORTED))
+        Some(SaClientError::Status(MadStatus::METHOD_ATTR_UNSUPPORTED))
     );
 }

@@ -200,7 +200,8 @@ fn qos_records_only_of_ports_sharing_a_pkey() {
 }
 
 // Read-only, as OpenSM: Set and Delete are dropped unanswered (OpenSM's dispatcher has no
-// handler for them); a method the SA knows not at all is METHOD_UNSUPPORTED.
+// handler for them); GetMulti reaches the handler, which refuses it
+// with METHOD_ATTR_UNSUPPORTED (runtime test `opensm_sa_edges`).
 #[test]
 fn qos_records_are_read_only() {
     let mut net = net(default_model(1));
@@ -212,7 +213,7 @@ fn qos_records_are_read_only() {
         let r = net.ask(2, SaMadRepr::request(Method::GetMulti, 0, 0, q));
         assert_eq!(
             r.err(),
-            Some(SaClientError::Status(MadStatus::METHOD_UNSUPPORTED))
+            Some(SaClientError::Status(MadStatus::METHOD_ATTR_UNSUPPORTED))
         );
     }
 }

@@ -113,8 +113,8 @@ fn switch_info_records_only_of_switches_sharing_a_pkey() {
     assert_eq!(all.iter().map(|r| r.lid).collect::<Vec<_>>(), [SW]);
 }
 
-// Read-only, as OpenSM: Set and Delete are dropped unanswered; a method the SA knows not at all
-// is METHOD_UNSUPPORTED.
+// Read-only, as OpenSM: Set and Delete are dropped unanswered; GetMulti reaches the handler,
+// which refuses it with METHOD_ATTR_UNSUPPORTED (runtime test `opensm_sa_edges`).
 #[test]
 fn switch_info_records_are_read_only() {
     let mut net = net_of(|_| {});
@@ -125,6 +125,6 @@ fn switch_info_records_are_read_only() {
     let r = net.ask(2, SaMadRepr::request(Method::GetMulti, 0, 0, q(SW)));
     assert_eq!(
         r.err(),
-        Some(SaClientError::Status(MadStatus::METHOD_UNSUPPORTED))
+        Some(SaClientError::Status(MadStatus::METHOD_ATTR_UNSUPPORTED))
     );
 }
