@@ -471,7 +471,12 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let served = ControlEndpoint::new(control, Box::new(ipoib_runtime::show::from_subnet));
+    // Each host's device counters in the counters view, as `ip -s link` shows a NIC's.
+    let tuns = tun_counters.clone();
+    let served = ControlEndpoint::new(
+        control,
+        Box::new(move |net, req| ipoib_runtime::show::from_lab(net, req, &tuns)),
+    );
     if let Err(e) = driver.add(Box::new(served)) {
         return fail(format!("epoll: {e}"));
     }

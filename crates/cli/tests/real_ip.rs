@@ -4,8 +4,9 @@
 //! - Datagram mode: `ping` over IPv4 and IPv6 between every ordered pair of hosts; each host's
 //!   interface resolved its peers by ARP and ND over IB to their 20-byte link-layer addresses
 //!   (RFC 4391 §9.1.1), which `ipoib show neigh` lists, while Linux holds no neighbour on the TUN
-//!   device; an iperf3 TCP stream over IPv4 and one over IPv6; IP multicast (IPv4 and IPv6)
-//!   reaches the host whose program joined the group and not the host that did not.
+//!   device; an iperf3 TCP stream over IPv4 and one over IPv6, which `ipoib show counters`
+//!   shows at the TUN devices (super-packets cut, runs written coalesced); IP multicast (IPv4
+//!   and IPv6) reaches the host whose program joined the group and not the host that did not.
 //! - Connected mode (RFC 4755): `ib0` has MTU 65520, an iperf3 TCP stream runs over RC
 //!   connections that `ipoib show conns` lists with that MTU.
 //! - Partitions: with h3 alone in another IPoIB partition, h1 reaches h2 and not h3.
@@ -356,12 +357,45 @@ fn datagram_lab_pings_all_pairs_resolves_by_arp_and_nd_carries_tcp_and_multicast
         assert!(n >= 2, "h1 {section} {name}: {n}");
     }
 
+    // Each host's TUN device (section `tun`): its 8 echo requests and 8 replies went through
+    // it each way at least; no TCP yet, so no super-packet and no coalesced write.
+    for h in HOSTS {
+        let tun = |name| counter(h, "tun", name);
+        assert!(tun("from_os") >= 16 && tun("to_os") >= 16, "{h}");
+        assert!(
+            tun("from_os_bytes") >= 16 * 84 && tun("to_os_bytes") >= 16 * 84,
+            "{h}"
+        );
+        for name in ["from_os_gso", "to_os_gso", "offload_errors", "write_errors"] {
+            assert_eq!(tun(name), 0, "{h} tun {name}");
+        }
+    }
+    let before = counter("h2", "tun", "to_os");
+
     let bytes = iperf3("h1", "h2", "10.0.0.2");
     assert!(bytes > 1 << 20, "iperf3 h1 -> h2: {bytes} bytes");
     // Over IPv6 too: h2's TUN device takes runs of its segments as TCPv6 GSO packets
     // (docs/LINUX-DEVICE.md "Offload at the TUN device").
     let bytes = iperf3("h1", "h2", "fd00::2");
     assert!(bytes > 1 << 20, "iperf3 -6 h1 -> h2: {bytes} bytes");
+    // The streams show at the devices: h1's kernel gave super-packets (cut, none refused), h2's
+    // device took runs of segments in single writes, and the megabytes went through both.
+    assert!(counter("h1", "tun", "from_os_gso") > 0);
+    assert!(counter("h2", "tun", "to_os_gso") > 0);
+    assert!(counter("h2", "tun", "to_os") - before > (2 << 20) / 2044);
+    assert!(counter("h1", "tun", "from_os_bytes") > 2 << 20);
+    for h in ["h1", "h2"] {
+        assert_eq!(counter(h, "tun", "offload_errors"), 0, "{h}");
+    }
+    let (st, out) = ipoib(
+        &["show", "--host", "h2", "counters"],
+        Duration::from_secs(10),
+    )
+    .expect("show within 10 s");
+    assert!(
+        st.success() && out.contains("h2 tun:\n    from_os "),
+        "{out}"
+    );
 
     let pids = multicast_reaches_members_only();
     down_and_check(lab, &pids);

@@ -8,9 +8,10 @@ use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{ConnState, ConnectedConfig, InterfaceConfig};
 use ipoib_runtime::control::{AnswerError, Request, View};
 use ipoib_runtime::show::{
-    from_subnet, ip_group, lab_host_index, lab_host_name, Answer, ConnEntry, CounterSection,
-    HostShow, McastEntry, NeighEntry, NeighState, PathEntry,
+    from_lab, from_subnet, ip_group, lab_host_index, lab_host_name, Answer, ConnEntry,
+    CounterSection, HostShow, McastEntry, NeighEntry, NeighState, PathEntry,
 };
+use ipoib_runtime::tun::TunCounters;
 use ipoib_wire::cm::TransportServiceType;
 use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, HwAddr, HwAddrFlags, Scope};
 use ipoib_wire::keys::PKey;
@@ -18,6 +19,8 @@ use ipoib_wire::sa::{JoinState, Rate};
 use ipoib_wire::Gid;
 use serde_json::{json, Value};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn gid(id: u64) -> Gid {
@@ -329,4 +332,88 @@ fn unknown_hosts_are_refused() {
             )))
         );
     }
+}
+
+/// Counters of a TUN device whose every counter holds its own value: `base`, `base + 1`, ... in
+/// the order of the fields of [`TunCounters`].
+fn tun_counters(base: u64) -> Arc<TunCounters> {
+    let c = TunCounters::default();
+    let fields: [&AtomicU64; 8] = [
+        &c.from_os,
+        &c.from_os_bytes,
+        &c.to_os,
+        &c.to_os_bytes,
+        &c.write_errors,
+        &c.from_os_gso,
+        &c.offload_errors,
+        &c.to_os_gso,
+    ];
+    for (i, f) in fields.into_iter().enumerate() {
+        f.store(base + i as u64, Ordering::Relaxed);
+    }
+    Arc::new(c)
+}
+
+// A lab's hosts show their TUN devices' counters (section `tun`, after the interface's), as
+// `ip -s link` shows a NIC's; the other views are the subnet's alone.
+#[test]
+fn a_labs_hosts_show_their_tun_devices_counters() {
+    let net = subnet();
+    let tuns = [tun_counters(10), tun_counters(20)];
+    let expect = |b: u64| -> Vec<(String, u64)> {
+        [
+            ("from_os", b),
+            ("from_os_bytes", b + 1),
+            ("from_os_gso", b + 5),
+            ("offload_errors", b + 6),
+            ("to_os", b + 2),
+            ("to_os_bytes", b + 3),
+            ("to_os_gso", b + 7),
+            ("write_errors", b + 4),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect()
+    };
+    let all = from_lab(&net, &Request::new(View::Counters), &tuns).unwrap();
+    for (h, base) in all.hosts.iter().zip([10, 20]) {
+        let names: Vec<&str> = h.counters.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["interface", "adapter", "tx", "rx", "connected", "tun"],
+            "{}",
+            h.host
+        );
+        assert_eq!(h.counters[5].counters, expect(base), "{}", h.host);
+    }
+    let req = Request {
+        view: View::Counters,
+        host: Some("h2".into()),
+        json: true,
+    };
+    let one = from_lab(&net, &req, &tuns).unwrap();
+    assert_eq!(one.hosts.len(), 1);
+    let rows: Value = serde_json::from_str(&one.render(View::Counters, true)).unwrap();
+    let tun = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["section"] == "tun")
+        .expect("a tun row");
+    assert_eq!(
+        tun,
+        &json!({"host": "h2", "section": "tun", "counters": {
+            "from_os": 20, "from_os_bytes": 21, "from_os_gso": 25, "offload_errors": 26,
+            "to_os": 22, "to_os_bytes": 23, "to_os_gso": 27, "write_errors": 24,
+        }})
+    );
+    let text = one.render(View::Counters, false);
+    assert!(
+        text.contains("h2 tun:\n    from_os         20\n    from_os_bytes   21\n"),
+        "{text}"
+    );
+    assert!(text.contains("    write_errors    24\n"), "{text}");
+    // Only the counters view has it.
+    let neigh = Request::new(View::Neigh);
+    assert_eq!(from_lab(&net, &neigh, &tuns), from_subnet(&net, &neigh));
 }

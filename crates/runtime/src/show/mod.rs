@@ -23,7 +23,8 @@
 //!   (`connecting`, `up`, `closing`), `mode` (`RC`, `UC`), `active`, `sends`, `tx_packets`,
 //!   `rx_packets`;
 //! - `counters`: `host` (null for a section of the whole process), `section`, `counters` (an
-//!   object of name → value);
+//!   object of name → value); a host with a TUN device (a lab's, an attach process's) has a
+//!   section `tun` ([`tun_section`]);
 //! - `hosts` (a fabric process's slots): `host` (`ca<N>`, N the CA's topology node), `node_guid`,
 //!   `port_guid`, `lid`, `peer` (the UDP address of the attached host, or null), `state`
 //!   (`attached`, `free`), `from_host`, `to_host`, `dropped` (packets from the host dropped by
@@ -32,6 +33,7 @@
 mod render;
 
 use crate::control::{AnswerError, Request, View};
+use crate::tun::TunCounters;
 use ipoib_fabric::node::ipoib::IpoibApp;
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_proto::ipoib::{ConnState, DropReason, Interface, NeighbourState};
@@ -40,6 +42,8 @@ use ipoib_wire::ipoib::{HwAddr, IpVersion, IpoibMgid};
 use ipoib_wire::sa::{JoinState, Rate};
 use ipoib_wire::{Gid, Guid};
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Reachability of a neighbour, as `ip neigh` names it (RFC 4861 §7.3.2).
@@ -173,8 +177,8 @@ pub struct SlotEntry {
 /// Named counters, in the order they are shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterSection {
-    /// The section's name (`interface`, `adapter`, `tx`, `rx`, `connected`, `control`, or an
-    /// owner's).
+    /// The section's name (`interface`, `adapter`, `tx`, `rx`, `connected`, `tun`, `control`,
+    /// or an owner's).
     pub name: String,
     /// (name, value) pairs.
     pub counters: Vec<(String, u64)>,
@@ -476,4 +480,47 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
         hosts,
         sections: Vec::new(),
     })
+}
+
+/// The counters of a host's TUN device ([`crate::tun::TunEndpoint`]) as its section `tun`, the
+/// way `ip -s link` shows a NIC's: `from_os`, `from_os_bytes` (packets the OS sent, a
+/// super-packet counted as the packets it was cut into), `from_os_gso` (super-packets cut),
+/// `offload_errors` (packets from the OS dropped: malformed offload header, super-packet
+/// refused), `to_os`, `to_os_bytes` (packets written to the OS), `to_os_gso` (writes that
+/// carried a run of TCP segments as one), `write_errors` (packets for the OS the device
+/// refused: dropped).
+pub fn tun_section(c: &TunCounters) -> CounterSection {
+    let mut s = CounterSection::new("tun");
+    for (name, v) in [
+        ("from_os", &c.from_os),
+        ("from_os_bytes", &c.from_os_bytes),
+        ("from_os_gso", &c.from_os_gso),
+        ("offload_errors", &c.offload_errors),
+        ("to_os", &c.to_os),
+        ("to_os_bytes", &c.to_os_bytes),
+        ("to_os_gso", &c.to_os_gso),
+        ("write_errors", &c.write_errors),
+    ] {
+        s.push(name, v.load(Ordering::Relaxed));
+    }
+    s
+}
+
+/// [`from_subnet`] for a lab whose host `i` has the TUN device of counters `tuns[i]`: in the
+/// counters view each host also has its section `tun` ([`tun_section`]).
+pub fn from_lab(
+    net: &Subnet,
+    req: &Request,
+    tuns: &[Arc<TunCounters>],
+) -> Result<Answer, AnswerError> {
+    let mut a = from_subnet(net, req)?;
+    if req.view == View::Counters {
+        let n = net.host_count();
+        for h in &mut a.hosts {
+            if let Some(c) = lab_host_index(&h.host, n).and_then(|i| tuns.get(i)) {
+                h.counters.push(tun_section(c));
+            }
+        }
+    }
+    Ok(a)
 }
