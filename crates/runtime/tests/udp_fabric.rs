@@ -6,8 +6,12 @@
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::remote::{FabricOptions, HostLinkConfig};
 use ipoib_fabric::node::subnet::SubnetOptions;
-use ipoib_runtime::udp_fabric::{AttachOptions, AttachProcess, FabricProcess};
+use ipoib_runtime::control::{Request, View};
+use ipoib_runtime::tun::{OsPort, TunCounters, FRAME_HEADROOM};
+use ipoib_runtime::udp_fabric::{AttachOptions, AttachOsPort, AttachProcess, FabricProcess};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const TURN: Duration = Duration::from_millis(1);
@@ -163,8 +167,15 @@ fn external_ip_layers_exchange_packets_through_a_fabric_process() {
             AttachProcess::connect(&o).unwrap()
         })
         .collect();
-    assert!(run(&mut f, &mut hosts, LONG, |_, h| { carrier(h) }));
     let req = echo_request(Ipv4Addr::new(10, 9, 0, 1), Ipv4Addr::new(10, 9, 0, 2));
+    // What a TUN device hands over before the host is built (no adapter yet) is dropped and
+    // counted (section `attach`, `no_adapter`): a copied packet and one in its own buffer.
+    let mut frame = vec![0; FRAME_HEADROOM];
+    frame.extend_from_slice(&req);
+    AttachOsPort.packet_from_os(hosts[0].emu_mut(), &req);
+    let back = AttachOsPort.frame_from_os(hosts[0].emu_mut(), frame.clone());
+    assert_eq!(back, Some(frame), "the buffer comes back");
+    assert!(run(&mut f, &mut hosts, LONG, |_, h| { carrier(h) }));
     hosts[0].from_os(&req);
     let mut got = Vec::new();
     let end = Instant::now() + LONG;
@@ -180,6 +191,48 @@ fn external_ip_layers_exchange_packets_through_a_fabric_process() {
         vec![req],
         "the echo request reached the other OS unchanged"
     );
+    // `ipoib show counters` of the process: without a TUN device no section `tun`; with one,
+    // the device's counters (here set by hand: a device needs root, crates/runtime/tests/
+    // netns_tun.rs), as `ip -s link` shows a NIC's.
+    let counters = Request::new(View::Counters);
+    let attach = |h: &AttachProcess, name: &str| {
+        let a = h.emu().answer("ib0", &counters).unwrap();
+        let s = a.sections.iter().find(|s| s.name == "attach").unwrap();
+        s.counters.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    };
+    assert_eq!(attach(&hosts[0], "no_adapter"), Some(2));
+    assert_eq!(attach(&hosts[1], "no_adapter"), Some(0));
+    let sections = |h: &AttachProcess| -> Vec<String> {
+        let a = h.emu().answer("ib0", &counters).unwrap();
+        a.hosts[0].counters.iter().map(|s| s.name.clone()).collect()
+    };
+    assert!(!sections(&hosts[1]).contains(&"tun".to_string()));
+    let tun = Arc::new(TunCounters::default());
+    tun.to_os.store(1, Ordering::Relaxed);
+    tun.write_errors.store(2, Ordering::Relaxed);
+    hosts[1].emu_mut().set_tun_counters(Arc::clone(&tun));
+    assert_eq!(sections(&hosts[1]).last().map(String::as_str), Some("tun"));
+    let a = hosts[1].emu().answer("ib0", &counters).unwrap();
+    let rows: serde_json::Value = serde_json::from_str(&a.render(View::Counters, true)).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["section"] == "tun")
+        .expect("a tun row");
+    assert_eq!(row["host"], "ib0");
+    assert_eq!(row["counters"]["to_os"], 1);
+    assert_eq!(row["counters"]["write_errors"], 2);
+    assert_eq!(row["counters"]["from_os"], 0);
+    // Read when asked: a later count shows.
+    tun.to_os.store(5, Ordering::Relaxed);
+    let text = hosts[1]
+        .emu()
+        .answer("ib0", &counters)
+        .unwrap()
+        .render(View::Counters, false);
+    assert!(text.contains("ib0 tun:\n"), "{text}");
+    assert!(text.contains("    to_os           5\n"), "{text}");
 }
 
 /// Disables (or enables) the switch port facing the slot of `host` in the fabric process, as a

@@ -8,8 +8,8 @@ use super::{fresh_seed, DatagramPeer, IoCounters, UdpEndpoint, MAX_WAIT};
 use crate::control::{attach_socket, AnswerError, BindError, ControlServer, Request, View};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Wake};
-use crate::show::{Answer, CounterSection, HostShow};
-use crate::tun::{OsPort, Tun, TunEndpoint, READ_BUFFER};
+use crate::show::{tun_section, Answer, CounterSection, HostShow};
+use crate::tun::{OsPort, Tun, TunCounters, TunEndpoint, READ_BUFFER};
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, Outgoing, RemoteHost};
@@ -22,6 +22,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 /// The TUN device's MTU in datagram mode: 2048-byte IB MTU less the 4-byte IPoIB header
@@ -95,6 +96,11 @@ pub struct AttachEmu {
     host: RemoteHost,
     ipoib: Rc<Cell<Option<IpoibHandle>>>,
     io: IoCounters,
+    /// The counters of the TUN device, once one carries the OS's packets.
+    tun: Option<Arc<TunCounters>>,
+    /// Packets from the OS dropped: no IPoIB adapter to take them (the host not built yet, or
+    /// its adapter not installed).
+    no_adapter: u64,
 }
 
 impl std::fmt::Debug for AttachEmu {
@@ -102,6 +108,8 @@ impl std::fmt::Debug for AttachEmu {
         f.debug_struct("AttachEmu")
             .field("host", &self.host)
             .field("io", &self.io)
+            .field("tun", &self.tun)
+            .field("no_adapter", &self.no_adapter)
             .finish()
     }
 }
@@ -137,6 +145,8 @@ impl AttachEmu {
             host,
             ipoib,
             io: IoCounters::default(),
+            tun: None,
+            no_adapter: 0,
         }
     }
 
@@ -168,17 +178,26 @@ impl AttachEmu {
             .flatten()
     }
 
-    /// The answer to a control request (the host is named by its device).
-    fn answer(&self, dev: &str, req: &Request) -> Result<Answer, AnswerError> {
+    /// Shows `counters` as the host's TUN device's (section `tun` of the counters view,
+    /// [`tun_section`]): [`AttachProcess::add_tun`] gives its endpoint's.
+    pub fn set_tun_counters(&mut self, counters: Arc<TunCounters>) {
+        self.tun = Some(counters);
+    }
+
+    /// The answer to a control request (the host is named by its device): the interface's
+    /// views; in the counters view also its device's section `tun` (once it has one), and the
+    /// process's `attach` and `udp`.
+    pub fn answer(&self, dev: &str, req: &Request) -> Result<Answer, AnswerError> {
         if let Some(name) = req.host.as_ref().filter(|n| *n != dev) {
             return Err(AnswerError::NoSuchHost(name.clone()));
         }
         let iface = self
             .interface()
             .ok_or_else(|| AnswerError::Unavailable("not attached yet".into()))?;
-        let host = HostShow::collect(dev, req.view, iface, self.app());
+        let mut host = HostShow::collect(dev, req.view, iface, self.app());
         let mut sections = Vec::new();
         if req.view == View::Counters {
+            host.counters.extend(self.tun.as_deref().map(tun_section));
             let l = self.host.link().counters();
             let mut s = CounterSection::new("attach");
             s.push("datagrams", l.datagrams)
@@ -189,7 +208,8 @@ impl AttachEmu {
                 .push("lost", l.lost)
                 .push("unattached", l.unattached)
                 .push("queue_full", l.queue_full)
-                .push("builds", self.host.builds());
+                .push("builds", self.host.builds())
+                .push("no_adapter", self.no_adapter);
             sections.push(s);
             let mut s = CounterSection::new("udp");
             s.push("received", self.io.received)
@@ -241,21 +261,21 @@ pub struct AttachOsPort;
 impl OsPort<AttachEmu> for AttachOsPort {
     fn packet_from_os(&mut self, emu: &mut AttachEmu, packet: &[u8]) {
         // Queued in the adapter; the host acts on the whole batch at its end.
-        let (Some(h), now) = (emu.ipoib.get(), emu.host.now()) else {
-            return;
-        };
-        if let Some(a) = emu
-            .host
-            .host_mut()
-            .and_then(|host| host.app_mut::<IpoibApp>(h.app))
-        {
-            a.from_os(now, packet);
+        let (ipoib, now) = (emu.ipoib.get(), emu.host.now());
+        match ipoib.and_then(|h| {
+            emu.host
+                .host_mut()
+                .and_then(|host| host.app_mut::<IpoibApp>(h.app))
+        }) {
+            Some(a) => a.from_os(now, packet),
+            None => emu.no_adapter += 1,
         }
     }
     fn frame_from_os(&mut self, emu: &mut AttachEmu, frame: Vec<u8>) -> Option<Vec<u8>> {
         // The buffer becomes the frame the interface sends, with no copy, as in the lab
         // (`crate::ipoib_port`); a completed message's buffer comes back for the next read.
-        let Some(h) = emu.ipoib.get() else {
+        let Some(h) = emu.ipoib.get().filter(|_| emu.app().is_some()) else {
+            emu.no_adapter += 1;
             return Some(frame);
         };
         emu.host
@@ -319,7 +339,9 @@ impl AttachProcess {
     /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
         let ep = TunEndpoint::with_writer_thread(tun, AttachOsPort)?;
+        let counters = ep.counters();
         self.driver.add(Box::new(ep))?;
+        self.driver.emulation_mut().set_tun_counters(counters);
         Ok(())
     }
 
@@ -367,6 +389,11 @@ impl AttachProcess {
     /// The emulation.
     pub fn emu(&self) -> &AttachEmu {
         self.driver.emulation()
+    }
+
+    /// The emulation, to change.
+    pub fn emu_mut(&mut self) -> &mut AttachEmu {
+        self.driver.emulation_mut()
     }
 
     /// The host agent.
