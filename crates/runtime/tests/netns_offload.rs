@@ -5,15 +5,17 @@
 //! and by tshark on a capture of them), no more per batch than the driver's budget and one
 //! super-packet's (at most `tun::GSO_MAX_SEGS`, also when the receiver advertises a small MSS),
 //! and the stream must arrive unchanged, the receiving side writing runs of
-//! segments as one GSO packet each. Skipped (with a
+//! segments as one GSO packet each; a device that refuses writes (down) has every packet it
+//! refused counted as dropped and none as written or coalesced. Skipped (with a
 //! message) without root or /dev/net/tun. The namespaces are removed on every exit path, every
 //! wait is bounded.
 
 use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::netns::NetNs;
-use ipoib_runtime::realtime::{Config, Driver, Emulation};
+use ipoib_runtime::realtime::{Config, Driver, Emulation, Endpoint};
 use ipoib_runtime::tun::{OsPort, Tun, TunConfig, TunCounters, TunEndpoint};
+use ipoib_runtime::{gro, gso};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
@@ -374,4 +376,93 @@ fn a_small_mss_does_not_make_a_batch_larger_than_an_interface_queues() {
     for p in tcp {
         assert!(p.len() <= 20 + 32 + 200, "a packet of {} bytes", p.len());
     }
+}
+
+/// Three in-order TCP segments of one connection (IPv4, DF, ACK; cut by `gso::segment` from one
+/// super-packet, so with valid checksums), which a device with offload takes as one write.
+fn tcp_run() -> Vec<Vec<u8>> {
+    let mut p = vec![0u8; 40];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&3040u16.to_be_bytes());
+    p[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+    p[6] = 0x40; // DF
+    p[8] = 64;
+    p[9] = 6;
+    p[12..16].copy_from_slice(&[10, 9, 1, 2]);
+    p[16..20].copy_from_slice(&[10, 9, 1, 1]);
+    p[20..22].copy_from_slice(&5000u16.to_be_bytes());
+    p[22..24].copy_from_slice(&6000u16.to_be_bytes());
+    p[24..28].copy_from_slice(&1000u32.to_be_bytes());
+    p[28..32].copy_from_slice(&1u32.to_be_bytes());
+    p[32] = 0x50; // 20 bytes of TCP header
+    p[33] = 0x10; // ACK
+    p[34..36].copy_from_slice(&0xffffu16.to_be_bytes());
+    p.extend((0..3000).map(|i| i as u8));
+    let h = gso::VnetHdr {
+        flags: gso::F_NEEDS_CSUM,
+        gso_type: gso::GSO_TCPV4,
+        hdr_len: 40,
+        gso_size: 1000,
+        csum_start: 20,
+        csum_offset: 16,
+    };
+    let mut segs = Vec::new();
+    gso::segment(&h, &p, 0, &mut |s| segs.push(s)).unwrap();
+    assert_eq!(gro::run_len(&segs), 3, "the segments make one run");
+    segs
+}
+
+// A device that refuses writes (down: write(2) fails with EIO, docs/LINUX-DEVICE.md) drops what
+// the emulation had for the OS: every packet counts in write_errors, none in to_os, and a
+// refused run of segments is no coalesced write (to_os_gso). Up again, the same packets go:
+// one coalesced write for the run, one for the other packet.
+#[test]
+fn refused_writes_count_every_packet_as_dropped_and_none_as_written() {
+    if !can_run() {
+        return;
+    }
+    let n = format!("ipoibo-w-{}", std::process::id());
+    let _g = Guard(vec![n.clone()]);
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu: MTU,
+        addresses: vec![("10.9.1.1".parse::<IpAddr>().unwrap(), 24)],
+        loopback_up: true,
+        up: false,
+        offload: true,
+        tx_queue_len: None,
+    };
+    let (ns, tun) = NetNs::create(&n, move || Tun::create(&cfg)).expect("namespace");
+    let mut ep = TunEndpoint::new(tun.expect("TUN device"), Side(0));
+    let c = ep.counters();
+    let mut packets = tcp_run();
+    // Any other packet: it goes alone.
+    let mut other = packets[0].clone();
+    other[20..22].copy_from_slice(&5001u16.to_be_bytes());
+    packets.push(other);
+    let bytes: u64 = packets.iter().map(|p| p.len() as u64).sum();
+    let mut w = Wire::default();
+    w.out[0] = packets.clone();
+    assert_eq!(ep.flush(&mut w).unwrap(), 4);
+    let get = |f: &std::sync::atomic::AtomicU64| f.load(Ordering::Relaxed);
+    assert_eq!(
+        [get(&c.write_errors), get(&c.to_os), get(&c.to_os_bytes)],
+        [4, 0, 0]
+    );
+    assert_eq!(get(&c.to_os_gso), 0, "a refused run is no coalesced write");
+
+    let up = Command::new("ip")
+        .args(["-n", &n, "link", "set", "ib0", "up"])
+        .status()
+        .expect("ip runs");
+    assert!(up.success());
+    w.out[0] = packets;
+    assert_eq!(ep.flush(&mut w).unwrap(), 4);
+    assert_eq!(
+        [get(&c.write_errors), get(&c.to_os), get(&c.to_os_bytes)],
+        [4, 4, bytes]
+    );
+    assert_eq!(get(&c.to_os_gso), 1);
+    drop(ep);
+    ns.delete().unwrap();
 }

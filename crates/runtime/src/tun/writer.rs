@@ -88,11 +88,12 @@ pub(super) fn write_batch(tun: &Tun, batch: &[IpBuf], counters: &TunCounters) {
         let sent = if run == 1 {
             tun.send(&packets[0])
         } else {
-            coalesced += 1;
             tun.send_with_hdr(&gro::coalesce(packets))
         };
         match sent {
             Ok(_) => {
+                // A refused run was no coalesced write: its packets count in `errors` only.
+                coalesced += u64::from(run > 1);
                 n += run as u64;
                 bytes += packets.iter().map(|p| p.len() as u64).sum::<u64>();
             }
