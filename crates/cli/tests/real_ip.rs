@@ -13,6 +13,7 @@
 //! - The subnet across processes: `ipoib fabric` on a loopback UDP port and three `ipoib attach`
 //!   processes in namespaces of the test's own; ping over IPv4 and IPv6 between every pair; one
 //!   host killed (SIGKILL) and started again comes back with a new QPN and is reached again;
+//!   each process's `ipoib show counters` has its TUN device's counters (section `tun`);
 //!   SIGTERM ends everything with status 0.
 //!
 //! Every wait has a timeout; guards stop the lab (`ipoib lab down`), kill the programs they
@@ -614,6 +615,32 @@ fn udp_fabric_hosts_ping_all_pairs_and_a_killed_host_comes_back_with_a_new_qpn()
                 );
             }
         }
+    }
+
+    // Each process's TUN device (`ipoib show counters`, section `tun`): its 8 echo requests and
+    // 8 replies each way at least, no TCP so no super-packet or coalesced write; nothing the
+    // device gave was dropped for want of an adapter (section `attach`).
+    for (i, n) in names.iter().enumerate() {
+        let dev = format!("ib{}", i + 1);
+        let rows = show_json_in(
+            Some(run_dir),
+            &["show", "--netns", n, "--dev", &dev, "counters"],
+        );
+        let get = |section: &str, name: &str| {
+            rows.iter()
+                .find(|r| r["section"] == section && r["host"] == dev.as_str())
+                .or_else(|| rows.iter().find(|r| r["section"] == section))
+                .and_then(|r| r["counters"][name].as_u64())
+                .unwrap_or_else(|| panic!("{dev}: no {section} {name} in {rows:?}"))
+        };
+        assert!(
+            get("tun", "from_os") >= 16 && get("tun", "to_os") >= 16,
+            "{rows:?}"
+        );
+        for name in ["from_os_gso", "to_os_gso", "offload_errors", "write_errors"] {
+            assert_eq!(get("tun", name), 0, "{dev} tun {name}");
+        }
+        assert_eq!(get("attach", "no_adapter"), 0, "{dev}");
     }
 
     // Host 3 dies without a word (SIGKILL) and starts again: a new process, a new QP (RFC 4391
