@@ -20,7 +20,7 @@ use ipoib_wire::ib::lid::LID_PERMISSIVE;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, BASE_VERSION};
 use ipoib_wire::smp::{
-    DirectedRoute, SmpAttribute, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
+    DirectedRoute, SmpAttribute, SmpMad, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
     SMP_PATH_LEN,
 };
 use std::collections::VecDeque;
@@ -177,7 +177,7 @@ pub struct SmpRequester<T> {
     deadlines: VecDeque<(Instant, u64)>,
     /// Resends due, sent before new requests.
     resend: VecDeque<u64>,
-    results: VecDeque<(T, Result<SmpMadRepr, SmpFailure>)>,
+    results: VecDeque<(T, Result<SmpAttribute, SmpFailure>)>,
     counters: SmpCounters,
 }
 
@@ -301,20 +301,46 @@ impl<T: Clone> SmpRequester<T> {
 
     /// An SMP response (GetResp) arrived; false when it matches no outstanding request.
     pub fn handle_response(&mut self, mad: &[u8]) -> bool {
-        let Ok(r) = SmpMadRepr::parse(mad) else {
+        self.handle_response_with(mad, |_| true)
+    }
+
+    /// [`SmpRequester::handle_response`], the attribute decoded only where `decode` says the
+    /// request's tag needs it: the others' results hold it [`SmpAttribute::Raw`] (an SM reads
+    /// nothing of its SubnSet's GetResp but the status). What matches is the same either way:
+    /// a response whose attribute would not decode is left unmatched, as
+    /// [`SmpMadRepr::parse`] refuses it. A result is the attribute alone: its header was
+    /// read here, and nobody reads a response's route.
+    pub fn handle_response_with(&mut self, mad: &[u8], decode: impl Fn(&T) -> bool) -> bool {
+        // What `SmpMadRepr::parse` checks: 256 bytes, an SMP class; then the attribute.
+        let (Ok(m), Ok(h)) = (SmpMad::new_checked(mad), MadHeaderRepr::parse_bytes(mad)) else {
             return false;
         };
-        if r.header.method != Method::GetResp {
+        if !matches!(
+            h.mgmt_class,
+            MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute
+        ) || h.method != Method::GetResp
+        {
             return false;
         }
-        let Some(o) = self.outstanding.remove(r.header.transaction_id) else {
+        let Some(o) = self.outstanding.get(h.transaction_id) else {
             self.counters.unmatched += 1;
             return false;
         };
-        let status = r.status();
+        let attribute = if decode(&o.tag) {
+            SmpAttribute::parse(h.attribute_id, m.smp_data())
+        } else {
+            SmpAttribute::raw(m.smp_data())
+        };
+        let Ok(attribute) = attribute else {
+            return false;
+        };
+        let Some(o) = self.outstanding.remove(h.transaction_id) else {
+            return false;
+        };
+        let status = h.status.without_direction(h.mgmt_class);
         let result = if status == MadStatus::SUCCESS {
             self.counters.answered += 1;
-            Ok(r)
+            Ok(attribute)
         } else {
             self.counters.failed += 1;
             Err(SmpFailure::Status(status))
@@ -364,8 +390,8 @@ impl<T: Clone> SmpRequester<T> {
         self.drop_answered_deadlines();
     }
 
-    /// The next outcome, in the order they came.
-    pub fn poll_result(&mut self) -> Option<(T, Result<SmpMadRepr, SmpFailure>)> {
+    /// The next outcome, in the order they came: the response's attribute, or why there is none.
+    pub fn poll_result(&mut self) -> Option<(T, Result<SmpAttribute, SmpFailure>)> {
         self.results.pop_front()
     }
 }
@@ -385,6 +411,7 @@ fn out(mad: &[u8; 256]) -> MadOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipoib_wire::smp::PortInfoRepr;
 
     fn response(req: &MadOut, status: MadStatus) -> Vec<u8> {
         let r = SmpMadRepr::parse(&req.mad).unwrap();
@@ -410,7 +437,11 @@ mod tests {
         assert!(t.poll_transmit(now).is_some());
         let (tag, r) = t.poll_result().unwrap();
         assert_eq!(tag, 0);
-        assert_eq!(r.unwrap().header.transaction_id, 100);
+        assert!(r.is_ok());
+        assert_eq!(
+            SmpMadRepr::parse(&a.mad).unwrap().header.transaction_id,
+            100
+        );
         assert!(
             !t.handle_response(&response(&a, MadStatus::SUCCESS)),
             "late"
@@ -456,10 +487,18 @@ mod tests {
         }
         assert!(t.handle_response(&response(&sent[0], MadStatus::SUCCESS)));
         assert!(t.handle_response(&response(&d, MadStatus::SUCCESS)));
+        let tid = |m: &MadOut| SmpMadRepr::parse(&m.mad).unwrap().header.transaction_id;
+        assert_eq!(
+            [tid(&sent[0]), tid(&sent[1]), tid(&sent[2]), tid(&d)],
+            [7, 8, 9, 10]
+        );
         let tags: Vec<_> = std::iter::from_fn(|| t.poll_result())
-            .map(|(tag, r)| (tag, r.unwrap().header.transaction_id))
+            .map(|(tag, r)| {
+                assert!(r.is_ok());
+                tag
+            })
             .collect();
-        assert_eq!(tags, [(2, 9), (1, 8), (0, 7), (3, 10)]);
+        assert_eq!(tags, [2, 1, 0, 3]);
         assert_eq!(t.counters().unmatched, 4);
         assert_eq!(t.in_flight(), 1);
     }
@@ -507,6 +546,40 @@ mod tests {
             })
             .collect();
         assert_eq!(tags, [1, 0, 3, 9, 4, 2]);
+        assert!(t.is_idle());
+    }
+
+    // The attribute of a response is decoded only for the tags that ask for it; matching,
+    // counters and results are as `handle_response`'s.
+    #[test]
+    fn responses_decoded_only_where_asked() {
+        let mut t = SmpRequester::new(SmpSettings::default(), 1);
+        let info = PortInfoRepr {
+            lid: 7,
+            ..PortInfoRepr::default()
+        };
+        t.submit("set", &dr_set(SmpAttribute::PortInfo(info), 1, &[1]));
+        t.submit("get", &dr_get(attr::PORT_INFO, 1, &[1]));
+        let now = Instant::ZERO;
+        let set = t.poll_transmit(now).unwrap();
+        let get = t.poll_transmit(now).unwrap();
+        let decode = |tag: &&str| *tag == "get";
+        for m in [&get, &set] {
+            let r = SmpMadRepr::parse(&m.mad).unwrap();
+            let resp = r.get_response(MadStatus::SUCCESS, SmpAttribute::PortInfo(info));
+            assert!(t.handle_response_with(&resp.to_bytes(), decode));
+            assert!(!t.handle_response_with(&resp.to_bytes(), decode), "once");
+        }
+        let (tag, r) = t.poll_result().unwrap();
+        assert_eq!(tag, "get");
+        assert_eq!(r, Ok(SmpAttribute::PortInfo(info)));
+        let (tag, r) = t.poll_result().unwrap();
+        assert_eq!(tag, "set");
+        let mut raw = [0u8; SMP_DATA_LEN];
+        SmpAttribute::PortInfo(info).emit(&mut raw);
+        assert_eq!(r, Ok(SmpAttribute::Raw(raw)));
+        assert_eq!(t.counters().answered, 2);
+        assert_eq!(t.counters().unmatched, 2);
         assert!(t.is_idle());
     }
 

@@ -380,8 +380,7 @@ impl SmpSm {
                         self.stats.discovery_failures += 1;
                         self.sweep_failures += 1;
                     }
-                    self.discovery
-                        .answer(ask, r.as_ref().ok().map(|r| &r.attribute));
+                    self.discovery.answer(ask, r.as_ref().ok());
                 }
                 Tag::Set(smp, n) if again && n < rounds => {
                     self.stats.resubmitted += 1;
@@ -706,11 +705,13 @@ impl MadAgent for SmpSm {
             self.trap(now, &m);
             return;
         }
-        if self.sm_info_request(now, &m) {
+        if self.sm_info_request(now, &h, &m) {
             self.step(now);
             return;
         }
-        self.smp.handle_response(&m.mad);
+        // A SubnSet's GetResp is read for its status only.
+        self.smp
+            .handle_response_with(&m.mad, |t| !matches!(t, Tag::Set(..)));
         self.step(now);
     }
 

@@ -10,7 +10,7 @@ use ipoib_proto::mad_agent::{MadAddr, MadIn, MadOut};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
 use ipoib_wire::mad::attr::smp as attr;
-use ipoib_wire::mad::{Method, NoticeRepr, NoticeType, ProducerType};
+use ipoib_wire::mad::{MadHeaderRepr, Method, NoticeRepr, NoticeType, ProducerType};
 use ipoib_wire::smp::{SmInfoRepr, SmState, SmpAttribute, SmpMad, SmpMadRepr, SmpRoute};
 
 /// Trap 144: a CA port's local changes, here an SM's priority (IBA 1 §14.2.5.1 Table 131;
@@ -170,9 +170,9 @@ impl SmpSm {
         now: Instant,
         path: Vec<u8>,
         ask: SmInfoAsk,
-        r: Result<SmpMadRepr, SmpFailure>,
+        r: Result<SmpAttribute, SmpFailure>,
     ) {
-        let info = match r.as_ref().map(|r| &r.attribute) {
+        let info = match &r {
             Ok(SmpAttribute::SmInfo(i)) => Some(*i),
             _ => None,
         };
@@ -199,13 +199,15 @@ impl SmpSm {
     /// A SubnSet(SMInfo) for this SM (IBA 1 §14.4.1; the HCA hands it to QP0): answered with
     /// this SM's SMInfo as it was, then acted on ([`crate::node::sm::election::Election::handle_set`]).
     /// False when `m` is not one.
-    pub(super) fn sm_info_request(&mut self, now: Instant, m: &MadIn) -> bool {
+    /// `h` is `m`'s MAD header: only a SubnSet(SMInfo) is parsed whole (every GetResp of the
+    /// sweep passes here first, and its attribute is parsed where it is read).
+    pub(super) fn sm_info_request(&mut self, now: Instant, h: &MadHeaderRepr, m: &MadIn) -> bool {
+        if h.method != Method::Set || h.attribute_id != attr::SM_INFO {
+            return false;
+        }
         let Ok(req) = SmpMadRepr::parse(&m.mad) else {
             return false;
         };
-        if req.header.method != Method::Set || req.header.attribute_id != attr::SM_INFO {
-            return false;
-        }
         let SmpAttribute::SmInfo(sender) = req.attribute else {
             return true;
         };
