@@ -178,6 +178,10 @@ pub struct SmpRequester<T> {
     /// Resends due, sent before new requests.
     resend: VecDeque<u64>,
     results: VecDeque<(T, Result<SmpAttribute, SmpFailure>)>,
+    /// The MADs of the timeout results not yet taken, in their order.
+    timed_out: VecDeque<[u8; 256]>,
+    /// The MAD of the result taken last, if it timed out ([`SmpRequester::resubmit`]).
+    last_timed_out: Option<[u8; 256]>,
     counters: SmpCounters,
 }
 
@@ -241,6 +245,8 @@ impl<T: Clone> SmpRequester<T> {
             deadlines: VecDeque::new(),
             resend: VecDeque::new(),
             results: VecDeque::new(),
+            timed_out: VecDeque::new(),
+            last_timed_out: None,
             counters: SmpCounters::default(),
         }
     }
@@ -382,9 +388,13 @@ impl<T: Clone> SmpRequester<T> {
             if o.tries < self.settings.retries {
                 o.tries += 1;
                 self.resend.push_back(tid);
-            } else if let Some(o) = self.outstanding.remove(tid) {
-                self.counters.failed += 1;
-                self.results.push_back((o.tag, Err(SmpFailure::Timeout)));
+            } else {
+                let mad = self.outstanding.mad(tid).copied();
+                if let (Some(o), Some(mad)) = (self.outstanding.remove(tid), mad) {
+                    self.counters.failed += 1;
+                    self.results.push_back((o.tag, Err(SmpFailure::Timeout)));
+                    self.timed_out.push_back(mad);
+                }
             }
         }
         self.drop_answered_deadlines();
@@ -392,7 +402,23 @@ impl<T: Clone> SmpRequester<T> {
 
     /// The next outcome, in the order they came: the response's attribute, or why there is none.
     pub fn poll_result(&mut self) -> Option<(T, Result<SmpAttribute, SmpFailure>)> {
-        self.results.pop_front()
+        let r = self.results.pop_front();
+        self.last_timed_out = match &r {
+            Some((_, Err(SmpFailure::Timeout))) => self.timed_out.pop_front(),
+            _ => None,
+        };
+        r
+    }
+
+    /// Queues again, with `tag`, the request of the result [`SmpRequester::poll_result`] gave
+    /// last, if that one timed out (its MAD as first submitted; it gets a new TransactionID):
+    /// false otherwise. The caller keeps no copy of the SMP to resubmit it.
+    pub fn resubmit(&mut self, tag: T) -> bool {
+        let Some(mad) = self.last_timed_out.take() else {
+            return false;
+        };
+        self.queue.push_back((tag, mad));
+        true
     }
 }
 
@@ -546,6 +572,45 @@ mod tests {
             })
             .collect();
         assert_eq!(tags, [1, 0, 3, 9, 4, 2]);
+        assert!(t.is_idle());
+    }
+
+    // A request that timed out for good is queued again from the transport's copy: the same
+    // MAD with the next TID; only right after its timeout result was taken.
+    #[test]
+    fn resubmit_after_timeout_is_the_same_mad() {
+        let s = SmpSettings {
+            window: 4,
+            timeout: Duration::from_millis(1),
+            retries: 0,
+            ..SmpSettings::default()
+        };
+        let mut t = SmpRequester::new(s, 20);
+        let info = PortInfoRepr {
+            lid: 9,
+            ..PortInfoRepr::default()
+        };
+        t.submit("a", &dr_set(SmpAttribute::PortInfo(info), 3, &[1, 4]));
+        t.submit("b", &dr_get(attr::NODE_INFO, 0, &[2]));
+        let now = Instant::ZERO;
+        let a = t.poll_transmit(now).unwrap();
+        let b = t.poll_transmit(now).unwrap();
+        assert!(t.handle_response(&response(&b, MadStatus::SUCCESS)));
+        assert!(!t.resubmit("x"), "nothing taken yet");
+        let now = t.poll_timeout().unwrap();
+        t.handle_timeout(now);
+        assert_eq!(t.poll_result().unwrap().0, "b");
+        assert!(!t.resubmit("x"), "b was answered");
+        assert_eq!(t.poll_result(), Some(("a", Err(SmpFailure::Timeout))));
+        assert!(t.resubmit("a2"));
+        assert!(!t.resubmit("a3"), "once");
+        let again = t.poll_transmit(now).unwrap();
+        let tid = |m: &MadOut| SmpMadRepr::parse(&m.mad).unwrap().header.transaction_id;
+        assert_eq!((tid(&a), tid(&again)), (20, 22));
+        assert_eq!(again.mad[..8], a.mad[..8]);
+        assert_eq!(again.mad[16..], a.mad[16..]);
+        assert!(t.handle_response(&response(&again, MadStatus::SUCCESS)));
+        assert_eq!(t.poll_result().unwrap().0, "a2");
         assert!(t.is_idle());
     }
 

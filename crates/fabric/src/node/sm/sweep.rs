@@ -69,7 +69,7 @@ use ipoib_proto::subnet::NodeFacts;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
-use ipoib_wire::smp::{cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG, SmpMadRepr};
+use ipoib_wire::smp::cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG;
 use ipoib_wire::smp::{
     LftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute, SwitchInfoRepr,
     LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, PKEY_TABLE_BLOCK,
@@ -145,8 +145,9 @@ pub struct SweepStats {
 enum Tag {
     /// A discovery request, and how often it was submitted.
     Discover(Ask, u32),
-    /// A SubnSet of the bring-up or a multicast change, and how often it was submitted.
-    Set(Box<SmpMadRepr>, u32),
+    /// A SubnSet of the bring-up or a multicast change (its AttributeID), and how often it was
+    /// submitted. Resubmitted from the transport's copy ([`SmpRequester::resubmit`]).
+    Set(u16, u32),
     /// SubnGet/SubnSet(SMInfo) of another SM over its route ([`smi`]).
     SmInfo(Vec<u8>, SmInfoAsk),
 }
@@ -331,7 +332,7 @@ impl SmpSm {
         self.wave += 1;
         self.stats.sets += 1;
         let smp = dr_set(attribute, modifier, path);
-        self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
+        self.smp.submit(Tag::Set(smp.header.attribute_id, 1), &smp);
     }
 
     /// Starts a new sweep: discovery from scratch.
@@ -382,13 +383,13 @@ impl SmpSm {
                     }
                     self.discovery.answer(ask, r.as_ref().ok());
                 }
-                Tag::Set(smp, n) if again && n < rounds => {
+                Tag::Set(id, n) if again && n < rounds => {
                     self.stats.resubmitted += 1;
-                    self.smp.submit(Tag::Set(smp.clone(), n + 1), &smp);
+                    self.smp.resubmit(Tag::Set(id, n + 1));
                 }
                 Tag::SmInfo(path, ask) => self.sm_info_result(now, path, ask, r),
-                Tag::Set(smp, _) => {
-                    if smp.header.attribute_id != attr::MULTICAST_FORWARDING_TABLE {
+                Tag::Set(id, _) => {
+                    if id != attr::MULTICAST_FORWARDING_TABLE {
                         self.wave = self.wave.saturating_sub(1);
                     }
                     if r.is_err() {

@@ -56,7 +56,7 @@ impl SmpSm {
         let modifier = u32::from(position) << 28 | u32::from(block);
         self.stats.mft_sets += 1;
         let smp = dr_set(attr, modifier, &path.clone());
-        self.smp.submit(Tag::Set(Box::new(smp), 1), &smp);
+        self.smp.submit(Tag::Set(smp.header.attribute_id, 1), &smp);
     }
 
     /// Drops the copy of every switch the last discovery did not find: one that comes back
