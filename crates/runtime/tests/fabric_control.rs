@@ -150,6 +150,24 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     assert_eq!(counter(&rows, Some(&name), "slot", "link_down"), 0);
     assert_eq!(counter(&rows, Some(&name), "slot", "from_host"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 1);
+    // The fabric's SM and SA: a switch and the two CAs whose ports are up (the SM's, the attached one) swept by SMPs, every SMP answered; the SA's
+    // counters as the SA keeps them.
+    assert_eq!(counter(&rows, None, "sm", "nodes"), 3, "{rows}");
+    assert!(counter(&rows, None, "sm", "sweeps") >= 1);
+    assert!(counter(&rows, None, "sm", "smps_answered") > 0);
+    assert_eq!(counter(&rows, None, "sm", "smps_failed"), 0);
+    let sa = f.server().sa().unwrap().stats();
+    assert_eq!(counter(&rows, None, "sa", "requests"), sa.requests);
+    assert_eq!(counter(&rows, None, "sa", "rmpp_refused"), 0);
+    // One section of the control socket's own, after the others.
+    let sections: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["host"].is_null())
+        .map(|r| r["section"].as_str().unwrap())
+        .collect();
+    assert_eq!(sections, ["fabric", "udp", "sm", "sa", "control"], "{rows}");
 
     // The hosts view: one slot held by the peer, the other free.
     let rows = ask(&mut f, &path, View::Hosts);

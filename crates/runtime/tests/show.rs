@@ -417,3 +417,51 @@ fn a_labs_hosts_show_their_tun_devices_counters() {
     let neigh = Request::new(View::Neigh);
     assert_eq!(from_lab(&net, &neigh, &tuns), from_subnet(&net, &neigh));
 }
+
+/// The value of counter `name` in `s`.
+fn value(s: &CounterSection, name: &str) -> u64 {
+    s.counters
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name} in {s:?}"))
+        .1
+}
+
+// The process that runs our SM and SA (a lab) shows their counters as sections of its own
+// (`sm`, `sa`), equal to what the SM and SA count; a one-host request has none.
+#[test]
+fn a_subnets_sm_and_sa_show_their_counters() {
+    let net = subnet();
+    let all = from_subnet(&net, &Request::new(View::Counters)).unwrap();
+    let names: Vec<&str> = all.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["sm", "sa"]);
+    let (sm, sa) = (&all.sections[0], &all.sections[1]);
+    let smp = net.smp_sm().unwrap();
+    // Two CAs and a switch, found by one sweep at least, every SMP of it answered.
+    assert_eq!(value(sm, "nodes"), 3);
+    assert!(value(sm, "sweeps") >= 1);
+    assert_eq!(value(sm, "sweeps"), smp.stats().sweeps);
+    assert_eq!(value(sm, "smps_sent"), smp.smp_counters().sent);
+    assert!(value(sm, "smps_answered") > 0);
+    assert_eq!(value(sm, "smps_failed"), 0);
+    assert_eq!(value(sm, "trees"), net.sm().stats().trees);
+    // The hosts joined groups and asked for paths: the SA counted each request.
+    let stats = net.sa().stats();
+    assert!(stats.requests > 0);
+    assert_eq!(value(sa, "requests"), stats.requests);
+    assert_eq!(value(sa, "rmpp_refused"), 0);
+    let text = all.render(View::Counters, false);
+    assert!(text.contains("sm:\n"), "{text}");
+    assert!(text.contains("sa:\n    requests "), "{text}");
+    let rows: Value = serde_json::from_str(&all.render(View::Counters, true)).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["section"] == "sa")
+        .expect("an sa row");
+    assert!(row["host"].is_null());
+    assert_eq!(row["counters"]["requests"], stats.requests);
+    // A host's request: that host's sections only.
+    assert!(view(&net, View::Counters, "h1").sections.is_empty());
+}

@@ -1,10 +1,11 @@
 //! The control socket ([`crate::control::ControlServer`]) as an [`Endpoint`] of the real-time
 //! driver: `ipoib show` requests are answered between turns from the emulation's state at that
 //! moment, through the owner's `answer` function (for a [`Subnet`](ipoib_fabric::node::subnet::Subnet),
-//! [`crate::show::from_subnet`]). The counters view gets the server's own section (`control`).
+//! [`crate::show::from_subnet`]). The counters view gets the server's own section (`control`),
+//! which [`ControlServer`] adds to every answer of that view.
 
 use super::Endpoint;
-use crate::control::{AnswerError, ControlServer, Request, View};
+use crate::control::{AnswerError, ControlServer, Request};
 use crate::show::Answer;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -43,14 +44,7 @@ impl<E> Endpoint<E> for ControlEndpoint<E> {
     /// always left drained: it reports 0 inputs whatever it answered.
     fn on_readable(&mut self, emu: &mut E, _budget: usize) -> io::Result<usize> {
         let answer = &mut self.answer;
-        let before = self.server.counters();
-        let mut handler = |req: &Request| {
-            let mut a = answer(emu, req)?;
-            if req.view == View::Counters && req.host.is_none() {
-                a.sections.push(before.section());
-            }
-            Ok(a)
-        };
+        let mut handler = |req: &Request| answer(emu, req);
         self.server.poll(&mut handler);
         Ok(0)
     }

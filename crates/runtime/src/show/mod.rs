@@ -24,7 +24,8 @@
 //!   `rx_packets`;
 //! - `counters`: `host` (null for a section of the whole process), `section`, `counters` (an
 //!   object of name → value); a host with a TUN device (a lab's, an attach process's) has a
-//!   section `tun` ([`tun_section`]);
+//!   section `tun` ([`tun_section`]); a process that runs our SM and SA (a lab, a fabric) has
+//!   the sections `sm` and `sa` ([`sm_section`], [`sa_section`]);
 //! - `hosts` (a fabric process's slots): `host` (`ca<N>`, N the CA's topology node), `node_guid`,
 //!   `port_guid`, `lid`, `peer` (the UDP address of the attached host, or null), `state`
 //!   (`attached`, `free`), `from_host`, `to_host`, `dropped` (packets from the host dropped by
@@ -35,8 +36,10 @@ mod render;
 use crate::control::{AnswerError, Request, View};
 use crate::tun::TunCounters;
 use ipoib_fabric::node::ipoib::IpoibApp;
-use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::node::sm::SmpSm;
+use ipoib_fabric::node::subnet::{SmMode, SmStats, Subnet};
 use ipoib_proto::ipoib::{ConnState, DropReason, Interface, NeighbourState};
+use ipoib_proto::sa::SaStats;
 use ipoib_wire::cm::TransportServiceType;
 use ipoib_wire::ipoib::{HwAddr, IpVersion, IpoibMgid};
 use ipoib_wire::sa::{JoinState, Rate};
@@ -476,10 +479,66 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
             ))
         })
         .collect();
-    Ok(Answer {
-        hosts,
-        sections: Vec::new(),
-    })
+    let mut sections = Vec::new();
+    if req.view == View::Counters && req.host.is_none() && net.sm_mode() == SmMode::Ours {
+        let sm = net.sm();
+        if let Some(smp) = net.smp_sm() {
+            sections.push(sm_section(smp, &sm.stats()));
+        }
+        sections.push(sa_section(&net.sa().stats()));
+    }
+    Ok(Answer { hosts, sections })
+}
+
+/// Our subnet manager's counters as the process's section `sm`: its sweeps by SMPs (`sweeps`,
+/// `incomplete_sweeps`, `nodes` discovered, `discovery_failures`, `traps` received, the
+/// bring-up's `sets` and `set_failures`, `mft_sets`, `resubmitted` SMPs), its SMP transport
+/// (`smps_sent`, `smps_resent`, `smps_answered`, `smps_failed`, `smps_unmatched`: late or
+/// duplicate responses) and its multicast work (`sa_events`, `trees`, `mft_writes`,
+/// `unknown_members`).
+pub fn sm_section(smp: &SmpSm, app: &SmStats) -> CounterSection {
+    let (s, t) = (smp.stats(), smp.smp_counters());
+    let mut c = CounterSection::new("sm");
+    c.push("sweeps", s.sweeps)
+        .push("incomplete_sweeps", s.incomplete_sweeps)
+        .push("nodes", s.nodes)
+        .push("discovery_failures", s.discovery_failures)
+        .push("traps", s.traps)
+        .push("sets", s.sets)
+        .push("set_failures", s.set_failures)
+        .push("mft_sets", s.mft_sets)
+        .push("resubmitted", s.resubmitted)
+        .push("smps_sent", t.sent)
+        .push("smps_resent", t.resent)
+        .push("smps_answered", t.answered)
+        .push("smps_failed", t.failed)
+        .push("smps_unmatched", t.unmatched)
+        .push("sa_events", app.sa_events)
+        .push("trees", app.trees)
+        .push("mft_writes", app.mft_writes)
+        .push("unknown_members", app.unknown_members);
+    c
+}
+
+/// Our SA's counters as the process's section `sa`: `requests`, the MADs it dropped by reason
+/// (`dropped_<reason>`, e.g. a wrong SM_Key, an unsupported method or attribute, an unknown
+/// source), `reports_sent` and `reports_lost` (InformInfo notices), its RMPP transfers
+/// (`rmpp_started`, `rmpp_done`, `rmpp_failed`, `rmpp_refused`: GetTables past its bound of open
+/// transfers) and `no_mlid` (groups refused for want of an MLID).
+pub fn sa_section(s: &SaStats) -> CounterSection {
+    let mut c = CounterSection::new("sa");
+    c.push("requests", s.requests);
+    for (reason, n) in &s.dropped {
+        c.push(format!("dropped_{reason}"), *n);
+    }
+    c.push("reports_sent", s.reports_sent)
+        .push("reports_lost", s.reports_lost)
+        .push("rmpp_started", s.rmpp_started)
+        .push("rmpp_done", s.rmpp_done)
+        .push("rmpp_failed", s.rmpp_failed)
+        .push("rmpp_refused", s.rmpp_refused)
+        .push("no_mlid", s.no_mlid);
+    c
 }
 
 /// The counters of a host's TUN device ([`crate::tun::TunEndpoint`]) as its section `tun`, the

@@ -2,12 +2,13 @@
 //! (`<run dir>/fabric-<port>.sock`): its slots as hosts (`hosts` view: identity, LID, the peer
 //! holding it), and counters (`counters` view): one section per slot of what its identity checks
 //! dropped (docs/UDP-FABRIC.md "Protocol"), the fabric's own (garbage datagrams, unknown
-//! sessions, attaches, detaches, silence timeouts, queue drops), the socket's. The interface
+//! sessions, attaches, detaches, silence timeouts, queue drops), the socket's, and those of our
+//! SM and SA (`sm`, `sa`) when the fabric runs them. The interface
 //! views (`neigh`, `paths`, ...) have no rows: the fabric runs no IPoIB interface.
 
 use super::FabricEmu;
 use crate::control::{AnswerError, Request, View};
-use crate::show::{Answer, CounterSection, HostShow, SlotEntry};
+use crate::show::{sa_section, sm_section, Answer, CounterSection, HostShow, SlotEntry};
 use std::collections::BTreeMap;
 
 /// The name of the slot of topology node `ca`.
@@ -101,6 +102,12 @@ impl FabricEmu {
                 .push("sent", self.io.sent)
                 .push("send_errors", self.io.send_errors);
             sections.push(s);
+            if let (Some(smp), Some(app)) = (server.smp_sm(), server.sm_app()) {
+                sections.push(sm_section(smp, &app.stats()));
+            }
+            if let Some(sa) = server.sa() {
+                sections.push(sa_section(&sa.stats()));
+            }
         }
         Ok(Answer { hosts, sections })
     }

@@ -295,6 +295,13 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             .agent::<SaServer>(self.sa)
     }
 
+    /// The SM application (its multicast counters).
+    pub fn sm_app(&self) -> Option<&SmApp> {
+        self.sim
+            .node::<Host>(self.sm_node)?
+            .app::<SmApp>(self.sm_app)
+    }
+
     /// The SM's SMP agent.
     pub fn smp_sm(&self) -> Option<&SmpSm> {
         let host = self.sim.node::<Host>(self.sm_node)?;
