@@ -485,7 +485,7 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
         if let Some(smp) = net.smp_sm() {
             sections.push(sm_section(smp, &sm.stats()));
         }
-        sections.push(sa_section(&net.sa().stats()));
+        sections.push(sa_section(net.sa().stats()));
     }
     Ok(Answer { hosts, sections })
 }

@@ -106,7 +106,7 @@ impl FabricEmu {
                 sections.push(sm_section(smp, &app.stats()));
             }
             if let Some(sa) = server.sa() {
-                sections.push(sa_section(&sa.stats()));
+                sections.push(sa_section(sa.stats()));
             }
         }
         Ok(Answer { hosts, sections })
