@@ -37,7 +37,7 @@ mod tests;
 pub use client::{RequestId, SaClient, SaClientConfig, SaClientError, SaClientEvent, SaResponse};
 pub use server::{
     resp_time_value, McastGroupInfo, SaServer, SaServerConfig, SaStats, CAP_MASK, CAP_MASK2,
-    MAX_SERVICES,
+    MAX_INFORMS, MAX_SERVICES,
 };
 
 use ipoib_wire::sa::JoinState;

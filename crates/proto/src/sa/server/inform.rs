@@ -3,8 +3,10 @@
 //!
 //! Set(InformInfo): another method -> METHOD_ATTR_UNSUPPORTED; Subscribe above 1, a security trap
 //! (256-259) without an SM_Key, or unsubscribing what was never subscribed -> ERR_REQ_INVALID
-//! (OpenSM 430A, 430B, 4307). The report address is the Set's source address (OpenSM copies the
-//! MAD address, C13-32.1.2), its QP replacing the InformInfo QPN as OpenSM does.
+//! (OpenSM 430A, 430B, 4307); a new subscription past [`MAX_INFORMS`] -> ERR_NO_RESOURCES,
+//! Subscribe 0 (OpenSM 4306, when its allocation fails). The report address is the Set's source
+//! address (OpenSM copies the MAD address, C13-32.1.2), its QP replacing the InformInfo QPN as
+//! OpenSM does.
 //!
 //! Reports: a generic notice matches a subscription when IsGeneric agrees and TrapNumber, Type and
 //! ProducerType are equal or "all" (0xFFFF, 0xFFFF, 0xFFFFFF), and the issuer is the subscribed
@@ -22,6 +24,11 @@ use ipoib_wire::mad::{
 use ipoib_wire::sa::{InformInfoRepr, SaAttribute, SaHeaderRepr, SaMadRepr};
 use ipoib_wire::{Gid, QKey};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Subscriptions kept at most. OpenSM keeps as many as memory holds and answers a Set it cannot
+/// allocate ERR_NO_RESOURCES with Subscribe 0 (osm_sa_informinfo.c "ERR 4306"); this SA answers
+/// so past this count (docs/OPENSM-LIMITS.md).
+pub const MAX_INFORMS: usize = 4096;
 
 /// Byte of the Subscribe field inside the MAD (SA data at 56, InformInfo byte 23).
 const SUBSCRIBE_BYTE: usize = 56 + 23;
@@ -150,6 +157,14 @@ impl SaServer {
             .position(|s| same_subscription(s, &sub));
         match (r.subscribe, found) {
             (true, Some(i)) => self.informs.subs[i] = sub,
+            (true, None) if self.informs.subs.len() >= MAX_INFORMS => {
+                // OpenSM "ERR 4306": NO_RESOURCES, Subscribe 0 in the answer (o13-13.1.1).
+                let mut raw = [0u8; MAD_LEN];
+                raw.copy_from_slice(&req.raw[..MAD_LEN]);
+                raw[SUBSCRIBE_BYTE] = 0;
+                let status = MadStatus::sa(SaStatus::NoResources);
+                return self.respond_error(&raw, &req.from, status);
+            }
             (true, None) => self.informs.subs.push(sub),
             (false, Some(i)) => {
                 self.informs.subs.remove(i);

@@ -7,7 +7,8 @@
 //! ServiceRecord Set or Delete: ERR_REQ_INVALID), or carrying an SM_Key neither 0 nor the SA's,
 //! or a method, attribute or Set/Delete OpenSM does not serve, is dropped and counted, as OpenSM
 //! drops it (docs/OPENSM-LIMITS.md); the open RMPP transfers stay within
-//! [`SaServerConfig::max_rmpp_transfers`] and [`SaServerConfig::max_rmpp_bytes`]; nothing here
+//! [`SaServerConfig::max_rmpp_transfers`] and [`SaServerConfig::max_rmpp_bytes`], the
+//! InformInfo subscriptions within [`MAX_INFORMS`]; nothing here
 //! panics on MAD data; output order depends only on the inputs and the seed.
 
 mod class_port_info;
@@ -42,6 +43,7 @@ use ipoib_wire::{Gid, QKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+pub use inform::MAX_INFORMS;
 pub use mcast::McastGroupInfo;
 pub use services::MAX_SERVICES;
 

@@ -1,9 +1,10 @@
 //! What the SA holds for bad input, and the header of its single answers: RMPP transfers bounded
-//! in number and bytes under a flood of GetTables; AttributeOffset of a one-record GetResp as
-//! OpenSM fills it (docs/OPENSM-LIMITS.md).
+//! in number and bytes under a flood of GetTables, InformInfo subscriptions under a flood of Sets;
+//! AttributeOffset of a one-record GetResp as OpenSM fills it (docs/OPENSM-LIMITS.md).
 
 use super::*;
-use ipoib_wire::mad::Method;
+use crate::sa::MAX_INFORMS;
+use ipoib_wire::mad::{InformInfoRepr, Method};
 use ipoib_wire::sa::{PathRecordRepr, SaAttribute};
 
 fn pr_table(tid: u64) -> Vec<u8> {
@@ -139,4 +140,42 @@ fn a_single_record_answer_carries_the_records_attribute_offset() {
     );
     assert_eq!(offset(&mut net, m), 7);
     assert_eq!(offset(&mut net, SaMadRepr::class_port_info_get(2)), 0);
+}
+
+// Bad input keeps memory bounded: a flood of InformInfo Sets, each a different subscription (here
+// TrapNumber 1000 + i from hosts 2..=7), keeps at most MAX_INFORMS; past it the Set is answered
+// ERR_NO_RESOURCES with Subscribe 0, as OpenSM answers when it cannot allocate the subscription
+// (osm_sa_informinfo.c "ERR 4306", o13-13.1.1). An unsubscription frees room for one more.
+#[test]
+fn an_inform_info_flood_keeps_at_most_max_informs() {
+    let mut net = Net::default(6);
+    let set = |net: &mut Net, i: usize, subscribe: bool| {
+        let lid = 2 + (i % 6) as u16;
+        let trap = 1000 + (i / 6) as u16;
+        let info = InformInfoRepr::generic(subscribe, trap, 1);
+        let m = SaMadRepr::request(Method::Set, i as u64, 0, SaAttribute::InformInfo(info));
+        let outs = sa_answers(net, lid, m.to_bytes().to_vec());
+        assert_eq!(outs.len(), 1, "one answer to Set {i}");
+        SaMadRepr::parse(&outs[0].mad).expect("answer parses")
+    };
+    for i in 0..MAX_INFORMS {
+        let a = set(&mut net, i, true);
+        assert_eq!(a.header.status, MadStatus::SUCCESS, "Set {i}");
+    }
+    for i in MAX_INFORMS..MAX_INFORMS + 10 {
+        let a = set(&mut net, i, true);
+        assert_eq!(
+            a.header.status,
+            MadStatus::sa(SaStatus::NoResources),
+            "Set {i}"
+        );
+        assert!(
+            matches!(a.attribute, SaAttribute::InformInfo(r) if !r.subscribe),
+            "Subscribe 0 in the refusal: {:?}",
+            a.attribute
+        );
+    }
+    assert_eq!(set(&mut net, 0, false).header.status, MadStatus::SUCCESS);
+    let a = set(&mut net, MAX_INFORMS, true);
+    assert_eq!(a.header.status, MadStatus::SUCCESS);
 }
