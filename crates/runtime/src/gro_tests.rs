@@ -400,3 +400,34 @@ proptest! {
         check_runs(&bad);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Hostile input: segments cut short, lengthened or overwritten anywhere never make
+    /// `run_len` or `coalesce` panic, and a run found still passes [`check_runs`].
+    #[test]
+    fn truncated_or_garbled_packets_never_panic(
+        v4 in any::<bool>(),
+        cuts in proptest::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 1..6),
+    ) {
+        let mut segs = segments_of(v4, &payload(5000), 7, 1000);
+        for (k, at, b) in cuts {
+            let k = k % segs.len();
+            match b % 3 {
+                0 => {
+                    let n = segs[k].len() + 1;
+                    segs[k].truncate(at % n);
+                }
+                1 => segs[k].extend_from_slice(&[b; 3]),
+                _ => {
+                    let n = segs[k].len().max(1);
+                    if let Some(x) = segs[k].get_mut(at % n) {
+                        *x = b;
+                    }
+                }
+            }
+        }
+        check_runs(&segs);
+    }
+}
