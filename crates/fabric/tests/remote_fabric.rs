@@ -73,6 +73,81 @@ fn a_remote_hosts_rc_window_spans_the_path_between_processes() {
     assert!(most > 200, "at most {most} datagrams in flight");
 }
 
+// A host that takes a step's datagrams as `ipoib attach` does (`RemoteHost::queue_datagram`:
+// each packet onto the host's cable without running the host, then one run for all of them)
+// behaves as one that runs its host after each datagram (`RemoteHost::handle_datagram`): the
+// same datagrams reach the fabric at the same times, the same packets reach the OS. And a queued
+// packet waits, at the host's present, for the run.
+#[test]
+fn queued_datagrams_run_once_and_change_nothing_on_the_wire() {
+    let run = |queued: bool| {
+        let mut net = Net::new_external_connected(2, 9);
+        net.queued = queued;
+        assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+        let first = udp4(addr(0), addr(1), 64, b"first");
+        net.send_from_os(0, &first);
+        net.run_for(Duration::from_millis(300));
+        let big = udp4(addr(0), addr(1), 64, &vec![0x5a; 60_000 - 28]);
+        for _ in 0..8 {
+            net.send_from_os(0, &big);
+        }
+        net.run_for(Duration::from_millis(300));
+        let back = udp4(addr(1), addr(0), 64, b"back");
+        net.send_from_os(1, &back);
+        net.run_for(Duration::from_millis(300));
+        (
+            std::mem::take(&mut net.to_fabric),
+            net.take_to_os(1),
+            net.take_to_os(0),
+        )
+    };
+    let (per_datagram, queued) = (run(false), run(true));
+    assert_eq!(queued.1.len(), 9, "every packet reached B's OS");
+    assert_eq!(queued.2.len(), 1, "the answer reached A's OS");
+    assert!(per_datagram.0.len() > 100, "{}", per_datagram.0.len());
+    assert!(
+        per_datagram == queued,
+        "the same datagrams, times and packets"
+    );
+
+    // A queued packet is on the cable at the present, not yet run.
+    let mut net = Net::new_external_connected(2, 9);
+    net.queued = true;
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    net.send_from_os(0, &udp4(addr(0), addr(1), 64, b"x"));
+    let deadline = net.now + SEC;
+    let mut checked = 0;
+    while checked == 0 {
+        assert!(net.step(deadline), "a packet for B");
+        // What the fabric sent in this step, taken before the next step puts it on the wire.
+        while let Some((to, d)) = net.fabric.poll_transmit() {
+            let packet = matches!(
+                DatagramRepr::parse(&d),
+                Ok(DatagramRepr {
+                    message: MessageRepr::Packet(_),
+                    ..
+                })
+            );
+            if to != 1 || !packet {
+                continue;
+            }
+            let h = &mut net.peers[1].host;
+            let now = h.now();
+            let delivered = h.uplink().unwrap().counters().from_network;
+            h.queue_datagram(now, &d);
+            assert_eq!(h.uplink().unwrap().counters().from_network, delivered + 1);
+            assert_eq!(
+                h.sim().unwrap().next_event_at(),
+                Some(now),
+                "waits for the run"
+            );
+            h.handle_timeout(now);
+            assert!(h.sim().unwrap().next_event_at().is_none_or(|t| t > now));
+            checked += 1;
+        }
+    }
+}
+
 #[test]
 fn two_hosts_attach_join_and_ping() {
     let mut net = Net::new(2, 1);

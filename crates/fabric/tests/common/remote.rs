@@ -39,6 +39,11 @@ pub struct Net {
     pub now: Instant,
     /// The PortConfig messages the fabric sent, in order: (peer, port, PortState).
     pub configs: Vec<(u8, u8, PortStateCode)>,
+    /// Hosts take their datagrams as `ipoib attach` does ([`RemoteHost::queue_datagram`], then
+    /// one run of the host at the step's time) rather than one run per datagram.
+    pub queued: bool,
+    /// Every datagram the fabric took: (time, from host, bytes).
+    pub to_fabric: Vec<(Instant, u8, Vec<u8>)>,
 }
 
 /// Host `i`'s address: 10.0.0.(i + 2) (10.0.0.1 would be the SM's CA).
@@ -111,6 +116,8 @@ impl Net {
             latency: Duration::from_micros(20),
             now,
             configs: Vec::new(),
+            queued: false,
+            to_fabric: Vec::new(),
         }
     }
 
@@ -220,14 +227,22 @@ impl Net {
             .into_iter()
             .partition(|w| w.0 <= now);
         self.wire = rest;
+        let mut got = vec![false; self.peers.len()];
         for (_, to_fabric, peer, d) in due {
             if to_fabric {
                 self.fabric.handle_datagram(now, peer, &d);
+                self.to_fabric.push((now, peer, d));
             } else if let Some(p) = self.peers.get_mut(usize::from(peer)) {
-                if p.alive {
+                if p.alive && self.queued {
+                    p.host.queue_datagram(now, &d);
+                    got[usize::from(peer)] = true;
+                } else if p.alive {
                     p.host.handle_datagram(now, &d);
                 }
             }
+        }
+        for (p, _) in self.peers.iter_mut().zip(got).filter(|(_, g)| *g) {
+            p.host.handle_timeout(now);
         }
         if self.fabric.poll_timeout().is_some_and(|t| t <= now) {
             self.fabric.handle_timeout(now);

@@ -238,9 +238,11 @@ impl Emulation for AttachEmu {
 
 impl DatagramPeer for AttachEmu {
     fn on_datagram(&mut self, _from: SocketAddr, data: &[u8]) {
-        // The socket is connected: only the fabric's datagrams arrive.
+        // The socket is connected: only the fabric's datagrams arrive. A packet waits on the
+        // host's cable for the driver's run of the turn (`Emulation::run_until`), which takes
+        // all the turn's packets in one run of the host.
         let now = self.host.now();
-        self.host.handle_datagram(now, data);
+        self.host.queue_datagram(now, data);
     }
     fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
         self.host.poll_transmit_parts().map(|d| (None, d))

@@ -509,6 +509,31 @@ impl RemoteHost {
         self.process(now);
     }
 
+    /// One datagram from the fabric at `now`, its packet put on the host's cable without
+    /// running the host: the packet waits there, at `now`, for the next run
+    /// ([`RemoteHost::handle_timeout`]), which takes every packet a turn brought in one run of
+    /// the host's simulator instead of one run per datagram as [`RemoteHost::handle_datagram`]
+    /// does. A datagram that is not a packet (an accept, a configuration, a loss) is handled as
+    /// by [`RemoteHost::handle_datagram`], at once. `now` before the host's present is taken as
+    /// the present, as everywhere here.
+    pub fn queue_datagram(&mut self, now: Instant, data: &[u8]) {
+        let behind = self.host.as_ref().is_some_and(|h| h.sim.now() < now);
+        if behind || now > self.now {
+            self.advance(now);
+        }
+        let now = self.now;
+        let buf = self
+            .host
+            .as_mut()
+            .map(|h| h.sim.spare())
+            .unwrap_or_default();
+        self.link.handle_datagram_in(now, data, buf);
+        if self.apply_events(now) {
+            self.advance(now);
+            self.send_uplink();
+        }
+    }
+
     /// Runs `f` on the host device now (a ping, a group join, leaving before a detach), then
     /// lets the host act at once. `None` before the host is built.
     pub fn with_host<R>(
@@ -566,7 +591,28 @@ impl RemoteHost {
 
     /// Applies the protocol's events to the host and sends what the host sent.
     fn process(&mut self, now: Instant) {
+        self.apply_events(now);
+        self.advance(now);
+        self.send_uplink();
+    }
+
+    /// Sends what the host's HCA sent the uplink.
+    fn send_uplink(&mut self) {
+        if let Some(h) = &mut self.host {
+            if let Some(u) = h.sim.node_mut::<Uplink>(h.uplink) {
+                while let Some(p) = u.poll_to_network() {
+                    self.link.send_packet_buf(p);
+                }
+            }
+        }
+    }
+
+    /// Applies the protocol's events to the host without running it (a packet goes onto the
+    /// cable at the host's present). True when one of them was not a packet.
+    fn apply_events(&mut self, now: Instant) -> bool {
+        let mut other = false;
         while let Some(e) = self.link.poll_event() {
+            other |= !matches!(e, HostLinkEvent::Packet(_));
             match e {
                 HostLinkEvent::Attached(a) => {
                     // The same identity: the cable stays as it is until the PortConfig of the
@@ -601,14 +647,7 @@ impl RemoteHost {
                 self.status.pop_front();
             }
         }
-        self.advance(now);
-        if let Some(h) = &mut self.host {
-            if let Some(u) = h.sim.node_mut::<Uplink>(h.uplink) {
-                while let Some(p) = u.poll_to_network() {
-                    self.link.send_packet_buf(p);
-                }
-            }
-        }
+        other
     }
 
     fn build(&mut self, now: Instant, a: &AttachAccept) {
