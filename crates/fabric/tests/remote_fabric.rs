@@ -74,10 +74,12 @@ fn a_remote_hosts_rc_window_spans_the_path_between_processes() {
 }
 
 // A host that takes a step's datagrams as `ipoib attach` does (`RemoteHost::queue_datagram`:
-// each packet onto the host's cable without running the host, then one run for all of them)
-// behaves as one that runs its host after each datagram (`RemoteHost::handle_datagram`): the
-// same datagrams reach the fabric at the same times, the same packets reach the OS. And a queued
-// packet waits, at the host's present, for the run.
+// each packet onto the host's cable without running the host, then one run for all of them),
+// and a fabric that takes them as `ipoib fabric` does (`FabricServer::queue_datagram`: what the
+// slots queue for the hosts moved into datagrams once, by the run), behave as those that run
+// after each datagram (`handle_datagram`): the same datagrams reach the fabric at the same
+// times, the same packets reach the OS. And a queued packet waits, at the host's present, for
+// the run.
 #[test]
 fn queued_datagrams_run_once_and_change_nothing_on_the_wire() {
     let run = |queued: bool| {

@@ -39,8 +39,9 @@ pub struct Net {
     pub now: Instant,
     /// The PortConfig messages the fabric sent, in order: (peer, port, PortState).
     pub configs: Vec<(u8, u8, PortStateCode)>,
-    /// Hosts take their datagrams as `ipoib attach` does ([`RemoteHost::queue_datagram`], then
-    /// one run of the host at the step's time) rather than one run per datagram.
+    /// The fabric and the hosts take their datagrams as `ipoib fabric` and `ipoib attach` do
+    /// ([`FabricServer::queue_datagram`], [`RemoteHost::queue_datagram`], then one run at the
+    /// step's time) rather than one run per datagram.
     pub queued: bool,
     /// Every datagram the fabric took: (time, from host, bytes).
     pub to_fabric: Vec<(Instant, u8, Vec<u8>)>,
@@ -228,8 +229,13 @@ impl Net {
             .partition(|w| w.0 <= now);
         self.wire = rest;
         let mut got = vec![false; self.peers.len()];
+        let mut fabric_got = false;
         for (_, to_fabric, peer, d) in due {
-            if to_fabric {
+            if to_fabric && self.queued {
+                self.fabric.queue_datagram(now, peer, &d);
+                self.to_fabric.push((now, peer, d));
+                fabric_got = true;
+            } else if to_fabric {
                 self.fabric.handle_datagram(now, peer, &d);
                 self.to_fabric.push((now, peer, d));
             } else if let Some(p) = self.peers.get_mut(usize::from(peer)) {
@@ -240,6 +246,9 @@ impl Net {
                     p.host.handle_datagram(now, &d);
                 }
             }
+        }
+        if fabric_got {
+            self.fabric.handle_timeout(now);
         }
         for (p, _) in self.peers.iter_mut().zip(got).filter(|(_, g)| *g) {
             p.host.handle_timeout(now);

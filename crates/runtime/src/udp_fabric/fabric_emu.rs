@@ -50,8 +50,10 @@ impl Emulation for FabricEmu {
 
 impl DatagramPeer for FabricEmu {
     fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
+        // What the slots queue for their hosts is moved into datagrams by the turn's run
+        // (`Emulation::run_until`), once for all the turn's datagrams.
         let now = self.server.sim().now();
-        self.server.handle_datagram(now, from, data);
+        self.server.queue_datagram(now, from, data);
     }
     fn next_datagram(&mut self) -> Option<(Option<SocketAddr>, Outgoing)> {
         self.server.poll_transmit_parts().map(|(a, d)| (Some(a), d))

@@ -385,6 +385,19 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
     /// One datagram from `from`, at `now`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, data: &[u8]) {
         self.advance(now);
+        self.queue_datagram(now, from, data);
+        self.drain();
+    }
+
+    /// [`FabricServer::handle_datagram`] without moving what the slots queued for their hosts
+    /// into datagrams: a caller that takes several datagrams in a row and then runs the fabric
+    /// ([`FabricServer::handle_timeout`], which does) moves them once, not once per datagram.
+    /// A host's packet is put on the slot's port at the fabric's present, as by
+    /// [`FabricServer::handle_datagram`].
+    pub fn queue_datagram(&mut self, now: Instant, from: A, data: &[u8]) {
+        if now > self.sim.now() {
+            self.advance(now);
+        }
         self.counters.datagrams += 1;
         match DatagramRepr::parse(data) {
             Ok(d) => self.handle_message(from, d),
@@ -400,7 +413,6 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             }
             Err(_) => self.counters.malformed += 1,
         }
-        self.drain();
     }
 
     fn handle_message(&mut self, from: A, d: DatagramRepr<'_>) {
