@@ -15,7 +15,12 @@
 //! 2. the emulation runs up to the present plus [`Config::slack`] ([`Emulation::run_until`]): the
 //!    chain of sub-microsecond events a packet causes (link, switch, link, host) completes in one
 //!    turn instead of needing sleeps shorter than the operating system can give;
-//! 3. every endpoint takes what the emulation produced for it ([`Endpoint::flush`]);
+//! 3. every endpoint takes what the emulation produced for it ([`Endpoint::flush`]), the
+//!    answering endpoints ([`Driver::add_answering`]: a TUN device, whose kernel may answer a
+//!    packet inside the write) first: when they wrote something, the driver looks once more,
+//!    without blocking, whether they became readable, reads them, runs the emulation again, and
+//!    only then flushes the others, so that the answer leaves with the rest of the turn's output
+//!    instead of in a turn of its own after it;
 //! 4. the thread sleeps in epoll(7) (through mio) on every endpoint's file and the stop file
 //!    until one is readable or the emulation's next event is due (less the slack), at most
 //!    [`Config::max_sleep`]. With nothing due and nothing arriving it sleeps the whole
@@ -231,6 +236,8 @@ pub struct Driver<E> {
     trace: bool,
     /// When the last turn that moved something ended ([`Config::busy_poll`]).
     last_active: Option<Wall>,
+    /// Per endpoint: added by [`Driver::add_answering`].
+    answering: Vec<bool>,
 }
 
 impl<E> std::fmt::Debug for Driver<E> {
@@ -269,6 +276,7 @@ impl<E: Emulation> Driver<E> {
             stats: Stats::default(),
             trace: false,
             last_active: None,
+            answering: Vec::new(),
         })
     }
 
@@ -282,6 +290,20 @@ impl<E: Emulation> Driver<E> {
             .register(&mut SourceFd(&fd), Token(i), Interest::READABLE)?;
         self.endpoints.push(ep);
         self.ready.push(true);
+        self.answering.push(false);
+        Ok(i)
+    }
+
+    /// Adds an endpoint whose writes the operating system may answer within the write: a TUN
+    /// device, into which Linux's stack takes a written packet inside write(2) and queues what
+    /// it answers (an ICMP echo reply, an ARP reply) before the call returns (docs/UDP-FABRIC.md,
+    /// "Wake-ups of a round trip"). It is flushed before the other endpoints, and when it wrote
+    /// something the driver reads its answer, runs the emulation and only then flushes the
+    /// others (module docs, step 3): the answer leaves in the same turn, together with what the
+    /// turn had for them (an RC acknowledgement), rather than in a turn of its own after them.
+    pub fn add_answering(&mut self, ep: Box<dyn Endpoint<E>>) -> io::Result<usize> {
+        let i = self.add(ep)?;
+        self.answering[i] = true;
         Ok(i)
     }
 
@@ -314,7 +336,9 @@ impl<E: Emulation> Driver<E> {
     /// Prints, on standard error, one line for every turn that moved something (or whose run of
     /// the emulation took 500 µs or more): the inputs and outputs, the wall time of reading the
     /// files (and the thread's CPU time of it), of running the emulation, of each endpoint's
-    /// flush, the sleep allowed before the turn, how long the thread was away in it (the sleep
+    /// flush (the answering endpoints' first, [`Driver::add_answering`]; after `answers N us`,
+    /// the time of looking for and reading their answers and running again, every endpoint's
+    /// again), the sleep allowed before the turn, how long the thread was away in it (the sleep
     /// and its wake-up), and the wall-clock time at the turn's end (to line it up with
     /// `ping -D`). A diagnostic of where a packet's time goes (docs/benchmarks/udp.md,
     /// docs/benchmarks/lab-connected.md), off by default.
@@ -392,8 +416,25 @@ impl<E: Emulation> Driver<E> {
         if let Some(t) = &mut trace {
             t.run_done();
         }
-        for ep in &mut self.endpoints {
-            self.stats.outputs += ep.flush(&mut self.emu)? as u64;
+        // Answering endpoints first (`Driver::add_answering`).
+        let mut wrote = false;
+        for i in (0..self.endpoints.len()).filter(|&i| self.answering[i]) {
+            let n = self.endpoints[i].flush(&mut self.emu)?;
+            self.stats.outputs += n as u64;
+            wrote |= n > 0;
+            if let Some(t) = &mut trace {
+                t.flushed();
+            }
+        }
+        let answered = wrote && self.read_answers(batch)?;
+        if let Some(t) = trace.as_mut().filter(|_| wrote) {
+            t.answers_done();
+        }
+        for i in 0..self.endpoints.len() {
+            if self.answering[i] && !answered {
+                continue;
+            }
+            self.stats.outputs += self.endpoints[i].flush(&mut self.emu)? as u64;
             if let Some(t) = &mut trace {
                 t.flushed();
             }
@@ -432,6 +473,31 @@ impl<E: Emulation> Driver<E> {
                 _ => {}
             }
         }
+    }
+
+    /// After the answering endpoints wrote: polls the files without blocking, reads the
+    /// answering endpoints that became readable and runs the emulation to the present plus the
+    /// slack again. True when something was read. (What became readable besides stays marked
+    /// ready for the next turn, which then does not sleep.)
+    fn read_answers(&mut self, batch: usize) -> io::Result<bool> {
+        self.wait(Duration::ZERO)?;
+        let mut read = 0;
+        for i in 0..self.endpoints.len() {
+            if !self.answering[i] || !self.ready[i] {
+                continue;
+            }
+            let n = self.endpoints[i].on_readable(&mut self.emu, batch)?;
+            self.stats.inputs += n as u64;
+            self.ready[i] = n >= batch;
+            read += n;
+        }
+        if read == 0 {
+            return Ok(false);
+        }
+        let target = self.clock.virtual_at(Wall::now()) + self.cfg.slack;
+        let target = target.max(self.emu.now());
+        self.emu.run_until(target);
+        Ok(true)
     }
 
     /// Until when the coming sleep is to be replaced by busy polling ([`Config::busy_poll`]):
@@ -504,6 +570,8 @@ struct TurnTrace {
     read_cpu: Duration,
     run: Duration,
     flushes: Vec<Duration>,
+    /// The look for the answering endpoints' answers, their read and the run after it.
+    answers: Option<Duration>,
     mark: Wall,
 }
 
@@ -526,6 +594,7 @@ impl TurnTrace {
             read_cpu: Duration::ZERO,
             run: Duration::ZERO,
             flushes: Vec::new(),
+            answers: None,
             mark: now,
         }
     }
@@ -548,6 +617,12 @@ impl TurnTrace {
         self.mark = now;
     }
 
+    fn answers_done(&mut self) {
+        let now = Wall::now();
+        self.answers = Some(now - self.mark);
+        self.mark = now;
+    }
+
     /// Writes the turn's line to standard error (a closed one is no reason to stop the driver).
     fn print(self, after: Stats) {
         let _ = self.write_line(after, &mut io::stderr());
@@ -564,14 +639,18 @@ impl TurnTrace {
         }
         let us = |d: Duration| d.as_micros();
         let flushes: Vec<u128> = self.flushes.iter().map(|&d| us(d)).collect();
+        let answers = self
+            .answers
+            .map(|d| format!(" answers {} us", us(d)))
+            .unwrap_or_default();
         // Wall-clock time, to line the turn up with other programs' timestamps (`ping -D`).
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         writeln!(
             out,
-            "turn: in {inputs} out {outputs} read {} us (cpu {} us) run {} us flush {flushes:?} us, \
-             allowed to sleep {} us, away {} us, at {}.{:06}",
+            "turn: in {inputs} out {outputs} read {} us (cpu {} us) run {} us flush {flushes:?} \
+             us{answers}, allowed to sleep {} us, away {} us, at {}.{:06}",
             us(self.read),
             us(self.read_cpu),
             us(self.run),

@@ -339,10 +339,13 @@ impl AttachProcess {
     /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
     /// network namespace; the options must have asked for the external IP layer). Packets for
     /// the OS are written by the endpoint's own thread ([`TunEndpoint::with_writer_thread`]).
+    /// The device is an answering endpoint ([`Driver::add_answering`]): what the kernel answers
+    /// inside a write (a ping's echo reply) leaves in the same turn, with the RC
+    /// acknowledgement of the request, not in a turn and datagram of its own after it.
     pub fn add_tun(&mut self, tun: Tun) -> io::Result<()> {
         let ep = TunEndpoint::with_writer_thread(tun, AttachOsPort)?;
         let counters = ep.counters();
-        self.driver.add(Box::new(ep))?;
+        self.driver.add_answering(Box::new(ep))?;
         self.driver.emulation_mut().set_tun_counters(counters);
         Ok(())
     }
