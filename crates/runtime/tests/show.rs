@@ -6,9 +6,10 @@ use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{ConnState, ConnectedConfig, InterfaceConfig};
+use ipoib_proto::sa::SaStats;
 use ipoib_runtime::control::{AnswerError, Request, View};
 use ipoib_runtime::show::{
-    from_lab, from_subnet, ip_group, lab_host_index, lab_host_name, Answer, ConnEntry,
+    from_lab, from_subnet, ip_group, lab_host_index, lab_host_name, sa_section, Answer, ConnEntry,
     CounterSection, HostShow, McastEntry, NeighEntry, NeighState, PathEntry,
 };
 use ipoib_runtime::tun::TunCounters;
@@ -464,4 +465,41 @@ fn a_subnets_sm_and_sa_show_their_counters() {
     assert_eq!(row["counters"]["requests"], stats.requests);
     // A host's request: that host's sections only.
     assert!(view(&net, View::Counters, "h1").sections.is_empty());
+}
+
+// The SA gives its reasons for dropping a MAD as sentences (`SaServer`'s, as written in
+// crates/proto/src/sa/server/mod.rs); the section `sa` names each counter as one word,
+// `dropped_` and the reason in snake case, so that every `name  value` line of the text view is
+// two words and the JSON keys are names like the other counters'.
+#[test]
+fn the_sas_drop_reasons_are_one_word_counter_names() {
+    let mut s = SaStats::default();
+    s.dropped.insert("SM_Key neither 0 nor the SA's", 2);
+    s.dropped
+        .insert("SMInfoRecord: requester shares no P_Key with the SM", 1);
+    s.dropped.insert("method unsupported", 3);
+    let sa = sa_section(&s);
+    assert_eq!(value(&sa, "dropped_sm_key_neither_0_nor_the_sas"), 2);
+    assert_eq!(
+        value(
+            &sa,
+            "dropped_sminforecord_requester_shares_no_p_key_with_the_sm"
+        ),
+        1
+    );
+    assert_eq!(value(&sa, "dropped_method_unsupported"), 3);
+    for (n, _) in &sa.counters {
+        let word = n
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        assert!(word, "{n:?}");
+    }
+    let text = Answer {
+        hosts: Vec::new(),
+        sections: vec![sa],
+    }
+    .render(View::Counters, false);
+    for line in text.lines().skip(1) {
+        assert_eq!(line.split_whitespace().count(), 2, "{line:?}");
+    }
 }

@@ -521,15 +521,24 @@ pub fn sm_section(smp: &SmpSm, app: &SmStats) -> CounterSection {
 }
 
 /// Our SA's counters as the process's section `sa`: `requests`, the MADs it dropped by reason
-/// (`dropped_<reason>`, e.g. a wrong SM_Key, an unsupported method or attribute, an unknown
-/// source), `reports_sent` and `reports_lost` (InformInfo notices), its RMPP transfers
-/// (`rmpp_started`, `rmpp_done`, `rmpp_failed`, `rmpp_refused`: GetTables past its bound of open
-/// transfers) and `no_mlid` (groups refused for want of an MLID).
+/// (`dropped_<reason>`, the SA's reason in snake case ([`counter_name`]), e.g.
+/// `dropped_method_unsupported`, `dropped_sm_key_neither_0_nor_the_sas`,
+/// `dropped_requester_lid_unknown`), `reports_sent` and `reports_lost` (InformInfo notices), its
+/// RMPP transfers (`rmpp_started`, `rmpp_done`, `rmpp_failed`, `rmpp_refused`: GetTables past its
+/// bound of open transfers) and `no_mlid` (groups refused for want of an MLID).
 pub fn sa_section(s: &SaStats) -> CounterSection {
     let mut c = CounterSection::new("sa");
     c.push("requests", s.requests);
+    // The SA's reasons are sentences ("SM_Key neither 0 nor the SA's"); a counter's name is one
+    // word of the `name  value` lines. Two reasons of one name are summed.
+    let mut dropped = std::collections::BTreeMap::<String, u64>::new();
     for (reason, n) in &s.dropped {
-        c.push(format!("dropped_{reason}"), *n);
+        *dropped
+            .entry(format!("dropped_{}", counter_name(reason)))
+            .or_default() += *n;
+    }
+    for (name, n) in dropped {
+        c.push(name, n);
     }
     c.push("reports_sent", s.reports_sent)
         .push("reports_lost", s.reports_lost)
@@ -539,6 +548,24 @@ pub fn sa_section(s: &SaStats) -> CounterSection {
         .push("rmpp_refused", s.rmpp_refused)
         .push("no_mlid", s.no_mlid);
     c
+}
+
+/// `text` as a counter's name: ASCII letters lower-cased and digits kept, apostrophes dropped,
+/// every other run of characters one `_`, none at either end ("SM_Key neither 0 nor the SA's"
+/// -> `sm_key_neither_0_nor_the_sas`).
+pub fn counter_name(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars().filter(|&ch| ch != '\'') {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
 }
 
 /// The counters of a host's TUN device ([`crate::tun::TunEndpoint`]) as its section `tun`, the
