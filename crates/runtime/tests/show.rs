@@ -451,6 +451,8 @@ fn a_subnets_sm_and_sa_show_their_counters() {
     assert!(stats.requests > 0);
     assert_eq!(value(sa, "requests"), stats.requests);
     assert_eq!(value(sa, "rmpp_refused"), 0);
+    assert_eq!(value(sa, "informs_refused"), stats.informs_refused);
+    assert_eq!(value(sa, "services_refused"), stats.services_refused);
     let text = all.render(View::Counters, false);
     assert!(text.contains("sm:\n"), "{text}");
     assert!(text.contains("sa:\n    requests "), "{text}");

@@ -525,7 +525,8 @@ pub fn sm_section(smp: &SmpSm, app: &SmStats) -> CounterSection {
 /// `dropped_method_unsupported`, `dropped_sm_key_neither_0_nor_the_sas`,
 /// `dropped_requester_lid_unknown`), `reports_sent` and `reports_lost` (InformInfo notices), its
 /// RMPP transfers (`rmpp_started`, `rmpp_done`, `rmpp_failed`, `rmpp_refused`: GetTables past its
-/// bound of open transfers) and `no_mlid` (groups refused for want of an MLID).
+/// bound of open transfers), `no_mlid` (groups refused for want of an MLID), `informs_refused` and
+/// `services_refused` (new InformInfo subscriptions and ServiceRecords past their bounds).
 pub fn sa_section(s: &SaStats) -> CounterSection {
     let mut c = CounterSection::new("sa");
     c.push("requests", s.requests);
@@ -546,7 +547,9 @@ pub fn sa_section(s: &SaStats) -> CounterSection {
         .push("rmpp_done", s.rmpp_done)
         .push("rmpp_failed", s.rmpp_failed)
         .push("rmpp_refused", s.rmpp_refused)
-        .push("no_mlid", s.no_mlid);
+        .push("no_mlid", s.no_mlid)
+        .push("informs_refused", s.informs_refused)
+        .push("services_refused", s.services_refused);
     c
 }
 

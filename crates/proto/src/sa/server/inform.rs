@@ -163,6 +163,7 @@ impl SaServer {
                 raw.copy_from_slice(&req.raw[..MAD_LEN]);
                 raw[SUBSCRIBE_BYTE] = 0;
                 let status = MadStatus::sa(SaStatus::NoResources);
+                self.stats_mut().informs_refused += 1;
                 return self.respond_error(&raw, &req.from, status);
             }
             (true, None) => self.informs.subs.push(sub),

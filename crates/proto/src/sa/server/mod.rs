@@ -156,6 +156,10 @@ pub struct SaStats {
     /// Group creations refused with ERR_NO_RESOURCES because every MLID up to
     /// [`SaServerConfig::max_mlid`] was in use (OpenSM `get_new_mlid` failing).
     pub no_mlid: u64,
+    /// New InformInfo subscriptions refused with ERR_NO_RESOURCES past [`MAX_INFORMS`].
+    pub informs_refused: u64,
+    /// New ServiceRecords refused with ERR_NO_RESOURCES past [`MAX_SERVICES`].
+    pub services_refused: u64,
 }
 
 /// The attributes this SA serves: OpenSM 3.3.23's (osm_sa_mad_ctrl.c `sa_mad_ctrl_process`) but

@@ -129,6 +129,7 @@ impl SaServer {
         match self.services.position(&q) {
             Some(i) => self.services.list[i] = s,
             None if self.services.list.len() >= MAX_SERVICES => {
+                self.stats_mut().services_refused += 1;
                 return self.respond_sa_error(req, SaStatus::NoResources);
             }
             None => self.services.list.insert(0, s),

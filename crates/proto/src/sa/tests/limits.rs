@@ -175,6 +175,7 @@ fn an_inform_info_flood_keeps_at_most_max_informs() {
             a.attribute
         );
     }
+    assert_eq!(net.sa.stats().informs_refused, 10);
     assert_eq!(set(&mut net, 0, false).header.status, MadStatus::SUCCESS);
     let a = set(&mut net, MAX_INFORMS, true);
     assert_eq!(a.header.status, MadStatus::SUCCESS);

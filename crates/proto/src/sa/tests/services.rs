@@ -474,6 +474,7 @@ fn a_full_table_refuses_new_services_only() {
         status_of(&mut net, 2, mad(Method::Set, REG, 0, next)),
         status(SaStatus::NoResources)
     );
+    assert_eq!(net.sa.stats().services_refused, 1);
     let renamed = svc(7, 2, 60, "renamed");
     assert_eq!(
         ask(&mut net, 2, Method::Set, REG, renamed)[0].name(),
