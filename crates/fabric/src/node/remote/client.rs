@@ -498,15 +498,18 @@ impl RemoteHost {
     /// One datagram from the fabric at `now`.
     pub fn handle_datagram(&mut self, now: Instant, data: &[u8]) {
         self.advance(now);
-        // A packet is copied into a spent packet's allocation (the HCA's consumed ones,
-        // `Tx::spare`), not a new one.
-        let buf = self
-            .host
-            .as_mut()
-            .map(|h| h.sim.spare())
-            .unwrap_or_default();
+        let buf = self.spare();
         self.link.handle_datagram_in(now, data, buf);
         self.process(now);
+    }
+
+    /// A buffer for a packet from the fabric: a spent packet's allocation (the HCA's consumed
+    /// ones, `Tx::spare`), not a new one.
+    fn spare(&mut self) -> Vec<u8> {
+        self.host
+            .as_mut()
+            .map(|h| h.sim.spare())
+            .unwrap_or_default()
     }
 
     /// One datagram from the fabric at `now`, its packet put on the host's cable without
@@ -522,11 +525,7 @@ impl RemoteHost {
             self.advance(now);
         }
         let now = self.now;
-        let buf = self
-            .host
-            .as_mut()
-            .map(|h| h.sim.spare())
-            .unwrap_or_default();
+        let buf = self.spare();
         self.link.handle_datagram_in(now, data, buf);
         if self.apply_events(now) {
             self.advance(now);
