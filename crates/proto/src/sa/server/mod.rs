@@ -690,15 +690,7 @@ impl MadAgent for SaServer {
                 continue;
             };
             match tx.on_timeout(now) {
-                SendState::Active => {
-                    let to = tx.to;
-                    for s in tx.poll_segments(now) {
-                        self.push_out(MadOut {
-                            to,
-                            mad: s.to_vec(),
-                        });
-                    }
-                }
+                SendState::Active => self.send_window(k, now),
                 _ => {
                     self.transfers.remove(&k);
                     self.stats.rmpp_failed += 1;

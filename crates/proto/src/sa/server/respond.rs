@@ -122,20 +122,30 @@ impl SaServer {
             return;
         }
         self.stats.rmpp_started += 1;
-        let mut tx = RmppSender::new(
+        let tx = RmppSender::new(
             now,
             to,
             segments,
             self.cfg.rmpp_timeout,
             self.cfg.rmpp_tries,
         );
+        self.transfers.insert(key, tx);
+        self.send_window(key, now);
+    }
+
+    /// Sends the segments the window of transfer `key` lets go at `now` (the first window, one
+    /// moved on by an ACK, a resend after a timeout).
+    pub(super) fn send_window(&mut self, key: (u16, u64), now: Instant) {
+        let Some(tx) = self.transfers.get_mut(&key) else {
+            return;
+        };
+        let to = tx.to;
         for s in tx.poll_segments(now) {
             self.push_out(MadOut {
                 to,
                 mad: s.to_vec(),
             });
         }
-        self.transfers.insert(key, tx);
     }
 
     /// The RMPP transfers open now and the bytes of segments they hold together (bounded by
@@ -162,15 +172,7 @@ impl SaServer {
             _ => SendState::Failed,
         };
         match state {
-            SendState::Active => {
-                let to = tx.to;
-                for s in tx.poll_segments(now) {
-                    self.push_out(MadOut {
-                        to,
-                        mad: s.to_vec(),
-                    });
-                }
-            }
+            SendState::Active => self.send_window(key, now),
             SendState::Done => {
                 self.transfers.remove(&key);
                 self.stats.rmpp_done += 1;
