@@ -26,6 +26,7 @@ mod pcap_out;
 mod rping;
 mod show;
 mod sim;
+mod text_file;
 mod topology_arg;
 mod why;
 

@@ -83,7 +83,7 @@ fn group_origin(partitions: Option<&str>) -> String {
 /// as `PARSE WARN`, and the like) on standard error under `cmd`, the command that reads it
 /// (`ipoib sim`, `ipoib lab`, ...). An error names the option, so that "No such file" says which.
 pub(crate) fn load_partitions(cmd: &str, path: &str) -> Result<PartitionConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--partitions {path}: {e}"))?;
+    let text = crate::text_file::read("--partitions", path)?;
     let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     for w in &cfg.warnings {
         note!("{cmd}: {path}: warning: {w}");

@@ -27,7 +27,13 @@ pub fn load(
                      ibnetdiscover/ibsim net file"
                 ));
             }
-            let t = Topology::load_net(file).map_err(|e| {
+            // A pipe or a device is read as one text, bounded ([`crate::text_file`]); its
+            // `include` lines have no directory to follow, as `Topology::parse_net` says.
+            let loaded = match crate::text_file::is_small_regular_file("--topology", file)? {
+                true => Topology::load_net(file),
+                false => Topology::parse_net(&crate::text_file::read("--topology", file)?),
+            };
+            let t = loaded.map_err(|e| {
                 if e.file.is_some() {
                     e.to_string()
                 } else {

@@ -574,3 +574,61 @@ fn sim_names_where_the_broadcast_group_came_from() {
         "{text}"
     );
 }
+
+/// `ipoib` under a 1 GiB address-space limit (`ulimit -v`, POSIX `sh`): a run that would grow
+/// without bound fails there instead of taking the machine's memory.
+fn ipoib_within_1_gib(args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_ipoib"))
+        .args(args)
+        .output()
+        .expect("run sh")
+}
+
+/// A `--topology` or `--partitions` that never ends (a device, a pipe that keeps writing) was read
+/// until the OOM killer ended the process (22 GB); it is refused after a bound, with exit status
+/// 2, and a net file through a pipe still loads.
+#[test]
+fn endless_topology_or_partitions_input_is_refused_not_read_forever() {
+    for args in [
+        &["sim", "--topology", "/dev/zero"][..],
+        &["sim", "--hosts", "2", "--partitions", "/dev/zero"][..],
+        &["demo", "--topology", "/dev/zero"][..],
+    ] {
+        let o = ipoib_within_1_gib(args);
+        let flag = args[args.len() - 2];
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "ipoib {}: {flag} /dev/zero: more than 64 MiB, far more than any such file (is \
+                 it the right one?)\n",
+                args[0]
+            ),
+            "{args:?}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    let net = "Switch 2 \"S\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\nHca 1 \"H1\"\n[1] \"S\"[1]\n\n\
+               Hca 1 \"H2\"\n[1] \"S\"[2]\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["sim", "--topology", "/dev/stdin", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(net.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: Json = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["joined"], 2);
+}
