@@ -130,14 +130,15 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// An error unless the process runs as root.
-fn require_root(what: &str) -> Result<(), String> {
+/// Unless the process runs as root: says that `cmd` (`ipoib lab`, `ipoib lab exec`, ...) needs
+/// root because it does `why`, and the exit status 2. (It said "ipoib lab: ipoib lab exec needs
+/// root (it makes network namespaces, ...)" for every subcommand.)
+fn require_root(cmd: &str, why: &str) -> Option<ExitCode> {
     if nix::unistd::geteuid().is_root() {
-        return Ok(());
+        return None;
     }
-    Err(format!(
-        "{what} needs root (it makes network namespaces, mounts and TUN devices): run it with sudo"
-    ))
+    note!("{cmd}: needs root ({why}): run it with sudo");
+    Some(ExitCode::from(2))
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -372,8 +373,11 @@ fn up(a: &UpArgs) -> ExitCode {
         note!("ipoib lab: removing what was made");
         Some(c)
     };
-    if let Err(e) = require_root("ipoib lab") {
-        return fail(e);
+    if let Some(c) = require_root(
+        "ipoib lab",
+        "it makes network namespaces, mounts and TUN devices",
+    ) {
+        return c;
     }
     // Held until after the teardown (dropped last): no other lab reads, writes or cleans the
     // state meanwhile.

@@ -42,8 +42,8 @@ fn running_lab() -> Result<state::LabState, String> {
 /// ([`ipoib_runtime::netns::enter_for_exec`]) and becomes it (exec(2)): the exit status is the
 /// command's.
 pub fn exec(a: &ExecArgs) -> ExitCode {
-    if let Err(e) = require_root("ipoib lab exec") {
-        return fail(e);
+    if let Some(c) = require_root("ipoib lab exec", "it enters a host's network namespace") {
+        return c;
     }
     let lab = match running_lab() {
         Ok(l) => l,
@@ -74,8 +74,11 @@ pub fn exec(a: &ExecArgs) -> ExitCode {
 /// Stops the running lab (SIGTERM; SIGKILL if it has not ended after [`TERM_WAIT`]) and
 /// removes whatever is left of it.
 pub fn down() -> ExitCode {
-    if let Err(e) = require_root("ipoib lab down") {
-        return fail(e);
+    if let Some(c) = require_root(
+        "ipoib lab down",
+        "it stops the lab and removes its network namespaces",
+    ) {
+        return c;
     }
     let lab = match state::read() {
         Ok(Some(l)) => l,

@@ -1,0 +1,84 @@
+//! A user's wrong uses of `ipoib`, each refused at once with one line that names what is wrong
+//! and exit status 2: the lab's commands without root (run as `nobody` with setpriv(1) when the
+//! test runs as root). Nothing needs root or makes a namespace.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ipoib");
+
+/// Runs `cmd`, killed after `timeout`: its exit code (None when killed) and standard error.
+fn run(cmd: &mut Command, timeout: Duration) -> (Option<i32>, String) {
+    let mut c = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let end = Instant::now() + timeout;
+    let code = loop {
+        if let Some(st) = c.try_wait().expect("wait") {
+            break st.code();
+        }
+        if Instant::now() >= end {
+            let _ = c.kill();
+            let _ = c.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    let _ = c.stderr.take().expect("piped").read_to_string(&mut err);
+    (code, err)
+}
+
+/// `ipoib ARGS` as a user that is not root: as is when the test is not root, else as `nobody`
+/// through setpriv(1) (util-linux); None when neither is possible.
+fn as_non_root(args: &[&str], run_dir: &std::path::Path) -> Option<Command> {
+    let mut c = if nix::unistd::geteuid().is_root() {
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())?;
+        let mut c = Command::new(setpriv);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    c.args(args).env("IPOIB_RUN_DIR", run_dir);
+    Some(c)
+}
+
+/// Each said "ipoib lab: ipoib lab exec needs root (it makes network namespaces, mounts and TUN
+/// devices)": the command twice, and for `exec` and `down` what they do not do.
+#[test]
+fn the_lab_commands_without_root_say_so_once_each() {
+    let run_dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            &["lab", "--hosts", "2"][..],
+            "ipoib lab: needs root (it makes network namespaces, mounts and TUN devices): run it \
+             with sudo\n",
+        ),
+        (
+            &["lab", "exec", "h1", "--", "true"][..],
+            "ipoib lab exec: needs root (it enters a host's network namespace): run it with \
+             sudo\n",
+        ),
+        (
+            &["lab", "down"][..],
+            "ipoib lab down: needs root (it stops the lab and removes its network namespaces): \
+             run it with sudo\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let Some(mut c) = as_non_root(args, run_dir.path()) else {
+            eprintln!("skipped: root without setpriv(1)");
+            return;
+        };
+        let (code, err) = run(&mut c, Duration::from_secs(30));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+    }
+}
