@@ -181,6 +181,16 @@ pub fn run(args: &Args) -> ExitCode {
         }
     };
     let fabric = match parse_udp(&args.fabric) {
+        // No fabric listens on port 0 (bind(2) takes it for "any port"; a datagram to it goes
+        // nowhere): the host would ask for its identity there forever.
+        Ok(a) if a.port() == 0 => {
+            note!(
+                "ipoib attach: --fabric {}: port 0 is no fabric's port; give the one `ipoib \
+                 fabric --listen` listens on",
+                args.fabric
+            );
+            return ExitCode::from(2);
+        }
         Ok(a) => a,
         Err(e) => {
             note!("ipoib attach: --fabric {e}");

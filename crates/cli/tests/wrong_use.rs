@@ -1,6 +1,6 @@
 //! A user's wrong uses of `ipoib`, each refused at once with one line that names what is wrong
 //! and exit status 2: the lab's commands without root (run as `nobody` with setpriv(1) when the
-//! test runs as root). Nothing needs root or makes a namespace.
+//! test runs as root), and `ipoib attach` to UDP port 0. Nothing needs root or makes a namespace.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -81,4 +81,35 @@ fn the_lab_commands_without_root_say_so_once_each() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert_eq!(err, want, "{args:?}");
     }
+}
+
+/// `--fabric udp:ADDR:0` was taken: the host asked port 0 for its identity forever ("no answer
+/// ... still trying").
+#[test]
+fn attach_to_port_0_is_refused_at_once() {
+    let run_dir = tempfile::tempdir().unwrap();
+    let (code, err) = run(
+        Command::new(BIN)
+            .args([
+                "attach",
+                "--fabric",
+                "udp:127.0.0.1:0",
+                "--ip",
+                "10.0.0.2/24",
+                "--no-tun",
+            ])
+            .env("IPOIB_RUN_DIR", run_dir.path()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        "ipoib attach: --fabric udp:127.0.0.1:0: port 0 is no fabric's port; give the one \
+         `ipoib fabric --listen` listens on\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(run_dir.path()).unwrap().count(),
+        0,
+        "no control socket left"
+    );
 }
