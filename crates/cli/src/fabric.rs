@@ -4,7 +4,7 @@
 //!
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments, a `--guid2lid` file that cannot be
-//! read or does not parse, or a socket that cannot be bound.
+//! read, does not parse or is no regular file, or a socket that cannot be bound.
 //! `ipoib show --fabric[=PORT] hosts|counters` reads its slots and counters over the control
 //! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
 //! turn's timings.
@@ -51,7 +51,8 @@ pub struct Args {
     /// The SM's LIDs by port GUID, in OpenSM's guid2lid format: read at the start (a missing
     /// file is an empty table), written again whenever the SM gives a new port a LID, so that a
     /// restarted fabric gives the hosts their LIDs back (as OpenSM's
-    /// /var/cache/opensm/guid2lid).
+    /// /var/cache/opensm/guid2lid). Written by renaming a new file over the path, so the path
+    /// must be a regular file's (a device such as /dev/null, or a pipe, is refused).
     #[arg(long)]
     guid2lid: Option<String>,
     /// After traffic, poll the sockets for this many microseconds (yielding the CPU between
@@ -99,6 +100,26 @@ pub fn run(args: &Args) -> ExitCode {
             if !dir.is_dir() {
                 return fail(&format!("--guid2lid {p}: no directory {}", dir.display()));
             }
+        }
+        // The table is written by renaming a new file over the path (guid2lid::store): over
+        // `/dev/null` that replaced the device with a regular file. A file that is no regular
+        // file (a device, a pipe) is refused, as is one larger than any table (the read is
+        // whole).
+        match std::fs::metadata(&path) {
+            Ok(m) if !m.is_file() => {
+                return fail(&format!(
+                    "--guid2lid {p}: not a regular file; the fabric writes the table by renaming \
+                     a new file over it: give the path of a file (it need not exist yet)"
+                ))
+            }
+            Ok(m) if m.len() > crate::text_file::MAX_BYTES => {
+                return fail(&format!(
+                    "--guid2lid {p}: more than {} MiB, far more than any such table (is it the \
+                     right file?)",
+                    crate::text_file::MAX_BYTES >> 20
+                ))
+            }
+            _ => {}
         }
         match guid2lid::load(&path) {
             Ok(t) => {

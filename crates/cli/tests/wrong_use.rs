@@ -113,3 +113,46 @@ fn attach_to_port_0_is_refused_at_once() {
         "no control socket left"
     );
 }
+
+/// `ipoib fabric --guid2lid` naming no regular file: the table was written by renaming a new
+/// file over the path, so `--guid2lid /dev/null` (as root) replaced /dev/null with a regular file,
+/// and a pipe was read until its writer closed it (with none, for ever). Refused at the start,
+/// the path left as it was; a FIFO stands for the device here, as it needs no root to make.
+#[test]
+fn a_guid2lid_path_that_is_no_regular_file_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("g2l");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no mkfifo(1)");
+        return;
+    }
+    let run_dir = tempfile::tempdir().unwrap();
+    let (code, err) = run(
+        Command::new(BIN)
+            .args([
+                "fabric",
+                "--listen",
+                "udp:127.0.0.1:0",
+                "--guid2lid",
+                fifo.to_str().unwrap(),
+            ])
+            .env("IPOIB_RUN_DIR", run_dir.path()),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "ipoib fabric: --guid2lid {}: not a regular file; the fabric writes the table by \
+             renaming a new file over it: give the path of a file (it need not exist yet)\n",
+            fifo.display()
+        )
+    );
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(std::fs::read_dir(run_dir.path()).unwrap().count(), 0);
+}
