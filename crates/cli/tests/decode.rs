@@ -721,6 +721,43 @@ fn empty_inputs_exit_two_alike() {
     assert!(o.stdout.is_empty());
 }
 
+/// Binary input on standard input that is no capture (a capture still gzipped, zeros) is refused
+/// as the same bytes in a file are, exit status 2 and one line: it was read as hex lines, each
+/// "not hex", and exited 1 after thousands of "Packet N: unreadable input".
+#[test]
+fn binary_standard_input_that_is_no_capture_is_refused_at_once() {
+    let (_d, path) = capture(LinkType::Erf);
+    let pcap = std::fs::read(&path).unwrap();
+    let mut gz = vec![0x1f, 0x8b, 0x08, 0x00];
+    gz.extend(pcap.iter().map(|b| b ^ 0x5a));
+    for (input, magic, byte) in [
+        (gz, "0x1f8b0800", "0x1f"),
+        (vec![0; 4096], "0x00000000", "0x00"),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .args(["decode", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut w = child.stdin.take().unwrap();
+        // Ignored: the program may stop reading (and close the pipe) after the first bytes.
+        let _ = w.write_all(&input);
+        drop(w);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "ipoib decode: standard input: not a capture this tool reads (not a pcap or \
+                 pcapng file: magic {magic}), nor hex packets (byte {byte} is no text)\n"
+            )
+        );
+    }
+}
+
 // A closed output pipe (`ipoib decode bad.pcap | head -1`) stops the run, but the verdict is that
 // of the packets decoded so far: a bad CRC shown before the pipe closed still exits 1, never 0.
 // A closed standard error does not panic (exit 101) either.

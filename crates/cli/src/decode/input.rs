@@ -55,10 +55,22 @@ impl Source {
             });
         }
         let capture = pcap::is_capture(&head);
+        // A control character other than blank space starts no hex text: binary input that is
+        // no capture (a gzipped one, /dev/zero) is refused as from a file, not read as
+        // thousands of "not hex" lines.
+        let binary = head
+            .iter()
+            .find(|b| b.is_ascii_control() && !b.is_ascii_whitespace())
+            .copied();
         let input = io::Cursor::new(head).chain(input);
-        if capture || !hex_allowed {
-            let r = CaptureReader::new(input)
-                .map_err(|e| format!("not a capture this tool reads: {e}"))?;
+        if capture || !hex_allowed || binary.is_some() {
+            let r = CaptureReader::new(input).map_err(|e| match binary {
+                Some(b) if hex_allowed => format!(
+                    "not a capture this tool reads ({e}), nor hex packets (byte 0x{b:02x} is no \
+                     text)"
+                ),
+                _ => format!("not a capture this tool reads: {e}"),
+            })?;
             Ok(Source::Capture(r))
         } else {
             Ok(Source::Hex(HexLines::new(BufReader::with_capacity(
