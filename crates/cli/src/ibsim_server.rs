@@ -7,7 +7,7 @@
 //! runs (docs/OPENSM-NOTES.md "OpenSM managing our fabric").
 //!
 //! While it serves, lines on standard input are ibsim's console commands
-//! ([`ipoib_runtime::ibsim_server::Console`]: `Unlink "sw1"[3]` pulls a cable, `ReLink "sw1"[3]`
+//! ([`ipoib_runtime::ibsim_server::Console`]: `Unlink "sw0"[2]` pulls a cable, `ReLink "sw0"[2]`
 //! plugs it back, `Dump`, `Help`, `Quit`), each answered on standard output. They are read by a
 //! thread of their own and run on the subnet between turns of the serving loop (within
 //! [`ServeOptions::max_sleep`]); end of input leaves the server running. On a terminal the

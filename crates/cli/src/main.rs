@@ -124,8 +124,8 @@ enum Command {
     /// clients on the abstract Unix sockets `SOCKNAME:ctl` / `SOCKNAME:outN` (as ibsim; or UDP
     /// with `--udp`) until SIGINT or SIGTERM. A client names its host with `SIM_HOST` (node name
     /// or description). Lines on standard input are ibsim's console commands, each answered on
-    /// standard output: `Unlink "sw1"[3]` pulls that port's cable (both ends Down, trap 128 to
-    /// the SM), `ReLink "sw1"[3]` plugs it back, `Link`, `Dump`, `Help`, `Quit`. Exit status: 0
+    /// standard output: `Unlink "sw0"[2]` pulls that port's cable (both ends Down, trap 128 to
+    /// the SM), `ReLink "sw0"[2]` plugs it back, `Link`, `Dump`, `Help`, `Quit`. Exit status: 0
     /// when stopped by a signal or Quit, 1 on a socket error, 2 on bad arguments or when the
     /// sockets are taken.
     IbsimServer(ibsim_server::Args),

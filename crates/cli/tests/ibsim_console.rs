@@ -27,7 +27,10 @@ fn console_commands_are_answered_and_quit_ends_the_server() {
         assert_eq!(s.next_line(30).as_deref(), Some(want), "answer to {line:?}");
     };
     ask("frob", "error: command 'frob' unknown (try Help)");
-    ask("unlink \"h9\"[1]", "error: unlink: nodeid \"h9\" not found");
+    ask(
+        "unlink \"h9\"[1]",
+        "error: unlink: nodeid \"h9\" not found (Dump lists the nodes)",
+    );
     ask(
         "unlink \"h1\"[7]",
         "error: unlink: nodeid \"h1\": bad port 7 (1..=1)",

@@ -365,7 +365,9 @@ fn parse_port<'a>(net: &Subnet, s: &'a str) -> Result<(Named, &'a str, String), 
         .iter()
         .position(|n| n.name == name)
         .or_else(|| topo.nodes().iter().position(|n| n.desc == name))
-        .ok_or_else(|| format!("nodeid \"{name}\" not found"))?;
+        // ibsim's words, and where to find the names (a generated topology's switch is `sw0`,
+        // not ibsim's `Switch1`).
+        .ok_or_else(|| format!("nodeid \"{name}\" not found (Dump lists the nodes)"))?;
     let Some(inner) = rest.strip_prefix('[') else {
         return Ok((Named { node, port: None }, rest, name.to_string()));
     };
@@ -503,7 +505,7 @@ mod tests {
             ),
             (
                 "unlink \"nosuch\"[1]",
-                "error: unlink: nodeid \"nosuch\" not found",
+                "error: unlink: nodeid \"nosuch\" not found (Dump lists the nodes)",
             ),
             (
                 "unlink s1[9]",
