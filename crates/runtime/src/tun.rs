@@ -436,7 +436,8 @@ impl LinkMirror {
     /// - given an MTU above the interface's: Linux IPoIB refuses it, or keeps the device at the
     ///   broadcast group's MTU less 4 in datagram mode, and refuses more than 65520 in
     ///   connected mode (`ipoib_change_mtu`); a TUN device takes up to 65535, so the device is
-    ///   set back to `mtu`. A smaller MTU is left as given, as Linux does.
+    ///   set back to `mtu`. A smaller MTU is left as given, as Linux does; any while `mtu` is 0
+    ///   (the interface has lost its carrier, and with it its MTU).
     ///
     /// Nothing before the device was first brought up ([`follow`](LinkMirror::follow)).
     pub fn check(&mut self, mtu: u32) -> Result<Vec<Restored>, NetlinkError> {
@@ -460,7 +461,10 @@ impl LinkMirror {
                 }
             }
         }
-        if let Some(asked) = seen.mtu.filter(|&m| m > mtu) {
+        // An interface without carrier has no MTU (0, as `IpoibInterface::mtu` says): nothing
+        // to hold the device to until it is back, when `follow` sets its MTU. (Held to 0, `ipoib
+        // attach` printed "ip link set dev #N mtu 0: Invalid argument" whenever the fabric went.)
+        if let Some(asked) = seen.mtu.filter(|&m| mtu > 0 && m > mtu) {
             self.ctl.set_mtu(mtu)?;
             done.push(Restored::Mtu { asked, set: mtu });
         }

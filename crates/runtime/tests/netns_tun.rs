@@ -389,4 +389,14 @@ fn link_mirror_puts_back_link_local_and_mtu_changed_by_hand() {
     assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 1500 "));
     // Nothing changed, nothing done.
     assert_eq!(m.check(2044).unwrap(), vec![]);
+
+    // The carrier gone, the interface has no MTU (0): a change is left alone, not set to 0
+    // (refused by the kernel, "mtu 0: Invalid argument"), and the carrier's return sets the
+    // interface's again.
+    assert!(m.follow(false, 0, None).unwrap());
+    ip(&["-n", &n, "link", "set", "ib0", "mtu", "4000"]);
+    assert_eq!(m.check(0).unwrap(), vec![]);
+    assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 4000 "));
+    assert!(m.follow(true, 2044, Some(ll)).unwrap());
+    assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 2044 "));
 }
