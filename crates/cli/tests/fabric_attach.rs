@@ -88,6 +88,17 @@ fn fabric_and_two_attached_hosts() {
         String::from_utf8_lossy(&o.stderr),
         "ipoib show: no host \"h1\" (hosts: ca1, ca2)\n"
     );
+    // So does an attach process, whose one host is its device.
+    let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["show", "--dev", "ib0", "--host", "h1", "neigh"])
+        .env("IPOIB_RUN_DIR", run)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "ipoib show: no host \"h1\" (hosts: ib0)\n"
+    );
 
     assert_eq!(b.interrupt_and_wait(), 0);
     assert!(

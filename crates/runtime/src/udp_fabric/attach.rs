@@ -189,7 +189,9 @@ impl AttachEmu {
     /// process's `attach` and `udp`.
     pub fn answer(&self, dev: &str, req: &Request) -> Result<Answer, AnswerError> {
         if let Some(name) = req.host.as_ref().filter(|n| *n != dev) {
-            return Err(AnswerError::NoSuchHost(name.clone()));
+            // Its one host named, as a lab and a fabric list theirs (it said only `no host
+            // "h1"`).
+            return Err(AnswerError::no_such_host(name, &[dev]));
         }
         let iface = self
             .interface()
