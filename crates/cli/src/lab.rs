@@ -163,6 +163,29 @@ impl Drop for Teardown {
     }
 }
 
+/// Why the lab cannot take the existing network namespace `ns`, and the way out. One with the
+/// hosts file a lab writes (`/etc/netns/NS/hosts`) is most likely a lab's of another run
+/// directory (`IPOIB_RUN_DIR`), maybe running: "remove it" (the only advice once) would have
+/// taken a running lab's host away.
+fn taken_namespace(ns: &str) -> String {
+    let hosts = std::path::Path::new(netns::NETNS_ETC_DIR)
+        .join(ns)
+        .join("hosts");
+    if hosts.exists() {
+        format!(
+            "network namespace {ns} exists already, with the {} a lab writes: a lab of another \
+             run directory (IPOIB_RUN_DIR) may be running; stop it with `ipoib lab down` under \
+             its IPOIB_RUN_DIR, or, if none runs, remove the namespace with `ip netns del {ns}`",
+            hosts.display()
+        )
+    } else {
+        format!(
+            "network namespace {ns} exists already (not made by a lab): remove it with `ip netns \
+             del {ns}`"
+        )
+    }
+}
+
 /// Finds a lab left by a process that died and removes it; an error if one is running.
 fn clear_stale() -> Result<(), String> {
     let Some(old) = state::read()? else {
@@ -422,13 +445,10 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts: hosts::entries(&net),
         opensm: None,
     };
-    // Namespaces of these names that no lab made are not ours to take (or to remove).
+    // Namespaces of these names that this lab's state does not name are not ours to take (or to
+    // remove).
     if let Some(i) = (0..n).find(|&i| netns::exists(&hosts::namespace(i))) {
-        return fail(format!(
-            "network namespace {0} exists already (not made by a lab): remove it with \
-             `ip netns del {0}`",
-            hosts::namespace(i)
-        ));
+        return fail(taken_namespace(&hosts::namespace(i)));
     }
     // Before the state file: a way out after it removes it.
     let mut teardown = Teardown {

@@ -11,6 +11,7 @@
 mod common;
 
 use common::{ipoib, leftovers, serial, skip_reason, Lab, Reaped, BIN};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -475,6 +476,59 @@ fn a_host_the_sm_cannot_reach_is_named_at_the_start() {
         "{:?}",
         leftovers(3, &[pid])
     );
+}
+
+/// Removes the namespace and /etc/netns directory of `ipoib-h2` when dropped.
+struct Taken;
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", "ipoib-h2"])
+            .status();
+        let _ = std::fs::remove_dir_all("/etc/netns/ipoib-h2");
+    }
+}
+
+/// A namespace `ipoib-h2` that a lab of another run directory made (its /etc/netns hosts file
+/// there): the lab refused it as "not made by a lab" and advised `ip netns del`, which would take
+/// a running lab's host away; it now names the other lab as the likely owner.
+#[test]
+fn a_namespace_of_another_run_directorys_lab_is_named_so() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&["ip"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    if !leftovers(2, &[]).is_empty() {
+        eprintln!("skipped: ipoib-h1 or ipoib-h2 exists");
+        return;
+    }
+    let _taken = Taken;
+    assert!(Command::new("ip")
+        .args(["netns", "add", "ipoib-h2"])
+        .status()
+        .unwrap()
+        .success());
+    std::fs::create_dir_all("/etc/netns/ipoib-h2").unwrap();
+    std::fs::write("/etc/netns/ipoib-h2/hosts", "10.0.0.2 h2\n").unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "--hosts", "2"])
+        .env("IPOIB_RUN_DIR", run.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "ipoib lab: network namespace ipoib-h2 exists already, with the \
+         /etc/netns/ipoib-h2/hosts a lab writes: a lab of another run directory (IPOIB_RUN_DIR) \
+         may be running; stop it with `ipoib lab down` under its IPOIB_RUN_DIR, or, if none \
+         runs, remove the namespace with `ip netns del ipoib-h2`\n"
+    );
+    // Nothing of the refused lab, and the namespace it did not own left as it was.
+    assert!(!Path::new("/run/netns/ipoib-h1").exists());
+    assert!(Path::new("/run/netns/ipoib-h2").exists());
 }
 
 /// A lab.json no lab wrote (here garbage) blocked `lab`, `lab down` and `lab exec` with a JSON
