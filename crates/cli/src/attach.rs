@@ -258,6 +258,15 @@ pub fn run(args: &Args) -> ExitCode {
         };
         let made = match &args.netns {
             None => make(),
+            // Said as is, root or not: it was followed by "root is needed for a TUN device;
+            // --no-tun runs without", where --no-tun excludes --netns.
+            Some(ns) if !ipoib_runtime::netns::exists(ns) => {
+                note!(
+                    "ipoib attach: --netns {ns}: no network namespace {ns}; make it with `ip \
+                     netns add {ns}`"
+                );
+                return ExitCode::from(2);
+            }
             Some(ns) => NetNs::open(ns)
                 .map_err(|e| e.to_string())
                 .and_then(|n| n.run_in(make).map_err(|e| e.to_string()))
@@ -272,6 +281,10 @@ pub fn run(args: &Args) -> ExitCode {
             Ok(ctl) => link = Some(LinkMirror::new(ctl, None)),
             Err(e) if root => {
                 note!("ipoib attach: {e}");
+                return ExitCode::from(2);
+            }
+            Err(e) if args.netns.is_some() => {
+                note!("ipoib attach: {e} (root is needed to make a TUN device in a namespace)");
                 return ExitCode::from(2);
             }
             Err(e) => {

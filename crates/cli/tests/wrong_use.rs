@@ -1,6 +1,7 @@
 //! A user's wrong uses of `ipoib`, each refused at once with one line that names what is wrong
 //! and exit status 2: the lab's commands without root (run as `nobody` with setpriv(1) when the
-//! test runs as root), and `ipoib attach` to UDP port 0. Nothing needs root or makes a namespace.
+//! test runs as root), `ipoib attach` to UDP port 0 or into a namespace that does not exist, and
+//! `ipoib fabric --guid2lid` naming no regular file. Nothing needs root or makes a namespace.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -155,4 +156,35 @@ fn a_guid2lid_path_that_is_no_regular_file_is_refused_and_left_alone() {
         .file_type()
         .is_fifo());
     assert_eq!(std::fs::read_dir(run_dir.path()).unwrap().count(), 0);
+}
+
+/// `ipoib attach --netns NS`: a namespace that does not exist is named with the way to make it,
+/// root or not; without root the hint no longer offers `--no-tun`, which excludes `--netns` (it
+/// said "no network namespace nope (/run/netns/nope) (root is needed for a TUN device; --no-tun
+/// runs without)").
+#[test]
+fn attach_into_a_missing_namespace_says_how_to_make_it() {
+    let run_dir = tempfile::tempdir().unwrap();
+    let ns = format!("ipoib-test-none-{}", std::process::id());
+    let args = [
+        "attach",
+        "--fabric",
+        "udp:127.0.0.1:9",
+        "--ip",
+        "10.0.0.2/24",
+        "--netns",
+        &ns,
+    ];
+    let want = format!(
+        "ipoib attach: --netns {ns}: no network namespace {ns}; make it with `ip netns add \
+         {ns}`\n"
+    );
+    let mut runs = vec![Command::new(BIN)];
+    runs[0].args(args).env("IPOIB_RUN_DIR", run_dir.path());
+    runs.extend(as_non_root(&args, run_dir.path()));
+    for mut c in runs {
+        let (code, err) = run(&mut c, Duration::from_secs(30));
+        assert_eq!(code, Some(2), "{err}");
+        assert_eq!(err, want);
+    }
 }
