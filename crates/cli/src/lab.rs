@@ -624,7 +624,8 @@ fn up(a: &UpArgs) -> ExitCode {
     };
     let _ = write!(
         out,
-        "ipoib lab: {n} hosts up in {:.1} s ({} mode)\n{}{managed}{}\n",
+        "ipoib lab: {n} host{} up in {:.1} s ({} mode)\n{}{managed}{}\n",
+        if n == 1 { "" } else { "s" },
         started.elapsed().as_secs_f64(),
         lab.mode,
         hosts::table(driver.emulation()),

@@ -478,6 +478,35 @@ fn a_host_the_sm_cannot_reach_is_named_at_the_start() {
     );
 }
 
+/// A lab of one host says "1 host up" (it said "1 hosts up") and its one host's command.
+#[test]
+fn a_lab_of_one_host_says_so_in_the_singular() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let lab = Lab::start(&["--hosts", "1"]);
+    let pid = lab.pid();
+    assert!(
+        lab.table.starts_with("ipoib lab: 1 host up in "),
+        "{}",
+        lab.table
+    );
+    assert!(
+        lab.table
+            .contains("Run `ipoib lab exec h1 -- ip addr` (or `ip netns exec ipoib-h1 ...`)"),
+        "{}",
+        lab.table
+    );
+    drop(lab);
+    assert!(
+        leftovers(1, &[pid]).is_empty(),
+        "{:?}",
+        leftovers(1, &[pid])
+    );
+}
+
 /// Removes the namespace and /etc/netns directory of `ipoib-h2` when dropped.
 struct Taken;
 
