@@ -420,6 +420,13 @@ impl<T: Clone> SmpRequester<T> {
         self.queue.push_back((tag, mad));
         true
     }
+
+    /// Queues a result for which no MAD is kept: [`SmpRequester::resubmit`] then refuses it, as
+    /// a transport that lost its copy would. Only for the tests of the sweep's answer to that.
+    #[cfg(test)]
+    pub(crate) fn push_result_without_copy(&mut self, tag: T, r: Result<SmpAttribute, SmpFailure>) {
+        self.results.push_back((tag, r));
+    }
 }
 
 /// An SMP from QP0 to the permissive LID: a directed route leaves by its path whatever the DLID

@@ -32,7 +32,8 @@
 //! Each wave is one batch: the next starts when every SMP of the current one is answered or has
 //! failed (GetResp status other than success, or no response after the transport's retries,
 //! [`super::smp::SmpRequester`]). An SMP that timed out is submitted again, up to
-//! [`SmpSettings::rounds`] times; what still fails is counted ([`SweepStats`]). At most
+//! [`SmpSettings::rounds`] times; what still fails, or cannot be submitted again, is counted
+//! ([`SweepStats`]) and leaves its wave. At most
 //! [`SmpSettings::window`] SMPs are outstanding. Time is a parameter; nothing here reads a clock.
 //!
 //! Sweeps again (OpenSM's heavy sweep): on a trap 128 from a switch (a link went up or down, IBA 1
@@ -83,6 +84,8 @@ pub type MftCopyBlock<'a> = ((Guid, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
 mod lids;
 mod mft;
 mod smi;
+#[cfg(test)]
+mod tests;
 mod trap;
 
 /// PortInfo:SubnetTimeOut written to every port: 4.096 µs × 2^18, about 1 s, the largest time
@@ -125,7 +128,7 @@ pub struct SweepStats {
     pub discovery_failures: u64,
     /// SubnSet SMPs of the bring-up (configure, arm, activate).
     pub sets: u64,
-    /// SubnSet SMPs that failed (status or timeout).
+    /// SubnSet SMPs that failed (status, timeout, or a resubmission the transport refused).
     pub set_failures: u64,
     /// MFT block SubnSets after bring-up.
     pub mft_sets: u64,
@@ -383,9 +386,13 @@ impl SmpSm {
                     }
                     self.discovery.answer(ask, r.as_ref().ok());
                 }
-                Tag::Set(id, n) if again && n < rounds => {
+                // A Set the transport cannot queue again (it kept no copy of its MAD) is over:
+                // it falls to the arm below, failed, and leaves its wave, which would otherwise
+                // wait for it forever.
+                Tag::Set(id, n)
+                    if again && n < rounds && self.smp.resubmit(Tag::Set(id, n + 1)) =>
+                {
                     self.stats.resubmitted += 1;
-                    self.smp.resubmit(Tag::Set(id, n + 1));
                 }
                 Tag::SmInfo(path, ask) => self.sm_info_result(now, path, ask, r),
                 Tag::Set(id, _) => {
