@@ -340,10 +340,11 @@ fn our_class_port_info_matches_opensm() {
     let (a, b) = (cpi(&mut opensm), cpi(&mut ours));
     eprintln!("OpenSM: {a:?}\nours:   {b:?}");
     // We claim no capability OpenSM does not, and agree on the bits for what our SA implements
-    // (CapabilityMask: 0 IsTrapSupported, 1 IsNoticeSupported, 9 IsUDMulticastSupported;
-    // 13 IsPortInfoCapMaskMatchSupported; CapabilityMask2: 12 IsSendOnlyFullMemberSupported).
-    // OpenSM's other bits name what our SA does not serve (docs/OPENSM-NOTES.md).
-    const MASK: u16 = (1 << 0) | (1 << 1) | (1 << 9) | (1 << 13);
+    // (CapabilityMask: 0 IsTrapSupported, 1 IsNoticeSupported, 9 IsUDMulticastSupported,
+    // 10 IsMultiPathSupported, 13 IsPortInfoCapMaskMatchSupported; CapabilityMask2: 12
+    // IsSendOnlyFullMemberSupported). OpenSM's other bits name what our SA does not serve
+    // (docs/OPENSM-NOTES.md).
+    const MASK: u16 = (1 << 0) | (1 << 1) | (1 << 9) | (1 << 10) | (1 << 13);
     const MASK2: u32 = 1 << 12;
     assert_eq!(b.capability_mask & !a.capability_mask, 0);
     assert_eq!(b.capability_mask2 & !a.capability_mask2, 0);

@@ -2,6 +2,7 @@
 //! `crate::testing` (a virtual clock, MADs moved from `poll_transmit` to `handle_mad` by
 //! destination LID, no simulator). A filter can drop MADs.
 
+mod alias_guids;
 mod client;
 mod gone;
 mod limits;

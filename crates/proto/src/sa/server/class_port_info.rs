@@ -13,11 +13,12 @@ impl SaServer {
         // As OpenSM 3.3.23 answers (measured by `opensm_diff::our_class_port_info_matches_opensm`;
         // OpenSM osm_sa_class_port_info.c), limited to what this SA implements:
         // CapabilityMask (IBA 1 §13.4.8.1, Table 193) bit 1 IsNoticeSupported (Get/Set(Notice)
-        // through InformInfo and Reports; no Traps, so not bit 0), bit 9 IsUDMulticastSupported
-        // and bit 13 IsPortInfoCapMaskMatchSupported (records.rs);
+        // through InformInfo and Reports; no Traps, so not bit 0), bit 9 IsUDMulticastSupported,
+        // bit 10 IsMultiPathSupported (multipath.rs) and bit 13 IsPortInfoCapMaskMatchSupported
+        // (records.rs);
         // CapabilityMask2 bit 12 IsSendOnlyFullMemberSupported (Linux IPoIB joins send-only groups
         // as SendOnlyFullMember only when it is set: `ib_sa_sendonly_fullmem_support`). OpenSM's
-        // other bits name what this SA does not serve (MultiPath, alias GUIDs, MulticastFDBTop,
+        // other bits name what this SA does not serve (MulticastFDBTop,
         // ...). RespTimeValue from the transaction timeout; redirect and trap Q_Keys are QP1's,
         // RedirectQP 1, as OpenSM fills them.
         let cpi = ClassPortInfoRepr {

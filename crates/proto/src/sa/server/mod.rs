@@ -11,10 +11,12 @@
 //! InformInfo subscriptions within [`MAX_INFORMS`]; nothing here
 //! panics on MAD data; output order depends only on the inputs and the seed.
 
+mod alias_guids;
 mod class_port_info;
 mod gone;
 mod inform;
 mod mcast;
+mod multipath;
 mod path;
 mod qos_records;
 mod records;
@@ -111,10 +113,12 @@ impl Default for SaServerConfig {
 }
 
 /// ClassPortInfo.CapabilityMask: IsNoticeSupported (bit 1), IsUDMulticastSupported (bit 9),
+/// IsMultiPathSupported (bit 10: MultiPathRecord GetMulti, `multipath.rs`),
 /// IsPortInfoCapMaskMatchSupported (bit 13: PortInfoRecord queries match CapabilityMask bitwise
 /// when AttributeModifier bit 31 is set) (OpenSM `OSM_CAP_IS_SUBN_GET_SET_NOTICE_SUP`,
-/// `OSM_CAP_IS_UD_MCAST_SUP`, `OSM_CAP_IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED`).
-pub const CAP_MASK: u16 = (1 << 1) | (1 << 9) | (1 << 13);
+/// `OSM_CAP_IS_UD_MCAST_SUP`, `OSM_CAP_IS_MULTIPATH_SUP`,
+/// `OSM_CAP_IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED`: OpenSM's 0x2602 but IsTrapSupported).
+pub const CAP_MASK: u16 = (1 << 1) | (1 << 9) | (1 << 10) | (1 << 13);
 /// ClassPortInfo.CapabilityMask2: IsSendOnlyFullMemberSupported (bit 12; OpenSM
 /// `OSM_CAP2_IS_SEND_ONLY_FULL_MEM_SUPPORTED`, Linux `IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT`).
 pub const CAP_MASK2: u32 = 1 << 12;
@@ -162,9 +166,8 @@ pub struct SaStats {
     pub services_refused: u64,
 }
 
-/// The attributes this SA serves: OpenSM 3.3.23's (osm_sa_mad_ctrl.c `sa_mad_ctrl_process`) but
-/// MultiPathRecord.
-const SERVED: [u16; 17] = [
+/// The attributes this SA serves: OpenSM 3.3.23's (osm_sa_mad_ctrl.c `sa_mad_ctrl_process`).
+const SERVED: [u16; 18] = [
     attr::CLASS_PORT_INFO,
     attr::NODE_RECORD,
     attr::PORT_INFO_RECORD,
@@ -182,6 +185,7 @@ const SERVED: [u16; 17] = [
     attr::INFORM_INFO_RECORD,
     attr::SWITCH_INFO_RECORD,
     attr::MULTICAST_FORWARDING_TABLE_RECORD,
+    attr::MULTI_PATH_RECORD,
 ];
 
 /// The attributes OpenSM 3.3.23 has a Set/Delete handler for (its dispatcher of Set and Delete
@@ -222,6 +226,8 @@ pub struct SaServer {
     /// however many joins came in between (10,000 hosts joining the broadcast group make one event
     /// per poll, not 10,000 growing lists).
     dirty: BTreeSet<Gid>,
+    /// Alias GUIDs of GUIDInfoRecord Set (`alias_guids.rs`).
+    aliases: alias_guids::AliasGuids,
     stats: SaStats,
 }
 
@@ -261,6 +267,7 @@ impl SaServer {
             release_at: Instant::ZERO,
             events: VecDeque::new(),
             dirty: BTreeSet::new(),
+            aliases: alias_guids::AliasGuids::default(),
             stats: SaStats::default(),
         };
         s.informs.next_tid = s.rng.next_u32().into();
@@ -531,6 +538,10 @@ impl SaServer {
         }
         if matches!(h.method, Method::Set | Method::Delete) && !SETTABLE.contains(&h.attribute_id) {
             return self.drop_mad("Set or Delete of a read-only record");
+        }
+        // MultiPathRecord checks RMPP before the method (`multipath.rs`).
+        if h.attribute_id == attr::MULTI_PATH_RECORD {
+            return self.multipath_record(now, &req);
         }
         // GetMulti (OpenSM is built with DUAL_SIDED_RMPP and takes it) reaches the attribute's
         // handler, which refuses it: METHOD_ATTR_UNSUPPORTED ("ERR xx05: Unsupported Method"),

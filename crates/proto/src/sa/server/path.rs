@@ -164,13 +164,37 @@ impl SaServer {
         out: &mut Vec<SaAttribute>,
     ) {
         let mask = req.mad.sa.component_mask;
+        let iterations = if req.mad.header.method == Method::Get {
+            1
+        } else if mask & pm::NUMB_PATH != 0 {
+            u32::from(p.numb_path)
+        } else {
+            u32::MAX
+        };
+        self.port_pair_paths_upto(req.port, p, mask, iterations, s, d, out);
+    }
+
+    /// [`Self::port_pair_paths`] for requester `requester`'s request `p` of PathRecord mask
+    /// `mask`, at most `iterations` records (also MultiPathRecord's, `multipath.rs`); the count
+    /// added.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn port_pair_paths_upto(
+        &self,
+        requester: usize,
+        p: &PathRecordRepr,
+        mask: u64,
+        iterations: u32,
+        s: usize,
+        d: usize,
+        out: &mut Vec<SaAttribute>,
+    ) -> u32 {
         let (Some(rq), Some(sp), Some(dp)) =
-            (self.port(req.port), self.endport(s), self.endport(d))
+            (self.port(requester), self.endport(s), self.endport(d))
         else {
-            return;
+            return 0;
         };
         if !share_pkey(rq, sp) || !share_pkey(rq, dp) || !share_pkey(sp, dp) {
-            return;
+            return 0;
         }
         let range = |port: &CaPort| {
             let n = 1u32 << port.lmc.min(7);
@@ -188,15 +212,8 @@ impl SaServer {
             range(sp)
         };
         if smin == 0 || dmin == 0 {
-            return;
+            return 0;
         }
-        let iterations = if req.mad.header.method == Method::Get {
-            1
-        } else if mask & pm::NUMB_PATH != 0 {
-            u32::from(p.numb_path)
-        } else {
-            u32::MAX
-        };
         let mut n = 0u32;
         let (mut sl, mut dl) = (smin, dmin);
         while n < iterations {
@@ -211,7 +228,7 @@ impl SaServer {
             dl += 1;
         }
         if n >= iterations {
-            return;
+            return n;
         }
         let (smin, smax, dmin, dmax) = (
             u32::from(smin),
@@ -240,6 +257,7 @@ impl SaServer {
                 n += 1;
             }
         }
+        n
     }
 
     #[allow(clippy::too_many_arguments)]

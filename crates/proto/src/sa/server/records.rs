@@ -651,13 +651,15 @@ impl SaServer {
 
     /// GUIDInfoRecord Get and GetTable (OpenSM `osm_gir_rcv_process`): for every visible CA port
     /// and switch port 0, in node-GUID order, GUIDCap / 8 blocks (rounded up; [`NodeFacts`]
-    /// `guid_cap`), the first holding the port GUID and the rest zero (our ports have no alias
-    /// GUIDs); LID selects by the port's LID range, BlockNum the block, GUID n the block's n-th
-    /// GUID. Set and Delete (alias GUIDs, which this SA does not keep) get
-    /// METHOD_ATTR_UNSUPPORTED.
+    /// `guid_cap`), as the port's GUID table holds them: the port GUID first, then its alias
+    /// GUIDs (`alias_guids.rs`), zero where it has none; LID selects by the port's LID range,
+    /// BlockNum the block, GUID n the block's n-th GUID. Set and Delete: `alias_guids.rs`.
     ///
     /// [`NodeFacts`]: crate::subnet::NodeFacts
     pub(super) fn guid_info_record(&mut self, now: Instant, req: &Req<'_>, q: GuidInfoRecordRepr) {
+        if matches!(req.mad.header.method, Method::Set | Method::Delete) {
+            return self.guid_info_modify(req, q);
+        }
         if !matches!(req.mad.header.method, Method::Get | Method::GetTable) {
             return self.respond_error(req.raw, &req.from, MadStatus::METHOD_ATTR_UNSUPPORTED);
         }
@@ -682,10 +684,7 @@ impl SaServer {
                 if mask & gir_mask::BLOCK != 0 && q.block != block {
                     continue;
                 }
-                let mut guids = [Guid(0); GUID_BLOCK_ENTRIES];
-                if b == 0 {
-                    guids[0] = p.guid;
-                }
+                let guids = self.aliases.block(p.guid, block);
                 let same = (0..GUID_BLOCK_ENTRIES)
                     .all(|n| mask & (gir_mask::GUID0 << n) == 0 || guids[n] == q.guids[n]);
                 if same {

@@ -81,10 +81,13 @@ impl SaServer {
             self.drop_mad("record encoding");
             return;
         }
-        let header = req
-            .mad
-            .header
-            .response(Method::GetTableResp, MadStatus::SUCCESS);
+        // A GetMulti (MultiPathRecord, `multipath.rs`) gets a GetMultiResp.
+        let method = if req.mad.header.method == Method::GetMulti {
+            Method::GetMultiResp
+        } else {
+            Method::GetTableResp
+        };
+        let header = req.mad.header.response(method, MadStatus::SUCCESS);
         let sa = SaHeaderRepr {
             sm_key: 0,
             attribute_offset: if records.is_empty() {

@@ -155,8 +155,8 @@ fn send_only_full_member_creates_and_its_leave_deletes() {
 
 // opensm_diff `our_class_port_info_matches_opensm`. OpenSM 3.3.23 answers CapabilityMask 0x2602
 // and CapabilityMask2 0xb5e8 with RespTimeValue 16 (from its 200 ms transaction timeout); of those
-// bits we claim the ones this SA implements: IsNoticeSupported, IsUDMulticastSupported and
-// IsSendOnlyFullMemberSupported (which Linux IPoIB checks before joining as SendOnlyFullMember). No
+// bits we claim the ones this SA implements: IsNoticeSupported, IsUDMulticastSupported,
+// IsMultiPathSupported, IsPortInfoCapMaskMatchSupported and IsSendOnlyFullMemberSupported (which Linux IPoIB checks before joining as SendOnlyFullMember). No
 // IsTrapSupported: the SA sends Reports, not Traps (OpenSM osm_sa_class_port_info.c).
 #[test]
 fn class_port_info_claims_what_opensm_claims_and_we_implement() {
@@ -167,7 +167,7 @@ fn class_port_info_claims_what_opensm_claims_and_we_implement() {
     let Some(SaAttribute::ClassPortInfo(c)) = r.attribute else {
         panic!("{r:?}")
     };
-    assert_eq!((c.capability_mask, c.capability_mask2), (0x2202, 0x1000));
+    assert_eq!((c.capability_mask, c.capability_mask2), (0x2602, 0x1000));
     assert_eq!(
         c.capability_mask & !0x2602,
         0,

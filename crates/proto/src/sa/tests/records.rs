@@ -656,11 +656,11 @@ fn guid_info_records() {
             status(SaStatus::NoRecords).err()
         );
     }
-    // Alias GUIDs are not kept: Set is refused.
+    // A Set needs LID and BlockNum (alias GUIDs: tests/alias_guids.rs).
     assert_eq!(
         net.ask(2, req(Method::Set, gir_mask::LID, q(2, 0, 0)))
             .err(),
-        Some(SaClientError::Status(MadStatus::METHOD_ATTR_UNSUPPORTED))
+        status(SaStatus::ReqInsufficientComponents).err()
     );
 }
 
