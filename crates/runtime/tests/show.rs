@@ -505,3 +505,43 @@ fn the_sas_drop_reasons_are_one_word_counter_names() {
         assert_eq!(line.split_whitespace().count(), 2, "{line:?}");
     }
 }
+
+// IBA 1 §14.4: with a second SM of ours of greater Priority on host h2, h2's SM is the master
+// and programs the subnet, host 0's is Standby: the process's `sm` and `sa` sections are the
+// master's (h2's), labeled `host 2`, `master 1`; host 0's follow as `sm_h1` and `sa_h1`.
+#[test]
+fn the_sm_section_is_the_masters() {
+    use ipoib_fabric::node::sm::ElectionSettings;
+    use ipoib_wire::smp::SmState;
+    let o = options(Topology::single_switch(2).unwrap(), 7);
+    let mut net = Subnet::build(o).unwrap();
+    let greater = ElectionSettings {
+        priority: 5,
+        ..ElectionSettings::default()
+    };
+    let app = net.add_sm(1, greater).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    let (first, second) = (net.smp_sm().unwrap(), net.smp_sm_on(1, app).unwrap());
+    assert_eq!(first.election().state(), SmState::Standby);
+    assert_eq!(second.election().state(), SmState::Master);
+    let all = from_subnet(&net, &Request::new(View::Counters)).unwrap();
+    let names: Vec<&str> = all.sections.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["sm", "sa", "sm_h1", "sa_h1"]);
+    let (sm, sa, standby) = (&all.sections[0], &all.sections[1], &all.sections[2]);
+    assert_eq!((value(sm, "host"), value(sm, "master")), (2, 1));
+    assert_eq!((value(standby, "host"), value(standby, "master")), (1, 0));
+    // The master programmed the subnet; the standby set nothing.
+    assert_eq!(value(sm, "sets"), second.stats().sets);
+    assert!(value(sm, "sets") > 0);
+    assert_eq!(value(standby, "sets"), first.stats().sets);
+    assert_eq!(value(sm, "smps_sent"), second.smp_counters().sent);
+    let master_sa = net.sa_on(1, app).unwrap().stats();
+    assert_eq!(value(sa, "requests"), master_sa.requests);
+    assert_eq!(
+        value(&all.sections[3], "requests"),
+        net.sa().stats().requests
+    );
+    let text = all.render(View::Counters, false);
+    assert!(text.contains("sm:\n    host "), "{text}");
+    assert!(text.contains("sm_h1:\n"), "{text}");
+}

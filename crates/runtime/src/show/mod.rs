@@ -25,7 +25,8 @@
 //! - `counters`: `host` (null for a section of the whole process), `section`, `counters` (an
 //!   object of name → value); a host with a TUN device (a lab's, an attach process's) has a
 //!   section `tun` ([`tun_section`]); a process that runs our SM and SA (a lab, a fabric) has
-//!   the sections `sm` and `sa` ([`sm_section`], [`sa_section`]);
+//!   the sections `sm` and `sa` ([`sm_section`], [`sa_section`]), the master's when a lab has
+//!   several SMs of ours, the others' as `sm_<host>` and `sa_<host>` ([`from_subnet`]);
 //! - `hosts` (a fabric process's slots): `host` (`ca<N>`, N the CA's topology node), `node_guid`,
 //!   `port_guid`, `lid`, `peer` (the UDP address of the attached host, or null), `state`
 //!   (`attached`, `free`), `from_host`, `to_host`, `dropped` (packets from the host dropped by
@@ -43,6 +44,7 @@ use ipoib_proto::sa::SaStats;
 use ipoib_wire::cm::TransportServiceType;
 use ipoib_wire::ipoib::{HwAddr, IpVersion, IpoibMgid};
 use ipoib_wire::sa::{JoinState, Rate};
+use ipoib_wire::smp::SmState;
 use ipoib_wire::{Gid, Guid};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::Ordering;
@@ -449,7 +451,8 @@ pub fn lab_host_index(name: &str, count: usize) -> Option<usize> {
 }
 
 /// The answer to `req` from a simulated subnet: every host that runs IPoIB (named by
-/// [`lab_host_name`]), or the one `req.host` names.
+/// [`lab_host_name`]), or the one `req.host` names; in the counters view of the whole subnet,
+/// the sections of our SMs (one each with one SM, the master's first with several).
 pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
     let n = net.host_count();
     let hosts: Vec<usize> = match &req.host {
@@ -481,13 +484,44 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
         .collect();
     let mut sections = Vec::new();
     if req.view == View::Counters && req.host.is_none() && net.sm_mode() == SmMode::Ours {
-        let sm = net.sm();
-        if let Some(smp) = net.smp_sm() {
-            sections.push(sm_section(smp, &sm.stats()));
-        }
-        sections.push(sa_section(net.sa().stats()));
+        sections.extend(sm_sections(net));
     }
     Ok(Answer { hosts, sections })
+}
+
+/// The sections of our SMs ([`Subnet::sms`]). One SM: its `sm` and `sa`. Several (a standby
+/// SM, IBA 1 §14.4): the master's (host 0's while none is) as `sm` and `sa`, then every other
+/// one's as `sm_<host>` and `sa_<host>` (`sm_h2`); each `sm` section starts with `host` (the
+/// `N` of host `hN`) and `master` (1 for the master).
+fn sm_sections(net: &Subnet) -> Vec<CounterSection> {
+    let mut sms = net.sms();
+    if let [one] = sms.as_slice() {
+        return vec![
+            sm_section(one.smp, &one.app.stats()),
+            sa_section(one.sa.stats()),
+        ];
+    }
+    let master = net.master_sm().map_or(0, |m| m.host);
+    // The shown master first, the others in host order.
+    sms.sort_by_key(|s| (s.host != master, s.host));
+    let mut out = Vec::new();
+    for s in sms {
+        let is_master = s.smp.election().state() == SmState::Master;
+        let suffix = if s.host == master {
+            String::new()
+        } else {
+            format!("_{}", lab_host_name(s.host))
+        };
+        let mut sm = CounterSection::new(format!("sm{suffix}"));
+        sm.push("host", s.host as u64 + 1)
+            .push("master", u64::from(is_master));
+        sm.counters
+            .extend(sm_section(s.smp, &s.app.stats()).counters);
+        let mut sa = sa_section(s.sa.stats());
+        sa.name = format!("sa{suffix}");
+        out.extend([sm, sa]);
+    }
+    out
 }
 
 /// Our subnet manager's counters as the process's section `sm`: its sweeps by SMPs (`sweeps`,

@@ -71,6 +71,7 @@ pub use events::{CableError, MoveLidError};
 pub use ipoib::{host_ipv4, host_ipv6, BroadcastJoin, IpoibOptions};
 pub use partition_list::{broadcast_groups, partition_specs};
 pub use sm_node::{GuidMftWrites, SmApp, SmStats, MCAST_DELAY, SA_PROCESSING_DELAY};
+pub use standby::OurSm;
 
 use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;
@@ -238,6 +239,8 @@ pub struct Subnet {
     client_cfg: SaClientConfig,
     /// What another SM of ours is made of ([`Subnet::add_sm`]).
     sm_template: standby::SmTemplate,
+    /// The other SMs of ours ([`Subnet::add_sm`]): (host, application), in the order added.
+    more_sms: Vec<(usize, AppId)>,
 }
 
 impl Subnet {
@@ -366,6 +369,7 @@ impl Subnet {
             clients: vec![None; n_hosts],
             client_cfg,
             sm_template,
+            more_sms: Vec::new(),
         };
         if let Some(o) = opts.ipoib {
             net.install_ipoib(o, client_cfg);

@@ -8,7 +8,21 @@ use crate::node::host::AppId;
 use crate::node::sm::{ElectionSettings, SmOptions, SmpSettings, SmpSm};
 use crate::node::subnet::SmApp;
 use ipoib_proto::sa::{SaServer, SaServerConfig};
+use ipoib_wire::smp::SmState;
 use std::time::Duration;
+
+/// One SM of ours on the subnet ([`Subnet::sms`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OurSm<'a> {
+    /// The host it runs on (0-based).
+    pub host: usize,
+    /// Its application (multicast counters).
+    pub app: &'a SmApp,
+    /// Its SMP agent (sweeps, election).
+    pub smp: &'a SmpSm,
+    /// Its SA.
+    pub sa: &'a SaServer,
+}
 
 /// What another SM of ours is made of: the settings the first one was built with.
 #[derive(Debug, Clone)]
@@ -49,7 +63,34 @@ impl Subnet {
             agent,
             t.mcast_delay,
         )?;
+        self.more_sms.push((host, app));
         Ok(app)
+    }
+
+    /// Every SM of ours on the subnet: host 0's first ([`SmMode::Ours`](super::SmMode::Ours)),
+    /// then those [`Subnet::add_sm`] installed, in that order.
+    pub fn sms(&self) -> Vec<OurSm<'_>> {
+        let first = self.sm_app.map(|app| (0, app));
+        first
+            .into_iter()
+            .chain(self.more_sms.iter().copied())
+            .filter_map(|(host, app)| {
+                Some(OurSm {
+                    host,
+                    app: self.host_device(host).app::<SmApp>(app)?,
+                    smp: self.smp_sm_on(host, app)?,
+                    sa: self.sa_on(host, app)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The SM of ours that is Master now (SMInfo SMState, IBA 1 §14.4), if one is: after a
+    /// failover or a handover not host 0's.
+    pub fn master_sm(&self) -> Option<OurSm<'_>> {
+        self.sms()
+            .into_iter()
+            .find(|s| s.smp.election().state() == SmState::Master)
     }
 
     /// The SMP agent of the SM application `app` on host `host` ([`Subnet::add_sm`]; host 0's
