@@ -148,18 +148,23 @@ impl SaServer {
         let is_port_guid =
             |g: Guid| ports.contains_key(&g.0) || switches.iter().any(|s| s.port_guid == g);
         let a = &mut self.aliases;
-        let table = a.tables.entry(port).or_insert_with(|| {
-            let mut t = vec![Guid(0); cap.div_ceil(GUID_BLOCK_ENTRIES) * GUID_BLOCK_ENTRIES];
-            t[0] = port;
-            t
-        });
+        let size = cap.div_ceil(GUID_BLOCK_ENTRIES) * GUID_BLOCK_ENTRIES;
+        let table = a.tables.entry(port).or_insert_with(|| vec![port]);
+        // Sized by the port's GUIDCap now (a later sweep may find another).
+        if table.len() < size {
+            table.resize(size, Guid(0));
+        }
         for i in range.clone().filter(|&i| picked(i)) {
             let mut alias = q.guids[i % GUID_BLOCK_ENTRIES];
             if alias == Guid(0) {
                 if table[i] != Guid(0) {
                     continue; // keeps its alias
                 }
-                let before = a.assigned.get(&port).map_or(Guid(0), |v| v[i]);
+                let before = a
+                    .assigned
+                    .get(&port)
+                    .and_then(|v| v.get(i).copied())
+                    .unwrap_or(Guid(0));
                 if before != Guid(0) {
                     if a.owners.contains_key(&before) {
                         continue; // held elsewhere meanwhile
@@ -172,10 +177,10 @@ impl SaServer {
                         };
                         if !a.owners.contains_key(&g) {
                             alias = g;
-                            let v = a
-                                .assigned
-                                .entry(port)
-                                .or_insert_with(|| vec![Guid(0); table.len()]);
+                            let v = a.assigned.entry(port).or_default();
+                            if v.len() <= i {
+                                v.resize(table.len(), Guid(0));
+                            }
                             v[i] = g;
                             break;
                         }
@@ -209,7 +214,7 @@ impl SaServer {
         let a = &mut self.aliases;
         if let Some(table) = a.tables.get_mut(&port) {
             for i in range.clone().filter(|&i| picked(i) && i != 0) {
-                let old = std::mem::replace(&mut table[i], Guid(0));
+                let old = table.get_mut(i).map_or(Guid(0), std::mem::take);
                 if old != Guid(0) {
                     a.owners.remove(&old);
                 }

@@ -79,8 +79,10 @@ impl SaServer {
             return self.respond_sa_error(req, SaStatus::ReqInsufficientComponents);
         }
         let rec = &raw[RECORD..];
-        let nsrc = usize::from(rec[15]).min(MAX_GIDS);
-        let ndst = usize::from(rec[16]).min(MAX_GIDS - nsrc);
+        // As many GIDs as the record holds (a MAD shorter than 256 bytes holds fewer).
+        let room = (rec.len() - 24) / 16;
+        let nsrc = usize::from(rec[15]).min(MAX_GIDS).min(room);
+        let ndst = usize::from(rec[16]).min(MAX_GIDS - nsrc).min(room - nsrc);
         let gid = |i: usize| {
             let mut g = [0u8; 16];
             g.copy_from_slice(&rec[24 + 16 * i..40 + 16 * i]);

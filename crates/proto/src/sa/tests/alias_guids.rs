@@ -281,3 +281,86 @@ fn multipath_records_as_opensm() {
     assert_eq!(paths(&mut net, &[d, e4], COUNTS, 0), [(2, 3), (2, 4)]);
     assert_eq!(paths(&mut net, &[d, e4], COUNTS | (1 << 6), 1), [(2, 3)]);
 }
+
+proptest::proptest! {
+    // Bad input never panics (docs/ARCHITECTURE.md "Rules"): any GUIDInfoRecord Set or Delete
+    // and any MultiPathRecord request, of any length from 56 bytes, in sequences that change the
+    // tables, gets at most one answer.
+    #[test]
+    fn any_alias_or_multipath_request_gets_at_most_one_answer(
+        reqs in proptest::collection::vec(
+            (0usize..4, proptest::prelude::any::<u64>(), proptest::prelude::any::<bool>(),
+             proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)),
+            1..12),
+    ) {
+        let mut net = net();
+        for (which, mask, rmpp, data) in reqs {
+            let (method, id) = [
+                (Method::Set, attr::GUID_INFO_RECORD),
+                (Method::Delete, attr::GUID_INFO_RECORD),
+                (Method::GetMulti, attr::MULTI_PATH_RECORD),
+                (Method::Get, attr::GUID_INFO_RECORD),
+            ][which];
+            let mut m = SaMadRepr::class_port_info_get(3).to_bytes();
+            m[3] = method.into();
+            m[16..18].copy_from_slice(&id.to_be_bytes());
+            if rmpp {
+                m[26] = 0x07;
+            }
+            m[48..56].copy_from_slice(&mask.to_be_bytes());
+            m[56..56 + data.len()].copy_from_slice(&data);
+            let len = 56 + data.len();
+            net.sa.handle_mad(net.now, MadIn { from: MadAddr::gsi(2), mad: m[..len.max(56)].to_vec() });
+            let mut firsts = 0;
+            while let Some(out) = net.sa.poll_transmit(net.now) {
+                // A later RMPP segment is active, not first (IBA 1 §13.6.2).
+                if !(out.mad[26] & 1 != 0 && out.mad[26] & 2 == 0) {
+                    firsts += 1;
+                }
+            }
+            proptest::prop_assert!(firsts <= 1);
+        }
+    }
+}
+
+// A sweep may find a port's GUIDCap grown (another HCA behind the same port GUID): its table
+// grows with it, the aliases it held kept.
+#[test]
+fn a_grown_guid_cap_grows_the_table() {
+    let mut m = default_model(3);
+    for p in &mut m.ports {
+        p.node.guid_cap = 8;
+    }
+    let mut net = Net::new(
+        m.clone(),
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        7,
+    );
+    let key = gir_mask::LID | gir_mask::BLOCK;
+    let g1 = gir_mask::GUID0 << 1;
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g1, 3, 0, &[(1, 0x77)]).1[1],
+        0x77
+    );
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g1, 3, 1, &[]).0,
+        MadStatus::sa(SaStatus::NoRecords).0
+    );
+    for p in &mut m.ports {
+        p.node.guid_cap = 20;
+    }
+    net.sa.set_subnet(m);
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g1, 3, 1, &[(1, 0x78)]),
+        (0, [0, 0x78, 0, 0, 0, 0, 0, 0])
+    );
+    assert_eq!(
+        gir(&mut net, Method::Delete, key | g1, 3, 2, &[]),
+        (0, [0; 8])
+    );
+    assert_eq!(
+        gir(&mut net, Method::Get, key, 3, 0, &[]).1[..2],
+        [0x1003, 0x77]
+    );
+}
