@@ -97,6 +97,75 @@ pub enum Position {
     Only,
 }
 
+/// [`Opcode::ext_headers`] of every opcode, by value ([`ext_headers_of_bits`]).
+static EXT_HEADERS: [Option<ExtHeaderSet>; 256] = {
+    let mut t = [None; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = ext_headers_of_bits(b as u8);
+        b += 1;
+    }
+    t
+};
+
+/// The opcode table of IBA 1 §9.2 on the opcode's bits, for [`EXT_HEADERS`] (a `const fn`, so
+/// the table is made at compile time): `Opcode::ext_headers_by_operation`'s rules, which the
+/// test `ext_headers_of_ud_send_only` compares it with for all 256 opcodes.
+const fn ext_headers_of_bits(b: u8) -> Option<ExtHeaderSet> {
+    let (transport, op) = (b >> 5, b & 0x1f);
+    // Opcode::is_defined.
+    let defined = match transport {
+        0 => op <= 0x14 || op == 0x16 || op == 0x17,
+        1 => op <= 0x0b,
+        2 => op <= 0x15,
+        3 => op == 0x04 || op == 0x05,
+        4 => op == 0,
+        _ => false,
+    };
+    if !defined {
+        return None;
+    }
+    let base = match op {
+        // SEND First, Middle, Last, Only.
+        0x00..=0x02 | 0x04 => ExtHeaderSet::NONE,
+        // SEND Last and Only with Immediate.
+        0x03 | 0x05 => ExtHeaderSet::IMMDT,
+        // RDMA WRITE First and Only, RDMA READ Request.
+        0x06 | 0x0a | 0x0c => ExtHeaderSet::RETH,
+        // RDMA WRITE Middle and Last, RDMA READ Response Middle, RESYNC.
+        0x07 | 0x08 | 0x0e | 0x15 => ExtHeaderSet::NONE,
+        // RDMA WRITE Last with Immediate.
+        0x09 => ExtHeaderSet::IMMDT,
+        // RDMA WRITE Only with Immediate.
+        0x0b => ExtHeaderSet::RETH.with(ExtHeaderSet::IMMDT),
+        // RDMA READ Response First, Last, Only; Acknowledge.
+        0x0d | 0x0f | 0x10 | 0x11 => ExtHeaderSet::AETH,
+        // ATOMIC Acknowledge.
+        0x12 => ExtHeaderSet::AETH.with(ExtHeaderSet::ATOMIC_ACK_ETH),
+        // CmpSwap, FetchAdd.
+        0x13 | 0x14 => ExtHeaderSet::ATOMIC_ETH,
+        // SEND Last and Only with Invalidate.
+        0x16 | 0x17 => ExtHeaderSet::IETH,
+        _ => return None,
+    };
+    Some(match transport {
+        // RD: responses carry only the RDETH, requests RDETH and DETH.
+        2 => {
+            let responder = matches!(op, 0x0d..=0x12);
+            let pre = if responder {
+                ExtHeaderSet::RDETH
+            } else {
+                ExtHeaderSet::RDETH.with(ExtHeaderSet::DETH)
+            };
+            pre.with(base)
+        }
+        3 => ExtHeaderSet::DETH.with(base),
+        // CNP.
+        4 => ExtHeaderSet::NONE,
+        _ => base,
+    })
+}
+
 /// A BTH opcode. Every 8-bit value is representable, so unknown opcodes survive a round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Opcode(pub u8);
@@ -213,15 +282,15 @@ impl Opcode {
     /// opcode table listing the header sequence of each packet type). `None` for reserved and
     /// manufacturer-specific opcodes, whose headers this code cannot know.
     pub fn ext_headers(self) -> Option<ExtHeaderSet> {
-        // Nearly every packet of a subnet's management and of IPoIB-UD: its DETH without the
-        // walk below (which gives the same, `ext_headers_of_ud_send_only`).
-        if self == Opcode::UD_SEND_ONLY {
-            return Some(ExtHeaderSet::DETH);
-        }
-        self.ext_headers_by_operation()
+        // Read from a table made at compile time (every packet parsed or built asks, at each
+        // hop): what the walk below gives, for each of the 256 opcodes
+        // (`ext_headers_of_ud_send_only` compares them all).
+        EXT_HEADERS[usize::from(self.0)]
     }
 
-    /// [`Opcode::ext_headers`] from the opcode's transport and operation.
+    /// [`Opcode::ext_headers`] from the opcode's transport and operation: the reference the
+    /// table is checked against.
+    #[cfg(test)]
     fn ext_headers_by_operation(self) -> Option<ExtHeaderSet> {
         use Operation::*;
         if !self.is_defined() {
