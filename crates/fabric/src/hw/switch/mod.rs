@@ -96,7 +96,7 @@ use crate::hw::sma::PortTraffic;
 use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
 use ipoib_wire::ib::lid::{check_pkt_len, is_multicast_lid, is_unicast_lid};
-use ipoib_wire::ib::{BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::ib::{Bth, BthRepr, ExtHeaderSet, GrhRepr, Lnh, LrhRepr, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::{Guid, Mtu, PKey, Rate};
 use std::any::Any;
@@ -547,16 +547,18 @@ impl Headers {
                 return None;
             }
         }
-        let bth = BthRepr::parse_bytes(packet.get(off..body_end)?).ok()?;
+        // The four fields read where they are (a view), not the whole BTH decoded:
+        // `BthRepr::parse` checks nothing but the length either.
+        let bth = Bth::new_checked(packet.get(off..body_end)?).ok()?;
         off += BthRepr::LEN;
         let icrc_off = body_end.checked_sub(ICRC_LEN).filter(|&i| i >= off)?;
-        off += bth.opcode.ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
+        off += bth.opcode().ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
         let payload = icrc_off
             .checked_sub(off)?
-            .checked_sub(usize::from(bth.pad_count))?;
+            .checked_sub(usize::from(bth.pad_count()))?;
         Some(Headers {
             payload,
-            bth: Some((bth.pkey, bth.dest_qp)),
+            bth: Some((PKey(bth.pkey()), bth.dest_qp())),
             // The payload starts right after the extended headers.
             mad: (payload == MAD_LEN).then_some(off),
         })
