@@ -552,7 +552,11 @@ impl Headers {
         let bth = Bth::new_checked(packet.get(off..body_end)?).ok()?;
         off += BthRepr::LEN;
         let icrc_off = body_end.checked_sub(ICRC_LEN).filter(|&i| i >= off)?;
-        off += bth.opcode().ext_headers().unwrap_or(ExtHeaderSet::NONE).len();
+        off += bth
+            .opcode()
+            .ext_headers()
+            .unwrap_or(ExtHeaderSet::NONE)
+            .len();
         let payload = icrc_off
             .checked_sub(off)?
             .checked_sub(usize::from(bth.pad_count()))?;
