@@ -248,6 +248,18 @@ impl testing::Net<Host> {
         self.port(lid, |p| p.lid = new);
     }
 
+    /// The SM and SA restart (as an `ipoib fabric` started again): the new SA serves the same
+    /// subnet and partitions but holds no membership and no subscription; no port is told.
+    pub fn restart_sa(&mut self) {
+        let lids: Vec<(u16, u16, Vec<u16>)> = self
+            .hosts
+            .iter()
+            .map(|h| (h.lid, h.port.lid, h.pkeys.clone()))
+            .collect();
+        let parts = self.sa.partitions().clone();
+        self.sa = SaServer::new(SaServerConfig::default(), model(&lids), parts, Rng::new(43));
+    }
+
     /// Tells host `lid` its port changed.
     pub fn port(&mut self, lid: u16, f: impl FnOnce(&mut PortInfo)) {
         let now = self.now;

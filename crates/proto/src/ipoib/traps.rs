@@ -29,8 +29,19 @@
 //! its absent entry then expires after `GROUP_ABSENT_HOLD` and the next packet tries the group
 //! again (the same as a lost Report).
 //!
+//! After the link was down (a heavy flush: the port went down, or its P_Key or LID changed) the SA
+//! may or may not hold the subscription: the SM and SA may have restarted or been replaced while
+//! the port was down, and a port that was down gets no ClientReregister for it from an SM that
+//! does not know it as new (IBA 1 §14.4.11; over the UDP fabric a reattached host gets none at
+//! all, docs/UDP-FABRIC.md). So once the link is up again the interface subscribes afresh if it
+//! needs the traps (Subscribe is idempotent: an SA that kept the subscription updates it in place,
+//! OpenSM `osm_sa_informinfo.c` "Update the old instance", `sa::server::inform` likewise), and
+//! unsubscribes if it does not; that unsubscription failing (ERR_REQ_INVALID, OpenSM "ERR 4307":
+//! the SA holds nothing) is expected and not warned of.
+//!
 //! Invariants: at most one subscription change (the Set for both traps) in flight; `on` is what the
-//! SA holds (or may hold) once no change is in flight; nothing is sent while the link is not up.
+//! SA holds once no change is in flight, unless `unknown` (the link went down while the SA held or
+//! may have held one); nothing is sent while the link is not up.
 
 use super::{Interface, Link, LogLevel, Pending};
 use crate::time::Instant;
@@ -52,6 +63,11 @@ pub(super) struct TrapSub {
     pub failed: bool,
     /// No new subscription before this (after a refused one).
     pub retry: Option<Instant>,
+    /// The SA may hold a subscription `on` does not show (the link went down meanwhile): the
+    /// next change is sent whatever `on` says.
+    pub unknown: bool,
+    /// The change in flight undoes a subscription the SA may not hold: its failure is expected.
+    pub undo_unknown: bool,
 }
 
 impl TrapSub {
@@ -92,10 +108,13 @@ impl Interface {
             self.traps.retry = None;
         }
         let need = self.traps_needed(now);
-        if need == self.traps.on || (need && self.traps.retry.is_some()) {
+        let undo_unknown = self.traps.unknown && !need;
+        if !undo_unknown && (need == self.traps.on || (need && self.traps.retry.is_some())) {
             return;
         }
         self.traps.on = need;
+        self.traps.unknown = false;
+        self.traps.undo_unknown = undo_unknown;
         self.traps.failed = false;
         self.traps.inflight = 2;
         for trap in [
@@ -124,15 +143,15 @@ impl Interface {
     pub(super) fn on_inform_result(&mut self, now: Instant, trap: u16, ok: Result<(), String>) {
         self.traps.inflight = self.traps.inflight.saturating_sub(1);
         if let Err(e) = ok {
-            let what = if self.traps.on {
-                "subscription to"
+            let (level, what) = if self.traps.on {
+                (LogLevel::Warn, "subscription to")
+            } else if self.traps.undo_unknown {
+                // The SA held nothing (it restarted while the link was down): nothing to undo.
+                (LogLevel::Info, "unsubscription (after link down) from")
             } else {
-                "unsubscription from"
+                (LogLevel::Warn, "unsubscription from")
             };
-            self.log(
-                LogLevel::Warn,
-                format_args!("{what} trap {trap} failed: {e}"),
-            );
+            self.log(level, format_args!("{what} trap {trap} failed: {e}"));
             self.traps.failed = true;
         }
         if self.traps.inflight > 0 {
@@ -145,6 +164,7 @@ impl Interface {
         }
         // A failed unsubscription (e.g. the SA no longer knew it): nothing more to undo.
         self.traps.failed = false;
+        self.traps.undo_unknown = false;
         self.traps_sync(now);
     }
 
@@ -155,11 +175,12 @@ impl Interface {
     }
 
     /// The link went down and its requests were cancelled: the SA may still hold a subscription,
-    /// which is undone (or kept) once the link is up again.
+    /// or may have lost it (restarted meanwhile): once the link is up again the interface
+    /// subscribes afresh if it needs the traps, else undoes what the SA may hold (module docs).
     pub(super) fn traps_link_down(&mut self) {
-        let maybe_on = self.traps.on || self.traps.inflight > 0;
+        let unknown = self.traps.on || self.traps.inflight > 0 || self.traps.unknown;
         self.traps = super::traps::TrapSub {
-            on: maybe_on,
+            unknown,
             ..Default::default()
         };
     }

@@ -128,3 +128,77 @@ fn router_mode_subscribes() {
     assert!(net.host(4).attached.contains(&m), "joined after trap 66");
     assert_eq!(reports(&net, 2), 0);
 }
+
+/// Host `lid`'s port goes down, then (after `between`) up again with the same configuration.
+fn bounce(net: &mut Net, lid: u16, between: impl FnOnce(&mut Net)) {
+    net.port(lid, |p| p.active = false);
+    net.run_for(Duration::from_secs(1));
+    between(net);
+    net.port(lid, |p| p.active = true);
+    net.run_for(Duration::from_secs(2));
+}
+
+// §12 C, §11 (`ipoib::traps` module docs): the SM and SA restart while a router's port is down, so
+// the new SA holds no subscription and no ClientReregister comes (the port was down). Once the
+// link is up the router subscribes afresh, and hears trap 66 for a group created afterwards.
+#[test]
+fn link_up_subscribes_again_at_a_restarted_sa() {
+    let mut net = Net::with(3, |lid, c| c.router = lid == 4);
+    net.up();
+    assert_eq!(informs(&net, 4), vec![true, true]);
+    bounce(&mut net, 4, Net::restart_sa);
+    assert_eq!(informs(&net, 4), vec![true, true, true, true]);
+    assert!(net.iface(4).traps_subscribed());
+    let m = ipv4_mgid("239.4.4.4".parse().unwrap(), PKey(0xffff), Scope::LinkLocal);
+    let before = reports(&net, 4);
+    net.join(3, IpAddr::V4("239.4.4.4".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reports(&net, 4) - before, 1, "trap 66 from the new SA");
+    assert!(net.host(4).attached.contains(&m), "joined after trap 66");
+    assert!(net.host(4).logs().iter().all(|l| !l.contains("trap")));
+}
+
+// IBA 1 §13.4.8.3 (OpenSM `osm_sa_informinfo.c` updates a subscription it holds): at an SA that
+// kept the subscription while the link was down, subscribing again leaves one subscription per
+// trap: one Report for a new group, not two.
+#[test]
+fn link_up_subscribes_again_once_at_an_sa_that_kept_it() {
+    let mut net = Net::with(3, |lid, c| c.router = lid == 4);
+    net.up();
+    bounce(&mut net, 4, |_| {});
+    assert_eq!(informs(&net, 4), vec![true, true, true, true]);
+    assert!(net.iface(4).traps_subscribed());
+    let before = reports(&net, 4);
+    net.join(3, IpAddr::V4("239.5.5.5".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reports(&net, 4) - before, 1, "one subscription to trap 66");
+}
+
+// A sender's subscription (§11) may be held or lost by the SA after the link was down; the need
+// went with the flush (its absent groups forgotten), so it unsubscribes once the link is up, and
+// the SA's "no such subscription" (restarted meanwhile; OpenSM "ERR 4307") is no warning.
+#[test]
+fn link_up_undoes_a_subscription_the_sa_may_have_lost() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &udp4(v4(2), "224.0.0.96".parse().unwrap(), b"x"));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.iface(2).traps_subscribed());
+    bounce(&mut net, 2, Net::restart_sa);
+    assert_eq!(informs(&net, 2), vec![true, true, false, false]);
+    assert!(!net.iface(2).traps_subscribed());
+    let warned: Vec<String> = net
+        .host(2)
+        .logs()
+        .into_iter()
+        .filter(|l| l.contains("trap"))
+        .collect();
+    assert_eq!(warned, Vec::<String>::new(), "no warning");
+    // Needed again: subscribed at the new SA.
+    net.send(2, &udp4(v4(2), "224.0.0.95".parse().unwrap(), b"y"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(informs(&net, 2), vec![true, true, false, false, true, true]);
+    assert!(net.iface(2).traps_subscribed());
+}
