@@ -191,6 +191,9 @@ pub struct SmpSm {
     shadow_lft: BTreeMap<Guid, Vec<u8>>,
     /// Port GUID to LID of every port the SM ever gave a LID (OpenSM's guid2lid).
     guid2lid: BTreeMap<Guid, u16>,
+    /// The CA ports (node GUID, port) the last configured sweep found: one not among them is new
+    /// and gets ClientReregister (OpenSM `is_new`, docs/OPENSM-LIMITS.md).
+    last_ports: BTreeSet<(Guid, u8)>,
     phase: SweepPhase,
     opts: SmOptions,
     partitions: PartitionConfig,
@@ -231,6 +234,7 @@ impl SmpSm {
             shadow_pkeys: BTreeMap::new(),
             shadow_lft: BTreeMap::new(),
             guid2lid: BTreeMap::new(),
+            last_ports: BTreeSet::new(),
             phase: SweepPhase::Discover,
             opts,
             partitions,
@@ -530,6 +534,7 @@ impl SmpSm {
                 }
             }
         }
+        let mut ports_now = BTreeSet::new();
         for (NodeId(n), c) in brain.bring_up() {
             let switch = is_switch[n];
             let guid = guids[n];
@@ -573,8 +578,14 @@ impl SmpSm {
                     // A switch's external ports get their NeighborMTU with the Armed state, as
                     // OpenSM's link manager sets them (`osm_link_mgr.c`); port 0 and CA ports
                     // get their LID now, as OpenSM's LID manager does (`osm_lid_mgr.c`).
-                    // IBA 1 §14.4.11 (OpenSM `osm_lid_mgr.c`): ClientReregister where supported.
-                    let client_reregister = rereg
+                    // IBA 1 §14.4.11 (OpenSM `osm_lid_mgr.c`): ClientReregister where supported,
+                    // in a new master's first sweep and to a port new since the last sweep (its
+                    // link was down or it was unreachable: it may have missed an SA change).
+                    let new = !switch && !self.last_ports.contains(&(guid, pc.port));
+                    if !switch {
+                        ports_now.insert((guid, pc.port));
+                    }
+                    let client_reregister = (rereg || new)
                         && !switch
                         && seen.is_some_and(|i| i.capability_mask & CLIENT_REREG != 0);
                     if (!switch || pc.port == 0) && (!same || client_reregister) {
@@ -639,6 +650,7 @@ impl SmpSm {
                 Config::Mft { .. } => {}
             }
         }
+        self.last_ports = ports_now;
         brain.set_port_infos(read);
         brain.set_switch_infos(switch_infos);
         self.brain = Some(brain);
