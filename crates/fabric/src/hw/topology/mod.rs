@@ -17,7 +17,7 @@ mod netfile;
 
 pub use build::{build, link_params, Built};
 pub use gen::FatTreeShape;
-pub use netfile::NetFileError;
+pub use netfile::{NetFileError, MAX_NET_BYTES};
 
 use ipoib_wire::{Guid, Mtu, Rate};
 

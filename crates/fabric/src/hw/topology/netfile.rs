@@ -39,6 +39,12 @@ use std::path::{Path, PathBuf};
 /// ibsim's include depth limit (MAX_INCLUDE).
 const MAX_INCLUDE: usize = 9;
 
+/// The most bytes [`Topology::load_net`] reads, the file and its includes together: as the cli
+/// bounds the files named on its command line (`crates/cli/src/text_file.rs`), so that an
+/// `include` of `/dev/zero` or of a pipe that keeps writing is an error, not the memory of the
+/// process. The largest generated fat tree's net file is some 13 MB.
+pub const MAX_NET_BYTES: u64 = 64 << 20;
+
 /// A net file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", location(.file, *.line))]
@@ -84,6 +90,8 @@ struct Parser {
     speed: u8,
     prefix: String,
     depth: usize,
+    /// Bytes read from files so far (at most [`MAX_NET_BYTES`]).
+    read: u64,
 }
 
 fn kind_index(k: NodeKind) -> usize {
@@ -145,6 +153,7 @@ impl Parser {
             speed: 1,
             prefix: String::new(),
             depth: 0,
+            read: 0,
         }
     }
 
@@ -290,11 +299,25 @@ impl Parser {
     }
 
     fn file(&mut self, path: &Path) -> Result<(), NetFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| NetFileError {
+        use std::io::Read as _;
+        let fail = |message: String| NetFileError {
             file: Some(path.to_path_buf()),
             line: 0,
-            message: format!("cannot read: {e}"),
-        })?;
+            message,
+        };
+        let left = MAX_NET_BYTES - self.read;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(left + 1).read_to_string(&mut text))
+            .map_err(|e| fail(format!("cannot read: {e}")))?;
+        if text.len() as u64 > left {
+            return Err(fail(format!(
+                "more than {} MiB with the files that include it, far more than any net file \
+                 (is it the right one?)",
+                MAX_NET_BYTES >> 20
+            )));
+        }
+        self.read += text.len() as u64;
         self.text(&text, Some(path))
     }
 

@@ -394,3 +394,30 @@ fn host_ports_are_the_first_cabled_ports() {
     assert_eq!(two.cabled_ports(h).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(two.host_ports().count(), 2);
 }
+
+// An `include` of a file larger than MAX_NET_BYTES (a sparse one: no disk used; `/dev/zero` or a
+// pipe would be read the same way, without end before) is an error naming it, not an exhausted
+// memory; the file holds the bytes of every file read, so two halves over the bound fail too.
+#[test]
+fn includes_are_read_with_a_bound() {
+    let dir = std::env::temp_dir().join(format!("ipoib-netfile-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(MAX_NET_BYTES + 1).unwrap();
+    let half = dir.join("half");
+    std::fs::File::create(&half)
+        .unwrap()
+        .set_len(MAX_NET_BYTES / 2 + 1)
+        .unwrap();
+    std::fs::write(dir.join("net"), "include \"big\"\n").unwrap();
+    std::fs::write(dir.join("net2"), "include \"half\"\ninclude \"half\"\n").unwrap();
+    let r1 = Topology::load_net(dir.join("net"));
+    let r2 = Topology::load_net(dir.join("net2"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    for (r, file) in [(r1, &big), (r2, &half)] {
+        let e = r.unwrap_err();
+        assert_eq!(e.file.as_deref(), Some(file.as_path()));
+        assert!(e.message.contains("more than 64 MiB"), "{e}");
+    }
+}
