@@ -212,7 +212,9 @@ fn clear_stale() -> Result<(), String> {
     }
 }
 
-fn build(a: &UpArgs) -> Result<Subnet, String> {
+/// The subnet of `a`, and the text of its `--partitions` file (read once: it may be a pipe, and
+/// OpenSM gets this text, [`start_opensm`]).
+fn build(a: &UpArgs) -> Result<(Subnet, Option<String>), String> {
     // Before the topology's own bounds: "use a fat tree for more" is no way past the lab's.
     if let Some(n) = a.hosts.filter(|&n| n > hosts::MAX_HOSTS) {
         return Err(format!("at most {} hosts, not {n}", hosts::MAX_HOSTS));
@@ -222,11 +224,13 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
     if n > hosts::MAX_HOSTS {
         return Err(format!("at most {} hosts, not {n}", hosts::MAX_HOSTS));
     }
-    let parts = a
-        .partitions
-        .as_deref()
-        .map(|p| crate::sim::load_partitions("ipoib lab", p))
-        .transpose()?;
+    let (text, parts) = match a.partitions.as_deref() {
+        Some(p) => {
+            let (text, cfg) = crate::sim::load_partitions_text("ipoib lab", p)?;
+            (Some(text), Some(cfg))
+        }
+        None => (None, None),
+    };
     if let Some(p) = &parts {
         let none = hosts::set_partitions(&topo, p);
         if !none.is_empty() {
@@ -251,11 +255,13 @@ fn build(a: &UpArgs) -> Result<Subnet, String> {
         }),
         ..IpoibOptions::external()
     });
-    Subnet::build(opts).map_err(|e| e.to_string())
+    let net = Subnet::build(opts).map_err(|e| e.to_string())?;
+    Ok((net, text))
 }
 
 /// Serves ibsim's client protocol on the lab's driver (sockets `ipoib-lab-PID`) and starts
-/// OpenSM under ibsim-run on the first host ([`opensm`]).
+/// OpenSM under ibsim-run on the first host ([`opensm`]), with `partitions` (the text of the
+/// `--partitions` file, read by [`build`]).
 fn start_opensm(
     programs: &opensm::Programs,
     driver: &mut Driver<Subnet>,
@@ -421,7 +427,7 @@ fn up(a: &UpArgs) -> ExitCode {
         },
         Sm::Ours => None,
     };
-    let net = match build(a) {
+    let (net, partitions) = match build(a) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };
@@ -510,7 +516,7 @@ fn up(a: &UpArgs) -> ExitCode {
     // Dropped before the teardown: OpenSM ends on every way out.
     let mut osm = None;
     if let Some(programs) = &programs {
-        match start_opensm(programs, &mut driver, a.partitions.as_deref()) {
+        match start_opensm(programs, &mut driver, partitions.as_deref()) {
             Ok(o) => {
                 lab.opensm = Some((o.pid(), state::start_time(o.pid()).unwrap_or(0)));
                 osm = Some(o);
@@ -677,4 +683,39 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::summary(driver.emulation(), &refused).trim_end()
     );
     status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        up: UpArgs,
+    }
+
+    // `--partitions FIFO`: the pipe is read once, and its text is what OpenSM is given (a second
+    // read, as `OpenSm::start` made of the path, found the pipe empty, or blocked for a writer).
+    #[test]
+    fn partitions_from_a_pipe_are_read_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("parts");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipped: no mkfifo");
+            return;
+        }
+        let text = "Default=0x7fff, ipoib : ALL=full;\n";
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, text))
+        };
+        let path = fifo.to_str().unwrap();
+        let cli = Cli::try_parse_from(["lab", "--sm", "opensm", "--partitions", path]).unwrap();
+        let (_, read) = build(&cli.up).unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(read.as_deref(), Some(text));
+    }
 }

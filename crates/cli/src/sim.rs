@@ -83,12 +83,21 @@ fn group_origin(partitions: Option<&str>) -> String {
 /// as `PARSE WARN`, and the like) on standard error under `cmd`, the command that reads it
 /// (`ipoib sim`, `ipoib lab`, ...). An error names the option, so that "No such file" says which.
 pub(crate) fn load_partitions(cmd: &str, path: &str) -> Result<PartitionConfig, String> {
+    Ok(load_partitions_text(cmd, path)?.1)
+}
+
+/// [`load_partitions`], with the text read: a caller that also hands the file on (`ipoib lab
+/// --sm opensm` to OpenSM) gives it this text, as the file may be a pipe that is read only once.
+pub(crate) fn load_partitions_text(
+    cmd: &str,
+    path: &str,
+) -> Result<(String, PartitionConfig), String> {
     let text = crate::text_file::read("--partitions", path)?;
     let cfg = partitions::parse(&text).map_err(|e| format!("{path}: {e}"))?;
     for w in &cfg.warnings {
         note!("{cmd}: {path}: warning: {w}");
     }
-    Ok(cfg)
+    Ok((text, cfg))
 }
 
 fn human_duration(d: Duration) -> String {
