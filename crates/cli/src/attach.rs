@@ -83,8 +83,9 @@ pub struct Args {
     #[arg(long, value_parser = parse_pkey, default_value = "0xffff")]
     pkey: PKey,
     /// After traffic, poll the sockets for this many microseconds (yielding the CPU between
-    /// polls) before sleeping; 0 (the default) never polls (docs/UDP-FABRIC.md "Timing").
-    #[arg(long, default_value_t = 0)]
+    /// polls) before sleeping; 0 (the default) never polls, at most 1000000 (docs/UDP-FABRIC.md
+    /// "Timing").
+    #[arg(long, default_value_t = 0, value_parser = crate::fabric::parse_busy_poll_us)]
     busy_poll_us: u64,
 }
 
@@ -529,6 +530,25 @@ mod tests {
             "--dev",
             dev,
         ])
+    }
+
+    // `--busy-poll-us` is bounded as `ipoib fabric`'s.
+    #[test]
+    fn busy_poll_us_is_bounded() {
+        let with = |v: &str| {
+            Cli::try_parse_from([
+                "attach",
+                "--fabric",
+                "udp:127.0.0.1:9",
+                "--ip",
+                "10.0.0.1/24",
+                "--busy-poll-us",
+                v,
+            ])
+        };
+        assert_eq!(with("50").unwrap().args.busy_poll_us, 50);
+        let e = with("18446744073709551615").unwrap_err().to_string();
+        assert!(e.contains("at most 1000000"), "{e}");
     }
 
     /// `--dev` names the control socket too: a name Linux would not give a device (and

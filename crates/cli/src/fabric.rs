@@ -56,9 +56,29 @@ pub struct Args {
     #[arg(long)]
     guid2lid: Option<String>,
     /// After traffic, poll the sockets for this many microseconds (yielding the CPU between
-    /// polls) before sleeping; 0 (the default) never polls (docs/UDP-FABRIC.md "Timing").
-    #[arg(long, default_value_t = 0)]
+    /// polls) before sleeping; 0 (the default) never polls, at most 1000000 (docs/UDP-FABRIC.md
+    /// "Timing").
+    #[arg(long, default_value_t = 0, value_parser = parse_busy_poll_us)]
     busy_poll_us: u64,
+}
+
+/// The most `--busy-poll-us` (of `ipoib fabric` and `ipoib attach`) takes: 1 s. A window longer
+/// than the hosts' keepalive period (1 s) polls through idle time rather than after traffic,
+/// and one near `u64::MAX` µs overflowed the driver's clock.
+pub(crate) const MAX_BUSY_POLL_US: u64 = 1_000_000;
+
+/// `--busy-poll-us`: microseconds, 0 to [`MAX_BUSY_POLL_US`].
+pub(crate) fn parse_busy_poll_us(s: &str) -> Result<u64, String> {
+    let us: u64 = s
+        .parse()
+        .map_err(|_| format!("{s:?}: a number of microseconds"))?;
+    if us > MAX_BUSY_POLL_US {
+        return Err(format!(
+            "{us} µs: at most {MAX_BUSY_POLL_US} (1 s, the hosts' keepalive period; \
+             docs/UDP-FABRIC.md \"Timing\")"
+        ));
+    }
+    Ok(us)
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -312,4 +332,33 @@ fn report_changes(f: &FabricProcess, known: &mut BTreeMap<SocketAddr, usize>) {
         }
     }
     *known = now;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    // `--busy-poll-us` is bounded (it took any u64, and a huge window overflowed the clock).
+    #[test]
+    fn busy_poll_us_is_bounded() {
+        let parse = |v: &str| {
+            let arg = format!("--busy-poll-us={v}");
+            Cli::try_parse_from(["fabric", "--listen", "udp:127.0.0.1:9", arg.as_str()])
+        };
+        assert_eq!(parse("0").unwrap().args.busy_poll_us, 0);
+        assert_eq!(parse("1000000").unwrap().args.busy_poll_us, 1_000_000);
+        for bad in ["1000001", "18446744073709551615", "-1", "x"] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("--busy-poll-us"), "{bad}: {e}");
+        }
+        let e = parse("1000001").unwrap_err().to_string();
+        assert!(e.contains("at most 1000000"), "{e}");
+    }
 }
