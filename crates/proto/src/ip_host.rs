@@ -206,6 +206,11 @@ impl IpHost {
         self.out.pop_front()
     }
 
+    /// True when [`IpHost::poll_packet`] has a packet.
+    pub fn has_packet(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     fn source_for(&self, dst: IpAddr) -> Result<IpAddr, IpError> {
         match dst {
             IpAddr::V4(_) => self.v4.map(IpAddr::V4),
@@ -537,7 +542,9 @@ mod tests {
         let mut a = IpHost::new(7, Some(a4));
         let mut b = IpHost::new(8, Some(b4));
         let i = a.ping(t(0), IpAddr::V4(b4)).unwrap();
+        assert!(a.has_packet() && a.has_packet(), "asking does not take it");
         let req = a.poll_packet().unwrap();
+        assert!(!a.has_packet());
         b.handle_packet(t(5), &req);
         let rep = b.poll_packet().expect("b answers");
         a.handle_packet(t(9), &rep);

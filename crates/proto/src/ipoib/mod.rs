@@ -593,6 +593,12 @@ impl Interface {
         self.events.pop_front()
     }
 
+    /// True when [`Interface::poll_transmit`] or [`Interface::poll_event`] has something (what
+    /// the adapter above looks at before it polls, without taking the interface mutably).
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty() || !self.events.is_empty()
+    }
+
     /// The next MAD for QP1 (the [`MadAgent`] side, under a name that does not clash with
     /// [`Interface::poll_transmit`]).
     pub fn poll_mad(&mut self, now: Instant) -> Option<MadOut> {

@@ -14,6 +14,7 @@ mod qos_records;
 mod records;
 mod services;
 mod sm_records;
+mod small_events;
 mod switch_records;
 
 use super::*;

@@ -105,6 +105,13 @@ pub trait App: Any {
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>);
     /// When `poll` is next needed for a timer.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// True when `poll` at `now` would change nothing, the HCA and the agents as they are:
+    /// nothing queued for the application to hand on, no timer due, no agent's output waiting
+    /// for it. The host then ends its pump without another round of agents and applications
+    /// ([`super::Host::drive`]). The default, false, is always right (the host polls once more).
+    fn is_idle(&self, _now: Instant, _hca: &Hca, _agents: &Agents) -> bool {
+        false
+    }
     /// A port's attributes changed (SM configuration, link up/down).
     fn on_port_change(&mut self, _now: Instant, _port: &Port, _ctx: &mut HostCtx<'_>) {}
     /// For downcasting.

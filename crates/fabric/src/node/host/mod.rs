@@ -350,30 +350,34 @@ impl Host {
                 }
             }
             progress |= self.hca.flush(now, tx) > 0;
-            if !progress || self.settled(now) {
+            if !progress || self.is_settled(now) {
                 break;
             }
         }
     }
 
     /// True when another round of [`Host::drive`] at `now` would do nothing, so that it can be
-    /// skipped (a bare host, as an SM's sweep sees them, then takes one round per event instead
-    /// of two): no application (whose `poll` may always find work) and no CQ routed to one; the
-    /// HCA with nothing to flush and no port change ([`Hca::is_settled`]); no completion on
-    /// QP0/QP1 and no configuration write waiting; no agent's timer due. The agents gave out
-    /// every MAD at the end of this round (`run_agents`) and nothing reached them since (only
-    /// completions and timers do), so their `poll_transmit` would give nothing again.
-    fn settled(&self, now: Instant) -> bool {
-        self.apps.is_empty()
-            && self.cq_routes.is_empty()
-            && self.config.is_empty()
+    /// skipped (a host then takes one round per event instead of two): the HCA with nothing to
+    /// flush and no port change (`Hca::is_settled`); no completion on QP0/QP1, none on a CQ
+    /// routed to an application, and no configuration write waiting; no agent's timer due; every
+    /// application idle ([`App::is_idle`], asked after the round: what the agents did last is
+    /// in what it looks at). The agents gave out every MAD at the end of this round
+    /// (`run_agents`) and nothing reached them since (only completions, timers and applications
+    /// do), so their `poll_transmit` would give nothing again.
+    pub fn is_settled(&self, now: Instant) -> bool {
+        self.config.is_empty()
             && self.hca.is_settled()
             && self.gsi_waiting() == 0
+            && (self.cq_routes.is_empty() || self.hca.completions_waiting() == 0)
             && self
                 .agents
                 .list
                 .iter()
                 .all(|a| a.poll_timeout().is_none_or(|t| t > now))
+            && self
+                .apps
+                .iter()
+                .all(|a| a.is_idle(now, &self.hca, &self.agents))
     }
 
     /// Completions on QP0/QP1's CQ ([`Hca::cq_len`], without its lookup when no CQ holds any).

@@ -485,3 +485,62 @@ fn report_reaches_the_method_receiver_not_the_class_server() {
     assert_eq!(hb.agent::<Client>(report).unwrap().got.len(), 1);
     assert_eq!(hb.agent::<Client>(get).unwrap().got.len(), 1);
 }
+
+/// Counts its polls and says idle ([`App::is_idle`]) or not, as told.
+struct Counter {
+    polls: u32,
+    idle: bool,
+}
+
+impl App for Counter {
+    fn on_completion(&mut self, _now: Instant, _c: Completion, _ctx: &mut HostCtx<'_>) {}
+    fn poll(&mut self, _now: Instant, _ctx: &mut HostCtx<'_>) {
+        self.polls += 1;
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn is_idle(&self, _now: Instant, _hca: &Hca, _agents: &Agents) -> bool {
+        self.idle
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A host whose applications all say they are idle ends its pump with the round that moved
+/// something (a request answered: the application polled once), where an application that does
+/// not say so is polled again in a second round that finds nothing; the answer is the same.
+#[test]
+fn idle_applications_spare_the_host_a_second_round() {
+    for (idle, polls) in [(true, 1), (false, 2)] {
+        let (mut sim, a, b) = hosts(44);
+        let t0 = Instant::from_nanos(50_000);
+        let (srv, app) = sim
+            .with_node::<Host, _>(a, |h, _, _| {
+                let s = h.add_agent(Server::default());
+                h.serve_class(MgmtClass::DevMgt, s);
+                (s, h.add_app(Counter { polls: 0, idle }))
+            })
+            .unwrap();
+        let c = sim
+            .with_node::<Host, _>(b, |h, _, _| {
+                h.add_agent(Client::new(t0, 1, MgmtClass::DevMgt, Method::Get, 7))
+            })
+            .unwrap();
+        sim.run_until(t0);
+        let host_a = sim.node::<Host>(a).unwrap();
+        assert!(host_a.is_settled(t0) == idle, "idle {idle}");
+        let before = host_a.app::<Counter>(app).unwrap().polls;
+        sim.run_until_idle(1000);
+        let host_a = sim.node::<Host>(a).unwrap();
+        assert_eq!(host_a.agent::<Server>(srv).unwrap().got.len(), 1);
+        let after = host_a.app::<Counter>(app).unwrap().polls;
+        assert_eq!(after - before, polls, "idle {idle}");
+        let host_b = sim.node::<Host>(b).unwrap();
+        assert_eq!(host_b.agent::<Client>(c).unwrap().got.len(), 1);
+    }
+}

@@ -36,7 +36,7 @@ use crate::hw::verbs::{
     AddressHandle, Completion, GlobalRoute, QpState, QpType, Qpn, RecvWr, SendOp, SendWr, UdDest,
     WcOpcode, WcStatus,
 };
-use crate::node::host::{AgentId, App, AppId, Host, HostCtx};
+use crate::node::host::{AgentId, Agents, App, AppId, Host, HostCtx};
 use crate::Instant;
 use ipoib_proto::ip_host::{IpError, IpHost};
 use ipoib_proto::ipoib::{
@@ -683,6 +683,20 @@ impl App for IpoibApp {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.cpu.next_done()
+    }
+
+    /// Idle when `poll` would move nothing: no group command, no IP packet, no processor work
+    /// done by `now`, nothing from the interface; an application with connected mode or the
+    /// host's own IP stack is never said idle (their pumps are polled every round).
+    fn is_idle(&self, now: Instant, _hca: &Hca, agents: &Agents) -> bool {
+        self.commands.is_empty()
+            && self.cm.is_none()
+            && self.os.is_none()
+            && !self.ip.has_packet()
+            && self.cpu.next_done().is_none_or(|t| t > now)
+            && agents
+                .get::<Interface>(self.agent)
+                .is_none_or(|i| !i.has_output())
     }
 
     fn on_port_change(&mut self, now: Instant, port: &Port, ctx: &mut HostCtx<'_>) {

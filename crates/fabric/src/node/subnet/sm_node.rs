@@ -33,9 +33,10 @@
 //! Invariants: the MFT entries written for a group are always those of the last tree computed for
 //! it (`trees`), so the next change writes exactly the difference; group order is MLID order.
 
+use crate::hw::hca::Hca;
 use crate::hw::mgmt::{Config, PortState};
 use crate::hw::verbs::Completion;
-use crate::node::host::{AgentId, App, HostCtx};
+use crate::node::host::{AgentId, Agents, App, HostCtx};
 use crate::node::sm::{mft_changes, MftCopyBlock, SmpSm, SubnetManager};
 use ipoib_proto::sa::{SaEvent, SaServer};
 use ipoib_proto::time::Instant;
@@ -388,6 +389,26 @@ impl App for SmApp {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.flush_at
+    }
+
+    /// Idle when `poll` would change nothing: the port's SMInfo already the agent's (its
+    /// ActCount moves with every SMP sent), the agent started (or the port down), no new brain,
+    /// no flush due, and no SA event, or events waiting for the end of the window already set
+    /// that `poll` would leave: all of big groups, or any before the first brain (`flush`).
+    fn is_idle(&self, now: Instant, hca: &Hca, agents: &Agents) -> bool {
+        let (Some(a), Some(p)) = (agents.get::<SmpSm>(self.smp), hca.port(self.port)) else {
+            return false;
+        };
+        let sa = agents.get::<SaServer>(self.sa);
+        p.sm_info == Some(a.sm_info(p.guid))
+            && (a.is_started() || p.state == PortState::Down)
+            && a.generation() == self.generation
+            && self.flush_at.is_none_or(|t| t > now)
+            && (!sa.is_some_and(SaServer::has_events)
+                || (self.flush_at.is_some()
+                    && (self.sm.is_none()
+                        || (self.pending.is_empty()
+                            && !sa.is_some_and(|s| s.has_small_events(SMALL_GROUP))))))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -341,3 +341,23 @@ fn resolve_and_path_to_without_a_packet() {
         "no packet was sent to resolve"
     );
 }
+
+// Interface::has_output: true while a datagram waits for poll_transmit (or an event for
+// poll_event), without taking it.
+#[test]
+fn has_output_is_what_the_polls_give() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(!net.iface(2).has_output(), "the harness took everything");
+    net.send(2, &ping4(v4(2), v4(3), true, 2));
+    assert!(net.iface(2).has_output());
+    assert!(net.iface(2).has_output(), "asking does not take it");
+    let now = net.now;
+    assert!(
+        net.iface(2).poll_transmit(now).is_some(),
+        "the echo request"
+    );
+    assert!(!net.iface(2).has_output());
+}

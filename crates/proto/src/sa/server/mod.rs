@@ -432,6 +432,18 @@ impl SaServer {
         !self.events.is_empty() || !self.dirty.is_empty()
     }
 
+    /// True when [`SaServer::poll_small_event`] with `max_members` has something (the subnet
+    /// manager, coalescing a big group's changes, looks before it polls).
+    pub fn has_small_events(&self, max_members: usize) -> bool {
+        !self.events.is_empty()
+            || self.dirty.iter().any(|g| {
+                self.mc
+                    .by_mgid
+                    .get(g)
+                    .is_none_or(|x| x.members.len() <= max_members)
+            })
+    }
+
     pub(super) fn mark_dirty(&mut self, mgid: Gid) {
         self.dirty.insert(mgid);
     }
