@@ -37,6 +37,8 @@ impl<T: MadAgent + Any> AnyAgent for T {
 #[derive(Default)]
 pub struct Agents {
     pub(crate) list: Vec<Box<dyn AnyAgent>>,
+    /// Set by [`Agents::get_mut`]: an agent may have been handed work since the host cleared it.
+    pub(crate) touched: bool,
 }
 
 impl Agents {
@@ -47,6 +49,7 @@ impl Agents {
     /// Agent `id` as its concrete type, mutably. (Inside a host callback the host polls the
     /// agent afterwards; from outside use [`super::Host::agent_mut`].)
     pub fn get_mut<T: 'static>(&mut self, id: AgentId) -> Option<&mut T> {
+        self.touched = true;
         self.list.get_mut(id.0)?.as_any_mut().downcast_mut()
     }
     /// Number of agents.

@@ -319,6 +319,8 @@ impl Host {
         self.dirty = false;
         for _ in 0..MAX_ROUNDS {
             let mut progress = false;
+            // No agent's timer due and no agent handed work since the agents' last pass.
+            let mut agents_rest = false;
             // The SMA configured a port (an external SM's SubnSet): as after a configuration
             // write.
             if self.hca.has_port_changes() {
@@ -339,10 +341,16 @@ impl Host {
             // A host without applications (an SM's sweep sees only those) has none to run and
             // nothing for them to hand the agents, who gave out every MAD just now.
             if !self.apps.is_empty() || !self.cq_routes.is_empty() {
+                self.agents.touched = false;
                 progress |= self.run_apps(now);
                 // Applications may have handed agents work (e.g. an SA request): let them send
-                // it now.
-                progress |= self.run_agents(now);
+                // it now. Agents no application took mutably ([`Agents::get_mut`]) and with no
+                // timer due would give nothing: the pass above took all they had.
+                if self.agents.touched || self.agent_timer_due(now) {
+                    progress |= self.run_agents(now);
+                } else {
+                    agents_rest = true;
+                }
             }
             if !self.config.is_empty() {
                 for (to, c) in self.config.drain(..) {
@@ -350,7 +358,7 @@ impl Host {
                 }
             }
             progress |= self.hca.flush(now, tx) > 0;
-            if !progress || self.is_settled(now) {
+            if !progress || self.settled(now, agents_rest) {
                 break;
             }
         }
@@ -365,19 +373,29 @@ impl Host {
     /// (`run_agents`) and nothing reached them since (only completions, timers and applications
     /// do), so their `poll_transmit` would give nothing again.
     pub fn is_settled(&self, now: Instant) -> bool {
+        self.settled(now, false)
+    }
+
+    /// [`Host::is_settled`], the agents' timers known not due when `agents_rest` (`drive` saw
+    /// none due and nothing has reached the agents since).
+    fn settled(&self, now: Instant, agents_rest: bool) -> bool {
         self.config.is_empty()
             && self.hca.is_settled()
             && self.gsi_waiting() == 0
             && (self.cq_routes.is_empty() || self.hca.completions_waiting() == 0)
-            && self
-                .agents
-                .list
-                .iter()
-                .all(|a| a.poll_timeout().is_none_or(|t| t > now))
+            && (agents_rest || !self.agent_timer_due(now))
             && self
                 .apps
                 .iter()
                 .all(|a| a.is_idle(now, &self.hca, &self.agents))
+    }
+
+    /// True when an agent's timer is due at `now`.
+    fn agent_timer_due(&self, now: Instant) -> bool {
+        self.agents
+            .list
+            .iter()
+            .any(|a| a.poll_timeout().is_some_and(|t| t <= now))
     }
 
     /// Completions on QP0/QP1's CQ ([`Hca::cq_len`], without its lookup when no CQ holds any).

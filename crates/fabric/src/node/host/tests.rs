@@ -486,16 +486,21 @@ fn report_reaches_the_method_receiver_not_the_class_server() {
     assert_eq!(hb.agent::<Client>(get).unwrap().got.len(), 1);
 }
 
-/// Counts its polls and says idle ([`App::is_idle`]) or not, as told.
+/// Counts its polls and says idle ([`App::is_idle`]) or not, as told; takes agent `touch`
+/// mutably at each poll when it names one (as an application handing an agent work does).
 struct Counter {
     polls: u32,
     idle: bool,
+    touch: Option<AgentId>,
 }
 
 impl App for Counter {
     fn on_completion(&mut self, _now: Instant, _c: Completion, _ctx: &mut HostCtx<'_>) {}
-    fn poll(&mut self, _now: Instant, _ctx: &mut HostCtx<'_>) {
+    fn poll(&mut self, _now: Instant, ctx: &mut HostCtx<'_>) {
         self.polls += 1;
+        if let Some(a) = self.touch {
+            let _ = ctx.agents.get_mut::<Asked>(a);
+        }
     }
     fn poll_timeout(&self) -> Option<Instant> {
         None
@@ -511,19 +516,51 @@ impl App for Counter {
     }
 }
 
+/// An agent with nothing to send that counts how often it is asked.
+#[derive(Default)]
+struct Asked(u32);
+
+impl MadAgent for Asked {
+    fn handle_mad(&mut self, _now: Instant, _m: MadIn) {}
+    fn poll_transmit(&mut self, _now: Instant) -> Option<MadOut> {
+        self.0 += 1;
+        None
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn handle_timeout(&mut self, _now: Instant) {}
+}
+
 /// A host whose applications all say they are idle ends its pump with the round that moved
 /// something (a request answered: the application polled once), where an application that does
-/// not say so is polled again in a second round that finds nothing; the answer is the same.
+/// not say so is polled again in a second round that finds nothing; the agents are asked again
+/// after the applications only when one took an agent mutably. The answer is the same.
 #[test]
 fn idle_applications_spare_the_host_a_second_round() {
-    for (idle, polls) in [(true, 1), (false, 2)] {
+    // (idle, takes the agent) -> (polls, the agent asked) for the request's event.
+    for (idle, touch, polls, asked) in [
+        (true, false, 1, 1),
+        (false, false, 2, 2),
+        (false, true, 2, 4),
+    ] {
         let (mut sim, a, b) = hosts(44);
         let t0 = Instant::from_nanos(50_000);
-        let (srv, app) = sim
+        let (srv, quiet, app) = sim
             .with_node::<Host, _>(a, |h, _, _| {
                 let s = h.add_agent(Server::default());
                 h.serve_class(MgmtClass::DevMgt, s);
-                (s, h.add_app(Counter { polls: 0, idle }))
+                let q = h.add_agent(Asked::default());
+                let touch = touch.then_some(q);
+                (
+                    s,
+                    q,
+                    h.add_app(Counter {
+                        polls: 0,
+                        idle,
+                        touch,
+                    }),
+                )
             })
             .unwrap();
         let c = sim
@@ -535,11 +572,18 @@ fn idle_applications_spare_the_host_a_second_round() {
         let host_a = sim.node::<Host>(a).unwrap();
         assert!(host_a.is_settled(t0) == idle, "idle {idle}");
         let before = host_a.app::<Counter>(app).unwrap().polls;
+        let asked_before = host_a.agent::<Asked>(quiet).unwrap().0;
         sim.run_until_idle(1000);
         let host_a = sim.node::<Host>(a).unwrap();
         assert_eq!(host_a.agent::<Server>(srv).unwrap().got.len(), 1);
         let after = host_a.app::<Counter>(app).unwrap().polls;
-        assert_eq!(after - before, polls, "idle {idle}");
+        assert_eq!(after - before, polls, "idle {idle} touch {touch}");
+        let asked_after = host_a.agent::<Asked>(quiet).unwrap().0;
+        assert_eq!(
+            asked_after - asked_before,
+            asked,
+            "idle {idle} touch {touch}"
+        );
         let host_b = sim.node::<Host>(b).unwrap();
         assert_eq!(host_b.agent::<Client>(c).unwrap().got.len(), 1);
     }

@@ -624,6 +624,11 @@ impl App for IpoibApp {
     }
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        // Nothing to move: the interface agent is not taken mutably, so the host knows no agent
+        // got work from this poll (`Agents::get_mut`).
+        if self.is_idle(now, ctx.hca, ctx.agents) {
+            return;
+        }
         // Bounded: every round either moves something or stops.
         for _ in 0..1024 {
             let Some(iface) = ctx.agents.get_mut::<Interface>(self.agent) else {

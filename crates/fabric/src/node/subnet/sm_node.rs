@@ -312,14 +312,18 @@ impl App for SmApp {
                 ctx.hca.set_sm_info(self.port, Some(info));
             }
         }
-        if let Some(a) = ctx.agents.get_mut::<SmpSm>(self.smp) {
-            // The sweep starts once the SM's port has its link (Init, IBA 1 §7.2).
-            if !a.is_started()
-                && ctx
-                    .hca
-                    .port(self.port)
-                    .is_some_and(|p| p.state != PortState::Down)
-            {
+        // The sweep starts once the SM's port has its link (Init, IBA 1 §7.2). (The agent is
+        // taken mutably only then: the host knows it got no work otherwise.)
+        let start = ctx
+            .agents
+            .get::<SmpSm>(self.smp)
+            .is_some_and(|a| !a.is_started())
+            && ctx
+                .hca
+                .port(self.port)
+                .is_some_and(|p| p.state != PortState::Down);
+        if start {
+            if let Some(a) = ctx.agents.get_mut::<SmpSm>(self.smp) {
                 a.start();
                 ctx.poll_again();
             }
