@@ -175,7 +175,9 @@ impl SaServer {
                         let Some(g) = next_assigned(&mut a.count) else {
                             return Outcome::Error(SaStatus::NoResources);
                         };
-                        if !a.owners.contains_key(&g) {
+                        // Not a GUID some table holds, a port's own GUID included (OpenSM's
+                        // alias table holds the port GUIDs too).
+                        if !a.owners.contains_key(&g) && !is_port_guid(g) {
                             alias = g;
                             let v = a.assigned.entry(port).or_default();
                             if v.len() <= i {

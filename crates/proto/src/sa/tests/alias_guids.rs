@@ -380,3 +380,31 @@ fn a_grown_guid_cap_grows_the_table() {
         [0x1003, 0x77]
     );
 }
+
+// OpenSM's alias table holds the port GUIDs too (`alias_port_guid_tbl`), so `set_guidinfo` skips
+// an SA-assigned GUID that is some port's GUID and takes the next one. Ours took it, found it a
+// port GUID, left the index empty, and kept it as the index's assigned GUID: every later zero
+// Set of that index gave nothing.
+#[test]
+fn an_assigned_guid_that_is_a_port_guid_is_skipped() {
+    const FIRST: u64 = 0x0014_0500_0000_0001;
+    let mut m = default_model(3);
+    for p in &mut m.ports {
+        p.node.guid_cap = 8;
+    }
+    m.ports[3].port_guid = Guid(FIRST);
+    let mut net = Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        7,
+    );
+    let key = gir_mask::LID | gir_mask::BLOCK;
+    let g = |n: usize| gir_mask::GUID0 << n;
+    for _ in 0..2 {
+        assert_eq!(
+            gir(&mut net, Method::Set, key | g(1), 3, 0, &[]),
+            (0, [0x1003, FIRST + 1, 0, 0, 0, 0, 0, 0])
+        );
+    }
+}
