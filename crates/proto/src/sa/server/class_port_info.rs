@@ -18,9 +18,12 @@ impl SaServer {
         // (records.rs);
         // CapabilityMask2 bit 12 IsSendOnlyFullMemberSupported (Linux IPoIB joins send-only groups
         // as SendOnlyFullMember only when it is set: `ib_sa_sendonly_fullmem_support`). OpenSM's
-        // other bits name what this SA does not serve (MulticastFDBTop,
-        // ...). RespTimeValue from the transaction timeout; redirect and trap Q_Keys are QP1's,
-        // RedirectQP 1, as OpenSM fills them.
+        // other bits name what this SA does not serve (MulticastFDBTop, full PortInfoRecords,
+        // ...) or serves only in part: CapabilityMask2 bit 5 IsAliasGUIDsSupported, alias GUIDs
+        // this SA keeps (alias_guids.rs) but never writes to a port's GUIDInfo nor takes as a
+        // PathRecord end (docs/OPENSM-LIMITS.md "Alias GUIDs"). RespTimeValue from the
+        // transaction timeout; redirect and trap Q_Keys are QP1's, RedirectQP 1, as OpenSM fills
+        // them.
         let cpi = ClassPortInfoRepr {
             base_version: BASE_VERSION,
             class_version: SA_CLASS_VERSION,

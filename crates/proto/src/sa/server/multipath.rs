@@ -79,7 +79,9 @@ impl SaServer {
             return self.respond_sa_error(req, SaStatus::ReqInsufficientComponents);
         }
         let rec = &raw[RECORD..];
-        // As many GIDs as the record holds (a MAD shorter than 256 bytes holds fewer).
+        // As many GIDs as the record holds, 11 at most (OpenSM's IB_MULTIPATH_MAX_GIDS, what a
+        // first segment holds: `mpr_rcv_get_end_points` cuts the counts to it). `handle_mad`
+        // drops a MAD shorter than 256 bytes; `room` keeps this safe without that.
         let room = (rec.len() - 24) / 16;
         let nsrc = usize::from(rec[15]).min(MAX_GIDS).min(room);
         let ndst = usize::from(rec[16]).min(MAX_GIDS - nsrc).min(room - nsrc);
