@@ -604,12 +604,11 @@ impl Simulator {
         let arrive = Instant::from_nanos(done.as_nanos().saturating_add(link.latency_nanos));
         // The side the packet leaves by, for its arrival (`Event::Deliver`).
         let from_side = side as u8;
-        // No filter, no capture, no fault (every run but a test's or a capture's): the packet
-        // is queued as it is, with the one check of the three below.
+        // No filter, capture or fault (every run but a test's or a capture's): queued as it is;
+        // `arrive` is at or after `now` (`start` is), so no `schedule`.
         if self.drop_filter.is_none() && self.capture.is_none() && dir.faults.is_empty() {
             self.stats.packets += 1;
             self.stats.bytes += packet.len() as u64;
-            // `arrive` is at or after `now` (`start` is): no `schedule`.
             self.queue.push(
                 arrive,
                 Event::Deliver {
@@ -628,8 +627,7 @@ impl Simulator {
             .drop_filter
             .as_mut()
             .is_some_and(|f| f(lid, from, &packet));
-        // `None`: one copy, on time, intact, what `apply` gives with no fault (it draws from
-        // the RNG only for a fault), without its allocation.
+        // `None`: one copy, on time, intact: `apply` with no fault, without its allocation.
         let verdict = if filtered {
             dir.stats.dropped += 1;
             Some(Verdict::default())
