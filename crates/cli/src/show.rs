@@ -24,7 +24,8 @@ pub struct Args {
     #[arg(long, value_name = "NS", requires = "dev")]
     netns: Option<String>,
     /// Ask the fabric process (`ipoib fabric`) listening on UDP port PORT, at
-    /// RUN_DIR/fabric-PORT.sock (`--fabric=PORT`); without PORT, the only fabric running.
+    /// RUN_DIR/fabric-PORT.sock (`--fabric=PORT`); without PORT, or with `--fabric=0`, the only
+    /// fabric running (its one fabric-PORT.sock in RUN_DIR).
     #[arg(
         long,
         value_name = "PORT",

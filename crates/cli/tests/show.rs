@@ -127,6 +127,33 @@ fn two_fabrics_name_the_way_to_pick_one() {
     );
 }
 
+// `--fabric=0` picks the only fabric running, as `--fabric` does; the help said so only of
+// `--fabric` without PORT.
+#[test]
+fn help_says_fabric_0_is_the_only_fabric() {
+    let run = tempfile::tempdir().unwrap();
+    let o = ipoib(run.path(), &["--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Wrapped or not, the words in order.
+    let t = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        t.contains("without PORT, or with `--fabric=0`, the only fabric running"),
+        "{t}"
+    );
+    // And it does: with two fabrics running, `--fabric=0` asks neither, as `--fabric` does.
+    let _a = UnixListener::bind(run.path().join("fabric-4791.sock")).unwrap();
+    let _b = UnixListener::bind(run.path().join("fabric-4792.sock")).unwrap();
+    let o = ipoib(run.path(), &["--fabric=0", "hosts"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "ipoib show: 2 fabrics running: name one with --fabric=PORT\n"
+    );
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     let run = tempfile::tempdir().unwrap();
