@@ -43,7 +43,7 @@ pub struct Args {
     seed: u64,
     /// Basename of the abstract Unix sockets (`IBSIM_SOCKNAME` of the clients; ibsim's default
     /// `sim`).
-    #[arg(long, default_value = "sim")]
+    #[arg(long, default_value = "sim", value_parser = parse_sockname)]
     sockname: String,
     /// Serve UDP at ADDR:PORT instead (clients set `IBSIM_SERVER_NAME` and `IBSIM_SERVER_PORT`;
     /// client N's data goes to PORT + N + 1).
@@ -80,6 +80,19 @@ pub struct Args {
 pub enum SmArg {
     Ours,
     None,
+}
+
+/// `--sockname`: any name but the empty one, taken before as is: the server bound `:ctl` and
+/// `:out<n>` and served there, a name no user means.
+fn parse_sockname(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err(
+            "empty: give the basename the clients set in IBSIM_SOCKNAME (ibsim's default `sim`)"
+                .into(),
+        )
+    } else {
+        Ok(s.to_string())
+    }
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {

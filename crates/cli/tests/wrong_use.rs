@@ -1,7 +1,8 @@
 //! A user's wrong uses of `ipoib`, each refused at once with one line that names what is wrong
 //! and exit status 2: the lab's commands without root (run as `nobody` with setpriv(1) when the
-//! test runs as root), `ipoib attach` to UDP port 0 or into a namespace that does not exist, and
-//! `ipoib fabric --guid2lid` naming no regular file. Nothing needs root or makes a namespace.
+//! test runs as root), `ipoib attach` to UDP port 0 or into a namespace that does not exist,
+//! `ipoib fabric --guid2lid` naming no regular file, and `ipoib ibsim-server --sockname ""`.
+//! Nothing needs root or makes a namespace.
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};
@@ -187,4 +188,31 @@ fn attach_into_a_missing_namespace_says_how_to_make_it() {
         assert_eq!(code, Some(2), "{err}");
         assert_eq!(err, want);
     }
+}
+
+/// `ipoib ibsim-server --sockname ""` was taken: the subnet came up and the server served on the
+/// abstract names `:ctl`, `:out<n>` until killed. Refused while the arguments are parsed.
+#[test]
+fn an_empty_ibsim_sockname_is_refused() {
+    let (code, err) = run(
+        Command::new(BIN).args([
+            "ibsim-server",
+            "--topology",
+            "single-switch",
+            "--hosts",
+            "2",
+            "--sockname",
+            "",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.lines().next(),
+        Some(
+            "error: invalid value '' for '--sockname <SOCKNAME>': empty: give the basename the \
+             clients set in IBSIM_SOCKNAME (ibsim's default `sim`)"
+        ),
+        "{err}"
+    );
 }
