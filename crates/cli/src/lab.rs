@@ -157,7 +157,7 @@ struct Teardown {
 
 impl Drop for Teardown {
     fn drop(&mut self) {
-        for p in state::clean(&self.namespaces) {
+        for p in state::clean(&self.namespaces).problems {
             note!("ipoib lab: cleaning up: {p}");
         }
     }
@@ -200,15 +200,16 @@ fn clear_stale() -> Result<(), String> {
     // Its OpenSM (--sm opensm) outlives a lab that was killed.
     state::end_opensm(&old);
     let names: Vec<String> = old.hosts.iter().map(|h| h.namespace.clone()).collect();
-    let problems = state::clean(&names);
+    let c = state::clean(&names);
     note!(
-        "ipoib lab: removed the lab of pid {}, which is gone ({} namespaces)",
+        "ipoib lab: removed the lab of pid {}, which is gone ({} namespaces{})",
         old.pid,
-        names.len()
+        c.removed,
+        exec::already_gone(c.missing)
     );
-    match problems.is_empty() {
+    match c.problems.is_empty() {
         true => Ok(()),
-        false => Err(problems.join("; ")),
+        false => Err(c.problems.join("; ")),
     }
 }
 

@@ -107,27 +107,38 @@ pub fn down() -> ExitCode {
     // A lab that died leaves its OpenSM (--sm opensm) running.
     state::end_opensm(&lab);
     let names: Vec<String> = lab.hosts.iter().map(|h| h.namespace.clone()).collect();
-    let problems = state::clean(&names);
-    if !problems.is_empty() {
-        return fail(problems.join("; "));
+    let c = state::clean(&names);
+    if !c.problems.is_empty() {
+        return fail(c.problems.join("; "));
     }
-    println!("{}", down_line(alive, lab.pid, names.len()));
+    println!("{}", down_line(alive, lab.pid, c.removed, c.missing));
     ExitCode::SUCCESS
 }
 
 /// What `lab down` did: stopped the running lab of `pid`, or, when it had ended already (killed,
-/// crashed), cleaned up after it; either way its `namespaces` network namespaces are gone.
-fn down_line(alive: bool, pid: i32, namespaces: usize) -> String {
+/// crashed), cleaned up after it; it removed `removed` network namespaces, and `missing` more
+/// had been deleted before (`ip netns del`).
+fn down_line(alive: bool, pid: i32, removed: usize, missing: usize) -> String {
+    let gone = already_gone(missing);
     if alive {
         format!(
-            "ipoib lab down: stopped the lab (pid {pid}) and removed its {namespaces} network \
-             namespaces."
+            "ipoib lab down: stopped the lab (pid {pid}) and removed its {removed} network \
+             namespaces{gone}."
         )
     } else {
         format!(
             "ipoib lab down: the lab (pid {pid}) had already ended (killed or crashed); removed \
-             the {namespaces} network namespaces it left behind."
+             the {removed} network namespaces it left behind{gone}."
         )
+    }
+}
+
+/// `; N were already gone` for namespaces of a lab deleted before its cleanup; empty for none.
+pub(super) fn already_gone(missing: usize) -> String {
+    match missing {
+        0 => String::new(),
+        1 => "; 1 was already gone".to_string(),
+        n => format!("; {n} were already gone"),
     }
 }
 
@@ -139,15 +150,30 @@ mod tests {
     #[test]
     fn lab_down_says_whether_the_lab_still_ran() {
         assert_eq!(
-            down_line(true, 42, 3),
+            down_line(true, 42, 3, 0),
             "ipoib lab down: stopped the lab (pid 42) and removed its 3 network namespaces."
         );
-        let l = down_line(false, 42, 2);
+        let l = down_line(false, 42, 2, 0);
         assert_eq!(
             l,
             "ipoib lab down: the lab (pid 42) had already ended (killed or crashed); removed the \
              2 network namespaces it left behind."
         );
         assert!(!l.contains("found gone"), "{l}");
+    }
+
+    /// A namespace deleted by hand (`ip netns del`) before `lab down` was counted as removed.
+    #[test]
+    fn lab_down_counts_only_what_it_removed() {
+        assert_eq!(
+            down_line(true, 42, 2, 1),
+            "ipoib lab down: stopped the lab (pid 42) and removed its 2 network namespaces; 1 \
+             was already gone."
+        );
+        assert_eq!(
+            down_line(false, 42, 0, 3),
+            "ipoib lab down: the lab (pid 42) had already ended (killed or crashed); removed the \
+             0 network namespaces it left behind; 3 were already gone."
+        );
     }
 }

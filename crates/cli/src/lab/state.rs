@@ -264,28 +264,60 @@ fn end_processes(ns: &str, grace: Duration) {
     signal_all(Signal::SIGKILL);
 }
 
+/// What [`clean`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Cleaned {
+    /// Namespaces that were there and are gone: not those deleted by hand before.
+    pub removed: usize,
+    /// Namespaces that were not there any more (deleted by hand, `ip netns del`).
+    pub missing: usize,
+    /// What could not be removed (each a sentence), empty when all went.
+    pub problems: Vec<String>,
+}
+
 /// Removes what a lab made for `namespaces`: the processes left in them, the namespaces, their
-/// `/etc/netns` directories; then lab.json and a stale control socket. Returns what could not be
-/// removed (each a sentence), empty when all went.
-pub fn clean(namespaces: &[String]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for ns in namespaces {
+/// `/etc/netns` directories; then lab.json and a stale control socket. Counts only the
+/// namespaces it found and removed.
+pub fn clean(namespaces: &[String]) -> Cleaned {
+    let mut c = remove_each(namespaces, netns::exists, |ns| {
         end_processes(ns, Duration::from_secs(1));
+        let mut problems = Vec::new();
         if let Err(e) = netns::delete(ns) {
             problems.push(e.to_string());
         }
         if let Err(e) = netns::remove_etc_dir(ns) {
             problems.push(e.to_string());
         }
-    }
+        problems
+    });
     for f in [state_path(), control_path()] {
         if f.exists() {
             if let Err(e) = std::fs::remove_file(&f) {
-                problems.push(format!("rm {}: {e}", f.display()));
+                c.problems.push(format!("rm {}: {e}", f.display()));
             }
         }
     }
-    problems
+    c
+}
+
+/// Runs `remove` (its problems) on each of `namespaces`; one counts as removed when `exists`
+/// found it before and not after, as missing when it was not there before.
+fn remove_each(
+    namespaces: &[String],
+    exists: impl Fn(&str) -> bool,
+    mut remove: impl FnMut(&str) -> Vec<String>,
+) -> Cleaned {
+    let mut c = Cleaned::default();
+    for ns in namespaces {
+        let was = exists(ns);
+        c.problems.extend(remove(ns));
+        match (was, exists(ns)) {
+            (false, _) => c.missing += 1,
+            (true, false) => c.removed += 1,
+            (true, true) => {}
+        }
+    }
+    c
 }
 
 /// Waits up to `timeout` for process `pid` (started at `start`) to end; true when it did.
@@ -305,6 +337,39 @@ pub fn wait_gone(pid: i32, start: u64, timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ipoib lab down` after `ip netns del ipoib-h2` said it removed 3 namespaces: the one
+    /// deleted by hand counted as removed. Present: h1, h3 (h3 cannot be deleted), h4.
+    #[test]
+    fn only_namespaces_found_and_gone_count_as_removed() {
+        use std::cell::RefCell;
+        use std::collections::BTreeSet;
+        let names: Vec<String> = (1..=4).map(|i| format!("ipoib-h{i}")).collect();
+        let present = RefCell::new(BTreeSet::from(["ipoib-h1", "ipoib-h3", "ipoib-h4"]));
+        let mut asked = Vec::new();
+        let c = remove_each(
+            &names,
+            |ns| present.borrow().contains(ns),
+            |ns| {
+                asked.push(ns.to_string());
+                if ns == "ipoib-h3" {
+                    return vec![format!("umount /run/netns/{ns}: EBUSY")];
+                }
+                present.borrow_mut().remove(ns);
+                Vec::new()
+            },
+        );
+        // Every name is still cleaned (its /etc/netns directory may be left).
+        assert_eq!(asked, names);
+        assert_eq!(
+            c,
+            Cleaned {
+                removed: 2,
+                missing: 1,
+                problems: vec!["umount /run/netns/ipoib-h3: EBUSY".to_string()],
+            }
+        );
+    }
 
     /// An OpenSM whose lab was killed before it wrote the pid down is found by its mark and
     /// ended; a process marked for another lab directory is left alone.
