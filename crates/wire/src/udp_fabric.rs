@@ -18,11 +18,14 @@
 //! | 6    | KeepaliveAck   | sequence(32) (the Keepalive's)                                        |
 //! | 7    | Detach         | empty                                                                 |
 //! | 8    | PortConfig     | port(8) state(8) lmc(8) sm_sl(8) lid(16) sm_lid(16) mtu(8) rate(8) P_Key count k(16) subnet prefix(64) k x P_Key(16) |
+//! | 9    | ClientReregister | port(8)                                                             |
 //!
 //! PortConfig carries what the subnet manager writes into the host's port (PortInfo and
 //! P_KeyTable, IBA 1 §14.2.5.6-7). Until the emulated SM configures ports with SMPs, this message
 //! is how that configuration reaches a host in another process; the codes are PortInfo's
-//! (PortState 1-4, NeighborMTU, the rate encoding of [`crate::Rate`]).
+//! (PortState 1-4, NeighborMTU, the rate encoding of [`crate::Rate`]). ClientReregister is the
+//! event a SubnSet(PortInfo) with ClientReregister 1 raises at the port (IBA 1 §14.4.11): the
+//! port's clients register again with the SA.
 //!
 //! A host never names its own identity: the fabric assigns the CA slot, node GUID, port GUIDs and
 //! session in AttachAccept (the hint is a preference the fabric may ignore).
@@ -75,6 +78,8 @@ code_enum! {
         Detach = 7 => "Detach",
         /// The SM's configuration of the host's port.
         PortConfig = 8 => "PortConfig",
+        /// The SM asked the host's port's clients to register again (IBA 1 §14.4.11).
+        ClientReregister = 9 => "ClientReregister",
         /// Any other value.
         Unknown(_) => "Unknown",
     }
@@ -255,6 +260,11 @@ pub enum MessageRepr<'a> {
     Detach,
     /// Fabric -> host: the SM's configuration of the host's port.
     PortConfig(PortConfigRepr),
+    /// Fabric -> host: a SubnSet(PortInfo) set ClientReregister on this port (IBA 1 §14.4.11).
+    ClientReregister {
+        /// Port number.
+        port: u8,
+    },
     /// A type this module does not know, with its body.
     Unknown {
         /// The type.
@@ -276,6 +286,7 @@ impl MessageRepr<'_> {
             MessageRepr::KeepaliveAck { .. } => MessageType::KeepaliveAck,
             MessageRepr::Detach => MessageType::Detach,
             MessageRepr::PortConfig(_) => MessageType::PortConfig,
+            MessageRepr::ClientReregister { .. } => MessageType::ClientReregister,
             MessageRepr::Unknown { msg_type, .. } => MessageType::from(*msg_type),
         }
     }
@@ -284,7 +295,7 @@ impl MessageRepr<'_> {
         match self {
             MessageRepr::AttachRequest { .. } => 8,
             MessageRepr::AttachAccept(a) => ACCEPT_FIXED + 8 * a.port_guids.len(),
-            MessageRepr::AttachReject { .. } => 1,
+            MessageRepr::AttachReject { .. } | MessageRepr::ClientReregister { .. } => 1,
             MessageRepr::Packet(p) => p.len(),
             MessageRepr::Keepalive { .. } | MessageRepr::KeepaliveAck { .. } => 4,
             MessageRepr::Detach => 0,
@@ -385,6 +396,10 @@ impl<'a> DatagramRepr<'a> {
                         .collect(),
                 })
             }
+            MessageType::ClientReregister => {
+                need(body, 1)?;
+                MessageRepr::ClientReregister { port: body[0] }
+            }
             MessageType::Unknown(t) => MessageRepr::Unknown { msg_type: t, body },
         };
         Ok(DatagramRepr {
@@ -450,6 +465,7 @@ impl<'a> DatagramRepr<'a> {
                     put16(body, CONFIG_FIXED + 2 * i, p.0);
                 }
             }
+            MessageRepr::ClientReregister { port } => body[0] = *port,
             MessageRepr::Unknown { body: b, .. } => body.copy_from_slice(b),
         }
         Ok(len)
@@ -613,6 +629,7 @@ mod tests {
                 reason: RejectReason::NoFreeSlot,
             },
             MessageRepr::KeepaliveAck { seq: u32::MAX },
+            MessageRepr::ClientReregister { port: 2 },
         ] {
             let d = DatagramRepr {
                 session: 5,
@@ -629,6 +646,11 @@ mod tests {
         .unwrap();
         assert_eq!(&v[12..], &pkt);
         assert_eq!(v[3], 4);
+        let r = [0x49, 0x42, 1, 9, 0, 0, 0, 0, 0, 0, 0, 7, 1];
+        let d = DatagramRepr::parse(&r).unwrap();
+        assert_eq!(d.message, MessageRepr::ClientReregister { port: 1 });
+        assert_eq!(d.to_vec().unwrap(), r);
+        assert_eq!(DatagramRepr::parse(&r[..12]), Err(Error::Truncated));
     }
 
     #[test]
