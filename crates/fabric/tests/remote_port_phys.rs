@@ -412,3 +412,56 @@ fn a_host_attached_again_while_the_switch_port_facing_it_is_disabled_gets_no_lin
     use PortStateCode::*;
     assert_back(&mut net, from, &[Down, Init, Armed, Active]);
 }
+
+// IBA 1 §14.4.11: a SubnSet(PortInfo) with ClientReregister 1 to an attached host's CA port (as
+// a new master's first sweep writes it, OpenSM `osm_lid_mgr.c`) reaches the host as the event
+// its HCA raises (docs/UDP-FABRIC.md, "ClientReregister"): its IPoIB registers again with the SA
+// (joins, trap subscriptions) while the port stays Active and the carrier never drops.
+#[test]
+fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() {
+    let (mut net, at) = up(13);
+    let mut sm = Diag::attach(&mut net, &at);
+    let to_ca = [at.sm_port, at.sw_port];
+    let rereg = |net: &Net| {
+        let port = net.peers[VICTIM].host.identity().unwrap().port;
+        let h = net.peers[VICTIM].host.host().unwrap();
+        h.hca().port(port).unwrap().client_reregisters
+    };
+    let sa = |net: &Net| net.fabric.sa().unwrap().stats().requests;
+    let before = rereg(&net);
+    let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
+    let s0 = sa(&net);
+    net.run_for(Duration::from_millis(200));
+    let quiet = sa(&net) - s0;
+    w.port_state = WireState::NoStateChange;
+    w.client_reregister = true;
+    let s1 = sa(&net);
+    let r = sm
+        .dr(
+            &mut net,
+            &at,
+            Method::Set,
+            &to_ca,
+            at.slot_port,
+            SmpAttribute::PortInfo(w),
+        )
+        .expect("the Set's answer");
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    net.run_for(Duration::from_millis(200));
+    assert_eq!(rereg(&net), before + 1, "the host's HCA raised the event");
+    assert_eq!(host_port(&net), (PortState::Active, true, 0));
+    let log: Vec<bool> = net
+        .app(VICTIM)
+        .unwrap()
+        .carrier_log()
+        .iter()
+        .map(|c| c.1)
+        .collect();
+    assert_eq!(log, [true], "the carrier never dropped");
+    let asked = sa(&net) - s1;
+    assert!(
+        asked > quiet,
+        "registered again: {asked} SA requests, {quiet} when quiet"
+    );
+    assert!(net.ping_and_wait(0, addr(VICTIM), SEC), "0 -> victim");
+}

@@ -94,4 +94,9 @@ pub enum Config {
         /// Output ports.
         ports: Vec<u8>,
     },
+    /// A SubnSet(PortInfo) with ClientReregister 1 on this port (IBA 1 §14.4.11): the event, not
+    /// state, that asks the port's clients to register again with the SA. Only an attached
+    /// host's uplink writes it, for the SMA that runs in the fabric's slot (docs/UDP-FABRIC.md,
+    /// "ClientReregister").
+    ClientReregister(u8),
 }

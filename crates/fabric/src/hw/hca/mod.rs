@@ -635,6 +635,11 @@ impl Device for Hca {
                     self.counters.config_ignored += 1;
                 }
             }
+            // IBA 1 §14.4.11, as the SMA's write with the bit set (`sma::apply_port_info`).
+            Config::ClientReregister(port) => match self.port_mut(port) {
+                Some(p) => p.client_reregisters += 1,
+                None => self.counters.config_ignored += 1,
+            },
             Config::Lft(_) | Config::Mft { .. } => self.counters.config_ignored += 1,
         }
     }

@@ -774,6 +774,8 @@ impl Switch {
                     self.mft.insert(mlid, ports);
                 }
             }
+            // An event for a CA's clients (IBA 1 §14.4.11); a switch has none.
+            Config::ClientReregister(_) => {}
         }
     }
 }

@@ -731,6 +731,7 @@ impl Device for Host {
     fn configure(&mut self, now: Instant, config: Config, tx: &mut Tx) {
         let port = match &config {
             Config::Port(pc) => Some(pc.port),
+            Config::ClientReregister(p) => Some(*p),
             _ => None,
         };
         self.hca.configure(now, config, tx);

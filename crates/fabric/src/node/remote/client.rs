@@ -70,6 +70,8 @@ pub enum HostLinkEvent {
     Attached(AttachAccept),
     /// The SM's configuration of the port.
     Config(PortConfig),
+    /// A SubnSet(PortInfo) with ClientReregister 1 on this port (IBA 1 §14.4.11).
+    ClientReregister(u8),
     /// A packet for the HCA.
     Packet(Vec<u8>),
     /// The fabric stopped answering (or forgot the session); attaching again.
@@ -267,6 +269,9 @@ impl HostLink {
                         Some(c) => self.event(HostLinkEvent::Config(c)),
                         None => self.counters.malformed += 1,
                     },
+                    MessageRepr::ClientReregister { port } => {
+                        self.event(HostLinkEvent::ClientReregister(port))
+                    }
                     // Keepalive answers and a repeated accept only show the fabric alive.
                     _ => {}
                 }
@@ -626,6 +631,13 @@ impl RemoteHost {
                 HostLinkEvent::Config(c) => {
                     if let Some(h) = &mut self.host {
                         h.configure(now, c);
+                    }
+                }
+                HostLinkEvent::ClientReregister(port) => {
+                    if let Some(h) = &mut self.host {
+                        h.sim.with_node::<Uplink, _>(h.uplink, |u, _, tx| {
+                            u.client_reregister_host(port, tx)
+                        });
                     }
                 }
                 HostLinkEvent::Packet(p) => {

@@ -596,6 +596,9 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                     ToHost::Config(c) => {
                         self.reply(s.peer, s.id, MessageRepr::PortConfig(config_to_wire(&c)))
                     }
+                    ToHost::ClientReregister(port) => {
+                        self.reply(s.peer, s.id, MessageRepr::ClientReregister { port })
+                    }
                 }
             }
         }

@@ -61,6 +61,9 @@ pub enum ToHost {
     Packet(Vec<u8>),
     /// The SM's configuration of a port.
     Config(PortConfig),
+    /// A SubnSet(PortInfo) with ClientReregister 1 on this port (IBA 1 §14.4.11), after the
+    /// port's configuration it wrote.
+    ClientReregister(u8),
 }
 
 /// Counters of a [`Remote`] slot.
@@ -349,6 +352,13 @@ impl Remote {
             .map_or(crate::hw::sma::MTU_CAP, |p| p.mtu_cap)
     }
 
+    /// Every port's ClientReregister count (`Port::client_reregisters`), port 1 first.
+    fn reregisters(&self) -> Vec<u64> {
+        (1..=self.sma.port_count())
+            .map(|p| self.sma.port(p).map_or(0, |x| x.client_reregisters))
+            .collect()
+    }
+
     /// Queues for the host the configuration of every port the SMA changed.
     fn port_changes(&mut self) {
         for p in self.sma.take_port_changes() {
@@ -389,8 +399,15 @@ impl Device for Remote {
     fn receive(&mut self, now: Instant, port: u8, packet: Vec<u8>, tx: &mut Tx) {
         if on_vl15(&packet) {
             self.counters.smps += 1;
+            let before = self.reregisters();
             self.sma.receive(now, port, packet, tx);
             self.port_changes();
+            let after = self.reregisters();
+            for (p, (b, a)) in (1..).zip(before.into_iter().zip(after)) {
+                if a != b && self.attached {
+                    self.push(ToHost::ClientReregister(p));
+                }
+            }
         } else if port != self.port {
             self.counters.other_port += 1;
         } else if !self.sma.port(port).is_some_and(|p| p.state.receives_data())

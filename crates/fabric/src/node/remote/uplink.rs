@@ -64,6 +64,12 @@ impl Uplink {
         tx.configure(self.hca, Config::Port(config));
     }
 
+    /// The fabric's SMA took a SubnSet(PortInfo) with ClientReregister 1 on `port` (IBA 1
+    /// §14.4.11): the host's HCA raises the event, after the configurations before it.
+    pub fn client_reregister_host(&mut self, port: u8, tx: &mut Tx) {
+        tx.configure(self.hca, Config::ClientReregister(port));
+    }
+
     /// The next packet for the network, oldest first.
     pub fn poll_to_network(&mut self) -> Option<Vec<u8>> {
         self.queue.pop_front()

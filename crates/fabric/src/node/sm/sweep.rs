@@ -647,7 +647,8 @@ impl SmpSm {
                     }
                     self.shadow_lft.insert(guid, lft);
                 }
-                Config::Mft { .. } => {}
+                // The brain plans none (only an attached host's uplink writes it).
+                Config::Mft { .. } | Config::ClientReregister(_) => {}
             }
         }
         self.last_ports = ports_now;
