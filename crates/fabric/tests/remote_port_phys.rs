@@ -225,6 +225,12 @@ fn assert_link_down(net: &mut Net) {
     assert_eq!(c.from_host, before.from_host, "{c:?}");
 }
 
+/// The victim host's carrier changes so far, up (`true`) or down.
+fn carrier_states(net: &Net) -> Vec<bool> {
+    let app = net.app(VICTIM).unwrap();
+    app.carrier_log().iter().map(|c| c.1).collect()
+}
+
 /// Everything back: the host's port Active with its link, carrier again (once lost), member of
 /// the broadcast group, pings both ways; the fabric sent the host's port the states `states`
 /// since `from`.
@@ -235,13 +241,7 @@ fn assert_back(net: &mut Net, from: usize, states: &[PortStateCode]) {
     );
     assert_eq!(host_port(net), (PortState::Active, true, 1));
     assert_eq!(states_sent(net, from), states);
-    let log: Vec<bool> = net
-        .app(VICTIM)
-        .unwrap()
-        .carrier_log()
-        .iter()
-        .map(|c| c.1)
-        .collect();
+    let log = carrier_states(net);
     assert_eq!(log, [true, false, true]);
     let gid = net.fabric.slot(VICTIM).unwrap().gid();
     assert!(net
@@ -450,13 +450,7 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
     net.run_for(Duration::from_millis(200));
     assert_eq!(rereg(&net), before + 1, "the host's HCA raised the event");
     assert_eq!(host_port(&net), (PortState::Active, true, 0));
-    let log: Vec<bool> = net
-        .app(VICTIM)
-        .unwrap()
-        .carrier_log()
-        .iter()
-        .map(|c| c.1)
-        .collect();
+    let log = carrier_states(&net);
     assert_eq!(log, [true], "the carrier never dropped");
     let asked = sa(&net) - s1;
     assert!(
