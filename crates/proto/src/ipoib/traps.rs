@@ -32,12 +32,11 @@
 //! After the link was down (a heavy flush: the port went down, or its P_Key or LID changed) the SA
 //! may or may not hold the subscription: the SM and SA may have restarted or been replaced while
 //! the port was down, and a port that was down gets no ClientReregister for it from an SM that
-//! does not know it as new (IBA 1 §14.4.11; over the UDP fabric a reattached host gets none at
-//! all, docs/UDP-FABRIC.md). So once the link is up again the interface subscribes afresh if it
-//! needs the traps (Subscribe is idempotent: an SA that kept the subscription updates it in place,
-//! OpenSM `osm_sa_informinfo.c` "Update the old instance", `sa::server::inform` likewise), and
-//! unsubscribes if it does not; that unsubscription failing (ERR_REQ_INVALID, OpenSM "ERR 4307":
-//! the SA holds nothing) is expected and not warned of.
+//! does not know it as new (IBA 1 §14.4.11). So once the link is up again the interface
+//! subscribes afresh if it needs the traps (Subscribe is idempotent: an SA that kept the
+//! subscription updates it in place, OpenSM `osm_sa_informinfo.c` "Update the old instance",
+//! `sa::server::inform` likewise), and unsubscribes if it does not; that unsubscription failing
+//! (ERR_REQ_INVALID, OpenSM "ERR 4307": the SA holds nothing) is expected and not warned of.
 //!
 //! Invariants: at most one subscription change (the Set for both traps) in flight; `on` is what the
 //! SA holds once no change is in flight, unless `unknown` (the link went down while the SA held or
