@@ -428,7 +428,16 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
         h.hca().port(port).unwrap().client_reregisters
     };
     let sa = |net: &Net| net.fabric.sa().unwrap().stats().requests;
+    // What `ipoib show counters` of an attach process shows (section `attach`).
+    let taken = |net: &Net| {
+        let c = net.peers[VICTIM].host.link().counters();
+        (c.client_reregisters, c.port_configs)
+    };
     let before = rereg(&net);
+    // Our SM's first sweep found the port new and gave it one already (OpenSM's `is_new`).
+    let (reregs, configs) = taken(&net);
+    assert_eq!(reregs, before, "one message per event the host's HCA raised");
+    assert!(configs >= 3, "Init, Armed, Active: {configs} PortConfigs");
     let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
     let s0 = sa(&net);
     net.run_for(Duration::from_millis(200));
@@ -449,6 +458,11 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
     assert_eq!(r.status(), MadStatus::SUCCESS);
     net.run_for(Duration::from_millis(200));
     assert_eq!(rereg(&net), before + 1, "the host's HCA raised the event");
+    assert_eq!(
+        taken(&net),
+        (reregs + 1, configs + 1),
+        "the Set's PortConfig (every SubnSet(PortInfo) sends one), then one ClientReregister"
+    );
     assert_eq!(host_port(&net), (PortState::Active, true, 0));
     let log = carrier_states(&net);
     assert_eq!(log, [true], "the carrier never dropped");

@@ -210,6 +210,8 @@ impl AttachEmu {
                 .push("lost", l.lost)
                 .push("unattached", l.unattached)
                 .push("queue_full", l.queue_full)
+                .push("port_configs", l.port_configs)
+                .push("client_reregisters", l.client_reregisters)
                 .push("builds", self.host.builds())
                 .push("no_adapter", self.no_adapter);
             sections.push(s);

@@ -99,6 +99,12 @@ pub struct HostLinkCounters {
     pub unattached: u64,
     /// Datagrams or events dropped: queue full.
     pub queue_full: u64,
+    /// PortConfig messages of the session taken (each a change of the port as the slot's SMA
+    /// holds it, docs/UDP-FABRIC.md "PortConfig carries what the SMA set").
+    pub port_configs: u64,
+    /// ClientReregister messages of the session taken (each a SubnSet(PortInfo) with
+    /// ClientReregister 1 at the slot's SMA, IBA 1 §14.4.11).
+    pub client_reregisters: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -266,10 +272,14 @@ impl HostLink {
                         self.event(HostLinkEvent::Packet(buf));
                     }
                     MessageRepr::PortConfig(c) => match config_from_wire(&c) {
-                        Some(c) => self.event(HostLinkEvent::Config(c)),
+                        Some(c) => {
+                            self.counters.port_configs += 1;
+                            self.event(HostLinkEvent::Config(c))
+                        }
                         None => self.counters.malformed += 1,
                     },
                     MessageRepr::ClientReregister { port } => {
+                        self.counters.client_reregisters += 1;
                         self.event(HostLinkEvent::ClientReregister(port))
                     }
                     // Keepalive answers and a repeated accept only show the fabric alive.
