@@ -5,12 +5,18 @@
 //! It prints a line when a host attaches or leaves, and the counters when stopped (SIGINT or
 //! SIGTERM, exit status 0). Exit status 2 on bad arguments, a `--guid2lid` file that cannot be
 //! read, does not parse or is no regular file, or a socket that cannot be bound.
+//! With `--ibsim NAME` it serves ibsim's client protocol on the SM's CA (abstract Unix sockets
+//! named NAME, as `ipoib ibsim-server --sockname`), so that programs under `ibsim-run` reach the
+//! fabric there; with `--sm none` as well there is no SM or SA of ours and OpenSM started so
+//! manages the fabric (docs/UDP-FABRIC.md "An external SM").
 //! `ipoib show --fabric[=PORT] hosts|counters` reads its slots and counters over the control
 //! socket `<run dir>/fabric-<port>.sock`. With `IPOIB_TRACE_TURNS` set it prints each busy
 //! turn's timings.
 
+use crate::ibsim_server::SmArg;
 use ipoib_fabric::node::remote::{FabricOptions, HostLinkConfig};
-use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_fabric::node::subnet::{SmMode, SubnetOptions};
+use ipoib_runtime::ibsim_server::ServerConfig;
 use ipoib_runtime::udp_fabric::guid2lid::{self, Guid2LidFile};
 use ipoib_runtime::udp_fabric::{parse_udp, FabricProcess, MAX_WAIT};
 use std::collections::BTreeMap;
@@ -60,6 +66,16 @@ pub struct Args {
     /// "Timing").
     #[arg(long, default_value_t = 0, value_parser = parse_busy_poll_us)]
     busy_poll_us: u64,
+    /// Who manages the subnet: `ours` (our SM and SA, in this process) or `none` (no SM or SA
+    /// of ours: the ports wait in Init for an external SM, OpenSM under ibsim-run on the SM's
+    /// CA through `--ibsim`, which `none` needs).
+    #[arg(long, value_enum, default_value_t = SmArg::Ours, requires_if("none", "ibsim"))]
+    sm: SmArg,
+    /// Serve ibsim's client protocol (Debian ibsim-utils) on the SM's CA, the one CA in this
+    /// process, on abstract Unix sockets named after NAME: `IBSIM_SOCKNAME=NAME ibsim-run
+    /// opensm` (with `--sm none`), `saquery`, ... reach the fabric there.
+    #[arg(long, value_name = "NAME", value_parser = crate::ibsim_server::parse_sockname)]
+    ibsim: Option<String>,
 }
 
 /// The most `--busy-poll-us` (of `ipoib fabric` and `ipoib attach`) takes: 1 s. A window longer
@@ -106,6 +122,15 @@ pub fn run(args: &Args) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut so = SubnetOptions::new(topology, args.seed);
+    if args.sm == SmArg::None {
+        if args.guid2lid.is_some() {
+            return fail(
+                "--guid2lid is our SM's table: with --sm none the external SM keeps its own \
+                 (OpenSM's guid2lid)",
+            );
+        }
+        so.sm_mode = SmMode::None;
+    }
     if let Some(p) = &args.partitions {
         match crate::sim::load_partitions("ipoib fabric", p) {
             Ok(c) => so.partitions = Some(c),
@@ -214,6 +239,22 @@ pub fn run(args: &Args) -> ExitCode {
         if let Err(e) = f.set_stop(fd.into()) {
             note!("ipoib fabric: signals: {e}");
         }
+    }
+    if let Some(name) = &args.ibsim {
+        let mut cfg = ServerConfig::unix(name);
+        if args.sm == SmArg::None {
+            // No SM of ours on the SM's CA: an SM client (OpenSM) may attach there.
+            cfg.sm_hosts.clear();
+        }
+        if let Err(e) = f.serve_ibsim(cfg) {
+            return fail(&format!("--ibsim {name}: {e}"));
+        }
+        let sm = f.server().sm_host();
+        note!(
+            "ipoib fabric: ibsim clients attach to the SM's CA: IBSIM_SOCKNAME={name} \
+             SIM_HOST={} ibsim-run ...",
+            f.server().topology().nodes()[sm.topo_node].name
+        );
     }
     if let Err(e) = f.serve_control(None) {
         note!("{}", crate::show::no_control_socket("ipoib fabric", &e));

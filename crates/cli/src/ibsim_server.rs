@@ -84,7 +84,7 @@ pub enum SmArg {
 
 /// `--sockname`: any name but the empty one, taken before as is: the server bound `:ctl` and
 /// `:out<n>` and served there, a name no user means.
-fn parse_sockname(s: &str) -> Result<String, String> {
+pub(crate) fn parse_sockname(s: &str) -> Result<String, String> {
     if s.is_empty() {
         Err(
             "empty: give the basename the clients set in IBSIM_SOCKNAME (ibsim's default `sim`)"

@@ -1,12 +1,12 @@
 //! The server's writes to its clients: what the fabric delivered for each ([`IbsimServer::flush`],
 //! one sendmmsg(2) per client and turn), and single answers ([`IbsimServer::write_client`]).
 
+use super::IbsimNet;
 use super::{umad_length, IbsimServer};
 use crate::ibsim::msg::{
     SimRequest, SimRequestHead, MAD_LEN, SIM_REQUEST_LEN, SIM_REQUEST_MAD_OFFSET,
 };
 use ipoib_fabric::node::host::{is_smp_class, Host};
-use ipoib_fabric::node::subnet::Subnet;
 use ipoib_wire::mad::{MgmtClass, MAD_HEADER_LEN};
 use std::io::ErrorKind;
 
@@ -17,7 +17,7 @@ const SPARE_MAD_MAX: usize = 4096;
 
 impl IbsimServer {
     /// Writes every MAD the fabric delivered for each client.
-    pub fn flush(&mut self, net: &mut Subnet) {
+    pub fn flush(&mut self, net: &mut impl IbsimNet) {
         // The turn's answers are built in a buffer kept from turn to turn.
         let mut out = std::mem::take(&mut self.out);
         let mut from = Some(0u32);
@@ -68,7 +68,7 @@ impl IbsimServer {
     /// Sends `msgs` to client `slot`, as many at once as its socket takes ([`Sock::send_many`]);
     /// what its full socket does not take is dropped and counted, as [`IbsimServer::write_client`]
     /// does; a client whose socket is gone is dropped.
-    fn write_many(&mut self, net: &mut Subnet, slot: u32, msgs: &[[u8; SIM_REQUEST_LEN]]) {
+    fn write_many(&mut self, net: &mut impl IbsimNet, slot: u32, msgs: &[[u8; SIM_REQUEST_LEN]]) {
         /// At most this many per sendmmsg(2) call.
         const BATCH: usize = 64;
         let mut rest = msgs;
@@ -100,7 +100,12 @@ impl IbsimServer {
     }
 
     /// Sends `r` to client `slot`; false when the client was dropped (its socket is gone).
-    pub(super) fn write_client(&mut self, net: &mut Subnet, slot: u32, r: &SimRequest) -> bool {
+    pub(super) fn write_client(
+        &mut self,
+        net: &mut impl IbsimNet,
+        slot: u32,
+        r: &SimRequest,
+    ) -> bool {
         let Some(sock) = self.slots.get(slot as usize) else {
             return false;
         };

@@ -41,6 +41,7 @@
 mod answer;
 mod console;
 mod info;
+mod net;
 mod refusal;
 mod request;
 mod run;
@@ -50,6 +51,7 @@ mod sock;
 mod tests;
 
 pub use console::{Console, Reply};
+pub use net::IbsimNet;
 pub use refusal::{Refusal, RefuseReason, TOLD_REFUSALS};
 pub use run::{serve, IbsimEndpoint, ServeOptions};
 pub use sock::{Listen, Peer};
@@ -57,7 +59,6 @@ pub use sock::{Listen, Peer};
 use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SIM_CTL_LEN, SIM_REQUEST_LEN};
 use crate::realtime::FINE_SLEEP;
 use ipoib_fabric::node::host::{method_mask, AgentId, Registration, RmppMode, UmadError};
-use ipoib_fabric::node::subnet::Subnet;
 use ipoib_fabric::NodeId;
 use ipoib_wire::mad::{Mad, Method, MgmtClass, RmppFlags, RmppRepr, RmppType};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
@@ -307,7 +308,7 @@ impl IbsimServer {
     /// empty when last read ("would block", or a short recvmmsg(2) count), so the next datagram
     /// on any of them makes [`IbsimServer::poll_fd`] readable again (no need to ask
     /// [`IbsimServer::pending`]).
-    pub fn poll(&mut self, net: &mut Subnet) -> io::Result<bool> {
+    pub fn poll(&mut self, net: &mut impl IbsimNet) -> io::Result<bool> {
         self.poll_wait(net, Duration::ZERO)
     }
 
@@ -317,7 +318,7 @@ impl IbsimServer {
     /// this set's). The sockets are watched level-triggered, so what a call leaves shows at the
     /// next. A sleep shorter than [`FINE_SLEEP`] is timed by a timerfd(2) in the set, as the
     /// real-time driver times it (epoll counts whole milliseconds).
-    pub fn poll_wait(&mut self, net: &mut Subnet, timeout: Duration) -> io::Result<bool> {
+    pub fn poll_wait(&mut self, net: &mut impl IbsimNet, timeout: Duration) -> io::Result<bool> {
         let mut wait = self.sleep(timeout)?;
         let mut events = [EpollEvent::empty(); 64];
         let mut left = false;
@@ -373,7 +374,7 @@ impl IbsimServer {
     }
 
     /// Reads the control socket; true when it gave its whole budget.
-    fn read_ctl(&mut self, net: &mut Subnet) -> bool {
+    fn read_ctl(&mut self, net: &mut impl IbsimNet) -> bool {
         let mut buf = [0u8; SIM_CTL_LEN + 1];
         for _ in 0..BUDGET {
             match self.ctl.recv_from(&mut buf) {
@@ -389,7 +390,7 @@ impl IbsimServer {
     /// its whole budget. A Unix socket that gave fewer than asked had no more, so no read is
     /// spent on hearing "would block"; a UDP socket is read until it says so, since a vanished
     /// client's ICMP error shows there after the datagrams before it.
-    fn read_slot(&mut self, net: &mut Subnet, slot: u32) -> bool {
+    fn read_slot(&mut self, net: &mut impl IbsimNet, slot: u32) -> bool {
         // The buffers are kept from call to call (clearing 4 KiB per read costs more than the
         // read); each datagram is used only up to its length.
         let mut bufs = std::mem::take(&mut self.rx);
@@ -402,7 +403,7 @@ impl IbsimServer {
     /// [`IbsimServer::read_slot`] with its buffers.
     fn read_slot_into(
         &mut self,
-        net: &mut Subnet,
+        net: &mut impl IbsimNet,
         slot: u32,
         bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],
     ) -> bool {
@@ -436,7 +437,7 @@ impl IbsimServer {
     }
 
     /// One control datagram (ibsim `sim_ctl`).
-    fn on_ctl(&mut self, net: &mut Subnet, b: &[u8], from: &Peer) {
+    fn on_ctl(&mut self, net: &mut impl IbsimNet, b: &[u8], from: &Peer) {
         let Some(mut ctl) = SimCtl::parse(b) else {
             self.counters.bad_ctl += 1;
             return;
@@ -463,7 +464,7 @@ impl IbsimServer {
 
     fn on_client_ctl(
         &mut self,
-        net: &mut Subnet,
+        net: &mut impl IbsimNet,
         t: CtlType,
         c: &Client,
         slot: u32,
@@ -525,7 +526,7 @@ impl IbsimServer {
 
     /// The host a CONNECT's node id names: a topology node name, else a node description;
     /// empty for the first host (ibsim's default port).
-    fn find_host(net: &Subnet, id: &str) -> Option<usize> {
+    fn find_host(net: &impl IbsimNet, id: &str) -> Option<usize> {
         if id.is_empty() {
             return (net.host_count() > 0).then_some(0);
         }
@@ -539,7 +540,7 @@ impl IbsimServer {
     }
 
     /// ibsim `sim_ctl_new_client`.
-    fn connect(&mut self, net: &mut Subnet, ctl: &mut SimCtl, from: &Peer) -> bool {
+    fn connect(&mut self, net: &mut impl IbsimNet, ctl: &mut SimCtl, from: &Peer) -> bool {
         let Some(info) = ClientInfo::parse(&ctl.data) else {
             return self.refuse(None, RefuseReason::Malformed);
         };
@@ -621,7 +622,7 @@ impl IbsimServer {
     /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and SMInfo Get/Set (LID-routed or directed
     /// route) arriving at the port, and the QP1 requests of any other class that no agent of the
     /// host serves, as ibsim hands its SM client what it does not answer itself.
-    fn set_issm(&mut self, net: &mut Subnet, slot: u32, on: bool) -> bool {
+    fn set_issm(&mut self, net: &mut impl IbsimNet, slot: u32, on: bool) -> bool {
         let Some(c) = self.clients.get(&slot).cloned() else {
             return false;
         };
@@ -692,7 +693,7 @@ impl IbsimServer {
         ok
     }
 
-    fn drop_client(&mut self, net: &mut Subnet, slot: u32) {
+    fn drop_client(&mut self, net: &mut impl IbsimNet, slot: u32) {
         if let Some(c) = self.clients.remove(&slot) {
             let port = net.host(c.host).port;
             net.with_host(c.host, |h, _| {
@@ -707,7 +708,7 @@ impl IbsimServer {
     /// Drops the clients whose input socket is gone (Unix: connecting to its name again is
     /// refused). A client that exits without DISCONNECT is found this way even when nothing is
     /// sent to it.
-    pub fn probe(&mut self, net: &mut Subnet) {
+    pub fn probe(&mut self, net: &mut impl IbsimNet) {
         let gone: Vec<u32> = self
             .clients
             .iter()

@@ -1,14 +1,14 @@
 //! The server's reads of its clients' MADs ([`IbsimServer::on_mads`]): the datagrams one
-//! recvmmsg(2) took from a client go to its host in one [`Subnet::with_host`], so the host acts
+//! recvmmsg(2) took from a client go to its host in one [`IbsimNet::with_host`], so the host acts
 //! once on all of them (its agents, its HCA's sends, the simulator's look at its timer) instead
 //! of once per MAD; each MAD leaves at the same virtual instant, in the order read, as before.
 
+use super::IbsimNet;
 use super::{rmpp_as_sent, IbsimServer, SIM_REQUEST_LEN};
 use crate::ibsim::msg::{
     SimRequest, SimRequestHead, MAD_LEN, SIM_REQUEST_MAD_OFFSET, STATUS_UNDELIVERED,
 };
 use ipoib_fabric::node::host::AgentId;
-use ipoib_fabric::node::subnet::Subnet;
 use ipoib_proto::mad_agent::MadAddr;
 use ipoib_wire::mad::Mad;
 use ipoib_wire::{PKey, QKey};
@@ -28,7 +28,7 @@ impl IbsimServer {
     /// any for a slot with no client, are counted as strays.
     pub(super) fn on_mads(
         &mut self,
-        net: &mut Subnet,
+        net: &mut impl IbsimNet,
         slot: u32,
         bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],
         lens: &[usize],
@@ -92,7 +92,7 @@ impl IbsimServer {
     }
 
     /// Sends the MADs of `bufs` (each a whole `sim_request`, its MAD ready) from `host` through
-    /// `agent`, in order, in one [`Subnet::with_host`]; stops at the first the host refuses.
+    /// `agent`, in order, in one [`IbsimNet::with_host`]; stops at the first the host refuses.
     /// Returns how many it took.
     ///
     /// Every MAD of the batch takes the P_Key of the host port's entry 0 as it is when the batch
@@ -102,7 +102,7 @@ impl IbsimServer {
     /// QP1 MAD before the QP0 Set is taken, and either P_Key is one a real port could use.
     fn hand_over(
         &mut self,
-        net: &mut Subnet,
+        net: &mut impl IbsimNet,
         host: usize,
         agent: AgentId,
         bufs: &mut [[u8; SIM_REQUEST_LEN + 1]],

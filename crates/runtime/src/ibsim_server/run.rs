@@ -5,9 +5,9 @@
 //! ([`IbsimServer::poll_wait`]), runs the subnet up to the present and writes what it delivered
 //! ([`IbsimServer::flush`]). Between turns the clients are probed ([`IbsimServer::probe`]) and
 //! the caller is asked whether to stop. [`IbsimEndpoint`] is the server as one endpoint of a
-//! driver beside others (`ipoib lab`).
+//! driver beside others (`ipoib lab`, `ipoib fabric --ibsim`).
 
-use super::IbsimServer;
+use super::{IbsimNet, IbsimServer};
 use crate::realtime::{keep_freed_heap, Clock, Config, Endpoint};
 use ipoib_fabric::node::subnet::Subnet;
 use std::io;
@@ -91,7 +91,7 @@ pub fn serve(
 
 /// The server as an endpoint of a driver whose emulation is the subnet itself, beside other
 /// endpoints (`ipoib lab --sm opensm`: the hosts' TUN devices and OpenSM's ibsim client on one
-/// driver). It owns the server; clients are probed for having vanished from
+/// driver; `ipoib fabric --ibsim`: the hosts' UDP socket and OpenSM's client on the SM's CA). It owns the server; clients are probed for having vanished from
 /// [`Endpoint::flush`], at most every `probe_every`.
 pub struct IbsimEndpoint {
     server: IbsimServer,
@@ -118,19 +118,19 @@ impl IbsimEndpoint {
     }
 }
 
-impl Endpoint<Subnet> for IbsimEndpoint {
+impl<N: IbsimNet> Endpoint<N> for IbsimEndpoint {
     fn raw_fd(&self) -> RawFd {
         self.server.poll_fd().as_raw_fd()
     }
 
     /// As the server's own endpoint's: one [`IbsimServer::poll`], the full budget while a datagram
     /// is left.
-    fn on_readable(&mut self, net: &mut Subnet, budget: usize) -> io::Result<usize> {
+    fn on_readable(&mut self, net: &mut N, budget: usize) -> io::Result<usize> {
         self.server.poll(net)?;
         Ok(if self.server.pending()? { budget } else { 0 })
     }
 
-    fn flush(&mut self, net: &mut Subnet) -> io::Result<usize> {
+    fn flush(&mut self, net: &mut N) -> io::Result<usize> {
         if self.last_probe.elapsed() >= self.probe_every {
             self.last_probe = Wall::now();
             self.server.probe(net);

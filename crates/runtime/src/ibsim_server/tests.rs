@@ -6,7 +6,7 @@ use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SimRequest, SimRequestHead,
 use crate::ibsim::{Endpoint, IbsimClient};
 use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::SubnetOptions;
+use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_wire::mad::MadHeaderRepr;
 use std::os::unix::net::UnixDatagram;

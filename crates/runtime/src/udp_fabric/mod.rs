@@ -460,6 +460,17 @@ impl FabricProcess {
         Ok(())
     }
 
+    /// Serves ibsim's client protocol on `cfg` ([`crate::ibsim_server`]) on this driver, for
+    /// programs under `ibsim-run` on the SM's CA, the one CA in this process
+    /// ([`ipoib_fabric::node::remote::FabricServer::sm_host`]): OpenSM, with no SM of ours
+    /// (docs/UDP-FABRIC.md "An external SM"), or infiniband-diags. Vanished clients are probed
+    /// for every 2 s, as the lab does.
+    pub fn serve_ibsim(&mut self, cfg: crate::ibsim_server::ServerConfig) -> io::Result<()> {
+        let server = crate::ibsim_server::IbsimServer::bind(cfg)?;
+        let ep = crate::ibsim_server::IbsimEndpoint::new(server, Duration::from_secs(2));
+        self.driver.add(Box::new(ep)).map(|_| ())
+    }
+
     /// The control socket's path, when served.
     pub fn control_path(&self) -> Option<&Path> {
         self.control.as_deref()

@@ -22,6 +22,12 @@
 //!   drops what waited for the host, and has the SA drop the port's multicast memberships
 //!   (`SaServer::drop_port`), whose trees the SM then prunes.
 //!
+//! - With [`SmMode::None`] in the subnet's options there is no SM or SA of ours: the SM's CA is
+//!   a host with no software whose port an external SM reaches (OpenSM under `ibsim-run`,
+//!   through the ibsim server on that host, [`FabricServer::sm_host`]); it discovers the switches
+//!   and the slots' SMAs by SMPs and configures them as our SM would, and the slots carry what
+//!   it sets to their hosts all the same (docs/UDP-FABRIC.md "An external SM").
+//!
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
 
@@ -36,8 +42,8 @@ use crate::hw::topology::{build, Built, Topology};
 use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::sm::{Reach, SmpSm};
 use crate::node::subnet::{
-    cable_mtu_cap, install_sm, switch_port0_up, switch_ports_train, SmApp, SubnetError,
-    SubnetOptions,
+    cable_mtu_cap, install_sm, switch_port0_up, switch_ports_train, HostHandle, SmApp, SmMode,
+    SubnetError, SubnetOptions,
 };
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::rng::Rng;
@@ -53,8 +59,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct FabricOptions {
     /// The subnet (topology, seed, partitions, links, SM and SA settings, capture). Its
-    /// `auto_join` and `ipoib` are ignored (the SM's host runs no IPoIB interface), and so is its
-    /// `sm_mode`: the fabric's SM is always ours, by SMPs.
+    /// `auto_join` and `ipoib` are ignored (the SM's host runs no IPoIB interface); its
+    /// `sm_mode` is ours by SMPs, or [`SmMode::None`]: no SM or SA of ours (module docs).
     pub subnet: SubnetOptions,
     /// A host heard from for no longer than this loses its slot.
     pub timeout: Duration,
@@ -134,8 +140,9 @@ pub struct FabricServer<A> {
     topology: Topology,
     built: Built,
     sm_node: NodeId,
-    sa: AgentId,
-    sm_app: AppId,
+    sm_host: HostHandle,
+    sa: Option<AgentId>,
+    sm_app: Option<AppId>,
     partitions: PartitionConfig,
     slots: Vec<Slot<A>>,
     sessions: BTreeMap<A, usize>,
@@ -230,26 +237,37 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             partitions.clone(),
             sim.fork_rng(u64::MAX),
         );
-        let mut sm_opts = so.sm;
-        sm_opts.partitions = Vec::new();
-        let agent = SmpSm::new(sm_opts, partitions.clone(), so.smp).with_guid2lid(so.guid2lid);
         let sm_node = built.nodes[sm_port.node];
-        let sm_port_guid = topo.nodes()[sm_port.node].port_guid(sm_port.port);
-        let (sa, sm_app) = install_sm(
-            &mut sim,
-            sm_node,
-            sm_port.port,
-            sm_port_guid,
-            sa_server,
-            agent,
-            so.mcast_delay,
-        )?;
+        let sm_host = HostHandle {
+            node: sm_node,
+            topo_node: sm_port.node,
+            port: host_port[sm_port.node].unwrap_or(sm_port.port),
+        };
+        let (sa, sm_app) = if so.sm_mode == SmMode::None {
+            (None, None)
+        } else {
+            let mut sm_opts = so.sm;
+            sm_opts.partitions = Vec::new();
+            let agent = SmpSm::new(sm_opts, partitions.clone(), so.smp).with_guid2lid(so.guid2lid);
+            let sm_port_guid = topo.nodes()[sm_port.node].port_guid(sm_port.port);
+            let (sa, app) = install_sm(
+                &mut sim,
+                sm_node,
+                sm_port.port,
+                sm_port_guid,
+                sa_server,
+                agent,
+                so.mcast_delay,
+            )?;
+            (Some(sa), Some(app))
+        };
         let rng = sim.fork_rng(SESSION_STREAM);
         Ok(FabricServer {
             sim,
             topology: topo,
             built,
             sm_node,
+            sm_host,
             sa,
             sm_app,
             partitions,
@@ -288,24 +306,42 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         &self.partitions
     }
 
-    /// The SA.
+    /// The SA (none with [`SmMode::None`]).
     pub fn sa(&self) -> Option<&SaServer> {
         self.sim
             .node::<Host>(self.sm_node)?
-            .agent::<SaServer>(self.sa)
+            .agent::<SaServer>(self.sa?)
     }
 
-    /// The SM application (its multicast counters).
+    /// The SM application (its multicast counters; none with [`SmMode::None`]).
     pub fn sm_app(&self) -> Option<&SmApp> {
         self.sim
             .node::<Host>(self.sm_node)?
-            .app::<SmApp>(self.sm_app)
+            .app::<SmApp>(self.sm_app?)
     }
 
-    /// The SM's SMP agent.
+    /// The SM's SMP agent (none with [`SmMode::None`]).
     pub fn smp_sm(&self) -> Option<&SmpSm> {
         let host = self.sim.node::<Host>(self.sm_node)?;
-        host.agent::<SmpSm>(host.app::<SmApp>(self.sm_app)?.smp_agent())
+        host.agent::<SmpSm>(host.app::<SmApp>(self.sm_app?)?.smp_agent())
+    }
+
+    /// The SM's CA, the one CA of the topology that runs in this process: our SM and SA, or,
+    /// with [`SmMode::None`], nothing but its HCA, for an external SM to use (through the ibsim
+    /// server, `ipoib fabric --ibsim`).
+    pub fn sm_host(&self) -> HostHandle {
+        self.sm_host
+    }
+
+    /// Runs `f` on the SM's CA's device now, then lets it act at once, as
+    /// [`crate::node::subnet::Subnet::with_host`] does for a subnet's host.
+    pub fn with_sm_host<R>(&mut self, f: impl FnOnce(&mut Host, Instant) -> R) -> Option<R> {
+        self.sim
+            .with_node::<Host, _>(self.sm_node, |host, now, tx| {
+                let r = f(host, now);
+                host.drive(now, tx);
+                r
+            })
     }
 
     /// Counters.
@@ -538,8 +574,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         // The port is gone: the SA drops its memberships and the SM prunes the trees
         // (`SaServer::drop_port`, as OpenSM's drop manager does for a port its sweep no longer
         // finds).
-        if let Some(gid) = gid {
-            let sa = self.sa;
+        if let (Some(gid), Some(sa)) = (gid, self.sa) {
             let dropped = self
                 .sim
                 .with_node::<Host, _>(self.sm_node, |h, now, tx| {
