@@ -547,7 +547,7 @@ impl IbsimServer {
         let Some(host) = IbsimServer::find_host(net, &info.node_id) else {
             return self.refuse(Some(&info), RefuseReason::NoSuchNode);
         };
-        if info.issm != 0 && self.sm_exists(host) {
+        if info.issm != 0 && self.sm_exists_alive(net, host) {
             return self.refuse(Some(&info), RefuseReason::SmThere);
         }
         let Some(slot) = (0..self.cfg.max_clients).find(|n| !self.clients.contains_key(n)) else {
@@ -618,6 +618,36 @@ impl IbsimServer {
         self.cfg.sm_hosts.contains(&host) || self.clients.values().any(|c| c.host == host && c.issm)
     }
 
+    /// [`IbsimServer::sm_exists`], once an SM client of `host` that vanished is dropped (its
+    /// input socket gone, as [`IbsimServer::probe`] finds it). An SM killed outright (SIGKILL)
+    /// sends no DISCONNECT, and the SM started in its place asks for the role at once, before
+    /// the next probe: refused then, it ran as an SM that never got the SA's requests (answered
+    /// status 0x000C by the host, docs/IBSIM.md), so hosts asked to register again after its
+    /// first sweep found no SA (docs/UDP-FABRIC.md "An external SM").
+    fn sm_exists_alive(&mut self, net: &mut impl IbsimNet, host: usize) -> bool {
+        let gone: Vec<u32> = self
+            .clients
+            .iter()
+            .filter(|(&slot, c)| c.host == host && c.issm && self.vanished(slot, c))
+            .map(|(&s, _)| s)
+            .collect();
+        for slot in gone {
+            self.counters.vanished += 1;
+            self.drop_client(net, slot);
+        }
+        self.sm_exists(host)
+    }
+
+    /// Whether client `slot`'s input socket is gone (Unix: connecting to its name again is
+    /// refused; UDP cannot tell).
+    fn vanished(&self, slot: u32, c: &Client) -> bool {
+        matches!(self.cfg.listen, Listen::Unix { .. })
+            && self.slots.get(slot as usize).is_some_and(|s| {
+                s.connect_client(&self.cfg.listen, c.tag, &c.ctl_from)
+                    .is_err()
+            })
+    }
+
     /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
     /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and SMInfo Get/Set (LID-routed or directed
     /// route) arriving at the port, and the QP1 requests of any other class that no agent of the
@@ -629,7 +659,7 @@ impl IbsimServer {
         if on == c.issm {
             return true;
         }
-        if on && self.sm_exists(c.host) {
+        if on && self.sm_exists_alive(net, c.host) {
             return false;
         }
         let port = net.host(c.host).port;
@@ -712,13 +742,7 @@ impl IbsimServer {
         let gone: Vec<u32> = self
             .clients
             .iter()
-            .filter(|(&slot, c)| {
-                matches!(self.cfg.listen, Listen::Unix { .. })
-                    && self.slots.get(slot as usize).is_some_and(|s| {
-                        s.connect_client(&self.cfg.listen, c.tag, &c.ctl_from)
-                            .is_err()
-                    })
-            })
+            .filter(|(&slot, c)| self.vanished(slot, c))
             .map(|(&s, _)| s)
             .collect();
         for slot in gone {

@@ -124,3 +124,52 @@ fn a_vendor_class_request_reaches_the_sm_client_of_its_port() {
     let (counters, left) = srv.stop();
     assert_eq!((counters.undelivered, left), (0, 0));
 }
+
+/// An SM client that vanished without DISCONNECT (OpenSM killed with SIGKILL) gives way at once
+/// to the client that asks for the SM role next on its host, before any probe found it gone:
+/// SET_ISSM succeeds and the SA's requests to the port reach the new SM. Before, SET_ISSM was
+/// refused until the probe (every 2 s) dropped the old client, and nothing asked again: an
+/// OpenSM restarted within that time ran without the SA's requests, which the host answered
+/// status 0x000C, so hosts asked to register again found no SA (docs/UDP-FABRIC.md "An
+/// external SM"; crates/cli/tests/fabric_opensm.rs).
+#[test]
+fn a_vanished_sm_client_gives_way_to_the_next_at_once() {
+    let base = unique_base();
+    let opts = ServeOptions {
+        max_sleep: Duration::from_millis(10),
+        // No probe within the test: only the request for the role finds the old SM gone.
+        probe_every: Duration::from_secs(3600),
+    };
+    let srv = Running::start_with(base.clone(), ServerConfig::unix(&base), opts);
+    let on = 1i32.to_ne_bytes();
+    let old = Raw::connect(&srv.base, "h1").unwrap();
+    assert_eq!(old.ctl(CtlType::SetIssm, &on).ctl_type, CtlType::SetIssm);
+    // A second SM beside a live one is still refused (one SM per node).
+    let second = Raw::connect(&srv.base, "h1").unwrap();
+    assert_eq!(second.ctl(CtlType::SetIssm, &on).ctl_type, CtlType::Error);
+    drop(second);
+    drop(old);
+    let new = Raw::connect(&srv.base, "h1").unwrap();
+    assert_eq!(new.ctl(CtlType::SetIssm, &on).ctl_type, CtlType::SetIssm);
+    // An SA request to h1's port reaches the new SM client.
+    let asker = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
+    let lid = {
+        let info = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, false).unwrap();
+        info.port_info().unwrap().lid
+    };
+    asker.send_mad(lid, 1, &cpi_get(0x0777)).unwrap();
+    let mut b = [0u8; SIM_REQUEST_LEN];
+    let n = new
+        .data
+        .recv(&mut b)
+        .expect("the SA request reaches the new SM");
+    let r = SimRequest::parse(&b[..n]).unwrap();
+    let h = MadHeaderRepr::parse_bytes(&r.mad).unwrap();
+    assert_eq!((h.mgmt_class, h.method), (MgmtClass::SubnAdm, Method::Get));
+    drop((new, asker));
+    let (counters, _) = srv.stop();
+    assert_eq!(
+        counters.vanished, 1,
+        "the old SM, found gone by the request"
+    );
+}
