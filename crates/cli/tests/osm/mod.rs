@@ -244,8 +244,15 @@ pub struct OpenSm {
 
 impl OpenSm {
     pub fn start(dir: &Path, server: &Server, host: &str, parts: &Path) -> OpenSm {
-        let log = dir.join("opensm.log");
-        let out = dir.join("opensm.out");
+        OpenSm::start_on(dir, &server.sock, host, parts, "opensm")
+    }
+
+    /// `ibsim-run opensm` attached to host `host` of the ibsim server on the socket name `sock`
+    /// (`ipoib ibsim-server --sockname`, `ipoib fabric --ibsim`), logging to `dir/NAME.log`, its
+    /// output in `dir/NAME.out`; its cache (guid2lid) in `dir`, as every OpenSM started here.
+    pub fn start_on(dir: &Path, sock: &str, host: &str, parts: &Path, name: &str) -> OpenSm {
+        let log = dir.join(format!("{name}.log"));
+        let out = dir.join(format!("{name}.out"));
         let child = Command::new("ibsim-run")
             .arg("opensm")
             .args(["-F", "/dev/null", "-D", "0x03", "-d", "2", "-f"])
@@ -255,7 +262,7 @@ impl OpenSm {
             .arg("-P")
             .arg(parts)
             .current_dir(dir)
-            .env("IBSIM_SOCKNAME", &server.sock)
+            .env("IBSIM_SOCKNAME", sock)
             .env("SIM_HOST", host)
             .env("OSM_CACHE_DIR", dir)
             .env("OSM_TMP_DIR", dir)
@@ -273,6 +280,16 @@ impl OpenSm {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills it with SIGKILL, so that it cleans nothing up (no unsubscription, no handover),
+    /// and reaps it.
+    pub fn kill(&mut self) {
+        let c = &mut self._guard.0;
+        if let Ok(None) = c.try_wait() {
+            let _ = c.kill();
+        }
+        let _ = c.wait();
     }
 
     /// Waits until the log has `n` lines containing `pat`, at most `secs` seconds.
