@@ -1,7 +1,8 @@
 //! `ipoib fabric` and two `ipoib attach` processes over loopback UDP (docs/UDP-FABRIC.md): both
 //! hosts get an identity and carrier, SIGINT makes a host detach (the fabric sees it leave) and
 //! stops the fabric with its counters; every process exits 0. And what a user gets wrong: a
-//! timeout below the keepalives, a fabric with no slot, a guid2lid file in no directory, a host
+//! timeout below the keepalives, a fabric with no slot, `--sm none` without `--ibsim` or with
+//! `--guid2lid`, a guid2lid file in no directory, a host
 //! whose fabric never answers, a device name taken by another device, a device another attach
 //! process serves.
 
@@ -204,6 +205,26 @@ fn a_fabric_without_slots_is_refused() {
         l.starts_with("ipoib fabric: --topology single-switch: "),
         "{l}"
     );
+}
+
+/// `--sm none` runs no SM of ours: without `--ibsim` nothing could manage the fabric, and our
+/// SM's LID table (`--guid2lid`) has no SM to keep it (OpenSM keeps its own): both refused.
+#[test]
+fn sm_none_needs_ibsim_and_takes_no_guid2lid() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["fabric", "--listen", "udp:127.0.0.1:0", "--sm", "none"];
+    refused(&args, dir.path(), "--ibsim <NAME>");
+    let table = dir.path().join("guid2lid");
+    let mut args = args.to_vec();
+    args.extend([
+        "--ibsim",
+        "ipoib-no-sm",
+        "--guid2lid",
+        table.to_str().unwrap(),
+    ]);
+    let l = refused(&args, dir.path(), "--guid2lid is our SM's table");
+    assert!(l.starts_with("ipoib fabric: "), "{l}");
+    assert!(!table.exists());
 }
 
 /// A host whose fabric never answers says so after 3 s and keeps trying; stopped, it does not
