@@ -436,7 +436,10 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
     let before = rereg(&net);
     // Our SM's first sweep found the port new and gave it one already (OpenSM's `is_new`).
     let (reregs, configs) = taken(&net);
-    assert_eq!(reregs, before, "one message per event the host's HCA raised");
+    assert_eq!(
+        reregs, before,
+        "one message per event the host's HCA raised"
+    );
     assert!(configs >= 3, "Init, Armed, Active: {configs} PortConfigs");
     let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
     let s0 = sa(&net);
