@@ -5,7 +5,8 @@
 //! sockets and the clock.
 //!
 //! - Fabric side: [`FabricServer`] builds the subnet of a topology with the SM's CA as an ordinary
-//!   host (SM by SMPs and SA, as [`crate::node::subnet::Subnet`] has them) and every other CA as a
+//!   host (SM by SMPs and SA, as [`crate::node::subnet::Subnet`] has them; none with
+//!   [`crate::node::subnet::SmMode::None`], for an external SM) and every other CA as a
 //!   [`Remote`] slot (module `slot`), then gives slots to hosts that attach, checks what they send,
 //!   forwards what the fabric sends them, and takes a silent host's link down; a slot's cable
 //!   going up or down is a trap 128 from its switch, on which the SM sweeps again.
