@@ -17,6 +17,9 @@
 //!   (another port's, or another index of this one) is left out; otherwise it replaces the
 //!   index's;
 //! - Delete clears each GUID of the mask;
+//! - a port that leaves the subnet (not in the model a sweep gives, [`SaServer::set_subnet`],
+//!   or dropped, [`SaServer::drop_port`]) loses its table, as OpenSM's drop manager deletes its
+//!   aliases: they are free for other ports, and it comes back with none;
 //! - the answer (GetResp to a Set, DeleteResp to a Delete) is the request's record with the
 //!   block as the table now holds it. GUIDInfoRecord Get and GetTable show the tables
 //!   (`records.rs`).
@@ -70,6 +73,29 @@ impl AliasGuids {
             None => {}
         }
         out
+    }
+}
+
+impl AliasGuids {
+    /// Forgets the GUID table of `port`, which left the subnet: its aliases are free for any
+    /// port again, and a port that comes back with its GUID starts with none; the GUIDs the SA
+    /// assigned its indices are kept. As OpenSM's drop manager (`osm_drop_mgr.c`
+    /// `drop_mgr_remove_port` deletes the port's entries of `alias_port_guid_tbl`, and its GUID
+    /// table goes with the port object; `assigned_guids_tbl` stays).
+    pub(super) fn forget(&mut self, port: Guid) {
+        let Some(table) = self.tables.remove(&port) else {
+            return;
+        };
+        for g in table.iter().skip(1) {
+            if self.owners.get(g) == Some(&port) {
+                self.owners.remove(g);
+            }
+        }
+    }
+
+    /// The ports that have a GUID table, in GUID order.
+    pub(super) fn ports(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.tables.keys().copied()
     }
 }
 

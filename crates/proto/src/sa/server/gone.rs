@@ -12,7 +12,7 @@ use crate::sa::SaEvent;
 use crate::time::Instant;
 use ipoib_wire::mad::NoticeRepr;
 use ipoib_wire::sa::JoinState;
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, Guid};
 
 impl SaServer {
     /// Takes the `drop` bits off `port_gid`'s JoinState `held` in group `mgid` (OpenSM
@@ -87,6 +87,8 @@ impl SaServer {
         for &(mgid, held) in &groups {
             self.remove_join_state(now, mgid, *port_gid, held, held);
         }
+        // Its alias GUIDs go with it (`alias_guids.rs`).
+        self.aliases.forget(Guid(port_gid.interface_id()));
         groups.len()
     }
 }

@@ -41,7 +41,7 @@ use ipoib_wire::mad::{
 use ipoib_wire::sa::{
     attribute_offset_for, emit_records, record_len, JoinState, SaAttribute, SaHeaderRepr, SaMadRepr,
 };
-use ipoib_wire::{Gid, QKey};
+use ipoib_wire::{Gid, Guid, QKey};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -312,6 +312,18 @@ impl SaServer {
                 }
             })
             .collect();
+        // A port the sweep no longer finds loses its alias GUIDs (`alias_guids.rs`).
+        let gone: Vec<Guid> = self
+            .aliases
+            .ports()
+            .filter(|g| {
+                !self.by_guid.contains_key(&g.0)
+                    && !self.switch_endports.iter().any(|s| s.port_guid == *g)
+            })
+            .collect();
+        for g in gone {
+            self.aliases.forget(g);
+        }
         self.model = model;
     }
 

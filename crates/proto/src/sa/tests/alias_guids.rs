@@ -408,3 +408,95 @@ fn an_assigned_guid_that_is_a_port_guid_is_skipped() {
         );
     }
 }
+
+// OpenSM's drop manager (`osm_drop_mgr.c` `drop_mgr_remove_port`) deletes the alias GUIDs of a
+// port that leaves the subnet, and its GUID table goes with the port: another port may take
+// them, and the port, back, has none (what the SA assigned its indices it gets again). Ours kept
+// the table of a dropped port: its aliases stayed taken for good, and a host attached later in
+// the same UDP fabric slot (the same port GUID) found the aliases of the one before.
+#[test]
+fn a_dropped_port_loses_its_alias_guids() {
+    const ALIAS: u64 = 0x0002_c903_00ab_cd01;
+    const FIRST: u64 = 0x0014_0500_0000_0001;
+    let mut net = net();
+    let key = gir_mask::LID | gir_mask::BLOCK;
+    let g = |n: usize| gir_mask::GUID0 << n;
+    assert_eq!(
+        gir(
+            &mut net,
+            Method::Set,
+            key | g(1) | g(2),
+            3,
+            0,
+            &[(2, ALIAS)]
+        )
+        .1,
+        [0x1003, FIRST, ALIAS, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g(1), 2, 0, &[(1, ALIAS)]).1,
+        [0x1002, 0, 0, 0, 0, 0, 0, 0],
+        "held by port 3"
+    );
+    let now = net.now;
+    net.sa.drop_port(now, &gid_of(3));
+    assert_eq!(
+        gir(&mut net, Method::Get, key, 3, 0, &[]),
+        (0, [0x1003, 0, 0, 0, 0, 0, 0, 0]),
+        "no table left"
+    );
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g(1), 2, 0, &[(1, ALIAS)]).1,
+        [0x1002, ALIAS, 0, 0, 0, 0, 0, 0],
+        "free for another port"
+    );
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g(1), 3, 0, &[]).1,
+        [0x1003, FIRST, 0, 0, 0, 0, 0, 0],
+        "its assigned GUID kept"
+    );
+}
+
+// The same for a port the SM's sweep no longer finds (the model without it, `set_subnet`), as
+// OpenSM drops a port its sweep does not reach.
+#[test]
+fn a_port_a_sweep_no_longer_finds_loses_its_alias_guids() {
+    const ALIAS: u64 = 0x0002_c903_00ab_cd01;
+    let mut m = default_model(3);
+    for p in &mut m.ports {
+        p.node.guid_cap = 8;
+    }
+    let mut net = Net::new(
+        m.clone(),
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        7,
+    );
+    let key = gir_mask::LID | gir_mask::BLOCK;
+    let g1 = gir_mask::GUID0 << 1;
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g1, 3, 0, &[(1, ALIAS)]).1[1],
+        ALIAS
+    );
+    // A sweep that still finds it changes nothing.
+    net.sa.set_subnet(m.clone());
+    assert_eq!(
+        gir(&mut net, Method::Get, key, 3, 0, &[]).1[1],
+        ALIAS,
+        "kept while the port is there"
+    );
+    let mut without = m.clone();
+    without.ports.retain(|p| p.lid != 3);
+    net.sa.set_subnet(without);
+    assert_eq!(
+        gir(&mut net, Method::Set, key | g1, 2, 0, &[(1, ALIAS)]).1[1],
+        ALIAS,
+        "free for another port"
+    );
+    net.sa.set_subnet(m);
+    assert_eq!(
+        gir(&mut net, Method::Get, key, 3, 0, &[]),
+        (0, [0x1003, 0, 0, 0, 0, 0, 0, 0]),
+        "back with no aliases"
+    );
+}
