@@ -306,17 +306,22 @@ impl Parser {
             message,
         };
         let left = MAX_NET_BYTES - self.read;
-        let mut text = String::new();
+        // Bytes first, the bound checked before the text: the bound may cut a character in two,
+        // which is no reason to call a file too large "no UTF-8".
+        let mut bytes = Vec::new();
         std::fs::File::open(path)
-            .and_then(|f| f.take(left + 1).read_to_string(&mut text))
+            .and_then(|f| f.take(left + 1).read_to_end(&mut bytes))
             .map_err(|e| fail(format!("cannot read: {e}")))?;
-        if text.len() as u64 > left {
+        if bytes.len() as u64 > left {
             return Err(fail(format!(
                 "more than {} MiB with the files that include it, far more than any net file \
                  (is it the right one?)",
                 MAX_NET_BYTES >> 20
             )));
         }
+        // `read_to_string`'s words, said before.
+        let text = String::from_utf8(bytes)
+            .map_err(|_| fail("cannot read: stream did not contain valid UTF-8".into()))?;
         self.read += text.len() as u64;
         self.text(&text, Some(path))
     }

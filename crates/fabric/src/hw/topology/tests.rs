@@ -421,3 +421,28 @@ fn includes_are_read_with_a_bound() {
         assert!(e.message.contains("more than 64 MiB"), "{e}");
     }
 }
+
+// The bound may fall inside a character (a sparse file of zeros, then "é" across byte
+// MAX_NET_BYTES): the file is too large, not "no UTF-8" (it was read as text up to the bound and
+// failed as UTF-8 before its length was looked at); a small file of no UTF-8 still says so.
+#[test]
+fn a_bound_inside_a_character_is_still_too_large() {
+    use std::io::{Seek as _, SeekFrom, Write as _};
+    let dir = std::env::temp_dir().join(format!("ipoib-netfile-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big");
+    let mut f = std::fs::File::create(&big).unwrap();
+    f.set_len(MAX_NET_BYTES).unwrap();
+    f.seek(SeekFrom::Start(MAX_NET_BYTES)).unwrap();
+    f.write_all("é".as_bytes()).unwrap();
+    drop(f);
+    let bad = dir.join("bad");
+    std::fs::write(&bad, [b'a', 0xff, b'\n']).unwrap();
+    let r1 = Topology::load_net(&big);
+    let r2 = Topology::load_net(&bad);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = r1.unwrap_err();
+    assert!(e.message.contains("more than 64 MiB"), "{e}");
+    let e = r2.unwrap_err();
+    assert_eq!(e.message, "cannot read: stream did not contain valid UTF-8");
+}
