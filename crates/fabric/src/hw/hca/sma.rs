@@ -219,22 +219,21 @@ impl Hca {
         } else {
             self.to_self(port, pkt.lrh.slid)
         };
-        // The answer written over the request's copy: the bytes of
-        // `req.get_response(status, attribute)` (`SmpMad::respond_in_place`).
-        let mut bytes = mad;
-        if SmpMad::new_unchecked(&mut bytes[..])
+        // The answer written over the request's copy (no longer read as the request): the
+        // bytes of `req.get_response(status, attribute)` (`SmpMad::respond_in_place`).
+        if SmpMad::new_unchecked(&mut mad[..])
             .respond_in_place(Method::GetResp, status, &attribute)
             .is_err()
         {
-            bytes = req.get_response(status, attribute).to_bytes();
+            mad = req.get_response(status, attribute).to_bytes();
         }
         let spare = self.spare.take().unwrap_or_default();
         let packet = if directed {
-            dr::respond(&mut bytes, port);
-            sma::smp_frame_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &bytes)
+            dr::respond(&mut mad, port);
+            sma::smp_frame_in(spare, LID_PERMISSIVE, LID_PERMISSIVE, 0, &mad)
         } else {
             let slid = self.port(port).map_or(0, |p| p.lid);
-            sma::smp_frame_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &bytes)
+            sma::smp_frame_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &mad)
         };
         self.sma_out.push((port, packet, local));
         true
@@ -283,13 +282,14 @@ impl Hca {
     ) -> (MadStatus, SmpAttribute) {
         let set = req.header.method == Method::Set;
         let m = req.header.attribute_modifier;
-        let unsupported = (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute);
-        let invalid = (MadStatus::INVALID_ATTR_VALUE, req.attribute);
+        // Made only when answered: each copies the request's attribute.
+        let unsupported = || (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute);
+        let invalid = || (MadStatus::INVALID_ATTR_VALUE, req.attribute);
         let ok = |a| (MadStatus::SUCCESS, a);
         let node_info = self.node_info(port);
         let description = self.node_description;
         let Some(p) = self.port_mut(port) else {
-            return unsupported;
+            return unsupported();
         };
         match (req.header.attribute_id, &req.attribute) {
             (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(node_info)),
@@ -299,7 +299,7 @@ impl Hca {
                 g.guids[0] = p.guid;
                 ok(SmpAttribute::GuidInfo(g))
             }
-            (attr::GUID_INFO, _) => invalid,
+            (attr::GUID_INFO, _) => invalid(),
             // The vendor attribute OpenSM asks of Mellanox HCAs (our NodeInfo's VendorID 0x02c9,
             // DeviceID 0x1003) for FDR10 (docs/OPENSM-NOTES.md): all zero, no FDR10 speed
             // supported, enabled or active; a Set changes nothing.
@@ -316,14 +316,14 @@ impl Hca {
                     }
                 }
                 let Some(p) = self.port(port) else {
-                    return unsupported;
+                    return unsupported();
                 };
                 (status, SmpAttribute::PortInfo(port_info(p, hide_key)))
             }
             (attr::P_KEY_TABLE, a) => {
                 let first = (m & 0xffff) as usize * PKEY_TABLE_BLOCK;
                 if first >= usize::from(super::PKEY_TABLE_SIZE) {
-                    return invalid;
+                    return invalid();
                 }
                 if let (true, SmpAttribute::PKeyTable(w)) = (set, a) {
                     let mut c = p.config();
@@ -353,7 +353,7 @@ impl Hca {
             }
             (attr::VL_ARBITRATION_TABLE, a) => {
                 let Some(i) = ((m >> 16) as usize).checked_sub(1).filter(|&i| i < 4) else {
-                    return invalid;
+                    return invalid();
                 };
                 if let (true, SmpAttribute::VlArbitrationTable(w)) = (set, a) {
                     p.vlarb[i] = *w;
@@ -375,9 +375,9 @@ impl Hca {
                     }
                     ok(SmpAttribute::SmInfo(i))
                 }
-                None => unsupported,
+                None => unsupported(),
             },
-            _ => unsupported,
+            _ => unsupported(),
         }
     }
 

@@ -22,7 +22,7 @@ pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
 use crate::hw::sim::Frame;
-use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
 use ipoib_wire::packet::{PacketRepr, UD_LOCAL_PAYLOAD_OFFSET};
@@ -68,6 +68,16 @@ pub fn smp_packet_in(buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> 
 /// leave the emulation's receivers ([`Frame`]). A spent packet's bytes are written over, not
 /// zeroed first: `emit_without_crcs` writes every byte up to the VCRC (as in `hca::ud::emit`).
 pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> Frame {
+    // A whole MAD (every SMP's length): copied where an SMP packet's payload starts, the
+    // headers written around it.
+    if mad.len() == MAD_LEN {
+        buf.resize(UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN, 0);
+        buf[UD_LOCAL_PAYLOAD_OFFSET..].copy_from_slice(mad);
+        return match smp_frame_around(buf, slid, dlid, sl) {
+            Ok(frame) => frame,
+            Err(_) => Frame::new(Vec::new()),
+        };
+    }
     let r = smp_repr(slid, dlid, sl, mad);
     buf.resize(r.buffer_len(), 0);
     // A 256-byte MAD always fits PktLen, and the extended headers are those of UD SEND Only;
@@ -87,20 +97,42 @@ pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) 
 /// length), the same bytes without copying the MAD. `Err(buf)` when `buf` is too short to hold
 /// that MAD (nothing written).
 pub fn smp_frame_around(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8) -> Result<Frame, Vec<u8>> {
-    let r = smp_repr(slid, dlid, sl, &[]);
-    if buf.len() < UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN {
+    const MAD_END: usize = UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN;
+    if buf.len() < MAD_END {
         return Err(buf);
     }
-    // A 256-byte MAD needs no pad (IBA 1 §9.2: to a multiple of 4 bytes).
-    buf.resize(UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN + VCRC_LEN, 0);
-    // As in smp_frame_in: a 256-byte MAD always fits, and these are UD SEND Only's headers.
-    match r.emit_around_payload_without_crcs(&mut buf, MAD_LEN) {
-        Ok(n) => {
-            buf.truncate(n);
-            Ok(Frame::with_crcs_pending(buf))
-        }
-        Err(_) => Ok(Frame::new(Vec::new())),
-    }
+    // A 256-byte MAD needs no pad (IBA 1 §9.2: to a multiple of 4 bytes); the ICRC and VCRC
+    // fields are zero until the CRCs are written.
+    buf.resize(MAD_END + ICRC_LEN + VCRC_LEN, 0);
+    buf[..UD_LOCAL_PAYLOAD_OFFSET].copy_from_slice(&smp_headers(slid, dlid, sl));
+    buf[MAD_END..].fill(0);
+    Ok(Frame::with_crcs_pending(buf))
+}
+
+/// The LRH, BTH and DETH of an SMP packet with a 256-byte MAD (IBA 1 §7.7, §9.2, §9.3.3): the
+/// bytes `PacketRepr::emit_without_crcs` writes for [`smp_repr`]'s packet before its payload,
+/// written from their values without the emitters (a proptest holds the two to each other).
+/// VL15, LVer 0, LNH IBA local, PktLen in words up to the ICRC; UD SEND Only, no SE, MigReq,
+/// pad or TVer, the default P_Key, QP0, PSN 0; Q_Key 0 from QP0.
+fn smp_headers(slid: u16, dlid: u16, sl: u8) -> [u8; UD_LOCAL_PAYLOAD_OFFSET] {
+    const PKT_LEN: u16 = ((UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN) / 4) as u16;
+    let [d0, d1] = dlid.to_be_bytes();
+    let [s0, s1] = slid.to_be_bytes();
+    let [l0, l1] = PKT_LEN.to_be_bytes();
+    let [k0, k1] = PKey::DEFAULT.0.to_be_bytes();
+    let mut h = [0u8; UD_LOCAL_PAYLOAD_OFFSET];
+    h[..8].copy_from_slice(&[
+        15 << 4,
+        sl << 4 | u8::from(Lnh::IbaLocal),
+        d0,
+        d1,
+        l0,
+        l1,
+        s0,
+        s1,
+    ]);
+    h[8..12].copy_from_slice(&[Opcode::UD_SEND_ONLY.0, 0, k0, k1]);
+    h
 }
 
 fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
@@ -253,4 +285,64 @@ pub fn port_state_after_set(
 /// no larger than `cap` (IBA 1 §14.2.5.6).
 pub fn mtu_ok(m: Mtu, cap: Mtu) -> bool {
     m.is_valid() && m.bytes() <= cap.bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The framing as the emitter writes it ([`smp_repr`] through
+    /// `PacketRepr::emit_around_payload_without_crcs`), the oracle of [`smp_frame_around`].
+    fn around_by_emitter(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8) -> Vec<u8> {
+        buf.resize(UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN + VCRC_LEN, 0);
+        let n = smp_repr(slid, dlid, sl, &[])
+            .emit_around_payload_without_crcs(&mut buf, MAD_LEN)
+            .unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    proptest! {
+        // The headers written from their values are the emitter's bytes, over any LIDs and SL
+        // (an SL over 15 too) and any stale buffer at least as long as the MAD's end, and the
+        // MAD in place is kept; a shorter buffer is given back untouched.
+        #[test]
+        fn smp_frame_around_writes_the_emitters_bytes(
+            slid: u16,
+            dlid: u16,
+            sl: u8,
+            stale in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let short = stale.len() < UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN;
+            match smp_frame_around(stale.clone(), slid, dlid, sl) {
+                Ok(frame) => {
+                    prop_assert!(!short);
+                    prop_assert!(frame.crcs_good());
+                    prop_assert_eq!(&frame[..], &around_by_emitter(stale, slid, dlid, sl)[..]);
+                }
+                Err(back) => {
+                    prop_assert!(short);
+                    prop_assert_eq!(back, stale);
+                }
+            }
+        }
+
+        // A whole MAD framed into a spent buffer: the bytes of the general emitter.
+        #[test]
+        fn smp_frame_in_writes_the_emitters_bytes(
+            slid: u16,
+            dlid: u16,
+            sl: u8,
+            mad in proptest::collection::vec(any::<u8>(), MAD_LEN),
+            stale in proptest::collection::vec(any::<u8>(), 0..400),
+        ) {
+            let frame = smp_frame_in(stale, slid, dlid, sl, &mad);
+            let mut want = vec![0; UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN + VCRC_LEN];
+            let n = smp_repr(slid, dlid, sl, &mad).emit_without_crcs(&mut want).unwrap();
+            want.truncate(n);
+            prop_assert!(frame.crcs_good());
+            prop_assert_eq!(&frame[..], &want[..]);
+        }
+    }
 }

@@ -366,7 +366,6 @@ impl Switch {
         let m = req.header.attribute_modifier;
         let ok = |a| (MadStatus::SUCCESS, a);
         let invalid = |a| (MadStatus::INVALID_ATTR_VALUE, a);
-        let unsupported = (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute);
         match (req.header.attribute_id, &req.attribute) {
             (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(self.node_info(in_port))),
             (attr::NODE_DESCRIPTION, _) if !set => ok(SmpAttribute::NodeDescription(
@@ -491,7 +490,7 @@ impl Switch {
                 }
                 ok(SmpAttribute::MulticastForwardingTable(b))
             }
-            _ => unsupported,
+            _ => (MadStatus::METHOD_ATTR_UNSUPPORTED, req.attribute),
         }
     }
 
