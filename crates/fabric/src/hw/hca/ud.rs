@@ -400,11 +400,15 @@ impl Hca {
             self.counters.count(HcaDropReason::Malformed);
             return;
         };
-        let Some(qp) = self.qps.get(&handle) else {
+        // One look-up of the QP: the port is read beside it (another field of the HCA).
+        let Some(qp) = self.qps.get_mut(&handle) else {
             self.counters.count(HcaDropReason::UnknownQp);
             return;
         };
-        let Some(port) = self.port(qp.port) else {
+        let Some(port) = usize::from(qp.port)
+            .checked_sub(1)
+            .and_then(|i| self.ports.get_mut(i))
+        else {
             self.counters.count(HcaDropReason::NoSuchPort);
             return;
         };
@@ -425,17 +429,11 @@ impl Hca {
         if qp.special != Some(0) && deth.qkey != qp.qkey {
             return self.counters.count(HcaDropReason::QkeyMismatch);
         }
-        let Some(qp) = self.qps.get_mut(&handle) else {
-            return;
-        };
         let Some(wr) = qp.recv.pop_front() else {
             // IBA 1 §16.1.3.5 VL15Dropped: an incoming VL15 packet (QP0's) dropped for lack of a
             // buffer, as Linux's qib and hfi1 count it (docs/PERF-COUNTERS.md).
             if qp.special == Some(0) {
-                let port = qp.port;
-                if let Some(p) = self.port_mut(port) {
-                    p.traffic.vl15_dropped += 1;
-                }
+                port.traffic.vl15_dropped += 1;
             }
             return self.counters.count(HcaDropReason::NoRecvPosted);
         };
