@@ -38,9 +38,16 @@
 //! `sa::server::inform` likewise), and unsubscribes if it does not; that unsubscription failing
 //! (ERR_REQ_INVALID, OpenSM "ERR 4307": the SA holds nothing) is expected and not warned of.
 //!
-//! Invariants: at most one subscription change (the Set for both traps) in flight; `on` is what the
-//! SA holds once no change is in flight, unless `unknown` (the link went down while the SA held or
-//! may have held one); nothing is sent while the link is not up.
+//! A light flush (ClientReregister or a new SM, IBA 1 §14.4.11) is handled the same way, the link
+//! staying up: the SA may have lost the subscription, or may hold one whose Set was in flight.
+//! The requests of the change in flight are forgotten first (cancelled, dropped from the
+//! interface's requests), so their late answers match no request and only the new change's
+//! answers count; then the interface subscribes if it needs the traps and unsubscribes if not.
+//!
+//! Invariants: at most one subscription change (the Set for both traps) in flight, and only its
+//! requests are in `requests`; `on` is what the SA holds once no change is in flight, unless
+//! `unknown` (a flush came while the SA held or may have held one); nothing is sent while the
+//! link is not up.
 
 use super::{Interface, Link, LogLevel, Pending};
 use crate::time::Instant;
@@ -145,8 +152,9 @@ impl Interface {
             let (level, what) = if self.traps.on {
                 (LogLevel::Warn, "subscription to")
             } else if self.traps.undo_unknown {
-                // The SA held nothing (it restarted while the link was down): nothing to undo.
-                (LogLevel::Info, "unsubscription (after link down) from")
+                // The SA held nothing (it restarted while the link was down, or before a
+                // ClientReregister): nothing to undo.
+                (LogLevel::Info, "unsubscription (after a flush) from")
             } else {
                 (LogLevel::Warn, "unsubscription from")
             };
@@ -167,9 +175,21 @@ impl Interface {
         self.traps_sync(now);
     }
 
-    /// The SA changed (light flush): it holds no subscription of ours; subscribe again if needed.
+    /// The SA changed or asks for registration again (light flush, IBA 1 §14.4.11). Whatever
+    /// change was in flight belongs to the previous round: its requests are forgotten, so a late
+    /// answer matches none and counts for nothing. The SA may hold a subscription (one in flight
+    /// may have reached it) or none, so the next change is sent whatever `on` says, as after a
+    /// link down (module docs): the state converges to what the interface needs now.
     pub(super) fn traps_renew(&mut self, now: Instant) {
-        self.traps = super::traps::TrapSub::default();
+        let sa = &mut self.sa;
+        self.requests.retain(|id, p| {
+            let stale = matches!(p, Pending::Inform(_));
+            if stale {
+                sa.cancel(*id);
+            }
+            !stale
+        });
+        self.traps_link_down();
         self.traps_sync(now);
     }
 

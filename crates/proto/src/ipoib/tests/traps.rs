@@ -202,3 +202,77 @@ fn link_up_undoes_a_subscription_the_sa_may_have_lost() {
     assert_eq!(informs(&net, 2), vec![true, true, false, false, true, true]);
     assert!(net.iface(2).traps_subscribed());
 }
+
+/// The TransactionIDs of the Set(InformInfo) requests host `lid` sent.
+fn inform_tids(net: &Net, lid: u16) -> BTreeSet<u64> {
+    net.mads_from(lid)
+        .iter()
+        .filter_map(|m| {
+            let r = SaMadRepr::parse(&m.mad).ok()?;
+            matches!(r.attribute, SaAttribute::InformInfo(_)).then_some(r.header.transaction_id)
+        })
+        .collect()
+}
+
+/// Drops the SA's answers to host `lid`'s Set(InformInfo) requests unless `pass` lets them by
+/// TransactionID.
+fn hold_inform_answers(net: &mut Net, lid: u16, pass: impl Fn(u64) -> bool + 'static) {
+    net.filter = Box::new(move |from, m| {
+        from == SM_LID
+            && m.to.lid == lid
+            && SaMadRepr::parse(&m.mad).is_ok_and(|r| {
+                matches!(r.attribute, SaAttribute::InformInfo(_)) && !pass(r.header.transaction_id)
+            })
+    });
+}
+
+// IBA 1 §14.4.11, §12 C: a ClientReregister while a router's subscription is in flight starts a
+// new change; the late answers to the previous round's requests count for nothing: the router
+// reads as subscribed only once the SA answered the new requests.
+#[test]
+fn reregister_counts_only_the_new_rounds_answers() {
+    let mut net = Net::with(3, |lid, c| c.router = lid == 4);
+    net.up();
+    hold_inform_answers(&mut net, 4, |_| false);
+    net.client_reregister(4);
+    net.settle();
+    let old = inform_tids(&net, 4);
+    assert_eq!(informs(&net, 4), vec![true, true, true, true]);
+    // The previous round's answers pass (its requests are resent after their timeout), the new
+    // round's are held.
+    hold_inform_answers(&mut net, 4, move |t| old.contains(&t));
+    net.client_reregister(4);
+    net.run_for(Duration::from_millis(1500));
+    assert!(
+        !net.iface(4).traps_subscribed(),
+        "the new requests are unanswered"
+    );
+    net.filter = Box::new(|_, _| false);
+    net.run_for(Duration::from_secs(3));
+    assert!(net.iface(4).traps_subscribed());
+    assert!(net.host(4).logs().iter().all(|l| !l.contains("trap")));
+}
+
+// IBA 1 §13.4.8.3, §14.4.11, §11: a sender's subscription is in flight when a ClientReregister
+// ends the need for it (the flush forgets its missing groups). The SA may hold the subscription
+// (the request reached it), so the interface undoes it: the SA ends with no subscription and no
+// Report reaches the host for a group created afterwards.
+#[test]
+fn reregister_undoes_a_subscription_in_flight_no_longer_needed() {
+    let mut net = Net::new(3);
+    net.up();
+    hold_inform_answers(&mut net, 2, |_| false);
+    net.send(2, &udp4(v4(2), "224.0.0.94".parse().unwrap(), b"x"));
+    net.settle();
+    assert_eq!(informs(&net, 2), vec![true, true], "reached the SA");
+    net.client_reregister(2);
+    net.filter = Box::new(|_, _| false);
+    net.run_for(Duration::from_secs(20));
+    assert_eq!(informs(&net, 2).last(), Some(&false), "undone");
+    assert!(!net.iface(2).traps_subscribed());
+    net.join(3, IpAddr::V4("224.8.8.8".parse().unwrap()))
+        .unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reports(&net, 2), 0, "the SA holds no subscription");
+    assert!(net.host(2).logs().iter().all(|l| !l.contains("trap")));
+}
