@@ -117,7 +117,9 @@ impl Default for SaServerConfig {
 /// IsPortInfoCapMaskMatchSupported (bit 13: PortInfoRecord queries match CapabilityMask bitwise
 /// when AttributeModifier bit 31 is set) (OpenSM `OSM_CAP_IS_SUBN_GET_SET_NOTICE_SUP`,
 /// `OSM_CAP_IS_UD_MCAST_SUP`, `OSM_CAP_IS_MULTIPATH_SUP`,
-/// `OSM_CAP_IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED`: OpenSM's 0x2602 but IsTrapSupported).
+/// `OSM_CAP_IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED`): 0x2602, exactly OpenSM's. Neither claims
+/// IsTrapSupported (bit 0): the SA sends Reports, not Traps (OpenSM `osm_sa_class_port_info.c`
+/// "So not sending traps", docs/OPENSM-NOTES.md "ClassPortInfo (SA)").
 pub const CAP_MASK: u16 = (1 << 1) | (1 << 9) | (1 << 10) | (1 << 13);
 /// ClassPortInfo.CapabilityMask2: IsSendOnlyFullMemberSupported (bit 12; OpenSM
 /// `OSM_CAP2_IS_SEND_ONLY_FULL_MEM_SUPPORTED`, Linux `IB_SA_CAP_MASK2_SENDONLY_FULL_MEM_SUPPORT`).
