@@ -55,12 +55,12 @@ impl Source {
             });
         }
         let capture = pcap::is_capture(&head);
-        // A control character other than blank space starts no hex text: binary input that is
-        // no capture (a gzipped one, /dev/zero) is refused as from a file, not read as
-        // thousands of "not hex" lines.
+        // A control character other than blank space ([`is_blank`], vertical tab included)
+        // starts no hex text: binary input that is no capture (a gzipped one, /dev/zero) is
+        // refused as from a file, not read as thousands of "not hex" lines.
         let binary = head
             .iter()
-            .find(|b| b.is_ascii_control() && !b.is_ascii_whitespace())
+            .find(|&&b| b.is_ascii_control() && !is_blank(b))
             .copied();
         let input = io::Cursor::new(head).chain(input);
         if capture || !hex_allowed || binary.is_some() {
@@ -102,7 +102,7 @@ impl Source {
     }
 }
 
-/// Hex packets, one per line: pairs of hex digits, with spaces, tabs, colons and dashes ignored;
+/// Hex packets, one per line: pairs of hex digits, with blank space, colons and dashes ignored;
 /// `#` starts a comment; blank lines are skipped.
 pub struct HexLines<R> {
     input: R,
@@ -148,7 +148,7 @@ impl<R: BufRead> HexLines<R> {
                 return Some(Ok(item(Body::Unreadable(&self.error))));
             }
             let text = self.line.split(|&c| c == b'#').next().unwrap_or(&[]);
-            if text.iter().all(u8::is_ascii_whitespace) {
+            if text.iter().all(|&b| is_blank(b)) {
                 continue;
             }
             return Some(Ok(match parse_hex(text, &mut self.bytes) {
@@ -176,14 +176,21 @@ impl<R: BufRead> HexLines<R> {
     }
 }
 
-/// Parses one line of hex into `out`: pairs of hex digits, with spaces, tabs, colons and dashes
-/// ignored.
+/// Blank space in a hex line: C's `isspace` set (space, tab, line feed, vertical tab, form feed,
+/// carriage return), which a hex dump or a text file may hold. Rust's `is_ascii_whitespace`
+/// leaves out the vertical tab (0x0b).
+fn is_blank(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == 0x0b
+}
+
+/// Parses one line of hex into `out`: pairs of hex digits, with blank space ([`is_blank`]),
+/// colons and dashes ignored.
 pub fn parse_hex(line: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     out.clear();
     let mut digits = line
         .iter()
         .copied()
-        .filter(|c| !matches!(c, b' ' | b'\t' | b':' | b'-' | b'\r' | b'\n'));
+        .filter(|&c| !(is_blank(c) || matches!(c, b':' | b'-')));
     let mut count = 0;
     while let Some(hi) = digits.next() {
         count += 1;
@@ -218,6 +225,30 @@ mod tests {
             .unwrap_err()
             .contains("odd number of hex digits (3)"));
         assert!(hex("zz").unwrap_err().contains("not hex"));
+        assert!(hex("f0\x01f").unwrap_err().contains("not hex"));
+    }
+
+    // Every blank a text file may hold (vertical tab and form feed too) is blank space, at the
+    // start of standard input as within a line: hex, not binary.
+    #[test]
+    fn vertical_tab_and_form_feed_are_blank() {
+        assert_eq!(hex("\x0bf0\x0c02\x0b").unwrap(), vec![0xf0, 0x02]);
+        let input: Box<dyn Read> = Box::new(&b"\x0b\x0c0a 0b\n\x0b\x0c\n"[..]);
+        let mut src = match Source::open(input, true) {
+            Ok(s @ Source::Hex(_)) => s,
+            Ok(Source::Capture(_)) => panic!("read as a capture"),
+            Err(e) => panic!("refused: {e}"),
+        };
+        match src.next_item() {
+            Some(Ok(Item {
+                body: Body::Ib(b), ..
+            })) => assert_eq!(b, [0x0a, 0x0b]),
+            _ => panic!("no packet"),
+        }
+        assert!(src.next_item().is_none(), "the blank line is skipped");
+        let binary: Box<dyn Read> = Box::new(&b"\x0b\x000a0b\n"[..]);
+        let e = Source::open(binary, true).err().expect("binary refused");
+        assert!(e.contains("byte 0x00 is no text"), "{e}");
     }
 
     #[test]
