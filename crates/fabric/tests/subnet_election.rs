@@ -13,7 +13,7 @@ use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::sm::election::{modifier, ElectionStats};
 use ipoib_fabric::node::sm::smp::directed;
 use ipoib_fabric::node::sm::{ElectionSettings, SmpSm, SweepPhase};
-use ipoib_fabric::node::subnet::{SmApp, Subnet};
+use ipoib_fabric::node::subnet::{SmApp, Subnet, SubnetError};
 use ipoib_fabric::testing::*;
 use ipoib_fabric::PortState;
 use ipoib_proto::mad_agent::MadAddr;
@@ -244,6 +244,30 @@ fn two_masters_meet_and_the_lesser_hands_over() {
     assert_eq!(a.master_guid(), None, "no longer waiting");
     managed_by(&net, &[0, 1, 2], 0);
     ping(&mut net, &all_pairs(3));
+}
+
+// IBA 1 §14.2.5.13, §14.4: a port has one SMInfo and one QP0, so a host runs at most one SM:
+// a second SM of ours on host 1, or one on host 0 (which runs the first), is refused, and the
+// two SMs there are still one master and one standby (`ipoib show counters` names their
+// sections by host, `sm` and `sm_h2`, unique only so).
+#[test]
+fn a_second_sm_on_a_host_is_refused() {
+    let (mut net, app) = two_sms(1, 1);
+    for host in [1, 0] {
+        match net.add_sm(host, ElectionSettings::default()) {
+            Err(SubnetError::SmOnHost(h)) => assert_eq!(h, host),
+            other => panic!("host {host}: {other:?}"),
+        }
+    }
+    let hosts: Vec<usize> = net.sms().iter().map(|s| s.host).collect();
+    assert_eq!(hosts, vec![0, 1]);
+    let t = net.sim().now() + Duration::from_secs(2);
+    net.sim_mut().run_until(t);
+    let states = [
+        sm0(&net).election().state(),
+        sm1(&net, app).election().state(),
+    ];
+    assert_eq!(states, [SmState::Master, SmState::Standby]);
 }
 
 /// The port GUIDs of the broadcast group's members in `sa`.

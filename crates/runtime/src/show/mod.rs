@@ -492,7 +492,8 @@ pub fn from_subnet(net: &Subnet, req: &Request) -> Result<Answer, AnswerError> {
 /// The sections of our SMs ([`Subnet::sms`]). One SM: its `sm` and `sa`. Several (a standby
 /// SM, IBA 1 §14.4): the master's (host 0's while none is) as `sm` and `sa`, then every other
 /// one's as `sm_<host>` and `sa_<host>` (`sm_h2`); each `sm` section starts with `host` (the
-/// `N` of host `hN`) and `master` (1 for the master).
+/// `N` of host `hN`) and `master` (1 for the master). The names are unique as a host runs at
+/// most one SM ([`Subnet::add_sm`] refuses a second).
 fn sm_sections(net: &Subnet) -> Vec<CounterSection> {
     let mut sms = net.sms();
     if let [one] = sms.as_slice() {

@@ -189,6 +189,10 @@ pub enum SubnetError {
     /// The subnet manager refused the topology.
     #[error("subnet manager: {0}")]
     Sm(SmError),
+    /// [`Subnet::add_sm`] on a host (0-based) that already runs an SM of ours: its port has one
+    /// SMInfo and one QP0 (IBA 1 §14.2.5.13, §14.4), so it runs at most one SM.
+    #[error("host {0} already runs a subnet manager")]
+    SmOnHost(usize),
 }
 
 /// One host of the subnet.

@@ -36,13 +36,22 @@ pub(super) struct SmTemplate {
 impl Subnet {
     /// Installs another SM of ours (by SMPs, with its SA) on host `host`'s port, with `election`
     /// settings (priority, polling); it starts once its port has its link. Call before the
-    /// simulation runs for both SMs to discover together.
+    /// simulation runs for both SMs to discover together. A host runs at most one SM (its port
+    /// has one SMInfo and one QP0, IBA 1 §14.2.5.13): a host that runs one already is refused.
     pub fn add_sm(
         &mut self,
         host: usize,
         election: ElectionSettings,
     ) -> Result<AppId, SubnetError> {
         let h = *self.hosts.get(host).ok_or(SubnetError::NoHost)?;
+        let first = self.sm_app.map(|_| 0);
+        if first
+            .into_iter()
+            .chain(self.more_sms.iter().map(|s| s.0))
+            .any(|h| h == host)
+        {
+            return Err(SubnetError::SmOnHost(host));
+        }
         let t = self.sm_template.clone();
         let guid = self.topology.nodes()[h.topo_node].port_guid(h.port);
         let sa = SaServer::new(
