@@ -76,6 +76,7 @@ use ipoib_wire::smp::{
     LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::{Guid, PKey};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A block of the SM's MFT copy: (switch node GUID, block, position) and its PortMasks.
@@ -525,16 +526,11 @@ impl SmpSm {
         let guids: Vec<Guid> = brain.topology().nodes().iter().map(|n| n.guid).collect();
         // IBA 1 §15.2.5.3: the SA's PortInfoRecords give the PortInfo as read, with what the
         // SM sets below (as OpenSM's SA answers from the PortInfo its sweep stored).
-        let mut read: BTreeMap<(Guid, u8), PortInfoRepr> = BTreeMap::new();
+        // Kept by node and port while the ports are walked (a map lookup per port cost more than
+        // the rest of the walk at 10,000 hosts), made a map by GUID at the end.
+        let mut read = d.port_infos.clone();
         let mut switch_infos = BTreeMap::new();
-        for (n, ports) in d.port_infos.iter().enumerate() {
-            for (p, i) in ports.iter().enumerate() {
-                if let (Some(i), Ok(p)) = (i, u8::try_from(p)) {
-                    read.insert((guids[n], p), *i);
-                }
-            }
-        }
-        let mut ports_now = BTreeSet::new();
+        let mut ports_now = Vec::new();
         for (NodeId(n), c) in brain.bring_up() {
             let switch = is_switch[n];
             let guid = guids[n];
@@ -560,13 +556,13 @@ impl SmpSm {
                     };
                     let seen = d.port_infos[n].get(usize::from(pc.port)).copied().flatten();
                     let state = seen.map_or(PortState::Init, |i| i.port_state);
-                    if let Some(r) = read.get_mut(&(guid, pc.port)) {
+                    if let Some(Some(r)) = read[n].get_mut(usize::from(pc.port)) {
                         (r.subnet_timeout, r.master_sm_sl) = (SUBNET_TIMEOUT, pc.sm_sl);
                     }
                     if switch && pc.port == 0 {
                         // A switch has one SubnetTimeOut, set through port 0, that all its
                         // ports answer (crates/fabric/src/hw/switch/sma.rs).
-                        for (_, r) in read.range_mut((guid, 0)..=(guid, u8::MAX)) {
+                        for r in read[n].iter_mut().take(usize::from(u8::MAX) + 1).flatten() {
                             r.subnet_timeout = SUBNET_TIMEOUT;
                         }
                     }
@@ -583,7 +579,7 @@ impl SmpSm {
                     // link was down or it was unreachable: it may have missed an SA change).
                     let new = !switch && !self.last_ports.contains(&(guid, pc.port));
                     if !switch {
-                        ports_now.insert((guid, pc.port));
+                        ports_now.push((guid, pc.port));
                     }
                     let client_reregister = (rereg || new)
                         && !switch
@@ -595,9 +591,20 @@ impl SmpSm {
                         };
                         self.set(SmpAttribute::PortInfo(i), u32::from(pc.port), &path);
                     }
-                    if self.shadow_pkeys.get(&(guid, pc.port)) != Some(&pc.pkeys) {
-                        self.pkeys(&path, switch, pc.port, &pc.pkeys);
-                        self.shadow_pkeys.insert((guid, pc.port), pc.pkeys.clone());
+                    // One lookup: the table kept unless it changed, then its blocks sent.
+                    let changed = match self.shadow_pkeys.entry((guid, pc.port)) {
+                        Entry::Occupied(o) if *o.get() == pc.pkeys => None,
+                        Entry::Occupied(mut o) => {
+                            o.insert(pc.pkeys.clone());
+                            Some(pc.pkeys)
+                        }
+                        Entry::Vacant(v) => {
+                            v.insert(pc.pkeys.clone());
+                            Some(pc.pkeys)
+                        }
+                    };
+                    if let Some(pkeys) = changed {
+                        self.pkeys(&path, switch, pc.port, &pkeys);
                     }
                     self.configured.push(Configured {
                         path,
@@ -651,8 +658,13 @@ impl SmpSm {
                 Config::Mft { .. } | Config::ClientReregister(_) => {}
             }
         }
-        self.last_ports = ports_now;
-        brain.set_port_infos(read);
+        self.last_ports = ports_now.into_iter().collect();
+        let read = read.into_iter().enumerate().flat_map(|(n, ports)| {
+            let guid = guids[n];
+            (ports.into_iter().enumerate())
+                .filter_map(move |(p, i)| Some(((guid, u8::try_from(p).ok()?), i?)))
+        });
+        brain.set_port_infos(read.collect());
         brain.set_switch_infos(switch_infos);
         self.brain = Some(brain);
         self.phase = SweepPhase::Configure;
