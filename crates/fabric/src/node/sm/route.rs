@@ -66,7 +66,10 @@ impl Routing {
         // same look at s's links that finds its unseen neighbours: no second walk over them.
         let mut dist = vec![INF; w * w];
         let mut lfts = vec![vec![LFT_DROP; nlids]; w];
-        let mut cand = Vec::new();
+        // The candidate ports of one (switch, destination switch) pair: at most one per port
+        // number (a switch has at most 255), so a fixed array; a `Vec` checked its capacity
+        // at each of the w x (cabled ports) pushes.
+        let mut cand = [0u8; 256];
         let mut dests: Vec<(usize, u8)> = Vec::new();
         let mut queue = VecDeque::with_capacity(w);
         for t in 0..w {
@@ -99,19 +102,21 @@ impl Routing {
                     }
                     continue;
                 }
-                cand.clear();
+                let mut ncand = 0;
                 for &(p, n, _) in &adj[s] {
                     let h = hops[n];
                     if h == INF {
                         hops[n] = d + 1;
                         queue.push_back(n);
                     } else if h == d - 1 {
-                        cand.push(p);
+                        cand[ncand & 0xff] = p;
+                        ncand += 1;
                     }
                 }
-                if cand.is_empty() || dests.is_empty() {
+                if ncand == 0 || dests.is_empty() {
                     continue;
                 }
+                let cand = &cand[..ncand.min(cand.len())];
                 // Destination i leaves on candidate (t + i) mod |cand|, counted without a
                 // division per entry.
                 let lft = &mut lfts[s];
