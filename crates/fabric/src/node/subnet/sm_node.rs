@@ -167,13 +167,8 @@ impl SmApp {
     }
 
     fn member_lids(&mut self, members: &[(Gid, ipoib_wire::sa::JoinState)]) -> Vec<u16> {
-        let mut lids = Vec::with_capacity(members.len());
-        for (gid, _) in members {
-            match self.lid_of_guid.get(&gid.interface_id()) {
-                Some(&l) => lids.push(l),
-                None => self.stats.unknown_members += 1,
-            }
-        }
+        let (lids, unknown) = member_lids(&self.lid_of_guid, members);
+        self.stats.unknown_members += unknown;
         lids
     }
 
@@ -266,6 +261,38 @@ impl SmApp {
             }
         }
     }
+}
+
+/// The LIDs of `members` by their port GUIDs in `table`, in the members' order, and how many
+/// had none. The SA gives a group's members in GID order, so with one subnet prefix their port
+/// GUIDs ascend: a group that covers a good part of the table (the broadcast group, recomputed
+/// once per coalescing window while 10,000 ports join) is read by one walk along the table, not
+/// a lookup per member; a GUID below one already walked past (another prefix) is looked up.
+fn member_lids(
+    table: &BTreeMap<u64, u16>,
+    members: &[(Gid, ipoib_wire::sa::JoinState)],
+) -> (Vec<u16>, u64) {
+    let mut lids = Vec::with_capacity(members.len());
+    let mut unknown = 0;
+    let dense = members.len().saturating_mul(4) >= table.len();
+    let mut walk = table.iter().peekable();
+    // The walk stands at the first GUID not below `walked`.
+    let mut walked = None;
+    for (gid, _) in members {
+        let id = gid.interface_id();
+        let lid = if dense && walked.is_none_or(|w| w <= id) {
+            walked = Some(id);
+            while walk.next_if(|&(&g, _)| g < id).is_some() {}
+            walk.peek().filter(|e| *e.0 == id).map(|e| *e.1)
+        } else {
+            table.get(&id).copied()
+        };
+        match lid {
+            Some(l) => lids.push(l),
+            None => unknown += 1,
+        }
+    }
+    (lids, unknown)
 }
 
 /// What the SMA of switch `guid` answers as SwitchInfo:MulticastFDBTop once the agent's MFT
@@ -421,5 +448,40 @@ impl App for SmApp {
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::member_lids;
+    use ipoib_wire::sa::JoinState;
+    use ipoib_wire::Gid;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// The walk along the table finds what a lookup per member finds, in the members'
+        /// order: members in GID order over one or two subnet prefixes, some unknown, groups
+        /// dense and sparse.
+        #[test]
+        fn member_lids_walk_is_a_lookup_per_member(
+            table in proptest::collection::btree_map(0u64..200, 1u16..0xbfff, 0..120),
+            ids in proptest::collection::vec((0u64..2, 0u64..220), 0..200),
+        ) {
+            let mut members: Vec<(Gid, JoinState)> = ids
+                .iter()
+                .map(|&(p, id)| (Gid::new(0xfe80_0000_0000_0000 + p, id), JoinState::FULL_MEMBER))
+                .collect();
+            members.sort_by_key(|m| m.0);
+            members.dedup_by_key(|m| m.0);
+            let table: BTreeMap<u64, u16> = table;
+            let want: Vec<u16> = members
+                .iter()
+                .filter_map(|(g, _)| table.get(&g.interface_id()).copied())
+                .collect();
+            let (lids, unknown) = member_lids(&table, &members);
+            prop_assert_eq!(unknown as usize, members.len() - want.len());
+            prop_assert_eq!(lids, want);
+        }
     }
 }
