@@ -19,12 +19,23 @@
 //!
 //! takes the difference of the two runs over 64 packets (bring-up and warm-up cancel out).
 //! `udppath N --pcap FILE` writes the fabric's capture of the whole run (for comparing builds).
+//!
+//! `udppath N --dgram`: datagram mode (MTU 2,044) with offload at the TUN devices, as `ipoib
+//! attach` runs it: A's OS hands over TCP super-packets of 32 segments of 1,992 bytes (two a
+//! turn), which A cuts (`ipoib_runtime::gso`) into IP packets of 2,044 bytes, one InfiniBand
+//! packet each; B's writer thread coalesces what B delivers (`ipoib_runtime::gro`, the function
+//! `tun_writer`); B answers each pair with one 52-byte packet. N counts the 2,044-byte packets
+//! (a multiple of 64): `udppath 192 --dgram` minus `udppath 64 --dgram` is over 128.
 
 #[path = "../tests/common/udp_world.rs"]
 mod world;
 
 use std::time::Duration;
-use world::{ipv4, World, BATCH};
+use world::{ipv4, tcp_super, World, BATCH, DGRAM_MSS};
+
+/// Datagram mode: segments per super-packet, super-packets per turn of A.
+const SEGS: usize = 32;
+const SUPERS: usize = 2;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -35,7 +46,8 @@ fn main() {
         .and_then(|i| args.get(i + 1));
     // As the processes do at their start (`realtime::Driver`).
     ipoib_runtime::realtime::keep_freed_heap();
-    let mut w = World::new(pcap.is_some());
+    let dgram = args.iter().any(|a| a == "--dgram");
+    let mut w = World::with_mode(pcap.is_some(), !dgram);
     let carrier = |w: &World| {
         w.a.emu.app().is_some_and(|a| a.carrier()) && w.b.emu.app().is_some_and(|a| a.carrier())
     };
@@ -59,11 +71,27 @@ fn main() {
     }
     let (sim0, events0) = (w.now, w.fabric.server().sim().stats());
     let b_bytes0 = w.b.delivered_bytes;
-    for _ in 0..packets.div_ceil(BATCH) {
+    let batch = if dgram { SEGS * SUPERS } else { BATCH };
+    let writes0 = w.b.writes;
+    let (mut seq, mut id) = (1u32, 1u16);
+    for _ in 0..packets.div_ceil(batch) {
         let (a0, b0) = (w.a.delivered, w.b.delivered);
-        w.send_a(&big, BATCH);
+        if dgram {
+            let supers: Vec<_> = (0..SUPERS)
+                .map(|_| {
+                    let s = tcp_super(2, 3, id, seq, DGRAM_MSS, SEGS);
+                    seq = seq.wrapping_add(u32::from(DGRAM_MSS) * SEGS as u32);
+                    id = id.wrapping_add(SEGS as u16);
+                    s
+                })
+                .collect();
+            let reads: Vec<_> = supers.iter().map(|(h, p)| (*h, &p[..])).collect();
+            w.send_a_reads(&reads);
+        } else {
+            w.send_a(&big, BATCH);
+        }
         assert!(
-            w.run(Duration::from_secs(5), |w| w.b.delivered >= b0 + BATCH),
+            w.run(Duration::from_secs(5), |w| w.b.delivered >= b0 + batch),
             "every packet of the batch delivered"
         );
         w.send_b(&ack);
@@ -73,8 +101,9 @@ fn main() {
         );
     }
     let events = w.fabric.server().sim().stats();
-    let n = packets.div_ceil(BATCH) * BATCH;
+    let n = packets.div_ceil(batch) * batch;
     println!("packets {n}");
+    println!("b.tun_writes {}", w.b.writes - writes0);
     println!("bytes {}", w.b.delivered_bytes - b_bytes0);
     println!(
         "fabric.events_per_packet {:.1}",

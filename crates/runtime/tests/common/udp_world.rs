@@ -5,6 +5,12 @@
 //! present, runs it to the turn's time plus the driver's slack of 200 µs, and takes what it
 //! sends. Datagrams reach the other process 10 µs later, in memory. Nothing depends on wall
 //! time. Used by `examples/udppath.rs` (instructions per packet) and `tests/udp_memory.rs`.
+//!
+//! In datagram mode with offload ([`World::with_mode`]) the hosts' TUN devices are as `ipoib
+//! attach` opens them (docs/LINUX-DEVICE.md "Offload at the TUN device"): a read may be a TCP
+//! super-packet, cut by `ipoib_runtime::gso` as `TunEndpoint::on_readable` cuts it, and the
+//! packets for the OS go through the writer thread's receive offload (`ipoib_runtime::gro`,
+//! [`tun_writer`]).
 #![allow(dead_code)]
 
 use ipoib_fabric::hw::topology::Topology;
@@ -12,6 +18,7 @@ use ipoib_fabric::node::remote::{FabricOptions, FabricServer, Outgoing};
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_fabric::Instant;
 use ipoib_proto::ipoib::IpBuf;
+use ipoib_runtime::gso::{self, VnetHdr};
 use ipoib_runtime::realtime::Emulation;
 use ipoib_runtime::tun::{OsPort, FRAME_HEADROOM, HAND_OVER_MIN, READ_BUFFER};
 use ipoib_runtime::udp_fabric::{AttachEmu, AttachOptions, AttachOsPort, DatagramPeer, FabricEmu};
@@ -63,6 +70,54 @@ pub fn ipv4(len: usize, from: u8, to: u8) -> Vec<u8> {
     p
 }
 
+/// One read of a TUN device: the virtio header the kernel put in front of the packet (all zero
+/// for a whole packet, `gso::PLAIN_HDR`) and the packet.
+pub type OsRead<'a> = (VnetHdr, &'a [u8]);
+
+/// A whole packet as a read of a TUN device.
+pub fn plain(p: &[u8]) -> OsRead<'_> {
+    (VnetHdr::default(), p)
+}
+
+/// Payload bytes of a TCP segment at MTU 2,044 (`attach::DATAGRAM_MTU`): less the IPv4 header,
+/// the TCP header and its timestamps option (20 + 20 + 12 bytes).
+pub const DGRAM_MSS: u16 = 1_992;
+
+/// A TCP super-packet as a TUN device with offload hands it over (`IFF_VNET_HDR`,
+/// docs/LINUX-DEVICE.md "Offload at the TUN device"): IPv4 from 10.0.0.`from` to 10.0.0.`to`
+/// (DF, identification `id`), TCP with the timestamps option (32 bytes), sequence number `seq`,
+/// `segs` segments of `mss` payload bytes; the virtio header asks for TCPv4 segmentation and
+/// the checksum (`VIRTIO_NET_HDR_F_NEEDS_CSUM`), whose field holds the pseudo-header's sum.
+pub fn tcp_super(from: u8, to: u8, id: u16, seq: u32, mss: u16, segs: usize) -> (VnetHdr, Vec<u8>) {
+    let head = 20 + 32;
+    let len = head + usize::from(mss) * segs;
+    let mut p = vec![0x5a; len];
+    p[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[4..6].copy_from_slice(&id.to_be_bytes());
+    p[12..16].copy_from_slice(&Ipv4Addr::new(10, 0, 0, from).octets());
+    p[16..20].copy_from_slice(&Ipv4Addr::new(10, 0, 0, to).octets());
+    let c = gso::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    let t = &mut p[20..head];
+    t[..4].copy_from_slice(&[0x9c, 0x40, 0x14, 0x51]); // ports 40000, 5201
+    t[4..8].copy_from_slice(&seq.to_be_bytes());
+    t[8..12].copy_from_slice(&1u32.to_be_bytes());
+    t[12..14].copy_from_slice(&[8 << 4, 0x18]); // 32 bytes; ACK, PSH
+    t[14..16].copy_from_slice(&512u16.to_be_bytes());
+    t[16..20].copy_from_slice(&[0; 4]);
+    t[20..32].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 1]); // NOP NOP TS
+    let hdr = VnetHdr {
+        flags: gso::F_NEEDS_CSUM,
+        gso_type: gso::GSO_TCPV4,
+        hdr_len: head as u16,
+        gso_size: mss,
+        csum_start: 20,
+        csum_offset: 16,
+    };
+    (hdr, p)
+}
+
 /// One attach process: its agent, the datagrams its last flush sent (their bodies given back at
 /// its next turn, as `UdpEndpoint::flush` gives them after sending), its TUN read buffer, what
 /// it gave its OS.
@@ -74,14 +129,23 @@ pub struct Host {
     pub to_os: Vec<IpBuf>,
     pub delivered: usize,
     pub delivered_bytes: u64,
+    /// The TUN device has offload: the writer thread coalesces runs of TCP segments.
+    pub offload: bool,
+    /// Writes to the TUN device (a coalesced run is one).
+    pub writes: usize,
 }
 
 impl Host {
     pub fn new(i: u16) -> Host {
+        Host::with_mode(i, true)
+    }
+
+    /// Connected mode, or datagram mode with offload at the TUN device.
+    pub fn with_mode(i: u16, connected: bool) -> Host {
         let mut o = AttachOptions::new(fabric_addr());
         o.ipv4 = Some((Ipv4Addr::new(10, 0, 0, 2 + i as u8), 24));
         o.ipv6_on = false;
-        o.connected = true;
+        o.connected = connected;
         o.external = true;
         o.seed = 0x5eed_0000 + u64::from(i);
         Host {
@@ -92,6 +156,8 @@ impl Host {
             to_os: Vec::new(),
             delivered: 0,
             delivered_bytes: 0,
+            offload: !connected,
+            writes: 0,
         }
     }
 }
@@ -110,9 +176,9 @@ pub struct World {
 /// A host's turn (the driver's: the socket's datagrams, then the TUN device's packets and the
 /// end of its batch, the run to the turn's time plus the slack, the socket's flush, the TUN
 /// device's flush). `packets`: what the OS sent, each read as `TunEndpoint::on_readable` reads
-/// it (the read itself, the kernel's copy, in `os_read`).
+/// it (the read itself, the kernel's copy, in `os_read`; a super-packet cut by `gso::segment`).
 #[inline(always)]
-fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[&[u8]]) {
+fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[OsRead]) {
     // The bodies of what the last flush sent go back, as `UdpEndpoint::flush` gives them.
     for o in h.sent.drain(..) {
         h.emu.recycle(o.body);
@@ -120,8 +186,21 @@ fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packe
     for d in data {
         h.emu.on_datagram(fabric_addr(), d);
     }
-    for p in packets {
+    for &(hdr, p) in packets {
         let len = os_read::<SIDE>(&mut h.buf, p);
+        let packet = &mut h.buf[FRAME_HEADROOM..FRAME_HEADROOM + len];
+        if hdr.is_gso() {
+            let (os, emu) = (&mut h.os, &mut h.emu);
+            gso::segment(&hdr, packet, FRAME_HEADROOM, &mut |f| {
+                // A spare buffer given back is not needed: `buf` stays.
+                let _ = os.frame_from_os(emu, f);
+            })
+            .expect("a well-formed super-packet");
+            continue;
+        }
+        if hdr.flags & gso::F_NEEDS_CSUM != 0 {
+            gso::complete_checksum(&hdr, packet).expect("a well-formed packet");
+        }
         if len >= HAND_OVER_MIN {
             let mut frame = std::mem::take(&mut h.buf);
             frame.truncate(FRAME_HEADROOM + len);
@@ -155,14 +234,45 @@ fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packe
 
 /// Host A's turn (a function of its own for callgrind).
 #[inline(never)]
-pub fn turn_a(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[&[u8]]) {
+pub fn turn_a(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[OsRead]) {
     turn_host::<0>(h, now, data, packets);
 }
 
 /// Host B's turn (a function of its own for callgrind).
 #[inline(never)]
-pub fn turn_b(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[&[u8]]) {
+pub fn turn_b(h: &mut Host, now: Instant, data: &[Vec<u8>], packets: &[OsRead]) {
     turn_host::<1>(h, now, data, packets);
+}
+
+/// Host A's TUN writer thread (a function of its own for callgrind).
+#[inline(never)]
+pub fn writer_a(batch: &[IpBuf]) -> usize {
+    tun_writer::<0>(batch)
+}
+
+/// Host B's TUN writer thread (a function of its own for callgrind).
+#[inline(never)]
+pub fn writer_b(batch: &[IpBuf]) -> usize {
+    tun_writer::<1>(batch)
+}
+
+/// The work of host `SIDE`'s TUN writer thread on the batch of a turn, before its write(2)s
+/// (`tun::writer::write_batch` on a device with offload): each run of TCP segments that
+/// coalesce becomes one GSO packet (`gro::run_len`, `gro::coalesce`). Returns the writes.
+#[inline(always)]
+pub fn tun_writer<const SIDE: u8>(batch: &[IpBuf]) -> usize {
+    // Two functions of different code, which the compiler does not merge.
+    std::hint::black_box(SIDE);
+    let (mut i, mut writes) = (0, 0);
+    while i < batch.len() {
+        let run = ipoib_runtime::gro::run_len(&batch[i..]).max(1);
+        if run > 1 {
+            std::hint::black_box(ipoib_runtime::gro::coalesce(&batch[i..i + run]));
+        }
+        i += run;
+        writes += 1;
+    }
+    writes
 }
 
 #[inline(never)]
@@ -201,13 +311,19 @@ pub fn os_read<const SIDE: u8>(buf: &mut [u8], p: &[u8]) -> usize {
 }
 
 impl World {
+    /// Connected mode.
     pub fn new(pcap: bool) -> World {
+        World::with_mode(pcap, true)
+    }
+
+    /// Connected mode, or datagram mode with offload at the TUN devices.
+    pub fn with_mode(pcap: bool, connected: bool) -> World {
         let mut so = SubnetOptions::new(Topology::single_switch(3).expect("topology"), 7);
         so.capture = pcap;
         let server = FabricServer::build(FabricOptions::new(so)).expect("fabric");
         World {
-            a: Host::new(0),
-            b: Host::new(1),
+            a: Host::with_mode(0, connected),
+            b: Host::with_mode(1, connected),
             fabric: FabricEmu::new(server),
             fabric_sent: Vec::new(),
             wire: Vec::new(),
@@ -232,13 +348,23 @@ impl World {
             || next.is_some_and(|t| t <= self.now + SLACK)
     }
 
-    /// One round: each process that has something to do turns once, A, the fabric, B.
-    pub fn round(&mut self, os_a: &[&[u8]], os_b: &[&[u8]]) {
+    /// One round: each process that has something to do turns once, A, the fabric, B; then the
+    /// clock moves on to the next thing due.
+    pub fn round(&mut self, os_a: &[OsRead], os_b: &[OsRead]) {
+        self.turns(os_a, os_b);
+        self.advance();
+    }
+
+    /// Each process that has something to do turns once, A, the fabric, B.
+    pub fn turns(&mut self, os_a: &[OsRead], os_b: &[OsRead]) {
         let now = self.now;
         let due = now + LATENCY;
         if !os_a.is_empty() || self.wakes(Proc::A, self.a.emu.next_event_at()) {
             let data: Vec<Vec<u8>> = self.due(Proc::A).into_iter().map(|d| d.1).collect();
             turn_a(&mut self.a, now, &data, os_a);
+            if self.a.offload {
+                self.a.writes += writer_a(&self.a.to_os);
+            }
             for o in &self.a.sent {
                 self.wire
                     .push((due, Proc::Fabric, host_addr(0), kernel_send(o)));
@@ -259,12 +385,19 @@ impl World {
         if !os_b.is_empty() || self.wakes(Proc::B, self.b.emu.next_event_at()) {
             let data: Vec<Vec<u8>> = self.due(Proc::B).into_iter().map(|d| d.1).collect();
             turn_b(&mut self.b, now, &data, os_b);
+            if self.b.offload {
+                self.b.writes += writer_b(&self.b.to_os);
+            }
             for o in &self.b.sent {
                 self.wire
                     .push((due, Proc::Fabric, host_addr(1), kernel_send(o)));
             }
         }
-        // On to the next thing due: a datagram's arrival, or a process's wake-up.
+    }
+
+    /// On to the next thing due: a datagram's arrival, or a process's wake-up.
+    pub fn advance(&mut self) {
+        let now = self.now;
         let mut next = self.wire.iter().map(|w| w.0).min();
         for t in [
             self.a.emu.next_event_at(),
@@ -280,24 +413,37 @@ impl World {
         self.now = next.map_or(now + LATENCY, |t| t.max(now + LATENCY));
     }
 
-    /// Rounds until `done` or `limit` of virtual time passed; true when `done` held.
+    /// Rounds until `done` or `limit` of virtual time passed; true when `done` held. The clock
+    /// stays at the turns that made `done` hold (it does not jump to the next timer of an idle
+    /// world).
     pub fn run(&mut self, limit: Duration, done: impl Fn(&World) -> bool) -> bool {
         let end = self.now + limit;
-        while !done(self) {
+        if done(self) {
+            return true;
+        }
+        loop {
             if self.now > end {
                 return false;
             }
-            self.round(&[], &[]);
+            self.turns(&[], &[]);
+            if done(self) {
+                return true;
+            }
+            self.advance();
         }
-        true
     }
 
     pub fn send_a(&mut self, p: &[u8], k: usize) {
-        let packets = vec![p; k];
+        let packets = vec![plain(p); k];
         self.round(&packets, &[]);
     }
 
+    /// Host A's OS hands over these reads in one turn.
+    pub fn send_a_reads(&mut self, reads: &[OsRead]) {
+        self.round(reads, &[]);
+    }
+
     pub fn send_b(&mut self, p: &[u8]) {
-        self.round(&[], &[p]);
+        self.round(&[], &[plain(p)]);
     }
 }
