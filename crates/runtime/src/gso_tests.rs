@@ -16,6 +16,39 @@ pub(crate) fn rfc1071(data: &[u8]) -> u16 {
     !(acc as u16)
 }
 
+// The running sum takes 64-bit little-endian words (`sum`): it must equal RFC 1071's 16-bit
+// big-endian sum for every length (the 32-byte blocks, the 8-byte words, an odd last byte),
+// every alignment of the data, all-zero data (the sum 0, not 0xffff) and all-ones data (every
+// word carrying), and it must add to the running sum it is given.
+#[test]
+fn the_checksum_is_rfc_1071s_for_every_length_alignment_and_carry() {
+    let data: Vec<u8> = (0..300u32).map(|i| (i * 151 + i / 7) as u8).collect();
+    for (name, d) in [
+        ("mixed", data),
+        ("zeros", vec![0u8; 300]),
+        ("ones", vec![0xffu8; 300]),
+    ] {
+        for start in 0..8 {
+            for len in 0..=(d.len() - start).min(140) {
+                let b = &d[start..start + len];
+                assert_eq!(checksum(b), rfc1071(b), "{name} at {start}, {len} bytes");
+            }
+        }
+    }
+    // A running sum carried in (a pseudo-header's), and a long buffer whose sum wraps 64 bits
+    // many times over.
+    let long = vec![0xffu8; 65_536 + 5];
+    assert_eq!(checksum(&long), rfc1071(&long));
+    let (a, b) = (
+        &[0x12u8, 0x34, 0xab][..],
+        &[0xcdu8, 0xef, 0x01, 0x99, 0x77][..],
+    );
+    let mut both = a.to_vec();
+    both.push(0); // `a`'s odd byte is padded on its own
+    both.extend_from_slice(b);
+    assert_eq!(!fold(sum(sum(0, a), b)), rfc1071(&both));
+}
+
 /// The pseudo-header of an IPv4 or IPv6 packet's transport part (RFC 793 §3.1, RFC 8200 §8.1).
 fn pseudo(p: &[u8], l4: usize) -> Vec<u8> {
     let len = (p.len() - l4) as u32;
