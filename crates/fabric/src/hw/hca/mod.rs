@@ -378,10 +378,7 @@ impl Hca {
     /// Attributes of a QP.
     pub fn qp_info(&self, qpn: Qpn) -> Option<QpInfo> {
         let q = self.qps.get(&qpn)?;
-        let state = match &q.kind {
-            QpKind::Connected(e) => e.state(),
-            QpKind::Ud => q.state,
-        };
+        let state = self.qp_state(qpn)?;
         Some(QpInfo {
             qp_type: q.qp_type,
             state,
@@ -391,6 +388,27 @@ impl Hca {
             recv_posted: q.recv.len(),
             mcast_groups: self.mcast.values().filter(|s| s.contains(&qpn)).count(),
         })
+    }
+
+    /// The state of a QP ([`QpInfo::state`] without the rest: a data path's check, which
+    /// [`Hca::qp_info`]'s count of multicast groups would cost a walk over the groups).
+    pub fn qp_state(&self, qpn: Qpn) -> Option<QpState> {
+        let q = self.qps.get(&qpn)?;
+        Some(match &q.kind {
+            QpKind::Connected(e) => e.state(),
+            QpKind::Ud => q.state,
+        })
+    }
+
+    /// The Q_Key of a QP ([`QpInfo::qkey`]; see [`Hca::qp_state`]).
+    pub fn qp_qkey(&self, qpn: Qpn) -> Option<QKey> {
+        self.qps.get(&qpn).map(|q| q.qkey)
+    }
+
+    /// Receive buffers posted to a QP and not yet used ([`QpInfo::recv_posted`]; see
+    /// [`Hca::qp_state`]).
+    pub fn qp_recv_posted(&self, qpn: Qpn) -> Option<usize> {
+        self.qps.get(&qpn).map(|q| q.recv.len())
     }
 
     /// Moves a QP through its state diagram (IBA 1 §10.3.1). QP0/QP1 only accept RTS (to recover

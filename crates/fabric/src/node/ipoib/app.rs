@@ -416,7 +416,7 @@ impl IpoibApp {
     }
 
     fn post_receives(&mut self, hca: &mut Hca) {
-        let posted = hca.qp_info(self.qpn).map_or(0, |i| i.recv_posted);
+        let posted = hca.qp_recv_posted(self.qpn).unwrap_or(0);
         for _ in posted..self.recv_depth {
             self.next_wr += 1;
             let wr = RecvWr {
@@ -442,9 +442,7 @@ impl IpoibApp {
     }
 
     fn post(&mut self, hca: &mut Hca, t: UdTransmit) {
-        let ready = hca
-            .qp_info(self.qpn)
-            .is_some_and(|i| i.state == QpState::Rts);
+        let ready = hca.qp_state(self.qpn) == Some(QpState::Rts);
         let kind = frames::classify(&t.data);
         if !ready {
             self.counters.tx_not_ready += 1;
@@ -550,7 +548,7 @@ impl IpoibApp {
             .port(self.port)
             .and_then(|p| p.pkey(c.pkey_index))
             .unwrap_or(PKey(0));
-        let qkey = ctx.hca.qp_info(self.qpn).map_or(QKey(0), |i| i.qkey);
+        let qkey = ctx.hca.qp_qkey(self.qpn).unwrap_or(QKey(0));
         let d = UdReceived {
             src_qpn: c.src_qp,
             slid: c.slid,
@@ -610,11 +608,7 @@ impl App for IpoibApp {
                 if c.status != WcStatus::Success && c.status != WcStatus::WrFlushErr {
                     self.counters.send_errors += 1;
                     // IBA 1 §10.3.1: a UD QP in SQE goes back to RTS for the next sends.
-                    if ctx
-                        .hca
-                        .qp_info(self.qpn)
-                        .is_some_and(|i| i.state == QpState::Sqe)
-                    {
+                    if ctx.hca.qp_state(self.qpn) == Some(QpState::Sqe) {
                         let r = ctx.hca.modify_qp(self.qpn, ModifyQp::Rts(None));
                         self.verbs(r);
                     }

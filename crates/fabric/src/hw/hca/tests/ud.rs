@@ -408,6 +408,55 @@ fn port_and_qp_states_gate_reception() {
     assert_eq!(c.drops(HcaDropReason::UnknownQp), 1);
 }
 
+/// `Hca::qp_state`, `qp_qkey` and `qp_recv_posted` (the data path's look-ups) say what
+/// `qp_info` says, through the QP's life: RTS with receives posted, a receive used, SQE after a
+/// refused send (IBA 1 §10.2.4), Reset; nothing for a QP that does not exist.
+#[test]
+fn the_single_attribute_lookups_agree_with_qp_info() {
+    let mut p = pair(3);
+    let a = ud_qp(&mut p.sim, p.a, QKey(0x8000_0005), 0, 2);
+    let b = ud_qp(&mut p.sim, p.b, QKey(0x1), 0, 3);
+    let agree = |sim: &Simulator, node, qpn| {
+        let h = sim.node::<Hca>(node).unwrap();
+        let i = h.qp_info(qpn).unwrap();
+        assert_eq!(h.qp_state(qpn), Some(i.state));
+        assert_eq!(h.qp_qkey(qpn), Some(i.qkey));
+        assert_eq!(h.qp_recv_posted(qpn), Some(i.recv_posted));
+        (i.state, i.recv_posted)
+    };
+    assert_eq!(agree(&p.sim, p.a, a.qpn), (QpState::Rts, 2));
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(1, b"x", dest(2, b.qpn, QKey(0x1))),
+    );
+    assert_eq!(
+        agree(&p.sim, p.b, b.qpn),
+        (QpState::Rts, 2),
+        "one receive used"
+    );
+    send(
+        &mut p.sim,
+        p.a,
+        a.qpn,
+        wr(2, b"y", dest(2, b.qpn, QKey(0x8000_0000))),
+    );
+    assert_eq!(agree(&p.sim, p.a, a.qpn).0, QpState::Sqe);
+    p.sim
+        .with_node::<Hca, _>(p.a, |h, _, _| h.modify_qp(a.qpn, ModifyQp::Reset))
+        .unwrap()
+        .unwrap();
+    assert_eq!(agree(&p.sim, p.a, a.qpn).0, QpState::Reset);
+    let h = p.sim.node::<Hca>(p.a).unwrap();
+    let none: Qpn = 0x00ab_cdef;
+    assert!(h.qp_info(none).is_none());
+    assert_eq!(
+        (h.qp_state(none), h.qp_qkey(none), h.qp_recv_posted(none)),
+        (None, None, None)
+    );
+}
+
 /// RC/UC need the connected-QP engine; without one create_qp refuses.
 #[test]
 fn rc_without_engine_is_refused() {
