@@ -187,6 +187,22 @@ pub fn segment(
     headroom: usize,
     out: &mut dyn FnMut(Vec<u8>),
 ) -> Result<usize, GsoError> {
+    segment_into(hdr, packet, headroom, &mut |f| {
+        out(f);
+        Vec::new()
+    })
+}
+
+/// [`segment`] with the segments' buffers from the caller: `out` takes each segment and gives
+/// back the allocation to build the next one in (its bytes are written over; an empty `Vec`
+/// when it has none, and a new allocation is made), so that a caller that gets its spent
+/// packets back (the emulated HCA's, after they were sent) allocates nothing per segment.
+pub fn segment_into(
+    hdr: &VnetHdr,
+    packet: &[u8],
+    headroom: usize,
+    out: &mut dyn FnMut(Vec<u8>) -> Vec<u8>,
+) -> Result<usize, GsoError> {
     let kind = hdr.gso_type & !GSO_ECN;
     let proto = match kind {
         GSO_TCPV4 | GSO_TCPV6 => TCP,
@@ -244,8 +260,11 @@ pub fn segment(
         headers[l4 + 7],
     ]);
     let chunks = payload.chunks(mss.max(1));
+    let mut next = Vec::new();
     let mut emit = |i: usize, chunk: &[u8]| {
-        let mut f = Vec::with_capacity(headroom + head + chunk.len());
+        let mut f = std::mem::take(&mut next);
+        f.clear();
+        f.reserve(headroom + head + chunk.len());
         f.resize(headroom, 0);
         f.extend_from_slice(headers);
         f.extend_from_slice(chunk);
@@ -287,7 +306,7 @@ pub fn segment(
             c = 0xffff;
         }
         p[l4 + field..l4 + field + 2].copy_from_slice(&c.to_be_bytes());
-        out(f);
+        next = out(f);
     };
     if payload.is_empty() {
         emit(0, &[]);

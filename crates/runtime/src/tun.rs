@@ -548,6 +548,12 @@ pub trait OsPort<E> {
         }
         Some(frame)
     }
+    /// An allocation to build the next segment of a super-packet in
+    /// ([`crate::gso::segment_into`]; a spent packet's, its bytes stale), if the emulation has
+    /// one to spare: then the segments cost no allocation each. None by default.
+    fn segment_buffer(&mut self, _emu: &mut E) -> Option<Vec<u8>> {
+        None
+    }
     /// The batch of packets from the OS is complete: let the interface act on them (at the
     /// emulation's current time).
     fn end_of_batch(&mut self, _emu: &mut E) {}
@@ -670,11 +676,12 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
             let packet = &mut self.buf[FRAME_HEADROOM..FRAME_HEADROOM + len];
             if h.is_gso() {
                 let port = &mut self.port;
-                let cut = gso::segment(&h, packet, FRAME_HEADROOM, &mut |f| {
+                let cut = gso::segment_into(&h, packet, FRAME_HEADROOM, &mut |f| {
                     packets += 1;
                     bytes += (f.len() - FRAME_HEADROOM) as u64;
                     // A spare buffer given back is not needed: `buf` stays.
                     let _ = port.frame_from_os(emu, f);
+                    port.segment_buffer(emu).unwrap_or_default()
                 });
                 let c = match cut {
                     Ok(_) => &self.counters.from_os_gso,

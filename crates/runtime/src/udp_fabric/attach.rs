@@ -293,6 +293,11 @@ impl OsPort<AttachEmu> for AttachOsPort {
             })
             .flatten()
     }
+    fn segment_buffer(&mut self, emu: &mut AttachEmu) -> Option<Vec<u8>> {
+        // A spent packet's allocation (a sent datagram's body, a sent frame's,
+        // `Simulator::recycle`): the segment is sent from it, and it comes back once sent.
+        Some(emu.host.spare())
+    }
     fn end_of_batch(&mut self, emu: &mut AttachEmu) {
         let now = emu.host.now();
         emu.host.with_host(now, |_, _| ());

@@ -191,9 +191,10 @@ fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packe
         let packet = &mut h.buf[FRAME_HEADROOM..FRAME_HEADROOM + len];
         if hdr.is_gso() {
             let (os, emu) = (&mut h.os, &mut h.emu);
-            gso::segment(&hdr, packet, FRAME_HEADROOM, &mut |f| {
+            gso::segment_into(&hdr, packet, FRAME_HEADROOM, &mut |f| {
                 // A spare buffer given back is not needed: `buf` stays.
                 let _ = os.frame_from_os(emu, f);
+                os.segment_buffer(emu).unwrap_or_default()
             })
             .expect("a well-formed super-packet");
             continue;

@@ -23,7 +23,7 @@ pub const GRH_AREA: u32 = 40;
 const DATA_SPARE_MAX: usize = 4096;
 /// Spent send allocations kept, at most: an SM keeps 4 SMPs outstanding (OpenSM's
 /// `max_wire_smps`), so 4 sends come before their 4 answers.
-const DATA_SPARES: usize = 8;
+pub(super) const DATA_SPARES: usize = 8;
 
 /// The most a UD packet adds to its payload: LRH 8, GRH 40, BTH 12, DETH 8, ImmDt 4, pad up to
 /// 3 (the payload padded to a multiple of 4 bytes, PadCnt), ICRC 4, VCRC 2 bytes (IBA 1 §7.7,
@@ -185,8 +185,13 @@ impl Hca {
         }
         // The spent data's allocation, for a datagram received: a host's MADs go out and
         // their answers come back (an allocation and a free fewer per MAD).
+        // Past those, the simulator's spares ([`Tx::recycle`]): a packet the OS sent in a buffer
+        // of its own comes back for the next packet built or read (an allocation and a free
+        // fewer per datagram of a stream).
         if self.data_spares.len() < DATA_SPARES && wr.data.capacity() <= DATA_SPARE_MAX {
             self.data_spares.push(wr.data);
+        } else {
+            tx.recycle(wr.data);
         }
     }
 

@@ -518,9 +518,11 @@ impl RemoteHost {
         self.process(now);
     }
 
-    /// A buffer for a packet from the fabric: a spent packet's allocation (the HCA's consumed
-    /// ones, `Tx::spare`), not a new one.
-    fn spare(&mut self) -> Vec<u8> {
+    /// A buffer for a packet from the fabric, or from the OS (a segment of a super-packet the
+    /// caller builds for the host): a spent packet's allocation (the HCA's consumed ones and
+    /// sent datagrams' bodies, `Tx::spare`, its bytes stale), or an empty `Vec` when none is
+    /// kept. The host does not run.
+    pub fn spare(&mut self) -> Vec<u8> {
         self.host
             .as_mut()
             .map(|h| h.sim.spare())

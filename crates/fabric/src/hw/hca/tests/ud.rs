@@ -457,6 +457,54 @@ fn the_single_attribute_lookups_agree_with_qp_info() {
     );
 }
 
+/// A UD send's data buffer, once its packet is built, is kept by the HCA for a datagram received
+/// (`DATA_SPARES` of them) and past those given to the simulator's spares (`Tx::recycle`, from
+/// which the HCA takes the buffer of its next packet), not freed: a stream of datagrams from the OS allocates nothing per datagram
+/// (docs/benchmarks/udp.md "Datagram mode").
+#[test]
+fn spent_send_data_past_the_hcas_own_spares_goes_to_the_simulators() {
+    let mut h = Hca::new(Guid(1), 1);
+    assert!(h.port_mut(1).unwrap().apply(&port_config(1, vec![0xffff])));
+    let e = make_ud_qp(&mut h, QKey(1), 0, 0);
+    let n = crate::hw::hca::ud::DATA_SPARES + 4;
+    let mut sent = Vec::new();
+    for i in 0..n {
+        let mut w = wr(i as u64, &[], dest(2, 0x99, QKey(1)));
+        w.data = Vec::with_capacity(2_100);
+        w.data.resize(2_000, i as u8);
+        sent.push(w.data.as_ptr());
+        h.post_send(e.qpn, w).unwrap();
+    }
+    let mut tx = Tx::default();
+    h.flush(Instant::ZERO, &mut tx);
+    // The packets sent (each built in a spare: a recycled send buffer may carry one), then
+    // the simulator's spares.
+    let mut back: Vec<*const u8> = tx.drain_frames().map(|(_, f)| f.as_ptr()).collect();
+    assert_eq!(back.len(), n, "every datagram sent");
+    loop {
+        let b = tx.spare();
+        if b.capacity() == 0 {
+            break;
+        }
+        back.push(b.as_ptr());
+    }
+    // The HCA's own: its spares for receives, and the buffer it builds its next UD packet in
+    // (which it takes from the simulator's spares, so a recycled one may be there).
+    let kept: Vec<*const u8> = h
+        .data_spares
+        .iter()
+        .chain(h.spare.iter())
+        .map(|b| b.as_ptr())
+        .collect();
+    assert_eq!(h.data_spares.len(), crate::hw::hca::ud::DATA_SPARES);
+    for (i, p) in sent.iter().enumerate() {
+        assert!(
+            back.contains(p) || kept.contains(p),
+            "send {i}'s buffer freed"
+        );
+    }
+}
+
 /// RC/UC need the connected-QP engine; without one create_qp refuses.
 #[test]
 fn rc_without_engine_is_refused() {
