@@ -1,5 +1,5 @@
-//! The emulation's instructions per connected-mode packet over the UDP fabric, without sockets
-//! or TUN devices: what `ipoib fabric` and two `ipoib attach` processes run per packet
+//! The emulation's instructions per packet over the UDP fabric (connected mode, or datagram mode
+//! with offload: `--dgram` below), without sockets or TUN devices: what `ipoib fabric` and two `ipoib attach` processes run per packet
 //! (docs/benchmarks/udp.md "Instructions per packet by process"). The three processes run in
 //! one, as `tests/common/udp_world.rs` drives them (the runtime's agents, turned as the
 //! real-time driver turns them, datagrams in memory on one virtual clock): nothing depends on
