@@ -1,9 +1,10 @@
 //! The emulation's instructions per packet over the UDP fabric (connected mode, or datagram mode
-//! with offload: `--dgram` below), without sockets or TUN devices: what `ipoib fabric` and two `ipoib attach` processes run per packet
-//! (docs/benchmarks/udp.md "Instructions per packet by process"). The three processes run in
-//! one, as `tests/common/udp_world.rs` drives them (the runtime's agents, turned as the
-//! real-time driver turns them, datagrams in memory on one virtual clock): nothing depends on
-//! wall time, so every run of the same arguments runs the same instructions.
+//! with offload: `--dgram` below), without sockets or TUN devices: what `ipoib fabric` and two
+//! `ipoib attach` processes run per packet (docs/benchmarks/udp.md "Instructions per packet by
+//! process"). The three processes run in one, as `tests/common/udp_world.rs` drives them (the
+//! runtime's agents, turned as the real-time driver turns them, datagrams in memory on one
+//! virtual clock): nothing depends on wall time, so every run of the same arguments runs the
+//! same instructions.
 //!
 //! Host A (10.0.0.2) hands IPv4 packets of 65,520 bytes (connected mode, RFC 4755) to its
 //! interface in batches of 16, the processes turn until host B (10.0.0.3) has them all, and B
