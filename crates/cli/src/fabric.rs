@@ -246,7 +246,9 @@ pub fn run(args: &Args) -> ExitCode {
             // No SM of ours on the SM's CA: an SM client (OpenSM) may attach there.
             cfg.sm_hosts.clear();
         }
-        if let Err(e) = f.serve_ibsim(cfg) {
+        // Why a client was refused (it learns no reason), as `ipoib ibsim-server` prints it.
+        let tell = Box::new(|line: &str| note!("ipoib fabric: ibsim server: {line}"));
+        if let Err(e) = f.serve_ibsim(cfg, tell) {
             return fail(&format!("--ibsim {name}: {e}"));
         }
         let sm = f.server().sm_host();

@@ -19,7 +19,7 @@ use crate::interrupt::Interrupt;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
 use ipoib_runtime::ibsim_server::{
-    serve, Console, IbsimServer, Listen, ServeOptions, ServerConfig, TOLD_REFUSALS,
+    serve, Console, IbsimServer, Listen, ServeOptions, ServerConfig,
 };
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -195,22 +195,14 @@ pub fn run(args: &Args) -> ExitCode {
     let lines = console_lines();
     let mut console = Console::new();
     let mut quit = false;
-    let mut told_more = false;
     let r = serve(
         &mut server,
         &mut net,
         &mut |server, net| {
             // Why a client was refused, at once (the client learns no reason): the first
             // TOLD_REFUSALS, then a line saying the rest are only counted.
-            for r in server.take_refusals() {
-                note!("ipoib ibsim-server: {r}");
-            }
-            if !told_more && server.counters().refused > TOLD_REFUSALS {
-                told_more = true;
-                note!(
-                    "ipoib ibsim-server: more than {TOLD_REFUSALS} clients refused; further \
-                     refusals are only counted"
-                );
+            for line in server.told_refusals() {
+                note!("ipoib ibsim-server: {line}");
             }
             while let Ok(line) = lines.try_recv() {
                 if line.trim().eq_ignore_ascii_case("pingall") {

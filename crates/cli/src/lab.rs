@@ -273,7 +273,12 @@ fn start_opensm(
     cfg.sm_hosts.clear();
     let server = IbsimServer::bind(cfg).map_err(|e| format!("ibsim server on {sockname}: {e}"))?;
     driver
-        .add(Box::new(IbsimEndpoint::new(server, Duration::from_secs(2))))
+        .add(Box::new(
+            IbsimEndpoint::new(server, Duration::from_secs(2))
+                // Why a client was refused (it learns no reason), as `ipoib ibsim-server`
+                // prints it.
+                .telling(Box::new(|line| note!("ipoib lab: ibsim server: {line}"))),
+        ))
         .map_err(|e| format!("epoll: {e}"))?;
     let net = driver.emulation();
     let host = net.topology().nodes()[net.host(0).topo_node].name.clone();

@@ -589,3 +589,46 @@ fn ports_the_sm_cannot_reach_are_warned_about_at_the_start() {
     fabric.expect("listening on udp:");
     assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
 }
+
+/// `--ibsim`: a client the ibsim server refuses learns no reason (only "connect failed"), so the
+/// fabric says why on standard error, as `ipoib ibsim-server` does. Before, it said nothing.
+#[test]
+fn the_ibsim_server_of_a_fabric_tells_its_refusals() {
+    use ipoib_runtime::ibsim::msg::{ClientInfo, CtlType, SimCtl};
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("ipoib-fabric-told-{}", std::process::id());
+    let args = [
+        "fabric",
+        "--listen",
+        "udp:127.0.0.1:0",
+        "--sm",
+        "none",
+        "--ibsim",
+        &name,
+    ];
+    let mut fabric = Talker::ipoib(&args, dir.path());
+    fabric.expect("listening on udp:");
+    // ibsim's CONNECT (`sim_ctl` with `sim_client_info`, docs/IBSIM.md) for a node that does
+    // not exist, from a control socket named as umad2sim names it (the names end in one NUL).
+    let tag = std::process::id();
+    let abs = |s: String| SocketAddr::from_abstract_name(format!("{s}\0")).unwrap();
+    let ctl = UnixDatagram::bind_addr(&abs(format!("{name}:ctl{tag}"))).unwrap();
+    ctl.connect_addr(&abs(format!("{name}:ctl"))).unwrap();
+    let info = ClientInfo {
+        id: tag,
+        qp: 0,
+        issm: 0,
+        node_id: "nope".to_string(),
+    };
+    ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
+        .unwrap();
+    let l = fabric.expect("ibsim server: refused client");
+    assert!(
+        l.starts_with("ipoib fabric: ibsim server: refused client "),
+        "{l}"
+    );
+    assert!(l.ends_with(" (node \"nope\"): no such node"), "{l}");
+    assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
+}

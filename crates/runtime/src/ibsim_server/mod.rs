@@ -53,7 +53,7 @@ mod tests;
 pub use console::{Console, Reply};
 pub use net::IbsimNet;
 pub use refusal::{Refusal, RefuseReason, TOLD_REFUSALS};
-pub use run::{serve, IbsimEndpoint, ServeOptions};
+pub use run::{serve, IbsimEndpoint, ServeOptions, Tell};
 pub use sock::{Listen, Peer};
 
 use crate::ibsim::msg::{ClientInfo, CtlType, SimCtl, SIM_CTL_LEN, SIM_REQUEST_LEN};
@@ -189,6 +189,9 @@ pub struct ServerCounters {
     pub garbage_dropped: u64,
     /// Clients dropped because their socket is gone (a send or a probe refused).
     pub vanished: u64,
+    /// UDP mode: SM roles taken from a client for another that asked for the role on its host
+    /// (`IbsimServer::hand_over_sm_role`).
+    pub sm_handovers: u64,
     /// Datagrams on a slot socket with no client: ignored.
     pub stray: u64,
 }
@@ -648,6 +651,26 @@ impl IbsimServer {
             })
     }
 
+    /// UDP mode: takes the SM role of `host` from the SM clients holding it, for client `slot`
+    /// that asks for it. Whether a UDP client is gone cannot be told without writing to it (no
+    /// connect is refused; an ICMP error shows only after a datagram), and ibsim itself grants
+    /// SET_ISSM whoever holds the role (`ibsim/ibsim.c` `sim_ctl_set_issm`, docs/IBSIM.md): so
+    /// the latest asker gets the role, and an OpenSM restarted after a SIGKILL is not refused
+    /// while the dead one holds it. The former holder stays attached as an ordinary client.
+    fn hand_over_sm_role(&mut self, net: &mut impl IbsimNet, host: usize, slot: u32) {
+        let holders: Vec<u32> = self
+            .clients
+            .iter()
+            .filter(|(&s, c)| s != slot && c.host == host && c.issm)
+            .map(|(&s, _)| s)
+            .collect();
+        for holder in holders {
+            if self.set_issm(net, holder, false) {
+                self.counters.sm_handovers += 1;
+            }
+        }
+    }
+
     /// Makes client `slot` its host's SM or not: the SM receives the SA's requests (SubnAdm,
     /// class version 2), SMP Traps (IBA 1 §14.2.5.1) and SMInfo Get/Set (LID-routed or directed
     /// route) arriving at the port, and the QP1 requests of any other class that no agent of the
@@ -658,6 +681,9 @@ impl IbsimServer {
         };
         if on == c.issm {
             return true;
+        }
+        if on && matches!(self.cfg.listen, Listen::Udp { .. }) {
+            self.hand_over_sm_role(net, c.host, slot);
         }
         if on && self.sm_exists_alive(net, c.host) {
             return false;

@@ -83,6 +83,8 @@ impl fmt::Display for Refusal {
 pub(super) struct Refusals {
     kept: Vec<Refusal>,
     seen: u64,
+    /// Whether [`IbsimServer::told_refusals`] said that later refusals are only counted.
+    told_more: bool,
 }
 
 impl IbsimServer {
@@ -105,5 +107,20 @@ impl IbsimServer {
     /// server's life: a refusal beyond them is only counted).
     pub fn take_refusals(&mut self) -> Vec<Refusal> {
         std::mem::take(&mut self.refusals.kept)
+    }
+
+    /// What an owner tells of the refusals since the last call, a line each (no prefix): the
+    /// kept ones ([`IbsimServer::take_refusals`]), then once, when more than [`TOLD_REFUSALS`]
+    /// were refused, that further refusals are only counted. `ipoib ibsim-server`, `ipoib lab
+    /// --sm opensm` and `ipoib fabric --ibsim` print these on standard error.
+    pub fn told_refusals(&mut self) -> Vec<String> {
+        let mut lines: Vec<String> = self.take_refusals().iter().map(|r| r.to_string()).collect();
+        if !self.refusals.told_more && self.counters.refused > TOLD_REFUSALS {
+            self.refusals.told_more = true;
+            lines.push(format!(
+                "more than {TOLD_REFUSALS} clients refused; further refusals are only counted"
+            ));
+        }
+        lines
     }
 }

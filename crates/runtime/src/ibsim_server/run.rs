@@ -97,7 +97,12 @@ pub struct IbsimEndpoint {
     server: IbsimServer,
     probe_every: Duration,
     last_probe: Wall,
+    tell: Option<Tell>,
 }
+
+/// Where an [`IbsimEndpoint`] tells its server's refusals ([`IbsimServer::told_refusals`]), a
+/// line each.
+pub type Tell = Box<dyn FnMut(&str)>;
 
 impl std::fmt::Debug for IbsimEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,7 +119,20 @@ impl IbsimEndpoint {
             server,
             probe_every,
             last_probe: Wall::now(),
+            tell: None,
         }
+    }
+
+    /// Tells the server's refusals to `tell` after each turn, as `ipoib ibsim-server` prints
+    /// them (a client learns no reason for its refusal: docs/IBSIM.md).
+    pub fn telling(mut self, tell: Tell) -> IbsimEndpoint {
+        self.tell = Some(tell);
+        self
+    }
+
+    /// The server.
+    pub fn server(&self) -> &IbsimServer {
+        &self.server
     }
 }
 
@@ -134,6 +152,11 @@ impl<N: IbsimNet> Endpoint<N> for IbsimEndpoint {
         if self.last_probe.elapsed() >= self.probe_every {
             self.last_probe = Wall::now();
             self.server.probe(net);
+        }
+        if let Some(tell) = self.tell.as_mut() {
+            for line in self.server.told_refusals() {
+                tell(&line);
+            }
         }
         let before = self.server.counters().mads_out;
         self.server.flush(net);

@@ -18,6 +18,8 @@ use std::time::Duration;
 mod agents;
 mod bad;
 mod batch;
+mod told;
+mod udp_sm;
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 

@@ -464,10 +464,16 @@ impl FabricProcess {
     /// programs under `ibsim-run` on the SM's CA, the one CA in this process
     /// ([`ipoib_fabric::node::remote::FabricServer::sm_host`]): OpenSM, with no SM of ours
     /// (docs/UDP-FABRIC.md "An external SM"), or infiniband-diags. Vanished clients are probed
-    /// for every 2 s, as the lab does.
-    pub fn serve_ibsim(&mut self, cfg: crate::ibsim_server::ServerConfig) -> io::Result<()> {
+    /// for every 2 s, as the lab does; the server's refusals go to `tell`
+    /// ([`crate::ibsim_server::IbsimEndpoint::telling`]).
+    pub fn serve_ibsim(
+        &mut self,
+        cfg: crate::ibsim_server::ServerConfig,
+        tell: crate::ibsim_server::Tell,
+    ) -> io::Result<()> {
         let server = crate::ibsim_server::IbsimServer::bind(cfg)?;
-        let ep = crate::ibsim_server::IbsimEndpoint::new(server, Duration::from_secs(2));
+        let ep =
+            crate::ibsim_server::IbsimEndpoint::new(server, Duration::from_secs(2)).telling(tell);
         self.driver.add(Box::new(ep)).map(|_| ())
     }
 

@@ -1,0 +1,102 @@
+//! What an owner tells of the server's refusals: `ipoib ibsim-server` prints
+//! [`IbsimServer::told_refusals`], and an [`IbsimEndpoint`] built [`IbsimEndpoint::telling`]
+//! hands the same lines on after each turn (`ipoib lab --sm opensm`, `ipoib fabric --ibsim`).
+
+use super::*;
+use crate::realtime::Endpoint as _;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Sends a CONNECT for `node` from a socket of its own, without waiting for the answer (the
+/// server runs in this thread).
+fn connect_to_node(base: &str, node: &str) -> UnixDatagram {
+    let tag = 800_000 + NEXT.fetch_add(1, Ordering::Relaxed);
+    let ctl = UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
+        .unwrap();
+    ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
+        .unwrap();
+    let info = ClientInfo {
+        id: tag,
+        qp: 0,
+        issm: 0,
+        node_id: node.to_string(),
+    };
+    ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
+        .unwrap();
+    ctl
+}
+
+/// An endpoint told of each refusal after the turn that refused it, the reason in the line, then
+/// once that later refusals are only counted; without `telling`, nothing is told (before, the
+/// lab and the fabric said nothing of a refused client).
+#[test]
+fn an_endpoint_tells_its_refusals() {
+    let base = unique_base();
+    let topo = Topology::single_switch(3).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
+    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = Rc::clone(&lines);
+    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
+        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
+    let turn = |ep: &mut IbsimEndpoint, net: &mut Subnet| {
+        ep.on_readable(net, 64).unwrap();
+        ep.flush(net).unwrap();
+    };
+    let first = connect_to_node(&base, "nope");
+    turn(&mut ep, &mut net);
+    let mut b = [0u8; 128];
+    let n = first.recv(&mut b).unwrap();
+    assert_eq!(SimCtl::parse(&b[..n]).unwrap().ctl_type, CtlType::Error);
+    {
+        let told = lines.borrow();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].starts_with("refused client "), "{told:?}");
+        assert!(
+            told[0].ends_with(" (node \"nope\"): no such node"),
+            "{told:?}"
+        );
+    }
+    // An SM client on h0, where our SM runs.
+    let sm = {
+        let tag = 810_000 + NEXT.fetch_add(1, Ordering::Relaxed);
+        let ctl =
+            UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
+                .unwrap();
+        ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
+            .unwrap();
+        let info = ClientInfo {
+            id: tag,
+            qp: 0,
+            issm: 1,
+            node_id: "h0".to_string(),
+        };
+        ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
+            .unwrap();
+        ctl
+    };
+    turn(&mut ep, &mut net);
+    assert!(
+        lines.borrow()[1].ends_with(": an SM runs on that node already"),
+        "{:?}",
+        lines.borrow()
+    );
+    // Past TOLD_REFUSALS, one line says the rest are only counted, and nothing more is told.
+    // One CONNECT a turn: the control socket's queue is short (max_dgram_qlen), and a blocking
+    // send to a full one waits for the reader, this thread.
+    let more: Vec<UnixDatagram> = (0..TOLD_REFUSALS + 3)
+        .map(|_| {
+            let c = connect_to_node(&base, "nope");
+            turn(&mut ep, &mut net);
+            c
+        })
+        .collect();
+    let told = lines.borrow();
+    assert_eq!(ep.server().counters().refused, TOLD_REFUSALS + 5);
+    assert_eq!(told.len() as u64, TOLD_REFUSALS + 1, "{told:?}");
+    assert_eq!(
+        told.last().unwrap(),
+        &format!("more than {TOLD_REFUSALS} clients refused; further refusals are only counted")
+    );
+    drop((first, sm, more));
+}
