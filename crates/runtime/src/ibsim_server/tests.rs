@@ -231,6 +231,27 @@ impl Raw {
     }
 }
 
+/// Sends a Get(ClassPortInfo) with TID `tid` from a client on h2 to h1's port over `ep`, and
+/// checks that the SM client on h1 reading with `recv` gets it: the SA's requests go to the
+/// client that holds h1's SM role.
+fn sa_request_reaches_sm(
+    ep: &Endpoint,
+    tid: u64,
+    recv: impl FnOnce(&mut [u8]) -> std::io::Result<usize>,
+) {
+    let asker = IbsimClient::connect_to(ep, Some("h2"), 0, false).unwrap();
+    let lid = {
+        let info = IbsimClient::connect_to(ep, Some("h1"), 0, false).unwrap();
+        info.port_info().unwrap().lid
+    };
+    asker.send_mad(lid, 1, &cpi_get(tid)).unwrap();
+    let mut b = [0u8; SIM_REQUEST_LEN];
+    let n = recv(&mut b).expect("the SA request reaches the new SM");
+    let r = SimRequest::parse(&b[..n]).unwrap();
+    let h = MadHeaderRepr::parse_bytes(&r.mad).unwrap();
+    assert_eq!((h.mgmt_class, h.method), (MgmtClass::SubnAdm, Method::Get));
+}
+
 /// A SubnAdm Get(ClassPortInfo) (IBA 1 §15.2.5.1; SA class version 2).
 fn cpi_get(tid: u64) -> [u8; MAD_LEN] {
     let mut m = [0u8; MAD_LEN];

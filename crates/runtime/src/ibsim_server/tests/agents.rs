@@ -152,21 +152,8 @@ fn a_vanished_sm_client_gives_way_to_the_next_at_once() {
     let new = Raw::connect(&srv.base, "h1").unwrap();
     assert_eq!(new.ctl(CtlType::SetIssm, &on).ctl_type, CtlType::SetIssm);
     // An SA request to h1's port reaches the new SM client.
-    let asker = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
-    let lid = {
-        let info = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, false).unwrap();
-        info.port_info().unwrap().lid
-    };
-    asker.send_mad(lid, 1, &cpi_get(0x0777)).unwrap();
-    let mut b = [0u8; SIM_REQUEST_LEN];
-    let n = new
-        .data
-        .recv(&mut b)
-        .expect("the SA request reaches the new SM");
-    let r = SimRequest::parse(&b[..n]).unwrap();
-    let h = MadHeaderRepr::parse_bytes(&r.mad).unwrap();
-    assert_eq!((h.mgmt_class, h.method), (MgmtClass::SubnAdm, Method::Get));
-    drop((new, asker));
+    sa_request_reaches_sm(&srv.endpoint(), 0x0777, |b| new.data.recv(b));
+    drop(new);
     let (counters, _) = srv.stop();
     assert_eq!(
         counters.vanished, 1,

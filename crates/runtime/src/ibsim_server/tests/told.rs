@@ -7,9 +7,9 @@ use crate::realtime::Endpoint as _;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-/// Sends a CONNECT for `node` from a socket of its own, without waiting for the answer (the
-/// server runs in this thread).
-fn connect_to_node(base: &str, node: &str) -> UnixDatagram {
+/// Sends a CONNECT for `node` (as an SM when `issm`) from a socket of its own, without waiting
+/// for the answer (the server runs in this thread).
+fn connect_to_node(base: &str, node: &str, issm: bool) -> UnixDatagram {
     let tag = 800_000 + NEXT.fetch_add(1, Ordering::Relaxed);
     let ctl = UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
         .unwrap();
@@ -18,7 +18,7 @@ fn connect_to_node(base: &str, node: &str) -> UnixDatagram {
     let info = ClientInfo {
         id: tag,
         qp: 0,
-        issm: 0,
+        issm: u32::from(issm),
         node_id: node.to_string(),
     };
     ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
@@ -43,7 +43,7 @@ fn an_endpoint_tells_its_refusals() {
         ep.on_readable(net, 64).unwrap();
         ep.flush(net).unwrap();
     };
-    let first = connect_to_node(&base, "nope");
+    let first = connect_to_node(&base, "nope", false);
     turn(&mut ep, &mut net);
     let mut b = [0u8; 128];
     let n = first.recv(&mut b).unwrap();
@@ -58,23 +58,7 @@ fn an_endpoint_tells_its_refusals() {
         );
     }
     // An SM client on h0, where our SM runs.
-    let sm = {
-        let tag = 810_000 + NEXT.fetch_add(1, Ordering::Relaxed);
-        let ctl =
-            UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
-                .unwrap();
-        ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
-            .unwrap();
-        let info = ClientInfo {
-            id: tag,
-            qp: 0,
-            issm: 1,
-            node_id: "h0".to_string(),
-        };
-        ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
-            .unwrap();
-        ctl
-    };
+    let sm = connect_to_node(&base, "h0", true);
     turn(&mut ep, &mut net);
     assert!(
         lines.borrow()[1].ends_with(": an SM runs on that node already"),
@@ -86,7 +70,7 @@ fn an_endpoint_tells_its_refusals() {
     // send to a full one waits for the reader, this thread.
     let more: Vec<UnixDatagram> = (0..TOLD_REFUSALS + 3)
         .map(|_| {
-            let c = connect_to_node(&base, "nope");
+            let c = connect_to_node(&base, "nope", false);
             turn(&mut ep, &mut net);
             c
         })

@@ -72,21 +72,8 @@ fn udp_sm_role_goes_to_the_latest_asker() {
     );
     // An SA request to h1's port reaches the new SM client.
     let ep = Endpoint::Udp { server: addr };
-    let asker = IbsimClient::connect_to(&ep, Some("h2"), 0, false).unwrap();
-    let lid = {
-        let info = IbsimClient::connect_to(&ep, Some("h1"), 0, false).unwrap();
-        info.port_info().unwrap().lid
-    };
-    asker.send_mad(lid, 1, &cpi_get(0x0778)).unwrap();
-    let mut b = [0u8; SIM_REQUEST_LEN];
-    let n = new
-        .data
-        .recv(&mut b)
-        .expect("the SA request reaches the new SM");
-    let r = SimRequest::parse(&b[..n]).unwrap();
-    let h = MadHeaderRepr::parse_bytes(&r.mad).unwrap();
-    assert_eq!((h.mgmt_class, h.method), (MgmtClass::SubnAdm, Method::Get));
-    drop((new, asker));
+    sa_request_reaches_sm(&ep, 0x0778, |b| new.data.recv(b));
+    drop(new);
     let (counters, _) = srv.stop();
     assert_eq!(counters.sm_handovers, 1, "the role taken from the old SM");
     assert_eq!(counters.refused, 0);
