@@ -39,14 +39,16 @@
 //! (ERR_REQ_INVALID, OpenSM "ERR 4307": the SA holds nothing) is expected and not warned of.
 //!
 //! A light flush (ClientReregister or a new SM, IBA 1 §14.4.11) is handled the same way, the link
-//! staying up: the SA may have lost the subscription, or may hold one whose Set was in flight.
-//! The requests of the change in flight are forgotten first (cancelled, dropped from the
-//! interface's requests), so their late answers match no request and only the new change's
-//! answers count; then the interface subscribes if it needs the traps and unsubscribes if not.
+//! staying up: the SA is presumed to have lost a settled subscription (that is what the request to
+//! register again says), but may hold one whose Set was in flight. The requests of the change in
+//! flight are forgotten first (cancelled, dropped from the interface's requests), so their late
+//! answers match no request and only the new change's answers count; then the interface
+//! subscribes if it needs the traps, and unsubscribes if not only when a change was in flight (or
+//! the state was already unknown after a link down).
 //!
 //! Invariants: at most one subscription change (the Set for both traps) in flight, and only its
 //! requests are in `requests`; `on` is what the SA holds once no change is in flight, unless
-//! `unknown` (a flush came while the SA held or may have held one); nothing is sent while the
+//! `unknown` (a link down while the SA held or may have held one, or a flush while a change was in flight); nothing is sent while the
 //! link is not up.
 
 use super::{Interface, Link, LogLevel, Pending};
@@ -177,8 +179,9 @@ impl Interface {
 
     /// The SA changed or asks for registration again (light flush, IBA 1 §14.4.11). Whatever
     /// change was in flight belongs to the previous round: its requests are forgotten, so a late
-    /// answer matches none and counts for nothing. The SA may hold a subscription (one in flight
-    /// may have reached it) or none, so the next change is sent whatever `on` says, as after a
+    /// answer matches none and counts for nothing. A settled subscription is presumed gone (the
+    /// interface subscribes again if it needs the traps); if a change was in flight the SA may
+    /// hold a subscription or none, so the next change is sent whatever `on` says, as after a
     /// link down (module docs): the state converges to what the interface needs now.
     pub(super) fn traps_renew(&mut self, now: Instant) {
         let sa = &mut self.sa;
@@ -189,7 +192,16 @@ impl Interface {
             }
             !stale
         });
-        self.traps_link_down();
+        // A settled subscription is presumed lost: that is what the request to register again
+        // says (a new SA, or one that dropped the port). Only a change in flight, or a state
+        // already unknown since a link down, may have left one at the SA that `on` does not
+        // show; undoing a settled one here would make every restarted OpenSM log "ERR 4307" for
+        // each host that no longer needs the traps.
+        let unknown = self.traps.inflight > 0 || self.traps.unknown;
+        self.traps = super::traps::TrapSub {
+            unknown,
+            ..Default::default()
+        };
         self.traps_sync(now);
     }
 

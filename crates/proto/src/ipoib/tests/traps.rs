@@ -276,3 +276,31 @@ fn reregister_undoes_a_subscription_in_flight_no_longer_needed() {
     assert_eq!(reports(&net, 2), 0, "the SA holds no subscription");
     assert!(net.host(2).logs().iter().all(|l| !l.contains("trap")));
 }
+
+// IBA 1 §14.4.11, §11: a ClientReregister asks the port's clients to register again, so a
+// settled subscription is presumed gone at the SA: a sender whose need ended with the flush
+// (its missing groups forgotten) sends no unsubscription, which a restarted SA holding nothing
+// would refuse (OpenSM logs "ERR 4307" for it), and subscribes again once it needs the traps.
+#[test]
+fn reregister_after_a_settled_subscription_sends_no_unsubscription() {
+    let mut net = Net::new(3);
+    net.up();
+    net.send(2, &udp4(v4(2), "224.0.0.93".parse().unwrap(), b"x"));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.iface(2).traps_subscribed());
+    assert_eq!(informs(&net, 2), vec![true, true]);
+    net.client_reregister(2);
+    net.run_for(Duration::from_secs(5));
+    assert_eq!(
+        informs(&net, 2),
+        vec![true, true],
+        "nothing sent: presumed gone"
+    );
+    assert!(!net.iface(2).traps_subscribed());
+    // A new send to a missing group subscribes again.
+    net.send(2, &udp4(v4(2), "224.0.0.92".parse().unwrap(), b"y"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(informs(&net, 2), vec![true, true, true, true]);
+    assert!(net.iface(2).traps_subscribed());
+    assert!(net.host(2).logs().iter().all(|l| !l.contains("trap")));
+}
