@@ -10,10 +10,20 @@ use ipoib_wire::sa::{gir_mask, GuidInfoRecordRepr, PathRecordRepr, SaAttribute};
 
 /// Ports with 20 GUIDs each (three blocks), as ibsim's HCAs.
 fn net() -> Net {
+    net_of(model(20))
+}
+
+/// The three-host model with `guid_cap` GUIDs on every port.
+fn model(guid_cap: u8) -> SubnetModel {
     let mut m = default_model(3);
     for p in &mut m.ports {
-        p.node.guid_cap = 20;
+        p.node.guid_cap = guid_cap;
     }
+    m
+}
+
+/// The SA of `m` with the default partitions.
+fn net_of(m: SubnetModel) -> Net {
     Net::new(
         m,
         PartitionConfig::default_config(),
@@ -343,16 +353,8 @@ proptest::proptest! {
 // grows with it, the aliases it held kept.
 #[test]
 fn a_grown_guid_cap_grows_the_table() {
-    let mut m = default_model(3);
-    for p in &mut m.ports {
-        p.node.guid_cap = 8;
-    }
-    let mut net = Net::new(
-        m.clone(),
-        PartitionConfig::default_config(),
-        SaServerConfig::default(),
-        7,
-    );
+    let mut m = model(8);
+    let mut net = net_of(m.clone());
     let key = gir_mask::LID | gir_mask::BLOCK;
     let g1 = gir_mask::GUID0 << 1;
     assert_eq!(
@@ -388,17 +390,9 @@ fn a_grown_guid_cap_grows_the_table() {
 #[test]
 fn an_assigned_guid_that_is_a_port_guid_is_skipped() {
     const FIRST: u64 = 0x0014_0500_0000_0001;
-    let mut m = default_model(3);
-    for p in &mut m.ports {
-        p.node.guid_cap = 8;
-    }
+    let mut m = model(8);
     m.ports[3].port_guid = Guid(FIRST);
-    let mut net = Net::new(
-        m,
-        PartitionConfig::default_config(),
-        SaServerConfig::default(),
-        7,
-    );
+    let mut net = net_of(m);
     let key = gir_mask::LID | gir_mask::BLOCK;
     let g = |n: usize| gir_mask::GUID0 << n;
     for _ in 0..2 {
@@ -462,16 +456,8 @@ fn a_dropped_port_loses_its_alias_guids() {
 #[test]
 fn a_port_a_sweep_no_longer_finds_loses_its_alias_guids() {
     const ALIAS: u64 = 0x0002_c903_00ab_cd01;
-    let mut m = default_model(3);
-    for p in &mut m.ports {
-        p.node.guid_cap = 8;
-    }
-    let mut net = Net::new(
-        m.clone(),
-        PartitionConfig::default_config(),
-        SaServerConfig::default(),
-        7,
-    );
+    let m = model(8);
+    let mut net = net_of(m.clone());
     let key = gir_mask::LID | gir_mask::BLOCK;
     let g1 = gir_mask::GUID0 << 1;
     assert_eq!(
