@@ -114,8 +114,14 @@ impl IbsimServer {
     /// were refused, that further refusals are only counted. `ipoib ibsim-server`, `ipoib lab
     /// --sm opensm` and `ipoib fabric --ibsim` print these on standard error.
     pub fn told_refusals(&mut self) -> Vec<String> {
+        // Asked at every turn of a serving loop, which has nothing to tell in nearly all of
+        // them: no list taken, built and dropped then.
+        let more = !self.refusals.told_more && self.counters.refused > TOLD_REFUSALS;
+        if self.refusals.kept.is_empty() && !more {
+            return Vec::new();
+        }
         let mut lines: Vec<String> = self.take_refusals().iter().map(|r| r.to_string()).collect();
-        if !self.refusals.told_more && self.counters.refused > TOLD_REFUSALS {
+        if more {
             self.refusals.told_more = true;
             lines.push(format!(
                 "more than {TOLD_REFUSALS} clients refused; further refusals are only counted"
