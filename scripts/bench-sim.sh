@@ -27,6 +27,9 @@
 # second, and the fabric server's CPU per MAD (`perf stat` task-clock, when perf is installed).
 # PROBE_CPUS="S C" pins the server to CPU S and the probe to CPU C (taskset): "0 0" measures the
 # CPU a MAD costs, "0 1" the wake-ups between cores; PROBE_COUNT SMPs per window (default 20000).
+# BENCH_STRACE=1 also counts each sweep's system calls of the fabric's server (`strace -c -f`
+# attached once it serves) and prints them after the run's line, for the counts only: the tracing
+# slows the server, so those runs' times are not comparable with others.
 # Environment: BENCH_DIR (scratch directory, default mktemp -d), OPENSM_TIMEOUT (s, default 300,
 # per OpenSM run), JOIN_WINDOW (outstanding joins, default 64), BENCH_SKIP_JOINS=1 (no join runs).
 set -euo pipefail
@@ -135,6 +138,11 @@ sweep() {
     find "$run" -mindepth 1 ! -name net -delete
     : > "$run/opensm.conf"
     serve "$fab" "$run" "$n" "$sock"
+    local st=""
+    if [ "${BENCH_STRACE:-0}" = 1 ]; then
+        strace -c -f -p "$srv" -o "$run/strace" 2>/dev/null & st=$!
+        sleep 0.5
+    fi
     t0=$(date +%s.%N)
     (cd "$run" && exec env IBSIM_SOCKNAME="$sock" SIM_HOST=h0 OSM_CACHE_DIR="$run" OSM_TMP_DIR="$run" \
         ibsim-run "$opensm_bin" -F opensm.conf -f "$run/opensm.log" --dump_files_dir "$run" \
@@ -152,6 +160,7 @@ sweep() {
         sleep 0.05
     done
     rss=$(ps -o rss= -p "$osm" 2>/dev/null | tr -d ' ' || true)
+    if [ -n "$st" ]; then kill -INT "$st" 2>/dev/null || true; wait "$st" 2>/dev/null || true; fi
     kill "$osm" "$srv" 2>/dev/null || true
     sleep 1
     kill -9 "$osm" "$srv" 2>/dev/null || true
@@ -221,6 +230,12 @@ for n in "${sizes[@]}"; do
             read -r secs active rss < <(sweep "$fab" "$base/$fab" "$n")
             printf '%6d hosts, run %d, %-5s: sweep %s s, %d CA links Active, OpenSM RSS %s KiB (load %s)\n' \
                 "$n" "$r" "$fab" "$secs" "$active" "$rss" "$load"
+            if [ -f "$base/$fab/strace" ]; then
+                # strace -c's table: "% seconds usecs/call calls [errors] syscall", then "total".
+                printf '        server system calls: %s\n' "$(awk '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {
+                    printf "%s%s %s", sep, $NF, $4; sep = ", " } $NF == "total" { printf "; total %s", $4 }' \
+                    "$base/$fab/strace")"
+            fi
             [ "$secs" != - ] || continue
             if [ "$fab" = ibsim ]; then
                 all_ib="$all_ib $secs"
