@@ -231,11 +231,13 @@ pub fn run(args: &Args) -> ExitCode {
     let c = server.counters();
     let sim = net.sim().stats();
     note!(
-        "ipoib ibsim-server: {} connects, {} refused, {} MADs in, {} out, {} handed back \
-         undelivered, {} lost to a client's full socket, {} clients dropped (garbage {}, \
-         vanished {}); the subnet: {} packets, {} events",
+        "ipoib ibsim-server: {} connects, {} refused, {} SM roles refused, {} handed over, {} \
+         MADs in, {} out, {} handed back undelivered, {} lost to a client's full socket, {} \
+         clients dropped (garbage {}, vanished {}); the subnet: {} packets, {} events",
         c.connects,
         c.refused,
+        c.sm_role_refused,
+        c.sm_handovers,
         c.mads_in,
         c.mads_out,
         c.undelivered,

@@ -144,8 +144,9 @@ pub struct ServerConfig {
     pub listen: Listen,
     /// The most clients at once (ibsim: 10).
     pub max_clients: u32,
-    /// Hosts where our own SM runs: an SM client (issm) is refused there, as ibsim refuses a
-    /// second SM on a node.
+    /// Hosts where our own SM runs: an SM client is refused there (a CONNECT with issm, as ibsim
+    /// refuses one where an SM client is, and SET_ISSM 1, which ibsim grants: one SM per node,
+    /// docs/IBSIM.md).
     pub sm_hosts: Vec<usize>,
 }
 
@@ -192,6 +193,9 @@ pub struct ServerCounters {
     /// UDP mode: SM roles taken from a client for another that asked for the role on its host
     /// (`IbsimServer::hand_over_sm_role`).
     pub sm_handovers: u64,
+    /// SET_ISSM 1 refused (an SM runs on the client's node already, ours or a live client, or
+    /// the role could not be registered): told as a refused CONNECT is (module `refusal`).
+    pub sm_role_refused: u64,
     /// Datagrams on a slot socket with no client: ignored.
     pub stray: u64,
 }
@@ -517,7 +521,20 @@ impl IbsimServer {
             CtlType::GetGuid => *data = info::guid(host.hca()),
             CtlType::SetIssm => {
                 let on = i32::from_ne_bytes([data[0], data[1], data[2], data[3]]) != 0;
-                return self.set_issm(net, slot, on);
+                if self.set_issm(net, slot, on) {
+                    return true;
+                }
+                if !on {
+                    return false;
+                }
+                // umad2sim ignores the answer (module `refusal`): the refused SM runs on
+                // without the SA's requests, so the reason is told.
+                let reason = if self.sm_exists(c.host) {
+                    RefuseReason::SmThere
+                } else {
+                    RefuseReason::NoSmRole
+                };
+                return self.refuse_sm_role(c, reason);
             }
             CtlType::Connect | CtlType::Error | CtlType::Unknown(_) => {
                 // ibsim answers an unknown type by echoing the request.

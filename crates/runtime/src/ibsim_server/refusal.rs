@@ -1,11 +1,15 @@
 //! Why [`IbsimServer`] refused a client (ibsim `sim_ctl_new_client` answers a refused CONNECT
 //! with `SIM_CTL_ERROR` and nothing else, so the client learns no reason: libumad2sim prints only
-//! "connect failed"). The server keeps the reason of each of the first [`TOLD_REFUSALS`]
-//! refusals of its life for its owner to tell ([`IbsimServer::take_refusals`]); later ones are
-//! only counted ([`super::ServerCounters::refused`]), so a flood of CONNECTs neither grows memory
-//! nor fills a log.
+//! "connect failed"), or refused it the SM role (SET_ISSM 1 answered `SIM_CTL_ERROR`, which
+//! libumad2sim ignores: `umad2sim.c` opens the `issm` device whatever `sim_client_set_sm`
+//! returns, so OpenSM refused the role runs on as an SM that never gets the SA's requests and
+//! says nothing, docs/IBSIM.md). The server keeps the reason of each of the first
+//! [`TOLD_REFUSALS`] refusals of its life for its owner to tell ([`IbsimServer::take_refusals`]);
+//! later ones are only counted ([`super::ServerCounters::refused`],
+//! [`super::ServerCounters::sm_role_refused`]), so a flood of CONNECTs neither grows memory nor
+//! fills a log.
 
-use super::IbsimServer;
+use super::{Client, IbsimServer};
 use crate::ibsim::msg::ClientInfo;
 use std::fmt;
 
@@ -50,9 +54,11 @@ impl fmt::Display for RefuseReason {
     }
 }
 
-/// One refused CONNECT.
+/// One refused CONNECT, or SET_ISSM 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// The SM role (SET_ISSM 1) was refused to a client attached already, not its CONNECT.
+    pub sm_role: bool,
     /// The tag of its socket names (umad2sim: its pid; UDP: its data port), when the request
     /// carried one.
     pub tag: Option<u32>,
@@ -63,9 +69,14 @@ pub struct Refusal {
 }
 
 impl fmt::Display for Refusal {
-    /// `refused client 1234 (node "h9"): no such node`.
+    /// `refused client 1234 (node "h9"): no such node`, `refused the SM role to client 1234
+    /// (node "h0"): an SM runs on that node already`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "refused client")?;
+        if self.sm_role {
+            write!(f, "refused the SM role to client")?;
+        } else {
+            write!(f, "refused client")?;
+        }
         if let Some(t) = self.tag {
             write!(f, " {}", t as i32)?;
         }
@@ -92,15 +103,33 @@ impl IbsimServer {
     /// while fewer than [`TOLD_REFUSALS`] were kept. Always false (the CONNECT's answer).
     pub(super) fn refuse(&mut self, info: Option<&ClientInfo>, reason: RefuseReason) -> bool {
         self.counters.refused += 1;
+        self.keep_refusal(Refusal {
+            sm_role: false,
+            tag: info.map(|i| i.id),
+            node: info.map(|i| i.node_id.clone()),
+            reason,
+        });
+        false
+    }
+
+    /// Refuses client `c` the SM role it asked for (SET_ISSM 1) for `reason`: counts it and
+    /// keeps the reason as [`IbsimServer::refuse`] does. Always false (the SET_ISSM's answer).
+    pub(super) fn refuse_sm_role(&mut self, c: &Client, reason: RefuseReason) -> bool {
+        self.counters.sm_role_refused += 1;
+        self.keep_refusal(Refusal {
+            sm_role: true,
+            tag: Some(c.tag),
+            node: Some(c.name.clone()),
+            reason,
+        });
+        false
+    }
+
+    fn keep_refusal(&mut self, r: Refusal) {
         if self.refusals.seen < TOLD_REFUSALS {
-            self.refusals.kept.push(Refusal {
-                tag: info.map(|i| i.id),
-                node: info.map(|i| i.node_id.clone()),
-                reason,
-            });
+            self.refusals.kept.push(r);
         }
         self.refusals.seen = self.refusals.seen.saturating_add(1);
-        false
     }
 
     /// The refusals kept since the last call, oldest first (at most [`TOLD_REFUSALS`] in the
@@ -116,7 +145,7 @@ impl IbsimServer {
     pub fn told_refusals(&mut self) -> Vec<String> {
         // Asked at every turn of a serving loop, which has nothing to tell in nearly all of
         // them: no list taken, built and dropped then.
-        let more = !self.refusals.told_more && self.counters.refused > TOLD_REFUSALS;
+        let more = !self.refusals.told_more && self.refusals.seen > TOLD_REFUSALS;
         if self.refusals.kept.is_empty() && !more {
             return Vec::new();
         }

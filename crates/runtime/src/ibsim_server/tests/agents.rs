@@ -159,4 +159,5 @@ fn a_vanished_sm_client_gives_way_to_the_next_at_once() {
         counters.vanished, 1,
         "the old SM, found gone by the request"
     );
+    assert_eq!(counters.sm_role_refused, 1, "the second beside a live one");
 }

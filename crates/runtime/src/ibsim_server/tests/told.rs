@@ -84,3 +84,64 @@ fn an_endpoint_tells_its_refusals() {
     );
     drop((first, sm, more));
 }
+
+/// A refused SET_ISSM 1 is told as a refused CONNECT is, and counted: umad2sim ignores the
+/// answer to it (`umad2sim.c` opens the `issm` device whatever `sim_client_set_sm` returns), so
+/// OpenSM refused the role runs on as an SM that never gets the SA's requests, and says nothing
+/// (docs/IBSIM.md). Here OpenSM's line as `ipoib fabric --ibsim` prints it, on the SM's CA where
+/// our SM runs (`--sm none` forgotten). Before, the refusal was neither told nor counted.
+#[test]
+fn a_refused_sm_role_is_told() {
+    let base = unique_base();
+    let topo = Topology::single_switch(3).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
+    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = Rc::clone(&lines);
+    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
+        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
+    let turn = |ep: &mut IbsimEndpoint, net: &mut Subnet| {
+        ep.on_readable(net, 64).unwrap();
+        ep.flush(net).unwrap();
+    };
+    let answer = |ctl: &UnixDatagram| {
+        let mut b = [0u8; 128];
+        let n = ctl.recv(&mut b).unwrap();
+        SimCtl::parse(&b[..n]).unwrap()
+    };
+    // umad2sim's client: its input socket first, then CONNECT with issm 0.
+    let tag = 810_000 + NEXT.fetch_add(1, Ordering::Relaxed);
+    let _input =
+        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:in{tag}")).unwrap()).unwrap();
+    let ctl = UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
+        .unwrap();
+    ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
+        .unwrap();
+    let info = ClientInfo {
+        id: tag,
+        qp: 0,
+        issm: 0,
+        node_id: "h0".to_string(),
+    };
+    ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
+        .unwrap();
+    turn(&mut ep, &mut net);
+    let a = answer(&ctl);
+    assert_eq!(a.ctl_type, CtlType::Connect);
+    let id = ClientInfo::parse(&a.data).unwrap().id;
+    assert!(lines.borrow().is_empty(), "{:?}", lines.borrow());
+    // The `issm` device opened: SET_ISSM 1, refused (our SM runs on h0).
+    let on = 1i32.to_ne_bytes();
+    ctl.send(&SimCtl::new(id, CtlType::SetIssm, &on).to_bytes())
+        .unwrap();
+    turn(&mut ep, &mut net);
+    assert_eq!(answer(&ctl).ctl_type, CtlType::Error);
+    assert_eq!(
+        *lines.borrow(),
+        [format!(
+            "refused the SM role to client {tag} (node \"h0\"): an SM runs on that node already"
+        )]
+    );
+    let c = ep.server().counters();
+    assert_eq!((c.refused, c.sm_role_refused), (0, 1));
+}
