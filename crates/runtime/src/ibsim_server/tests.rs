@@ -8,7 +8,7 @@ use ipoib_fabric::hw::switch::SwitchDropReason;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::subnet::{Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
-use ipoib_wire::mad::MadHeaderRepr;
+use ipoib_wire::mad::{MadHeaderRepr, Method};
 use std::os::unix::net::UnixDatagram;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
