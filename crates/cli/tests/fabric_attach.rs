@@ -630,5 +630,24 @@ fn the_ibsim_server_of_a_fabric_tells_its_refusals() {
         "{l}"
     );
     assert!(l.ends_with(" (node \"nope\"): no such node"), "{l}");
+    // A CA of the topology whose host would run in an `ipoib attach` process (README's
+    // `SIM_HOST=h1` for `ipoib ibsim-server`): not "no such node".
+    let ctl2 = UnixDatagram::bind_addr(&abs(format!("{name}:ctl{}", tag + 1))).unwrap();
+    ctl2.connect_addr(&abs(format!("{name}:ctl"))).unwrap();
+    let info = ClientInfo {
+        id: tag + 1,
+        node_id: "h1".to_string(),
+        ..info
+    };
+    ctl2.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
+        .unwrap();
+    let l = fabric.expect_nth("ibsim server: refused client", 2);
+    assert!(
+        l.ends_with(
+            " (node \"h1\"): not a CA this server attaches clients to (a switch, or a CA whose \
+             host runs in an `ipoib attach` process)"
+        ),
+        "{l}"
+    );
     assert_eq!(fabric.interrupt_and_wait(), 0, "{:?}", fabric.seen);
 }

@@ -578,7 +578,14 @@ impl IbsimServer {
             return self.refuse(None, RefuseReason::Malformed);
         };
         let Some(host) = IbsimServer::find_host(net, &info.node_id) else {
-            return self.refuse(Some(&info), RefuseReason::NoSuchNode);
+            let id = info.node_id.as_str();
+            let known = (net.topology().nodes().iter()).any(|n| n.name == id || n.desc == id);
+            let why = if known {
+                RefuseReason::NoHostHere
+            } else {
+                RefuseReason::NoSuchNode
+            };
+            return self.refuse(Some(&info), why);
         };
         if info.issm != 0 && self.sm_exists_alive(net, host) {
             return self.refuse(Some(&info), RefuseReason::SmThere);

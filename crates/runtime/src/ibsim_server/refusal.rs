@@ -22,8 +22,12 @@ pub const TOLD_REFUSALS: u64 = 10;
 pub enum RefuseReason {
     /// Its payload is not a `sim_client_info`.
     Malformed,
-    /// No host has that node name or node description.
+    /// No node of the topology has that name or node description.
     NoSuchNode,
+    /// The node is in the topology but no host of this server: a switch, or (`ipoib fabric
+    /// --ibsim`, which serves its SM's CA only) a CA whose host runs in an `ipoib attach`
+    /// process.
+    NoHostHere,
     /// An SM client asked for a node where an SM runs already (ours, or another client).
     SmThere,
     /// Every slot up to [`super::ServerConfig::max_clients`] is taken.
@@ -44,6 +48,11 @@ impl fmt::Display for RefuseReason {
         match self {
             RefuseReason::Malformed => write!(f, "not a sim_client_info"),
             RefuseReason::NoSuchNode => write!(f, "no such node"),
+            RefuseReason::NoHostHere => write!(
+                f,
+                "not a CA this server attaches clients to (a switch, or a CA whose host runs in \
+                 an `ipoib attach` process)"
+            ),
             RefuseReason::SmThere => write!(f, "an SM runs on that node already"),
             RefuseReason::TooManyClients(n) => write!(f, "too many clients ({n} attached)"),
             RefuseReason::NoSlotSocket(e) => write!(f, "no data socket for it ({e})"),

@@ -145,3 +145,42 @@ fn a_refused_sm_role_is_told() {
     let c = ep.server().counters();
     assert_eq!((c.refused, c.sm_role_refused), (0, 1));
 }
+
+/// A CONNECT naming a node of the topology that is no host of this server (a switch; in `ipoib
+/// fabric --ibsim`, a CA whose host runs in an `ipoib attach` process) is told as such, not as
+/// "no such node": the README's `SIM_HOST=h1` for `ipoib ibsim-server` names a node the fabric
+/// has too. Before, both read "no such node".
+#[test]
+fn a_node_that_is_no_host_here_is_told_as_such() {
+    let base = unique_base();
+    let topo = Topology::single_switch(3).unwrap();
+    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
+    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = Rc::clone(&lines);
+    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
+        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
+    let clients: Vec<UnixDatagram> = ["sw0", "nope"]
+        .into_iter()
+        .map(|node| {
+            let c = connect_to_node(&base, node, false);
+            ep.on_readable(&mut net, 64).unwrap();
+            ep.flush(&mut net).unwrap();
+            c
+        })
+        .collect();
+    let told = lines.borrow();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told[0].ends_with(
+            " (node \"sw0\"): not a CA this server attaches clients to (a switch, or a CA whose \
+             host runs in an `ipoib attach` process)"
+        ),
+        "{told:?}"
+    );
+    assert!(
+        told[1].ends_with(" (node \"nope\"): no such node"),
+        "{told:?}"
+    );
+    drop(clients);
+}
