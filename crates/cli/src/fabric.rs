@@ -253,9 +253,10 @@ pub fn run(args: &Args) -> ExitCode {
         }
         let sm = f.server().sm_host();
         note!(
-            "ipoib fabric: ibsim clients attach to the SM's CA: IBSIM_SOCKNAME={name} \
+            "ipoib fabric: ibsim clients attach to the SM's CA: IBSIM_SOCKNAME={} \
              SIM_HOST={} ibsim-run ...",
-            f.server().topology().nodes()[sm.topo_node].name
+            shell_word(name),
+            shell_word(&f.server().topology().nodes()[sm.topo_node].name)
         );
     }
     if let Err(e) = f.serve_control(None) {
@@ -377,6 +378,18 @@ fn report_changes(f: &FabricProcess, known: &mut BTreeMap<SocketAddr, usize>) {
     *known = now;
 }
 
+/// `s` as one word of a POSIX shell command line, so that the printed line can be pasted: as it
+/// is when every character is plain, else in single quotes (a quote inside as `'\''`). A net file
+/// may name a node with spaces or quotes (`"h 1"`), and the socket name is the user's.
+fn shell_word(s: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=+,@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.into()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''")).into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,5 +416,26 @@ mod tests {
         }
         let e = parse("1000001").unwrap_err().to_string();
         assert!(e.contains("at most 1000000"), "{e}");
+    }
+
+    // The printed `IBSIM_SOCKNAME=... SIM_HOST=... ibsim-run` line pastes into a shell as is,
+    // whatever the node's name (a net file may give it spaces or quotes).
+    #[test]
+    fn shell_words_paste_as_one_word() {
+        assert_eq!(shell_word("h0"), "h0");
+        assert_eq!(shell_word("sw-1.a_b:c"), "sw-1.a_b:c");
+        assert_eq!(shell_word("h 1"), "'h 1'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$HOME;rm"), "'$HOME;rm'");
+        // What sh reads back is the name itself.
+        for name in ["h 1", "it's", "a\"b", "$x`y`", "tab\there", "ünï", "''"] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_word(name)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), name);
+        }
     }
 }
