@@ -476,3 +476,80 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
     );
     assert!(net.ping_and_wait(0, addr(VICTIM), SEC), "0 -> victim");
 }
+
+// IBA 1 §14.4.11 over a lossy path (docs/UDP-FABRIC.md "Reliable configuration"): the first copy
+// of the ClientReregister message is lost on the way to the host, and the host's first
+// acknowledgement of the resend on the way back. The fabric sends it again until acknowledged;
+// the host takes it once (its HCA raises the event once) and recognises the second resend as a
+// duplicate. (Sent once, as before, the event was lost with its datagram.)
+#[test]
+fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let (mut net, at) = up(15);
+    let mut sm = Diag::attach(&mut net, &at);
+    let to_ca = [at.sm_port, at.sw_port];
+    let rereg = |net: &Net| {
+        let port = net.peers[VICTIM].host.identity().unwrap().port;
+        let h = net.peers[VICTIM].host.host().unwrap();
+        h.hca().port(port).unwrap().client_reregisters
+    };
+    let before = rereg(&net);
+    let c0 = net.peers[VICTIM].host.link().counters();
+    let f0 = net.fabric.counters();
+    let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
+    // The first ClientReregister to the victim is lost, and so is the victim's first ControlAck
+    // after it came.
+    let came = Rc::new(Cell::new(false));
+    let (seen, lost_one) = (came.clone(), Cell::new(false));
+    net.loss = Some(Box::new(move |to, d| {
+        let rereg = matches!(
+            DatagramRepr::parse(d).map(|r| r.message),
+            Ok(MessageRepr::SeqClientReregister { .. } | MessageRepr::ClientReregister { .. })
+        );
+        if usize::from(to) != VICTIM || !rereg {
+            return false;
+        }
+        if lost_one.replace(true) {
+            seen.set(true);
+            return false;
+        }
+        true
+    }));
+    let (seen, acks_lost) = (came.clone(), Cell::new(0));
+    net.peers[VICTIM].tamper = Some(Box::new(move |d: &[u8]| {
+        let ack = matches!(
+            DatagramRepr::parse(d).map(|r| r.message),
+            Ok(MessageRepr::ControlAck { .. })
+        );
+        (ack && seen.get() && acks_lost.replace(1) == 0).then(|| vec![0; 4])
+    }));
+    w.port_state = WireState::NoStateChange;
+    w.client_reregister = true;
+    let r = sm
+        .dr(
+            &mut net,
+            &at,
+            Method::Set,
+            &to_ca,
+            at.slot_port,
+            SmpAttribute::PortInfo(w),
+        )
+        .expect("the Set's answer");
+    assert_eq!(r.status(), MadStatus::SUCCESS);
+    net.run_for(2 * SEC);
+    assert!(came.get(), "a resend reached the host");
+    assert_eq!(
+        rereg(&net),
+        before + 1,
+        "the host's HCA raised the event once"
+    );
+    let c = net.peers[VICTIM].host.link().counters();
+    assert_eq!(c.client_reregisters, c0.client_reregisters + 1, "{c:?}");
+    assert_eq!(c.duplicates, c0.duplicates + 1, "{c:?}");
+    let f = net.fabric.counters();
+    assert!(f.control_resent >= f0.control_resent + 2, "{f:?}");
+    assert_eq!(net.fabric.unacked(VICTIM), Some(0), "acknowledged at last");
+    assert_eq!(host_port(&net), (PortState::Active, true, 0));
+    assert!(net.ping_and_wait(0, addr(VICTIM), SEC), "0 -> victim");
+}

@@ -188,3 +188,84 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     assert_eq!(counter(&rows, None, "fabric", "detached"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "attached"), 0);
 }
+
+// docs/UDP-FABRIC.md "Reliable configuration", over loopback UDP: a host that says it takes
+// sequenced configuration (ControlAck 0 after the accept) is sent its port's configuration as
+// SeqPortConfig, numbered from 1, and sent it again while it does not acknowledge; acknowledged,
+// nothing waits. The counters show it through the control socket.
+#[test]
+fn a_host_that_acknowledges_late_is_sent_its_configuration_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fabric-test.sock");
+    let mut opts = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 7));
+    opts.timeout = LONG * 10;
+    let mut f = FabricProcess::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
+    f.serve_control(Some(&path)).unwrap();
+    let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host.connect(f.local_addr().unwrap()).unwrap();
+    host.set_nonblocking(true).unwrap();
+    send(&host, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    let (mut session, mut copies) = (0u64, std::collections::BTreeMap::<u32, u32>::new());
+    let mut buf = [0u8; 8192];
+    let end = Instant::now() + LONG;
+    // Not acknowledged: the first numbered message comes again.
+    while copies.get(&1).is_none_or(|&n| n < 2) && Instant::now() < end {
+        f.turn(TURN).unwrap();
+        while let Ok(n) = host.recv(&mut buf) {
+            let Ok(d) = DatagramRepr::parse(&buf[..n]) else {
+                continue;
+            };
+            match d.message {
+                MessageRepr::AttachAccept(_) => {
+                    session = d.session;
+                    send(&host, session, MessageRepr::ControlAck { seq: 0 });
+                }
+                MessageRepr::SeqPortConfig { seq, .. }
+                | MessageRepr::SeqClientReregister { seq, .. } => {
+                    *copies.entry(seq).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(copies.get(&1), Some(&2), "sent again: {copies:?}");
+    let slot = f.server().slot_of(&host.local_addr().unwrap()).unwrap();
+    // Acknowledged up to the latest number: nothing waits.
+    while f.server().unacked(slot) != Some(0) && Instant::now() < end {
+        let latest = *copies.keys().last().unwrap();
+        send(&host, session, MessageRepr::ControlAck { seq: latest });
+        f.turn(TURN).unwrap();
+        while let Ok(n) = host.recv(&mut buf) {
+            if let Ok(DatagramRepr {
+                message:
+                    MessageRepr::SeqPortConfig { seq, .. }
+                    | MessageRepr::SeqClientReregister { seq, .. },
+                ..
+            }) = DatagramRepr::parse(&buf[..n])
+            {
+                *copies.entry(seq).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(f.server().unacked(slot), Some(0));
+    let rows = ask(&mut f, &path, View::Counters);
+    assert_eq!(
+        counter(&rows, None, "fabric", "sequenced_sessions"),
+        1,
+        "{rows}"
+    );
+    assert!(
+        counter(&rows, None, "fabric", "control_acks") >= 2,
+        "{rows}"
+    );
+    assert!(
+        counter(&rows, None, "fabric", "control_resent") >= 1,
+        "{rows}"
+    );
+    assert_eq!(
+        counter(&rows, None, "fabric", "control_dropped"),
+        0,
+        "{rows}"
+    );
+    assert_eq!(counter(&rows, None, "fabric", "unexpected"), 0, "{rows}");
+}

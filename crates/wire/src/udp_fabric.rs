@@ -19,6 +19,9 @@
 //! | 7    | Detach         | empty                                                                 |
 //! | 8    | PortConfig     | port(8) state(8) lmc(8) sm_sl(8) lid(16) sm_lid(16) mtu(8) rate(8) P_Key count k(16) subnet prefix(64) k x P_Key(16) |
 //! | 9    | ClientReregister | port(8)                                                             |
+//! | 10   | SeqPortConfig  | sequence(32), then a PortConfig body                                  |
+//! | 11   | SeqClientReregister | sequence(32) port(8)                                             |
+//! | 12   | ControlAck     | sequence(32): every sequenced message up to it taken; 0 for none      |
 //!
 //! PortConfig carries what the subnet manager writes into the host's port (PortInfo and
 //! P_KeyTable, IBA 1 §14.2.5.6-7). Until the emulated SM configures ports with SMPs, this message
@@ -26,6 +29,11 @@
 //! (PortState 1-4, NeighborMTU, the rate encoding of [`crate::Rate`]). ClientReregister is the
 //! event a SubnSet(PortInfo) with ClientReregister 1 raises at the port (IBA 1 §14.4.11): the
 //! port's clients register again with the SA.
+//!
+//! Types 10-12 make those two reliable (docs/UDP-FABRIC.md "Reliable configuration"): the same
+//! bodies behind a per-session sequence number, which the host acknowledges cumulatively with
+//! ControlAck; a host announces that it takes them by a ControlAck of 0. Types 8 and 9 are
+//! unchanged.
 //!
 //! A host never names its own identity: the fabric assigns the CA slot, node GUID, port GUIDs and
 //! session in AttachAccept (the hint is a preference the fabric may ignore).
@@ -80,6 +88,12 @@ code_enum! {
         PortConfig = 8 => "PortConfig",
         /// The SM asked the host's port's clients to register again (IBA 1 §14.4.11).
         ClientReregister = 9 => "ClientReregister",
+        /// A PortConfig behind a sequence number the host acknowledges.
+        SeqPortConfig = 10 => "SeqPortConfig",
+        /// A ClientReregister behind a sequence number the host acknowledges.
+        SeqClientReregister = 11 => "SeqClientReregister",
+        /// The host took every sequenced message up to this one (0: none yet).
+        ControlAck = 12 => "ControlAck",
         /// Any other value.
         Unknown(_) => "Unknown",
     }
@@ -265,6 +279,27 @@ pub enum MessageRepr<'a> {
         /// Port number.
         port: u8,
     },
+    /// Fabric -> host: a PortConfig the host acknowledges (sequence numbers start at 1 in a
+    /// session and grow by one per sequenced message).
+    SeqPortConfig {
+        /// The sequence number.
+        seq: u32,
+        /// The configuration.
+        config: PortConfigRepr,
+    },
+    /// Fabric -> host: a ClientReregister the host acknowledges.
+    SeqClientReregister {
+        /// The sequence number.
+        seq: u32,
+        /// Port number.
+        port: u8,
+    },
+    /// Host -> fabric: every sequenced message up to `seq` was taken, in order (0: none yet;
+    /// the host takes sequenced messages).
+    ControlAck {
+        /// The latest sequence number taken.
+        seq: u32,
+    },
     /// A type this module does not know, with its body.
     Unknown {
         /// The type.
@@ -287,6 +322,9 @@ impl MessageRepr<'_> {
             MessageRepr::Detach => MessageType::Detach,
             MessageRepr::PortConfig(_) => MessageType::PortConfig,
             MessageRepr::ClientReregister { .. } => MessageType::ClientReregister,
+            MessageRepr::SeqPortConfig { .. } => MessageType::SeqPortConfig,
+            MessageRepr::SeqClientReregister { .. } => MessageType::SeqClientReregister,
+            MessageRepr::ControlAck { .. } => MessageType::ControlAck,
             MessageRepr::Unknown { msg_type, .. } => MessageType::from(*msg_type),
         }
     }
@@ -297,7 +335,11 @@ impl MessageRepr<'_> {
             MessageRepr::AttachAccept(a) => ACCEPT_FIXED + 8 * a.port_guids.len(),
             MessageRepr::AttachReject { .. } | MessageRepr::ClientReregister { .. } => 1,
             MessageRepr::Packet(p) => p.len(),
-            MessageRepr::Keepalive { .. } | MessageRepr::KeepaliveAck { .. } => 4,
+            MessageRepr::Keepalive { .. }
+            | MessageRepr::KeepaliveAck { .. }
+            | MessageRepr::ControlAck { .. } => 4,
+            MessageRepr::SeqPortConfig { config, .. } => 4 + CONFIG_FIXED + 2 * config.pkeys.len(),
+            MessageRepr::SeqClientReregister { .. } => 5,
             MessageRepr::Detach => 0,
             MessageRepr::PortConfig(c) => CONFIG_FIXED + 2 * c.pkeys.len(),
             MessageRepr::Unknown { body, .. } => body.len(),
@@ -320,6 +362,47 @@ fn need(body: &[u8], n: usize) -> Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// A PortConfig body (the P_Key count agreeing with the length).
+fn parse_config(body: &[u8]) -> Result<PortConfigRepr> {
+    need(body, CONFIG_FIXED)?;
+    let k = usize::from(be16(body, 10));
+    need(body, CONFIG_FIXED + 2 * k)?;
+    Ok(PortConfigRepr {
+        port: body[0],
+        state: PortStateCode::from(body[1]),
+        lmc: body[2],
+        sm_sl: body[3],
+        lid: be16(body, 4),
+        sm_lid: be16(body, 6),
+        mtu: Mtu::from(body[8]),
+        rate: Rate::from(body[9]),
+        subnet_prefix: be64(body, 12),
+        pkeys: (0..k)
+            .map(|i| PKey(be16(body, CONFIG_FIXED + 2 * i)))
+            .collect(),
+    })
+}
+
+/// Writes a PortConfig body into `body`, which is long enough (`Malformed` for more than
+/// 65,535 P_Keys).
+fn emit_config(c: &PortConfigRepr, body: &mut [u8]) -> Result<()> {
+    let k = u16::try_from(c.pkeys.len()).map_err(|_| Error::Malformed)?;
+    body[0] = c.port;
+    body[1] = c.state.into();
+    body[2] = c.lmc;
+    body[3] = c.sm_sl;
+    put16(body, 4, c.lid);
+    put16(body, 6, c.sm_lid);
+    body[8] = c.mtu.into();
+    body[9] = c.rate.into();
+    put16(body, 10, k);
+    put64(body, 12, c.subnet_prefix);
+    for (i, p) in c.pkeys.iter().enumerate() {
+        put16(body, CONFIG_FIXED + 2 * i, p.0);
+    }
+    Ok(())
 }
 
 impl<'a> DatagramRepr<'a> {
@@ -377,28 +460,28 @@ impl<'a> DatagramRepr<'a> {
                 MessageRepr::KeepaliveAck { seq: be32(body, 0) }
             }
             MessageType::Detach => MessageRepr::Detach,
-            MessageType::PortConfig => {
-                need(body, CONFIG_FIXED)?;
-                let k = usize::from(be16(body, 10));
-                need(body, CONFIG_FIXED + 2 * k)?;
-                MessageRepr::PortConfig(PortConfigRepr {
-                    port: body[0],
-                    state: PortStateCode::from(body[1]),
-                    lmc: body[2],
-                    sm_sl: body[3],
-                    lid: be16(body, 4),
-                    sm_lid: be16(body, 6),
-                    mtu: Mtu::from(body[8]),
-                    rate: Rate::from(body[9]),
-                    subnet_prefix: be64(body, 12),
-                    pkeys: (0..k)
-                        .map(|i| PKey(be16(body, CONFIG_FIXED + 2 * i)))
-                        .collect(),
-                })
-            }
+            MessageType::PortConfig => MessageRepr::PortConfig(parse_config(body)?),
             MessageType::ClientReregister => {
                 need(body, 1)?;
                 MessageRepr::ClientReregister { port: body[0] }
+            }
+            MessageType::SeqPortConfig => {
+                need(body, 4)?;
+                MessageRepr::SeqPortConfig {
+                    seq: be32(body, 0),
+                    config: parse_config(&body[4..])?,
+                }
+            }
+            MessageType::SeqClientReregister => {
+                need(body, 5)?;
+                MessageRepr::SeqClientReregister {
+                    seq: be32(body, 0),
+                    port: body[4],
+                }
+            }
+            MessageType::ControlAck => {
+                need(body, 4)?;
+                MessageRepr::ControlAck { seq: be32(body, 0) }
             }
             MessageType::Unknown(t) => MessageRepr::Unknown { msg_type: t, body },
         };
@@ -445,27 +528,20 @@ impl<'a> DatagramRepr<'a> {
             }
             MessageRepr::AttachReject { reason } => body[0] = (*reason).into(),
             MessageRepr::Packet(p) => body.copy_from_slice(p),
-            MessageRepr::Keepalive { seq } | MessageRepr::KeepaliveAck { seq } => {
-                put32(body, 0, *seq)
-            }
+            MessageRepr::Keepalive { seq }
+            | MessageRepr::KeepaliveAck { seq }
+            | MessageRepr::ControlAck { seq } => put32(body, 0, *seq),
             MessageRepr::Detach => {}
-            MessageRepr::PortConfig(c) => {
-                let k = u16::try_from(c.pkeys.len()).map_err(|_| Error::Malformed)?;
-                body[0] = c.port;
-                body[1] = c.state.into();
-                body[2] = c.lmc;
-                body[3] = c.sm_sl;
-                put16(body, 4, c.lid);
-                put16(body, 6, c.sm_lid);
-                body[8] = c.mtu.into();
-                body[9] = c.rate.into();
-                put16(body, 10, k);
-                put64(body, 12, c.subnet_prefix);
-                for (i, p) in c.pkeys.iter().enumerate() {
-                    put16(body, CONFIG_FIXED + 2 * i, p.0);
-                }
-            }
+            MessageRepr::PortConfig(c) => emit_config(c, body)?,
             MessageRepr::ClientReregister { port } => body[0] = *port,
+            MessageRepr::SeqPortConfig { seq, config } => {
+                put32(body, 0, *seq);
+                emit_config(config, &mut body[4..])?;
+            }
+            MessageRepr::SeqClientReregister { seq, port } => {
+                put32(body, 0, *seq);
+                body[4] = *port;
+            }
             MessageRepr::Unknown { body: b, .. } => body.copy_from_slice(b),
         }
         Ok(len)
@@ -480,226 +556,4 @@ impl<'a> DatagramRepr<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    const KEEPALIVE: [u8; 16] = [
-        0x49, 0x42, 0x01, 0x05, // magic, version 1, Keepalive
-        0, 0, 0, 0, 0, 0, 0x12, 0x34, // session 0x1234
-        0, 0, 0, 7, // seq 7
-    ];
-
-    const ACCEPT: [u8; 36] = [
-        0x49, 0x42, 0x01, 0x02, // AttachAccept
-        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // session
-        0x00, 0x03, 0x01, 0x01, // slot 3, port 1, one port
-        0x00, 0x00, 0x0b, 0xb8, // 3000 ms
-        0, 0, 0, 0, 0, 0, 0x10, 0x00, // node GUID 0x1000
-        0, 0, 0, 0, 0, 0, 0x10, 0x01, // port 1 GUID 0x1001
-    ];
-
-    const CONFIG: [u8; 36] = [
-        0x49, 0x42, 0x01, 0x08, // PortConfig
-        0, 0, 0, 0, 0, 0, 0, 9, // session 9
-        0x01, 0x04, 0x00, 0x00, // port 1, Active, LMC 0, SM SL 0
-        0x00, 0x05, 0x00, 0x01, // LID 5, SM LID 1
-        0x04, 0x03, 0x00, 0x02, // MTU 2048, 10 Gb/s, two P_Keys
-        0xfe, 0x80, 0, 0, 0, 0, 0, 0, // subnet prefix fe80::
-        0xff, 0xff, 0x80, 0x01, // P_Keys 0xffff, 0x8001
-    ];
-
-    fn config() -> PortConfigRepr {
-        PortConfigRepr {
-            port: 1,
-            state: PortStateCode::Active,
-            lmc: 0,
-            sm_sl: 0,
-            lid: 5,
-            sm_lid: 1,
-            mtu: Mtu::Mtu2048,
-            rate: Rate::Gbps10,
-            subnet_prefix: 0xfe80_0000_0000_0000,
-            pkeys: vec![PKey(0xffff), PKey(0x8001)],
-        }
-    }
-
-    #[test]
-    fn deconstruct_keepalive() {
-        let d = Datagram::new_checked(&KEEPALIVE[..]).unwrap();
-        assert_eq!(d.magic(), MAGIC);
-        assert_eq!(d.version(), 1);
-        assert_eq!(d.msg_type(), MessageType::Keepalive);
-        assert_eq!(d.session(), 0x1234);
-        assert_eq!(d.body(), &[0, 0, 0, 7]);
-        let r = DatagramRepr::parse(&KEEPALIVE).unwrap();
-        assert_eq!(r.message, MessageRepr::Keepalive { seq: 7 });
-    }
-
-    #[test]
-    fn construct_keepalive() {
-        let mut buf = [0u8; 16];
-        let mut d = Datagram::new_unchecked(&mut buf[..]);
-        d.set_magic(MAGIC);
-        d.set_version(VERSION);
-        d.set_msg_type(MessageType::Keepalive);
-        d.set_session(0x1234);
-        d.body_mut().copy_from_slice(&[0, 0, 0, 7]);
-        assert_eq!(buf, KEEPALIVE);
-    }
-
-    #[test]
-    fn accept_parse_emit() {
-        let r = DatagramRepr::parse(&ACCEPT).unwrap();
-        let want = DatagramRepr {
-            session: 0x1122_3344_5566_7788,
-            message: MessageRepr::AttachAccept(AttachAccept {
-                slot: 3,
-                port: 1,
-                timeout_ms: 3000,
-                node_guid: Guid(0x1000),
-                port_guids: vec![Guid(0x1001)],
-            }),
-        };
-        assert_eq!(r, want);
-        assert_eq!(want.buffer_len(), ACCEPT.len());
-        assert_eq!(want.to_vec().unwrap(), ACCEPT);
-    }
-
-    #[test]
-    fn accept_port_outside_ports_is_malformed() {
-        let mut b = ACCEPT;
-        b[14] = 2; // port 2 of a one-port CA
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
-        b[14] = 0;
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
-        b[14] = 1;
-        b[15] = 2; // two ports announced, one present
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
-    }
-
-    #[test]
-    fn config_parse_emit() {
-        let r = DatagramRepr::parse(&CONFIG).unwrap();
-        assert_eq!(r.session, 9);
-        assert_eq!(r.message, MessageRepr::PortConfig(config()));
-        let d = DatagramRepr {
-            session: 9,
-            message: MessageRepr::PortConfig(config()),
-        };
-        assert_eq!(d.to_vec().unwrap(), CONFIG);
-        // A P_Key count past the end.
-        let mut b = CONFIG;
-        b[23] = 3;
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
-    }
-
-    #[test]
-    fn unknown_codes_round_trip() {
-        let mut b = CONFIG;
-        b[13] = 9; // state 9
-        b[20] = 0x3f; // MTU code 63
-        let r = DatagramRepr::parse(&b).unwrap();
-        let MessageRepr::PortConfig(c) = &r.message else {
-            panic!("{r:?}")
-        };
-        assert_eq!(c.state, PortStateCode::Unknown(9));
-        assert_eq!(c.mtu, Mtu::Unknown(0x3f));
-        assert_eq!(r.to_vec().unwrap(), b);
-        let t = [0x49, 0x42, 1, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0xbb];
-        let r = DatagramRepr::parse(&t).unwrap();
-        assert_eq!(
-            r.message,
-            MessageRepr::Unknown {
-                msg_type: 0x7f,
-                body: &[0xaa, 0xbb]
-            }
-        );
-        assert_eq!(r.to_vec().unwrap(), t);
-    }
-
-    #[test]
-    fn packet_detach_request_reject() {
-        let pkt = [1u8, 2, 3, 4, 5, 6];
-        for m in [
-            MessageRepr::Packet(&pkt),
-            MessageRepr::Detach,
-            MessageRepr::AttachRequest { hint: Guid(0x42) },
-            MessageRepr::AttachReject {
-                reason: RejectReason::NoFreeSlot,
-            },
-            MessageRepr::KeepaliveAck { seq: u32::MAX },
-            MessageRepr::ClientReregister { port: 2 },
-        ] {
-            let d = DatagramRepr {
-                session: 5,
-                message: m,
-            };
-            let v = d.to_vec().unwrap();
-            assert_eq!(DatagramRepr::parse(&v).unwrap(), d);
-        }
-        let v = DatagramRepr {
-            session: 0,
-            message: MessageRepr::Packet(&pkt),
-        }
-        .to_vec()
-        .unwrap();
-        assert_eq!(&v[12..], &pkt);
-        assert_eq!(v[3], 4);
-        let r = [0x49, 0x42, 1, 9, 0, 0, 0, 0, 0, 0, 0, 7, 1];
-        let d = DatagramRepr::parse(&r).unwrap();
-        assert_eq!(d.message, MessageRepr::ClientReregister { port: 1 });
-        assert_eq!(d.to_vec().unwrap(), r);
-        assert_eq!(DatagramRepr::parse(&r[..12]), Err(Error::Truncated));
-    }
-
-    #[test]
-    fn bad_magic_version_length() {
-        assert_eq!(DatagramRepr::parse(&KEEPALIVE[..11]), Err(Error::Truncated));
-        assert_eq!(DatagramRepr::parse(&KEEPALIVE[..15]), Err(Error::Truncated));
-        let mut b = KEEPALIVE;
-        b[0] = 0x45;
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
-        let mut b = KEEPALIVE;
-        b[2] = 2;
-        assert_eq!(DatagramRepr::parse(&b), Err(Error::Unsupported));
-    }
-
-    #[test]
-    fn emit_refuses_short_buffer_and_uncarriable() {
-        let d = DatagramRepr {
-            session: 1,
-            message: MessageRepr::Keepalive { seq: 1 },
-        };
-        assert_eq!(d.emit(&mut [0u8; 15]), Err(Error::Truncated));
-        let bad = DatagramRepr {
-            session: 1,
-            message: MessageRepr::AttachAccept(AttachAccept {
-                slot: 0,
-                port: 2,
-                timeout_ms: 0,
-                node_guid: Guid(1),
-                port_guids: vec![Guid(2)],
-            }),
-        };
-        assert_eq!(bad.to_vec(), Err(Error::Malformed));
-    }
-
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = DatagramRepr::parse(&data);
-        }
-
-        #[test]
-        fn random_bodies_never_panic(t in 0u8..12, body in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let mut data = vec![0x49, 0x42, 1, t, 0, 0, 0, 0, 0, 0, 0, 1];
-            data.extend_from_slice(&body);
-            if let Ok(r) = DatagramRepr::parse(&data) {
-                // What parses emits again, and parses to the same thing.
-                let v = r.to_vec().unwrap();
-                prop_assert_eq!(DatagramRepr::parse(&v).unwrap(), r);
-            }
-        }
-    }
-}
+mod tests;

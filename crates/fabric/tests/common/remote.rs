@@ -20,6 +20,9 @@ use std::time::Duration;
 /// Rewrites a datagram a host sends (the hostile hosts of the tests); `None` sends it unchanged.
 pub type Tamper = Box<dyn FnMut(&[u8]) -> Option<Vec<u8>>>;
 
+/// Decides whether a datagram the fabric sends host `peer` is lost on the way (a lossy path).
+pub type Loss = Box<dyn FnMut(u8, &[u8]) -> bool>;
+
 /// One host and what the harness knows of it.
 pub struct Peer {
     pub host: RemoteHost,
@@ -45,6 +48,8 @@ pub struct Net {
     pub queued: bool,
     /// Every datagram the fabric took: (time, from host, bytes).
     pub to_fabric: Vec<(Instant, u8, Vec<u8>)>,
+    /// Loses datagrams from the fabric to the hosts (none when `None`).
+    pub loss: Option<Loss>,
 }
 
 /// Host `i`'s address: 10.0.0.(i + 2) (10.0.0.1 would be the SM's CA).
@@ -119,6 +124,7 @@ impl Net {
             configs: Vec::new(),
             queued: false,
             to_fabric: Vec::new(),
+            loss: None,
         }
     }
 
@@ -182,11 +188,14 @@ impl Net {
     pub fn collect(&mut self) {
         while let Some((to, d)) = self.fabric.poll_transmit() {
             if let Ok(DatagramRepr {
-                message: MessageRepr::PortConfig(c),
+                message: MessageRepr::PortConfig(c) | MessageRepr::SeqPortConfig { config: c, .. },
                 ..
             }) = DatagramRepr::parse(&d)
             {
                 self.configs.push((to, c.port, c.state));
+            }
+            if self.loss.as_mut().is_some_and(|l| l(to, &d)) {
+                continue;
             }
             self.wire.push((self.now + self.latency, false, to, d));
         }

@@ -212,6 +212,9 @@ impl AttachEmu {
                 .push("queue_full", l.queue_full)
                 .push("port_configs", l.port_configs)
                 .push("client_reregisters", l.client_reregisters)
+                .push("duplicates", l.duplicates)
+                .push("out_of_order", l.out_of_order)
+                .push("control_acks", l.control_acks)
                 .push("builds", self.host.builds())
                 .push("no_adapter", self.no_adapter);
             sections.push(s);

@@ -95,6 +95,10 @@ impl FabricEmu {
                 .push("timed_out", c.timed_out)
                 .push("transmit_full", c.transmit_full)
                 .push("memberships_dropped", c.memberships_dropped)
+                .push("sequenced_sessions", c.sequenced_sessions)
+                .push("control_acks", c.control_acks)
+                .push("control_resent", c.control_resent)
+                .push("control_dropped", c.control_dropped)
                 .push("hosts_attached", peers.len() as u64);
             sections.push(s);
             let mut s = CounterSection::new("udp");

@@ -23,13 +23,14 @@
 //! is bounded; bad datagrams are counted, never panicked on.
 
 mod client;
+mod link;
+mod reliable;
 mod server;
 mod slot;
 mod uplink;
 
-pub use client::{
-    HostLink, HostLinkConfig, HostLinkCounters, HostLinkEvent, InstallFn, RemoteHost,
-};
+pub use client::{InstallFn, RemoteHost};
+pub use link::{HostLink, HostLinkConfig, HostLinkCounters, HostLinkEvent};
 pub use server::{FabricOptions, FabricServer, ServerCounters};
 pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT};
 pub use uplink::{Uplink, UplinkCounters, UPLINK_PORT};

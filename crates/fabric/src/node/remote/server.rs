@@ -15,7 +15,10 @@
 //!   counted and dropped (a Keepalive is answered with the reject `UnknownSession`, so that a host
 //!   whose fabric restarted attaches again at once).
 //! - Keepalive -> KeepaliveAck; Packet -> [`Remote::from_network`] (the identity checks);
-//!   Detach -> the session ends.
+//!   Detach -> the session ends; ControlAck -> the session's configuration is sequenced and
+//!   acknowledged ([`ControlSender`], docs/UDP-FABRIC.md "Reliable configuration"): what the
+//!   slot queues for the host (PortConfig, ClientReregister) waits until acknowledged, sent again
+//!   with a bounded backoff ([`ServerCounters::control_resent`]).
 //! - A session silent for [`FabricOptions::timeout`] ends ([`ServerCounters::timed_out`]).
 //!   A session's end takes the slot's cable down (`Simulator::schedule_link_state`), so the switch
 //!   no longer sends to the slot and traps to the SM, which sweeps again without the port; it
@@ -31,6 +34,7 @@
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
 
+use super::reliable::{Control, ControlSender, Send};
 use super::slot::{Remote, ToHost};
 use super::{config_to_wire, Outgoing};
 use crate::hw::capture::Capture;
@@ -115,6 +119,14 @@ pub struct ServerCounters {
     pub transmit_full: u64,
     /// Multicast memberships the SA dropped for hosts that left.
     pub memberships_dropped: u64,
+    /// Sessions whose host said it takes sequenced configuration (its first ControlAck).
+    pub sequenced_sessions: u64,
+    /// ControlAcks received.
+    pub control_acks: u64,
+    /// Sequenced PortConfig and ClientReregister messages sent again, unacknowledged.
+    pub control_resent: u64,
+    /// Sequenced messages dropped: too many waited for their acknowledgement.
+    pub control_dropped: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,6 +143,8 @@ struct Slot<A> {
     node_guid: Guid,
     link: Option<LinkId>,
     session: Option<Session<A>>,
+    /// The session's configuration for its host, sequenced once the host says so.
+    control: ControlSender,
 }
 
 /// The fabric process's agent. See the module docs.
@@ -223,6 +237,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                 node_guid: topo.nodes()[e.node].guid,
                 link,
                 session: None,
+                control: ControlSender::default(),
             });
         }
         // IBA 1 §7.2: every cable trains at time zero (Init), but a slot's host port: no host yet,
@@ -364,6 +379,11 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         self.slots.get(i).map(|s| s.topo_node)
     }
 
+    /// Sequenced configuration messages slot `i`'s host has not yet acknowledged.
+    pub fn unacked(&self, i: usize) -> Option<usize> {
+        self.slots.get(i).map(|s| s.control.unacked())
+    }
+
     /// The slot `peer` holds, if any.
     pub fn slot_of(&self, peer: &A) -> Option<usize> {
         self.sessions.get(peer).copied()
@@ -392,14 +412,20 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         self.sim.recycle(body);
     }
 
-    /// When [`FabricServer::handle_timeout`] is next due: the simulator's next event or a
-    /// session's silence deadline.
+    /// When [`FabricServer::handle_timeout`] is next due: the simulator's next event, a
+    /// session's silence deadline or its next resend.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let deadlines = self
             .slots
             .iter()
             .filter_map(|s| s.session.map(|x| x.last_heard + self.timeout));
-        self.sim.next_event_at().into_iter().chain(deadlines).min()
+        let resends = self
+            .slots
+            .iter()
+            .filter(|s| s.session.is_some())
+            .filter_map(|s| s.control.poll_timeout());
+        let timers = deadlines.chain(resends);
+        self.sim.next_event_at().into_iter().chain(timers).min()
     }
 
     /// Runs the fabric up to `now` and ends the sessions silent for too long. Early or repeated
@@ -412,6 +438,11 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                 if now >= s.last_heard + self.timeout {
                     self.counters.timed_out += 1;
                     self.end_session(i);
+                    continue;
+                }
+                for (seq, c) in self.slots[i].control.resend(now) {
+                    self.counters.control_resent += 1;
+                    self.reply(s.peer, s.id, control_message(Some(seq), &c));
                 }
             }
         }
@@ -491,6 +522,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                 self.counters.detached += 1;
                 self.end_session(i);
             }
+            MessageRepr::ControlAck { seq } => self.control_ack(i, seq),
             _ => self.counters.unexpected += 1,
         }
     }
@@ -524,6 +556,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             return;
         };
         let id = self.rng.next_u64() | 1;
+        self.slots[i].control = ControlSender::default();
         self.slots[i].session = Some(Session {
             id,
             peer: from,
@@ -565,6 +598,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         let Some(s) = self.slots[i].session.take() else {
             return;
         };
+        self.slots[i].control = ControlSender::default();
         self.sessions.remove(&s.peer);
         let mut gid = None;
         if let Some(r) = self.sim.node_mut::<Remote>(self.slots[i].node) {
@@ -618,24 +652,89 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
     /// Moves what the slots queued for their hosts into datagrams.
     fn drain(&mut self) {
         for i in 0..self.slots.len() {
-            let Some(s) = self.slots[i].session else {
-                continue;
-            };
-            while let Some(item) = self
-                .sim
-                .node_mut::<Remote>(self.slots[i].node)
-                .and_then(Remote::poll_to_host)
-            {
-                match item {
-                    ToHost::Packet(p) => self.push_out(s.peer, Outgoing::packet(s.id, p)),
-                    ToHost::Config(c) => {
-                        self.reply(s.peer, s.id, MessageRepr::PortConfig(config_to_wire(&c)))
-                    }
-                    ToHost::ClientReregister(port) => {
-                        self.reply(s.peer, s.id, MessageRepr::ClientReregister { port })
-                    }
+            self.drain_slot(i);
+        }
+    }
+
+    /// Moves what slot `i` queued for its host into datagrams.
+    fn drain_slot(&mut self, i: usize) {
+        let Some(s) = self.slots[i].session else {
+            return;
+        };
+        while let Some(item) = self
+            .sim
+            .node_mut::<Remote>(self.slots[i].node)
+            .and_then(Remote::poll_to_host)
+        {
+            match item {
+                ToHost::Packet(p) => self.push_out(s.peer, Outgoing::packet(s.id, p)),
+                ToHost::Config(c) => self.send_control(i, Control::Config(c)),
+                ToHost::ClientReregister(port) => {
+                    self.send_control(i, Control::ClientReregister(port))
                 }
             }
+        }
+    }
+
+    /// Sends slot `i`'s host `c`, sequenced once the host said it takes that ([`ControlSender`]).
+    fn send_control(&mut self, i: usize, c: Control) {
+        let Some(s) = self.slots[i].session else {
+            return;
+        };
+        let now = self.sim.now();
+        match self.slots[i].control.send(now, c) {
+            Some(Send::Once(c)) => self.reply(s.peer, s.id, control_message(None, &c)),
+            Some(Send::Sequenced(seq, c)) => {
+                self.reply(s.peer, s.id, control_message(Some(seq), &c))
+            }
+            None => self.counters.control_dropped += 1,
+        }
+    }
+
+    /// Slot `i`'s host acknowledged `seq`. Its first ControlAck makes the session sequenced:
+    /// what the slot queued goes first, then every port's configuration and a ClientReregister
+    /// for each port that had one unsequenced, all sequenced ([`ControlSender::acked`]).
+    fn control_ack(&mut self, i: usize, seq: u32) {
+        self.counters.control_acks += 1;
+        let now = self.sim.now();
+        let first = !self.slots[i].control.is_sequenced();
+        if first {
+            self.drain_slot(i);
+        }
+        let reregisters = self.slots[i].control.acked(now, seq);
+        if !first {
+            return;
+        }
+        self.counters.sequenced_sessions += 1;
+        let configs: Vec<_> = self
+            .sim
+            .node::<Remote>(self.slots[i].node)
+            .map(|r| {
+                (1..=r.sma().port_count())
+                    .filter_map(|p| r.port_config(p))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for c in configs {
+            self.send_control(i, Control::Config(c));
+        }
+        for p in reregisters {
+            self.send_control(i, Control::ClientReregister(p));
+        }
+    }
+}
+
+/// The message carrying `c`, sequenced with `seq` or not.
+fn control_message(seq: Option<u32>, c: &Control) -> MessageRepr<'static> {
+    match (seq, c) {
+        (None, Control::Config(c)) => MessageRepr::PortConfig(config_to_wire(c)),
+        (None, &Control::ClientReregister(port)) => MessageRepr::ClientReregister { port },
+        (Some(seq), Control::Config(c)) => MessageRepr::SeqPortConfig {
+            seq,
+            config: config_to_wire(c),
+        },
+        (Some(seq), &Control::ClientReregister(port)) => {
+            MessageRepr::SeqClientReregister { seq, port }
         }
     }
 }

@@ -1,0 +1,115 @@
+//! The fabric's configuration of its hosts over a lossy path (docs/UDP-FABRIC.md "Reliable
+//! configuration"): PortConfig and ClientReregister are sequenced once a host says it takes them,
+//! resent until acknowledged, taken once each; a host of an earlier build (one that never
+//! acknowledges) gets them once, unsequenced, as before.
+
+#[path = "common/remote.rs"]
+mod remote;
+
+use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr};
+use remote::{addr, Net};
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn all_carrier(net: &Net) -> bool {
+    (0..net.peers.len()).all(|i| net.carrier(i))
+}
+
+/// A path that loses every unsequenced PortConfig and ClientReregister and the first copy of
+/// each sequenced one (the fabric's resends get through).
+fn first_copies_lost() -> remote::Loss {
+    let mut seen = BTreeSet::new();
+    Box::new(
+        move |to, d| match DatagramRepr::parse(d).map(|r| r.message) {
+            Ok(MessageRepr::PortConfig(_) | MessageRepr::ClientReregister { .. }) => true,
+            Ok(
+                MessageRepr::SeqPortConfig { seq, .. }
+                | MessageRepr::SeqClientReregister { seq, .. },
+            ) => seen.insert((to, seq)),
+            _ => false,
+        },
+    )
+}
+
+// Every configuration the fabric sends loses its first copy: the hosts still get their LIDs and
+// Active ports from the resends, join the broadcast group and ping each other. (With each sent
+// once, as before, no host ever got a LID.)
+#[test]
+fn hosts_come_up_though_the_first_copy_of_every_configuration_is_lost() {
+    let mut net = Net::new(2, 31);
+    net.loss = Some(first_copies_lost());
+    assert!(
+        net.run_until(10 * SEC, all_carrier),
+        "hosts did not come up"
+    );
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+    assert!(net.ping_and_wait(1, addr(0), SEC), "1 -> 0");
+    let f = net.fabric.counters();
+    assert_eq!(f.sequenced_sessions, 2, "{f:?}");
+    assert!(f.control_resent > 0, "{f:?}");
+    assert_eq!(f.control_dropped, 0, "{f:?}");
+    assert_eq!(f.unexpected, 0, "{f:?}");
+    for i in 0..2 {
+        let c = net.peers[i].host.link().counters();
+        assert!(c.port_configs >= 1, "host {i}: {c:?}");
+        let h = &net.peers[i].host;
+        let port = h.identity().unwrap().port;
+        let lid = h.host().unwrap().hca().port(port).unwrap().config().lid;
+        assert_eq!(
+            lid,
+            net.fabric.slot(i).unwrap().lid(),
+            "host {i}: the SM's LID"
+        );
+        assert_eq!(c.duplicates, 0, "host {i}: no acknowledgement lost: {c:?}");
+        assert_eq!(net.fabric.unacked(i), Some(0), "host {i}: all acknowledged");
+    }
+}
+
+// A host whose acknowledgements never reach the fabric, as a host of an earlier build that does
+// not send them: the fabric sends it each configuration once, unsequenced (types 8 and 9), as
+// before, and the host comes up. Its ControlAck 0 goes with the accept, then with keepalives
+// 1, 2, 4, 8, ...: an earlier fabric, which counts each as unexpected, gets few of them.
+#[test]
+fn a_host_that_never_acknowledges_gets_each_configuration_once_as_before() {
+    let mut net = Net::new(2, 32);
+    for p in &mut net.peers {
+        p.tamper = Some(Box::new(|d: &[u8]| {
+            let ack = matches!(
+                DatagramRepr::parse(d).map(|r| r.message),
+                Ok(MessageRepr::ControlAck { .. })
+            );
+            ack.then(|| vec![0; 4])
+        }));
+    }
+    let sequenced = Rc::new(Cell::new(0));
+    let s = sequenced.clone();
+    net.loss = Some(Box::new(move |_, d| {
+        if matches!(
+            DatagramRepr::parse(d).map(|r| r.message),
+            Ok(MessageRepr::SeqPortConfig { .. } | MessageRepr::SeqClientReregister { .. })
+        ) {
+            s.set(s.get() + 1);
+        }
+        false
+    }));
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    net.run_for(6 * SEC);
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+    let f = net.fabric.counters();
+    assert_eq!((f.sequenced_sessions, f.control_resent), (0, 0), "{f:?}");
+    assert_eq!(sequenced.get(), 0, "nothing sequenced sent");
+    let c = net.peers[0].host.link().counters();
+    assert!(c.keepalives >= 30, "{c:?}");
+    // The accept's, then keepalives 1, 2, 4, 8, 16 (and 32 if reached).
+    assert!((6..=7).contains(&c.control_acks), "{c:?}");
+    let other = net.peers[1].host.link().counters().control_acks;
+    assert_eq!(
+        f.malformed,
+        c.control_acks + other,
+        "each ControlAck garbled"
+    );
+}

@@ -1,0 +1,257 @@
+//! The datagrams on fixed byte arrays: parse, emit, and what does not parse.
+
+use super::*;
+use proptest::prelude::*;
+
+const KEEPALIVE: [u8; 16] = [
+    0x49, 0x42, 0x01, 0x05, // magic, version 1, Keepalive
+    0, 0, 0, 0, 0, 0, 0x12, 0x34, // session 0x1234
+    0, 0, 0, 7, // seq 7
+];
+
+const ACCEPT: [u8; 36] = [
+    0x49, 0x42, 0x01, 0x02, // AttachAccept
+    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // session
+    0x00, 0x03, 0x01, 0x01, // slot 3, port 1, one port
+    0x00, 0x00, 0x0b, 0xb8, // 3000 ms
+    0, 0, 0, 0, 0, 0, 0x10, 0x00, // node GUID 0x1000
+    0, 0, 0, 0, 0, 0, 0x10, 0x01, // port 1 GUID 0x1001
+];
+
+const CONFIG: [u8; 36] = [
+    0x49, 0x42, 0x01, 0x08, // PortConfig
+    0, 0, 0, 0, 0, 0, 0, 9, // session 9
+    0x01, 0x04, 0x00, 0x00, // port 1, Active, LMC 0, SM SL 0
+    0x00, 0x05, 0x00, 0x01, // LID 5, SM LID 1
+    0x04, 0x03, 0x00, 0x02, // MTU 2048, 10 Gb/s, two P_Keys
+    0xfe, 0x80, 0, 0, 0, 0, 0, 0, // subnet prefix fe80::
+    0xff, 0xff, 0x80, 0x01, // P_Keys 0xffff, 0x8001
+];
+
+fn config() -> PortConfigRepr {
+    PortConfigRepr {
+        port: 1,
+        state: PortStateCode::Active,
+        lmc: 0,
+        sm_sl: 0,
+        lid: 5,
+        sm_lid: 1,
+        mtu: Mtu::Mtu2048,
+        rate: Rate::Gbps10,
+        subnet_prefix: 0xfe80_0000_0000_0000,
+        pkeys: vec![PKey(0xffff), PKey(0x8001)],
+    }
+}
+
+#[test]
+fn deconstruct_keepalive() {
+    let d = Datagram::new_checked(&KEEPALIVE[..]).unwrap();
+    assert_eq!(d.magic(), MAGIC);
+    assert_eq!(d.version(), 1);
+    assert_eq!(d.msg_type(), MessageType::Keepalive);
+    assert_eq!(d.session(), 0x1234);
+    assert_eq!(d.body(), &[0, 0, 0, 7]);
+    let r = DatagramRepr::parse(&KEEPALIVE).unwrap();
+    assert_eq!(r.message, MessageRepr::Keepalive { seq: 7 });
+}
+
+#[test]
+fn construct_keepalive() {
+    let mut buf = [0u8; 16];
+    let mut d = Datagram::new_unchecked(&mut buf[..]);
+    d.set_magic(MAGIC);
+    d.set_version(VERSION);
+    d.set_msg_type(MessageType::Keepalive);
+    d.set_session(0x1234);
+    d.body_mut().copy_from_slice(&[0, 0, 0, 7]);
+    assert_eq!(buf, KEEPALIVE);
+}
+
+#[test]
+fn accept_parse_emit() {
+    let r = DatagramRepr::parse(&ACCEPT).unwrap();
+    let want = DatagramRepr {
+        session: 0x1122_3344_5566_7788,
+        message: MessageRepr::AttachAccept(AttachAccept {
+            slot: 3,
+            port: 1,
+            timeout_ms: 3000,
+            node_guid: Guid(0x1000),
+            port_guids: vec![Guid(0x1001)],
+        }),
+    };
+    assert_eq!(r, want);
+    assert_eq!(want.buffer_len(), ACCEPT.len());
+    assert_eq!(want.to_vec().unwrap(), ACCEPT);
+}
+
+#[test]
+fn accept_port_outside_ports_is_malformed() {
+    let mut b = ACCEPT;
+    b[14] = 2; // port 2 of a one-port CA
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+    b[14] = 0;
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+    b[14] = 1;
+    b[15] = 2; // two ports announced, one present
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
+}
+
+#[test]
+fn config_parse_emit() {
+    let r = DatagramRepr::parse(&CONFIG).unwrap();
+    assert_eq!(r.session, 9);
+    assert_eq!(r.message, MessageRepr::PortConfig(config()));
+    let d = DatagramRepr {
+        session: 9,
+        message: MessageRepr::PortConfig(config()),
+    };
+    assert_eq!(d.to_vec().unwrap(), CONFIG);
+    // A P_Key count past the end.
+    let mut b = CONFIG;
+    b[23] = 3;
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Truncated));
+}
+
+#[test]
+fn unknown_codes_round_trip() {
+    let mut b = CONFIG;
+    b[13] = 9; // state 9
+    b[20] = 0x3f; // MTU code 63
+    let r = DatagramRepr::parse(&b).unwrap();
+    let MessageRepr::PortConfig(c) = &r.message else {
+        panic!("{r:?}")
+    };
+    assert_eq!(c.state, PortStateCode::Unknown(9));
+    assert_eq!(c.mtu, Mtu::Unknown(0x3f));
+    assert_eq!(r.to_vec().unwrap(), b);
+    let t = [0x49, 0x42, 1, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0, 0xaa, 0xbb];
+    let r = DatagramRepr::parse(&t).unwrap();
+    assert_eq!(
+        r.message,
+        MessageRepr::Unknown {
+            msg_type: 0x7f,
+            body: &[0xaa, 0xbb]
+        }
+    );
+    assert_eq!(r.to_vec().unwrap(), t);
+}
+
+#[test]
+fn packet_detach_request_reject() {
+    let pkt = [1u8, 2, 3, 4, 5, 6];
+    for m in [
+        MessageRepr::Packet(&pkt),
+        MessageRepr::Detach,
+        MessageRepr::AttachRequest { hint: Guid(0x42) },
+        MessageRepr::AttachReject {
+            reason: RejectReason::NoFreeSlot,
+        },
+        MessageRepr::KeepaliveAck { seq: u32::MAX },
+        MessageRepr::ClientReregister { port: 2 },
+    ] {
+        let d = DatagramRepr {
+            session: 5,
+            message: m,
+        };
+        let v = d.to_vec().unwrap();
+        assert_eq!(DatagramRepr::parse(&v).unwrap(), d);
+    }
+    let v = DatagramRepr {
+        session: 0,
+        message: MessageRepr::Packet(&pkt),
+    }
+    .to_vec()
+    .unwrap();
+    assert_eq!(&v[12..], &pkt);
+    assert_eq!(v[3], 4);
+    let r = [0x49, 0x42, 1, 9, 0, 0, 0, 0, 0, 0, 0, 7, 1];
+    let d = DatagramRepr::parse(&r).unwrap();
+    assert_eq!(d.message, MessageRepr::ClientReregister { port: 1 });
+    assert_eq!(d.to_vec().unwrap(), r);
+    assert_eq!(DatagramRepr::parse(&r[..12]), Err(Error::Truncated));
+}
+
+// docs/UDP-FABRIC.md "Reliable configuration": the sequenced forms are the sequence number
+// and then the unsequenced body; the acknowledgement is the number alone.
+#[test]
+fn sequenced_messages_and_their_acknowledgement() {
+    let mut seq_config = CONFIG.to_vec();
+    seq_config[3] = 10;
+    seq_config.splice(12..12, [0, 0, 1, 2]);
+    let d = DatagramRepr::parse(&seq_config).unwrap();
+    let want = MessageRepr::SeqPortConfig {
+        seq: 0x102,
+        config: config(),
+    };
+    assert_eq!(d.message, want);
+    assert_eq!(d.buffer_len(), seq_config.len());
+    assert_eq!(d.to_vec().unwrap(), seq_config);
+    assert_eq!(
+        DatagramRepr::parse(&seq_config[..seq_config.len() - 1]),
+        Err(Error::Truncated)
+    );
+    let r = [0x49, 0x42, 1, 11, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 3, 2];
+    let d = DatagramRepr::parse(&r).unwrap();
+    assert_eq!(
+        d.message,
+        MessageRepr::SeqClientReregister { seq: 3, port: 2 }
+    );
+    assert_eq!(d.to_vec().unwrap(), r);
+    assert_eq!(DatagramRepr::parse(&r[..16]), Err(Error::Truncated));
+    let a = [0x49, 0x42, 1, 12, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 3];
+    let d = DatagramRepr::parse(&a).unwrap();
+    assert_eq!(d.message, MessageRepr::ControlAck { seq: 3 });
+    assert_eq!(d.to_vec().unwrap(), a);
+    assert_eq!(DatagramRepr::parse(&a[..15]), Err(Error::Truncated));
+}
+
+#[test]
+fn bad_magic_version_length() {
+    assert_eq!(DatagramRepr::parse(&KEEPALIVE[..11]), Err(Error::Truncated));
+    assert_eq!(DatagramRepr::parse(&KEEPALIVE[..15]), Err(Error::Truncated));
+    let mut b = KEEPALIVE;
+    b[0] = 0x45;
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Malformed));
+    let mut b = KEEPALIVE;
+    b[2] = 2;
+    assert_eq!(DatagramRepr::parse(&b), Err(Error::Unsupported));
+}
+
+#[test]
+fn emit_refuses_short_buffer_and_uncarriable() {
+    let d = DatagramRepr {
+        session: 1,
+        message: MessageRepr::Keepalive { seq: 1 },
+    };
+    assert_eq!(d.emit(&mut [0u8; 15]), Err(Error::Truncated));
+    let bad = DatagramRepr {
+        session: 1,
+        message: MessageRepr::AttachAccept(AttachAccept {
+            slot: 0,
+            port: 2,
+            timeout_ms: 0,
+            node_guid: Guid(1),
+            port_guids: vec![Guid(2)],
+        }),
+    };
+    assert_eq!(bad.to_vec(), Err(Error::Malformed));
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = DatagramRepr::parse(&data);
+    }
+
+    #[test]
+    fn random_bodies_never_panic(t in 0u8..14, body in proptest::collection::vec(any::<u8>(), 0..100)) {
+        let mut data = vec![0x49, 0x42, 1, t, 0, 0, 0, 0, 0, 0, 0, 1];
+        data.extend_from_slice(&body);
+        if let Ok(r) = DatagramRepr::parse(&data) {
+            // What parses emits again, and parses to the same thing.
+            let v = r.to_vec().unwrap();
+            prop_assert_eq!(DatagramRepr::parse(&v).unwrap(), r);
+        }
+    }
+}
