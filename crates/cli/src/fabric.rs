@@ -51,7 +51,8 @@ pub struct Args {
     /// send a keepalive every second).
     #[arg(long, default_value_t = 3000)]
     timeout_ms: u64,
-    /// Seed of the fabric's random choices (session ids, the SA's).
+    /// Seed of the fabric's random choices (the SA's; session ids are drawn fresh in every run,
+    /// so that a restarted fabric never gives a host the id of its lost session).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// The SM's LIDs by port GUID, in OpenSM's guid2lid format: read at the start (a missing

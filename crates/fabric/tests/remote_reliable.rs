@@ -113,3 +113,40 @@ fn a_host_that_never_acknowledges_gets_each_configuration_once_as_before() {
         "each ControlAck garbled"
     );
 }
+
+// A host that hears nothing from the fabric for its `dead_after` while the fabric still hears
+// it attaches again and is given its session again (a repeated request gets the same accept,
+// docs/UDP-FABRIC.md "Protocol"): the numbering goes on where it was, the host takes what the
+// fabric sends after the accept, and nothing is left waiting.
+#[test]
+fn a_host_given_its_session_again_goes_on_with_its_numbers() {
+    let mut net = Net::new(2, 33);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let deaf = Rc::new(Cell::new(true));
+    let d = deaf.clone();
+    net.loss = Some(Box::new(move |to, _| to == 1 && d.get()));
+    assert!(
+        net.run_until(2 * SEC, |n| !n.peers[1].host.link().is_attached()),
+        "the host noticed"
+    );
+    let taken = net.peers[1].host.link().counters().port_configs;
+    deaf.set(false);
+    assert!(
+        net.run_until(2 * SEC, |n| n.peers[1].host.link().is_attached()),
+        "attached again"
+    );
+    assert!(
+        net.fabric.counters().accepts_resent >= 1,
+        "the same session"
+    );
+    assert_eq!(net.fabric.counters().timed_out, 0);
+    net.run_for(2 * SEC);
+    assert_eq!(net.fabric.unacked(1), Some(0), "nothing left waiting");
+    let c = net.peers[1].host.link().counters();
+    assert!(
+        c.port_configs > taken,
+        "the configuration after the accept: {c:?}"
+    );
+    assert!(net.carrier(1), "up again");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+}

@@ -50,6 +50,8 @@ pub struct Net {
     pub to_fabric: Vec<(Instant, u8, Vec<u8>)>,
     /// Loses datagrams from the fabric to the hosts (none when `None`).
     pub loss: Option<Loss>,
+    /// Fabric restarts so far.
+    restarts: u64,
 }
 
 /// Host `i`'s address: 10.0.0.(i + 2) (10.0.0.1 would be the SM's CA).
@@ -125,6 +127,7 @@ impl Net {
             queued: false,
             to_fabric: Vec::new(),
             loss: None,
+            restarts: 0,
         }
     }
 
@@ -178,7 +181,12 @@ impl Net {
 
     /// A new fabric process in place of the old one (what was in flight to it is lost).
     pub fn restart_fabric(&mut self) {
-        self.fabric = FabricServer::build(self.opts.clone()).unwrap();
+        // Another process: other session ids (`FabricOptions::session_seed`), as the runtime
+        // draws a fresh seed for each.
+        let mut opts = self.opts.clone();
+        self.restarts += 1;
+        opts.session_seed = Some(self.restarts);
+        self.fabric = FabricServer::build(opts).unwrap();
         self.wire.retain(|w| !w.1);
         // The new fabric's clock starts where the world is.
         self.fabric.handle_timeout(self.now);

@@ -390,8 +390,11 @@ pub struct FabricProcess {
 }
 
 impl FabricProcess {
-    /// Builds the fabric and binds `addr`.
-    pub fn bind(addr: SocketAddr, opts: FabricOptions) -> io::Result<FabricProcess> {
+    /// Builds the fabric and binds `addr`. Session ids are drawn from a fresh seed unless
+    /// `opts` gives one ([`FabricOptions::session_seed`]): a restarted fabric never gives a host
+    /// the id of the session it lost.
+    pub fn bind(addr: SocketAddr, mut opts: FabricOptions) -> io::Result<FabricProcess> {
+        opts.session_seed = opts.session_seed.or_else(|| Some(fresh_seed()));
         let server = FabricServer::build(opts).map_err(|e| io::Error::other(e.to_string()))?;
         let socket = UdpSocket::bind(addr)?;
         grow_buffers(&socket);

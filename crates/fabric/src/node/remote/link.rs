@@ -13,6 +13,8 @@
 //!   with the latest number taken (ControlAck). A ControlAck of 0 right after each accept, and
 //!   again with the keepalives 1, 2, 4, 8, ... of the session until a sequenced message comes,
 //!   tells the fabric that this host takes them (docs/UDP-FABRIC.md "Reliable configuration");
+//!   given its lost session again (the fabric still held it), it goes on with that session's
+//!   numbers and acknowledges what it took there instead of 0;
 //! - [`HostLink::detach`] sends Detach and stops.
 //!
 //! Invariants: datagrams of another session are counted and dropped; once a sequenced message
@@ -139,6 +141,9 @@ pub struct HostLink {
     cfg: HostLinkConfig,
     state: State,
     hint: Guid,
+    /// The session lost last and what was taken in it: a fabric that still holds the session
+    /// gives it again, its numbering going on.
+    last: Option<(u64, Sequenced)>,
     seq: u32,
     out: VecDeque<Outgoing>,
     events: VecDeque<HostLinkEvent>,
@@ -152,6 +157,7 @@ impl HostLink {
             cfg,
             state: State::Attaching { next: now },
             hint: Guid(0),
+            last: None,
             seq: 0,
             out: VecDeque::new(),
             events: VecDeque::new(),
@@ -262,16 +268,23 @@ impl HostLink {
         match (&mut self.state, d.message) {
             (State::Attaching { .. }, MessageRepr::AttachAccept(a)) => {
                 self.hint = a.node_guid;
+                // The session lost last, given again (the fabric still held it: it heard this
+                // host while this host heard nothing): its numbers go on, and the fabric resends
+                // what was not acknowledged. Any other starts from none taken.
+                let sequenced = match self.last.take() {
+                    Some((id, s)) if id == d.session => Sequenced { keepalives: 0, ..s },
+                    _ => Sequenced::default(),
+                };
                 self.state = State::Attached {
                     session: d.session,
                     last_heard: now,
                     next_keepalive: now + self.cfg.keepalive,
-                    sequenced: Sequenced::default(),
+                    sequenced,
                 };
                 self.event(HostLinkEvent::Attached(a));
                 // This host takes sequenced configuration (docs/UDP-FABRIC.md "Reliable
-                // configuration").
-                self.ack(d.session, 0);
+                // configuration"); up to here, in a session given again.
+                self.ack(d.session, sequenced.taken);
             }
             (State::Attaching { .. }, MessageRepr::AttachReject { reason }) => {
                 self.event(HostLinkEvent::Rejected(reason));
@@ -395,6 +408,12 @@ impl HostLink {
     }
 
     fn lose(&mut self, now: Instant) {
+        if let State::Attached {
+            session, sequenced, ..
+        } = self.state
+        {
+            self.last = Some((session, sequenced));
+        }
         self.counters.lost += 1;
         self.state = State::Attaching { next: now };
         self.event(HostLinkEvent::Lost);

@@ -72,6 +72,12 @@ pub struct FabricOptions {
     pub slot_queue: usize,
     /// Datagrams waiting for the socket, at most.
     pub transmit_queue: usize,
+    /// Seed of the session ids; `None`: drawn from the subnet's seed, the same in every run.
+    /// A process gives a fresh one (`runtime::udp_fabric::FabricProcess::bind`), so that a
+    /// restarted fabric does not give a host the id of the session it lost: a host given its
+    /// lost session's id again goes on with that session's numbers (docs/UDP-FABRIC.md
+    /// "Reliable configuration").
+    pub session_seed: Option<u64>,
 }
 
 impl FabricOptions {
@@ -85,6 +91,7 @@ impl FabricOptions {
             timeout: Duration::from_secs(3),
             slot_queue: super::DEFAULT_QUEUE_LIMIT,
             transmit_queue: 16_384,
+            session_seed: None,
         }
     }
 }
@@ -276,7 +283,10 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             )?;
             (Some(sa), Some(app))
         };
-        let rng = sim.fork_rng(SESSION_STREAM);
+        let rng = match opts.session_seed {
+            Some(seed) => Rng::new(seed).fork(SESSION_STREAM),
+            None => sim.fork_rng(SESSION_STREAM),
+        };
         Ok(FabricServer {
             sim,
             topology: topo,
