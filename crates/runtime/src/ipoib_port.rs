@@ -129,6 +129,9 @@ fn from_os(host: &mut Host, h: IpoibHandle, now: ipoib_fabric::Instant, packet: 
     }
 }
 
+/// Taking a packet the adapter queued for the OS gives the host no work, so the host is not
+/// marked for a round ([`Host::app_output_mut`]): a driver that drains after every event would
+/// otherwise make every middle packet of a connected-mode message take one.
 fn to_os(host: &mut Host, h: IpoibHandle) -> Option<IpBuf> {
-    host.app_mut::<IpoibApp>(h.app)?.to_os_buf()
+    host.app_output_mut::<IpoibApp>(h.app)?.to_os_buf()
 }

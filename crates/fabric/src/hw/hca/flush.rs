@@ -23,6 +23,16 @@ impl Hca {
             && self.port_requests.is_empty()
     }
 
+    /// True when the last packet received ([`crate::hw::sim::Device::receive_frame`]) was a
+    /// SEND or RDMA WRITE First or Middle that its RC/UC engine took and that left it with
+    /// nothing to give (no acknowledgement asked for, no completion: IBA 1 §9.7.5.2, §9.8.3),
+    /// its timer where it was, and the HCA has nothing to flush: the packet started or added
+    /// to the message being received (a SEND First takes its receive WQE, which software sees
+    /// only in the completion, IBA 1 §10.8.4) and changed nothing else software could see.
+    pub fn took_quietly(&self) -> bool {
+        self.rx_quiet && self.is_settled()
+    }
+
     /// Sends everything queued (UD work requests, RC/UC engine output) out of the ports through
     /// `tx`; returns the packets sent.
     pub fn flush(&mut self, now: Instant, tx: &mut Tx) -> usize {

@@ -114,6 +114,8 @@ pub struct Hca {
     /// An engine took an input since the last [`Hca::flush`] began, so
     /// [`Device::poll_timeout`] asks for a flush at `last_now`.
     connected_dirty: bool,
+    /// The last packet received was taken quietly ([`Hca::took_quietly`]).
+    rx_quiet: bool,
     last_now: Instant,
     counters: HcaCounters,
     /// Registered memory regions (module `mr`).
@@ -168,6 +170,7 @@ impl Hca {
             factory: None,
             sched: Schedule::default(),
             connected_dirty: false,
+            rx_quiet: false,
             last_now: Instant::ZERO,
             counters: HcaCounters::default(),
             mrs: mr::MrTable::default(),
@@ -609,6 +612,7 @@ impl Device for Hca {
 
     fn receive_frame(&mut self, now: Instant, port: u8, packet: Frame, tx: &mut Tx) {
         self.last_now = self.last_now.max(now);
+        self.rx_quiet = false;
         if let Some(p) = self.port_mut(port) {
             p.traffic.count_rcv(&packet);
         }

@@ -13,7 +13,7 @@ use crate::hw::sim::Frame;
 use crate::hw::verbs::{QpType, Qpn};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
-use ipoib_wire::ib::{BthRepr, Transport};
+use ipoib_wire::ib::{BthRepr, Operation, Transport};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::PKey;
 
@@ -209,7 +209,17 @@ impl Hca {
         if engine.has_work() {
             self.sched.touch(handle, engine.poll_timeout());
         } else {
-            self.sched.set_timer(handle, engine.poll_timeout());
+            let t = engine.poll_timeout();
+            // A message's first or middle packet (IBA 1 §9.7.5.2: no acknowledgement unless
+            // asked for) that changed no timer: [`Hca::took_quietly`].
+            self.rx_quiet = matches!(
+                bth.opcode.operation(),
+                Operation::SendFirst
+                    | Operation::SendMiddle
+                    | Operation::RdmaWriteFirst
+                    | Operation::RdmaWriteMiddle
+            ) && self.sched.timer_of(handle) == t;
+            self.sched.set_timer(handle, t);
         }
         self.counters.rx_delivered += 1;
         self.connected_dirty = true;

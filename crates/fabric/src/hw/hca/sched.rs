@@ -140,6 +140,11 @@ impl Schedule {
         }
     }
 
+    /// QP `qpn`'s engine timer as last recorded ([`Schedule::set_timer`]).
+    pub fn timer_of(&self, qpn: Qpn) -> Option<Instant> {
+        self.timer.get(&qpn).and_then(|e| e.due)
+    }
+
     /// QP `qpn` is gone.
     pub fn remove(&mut self, qpn: Qpn) {
         self.ready.remove(&qpn);

@@ -99,7 +99,11 @@ impl HostCtx<'_> {
 /// An application on a host, driven quinn-proto style by the host device: completions of the
 /// CQs routed to it arrive through `on_completion`; `poll` runs on every host activity and
 /// when `poll_timeout` is due (it doubles as the timer handler, so it must tolerate being
-/// called early or often).
+/// called early or often). The one activity it does not run on: a packet the HCA takes
+/// quietly (a SEND or RDMA WRITE First or Middle, no completion, answer or timer:
+/// [`super::Host`]'s `receive_frame`) when the host's last round moved nothing; so `poll`
+/// must not count on seeing a message's packets land before its last (neither does a verbs
+/// consumer: nothing tells it of them), and a deadline belongs in `poll_timeout`.
 pub trait App: Any {
     /// A completion of one of the application's CQs (owned: a receive's data may be kept or
     /// handed on without a copy).
