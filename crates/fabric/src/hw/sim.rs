@@ -41,7 +41,7 @@ pub trait Device: Any {
     /// When the device next needs `handle_timeout`; `None` for never.
     fn poll_timeout(&self) -> Option<Instant>;
     /// True when the last `receive_frame` moved the device's timer (`poll_timeout`) no earlier,
-    /// so that the simulator need not ask for it again ([`Simulator::refresh_timer`]: a timer
+    /// so that the simulator need not ask for it again (its `refresh_timer`: a timer
     /// event at or before it is queued already, or none is wanted). The default, false, is
     /// always right.
     fn timer_kept(&self) -> bool {
