@@ -28,7 +28,7 @@ impl Hca {
     /// nothing to give (no acknowledgement asked for, no completion: IBA 1 §9.7.5.2, §9.8.3),
     /// its timer where it was, and the HCA has nothing to flush: the packet started or added
     /// to the message being received (a SEND First takes its receive WQE, which software sees
-    /// only in the completion, IBA 1 §10.8.4) and changed nothing else software could see.
+    /// only in its completion, IBA 1 §11.4.2) and changed nothing else software could see.
     pub fn took_quietly(&self) -> bool {
         self.rx_quiet && self.is_settled()
     }
