@@ -560,6 +560,10 @@ pub trait OsPort<E> {
     /// Calls `out` with every packet the interface has for the OS, oldest first (each in the
     /// buffer it was received in, [`IpBuf`]).
     fn packets_to_os(&mut self, emu: &mut E, out: &mut dyn FnMut(IpBuf));
+    /// A packet [`OsPort::packets_to_os`] gave, written to the OS and done with, given back so
+    /// that the emulation receives its next packets in its allocation ([`IpBuf::into_allocation`])
+    /// rather than in a new one. Dropped by default.
+    fn recycle_to_os(&mut self, _emu: &mut E, _packet: IpBuf) {}
 }
 
 /// Packets through one [`TunEndpoint`] (shared, readable while the driver runs).
@@ -745,15 +749,20 @@ impl<E, P: OsPort<E>> Endpoint<E> for TunEndpoint<P> {
         let Some(w) = self.writer.as_mut().filter(|_| !inline) else {
             let tun = &self.tun;
             write_batch(tun, &self.batch, &self.counters);
-            self.batch.clear();
+            for p in self.batch.drain(..) {
+                self.port.recycle_to_os(emu, p);
+            }
             return Ok(n);
         };
         w.pending.fetch_add(1, Ordering::Relaxed);
         w.last_handoff = Some(Instant::now());
-        // The packets of a returned batch are freed here, by the thread that allocated them
-        // (glibc's malloc frees another thread's memory under its arena's lock).
+        // The packets of a returned batch go back to the emulation here, on the thread that
+        // allocated them (glibc's malloc frees another thread's memory under its arena's lock):
+        // what the port does not keep is freed.
         let mut next = w.empties.try_recv().unwrap_or_default();
-        next.clear();
+        for p in next.drain(..) {
+            self.port.recycle_to_os(emu, p);
+        }
         let full = std::mem::replace(&mut self.batch, next);
         match w.batches.as_ref().map(|tx| tx.send(full)) {
             Some(Ok(())) => Ok(n),

@@ -4,6 +4,7 @@
 #[path = "common/udp_world.rs"]
 mod world;
 
+use ipoib_proto::ipoib::IpBuf;
 use ipoib_runtime::tun::{OsPort, FRAME_HEADROOM, READ_BUFFER};
 use ipoib_runtime::udp_fabric::DatagramPeer;
 use std::time::Duration;
@@ -75,4 +76,27 @@ fn a_hosts_next_packets_are_built_in_the_buffers_of_those_it_sent() {
         "a packet built in the buffer given back"
     );
     assert!(w.run(Duration::from_secs(5), |w| w.b.delivered > b0));
+}
+
+// A packet given to the OS, once written, comes back to the emulation (`OsPort::recycle_to_os`,
+// as `TunEndpoint::flush` gives back the writer thread's batches): its allocation is kept by the
+// host (`Simulator::recycle`) for the next datagram it receives, and goes round from there (the
+// datagram's copy, then the HCA's next packet built), not freed.
+#[test]
+fn a_packet_written_to_the_os_comes_back_for_the_hosts_next_packets() {
+    let mut w = up();
+    let buf = vec![0xee; 4_200];
+    let at = buf.as_ptr();
+    w.b.os.recycle_to_os(&mut w.b.emu, IpBuf::new(buf, 44));
+    let mut seen = false;
+    for _ in 0..4 {
+        let (a0, b0) = (w.a.delivered, w.b.delivered);
+        w.send_a(&ipv4(52, 2, 3), 1);
+        assert!(w.run(Duration::from_secs(5), |w| w.b.delivered > b0));
+        w.send_b(&ipv4(52, 3, 2));
+        seen |= w.b.sent.iter().any(|o| o.body.as_ptr() == at);
+        assert!(w.run(Duration::from_secs(5), |w| w.a.delivered > a0));
+        seen |= w.b.sent.iter().any(|o| o.body.as_ptr() == at);
+    }
+    assert!(seen, "a packet of B's built in the allocation given back");
 }

@@ -34,6 +34,12 @@ impl IpBuf {
         self.buf.drain(..self.start);
         self.buf
     }
+
+    /// The whole buffer, the bytes before the packet included, as it is: an allocation to
+    /// receive the next packets in once this one was consumed (nothing is moved).
+    pub fn into_allocation(self) -> Vec<u8> {
+        self.buf
+    }
 }
 
 impl From<Vec<u8>> for IpBuf {
@@ -86,5 +92,7 @@ mod tests {
         assert_eq!(b.clone().into_vec(), vec![0x45, 1, 2]);
         assert!(IpBuf::new(vec![1, 2], 9).is_empty());
         assert_eq!(IpBuf::from(vec![7, 8]).into_vec(), vec![7, 8]);
+        let b = IpBuf::new(vec![0, 0x86, 0xdd, 0, 0x45, 1, 2], 4);
+        assert_eq!(b.into_allocation(), vec![0, 0x86, 0xdd, 0, 0x45, 1, 2]);
     }
 }

@@ -319,6 +319,11 @@ impl OsPort<AttachEmu> for AttachOsPort {
             }
         }
     }
+    fn recycle_to_os(&mut self, emu: &mut AttachEmu, packet: IpBuf) {
+        // Kept by the host for its next packets (`Simulator::recycle`): a datagram's copy, a
+        // datagram's data received (`Hca::receive_frame`), a packet built.
+        emu.host.recycle(packet.into_allocation());
+    }
 }
 
 /// `ipoib attach`: one host whose fabric is reached over UDP. See the module docs.

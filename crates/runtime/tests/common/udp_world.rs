@@ -183,6 +183,11 @@ fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packe
     for o in h.sent.drain(..) {
         h.emu.recycle(o.body);
     }
+    // The packets of the last turn for the OS, written by the writer thread, come back, as
+    // `TunEndpoint::flush` gives them back.
+    for p in h.to_os.drain(..) {
+        h.os.recycle_to_os(&mut h.emu, p);
+    }
     for d in data {
         h.emu.on_datagram(fabric_addr(), d);
     }
@@ -225,8 +230,7 @@ fn turn_host<const SIDE: u8>(h: &mut Host, now: Instant, data: &[Vec<u8>], packe
     while let Some((_, o)) = h.emu.next_datagram() {
         h.sent.push(o);
     }
-    // The TUN writer thread takes the batch; its buffers come back and are freed here.
-    h.to_os.clear();
+    // The TUN writer thread takes the batch; its buffers come back at the next turn.
     let got = &mut h.to_os;
     h.os.packets_to_os(&mut h.emu, &mut |p| got.push(p));
     h.delivered += h.to_os.len();

@@ -616,6 +616,27 @@ impl Device for Hca {
         if let Some(p) = self.port_mut(port) {
             p.traffic.count_rcv(&packet);
         }
+        // A datagram's data is received into a spent allocation (`ud::received_data`, which
+        // takes the last): when the HCA keeps none of its own sends' that would hold it (a
+        // receiving host's sends are acknowledgements), one of the simulator's spent packets (a
+        // delivered packet's buffer given back by its consumer, `Tx::recycle`), not a new one.
+        if self
+            .data_spares
+            .last()
+            .is_none_or(|b| b.capacity() < packet.len())
+        {
+            let b = tx.spare();
+            if b.capacity() >= packet.len() {
+                if self.data_spares.len() >= ud::DATA_SPARES {
+                    if let Some(short) = self.data_spares.pop() {
+                        tx.recycle(short);
+                    }
+                }
+                self.data_spares.push(b);
+            } else {
+                tx.recycle(b);
+            }
+        }
         self.rx(now, port, &packet, None);
         let buf = packet.into_spare();
         if self.spare.is_none() {

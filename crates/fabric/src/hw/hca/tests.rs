@@ -5,6 +5,7 @@ mod connected;
 mod mcast;
 mod mr;
 mod sched;
+mod spares;
 mod ud;
 
 use super::*;

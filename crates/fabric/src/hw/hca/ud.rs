@@ -195,8 +195,11 @@ impl Hca {
         }
     }
 
-    /// The payload of a datagram received, in a spent send's allocation when one is kept and
-    /// large enough (every byte written), else in a new one.
+    /// The payload of a datagram received, in a spent allocation when one is kept and large
+    /// enough (every byte written), else in a new one with room for a whole packet of that
+    /// payload ([`UD_FRAMING_MAX`] more): once its consumer gives it back (a TUN device's
+    /// writer, `Simulator::recycle`), it may hold the next datagram that arrives, not only the
+    /// next payload, without growing.
     fn received_data(&mut self, payload: &[u8]) -> Vec<u8> {
         match self.data_spares.pop() {
             Some(mut v) if v.capacity() >= payload.len() => {
@@ -206,7 +209,9 @@ impl Hca {
             }
             other => {
                 self.data_spares.extend(other);
-                payload.to_vec()
+                let mut v = Vec::with_capacity(payload.len() + UD_FRAMING_MAX);
+                v.extend_from_slice(payload);
+                v
             }
         }
     }

@@ -180,7 +180,7 @@ fn corrupted_packets_are_never_delivered() {
 /// replayed capture does): through `Tx::send`, unmarked. It keeps what it receives, through the
 /// default `Device::receive_frame`, as such a host does.
 #[derive(Default)]
-struct Outside(Vec<Vec<u8>>);
+pub(super) struct Outside(pub(super) Vec<Vec<u8>>);
 
 impl Device for Outside {
     fn receive(&mut self, _now: Instant, _port: u8, packet: Vec<u8>, _tx: &mut Tx) {
@@ -200,7 +200,7 @@ impl Device for Outside {
 
 /// A simulator (seed `seed`) with an [`Outside`] device cabled to an HCA: (simulator, outside,
 /// HCA).
-fn outside_and_hca(seed: u64) -> (Simulator, NodeId, NodeId) {
+pub(super) fn outside_and_hca(seed: u64) -> (Simulator, NodeId, NodeId) {
     let mut sim = Simulator::new(seed);
     let out = sim.add_node(Box::new(Outside::default()), 1);
     let hca = sim.add_node(Box::new(Hca::new(Guid(GUID_B), 1)), 1);
