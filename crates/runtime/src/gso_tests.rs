@@ -49,6 +49,45 @@ fn the_checksum_is_rfc_1071s_for_every_length_alignment_and_carry() {
     assert_eq!(!fold(sum(sum(0, a), b)), rfc1071(&both));
 }
 
+// The fast path (`sum_blocks`, an add-with-carry chain over 64-byte blocks on x86-64) against
+// the word-by-word sum with the carry added at once (`sum_words`), for any bytes, any length
+// (blocks and a remainder of words and bytes) and any running sum carried in below 2^48 (a
+// pseudo-header's sums); and against RFC 1071's 16-bit sum itself.
+proptest::proptest! {
+    #[test]
+    fn the_block_sum_is_the_word_sum(
+        data in proptest::collection::vec(proptest::num::u8::ANY, 0..700),
+        start in 0usize..8,
+        acc in 0u64..(1 << 48),
+    ) {
+        let d = &data[start.min(data.len())..];
+        proptest::prop_assert_eq!(sum(acc, d), sum_words(acc, d));
+        proptest::prop_assert_eq!(checksum(d), rfc1071(d));
+    }
+
+    #[test]
+    fn the_fixed_fold_is_the_loop(acc in proptest::num::u64::ANY) {
+        proptest::prop_assert_eq!(fold(acc), fold_loop(acc));
+    }
+}
+
+// The fold's edges: the largest sums, and those whose carries ripple through every step.
+#[test]
+fn the_fold_of_the_largest_sums_and_rippling_carries() {
+    for acc in [
+        0,
+        0xffff,
+        0x1_0000,
+        0xffff_ffff,
+        0x1_0000_fffe,
+        0xffff_0000_ffff_ffff,
+        0xffff_ffff_ffff_fffe,
+        u64::MAX,
+    ] {
+        assert_eq!(fold(acc), fold_loop(acc), "{acc:#x}");
+    }
+}
+
 /// The pseudo-header of an IPv4 or IPv6 packet's transport part (RFC 793 §3.1, RFC 8200 §8.1).
 fn pseudo(p: &[u8], l4: usize) -> Vec<u8> {
     let len = (p.len() - l4) as u32;
