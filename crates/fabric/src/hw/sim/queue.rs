@@ -15,9 +15,12 @@
 //! Timers queued in order (the SM's: its SMP timeouts, each 10 ms after a send, only grow) go to
 //! the back of a list, not into a heap, and leave it from the front; only those out of order go
 //! to the timers' heap. Events due soon likewise: those queued in order (most packets: each arrives after
-//! the one sent before it) wait in a list with their keys, no slot and no heap, and only the
-//! others go to the heap. [`Queue::pop`] takes the smallest key of the four fronts, so the order
-//! is that of one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
+//! the one sent before it) wait in a list with their keys, no slot and no heap; those earlier
+//! than that list's last wait in a second such list if they come after its last (the SM's
+//! SMPs queued behind its busy link make one run far ahead, the packets crossing idle links
+//! another, which alone sent four in five packets of a bring-up to the heap), and only the others
+//! go to the heap. [`Queue::pop`] takes the smallest key of the five fronts, so the order is
+//! that of one heap. (An ordered map of per-instant buffers, before these heaps, paid a B-tree insert and
 //! remove for nearly every event: docs/benchmarks/subnet.md.)
 
 use ipoib_proto::time::Instant;
@@ -50,6 +53,7 @@ impl PartialOrd for Key {
 #[derive(Debug, Clone, Copy)]
 enum Front {
     SoonList,
+    SoonRun,
     SoonHeap,
     TimerList,
     TimerHeap,
@@ -61,6 +65,10 @@ pub(super) struct Queue<E> {
     /// with their keys (no slot, no heap): most packets on a fabric's links, whose arrival
     /// instants grow with the time they were sent.
     soon_in_order: VecDeque<(Key, E)>,
+    /// A second run of events queued in order, for those earlier than the back of
+    /// `soon_in_order` and not earlier than its own: the SMPs queued behind the SM's busy link
+    /// make one run far ahead, the packets crossing idle links another.
+    soon_run: VecDeque<(Key, E)>,
     /// The other events due soon.
     soon: BinaryHeap<Key>,
     /// Timers queued in order: the keys increase from front to back.
@@ -77,6 +85,7 @@ impl<E> Default for Queue<E> {
     fn default() -> Queue<E> {
         Queue {
             soon_in_order: VecDeque::new(),
+            soon_run: VecDeque::new(),
             soon: BinaryHeap::new(),
             timers_in_order: VecDeque::new(),
             timers: BinaryHeap::new(),
@@ -107,26 +116,33 @@ impl<E> Queue<E> {
     /// Queues `event` at `at`, after every event already queued at `at`.
     #[inline]
     pub fn push(&mut self, at: Instant, event: E) {
-        // Sequence numbers increase, so a key at or after the last one's instant is greater.
-        match self.soon_in_order.back() {
-            Some((last, _)) if last.at > at => {
+        // Sequence numbers increase, so a key at or after the last one's instant is greater:
+        // it joins the run whose last instant is the latest not after it (the other run stays
+        // free for earlier ones), else the heap.
+        let a = self.soon_in_order.back().map(|(k, _)| k.at);
+        let b = self.soon_run.back().map(|(k, _)| k.at);
+        let fits_a = a.is_none_or(|x| x <= at);
+        let fits_b = b.is_none_or(|x| x <= at);
+        let run = match (fits_a, fits_b) {
+            (true, true) if b > a => &mut self.soon_run,
+            (true, _) => &mut self.soon_in_order,
+            (false, true) => &mut self.soon_run,
+            (false, false) => {
                 let key = self.key(at, event);
                 self.soon.push(key);
+                return;
             }
-            _ => {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                let key = Key {
-                    at,
-                    seq,
-                    slot: usize::MAX,
-                };
-                self.soon_in_order.push_back((key, event));
-            }
-        }
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let key = Key {
+            at,
+            seq,
+            slot: usize::MAX,
+        };
+        run.push_back((key, event));
     }
 
-    /// [`Queue::push`] for a timer: the same order, kept in the heap of timers.
     pub fn push_timer(&mut self, at: Instant, event: E) {
         let key = self.key(at, event);
         // Sequence numbers increase, so a key at or after the last one's instant is greater.
@@ -160,9 +176,12 @@ impl<E> Queue<E> {
             }
         }
         let soon = first(
-            self.soon_in_order
-                .front()
-                .map(|(k, _)| (Front::SoonList, k)),
+            first(
+                self.soon_in_order
+                    .front()
+                    .map(|(k, _)| (Front::SoonList, k)),
+                self.soon_run.front().map(|(k, _)| (Front::SoonRun, k)),
+            ),
             self.soon.peek().map(|k| (Front::SoonHeap, k)),
         );
         let timer = first(
@@ -182,6 +201,7 @@ impl<E> Queue<E> {
         }
         let key = match which {
             Front::SoonList => return self.soon_in_order.pop_front().map(|(k, e)| (k.at, e)),
+            Front::SoonRun => return self.soon_run.pop_front().map(|(k, e)| (k.at, e)),
             Front::SoonHeap => self.soon.pop(),
             Front::TimerList => self.timers_in_order.pop_front(),
             Front::TimerHeap => self.timers.pop(),
@@ -199,7 +219,11 @@ impl<E> Queue<E> {
 
     /// Events queued.
     pub fn len(&self) -> usize {
-        self.soon_in_order.len() + self.soon.len() + self.timers_in_order.len() + self.timers.len()
+        self.soon_in_order.len()
+            + self.soon_run.len()
+            + self.soon.len()
+            + self.timers_in_order.len()
+            + self.timers.len()
     }
 }
 
@@ -261,6 +285,27 @@ mod tests {
             }
             assert_eq!(q.pop(), None);
         }
+    }
+
+    // The two runs of a bring-up: the SM's SMPs queued behind its busy link, far ahead, and the
+    // packets crossing idle links, near; interleaved, each run in order. Both wait in lists, none
+    // in the heap, and they leave in the order of one heap.
+    #[test]
+    fn a_far_run_and_a_near_run_stay_out_of_the_heap() {
+        let at = |n: u64| Instant::ZERO + Duration::from_nanos(n);
+        let mut q = Queue::default();
+        let mut heap = BinaryHeap::new();
+        for i in 0..100u64 {
+            for (n, seq) in [(1_000 + 10 * i, 2 * i), (3 * i, 2 * i + 1)] {
+                q.push(at(n), seq);
+                heap.push(Reverse((at(n), seq)));
+            }
+        }
+        assert!(q.soon.is_empty());
+        while let Some(Reverse(x)) = heap.pop() {
+            assert_eq!(q.pop(), Some(x));
+        }
+        assert_eq!(q.pop(), None);
     }
 }
 
