@@ -388,9 +388,13 @@ impl HostLink {
         };
         sequenced.seen = true;
         // Serial number arithmetic: ahead when less than 2^31 beyond (numbers wrap).
-        let next = seq == next_seq(sequenced.taken);
+        let mut next = seq == next_seq(sequenced.taken);
         let ahead = seq.wrapping_sub(sequenced.taken);
-        if next {
+        if next && self.events.len() >= QUEUE_LIMIT {
+            // No room for its event: not taken, so not acknowledged; the fabric sends it again.
+            self.counters.queue_full += 1;
+            next = false;
+        } else if next {
             sequenced.taken = seq;
         } else if ahead == 0 || ahead > 1 << 31 {
             self.counters.duplicates += 1;
@@ -541,5 +545,56 @@ mod tests {
         link.handle_datagram(Instant::ZERO, &d(MessageRepr::ClientReregister { port: 1 }));
         assert!(link.poll_event().is_none(), "older than the sequenced ones");
         assert_eq!(link.counters().stale, 1);
+    }
+
+    // A sequenced message that finds the adapter's event queue full is not taken and not
+    // acknowledged (its event would be lost with the acknowledgement telling the fabric to stop
+    // sending it); the fabric's resend brings it when there is room.
+    #[test]
+    fn a_sequenced_message_with_no_room_for_its_event_waits_for_the_resend() {
+        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        let d = |message| {
+            DatagramRepr {
+                session: 7,
+                message,
+            }
+            .to_vec()
+            .unwrap()
+        };
+        let accept = AttachAccept {
+            slot: 1,
+            port: 1,
+            timeout_ms: 3000,
+            node_guid: Guid(0x10),
+            port_guids: vec![Guid(0x11)],
+        };
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept)));
+        let acks = |link: &mut HostLink| -> Vec<u32> {
+            std::iter::from_fn(|| link.poll_transmit())
+                .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
+                    MessageRepr::ControlAck { seq } => Some(seq),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(acks(&mut link), [0]);
+        let packet = d(MessageRepr::Packet(&[0x5a; 64]));
+        while link.counters().queue_full == 0 {
+            link.handle_datagram(Instant::ZERO, &packet);
+        }
+        let rereg = d(MessageRepr::SeqClientReregister { seq: 1, port: 1 });
+        link.handle_datagram(Instant::ZERO, &rereg);
+        assert_eq!(
+            acks(&mut link),
+            [0],
+            "not taken: the previous number acknowledged"
+        );
+        assert_eq!(link.counters().client_reregisters, 0);
+        let drained = std::iter::from_fn(|| link.poll_event()).count();
+        assert!(drained > 1000);
+        link.handle_datagram(Instant::ZERO, &rereg);
+        assert_eq!(acks(&mut link), [1]);
+        assert_eq!(link.poll_event(), Some(HostLinkEvent::ClientReregister(1)));
+        assert_eq!(link.counters().client_reregisters, 1);
     }
 }
