@@ -454,27 +454,43 @@ mod tests {
     use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr};
     use ipoib_wire::Guid;
 
-    // A packet from the fabric is copied into the buffer the caller gives (a spent packet's
-    // allocation), not into a new one.
-    #[test]
-    fn a_packet_from_the_fabric_is_copied_into_the_buffer_given() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        let accept = AttachAccept {
+    /// `message` in session 7's datagram.
+    fn d(message: MessageRepr<'_>) -> Vec<u8> {
+        DatagramRepr {
+            session: 7,
+            message,
+        }
+        .to_vec()
+        .unwrap()
+    }
+
+    /// The fabric's accept of session 7: slot 1, port 1.
+    fn accept() -> AttachAccept {
+        AttachAccept {
             slot: 1,
             port: 1,
             timeout_ms: 3000,
             node_guid: Guid(0x10),
             port_guids: vec![Guid(0x11)],
-        };
-        let d = |message| {
-            DatagramRepr {
-                session: 7,
-                message,
-            }
-            .to_vec()
-            .unwrap()
-        };
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept)));
+        }
+    }
+
+    /// The numbers of the ControlAcks the host sent since last asked.
+    fn acks(link: &mut HostLink) -> Vec<u32> {
+        std::iter::from_fn(|| link.poll_transmit())
+            .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
+                MessageRepr::ControlAck { seq } => Some(seq),
+                _ => None,
+            })
+            .collect()
+    }
+
+    // A packet from the fabric is copied into the buffer the caller gives (a spent packet's
+    // allocation), not into a new one.
+    #[test]
+    fn a_packet_from_the_fabric_is_copied_into_the_buffer_given() {
+        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
         assert!(matches!(
             link.poll_event(),
             Some(HostLinkEvent::Attached(_))
@@ -498,30 +514,7 @@ mod tests {
     #[test]
     fn sequenced_messages_are_taken_once_in_order_and_acknowledged() {
         let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        let d = |message| {
-            DatagramRepr {
-                session: 7,
-                message,
-            }
-            .to_vec()
-            .unwrap()
-        };
-        let accept = AttachAccept {
-            slot: 1,
-            port: 1,
-            timeout_ms: 3000,
-            node_guid: Guid(0x10),
-            port_guids: vec![Guid(0x11)],
-        };
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept)));
-        let acks = |link: &mut HostLink| -> Vec<u32> {
-            std::iter::from_fn(|| link.poll_transmit())
-                .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
-                    MessageRepr::ControlAck { seq } => Some(seq),
-                    _ => None,
-                })
-                .collect()
-        };
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
         assert_eq!(acks(&mut link), [0], "this host takes sequenced messages");
         let rereg = |seq| d(MessageRepr::SeqClientReregister { seq, port: 1 });
         // 2 before 1: dropped; then 1, 2, and 1 again.
@@ -553,30 +546,7 @@ mod tests {
     #[test]
     fn a_sequenced_message_with_no_room_for_its_event_waits_for_the_resend() {
         let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        let d = |message| {
-            DatagramRepr {
-                session: 7,
-                message,
-            }
-            .to_vec()
-            .unwrap()
-        };
-        let accept = AttachAccept {
-            slot: 1,
-            port: 1,
-            timeout_ms: 3000,
-            node_guid: Guid(0x10),
-            port_guids: vec![Guid(0x11)],
-        };
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept)));
-        let acks = |link: &mut HostLink| -> Vec<u32> {
-            std::iter::from_fn(|| link.poll_transmit())
-                .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
-                    MessageRepr::ControlAck { seq } => Some(seq),
-                    _ => None,
-                })
-                .collect()
-        };
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
         assert_eq!(acks(&mut link), [0]);
         let packet = d(MessageRepr::Packet(&[0x5a; 64]));
         while link.counters().queue_full == 0 {
