@@ -7,6 +7,24 @@ use crate::realtime::Endpoint as _;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+/// A one-switch subnet of three hosts and an endpoint on `base` telling its lines into the list.
+fn telling_endpoint(base: &str) -> (Subnet, IbsimEndpoint, Rc<RefCell<Vec<String>>>) {
+    let topo = Topology::single_switch(3).unwrap();
+    let net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
+    let server = IbsimServer::bind(ServerConfig::unix(base)).unwrap();
+    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = Rc::clone(&lines);
+    let ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
+        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
+    (net, ep, lines)
+}
+
+/// One turn of the endpoint: what the clients sent read, the answers written.
+fn turn(ep: &mut IbsimEndpoint, net: &mut Subnet) {
+    ep.on_readable(net, 64).unwrap();
+    ep.flush(net).unwrap();
+}
+
 /// Sends a CONNECT for `node` (as an SM when `issm`) from a socket of its own, without waiting
 /// for the answer (the server runs in this thread).
 fn connect_to_node(base: &str, node: &str, issm: bool) -> UnixDatagram {
@@ -32,17 +50,7 @@ fn connect_to_node(base: &str, node: &str, issm: bool) -> UnixDatagram {
 #[test]
 fn an_endpoint_tells_its_refusals() {
     let base = unique_base();
-    let topo = Topology::single_switch(3).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
-    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
-    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
-    let sink = Rc::clone(&lines);
-    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
-        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
-    let turn = |ep: &mut IbsimEndpoint, net: &mut Subnet| {
-        ep.on_readable(net, 64).unwrap();
-        ep.flush(net).unwrap();
-    };
+    let (mut net, mut ep, lines) = telling_endpoint(&base);
     let first = connect_to_node(&base, "nope", false);
     turn(&mut ep, &mut net);
     let mut b = [0u8; 128];
@@ -93,17 +101,7 @@ fn an_endpoint_tells_its_refusals() {
 #[test]
 fn a_refused_sm_role_is_told() {
     let base = unique_base();
-    let topo = Topology::single_switch(3).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
-    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
-    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
-    let sink = Rc::clone(&lines);
-    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
-        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
-    let turn = |ep: &mut IbsimEndpoint, net: &mut Subnet| {
-        ep.on_readable(net, 64).unwrap();
-        ep.flush(net).unwrap();
-    };
+    let (mut net, mut ep, lines) = telling_endpoint(&base);
     let answer = |ctl: &UnixDatagram| {
         let mut b = [0u8; 128];
         let n = ctl.recv(&mut b).unwrap();
@@ -153,19 +151,12 @@ fn a_refused_sm_role_is_told() {
 #[test]
 fn a_node_that_is_no_host_here_is_told_as_such() {
     let base = unique_base();
-    let topo = Topology::single_switch(3).unwrap();
-    let mut net = Subnet::build(SubnetOptions::new(topo, 7)).unwrap();
-    let server = IbsimServer::bind(ServerConfig::unix(&base)).unwrap();
-    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
-    let sink = Rc::clone(&lines);
-    let mut ep = IbsimEndpoint::new(server, Duration::from_secs(3600))
-        .telling(Box::new(move |l| sink.borrow_mut().push(l.to_string())));
+    let (mut net, mut ep, lines) = telling_endpoint(&base);
     let clients: Vec<UnixDatagram> = ["sw0", "nope"]
         .into_iter()
         .map(|node| {
             let c = connect_to_node(&base, node, false);
-            ep.on_readable(&mut net, 64).unwrap();
-            ep.flush(&mut net).unwrap();
+            turn(&mut ep, &mut net);
             c
         })
         .collect();

@@ -45,13 +45,8 @@ impl UdpRaw {
     }
 }
 
-/// UDP mode: an SM client that vanished without DISCONNECT (OpenSM killed with SIGKILL) holds
-/// the SM role of its CA until a write to it fails, which needs a MAD for it; so the client that
-/// asks for the role next gets it at once (as ibsim grants every SET_ISSM), and the SA's
-/// requests to the port reach it. Before, SET_ISSM was refused: the restarted OpenSM ran
-/// without the SA's requests (docs/IBSIM.md "ibsim (server side)").
-#[test]
-fn udp_sm_role_goes_to_the_latest_asker() {
+/// A server in UDP mode on a free port pair, probing often.
+fn udp_server() -> (std::net::SocketAddr, Running) {
     let addr = free_udp_pair();
     let mut cfg = ServerConfig::unix("unused");
     cfg.listen = Listen::Udp { addr };
@@ -59,7 +54,17 @@ fn udp_sm_role_goes_to_the_latest_asker() {
         max_sleep: Duration::from_millis(10),
         probe_every: Duration::from_millis(50),
     };
-    let srv = Running::start_with(String::new(), cfg, opts);
+    (addr, Running::start_with(String::new(), cfg, opts))
+}
+
+/// UDP mode: an SM client that vanished without DISCONNECT (OpenSM killed with SIGKILL) holds
+/// the SM role of its CA until a write to it fails, which needs a MAD for it; so the client that
+/// asks for the role next gets it at once (as ibsim grants every SET_ISSM), and the SA's
+/// requests to the port reach it. Before, SET_ISSM was refused: the restarted OpenSM ran
+/// without the SA's requests (docs/IBSIM.md "ibsim (server side)").
+#[test]
+fn udp_sm_role_goes_to_the_latest_asker() {
+    let (addr, srv) = udp_server();
     let on = 1i32.to_ne_bytes();
     let old = UdpRaw::connect(addr, "h1");
     assert_eq!(old.ctl(CtlType::SetIssm, &on).ctl_type, CtlType::SetIssm);
@@ -87,14 +92,7 @@ fn udp_sm_role_goes_to_the_latest_asker() {
 /// ibsim, whose requests go to the SM client of the lowest slot, it never lost them).
 #[test]
 fn udp_sm_role_comes_back_when_the_latest_asker_gives_it_up() {
-    let addr = free_udp_pair();
-    let mut cfg = ServerConfig::unix("unused");
-    cfg.listen = Listen::Udp { addr };
-    let opts = ServeOptions {
-        max_sleep: Duration::from_millis(10),
-        probe_every: Duration::from_millis(50),
-    };
-    let srv = Running::start_with(String::new(), cfg, opts);
+    let (addr, srv) = udp_server();
     let (on, off) = (1i32.to_ne_bytes(), 0i32.to_ne_bytes());
     let ep = Endpoint::Udp { server: addr };
     let sm = UdpRaw::connect(addr, "h1");
@@ -125,14 +123,7 @@ fn udp_sm_role_comes_back_when_the_latest_asker_gives_it_up() {
 /// given back to the client that gave it up).
 #[test]
 fn udp_sm_role_taken_back_and_forth() {
-    let addr = free_udp_pair();
-    let mut cfg = ServerConfig::unix("unused");
-    cfg.listen = Listen::Udp { addr };
-    let opts = ServeOptions {
-        max_sleep: Duration::from_millis(10),
-        probe_every: Duration::from_millis(50),
-    };
-    let srv = Running::start_with(String::new(), cfg, opts);
+    let (addr, srv) = udp_server();
     let (on, off) = (1i32.to_ne_bytes(), 0i32.to_ne_bytes());
     let ep = Endpoint::Udp { server: addr };
     let a = UdpRaw::connect(addr, "h1");
@@ -159,14 +150,7 @@ fn udp_sm_role_taken_back_and_forth() {
 /// does not get it back when the one that took it gives it up.
 #[test]
 fn udp_sm_role_not_given_back_to_one_that_gave_it_up() {
-    let addr = free_udp_pair();
-    let mut cfg = ServerConfig::unix("unused");
-    cfg.listen = Listen::Udp { addr };
-    let opts = ServeOptions {
-        max_sleep: Duration::from_millis(10),
-        probe_every: Duration::from_millis(50),
-    };
-    let srv = Running::start_with(String::new(), cfg, opts);
+    let (addr, srv) = udp_server();
     let (on, off) = (1i32.to_ne_bytes(), 0i32.to_ne_bytes());
     let ep = Endpoint::Udp { server: addr };
     let a = UdpRaw::connect(addr, "h1");
