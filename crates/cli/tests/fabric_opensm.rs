@@ -82,6 +82,24 @@ fn attach_counter(run: &Path, ns: &str, dev: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{dev}: no attach {name} in {rows:?}"))
 }
 
+/// For a failure's message: the attach process's counters and its port as it holds it, the
+/// fabric's slots and counters (`ipoib show`; what cannot be read says so).
+fn views(run: &Path, ns: &str, dev: &str) -> String {
+    let show = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push("--json");
+        common::ipoib_in(run, &all, Duration::from_secs(15))
+            .map_or_else(|| "(no answer in 15 s)".to_string(), |(_, out)| out)
+    };
+    format!(
+        "attach counters: {}\nattach paths: {}\nfabric hosts: {}\nfabric counters: {}",
+        show(&["show", "--netns", ns, "--dev", dev, "counters"]),
+        show(&["show", "--netns", ns, "--dev", dev, "paths"]),
+        show(&["show", "--fabric", "hosts"]),
+        show(&["show", "--fabric", "counters"]),
+    )
+}
+
 #[test]
 fn attached_hosts_register_again_at_a_restarted_opensm() {
     if let Some(why) = skip_reason(&["ibsim-run", "opensm", "saquery", "ping"]) {
@@ -147,11 +165,12 @@ fn attached_hosts_register_again_at_a_restarted_opensm() {
             .is_none()
         {
             panic!(
-                "ib{} no carrier: {:?}\nOpenSM log:\n{}\nfabric: {:?}",
+                "ib{} no carrier: {:?}\nOpenSM log:\n{}\nfabric: {:?}\n{}",
                 i + 1,
                 h.seen,
                 osm.log(),
-                fabric.seen
+                fabric.seen,
+                views(d, &ns[i], &format!("ib{}", i + 1))
             );
         }
     }

@@ -92,6 +92,14 @@ pub fn ipoib(args: &[&str], timeout: Duration) -> Option<(ExitStatus, String)> {
     run(Command::new(BIN).args(args), timeout)
 }
 
+/// `ipoib ARGS` with RUN_DIR `run_dir` (`IPOIB_RUN_DIR`), its status and output within `timeout`.
+pub fn ipoib_in(run_dir: &Path, args: &[&str], timeout: Duration) -> Option<(ExitStatus, String)> {
+    run(
+        Command::new(BIN).args(args).env("IPOIB_RUN_DIR", run_dir),
+        timeout,
+    )
+}
+
 /// `ipoib show ARGS --json` of the running lab, parsed: its rows.
 pub fn show_json(args: &[&str]) -> Vec<serde_json::Value> {
     show_json_in(None, args)
