@@ -4,6 +4,7 @@
 //! packets each IP stack gets, the simulator's event and packet counts are those of the same
 //! run with a round per packet (`Host::set_quiet_rounds(false)`).
 
+use ipoib_fabric::hw::link::{Fault, LinkId};
 use ipoib_fabric::hw::sim::SimStats;
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::host::Host;
@@ -49,13 +50,31 @@ struct Outcome {
 /// both ways in batches, the other way a small answer after each batch, and one batch whose
 /// packets the stack hands over while earlier ones are still on the wire.
 fn transfer(seed: u64, quiet: bool) -> Outcome {
+    transfer_with(seed, quiet, false, &[])
+}
+
+/// [`transfer`] over UC when `uc` (RFC 4755 §4: a UC connection), with `faults` on every link
+/// once the subnet is up.
+fn transfer_with(seed: u64, quiet: bool, uc: bool, faults: &[Fault]) -> Outcome {
     let mut o = options(Topology::single_switch(2).unwrap(), seed);
     let mut ip = IpoibOptions::external();
-    ip.configure = Some(|_, c| c.connected = Some(ConnectedConfig::rc()));
+    ip.configure = Some(if uc {
+        |_, c| {
+            let mut cc = ConnectedConfig::rc();
+            (cc.uc, cc.prefer_uc) = (true, true);
+            c.connected = Some(cc)
+        }
+    } else {
+        |_, c| c.connected = Some(ConnectedConfig::rc())
+    });
     o.ipoib = Some(ip);
     let mut net = up(o, false);
     for i in 0..2 {
         host(&mut net, i).set_quiet_rounds(quiet);
+    }
+    let links: Vec<_> = (0..net.sim().links().len()).map(LinkId).collect();
+    for l in links {
+        net.sim_mut().set_faults(l, None, faults.to_vec());
     }
     let big = |from: usize, fill: u8| udp4(a4(from), a4(1 - from), 64, &vec![fill; 65_520 - 28]);
     let small = |from: usize| udp4(a4(from), a4(1 - from), 64, b"ack");
@@ -111,4 +130,45 @@ fn a_messages_packets_before_its_last_take_no_round_and_change_nothing() {
     assert_eq!(with.got, without.got, "the same packets to each stack");
     assert_eq!(with.stats, without.stats, "the same events and packets");
     assert!(with.pcap == without.pcap, "the same capture, byte for byte");
+}
+
+// The same with packets dropped, duplicated and reordered on the links (the RC responder's
+// NAKs, IBA 1 §9.7.5.2.x, and its silent drops after one), and over UC (IBA 1 §9.8.3: a
+// message whose packet was lost is dropped without a word): what each host sends and
+// delivers is that of a round per packet.
+#[test]
+fn with_faults_and_over_uc_a_quiet_packet_changes_nothing() {
+    let faults = [
+        Fault::Drop(0.01),
+        Fault::Duplicate(0.01),
+        Fault::Reorder {
+            p: 0.01,
+            delay: Duration::from_micros(3),
+        },
+    ];
+    for (uc, f) in [(false, &faults[..]), (true, &[][..]), (true, &faults[..])] {
+        let seed = seed(137);
+        let _g = SeedGuard(seed);
+        let with = transfer_with(seed, true, uc, f);
+        let without = transfer_with(seed, false, uc, f);
+        eprintln!(
+            "uc {uc} faults {} quiet {:?} big {:?}",
+            f.len(),
+            with.quiet,
+            with.big
+        );
+        assert!(with.quiet.iter().sum::<u64>() > 0, "uc {uc}: quiet packets");
+        assert_eq!(
+            with.got, without.got,
+            "uc {uc}: the same packets to each stack"
+        );
+        assert_eq!(
+            with.stats, without.stats,
+            "uc {uc}: the same events and packets"
+        );
+        assert!(
+            with.pcap == without.pcap,
+            "uc {uc}: the same capture, byte for byte"
+        );
+    }
 }
