@@ -150,3 +150,58 @@ fn a_host_given_its_session_again_goes_on_with_its_numbers() {
     assert!(net.carrier(1), "up again");
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }
+
+// A host process that ends and is started again at once from the same address (the same UDP
+// port) while the fabric still holds the old one's session: its request carries no hint, so
+// the fabric gives it a session of its own (docs/UDP-FABRIC.md "Reliable configuration").
+// Given the old one's, numbered where the old process left it, the new process dropped every
+// number as early and never got its configuration.
+#[test]
+fn a_new_host_process_at_the_same_address_gets_its_configuration() {
+    let mut net = Net::new(2, 34);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let old = net.peers[1].host.link().session();
+    let now = net.now;
+    net.peers[1] = remote::make_host(1, now, 9_999);
+    let up = net.run_until(5 * SEC, |n| n.carrier(1));
+    let c = net.peers[1].host.link().counters();
+    let f = net.fabric.counters();
+    assert!(up, "the new process never came up: {c:?} {f:?}");
+    assert_ne!(
+        net.peers[1].host.link().session(),
+        old,
+        "a session of its own"
+    );
+    assert_eq!(c.out_of_order, 0, "{c:?}");
+    assert_eq!(f.timed_out, 0, "the slot kept: {f:?}");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+}
+
+// The other way to a request without a hint in a sequenced session: the process's own first
+// request, late (sent again before its accept came, which came late). Given a new session, the
+// process, attached to the old one, is answered UnknownSession on its next keepalive and
+// attaches again, with its hint: it comes back, configured.
+#[test]
+fn a_late_first_request_of_a_live_host_costs_it_one_attach_again() {
+    let mut net = Net::new(2, 35);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let late = DatagramRepr {
+        session: 0,
+        message: MessageRepr::AttachRequest {
+            hint: ipoib_wire::Guid(0),
+        },
+    }
+    .to_vec()
+    .unwrap();
+    let now = net.now;
+    net.fabric.handle_datagram(now, 1, &late);
+    assert!(
+        net.run_until(2 * SEC, |n| n.peers[1].host.link().counters().lost == 1),
+        "the host was told its session is gone"
+    );
+    assert!(net.run_until(2 * SEC, |n| n.carrier(1)), "up again");
+    net.run_for(SEC);
+    assert_eq!(net.fabric.unacked(1), Some(0), "nothing left waiting");
+    assert!(net.carrier(1), "still up");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+}

@@ -76,7 +76,7 @@ pub fn fabric_opts(hosts: usize, seed: u64) -> FabricOptions {
     o
 }
 
-fn make_host(i: usize, now: Instant, seed: u64) -> Peer {
+pub fn make_host(i: usize, now: Instant, seed: u64) -> Peer {
     make_host_with(i, now, seed, false)
 }
 

@@ -4,8 +4,9 @@
 //! sessions of the hosts attached to slots, keyed by the peer address `A` (the runtime's socket
 //! address; any ordered value in tests).
 //!
-//! - AttachRequest: the peer's existing session is answered again (its accept was lost);
-//!   otherwise the free slot whose node GUID is the hint, else the first free slot in topology
+//! - AttachRequest: the peer's existing session is answered again (its accept was lost), under
+//!   a new id when the session is sequenced and the request has no hint (a new host process at
+//!   the address, docs/UDP-FABRIC.md "Reliable configuration"); otherwise the free slot whose node GUID is the hint, else the first free slot in topology
 //!   order, gets a new session (a random non-zero id), its cable comes up, and the accept is
 //!   followed by the port's configuration as the slot's SMA holds it ([`Remote::attach`]); the
 //!   cable's coming up is a trap 128 from the switch (IBA 1 §14.2.5.1), on which the SM sweeps
@@ -541,8 +542,20 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         let now = self.sim.now();
         if let Some(&i) = self.sessions.get(&from) {
             // The accept was lost: the same answer again (and the configuration after it).
+            // Unless the session is sequenced and the request has no hint: a host sends its
+            // last identity's GUID once it was ever accepted, so this is a new host process at
+            // the address (restarted on the same port), which took none of the session's
+            // numbers and would drop every later one as early for good; it gets a session of
+            // its own, numbered from 1 after its ControlAck 0 (docs/UDP-FABRIC.md "Reliable
+            // configuration"). The slot, its cable and its port stay as they are.
+            let fresh = hint.0 == 0 && self.slots[i].control.is_sequenced();
+            let id = if fresh { self.rng.next_u64() | 1 } else { 0 };
             if let Some(s) = &mut self.slots[i].session {
                 s.last_heard = now;
+                if fresh {
+                    s.id = id;
+                    self.slots[i].control = ControlSender::default();
+                }
             }
             self.counters.accepts_resent += 1;
             self.accept(i);
