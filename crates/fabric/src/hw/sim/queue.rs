@@ -143,6 +143,7 @@ impl<E> Queue<E> {
         run.push_back((key, event));
     }
 
+    /// [`Queue::push`] for a timer: the same order, kept with the timers.
     pub fn push_timer(&mut self, at: Instant, event: E) {
         let key = self.key(at, event);
         // Sequence numbers increase, so a key at or after the last one's instant is greater.
