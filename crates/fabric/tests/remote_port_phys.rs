@@ -413,6 +413,13 @@ fn a_host_attached_again_while_the_switch_port_facing_it_is_disabled_gets_no_lin
     assert_back(&mut net, from, &[Down, Init, Armed, Active]);
 }
 
+/// The ClientReregister events the victim host's HCA raised on its port.
+fn victim_reregisters(net: &Net) -> u64 {
+    let port = net.peers[VICTIM].host.identity().unwrap().port;
+    let h = net.peers[VICTIM].host.host().unwrap();
+    h.hca().port(port).unwrap().client_reregisters
+}
+
 // IBA 1 §14.4.11: a SubnSet(PortInfo) with ClientReregister 1 to an attached host's CA port (as
 // a new master's first sweep writes it, OpenSM `osm_lid_mgr.c`) reaches the host as the event
 // its HCA raises (docs/UDP-FABRIC.md, "ClientReregister"): its IPoIB registers again with the SA
@@ -422,18 +429,13 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
     let (mut net, at) = up(13);
     let mut sm = Diag::attach(&mut net, &at);
     let to_ca = [at.sm_port, at.sw_port];
-    let rereg = |net: &Net| {
-        let port = net.peers[VICTIM].host.identity().unwrap().port;
-        let h = net.peers[VICTIM].host.host().unwrap();
-        h.hca().port(port).unwrap().client_reregisters
-    };
     let sa = |net: &Net| net.fabric.sa().unwrap().stats().requests;
     // What `ipoib show counters` of an attach process shows (section `attach`).
     let taken = |net: &Net| {
         let c = net.peers[VICTIM].host.link().counters();
         (c.client_reregisters, c.port_configs)
     };
-    let before = rereg(&net);
+    let before = victim_reregisters(&net);
     // Our SM's first sweep found the port new and gave it one already (OpenSM's `is_new`).
     let (reregs, configs) = taken(&net);
     assert_eq!(
@@ -460,7 +462,11 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
         .expect("the Set's answer");
     assert_eq!(r.status(), MadStatus::SUCCESS);
     net.run_for(Duration::from_millis(200));
-    assert_eq!(rereg(&net), before + 1, "the host's HCA raised the event");
+    assert_eq!(
+        victim_reregisters(&net),
+        before + 1,
+        "the host's HCA raised the event"
+    );
     assert_eq!(
         taken(&net),
         (reregs + 1, configs + 1),
@@ -489,12 +495,7 @@ fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
     let (mut net, at) = up(15);
     let mut sm = Diag::attach(&mut net, &at);
     let to_ca = [at.sm_port, at.sw_port];
-    let rereg = |net: &Net| {
-        let port = net.peers[VICTIM].host.identity().unwrap().port;
-        let h = net.peers[VICTIM].host.host().unwrap();
-        h.hca().port(port).unwrap().client_reregisters
-    };
-    let before = rereg(&net);
+    let before = victim_reregisters(&net);
     let c0 = net.peers[VICTIM].host.link().counters();
     let f0 = net.fabric.counters();
     let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
@@ -540,7 +541,7 @@ fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
     net.run_for(2 * SEC);
     assert!(came.get(), "a resend reached the host");
     assert_eq!(
-        rereg(&net),
+        victim_reregisters(&net),
         before + 1,
         "the host's HCA raised the event once"
     );

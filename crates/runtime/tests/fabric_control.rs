@@ -72,15 +72,21 @@ fn send(s: &UdpSocket, session: u64, m: MessageRepr<'_>) {
     s.send(&d.to_vec().unwrap()).unwrap();
 }
 
-#[test]
-fn garbage_and_spoofing_are_counted_and_shown() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fabric-test.sock");
+/// A fabric of one switch and three CAs on loopback, serving its control socket in `dir`, whose
+/// sessions do not time out however slowly the test runs (the peers send no Keepalives).
+fn fabric_with_control(dir: &std::path::Path) -> (FabricProcess, std::path::PathBuf) {
+    let path = dir.join("fabric-test.sock");
     let mut opts = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 7));
-    // The peer sends no Keepalives: its session must not time out however slowly the test runs.
     opts.timeout = LONG * 10;
     let mut f = FabricProcess::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
     f.serve_control(Some(&path)).unwrap();
+    (f, path)
+}
+
+#[test]
+fn garbage_and_spoofing_are_counted_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut f, path) = fabric_with_control(dir.path());
     assert_eq!(f.control_path(), Some(path.as_path()));
     let evil = UdpSocket::bind("127.0.0.1:0").unwrap();
     evil.connect(f.local_addr().unwrap()).unwrap();
@@ -196,11 +202,7 @@ fn garbage_and_spoofing_are_counted_and_shown() {
 #[test]
 fn a_host_that_acknowledges_late_is_sent_its_configuration_again() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fabric-test.sock");
-    let mut opts = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 7));
-    opts.timeout = LONG * 10;
-    let mut f = FabricProcess::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
-    f.serve_control(Some(&path)).unwrap();
+    let (mut f, path) = fabric_with_control(dir.path());
     let host = UdpSocket::bind("127.0.0.1:0").unwrap();
     host.connect(f.local_addr().unwrap()).unwrap();
     host.set_nonblocking(true).unwrap();
