@@ -158,6 +158,26 @@ impl Diag {
             .expect("the Set's answer")
     }
 
+    /// PortInfo `w` of the victim host's CA port written back with ClientReregister 1 and its
+    /// state unchanged (IBA 1 §14.4.11, as a new master's first sweep writes it), which must
+    /// succeed.
+    fn set_client_reregister(&mut self, net: &mut Net, at: &Places, mut w: PortInfoRepr) {
+        w.port_state = WireState::NoStateChange;
+        w.client_reregister = true;
+        let to_ca = [at.sm_port, at.sw_port];
+        let r = self
+            .dr(
+                net,
+                at,
+                Method::Set,
+                &to_ca,
+                at.slot_port,
+                SmpAttribute::PortInfo(w),
+            )
+            .expect("the Set's answer");
+        assert_eq!(r.status(), MadStatus::SUCCESS);
+    }
+
     /// [`Diag::set_phys`] of the switch port facing the victim host (one hop from the SM's
     /// host), which must succeed.
     fn set_switch_end(&mut self, net: &mut Net, at: &Places, phys: PortPhysState) {
@@ -443,24 +463,12 @@ fn client_reregister_to_an_attached_hosts_port_makes_its_ipoib_register_again() 
         "one message per event the host's HCA raised"
     );
     assert!(configs >= 3, "Init, Armed, Active: {configs} PortConfigs");
-    let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
+    let w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
     let s0 = sa(&net);
     net.run_for(Duration::from_millis(200));
     let quiet = sa(&net) - s0;
-    w.port_state = WireState::NoStateChange;
-    w.client_reregister = true;
     let s1 = sa(&net);
-    let r = sm
-        .dr(
-            &mut net,
-            &at,
-            Method::Set,
-            &to_ca,
-            at.slot_port,
-            SmpAttribute::PortInfo(w),
-        )
-        .expect("the Set's answer");
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_client_reregister(&mut net, &at, w);
     net.run_for(Duration::from_millis(200));
     assert_eq!(
         victim_reregisters(&net),
@@ -498,7 +506,7 @@ fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
     let before = victim_reregisters(&net);
     let c0 = net.peers[VICTIM].host.link().counters();
     let f0 = net.fabric.counters();
-    let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
+    let w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
     // The first ClientReregister to the victim is lost, and so is the victim's first ControlAck
     // after it came.
     let came = Rc::new(Cell::new(false));
@@ -525,19 +533,7 @@ fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
         );
         (ack && seen.get() && acks_lost.replace(1) == 0).then(|| vec![0; 4])
     }));
-    w.port_state = WireState::NoStateChange;
-    w.client_reregister = true;
-    let r = sm
-        .dr(
-            &mut net,
-            &at,
-            Method::Set,
-            &to_ca,
-            at.slot_port,
-            SmpAttribute::PortInfo(w),
-        )
-        .expect("the Set's answer");
-    assert_eq!(r.status(), MadStatus::SUCCESS);
+    sm.set_client_reregister(&mut net, &at, w);
     net.run_for(2 * SEC);
     assert!(came.get(), "a resend reached the host");
     assert_eq!(
