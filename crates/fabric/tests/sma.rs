@@ -395,6 +395,43 @@ fn trap_128_on_link_change() {
     assert_eq!(f.switch(f.s2).port_state(7), Some(HwState::Down));
 }
 
+// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears the changes the SM read; a link that
+// changed after its SubnGet(SwitchInfo) (a host attached while OpenSM sweeps, its trap 128 not
+// yet sendable) keeps the bit set for the SM's next read, which a light sweep makes
+// (docs/OPENSM-LIMITS.md "A host attached while OpenSM sweeps").
+#[test]
+fn a_link_change_after_the_read_survives_the_write_of_one() {
+    let mut f = Fabric::new(8);
+    assign_lids(&mut f);
+    assert!(!clear_port_state_change(&mut f).port_state_change);
+    assert!(!switch_info(&mut f).port_state_change);
+    // The CA's link goes down after the SM's read, before its write.
+    let link = f
+        .sim
+        .link_of(ipoib_fabric::hw::sim::PortRef {
+            node: f.ca,
+            port: 1,
+        })
+        .unwrap();
+    let at = f.sim.now();
+    f.sim.schedule_link_state(link, at, false);
+    f.sim.run_until_idle(1000);
+    let inbox = std::mem::take(&mut f.sim.node_mut::<Probe>(f.probe).unwrap().inbox);
+    assert_eq!(one_smp(inbox).map(|t| t.header.method), Some(Method::Trap));
+    let s = write_one_to_port_state_change(&mut f);
+    assert!(s.port_state_change, "a change the SM has not read stays");
+    assert!(
+        write_one_to_port_state_change(&mut f).port_state_change,
+        "a Set's answer is no read"
+    );
+    assert!(switch_info(&mut f).port_state_change, "the next read sees it");
+    assert!(
+        !write_one_to_port_state_change(&mut f).port_state_change,
+        "once read, writing 1 clears it"
+    );
+    assert!(!switch_info(&mut f).port_state_change);
+}
+
 // IBA 1 §14.2.5.4 SwitchInfo:PortStateChange: the link state machine's changes set it, a
 // SubnSet's do not (Armed, Active written by the SM); writing Down takes the link down, which does.
 #[test]
@@ -591,9 +628,27 @@ fn bad_mkey_trap_256() {
     assert_eq!(f.switch(f.s1).stats().traps_sent, 1);
 }
 
-/// SubnSet(SwitchInfo) of switch 2 writing 1 to PortStateChange, which clears it (IBA 1
-/// §14.2.5.4); the SwitchInfo of the GetResp.
+/// As an SM does: SubnGet(SwitchInfo) of switch 2, then SubnSet(SwitchInfo) writing 1 to
+/// PortStateChange, which clears the changes read (IBA 1 §14.2.5.4); the SwitchInfo of the
+/// Set's GetResp.
 fn clear_port_state_change(f: &mut Fabric) -> SwitchInfoRepr {
+    switch_info(f);
+    write_one_to_port_state_change(f)
+}
+
+/// SubnGet(SwitchInfo) of switch 2 by LID.
+fn switch_info(f: &mut Fabric) -> SwitchInfoRepr {
+    let r = f
+        .lid(Method::Get, attr::SWITCH_INFO, 0, S2_LID, 0, none())
+        .unwrap();
+    let SmpAttribute::SwitchInfo(s) = r.attribute else {
+        panic!("a SwitchInfo answer: {r:?}")
+    };
+    s
+}
+
+/// SubnSet(SwitchInfo) of switch 2 writing 1 to PortStateChange; the SwitchInfo of the GetResp.
+fn write_one_to_port_state_change(f: &mut Fabric) -> SwitchInfoRepr {
     let r = f
         .lid(
             Method::Set,

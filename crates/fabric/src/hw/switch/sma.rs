@@ -59,6 +59,9 @@ pub(super) struct SwitchMgmt {
     pub subnet_timeout: u8,
     pub life_time_value: u8,
     pub port_state_change: bool,
+    /// A change set PortStateChange since the last SubnGet(SwitchInfo) answer: a SubnSet writing
+    /// 1 then leaves the bit set (`set_switch_info`).
+    pub port_state_change_unread: bool,
     /// DefaultPort, DefaultMulticastPrimaryPort, DefaultMulticastNotPrimaryPort.
     pub default_ports: [u8; 3],
     /// SLtoVLMappingTable per (input, output) port.
@@ -374,6 +377,8 @@ impl Switch {
             (attr::SWITCH_INFO, a) => {
                 if let (true, SmpAttribute::SwitchInfo(w)) = (set, a) {
                     self.set_switch_info(w);
+                } else if !set {
+                    self.mgmt.port_state_change_unread = false;
                 }
                 ok(SmpAttribute::SwitchInfo(self.switch_info()))
             }
@@ -557,12 +562,16 @@ impl Switch {
         }
     }
 
-    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it. LinearFDBTop is what the Set
+    /// IBA 1 §14.2.5.4: writing 1 to PortStateChange clears it, the changes the SM read in a
+    /// SubnGet(SwitchInfo); a change since that read (a link that came up while the SM swept,
+    /// before the switch had the LID, MasterSMLID and route its trap 128 needs) leaves it set for
+    /// the SM's next read, where a literal clear would lose it (docs/OPENSM-LIMITS.md "A host
+    /// attached while OpenSM sweeps"). LinearFDBTop is what the Set
     /// says: the LFT entries above it stay as written but are not used (DLIDs above it are
     /// discarded), and an LFT block written above it leaves it where it is (ibsim's
     /// `sim_mad.c` keeps it so too; docs/OPENSM-NOTES.md "ibsim against our fabric").
     fn set_switch_info(&mut self, w: &SwitchInfoRepr) {
-        if w.port_state_change {
+        if w.port_state_change && !self.mgmt.port_state_change_unread {
             self.mgmt.port_state_change = false;
         }
         self.mgmt.life_time_value = w.life_time_value & 0x1f;
@@ -679,6 +688,7 @@ impl Switch {
         // link goes down and retrains to Init.
         if changed && p != 0 && w.port_state == WireState::Down {
             self.mgmt.port_state_change = true;
+            self.mgmt.port_state_change_unread = true;
         }
         true
     }
@@ -718,6 +728,7 @@ impl Switch {
         p.up = up;
         p.state = if up { PortState::Init } else { PortState::Down };
         self.mgmt.port_state_change = true;
+        self.mgmt.port_state_change_unread = true;
         self.send_trap(NoticeRepr::link_state_trap(self.lid), tx);
     }
 
