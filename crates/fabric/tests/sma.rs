@@ -365,18 +365,7 @@ fn trap_128_on_link_change() {
     assign_lids(&mut f);
     let s = clear_port_state_change(&mut f);
     assert!(!s.port_state_change, "writing 1 clears it");
-    let link = f
-        .sim
-        .link_of(ipoib_fabric::hw::sim::PortRef {
-            node: f.ca,
-            port: 1,
-        })
-        .unwrap();
-    let at = f.sim.now();
-    f.sim.schedule_link_state(link, at, false);
-    f.sim.run_until_idle(1000);
-    let inbox = std::mem::take(&mut f.sim.node_mut::<Probe>(f.probe).unwrap().inbox);
-    let trap = one_smp(inbox).expect("a trap");
+    let trap = one_smp(f.set_ca_link(false)).expect("a trap");
     assert_eq!(trap.header.method, Method::Trap);
     let SmpAttribute::Notice(n) = trap.attribute else {
         panic!()
@@ -406,25 +395,18 @@ fn a_link_change_after_the_read_survives_the_write_of_one() {
     assert!(!clear_port_state_change(&mut f).port_state_change);
     assert!(!switch_info(&mut f).port_state_change);
     // The CA's link goes down after the SM's read, before its write.
-    let link = f
-        .sim
-        .link_of(ipoib_fabric::hw::sim::PortRef {
-            node: f.ca,
-            port: 1,
-        })
-        .unwrap();
-    let at = f.sim.now();
-    f.sim.schedule_link_state(link, at, false);
-    f.sim.run_until_idle(1000);
-    let inbox = std::mem::take(&mut f.sim.node_mut::<Probe>(f.probe).unwrap().inbox);
-    assert_eq!(one_smp(inbox).map(|t| t.header.method), Some(Method::Trap));
+    let trap = one_smp(f.set_ca_link(false));
+    assert_eq!(trap.map(|t| t.header.method), Some(Method::Trap));
     let s = write_one_to_port_state_change(&mut f);
     assert!(s.port_state_change, "a change the SM has not read stays");
     assert!(
         write_one_to_port_state_change(&mut f).port_state_change,
         "a Set's answer is no read"
     );
-    assert!(switch_info(&mut f).port_state_change, "the next read sees it");
+    assert!(
+        switch_info(&mut f).port_state_change,
+        "the next read sees it"
+    );
     assert!(
         !write_one_to_port_state_change(&mut f).port_state_change,
         "once read, writing 1 clears it"

@@ -106,13 +106,7 @@ fn port_phys_state_disabled_takes_the_link_down_and_polling_brings_it_back() {
 fn a_disabled_port_links_again_only_enabled_and_plugged() {
     let mut f = Fabric::new(4);
     assign_lids(&mut f);
-    let link = f
-        .sim
-        .link_of(ipoib_fabric::hw::sim::PortRef {
-            node: f.ca,
-            port: 1,
-        })
-        .unwrap();
+    let link = f.ca_link();
     assert_eq!(set_phys(&mut f, TO_S2, 7, PortPhysState::Disabled).len(), 2);
     let traps = f.switch(f.s2).stats().traps_sent;
     let at = f.sim.now();

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use ipoib_fabric::hw::hca::Hca;
-use ipoib_fabric::hw::link::LinkParams;
+use ipoib_fabric::hw::link::{LinkId, LinkParams};
 use ipoib_fabric::hw::sim::{Device, NodeId, PortRef, Simulator, Tx};
 use ipoib_fabric::hw::sma;
 use ipoib_fabric::hw::switch::Switch;
@@ -102,6 +102,25 @@ impl Fabric {
 
     pub fn hca(&self) -> &Hca {
         self.sim.node::<Hca>(self.ca).expect("hca")
+    }
+
+    /// The cable between S2's port 7 and the CA.
+    pub fn ca_link(&self) -> LinkId {
+        self.sim
+            .link_of(PortRef {
+                node: self.ca,
+                port: 1,
+            })
+            .unwrap()
+    }
+
+    /// Takes the CA's cable up or down now and runs the fabric until it is quiet; returns what
+    /// the probe received meanwhile (S2's trap 128).
+    pub fn set_ca_link(&mut self, up: bool) -> Vec<Vec<u8>> {
+        let (link, at) = (self.ca_link(), self.sim.now());
+        self.sim.schedule_link_state(link, at, up);
+        self.sim.run_until_idle(1000);
+        std::mem::take(&mut self.sim.node_mut::<Probe>(self.probe).unwrap().inbox)
     }
 
     /// Sends `packet` from the probe and runs the fabric until it is quiet; returns what the
