@@ -205,3 +205,37 @@ fn a_late_first_request_of_a_live_host_costs_it_one_attach_again() {
     assert!(net.carrier(1), "still up");
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }
+
+// A host cut off one way (its datagrams reach the fabric, the fabric's are lost) loses the
+// fabric and sends AttachRequests with its hint, each answered with the accept and its port's
+// configuration. Numbered anew each time, those waited without end (300 after 30 s at this
+// harness's 100 ms retry; 4,096 after about half an hour at `ipoib attach`'s 500 ms, all resent
+// every 1.6 s, and every change after them dropped). An equal configuration already waiting is
+// not numbered again: what waits stays a handful, and the host, reached again, comes back up
+// taking a few copies, not hundreds (docs/UDP-FABRIC.md "Reliable configuration").
+#[test]
+fn a_host_cut_off_one_way_does_not_pile_up_configurations() {
+    let mut net = Net::new(2, 36);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let taken = net.peers[1].host.link().counters().port_configs;
+    let deaf = Rc::new(Cell::new(true));
+    let d = deaf.clone();
+    net.loss = Some(Box::new(move |to, _| to == 1 && d.get()));
+    net.run_for(30 * SEC);
+    let c = net.peers[1].host.link().counters();
+    assert!(c.attach_requests > 200, "{c:?}");
+    let waiting = net.fabric.unacked(1).unwrap();
+    assert!(waiting <= 2, "{waiting} configurations waiting");
+    assert_eq!(net.fabric.counters().timed_out, 0, "the session kept");
+    deaf.set(false);
+    assert!(
+        net.run_until(2 * SEC, |n| n.carrier(1)),
+        "up again when reached"
+    );
+    net.run_for(SEC);
+    assert_eq!(net.fabric.unacked(1), Some(0), "nothing left waiting");
+    let c = net.peers[1].host.link().counters();
+    assert!(c.port_configs - taken <= 4, "{c:?}");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+    assert!(net.ping_and_wait(1, addr(0), SEC), "1 -> 0");
+}

@@ -10,6 +10,13 @@
 //! Before the host said so (a host of an earlier build never does), they go once, unsequenced,
 //! as PortConfig and ClientReregister (types 8 and 9).
 //!
+//! A port's configuration is state: one equal to the latest of that port's still waiting is
+//! not numbered again ([`Send::Coalesced`]; the fabric sends every port's configuration after
+//! each repeated AttachRequest, which a host cut off from the fabric sends every half second),
+//! and once that waiting copy is acknowledged the port's configuration goes once more
+//! ([`ControlSender::take_refresh`]): the host may have taken the copy before it lost the fabric,
+//! and needs one taken after (its cable comes back with it).
+//!
 //! Invariants: numbers go out in the order the slot queued the messages; at most
 //! [`UNACKED_LIMIT`] wait (beyond, counted and dropped, as every queue here is bounded).
 
@@ -48,6 +55,9 @@ pub enum Send {
     Once(Control),
     /// With this sequence number.
     Sequenced(u32, Control),
+    /// Nothing: a port's configuration equal to the latest of that port's waiting for its
+    /// acknowledgement (module docs).
+    Coalesced,
 }
 
 /// One session's sequenced configuration. See the module docs.
@@ -65,6 +75,10 @@ pub struct ControlSender {
     /// Ports whose ClientReregister went unsequenced in this session (module docs of
     /// [`ControlSender::acked`]).
     unsequenced_reregisters: Vec<u8>,
+    /// Ports whose configuration was coalesced into a waiting copy (module docs).
+    coalesced: Vec<u8>,
+    /// Ports whose waiting copy was acknowledged since: their configuration goes again.
+    refresh: Vec<u8>,
 }
 
 impl ControlSender {
@@ -87,6 +101,18 @@ impl ControlSender {
                 }
             }
             return Some(Send::Once(c));
+        }
+        if let Control::Config(pc) = &c {
+            let waiting = self.unacked.iter().rev().find_map(|(_, w)| match w {
+                Control::Config(w) if w.port == pc.port => Some(w),
+                _ => None,
+            });
+            if waiting == Some(pc) {
+                if !self.coalesced.contains(&pc.port) {
+                    self.coalesced.push(pc.port);
+                }
+                return Some(Send::Coalesced);
+            }
         }
         if self.unacked.len() >= UNACKED_LIMIT {
             return None;
@@ -119,6 +145,17 @@ impl ControlSender {
                 break;
             }
         }
+        // A port whose coalesced copy was acknowledged: its configuration goes again.
+        let unacked = &self.unacked;
+        let waiting =
+            |p: u8| (unacked.iter()).any(|(_, w)| matches!(w, Control::Config(w) if w.port == p));
+        let (still, done): (Vec<u8>, Vec<u8>) = self.coalesced.iter().partition(|&&p| waiting(p));
+        self.coalesced = still;
+        for p in done {
+            if !self.refresh.contains(&p) {
+                self.refresh.push(p);
+            }
+        }
         if self.unacked.is_empty() {
             self.resend_at = None;
         } else if self.unacked.len() < before {
@@ -127,6 +164,12 @@ impl ControlSender {
             self.resend_at = Some(now + self.backoff);
         }
         Vec::new()
+    }
+
+    /// Ports whose configuration the caller sends again now (through [`ControlSender::send`]):
+    /// one was coalesced into a waiting copy that the host has acknowledged since (module docs).
+    pub fn take_refresh(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.refresh)
     }
 
     /// When [`ControlSender::resend`] is next due.
@@ -213,5 +256,47 @@ mod tests {
         assert_eq!(seqs, [u32::MAX, 1, 2]);
         s.acked(t(0), 1);
         assert_eq!(s.unacked(), 1);
+    }
+
+    /// Port `port`'s configuration with LID `lid`.
+    fn config(port: u8, lid: u16) -> Control {
+        let mut c = crate::hw::hca::tests::port_config(lid, vec![0xffff]);
+        c.port = port;
+        Control::Config(c)
+    }
+
+    // A host cut off from the fabric (its datagrams get through, the fabric's do not) sends an
+    // AttachRequest every half second, each answered with its ports' configuration: numbered
+    // anew each time, they waited without end (about 4,096 after half an hour of one port, all
+    // resent every 1.6 s, then every later change dropped). A configuration equal to the port's
+    // latest waiting is not numbered again; once that copy is acknowledged the port's
+    // configuration goes once more, for a host that took the copy before it lost the fabric.
+    #[test]
+    fn a_configuration_equal_to_one_waiting_is_not_numbered_again() {
+        let mut s = ControlSender::default();
+        s.acked(t(0), 0);
+        let (a, b) = (config(1, 5), config(1, 6));
+        assert_eq!(s.send(t(0), a.clone()), Some(Send::Sequenced(1, a.clone())));
+        for ms in 1..1_000 {
+            assert_eq!(s.send(t(ms), a.clone()), Some(Send::Coalesced));
+        }
+        assert_eq!(s.unacked(), 1);
+        assert_eq!(
+            s.send(t(1_000), config(2, 5)),
+            Some(Send::Sequenced(2, config(2, 5)))
+        );
+        assert!(s.take_refresh().is_empty(), "nothing acknowledged yet");
+        s.acked(t(1_001), 1);
+        assert_eq!(s.take_refresh(), [1], "the waiting copy acknowledged");
+        assert!(s.take_refresh().is_empty(), "once");
+        assert_eq!(
+            s.send(t(1_002), a.clone()),
+            Some(Send::Sequenced(3, a.clone()))
+        );
+        // A change is numbered; the older state after it is a change again.
+        assert_eq!(s.send(t(1_003), b.clone()), Some(Send::Sequenced(4, b)));
+        assert_eq!(s.send(t(1_004), a.clone()), Some(Send::Sequenced(5, a)));
+        s.acked(t(1_005), 5);
+        assert!(s.take_refresh().is_empty(), "nothing was coalesced since");
     }
 }

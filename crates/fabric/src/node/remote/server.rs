@@ -710,13 +710,15 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             Some(Send::Sequenced(seq, c)) => {
                 self.reply(s.peer, s.id, control_message(Some(seq), &c))
             }
+            Some(Send::Coalesced) => {}
             None => self.counters.control_dropped += 1,
         }
     }
 
     /// Slot `i`'s host acknowledged `seq`. Its first ControlAck makes the session sequenced:
     /// what the slot queued goes first, then every port's configuration and a ClientReregister
-    /// for each port that had one unsequenced, all sequenced ([`ControlSender::acked`]).
+    /// for each port that had one unsequenced, all sequenced ([`ControlSender::acked`]). Any
+    /// acknowledgement may call for a port's configuration again ([`ControlSender::take_refresh`]).
     fn control_ack(&mut self, i: usize, seq: u32) {
         self.counters.control_acks += 1;
         let now = self.sim.now();
@@ -725,6 +727,12 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             self.drain_slot(i);
         }
         let reregisters = self.slots[i].control.acked(now, seq);
+        for p in self.slots[i].control.take_refresh() {
+            let c = self.sim.node::<Remote>(self.slots[i].node);
+            if let Some(c) = c.and_then(|r| r.port_config(p)) {
+                self.send_control(i, Control::Config(c));
+            }
+        }
         if !first {
             return;
         }
