@@ -550,3 +550,66 @@ fn a_client_reregister_lost_once_and_its_acknowledgement_lost_is_taken_once() {
     assert_eq!(host_port(&net), (PortState::Active, true, 0));
     assert!(net.ping_and_wait(0, addr(VICTIM), SEC), "0 -> victim");
 }
+
+// IBA 1 §14.4.11: a ClientReregister the slot's SMA took is not lost when the host's
+// AttachRequest comes in the same batch of datagrams (`ipoib fabric` takes a turn's datagrams
+// with `queue_datagram` and moves what the slots queued once, after them): a late duplicate of
+// the request of a host that attached again, answered with the accept and its configuration.
+// Before, the accept started the slot's queue afresh and dropped the event with it: the host's
+// IPoIB never registered with the new SA.
+#[test]
+fn a_client_reregister_queued_with_a_repeated_attach_request_reaches_the_host() {
+    let (mut net, at) = up(16);
+    let mut sm = Diag::attach(&mut net, &at);
+    let to_ca = [at.sm_port, at.sw_port];
+    let mut w = sm.port_info(&mut net, &at, &to_ca, at.slot_port).unwrap();
+    let before = victim_reregisters(&net);
+    w.port_state = WireState::NoStateChange;
+    w.client_reregister = true;
+    let mut mad = sm.smps.smp(
+        Method::Set,
+        attr::PORT_INFO,
+        u32::from(at.slot_port),
+        Some(&to_ca),
+        0,
+        SmpAttribute::PortInfo(w),
+    );
+    mad[6] = 0;
+    net.fabric.handle_timeout(net.now);
+    let user = sm.user;
+    net.fabric
+        .sim_mut()
+        .with_node::<Host, _>(at.sm_node, |h, now, tx| {
+            h.umad_send(
+                user,
+                MadAddr {
+                    qpn: 0,
+                    ..MadAddr::gsi(0xffff)
+                },
+                &mad,
+            )
+            .unwrap();
+            h.drive(now, tx);
+        })
+        .unwrap();
+    // The Set reaches the slot's SMA within the batch that carries the request.
+    let hint = net.peers[VICTIM].host.identity().unwrap().node_guid;
+    let request = DatagramRepr {
+        session: 0,
+        message: MessageRepr::AttachRequest { hint },
+    }
+    .to_vec()
+    .unwrap();
+    let accepts = net.fabric.counters().accepts_resent;
+    let t = net.now + Duration::from_millis(2);
+    net.fabric.queue_datagram(t, VICTIM as u8, &request);
+    assert_eq!(net.fabric.counters().accepts_resent, accepts + 1);
+    net.run_for(2 * SEC);
+    assert_eq!(
+        victim_reregisters(&net),
+        before + 1,
+        "the host's HCA raised the event"
+    );
+    assert_eq!(net.fabric.unacked(VICTIM), Some(0));
+    assert!(net.ping_and_wait(0, addr(VICTIM), SEC), "0 -> victim");
+}

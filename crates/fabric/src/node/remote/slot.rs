@@ -235,14 +235,20 @@ impl Remote {
         self.counters
     }
 
-    /// A host attached: the queue starts afresh with every port's configuration, in port order.
+    /// A host attached: the queue starts afresh with every port's configuration, in port order,
+    /// then the ClientReregister events that waited (an event, not state: a host attached again
+    /// whose AttachRequest came before the slot's queue went out would lose it, and its IPoIB
+    /// would not register with a new SA, IBA 1 §14.4.11).
     pub fn attach(&mut self) {
         self.attached = true;
-        self.queue.clear();
+        let events: Vec<ToHost> = (self.queue.drain(..))
+            .filter(|q| matches!(q, ToHost::ClientReregister(_)))
+            .collect();
         let configs: Vec<PortConfig> = (1..=self.sma.port_count())
             .filter_map(|p| self.port_config(p))
             .collect();
         self.queue.extend(configs.into_iter().map(ToHost::Config));
+        self.queue.extend(events);
     }
 
     /// The host left: what waited for it is dropped, and nothing is queued until the next
