@@ -4,9 +4,11 @@
 //! A PortConfig or ClientReregister for a host that said it takes sequenced messages (a
 //! ControlAck, of 0 at first) gets the session's next sequence number (1, 2, ...) and waits,
 //! sent, until the host acknowledges it (cumulatively: a ControlAck of n acknowledges every
-//! number up to n). What waits is sent again, whole and in order, [`FIRST_RESEND`] after it was
-//! last sent, then after twice as long each time, at most [`LAST_RESEND`] apart, until
-//! acknowledged or the session ends (the host silent for the fabric's timeout, or detached).
+//! number up to n). What waits is sent again, whole and in order, [`FIRST_RESEND`] after the
+//! first of it was sent (nothing waiting before) or after an acknowledgement took some of it,
+//! then after twice as long each time, at most [`LAST_RESEND`] apart (a message queued while
+//! others wait goes again with their next resend), until acknowledged or the session ends (the
+//! host silent for the fabric's timeout, or detached).
 //! Before the host said so (a host of an earlier build never does), they go once, unsequenced,
 //! as PortConfig and ClientReregister (types 8 and 9).
 //!
@@ -298,5 +300,27 @@ mod tests {
         assert_eq!(s.send(t(1_004), a.clone()), Some(Send::Sequenced(5, a)));
         s.acked(t(1_005), 5);
         assert!(s.take_refresh().is_empty(), "nothing was coalesced since");
+    }
+
+    // docs/UDP-FABRIC.md "Reliable configuration": a message queued while others wait has no
+    // wait of its own; it goes again with their next resend, however far the backoff has gone.
+    #[test]
+    fn a_message_queued_while_others_wait_goes_with_their_next_resend() {
+        let mut s = ControlSender::default();
+        s.acked(t(0), 0);
+        let r = Control::ClientReregister(1);
+        s.send(t(0), r.clone());
+        for at in [200, 600, 1_400] {
+            assert_eq!(s.resend(t(at)).len(), 1);
+        }
+        assert_eq!(s.poll_timeout(), Some(t(3_000)));
+        s.send(t(1_500), r.clone());
+        assert_eq!(
+            s.poll_timeout(),
+            Some(t(3_000)),
+            "no sooner for the new one"
+        );
+        assert!(s.resend(t(1_700)).is_empty());
+        assert_eq!(s.resend(t(3_000)), vec![(1, r.clone()), (2, r)]);
     }
 }
