@@ -161,6 +161,7 @@ fn a_new_host_process_at_the_same_address_gets_its_configuration() {
     let mut net = Net::new(2, 34);
     assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
     let old = net.peers[1].host.link().session();
+    let f0 = net.fabric.counters();
     let now = net.now;
     net.peers[1] = remote::make_host(1, now, 9_999);
     let up = net.run_until(5 * SEC, |n| n.carrier(1));
@@ -174,6 +175,12 @@ fn a_new_host_process_at_the_same_address_gets_its_configuration() {
     );
     assert_eq!(c.out_of_order, 0, "{c:?}");
     assert_eq!(f.timed_out, 0, "the slot kept: {f:?}");
+    // A session begun (`attached`), not an accept sent again for a lost one.
+    assert_eq!(
+        (f.attached, f.accepts_resent),
+        (f0.attached + 1, f0.accepts_resent),
+        "{f:?}"
+    );
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }
 

@@ -557,7 +557,11 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
                     self.slots[i].control = ControlSender::default();
                 }
             }
-            self.counters.accepts_resent += 1;
+            if fresh {
+                self.counters.attached += 1;
+            } else {
+                self.counters.accepts_resent += 1;
+            }
             self.accept(i);
             return;
         }
