@@ -341,7 +341,9 @@ impl HostLink {
     /// Sends `packet` (LRH..VCRC) to the fabric; counted and dropped while unattached.
     pub fn send_packet(&mut self, packet: &[u8]) {
         match self.state {
-            State::Attached { session, .. } => self.send(session, MessageRepr::Packet(packet)),
+            State::Attached { session, .. } => {
+                self.send(session, MessageRepr::Packet(packet));
+            }
             _ => self.counters.unattached += 1,
         }
     }
@@ -350,7 +352,9 @@ impl HostLink {
     /// copied: [`Outgoing`]).
     pub fn send_packet_buf(&mut self, packet: Vec<u8>) {
         match self.state {
-            State::Attached { session, .. } => self.push(Outgoing::packet(session, packet)),
+            State::Attached { session, .. } => {
+                self.push(Outgoing::packet(session, packet));
+            }
             _ => self.counters.unattached += 1,
         }
     }
@@ -406,9 +410,12 @@ impl HostLink {
         next
     }
 
+    /// A ControlAck of `seq`, counted when it goes into the transmit queue (one the full queue
+    /// drops is counted in `queue_full` only).
     fn ack(&mut self, session: u64, seq: u32) {
-        self.counters.control_acks += 1;
-        self.send(session, MessageRepr::ControlAck { seq });
+        if self.send(session, MessageRepr::ControlAck { seq }) {
+            self.counters.control_acks += 1;
+        }
     }
 
     fn lose(&mut self, now: Instant) {
@@ -424,18 +431,18 @@ impl HostLink {
         self.handle_timeout(now);
     }
 
-    fn send(&mut self, session: u64, message: MessageRepr<'_>) {
-        if let Some(o) = Outgoing::message(&DatagramRepr { session, message }) {
-            self.push(o);
-        }
+    /// Queues `message` for the fabric; whether it went into the queue.
+    fn send(&mut self, session: u64, message: MessageRepr<'_>) -> bool {
+        Outgoing::message(&DatagramRepr { session, message }).is_some_and(|o| self.push(o))
     }
 
-    fn push(&mut self, o: Outgoing) {
+    fn push(&mut self, o: Outgoing) -> bool {
         if self.out.len() >= QUEUE_LIMIT {
             self.counters.queue_full += 1;
-            return;
+            return false;
         }
         self.out.push_back(o);
+        true
     }
 
     fn event(&mut self, e: HostLinkEvent) {
@@ -538,6 +545,25 @@ mod tests {
         link.handle_datagram(Instant::ZERO, &d(MessageRepr::ClientReregister { port: 1 }));
         assert!(link.poll_event().is_none(), "older than the sequenced ones");
         assert_eq!(link.counters().stale, 1);
+    }
+
+    // `control_acks` counts the ControlAcks that go into the transmit queue: one its full
+    // queue drops is counted in `queue_full` alone.
+    #[test]
+    fn a_control_ack_the_full_queue_drops_is_not_counted_as_sent() {
+        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
+        let rereg = d(MessageRepr::SeqClientReregister { seq: 1, port: 1 });
+        // Each copy is acknowledged again; nothing is sent meanwhile, so the queue fills.
+        let copies = super::QUEUE_LIMIT + 10;
+        for _ in 0..copies {
+            link.handle_datagram(Instant::ZERO, &rereg);
+        }
+        let queued = acks(&mut link).len() as u64;
+        let c = link.counters();
+        assert_eq!(queued, super::QUEUE_LIMIT as u64);
+        assert_eq!(c.control_acks, queued, "the acknowledgements that went");
+        assert_eq!(c.queue_full, copies as u64 + 1 - queued);
     }
 
     // A sequenced message that finds the adapter's event queue full is not taken and not
