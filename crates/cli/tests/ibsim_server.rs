@@ -243,7 +243,7 @@ fn refusals_are_told_with_their_reason() {
         assert!(IbsimClient::connect_to(&ep, Some("h9"), 0, false).is_err());
     }
     assert!(
-        told(&server, "further refusals are only counted"),
+        told(&server, "further ones only counted"),
         "{}",
         server.stderr()
     );

@@ -162,7 +162,7 @@ impl IbsimServer {
         if more {
             self.refusals.told_more = true;
             lines.push(format!(
-                "more than {TOLD_REFUSALS} clients refused; further refusals are only counted"
+                "more than {TOLD_REFUSALS} refused (clients, SM roles); further ones only counted"
             ));
         }
         lines

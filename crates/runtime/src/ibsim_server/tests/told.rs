@@ -88,7 +88,9 @@ fn an_endpoint_tells_its_refusals() {
     assert_eq!(told.len() as u64, TOLD_REFUSALS + 1, "{told:?}");
     assert_eq!(
         told.last().unwrap(),
-        &format!("more than {TOLD_REFUSALS} clients refused; further refusals are only counted")
+        &format!(
+            "more than {TOLD_REFUSALS} refused (clients, SM roles); further ones only counted"
+        )
     );
     drop((first, sm, more));
 }
