@@ -91,8 +91,9 @@ pub struct HostLinkCounters {
     pub unattached: u64,
     /// Datagrams or events dropped: queue full.
     pub queue_full: u64,
-    /// PortConfig messages of the session taken (each a change of the port as the slot's SMA
-    /// holds it, docs/UDP-FABRIC.md "PortConfig carries what the SMA set").
+    /// PortConfig messages of the session taken (the port as the slot's SMA holds it,
+    /// docs/UDP-FABRIC.md "PortConfig carries what the SMA set": each change, and the whole
+    /// configuration again after every accept, so equal ones may follow each other).
     pub port_configs: u64,
     /// ClientReregister messages of the session taken (each a SubnSet(PortInfo) with
     /// ClientReregister 1 at the slot's SMA, IBA 1 §14.4.11).
@@ -104,7 +105,7 @@ pub struct HostLinkCounters {
     /// dropped, for the fabric to send again in order.
     pub out_of_order: u64,
     /// ControlAcks sent (with the number taken; the first of a session also says that this host
-    /// takes sequenced messages).
+    /// takes sequenced messages): queued for the fabric, not one the full queue dropped.
     pub control_acks: u64,
 }
 
