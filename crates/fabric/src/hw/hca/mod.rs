@@ -65,7 +65,7 @@ use crate::hw::verbs::{Completion, QpState, QpType, Qpn, RecvWr, SendOp, SendWr,
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::{Gid, Guid, QKey};
-use qp::{transition_allowed, Qp, QpKind};
+use qp::{transition_allowed, Qp, QpKind, QpTable};
 use sched::Schedule;
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -98,7 +98,7 @@ pub struct QpInfo {
 pub struct Hca {
     node_guid: Guid,
     ports: Vec<Port>,
-    qps: BTreeMap<Qpn, Qp>,
+    qps: QpTable,
     cqs: BTreeMap<CqId, VecDeque<Completion>>,
     /// Completions in all of `cqs` ([`Hca::completions_waiting`]).
     cq_total: usize,
@@ -157,8 +157,10 @@ impl Hca {
     pub fn with_port_guids(node_guid: Guid, port_guids: Vec<Guid>) -> Hca {
         let mut hca = Hca {
             node_guid,
-            ports: Vec::new(),
-            qps: BTreeMap::new(),
+            // Exactly the ports given: a `Port` is 520 bytes, and a `Vec` grown by a push
+            // reserves four (docs/benchmarks/subnet-rounds.md, "What a host holds").
+            ports: Vec::with_capacity(port_guids.len()),
+            qps: QpTable::default(),
             cqs: BTreeMap::new(),
             cq_total: 0,
             special_cqs: Vec::new(),

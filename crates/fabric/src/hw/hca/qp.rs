@@ -164,3 +164,104 @@ impl Qp {
         Ok(())
     }
 }
+
+/// The HCA's QPs by handle: a `Vec` kept sorted by handle, searched by halving. An HCA holds a
+/// few QPs (QP0, QP1 and IPoIB's UD QP on most hosts), and a `BTreeMap` leaf has room for
+/// eleven: 1.6 KiB a host of which two thirds stayed empty (docs/benchmarks/subnet-rounds.md,
+/// "What a host holds"). Iteration is in handle order, as the map's was.
+#[derive(Default)]
+pub(crate) struct QpTable(Vec<(Qpn, Qp)>);
+
+impl QpTable {
+    fn find(&self, qpn: Qpn) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&qpn, |(q, _)| *q)
+    }
+
+    pub(crate) fn get(&self, qpn: &Qpn) -> Option<&Qp> {
+        self.find(*qpn).ok().map(|i| &self.0[i].1)
+    }
+
+    pub(crate) fn get_mut(&mut self, qpn: &Qpn) -> Option<&mut Qp> {
+        self.find(*qpn).ok().map(|i| &mut self.0[i].1)
+    }
+
+    pub(crate) fn contains_key(&self, qpn: &Qpn) -> bool {
+        self.find(*qpn).is_ok()
+    }
+
+    /// Puts `qp` under `qpn`, replacing (and returning) one already there.
+    pub(crate) fn insert(&mut self, qpn: Qpn, qp: Qp) -> Option<Qp> {
+        match self.find(qpn) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, qp)),
+            Err(i) => {
+                self.0.insert(i, (qpn, qp));
+                None
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, qpn: &Qpn) -> Option<Qp> {
+        self.find(*qpn).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Qp> {
+        self.0.iter().map(|(_, q)| q)
+    }
+}
+
+impl std::ops::Index<&Qpn> for QpTable {
+    type Output = Qp;
+
+    fn index(&self, qpn: &Qpn) -> &Qp {
+        self.get(qpn).expect("no QP with this handle")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::verbs::QpType;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn qp(qpn: Qpn) -> Qp {
+        let init = QpInit {
+            qp_type: QpType::Ud,
+            port: 1,
+            send_cq: CqId(0),
+            recv_cq: CqId(0),
+            privileged: false,
+            sq_sig_all: false,
+        };
+        Qp::new(qpn, &init, None, QpKind::Ud)
+    }
+
+    proptest! {
+        /// The table answers as the `BTreeMap` it replaced: the same QPs found, replaced and
+        /// removed, and walked in handle order.
+        #[test]
+        fn qp_table_answers_as_a_btree_map(ops in prop::collection::vec((0u8..3, 0u32..12), 0..60)) {
+            let (mut t, mut m) = (QpTable::default(), BTreeMap::new());
+            for (op, k) in ops {
+                let qpn = if k >= 10 { special_qpn(1, k - 10) } else { k };
+                match op {
+                    0 => prop_assert_eq!(
+                        t.insert(qpn, qp(qpn)).map(|q| q.handle),
+                        m.insert(qpn, qp(qpn)).map(|q| q.handle)
+                    ),
+                    1 => prop_assert_eq!(
+                        t.remove(&qpn).map(|q| q.handle),
+                        m.remove(&qpn).map(|q| q.handle)
+                    ),
+                    _ => {
+                        prop_assert_eq!(t.contains_key(&qpn), m.contains_key(&qpn));
+                        prop_assert_eq!(t.get(&qpn).map(|q| q.handle), m.get(&qpn).map(|q| q.handle));
+                        prop_assert_eq!(t.get_mut(&qpn).is_some(), m.get_mut(&qpn).is_some());
+                    }
+                }
+                let walked: Vec<Qpn> = t.values().map(|q| q.handle).collect();
+                prop_assert_eq!(walked, m.keys().copied().collect::<Vec<_>>());
+            }
+        }
+    }
+}
