@@ -197,6 +197,15 @@ impl Simulator {
         self.rng.fork(stream)
     }
 
+    /// Makes room for `nodes` more devices and `links` more cables, so that a large fabric's
+    /// tables are allocated once at their size rather than doubled along the way (at 10,000
+    /// hosts the cables' table alone is 6 MiB; docs/benchmarks/subnet-rounds.md, "What a host
+    /// holds"). Changes nothing else.
+    pub fn reserve(&mut self, nodes: usize, links: usize) {
+        self.nodes.reserve_exact(nodes);
+        self.links.reserve_exact(links);
+    }
+
     /// Adds a device with `ports` ports (numbered 0..=ports) and returns its id.
     pub fn add_node(&mut self, device: Box<dyn Device>, ports: u8) -> NodeId {
         let id = NodeId(self.nodes.len());

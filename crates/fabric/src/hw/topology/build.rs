@@ -39,6 +39,7 @@ pub fn build(
     params: LinkParams,
     mut make_ca: impl FnMut(usize, &TopoNode, Rng) -> Box<dyn Device>,
 ) -> Built {
+    sim.reserve(topo.nodes().len(), topo.links().len());
     let nodes: Vec<NodeId> = topo
         .nodes()
         .iter()
