@@ -23,8 +23,11 @@ use ipoib_wire::smp::{
     DirectedRoute, SmpAttribute, SmpMad, SmpMadRepr, SmpRoute, SMP_CLASS_VERSION, SMP_DATA_LEN,
     SMP_PATH_LEN,
 };
+use queued::QueuedMad;
 use std::collections::VecDeque;
 use std::time::Duration;
+
+mod queued;
 
 /// Settings of the transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +174,7 @@ impl<T> Outstandings<T> {
 pub struct SmpRequester<T> {
     settings: SmpSettings,
     next_tid: u64,
-    queue: VecDeque<(T, [u8; 256])>,
+    queue: VecDeque<(T, QueuedMad)>,
     outstanding: Outstandings<T>,
     /// (deadline, TID) in send order; entries of answered requests are skipped.
     deadlines: VecDeque<(Instant, u64)>,
@@ -268,7 +271,7 @@ impl<T: Clone> SmpRequester<T> {
 
     /// Queues `smp` (its TransactionID is replaced); its outcome comes back with `tag`.
     pub fn submit(&mut self, tag: T, smp: &SmpMadRepr) {
-        self.queue.push_back((tag, smp.to_bytes()));
+        self.queue.push_back((tag, QueuedMad::new(&smp.to_bytes())));
     }
 
     /// The next SMP to send at `now`: a resend, else a queued request while fewer than `window`
@@ -287,7 +290,8 @@ impl<T: Clone> SmpRequester<T> {
         if self.outstanding.len() >= self.settings.window {
             return None;
         }
-        let (tag, mut mad) = self.queue.pop_front()?;
+        let (tag, queued) = self.queue.pop_front()?;
+        let mut mad = queued.bytes();
         let tid = self.next_tid;
         self.next_tid = self.next_tid.wrapping_add(1);
         mad[8..16].copy_from_slice(&tid.to_be_bytes());
@@ -417,7 +421,7 @@ impl<T: Clone> SmpRequester<T> {
         let Some(mad) = self.last_timed_out.take() else {
             return false;
         };
-        self.queue.push_back((tag, mad));
+        self.queue.push_back((tag, QueuedMad::new(&mad)));
         true
     }
 
