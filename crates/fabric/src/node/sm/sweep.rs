@@ -78,6 +78,7 @@ use ipoib_wire::smp::{
 use ipoib_wire::{Guid, PKey};
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// A block of the SM's MFT copy: (switch node GUID, block, position) and its PortMasks.
 pub type MftCopyBlock<'a> = ((Guid, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
@@ -206,7 +207,9 @@ pub struct SmpSm {
     configured: Vec<Configured>,
     /// SwitchInfo of each switch (path, LinearFDBTop), set in the Arm wave.
     tops: Vec<(Vec<u8>, u16)>,
-    brain: Option<SubnetManager>,
+    /// Shared with the SM application, which reads it (the SA's model, the groups' trees):
+    /// never changed once made, so one copy serves both.
+    brain: Option<Arc<SubnetManager>>,
     error: Option<SmError>,
     /// The SM's copy of the MFTs: (switch node GUID, block, position) -> PortMasks; by GUID,
     /// as a re-sweep may number the nodes differently.
@@ -317,7 +320,13 @@ impl SmpSm {
 
     /// The brain, from the end of discovery on.
     pub fn manager(&self) -> Option<&SubnetManager> {
-        self.brain.as_ref()
+        self.brain.as_deref()
+    }
+
+    /// [`SmpSm::manager`], shared: the brain is never changed once made (a new discovery makes
+    /// a new one), so a reader keeps this instead of a copy.
+    pub fn shared_manager(&self) -> Option<Arc<SubnetManager>> {
+        self.brain.clone()
     }
 
     /// Port GUID to LID of every port (a switch by its node GUID) the SM ever gave a LID: a port
@@ -666,7 +675,7 @@ impl SmpSm {
         });
         brain.set_port_infos(read.collect());
         brain.set_switch_infos(switch_infos);
-        self.brain = Some(brain);
+        self.brain = Some(Arc::new(brain));
         self.phase = SweepPhase::Configure;
     }
 

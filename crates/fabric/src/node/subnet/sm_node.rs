@@ -45,6 +45,7 @@ use ipoib_wire::smp::{MftBlockRepr, MFT_BLOCK_MLIDS};
 use ipoib_wire::{Gid, Guid};
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Default coalescing delay for multicast tree updates.
@@ -84,7 +85,7 @@ pub struct SmStats {
 #[derive(Debug)]
 pub struct SmApp {
     /// The brain, from the end of the agent's first discovery on.
-    sm: Option<SubnetManager>,
+    sm: Option<Arc<SubnetManager>>,
     /// The SMP agent.
     smp: AgentId,
     /// The SM's port (the agent starts once its link is up).
@@ -132,7 +133,7 @@ impl SmApp {
 
     /// The SM's computed state (`None` until the first discovery ended).
     pub fn manager(&self) -> Option<&SubnetManager> {
-        self.sm.as_ref()
+        self.sm.as_deref()
     }
 
     /// The SMP agent.
@@ -364,7 +365,7 @@ impl App for SmApp {
             .filter(|a| a.generation() != self.generation)
             .and_then(|a| {
                 let info = a.sm_info(a.election().guid());
-                Some((a.generation(), a.manager()?.clone(), info))
+                Some((a.generation(), a.shared_manager()?, info))
             });
         if let Some((generation, sm, info)) = brain {
             self.generation = generation;
