@@ -5,8 +5,8 @@
 //! headers to find the DETH alone, the lengths computed once.
 
 use super::{PacketRepr, BTH_LEN, LRH_LEN};
-use crate::ib::lid::pkt_len_for;
-use crate::ib::{DethRepr, ExtHeaders, Lnh, Lrh, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
+use crate::ib::lid::{pkt_len_for, MAX_PKT_LEN_WORDS};
+use crate::ib::{BthRepr, DethRepr, ExtHeaders, Lnh, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
 use crate::{Error, Result};
 
 const DETH_LEN: usize = 8;
@@ -31,12 +31,26 @@ impl PacketRepr<'_> {
         if self.grh.is_some() || bth.opcode != Opcode::UD_SEND_ONLY {
             return None;
         }
-        let deth = self.ext.deth?;
-        let only = ExtHeaders {
-            deth: Some(deth),
-            ..ExtHeaders::default()
-        };
-        (self.ext == only).then_some(deth)
+        // `self.ext == ExtHeaders::deth(deth)`, field by field (a new header fails to compile
+        // here rather than slip through).
+        let ExtHeaders {
+            rdeth,
+            deth,
+            reth,
+            atomic_eth,
+            aeth,
+            atomic_ack_eth,
+            immdt,
+            ieth,
+        } = &self.ext;
+        let only = rdeth.is_none()
+            && reth.is_none()
+            && atomic_eth.is_none()
+            && aeth.is_none()
+            && atomic_ack_eth.is_none()
+            && immdt.is_none()
+            && ieth.is_none();
+        deth.filter(|_| only)
     }
 
     /// [`PacketRepr::emit_without_crcs`] of a UD SEND Only packet without GRH whose `n` bytes
@@ -75,24 +89,68 @@ impl PacketRepr<'_> {
         if buf.len() < total {
             return Err(Error::Truncated);
         }
-        let lrh = LrhRepr {
-            lnh: Lnh::IbaLocal,
-            pkt_len,
-            ..self.lrh
-        };
-        lrh.emit(&mut Lrh::new_unchecked(&mut buf[..LRH_LEN]));
-        let bth = crate::ib::BthRepr {
-            pad_count: pad as u8,
-            ..bth
-        };
-        bth.emit_bytes(&mut buf[LRH_LEN..LRH_LEN + BTH_LEN]);
-        deth.emit_bytes(&mut buf[LRH_LEN + BTH_LEN..payload_at]);
+        buf[..payload_at].copy_from_slice(&ud_local_headers(&self.lrh, &bth, &deth, pad, pkt_len));
         if let Some(p) = payload {
             buf[payload_at..payload_at + n].copy_from_slice(p);
         }
         buf[payload_at + n..total].fill(0);
         Ok(total)
     }
+}
+
+/// The LRH (LNH IBA local, PktLen `pkt_len`), BTH (PadCnt `pad`) and DETH of
+/// `PacketRepr::write_ud_local`, written from their values: the bytes `LrhRepr::emit`,
+/// `BthRepr::emit_bytes` and `DethRepr::emit_bytes` write (IBA 1 §7.7, §9.2, §9.3.3), each
+/// field as its setter puts it (the same shifts and masks), without the views; the proptest
+/// below holds the packets to the general emitter's.
+fn ud_local_headers(
+    lrh: &LrhRepr,
+    bth: &BthRepr,
+    deth: &DethRepr,
+    pad: usize,
+    pkt_len: u16,
+) -> [u8; UD_LOCAL_PAYLOAD_OFFSET] {
+    let [d0, d1] = lrh.dlid.to_be_bytes();
+    let [l0, l1] = (pkt_len & MAX_PKT_LEN_WORDS).to_be_bytes();
+    let [s0, s1] = lrh.slid.to_be_bytes();
+    let [k0, k1] = bth.pkey.0.to_be_bytes();
+    let [_, q0, q1, q2] = bth.dest_qp.to_be_bytes();
+    let [_, n0, n1, n2] = bth.psn.to_be_bytes();
+    let [x0, x1, x2, x3] = deth.qkey.0.to_be_bytes();
+    let [_, r0, r1, r2] = deth.src_qp.to_be_bytes();
+    // SE, M, PadCnt, TVer (`Bth::set_se` .. `set_tver` on a cleared byte).
+    let flags =
+        u8::from(bth.se) << 7 | u8::from(bth.m) << 6 | (pad as u8 & 3) << 4 | (bth.tver & 0x0f);
+    [
+        lrh.vl << 4 | (lrh.lver & 0x0f),
+        lrh.sl << 4 | u8::from(Lnh::IbaLocal),
+        d0,
+        d1,
+        l0,
+        l1,
+        s0,
+        s1,
+        bth.opcode.0,
+        flags,
+        k0,
+        k1,
+        bth.resv8a,
+        q0,
+        q1,
+        q2,
+        if bth.ack_req { 0x80 } else { 0 },
+        n0,
+        n1,
+        n2,
+        x0,
+        x1,
+        x2,
+        x3,
+        0,
+        r0,
+        r1,
+        r2,
+    ]
 }
 
 #[cfg(test)]
