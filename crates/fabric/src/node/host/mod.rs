@@ -528,10 +528,11 @@ impl Host {
         if c.status != WcStatus::Success {
             return;
         }
-        let Ok(hdr) = MadHeaderRepr::parse_bytes(&c.data) else {
+        let Some(h) = umad::header(&c.data) else {
             self.counters.bad_mad += 1;
             return;
         };
+        let (class, method, tid) = (h.mgmt_class(), h.method(), h.transaction_id());
         let pkey = self
             .hca
             .port(self.mgmt_port)
@@ -550,17 +551,17 @@ impl Host {
                 tclass: g.tclass,
             }),
         };
-        let target = if hdr.method.is_response() {
-            let t = self.tids.get(&hdr.transaction_id).copied();
+        let target = if method.is_response() {
+            let t = self.tids.get(&tid).copied();
             if t.is_none() {
                 self.counters.unknown_tid += 1;
             }
             t
         } else {
-            let class = u8::from(hdr.mgmt_class);
+            let class = u8::from(class);
             let t = self
                 .method_servers
-                .get(&(class, u8::from(hdr.method)))
+                .get(&(class, u8::from(method)))
                 .or_else(|| self.servers.get(&class))
                 .copied()
                 .or(if smi { None } else { self.unclaimed });
@@ -568,7 +569,7 @@ impl Host {
                 if smi {
                     // SMPs nobody registered for are the SMA's (in the HCA), never answered here.
                     self.counters.unmatched_dropped += 1;
-                } else {
+                } else if let Ok(hdr) = MadHeaderRepr::parse_bytes(&c.data) {
                     self.unmatched(&hdr, from, &c.data);
                 }
             }
@@ -640,11 +641,11 @@ impl Host {
     /// Queues a MAD on QP1, or on QP0 for an SMP (IBA 1 §13.5.1); requests remember their TID
     /// for the response.
     fn send_mad(&mut self, agent: Option<AgentId>, m: MadOut) {
-        let hdr = MadHeaderRepr::parse_bytes(&m.mad).ok();
-        let smp = hdr.as_ref().is_some_and(|h| is_smp_class(h.mgmt_class));
+        let hdr = umad::header(&m.mad);
+        let smp = hdr.as_ref().is_some_and(|h| is_smp_class(h.mgmt_class()));
         if let (Some(a), Some(hdr)) = (agent, hdr) {
-            if !hdr.method.is_response() {
-                self.remember_tid(hdr.transaction_id, a);
+            if !hdr.method().is_response() {
+                self.remember_tid(hdr.transaction_id(), a);
             }
         }
         // QP0 ignores P_Keys (IBA 1 §10.9.3: the HCA sends with the table's first entry).

@@ -253,11 +253,9 @@ impl UmadAgent {
 
     /// A response to one of this agent's requests with the high 32 bits of the TID the user sent
     /// (what ibsim's clients route by: docs/IBSIM.md); false for one whose high half is
-    /// forgotten (the user's high bits are unknown: it is dropped).
-    fn unstamp_tid(&self, mad: &mut [u8]) -> bool {
-        let Ok(h) = MadHeaderRepr::parse_bytes(mad) else {
-            return true;
-        };
+    /// forgotten (the user's high bits are unknown: it is dropped). `h` is `mad`'s header, as
+    /// the caller parsed it (not parsed again).
+    fn unstamp_tid(&self, h: &MadHeaderRepr, mad: &mut [u8]) -> bool {
         if !h.method.is_response() {
             return true;
         }
@@ -389,7 +387,7 @@ impl MadAgent for UmadAgent {
             return;
         }
         let mut m = m;
-        if !self.unstamp_tid(&mut m.mad) {
+        if !self.unstamp_tid(&h, &mut m.mad) {
             self.counters.forgotten_high += 1;
             return;
         }
@@ -617,12 +615,19 @@ impl Host {
 /// TrapRepress included as Linux's `ib_response_mad` counts it (it keeps the TID it answers),
 /// and for fewer than 24 bytes.
 fn request_high(mad: &[u8]) -> Option<u32> {
-    let m = Mad::new_unchecked(mad.first_chunk::<MAD_HEADER_LEN>()?);
+    let m = header(mad)?;
     let method = m.method();
     if method.is_response() || method == Method::TrapRepress {
         return None;
     }
     Some((m.transaction_id() >> 32) as u32)
+}
+
+/// The common MAD header of `mad` (IBA 1 §13.4.2) as a view on its first 24 bytes, its fields
+/// read in place where a caller needs a few (no `MadHeaderRepr` built); `None` for fewer bytes,
+/// which `MadHeaderRepr::parse_bytes` refuses too.
+pub(super) fn header(mad: &[u8]) -> Option<Mad<&[u8; MAD_HEADER_LEN]>> {
+    mad.first_chunk::<MAD_HEADER_LEN>().map(Mad::new_unchecked)
 }
 
 /// Method mask of `methods`.
