@@ -31,16 +31,21 @@ impl IbsimServer {
             let Some(device) = net.sim_mut().node_mut::<Host>(node) else {
                 continue;
             };
-            out.clear();
-            // Each answer is written in place: its MAD zero-padded to 256 bytes, then the head
-            // (the bytes `SimRequest::to_bytes` gives for the same fields).
+            // Each answer is written in place, over an earlier turn's where there is one (every
+            // byte is written: not cleared first): its MAD zero-padded to 256 bytes, then the
+            // head (the bytes `SimRequest::to_bytes` gives for the same fields).
+            let mut k = 0;
             for m in device.umad_drain(agent) {
                 // A whole MAD header whose MgmtClass (byte 1, IBA 1 §13.4.2) is an SMP's.
                 let smp = m.mad.len() >= MAD_HEADER_LEN && is_smp_class(MgmtClass::from(m.mad[1]));
-                out.push([0u8; SIM_REQUEST_LEN]);
-                let Some(b) = out.last_mut() else { break };
+                if k == out.len() {
+                    out.push([0u8; SIM_REQUEST_LEN]);
+                }
+                let Some(b) = out.get_mut(k) else { break };
+                k += 1;
                 let n = m.mad.len().min(MAD_LEN);
                 b[SIM_REQUEST_MAD_OFFSET..SIM_REQUEST_MAD_OFFSET + n].copy_from_slice(&m.mad[..n]);
+                b[SIM_REQUEST_MAD_OFFSET + n..].fill(0);
                 let length = match b.last_chunk::<MAD_LEN>() {
                     Some(mad) => umad_length(mad),
                     None => MAD_LEN as u64,
@@ -58,8 +63,8 @@ impl IbsimServer {
                     self.spare_mads.push(m.mad);
                 }
             }
-            if !out.is_empty() {
-                self.write_many(net, slot, &out);
+            if k > 0 {
+                self.write_many(net, slot, &out[..k]);
             }
         }
         self.out = out;

@@ -137,6 +137,8 @@ const BUDGET: usize = 256;
 const RECV_BATCH: usize = sock::RECV_MAX;
 /// Rounds of ready sockets one [`IbsimServer::poll`] serves at most.
 const ROUNDS: usize = 4;
+/// Readiness events one epoll_wait(2) of [`IbsimServer::poll_wait`] takes at most.
+const EPOLL_EVENTS: usize = 64;
 
 /// How the server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +242,9 @@ pub struct IbsimServer {
     timer: Option<TimerFd>,
     /// recvmmsg(2)'s and sendmmsg(2)'s headers, kept likewise.
     headers: sock::Headers,
+    /// [`IbsimServer::poll_wait`]'s epoll events, kept likewise ([`EPOLL_EVENTS`] of them: an
+    /// array of them cleared at every turn cost more than the turn's look at them).
+    events: Vec<EpollEvent>,
     refusals: refusal::Refusals,
     /// UDP mode: per SM client that took its host's SM role from another, that one (module
     /// `sm_role`).
@@ -280,6 +285,7 @@ impl IbsimServer {
             rx: Vec::new(),
             timer: None,
             headers: sock::Headers::new(),
+            events: vec![EpollEvent::empty(); EPOLL_EVENTS],
             refusals: refusal::Refusals::default(),
             displaced: BTreeMap::new(),
         })
@@ -331,11 +337,27 @@ impl IbsimServer {
     /// next. A sleep shorter than [`FINE_SLEEP`] is timed by a timerfd(2) in the set, as the
     /// real-time driver times it (epoll counts whole milliseconds).
     pub fn poll_wait(&mut self, net: &mut impl IbsimNet, timeout: Duration) -> io::Result<bool> {
-        let mut wait = self.sleep(timeout)?;
-        let mut events = [EpollEvent::empty(); 64];
+        let wait = self.sleep(timeout)?;
+        // Taken out while the sockets are read (a move, no copy), and put back on every return.
+        let mut events = std::mem::take(&mut self.events);
+        if events.is_empty() {
+            events.resize(EPOLL_EVENTS, EpollEvent::empty());
+        }
+        let r = self.poll_events(net, &mut events, wait);
+        self.events = events;
+        r
+    }
+
+    /// [`IbsimServer::poll_wait`] with its events buffer, after the first sleep's timeout `wait`.
+    fn poll_events(
+        &mut self,
+        net: &mut impl IbsimNet,
+        events: &mut [EpollEvent],
+        mut wait: EpollTimeout,
+    ) -> io::Result<bool> {
         let mut left = false;
         for round in 0..ROUNDS {
-            let n = match self.epoll.wait(&mut events, wait) {
+            let n = match self.epoll.wait(events, wait) {
                 Ok(n) => n,
                 // A signal ended the sleep: back to the caller (who may be asked to stop),
                 // with nothing read yet and the sockets level-triggered, so nothing is lost.
