@@ -18,20 +18,6 @@ fn a4(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, i as u8 + 1)
 }
 
-fn run(net: &mut Subnet, d: Duration) {
-    let deadline = net.sim().now() + d;
-    net.run_until_with(deadline, |_| false);
-}
-
-fn from_os(net: &mut Subnet, i: usize, p: &[u8]) {
-    net.with_ipoib(i, |a, now| a.from_os(now, p)).expect("host");
-}
-
-fn drain(net: &mut Subnet, i: usize) -> Vec<Vec<u8>> {
-    net.with_ipoib(i, |a, _| std::iter::from_fn(|| a.to_os()).collect())
-        .expect("host")
-}
-
 fn host(net: &mut Subnet, i: usize) -> &mut Host {
     let node = net.host(i).node;
     net.sim_mut().node_mut::<Host>(node).expect("host")
@@ -82,7 +68,7 @@ fn transfer_with(seed: u64, quiet: bool, uc: bool, faults: &[Fault]) -> Outcome 
     let mut sent = [0u64; 2];
     // The first packet opens the connection (REQ, REP, RTU) over UD.
     from_os(&mut net, 0, &small(0));
-    run(&mut net, Duration::from_millis(200));
+    run_for(&mut net, Duration::from_millis(200));
     for k in 0..6u8 {
         let from = usize::from(k % 3 == 2);
         for j in 0..4u8 {
@@ -90,14 +76,14 @@ fn transfer_with(seed: u64, quiet: bool, uc: bool, faults: &[Fault]) -> Outcome 
             sent[from] += 1;
         }
         // Half a message's time on the wire, then more while it is still arriving.
-        run(&mut net, Duration::from_micros(8));
+        run_for(&mut net, Duration::from_micros(8));
         from_os(&mut net, from, &big(from, 0xee));
         sent[from] += 1;
-        run(&mut net, Duration::from_millis(1));
+        run_for(&mut net, Duration::from_millis(1));
         from_os(&mut net, 1 - from, &small(1 - from));
-        run(&mut net, Duration::from_millis(1));
+        run_for(&mut net, Duration::from_millis(1));
         for (i, g) in got.iter_mut().enumerate() {
-            g.extend(drain(&mut net, i));
+            g.extend(to_os(&mut net, i));
         }
     }
     Outcome {

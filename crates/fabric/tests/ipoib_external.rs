@@ -46,20 +46,6 @@ fn net(n: usize, seed: u64, configure: Option<fn(usize, &mut InterfaceConfig)>) 
     net
 }
 
-fn run(net: &mut Subnet, d: Duration) {
-    let deadline = net.sim().now() + d;
-    net.run_until_with(deadline, |_| false);
-}
-
-fn from_os(net: &mut Subnet, i: usize, p: &[u8]) {
-    net.with_ipoib(i, |a, now| a.from_os(now, p)).expect("host");
-}
-
-fn drain(net: &mut Subnet, i: usize) -> Vec<Vec<u8>> {
-    net.with_ipoib(i, |a, _| std::iter::from_fn(|| a.to_os()).collect())
-        .expect("host")
-}
-
 fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, payload: IpPayload<'_>) -> Vec<u8> {
     let d = Ipv6Datagram {
         header: Ipv6Repr {
@@ -145,11 +131,11 @@ fn unicast_crosses_byte_identical_after_arp_and_nd() {
     from_os(&mut net, 0, &p4);
     let p6 = echo6(a6(0), a6(1));
     from_os(&mut net, 0, &p6);
-    run(&mut net, Duration::from_millis(200));
-    let got = drain(&mut net, 1);
+    run_for(&mut net, Duration::from_millis(200));
+    let got = to_os(&mut net, 1);
     assert!(got.contains(&p4), "IPv4 UDP unchanged: {got:?}");
     assert!(got.contains(&p6), "ICMPv6 echo request unchanged: {got:?}");
-    let third = drain(&mut net, 2);
+    let third = to_os(&mut net, 2);
     assert!(!third.contains(&p4) && !third.contains(&p6), "{third:?}");
     let r = app(&net, 0).resolutions();
     assert!(r
@@ -179,17 +165,17 @@ fn igmp_join_receives_and_leave_stops() {
     assert_eq!(app(&net, 1).os_groups(), [IpAddr::V4(group)]);
     let snoop = app(&net, 1).os_counters().snoop;
     assert_eq!((snoop.igmp, snoop.joins), (1, 1));
-    drain(&mut net, 1);
-    drain(&mut net, 2);
+    to_os(&mut net, 1);
+    to_os(&mut net, 2);
     let m = udp4(a4(0), group, 1, b"to the group");
     from_os(&mut net, 0, &m);
-    run(&mut net, Duration::from_millis(200));
+    run_for(&mut net, Duration::from_millis(200));
     assert_eq!(
-        drain(&mut net, 1),
+        to_os(&mut net, 1),
         std::slice::from_ref(&m),
         "the member receives it"
     );
-    assert!(!drain(&mut net, 2).contains(&m), "the other host does not");
+    assert!(!to_os(&mut net, 2).contains(&m), "the other host does not");
     from_os(&mut net, 1, &igmp_v3(a4(1), 3, group));
     let deadline = net.sim().now() + Duration::from_secs(2);
     assert!(net.run_until_with(deadline, |n| {
@@ -198,8 +184,8 @@ fn igmp_join_receives_and_leave_stops() {
     assert!(app(&net, 1).os_groups().is_empty());
     assert_eq!(app(&net, 1).os_counters().snoop.leaves, 1);
     from_os(&mut net, 0, &m);
-    run(&mut net, Duration::from_millis(200));
-    assert!(!drain(&mut net, 1).contains(&m), "left: no more");
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(!to_os(&mut net, 1).contains(&m), "left: no more");
 }
 
 // §11 and RFC 3810 §5.2.12: the same with MLDv2 for an IPv6 group.
@@ -214,26 +200,26 @@ fn mld_join_receives_and_leave_stops() {
     from_os(&mut net, 1, &mld_v2(ll1, &[(4, group)]));
     assert!(run_until_attached(&mut net, &[1], mgid), "joined");
     assert_eq!(app(&net, 1).os_groups(), [IpAddr::V6(group)]);
-    drain(&mut net, 1);
-    drain(&mut net, 2);
+    to_os(&mut net, 1);
+    to_os(&mut net, 2);
     let udp = UdpRepr::new(40000, 5001, b"to the v6 group");
     let m = ipv6(a6(0), group, 1, IpPayload::Udp(udp));
     from_os(&mut net, 0, &m);
-    run(&mut net, Duration::from_millis(200));
+    run_for(&mut net, Duration::from_millis(200));
     assert_eq!(
-        drain(&mut net, 1),
+        to_os(&mut net, 1),
         std::slice::from_ref(&m),
         "the member receives it"
     );
-    assert!(!drain(&mut net, 2).contains(&m), "the other host does not");
+    assert!(!to_os(&mut net, 2).contains(&m), "the other host does not");
     from_os(&mut net, 1, &mld_v2(ll1, &[(3, group)]));
     let deadline = net.sim().now() + Duration::from_secs(2);
     assert!(net.run_until_with(deadline, |n| {
         !app(n, 1).attached().iter().any(|(g, _)| *g == mgid)
     }));
     from_os(&mut net, 0, &m);
-    run(&mut net, Duration::from_millis(200));
-    assert!(!drain(&mut net, 1).contains(&m), "left: no more");
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(!to_os(&mut net, 1).contains(&m), "left: no more");
 }
 
 // RFC 3810 §6: no listening is tracked for all-nodes; the solicited-node group of the
@@ -253,19 +239,19 @@ fn snooping_keeps_the_interfaces_own_groups() {
         .any(|g| g.mgid == sn_mgid && g.attached));
     let ll1 = net.interface(1).unwrap().ipv6_addresses()[0].addr;
     from_os(&mut net, 1, &mld_v2(ll1, &[(4, sn), (4, all_nodes)]));
-    run(&mut net, Duration::from_millis(100));
+    run_for(&mut net, Duration::from_millis(100));
     let snoop = app(&net, 1).os_counters().snoop;
     assert_eq!((snoop.joins, snoop.ignored), (1, 1));
     assert_eq!(net.interface(1).unwrap().groups(), groups_before);
     from_os(&mut net, 1, &mld_v2(ll1, &[(3, sn), (3, all_nodes)]));
-    run(&mut net, Duration::from_millis(100));
+    run_for(&mut net, Duration::from_millis(100));
     assert_eq!(app(&net, 1).os_counters().snoop.leaves, 1);
     assert_eq!(net.interface(1).unwrap().groups(), groups_before);
     // ND still works: host 0 reaches fd00::2.
     let p6 = echo6(a6(0), a6(1));
     from_os(&mut net, 0, &p6);
-    run(&mut net, Duration::from_millis(200));
-    assert!(drain(&mut net, 1).contains(&p6));
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(to_os(&mut net, 1).contains(&p6));
 }
 
 // §7 (datagram-mode MTU 2044 on a 2048-byte IB MTU), RFC 1191 §4, docs/DEPLOYED.md "Linux
@@ -279,8 +265,8 @@ fn too_big_in_datagram_mode_answers_the_stack() {
     let big = udp4(a4(0), a4(1), 64, &vec![0x5a; 60_000 - 28]);
     assert_eq!(big.len(), 60_000);
     from_os(&mut net, 0, &big);
-    run(&mut net, Duration::from_millis(100));
-    let back = drain(&mut net, 0);
+    run_for(&mut net, Duration::from_millis(100));
+    let back = to_os(&mut net, 0);
     assert_eq!(back.len(), 1, "{back:?}");
     let d = Ipv4Datagram::parse(&back[0]).unwrap();
     assert_eq!(d.header.src_addr, a4(0));
@@ -291,7 +277,7 @@ fn too_big_in_datagram_mode_answers_the_stack() {
     assert_eq!(icmp.msg_type, Icmpv4Type::DestUnreachable);
     assert_eq!(icmp.code, u8::from(Icmpv4Unreachable::FragNeeded));
     assert_eq!(icmp.next_hop_mtu(), Some(2044));
-    assert!(!drain(&mut net, 1).contains(&big));
+    assert!(!to_os(&mut net, 1).contains(&big));
 }
 
 /// Two hosts in connected mode (RC) whose first packet, host 0 to host 1, has crossed (the
@@ -304,8 +290,8 @@ fn connected_pair(seed: u64) -> Subnet {
     );
     let small = udp4(a4(0), a4(1), 64, b"first");
     from_os(&mut net, 0, &small);
-    run(&mut net, Duration::from_millis(200));
-    assert!(drain(&mut net, 1).contains(&small));
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(to_os(&mut net, 1).contains(&small));
     net
 }
 
@@ -317,9 +303,9 @@ fn connected_mode_carries_60000_bytes_whole() {
     let mut net = connected_pair(seed);
     let big = udp4(a4(0), a4(1), 64, &vec![0xa5; 60_000 - 28]);
     from_os(&mut net, 0, &big);
-    run(&mut net, Duration::from_millis(200));
-    assert_eq!(drain(&mut net, 1), [big], "one 60,000-byte packet, whole");
-    assert!(drain(&mut net, 0).is_empty(), "no ICMP");
+    run_for(&mut net, Duration::from_millis(200));
+    assert_eq!(to_os(&mut net, 1), [big], "one 60,000-byte packet, whole");
+    assert!(to_os(&mut net, 0).is_empty(), "no ICMP");
 }
 
 // A bulk transfer on a connection leaves nothing queued behind it: the RC requester's ACK
@@ -336,7 +322,7 @@ fn a_bulk_transfer_leaves_no_trail_of_timer_events() {
     let window = Duration::from_millis(2_500);
     let events = |net: &Subnet| net.sim().stats().events;
     let e0 = events(&net);
-    run(&mut net, window);
+    run_for(&mut net, window);
     let before = events(&net) - e0;
     // 400 packets of 60,000 bytes, 16 at a time as the lab's TUN reads hand them over.
     let big = udp4(a4(0), a4(1), 64, &vec![0xa5; 60_000 - 28]);
@@ -345,14 +331,14 @@ fn a_bulk_transfer_leaves_no_trail_of_timer_events() {
         for _ in 0..16 {
             from_os(&mut net, 0, &big);
         }
-        run(&mut net, Duration::from_micros(500));
-        got += drain(&mut net, 1).len();
+        run_for(&mut net, Duration::from_micros(500));
+        got += to_os(&mut net, 1).len();
     }
-    run(&mut net, Duration::from_millis(100));
-    got += drain(&mut net, 1).len();
+    run_for(&mut net, Duration::from_millis(100));
+    got += to_os(&mut net, 1).len();
     assert_eq!(got, 400, "all delivered");
     let e1 = events(&net);
-    run(&mut net, window);
+    run_for(&mut net, window);
     let after = events(&net) - e1;
     assert!(
         after <= before + 10,
@@ -387,19 +373,19 @@ fn garbage_from_the_stack_is_counted() {
         })
         .unwrap();
     let mut net = net.into_inner();
-    run(&mut net, Duration::from_millis(100));
+    run_for(&mut net, Duration::from_millis(100));
     let c = app(&net, 0).os_counters();
     assert_eq!(
         c.from_os + c.malformed + c.from_os_dropped,
         sent.into_inner()
     );
     assert!(c.malformed > 0, "{c:?}");
-    assert!(drain(&mut net, 1).len() <= TO_OS_LIMIT);
+    assert!(to_os(&mut net, 1).len() <= TO_OS_LIMIT);
     // The interface still works.
     let p4 = udp4(a4(0), a4(1), 64, b"still fine");
     from_os(&mut net, 0, &p4);
-    run(&mut net, Duration::from_millis(200));
-    assert!(drain(&mut net, 1).contains(&p4));
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(to_os(&mut net, 1).contains(&p4));
 }
 
 // The queue to the stack is bounded (TO_OS_LIMIT, as Linux's receive backlog): a flood that
@@ -411,22 +397,22 @@ fn queue_to_the_stack_is_bounded() {
     let mut net = net(2, seed, None);
     let first = udp4(a4(0), a4(1), 64, b"resolve");
     from_os(&mut net, 0, &first);
-    run(&mut net, Duration::from_millis(200));
-    assert!(drain(&mut net, 1).contains(&first));
+    run_for(&mut net, Duration::from_millis(200));
+    assert!(to_os(&mut net, 1).contains(&first));
     let extra = 20;
     let total = TO_OS_LIMIT + extra;
     for k in 0..total {
         let p = udp4(a4(0), a4(1), 64, &(k as u32).to_be_bytes());
         from_os(&mut net, 0, &p);
         if k % 50 == 49 {
-            run(&mut net, Duration::from_millis(2));
+            run_for(&mut net, Duration::from_millis(2));
         }
     }
-    run(&mut net, Duration::from_millis(100));
+    run_for(&mut net, Duration::from_millis(100));
     let a = app(&net, 1);
     assert_eq!(a.to_os_len(), TO_OS_LIMIT);
     assert_eq!(a.os_counters().to_os_dropped, extra as u64);
-    let got = drain(&mut net, 1);
+    let got = to_os(&mut net, 1);
     let want0 = udp4(a4(0), a4(1), 64, &0u32.to_be_bytes());
     assert_eq!(got[0], want0, "the oldest kept");
     // A smaller bound, set by the runtime.
@@ -434,7 +420,7 @@ fn queue_to_the_stack_is_bounded() {
     for k in 0..10u32 {
         from_os(&mut net, 0, &udp4(a4(0), a4(1), 64, &k.to_be_bytes()));
     }
-    run(&mut net, Duration::from_millis(100));
+    run_for(&mut net, Duration::from_millis(100));
     assert_eq!(app(&net, 1).to_os_len(), 4);
     assert_eq!(app(&net, 1).os_counters().to_os_dropped, extra as u64 + 6);
 }
@@ -468,14 +454,14 @@ fn frames_from_the_stack_cross_byte_identical() {
         let first = udp4(a4(0), a4(1), 64, b"resolve");
         net.with_ipoib(0, |a, now| a.from_os_frame(now, frame(&first)))
             .expect("host");
-        run(&mut net, Duration::from_millis(200));
-        assert_eq!(drain(&mut net, 1), [first], "conn {conn}");
+        run_for(&mut net, Duration::from_millis(200));
+        assert_eq!(to_os(&mut net, 1), [first], "conn {conn}");
         let big = udp4(a4(0), a4(1), 64, &vec![0x3c; len - 28]);
         for _ in 0..3 {
             net.with_ipoib(0, |a, now| a.from_os_frame(now, frame(&big)))
                 .expect("host");
         }
-        run(&mut net, Duration::from_millis(200));
+        run_for(&mut net, Duration::from_millis(200));
         let got = net
             .with_ipoib(1, |a, _| {
                 std::iter::from_fn(|| a.to_os_buf()).collect::<Vec<_>>()
@@ -486,7 +472,7 @@ fn frames_from_the_stack_cross_byte_identical() {
             assert_eq!(&*g, &big[..], "conn {conn}");
             assert_eq!(g.into_vec(), big, "conn {conn}");
         }
-        assert!(drain(&mut net, 0).is_empty(), "no ICMP");
+        assert!(to_os(&mut net, 0).is_empty(), "no ICMP");
         assert_eq!(app(&net, 0).os_counters().malformed, 0);
         // A frame too short to hold an IP packet is counted, not sent.
         net.with_ipoib(0, |a, now| a.from_os_frame(now, vec![0; 3]))

@@ -5,7 +5,7 @@
 //! reason, and the other hosts keep resolving and talking to each other meanwhile.
 
 use ipoib_fabric::hw::topology::Topology;
-use ipoib_fabric::node::subnet::{IpoibOptions, Subnet};
+use ipoib_fabric::node::subnet::IpoibOptions;
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{DropReason, InterfaceConfig, Ipv4Config};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -67,16 +67,6 @@ fn udp6(src: Ipv6Addr, dst: Ipv6Addr, payload: &[u8]) -> Vec<u8> {
     b
 }
 
-fn drain(net: &mut Subnet, i: usize) -> Vec<Vec<u8>> {
-    net.with_ipoib(i, |a, _| std::iter::from_fn(|| a.to_os()).collect())
-        .expect("host")
-}
-
-fn run(net: &mut Subnet, d: Duration) {
-    let deadline = net.sim().now() + d;
-    net.run_until_with(deadline, |_| false);
-}
-
 // §9.3 (ARP and ND on the IB side), §11 (a send-only join per multicast group sent to): host 0
 // sends to 10,000 unknown on-link addresses, half IPv4, half IPv6. Its neighbour, path and
 // multicast tables stay within their bounds, the drops are counted by reason, and hosts 1 and 2
@@ -112,9 +102,9 @@ fn flood_of_unknown_destinations_stays_bounded() {
             let p21 = ipoib::udp4(a4(2), a4(1), 64, &tag);
             net.with_ipoib(1, |a, now| a.from_os(now, &p12)).unwrap();
             net.with_ipoib(2, |a, now| a.from_os(now, &p21)).unwrap();
-            run(&mut net, Duration::from_millis(50));
-            let got2 = drain(&mut net, 2);
-            let got1 = drain(&mut net, 1);
+            run_for(&mut net, Duration::from_millis(50));
+            let got2 = to_os(&mut net, 2);
+            let got1 = to_os(&mut net, 1);
             assert!(got2.contains(&p12), "h2 got h1's packet at {k}");
             assert!(got1.contains(&p21), "h1 got h2's packet at {k}");
             answered += 1;
@@ -130,7 +120,7 @@ fn flood_of_unknown_destinations_stays_bounded() {
     }
     assert_eq!(answered, FLOOD / 500);
     // Long enough for every resolution to fail (3 probes a second apart) and the tables to age.
-    run(&mut net, Duration::from_secs(5));
+    run_for(&mut net, Duration::from_secs(5));
     let i = net.interface(0).unwrap();
     assert!(i.neighbours().len() <= cfg.max_neighbours);
     assert!(i.groups().len() <= cfg.max_mcast_groups + 8);
@@ -160,6 +150,6 @@ fn flood_of_unknown_destinations_stays_bounded() {
     // And the flooding host itself still works.
     let p = ipoib::udp4(a4(0), a4(3), 64, b"after");
     net.with_ipoib(0, |a, now| a.from_os(now, &p)).unwrap();
-    run(&mut net, Duration::from_millis(100));
-    assert!(drain(&mut net, 3).contains(&p));
+    run_for(&mut net, Duration::from_millis(100));
+    assert!(to_os(&mut net, 3).contains(&p));
 }

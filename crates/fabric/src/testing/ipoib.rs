@@ -28,6 +28,23 @@ pub fn up(opts: SubnetOptions, v6: bool) -> Subnet {
     net
 }
 
+/// Runs the subnet `d` on from now.
+pub fn run_for(net: &mut Subnet, d: Duration) {
+    let deadline = net.sim().now() + d;
+    net.run_until_with(deadline, |_| false);
+}
+
+/// Hands the IP packet `p` from host `i`'s operating system to its interface.
+pub fn from_os(net: &mut Subnet, i: usize, p: &[u8]) {
+    net.with_ipoib(i, |a, now| a.from_os(now, p)).expect("host");
+}
+
+/// The IP packets host `i`'s interface has for its operating system, taken.
+pub fn to_os(net: &mut Subnet, i: usize) -> Vec<Vec<u8>> {
+    net.with_ipoib(i, |a, _| std::iter::from_fn(|| a.to_os()).collect())
+        .expect("host")
+}
+
 /// Host `i`'s adapter.
 pub fn app(net: &Subnet, i: usize) -> &IpoibApp {
     net.ipoib_app(i).expect("IPoIB host")

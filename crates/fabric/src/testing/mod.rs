@@ -15,7 +15,8 @@ pub mod nets;
 pub mod verbs;
 
 pub use ipoib::{
-    all_pairs, app, options, ping_pairs, rtt, run_until_attached, udp4, up, v4, v6, Sent,
+    all_pairs, app, from_os, options, ping_pairs, rtt, run_for, run_until_attached, to_os, udp4,
+    up, v4, v6, Sent,
 };
 pub use verbs::{received, send_ud, ud_qp};
 
