@@ -28,11 +28,23 @@ fn turn(ep: &mut IbsimEndpoint, net: &mut Subnet) {
 /// Sends a CONNECT for `node` (as an SM when `issm`) from a socket of its own, without waiting
 /// for the answer (the server runs in this thread).
 fn connect_to_node(base: &str, node: &str, issm: bool) -> UnixDatagram {
+    connect_as_client(base, node, issm, false).0
+}
+
+/// As umad2sim's client does: with `input`, its input socket bound first (returned, to keep it
+/// open), then a CONNECT for `node` from its control socket, without waiting for the answer;
+/// the control socket and the client's tag (its id in the CONNECT).
+fn connect_as_client(
+    base: &str,
+    node: &str,
+    issm: bool,
+    input: bool,
+) -> (UnixDatagram, Option<UnixDatagram>, u32) {
     let tag = 800_000 + NEXT.fetch_add(1, Ordering::Relaxed);
-    let ctl = UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
-        .unwrap();
-    ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
-        .unwrap();
+    let addr = |name: String| sock::abstract_addr(&name).unwrap();
+    let input = input.then(|| UnixDatagram::bind_addr(&addr(format!("{base}:in{tag}"))).unwrap());
+    let ctl = UnixDatagram::bind_addr(&addr(format!("{base}:ctl{tag}"))).unwrap();
+    ctl.connect_addr(&addr(format!("{base}:ctl"))).unwrap();
     let info = ClientInfo {
         id: tag,
         qp: 0,
@@ -41,7 +53,7 @@ fn connect_to_node(base: &str, node: &str, issm: bool) -> UnixDatagram {
     };
     ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
         .unwrap();
-    ctl
+    (ctl, input, tag)
 }
 
 /// An endpoint told of each refusal after the turn that refused it, the reason in the line, then
@@ -110,21 +122,7 @@ fn a_refused_sm_role_is_told() {
         SimCtl::parse(&b[..n]).unwrap()
     };
     // umad2sim's client: its input socket first, then CONNECT with issm 0.
-    let tag = 810_000 + NEXT.fetch_add(1, Ordering::Relaxed);
-    let _input =
-        UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:in{tag}")).unwrap()).unwrap();
-    let ctl = UnixDatagram::bind_addr(&sock::abstract_addr(&format!("{base}:ctl{tag}")).unwrap())
-        .unwrap();
-    ctl.connect_addr(&sock::abstract_addr(&format!("{base}:ctl")).unwrap())
-        .unwrap();
-    let info = ClientInfo {
-        id: tag,
-        qp: 0,
-        issm: 0,
-        node_id: "h0".to_string(),
-    };
-    ctl.send(&SimCtl::new(0, CtlType::Connect, &info.to_bytes()).to_bytes())
-        .unwrap();
+    let (ctl, _input, tag) = connect_as_client(&base, "h0", false, true);
     turn(&mut ep, &mut net);
     let a = answer(&ctl);
     assert_eq!(a.ctl_type, CtlType::Connect);
