@@ -22,7 +22,7 @@ const GRH_LEN: usize = GrhRepr::LEN;
 const BTH_LEN: usize = BthRepr::LEN;
 
 mod ud_local;
-pub use ud_local::UD_LOCAL_PAYLOAD_OFFSET;
+pub use ud_local::{ud_local_headers, UD_LOCAL_PAYLOAD_OFFSET};
 
 /// A parsed packet borrowing its payload from the receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

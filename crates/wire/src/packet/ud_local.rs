@@ -98,12 +98,13 @@ impl PacketRepr<'_> {
     }
 }
 
-/// The LRH (LNH IBA local, PktLen `pkt_len`), BTH (PadCnt `pad`) and DETH of
-/// `PacketRepr::write_ud_local`, written from their values: the bytes `LrhRepr::emit`,
-/// `BthRepr::emit_bytes` and `DethRepr::emit_bytes` write (IBA 1 §7.7, §9.2, §9.3.3), each
-/// field as its setter puts it (the same shifts and masks), without the views; the proptest
-/// below holds the packets to the general emitter's.
-fn ud_local_headers(
+/// The LRH (LNH IBA local, PktLen `pkt_len` in words), BTH (PadCnt `pad`) and DETH of a UD SEND
+/// Only packet without GRH (`PacketRepr::write_ud_local`'s, and the SMAs' answers'), written from
+/// their values: the bytes `LrhRepr::emit`, `BthRepr::emit_bytes` and `DethRepr::emit_bytes`
+/// write (IBA 1 §7.7, §9.2, §9.3.3), each field as its setter puts it (the same shifts and
+/// masks), without the views; the proptest below holds the packets to the general emitter's.
+#[inline]
+pub fn ud_local_headers(
     lrh: &LrhRepr,
     bth: &BthRepr,
     deth: &DethRepr,

@@ -22,10 +22,10 @@ pub use mkey::{MKeyCheck, MKeyGuard};
 pub use pma::PortTraffic;
 
 use crate::hw::sim::Frame;
-use ipoib_wire::ib::{BthRepr, DethRepr, Lnh, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
+use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::mad::MAD_LEN;
 use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
-use ipoib_wire::packet::{PacketRepr, UD_LOCAL_PAYLOAD_OFFSET};
+use ipoib_wire::packet::{ud_local_headers, PacketRepr, UD_LOCAL_PAYLOAD_OFFSET};
 use ipoib_wire::smp::SMP_CLASS_VERSION;
 use ipoib_wire::{PKey, QKey};
 
@@ -111,37 +111,29 @@ pub fn smp_frame_around(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8) -> Resul
 
 /// The LRH, BTH and DETH of an SMP packet with a 256-byte MAD (IBA 1 §7.7, §9.2, §9.3.3): the
 /// bytes `PacketRepr::emit_without_crcs` writes for [`smp_repr`]'s packet before its payload,
-/// written from their values without the emitters (a proptest holds the two to each other).
+/// by the wire crate's header writer for UD SEND Only packets without GRH (a proptest holds the
+/// two to each other).
 /// VL15, LVer 0, LNH IBA local, PktLen in words up to the ICRC; UD SEND Only, no SE, MigReq,
 /// pad or TVer, the default P_Key, QP0, PSN 0; Q_Key 0 from QP0.
 fn smp_headers(slid: u16, dlid: u16, sl: u8) -> [u8; UD_LOCAL_PAYLOAD_OFFSET] {
     const PKT_LEN: u16 = ((UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN) / 4) as u16;
-    let [d0, d1] = dlid.to_be_bytes();
-    let [s0, s1] = slid.to_be_bytes();
-    let [l0, l1] = PKT_LEN.to_be_bytes();
-    let [k0, k1] = PKey::DEFAULT.0.to_be_bytes();
-    let mut h = [0u8; UD_LOCAL_PAYLOAD_OFFSET];
-    h[..8].copy_from_slice(&[
-        15 << 4,
-        sl << 4 | u8::from(Lnh::IbaLocal),
-        d0,
-        d1,
-        l0,
-        l1,
-        s0,
-        s1,
-    ]);
-    h[8..12].copy_from_slice(&[Opcode::UD_SEND_ONLY.0, 0, k0, k1]);
-    h
+    let (lrh, bth, deth) = smp_header_reprs(slid, dlid, sl);
+    ud_local_headers(&lrh, &bth, &deth, 0, PKT_LEN)
 }
 
-fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
+/// The LRH, BTH and DETH of an SMP packet (above).
+fn smp_header_reprs(slid: u16, dlid: u16, sl: u8) -> (LrhRepr, BthRepr, DethRepr) {
     let lrh = LrhRepr::local(15, sl, dlid, slid);
     let bth = BthRepr::new(Opcode::UD_SEND_ONLY, PKey::DEFAULT, 0, 0);
     let deth = DethRepr {
         qkey: QKey(0),
         src_qp: 0,
     };
+    (lrh, bth, deth)
+}
+
+fn smp_repr(slid: u16, dlid: u16, sl: u8, mad: &[u8]) -> PacketRepr<'_> {
+    let (lrh, bth, deth) = smp_header_reprs(slid, dlid, sl);
     PacketRepr::ud_send_only(lrh, None, bth, deth, mad)
 }
 
