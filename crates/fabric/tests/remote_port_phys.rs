@@ -98,6 +98,29 @@ impl Diag {
         port: u8,
         attribute: SmpAttribute,
     ) -> Option<SmpMadRepr> {
+        self.send(net, at, method, path, port, attribute);
+        net.run_for(Duration::from_millis(2));
+        let user = self.user;
+        let got = net
+            .fabric
+            .sim_mut()
+            .node_mut::<Host>(at.sm_node)
+            .unwrap()
+            .umad_take(user);
+        got.first().map(|m| SmpMadRepr::parse(&m.mad).unwrap())
+    }
+
+    /// Sends the directed-route SMP of [`Diag::dr`] (PortInfo of `port` at the end of `path`)
+    /// from the SM's host, without running the fabric after it.
+    fn send(
+        &mut self,
+        net: &mut Net,
+        at: &Places,
+        method: Method,
+        path: &[u8],
+        port: u8,
+        attribute: SmpAttribute,
+    ) {
         let mut mad = self.smps.smp(
             method,
             attr::PORT_INFO,
@@ -120,14 +143,6 @@ impl Diag {
                 h.drive(now, tx);
             })
             .unwrap();
-        net.run_for(Duration::from_millis(2));
-        let got = net
-            .fabric
-            .sim_mut()
-            .node_mut::<Host>(at.sm_node)
-            .unwrap()
-            .umad_take(user);
-        got.first().map(|m| SmpMadRepr::parse(&m.mad).unwrap())
     }
 
     fn port_info(
@@ -566,32 +581,8 @@ fn a_client_reregister_queued_with_a_repeated_attach_request_reaches_the_host() 
     let before = victim_reregisters(&net);
     w.port_state = WireState::NoStateChange;
     w.client_reregister = true;
-    let mut mad = sm.smps.smp(
-        Method::Set,
-        attr::PORT_INFO,
-        u32::from(at.slot_port),
-        Some(&to_ca),
-        0,
-        SmpAttribute::PortInfo(w),
-    );
-    mad[6] = 0;
-    net.fabric.handle_timeout(net.now);
-    let user = sm.user;
-    net.fabric
-        .sim_mut()
-        .with_node::<Host, _>(at.sm_node, |h, now, tx| {
-            h.umad_send(
-                user,
-                MadAddr {
-                    qpn: 0,
-                    ..MadAddr::gsi(0xffff)
-                },
-                &mad,
-            )
-            .unwrap();
-            h.drive(now, tx);
-        })
-        .unwrap();
+    let w = SmpAttribute::PortInfo(w);
+    sm.send(&mut net, &at, Method::Set, &to_ca, at.slot_port, w);
     // The Set reaches the slot's SMA within the batch that carries the request.
     let hint = net.peers[VICTIM].host.identity().unwrap().node_guid;
     let request = DatagramRepr {
