@@ -97,6 +97,13 @@ pub struct CmConfig {
     pub max_conns: usize,
     /// Connection records held for one remote CA (its GUID), so one peer cannot take them all.
     pub max_conns_per_ca: usize,
+    /// SIDR_REQs held at once while their listener's user answers (IBA 1 §12.6 Table 119); one
+    /// beyond is dropped and counted, and its requester resends after its wait (IBA 1 §12.7).
+    /// Each is kept twice our CM response time, so a flood would otherwise grow the table with
+    /// its rate.
+    pub max_sidr_requests: usize,
+    /// SIDR_REQs held at once from one requester port (its LID), so one port cannot take them all.
+    pub max_sidr_requests_per_port: usize,
 }
 
 impl CmConfig {
@@ -109,6 +116,8 @@ impl CmConfig {
             mra_service_timeout: 20,
             max_conns: 65_536,
             max_conns_per_ca: 4_096,
+            max_sidr_requests: 4_096,
+            max_sidr_requests_per_port: 256,
         }
     }
 }

@@ -141,8 +141,9 @@ impl Cm {
     }
 
     /// A SIDR_REQ: reported to the listener's user, dropped as a duplicate while one from the
-    /// same port with the same Request ID waits (Linux keeps a `remote_sidr_table` for this), or
-    /// answered "unsupported" when nobody listens.
+    /// same port with the same Request ID waits (Linux keeps a `remote_sidr_table` for this),
+    /// answered "unsupported" when nobody listens, or dropped beyond
+    /// [`super::CmConfig::max_sidr_requests`] held (or `max_sidr_requests_per_port` from its port).
     pub(super) fn on_sidr_req(&mut self, now: Instant, from: MadAddr, tid: u64, req: SidrReqRepr) {
         let dup = self.sidr.iter().find_map(|(id, s)| match s {
             Sidr::In {
@@ -169,6 +170,15 @@ impl Cm {
             rep.service_id = req.service_id;
             return self.send(from, msg::cm_mad(tid, &CmMessage::SidrRep(rep)));
         };
+        // Held requests are bounded, in all and per requester port; a request beyond is dropped
+        // and keeps no record (its requester resends after its wait).
+        let (held, from_port) = self.sidr.values().fold((0, 0), |(n, m), s| match s {
+            Sidr::In { from: f, .. } => (n + 1, m + usize::from(f.lid == from.lid)),
+            Sidr::Out { .. } => (n, m),
+        });
+        if held >= self.cfg.max_sidr_requests || from_port >= self.cfg.max_sidr_requests_per_port {
+            return self.drop_mad("SIDR_REQ beyond the limit");
+        }
         let id = self.alloc_sidr();
         let deadline = now + self.sidr_keep();
         self.sidr_insert(

@@ -87,3 +87,51 @@ fn sidr_loss_duplicates_and_timeouts() {
     );
     assert_eq!(p.a.dropped.get("SIDR_REP for no request"), Some(&1));
 }
+
+/// A SIDR_REQ for [`SID`] with `request_id`, as the port with `from` would send it.
+fn sidr_req_mad(request_id: u32) -> Vec<u8> {
+    let mut req = msg::blank_sidr_req();
+    req.request_id = request_id;
+    req.partition_key = PKey::DEFAULT;
+    req.service_id = SID;
+    msg::cm_mad(u64::from(request_id), &CmMessage::SidrReq(req)).to_vec()
+}
+
+// IBA 1 §12.6 Table 119: a SIDR_REQ waits for the listener's user, so the responder keeps a
+// record of it; requests beyond `CmConfig::max_sidr_requests` (and beyond
+// `max_sidr_requests_per_port` from one requester port) are dropped with a count, and keep no
+// record: the requester resends after its wait (IBA 1 §12.7), as when a Linux responder cannot
+// allocate for it. Requests a flood cannot then crowd out are still reported.
+#[test]
+fn sidr_requests_held_at_once_are_bounded() {
+    let mut p = Pair::new(63);
+    p.b = Cm::new(
+        CmConfig {
+            max_sidr_requests: 8,
+            max_sidr_requests_per_port: 5,
+            ..config(B_GUID)
+        },
+        Rng::new(64),
+    );
+    p.b.listen(SID, u64::MAX).unwrap();
+    for k in 0..100 {
+        p.inject(A_LID, B_LID, sidr_req_mad(1000 + k));
+    }
+    assert_eq!(p.b.sidr_exchanges(), 5, "one requester port: 5 at most");
+    assert_eq!(p.b.dropped.get("SIDR_REQ beyond the limit"), Some(&95));
+    // Another port still gets through, up to the agent's bound.
+    for k in 0..10 {
+        p.inject(3, B_LID, sidr_req_mad(2000 + k));
+    }
+    assert_eq!(p.b.sidr_exchanges(), 8);
+    assert_eq!(p.b.dropped.get("SIDR_REQ beyond the limit"), Some(&102));
+    let requests =
+        p.eb.iter()
+            .filter(|e| matches!(e, CmEvent::SidrRequest { .. }))
+            .count();
+    assert_eq!(requests, 8);
+    // A duplicate of a held request is still a duplicate, not a new request beyond the bound.
+    p.inject(A_LID, B_LID, sidr_req_mad(1000));
+    assert_eq!(p.b.duplicates.get("SIDR_REQ"), Some(&1));
+    assert_eq!(p.b.dropped.get("SIDR_REQ beyond the limit"), Some(&102));
+}
