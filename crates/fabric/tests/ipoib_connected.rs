@@ -545,3 +545,99 @@ fn sends_flushed_behind_a_failed_send_are_counted() {
     let c = app(&net, 0).conn_counters().unwrap();
     assert_eq!((c.send_errors, c.sends_flushed), (1, 4), "{c:?}");
 }
+
+/// A CM MAD (method Send, class 0x07 version 2, IBA 1 §12.6) carrying `m` with TID `tid`.
+fn cm_send(tid: u64, m: &ipoib_wire::cm::CmMessage) -> Vec<u8> {
+    use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass};
+    let mut b = vec![0u8; ipoib_wire::mad::MAD_LEN];
+    MadHeaderRepr {
+        base_version: ipoib_wire::mad::BASE_VERSION,
+        mgmt_class: MgmtClass::ComMgt,
+        class_version: ipoib_wire::mad::CM_CLASS_VERSION,
+        method: Method::Send,
+        status: MadStatus::SUCCESS,
+        class_specific: 0,
+        transaction_id: tid,
+        attribute_id: m.attribute_id(),
+        attribute_modifier: 0,
+    }
+    .emit(&mut b);
+    m.emit(&mut b[ipoib_wire::mad::MAD_HEADER_LEN..]).unwrap();
+    b
+}
+
+// A REQ withdrawn (IBA 1 §12.6 Table 108: REJ reason 4 with the requester's CA GUID in its ARI,
+// Linux `cm_destroy_id`) before the interface took it: the CM record is already in TimeWait
+// when the interface's accept (or reject) reaches the agent, which refuses it. The host still
+// takes the record's events (Rejected, TimeWaitExit), so that nothing is left for good in the
+// CM agent it shares, and makes no QP for it.
+#[test]
+fn req_withdrawn_before_the_interface_answers_leaves_no_event() {
+    use ipoib_proto::mad_agent::{MadAddr, MadAgent, MadIn};
+    use ipoib_wire::cm::{CmMessage, RejMsg, RejReason, RejRepr, ReqMsg, ReqRepr, RespondedTo};
+    use ipoib_wire::private_data::ipoib_cm::IpoibCmPrivateDataRepr;
+    use ipoib_wire::Guid;
+    let seed = seed(44);
+    let _g = SeedGuard(seed);
+    let mut net = resolved_then_connected(2, seed, connected);
+    let (peer_lid, peer_gid) = {
+        let h = net.host(0);
+        let lid = net.host_device(0).hca().port(h.port).unwrap().lid;
+        (lid, net.interface(0).unwrap().hw_addr().gid)
+    };
+    let sid = net.interface(1).unwrap().cm_service_ids()[0];
+    let qps_before = app(&net, 1).conn_qps().len();
+    let guid = Guid(0x0002_c903_00ee_0001);
+    let mut req = ReqRepr::parse(&ReqMsg::new_unchecked(&[0u8; 232][..])).unwrap();
+    req.local_comm_id = 0x1234_5678;
+    req.service_id = sid;
+    req.local_ca_guid = guid;
+    req.local_qpn = 0x77;
+    req.transport_service_type = ipoib_wire::cm::TransportServiceType::Rc;
+    req.path_packet_payload_mtu = ipoib_wire::Mtu::Mtu2048;
+    req.partition_key = ipoib_wire::PKey::DEFAULT;
+    req.max_cm_retries = 3;
+    req.remote_cm_response_timeout = 20;
+    req.local_cm_response_timeout = 20;
+    req.primary_path.local_port_lid = peer_lid;
+    req.primary_path.local_port_gid = ipoib_wire::Gid::new(peer_gid.subnet_prefix(), 0xee01);
+    req.primary_path.local_ack_timeout = 15;
+    req.primary_path.subnet_local = true;
+    IpoibCmPrivateDataRepr::linux(0x00_0e_e1)
+        .emit(&mut req.private_data)
+        .unwrap();
+    let mut rej = RejRepr::parse(&RejMsg::new_unchecked(&[0u8; 232][..])).unwrap();
+    rej.local_comm_id = req.local_comm_id;
+    rej.message_rejected = RespondedTo::Other;
+    rej.reason = RejReason::Timeout;
+    rej.set_ari(&guid.0.to_be_bytes());
+    let node = net.host(1).node;
+    net.sim_mut()
+        .with_node::<ipoib_fabric::node::host::Host, _>(node, |h, now, tx| {
+            let id = h.class_server(ipoib_wire::mad::MgmtClass::ComMgt).unwrap();
+            let cm = h.agent_mut::<ipoib_proto::cm::Cm>(id).unwrap();
+            for m in [CmMessage::Req(req), CmMessage::Rej(rej)] {
+                cm.handle_mad(
+                    now,
+                    MadIn {
+                        from: MadAddr::gsi(peer_lid),
+                        mad: cm_send(0x99, &m),
+                    },
+                );
+            }
+            h.drive(now, tx);
+        })
+        .unwrap();
+    run(&mut net, Duration::from_secs(10));
+    let left = unclaimed_cm_events(&mut net, 1);
+    assert!(left.is_empty(), "host 1: {left:?}");
+    assert_eq!(app(&net, 1).conn_qps().len(), qps_before, "no QP left");
+    assert!(
+        net.interface(1)
+            .unwrap()
+            .connections()
+            .iter()
+            .all(|c| c.active),
+        "the interface holds no record of the withdrawn request"
+    );
+}

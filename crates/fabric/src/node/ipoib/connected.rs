@@ -218,12 +218,10 @@ impl CmSide {
             }
             CmCommand::Accept { conn, private_data } => {
                 if !self.accept(now, conn, &private_data, cq, hca, agents) {
-                    let r = agents
-                        .get_mut::<Cm>(self.cm)
-                        .map(|cm| cm.reject(now, conn, RejReason::NoQp, &[], &private_data));
-                    if matches!(r, Some(Ok(()))) && !self.conns.contains_key(&conn) {
-                        self.rejected.insert(conn);
+                    if let Some(cm) = agents.get_mut::<Cm>(self.cm) {
+                        let _ = cm.reject(now, conn, RejReason::NoQp, &[], &private_data);
                     }
+                    self.claim_unanswered(conn, agents);
                     if let Some(i) = agents.get_mut::<Interface>(iface_id) {
                         i.cm_accept_failed(now, conn);
                     }
@@ -237,11 +235,10 @@ impl CmSide {
                 let r = agents
                     .get_mut::<Cm>(self.cm)
                     .map(|cm| cm.reject(now, conn, reason, &[], &private_data));
-                if matches!(r, Some(Ok(()))) {
-                    self.rejected.insert(conn);
-                } else {
+                if !matches!(r, Some(Ok(()))) {
                     self.counters.cm_errors += 1;
                 }
+                self.claim_unanswered(conn, agents);
             }
             CmCommand::Disconnect { conn } => {
                 let pd = agents
@@ -265,6 +262,19 @@ impl CmSide {
                     self.counters.cm_errors += 1;
                 }
             }
+        }
+    }
+
+    /// Takes the events of request `conn`, which the interface answered without a QP of ours,
+    /// while the agent holds its record: its REJ is on its way, or a REJ or a timeout ended it
+    /// before the answer came (the agent then refused the answer). Either way its events up to
+    /// `TimeWaitExit` are this interface's, or they would stay in the shared agent for good.
+    fn claim_unanswered(&mut self, conn: ConnId, agents: &mut Agents) {
+        let held = agents
+            .get::<Cm>(self.cm)
+            .is_some_and(|cm| cm.state(conn).is_some());
+        if held && !self.conns.contains_key(&conn) {
+            self.rejected.insert(conn);
         }
     }
 
