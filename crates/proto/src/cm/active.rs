@@ -107,6 +107,7 @@ impl Cm {
         };
         let wait = conn.answer_wait();
         self.conns.insert(id, conn);
+        self.index(id);
         self.send_on(id, CmMessage::Req(req), true);
         self.arm(id, Some(now + wait));
         Ok(ConnId(id))
@@ -114,15 +115,10 @@ impl Cm {
 
     /// Another live connection holding the peer QP `qpn` of CA `guid` (IBA 1 §12.9.8.3.1).
     pub(super) fn stale_holder(&self, except: u32, qpn: u32, guid: Guid) -> Option<u32> {
-        self.conns
-            .values()
-            .find(|c| {
-                c.local_id != except
-                    && c.holds_remote_qp()
-                    && c.remote_qpn == qpn
-                    && c.remote_ca_guid == guid
-            })
-            .map(|c| c.local_id)
+        self.remote_qps
+            .range((guid, qpn, 0)..=(guid, qpn, u32::MAX))
+            .map(|k| k.2)
+            .find(|&id| id != except)
     }
 
     /// A REP (IBA 1 §12.6 Table 110): in REQ Sent it establishes the connection and is answered
@@ -153,13 +149,16 @@ impl Cm {
         // IBA 1 §12.9.8.3.1: a REP naming a remote QP that another connection still holds means
         // that connection is stale: reject the REP and release the old connection.
         if let Some(old) = self.stale_holder(id, rep.local_qpn, rep.local_ca_guid) {
+            self.unindex(id);
             if let Some(c) = self.conns.get_mut(&id) {
                 c.remote_id = rep.local_comm_id;
             }
+            self.index(id);
             self.reject_stale(now, id, RespondedTo::Rep);
             self.release_stale(now, old);
             return;
         }
+        self.unindex(id);
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -177,6 +176,7 @@ impl Cm {
         let qp = c.qp_program();
         let remote_id = c.remote_id;
         let rtu_data = c.rtu_private_data.clone();
+        self.index(id);
         self.arm(id, None);
         self.events.push_back(CmEvent::Established {
             conn: ConnId(id),
@@ -250,11 +250,7 @@ impl Cm {
         if rej.reason == RejReason::Timeout {
             let ari = rej.ari();
             let guid = Guid(u64::from_be_bytes(ari.get(..8)?.try_into().ok()?));
-            return self
-                .conns
-                .values()
-                .find(|c| c.remote_ca_guid == guid && c.remote_id == rej.local_comm_id)
-                .map(|c| c.local_id);
+            return self.by_remote_id(guid, rej.local_comm_id).next();
         }
         None
     }

@@ -413,6 +413,18 @@ pub struct Cm {
     next_sidr: u32,
     listeners: BTreeMap<ListenId, Listener>,
     conns: BTreeMap<u32, Conn>,
+    /// Indexes of `conns` for what a peer's message names (kept by [`Cm::index`] and
+    /// [`Cm::unindex`]), so that a REQ costs no scan of every record (Linux keeps the same
+    /// lookups as trees: `cm_insert_remote_id`, `cm_insert_remote_qpn`): (remote CA GUID, remote
+    /// communication ID, local ID) of records whose remote ID is known ...
+    remote_ids: BTreeSet<(Guid, u32, u32)>,
+    /// ... (remote CA GUID, remote QPN, local ID) of records holding the peer's QP
+    /// ([`Conn::holds_remote_qp`]) ...
+    remote_qps: BTreeSet<(Guid, u32, u32)>,
+    /// ... the number of records per remote CA GUID ...
+    per_ca: BTreeMap<Guid, usize>,
+    /// ... and our QPs the records hold (IBA 1 §12.9.8: not reused before TimeWait is over).
+    local_qpns: BTreeSet<u32>,
     sidr: BTreeMap<u32, sidr::Sidr>,
     timers: BTreeSet<(Instant, TimerKey)>,
     out: VecDeque<MadOut>,
@@ -438,6 +450,10 @@ impl Cm {
             next_sidr,
             listeners: BTreeMap::new(),
             conns: BTreeMap::new(),
+            remote_ids: BTreeSet::new(),
+            remote_qps: BTreeSet::new(),
+            per_ca: BTreeMap::new(),
+            local_qpns: BTreeSet::new(),
             sidr: BTreeMap::new(),
             timers: BTreeSet::new(),
             out: VecDeque::new(),
@@ -574,7 +590,52 @@ impl Cm {
     }
 
     fn qpn_in_use(&self, qpn: u32) -> bool {
-        self.conns.values().any(|c| c.local_qpn == qpn && qpn != 0)
+        qpn != 0 && self.local_qpns.contains(&qpn)
+    }
+
+    /// Adds record `id` to the indexes, from its fields as they are now. Every change of its
+    /// remote ID, remote CA GUID, remote QPN, local QPN or a move to TimeWait happens between
+    /// [`Cm::unindex`] and this.
+    fn index(&mut self, id: u32) {
+        let Some(c) = self.conns.get(&id) else {
+            return;
+        };
+        if c.remote_id != 0 {
+            self.remote_ids.insert((c.remote_ca_guid, c.remote_id, id));
+        }
+        if c.holds_remote_qp() {
+            self.remote_qps.insert((c.remote_ca_guid, c.remote_qpn, id));
+        }
+        *self.per_ca.entry(c.remote_ca_guid).or_insert(0) += 1;
+        if c.local_qpn != 0 {
+            self.local_qpns.insert(c.local_qpn);
+        }
+    }
+
+    /// Takes record `id` out of the indexes (before its indexed fields change, or it goes).
+    fn unindex(&mut self, id: u32) {
+        let Some(c) = self.conns.get(&id) else {
+            return;
+        };
+        self.remote_ids.remove(&(c.remote_ca_guid, c.remote_id, id));
+        self.remote_qps
+            .remove(&(c.remote_ca_guid, c.remote_qpn, id));
+        self.local_qpns.remove(&c.local_qpn);
+        let guid = c.remote_ca_guid;
+        if let Some(n) = self.per_ca.get_mut(&guid) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ca.remove(&guid);
+            }
+        }
+    }
+
+    /// The local IDs of the records whose remote side is CA `guid`'s communication ID
+    /// `remote_id`, in local-ID order.
+    fn by_remote_id(&self, guid: Guid, remote_id: u32) -> impl Iterator<Item = u32> + '_ {
+        self.remote_ids
+            .range((guid, remote_id, 0)..=(guid, remote_id, u32::MAX))
+            .map(|k| k.2)
     }
 
     fn count(map: &mut Counters, reason: &'static str) {

@@ -45,11 +45,10 @@ impl Cm {
         // connection is in TimeWait (the REJ we sent, if we rejected it). Linux
         // (`cm_dup_req_handler`) has the TimeWait branch too, but removes a connection from its
         // lookup once in TimeWait, so there such a REQ is mostly taken as a new one.
-        let dup = self.conns.values().find(|c| {
-            c.role == Role::Passive
-                && c.remote_ca_guid == req.local_ca_guid
-                && c.remote_id == req.local_comm_id
-        });
+        let dup = self
+            .by_remote_id(req.local_ca_guid, req.local_comm_id)
+            .filter_map(|id| self.conns.get(&id))
+            .find(|c| c.role == Role::Passive);
         if let Some(c) = dup {
             let id = c.local_id;
             Self::count(&mut self.duplicates, "REQ");
@@ -93,11 +92,7 @@ impl Cm {
             // IBA 1 §12.6 Table 108 reason 8; docs/DEPLOYED.md "Linux rdma_cm".
             return self.reject_req_statelessly(from, tid, &req, RejReason::InvalidServiceId);
         };
-        let from_ca = self
-            .conns
-            .values()
-            .filter(|c| c.remote_ca_guid == req.local_ca_guid)
-            .count();
+        let from_ca = self.per_ca.get(&req.local_ca_guid).copied().unwrap_or(0);
         if self.conns.len() >= self.cfg.max_conns || from_ca >= self.cfg.max_conns_per_ca {
             Self::count(&mut self.dropped, "REQ beyond the connection limit (REJ 3)");
             return self.reject_req_statelessly(from, tid, &req, RejReason::NoResources);
@@ -149,6 +144,7 @@ impl Cm {
             rej_private_data: Vec::new(),
         };
         self.conns.insert(id, conn);
+        self.index(id);
         self.arm(
             id,
             Some(now + Self::mra_delay(req.remote_cm_response_timeout)),
@@ -207,6 +203,7 @@ impl Cm {
         msg::fill(&mut rep.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         let psn = self.rng.next_u24();
         let ca_guid = self.cfg.ca_guid;
+        self.unindex(conn.0);
         let Some(c) = self.conns.get_mut(&conn.0) else {
             return Err(CmError::Unknown);
         };
@@ -227,6 +224,7 @@ impl Cm {
         c.req = None;
         let wait = c.answer_wait();
         let qp = c.qp_program();
+        self.index(conn.0);
         self.send_on(conn.0, CmMessage::Rep(rep), true);
         self.arm(conn.0, Some(now + wait));
         Ok(qp)

@@ -45,18 +45,22 @@ impl Cm {
     /// Moves connection `id` to TimeWait (IBA 1 §12.9.8): its ID and QP stay taken until the
     /// deadline, and duplicates of its last messages are still answered.
     pub(super) fn enter_time_wait(&mut self, now: Instant, id: u32) {
+        self.unindex(id);
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
         c.state = State::TimeWait;
         c.req = None;
         let at = now + c.time_wait();
+        // No longer a holder of the peer's QP (IBA 1 §12.9.8.3.1).
+        self.index(id);
         self.arm(id, Some(at));
     }
 
     /// Forgets connection `id` (its TimeWait is over).
     fn remove_conn(&mut self, id: u32) {
         self.arm(id, None);
+        self.unindex(id);
         if let Some(c) = self.conns.remove(&id) {
             self.events.push_back(CmEvent::TimeWaitExit {
                 conn: c.id(),

@@ -85,6 +85,33 @@ fn check_invariants(cm: &Cm) {
             assert!(cm.timers.contains(&(t, timer::TimerKey::Conn(c.local_id))));
         }
     }
+    // The lookup indexes are what the records say, nothing more.
+    let ids: BTreeSet<(Guid, u32, u32)> = cm
+        .conns
+        .values()
+        .filter(|c| c.remote_id != 0)
+        .map(|c| (c.remote_ca_guid, c.remote_id, c.local_id))
+        .collect();
+    assert_eq!(cm.remote_ids, ids);
+    let qps: BTreeSet<(Guid, u32, u32)> = cm
+        .conns
+        .values()
+        .filter(|c| c.holds_remote_qp())
+        .map(|c| (c.remote_ca_guid, c.remote_qpn, c.local_id))
+        .collect();
+    assert_eq!(cm.remote_qps, qps);
+    let mut per_ca = BTreeMap::new();
+    for c in cm.conns.values() {
+        *per_ca.entry(c.remote_ca_guid).or_insert(0) += 1;
+    }
+    assert_eq!(cm.per_ca, per_ca);
+    let local: BTreeSet<u32> = cm
+        .conns
+        .values()
+        .filter(|c| c.local_qpn != 0)
+        .map(|c| c.local_qpn)
+        .collect();
+    assert_eq!(cm.local_qpns, local);
 }
 
 fn build(cm: &Cm, kind: usize, body: &[u8], tid: u64, aim: Option<usize>) -> Vec<u8> {

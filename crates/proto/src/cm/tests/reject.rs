@@ -248,3 +248,69 @@ fn reqs_beyond_the_per_ca_limit_get_no_resources() {
         Some(&1)
     );
 }
+
+/// A REQ for [`SID`] from CA `guid` with communication ID `k` and QPN `qpn`, RC, MTU 2048.
+fn req_from(guid: Guid, k: u32, qpn: u32) -> Vec<u8> {
+    let mut req = msg::blank_req();
+    req.local_comm_id = k;
+    req.service_id = SID;
+    req.local_ca_guid = guid;
+    req.local_qpn = qpn;
+    req.transport_service_type = ipoib_wire::cm::TransportServiceType::Rc;
+    req.path_packet_payload_mtu = ipoib_wire::Mtu::Mtu2048;
+    req.partition_key = PKey::DEFAULT;
+    req.max_cm_retries = 3;
+    msg::cm_mad(u64::from(k), &CmMessage::Req(req)).to_vec()
+}
+
+// Thousands of records: a REQ is still matched against them by its sender (IBA 1 §12.9 duplicates,
+// §12.9.8.3.1 stale connections, the per-CA bound of Table 108 reason 3) through the agent's
+// indexes, not by a scan of every record, so a peer's flood of REQs (each from a CA GUID of its
+// choosing) costs each REQ a lookup, as Linux's `cm_insert_remote_id` and `cm_insert_remote_qpn`
+// trees do. Here: every duplicate is found, a REQ naming a held QP is stale, the per-CA bound
+// holds, and nothing is left once every timer has run.
+#[test]
+fn req_lookups_scale_to_thousands_of_records() {
+    const N: u32 = 4096;
+    let mut p = Pair::new(45);
+    p.b = Cm::new(
+        CmConfig {
+            max_conns_per_ca: 3,
+            ..config(B_GUID)
+        },
+        Rng::new(46),
+    );
+    p.b.listen(SID, u64::MAX).unwrap();
+    p.auto_b = None;
+    let guid = |k: u32| Guid(0x0002_c903_0100_0000 + u64::from(k % (N / 2)));
+    for k in 1..=N {
+        p.inject(A_LID, B_LID, req_from(guid(k), k, k));
+    }
+    assert_eq!(
+        p.b.connections(),
+        N as usize,
+        "two REQs from each of N/2 CAs"
+    );
+    for k in 1..=N {
+        p.inject(A_LID, B_LID, req_from(guid(k), k, k));
+    }
+    assert_eq!(p.b.duplicates.get("REQ"), Some(&u64::from(N)));
+    // A third REQ from one CA naming a QP another of its records holds: stale (REJ 10), with no
+    // record; a third naming a new QP: the per-CA bound is 3, so it is taken.
+    p.inject(A_LID, B_LID, req_from(guid(1), N + 1, N + 1));
+    p.inject(A_LID, B_LID, req_from(guid(2), N + 2, 2));
+    assert_eq!(p.b.connections(), N as usize + 1);
+    assert_eq!(p.b.dropped.get("stale connection found"), Some(&1));
+    p.inject(A_LID, B_LID, req_from(guid(1), N + 3, N + 3));
+    assert_eq!(
+        p.b.dropped.get("REQ beyond the connection limit (REJ 3)"),
+        Some(&1)
+    );
+    for _ in 0..10 {
+        let Some(t) = p.b.poll_timeout() else {
+            break;
+        };
+        p.b.handle_timeout(t);
+    }
+    assert_eq!((p.b.connections(), p.b.timers()), (0, 0));
+}
