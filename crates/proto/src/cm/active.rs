@@ -171,6 +171,10 @@ impl Cm {
         // depth and its initiator depth our responder resources (Linux `cm_rep_handler`).
         c.max_rd_atomic = c.max_rd_atomic.min(rep.responder_resources);
         c.max_dest_rd_atomic = c.max_dest_rd_atomic.min(rep.initiator_depth);
+        // The QP's ACK timeout: two packet lifetimes plus the target's ACK delay, which only the
+        // REP tells (IBA 1 §9.7.6.1.3, §12.6 Table 110; Linux `cm_rep_handler`), not the CA ACK
+        // delay of ours that the REQ's Local ACK Timeout holds for the passive side.
+        c.path.local_ack_timeout = super::path::ack_timeout(c.packet_life, rep.target_ack_delay);
         c.state = State::Established;
         c.reported_up = true;
         let qp = c.qp_program();

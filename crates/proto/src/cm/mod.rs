@@ -104,6 +104,10 @@ pub struct CmConfig {
     pub max_sidr_requests: usize,
     /// SIDR_REQs held at once from one requester port (its LID), so one port cannot take them all.
     pub max_sidr_requests_per_port: usize,
+    /// This CA's ACK delay (IBA time exponent): sent as the REP's Target ACK Delay (IBA 1 §12.6
+    /// Table 110), from which the active side computes its QP's ACK timeout (Linux
+    /// `cm_rep_handler`, docs/DEPLOYED.md "Linux ib_cm"). The emulated HCAs acknowledge at once: 0.
+    pub ca_ack_delay: u8,
 }
 
 impl CmConfig {
@@ -118,6 +122,7 @@ impl CmConfig {
             max_conns_per_ca: 4_096,
             max_sidr_requests: 4_096,
             max_sidr_requests_per_port: 256,
+            ca_ack_delay: 0,
         }
     }
 }

@@ -203,6 +203,7 @@ impl Cm {
         msg::fill(&mut rep.private_data, private_data).map_err(CmError::PrivateDataTooLong)?;
         let psn = self.rng.next_u24();
         let ca_guid = self.cfg.ca_guid;
+        let ack_delay = self.cfg.ca_ack_delay;
         self.unindex(conn.0);
         let Some(c) = self.conns.get_mut(&conn.0) else {
             return Err(CmError::Unknown);
@@ -218,6 +219,7 @@ impl Cm {
         // IBA 1 §12.6 Table 110: 1 = failover not supported (we take no alternate path).
         rep.failover_accepted = u8::from(c.req.as_ref().is_some_and(|r| r.has_alternate_path()));
         rep.rnr_retry_count = c.rnr_retry_count;
+        rep.target_ack_delay = ack_delay;
         rep.local_ca_guid = ca_guid;
         c.state = State::RepSent;
         c.retries_left = c.max_retries;

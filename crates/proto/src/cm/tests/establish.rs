@@ -71,6 +71,41 @@ fn req_rep_rtu_establishes_rc() {
     assert_eq!(info.remote_comm_id, ca.0);
 }
 
+// IBA 1 §9.7.6.1.3, §12.6 Table 110: the REP's Target ACK Delay is the passive CA's; the active
+// side's QP waits two packet lifetimes plus it for an ACK (Linux `cm_rep_handler`), whatever the
+// REQ's Local ACK Timeout said; the passive side keeps the REQ's.
+#[test]
+fn active_ack_timeout_takes_the_reps_target_ack_delay() {
+    for (delay, expected) in [(0, 15), (15, 16), (20, 20)] {
+        let mut p = Pair::new(3);
+        p.b = Cm::new(
+            CmConfig {
+                ca_ack_delay: delay,
+                ..config(B_GUID)
+            },
+            Rng::new(4),
+        );
+        p.b.listen(SID, u64::MAX).unwrap();
+        p.establish();
+        let CmMessage::Rep(rep) = parse(&p.sent(attr::REP)[0].2) else {
+            panic!("a REP");
+        };
+        assert_eq!(rep.target_ack_delay, delay);
+        let qp = |ev: &[CmEvent]| {
+            ev.iter().find_map(|e| match e {
+                CmEvent::Established { qp, .. } => Some(*qp),
+                _ => None,
+            })
+        };
+        // params(): PacketLifeTime 14, the REQ's Local ACK Timeout 19.
+        let qa = qp(&p.ea).expect("A established");
+        assert_eq!(qa.path.local_ack_timeout, expected, "delay {delay}");
+        assert_eq!(qa.path.local_ack_timeout, path::ack_timeout(14, delay));
+        let qb = qp(&p.eb).expect("B established");
+        assert_eq!(qb.path.local_ack_timeout, 19, "B keeps the REQ's");
+    }
+}
+
 // IBA 1 §12.6 Table 106: the REQ's TID is echoed by the REP and RTU of the exchange.
 #[test]
 fn one_transaction_id_per_exchange() {

@@ -36,8 +36,9 @@ fn passive_side_disconnects_then_time_wait_frees_the_qp() {
         p.a.connect(p.now, params(A_LID, B_LID, A_QPN)),
         Err(CmError::QpInUse(A_QPN))
     );
-    // A's TimeWait: its ACK timeout (exponent 19), longer than two packet lifetimes (14).
-    assert_eq!(p.a.poll_timeout(), Some(t_down + iba_time(19)));
+    // A's TimeWait: its ACK timeout, two packet lifetimes (exponent 14) plus B's Target ACK Delay
+    // (0) from the REP: exponent 15 (the REQ's Local ACK Timeout, 19, is B's).
+    assert_eq!(p.a.poll_timeout(), Some(t_down + iba_time(15)));
     p.settle();
     assert!(p.ea.contains(&CmEvent::TimeWaitExit {
         conn: ca,
