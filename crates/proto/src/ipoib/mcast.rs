@@ -13,7 +13,7 @@
 //! group; no group but the broadcast group is joined before the broadcast group's parameters are
 //! known (every other join copies them, §11).
 
-use super::timer::{earliest, Backoff, GROUP_ABSENT_HOLD};
+use super::timer::{earliest, Backoff, GROUP_ABSENT_HOLD, SEND_ONLY_IDLE};
 use super::{DropReason, Interface, InterfaceError, InterfaceEvent, Link, LogLevel, Pending};
 use crate::sa::{SaClientError, SaResponse};
 use crate::time::Instant;
@@ -54,6 +54,9 @@ pub(super) struct Group {
     pub backoff: Backoff,
     pub queue: VecDeque<McFrame>,
     pub attached: bool,
+    /// When the interface last sent to the group (or asked to): a membership held only for
+    /// sending is left `SEND_ONLY_IDLE` after it.
+    pub used: Instant,
 }
 
 impl Group {
@@ -72,6 +75,13 @@ impl Group {
     }
     fn receives(js: JoinState) -> bool {
         js.contains(JoinState::FULL_MEMBER) || js.contains(JoinState::NON_MEMBER)
+    }
+    /// When a membership held only for sending, granted and idle, is left (Linux leaves a
+    /// send-only group with its idle neighbour, `ipoib_check_and_add_mcast_sendonly`).
+    fn send_only_expiry(&self) -> Option<Instant> {
+        let only_sending = self.send_only && self.refs == 0 && !self.internal && !self.non;
+        (only_sending && !self.have.is_empty() && self.query.is_none() && self.queue.is_empty())
+            .then(|| self.used + SEND_ONLY_IDLE)
     }
 }
 
@@ -117,7 +127,11 @@ impl Groups {
     pub fn next_deadline(&self) -> Option<Instant> {
         // Asked after every event of the interface's host: the caches are usually empty, so they
         // are looked at only when they hold something.
-        let mut next = self.map.values().filter_map(|g| g.retry).min();
+        let mut next = self
+            .map
+            .values()
+            .filter_map(|g| earliest(g.retry, g.send_only_expiry()))
+            .min();
         if !self.absent.is_empty() {
             next = earliest(next, self.absent.values().copied().min());
         }
@@ -240,8 +254,13 @@ impl Interface {
             return;
         };
         let want = g.want();
-        let extra =
-            JoinState(g.have.0 & !want.0 & (JoinState::FULL_MEMBER.0 | JoinState::NON_MEMBER.0));
+        // A send-only membership is given up only with every other use (Linux leaves a send-only
+        // group when its neighbour is freed, `ipoib_mcast_remove_list`).
+        let mut leavable = JoinState::FULL_MEMBER.0 | JoinState::NON_MEMBER.0;
+        if want.is_empty() {
+            leavable |= JoinState::SEND_ONLY_NON_MEMBER.0;
+        }
+        let extra = JoinState(g.have.0 & !want.0 & leavable);
         let mut leave = None;
         if !extra.is_empty() && g.query.is_none() {
             g.have = g.have.without(extra);
@@ -462,6 +481,7 @@ impl Interface {
     ) {
         let qmax = self.cfg.queue_len;
         if let Some(g) = self.mc.map.get_mut(&mgid) {
+            g.used = now;
             if !g.have.is_empty() {
                 let mlid = g.mlid;
                 self.push_mcast(mgid, mlid, data);
@@ -489,6 +509,7 @@ impl Interface {
         }
         let g = self.mc.map.entry(mgid).or_default();
         g.send_only = true;
+        g.used = now;
         g.queue.push_back(McFrame { data, fallback });
         self.mc_kick(now);
     }
@@ -582,13 +603,21 @@ impl Interface {
         self.mc.absent.insert(mgid, until);
     }
 
-    /// Retries and cache expiry.
+    /// Retries, cache expiry, and idle send-only memberships left.
     pub(super) fn mcast_timeouts(&mut self, now: Instant) {
         self.mc.absent.retain(|_, t| *t > now);
-        for g in self.mc.map.values_mut() {
+        let mut idle = Vec::new();
+        for (mgid, g) in self.mc.map.iter_mut() {
             if g.retry.is_some_and(|t| t <= now) {
                 g.retry = None;
             }
+            if g.send_only_expiry().is_some_and(|t| t <= now) {
+                g.send_only = false;
+                idle.push(*mgid);
+            }
+        }
+        for mgid in idle {
+            self.mc_settle(now, mgid);
         }
         self.mc_kick(now);
     }

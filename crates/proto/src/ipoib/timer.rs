@@ -30,6 +30,12 @@ pub const PATH_FAILED_HOLD: Duration = Duration::from_secs(1);
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §11: cache group existence; traps 66/67 keep it fresh).
 pub const GROUP_ABSENT_HOLD: Duration = Duration::from_secs(60);
 
+/// How long a send-only multicast membership stays unused before the interface leaves it (Linux
+/// `__ipoib_reap_neigh`: a neighbour idle for two GC periods, `2 * arp_tbl.gc_interval` = 60 s, is
+/// freed and `ipoib_check_and_add_mcast_sendonly` leaves its send-only group; docs/DEPLOYED.md
+/// "Linux IPoIB").
+pub const SEND_ONLY_IDLE: Duration = Duration::from_secs(60);
+
 /// The earlier of two deadlines (`None`: no deadline).
 pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {

@@ -348,3 +348,52 @@ fn broadcasts_use_the_broadcast_group() {
         .iter()
         .all(|s| s.t.grh.is_some_and(|g| g.gid == BCAST) && s.t.dlid == 0xc000));
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11 B: a sender joins SendOnlyNonMember to send; Linux
+// leaves that membership once it has been unused for two neighbour GC periods (60 s,
+// `__ipoib_reap_neigh` → `ipoib_check_and_add_mcast_sendonly`, docs/DEPLOYED.md "Linux IPoIB"),
+// so a host that sent once to many groups (ND to many solicited-node groups) neither holds them
+// at the SA forever nor fills its table (`max_mcast_groups`) and refuses every new group.
+#[test]
+fn idle_send_only_membership_is_left() {
+    let mut net = Net::with(2, |_, c| c.max_mcast_groups = 1);
+    net.up();
+    let (a, b): (Ipv4Addr, Ipv4Addr) = ("224.1.1.1".parse().unwrap(), "224.2.2.2".parse().unwrap());
+    let (ma, mb) = (mgid4("224.1.1.1"), mgid4("224.2.2.2"));
+    net.join(3, IpAddr::V4(a)).unwrap();
+    net.join(3, IpAddr::V4(b)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    let gid2 = net.iface(2).gid();
+    let held = |net: &Net, m: Gid| {
+        sa_group(net, m).is_some_and(|g| g.members.iter().any(|(p, _)| *p == gid2))
+    };
+
+    net.send(2, &udp4(v4(2), a, b"a1"));
+    net.run_for(Duration::from_secs(40));
+    assert!(held(&net, ma));
+    // Still in use 40 s later: the idle time starts again.
+    net.send(2, &udp4(v4(2), a, b"a2"));
+    net.run_for(Duration::from_secs(50));
+    assert!(held(&net, ma), "used 50 s ago");
+    assert_eq!(got(&mut net, 3, a, b"a2"), 1);
+    net.run_for(Duration::from_secs(15));
+    assert!(!held(&net, ma), "idle 65 s: left at the SA");
+    assert!(net.iface(2).groups().iter().all(|g| g.mgid != ma));
+    assert_eq!(
+        mc_requests(&net, 2, ma),
+        vec![
+            (Method::Set, JoinState::SEND_ONLY_NON_MEMBER),
+            (Method::Delete, JoinState::SEND_ONLY_NON_MEMBER)
+        ]
+    );
+
+    // The table has room again: a send to another group joins and is delivered.
+    net.send(2, &udp4(v4(2), b, b"b1"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 3, b, b"b1"), 1);
+    assert_eq!(
+        net.iface(2).counters().dropped(DropReason::McastTableFull),
+        0
+    );
+    assert!(held(&net, mb));
+}
