@@ -10,8 +10,8 @@
 //!
 //! Invariants: at most one SA request in flight per group; a group is attached (QP attached, HCA
 //! side) exactly while the SA granted it FullMember or NonMember; at most `queue_len` frames wait per
-//! group; no group but the broadcast group is joined before the broadcast group's parameters are
-//! known (every other join copies them, §11).
+//! group; no group but the broadcast group is joined before the broadcast group is joined and its
+//! parameters are known (every other join copies them, §11), after a light flush too.
 
 use super::timer::{earliest, Backoff, GROUP_ABSENT_HOLD, SEND_ONLY_IDLE};
 use super::{DropReason, Interface, InterfaceError, InterfaceEvent, Link, LogLevel, Pending};
@@ -287,13 +287,17 @@ impl Interface {
     }
 
     /// Sends every join that is due: wanted bits not held, nothing in flight, no retry pending. Only
-    /// the broadcast group is joined before the link parameters are known.
+    /// the broadcast group is joined before it is joined and its parameters are known: after a
+    /// light flush (ClientReregister, SM change) the others wait for the broadcast group's new
+    /// answer, whose parameters they copy (§11), as Linux defers every other join until the
+    /// broadcast group is attached (`ipoib_mcast_join_task`).
     pub(super) fn mc_kick(&mut self, now: Instant) {
         if self.link == Link::Down {
             return;
         }
         let bcast = self.bcast_mgid();
-        let have_params = self.params.is_some();
+        let have_params =
+            self.params.is_some() && self.mc.map.get(&bcast).is_some_and(|g| !g.have.is_empty());
         let due: Vec<(Gid, JoinState)> = self
             .mc
             .map

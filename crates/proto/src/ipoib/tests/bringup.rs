@@ -370,3 +370,50 @@ fn broadcast_scope_search() {
         .any(|m| m.to_ipv6().to_string() == "ff15:601b:ffff::1"));
     assert!(!net.iface(3).carrier());
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §11: every group uses the broadcast group's Q_Key, MTU
+// and the rest. After a light flush (ClientReregister at a new SA, IBA 1 §14.4.11) the other
+// groups are joined only once the broadcast group answered again, so a group the new SA creates
+// copies the new broadcast group's parameters, not the ones of the SA before, which the new SA
+// refuses (Linux defers every other join until the broadcast group is attached,
+// `ipoib_mcast_join_task`).
+#[test]
+fn after_client_reregister_groups_wait_for_the_broadcast_answer() {
+    let mut net = Net::new(2);
+    net.up();
+    let g = IpAddr::V4("224.1.2.3".parse().unwrap());
+    net.join(2, g).unwrap();
+    net.run_for(Duration::from_secs(1));
+    // A new SM and SA whose broadcast group has another Q_Key, holding no membership.
+    let parts =
+        crate::partitions::parse("Default=0x7fff, ipoib, Q_Key=0x1234 : ALL=full ;").unwrap();
+    let lids: Vec<(u16, u16, Vec<u16>)> = vec![(2, 2, vec![0xffff]), (3, 3, vec![0xffff])];
+    net.sa = SaServer::new(SaServerConfig::default(), model(&lids), parts, Rng::new(43));
+    let start = net.now;
+    net.client_reregister(2);
+    net.run_for(Duration::from_secs(2));
+    let after: Vec<(Instant, McMemberRecordRepr)> = joins(&net, 2)
+        .into_iter()
+        .filter(|(t, _)| *t >= start)
+        .collect();
+    let first = after.first().expect("joined again").1;
+    assert_eq!(first.mgid, BCAST, "the broadcast group first");
+    assert_eq!(
+        net.iface(2).link_params().unwrap().record.qkey,
+        QKey(0x1234)
+    );
+    let m =
+        ipoib_wire::ipoib::ipv4_mgid("224.1.2.3".parse().unwrap(), PKey(0xffff), Scope::LinkLocal);
+    let rec = net
+        .sa
+        .groups()
+        .into_iter()
+        .find(|x| x.record.mgid == m)
+        .expect("group created again")
+        .record;
+    assert_eq!(rec.qkey, QKey(0x1234), "the new broadcast group's Q_Key");
+    // §13: no join was refused (a join with the old Q_Key is, and waits a backoff to be retried).
+    assert_eq!(after.iter().filter(|(_, r)| r.mgid == m).count(), 1);
+    let logs = net.host(2).logs();
+    assert!(!logs.iter().any(|l| l.contains("failed")), "{logs:?}");
+}
