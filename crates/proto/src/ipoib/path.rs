@@ -155,7 +155,9 @@ impl Paths {
         if let Some(p) = self.map.get_mut(&gid) {
             p.used = now;
             if let Some(info) = p.info {
-                return PathLookup::Use(info, !p.valid && p.query.is_none());
+                // An invalidated path is asked again, but not before a failed refresh's hold ends.
+                let held = p.failed_until.is_some_and(|t| t > now);
+                return PathLookup::Use(info, !p.valid && p.query.is_none() && !held);
             }
             if p.query.is_some() {
                 return PathLookup::Wait { start_query: false };

@@ -417,3 +417,43 @@ fn after_client_reregister_groups_wait_for_the_broadcast_answer() {
     let logs = net.host(2).logs();
     assert!(!logs.iter().any(|l| l.contains("failed")), "{logs:?}");
 }
+
+// A failed PathRecord query is remembered `PATH_FAILED_HOLD` (1 s) before the next packet asks
+// again (Linux clears `path->query` and the next packet starts a new one about a second later),
+// for an invalidated path too: after a light flush, an SA that no longer knows the peer is asked
+// once per hold, not once per packet, while the old path keeps carrying the traffic (Linux
+// `ipoib_mark_paths_invalid`).
+#[test]
+fn failed_refresh_of_an_invalidated_path_waits_the_hold() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping4(v4(2), v4(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 1)));
+    // The SA no longer knows host 3; the SM asks host 2 to register again (paths invalidated).
+    net.sa.set_subnet(model(&[(2, 2, vec![0xffff])]));
+    net.client_reregister(2);
+    net.run_for(Duration::from_secs(2));
+    let queries = |net: &Net| {
+        net.mads_from(2)
+            .iter()
+            .filter(|m| {
+                SaMadRepr::parse(&m.mad)
+                    .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
+            })
+            .count()
+    };
+    let to3 = |net: &Net| net.sent_by(2).iter().filter(|s| s.t.dlid == 3).count();
+    let (q0, s0) = (queries(&net), to3(&net));
+    for i in 0..5u8 {
+        net.send(2, &udp4(v4(2), v4(3), &[i]));
+        net.run_for(Duration::from_millis(100));
+    }
+    assert_eq!(queries(&net), q0 + 1, "one query per hold, not per packet");
+    assert_eq!(to3(&net), s0 + 5, "the old path still carries the packets");
+    assert!(net.host(2).logs().iter().any(|l| l.contains("path record")));
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), v4(3), b"later"));
+    net.run_for(Duration::from_millis(100));
+    assert_eq!(queries(&net), q0 + 2, "asked again after the hold");
+}
