@@ -427,6 +427,24 @@ impl Interface {
         let Ok(nd) = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()) else {
             return self.drop1(DropReason::Malformed);
         };
+        // RFC 4861 §7.1.1: an NS from the unspecified address goes to a solicited-node group and
+        // carries no source link-layer address option; §7.1.2: an NA to a multicast address has
+        // the Solicited flag clear. Anything else is silently discarded.
+        let valid = match nd.message {
+            NdMessage::NeighborSolicit { .. } if ip.src_addr.is_unspecified() => {
+                solicited_node(ip.dst_addr) == ip.dst_addr
+                    && !NdOptionIter::new(nd.options)
+                        .filter_map(Result::ok)
+                        .any(|o| o.option_type() == NdOptionType::SourceLinkLayerAddr)
+            }
+            NdMessage::NeighborAdvert { flags, .. } => {
+                !(ip.dst_addr.is_multicast() && flags & NA_SOLICITED != 0)
+            }
+            _ => true,
+        };
+        if !valid {
+            return self.drop1(DropReason::Malformed);
+        }
         let heard = match nd.message {
             NdMessage::NeighborAdvert { .. } => self.nd_lla(&nd, true),
             _ => self.nd_lla(&nd, false),

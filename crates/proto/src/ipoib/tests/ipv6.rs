@@ -389,3 +389,52 @@ fn na_override_flag_decides_update() {
     net.run_for(Duration::from_secs(1));
     assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(0x55));
 }
+
+// RFC 4861 §7.1.1: an NS from the unspecified address (a DAD probe) carrying a source link-layer
+// address option is silently discarded, not answered; §7.1.2: an NA to a multicast address with
+// the Solicited flag set is silently discarded, not taken (with Override it would replace the
+// cached address).
+#[test]
+fn odd_nd_flags_are_discarded() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping6(ll(2), ll(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let mal = net.iface(2).counters().dropped(DropReason::Malformed);
+    let nas = |net: &Net| {
+        nds(net, 2)
+            .iter()
+            .filter(|(_, _, m, _)| matches!(m, NdMessage::NeighborAdvert { .. }))
+            .count()
+    };
+    let na0 = nas(&net);
+
+    // A DAD probe for host 2's address with a source link-layer address option.
+    let (src, dst) = (
+        Ipv6Addr::UNSPECIFIED,
+        super::super::ipv6::solicited_node(ll(2)),
+    );
+    let o = NdOptionRepr::SourceLinkLayerAddr(net.iface(3).hw_addr());
+    let mut opts = vec![0u8; o.buffer_len()];
+    o.emit(&mut opts).unwrap();
+    let nd = NdRepr {
+        message: NdMessage::NeighborSolicit { target: ll(2) },
+        options: &opts,
+    };
+    let mut m = vec![0u8; nd.buffer_len()];
+    nd.emit(src, dst, &mut m).unwrap();
+    net.send(3, &ip6(src, dst, IpProtocol::Icmpv6, 255, &m));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(nas(&net), na0, "no answer to an invalid DAD probe");
+
+    // A solicited NA to all-nodes naming another address, Override set.
+    let mut other = net.iface(3).hw_addr();
+    other.qpn = 0x55;
+    net.send(3, &na(3, 0x40 | 0x20, other));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(qpn(3)));
+    assert_eq!(
+        net.iface(2).counters().dropped(DropReason::Malformed),
+        mal + 2
+    );
+}
