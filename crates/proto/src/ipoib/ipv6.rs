@@ -449,6 +449,11 @@ impl Interface {
             NdMessage::NeighborAdvert { .. } => self.nd_lla(&nd, true),
             _ => self.nd_lla(&nd, false),
         };
+        // A link-layer address names a port: a multicast GID there is refused as ARP refuses it
+        // (`ipv4.rs`), not cached as a neighbour (a PathRecord query for an MGID would follow).
+        if heard.is_some_and(|hw| hw.gid.is_multicast()) {
+            return self.drop1(DropReason::Malformed);
+        }
         if let Some(hw) = heard {
             self.note_source(hw.gid, slid);
         }

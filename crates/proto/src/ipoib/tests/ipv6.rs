@@ -438,3 +438,23 @@ fn odd_nd_flags_are_discarded() {
         mal + 2
     );
 }
+
+// A link-layer address option naming a multicast GID is refused as in ARP: an NA carrying one,
+// Override set, leaves the cached address and counts as malformed.
+#[test]
+fn nd_link_layer_address_with_a_multicast_gid_is_refused() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(2, &ping6(ll(2), ll(3), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let mal = net.iface(2).counters().dropped(DropReason::Malformed);
+    let mut bad = net.iface(3).hw_addr();
+    bad.gid = Gid::new(0xff12_401b_ffff_0000, 1);
+    net.send(3, &na(3, 0x20, bad));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(cached(&mut net, 2, ll(3)), Some(net.iface(3).hw_addr()));
+    assert_eq!(
+        net.iface(2).counters().dropped(DropReason::Malformed),
+        mal + 1
+    );
+}
