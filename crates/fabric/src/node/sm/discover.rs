@@ -29,7 +29,7 @@ use ipoib_wire::smp::{
     cap_mask, NodeInfoRepr, NodeType, PortInfoRepr, PortPhysState, SmpAttribute, SwitchInfoRepr,
 };
 use ipoib_wire::{Guid, Rate};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// What a discovery request asks, for matching its answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +106,8 @@ pub struct SeenPort {
 /// One discovered node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenNode {
+    /// NodeInfo:NodeGUID.
+    pub guid: Guid,
     /// NodeInfo:NodeType is Switch.
     pub switch: bool,
     /// NodeInfo:NumPorts.
@@ -125,7 +127,12 @@ pub struct SeenNode {
 /// The discovery state. See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
-    nodes: BTreeMap<Guid, SeenNode>,
+    /// In the order discovered; [`Discovery::result`] puts them in GUID order.
+    nodes: Vec<SeenNode>,
+    /// Node GUID to its place in `nodes`: a lookup per answer (and two per cable in the
+    /// result), where an ordered map by GUID cost about 300 instructions each at 10,000 hosts
+    /// (docs/benchmarks/subnet-rounds.md, "The SM's own work"). Never iterated.
+    index: HashMap<Guid, usize>,
     /// The SM's node and port, once its own NodeInfo answered.
     sm: Option<(Guid, u8)>,
     asks: Vec<Ask>,
@@ -184,12 +191,12 @@ impl Discovery {
                 self.node_info(path, from, n)
             }
             (Ask::NodeDescription { guid, .. }, Some(SmpAttribute::NodeDescription(d))) => {
-                if let Some(n) = self.nodes.get_mut(&guid) {
+                if let Some(n) = self.node_mut(guid) {
                     n.desc = d.text().to_string();
                 }
             }
             (Ask::SwitchInfo { guid, .. }, Some(SmpAttribute::SwitchInfo(s))) => {
-                if let Some(n) = self.nodes.get_mut(&guid).filter(|n| n.switch) {
+                if let Some(n) = self.node_mut(guid).filter(|n| n.switch) {
                     n.switch_info = Some(*s);
                 }
             }
@@ -200,24 +207,28 @@ impl Discovery {
         }
     }
 
+    fn node_mut(&mut self, guid: Guid) -> Option<&mut SeenNode> {
+        let &i = self.index.get(&guid)?;
+        self.nodes.get_mut(i)
+    }
+
     fn node_info(&mut self, path: Vec<u8>, from: Option<(Guid, u8)>, n: &NodeInfoRepr) {
         let guid = n.node_guid;
         let here = n.local_port_num;
         let switch = n.node_type == NodeType::Switch;
-        let fresh = !self.nodes.contains_key(&guid);
+        let fresh = !self.index.contains_key(&guid);
         if fresh {
-            self.nodes.insert(
+            self.index.insert(guid, self.nodes.len());
+            self.nodes.push(SeenNode {
                 guid,
-                SeenNode {
-                    switch,
-                    nports: n.num_ports,
-                    desc: String::new(),
-                    info: *n,
-                    path: path.clone(),
-                    ports: vec![SeenPort::default(); usize::from(n.num_ports) + 1],
-                    switch_info: None,
-                },
-            );
+                switch,
+                nports: n.num_ports,
+                desc: String::new(),
+                info: *n,
+                path: path.clone(),
+                ports: vec![SeenPort::default(); usize::from(n.num_ports) + 1],
+                switch_info: None,
+            });
             self.asks.push(Ask::NodeDescription {
                 path: path.clone(),
                 guid,
@@ -236,7 +247,7 @@ impl Discovery {
                 }
             }
         }
-        let Some(node) = self.nodes.get_mut(&guid) else {
+        let Some(node) = self.index.get(&guid).and_then(|&i| self.nodes.get_mut(i)) else {
             return;
         };
         if let Some(port) = node.ports.get_mut(usize::from(here)) {
@@ -256,8 +267,7 @@ impl Discovery {
         match from {
             Some(f) => {
                 if let Some(p) = self
-                    .nodes
-                    .get_mut(&f.0)
+                    .node_mut(f.0)
                     .and_then(|a| a.ports.get_mut(usize::from(f.1)))
                 {
                     p.peer = Some((guid, here));
@@ -275,7 +285,7 @@ impl Discovery {
     }
 
     fn port_info(&mut self, path: Vec<u8>, guid: Guid, port: u8, p: &PortInfoRepr) {
-        let Some(node) = self.nodes.get_mut(&guid) else {
+        let Some(node) = self.node_mut(guid) else {
             return;
         };
         let rate = rate_of(
@@ -309,13 +319,18 @@ impl Discovery {
     pub fn result(&self) -> Option<Discovered> {
         let (sm_guid, sm_port) = self.sm?;
         let mut topo = Topology::new();
-        let mut index = BTreeMap::new();
+        // The nodes in GUID order (as OpenSM's tables iterate), and each one's topology index.
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        order.sort_unstable_by_key(|&i| self.nodes[i].guid);
+        let mut place = vec![0; self.nodes.len()];
         let mut node_paths = Vec::new();
         let mut port_paths = Vec::new();
         let mut port_infos = Vec::new();
         let mut node_infos = Vec::new();
         let mut switch_infos = Vec::new();
-        for (&guid, n) in &self.nodes {
+        for &k in &order {
+            let n = &self.nodes[k];
+            let guid = n.guid;
             let kind = if n.switch {
                 NodeKind::Switch
             } else {
@@ -326,8 +341,7 @@ impl Discovery {
             } else {
                 n.desc.clone()
             };
-            let i = topo.add_node(kind, name, guid, n.nports);
-            index.insert(guid, i);
+            place[k] = topo.add_node(kind, name, guid, n.nports);
             let first_port = n.ports.iter().find_map(|p| p.path.clone());
             node_paths.push(if n.switch {
                 n.path.clone()
@@ -339,18 +353,19 @@ impl Discovery {
             node_infos.push(n.info);
             switch_infos.push(n.switch_info);
         }
-        for (&guid, n) in &self.nodes {
+        for &k in &order {
+            let n = &self.nodes[k];
+            let guid = n.guid;
             for (p, seen) in n.ports.iter().enumerate().skip(1) {
                 let Some((pg, pp)) = seen.peer else { continue };
                 // Each cable once: from its end with the lower (GUID, port).
                 if (guid, p as u8) > (pg, pp) {
                     continue;
                 }
-                let (Some(&a), Some(&b), Some(peer)) =
-                    (index.get(&guid), index.get(&pg), self.nodes.get(&pg))
-                else {
+                let Some(&j) = self.index.get(&pg) else {
                     continue;
                 };
+                let (a, b, peer) = (place[k], place[j], &self.nodes[j]);
                 // A CA's rate is what its port trained to; a switch's says nothing of the cable.
                 let rate = [(n, p as u8), (peer, pp)]
                     .iter()
@@ -382,12 +397,12 @@ impl Discovery {
                 );
             }
         }
-        let sm_node = *index.get(&sm_guid)?;
-        let sm_ports = self
-            .nodes
+        let sm_node = place[*self.index.get(&sm_guid)?];
+        let sm_ports = order
             .iter()
-            .filter(|(_, n)| !n.switch)
-            .flat_map(|(&g, n)| n.ports.iter().enumerate().map(move |(p, s)| (g, p, s)))
+            .map(|&k| &self.nodes[k])
+            .filter(|n| !n.switch)
+            .flat_map(|n| n.ports.iter().enumerate().map(move |(p, s)| (n.guid, p, s)))
             .filter(|&(g, p, _)| (g, p) != (sm_guid, usize::from(sm_port)))
             .filter_map(|(_, _, s)| {
                 let is_sm = s.info?.capability_mask & cap_mask::IS_SM != 0;
