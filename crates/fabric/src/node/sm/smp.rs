@@ -271,7 +271,7 @@ impl<T: Clone> SmpRequester<T> {
 
     /// Queues `smp` (its TransactionID is replaced); its outcome comes back with `tag`.
     pub fn submit(&mut self, tag: T, smp: &SmpMadRepr) {
-        self.queue.push_back((tag, QueuedMad::new(&smp.to_bytes())));
+        self.queue.push_back((tag, QueuedMad::from_repr(smp)));
     }
 
     /// The next SMP to send at `now`: a resend, else a queued request while fewer than `window`
