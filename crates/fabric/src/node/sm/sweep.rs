@@ -72,10 +72,11 @@ use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{MadHeaderRepr, Method};
 use ipoib_wire::smp::cap_mask::IS_CLIENT_REREGISTRATION_SUPPORTED as CLIENT_REREG;
 use ipoib_wire::smp::{
-    LftBlockRepr, PKeyTableRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute, SwitchInfoRepr,
-    LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, PKEY_TABLE_BLOCK,
+    LftBlockRepr, PortInfoRepr, PortState, SmInfoRepr, SmpAttribute, SwitchInfoRepr,
+    LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS,
 };
 use ipoib_wire::{Guid, PKey};
+use sets::Sets;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -85,6 +86,7 @@ pub type MftCopyBlock<'a> = ((Guid, u16, u8), &'a [u16; MFT_BLOCK_MLIDS]);
 
 mod lids;
 mod mft;
+mod sets;
 mod smi;
 #[cfg(test)]
 mod tests;
@@ -346,10 +348,12 @@ impl SmpSm {
     }
 
     fn set(&mut self, attribute: SmpAttribute, modifier: u32, path: &[u8]) {
-        self.wave += 1;
-        self.stats.sets += 1;
-        let smp = dr_set(attribute, modifier, path);
-        self.smp.submit(Tag::Set(smp.header.attribute_id, 1), &smp);
+        let sets = Sets {
+            smp: &mut self.smp,
+            wave: &mut self.wave,
+            stats: &mut self.stats,
+        };
+        sets.set(attribute, modifier, path);
     }
 
     /// Starts a new sweep: discovery from scratch.
@@ -600,20 +604,23 @@ impl SmpSm {
                         };
                         self.set(SmpAttribute::PortInfo(i), u32::from(pc.port), &path);
                     }
-                    // One lookup: the table kept unless it changed, then its blocks sent.
+                    // One lookup: the table kept unless it changed, then its blocks sent from the
+                    // copy (moved in, not cloned: 40,000 tables at 10,000 hosts).
                     let changed = match self.shadow_pkeys.entry((guid, pc.port)) {
                         Entry::Occupied(o) if *o.get() == pc.pkeys => None,
                         Entry::Occupied(mut o) => {
-                            o.insert(pc.pkeys.clone());
-                            Some(pc.pkeys)
+                            o.insert(pc.pkeys);
+                            Some(o.into_mut())
                         }
-                        Entry::Vacant(v) => {
-                            v.insert(pc.pkeys.clone());
-                            Some(pc.pkeys)
-                        }
+                        Entry::Vacant(v) => Some(v.insert(pc.pkeys)),
                     };
                     if let Some(pkeys) = changed {
-                        self.pkeys(&path, switch, pc.port, &pkeys);
+                        let sets = Sets {
+                            smp: &mut self.smp,
+                            wave: &mut self.wave,
+                            stats: &mut self.stats,
+                        };
+                        sets.pkeys(&path, switch, pc.port, pkeys);
                     }
                     self.configured.push(Configured {
                         path,
@@ -677,26 +684,6 @@ impl SmpSm {
         brain.set_switch_infos(switch_infos);
         self.brain = Some(Arc::new(brain));
         self.phase = SweepPhase::Configure;
-    }
-
-    /// P_KeyTable blocks of one port (IBA 1 §14.2.5.7: a switch's AttributeModifier holds the
-    /// port in bits 31-16, a CA's the block alone).
-    fn pkeys(&mut self, path: &[u8], switch: bool, port: u8, pkeys: &[PKey]) {
-        let blocks: Vec<&[PKey]> = if pkeys.is_empty() {
-            vec![&[]]
-        } else {
-            pkeys.chunks(PKEY_TABLE_BLOCK).collect()
-        };
-        for (b, chunk) in blocks.into_iter().enumerate() {
-            let mut t = PKeyTableRepr::default();
-            t.pkeys[..chunk.len()].copy_from_slice(chunk);
-            let modifier = if switch {
-                u32::from(port) << 16 | b as u32
-            } else {
-                b as u32
-            };
-            self.set(SmpAttribute::PKeyTable(t), modifier, path);
-        }
     }
 
     /// Every configured port's PortInfo with `state` (and, when arming, the switches' tops).
