@@ -333,19 +333,23 @@ impl App for SmApp {
     fn on_completion(&mut self, _now: Instant, _c: Completion, _ctx: &mut HostCtx<'_>) {}
 
     fn poll(&mut self, now: Instant, ctx: &mut HostCtx<'_>) {
+        // One look at the agent (a poll follows every SMP the SM sends): its SMInfo for the
+        // port, whether it waits for its start, whether it has a new brain.
+        let (info, unstarted, fresh) = match ctx.agents.get::<SmpSm>(self.smp) {
+            Some(a) => (
+                ctx.hca.port(self.port).map(|p| a.sm_info(p.guid)),
+                !a.is_started(),
+                a.generation() != self.generation,
+            ),
+            None => (None, false, false),
+        };
         // IBA 1 §14.4.1: the port answers SubnGet(SMInfo) with the SM's live state.
-        if let Some(a) = ctx.agents.get::<SmpSm>(self.smp) {
-            if let Some(g) = ctx.hca.port(self.port).map(|p| p.guid) {
-                let info = a.sm_info(g);
-                ctx.hca.set_sm_info(self.port, Some(info));
-            }
+        if let Some(info) = info {
+            ctx.hca.set_sm_info(self.port, Some(info));
         }
         // The sweep starts once the SM's port has its link (Init, IBA 1 §7.2). (The agent is
         // taken mutably only then: the host knows it got no work otherwise.)
-        let start = ctx
-            .agents
-            .get::<SmpSm>(self.smp)
-            .is_some_and(|a| !a.is_started())
+        let start = unstarted
             && ctx
                 .hca
                 .port(self.port)
@@ -359,9 +363,12 @@ impl App for SmApp {
         // The brain the agent ran, after each complete discovery; the SA gets the model in the
         // same host step, before the agent's Active wave can reach any port, and every group's
         // tree is computed again on it (a link may have gone).
-        let brain = ctx
-            .agents
-            .get::<SmpSm>(self.smp)
+        let agent = if fresh {
+            ctx.agents.get::<SmpSm>(self.smp)
+        } else {
+            None
+        };
+        let brain = agent
             .filter(|a| a.generation() != self.generation)
             .and_then(|a| {
                 let info = a.sm_info(a.election().guid());
