@@ -352,7 +352,8 @@ impl Interface {
     }
 
     /// Builds and sends an ND message (hop limit 255, RFC 4861 §7.1): to `hw` when given, else to
-    /// the multicast group of `dst`.
+    /// the multicast group of a multicast `dst`, or through the neighbour table to a unicast one
+    /// (resolved first if unknown).
     fn send_nd(
         &mut self,
         now: Instant,
@@ -384,6 +385,7 @@ impl Interface {
         let f = encap(EtherType::Ipv6, &pkt);
         match hw {
             Some(hw) => self.send_unicast(now, hw, f),
+            None if !dst.is_multicast() => self.resolve_and_send(now, IpAddr::V6(dst), f),
             None => match self.group_mgid(IpAddr::V6(dst)) {
                 Ok(m) => self.send_multicast(now, m, f, None),
                 Err(_) => self.drop1(DropReason::Malformed),
@@ -488,19 +490,18 @@ impl Interface {
                     Some(hw) => {
                         let l = self.neigh.learn(now, IpAddr::V6(src), hw, Learn::Create);
                         self.after_learn(now, IpAddr::V6(src), hw, l);
-                        hw
+                        Some(hw)
                     }
-                    None => match self.neigh.get(&IpAddr::V6(src)).and_then(|n| n.hw) {
-                        Some(hw) => hw,
-                        None => return,
-                    },
+                    // RFC 4861 §7.2.4: without the option the source is resolved (our own
+                    // solicitation) and the advertisement waits for it, as any packet does.
+                    None => self.neigh.get(&IpAddr::V6(src)).and_then(|n| n.hw),
                 };
                 let o = self.lla_option(true);
                 let na = NdMessage::NeighborAdvert {
                     flags: NA_SOLICITED | NA_OVERRIDE,
                     target,
                 };
-                self.send_nd(now, target, src, na, o, Some(hw));
+                self.send_nd(now, target, src, na, o, hw);
             }
         }
     }

@@ -458,3 +458,48 @@ fn nd_link_layer_address_with_a_multicast_gid_is_refused() {
         mal + 1
     );
 }
+
+// RFC 4861 §7.2.4: a unicast NS without a source link-layer address option, from a node we do not
+// know, is answered once we have resolved the source ourselves (an NS of ours, its NA), not
+// dropped. Host 2 restarts (an empty neighbour table); the NS reaches it from host 3's QP as host
+// 3's stack would not send it (that one probes with the option too).
+#[test]
+fn unicast_ns_without_source_option_is_answered_after_resolving() {
+    let mut net = Net::new(2);
+    net.up();
+    net.send(3, &ping6(ll(3), ll(2), true, 1));
+    net.run_for(Duration::from_secs(1));
+    let mut t = (net.sent_by(3).into_iter())
+        .find(|s| s.t.dlid == 2)
+        .expect("host 3 sent to host 2")
+        .t
+        .clone();
+    restart(&mut net, 2, 0x77, |_| {});
+    net.run_for(Duration::from_secs(10));
+    assert_eq!(cached(&mut net, 2, ll(3)), None, "host 2 forgot host 3");
+    let nas_to_3 = |net: &Net| {
+        nds(net, 2)
+            .iter()
+            .filter(|(_, ip, m, _)| {
+                ip.dst_addr == ll(3)
+                    && matches!(m, NdMessage::NeighborAdvert { flags, target }
+                        if *target == ll(2) && flags & 0x40 != 0)
+            })
+            .count()
+    };
+    let before = nas_to_3(&net);
+    let nd = NdRepr {
+        message: NdMessage::NeighborSolicit { target: ll(2) },
+        options: &[],
+    };
+    let mut m = vec![0u8; nd.buffer_len()];
+    nd.emit(ll(3), ll(2), &mut m).unwrap();
+    let mut data = vec![0x86, 0xdd, 0, 0];
+    data.extend(ip6(ll(3), ll(2), IpProtocol::Icmpv6, 255, &m));
+    (t.remote_qpn, t.data) = (0x77, data);
+    let from = net.idx(3);
+    net.deliver_ud(from, t);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(nas_to_3(&net), before + 1, "one solicited NA to host 3");
+    assert_eq!(cached(&mut net, 2, ll(3)).map(|h| h.qpn), Some(qpn(3)));
+}
