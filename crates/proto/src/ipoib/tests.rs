@@ -28,6 +28,7 @@ use ipoib_wire::ipoib::{
     Icmpv4Repr, Icmpv4Type, Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv4Datagram,
     Ipv4Packet, Ipv4Repr, Ipv6Datagram, Ipv6Packet, Ipv6Repr,
 };
+use ipoib_wire::sa::{SaAttribute, SaMadRepr};
 use ipoib_wire::{Mtu, Rate};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -407,6 +408,17 @@ impl testing::Net<Host> {
     /// Datagrams sent by `lid` since index `from` of the wire log.
     pub fn sent_by(&self, lid: u16) -> Vec<&Sent> {
         self.wire.iter().filter(|s| s.from == lid).collect()
+    }
+
+    /// The PathRecord queries host `lid` has sent so far.
+    pub fn path_queries(&self, lid: u16) -> usize {
+        self.mads_from(lid)
+            .iter()
+            .filter(|m| {
+                SaMadRepr::parse(&m.mad)
+                    .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
+            })
+            .count()
     }
 
     /// The SA's MADs from `lid` (requests), as (method, attribute ID, SA data).

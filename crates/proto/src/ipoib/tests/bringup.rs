@@ -255,7 +255,7 @@ fn port_events_refresh_and_flush() {
         mlid: 0xc000
     }));
     assert_eq!(net.iface(2).neighbours().len(), 1);
-    let queries = |net: &Net| path_queries(net, 2);
+    let queries = |net: &Net| net.path_queries(2);
     let q0 = queries(&net);
     net.send(2, &ping4(v4(2), v4(3), true, 2));
     net.run_for(Duration::from_secs(1));
@@ -426,7 +426,7 @@ fn failed_refresh_of_an_invalidated_path_waits_the_hold() {
     net.sa.set_subnet(model(&[(2, 2, vec![0xffff])]));
     net.client_reregister(2);
     net.run_for(Duration::from_secs(2));
-    let queries = |net: &Net| path_queries(net, 2);
+    let queries = |net: &Net| net.path_queries(2);
     let to3 = |net: &Net| net.sent_by(2).iter().filter(|s| s.t.dlid == 3).count();
     let (q0, s0) = (queries(&net), to3(&net));
     for i in 0..5u8 {
@@ -440,15 +440,4 @@ fn failed_refresh_of_an_invalidated_path_waits_the_hold() {
     net.send(2, &udp4(v4(2), v4(3), b"later"));
     net.run_for(Duration::from_millis(100));
     assert_eq!(queries(&net), q0 + 2, "asked again after the hold");
-}
-
-/// The PathRecord queries host `lid` has sent so far.
-fn path_queries(net: &Net, lid: u16) -> usize {
-    net.mads_from(lid)
-        .iter()
-        .filter(|m| {
-            SaMadRepr::parse(&m.mad)
-                .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
-        })
-        .count()
 }

@@ -4,7 +4,6 @@
 use super::*;
 use ipoib_wire::ipoib::arp::HTYPE_INFINIBAND;
 use ipoib_wire::ipoib::{ArpOperation, ArpPacket, ArpRepr, HwAddrFlags};
-use ipoib_wire::sa::{SaAttribute, SaMadRepr};
 
 fn arps(net: &Net, lid: u16) -> Vec<(UdTransmit, ArpRepr)> {
     net.sent_by(lid)
@@ -59,15 +58,7 @@ fn arp_resolution_and_ping_both_ways() {
     assert_eq!(arps(&net, 3).len(), n);
 
     // One PathRecord query per destination GID, cached afterwards.
-    let pr = |net: &Net, lid| {
-        net.mads_from(lid)
-            .iter()
-            .filter(|m| {
-                SaMadRepr::parse(&m.mad)
-                    .is_ok_and(|r| matches!(r.attribute, SaAttribute::PathRecord(_)))
-            })
-            .count()
-    };
+    let pr = |net: &Net, lid| net.path_queries(lid);
     assert_eq!(pr(&net, 2), 1);
     net.send(2, &ping4(v4(2), v4(3), true, 3));
     net.run_for(Duration::from_secs(1));
