@@ -365,7 +365,8 @@ fn refresh_state(lab: &mut state::LabState, net: &Subnet) {
 
 /// Puts back on every host's `ib0` what Linux IPoIB would have kept through a change made by
 /// hand in its namespace ([`LinkMirror::check`]): the link-local address after `ip link set ib0
-/// down` and `up`, an MTU no larger than the interface's; says what it did.
+/// down` and `up`, an MTU no larger than the interface's; and the interface's MTU when its
+/// broadcast group's changed (Linux's `min(mcast_mtu, admin_mtu)`); says what it did.
 fn check_devices(net: &Subnet, mirrors: &mut [LinkMirror]) {
     for (i, m) in mirrors.iter_mut().enumerate() {
         let Some(iface) = net.interface(i) else {
@@ -382,7 +383,7 @@ fn check_devices(net: &Subnet, mirrors: &mut [LinkMirror]) {
                             hosts::ipv6(i),
                             hosts::IPV6_PREFIX
                         ),
-                        Restored::Mtu { .. } => String::new(),
+                        Restored::Mtu { .. } | Restored::Followed { .. } => String::new(),
                     };
                     note!("ipoib lab: {h}: ib0 {r}{hint}");
                 }

@@ -400,3 +400,85 @@ fn link_mirror_puts_back_link_local_and_mtu_changed_by_hand() {
     assert!(m.follow(true, 2044, Some(ll)).unwrap());
     assert!(ip(&["-n", &n, "link", "show", "ib0"]).contains(" mtu 2044 "));
 }
+
+// The interface's MTU changes with its broadcast group's (joined again after a ClientReregister
+// or an SM's change with other parameters; the carrier stays): the device follows, to the
+// smaller of the interface's MTU and the one last given by hand, as Linux IPoIB sets
+// `min(mcast_mtu, admin_mtu)` at every broadcast join (docs/LINUX-DEVICE.md). Before, only a
+// carrier's return set the device's MTU, so the device kept the old group's.
+#[test]
+fn link_mirror_follows_the_broadcast_groups_mtu() {
+    if !can_run() {
+        return;
+    }
+    let n = name("mtufollow");
+    let _g = Guard(vec![n.clone()]);
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu: 2044,
+        addresses: vec![],
+        loopback_up: true,
+        up: false,
+        offload: false,
+        tx_queue_len: None,
+    };
+    let (_ns, made) = NetNs::create(&n, move || {
+        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+        Ok::<_, String>((tun, ctl))
+    })
+    .expect("namespace");
+    let (_tun, ctl) = made.expect("TUN device");
+    let mtu_is = |want: u32| {
+        let link = ip(&["-n", &n, "link", "show", "ib0"]);
+        assert!(
+            link.contains(&format!(" mtu {want} ")),
+            "want {want}: {link}"
+        );
+    };
+    let mut m = LinkMirror::new(ctl, None);
+    assert!(m.follow(true, 2044, None).unwrap());
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    mtu_is(2044);
+    // A 4096-byte broadcast group: up to 4092.
+    assert_eq!(
+        m.check(4092).unwrap(),
+        vec![Restored::Followed {
+            from: 2044,
+            to: 4092
+        }]
+    );
+    mtu_is(4092);
+    assert_eq!(m.check(4092).unwrap(), vec![]);
+    // Given 3000 by hand: kept, and remembered.
+    ip(&["-n", &n, "link", "set", "ib0", "mtu", "3000"]);
+    assert_eq!(m.check(4092).unwrap(), vec![]);
+    mtu_is(3000);
+    // Back to a 2048-byte group: down to 2044; then 4096 again: up to the hand's 3000 only.
+    assert_eq!(
+        m.check(2044).unwrap(),
+        vec![Restored::Followed {
+            from: 3000,
+            to: 2044
+        }]
+    );
+    mtu_is(2044);
+    assert_eq!(
+        m.check(4092).unwrap(),
+        vec![Restored::Followed {
+            from: 2044,
+            to: 3000
+        }]
+    );
+    mtu_is(3000);
+    // The carrier's return sets the same smaller of the two.
+    assert!(m.follow(false, 0, None).unwrap());
+    assert_eq!(m.check(0).unwrap(), vec![]);
+    assert!(m.follow(true, 2044, None).unwrap());
+    mtu_is(2044);
+    assert_eq!(m.check(2044).unwrap(), vec![]);
+    assert!(m.follow(false, 0, None).unwrap());
+    assert!(m.follow(true, 4092, None).unwrap());
+    mtu_is(3000);
+    assert_eq!(m.check(4092).unwrap(), vec![]);
+}

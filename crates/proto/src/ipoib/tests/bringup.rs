@@ -410,6 +410,27 @@ fn after_client_reregister_groups_wait_for_the_broadcast_answer() {
     assert!(!logs.iter().any(|l| l.contains("failed")), "{logs:?}");
 }
 
+// §7: after a ClientReregister at a new SA whose broadcast group has another MTU, the link MTU
+// is the new group's less 4 while the carrier stays up (a light flush): the runtime reads it and
+// sets the TUN device's as Linux IPoIB does at every broadcast join (docs/LINUX-DEVICE.md).
+#[test]
+fn after_client_reregister_the_link_mtu_is_the_new_groups() {
+    let mut net = Net::new(2);
+    net.up();
+    assert_eq!(net.iface(2).mtu(), 2044);
+    let parts = crate::partitions::parse("Default=0x7fff, ipoib, mtu=3 : ALL=full ;").unwrap();
+    let lids: Vec<(u16, u16, Vec<u16>)> = vec![(2, 2, vec![0xffff]), (3, 3, vec![0xffff])];
+    net.sa = SaServer::new(SaServerConfig::default(), model(&lids), parts, Rng::new(43));
+    let seen = net.host(2).events.len();
+    net.client_reregister(2);
+    net.run_for(Duration::from_secs(2));
+    let carrier_lost = net.host(2).events[seen..]
+        .iter()
+        .any(|e| matches!(e, InterfaceEvent::CarrierDown));
+    assert!(net.iface(2).carrier() && !carrier_lost);
+    assert_eq!(net.iface(2).mtu(), 1020);
+}
+
 // A failed PathRecord query is remembered `PATH_FAILED_HOLD` (1 s) before the next packet asks
 // again (Linux clears `path->query` and the next packet starts a new one about a second later),
 // for an invalidated path too: after a light flush, an SA that no longer knows the peer is asked
