@@ -50,6 +50,31 @@ fn tun_in(ns: &str, addr: &str, mtu: u32) -> (NetNs, Tun) {
     (ns, tun.expect("TUN device"))
 }
 
+/// A namespace with a TUN device `ib0` (MTU 2044, down, holding `addresses`) and its
+/// [`LinkControl`], for the [`LinkMirror`] tests.
+fn mirror_tun_in(ns: &str, addresses: &[(&str, u8)]) -> (NetNs, Tun, LinkControl) {
+    let cfg = TunConfig {
+        name: "ib0".into(),
+        mtu: 2044,
+        addresses: addresses
+            .iter()
+            .map(|(a, l)| (a.parse::<IpAddr>().unwrap(), *l))
+            .collect(),
+        loopback_up: true,
+        up: false,
+        offload: false,
+        tx_queue_len: None,
+    };
+    let (ns, made) = NetNs::create(ns, move || {
+        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
+        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
+        Ok::<_, String>((tun, ctl))
+    })
+    .expect("namespace");
+    let (tun, ctl) = made.expect("TUN device");
+    (ns, tun, ctl)
+}
+
 #[test]
 fn namespace_with_a_configured_tun() {
     if !can_run() {
@@ -268,25 +293,7 @@ fn link_mirror_follows_carrier_and_link_local() {
     }
     let n = name("mirror");
     let _g = Guard(vec![n.clone()]);
-    let cfg = TunConfig {
-        name: "ib0".into(),
-        mtu: 2044,
-        addresses: vec![
-            ("10.9.1.1".parse().unwrap(), 24),
-            ("fd00:9:1::1".parse().unwrap(), 64),
-        ],
-        loopback_up: true,
-        up: false,
-        offload: false,
-        tx_queue_len: None,
-    };
-    let (_ns, made) = NetNs::create(&n, move || {
-        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
-        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
-        Ok::<_, String>((tun, ctl))
-    })
-    .expect("namespace");
-    let (_tun, ctl) = made.expect("TUN device");
+    let (_ns, _tun, ctl) = mirror_tun_in(&n, &[("10.9.1.1", 24), ("fd00:9:1::1", 64)]);
     let mut m = LinkMirror::new(ctl, None);
     // No carrier yet: down, and nothing changes.
     assert!(!m.follow(false, 2044, None).unwrap());
@@ -334,22 +341,7 @@ fn link_mirror_puts_back_link_local_and_mtu_changed_by_hand() {
     }
     let n = name("byhand");
     let _g = Guard(vec![n.clone()]);
-    let cfg = TunConfig {
-        name: "ib0".into(),
-        mtu: 2044,
-        addresses: vec![("fd00:9:2::1".parse().unwrap(), 64)],
-        loopback_up: true,
-        up: false,
-        offload: false,
-        tx_queue_len: None,
-    };
-    let (_ns, made) = NetNs::create(&n, move || {
-        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
-        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
-        Ok::<_, String>((tun, ctl))
-    })
-    .expect("namespace");
-    let (_tun, ctl) = made.expect("TUN device");
+    let (_ns, _tun, ctl) = mirror_tun_in(&n, &[("fd00:9:2::1", 64)]);
     let mut m = LinkMirror::new(ctl, None);
     // Before the mirror brought it up, nothing is put back.
     ip(&["-n", &n, "link", "set", "ib0", "mtu", "4000"]);
@@ -413,22 +405,7 @@ fn link_mirror_follows_the_broadcast_groups_mtu() {
     }
     let n = name("mtufollow");
     let _g = Guard(vec![n.clone()]);
-    let cfg = TunConfig {
-        name: "ib0".into(),
-        mtu: 2044,
-        addresses: vec![],
-        loopback_up: true,
-        up: false,
-        offload: false,
-        tx_queue_len: None,
-    };
-    let (_ns, made) = NetNs::create(&n, move || {
-        let tun = Tun::create(&cfg).map_err(|e| e.to_string())?;
-        let ctl = LinkControl::open(tun.index()).map_err(|e| e.to_string())?;
-        Ok::<_, String>((tun, ctl))
-    })
-    .expect("namespace");
-    let (_tun, ctl) = made.expect("TUN device");
+    let (_ns, _tun, ctl) = mirror_tun_in(&n, &[]);
     let mtu_is = |want: u32| {
         let link = ip(&["-n", &n, "link", "show", "ib0"]);
         assert!(
@@ -436,18 +413,13 @@ fn link_mirror_follows_the_broadcast_groups_mtu() {
             "want {want}: {link}"
         );
     };
+    let followed = |from, to| vec![Restored::Followed { from, to }];
     let mut m = LinkMirror::new(ctl, None);
     assert!(m.follow(true, 2044, None).unwrap());
     assert_eq!(m.check(2044).unwrap(), vec![]);
     mtu_is(2044);
     // A 4096-byte broadcast group: up to 4092.
-    assert_eq!(
-        m.check(4092).unwrap(),
-        vec![Restored::Followed {
-            from: 2044,
-            to: 4092
-        }]
-    );
+    assert_eq!(m.check(4092).unwrap(), followed(2044, 4092));
     mtu_is(4092);
     assert_eq!(m.check(4092).unwrap(), vec![]);
     // Given 3000 by hand: kept, and remembered.
@@ -455,21 +427,9 @@ fn link_mirror_follows_the_broadcast_groups_mtu() {
     assert_eq!(m.check(4092).unwrap(), vec![]);
     mtu_is(3000);
     // Back to a 2048-byte group: down to 2044; then 4096 again: up to the hand's 3000 only.
-    assert_eq!(
-        m.check(2044).unwrap(),
-        vec![Restored::Followed {
-            from: 3000,
-            to: 2044
-        }]
-    );
+    assert_eq!(m.check(2044).unwrap(), followed(3000, 2044));
     mtu_is(2044);
-    assert_eq!(
-        m.check(4092).unwrap(),
-        vec![Restored::Followed {
-            from: 2044,
-            to: 3000
-        }]
-    );
+    assert_eq!(m.check(4092).unwrap(), followed(2044, 3000));
     mtu_is(3000);
     // The carrier's return sets the same smaller of the two.
     assert!(m.follow(false, 0, None).unwrap());
