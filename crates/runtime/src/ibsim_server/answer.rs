@@ -7,7 +7,7 @@ use crate::ibsim::msg::{
     SimRequest, SimRequestHead, MAD_LEN, SIM_REQUEST_LEN, SIM_REQUEST_MAD_OFFSET,
 };
 use ipoib_fabric::node::host::{is_smp_class, Host};
-use ipoib_wire::mad::{MgmtClass, MAD_HEADER_LEN};
+use ipoib_wire::mad::{Mad, Method, MgmtClass, MAD_HEADER_LEN};
 use std::io::ErrorKind;
 
 /// MAD allocations kept for the MADs handed to the subnet next (`IbsimServer::on_mad`), at most.
@@ -35,9 +35,19 @@ impl IbsimServer {
             // byte is written: not cleared first): its MAD zero-padded to 256 bytes, then the
             // head (the bytes `SimRequest::to_bytes` gives for the same fields).
             let mut k = 0;
+            let mut traps = Vec::new();
             for m in device.umad_drain(agent) {
                 // A whole MAD header whose MgmtClass (byte 1, IBA 1 §13.4.2) is an SMP's.
                 let smp = m.mad.len() >= MAD_HEADER_LEN && is_smp_class(MgmtClass::from(m.mad[1]));
+                if let Some(h) = m
+                    .mad
+                    .first_chunk::<MAD_HEADER_LEN>()
+                    .map(Mad::new_unchecked)
+                {
+                    if h.method() == Method::Trap {
+                        traps.push(h.transaction_id());
+                    }
+                }
                 if k == out.len() {
                     out.push([0u8; SIM_REQUEST_LEN]);
                 }
@@ -62,6 +72,9 @@ impl IbsimServer {
                 if self.spare_mads.len() < SPARE_MADS && m.mad.capacity() <= SPARE_MAD_MAX {
                     self.spare_mads.push(m.mad);
                 }
+            }
+            if let Some(c) = self.clients.get_mut(&slot) {
+                c.remember_traps(traps);
             }
             if k > 0 {
                 self.write_many(net, slot, &out[..k]);

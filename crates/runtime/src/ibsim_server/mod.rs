@@ -66,7 +66,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use sock::Sock;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
@@ -219,7 +219,13 @@ pub struct Client {
     ctl_from: Peer,
     node: NodeId,
     agent: AgentId,
+    /// The TIDs of the last [`TRAPS_KEPT`] traps handed to it, for its TrapRepresses
+    /// ([`IbsimServer::on_mads`]).
+    traps: VecDeque<u64>,
 }
+
+/// Traps remembered per client for the TIDs of its TrapRepresses.
+const TRAPS_KEPT: usize = 64;
 
 /// The server. See the module docs.
 pub struct IbsimServer {
@@ -657,6 +663,7 @@ impl IbsimServer {
                 ctl_from: from.clone(),
                 node: h.node,
                 agent,
+                traps: VecDeque::new(),
             },
         );
         if info.issm != 0 && !self.set_issm(net, slot, true) {

@@ -10,7 +10,7 @@ use crate::ibsim::msg::{
 };
 use ipoib_fabric::node::host::AgentId;
 use ipoib_proto::mad_agent::MadAddr;
-use ipoib_wire::mad::Mad;
+use ipoib_wire::mad::{Mad, Method};
 use ipoib_wire::{PKey, QKey};
 
 /// A datagram's MAD, in place.
@@ -42,8 +42,14 @@ impl IbsimServer {
                 continue;
             };
             let Some(mad) = mad_of(b) else { continue };
-            // The Method byte alone (the whole header need not be parsed for it).
-            if !Mad::new_unchecked(&mad[..]).method().is_response() {
+            // The Method byte alone (the whole header need not be parsed for it). A TrapRepress
+            // keeps the TID of the trap it answers, as a response does (IBA 1 §13.4.9).
+            let method = Mad::new_unchecked(&mad[..]).method();
+            if method == Method::TrapRepress {
+                if let Some(c) = self.clients.get_mut(&slot) {
+                    c.repressed(mad);
+                }
+            } else if !method.answers_request() {
                 mad[8..10].copy_from_slice(&(slot as u16).to_be_bytes());
             } else {
                 rmpp_as_sent(mad, head.length);
@@ -139,5 +145,41 @@ impl IbsimServer {
             sent
         })
         .unwrap_or(0)
+    }
+}
+
+/// Where umad2sim writes its agent's number in a TID: bits 32..47 (`umad2sim.c`
+/// `umad2sim_write`, of every MAD without the R bit, a TrapRepress included).
+const UMAD2SIM_AGENT_BITS: u64 = 0x0000_ffff_0000_0000;
+
+impl super::Client {
+    /// Remembers the TIDs of `traps`, MADs of Method Trap handed to this client (the last
+    /// [`super::TRAPS_KEPT`]).
+    pub(super) fn remember_traps(&mut self, traps: Vec<u64>) {
+        for t in traps {
+            if self.traps.len() == super::TRAPS_KEPT {
+                self.traps.pop_front();
+            }
+            self.traps.push_back(t);
+        }
+    }
+
+    /// Gives this client's TrapRepress `mad` the TID of the trap it answers, as a Linux
+    /// client's keeps it (`ib_umad_write` leaves a response's TID, TrapRepress included, as
+    /// `ib_response_mad` counts it): umad2sim wrote its agent's number over bits 32..47, which
+    /// the trap's TID had from the sending host, so the TrapRepress would reach nobody there.
+    /// The trap is the one handed to this client with the same other bits; none, the TID is
+    /// left as it came.
+    fn repressed(&mut self, mad: &mut [u8; MAD_LEN]) {
+        let Some(tid) = mad.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+            return;
+        };
+        let tid = u64::from_be_bytes(tid);
+        let same = |t: &u64| t & !UMAD2SIM_AGENT_BITS == tid & !UMAD2SIM_AGENT_BITS;
+        if let Some(i) = self.traps.iter().rposition(same) {
+            if let Some(t) = self.traps.remove(i) {
+                mad[8..16].copy_from_slice(&t.to_be_bytes());
+            }
+        }
     }
 }

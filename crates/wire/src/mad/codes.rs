@@ -92,6 +92,14 @@ impl Method {
         u8::from(self) & Self::RESPONSE_BIT != 0
     }
 
+    /// True for a method that answers a request and so keeps its TransactionID (IBA 1 §13.4.6.2):
+    /// the R bit's, and TrapRepress, which answers a Trap (§13.4.9) without the R bit. Such a
+    /// MAD goes to the agent that sent the request with that TID, as Linux's `ib_response_mad`
+    /// (`drivers/infiniband/core/mad.c`) counts TrapRepress among the responses.
+    pub fn answers_request(self) -> bool {
+        self.is_response() || self == Method::TrapRepress
+    }
+
     /// The method that answers this one (IBA 1 §13.4.5 Table 110, §15.2.2 Table 187): Get and Set are
     /// answered with GetResp, Report with ReportResp, Trap with TrapRepress, GetTable and GetTraceTable
     /// with GetTableResp, GetMulti with GetMultiResp, Delete with DeleteResp. Send and responses have

@@ -167,6 +167,13 @@ impl Hca {
         if req.header.base_version != BASE_VERSION || !sma::is_agent_method(req.header.method) {
             return false;
         }
+        // This SMA sends no traps: a TrapRepress answers one a program on QP0 sent (an SM's trap
+        // 144, IBA 1 §13.4.9), which the host hands it by its TID. Taken here, an OpenSM whose
+        // trap 144 stayed outstanding never finished a sweep as master (under ibsim-run no MAD
+        // layer times a send out).
+        if req.header.method == Method::TrapRepress {
+            return false;
+        }
         let Some(p) = self.port_mut(port) else {
             return true;
         };
@@ -196,9 +203,6 @@ impl Hca {
             MKeyCheck::PassHideKey => true,
             MKeyCheck::Pass => false,
         };
-        if req.header.method == Method::TrapRepress {
-            return true; // this SMA sends no traps
-        }
         let (status, attribute) = match sma::header_status(&req.header) {
             Some(s) => (s, req.attribute),
             None => self.sma_attribute(port, &req, hide_key),

@@ -551,7 +551,7 @@ impl Host {
                 tclass: g.tclass,
             }),
         };
-        let target = if method.is_response() {
+        let target = if method.answers_request() {
             let t = self.tids.get(&tid).copied();
             if t.is_none() {
                 self.counters.unknown_tid += 1;
@@ -644,7 +644,7 @@ impl Host {
         let hdr = umad::header(&m.mad);
         let smp = hdr.as_ref().is_some_and(|h| is_smp_class(h.mgmt_class()));
         if let (Some(a), Some(hdr)) = (agent, hdr) {
-            if !hdr.method().is_response() {
+            if !hdr.method().answers_request() {
                 self.remember_tid(hdr.transaction_id(), a);
             }
         }

@@ -256,7 +256,7 @@ impl UmadAgent {
     /// forgotten (the user's high bits are unknown: it is dropped). `h` is `mad`'s header, as
     /// the caller parsed it (not parsed again).
     fn unstamp_tid(&self, h: &MadHeaderRepr, mad: &mut [u8]) -> bool {
-        if !h.method.is_response() {
+        if !h.method.answers_request() {
             return true;
         }
         let wire = (h.transaction_id >> 32) as u32;
@@ -375,7 +375,7 @@ impl MadAgent for UmadAgent {
             return;
         };
         let wanted = self.attached
-            && (h.method.is_response()
+            && (h.method.answers_request()
                 || self.registrations.iter().any(|r| r.accepts(&h))
                 || (self.unclaimed && !is_smp_class(h.mgmt_class)));
         if !wanted {
@@ -617,7 +617,7 @@ impl Host {
 fn request_high(mad: &[u8]) -> Option<u32> {
     let m = header(mad)?;
     let method = m.method();
-    if method.is_response() || method == Method::TrapRepress {
+    if method.answers_request() {
         return None;
     }
     Some((m.transaction_id() >> 32) as u32)

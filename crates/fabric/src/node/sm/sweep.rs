@@ -734,6 +734,11 @@ impl MadAgent for SmpSm {
             self.trap(now, &m);
             return;
         }
+        if h.method == Method::TrapRepress {
+            // The master's answer to our trap 144, which waits for none (sent once on entering
+            // Standby, and again after each answered poll while greater than the master).
+            return;
+        }
         if self.sm_info_request(now, &h, &m) {
             self.step(now);
             return;

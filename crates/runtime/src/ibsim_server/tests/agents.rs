@@ -161,3 +161,53 @@ fn a_vanished_sm_client_gives_way_to_the_next_at_once() {
     );
     assert_eq!(counters.sm_role_refused, 1, "the second beside a live one");
 }
+
+/// IBA 1 §13.4.9: the SM client's TrapRepress reaches the client whose trap it answers, with
+/// that client's TID, as a response does (an OpenSM entering Standby sends trap 144 to the
+/// master, whose OpenSM represses it), although libumad2sim wrote its agent's number over bits
+/// 32..47 of the TID. Before, the server took a TrapRepress for a request and wrote the SM
+/// client's id over its TID's top 16 bits, and the HCA's SMA swallowed it: the standby OpenSM
+/// kept its trap outstanding and, made master by a HANDOVER, never ended a sweep (ibsim drops
+/// every TrapRepress, `sim_mad.c` `process_packet`; docs/IBSIM.md).
+#[test]
+fn a_trap_repress_reaches_the_client_whose_trap_it_answers() {
+    let srv = Running::start();
+    let master = IbsimClient::connect_to(&srv.endpoint(), Some("h1"), 0, true).unwrap();
+    let standby = IbsimClient::connect_to(&srv.endpoint(), Some("h2"), 0, false).unwrap();
+    let master_lid = master.port_info().unwrap().lid;
+    let mut trap = [0u8; MAD_LEN];
+    let tid = 0x0000_0002_0000_0144;
+    MadHeaderRepr {
+        base_version: 1,
+        mgmt_class: MgmtClass::SubnLid,
+        class_version: 1,
+        method: Method::Trap,
+        status: ipoib_wire::mad::MadStatus::SUCCESS,
+        class_specific: 0,
+        transaction_id: tid,
+        attribute_id: 0x0002,
+        attribute_modifier: 0,
+    }
+    .emit(&mut trap);
+    standby.send_mad(master_lid, 0, &trap).unwrap();
+    let (slid, sqp, got) = master
+        .recv_mad(LONG)
+        .unwrap()
+        .expect("the trap reaches the SM");
+    let mut repress: [u8; MAD_LEN] = got.try_into().unwrap();
+    repress[3] = u8::from(Method::TrapRepress);
+    // As libumad2sim writes it: its agent's number (here 5) over bits 32..47 of the TID.
+    repress[10..12].copy_from_slice(&5u16.to_be_bytes());
+    master.send_mad(slid, sqp, &repress).unwrap();
+    let (_, _, back) = standby
+        .recv_mad(LONG)
+        .unwrap()
+        .expect("the TrapRepress reaches the trap's sender");
+    let h = MadHeaderRepr::parse_bytes(&back).unwrap();
+    assert_eq!(h.method, Method::TrapRepress);
+    assert_eq!(h.transaction_id & 0xffff_ffff_ffff, tid);
+    assert_eq!(h.transaction_id >> 48, u64::from(standby.client_id()));
+    drop((master, standby));
+    let (counters, left) = srv.stop();
+    assert_eq!((counters.undelivered, left), (0, 0));
+}

@@ -342,3 +342,41 @@ fn withdrawn_registrations_leave_the_outstanding_responses() {
     assert!(host.umad(u).unwrap().registrations().is_empty());
     assert_eq!(host.counters().unknown_tid, 0);
 }
+
+/// IBA 1 §13.4.9: the TrapRepress that answers a user's trap reaches that user with the TID it
+/// sent, as Linux's MAD layer routes it (`ib_response_mad` counts TrapRepress as a response):
+/// the HCA's SMA, which sends no traps, leaves it to QP0. An OpenSM whose trap 144 never got
+/// its TrapRepress kept it outstanding and, made master by a HANDOVER, never ended a sweep.
+#[test]
+fn a_trap_repress_reaches_the_user_that_sent_the_trap() {
+    let (mut sim, a, b) = hosts(3);
+    let sm = attach(&mut sim, a);
+    sim.with_node::<Host, _>(a, |h, _, _| {
+        h.umad_register(
+            sm,
+            Registration {
+                class: MgmtClass::SubnLid,
+                version: 1,
+                methods: method_mask(&[Method::Trap]),
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+    let standby = attach(&mut sim, b);
+    let tid = 0x0001_0000_0000_0144;
+    let trap = mad(MgmtClass::SubnLid, 1, Method::Trap, tid);
+    send(&mut sim, b, standby, smp_addr(1), &trap).unwrap();
+    sim.run_until_idle(10_000);
+    let got = take(&mut sim, a, sm);
+    assert_eq!(got.len(), 1);
+    let mut repress = got[0].mad.clone();
+    repress[3] = u8::from(Method::TrapRepress);
+    send(&mut sim, a, sm, got[0].from, &repress).unwrap();
+    sim.run_until_idle(10_000);
+    let back = take(&mut sim, b, standby);
+    assert_eq!(back.len(), 1, "the TrapRepress reaches the trap's sender");
+    let h = MadHeaderRepr::parse_bytes(&back[0].mad).unwrap();
+    assert_eq!((h.method, h.transaction_id), (Method::TrapRepress, tid));
+    assert_eq!(sim.node::<Host>(b).unwrap().counters().unknown_tid, 0);
+}
