@@ -251,10 +251,23 @@ impl OpenSm {
     /// (`ipoib ibsim-server --sockname`, `ipoib fabric --ibsim`), logging to `dir/NAME.log`, its
     /// output in `dir/NAME.out`; its cache (guid2lid) in `dir`, as every OpenSM started here.
     pub fn start_on(dir: &Path, sock: &str, host: &str, parts: &Path, name: &str) -> OpenSm {
+        OpenSm::start_args(dir, sock, host, parts, name, &[])
+    }
+
+    /// [`OpenSm::start_on`] with more options for OpenSM (`-p 15`, its priority, say).
+    pub fn start_args(
+        dir: &Path,
+        sock: &str,
+        host: &str,
+        parts: &Path,
+        name: &str,
+        extra: &[&str],
+    ) -> OpenSm {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
         let child = Command::new("ibsim-run")
             .arg("opensm")
+            .args(extra)
             .args(["-F", "/dev/null", "-D", "0x03", "-d", "2", "-f"])
             .arg(&log)
             .arg("--dump_files_dir")
