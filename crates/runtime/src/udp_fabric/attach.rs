@@ -221,7 +221,8 @@ impl AttachEmu {
             let mut s = CounterSection::new("udp");
             s.push("received", self.io.received)
                 .push("sent", self.io.sent)
-                .push("send_errors", self.io.send_errors);
+                .push("send_errors", self.io.send_errors)
+                .push("net_errors", self.io.net_errors);
             sections.push(s);
         }
         Ok(Answer {

@@ -104,7 +104,8 @@ impl FabricEmu {
             let mut s = CounterSection::new("udp");
             s.push("received", self.io.received)
                 .push("sent", self.io.sent)
-                .push("send_errors", self.io.send_errors);
+                .push("send_errors", self.io.send_errors)
+                .push("net_errors", self.io.net_errors);
             sections.push(s);
             if let (Some(smp), Some(app)) = (server.smp_sm(), server.sm_app()) {
                 sections.push(sm_section(smp, &app.stats()));

@@ -94,6 +94,11 @@ pub struct IoCounters {
     pub sent: u64,
     /// Datagrams the socket refused (counted, dropped).
     pub send_errors: u64,
+    /// Errors the network reported on a read for an earlier datagram (an ICMP port, host or
+    /// network unreachable or prohibited that came back, docs/UDP-FABRIC.md "ICMP errors on the
+    /// host's socket"):
+    /// counted, read on.
+    pub net_errors: u64,
 }
 
 /// The pcap file of `ipoib fabric --pcap`, written as the capture grows, up to a byte limit.
@@ -305,6 +310,28 @@ fn gso_unsupported(e: &io::Error) -> bool {
     })
 }
 
+/// Errors a UDP socket's read reports for an ICMP error that came back for an earlier datagram
+/// (docs/UDP-FABRIC.md "ICMP errors on the host's socket"). None ends the process: the
+/// protocol's keepalives and retries recover, or find the fabric lost.
+fn reported_by_network(e: &io::Error) -> bool {
+    use nix::errno::Errno;
+    e.raw_os_error().is_some_and(|c| {
+        [
+            Errno::ECONNREFUSED,
+            Errno::EHOSTUNREACH,
+            Errno::ENETUNREACH,
+            Errno::EHOSTDOWN,
+            Errno::ENONET,
+            Errno::ENOPROTOOPT,
+            Errno::EACCES,
+            Errno::EPROTO,
+            Errno::EMSGSIZE,
+        ]
+        .iter()
+        .any(|&x| x as i32 == c)
+    })
+}
+
 impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
     fn raw_fd(&self) -> RawFd {
         self.socket.as_raw_fd()
@@ -330,12 +357,9 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                // ECONNREFUSED for an earlier datagram (module docs), EINTR: read on.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::ConnectionRefused | ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // An ICMP error for an earlier datagram (module docs): read on.
+                Err(e) if reported_by_network(&e) => emu.io_counters().net_errors += 1,
                 Err(e) => return Err(e),
             }
         }
