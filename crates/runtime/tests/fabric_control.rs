@@ -271,3 +271,44 @@ fn a_host_that_acknowledges_late_is_sent_its_configuration_again() {
     );
     assert_eq!(counter(&rows, None, "fabric", "unexpected"), 0, "{rows}");
 }
+
+// `ipoib fabric --ibsim NAME` (docs/UDP-FABRIC.md "An external SM"): what ibsim clients send
+// its ibsim server is counted there and shown with the fabric's counters, section `ibsim`: a
+// control datagram that is no `sim_ctl`, a request naming a client nobody connected, a CONNECT
+// for a node the topology does not have. Before, those counts stayed inside the server, and
+// `ipoib show --fabric counters` had no section `ibsim`.
+#[test]
+fn what_ibsim_clients_send_the_fabric_is_counted_and_shown() {
+    use ipoib_runtime::ibsim::msg::{ClientInfo, CtlType, SimCtl};
+    use ipoib_runtime::ibsim_server::ServerConfig;
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (mut f, path) = fabric_with_control(dir.path());
+    let name = format!("ipoib-test-fabric-ibsim-{}", std::process::id());
+    f.serve_ibsim(ServerConfig::unix(&name), Box::new(|_| {}))
+        .unwrap();
+    let ctl = UnixAddr::from_abstract_name(format!("{name}:ctl\0")).unwrap();
+    let client = UnixDatagram::unbound().unwrap();
+    client.send_to_addr(b"not a sim_ctl", &ctl).unwrap();
+    let foreign = SimCtl::new(7, CtlType::GetNodeInfo, &[]);
+    client.send_to_addr(&foreign.to_bytes(), &ctl).unwrap();
+    let info = ClientInfo {
+        id: 1,
+        qp: 0,
+        issm: 0,
+        node_id: "no-such-node".into(),
+    };
+    let connect = SimCtl::new(0, CtlType::Connect, &info.to_bytes());
+    client.send_to_addr(&connect.to_bytes(), &ctl).unwrap();
+    let end = Instant::now() + LONG;
+    loop {
+        let rows = ask(&mut f, &path, View::Counters);
+        let c = |n| counter(&rows, None, "ibsim", n);
+        if (c("bad_ctl"), c("foreign_ctl"), c("refused")) == (1, 1, 1) {
+            break;
+        }
+        assert!(Instant::now() < end, "{rows}");
+    }
+}

@@ -203,6 +203,30 @@ pub struct ServerCounters {
     pub stray: u64,
 }
 
+impl ServerCounters {
+    /// As a counters section named `ibsim` (`ipoib show counters` of a process that serves
+    /// ibsim's clients: `ipoib fabric --ibsim`).
+    pub fn section(&self) -> crate::show::CounterSection {
+        let mut s = crate::show::CounterSection::new("ibsim");
+        s.push("connects", self.connects)
+            .push("refused", self.refused)
+            .push("disconnects", self.disconnects)
+            .push("bad_ctl", self.bad_ctl)
+            .push("foreign_ctl", self.foreign_ctl)
+            .push("unknown_ctl", self.unknown_ctl)
+            .push("mads_in", self.mads_in)
+            .push("mads_out", self.mads_out)
+            .push("undelivered", self.undelivered)
+            .push("out_dropped", self.out_dropped)
+            .push("garbage_dropped", self.garbage_dropped)
+            .push("vanished", self.vanished)
+            .push("sm_handovers", self.sm_handovers)
+            .push("sm_role_refused", self.sm_role_refused)
+            .push("stray", self.stray);
+        s
+    }
+}
+
 /// One attached client.
 #[derive(Debug, Clone)]
 pub struct Client {

@@ -7,11 +7,13 @@
 //! the caller is asked whether to stop. [`IbsimEndpoint`] is the server as one endpoint of a
 //! driver beside others (`ipoib lab`, `ipoib fabric --ibsim`).
 
-use super::{IbsimNet, IbsimServer};
+use super::{IbsimNet, IbsimServer, ServerCounters};
 use crate::realtime::{keep_freed_heap, Clock, Config, Endpoint};
 use ipoib_fabric::node::subnet::Subnet;
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
 use std::time::{Duration, Instant as Wall};
 
 /// Tunables of [`serve`].
@@ -95,6 +97,9 @@ pub fn serve(
 /// [`Endpoint::flush`], at most every `probe_every`.
 pub struct IbsimEndpoint {
     server: IbsimServer,
+    /// The server's counters as of the end of its last read or flush, for the owner's
+    /// `ipoib show counters` ([`IbsimEndpoint::counters`]).
+    shown: Rc<Cell<ServerCounters>>,
     probe_every: Duration,
     last_probe: Wall,
     tell: Option<Tell>,
@@ -116,6 +121,7 @@ impl IbsimEndpoint {
     /// Serves `server`, probing its clients every `probe_every`.
     pub fn new(server: IbsimServer, probe_every: Duration) -> IbsimEndpoint {
         IbsimEndpoint {
+            shown: Rc::new(Cell::new(*server.counters())),
             server,
             probe_every,
             last_probe: Wall::now(),
@@ -134,6 +140,13 @@ impl IbsimEndpoint {
     pub fn server(&self) -> &IbsimServer {
         &self.server
     }
+
+    /// The server's counters, kept up to date after each read and flush, for whoever adds the
+    /// endpoint to its driver and shows them (`ipoib show counters`, section `ibsim`:
+    /// [`ServerCounters::section`]).
+    pub fn counters(&self) -> Rc<Cell<ServerCounters>> {
+        self.shown.clone()
+    }
 }
 
 impl<N: IbsimNet> Endpoint<N> for IbsimEndpoint {
@@ -144,7 +157,9 @@ impl<N: IbsimNet> Endpoint<N> for IbsimEndpoint {
     /// As the server's own endpoint's: one [`IbsimServer::poll`], the full budget while a datagram
     /// is left.
     fn on_readable(&mut self, net: &mut N, budget: usize) -> io::Result<usize> {
-        self.server.poll(net)?;
+        let polled = self.server.poll(net);
+        self.shown.set(*self.server.counters());
+        polled?;
         Ok(if self.server.pending()? { budget } else { 0 })
     }
 
@@ -160,6 +175,7 @@ impl<N: IbsimNet> Endpoint<N> for IbsimEndpoint {
         }
         let before = self.server.counters().mads_out;
         self.server.flush(net);
+        self.shown.set(*self.server.counters());
         Ok(usize::try_from(self.server.counters().mads_out - before).unwrap_or(usize::MAX))
     }
 }

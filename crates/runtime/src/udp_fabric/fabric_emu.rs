@@ -5,13 +5,18 @@ use super::{DatagramPeer, IoCounters};
 use crate::realtime::Emulation;
 use ipoib_fabric::node::remote::{FabricServer, Outgoing};
 use ipoib_fabric::Instant;
+use std::cell::Cell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 
 /// The fabric agent as the driver's emulation.
 #[derive(Debug)]
 pub struct FabricEmu {
     pub(super) server: FabricServer<SocketAddr>,
     pub(super) io: IoCounters,
+    /// The ibsim server's counters, when the process serves ibsim's clients
+    /// ([`super::FabricProcess::serve_ibsim`]).
+    pub(super) ibsim: Option<Rc<Cell<crate::ibsim_server::ServerCounters>>>,
 }
 
 impl FabricEmu {
@@ -22,6 +27,7 @@ impl FabricEmu {
         FabricEmu {
             server,
             io: IoCounters::default(),
+            ibsim: None,
         }
     }
 

@@ -113,6 +113,9 @@ impl FabricEmu {
             if let Some(sa) = server.sa() {
                 sections.push(sa_section(sa.stats()));
             }
+            if let Some(c) = &self.ibsim {
+                sections.push(c.get().section());
+            }
         }
         Ok(Answer { hosts, sections })
     }

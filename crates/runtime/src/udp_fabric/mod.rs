@@ -501,6 +501,7 @@ impl FabricProcess {
         let server = crate::ibsim_server::IbsimServer::bind(cfg)?;
         let ep =
             crate::ibsim_server::IbsimEndpoint::new(server, Duration::from_secs(2)).telling(tell);
+        self.driver.emulation_mut().ibsim = Some(ep.counters());
         self.driver.add(Box::new(ep)).map(|_| ())
     }
 
