@@ -312,3 +312,56 @@ fn what_ibsim_clients_send_the_fabric_is_counted_and_shown() {
         assert!(Instant::now() < end, "{rows}");
     }
 }
+
+// IBA 1 §14.2.4: an SMP whose M_Key is wrong where the protection level refuses it is a
+// violation, counted in the port's PortInfo:M_KeyViolations (§14.2.5.6). The fabric shows it
+// per slot (`mkey_violations`, the slot's SMA on the host's port) and for its switches
+// (`switch_mkey_violations`, section `fabric`). Here a SubnSet(PortInfo) gives the attached
+// slot's port an M_Key at protection level 2 (Gets refused too), then a SubnGet without it
+// comes, as an ibsim client's diag might send: one violation. Before, neither count was shown.
+#[test]
+fn m_key_violations_at_a_slot_are_counted_and_shown() {
+    use ipoib_fabric::hw::sim::Device;
+    use ipoib_fabric::node::remote::Remote;
+    use ipoib_wire::mad::{attr::smp::PORT_INFO, Method};
+    use ipoib_wire::smp::{SmpAttribute, SmpMadRepr};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut f, path) = fabric_with_control(dir.path());
+    let host = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host.connect(f.local_addr().unwrap()).unwrap();
+    send(&host, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    let end = Instant::now() + LONG;
+    while f.server().slot(0).unwrap().lid() == 0 {
+        assert!(Instant::now() < end, "slot 0 got no LID");
+        f.turn(TURN).unwrap();
+    }
+    let name = ipoib_runtime::udp_fabric::slot_name(f.server().slot_topo_node(0).unwrap());
+    let slot = f.server().slot(0).unwrap();
+    let (lid, port) = (slot.lid(), slot.port());
+    let mut pi = slot.sma().port_info(port).unwrap();
+    (pi.mkey, pi.mkey_protect_bits) = (0x5eed, 2);
+    let smp = |method, mkey, pi| {
+        let mut s = SmpMadRepr::lid_routed_get(7, PORT_INFO, u32::from(port));
+        s.header.method = method;
+        s.mkey = mkey;
+        s.attribute = SmpAttribute::PortInfo(pi);
+        ipoib_fabric::hw::sma::smp_packet(1, lid, 0, &s.to_bytes())
+    };
+    let set = smp(Method::Set, 0, pi);
+    let get = smp(Method::Get, 0, Default::default());
+    let server = f.server_mut();
+    let node = server.built().nodes[server.slot_topo_node(0).unwrap()];
+    for p in [set, get] {
+        server
+            .sim_mut()
+            .with_node::<Remote, _>(node, |r, now, tx| r.receive(now, port, p, tx))
+            .unwrap();
+    }
+    let rows = ask(&mut f, &path, View::Counters);
+    // The SM's own SMPs to the port, should a sweep come meanwhile, are violations too.
+    assert!(
+        counter(&rows, Some(&name), "slot", "mkey_violations") >= 1,
+        "{rows}"
+    );
+    assert_eq!(counter(&rows, None, "fabric", "switch_mkey_violations"), 0);
+}

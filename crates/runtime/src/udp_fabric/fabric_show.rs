@@ -9,6 +9,8 @@
 use super::FabricEmu;
 use crate::control::{AnswerError, Request, View};
 use crate::show::{sa_section, sm_section, Answer, CounterSection, HostShow, SlotEntry};
+use ipoib_fabric::hw::switch::Switch;
+use ipoib_fabric::hw::topology::NodeKind;
 use std::collections::BTreeMap;
 
 /// The name of the slot of topology node `ca`.
@@ -16,7 +18,27 @@ pub fn slot_name(ca: usize) -> String {
     format!("ca{ca}")
 }
 
+/// The M_KeyViolations of the slot's SMA on the host's port (PortInfo, IBA 1 §14.2.5.6: SMPs
+/// with a wrong M_Key that the protection level refused, §14.2.4; saturating at 65,535, and
+/// an SM may write it back to 0).
+fn slot_mkey_violations(r: &ipoib_fabric::node::remote::Remote) -> u64 {
+    r.sma()
+        .port(r.port())
+        .map_or(0, |p| u64::from(p.mkey.violations))
+}
+
 impl FabricEmu {
+    /// The M_KeyViolations of every switch (port 0's PortInfo, IBA 1 §14.2.5.6), summed.
+    fn switch_mkey_violations(&self) -> u64 {
+        let server = &self.server;
+        let nodes = server.topology().nodes();
+        (nodes.iter().zip(&server.built().nodes))
+            .filter(|(t, _)| t.kind == NodeKind::Switch)
+            .filter_map(|(_, &n)| server.sim().node::<Switch>(n))
+            .map(|s| u64::from(s.mkey_guard().violations))
+            .sum()
+    }
+
     /// The answer to a control request.
     pub(super) fn answer(&self, req: &Request) -> Result<Answer, AnswerError> {
         let server = &self.server;
@@ -63,7 +85,8 @@ impl FabricEmu {
                         .push("queue_full", c.queue_full)
                         .push("other_port", c.other_port)
                         .push("to_host_not_armed", c.to_host_not_armed)
-                        .push("smps", c.smps);
+                        .push("smps", c.smps)
+                        .push("mkey_violations", slot_mkey_violations(r));
                     h.counters.push(s);
                 }
                 _ => {}
@@ -99,7 +122,8 @@ impl FabricEmu {
                 .push("control_acks", c.control_acks)
                 .push("control_resent", c.control_resent)
                 .push("control_dropped", c.control_dropped)
-                .push("hosts_attached", peers.len() as u64);
+                .push("hosts_attached", peers.len() as u64)
+                .push("switch_mkey_violations", self.switch_mkey_violations());
             sections.push(s);
             let mut s = CounterSection::new("udp");
             s.push("received", self.io.received)
