@@ -297,3 +297,52 @@ fn peers_sending_every_message_keep_the_sessions_consistent() {
         random_peers(seed);
     }
 }
+
+// A host that sends faster than its link carries: what its slot puts on the link waits there
+// up to `SLOT_PORT_BUFFER` bytes, and the link discards the rest (counted in the slot's
+// `buffer_full`), as a switch's port buffer does. Before, the slot's port had no bound: 10,000
+// packets of 4 KiB handed over at one instant (a host sends as fast as its datagrams go)
+// waited, all of them, about 41 MB in the fabric's memory, and a host sending faster than the
+// link's rate for longer grew it without end.
+#[test]
+fn a_host_sending_faster_than_its_link_is_held_to_the_ports_buffer() {
+    use ipoib_fabric::hw::sim::PortRef;
+    use ipoib_fabric::node::remote::SLOT_PORT_BUFFER;
+    let mut net = Net::new(2, 21);
+    assert!(net.run_until(3 * SEC, |n| (0..2).all(|i| n.carrier(i))));
+    let slot = net.fabric.slot(0).unwrap();
+    let (lid, port) = (slot.lid(), slot.port());
+    let to = net.fabric.slot(1).unwrap().lid();
+    let packet = ipoib_fabric::testing::ud_packet(lid, to, 4096, PKey::DEFAULT);
+    let session = net.peers[0].host.link().session().unwrap();
+    let d = DatagramRepr {
+        session,
+        message: MessageRepr::Packet(&packet),
+    }
+    .to_vec()
+    .unwrap();
+    let now = net.now;
+    let before = net.fabric.slot(0).unwrap().counters().from_host;
+    for _ in 0..10_000 {
+        net.fabric.queue_datagram(now, 0, &d);
+    }
+    let node = net.fabric.built().nodes[net.fabric.slot_topo_node(0).unwrap()];
+    let sim = net.fabric.sim();
+    let l = sim.link(sim.link_of(PortRef { node, port }).unwrap());
+    let side = usize::from(l.ends[0] != PortRef { node, port });
+    let dir = &l.dirs[side];
+    let waiting = dir.busy_until.as_nanos() - now.as_nanos();
+    let buffer = net.opts.subnet.link.serialisation(SLOT_PORT_BUFFER);
+    let one = net.opts.subnet.link.serialisation(packet.len());
+    assert!(
+        u128::from(waiting) <= (buffer + one).as_nanos(),
+        "{waiting} ns of packets wait for the link (buffer {buffer:?})"
+    );
+    let s = net.fabric.slot(0).unwrap().counters();
+    assert!(s.buffer_full > 0, "{s:?}");
+    assert_eq!(s.buffer_full, dir.stats.discarded_full);
+    assert_eq!(s.from_host - before, 10_000);
+    // The honest host still talks once the link drained.
+    net.run_for(SEC);
+    assert!(net.ping_and_wait(1, addr(0), 2 * SEC));
+}

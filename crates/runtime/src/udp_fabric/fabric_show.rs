@@ -85,6 +85,7 @@ impl FabricEmu {
                         .push("queue_full", c.queue_full)
                         .push("other_port", c.other_port)
                         .push("to_host_not_armed", c.to_host_not_armed)
+                        .push("buffer_full", c.buffer_full)
                         .push("smps", c.smps)
                         .push("mkey_violations", slot_mkey_violations(r));
                     h.counters.push(s);

@@ -32,7 +32,7 @@ mod uplink;
 pub use client::{InstallFn, RemoteHost};
 pub use link::{HostLink, HostLinkConfig, HostLinkCounters, HostLinkEvent};
 pub use server::{FabricOptions, FabricServer, ServerCounters};
-pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT};
+pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT, SLOT_PORT_BUFFER};
 pub use uplink::{Uplink, UplinkCounters, UPLINK_PORT};
 
 use crate::hw::mgmt::{PortConfig, PortState};

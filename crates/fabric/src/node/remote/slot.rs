@@ -54,6 +54,14 @@ use std::collections::VecDeque;
 /// Packets (and configurations) waiting for the network, at most.
 pub const DEFAULT_QUEUE_LIMIT: usize = 4096;
 
+/// Bytes each port of a slot may hold queued for its link ([`Device::port_buffer`]; the link
+/// discards a packet beyond them, counted in [`RemoteCounters::buffer_full`]). A host's packets
+/// come as fast as its datagrams do, with no link-level credit to hold them back (IBA 1 §7.9),
+/// so without a bound a host sending faster than its link carries grew the fabric's memory
+/// without end. 32 MiB: eight times the most one turn of `ipoib fabric` takes from its socket
+/// at one instant (64 reads of at most 64 KiB, `runtime::udp_fabric`), 8 ms of a 32 Gb/s link.
+pub const SLOT_PORT_BUFFER: usize = 32 << 20;
+
 /// What a [`Remote`] hands to the network for its host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToHost {
@@ -104,6 +112,9 @@ pub struct RemoteCounters {
     pub bad_pkey: u64,
     /// SMPs from the fabric given to the slot's SMA.
     pub smps: u64,
+    /// Packets the port put on its link and the link discarded: [`SLOT_PORT_BUFFER`] bytes were
+    /// waiting for it already (the host sends faster than the link carries).
+    pub buffer_full: u64,
 }
 
 impl RemoteCounters {
@@ -447,6 +458,14 @@ impl Device for Remote {
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
+    }
+
+    fn port_buffer(&self) -> Option<usize> {
+        Some(SLOT_PORT_BUFFER)
+    }
+
+    fn discarded(&mut self, _port: u8, _frame: &Frame) {
+        self.counters.buffer_full += 1;
     }
 
     /// The port's link went down (its PortPhysicalState or the switch's end Disabled, the cable
