@@ -124,6 +124,8 @@ drop_reasons! {
     QpNotReady,
     /// Opcode of a transport the QP does not run, or an opcode UD does not have.
     BadOpcode,
+    /// BTH TVer other than 0, the one transport header version (IBA 1 §9.2, §9.6).
+    BadTver,
     /// P_Key does not match (IBA 1 §10.9.3).
     PkeyMismatch,
     /// Q_Key does not match the QP's (IBA 1 §10.2.4).

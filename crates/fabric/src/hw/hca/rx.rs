@@ -53,6 +53,11 @@ impl Hca {
         let Some(bth) = pkt.bth else {
             return self.counters.count(HcaDropReason::Raw);
         };
+        // IBA 1 §9.2, §9.6: TVer 0 is the only transport header version; a packet of another
+        // is discarded by the transport layer, whatever QP it names (Linux rxe `hdr_check`).
+        if bth.tver != 0 {
+            return self.counters.count(HcaDropReason::BadTver);
+        }
         // IBA 1 §14.2.2: a directed-route SMP with HopCount 0 (and its answer) never left the
         // node, so a port without a link takes it too (`ud.rs`, the local SMA).
         let own_sma = || {

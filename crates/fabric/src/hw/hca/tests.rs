@@ -1,6 +1,7 @@
 //! Scenario tests of the HCA: two HCAs cabled back to back, configured directly with
 //! `Config::Port` (no switch, no SM).
 
+mod checks;
 mod connected;
 mod mcast;
 mod mr;
