@@ -422,14 +422,18 @@ impl ConnectedQp {
                 }
                 // IBA 1 §9.7.5.2.5, §10.6.3.1: the R_Key, the whole range and remote write are
                 // checked at the first packet, so a refused WRITE leaves the region untouched.
+                // A zero-length WRITE reaches no memory: its R_Key and VA are not checked
+                // (docs/CONFORMANCE.md, "IBA reliable and unreliable connected service").
                 let n = payload.len();
-                let Some(dst) = mem
-                    .remote_write(reth.rkey, reth.va, total)
-                    .and_then(|d| d.get_mut(..n))
-                else {
-                    return Exec::Fatal(NakCode::RemoteAccessError);
-                };
-                dst.copy_from_slice(payload);
+                if total > 0 {
+                    let Some(dst) = mem
+                        .remote_write(reth.rkey, reth.va, total)
+                        .and_then(|d| d.get_mut(..n))
+                    else {
+                        return Exec::Fatal(NakCode::RemoteAccessError);
+                    };
+                    dst.copy_from_slice(payload);
+                }
                 if only {
                     self.write_done(op == RdmaWriteOnlyWithImmediate, reth.dma_len, imm);
                 } else {
@@ -487,10 +491,9 @@ impl ConnectedQp {
                 {
                     return Exec::Fatal(NakCode::InvalidRequest);
                 }
-                // IBA 1 §9.7.5.2.5, §10.6.3.1: R_Key, range and remote read.
-                let len = u64::from(reth.dma_len);
-                let Some(data) = mem.remote_read(reth.rkey, reth.va, len).map(<[u8]>::to_vec)
-                else {
+                // IBA 1 §9.7.5.2.5, §10.6.3.1: R_Key, range and remote read (none of them for
+                // a zero-length READ, which reads nothing).
+                let Some(data) = read_range(&*mem, reth.rkey, reth.va, reth.dma_len) else {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
                 let npkts = psn::packets(data.len(), mtu);
@@ -520,8 +523,7 @@ impl ConnectedQp {
         if self.resp.reads_queued(true) >= self.resp.max_dest_rd {
             return;
         }
-        let len = u64::from(reth.dma_len);
-        let Some(data) = mem.remote_read(reth.rkey, reth.va, len).map(<[u8]>::to_vec) else {
+        let Some(data) = read_range(mem, reth.rkey, reth.va, reth.dma_len) else {
             self.counters.drop_malformed += 1;
             return;
         };
@@ -571,4 +573,14 @@ impl ConnectedQp {
         c.data = data;
         self.completions.push_back(c);
     }
+}
+
+/// The bytes an RDMA READ asks for: none, unchecked, for a zero-length READ (it reaches no
+/// memory); otherwise the range when the R_Key grants remote read over all of it.
+fn read_range(mem: &dyn RdmaMemory, rkey: u32, va: u64, len: u32) -> Option<Vec<u8>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    mem.remote_read(rkey, va, u64::from(len))
+        .map(<[u8]>::to_vec)
 }

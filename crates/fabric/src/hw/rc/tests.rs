@@ -4,6 +4,7 @@
 //! wire crate on the way (unless `encode` is off), so every packet the engine emits is a valid IB
 //! packet.
 
+mod conform;
 mod hca;
 mod rc;
 mod rdma;
