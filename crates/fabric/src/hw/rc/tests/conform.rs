@@ -2,7 +2,9 @@
 //! failed on an older engine (named in its test).
 
 use super::{send_wr, Pair};
+use crate::hw::rc::{psn_add, MemoryRegion, PSN_MASK};
 use crate::hw::verbs::{QpType, SendOp, WcOpcode, WcStatus};
+use ipoib_wire::ib::Operation;
 
 /// A zero-length RDMA WRITE and a zero-length RDMA READ reach no memory, so their R_Key and VA
 /// are not checked (docs/CONFORMANCE.md, "IBA reliable and unreliable connected service"): with
@@ -47,4 +49,129 @@ fn zero_length_rdma_checks_no_r_key() {
         .unwrap();
     pair.drive();
     assert_eq!(pair.comp_a[2].status, WcStatus::RemAccessErr);
+}
+
+/// IBA 1 §9.7.5.1.6: a READ response lost in the middle of four: the requester takes the next
+/// one as an implied NAK and re-issues the READ for the missing responses only (its PSN, VA and
+/// length those of the first missing packet); the data arrives once, whole, in one completion.
+/// Also across the 24-bit PSN wrap (IBA 1 §9.7.1).
+#[test]
+fn lost_read_response_is_asked_for_again_from_its_psn() {
+    for first in [100, PSN_MASK - 1] {
+        lost_read_response(first);
+    }
+}
+
+fn lost_read_response(first: u32) {
+    let psn = |k: u32| psn_add(first, k);
+    let mut pair = Pair::new(QpType::Rc, 32, 1, first);
+    let data: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+    pair.mem_b = vec![MemoryRegion::new(0x1000, 9, data.clone())];
+    pair.ba.drop_once = vec![psn(2)];
+    let read = SendOp::RdmaRead {
+        remote_addr: 0x1000,
+        rkey: 9,
+        len: 1000,
+        local: None,
+    };
+    pair.a
+        .post_send(pair.now, send_wr(1, read, Vec::new()))
+        .unwrap();
+    let after = send_wr(2, SendOp::Send, vec![5; 10]);
+    pair.b
+        .post_recv(crate::hw::verbs::RecvWr {
+            wr_id: 3,
+            capacity: 64,
+        })
+        .unwrap();
+    pair.a.post_send(pair.now, after).unwrap();
+    pair.drive();
+    let got: Vec<_> = pair.comp_a.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(got, vec![(1, WcStatus::Success), (2, WcStatus::Success)]);
+    assert_eq!(pair.comp_a[0].data, data);
+    assert_eq!(pair.comp_b.len(), 1, "the SEND after the READ arrives once");
+    let requests: Vec<(u32, Operation)> = pair
+        .ab
+        .log
+        .iter()
+        .map(|b| (b.psn, b.opcode.operation()))
+        .collect();
+    use Operation::*;
+    // The READ, the SEND, then the READ again from the missing response and the SEND again
+    // (go-back-N), whose duplicate is ACKed, not delivered.
+    assert_eq!(
+        requests,
+        vec![
+            (psn(0), RdmaReadRequest),
+            (psn(4), SendOnly),
+            (psn(2), RdmaReadRequest),
+            (psn(4), SendOnly),
+        ]
+    );
+    assert_eq!(pair.a.counters().implied_naks, 1);
+    assert_eq!(pair.a.counters().timeouts, 0);
+    let responses: Vec<(u32, Operation)> = pair
+        .ba
+        .log
+        .iter()
+        .filter(|b| b.opcode.operation() != Acknowledge)
+        .map(|b| (b.psn, b.opcode.operation()))
+        .collect();
+    assert_eq!(
+        responses,
+        vec![
+            (psn(0), RdmaReadResponseFirst),
+            (psn(1), RdmaReadResponseMiddle),
+            (psn(2), RdmaReadResponseMiddle),
+            (psn(3), RdmaReadResponseLast),
+            (psn(2), RdmaReadResponseFirst),
+            (psn(3), RdmaReadResponseLast),
+        ]
+    );
+}
+
+/// IBA 1 §9.7.5.2.8: an RDMA WRITE with immediate whose LAST packet finds no receive is RNR
+/// NAKed at that packet; after the RNR timer the requester resends that packet alone, and the
+/// WRITE completes once at both ends with every byte in place.
+#[test]
+fn rnr_nak_at_the_last_packet_of_a_write_with_immediate_resends_only_it() {
+    let mut pair = Pair::new(QpType::Rc, 33, 1, 0);
+    pair.mem_b = vec![MemoryRegion::new(0x1000, 9, vec![0; 700])];
+    let data: Vec<u8> = (0..700u32).map(|i| (i * 3) as u8).collect();
+    let op = SendOp::RdmaWriteWithImm {
+        remote_addr: 0x1000,
+        rkey: 9,
+        imm: 0x55,
+    };
+    pair.a
+        .post_send(pair.now, send_wr(1, op, data.clone()))
+        .unwrap();
+    assert!(pair.drive_until(1000, |p| p.a.counters().rnr_naks_received == 1));
+    pair.b
+        .post_recv(crate::hw::verbs::RecvWr {
+            wr_id: 7,
+            capacity: 0,
+        })
+        .unwrap();
+    pair.drive();
+    let psns: Vec<u32> = pair.ab.log.iter().map(|b| b.psn).collect();
+    assert_eq!(psns, vec![0, 1, 2, 2]);
+    assert_eq!(pair.mem_b[0].bytes, data);
+    assert_eq!(pair.comp_a.len(), 1);
+    assert_eq!(pair.comp_a[0].status, WcStatus::Success);
+    let got: Vec<_> = pair
+        .comp_b
+        .iter()
+        .map(|c| (c.wr_id, c.status, c.opcode, c.imm, c.byte_len))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(
+            7,
+            WcStatus::Success,
+            WcOpcode::RecvRdmaWithImm,
+            Some(0x55),
+            700
+        )]
+    );
 }
