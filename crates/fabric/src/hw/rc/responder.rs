@@ -321,11 +321,15 @@ impl ConnectedQp {
         match self.execute(bth, ext, payload, mem) {
             Exec::Done(_) => {}
             Exec::Rnr | Exec::Fatal(_) => {
+                // One message dropped: the partial one, which `abort_partial` counts, or the
+                // one this packet starts.
+                if matches!(self.resp.msg, InMsg::Idle) {
+                    self.counters.messages_dropped += 1;
+                }
                 self.abort_partial();
                 if !starts || !matches!(bth.opcode.position(), Some(Position::Only)) {
                     self.resp.uc_skip = true;
                 }
-                self.counters.messages_dropped += 1;
             }
         }
     }

@@ -148,3 +148,31 @@ fn uc_rdma_write() {
     assert!(pair.mem_b[0].bytes[100..1100].iter().all(|&b| b == 7));
     assert_eq!(pair.mem_b[0].bytes[1100], 0);
 }
+
+/// A UC RDMA WRITE with immediate whose LAST packet finds no receive is one message dropped
+/// (IBA 1 §9.8.3), counted once; the next one, with a receive posted, completes. Fails on the
+/// old code, which counted the partial WRITE twice (`messages_dropped` 2).
+#[test]
+fn uc_write_with_immediate_without_receive_is_one_message_dropped() {
+    let mut pair = Pair::new(QpType::Uc, 25, 1, 0);
+    pair.mem_b = vec![crate::hw::rc::MemoryRegion::new(0, 3, vec![0; 4096])];
+    let op = SendOp::RdmaWriteWithImm {
+        remote_addr: 0,
+        rkey: 3,
+        imm: 9,
+    };
+    pair.a
+        .post_send(pair.now, send_wr(0, op, vec![7; 700]))
+        .unwrap();
+    pair.drive();
+    assert!(pair.comp_b.is_empty());
+    assert_eq!(pair.b.counters().messages_dropped, 1);
+    pair.b.post_recv(recv(1, 0)).unwrap();
+    pair.a
+        .post_send(pair.now, send_wr(1, op, vec![8; 700]))
+        .unwrap();
+    pair.drive();
+    assert_eq!(pair.comp_b.len(), 1);
+    assert_eq!((pair.comp_b[0].wr_id, pair.comp_b[0].imm), (1, Some(9)));
+    assert_eq!(pair.b.counters().messages_dropped, 1);
+}
