@@ -17,7 +17,7 @@
 //! timeout or RMPP failure) unless cancelled; a response whose TID matches no pending request is
 //! dropped and counted.
 
-use super::rmpp::{ack_for, RecvAction, RmppReceiver};
+use super::rmpp::{ack_for, window_last, RecvAction, RmppReceiver};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -293,7 +293,7 @@ impl SaClient {
         let tid = h.transaction_id;
         if !self.pending.contains_key(&tid) {
             if let Some((_, last)) = self.done.iter().find(|(t, _)| *t == tid) {
-                if let Some(a) = ack_for(raw, *last, *last) {
+                if let Some(a) = ack_for(raw, *last, window_last(*last)) {
                     self.out.push_back(MadOut {
                         to: Self::reply_to(&from),
                         mad: a.to_vec(),

@@ -16,8 +16,9 @@
 //! (`get_mad_len` uses the last segment's). The sender starts with a window of one segment and
 //! sends up to each ACK's NewWindowLast; it resends from the last acknowledged segment on a timeout
 //! and gives up after a bounded number of tries. The receiver (client) acknowledges every in-order
-//! segment with NewWindowLast = segment + [`rmpp::RECEIVE_WINDOW`], re-acknowledges duplicates and
-//! drops out-of-order segments; ACKs carry the DATA's method with the R bit flipped, as Linux's
+//! segment with NewWindowLast = segment + [`rmpp::RECEIVE_WINDOW`] (the last one too: the window
+//! never shrinks, [`rmpp::window_last`]), re-acknowledges duplicates and drops out-of-order
+//! segments; ACKs carry the DATA's method with the R bit flipped, as Linux's
 //! `ack_recv` does, so they reach the server agent of the class.
 //!
 //! Routing the host must do (see `crate::mad_agent::MadAgent`): requests of class SubnAdm (R bit

@@ -20,6 +20,16 @@ pub const NO_RESPTIME: u8 = 0x1f;
 /// The most segments a receiver reassembles (about 800 KB of records); more is refused.
 pub const MAX_SEGMENTS: u32 = 4096;
 
+/// The NewWindowLast a receiver grants in its ACK of segment `seg`: [`RECEIVE_WINDOW`] beyond it,
+/// the last segment's ACK included, so that the window never shrinks from one ACK to the next. A
+/// Linux sender takes an ACK whose NewWindowLast is below the one before as an old ACK and
+/// ignores it (`drivers/infiniband/core/mad_rmpp.c` `process_rmpp_ack`, "Old ACK"), so a final
+/// ACK granting only its own segment would leave the transfer unfinished at the sender; Linux's
+/// receiver keeps its window at completion too (`format_ack` writes `rmpp_recv->newwin`).
+pub fn window_last(seg: u32) -> u32 {
+    seg.saturating_add(RECEIVE_WINDOW)
+}
+
 /// Cuts `data` (the records, [`ipoib_wire::sa::emit_records`] layout) into the MADs of one
 /// GetTableResp: `header` and `sa` are repeated in each segment (IBA 1 §13.6.2), PayloadLength as
 /// Linux's sender writes it. One segment when the data fits 200 bytes.
@@ -249,12 +259,7 @@ impl RmppReceiver {
             if self.last == 0 {
                 return RecvAction::Ignore;
             }
-            let nwl = if self.complete {
-                self.last
-            } else {
-                self.last + RECEIVE_WINDOW
-            };
-            return match ack_for(mad, self.last, nwl) {
+            return match ack_for(mad, self.last, window_last(self.last)) {
                 Some(a) => RecvAction::Reack(a),
                 None => RecvAction::Abort,
             };
@@ -281,12 +286,7 @@ impl RmppReceiver {
         } else {
             self.data.extend_from_slice(area);
         }
-        let nwl = if self.complete {
-            seg
-        } else {
-            seg + RECEIVE_WINDOW
-        };
-        match ack_for(mad, seg, nwl) {
+        match ack_for(mad, seg, window_last(seg)) {
             Some(a) => RecvAction::Ack(a),
             None => RecvAction::Abort,
         }
@@ -348,6 +348,17 @@ mod tests {
         assert_eq!(rx.data, data);
         let r = RmppRepr::parse(&ipoib_wire::mad::Rmpp::new_unchecked(&last[24..36])).unwrap();
         assert_eq!(tx.on_ack(now, r.data1, r.data2), SendState::Done);
+        assert_eq!(
+            r.data2,
+            3 + RECEIVE_WINDOW,
+            "the last ACK keeps the window (Linux mad_rmpp.c: a smaller one is an old ACK)"
+        );
+        // The completed transfer's segments again: re-acknowledged with the same window.
+        let RecvAction::Reack(again) = rx.on_data(&rest[1]) else {
+            panic!()
+        };
+        let r = RmppRepr::parse(&ipoib_wire::mad::Rmpp::new_unchecked(&again[24..36])).unwrap();
+        assert_eq!((r.data1, r.data2), (3, 3 + RECEIVE_WINDOW));
         // Timeouts resend from the first unacknowledged segment, then give up.
         let mut tx = RmppSender::new(now, to, segs, Duration::from_millis(200), 2);
         tx.poll_segments(now);

@@ -343,12 +343,10 @@ impl UmadAgent {
             return false;
         }
         let seg = r.segment_number();
-        let nwl = if r.flags.last() {
-            seg
-        } else {
-            seg.saturating_add(RMPP_WINDOW)
-        };
-        // IBA 1 §13.6.3: the receiver acknowledges each segment, granting its window.
+        // IBA 1 §13.6.3: the receiver acknowledges each segment, granting its window, the last
+        // one's too: a window below the one granted before is an old ACK to a Linux sender,
+        // ignored (`mad_rmpp.c` `process_rmpp_ack`; `ipoib_proto::sa::rmpp::window_last`).
+        let nwl = seg.saturating_add(RMPP_WINDOW);
         if let Some(ack) = ack_for(&m.mad, seg, nwl) {
             if self.tx.len() < UMAD_QUEUE_DEPTH {
                 self.counters.rmpp_acked += 1;

@@ -398,12 +398,12 @@ fn bad_input_and_bounds() {
     let _ = a;
 }
 
-/// Answers a SubnAdm request with a three-segment RMPP response; records the ACKs it gets and
-/// their TIDs.
+/// Answers a SubnAdm request with a three-segment RMPP response; records the ACKs it gets
+/// (SegmentNumber, NewWindowLast) and their TIDs.
 #[derive(Default)]
 struct Segmenter {
     out: VecDeque<MadOut>,
-    acks: Vec<u32>,
+    acks: Vec<(u32, u32)>,
     ack_tids: Vec<u64>,
 }
 
@@ -411,7 +411,7 @@ impl MadAgent for Segmenter {
     fn handle_mad(&mut self, _now: Instant, m: MadIn) {
         let r = RmppRepr::parse_bytes(&m.mad[24..36]).unwrap();
         if r.rmpp_type == RmppType::Ack {
-            self.acks.push(r.segment_number());
+            self.acks.push((r.segment_number(), r.new_window_last()));
             let h = MadHeaderRepr::parse_bytes(&m.mad).unwrap();
             self.ack_tids.push(h.transaction_id);
             return;
@@ -489,7 +489,9 @@ fn rmpp_first_segment_or_pass() {
         match mode {
             RmppMode::FirstSegment => {
                 assert_eq!(segs, vec![1]);
-                assert_eq!(acks, vec![1, 2, 3]);
+                // Each ACK grants the window beyond its segment, the last one's too: a smaller
+                // window is an old ACK to a Linux sender (mad_rmpp.c `process_rmpp_ack`).
+                assert_eq!(acks, vec![(1, 33), (2, 34), (3, 35)]);
                 assert_eq!((c.rmpp_acked, c.rmpp_later), (3, 2));
                 // The agent's ACKs carry the transfer's TID on the wire (its number in the high
                 // bits); the user's segment its own TID.
@@ -540,7 +542,7 @@ fn rmpp_first_segment_or_pass() {
                     .unwrap();
                 assert_eq!(
                     (&s.acks[..], &s.ack_tids[..]),
-                    (&[3][..], &[hi << 32 | 0x77][..])
+                    (&[(3, 3)][..], &[hi << 32 | 0x77][..])
                 );
             }
         }
