@@ -14,8 +14,11 @@
 //! what Linux's `mad_rmpp.c` sender writes (first segment: data + 20 × segments; last segment:
 //! 20 + the bytes it carries; middle segments: 0), which is also what Linux's receiver reads
 //! (`get_mad_len` uses the last segment's). The sender starts with a window of one segment and
-//! sends up to each ACK's NewWindowLast; it resends from the last acknowledged segment on a timeout
-//! and gives up after a bounded number of tries. The receiver (client) acknowledges every in-order
+//! sends up to each ACK's NewWindowLast (an ACK of a segment past that window, or whose
+//! NewWindowLast is below its SegmentNumber, ends the transfer with an ABORT, status S2B or W2S;
+//! an ACK older than the last, by window or segment, is ignored; Linux `process_rmpp_ack`); it
+//! resends from the last acknowledged segment on a timeout and gives up after a bounded number of
+//! tries. The receiver (client) acknowledges every in-order
 //! segment with NewWindowLast = segment + [`rmpp::RECEIVE_WINDOW`] (the last one too: the window
 //! never shrinks, [`rmpp::window_last`]), re-acknowledges duplicates and drops out-of-order
 //! segments; ACKs carry the DATA's method with the R bit flipped, as Linux's

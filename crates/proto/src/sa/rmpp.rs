@@ -115,7 +115,8 @@ pub struct RmppSender {
     segments: Vec<[u8; MAD_LEN]>,
     /// Highest segment acknowledged (0: none).
     acked: u32,
-    /// NewWindowLast granted so far (starts at 1, IBA 1 §13.6.3.1).
+    /// NewWindowLast granted so far, as the receiver wrote it (starts at 1, IBA 1 §13.6.3.1;
+    /// segments are sent up to it or the last one, whichever is lower).
     window_last: u32,
     /// Next segment to send.
     next: u32,
@@ -134,6 +135,9 @@ pub enum SendState {
     Done,
     /// Gave up (too many timeouts, or the receiver stopped/aborted).
     Failed,
+    /// The receiver broke the protocol: the transfer ends and the receiver is sent an ABORT
+    /// with this status ([`abort_for`]).
+    Abort(RmppStatus),
 }
 
 impl RmppSender {
@@ -183,17 +187,27 @@ impl RmppSender {
         out
     }
 
-    /// An ACK (SegmentNumber `seg`, NewWindowLast `nwl`) arrived.
+    /// An ACK (SegmentNumber `seg`, NewWindowLast `nwl`) arrived (IBA 1 §13.6.3.2, as Linux
+    /// `mad_rmpp.c` `process_rmpp_ack` reads it): NewWindowLast below SegmentNumber aborts the
+    /// transfer with status W2S; an ACK of a segment past the last or past the window granted
+    /// so far (a segment not sent) with S2B; an older ACK (a window or segment below one
+    /// already acknowledged) is ignored.
     pub fn on_ack(&mut self, now: Instant, seg: u32, nwl: u32) -> SendState {
-        if seg > self.total() || nwl < seg {
-            return SendState::Failed;
+        if nwl < seg {
+            return SendState::Abort(RmppStatus::NewWindowLastTooSmall);
+        }
+        if seg > self.total() || seg > self.window_last {
+            return SendState::Abort(RmppStatus::SegmentNumberTooBig);
+        }
+        if nwl < self.window_last || seg < self.acked {
+            return SendState::Active;
         }
         if seg > self.acked {
             self.acked = seg;
             self.tries = 0;
             self.deadline = now + self.timeout;
         }
-        self.window_last = self.window_last.max(nwl.min(self.total()));
+        self.window_last = nwl;
         self.next = self.next.max(self.acked + 1);
         if self.acked == self.total() {
             SendState::Done

@@ -25,7 +25,7 @@ mod services;
 mod sm_records;
 mod switch_records;
 
-use super::rmpp::{segment_table, RmppSender, SendState};
+use super::rmpp::{abort_for, segment_table, RmppSender, SendState};
 use super::{SaEvent, DEFAULT_SUBNET_TIMEOUT};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::partitions::PartitionConfig;
@@ -693,7 +693,7 @@ impl MadAgent for SaServer {
         let rmpp = ipoib_wire::mad::Rmpp::new_unchecked(&raw[24..36]);
         if let Ok(r) = RmppRepr::parse(&rmpp) {
             if r.is_active() && r.rmpp_type != RmppType::Data {
-                return self.rmpp_control(now, &m.from, &h, &r);
+                return self.rmpp_control(now, &m.from, &h, &r, raw);
             }
         }
         self.handle_request(now, m.from, raw, h);

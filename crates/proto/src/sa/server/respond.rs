@@ -164,6 +164,7 @@ impl SaServer {
         from: &MadAddr,
         h: &MadHeaderRepr,
         r: &RmppRepr,
+        raw: &[u8],
     ) {
         let key = (from.lid, h.transaction_id);
         let Some(tx) = self.transfers.get_mut(&key) else {
@@ -183,6 +184,17 @@ impl SaServer {
             SendState::Failed => {
                 self.transfers.remove(&key);
                 self.stats.rmpp_failed += 1;
+            }
+            SendState::Abort(status) => {
+                let to = tx.to;
+                self.transfers.remove(&key);
+                self.stats.rmpp_failed += 1;
+                if let Some(mad) = abort_for(raw, status) {
+                    self.push_out(MadOut {
+                        to,
+                        mad: mad.to_vec(),
+                    });
+                }
             }
         }
     }

@@ -180,3 +180,56 @@ fn an_inform_info_flood_keeps_at_most_max_informs() {
     let a = set(&mut net, MAX_INFORMS, true);
     assert_eq!(a.header.status, MadStatus::SUCCESS);
 }
+
+/// An ACK of the transfer `first` (the first DATA segment the SA sent) belongs to, as the
+/// receiver writes it (`rmpp::ack_for`), with SegmentNumber `seg` and NewWindowLast `nwl`.
+fn ack(first: &[u8], seg: u32, nwl: u32) -> Vec<u8> {
+    crate::sa::rmpp::ack_for(first, seg, nwl).unwrap().to_vec()
+}
+
+/// The RMPP type and status of an SA answer.
+fn rmpp_of(out: &MadOut) -> (ipoib_wire::mad::RmppType, ipoib_wire::mad::RmppStatus) {
+    let m = SaMadRepr::parse(&out.mad).expect("SA answer parses");
+    (m.rmpp.rmpp_type, m.rmpp.status)
+}
+
+// IBA 1 §13.6.3.2, as Linux `mad_rmpp.c` `process_rmpp_ack` (and OpenSM's own RMPP sender,
+// `osmv_rmpp_snd.c`) reads it: an ACK of a segment the sender has not sent (past the window it
+// was granted) ends the transfer with an ABORT, status S2B; an ACK whose NewWindowLast is below
+// its SegmentNumber with an ABORT, status W2S. Before, the SA took the first as acknowledging
+// segments it never sent and went on past them, and ended the second silently.
+#[test]
+fn an_ack_past_the_window_or_below_its_segment_is_aborted() {
+    use ipoib_wire::mad::{RmppStatus, RmppType};
+    let mut net = Net::default(6);
+    let outs = sa_answers(&mut net, 2, pr_table(0x100));
+    assert_eq!(outs.len(), 1, "a first window of one segment");
+    let first = outs[0].mad.clone();
+    // Segment 3 acknowledged while only segment 1 may have left: S2B, nothing more sent.
+    let outs = sa_answers(&mut net, 2, ack(&first, 3, 40));
+    assert_eq!(outs.len(), 1, "only the ABORT");
+    assert_eq!(
+        rmpp_of(&outs[0]),
+        (RmppType::Abort, RmppStatus::SegmentNumberTooBig)
+    );
+    let a = SaMadRepr::parse(&outs[0].mad).unwrap();
+    assert_eq!(a.header.method, Method::GetTableResp);
+    assert_eq!(a.header.transaction_id, 0x100);
+    assert_eq!(net.sa.rmpp_open(), (0, 0));
+    // NewWindowLast below SegmentNumber: W2S.
+    let outs = sa_answers(&mut net, 3, pr_table(0x101));
+    let first = outs[0].mad.clone();
+    let outs = sa_answers(&mut net, 3, ack(&first, 1, 0));
+    assert_eq!(
+        rmpp_of(&outs[0]),
+        (RmppType::Abort, RmppStatus::NewWindowLastTooSmall)
+    );
+    assert_eq!(net.sa.rmpp_open(), (0, 0));
+    assert_eq!(net.sa.stats().rmpp_failed, 2);
+    // A good ACK moves the window on; an older one (smaller window) changes nothing.
+    let outs = sa_answers(&mut net, 4, pr_table(0x102));
+    let first = outs[0].mad.clone();
+    assert_eq!(sa_answers(&mut net, 4, ack(&first, 1, 3)).len(), 2);
+    assert!(sa_answers(&mut net, 4, ack(&first, 1, 2)).is_empty());
+    assert_eq!(net.sa.rmpp_open().0, 1);
+}
