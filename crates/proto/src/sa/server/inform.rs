@@ -3,7 +3,10 @@
 //!
 //! Set(InformInfo): another method -> METHOD_ATTR_UNSUPPORTED; Subscribe above 1, a security trap
 //! (256-259) without an SM_Key, or unsubscribing what was never subscribed -> ERR_REQ_INVALID
-//! (OpenSM 430A, 430B, 4307); a new subscription past [`MAX_INFORMS`] -> ERR_NO_RESOURCES,
+//! (OpenSM 430A, 430B, 4307); a subscription whose trap source the requester may not reach
+//! (IBA 1 o13-14.1.1: a GID of no port or of a port sharing no P_Key with the requester, a LID
+//! range past the LIDs given out or holding such a port) -> ERR_REQ_INVALID, Subscribe 0 (OpenSM
+//! 4305, `__validate_ports_access_rights`); a new subscription past [`MAX_INFORMS`] -> ERR_NO_RESOURCES,
 //! Subscribe 0 (OpenSM 4306, when its allocation fails). The report address is the Set's source
 //! address (OpenSM copies the MAD address, C13-32.1.2), its QP replacing the InformInfo QPN as
 //! OpenSM does.
@@ -14,6 +17,7 @@
 //! SubnAdmReport(Notice) and resent every `report_timeout` until a ReportResp with its TID comes
 //! back, at most `report_tries` sends.
 
+use super::mcast::share_pkey;
 use super::{Req, SaServer};
 use crate::mad_agent::{MadAddr, MadOut};
 use crate::time::Instant;
@@ -139,6 +143,13 @@ impl SaServer {
         {
             return self.respond_sa_error(req, SaStatus::ReqInvalid);
         }
+        if r.subscribe && !self.access_ok(req, &r) {
+            // OpenSM "ERR 4305": ERR_REQ_INVALID, Subscribe 0 in the answer (o13-13.1.1).
+            let mut raw = [0u8; MAD_LEN];
+            raw.copy_from_slice(&req.raw[..MAD_LEN]);
+            raw[SUBSCRIBE_BYTE] = 0;
+            return self.respond_error(&raw, &req.from, MadStatus::sa(SaStatus::ReqInvalid));
+        }
         let mut info = r;
         if r.subscribe {
             info.qpn = req.from.qpn;
@@ -173,6 +184,46 @@ impl SaServer {
             (false, None) => return self.respond_sa_error(req, SaStatus::ReqInvalid),
         }
         self.respond(req, SaAttribute::InformInfo(r));
+    }
+
+    /// IBA 1 o13-14.1.1 (OpenSM `osm_sa_informinfo.c` `__validate_ports_access_rights`): a
+    /// subscription naming its trap source by GID needs that port to exist (by its GUID) and to
+    /// share a P_Key with the requester; one naming a LID range (LIDRangeBegin other than 0xFFFF,
+    /// all; LIDRangeEnd 0 for the begin alone) needs every LID of it within the LIDs given out
+    /// and every port holding one to share a P_Key with the requester.
+    fn access_ok(&self, req: &Req<'_>, r: &InformInfoRepr) -> bool {
+        let Some(requester) = self.port(req.port) else {
+            return false;
+        };
+        let shares = |i: usize| self.endport(i).is_some_and(|p| share_pkey(p, requester));
+        if r.gid != Gid::ZERO {
+            return self
+                .endport_index_by_guid(r.gid.interface_id())
+                .is_some_and(shares);
+        }
+        let begin = r.lid_range_begin;
+        if begin == InformInfoRepr::ALL_16 {
+            return true;
+        }
+        let end = if r.lid_range_end == 0 {
+            begin
+        } else {
+            r.lid_range_end
+        };
+        // OpenSM's LID table holds every LID given out, up to the highest.
+        let top = (0..self.endport_count())
+            .filter_map(|i| self.endport(i))
+            .filter(|p| p.lid != 0)
+            .map(|p| u32::from(p.lid) + (1u32 << p.lmc.min(16)) - 1)
+            .max()
+            .unwrap_or(0);
+        (u32::from(begin)..=u32::from(end)).all(|lid| {
+            lid <= top
+                && u16::try_from(lid)
+                    .ok()
+                    .and_then(|l| self.endport_index_by_lid(l))
+                    .is_none_or(shares)
+        })
     }
 
     /// Sends trap 66 or 67 for `mgid` to every matching subscriber (OpenSM `mgrp_send_notice`).

@@ -265,3 +265,67 @@ fn inform_info_records_follow_pkey_visibility() {
     assert_eq!(gids(&mut net, 4), [gid_of(2)]);
     assert_eq!(gids(&mut net, 3), [gid_of(3)]);
 }
+
+// IBA 1 o13-14.1.1 (OpenSM osm_sa_informinfo.c `__validate_ports_access_rights`, "ERR 4305"): a
+// subscription is refused, ERR_REQ_INVALID with Subscribe 0 (o13-13.1.1), when its trap source is
+// a GID of no port or of a port sharing no P_Key with the requester, or a LID range (LIDRangeEnd
+// 0: the begin alone) past the LIDs given out or holding such a port; LIDRangeBegin 0xFFFF is
+// every port. Before, the SA took every such subscription.
+#[test]
+fn a_subscription_to_a_source_the_requester_may_not_reach_is_refused() {
+    let mut m = default_model(3);
+    m.ports[2].pkeys = vec![PKey(0x8002)]; // LID 3 shares no P_Key with the others
+    let mut net = Net::new(
+        m,
+        PartitionConfig::default_config(),
+        SaServerConfig::default(),
+        1,
+    );
+    let set = |net: &mut Net, gid: Gid, begin: u16, end: u16| {
+        let info = InformInfoRepr {
+            gid,
+            lid_range_begin: begin,
+            lid_range_end: end,
+            ..InformInfoRepr::generic(true, 64, 1)
+        };
+        let m = SaMadRepr::request(Method::Set, 9, 0, SaAttribute::InformInfo(info));
+        let now = net.now;
+        net.sa.handle_mad(
+            now,
+            MadIn {
+                from: MadAddr::gsi(2),
+                mad: m.to_bytes().to_vec(),
+            },
+        );
+        let out = net.sa.poll_transmit(now).expect("an answer");
+        let a = SaMadRepr::parse(&out.mad).expect("answer parses");
+        let subscribe = matches!(a.attribute, SaAttribute::InformInfo(r) if r.subscribe);
+        (a.header.status, subscribe)
+    };
+    let all = InformInfoRepr::ALL_16;
+    let refused = (MadStatus::sa(SaStatus::ReqInvalid), false);
+    assert_eq!(set(&mut net, gid_of(4), all, 0), (MadStatus::SUCCESS, true));
+    assert_eq!(
+        set(&mut net, gid_of(0x900), all, 0),
+        refused,
+        "no such port"
+    );
+    assert_eq!(set(&mut net, gid_of(3), all, 0), refused, "no shared P_Key");
+    assert_eq!(set(&mut net, Gid::ZERO, 4, 0), (MadStatus::SUCCESS, true));
+    assert_eq!(
+        set(&mut net, Gid::ZERO, 2, 4),
+        refused,
+        "LID 3 in the range"
+    );
+    assert_eq!(
+        set(&mut net, Gid::ZERO, 4, 0xbfff),
+        refused,
+        "past the LIDs"
+    );
+    assert_eq!(set(&mut net, Gid::ZERO, all, 0), (MadStatus::SUCCESS, true));
+    let subs = iirs(net.ask(
+        4,
+        SaMadRepr::request(Method::GetTable, 0, 0, iir_q(Gid::ZERO)),
+    ));
+    assert_eq!(subs.len(), 3, "only the accepted ones are kept");
+}
