@@ -199,6 +199,9 @@ impl PortTraffic {
     }
 }
 
+/// The PerfMgt class version this PMA speaks (IBA 1 §16.1.1).
+pub const PERF_CLASS_VERSION: u8 = 1;
+
 /// PerfMgt ClassPortInfo CapabilityMask bit 9, IsExtendedWidthSupported: PortCountersExtended
 /// is answered (IBA 1 §16.1.2; Linux `IB_PMA_CLASS_CAP_EXT_WIDTH`).
 pub const PMA_CAP_EXT_WIDTH: u16 = 1 << 9;
@@ -210,7 +213,7 @@ pub const PMA_CAP_EXT_WIDTH: u16 = 1 << 9;
 pub fn class_port_info() -> ipoib_wire::mad::ClassPortInfoRepr {
     ipoib_wire::mad::ClassPortInfoRepr {
         base_version: 1,
-        class_version: 1,
+        class_version: PERF_CLASS_VERSION,
         capability_mask: PMA_CAP_EXT_WIDTH,
         resp_time_value: 18,
         ..Default::default()
@@ -221,7 +224,8 @@ pub fn class_port_info() -> ipoib_wire::mad::ClassPortInfoRepr {
 /// no such port). `None` when the MAD is not a PerfMgt Get or Set (not for the PMA). IBA 1
 /// §16.1.3.5, §16.1.4.11: the GetResp carries the counters of PortSelect (after a Set, as cleared);
 /// ClassPortInfo is answered to a Get ([`class_port_info`]); an unknown attribute is answered with
-/// status 0x000C, a port the device does not have with 0x001C (§13.4.7 Table 113).
+/// status 0x000C, a port the device does not have with 0x001C, a ClassVersion other than 1 with
+/// 0x0004 (§13.4.7 Table 113).
 pub fn answer(
     mad: &[u8],
     mut ports: impl FnMut(u8) -> Option<PortTraffic>,
@@ -236,7 +240,10 @@ pub fn answer(
     out[PERF_DATA_OFFSET..].copy_from_slice(data);
     let port = data[1];
     let counters = ports(port);
+    // IBA 1 §13.4.7 Table 113: a class version the agent does not speak is answered "bad
+    // version", nothing read or cleared (as Linux qib's and hfi1's `process_perf`).
     let status = match (h.attribute_id, counters) {
+        _ if h.class_version != PERF_CLASS_VERSION => MadStatus::BAD_VERSION,
         (perf_attr::PORT_COUNTERS | perf_attr::PORT_COUNTERS_EXTENDED, None) => {
             MadStatus::INVALID_ATTR_VALUE
         }
@@ -270,6 +277,51 @@ pub fn answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // IBA 1 §13.4.7 Table 113: a PerfMgt MAD of another class version gets status 0x0004 (bad
+    // version) and its data back; a Set of it clears nothing. Before, it was answered as a
+    // version 1 MAD and a Set cleared the counters.
+    #[test]
+    fn another_class_version_is_a_bad_version_and_clears_nothing() {
+        let mut mad = [0u8; MAD_LEN];
+        let h = MadHeaderRepr {
+            base_version: 1,
+            mgmt_class: MgmtClass::Perf,
+            class_version: 2,
+            method: Method::Set,
+            status: MadStatus::SUCCESS,
+            class_specific: 0,
+            transaction_id: 5,
+            attribute_id: perf_attr::PORT_COUNTERS,
+            attribute_modifier: 0,
+        };
+        h.emit(&mut mad);
+        mad[PERF_DATA_OFFSET + 1] = 1; // PortSelect
+        mad[PERF_DATA_OFFSET + 2..PERF_DATA_OFFSET + 4].fill(0xff); // CounterSelect: all
+        let traffic = PortTraffic {
+            xmit_pkts: 9,
+            ..PortTraffic::default()
+        };
+        let mut stored = false;
+        let resp = answer(&mad, |_| Some(traffic), |_, _| stored = true).expect("answered");
+        let r = MadHeaderRepr::parse_bytes(&resp).unwrap();
+        assert_eq!(
+            (r.method, r.status),
+            (Method::GetResp, MadStatus::BAD_VERSION)
+        );
+        assert!(!stored, "nothing cleared");
+        assert_eq!(
+            resp[PERF_DATA_OFFSET..],
+            mad[PERF_DATA_OFFSET..],
+            "data back as sent"
+        );
+        // Version 1: the counters.
+        mad[2] = PERF_CLASS_VERSION;
+        let resp = answer(&mad, |_| Some(traffic), |_, _| stored = true).expect("answered");
+        let r = MadHeaderRepr::parse_bytes(&resp).unwrap();
+        assert_eq!(r.status, MadStatus::SUCCESS);
+        assert!(stored);
+    }
 
     // IBA 1 §16.1.3.5 LinkDownedCounter: 8 bits, stops at 255; CounterSelect bit 2 clears it.
     #[test]
