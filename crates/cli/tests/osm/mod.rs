@@ -232,6 +232,19 @@ impl Server {
         let r = self.wait_line(secs, |l| l.starts_with("pings: "));
         (r, self.lines[from..].to_vec())
     }
+
+    /// A [`Server::ping_round`] in which every ordered pair of the `hosts` hosts answered over
+    /// IPv4 and IPv6; the round's lines.
+    pub fn all_pings_answered(&mut self, hosts: usize, secs: u64) -> Vec<String> {
+        let (result, round) = self.ping_round(secs);
+        let want = hosts * (hosts - 1) * 2;
+        assert_eq!(
+            result.as_deref(),
+            Some(format!("pings: {want} of {want} answered").as_str()),
+            "{round:#?}"
+        );
+        round
+    }
 }
 
 /// `ibsim-run opensm` attached to host `host` of `server`, logging to `dir/opensm.log` (errors

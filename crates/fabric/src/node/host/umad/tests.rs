@@ -106,6 +106,24 @@ fn take(sim: &mut Simulator, n: NodeId, u: AgentId) -> Vec<MadIn> {
     sim.node_mut::<Host>(n).unwrap().umad_take(u)
 }
 
+/// A umad user on host `n` registered for SubnLid traps (an SM's): its id.
+fn trap_taker(sim: &mut Simulator, n: NodeId) -> AgentId {
+    let u = attach(sim, n);
+    sim.with_node::<Host, _>(n, |h, _, _| {
+        h.umad_register(
+            u,
+            Registration {
+                class: MgmtClass::SubnLid,
+                version: 1,
+                methods: method_mask(&[Method::Trap]),
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+    u
+}
+
 fn smp_addr(lid: u16) -> MadAddr {
     MadAddr {
         qpn: 0,
@@ -320,19 +338,7 @@ fn unclaimed_requests_reach_the_agent_that_takes_them() {
 #[test]
 fn smps_travel_on_qp0() {
     let (mut sim, a, b) = hosts(3);
-    let sma_user = attach(&mut sim, a);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        h.umad_register(
-            sma_user,
-            Registration {
-                class: MgmtClass::SubnLid,
-                version: 1,
-                methods: method_mask(&[Method::Trap]),
-            },
-        )
-    })
-    .unwrap()
-    .unwrap();
+    let sma_user = trap_taker(&mut sim, a);
     let u = attach(&mut sim, b);
     send(
         &mut sim,

@@ -350,19 +350,7 @@ fn withdrawn_registrations_leave_the_outstanding_responses() {
 #[test]
 fn a_trap_repress_reaches_the_user_that_sent_the_trap() {
     let (mut sim, a, b) = hosts(3);
-    let sm = attach(&mut sim, a);
-    sim.with_node::<Host, _>(a, |h, _, _| {
-        h.umad_register(
-            sm,
-            Registration {
-                class: MgmtClass::SubnLid,
-                version: 1,
-                methods: method_mask(&[Method::Trap]),
-            },
-        )
-    })
-    .unwrap()
-    .unwrap();
+    let sm = trap_taker(&mut sim, a);
     let standby = attach(&mut sim, b);
     let tid = 0x0001_0000_0000_0144;
     let trap = mad(MgmtClass::SubnLid, 1, Method::Trap, tid);
