@@ -14,6 +14,7 @@
 //! one result (its response, or [`SmpFailure::Timeout`] after its retries); timeouts are checked
 //! in send order (all requests share one timeout, so the oldest expires first).
 
+use chunked::ChunkedQueue;
 use ipoib_proto::mad_agent::{MadAddr, MadOut};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
@@ -27,6 +28,7 @@ use queued::QueuedMad;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+mod chunked;
 mod queued;
 
 /// Settings of the transport.
@@ -174,7 +176,8 @@ impl<T> Outstandings<T> {
 pub struct SmpRequester<T> {
     settings: SmpSettings,
     next_tid: u64,
-    queue: VecDeque<(T, QueuedMad)>,
+    /// Requests not yet sent, in chunks freed as they drain (module `chunked`).
+    queue: ChunkedQueue<(T, QueuedMad)>,
     outstanding: Outstandings<T>,
     /// (deadline, TID) in send order; entries of answered requests are skipped.
     deadlines: VecDeque<(Instant, u64)>,
@@ -243,7 +246,7 @@ impl<T: Clone> SmpRequester<T> {
                 ..settings
             },
             next_tid: first_tid,
-            queue: VecDeque::new(),
+            queue: ChunkedQueue::new(),
             outstanding: Outstandings::new(first_tid),
             deadlines: VecDeque::new(),
             resend: VecDeque::new(),

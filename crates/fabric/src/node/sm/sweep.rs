@@ -716,7 +716,10 @@ impl SmpSm {
             };
             self.set(SmpAttribute::PortInfo(info), u32::from(c.port), &c.path);
         }
-        self.configured = ports;
+        // The Activate wave is the last that reads them; the next sweep makes its own.
+        if state == PortState::Armed {
+            self.configured = ports;
+        }
         self.phase = if state == PortState::Armed {
             SweepPhase::Arm
         } else {

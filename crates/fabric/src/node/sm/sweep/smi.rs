@@ -46,7 +46,9 @@ impl SmpSm {
     /// The end of discovery: while Discovering or Master (IBA 1 §14.4), asks every other SM's
     /// SMInfo before anything is programmed; else configures at once.
     pub(super) fn elect(&mut self, now: Instant) {
-        let d = self.discovery.result();
+        // The discovery's records are read once, here: what the rest of the sweep needs is in
+        // its result, so they are freed before the brain and the Configure wave are made.
+        let d = std::mem::take(&mut self.discovery).result();
         if !self.election.is_deciding() {
             return self.configure(now, d);
         }
