@@ -68,7 +68,7 @@ use ipoib_wire::{Gid, Guid, QKey};
 use qp::{transition_allowed, Qp, QpKind, QpTable};
 use sched::Schedule;
 use std::any::Any;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// First QPN handed out by `create_qp` (then counting up, skipping numbers in use).
 pub const FIRST_QPN: Qpn = 0x48;
@@ -99,14 +99,18 @@ pub struct Hca {
     node_guid: Guid,
     ports: Vec<Port>,
     qps: QpTable,
-    cqs: BTreeMap<CqId, VecDeque<Completion>>,
+    /// The completion queues, indexed by [`CqId`] (handed out from 0 and never destroyed): a
+    /// host's two or three in one small allocation, not a B-tree leaf.
+    cqs: Vec<VecDeque<Completion>>,
     /// Completions in all of `cqs` ([`Hca::completions_waiting`]).
     cq_total: usize,
     special_cqs: Vec<CqId>,
     next_cq: u32,
     next_qpn: Qpn,
     sendq: VecDeque<(Qpn, SendWr)>,
-    mcast: BTreeMap<(u16, Gid), BTreeSet<Qpn>>,
+    /// Multicast attachments (MLID, MGID, QP), sorted: a host's few (IPoIB's broadcast group)
+    /// in one small allocation, not a B-tree leaf and a set each.
+    mcast: Vec<(u16, Gid, Qpn)>,
     mcast_loopback: bool,
     factory: Option<EngineFactory>,
     /// The RC/UC engines to drive and their timers (module `sched`).
@@ -160,14 +164,16 @@ impl Hca {
             // Exactly the ports given: a `Port` is 520 bytes, and a `Vec` grown by a push
             // reserves four (docs/benchmarks/subnet-rounds.md, "What a host holds").
             ports: Vec::with_capacity(port_guids.len()),
-            qps: QpTable::default(),
-            cqs: BTreeMap::new(),
+            // QP0 and QP1 of every port and one QP of a consumer (a host's IPoIB QP): a `Qp`
+            // is 152 bytes, and the fourth slot a push reserves stayed empty on every host.
+            qps: QpTable::with_capacity(2 * port_guids.len() + 1),
+            cqs: Vec::new(),
             cq_total: 0,
             special_cqs: Vec::new(),
             next_cq: 0,
             next_qpn: FIRST_QPN,
             sendq: VecDeque::new(),
-            mcast: BTreeMap::new(),
+            mcast: Vec::new(),
             mcast_loopback: false,
             factory: None,
             sched: Schedule::default(),
@@ -284,13 +290,13 @@ impl Hca {
     pub fn create_cq(&mut self) -> CqId {
         let id = CqId(self.next_cq);
         self.next_cq += 1;
-        self.cqs.insert(id, VecDeque::new());
+        self.cqs.push(VecDeque::new());
         id
     }
 
     /// Up to `max` completions, oldest first.
     pub fn poll_cq(&mut self, cq: CqId, max: usize) -> Vec<Completion> {
-        match self.cqs.get_mut(&cq) {
+        match cq_mut(&mut self.cqs, cq) {
             // An empty queue (a host polls its CQs after every event) allocates and drains nothing.
             Some(q) if q.is_empty() => Vec::new(),
             Some(q) => {
@@ -304,7 +310,7 @@ impl Hca {
 
     /// The oldest completion of `cq`, if any: [`Hca::poll_cq`] one at a time, without a vector.
     pub fn poll_one(&mut self, cq: CqId) -> Option<Completion> {
-        let c = self.cqs.get_mut(&cq)?.pop_front()?;
+        let c = cq_mut(&mut self.cqs, cq)?.pop_front()?;
         self.cq_total -= 1;
         Some(c)
     }
@@ -317,7 +323,10 @@ impl Hca {
 
     /// Completions waiting in `cq`.
     pub fn cq_len(&self, cq: CqId) -> usize {
-        self.cqs.get(&cq).map_or(0, VecDeque::len)
+        usize::try_from(cq.0)
+            .ok()
+            .and_then(|i| self.cqs.get(i))
+            .map_or(0, VecDeque::len)
     }
 
     /// Creates a QP in the Reset state. QPNs are handed out by a counter from [`FIRST_QPN`], so
@@ -326,7 +335,7 @@ impl Hca {
         self.port(init.port)
             .ok_or(VerbsError::NoSuchPort(init.port))?;
         for cq in [init.send_cq, init.recv_cq] {
-            if !self.cqs.contains_key(&cq) {
+            if usize::try_from(cq.0).map_or(true, |i| i >= self.cqs.len()) {
                 return Err(VerbsError::UnknownCq(cq));
             }
         }
@@ -367,10 +376,7 @@ impl Hca {
         self.qps.remove(&qpn);
         self.sched.remove(qpn);
         self.sendq.retain(|(q, _)| *q != qpn);
-        self.mcast.retain(|_, set| {
-            set.remove(&qpn);
-            !set.is_empty()
-        });
+        self.mcast.retain(|&(_, _, q)| q != qpn);
         Ok(())
     }
 
@@ -391,7 +397,7 @@ impl Hca {
             pkey_index: q.pkey_index,
             qkey: q.qkey,
             recv_posted: q.recv.len(),
-            mcast_groups: self.mcast.values().filter(|s| s.contains(&qpn)).count(),
+            mcast_groups: self.mcast.iter().filter(|&&(_, _, q)| q == qpn).count(),
         })
     }
 
@@ -552,6 +558,12 @@ impl Hca {
                 "UD supports SEND only (IBA 1 §9.8)",
             ));
         }
+        if self.sendq.capacity() == 0 {
+            // A host's first send: room for one, as a host of `ipoib sim` has one MAD at a time
+            // in flight here (a `VecDeque` grown by a push reserves four, 656 bytes); a second
+            // grows it as before.
+            self.sendq.reserve_exact(1);
+        }
         self.sendq.push_back((qpn, wr));
         Ok(())
     }
@@ -575,21 +587,19 @@ impl Hca {
     /// Attaching twice is harmless.
     pub fn attach_mcast(&mut self, qpn: Qpn, mgid: Gid, mlid: u16) -> Result<(), VerbsError> {
         self.check_mcast(qpn, mgid, mlid)?;
-        self.mcast.entry((mlid, mgid)).or_default().insert(qpn);
+        if let Err(i) = self.mcast.binary_search(&(mlid, mgid, qpn)) {
+            self.mcast.insert(i, (mlid, mgid, qpn));
+        }
         Ok(())
     }
 
     /// Detaches a QP from a multicast group.
     pub fn detach_mcast(&mut self, qpn: Qpn, mgid: Gid, mlid: u16) -> Result<(), VerbsError> {
         self.check_mcast(qpn, mgid, mlid)?;
-        let key = (mlid, mgid);
-        let removed = self.mcast.get_mut(&key).is_some_and(|s| s.remove(&qpn));
-        if !removed {
+        let Ok(i) = self.mcast.binary_search(&(mlid, mgid, qpn)) else {
             return Err(VerbsError::InvalidArgument("QP not attached to this group"));
-        }
-        if self.mcast.get(&key).is_some_and(BTreeSet::is_empty) {
-            self.mcast.remove(&key);
-        }
+        };
+        self.mcast.remove(i);
         Ok(())
     }
 
@@ -700,14 +710,14 @@ impl Device for Hca {
 
 /// Appends `c` to completion queue `cq` (none if the CQ does not exist) and counts it in
 /// `total` ([`Hca::completions_waiting`]).
-fn push_into(
-    cqs: &mut BTreeMap<CqId, VecDeque<Completion>>,
-    total: &mut usize,
-    cq: CqId,
-    c: Completion,
-) {
-    if let Some(q) = cqs.get_mut(&cq) {
+fn push_into(cqs: &mut [VecDeque<Completion>], total: &mut usize, cq: CqId, c: Completion) {
+    if let Some(q) = cq_mut(cqs, cq) {
         q.push_back(c);
         *total += 1;
     }
+}
+
+/// Completion queue `cq` of `cqs` (none if the CQ does not exist).
+fn cq_mut(cqs: &mut [VecDeque<Completion>], cq: CqId) -> Option<&mut VecDeque<Completion>> {
+    cqs.get_mut(usize::try_from(cq.0).ok()?)
 }

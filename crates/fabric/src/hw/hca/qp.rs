@@ -173,6 +173,10 @@ impl Qp {
 pub(crate) struct QpTable(Vec<(Qpn, Qp)>);
 
 impl QpTable {
+    pub(crate) fn with_capacity(n: usize) -> QpTable {
+        QpTable(Vec::with_capacity(n))
+    }
+
     fn find(&self, qpn: Qpn) -> Result<usize, usize> {
         self.0.binary_search_by_key(&qpn, |(q, _)| *q)
     }

@@ -118,12 +118,13 @@ impl Hca {
                 return self.counters.count(HcaDropReason::McastBadQpn);
             }
             // IBA 1 §10.5.2: every QP of this port attached to the group gets a copy.
-            let targets: Vec<Qpn> = self
+            let first = self
                 .mcast
-                .get(&(dlid, grh.dgid))
-                .into_iter()
-                .flatten()
-                .copied()
+                .partition_point(|&(l, g, _)| (l, g) < (dlid, grh.dgid));
+            let targets: Vec<Qpn> = self.mcast[first..]
+                .iter()
+                .take_while(|&&(l, g, _)| (l, g) == (dlid, grh.dgid))
+                .map(|&(_, _, q)| q)
                 .filter(|q| Some(*q) != exclude)
                 .filter(|q| self.qps.get(q).is_some_and(|qp| qp.port == port_num))
                 .collect();

@@ -117,6 +117,15 @@ impl Hca {
         !self.sma_changed.is_empty()
     }
 
+    /// Queues an agent's answer for the next flush: the first in room for one (a host's agents
+    /// answer one MAD at a time; a `Vec` grown by a push reserves four), more as before.
+    fn push_sma_out(&mut self, answer: (u8, Frame, bool)) {
+        if self.sma_out.capacity() == 0 {
+            self.sma_out.reserve_exact(1);
+        }
+        self.sma_out.push(answer);
+    }
+
     /// Takes an SMP that came in on `port` for the SMA; else says how QP0 gets it.
     pub(super) fn sma_take(&mut self, now: Instant, port: u8, pkt: &Packet<'_>) -> Qp0In {
         let mut for_sm = None;
@@ -239,7 +248,7 @@ impl Hca {
             let slid = self.port(port).map_or(0, |p| p.lid);
             sma::smp_frame_in(spare, slid, pkt.lrh.slid, pkt.lrh.sl, &mad)
         };
-        self.sma_out.push((port, packet, local));
+        self.push_sma_out((port, packet, local));
         true
     }
 
@@ -265,7 +274,7 @@ impl Hca {
         let slid = self.port(port).map_or(0, |p| p.lid);
         let reply = sma::gmp_packet(slid, pkt.lrh.slid, pkt.lrh.sl, bth.pkey, deth.src_qp, &resp);
         let local = self.to_self(port, pkt.lrh.slid);
-        self.sma_out.push((port, Frame::with_crcs(reply), local));
+        self.push_sma_out((port, Frame::with_crcs(reply), local));
         true
     }
 

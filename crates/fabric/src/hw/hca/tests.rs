@@ -181,7 +181,7 @@ pub(crate) fn counters(sim: &Simulator, node: NodeId) -> HcaCounters {
 /// `poll_one` and `poll_cq`.
 #[test]
 fn completions_waiting_is_the_sum_over_cqs() {
-    let sum = |h: &Hca| h.cqs.values().map(VecDeque::len).sum::<usize>();
+    let sum = |h: &Hca| h.cqs.iter().map(VecDeque::len).sum::<usize>();
     let mut p = pair(7);
     let a = ud_qp(&mut p.sim, p.a, QKey(0x1111), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x1111), 0, 4);

@@ -71,6 +71,12 @@ pub fn smp_frame_in(mut buf: Vec<u8>, slid: u16, dlid: u16, sl: u8, mad: &[u8]) 
     // A whole MAD (every SMP's length): copied where an SMP packet's payload starts, the
     // headers written around it.
     if mad.len() == MAD_LEN {
+        // Room for the whole packet at once, and no more: `smp_frame_around` grows it no
+        // further, and a device keeps the allocation for its next answer (grown in two steps
+        // it was 584 bytes at every HCA).
+        buf.reserve_exact(
+            (UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN + ICRC_LEN + VCRC_LEN).saturating_sub(buf.len()),
+        );
         buf.resize(UD_LOCAL_PAYLOAD_OFFSET + MAD_LEN, 0);
         buf[UD_LOCAL_PAYLOAD_OFFSET..].copy_from_slice(mad);
         return match smp_frame_around(buf, slid, dlid, sl) {
