@@ -120,8 +120,9 @@ pub struct IpoibApp {
     tx: FrameStats,
     rx: FrameStats,
     counters: AdapterCounters,
-    /// Connected mode (RFC 4755), when the interface has it.
-    cm: Option<super::connected::CmSide>,
+    /// Connected mode (RFC 4755), when the interface has it (boxed: most interfaces have not,
+    /// and an empty `Option` of it inline took its whole size in every one).
+    cm: Option<Box<super::connected::CmSide>>,
     /// The host's IP stack, when it is the IP layer instead of [`IpHost`] (`external.rs`).
     pub(super) os: Option<Box<OsSide>>,
     /// The processor `ip`'s packets pass through (`stack.rs`).
@@ -228,7 +229,7 @@ impl IpoibApp {
             .and_then(|p| p.find_pkey_index(pkey))
             .unwrap_or(0);
         app.setup_qp(hca);
-        app.cm = super::connected::install(host, &iface, port, cm_rng);
+        app.cm = super::connected::install(host, &iface, port, cm_rng).map(Box::new);
         let agent = host.add_agent(iface);
         host.serve_method(MgmtClass::SubnAdm, Method::Report, agent);
         app.agent = agent;

@@ -127,7 +127,7 @@ impl Subnet {
         };
         // The switches' tables as they are now, rerouted.
         let mut writes = Vec::new();
-        for (n, node) in self.topology.nodes().iter().enumerate() {
+        for (n, node) in self.plan.topology().nodes().iter().enumerate() {
             if node.kind != NodeKind::Switch {
                 continue;
             }

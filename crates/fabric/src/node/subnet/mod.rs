@@ -221,7 +221,6 @@ pub struct JoinProgress {
 #[derive(Debug)]
 pub struct Subnet {
     sim: Simulator,
-    topology: Topology,
     built: Built,
     hosts: Vec<HostHandle>,
     /// Who manages the subnet.
@@ -317,7 +316,8 @@ impl Subnet {
         let sm_opts_base = opts.sm.clone();
         let mut sm_opts = opts.sm;
         sm_opts.partitions = partition_specs(&partitions, &topo, sm_port);
-        let sm = SubnetManager::new(topo.clone(), built.nodes.clone(), sm_port, sm_opts)
+        // The plan keeps the topology: the subnet reads it there, no copy of its own.
+        let sm = SubnetManager::new(topo, built.nodes.clone(), sm_port, sm_opts)
             .map_err(SubnetError::Sm)?;
         let links = ipoib::install_links(&mut sim, &hosts, &sm, &groups, client_cfg);
         // IBA 1 §7.2: a cabled port whose link trains is LinkUp, port state Init, until an SM
@@ -325,7 +325,7 @@ impl Subnet {
         for &l in &built.links {
             sim.schedule_link_state(l, Instant::ZERO, true);
         }
-        switch_port0_up(&topo, &built, &mut sim);
+        switch_port0_up(sm.topology(), &built, &mut sim);
         let (sa, sm_app) = if opts.sm_mode == SmMode::None {
             (None, None)
         } else {
@@ -360,7 +360,6 @@ impl Subnet {
         let n_hosts = hosts.len();
         let mut net = Subnet {
             sim,
-            topology: topo,
             built,
             hosts,
             mode: opts.sm_mode,
@@ -393,7 +392,7 @@ impl Subnet {
 
     /// The topology.
     pub fn topology(&self) -> &Topology {
-        &self.topology
+        self.plan.topology()
     }
 
     /// Simulator nodes and links of the topology's nodes and links.
@@ -458,11 +457,11 @@ impl Subnet {
     /// GUID and the LID its HCA holds (0 while the SM has not configured it).
     pub fn cabled_ca_ports(&self) -> Vec<(End, Guid, u16)> {
         let mut out = Vec::new();
-        for n in self.topology.cas() {
+        for n in self.plan.topology().cas() {
             let hca = self.sim.node::<Host>(self.built.nodes[n]).map(Host::hca);
-            for port in self.topology.cabled_ports(n) {
+            for port in self.plan.topology().cabled_ports(n) {
                 let p = hca.and_then(|h| h.port(port));
-                let guid = p.map_or(self.topology.nodes()[n].port_guid(port), |p| p.guid);
+                let guid = p.map_or(self.plan.topology().nodes()[n].port_guid(port), |p| p.guid);
                 out.push((End { node: n, port }, guid, p.map_or(0, |p| p.lid)));
             }
         }
@@ -682,7 +681,8 @@ impl Subnet {
 
     /// Switch devices with their topology node index, in topology order.
     pub fn switches(&self) -> impl Iterator<Item = (usize, &crate::hw::switch::Switch)> + '_ {
-        self.topology
+        self.plan
+            .topology()
             .nodes()
             .iter()
             .enumerate()

@@ -53,7 +53,7 @@ impl Subnet {
             return Err(SubnetError::SmOnHost(host));
         }
         let t = self.sm_template.clone();
-        let guid = self.topology.nodes()[h.topo_node].port_guid(h.port);
+        let guid = self.plan.topology().nodes()[h.topo_node].port_guid(h.port);
         let sa = SaServer::new(
             t.sa,
             ipoib_proto::subnet::SubnetModel::default(),
