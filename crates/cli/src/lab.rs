@@ -29,7 +29,8 @@ pub(crate) mod state;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::PortState;
 use ipoib_runtime::control::ControlServer;
-use ipoib_runtime::ibsim_server::{IbsimEndpoint, IbsimServer, ServerConfig};
+use ipoib_runtime::control::View;
+use ipoib_runtime::ibsim_server::{IbsimEndpoint, IbsimServer, ServerConfig, ServerCounters};
 use ipoib_runtime::ipoib_port::SubnetHost;
 use ipoib_runtime::netns::{self, NetNs};
 use ipoib_runtime::realtime::control::ControlEndpoint;
@@ -37,9 +38,11 @@ use ipoib_runtime::realtime::{Config, Driver, Wake};
 use ipoib_runtime::tun::{
     link_local, LinkControl, LinkMirror, Restored, Tun, TunConfig, TunEndpoint, LINK_LOCAL_PREFIX,
 };
+use std::cell::{Cell, OnceCell};
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv6Addr};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant as Wall};
 
 /// How long every host has to come up (wall time).
@@ -267,24 +270,28 @@ fn start_opensm(
     programs: &opensm::Programs,
     driver: &mut Driver<Subnet>,
     partitions: Option<&str>,
-) -> Result<opensm::OpenSm, String> {
+) -> Result<(opensm::OpenSm, IbsimCounters), String> {
     let sockname = format!("ipoib-lab-{}", std::process::id());
     let mut cfg = ServerConfig::unix(&sockname);
     cfg.sm_hosts.clear();
     let server = IbsimServer::bind(cfg).map_err(|e| format!("ibsim server on {sockname}: {e}"))?;
+    // Why a client was refused (it learns no reason), as `ipoib ibsim-server` prints it.
+    let ep = IbsimEndpoint::new(server, Duration::from_secs(2))
+        .telling(Box::new(|line| note!("ipoib lab: ibsim server: {line}")));
+    let counters = ep.counters();
     driver
-        .add(Box::new(
-            IbsimEndpoint::new(server, Duration::from_secs(2))
-                // Why a client was refused (it learns no reason), as `ipoib ibsim-server`
-                // prints it.
-                .telling(Box::new(|line| note!("ipoib lab: ibsim server: {line}"))),
-        ))
+        .add(Box::new(ep))
         .map_err(|e| format!("epoll: {e}"))?;
     let net = driver.emulation();
     let host = net.topology().nodes()[net.host(0).topo_node].name.clone();
     let dir = state::dir().join("opensm");
-    opensm::OpenSm::start(programs, &state::dir(), &dir, &sockname, &host, partitions)
+    let osm = opensm::OpenSm::start(programs, &state::dir(), &dir, &sockname, &host, partitions)?;
+    Ok((osm, counters))
 }
+
+/// The ibsim server's counters of a lab run with `--sm opensm`, shown in `ipoib show counters`
+/// (section `ibsim`, as `ipoib fabric --ibsim` shows its own), once the server runs.
+type IbsimCounters = Rc<Cell<ServerCounters>>;
 
 /// Makes host `i`'s namespace with its `ib0`, down until the interface has carrier, with the
 /// interface's IPv6 link-local address `ll` (the kernel makes none of its own). The namespace's
@@ -508,11 +515,20 @@ fn up(a: &UpArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    // Each host's device counters in the counters view, as `ip -s link` shows a NIC's.
+    // Each host's device counters in the counters view, as `ip -s link` shows a NIC's; with
+    // OpenSM, the ibsim server's that serves it.
     let tuns = tun_counters.clone();
+    let ibsim: Rc<OnceCell<IbsimCounters>> = Rc::default();
+    let shown = Rc::clone(&ibsim);
     let served = ControlEndpoint::new(
         control,
-        Box::new(move |net, req| ipoib_runtime::show::from_lab(net, req, &tuns)),
+        Box::new(move |net, req| {
+            let mut a = ipoib_runtime::show::from_lab(net, req, &tuns)?;
+            if let Some(c) = shown.get().filter(|_| req.view == View::Counters) {
+                a.sections.push(c.get().section());
+            }
+            Ok(a)
+        }),
     );
     if let Err(e) = driver.add(Box::new(served)) {
         return fail(format!("epoll: {e}"));
@@ -524,9 +540,10 @@ fn up(a: &UpArgs) -> ExitCode {
     let mut osm = None;
     if let Some(programs) = &programs {
         match start_opensm(programs, &mut driver, partitions.as_deref()) {
-            Ok(o) => {
+            Ok((o, counters)) => {
                 lab.opensm = Some((o.pid(), state::start_time(o.pid()).unwrap_or(0)));
                 osm = Some(o);
+                let _ = ibsim.set(counters);
             }
             Err(e) => return fail(e),
         }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{ipoib, leftovers, serial, skip_reason, Lab, BIN, LAB_STATE};
+use common::{ipoib, leftovers, serial, show_json, skip_reason, Lab, BIN, LAB_STATE};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -92,6 +92,19 @@ fn opensm_lab_pings_both_families_and_leaves_nothing() {
             assert!(out.contains("2 received") && out.contains(addr), "{out}");
         }
     }
+
+    // The ibsim server that serves OpenSM shows its counters with the lab's (section `ibsim`,
+    // as `ipoib fabric --ibsim`): OpenSM's client connected, its MADs went in and out. Before,
+    // the lab showed none of them.
+    let rows = show_json(&["show", "counters"]);
+    let ibsim = rows
+        .iter()
+        .find(|r| r["section"] == "ibsim")
+        .unwrap_or_else(|| panic!("no section ibsim in {rows:#?}"));
+    let c = &ibsim["counters"];
+    assert!(c["connects"].as_u64() >= Some(1), "{ibsim:#}");
+    assert!(c["mads_in"].as_u64() > Some(0), "{ibsim:#}");
+    assert_eq!(c["undelivered"].as_u64(), Some(0), "{ibsim:#}");
 
     // OpenSM dies while the lab is up: the lab says so, and the hosts still reach each other
     // through the tables OpenSM wrote.
