@@ -393,6 +393,8 @@ impl App for SmApp {
             }
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
                 sa.set_subnet(model);
+                // A port the sweep no longer found leaves its groups (OpenSM's drop manager).
+                sa.drop_ports_gone(now);
             }
             if self.sm.is_some() {
                 for (&mlid, lids) in &self.members {

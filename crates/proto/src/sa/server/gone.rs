@@ -13,6 +13,7 @@ use crate::time::Instant;
 use ipoib_wire::mad::NoticeRepr;
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::{Gid, Guid};
+use std::collections::BTreeSet;
 
 impl SaServer {
     /// Takes the `drop` bits off `port_gid`'s JoinState `held` in group `mgid` (OpenSM
@@ -90,5 +91,23 @@ impl SaServer {
         // Its alias GUIDs go with it (`alias_guids.rs`).
         self.aliases.forget(Guid(port_gid.interface_id()));
         groups.len()
+    }
+
+    /// Every member port the subnet model no longer has ([`SaServer::set_subnet`]: a sweep did
+    /// not find it) leaves its groups ([`SaServer::drop_port`]), as OpenSM's drop manager
+    /// removes each port its sweep no longer finds (module docs). Returns how many ports left.
+    pub fn drop_ports_gone(&mut self, now: Instant) -> usize {
+        let gone: BTreeSet<Gid> = self
+            .mc
+            .by_mgid
+            .values()
+            .flat_map(|g| g.members.keys())
+            .filter(|gid| self.port_index_by_gid(gid).is_none())
+            .copied()
+            .collect();
+        for gid in &gone {
+            self.drop_port(now, gid);
+        }
+        gone.len()
     }
 }

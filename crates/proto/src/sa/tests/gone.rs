@@ -58,3 +58,33 @@ fn a_dropped_port_leaves_every_group_and_a_group_without_full_members_goes() {
     // Nothing left to drop.
     assert_eq!(net.sa.drop_port(now, &gid_of(3)), 0);
 }
+
+/// A sweep that no longer finds a port ([`SaServer::set_subnet`] without it) makes it leave its
+/// groups when the SM asks ([`SaServer::drop_ports_gone`]), as OpenSM's drop manager does after
+/// each sweep; the ports still there keep theirs. Before, only the UDP fabric dropped a port (on
+/// a host's detach): a host whose cable was pulled stayed a member of every group.
+#[test]
+fn ports_a_sweep_no_longer_finds_leave_their_groups() {
+    let mut net = Net::default(4);
+    let full = JoinState::FULL_MEMBER;
+    for lid in [2, 3] {
+        assert!(net
+            .ask(
+                lid,
+                join(join_rec(bcast(), gid_of(lid), full), mcr_mask::JOIN)
+            )
+            .is_ok());
+    }
+    let now = net.now;
+    assert_eq!(
+        net.sa.drop_ports_gone(now),
+        0,
+        "every member is in the model"
+    );
+    let mut model = default_model(4);
+    model.ports.retain(|p| p.lid != 3);
+    net.sa.set_subnet(model);
+    assert_eq!(net.sa.drop_ports_gone(now), 1);
+    assert_eq!(net.sa.member_join_state(&bcast(), &gid_of(3)), None);
+    assert_eq!(net.sa.member_join_state(&bcast(), &gid_of(2)), Some(full));
+}
