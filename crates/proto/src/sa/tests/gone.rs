@@ -5,19 +5,20 @@ use super::*;
 use ipoib_wire::mad::{InformInfoRepr, Method};
 use ipoib_wire::sa::SaAttribute;
 
+/// Ports `lids` join the broadcast group as full members.
+fn join_broadcast(net: &mut Net, lids: &[u16]) {
+    for &lid in lids {
+        let r = join_rec(bcast(), gid_of(lid), JoinState::FULL_MEMBER);
+        assert!(net.ask(lid, join(r, mcr_mask::JOIN)).is_ok());
+    }
+}
+
 #[test]
 fn a_dropped_port_leaves_every_group_and_a_group_without_full_members_goes() {
     let mut net = Net::default(4);
     let full = JoinState::FULL_MEMBER;
     let other = mgid("ff12:401b:ffff::1234");
-    for lid in [2, 3] {
-        assert!(net
-            .ask(
-                lid,
-                join(join_rec(bcast(), gid_of(lid), full), mcr_mask::JOIN)
-            )
-            .is_ok());
-    }
+    join_broadcast(&mut net, &[2, 3]);
     // Port 3 alone makes a group of its own.
     let mut r = join_rec(other, gid_of(3), full);
     r.qkey = ipoib_wire::QKey(0x0b1b);
@@ -67,14 +68,7 @@ fn a_dropped_port_leaves_every_group_and_a_group_without_full_members_goes() {
 fn ports_a_sweep_no_longer_finds_leave_their_groups() {
     let mut net = Net::default(4);
     let full = JoinState::FULL_MEMBER;
-    for lid in [2, 3] {
-        assert!(net
-            .ask(
-                lid,
-                join(join_rec(bcast(), gid_of(lid), full), mcr_mask::JOIN)
-            )
-            .is_ok());
-    }
+    join_broadcast(&mut net, &[2, 3]);
     let now = net.now;
     assert_eq!(
         net.sa.drop_ports_gone(now),
