@@ -8,6 +8,7 @@ mod gone;
 mod limits;
 mod mcast;
 mod mft_records;
+mod notices;
 mod opensm;
 mod path;
 mod qos_records;

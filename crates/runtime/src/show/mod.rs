@@ -558,7 +558,8 @@ pub fn sm_section(smp: &SmpSm, app: &SmStats) -> CounterSection {
 /// Our SA's counters as the process's section `sa`: `requests`, the MADs it dropped by reason
 /// (`dropped_<reason>`, the SA's reason in snake case ([`counter_name`]), e.g.
 /// `dropped_method_unsupported`, `dropped_sm_key_neither_0_nor_the_sas`,
-/// `dropped_requester_lid_unknown`), `reports_sent` and `reports_lost` (InformInfo notices), its
+/// `dropped_requester_lid_unknown`), `reports_sent`, `reports_lost` and `reports_refused`
+/// (InformInfo notices; refused: to a subscriber that may not reach the trap's source), its
 /// RMPP transfers (`rmpp_started`, `rmpp_done`, `rmpp_failed`, `rmpp_refused`: GetTables past its
 /// bound of open transfers), `no_mlid` (groups refused for want of an MLID), `informs_refused` and
 /// `services_refused` (new InformInfo subscriptions and ServiceRecords past their bounds).
@@ -578,6 +579,7 @@ pub fn sa_section(s: &SaStats) -> CounterSection {
     }
     c.push("reports_sent", s.reports_sent)
         .push("reports_lost", s.reports_lost)
+        .push("reports_refused", s.reports_refused)
         .push("rmpp_started", s.rmpp_started)
         .push("rmpp_done", s.rmpp_done)
         .push("rmpp_failed", s.rmpp_failed)

@@ -392,9 +392,9 @@ impl App for SmApp {
                 }
             }
             if let Some(sa) = ctx.agents.get_mut::<SaServer>(self.sa) {
-                sa.set_subnet(model);
-                // A port the sweep no longer found leaves its groups (OpenSM's drop manager).
-                sa.drop_ports_gone(now);
+                // A port the sweep no longer found leaves its groups (OpenSM's drop manager);
+                // subscribers hear of ports out of and into service (traps 65 and 64).
+                sa.new_sweep(now, model);
             }
             if self.sm.is_some() {
                 for (&mlid, lids) in &self.members {

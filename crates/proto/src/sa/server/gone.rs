@@ -5,17 +5,67 @@
 //! no longer finds (`osm_drop_mgr.c` `drop_mgr_remove_port` -> `osm_port_delete` ->
 //! `osm_mgrp_delete_port`): the groups' trees shrink, and a group left without full members goes
 //! (unless well known), with trap 67 to its subscribers, as after a Leave.
+//!
+//! After each sweep ([`SaServer::new_sweep`]) the SM tells its subscribers which end ports left
+//! the subnet (trap 65, GID out of service) and which came (trap 64, GID in service), IBA 1
+//! §14.2.5.1 Table 130, as OpenSM does (`osm_drop_mgr.c` `drop_mgr_remove_port`, trap 65 before
+//! the port is deleted, "C14-72.1.2"; `osm_state_mgr.c` `state_mgr_report_new_ports`, trap 64 for
+//! each port found while the SM is master, "C14-72.1.1"). The first model has no trap 64: OpenSM
+//! marks no port new in the sweep that makes it master (`osm_node_info_rcv.c`).
 
 use super::mcast::is_full;
 use super::SaServer;
 use crate::sa::SaEvent;
+use crate::subnet::SubnetModel;
 use crate::time::Instant;
 use ipoib_wire::mad::NoticeRepr;
 use ipoib_wire::sa::JoinState;
 use ipoib_wire::{Gid, Guid};
 use std::collections::BTreeSet;
 
+/// The end ports a model has in service, by GUID: CA ports and switches' port 0 given a LID.
+fn in_service(model: &SubnetModel) -> BTreeSet<u64> {
+    let cas = model
+        .ports
+        .iter()
+        .filter(|p| p.lid != 0)
+        .map(|p| p.port_guid.0);
+    let switches = model
+        .switches
+        .iter()
+        .filter(|s| s.lid != 0)
+        .map(|s| s.guid.0);
+    cas.chain(switches).collect()
+}
+
 impl SaServer {
+    /// A sweep's new subnet model: trap 65 for each end port it no longer has in service (told
+    /// while the old model still has the port, for the subscribers' access check), the model
+    /// replaced ([`SaServer::set_subnet`]), every member port gone leaves its groups
+    /// ([`SaServer::drop_ports_gone`]), then trap 64 for each end port new to it (none after the
+    /// first model; module docs). Returns the ports out of and into service.
+    pub fn new_sweep(&mut self, now: Instant, model: SubnetModel) -> (usize, usize) {
+        let before = in_service(self.subnet());
+        let after = in_service(&model);
+        let prefix = self.subnet().subnet_prefix;
+        for &guid in before.difference(&after) {
+            let gid = Gid::new(prefix, guid);
+            self.send_gid_trap(now, NoticeRepr::TRAP_GID_OUT_OF_SERVICE, gid);
+        }
+        self.set_subnet(model);
+        self.drop_ports_gone(now);
+        let came: Vec<u64> = if before.is_empty() {
+            Vec::new()
+        } else {
+            after.difference(&before).copied().collect()
+        };
+        let prefix = self.subnet().subnet_prefix;
+        for &guid in &came {
+            self.send_gid_trap(now, NoticeRepr::TRAP_GID_IN_SERVICE, Gid::new(prefix, guid));
+        }
+        (before.difference(&after).count(), came.len())
+    }
+
     /// Takes the `drop` bits off `port_gid`'s JoinState `held` in group `mgid` (OpenSM
     /// `osm_mgrp_remove_port`: the port keeps what is left only if that holds a full bit or the
     /// group has full members besides it; otherwise it goes, and the JoinState it keeps is 0,

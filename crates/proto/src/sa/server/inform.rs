@@ -90,6 +90,13 @@ impl Informs {
     }
 }
 
+/// What [`SaServer::report_access`] allows for one subscriber.
+enum Access {
+    Send,
+    Skip,
+    Remove,
+}
+
 fn same_subscription(a: &Subscription, b: &Subscription) -> bool {
     let (x, y) = (&a.info, &b.info);
     a.to.lid == b.to.lid
@@ -226,17 +233,67 @@ impl SaServer {
         })
     }
 
+    /// Whether a report of trap `trap` naming `gid` may go to subscriber `s` (IBA 1 o13-17.1.1;
+    /// OpenSM `osm_inform.c` `is_access_permitted`): its port must be one of the subnet's; for
+    /// traps 66/67 it must hold the group's P_Key; for the others it must share a P_Key with the
+    /// port the trap names, and a subscription by LID range that does not is removed (o13-17.1.2).
+    fn report_access(&self, s: &Subscription, trap: u16, gid: Gid) -> Access {
+        let Some(dest) = self
+            .endport_index_by_lid(s.to.lid)
+            .and_then(|i| self.endport(i))
+        else {
+            return Access::Skip;
+        };
+        let ok = if trap == NoticeRepr::TRAP_MCAST_GROUP_CREATED
+            || trap == NoticeRepr::TRAP_MCAST_GROUP_DELETED
+        {
+            self.mc
+                .by_mgid
+                .get(&gid)
+                .is_some_and(|g| dest.pkeys.iter().any(|k| k.base() == g.rec.pkey.base()))
+        } else {
+            let shared = self
+                .endport_index_by_guid(gid.interface_id())
+                .and_then(|i| self.endport(i))
+                .is_some_and(|src| share_pkey(src, dest));
+            if !shared && s.info.lid_range_begin != InformInfoRepr::ALL_16 {
+                return Access::Remove;
+            }
+            shared
+        };
+        if ok {
+            Access::Send
+        } else {
+            Access::Skip
+        }
+    }
+
     /// Sends trap 66 or 67 for `mgid` to every matching subscriber (OpenSM `mgrp_send_notice`).
     pub(super) fn send_mcast_trap(&mut self, now: Instant, trap: u16, mgid: Gid) {
+        self.send_gid_trap(now, trap, mgid);
+    }
+
+    /// Sends the SM's trap `trap` (64-67) naming `gid` (IBA 1 §14.2.5.1: DataDetails carries the
+    /// GID, the issuer is the SM) to every subscriber it matches ([`matches`]) and may reach
+    /// ([`SaServer::report_access`]); a subscription by LID range to a source it may no longer
+    /// reach goes (IBA 1 o13-17.1.2).
+    pub(super) fn send_gid_trap(&mut self, now: Instant, trap: u16, gid: Gid) {
         let sm_lid = self.model().sm_lid;
-        let notice = NoticeRepr::gid_trap(trap, mgid, sm_lid, self.sm_gid());
-        let targets: Vec<MadAddr> = self
-            .informs
-            .subs
-            .iter()
-            .filter(|s| matches(&s.info, &notice))
-            .map(|s| s.to)
+        let notice = NoticeRepr::gid_trap(trap, gid, sm_lid, self.sm_gid());
+        let verdicts: Vec<(usize, Access)> = (self.informs.subs.iter().enumerate())
+            .filter(|(_, s)| matches(&s.info, &notice))
+            .map(|(i, s)| (i, self.report_access(s, trap, gid)))
             .collect();
+        let targets: Vec<MadAddr> = (verdicts.iter())
+            .filter(|(_, a)| matches!(a, Access::Send))
+            .map(|&(i, _)| self.informs.subs[i].to)
+            .collect();
+        self.stats_mut().reports_refused += (verdicts.len() - targets.len()) as u64;
+        for (i, a) in verdicts.iter().rev() {
+            if matches!(a, Access::Remove) {
+                self.informs.subs.remove(*i);
+            }
+        }
         for to in targets {
             let tid = self.informs.next_tid;
             self.informs.next_tid = self.informs.next_tid.wrapping_add(1);

@@ -150,6 +150,10 @@ pub struct SaStats {
     pub reports_sent: u64,
     /// Reports given up on (no ReportResp).
     pub reports_lost: u64,
+    /// Reports not sent to a matching subscriber that may not reach the trap's source (IBA 1
+    /// o13-17.1.1: its port is not the subnet's, lacks the group's P_Key, or shares none with
+    /// the port the trap names).
+    pub reports_refused: u64,
     /// RMPP transfers started / completed / failed.
     pub rmpp_started: u64,
     /// RMPP transfers completed.
