@@ -34,7 +34,8 @@ enum Sub {
     ///
     /// The server runs the Annex A11 checks in order: major version (ARI code 0x01), minor
     /// version (0x02), IP version (0x03), the IPv4 padding of the source (0x04) and destination
-    /// (0x05), and the destination against the local addresses (0x06). It serves major version
+    /// (0x05), a source that is not a unicast address (0x00, Unspecified), and the destination
+    /// against the local addresses (0x06). It serves major version
     /// 0, minor version 0, IPv4 and IPv6; a listener on the service's port bound to the
     /// destination or a wildcard address is assumed. Exit status: 0 for either verdict; 2 when the
     /// input is not a REQ of the service (bad hex, private data shorter than the 36-byte header

@@ -18,9 +18,9 @@ use ipoib_wire::private_data::service_id::{
     ip_cm_service_id, iwarp_service_id, rdma_cm_service_id,
 };
 use ipoib_wire::private_data::{
-    classify_with_data, v4_padding, FlowControl, Hello, HelloReplyRepr, HelloRepr, IpCmAriCode,
-    IpCmReject, IpCmServerPolicy, IpPair, IwarpMid, RdmaPortSpace, ServiceKind, SuggestedValue,
-    V4Padding,
+    classify_with_data, unicast_source, v4_padding, FlowControl, Hello, HelloReplyRepr, HelloRepr,
+    IpCmAriCode, IpCmReject, IpCmServerPolicy, IpPair, IwarpMid, RdmaPortSpace, ServiceKind,
+    SuggestedValue, V4Padding,
 };
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -187,6 +187,8 @@ enum Refusal {
     SourceAddress,
     /// An IPv4 destination address badly padded.
     DestinationAddress,
+    /// A source that is not a unicast address (`unicast_source`, as the Annex A11 server).
+    NotUnicastSource(IpAddr),
     /// The destination is not ours, or no listener of the port takes it.
     UnknownAddress(IpAddr),
     /// [`IwarpStream::server`] refused (FlowC, LocalRcvSz, our settings in that mode).
@@ -214,9 +216,10 @@ impl Refusal {
             Refusal::SourceAddress => IpCmReject::new(IpCmAriCode::SourceIpAddress),
             Refusal::DestinationAddress => IpCmReject::new(IpCmAriCode::DestinationIpAddress),
             Refusal::UnknownAddress(_) => IpCmReject::new(IpCmAriCode::UnknownIpAddress),
-            Refusal::NotRc(_) | Refusal::NotHello | Refusal::Handshake(_) => {
-                IpCmReject::new(IpCmAriCode::Unspecified)
-            }
+            Refusal::NotRc(_)
+            | Refusal::NotHello
+            | Refusal::NotUnicastSource(_)
+            | Refusal::Handshake(_) => IpCmReject::new(IpCmAriCode::Unspecified),
         }
     }
 
@@ -229,6 +232,7 @@ impl Refusal {
             Refusal::IpVersion(_) => "iwarp: IP version",
             Refusal::SourceAddress => "iwarp: source address",
             Refusal::DestinationAddress => "iwarp: destination address",
+            Refusal::NotUnicastSource(_) => "iwarp: source not unicast",
             Refusal::UnknownAddress(_) => "iwarp: unknown destination",
             Refusal::Handshake(e) => handshake_counter(true, e),
         }
@@ -243,6 +247,7 @@ impl Refusal {
             Refusal::IpVersion(v) => format!("IP version {v} not supported"),
             Refusal::SourceAddress => "IPv4 source address badly padded".to_string(),
             Refusal::DestinationAddress => "IPv4 destination address badly padded".to_string(),
+            Refusal::NotUnicastSource(a) => format!("source {a} is not a unicast address"),
             Refusal::UnknownAddress(a) => format!("no listener for {a}"),
             Refusal::Handshake(e) => e.to_string(),
         };
@@ -299,7 +304,10 @@ fn check_hello(
         }
     }
     let hello = HelloRepr::parse(data).map_err(|_| Refusal::NotHello)?;
-    let (_, dst) = ends(hello.addrs);
+    let (src, dst) = ends(hello.addrs);
+    if !unicast_source(src) {
+        return Err(Refusal::NotUnicastSource(src));
+    }
     if !local_addrs.is_empty() && !local_addrs.contains(&dst) {
         return Err(Refusal::UnknownAddress(dst));
     }

@@ -61,7 +61,9 @@
 //!   [`ipoib_wire::private_data::verify_req_private_data`] (versions first, CA11-11) against its
 //!   local addresses before its consumer hears of it (CA11-7); a refusal is REJ "Consumer Reject"
 //!   (28) with the Table 4 ARI (layer 0x00, Table 5 code in byte 1, suggested value; oA11-1,
-//!   CA11-9, CA11-10, oA11-2). A REQ whose destination no listener is bound to gets code 0x06.
+//!   CA11-9, CA11-10, oA11-2). A REQ whose destination no listener is bound to gets code 0x06,
+//!   one whose source is not a unicast address code 0x00 (Unspecified, "for security or any
+//!   other reason", §A11.7; Linux refuses those IPv4 sources too, docs/DEPLOYED.md).
 //! - A consumer's own [`IpCm::reject`] is REJ 28 with ARI layer 0x01 (RDMA-aware ULP, Table 3)
 //!   and the consumer's private data. Linux's `rdma_reject` sends no ARI at all
 //!   (docs/DEPLOYED.md "Linux rdma_cm").
@@ -119,13 +121,15 @@
 //! The server checks a Hello before its consumer hears of it, in the order Annex A11 CA11-11 sets
 //! for its header (versions first): an RC REQ; a Hello (64 bytes, MID 0); MajVer
 //! ([`crate::iwarp::MAJOR_VERSION`]); IPVer (as [`IpCmConfig::policy`] allows); IPv4 padding (as
-//! CA11-5); the destination ours and taken by a listener of the port (as Table 5 code 0x06); then
+//! CA11-5); a unicast source (as the Annex A11 server); the destination ours and taken by a
+//! listener of the port (as Table 5 code 0x06); then
 //! [`crate::iwarp::IwarpStream::server`] (FlowC, LocalRcvSz, our settings in that mode). A refusal
 //! is REJ 28 "Consumer Reject". The iWarp mapping defines no REJ contents, so the ARI takes Annex
 //! A11's Table 4 form, layer 0x00 (the same service refusing the same fields): MajorVersion
 //! suggesting ours, IPV suggesting one we take, Source or Destination IP Address, 0x06; and
-//! Unspecified for what only the Hello has. The REJ's private data gives the reason in ASCII
-//! (`iWarp Hello refused: FlowC 5 is reserved`), and [`IpCm::counters`] counts it.
+//! Unspecified for a source that is not unicast and for what only the Hello has. The REJ's
+//! private data gives the reason in ASCII (`iWarp Hello refused: FlowC 5 is reserved`), and
+//! [`IpCm::counters`] counts it.
 //!
 //! A REQ on an iWarp service ID that belongs to another service, told by
 //! [`ipoib_wire::private_data::classify_with_data`] (Linux rdma_cm's IPOIB port space shares

@@ -31,7 +31,7 @@ pub use iwarp::{FlowControl, Hello, HelloReply, HelloReplyRepr, HelloRepr, Iwarp
 pub use service_id::{classify, classify_with_data, IpoibCmSidForm, RdmaPortSpace, ServiceKind};
 
 use crate::describe::{Describer, Value};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A source and destination IP address of one family, as carried by the Annex A11 header and the
 /// iWarp Hello: both addresses share one IP-version field, so mixed families cannot be expressed.
@@ -110,6 +110,21 @@ impl IpPair {
     }
 }
 
+/// True when `ip` can be the source of a connection: a unicast address. Linux rdma_cm refuses a
+/// REQ whose Annex A11 header names an IPv4 source in 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or
+/// 255.255.255.255 (`validate_ipv4_net_dev` in `drivers/infiniband/core/cma.c`, called for every
+/// REQ through `cma_get_net_dev`; docs/DEPLOYED.md "Linux rdma_cm"). For IPv6 we refuse the
+/// unspecified address, loopback and multicast: none names a remote interface (RFC 4291 §2.5.2,
+/// §2.5.3, §2.7), though Linux makes no such test of an IPv6 source.
+pub fn unicast_source(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            !(a.octets()[0] == 0 || a.is_loopback() || a.is_multicast() || a.is_broadcast())
+        }
+        IpAddr::V6(a) => !(a.is_unspecified() || a.is_loopback() || a.is_multicast()),
+    }
+}
+
 /// How the upper 96 bits of an IPv4 address field are filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum V4Padding {
@@ -165,6 +180,33 @@ mod tests {
         assert_eq!(v4_padding(&f), V4Padding::Mapped);
         f[0] = 1;
         assert_eq!(v4_padding(&f), V4Padding::Invalid);
+    }
+
+    #[test]
+    fn unicast_sources() {
+        // Linux `validate_ipv4_net_dev`: zeronet, loopback, multicast, limited broadcast.
+        for a in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "127.0.0.1",
+            "224.0.0.1",
+            "239.1.1.1",
+            "255.255.255.255",
+        ] {
+            assert!(!unicast_source(a.parse().unwrap()), "{a}");
+        }
+        for a in ["::", "::1", "ff02::1"] {
+            assert!(!unicast_source(a.parse().unwrap()), "{a}");
+        }
+        for a in [
+            "10.0.0.1",
+            "1.0.0.0",
+            "192.168.255.255",
+            "fe80::1",
+            "fd00::2",
+        ] {
+            assert!(unicast_source(a.parse().unwrap()), "{a}");
+        }
     }
 
     #[test]

@@ -487,3 +487,33 @@ fn a11_7_consumer_reject_names_the_ulp_layer_and_carries_private_data() {
         w.finish();
     }
 }
+
+// Annex A11 §A11.7: a server may refuse "for security or any other reason" with code 0x00
+// (Unspecified). Ours does so for a source address no interface can have, as Linux refuses such
+// IPv4 sources (docs/DEPLOYED.md "Linux rdma_cm"); its consumer never hears of the REQ.
+#[test]
+fn a11_7_source_that_is_not_unicast_refused_with_unspecified() {
+    type Mangler = fn(&mut Vec<u8>);
+    let v4: [Mangler; 4] = [
+        |pd| pd[16..20].fill(0),
+        |pd| pd[16] = 127,
+        |pd| pd[16] = 239,
+        |pd| pd[16..20].fill(0xff),
+    ];
+    let v6: [Mangler; 3] = [
+        |pd| pd[4..20].fill(0),
+        |pd| pd[4] = 0xff,
+        |pd| {
+            pd[4..20].fill(0);
+            pd[19] = 1;
+        },
+    ];
+    let cases = v4
+        .iter()
+        .map(|m| (false, m))
+        .chain(v6.iter().map(|m| (true, m)));
+    for (seed, (v6, m)) in (40..).zip(cases) {
+        let w = mangled(seed, v6, *m);
+        refused_with(w, IpCmAriCode::Unspecified, &[]);
+    }
+}

@@ -114,6 +114,23 @@ fn iw1_iw6_bad_hello_rejected_with_rej_28_and_reason() {
         "iWarp Hello refused: IPv4 source",
         "iwarp: source address",
     );
+    // A source no interface has (as Annex A11's server, Linux `validate_ipv4_net_dev`): code 0x00.
+    let w = mangled_hello(false, FlowControl::Ulp, |pd| pd[44] = 224);
+    refused(
+        w,
+        Unspecified,
+        &[],
+        "iWarp Hello refused: source 224.0.0.1 is not a unicast address",
+        "iwarp: source not unicast",
+    );
+    let w = mangled_hello(true, FlowControl::Ulp, |pd| pd[32..48].fill(0));
+    refused(
+        w,
+        Unspecified,
+        &[],
+        "iWarp Hello refused: source :: is not a unicast address",
+        "iwarp: source not unicast",
+    );
     // iWarp emulation runs on RC (§II): our client asks for RC whatever the service's default,
     // and a UC REQ (built here from the RC one and handed to B's service) is refused.
     let mut w = World::new(63);

@@ -241,6 +241,40 @@ fn verify_addresses() {
     assert_eq!(e, IpCmReject::new(IpCmAriCode::UnknownIpAddress));
 }
 
+#[test]
+fn verify_source_must_be_unicast() {
+    // Annex A11 §A11.7: a refusal for "any other reason" is Unspecified. A source no interface can
+    // have (Linux `validate_ipv4_net_dev` refuses these IPv4 sources too) is refused so, after the
+    // version and format checks and before the destination's.
+    for src in [
+        [0, 0, 0, 0],
+        [127, 0, 0, 1],
+        [224, 0, 0, 1],
+        [255, 255, 255, 255],
+    ] {
+        let mut b = linux_v4_bytes();
+        b[16..20].copy_from_slice(&src);
+        assert_eq!(verify(&b), Err(IpCmReject::new(IpCmAriCode::Unspecified)));
+        b[0] = 0x10;
+        assert_eq!(verify(&b).unwrap_err().code, IpCmAriCode::MajorVersion);
+    }
+    let ours = [IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2))];
+    for src in [
+        Ipv6Addr::UNSPECIFIED,
+        Ipv6Addr::LOCALHOST,
+        "ff02::1".parse().unwrap(),
+    ] {
+        let mut b = [0u8; 36];
+        b[1] = 0x60;
+        b[4..20].copy_from_slice(&src.octets());
+        b[20..36].copy_from_slice(&Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2).octets());
+        let e = verify_req_private_data(&b, &IpCmServerPolicy::default(), &ours);
+        assert_eq!(e, Err(IpCmReject::new(IpCmAriCode::Unspecified)), "{src}");
+        b[4..20].copy_from_slice(&Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1).octets());
+        assert!(verify_req_private_data(&b, &IpCmServerPolicy::default(), &ours).is_ok());
+    }
+}
+
 // --- REJ ARI (Annex A11 §A11.7) ---
 
 #[test]

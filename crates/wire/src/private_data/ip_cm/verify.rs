@@ -4,7 +4,7 @@
 
 use super::rej::{IpCmAriCode, IpCmReject, SuggestedValue};
 use super::{IpCmReq, IpCmReqRepr, HEADER_LEN, MAJOR_VERSION, MINOR_VERSION};
-use crate::private_data::{v4_padding, IpPair, V4Padding};
+use crate::private_data::{unicast_source, v4_padding, IpPair, V4Padding};
 use std::net::IpAddr;
 
 /// What a server supports, for [`verify_req_private_data`].
@@ -46,7 +46,10 @@ impl Default for IpCmServerPolicy {
 /// 4. IPV is supported, else `Ipv` suggesting a supported one, 4 first (CA11-4).
 /// 5. For IPv4, Source IP Address(127-32) is zero, else `SourceIpAddress` (CA11-5).
 /// 6. Likewise for the destination, else `DestinationIpAddress` (CA11-5).
-/// 7. The destination is one of `local_addrs`, else `UnknownIpAddress` (Table 5 code 0x06). An empty
+/// 7. The source is a unicast address ([`unicast_source`]), else `Unspecified`: Linux refuses such
+///    a REQ too, and no Table 5 code fits (the address has the IP version's format); §A11.7 lets
+///    a server refuse "for security or any other reason" with the unspecified code.
+/// 8. The destination is one of `local_addrs`, else `UnknownIpAddress` (Table 5 code 0x06). An empty
 ///    `local_addrs` skips this check.
 ///
 /// Res is ignored (§A11.4.4). A server that does not run the IP CM service at all answers REJ
@@ -107,10 +110,13 @@ pub fn verify_req_private_data<'a>(
     }
     let addrs = IpPair::read(ipv, p.source_ip_field(), p.destination_ip_field())
         .map_err(|_| IpCmReject::new(IpCmAriCode::Unspecified))?;
-    let dst = match addrs {
-        IpPair::V4 { dst, .. } => IpAddr::V4(dst),
-        IpPair::V6 { dst, .. } => IpAddr::V6(dst),
+    let (src, dst) = match addrs {
+        IpPair::V4 { src, dst } => (IpAddr::V4(src), IpAddr::V4(dst)),
+        IpPair::V6 { src, dst } => (IpAddr::V6(src), IpAddr::V6(dst)),
     };
+    if !unicast_source(src) {
+        return Err(IpCmReject::new(IpCmAriCode::Unspecified));
+    }
     if !local_addrs.is_empty() && !local_addrs.contains(&dst) {
         return Err(IpCmReject::new(IpCmAriCode::UnknownIpAddress));
     }
