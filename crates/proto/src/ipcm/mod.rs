@@ -29,7 +29,9 @@
 //! destroyed). Several users share one host's CM with [`crate::cm::Cm::poll_event_where`]:
 //! `cm.poll_event_where(|e| ipcm.owns(e))`. The host calls [`IpCm::handle_timeout`] when
 //! [`IpCm::poll_timeout`] is due (address and route resolution give up then), and tells the agent
-//! its IP addresses ([`IpCmConfig::local_addrs`], [`IpCm::set_local_addrs`]) as they change.
+//! its IP addresses ([`IpCmConfig::local_addrs`], [`IpCm::set_local_addrs`]) as they change. The
+//! host may stop working on a question at the resolution timeout after it was asked: a question
+//! that connections with later deadlines still wait on is asked again when its asker gives up.
 //!
 //! A host's loop, in outline (the tests' `Host::run` is a complete one):
 //!
@@ -400,13 +402,16 @@ impl IpCm {
     }
 
     /// Address or route resolutions the host did not answer in time fail (tolerates early and
-    /// repeated calls).
+    /// repeated calls). A question another connection still waits on is asked again
+    /// ([`IpCm::ask_again`]).
     pub fn handle_timeout(&mut self, now: Instant) {
+        let mut given_up = Vec::new();
         while let Some(&(t, id)) = self.deadlines.iter().next() {
             if t > now {
                 break;
             }
             self.deadlines.remove(&(t, id));
+            let q = self.question_of(id);
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -416,6 +421,39 @@ impl IpCm {
                 Phase::Routing(_) => self.fail_early(id, IpCmEvent::RouteError { conn: id }),
                 _ => {}
             }
+            if let Some(q) = q.filter(|q| !given_up.contains(q)) {
+                given_up.push(q);
+            }
+        }
+        for q in given_up {
+            self.ask_again(q);
+        }
+    }
+
+    /// The question connection `id` waits on: [`IpCmCommand::Resolve`] or
+    /// [`IpCmCommand::PathQuery`].
+    fn question_of(&self, id: IpConnId) -> Option<IpCmCommand> {
+        let c = self.conns.get(&id)?;
+        match c.phase {
+            Phase::Resolving => Some(IpCmCommand::Resolve { ip: c.remote.ip() }),
+            Phase::Routing(dgid) => Some(IpCmCommand::PathQuery { dgid }),
+            _ => None,
+        }
+    }
+
+    /// Asks `q` again when a connection still waits on it. Connections share a question (one
+    /// per address, one per GID), and a host may keep a question only as long as the connection
+    /// that made it may wait (fabric `node/ipcm/` stops asking its interface at that
+    /// connection's deadline); when that connection gives up, those that joined later, whose
+    /// deadlines are later, would otherwise wait for an answer nobody looks for any more.
+    fn ask_again(&mut self, q: IpCmCommand) {
+        let waiting = self.conns.values().any(|c| match (&q, c.phase) {
+            (IpCmCommand::Resolve { ip }, Phase::Resolving) => c.remote.ip() == *ip,
+            (IpCmCommand::PathQuery { dgid }, Phase::Routing(g)) => g == *dgid,
+            _ => false,
+        });
+        if waiting {
+            self.commands.push_back(q);
         }
     }
 
@@ -510,7 +548,11 @@ impl IpCm {
         let c = self.conns.get_mut(&conn).ok_or(IpCmError::Unknown)?;
         match (c.phase, c.cm) {
             (Phase::Resolving | Phase::Routing(_), _) => {
+                let q = self.question_of(conn);
                 self.forget(conn);
+                if let Some(q) = q {
+                    self.ask_again(q);
+                }
                 Ok(())
             }
             (Phase::Starting(_), _) => {

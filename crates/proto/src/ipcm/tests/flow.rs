@@ -89,6 +89,61 @@ fn address_error_when_the_address_does_not_resolve() {
     }
 }
 
+// Connections to one address share its question (Resolve, then PathQuery for its GID). When the
+// connection that asked gives up (its deadline, or its consumer's disconnect), the question is
+// asked again for those still waiting: their deadlines are later, and a host may stop asking at
+// the first one's (fabric `node/ipcm/` does). Here the host answers only questions asked after
+// the first connection is gone; the second connection still comes up.
+#[test]
+fn a_shared_question_is_asked_again_when_its_asker_gives_up() {
+    for (seed, route, by_disconnect) in [(46, false, false), (47, true, false), (48, false, true)] {
+        let mut w = World::new(seed);
+        w.listen_b(TCP, b_ip(false), PORT);
+        w.a.answer_resolve = route;
+        w.a.answer_path = !route;
+        if route {
+            w.a.paths.clear();
+        }
+        let dst = SocketAddr::new(b_ip(false), PORT);
+        let c1 = w.connect_a(TCP, dst, b"");
+        w.settle_now();
+        w.now += Duration::from_secs(1);
+        let c2 = w.connect_a(TCP, dst, b"");
+        w.settle_now();
+        let asked = |w: &World| {
+            w.a.commands
+                .iter()
+                .filter(|c| match c {
+                    IpCmCommand::Resolve { .. } => !route,
+                    IpCmCommand::PathQuery { .. } => route,
+                    _ => false,
+                })
+                .count()
+        };
+        assert_eq!(asked(&w), 1, "one question for both");
+        // From now on the host answers what it is asked.
+        w.a.answer_resolve = true;
+        w.a.answer_path = true;
+        w.a.paths.insert(gid(B_LID), path(A_LID, B_LID));
+        if by_disconnect {
+            w.a.ipcm.disconnect(c1).unwrap();
+            w.settle_now();
+        } else {
+            w.drive(Duration::from_millis(1500));
+            let failed = if route {
+                IpCmEvent::RouteError { conn: c1 }
+            } else {
+                IpCmEvent::AddressError { conn: c1 }
+            };
+            assert_eq!(w.a.events.first(), Some(&failed));
+        }
+        assert_eq!(asked(&w), 2, "asked again for c2");
+        assert_eq!(established(&w.a.events).map(|(c, _)| c), Some(c2));
+        w.a.ipcm.disconnect(c2).unwrap();
+        w.finish();
+    }
+}
+
 // rdma_cm's RDMA_CM_EVENT_ROUTE_ERROR: no PathRecord, or none in time.
 #[test]
 fn route_error_when_no_path() {
