@@ -119,6 +119,15 @@ fn reject_verdicts_carry_the_ari() {
     assert_eq!(j["ari"]["code"], 4);
     assert_eq!(j["ari"]["code_name"], "SourceIpAddress");
     assert_eq!(j["ari"]["bytes"], "00040000");
+    // A source no interface has (224.0.0.1 here): code 0 "for security or any other reason"
+    // (Annex A11 §A11.7), as Linux refuses such IPv4 sources.
+    let mut pd = v4_req("00", "40");
+    pd.replace_range(32..34, "e0");
+    let j = check_json(&pd, &["10.0.0.2"]);
+    assert_eq!(j["verdict"], "reject", "{pd}");
+    assert_eq!(j["ari"]["code"], 0);
+    assert_eq!(j["ari"]["code_name"], "Unspecified");
+    assert_eq!(j["ari"]["bytes"], "00000000");
     // Versions first (CA11-11): a bad major version and a bad IPV report the version.
     let j = check_json(&v4_req("20", "f0"), &["10.0.0.9"]);
     assert_eq!(j["ari"]["code"], 1);
