@@ -67,6 +67,12 @@ pub struct Port {
     /// SubnSet(PortInfo) with ClientReregister set so far (IBA 1 §14.4.11): each asks the
     /// port's clients to register again with the SA (Linux: IB_EVENT_CLIENT_REREGISTER).
     pub client_reregisters: u64,
+    /// PortInfo:P_KeyViolations and Q_KeyViolations (IBA 1 §14.2.5.6): packets this port
+    /// discarded for a P_Key or (UD) a Q_Key that did not match, stopping at 0xFFFF; the SM may
+    /// write them. Linux's qib counts both so (`qib_bad_pqkey`, docs/DEPLOYED.md).
+    pub pkey_violations: u16,
+    /// See [`Port::pkey_violations`].
+    pub qkey_violations: u16,
 }
 
 impl Port {
@@ -96,6 +102,8 @@ impl Port {
             sm_client: false,
             traffic: PortTraffic::default(),
             client_reregisters: 0,
+            pkey_violations: 0,
+            qkey_violations: 0,
         }
     }
 

@@ -192,12 +192,15 @@ impl Hca {
             return self.ud_receive(handle, pkt, bits);
         }
         // RC/UC: P_Key against the QP's own index (IBA 1 §10.9.3), then the engine.
-        let entry = self
-            .ports
-            .get(usize::from(qp.port).wrapping_sub(1))
+        let port = self.ports.get_mut(usize::from(qp.port).wrapping_sub(1));
+        let entry = port
+            .as_ref()
             .and_then(|p| p.pkey(qp.pkey_index))
             .unwrap_or(PKey(0));
         if !bth.pkey.matches(entry) {
+            if let Some(p) = port {
+                p.pkey_violations = p.pkey_violations.saturating_add(1);
+            }
             return self.counters.count(HcaDropReason::PkeyMismatch);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {

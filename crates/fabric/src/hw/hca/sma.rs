@@ -458,6 +458,8 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         mtu_cap: p.mtu_cap,
         operational_vls: crate::hw::sma::OPERATIONAL_VLS,
         mkey_violations: p.mkey.violations,
+        pkey_violations: p.pkey_violations,
+        qkey_violations: p.qkey_violations,
         guid_cap: 1,
         subnet_timeout: p.subnet_timeout,
         link_speed_ext_active: ext,
@@ -519,6 +521,8 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     p.mkey.protect = w.mkey_protect_bits & 3;
     p.mkey.lease_period = w.mkey_lease_period;
     p.mkey.violations = w.mkey_violations;
+    p.pkey_violations = w.pkey_violations;
+    p.qkey_violations = w.qkey_violations;
     p.subnet_timeout = w.subnet_timeout & 0x1f;
     // IBA 1 §14.4.11: the port's clients register again; the bit itself is not kept (a
     // SubnGet reads it 0).

@@ -426,17 +426,22 @@ impl Hca {
             Some(0) => port.match_any_pkey(bth.pkey).unwrap_or(0),
             Some(_) => match port.match_any_pkey(bth.pkey) {
                 Some(i) => i,
-                None => return self.counters.count(HcaDropReason::PkeyMismatch),
+                None => {
+                    port.pkey_violations = port.pkey_violations.saturating_add(1);
+                    return self.counters.count(HcaDropReason::PkeyMismatch);
+                }
             },
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(PKey(0));
                 if !bth.pkey.matches(entry) {
+                    port.pkey_violations = port.pkey_violations.saturating_add(1);
                     return self.counters.count(HcaDropReason::PkeyMismatch);
                 }
                 qp.pkey_index
             }
         };
         if qp.special != Some(0) && deth.qkey != qp.qkey {
+            port.qkey_violations = port.qkey_violations.saturating_add(1);
             return self.counters.count(HcaDropReason::QkeyMismatch);
         }
         let Some(wr) = qp.recv.pop_front() else {

@@ -166,6 +166,9 @@ fn connected_engine_hook_frames_and_checks() {
     send(&mut p.sim, p.a, a.qpn, w);
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::PkeyMismatch), 1);
+    // IBA 1 §14.2.5.6: PortInfo:P_KeyViolations counts it.
+    let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
+    assert_eq!(pi.pkey_violations, 1);
 }
 
 /// IBA 1 §7.2: RC/UC output leaves only an Active port; from an Armed one the packet is

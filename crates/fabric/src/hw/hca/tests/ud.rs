@@ -63,6 +63,9 @@ fn qkey_mismatch_is_dropped_and_counted() {
     );
     assert!(poll(&mut p.sim, p.b, b.cq).is_empty());
     assert_eq!(counters(&p.sim, p.b).drops(HcaDropReason::QkeyMismatch), 1);
+    // IBA 1 §14.2.5.6: PortInfo:Q_KeyViolations counts it; P_KeyViolations does not.
+    let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
+    assert_eq!((pi.qkey_violations, pi.pkey_violations), (1, 0));
     // The right Q_Key goes through.
     send(
         &mut p.sim,
@@ -136,6 +139,9 @@ fn pkey_case(seed: u64, from: u16, to: u16) -> (bool, u64) {
         assert_eq!(c.pkey_index, 1);
     }
     let drops = counters(&p.sim, p.b).drops(HcaDropReason::PkeyMismatch);
+    // IBA 1 §14.2.5.6: PortInfo:P_KeyViolations counts each P_Key drop.
+    let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
+    assert_eq!(u64::from(pi.pkey_violations), drops);
     (!got.is_empty(), drops)
 }
 
