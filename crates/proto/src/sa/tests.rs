@@ -66,6 +66,24 @@ pub(super) fn default_model(n: u16) -> SubnetModel {
     star(ports)
 }
 
+/// [`default_model`] of 3 hosts with partitions Default (every port) and blue (0x0002: the SM's
+/// port and host 3, full members), each port's P_Key table as the partitions give it.
+pub(super) fn blue_partition() -> (SubnetModel, PartitionConfig) {
+    let parts = crate::partitions::parse(
+        "Default=0x7fff,ipoib : ALL=full ;\nblue=0x0002,ipoib : 0x1003=full, 0x1001=full ;",
+    )
+    .unwrap();
+    let mut model = default_model(3);
+    for p in model.ports.iter_mut() {
+        p.pkeys = parts.pkey_table(&crate::partitions::PortId {
+            guid: p.port_guid,
+            kind: crate::partitions::PortKind::Ca,
+            is_sm: p.lid == SA_LID,
+        });
+    }
+    (model, parts)
+}
+
 pub(super) fn gid_of(lid: u16) -> Gid {
     Gid::new(Gid::DEFAULT_SUBNET_PREFIX, 0x1000 + u64::from(lid))
 }

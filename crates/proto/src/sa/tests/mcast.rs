@@ -541,18 +541,7 @@ fn get_and_gettable_queries() {
 // OpenSM mcmr_by_comp_mask: a requester sees only groups of its partitions.
 #[test]
 fn partition_membership_is_enforced() {
-    let parts = crate::partitions::parse(
-        "Default=0x7fff,ipoib : ALL=full ;\nblue=0x0002,ipoib : 0x1003=full, 0x1001=full ;",
-    )
-    .unwrap();
-    let mut model = default_model(3);
-    for p in model.ports.iter_mut() {
-        p.pkeys = parts.pkey_table(&crate::partitions::PortId {
-            guid: p.port_guid,
-            kind: crate::partitions::PortKind::Ca,
-            is_sm: p.lid == SA_LID,
-        });
-    }
+    let (model, parts) = blue_partition();
     assert_eq!(model.ports[2].pkeys, vec![PKey(0xffff), PKey(0x8002)]);
     let mut net = Net::new(model, parts, SaServerConfig::default(), 3);
     let blue = mgid("ff12:401b:8002::ffff:ffff");

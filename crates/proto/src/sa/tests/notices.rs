@@ -101,18 +101,7 @@ fn a_port_trap_reaches_only_subscribers_sharing_a_pkey_with_the_port() {
 /// partition heard of every group made in it.
 #[test]
 fn a_group_trap_reaches_only_subscribers_in_the_groups_partition() {
-    let parts = crate::partitions::parse(
-        "Default=0x7fff,ipoib : ALL=full ;\nblue=0x0002,ipoib : 0x1003=full, 0x1001=full ;",
-    )
-    .unwrap();
-    let mut m = default_model(3);
-    for p in m.ports.iter_mut() {
-        p.pkeys = parts.pkey_table(&crate::partitions::PortId {
-            guid: p.port_guid,
-            kind: crate::partitions::PortKind::Ca,
-            is_sm: p.lid == SA_LID,
-        });
-    }
+    let (m, parts) = blue_partition();
     let mut net = Net::new(m, parts, SaServerConfig::default(), 3);
     for lid in [2, 3, 4] {
         subscribe(&mut net, lid, InformInfoRepr::generic(true, 66, 1));
