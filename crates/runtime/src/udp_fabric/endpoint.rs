@@ -35,7 +35,12 @@ pub trait DatagramPeer {
 /// (docs/DEPLOYED.md "Linux UDP sockets"). A connected-mode IPoIB packet of 65,520 bytes is 16
 /// or more InfiniBand packets of the path MTU: one system call on each side instead of 16. What
 /// the peer receives is the same datagrams, in the same order; where the kernel refuses
-/// segmentation the endpoint falls back to one `send` per datagram. Reads are batched too: one
+/// segmentation the endpoint falls back to one `send` per datagram. The runs of a flush go
+/// together: one `sendmmsg(2)` carries up to `SEND_BATCH` (64) of them, each a message of its
+/// own with its peer's address, as long as they share one segment size (single datagrams, an
+/// RC acknowledgement or the shorter last packet of a message, go in it unsegmented; `group`):
+/// a flush of several connected-mode packets to two hosts is one system call, not one per run
+/// (docs/benchmarks/udp.md "Connected mode over UDP"). Reads are batched too: one
 /// `recvmmsg(2)` takes up to `RECV_BATCH` (8) datagrams or coalesced runs, and a batch that comes
 /// back short means the socket is drained, so no read is spent on learning that it would block.
 #[derive(Debug)]
@@ -49,10 +54,16 @@ pub struct UdpEndpoint {
     out: Vec<(Option<SocketAddr>, Outgoing)>,
     /// The reads of the last `recv_batch`: sender, offset and length in `buf`, segment size.
     got: Vec<(SocketAddr, usize, usize, Option<usize>)>,
+    /// The runs of the current `sendmmsg(2)` (datagrams each, [`group`]).
+    runs: Vec<usize>,
+    /// System calls that sent (`sendmsg(2)` and `sendmmsg(2)`), for the tests.
+    send_calls: u64,
 }
 
 /// Reads in one `recvmmsg(2)` at most; `buf` holds room for each.
 const RECV_BATCH: usize = 8;
+/// Messages (segmented runs or single datagrams) in one `sendmmsg(2)` at most.
+const SEND_BATCH: usize = 64;
 
 /// The socket address of `a`, an IPv4 or IPv6 one.
 fn socket_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
@@ -82,6 +93,8 @@ impl UdpEndpoint {
             gso: true,
             out: Vec::new(),
             got: Vec::with_capacity(RECV_BATCH),
+            runs: Vec::with_capacity(SEND_BATCH),
+            send_calls: 0,
         })
     }
 
@@ -167,6 +180,41 @@ impl UdpEndpoint {
         )
         .map(|_| ())
         .map_err(io::Error::from)
+    }
+
+    /// One `sendmmsg(2)` of the runs `self.runs` from the start of `out`, each a message of
+    /// its datagrams (header and body each, nothing copied) under the one `UDP_SEGMENT` size
+    /// `seg` ([`group`]). The number of messages sent: the kernel stops at the first that fails
+    /// after one went, and reports an error only when none went.
+    fn send_group(&self, out: &[(Option<SocketAddr>, Outgoing)], seg: usize) -> io::Result<usize> {
+        use nix::sys::socket::{sendmmsg, ControlMessage, MsgFlags, MultiHeaders};
+        let seg = u16::try_from(seg).map_err(|_| io::Error::from(ErrorKind::InvalidInput))?;
+        let mut iovs: Vec<Vec<io::IoSlice<'_>>> = Vec::with_capacity(self.runs.len());
+        let mut addrs: Vec<Option<SockaddrStorage>> = Vec::with_capacity(self.runs.len());
+        let mut at = 0;
+        for &n in &self.runs {
+            let run = &out[at..at + n];
+            iovs.push(
+                run.iter()
+                    .flat_map(|(_, d)| [io::IoSlice::new(&d.header), io::IoSlice::new(&d.body)])
+                    .collect(),
+            );
+            addrs.push(run[0].0.map(SockaddrStorage::from));
+            at += n;
+        }
+        let mut headers =
+            MultiHeaders::<SockaddrStorage>::preallocate(iovs.len(), Some(nix::cmsg_space!(u16)));
+        let cmsg = [ControlMessage::UdpGsoSegments(&seg)];
+        let sent = sendmmsg(
+            self.socket.as_raw_fd(),
+            &mut headers,
+            &iovs,
+            &addrs,
+            cmsg,
+            MsgFlags::empty(),
+        )
+        .map_err(io::Error::from)?;
+        Ok(sent.count())
     }
 }
 
@@ -270,9 +318,31 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
         let total = self.out.len();
         let mut i = 0;
         while i < total {
+            if self.gso {
+                let seg = group(&self.out[i..], &mut self.runs);
+                if self.runs.len() > 1 {
+                    self.send_calls += 1;
+                    match self.send_group(&self.out[i..], seg) {
+                        Ok(k) if k > 0 => {
+                            // The first k messages left; after a short count the next one
+                            // failed, and the next round sends it again (alone, if it fails
+                            // again).
+                            let n: usize = self.runs[..k].iter().sum();
+                            emu.io_counters().sent += n as u64;
+                            i += n;
+                            continue;
+                        }
+                        // No segmentation on this path: one by one from now on.
+                        Err(e) if gso_unsupported(&e) => self.gso = false,
+                        // The socket's own error (an earlier datagram refused): run by run.
+                        _ => {}
+                    }
+                }
+            }
             let run = if self.gso { run_len(&self.out[i..]) } else { 1 };
             let to = self.out[i].0;
             if run > 1 {
+                self.send_calls += 1;
                 match self.send_run(to, &self.out[i..i + run]) {
                     Ok(()) => {
                         emu.io_counters().sent += run as u64;
@@ -285,6 +355,7 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
                     Err(_) => {}
                 }
             }
+            self.send_calls += 1;
             let r = self.send_parts(to, &self.out[i..=i], &[]);
             let c = emu.io_counters();
             match r {
@@ -299,6 +370,33 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
         }
         Ok(total)
     }
+}
+
+/// The runs from the start of `out` that one `sendmmsg(2)` carries under one `UDP_SEGMENT`
+/// size, their lengths (datagrams each) into `runs`; returns that size. The kernel must cut each
+/// run right at it: a run of several datagrams needs segments of exactly that length, a single
+/// datagram one no longer (Linux sends a datagram no longer than the segment size unsegmented:
+/// `udp_send_skb` in `net/ipv4/udp.c` sets segmentation up only for `datalen > gso_size`). The
+/// size is the segment of the first run of several; single datagrams before it must be no longer;
+/// with none, the longest single datagram.
+fn group(out: &[(Option<SocketAddr>, Outgoing)], runs: &mut Vec<usize>) -> usize {
+    runs.clear();
+    let (mut seg, mut longest) = (None, 0);
+    let mut i = 0;
+    while i < out.len() && runs.len() < SEND_BATCH {
+        let n = run_len(&out[i..]);
+        let len = out[i].1.len();
+        match seg {
+            Some(s) if (n > 1 && len != s) || len > s => break,
+            None if n > 1 && len < longest => break,
+            None if n > 1 => seg = Some(len),
+            _ => {}
+        }
+        longest = longest.max(len);
+        runs.push(n);
+        i += n;
+    }
+    seg.unwrap_or(longest)
 }
 
 #[cfg(test)]
@@ -432,6 +530,100 @@ mod tests {
         assert_eq!(p.io.received, 90);
         // Drained: the next call finds nothing.
         assert_eq!(Endpoint::on_readable(&mut ep, &mut p, 1000).unwrap(), 0);
+    }
+
+    /// What a flush of the fabric carries in connected mode (docs/benchmarks/udp.md "Connected
+    /// mode over UDP"): 65,520-byte IPoIB-CM packets as 15 InfiniBand packets of the 4,096-byte
+    /// MTU and a shorter last one each, RC acknowledgements between them, to two hosts. All of it
+    /// leaves in one `sendmmsg(2)` (one `sendmsg(2)` per run before: 9 here), and both peers get
+    /// the same datagrams in the same order.
+    #[test]
+    fn a_flush_of_several_runs_and_acks_leaves_in_one_system_call() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (b_addr, c_addr) = (b.local_addr().unwrap(), c.local_addr().unwrap());
+        let (mut ea, mut eb, mut ec) = (
+            UdpEndpoint::new(a).unwrap(),
+            UdpEndpoint::new(b).unwrap(),
+            UdpEndpoint::new(c).unwrap(),
+        );
+        let mut sender = Peer::default();
+        let (mut want_b, mut want_c) = (Vec::new(), Vec::new());
+        let mut tag = 0;
+        for _ in 0..3 {
+            for len in [[4134; 15].as_slice(), &[4122]].concat() {
+                let d = datagram(len, tag);
+                tag += 1;
+                want_b.push(d.clone());
+                sender.send.push_back((Some(b_addr), d));
+            }
+            // The other host's acknowledgement of what it sent.
+            let d = datagram(42, tag);
+            tag += 1;
+            want_c.push(d.clone());
+            sender.send.push_back((Some(c_addr), d));
+        }
+        let total = want_b.len() + want_c.len();
+        assert_eq!(Endpoint::flush(&mut ea, &mut sender).unwrap(), total);
+        assert_eq!(sender.io.sent, total as u64);
+        assert_eq!(sender.io.send_errors, 0);
+        assert_eq!(ea.send_calls, 1);
+        let (mut pb, mut pc) = (Peer::default(), Peer::default());
+        let deadline = Wall::now() + Duration::from_secs(5);
+        while (pb.got.len() < want_b.len() || pc.got.len() < want_c.len()) && Wall::now() < deadline
+        {
+            Endpoint::on_readable(&mut eb, &mut pb, 64).unwrap();
+            Endpoint::on_readable(&mut ec, &mut pc, 64).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let got_b: Vec<_> = pb.got.into_iter().map(|(_, d)| d).collect();
+        let got_c: Vec<_> = pc.got.into_iter().map(|(_, d)| d).collect();
+        assert_eq!(got_b, want_b);
+        assert_eq!(got_c, want_c);
+    }
+
+    #[test]
+    fn a_group_shares_one_segment_size() {
+        let p: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let q: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        let d = |to, len: usize| (Some(to), parts(&vec![0u8; len]));
+        let mut runs = Vec::new();
+        // Runs of one segment size, a shorter last one, single datagrams no longer, two peers.
+        let out = [
+            d(q, 40),
+            d(p, 100),
+            d(p, 100),
+            d(p, 60),
+            d(q, 40),
+            d(p, 100),
+            d(p, 100),
+        ];
+        assert_eq!(group(&out, &mut runs), 100);
+        assert_eq!(runs, [1, 3, 1, 2]);
+        // A single datagram longer than the segment, or a run of another, ends the group.
+        assert_eq!(group(&[d(p, 100), d(p, 100), d(p, 101)], &mut runs), 100);
+        assert_eq!(runs, [2]);
+        assert_eq!(
+            group(&[d(p, 100), d(p, 100), d(q, 90), d(q, 90)], &mut runs),
+            100
+        );
+        assert_eq!(runs, [2]);
+        // Single datagrams before the first run must be no longer than its segment.
+        assert_eq!(group(&[d(q, 120), d(p, 100), d(p, 100)], &mut runs), 120);
+        assert_eq!(runs, [1]);
+        // Only single datagrams: the longest is the size, none is cut.
+        assert_eq!(group(&[d(p, 20), d(q, 40), d(p, 30)], &mut runs), 40);
+        assert_eq!(runs, [1, 1, 1]);
+        assert_eq!(group(&[], &mut runs), 0);
+        assert!(runs.is_empty());
+        assert_eq!(group(&vec![d(p, 20); 200], &mut runs), 20);
+        assert_eq!(runs, [64, 64, 64, 8]);
+        let singles: Vec<_> = (0..200)
+            .map(|i| d(if i % 2 == 0 { p } else { q }, 20))
+            .collect();
+        group(&singles, &mut runs);
+        assert_eq!(runs, [1; SEND_BATCH]);
     }
 
     #[test]
