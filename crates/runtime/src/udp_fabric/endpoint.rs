@@ -50,6 +50,10 @@ pub struct UdpEndpoint {
     buf: Box<[u8]>,
     /// `UDP_SEGMENT` works (until the kernel refuses it once).
     gso: bool,
+    /// The last segmented send did not fail with `EMSGSIZE` (segments larger than the path's
+    /// MTU, `udp_send_skb`): while it did, a flush sends run by run, as before `sendmmsg(2)`,
+    /// without trying a group first.
+    segments_fit: bool,
     /// The datagrams of the current flush.
     out: Vec<(Option<SocketAddr>, Outgoing)>,
     /// The reads of the last `recv_batch`: sender, offset and length in `buf`, segment size.
@@ -91,6 +95,7 @@ impl UdpEndpoint {
             socket,
             buf: vec![0; RECV_BATCH * if gro { 65_536 } else { BUF_LEN }].into_boxed_slice(),
             gso: true,
+            segments_fit: true,
             out: Vec::new(),
             got: Vec::with_capacity(RECV_BATCH),
             runs: Vec::with_capacity(SEND_BATCH),
@@ -255,6 +260,12 @@ fn gso_unsupported(e: &io::Error) -> bool {
     })
 }
 
+/// `EMSGSIZE`: a segmented send whose segments do not fit the path's MTU (`udp_send_skb` in
+/// `net/ipv4/udp.c`), or a pending fragmentation-needed error of the socket.
+fn too_big(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(nix::errno::Errno::EMSGSIZE as i32)
+}
+
 /// Errors a UDP socket's read reports for an ICMP error that came back for an earlier datagram
 /// (docs/UDP-FABRIC.md "ICMP errors on the host's socket"). None ends the process: the
 /// protocol's keepalives and retries recover, or find the fabric lost.
@@ -318,7 +329,7 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
         let total = self.out.len();
         let mut i = 0;
         while i < total {
-            if self.gso {
+            if self.gso && self.segments_fit {
                 let seg = group(&self.out[i..], &mut self.runs);
                 if self.runs.len() > 1 {
                     self.send_calls += 1;
@@ -334,6 +345,7 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
                         }
                         // No segmentation on this path: one by one from now on.
                         Err(e) if gso_unsupported(&e) => self.gso = false,
+                        Err(e) if too_big(&e) => self.segments_fit = false,
                         // The socket's own error (an earlier datagram refused): run by run.
                         _ => {}
                     }
@@ -345,12 +357,14 @@ impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {
                 self.send_calls += 1;
                 match self.send_run(to, &self.out[i..i + run]) {
                     Ok(()) => {
+                        self.segments_fit = true;
                         emu.io_counters().sent += run as u64;
                         i += run;
                         continue;
                     }
                     // No segmentation on this path: one by one from now on.
                     Err(e) if gso_unsupported(&e) => self.gso = false,
+                    Err(e) if too_big(&e) => self.segments_fit = false,
                     // The socket's own error (an earlier datagram refused): this one alone.
                     Err(_) => {}
                 }
