@@ -217,3 +217,63 @@ fn multicast_fdb_top_is_the_highest_mlid_in_use() {
     set_mft_entry(&mut f, 1, 2);
     assert_eq!(multicast_fdb_top(&mut f), 0xc022);
 }
+
+// IBA 1 §13.4.7: a Get or Set of a management class the switch has no agent for (Congestion
+// Control 0x21, Annex A10, which is optional; a vendor class as `vendstat` sends) is answered
+// GetResp with status 0x000C (method/attribute unsupported) and the request's TID, attribute and
+// data, as Linux's MAD layer answers one no agent registered (`mad.c`
+// `generate_unmatched_resp`, docs/DIAGS.md) and as our HCAs' hosts do; a request of another
+// method, and a response, get nothing. `ibccquery` and `vendstat -N` against a switch then fail
+// at once with that status instead of waiting for a timeout. The switch used to drop them all.
+#[test]
+fn a_gmp_of_a_class_the_switch_does_not_serve_is_answered_unsupported() {
+    use ipoib_wire::mad::{MadHeaderRepr, MgmtClass, MAD_LEN};
+    let mut f = Fabric::new(5);
+    assign_lids(&mut f);
+    for (class, method, answered) in [
+        (MgmtClass::Cc, Method::Get, true),
+        (MgmtClass::Cc, Method::Set, true),
+        (MgmtClass::from(0x0a), Method::Get, true),
+        (MgmtClass::Cc, Method::GetResp, false),
+        (MgmtClass::Cc, Method::from(0x06), false),
+    ] {
+        let mut mad = [0u8; MAD_LEN];
+        let h = MadHeaderRepr {
+            base_version: 1,
+            mgmt_class: class,
+            class_version: 2,
+            method,
+            status: MadStatus::SUCCESS,
+            class_specific: 0,
+            transaction_id: 0x1234_5678,
+            attribute_id: 0x0011,
+            attribute_modifier: 3,
+        };
+        h.emit(&mut mad);
+        mad[100] = 0xab;
+        let packet = ipoib_fabric::hw::sma::gmp_packet(
+            PROBE_LID,
+            S1_LID,
+            0,
+            ipoib_wire::PKey::DEFAULT,
+            1,
+            &mad,
+        );
+        let back = f.exchange(packet);
+        if !answered {
+            assert!(back.is_empty(), "{class:?} {method:?} answered");
+            continue;
+        }
+        let [one] = back.as_slice() else {
+            panic!("{class:?} {method:?}: {} answers", back.len());
+        };
+        let p = ipoib_wire::packet::Packet::parse(one).unwrap();
+        let r = MadHeaderRepr::parse_bytes(p.payload).unwrap();
+        assert_eq!(
+            r,
+            h.response(Method::GetResp, MadStatus::METHOD_ATTR_UNSUPPORTED)
+        );
+        assert_eq!(p.payload[100], 0xab);
+        assert_eq!(p.ext.deth.map(|d| d.src_qp), Some(1));
+    }
+}

@@ -7,8 +7,9 @@
 //! the LFT; an entry of 255 means "drop". Multicast DLIDs (0xC000..=0xFFFE, IBA 1 §4.1) select an
 //! MFT entry, and the packet is replicated to every port of the entry except the one it arrived
 //! on (IBA 1 §18.2.4.3). A packet for the switch's own LID goes to management port 0: SMPs and
-//! PerfMgt GMPs to its agents (module `sma`: the SMA of IBA 1 chapter 14, which also forwards
-//! directed-route SMPs port to port, and the PMA of §16.1), anything else is counted and consumed.
+//! GMPs to its agents (module `sma`: the SMA of IBA 1 chapter 14, which also forwards
+//! directed-route SMPs port to port; module `gsi`: the PMA of §16.1, and status 0x000C for a Get
+//! or Set of another class), anything else is counted and consumed.
 //! The tables the SMA's SubnSet writes are those [`Config`] writes.
 //!
 //! Checks, in order, each failure dropping the packet with a counted [`SwitchDropReason`]:
@@ -780,6 +781,7 @@ impl Switch {
     }
 }
 
+mod gsi;
 mod sma;
 
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP, PARTITION_ENFORCEMENT_CAP};

@@ -3,8 +3,9 @@
 //!
 //! - Directed-route SMPs (class 0x81) are taken whatever their LRH DLID: the hop rules of
 //!   `crate::hw::sma::dr` send them on port to port (§14.2.2) or hand them to the agent at the
-//!   end of their path. LID-routed SMPs (class 0x01) and PerfMgt GMPs on QP1 are taken when the
-//!   DLID is the switch's LID (or its LFT entry is port 0); other SMPs are forwarded like data.
+//!   end of their path. LID-routed SMPs (class 0x01) and GMPs on QP1 (module `gsi`: PerfMgt to
+//!   the PMA, other classes answered unsupported) are taken when the DLID is the switch's LID (or
+//!   its LFT entry is port 0); other SMPs are forwarded like data.
 //! - SubnGet/SubnSet of NodeInfo, NodeDescription (Get only), SwitchInfo, GUIDInfo, PortInfo
 //!   (AttributeModifier = port 0..=N), P_KeyTable (bits 31-16 port, one block of 32 P_Keys),
 //!   SLtoVLMappingTable (bits 15-8 input, 7-0 output port), VLArbitrationTable (bits 31-16 block
@@ -126,7 +127,10 @@ impl Switch {
         let class = MgmtClass::from(packet[off + 1]);
         let for_agents = match (qp, class) {
             (0, MgmtClass::SubnDirectedRoute) => true,
-            (0, MgmtClass::SubnLid) | (1, MgmtClass::Perf) => to_me,
+            (0, MgmtClass::SubnLid) => to_me,
+            // QP1 takes GMPs of every class but the SMPs' (IBA 1 §13.5.3.1).
+            (1, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute) => false,
+            (1, _) => to_me,
             _ => false,
         };
         if !for_agents {
@@ -187,9 +191,9 @@ impl Switch {
                 self.sma_answer(now, port, lrh, packet.into_spare(), off, false, tx);
                 None
             }
-            (1, MgmtClass::Perf) if to_me => {
+            (1, class) if to_me => {
                 self.stats.to_management += 1;
-                self.pma_answer(port, lrh, &packet, off, tx);
+                self.gsi_answer(class, port, lrh, &packet, off, tx);
                 None
             }
             _ => Some(packet),
@@ -200,7 +204,7 @@ impl Switch {
     /// Its CRCs were computed by the emulation (or are pending): it carries the mark
     /// ([`Frame`]). A port that is down discards it, counted in its PortXmitDiscards as a
     /// forwarded packet is (module docs of `super`, IBA 1 §16.1.3.5).
-    fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
+    pub(super) fn send_from_management(&mut self, out: u8, packet: Frame, tx: &mut Tx) {
         match self.ports.get_mut(usize::from(out)) {
             // A PMA answer is a data packet (QP1, not VL15): only an Active port sends it.
             Some(p)
@@ -218,7 +222,7 @@ impl Switch {
     }
 
     /// The LFT's port toward `dlid`, or `fallback` when it has none.
-    fn route_or(&self, dlid: u16, fallback: u8) -> u8 {
+    pub(super) fn route_or(&self, dlid: u16, fallback: u8) -> u8 {
         match self.lft_entry(dlid) {
             Some(p) if p != 0 && p != LFT_DROP => p,
             _ => fallback,
@@ -328,34 +332,6 @@ impl Switch {
         } else {
             self.route_or(lrh.slid, port)
         }
-    }
-
-    fn pma_answer(&mut self, port: u8, lrh: &LrhRepr, packet: &[u8], off: usize, tx: &mut Tx) {
-        // `management` checked the ICRC already (the VCRC was checked on arrival): only the
-        // headers are read here.
-        let Ok(p) = Packet::parse_crcs_known_good(packet) else {
-            return;
-        };
-        let (Some(bth), Some(deth)) = (p.bth, p.ext.deth) else {
-            return;
-        };
-        let ports = &self.ports;
-        let mut cleared = None;
-        let Some(resp) = pma::answer(
-            &packet[off..off + MAD_LEN],
-            |n| ports.get(usize::from(n)).map(|p| p.traffic),
-            |n, c| cleared = Some((n, c)),
-        ) else {
-            return;
-        };
-        if let Some((n, c)) = cleared {
-            if let Some(p) = self.ports.get_mut(usize::from(n)) {
-                p.traffic = c;
-            }
-        }
-        let out = self.route_or(lrh.slid, port);
-        let reply = sma::gmp_packet(self.lid, lrh.slid, lrh.sl, bth.pkey, deth.src_qp, &resp);
-        self.send_from_management(out, Frame::with_crcs(reply), tx);
     }
 
     /// The GetResp's status and attribute for `req` (after a Set, the values now held).
