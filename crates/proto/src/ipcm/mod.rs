@@ -403,7 +403,7 @@ impl IpCm {
 
     /// Address or route resolutions the host did not answer in time fail (tolerates early and
     /// repeated calls). A question another connection still waits on is asked again
-    /// ([`IpCm::ask_again`]).
+    /// (`IpCm::ask_again`).
     pub fn handle_timeout(&mut self, now: Instant) {
         let mut given_up = Vec::new();
         while let Some(&(t, id)) = self.deadlines.iter().next() {
