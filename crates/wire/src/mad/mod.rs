@@ -18,6 +18,7 @@ mod inform_info;
 mod notice;
 mod rmpp;
 mod trap_256;
+mod trap_257;
 
 pub use class_port_info::{ClassPortInfo, ClassPortInfoRepr};
 pub use codes::{MadStatus, Method, MgmtClass, SaStatus, StatusCode};
@@ -26,6 +27,7 @@ pub use inform_info::{InformInfo, InformInfoRepr};
 pub use notice::{Notice, NoticeRepr, NoticeType, ProducerType};
 pub use rmpp::{Rmpp, RmppFlags, RmppRepr, RmppStatus, RmppType};
 pub use trap_256::{BadMKeyTrap, TRAP_256_PATH_LEN};
+pub use trap_257::{BadKey, BadKeyTrap};
 
 /// Size of every MAD on the wire (IBA 1 §13.4.1).
 pub const MAD_LEN: usize = 256;

@@ -209,6 +209,10 @@ impl NoticeRepr {
     pub const TRAP_LINK_STATE_CHANGED: u16 = 128;
     /// Trap 256: an SMP carried a bad M_Key (IBA 1 §14.2.5.1 Table 131).
     pub const TRAP_BAD_M_KEY: u16 = 256;
+    /// Trap 257: a packet carried a bad P_Key (IBA 1 §14.2.5.1 Table 131).
+    pub const TRAP_BAD_P_KEY: u16 = 257;
+    /// Trap 258: a datagram carried a bad Q_Key (IBA 1 §14.2.5.1 Table 131).
+    pub const TRAP_BAD_Q_KEY: u16 = 258;
 
     /// Trap 128 from the switch at `switch_lid`, as a switch SMA sends it (IBA 1 §14.2.5.1):
     /// IsGeneric 1, Type Urgent, ProducerType Switch, DataDetails LIDADDR = the switch's LID.
@@ -347,9 +351,13 @@ impl Describe for NoticeRepr {
         match (self.trap_gid(), self.trap_lid_addr()) {
             (Some(g), _) => d.field("gid", Value::Gid(g)),
             (None, Some(l)) => d.field("lid_addr", Value::Hex(l.into(), 4)),
-            (None, None) => match super::BadMKeyTrap::from_notice(self) {
-                Some(t) => t.describe(d),
-                None => d.field("data_details", Value::Bytes(&self.data_details)),
+            (None, None) => match (
+                super::BadMKeyTrap::from_notice(self),
+                super::BadKeyTrap::from_notice(self),
+            ) {
+                (Some(t), _) => t.describe(d),
+                (None, Some((_, t))) => t.describe(d),
+                (None, None) => d.field("data_details", Value::Bytes(&self.data_details)),
             },
         }
         d.field("issuer_gid", Value::Gid(self.issuer_gid));

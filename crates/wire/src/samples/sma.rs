@@ -1,6 +1,7 @@
 //! What the subnet management and performance management agents answer (IBA 1 §14.2.5,
 //! §16.1.3): the SMInfo of the master SM read by directed route, A's NodeDescription, P_KeyTable,
-//! SLtoVLMappingTable and VLArbitrationTable read by LID, a switch's traps 128 and 256, and A's
+//! SLtoVLMappingTable and VLArbitrationTable read by LID, a switch's traps 128 and 256, A's
+//! trap 257 (Bad P_Key), and A's
 //! PortCounters and PortCountersExtended read by a performance manager on QP1.
 
 use super::{emit, gsi, Sample, A, P_KEY, SM};
@@ -9,8 +10,8 @@ use crate::ib::{BthRepr, DethRepr, LrhRepr, Opcode};
 use crate::keys::{PKey, QKey};
 use crate::mad::attr::{perf as perf_attr, smp as attr};
 use crate::mad::{
-    BadMKeyTrap, MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType,
-    BASE_VERSION, MAD_LEN,
+    BadKey, BadKeyTrap, BadMKeyTrap, MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr,
+    ProducerType, BASE_VERSION, MAD_LEN,
 };
 use crate::packet::PacketRepr;
 use crate::perf::{PortCountersExtRepr, PortCountersRepr, PERF_CLASS_VERSION, PERF_DATA_OFFSET};
@@ -92,6 +93,10 @@ pub(super) fn samples() -> Vec<Sample> {
     out.push(Sample::new(
         "smp_trap_256",
         smp_packet(SWITCH_LID, SM.lid, 0x48, &trap_256()),
+    ));
+    out.push(Sample::new(
+        "smp_trap_257",
+        smp_packet(A.lid, SM.lid, 0x49, &trap_257()),
     ));
     let ext = PortCountersExtRepr {
         port_select: 1,
@@ -193,6 +198,24 @@ fn trap_256() -> SmpMadRepr {
     };
     details.dr_return_path[1] = 4;
     t.attribute = SmpAttribute::Notice(details.notice(ProducerType::Switch, SWITCH_LID));
+    t
+}
+
+/// Trap 257 from A: a datagram from QP 0x48 at LID 9 to A's QP 0x51 with P_Key 0x8002, which A's
+/// table does not hold (IBA 1 §14.2.5.1 Table 131; no GRH, so no GIDs).
+fn trap_257() -> SmpMadRepr {
+    let mut t = SmpMadRepr::lid_routed_get(TID_BASE + 10, attr::NOTICE, 0);
+    t.header.method = Method::Trap;
+    let details = BadKeyTrap {
+        lid1: 9,
+        lid2: A.lid,
+        key: 0x8002,
+        sl: 0,
+        qp1: 0x48,
+        qp2: 0x51,
+        ..BadKeyTrap::default()
+    };
+    t.attribute = SmpAttribute::Notice(details.notice(BadKey::PKey, ProducerType::Ca, A.lid));
     t
 }
 

@@ -42,7 +42,7 @@ fn mad_of(name: &str) -> Vec<u8> {
 #[test]
 fn every_sample_parses_with_good_crcs() {
     let list = all();
-    assert_eq!(list.len(), 60);
+    assert_eq!(list.len(), 61);
     for s in &list {
         let p = Packet::parse(&s.bytes).unwrap_or_else(|e| panic!("{}: {e:?}", s.name));
         assert!(p.icrc_ok && p.vcrc_ok, "{}: bad CRC", s.name);
@@ -397,6 +397,12 @@ fn sma_samples_decode_by_name() {
             "SubnLid Trap Notice trap 256",
             "notice.m_key",
             "0x0000000000000bad",
+        ),
+        (
+            "smp_trap_257",
+            "SubnLid Trap Notice trap 257",
+            "notice.key",
+            "0x00008002",
         ),
         (
             "perf_portcounters_getresp",

@@ -3,7 +3,7 @@
 
 use super::{Expect, Want};
 use ipoib_wire::mad::attr::perf as perf_attr;
-use ipoib_wire::mad::{BadMKeyTrap, MadHeaderRepr, NoticeRepr};
+use ipoib_wire::mad::{BadKeyTrap, BadMKeyTrap, MadHeaderRepr, NoticeRepr};
 use ipoib_wire::perf::{PortCountersExtRepr, PortCountersRepr, PERF_DATA_OFFSET};
 use ipoib_wire::smp::{
     NodeDescriptionRepr, PKeyTableRepr, SlToVlTableRepr, SmInfoRepr, VlArbTableRepr,
@@ -62,7 +62,8 @@ pub(super) fn vl_arb(v: &VlArbTableRepr, e: &mut Expect) {
     );
 }
 
-/// The Notice of a Trap() SMP (no IssuerGID in 64 bytes), with trap 128's LIDADDR.
+/// The Notice of a Trap() SMP (no IssuerGID in 64 bytes), with the DataDetails of traps 128,
+/// 256, 257 and 258.
 pub(super) fn notice(n: &NoticeRepr, e: &mut Expect) {
     e.num("infiniband.notice.isgeneric", n.is_generic);
     e.num("infiniband.notice.type", u8::from(n.notice_type));
@@ -90,6 +91,16 @@ pub(super) fn notice(n: &NoticeRepr, e: &mut Expect) {
         e.num("infiniband.trap.drpathtruncated", t.dr_path_truncated);
         e.num("infiniband.trap.drhopcount", t.dr_hop_count);
         e.bytes("infiniband.trap.drnoticereturnpath", &t.dr_return_path);
+    }
+    if let Some((_, t)) = BadKeyTrap::from_notice(n) {
+        e.num("infiniband.trap.lidaddr1", t.lid1);
+        e.num("infiniband.trap.lidaddr2", t.lid2);
+        e.num("infiniband.trap.key", t.key);
+        e.num("infiniband.trap.sl", t.sl);
+        e.num("infiniband.trap.qp1", t.qp1);
+        e.num("infiniband.trap.qp2", t.qp2);
+        e.gid("infiniband.trap.gidaddr1", t.gid1);
+        e.gid("infiniband.trap.gidaddr2", t.gid2);
     }
 }
 
