@@ -48,6 +48,7 @@ pub mod qp;
 mod rx;
 mod sched;
 mod sma;
+pub mod trap;
 mod ud;
 
 #[cfg(test)]

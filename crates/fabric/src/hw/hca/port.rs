@@ -7,6 +7,7 @@
 
 use crate::hw::mgmt::{PortConfig, PortState};
 use crate::hw::sma::{MKeyGuard, PortTraffic};
+use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
 use ipoib_wire::smp::{SlToVlTableRepr, SmInfoRepr, VlArbTableRepr};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, Rate};
@@ -73,6 +74,13 @@ pub struct Port {
     pub pkey_violations: u16,
     /// See [`Port::pkey_violations`].
     pub qkey_violations: u16,
+    /// Until when a violation sends no trap 257/258 (`trap.rs`: 4.096 µs × 2^SubnetTimeOut after
+    /// the last one sent, as Linux's qib `trap_timeout`).
+    pub trap_holdoff: Option<Instant>,
+    /// Traps 257/258 this port sent (`trap.rs`).
+    pub traps_sent: u64,
+    /// TrapRepresses the SM answered them with (IBA 1 §13.4.9).
+    pub trap_represses: u64,
 }
 
 impl Port {
@@ -104,6 +112,9 @@ impl Port {
             client_reregisters: 0,
             pkey_violations: 0,
             qkey_violations: 0,
+            trap_holdoff: None,
+            traps_sent: 0,
+            trap_represses: 0,
         }
     }
 

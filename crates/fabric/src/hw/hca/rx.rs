@@ -5,7 +5,7 @@
 //! counts in the port's PortRcvErrors (IBA 1 §16.1.3.5).
 
 use super::connected::PacketSource;
-use super::qp::{can_receive, special_qpn, QpKind};
+use super::qp::{can_receive, special_qpn, wire_qpn, QpKind};
 use super::sma::Qp0In;
 use super::{Hca, HcaDropReason};
 use crate::hw::mgmt::PortState;
@@ -14,6 +14,7 @@ use crate::hw::verbs::{QpType, Qpn};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::{is_multicast_lid, LID_PERMISSIVE};
 use ipoib_wire::ib::{BthRepr, Operation, Transport};
+use ipoib_wire::mad::{BadKey, BadKeyTrap};
 use ipoib_wire::packet::Packet;
 use ipoib_wire::PKey;
 
@@ -201,7 +202,19 @@ impl Hca {
             if let Some(p) = port {
                 p.pkey_violations = p.pkey_violations.saturating_add(1);
             }
-            return self.counters.count(HcaDropReason::PkeyMismatch);
+            self.counters.count(HcaDropReason::PkeyMismatch);
+            // Trap 257 (`trap.rs`): no DETH, so QP1 (the sender's) is 0, as Linux's qib
+            // `qib_ruc_check_hdr` reports it.
+            let t = BadKeyTrap {
+                lid1: pkt.lrh.slid,
+                lid2: pkt.lrh.dlid,
+                key: u32::from(bth.pkey.0),
+                sl: pkt.lrh.sl,
+                qp2: wire_qpn(handle),
+                ..BadKeyTrap::default()
+            };
+            let port_num = qp.port;
+            return self.bad_key_trap(now, port_num, BadKey::PKey, t);
         }
         let QpKind::Connected(engine) = &mut qp.kind else {
             return self.counters.count(HcaDropReason::NoConnectedEngine);

@@ -27,7 +27,7 @@
 //!
 //! Answers queue in the HCA and leave at the next flush, with the port's traffic counted.
 
-use super::{Hca, HcaDropReason};
+use super::{trap, Hca, HcaDropReason};
 use crate::hw::sim::Frame;
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
 use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
@@ -119,7 +119,7 @@ impl Hca {
 
     /// Queues an agent's answer for the next flush: the first in room for one (a host's agents
     /// answer one MAD at a time; a `Vec` grown by a push reserves four), more as before.
-    fn push_sma_out(&mut self, answer: (u8, Frame, bool)) {
+    pub(super) fn push_sma_out(&mut self, answer: (u8, Frame, bool)) {
         if self.sma_out.capacity() == 0 {
             self.sma_out.reserve_exact(1);
         }
@@ -176,11 +176,18 @@ impl Hca {
         if req.header.base_version != BASE_VERSION || !sma::is_agent_method(req.header.method) {
             return false;
         }
-        // This SMA sends no traps: a TrapRepress answers one a program on QP0 sent (an SM's trap
-        // 144, IBA 1 §13.4.9), which the host hands it by its TID. Taken here, an OpenSM whose
-        // trap 144 stayed outstanding never finished a sweep as master (under ibsim-run no MAD
-        // layer times a send out).
+        // A TrapRepress (IBA 1 §13.4.9) answers a trap 257/258 this port sent (`trap.rs`, known
+        // by its TID: taken, as Linux's qib takes it in `subn_trap_repress`), else one a program
+        // on QP0 sent (an SM's trap 144), which the host hands it by its TID. Taken here, an
+        // OpenSM whose trap 144 stayed outstanding never finished a sweep as master (under
+        // ibsim-run no MAD layer times a send out).
         if req.header.method == Method::TrapRepress {
+            if trap::is_own_trap(req.header.transaction_id) {
+                if let Some(p) = self.port_mut(port) {
+                    p.trap_represses += 1;
+                }
+                return true;
+            }
             return false;
         }
         let Some(p) = self.port_mut(port) else {
@@ -282,7 +289,7 @@ impl Hca {
     /// looped back): then the answer is looped back too, as a UD send to a LID of the port is
     /// (`ud.rs`), instead of leaving by the link for the switch to send back (which a switch
     /// refuses, IBA 1 §16.1.3.5 PortRcvSwitchRelayErrors: looping).
-    fn to_self(&self, port: u8, dlid: u16) -> bool {
+    pub(super) fn to_self(&self, port: u8, dlid: u16) -> bool {
         self.port(port).is_some_and(|p| p.path_bits(dlid).is_some())
     }
 

@@ -7,6 +7,7 @@ mod mcast;
 mod mr;
 mod sched;
 mod spares;
+mod traps;
 mod ud;
 
 use super::*;

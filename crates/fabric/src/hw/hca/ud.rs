@@ -10,7 +10,7 @@ use crate::hw::verbs::{Completion, GlobalRoute, QpState, Qpn, SendOp, SendWr, Wc
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::is_multicast_lid;
 use ipoib_wire::ib::{BthRepr, DethRepr, ExtHeaders, GrhRepr, ImmDtRepr, LrhRepr, Opcode};
-use ipoib_wire::mad::MAD_LEN;
+use ipoib_wire::mad::{BadKey, BadKeyTrap, MAD_LEN};
 use ipoib_wire::packet::{Packet, PacketRepr};
 use ipoib_wire::smp::SmpMad;
 use ipoib_wire::PKey;
@@ -422,27 +422,37 @@ impl Hca {
             self.counters.count(HcaDropReason::NoSuchPort);
             return;
         };
-        let pkey_index = match qp.special {
-            Some(0) => port.match_any_pkey(bth.pkey).unwrap_or(0),
-            Some(_) => match port.match_any_pkey(bth.pkey) {
-                Some(i) => i,
-                None => {
-                    port.pkey_violations = port.pkey_violations.saturating_add(1);
-                    return self.counters.count(HcaDropReason::PkeyMismatch);
-                }
-            },
+        // What a trap 257/258 reports of a datagram that fails a check (IBA 1 §14.2.5.1 Table
+        // 131; `trap.rs`): sender LID and QP, receiver LID and QP, SL, the key it carried.
+        let bad = |key: u32| BadKeyTrap {
+            lid1: pkt.lrh.slid,
+            lid2: pkt.lrh.dlid,
+            key,
+            sl: pkt.lrh.sl,
+            qp1: deth.src_qp,
+            qp2: wire_qpn(handle),
+            ..BadKeyTrap::default()
+        };
+        let port_num = qp.port;
+        let pkey_ok = match qp.special {
+            Some(0) => Some(port.match_any_pkey(bth.pkey).unwrap_or(0)),
+            Some(_) => port.match_any_pkey(bth.pkey),
             None => {
                 let entry = port.pkey(qp.pkey_index).unwrap_or(PKey(0));
-                if !bth.pkey.matches(entry) {
-                    port.pkey_violations = port.pkey_violations.saturating_add(1);
-                    return self.counters.count(HcaDropReason::PkeyMismatch);
-                }
-                qp.pkey_index
+                bth.pkey.matches(entry).then_some(qp.pkey_index)
             }
+        };
+        let Some(pkey_index) = pkey_ok else {
+            port.pkey_violations = port.pkey_violations.saturating_add(1);
+            self.counters.count(HcaDropReason::PkeyMismatch);
+            let t = bad(u32::from(bth.pkey.0));
+            return self.bad_key_trap(self.last_now, port_num, BadKey::PKey, t);
         };
         if qp.special != Some(0) && deth.qkey != qp.qkey {
             port.qkey_violations = port.qkey_violations.saturating_add(1);
-            return self.counters.count(HcaDropReason::QkeyMismatch);
+            self.counters.count(HcaDropReason::QkeyMismatch);
+            let t = bad(deth.qkey.0);
+            return self.bad_key_trap(self.last_now, port_num, BadKey::QKey, t);
         }
         let Some(wr) = qp.recv.pop_front() else {
             // IBA 1 §16.1.3.5 VL15Dropped: an incoming VL15 packet (QP0's) dropped for lack of a
