@@ -70,7 +70,8 @@ pub struct Port {
     pub client_reregisters: u64,
     /// PortInfo:P_KeyViolations and Q_KeyViolations (IBA 1 §14.2.5.6): packets this port
     /// discarded for a P_Key or (UD) a Q_Key that did not match, stopping at 0xFFFF; the SM may
-    /// write them. Linux's qib counts both so (`qib_bad_pqkey`, docs/DEPLOYED.md).
+    /// write them. Linux's qib counts both so (`qib_bad_pqkey`, docs/PERF-COUNTERS.md); each also
+    /// sends trap 257/258 (`trap.rs`).
     pub pkey_violations: u16,
     /// See [`Port::pkey_violations`].
     pub qkey_violations: u16,

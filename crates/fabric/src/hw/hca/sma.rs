@@ -23,6 +23,8 @@
 //!   SM on QP0 and is delivered there.
 //! - M_Key (§14.2.4) is per port: a violation is counted in PortInfo:M_KeyViolations and in
 //!   [`HcaDropReason::SmpDiscarded`], and the SMP is dropped.
+//! - Traps 257/258 (Bad P_Key/Q_Key, §14.2.5.1) leave from `trap.rs`; the SM's TrapRepress to one
+//!   is taken here (§13.4.9), any other TrapRepress goes to QP0 for the program that trapped.
 //! - PerfMgt Get/Set of PortCounters and PortCountersExtended on QP1 (crate::hw::sma::pma).
 //!
 //! Answers queue in the HCA and leave at the next flush, with the port's traffic counted.

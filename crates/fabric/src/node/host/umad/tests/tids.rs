@@ -345,8 +345,9 @@ fn withdrawn_registrations_leave_the_outstanding_responses() {
 
 /// IBA 1 §13.4.9: the TrapRepress that answers a user's trap reaches that user with the TID it
 /// sent, as Linux's MAD layer routes it (`ib_response_mad` counts TrapRepress as a response):
-/// the HCA's SMA, which sends no traps, leaves it to QP0. An OpenSM whose trap 144 never got
-/// its TrapRepress kept it outstanding and, made master by a HANDOVER, never ended a sweep.
+/// the HCA's SMA leaves it to QP0 (it takes only the answers to its own traps 257/258). An
+/// OpenSM whose trap 144 never got its TrapRepress kept it outstanding and, made master by a
+/// HANDOVER, never ended a sweep.
 #[test]
 fn a_trap_repress_reaches_the_user_that_sent_the_trap() {
     let (mut sim, a, b) = hosts(3);
