@@ -248,16 +248,21 @@ fn run_len(out: &[(Option<SocketAddr>, Outgoing)]) -> usize {
 /// checksum offload), rather than the datagrams.
 fn gso_unsupported(e: &io::Error) -> bool {
     use nix::errno::Errno;
-    e.raw_os_error().is_some_and(|c| {
-        [
+    errno_in(
+        e,
+        &[
             Errno::EIO,
             Errno::EINVAL,
             Errno::ENOPROTOOPT,
             Errno::EOPNOTSUPP,
-        ]
-        .iter()
-        .any(|&x| x as i32 == c)
-    })
+        ],
+    )
+}
+
+/// Whether `e` is one of the system errors `codes`.
+fn errno_in(e: &io::Error, codes: &[nix::errno::Errno]) -> bool {
+    e.raw_os_error()
+        .is_some_and(|c| codes.iter().any(|&x| x as i32 == c))
 }
 
 /// `EMSGSIZE`: a segmented send whose segments do not fit the path's MTU (`udp_send_skb` in
@@ -271,8 +276,9 @@ fn too_big(e: &io::Error) -> bool {
 /// protocol's keepalives and retries recover, or find the fabric lost.
 fn reported_by_network(e: &io::Error) -> bool {
     use nix::errno::Errno;
-    e.raw_os_error().is_some_and(|c| {
-        [
+    errno_in(
+        e,
+        &[
             Errno::ECONNREFUSED,
             Errno::EHOSTUNREACH,
             Errno::ENETUNREACH,
@@ -282,10 +288,8 @@ fn reported_by_network(e: &io::Error) -> bool {
             Errno::EACCES,
             Errno::EPROTO,
             Errno::EMSGSIZE,
-        ]
-        .iter()
-        .any(|&x| x as i32 == c)
-    })
+        ],
+    )
 }
 
 impl<E: DatagramPeer> Endpoint<E> for UdpEndpoint {

@@ -39,6 +39,19 @@ fn traps(capture: Capture) -> Vec<(u16, u16, u8, u16, BadKey, BadKeyTrap)> {
     out
 }
 
+/// What B's trap reports of a datagram from A (LID 1, SL 0) to B (LID 2) carrying `key`.
+fn from_a_to_b(key: u32, qp1: u32, qp2: u32) -> BadKeyTrap {
+    BadKeyTrap {
+        lid1: 1,
+        lid2: 2,
+        key,
+        sl: 0,
+        qp1,
+        qp2,
+        ..BadKeyTrap::default()
+    }
+}
+
 fn set_subnet_timeout(p: &mut Pair, node: NodeId, t: u8) {
     let h = p.sim.node_mut::<Hca>(node).unwrap();
     h.port_mut(1).unwrap().subnet_timeout = t;
@@ -66,15 +79,7 @@ fn bad_pkey_sends_one_trap_257_per_window() {
     }
     let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
     assert_eq!(pi.pkey_violations, 2);
-    let want = BadKeyTrap {
-        lid1: 1,
-        lid2: 2,
-        key: 0x8005,
-        sl: 0,
-        qp1: a.qpn,
-        qp2: b.qpn,
-        ..BadKeyTrap::default()
-    };
+    let want = from_a_to_b(0x8005, a.qpn, b.qpn);
     let got = traps(p.sim.take_capture().unwrap());
     assert_eq!(got, vec![(2, 1, 0, 2, BadKey::PKey, want)]);
     let port = |sim: &Simulator| sim.node::<Hca>(p.b).unwrap().port(1).unwrap().traps_sent;
@@ -106,15 +111,7 @@ fn bad_qkey_sends_trap_258() {
         a.qpn,
         wr(1, b"x", dest(2, b.qpn, QKey(0x11))),
     );
-    let want = BadKeyTrap {
-        lid1: 1,
-        lid2: 2,
-        key: 0x11,
-        sl: 0,
-        qp1: a.qpn,
-        qp2: b.qpn,
-        ..BadKeyTrap::default()
-    };
+    let want = from_a_to_b(0x11, a.qpn, b.qpn);
     let got = traps(p.sim.take_capture().unwrap());
     assert_eq!(got, vec![(2, 1, 0, 2, BadKey::QKey, want)]);
 }
