@@ -431,6 +431,18 @@ mod tests {
         io: IoCounters,
     }
 
+    /// What endpoints `eb` and `ec` read until they have `nb` and `nc` datagrams (at most 5 s).
+    fn read_both(eb: &mut UdpEndpoint, ec: &mut UdpEndpoint, nb: usize, nc: usize) -> (Peer, Peer) {
+        let (mut pb, mut pc) = (Peer::default(), Peer::default());
+        let deadline = Wall::now() + Duration::from_secs(5);
+        while (pb.got.len() < nb || pc.got.len() < nc) && Wall::now() < deadline {
+            Endpoint::on_readable(eb, &mut pb, 64).unwrap();
+            Endpoint::on_readable(ec, &mut pc, 64).unwrap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (pb, pc)
+    }
+
     impl DatagramPeer for Peer {
         fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
             self.got.push((from, data.to_vec()));
@@ -503,14 +515,7 @@ mod tests {
         assert_eq!(sent, lens.len());
         assert_eq!(sender.io.sent, lens.len() as u64);
         assert_eq!(sender.io.send_errors, 0);
-        let (mut pb, mut pc) = (Peer::default(), Peer::default());
-        let deadline = Wall::now() + Duration::from_secs(5);
-        while (pb.got.len() < want_b.len() || pc.got.len() < want_c.len()) && Wall::now() < deadline
-        {
-            Endpoint::on_readable(&mut eb, &mut pb, 64).unwrap();
-            Endpoint::on_readable(&mut ec, &mut pc, 64).unwrap();
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let (pb, pc) = read_both(&mut eb, &mut ec, want_b.len(), want_c.len());
         assert!(pb.got.iter().chain(&pc.got).all(|(f, _)| *f == a_addr));
         let got_b: Vec<_> = pb.got.into_iter().map(|(_, d)| d).collect();
         let got_c: Vec<_> = pc.got.into_iter().map(|(_, d)| d).collect();
@@ -587,14 +592,7 @@ mod tests {
         assert_eq!(sender.io.sent, total as u64);
         assert_eq!(sender.io.send_errors, 0);
         assert_eq!(ea.send_calls, 1);
-        let (mut pb, mut pc) = (Peer::default(), Peer::default());
-        let deadline = Wall::now() + Duration::from_secs(5);
-        while (pb.got.len() < want_b.len() || pc.got.len() < want_c.len()) && Wall::now() < deadline
-        {
-            Endpoint::on_readable(&mut eb, &mut pb, 64).unwrap();
-            Endpoint::on_readable(&mut ec, &mut pc, 64).unwrap();
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let (pb, pc) = read_both(&mut eb, &mut ec, want_b.len(), want_c.len());
         let got_b: Vec<_> = pb.got.into_iter().map(|(_, d)| d).collect();
         let got_c: Vec<_> = pc.got.into_iter().map(|(_, d)| d).collect();
         assert_eq!(got_b, want_b);
