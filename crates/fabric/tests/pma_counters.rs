@@ -220,3 +220,26 @@ fn a_pulled_cable_counts_in_link_downed_counter() {
         0
     );
 }
+
+// IBA 1 §10.9.3: QP1 takes only a P_Key its port's table holds, the PMA's requests too. A
+// PortCounters Get with a P_Key the CA lacks (`perfquery` from another partition) is not
+// answered and counts in the CA port's PortInfo:P_KeyViolations (as Linux's qib drops and counts
+// it, docs/PERF-COUNTERS.md); with the default P_Key it is answered. Before, the PMA answered
+// before the P_Key check.
+#[test]
+fn a_pma_request_with_a_pkey_the_port_lacks_is_not_answered() {
+    let mut f = Fabric::new(15);
+    assign_lids(&mut f);
+    let mad = f.perf_mad(perf_attr::PORT_COUNTERS, 1);
+    let packet = ipoib_fabric::hw::sma::gmp_packet(PROBE_LID, CA_LID, 0, PKey(0x8005), 1, &mad);
+    let back = f.exchange(packet);
+    let perf_answers = back
+        .iter()
+        .filter_map(|b| ipoib_wire::packet::Packet::parse(b).ok())
+        .filter_map(|p| MadHeaderRepr::parse_bytes(p.payload).ok())
+        .filter(|h| h.method == Method::GetResp)
+        .count();
+    assert_eq!(perf_answers, 0, "{back:?}");
+    assert_eq!(f.hca().port(1).unwrap().pkey_violations, 1);
+    assert!(f.perf_get(perf_attr::PORT_COUNTERS, 1, CA_LID).is_some());
+}

@@ -266,6 +266,14 @@ impl Hca {
         let (Some(bth), Some(deth)) = (pkt.bth, pkt.ext.deth) else {
             return false;
         };
+        // IBA 1 §10.9.3: QP1 takes only a P_Key its port's table holds; other requests go on to
+        // QP1's delivery, which counts and reports the violation (`ud.rs`, `trap.rs`).
+        if self
+            .port(port)
+            .is_none_or(|p| p.match_any_pkey(bth.pkey).is_none())
+        {
+            return false;
+        }
         let ports = &self.ports;
         let mut cleared = None;
         let Some(resp) = pma::answer(
