@@ -3,6 +3,7 @@
 
 mod checks;
 mod connected;
+mod keys;
 mod mcast;
 mod mr;
 mod sched;
@@ -166,6 +167,17 @@ pub(crate) fn send(sim: &mut Simulator, node: NodeId, qpn: Qpn, w: SendWr) {
         .unwrap()
         .unwrap();
     sim.run_until_idle(10_000);
+}
+
+/// Sends `data` (work request `id`) from QP `from` of host a to QP `to` of host b (LID 2) with
+/// Q_Key `qkey`.
+pub(crate) fn datagram_a_to_b(p: &mut Pair, from: Qpn, to: Qpn, id: u64, data: &[u8], qkey: QKey) {
+    send(&mut p.sim, p.a, from, wr(id, data, dest(2, to, qkey)));
+}
+
+/// [`datagram_a_to_b`] with Q_Key 0x1.
+pub(crate) fn send_a_to_b(p: &mut Pair, from: Qpn, to: Qpn, id: u64, data: &[u8]) {
+    datagram_a_to_b(p, from, to, id, data, QKey(0x1));
 }
 
 pub(crate) fn poll(sim: &mut Simulator, node: NodeId, cq: CqId) -> Vec<Completion> {

@@ -70,29 +70,19 @@ fn bad_pkey_sends_one_trap_257_per_window() {
     let a = ud_qp(&mut p.sim, p.a, QKey(0x11), 1, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x11), 0, 4);
     for i in 0..2 {
-        send(
-            &mut p.sim,
-            p.a,
-            a.qpn,
-            wr(i, b"x", dest(2, b.qpn, QKey(0x11))),
-        );
+        datagram_a_to_b(&mut p, a.qpn, b.qpn, i, b"x", QKey(0x11));
     }
     let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
     assert_eq!(pi.pkey_violations, 2);
     let want = from_a_to_b(0x8005, a.qpn, b.qpn);
     let got = traps(p.sim.take_capture().unwrap());
     assert_eq!(got, vec![(2, 1, 0, 2, BadKey::PKey, want)]);
-    let port = |sim: &Simulator| sim.node::<Hca>(p.b).unwrap().port(1).unwrap().traps_sent;
+    let port = |sim: &Simulator| sim.node::<Hca>(b_node).unwrap().port(1).unwrap().traps_sent;
     assert_eq!(port(&p.sim), 1);
     // After the window, the next violation is reported.
     p.sim.run_for(Duration::from_millis(1100));
     p.sim.set_capture(Capture::new());
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(3, b"x", dest(2, b.qpn, QKey(0x11))),
-    );
+    datagram_a_to_b(&mut p, a.qpn, b.qpn, 3, b"x", QKey(0x11));
     assert_eq!(traps(p.sim.take_capture().unwrap()).len(), 1);
     assert_eq!(port(&p.sim), 2);
 }
@@ -105,12 +95,7 @@ fn bad_qkey_sends_trap_258() {
     p.sim.set_capture(Capture::new());
     let a = ud_qp(&mut p.sim, p.a, QKey(0x11), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x22), 0, 4);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(1, b"x", dest(2, b.qpn, QKey(0x11))),
-    );
+    datagram_a_to_b(&mut p, a.qpn, b.qpn, 1, b"x", QKey(0x11));
     let want = from_a_to_b(0x11, a.qpn, b.qpn);
     let got = traps(p.sim.take_capture().unwrap());
     assert_eq!(got, vec![(2, 1, 0, 2, BadKey::QKey, want)]);
@@ -127,12 +112,7 @@ fn no_trap_without_sm_lid() {
     p.sim.set_capture(Capture::new());
     let a = ud_qp(&mut p.sim, p.a, QKey(0x11), 0, 0);
     let b = ud_qp(&mut p.sim, p.b, QKey(0x22), 0, 4);
-    send(
-        &mut p.sim,
-        p.a,
-        a.qpn,
-        wr(1, b"x", dest(2, b.qpn, QKey(0x11))),
-    );
+    datagram_a_to_b(&mut p, a.qpn, b.qpn, 1, b"x", QKey(0x11));
     assert!(traps(p.sim.take_capture().unwrap()).is_empty());
     let pi = p.sim.node::<Hca>(p.b).unwrap().port_info(1).unwrap();
     assert_eq!(pi.qkey_violations, 1);
