@@ -104,7 +104,7 @@ impl SaServer {
             )
         };
         if lost_last_full {
-            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
+            self.send_gid_trap(now, NoticeRepr::TRAP_MCAST_GROUP_DELETED, mgid);
             if let Some(g) = self.mc.by_mgid.get_mut(&mgid) {
                 g.members.clear();
             }

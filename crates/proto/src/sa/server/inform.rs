@@ -268,13 +268,8 @@ impl SaServer {
         }
     }
 
-    /// Sends trap 66 or 67 for `mgid` to every matching subscriber (OpenSM `mgrp_send_notice`).
-    pub(super) fn send_mcast_trap(&mut self, now: Instant, trap: u16, mgid: Gid) {
-        self.send_gid_trap(now, trap, mgid);
-    }
-
     /// Sends the SM's trap `trap` (64-67) naming `gid` (IBA 1 §14.2.5.1: DataDetails carries the
-    /// GID, the issuer is the SM) to every subscriber it matches ([`matches`]) and may reach
+    /// GID, the issuer is the SM; OpenSM `mgrp_send_notice` for 66/67) to every subscriber it matches ([`matches`]) and may reach
     /// ([`SaServer::report_access`]); a subscription by LID range to a source it may no longer
     /// reach goes (IBA 1 o13-17.1.2).
     pub(super) fn send_gid_trap(&mut self, now: Instant, trap: u16, gid: Gid) {

@@ -488,7 +488,7 @@ impl SaServer {
             (union, now_full && !was_full && g.full == 1)
         };
         if union.1 {
-            self.send_mcast_trap(now, NoticeRepr::TRAP_MCAST_GROUP_CREATED, grec.mgid);
+            self.send_gid_trap(now, NoticeRepr::TRAP_MCAST_GROUP_CREATED, grec.mgid);
         }
         self.mark_dirty(grec.mgid);
         let mut out = r;
