@@ -243,3 +243,54 @@ fn a_disabled_host_port_loses_carrier_and_polling_brings_it_back() {
         assert!(rtt(&net, s).is_some(), "{} -> {} unanswered", s.0, s.1);
     }
 }
+
+// IBA 1 §14.2.4.1, §14.2.5.1 Table 131: a CA port whose M_Key check fails sends its SM (the
+// probe, MasterSMLID) Trap(Notice 256, Bad M_Key) from its LID, as a switch does and as Linux's
+// qib does (`qib_bad_mkey`, M_Key 0 in the trap): LIDADDR the CA's LID, the SMP's Method,
+// AttributeID, AttributeModifier and M_Key, and of the directed route its DRSLID, hop count and
+// return path. A second violation within 4.096 µs × 2^SubnetTimeOut is counted, not reported.
+// Before, the CA dropped them and sent nothing.
+#[test]
+fn a_ca_port_sends_trap_256_for_a_bad_mkey() {
+    use ipoib_fabric::hw::sma;
+    use ipoib_wire::mad::{BadMKeyTrap, ProducerType};
+    let mut f = Fabric::new(14);
+    assign_lids(&mut f);
+    set_port_info(&mut f, TO_CA, 0, |p| {
+        p.mkey = 0x5eed;
+        p.mkey_protect_bits = 2;
+        p.subnet_timeout = 18;
+    });
+    let smp = f.smp(Method::Get, attr::PORT_INFO, 1, Some(TO_CA), 0x0bad, none());
+    let back = f.exchange(sma::smp_packet(0xffff, 0xffff, 0, &smp));
+    assert_eq!(back.len(), 1, "a trap instead of an answer");
+    let lrh = ipoib_wire::packet::Packet::parse(&back[0]).unwrap().lrh;
+    assert_eq!((lrh.slid, lrh.dlid), (CA_LID, PROBE_LID));
+    let trap = one_smp(back).unwrap();
+    assert_eq!((trap.header.method, trap.mkey), (Method::Trap, 0));
+    let SmpAttribute::Notice(n) = trap.attribute else {
+        panic!("{:?}", trap.attribute)
+    };
+    assert_eq!(
+        (n.producer_type_or_vendor_id, n.trap_number_or_device_id),
+        (u32::from(ProducerType::Ca), 256)
+    );
+    let t = BadMKeyTrap::from_notice(&n).expect("trap 256");
+    assert_eq!(
+        (t.lid, t.method, t.attribute_id, t.attribute_modifier),
+        (CA_LID, 1, attr::PORT_INFO, 1)
+    );
+    assert_eq!((t.mkey, t.dr_notice, t.dr_hop_count), (0x0bad, true, 3));
+    assert_eq!(t.dr_slid, 0xffff);
+    assert_eq!(
+        &t.dr_return_path[..4],
+        &[0, 3, 2, 1],
+        "the ports each hop came in by"
+    );
+    // Within the window (1.07 s; the fabric ran microseconds): counted, no trap.
+    assert!(f
+        .lid(Method::Set, attr::PORT_INFO, 1, CA_LID, 0x0bad, none())
+        .is_none());
+    let p = get_port_info(&mut f, TO_CA, 0, 0x5eed).expect("answered with the M_Key");
+    assert_eq!(p.mkey_violations, 2);
+}

@@ -216,6 +216,7 @@ impl Hca {
         let hide_key = match p.mkey.check(now, req.header.method, req.mkey) {
             MKeyCheck::Violation => {
                 self.counters.count(HcaDropReason::SmpDiscarded);
+                self.bad_mkey_trap(now, port, &req);
                 return true;
             }
             MKeyCheck::PassHideKey => true,

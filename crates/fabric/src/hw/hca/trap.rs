@@ -1,8 +1,9 @@
-//! Traps 257 (Bad P_Key) and 258 (Bad Q_Key) from an HCA port to its master SM (IBA 1
-//! §14.2.5.1 Table 131): a packet that failed the port's P_Key check (§10.9.3) or a datagram that
-//! failed its QP's Q_Key check (§10.2.4) is counted in PortInfo:P_KeyViolations/Q_KeyViolations
-//! (`ud.rs`, `rx.rs`) and reported by a LID-routed SubnTrap(Notice) from the port's LID to
-//! PortInfo:MasterSMLID on MasterSMSL, as the switch sends traps 128 and 256
+//! Traps 256 (Bad M_Key), 257 (Bad P_Key) and 258 (Bad Q_Key) from an HCA port to its master SM
+//! (IBA 1 §14.2.5.1 Table 131): an SMP that failed the port's M_Key check (§14.2.4.1, `sma.rs`),
+//! a packet that failed the port's P_Key check (§10.9.3) or a datagram that failed its QP's Q_Key
+//! check (§10.2.4) is counted in PortInfo:M_KeyViolations, P_KeyViolations or Q_KeyViolations
+//! (`sma.rs`, `ud.rs`, `rx.rs`) and reported by a LID-routed SubnTrap(Notice) from the port's LID
+//! to PortInfo:MasterSMLID on MasterSMSL, as the switch sends traps 128 and 256
 //! (`hw/switch/sma.rs` `send_trap`).
 //!
 //! As Linux's qib (docs/PERF-COUNTERS.md): only from an Active port that has a LID and knows the
@@ -15,7 +16,7 @@ use crate::hw::mgmt::PortState;
 use crate::hw::sma;
 use ipoib_proto::time::Instant;
 use ipoib_wire::mad::attr::smp as attr;
-use ipoib_wire::mad::{BadKey, BadKeyTrap, Method, ProducerType};
+use ipoib_wire::mad::{BadKey, BadKeyTrap, Method, NoticeRepr, ProducerType};
 use ipoib_wire::smp::{SmpAttribute, SmpMadRepr};
 use std::time::Duration;
 
@@ -36,6 +37,20 @@ pub fn trap_holdoff(subnet_timeout: u8) -> Duration {
 impl Hca {
     /// Reports a bad P_Key or Q_Key seen on `port` at `now` to the master SM (the module's rules).
     pub(super) fn bad_key_trap(&mut self, now: Instant, port: u8, kind: BadKey, t: BadKeyTrap) {
+        self.send_trap(now, port, |slid| t.notice(kind, ProducerType::Ca, slid));
+    }
+
+    /// Reports `req`, an SMP that failed the M_Key check of `port` at `now`, to the master SM
+    /// (the module's rules; the details as a switch gives them, `sma::bad_mkey_details`).
+    pub(super) fn bad_mkey_trap(&mut self, now: Instant, port: u8, req: &SmpMadRepr) {
+        self.send_trap(now, port, |slid| {
+            sma::bad_mkey_details(req, slid).notice(ProducerType::Ca, slid)
+        });
+    }
+
+    /// Sends Trap(the notice `notice` makes of the port's LID) from `port` at `now` to the master
+    /// SM, unless the module's rules hold it back.
+    fn send_trap(&mut self, now: Instant, port: u8, notice: impl FnOnce(u16) -> NoticeRepr) {
         let Some(p) = self.port_mut(port) else {
             return;
         };
@@ -51,7 +66,7 @@ impl Hca {
         let (slid, dlid, sl) = (p.lid, p.sm_lid, p.sm_sl);
         let mut trap = SmpMadRepr::lid_routed_get(tid, attr::NOTICE, 0);
         trap.header.method = Method::Trap;
-        trap.attribute = SmpAttribute::Notice(t.notice(kind, ProducerType::Ca, slid));
+        trap.attribute = SmpAttribute::Notice(notice(slid));
         let spare = self.spare.take().unwrap_or_default();
         let frame = sma::smp_frame_in(spare, slid, dlid, sl, &trap.to_bytes());
         let local = self.to_self(port, dlid);

@@ -24,9 +24,9 @@ pub use pma::PortTraffic;
 use crate::hw::sim::Frame;
 use ipoib_wire::ib::{BthRepr, DethRepr, LrhRepr, Opcode, ICRC_LEN, VCRC_LEN};
 use ipoib_wire::mad::MAD_LEN;
-use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method};
+use ipoib_wire::mad::{BadMKeyTrap, MadHeaderRepr, MadStatus, Method, TRAP_256_PATH_LEN};
 use ipoib_wire::packet::{ud_local_headers, PacketRepr, UD_LOCAL_PAYLOAD_OFFSET};
-use ipoib_wire::smp::SMP_CLASS_VERSION;
+use ipoib_wire::smp::{SmpMadRepr, SmpRoute, SMP_CLASS_VERSION};
 use ipoib_wire::{PKey, QKey};
 
 /// True for the methods an SMA answers or takes (IBA 1 §14.2.3 Table 134: SubnGet, SubnSet,
@@ -283,6 +283,33 @@ pub fn port_state_after_set(
 /// no larger than `cap` (IBA 1 §14.2.5.6).
 pub fn mtu_ok(m: Mtu, cap: Mtu) -> bool {
     m.is_valid() && m.bytes() <= cap.bytes()
+}
+
+/// The DataDetails of trap 256 (Bad M_Key, IBA 1 §14.2.4.1, §14.2.5.1 Table 131) for `req`, an
+/// SMP that failed the M_Key check of the port at `lid`: LIDADDR is that LID (as Linux's
+/// `qib_bad_mkey` fills it, docs/DEPLOYED.md); the SMP's Method, AttributeID, AttributeModifier
+/// and M_Key; for a directed-route SMP its DRSLID, HopCount and ReturnPath from entry 0, up to
+/// 30 entries (DRPathTruncated beyond), so that entry i is still hop i.
+pub fn bad_mkey_details(req: &SmpMadRepr, lid: u16) -> BadMKeyTrap {
+    let mut t = BadMKeyTrap {
+        lid,
+        method: u8::from(req.header.method),
+        attribute_id: req.header.attribute_id,
+        attribute_modifier: req.header.attribute_modifier,
+        mkey: req.mkey,
+        ..BadMKeyTrap::default()
+    };
+    if let SmpRoute::Directed(d) = &req.route {
+        let hops = req.hop_count().unwrap_or(0);
+        t.dr_slid = d.dr_slid;
+        t.dr_notice = true;
+        let n = usize::from(hops) + 1;
+        t.dr_path_truncated = n > TRAP_256_PATH_LEN;
+        t.dr_hop_count = hops & 0x3f;
+        let n = n.min(TRAP_256_PATH_LEN);
+        t.dr_return_path[..n].copy_from_slice(&d.return_path[..n]);
+    }
+    t
 }
 
 #[cfg(test)]

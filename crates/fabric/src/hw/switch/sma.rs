@@ -29,15 +29,14 @@ use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE}
 use ipoib_wire::ib::LrhRepr;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{
-    BadMKeyTrap, MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
-    TRAP_256_PATH_LEN,
+    MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
 };
 use ipoib_wire::packet::{Packet, UD_LOCAL_PAYLOAD_OFFSET};
 use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
     PKeyTableRepr, PortInfoRepr, PortPhysState, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr,
-    SmpRoute, SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
+    SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
     PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::PKey;
@@ -728,29 +727,9 @@ impl Switch {
     }
 
     /// Trap 256 for an SMP that failed the M_Key check (IBA 1 §14.2.4.1, §14.2.5.1): LIDADDR is
-    /// the switch's LID (as Linux `qib_bad_mkey` fills it, docs/DEPLOYED.md); for a
-    /// directed-route SMP, DRSLID, HopCount and the SMP's ReturnPath from entry 0, up to 30
-    /// entries (DRPathTruncated beyond).
+    /// the switch's LID (`sma::bad_mkey_details`).
     fn bad_mkey_trap(&mut self, req: &SmpMadRepr, tx: &mut Tx) {
-        let mut t = BadMKeyTrap {
-            lid: self.lid,
-            method: u8::from(req.header.method),
-            attribute_id: req.header.attribute_id,
-            attribute_modifier: req.header.attribute_modifier,
-            mkey: req.mkey,
-            ..BadMKeyTrap::default()
-        };
-        if let SmpRoute::Directed(d) = &req.route {
-            let hops = req.hop_count().unwrap_or(0);
-            t.dr_slid = d.dr_slid;
-            t.dr_notice = true;
-            // ReturnPath entries 0..=HopCount, so that entry i is still hop i.
-            let n = usize::from(hops) + 1;
-            t.dr_path_truncated = n > TRAP_256_PATH_LEN;
-            t.dr_hop_count = hops & 0x3f;
-            let n = n.min(TRAP_256_PATH_LEN);
-            t.dr_return_path[..n].copy_from_slice(&d.return_path[..n]);
-        }
+        let t = sma::bad_mkey_details(req, self.lid);
         self.send_trap(t.notice(ProducerType::Switch, self.lid), tx);
     }
 
