@@ -17,11 +17,14 @@
 //! timeout or RMPP failure) unless cancelled; a response whose TID matches no pending request is
 //! dropped and counted.
 
-use super::rmpp::{ack_for, window_last, RecvAction, RmppReceiver};
+use super::rmpp::{ack_for, end_for, window_last, RecvAction, RmppReceiver};
 use crate::mad_agent::{MadAddr, MadAgent, MadIn, MadOut};
 use crate::rng::Rng;
 use crate::time::Instant;
-use ipoib_wire::mad::{MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppType, MAD_LEN};
+use ipoib_wire::mad::{
+    MadHeaderRepr, MadStatus, Method, MgmtClass, NoticeRepr, RmppRepr, RmppStatus, RmppType,
+    MAD_LEN,
+};
 use ipoib_wire::sa::{SaAttribute, SaHeaderRepr, SaMadRepr, SaRecords};
 use ipoib_wire::QKey;
 use std::collections::{BTreeMap, VecDeque};
@@ -289,7 +292,17 @@ impl SaClient {
         self.push_event(SaClientEvent::Report { notice: n, from });
     }
 
-    fn on_rmpp(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr, t: RmppType) {
+    /// Sends the sender of `raw` the STOP or ABORT that ends its transfer for `status`.
+    fn end_transfer(&mut self, from: &MadAddr, raw: &[u8], status: RmppStatus) {
+        if let Some(mad) = end_for(raw, status) {
+            self.out.push_back(MadOut {
+                to: Self::reply_to(from),
+                mad: mad.to_vec(),
+            });
+        }
+    }
+
+    fn on_rmpp(&mut self, now: Instant, from: MadAddr, raw: &[u8], h: MadHeaderRepr, r: RmppRepr) {
         let tid = h.transaction_id;
         if !self.pending.contains_key(&tid) {
             if let Some((_, last)) = self.done.iter().find(|(t, _)| *t == tid) {
@@ -303,7 +316,30 @@ impl SaClient {
             }
             return self.drop_mad("RMPP segment for no request");
         }
-        if t != RmppType::Data {
+        // IBA 1 §13.6.3.3, as Linux's MAD layer (`drivers/infiniband/core/mad_rmpp.c`
+        // `ib_process_rmpp_recv_wc`): another RMPPVersion is aborted (UnsupportedVersion), an
+        // unknown RMPPType too (BadRMPPType); a STOP or ABORT of the sender ends the transfer,
+        // answered by an ABORT (IllegalStatus) when its status is not one a STOP (Resources
+        // Exhausted) or an ABORT (118-127) carries (`process_rmpp_stop`, `process_rmpp_abort`);
+        // an ACK is for a sender, and a client sends no transfer: dropped, as Linux drops an ACK
+        // that matches no send.
+        let end = match r.rmpp_type {
+            _ if r.version != RmppRepr::VERSION => Some(RmppStatus::UnsupportedVersion),
+            RmppType::Data => None,
+            RmppType::Ack => return self.drop_mad("RMPP ACK to a receiver"),
+            RmppType::Stop if r.status != RmppStatus::ResourcesExhausted => {
+                Some(RmppStatus::IllegalStatus)
+            }
+            RmppType::Abort if !(118..=127).contains(&u8::from(r.status)) => {
+                Some(RmppStatus::IllegalStatus)
+            }
+            RmppType::Stop | RmppType::Abort => {
+                return self.finish(tid, Err(SaClientError::Rmpp));
+            }
+            _ => Some(RmppStatus::BadRmppType),
+        };
+        if let Some(status) = end {
+            self.end_transfer(&from, raw, status);
             return self.finish(tid, Err(SaClientError::Rmpp));
         }
         if !h.status.is_success() {
@@ -322,7 +358,10 @@ impl SaClient {
                 mad: a.to_vec(),
             }),
             RecvAction::Ignore => return self.drop_mad("RMPP segment before the first"),
-            RecvAction::Abort => return self.finish(tid, Err(SaClientError::Rmpp)),
+            RecvAction::Abort(status) => {
+                self.end_transfer(&from, raw, status);
+                return self.finish(tid, Err(SaClientError::Rmpp));
+            }
         }
         let Some(rx) = self.pending.get(&tid).and_then(|p| p.rmpp.as_ref()) else {
             return;
@@ -371,7 +410,7 @@ impl MadAgent for SaClient {
         let rmpp = ipoib_wire::mad::Rmpp::new_unchecked(&raw[24..36]);
         let r = ipoib_wire::mad::RmppRepr::parse(&rmpp).ok();
         if let Some(r) = r.filter(|r| r.is_active()) {
-            return self.on_rmpp(now, m.from, raw, h, r.rmpp_type);
+            return self.on_rmpp(now, m.from, raw, h, r);
         }
         if !self.pending.contains_key(&h.transaction_id) {
             return self.drop_mad("response for no request");

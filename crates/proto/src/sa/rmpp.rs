@@ -258,31 +258,54 @@ pub enum RecvAction {
     Reack([u8; MAD_LEN]),
     /// A later segment before the first one: drop it silently (the sender's timer resends).
     Ignore,
-    /// Unusable (bad header, too long): abort the transfer.
-    Abort,
+    /// The transfer ends: the sender is told by an ABORT with this status, or by a STOP for
+    /// [`RmppStatus::ResourcesExhausted`] ([`end_for`]; IBA 1 §13.6.3.3).
+    Abort(RmppStatus),
+}
+
+/// What a receiver sends the sender of `data` to end its transfer for `status` (IBA 1
+/// §13.6.3.3): a STOP for ResourcesExhausted (the receiver cannot hold more), an ABORT otherwise.
+pub fn end_for(data: &[u8], status: RmppStatus) -> Option<[u8; MAD_LEN]> {
+    let t = if status == RmppStatus::ResourcesExhausted {
+        RmppType::Stop
+    } else {
+        RmppType::Abort
+    };
+    control_for(data, t, status, 0, 0)
 }
 
 impl RmppReceiver {
-    /// Takes a DATA segment (whole MAD).
+    /// Takes a DATA segment (whole MAD). As Linux's receiver (`drivers/infiniband/core/
+    /// mad_rmpp.c` `process_rmpp_data`, `nack_recv`): a segment with an RMPPStatus other than
+    /// Normal is aborted with IllegalStatus, one whose First flag disagrees with its
+    /// SegmentNumber (First exactly on segment 1) with InconsistentFirstAndSegmentNumber, both
+    /// before duplicates are looked at; a transfer past [`MAX_SEGMENTS`] is stopped
+    /// (ResourcesExhausted).
     pub fn on_data(&mut self, mad: &[u8]) -> RecvAction {
         let Ok(m) = SaMadRepr::parse(mad) else {
-            return RecvAction::Abort;
+            return RecvAction::Abort(RmppStatus::Unspecified);
         };
+        if m.rmpp.status != RmppStatus::Normal {
+            return RecvAction::Abort(RmppStatus::IllegalStatus);
+        }
         let seg = m.rmpp.segment_number();
+        if (seg == 1) != m.rmpp.flags.first() {
+            return RecvAction::Abort(RmppStatus::InconsistentFirstAndSegmentNumber);
+        }
         if self.complete || seg != self.last + 1 {
             if self.last == 0 {
                 return RecvAction::Ignore;
             }
             return match ack_for(mad, self.last, window_last(self.last)) {
                 Some(a) => RecvAction::Reack(a),
-                None => RecvAction::Abort,
+                None => RecvAction::Abort(RmppStatus::Unspecified),
             };
         }
-        if seg == 1 && !m.rmpp.flags.first() || seg > MAX_SEGMENTS {
-            return RecvAction::Abort;
+        if seg > MAX_SEGMENTS {
+            return RecvAction::Abort(RmppStatus::ResourcesExhausted);
         }
         let Some(area) = mad.get(SA_DATA_OFFSET..MAD_LEN) else {
-            return RecvAction::Abort;
+            return RecvAction::Abort(RmppStatus::Unspecified);
         };
         if seg == 1 {
             self.sa = Some(m.sa);
@@ -302,7 +325,7 @@ impl RmppReceiver {
         }
         match ack_for(mad, seg, window_last(seg)) {
             Some(a) => RecvAction::Ack(a),
-            None => RecvAction::Abort,
+            None => RecvAction::Abort(RmppStatus::Unspecified),
         }
     }
 }

@@ -207,3 +207,101 @@ fn sa_processing_delay_holds_responses_in_order() {
     );
     assert!(sa.poll_transmit(t0).is_some());
 }
+
+/// A client with one GetTable request out, and the three DATA segments of an answer to it.
+fn table_transfer() -> (SaClient, RequestId, Vec<[u8; ipoib_wire::mad::MAD_LEN]>) {
+    use crate::sa::rmpp::segment_table;
+    let mut c = SaClient::new(SaClientConfig::default(), Rng::new(3));
+    let mut req = SaMadRepr::class_port_info_get(0);
+    req.header.method = ipoib_wire::mad::Method::GetTable;
+    let id = c.request(Instant::ZERO, req, MadAddr::gsi(1));
+    let sent = SaMadRepr::parse(&c.poll_transmit(Instant::ZERO).unwrap().mad).unwrap();
+    let mut h = sent.header;
+    h.method = ipoib_wire::mad::Method::GetTableResp;
+    let segs = segment_table(h, sent.sa, &[7u8; 500]);
+    assert_eq!(segs.len(), 3);
+    (c, id, segs)
+}
+
+/// Hands `mad` to the client; the RMPP type and status of what it sends back, in order.
+fn give(c: &mut SaClient, mad: &[u8]) -> Vec<(u8, u8)> {
+    c.handle_mad(
+        Instant::ZERO,
+        MadIn {
+            from: MadAddr::gsi(1),
+            mad: mad.to_vec(),
+        },
+    );
+    std::iter::from_fn(|| c.poll_transmit(Instant::ZERO))
+        .map(|o| (o.mad[25], o.mad[27]))
+        .collect()
+}
+
+const ACK: u8 = 2;
+const STOP: u8 = 3;
+const ABORT: u8 = 4;
+
+// IBA 1 §13.6.3.3, as Linux's receiver (`mad_rmpp.c` `process_rmpp_data`, `nack_recv`): a DATA
+// segment whose First flag disagrees with its SegmentNumber, or with an RMPPStatus, ends the
+// transfer with an ABORT to the sender (status 120, 124), and the request fails. Before, the
+// client gave up without a word (and took a later segment marked First).
+#[test]
+fn a_bad_data_segment_is_answered_with_an_abort() {
+    let (mut c, id, segs) = table_transfer();
+    assert_eq!(give(&mut c, &segs[0]), [(ACK, 0)]);
+    let mut second = segs[1];
+    second[26] |= 0x02; // First on segment 2
+    assert_eq!(give(&mut c, &second), [(ABORT, 120)]);
+    assert_eq!(c.take_response(id), Some(Err(SaClientError::Rmpp)));
+
+    let (mut c, id, segs) = table_transfer();
+    let mut first = segs[0];
+    first[27] = 5;
+    assert_eq!(give(&mut c, &first), [(ABORT, 124)]);
+    assert_eq!(c.take_response(id), Some(Err(SaClientError::Rmpp)));
+}
+
+// IBA 1 §13.6.3.3 (Linux `ib_process_rmpp_recv_wc`): an unknown RMPPType is aborted with
+// BadRMPPType (121), another RMPPVersion with UnsupportedVersion (125).
+#[test]
+fn an_unknown_rmpp_type_or_version_is_aborted() {
+    for (byte, value, status) in [(25, 7, 121), (24, 2, 125)] {
+        let (mut c, id, segs) = table_transfer();
+        let mut first = segs[0];
+        first[byte] = value;
+        assert_eq!(give(&mut c, &first), [(ABORT, status)], "byte {byte}");
+        assert_eq!(c.take_response(id), Some(Err(SaClientError::Rmpp)));
+    }
+}
+
+// A STOP (ResourcesExhausted) or ABORT (118-127) from the sender ends the request without a
+// reply; one with a status it may not carry is answered with ABORT IllegalStatus (124), as
+// Linux's `process_rmpp_stop` / `process_rmpp_abort`. An ACK is a sender's business: dropped,
+// the request still waits for its data.
+#[test]
+fn the_senders_stop_or_abort_ends_the_request() {
+    for (t, status, reply) in [
+        (STOP, 1, vec![]),
+        (ABORT, 118, vec![]),
+        (STOP, 0, vec![(ABORT, 124)]),
+        (ABORT, 3, vec![(ABORT, 124)]),
+    ] {
+        let (mut c, id, segs) = table_transfer();
+        assert_eq!(give(&mut c, &segs[0]), [(ACK, 0)]);
+        let mut end = segs[1];
+        end[25] = t;
+        end[26] = (end[26] & !0x07) | 0x01; // Active only
+        end[27] = status;
+        assert_eq!(give(&mut c, &end), reply, "type {t} status {status}");
+        assert_eq!(c.take_response(id), Some(Err(SaClientError::Rmpp)));
+    }
+    let (mut c, id, segs) = table_transfer();
+    let mut ack = segs[0];
+    ack[25] = ACK;
+    assert_eq!(give(&mut c, &ack), []);
+    assert_eq!(c.pending(), 1);
+    for s in &segs {
+        give(&mut c, s);
+    }
+    assert!(matches!(c.take_response(id), Some(Ok(_))));
+}
