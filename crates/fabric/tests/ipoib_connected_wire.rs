@@ -6,11 +6,14 @@
 mod common;
 
 use common::connected::*;
+use ipoib_fabric::node::cm::{self, CmAppConfig, SidrOutcome};
 use ipoib_fabric::node::subnet::Subnet;
-use ipoib_fabric::testing::cm::{cm_mads, drop_first_cm, sendings, CmMad};
+use ipoib_fabric::testing::cm::{cm_app, cm_mads, drop_first_cm, sendings, with_host, CmMad};
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{ConnectedConfig, InterfaceConfig, Mode};
-use ipoib_wire::cm::{attr, CmMessage, RejReason, TransportServiceType};
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_proto::rng::Rng;
+use ipoib_wire::cm::{attr, CmMessage, RejReason, SidrStatus, TransportServiceType};
 use ipoib_wire::ib::Transport;
 use ipoib_wire::ipoib::{ArpOperation, IpPayload, IpoibFrame, IpoibPayload, NdMessage, NdRepr};
 use ipoib_wire::packet::Packet;
@@ -344,4 +347,44 @@ fn flags_octet_sent_in_arp_and_nd() {
     for (i, s) in seen.iter().enumerate() {
         assert!(s.iter().all(|&k| k > 0), "host {i}: {s:?}");
     }
+}
+
+/// Host 1 in connected mode; host 0 datagram only, so its CM class is free for a CM application
+/// that asks host 1's CM for service IDs.
+fn connected_host_1(i: usize, c: &mut InterfaceConfig) {
+    if i == 1 {
+        c.connected = Some(ConnectedConfig::rc());
+    }
+}
+
+// IBA 1 §12.11, §12.6 Table 120: a SIDR_REQ for the service ID of an IPoIB-CM interface (RFC 4755
+// §3.5; a service that offers connections only) is answered with one SIDR_REP, status 1
+// ("service ID not supported"), with the SIDR_REQ's TID, Request ID and service ID, as the CM
+// application answers one for its connection-only listeners; the requester does not resend it.
+#[test]
+fn sidr_req_for_the_ipoib_cm_service_id_is_answered_unsupported() {
+    let seed = seed(93);
+    let _g = SeedGuard(seed);
+    let mut net = net(2, seed, connected_host_1);
+    let sid = ipoib_cm_service_id(app(&net, 1).qpn());
+    let to = MadAddr::gsi(net.lid(1));
+    let h = with_host(&mut net, 0, |host, _| {
+        cm::install(host, CmAppConfig::new(1), Rng::new(seed))
+    });
+    let id = with_host(&mut net, 0, |host, now| {
+        cm::resolve(host, now, h, to, sid, 14).unwrap()
+    });
+    run(&mut net, Duration::from_millis(100));
+    let rep = match cm_app(&net, 0, h).sidr(id) {
+        Some(SidrOutcome::Answered { rep, .. }) => **rep,
+        other => panic!("SIDR_REQ for {sid:#x} not answered: {other:?}"),
+    };
+    assert_eq!(rep.status, SidrStatus::Unsupported);
+    assert_eq!((rep.request_id, rep.service_id), (id.0, sid));
+    let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
+    let mads = sendings(&cm_mads(&pcap));
+    let of = |a: u16| mads.iter().filter(|m| m.attr == a).collect::<Vec<_>>();
+    let (reqs, reps) = (of(attr::SIDR_REQ), of(attr::SIDR_REP));
+    assert_eq!((reqs.len(), reps.len()), (1, 1), "{mads:?}");
+    assert_eq!(reps[0].tid, reqs[0].tid);
 }

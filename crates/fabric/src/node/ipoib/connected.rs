@@ -14,6 +14,8 @@
 //! - `Reject`, `Disconnect` go to the agent (a connection not yet established is rejected
 //!   instead, with the interface's private data, RFC 4755 §3.2); `Rejected`, `TimedOut` and `Disconnected` move the QP to Error, `TimeWaitExit`
 //!   destroys it (IBA 1 §12.9.8: not reused before);
+//! - a SIDR_REQ for the interface's service IDs is answered with status 1, "service ID not
+//!   supported" (IBA 1 §12.6 Table 120): the service offers connections only;
 //! - every [`ipoib_proto::ipoib::ConnTransmit`] is one signaled SEND; a send completing in error
 //!   (not flushed) is [`Interface::conn_send_failed`].
 //!
@@ -26,10 +28,11 @@ use crate::hw::verbs::{Completion, Qpn, RecvWr, SendWr, WcOpcode, WcStatus};
 use crate::node::cm::{connected_attr, new_qp, CmAppConfig};
 use crate::node::host::{AgentId, Agents, Host};
 use crate::Instant;
-use ipoib_proto::cm::{Cm, CmError, CmEvent, ConnId, ListenId, QpProgram, State};
+use ipoib_proto::cm::{Cm, CmError, CmEvent, ConnId, ListenId, QpProgram, SidrId, State};
 use ipoib_proto::ipoib::{CmCommand, Interface};
 use ipoib_proto::rng::Rng;
-use ipoib_wire::cm::RejReason;
+use ipoib_wire::cm::{RejReason, SidrStatus};
+use ipoib_wire::QKey;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Receives kept posted on each connection's QP (Linux shares one SRQ of `ipoib_recvq_size`,
@@ -132,6 +135,10 @@ impl CmSide {
             let mut round = false;
             while let Some(e) = self.next_event(agents) {
                 round = true;
+                if let CmEvent::SidrRequest { id, .. } = e {
+                    self.refuse_sidr(id, agents);
+                    continue;
+                }
                 self.on_event(now, &e, hca);
                 if let Some(i) = agents.get_mut::<Interface>(iface_id) {
                     i.handle_cm_event(now, &e);
@@ -155,6 +162,20 @@ impl CmSide {
                 return moved;
             }
             moved = true;
+        }
+    }
+
+    /// A SIDR_REQ for one of the interface's service IDs: an IPoIB-CM service offers
+    /// connections only (RFC 4755 §3.5), so it is answered with status 1, "service ID not
+    /// supported" (IBA 1 §12.11, §12.6 Table 120), as `node::cm::CmApp` answers one for a
+    /// listener without a UD service; unanswered, the requester would resend it until its Max CM
+    /// Retries were spent.
+    fn refuse_sidr(&mut self, id: SidrId, agents: &mut Agents) {
+        let r = agents
+            .get_mut::<Cm>(self.cm)
+            .map(|cm| cm.sidr_reply(id, SidrStatus::Unsupported, 0, QKey(0), &[]));
+        if !matches!(r, Some(Ok(()))) {
+            self.counters.cm_errors += 1;
         }
     }
 
