@@ -7,11 +7,13 @@
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::ipcm::AcceptPolicy;
 use ipoib_fabric::testing::cm::{cm_mads, num, tshark, tshark_fields, tshark_malformed};
-use ipoib_fabric::testing::ipcm::ipcm_net;
+use ipoib_fabric::testing::ipcm::{ipcm_net, IpCmNet};
 use ipoib_fabric::testing::{seed, v4, v6, SeedGuard};
+use ipoib_proto::cm::{Cm, CmEvent};
 use ipoib_proto::ipcm::IpCmEvent;
-use ipoib_wire::cm::{attr, CmMessage};
-use ipoib_wire::private_data::service_id::ip_cm_protocol_port;
+use ipoib_proto::mad_agent::MadAddr;
+use ipoib_wire::cm::{attr, CmMessage, SidrStatus};
+use ipoib_wire::private_data::service_id::{ip_cm_protocol_port, ip_cm_service_id};
 use ipoib_wire::private_data::{IpCmReqRepr, IpPair};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -148,4 +150,48 @@ fn tshark_reads_every_req_as_annex_a11() {
         let hex: String = consumer.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(row[12].replace(':', ""), hex, "{row:?}");
     }
+}
+
+/// The events host `i`'s CM agent still holds once its users took theirs.
+fn unclaimed(n: &mut IpCmNet, i: usize) -> Vec<CmEvent> {
+    n.with_host(i, |host, h| {
+        let cm = host.agent_mut::<Cm>(h.cm).expect("the CM agent");
+        std::iter::from_fn(|| cm.poll_event()).collect()
+    })
+}
+
+// IBA 1 §12.11, §12.6 Table 120: a SIDR_REQ for the service ID of an IP CM listener (Annex A11
+// §A11.5; the service offers connections only) is answered with SIDR_REP status 1 ("service ID
+// not supported"), with its Request ID and service ID, and leaves no event in the server's
+// shared CM agent (no user claimed it: each SIDR_REQ left one event there for good, and no
+// answer, so the requester resent it until its Max CM Retries were spent).
+#[test]
+fn sidr_req_for_an_ip_cm_listener_is_answered_unsupported() {
+    let s = seed(6);
+    let _g = SeedGuard(s);
+    let mut n = ipcm_net(Topology::single_switch(3).unwrap(), s, false, |_, _| {});
+    let port = 7174;
+    let any = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+    n.with_app(SERVER, |a, _| a.listen(6, any, port)).unwrap();
+    n.run_for(Duration::from_millis(1));
+    let sid = ip_cm_service_id(6, port);
+    let to = MadAddr::gsi(n.net.lid(SERVER));
+    let now = n.net.sim().now();
+    let id = n.with_host(CLIENT, |host, h| {
+        let cm = host.agent_mut::<Cm>(h.cm).expect("the CM agent");
+        cm.sidr_request(now, to, sid, 14, &[]).unwrap()
+    });
+    n.run_for(Duration::from_millis(100));
+    let left = unclaimed(&mut n, SERVER);
+    assert!(left.is_empty(), "server: {left:?}");
+    let got = unclaimed(&mut n, CLIENT);
+    let rep = got
+        .iter()
+        .find_map(|e| match e {
+            CmEvent::SidrReply { id: i, rep } if *i == id => Some(*rep),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no SIDR_REP for {sid:#x}: {got:?}"));
+    assert_eq!(rep.status, SidrStatus::Unsupported);
+    assert_eq!((rep.request_id, rep.service_id), (id.0, sid));
 }

@@ -457,11 +457,12 @@ impl IpCm {
         }
     }
 
-    /// True for the CM events the host must hand to this agent: REQs for its CM listeners and
-    /// everything about its CM connections.
+    /// True for the CM events the host must hand to this agent: REQs and SIDR_REQs for its CM
+    /// listeners (a SIDR_REQ the host answers with status 1: the service offers connections
+    /// only, IBA 1 §12.6 Table 120) and everything about its CM connections.
     pub fn owns(&self, e: &CmEvent) -> bool {
         match e {
-            CmEvent::ConnectRequest { listen, .. } => {
+            CmEvent::ConnectRequest { listen, .. } | CmEvent::SidrRequest { listen, .. } => {
                 self.services.values().any(|s| s.cm == Some(*listen))
             }
             _ => e.conn().is_some_and(|c| self.by_cm.contains_key(&c)),

@@ -12,8 +12,8 @@ use crate::Instant;
 use ipoib_proto::cm::{Cm, CmEvent, ConnId, QpProgram};
 use ipoib_proto::ipcm::{IpCmCommand, IpCmEvent, IpConnId};
 use ipoib_proto::ipoib::Interface;
-use ipoib_wire::cm::RejReason;
-use ipoib_wire::Gid;
+use ipoib_wire::cm::{RejReason, SidrStatus};
+use ipoib_wire::{Gid, QKey};
 use std::any::Any;
 use std::net::IpAddr;
 
@@ -304,8 +304,19 @@ impl IpCmApp {
                     self.destroy_qp(ctx.hca, rec.qpn);
                 }
             }
+            CmEvent::SidrRequest { id, .. } => {
+                // IBA 1 §12.11, §12.6 Table 120: the IP CM service offers connections only (no
+                // UD service to give), so status 1, "service ID not supported", as
+                // `node::cm::CmApp` answers for such a listener.
+                let r = ctx
+                    .agents
+                    .get_mut::<Cm>(self.cm)
+                    .map(|cm| cm.sidr_reply(*id, SidrStatus::Unsupported, 0, QKey(0), &[]));
+                if !matches!(r, Some(Ok(()))) {
+                    self.counters.cm_errors += 1;
+                }
+            }
             CmEvent::ConnectRequest { .. }
-            | CmEvent::SidrRequest { .. }
             | CmEvent::SidrReply { .. }
             | CmEvent::SidrTimedOut { .. } => {}
         }
