@@ -7,10 +7,12 @@ mod common;
 use common::connected::*;
 use ipoib_fabric::node::cm::{self, CmAppConfig};
 use ipoib_fabric::node::subnet::Subnet;
+use ipoib_fabric::testing::cm::{cm_mads, sendings};
 use ipoib_fabric::testing::*;
 use ipoib_proto::ipoib::{
     ConnState, ConnectedConfig, DropReason, InterfaceConfig, Mode, PeerRules,
 };
+use ipoib_wire::cm::CmMessage;
 use ipoib_wire::private_data::service_id::{
     ipoib_cm_service_id, ipoib_cm_service_id_rfc, IpoibCmSidForm,
 };
@@ -390,6 +392,50 @@ fn rejected_spelling_is_retried_and_remembered() {
         .filter(|l| l.2.contains("other spelling"))
         .count();
     assert_eq!(before, after, "no second REJ 8");
+}
+
+/// Host 0 in connected mode with Linux's rules; host 1 claims RC in its address but runs no
+/// connected mode of its own.
+fn linux_rules_to_rc_claimer(i: usize, c: &mut InterfaceConfig) {
+    if i == 0 {
+        c.connected = Some(ConnectedConfig {
+            rules: PeerRules::Linux,
+            ..ConnectedConfig::rc()
+        });
+    } else {
+        c.flags = ipoib_wire::ipoib::HwAddrFlags::RC;
+    }
+}
+
+// docs/DEPLOYED.md "Linux IPoIB": a Linux host's REQ always carries 0x10 | the peer's UD QPN
+// (`ipoib_cm_send_req`), and a REJ ends the attempt (`ipoib_cm_tx_handler`). The Linux-style
+// peer does the same: rejected with reason 8 (the peer's CM listens on neither spelling), it
+// sends no second REQ with the RFC-literal spelling, and the packet goes over UD.
+#[test]
+fn linux_style_peer_does_not_try_the_other_spelling() {
+    let seed = seed(52);
+    let _g = SeedGuard(seed);
+    let mut net = net(2, seed, linux_rules_to_rc_claimer);
+    let qpn = net.interface(1).unwrap().config().qpn;
+    let rng = net.sim().fork_rng(9);
+    // A CM with no listener: REJ reason 8 to every REQ.
+    ipoib_fabric::testing::cm::with_host(&mut net, 1, |h, _| {
+        let port = h.mgmt_port();
+        cm::install(h, CmAppConfig::new(port), rng);
+    });
+    udp(&mut net, 0, 1, 1000);
+    run(&mut net, Duration::from_millis(100));
+    assert_eq!(app(&net, 1).ip().udp_received().len(), 1, "over UD");
+    let pcap = net.sim_mut().take_capture().unwrap().into_bytes();
+    let mads = sendings(&cm_mads(&pcap));
+    let reqs: Vec<u64> = mads
+        .iter()
+        .filter_map(|m| match &m.msg {
+            CmMessage::Req(r) => Some(r.service_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reqs, vec![ipoib_cm_service_id(qpn)], "{mads:?}");
 }
 
 /// Host 0 in connected mode; host 1 claims RC in its address but runs no connected mode of its

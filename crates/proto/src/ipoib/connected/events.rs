@@ -272,12 +272,14 @@ impl Interface {
             }
             return;
         }
+        let rfc = self.cm_cfg().is_some_and(|c| c.rules == PeerRules::Rfc4755);
         let Some(p) = self.cm.peers.get_mut(&k) else {
             return;
         };
         // A peer that reads the service ID the other way rejects with reason 8: try the other
-        // spelling once, and keep it for this peer if it works.
-        if reason == Some(RejReason::InvalidServiceId) && !p.tried_other {
+        // spelling once, and keep it for this peer if it works. Linux knows one spelling
+        // (docs/DEPLOYED.md "Linux IPoIB": `ipoib_cm_send_req`), so its rules do not.
+        if reason == Some(RejReason::InvalidServiceId) && !p.tried_other && rfc {
             p.tried_other = true;
             p.spelling = match p.spelling {
                 IpoibCmSidForm::Linux => IpoibCmSidForm::Rfc,

@@ -42,7 +42,8 @@
 //!   when the mode goes back to datagram (Linux flushes its paths).
 //!
 //! With [`PeerRules::Linux`] the interface behaves as a Linux host does instead: it accepts every
-//! REQ (no §3.3 check) and listens on the 0x10 spelling only. Tests use it as a Linux-style peer.
+//! REQ (no §3.3 check), listens on the 0x10 spelling only and connects with it only (a REJ with
+//! reason 8 ends the attempt). Tests use it as a Linux-style peer.
 //!
 //! Invariants: at most [`ConnectedConfig::max_peers`] peers, [`ConnectedConfig::queue_len`]
 //! packets queued per peer and [`ConnectedConfig::MAX_ACCEPTED_PER_PEER`] connections accepted
@@ -81,10 +82,11 @@ pub enum Mode {
 /// Whose rules the interface follows where RFC 4755 and Linux differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerRules {
-    /// RFC 4755: the §3.3 crossing rule; listen on both service-ID spellings.
+    /// RFC 4755: the §3.3 crossing rule; listen on both service-ID spellings, and after a REJ
+    /// with reason 8 connect once with the other.
     Rfc4755,
-    /// Linux `ipoib_cm.c`: accept every REQ, one connection per direction, listen on the 0x10
-    /// spelling only (docs/DEPLOYED.md "Linux IPoIB").
+    /// Linux `ipoib_cm.c`: accept every REQ, one connection per direction, listen and connect
+    /// on the 0x10 spelling only (docs/DEPLOYED.md "Linux IPoIB").
     Linux,
 }
 
