@@ -26,7 +26,8 @@
 //! The host hands the agent every CM event [`IpCm::owns`] claims, through
 //! [`IpCm::handle_cm_event`], after its own QP work for that event (Established: RTR/RTS on the
 //! active side; Rejected, TimedOut, Disconnected: the QP to Error; TimeWaitExit: the QP may be
-//! destroyed). Several users share one host's CM with [`crate::cm::Cm::poll_event_where`]:
+//! destroyed; SidrRequest: [`crate::cm::Cm::sidr_reply`] with status 1, the service having no UD
+//! QP to give). Several users share one host's CM with [`crate::cm::Cm::poll_event_where`]:
 //! `cm.poll_event_where(|e| ipcm.owns(e))`. The host calls [`IpCm::handle_timeout`] when
 //! [`IpCm::poll_timeout`] is due (address and route resolution give up then), and tells the agent
 //! its IP addresses ([`IpCmConfig::local_addrs`], [`IpCm::set_local_addrs`]) as they change. The
