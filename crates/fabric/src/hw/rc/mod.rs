@@ -26,7 +26,8 @@
 //!   local write), else the READ completes with `LocProtErr`. Without a `LocalBuf` the data comes
 //!   back in the completion.
 //! - §9.8 unreliable connection (UC): no ACKs; a lost packet loses its whole message: the
-//!   responder, on a PSN gap, drops the partial message and resynchronises at the next FIRST/ONLY.
+//!   responder, on a PSN other than the expected one (later or earlier, §9.8.3), drops the
+//!   partial message and resynchronises at the next FIRST/ONLY, at that packet's PSN.
 //! - §10.3.1 error state: on retry exhaustion the failing WR completes with `RetryExcErr` or
 //!   `RnrRetryExcErr` and every other outstanding WR (send and receive) with `WrFlushErr`.
 //!

@@ -286,8 +286,10 @@ impl ConnectedQp {
         }
     }
 
-    /// UC (IBA 1 §9.8.3): no answers; a PSN gap drops the partial message and the responder
-    /// resynchronises at the next FIRST or ONLY.
+    /// UC (IBA 1 §9.8.3): no answers. A PSN other than the expected one, later (packets lost)
+    /// or earlier (the requester started over, or a stale packet), is a PSN error: the partial
+    /// message is dropped and the responder resynchronises at the next FIRST or ONLY, at that
+    /// packet's own PSN (docs/CONFORMANCE.md, "IBA reliable and unreliable connected service").
     fn handle_uc_request(
         &mut self,
         bth: &BthRepr,
@@ -296,13 +298,7 @@ impl ConnectedQp {
         mem: &mut dyn RdmaMemory,
     ) {
         let p = bth.psn;
-        let d = diff(p, self.resp.epsn);
-        if d < 0 {
-            // A packet from the past (duplicated or late): never deliver it twice.
-            self.counters.duplicates += 1;
-            return;
-        }
-        if d > 0 {
+        if p != self.resp.epsn {
             self.abort_partial();
             self.resp.uc_skip = true;
         }
