@@ -17,8 +17,8 @@
 //!   retransmission on the local ACK timeout bounded by `retry_count`, RNR NAK with the RNR timer
 //!   table bounded by `rnr_retry` (7 = infinite), duplicate detection and re-ACK, PSN sequence
 //!   error NAK answered by go-back-N from the NAKed PSN, RDMA WRITE and RDMA READ (with re-execution
-//!   of duplicate READ requests and implied NAKs at the requester). Atomics are answered with NAK
-//!   invalid request.
+//!   of duplicate READ requests within the READ they repeat, and implied NAKs at the
+//!   requester). Atomics are answered with NAK invalid request.
 //! - §9.7.5.2.5, §10.6.3.1 memory: RDMA WRITE and READ requests reach only what the caller's
 //!   [`RdmaMemory`] grants (the HCA's registered regions: R_Key, range, remote write or read), else
 //!   NAK remote access error, which the requester completes with `RemAccessErr`; RDMA READ
@@ -223,6 +223,10 @@ pub struct Counters {
     pub drop_opcode: u64,
     /// Dropped: a required extended header is missing or a response is malformed.
     pub drop_malformed: u64,
+    /// Dropped: a duplicate RDMA READ request that repeats no READ among the last
+    /// `max_dest_rd_atomic` executed, or asks for another R_Key, bytes outside that READ or more
+    /// responses than it has from its PSN on (IBA 1 §9.7.5.2.3).
+    pub duplicate_reads_refused: u64,
 }
 
 /// Buffers of completed sends a QP keeps for [`ConnectedQp::take_spent`], at most.

@@ -6,7 +6,9 @@
 //! Invariants: `epsn` only moves forward and only over requests that were executed; `out` is in
 //! PSN order, so an ACK never overtakes the READ responses before it (the requester would take it
 //! for an implied NAK); consecutive ACKs coalesce into the latest one (IBA 1 §9.7.5.2.6); at most
-//! one sequence-error NAK is outstanding per gap (`nak_sent`, IBA 1 §9.7.5.2.2).
+//! one sequence-error NAK is outstanding per gap (`nak_sent`, IBA 1 §9.7.5.2.2); a duplicate RDMA
+//! READ is answered only within one of the last `max_dest_rd_atomic` READs executed (`reads`, IBA 1
+//! §9.7.5.2.3), whose records take no allocation after the QP's creation.
 
 use super::psn::{self, add, diff, prev};
 use super::{ConnectedQp, Outgoing};
@@ -60,6 +62,36 @@ enum RespOut {
     },
 }
 
+/// An RDMA READ the responder executed, kept for its duplicates (IBA 1 §9.7.5.2.3).
+#[derive(Debug, Clone, Copy)]
+struct ReadDone {
+    first_psn: u32,
+    /// Its response packets (PSNs `first_psn..first_psn + npkts`).
+    npkts: u32,
+    rkey: u32,
+    va: u64,
+    len: u32,
+}
+
+impl ReadDone {
+    /// True when a duplicate at PSN `p` asking for `len` bytes at `va` under `rkey` repeats this
+    /// READ or its tail: its PSN among this READ's response PSNs, its responses no more than this
+    /// READ has from there on, and its bytes, under the same R_Key, within this READ's (a
+    /// zero-length one reads none).
+    fn covers(&self, p: u32, rkey: u32, va: u64, len: u32, mtu: usize) -> bool {
+        let Ok(k) = u32::try_from(diff(p, self.first_psn)) else {
+            return false;
+        };
+        if k >= self.npkts || psn::packets(len as usize, mtu) > self.npkts - k {
+            return false;
+        }
+        len == 0
+            || (rkey == self.rkey
+                && va >= self.va
+                && (va - self.va).saturating_add(u64::from(len)) <= u64::from(self.len))
+    }
+}
+
 /// Responder state.
 #[derive(Debug)]
 pub(super) struct Responder {
@@ -74,6 +106,9 @@ pub(super) struct Responder {
     /// UC: skipping the rest of a lost message until the next FIRST/ONLY.
     uc_skip: bool,
     out: VecDeque<RespOut>,
+    /// The last `max_dest_rd` READs executed, oldest first: the requester has no more
+    /// outstanding, so no other can be repeated.
+    reads: VecDeque<ReadDone>,
     min_rnr_timer: u8,
     max_dest_rd: usize,
 }
@@ -90,6 +125,7 @@ enum Exec {
 
 impl Responder {
     pub(super) fn new(attr: &ConnectedAttr) -> Responder {
+        let max_dest_rd = usize::from(attr.max_dest_rd_atomic.max(1));
         Responder {
             epsn: attr.rq_psn & psn::PSN_MASK,
             msn: 0,
@@ -98,9 +134,18 @@ impl Responder {
             nak_sent: false,
             uc_skip: false,
             out: VecDeque::new(),
+            reads: VecDeque::with_capacity(max_dest_rd),
             min_rnr_timer: attr.min_rnr_timer & 0x1f,
-            max_dest_rd: usize::from(attr.max_dest_rd_atomic.max(1)),
+            max_dest_rd,
         }
+    }
+
+    /// Keeps an executed READ for its duplicates, forgetting the oldest beyond `max_dest_rd`.
+    fn remember_read(&mut self, read: ReadDone) {
+        if self.reads.len() >= self.max_dest_rd {
+            self.reads.pop_front();
+        }
+        self.reads.push_back(read);
     }
 
     pub(super) fn clear_output(&mut self) {
@@ -497,6 +542,13 @@ impl ConnectedQp {
                     return Exec::Fatal(NakCode::RemoteAccessError);
                 };
                 let npkts = psn::packets(data.len(), mtu);
+                self.resp.remember_read(ReadDone {
+                    first_psn: bth.psn,
+                    npkts,
+                    rkey: reth.rkey,
+                    va: reth.va,
+                    len: reth.dma_len,
+                });
                 self.resp.msn = add(self.resp.msn, 1);
                 self.resp.out.push_back(RespOut::Read {
                     first_psn: bth.psn,
@@ -514,12 +566,26 @@ impl ConnectedQp {
     }
 
     /// IBA 1 §9.7.5.2.3: a duplicate RDMA READ request is executed again from its PSN, with the
-    /// memory as it is now. Dropped when the responder already has its limit of reads queued.
+    /// memory as it is now, when it repeats a READ executed before or that READ's tail
+    /// ([`ReadDone::covers`]); any other is dropped (counted), as Linux rxe's `duplicate_request`
+    /// drops one outside the READ it finds (docs/CONFORMANCE.md, "IBA reliable and unreliable
+    /// connected service"). Dropped too when the responder already has its limit of reads queued.
     fn reexecute_read(&mut self, p: u32, ext: &ExtHeaders, mem: &dyn RdmaMemory) {
         let Some(reth) = ext.reth else {
             self.counters.drop_malformed += 1;
             return;
         };
+        let mtu = self.mtu;
+        let (rkey, va, len) = (reth.rkey, reth.va, reth.dma_len);
+        if !self
+            .resp
+            .reads
+            .iter()
+            .any(|r| r.covers(p, rkey, va, len, mtu))
+        {
+            self.counters.duplicate_reads_refused += 1;
+            return;
+        }
         if self.resp.reads_queued(true) >= self.resp.max_dest_rd {
             return;
         }

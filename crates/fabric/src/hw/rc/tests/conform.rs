@@ -1,10 +1,11 @@
 //! Conformance cases of IBA 1 chapter 9 driven by targeted drops or crafted requests: each one
 //! failed on an older engine (named in its test).
 
-use super::{send_wr, Pair};
+use super::{send_wr, Pair, QPN_B};
 use crate::hw::rc::{psn_add, MemoryRegion, PSN_MASK};
 use crate::hw::verbs::{QpType, SendOp, WcOpcode, WcStatus};
-use ipoib_wire::ib::Operation;
+use ipoib_wire::ib::{BthRepr, ExtHeaders, Opcode, Operation, RethRepr, Transport};
+use ipoib_wire::PKey;
 
 /// A zero-length RDMA WRITE and a zero-length RDMA READ reach no memory, so their R_Key and VA
 /// are not checked (docs/CONFORMANCE.md, "IBA reliable and unreliable connected service"): with
@@ -174,4 +175,85 @@ fn rnr_nak_at_the_last_packet_of_a_write_with_immediate_resends_only_it() {
             700
         )]
     );
+}
+
+/// IBA 1 §9.7.5.2.3: a duplicate RDMA READ request is answered by reading again, but only within
+/// the READ it repeats: the responder finds the READ it executed whose response PSNs hold the
+/// duplicate's PSN, and answers when the duplicate names that READ's R_Key, bytes within its
+/// range, and no more responses than that READ has from the duplicate's PSN on (Linux rxe
+/// `duplicate_request`, which drops the others). Crafted duplicates after a 1000-byte READ at
+/// PSN 0-3 and a SEND at PSN 4: the tail from PSN 1 is answered (PSNs 1-3, the bytes from offset
+/// 256); a duplicate at PSN 0 for bytes outside the READ, one with another R_Key, one at PSN 2
+/// asking for four responses, and one at the SEND's PSN are dropped and counted. Fails on the
+/// old code, which read whatever a duplicate's RETH named (the bytes at 2000, outside the READ).
+#[test]
+fn a_duplicate_read_is_answered_only_within_the_read_it_repeats() {
+    let mut pair = Pair::new(QpType::Rc, 34, 1, 0);
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 13) as u8).collect();
+    pair.mem_b = vec![
+        MemoryRegion::new(0x1000, 9, data.clone()),
+        MemoryRegion::new(0x8000, 10, data.clone()),
+    ];
+    let read = SendOp::RdmaRead {
+        remote_addr: 0x1000,
+        rkey: 9,
+        len: 1000,
+        local: None,
+    };
+    pair.a
+        .post_send(pair.now, send_wr(1, read, Vec::new()))
+        .unwrap();
+    pair.b
+        .post_recv(crate::hw::verbs::RecvWr {
+            wr_id: 2,
+            capacity: 64,
+        })
+        .unwrap();
+    pair.a
+        .post_send(pair.now, send_wr(2, SendOp::Send, vec![5; 10]))
+        .unwrap();
+    pair.drive();
+    assert_eq!(pair.comp_a.len(), 2);
+    assert_eq!(pair.b.expected_psn(), 5);
+    let mut duplicate = |psn: u32, va: u64, rkey: u32, len: u32| {
+        let bth = BthRepr::new(
+            Opcode::new(Transport::Rc, Operation::RdmaReadRequest),
+            PKey(0),
+            QPN_B,
+            psn,
+        );
+        let ext = ExtHeaders {
+            reth: Some(RethRepr {
+                va,
+                rkey,
+                dma_len: len,
+            }),
+            ..ExtHeaders::default()
+        };
+        pair.b
+            .handle_packet(pair.now, &bth, &ext, &[], &mut pair.mem_b);
+        std::iter::from_fn(|| pair.b.poll_transmit(pair.now))
+            .map(|o| (o.bth.psn, o.bth.opcode.operation(), o.payload))
+            .collect::<Vec<_>>()
+    };
+    use Operation::*;
+    assert_eq!(
+        duplicate(1, 0x1000 + 256, 9, 744),
+        vec![
+            (1, RdmaReadResponseFirst, data[256..512].to_vec()),
+            (2, RdmaReadResponseMiddle, data[512..768].to_vec()),
+            (3, RdmaReadResponseLast, data[768..1000].to_vec()),
+        ]
+    );
+    assert_eq!(
+        duplicate(0, 0x1000 + 2000, 9, 100),
+        vec![],
+        "outside the READ"
+    );
+    assert_eq!(duplicate(0, 0x8000, 10, 1000), vec![], "another R_Key");
+    assert_eq!(duplicate(2, 0x1000, 9, 1000), vec![], "beyond its PSNs");
+    assert_eq!(duplicate(4, 0x1000, 9, 100), vec![], "the SEND's PSN");
+    let c = pair.b.counters();
+    assert_eq!((c.duplicates, c.duplicate_reads_refused), (5, 4));
+    assert_eq!(pair.b.state(), crate::hw::verbs::QpState::Rts);
 }
