@@ -6,7 +6,8 @@
 //!
 //! Division of work:
 //! - receive: the HCA checks CRCs, DLID, port state, QP state (RTR or later), that the opcode's
-//!   transport is the QP's, and the P_Key against the QP's P_Key index (IBA 1 §10.9.3); then
+//!   transport is the QP's, the GRH against the QP's path ([`grh_from_path`], IBA 1 §9.6.1.5)
+//!   and the P_Key against the QP's P_Key index (IBA 1 §10.9.3); then
 //!   [`ConnectedEngine::handle_packet`] gets BTH, extended headers and payload (plus SLID/SL/GRH for
 //!   its own source checks).
 //! - transmit: [`ConnectedEngine::poll_transmit`] gives BTH (opcode, DestQP, PSN, flags),
@@ -21,7 +22,10 @@
 
 use super::error::VerbsError;
 use super::mr::RdmaMemory;
-use crate::hw::verbs::{Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr};
+use super::port::Port;
+use crate::hw::verbs::{
+    AddressHandle, Completion, ConnectedAttr, QpState, QpType, Qpn, RecvWr, SendWr,
+};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::{BthRepr, ExtHeaders, GrhRepr};
 
@@ -34,6 +38,19 @@ pub struct TransportPacket {
     pub ext: ExtHeaders,
     /// Payload without pad.
     pub payload: Vec<u8>,
+}
+
+/// True when a packet with `grh` (or none) received on `port` comes from a connected QP's
+/// `path`, as far as the GRH tells (IBA 1 §9.6.1.5): a GRH exactly when the path has one, its
+/// SGID the path's DGID and its DGID the port GID the path's SGID index names. Linux qib's
+/// `qib_ruc_check_hdr` (`drivers/infiniband/hw/qib/qib_ruc.c`) and hfi1's `hfi1_ruc_check_hdr`
+/// discard the packet otherwise; the SLID is the engine's to check ([`PacketSource`]).
+pub(super) fn grh_from_path(path: &AddressHandle, grh: Option<&GrhRepr>, port: &Port) -> bool {
+    match (&path.grh, grh) {
+        (None, None) => true,
+        (Some(g), Some(h)) => h.sgid == g.dgid && port.gid(g.sgid_index) == Some(h.dgid),
+        _ => false,
+    }
 }
 
 /// Where an incoming packet came from (for the engine's checks, IBA 1 §9.6.1.2).

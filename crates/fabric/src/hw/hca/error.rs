@@ -126,6 +126,10 @@ drop_reasons! {
     BadOpcode,
     /// BTH TVer other than 0, the one transport header version (IBA 1 §9.2, §9.6).
     BadTver,
+    /// RC/UC: not from the QP's path: a GRH where the path has none or none where it has one,
+    /// an SGID other than the path's DGID, or a DGID other than the port GID the path's SGID
+    /// index names (IBA 1 §9.6.1.5).
+    GrhNotPath,
     /// P_Key does not match (IBA 1 §10.9.3).
     PkeyMismatch,
     /// Q_Key does not match the QP's (IBA 1 §10.2.4).

@@ -4,7 +4,7 @@
 //! engine). Every early return counts its [`HcaDropReason`]; a malformed packet or a bad CRC also
 //! counts in the port's PortRcvErrors (IBA 1 §16.1.3.5).
 
-use super::connected::PacketSource;
+use super::connected::{grh_from_path, PacketSource};
 use super::qp::{can_receive, special_qpn, wire_qpn, QpKind};
 use super::sma::Qp0In;
 use super::{Hca, HcaDropReason};
@@ -192,8 +192,15 @@ impl Hca {
         if matches!(qp.kind, QpKind::Ud) {
             return self.ud_receive(handle, pkt, bits);
         }
-        // RC/UC: P_Key against the QP's own index (IBA 1 §10.9.3), then the engine.
+        // RC/UC: the packet comes from the QP's path (IBA 1 §9.6.1.5), checked before the P_Key
+        // as Linux qib's `qib_ruc_check_hdr` does, so a stranger's packet raises no trap; then the
+        // P_Key against the QP's own index (IBA 1 §10.9.3), then the engine.
         let port = self.ports.get_mut(usize::from(qp.port).wrapping_sub(1));
+        if let (Some(attr), Some(p)) = (&qp.connected, port.as_deref()) {
+            if !grh_from_path(&attr.path, pkt.grh.as_ref(), p) {
+                return self.counters.count(HcaDropReason::GrhNotPath);
+            }
+        }
         let entry = port
             .as_ref()
             .and_then(|p| p.pkey(qp.pkey_index))

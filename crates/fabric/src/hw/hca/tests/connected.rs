@@ -1,6 +1,7 @@
 //! The RC/UC hook ([`crate::hw::hca::connected`]) with a stand-in engine: one UC SEND Only packet per
 //! message. Shows what the real engine gets from the HCA and what the HCA adds.
 
+use super::ud::Outside;
 use super::*;
 use crate::hw::verbs::{ConnectedAttr, WcOpcode};
 use ipoib_wire::ib::{BthRepr, Opcode};
@@ -80,6 +81,12 @@ impl ConnectedEngine for MockUc {
 }
 
 fn uc_qp(sim: &mut Simulator, node: NodeId, dlid: u16, pkey_index: u16) -> UdEnd {
+    uc_qp_via(sim, node, dest(dlid, 0, QKey(0)), pkey_index)
+}
+
+/// A UC QP with the stand-in engine, its path `to`'s address (a GRH when `to` has one), one
+/// receive (wr_id 77) posted, in RTS.
+fn uc_qp_via(sim: &mut Simulator, node: NodeId, to: UdDest, pkey_index: u16) -> UdEnd {
     let end = sim
         .with_node::<Hca, _>(node, |h, _, _| {
             h.set_engine_factory(Box::new(|_, _| Box::new(MockUc::default())));
@@ -98,7 +105,7 @@ fn uc_qp(sim: &mut Simulator, node: NodeId, dlid: u16, pkey_index: u16) -> UdEnd
         })
         .unwrap();
     let attr = ConnectedAttr {
-        path: dest(dlid, 0, QKey(0)).ah,
+        path: to.ah,
         dest_qpn: FIRST_QPN,
         rq_psn: 0,
         sq_psn: 0,
@@ -189,4 +196,62 @@ fn connected_output_leaves_only_an_active_port() {
     let ha = p.sim.node::<Hca>(p.a).unwrap();
     assert_eq!(ha.port(1).unwrap().traffic.xmit_discards, 1);
     assert_eq!(ha.counters().drops(HcaDropReason::TxPortNotActive), 1);
+}
+
+/// IBA 1 §9.6.1.5: a connected QP takes packets from its path only. With a GRH exactly when
+/// the path has one, its SGID the path's DGID and its DGID the port GID the path's SGID index
+/// names (Linux qib's `qib_ruc_check_hdr` and hfi1's `hfi1_ruc_check_hdr`; rxe's `check_addr`
+/// compares the addresses the same way). Packets from outside aimed at two established QPs, one
+/// whose path has a GRH and one whose path has none: another port's SGID, a DGID not the port's,
+/// no GRH where the path has one and a GRH where it has none are discarded and counted before the
+/// engine sees them; the packet that matches each path arrives. Fails on the old code, which
+/// checked no GID and delivered the first packet (another port's SGID) to the first QP.
+#[test]
+fn a_connected_qp_takes_only_packets_with_its_path_gids() {
+    let (mut sim, out, hca) = super::ud::outside_and_hca(53);
+    configure::<Hca>(&mut sim, hca, port_config(2, vec![0xffff]));
+    // Port GUIDs are the node GUID plus the port number.
+    let peer = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_A + 1);
+    let own = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_B + 1);
+    let other = Gid::new(Gid::DEFAULT_SUBNET_PREFIX, GUID_A + 2);
+    let global = uc_qp_via(&mut sim, hca, with_grh(dest(1, 0, QKey(0)), peer), 0);
+    let local = uc_qp_via(&mut sim, hca, dest(1, 0, QKey(0)), 0);
+    let packet = |qpn: Qpn, gids: Option<(Gid, Gid)>, tag: u8| {
+        let repr = ipoib_wire::packet::PacketRepr {
+            lrh: ipoib_wire::ib::LrhRepr::local(0, 0, 2, 1),
+            grh: gids.map(|(sgid, dgid)| ipoib_wire::ib::GrhRepr::new(sgid, dgid, 64)),
+            bth: Some(BthRepr::new(Opcode::UC_SEND_ONLY, PKey(0xffff), qpn, 0)),
+            ext: Default::default(),
+            payload: &[tag; 8],
+        };
+        let mut buf = vec![0; repr.buffer_len()];
+        repr.emit(&mut buf).unwrap();
+        buf
+    };
+    for p in [
+        packet(global.qpn, Some((other, own)), 1),
+        packet(global.qpn, Some((peer, other)), 2),
+        packet(global.qpn, None, 3),
+        packet(local.qpn, Some((peer, own)), 4),
+        packet(global.qpn, Some((peer, own)), 5),
+        packet(local.qpn, None, 6),
+    ] {
+        sim.with_node::<Outside, _>(out, |_, _, tx| tx.send(1, p));
+    }
+    sim.run_until_idle(1_000);
+    let c = counters(&sim, hca);
+    assert_eq!(
+        c.drops(HcaDropReason::GrhNotPath),
+        4,
+        "{:?}",
+        c.nonzero_drops()
+    );
+    assert_eq!(c.total_drops(), 4, "{:?}", c.nonzero_drops());
+    for (end, tag) in [(global, 5), (local, 6)] {
+        let got: Vec<_> = poll(&mut sim, hca, end.cq)
+            .into_iter()
+            .map(|c| (c.wr_id, c.data))
+            .collect();
+        assert_eq!(got, vec![(77, vec![tag; 8])]);
+    }
 }
