@@ -3,12 +3,13 @@
 //! and READ against the caller's memory regions, and queues its answers (ACK, NAK, RDMA READ
 //! responses) in PSN order.
 //!
-//! Invariants: `epsn` only moves forward and only over requests that were executed; `out` is in
-//! PSN order, so an ACK never overtakes the READ responses before it (the requester would take it
-//! for an implied NAK); consecutive ACKs coalesce into the latest one (IBA 1 §9.7.5.2.6); at most
-//! one sequence-error NAK is outstanding per gap (`nak_sent`, IBA 1 §9.7.5.2.2); a duplicate RDMA
-//! READ is answered only within one of the last `max_dest_rd_atomic` READs executed (`reads`, IBA 1
-//! §9.7.5.2.3), whose records take no allocation after the QP's creation.
+//! Invariants: RC's `epsn` only moves forward and only over requests that were executed (UC's
+//! follows the PSN of each packet, IBA 1 §9.8.3); `out` is in PSN order, so an ACK never overtakes
+//! the READ responses before it (the requester would take it for an implied NAK); consecutive ACKs
+//! coalesce into the latest one (IBA 1 §9.7.5.2.6); at most one sequence-error NAK is outstanding
+//! per gap (`nak_sent`, IBA 1 §9.7.5.2.2); a duplicate RDMA READ is answered only within one of the
+//! last `max_dest_rd_atomic` READs executed (`reads`, IBA 1 §9.7.5.2.3), whose records take no
+//! allocation after the QP's creation.
 
 use super::psn::{self, add, diff, prev};
 use super::{ConnectedQp, Outgoing};
