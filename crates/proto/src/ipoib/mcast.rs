@@ -558,11 +558,13 @@ impl Interface {
     }
 
     /// A multicast datagram: MLID, the broadcast group's SL, a GRH with the MGID and the group's
-    /// TClass/FlowLabel/HopLimit (§4.1 item 4: required for multicast), QPN 0xFFFFFF, the link Q_Key.
-    pub(super) fn push_mcast(&mut self, mgid: Gid, mlid: u16, data: Vec<u8>) {
+    /// TClass/FlowLabel/HopLimit (§4.1 item 4: required for multicast), QPN 0xFFFFFF, the link Q_Key;
+    /// a legacy-profile IPv6 datagram without the 4-byte header (draft-kashyap-ipoib-ipv6-01 §7).
+    pub(super) fn push_mcast(&mut self, mgid: Gid, mlid: u16, mut data: Vec<u8>) {
         let Some(p) = self.params else {
             return self.drop1(DropReason::NotUp);
         };
+        self.legacy_unframe(&mut data);
         let b = p.record;
         self.out.push_back(super::UdTransmit {
             dlid: mlid,

@@ -39,6 +39,12 @@ impl Interface {
         if d.src_qpn == self.cfg.qpn && d.slid == lid {
             return self.drop1(DropReason::Loopback);
         }
+        // draft-kashyap-ipoib-ipv6-01 §7: in the legacy profile an IPv6 datagram follows the DETH
+        // with no protocol header, told by its first nibble (§7 b). A 4-byte header starts with an
+        // EtherType (0x08.., 0x80.., 0x86..), never with nibble 6.
+        if self.cfg.legacy_ipv6 && d.data.first().is_some_and(|b| b >> 4 == 6) {
+            return self.receive_ipv6(now, d.data, 0, Some(d.slid));
+        }
         self.receive_encapsulated(now, d.data, Some(d.slid));
     }
 
@@ -62,28 +68,33 @@ impl Interface {
                 }
                 self.deliver(IpBuf::new(data, ENCAP_HEADER_LEN));
             }
-            EtherType::Ipv6 => {
-                let Ok(ip) = Ipv6Packet::new_checked(body) else {
-                    return self.drop1(DropReason::Malformed);
-                };
-                // RFC 4861 §4: the ICMPv6 type, the first byte of the message, says ND.
-                let is_nd = ip.next_header() == IpProtocol::Icmpv6
-                    && ip
-                        .payload()
-                        .first()
-                        .is_some_and(|&t| Icmpv6Type::from(t).is_nd());
-                if is_nd {
-                    match slid {
-                        Some(slid) if self.cfg.ipv6 => self.on_nd(now, body, slid),
-                        Some(_) => {}
-                        None => self.drop1(DropReason::Unsupported),
-                    }
-                    return;
-                }
-                self.deliver(IpBuf::new(data, ENCAP_HEADER_LEN));
-            }
+            EtherType::Ipv6 => self.receive_ipv6(now, data, ENCAP_HEADER_LEN, slid),
             _ => self.drop1(DropReason::Unsupported),
         }
+    }
+
+    /// An IPv6 datagram that starts at byte `start` of `data` (after the 4-byte header, or at 0 in
+    /// the legacy profile's bare frames): ND for the interface, anything else for the IP layer.
+    fn receive_ipv6(&mut self, now: Instant, data: Vec<u8>, start: usize, slid: Option<u16>) {
+        let body = &data[start..];
+        let Ok(ip) = Ipv6Packet::new_checked(body) else {
+            return self.drop1(DropReason::Malformed);
+        };
+        // RFC 4861 §4: the ICMPv6 type, the first byte of the message, says ND.
+        let is_nd = ip.next_header() == IpProtocol::Icmpv6
+            && ip
+                .payload()
+                .first()
+                .is_some_and(|&t| Icmpv6Type::from(t).is_nd());
+        if is_nd {
+            match slid {
+                Some(slid) if self.cfg.ipv6 => self.on_nd(now, body, slid),
+                Some(_) => {}
+                None => self.drop1(DropReason::Unsupported),
+            }
+            return;
+        }
+        self.deliver(IpBuf::new(data, start));
     }
 
     /// A neighbour at `gid` was just heard from `slid`. A cached path inside the subnet that names

@@ -340,12 +340,15 @@ impl Interface {
         self.push_ud(info, hw.gid, hw.qpn, data);
     }
 
-    /// A unicast datagram on `info`'s path: GRH when the path needs it or configured (§6).
-    pub(super) fn push_ud(&mut self, info: PathInfo, dgid: Gid, qpn: u32, data: Vec<u8>) {
+    /// A unicast datagram on `info`'s path: GRH when the path needs it or configured (§6), and
+    /// always for a legacy-profile IPv6 datagram (draft-kashyap-ipoib-ipv6-01 §7: "The GRH header
+    /// will always be used"; the destination GID is the local prefix ‖ the GUID of the option).
+    pub(super) fn push_ud(&mut self, info: PathInfo, dgid: Gid, qpn: u32, mut data: Vec<u8>) {
         let Some(p) = self.params else {
             return self.drop1(DropReason::NotUp);
         };
-        let grh = (info.needs_grh() || self.cfg.unicast_grh).then_some(GrhAddr {
+        let legacy = self.legacy_unframe(&mut data);
+        let grh = (info.needs_grh() || self.cfg.unicast_grh || legacy).then_some(GrhAddr {
             gid: dgid,
             flow_label: info.flow_label,
             hop_limit: info.hop_limit,
@@ -360,6 +363,19 @@ impl Interface {
             rate: info.rate,
             data,
         });
+    }
+
+    /// draft-kashyap-ipoib-ipv6-01 §7: in the legacy profile an IPv6 datagram goes over UD with
+    /// no protocol header ("no additional header is defined in the payload"), so the 4-byte header
+    /// of draft-ietf-ipoib-ip-over-infiniband-06 §6 is taken off a UD frame of type IPv6 just
+    /// before it is sent. True if it was. IPv4 and ARP keep theirs (the legacy draft is IPv6 only).
+    pub(super) fn legacy_unframe(&self, data: &mut Vec<u8>) -> bool {
+        let v6: u16 = EtherType::Ipv6.into();
+        if !self.cfg.legacy_ipv6 || data.get(..2) != Some(&v6.to_be_bytes()[..]) {
+            return false;
+        }
+        data.drain(..ENCAP_HEADER_LEN);
+        true
     }
 }
 

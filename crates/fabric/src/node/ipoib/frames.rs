@@ -67,8 +67,12 @@ pub(crate) enum Kind {
     Other,
 }
 
-/// Classifies an IPoIB payload (encapsulation header and datagram).
+/// Classifies an IPoIB payload (encapsulation header and datagram, or a bare IPv6 datagram of the
+/// legacy profile, told by its first nibble: draft-kashyap-ipoib-ipv6-01 §7).
 pub(crate) fn classify(data: &[u8]) -> Kind {
+    if data.first().is_some_and(|b| b >> 4 == 6) {
+        return classify_v6(data);
+    }
     let Ok(h) = EncapHeader::new_checked(data) else {
         return Kind::Other;
     };

@@ -1,7 +1,8 @@
 //! The legacy IPv6 profile of draft-kashyap-ipoib-ipv6-01, selectable per interface, off by default.
 
 use super::*;
-use ipoib_wire::ipoib::addr::link_local_from_guid;
+use ipoib_wire::ib::BthRepr;
+use ipoib_wire::ipoib::addr::{guid_from_link_local, link_local_from_guid};
 use ipoib_wire::ipoib::legacy::LEGACY_ALL_HOSTS_MGID;
 use ipoib_wire::ipoib::{NdMessage, NdRepr};
 
@@ -29,7 +30,7 @@ fn legacy_profile_option_and_mapping() {
         .sent_by(2)
         .into_iter()
         .find_map(|s| {
-            let p = Ipv6Packet::new_checked(&s.t.data[4..]).ok()?;
+            let p = Ipv6Packet::new_checked(&s.t.data[..]).ok()?;
             let ip = Ipv6Repr::parse(&p).ok()?;
             let nd = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()).ok()?;
             matches!(nd.message, NdMessage::NeighborSolicit { target } if target == a3 && !ip.src_addr.is_unspecified())
@@ -60,4 +61,48 @@ fn legacy_profile_off_by_default() {
         .attached
         .iter()
         .any(|m| m.to_ipv6().to_string() == "ff12:601b:ffff::1"));
+}
+
+// draft-kashyap-ipoib-ipv6-01 §7: no protocol header, the IPv6 datagram follows the DETH (told by
+// its first nibble), and "The GRH header will always be used" (destination GID: the local prefix ‖
+// the GUID of the option). IPv4 and ARP, outside the legacy draft, keep the 4-byte header. Fails
+// on the old code, which sent every IPv6 datagram of the profile with the 4-byte header of
+// draft-ietf-ipoib-ip-over-infiniband-06 §6 and a unicast one without a GRH.
+#[test]
+fn legacy_profile_frames_ipv6_bare_with_a_grh() {
+    let mut net = Net::with(2, |_, c| c.legacy_ipv6 = true);
+    net.up();
+    let (a2, a3) = (link_local_from_guid(guid(2)), link_local_from_guid(guid(3)));
+    net.send(2, &ping6(a2, a3, true, 7));
+    net.send(2, &ping4(v4(2), v4(3), true, 8));
+    net.run_for(Duration::from_secs(1));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 7)));
+    assert!(net.host(2).delivered.iter().any(|p| is_echo(p, false, 8)));
+    let sent: Vec<UdTransmit> = net.wire.iter().map(|s| s.t.clone()).collect();
+    let v6: Vec<&UdTransmit> = sent.iter().filter(|t| t.data[0] >> 4 == 6).collect();
+    assert!(
+        v6.iter().any(|t| t.remote_qpn == qpn(3)) && v6.iter().any(|t| t.remote_qpn == qpn(2)),
+        "IPv6 both ways, bare"
+    );
+    assert!(
+        !sent.iter().any(|t| t.data[..2] == [0x86, 0xdd]),
+        "no IPv6 datagram with the 4-byte header"
+    );
+    for t in &v6 {
+        let dst = Ipv6Packet::new_checked(&t.data[..]).unwrap().dst_addr();
+        let g = t.grh.expect("every legacy IPv6 datagram has a GRH");
+        if t.remote_qpn != BthRepr::MULTICAST_QPN {
+            assert!(!dst.is_multicast());
+            let want = guid_from_link_local(dst).expect("link-local destination");
+            assert_eq!(g.gid, Gid::new(Gid::DEFAULT_SUBNET_PREFIX, want.0));
+        }
+    }
+    assert!(
+        sent.iter().any(|t| t.data[..4] == [0x08, 0x06, 0, 0]),
+        "ARP keeps its header"
+    );
+    assert!(
+        sent.iter().any(|t| t.data[..4] == [0x08, 0x00, 0, 0]),
+        "IPv4 keeps its header"
+    );
 }
