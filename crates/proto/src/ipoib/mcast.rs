@@ -360,7 +360,7 @@ impl Interface {
     }
 
     /// SubnAdmDelete(MCMemberRecord) for the bits given up (§11).
-    fn send_leave(&mut self, now: Instant, mgid: Gid, js: JoinState) {
+    pub(super) fn send_leave(&mut self, now: Instant, mgid: Gid, js: JoinState) {
         let rec = McMemberRecordRepr {
             mgid,
             port_gid: self.gid(),
@@ -687,6 +687,17 @@ impl Interface {
                 format_args!("multicast group list failed: {e}"),
             ),
         }
+    }
+
+    /// The memberships [`Interface::mc_reset`] forgets without joining them again: groups held
+    /// only for sending (no IP member, no own use, no router membership), with what the SA granted.
+    pub(super) fn mc_send_only_held(&self) -> Vec<(Gid, JoinState)> {
+        self.mc
+            .map
+            .iter()
+            .filter(|(_, g)| g.refs == 0 && !g.internal && !g.non && !g.have.is_empty())
+            .map(|(m, g)| (*m, g.have))
+            .collect()
     }
 
     /// Resets every membership (link down, rejoin): detaches, forgets joins in flight and frames

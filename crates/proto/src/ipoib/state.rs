@@ -118,6 +118,7 @@ impl Interface {
         }
         // RFC 4755 §3.4: connections are part of the interface and SHOULD go down with it.
         self.cm_teardown_all(now);
+        let send_only = self.mc_send_only_held();
         self.mc_reset();
         let (lost, ids) = self.paths.flush();
         for id in ids {
@@ -132,6 +133,16 @@ impl Interface {
         self.traps_link_down();
         self.params = None;
         self.v6.stop_dad();
+        // The reset forgets the groups held only for sending and joins them again only when the
+        // next packet goes to one. While the port still reaches the SA (a LID or P_Key change, not
+        // a port down) they are left there, as Linux's flush leaves every group (`ipoib_multicast.c`
+        // `ipoib_mcast_dev_flush` → `ipoib_mcast_leave` → `ib_sa_free_multicast`): the SA does not
+        // keep the port in groups it no longer sends to. Sent after the cancellations above.
+        if self.port.as_ref().is_some_and(usable) {
+            for (mgid, js) in send_only {
+                self.send_leave(now, mgid, js);
+            }
+        }
     }
 
     /// Bring-up (§5): every IPoIB interface MUST FullMember-join the broadcast group.

@@ -397,3 +397,62 @@ fn idle_send_only_membership_is_left() {
     );
     assert!(held(&net, mb));
 }
+
+// A LID change (normal flush) forgets the groups held only for sending; the port still reaches
+// the SA, so their SendOnlyNonMember memberships are left there, as Linux's flush leaves every
+// group (docs/DEPLOYED.md flush levels; `ipoib_mcast_dev_flush`), and the next packet joins again.
+// A port down leaves nothing (no SA to tell). Fails on the old code: the SA kept host 2 as a
+// SendOnlyNonMember after the flush, with no leave sent.
+#[test]
+fn flush_leaves_send_only_memberships() {
+    let mut net = Net::new(2);
+    net.up();
+    let g: Ipv4Addr = "224.1.2.3".parse().unwrap();
+    let m = mgid4("224.1.2.3");
+    net.join(3, IpAddr::V4(g)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    net.send(2, &udp4(v4(2), g, b"one"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(got(&mut net, 3, g, b"one"), 1);
+    let gid2 = net.iface(2).gid();
+    assert_eq!(
+        net.sa.member_join_state(&m, &gid2),
+        Some(JoinState::SEND_ONLY_NON_MEMBER)
+    );
+
+    // Host 2's MADs are logged under its LID, 12 after the change.
+    let reqs = |net: &Net| [mc_requests(net, 2, m), mc_requests(net, 12, m)].concat();
+    net.relid(2, 12);
+    net.run_for(Duration::from_secs(2));
+    assert!(net.iface(2).carrier());
+    assert_eq!(net.sa.member_join_state(&m, &gid2), None, "left at the SA");
+    assert_eq!(
+        reqs(&net),
+        vec![
+            (Method::Set, JoinState::SEND_ONLY_NON_MEMBER),
+            (Method::Delete, JoinState::SEND_ONLY_NON_MEMBER)
+        ]
+    );
+    assert_eq!(
+        net.iface(3).groups().iter().filter(|i| i.mgid == m).count(),
+        1
+    );
+
+    net.send(2, &udp4(v4(2), g, b"two"));
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(
+        got(&mut net, 3, g, b"two"),
+        1,
+        "joined again by the next packet"
+    );
+    assert_eq!(
+        net.sa.member_join_state(&m, &gid2),
+        Some(JoinState::SEND_ONLY_NON_MEMBER)
+    );
+
+    // Port down: the SA cannot be told; nothing is sent.
+    let before = reqs(&net).len();
+    net.port(2, |p| p.active = false);
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(reqs(&net).len(), before);
+}
