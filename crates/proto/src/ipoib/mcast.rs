@@ -19,6 +19,7 @@ use crate::sa::{SaClientError, SaResponse};
 use crate::time::Instant;
 use ipoib_wire::ib::BthRepr;
 use ipoib_wire::ipoib::legacy::legacy_ipv6_mgid;
+use ipoib_wire::ipoib::mcast::{ipoib_signature, mgid_scope, with_scope};
 use ipoib_wire::ipoib::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpoibMgid, Scope};
 use ipoib_wire::mad::SaStatus;
 use ipoib_wire::sa::{mcr_mask, JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr, Selector};
@@ -524,7 +525,6 @@ impl Interface {
         const ORDER: [u8; 4] = [0x2, 0x5, 0x8, 0xe];
         let cur = u8::from(self.scope);
         let next = ORDER.iter().copied().find(|s| *s > cur);
-        self.mc.map.remove(&old);
         let retry = match next {
             Some(s) => {
                 self.scope = Scope::from(s);
@@ -543,11 +543,55 @@ impl Interface {
                 u8::from(self.scope)
             ),
         );
+        // The old broadcast group moves too, with the frames that wait for it.
+        self.rescope_groups(now);
         let b = self.bcast_mgid();
         let g = self.mc.map.entry(b).or_default();
         g.internal = true;
         g.retry = retry;
         self.mc_kick(now);
+    }
+
+    /// §4: every MGID of the link MUST use the broadcast GID's scope. After the scope search moved
+    /// the broadcast GID, the groups mapped at the old scope (IP joins made before the link came
+    /// up, and after a light flush the interface's own groups and IP joins) move to the new one:
+    /// what the SA granted at the old scope is left and detached, the request in flight forgotten,
+    /// the uses and waiting frames kept under the new MGID, to be joined once the broadcast group
+    /// answers. Router-mode memberships (§12 B: the SA's groups as they are) and legacy-profile
+    /// MGIDs (their scope is the IP group's, draft-kashyap-ipoib-ipv6-01 §4.1 i) stay.
+    fn rescope_groups(&mut self, now: Instant) {
+        let scope = self.scope;
+        let moved: Vec<Gid> = self
+            .mc
+            .map
+            .iter()
+            .filter(|(m, g)| ipoib_signature(m).is_some() && mgid_scope(m) != scope && !g.non)
+            .map(|(m, _)| *m)
+            .collect();
+        for old in moved {
+            let Some(mut g) = self.mc.map.remove(&old) else {
+                continue;
+            };
+            if g.attached {
+                self.events.push_back(InterfaceEvent::Detach {
+                    mgid: old,
+                    mlid: g.mlid,
+                });
+            }
+            if !g.have.is_empty() {
+                self.send_leave(now, old, g.have);
+            }
+            if let Some((id, _)) = g.query.take() {
+                self.sa.cancel(id);
+                self.requests.remove(&id);
+            }
+            let n = self.mc.map.entry(with_scope(old, scope)).or_default();
+            n.refs += g.refs;
+            n.internal |= g.internal;
+            n.send_only |= g.send_only;
+            n.used = n.used.max(g.used);
+            n.queue.append(&mut g.queue);
+        }
     }
 
     fn mc_fallback(&mut self, now: Instant, f: McFrame) {

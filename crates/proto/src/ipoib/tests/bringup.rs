@@ -462,3 +462,90 @@ fn failed_refresh_of_an_invalidated_path_waits_the_hold() {
     net.run_for(Duration::from_millis(100));
     assert_eq!(queries(&net), q0 + 2, "asked again after the hold");
 }
+
+// draft-ietf-ipoib-ip-over-infiniband-06 §4: all MGIDs MUST use the broadcast GID's scope bits.
+// An IP group joined before the scope search settled (§4.1 item 4: the broadcast group exists at
+// scope 5 only) is joined at scope 5 too, and leaving it leaves that group. Fails on the old code,
+// which joined it at the scope of the moment it was asked (ff12:…) and never moved it.
+#[test]
+fn groups_follow_the_scope_search() {
+    let parts = crate::partitions::parse("Default=0x7fff, ipoib, scope=5 : ALL=full ;")
+        .expect("partitions");
+    let mut c = InterfaceConfig::new(guid(2), qpn(2));
+    c.scope_search = true;
+    c.ipv4 = Some(Ipv4Config {
+        addr: v4(2),
+        prefix_len: 24,
+        gateway: None,
+    });
+    let mut net = Net::custom(vec![(2, c)], parts, &[]);
+    let g = IpAddr::V4("224.1.2.3".parse().unwrap());
+    net.join(2, g).unwrap();
+    net.up();
+    assert!(net.iface(2).carrier());
+    assert_eq!(net.iface(2).scope(), Scope::SiteLocal);
+    let scopes: Vec<String> = net
+        .iface(2)
+        .groups()
+        .iter()
+        .map(|i| i.mgid.to_ipv6().to_string())
+        .collect();
+    assert!(
+        scopes.iter().all(|m| m.starts_with("ff15:")),
+        "every MGID at the broadcast group's scope: {scopes:?}"
+    );
+    let m =
+        ipoib_wire::ipoib::ipv4_mgid("224.1.2.3".parse().unwrap(), PKey(0xffff), Scope::SiteLocal);
+    let gid2 = net.iface(2).gid();
+    assert_eq!(
+        net.sa.member_join_state(&m, &gid2),
+        Some(JoinState::FULL_MEMBER)
+    );
+    assert!(net.host(2).attached.contains(&m));
+    net.leave(2, g).unwrap();
+    net.run_for(Duration::from_secs(1));
+    assert_eq!(net.sa.member_join_state(&m, &gid2), None);
+    assert!(!net.host(2).attached.contains(&m));
+    assert!(net.iface(2).groups().iter().all(|i| i.mgid != m));
+}
+
+// §4 and §4.1 item 4 after a light flush: a new SA has the broadcast group at scope 5 only; the
+// interface, up all along, moves its own groups to scope 5 and sends the broadcast that waited for
+// the rejoin on the new broadcast group. Fails on the old code: the all-nodes and solicited-node
+// groups stayed at ff12 and the waiting frame was lost without a count.
+#[test]
+fn light_flush_scope_change_moves_groups_and_waiting_frames() {
+    let mut c = InterfaceConfig::new(guid(2), qpn(2));
+    c.scope_search = true;
+    c.ipv4 = Some(Ipv4Config {
+        addr: v4(2),
+        prefix_len: 24,
+        gateway: None,
+    });
+    let mut net = Net::custom(vec![(2, c)], PartitionConfig::default_config(), &[]);
+    net.up();
+    assert_eq!(net.iface(2).scope(), Scope::LinkLocal);
+    let parts = crate::partitions::parse("Default=0x7fff, ipoib, scope=5 : ALL=full ;").unwrap();
+    let lids: Vec<(u16, u16, Vec<u16>)> = vec![(2, 2, vec![0xffff])];
+    net.sa = SaServer::new(SaServerConfig::default(), model(&lids), parts, Rng::new(43));
+    net.client_reregister(2);
+    let sent0 = net.wire.len();
+    net.send(2, &udp4(v4(2), Ipv4Addr::new(10, 0, 0, 255), b"waited"));
+    net.run_for(Duration::from_secs(5));
+    assert!(net.iface(2).carrier());
+    assert_eq!(net.iface(2).scope(), Scope::SiteLocal);
+    let groups: Vec<String> = net
+        .iface(2)
+        .groups()
+        .iter()
+        .map(|i| i.mgid.to_ipv6().to_string())
+        .collect();
+    assert!(groups.iter().all(|m| m.starts_with("ff15:")), "{groups:?}");
+    let b5 = "ff15:401b:ffff::ffff:ffff";
+    assert!(
+        net.wire[sent0..].iter().any(|s| s.from == 2
+            && s.t.grh.is_some_and(|g| g.gid.to_ipv6().to_string() == b5)
+            && s.t.data.ends_with(b"waited")),
+        "the waiting broadcast goes to the new broadcast group"
+    );
+}
