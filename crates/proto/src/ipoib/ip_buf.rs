@@ -1,7 +1,8 @@
 //! [`IpBuf`]: an IP packet the interface delivers, in the buffer it was received in.
 //!
 //! A received frame is the 4-byte encapsulation header (draft-ietf-ipoib-ip-over-infiniband-06
-//! §6) and the IP packet. The packet is handed on without copying it out of the frame: the
+//! §6) and the IP packet (or, in the legacy profile, a bare IPv6 datagram: draft-kashyap-ipoib-ipv6-01
+//! §7). The packet is handed on without copying it out of the frame: the
 //! buffer keeps the header in front, and the packet is what follows it.
 //!
 //! Invariant: `start <= buf.len()`.

@@ -4,7 +4,8 @@
 //! (§9.3; RFC 4861), and the RA MTU rule of §7 (an MTU above the link MTU is logged and ignored).
 //!
 //! With the legacy profile (draft-kashyap-ipoib-ipv6-01) the link-layer option is that draft's
-//! (§5.1: LID, flags, QPN, Q_Key, GUID) and multicast groups map to FF1y:3333:: (§4.1).
+//! (§5.1: LID, flags, QPN, Q_Key, GUID), multicast groups map to FF1y:3333:: (§4.1), and IPv6
+//! goes over UD with no 4-byte header and always a GRH (§7; `tx.rs` `legacy_unframe`, `rx.rs`).
 //!
 //! Invariants: an address is used as a source only once DAD passed; the interface is a
 //! FullMember of all-nodes and of the solicited-node group of every address it holds
