@@ -348,3 +348,43 @@ fn switch_port_pkey_tables_in_the_model_are_what_the_switches_hold_past_their_ca
     }
     assert!(to_switch > 0 && to_ca > 0, "both kinds of port checked");
 }
+
+// OpenSM osm_prtn.c osm_prtn_add_port ("Will overwrite"): the last specifier naming a port
+// decides its membership; measured on OpenSM 3.3.23 with the same kind of file
+// (docs/OPENSM-PARTITIONS.md). Our SM gave a port named full anywhere a full member.
+#[test]
+fn the_last_specifier_naming_a_port_decides_its_pkey() {
+    const CONF3: &str = "\
+Default=0x7fff, ipoib : ALL=full ;
+P1=0x10 : ALL=full, 0x100005=limited ;
+P2=0x20 : 0x100005=limited, ALL=full ;
+P3=0x30 : 0x100005=full, ALL_CAS=limited ;
+";
+    let seed = seed(29);
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
+    opts.partitions = Some(partitions::parse(CONF3).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    assert!(net.run_until_joined(at(10)));
+    let model = net.sm().manager().expect("configured").subnet_model();
+    let pkeys = |guid: u64| {
+        model
+            .ports
+            .iter()
+            .find(|p| p.port_guid == ipoib_wire::Guid(guid))
+            .map(|p| p.pkeys.clone())
+            .expect("the host's port")
+    };
+    assert_eq!(
+        pkeys(0x100005),
+        [0xffff, 0x0010, 0x8020, 0x0030].map(PKey).to_vec()
+    );
+    assert_eq!(
+        pkeys(0x100003),
+        [0xffff, 0x8010, 0x8020, 0x0030].map(PKey).to_vec()
+    );
+    // The host's port holds the table as the model says.
+    let host = net.host_device(2).hca().port(1).unwrap();
+    let held: Vec<PKey> = (0..4).filter_map(|i| host.pkey(i)).collect();
+    assert_eq!(held, [0xffff, 0x0010, 0x8020, 0x0030].map(PKey).to_vec());
+}

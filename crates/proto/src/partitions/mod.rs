@@ -160,29 +160,28 @@ impl Partition {
         }
     }
 
-    /// The membership `port` has in this partition, if any (full wins over limited, as in OpenSM's
-    /// P_Key manager which checks the full-member table first).
+    /// The membership `port` has in this partition, if any: that of the last port specifier
+    /// naming it, in file order (`Both` read as `Full`). OpenSM's parser adds each specifier's
+    /// ports as it reads them and a port named again is overwritten (`osm_prtn.c`
+    /// `osm_prtn_add_port`: "already in partition ... Will overwrite"), so `ALL=full,
+    /// 0x...=limited` leaves that port limited (measured on OpenSM 3.3.23,
+    /// docs/OPENSM-PARTITIONS.md).
     pub fn membership_of(&self, port: &PortId) -> Option<Membership> {
-        let mut best: Option<Membership> = None;
-        for (spec, m) in &self.members {
-            let hit = match spec {
+        self.members
+            .iter()
+            .rev()
+            .find(|(spec, _)| match spec {
                 MemberSpec::All => true,
                 MemberSpec::AllCas => port.kind == PortKind::Ca,
                 MemberSpec::AllSwitches => port.kind == PortKind::Switch,
                 MemberSpec::AllRouters => port.kind == PortKind::Router,
                 MemberSpec::SelfPort => port.is_sm,
                 MemberSpec::Guid(g) => *g == port.guid,
-            };
-            if hit {
-                let full = matches!(m, Membership::Full | Membership::Both);
-                best = match (best, full) {
-                    (_, true) => Some(Membership::Full),
-                    (Some(Membership::Full), false) => Some(Membership::Full),
-                    _ => Some(Membership::Limited),
-                };
-            }
-        }
-        best
+            })
+            .map(|(_, m)| match m {
+                Membership::Limited => Membership::Limited,
+                Membership::Full | Membership::Both => Membership::Full,
+            })
     }
 }
 

@@ -357,3 +357,27 @@ fn duplicate_pkeys_and_names_are_warned_about() {
         Some(Membership::Full)
     );
 }
+
+// OpenSM osm_prtn.c osm_prtn_add_port: a port named again in a partition is overwritten ("already
+// in partition ... Will overwrite"), so the last specifier naming it decides, limited or full, in
+// one definition or across merged ones (measured on OpenSM 3.3.23, docs/OPENSM-PARTITIONS.md).
+#[test]
+fn the_last_specifier_naming_a_port_decides_its_membership() {
+    let c = parse(
+        "Default=0x7fff : ALL=full ;\n\
+         P1=0x10 : ALL=full, 0x42=limited ;\n\
+         P2=0x20 : 0x42=limited, ALL=full ;\n\
+         P3=0x30 : ALL=full ;\n\
+         P3=0x30 : 0x42=limited ;\n\
+         P4=0x40 : 0x42=both, ALL_CAS ;\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.pkey_table(&ca(0x42)),
+        [0xffff, 0x0010, 0x8020, 0x0030, 0x0040].map(PKey)
+    );
+    assert_eq!(
+        c.pkey_table(&ca(0x43)),
+        [0xffff, 0x8010, 0x8020, 0x8030, 0x0040].map(PKey)
+    );
+}

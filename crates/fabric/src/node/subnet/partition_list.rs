@@ -20,7 +20,7 @@ pub fn broadcast_groups(cfg: &PartitionConfig) -> Vec<(PKey, Gid)> {
 
 /// The SM's partition list for `cfg` on `topo`, in the P_Key table order OpenSM gives
 /// ([`PartitionConfig::pkey_table`]: `indx0` partitions, the default partition, the others).
-/// Partitions whose only CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
+/// Partitions whose last CA member spec is `ALL`/`ALL_CAS` become [`PartitionMembers::All`];
 /// others are resolved port by port with [`ipoib_proto::partitions::Partition::membership_of`],
 /// and so are the switches' management ports 0 (`ALL`, `ALL_SWITCHES`, a switch's GUID) into
 /// [`PartitionSpec::switches`].
@@ -55,8 +55,11 @@ pub fn partition_specs(cfg: &PartitionConfig, topo: &Topology, sm_port: End) -> 
                 )
             })
             .collect();
-        let members = match ca_specs[..] {
-            [(MemberSpec::All | MemberSpec::AllCas, m)] => PartitionMembers::All(*m),
+        // The last specifier naming a port decides its membership
+        // (`Partition::membership_of`): when the last one for CAs is `ALL` or `ALL_CAS`, it
+        // decides for every CA.
+        let members = match ca_specs.last() {
+            Some((MemberSpec::All | MemberSpec::AllCas, m)) => PartitionMembers::All(*m),
             _ => {
                 let mut v = Vec::new();
                 for n in topo.cas() {
