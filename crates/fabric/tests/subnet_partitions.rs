@@ -388,3 +388,31 @@ P3=0x30 : 0x100005=full, ALL_CAS=limited ;
     let held: Vec<PKey> = (0..4).filter_map(|i| host.pkey(i)).collect();
     assert_eq!(held, [0xffff, 0x0010, 0x8020, 0x0030].map(PKey).to_vec());
 }
+
+// OpenSM osm_prtn.c osm_prtn_make_default: every port is a limited member of the default
+// partition before the file is read, so a Default rule naming the SM's port alone leaves the
+// hosts limited members (measured on OpenSM 3.3.23: 0x7fff 0x8010 on each host,
+// docs/OPENSM-PARTITIONS.md). Our SM left them out of the default partition.
+#[test]
+fn a_default_rule_naming_some_ports_leaves_the_others_limited_members() {
+    const CONF4: &str = "\
+Default=0x7fff, ipoib : SELF=full ;
+P1=0x10, ipoib : ALL=full ;
+";
+    let seed = seed(31);
+    let _g = SeedGuard(seed);
+    let mut opts = SubnetOptions::new(Topology::single_switch(3).unwrap(), seed);
+    opts.partitions = Some(partitions::parse(CONF4).unwrap());
+    let mut net = Subnet::build(opts).unwrap();
+    let joined = net.run_until_joined(at(10));
+    for (i, want) in [
+        (0, [0xffff, 0x8010]),
+        (1, [0x7fff, 0x8010]),
+        (2, [0x7fff, 0x8010]),
+    ] {
+        let port = net.host_device(i).hca().port(1).unwrap();
+        let held: Vec<PKey> = (0..3).filter_map(|k| port.pkey(k)).collect();
+        assert_eq!(held, want.map(PKey).to_vec(), "host {i}");
+    }
+    assert!(joined, "every host joins a broadcast group");
+}

@@ -186,19 +186,33 @@ pub fn parse_with(text: &str, opts: ParseOptions) -> Result<PartitionConfig, Par
         });
         return Ok(c);
     }
-    if !p.out.iter().any(|x| x.pkey.same_partition(PKey::DEFAULT)) {
-        // opensm(8): "In the case of no rule for the Default partition:
-        // Default=0x7fff : ALL=limited, SELF=full ;"
-        let mut d = Partition::new("Default", PKey::DEFAULT.limited());
-        d.members.push((MemberSpec::All, Membership::Limited));
-        d.members.push((MemberSpec::SelfPort, Membership::Full));
-        p.out.insert(0, d);
-    } else if let Some(d) = p
+    // OpenSM makes the default partition before it reads the file, every port a limited
+    // member and its own port a full one (`osm_prtn.c` `osm_prtn_make_default`:
+    // `osm_prtn_add_all(..., no_config)` with `no_config` false when a file exists), so a file's
+    // Default rule adds to `ALL=limited` rather than replacing it: `Default=0x7fff : SELF=full ;`
+    // leaves every other port a limited member (measured on OpenSM 3.3.23,
+    // docs/OPENSM-PARTITIONS.md). opensm(8) states it for a file without a Default rule only:
+    // "Default=0x7fff : ALL=limited, SELF=full ;".
+    match p
+        .out
+        .iter_mut()
+        .find(|x| x.pkey.same_partition(PKey::DEFAULT))
+    {
+        Some(d) => d.members.insert(0, (MemberSpec::All, Membership::Limited)),
+        None => {
+            let mut d = Partition::new("Default", PKey::DEFAULT.limited());
+            d.members.push((MemberSpec::All, Membership::Limited));
+            p.out.insert(0, d);
+        }
+    }
+    if let Some(d) = p
         .out
         .iter_mut()
         .find(|x| x.pkey.same_partition(PKey::DEFAULT))
     {
         // opensm(8): "OpenSM's port will always have full membership in default partition."
+        // (OpenSM 3.3.23 itself adds its port first, so that a later `ALL=limited` makes it
+        // limited; our SM keeps its port full, docs/OPENSM-PARTITIONS.md.)
         d.members.push((MemberSpec::SelfPort, Membership::Full));
     }
     Ok(PartitionConfig {

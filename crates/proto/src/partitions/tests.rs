@@ -381,3 +381,22 @@ fn the_last_specifier_naming_a_port_decides_its_membership() {
         [0xffff, 0x8010, 0x8020, 0x8030, 0x0040].map(PKey)
     );
 }
+
+// OpenSM osm_prtn.c osm_prtn_make_default: with a file, every port is a limited member of the
+// default partition before the file is read, so a Default rule that names some ports leaves the
+// others limited members (measured on OpenSM 3.3.23: `Default=0x7fff : SELF=full ;` gave the
+// other hosts 0x7fff, docs/OPENSM-PARTITIONS.md).
+#[test]
+fn a_default_rule_adds_to_every_port_being_a_limited_member() {
+    let c = parse("Default=0x7fff, ipoib : SELF=full ;\nP1=0x10, ipoib : ALL=full ;\n").unwrap();
+    assert_eq!(c.pkey_table(&ca(0x42)), [0x7fff, 0x8010].map(PKey));
+    let sm = PortId {
+        guid: Guid(1),
+        kind: PortKind::Ca,
+        is_sm: true,
+    };
+    assert_eq!(c.pkey_table(&sm), [0xffff, 0x8010].map(PKey));
+    let c = parse("Default=0x7fff : 0x42=full ;\n").unwrap();
+    assert_eq!(c.pkey_table(&ca(0x42)), [0xffff].map(PKey));
+    assert_eq!(c.pkey_table(&ca(0x43)), [0x7fff].map(PKey));
+}
