@@ -336,7 +336,23 @@ impl<'a> Parser<'a> {
         for tok in &tokens[1..] {
             let (flag, val) = tok.name_value();
             if flag.text.is_empty() {
-                return Err(self.err(ln, tok.off, "bad partition flags (empty flag)".into()));
+                // An empty flag (`A=1, ipoib, : ...`, a trailing comma): OpenSM's
+                // `parse_name_token` gives it an empty name, which `parse_group_flag` takes as a
+                // prefix of `mtu`; with no value it logs "flag 'mtu' requires valid value -
+                // skipped" and reads on (measured on OpenSM 3.3.23, docs/OPENSM-PARTITIONS.md).
+                // With a value it would set the MTU: that stays an error.
+                if let Some(v) = val {
+                    return Err(self.err(
+                        ln,
+                        v.off,
+                        format!(
+                            "bad partition flags (value '{}' without a flag name)",
+                            v.text
+                        ),
+                    ));
+                }
+                self.warn(ln, tok.off, "empty partition flag - skipped".into());
+                continue;
             }
             if let Some(handled) = self.group_flag(ln, &mut part.flags, flag, val)? {
                 if handled == "sl" {

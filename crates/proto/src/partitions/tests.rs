@@ -179,12 +179,36 @@ fn errors_name_line_and_column() {
     assert_eq!((e.line, e.column), (2, 4));
     let e = parse("A=1 : mgid=fe80::1 ;").unwrap_err();
     assert!(e.message.contains("not multicast"));
-    let e = parse("A=1,, : ALL;").unwrap_err();
-    assert!(e.message.contains("bad partition flags"));
+    let e = parse("A=1,=5 : ALL;").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "line 1, column 5: bad partition flags (empty flag)"
+        "line 1, column 6: bad partition flags (value '5' without a flag name)"
     );
+}
+
+// OpenSM osm_prtn_config.c: an empty header flag (a trailing comma) is read as `mtu` without a
+// value, "PARSE WARN: ... flag 'mtu' requires valid value - skipped", and the definition stands
+// (measured on OpenSM 3.3.23, docs/OPENSM-PARTITIONS.md). We refused the file.
+#[test]
+fn an_empty_header_flag_is_skipped_with_a_warning() {
+    let c = parse(
+        "Default=0x7fff, ipoib, : ALL=full ;
+P=0x10,, ipoib : ALL=full ;
+",
+    )
+    .unwrap();
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "line 1, column 23: empty partition flag - skipped",
+            "line 2, column 8: empty partition flag - skipped",
+        ]
+    );
+    assert!(c.partition(PKey(0x7fff)).unwrap().ipoib);
+    assert!(c.partition(PKey(0x10)).unwrap().ipoib);
+    assert_eq!(c.pkey_table(&ca(0x42)), [0xffff, 0x8010].map(PKey));
+    assert_eq!(c.precreated_groups().len(), 2);
 }
 
 // OpenSM: unknown flags and rejected values are PARSE WARN, not errors
