@@ -283,6 +283,19 @@ impl<'a> Parser<'a> {
                     ));
                 };
                 let part = self.header(ln, header)?;
+                let first = body.split_once(',').map_or(body, |(a, _)| a).name_value().0;
+                if first.text == "mgid" {
+                    // OpenSM 3.3.23 (`osm_prtn_config.c` `parse_part_conf`) miscounts the line
+                    // when an mgid line follows the header's ':' directly and fails the file
+                    // with a PARSE ERROR on the next line, falling back to its default
+                    // configuration (measured, docs/OPENSM-PARTITIONS.md).
+                    self.warn(
+                        ln,
+                        first.off,
+                        "an mgid line right after the header's ':' makes OpenSM 3.3.23 fail the                          file (PARSE ERROR, default configuration); start it on a line of its                          own or after a port specifier"
+                            .into(),
+                    );
+                }
                 self.current = Some(part);
                 self.current_line = ln;
                 self.current_off = header.trim().off;

@@ -224,9 +224,9 @@ fn warnings_for_what_opensm_skips() {
     assert_eq!(c.partition(PKey(1)).unwrap().flags.mtu, DEFAULT_MTU);
     assert_eq!(c.partition(PKey(2)).unwrap().members.len(), 1);
     // An IP group with the wrong P_Key is skipped with a warning (OpenSM ip_mgroup_pkey_ok).
-    let c = parse("A=0x5,ipoib : mgid=ff12:401b:8006::1\n ALL ;").unwrap();
+    let c = parse("A=0x5,ipoib : ALL,\n mgid=ff12:401b:8006::1\n ;").unwrap();
     assert!(c.partition(PKey(5)).unwrap().groups.is_empty());
-    assert_eq!(c.warnings.len(), 1);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
 }
 
 #[test]
@@ -423,4 +423,29 @@ fn a_default_rule_adds_to_every_port_being_a_limited_member() {
     let c = parse("Default=0x7fff : 0x42=full ;\n").unwrap();
     assert_eq!(c.pkey_table(&ca(0x42)), [0xffff].map(PKey));
     assert_eq!(c.pkey_table(&ca(0x43)), [0x7fff].map(PKey));
+}
+
+// OpenSM osm_prtn_config.c parse_part_conf: an mgid line right after the header's ':' makes
+// OpenSM 3.3.23 fail the file with a PARSE ERROR and fall back to its default configuration
+// (measured: `G=0x50 : mgid=ff12:401b::1 ;`, also with the ';' on the next line; after a port
+// specifier, `G=0x50, ipoib : ALL=full, mgid=... ;`, or on a line of its own it works,
+// docs/OPENSM-PARTITIONS.md). We read it as meant, with a warning naming the place.
+#[test]
+fn an_mgid_line_right_after_the_header_is_warned_about() {
+    let c = parse("G=0x50, ipoib : ALL=full ;\nG=0x50 :  mgid=ff12:401b::1 ;\n").unwrap();
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("line 2, column 11: an mgid line right after the header's ':'"),
+        "{w:?}"
+    );
+    assert_eq!(c.partition(PKey(0x50)).unwrap().groups.len(), 1);
+    for ok in [
+        "G=0x50, ipoib : ALL=full, mgid=ff12:401b::1 ;\n",
+        "G=0x50, ipoib : ALL=full,\n  mgid=ff12:401b::1 ;\n",
+        "Default=0x7fff,ipoib:\n mgid=ff12:401b::1\n ALL=full;\n",
+    ] {
+        let c = parse(ok).unwrap();
+        assert!(c.warnings.is_empty(), "{ok:?}: {:?}", c.warnings);
+    }
 }
