@@ -15,9 +15,7 @@ mod tests;
 
 pub use parse::{parse, parse_with, ParseError, ParseOptions, Warning};
 
-use ipoib_wire::ipoib::mcast::{
-    broadcast_mgid, ipoib_signature, mgid_scope, with_pkey, with_scope, Scope,
-};
+use ipoib_wire::ipoib::mcast::{broadcast_mgid, ipoib_signature, with_pkey, with_scope, Scope};
 use ipoib_wire::{Gid, Guid, Mtu, PKey, QKey, Rate};
 
 /// Default group MTU, code 4 = 2048 bytes (opensm(8) `mtu=`; OpenSM `OSM_DEFAULT_MGRP_MTU`).
@@ -88,8 +86,10 @@ pub struct GroupFlags {
     pub rate: Rate,
     /// Service level (`sl=`), default 0.
     pub sl: u8,
-    /// Scopes (`scope=`, may repeat); empty means "keep the MGID's own scope nibble" (OpenSM
-    /// `__create_mgrp` with an empty scope mask).
+    /// Scopes (`scope=`, may repeat); empty means the default, 2 (link local), written over
+    /// the MGID's scope nibble as OpenSM does (`osm_prtn_config.c` `__create_mgrp` passes scope
+    /// 0 and `osm_prtn.c` `osm_prtn_add_mcgroup` takes `OSM_DEFAULT_MGRP_SCOPE` for it;
+    /// measured: `mgid=ff15::abcd` made `ff12::abcd`, docs/OPENSM-PARTITIONS.md).
     pub scopes: Vec<u8>,
     /// Q_Key (`Q_Key=`); 0 means the default (0x0b1b for IP groups, 0 otherwise).
     pub qkey: QKey,
@@ -291,7 +291,7 @@ impl PartitionConfig {
                     default_qkey
                 };
                 let scopes: Vec<u8> = if f.scopes.is_empty() {
-                    vec![u8::from(mgid_scope(&mgid))]
+                    vec![DEFAULT_SCOPE]
                 } else {
                     f.scopes.clone()
                 };

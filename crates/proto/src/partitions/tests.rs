@@ -449,3 +449,28 @@ fn an_mgid_line_right_after_the_header_is_warned_about() {
         assert!(c.warnings.is_empty(), "{ok:?}: {:?}", c.warnings);
     }
 }
+
+// opensm(8) `scope=`: "default is 2 (link local) ... This overwrites the scope nibble of the
+// specified mgid"; OpenSM osm_prtn.c osm_prtn_add_mcgroup. Measured on OpenSM 3.3.23:
+// `mgid=ff15::abcd` without `scope=` made the group ff12::abcd (docs/OPENSM-PARTITIONS.md); we
+// made ff15::abcd.
+#[test]
+fn an_mgid_without_scope_gets_the_default_scope_nibble() {
+    let c = parse(
+        "Default=0x7fff, ipoib : ALL=full,\n  mgid=ff15::abcd\n  mgid=ff15::abce,scope=5\n ;\n",
+    )
+    .unwrap();
+    let mgids: Vec<String> = c
+        .precreated_groups()
+        .iter()
+        .map(|g| format!("{} {}", Ipv6Addr::from(g.mgid.0), g.scope))
+        .collect();
+    assert_eq!(
+        mgids,
+        [
+            "ff12:401b:ffff::ffff:ffff 2",
+            "ff12::abcd 2",
+            "ff15::abce 5"
+        ]
+    );
+}
