@@ -17,6 +17,9 @@
 //!   [`ParseError`] with line and column. A missing `;` at the end of the file is a warning.
 //!   (OpenSM 3.3.23 itself logs a PARSE ERROR and falls back to its default configuration; we
 //!   refuse the file instead, so that a typo is not silently replaced by another partitioning.)
+//!   An empty header flag (a trailing comma), which OpenSM skips with a `PARSE WARN`, is a
+//!   warning; so is an mgid line right after a header's `:`, which OpenSM 3.3.23 fails on
+//!   (docs/OPENSM-PARTITIONS.md).
 //! - a file without any definition (empty, or comments only) gives OpenSM's default
 //!   configuration ([`PartitionConfig::default_config`]) with a warning, as OpenSM 3.3.23 does
 //!   ("Partition configuration in error; retrying with default config").
