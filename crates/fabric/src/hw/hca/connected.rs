@@ -6,7 +6,7 @@
 //!
 //! Division of work:
 //! - receive: the HCA checks CRCs, DLID, port state, QP state (RTR or later), that the opcode's
-//!   transport is the QP's, the GRH against the QP's path ([`grh_from_path`], IBA 1 §9.6.1.5)
+//!   transport is the QP's, the GRH against the QP's path (`grh_from_path`, IBA 1 §9.6.1.5)
 //!   and the P_Key against the QP's P_Key index (IBA 1 §10.9.3); then
 //!   [`ConnectedEngine::handle_packet`] gets BTH, extended headers and payload (plus SLID/SL/GRH for
 //!   its own source checks).
