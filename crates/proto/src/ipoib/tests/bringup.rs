@@ -484,12 +484,7 @@ fn groups_follow_the_scope_search() {
     net.up();
     assert!(net.iface(2).carrier());
     assert_eq!(net.iface(2).scope(), Scope::SiteLocal);
-    let scopes: Vec<String> = net
-        .iface(2)
-        .groups()
-        .iter()
-        .map(|i| i.mgid.to_ipv6().to_string())
-        .collect();
+    let scopes = mgids(&mut net, 2);
     assert!(
         scopes.iter().all(|m| m.starts_with("ff15:")),
         "every MGID at the broadcast group's scope: {scopes:?}"
@@ -534,12 +529,7 @@ fn light_flush_scope_change_moves_groups_and_waiting_frames() {
     net.run_for(Duration::from_secs(5));
     assert!(net.iface(2).carrier());
     assert_eq!(net.iface(2).scope(), Scope::SiteLocal);
-    let groups: Vec<String> = net
-        .iface(2)
-        .groups()
-        .iter()
-        .map(|i| i.mgid.to_ipv6().to_string())
-        .collect();
+    let groups = mgids(&mut net, 2);
     assert!(groups.iter().all(|m| m.starts_with("ff15:")), "{groups:?}");
     let b5 = "ff15:401b:ffff::ffff:ffff";
     assert!(
@@ -548,4 +538,13 @@ fn light_flush_scope_change_moves_groups_and_waiting_frames() {
             && s.t.data.ends_with(b"waited")),
         "the waiting broadcast goes to the new broadcast group"
     );
+}
+
+/// The MGIDs of host `h`'s groups, as text.
+fn mgids(net: &mut Net, h: u16) -> Vec<String> {
+    net.iface(h)
+        .groups()
+        .iter()
+        .map(|i| i.mgid.to_ipv6().to_string())
+        .collect()
 }
