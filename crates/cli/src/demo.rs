@@ -104,6 +104,22 @@ pub struct Args {
     /// bulk transfers show what connected mode's 32 times fewer packets gain in simulated time.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     packet_cost_ns: u64,
+    /// `rfc`: IPv6 as RFC 4391 and RFC 4755 carry it (the 4-byte IPoIB header, the FF1y:401B::
+    /// multicast mapping, RFC 4391 §9.1.2's link-layer option). `legacy`: every interface uses
+    /// the profile of draft-kashyap-ipoib-ipv6-01 (its own link-layer option, the FF1y:3333::
+    /// mapping, IPv6 over UD as a bare datagram with no IPoIB header and always a GRH); IPv4
+    /// is unchanged.
+    #[arg(long, value_enum, default_value_t = Ipv6Profile::Rfc)]
+    ipv6_profile: Ipv6Profile,
+}
+
+/// Which IPv6 over InfiniBand profile the demo's interfaces follow.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ipv6Profile {
+    /// RFC 4391 (and RFC 4755 in connected mode).
+    Rfc,
+    /// draft-kashyap-ipoib-ipv6-01 ([`InterfaceConfig::legacy_ipv6`]).
+    Legacy,
 }
 
 /// The unicast mode of the demo's interfaces.
@@ -188,6 +204,7 @@ pub fn run(args: &Args) -> ExitCode {
             (true, true) => Some(connected),
             (true, false) => Some(connected_quiet),
         },
+        legacy_ipv6: args.ipv6_profile == Ipv6Profile::Legacy,
         ..IpoibOptions::default()
     };
     opts.ipoib = Some(ipoib);

@@ -170,6 +170,11 @@ pub struct IpoibOptions {
     /// through [`IpoibApp::from_os`] and go out through [`IpoibApp::to_os`]) instead of the
     /// built-in endpoint.
     pub external_ip: bool,
+    /// Every interface uses the legacy IPv6 profile of draft-kashyap-ipoib-ipv6-01
+    /// ([`InterfaceConfig::legacy_ipv6`]: its ND link-layer option, the FF1y:3333:: multicast
+    /// mapping, IPv6 over UD with no IPoIB header and always a GRH) instead of RFC 4391/RFC 4755.
+    /// Set before `configure`, which may still change it per host.
+    pub legacy_ipv6: bool,
     /// Adjusts host `i`'s configuration before the interface is made (P_Key, scope, router mode,
     /// ...); `port_guid` and `qpn` are set afterwards from the HCA.
     pub configure: Option<fn(usize, &mut InterfaceConfig)>,
@@ -183,6 +188,7 @@ impl Default for IpoibOptions {
             ipv6: true,
             ipv6_network: None,
             external_ip: false,
+            legacy_ipv6: false,
             configure: None,
         }
     }
@@ -197,6 +203,7 @@ impl IpoibOptions {
             ipv6: true,
             ipv6_network: Some((Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0), 64)),
             external_ip: true,
+            legacy_ipv6: false,
             configure: None,
         }
     }
@@ -228,6 +235,7 @@ impl Subnet {
             if let (true, Some((net, len))) = (o.ipv6, o.ipv6_network) {
                 cfg.ipv6_static.push((host_ipv6(net, i), len));
             }
+            cfg.legacy_ipv6 = o.legacy_ipv6;
             if let Some(f) = o.configure {
                 f(i, &mut cfg);
             }
