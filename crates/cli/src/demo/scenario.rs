@@ -571,10 +571,13 @@ fn host_line(net: &Subnet, i: usize) -> HostLine {
     }
 }
 
-/// The IP group an IPoIB MGID stands for (§4), for people.
+/// The IP group an IPoIB MGID stands for (§4; a legacy FF1y:3333:: MGID,
+/// draft-kashyap-ipoib-ipv6-01 §4.1, gives its group with the 16 bits the mapping drops as zero),
+/// for people.
 fn ip_group(mgid: &ipoib_wire::Gid) -> String {
     let Ok(m) = IpoibMgid::parse(mgid) else {
-        return "-".into();
+        return ipoib_wire::ipoib::legacy::legacy_ipv6_group(mgid)
+            .map_or("-".into(), |g| g.to_string());
     };
     if m.is_broadcast() {
         return "broadcast".into();

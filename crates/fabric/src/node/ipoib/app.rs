@@ -444,7 +444,8 @@ impl IpoibApp {
 
     fn post(&mut self, hca: &mut Hca, t: UdTransmit) {
         let ready = hca.qp_state(self.qpn) == Some(QpState::Rts);
-        let kind = frames::classify(&t.data);
+        // Sent datagrams are only counted by kind: the link-layer address of an NA is not read.
+        let kind = frames::classify(&t.data, None);
         if !ready {
             self.counters.tx_not_ready += 1;
             return;
@@ -565,7 +566,12 @@ impl IpoibApp {
             qkey,
             data: c.data,
         };
-        let kind = frames::classify(&d.data);
+        let legacy = ctx
+            .agents
+            .get::<Interface>(self.agent)
+            .filter(|i| i.config().legacy_ipv6)
+            .map(|i| i.gid().subnet_prefix());
+        let kind = frames::classify(&d.data, legacy);
         let mcast = d.grh.is_some_and(|g| g.dgid.is_multicast());
         self.rx.count(kind, mcast);
         match kind {

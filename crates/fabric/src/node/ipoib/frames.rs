@@ -6,9 +6,11 @@
 //! by type. Nothing here changes what the interface does.
 
 use crate::Instant;
+use ipoib_wire::ipoib::legacy::{LegacyLlaOption, LegacyLlaRepr};
 use ipoib_wire::ipoib::{
-    ArpOperation, ArpPacket, ArpRepr, EncapHeader, EtherType, HwAddr, Icmpv6Repr, Icmpv6Type,
-    IpProtocol, Ipv6Packet, NdMessage, NdOptionRepr, NdRepr,
+    ArpOperation, ArpPacket, ArpRepr, EncapHeader, EtherType, HwAddr, HwAddrFlags, Icmpv6Repr,
+    Icmpv6Type, IpProtocol, Ipv6Packet, NdMessage, NdOptionIter, NdOptionRepr, NdOptionType,
+    NdRepr,
 };
 use std::net::IpAddr;
 
@@ -68,10 +70,14 @@ pub(crate) enum Kind {
 }
 
 /// Classifies an IPoIB payload (encapsulation header and datagram, or a bare IPv6 datagram of the
-/// legacy profile, told by its first nibble: draft-kashyap-ipoib-ipv6-01 §7).
-pub(crate) fn classify(data: &[u8]) -> Kind {
+/// legacy profile, told by its first nibble: draft-kashyap-ipoib-ipv6-01 §7). `legacy` is the
+/// local subnet prefix when the interface runs the legacy profile: a Neighbor Advertisement's
+/// target link-layer option is then that draft's (§5.1: LID, QPN, Q_Key, GUID; the GID is the
+/// local prefix and the GUID, §7), which has the same type and Length 3 as RFC 4391 §9.1.2's and
+/// cannot be told from it by its bytes (`crates/proto/src/ipoib/ipv6.rs` `nd_lla` reads it so).
+pub(crate) fn classify(data: &[u8], legacy: Option<u64>) -> Kind {
     if data.first().is_some_and(|b| b >> 4 == 6) {
-        return classify_v6(data);
+        return classify_v6(data, legacy);
     }
     let Ok(h) = EncapHeader::new_checked(data) else {
         return Kind::Other;
@@ -86,12 +92,12 @@ pub(crate) fn classify(data: &[u8]) -> Kind {
             _ => Kind::Other,
         },
         EtherType::Ipv4 => Kind::Ipv4,
-        EtherType::Ipv6 => classify_v6(body),
+        EtherType::Ipv6 => classify_v6(body, legacy),
         _ => Kind::Other,
     }
 }
 
-fn classify_v6(body: &[u8]) -> Kind {
+fn classify_v6(body: &[u8], legacy: Option<u64>) -> Kind {
     let Ok(ip) = Ipv6Packet::new_checked(body) else {
         return Kind::Other;
     };
@@ -112,10 +118,20 @@ fn classify_v6(body: &[u8]) -> Kind {
             };
             // RFC 4861 §4.4: S (0x40) marks an answer to a solicitation; unsolicited ones are
             // announcements, not resolutions.
-            let hw = nd.options().find_map(|o| match o {
-                Ok(NdOptionRepr::TargetLinkLayerAddr(hw)) => Some(hw),
-                _ => None,
-            });
+            let hw = match legacy {
+                None => nd.options().find_map(|o| match o {
+                    Ok(NdOptionRepr::TargetLinkLayerAddr(hw)) => Some(hw),
+                    _ => None,
+                }),
+                Some(prefix) => NdOptionIter::new(nd.options)
+                    .filter_map(Result::ok)
+                    .filter(|o| o.option_type() == NdOptionType::TargetLinkLayerAddr)
+                    .find_map(|o| {
+                        let o = LegacyLlaOption::new_checked(o.into_inner()).ok()?;
+                        let r = LegacyLlaRepr::parse(&o).ok()?;
+                        Some(HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix)))
+                    }),
+            };
             Kind::Na(
                 hw.filter(|_| flags & 0x40 != 0)
                     .map(|h| (IpAddr::V6(target), h)),
