@@ -83,4 +83,23 @@ fn legacy_profile_pings_over_bare_ipv6_with_a_grh() {
     assert!(bare >= 48, "{bare} bare IPv6 datagrams");
     assert_eq!(bare_without_grh, 0, "bare IPv6 datagrams without a GRH");
     assert_eq!(framed_v6, 0, "IPv6 behind a 4-byte IPoIB header");
+
+    // `ipoib decode` names the bare datagrams as the legacy profile's, not an unknown type (the
+    // first two bytes of an IPv6 header read as an encapsulation type 0x6000).
+    let o = ipoib_in(dir.path(), &["decode", "legacy.pcap"]);
+    let dec = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let legacy: Vec<&str> = dec
+        .lines()
+        .filter(|l| l.contains(" IPoIB (draft-kashyap-ipoib-ipv6-01, no IPoIB header) IPv6 "))
+        .collect();
+    assert_eq!(legacy.len(), bare, "every bare datagram decoded as one");
+    assert!(legacy
+        .iter()
+        .any(|l| l
+            .ends_with("IPv6 fe80::200:0:10:3 > fe80::200:0:10:1 ICMPv6 echo request id 3 seq 1")));
+    assert!(
+        !dec.contains("ethertype 0x6"),
+        "a bare datagram shown as a type"
+    );
 }

@@ -267,6 +267,27 @@ pub fn legacy_ipv6_group(mgid: &Gid) -> Option<Ipv6Addr> {
 pub const LEGACY_ALL_HOSTS_MGID: Gid =
     Gid([0xff, 0x12, 0x33, 0x33, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
 
+/// A UD payload read as the legacy profile's bare IPv6 datagram (draft-kashyap-ipoib-ipv6-01 §7:
+/// the datagram follows the DETH with no encapsulation header): the first nibble is 6 and the
+/// bytes are exactly one whole IPv6 datagram (40 + Payload Length, RFC 8200 §3). `None`
+/// otherwise, and then the payload is an RFC 4391 frame (§6). The two cannot be confused in
+/// practice: an RFC 4391 frame starts with its 16-bit type, and the types IPoIB carries (0x0800,
+/// 0x86DD, 0x0806, 0x8035) never have 6 as their first nibble; a frame of some other type 0x6xxx
+/// would also need its bytes 4-5 (the start of its datagram) to equal its length minus 40, and such
+/// a frame is an unknown type to this crate anyway. A datagram with extension headers or a
+/// Jumbo Payload (Payload Length 0) is not recognised.
+pub fn bare_ipv6(data: &[u8]) -> Option<super::Ipv6Datagram<'_>> {
+    const HEADER: usize = 40;
+    if data.first()? >> 4 != 6 || data.len() < HEADER {
+        return None;
+    }
+    let payload_len = usize::from(u16::from_be_bytes([data[4], data[5]]));
+    if HEADER + payload_len != data.len() {
+        return None;
+    }
+    super::Ipv6Datagram::parse(data).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +414,55 @@ mod tests {
             let _ = LegacyLlaRepr::parse(&LegacyLlaOption::new_unchecked(&data[..]));
             let _ = legacy_ipv6_group(&Gid(g));
         }
+    }
+
+    /// An ICMPv6 echo request fe80::1 > fe80::2 with 4 data bytes, as the legacy profile sends
+    /// it over UD: the IPv6 header first (draft-kashyap-ipoib-ipv6-01 §7).
+    fn bare_echo() -> Vec<u8> {
+        use crate::ipoib::{Icmpv6Repr, Icmpv6Type, IpPayload, IpProtocol, Ipv6Datagram, Ipv6Repr};
+        let (src, dst): (Ipv6Addr, Ipv6Addr) =
+            ("fe80::1".parse().unwrap(), "fe80::2".parse().unwrap());
+        let dg = Ipv6Datagram {
+            header: Ipv6Repr {
+                traffic_class: 0,
+                flow_label: 0,
+                payload_len: 12,
+                next_header: IpProtocol::Icmpv6,
+                hop_limit: 64,
+                src_addr: src,
+                dst_addr: dst,
+            },
+            payload: IpPayload::Icmpv6(Icmpv6Repr {
+                msg_type: Icmpv6Type::EchoRequest,
+                code: 0,
+                rest: 0x0001_0001,
+                body: b"abcd",
+            }),
+        };
+        let mut b = vec![0u8; dg.buffer_len()];
+        dg.emit(&mut b).unwrap();
+        b
+    }
+
+    #[test]
+    fn bare_ipv6_is_a_whole_datagram_with_no_header() {
+        let b = bare_echo();
+        assert_eq!(b.len(), 52);
+        let dg = bare_ipv6(&b).expect("a bare IPv6 datagram");
+        assert_eq!(dg.header.src_addr, "fe80::1".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(dg.header.payload_len, 12);
+        // One byte too many or too few: not one whole datagram.
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(bare_ipv6(&long), None);
+        assert_eq!(bare_ipv6(&b[..51]), None);
+        assert_eq!(bare_ipv6(&b[..39]), None);
+        // The same datagram behind an RFC 4391 §6 header (type 0x86DD) is no bare datagram.
+        let framed = [&[0x86, 0xdd, 0, 0][..], &b].concat();
+        assert_eq!(bare_ipv6(&framed), None);
+        // Not version 6.
+        let mut v4 = b.clone();
+        v4[0] = 0x45;
+        assert_eq!(bare_ipv6(&v4), None);
     }
 }
