@@ -20,7 +20,6 @@ mod osm;
 use osm::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 /// One end of a cable as iblinkinfo names it: (node, port).
 type End = (String, u8);
@@ -159,18 +158,7 @@ fn hops(out: &str) -> (Vec<String>, Vec<u8>) {
 /// Runs `args` under `ibsim-run` from Hca3 whatever its exit status: (exit code, stdout,
 /// stderr).
 fn run_any(dir: &Path, sock: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new("timeout")
-        .arg("20")
-        .arg("ibsim-run")
-        .args(args)
-        .current_dir(dir)
-        .env("IBSIM_SOCKNAME", sock)
-        .env("SIM_HOST", "Hca3")
-        .env_remove("IBSIM_SERVER_NAME")
-        .output()
-        .expect("run ibsim-run");
-    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (o.status.code(), s(&o.stdout), s(&o.stderr))
+    diag_any(dir, sock, "Hca3", args)
 }
 
 /// `ibqueryerrors`' summary and its error lines (`   GUID 0x200000 port 5: [LinkDownedCounter

@@ -346,6 +346,19 @@ impl OpenSm {
 
 /// Runs `args` under `ibsim-run` attached to `host`, at most 20 s; its standard output.
 pub fn diag(dir: &Path, sock: &str, host: &str, args: &[&str]) -> String {
+    let (code, out, err) = diag_any(dir, sock, host, args);
+    assert!(code == Some(0), "{args:?} failed ({code:?}): {err}\n{out}");
+    out
+}
+
+/// Runs `args` under `ibsim-run` attached to `host`, at most 20 s, whatever its exit status:
+/// (exit code, standard output, standard error).
+pub fn diag_any(
+    dir: &Path,
+    sock: &str,
+    host: &str,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
     let o = Command::new("timeout")
         .arg("20")
         .arg("ibsim-run")
@@ -356,14 +369,8 @@ pub fn diag(dir: &Path, sock: &str, host: &str, args: &[&str]) -> String {
         .env_remove("IBSIM_SERVER_NAME")
         .output()
         .expect("run ibsim-run");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "{args:?} failed ({}): {}\n{out}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code(), s(&o.stdout), s(&o.stderr))
 }
 
 /// Waits until `f` holds, at most `secs` seconds.
