@@ -148,9 +148,11 @@ impl Decoder {
             );
             return Ok(());
         }
-        if p.ext.deth.is_some() || starts_send {
+        if p.ext.deth.is_some() || (starts_send && looks_like_ipoib(p.payload)) {
             // UD datagrams to other QPs carry IPoIB (draft-ietf-ipoib-ip-over-infiniband-06 §6); so does
-            // the first packet of each RC/UC send in connected mode (RFC 4755 §4).
+            // the first packet of each RC/UC send in connected mode (RFC 4755 §4). RC/UC also carry
+            // other consumers' messages (an Annex A11 connection's, rping's), so there the header must
+            // look like IPoIB's: see `looks_like_ipoib`.
             return match IpoibFrame::parse(p.payload) {
                 Ok(IpoibFrame {
                     header,
@@ -379,6 +381,23 @@ impl Decoder {
             _ => {}
         }
     }
+}
+
+/// Whether the first packet of an RC/UC send starts with an IPoIB encapsulation header as IPoIB
+/// connected mode sends it (RFC 4755 §4, draft-ietf-ipoib-ip-over-infiniband-06 §6): the reserved
+/// field zero and the type one IPoIB carries (IPv4, ARP, RARP, IPv6). Other consumers' messages on
+/// RC/UC (an Annex A11 IP CM connection's SENDs, such as rping's 16-byte buffer descriptors) are
+/// shown as bytes, not as IPoIB with an unknown type. tshark decides alike (`parse_PAYLOAD` in
+/// wireshark's `epan/dissectors/packet-infiniband.c`: a zero reserved field and an EtherType it
+/// knows, else `Data`).
+fn looks_like_ipoib(payload: &[u8]) -> bool {
+    let [t0, t1, 0, 0, ..] = *payload else {
+        return false;
+    };
+    !matches!(
+        EtherType::from(u16::from_be_bytes([t0, t1])),
+        EtherType::Unknown(_)
+    )
 }
 
 /// A person-readable reason for a packet that did not parse: which length rule it breaks.

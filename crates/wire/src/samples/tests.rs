@@ -426,3 +426,42 @@ fn sma_samples_decode_by_name() {
         assert!(v.starts_with(value), "{name}: {field} = {v}");
     }
 }
+
+/// RC SENDs of consumers other than IPoIB (an Annex A11 connection's; here rping's 16-byte buffer
+/// descriptor: address, rkey, length) are shown as bytes, not as IPoIB with type 0x0000 and a
+/// nonzero reserved field (RFC 4755 §4 and draft-ietf-ipoib-ip-over-infiniband-06 §6: IPoIB's header
+/// has a known type and a zero reserved field); an IPoIB-CM SEND is still read as IPoIB. Before the
+/// fix the descriptor decoded as "IPoIB ethertype 0x0000, 12 bytes".
+#[test]
+fn decoder_shows_other_rc_sends_as_bytes() {
+    let s = sample("rc_send_only_ipoib_cm");
+    let p = Packet::parse(&s.bytes).unwrap();
+    let with = |payload: &[u8]| {
+        let mut r = p.repr();
+        r.payload = payload;
+        let mut b = vec![0u8; r.buffer_len()];
+        r.emit(&mut b).unwrap();
+        crate::packet::fill_crcs(&mut b).unwrap();
+        let mut c = Collect::default();
+        Decoder::new().packet(&b, &mut c).unwrap();
+        c
+    };
+    let rping = [0, 0, 0x7f, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0];
+    let c = with(&rping);
+    assert_eq!(c.get("ipoib.type"), None);
+    assert_eq!(c.get("payload"), Some("00007f00000000000000010100010000"));
+    assert!(
+        c.get("summary")
+            .unwrap()
+            .ends_with("RC Send Only qp 0x4a 16 bytes"),
+        "{:?}",
+        c.get("summary")
+    );
+    // A zero reserved field with a type IPoIB does not carry is not IPoIB either.
+    let c = with(&[0x88, 0xb5, 0, 0, 1, 2, 3, 4]);
+    assert_eq!(c.get("ipoib.type"), None);
+    // The IPoIB-CM sample itself: IPv4 behind a zero reserved field.
+    let mut c = Collect::default();
+    Decoder::new().packet(&s.bytes, &mut c).unwrap();
+    assert_eq!(c.get("ipoib.type"), Some("IPv4 (0x800)"));
+}
