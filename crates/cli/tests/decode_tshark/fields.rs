@@ -5,7 +5,9 @@
 //! (by default `name` without underscores; `.` alone is the prefix without its last dot), and
 //! `kind` says how values compare: `n` numbers (the default: decimal or `0x` hex, booleans as
 //! 1/0), `t` text, `g` GIDs and IPv6 addresses, `b` bytes, `c` a CRC (tshark shows the wire bytes
-//! read big-endian, IBA 1 §7.8 sends them least significant byte first).
+//! read big-endian, IBA 1 §7.8 sends them least significant byte first), `j` a table tshark shows
+//! entry by entry (its entries, in hex and in order, must start ours: tshark 4.0 shows only the
+//! first 16 of a MulticastForwardingTable block's 32 PortMasks, IBA 1 §14.2.5.12).
 //!
 //! Left out, as tshark shows them differently (crates/wire/tests/tshark/main.rs lists its quirks):
 //! a CM REQ path's flow label and packet rate, a PathRecord's ServiceID, PortInfo past
@@ -71,6 +73,17 @@ pub const GROUPS: &[(&str, &str, &str)] = &[
         "node_description",
         "infiniband.nodedescription.",
         "node_string:t",
+    ),
+    ("linear_forwarding_table", "infiniband.linearforwardingtable.", "ports=port:j"),
+    (
+        "multicast_forwarding_table",
+        "infiniband.multicastforwardingtable.",
+        "port_masks=portmask:j",
+    ),
+    (
+        "p_key_table",
+        "infiniband.p_keytable.",
+        "members=membershiptype:j bases=p_keybase:j",
     ),
     (
         "switch_info",
