@@ -155,6 +155,13 @@ fn same(kind: char, ours: &str, theirs: &str) -> bool {
                 _ => false,
             }
         }
+        's' => {
+            // tshark's epoch time in seconds with nine decimals; ours in nanoseconds.
+            let (sec, frac) = theirs.split_once('.').unwrap_or((theirs, "0"));
+            let frac = format!("{frac:0<9}");
+            let t = sec.parse::<u64>().ok().zip(frac[..9].parse::<u64>().ok());
+            t.is_some_and(|(s, n)| number(ours) == Some(s * 1_000_000_000 + n))
+        }
         _ => unreachable!("kind {kind}"),
     }
 }
@@ -322,7 +329,8 @@ fn captures(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
     let path = dir.join("samples.pcap");
     let mut w = PcapWriter::new(Vec::new(), LinkType::Erf).unwrap();
     for (i, s) in ipoib_wire::samples::all().iter().enumerate() {
-        w.write_packet(1000 * i as u64, &s.bytes).unwrap();
+        w.write_packet(1_700_000_000_000_000_000 + 1000 * i as u64, &s.bytes)
+            .unwrap();
     }
     std::fs::write(&path, w.into_inner().unwrap()).unwrap();
     v.push(("samples".into(), path));

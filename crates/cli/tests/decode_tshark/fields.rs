@@ -5,7 +5,8 @@
 //! (by default `name` without underscores; `.` alone is the prefix without its last dot), and
 //! `kind` says how values compare: `n` numbers (the default: decimal or `0x` hex, booleans as
 //! 1/0), `t` text, `g` GIDs and IPv6 addresses, `b` bytes, `c` a CRC (tshark shows the wire bytes
-//! read big-endian, IBA 1 §7.8 sends them least significant byte first), `j` a table tshark shows
+//! read big-endian, IBA 1 §7.8 sends them least significant byte first), `s` a time stamp
+//! (nanoseconds against tshark's seconds), `j` a table tshark shows
 //! entry by entry (its entries, in hex and in order, must start ours: tshark 4.0 shows only the
 //! first 16 of a MulticastForwardingTable block's 32 PortMasks, IBA 1 §14.2.5.12).
 //!
@@ -19,7 +20,7 @@ pub const GROUPS: &[(&str, &str, &str)] = &[
     (
         "",
         "",
-        "len=frame.len icrc=infiniband.invariant.crc:c vcrc=infiniband.variant.crc:c",
+        "ts_ns=frame.time_epoch:s len=frame.len icrc=infiniband.invariant.crc:c vcrc=infiniband.variant.crc:c",
     ),
     ("lrh", "infiniband.lrh.", "vl lver sl lnh dlid pktlen slid"),
     (
