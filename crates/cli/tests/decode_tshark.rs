@@ -167,7 +167,8 @@ fn same(kind: char, ours: &str, theirs: &str) -> bool {
 }
 
 /// Keys decode shows in parts that tshark shows whole: the SMP status with the D bit (IBA 1
-/// §14.2.1.2), the ARP hardware addresses (20 bytes, RFC 4391 §9.1.1); and the P_KeyTable in the
+/// §14.2.1.2), the ARP hardware addresses and ND link-layer options (20 bytes, RFC 4391 §9.1.1);
+/// and the P_KeyTable in the
 /// two parts tshark shows of each entry.
 fn derive(d: &mut BTreeMap<String, String>) {
     if let (Some(s), Some(dir)) = (d.get("smp.status"), d.get("smp.direction")) {
@@ -183,6 +184,21 @@ fn derive(d: &mut BTreeMap<String, String>) {
         let bases = keys.iter().map(|k| format!("{:04x}", k & 0x7fff)).collect();
         d.insert("p_key_table.members".into(), members);
         d.insert("p_key_table.bases".into(), bases);
+    }
+    // The ND link-layer address option of RFC 4391 §9.1.1 (draft-ietf-ipoib-ip-over-infiniband-06
+    // §9.1.1): two pad bytes, then the 20-byte address; tshark shows the 22 bytes.
+    for n in 0..3 {
+        let get = |f: &str| d.get(&format!("icmpv6.option_{n}.link_addr.{f}")).cloned();
+        if let (Some(fl), Some(qpn), Some(g)) = (get("flags"), get("qpn"), get("gid")) {
+            let gid: Ipv6Addr = g.parse().unwrap();
+            let v = format!(
+                "0000{:02x}{:06x}{:032x}",
+                number(&fl).unwrap(),
+                number(&qpn).unwrap(),
+                u128::from(gid)
+            );
+            d.insert(format!("icmpv6.option_{n}.lla"), v);
+        }
     }
     for side in ["src_hw", "dst_hw"] {
         let get = |f: &str| d.get(&format!("arp.{side}.{f}")).cloned();

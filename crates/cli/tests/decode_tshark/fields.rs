@@ -198,7 +198,14 @@ pub const GROUPS: &[(&str, &str, &str)] = &[
         "type code echo_identifier=echo.identifier echo_sequence_number=echo.sequence_number \
          flag_r=nd.na.flag.r flag_s=nd.na.flag.s flag_o=nd.na.flag.o \
          target_address=nd.ns.target_address:g target_address=nd.na.target_address:g \
-         option_0.type=opt.type option_0.length=opt.length",
+         cur_hop_limit=nd.ra.cur_hop_limit flag_m=nd.ra.flag.m flag_o=nd.ra.flag.o \
+         router_lifetime=nd.ra.router_lifetime reachable_time=nd.ra.reachable_time \
+         retrans_timer=nd.ra.retrans_timer option_0.type=opt.type option_0.length=opt.length \
+         option_0.lla=opt.linkaddr:b option_1.type=opt.type option_1.length=opt.length \
+         option_1.mtu=opt.mtu option_2.type=opt.type option_2.length=opt.length \
+         option_2.prefix_len=opt.prefix.length option_2.flag_l=opt.prefix.flag.l \
+         option_2.flag_a=opt.prefix.flag.a option_2.valid_lifetime=opt.prefix.valid_lifetime \
+         option_2.preferred_lifetime=opt.prefix.preferred_lifetime option_2.prefix=opt.prefix:g",
     ),
     (
         "udp",
