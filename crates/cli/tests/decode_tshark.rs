@@ -1,5 +1,5 @@
 //! `ipoib decode` against tshark, field by field, on every kind of packet the product makes: the
-//! captures of `ipoib sim --hosts 16`, `ipoib demo` (datagram, connected, and the legacy IPv6
+//! captures of `ipoib sim --hosts 16` (and with two partitions), `ipoib demo` (datagram, connected, and the legacy IPv6
 //! profile), `ipoib rping` over IPv4 and IPv6 (Annex A11 REQ/REP with the IP CM header, RDMA,
 //! DREQ/DREP), and the wire crate's samples (traps and notices, InformInfo, ClassPortInfo,
 //! PerfMgt counters, SMInfo, RMPP, every CM message, iWarp Hello, malformed packets aside).
@@ -143,6 +143,8 @@ fn same(kind: char, ours: &str, theirs: &str) -> bool {
         't' => ours == theirs,
         'g' => gid(ours).is_some() && gid(ours) == gid(theirs),
         'b' => bytes(ours) == bytes(theirs),
+        // A directed-route path: ours up to the hop count, tshark's all 64 bytes.
+        'p' => !ours.is_empty() && bytes(theirs).starts_with(&bytes(ours)),
         'c' => {
             // IBA 1 §7.8: CRCs go least significant byte first; tshark reads them big-endian.
             let (Some(o), Some(t)) = (number(ours), number(theirs)) else {
@@ -309,8 +311,20 @@ fn tshark(pcap: &Path, names: &[&str]) -> Vec<BTreeMap<String, Vec<String>>> {
 
 /// The captures to compare, made in `dir`: `(name, path)`.
 fn captures(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+    // Two partitions, one with a limited member (port GUIDs of h1 and h2): P_Key tables with both
+    // membership bits, a second IPoIB broadcast group on P_Key 0x8005.
+    std::fs::write(
+        dir.join("partitions.conf"),
+        "Default=0x7fff, ipoib : ALL=full ;\n\
+         storage=0x0005, ipoib : 0x0000000000100003=full, 0x0000000000100005=limited ;\n",
+    )
+    .unwrap();
     let runs: &[(&str, &[&str])] = &[
         ("sim", &["sim", "--hosts", "16"]),
+        (
+            "partitions",
+            &["sim", "--hosts", "8", "--partitions", "partitions.conf"],
+        ),
         ("demo", &["demo"]),
         (
             "connected",

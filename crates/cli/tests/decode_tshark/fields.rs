@@ -6,7 +6,8 @@
 //! `kind` says how values compare: `n` numbers (the default: decimal or `0x` hex, booleans as
 //! 1/0), `t` text, `g` GIDs and IPv6 addresses, `b` bytes, `c` a CRC (tshark shows the wire bytes
 //! read big-endian, IBA 1 §7.8 sends them least significant byte first), `s` a time stamp
-//! (nanoseconds against tshark's seconds), `j` a table tshark shows
+//! (nanoseconds against tshark's seconds), `p` a directed-route path (ours, up to the hop count,
+//! starts tshark's 64 bytes), `j` a table tshark shows
 //! entry by entry (its entries, in hex and in order, must start ours: tshark 4.0 shows only the
 //! first 16 of a MulticastForwardingTable block's 32 PortMasks, IBA 1 §14.2.5.12).
 //!
@@ -51,7 +52,8 @@ pub const GROUPS: &[(&str, &str, &str)] = &[
         "infiniband.",
         "status_d=smpdirected.smpstatus hop_pointer=smpdirected.hoppointer \
          hop_count=smpdirected.hopcount m_key=smplid.mkey dr_slid=smpdirected.drslid \
-         dr_dlid=smpdirected.drdlid",
+         dr_dlid=smpdirected.drdlid initial_path=smpdirected.initialpath:p \
+         return_path=smpdirected.returnpath:p",
     ),
     (
         "rmpp",
