@@ -318,12 +318,14 @@ impl Interface {
         self.traps_sync(now);
     }
 
-    /// SubnAdmSet(MCMemberRecord). The broadcast group is joined with MGID, PortGID and JoinState
-    /// only (it must pre-exist, docs/DEPLOYED.md; Linux `ipoib_mcast_join` with `create` 0); every
-    /// other
-    /// group carries the broadcast group's Q_Key, MTU, TClass, P_Key, rate, SL, FlowLabel and
-    /// HopLimit so that a FullMember join can create it (§11: MUST use the broadcast group's P_Key,
-    /// Q_Key, SL, MTU and HopLimit, SHOULD use the rest).
+    /// SubnAdmSet(MCMemberRecord), field for field what Linux `ipoib_mcast_join` sends
+    /// (docs/IPOIB-JOINS.md). Every join carries MGID, PortGID, JoinState and the interface's P_Key
+    /// with the full-member bit (§4.1 item 1: the broadcast GID's P_Key). The broadcast group is
+    /// joined with those four components only: it must pre-exist, and without Q_Key, TClass,
+    /// FlowLabel and SL no SA creates it (§5: creation is administrative). Every other group adds the
+    /// broadcast group's Q_Key, MTU, TClass, rate, SL, FlowLabel and HopLimit so that a FullMember
+    /// join can create it (§11: MUST use the broadcast group's P_Key, Q_Key, SL, MTU and HopLimit,
+    /// SHOULD use the rest).
     fn send_join(&mut self, now: Instant, mgid: Gid, js: JoinState) {
         let mut rec = McMemberRecordRepr {
             mgid,
@@ -332,14 +334,13 @@ impl Interface {
             pkey: self.cfg.pkey.full(),
             ..Default::default()
         };
-        let mut mask = mcr_mask::JOIN;
+        let mut mask = mcr_mask::JOIN | mcr_mask::P_KEY;
         if let (Some(p), false) = (self.params, mgid == self.bcast_mgid()) {
             let b = p.record;
             rec.qkey = b.qkey;
             rec.mtu_selector = Selector::Exactly;
             rec.mtu = b.mtu;
             rec.tclass = b.tclass;
-            rec.pkey = b.pkey;
             rec.rate_selector = Selector::Exactly;
             rec.rate = b.rate;
             rec.sl = b.sl;

@@ -12,6 +12,7 @@ mod bringup;
 mod connected;
 mod ipv4;
 mod ipv6;
+mod joins;
 mod legacy;
 mod mcast;
 mod security;

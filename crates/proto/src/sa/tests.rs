@@ -7,6 +7,7 @@ mod client;
 mod gone;
 mod limits;
 mod mcast;
+mod mcast_pkey;
 mod mft_records;
 mod notices;
 mod opensm;

@@ -39,9 +39,13 @@ fn bring_up_joins_broadcast_then_carrier() {
     assert_eq!(rec.mgid, BCAST);
     assert_eq!(rec.mgid.to_ipv6().to_string(), "ff12:401b:ffff::ffff:ffff");
     assert_eq!(rec.join_state, JoinState::FULL_MEMBER);
-    // docs/DEPLOYED.md (Linux): the broadcast group must pre-exist; the join carries no creation
-    // components, so the interface never creates it (§5 leaves creation to the administrator).
-    assert_eq!(m.sa.component_mask, ipoib_wire::sa::mcr_mask::JOIN);
+    // docs/IPOIB-JOINS.md (Linux `ipoib_mcast_join`): the broadcast group must pre-exist; the
+    // join carries MGID, PortGID, JoinState and the interface's full P_Key (§4.1 item 1), no
+    // creation components, so the interface never creates it (§5 leaves creation to the
+    // administrator).
+    use ipoib_wire::sa::mcr_mask;
+    assert_eq!(m.sa.component_mask, mcr_mask::JOIN | mcr_mask::P_KEY);
+    assert_eq!(rec.pkey, ipoib_wire::PKey(0xffff));
     assert_eq!(
         rec.port_gid,
         Gid::new(Gid::DEFAULT_SUBNET_PREFIX, guid(2).0)
