@@ -26,7 +26,7 @@ use std::process::ExitCode;
 const NO_ANSWER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long an Active port may be without carrier (the broadcast join takes milliseconds, a
-/// failed one is retried after 1 s, doubling) before the host says so.
+/// failed one is retried after 2 s, doubling) before the host says so.
 const NO_CARRIER_NOTE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The interface's distinct warnings an attach process prints at most (a bound on what a fabric

@@ -1,7 +1,7 @@
 //! Multicast groups of the interface: the mapping of IP groups to MGIDs (§4), FullMember joins and
 //! leaves for IP memberships, SendOnlyNonMember joins and the send rules of §11, NonMember joins of
 //! router promiscuous mode (§12), the cache of group existence and MLIDs, and the retry backoff of
-//! every join (docs/DEPLOYED.md: 1 s doubling to 16 s). All references are to
+//! every join (docs/IPOIB-JOINS.md: 2 s doubling to 16 s, as Linux). All references are to
 //! draft-ietf-ipoib-ip-over-infiniband-06.
 //!
 //! The broadcast group is a group like the others (an internal FullMember user), so the link's

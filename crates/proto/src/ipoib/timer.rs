@@ -8,9 +8,10 @@
 use crate::time::Instant;
 use std::time::Duration;
 
-/// First retry delay of a failed multicast join (docs/DEPLOYED.md "Linux IPoIB": join backoff 1 s
-/// doubling to 16 s; Linux `ipoib_multicast.c` `mcast->backoff`).
-pub const JOIN_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+/// First retry delay of a failed multicast join: 2 s, doubling to 16 s (docs/IPOIB-JOINS.md:
+/// Linux `ipoib_multicast.c` starts `mcast->backoff` at 1 and doubles it before it waits, in
+/// `__ipoib_mcast_schedule_join_thread`, so its first retry comes 2 s after the failure).
+pub const JOIN_BACKOFF_INITIAL: Duration = Duration::from_secs(2);
 /// Largest retry delay of a multicast join (Linux `IPOIB_MAX_BACKOFF_SECONDS` 16).
 pub const JOIN_BACKOFF_MAX: Duration = Duration::from_secs(16);
 
@@ -77,13 +78,14 @@ impl Backoff {
 mod tests {
     use super::*;
 
-    // docs/DEPLOYED.md "Linux IPoIB": join backoff 1 s doubling to 16 s.
+    // docs/IPOIB-JOINS.md (Linux `__ipoib_mcast_schedule_join_thread`): join backoff 2 s
+    // doubling to 16 s.
     #[test]
     fn backoff_doubles_to_sixteen_seconds() {
         let mut b = Backoff::default();
-        let secs: Vec<u64> = (0..7).map(|_| b.step().as_secs()).collect();
-        assert_eq!(secs, [1, 2, 4, 8, 16, 16, 16]);
+        let secs: Vec<u64> = (0..6).map(|_| b.step().as_secs()).collect();
+        assert_eq!(secs, [2, 4, 8, 16, 16, 16]);
         b.reset();
-        assert_eq!(b.step(), Duration::from_secs(1));
+        assert_eq!(b.step(), Duration::from_secs(2));
     }
 }
