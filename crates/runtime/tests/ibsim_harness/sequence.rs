@@ -209,5 +209,15 @@ pub fn sequence() -> Vec<Step> {
         step("leave g24 send-only full", Delete, 0, Fixed(group(24)), Own, join_rec(js(8)), m::JOIN),
         step("get g24 after leave", Get, 0, Fixed(group(24)), Own, q, m::MGID),
         step("create with zero mgid again", Set, 0, Fixed(Gid::ZERO), Own, c, m::CREATE),
+        // 83: the P_Key component of a join to an existing group (docs/IPOIB-JOINS.md; OpenSM
+        // `validate_other_comp_fields`: ERR 1B32 another base, ERR 1B31 both limited).
+        step("join broadcast from 1 with its P_Key, as Linux IPoIB", Set, 1, Fixed(b), Own, with(j, &|r| r.pkey = PKey(0xffff)), m::JOIN | m::P_KEY),
+        step("join broadcast from 1, P_Key of another partition", Set, 1, Fixed(b), Own, with(j, &|r| r.pkey = PKey(0x8001)), m::JOIN | m::P_KEY),
+        // 85
+        step("join broadcast from 1, limited P_Key", Set, 1, Fixed(b), Own, with(j, &|r| r.pkey = PKey(0x7fff)), m::JOIN | m::P_KEY),
+        step("create non-ipoib group with a limited P_Key", Set, 0, Fixed(plain(25)), Own, with(c, &|r| r.pkey = PKey(0x7fff)), m::CREATE),
+        step("join it from 1, limited P_Key", Set, 1, Fixed(plain(25)), Own, with(j, &|r| r.pkey = PKey(0x7fff)), m::JOIN | m::P_KEY),
+        step("join it from 1, full P_Key", Set, 1, Fixed(plain(25)), Own, with(j, &|r| r.pkey = PKey(0xffff)), m::JOIN | m::P_KEY),
+        step("get it", Get, 0, Fixed(plain(25)), Own, q, m::MGID),
     ]
 }
