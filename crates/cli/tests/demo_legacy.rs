@@ -102,4 +102,35 @@ fn legacy_profile_pings_over_bare_ipv6_with_a_grh() {
         !dec.contains("ethertype 0x6"),
         "a bare datagram shown as a type"
     );
+
+    // Their ND options are the legacy profile's (§5.1: LID, flags, QPN, Q_Key, GUID), read as
+    // such in the summary and the fields, not as RFC 4391's 20-byte address (which put the
+    // Q_Key and GUID into a GID). Fails on the old code, which read every ND option as RFC 4391's.
+    assert!(
+        dec.contains(
+            "ICMPv6 neighbor advertisement fe80::200:0:10:3 is-at lid 0x0003 flags 0x00 \
+             qpn 0x000048 qkey 0x00000b1b guid 0x0000000000100003"
+        ),
+        "h1's advertisement with its legacy option"
+    );
+    assert!(dec.contains(" from lid 0x0001 flags 0x00 qpn 0x000048 qkey 0x00000b1b guid "));
+    let fields =
+        "            lid: 0x0003\n            flags: 0x00\n            uc: false\n            \
+                  rc: false\n            re: false\n            r6: false\n            \
+                  qpn_demux: false\n            qpn: 0x000048\n            \
+                  qkey: 0x00000b1b\n            guid: 0x0000000000100003\n";
+    assert!(dec.contains(fields), "the legacy option's fields");
+    // Every NS and NA but DAD's (from ::, with no option, RFC 4861 §7.2.2).
+    let nd = |l: &&&str| l.contains(" neighbor ") && !l.contains(" IPv6 :: > ");
+    let nds = legacy.iter().filter(nd).count();
+    let read = legacy
+        .iter()
+        .filter(nd)
+        .filter(|l| l.contains(" lid 0x"))
+        .count();
+    assert!(
+        nds > 0 && read == nds,
+        "{read} of {nds} ND messages with a legacy option"
+    );
+    assert!(!dec.contains("link_addr"), "an option read as RFC 4391's");
 }

@@ -15,7 +15,8 @@ use crate::cm::{CmMessage, RejReason};
 use crate::describe::{push_hex, push_uint, Describe, Describer, Value};
 use crate::ib::{BthRepr, GrhRepr, Lnh, LrhRepr, Opcode, Operation, Position};
 use crate::ipoib::legacy::bare_ipv6;
-use crate::ipoib::{EtherType, IpoibFrame, IpoibPayload};
+use crate::ipoib::nd::NdProfile;
+use crate::ipoib::{IpoibFrame, IpoibPayload};
 use crate::mad::attr::perf as perf_attr;
 use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use crate::packet::Packet;
@@ -138,13 +139,15 @@ impl Decoder {
         if let Some(dg) = p.ext.deth.and_then(|_| bare_ipv6(p.payload)) {
             // The legacy profile (draft-kashyap-ipoib-ipv6-01 §7): IPv6 over UD with no 4-byte
             // header; `bare_ipv6` says why an RFC 4391 frame is never taken for one.
+            // Its ND link-layer address options are the profile's (§5.1), which their bytes alone
+            // would not tell from draft-ietf-ipoib-ip-over-infiniband-06 §9.3's.
             d.field("ipoib_legacy_ipv6", Value::Bool(true));
-            dg.describe(d);
+            dg.describe_with(NdProfile::Legacy, d);
             // Shown as the same datagram behind a header would be, after the profile's name.
-            let f = IpoibFrame::new(IpoibPayload::Ipv6(dg), EtherType::Ipv6);
             let _ = write!(
                 summary,
-                " IPoIB (draft-kashyap-ipoib-ipv6-01, no IPoIB header) {f}"
+                " IPoIB (draft-kashyap-ipoib-ipv6-01, no IPoIB header) {}",
+                dg.summary_with(NdProfile::Legacy)
             );
             return Ok(());
         }

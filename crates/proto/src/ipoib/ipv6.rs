@@ -22,7 +22,7 @@ use ipoib_wire::ipoib::legacy::{LegacyCapabilities, LegacyLlaOption, LegacyLlaRe
 use ipoib_wire::ipoib::nd::NdOptionIter;
 use ipoib_wire::ipoib::{
     EtherType, HwAddr, HwAddrFlags, IpProtocol, Ipv6Packet, Ipv6Repr, NdMessage, NdOptionRepr,
-    NdOptionType, NdRepr,
+    NdOptionType, NdProfile, NdRepr,
 };
 use ipoib_wire::Gid;
 use ipoib_wire::QKey;
@@ -367,6 +367,7 @@ impl Interface {
         let nd = NdRepr {
             message,
             options: &options,
+            profile: NdProfile::Rfc4391,
         };
         let n = nd.buffer_len();
         let mut pkt = vec![0u8; 40 + n];

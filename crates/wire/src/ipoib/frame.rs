@@ -12,6 +12,7 @@ use super::icmp::{Icmpv4Repr, Icmpv6Repr};
 use super::ip::{
     IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, IPV4_HEADER_LEN, IPV6_HEADER_LEN,
 };
+use super::nd::NdProfile;
 use super::udp::UdpRepr;
 use crate::describe::{Describe, Describer, Value};
 use crate::{Error, Result};
@@ -80,17 +81,23 @@ impl<'a> IpPayload<'a> {
     /// `icmp_group` names the group of an invalid ICMP message (`icmp` or `icmpv6`), `protocol`
     /// tells it from an invalid UDP datagram (group `udp`): its `error` stays inside that group,
     /// since a top-level `error` is how `ipoib decode` marks a malformed packet. `src` and `dst`
-    /// are the datagram's addresses, which the UDP checksum covers.
+    /// are the datagram's addresses, which the UDP checksum covers; `profile` reads the
+    /// link-layer address options of an ND message.
     fn describe(
         &self,
         icmp_group: &str,
         protocol: IpProtocol,
         (src, dst): (IpAddr, IpAddr),
+        profile: NdProfile,
         d: &mut dyn Describer,
     ) {
         match self {
             IpPayload::Icmpv4(r) => r.describe_as("icmp", d),
-            IpPayload::Icmpv6(r) => r.describe_as("icmpv6", d),
+            IpPayload::Icmpv6(r) => {
+                d.enter("icmpv6");
+                r.describe_with(profile, d);
+                d.leave();
+            }
             IpPayload::Udp(r) => {
                 d.enter("udp");
                 r.describe_between(src, dst, d);
@@ -212,7 +219,7 @@ impl Describe for Ipv4Datagram<'_> {
         d.leave();
         let addrs = (self.header.src_addr.into(), self.header.dst_addr.into());
         self.payload
-            .describe("icmp", self.header.protocol, addrs, d);
+            .describe("icmp", self.header.protocol, addrs, NdProfile::Rfc4391, d);
     }
 }
 
@@ -284,12 +291,39 @@ impl<'a> Ipv6Datagram<'a> {
     }
 }
 
-impl Describe for Ipv6Datagram<'_> {
-    fn describe(&self, d: &mut dyn Describer) {
+impl Ipv6Datagram<'_> {
+    /// [`Describe::describe`] with an ND message's link-layer address options read as `profile`'s
+    /// ([`NdProfile`]: a bare datagram in a UD payload is the legacy profile's).
+    pub fn describe_with(&self, profile: NdProfile, d: &mut dyn Describer) {
         self.header.describe_as("ipv6", d);
         let addrs = (self.header.src_addr.into(), self.header.dst_addr.into());
         self.payload
-            .describe("icmpv6", self.header.next_header, addrs, d);
+            .describe("icmpv6", self.header.next_header, addrs, profile, d);
+    }
+
+    /// `IPv6 fe80::1 > fe80::2 ICMPv6 echo request id 1 seq 1`, as [`IpoibFrame`]'s `Display`
+    /// shows the datagram, with an ND message's link-layer address options read as `profile`'s.
+    pub fn summary_with(&self, profile: NdProfile) -> Ipv6Summary<'_> {
+        Ipv6Summary(self, profile)
+    }
+}
+
+impl Describe for Ipv6Datagram<'_> {
+    fn describe(&self, d: &mut dyn Describer) {
+        self.describe_with(NdProfile::Rfc4391, d);
+    }
+}
+
+/// The text of [`Ipv6Datagram::summary_with`].
+#[derive(Debug)]
+pub struct Ipv6Summary<'r>(&'r Ipv6Datagram<'r>, NdProfile);
+
+impl fmt::Display for Ipv6Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ipv6Summary(p, profile) = self;
+        let h = &p.header;
+        write!(f, "IPv6 {} > {}", h.src_addr, h.dst_addr)?;
+        fmt_ip_payload(&p.payload, h.next_header, *profile, f)
     }
 }
 
@@ -430,10 +464,15 @@ impl Describe for IpoibFrame<'_> {
     }
 }
 
-fn fmt_ip_payload(p: &IpPayload<'_>, proto: IpProtocol, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+fn fmt_ip_payload(
+    p: &IpPayload<'_>,
+    proto: IpProtocol,
+    profile: NdProfile,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
     match p {
         IpPayload::Icmpv4(r) => write!(f, " {r}"),
-        IpPayload::Icmpv6(r) => write!(f, " {r}"),
+        IpPayload::Icmpv6(r) => write!(f, " {}", r.summary_with(profile)),
         IpPayload::Udp(r) => write!(f, " {r}"),
         IpPayload::Raw(b) => write!(f, " {} length {}", proto.name(), b.len()),
         IpPayload::Invalid { error, .. } => write!(f, " {} ({error})", proto.name()),
@@ -449,13 +488,9 @@ impl fmt::Display for IpoibFrame<'_> {
                 if h.more_frags || h.frag_offset != 0 {
                     write!(f, " fragment offset {}", h.frag_offset)?;
                 }
-                fmt_ip_payload(&p.payload, h.protocol, f)
+                fmt_ip_payload(&p.payload, h.protocol, NdProfile::Rfc4391, f)
             }
-            IpoibPayload::Ipv6(p) => {
-                let h = &p.header;
-                write!(f, "IPv6 {} > {}", h.src_addr, h.dst_addr)?;
-                fmt_ip_payload(&p.payload, h.next_header, f)
-            }
+            IpoibPayload::Ipv6(p) => write!(f, "{}", p.summary_with(NdProfile::Rfc4391)),
             IpoibPayload::Arp(a) => write!(f, "ARP {a}"),
             IpoibPayload::Rarp(a) => write!(f, "RARP {a}"),
             IpoibPayload::Unknown(b) => {

@@ -9,6 +9,7 @@
 
 use super::checksum;
 use super::ip::{Ipv4Packet, IPV4_HEADER_LEN, IPV6_HEADER_LEN};
+use super::nd::{NdProfile, NdRepr};
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be16, be32, put16, put32};
 use crate::{Error, Result};
@@ -537,8 +538,10 @@ impl<'a> Icmpv6Repr<'a> {
     }
 }
 
-impl Describe for Icmpv6Repr<'_> {
-    fn describe(&self, d: &mut dyn Describer) {
+impl Icmpv6Repr<'_> {
+    /// [`Describe::describe`] with an ND message's link-layer address options read as `profile`'s
+    /// (the option bytes cannot tell the profiles apart, [`NdProfile`]).
+    pub fn describe_with(&self, profile: NdProfile, d: &mut dyn Describer) {
         d.field(
             "type",
             Value::Named(u8::from(self.msg_type) as u64, self.msg_type.name()),
@@ -552,7 +555,7 @@ impl Describe for Icmpv6Repr<'_> {
             (None, Icmpv6Type::PacketTooBig) => d.field("mtu", Value::Uint(self.rest as u64)),
             (None, Icmpv6Type::ParamProblem) => d.field("pointer", Value::Uint(self.rest as u64)),
             _ if self.is_nd() => {
-                if let Ok(nd) = super::nd::NdRepr::parse_message(self) {
+                if let Ok(nd) = NdRepr::parse_message_as(self, profile) {
                     nd.describe(d);
                     return;
                 }
@@ -562,23 +565,46 @@ impl Describe for Icmpv6Repr<'_> {
         }
         d.field("data_len", Value::Uint(self.body.len() as u64));
     }
+
+    /// The one-line summary of `Display` with an ND message's link-layer address options read as
+    /// `profile`'s.
+    pub fn summary_with(&self, profile: NdProfile) -> Icmpv6Summary<'_> {
+        Icmpv6Summary(self, profile)
+    }
+}
+
+impl Describe for Icmpv6Repr<'_> {
+    fn describe(&self, d: &mut dyn Describer) {
+        self.describe_with(NdProfile::Rfc4391, d);
+    }
 }
 
 impl core::fmt::Display for Icmpv6Repr<'_> {
     /// `ICMPv6 echo request id 1 seq 1`, `ICMPv6 neighbor solicitation who-has fe80::2`.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "ICMPv6 {}", self.msg_type.name())?;
-        if let Some((id, seq)) = self.echo_ident_seq() {
+        write!(f, "{}", self.summary_with(NdProfile::Rfc4391))
+    }
+}
+
+/// The text of [`Icmpv6Repr::summary_with`].
+#[derive(Debug)]
+pub struct Icmpv6Summary<'r>(&'r Icmpv6Repr<'r>, NdProfile);
+
+impl core::fmt::Display for Icmpv6Summary<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let Icmpv6Summary(m, profile) = self;
+        write!(f, "ICMPv6 {}", m.msg_type.name())?;
+        if let Some((id, seq)) = m.echo_ident_seq() {
             return write!(f, " id {id} seq {seq}");
         }
-        if self.is_nd() {
-            if let Ok(nd) = super::nd::NdRepr::parse_message(self) {
+        if m.is_nd() {
+            if let Ok(nd) = NdRepr::parse_message_as(m, *profile) {
                 return write!(f, "{}", nd.summary());
             }
         }
-        match self.msg_type {
-            Icmpv6Type::PacketTooBig => write!(f, " mtu {}", self.rest),
-            _ => write!(f, " code {}", self.code),
+        match m.msg_type {
+            Icmpv6Type::PacketTooBig => write!(f, " mtu {}", m.rest),
+            _ => write!(f, " code {}", m.code),
         }
     }
 }

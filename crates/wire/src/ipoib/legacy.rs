@@ -225,6 +225,18 @@ impl Describe for LegacyLlaRepr {
     }
 }
 
+impl core::fmt::Display for LegacyLlaRepr {
+    /// `lid 0x0003 flags 0x00 qpn 0x000048 qkey 0x00000b1b guid 0x0000000000100003`: the link
+    /// information in wire order, for one-line summaries.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "lid {:#06x} flags {:#04x} qpn {:#08x} qkey {:#010x} guid {}",
+            self.lid, self.flags.0, self.qpn, self.qkey.0, self.guid
+        )
+    }
+}
+
 /// The legacy signature in octets 3 and 4 of the MGID (draft-kashyap-ipoib-ipv6-01 §4.1 iii: MUST be
 /// 0x3333).
 pub const LEGACY_SIGNATURE: u16 = 0x3333;
@@ -464,5 +476,76 @@ mod tests {
         let mut v4 = b.clone();
         v4[0] = 0x45;
         assert_eq!(bare_ipv6(&v4), None);
+    }
+
+    // draft-kashyap-ipoib-ipv6-01 §5.1, §7: an ND message in a bare datagram carries the legacy
+    // option, and the datagram read with the legacy profile names its fields (LID, flags, QPN,
+    // Q_Key, GUID) where the default reading shows an RFC 4391 address. Fails on the old code,
+    // whose datagrams read every option as draft-ietf-ipoib-ip-over-infiniband-06 §9.3's.
+    #[test]
+    fn bare_nd_shows_the_legacy_option() {
+        use crate::ipoib::{
+            Icmpv6Repr, IpPayload, IpProtocol, Ipv6Datagram, Ipv6Repr, NdMessage, NdProfile, NdRepr,
+        };
+        let (src, dst): (Ipv6Addr, Ipv6Addr) =
+            ("fe80::1".parse().unwrap(), "ff02::1".parse().unwrap());
+        let mut opt = [0u8; 24];
+        LegacyLlaRepr {
+            target: true,
+            ..repr()
+        }
+        .emit(&mut LegacyLlaOption::new_unchecked(&mut opt[..]));
+        let nd = NdRepr {
+            message: NdMessage::NeighborAdvert {
+                flags: 0x20,
+                target: src,
+            },
+            options: &opt,
+            profile: NdProfile::Legacy,
+        };
+        let mut icmp = vec![0u8; nd.buffer_len()];
+        nd.emit(src, dst, &mut icmp).unwrap();
+        let dg = Ipv6Datagram {
+            header: Ipv6Repr {
+                traffic_class: 0,
+                flow_label: 0,
+                payload_len: icmp.len() as u16,
+                next_header: IpProtocol::Icmpv6,
+                hop_limit: 255,
+                src_addr: src,
+                dst_addr: dst,
+            },
+            payload: IpPayload::Icmpv6(Icmpv6Repr::parse(src, dst, &icmp).unwrap()),
+        };
+        let mut b = vec![0u8; dg.buffer_len()];
+        dg.emit(&mut b).unwrap();
+        let dg = bare_ipv6(&b).expect("a bare IPv6 datagram");
+
+        let mut c = Collect::default();
+        dg.describe_with(NdProfile::Legacy, &mut c);
+        for (k, v) in [
+            ("icmpv6.option_0.type", "target link-layer address (0x2)"),
+            ("icmpv6.option_0.lid", "0x0012"),
+            ("icmpv6.option_0.qpn_demux", "true"),
+            ("icmpv6.option_0.qpn", "0x000048"),
+            ("icmpv6.option_0.qkey", "0x80010000"),
+            ("icmpv6.option_0.guid", "0x0002c90300000001"),
+        ] {
+            assert_eq!(c.get(k), Some(v), "{k}");
+        }
+        assert_eq!(
+            dg.summary_with(NdProfile::Legacy).to_string(),
+            "IPv6 fe80::1 > ff02::1 ICMPv6 neighbor advertisement fe80::1 is-at lid 0x0012 \
+             flags 0x48 qpn 0x000048 qkey 0x80010000 guid 0x0002c90300000001"
+        );
+        // The default reading (an RFC 4391 frame's): a 20-byte address, no Q_Key.
+        let mut c = Collect::default();
+        dg.describe(&mut c);
+        assert_eq!(c.get("icmpv6.option_0.qkey"), None);
+        assert_eq!(c.get("icmpv6.option_0.link_addr.qpn"), Some("0x000048"));
+        assert!(dg
+            .summary_with(NdProfile::Rfc4391)
+            .to_string()
+            .contains(" is-at 48:00:00:48:80:01:00:00:"));
     }
 }

@@ -10,7 +10,8 @@
 //! - [`hwaddr`]: the 20-byte link-layer address (§9.1.1, RFC 4755 §3.1), its text form, the broadcast
 //!   address.
 //! - [`arp`]: ARP/RARP with hardware type 32 (§9.2).
-//! - [`nd`]: ND messages and options, including the 24-byte link-layer address option (§9.3).
+//! - [`nd`]: ND messages and options, including the 24-byte link-layer address option (§9.3),
+//!   or the legacy profile's in its place ([`NdProfile`]).
 //! - [`addr`]: IPv6 interface identifiers and link-local addresses (§8).
 //! - [`mcast`]: IPv4/IPv6 group ↔ MGID mapping and the broadcast GID (§4).
 //! - [`legacy`]: draft-kashyap-ipoib-ipv6-01's ND option and FF1y:3333:: mapping.
@@ -47,7 +48,9 @@ pub use igmp::{IgmpPacket, IgmpRepr, IgmpType};
 pub use ip::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
 pub use mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, IpVersion, IpoibMgid, Scope};
 pub use mld::{MldPacket, MldRepr};
-pub use nd::{NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdRepr, PrefixInfo};
+pub use nd::{
+    NdMessage, NdOption, NdOptionIter, NdOptionRepr, NdOptionType, NdProfile, NdRepr, PrefixInfo,
+};
 pub use udp::{UdpPacket, UdpRepr, UDP_HEADER_LEN};
 
 /// The MTU every IPoIB implementation must support: a 2048-byte IPoIB-link MTU minus the 4-byte

@@ -6,9 +6,16 @@
 //! the 20-byte address of §9.1.1. The draft does not say where the two spare bytes go; Linux
 //! (`ndisc_addr_option_pad` returns 2 for ARPHRD_INFINIBAND) puts them *before* the address and accepts
 //! the option only when its length is exactly 3, and this module does the same.
+//!
+//! The legacy profile's option (draft-kashyap-ipoib-ipv6-01 §5.1, [`super::legacy`]) has the same
+//! types and Length 3, so the option bytes cannot tell the two apart: a message is read under one
+//! [`NdProfile`], which the caller knows from the frame (a bare IPv6 datagram in a UD payload is the
+//! legacy profile's, draft-kashyap-ipoib-ipv6-01 §7, [`super::legacy::bare_ipv6`]) or from the
+//! interface's configuration.
 
 use super::hwaddr::{HwAddr, HWADDR_LEN};
 use super::icmp::{Icmpv6Repr, Icmpv6Type};
+use super::legacy::{LegacyLlaOption, LegacyLlaRepr, LEGACY_LLA_OPTION_LEN};
 use crate::describe::{Describe, Describer, Value};
 use crate::types::{be32, put16, put32};
 use crate::{Error, Result};
@@ -19,6 +26,19 @@ use std::net::Ipv6Addr;
 pub const LLA_OPTION_LEN: usize = 24;
 /// Offset of the link-layer address inside the option (after type, length and 2 zero bytes, as Linux).
 pub const LLA_OFFSET: usize = 4;
+
+/// Which IPv6 profile's link-layer address option (types 1 and 2, Length 3) an ND message
+/// carries; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NdProfile {
+    /// The 20-byte IPoIB address after two zero bytes (draft-ietf-ipoib-ip-over-infiniband-06 §9.3):
+    /// [`NdOptionRepr::SourceLinkLayerAddr`], [`NdOptionRepr::TargetLinkLayerAddr`].
+    #[default]
+    Rfc4391,
+    /// LID, capability flags, QPN, Q_Key and GUID (draft-kashyap-ipoib-ipv6-01 §5.1):
+    /// [`NdOptionRepr::LegacyLinkLayerAddr`].
+    Legacy,
+}
 
 code_enum! {
     /// ND option type (RFC 4861 §4.6). Unknown values are kept.
@@ -162,6 +182,9 @@ pub enum NdOptionRepr<'a> {
     SourceLinkLayerAddr(HwAddr),
     /// Target link-layer address (draft-ietf-ipoib-ip-over-infiniband-06 §9.3, type 2, length 3).
     TargetLinkLayerAddr(HwAddr),
+    /// Source or target link-layer address of the legacy profile (draft-kashyap-ipoib-ipv6-01
+    /// §5.1: type 1 or 2 as `target` says, Length 3), read only under [`NdProfile::Legacy`].
+    LegacyLinkLayerAddr(LegacyLlaRepr),
     /// Prefix information (RFC 4861 §4.6.2).
     PrefixInformation(PrefixInfo),
     /// MTU (RFC 4861 §4.6.4). draft-ietf-ipoib-ip-over-infiniband-06 §7: one larger than the link MTU
@@ -181,7 +204,25 @@ impl<'a> NdOptionRepr<'a> {
     /// (draft-ietf-ipoib-ip-over-infiniband-06 §9.3; Linux ignores it), as is a prefix information option
     /// whose length is not 4 or an MTU option whose length is not 1 (RFC 4861 §4.6.2, §4.6.4).
     pub fn parse(o: &NdOption<&'a [u8]>) -> Result<NdOptionRepr<'a>> {
+        Self::parse_as(o, NdProfile::Rfc4391)
+    }
+
+    /// Parses one option as `profile` reads it: under [`NdProfile::Legacy`] a source or target
+    /// link-layer address option is draft-kashyap-ipoib-ipv6-01 §5.1's (Length other than 3:
+    /// `Err(Malformed)`, as [`LegacyLlaRepr::parse`]); every other option as [`NdOptionRepr::parse`].
+    pub fn parse_as(o: &NdOption<&'a [u8]>, profile: NdProfile) -> Result<NdOptionRepr<'a>> {
         o.check_len()?;
+        let lla = matches!(
+            o.option_type(),
+            NdOptionType::SourceLinkLayerAddr | NdOptionType::TargetLinkLayerAddr
+        );
+        if profile == NdProfile::Legacy && lla {
+            if o.length() != 3 {
+                return Err(Error::Malformed);
+            }
+            let v = LegacyLlaOption::new_checked(&o.buffer[..o.total_len()])?;
+            return LegacyLlaRepr::parse(&v).map(NdOptionRepr::LegacyLinkLayerAddr);
+        }
         let data: &'a [u8] = &o.buffer[2..o.total_len()];
         let t = o.option_type();
         match t {
@@ -229,6 +270,8 @@ impl<'a> NdOptionRepr<'a> {
         match self {
             NdOptionRepr::SourceLinkLayerAddr(_) => NdOptionType::SourceLinkLayerAddr,
             NdOptionRepr::TargetLinkLayerAddr(_) => NdOptionType::TargetLinkLayerAddr,
+            NdOptionRepr::LegacyLinkLayerAddr(r) if r.target => NdOptionType::TargetLinkLayerAddr,
+            NdOptionRepr::LegacyLinkLayerAddr(_) => NdOptionType::SourceLinkLayerAddr,
             NdOptionRepr::PrefixInformation(_) => NdOptionType::PrefixInformation,
             NdOptionRepr::Mtu(_) => NdOptionType::Mtu,
             NdOptionRepr::Other { option_type, .. } => *option_type,
@@ -241,6 +284,7 @@ impl<'a> NdOptionRepr<'a> {
             NdOptionRepr::SourceLinkLayerAddr(_) | NdOptionRepr::TargetLinkLayerAddr(_) => {
                 LLA_OPTION_LEN
             }
+            NdOptionRepr::LegacyLinkLayerAddr(_) => LEGACY_LLA_OPTION_LEN,
             NdOptionRepr::PrefixInformation(_) => 32,
             NdOptionRepr::Mtu(_) => 8,
             NdOptionRepr::Other { data, .. } => (data.len() + 2).div_ceil(8) * 8,
@@ -263,6 +307,7 @@ impl<'a> NdOptionRepr<'a> {
             NdOptionRepr::SourceLinkLayerAddr(a) | NdOptionRepr::TargetLinkLayerAddr(a) => {
                 a.emit(&mut b[LLA_OFFSET..LLA_OFFSET + HWADDR_LEN])?;
             }
+            NdOptionRepr::LegacyLinkLayerAddr(r) => r.emit(&mut LegacyLlaOption::new_unchecked(b)),
             NdOptionRepr::PrefixInformation(p) => {
                 b[2] = p.prefix_len;
                 b[3] = (p.on_link as u8) << 7 | (p.autonomous as u8) << 6;
@@ -279,6 +324,10 @@ impl<'a> NdOptionRepr<'a> {
 
 impl Describe for NdOptionRepr<'_> {
     fn describe(&self, d: &mut dyn Describer) {
+        if let NdOptionRepr::LegacyLinkLayerAddr(r) = self {
+            // Type, length and the link information of draft-kashyap-ipoib-ipv6-01 §5.1.
+            return r.describe(d);
+        }
         let t = self.option_type();
         d.field("type", Value::Named(u8::from(t) as u64, t.name()));
         d.field("length", Value::Uint((self.buffer_len() / 8) as u64));
@@ -299,6 +348,7 @@ impl Describe for NdOptionRepr<'_> {
             }
             NdOptionRepr::Mtu(m) => d.field("mtu", Value::Uint(*m as u64)),
             NdOptionRepr::Other { data, .. } => d.field("data", Value::Bytes(data)),
+            NdOptionRepr::LegacyLinkLayerAddr(_) => {}
         }
     }
 }
@@ -383,18 +433,39 @@ pub struct NdRepr<'a> {
     pub message: NdMessage,
     /// The option bytes.
     pub options: &'a [u8],
+    /// How the link-layer address options are read (not written: [`NdRepr::emit`] copies the
+    /// option bytes).
+    pub profile: NdProfile,
 }
 
 impl<'a> NdRepr<'a> {
-    /// Parses a whole ICMPv6 message, checking its checksum with `src` and `dst`.
+    /// Parses a whole ICMPv6 message, checking its checksum with `src` and `dst`, with the
+    /// link-layer address options of draft-ietf-ipoib-ip-over-infiniband-06 §9.3.
     pub fn parse(src: Ipv6Addr, dst: Ipv6Addr, icmp: &'a [u8]) -> Result<NdRepr<'a>> {
-        Self::parse_message(&Icmpv6Repr::parse(src, dst, icmp)?)
+        Self::parse_as(src, dst, icmp, NdProfile::Rfc4391)
     }
 
-    /// Takes apart an ICMPv6 message already parsed. `Err(Unsupported)` for a non-ND type;
-    /// `Err(Malformed)` for a code other than 0 (RFC 4861 §6.1.1, §7.1.1: silently discard) or a bad
-    /// option (zero length, wrong length of a known option); `Err(Truncated)` for a short message.
+    /// [`NdRepr::parse`] with the link-layer address options of `profile`.
+    pub fn parse_as(
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        icmp: &'a [u8],
+        profile: NdProfile,
+    ) -> Result<NdRepr<'a>> {
+        Self::parse_message_as(&Icmpv6Repr::parse(src, dst, icmp)?, profile)
+    }
+
+    /// [`NdRepr::parse_message_as`] with the link-layer address options of
+    /// draft-ietf-ipoib-ip-over-infiniband-06 §9.3.
     pub fn parse_message(m: &Icmpv6Repr<'a>) -> Result<NdRepr<'a>> {
+        Self::parse_message_as(m, NdProfile::Rfc4391)
+    }
+
+    /// Takes apart an ICMPv6 message already parsed, reading its link-layer address options as
+    /// `profile`'s. `Err(Unsupported)` for a non-ND type; `Err(Malformed)` for a code other than 0
+    /// (RFC 4861 §6.1.1, §7.1.1: silently discard) or a bad option (zero length, wrong length of a
+    /// known option); `Err(Truncated)` for a short message.
+    pub fn parse_message_as(m: &Icmpv6Repr<'a>, profile: NdProfile) -> Result<NdRepr<'a>> {
         let fixed = fixed_len(m.msg_type).ok_or(Error::Unsupported)?;
         if m.code != 0 {
             return Err(Error::Malformed);
@@ -428,14 +499,20 @@ impl<'a> NdRepr<'a> {
         };
         let options = &body[fixed - 8..];
         for o in NdOptionIter::new(options) {
-            NdOptionRepr::parse(&o?)?;
+            NdOptionRepr::parse_as(&o?, profile)?;
         }
-        Ok(NdRepr { message, options })
+        Ok(NdRepr {
+            message,
+            options,
+            profile,
+        })
     }
 
-    /// The options, parsed one by one.
+    /// The options, parsed one by one as the message's profile reads them.
     pub fn options(&self) -> impl Iterator<Item = Result<NdOptionRepr<'a>>> + 'a {
-        NdOptionIter::new(self.options).map(|o| o.and_then(|o| NdOptionRepr::parse(&o)))
+        let profile = self.profile;
+        NdOptionIter::new(self.options)
+            .map(move |o| o.and_then(|o| NdOptionRepr::parse_as(&o, profile)))
     }
 
     /// The first source link-layer address option (draft-ietf-ipoib-ip-over-infiniband-06 §9.3).
@@ -450,6 +527,16 @@ impl<'a> NdRepr<'a> {
     pub fn target_lla(&self) -> Option<HwAddr> {
         self.options().find_map(|o| match o {
             Ok(NdOptionRepr::TargetLinkLayerAddr(a)) => Some(a),
+            _ => None,
+        })
+    }
+
+    /// The first legacy link-layer address option of type 2 (`target`) or 1
+    /// (draft-kashyap-ipoib-ipv6-01 §5.1); `None` unless the message was read as
+    /// [`NdProfile::Legacy`].
+    pub fn legacy_lla(&self, target: bool) -> Option<LegacyLlaRepr> {
+        self.options().find_map(|o| match o {
+            Ok(NdOptionRepr::LegacyLinkLayerAddr(r)) if r.target == target => Some(r),
             _ => None,
         })
     }
@@ -535,8 +622,12 @@ impl core::fmt::Display for NdSummary<'_, '_> {
         }
         if let Some(a) = self.0.target_lla() {
             write!(f, " is-at {a}")?;
+        } else if let Some(r) = self.0.legacy_lla(true) {
+            write!(f, " is-at {r}")?;
         } else if let Some(a) = self.0.source_lla() {
             write!(f, " from {a}")?;
+        } else if let Some(r) = self.0.legacy_lla(false) {
+            write!(f, " from {r}")?;
         }
         Ok(())
     }
@@ -582,7 +673,7 @@ impl Describe for NdRepr<'_> {
         }
         for (i, o) in NdOptionIter::new(self.options).enumerate() {
             let name = OPTION_NAMES.get(i).copied().unwrap_or("option_more");
-            match o.and_then(|o| NdOptionRepr::parse(&o)) {
+            match o.and_then(|o| NdOptionRepr::parse_as(&o, self.profile)) {
                 Ok(r) => r.describe_as(name, d),
                 Err(_) => d.field(name, Value::Str("malformed")),
             }

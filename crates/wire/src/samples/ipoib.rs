@@ -6,7 +6,7 @@ use crate::ipoib::mcast::{broadcast_mgid, ipv4_mgid, ipv6_mgid, Scope};
 use crate::ipoib::{
     ArpOperation, ArpRepr, EtherType, HwAddr, HwAddrFlags, Icmpv4Repr, Icmpv6Repr, Icmpv6Type,
     IpPayload, IpProtocol, IpoibFrame, IpoibPayload, Ipv4Datagram, Ipv4Repr, Ipv6Datagram,
-    Ipv6Repr, NdMessage, NdOptionRepr, NdRepr, PrefixInfo, UdpRepr,
+    Ipv6Repr, NdMessage, NdOptionRepr, NdProfile, NdRepr, PrefixInfo, UdpRepr,
 };
 use crate::types::Gid;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -172,6 +172,7 @@ fn nd_frame(
     let nd = NdRepr {
         message,
         options: &opts,
+        profile: NdProfile::Rfc4391,
     };
     let mut icmp = vec![0u8; nd.buffer_len()];
     nd.emit(src, dst, &mut icmp).expect("ND message fits");

@@ -268,7 +268,8 @@ fn nd_options(nd: &NdRepr<'_>, e: &mut Expect) {
                 e.text("icmpv6.opt.prefix", p.prefix);
                 e.num("icmpv6.opt.prefix.length", p.prefix_len);
             }
-            NdOptionRepr::Other { .. } => {}
+            // The samples are read as RFC 4391's (`NdRepr::parse_message`): no legacy option.
+            NdOptionRepr::Other { .. } | NdOptionRepr::LegacyLinkLayerAddr(_) => {}
         }
     }
     e.fields.push(("icmpv6.opt.type", Want::Nums(types)));

@@ -6,11 +6,9 @@
 //! by type. Nothing here changes what the interface does.
 
 use crate::Instant;
-use ipoib_wire::ipoib::legacy::{LegacyLlaOption, LegacyLlaRepr};
 use ipoib_wire::ipoib::{
     ArpOperation, ArpPacket, ArpRepr, EncapHeader, EtherType, HwAddr, HwAddrFlags, Icmpv6Repr,
-    Icmpv6Type, IpProtocol, Ipv6Packet, NdMessage, NdOptionIter, NdOptionRepr, NdOptionType,
-    NdRepr,
+    Icmpv6Type, IpProtocol, Ipv6Packet, NdMessage, NdProfile, NdRepr,
 };
 use std::net::IpAddr;
 
@@ -74,7 +72,8 @@ pub(crate) enum Kind {
 /// local subnet prefix when the interface runs the legacy profile: a Neighbor Advertisement's
 /// target link-layer option is then that draft's (§5.1: LID, QPN, Q_Key, GUID; the GID is the
 /// local prefix and the GUID, §7), which has the same type and Length 3 as RFC 4391 §9.1.2's and
-/// cannot be told from it by its bytes (`crates/proto/src/ipoib/ipv6.rs` `nd_lla` reads it so).
+/// cannot be told from it by its bytes (`NdProfile`; `crates/proto/src/ipoib/ipv6.rs` `nd_lla`
+/// reads it so).
 pub(crate) fn classify(data: &[u8], legacy: Option<u64>) -> Kind {
     if data.first().is_some_and(|b| b >> 4 == 6) {
         return classify_v6(data, legacy);
@@ -110,7 +109,11 @@ fn classify_v6(body: &[u8], legacy: Option<u64>) -> Kind {
     match m.msg_type {
         Icmpv6Type::NeighborSolicit => Kind::Ns,
         Icmpv6Type::NeighborAdvert => {
-            let Ok(nd) = NdRepr::parse_message(&m) else {
+            let profile = match legacy {
+                Some(_) => NdProfile::Legacy,
+                None => NdProfile::Rfc4391,
+            };
+            let Ok(nd) = NdRepr::parse_message_as(&m, profile) else {
                 return Kind::Na(None);
             };
             let NdMessage::NeighborAdvert { flags, target } = nd.message else {
@@ -119,18 +122,10 @@ fn classify_v6(body: &[u8], legacy: Option<u64>) -> Kind {
             // RFC 4861 §4.4: S (0x40) marks an answer to a solicitation; unsolicited ones are
             // announcements, not resolutions.
             let hw = match legacy {
-                None => nd.options().find_map(|o| match o {
-                    Ok(NdOptionRepr::TargetLinkLayerAddr(hw)) => Some(hw),
-                    _ => None,
-                }),
-                Some(prefix) => NdOptionIter::new(nd.options)
-                    .filter_map(Result::ok)
-                    .filter(|o| o.option_type() == NdOptionType::TargetLinkLayerAddr)
-                    .find_map(|o| {
-                        let o = LegacyLlaOption::new_checked(o.into_inner()).ok()?;
-                        let r = LegacyLlaRepr::parse(&o).ok()?;
-                        Some(HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix)))
-                    }),
+                None => nd.target_lla(),
+                Some(prefix) => nd
+                    .legacy_lla(true)
+                    .map(|r| HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix))),
             };
             Kind::Na(
                 hw.filter(|_| flags & 0x40 != 0)

@@ -3,7 +3,7 @@
 
 use super::*;
 use ipoib_wire::ipoib::addr::link_local_from_guid;
-use ipoib_wire::ipoib::{NdMessage, NdOptionRepr, NdRepr, PrefixInfo};
+use ipoib_wire::ipoib::{NdMessage, NdOptionRepr, NdProfile, NdRepr, PrefixInfo};
 
 /// Every ND message host `lid` sent: (datagram, IPv6 header, message, option bytes).
 fn nds(net: &Net, lid: u16) -> Vec<(UdTransmit, Ipv6Repr, NdMessage, Vec<u8>)> {
@@ -196,6 +196,7 @@ fn ra(net: &mut Net, lid: u16, prefix: &str, mtu: u32) -> Vec<u8> {
             retrans_timer: 0,
         },
         options: &opts,
+        profile: NdProfile::Rfc4391,
     };
     let mut m = vec![0u8; nd.buffer_len()];
     nd.emit(src, dst, &mut m).unwrap();
@@ -355,6 +356,7 @@ fn na(lid: u16, flags: u8, hw: HwAddr) -> Vec<u8> {
     let nd = NdRepr {
         message: NdMessage::NeighborAdvert { flags, target: src },
         options: &opts,
+        profile: NdProfile::Rfc4391,
     };
     let mut m = vec![0u8; nd.buffer_len()];
     nd.emit(src, dst, &mut m).unwrap();
@@ -420,6 +422,7 @@ fn odd_nd_flags_are_discarded() {
     let nd = NdRepr {
         message: NdMessage::NeighborSolicit { target: ll(2) },
         options: &opts,
+        profile: NdProfile::Rfc4391,
     };
     let mut m = vec![0u8; nd.buffer_len()];
     nd.emit(src, dst, &mut m).unwrap();
@@ -491,6 +494,7 @@ fn unicast_ns_without_source_option_is_answered_after_resolving() {
     let nd = NdRepr {
         message: NdMessage::NeighborSolicit { target: ll(2) },
         options: &[],
+        profile: NdProfile::Rfc4391,
     };
     let mut m = vec![0u8; nd.buffer_len()];
     nd.emit(ll(3), ll(2), &mut m).unwrap();

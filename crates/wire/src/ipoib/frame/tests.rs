@@ -192,6 +192,7 @@ fn ipv6_neighbor_advert_frame() {
             target: src,
         },
         options: &opt,
+        profile: NdProfile::Rfc4391,
     };
     let mut icmp = [0u8; 48];
     na.emit(src, dst, &mut icmp).unwrap();
