@@ -18,7 +18,7 @@ use super::tx::encap;
 use super::{DropReason, Interface, InterfaceEvent, Link, LogLevel};
 use crate::time::Instant;
 use ipoib_wire::ipoib::addr::iid_from_guid;
-use ipoib_wire::ipoib::legacy::{LegacyCapabilities, LegacyLlaOption, LegacyLlaRepr};
+use ipoib_wire::ipoib::legacy::{LegacyCapabilities, LegacyLlaRepr};
 use ipoib_wire::ipoib::nd::NdOptionIter;
 use ipoib_wire::ipoib::{
     EtherType, HwAddr, HwAddrFlags, IpProtocol, Ipv6Packet, Ipv6Repr, NdMessage, NdOptionRepr,
@@ -301,55 +301,57 @@ impl Interface {
     /// The link-layer address option of §9.3 (type 1 source, 2 target; Length 3), or the legacy
     /// draft-kashyap-ipoib-ipv6-01 §5.1 option.
     fn lla_option(&self, target: bool) -> Vec<u8> {
-        let mut b = vec![0u8; 24];
-        if self.cfg.legacy_ipv6 {
-            let r = LegacyLlaRepr {
+        let o = if self.cfg.legacy_ipv6 {
+            // §5.1.3: the Q_Key this end intends to use is its QP's, the broadcast group's.
+            NdOptionRepr::LegacyLinkLayerAddr(LegacyLlaRepr {
                 target,
                 lid: self.port.map(|p| p.lid).unwrap_or(0),
                 flags: LegacyCapabilities(0),
                 qpn: self.cfg.qpn,
                 qkey: self.params.map(|p| p.record.qkey).unwrap_or(QKey(0)),
                 guid: self.cfg.port_guid,
-            };
-            r.emit(&mut LegacyLlaOption::new_unchecked(&mut b[..]));
+            })
+        } else if target {
+            NdOptionRepr::TargetLinkLayerAddr(self.hw_addr())
         } else {
-            let hw = self.hw_addr();
-            let o = if target {
-                NdOptionRepr::TargetLinkLayerAddr(hw)
-            } else {
-                NdOptionRepr::SourceLinkLayerAddr(hw)
-            };
-            // 24 bytes always fit the option.
-            let _ = o.emit(&mut b);
-        }
+            NdOptionRepr::SourceLinkLayerAddr(self.hw_addr())
+        };
+        let mut b = vec![0u8; o.buffer_len()];
+        // Both options are 24 bytes, which always fit.
+        let _ = o.emit(&mut b);
         b
     }
 
-    /// The link-layer address in a received option of type 1 (source) or 2 (target).
-    fn nd_lla(&self, nd: &NdRepr<'_>, target: bool) -> Option<HwAddr> {
-        if !self.cfg.legacy_ipv6 {
-            let a = if target {
-                nd.target_lla()
-            } else {
-                nd.source_lla()
-            }?;
-            // §9.1.1 a: reserved flag bits ignored on receive.
-            return Some(HwAddr::new(a.flags.sanitized(), a.qpn, a.gid));
-        }
-        let want = if target {
-            NdOptionType::TargetLinkLayerAddr
+    /// How received ND options are read: the link-layer address option of the interface's
+    /// profile (the bytes cannot tell the two apart, `ipoib_wire::ipoib::nd` module docs). A
+    /// legacy interface reads the legacy option in every ND message, bare or behind the 4-byte
+    /// header (`rx.rs` `receive`).
+    fn nd_profile(&self) -> NdProfile {
+        if self.cfg.legacy_ipv6 {
+            NdProfile::Legacy
         } else {
-            NdOptionType::SourceLinkLayerAddr
-        };
-        let prefix = self.gid().subnet_prefix();
-        NdOptionIter::new(nd.options)
-            .filter_map(Result::ok)
-            .filter(|o| o.option_type() == want)
-            .find_map(|o| {
-                let r = LegacyLlaRepr::parse(&LegacyLlaOption::new_checked(o.into_inner()).ok()?)
-                    .ok()?;
-                Some(HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix)))
-            })
+            NdProfile::Rfc4391
+        }
+    }
+
+    /// The link-layer address in a received option of type 1 (source) or 2 (target), and the
+    /// Q_Key a legacy option names beside it (draft-kashyap-ipoib-ipv6-01 §5.1.3: the Q_Key the
+    /// endpoint intends to use; `None` for a §9.3 option, whose peer uses the broadcast group's,
+    /// §9.1.2 b).
+    fn nd_lla(&self, nd: &NdRepr<'_>, target: bool) -> Option<(HwAddr, Option<QKey>)> {
+        if let Some(r) = nd.legacy_lla(target) {
+            // draft-kashyap-ipoib-ipv6-01 §7: the destination GID is the local prefix ‖ GUID.
+            let prefix = self.gid().subnet_prefix();
+            let hw = HwAddr::new(HwAddrFlags::NONE, r.qpn, r.dgid(prefix));
+            return Some((hw, Some(r.qkey)));
+        }
+        let a = if target {
+            nd.target_lla()
+        } else {
+            nd.source_lla()
+        }?;
+        // §9.1.1 a: reserved flag bits ignored on receive.
+        Some((HwAddr::new(a.flags.sanitized(), a.qpn, a.gid), None))
     }
 
     /// Builds and sends an ND message (hop limit 255, RFC 4861 §7.1): to `hw` when given, else to
@@ -428,7 +430,8 @@ impl Interface {
         if ip.hop_limit != 255 {
             return self.drop1(DropReason::Malformed);
         }
-        let Ok(nd) = NdRepr::parse(ip.src_addr, ip.dst_addr, p.payload()) else {
+        let Ok(nd) = NdRepr::parse_as(ip.src_addr, ip.dst_addr, p.payload(), self.nd_profile())
+        else {
             return self.drop1(DropReason::Malformed);
         };
         // RFC 4861 §7.1.1: an NS from the unspecified address goes to a solicited-node group and
@@ -452,7 +455,8 @@ impl Interface {
         let heard = match nd.message {
             NdMessage::NeighborAdvert { .. } => self.nd_lla(&nd, true),
             _ => self.nd_lla(&nd, false),
-        };
+        }
+        .map(|(hw, _)| hw);
         // A link-layer address names a port: a multicast GID there is refused as ARP refuses it
         // (`ipv4.rs`), not cached as a neighbour (a PathRecord query for an MGID would follow).
         if heard.is_some_and(|hw| hw.gid.is_multicast()) {
@@ -489,8 +493,9 @@ impl Interface {
             }
             AddrState::Preferred => {
                 let hw = match self.nd_lla(nd, false) {
-                    Some(hw) => {
-                        let l = self.neigh.learn(now, IpAddr::V6(src), hw, Learn::Create);
+                    Some((hw, qkey)) => {
+                        let ip = IpAddr::V6(src);
+                        let l = self.neigh.learn_with_qkey(now, ip, hw, qkey, Learn::Create);
                         self.after_learn(now, IpAddr::V6(src), hw, l);
                         Some(hw)
                     }
@@ -519,7 +524,7 @@ impl Interface {
             }
             None => {}
         }
-        let Some(hw) = self.nd_lla(nd, true) else {
+        let Some((hw, qkey)) = self.nd_lla(nd, true) else {
             return;
         };
         let ip = IpAddr::V6(target);
@@ -533,7 +538,9 @@ impl Interface {
         } else {
             Learn::UpdateOnly
         };
-        let l = self.neigh.learn(now, IpAddr::V6(target), hw, how);
+        let l = self
+            .neigh
+            .learn_with_qkey(now, IpAddr::V6(target), hw, qkey, how);
         self.after_learn(now, IpAddr::V6(target), hw, l);
     }
 
@@ -557,8 +564,10 @@ impl Interface {
         if src.segments()[0] & 0xffc0 != 0xfe80 {
             return self.drop1(DropReason::Malformed);
         }
-        if let Some(hw) = self.nd_lla(nd, false) {
-            let l = self.neigh.learn(now, IpAddr::V6(src), hw, Learn::Create);
+        if let Some((hw, qkey)) = self.nd_lla(nd, false) {
+            let l = self
+                .neigh
+                .learn_with_qkey(now, IpAddr::V6(src), hw, qkey, Learn::Create);
             self.after_learn(now, IpAddr::V6(src), hw, l);
         }
         let mut new = Vec::new();

@@ -15,6 +15,7 @@
 use super::timer::{GC_STALE_TIME, MAX_SOLICIT, REACHABLE_TIME, RETRANS_TIMER};
 use crate::time::Instant;
 use ipoib_wire::ipoib::HwAddr;
+use ipoib_wire::QKey;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
@@ -52,6 +53,9 @@ pub enum NeighbourState {
 pub struct Neighbour {
     /// Its link-layer address, once known.
     pub hw: Option<HwAddr>,
+    /// The Q_Key it said it intends to use, heard with `hw` (a legacy-profile ND option,
+    /// draft-kashyap-ipoib-ipv6-01 §5.1.3); `None`: the broadcast group's (§9.1.2 b).
+    pub qkey: Option<QKey>,
     /// Reachability.
     pub state: NeighbourState,
     /// IP packets waiting for resolution.
@@ -234,6 +238,7 @@ impl Neighbours {
             ip,
             Neighbour {
                 hw: None,
+                qkey: None,
                 state: NeighbourState::Incomplete {
                     probes: 1,
                     next: now + RETRANS_TIMER,
@@ -258,6 +263,19 @@ impl Neighbours {
 
     /// Records that `ip` is at `hw`.
     pub fn learn(&mut self, now: Instant, ip: IpAddr, hw: HwAddr, how: Learn) -> Learned {
+        self.learn_with_qkey(now, ip, hw, None, how)
+    }
+
+    /// [`Neighbours::learn`], with the Q_Key the neighbour named beside `hw` (or `None`), kept
+    /// with the address: whenever the entry takes `hw`, it takes `qkey` too.
+    pub fn learn_with_qkey(
+        &mut self,
+        now: Instant,
+        ip: IpAddr,
+        hw: HwAddr,
+        qkey: Option<QKey>,
+        how: Learn,
+    ) -> Learned {
         self.cached = None;
         let mut out = Learned::default();
         let reachable = NeighbourState::Reachable {
@@ -277,6 +295,7 @@ impl Neighbours {
                 NeighbourState::Incomplete { .. } | NeighbourState::Probe { .. }
             );
             n.hw = Some(hw);
+            n.qkey = qkey;
             n.state = match how {
                 Learn::Confirmed if was_resolving || !changed => reachable,
                 Learn::Confirmed => stale,
@@ -299,12 +318,21 @@ impl Neighbours {
             ip,
             Neighbour {
                 hw: Some(hw),
+                qkey,
                 state: stale,
                 queue: VecDeque::new(),
                 used: now,
             },
         );
         out
+    }
+
+    /// The Q_Key `ip` named with its current address, if that address has QPN `qpn` and GID
+    /// `gid`.
+    pub fn qkey(&self, ip: &IpAddr, qpn: u32, gid: ipoib_wire::Gid) -> Option<QKey> {
+        let n = self.map.get(ip)?;
+        n.hw.filter(|h| h.qpn == qpn && h.gid == gid)?;
+        n.qkey
     }
 
     /// An advertisement without Override named another address for `ip` (RFC 4861 §7.2.5): a
@@ -516,5 +544,26 @@ mod tests {
         let l = t.learn(now, ip(2), hw(3), Learn::UpdateOnly);
         assert_eq!(l.changed_from, Some(hw(2)));
         assert_eq!(t.get(&ip(2)).and_then(|n| n.hw), Some(hw(3)));
+    }
+
+    // draft-kashyap-ipoib-ipv6-01 §5.1.3: the Q_Key a neighbour names goes with the address it
+    // named it with: replaced when the address is learned again, forgotten when an address comes
+    // without one, and given only for that address.
+    #[test]
+    fn qkey_goes_with_the_address() {
+        let mut n = Neighbours::new(8, 3);
+        let t = Instant::ZERO;
+        let g = |x: u64| Gid::new(Gid::DEFAULT_SUBNET_PREFIX, x);
+        n.learn_with_qkey(t, ip(1), hw(1), Some(QKey(0x1234)), Learn::Create);
+        assert_eq!(n.qkey(&ip(1), 0x48, g(1)), Some(QKey(0x1234)));
+        assert_eq!(n.qkey(&ip(1), 0x49, g(1)), None, "another QPN");
+        assert_eq!(n.qkey(&ip(1), 0x48, g(2)), None, "another GID");
+        assert_eq!(n.qkey(&ip(2), 0x48, g(1)), None, "another neighbour");
+        n.learn_with_qkey(t, ip(1), hw(2), Some(QKey(0x5678)), Learn::Confirmed);
+        assert_eq!(n.qkey(&ip(1), 0x48, g(1)), None);
+        assert_eq!(n.qkey(&ip(1), 0x48, g(2)), Some(QKey(0x5678)));
+        n.learn(t, ip(1), hw(2), Learn::Confirmed);
+        assert_eq!(n.qkey(&ip(1), 0x48, g(2)), None);
+        assert_eq!(n.get(&ip(1)).map(|e| e.hw), Some(Some(hw(2))));
     }
 }

@@ -5,7 +5,8 @@
 //! Every datagram starts with the 4-byte encapsulation header whose type names the protocol (§6:
 //! SHALL indicate the protocol per table 1), goes to the QPN of the neighbour's link-layer address
 //! (§9.1.1 b: all IP traffic to the interface MUST go to that QPN) with the broadcast group's Q_Key
-//! (§9.1.2 b).
+//! (§9.1.2 b); in the legacy profile a unicast IPv6 datagram goes with the Q_Key its neighbour
+//! named in its ND option (draft-kashyap-ipoib-ipv6-01 §5.1.3, `push_ud`).
 
 use super::neighbour::Lookup;
 use super::path::{path_query, PathInfo, PathLookup, QueuedFrame};
@@ -16,7 +17,7 @@ use crate::time::Instant;
 use ipoib_wire::ipoib::encap::HEADER_LEN as ENCAP_HEADER_LEN;
 use ipoib_wire::ipoib::{EncapHeader, EncapRepr, EtherType, HwAddr, Ipv4Packet, Ipv6Packet};
 use ipoib_wire::sa::{SaAttribute, SaMadRepr};
-use ipoib_wire::Gid;
+use ipoib_wire::{Gid, QKey};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// The encapsulation header (§6, figure 3: type, reserved zero) followed by `payload`.
@@ -343,11 +344,17 @@ impl Interface {
     /// A unicast datagram on `info`'s path: GRH when the path needs it or configured (§6), and
     /// always for a legacy-profile IPv6 datagram (draft-kashyap-ipoib-ipv6-01 §7: "The GRH header
     /// will always be used"; the destination GID is the local prefix ‖ the GUID of the option).
+    /// The Q_Key is the broadcast group's (§9.1.2 b), or for a legacy-profile IPv6 datagram the
+    /// one its neighbour named (`legacy_peer_qkey`).
     pub(super) fn push_ud(&mut self, info: PathInfo, dgid: Gid, qpn: u32, mut data: Vec<u8>) {
         let Some(p) = self.params else {
             return self.drop1(DropReason::NotUp);
         };
         let legacy = self.legacy_unframe(&mut data);
+        let qkey = legacy
+            .then(|| self.legacy_peer_qkey(&data, dgid, qpn))
+            .flatten()
+            .unwrap_or(p.record.qkey);
         let grh = (info.needs_grh() || self.cfg.unicast_grh || legacy).then_some(GrhAddr {
             gid: dgid,
             flow_label: info.flow_label,
@@ -359,10 +366,26 @@ impl Interface {
             sl: info.sl,
             grh,
             remote_qpn: qpn & 0x00ff_ffff,
-            qkey: p.record.qkey,
+            qkey,
             rate: info.rate,
             data,
         });
+    }
+
+    /// The Q_Key for a bare IPv6 datagram `packet` of the legacy profile going to QPN `qpn` at
+    /// `dgid`: the one its neighbour named with that address in its ND option
+    /// (draft-kashyap-ipoib-ipv6-01 §5.1.3: "the corresponding Q_Key the endpoints intend to use";
+    /// §2.2 counts the Q_Key among what a sender must know of its peer), kept in the neighbour
+    /// entry (`neighbour.rs`). The neighbour is the datagram's destination, since every IPv6
+    /// destination is on-link (`send_ipv6`). `None` (the broadcast group's Q_Key) when there is no
+    /// such entry, when it has another address now, or when the Q_Key named is controlled: this
+    /// QP may not send one, and in a send request the controlled bit asks for the QP's own Q_Key
+    /// (IBA 1 §10.2.4), which is the broadcast group's.
+    fn legacy_peer_qkey(&self, packet: &[u8], dgid: Gid, qpn: u32) -> Option<QKey> {
+        let dst = Ipv6Packet::new_checked(packet).ok()?.dst_addr();
+        self.neigh
+            .qkey(&IpAddr::V6(dst), qpn, dgid)
+            .filter(|q| !q.is_controlled())
     }
 
     /// draft-kashyap-ipoib-ipv6-01 §7: in the legacy profile an IPv6 datagram goes over UD with

@@ -3,8 +3,9 @@
 use super::*;
 use ipoib_wire::ib::BthRepr;
 use ipoib_wire::ipoib::addr::{guid_from_link_local, link_local_from_guid};
-use ipoib_wire::ipoib::legacy::LEGACY_ALL_HOSTS_MGID;
-use ipoib_wire::ipoib::{NdMessage, NdRepr};
+use ipoib_wire::ipoib::legacy::{LegacyCapabilities, LegacyLlaRepr, LEGACY_ALL_HOSTS_MGID};
+use ipoib_wire::ipoib::{NdMessage, NdOptionRepr, NdProfile, NdRepr};
+use ipoib_wire::QKey;
 
 // draft-kashyap-ipoib-ipv6-01 §5.1 (ND option: type, length 3, LID, flags, QPN, Q_Key, GUID) and
 // §4.1 (FF1y:3333:: mapping, all-hosts FF12:3333::1); ping over link-local between legacy hosts.
@@ -105,4 +106,83 @@ fn legacy_profile_frames_ipv6_bare_with_a_grh() {
         sent.iter().any(|t| t.data[..4] == [0x08, 0x00, 0, 0]),
         "IPv4 keeps its header"
     );
+}
+
+/// A neighbour solicitation from host `lid`'s link-local address for host `to`'s, to its
+/// solicited-node group, whose legacy source option (draft-kashyap-ipoib-ipv6-01 §5.1) names
+/// host `lid`'s LID, QPN and GUID and the Q_Key `qkey`.
+fn legacy_ns(lid: u16, to: u16, qkey: QKey) -> Vec<u8> {
+    let (src, target) = (
+        link_local_from_guid(guid(lid)),
+        link_local_from_guid(guid(to)),
+    );
+    let dst = super::super::ipv6::solicited_node(target);
+    let o = NdOptionRepr::LegacyLinkLayerAddr(LegacyLlaRepr {
+        target: false,
+        lid,
+        flags: LegacyCapabilities(0),
+        qpn: qpn(lid),
+        qkey,
+        guid: guid(lid),
+    });
+    let mut opts = vec![0u8; o.buffer_len()];
+    o.emit(&mut opts).unwrap();
+    let nd = NdRepr {
+        message: NdMessage::NeighborSolicit { target },
+        options: &opts,
+        profile: NdProfile::Legacy,
+    };
+    let mut m = vec![0u8; nd.buffer_len()];
+    nd.emit(src, dst, &mut m).unwrap();
+    ip6(src, dst, IpProtocol::Icmpv6, 255, &m)
+}
+
+// draft-kashyap-ipoib-ipv6-01 §5.1.3: the option's Q_Key is "the corresponding Q_Key the
+// endpoints intend to use" (§2.2: a sender must know its peer's Q_Key). A peer that names Q_Key
+// 0x1234 gets its unicast IPv6 (the NA answering its NS, then a ping) with 0x1234; multicast keeps
+// the group's Q_Key; a controlled Q_Key, which this QP may not send (IBA 1 §10.2.4), leaves the
+// group's. Fails on the old code, which sent every datagram with the broadcast group's Q_Key.
+#[test]
+fn legacy_profile_sends_with_the_qkey_of_the_option() {
+    let mut net = Net::with(2, |_, c| {
+        c.legacy_ipv6 = true;
+        c.ipv4 = None;
+    });
+    net.up();
+    let group = net.host(2).qkey;
+    assert_eq!(group, QKey(0x0b1b));
+    let (a2, a3) = (link_local_from_guid(guid(2)), link_local_from_guid(guid(3)));
+    let to3 = |net: &Net, from: usize| -> Vec<UdTransmit> {
+        net.wire[from..]
+            .iter()
+            .filter(|s| s.from == 2 && s.t.remote_qpn == qpn(3))
+            .map(|s| s.t.clone())
+            .collect()
+    };
+
+    let start = net.wire.len();
+    net.send(3, &legacy_ns(3, 2, QKey(0x1234)));
+    net.run_for(Duration::from_millis(100));
+    let na = to3(&net, start);
+    assert_eq!(na.len(), 1, "the NA answering the NS");
+    assert_eq!(na[0].qkey, QKey(0x1234));
+    assert_eq!(na[0].data[40], 136, "ICMPv6 neighbor advertisement");
+
+    let start = net.wire.len();
+    net.send(2, &ping6(a2, a3, true, 5));
+    net.run_for(Duration::from_millis(100));
+    let sent = to3(&net, start);
+    assert!(sent.iter().any(|t| t.data[40] == 128), "the echo request");
+    assert!(sent.iter().all(|t| t.qkey == QKey(0x1234)), "{sent:?}");
+    assert!(net.wire[start..]
+        .iter()
+        .filter(|s| s.from == 2 && s.t.remote_qpn == BthRepr::MULTICAST_QPN)
+        .all(|s| s.t.qkey == group));
+
+    let start = net.wire.len();
+    net.send(3, &legacy_ns(3, 2, QKey::GSI));
+    net.run_for(Duration::from_millis(100));
+    let na = to3(&net, start);
+    assert_eq!(na.len(), 1, "the NA answering the NS");
+    assert_eq!(na[0].qkey, group, "controlled: the group's Q_Key");
 }
