@@ -41,7 +41,9 @@ impl Interface {
         }
         // draft-kashyap-ipoib-ipv6-01 §7: in the legacy profile an IPv6 datagram follows the DETH
         // with no protocol header, told by its first nibble (§7 b). A 4-byte header starts with an
-        // EtherType (0x08.., 0x80.., 0x86..), never with nibble 6.
+        // EtherType (0x08.., 0x80.., 0x86..), never with nibble 6. IPv6 behind that header is
+        // accepted too: §7 neither requires nor forbids it (it names such a header as its option
+        // a, not defined), a choice recorded in docs/conformance/ipoib-ud.md "Legacy profile".
         if self.cfg.legacy_ipv6 && d.data.first().is_some_and(|b| b >> 4 == 6) {
             return self.receive_ipv6(now, d.data, 0, Some(d.slid));
         }

@@ -186,3 +186,68 @@ fn legacy_profile_sends_with_the_qkey_of_the_option() {
     assert_eq!(na.len(), 1, "the NA answering the NS");
     assert_eq!(na[0].qkey, group, "controlled: the group's Q_Key");
 }
+
+// draft-kashyap-ipoib-ipv6-01 §7 defines no header and lets an implementation tell its protocols
+// by their signature; it does not forbid the 4-byte header of draft-ietf-ipoib-ip-over-infiniband-06
+// §6 (the draft's own option (a), which it chose not to define). A legacy interface accepts IPv6
+// behind it too, and reads the ND in it with the legacy option (docs/conformance/ipoib-ud.md
+// "Legacy profile").
+#[test]
+fn legacy_profile_accepts_ipv6_behind_the_4_byte_header() {
+    let mut net = Net::with(2, |_, c| {
+        c.legacy_ipv6 = true;
+        c.ipv4 = None;
+    });
+    net.up();
+    let (a2, a3) = (link_local_from_guid(guid(2)), link_local_from_guid(guid(3)));
+    let framed = |p: &[u8]| [&[0x86, 0xdd, 0, 0][..], p].concat();
+    let ns = legacy_ns(3, 2, QKey(0x0b1b));
+    let dst = super::super::ipv6::solicited_node(a2);
+    let mgid = ipoib_wire::ipoib::legacy::legacy_ipv6_mgid(dst).unwrap();
+    let (lid3, sgid) = (net.host(3).port.lid, net.iface(3).gid());
+    let rx = |data: Vec<u8>, mcast: bool| UdReceived {
+        src_qpn: qpn(3),
+        slid: lid3,
+        sl: 0,
+        grh: Some(RecvGrh {
+            sgid,
+            dgid: if mcast {
+                mgid
+            } else {
+                Gid::new(Gid::DEFAULT_SUBNET_PREFIX, guid(2).0)
+            },
+            tclass: 0,
+            flow_label: 0,
+            hop_limit: 0,
+        }),
+        pkey: PKey::DEFAULT,
+        qkey: QKey(0x0b1b),
+        data,
+    };
+    let now = net.now;
+    net.iface(2).handle_datagram(now, rx(framed(&ns), true));
+    net.run_for(Duration::from_millis(100));
+    let na: Vec<&Sent> = net
+        .sent_by(2)
+        .into_iter()
+        .filter(|s| s.t.remote_qpn == qpn(3))
+        .collect();
+    assert_eq!(
+        na.len(),
+        1,
+        "the NA answering the framed NS, to the legacy option's QPN"
+    );
+    assert_eq!(
+        na[0].t.data[40], 136,
+        "bare, as every IPv6 datagram it sends"
+    );
+
+    let now = net.now;
+    let delivered = net.host(2).delivered.len();
+    net.iface(2)
+        .handle_datagram(now, rx(framed(&ping6(a3, a2, false, 9)), false));
+    net.settle();
+    assert!(net.host(2).delivered[delivered..]
+        .iter()
+        .any(|p| is_echo(p, false, 9)));
+}
