@@ -16,7 +16,7 @@ use crate::describe::{push_hex, push_uint, Describe, Describer, Value};
 use crate::ib::{BthRepr, GrhRepr, Lnh, LrhRepr, Opcode, Operation, Position};
 use crate::ipoib::legacy::bare_ipv6;
 use crate::ipoib::nd::NdProfile;
-use crate::ipoib::{IpoibFrame, IpoibPayload};
+use crate::ipoib::{EtherType, IpoibFrame, IpoibPayload};
 use crate::mad::attr::perf as perf_attr;
 use crate::mad::{MadHeaderRepr, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use crate::packet::Packet;
