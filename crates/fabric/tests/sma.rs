@@ -208,8 +208,12 @@ fn lft_set_then_lid_routed_smps_and_data_follow_it() {
 #[test]
 fn mkey_violation_counted() {
     let mut f = Fabric::new(5);
-    for path in [TO_CA, TO_S1] {
+    for (path, lid) in [(TO_CA, CA_LID), (TO_S1, S1_LID)] {
+        // A LID and the SM's: a Set of LID or MasterSMLID 0 is refused (docs/conformance/
+        // sma-set.md).
         let r = set_port_info(&mut f, path, 0, |p| {
+            p.lid = lid;
+            p.master_sm_lid = PROBE_LID;
             p.mkey = 0xabcd;
             p.mkey_protect_bits = 2;
         });

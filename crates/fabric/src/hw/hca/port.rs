@@ -53,6 +53,8 @@ pub struct Port {
     pub mkey: MKeyGuard,
     /// PortInfo:SubnetTimeOut.
     pub subnet_timeout: u8,
+    /// The link settings a SubnSet(PortInfo) wrote (`crate::hw::sma::port_set`).
+    pub link: crate::hw::sma::port_set::LinkSettings,
     /// SLtoVLMappingTable (IBA 1 §14.2.5.8).
     pub sl2vl: SlToVlTableRepr,
     /// VLArbitrationTable blocks 1-4 (IBA 1 §14.2.5.9).
@@ -105,6 +107,7 @@ impl Port {
             disabled: false,
             mkey: MKeyGuard::default(),
             subnet_timeout: 0,
+            link: Default::default(),
             sl2vl: SlToVlTableRepr::default(),
             vlarb: [VlArbTableRepr::default(); 4],
             sm_info: None,

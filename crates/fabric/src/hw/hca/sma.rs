@@ -5,8 +5,9 @@
 //! - A directed-route SMP follows the hop rules of `crate::hw::sma::dr` with the HCA as a CA: it
 //!   is answered only at the end of its path (a CA forwards nothing, §14.2.2), and a returning one
 //!   at the requester goes to QP0 (the SM). A LID-routed SMP reached the port through its LID.
-//! - SubnGet/SubnSet (§14.2.5) are answered for the port the SMP came in on, whatever the
-//!   AttributeModifier says of ports (§14.2.5.6: a CA answers for its receiving port): NodeInfo,
+//! - SubnGet/SubnSet (§14.2.5) are answered for the port the SMP came in on (PortInfo's
+//!   AttributeModifier 0 or that port's number; another port of the CA is read but not written,
+//!   one past NumPorts is invalid, §14.2.5.6, docs/conformance/sma-set.md): NodeInfo,
 //!   NodeDescription (Get only), GUIDInfo (block 0, index 0 the port GUID, read only), PortInfo,
 //!   P_KeyTable (blocks 0-3, 128 P_Keys), SLtoVLMappingTable, VLArbitrationTable (blocks 1-4),
 //!   and SMInfo when an SM runs on the port ([`Hca::set_sm_info`]; SubnGet only, the SM_Key
@@ -31,7 +32,7 @@
 
 use super::{trap, Hca, HcaDropReason};
 use crate::hw::sim::Frame;
-use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
+use crate::hw::sma::{self, dr, pma, port_set, DrStep, MKeyCheck};
 use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
 use ipoib_wire::ib::lid::LID_PERMISSIVE;
@@ -319,12 +320,23 @@ impl Hca {
         let ok = |a| (MadStatus::SUCCESS, a);
         let node_info = self.node_info(port);
         let description = self.node_description;
+        let nports = self.port_count();
         let Some(p) = self.port_mut(port) else {
             return unsupported();
         };
+        // IBA 1 §14.2.5 Table 145: NodeInfo's and NodeDescription's AttributeModifier is 0;
+        // another is answered with the attribute and status 0x001C (Linux's qib
+        // `subn_get_nodeinfo`, `subn_get_nodedescription`).
+        let node_status = if m == 0 {
+            MadStatus::SUCCESS
+        } else {
+            MadStatus::INVALID_ATTR_VALUE
+        };
         match (req.header.attribute_id, &req.attribute) {
-            (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(node_info)),
-            (attr::NODE_DESCRIPTION, _) if !set => ok(SmpAttribute::NodeDescription(description)),
+            (attr::NODE_INFO, _) if !set => (node_status, SmpAttribute::NodeInfo(node_info)),
+            (attr::NODE_DESCRIPTION, _) if !set => {
+                (node_status, SmpAttribute::NodeDescription(description))
+            }
             (attr::GUID_INFO, _) if m == 0 => {
                 let mut g = GuidInfoRepr::default();
                 g.guids[0] = p.guid;
@@ -335,21 +347,36 @@ impl Hca {
             // DeviceID 0x1003) for FDR10 (docs/OPENSM-NOTES.md): all zero, no FDR10 speed
             // supported, enabled or active; a Set changes nothing.
             (MLNX_EXTENDED_PORT_INFO, _) => ok(SmpAttribute::Raw([0; SMP_DATA_LEN])),
+            // IBA 1 §14.2.5.6: AttributeModifier 0 is the port the SMP came in on; another
+            // port of the CA is read but written only through itself, and a port past NumPorts
+            // is an invalid modifier (Linux's qib `subn_get_portinfo`, `subn_set_portinfo`;
+            // ibsim's `do_portinfo` refuses both).
+            (attr::PORT_INFO, _) if m > u32::from(nports) => invalid(),
             (attr::PORT_INFO, a) => {
+                let target = if m == 0 { port } else { m as u8 };
                 let mut status = MadStatus::SUCCESS;
-                if let (true, SmpAttribute::PortInfo(w)) = (set, a) {
+                let mut rereg = false;
+                if let (true, true, SmpAttribute::PortInfo(w)) = (set, target == port, a) {
                     if !set_port_info(p, w) {
                         status = MadStatus::INVALID_ATTR_VALUE;
-                    } else if let Some(enabled) =
-                        set_phys_state(p, sma::phys_request(w.port_phys_state))
-                    {
-                        self.port_requests.push((port, enabled));
+                    } else {
+                        rereg = w.client_reregister;
+                        if let Some(enabled) =
+                            set_phys_state(p, sma::phys_request(w.port_phys_state))
+                        {
+                            self.port_requests.push((port, enabled));
+                        }
                     }
                 }
-                let Some(p) = self.port(port) else {
+                let Some(t) = self.port(target) else {
                     return unsupported();
                 };
-                (status, SmpAttribute::PortInfo(port_info(p, hide_key)))
+                let mut info = port_info(t, hide_key);
+                info.local_port_num = port;
+                // IBA 1 o14-12.2.1 (as Linux's qib quotes it, `subn_set_portinfo`): the
+                // answer to a Set that asked the clients to reregister carries the bit.
+                info.client_reregister = rereg;
+                (status, SmpAttribute::PortInfo(info))
             }
             (attr::P_KEY_TABLE, a) => {
                 let first = (m & 0xffff) as usize * PKEY_TABLE_BLOCK;
@@ -431,6 +458,9 @@ impl Hca {
     }
 }
 
+/// PortInfo:LinkWidthSupported of a CA port: 1x, 4x and 12x (IBA 1 §14.2.5.6).
+const LINK_WIDTH_SUPPORTED: u8 = 0x0b;
+
 /// Mellanox's vendor-specific SMP attribute ExtendedPortInfo (vendor range 0xFF00-0xFFFF, IBA 1
 /// §14.2.5 Table 145), as OpenSM names it (`IB_MAD_ATTR_MLNX_EXTENDED_PORT_INFO`).
 const MLNX_EXTENDED_PORT_INFO: u16 = 0xFF90;
@@ -455,21 +485,21 @@ fn port_info(p: &super::Port, hide_key: bool) -> PortInfoRepr {
         capability_mask: caps,
         mkey_lease_period: p.mkey.lease_period,
         local_port_num: p.num,
-        link_width_enabled: width,
-        link_width_supported: 0x0b,
+        link_width_enabled: p.link.width_enabled(width),
+        link_width_supported: LINK_WIDTH_SUPPORTED,
         link_width_active: width,
-        link_speed_supported: 7,
+        link_speed_supported: port_set::LINK_SPEED_SUPPORTED,
         port_state: sma::wire_state(p.state),
         port_phys_state: if p.disabled {
             PortPhysState::Disabled
         } else {
             sma::phys_state(p.phys_up)
         },
-        link_down_default_state: 2,
+        link_down_default_state: p.link.link_down_default(),
         mkey_protect_bits: p.mkey.protect,
         lmc: p.lmc,
         link_speed_active: speed,
-        link_speed_enabled: 7,
+        link_speed_enabled: p.link.speed_enabled(),
         neighbor_mtu: p.mtu,
         master_sm_sl: p.sm_sl,
         vl_cap: crate::hw::sma::OPERATIONAL_VLS,
@@ -518,9 +548,12 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     } else {
         w.neighbor_mtu
     };
+    let Some(link) = p.link.after_set(w, LINK_WIDTH_SUPPORTED) else {
+        return false;
+    };
     if !sma::mtu_ok(mtu, p.mtu_cap)
-        || ipoib_wire::ib::lid::is_multicast_lid(w.lid)
-        || w.lid == LID_PERMISSIVE
+        || !port_set::unicast_lid_ok(w.lid)
+        || !port_set::unicast_lid_ok(w.master_sm_lid)
     {
         return false;
     }
@@ -538,12 +571,13 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     p.mkey.mkey = w.mkey;
     p.mkey.protect = w.mkey_protect_bits & 3;
     p.mkey.lease_period = w.mkey_lease_period;
-    p.mkey.violations = w.mkey_violations;
-    p.pkey_violations = w.pkey_violations;
-    p.qkey_violations = w.qkey_violations;
+    p.link = link;
+    p.mkey.violations = port_set::violations_after_set(p.mkey.violations, w.mkey_violations);
+    p.pkey_violations = port_set::violations_after_set(p.pkey_violations, w.pkey_violations);
+    p.qkey_violations = port_set::violations_after_set(p.qkey_violations, w.qkey_violations);
     p.subnet_timeout = w.subnet_timeout & 0x1f;
     // IBA 1 §14.4.11: the port's clients register again; the bit itself is not kept (a
-    // SubnGet reads it 0).
+    // SubnGet reads it 0; the Set's answer carries it).
     if w.client_reregister {
         p.client_reregisters += 1;
     }

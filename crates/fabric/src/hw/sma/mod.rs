@@ -16,6 +16,7 @@
 pub mod dr;
 pub mod mkey;
 pub mod pma;
+pub mod port_set;
 
 pub use dr::DrStep;
 pub use mkey::{MKeyCheck, MKeyGuard};

@@ -783,6 +783,7 @@ impl Switch {
 
 mod gsi;
 mod sma;
+mod sma_port;
 
 pub use sma::{LINEAR_FDB_CAP, MULTICAST_FDB_CAP, PARTITION_ENFORCEMENT_CAP};
 

@@ -19,25 +19,22 @@
 //!   sent once (no repeat until TrapRepress).
 
 use super::{Headers, Switch, SwitchDropReason, LFT_DROP};
-use crate::hw::mgmt::{Config, PortConfig, PortState};
+use crate::hw::mgmt::{Config, PortState};
 use crate::hw::sim::{Frame, Tx};
 use crate::hw::sma::{self, dr, pma, DrStep, MKeyCheck};
-use ipoib_proto::subnet::{link_width_speed, CAP_EXT_SPEEDS};
 use ipoib_proto::time::Instant;
 use ipoib_wire::crc;
-use ipoib_wire::ib::lid::{is_multicast_lid, LID_MULTICAST_FIRST, LID_PERMISSIVE};
+use ipoib_wire::ib::lid::{LID_MULTICAST_FIRST, LID_PERMISSIVE};
 use ipoib_wire::ib::LrhRepr;
 use ipoib_wire::mad::attr::smp as attr;
 use ipoib_wire::mad::{
     MadStatus, Method, MgmtClass, NoticeRepr, ProducerType, BASE_VERSION, MAD_LEN,
 };
 use ipoib_wire::packet::{Packet, UD_LOCAL_PAYLOAD_OFFSET};
-use ipoib_wire::smp::PortState as WireState;
 use ipoib_wire::smp::{
     GuidInfoRepr, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableRepr, PortInfoRepr, PortPhysState, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr,
-    SwitchInfoRepr, VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS,
-    PKEY_TABLE_BLOCK,
+    PKeyTableRepr, SlToVlTableRepr, SmpAttribute, SmpMad, SmpMadRepr, SwitchInfoRepr,
+    VlArbTableRepr, LFT_BLOCK_LIDS, MFT_BLOCK_MLIDS, MFT_POSITION_PORTS, PKEY_TABLE_BLOCK,
 };
 use ipoib_wire::PKey;
 use std::collections::BTreeMap;
@@ -71,6 +68,8 @@ pub(super) struct SwitchMgmt {
     /// A port a SubnSet(PortInfo) just disabled (false) or enabled (true), for the simulator
     /// once the answer is sent ([`Tx::set_port_enabled`]).
     pub port_request: Option<(u8, bool)>,
+    /// The link settings SubnSet(PortInfo) wrote, per port (`sma::port_set`).
+    pub links: BTreeMap<u8, sma::port_set::LinkSettings>,
 }
 
 /// Where the MAD of a management packet starts, when it carries one of 256 bytes, with its QP
@@ -344,9 +343,12 @@ impl Switch {
         let m = req.header.attribute_modifier;
         let ok = |a| (MadStatus::SUCCESS, a);
         let invalid = |a| (MadStatus::INVALID_ATTR_VALUE, a);
+        // IBA 1 §14.2.5 Table 145: NodeInfo's and NodeDescription's AttributeModifier is 0;
+        // another is answered with the attribute and status 0x001C (as the HCA's SMA).
+        let node = |a| if m == 0 { ok(a) } else { invalid(a) };
         match (req.header.attribute_id, &req.attribute) {
-            (attr::NODE_INFO, _) if !set => ok(SmpAttribute::NodeInfo(self.node_info(in_port))),
-            (attr::NODE_DESCRIPTION, _) if !set => ok(SmpAttribute::NodeDescription(
+            (attr::NODE_INFO, _) if !set => node(SmpAttribute::NodeInfo(self.node_info(in_port))),
+            (attr::NODE_DESCRIPTION, _) if !set => node(SmpAttribute::NodeDescription(
                 NodeDescriptionRepr::new(&self.name),
             )),
             (attr::SWITCH_INFO, a) => {
@@ -556,136 +558,6 @@ impl Switch {
             w.default_multicast_not_primary_port,
         ];
         self.lft_top = w.linear_fdb_top.min(LINEAR_FDB_CAP - 1);
-    }
-
-    /// The PortInfo the SMA answers a SubnGet(PortInfo) of port `p` entering by `in_port` with
-    /// (IBA 1 §14.2.5.6), the M_Key hidden as from a requester without it; `None` past the ports.
-    pub fn port_info_of(&self, p: u8, in_port: u8) -> Option<PortInfoRepr> {
-        (usize::from(p) < self.ports.len()).then(|| self.port_info(p, in_port, true))
-    }
-
-    fn port_info(&self, p: u8, in_port: u8, hide_key: bool) -> PortInfoRepr {
-        let port = &self.ports[usize::from(p)];
-        let g = &self.mgmt;
-        let (width, speed, ext) = link_width_speed(port.rate);
-        let mut caps = ipoib_wire::smp::cap_mask::IS_TRAP_SUPPORTED;
-        if ext != 0 {
-            caps |= CAP_EXT_SPEEDS;
-        }
-        PortInfoRepr {
-            mkey: if hide_key { 0 } else { g.mkey.mkey },
-            gid_prefix: g.gid_prefix,
-            lid: self.lid,
-            master_sm_lid: self.sm_lid,
-            capability_mask: caps,
-            mkey_lease_period: g.mkey.lease_period,
-            local_port_num: in_port,
-            link_width_enabled: width,
-            link_width_supported: 3 | width,
-            link_width_active: width,
-            link_speed_supported: 7,
-            port_state: sma::wire_state(port.state),
-            port_phys_state: if port.disabled {
-                PortPhysState::Disabled
-            } else {
-                sma::phys_state(port.up)
-            },
-            link_down_default_state: 2,
-            mkey_protect_bits: g.mkey.protect,
-            lmc: g.lmc,
-            link_speed_active: speed,
-            link_speed_enabled: 7,
-            neighbor_mtu: port.mtu,
-            master_sm_sl: g.sm_sl,
-            vl_cap: crate::hw::sma::OPERATIONAL_VLS,
-            mtu_cap: port.mtu_cap,
-            operational_vls: crate::hw::sma::OPERATIONAL_VLS,
-            partition_enforcement_inbound: self.enforce_partitions,
-            partition_enforcement_outbound: self.enforce_partitions,
-            mkey_violations: g.mkey.violations,
-            guid_cap: 1,
-            subnet_timeout: g.subnet_timeout,
-            link_speed_ext_active: ext,
-            link_speed_ext_supported: ext,
-            link_speed_ext_enabled: ext,
-            ..PortInfoRepr::default()
-        }
-    }
-
-    /// Applies a SubnSet(PortInfo) of port `p` through the same write a `Config::Port` makes;
-    /// false (and nothing changed) when a field holds a value the port cannot take.
-    fn set_port_info(&mut self, p: u8, w: &PortInfoRepr) -> bool {
-        let port = &self.ports[usize::from(p)];
-        let Some(state) = sma::port_state_after_set(port.state, port.up, w.port_state) else {
-            return false;
-        };
-        let mtu = if p == 0 || u8::from(w.neighbor_mtu) == 0 {
-            port.mtu
-        } else {
-            w.neighbor_mtu
-        };
-        let bad_lid = is_multicast_lid(w.lid) || w.lid == LID_PERMISSIVE;
-        if !sma::mtu_ok(mtu, port.mtu_cap) || (p == 0 && bad_lid) {
-            return false;
-        }
-        let changed = state != port.state;
-        let pkeys = port.pkeys.clone();
-        if p == 0 {
-            let g = &mut self.mgmt;
-            g.mkey.mkey = w.mkey;
-            g.mkey.protect = w.mkey_protect_bits & 3;
-            g.mkey.lease_period = w.mkey_lease_period;
-            g.mkey.violations = w.mkey_violations;
-            g.lmc = w.lmc & 7;
-            g.subnet_timeout = w.subnet_timeout & 0x1f;
-            g.gid_prefix = w.gid_prefix;
-            g.sm_sl = w.master_sm_sl & 0x0f;
-        }
-        let (lid, sm_lid) = if p == 0 {
-            (w.lid, w.master_sm_lid)
-        } else {
-            (self.lid, self.sm_lid)
-        };
-        self.apply_config(Config::Port(PortConfig {
-            port: p,
-            lid,
-            lmc: self.mgmt.lmc,
-            sm_lid,
-            sm_sl: self.mgmt.sm_sl,
-            subnet_prefix: self.mgmt.gid_prefix,
-            state,
-            mtu,
-            rate: ipoib_wire::Rate::Gbps40,
-            pkeys,
-        }));
-        // IBA 1 §14.2.5.4 SwitchInfo:PortStateChange: set by the link state machine's changes,
-        // not by a SubnSet's (ibsim `sim_mad.c` reads the spec so too). Writing Down is both: the
-        // link goes down and retrains to Init.
-        if changed && p != 0 && w.port_state == WireState::Down {
-            self.mgmt.port_state_change = true;
-            self.mgmt.port_state_change_unread = true;
-        }
-        true
-    }
-
-    /// PortPhysicalState of a SubnSet(PortInfo) of external port `p` (IBA 1 §14.2.5.6, §5.6.2.1):
-    /// Disabled switches the port off (its link goes down, the other end Polling, as ibsim's
-    /// `sim_mad.c` does and `ibportstate disable` expects), Polling switches a disabled port on
-    /// (the link trains again: both ends Init, trap 128, as a cable plugged in). Other values
-    /// change nothing (`sma::phys_request`); port 0 has no physical link.
-    fn set_phys_state(&mut self, p: u8, phys: sma::PhysRequest) {
-        let Some(port) = self.ports.get_mut(usize::from(p)).filter(|_| p != 0) else {
-            return;
-        };
-        let disable = match phys {
-            sma::PhysRequest::Disable => true,
-            sma::PhysRequest::Enable => false,
-            sma::PhysRequest::Keep => return,
-        };
-        if port.disabled != disable {
-            port.disabled = disable;
-            self.mgmt.port_request = Some((p, !disable));
-        }
     }
 
     /// A port's link went up or down (IBA 1 §7.2: the port goes Init or Down): PortStateChange is
