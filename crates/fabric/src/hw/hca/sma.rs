@@ -548,7 +548,9 @@ fn set_port_info(p: &mut super::Port, w: &PortInfoRepr) -> bool {
     } else {
         w.neighbor_mtu
     };
-    let Some(link) = p.link.after_set(w, LINK_WIDTH_SUPPORTED) else {
+    // The active width is supported whatever the constant says (an 8x cable's).
+    let (width, _, _) = link_width_speed(p.rate);
+    let Some(link) = p.link.after_set(w, LINK_WIDTH_SUPPORTED | width) else {
         return false;
     };
     if !sma::mtu_ok(mtu, p.mtu_cap)
