@@ -61,7 +61,7 @@ pub(super) struct Group {
 }
 
 impl Group {
-    fn want(&self) -> JoinState {
+    pub(super) fn want(&self) -> JoinState {
         let mut w = JoinState(0);
         if self.refs > 0 || self.internal {
             w = w.union(JoinState::FULL_MEMBER);
@@ -363,6 +363,10 @@ impl Interface {
 
     /// SubnAdmDelete(MCMemberRecord) for the bits given up (§11).
     pub(super) fn send_leave(&mut self, now: Instant, mgid: Gid, js: JoinState) {
+        self.send_leave_try(now, mgid, js, super::timer::LEAVE_RETRIES);
+    }
+
+    pub(super) fn send_leave_try(&mut self, now: Instant, mgid: Gid, js: JoinState, left: u8) {
         let rec = McMemberRecordRepr {
             mgid,
             port_gid: self.gid(),
@@ -371,7 +375,7 @@ impl Interface {
         };
         let mad = SaMadRepr::mcmember_leave(0, rec, mcr_mask::JOIN);
         let id = self.sa.request(now, mad, self.sa_dest());
-        self.requests.insert(id, Pending::Leave(mgid));
+        self.requests.insert(id, Pending::Leave(mgid, js, left));
     }
 
     /// The answer to a join.

@@ -407,7 +407,8 @@ enum Link {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     Join(Gid, ipoib_wire::sa::JoinState),
-    Leave(Gid),
+    /// A leave of the group's JoinState, with how many more times it is sent if it fails.
+    Leave(Gid, ipoib_wire::sa::JoinState, u8),
     Path(Gid),
     Inform(u16),
     GroupTable,

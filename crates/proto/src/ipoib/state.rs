@@ -23,8 +23,8 @@ use crate::mad_agent::MadAddr;
 use crate::sa::SaClientEvent;
 use crate::time::Instant;
 use ipoib_wire::mad::Method;
-use ipoib_wire::sa::{McMemberRecordRepr, SaAttribute, SaMadRepr};
-use ipoib_wire::QKey;
+use ipoib_wire::sa::{JoinState, McMemberRecordRepr, SaAttribute, SaMadRepr};
+use ipoib_wire::{Gid, QKey};
 
 /// How much a port event resets (Linux `enum ipoib_flush_level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -145,6 +145,19 @@ impl Interface {
         }
     }
 
+    /// A failed leave of `js` is sent again while `left` allows, as Linux's `leave_handler`
+    /// (`core/multicast.c`) does, unless the port no longer reaches the SA or the interface holds,
+    /// wants or is asking for one of those bits again (a leave then would undo the new join).
+    fn leave_again(&mut self, now: Instant, mgid: Gid, js: JoinState, left: u8) {
+        let again = self.mc.map.get(&mgid).is_some_and(|g| {
+            let asked = g.query.map_or(0, |(_, s)| s.0);
+            (g.have.0 | g.want().0 | asked) & js.0 != 0
+        });
+        if left > 0 && !again && self.port.as_ref().is_some_and(usable) {
+            self.send_leave_try(now, mgid, js, left - 1);
+        }
+    }
+
     /// Bring-up (§5): every IPoIB interface MUST FullMember-join the broadcast group.
     fn start(&mut self, now: Instant) {
         self.link = Link::Joining;
@@ -235,13 +248,14 @@ impl Interface {
                     }
                     match p {
                         Pending::Join(mgid, js) => self.on_join_result(now, mgid, js, result),
-                        Pending::Leave(mgid) => {
+                        Pending::Leave(mgid, js, left) => {
                             if let Err(e) = result {
                                 // §13: log every failed IB multicast operation.
                                 self.log(
                                     LogLevel::Warn,
                                     format_args!("multicast leave {} failed: {e}", mgid.to_ipv6()),
                                 );
+                                self.leave_again(now, mgid, js, left);
                             }
                         }
                         Pending::Path(gid) => self.on_path_result(now, gid, id, result),

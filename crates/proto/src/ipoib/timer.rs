@@ -15,6 +15,11 @@ pub const JOIN_BACKOFF_INITIAL: Duration = Duration::from_secs(2);
 /// Largest retry delay of a multicast join (Linux `IPOIB_MAX_BACKOFF_SECONDS` 16).
 pub const JOIN_BACKOFF_MAX: Duration = Duration::from_secs(16);
 
+/// How many times a failed multicast leave is sent again (Linux `core/multicast.c`: a group's
+/// `retries` starts at 3 and `leave_handler` calls `send_leave` again while the answer is an
+/// error and retries are left; docs/IPOIB-JOINS.md "Leaves").
+pub const LEAVE_RETRIES: u8 = 3;
+
 /// RFC 4861 §10 REACHABLE_TIME (Linux `base_reachable_time` 30 s).
 pub const REACHABLE_TIME: Duration = Duration::from_secs(30);
 /// RFC 4861 §10 RETRANS_TIMER, also the ARP retransmission interval (Linux `retrans_time` 1 s).

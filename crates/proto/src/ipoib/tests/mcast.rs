@@ -456,3 +456,71 @@ fn flush_leaves_send_only_memberships() {
     net.run_for(Duration::from_secs(1));
     assert_eq!(reqs(&net).len(), before);
 }
+
+/// Drops the first `n` SubnAdmDelete(MCMemberRecord) of `mgid` host `lid` sends; the count of
+/// those dropped so far.
+fn lose_leaves(net: &mut Net, lid: u16, mgid: Gid, n: u32) -> std::rc::Rc<std::cell::Cell<u32>> {
+    let lost = std::rc::Rc::new(std::cell::Cell::new(0));
+    let seen = lost.clone();
+    net.filter = Box::new(move |from, m| {
+        let leave = from == lid
+            && SaMadRepr::parse(&m.mad).is_ok_and(|r| {
+                r.header.method == Method::Delete
+                    && matches!(r.attribute, SaAttribute::McMemberRecord(rec) if rec.mgid == mgid)
+            });
+        let drop = leave && seen.get() < n;
+        if drop {
+            seen.set(seen.get() + 1);
+        }
+        drop
+    });
+    lost
+}
+
+// Linux `core/multicast.c` `leave_handler`: a leave answered with an error (a timeout here) is sent
+// again, up to 3 times; then the interface gives up (it has logged each failure, §13).
+#[test]
+fn a_failed_leave_is_sent_again_up_to_three_times() {
+    let g: Ipv4Addr = "224.1.2.3".parse().unwrap();
+    let m = mgid4("224.1.2.3");
+    // The SA client sends a request 4 times (1 s doubling to 8 s) before it fails.
+    let tries = 4;
+    for (lost_tries, left) in [(1, true), (4, false)] {
+        let mut net = Net::new(2);
+        net.up();
+        net.join(2, IpAddr::V4(g)).unwrap();
+        net.run_for(Duration::from_secs(1));
+        let gid2 = net.iface(2).gid();
+        assert_eq!(
+            net.sa.member_join_state(&m, &gid2),
+            Some(JoinState::FULL_MEMBER)
+        );
+        let lost = lose_leaves(&mut net, 2, m, lost_tries * tries);
+        net.leave(2, IpAddr::V4(g)).unwrap();
+        net.run_for(Duration::from_secs(200));
+        assert_eq!(lost.get(), lost_tries * tries, "{lost_tries} leaves lost");
+        let sent = mc_requests(&net, 2, m);
+        let deletes = sent.iter().filter(|r| r.0 == Method::Delete).count();
+        if left {
+            assert_eq!(
+                net.sa.member_join_state(&m, &gid2),
+                None,
+                "left at the second try"
+            );
+            assert_eq!(deletes, 1);
+        } else {
+            assert_eq!(
+                net.sa.member_join_state(&m, &gid2),
+                Some(JoinState::FULL_MEMBER)
+            );
+            assert_eq!(deletes, 0, "nothing after the fourth leave failed");
+        }
+        let failed = net
+            .host(2)
+            .logs()
+            .iter()
+            .filter(|l| l.contains("leave"))
+            .count();
+        assert_eq!(failed, lost_tries as usize, "each failed leave logged");
+    }
+}
