@@ -5,18 +5,13 @@
 //! host cannot come up exits 1, bad arguments exit 2, and tshark checks the pcap (skipped, with a
 //! message, only when tshark is not installed).
 
+mod common;
+
+use common::ipoib_output;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run ipoib")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -31,7 +26,7 @@ fn stdout(o: &Output) -> String {
 #[test]
 fn default_demo_succeeds_and_shows_everything() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(dir.path(), &["demo"]);
+    let o = ipoib_output(dir.path(), &["demo"]);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let t = stdout(&o);
     for want in [
@@ -76,7 +71,7 @@ fn default_demo_succeeds_and_shows_everything() {
 }
 
 fn json_run(dir: &Path, args: &[&str]) -> Json {
-    let o = ipoib_in(dir, args);
+    let o = ipoib_output(dir, args);
     assert!(o.status.success(), "{}", stderr(&o));
     serde_json::from_slice(&o.stdout).expect("one JSON document")
 }
@@ -219,7 +214,7 @@ fn hosts_that_cannot_come_up_make_it_fail() {
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("split.net");
     std::fs::write(&net, SPLIT).unwrap();
-    let o = ipoib_in(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
     let t = stdout(&o);
     assert!(t.contains("Result: FAILED"), "{t}");
@@ -238,7 +233,7 @@ fn bad_arguments_exit_2() {
         // No second host to send to: it said "Result: OK" and transferred nothing.
         &["demo", "--hosts", "1", "--bulk-bytes", "1M"][..],
     ] {
-        let o = ipoib_in(dir.path(), args);
+        let o = ipoib_output(dir.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).starts_with("ipoib demo: "),
@@ -247,7 +242,7 @@ fn bad_arguments_exit_2() {
         );
     }
     // The path's error names the option (it was "ipoib demo: /no/such/dir/x.pcap: No such file").
-    let o = ipoib_in(dir.path(), &["demo", "--pcap", "/no/such/dir/x.pcap"]);
+    let o = ipoib_output(dir.path(), &["demo", "--pcap", "/no/such/dir/x.pcap"]);
     assert!(
         stderr(&o).starts_with("ipoib demo: --pcap /no/such/dir/x.pcap: "),
         "{}",
@@ -352,7 +347,7 @@ fn tshark_reads_the_demo_pcap() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(dir.path(), &["demo"]);
+    let o = ipoib_output(dir.path(), &["demo"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let pcap = dir.path().join("ipoib-demo.pcap");
     let flagged = fields(
@@ -430,7 +425,7 @@ fn two_switch_demo_delivers_the_first_multicast_datagram() {
     let dir = tempfile::tempdir().unwrap();
     let net = dir.path().join("2sw.net");
     std::fs::write(&net, TWO_SWITCHES).unwrap();
-    let o = ipoib_in(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", net.to_str().unwrap()]);
     let t = stdout(&o);
     assert!(o.status.success(), "{t}\n{}", stderr(&o));
     assert!(
@@ -453,7 +448,7 @@ fn a_capture_that_cannot_be_written_keeps_the_report() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(dir.path(), &["demo", "--hosts", "2", "--pcap", "/dev/full"]);
+    let o = ipoib_output(dir.path(), &["demo", "--hosts", "2", "--pcap", "/dev/full"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let t = stdout(&o);
     assert!(

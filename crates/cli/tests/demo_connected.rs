@@ -4,6 +4,9 @@
 //! 0x10000000_00QQQQQQ, private data 00QQQQQQ 0000FFF4); `--mode datagram` is the demo as it
 //! was, byte for byte, and `--bulk-bytes` is checked.
 
+mod common;
+
+use common::{ipoib_output, text};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,20 +21,8 @@ fn connected_demo<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run ipoib")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn json_run(dir: &Path, args: &[&str]) -> Json {
-    let o = ipoib_in(dir, args);
+    let o = ipoib_output(dir, args);
     assert!(
         o.status.success(),
         "{}\n{}",
@@ -47,7 +38,7 @@ fn json_run(dir: &Path, args: &[&str]) -> Json {
 #[test]
 fn connected_demo_shows_connections_cm_exchange_and_bulk() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(dir.path(), &connected_demo(&[]));
+    let o = ipoib_output(dir.path(), &connected_demo(&[]));
     let t = text(&o.stdout);
     assert!(o.status.success(), "{t}\n{}", text(&o.stderr));
     for want in [
@@ -173,12 +164,12 @@ fn connected_demo_json_every_datagram_and_the_cm_messages() {
 #[test]
 fn decode_reads_the_demo_req_as_ipoib_cm() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(
+    let o = ipoib_output(
         dir.path(),
         &["demo", "--mode", "connected", "--bulk-bytes", "0"],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = ipoib_in(dir.path(), &["decode", "--json", "ipoib-demo.pcap"]);
+    let o = ipoib_output(dir.path(), &["decode", "--json", "ipoib-demo.pcap"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let packets: Vec<Json> = text(&o.stdout)
         .lines()
@@ -210,7 +201,7 @@ fn decode_reads_the_demo_req_as_ipoib_cm() {
     assert!(reps.iter().all(|p| p["ipoib_cm"]["receive_mtu"] == 65524));
     assert!(packets.iter().any(|p| kind(p).as_deref() == Some("RTU")));
     // The text form, as a person reads it.
-    let o = ipoib_in(dir.path(), &["decode", "ipoib-demo.pcap"]);
+    let o = ipoib_output(dir.path(), &["decode", "ipoib-demo.pcap"]);
     let t = text(&o.stdout);
     let req = t
         .split("\n\n")
@@ -335,8 +326,8 @@ fn tshark_reads_the_connected_demo_cm_exchange() {
 #[test]
 fn datagram_mode_is_the_default_demo() {
     let dir = tempfile::tempdir().unwrap();
-    let a = ipoib_in(dir.path(), &["demo", "--pcap", "a.pcap"]);
-    let b = ipoib_in(
+    let a = ipoib_output(dir.path(), &["demo", "--pcap", "a.pcap"]);
+    let b = ipoib_output(
         dir.path(),
         &["demo", "--mode", "datagram", "--pcap", "a2.pcap"],
     );
@@ -393,7 +384,7 @@ fn bad_mode_or_bulk_size_exit_2() {
         &["demo", "--packet-cost-ns", "1000000001"][..],
         &["demo", "--packet-cost-ns", "3us"][..],
     ] {
-        let o = ipoib_in(dir.path(), args);
+        let o = ipoib_output(dir.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
     }
 }
@@ -418,7 +409,7 @@ fn packet_cost_makes_connected_mode_outpace_datagram_mode() {
     let (c, d) = (rate(&bulk[0]), rate(&bulk[1]));
     assert!(d <= 2016.0 * 8.0 / 3000.0 * 1.001, "datagram {d} Gb/s");
     assert!(c >= 4.0 * d, "connected {c} Gb/s, datagram {d} Gb/s");
-    let o = ipoib_in(dir.path(), &args);
+    let o = ipoib_output(dir.path(), &args);
     let t = text(&o.stdout);
     assert!(o.status.success(), "{t}");
     assert!(
@@ -441,7 +432,7 @@ fn the_report_names_what_bounds_each_mode() {
             "its hosts' per-packet work",
         ),
     ] {
-        let o = ipoib_in(dir.path(), &connected_demo(&["--packet-cost-ns", cost]));
+        let o = ipoib_output(dir.path(), &connected_demo(&["--packet-cost-ns", cost]));
         let t = text(&o.stdout);
         assert!(o.status.success(), "{cost}: {t}");
         let said: String = t

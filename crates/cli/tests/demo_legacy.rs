@@ -5,21 +5,10 @@
 //! IPv6 over UD as bare datagrams (no 4-byte IPoIB header: the payload's first nibble is 6) that
 //! always carry a GRH (LRH LNH = 3), and no IPv6 behind an IPoIB header.
 
+mod common;
+
+use common::{ipoib_output, text};
 use ipoib_wire::pcap::CaptureReader;
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run ipoib")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The IPoIB Q_Key of the demo's broadcast group (its DETH tells IPoIB datagrams from MADs).
 const IPOIB_QKEY: u32 = 0x0b1b;
@@ -46,7 +35,7 @@ fn ipoib_ud(pkt: &[u8]) -> Option<(bool, &[u8])> {
 #[test]
 fn legacy_profile_pings_over_bare_ipv6_with_a_grh() {
     let dir = tempfile::tempdir().unwrap();
-    let o = ipoib_in(
+    let o = ipoib_output(
         dir.path(),
         &["demo", "--ipv6-profile", "legacy", "--pcap", "legacy.pcap"],
     );
@@ -86,7 +75,7 @@ fn legacy_profile_pings_over_bare_ipv6_with_a_grh() {
 
     // `ipoib decode` names the bare datagrams as the legacy profile's, not an unknown type (the
     // first two bytes of an IPv6 header read as an encapsulation type 0x6000).
-    let o = ipoib_in(dir.path(), &["decode", "legacy.pcap"]);
+    let o = ipoib_output(dir.path(), &["decode", "legacy.pcap"]);
     let dec = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let legacy: Vec<&str> = dec

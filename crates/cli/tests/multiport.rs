@@ -5,19 +5,14 @@
 //! the other crates' tests (`ipoib_fabric::testing::nets`; ibsim-utils' examples among them, so
 //! the tests do not need the package).
 
+mod common;
+
+use common::ipoib_output;
 use ipoib_fabric::testing::nets::{B2B, DUAL_HOMED, ISO, NET, NET_2PORT};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn ipoib_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run ipoib")
-}
+use std::process::Output;
 
 fn out(o: &Output) -> String {
     format!(
@@ -44,7 +39,7 @@ fn net_example_runs_both_hosts_and_hosts_must_match() {
         if let Some(h) = hosts {
             args.extend(["--hosts", h]);
         }
-        let o = ipoib_in(dir.path(), &args);
+        let o = ipoib_output(dir.path(), &args);
         let t = out(&o);
         assert!(o.status.success(), "{args:?}: {t}");
         for want in [
@@ -61,7 +56,7 @@ fn net_example_runs_both_hosts_and_hosts_must_match() {
         }
     }
     for cmd in ["demo", "sim"] {
-        let o = ipoib_in(dir.path(), &[cmd, "--topology", &net, "--hosts", "1"]);
+        let o = ipoib_output(dir.path(), &[cmd, "--topology", &net, "--hosts", "1"]);
         assert_eq!(o.status.code(), Some(2), "{}", out(&o));
         let want = "--hosts 1, but ";
         let t = out(&o);
@@ -72,7 +67,7 @@ fn net_example_runs_both_hosts_and_hosts_must_match() {
         );
         assert!(t.contains("leave --hosts out, or give --hosts 2"), "{t}");
     }
-    let o = ipoib_in(dir.path(), &["sim", "--topology", &net]);
+    let o = ipoib_output(dir.path(), &["sim", "--topology", &net]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("subnet: 2 hosts"), "{t}");
@@ -88,7 +83,7 @@ fn net_example_runs_both_hosts_and_hosts_must_match() {
 fn two_port_hcas_show_every_port_with_its_lid_and_gid() {
     let dir = tempfile::tempdir().unwrap();
     let net = net_file(dir.path(), "net.2sw2path4hca2port", NET_2PORT);
-    let o = ipoib_in(dir.path(), &["demo", "--topology", &net]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", &net]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
     for want in [
@@ -100,7 +95,7 @@ fn two_port_hcas_show_every_port_with_its_lid_and_gid() {
     ] {
         assert!(t.contains(want), "missing {want:?} in:\n{t}");
     }
-    let o = ipoib_in(dir.path(), &["demo", "--topology", &net, "--json"]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", &net, "--json"]);
     assert!(o.status.success(), "{}", out(&o));
     let j: Json = serde_json::from_slice(&o.stdout).expect("JSON");
     let mut lids = BTreeSet::new();
@@ -126,7 +121,7 @@ fn two_port_hcas_show_every_port_with_its_lid_and_gid() {
         .into();
     assert_eq!(gids, want, "port GUIDs as ibsim gives them");
 
-    let o = ipoib_in(dir.path(), &["sim", "--topology", &net, "--json"]);
+    let o = ipoib_output(dir.path(), &["sim", "--topology", &net, "--json"]);
     assert!(o.status.success(), "{}", out(&o));
     let j: Json = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(
@@ -145,7 +140,7 @@ fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
     // The dual-homed net and a CA with no cable at all.
     let dual = format!("{DUAL_HOMED}\nHca 1 \"Spare\"\n");
     let net = net_file(dir.path(), "dual.net", &dual);
-    let o = ipoib_in(dir.path(), &["demo", "--topology", &net]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", &net]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
     for want in [
@@ -157,7 +152,7 @@ fn dual_homed_host_is_reachable_and_an_uncabled_ca_is_no_host() {
     ] {
         assert!(t.contains(want), "missing {want:?} in:\n{t}");
     }
-    let o = ipoib_in(dir.path(), &["sim", "--topology", &net, "--hosts", "4"]);
+    let o = ipoib_output(dir.path(), &["sim", "--topology", &net, "--hosts", "4"]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(
         out(&o).contains("; not hosts, no port cabled: Spare"),
@@ -174,7 +169,7 @@ fn help_explains_multi_port_hcas() {
         ("demo", "IPoIB runs on a host's first port the SM reaches"),
         ("sim", "a host joins on its first port the SM reaches"),
     ] {
-        let o = ipoib_in(dir.path(), &[cmd, "--help"]);
+        let o = ipoib_output(dir.path(), &[cmd, "--help"]);
         // Wrapped or not, the words in order.
         let t = out(&o).split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(o.status.success(), "{t}");
@@ -196,7 +191,7 @@ const BEHIND: &str = "reachable only through a channel adapter, which does not f
 fn ports_behind_a_ca_are_named_and_the_host_runs_on_its_reached_port() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("iso.net"), ISO).unwrap();
-    let o = ipoib_in(dir.path(), &["demo", "--topology", "iso.net"]);
+    let o = ipoib_output(dir.path(), &["demo", "--topology", "iso.net"]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains(BEHIND), "{t}");
@@ -206,7 +201,7 @@ fn ports_behind_a_ca_are_named_and_the_host_runs_on_its_reached_port() {
         .find(|l| l.trim_start().starts_with("H2    2"))
         .unwrap_or("");
     assert!(h2.contains("up"), "H2 on port 2 with carrier:\n{t}");
-    let o = ipoib_in(dir.path(), &["sim", "--topology", "iso.net", "--json"]);
+    let o = ipoib_output(dir.path(), &["sim", "--topology", "iso.net", "--json"]);
     let t = out(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains(BEHIND), "{t}");
@@ -218,7 +213,7 @@ fn ca_back_to_back_to_another_host_is_named_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("b2b.net"), B2B).unwrap();
     for cmd in ["demo", "sim"] {
-        let o = ipoib_in(dir.path(), &[cmd, "--topology", "b2b.net"]);
+        let o = ipoib_output(dir.path(), &[cmd, "--topology", "b2b.net"]);
         let t = out(&o);
         assert_eq!(o.status.code(), Some(1), "{cmd}: {t}");
         assert!(

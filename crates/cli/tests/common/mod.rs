@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -22,6 +22,21 @@ pub const SPLIT_NET: &str =
 pub const BIN: &str = env!("CARGO_BIN_EXE_ipoib");
 /// The state file of a running lab (the default RUN_DIR, README "`ipoib lab`").
 pub const LAB_STATE: &str = "/run/ipoib/lab/lab.json";
+
+/// `ipoib ARGS` run in `dir` to its end, its exit status and output kept (the commands that end
+/// by themselves: `ipoib demo`, `ipoib sim`).
+pub fn ipoib_output(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run ipoib")
+}
+
+/// A program's output as text (lossy UTF-8).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
 
 /// One lab at a time on a machine: the tests of one file that start labs take this first.
 pub fn serial() -> MutexGuard<'static, ()> {
