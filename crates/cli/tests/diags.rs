@@ -277,15 +277,16 @@ fn check(d: &Path, server: &mut Server, who: &str) {
     let multi = diag(d, &sock, "Hca3", &["ibtracert", "-m", "0xc000", &from, &to]);
     assert_eq!(hops(&multi).0, path, "{who}: {multi}");
 
-    // ibqueryerrors: the bring-up left PortRcvSwitchRelayErrors at host ports alone
-    // (docs/DIAGS.md); once `-k` cleared the error counters (`-K` the data counters), the idle
-    // fabric has no error; then a cable is pulled and plugged back.
+    // ibqueryerrors: the bring-up left PortRcvSwitchRelayErrors alone (docs/DIAGS.md: a
+    // multicast packet reaches a switch before its MFT carries the group, at a host port or,
+    // forwarded by the other switch, at an inter-switch port); once `-k` cleared the error
+    // counters (`-K` the data counters), the idle fabric has no error; then a cable is pulled
+    // and plugged back.
     let (_, boot) = errors(d, &sock, &[]);
     for (node, lines) in &boot {
         for l in lines {
-            let host_port = l.contains(" port 1: ") || l.contains(" port 2: ");
             let relay_only = l.matches('[').count() == 1 && l.contains("[PortRcvSwitchRelayErrors");
-            assert!(host_port && relay_only, "{who} {node}: {boot:#?}");
+            assert!(relay_only, "{who} {node}: {boot:#?}");
         }
     }
     errors(d, &sock, &["-k", "-K"]);
