@@ -51,5 +51,6 @@ skips() {
 }
 skips
 echo "== tests"
-cargo test --workspace --all-targets --locked
+# Every test binary runs even after one fails, so that a failure shows all the others.
+cargo test --workspace --all-targets --locked --no-fail-fast
 skips
