@@ -377,6 +377,21 @@ pub fn run(args: &Args) -> ExitCode {
                         )
                     }
                 }
+                HostLinkEvent::OtherVersion(v) => {
+                    // A fabric of another build (docs/UDP-FABRIC.md "Datagrams"): said once.
+                    silent_since = None;
+                    if last_refusal != Some("bad version") {
+                        last_refusal = Some("bad version");
+                        note!(
+                            "ipoib attach: {}: refused: bad version: udp:{fabric} speaks version \
+                             {v} of the protocol, this ipoib version {} (run the same build of \
+                             ipoib on both sides; asking again every {} ms)",
+                            args.dev,
+                            ipoib_wire::udp_fabric::VERSION,
+                            HostLinkConfig::default().retry.as_millis()
+                        )
+                    }
+                }
                 _ => {}
             }
         }

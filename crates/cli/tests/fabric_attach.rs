@@ -384,6 +384,46 @@ fn a_refused_host_says_so_once() {
     assert_eq!(refusals, 1, "{lines:?}");
 }
 
+/// A host whose fabric is of another build, speaking version 1 of the protocol (no attach
+/// cookie), is answered a reject "bad version" in version 1's header at each request: the host
+/// says so once, naming both versions, and is not told the fabric is silent. Before, the reject
+/// of another version did not parse, was counted as malformed, and the host said only that the
+/// fabric did not answer.
+#[test]
+fn a_host_of_another_version_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // A fabric of version 1: every datagram answered with its reject "bad version" (magic,
+    // version 1, AttachReject, session 0, reason 2; docs/UDP-FABRIC.md "Datagrams").
+    let old = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = format!("udp:{}", old.local_addr().unwrap());
+    old.set_read_timeout(Some(std::time::Duration::from_millis(100)))
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    let answer = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !s.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok((_, from)) = old.recv_from(&mut buf) {
+                let reject = [0x49, 0x42, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+                let _ = old.send_to(&reject, from);
+            }
+        }
+    });
+    let mut a = Talker::attach_no_tun(&addr, "10.0.0.2/24", &[], dir.path());
+    let l = a.expect("ib0: refused: bad version");
+    assert!(
+        l.contains("speaks version 1 of the protocol, this ipoib version 2"),
+        "{l}"
+    );
+    let silent = a.wait_for("no answer", std::time::Duration::from_millis(3500));
+    assert!(silent.is_none(), "{silent:?}");
+    let (_, lines) = a.terminate(std::time::Duration::from_secs(10));
+    let refusals = lines.iter().filter(|l| l.contains("refused")).count();
+    assert_eq!(refusals, 1, "{lines:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    answer.join().unwrap();
+}
+
 /// A host whose port is up but whose interface never gets carrier said nothing of why: with a
 /// `--pkey` the port's P_Key table lacks (IBA 1 §10.9.2), or a fabric whose partitions have no
 /// IPoIB broadcast group, it sat attached and silent. It now says why, once.

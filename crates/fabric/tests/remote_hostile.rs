@@ -229,7 +229,7 @@ fn configurations_of_any_values_do_not_panic_a_host() {
 }
 
 /// Twelve peers send every message a host sends (AttachRequest with a slot's GUID, another or
-/// none as hint, Keepalive, Detach, ControlAck of any number, Packet) with their session's id,
+/// none as hint and a valid cookie, another peer's, none or any, Keepalive, Detach, ControlAck of any number, Packet) with their session's id,
 /// another or none, at random times: every attached slot is held by exactly the peer the
 /// fabric maps to it, and no slot's waiting configuration passes its bound.
 fn random_peers(seed: u64) {
@@ -253,6 +253,12 @@ fn random_peers(seed: u64) {
                 hint: match rng.next_u64() % 2 {
                     0 => guids[(rng.next_u64() % guids.len() as u64) as usize],
                     _ => Guid(rng.next_u64() % 3),
+                },
+                // The peer's own cookie, another peer's, none or any.
+                cookie: match rng.next_u64() % 4 {
+                    0 | 1 => f.cookie_for(&peer),
+                    2 => f.cookie_for(&peer.wrapping_add(1)),
+                    _ => rng.next_u64() % 2 * rng.next_u64(),
                 },
             },
             1 => MessageRepr::Keepalive {
@@ -288,7 +294,9 @@ fn random_peers(seed: u64) {
             assert!(f.unacked(i).unwrap() <= 4096, "seed {seed}");
         }
     }
-    assert!(f.counters().attached > 0 && f.counters().unknown_session > 0);
+    let c = f.counters();
+    assert!(c.attached > 0 && c.unknown_session > 0, "{c:?}");
+    assert!(c.no_cookie > 0 && c.bad_cookie > 0, "{c:?}");
 }
 
 #[test]

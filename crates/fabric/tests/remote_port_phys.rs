@@ -587,7 +587,10 @@ fn a_client_reregister_queued_with_a_repeated_attach_request_reaches_the_host() 
     let hint = net.peers[VICTIM].host.identity().unwrap().node_guid;
     let request = DatagramRepr {
         session: 0,
-        message: MessageRepr::AttachRequest { hint },
+        message: MessageRepr::AttachRequest {
+            hint,
+            cookie: net.fabric.cookie_for(&(VICTIM as u8)),
+        },
     }
     .to_vec()
     .unwrap();

@@ -174,6 +174,7 @@ fn a_new_host_process_at_the_same_address_gets_its_configuration() {
         "a session of its own"
     );
     assert_eq!(c.out_of_order, 0, "{c:?}");
+    assert_eq!(c.challenges, 1, "after the cookie's round trip: {c:?}");
     assert_eq!(f.timed_out, 0, "the slot kept: {f:?}");
     // A session begun (`attached`), not an accept sent again for a lost one.
     assert_eq!(
@@ -185,23 +186,38 @@ fn a_new_host_process_at_the_same_address_gets_its_configuration() {
 }
 
 // The other way to a request without a hint in a sequenced session: the process's own first
-// request, late (sent again before its accept came, which came late). Given a new session, the
-// process, attached to the old one, is answered UnknownSession on its next keepalive and
-// attaches again, with its hint: it comes back, configured.
+// request, late (sent again before its accept came, which came late). It carries no cookie, so
+// the fabric answers it with a challenge alone, which the attached host ignores (counted as
+// stale): its session goes on (docs/UDP-FABRIC.md "Protocol"). Before the cookie, the fabric gave
+// the session a new id and the host, answered UnknownSession on its next keepalive, attached
+// again.
 #[test]
-fn a_late_first_request_of_a_live_host_costs_it_one_attach_again() {
+fn a_late_first_request_of_a_live_host_costs_it_nothing() {
     let mut net = Net::new(2, 35);
     assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
-    let late = DatagramRepr {
-        session: 0,
-        message: MessageRepr::AttachRequest {
-            hint: ipoib_wire::Guid(0),
-        },
-    }
-    .to_vec()
-    .unwrap();
+    let session = net.peers[1].host.link().session();
+    let stale = net.peers[1].host.link().counters().stale;
     let now = net.now;
-    net.fabric.handle_datagram(now, 1, &late);
+    net.fabric.handle_datagram(now, 1, &request(0));
+    net.run_for(2 * SEC);
+    let c = net.peers[1].host.link().counters();
+    assert_eq!((c.lost, net.peers[1].host.link().session()), (0, session));
+    assert_eq!(c.stale, stale + 1, "the challenge ignored: {c:?}");
+    assert!(net.carrier(1), "still up");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+}
+
+// The same with the request that carried the challenge's cookie, late within the cookie's
+// lifetime (10 to 20 s): the fabric takes it as a new process's and gives the session a new id;
+// the host is answered UnknownSession on its next keepalive and attaches again, with its hint:
+// it comes back, configured.
+#[test]
+fn a_late_request_with_its_cookie_costs_a_live_host_one_attach_again() {
+    let mut net = Net::new(2, 35);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let cookie = net.fabric.cookie_for(&1);
+    let now = net.now;
+    net.fabric.handle_datagram(now, 1, &request(cookie));
     assert!(
         net.run_until(2 * SEC, |n| n.peers[1].host.link().counters().lost == 1),
         "the host was told its session is gone"
@@ -213,13 +229,29 @@ fn a_late_first_request_of_a_live_host_costs_it_one_attach_again() {
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }
 
+/// An AttachRequest without a hint, with `cookie`.
+fn request(cookie: u64) -> Vec<u8> {
+    DatagramRepr {
+        session: 0,
+        message: MessageRepr::AttachRequest {
+            hint: ipoib_wire::Guid(0),
+            cookie,
+        },
+    }
+    .to_vec()
+    .unwrap()
+}
+
 // A host cut off one way (its datagrams reach the fabric, the fabric's are lost) loses the
 // fabric and sends AttachRequests with its hint, each answered with the accept and its port's
 // configuration. Numbered anew each time, those waited without end (300 after 30 s at this
 // harness's 100 ms retry; 4,096 after about half an hour at `ipoib attach`'s 500 ms, all resent
 // every 1.6 s, and every change after them dropped). An equal configuration already waiting is
 // not numbered again: what waits stays a handful, and the host, reached again, comes back up
-// taking a few copies, not hundreds (docs/UDP-FABRIC.md "Reliable configuration").
+// taking a few copies, not hundreds (docs/UDP-FABRIC.md "Reliable configuration"). The path
+// spares the fabric's AttachChallenges: a path that loses them too answers the host's requests
+// with nothing it hears, so the fabric's session times out
+// (`a_host_cut_off_one_way_entirely_loses_its_session_and_comes_back`).
 #[test]
 fn a_host_cut_off_one_way_does_not_pile_up_configurations() {
     let mut net = Net::new(2, 36);
@@ -227,10 +259,18 @@ fn a_host_cut_off_one_way_does_not_pile_up_configurations() {
     let taken = net.peers[1].host.link().counters().port_configs;
     let deaf = Rc::new(Cell::new(true));
     let d = deaf.clone();
-    net.loss = Some(Box::new(move |to, _| to == 1 && d.get()));
+    let challenge = |d: &[u8]| {
+        matches!(
+            DatagramRepr::parse(d).map(|r| r.message),
+            Ok(MessageRepr::AttachChallenge { .. })
+        )
+    };
+    net.loss = Some(Box::new(move |to, dg| to == 1 && d.get() && !challenge(dg)));
     net.run_for(30 * SEC);
     let c = net.peers[1].host.link().counters();
     assert!(c.attach_requests > 200, "{c:?}");
+    // The cookie expires within the 30 s (`COOKIE_BUCKET`): the fabric challenges again.
+    assert!(c.challenges >= 2, "{c:?}");
     let waiting = net.fabric.unacked(1).unwrap();
     assert!(waiting <= 2, "{waiting} configurations waiting");
     assert_eq!(net.fabric.counters().timed_out, 0, "the session kept");
@@ -245,4 +285,25 @@ fn a_host_cut_off_one_way_does_not_pile_up_configurations() {
     assert!(c.port_configs - taken <= 4, "{c:?}");
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
     assert!(net.ping_and_wait(1, addr(0), SEC), "1 -> 0");
+}
+
+// A host cut off one way with nothing of the fabric's reaching it: its requests after the loss
+// carry no cookie and are answered with challenges it never hears, which keep nothing at the
+// fabric, so the session ends at the fabric's timeout. Reached again, the host attaches through
+// the challenge, with its hint: the same slot, and it talks again.
+#[test]
+fn a_host_cut_off_one_way_entirely_loses_its_session_and_comes_back() {
+    let mut net = Net::new(2, 37);
+    assert!(net.run_until(2 * SEC, all_carrier), "hosts did not come up");
+    let slot = net.fabric.slot_of(&1);
+    let deaf = Rc::new(Cell::new(true));
+    let d = deaf.clone();
+    net.loss = Some(Box::new(move |to, _| to == 1 && d.get()));
+    net.run_for(5 * SEC);
+    let f = net.fabric.counters();
+    assert_eq!((f.timed_out, net.fabric.slot_of(&1)), (1, None), "{f:?}");
+    deaf.set(false);
+    assert!(net.run_until(2 * SEC, |n| n.carrier(1)), "up again");
+    assert_eq!(net.fabric.slot_of(&1), slot, "its slot again");
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }

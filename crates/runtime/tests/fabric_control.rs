@@ -72,6 +72,33 @@ fn send(s: &UdpSocket, session: u64, m: MessageRepr<'_>) {
     s.send(&d.to_vec().unwrap()).unwrap();
 }
 
+/// Asks `f` from `s` for an identity: a request without a cookie, then, once the challenge
+/// came, with its cookie (docs/UDP-FABRIC.md "Protocol"). Leaves `s` non-blocking.
+fn attach(f: &mut FabricProcess, s: &UdpSocket) {
+    s.set_nonblocking(true).unwrap();
+    let request = |cookie| MessageRepr::AttachRequest {
+        hint: Guid(0),
+        cookie,
+    };
+    send(s, 0, request(0));
+    let end = Instant::now() + LONG;
+    let mut buf = [0u8; 64];
+    loop {
+        assert!(Instant::now() < end, "no challenge");
+        f.turn(TURN).unwrap();
+        if let Ok(n) = s.recv(&mut buf) {
+            if let Ok(DatagramRepr {
+                message: MessageRepr::AttachChallenge { cookie },
+                ..
+            }) = DatagramRepr::parse(&buf[..n])
+            {
+                send(s, 0, request(cookie));
+                return;
+            }
+        }
+    }
+}
+
 /// A fabric of one switch and three CAs on loopback, serving its control socket in `dir`, whose
 /// sessions do not time out however slowly the test runs (the peers send no Keepalives).
 fn fabric_with_control(dir: &std::path::Path) -> (FabricProcess, std::path::PathBuf) {
@@ -94,19 +121,19 @@ fn garbage_and_spoofing_are_counted_and_shown() {
 
     // Garbage, another version, a session nobody has.
     evil.send(b"not a datagram of ours").unwrap();
-    let mut v2 = DatagramRepr {
+    let mut v1 = DatagramRepr {
         session: 0,
         message: MessageRepr::Detach,
     }
     .to_vec()
     .unwrap();
-    v2[2] = 2;
-    evil.send(&v2).unwrap();
+    v1[2] = 1;
+    evil.send(&v1).unwrap();
     send(&evil, 0x1234, MessageRepr::Keepalive { seq: 1 });
 
     // Then it attaches, like any host, and learns its session and LID, and waits for its port
     // to be Active: the fabric drops a data packet from a port that is not (IBA 1 §7.2).
-    send(&evil, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    attach(&mut f, &evil);
     let (mut session, mut lid, mut active) = (0u64, 0u16, false);
     let end = Instant::now() + LONG;
     let mut buf = [0u8; 8192];
@@ -146,10 +173,13 @@ fn garbage_and_spoofing_are_counted_and_shown() {
     let rows = ask(&mut f, &path, View::Counters);
     assert_eq!(counter(&rows, None, "fabric", "malformed"), 1, "{rows}");
     assert_eq!(counter(&rows, None, "fabric", "bad_version"), 1);
+    assert_eq!(counter(&rows, None, "fabric", "no_cookie"), 1);
+    assert_eq!(counter(&rows, None, "fabric", "bad_cookie"), 0);
     assert_eq!(counter(&rows, None, "fabric", "unknown_session"), 1);
     assert_eq!(counter(&rows, None, "fabric", "attached"), 1);
-    assert_eq!(counter(&rows, None, "fabric", "datagrams"), 9);
-    assert!(counter(&rows, None, "udp", "received") >= 9);
+    // The request without a cookie counts too.
+    assert_eq!(counter(&rows, None, "fabric", "datagrams"), 10);
+    assert!(counter(&rows, None, "udp", "received") >= 10);
     assert_eq!(counter(&rows, Some(&name), "slot", "spoofed_lid"), 3);
     assert_eq!(counter(&rows, Some(&name), "slot", "malformed"), 1);
     assert_eq!(counter(&rows, Some(&name), "slot", "port_not_active"), 0);
@@ -206,7 +236,7 @@ fn a_host_that_acknowledges_late_is_sent_its_configuration_again() {
     let host = UdpSocket::bind("127.0.0.1:0").unwrap();
     host.connect(f.local_addr().unwrap()).unwrap();
     host.set_nonblocking(true).unwrap();
-    send(&host, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    attach(&mut f, &host);
     let (mut session, mut copies) = (0u64, std::collections::BTreeMap::<u32, u32>::new());
     let mut buf = [0u8; 8192];
     let end = Instant::now() + LONG;
@@ -329,7 +359,7 @@ fn m_key_violations_at_a_slot_are_counted_and_shown() {
     let (mut f, path) = fabric_with_control(dir.path());
     let host = UdpSocket::bind("127.0.0.1:0").unwrap();
     host.connect(f.local_addr().unwrap()).unwrap();
-    send(&host, 0, MessageRepr::AttachRequest { hint: Guid(0) });
+    attach(&mut f, &host);
     let end = Instant::now() + LONG;
     while f.server().slot(0).unwrap().lid() == 0 {
         assert!(Instant::now() < end, "slot 0 got no LID");

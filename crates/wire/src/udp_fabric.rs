@@ -3,14 +3,14 @@
 //! 12-byte header and a body whose layout the message type gives.
 //!
 //! ```text
-//!  0 magic(16) = 0x4942 "IB" | version(8) = 1 | type(8)
+//!  0 magic(16) = 0x4942 "IB" | version(8) = 2 | type(8)
 //!  4 session(64)               chosen by the fabric in AttachAccept; 0 in AttachRequest
 //! 12 body
 //! ```
 //!
 //! | type | message        | body                                                                  |
 //! |------|----------------|-----------------------------------------------------------------------|
-//! | 1    | AttachRequest  | hint node GUID (64; 0 for none)                                       |
+//! | 1    | AttachRequest  | hint node GUID (64; 0 for none), cookie (64; 0 for none)              |
 //! | 2    | AttachAccept   | slot(16) port(8) port count n(8) timeout ms(32) node GUID(64) n x port GUID(64) |
 //! | 3    | AttachReject   | reason(8)                                                             |
 //! | 4    | Packet         | one InfiniBand packet, LRH through VCRC (IBA 1 §7.7)                  |
@@ -22,6 +22,7 @@
 //! | 10   | SeqPortConfig  | sequence(32), then a PortConfig body                                  |
 //! | 11   | SeqClientReregister | sequence(32) port(8)                                             |
 //! | 12   | ControlAck     | sequence(32): every sequenced message up to it taken; 0 for none      |
+//! | 13   | AttachChallenge | cookie(64): send the AttachRequest again with it                     |
 //!
 //! PortConfig carries what the subnet manager writes into the host's port (PortInfo and
 //! P_KeyTable, IBA 1 §14.2.5.6-7). Until the emulated SM configures ports with SMPs, this message
@@ -34,6 +35,17 @@
 //! bodies behind a per-session sequence number, which the host acknowledges cumulatively with
 //! ControlAck; a host announces that it takes them by a ControlAck of 0. Types 8 and 9 are
 //! unchanged.
+//!
+//! Type 13 and the cookie make the attach return-routable (docs/UDP-FABRIC.md "Protocol"): the
+//! fabric answers a request without a valid cookie with a challenge only, whose cookie the host
+//! echoes, as DTLS's HelloVerifyRequest (RFC 6347 §4.2.1) and QUIC's Retry (RFC 9000 §8.1). The
+//! challenge (20 bytes) is smaller than the request (28), so it does not amplify. The request's
+//! body changed, hence version 2.
+//!
+//! Across versions the header and the AttachReject (type 3, reason in the body's first byte)
+//! keep their layout: the fabric answers a datagram of another version with a reject "bad
+//! version" in that datagram's version ([`version_reject`]), and a host reads a reject of
+//! another version with [`foreign_reject`], so each side of a mismatch can say so.
 //!
 //! A host never names its own identity: the fabric assigns the CA slot, node GUID, port GUIDs and
 //! session in AttachAccept (the hint is a preference the fabric may ignore).
@@ -58,14 +70,20 @@ mod field {
 
 /// The first two bytes of every datagram ("IB").
 pub const MAGIC: u16 = 0x4942;
-/// The version this module reads and writes.
-pub const VERSION: u8 = 1;
+/// The version this module reads and writes (1 had no cookie and no AttachChallenge).
+pub const VERSION: u8 = 2;
 /// Length of the header.
 pub const HEADER_LEN: usize = field::BODY;
 /// Fixed part of an AttachAccept body (before the port GUIDs).
 const ACCEPT_FIXED: usize = 16;
 /// Fixed part of a PortConfig body (before the P_Keys).
 const CONFIG_FIXED: usize = 20;
+/// An AttachRequest body: hint and cookie.
+const REQUEST_BODY: usize = 16;
+/// An AttachChallenge body: the cookie.
+const CHALLENGE_BODY: usize = 8;
+/// Length of an AttachReject datagram.
+pub const REJECT_LEN: usize = HEADER_LEN + 1;
 
 code_enum! {
     /// The message type (byte 3).
@@ -94,6 +112,8 @@ code_enum! {
         SeqClientReregister = 11 => "SeqClientReregister",
         /// The host took every sequenced message up to this one (0: none yet).
         ControlAck = 12 => "ControlAck",
+        /// The fabric's answer to an AttachRequest without a valid cookie.
+        AttachChallenge = 13 => "AttachChallenge",
         /// Any other value.
         Unknown(_) => "Unknown",
     }
@@ -250,6 +270,8 @@ pub enum MessageRepr<'a> {
     AttachRequest {
         /// Preferred node GUID.
         hint: Guid,
+        /// The cookie of the fabric's latest AttachChallenge (0: none yet).
+        cookie: u64,
     },
     /// Fabric -> host: the identity.
     AttachAccept(AttachAccept),
@@ -300,6 +322,11 @@ pub enum MessageRepr<'a> {
         /// The latest sequence number taken.
         seq: u32,
     },
+    /// Fabric -> host: ask again with this cookie (the fabric keeps nothing for the request).
+    AttachChallenge {
+        /// Never 0.
+        cookie: u64,
+    },
     /// A type this module does not know, with its body.
     Unknown {
         /// The type.
@@ -325,13 +352,15 @@ impl MessageRepr<'_> {
             MessageRepr::SeqPortConfig { .. } => MessageType::SeqPortConfig,
             MessageRepr::SeqClientReregister { .. } => MessageType::SeqClientReregister,
             MessageRepr::ControlAck { .. } => MessageType::ControlAck,
+            MessageRepr::AttachChallenge { .. } => MessageType::AttachChallenge,
             MessageRepr::Unknown { msg_type, .. } => MessageType::from(*msg_type),
         }
     }
 
     fn body_len(&self) -> usize {
         match self {
-            MessageRepr::AttachRequest { .. } => 8,
+            MessageRepr::AttachRequest { .. } => REQUEST_BODY,
+            MessageRepr::AttachChallenge { .. } => CHALLENGE_BODY,
             MessageRepr::AttachAccept(a) => ACCEPT_FIXED + 8 * a.port_guids.len(),
             MessageRepr::AttachReject { .. } | MessageRepr::ClientReregister { .. } => 1,
             MessageRepr::Packet(p) => p.len(),
@@ -420,9 +449,10 @@ impl<'a> DatagramRepr<'a> {
         let body = &data[field::BODY..];
         let message = match d.msg_type() {
             MessageType::AttachRequest => {
-                need(body, 8)?;
+                need(body, REQUEST_BODY)?;
                 MessageRepr::AttachRequest {
                     hint: Guid(be64(body, 0)),
+                    cookie: be64(body, 8),
                 }
             }
             MessageType::AttachAccept => {
@@ -483,6 +513,12 @@ impl<'a> DatagramRepr<'a> {
                 need(body, 4)?;
                 MessageRepr::ControlAck { seq: be32(body, 0) }
             }
+            MessageType::AttachChallenge => {
+                need(body, CHALLENGE_BODY)?;
+                MessageRepr::AttachChallenge {
+                    cookie: be64(body, 0),
+                }
+            }
             MessageType::Unknown(t) => MessageRepr::Unknown { msg_type: t, body },
         };
         Ok(DatagramRepr {
@@ -511,7 +547,11 @@ impl<'a> DatagramRepr<'a> {
         d.set_session(self.session);
         let body = d.body_mut();
         match &self.message {
-            MessageRepr::AttachRequest { hint } => put64(body, 0, hint.0),
+            MessageRepr::AttachRequest { hint, cookie } => {
+                put64(body, 0, hint.0);
+                put64(body, 8, *cookie);
+            }
+            MessageRepr::AttachChallenge { cookie } => put64(body, 0, *cookie),
             MessageRepr::AttachAccept(a) => {
                 let n = u8::try_from(a.port_guids.len()).map_err(|_| Error::Malformed)?;
                 if n == 0 || a.port == 0 || a.port > n {
@@ -553,6 +593,28 @@ impl<'a> DatagramRepr<'a> {
         self.emit(&mut v)?;
         Ok(v)
     }
+}
+
+/// An AttachReject "bad version" in `version`'s header (session 0), the fabric's answer to a
+/// datagram of that version: every version so far lays out the header and the reject alike.
+pub fn version_reject(version: u8) -> [u8; REJECT_LEN] {
+    let mut v = [0; REJECT_LEN];
+    let mut d = Datagram::new_unchecked(&mut v[..]);
+    d.set_magic(MAGIC);
+    d.set_version(version);
+    d.set_msg_type(MessageType::AttachReject);
+    d.body_mut()[0] = RejectReason::BadVersion.into();
+    v
+}
+
+/// A datagram of another version that is an AttachReject: that version and the reason (a
+/// fabric of version 1 answers this version's request so). `None` for anything else.
+pub fn foreign_reject(data: &[u8]) -> Option<(u8, RejectReason)> {
+    let d = Datagram::new_checked(data).ok()?;
+    let reject =
+        d.magic() == MAGIC && d.version() != VERSION && d.msg_type() == MessageType::AttachReject;
+    let reason = *d.body().first()?;
+    reject.then(|| (d.version(), RejectReason::from(reason)))
 }
 
 #[cfg(test)]

@@ -50,6 +50,8 @@ pub struct Net {
     pub to_fabric: Vec<(Instant, u8, Vec<u8>)>,
     /// Loses datagrams from the fabric to the hosts (none when `None`).
     pub loss: Option<Loss>,
+    /// Loses datagrams from the hosts to the fabric (none when `None`).
+    pub loss_to_fabric: Option<Loss>,
     /// Fabric restarts so far.
     restarts: u64,
 }
@@ -127,6 +129,7 @@ impl Net {
             queued: false,
             to_fabric: Vec::new(),
             loss: None,
+            loss_to_fabric: None,
             restarts: 0,
         }
     }
@@ -216,6 +219,9 @@ impl Net {
                     Some(t) => t(&d).unwrap_or(d),
                     None => d,
                 };
+                if self.loss_to_fabric.as_mut().is_some_and(|l| l(i as u8, &d)) {
+                    continue;
+                }
                 self.wire.push((self.now + self.latency, true, i as u8, d));
             }
         }

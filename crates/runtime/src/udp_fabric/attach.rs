@@ -206,6 +206,8 @@ impl AttachEmu {
                 .push("malformed", l.malformed)
                 .push("stale", l.stale)
                 .push("attach_requests", l.attach_requests)
+                .push("challenges", l.challenges)
+                .push("bad_version", l.bad_version)
                 .push("keepalives", l.keepalives)
                 .push("lost", l.lost)
                 .push("unattached", l.unattached)

@@ -111,6 +111,8 @@ impl FabricEmu {
                 .push("bad_version", c.bad_version)
                 .push("unknown_session", c.unknown_session)
                 .push("unexpected", c.unexpected)
+                .push("no_cookie", c.no_cookie)
+                .push("bad_cookie", c.bad_cookie)
                 .push("attached", c.attached)
                 .push("reattached", c.reattached)
                 .push("accepts_resent", c.accepts_resent)

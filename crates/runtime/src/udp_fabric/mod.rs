@@ -126,9 +126,19 @@ pub struct FabricProcess {
 impl FabricProcess {
     /// Builds the fabric and binds `addr`. Session ids are drawn from a fresh seed unless
     /// `opts` gives one ([`FabricOptions::session_seed`]): a restarted fabric never gives a host
-    /// the id of the session it lost.
+    /// the id of the session it lost. The attach cookies' secret comes from the operating
+    /// system's random source unless `opts` gives one ([`FabricOptions::cookie_key`]): the wall
+    /// clock and the process id can be guessed, and whoever knows the secret can mint a cookie
+    /// for any address (docs/UDP-FABRIC.md "Limits").
     pub fn bind(addr: SocketAddr, mut opts: FabricOptions) -> io::Result<FabricProcess> {
         opts.session_seed = opts.session_seed.or_else(|| Some(fresh_seed()));
+        if opts.cookie_key.is_none() {
+            let mut key = [[0u8; 8]; 2];
+            for k in &mut key {
+                getrandom::fill(k).map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            opts.cookie_key = Some(key.map(u64::from_ne_bytes));
+        }
         let server = FabricServer::build(opts).map_err(|e| io::Error::other(e.to_string()))?;
         let socket = UdpSocket::bind(addr)?;
         grow_buffers(&socket);

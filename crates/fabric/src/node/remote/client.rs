@@ -167,7 +167,7 @@ impl RemoteHost {
         self.builds
     }
 
-    /// The next status change (Attached, Lost, Rejected) for the log.
+    /// The next status change (Attached, Lost, Rejected, OtherVersion) for the log.
     pub fn poll_status(&mut self) -> Option<HostLinkEvent> {
         self.status.pop_front()
     }
@@ -349,7 +349,9 @@ impl RemoteHost {
                     }
                     self.status.push_back(HostLinkEvent::Lost);
                 }
-                HostLinkEvent::Rejected(r) => self.status.push_back(HostLinkEvent::Rejected(r)),
+                e @ (HostLinkEvent::Rejected(_) | HostLinkEvent::OtherVersion(_)) => {
+                    self.status.push_back(e)
+                }
             }
             if self.status.len() > QUEUE_LIMIT {
                 self.status.pop_front();

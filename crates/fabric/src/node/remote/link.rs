@@ -1,7 +1,13 @@
 //! [`HostLink`]: the host's side of the attach protocol (docs/UDP-FABRIC.md) as a sans-IO agent.
 //!
 //! - sends AttachRequest (with the node GUID of its last identity as hint, none at first) every
-//!   [`HostLinkConfig::retry`] until an AttachAccept comes;
+//!   [`HostLinkConfig::retry`] until an AttachAccept comes; an AttachChallenge meanwhile gives
+//!   the cookie the requests carry from then on, and the next request goes at once (the fabric
+//!   attaches only a request with a cookie it minted for the sender's address, module
+//!   `cookie`); a challenge outside an attach is counted as stale and ignored. The cookie is
+//!   dropped when the fabric is lost;
+//! - a reject of another version of the protocol (a fabric of another build) is reported
+//!   ([`HostLinkEvent::OtherVersion`]), and the requests go on;
 //! - once attached, sends a Keepalive every [`HostLinkConfig::keepalive`]; any datagram of its
 //!   session shows the fabric alive. Nothing heard for [`HostLinkConfig::dead_after`], or the
 //!   reject UnknownSession (the fabric restarted), and the fabric is lost: it attaches again;
@@ -25,7 +31,9 @@ use super::reliable::next_seq;
 use super::{config_from_wire, Outgoing};
 use crate::hw::mgmt::PortConfig;
 use ipoib_proto::time::Instant;
-use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, RejectReason};
+use ipoib_wire::udp_fabric::{
+    foreign_reject, AttachAccept, DatagramRepr, MessageRepr, RejectReason,
+};
 use ipoib_wire::Guid;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -70,6 +78,9 @@ pub enum HostLinkEvent {
     Lost,
     /// The fabric refused the attach (retrying).
     Rejected(RejectReason),
+    /// A fabric of this other version of the protocol refused the attach as "bad version"
+    /// (retrying; this build's is `ipoib_wire::udp_fabric::VERSION`).
+    OtherVersion(u8),
 }
 
 /// Counters of a [`HostLink`].
@@ -83,6 +94,10 @@ pub struct HostLinkCounters {
     pub stale: u64,
     /// Attach requests sent.
     pub attach_requests: u64,
+    /// AttachChallenges taken while attaching (their cookie kept for the requests).
+    pub challenges: u64,
+    /// Rejects "bad version" in another version's header (a fabric of another build).
+    pub bad_version: u64,
     /// Keepalives sent.
     pub keepalives: u64,
     /// Times the fabric was lost.
@@ -126,6 +141,8 @@ struct Sequenced {
 enum State {
     Attaching {
         next: Instant,
+        /// The latest challenge's cookie (0: none yet).
+        cookie: u64,
     },
     Attached {
         session: u64,
@@ -156,7 +173,10 @@ impl HostLink {
     pub fn new(now: Instant, cfg: HostLinkConfig) -> HostLink {
         HostLink {
             cfg,
-            state: State::Attaching { next: now },
+            state: State::Attaching {
+                next: now,
+                cookie: 0,
+            },
             hint: Guid(0),
             last: None,
             seq: 0,
@@ -203,7 +223,7 @@ impl HostLink {
     /// When [`HostLink::handle_timeout`] is next due.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
-            State::Attaching { next } => Some(next),
+            State::Attaching { next, .. } => Some(next),
             State::Attached {
                 last_heard,
                 next_keepalive,
@@ -216,13 +236,7 @@ impl HostLink {
     /// Sends what is due at `now` (early or repeated calls are harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.state {
-            State::Attaching { next } if now >= next => {
-                self.counters.attach_requests += 1;
-                self.send(0, MessageRepr::AttachRequest { hint: self.hint });
-                self.state = State::Attaching {
-                    next: now + self.cfg.retry,
-                };
-            }
+            State::Attaching { next, cookie } if now >= next => self.request(now, cookie),
             State::Attached {
                 session,
                 last_heard,
@@ -263,10 +277,24 @@ impl HostLink {
     pub fn handle_datagram_in(&mut self, now: Instant, data: &[u8], mut buf: Vec<u8>) {
         self.counters.datagrams += 1;
         let Ok(d) = DatagramRepr::parse(data) else {
-            self.counters.malformed += 1;
+            match (&self.state, foreign_reject(data)) {
+                (State::Attaching { .. }, Some((v, RejectReason::BadVersion))) => {
+                    self.counters.bad_version += 1;
+                    self.event(HostLinkEvent::OtherVersion(v));
+                }
+                _ => self.counters.malformed += 1,
+            }
             return;
         };
         match (&mut self.state, d.message) {
+            (State::Attaching { cookie: held, .. }, MessageRepr::AttachChallenge { cookie }) => {
+                self.counters.challenges += 1;
+                // A repeated challenge (to a retry sent before the first came) is answered
+                // already; the timer sends the next request.
+                if *held != cookie {
+                    self.request(now, cookie);
+                }
+            }
             (State::Attaching { .. }, MessageRepr::AttachAccept(a)) => {
                 self.hint = a.node_guid;
                 // The session lost last, given again (the fabric still held it: it heard this
@@ -419,6 +447,17 @@ impl HostLink {
         }
     }
 
+    /// Sends an AttachRequest with `cookie` at `now`; the next goes after the retry interval.
+    fn request(&mut self, now: Instant, cookie: u64) {
+        self.counters.attach_requests += 1;
+        let hint = self.hint;
+        self.send(0, MessageRepr::AttachRequest { hint, cookie });
+        self.state = State::Attaching {
+            next: now + self.cfg.retry,
+            cookie,
+        };
+    }
+
     fn lose(&mut self, now: Instant) {
         if let State::Attached {
             session, sequenced, ..
@@ -427,7 +466,10 @@ impl HostLink {
             self.last = Some((session, sequenced));
         }
         self.counters.lost += 1;
-        self.state = State::Attaching { next: now };
+        self.state = State::Attaching {
+            next: now,
+            cookie: 0,
+        };
         self.event(HostLinkEvent::Lost);
         self.handle_timeout(now);
     }

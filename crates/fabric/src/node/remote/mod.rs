@@ -23,13 +23,16 @@
 //! is bounded; bad datagrams are counted, never panicked on.
 
 mod client;
+mod cookie;
 mod link;
+mod options;
 mod reliable;
 mod server;
 mod slot;
 mod uplink;
 
 pub use client::{InstallFn, RemoteHost};
+pub use cookie::COOKIE_BUCKET;
 pub use link::{HostLink, HostLinkConfig, HostLinkCounters, HostLinkEvent};
 pub use server::{FabricOptions, FabricServer, ServerCounters};
 pub use slot::{Remote, RemoteCounters, ToHost, DEFAULT_QUEUE_LIMIT, SLOT_PORT_BUFFER};

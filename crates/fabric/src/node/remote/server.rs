@@ -4,9 +4,15 @@
 //! sessions of the hosts attached to slots, keyed by the peer address `A` (the runtime's socket
 //! address; any ordered value in tests).
 //!
-//! - AttachRequest: the peer's existing session is answered again (its accept was lost), under
-//!   a new id when the session is sequenced and the request has no hint (a new host process at
-//!   the address, docs/UDP-FABRIC.md "Reliable configuration"); otherwise the free slot whose node GUID is the hint, else the first free slot in topology
+//! - AttachRequest without a cookie minted for its address in this time bucket or the last
+//!   ([`super::cookie`]): answered with an AttachChallenge carrying one, and nothing else done or
+//!   kept ([`ServerCounters::no_cookie`], [`ServerCounters::bad_cookie`]); so an off-path sender
+//!   with a forged source address neither holds a slot nor touches the session of the host
+//!   whose address it forges.
+//! - AttachRequest with a valid cookie: the peer's existing session is answered again (its
+//!   accept was lost), under a new id when the session is sequenced and the request has no hint
+//!   (a new host process at the address, docs/UDP-FABRIC.md "Reliable configuration");
+//!   otherwise the free slot whose node GUID is the hint, else the first free slot in topology
 //!   order, gets a new session (a random non-zero id), its cable comes up, and the accept is
 //!   followed by the port's configuration as the slot's SMA holds it ([`Remote::attach`]); the
 //!   cable's coming up is a trap 128 from the switch (IBA 1 §14.2.5.1), on which the SM sweeps
@@ -35,6 +41,8 @@
 //! Invariants: the simulator never runs past the `now` it was given; datagrams leave in the order
 //! the slots queued them (slot order within one call); the transmit queue is bounded.
 
+use super::cookie::Cookies;
+pub use super::options::{FabricOptions, ServerCounters};
 use super::reliable::{Control, ControlSender, Send};
 use super::slot::{Remote, ToHost};
 use super::{config_to_wire, Outgoing};
@@ -48,94 +56,20 @@ use crate::node::host::{AgentId, AppId, Host, MGMT_PORT};
 use crate::node::sm::{Reach, SmpSm};
 use crate::node::subnet::{
     cable_mtu_cap, install_sm, switch_port0_up, switch_ports_train, HostHandle, SmApp, SmMode,
-    SubnetError, SubnetOptions,
+    SubnetError,
 };
 use ipoib_proto::partitions::PartitionConfig;
 use ipoib_proto::rng::Rng;
 use ipoib_proto::sa::SaServer;
 use ipoib_proto::time::Instant;
-use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, RejectReason};
+use ipoib_wire::udp_fabric::{
+    version_reject, AttachAccept, DatagramRepr, MessageRepr, RejectReason, HEADER_LEN, REJECT_LEN,
+};
 use ipoib_wire::{Error as WireError, Guid};
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
+use std::hash::Hash;
 use std::time::Duration;
-
-/// What the fabric is built from.
-#[derive(Debug, Clone)]
-pub struct FabricOptions {
-    /// The subnet (topology, seed, partitions, links, SM and SA settings, capture). Its
-    /// `auto_join` and `ipoib` are ignored (the SM's host runs no IPoIB interface); its
-    /// `sm_mode` is ours by SMPs, or [`SmMode::None`]: no SM or SA of ours (module docs).
-    pub subnet: SubnetOptions,
-    /// A host heard from for no longer than this loses its slot.
-    pub timeout: Duration,
-    /// Items a slot queues for its host, at most.
-    pub slot_queue: usize,
-    /// Datagrams waiting for the socket, at most.
-    pub transmit_queue: usize,
-    /// Seed of the session ids; `None`: drawn from the subnet's seed, the same in every run.
-    /// A process gives a fresh one (`runtime::udp_fabric::FabricProcess::bind`), so that a
-    /// restarted fabric does not give a host the id of the session it lost: a host given its
-    /// lost session's id again goes on with that session's numbers (docs/UDP-FABRIC.md
-    /// "Reliable configuration").
-    pub session_seed: Option<u64>,
-}
-
-impl FabricOptions {
-    /// Defaults for `subnet`: 3 s timeout, queues of 4,096, and the SM sweeping every 10 s
-    /// besides on traps (OpenSM's `sweep_interval`; `subnet.smp.sweep_interval`): a host whose
-    /// cable came up before its switch had a LID raised no trap (IBA 1 §14.2.5.1).
-    pub fn new(mut subnet: SubnetOptions) -> FabricOptions {
-        subnet.smp.sweep_interval = Some(Duration::from_secs(10));
-        FabricOptions {
-            subnet,
-            timeout: Duration::from_secs(3),
-            slot_queue: super::DEFAULT_QUEUE_LIMIT,
-            transmit_queue: 16_384,
-            session_seed: None,
-        }
-    }
-}
-
-/// Counters of a [`FabricServer`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerCounters {
-    /// Datagrams received.
-    pub datagrams: u64,
-    /// Datagrams that did not parse (wrong magic, truncated, malformed).
-    pub malformed: u64,
-    /// Datagrams of another version (answered with a reject).
-    pub bad_version: u64,
-    /// Datagrams from a peer without a session, or with another session id.
-    pub unknown_session: u64,
-    /// Datagrams of a type a host does not send.
-    pub unexpected: u64,
-    /// Sessions begun.
-    pub attached: u64,
-    /// Sessions begun on the slot the host asked for by its node GUID (a host that was attached
-    /// before, back with its old identity); counted in `attached` too.
-    pub reattached: u64,
-    /// Attach requests from a peer with a session, answered with its accept again.
-    pub accepts_resent: u64,
-    /// Attach requests refused: no free slot.
-    pub rejected: u64,
-    /// Sessions ended by Detach.
-    pub detached: u64,
-    /// Sessions ended by silence.
-    pub timed_out: u64,
-    /// Datagrams dropped: the transmit queue was full.
-    pub transmit_full: u64,
-    /// Multicast memberships the SA dropped for hosts that left.
-    pub memberships_dropped: u64,
-    /// Sessions whose host said it takes sequenced configuration (its first ControlAck).
-    pub sequenced_sessions: u64,
-    /// ControlAcks received.
-    pub control_acks: u64,
-    /// Sequenced PortConfig and ClientReregister messages sent again, unacknowledged.
-    pub control_resent: u64,
-    /// Sequenced messages dropped: too many waited for their acknowledgement.
-    pub control_dropped: u64,
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Session<A> {
@@ -172,13 +106,16 @@ pub struct FabricServer<A> {
     out_limit: usize,
     timeout: Duration,
     rng: Rng,
+    cookies: Cookies,
     counters: ServerCounters,
 }
 
 /// Stream of the simulator's generator the session ids are drawn from.
 const SESSION_STREAM: u64 = 0x5e55_1000;
+/// Stream of the session ids' generator the cookie secret is drawn from, when not given.
+const COOKIE_STREAM: u64 = 0xc00c_1e00;
 
-impl<A: Ord + Copy + Debug> FabricServer<A> {
+impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
     /// Builds the fabric (nothing runs until the first call with a time): our SM by SMPs on the
     /// first CA port, every other cabled CA a slot whose host port's cable is down until a host
     /// attaches (module docs).
@@ -288,6 +225,10 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             Some(seed) => Rng::new(seed).fork(SESSION_STREAM),
             None => sim.fork_rng(SESSION_STREAM),
         };
+        let key = opts.cookie_key.unwrap_or_else(|| {
+            let mut r = rng.fork(COOKIE_STREAM);
+            [r.next_u64(), r.next_u64()]
+        });
         Ok(FabricServer {
             sim,
             topology: topo,
@@ -303,6 +244,7 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
             out_limit: opts.transmit_queue,
             timeout: opts.timeout,
             rng,
+            cookies: Cookies::new(key),
             counters: ServerCounters::default(),
         })
     }
@@ -395,6 +337,12 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         self.slots.get(i).map(|s| s.control.unacked())
     }
 
+    /// The cookie an AttachChallenge to `peer` carries at the fabric's present (a test's or a
+    /// tool's request in a host's place without the round trip).
+    pub fn cookie_for(&self, peer: &A) -> u64 {
+        self.cookies.mint(peer, self.sim.now())
+    }
+
     /// The slot `peer` holds, if any.
     pub fn slot_of(&self, peer: &A) -> Option<usize> {
         self.sessions.get(peer).copied()
@@ -480,25 +428,39 @@ impl<A: Ord + Copy + Debug> FabricServer<A> {
         match DatagramRepr::parse(data) {
             Ok(d) => self.handle_message(from, d),
             Err(WireError::Unsupported) => {
+                // Said in the sender's version, which reads it as its own reject (the header
+                // and the reject are laid out alike in every version); not to a datagram shorter
+                // than the answer, which would amplify.
                 self.counters.bad_version += 1;
-                self.reply(
-                    from,
-                    0,
-                    MessageRepr::AttachReject {
-                        reason: RejectReason::BadVersion,
-                    },
-                );
+                if data.len() >= REJECT_LEN {
+                    let v = version_reject(data[2]);
+                    let mut header = [0; HEADER_LEN];
+                    header.copy_from_slice(&v[..HEADER_LEN]);
+                    let body = v[HEADER_LEN..].to_vec();
+                    self.push_out(from, Outgoing { header, body });
+                }
             }
             Err(_) => self.counters.malformed += 1,
         }
     }
 
     fn handle_message(&mut self, from: A, d: DatagramRepr<'_>) {
-        if let MessageRepr::AttachRequest { hint } = d.message {
-            self.attach(from, hint);
+        let now = self.sim.now();
+        if let MessageRepr::AttachRequest { hint, cookie } = d.message {
+            if self.cookies.check(&from, now, cookie) {
+                self.attach(from, hint);
+            } else {
+                // Nothing kept: the challenge alone (docs/UDP-FABRIC.md "Protocol").
+                if cookie == 0 {
+                    self.counters.no_cookie += 1;
+                } else {
+                    self.counters.bad_cookie += 1;
+                }
+                let cookie = self.cookies.mint(&from, now);
+                self.reply(from, 0, MessageRepr::AttachChallenge { cookie });
+            }
             return;
         }
-        let now = self.sim.now();
         let Some(i) = self
             .sessions
             .get(&from)
