@@ -312,7 +312,8 @@ pub fn run(args: &Args) -> ExitCode {
     let io = f.counters();
     note!(
         "ipoib fabric: stopped; datagrams in {} out {} (send errors {}), attached {}, detached {}, \
-         timed out {}, rejected {}, malformed {}, unknown session {}",
+         timed out {}, rejected {}, malformed {}, bad version {}, unknown session {}, \
+         challenged {} (no cookie {}, bad cookie {})",
         io.received,
         io.sent,
         io.send_errors,
@@ -320,8 +321,12 @@ pub fn run(args: &Args) -> ExitCode {
         c.detached,
         c.timed_out,
         c.rejected,
-        c.malformed + c.bad_version,
-        c.unknown_session
+        c.malformed,
+        c.bad_version,
+        c.unknown_session,
+        c.no_cookie + c.bad_cookie,
+        c.no_cookie,
+        c.bad_cookie
     );
     for i in 0..f.server().slot_count() {
         if let Some(r) = f.server().slot(i) {
