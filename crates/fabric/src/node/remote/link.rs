@@ -535,6 +535,50 @@ mod tests {
             .collect()
     }
 
+    // docs/UDP-FABRIC.md "Protocol": a challenge while attaching is answered at once with a
+    // request carrying its cookie, which the retries carry on; the same cookie again sends
+    // nothing more; one while attached is stale. The cookie goes with the fabric.
+    #[test]
+    fn a_challenge_is_answered_at_once_and_only_while_attaching() {
+        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        let cookies = |link: &mut HostLink| -> Vec<u64> {
+            std::iter::from_fn(|| link.poll_transmit())
+                .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
+                    MessageRepr::AttachRequest { cookie, .. } => Some(cookie),
+                    _ => None,
+                })
+                .collect()
+        };
+        link.handle_timeout(Instant::ZERO);
+        assert_eq!(cookies(&mut link), [0]);
+        // As the fabric sends it: session 0.
+        let challenge = |cookie| {
+            DatagramRepr {
+                session: 0,
+                message: MessageRepr::AttachChallenge { cookie },
+            }
+            .to_vec()
+            .unwrap()
+        };
+        let t = Instant::ZERO + std::time::Duration::from_millis(1);
+        link.handle_datagram(t, &challenge(5));
+        link.handle_datagram(t, &challenge(5));
+        assert_eq!(cookies(&mut link), [5], "at once, once");
+        link.handle_timeout(t + HostLinkConfig::default().retry);
+        assert_eq!(cookies(&mut link), [5], "the retry carries it");
+        link.handle_datagram(t, &challenge(6));
+        assert_eq!(cookies(&mut link), [6], "a new cookie at once");
+        assert_eq!(link.counters().challenges, 3);
+        link.handle_datagram(t, &d(MessageRepr::AttachAccept(accept())));
+        link.handle_datagram(t, &challenge(7));
+        assert_eq!(cookies(&mut link), [], "attached: ignored");
+        assert_eq!((link.counters().challenges, link.counters().stale), (3, 1));
+        // Lost: the next request has none.
+        let lost = t + HostLinkConfig::default().dead_after;
+        link.handle_timeout(lost);
+        assert_eq!(cookies(&mut link), [0]);
+    }
+
     // A packet from the fabric is copied into the buffer the caller gives (a spent packet's
     // allocation), not into a new one.
     #[test]
