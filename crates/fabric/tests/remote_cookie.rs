@@ -24,11 +24,15 @@ fn all_carrier(net: &Net) -> bool {
     (0..net.peers.len()).all(|i| net.carrier(i))
 }
 
-/// An AttachRequest with `hint` and `cookie`.
+/// An AttachRequest with `hint` and `cookie` (nonce 1).
 fn request(hint: Guid, cookie: u64) -> Vec<u8> {
     DatagramRepr {
         session: 0,
-        message: MessageRepr::AttachRequest { hint, cookie },
+        message: MessageRepr::AttachRequest {
+            hint,
+            cookie,
+            nonce: 1,
+        },
     }
     .to_vec()
     .unwrap()
@@ -175,7 +179,7 @@ fn a_cookie_of_another_address_or_an_expired_bucket_is_refused() {
     f.handle_datagram(late, 7, &request(Guid(0), 0));
     let d = std::iter::from_fn(|| f.poll_transmit()).next().unwrap().1;
     let Ok(DatagramRepr {
-        message: MessageRepr::AttachChallenge { cookie },
+        message: MessageRepr::AttachChallenge { cookie, .. },
         ..
     }) = DatagramRepr::parse(&d)
     else {
@@ -238,6 +242,166 @@ fn a_host_attaches_when_the_challenge_or_the_second_request_is_lost() {
     assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
 }
 
+/// `message` as the fabric's address would send it, in `session`.
+fn from_fabric(session: u64, message: MessageRepr<'_>) -> Vec<u8> {
+    DatagramRepr { session, message }.to_vec().unwrap()
+}
+
+// docs/UDP-FABRIC.md "Limits": while a host attaches, answers sent from the fabric's address
+// without its attach's nonce (an off-path sender's, which did not see the request) are
+// ignored and counted: a forged accept does not attach it (before the nonce it built a host
+// with the forged identity), a forged challenge does not make it send a request, a forged
+// reject is not reported; a reject without a nonce (to a Keepalive) is stale. The host then
+// attaches to the real fabric.
+#[test]
+fn forged_answers_without_the_attachs_nonce_are_ignored() {
+    let mut net = Net::new(2, 47);
+    let hold = Rc::new(Cell::new(true));
+    let h = hold.clone();
+    net.loss = Some(Box::new(move |to, _| to == 1 && h.get()));
+    assert!(net.run_until(2 * SEC, |n| n.carrier(0)), "host 0 came up");
+    net.run_for(SEC / 2);
+    let host = &net.peers[1].host;
+    let nonce = host.link().nonce().expect("host 1 is attaching");
+    let sent = net.to_fabric.iter().filter(|(_, from, _)| *from == 1);
+    for (_, _, d) in sent {
+        let m = DatagramRepr::parse(d).unwrap().message;
+        assert!(
+            matches!(m, MessageRepr::AttachRequest { nonce: n, .. } if n == nonce),
+            "{m:?}"
+        );
+    }
+    let c0 = host.link().counters();
+    let mut rng = Rng::new(47);
+    let forged = Guid(0xbad0);
+    for _ in 0..5 {
+        let wrong = rng.next_u64() | 1;
+        assert_ne!(wrong, nonce);
+        let accept = ipoib_wire::udp_fabric::AttachAccept {
+            slot: 1,
+            port: 1,
+            timeout_ms: 3000,
+            node_guid: forged,
+            port_guids: vec![Guid(0xbad1)],
+        };
+        let now = net.now;
+        let host = &mut net.peers[1].host;
+        for d in [
+            from_fabric(
+                rng.next_u64(),
+                MessageRepr::AttachAccept {
+                    nonce: wrong,
+                    accept,
+                },
+            ),
+            from_fabric(
+                0,
+                MessageRepr::AttachChallenge {
+                    cookie: rng.next_u64() | 1,
+                    nonce: wrong,
+                },
+            ),
+            from_fabric(
+                0,
+                MessageRepr::AttachReject {
+                    reason: RejectReason::NoFreeSlot,
+                    nonce: wrong,
+                },
+            ),
+            from_fabric(
+                0,
+                MessageRepr::AttachReject {
+                    reason: RejectReason::UnknownSession,
+                    nonce: 0,
+                },
+            ),
+        ] {
+            host.handle_datagram(now, &d);
+        }
+        assert!(host.poll_transmit().is_none(), "no request at once");
+        net.run_for(SEC / 10);
+    }
+    let host = &mut net.peers[1].host;
+    let c = host.link().counters();
+    assert!(!host.link().is_attached() && host.builds() == 0, "{c:?}");
+    assert_eq!(host.poll_status(), None, "nothing reported");
+    assert_eq!(
+        (c.bad_nonce, c.stale - c0.stale, c.challenges),
+        (15, 5, c0.challenges),
+        "{c:?}"
+    );
+    hold.set(false);
+    assert!(net.run_until(2 * SEC, |n| n.carrier(1)), "host 1 came up");
+    let slot = net.fabric.slot_of(&1).unwrap();
+    let identity = net.peers[1].host.identity().unwrap().node_guid;
+    assert_eq!(identity, net.fabric.slot(slot).unwrap().node_guid());
+    assert!(net.ping_and_wait(0, addr(1), SEC), "0 -> 1");
+}
+
+// The fabric's challenge, accept and reject echo the request's nonce, and a host takes each
+// with its attach's nonce: two hosts for one slot, one attached through the challenge, the
+// other rejected; a third attaches by an accept carrying its nonce, whoever sent it. A new
+// attach draws a new nonce (the host's seed fixes them).
+#[test]
+fn answers_echo_the_requests_nonce_and_are_taken_with_it() {
+    let mut f: FabricServer<u8> = FabricServer::build(remote::fabric_opts(1, 48)).unwrap();
+    let t = Instant::ZERO;
+    let mut hosts = [1u64, 2].map(|k| HostLink::new(t, remote::link_cfg(), [k, k]));
+    let mut nonces = Vec::new();
+    for (i, link) in hosts.iter_mut().enumerate() {
+        let nonce = link.nonce().unwrap();
+        nonces.push(nonce);
+        link.handle_timeout(t);
+        let mut answers = 0;
+        // Host 0: request, challenge, request with the cookie, accept; host 1: rejected.
+        for _ in 0..2 {
+            let req = link.poll_transmit().unwrap();
+            f.handle_datagram(t, i as u8, &req);
+            let (to, d) = std::iter::from_fn(|| f.poll_transmit()).next().unwrap();
+            assert_eq!(to, i as u8);
+            let echoed = match DatagramRepr::parse(&d).unwrap().message {
+                MessageRepr::AttachChallenge { nonce, .. }
+                | MessageRepr::AttachAccept { nonce, .. }
+                | MessageRepr::AttachReject { nonce, .. } => nonce,
+                m => panic!("{m:?}"),
+            };
+            assert_eq!(echoed, nonce, "host {i}");
+            link.handle_datagram(t, &d);
+            answers += 1;
+            std::iter::from_fn(|| f.poll_transmit()).count();
+        }
+        assert_eq!(answers, 2);
+    }
+    assert!(hosts[0].is_attached() && f.slot_of(&0) == Some(0));
+    let events: Vec<_> = std::iter::from_fn(|| hosts[1].poll_event()).collect();
+    assert_eq!(events, [HostLinkEvent::Rejected(RejectReason::NoFreeSlot)]);
+    assert_ne!(nonces[0], nonces[1], "keys differ");
+    assert_eq!(hosts[1].counters().bad_nonce, 0);
+    // The right nonce is all an accept needs.
+    let mut link = HostLink::new(t, remote::link_cfg(), [1, 1]);
+    assert_eq!(link.nonce(), Some(nonces[0]), "the same key draws the same");
+    let accept = ipoib_wire::udp_fabric::AttachAccept {
+        slot: 1,
+        port: 1,
+        timeout_ms: 3000,
+        node_guid: Guid(0x10),
+        port_guids: vec![Guid(0x11)],
+    };
+    let m = MessageRepr::AttachAccept {
+        nonce: nonces[0],
+        accept,
+    };
+    link.handle_datagram(t, &from_fabric(7, m.clone()));
+    assert_eq!(link.session(), Some(7));
+    // Lost: the next attach has a new nonce, and the old one's accept is refused.
+    let lost = t + remote::link_cfg().dead_after;
+    link.handle_timeout(lost);
+    assert!(link.nonce().is_some_and(|n| n != nonces[0]));
+    link.handle_datagram(lost, &from_fabric(7, m));
+    assert!(!link.is_attached());
+    assert_eq!(link.counters().bad_nonce, 1);
+}
+
 // Protocol versions: the fabric answers a request of version 1 (no cookie; 20 bytes) with a
 // reject "bad version" in version 1's header, which a host of that build reads as its own
 // reject; a host of this version given that reject reports the fabric's version.
@@ -250,7 +414,7 @@ fn the_other_version_is_told_and_reported() {
     let out: Vec<_> = std::iter::from_fn(|| f.poll_transmit()).collect();
     assert_eq!(out, [(3, version_reject(1).to_vec())]);
     assert_eq!(out[0].1[12], u8::from(RejectReason::BadVersion));
-    let mut link = HostLink::new(Instant::ZERO, remote::link_cfg());
+    let mut link = HostLink::new(Instant::ZERO, remote::link_cfg(), [1, 2]);
     link.handle_timeout(Instant::ZERO);
     link.handle_datagram(Instant::ZERO, &version_reject(1));
     assert_eq!(link.poll_event(), Some(HostLinkEvent::OtherVersion(1)));

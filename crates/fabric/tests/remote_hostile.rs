@@ -260,6 +260,7 @@ fn random_peers(seed: u64) {
                     2 => f.cookie_for(&peer.wrapping_add(1)),
                     _ => rng.next_u64() % 2 * rng.next_u64(),
                 },
+                nonce: rng.next_u64(),
             },
             1 => MessageRepr::Keepalive {
                 seq: rng.next_u64() as u32,
@@ -278,7 +279,7 @@ fn random_peers(seed: u64) {
         f.handle_timeout(now);
         while let Some((to, d)) = f.poll_transmit() {
             let r = DatagramRepr::parse(&d).unwrap();
-            if matches!(r.message, MessageRepr::AttachAccept(_)) {
+            if matches!(r.message, MessageRepr::AttachAccept { .. }) {
                 sessions[usize::from(to)] = r.session;
             }
         }

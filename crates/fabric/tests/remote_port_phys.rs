@@ -590,6 +590,7 @@ fn a_client_reregister_queued_with_a_repeated_attach_request_reaches_the_host() 
         message: MessageRepr::AttachRequest {
             hint,
             cookie: net.fabric.cookie_for(&(VICTIM as u8)),
+            nonce: 1,
         },
     }
     .to_vec()

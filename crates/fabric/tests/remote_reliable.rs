@@ -236,6 +236,7 @@ fn request(cookie: u64) -> Vec<u8> {
         message: MessageRepr::AttachRequest {
             hint: ipoib_wire::Guid(0),
             cookie,
+            nonce: 1,
         },
     }
     .to_vec()

@@ -2,15 +2,16 @@
 //! a datagram of another version, a Keepalive of a session it does not have, then attaches and
 //! sends packets claiming a LID that is not its slot's (IBA 1 §7.11.1) and bytes that are no
 //! packet; every one is counted, per slot where it belongs, and readable through the socket
-//! (docs/UDP-FABRIC.md "Protocol").
+//! (docs/UDP-FABRIC.md "Protocol"). The other way, an attach process counts an answer without
+//! its attach's nonce (section `attach`).
 
 use ipoib_fabric::hw::topology::Topology;
 use ipoib_fabric::node::remote::FabricOptions;
 use ipoib_fabric::node::subnet::SubnetOptions;
 use ipoib_runtime::control::{query, Request, View};
-use ipoib_runtime::udp_fabric::FabricProcess;
+use ipoib_runtime::udp_fabric::{AttachOptions, AttachProcess, FabricProcess};
 use ipoib_wire::packet::fill_crcs;
-use ipoib_wire::udp_fabric::{DatagramRepr, MessageRepr, PortStateCode};
+use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr, PortStateCode};
 use ipoib_wire::Guid;
 use serde_json::Value;
 use std::net::UdpSocket;
@@ -73,12 +74,14 @@ fn send(s: &UdpSocket, session: u64, m: MessageRepr<'_>) {
 }
 
 /// Asks `f` from `s` for an identity: a request without a cookie, then, once the challenge
-/// came, with its cookie (docs/UDP-FABRIC.md "Protocol"). Leaves `s` non-blocking.
+/// came (echoing the request's nonce), with its cookie (docs/UDP-FABRIC.md "Protocol").
+/// Leaves `s` non-blocking.
 fn attach(f: &mut FabricProcess, s: &UdpSocket) {
     s.set_nonblocking(true).unwrap();
     let request = |cookie| MessageRepr::AttachRequest {
         hint: Guid(0),
         cookie,
+        nonce: 0x5eed,
     };
     send(s, 0, request(0));
     let end = Instant::now() + LONG;
@@ -88,10 +91,11 @@ fn attach(f: &mut FabricProcess, s: &UdpSocket) {
         f.turn(TURN).unwrap();
         if let Ok(n) = s.recv(&mut buf) {
             if let Ok(DatagramRepr {
-                message: MessageRepr::AttachChallenge { cookie },
+                message: MessageRepr::AttachChallenge { cookie, nonce },
                 ..
             }) = DatagramRepr::parse(&buf[..n])
             {
+                assert_eq!(nonce, 0x5eed, "the request's nonce");
                 send(s, 0, request(cookie));
                 return;
             }
@@ -144,7 +148,7 @@ fn garbage_and_spoofing_are_counted_and_shown() {
                 continue;
             };
             match d.message {
-                MessageRepr::AttachAccept(_) => session = d.session,
+                MessageRepr::AttachAccept { .. } => session = d.session,
                 MessageRepr::PortConfig(c) => {
                     lid = c.lid;
                     active = c.state == PortStateCode::Active;
@@ -248,7 +252,7 @@ fn a_host_that_acknowledges_late_is_sent_its_configuration_again() {
                 continue;
             };
             match d.message {
-                MessageRepr::AttachAccept(_) => {
+                MessageRepr::AttachAccept { .. } => {
                     session = d.session;
                     send(&host, session, MessageRepr::ControlAck { seq: 0 });
                 }
@@ -394,4 +398,82 @@ fn m_key_violations_at_a_slot_are_counted_and_shown() {
         "{rows}"
     );
     assert_eq!(counter(&rows, None, "fabric", "switch_mkey_violations"), 0);
+}
+
+// docs/UDP-FABRIC.md "Limits": an `ipoib attach` process takes an answer only with its
+// attach's nonce: an accept from the fabric's address without it is ignored and counted
+// (`bad_nonce`, section `attach` of `ipoib show counters`), the one with it attaches the host.
+// The nonce key comes from the operating system: two processes of the same seed draw
+// different nonces.
+#[test]
+fn an_attach_process_takes_only_answers_with_its_nonce() {
+    let fabric = UdpSocket::bind("127.0.0.1:0").unwrap();
+    fabric.set_nonblocking(true).unwrap();
+    let mut opts = AttachOptions::new(fabric.local_addr().unwrap());
+    opts.seed = 1;
+    let mut hosts = [0, 1].map(|_| AttachProcess::connect(&opts).unwrap());
+    let mut requests = std::collections::BTreeMap::new();
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + LONG;
+    while requests.len() < 2 {
+        assert!(Instant::now() < end, "no requests: {requests:?}");
+        for h in &mut hosts {
+            h.turn(TURN).unwrap();
+        }
+        while let Ok((n, from)) = fabric.recv_from(&mut buf) {
+            if let Ok(MessageRepr::AttachRequest { nonce, .. }) =
+                DatagramRepr::parse(&buf[..n]).map(|d| d.message)
+            {
+                requests.insert(from, nonce);
+            }
+        }
+    }
+    let nonces: Vec<u64> = requests.values().copied().collect();
+    assert_ne!(nonces[0], nonces[1], "the same seed, other keys");
+    let accept = |nonce| {
+        let accept = AttachAccept {
+            slot: 1,
+            port: 1,
+            timeout_ms: 3000,
+            node_guid: Guid(0x10),
+            port_guids: vec![Guid(0x11)],
+        };
+        let message = MessageRepr::AttachAccept { nonce, accept };
+        DatagramRepr {
+            session: 9,
+            message,
+        }
+        .to_vec()
+        .unwrap()
+    };
+    for (to, nonce) in &requests {
+        fabric.send_to(&accept(nonce ^ 1), to).unwrap();
+    }
+    let (to, nonce) = requests.iter().next().unwrap();
+    fabric.send_to(&accept(*nonce), to).unwrap();
+    let counters = Request::new(View::Counters);
+    let bad_nonce = |h: &AttachProcess| {
+        let a = h.emu().answer("ib0", &counters).ok()?;
+        let s = a.sections.iter().find(|s| s.name == "attach")?;
+        s.counters
+            .iter()
+            .find(|(n, _)| n == "bad_nonce")
+            .map(|&(_, v)| v)
+    };
+    let end = Instant::now() + LONG;
+    while hosts.iter().all(|h| bad_nonce(h).is_none()) {
+        assert!(Instant::now() < end, "no host attached");
+        for h in &mut hosts {
+            h.turn(TURN).unwrap();
+        }
+    }
+    let attached: Vec<bool> = hosts
+        .iter()
+        .map(|h| h.emu().host().link().is_attached())
+        .collect();
+    assert_eq!(attached.iter().filter(|&&a| a).count(), 1, "{attached:?}");
+    let a = attached.iter().position(|&a| a).unwrap();
+    assert_eq!(bad_nonce(&hosts[a]), Some(1));
+    let other = hosts[1 - a].emu().host().link().counters();
+    assert_eq!(other.bad_nonce, 1, "{other:?}");
 }

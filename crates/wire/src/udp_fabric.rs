@@ -10,9 +10,9 @@
 //!
 //! | type | message        | body                                                                  |
 //! |------|----------------|-----------------------------------------------------------------------|
-//! | 1    | AttachRequest  | hint node GUID (64; 0 for none), cookie (64; 0 for none)              |
-//! | 2    | AttachAccept   | slot(16) port(8) port count n(8) timeout ms(32) node GUID(64) n x port GUID(64) |
-//! | 3    | AttachReject   | reason(8)                                                             |
+//! | 1    | AttachRequest  | hint node GUID (64; 0 for none), cookie (64; 0 for none), nonce (64)  |
+//! | 2    | AttachAccept   | slot(16) port(8) port count n(8) timeout ms(32) node GUID(64) nonce(64) n x port GUID(64) |
+//! | 3    | AttachReject   | reason(8), then the request's nonce(64) when it answers a request     |
 //! | 4    | Packet         | one InfiniBand packet, LRH through VCRC (IBA 1 §7.7)                  |
 //! | 5    | Keepalive      | sequence(32)                                                          |
 //! | 6    | KeepaliveAck   | sequence(32) (the Keepalive's)                                        |
@@ -22,7 +22,7 @@
 //! | 10   | SeqPortConfig  | sequence(32), then a PortConfig body                                  |
 //! | 11   | SeqClientReregister | sequence(32) port(8)                                             |
 //! | 12   | ControlAck     | sequence(32): every sequenced message up to it taken; 0 for none      |
-//! | 13   | AttachChallenge | cookie(64): send the AttachRequest again with it                     |
+//! | 13   | AttachChallenge | cookie(64): send the AttachRequest again with it; nonce(64)          |
 //!
 //! PortConfig carries what the subnet manager writes into the host's port (PortInfo and
 //! P_KeyTable, IBA 1 §14.2.5.6-7). Until the emulated SM configures ports with SMPs, this message
@@ -38,9 +38,12 @@
 //!
 //! Type 13 and the cookie make the attach return-routable (docs/UDP-FABRIC.md "Protocol"): the
 //! fabric answers a request without a valid cookie with a challenge only, whose cookie the host
-//! echoes, as DTLS's HelloVerifyRequest (RFC 6347 §4.2.1) and QUIC's Retry (RFC 9000 §8.1). The
-//! challenge (20 bytes) is smaller than the request (28), so it does not amplify. The request's
-//! body changed, hence version 2.
+//! echoes, as DTLS's HelloVerifyRequest (RFC 6347 §4.2.1) and QUIC's Retry (RFC 9000 §8.1).
+//! The nonce goes the other way: the host draws one per attach, and the fabric's challenge,
+//! accept and reject echo the request's, so that a sender that does not see the request cannot
+//! answer it (as DTLS's ClientHello.random, RFC 6347 §4.2.1). Every answer to an address the
+//! fabric has not validated (the challenge, 28 bytes) is smaller than the request (36), so it
+//! does not amplify; the request needs no padding. The request's body changed, hence version 2.
 //!
 //! Across versions the header and the AttachReject (type 3, reason in the body's first byte)
 //! keep their layout: the fabric answers a datagram of another version with a reject "bad
@@ -75,15 +78,17 @@ pub const VERSION: u8 = 2;
 /// Length of the header.
 pub const HEADER_LEN: usize = field::BODY;
 /// Fixed part of an AttachAccept body (before the port GUIDs).
-const ACCEPT_FIXED: usize = 16;
+const ACCEPT_FIXED: usize = 24;
 /// Fixed part of a PortConfig body (before the P_Keys).
 const CONFIG_FIXED: usize = 20;
-/// An AttachRequest body: hint and cookie.
-const REQUEST_BODY: usize = 16;
-/// An AttachChallenge body: the cookie.
-const CHALLENGE_BODY: usize = 8;
-/// Length of an AttachReject datagram.
+/// An AttachRequest body: hint, cookie and nonce.
+const REQUEST_BODY: usize = 24;
+/// An AttachChallenge body: the cookie and the nonce.
+const CHALLENGE_BODY: usize = 16;
+/// Length of an AttachReject datagram without a nonce (every version's layout).
 pub const REJECT_LEN: usize = HEADER_LEN + 1;
+/// An AttachReject body with the request's nonce.
+const REJECT_NONCE_BODY: usize = 9;
 
 code_enum! {
     /// The message type (byte 3).
@@ -272,13 +277,23 @@ pub enum MessageRepr<'a> {
         hint: Guid,
         /// The cookie of the fabric's latest AttachChallenge (0: none yet).
         cookie: u64,
+        /// Drawn by the host for this attach; every answer echoes it. Never 0.
+        nonce: u64,
     },
     /// Fabric -> host: the identity.
-    AttachAccept(AttachAccept),
+    AttachAccept {
+        /// The nonce of the request answered.
+        nonce: u64,
+        /// The identity.
+        accept: AttachAccept,
+    },
     /// Fabric -> host: no identity.
     AttachReject {
         /// Why.
         reason: RejectReason,
+        /// The nonce of the request answered; 0 (and not on the wire) for a reject that answers
+        /// no request (UnknownSession to a Keepalive, "bad version").
+        nonce: u64,
     },
     /// Either way: an InfiniBand packet, LRH through VCRC (not checked here).
     Packet(&'a [u8]),
@@ -326,6 +341,8 @@ pub enum MessageRepr<'a> {
     AttachChallenge {
         /// Never 0.
         cookie: u64,
+        /// The nonce of the request answered.
+        nonce: u64,
     },
     /// A type this module does not know, with its body.
     Unknown {
@@ -341,7 +358,7 @@ impl MessageRepr<'_> {
     pub fn msg_type(&self) -> MessageType {
         match self {
             MessageRepr::AttachRequest { .. } => MessageType::AttachRequest,
-            MessageRepr::AttachAccept(_) => MessageType::AttachAccept,
+            MessageRepr::AttachAccept { .. } => MessageType::AttachAccept,
             MessageRepr::AttachReject { .. } => MessageType::AttachReject,
             MessageRepr::Packet(_) => MessageType::Packet,
             MessageRepr::Keepalive { .. } => MessageType::Keepalive,
@@ -361,8 +378,9 @@ impl MessageRepr<'_> {
         match self {
             MessageRepr::AttachRequest { .. } => REQUEST_BODY,
             MessageRepr::AttachChallenge { .. } => CHALLENGE_BODY,
-            MessageRepr::AttachAccept(a) => ACCEPT_FIXED + 8 * a.port_guids.len(),
-            MessageRepr::AttachReject { .. } | MessageRepr::ClientReregister { .. } => 1,
+            MessageRepr::AttachAccept { accept, .. } => ACCEPT_FIXED + 8 * accept.port_guids.len(),
+            MessageRepr::AttachReject { nonce: 0, .. } | MessageRepr::ClientReregister { .. } => 1,
+            MessageRepr::AttachReject { .. } => REJECT_NONCE_BODY,
             MessageRepr::Packet(p) => p.len(),
             MessageRepr::Keepalive { .. }
             | MessageRepr::KeepaliveAck { .. }
@@ -437,7 +455,8 @@ fn emit_config(c: &PortConfigRepr, body: &mut [u8]) -> Result<()> {
 impl<'a> DatagramRepr<'a> {
     /// Parses a datagram. `Malformed` for a wrong magic or a body whose counts disagree with its
     /// length or whose port is not among its ports; `Unsupported` for another version;
-    /// `Truncated` when bytes are missing. Bytes past a fixed-length body are ignored.
+    /// `Truncated` when bytes are missing (an AttachReject body of 2 to 8 bytes among them).
+    /// Bytes past a fixed-length body are ignored.
     pub fn parse(data: &'a [u8]) -> Result<DatagramRepr<'a>> {
         let d = Datagram::new_checked(data)?;
         if d.magic() != MAGIC {
@@ -453,6 +472,7 @@ impl<'a> DatagramRepr<'a> {
                 MessageRepr::AttachRequest {
                     hint: Guid(be64(body, 0)),
                     cookie: be64(body, 8),
+                    nonce: be64(body, 16),
                 }
             }
             MessageType::AttachAccept => {
@@ -466,18 +486,28 @@ impl<'a> DatagramRepr<'a> {
                 let port_guids = (0..n)
                     .map(|i| Guid(be64(body, ACCEPT_FIXED + 8 * i)))
                     .collect();
-                MessageRepr::AttachAccept(AttachAccept {
-                    slot: be16(body, 0),
-                    port,
-                    timeout_ms: be32(body, 4),
-                    node_guid: Guid(be64(body, 8)),
-                    port_guids,
-                })
+                MessageRepr::AttachAccept {
+                    nonce: be64(body, 16),
+                    accept: AttachAccept {
+                        slot: be16(body, 0),
+                        port,
+                        timeout_ms: be32(body, 4),
+                        node_guid: Guid(be64(body, 8)),
+                        port_guids,
+                    },
+                }
             }
             MessageType::AttachReject => {
                 need(body, 1)?;
+                let nonce = if body.len() > 1 {
+                    need(body, REJECT_NONCE_BODY)?;
+                    be64(body, 1)
+                } else {
+                    0
+                };
                 MessageRepr::AttachReject {
                     reason: RejectReason::from(body[0]),
+                    nonce,
                 }
             }
             MessageType::Packet => MessageRepr::Packet(body),
@@ -517,6 +547,7 @@ impl<'a> DatagramRepr<'a> {
                 need(body, CHALLENGE_BODY)?;
                 MessageRepr::AttachChallenge {
                     cookie: be64(body, 0),
+                    nonce: be64(body, 8),
                 }
             }
             MessageType::Unknown(t) => MessageRepr::Unknown { msg_type: t, body },
@@ -547,12 +578,20 @@ impl<'a> DatagramRepr<'a> {
         d.set_session(self.session);
         let body = d.body_mut();
         match &self.message {
-            MessageRepr::AttachRequest { hint, cookie } => {
+            MessageRepr::AttachRequest {
+                hint,
+                cookie,
+                nonce,
+            } => {
                 put64(body, 0, hint.0);
                 put64(body, 8, *cookie);
+                put64(body, 16, *nonce);
             }
-            MessageRepr::AttachChallenge { cookie } => put64(body, 0, *cookie),
-            MessageRepr::AttachAccept(a) => {
+            MessageRepr::AttachChallenge { cookie, nonce } => {
+                put64(body, 0, *cookie);
+                put64(body, 8, *nonce);
+            }
+            MessageRepr::AttachAccept { nonce, accept: a } => {
                 let n = u8::try_from(a.port_guids.len()).map_err(|_| Error::Malformed)?;
                 if n == 0 || a.port == 0 || a.port > n {
                     return Err(Error::Malformed);
@@ -562,11 +601,17 @@ impl<'a> DatagramRepr<'a> {
                 body[3] = n;
                 put32(body, 4, a.timeout_ms);
                 put64(body, 8, a.node_guid.0);
+                put64(body, 16, *nonce);
                 for (i, g) in a.port_guids.iter().enumerate() {
                     put64(body, ACCEPT_FIXED + 8 * i, g.0);
                 }
             }
-            MessageRepr::AttachReject { reason } => body[0] = (*reason).into(),
+            MessageRepr::AttachReject { reason, nonce } => {
+                body[0] = (*reason).into();
+                if *nonce != 0 {
+                    put64(body, 1, *nonce);
+                }
+            }
             MessageRepr::Packet(p) => body.copy_from_slice(p),
             MessageRepr::Keepalive { seq }
             | MessageRepr::KeepaliveAck { seq }

@@ -106,7 +106,14 @@ fn make_host_with(i: usize, now: Instant, seed: u64, external_connected: bool) -
         },
     );
     Peer {
-        host: RemoteHost::new(now, link_cfg(), seed + i as u64, Some(0x1000), install),
+        host: RemoteHost::new(
+            now,
+            link_cfg(),
+            seed + i as u64,
+            Some(0x1000),
+            None,
+            install,
+        ),
         ipoib: slot,
         alive: true,
         tamper: None,

@@ -4,7 +4,7 @@
 //! is then installed with the OS's IP layer, [`IpoibApp::install_external`]), and the control
 //! socket `ipoib show` reads (`crate::control`, `<run dir>/attach-<dev>.sock`).
 
-use super::{fresh_seed, DatagramPeer, IoCounters, UdpEndpoint, MAX_WAIT};
+use super::{fresh_seed, os_key, DatagramPeer, IoCounters, UdpEndpoint, MAX_WAIT};
 use crate::control::{attach_socket, AnswerError, BindError, ControlServer, Request, View};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Wake};
@@ -50,6 +50,11 @@ pub struct AttachOptions {
     pub link: HostLinkConfig,
     /// Seed of the host's random choices and its first QPN ([`fresh_seed`] by default).
     pub seed: u64,
+    /// The key of the host's attach nonces (`RemoteHost::new`); `None`: drawn from the
+    /// operating system's random source by [`AttachProcess::connect`] (from `seed` by
+    /// [`AttachEmu::new`]): whoever knows it can answer the host's requests without seeing
+    /// them (docs/UDP-FABRIC.md "Limits").
+    pub nonce_key: Option<[u64; 2]>,
     /// The IP layer is the operating system's ([`IpoibApp::install_external`]: packets come in
     /// through [`AttachProcess::from_os`] and leave through [`AttachProcess::drain_to_os`]);
     /// otherwise the emulation's own.
@@ -69,6 +74,7 @@ impl AttachOptions {
             pkey: PKey::DEFAULT,
             link: HostLinkConfig::default(),
             seed: fresh_seed(),
+            nonce_key: None,
             external: false,
         }
     }
@@ -139,6 +145,7 @@ impl AttachEmu {
             opts.link,
             opts.seed,
             Some(first_qpn),
+            opts.nonce_key,
             install,
         );
         AttachEmu {
@@ -208,6 +215,7 @@ impl AttachEmu {
                 .push("attach_requests", l.attach_requests)
                 .push("challenges", l.challenges)
                 .push("bad_version", l.bad_version)
+                .push("bad_nonce", l.bad_nonce)
                 .push("keepalives", l.keepalives)
                 .push("lost", l.lost)
                 .push("unattached", l.unattached)
@@ -347,7 +355,11 @@ impl AttachProcess {
         let socket = UdpSocket::bind(any)?;
         super::grow_buffers(&socket);
         socket.connect(opts.fabric)?;
-        let emu = AttachEmu::new(opts);
+        let mut opts = opts.clone();
+        if opts.nonce_key.is_none() {
+            opts.nonce_key = Some(os_key()?);
+        }
+        let emu = AttachEmu::new(&opts);
         let mut driver = Driver::new(emu, Config::default())?;
         driver.add(Box::new(UdpEndpoint::new(socket)?))?;
         Ok(AttachProcess {

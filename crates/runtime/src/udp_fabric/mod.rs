@@ -114,6 +114,16 @@ struct CaptureFile {
     error: Option<String>,
 }
 
+/// A secret key from the operating system's random source (`getrandom`): the fabric's cookie
+/// secret, a host's nonce key.
+fn os_key() -> io::Result<[u64; 2]> {
+    let mut key = [[0u8; 8]; 2];
+    for k in &mut key {
+        getrandom::fill(k).map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    Ok(key.map(u64::from_ne_bytes))
+}
+
 /// `ipoib fabric`: the fabric agent on a UDP socket. See the module docs.
 #[derive(Debug)]
 pub struct FabricProcess {
@@ -133,11 +143,7 @@ impl FabricProcess {
     pub fn bind(addr: SocketAddr, mut opts: FabricOptions) -> io::Result<FabricProcess> {
         opts.session_seed = opts.session_seed.or_else(|| Some(fresh_seed()));
         if opts.cookie_key.is_none() {
-            let mut key = [[0u8; 8]; 2];
-            for k in &mut key {
-                getrandom::fill(k).map_err(|e| io::Error::other(e.to_string()))?;
-            }
-            opts.cookie_key = Some(key.map(u64::from_ne_bytes));
+            opts.cookie_key = Some(os_key()?);
         }
         let server = FabricServer::build(opts).map_err(|e| io::Error::other(e.to_string()))?;
         let socket = UdpSocket::bind(addr)?;

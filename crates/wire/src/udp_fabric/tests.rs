@@ -9,12 +9,13 @@ const KEEPALIVE: [u8; 16] = [
     0, 0, 0, 7, // seq 7
 ];
 
-const ACCEPT: [u8; 36] = [
+const ACCEPT: [u8; 44] = [
     0x49, 0x42, 0x02, 0x02, // AttachAccept
     0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // session
     0x00, 0x03, 0x01, 0x01, // slot 3, port 1, one port
     0x00, 0x00, 0x0b, 0xb8, // 3000 ms
     0, 0, 0, 0, 0, 0, 0x10, 0x00, // node GUID 0x1000
+    0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, // nonce
     0, 0, 0, 0, 0, 0, 0x10, 0x01, // port 1 GUID 0x1001
 ];
 
@@ -72,13 +73,16 @@ fn accept_parse_emit() {
     let r = DatagramRepr::parse(&ACCEPT).unwrap();
     let want = DatagramRepr {
         session: 0x1122_3344_5566_7788,
-        message: MessageRepr::AttachAccept(AttachAccept {
-            slot: 3,
-            port: 1,
-            timeout_ms: 3000,
-            node_guid: Guid(0x1000),
-            port_guids: vec![Guid(0x1001)],
-        }),
+        message: MessageRepr::AttachAccept {
+            nonce: 0xa1a2_a3a4_a5a6_a7a8,
+            accept: AttachAccept {
+                slot: 3,
+                port: 1,
+                timeout_ms: 3000,
+                node_guid: Guid(0x1000),
+                port_guids: vec![Guid(0x1001)],
+            },
+        },
     };
     assert_eq!(r, want);
     assert_eq!(want.buffer_len(), ACCEPT.len());
@@ -146,10 +150,19 @@ fn packet_detach_request_reject() {
         MessageRepr::AttachRequest {
             hint: Guid(0x42),
             cookie: 0,
+            nonce: 9,
         },
-        MessageRepr::AttachChallenge { cookie: 7 },
+        MessageRepr::AttachChallenge {
+            cookie: 7,
+            nonce: 9,
+        },
         MessageRepr::AttachReject {
             reason: RejectReason::NoFreeSlot,
+            nonce: 9,
+        },
+        MessageRepr::AttachReject {
+            reason: RejectReason::UnknownSession,
+            nonce: 0,
         },
         MessageRepr::KeepaliveAck { seq: u32::MAX },
         MessageRepr::ClientReregister { port: 2 },
@@ -222,8 +235,9 @@ fn bad_magic_version_length() {
     assert_eq!(DatagramRepr::parse(&b), Err(Error::Unsupported));
 }
 
-// The attach's cookie (docs/UDP-FABRIC.md "Protocol"): the request carries hint and cookie, the
-// challenge the cookie alone and is smaller than the request (no amplification).
+// The attach's cookie and nonce (docs/UDP-FABRIC.md "Protocol"): the request carries hint,
+// cookie and nonce, the challenge the cookie and the nonce; every answer to a request is
+// smaller than the request (no amplification).
 #[test]
 fn request_and_challenge() {
     let req = [
@@ -231,32 +245,58 @@ fn request_and_challenge() {
         0, 0, 0, 0, 0, 0, 0, 0, // session 0
         0, 0, 0, 0, 0, 0, 0x10, 0x00, // hint 0x1000
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // cookie
+        0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, // nonce
     ];
     let d = DatagramRepr::parse(&req).unwrap();
     assert_eq!(
         d.message,
         MessageRepr::AttachRequest {
             hint: Guid(0x1000),
-            cookie: 0x0102_0304_0506_0708
+            cookie: 0x0102_0304_0506_0708,
+            nonce: 0xa1a2_a3a4_a5a6_a7a8,
         }
     );
     assert_eq!(d.to_vec().unwrap(), req);
-    assert_eq!(DatagramRepr::parse(&req[..27]), Err(Error::Truncated));
+    assert_eq!(DatagramRepr::parse(&req[..35]), Err(Error::Truncated));
     let ch = [
         0x49, 0x42, 0x02, 0x0d, // AttachChallenge
         0, 0, 0, 0, 0, 0, 0, 0, // session 0
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, // cookie
+        0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, // nonce
     ];
     let d = DatagramRepr::parse(&ch).unwrap();
     assert_eq!(
         d.message,
         MessageRepr::AttachChallenge {
-            cookie: 0x0102_0304_0506_0708
+            cookie: 0x0102_0304_0506_0708,
+            nonce: 0xa1a2_a3a4_a5a6_a7a8,
         }
     );
     assert_eq!(d.to_vec().unwrap(), ch);
-    assert_eq!(DatagramRepr::parse(&ch[..19]), Err(Error::Truncated));
+    assert_eq!(DatagramRepr::parse(&ch[..27]), Err(Error::Truncated));
     assert!(ch.len() < req.len(), "the challenge does not amplify");
+    let rej = [
+        0x49, 0x42, 0x02, 0x03, // AttachReject
+        0, 0, 0, 0, 0, 0, 0, 0,    // session 0
+        0x01, // no free slot
+        0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, // nonce
+    ];
+    let d = DatagramRepr::parse(&rej).unwrap();
+    assert_eq!(
+        d.message,
+        MessageRepr::AttachReject {
+            reason: RejectReason::NoFreeSlot,
+            nonce: 0xa1a2_a3a4_a5a6_a7a8,
+        }
+    );
+    assert_eq!(d.to_vec().unwrap(), rej);
+    assert!(rej.len() < req.len(), "the reject does not amplify");
+    // A reject without a nonce (to a Keepalive) is the reason alone; a part of a nonce is not.
+    for n in 14..21 {
+        assert_eq!(DatagramRepr::parse(&rej[..n]), Err(Error::Truncated), "{n}");
+    }
+    let bare = DatagramRepr::parse(&rej[..13]).unwrap();
+    assert_eq!(bare.to_vec().unwrap(), rej[..13]);
 }
 
 // Across versions: the fabric answers version 1 in version 1's header, which a host of
@@ -271,7 +311,8 @@ fn rejects_across_versions() {
     assert_eq!(
         DatagramRepr::parse(&ours).unwrap().message,
         MessageRepr::AttachReject {
-            reason: RejectReason::BadVersion
+            reason: RejectReason::BadVersion,
+            nonce: 0,
         }
     );
     assert_eq!(foreign_reject(&ours), None, "our own version parses");
@@ -291,13 +332,16 @@ fn emit_refuses_short_buffer_and_uncarriable() {
     assert_eq!(d.emit(&mut [0u8; 15]), Err(Error::Truncated));
     let bad = DatagramRepr {
         session: 1,
-        message: MessageRepr::AttachAccept(AttachAccept {
-            slot: 0,
-            port: 2,
-            timeout_ms: 0,
-            node_guid: Guid(1),
-            port_guids: vec![Guid(2)],
-        }),
+        message: MessageRepr::AttachAccept {
+            nonce: 1,
+            accept: AttachAccept {
+                slot: 0,
+                port: 2,
+                timeout_ms: 0,
+                node_guid: Guid(1),
+                port_guids: vec![Guid(2)],
+            },
+        },
     };
     assert_eq!(bad.to_vec(), Err(Error::Malformed));
 }
@@ -310,6 +354,47 @@ proptest! {
             // Only what this version does not parse.
             prop_assert!(v != VERSION);
             prop_assert_eq!(DatagramRepr::parse(&data), Err(Error::Unsupported));
+        }
+    }
+
+    // The attach's messages with any hint, cookie, nonce and reason: each parses back to
+    // itself, and the answers to a request (challenge, reject) are shorter than it.
+    #[test]
+    fn attach_messages_round_trip(
+        hint in any::<u64>(),
+        cookie in any::<u64>(),
+        nonce in any::<u64>(),
+        reason in any::<u8>(),
+        slot in any::<u16>(),
+        n in 1usize..8,
+    ) {
+        let req = DatagramRepr {
+            session: 0,
+            message: MessageRepr::AttachRequest { hint: Guid(hint), cookie, nonce },
+        };
+        let answers = [
+            MessageRepr::AttachChallenge { cookie, nonce },
+            MessageRepr::AttachReject { reason: RejectReason::from(reason), nonce },
+            MessageRepr::AttachAccept {
+                nonce,
+                accept: AttachAccept {
+                    slot,
+                    port: 1,
+                    timeout_ms: 3000,
+                    node_guid: Guid(hint),
+                    port_guids: (0..n as u64).map(Guid).collect(),
+                },
+            },
+        ];
+        let v = req.to_vec().unwrap();
+        prop_assert_eq!(DatagramRepr::parse(&v).unwrap(), req.clone());
+        for (i, message) in answers.into_iter().enumerate() {
+            let d = DatagramRepr { session: 0, message };
+            let w = d.to_vec().unwrap();
+            prop_assert_eq!(DatagramRepr::parse(&w).unwrap(), d);
+            if i < 2 {
+                prop_assert!(w.len() < v.len(), "{} bytes against {}", w.len(), v.len());
+            }
         }
     }
 

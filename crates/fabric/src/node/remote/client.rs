@@ -39,6 +39,9 @@ use std::time::Duration;
 /// (4 MiB) stays within the sockets' 8 MiB buffers (docs/DEPLOYED.md "Linux UDP sockets").
 pub const REMOTE_RC_WINDOW: u32 = 1024;
 
+/// Stream of the host's seed its attach nonces' key is drawn from, when not given.
+const NONCE_STREAM: u64 = 0x006e_6f6e_6365;
+
 /// Installs the host's software (IPoIB interfaces, ...) on a host just built for `identity`,
 /// with a generator of its own.
 pub type InstallFn = Box<dyn FnMut(&mut Host, &AttachAccept, Rng)>;
@@ -103,16 +106,24 @@ impl std::fmt::Debug for RemoteHost {
 impl RemoteHost {
     /// A host that starts attaching at `now`. `seed` seeds its simulator and its software;
     /// `first_qpn` is its HCA's first QPN (the runtime draws one at random, so that a restarted
-    /// host does not reuse its previous QPNs); `install` puts its software on it once built.
+    /// host does not reuse its previous QPNs); `nonce_key` keys its attach nonces
+    /// ([`HostLink::new`]; `None`: drawn from `seed`, the same in every run, as tests want; the
+    /// runtime gives one from the operating system's random source); `install` puts its
+    /// software on it once built.
     pub fn new(
         now: Instant,
         cfg: HostLinkConfig,
         seed: u64,
         first_qpn: Option<u32>,
+        nonce_key: Option<[u64; 2]>,
         install: InstallFn,
     ) -> RemoteHost {
+        let key = nonce_key.unwrap_or_else(|| {
+            let mut r = Rng::new(seed).fork(NONCE_STREAM);
+            [r.next_u64(), r.next_u64()]
+        });
         RemoteHost {
-            link: HostLink::new(now, cfg),
+            link: HostLink::new(now, cfg, key),
             host: None,
             install,
             seed,

@@ -5,7 +5,10 @@
 //! requester's address and a coarse bucket of the fabric's time: only a sender that receives at
 //! the address it names learns it, and it is taken in its bucket and the next.
 //!
-//! Invariants: a cookie is never 0 (0 in a request is "none"); time is a parameter.
+//! The other way, [`Nonces`]: the host's nonce for each attach, which the fabric's challenge,
+//! accept and reject echo, so that only a sender that saw the request can answer it.
+//!
+//! Invariants: a cookie or a nonce is never 0 (0 in a request is "none"); time is a parameter.
 
 use ipoib_proto::time::Instant;
 use siphasher::sip::SipHasher24;
@@ -61,9 +64,41 @@ impl Cookies {
     }
 }
 
+/// The host's attach nonces: SipHash-2-4 keyed with the host's secret over a counter, so that
+/// the nonces a sender saw tell nothing of the next one without the key.
+#[derive(Clone)]
+pub(super) struct Nonces {
+    key: [u64; 2],
+    drawn: u64,
+}
+
+impl std::fmt::Debug for Nonces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret stays out of logs.
+        f.debug_struct("Nonces")
+            .field("drawn", &self.drawn)
+            .finish()
+    }
+}
+
+impl Nonces {
+    /// Nonces keyed with `key`.
+    pub(super) fn new(key: [u64; 2]) -> Nonces {
+        Nonces { key, drawn: 0 }
+    }
+
+    /// The next nonce (never 0).
+    pub(super) fn draw(&mut self) -> u64 {
+        let mut h = SipHasher24::new_with_keys(self.key[0], self.key[1]);
+        self.drawn.hash(&mut h);
+        self.drawn += 1;
+        h.finish().max(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Cookies, COOKIE_BUCKET};
+    use super::{Cookies, Nonces, COOKIE_BUCKET};
     use ipoib_proto::time::Instant;
 
     #[test]
@@ -78,5 +113,14 @@ mod tests {
         assert!(!c.check(&8u8, t, k), "another peer's");
         assert!(!c.check(&7u8, t, 0), "none");
         assert!(!Cookies::new([1, 3]).check(&7u8, t, k), "another secret's");
+    }
+
+    #[test]
+    fn nonces_differ_by_draw_and_key_and_repeat_with_both() {
+        let (mut a, mut b) = (Nonces::new([1, 2]), Nonces::new([1, 2]));
+        let x: Vec<u64> = (0..3).map(|_| a.draw()).collect();
+        assert_eq!(x, (0..3).map(|_| b.draw()).collect::<Vec<_>>(), "same key");
+        assert!(x[0] != x[1] && x[1] != x[2] && !x.contains(&0), "{x:?}");
+        assert_ne!(Nonces::new([1, 3]).draw(), x[0], "another key's");
     }
 }

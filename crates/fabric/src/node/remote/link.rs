@@ -6,6 +6,9 @@
 //!   attaches only a request with a cookie it minted for the sender's address, module
 //!   `cookie`); a challenge outside an attach is counted as stale and ignored. The cookie is
 //!   dropped when the fabric is lost;
+//! - draws a nonce per attach (at the start and at each loss of the fabric) that its requests
+//!   carry, and takes a challenge, accept or reject only with that nonce: an off-path sender
+//!   forging the fabric's address does not know it (counted `bad_nonce`, ignored);
 //! - a reject of another version of the protocol (a fabric of another build) is reported
 //!   ([`HostLinkEvent::OtherVersion`]), and the requests go on;
 //! - once attached, sends a Keepalive every [`HostLinkConfig::keepalive`]; any datagram of its
@@ -27,6 +30,7 @@
 //! came in a session, an unsequenced configuration of that session is older than it and is
 //! dropped (counted as stale); every queue is bounded.
 
+use super::cookie::Nonces;
 use super::reliable::next_seq;
 use super::{config_from_wire, Outgoing};
 use crate::hw::mgmt::PortConfig;
@@ -98,6 +102,9 @@ pub struct HostLinkCounters {
     pub challenges: u64,
     /// Rejects "bad version" in another version's header (a fabric of another build).
     pub bad_version: u64,
+    /// AttachChallenges, AttachAccepts and AttachRejects while attaching without this attach's
+    /// nonce (forged, or late answers to an attach before the last loss): ignored.
+    pub bad_nonce: u64,
     /// Keepalives sent.
     pub keepalives: u64,
     /// Times the fabric was lost.
@@ -143,6 +150,8 @@ enum State {
         next: Instant,
         /// The latest challenge's cookie (0: none yet).
         cookie: u64,
+        /// This attach's nonce, which every answer must carry.
+        nonce: u64,
     },
     Attached {
         session: u64,
@@ -163,20 +172,25 @@ pub struct HostLink {
     /// gives it again, its numbering going on.
     last: Option<(u64, Sequenced)>,
     seq: u32,
+    nonces: Nonces,
     out: VecDeque<Outgoing>,
     events: VecDeque<HostLinkEvent>,
     counters: HostLinkCounters,
 }
 
 impl HostLink {
-    /// Starts attaching at `now`.
-    pub fn new(now: Instant, cfg: HostLinkConfig) -> HostLink {
+    /// Starts attaching at `now`; its attach nonces are keyed with `nonce_key` (a secret: whoever
+    /// knows it can answer this host's requests without seeing them).
+    pub fn new(now: Instant, cfg: HostLinkConfig, nonce_key: [u64; 2]) -> HostLink {
+        let mut nonces = Nonces::new(nonce_key);
         HostLink {
             cfg,
             state: State::Attaching {
                 next: now,
                 cookie: 0,
+                nonce: nonces.draw(),
             },
+            nonces,
             hint: Guid(0),
             last: None,
             seq: 0,
@@ -200,6 +214,14 @@ impl HostLink {
     pub fn session(&self) -> Option<u64> {
         match self.state {
             State::Attached { session, .. } => Some(session),
+            _ => None,
+        }
+    }
+
+    /// The current attach's nonce, while attaching.
+    pub fn nonce(&self) -> Option<u64> {
+        match self.state {
+            State::Attaching { nonce, .. } => Some(nonce),
             _ => None,
         }
     }
@@ -236,7 +258,11 @@ impl HostLink {
     /// Sends what is due at `now` (early or repeated calls are harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.state {
-            State::Attaching { next, cookie } if now >= next => self.request(now, cookie),
+            State::Attaching {
+                next,
+                cookie,
+                nonce,
+            } if now >= next => self.request(now, cookie, nonce),
             State::Attached {
                 session,
                 last_heard,
@@ -287,15 +313,36 @@ impl HostLink {
             return;
         };
         match (&mut self.state, d.message) {
-            (State::Attaching { cookie: held, .. }, MessageRepr::AttachChallenge { cookie }) => {
+            // Not this attach's answer: forged (the sender did not see the request) or late.
+            (
+                &mut State::Attaching { nonce, .. },
+                MessageRepr::AttachChallenge { nonce: n, .. }
+                | MessageRepr::AttachAccept { nonce: n, .. }
+                | MessageRepr::AttachReject { nonce: n, .. },
+            ) if n != nonce => {
+                if n == 0 {
+                    // A reject answering no request (UnknownSession to an earlier Keepalive).
+                    self.counters.stale += 1;
+                } else {
+                    self.counters.bad_nonce += 1;
+                }
+            }
+            (
+                &mut State::Attaching {
+                    cookie: held,
+                    nonce,
+                    ..
+                },
+                MessageRepr::AttachChallenge { cookie, .. },
+            ) => {
                 self.counters.challenges += 1;
                 // A repeated challenge (to a retry sent before the first came) is answered
                 // already; the timer sends the next request.
-                if *held != cookie {
-                    self.request(now, cookie);
+                if held != cookie {
+                    self.request(now, cookie, nonce);
                 }
             }
-            (State::Attaching { .. }, MessageRepr::AttachAccept(a)) => {
+            (State::Attaching { .. }, MessageRepr::AttachAccept { accept: a, .. }) => {
                 self.hint = a.node_guid;
                 // The session lost last, given again (the fabric still held it: it heard this
                 // host while this host heard nothing): its numbers go on, and the fabric resends
@@ -315,10 +362,10 @@ impl HostLink {
                 // configuration"); up to here, in a session given again.
                 self.ack(d.session, sequenced.taken);
             }
-            (State::Attaching { .. }, MessageRepr::AttachReject { reason }) => {
+            (State::Attaching { .. }, MessageRepr::AttachReject { reason, .. }) => {
                 self.event(HostLinkEvent::Rejected(reason));
             }
-            (State::Attached { session, .. }, MessageRepr::AttachReject { reason })
+            (State::Attached { session, .. }, MessageRepr::AttachReject { reason, .. })
                 if *session == d.session && reason == RejectReason::UnknownSession =>
             {
                 self.lose(now);
@@ -447,14 +494,23 @@ impl HostLink {
         }
     }
 
-    /// Sends an AttachRequest with `cookie` at `now`; the next goes after the retry interval.
-    fn request(&mut self, now: Instant, cookie: u64) {
+    /// Sends an AttachRequest with `cookie` and `nonce` at `now`; the next goes after the retry
+    /// interval.
+    fn request(&mut self, now: Instant, cookie: u64, nonce: u64) {
         self.counters.attach_requests += 1;
         let hint = self.hint;
-        self.send(0, MessageRepr::AttachRequest { hint, cookie });
+        self.send(
+            0,
+            MessageRepr::AttachRequest {
+                hint,
+                cookie,
+                nonce,
+            },
+        );
         self.state = State::Attaching {
             next: now + self.cfg.retry,
             cookie,
+            nonce,
         };
     }
 
@@ -466,9 +522,11 @@ impl HostLink {
             self.last = Some((session, sequenced));
         }
         self.counters.lost += 1;
+        // A new attach: a new nonce, so that no answer to the requests before counts.
         self.state = State::Attaching {
             next: now,
             cookie: 0,
+            nonce: self.nonces.draw(),
         };
         self.event(HostLinkEvent::Lost);
         self.handle_timeout(now);
@@ -500,6 +558,7 @@ impl HostLink {
 #[cfg(test)]
 mod tests {
     use super::{HostLink, HostLinkConfig, HostLinkEvent};
+    use ipoib_proto::rng::Rng;
     use ipoib_proto::time::Instant;
     use ipoib_wire::udp_fabric::{AttachAccept, DatagramRepr, MessageRepr};
     use ipoib_wire::Guid;
@@ -525,6 +584,21 @@ mod tests {
         }
     }
 
+    /// A link attaching from time zero, its nonces keyed from `seed`.
+    fn link(seed: u64) -> HostLink {
+        let mut r = Rng::new(seed);
+        let key = [r.next_u64(), r.next_u64()];
+        HostLink::new(Instant::ZERO, HostLinkConfig::default(), key)
+    }
+
+    /// The fabric's accept of session 7 to `link`'s current attach.
+    fn accepted(link: &HostLink) -> Vec<u8> {
+        d(MessageRepr::AttachAccept {
+            nonce: link.nonce().unwrap(),
+            accept: accept(),
+        })
+    }
+
     /// The numbers of the ControlAcks the host sent since last asked.
     fn acks(link: &mut HostLink) -> Vec<u32> {
         std::iter::from_fn(|| link.poll_transmit())
@@ -540,7 +614,7 @@ mod tests {
     // nothing more; one while attached is stale. The cookie goes with the fabric.
     #[test]
     fn a_challenge_is_answered_at_once_and_only_while_attaching() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
+        let mut link = link(1);
         let cookies = |link: &mut HostLink| -> Vec<u64> {
             std::iter::from_fn(|| link.poll_transmit())
                 .filter_map(|v| match DatagramRepr::parse(&v).unwrap().message {
@@ -552,10 +626,11 @@ mod tests {
         link.handle_timeout(Instant::ZERO);
         assert_eq!(cookies(&mut link), [0]);
         // As the fabric sends it: session 0.
+        let nonce = link.nonce().unwrap();
         let challenge = |cookie| {
             DatagramRepr {
                 session: 0,
-                message: MessageRepr::AttachChallenge { cookie },
+                message: MessageRepr::AttachChallenge { cookie, nonce },
             }
             .to_vec()
             .unwrap()
@@ -569,22 +644,29 @@ mod tests {
         link.handle_datagram(t, &challenge(6));
         assert_eq!(cookies(&mut link), [6], "a new cookie at once");
         assert_eq!(link.counters().challenges, 3);
-        link.handle_datagram(t, &d(MessageRepr::AttachAccept(accept())));
+        link.handle_datagram(t, &accepted(&link));
         link.handle_datagram(t, &challenge(7));
         assert_eq!(cookies(&mut link), [], "attached: ignored");
         assert_eq!((link.counters().challenges, link.counters().stale), (3, 1));
-        // Lost: the next request has none.
+        // Lost: the next request has none, and a new nonce, which the old one's answers lack.
         let lost = t + HostLinkConfig::default().dead_after;
         link.handle_timeout(lost);
         assert_eq!(cookies(&mut link), [0]);
+        assert!(link.nonce().is_some_and(|n| n != nonce));
+        link.handle_datagram(lost, &challenge(8));
+        assert_eq!(cookies(&mut link), [], "the last attach's nonce");
+        assert_eq!(
+            (link.counters().challenges, link.counters().bad_nonce),
+            (3, 1)
+        );
     }
 
     // A packet from the fabric is copied into the buffer the caller gives (a spent packet's
     // allocation), not into a new one.
     #[test]
     fn a_packet_from_the_fabric_is_copied_into_the_buffer_given() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
+        let mut link = link(2);
+        link.handle_datagram(Instant::ZERO, &accepted(&link));
         assert!(matches!(
             link.poll_event(),
             Some(HostLinkEvent::Attached(_))
@@ -607,8 +689,8 @@ mod tests {
     // comes after a sequenced one is older and is dropped.
     #[test]
     fn sequenced_messages_are_taken_once_in_order_and_acknowledged() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
+        let mut link = link(2);
+        link.handle_datagram(Instant::ZERO, &accepted(&link));
         assert_eq!(acks(&mut link), [0], "this host takes sequenced messages");
         let rereg = |seq| d(MessageRepr::SeqClientReregister { seq, port: 1 });
         // 2 before 1: dropped; then 1, 2, and 1 again.
@@ -638,8 +720,8 @@ mod tests {
     // queue drops is counted in `queue_full` alone.
     #[test]
     fn a_control_ack_the_full_queue_drops_is_not_counted_as_sent() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
+        let mut link = link(2);
+        link.handle_datagram(Instant::ZERO, &accepted(&link));
         let rereg = d(MessageRepr::SeqClientReregister { seq: 1, port: 1 });
         // Each copy is acknowledged again; nothing is sent meanwhile, so the queue fills.
         let copies = super::QUEUE_LIMIT + 10;
@@ -658,8 +740,8 @@ mod tests {
     // sending it); the fabric's resend brings it when there is room.
     #[test]
     fn a_sequenced_message_with_no_room_for_its_event_waits_for_the_resend() {
-        let mut link = HostLink::new(Instant::ZERO, HostLinkConfig::default());
-        link.handle_datagram(Instant::ZERO, &d(MessageRepr::AttachAccept(accept())));
+        let mut link = link(2);
+        link.handle_datagram(Instant::ZERO, &accepted(&link));
         assert_eq!(acks(&mut link), [0]);
         let packet = d(MessageRepr::Packet(&[0x5a; 64]));
         while link.counters().queue_full == 0 {

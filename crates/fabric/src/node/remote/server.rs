@@ -17,7 +17,8 @@
 //!   followed by the port's configuration as the slot's SMA holds it ([`Remote::attach`]); the
 //!   cable's coming up is a trap 128 from the switch (IBA 1 §14.2.5.1), on which the SM sweeps
 //!   again and configures the port by SMPs, keeping the LID it gave the port before (its
-//!   guid2lid, [`SmpSm::guid2lid`]). No free slot: reject.
+//!   guid2lid, [`SmpSm::guid2lid`]). No free slot: reject. The challenge, the accept and the
+//!   reject echo the request's nonce, which the host checks (module `link`).
 //! - Every other message must come from a peer with a session and carry its id; else it is
 //!   counted and dropped (a Keepalive is answered with the reject `UnknownSession`, so that a host
 //!   whose fabric restarted attaches again at once).
@@ -446,9 +447,14 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
 
     fn handle_message(&mut self, from: A, d: DatagramRepr<'_>) {
         let now = self.sim.now();
-        if let MessageRepr::AttachRequest { hint, cookie } = d.message {
+        if let MessageRepr::AttachRequest {
+            hint,
+            cookie,
+            nonce,
+        } = d.message
+        {
             if self.cookies.check(&from, now, cookie) {
-                self.attach(from, hint);
+                self.attach(from, hint, nonce);
             } else {
                 // Nothing kept: the challenge alone (docs/UDP-FABRIC.md "Protocol").
                 if cookie == 0 {
@@ -457,7 +463,7 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
                     self.counters.bad_cookie += 1;
                 }
                 let cookie = self.cookies.mint(&from, now);
-                self.reply(from, 0, MessageRepr::AttachChallenge { cookie });
+                self.reply(from, 0, MessageRepr::AttachChallenge { cookie, nonce });
             }
             return;
         }
@@ -474,6 +480,7 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
                     d.session,
                     MessageRepr::AttachReject {
                         reason: RejectReason::UnknownSession,
+                        nonce: 0,
                     },
                 );
             }
@@ -500,7 +507,8 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
         }
     }
 
-    fn attach(&mut self, from: A, hint: Guid) {
+    /// A request with a valid cookie; `nonce` is the request's, which the answer echoes.
+    fn attach(&mut self, from: A, hint: Guid, nonce: u64) {
         let now = self.sim.now();
         if let Some(&i) = self.sessions.get(&from) {
             // The accept was lost: the same answer again (and the configuration after it).
@@ -524,7 +532,7 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
             } else {
                 self.counters.accepts_resent += 1;
             }
-            self.accept(i);
+            self.accept(i, nonce);
             return;
         }
         let free = |s: &&Slot<A>| s.session.is_none();
@@ -540,6 +548,7 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
                 0,
                 MessageRepr::AttachReject {
                     reason: RejectReason::NoFreeSlot,
+                    nonce,
                 },
             );
             return;
@@ -560,11 +569,12 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
             self.sim.schedule_link_state(l, now, true);
             self.sim.run_until(now);
         }
-        self.accept(i);
+        self.accept(i, nonce);
     }
 
-    /// Sends slot `i`'s accept, then (through [`Remote::attach`]) its configuration.
-    fn accept(&mut self, i: usize) {
+    /// Sends slot `i`'s accept with `nonce`, then (through [`Remote::attach`]) its
+    /// configuration.
+    fn accept(&mut self, i: usize, nonce: u64) {
         let Some(s) = self.slots[i].session else {
             return;
         };
@@ -579,7 +589,7 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
             node_guid: r.node_guid(),
             port_guids: r.port_guids().to_vec(),
         };
-        self.reply(s.peer, s.id, MessageRepr::AttachAccept(accept));
+        self.reply(s.peer, s.id, MessageRepr::AttachAccept { nonce, accept });
     }
 
     fn end_session(&mut self, i: usize) {
