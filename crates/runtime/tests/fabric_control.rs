@@ -467,6 +467,12 @@ fn an_attach_process_takes_only_answers_with_its_nonce() {
             h.turn(TURN).unwrap();
         }
     }
+    // The other host's forged accept came before: a few more turns to be sure it was read.
+    for _ in 0..5 {
+        for h in &mut hosts {
+            h.turn(TURN).unwrap();
+        }
+    }
     let attached: Vec<bool> = hosts
         .iter()
         .map(|h| h.emu().host().link().is_attached())
