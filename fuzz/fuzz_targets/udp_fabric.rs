@@ -6,9 +6,7 @@
 //! amplification).
 #![no_main]
 
-use ipoib_wire::udp_fabric::{
-    foreign_reject, DatagramRepr, MessageRepr, RejectReason, VERSION,
-};
+use ipoib_wire::udp_fabric::{foreign_reject, DatagramRepr, MessageRepr, RejectReason, VERSION};
 use ipoib_wire::Error;
 use libfuzzer_sys::fuzz_target;
 
@@ -31,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
                 nonce,
             },
         ] {
-            let answer = DatagramRepr { session: 0, message };
+            let answer = DatagramRepr {
+                session: 0,
+                message,
+            };
             assert!(answer.buffer_len() < buf.len());
         }
     }
