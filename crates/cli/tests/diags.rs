@@ -7,10 +7,10 @@
 //! of each switch (its own LID to port 0, its hosts by their cables, the rest over 3 or 5);
 //! `ibtracert` from Hca3 to Hca2 goes Hca3, Switch1, Switch2, Hca2, leaving Switch1 by the port
 //! its LFT names, and `ibtracert -m` of the broadcast MLID takes the same switches;
-//! `ibqueryerrors` finds only PortRcvSwitchRelayErrors of the bring-up at host ports, none once
-//! `-k` cleared the counters, then, after the console pulled and plugged back Switch1's port 5
-//! cable, LinkDownedCounter 1 at both its ends (IBA 1 §16.1.3.5), and none
-//! again after `-k` cleared them; `ibccquery` of a switch gets status 0x000C at once
+//! `ibqueryerrors` finds only PortRcvSwitchRelayErrors of the bring-up (at host ports, or at an
+//! inter-switch port, docs/DIAGS.md), none once `-k` cleared the counters, then, after the
+//! console pulled and plugged back Switch1's port 5 cable, LinkDownedCounter 1 at both its ends
+//! (IBA 1 §16.1.3.5), and none again after `-k` cleared them; `ibccquery` of a switch gets status 0x000C at once
 //! (`crates/fabric/src/hw/switch/gsi.rs`). docs/DIAGS.md has what each tool printed on ibsim, on
 //! ours with OpenSM and with our SM. Skipped, with a message, where ibsim-run, opensm or a tool is
 //! not installed; every process is `osm/mod.rs`'s, stopped on every exit path.
