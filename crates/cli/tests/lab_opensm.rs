@@ -78,7 +78,15 @@ fn opensm_lab_pings_both_families_and_leaves_nothing() {
     );
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(text.contains("SUBNET UP"), "{log}:\n{text}");
-    assert!(!text.contains("ERR "), "{log}:\n{text}");
+    // No error but the documented refusal of the send-only join to ff02::2 that the hosts' router
+    // solicitations cause (docs/IPOIB-JOINS.md, README "`ipoib fabric` and `ipoib attach`"),
+    // logged before or after the hosts are up, as Linux's solicitation delay falls.
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ERR "))
+        .filter(|l| !(l.contains("ERR 1B10") && l.contains("MGID: ff12:601b:ffff::2 ")))
+        .collect();
+    assert!(errors.is_empty(), "{log}:\n{text}");
     // OpenSM gave the LIDs: its own port 1, the switch 2, the others after.
     assert!(table.contains("\nh1   ipoib-h1       1 "), "{table}");
 
