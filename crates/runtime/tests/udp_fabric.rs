@@ -19,9 +19,15 @@ const TURN: Duration = Duration::from_millis(1);
 /// shared by parallel tests); only a failing test waits this long.
 const LONG: Duration = Duration::from_secs(30);
 
+/// The fabric's silence timeout and a host's `dead_after`: far beyond any stall of the test's one
+/// thread on a loaded machine (with 500 ms, a test at nice 19 beside two busy loops saw host 1
+/// lose its link, and its carrier, to such a stall). A restarted fabric is found at once: it
+/// answers a Keepalive of a session it does not have with the reject UnknownSession.
+const SILENCE: Duration = Duration::from_secs(10);
+
 fn fabric(addr: SocketAddr) -> FabricProcess {
     let mut o = FabricOptions::new(SubnetOptions::new(Topology::single_switch(3).unwrap(), 1));
-    o.timeout = Duration::from_secs(2);
+    o.timeout = 2 * SILENCE;
     FabricProcess::bind(addr, o).expect("bind the fabric")
 }
 
@@ -33,7 +39,7 @@ fn host(fabric: SocketAddr, i: u8, seed: u64) -> AttachProcess {
     o.link = HostLinkConfig {
         retry: Duration::from_millis(50),
         keepalive: Duration::from_millis(100),
-        dead_after: Duration::from_millis(500),
+        dead_after: SILENCE,
     };
     AttachProcess::connect(&o).expect("attach socket")
 }
