@@ -22,7 +22,7 @@ pub struct FabricOptions {
     /// lost session's id again goes on with that session's numbers (docs/UDP-FABRIC.md
     /// "Reliable configuration").
     pub session_seed: Option<u64>,
-    /// The secret of the attach cookies ([`super::cookie`]); `None`: drawn from the session
+    /// The secret of the attach cookies (`remote/cookie.rs`); `None`: drawn from the session
     /// ids' generator. A process gives one from the operating system's random source
     /// (`runtime::udp_fabric::FabricProcess::bind`): whoever can guess it can mint a cookie for
     /// any address.
@@ -46,7 +46,7 @@ impl FabricOptions {
     }
 }
 
-/// Counters of a [`FabricServer`].
+/// Counters of a [`super::FabricServer`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerCounters {
     /// Datagrams received.
