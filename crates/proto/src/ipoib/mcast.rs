@@ -9,8 +9,8 @@
 //! (`state.rs`).
 //!
 //! Invariants: at most one SA request in flight per group; a group is attached (QP attached, HCA
-//! side) exactly while the SA granted it FullMember or NonMember; at most `queue_len` frames wait per
-//! group; no group but the broadcast group is joined before the broadcast group is joined and its
+//! side) exactly while the SA granted it FullMember or NonMember; at most `mcast_queue_len` frames
+//! wait per group, `max_mcast_queued` in all (`tx.rs` `send_multicast`); no group but the broadcast group is joined before the broadcast group is joined and its
 //! parameters are known (every other join copies them, §11), after a light flush too.
 
 use super::timer::{earliest, Backoff, GROUP_ABSENT_HOLD, SEND_ONLY_IDLE};
@@ -479,51 +479,6 @@ impl Interface {
         }
     }
 
-    /// Sends a frame to `mgid` by the rules of §11: member (any join state) → send; join in
-    /// progress → wait; known absent → all routers if wide scope, else drop; unknown → join
-    /// SendOnlyNonMember (which tells whether the group exists) and send once joined.
-    pub(super) fn send_multicast(
-        &mut self,
-        now: Instant,
-        mgid: Gid,
-        data: Vec<u8>,
-        fallback: Option<Gid>,
-    ) {
-        let qmax = self.cfg.queue_len;
-        if let Some(g) = self.mc.map.get_mut(&mgid) {
-            g.used = now;
-            if !g.have.is_empty() {
-                let mlid = g.mlid;
-                self.push_mcast(mgid, mlid, data);
-                return;
-            }
-            if g.query.is_some() || g.retry.is_some() || !g.want().is_empty() {
-                if g.queue.len() < qmax {
-                    g.queue.push_back(McFrame { data, fallback });
-                } else {
-                    self.drop1(DropReason::McastQueueFull);
-                }
-                self.mc_kick(now);
-                return;
-            }
-        }
-        if self.mc.absent.get(&mgid).is_some_and(|t| *t > now) {
-            return self.mc_fallback(now, McFrame { data, fallback });
-        }
-        if !self.mc.map.contains_key(&mgid) && self.send_only_groups() >= self.cfg.max_mcast_groups
-        {
-            // Flood protection (`InterfaceConfig::max_mcast_groups`): a stack sending to ever new
-            // groups (ND for a sweep of unknown addresses) does not grow the table or the SA's
-            // work without bound.
-            return self.drop1(DropReason::McastTableFull);
-        }
-        let g = self.mc.map.entry(mgid).or_default();
-        g.send_only = true;
-        g.used = now;
-        g.queue.push_back(McFrame { data, fallback });
-        self.mc_kick(now);
-    }
-
     /// §4.1: the broadcast group is not at this scope: try the next wider one (2, 5, 8, 0xE), and
     /// after the widest start again from the configured scope after a backoff.
     fn next_broadcast_scope(&mut self, now: Instant, old: Gid) {
@@ -599,7 +554,7 @@ impl Interface {
         }
     }
 
-    fn mc_fallback(&mut self, now: Instant, f: McFrame) {
+    pub(super) fn mc_fallback(&mut self, now: Instant, f: McFrame) {
         match f.fallback {
             Some(ar) => self.send_multicast(now, ar, f.data, None),
             None => self.drop1(DropReason::NoMcastGroup),
@@ -632,7 +587,7 @@ impl Interface {
     }
 
     /// Groups held only for sending (no member use of ours).
-    fn send_only_groups(&self) -> usize {
+    pub(super) fn send_only_groups(&self) -> usize {
         self.mc
             .map
             .values()

@@ -121,8 +121,15 @@ pub struct InterfaceConfig {
     pub mtu: Option<u32>,
     /// Send a GRH on unicast even when the path does not need one (§6: optional within a subnet).
     pub unicast_grh: bool,
-    /// Packets queued per unresolved neighbour, path or multicast group (docs/DEPLOYED.md: 3).
+    /// Packets queued per unresolved neighbour or path (docs/DEPLOYED.md: 3, Linux's
+    /// `IPOIB_MAX_PATH_REC_QUEUE`).
     pub queue_len: usize,
+    /// Packets queued per multicast group while its join is pending (Linux's
+    /// `IPOIB_MAX_MCAST_QUEUE`, 64: docs/IPOIB-JOINS.md).
+    pub mcast_queue_len: usize,
+    /// Packets queued in all multicast groups together (flood protection: a stack sending to ever
+    /// new groups keeps at most this many frames, with `max_mcast_groups`).
+    pub max_mcast_queued: usize,
     /// Bound of the neighbour table (flood protection).
     pub max_neighbours: usize,
     /// Bound of the path table.
@@ -175,6 +182,8 @@ impl InterfaceConfig {
             mtu: None,
             unicast_grh: false,
             queue_len: 3,
+            mcast_queue_len: 64,
+            max_mcast_queued: 3072,
             max_neighbours: 1024,
             max_paths: 1024,
             max_mcast_groups: 1024,

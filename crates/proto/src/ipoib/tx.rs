@@ -8,6 +8,7 @@
 //! (§9.1.2 b); in the legacy profile a unicast IPv6 datagram goes with the Q_Key its neighbour
 //! named in its ND option (draft-kashyap-ipoib-ipv6-01 §5.1.3, `push_ud`).
 
+use super::mcast::McFrame;
 use super::neighbour::Lookup;
 use super::path::{path_query, PathInfo, PathLookup, QueuedFrame};
 use super::{DropReason, Interface, Link, LogLevel, Pending, UdTransmit};
@@ -399,6 +400,57 @@ impl Interface {
         }
         data.drain(..ENCAP_HEADER_LEN);
         true
+    }
+}
+
+impl Interface {
+    /// Sends a frame to `mgid` by the rules of §11: member (any join state) → send; join in
+    /// progress → wait; known absent → all routers if wide scope, else drop; unknown → join
+    /// SendOnlyNonMember (which tells whether the group exists) and send once joined. While a join
+    /// is pending at most `InterfaceConfig::mcast_queue_len` frames wait in the group (Linux's
+    /// `IPOIB_MAX_MCAST_QUEUE`, docs/IPOIB-JOINS.md) and `max_mcast_queued` in all groups.
+    pub(super) fn send_multicast(
+        &mut self,
+        now: Instant,
+        mgid: Gid,
+        data: Vec<u8>,
+        fallback: Option<Gid>,
+    ) {
+        if let Some(g) = self.mc.map.get_mut(&mgid) {
+            g.used = now;
+            if !g.have.is_empty() {
+                let mlid = g.mlid;
+                self.push_mcast(mgid, mlid, data);
+                return;
+            }
+            if g.query.is_some() || g.retry.is_some() || !g.want().is_empty() {
+                let room = g.queue.len() < self.cfg.mcast_queue_len;
+                let queued: usize = self.mc.map.values().map(|g| g.queue.len()).sum();
+                match self.mc.map.get_mut(&mgid) {
+                    Some(g) if room && queued < self.cfg.max_mcast_queued => {
+                        g.queue.push_back(McFrame { data, fallback })
+                    }
+                    _ => self.drop1(DropReason::McastQueueFull),
+                }
+                self.mc_kick(now);
+                return;
+            }
+        }
+        if self.mc.absent.get(&mgid).is_some_and(|t| *t > now) {
+            return self.mc_fallback(now, McFrame { data, fallback });
+        }
+        if !self.mc.map.contains_key(&mgid) && self.send_only_groups() >= self.cfg.max_mcast_groups
+        {
+            // Flood protection (`InterfaceConfig::max_mcast_groups`): a stack sending to ever new
+            // groups (ND for a sweep of unknown addresses) does not grow the table or the SA's
+            // work without bound.
+            return self.drop1(DropReason::McastTableFull);
+        }
+        let g = self.mc.map.entry(mgid).or_default();
+        g.send_only = true;
+        g.used = now;
+        g.queue.push_back(McFrame { data, fallback });
+        self.mc_kick(now);
     }
 }
 

@@ -524,3 +524,39 @@ fn a_failed_leave_is_sent_again_up_to_three_times() {
         assert_eq!(failed, lost_tries as usize, "each failed leave logged");
     }
 }
+
+// While a sender's send-only join is pending its frames wait in the group, as many as Linux's
+// `IPOIB_MAX_MCAST_QUEUE` (64, docs/IPOIB-JOINS.md), and go out once it is joined; the rest are
+// dropped and counted, and all groups together hold at most `max_mcast_queued` frames.
+#[test]
+fn frames_wait_for_a_pending_send_only_join_up_to_64_per_group() {
+    let mut net = Net::with(3, |_, c| c.max_mcast_queued = 100);
+    net.up();
+    let (a, b): (Ipv4Addr, Ipv4Addr) = ("224.1.1.1".parse().unwrap(), "224.2.2.2".parse().unwrap());
+    net.join(3, IpAddr::V4(a)).unwrap();
+    net.join(3, IpAddr::V4(b)).unwrap();
+    net.run_for(Duration::from_secs(1));
+    for i in 0..70u32 {
+        net.send(2, &udp4(v4(2), a, format!("a{i:03}").as_bytes()));
+    }
+    let full = |net: &mut Net| net.iface(2).counters().dropped(DropReason::McastQueueFull);
+    assert_eq!(full(&mut net), 6);
+    for i in 0..64u32 {
+        net.send(2, &udp4(v4(2), b, format!("b{i:03}").as_bytes()));
+    }
+    assert_eq!(full(&mut net), 6 + 28, "100 frames in all groups");
+    net.run_for(Duration::from_secs(1));
+    let arrived = |net: &mut Net, g: Ipv4Addr, tag: &str, n: u32| {
+        (0..n)
+            .filter(|i| got(net, 3, g, format!("{tag}{i:03}").as_bytes()) == 1)
+            .count()
+    };
+    assert_eq!(arrived(&mut net, a, "a", 70), 64);
+    assert_eq!(got(&mut net, 3, a, b"a063"), 1, "the first 64, in order");
+    assert_eq!(arrived(&mut net, b, "b", 64), 36);
+    // Joined: the next frames go at once.
+    net.send(2, &udp4(v4(2), a, b"late"));
+    net.run_for(Duration::from_millis(10));
+    assert_eq!(got(&mut net, 3, a, b"late"), 1);
+    assert_eq!(full(&mut net), 34);
+}
