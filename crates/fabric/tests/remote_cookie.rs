@@ -420,3 +420,27 @@ fn the_other_version_is_told_and_reported() {
     assert_eq!(link.poll_event(), Some(HostLinkEvent::OtherVersion(1)));
     assert_eq!(link.counters().bad_version, 1);
 }
+
+// Only another version's AttachRequest is answered: a reject, or any other message, of a
+// version not ours gets nothing, so that two fabrics (or a fabric and an echo service), one
+// datagram forged between them, do not answer each other without end.
+#[test]
+fn another_versions_reject_or_other_message_is_not_answered() {
+    let mut a: FabricServer<u8> = FabricServer::build(remote::fabric_opts(1, 46)).unwrap();
+    let mut b: FabricServer<u8> = FabricServer::build(remote::fabric_opts(1, 47)).unwrap();
+    for (version, msg_type) in [(9u8, 3u8), (1, 3), (9, 5), (1, 7)] {
+        let mut d = [0u8; 20];
+        d[..4].copy_from_slice(&[0x49, 0x42, version, msg_type]);
+        a.handle_datagram(Instant::ZERO, 3, &d);
+        assert_eq!(a.poll_transmit(), None, "version {version} type {msg_type}");
+    }
+    // A forged request of version 9 "from b" starts one answer, which b does not answer.
+    let mut d = [0u8; 20];
+    d[..4].copy_from_slice(&[0x49, 0x42, 9, 1]);
+    a.handle_datagram(Instant::ZERO, 2, &d);
+    let (to, answer) = a.poll_transmit().expect("a request is answered");
+    assert_eq!((to, answer.clone()), (2, version_reject(9).to_vec()));
+    b.handle_datagram(Instant::ZERO, 1, &answer);
+    assert_eq!(b.poll_transmit(), None);
+    assert_eq!((a.counters().bad_version, b.counters().bad_version), (5, 1));
+}

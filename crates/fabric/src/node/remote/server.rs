@@ -64,7 +64,8 @@ use ipoib_proto::rng::Rng;
 use ipoib_proto::sa::SaServer;
 use ipoib_proto::time::Instant;
 use ipoib_wire::udp_fabric::{
-    version_reject, AttachAccept, DatagramRepr, MessageRepr, RejectReason, HEADER_LEN, REJECT_LEN,
+    version_reject, AttachAccept, DatagramRepr, MessageRepr, MessageType, RejectReason, HEADER_LEN,
+    REJECT_LEN,
 };
 use ipoib_wire::{Error as WireError, Guid};
 use std::collections::{BTreeMap, VecDeque};
@@ -430,10 +431,15 @@ impl<A: Ord + Copy + Debug + Hash> FabricServer<A> {
             Ok(d) => self.handle_message(from, d),
             Err(WireError::Unsupported) => {
                 // Said in the sender's version, which reads it as its own reject (the header
-                // and the reject are laid out alike in every version); not to a datagram shorter
-                // than the answer, which would amplify.
+                // and the reject are laid out alike in every version); only to an AttachRequest
+                // (type 1 in every version): an answer to a reject or to any other message in
+                // a version not ours could loop between two fabrics, or a fabric and an echo
+                // service, without end; and not to a datagram shorter than the answer, which
+                // would amplify.
                 self.counters.bad_version += 1;
-                if data.len() >= REJECT_LEN {
+                let request =
+                    data.get(3).copied().map(MessageType::from) == Some(MessageType::AttachRequest);
+                if request && data.len() >= REJECT_LEN {
                     let v = version_reject(data[2]);
                     let mut header = [0; HEADER_LEN];
                     header.copy_from_slice(&v[..HEADER_LEN]);
