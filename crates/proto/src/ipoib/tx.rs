@@ -424,12 +424,9 @@ impl Interface {
                 return;
             }
             if g.query.is_some() || g.retry.is_some() || !g.want().is_empty() {
-                let room = g.queue.len() < self.cfg.mcast_queue_len;
-                let queued: usize = self.mc.map.values().map(|g| g.queue.len()).sum();
+                let room = g.queue.len() < self.cfg.mcast_queue_len && self.mc_room();
                 match self.mc.map.get_mut(&mgid) {
-                    Some(g) if room && queued < self.cfg.max_mcast_queued => {
-                        g.queue.push_back(McFrame { data, fallback })
-                    }
+                    Some(g) if room => g.queue.push_back(McFrame { data, fallback }),
                     _ => self.drop1(DropReason::McastQueueFull),
                 }
                 self.mc_kick(now);
@@ -446,11 +443,21 @@ impl Interface {
             // work without bound.
             return self.drop1(DropReason::McastTableFull);
         }
+        if !self.mc_room() {
+            // The next frame to the group tries again.
+            return self.drop1(DropReason::McastQueueFull);
+        }
         let g = self.mc.map.entry(mgid).or_default();
         g.send_only = true;
         g.used = now;
         g.queue.push_back(McFrame { data, fallback });
         self.mc_kick(now);
+    }
+
+    /// Whether all multicast groups together hold fewer than `max_mcast_queued` frames.
+    fn mc_room(&self) -> bool {
+        let queued: usize = self.mc.map.values().map(|g| g.queue.len()).sum();
+        queued < self.cfg.max_mcast_queued
     }
 }
 
