@@ -107,6 +107,7 @@ fn two_hosts_ping_through_a_fabric_process_and_survive_its_restart() {
 
     // The fabric process restarts on the same port.
     drop(f);
+    let restarted = Instant::now();
     let mut f = fabric(addr);
     assert!(
         run(&mut f, &mut hosts, LONG, |f, h| {
@@ -114,6 +115,8 @@ fn two_hosts_ping_through_a_fabric_process_and_survive_its_restart() {
         }),
         "hosts did not come back: {hosts:?}"
     );
+    // Found by the fabric's reject UnknownSession, not by `dead_after` of silence.
+    assert!(restarted.elapsed() < SILENCE, "{:?}", restarted.elapsed());
     assert!(hosts.iter().all(|h| h.host().link().counters().lost >= 1));
     assert!(
         ping(&mut f, &mut hosts, 0, Ipv4Addr::new(10, 9, 0, 2)),
