@@ -47,6 +47,24 @@ pub(super) fn qpn(lid: u16) -> u32 {
     0x48 + u32::from(lid)
 }
 
+/// The interface of the host with `lid`: its GUID, QPN and 10.0.0.x/24 address, P_Key `pkey`.
+pub(super) fn host_config(lid: u16, pkey: u16) -> InterfaceConfig {
+    let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
+    c.pkey = PKey(pkey);
+    c.ipv4 = Some(Ipv4Config {
+        addr: v4(lid),
+        prefix_len: 24,
+        gateway: None,
+    });
+    c
+}
+
+/// The default partition and P1 (0x0001), both with an IPoIB broadcast group, every port full.
+pub(super) fn default_and_p1() -> PartitionConfig {
+    crate::partitions::parse("Default=0x7fff, ipoib : ALL=full ;\nP1=0x0001, ipoib : ALL=full ;")
+        .expect("partitions")
+}
+
 pub(super) fn v4(lid: u16) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, lid as u8)
 }
@@ -147,12 +165,7 @@ impl testing::Net<Host> {
         let hosts: Vec<(u16, InterfaceConfig)> = (0..n)
             .map(|i| {
                 let lid = 2 + i;
-                let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
-                c.ipv4 = Some(Ipv4Config {
-                    addr: v4(lid),
-                    prefix_len: 24,
-                    gateway: None,
-                });
+                let mut c = host_config(lid, 0xffff);
                 tweak(lid, &mut c);
                 (lid, c)
             })

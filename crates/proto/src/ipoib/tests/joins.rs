@@ -44,19 +44,10 @@ fn sets(net: &Net, lid: u16, mgid: Gid) -> Vec<(u64, McMemberRecordRepr)> {
 /// configured with the limited form 0x0001 of the P_Key, which Linux makes full (`priv->pkey |=
 /// 0x8000`) and §4.1 item 1 puts into the broadcast GID.
 fn p1() -> Net {
-    let parts = crate::partitions::parse(
-        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x0001, ipoib : ALL=full ;",
-    )
-    .expect("partitions");
+    let parts = default_and_p1();
     let mk = |lid: u16, pkey: u16| {
-        let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
-        c.pkey = PKey(pkey);
+        let mut c = host_config(lid, pkey);
         c.router = lid == 4;
-        c.ipv4 = Some(Ipv4Config {
-            addr: v4(lid),
-            prefix_len: 24,
-            gateway: None,
-        });
         (lid, c)
     };
     let t = vec![0xffff, 0x8001];

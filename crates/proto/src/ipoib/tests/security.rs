@@ -27,20 +27,8 @@ fn frame_from(net: &Net, s: &Sent) -> UdReceived {
 // frame with a wrong Q_Key never reach IP, even through a lax HCA that passes them up.
 #[test]
 fn other_partition_and_wrong_qkey_never_reach_ip() {
-    let parts = crate::partitions::parse(
-        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x0001, ipoib : ALL=full ;",
-    )
-    .expect("partitions");
-    let mk = |lid: u16, pkey: u16| {
-        let mut c = InterfaceConfig::new(guid(lid), qpn(lid));
-        c.pkey = PKey(pkey);
-        c.ipv4 = Some(Ipv4Config {
-            addr: v4(lid),
-            prefix_len: 24,
-            gateway: None,
-        });
-        (lid, c)
-    };
+    let parts = default_and_p1();
+    let mk = |lid: u16, pkey: u16| (lid, host_config(lid, pkey));
     let mut net = Net::custom(
         vec![mk(2, 0xffff), mk(3, 0xffff), mk(5, 0x8001)],
         parts,
