@@ -70,11 +70,17 @@ pub(super) fn default_model(n: u16) -> SubnetModel {
 /// [`default_model`] of 3 hosts with partitions Default (every port) and blue (0x0002: the SM's
 /// port and host 3, full members), each port's P_Key table as the partitions give it.
 pub(super) fn blue_partition() -> (SubnetModel, PartitionConfig) {
-    let parts = crate::partitions::parse(
+    partitioned_model(
+        3,
         "Default=0x7fff,ipoib : ALL=full ;\nblue=0x0002,ipoib : 0x1003=full, 0x1001=full ;",
     )
-    .unwrap();
-    let mut model = default_model(3);
+}
+
+/// [`default_model`] of `hosts` hosts with the partitions of the partitions.conf text `conf`,
+/// each port's P_Key table as they give it.
+pub(super) fn partitioned_model(hosts: u16, conf: &str) -> (SubnetModel, PartitionConfig) {
+    let parts = crate::partitions::parse(conf).expect("partitions");
+    let mut model = default_model(hosts);
     for p in model.ports.iter_mut() {
         p.pkeys = parts.pkey_table(&crate::partitions::PortId {
             guid: p.port_guid,

@@ -10,18 +10,10 @@ use super::*;
 
 /// Default and P1 (0x0001, written 0x8001 as OpenSM allows), both IPoIB, every port full.
 fn p1_net(cfg: SaServerConfig) -> Net {
-    let parts = crate::partitions::parse(
+    let (model, parts) = partitioned_model(
+        2,
         "Default=0x7fff, ipoib : ALL=full ;\nP1=0x8001, ipoib : ALL=full ;",
-    )
-    .expect("partitions");
-    let mut model = default_model(2);
-    for p in model.ports.iter_mut() {
-        p.pkeys = parts.pkey_table(&crate::partitions::PortId {
-            guid: p.port_guid,
-            kind: crate::partitions::PortKind::Ca,
-            is_sm: p.lid == SA_LID,
-        });
-    }
+    );
     Net::new(model, parts, cfg, 5)
 }
 
