@@ -223,17 +223,19 @@ pub fn run(args: &Args) -> ExitCode {
     }
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
+    let mut told = None;
     if let Some(p) = &args.pcap {
-        // Below the file's own header nothing fits: the file stayed empty, not even a capture.
-        let header = ipoib_wire::pcap::GLOBAL_HEADER_LEN as u64;
-        if let Some(l) = args.pcap_limit.filter(|&l| l < header) {
-            return fail(&format!(
-                "--pcap-limit {l}: at least {header} bytes, the pcap file's header"
-            ));
+        if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
+            return fail(&e);
         }
         if let Err(e) = f.capture_to(p, args.pcap_limit) {
             return fail(&format!("--pcap {p}: {e}"));
         }
+        told = Some(crate::pcap_out::Told::new(
+            "ipoib fabric",
+            p,
+            args.pcap_limit,
+        ));
     }
     // A signal from here on stops the first turn.
     if let Some((fd, _)) = stop {
@@ -270,8 +272,6 @@ pub fn run(args: &Args) -> ExitCode {
     );
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
     let mut g2l_gen = 0;
-    let mut said_full = false;
-    let mut said_error = false;
     loop {
         let stopped = match f.turn(MAX_WAIT) {
             Ok(s) => s,
@@ -281,20 +281,8 @@ pub fn run(args: &Args) -> ExitCode {
             }
         };
         report_changes(&f, &mut known);
-        if let (false, Some(e)) = (said_error, f.capture_error()) {
-            said_error = true;
-            note!(
-                "ipoib fabric: --pcap {}: {e}: recording stopped, the fabric serves on",
-                args.pcap.as_deref().unwrap_or_default()
-            );
-        }
-        if let (false, Some((n, true))) = (said_full, f.capture_written()) {
-            said_full = true;
-            note!(
-                "ipoib fabric: --pcap {}: recording stopped at --pcap-limit {} ({n} bytes written)",
-                args.pcap.as_deref().unwrap_or_default(),
-                args.pcap_limit.unwrap_or_default()
-            );
+        if let (Some(t), Some(c)) = (&mut told, f.capture()) {
+            t.check(c, "the fabric serves on");
         }
         // The table changes only at the end of a sweep (a new generation).
         let sm = f.server().smp_sm();
@@ -307,6 +295,9 @@ pub fn run(args: &Args) -> ExitCode {
         if stopped {
             break;
         }
+    }
+    if let (Some(t), Some(c)) = (&told, f.capture()) {
+        note!("{}", t.summary(c));
     }
     let c = f.server().counters();
     let io = f.counters();

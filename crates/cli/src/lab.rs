@@ -26,8 +26,10 @@ mod hosts;
 mod opensm;
 pub(crate) mod state;
 
+use crate::pcap_out::Told;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::PortState;
+use ipoib_runtime::capture_file::CaptureFile;
 use ipoib_runtime::control::ControlServer;
 use ipoib_runtime::control::View;
 use ipoib_runtime::ibsim_server::{IbsimEndpoint, IbsimServer, ServerConfig, ServerCounters};
@@ -112,6 +114,15 @@ struct UpArgs {
     /// (docs/benchmarks/lab-connected.md).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
     rt_priority: Option<u8>,
+    /// Record every packet on every link of the fabric into this pcap (ERF records, which
+    /// Wireshark and tshark read), written as the lab runs, from the subnet's bring-up on; a
+    /// write that fails (a full disk) stops the recording, said on standard error, not the lab.
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
+    /// file's header); the lab says when it does.
+    #[arg(long, requires = "pcap")]
+    pcap_limit: Option<u64>,
 }
 
 /// `--sm`.
@@ -354,6 +365,17 @@ fn mirror_carrier(net: &Subnet, mirrors: &mut [LinkMirror]) -> Result<(), String
     Ok(())
 }
 
+/// `--pcap`: the lab's recording, and what it said of it.
+type Recording = Option<(CaptureFile, Told)>;
+
+/// Writes what the lab's links carried since the last turn into the `--pcap` file.
+fn record(rec: &mut Recording, net: &mut Subnet) {
+    if let Some((c, t)) = rec {
+        c.drain(net.sim_mut());
+        t.check(c, "the lab runs on");
+    }
+}
+
 /// How often a running lab looks at what was done to the hosts' `ib0` by hand.
 const CHECK_DEVICES: Duration = Duration::from_secs(1);
 
@@ -441,6 +463,9 @@ fn up(a: &UpArgs) -> ExitCode {
         },
         Sm::Ours => None,
     };
+    if let Err(e) = crate::pcap_out::check_limit(a.pcap_limit) {
+        return fail(e);
+    }
     let (net, partitions) = match build(a) {
         Ok(n) => n,
         Err(e) => return fail(e),
@@ -486,6 +511,14 @@ fn up(a: &UpArgs) -> ExitCode {
         Err(e) => return fail(format!("epoll: {e}")),
     };
     driver.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
+    // Before the namespaces: an unwritable path is refused before anything is made.
+    let mut rec: Recording = None;
+    if let Some(p) = &a.pcap {
+        match CaptureFile::start(p, a.pcap_limit, driver.emulation_mut().sim_mut()) {
+            Ok(c) => rec = Some((c, Told::new("ipoib lab", p, a.pcap_limit))),
+            Err(e) => return fail(format!("--pcap {p}: {e}")),
+        }
+    }
     let mut controls = Vec::new();
     let mut tun_counters = Vec::new();
     for i in 0..n {
@@ -581,6 +614,7 @@ fn up(a: &UpArgs) -> ExitCode {
     };
     loop {
         let wake = driver.turn(deadline);
+        record(&mut rec, driver.emulation_mut());
         if let Some(how) = osm.as_mut().and_then(|o| o.exited()) {
             note!(
                 "ipoib lab: OpenSM ended ({how}) before the hosts came up; see {}",
@@ -678,7 +712,9 @@ fn up(a: &UpArgs) -> ExitCode {
             );
             osm = None;
         }
-        match driver.turn(Wall::now() + look) {
+        let wake = driver.turn(Wall::now() + look);
+        record(&mut rec, driver.emulation_mut());
+        match wake {
             Ok(Wake::Stop) => break ExitCode::SUCCESS,
             Ok(_) => {}
             Err(e) => {
@@ -706,6 +742,9 @@ fn up(a: &UpArgs) -> ExitCode {
         hosts::stop_line(started.elapsed().as_secs_f64(), st.turns, st.sleeps),
         hosts::summary(driver.emulation(), &refused).trim_end()
     );
+    if let Some((c, t)) = &rec {
+        note!("{}", t.summary(c));
+    }
     status
 }
 

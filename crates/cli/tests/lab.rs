@@ -109,7 +109,18 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         eprintln!("skipped: {why}");
         return;
     }
-    let lab = Lab::start(&["--hosts", "3", "--rt-priority", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("lab.pcap");
+    let err = dir.path().join("stderr");
+    let args = [
+        "--hosts",
+        "3",
+        "--rt-priority",
+        "1",
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ];
+    let lab = Lab::start_to(&args, std::fs::File::create(&err).unwrap());
     let (pid, table) = (lab.pid(), &lab.table);
     assert!(table.contains("3 hosts up"), "{table}");
     for h in ["h1", "h2", "h3"] {
@@ -193,6 +204,98 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     assert!(st.success(), "lab down: {st} {out}");
     drop(lab);
     assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
+    lab_pcap_holds_the_pings(&pcap, &std::fs::read_to_string(&err).unwrap());
+}
+
+/// `--pcap`: the lab recorded its links from the bring-up on; on its way out it said how many
+/// packets the file holds, `ipoib decode` reads that many with every CRC good, and tshark (where
+/// installed) finds h1's pings to h2 in them, over IPv4 and IPv6, each on both links of its path
+/// (h1 to the switch, the switch to h2).
+fn lab_pcap_holds_the_pings(pcap: &Path, stderr: &str) {
+    let said = format!("ipoib lab: --pcap {}: ", pcap.display());
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with(&said))
+        .unwrap_or_else(|| panic!("no {said}... line in\n{stderr}"));
+    let packets: u64 = line[said.len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    let bytes = std::fs::metadata(pcap).unwrap().len();
+    assert!(
+        line.ends_with(&format!(" packets, {bytes} bytes")),
+        "{line}"
+    );
+    let o = Command::new(BIN)
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let summary = err.lines().last().unwrap_or("");
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert!(
+        summary.starts_with(&format!("ipoib decode: {packets} packets"))
+            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
+        "{summary} ({line})"
+    );
+    if !common::installed("tshark") {
+        eprintln!("tshark part skipped: not installed");
+        return;
+    }
+    for filter in [
+        "icmp.type == 8 && ip.src == 10.0.0.1 && ip.dst == 10.0.0.2",
+        "icmp.type == 0 && ip.src == 10.0.0.2 && ip.dst == 10.0.0.1",
+        "icmpv6.type == 128 && ipv6.src == fd00::1 && ipv6.dst == fd00::2",
+        "icmpv6.type == 129 && ipv6.src == fd00::2 && ipv6.dst == fd00::1",
+    ] {
+        let o = Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-Y", filter])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let n = String::from_utf8_lossy(&o.stdout).lines().count();
+        // Two pings each way and family, each packet on two links.
+        assert_eq!(n, 4, "{filter}: {n} packets");
+    }
+}
+
+/// `--pcap-limit` below the pcap file's header, and a `--pcap` the lab cannot create, are
+/// refused before anything is made (status 2, naming the option).
+#[test]
+fn a_pcap_the_lab_cannot_write_is_refused_before_anything_is_made() {
+    let _one = serial();
+    if let Some(why) = skip_reason(&[]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let run = tempfile::tempdir().unwrap();
+    let missing = run.path().join("no-such-dir").join("x.pcap");
+    let missing = missing.to_str().unwrap();
+    let cases = [
+        (
+            vec!["--pcap", "x.pcap", "--pcap-limit", "10"],
+            "ipoib lab: --pcap-limit 10: at least 24 bytes, the pcap file's header\n".to_string(),
+        ),
+        (
+            vec!["--pcap", missing],
+            format!("ipoib lab: --pcap {missing}: No such file or directory (os error 2)\n"),
+        ),
+    ];
+    for (args, want) in cases {
+        let o = Command::new(BIN)
+            .current_dir(run.path())
+            .env("IPOIB_RUN_DIR", run.path())
+            .arg("lab")
+            .args(&args)
+            .output()
+            .expect("run ipoib lab");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{args:?}");
+        assert!(!run.path().join("lab").join("lab.json").exists());
+        assert!(!run.path().join("x.pcap").exists());
+        assert!(!Path::new("/run/netns/ipoib-h1").exists());
+    }
 }
 
 /// Each thread of process `pid`: its name and scheduling policy (sched(7): 0 `SCHED_OTHER`, 1

@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capture_file;
 pub mod control;
 pub mod gro;
 pub mod gso;

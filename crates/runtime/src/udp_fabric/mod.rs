@@ -16,14 +16,12 @@
 //! attach process serves the control socket `ipoib show` reads (module `attach`), and so does the
 //! fabric process (module `fabric_show`).
 
+use crate::capture_file::CaptureFile;
 use crate::control::{fabric_socket, BindError, ControlServer};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver};
-use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::remote::{FabricOptions, FabricServer};
-use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -102,18 +100,6 @@ pub struct IoCounters {
     pub net_errors: u64,
 }
 
-/// The pcap file of `ipoib fabric --pcap`, written as the capture grows, up to a byte limit.
-#[derive(Debug)]
-struct CaptureFile {
-    file: File,
-    written: u64,
-    limit: Option<u64>,
-    /// The limit stopped the recording.
-    full: bool,
-    /// A write failed (a full disk), which stopped the recording; the fabric serves on.
-    error: Option<String>,
-}
-
 /// A secret key from the operating system's random source (`getrandom`): the fabric's cookie
 /// secret, a host's nonce key.
 fn os_key() -> io::Result<[u64; 2]> {
@@ -163,31 +149,15 @@ impl FabricProcess {
     /// Records every packet on every link of the fabric into `path` (ERF records), written as
     /// the capture grows, until the file would pass `limit` bytes.
     pub fn capture_to(&mut self, path: &str, limit: Option<u64>) -> io::Result<()> {
-        let file = File::create(path)?;
-        self.driver
-            .emulation_mut()
-            .server
-            .sim_mut()
-            .set_capture(Capture::new());
-        self.capture = Some(CaptureFile {
-            file,
-            written: 0,
-            limit,
-            full: false,
-            error: None,
-        });
-        self.write_capture()
+        let sim = self.driver.emulation_mut().server.sim_mut();
+        self.capture = Some(CaptureFile::start(path, limit, sim)?);
+        Ok(())
     }
 
-    /// The capture file's bytes written so far, and whether `--pcap-limit` stopped the
-    /// recording; `None` without [`FabricProcess::capture_to`].
-    pub fn capture_written(&self) -> Option<(u64, bool)> {
-        self.capture.as_ref().map(|c| (c.written, c.full))
-    }
-
-    /// The write error that stopped the recording (a full disk), if one did.
-    pub fn capture_error(&self) -> Option<&str> {
-        self.capture.as_ref().and_then(|c| c.error.as_deref())
+    /// The capture file of [`FabricProcess::capture_to`]: what it holds, whether the limit or a
+    /// write error stopped it.
+    pub fn capture(&self) -> Option<&CaptureFile> {
+        self.capture.as_ref()
     }
 
     /// Stops the driver when `fd` becomes readable (the read end of a socket pair that SIGINT
@@ -270,13 +240,7 @@ impl FabricProcess {
     /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
         let w = self.driver.turn(Wall::now() + max_wait)?;
-        // A capture the disk cannot take stops, not the fabric its hosts depend on.
-        if let Err(e) = self.write_capture() {
-            self.driver.emulation_mut().server.sim_mut().take_capture();
-            if let Some(out) = &mut self.capture {
-                out.error = Some(e.to_string());
-            }
-        }
+        self.write_capture();
         Ok(w == crate::realtime::Wake::Stop)
     }
 
@@ -287,83 +251,22 @@ impl FabricProcess {
                 break;
             }
         }
-        self.write_capture()
-    }
-
-    fn write_capture(&mut self) -> io::Result<()> {
-        let Some(out) = &mut self.capture else {
-            return Ok(());
-        };
-        let sim = self.driver.emulation_mut().server.sim_mut();
-        let Some(c) = sim.capture_mut() else {
-            return Ok(());
-        };
-        let bytes = c.take_bytes();
-        let room = out
-            .limit
-            .map_or(u64::MAX, |l| l.saturating_sub(out.written));
-        if bytes.len() as u64 > room {
-            // Whole records only: those that fit are written, the first that does not ends the
-            // capture (the SM's sweep alone may pass a small limit in one batch).
-            let fit = records_within(&bytes, room, out.written == 0);
-            out.file.write_all(&bytes[..fit])?;
-            out.written += fit as u64;
-            out.full = true;
-            sim.take_capture();
-            return Ok(());
-        }
-        out.file.write_all(&bytes)?;
-        out.written += bytes.len() as u64;
+        self.write_capture();
         Ok(())
     }
-}
 
-/// The length of the longest prefix of `bytes` (pcap records, after the global header when
-/// `header`) that ends at a record's end and is at most `room` long (the writer's records are
-/// little-endian, `ipoib_wire::pcap::PcapWriter`).
-fn records_within(bytes: &[u8], room: u64, header: bool) -> usize {
-    let room = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
-    let mut end = if header { GLOBAL_HEADER_LEN } else { 0 };
-    if end > room {
-        return 0;
-    }
-    while let Some(h) = bytes.get(end..end + RECORD_HEADER_LEN) {
-        let incl = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
-        let next = end + RECORD_HEADER_LEN + incl;
-        if next > room {
-            break;
+    /// Writes what the capture recorded since the last turn. A capture the disk cannot take
+    /// stops, not the fabric its hosts depend on ([`CaptureFile::drain`]).
+    fn write_capture(&mut self) {
+        if let Some(out) = &mut self.capture {
+            out.drain(self.driver.emulation_mut().server.sim_mut());
         }
-        end = next;
     }
-    end
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipoib_fabric::Instant;
-
-    #[test]
-    fn records_within_keeps_whole_records() {
-        let mut c = Capture::new();
-        let head = c.take_bytes();
-        assert_eq!(head.len(), GLOBAL_HEADER_LEN);
-        for i in 0..3u8 {
-            c.record(Instant::ZERO, &[i; 40]);
-        }
-        let recs = c.take_bytes();
-        let one = recs.len() / 3;
-        let mut all = head.clone();
-        all.extend_from_slice(&recs);
-        let room = (GLOBAL_HEADER_LEN + 2 * one + one / 2) as u64;
-        assert_eq!(
-            records_within(&all, room, true),
-            GLOBAL_HEADER_LEN + 2 * one
-        );
-        assert_eq!(records_within(&recs, one as u64 - 1, false), 0);
-        assert_eq!(records_within(&recs, u64::MAX, false), recs.len());
-        assert_eq!(records_within(&all, 10, true), 0);
-    }
 
     #[test]
     fn udp_addresses() {
