@@ -39,8 +39,9 @@ pub struct Args {
     /// OpenSM partitions.conf (default: partition 0x7fff, every port full, IPoIB broadcast group).
     #[arg(long)]
     partitions: Option<String>,
-    /// Record every packet on every link of the fabric into this pcap (ERF records); a write that
-    /// fails (a full disk) stops the recording, said on standard error, not the fabric.
+    /// Record every packet on every link of the fabric into this pcap (ERF records, time-stamped
+    /// by the wall clock); a write that fails (a full disk) stops the recording, said on standard
+    /// error, not the fabric.
     #[arg(long)]
     pcap: Option<String>,
     /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the

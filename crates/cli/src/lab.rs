@@ -115,7 +115,8 @@ struct UpArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=99))]
     rt_priority: Option<u8>,
     /// Record every packet on every link of the fabric into this pcap (ERF records, which
-    /// Wireshark and tshark read), written as the lab runs, from the subnet's bring-up on; a
+    /// Wireshark and tshark read, time-stamped by the wall clock), written as the lab runs, from
+    /// the subnet's bring-up on; a
     /// write that fails (a full disk) stops the recording, said on standard error, not the lab.
     #[arg(long)]
     pcap: Option<String>,
@@ -514,7 +515,8 @@ fn up(a: &UpArgs) -> ExitCode {
     // Before the namespaces: an unwritable path is refused before anything is made.
     let mut rec: Recording = None;
     if let Some(p) = &a.pcap {
-        match CaptureFile::start(p, a.pcap_limit, driver.emulation_mut().sim_mut()) {
+        let epoch = ipoib_runtime::capture_file::epoch_of(&driver.clock());
+        match CaptureFile::start(p, a.pcap_limit, driver.emulation_mut().sim_mut(), epoch) {
             Ok(c) => rec = Some((c, Told::new("ipoib lab", p, a.pcap_limit))),
             Err(e) => return fail(format!("--pcap {p}: {e}")),
         }

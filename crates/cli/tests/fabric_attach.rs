@@ -142,7 +142,18 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
         pcap
     };
     // Unbounded enough for the whole run, then a limit it reaches.
+    let secs = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let began = secs();
     let whole = cap("whole.pcap", "100000000");
+    // Time-stamped by the wall clock: the first packet within the run.
+    let bytes = std::fs::read(&whole).unwrap();
+    let first = u64::from(u32::from_le_bytes(bytes[24..28].try_into().unwrap()));
+    assert!((began..=secs()).contains(&first), "first packet at {first}");
     let whole_len = std::fs::metadata(&whole).unwrap().len();
     let cut = cap("cut.pcap", "2000");
     let cut_len = std::fs::metadata(&cut).unwrap().len();

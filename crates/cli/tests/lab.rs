@@ -120,6 +120,7 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         "--pcap",
         pcap.to_str().unwrap(),
     ];
+    let began = unix_secs();
     let lab = Lab::start_to(&args, std::fs::File::create(&err).unwrap());
     let (pid, table) = (lab.pid(), &lab.table);
     assert!(table.contains("3 hosts up"), "{table}");
@@ -205,6 +206,22 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     drop(lab);
     assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
     lab_pcap_holds_the_pings(&pcap, &std::fs::read_to_string(&err).unwrap());
+    // Time-stamped by the wall clock: the first packet (the SM's first SMP) within the test.
+    let bytes = std::fs::read(&pcap).unwrap();
+    let first = u64::from(u32::from_le_bytes(bytes[24..28].try_into().unwrap()));
+    assert!(
+        (began..=unix_secs()).contains(&first),
+        "first packet at {first}, the test ran from {began} to {}",
+        unix_secs()
+    );
+}
+
+/// Seconds since the Unix epoch now.
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 /// `--pcap`: the lab recorded its links from the bring-up on; on its way out it said how many

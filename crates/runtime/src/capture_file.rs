@@ -3,15 +3,29 @@
 //! records, `ipoib_wire::pcap`), written as the capture grows, so that memory stays bounded
 //! however long the process runs, up to a byte limit.
 //!
+//! Time stamps are the wall clock's ([`epoch_of`], `Capture::with_epoch`), so that the file lines
+//! up with a `tcpdump` of a host's `ib0` (`mergecap`) and with the process's log.
+//!
 //! A write that fails (a full disk) stops the recording, not the emulation its hosts depend on;
 //! the limit stops it at the last whole record that fits. Either is kept for the caller to say
 //! once ([`CaptureFile::error`], [`CaptureFile::full`]).
 
+use crate::realtime::Clock;
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::hw::sim::Simulator;
 use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
 use std::fs::File;
 use std::io::{self, Write};
+use std::time::{Instant as Wall, SystemTime, UNIX_EPOCH};
+
+/// Nanoseconds since the Unix epoch at `clock`'s virtual zero: the wall clock's time now less the
+/// virtual time now.
+pub fn epoch_of(clock: &Clock) -> u64 {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    unix.saturating_sub(clock.virtual_at(Wall::now()).as_nanos())
+}
 
 /// The pcap file an emulation records into, up to a byte limit.
 #[derive(Debug)]
@@ -27,9 +41,15 @@ pub struct CaptureFile {
 }
 
 impl CaptureFile {
-    /// Creates `path` (truncating it), starts the capture in `sim` and writes the file's header.
-    /// `limit`, when given, must leave room for the header ([`GLOBAL_HEADER_LEN`] bytes).
-    pub fn start(path: &str, limit: Option<u64>, sim: &mut Simulator) -> io::Result<CaptureFile> {
+    /// Creates `path` (truncating it), starts the capture in `sim`, its time stamps `epoch_ns`
+    /// after virtual time ([`epoch_of`]), and writes the file's header. `limit`, when given, must
+    /// leave room for the header ([`GLOBAL_HEADER_LEN`] bytes).
+    pub fn start(
+        path: &str,
+        limit: Option<u64>,
+        sim: &mut Simulator,
+        epoch_ns: u64,
+    ) -> io::Result<CaptureFile> {
         if let Some(l) = limit.filter(|&l| l < GLOBAL_HEADER_LEN as u64) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -39,7 +59,7 @@ impl CaptureFile {
             ));
         }
         let file = File::create(path)?;
-        sim.set_capture(Capture::new());
+        sim.set_capture(Capture::new().with_epoch(epoch_ns));
         let mut c = CaptureFile {
             file,
             written: 0,
@@ -192,7 +212,7 @@ mod tests {
         probe.record(Instant::ZERO, &[0; 40]);
         let one = (probe.take_bytes().len() - GLOBAL_HEADER_LEN) as u64;
         let limit = GLOBAL_HEADER_LEN as u64 + 5 * one + one / 2;
-        let mut c = CaptureFile::start(path.to_str().unwrap(), Some(limit), &mut sim).unwrap();
+        let mut c = CaptureFile::start(path.to_str().unwrap(), Some(limit), &mut sim, 0).unwrap();
         assert_eq!((c.written(), c.records()), (GLOBAL_HEADER_LEN as u64, 0));
         put(&mut sim, 3);
         c.drain(&mut sim);
@@ -216,14 +236,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.pcap");
         let mut sim = Simulator::new(1);
-        let e = CaptureFile::start(path.to_str().unwrap(), Some(10), &mut sim).unwrap_err();
+        let e = CaptureFile::start(path.to_str().unwrap(), Some(10), &mut sim, 0).unwrap_err();
         assert!(
             e.to_string().contains("no room for the 24-byte header"),
             "{e}"
         );
         assert!(sim.capture_mut().is_none());
         if std::path::Path::new("/dev/full").exists() {
-            let e = CaptureFile::start("/dev/full", None, &mut sim).unwrap_err();
+            let e = CaptureFile::start("/dev/full", None, &mut sim, 0).unwrap_err();
             assert!(e.to_string().contains("No space left"), "{e}");
             assert!(sim.capture_mut().is_none());
         }

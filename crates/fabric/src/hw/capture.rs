@@ -1,5 +1,6 @@
 //! The capture tap: every packet put on any link, in one pcap (ERF records by default, which Debian's
-//! tshark reads; link type 247 on request), time-stamped with virtual time.
+//! tshark reads; link type 247 on request), time-stamped with virtual time (plus the wall clock's
+//! time of virtual zero for a real-time process, [`Capture::with_epoch`]).
 
 use ipoib_proto::time::Instant;
 use ipoib_wire::pcap::{LinkType, PcapWriter};
@@ -12,6 +13,8 @@ pub struct Capture {
     limit: Option<u64>,
     /// Packets seen after the limit was reached, not kept.
     skipped: u64,
+    /// Added to every time stamp: nanoseconds since the Unix epoch at virtual time zero.
+    epoch_ns: u64,
 }
 
 impl std::fmt::Debug for Capture {
@@ -43,7 +46,18 @@ impl Capture {
             packets: 0,
             limit: None,
             skipped: 0,
+            epoch_ns: 0,
         }
+    }
+
+    /// Time-stamps each packet `epoch_ns` (nanoseconds since the Unix epoch) after its virtual
+    /// time: a real-time process, whose virtual time is wall time since its start, gives the
+    /// wall clock's time of its virtual zero, so that the capture's times are the wall clock's
+    /// and line up with other captures (`mergecap`) and logs. The simulator's own runs keep
+    /// virtual time alone (the same seed, the same bytes).
+    pub fn with_epoch(mut self, epoch_ns: u64) -> Capture {
+        self.epoch_ns = epoch_ns;
+        self
     }
 
     /// Keeps at most `max` packets: the file holds the first `max`, the rest are only counted
@@ -65,7 +79,8 @@ impl Capture {
             return;
         }
         // Writing into a Vec cannot fail.
-        let _ = self.writer.write_packet(at.as_nanos(), packet);
+        let ts = at.as_nanos().saturating_add(self.epoch_ns);
+        let _ = self.writer.write_packet(ts, packet);
         self.packets += 1;
     }
 
@@ -140,5 +155,20 @@ mod tests {
         file.extend(pieces.into_bytes());
         assert_eq!(file, whole.into_bytes());
         assert_eq!(CaptureReader::read_all(&file[..]).unwrap().len(), 10);
+    }
+
+    // With an epoch, each time stamp is the epoch plus the packet's virtual time.
+    #[test]
+    fn an_epoch_is_added_to_every_time_stamp() {
+        let epoch = 1_764_000_000_123_456_789;
+        let mut c = Capture::new().with_epoch(epoch);
+        c.record(Instant::ZERO, &[1; 30]);
+        c.record(Instant::from_nanos(2_500), &[2; 30]);
+        let times: Vec<Option<u64>> = CaptureReader::read_all(&c.into_bytes()[..])
+            .unwrap()
+            .iter()
+            .map(|p| p.ts_ns)
+            .collect();
+        assert_eq!(times, vec![Some(epoch), Some(epoch + 2_500)]);
     }
 }

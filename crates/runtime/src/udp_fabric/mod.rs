@@ -149,8 +149,9 @@ impl FabricProcess {
     /// Records every packet on every link of the fabric into `path` (ERF records), written as
     /// the capture grows, until the file would pass `limit` bytes.
     pub fn capture_to(&mut self, path: &str, limit: Option<u64>) -> io::Result<()> {
+        let epoch = crate::capture_file::epoch_of(&self.driver.clock());
         let sim = self.driver.emulation_mut().server.sim_mut();
-        self.capture = Some(CaptureFile::start(path, limit, sim)?);
+        self.capture = Some(CaptureFile::start(path, limit, sim, epoch)?);
         Ok(())
     }
 
