@@ -8,8 +8,10 @@
 //! emulation's [`Instant`] (virtual time at the driver's start plus the wall time elapsed since).
 //! One [`Driver::turn`]:
 //!
-//! 1. every [`Endpoint`] whose file was readable hands at most [`Config::batch`] inputs to the
-//!    emulation at its current virtual time ([`Endpoint::on_readable`]); an endpoint that filled
+//! 1. the emulation runs up to the present when it stands behind it (after a sleep), and every
+//!    [`Endpoint`] whose file was readable hands at most [`Config::batch`] inputs to the
+//!    emulation at its current virtual time ([`Endpoint::on_readable`]), the present or the
+//!    slack ahead of it; an endpoint that filled
 //!    its batch is served again next turn before anything sleeps, so one busy file cannot starve
 //!    the others or the emulation;
 //! 2. the emulation runs up to the present plus [`Config::slack`] ([`Emulation::run_until`]): the
@@ -50,7 +52,8 @@
 //! [`Driver::turn`] reports [`Wake::Stop`], with no race between checking a flag and sleeping.
 //!
 //! Invariants: the emulation sees only virtual time (it never reads the clock); inputs enter at
-//! the emulation's current time, which never goes back; no allocation per turn (but while
+//! the emulation's current time, which never goes back and is never behind the wall clock's
+//! present when they do; no allocation per turn (but while
 //! [`Driver::set_trace`] prints each turn's timings).
 
 use ipoib_fabric::node::subnet::Subnet;
@@ -397,6 +400,16 @@ impl<E: Emulation> Driver<E> {
             .trace
             .then(|| TurnTrace::start(self.stats, timeout, slept_from.elapsed()));
 
+        // Inputs enter at the present. After a sleep the emulation's clock stands where the last
+        // turn left it (that turn's present plus the slack), up to `max_sleep` behind: an input
+        // handed over then would be stamped that much early (its packets in a capture, the timers
+        // it starts, an RC ACK timeout already past). What came due meanwhile runs first, as it
+        // happened first. While turns follow one another the clock is ahead already (the slack),
+        // and this costs nothing.
+        let present = self.clock.virtual_at(Wall::now());
+        if present > self.emu.now() {
+            self.emu.run_until(present);
+        }
         let batch = self.cfg.batch.max(1);
         let moved = self.stats.inputs + self.stats.outputs;
         for (i, ep) in self.endpoints.iter_mut().enumerate() {

@@ -103,6 +103,30 @@ fn events_run_at_their_virtual_time_and_idle_turns_sleep() {
     assert!(d.stats().sleeps >= 1);
 }
 
+// An input that comes after the driver slept enters at the present, not where the last turn
+// left the emulation's clock (it was stamped up to `max_sleep` early).
+#[test]
+fn an_input_after_a_sleep_enters_at_the_present() {
+    let (ours, theirs) = pair();
+    let mut d = Driver::new(Echo::default(), Config::default()).unwrap();
+    d.add(Box::new(Sock(ours))).unwrap();
+    let clock = d.clock();
+    let deadline = Wall::now() + Duration::from_secs(10);
+    // An idle turn, then a pause with nothing due: the emulation's clock stays behind.
+    d.turn(Wall::now()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Wall::now();
+    theirs.send(&[7]).unwrap();
+    let r = d.run(Some(deadline), |e| e.log.len() == 1).unwrap();
+    assert_eq!(r, Outcome::Done);
+    let came = d.emulation().log[0].0;
+    assert!(
+        came >= clock.virtual_at(sent),
+        "entered at {came:?}, sent at {:?}",
+        clock.virtual_at(sent)
+    );
+}
+
 // A full batch leaves the endpoint marked ready, so the rest is read next turn without waiting
 // for a new edge; every input arrives.
 #[test]
