@@ -116,8 +116,8 @@ struct UpArgs {
     rt_priority: Option<u8>,
     /// Record every packet on every link of the fabric into this pcap (ERF records, which
     /// Wireshark and tshark read, time-stamped by the wall clock), written as the lab runs, from
-    /// the subnet's bring-up on; a
-    /// write that fails (a full disk) stops the recording, said on standard error, not the lab.
+    /// the subnet's bring-up on; a write that fails (a full disk) stops the recording, said on
+    /// standard error, not the lab.
     #[arg(long)]
     pcap: Option<String>,
     /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
