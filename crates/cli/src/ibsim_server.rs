@@ -16,8 +16,10 @@
 //! ibsim's: `pingall` runs another round of `--ping-all`.
 
 use crate::interrupt::Interrupt;
+use crate::pcap_out::Told;
 use ipoib_fabric::node::subnet::{IpoibOptions, SmMode, Subnet, SubnetOptions};
 use ipoib_fabric::Instant;
+use ipoib_runtime::capture_file::CaptureFile;
 use ipoib_runtime::ibsim_server::{
     serve, Console, IbsimServer, Listen, ServeOptions, ServerConfig,
 };
@@ -73,6 +75,17 @@ pub struct Args {
     /// beside it; scripts/bench-sim.sh).
     #[arg(long, conflicts_with = "ip")]
     no_join: bool,
+    /// Record every packet on every link of the subnet while it serves (an SM client's sweep,
+    /// the clients' MADs, the hosts' traffic) into this pcap: ERF records, time-stamped by the
+    /// wall clock, written as it runs. With `--sm ours` the bring-up, run in simulated time
+    /// before serving, is not in it (`ipoib sim --pcap` records that). A write that fails (a full
+    /// disk) stops the recording, said on standard error, not the server.
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
+    /// file's header); the server says when it does.
+    #[arg(long, requires = "pcap")]
+    pcap_limit: Option<u64>,
 }
 
 /// `--sm`.
@@ -111,6 +124,15 @@ pub fn run(args: &Args) -> ExitCode {
         note!("ipoib ibsim-server: warning: no signal handler ({e})");
     }
     let stopped = |when: &str| interrupt.stopped_while("ipoib ibsim-server", when);
+    // An unwritable `--pcap` is refused before the bring-up, which may take seconds.
+    if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
+        return fail(e);
+    }
+    if let Some(p) = &args.pcap {
+        if let Err(e) = std::fs::File::create(p) {
+            return fail(format!("--pcap {p}: {e}"));
+        }
+    }
     let topo = match crate::topology_arg::load(&args.topology, args.hosts, None) {
         Ok(t) => t,
         Err(e) => return fail(e),
@@ -190,6 +212,17 @@ pub fn run(args: &Args) -> ExitCode {
             if i == 0 && ours { " (SM, SA)" } else { "" }
         );
     }
+    // Recorded from here on, time-stamped as the serving loop maps the wall clock onto the
+    // subnet's time (its start at the subnet's present).
+    let mut rec = None;
+    if let Some(p) = &args.pcap {
+        let clock = ipoib_runtime::realtime::Clock::new(std::time::Instant::now(), net.sim().now());
+        let epoch = ipoib_runtime::capture_file::epoch_of(&clock);
+        match CaptureFile::start(p, args.pcap_limit, net.sim_mut(), epoch) {
+            Ok(c) => rec = Some((c, Told::new("ipoib ibsim-server", p, args.pcap_limit))),
+            Err(e) => return fail(format!("--pcap {p}: {e}")),
+        }
+    }
     println!("ready");
     let mut pings = args.ping_all.then(PingAll::default);
     let lines = console_lines();
@@ -224,10 +257,18 @@ pub fn run(args: &Args) -> ExitCode {
             if let Some(p) = pings.as_mut() {
                 p.turn(net);
             }
+            if let Some((c, t)) = rec.as_mut() {
+                c.drain(net.sim_mut());
+                t.check(c, "the server serves on");
+            }
             quit || interrupt.signal().is_some()
         },
         ServeOptions::default(),
     );
+    if let Some((c, t)) = rec.as_mut() {
+        c.drain(net.sim_mut());
+        note!("{}", t.summary(c));
+    }
     let c = server.counters();
     let sim = net.sim().stats();
     note!(

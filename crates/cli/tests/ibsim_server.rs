@@ -213,6 +213,85 @@ fn no_join_leaves_the_broadcast_group_empty() {
     assert!(status.success(), "{status}: {err}");
 }
 
+/// `--pcap`: what the subnet carried while it served is in the file, time-stamped by the wall
+/// clock: `saquery -g` from h1 after the server slept is there as h1's SubnAdmGetTable of
+/// MCMemberRecords and the SA's answer, each on both links of its path, between the times the
+/// test saw before and after it (a MAD that wakes the server enters at the present); the server
+/// says on its way out how many packets the file holds, and `ipoib decode` reads as many.
+#[test]
+fn pcap_holds_a_clients_query_at_its_time() {
+    if !all_installed(&["ibsim-run", "saquery", "tshark"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("served.pcap");
+    let server = Server::spawn(dir.path(), "cli-pcap", |c| {
+        c.args(["--topology", "single-switch", "--hosts", "3", "--pcap"])
+            .arg(&pcap);
+    });
+    let sock = server.sock.clone();
+    server.before_ready();
+    // Longer than the serving loop's longest sleep (100 ms).
+    std::thread::sleep(Duration::from_millis(300));
+    let unix = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = unix();
+    let out = saquery(dir.path(), &sock, "h1", &["-g"]);
+    let after = unix();
+    assert_eq!(values(&out, "MGID"), ["ff12:401b:ffff::ffff:ffff"], "{out}");
+    let (status, err) = server.stop();
+    assert!(status.success(), "{status}: {err}");
+    let said = format!("ipoib ibsim-server: --pcap {}: ", pcap.display());
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(&said))
+        .unwrap_or_else(|| panic!("no {said}... line in\n{err}"));
+    let packets: u64 = line[said.len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        summary.starts_with(&format!("ipoib decode: {packets} packets"))
+            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
+        "{summary} ({line})"
+    );
+    // MCMemberRecord (0x0038) GetTable (0x12) and GetTableResp (0x92), IBA 1 §15.2.5.17.
+    for method in ["0x12", "0x92"] {
+        let filter =
+            format!("infiniband.mad.method == {method} && infiniband.mad.attributeid == 0x0038");
+        let o = std::process::Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-Y", &filter])
+            .args(["-T", "fields", "-e", "frame.time_epoch"])
+            .output()
+            .unwrap();
+        let times: Vec<f64> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert!(times.len() >= 2, "{method}: {times:?}");
+        for t in times {
+            assert!(
+                (before..=after).contains(&t),
+                "{method} at {t}, saquery ran from {before} to {after}"
+            );
+        }
+    }
+}
+
 /// A refused CONNECT is told on standard error at once, naming the node asked for and why
 /// (the client learns only that it was refused): an unknown node, a full server. After the first
 /// ten, one line says the rest are only counted; the summary at exit counts them all.

@@ -279,6 +279,11 @@ pub struct IbsimServer {
     /// UDP mode: per SM client that took its host's SM role from another, that one (module
     /// `sm_role`).
     displaced: BTreeMap<u32, u32>,
+    /// The wall clock's mapping onto the subnet's time while [`serve`] runs it: after a sleep the
+    /// subnet is run to the present before the MADs that woke it are handed over, so that they
+    /// enter at the present rather than where the last turn left the subnet's clock (as the
+    /// real-time driver does, [`crate::realtime`]).
+    clock: Option<crate::realtime::Clock>,
 }
 
 impl std::fmt::Debug for IbsimServer {
@@ -314,6 +319,7 @@ impl IbsimServer {
             spare_mads: Vec::new(),
             rx: Vec::new(),
             timer: None,
+            clock: None,
             headers: sock::Headers::new(),
             events: vec![EpollEvent::empty(); EPOLL_EVENTS],
             refusals: refusal::Refusals::default(),
@@ -395,6 +401,12 @@ impl IbsimServer {
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(errno(e)),
             };
+            if let Some(c) = self.clock.filter(|_| wait != EpollTimeout::ZERO) {
+                let present = c.virtual_at(std::time::Instant::now());
+                if present > net.sim().now() {
+                    net.sim_mut().run_until(present);
+                }
+            }
             wait = EpollTimeout::ZERO;
             left = false;
             for ev in &events[..n] {

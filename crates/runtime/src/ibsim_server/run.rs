@@ -42,8 +42,8 @@ impl Default for ServeOptions {
 /// The turns of the real-time driver ([`crate::realtime`], module docs) with the server as the
 /// only file: virtual time is wall time ([`Clock`]); a turn sleeps until a datagram comes or the
 /// subnet's next event is due less the driver's slack (at most `max_sleep`, none while the
-/// server may have datagrams left), hands what came to the subnet at its present
-/// ([`IbsimServer::poll_wait`]), runs the subnet to the present plus the slack and writes what
+/// server may have datagrams left), hands what came to the subnet at its present (run to the wall
+/// clock's present first after a sleep, [`IbsimServer::poll_wait`]), runs the subnet to the present plus the slack and writes what
 /// it delivered ([`IbsimServer::flush`]). It sleeps on the server's own epoll set, not on a
 /// driver's set holding the server's descriptor: one epoll_wait(2) a turn instead of two, which
 /// is most of what a turn costs beside the subnet's work when each turn answers one MAD (an SM's
@@ -57,6 +57,7 @@ pub fn serve(
     keep_freed_heap();
     let slack = Config::default().slack;
     let clock = Clock::new(Wall::now(), net.sim().now());
+    server.clock = Some(clock);
     // The next probe's instant: a turn compares instants, cheaper than measuring the time
     // since the last probe (`Instant` differences are normalised `Duration`s).
     let mut next_probe = Wall::now() + opts.probe_every;

@@ -18,6 +18,7 @@ use std::time::Duration;
 mod agents;
 mod bad;
 mod batch;
+mod present;
 mod told;
 mod udp_sm;
 
