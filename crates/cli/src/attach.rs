@@ -87,6 +87,16 @@ pub struct Args {
     /// "Timing").
     #[arg(long, default_value_t = 0, value_parser = crate::fabric::parse_busy_poll_us)]
     busy_poll_us: u64,
+    /// Record every packet on this host's cable, both ways, into this pcap (ERF records,
+    /// time-stamped by the wall clock; as a port capture shows a real host's port), written as
+    /// it runs, across reattaches; a write that fails (a full disk) stops the recording, said
+    /// on standard error, not the host.
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Stop recording once the pcap reaches this many bytes (whole records; at least 24, the
+    /// file's header); the host says when it does.
+    #[arg(long, requires = "pcap")]
+    pcap_limit: Option<u64>,
 }
 
 /// A device name: also the name of the control socket `<run dir>/attach-DEV.sock`, so one with a
@@ -198,6 +208,10 @@ pub fn run(args: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
+        note!("ipoib attach: {e}");
+        return ExitCode::from(2);
+    }
     let mut opts = AttachOptions::new(fabric);
     opts.ipv4 = Some(args.ip);
     opts.ipv6 = args.ip6.clone();
@@ -226,6 +240,18 @@ pub fn run(args: &Args) -> ExitCode {
     };
     p.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     p.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
+    let mut told = None;
+    if let Some(path) = &args.pcap {
+        if let Err(e) = p.capture_to(path, args.pcap_limit) {
+            note!("ipoib attach: --pcap {path}: {e}");
+            return ExitCode::from(2);
+        }
+        told = Some(crate::pcap_out::Told::new(
+            "ipoib attach",
+            path,
+            args.pcap_limit,
+        ));
+    }
     // The TUN device's link, following the interface's carrier and link-local address.
     let mut link: Option<LinkMirror> = None;
     if !args.no_tun {
@@ -336,6 +362,9 @@ pub fn run(args: &Args) -> ExitCode {
                 note!("ipoib attach: {e}");
                 return ExitCode::from(1);
             }
+        }
+        if let (Some(t), Some(c)) = (&mut told, p.capture()) {
+            t.check(c, "the host runs on");
         }
         if silent_since.is_some_and(|t| t.elapsed() >= NO_ANSWER_NOTE) {
             silent_since = None;
@@ -473,6 +502,9 @@ pub fn run(args: &Args) -> ExitCode {
     }
     if let Err(e) = p.shutdown(std::time::Duration::from_millis(200)) {
         note!("ipoib attach: socket: {e}");
+    }
+    if let (Some(t), Some(c)) = (&told, p.capture()) {
+        note!("{}", t.summary(c));
     }
     match attached {
         true => note!("ipoib attach: {}: detached", args.dev),

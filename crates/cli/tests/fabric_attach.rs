@@ -195,6 +195,72 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
     }
 }
 
+/// `ipoib attach --pcap FILE` records its own host's cable, both ways, from the first packet
+/// on: the SM's SMPs to the host and its answers, the broadcast join, as `ipoib decode` reads
+/// them with every CRC good; the host says on its way out how many packets the file holds; time
+/// stamps are the wall clock's.
+#[test]
+fn attach_pcap_records_the_hosts_cable_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path();
+    let pcap = run.join("host.pcap");
+    let (mut fabric, l) = Talker::fabric_udp(&[], run);
+    let addr = common::listen_addr(&l);
+    let began = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut a = Talker::attach_no_tun(
+        &addr,
+        "10.0.0.2/24",
+        &["--pcap", pcap.to_str().unwrap()],
+        run,
+    );
+    let up = a.expect("ib0: carrier up (LID ");
+    let lid: u16 = up
+        .split("(LID ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{up}"));
+    assert_eq!(a.interrupt_and_wait(), 0);
+    let said = format!("ipoib attach: --pcap {}: ", pcap.display());
+    let line = a
+        .expect(&said)
+        .split_once(&said)
+        .map(|(_, r)| r.to_string())
+        .unwrap();
+    let packets: usize = line.split(' ').next().and_then(|n| n.parse().ok()).unwrap();
+    assert_eq!(fabric.interrupt_and_wait(), 0);
+    let bytes = std::fs::read(&pcap).unwrap();
+    let all = ipoib_wire::pcap::CaptureReader::read_all(&bytes[..]).unwrap();
+    assert_eq!(all.len(), packets, "{line}");
+    let from = all
+        .iter()
+        .filter(|p| u16::from_be_bytes([p.data[6], p.data[7]]) == lid)
+        .count();
+    assert!(
+        from > 0 && from < packets,
+        "{from} of {packets} from LID {lid}"
+    );
+    let first = all[0].ts_ns.unwrap() / 1_000_000_000;
+    assert!(
+        first >= began,
+        "first packet at {first}, the test began at {began}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let summary = err.lines().last().unwrap_or("");
+    assert!(
+        summary.starts_with(&format!("ipoib decode: {packets} packets"))
+            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
+        "{summary}"
+    );
+}
+
 /// `--timeout-ms` shorter than two of the hosts' 1 s keepalives is refused: the fabric would drop
 /// every idle host between its keepalives, and the host attach again, over and over.
 #[test]

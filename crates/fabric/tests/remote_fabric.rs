@@ -186,6 +186,52 @@ fn two_hosts_attach_join_and_ping() {
     }
 }
 
+// A capture set before the host attached (`ipoib attach --pcap`) records its cable from its
+// first packet on, both ways: the SM's SMPs to it and its answers, the joins; then a ping's
+// request from it and the reply to it, as whole packets with their CRCs.
+#[test]
+fn a_remote_hosts_capture_records_its_cable_both_ways() {
+    use ipoib_fabric::hw::capture::Capture;
+    use ipoib_wire::pcap::CaptureReader;
+    let mut net = Net::new(2, 1);
+    net.peers[0].host.set_capture(Capture::new());
+    assert!(net.run_until(2 * SEC, all_carrier));
+    let lid = net.fabric.slot(0).unwrap().lid();
+    let (mut file, mut seen) = (Vec::new(), 0);
+    // (packets from the host, packets to it) in what the capture took since the last look.
+    let mut take = |net: &mut Net| {
+        file.extend(net.peers[0].host.capture_mut().unwrap().take_bytes());
+        let packets = CaptureReader::read_all(&file[..]).unwrap();
+        let mut counts = (0, 0);
+        for p in &packets[seen..] {
+            assert!(
+                ipoib_wire::packet::Packet::parse(&p.data).is_ok(),
+                "{:02x?}",
+                p.data
+            );
+            match u16::from_be_bytes([p.data[6], p.data[7]]) == lid {
+                true => counts.0 += 1,
+                false => counts.1 += 1,
+            }
+        }
+        seen = packets.len();
+        counts
+    };
+    let (from, to) = take(&mut net);
+    assert!(
+        from > 0 && to > 0,
+        "bring-up: {from} from the host, {to} to it"
+    );
+    assert!(net.ping_and_wait(0, addr(1), SEC));
+    let (from, to) = take(&mut net);
+    assert!(
+        from >= 1 && to >= 1,
+        "ping: {from} from the host, {to} to it"
+    );
+    assert!(net.peers[0].host.take_capture().is_some());
+    assert!(net.peers[0].host.capture_mut().is_none());
+}
+
 #[test]
 fn no_free_slot_is_rejected() {
     let mut net = Net::new(3, 2);

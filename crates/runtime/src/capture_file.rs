@@ -50,6 +50,19 @@ impl CaptureFile {
         sim: &mut Simulator,
         epoch_ns: u64,
     ) -> io::Result<CaptureFile> {
+        let mut c = CaptureFile::create(path, limit)?;
+        sim.set_capture(Capture::new().with_epoch(epoch_ns));
+        c.drain(sim);
+        match c.error.take() {
+            Some(e) => Err(io::Error::other(e)),
+            None => Ok(c),
+        }
+    }
+
+    /// Creates `path` (truncating it) for a capture the caller starts where it lives (a remote
+    /// host's, `ipoib_fabric::node::remote::RemoteHost::set_capture`) and writes with
+    /// [`CaptureFile::drain_from`]. `limit` as for [`CaptureFile::start`].
+    pub fn create(path: &str, limit: Option<u64>) -> io::Result<CaptureFile> {
         if let Some(l) = limit.filter(|&l| l < GLOBAL_HEADER_LEN as u64) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -58,40 +71,41 @@ impl CaptureFile {
                 ),
             ));
         }
-        let file = File::create(path)?;
-        sim.set_capture(Capture::new().with_epoch(epoch_ns));
-        let mut c = CaptureFile {
-            file,
+        Ok(CaptureFile {
+            file: File::create(path)?,
             written: 0,
             records: 0,
             limit,
             full: false,
             error: None,
-        };
-        c.drain(sim);
-        match c.error.take() {
-            Some(e) => Err(io::Error::other(e)),
-            None => Ok(c),
-        }
+        })
     }
 
     /// Writes what `sim` recorded since the last call. On a write error or at the limit the
     /// recording stops (the simulator's capture is taken away, so it keeps no more packets).
     pub fn drain(&mut self, sim: &mut Simulator) {
-        if self.full || self.error.is_some() {
-            return;
-        }
-        if let Err(e) = self.write(sim) {
+        if !self.drain_from(sim.capture_mut()) {
             sim.take_capture();
-            self.error = Some(e.to_string());
         }
     }
 
-    fn write(&mut self, sim: &mut Simulator) -> io::Result<()> {
-        let Some(c) = sim.capture_mut() else {
-            return Ok(());
+    /// Writes what `capture` recorded since the last call; false once the recording stopped (a
+    /// write error, the limit), when the caller should take the capture away so that it keeps
+    /// no more packets.
+    pub fn drain_from(&mut self, capture: Option<&mut Capture>) -> bool {
+        if self.full || self.error.is_some() {
+            return false;
+        }
+        let Some(c) = capture else {
+            return true;
         };
-        let bytes = c.take_bytes();
+        if let Err(e) = self.write(c.take_bytes()) {
+            self.error = Some(e.to_string());
+        }
+        !self.full && self.error.is_none()
+    }
+
+    fn write(&mut self, bytes: Vec<u8>) -> io::Result<()> {
         let header = self.written == 0;
         let room = self
             .limit
@@ -100,12 +114,9 @@ impl CaptureFile {
         self.file.write_all(&bytes[..fit])?;
         self.written += fit as u64;
         self.records += count_records(&bytes[..fit], header);
-        if fit < bytes.len() {
-            // Whole records only: those that fit are written, the first that does not ends the
-            // recording (a sweep alone may pass a small limit in one batch).
-            self.full = true;
-            sim.take_capture();
-        }
+        // Whole records only: those that fit are written, the first that does not ends the
+        // recording (a sweep alone may pass a small limit in one batch).
+        self.full = fit < bytes.len();
         Ok(())
     }
 

@@ -5,11 +5,13 @@
 //! socket `ipoib show` reads (`crate::control`, `<run dir>/attach-<dev>.sock`).
 
 use super::{fresh_seed, os_key, DatagramPeer, IoCounters, UdpEndpoint, MAX_WAIT};
+use crate::capture_file::CaptureFile;
 use crate::control::{attach_socket, AnswerError, BindError, ControlServer, Request, View};
 use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Wake};
 use crate::show::{tun_section, Answer, CounterSection, HostShow};
 use crate::tun::{OsPort, Tun, TunCounters, TunEndpoint, READ_BUFFER};
+use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, Outgoing, RemoteHost};
@@ -342,6 +344,7 @@ impl OsPort<AttachEmu> for AttachOsPort {
 pub struct AttachProcess {
     driver: Driver<AttachEmu>,
     control: Option<std::path::PathBuf>,
+    capture: Option<CaptureFile>,
 }
 
 impl AttachProcess {
@@ -365,7 +368,46 @@ impl AttachProcess {
         Ok(AttachProcess {
             driver,
             control: None,
+            capture: None,
         })
+    }
+
+    /// Records every packet on the host's cable, both ways, into `path` (ERF records,
+    /// time-stamped by the wall clock), written as it grows, until the file would pass `limit`
+    /// bytes; kept across reattaches (`RemoteHost::set_capture`).
+    pub fn capture_to(&mut self, path: &str, limit: Option<u64>) -> io::Result<()> {
+        let mut file = CaptureFile::create(path, limit)?;
+        let epoch = crate::capture_file::epoch_of(&self.driver.clock());
+        let host = &mut self.driver.emulation_mut().host;
+        host.set_capture(Capture::new().with_epoch(epoch));
+        if !file.drain_from(host.capture_mut()) {
+            host.take_capture();
+            let e = file
+                .error()
+                .unwrap_or("the file took no header")
+                .to_string();
+            return Err(io::Error::other(e));
+        }
+        self.capture = Some(file);
+        Ok(())
+    }
+
+    /// The capture file of [`AttachProcess::capture_to`]: what it holds, whether the limit or
+    /// a write error stopped it.
+    pub fn capture(&self) -> Option<&CaptureFile> {
+        self.capture.as_ref()
+    }
+
+    /// One turn of the driver, then what the capture took in it written out.
+    fn step(&mut self, deadline: Wall) -> io::Result<Wake> {
+        let w = self.driver.turn(deadline)?;
+        if let Some(file) = &mut self.capture {
+            let host = &mut self.driver.emulation_mut().host;
+            if !file.drain_from(host.capture_mut()) {
+                host.take_capture();
+            }
+        }
+        Ok(w)
     }
 
     /// Carries the OS's IP packets through `tun` (made with [`Tun::create`] in this or another
@@ -466,7 +508,7 @@ impl AttachProcess {
 
     /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
-        Ok(self.driver.turn(Wall::now() + max_wait)? == Wake::Stop)
+        Ok(self.step(Wall::now() + max_wait)? == Wake::Stop)
     }
 
     /// Turns until the stop file fires or `stop()` holds.
@@ -485,7 +527,7 @@ impl AttachProcess {
         let now = emu.host.now();
         emu.host.detach(now);
         // The turn's flush sends it; nothing else is due.
-        self.driver.turn(Wall::now())?;
+        self.step(Wall::now())?;
         Ok(())
     }
 
@@ -518,7 +560,7 @@ impl AttachProcess {
             let end = Wall::now() + grace;
             while Wall::now() < end {
                 // After a stop the driver no longer sleeps: pace the turns.
-                if self.driver.turn(end)? == Wake::Stop {
+                if self.step(end)? == Wake::Stop {
                     std::thread::sleep(Duration::from_millis(2));
                 }
             }

@@ -18,6 +18,7 @@
 use super::link::{HostLink, HostLinkConfig, HostLinkEvent, QUEUE_LIMIT};
 use super::uplink::{Uplink, UPLINK_PORT};
 use super::Outgoing;
+use crate::hw::capture::Capture;
 use crate::hw::hca::Hca;
 use crate::hw::link::{LinkId, LinkParams};
 use crate::hw::mgmt::{PortConfig, PortState};
@@ -91,6 +92,9 @@ pub struct RemoteHost {
     status: VecDeque<HostLinkEvent>,
     /// The latest time the host was given.
     now: Instant,
+    /// The capture of [`RemoteHost::set_capture`] while no host is built; a built host's
+    /// simulator holds it, and a host built again takes it over.
+    capture: Option<Capture>,
 }
 
 impl std::fmt::Debug for RemoteHost {
@@ -131,6 +135,33 @@ impl RemoteHost {
             builds: 0,
             status: VecDeque::new(),
             now,
+            capture: None,
+        }
+    }
+
+    /// Records every packet on the host's cable, both ways (what its HCA sends towards the
+    /// fabric and what the fabric delivers to it, as a port's capture shows them): the capture
+    /// tap of the host's simulator, carried over to the host built after a reattach.
+    pub fn set_capture(&mut self, capture: Capture) {
+        match &mut self.host {
+            Some(h) => h.sim.set_capture(capture),
+            None => self.capture = Some(capture),
+        }
+    }
+
+    /// The capture of [`RemoteHost::set_capture`], to take its bytes as it grows.
+    pub fn capture_mut(&mut self) -> Option<&mut Capture> {
+        match &mut self.host {
+            Some(h) => h.sim.capture_mut(),
+            None => self.capture.as_mut(),
+        }
+    }
+
+    /// Stops the capture and gives it back.
+    pub fn take_capture(&mut self) -> Option<Capture> {
+        match &mut self.host {
+            Some(h) => h.sim.take_capture(),
+            None => self.capture.take(),
         }
     }
 
@@ -373,8 +404,15 @@ impl RemoteHost {
 
     fn build(&mut self, now: Instant, a: &AttachAccept) {
         self.builds += 1;
+        let capture = match self.host.take() {
+            Some(mut old) => old.sim.take_capture(),
+            None => self.capture.take(),
+        };
         let mut sim = Simulator::new(self.seed.wrapping_add(self.builds));
         sim.run_until(now);
+        if let Some(c) = capture {
+            sim.set_capture(c);
+        }
         let mut hca = Hca::with_port_guids(a.node_guid, a.port_guids.clone()).with_engine(
             engine_factory_with(RcConfig {
                 max_outstanding: REMOTE_RC_WINDOW,
