@@ -10,6 +10,7 @@
 
 mod bringup;
 mod connected;
+mod flush;
 mod ipv4;
 mod ipv6;
 mod joins;
