@@ -8,8 +8,9 @@
 //! Invariants: one query at a time per GID; at most `queue_max` ARP frames and `queue_max` IP
 //! packets wait per path; at most
 //! `max_entries` paths (an entry with a query in flight or frames queued is never evicted); an
-//! invalidated path (LID change) keeps being used while it is asked again, as Linux
-//! `ipoib_mark_paths_invalid` does.
+//! invalidated path (a light flush: ClientReregister or an SM change) keeps being used while it
+//! is asked again. Linux's `ipoib_mark_paths_invalid` makes its packets wait for the new answer
+//! instead (docs/IPOIB-JOINS.md "Unicast through a light flush").
 
 use crate::sa::RequestId;
 use crate::time::Instant;
@@ -267,7 +268,7 @@ impl Paths {
         }
     }
 
-    /// Marks every path invalid (LID change: Linux `ipoib_mark_paths_invalid`).
+    /// Marks every path invalid (a light flush, as Linux `ipoib_mark_paths_invalid`).
     pub fn invalidate(&mut self) {
         self.cached = None;
         for p in self.map.values_mut() {

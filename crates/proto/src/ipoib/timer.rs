@@ -28,6 +28,12 @@ pub const RETRANS_TIMER: Duration = Duration::from_secs(1);
 pub const MAX_SOLICIT: u8 = 3;
 /// How long an unused stale neighbour stays (Linux `gc_stale_time` 60 s).
 pub const GC_STALE_TIME: Duration = Duration::from_secs(60);
+/// How long a PathRecord query waits for its answer, sent once (Linux `ipoib_main.c`
+/// `path_rec_start` gives `ib_sa_path_rec_get` 1000 ms, which `sa_query.c` `send_mad` spends on
+/// one send: no resend). Unanswered, the path fails, and a later packet asks again at the SA the
+/// port names then; a resend of the same request would go where the first went, to an SM that may
+/// no longer be master (docs/IPOIB-JOINS.md "Unicast through a light flush").
+pub const PATH_QUERY_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a failed PathRecord query is remembered before the next packet asks again (Linux
 /// `ipoib_start_xmit` retries a path whose query failed after about a second: `path->query` is
 /// cleared and the next packet starts a new one).

@@ -287,9 +287,14 @@ impl Interface {
     fn start_path_query(&mut self, now: Instant, gid: Gid) {
         let tclass = self.params.map(|p| p.record.tclass).unwrap_or(0);
         let (rec, mask) = path_query(self.gid(), gid, self.cfg.pkey.full(), tclass);
+        // Asked once, as Linux asks (`PATH_QUERY_TIMEOUT`): a query the SA does not answer (an
+        // SM that went Standby, or a new master in its first sweep, ignores SA MADs) fails after
+        // a second, and the next packet asks again, of the SA the port names then.
+        let dest = self.sa_dest();
+        let mad = SaMadRepr::path_get(0, rec, mask);
         let id = self
             .sa
-            .request(now, SaMadRepr::path_get(0, rec, mask), self.sa_dest());
+            .request_once(now, mad, dest, super::timer::PATH_QUERY_TIMEOUT);
         self.paths.set_query(&gid, id);
         self.requests.insert(id, Pending::Path(gid));
     }

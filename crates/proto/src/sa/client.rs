@@ -163,7 +163,33 @@ impl SaClient {
     }
 
     /// Sends `mad` (its TransactionID replaced) to `dest`.
-    pub fn request(&mut self, now: Instant, mut mad: SaMadRepr, dest: MadAddr) -> RequestId {
+    pub fn request(&mut self, now: Instant, mad: SaMadRepr, dest: MadAddr) -> RequestId {
+        let (timeout, retries) = (self.cfg.timeout, self.cfg.retries);
+        self.request_with(now, mad, dest, timeout, retries)
+    }
+
+    /// As [`SaClient::request`], sent once: no resend, a `Timeout` after `timeout`. Linux's
+    /// callers give the whole time a query may take (`sa_query.c` `send_mad` posts the MAD once
+    /// with the caller's `timeout_ms`; IPoIB's PathRecord query 1000 ms, `ipoib_main.c`
+    /// `path_rec_start`), and ask again, maybe of another SA, when they need to.
+    pub fn request_once(
+        &mut self,
+        now: Instant,
+        mad: SaMadRepr,
+        dest: MadAddr,
+        timeout: Duration,
+    ) -> RequestId {
+        self.request_with(now, mad, dest, timeout, 0)
+    }
+
+    fn request_with(
+        &mut self,
+        now: Instant,
+        mut mad: SaMadRepr,
+        dest: MadAddr,
+        timeout: Duration,
+        retries: u8,
+    ) -> RequestId {
         let tid = self.tid_hi | u64::from(self.tid_lo);
         self.tid_lo = self.tid_lo.wrapping_add(1);
         mad.header.transaction_id = tid;
@@ -180,9 +206,9 @@ impl SaClient {
                 id,
                 to,
                 mad: Box::new(bytes),
-                deadline: now + self.cfg.timeout,
-                timeout: self.cfg.timeout,
-                retries_left: self.cfg.retries,
+                deadline: now + timeout,
+                timeout,
+                retries_left: retries,
                 rmpp: None,
             },
         );

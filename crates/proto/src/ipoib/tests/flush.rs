@@ -88,3 +88,46 @@ fn unicast_to_a_known_neighbour_goes_out_at_once_after_an_sm_change() {
         h.iface.handle_port_event(now, p, true);
     });
 }
+
+// A PathRecord query in flight when the master changes went to the SM that was master, which
+// no longer answers (OpenSM ignores SA MADs unless it is master and past its first sweep,
+// `osm_sa_mad_ctrl.c` `sa_mad_ctrl_rcv_callback`). Linux asks once, for a second (`ipoib_main.c`
+// `path_rec_start`, timer.rs `PATH_QUERY_TIMEOUT`), and a later packet asks the SA the port names
+// then. The SA client used to resend the query to the old master for 15 s (1 + 2 + 4 + 8 s), and
+// the destination stayed without a path all that time (fails on that code).
+#[test]
+fn a_path_query_lost_with_the_old_master_is_asked_again_of_the_new_one() {
+    let mut net = Net::new(2);
+    net.up();
+    let dgid = net.iface(3).gid();
+    // The master moves to LID 9, whose SA never answers (MADs to LID 9 reach nobody here).
+    net.port(2, |p| p.sm_lid = 9);
+    net.run_for(Duration::from_millis(100));
+    let now = net.now;
+    assert_eq!(net.iface(2).path_to(now, dgid), None, "asked of LID 9");
+    net.run_for(Duration::from_millis(100));
+    // The SM at LID 1 (the harness's SA) takes over: an SM change with ClientReregister.
+    let t0 = net.now;
+    {
+        let h = net.host(2);
+        h.port.sm_lid = SM_LID;
+        let p = h.port;
+        h.iface.handle_port_event(t0, p, true);
+    }
+    // The path is wanted every 100 ms (a packet to that destination each time).
+    let mut known = None;
+    for _ in 0..100 {
+        net.run_for(Duration::from_millis(100));
+        let now = net.now;
+        if net.iface(2).path_to(now, dgid).is_some() {
+            known = Some(now - t0);
+            break;
+        }
+    }
+    let known = known.expect("no path within 10 s of the new master");
+    // The lost query fails 1 s after it was sent (0.9 s after the change), the failure is held
+    // for `PATH_FAILED_HOLD` (1 s), and the next want asks LID 1, which answers at once: known
+    // 2 s after the change.
+    assert!(known < Duration::from_millis(2500), "{known:?}");
+    assert!(net.iface(2).paths().iter().any(|(_, p)| p.dlid == 3));
+}
