@@ -139,7 +139,8 @@ pub struct InterfaceConfig {
     /// do not exist: flood protection, as `max_neighbours`. The groups the interface or the IP
     /// layer are members of are not counted against it.
     pub max_mcast_groups: usize,
-    /// SA request timeouts and retries.
+    /// SA request timeouts and retries; not of PathRecord queries, which are sent once and
+    /// fail after `PATH_QUERY_TIMEOUT` (1 s, `timer.rs`), as Linux's.
     pub sa: SaClientConfig,
     /// Announce the IPv4 address with a gratuitous ARP each time the link comes up, as Linux does
     /// with `net.ipv4.conf.<dev>.arp_notify` set, which its default leaves off (docs/DEPLOYED.md
