@@ -88,7 +88,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0, value_parser = crate::fabric::parse_busy_poll_us)]
     busy_poll_us: u64,
     /// Record every packet on this host's cable, both ways, into this pcap (ERF records,
-    /// time-stamped by the wall clock; as a port capture shows a real host's port), written as
+    /// time-stamped by the wall clock; its SA, CM and IPoIB traffic, not the SMPs, which the
+    /// fabric answers for a remote host's port), written as
     /// it runs, across reattaches; a write that fails (a full disk) stops the recording, said
     /// on standard error, not the host.
     #[arg(long)]
@@ -240,17 +241,11 @@ pub fn run(args: &Args) -> ExitCode {
     };
     p.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     p.set_busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
-    let mut told = None;
-    if let Some(path) = &args.pcap {
-        if let Err(e) = p.capture_to(path, args.pcap_limit) {
-            note!("ipoib attach: --pcap {path}: {e}");
-            return ExitCode::from(2);
-        }
-        told = Some(crate::pcap_out::Told::new(
-            "ipoib attach",
-            path,
-            args.pcap_limit,
-        ));
+    // An unwritable `--pcap` is refused here; a file that is there is emptied only once the
+    // recording starts, just before the host attaches.
+    if let Some(Err(e)) = args.pcap.as_deref().map(crate::pcap_out::open) {
+        note!("ipoib attach: {e}");
+        return ExitCode::from(2);
     }
     // The TUN device's link, following the interface's carrier and link-local address.
     let mut link: Option<LinkMirror> = None;
@@ -339,6 +334,18 @@ pub fn run(args: &Args) -> ExitCode {
             note!("ipoib attach: signals: {e}");
         }
     }
+    let mut told = None;
+    if let Some(path) = &args.pcap {
+        if let Err(e) = p.capture_to(path, args.pcap_limit) {
+            note!("ipoib attach: --pcap {path}: {e}");
+            return ExitCode::from(2);
+        }
+        told = Some(crate::pcap_out::Told::new(
+            "ipoib attach",
+            path,
+            args.pcap_limit,
+        ));
+    }
     note!("ipoib attach: {}: attaching to udp:{fabric}", args.dev);
     let mut carrier = false;
     // Said once while the port is Active without the interface's P_Key (reset at carrier).
@@ -360,6 +367,9 @@ pub fn run(args: &Args) -> ExitCode {
             Ok(true) => break,
             Err(e) => {
                 note!("ipoib attach: {e}");
+                if let (Some(t), Some(c)) = (&told, p.capture()) {
+                    note!("{}", t.summary(c));
+                }
                 return ExitCode::from(1);
             }
         }

@@ -224,19 +224,13 @@ pub fn run(args: &Args) -> ExitCode {
     }
     f.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
     f.set_busy_poll(Duration::from_micros(args.busy_poll_us));
-    let mut told = None;
-    if let Some(p) = &args.pcap {
-        if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
-            return fail(&e);
-        }
-        if let Err(e) = f.capture_to(p, args.pcap_limit) {
-            return fail(&format!("--pcap {p}: {e}"));
-        }
-        told = Some(crate::pcap_out::Told::new(
-            "ipoib fabric",
-            p,
-            args.pcap_limit,
-        ));
+    // An unwritable `--pcap` is refused here; a file that is there is emptied only once the
+    // recording starts, when nothing can fail any more before the fabric serves.
+    if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
+        return fail(&e);
+    }
+    if let Some(Err(e)) = args.pcap.as_deref().map(crate::pcap_out::open) {
+        return fail(&e);
     }
     // A signal from here on stops the first turn.
     if let Some((fd, _)) = stop {
@@ -271,6 +265,17 @@ pub fn run(args: &Args) -> ExitCode {
         "ipoib fabric: listening on udp:{local}, {} CAs for hosts",
         f.server().slot_count()
     );
+    let mut told = None;
+    if let Some(p) = &args.pcap {
+        if let Err(e) = f.capture_to(p, args.pcap_limit) {
+            return fail(&format!("--pcap {p}: {e}"));
+        }
+        told = Some(crate::pcap_out::Told::new(
+            "ipoib fabric",
+            p,
+            args.pcap_limit,
+        ));
+    }
     let mut known: BTreeMap<SocketAddr, usize> = BTreeMap::new();
     let mut g2l_gen = 0;
     loop {
@@ -278,6 +283,9 @@ pub fn run(args: &Args) -> ExitCode {
             Ok(s) => s,
             Err(e) => {
                 note!("ipoib fabric: {e}");
+                if let (Some(t), Some(c)) = (&told, f.capture()) {
+                    note!("{}", t.summary(c));
+                }
                 return ExitCode::from(1);
             }
         };

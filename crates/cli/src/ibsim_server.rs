@@ -124,14 +124,13 @@ pub fn run(args: &Args) -> ExitCode {
         note!("ipoib ibsim-server: warning: no signal handler ({e})");
     }
     let stopped = |when: &str| interrupt.stopped_while("ipoib ibsim-server", when);
-    // An unwritable `--pcap` is refused before the bring-up, which may take seconds.
+    // An unwritable `--pcap` is refused before the bring-up, which may take seconds; a file
+    // that is there is emptied only once the recording starts.
     if let Err(e) = crate::pcap_out::check_limit(args.pcap_limit) {
         return fail(e);
     }
-    if let Some(p) = &args.pcap {
-        if let Err(e) = std::fs::File::create(p) {
-            return fail(format!("--pcap {p}: {e}"));
-        }
+    if let Some(Err(e)) = args.pcap.as_deref().map(crate::pcap_out::open) {
+        return fail(e);
     }
     let topo = match crate::topology_arg::load(&args.topology, args.hosts, None) {
         Ok(t) => t,
@@ -212,8 +211,14 @@ pub fn run(args: &Args) -> ExitCode {
             if i == 0 && ours { " (SM, SA)" } else { "" }
         );
     }
-    // Recorded from here on, time-stamped as the serving loop maps the wall clock onto the
-    // subnet's time (its start at the subnet's present).
+    println!("ready");
+    let mut pings = args.ping_all.then(PingAll::default);
+    let lines = console_lines();
+    let mut console = Console::new();
+    let mut quit = false;
+    // Recorded from here on, time-stamped as the serving loop, started next, maps the wall clock
+    // onto the subnet's time (its start at the subnet's present; the two clocks microseconds
+    // apart).
     let mut rec = None;
     if let Some(p) = &args.pcap {
         let clock = ipoib_runtime::realtime::Clock::new(std::time::Instant::now(), net.sim().now());
@@ -223,11 +228,6 @@ pub fn run(args: &Args) -> ExitCode {
             Err(e) => return fail(format!("--pcap {p}: {e}")),
         }
     }
-    println!("ready");
-    let mut pings = args.ping_all.then(PingAll::default);
-    let lines = console_lines();
-    let mut console = Console::new();
-    let mut quit = false;
     let r = serve(
         &mut server,
         &mut net,

@@ -512,14 +512,10 @@ fn up(a: &UpArgs) -> ExitCode {
         Err(e) => return fail(format!("epoll: {e}")),
     };
     driver.set_trace(std::env::var_os(crate::TRACE_TURNS_ENV).is_some());
-    // Before the namespaces: an unwritable path is refused before anything is made.
-    let mut rec: Recording = None;
-    if let Some(p) = &a.pcap {
-        let epoch = ipoib_runtime::capture_file::epoch_of(&driver.clock());
-        match CaptureFile::start(p, a.pcap_limit, driver.emulation_mut().sim_mut(), epoch) {
-            Ok(c) => rec = Some((c, Told::new("ipoib lab", p, a.pcap_limit))),
-            Err(e) => return fail(format!("--pcap {p}: {e}")),
-        }
+    // Before the namespaces: an unwritable path is refused before anything is made (a file
+    // that is there is emptied only once the recording starts, before the first turn).
+    if let Some(Err(e)) = a.pcap.as_deref().map(crate::pcap_out::open) {
+        return fail(e);
     }
     let mut controls = Vec::new();
     let mut tun_counters = Vec::new();
@@ -599,6 +595,14 @@ fn up(a: &UpArgs) -> ExitCode {
         }
     }
 
+    let mut rec: Recording = None;
+    if let Some(p) = &a.pcap {
+        let epoch = ipoib_runtime::capture_file::epoch_of(&driver.clock());
+        match CaptureFile::start(p, a.pcap_limit, driver.emulation_mut().sim_mut(), epoch) {
+            Ok(c) => rec = Some((c, Told::new("ipoib lab", p, a.pcap_limit))),
+            Err(e) => return fail(format!("--pcap {p}: {e}")),
+        }
+    }
     let started = Wall::now();
     let deadline = started
         + match osm {

@@ -196,7 +196,8 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
 }
 
 /// `ipoib attach --pcap FILE` records its own host's cable, both ways, from the first packet
-/// on: the SM's SMPs to the host and its answers, the broadcast join, as `ipoib decode` reads
+/// on: the broadcast join and the host's other SA traffic (no SMPs: the fabric answers them for
+/// a remote host, docs/UDP-FABRIC.md "PortConfig carries what the SMA set"), as `ipoib decode` reads
 /// them with every CRC good; the host says on its way out how many packets the file holds; time
 /// stamps are the wall clock's.
 #[test]

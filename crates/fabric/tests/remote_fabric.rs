@@ -187,7 +187,8 @@ fn two_hosts_attach_join_and_ping() {
 }
 
 // A capture set before the host attached (`ipoib attach --pcap`) records its cable from its
-// first packet on, both ways: the SM's SMPs to it and its answers, the joins; then a ping's
+// first packet on, both ways: the joins and their answers (no SMPs: the fabric's side of the slot
+// answers them, docs/UDP-FABRIC.md); then a ping's
 // request from it and the reply to it, as whole packets with their CRCs.
 #[test]
 fn a_remote_hosts_capture_records_its_cable_both_ways() {

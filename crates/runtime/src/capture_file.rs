@@ -100,6 +100,10 @@ impl CaptureFile {
             return true;
         };
         if let Err(e) = self.write(c.take_bytes()) {
+            // A write that failed part-way (a full disk, a file size limit) may have left half a
+            // record: the file is cut back to its last whole one where it can be (a device
+            // cannot), so that it reads as a capture and holds what `written` says.
+            let _ = self.file.set_len(self.written);
             self.error = Some(e.to_string());
         }
         !self.full && self.error.is_none()

@@ -52,8 +52,8 @@
 //! [`Driver::turn`] reports [`Wake::Stop`], with no race between checking a flag and sleeping.
 //!
 //! Invariants: the emulation sees only virtual time (it never reads the clock); inputs enter at
-//! the emulation's current time, which never goes back and is never behind the wall clock's
-//! present when they do; no allocation per turn (but while
+//! the emulation's current time, which never goes back and is, when a turn starts reading, at
+//! least the wall clock's present of that moment; no allocation per turn (but while
 //! [`Driver::set_trace`] prints each turn's timings).
 
 use ipoib_fabric::node::subnet::Subnet;
@@ -400,12 +400,13 @@ impl<E: Emulation> Driver<E> {
             .trace
             .then(|| TurnTrace::start(self.stats, timeout, slept_from.elapsed()));
 
-        // Inputs enter at the present. After a sleep the emulation's clock stands where the last
-        // turn left it (that turn's present plus the slack), up to `max_sleep` behind: an input
-        // handed over then would be stamped that much early (its packets in a capture, the timers
-        // it starts, an RC ACK timeout already past). What came due meanwhile runs first, as it
-        // happened first. While turns follow one another the clock is ahead already (the slack),
-        // and this costs nothing.
+        // Inputs enter at the present. After a sleep (or a turn longer than the slack) the
+        // emulation's clock stands where the last turn left it (that turn's present plus the
+        // slack), up to `max_sleep` behind: an input handed over then would be stamped that much
+        // early (its packets in a capture, the timers it starts, an RC ACK timeout already
+        // past). What came due meanwhile runs first, as it happened first. While turns follow one
+        // another the clock is ahead already (the slack), and this costs a comparison. (A traced
+        // turn counts this run in its reading time.)
         let present = self.clock.virtual_at(Wall::now());
         if present > self.emu.now() {
             self.emu.run_until(present);

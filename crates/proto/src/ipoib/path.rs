@@ -225,13 +225,17 @@ impl Paths {
     }
 
     /// A query finished. Returns the GID, the path (when it succeeded) and the frames that waited
-    /// (to send on success, to count as dropped on failure).
+    /// (to send on success, to count as dropped on failure). A failure is held for
+    /// `PATH_FAILED_HOLD` when `hold` (the SA answered that there is no path), not after a
+    /// query that got no answer (`PATH_QUERY_TIMEOUT` has passed already, and the next packet
+    /// may find the SA back, or another master's).
     pub fn complete(
         &mut self,
         now: Instant,
         gid: &Gid,
         id: RequestId,
         result: Option<PathInfo>,
+        hold: bool,
     ) -> Option<(Option<PathInfo>, Vec<QueuedFrame>)> {
         self.cached = None;
         let p = self.map.get_mut(gid)?;
@@ -250,7 +254,7 @@ impl Paths {
                 if p.info.is_none() || p.valid {
                     p.info = None;
                 }
-                p.failed_until = Some(now + super::timer::PATH_FAILED_HOLD);
+                p.failed_until = hold.then(|| now + super::timer::PATH_FAILED_HOLD);
             }
         }
         Some((result, p.queue.drain(..).collect()))
@@ -372,7 +376,7 @@ mod tests {
             assert_eq!(ok, i < 3);
         }
         let (res, q) = p
-            .complete(now, &g, RequestId(1), Some(info(5)))
+            .complete(now, &g, RequestId(1), Some(info(5)), true)
             .expect("pending");
         assert_eq!(res, Some(info(5)));
         assert_eq!(q.len(), 3);
@@ -418,7 +422,7 @@ mod tests {
         let now = Instant::ZERO;
         p.lookup(now, g);
         p.set_query(&g, RequestId(9));
-        p.complete(now, &g, RequestId(9), None);
+        p.complete(now, &g, RequestId(9), None, true);
         assert_eq!(p.lookup(now, g), PathLookup::Failed);
         let later = now + super::super::timer::PATH_FAILED_HOLD;
         p.handle_timeout(later);

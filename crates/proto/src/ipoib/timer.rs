@@ -34,9 +34,10 @@ pub const GC_STALE_TIME: Duration = Duration::from_secs(60);
 /// port names then; a resend of the same request would go where the first went, to an SM that may
 /// no longer be master (docs/IPOIB-JOINS.md "Unicast through a light flush").
 pub const PATH_QUERY_TIMEOUT: Duration = Duration::from_secs(1);
-/// How long a failed PathRecord query is remembered before the next packet asks again (Linux
-/// `ipoib_start_xmit` retries a path whose query failed after about a second: `path->query` is
-/// cleared and the next packet starts a new one).
+/// How long a PathRecord query the SA answered with an error (no path) is remembered before
+/// the next packet asks again, so that a stream of packets to a GID the SA does not know is not a
+/// stream of queries. A query that got no answer is not held: `PATH_QUERY_TIMEOUT` has passed, and
+/// Linux's next packet starts a new query at once (`ipoib_start_xmit`: `path->query` is cleared).
 pub const PATH_FAILED_HOLD: Duration = Duration::from_secs(1);
 /// How long "this multicast group does not exist" is believed without a trap saying otherwise
 /// (draft-ietf-ipoib-ip-over-infiniband-06 §11: cache group existence; traps 66/67 keep it fresh).

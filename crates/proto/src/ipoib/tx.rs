@@ -320,7 +320,10 @@ impl Interface {
                 format_args!("path record for {} failed: {e}", gid.to_ipv6()),
             );
         }
-        let Some((res, frames)) = self.paths.complete(now, &gid, id, info) else {
+        // An SA that answered "no path" is not asked again at once; one that did not answer
+        // may have been an SM that is no longer master (docs/IPOIB-JOINS.md).
+        let hold = !matches!(result, Err(SaClientError::Timeout));
+        let Some((res, frames)) = self.paths.complete(now, &gid, id, info, hold) else {
             return;
         };
         match res {

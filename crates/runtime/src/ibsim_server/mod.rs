@@ -401,7 +401,9 @@ impl IbsimServer {
                 Err(nix::Error::EINTR) => continue,
                 Err(e) => return Err(errno(e)),
             };
-            if let Some(c) = self.clock.filter(|_| wait != EpollTimeout::ZERO) {
+            // Once a call, before the first read: the subnet may stand behind the present after
+            // a sleep or a long turn.
+            if let Some(c) = self.clock.filter(|_| round == 0) {
                 let present = c.virtual_at(std::time::Instant::now());
                 if present > net.sim().now() {
                     net.sim_mut().run_until(present);

@@ -240,9 +240,10 @@ impl FabricProcess {
 
     /// One turn of the driver, sleeping at most `max_wait`; true when the stop file fired.
     pub fn turn(&mut self, max_wait: Duration) -> io::Result<bool> {
-        let w = self.driver.turn(Wall::now() + max_wait)?;
+        let w = self.driver.turn(Wall::now() + max_wait);
+        // Also when the turn failed: what it recorded before is written.
         self.write_capture();
-        Ok(w == crate::realtime::Wake::Stop)
+        Ok(w? == crate::realtime::Wake::Stop)
     }
 
     /// Turns until the stop file fires or `stop()` holds.

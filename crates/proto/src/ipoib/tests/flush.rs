@@ -125,9 +125,10 @@ fn a_path_query_lost_with_the_old_master_is_asked_again_of_the_new_one() {
         }
     }
     let known = known.expect("no path within 10 s of the new master");
-    // The lost query fails 1 s after it was sent (0.9 s after the change), the failure is held
-    // for `PATH_FAILED_HOLD` (1 s), and the next want asks LID 1, which answers at once: known
-    // 2 s after the change.
-    assert!(known < Duration::from_millis(2500), "{known:?}");
+    // The lost query fails 1 s after it was sent (0.9 s after the change); a failure by timeout
+    // is not held (as Linux, whose next packet asks again), so the next want asks LID 1, which
+    // answers at once: known 1 s after the change. (Held for `PATH_FAILED_HOLD` as an SA's "no
+    // path" is, it was 2 s: ARP's third request, 2 s after the first, then met the hold's end.)
+    assert!(known < Duration::from_millis(1500), "{known:?}");
     assert!(net.iface(2).paths().iter().any(|(_, p)| p.dlid == 3));
 }
