@@ -203,6 +203,13 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
 
     let (st, out) = ipoib(&["lab", "down"], Duration::from_secs(30)).expect("down within 30 s");
     assert!(st.success(), "lab down: {st} {out}");
+    // The lab removed its namespaces itself on SIGTERM; none was deleted by hand.
+    assert!(
+        out.contains(&format!(
+            "stopped the lab (pid {pid}) and removed its 3 network namespaces.\n"
+        )),
+        "{out}"
+    );
     drop(lab);
     assert_eq!(leftovers(3, &[pid]), Vec::<String>::new());
     lab_pcap_holds_the_pings(&pcap, &std::fs::read_to_string(&err).unwrap());

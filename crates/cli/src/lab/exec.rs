@@ -89,6 +89,13 @@ pub fn down() -> ExitCode {
         Err(e) => return fail(e),
     };
     let alive = lab.is_alive();
+    let names: Vec<String> = lab.hosts.iter().map(|h| h.namespace.clone()).collect();
+    // A running lab removes its own namespaces on SIGTERM: count them before, so that those it
+    // removed are not taken for namespaces deleted by hand.
+    let present = names
+        .iter()
+        .filter(|n| ipoib_runtime::netns::exists(n))
+        .count();
     if alive {
         let pid = Pid::from_raw(lab.pid);
         let _ = kill(pid, Signal::SIGTERM);
@@ -106,13 +113,21 @@ pub fn down() -> ExitCode {
     }
     // A lab that died leaves its OpenSM (--sm opensm) running.
     state::end_opensm(&lab);
-    let names: Vec<String> = lab.hosts.iter().map(|h| h.namespace.clone()).collect();
     let c = state::clean(&names);
     if !c.problems.is_empty() {
         return fail(c.problems.join("; "));
     }
-    println!("{}", down_line(alive, lab.pid, c.removed, c.missing));
+    let (removed, missing) = tally(names.len(), present, &c);
+    println!("{}", down_line(alive, lab.pid, removed, missing));
     ExitCode::SUCCESS
+}
+
+/// Of a lab's `total` namespaces, `present` there before `lab down` stopped the lab, and what
+/// [`state::clean`] then found (`c`): how many went with this stop (removed by the lab on its way
+/// out or by the clean-up) and how many were gone before it (`ip netns del` by hand).
+fn tally(total: usize, present: usize, c: &state::Cleaned) -> (usize, usize) {
+    let left = total.saturating_sub(c.removed + c.missing);
+    (present.saturating_sub(left), total.saturating_sub(present))
 }
 
 /// What `lab down` did: stopped the running lab of `pid`, or, when it had ended already (killed,
@@ -160,6 +175,35 @@ mod tests {
              2 network namespaces it left behind."
         );
         assert!(!l.contains("found gone"), "{l}");
+    }
+
+    /// A running lab removes its namespaces itself on SIGTERM, before the clean-up looks: `lab
+    /// down` said "removed its 0 network namespaces; 3 were already gone" after every ordinary
+    /// stop.
+    #[test]
+    fn namespaces_the_stopped_lab_removed_count_as_removed() {
+        let all_gone = state::Cleaned {
+            removed: 0,
+            missing: 3,
+            problems: Vec::new(),
+        };
+        assert_eq!(tally(3, 3, &all_gone), (3, 0));
+        // One deleted by hand before, the other two by the lab.
+        assert_eq!(tally(3, 2, &all_gone), (2, 1));
+        // A lab killed outright: the clean-up removed two, one was deleted by hand.
+        let cleaned = state::Cleaned {
+            removed: 2,
+            missing: 1,
+            problems: Vec::new(),
+        };
+        assert_eq!(tally(3, 2, &cleaned), (2, 1));
+        // One the clean-up could not remove.
+        let stuck = state::Cleaned {
+            removed: 1,
+            missing: 1,
+            problems: vec!["EBUSY".to_string()],
+        };
+        assert_eq!(tally(3, 3, &stuck), (2, 0));
     }
 
     /// A namespace deleted by hand (`ip netns del`) before `lab down` was counted as removed.
