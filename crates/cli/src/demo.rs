@@ -118,7 +118,7 @@ pub struct Args {
 pub enum Ipv6Profile {
     /// RFC 4391 (and RFC 4755 in connected mode).
     Rfc,
-    /// draft-kashyap-ipoib-ipv6-01 ([`InterfaceConfig::legacy_ipv6`]).
+    /// draft-kashyap-ipoib-ipv6-01 (docs/conformance/ipoib-ud.md, rows V6L-*).
     Legacy,
 }
 

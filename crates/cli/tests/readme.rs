@@ -2,6 +2,7 @@
 //! first demo command and finds every line the README shows, in order, in its output. The sample
 //! is abridged at lines reading `...`; the lines between two of them must follow one another in
 //! the output as they do in the README. The last line's wall time and memory are not compared.
+//! The `--help` of every command is plain text.
 
 use std::path::Path;
 use std::process::Command;
@@ -70,5 +71,40 @@ fn readme_demo_sample_is_what_the_demo_prints() {
                 )
             });
         from = at + piece.len();
+    }
+}
+
+/// Every command's `--help` is text for a user: no rustdoc link (`` [`Item`] ``) of the doc
+/// comments it is made from. `ipoib demo --help` showed `legacy: draft-kashyap-ipoib-ipv6-01
+/// ([`InterfaceConfig::legacy_ipv6`])`.
+#[test]
+fn help_texts_carry_no_rustdoc_links() {
+    let commands: [&[&str]; 14] = [
+        &[],
+        &["decode"],
+        &["sim"],
+        &["demo"],
+        &["ipcm"],
+        &["ipcm", "check"],
+        &["rping"],
+        &["show"],
+        &["ibsim-server"],
+        &["lab"],
+        &["lab", "exec"],
+        &["lab", "down"],
+        &["fabric"],
+        &["attach"],
+    ];
+    for args in commands {
+        let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("run ipoib");
+        assert!(o.status.success(), "ipoib {args:?} --help: {}", o.status);
+        let help = String::from_utf8(o.stdout).expect("UTF-8");
+        for line in help.lines() {
+            assert!(!line.contains("[`"), "ipoib {args:?} --help: {line}");
+        }
     }
 }
