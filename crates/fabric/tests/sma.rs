@@ -309,6 +309,27 @@ fn pkey_table_and_mft_sets() {
         )
         .unwrap();
     assert_eq!(r.attribute, SmpAttribute::MulticastForwardingTable(b));
+    // The table holds every MLID the SA hands out, 0xC000-0xFFFE: block 511 (0xFFE0-0xFFFF) is
+    // written too. With a table of 1,024 MLIDs the Set was refused, and groups past 0xC3FF
+    // (`ipoib demo --hosts 1100 --topology fat-tree`) got no forwarding.
+    b.port_masks = [0; 32];
+    b.port_masks[30] = 1 << 3;
+    let r = f
+        .dr(
+            Method::Set,
+            attr::MULTICAST_FORWARDING_TABLE,
+            511,
+            TO_S1,
+            0,
+            SmpAttribute::MulticastForwardingTable(b),
+        )
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        MadStatus::SUCCESS,
+        "block 511 is within the cap"
+    );
+    assert_eq!(f.switch(f.s1).mft(0xfffe), Some(&[3u8][..]));
 }
 
 // IBA 1 §14.2.5.13, §13.4.7: SMInfo is answered only where an SM runs; elsewhere status 0x000C.
