@@ -3,8 +3,9 @@
 //! minutes of simulation, but emptied only when the capture is written, so that a run stopped
 //! before that (Ctrl-C) leaves a file that was already there as it was, not empty.
 //!
-//! And what `ipoib fabric` and `ipoib lab`, which record as they run
-//! ([`ipoib_runtime::capture_file`]), say of their `--pcap` ([`Told`]).
+//! And what `ipoib fabric`, `ipoib lab`, `ipoib ibsim-server` and `ipoib attach`, which record as
+//! they run ([`ipoib_runtime::capture_file`]), say of their `--pcap` ([`Told`]); they too open
+//! the file early ([`open`]) and empty it only when the recording starts.
 
 use ipoib_runtime::capture_file::CaptureFile;
 use std::fs::{File, OpenOptions};

@@ -1,10 +1,12 @@
-//! A pcap file that a running emulation records into (`ipoib fabric --pcap`, `ipoib lab
-//! --pcap`): every packet on every link of the simulator ([`Simulator::set_capture`], ERF
-//! records, `ipoib_wire::pcap`), written as the capture grows, so that memory stays bounded
-//! however long the process runs, up to a byte limit.
+//! A pcap file that a running emulation records into (`ipoib fabric`, `ipoib lab` and `ipoib
+//! ibsim-server --pcap`: every packet on every link of the simulator,
+//! [`Simulator::set_capture`]; `ipoib attach --pcap`: the host's cable, a capture that lives in
+//! its `RemoteHost`, [`CaptureFile::drain_from`]), ERF records (`ipoib_wire::pcap`), written as
+//! the capture grows, so that memory stays bounded however long the process runs, up to a byte
+//! limit.
 //!
 //! Time stamps are the wall clock's ([`epoch_of`], `Capture::with_epoch`), so that the file lines
-//! up with a `tcpdump` of a host's `ib0` (`mergecap`) and with the process's log.
+//! up with a capture of a host's `ib0` (`mergecap`) and with the process's log.
 //!
 //! A write that fails (a full disk) stops the recording, not the emulation its hosts depend on;
 //! the limit stops it at the last whole record that fits. Either is kept for the caller to say
