@@ -111,10 +111,21 @@ fn fabric_path(port: u16) -> Result<PathBuf, String> {
             control::run_dir().display()
         )),
         1 => Ok(all.remove(0)),
-        _ => Err(format!(
-            "{} fabrics running: name one with --fabric=PORT",
-            all.len()
-        )),
+        _ => {
+            // Their ports, from the sockets' names (`fabric-PORT.sock`), to pick from.
+            let mut ports: Vec<String> = all
+                .iter()
+                .filter_map(|p| p.file_name()?.to_str())
+                .filter_map(|n| n.strip_prefix("fabric-")?.strip_suffix(".sock"))
+                .map(str::to_string)
+                .collect();
+            ports.sort_by_key(|p| (p.len(), p.clone()));
+            Err(format!(
+                "{} fabrics running (ports {}): name one with --fabric=PORT",
+                all.len(),
+                ports.join(", ")
+            ))
+        }
     }
 }
 

@@ -113,7 +113,8 @@ fn a_device_in_a_namespace_is_hinted() {
 }
 
 /// Two fabrics: `--fabric` alone names the way to pick one as it parses (`--fabric=PORT`; a
-/// separate `--fabric PORT` would take PORT for the view).
+/// separate `--fabric PORT` would take PORT for the view), and their ports to pick from (it named
+/// none).
 #[test]
 fn two_fabrics_name_the_way_to_pick_one() {
     let run = tempfile::tempdir().unwrap();
@@ -123,7 +124,7 @@ fn two_fabrics_name_the_way_to_pick_one() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
-        "ipoib show: 2 fabrics running: name one with --fabric=PORT\n"
+        "ipoib show: 2 fabrics running (ports 4791, 4792): name one with --fabric=PORT\n"
     );
 }
 
@@ -150,7 +151,7 @@ fn help_says_fabric_0_is_the_only_fabric() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
-        "ipoib show: 2 fabrics running: name one with --fabric=PORT\n"
+        "ipoib show: 2 fabrics running (ports 4791, 4792): name one with --fabric=PORT\n"
     );
 }
 
