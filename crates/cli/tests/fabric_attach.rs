@@ -142,12 +142,7 @@ fn fabric_pcap_is_a_capture_within_its_limit() {
         pcap
     };
     // Unbounded enough for the whole run, then a limit it reaches.
-    let secs = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-    };
+    let secs = || common::unix_secs() as u64;
     let began = secs();
     let whole = cap("whole.pcap", "100000000");
     // Time-stamped by the wall clock: the first packet within the run.
@@ -207,10 +202,7 @@ fn attach_pcap_records_the_hosts_cable_both_ways() {
     let pcap = run.join("host.pcap");
     let (mut fabric, l) = Talker::fabric_udp(&[], run);
     let addr = common::listen_addr(&l);
-    let began = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let began = common::unix_secs() as u64;
     let mut a = Talker::attach_no_tun(
         &addr,
         "10.0.0.2/24",
@@ -226,12 +218,8 @@ fn attach_pcap_records_the_hosts_cable_both_ways() {
         .unwrap_or_else(|| panic!("{up}"));
     assert_eq!(a.interrupt_and_wait(), 0);
     let said = format!("ipoib attach: --pcap {}: ", pcap.display());
-    let line = a
-        .expect(&said)
-        .split_once(&said)
-        .map(|(_, r)| r.to_string())
-        .unwrap();
-    let packets: usize = line.split(' ').next().and_then(|n| n.parse().ok()).unwrap();
+    let (line, packets) = common::pcap_said(&a.expect(&said), "ipoib attach", &pcap);
+    let packets = packets as usize;
     assert_eq!(fabric.interrupt_and_wait(), 0);
     let bytes = std::fs::read(&pcap).unwrap();
     let all = ipoib_wire::pcap::CaptureReader::read_all(&bytes[..]).unwrap();
@@ -249,17 +237,7 @@ fn attach_pcap_records_the_hosts_cable_both_ways() {
         first >= began,
         "first packet at {first}, the test began at {began}"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args(["decode", pcap.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let summary = err.lines().last().unwrap_or("");
-    assert!(
-        summary.starts_with(&format!("ipoib decode: {packets} packets"))
-            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
-        "{summary}"
-    );
+    common::assert_decodes(&pcap, packets as u64);
 }
 
 /// `--timeout-ms` shorter than two of the hosts' 1 s keepalives is refused: the fabric would drop

@@ -233,42 +233,14 @@ fn pcap_holds_a_clients_query_at_its_time() {
     server.before_ready();
     // Longer than the serving loop's longest sleep (100 ms).
     std::thread::sleep(Duration::from_millis(300));
-    let unix = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64()
-    };
-    let before = unix();
+    let before = common::unix_secs();
     let out = saquery(dir.path(), &sock, "h1", &["-g"]);
-    let after = unix();
+    let after = common::unix_secs();
     assert_eq!(values(&out, "MGID"), ["ff12:401b:ffff::ffff:ffff"], "{out}");
     let (status, err) = server.stop();
     assert!(status.success(), "{status}: {err}");
-    let said = format!("ipoib ibsim-server: --pcap {}: ", pcap.display());
-    let line = err
-        .lines()
-        .find(|l| l.starts_with(&said))
-        .unwrap_or_else(|| panic!("no {said}... line in\n{err}"));
-    let packets: u64 = line[said.len()..]
-        .split(' ')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ipoib"))
-        .args(["decode", pcap.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let summary = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .last()
-        .unwrap_or("")
-        .to_string();
-    assert!(
-        summary.starts_with(&format!("ipoib decode: {packets} packets"))
-            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
-        "{summary} ({line})"
-    );
+    let (_, packets) = common::pcap_said(&err, "ipoib ibsim-server", &pcap);
+    common::assert_decodes(&pcap, packets);
     // MCMemberRecord (0x0038) GetTable (0x12) and GetTableResp (0x92), IBA 1 §15.2.5.17.
     for method in ["0x12", "0x92"] {
         let filter =

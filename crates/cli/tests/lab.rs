@@ -120,7 +120,7 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
         "--pcap",
         pcap.to_str().unwrap(),
     ];
-    let began = unix_secs();
+    let began = common::unix_secs() as u64;
     let lab = Lab::start_to(&args, std::fs::File::create(&err).unwrap());
     let (pid, table) = (lab.pid(), &lab.table);
     assert!(table.contains("3 hosts up"), "{table}");
@@ -216,19 +216,11 @@ fn three_host_lab_pings_over_ipv4_and_ipv6_and_leaves_nothing() {
     // Time-stamped by the wall clock: the first packet (the SM's first SMP) within the test.
     let bytes = std::fs::read(&pcap).unwrap();
     let first = u64::from(u32::from_le_bytes(bytes[24..28].try_into().unwrap()));
+    let end = common::unix_secs() as u64;
     assert!(
-        (began..=unix_secs()).contains(&first),
-        "first packet at {first}, the test ran from {began} to {}",
-        unix_secs()
+        (began..=end).contains(&first),
+        "first packet at {first}, the test ran from {began} to {end}"
     );
-}
-
-/// Seconds since the Unix epoch now.
-fn unix_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }
 
 /// `--pcap`: the lab recorded its links from the bring-up on; on its way out it said how many
@@ -236,33 +228,13 @@ fn unix_secs() -> u64 {
 /// installed) finds h1's pings to h2 in them, over IPv4 and IPv6, each on both links of its path
 /// (h1 to the switch, the switch to h2).
 fn lab_pcap_holds_the_pings(pcap: &Path, stderr: &str) {
-    let said = format!("ipoib lab: --pcap {}: ", pcap.display());
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with(&said))
-        .unwrap_or_else(|| panic!("no {said}... line in\n{stderr}"));
-    let packets: u64 = line[said.len()..]
-        .split(' ')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let (line, packets) = common::pcap_said(stderr, "ipoib lab", pcap);
     let bytes = std::fs::metadata(pcap).unwrap().len();
     assert!(
         line.ends_with(&format!(" packets, {bytes} bytes")),
         "{line}"
     );
-    let o = Command::new(BIN)
-        .args(["decode", pcap.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let summary = err.lines().last().unwrap_or("");
-    assert_eq!(o.status.code(), Some(0), "{summary}");
-    assert!(
-        summary.starts_with(&format!("ipoib decode: {packets} packets"))
-            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
-        "{summary} ({line})"
-    );
+    common::assert_decodes(pcap, packets);
     if !common::installed("tshark") {
         eprintln!("tshark part skipped: not installed");
         return;

@@ -161,6 +161,18 @@ fn standby_takes_over_when_the_master_is_gone() {
     ping(&mut net, &[(1, 2), (2, 1)]);
 }
 
+/// Starts a second SM, of priority 5 (greater than host 0's), on host 1: its application.
+fn add_greater_sm(net: &mut Subnet) -> AppId {
+    net.add_sm(
+        1,
+        ElectionSettings {
+            priority: 5,
+            ..ElectionSettings::default()
+        },
+    )
+    .unwrap()
+}
+
 /// What the SM of `app` on host 1 counted.
 fn stats1(net: &Subnet, app: AppId) -> ElectionStats {
     sm1(net, app).election().stats()
@@ -176,15 +188,7 @@ fn a_greater_sm_started_later_gets_mastership_by_handover() {
     let mut net = Subnet::build(options(chain(), seed(11))).unwrap();
     assert!(net.run_until_joined(at(5)), "every host has carrier");
     assert_eq!(sm0(&net).election().state(), SmState::Master);
-    let app = net
-        .add_sm(
-            1,
-            ElectionSettings {
-                priority: 5,
-                ..ElectionSettings::default()
-            },
-        )
-        .unwrap();
+    let app = add_greater_sm(&mut net);
     let t = net.sim().now() + Duration::from_secs(1);
     net.sim_mut().run_until(t);
     let (old, new) = (sm0(&net).election(), sm1(&net, app).election());
@@ -230,15 +234,7 @@ fn pings_between_known_hosts_are_answered_through_a_handover() {
     assert!(net.run_until_joined(at(5)), "every host has carrier");
     ping(&mut net, &[(2, 0), (0, 2)]);
     let rereg: Vec<u64> = (0..3).map(|i| reregisters(&net, i)).collect();
-    let app = net
-        .add_sm(
-            1,
-            ElectionSettings {
-                priority: 5,
-                ..ElectionSettings::default()
-            },
-        )
-        .unwrap();
+    let app = add_greater_sm(&mut net);
     let dst = v4(&net, 0);
     let mut sent = Vec::new();
     for _ in 0..1000 {

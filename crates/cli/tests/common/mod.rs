@@ -592,3 +592,43 @@ pub fn catches_sigint(pid: u32) -> bool {
         .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
         .is_some_and(|m| m & 2 != 0)
 }
+
+/// The line `PROG: --pcap PATH: N packets, B bytes...` in `stderr` (what a process that records
+/// as it runs says on its way out), and its N.
+pub fn pcap_said(stderr: &str, prog: &str, pcap: &Path) -> (String, u64) {
+    let said = format!("{prog}: --pcap {}: ", pcap.display());
+    let line = stderr
+        .lines()
+        .find_map(|l| l.split_once(&said).map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("no {said}... line in\n{stderr}"));
+    let packets = line
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    (line.to_string(), packets)
+}
+
+/// `ipoib decode` reads `packets` packets from `pcap`, every CRC good.
+pub fn assert_decodes(pcap: &Path, packets: u64) {
+    let o = Command::new(BIN)
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let summary = err.lines().last().unwrap_or("");
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert!(
+        summary.starts_with(&format!("ipoib decode: {packets} packets"))
+            && summary.contains("0 malformed packets, 0 bad ICRC, 0 bad VCRC"),
+        "{summary}"
+    );
+}
+
+/// Seconds since the Unix epoch now.
+pub fn unix_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
