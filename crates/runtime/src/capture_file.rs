@@ -1,7 +1,7 @@
 //! A pcap file that a running emulation records into (`ipoib fabric`, `ipoib lab` and `ipoib
 //! ibsim-server --pcap`: every packet on every link of the simulator,
 //! [`Simulator::set_capture`]; `ipoib attach --pcap`: the host's cable, a capture that lives in
-//! its `RemoteHost`, [`CaptureFile::drain_from`]), ERF records (`ipoib_wire::pcap`), written as
+//! its `RemoteHost`; both a [`Recorder`]), ERF records (`ipoib_wire::pcap`), written as
 //! the capture grows, so that memory stays bounded however long the process runs, up to a byte
 //! limit.
 //!
@@ -15,6 +15,7 @@
 use crate::realtime::Clock;
 use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::hw::sim::Simulator;
+use ipoib_fabric::node::remote::RemoteHost;
 use ipoib_wire::pcap::{GLOBAL_HEADER_LEN, RECORD_HEADER_LEN};
 use std::fs::File;
 use std::io::{self, Write};
@@ -42,29 +43,51 @@ pub struct CaptureFile {
     error: Option<String>,
 }
 
+/// Where a capture lives: a simulator's tap ([`Simulator::set_capture`]), or a remote host's,
+/// which its rebuilt simulators take over (`RemoteHost::set_capture`, `ipoib attach --pcap`).
+pub trait Recorder {
+    /// Starts recording into `capture`.
+    fn set_capture(&mut self, capture: Capture);
+    /// The capture, while one records.
+    fn capture_mut(&mut self) -> Option<&mut Capture>;
+    /// Stops recording.
+    fn take_capture(&mut self) -> Option<Capture>;
+}
+
+impl Recorder for Simulator {
+    fn set_capture(&mut self, capture: Capture) {
+        Simulator::set_capture(self, capture);
+    }
+    fn capture_mut(&mut self) -> Option<&mut Capture> {
+        Simulator::capture_mut(self)
+    }
+    fn take_capture(&mut self) -> Option<Capture> {
+        Simulator::take_capture(self)
+    }
+}
+
+impl Recorder for RemoteHost {
+    fn set_capture(&mut self, capture: Capture) {
+        RemoteHost::set_capture(self, capture);
+    }
+    fn capture_mut(&mut self) -> Option<&mut Capture> {
+        RemoteHost::capture_mut(self)
+    }
+    fn take_capture(&mut self) -> Option<Capture> {
+        RemoteHost::take_capture(self)
+    }
+}
+
 impl CaptureFile {
-    /// Creates `path` (truncating it), starts the capture in `sim`, its time stamps `epoch_ns`
+    /// Creates `path` (truncating it), starts a capture in `rec`, its time stamps `epoch_ns`
     /// after virtual time ([`epoch_of`]), and writes the file's header. `limit`, when given, must
     /// leave room for the header ([`GLOBAL_HEADER_LEN`] bytes).
     pub fn start(
         path: &str,
         limit: Option<u64>,
-        sim: &mut Simulator,
+        rec: &mut impl Recorder,
         epoch_ns: u64,
     ) -> io::Result<CaptureFile> {
-        let mut c = CaptureFile::create(path, limit)?;
-        sim.set_capture(Capture::new().with_epoch(epoch_ns));
-        c.drain(sim);
-        match c.error.take() {
-            Some(e) => Err(io::Error::other(e)),
-            None => Ok(c),
-        }
-    }
-
-    /// Creates `path` (truncating it) for a capture the caller starts where it lives (a remote
-    /// host's, `ipoib_fabric::node::remote::RemoteHost::set_capture`) and writes with
-    /// [`CaptureFile::drain_from`]. `limit` as for [`CaptureFile::start`].
-    pub fn create(path: &str, limit: Option<u64>) -> io::Result<CaptureFile> {
         if let Some(l) = limit.filter(|&l| l < GLOBAL_HEADER_LEN as u64) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -73,33 +96,30 @@ impl CaptureFile {
                 ),
             ));
         }
-        Ok(CaptureFile {
+        let mut c = CaptureFile {
             file: File::create(path)?,
             written: 0,
             records: 0,
             limit,
             full: false,
             error: None,
-        })
-    }
-
-    /// Writes what `sim` recorded since the last call. On a write error or at the limit the
-    /// recording stops (the simulator's capture is taken away, so it keeps no more packets).
-    pub fn drain(&mut self, sim: &mut Simulator) {
-        if !self.drain_from(sim.capture_mut()) {
-            sim.take_capture();
+        };
+        rec.set_capture(Capture::new().with_epoch(epoch_ns));
+        c.drain(rec);
+        match c.error.take() {
+            Some(e) => Err(io::Error::other(e)),
+            None => Ok(c),
         }
     }
 
-    /// Writes what `capture` recorded since the last call; false once the recording stopped (a
-    /// write error, the limit), when the caller should take the capture away so that it keeps
-    /// no more packets.
-    pub fn drain_from(&mut self, capture: Option<&mut Capture>) -> bool {
+    /// Writes what `rec` recorded since the last call. On a write error or at the limit the
+    /// recording stops (the capture is taken away, so that it keeps no more packets).
+    pub fn drain(&mut self, rec: &mut impl Recorder) {
         if self.full || self.error.is_some() {
-            return false;
+            return;
         }
-        let Some(c) = capture else {
-            return true;
+        let Some(c) = rec.capture_mut() else {
+            return;
         };
         if let Err(e) = self.write(c.take_bytes()) {
             // A write that failed part-way (a full disk, a file size limit) may have left half a
@@ -108,7 +128,9 @@ impl CaptureFile {
             let _ = self.file.set_len(self.written);
             self.error = Some(e.to_string());
         }
-        !self.full && self.error.is_none()
+        if self.full || self.error.is_some() {
+            rec.take_capture();
+        }
     }
 
     fn write(&mut self, bytes: Vec<u8>) -> io::Result<()> {

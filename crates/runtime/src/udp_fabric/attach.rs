@@ -11,7 +11,6 @@ use crate::realtime::control::{AnswerFn, ControlEndpoint};
 use crate::realtime::{Config, Driver, Emulation, Wake};
 use crate::show::{tun_section, Answer, CounterSection, HostShow};
 use crate::tun::{OsPort, Tun, TunCounters, TunEndpoint, READ_BUFFER};
-use ipoib_fabric::hw::capture::Capture;
 use ipoib_fabric::node::host::Host;
 use ipoib_fabric::node::ipoib::{IpoibApp, IpoibHandle};
 use ipoib_fabric::node::remote::{HostLinkConfig, HostLinkEvent, InstallFn, Outgoing, RemoteHost};
@@ -376,19 +375,9 @@ impl AttachProcess {
     /// time-stamped by the wall clock), written as it grows, until the file would pass `limit`
     /// bytes; kept across reattaches (`RemoteHost::set_capture`).
     pub fn capture_to(&mut self, path: &str, limit: Option<u64>) -> io::Result<()> {
-        let mut file = CaptureFile::create(path, limit)?;
         let epoch = crate::capture_file::epoch_of(&self.driver.clock());
         let host = &mut self.driver.emulation_mut().host;
-        host.set_capture(Capture::new().with_epoch(epoch));
-        if !file.drain_from(host.capture_mut()) {
-            host.take_capture();
-            let e = file
-                .error()
-                .unwrap_or("the file took no header")
-                .to_string();
-            return Err(io::Error::other(e));
-        }
-        self.capture = Some(file);
+        self.capture = Some(CaptureFile::start(path, limit, host, epoch)?);
         Ok(())
     }
 
@@ -403,10 +392,7 @@ impl AttachProcess {
         // Also when the turn failed: what it recorded before is written.
         let w = self.driver.turn(deadline);
         if let Some(file) = &mut self.capture {
-            let host = &mut self.driver.emulation_mut().host;
-            if !file.drain_from(host.capture_mut()) {
-                host.take_capture();
-            }
+            file.drain(&mut self.driver.emulation_mut().host);
         }
         w
     }
